@@ -1,0 +1,1 @@
+"""Verdicts on the paper's claims from theory, simulation and real runs."""

@@ -1,0 +1,1 @@
+"""Cheap ES-vs-GRPO bandit analogues of the paper's experiments (numpy only)."""
