@@ -1,0 +1,224 @@
+"""The training configuration: one dataclass, filled from defaults < a TOML file < command-line flags.
+
+Top-level keys are shared by every algorithm; the `[es]` and `[grpo]` tables hold the settings of
+each algorithm (`ESConfig` at the top of llm/es.py, `GRPOConfig` at the top of llm/grpo.py). A flag
+has the key's name: `--steps 40`, `--es.sigma 1e-3`, `--grpo.beta 0.0`. A key or flag that does not
+exist is an error; so is a value of the wrong type or outside its range.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from llm.es import ESConfig
+from llm.grpo import GRPOConfig
+
+ALGOS = ("es", "grpo", "es-grpo", "grpo-es")
+BUDGETS = ("flops", "responses")
+ENGINES = ("hf", "vllm")
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass
+class TrainConfig:
+    algo: str = "es"                 # es | grpo | es-grpo (ES then GRPO) | grpo-es
+    model: str = ""                  # base model directory (save_pretrained format)
+    task: str = "countdown"
+    out: str = ""                    # run directory
+    seed: int = 0
+    steps: int = 40                  # total budget, counted in steps of GRPO (see llm/schedules.py)
+    switch_step: int = 0             # es-grpo / grpo-es: budget (GRPO steps) spent in the first phase
+    budget: str = "flops"            # flops (FLOPs_ES = FLOPs_GRPO when N = 4G) | responses (sampled responses)
+    batch_size: int = 16             # prompts per step (paper: 64)
+    train_pool: int = 2048           # size of the training prompt pool the batches are drawn from
+    temperature: float = 1.0         # sampling temperature: GRPO rollouts, per-step metrics, population probes
+    max_completion_length: int = 24  # new tokens per completion
+    engine: str = "hf"               # hf | vllm
+    dtype: str = "float32"           # engine weights; trainers keep fp32 master weights
+    threads: int = 2                 # torch CPU threads (part of the config: results depend on it)
+    checkpoint_every: int = 10       # C: checkpoint every C steps (and at the end)
+    population_every: int = 0        # E: population measurements every E steps (0: only before and after)
+    step_samples: int = 4            # ES: samples per batch prompt from the center for per-step metrics
+    probe_prompts: int = 4           # population: fixed probe prompts (test split)
+    probe_members: int = 8           # population: members theta + sigma eps_i
+    probe_samples: int = 8           # population: samples per member per probe prompt
+    probe_center_samples: int = 16   # population: samples from the center (Fisher trace, center Pass@K)
+    eval_problems: int = 64          # final evaluation: test problems of the task
+    eval_samples: int = 32           # samples per problem (paper: 32)
+    eval_temperature: float = 1.0    # paper: 0.6; the tiny model is trained at 1.0
+    eval_ks: tuple[int, ...] = (1, 16, 32)
+    heldout_task: str = "arithmetic"  # forgetting: evaluated before and after ("" to skip)
+    heldout_problems: int = 64
+    threshold_keep: tuple[float, ...] = (5.0, 22.0, 50.0)  # % of update entries kept in thresholded checkpoints
+    es: ESConfig = field(default_factory=ESConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first setting that is out of range."""
+        _choice("algo", self.algo, ALGOS)
+        _choice("budget", self.budget, BUDGETS)
+        _choice("engine", self.engine, ENGINES)
+        _choice("dtype", self.dtype, DTYPES)
+        for name in ("steps", "batch_size", "train_pool", "max_completion_length", "threads", "checkpoint_every",
+                     "step_samples", "probe_prompts", "probe_members", "probe_samples", "probe_center_samples",
+                     "eval_problems", "eval_samples", "heldout_problems"):
+            _int_at_least(name, getattr(self, name), 1)
+        _int_at_least("seed", self.seed, 0)
+        _int_at_least("switch_step", self.switch_step, 0)
+        _int_at_least("population_every", self.population_every, 0)
+        if self.algo in ("es-grpo", "grpo-es") and not 0 < self.switch_step < self.steps:
+            raise ValueError(f"switch_step must lie in (0, steps={self.steps}) for algo {self.algo}, got {self.switch_step}")
+        if self.batch_size > self.train_pool:
+            raise ValueError(f"batch_size must be <= train_pool ({self.train_pool}), got {self.batch_size}")
+        _positive("temperature", self.temperature)
+        _positive("eval_temperature", self.eval_temperature)
+        if not self.eval_ks or any(not isinstance(k, int) or k < 1 or k > self.eval_samples for k in self.eval_ks):
+            raise ValueError(f"eval_ks must be integers in [1, eval_samples={self.eval_samples}], got {self.eval_ks}")
+        if any(not 0 < q <= 100 for q in self.threshold_keep):
+            raise ValueError(f"threshold_keep must hold percentages in (0, 100], got {self.threshold_keep}")
+        self.es.validate()
+        self.grpo.validate()
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "config") -> "TrainConfig":
+        """Build from nested dicts (TOML tables / config.json); unknown keys raise ValueError."""
+        kwargs = _known(cls, data, source, sections=("es", "grpo"))
+        if "es" in data:
+            kwargs["es"] = ESConfig(**_known(ESConfig, _table(data["es"], f"{source}: es"), f"{source}: [es]"))
+        if "grpo" in data:
+            kwargs["grpo"] = GRPOConfig(**_known(GRPOConfig, _table(data["grpo"], f"{source}: grpo"), f"{source}: [grpo]"))
+        return cls(**kwargs)
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+
+def _int_at_least(name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def _table(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be a table of settings, got {value!r}")
+    return value
+
+
+def _known(cls, data: dict, source: str, sections: tuple[str, ...] = ()) -> dict:
+    """The entries of data that are fields of cls (sections excluded), with types coerced; unknown -> error."""
+    names = {f.name: f for f in fields(cls)}
+    out = {}
+    for key, value in data.items():
+        if key in sections:
+            continue
+        if key not in names:
+            raise ValueError(f"{source}: unknown setting {key!r}; known settings: {sorted(n for n in names if n not in sections)}")
+        out[key] = _coerce(key, value, names[key].type)
+    return out
+
+
+def _coerce(key: str, value: Any, typ: str) -> Any:
+    """Check a value against the field's annotated type (annotations are strings here)."""
+    if typ.startswith("tuple"):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{key} must be a list, got {value!r}")
+        inner = int if "int" in typ else float
+        return tuple(_coerce(key, v, inner.__name__) for v in value)
+    if typ == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"{key} must be true or false, got {value!r}")
+        return value
+    if typ == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{key} must be an integer, got {value!r}")
+        return value
+    if typ == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{key} must be a number, got {value!r}")
+        return float(value)
+    if typ == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"{key} must be a string, got {value!r}")
+        return value
+    raise TypeError(f"unsupported field type {typ} for {key}")
+
+
+# ----------------------------------------------------------------------------- command line
+
+def _parse_flag(text: str, typ: str) -> Any:
+    """Turn a flag's text into the field's type (lists are comma separated; bools are true/false)."""
+    if typ.startswith("tuple"):
+        inner = "int" if "int" in typ else "float"
+        return tuple(_parse_flag(t, inner) for t in text.split(",") if t.strip())
+    if typ == "bool":
+        if text.lower() not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+        return text.lower() == "true"
+    if typ == "int":
+        return int(text)
+    if typ == "float":
+        return float(text)
+    return text
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting (`--steps`, `--es.sigma`, `--grpo.beta`, ...), plus --config and --resume."""
+    parser.add_argument("--config", help="TOML file of settings (flags override it)")
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
+    for prefix, cls in (("", TrainConfig), ("es.", ESConfig), ("grpo.", GRPOConfig)):
+        for f in fields(cls):
+            if f.name in ("es", "grpo"):
+                continue
+            parser.add_argument(f"--{prefix}{f.name}", dest=f"{prefix}{f.name}", default=None, metavar=f.type.upper(),
+                                type=lambda text, t=f.type: _parse_flag(text, t))
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """defaults < --config TOML < flags."""
+    data: dict[str, Any] = {}
+    if args.config:
+        path = Path(args.config)
+        if not path.is_file():
+            raise ValueError(f"--config: no such file {path}")
+        data = tomllib.loads(path.read_text())
+    for key, value in vars(args).items():
+        if value is None or key in ("config", "resume", "command", "func"):
+            continue
+        if "." in key:
+            section, name = key.split(".", 1)
+            data.setdefault(section, {})[name] = value
+        else:
+            data[key] = value
+    cfg = TrainConfig.from_dict(data, source=str(args.config or "flags"))
+    for name in ("model", "out"):
+        if not getattr(cfg, name):
+            raise ValueError(f"{name} is required (flag --{name} or key {name!r} in the config file)")
+    return cfg
+
+
+def load_config(run_dir: str | Path) -> TrainConfig:
+    """The resolved config saved in a run directory."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise ValueError(f"run_dir {run_dir} has no config.json: not a run directory")
+    data = json.loads(path.read_text())
+    return TrainConfig.from_dict(data.get("config", data), source=str(path))

@@ -1,0 +1,163 @@
+"""GRPO (group relative policy optimization) on an engine, as in PAPER.md; settings named as in TRL.
+
+One step on a batch of B prompts:
+
+    sample G completions per prompt at the sampling temperature (num_generations = G)
+    A_i = (r_i - mean_group r) / (std_group r + 1e-4)      (population std; all-equal group -> A = 0)
+    repeat mu = num_iterations times (one AdamW step each, on the whole batch):
+        ratio_t = pi_theta(y_t | .) / pi_old(y_t | .)        (log-probs at the sampling temperature)
+        l_t = -min(ratio_t A, clip(ratio_t, 1 - epsilon, 1 + epsilon) A) + beta * k3_t
+        k3_t = exp(log pi_ref - log pi_theta) - (log pi_ref - log pi_theta) - 1   (KL to the frozen reference)
+    loss normalization (loss_type):
+        "grpo": mean over each completion's T_i tokens, then mean over completions (the paper's 1/T_i)
+        "bnpo": sum over all completion tokens of the batch / their number (token level)
+
+The policy's training forward is an HF model in fp32. When the engine is an HFEngine holding the
+same module, the two share it; otherwise the updated weights are written into the engine with
+engine.load_weights after every optimizer step.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from llm.engines.base import Engine
+from llm.rollout import NonFiniteError, Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
+from llm.tasks.base import Problem, Task
+
+ADVANTAGE_EPS = 1e-4
+LOSS_TYPES = ("grpo", "bnpo")
+
+
+@dataclass
+class GRPOConfig:
+    num_generations: int = 8         # G completions per prompt (paper 8)
+    learning_rate: float = 1e-6      # AdamW (paper 1e-6)
+    beta: float = 0.001              # KL penalty to the frozen reference (paper 0.001); 0: no reference
+    epsilon: float = 0.2             # PPO clip range (paper 0.2)
+    num_iterations: int = 1          # mu: optimizer steps per batch of rollouts
+    loss_type: str = "grpo"          # "grpo" sequence-level (1/T_i) | "bnpo" token-level
+    scale_rewards: bool = True       # divide advantages by the group std
+    max_grad_norm: float = 1.0       # gradient clipping (0: none)
+    weight_decay: float = 0.0
+    micro_batch_size: int = 64       # sequences per forward/backward (memory only)
+
+    def validate(self) -> None:
+        for name in ("num_generations", "num_iterations", "micro_batch_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"grpo.{name} must be an integer >= 1, got {v!r}")
+        if self.num_generations < 2:
+            raise ValueError(f"grpo.num_generations must be >= 2 (a group), got {self.num_generations}")
+        for name, low_open in (("learning_rate", True), ("epsilon", True), ("beta", False),
+                               ("max_grad_norm", False), ("weight_decay", False)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0 or (low_open and v == 0):
+                raise ValueError(f"grpo.{name} must be a finite number {'> 0' if low_open else '>= 0'}, got {v!r}")
+        if self.loss_type not in LOSS_TYPES:
+            raise ValueError(f"grpo.loss_type must be one of {list(LOSS_TYPES)}, got {self.loss_type!r}")
+
+
+def group_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
+    """rewards [B, G] -> (r - group mean) / (group std + 1e-4); exactly 0 for an all-equal group."""
+    r = np.asarray(rewards, dtype=np.float64)
+    centered = r - r.mean(axis=1, keepdims=True)
+    if scale:
+        centered = centered / (r.std(axis=1, keepdims=True) + ADVANTAGE_EPS)
+    return np.where((r.max(axis=1) == r.min(axis=1))[:, None], 0.0, centered)
+
+
+@dataclass
+class GRPOStep:
+    rollouts: Rollouts
+    loss: float
+    kl: float                 # mean k3 per completion token (0 without reference)
+    clip_fraction: float      # share of completion tokens whose ratio was clipped (last inner iteration)
+    grad_norm: float          # before clipping (last inner iteration)
+    seconds: float
+
+
+class GRPO:
+    """GRPO with an fp32 HF policy; reference (frozen) needed when beta > 0.
+
+    encode(prompt) must give the token ids the engine conditions on for that prompt."""
+
+    def __init__(self, cfg: GRPOConfig, engine: Engine, task: Task, policy: torch.nn.Module,
+                 reference: torch.nn.Module | None, encode: Callable[[str], list[int]], *,
+                 temperature: float, max_new_tokens: int, seed: int, pad_id: int):
+        if cfg.beta > 0 and reference is None:
+            raise ValueError("reference model is required when grpo.beta > 0")
+        self.cfg, self.engine, self.task, self.policy, self.reference = cfg, engine, task, policy, reference
+        self.encode, self.temperature, self.max_new_tokens, self.seed, self.pad_id = encode, temperature, max_new_tokens, seed, pad_id
+        self.shares_engine_model = getattr(engine, "model", None) is policy
+        self.optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+        self.optimizer_steps = 0  # taken in the current step
+
+    def state_is_intact(self) -> bool:
+        """Whether policy and optimizer are still those before the current step (no optimizer step taken)."""
+        return self.optimizer_steps == 0
+
+    def _micro_batches(self, n: int):
+        return [slice(i, min(i + self.cfg.micro_batch_size, n)) for i in range(0, n, self.cfg.micro_batch_size)]
+
+    def step(self, problems: list[Problem], step: int) -> GRPOStep:
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        self.optimizer_steps = 0
+        out = rollout(self.engine, self.task, problems, n=cfg.num_generations, temperature=self.temperature,
+                      max_new_tokens=self.max_new_tokens, seed=derive_seed(self.seed, step, "grpo-rollout"), step=step)
+        adv = torch.tensor(group_advantages(out.rewards, cfg.scale_rewards).reshape(-1), dtype=torch.float32)
+        prompt_ids = [self.encode(p.prompt) for p in problems for _ in range(cfg.num_generations)]
+        completion_ids = [c.token_ids for row in out.completions for c in row]
+        seq, attention, mask = pad_batch(prompt_ids, completion_ids, self.pad_id)
+        tmask = mask[:, 1:]
+        n_seq, n_tok = seq.shape[0], float(tmask.sum())
+        seq_len = tmask.sum(1).clamp(min=1.0)
+        # frozen log-probs: the sampling policy (pi_old) and the reference
+        with torch.no_grad():
+            old = torch.cat([completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature)
+                             for s in self._micro_batches(n_seq)]) if cfg.num_iterations > 1 else None
+            ref = torch.cat([completion_logprobs(self.reference, seq[s], attention[s], mask[s], self.temperature)
+                             for s in self._micro_batches(n_seq)]) if cfg.beta > 0 else None
+        self.policy.train(False)  # no dropout: the training forward is the sampling policy
+        for _ in range(cfg.num_iterations):
+            self.optimizer.zero_grad(set_to_none=True)
+            total_loss, kl_sum, clipped = 0.0, 0.0, 0.0
+            for s in self._micro_batches(n_seq):
+                logp = completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature)
+                m = tmask[s]
+                old_s = old[s] if old is not None else logp.detach()
+                ratio = torch.exp(logp - old_s)
+                a = adv[s, None]
+                per_token = -torch.min(ratio * a, torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.epsilon) * a)
+                if ref is not None:
+                    diff = ref[s] - logp
+                    k3 = torch.exp(diff) - diff - 1
+                    per_token = per_token + cfg.beta * k3
+                    kl_sum += float((k3 * m).sum())
+                if cfg.loss_type == "grpo":
+                    loss = ((per_token * m).sum(1) / seq_len[s]).sum() / n_seq
+                else:
+                    loss = (per_token * m).sum() / max(n_tok, 1.0)
+                if not torch.isfinite(loss):
+                    raise NonFiniteError(f"step {step}: GRPO loss is not finite ({float(loss)})")
+                loss.backward()
+                total_loss += float(loss)
+                clipped += float((((ratio - 1).abs() > cfg.epsilon).float() * m).sum())
+            params = [p for p in self.policy.parameters() if p.grad is not None]
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))
+            if not np.isfinite(grad_norm):
+                raise NonFiniteError(f"step {step}: GRPO gradient norm is not finite ({grad_norm})")
+            self.optimizer.step()
+            self.optimizer_steps += 1
+        for name, p in self.policy.named_parameters():
+            if not torch.isfinite(p).all():
+                raise NonFiniteError(f"step {step}: weight {name} is not finite after the GRPO update")
+        if not self.shares_engine_model:
+            self.engine.load_weights((n, p.detach()) for n, p in self.policy.named_parameters())
+        return GRPOStep(rollouts=out, loss=total_loss, kl=kl_sum / max(n_tok, 1.0), clip_fraction=clipped / max(n_tok, 1.0),
+                        grad_norm=grad_norm, seconds=time.perf_counter() - t0)

@@ -1,0 +1,207 @@
+"""The paper's population measurements on a real model, around a center theta (PAPER.md, "The theory").
+
+On each probe prompt x, with members pi_j = pi_{theta + sigma eps_j} (j = 1..N) at the sampling
+temperature and the center pi_0 = pi_theta:
+
+- JSpol_N = (1/N) sum_j KL(pi_j || pi_bar), by the mixture estimator: for y drawn from the mixture,
+  r_k = N pi_k(y) / sum_l pi_l(y) and f(y) = (1/N) sum_k r_k log r_k (>= 0) has mean exactly JSpol_N.
+  The draw is stratified (m samples from every member rather than a random member per draw): the
+  same expectation, a smaller variance; the 95% interval uses the stratified standard error.
+- JSsucc_N = h(p_bar) - (1/N) sum_j h(p_j) from the members' success rates p_j = c_j / m. The
+  plug-in value is biased upward by about (1 - 1/N) / (2m); reported beside it are the Miller-Madow
+  corrected value and a permutation null (the plug-in value when the pooled outcomes are dealt to
+  members at random, i.e. its bias when all p_j are equal) with plug-in minus null.
+- tr I_x(theta) = E_{y ~ pi_0} ||grad_theta log pi_0(y | x)||^2 (whole-sequence score, over the trained
+  parameters), from center samples, and Lemma 1's prediction (sigma^2 / 2)(1 - 1/N) tr I_x.
+- the validity parameter s = E_j KL(pi_j || pi_0), measured as the mean of log pi_j(y) - log pi_0(y)
+  over y ~ pi_j, against its second-order value (sigma^2 / 2) tr I_x.
+- Lemma 2 measured: the chance that one sample from each of K distinct members holds a correct
+  answer, 1 - e_K(1 - p) / C(N, K) (unbiased from independent members' rates), and for K = N also
+  directly (sample s of every member forms one draw), beside the center's Pass@K and 1 - (1 - p_bar)^K.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+import torch
+from scipy.special import logsumexp
+
+from llm.engines.base import Engine
+from llm.es import noise
+from llm.rollout import completion_logprobs, derive_seed, pad_batch, rollout
+from llm.tasks.base import Problem, Task
+from theory.lemmas import distinct_members_pass, lemma1_prediction, validity_parameter
+from theory.metrics import binary_entropy, jssucc, pass_at_k, pass_at_k_from_p
+
+Z95 = 1.959963984540054
+
+
+# ----------------------------------------------------------------------------- estimators (numpy)
+
+def mixture_terms(logp: np.ndarray) -> np.ndarray:
+    """f(y) = (1/N) sum_k r_k log r_k with r_k = N pi_k(y) / sum_l pi_l(y); logp [..., N] holds log pi_k(y)."""
+    n = logp.shape[-1]
+    log_r = math.log(n) + logp - logsumexp(logp, axis=-1, keepdims=True)
+    return np.sum(np.exp(log_r) * log_r, axis=-1) / n
+
+
+def jspol_estimate(logp: np.ndarray) -> tuple[float, float]:
+    """Stratified mixture estimate of JSpol_N and its standard error.
+
+    logp [N, m, N]: logp[j, s, k] = log pi_k(y_js) for the s-th sample y_js drawn from member j."""
+    n, m, _ = logp.shape
+    f = mixture_terms(logp)                       # [N, m]
+    var = f.var(axis=1, ddof=1).sum() / (n * n * m) if m > 1 else float("nan")
+    return float(f.mean()), float(math.sqrt(var))
+
+
+def _miller_madow_h(c: np.ndarray, m: int) -> np.ndarray:
+    """Binary entropy of c / m plus the Miller-Madow term (#outcomes seen - 1) / (2 m)."""
+    seen = (c > 0).astype(float) + (c < m).astype(float)
+    return binary_entropy(c / m) + (seen - 1.0) / (2.0 * m)
+
+
+def jssucc_estimates(correct: np.ndarray, n_permutations: int = 200, seed: int = 0) -> dict:
+    """JSsucc_N from member outcomes correct [N, m] (bool): plug-in, Miller-Madow, permutation null."""
+    n, m = correct.shape
+    c = correct.sum(axis=1)
+    plug_in = jssucc(c / m)
+    mm = float(_miller_madow_h(np.array(c.sum()), n * m) - _miller_madow_h(c, m).mean())
+    rng = np.random.default_rng(seed)
+    flat = correct.reshape(-1)
+    null = float(np.mean([jssucc(rng.permutation(flat).reshape(n, m).mean(axis=1)) for _ in range(n_permutations)]))
+    return {"plug_in": plug_in, "miller_madow": mm, "permutation_null": null, "plug_in_minus_null": plug_in - null,
+            "first_order_bias": (1 - 1 / n) / (2 * m)}
+
+
+def lemma2_estimates(member_correct: np.ndarray, center_correct: np.ndarray, ks: list[int]) -> dict:
+    """For each K: one draw from each of K distinct members vs the center's Pass@K vs 1 - (1 - p_bar)^K."""
+    n, m = member_correct.shape
+    p = member_correct.mean(axis=1)
+    c0, m0 = int(center_correct.sum()), center_correct.size
+    return {
+        "K": ks,
+        "distinct_members_pass": [float(distinct_members_pass(p, k)) for k in ks],
+        "center_pass_at_k": [pass_at_k(m0, c0, k) if k <= m0 else None for k in ks],
+        "same_policy_pass": [float(pass_at_k_from_p(p.mean(), k)) for k in ks],
+        "direct_one_from_each": float(member_correct.any(axis=0).mean()),  # K = N, draw s = sample s of each member
+    }
+
+
+def _mean_ci(values: np.ndarray) -> dict:
+    v = np.asarray(values, dtype=float)
+    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else float("nan")
+    return {"mean": float(v.mean()), "ci95": [float(v.mean() - Z95 * se), float(v.mean() + Z95 * se)]}
+
+
+# ----------------------------------------------------------------------------- model side (torch)
+
+def sequence_logprobs(model: torch.nn.Module, prompt_ids: list[list[int]], completion_ids: list[list[int]],
+                      temperature: float, pad_id: int, micro_batch: int = 64) -> np.ndarray:
+    """log pi(y | x) at the temperature (sum over completion tokens) for each (prompt, completion) pair."""
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(prompt_ids), micro_batch):
+            seq, att, mask = pad_batch(prompt_ids[i:i + micro_batch], completion_ids[i:i + micro_batch], pad_id)
+            out.append(completion_logprobs(model, seq, att, mask, temperature).sum(1).double())
+    return torch.cat(out).numpy()
+
+
+def score_sq_norms(model: torch.nn.Module, params: list[torch.nn.Parameter], prompt_ids: list[list[int]],
+                   completion_ids: list[list[int]], temperature: float, pad_id: int) -> np.ndarray:
+    """||grad_theta log pi(y | x)||^2 over the given parameters, one backward pass per sample."""
+    out = []
+    for p_ids, c_ids in zip(prompt_ids, completion_ids):
+        seq, att, mask = pad_batch([p_ids], [c_ids], pad_id)
+        logp = completion_logprobs(model, seq, att, mask, temperature).sum()
+        grads = torch.autograd.grad(logp, params, allow_unused=True)
+        out.append(sum(float((g.double() ** 2).sum()) for g in grads if g is not None))
+    return np.array(out)
+
+
+def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, problems: list[Problem],
+                       encode: Callable[[str], list[int]], pad_id: int, center: dict[str, torch.Tensor],
+                       sigma: float, members: int, samples: int, center_samples: int, temperature: float,
+                       max_new_tokens: int, seed: int, step: int, ks: list[int] | None = None) -> dict:
+    """All population measurements at the center weights `center` (fp32, by parameter name).
+
+    The engine generates (member weights written with load_weights); the scorer (an HF model, which
+    may be the engine's own) computes log-probs and score gradients. Both hold the center on return."""
+    names = list(center)
+    noise_seed = derive_seed(seed, step, "population-noise")
+    member_w = lambda j: ((n, center[n] + sigma * noise(noise_seed, j, n, center[n].shape)) for n in names)
+    ks = sorted({k for k in (ks or [2, 4, members]) if 1 <= k <= members})
+
+    # samples from every member and from the center
+    member_out = []
+    for j in range(members):
+        engine.load_weights(member_w(j))
+        member_out.append(rollout(engine, task, problems, n=samples, temperature=temperature,
+                                  max_new_tokens=max_new_tokens, seed=derive_seed(seed, step, "population-sample", j), step=step))
+    engine.load_weights((n, center[n]) for n in names)
+    center_out = rollout(engine, task, problems, n=center_samples, temperature=temperature,
+                         max_new_tokens=max_new_tokens, seed=derive_seed(seed, step, "population-center"), step=step)
+
+    # log pi_k(y) of every member sample under every member k and the center
+    prompt_ids = [encode(p.prompt) for p in problems]
+    rows = [(j, i, s) for j in range(members) for i in range(len(problems)) for s in range(samples)]
+    p_ids = [prompt_ids[i] for _, i, _ in rows]
+    c_ids = [member_out[j].completions[i][s].token_ids for j, i, s in rows]
+    logp = np.zeros((len(rows), members + 1))
+    for k in range(members + 1):
+        weights = member_w(k) if k < members else ((n, center[n]) for n in names)
+        with torch.no_grad():
+            live = dict(scorer.named_parameters())
+            for n, w in weights:
+                live[n].copy_(w)
+        logp[:, k] = sequence_logprobs(scorer, p_ids, c_ids, temperature, pad_id)
+    logp = logp.reshape(members, len(problems), samples, members + 1).transpose(1, 0, 2, 3)  # [prompt, j, s, k]
+
+    # Fisher trace at the center (scorer now holds the center)
+    params = [dict(scorer.named_parameters())[n] for n in names]
+    cp_ids = [prompt_ids[i] for i in range(len(problems)) for _ in range(center_samples)]
+    cc_ids = [center_out.completions[i][s].token_ids for i in range(len(problems)) for s in range(center_samples)]
+    sq = score_sq_norms(scorer, params, cp_ids, cc_ids, temperature, pad_id).reshape(len(problems), center_samples)
+
+    per_prompt = []
+    for i, prob in enumerate(problems):
+        lp = logp[i]
+        js, js_se = jspol_estimate(lp[:, :, :members])
+        kl = np.array([lp[j, :, j] - lp[j, :, members] for j in range(members)])  # log pi_j - log pi_0, y ~ pi_j
+        tr_i = float(sq[i].mean())
+        member_correct = np.stack([member_out[j].correct[i] for j in range(members)])
+        per_prompt.append({
+            "problem": prob.id, "jspol": js, "jspol_se": js_se,
+            "jssucc": jssucc_estimates(member_correct, seed=derive_seed(seed, step, "population-perm", i)),
+            "fisher_trace": tr_i, "fisher_trace_se": float(sq[i].std(ddof=1) / math.sqrt(center_samples)) if center_samples > 1 else None,
+            "lemma1_prediction": lemma1_prediction(tr_i, sigma, members),
+            "validity_measured": float(kl.mean()), "validity_predicted": validity_parameter(tr_i, sigma),
+            "member_success": member_correct.mean(axis=1).tolist(), "center_success": float(center_out.correct[i].mean()),
+            "lemma2": lemma2_estimates(member_correct, center_out.correct[i], ks),
+        })
+
+    def avg(key: str, sub: str | None = None) -> dict:
+        v = np.array([(r[key][sub] if sub else r[key]) for r in per_prompt])
+        return {"mean": float(v.mean()), "per_prompt": v.tolist()}
+
+    js_se = math.sqrt(sum(r["jspol_se"] ** 2 for r in per_prompt)) / len(per_prompt)
+    js_mean = float(np.mean([r["jspol"] for r in per_prompt]))
+    return {
+        "step": step, "sigma": sigma, "members": members, "samples_per_member": samples,
+        "center_samples": center_samples, "temperature": temperature, "probe_problems": [p.id for p in problems],
+        "jspol": {"mean": js_mean, "ci95": [js_mean - Z95 * js_se, js_mean + Z95 * js_se],
+                  "per_prompt": [r["jspol"] for r in per_prompt]},
+        "jssucc": {k: avg("jssucc", k)["mean"] for k in per_prompt[0]["jssucc"]},
+        "fisher_trace": _mean_ci(np.array([r["fisher_trace"] for r in per_prompt])) | {"per_prompt": [r["fisher_trace"] for r in per_prompt]},
+        "lemma1_prediction": avg("lemma1_prediction")["mean"],
+        "validity": {"measured": _mean_ci(np.array([r["validity_measured"] for r in per_prompt])),
+                     "predicted": avg("validity_predicted")["mean"]},
+        "lemma2": {"K": ks, **{key: np.mean([r["lemma2"][key] for r in per_prompt], axis=0).tolist()
+                               for key in ("distinct_members_pass", "same_policy_pass", "direct_one_from_each")},
+                   "center_pass_at_k": [None if any(r["lemma2"]["center_pass_at_k"][x] is None for r in per_prompt)
+                                        else float(np.mean([r["lemma2"]["center_pass_at_k"][x] for r in per_prompt]))
+                                        for x in range(len(ks))]},
+        "per_prompt": per_prompt,
+    }

@@ -1,0 +1,91 @@
+"""Roll a policy out on a batch of problems, score the completions, and compute their log-probs
+with an HF model (shared by ES, GRPO and the population measurements).
+
+A completion's reward is the task's verifier score (0 for anything that fails to parse); it is
+correct when the reward is 1. A non-finite reward is an error, named with the step.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from llm.engines.base import Completion, Engine
+from llm.tasks.base import Problem, Task
+
+
+class NonFiniteError(RuntimeError):
+    """A reward, loss or weight that is NaN or infinite; the message names the step and quantity."""
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit seed from any tuple of labels (e.g. run seed, step, purpose), stable across runs and machines."""
+    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
+
+
+@dataclass
+class Rollouts:
+    completions: list[list[Completion]]  # [prompt][sample]
+    rewards: np.ndarray                    # [prompt, sample]
+    correct: np.ndarray                    # [prompt, sample] bool
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(len(c.token_ids) for row in self.completions for c in row)
+
+    def token_entropy(self) -> float:
+        """Mean per-token entropy estimate -E[log pi(y_t | y_<t)] over the sampled tokens.
+
+        The engines report the log-probability of each sampled token under the distribution it was
+        sampled from (at the sampling temperature), so this is an unbiased Monte Carlo estimate of
+        the mean token entropy along the sampled trajectories.
+        """
+        logprobs = [lp for row in self.completions for c in row for lp in c.logprobs]
+        return float(-np.mean(logprobs)) if logprobs else 0.0
+
+
+def rollout(engine: Engine, task: Task, problems: list[Problem], *, n: int, temperature: float,
+            max_new_tokens: int, seed: int, step: int) -> Rollouts:
+    """Generate n completions per problem (temperature 0 = greedy) and score them with the task's verifier."""
+    completions = engine.generate([p.prompt for p in problems], n=n, temperature=temperature,
+                                  max_new_tokens=max_new_tokens, seed=seed)
+    rewards = np.array([[float(task.score(p, c.text)) for c in row] for p, row in zip(problems, completions)])
+    if not np.all(np.isfinite(rewards)):
+        bad = float(rewards[~np.isfinite(rewards)][0])
+        raise NonFiniteError(f"step {step}: reward is not finite ({bad}) for task {task.name}")
+    return Rollouts(completions=completions, rewards=rewards, correct=rewards >= 1.0)
+
+
+def check_finite(step: int, quantity: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise NonFiniteError(f"step {step}: {quantity} is not finite ({value})")
+
+
+# ----------------------------------------------------------------------------- log-probs of completions
+
+def completion_logprobs(model: torch.nn.Module, sequences: torch.Tensor, attention: torch.Tensor,
+                        completion_mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """log pi(y_t | x, y_<t) at the temperature for every position (0 where completion_mask is 0).
+
+    sequences [S, L] = prompt then completion then padding; position t is predicted from t - 1."""
+    logits = model(input_ids=sequences, attention_mask=attention).logits[:, :-1].float() / temperature
+    logp = torch.gather(F.log_softmax(logits, dim=-1), 2, sequences[:, 1:, None]).squeeze(2)
+    return logp * completion_mask[:, 1:]
+
+
+def pad_batch(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int):
+    """Right-padded [prompt + completion] rows, their attention mask, and the mask of completion tokens."""
+    lengths = [len(p) + len(c) for p, c in zip(prompt_ids, completion_ids)]
+    seq = torch.full((len(lengths), max(lengths)), pad_id, dtype=torch.long)
+    attention = torch.zeros_like(seq)
+    completion = torch.zeros(seq.shape, dtype=torch.float32)
+    for i, (p, c) in enumerate(zip(prompt_ids, completion_ids)):
+        seq[i, :len(p) + len(c)] = torch.tensor(p + c, dtype=torch.long)
+        attention[i, :len(p) + len(c)] = 1
+        completion[i, len(p):len(p) + len(c)] = 1.0
+    return seq, attention, completion
