@@ -1,0 +1,26 @@
+"""Tasks with verifiable rewards: Countdown, held-out arithmetic, GSM8K and DeepScaleR files.
+
+`get_task(name, **kwargs)` builds one by name; each is a `llm.tasks.base.Task`.
+"""
+from __future__ import annotations
+
+from llm.tasks.base import Problem, Task
+
+TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler")
+
+
+def get_task(name: str, **kwargs) -> Task:
+    """The task called `name` (one of TASKS); kwargs go to its constructor (data files for gsm8k/deepscaler)."""
+    if name == "countdown":
+        from llm.tasks.countdown import Countdown
+        return Countdown(**kwargs)
+    if name == "arithmetic":
+        from llm.tasks.arithmetic import Arithmetic
+        return Arithmetic(**kwargs)
+    if name in ("gsm8k", "deepscaler"):
+        from llm.tasks.math_data import MathData
+        return MathData(name, **kwargs)
+    raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}")
+
+
+__all__ = ["Problem", "Task", "TASKS", "get_task"]

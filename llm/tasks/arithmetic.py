@@ -1,0 +1,60 @@
+"""Held-out arithmetic (the forgetting probe): "compute 347+58=" -> "405".
+
+Operands: a + b and a - b with 2-3 digit operands, a * b with a 2-digit and a 1-digit operand.
+The base model learns this beside Countdown; ES/GRPO train on Countdown only, so the change in
+arithmetic accuracy measures forgetting. The split of an instance is fixed by its question text.
+Reward 1 when the completion (its last <answer> block, else all of it) is exactly the integer
+result, else 0.
+"""
+from __future__ import annotations
+
+import random
+import re
+
+from llm.tasks.base import Problem, Task, check_count, check_split, split_of
+from llm.tasks.countdown import MAX_COMPLETION_CHARS, extract_answer
+
+_INTEGER = re.compile(r"-?\d{1,12}")
+
+
+def parse_integer(text: str) -> int | None:
+    """The integer a completion states (optionally in <answer> tags), or None if it states none."""
+    if not isinstance(text, str) or len(text) > MAX_COMPLETION_CHARS:
+        return None
+    answer = extract_answer(text)
+    return int(answer) if _INTEGER.fullmatch(answer) else None
+
+
+class Arithmetic(Task):
+    name = "arithmetic"
+
+    def sample_question(self, rng: random.Random, split: str) -> tuple[str, int]:
+        """(question, result) from the split: the pretraining corpus is built from these."""
+        check_split(split)
+        while True:
+            op = rng.choice("+-*")
+            if op == "*":
+                a, b = rng.randint(10, 99), rng.randint(2, 9)
+            else:
+                a, b = rng.randint(10, 999), rng.randint(10, 999)
+            question = f"{a}{op}{b}"
+            if split_of(question) == split:
+                return question, a + b if op == "+" else a - b if op == "-" else a * b
+
+    def problems(self, split: str, n: int, seed: int) -> list[Problem]:
+        check_split(split)
+        check_count(n)
+        rng = random.Random(f"arithmetic/{split}/{seed}")
+        out: dict[str, Problem] = {}
+        while len(out) < n:
+            question, result = self.sample_question(rng, split)
+            out.setdefault(question, Problem(id=f"arithmetic/{question}", prompt=f"compute {question}=",
+                                             meta={"result": result}))
+        return list(out.values())
+
+    def score(self, problem: Problem, completion: str) -> float:
+        return 1.0 if parse_integer(completion) == problem.meta["result"] else 0.0
+
+    def answer(self, problem: Problem, completion: str) -> str | None:
+        value = parse_integer(completion)
+        return None if value is None else str(value)

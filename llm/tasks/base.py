@@ -1,0 +1,64 @@
+"""The task interface shared by trainers and evaluation: problems with a prompt, a reward, an answer.
+
+A `Task` hands out `Problem`s for a split ("train" or "test"; the two never overlap), scores a
+completion (the reward: 1 for correct, 0 for anything wrong or malformed, optionally a small
+format reward in between), and extracts a normalized final answer (for Maj@k and for counting
+distinct answers). A completion is correct when its reward is 1.
+"""
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+SPLITS = ("train", "test")
+TEST_FRACTION_BUCKETS = 10  # one bucket of ten (10%) of instance keys belongs to the test split
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    prompt: str
+    meta: dict = field(default_factory=dict)  # what the verifier needs: numbers/target, gold answer
+
+
+def check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    return split
+
+
+def check_count(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n (number of problems) must be an integer >= 1, got {n!r}")
+    return n
+
+
+def split_of(key: str) -> str:
+    """Deterministic train/test assignment of an instance key (10% test), stable across runs."""
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return "test" if int.from_bytes(digest, "little") % TEST_FRACTION_BUCKETS == 0 else "train"
+
+
+class Task(ABC):
+    name: str
+
+    @abstractmethod
+    def problems(self, split: str, n: int, seed: int) -> list[Problem]:
+        """n distinct problems of the split, deterministic given seed."""
+
+    @abstractmethod
+    def score(self, problem: Problem, completion: str) -> float:
+        """Reward of a completion; 0 for anything malformed."""
+
+    @abstractmethod
+    def answer(self, problem: Problem, completion: str) -> str | None:
+        """Normalized final answer, or None when the completion has none."""
+
+    def size(self, split: str) -> int | None:
+        """Number of problems in the split, or None when problems are generated without limit."""
+        check_split(split)
+        return None
+
+    def is_correct(self, problem: Problem, completion: str) -> bool:
+        return self.score(problem, completion) >= 1.0

@@ -1,0 +1,164 @@
+"""The whitelist evaluator against sympy, on random trees, random strings and hostile input."""
+from fractions import Fraction
+
+import pytest
+import sympy
+from hypothesis import given, settings, strategies as st
+
+from llm.tasks.safe_arith import (MAX_CHARS, MAX_LITERAL_DIGITS, MAX_MAGNITUDE, MAX_NODES, UnsafeExpression,
+                                  canonical_form, evaluate_expression, literals, parse_expression)
+
+OPS = "+-*/"
+
+
+def trees(leaves):
+    return st.recursive(leaves, lambda kids: st.tuples(st.sampled_from(OPS), kids, kids), max_leaves=8)
+
+
+def text(tree) -> str:
+    if isinstance(tree, int):
+        return str(tree)
+    op, a, b = tree
+    return f"({text(a)}{op}{text(b)})"
+
+
+def sympy_value(tree):
+    """Independent value with sympy Rationals; None when a division by zero occurs or an
+    intermediate value p/q has |p| or q above the documented bound."""
+    if isinstance(tree, int):
+        return sympy.Integer(tree)
+    op, a, b = tree
+    x, y = sympy_value(a), sympy_value(b)
+    if x is None or y is None or (op == "/" and y == 0):
+        return None
+    v = {"+": x + y, "-": x - y, "*": x * y, "/": x / y}[op]
+    return None if abs(v.p) > MAX_MAGNITUDE or v.q > MAX_MAGNITUDE else v
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(st.integers(0, 10**6)))
+def test_value_matches_sympy(tree):
+    expected = sympy_value(tree)
+    if expected is None:
+        with pytest.raises(UnsafeExpression):
+            evaluate_expression(text(tree))
+    else:
+        got = evaluate_expression(text(tree))
+        assert got == Fraction(int(expected.p), int(expected.q))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_random_strings_raise_only_unsafe_expression(s):
+    try:
+        value = evaluate_expression(s)
+    except UnsafeExpression:
+        return
+    assert isinstance(value, Fraction)
+    assert set(s) <= set("0123456789+-*/() ")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789+-*/() ", max_size=60))
+def test_whitelisted_alphabet_strings_agree_with_python_grammar(s):
+    """Strings over the allowed alphabet: accepted ones are exactly the valid + - * / expressions."""
+    try:
+        value = evaluate_expression(s)
+    except UnsafeExpression:
+        return
+    assert "**" not in s and "//" not in s
+    # the literals the parser saw are exactly the digit runs of the text
+    assert sorted(literals(parse_expression(s))) == sorted(int(d) for d in __import__("re").findall(r"\d+", s))
+    assert isinstance(value, Fraction)
+
+
+@pytest.mark.parametrize("hostile", [
+    "__import__('os').system('touch pwned')",
+    "2**10**10", "9**9**9**9", "(1).__class__", "[1]*10**9", "lambda: 1", "1 if 1 else 2",
+    "1//0", "1%2", "-1", "+1", "~1", "1.5+2", "1e308*10", "1_000", "0x10", "1<<100", "a+b", "1,2", "()",
+    "1/0", "(3-3)/(2-2)", "1/(5-5)",
+    "9" * (MAX_LITERAL_DIGITS + 1),
+    "(" * 500 + "1" + ")" * 500,
+    "1+" * 200 + "1",
+    "*".join(["999999999999"] * 5),  # 10^60: over the magnitude bound
+    "1/" + "/".join(["999999999999"] * 5),
+    "1" * 10**6,
+    "(" * 10**5,
+])
+def test_hostile_input_is_rejected(hostile, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UnsafeExpression):
+        evaluate_expression(hostile)
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_bounds_are_exact_at_the_edge():
+    assert evaluate_expression("9" * MAX_LITERAL_DIGITS) == int("9" * MAX_LITERAL_DIGITS)
+    assert MAX_MAGNITUDE == 10**18
+    assert evaluate_expression("1000000000*1000000000") == MAX_MAGNITUDE
+    assert evaluate_expression("1/(1000000000*1000000000)") == Fraction(1, MAX_MAGNITUDE)
+    with pytest.raises(UnsafeExpression):
+        evaluate_expression("1000000000*1000000000+1")
+    with pytest.raises(UnsafeExpression):
+        evaluate_expression("1/(1000000000*1000000000+1)")
+
+
+def test_node_bound():
+    literals_allowed = (MAX_NODES + 1) // 2  # L literals make 2L - 1 nodes
+    assert evaluate_expression("+".join(["1"] * literals_allowed)) == literals_allowed
+    with pytest.raises(UnsafeExpression):
+        evaluate_expression("+".join(["1"] * (literals_allowed + 1)))
+
+
+def test_length_bound():
+    ok = "1+" * 10 + "1"
+    assert evaluate_expression(ok + " " * (MAX_CHARS - len(ok))) == 11
+    with pytest.raises(UnsafeExpression):
+        evaluate_expression(ok + " " * (MAX_CHARS - len(ok) + 1))
+
+
+# --- canonical forms: equal keys <=> equal rational functions of distinct symbols -------------
+
+def read_once_trees(n_leaves):
+    """Trees over the leaves 2, 3, 5, ... (n_leaves distinct primes), each used exactly once."""
+    primes = [2, 3, 5, 7, 11][:n_leaves]
+
+    @st.composite
+    def build(draw):
+        items = list(draw(st.permutations(primes)))
+        while len(items) > 1:
+            i = draw(st.integers(0, len(items) - 2))
+            op = draw(st.sampled_from(OPS))
+            items[i:i + 2] = [(op, items[i], items[i + 1])]
+        return items[0]
+    return build()
+
+
+def symbolic(tree):
+    if isinstance(tree, int):
+        return sympy.Symbol(f"x{tree}")
+    op, a, b = tree
+    x, y = symbolic(a), symbolic(b)
+    return {"+": x + y, "-": x - y, "*": x * y, "/": x / y}[op]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(2, 4).flatmap(lambda k: st.tuples(read_once_trees(k), read_once_trees(k))))
+def test_canonical_key_equality_is_symbolic_equality(pair):
+    a, b = pair
+    same_key = canonical_form(text(a)) == canonical_form(text(b))
+    same_function = sympy.cancel(symbolic(a) - symbolic(b)) == 0
+    assert same_key == same_function
+
+
+@pytest.mark.parametrize("a, b", [
+    ("2+3", "3+2"), ("2-(3-5)", "2+5-3"), ("(2-3)*(5-7)", "(3-2)*(7-5)"), ("2/(3/5)", "2*5/3"),
+    ("(2-3)/(5-7)", "(3-2)/(7-5)"), ("2*(3+5)", "(5+3)*2"),
+])
+def test_known_rewrites_share_a_key(a, b):
+    assert canonical_form(a) == canonical_form(b)
+
+
+@pytest.mark.parametrize("a, b", [("5-3", "3-5"), ("2*(3+5)", "2*3+5"), ("2/3", "3/2"), ("(2-3)*5", "(3-2)*5")])
+def test_different_functions_have_different_keys(a, b):
+    assert canonical_form(a) != canonical_form(b)
