@@ -27,14 +27,16 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from llm.engines.base import Engine
 from llm.rollout import NonFiniteError, derive_seed, rollout
 from llm.tasks.base import Problem, Task
+
+if TYPE_CHECKING:
+    from llm.engines.base import Engine
 
 PAPER_SIGMA = 1.5e-3
 PAPER_ALPHA = 2.5e-4
@@ -117,6 +119,15 @@ def direction_coefficients(z: np.ndarray, antithetic: bool) -> np.ndarray:
         d, sign = member_direction(m, antithetic)
         coef[d] += sign * zm
     return coef
+
+
+def combined_noise(it_seed: int, name: str, shape: torch.Size, coef: np.ndarray, chunk: int = 1 << 20) -> torch.Tensor:
+    """sum_d c_d eps_d for one parameter tensor (fp32), each eps_d regenerated from its seed."""
+    out = torch.zeros(shape)
+    for d, c in enumerate(coef):
+        if c != 0.0:
+            out.add_(noise(it_seed, d, name, shape, chunk), alpha=float(c))
+    return out
 
 
 def select_parameters(named: Iterator[tuple[str, torch.nn.Parameter]], pattern: str) -> list[str]:
@@ -202,11 +213,7 @@ class ES:
             new = {}
             for name in self.names:
                 theta = self.master[name]
-                delta = torch.zeros_like(theta)
-                for d, c in enumerate(coef):
-                    if c != 0.0:
-                        delta.add_(self._eps(it_seed, d, name, theta.shape), alpha=self.cfg.alpha * c / n)
-                new[name] = theta + delta
+                new[name] = theta + (self.cfg.alpha / n) * combined_noise(it_seed, name, theta.shape, coef, self.cfg.noise_chunk)
                 if not torch.isfinite(new[name]).all():  # checked before anything is overwritten
                     raise NonFiniteError(f"step {step}: weight {name} is not finite after the ES update")
                 sq_norm += float(((new[name] - theta) ** 2).sum())

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from llm.engines.base import Engine
 from llm.rollout import NonFiniteError, Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
 from llm.tasks.base import Problem, Task
+
+if TYPE_CHECKING:
+    from llm.engines.base import Engine
 
 ADVANTAGE_EPS = 1e-4
 LOSS_TYPES = ("grpo", "bnpo")
@@ -69,6 +71,26 @@ def group_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
     if scale:
         centered = centered / (r.std(axis=1, keepdims=True) + ADVANTAGE_EPS)
     return np.where((r.max(axis=1) == r.min(axis=1))[:, None], 0.0, centered)
+
+
+def grpo_loss(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, adv: torch.Tensor, mask: torch.Tensor,
+              cfg: GRPOConfig, *, n_seq: int, n_tok: float):
+    """The clipped GRPO objective of a (micro-)batch, normalized for the whole batch of n_seq completions
+    (n_tok completion tokens). logp, old, ref, mask: [S, T] per completion token; adv: [S].
+    Returns (loss, k3 per token or None, ratio)."""
+    ratio = torch.exp(logp - old)
+    a = adv[:, None]
+    per_token = -torch.min(ratio * a, torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.epsilon) * a)
+    k3 = None
+    if ref is not None:
+        diff = ref - logp
+        k3 = torch.exp(diff) - diff - 1
+        per_token = per_token + cfg.beta * k3
+    if cfg.loss_type == "grpo":
+        loss = ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)).sum() / n_seq
+    else:
+        loss = (per_token * mask).sum() / max(n_tok, 1.0)
+    return loss, k3, ratio
 
 
 @dataclass
@@ -116,7 +138,6 @@ class GRPO:
         seq, attention, mask = pad_batch(prompt_ids, completion_ids, self.pad_id)
         tmask = mask[:, 1:]
         n_seq, n_tok = seq.shape[0], float(tmask.sum())
-        seq_len = tmask.sum(1).clamp(min=1.0)
         # frozen log-probs: the sampling policy (pi_old) and the reference
         with torch.no_grad():
             old = torch.cat([completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature)
@@ -131,18 +152,10 @@ class GRPO:
                 logp = completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature)
                 m = tmask[s]
                 old_s = old[s] if old is not None else logp.detach()
-                ratio = torch.exp(logp - old_s)
-                a = adv[s, None]
-                per_token = -torch.min(ratio * a, torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.epsilon) * a)
-                if ref is not None:
-                    diff = ref[s] - logp
-                    k3 = torch.exp(diff) - diff - 1
-                    per_token = per_token + cfg.beta * k3
+                loss, k3, ratio = grpo_loss(logp, old_s, ref[s] if ref is not None else None, adv[s], m, cfg,
+                                            n_seq=n_seq, n_tok=n_tok)
+                if k3 is not None:
                     kl_sum += float((k3 * m).sum())
-                if cfg.loss_type == "grpo":
-                    loss = ((per_token * m).sum(1) / seq_len[s]).sum() / n_seq
-                else:
-                    loss = (per_token * m).sum() / max(n_tok, 1.0)
                 if not torch.isfinite(loss):
                     raise NonFiniteError(f"step {step}: GRPO loss is not finite ({float(loss)})")
                 loss.backward()

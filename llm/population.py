@@ -22,18 +22,20 @@ temperature and the center pi_0 = pi_theta:
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
 import numpy as np
 import torch
 from scipy.special import logsumexp
 
-from llm.engines.base import Engine
 from llm.es import noise
 from llm.rollout import completion_logprobs, derive_seed, pad_batch, rollout
 from llm.tasks.base import Problem, Task
 from theory.lemmas import distinct_members_pass, lemma1_prediction, validity_parameter
 from theory.metrics import binary_entropy, jssucc, pass_at_k, pass_at_k_from_p
+
+if TYPE_CHECKING:
+    from llm.engines.base import Engine
 
 Z95 = 1.959963984540054
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import TYPE_CHECKING
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from llm.engines.base import Completion, Engine
 from llm.tasks.base import Problem, Task
+
+if TYPE_CHECKING:
+    from llm.engines.base import Completion, Engine
 
 
 class NonFiniteError(RuntimeError):

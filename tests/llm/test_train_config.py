@@ -1,0 +1,62 @@
+"""Settings from TOML files and flags; the budget of schedules (FLOP match and equal responses)."""
+import argparse
+
+import pytest
+
+from llm import schedules
+from llm.config import TrainConfig, add_train_arguments, config_from_args
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    add_train_arguments(parser)
+    return config_from_args(parser.parse_args(argv))
+
+
+def test_flags_override_the_config_file(tmp_path):
+    path = tmp_path / "run.toml"
+    path.write_text('algo = "grpo"\nmodel = "m"\nout = "o"\nsteps = 7\n[es]\nsigma = 0.002\n[grpo]\nbeta = 0.0\nnum_generations = 4\n')
+    cfg = _parse(["--config", str(path), "--steps", "9", "--es.antithetic", "true", "--eval_ks", "1,4"])
+    assert (cfg.algo, cfg.steps, cfg.es.sigma, cfg.es.antithetic, cfg.grpo.beta, cfg.grpo.num_generations, cfg.eval_ks) == \
+        ("grpo", 9, 0.002, True, 0.0, 4, (1, 4))
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg  # what config.json saves reads back the same
+
+
+@pytest.mark.parametrize("text, match", [
+    ('model = "m"\nout = "o"\nstepz = 3\n', "unknown setting 'stepz'"),
+    ('model = "m"\nout = "o"\n[es]\nsigmaa = 1.0\n', "unknown setting 'sigmaa'"),
+    ('model = "m"\nout = "o"\nsteps = "ten"\n', "steps must be an integer"),
+    ('model = "m"\nout = "o"\nalgo = "ppo"\n', "algo must be one of"),
+    ('model = "m"\nout = "o"\nalgo = "es-grpo"\nsteps = 10\nswitch_step = 10\n', "switch_step")])
+def test_bad_config_files_are_errors(tmp_path, text, match):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        _parse(["--config", str(path)])
+
+
+def test_unknown_flag_is_an_error():
+    with pytest.raises((SystemExit, argparse.ArgumentError)):
+        _parse(["--model", "m", "--out", "o", "--es.sgma", "0.1"])
+    with pytest.raises(ValueError, match="model is required"):
+        _parse(["--out", "o"])
+
+
+def test_flop_match_with_n_equal_4g_gives_equal_steps():
+    cfg = TrainConfig(algo="es-grpo", model="m", out="o", steps=10, switch_step=4)
+    cfg.es.population_size, cfg.grpo.num_generations = 32, 8
+    phases = schedules.plan(cfg)
+    assert [(p.algo, p.start, p.steps) for p in phases] == [("es", 0, 4), ("grpo", 4, 6)]
+    info = schedules.describe(cfg, phases)
+    # 2 T N D P L for ES equals 8 T B G P L for GRPO: each phase spends exactly its share of the budget
+    assert info["phases"][0]["flops_per_prompt_PL"] == 8 * 8 * 4 and info["phases"][1]["flops_per_prompt_PL"] == 8 * 8 * 6
+
+
+def test_equal_responses_budget_converts_es_steps():
+    cfg = TrainConfig(algo="grpo-es", model="m", out="o", steps=12, switch_step=4, budget="responses", batch_size=2, train_pool=10)
+    cfg.es.population_size, cfg.grpo.num_generations = 16, 4
+    phases = schedules.plan(cfg)
+    # GRPO step: 4 responses per prompt; ES step: 16; 8 GRPO steps of budget -> 2 ES steps
+    assert [(p.algo, p.steps) for p in phases] == [("grpo", 4), ("es", 2)]
+    info = schedules.describe(cfg, phases)
+    assert info["phases"][0]["responses"] == info["phases"][1]["responses"] // 2 == 4 * 4 * 2
