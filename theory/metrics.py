@@ -10,6 +10,7 @@ ValueError that names the offending argument; nothing is silently clipped.
 - entropy(probs): H(pi) = -sum_y pi(y) log pi(y).
 - generalized_js(probs, weights): H(sum_i w_i pi_i) - sum_i w_i H(pi_i) = sum_i w_i KL(pi_i || pi_bar).
 - jssucc(p): h(p_bar) - (1/N) sum_i h(p_i), the JS divergence of the members' Bernoulli projections.
+- generalized_js_batch, jssucc_batch: the same over leading axes (many populations at once).
 - binary_entropy(p), bernoulli_kl(p, q): h(p) and KL(Bern(p) || Bern(q)).
 - success_probability(probs, correct): the Bernoulli projection p = sum_{y correct} pi(y).
 """
@@ -158,20 +159,38 @@ def _check_weights(weights, n: int) -> np.ndarray:
     return w
 
 
+def generalized_js_batch(probs, weights=None) -> np.ndarray:
+    """JS_w of many populations at once: probs [..., N, V] -> array [...] (see generalized_js)."""
+    probs = check_distributions("probs", probs)
+    if probs.ndim < 2:
+        raise ValueError(f"probs must have shape [..., N, V], got {probs.shape}")
+    w = _check_weights(weights, probs.shape[-2])
+    mix = np.einsum("n,...nv->...v", w, probs)[..., None, :]
+    # KL(pi_i || mix) summed over outcomes where pi_i > 0 (there mix >= w_i pi_i > 0 when w_i > 0).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = (xlogy(probs, probs) - xlogy(probs, np.broadcast_to(mix, probs.shape))).sum(axis=-1)
+    js = np.einsum("n,...n->...", w, np.where(w > 0, kl, 0.0))
+    return np.maximum(js, 0.0)  # only float rounding can make the sum of KL terms negative
+
+
 def generalized_js(probs, weights=None) -> float:
     """JS_w(pi_1..pi_N) = sum_i w_i KL(pi_i || pi_bar), pi_bar = sum_i w_i pi_i (>= 0, <= log N).
 
     probs: array [N, V] whose rows are distributions; weights default to 1/N each.
     """
-    probs = check_distributions("probs", probs)
+    probs = np.asarray(probs, dtype=float)
     if probs.ndim != 2:
         raise ValueError(f"probs must have shape [N, V], got {probs.shape}")
-    w = _check_weights(weights, probs.shape[0])
-    mix = w @ probs
-    # KL(pi_i || mix) summed over outcomes where pi_i > 0 (there mix >= w_i pi_i > 0 when w_i > 0).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kl = (xlogy(probs, probs) - xlogy(probs, np.broadcast_to(mix, probs.shape))).sum(axis=1)
-    return float(max(0.0, np.sum(w * np.where(w > 0, kl, 0.0))))
+    return float(generalized_js_batch(probs, weights))
+
+
+def jssucc_batch(p) -> np.ndarray:
+    """JSsucc_N of many populations at once: p [..., N] -> array [...] (see jssucc)."""
+    p = check_probabilities("p", p)
+    if p.ndim < 1 or p.shape[-1] < 1:
+        raise ValueError(f"p must have shape [..., N] with N >= 1 members, got shape {p.shape}")
+    js = binary_entropy(p.mean(axis=-1)) - binary_entropy(p).mean(axis=-1)
+    return np.maximum(js, 0.0)  # h is concave, so only float rounding can make this negative
 
 
 def jssucc(p) -> float:
@@ -179,7 +198,7 @@ def jssucc(p) -> float:
     p = check_probabilities("p", p)
     if p.ndim != 1 or p.size < 1:
         raise ValueError(f"p must be a 1-D array of member success probabilities, got shape {p.shape}")
-    return float(max(0.0, binary_entropy(p.mean()) - binary_entropy(p).mean()))
+    return float(jssucc_batch(p))
 
 
 def success_probability(probs, correct) -> np.ndarray:
