@@ -155,11 +155,11 @@ class GRPO:
                 loss, k3, ratio = grpo_loss(logp, old_s, ref[s] if ref is not None else None, adv[s], m, cfg,
                                             n_seq=n_seq, n_tok=n_tok)
                 if k3 is not None:
-                    kl_sum += float((k3 * m).sum())
+                    kl_sum += float((k3.detach() * m).sum())
                 if not torch.isfinite(loss):
                     raise NonFiniteError(f"step {step}: GRPO loss is not finite ({float(loss)})")
                 loss.backward()
-                total_loss += float(loss)
+                total_loss += float(loss.detach())
                 clipped += float((((ratio - 1).abs() > cfg.epsilon).float() * m).sum())
             params = [p for p in self.policy.parameters() if p.grad is not None]
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))

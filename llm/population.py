@@ -13,8 +13,8 @@ temperature and the center pi_0 = pi_theta:
   members at random, i.e. its bias when all p_j are equal) with plug-in minus null.
 - tr I_x(theta) = E_{y ~ pi_0} ||grad_theta log pi_0(y | x)||^2 (whole-sequence score, over the trained
   parameters), from center samples, and Lemma 1's prediction (sigma^2 / 2)(1 - 1/N) tr I_x.
-- the validity parameter s = E_j KL(pi_j || pi_0), measured as the mean of log pi_j(y) - log pi_0(y)
-  over y ~ pi_j, against its second-order value (sigma^2 / 2) tr I_x.
+- the validity parameter s = E_j KL(pi_j || pi_0), measured from y ~ pi_j with the k3 estimator
+  (r - 1) - log r, r = pi_0(y) / pi_j(y), against its second-order value (sigma^2 / 2) tr I_x.
 - Lemma 2 measured: the chance that one sample from each of K distinct members holds a correct
   answer, 1 - e_K(1 - p) / C(N, K) (unbiased from independent members' rates), and for K = N also
   directly (sample s of every member forms one draw), beside the center's Pass@K and 1 - (1 - p_bar)^K.
@@ -171,7 +171,10 @@ def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
     for i, prob in enumerate(problems):
         lp = logp[i]
         js, js_se = jspol_estimate(lp[:, :, :members])
-        kl = np.array([lp[j, :, j] - lp[j, :, members] for j in range(members)])  # log pi_j - log pi_0, y ~ pi_j
+        # KL(pi_j || pi_0) per sample y ~ pi_j with the k3 estimator (r - 1) - log r, r = pi_0(y) / pi_j(y):
+        # unbiased (E r = 1), never negative, and of lower variance than log pi_j - log pi_0
+        log_r = np.array([lp[j, :, members] - lp[j, :, j] for j in range(members)])
+        kl = np.expm1(log_r) - log_r
         tr_i = float(sq[i].mean())
         member_correct = np.stack([member_out[j].correct[i] for j in range(members)])
         per_prompt.append({

@@ -98,7 +98,7 @@ def save_checkpoint(run: Path, cfg: TrainConfig, step: int, weights: dict[str, t
         if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin":
             shutil.copy2(f, tmp / f.name)
     model_cfg = json.loads((tmp / "config.json").read_text())
-    model_cfg["torch_dtype"] = "float32"
+    model_cfg["torch_dtype" if "torch_dtype" in model_cfg else "dtype"] = "float32"
     (tmp / "config.json").write_text(json.dumps(model_cfg, indent=1))
     save_file({n: w.detach().float().contiguous() for n, w in weights.items()}, str(tmp / "model.safetensors"),
               metadata={"format": "pt"})
@@ -133,7 +133,7 @@ class Run:
         if engine_model is not None and next(engine_model.parameters()).dtype == torch.float32:
             self.hf_model = engine_model
         else:
-            self.hf_model = AutoModelForCausalLM.from_pretrained(cfg.model, torch_dtype=torch.float32)
+            self.hf_model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=torch.float32)
         self.hf_model.train(False)
         self.all_names = [n for n, _ in self.hf_model.named_parameters()]
         self.es_names = select_parameters(self.hf_model.named_parameters(), cfg.es.param_pattern)
@@ -181,7 +181,7 @@ class Run:
             reference = None
             if cfg.grpo.beta > 0:  # frozen: the weights this GRPO phase started from
                 ref_dir = cfg.model if phase.start == 0 else self.dir / CHECKPOINTS / f"step-{phase.start}"
-                reference = AutoModelForCausalLM.from_pretrained(ref_dir, torch_dtype=torch.float32)
+                reference = AutoModelForCausalLM.from_pretrained(ref_dir, dtype=torch.float32)
                 reference.train(False)
                 reference.requires_grad_(False)
             self.trainer = GRPO(cfg.grpo, self.engine, self.task, self.hf_model, reference, self.encode,
@@ -366,3 +366,46 @@ def resume(run_dir: str | Path, show_progress: bool = True) -> Path:
     cfg = load_config(run_dir)
     cfg.out = str(run_dir)
     return train(cfg, resume=True, show_progress=show_progress)
+
+
+# ----------------------------------------------------------------------------- command line
+
+def add_arguments(parser) -> None:
+    """The `train` subcommand's flags: one per setting, plus --config and --resume."""
+    from llm.config import add_train_arguments
+
+    add_train_arguments(parser)
+
+
+def run_command(args) -> int:
+    """`python -m llm train ...`: 0 on success, 1 when a non-finite value stopped the run."""
+    from llm.config import config_from_args
+
+    try:
+        if args.resume:
+            given = [k for k, v in vars(args).items() if v is not None and k not in ("resume", "command", "func")]
+            if given:
+                raise ValueError(f"--resume continues a run with its saved config; do not combine it with {given}")
+            resume(args.resume)
+        else:
+            train(config_from_args(args))
+    except NonFiniteError as err:
+        print(f"error: {err}", flush=True)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m llm.train", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_command(args)
+    except ValueError as err:
+        parser.error(str(err))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""ES on a real HFEngine with the tiny model: exact perturb/restore, the update rebuilt from seeds and
+z, parameter subsets, the null control, and the residue of the paper's in-place bf16 arithmetic."""
+import numpy as np
+import pytest
+import torch
+
+from llm.engines.hf import HFEngine
+from llm.es import ES, ESConfig, member_direction, noise, select_parameters
+from llm.tasks import get_task
+from llm.tasks.base import Task
+
+
+class ConstantReward(Task):
+    """Every completion gets the same reward: no signal at all."""
+    name = "constant"
+
+    def __init__(self):
+        self.inner = get_task("countdown")
+
+    def problems(self, split, n, seed):
+        return self.inner.problems(split, n, seed)
+
+    def score(self, problem, completion):
+        return 0.1
+
+    def answer(self, problem, completion):
+        return None
+
+
+def _es(engine, task, **kw):
+    cfg = ESConfig(**{"population_size": 4, "sigma": 1e-2, "alpha": 1e-2} | kw)
+    cfg.validate()
+    names = select_parameters(engine.model.named_parameters(), cfg.param_pattern)
+    master = None if cfg.inplace_bf16 else {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
+    return ES(cfg, engine, task, names, master, max_new_tokens=6, seed=3)
+
+
+def _live(engine):
+    return {n: p.detach().clone() for n, p in engine.model.named_parameters()}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_member_weights_and_exact_restore(tiny_model_dir, dtype):
+    engine = HFEngine(tiny_model_dir, dtype=dtype)
+    es = _es(engine, get_task("countdown"), antithetic=True)
+    before = _live(engine)
+    for member in (2, 3):
+        es.write_member(99, member)
+        d, sign = member_direction(member, True)
+        for n, p in engine.model.named_parameters():
+            expected = (es.master[n] + sign * 1e-2 * noise(99, d, n, p.shape)).to(dtype)
+            assert torch.equal(p.detach(), expected), n
+        es.restore(99, member)
+        for n, p in engine.model.named_parameters():
+            assert torch.equal(p.detach(), before[n]), f"restore left residue in {n}"
+
+
+def test_update_equals_alpha_over_n_sum_z_eps_rebuilt_independently(tiny_model_dir):
+    engine = HFEngine(tiny_model_dir)
+    task = get_task("countdown")
+    es = _es(engine, task, member_temperature=1.0, member_samples=2)
+    old = {n: t.clone() for n, t in es.master.items()}
+    out = es.step(task.problems("train", 4, seed=0), step=0)
+    assert out.z.shape == (4,) and np.all(np.isfinite(out.z))
+    it_seed = __import__("llm.rollout", fromlist=["derive_seed"]).derive_seed(3, 0, "es-noise")
+    for n, theta in es.master.items():
+        expected = old[n].double() + sum(1e-2 / 4 * out.z[m] * noise(it_seed, m, n, theta.shape).double() for m in range(4))
+        torch.testing.assert_close(theta.double(), expected, rtol=0, atol=1e-6)
+        assert torch.equal(dict(engine.model.named_parameters())[n].detach(), theta)  # the engine holds the new center
+
+
+def test_all_equal_rewards_give_a_zero_update(tiny_model_dir):
+    engine = HFEngine(tiny_model_dir)
+    task = ConstantReward()
+    es = _es(engine, task)
+    before = _live(engine)
+    out = es.step(task.problems("train", 3, seed=0), step=0)
+    assert np.all(out.z == 0) and out.update_norm == 0.0 and np.allclose(out.rewards, 0.1)
+    assert all(torch.equal(p.detach(), before[n]) for n, p in engine.model.named_parameters())
+
+
+def test_parameter_subset_leaves_other_parameters_untouched(tiny_model_dir):
+    engine = HFEngine(tiny_model_dir)
+    task = get_task("countdown")
+    es = _es(engine, task, param_pattern=r"norm", member_temperature=1.0, member_samples=2)
+    assert es.names and all("norm" in n for n in es.names)
+    before = _live(engine)
+    out = es.step(task.problems("train", 3, seed=0), step=0)
+    for n, p in engine.model.named_parameters():
+        assert torch.equal(p.detach(), before[n]) == ("norm" not in n or out.update_norm == 0.0), n
+
+
+def test_null_control_ignores_rewards(tiny_model_dir):
+    task = get_task("countdown")
+    zs = []
+    for t in (task, ConstantReward()):
+        es = _es(HFEngine(tiny_model_dir), t, null_control=True)
+        zs.append(es.step(task.problems("train", 2, seed=0), step=5).z)
+    np.testing.assert_array_equal(zs[0], zs[1])
+    assert abs(zs[0].mean()) < 1e-12 and zs[0].std() > 0.5 and zs[0].any()
+
+
+def test_inplace_bf16_leaves_rounding_residue_the_master_does_not(tiny_model_dir):
+    """The paper's code: add sigma eps to bf16 weights, then subtract it; bf16 rounding does not undo."""
+    engine = HFEngine(tiny_model_dir, dtype=torch.bfloat16)
+    es = _es(engine, get_task("countdown"), inplace_bf16=True, sigma=1.5e-3)
+    before = _live(engine)
+    es.write_member(7, 0)
+    es.restore(7, 0)
+    changed = sum(int((p.detach() != before[n]).sum()) for n, p in engine.model.named_parameters())
+    total = sum(p.numel() for p in engine.model.parameters())
+    assert 0 < changed < total  # some, not all, entries moved by one bf16 rounding step
