@@ -1,0 +1,6 @@
+"""`python -m simulate ...`: see simulate/cli.py."""
+import sys
+
+from simulate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,161 @@
+"""Experiment 4: ablations of ES (and one of GRPO) on the default task, equal update counts.
+
+- rollout: greedy member rollouts (the paper's easy setting) against sampled ones (T = 1):
+  which of the two carries ES's Pass@K behaviour?
+- zscore: standardized member rewards on/off (the paper: essential);
+- two_point: one-point against antithetic two-point ES on re-sampled rewards (the paper: no gain;
+  the + and - rewards correlate weakly, 0.278), with that correlation measured here;
+- sigma: a sweep of the perturbation scale;
+- population_vs_dim: N in {8, 16, 32, 64} against feature dimension d in {16, 64, 256} (the paper's
+  Table 6: the gain from a larger N shrinks for larger models), measured as the smoothed training
+  reward (mean member reward over the last 20% of updates);
+- grpo_std: GRPO with and without dividing advantages by the group std.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..bandit import Task, make_task
+from ..es import ESConfig, member_fitness
+from ..train import Run, train
+from .common import (ES, FINDING, GRPO, NOT_REPRODUCED, REPRODUCED, SHAPE, STEPS, claim, effect, fmt, save,
+                     scaled, settings, stats)
+
+NAME = "ablations"
+TITLE = "ES ablations (rollouts, z-scoring, two-point, sigma, N vs d) and GRPO's std normalization"
+SEEDS = 5
+SIGMAS = (0.125, 0.25, 0.5, 1.0, 2.0)
+POPULATIONS = (8, 16, 32, 64)
+DIMS = (16, 64, 256)
+SAMPLED = replace(ES, rollout="sampled")
+
+
+def pair_correlation(task: Task, cfg: ESConfig, pairs: int, rng: np.random.Generator) -> np.ndarray:
+    """Correlation over antithetic pairs of R(theta_0 + sigma eps) and R(theta_0 - sigma eps), per seed."""
+    eps = rng.standard_normal((task.n_seeds, pairs, task.dim))
+    batch = np.arange(task.n_prompts)
+    plus = member_fitness(task, task.logits(task.theta0[:, None] + cfg.sigma * eps), batch, cfg, rng)
+    minus = member_fitness(task, task.logits(task.theta0[:, None] - cfg.sigma * eps), batch, cfg, rng)
+    return np.array([np.corrcoef(a, b)[0, 1] for a, b in zip(plus, minus)])
+
+
+def smoothed_reward(run: Run) -> np.ndarray:
+    f = run.updates["fitness_mean"]
+    return f[-max(1, len(f) // 5):].mean(0)
+
+
+def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progress: bool = True) -> dict:
+    steps = scaled(STEPS, scale)
+    task = make_task(SHAPE, seeds)
+    jobs = {"greedy": (task, ES), "sampled": (task, SAMPLED), "no_zscore": (task, replace(ES, zscore=False)),
+            "sampled_two_point": (task, replace(SAMPLED, antithetic=True)),
+            "grpo_std": (task, GRPO), "grpo_no_std": (task, replace(GRPO, scale_rewards=False))}
+    jobs.update({f"sigma={s:g}": (task, replace(ES, sigma=s)) for s in SIGMAS if s != ES.sigma})
+    dim_tasks = {d: make_task(replace(SHAPE, feature_dim=d), seeds) for d in DIMS}
+    jobs.update({f"N={n},d={d}": (dim_tasks[d], replace(ES, population=n)) for d in DIMS for n in POPULATIONS})
+    runs: dict[str, Run] = {}
+    for label, (t, cfg) in tqdm(jobs.items(), desc=NAME, disable=not progress):
+        runs[label] = train(t, [(cfg, steps)], progress=False, population=False)
+    runs[f"sigma={ES.sigma:g}"] = runs["greedy"]
+    base = runs["greedy"].policy
+
+    def delta(label: str, metric: str) -> np.ndarray:
+        return runs[label].final(metric) - base[metric][0]
+
+    claims = []
+    # rollout
+    ro = {m: {k: stats(delta(m, k)) for k in ("pass@1", "pass@32", "entropy")} for m in ("greedy", "sampled")}
+    claims.append(claim(
+        "Greedy vs sampled member rollouts: which carries ES's Pass@K behaviour?",
+        "open question (the paper trains ES with greedy member rollouts in the easy setting)", ro, FINDING,
+        "; ".join(f"{m}: dPass@1 {fmt(delta(m, 'pass@1'))}, dPass@32 {fmt(delta(m, 'pass@32'))}, "
+                  f"dEntropy {fmt(delta(m, 'entropy'))}" for m in ("greedy", "sampled"))))
+    # z-scoring
+    zs = delta("greedy", "pass@1") - delta("no_zscore", "pass@1")
+    e = effect(zs, +1)
+    claims.append(claim(
+        "Reward z-scoring is essential for ES", "z-scoring is essential",
+        {"pass@1_gain_zscore": stats(delta("greedy", "pass@1")), "pass@1_gain_raw": stats(delta("no_zscore", "pass@1"))},
+        REPRODUCED if e == "yes" else NOT_REPRODUCED,
+        f"Pass@1 gain with z-scoring {fmt(delta('greedy', 'pass@1'))}, with raw rewards "
+        f"{fmt(delta('no_zscore', 'pass@1'))} (difference: {e})"))
+    # two-point
+    rng = np.random.default_rng([seeds, 17])
+    corr_sampled = pair_correlation(task, SAMPLED, 256, rng)
+    corr_greedy = pair_correlation(task, ES, 256, rng)
+    tp = delta("sampled_two_point", "pass@1") - delta("sampled", "pass@1")
+    e = effect(tp, +1)
+    claims.append(claim(
+        "Two-point (antithetic) ES gives no gain over one-point on re-sampled rewards",
+        "no gain; corr(R+, R-) = 0.278 at sigma = 1e-3",
+        {"pass@1_gain_one_point": stats(delta("sampled", "pass@1")),
+         "pass@1_gain_two_point": stats(delta("sampled_two_point", "pass@1")),
+         "corr_plus_minus_sampled": stats(corr_sampled), "corr_plus_minus_greedy": stats(corr_greedy)},
+        REPRODUCED if e != "yes" else NOT_REPRODUCED,
+        f"sampled rollouts: Pass@1 gain one-point {fmt(delta('sampled', 'pass@1'))}, two-point "
+        f"{fmt(delta('sampled_two_point', 'pass@1'))} (two - one: {e}); corr(R+, R-) sampled "
+        f"{fmt(corr_sampled)}, greedy {fmt(corr_greedy)}"))
+    # sigma sweep
+    sig = {f"{s:g}": {k: stats(delta(f"sigma={s:g}", k)) for k in ("pass@1", "pass@32", "entropy")} for s in SIGMAS}
+    claims.append(claim(
+        "Sigma sweep", f"the paper uses sigma = 1.5e-3 (here sigma is in logit units; default {ES.sigma})", sig,
+        FINDING, "; ".join(f"sigma {s:g}: dPass@1 {fmt(delta(f'sigma={s:g}', 'pass@1'))}, "
+                           f"dPass@32 {fmt(delta(f'sigma={s:g}', 'pass@32'))}" for s in SIGMAS)))
+    # N vs d
+    rew = {d: {n: smoothed_reward(runs[f"N={n},d={d}"]) for n in POPULATIONS} for d in DIMS}
+    gain = {d: rew[d][POPULATIONS[-1]] - rew[d][POPULATIONS[0]] for d in DIMS}
+    e = effect(gain[DIMS[0]] - gain[DIMS[-1]], +1)
+    claims.append(claim(
+        "A larger model needs a smaller population: the gain from N = 8 to N = 64 shrinks as d grows",
+        "Table 6 (smoothed reward after 300 updates, N = 8/16/32/64): 0.5B 0.442/0.494/0.525/0.529, "
+        "1.5B 0.828/0.839/0.845/0.844, 3B 0.890/0.900/0.900/0.903",
+        {f"d={d}": {f"N={n}": stats(rew[d][n]) for n in POPULATIONS} for d in DIMS},
+        REPRODUCED if e == "yes" else NOT_REPRODUCED,
+        "gain N=64 minus N=8: " + ", ".join(f"d={d} {fmt(gain[d])}" for d in DIMS)
+        + f" (smallest d minus largest d: {e})"))
+    # GRPO std
+    gs = {m: {k: stats(delta(m, k)) for k in ("pass@1", "pass@32", "entropy")} for m in ("grpo_std", "grpo_no_std")}
+    claims.append(claim(
+        "GRPO with and without std normalization of advantages", "the paper's GRPO divides by the group std",
+        gs, FINDING, "; ".join(f"{m}: dPass@1 {fmt(delta(m, 'pass@1'))}, dPass@32 {fmt(delta(m, 'pass@32'))}, "
+                               f"dEntropy {fmt(delta(m, 'entropy'))}" for m in ("grpo_std", "grpo_no_std"))))
+
+    fig, axes = plt.subplots(2, 3, figsize=(16, 8.5))
+    x = np.arange(steps + 1)
+
+    def curves(ax, labels, metric, title):
+        for lab in labels:
+            ax.plot(x, runs[lab].policy[metric].mean(1), label=lab)
+        ax.set(xlabel="update", ylabel=metric, title=title)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+
+    curves(axes[0, 0], ["greedy", "sampled", "sampled_two_point", "no_zscore"], "pass@1", "ES variants: Pass@1")
+    curves(axes[0, 1], ["greedy", "sampled", "sampled_two_point", "no_zscore"], "pass@32", "ES variants: Pass@32")
+    curves(axes[0, 2], ["grpo_std", "grpo_no_std", "greedy"], "entropy", "GRPO std on/off (ES for reference)")
+    for k in ("pass@1", "pass@32"):
+        axes[1, 0].errorbar(SIGMAS, [delta(f"sigma={s:g}", k).mean() for s in SIGMAS],
+                            yerr=[delta(f"sigma={s:g}", k).std() for s in SIGMAS], marker="o", capsize=3,
+                            label=f"d{k}")
+    axes[1, 0].set(xscale="log", xlabel="sigma", ylabel="change vs base", title="Sigma sweep")
+    axes[1, 0].legend()
+    axes[1, 0].grid(alpha=0.3)
+    for d in DIMS:
+        axes[1, 1].errorbar(POPULATIONS, [rew[d][n].mean() for n in POPULATIONS],
+                            yerr=[rew[d][n].std() for n in POPULATIONS], marker="o", capsize=3, label=f"d={d}")
+    axes[1, 1].set(xscale="log", xlabel="population N", ylabel="smoothed training reward",
+                   title="N against model size d")
+    axes[1, 1].legend()
+    axes[1, 1].grid(alpha=0.3)
+    axes[1, 2].hist([corr_sampled, corr_greedy], label=["sampled", "greedy"], bins=10)
+    axes[1, 2].set(xlabel="corr(R+, R-) per seed", title="Antithetic reward correlation at theta_0")
+    axes[1, 2].legend()
+    plot = save(fig, out, NAME)
+    return {"name": NAME, "title": TITLE, "claims": claims, "plot": plot,
+            "settings": settings(shape=SHAPE, grpo=GRPO, es=ES, steps=steps, seeds=seeds, sigmas=SIGMAS,
+                                 populations=POPULATIONS, dims=DIMS)}

@@ -1,0 +1,97 @@
+"""Experiment 1: does GRPO's entropy collapse while ES's does not, and what does that do to Pass@K?
+
+GRPO and ES run from the same base policy with equal FLOPs (N = 4 G, so equal update counts).
+Because their step sizes differ, endpoints alone mislead: both are also compared at matched
+Pass@1 (the lower of the two final Pass@1 values of each seed), reading entropy and Pass@32 off each
+trajectory where it first reaches that Pass@1.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..bandit import make_task
+from ..measure import DEFAULT_KS
+from ..train import train
+from .common import (ES, FINDING, GRPO, NOT_REPRODUCED, REPRODUCED, SEEDS, SHAPE, STEPS, band, claim,
+                     effect, fmt, save, scaled, settings, stats, value_at_level)
+
+NAME = "entropy_collapse"
+TITLE = "GRPO's entropy against ES's; Pass@K of base, GRPO and ES; the Pass@1-Pass@32 frontier"
+
+
+def matched(run_a, run_b, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per seed: the common Pass@1 level (lower final Pass@1) and `metric` of each run at that level."""
+    level = np.minimum(run_a.final("pass@1"), run_b.final("pass@1"))
+    a = np.array([value_at_level(run_a.policy["pass@1"][:, s], run_a.policy[metric][:, s], level[s])
+                  for s in range(len(level))])
+    b = np.array([value_at_level(run_b.policy["pass@1"][:, s], run_b.policy[metric][:, s], level[s])
+                  for s in range(len(level))])
+    return level, a, b
+
+
+def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progress: bool = True) -> dict:
+    steps = scaled(STEPS, scale)
+    task = make_task(SHAPE, seeds)
+    grpo = train(task, [(GRPO, steps)], progress=progress, desc="grpo")
+    es = train(task, [(ES, steps)], progress=progress, desc="es")
+    base = grpo.policy
+
+    d_ent_grpo = grpo.final("entropy") - base["entropy"][0]
+    d_ent_es = es.final("entropy") - base["entropy"][0]
+    level, ent_g, ent_e = matched(grpo, es, "entropy")
+    _, p32_g, p32_e = matched(grpo, es, "pass@32")
+    gain = level - base["pass@1"][0]
+
+    ent_effect = effect(ent_e - ent_g, +1)
+    claims = [
+        claim("GRPO's policy entropy collapses during training; ES's does not (compared at matched Pass@1)",
+              "GRPO raises Pass@1 but its token entropy collapses; ES keeps it",
+              {"entropy_change_grpo": stats(d_ent_grpo), "entropy_change_es": stats(d_ent_es),
+               "matched_pass1_gain": stats(gain), "entropy_at_matched_grpo": stats(ent_g),
+               "entropy_at_matched_es": stats(ent_e)},
+              REPRODUCED if ent_effect == "yes" and effect(-d_ent_grpo, +1) == "yes" else NOT_REPRODUCED,
+              f"entropy change over training: GRPO {fmt(d_ent_grpo)}, ES {fmt(d_ent_es)}; at matched Pass@1 "
+              f"(+{fmt(gain)} over base) entropy GRPO {fmt(ent_g)} vs ES {fmt(ent_e)} (ES - GRPO: {ent_effect})"),
+    ]
+    frontier = effect(p32_e - p32_g, +1)
+    claims.append(claim(
+        "At matched Pass@1, ES has the higher Pass@32 (a better Pass@1-Pass@32 frontier)",
+        "ES improves Pass@1 and keeps or raises Pass@K; GRPO's Pass@K gains little or falls",
+        {"pass32_at_matched_grpo": stats(p32_g), "pass32_at_matched_es": stats(p32_e),
+         "difference_es_minus_grpo": stats(p32_e - p32_g)},
+        REPRODUCED if frontier == "yes" else NOT_REPRODUCED,
+        f"Pass@32 at matched Pass@1: GRPO {fmt(p32_g)}, ES {fmt(p32_e)} (ES - GRPO: {frontier})"))
+    endpoint = {f"pass@{k}": {"base": stats(base[f'pass@{k}'][0]), "grpo": stats(grpo.final(f"pass@{k}")),
+                              "es": stats(es.final(f"pass@{k}"))} for k in DEFAULT_KS}
+    claims.append(claim(
+        "Endpoints after equal FLOPs: Pass@K of GRPO and ES against the base",
+        "GRPO: Pass@1 up, Pass@16/32 near or below base; ES: Pass@1 up, Pass@16/32 kept or raised",
+        endpoint, FINDING,
+        "; ".join(f"Pass@{k}: base {fmt(base[f'pass@{k}'][0])}, GRPO {fmt(grpo.final(f'pass@{k}'))}, "
+                  f"ES {fmt(es.final(f'pass@{k}'))}" for k in (1, 16, 32, 256))))
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    x = np.arange(steps + 1)
+    band(axes[0], x, grpo.policy["entropy"], "GRPO")
+    band(axes[0], x, es.policy["entropy"], "ES")
+    axes[0].set(xlabel="update", ylabel="policy entropy (nats)", title="Entropy over training (equal FLOPs)")
+    ks = np.array(DEFAULT_KS)
+    for label, values in (("base", [base[f"pass@{k}"][0] for k in ks]),
+                          ("GRPO", [grpo.final(f"pass@{k}") for k in ks]),
+                          ("ES", [es.final(f"pass@{k}") for k in ks])):
+        v = np.array(values)
+        axes[1].errorbar(ks, v.mean(1), yerr=v.std(1), marker="o", capsize=3, label=label)
+    axes[1].set(xscale="log", xlabel="K", ylabel="Pass@K (exact)", title="Pass@K at the end")
+    for label, r in (("GRPO", grpo), ("ES", es)):
+        axes[2].plot(r.policy["pass@1"].mean(1), r.policy["pass@32"].mean(1), label=label)
+    axes[2].scatter([base["pass@1"][0].mean()], [base["pass@32"][0].mean()], color="k", zorder=3, label="base")
+    axes[2].set(xlabel="Pass@1", ylabel="Pass@32", title="Frontier along training (seed mean)")
+    for ax in axes:
+        ax.legend()
+        ax.grid(alpha=0.3)
+    plot = save(fig, out, NAME)
+    return {"name": NAME, "title": TITLE, "claims": claims, "plot": plot,
+            "settings": settings(shape=SHAPE, grpo=GRPO, es=ES, steps=steps, seeds=seeds, budget="flops (N = 4G)")}
