@@ -25,6 +25,10 @@ def parse_integer(text: str) -> int | None:
     return int(answer) if _INTEGER.fullmatch(answer) else None
 
 
+def format_prompt(question: str) -> str:
+    return f"compute {question}="
+
+
 class Arithmetic(Task):
     name = "arithmetic"
 
@@ -48,7 +52,7 @@ class Arithmetic(Task):
         out: dict[str, Problem] = {}
         while len(out) < n:
             question, result = self.sample_question(rng, split)
-            out.setdefault(question, Problem(id=f"arithmetic/{question}", prompt=f"compute {question}=",
+            out.setdefault(question, Problem(id=f"arithmetic/{question}", prompt=format_prompt(question),
                                              meta={"result": result}))
         return list(out.values())
 

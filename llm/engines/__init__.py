@@ -1,0 +1,26 @@
+"""Generation engines with one interface (`llm.engines.base.Engine`): HFEngine and VLLMEngine."""
+from __future__ import annotations
+
+import torch
+
+from llm.engines.base import Completion, Engine
+
+ENGINES = ("hf", "vllm")
+
+
+def make_engine(kind: str, model_dir, *, dtype: torch.dtype = torch.float32, seed: int = 0, **kwargs) -> Engine:
+    """An engine of the given kind ("hf" or "vllm") on a local model directory.
+
+    seed is vLLM's engine seed (each generate call takes its own sampling seed on both engines);
+    kwargs go to the engine's constructor.
+    """
+    if kind == "hf":
+        from llm.engines.hf import HFEngine
+        return HFEngine(model_dir, dtype=dtype, **kwargs)
+    if kind == "vllm":
+        from llm.engines.vllm_engine import VLLMEngine
+        return VLLMEngine(model_dir, dtype=dtype, seed=seed, **kwargs)
+    raise ValueError(f"engine must be one of {ENGINES}, got {kind!r}")
+
+
+__all__ = ["Completion", "Engine", "ENGINES", "make_engine"]

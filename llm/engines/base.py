@@ -1,0 +1,125 @@
+"""The generation-engine interface shared by HFEngine and VLLMEngine, and the helpers both use.
+
+An engine samples completions for raw task prompts (applying the tokenizer's chat template when
+it has one) and lets a trainer overwrite weights in place between calls:
+
+    engine.generate(prompts, n=32, temperature=1.0, max_new_tokens=24, seed=0)  # [prompt][sample]
+    engine.load_weights((name, tensor) for name, tensor in ...)                 # HF parameter names
+
+`Completion.logprobs[t]` is log pi_T(y_t | x, y_<t), the log-probability of the sampled token
+under the distribution it was sampled from: the model's logits divided by the temperature T and,
+with top_p < 1, restricted to the top-p nucleus and renormalized. At temperature 0 (greedy) it is
+the model's own (T = 1) log-probability of the argmax token. `token_ids` include the end-of-
+sequence token when generation stopped on it (finish_reason "stop"); "length" means the
+max_new_tokens limit was reached. `text` is the decoded completion without special tokens.
+"""
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import torch
+
+
+@dataclass
+class Completion:
+    text: str
+    token_ids: list[int]
+    logprobs: list[float]  # per generated token, at the sampling temperature (see module docstring)
+    finish_reason: str  # "stop" (end-of-sequence token) or "length" (max_new_tokens reached)
+
+
+class Engine(ABC):
+    """Generates completions; `load_weights` changes the weights in place for the next `generate`."""
+
+    tokenizer: "PreTrainedTokenizerBase"  # noqa: F821  (a transformers tokenizer)
+    model_dir: str | None
+
+    @abstractmethod
+    def generate(self, prompts: list[str], *, n: int, temperature: float, max_new_tokens: int,
+                 seed: int, top_p: float = 1.0) -> list[list[Completion]]:
+        """n completions for each prompt ([prompt][sample]); temperature 0 is greedy; deterministic given seed."""
+
+    @abstractmethod
+    def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Overwrite the named weights (HF parameter names; any subset) for the next generate."""
+
+    def prompt_token_ids(self, prompt: str) -> list[int]:
+        """Token ids the engine feeds for a raw task prompt (chat template applied when there is one)."""
+        return encode_prompt(self.tokenizer, prompt)
+
+    def close(self) -> None:
+        """Release the engine's resources (a no-op where there are none)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def check_generate_args(prompts, n, temperature, max_new_tokens, top_p) -> None:
+    if not isinstance(prompts, (list, tuple)) or not prompts or not all(isinstance(p, str) for p in prompts):
+        raise ValueError("prompts must be a non-empty list of strings")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n (samples per prompt) must be an integer >= 1, got {n!r}")
+    if not (isinstance(temperature, (int, float)) and temperature >= 0 and temperature < float("inf")):
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+    if not (isinstance(top_p, (int, float)) and 0 < top_p <= 1):
+        raise ValueError(f"top_p must lie in (0, 1], got {top_p!r}")
+
+
+def check_model_dir(model_dir) -> Path:
+    """The path of a local model directory holding a config.json, or ValueError saying what is wrong."""
+    path = Path(model_dir)
+    if not path.exists():
+        raise ValueError(f"model directory {str(model_dir)!r} does not exist")
+    if not path.is_dir():
+        raise ValueError(f"model path {str(model_dir)!r} is not a directory")
+    if not (path / "config.json").is_file():
+        raise ValueError(f"model directory {str(model_dir)!r} has no config.json "
+                         "(expected a save_pretrained / Hugging Face model directory)")
+    return path
+
+
+def load_tokenizer(model_dir):
+    """AutoTokenizer of a model directory. Documented fallback: with no pad token, pad with EOS."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(check_model_dir(model_dir)))
+    return with_pad_token(tokenizer)
+
+
+def with_pad_token(tokenizer):
+    if tokenizer.pad_token_id is None:
+        if tokenizer.eos_token_id is None:
+            raise ValueError("the tokenizer has neither a pad token nor an end-of-sequence token; "
+                             "set tokenizer.pad_token before making an engine")
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def stop_token_ids(tokenizer, model_dir=None) -> set[int]:
+    """End-of-sequence ids: the tokenizer's EOS plus any listed in generation_config.json."""
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    gen_config = Path(model_dir) / "generation_config.json" if model_dir is not None else None
+    if gen_config is not None and gen_config.is_file():
+        eos = json.loads(gen_config.read_text()).get("eos_token_id")
+        ids |= set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    if not ids:
+        raise ValueError("the tokenizer has no end-of-sequence token; generation could never stop")
+    return ids
+
+
+def encode_prompt(tokenizer, prompt: str) -> list[int]:
+    """Token ids of a raw prompt; as one user turn of the chat template when the tokenizer has one."""
+    if getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                             add_generation_prompt=True)
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return list(tokenizer(prompt)["input_ids"])

@@ -1,0 +1,200 @@
+"""The project's own tiny "pretrained" base model: tokenizer, synthetic corpus, presets, training.
+
+No weights can be downloaded, so a base checkpoint is made here the way a user would start from
+one: a Llama-architecture decoder (random init) with a character-level `tokenizers` tokenizer,
+trained by next-token cross-entropy (AdamW, warmup + cosine decay) on the completions of a
+seeded, endless synthetic corpus, then saved with `save_pretrained` so that
+`AutoModelForCausalLM.from_pretrained(DIR)` and `AutoTokenizer.from_pretrained(DIR)` load it.
+
+Corpus (train-split instances only, so the test split stays held out):
+- Countdown solutions: "numbers=3,7,25 target=46:" -> "25+3*7<eos>". The expression is drawn
+  forward (random order, tree, operators), so an instance's completions follow the posterior
+  over all of its solutions: several different correct solutions per instance.
+- Off-target attempts (`off_target_frac`): a valid full-use expression whose value is not the
+  prompt's target (the target is that of another expression on the same numbers). They give the
+  base model headroom: it sometimes answers with a well-formed miss, as real base models do.
+- Held-out arithmetic (`arithmetic_frac`): "compute 347+58=" -> "405<eos>".
+The loss is on completion tokens (and EOS) only.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from llm.tasks import arithmetic, countdown
+
+PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
+OFF_TARGET_TRIES = 50
+
+
+@dataclass(frozen=True)
+class Preset:
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    intermediate_size: int
+    steps: int
+    batch_size: int  # examples per step
+    lr: float
+    warmup_steps: int
+    weight_decay: float = 0.1
+    off_target_frac: float = 0.2  # share of countdown examples that are valid but off-target attempts
+    arithmetic_frac: float = 0.2  # share of all examples that are held-out arithmetic
+    max_position_embeddings: int = 256
+
+
+PRESETS = {
+    # trains in seconds: learns the formats, rarely a correct Countdown answer; for tests
+    "test": Preset(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, steps=150, batch_size=64,
+                   lr=3e-3, warmup_steps=10),
+    # the base model of the experiments (targets: see the README)
+    "default": Preset(hidden_size=64, num_layers=4, num_heads=4, intermediate_size=256, steps=3000,
+                      batch_size=128, lr=2e-3, warmup_steps=100),
+}
+
+
+def build_tokenizer():
+    """Character-level tokenizer over printable ASCII (plus tab and newline), with pad/eos/unk."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    chars = ["\t", "\n"] + [chr(c) for c in range(32, 127)]
+    vocab = {tok: i for i, tok in enumerate([PAD, EOS, UNK] + chars)}
+    core = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, eos_token=EOS, unk_token=UNK,
+                                   clean_up_tokenization_spaces=False)
+
+
+def sample_example(rng: random.Random, preset: Preset, cd: countdown.Countdown,
+                   ar: arithmetic.Arithmetic) -> tuple[str, str]:
+    """(prompt, completion) drawn from the corpus mixture, train split only."""
+    if rng.random() < preset.arithmetic_frac:
+        question, result = ar.sample_question(rng, "train")
+        return arithmetic.format_prompt(question), str(result)
+    numbers, text, target = cd.sample_expression(rng, "train")
+    if rng.random() < preset.off_target_frac:
+        for _ in range(OFF_TARGET_TRIES):  # another reachable target on the same numbers
+            drawn = countdown.random_expression(numbers, rng)
+            if drawn is not None and drawn[1].denominator == 1 and 1 <= drawn[1] <= cd.max_target \
+                    and drawn[1] != target:
+                target = int(drawn[1])
+                break
+    return countdown.format_prompt(numbers, target), text
+
+
+def encode_batch(tokenizer, examples: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask, labels), right-padded; labels are -100 except completion + EOS."""
+    prompts = tokenizer([p for p, _ in examples], add_special_tokens=False)["input_ids"]
+    answers = tokenizer([c for _, c in examples], add_special_tokens=False)["input_ids"]
+    rows = [(p, a + [tokenizer.eos_token_id]) for p, a in zip(prompts, answers)]
+    width = max(len(p) + len(a) for p, a in rows)
+    ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (p, a) in enumerate(rows):
+        ids[i, :len(p) + len(a)] = torch.tensor(p + a)
+        labels[i, len(p):len(p) + len(a)] = torch.tensor(a)
+        mask[i, :len(p) + len(a)] = 1
+    return ids, mask, labels
+
+
+def build_model(preset: Preset, tokenizer):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=preset.hidden_size,
+                         intermediate_size=preset.intermediate_size, num_hidden_layers=preset.num_layers,
+                         num_attention_heads=preset.num_heads, num_key_value_heads=preset.num_heads,
+                         max_position_embeddings=preset.max_position_embeddings, tie_word_embeddings=True,
+                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                         bos_token_id=None)
+    return LlamaForCausalLM(config)
+
+
+def lr_at(step: int, preset: Preset) -> float:
+    """Linear warmup to lr, then cosine decay to lr / 10."""
+    if step < preset.warmup_steps:
+        return preset.lr * (step + 1) / preset.warmup_steps
+    progress = (step - preset.warmup_steps) / max(1, preset.steps - preset.warmup_steps)
+    return preset.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * progress)))
+
+
+def pretrain(out_dir, preset: str = "default", seed: int = 0, progress: bool = True,
+             threads: int | None = None) -> dict:
+    """Train a preset from random init and save it (model, tokenizer, pretrain.json, loss.png) to out_dir.
+
+    threads: torch CPU threads while training (restored afterwards); None keeps the current setting.
+    On a shared or small CPU one thread is often faster than two.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads or previous_threads)
+    try:
+        return _train(Path(out_dir), preset, seed, progress)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _train(out: Path, preset: str, seed: int, progress: bool) -> dict:
+    cfg = PRESETS[preset]
+    torch.manual_seed(seed)
+    rng = random.Random(f"pretrain/{seed}")
+    tokenizer = build_tokenizer()
+    model = build_model(cfg, tokenizer)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
+    cd, ar = countdown.Countdown(), arithmetic.Arithmetic()
+    losses, tokens, start = [], 0, time.perf_counter()
+    bar = tqdm(range(cfg.steps), desc=f"pretrain {preset}", disable=not progress, unit="step")
+    for step in bar:
+        ids, mask, labels = encode_batch(tokenizer, [sample_example(rng, cfg, cd, ar) for _ in range(cfg.batch_size)])
+        logits = model(input_ids=ids, attention_mask=mask).logits
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                               ignore_index=-100)
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        tokens += int(mask.sum())
+        losses.append(loss.item())
+        if step % 20 == 0 or step == cfg.steps - 1:
+            bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+    seconds = time.perf_counter() - start
+    out.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    n_params = sum(p.numel() for p in model.parameters())
+    stats = {"preset": preset, "config": asdict(cfg), "seed": seed, "parameters": n_params,
+             "train_seconds": round(seconds, 2), "tokens_per_second": round(tokens / seconds, 1),
+             "final_loss": sum(losses[-50:]) / len(losses[-50:]), "loss": losses}
+    (out / "pretrain.json").write_text(json.dumps(stats, indent=1))
+    _plot_loss(losses, out / "loss.png", f"pretrain {preset}: {n_params / 1e6:.2f}M parameters")
+    return stats
+
+
+def _plot_loss(losses: list[float], path: Path, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(losses, lw=0.8)
+    ax.set(xlabel="step", ylabel="cross-entropy (completion tokens)", title=title, yscale="log")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

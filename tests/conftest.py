@@ -1,0 +1,36 @@
+"""Shared fixtures: the tiny test model (trained once per session) and one vLLM engine per session."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """A directory with the "test" preset of llm.tinymodel, trained (seconds) once per session.
+
+    It learns the prompt/answer formats but rarely a correct answer. Treat it as read-only.
+    """
+    from llm.tinymodel import pretrain
+
+    out = tmp_path_factory.mktemp("tiny_model")
+    pretrain(out, preset="test", seed=0, progress=False, threads=1)
+    return out
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(tiny_model_dir):
+    """One in-process VLLMEngine on the tiny model for the whole session (start-up takes ~10 s).
+
+    Skips when vllm is not installed. A test that changes its weights must restore them.
+    """
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vllm is not installed")
+    import torch
+
+    from llm.engines.vllm_engine import VLLMEngine
+
+    engine = VLLMEngine(tiny_model_dir, dtype=torch.float32, seed=0)
+    yield engine
+    engine.close()
