@@ -39,6 +39,11 @@ def format_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def exit_code(results: list[dict]) -> int:
+    """0 when every counted (non-regime) check holds, 1 otherwise."""
+    return 0 if all(it["holds"] for it in results if counts(it)) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m theory", description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON list of result items on stdout")
@@ -58,4 +63,4 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results, indent=1))
     else:
         print(format_table(results))
-    return 0 if all(it["holds"] for it in results if counts(it)) else 1
+    return exit_code(results)
