@@ -166,9 +166,12 @@ def generalized_js_batch(probs, weights=None) -> np.ndarray:
         raise ValueError(f"probs must have shape [..., N, V], got {probs.shape}")
     w = _check_weights(weights, probs.shape[-2])
     mix = np.einsum("n,...nv->...v", w, probs)[..., None, :]
-    # KL(pi_i || mix) summed over outcomes where pi_i > 0 (there mix >= w_i pi_i > 0 when w_i > 0).
+    # KL(pi_i || mix) summed over outcomes where pi_i > 0. There mix >= w_i pi_i, so
+    # log(pi_i / mix) <= log(1 / w_i): fmin applies that exact bound, which only binds when
+    # mix underflowed to 0 (pi_i near the smallest float), where the log ratio would be +inf or NaN.
     with np.errstate(divide="ignore", invalid="ignore"):
-        kl = (xlogy(probs, probs) - xlogy(probs, np.broadcast_to(mix, probs.shape))).sum(axis=-1)
+        log_ratio = np.fmin(np.log(probs) - np.log(mix), -np.log(w)[:, None])
+        kl = np.where(probs > 0, probs * log_ratio, 0.0).sum(axis=-1)
     js = np.einsum("n,...n->...", w, np.where(w > 0, kl, 0.0))
     return np.maximum(js, 0.0)  # only float rounding can make the sum of KL terms negative
 

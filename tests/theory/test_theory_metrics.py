@@ -172,3 +172,10 @@ def test_jssucc_rejects_probabilities_outside_unit_interval():
         jssucc([0.2, 1.5])
     with pytest.raises(ValueError, match="p must be finite"):
         jssucc([0.2, np.nan])
+
+
+def test_js_finite_when_the_mixture_underflows():
+    # 0.5 * 5e-324 rounds to 0: the mixture underflows although every member puts mass there
+    tiny = np.array([[5e-324, 1 - 5e-324], [5e-324, 1 - 5e-324]])
+    assert generalized_js(tiny) == 0.0
+    assert generalized_js(np.array([[5e-324, 1.0], [0.0, 1.0]])) == pytest.approx(0.0, abs=1e-300)
