@@ -22,14 +22,24 @@ from theory.metrics import generalized_js_batch, jssucc_batch
 from theory.policy import PolicyBase
 
 
+def _members(policy: PolicyBase, theta, sigma: float, eps) -> np.ndarray:
+    """theta + sigma eps after checking sigma > 0 and N >= 2 members: eps [..., N, d]."""
+    if not np.isfinite(sigma) or sigma <= 0:
+        raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
+    eps = np.asarray(eps, dtype=float)
+    if eps.ndim < 2 or eps.shape[-2] < 2 or eps.shape[-1] != policy.dim:
+        raise ValueError(f"eps must have shape [..., N, {policy.dim}] with N >= 2 members, got {eps.shape}")
+    return np.asarray(policy.check_single_theta(theta)) + sigma * eps
+
+
 def population_jspol(policy: PolicyBase, theta, sigma: float, eps) -> np.ndarray:
     """JSpol_N of the populations theta + sigma eps: eps [..., N, d] -> [...]."""
-    return generalized_js_batch(policy.probs(np.asarray(theta) + sigma * np.asarray(eps)))
+    return generalized_js_batch(policy.probs(_members(policy, theta, sigma, eps)))
 
 
 def population_jssucc(policy: PolicyBase, theta, sigma: float, eps) -> np.ndarray:
     """JSsucc_N of the populations theta + sigma eps: eps [..., N, d] -> [...]."""
-    return jssucc_batch(policy.success(np.asarray(theta) + sigma * np.asarray(eps)))
+    return jssucc_batch(policy.success(_members(policy, theta, sigma, eps)))
 
 
 def quadratic_form(matrix, sigma: float, eps) -> np.ndarray:

@@ -117,3 +117,13 @@ def test_log_n_is_the_ceiling_at_huge_sigma():
     js = population_jspol(policy, np.zeros(6), 100.0, eps)
     assert np.all(js <= math.log(4) + 1e-12)
     assert js.mean() > 0.5 * math.log(4)
+
+
+def test_population_diversity_rejects_bad_input():
+    policy = CategoricalPolicy.tabular(3, 1)
+    with pytest.raises(ValueError, match="N >= 2"):
+        population_jspol(policy, np.zeros(3), 0.1, np.zeros((5, 1, 3)))
+    with pytest.raises(ValueError, match="sigma must be"):
+        population_jspol(policy, np.zeros(3), -0.1, np.zeros((5, 2, 3)))
+    with pytest.raises(ValueError, match="eps must have shape"):
+        population_jspol(policy, np.zeros(3), 0.1, np.zeros((5, 2, 4)))
