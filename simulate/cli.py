@@ -1,4 +1,4 @@
-"""Command line: `python -m simulate list | run NAME [--seeds S] [--out DIR] | all [--out DIR]`.
+"""Command line: `python -m simulate list | run NAME [--seeds S] [--out DIR] | all [--seeds S] [--out DIR]`.
 
 `run` writes DIR/NAME.json and DIR/NAME.png and prints each claim's verdict; `all` runs every
 experiment and also writes DIR/summary.json. `--scale` (default 1) shrinks the number of updates
@@ -54,14 +54,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help=f"output folder (default {DEFAULT_OUT})")
         p.add_argument("--scale", type=float, default=1.0, help="shrink the updates per run (quick looks)")
         p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p_run.add_argument("--seeds", type=int, default=None, help="number of seeds (default: the experiment's)")
+        p.add_argument("--seeds", type=int, default=None, help="number of seeds (default: each experiment's own)")
     args = parser.parse_args(argv)
 
     if args.command == "list":
         for name, module in EXPERIMENTS.items():
             print(f"{name:24s} {module.TITLE}")
         return 0
-    if args.command == "run" and args.seeds is not None and args.seeds < 2:
+    if args.seeds is not None and args.seeds < 2:
         parser.error("--seeds must be >= 2 (spreads and verdicts need at least two seeds)")
     if not 0 < args.scale <= 10:
         parser.error("--scale must be in (0, 10]")
@@ -69,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         run_one(args.name, args.seeds, args.out, args.scale, not args.no_progress)
         return 0
     start = time.perf_counter()
-    results = [run_one(name, None, args.out, args.scale, not args.no_progress) for name in EXPERIMENTS]
-    summary = {"seconds": round(time.perf_counter() - start, 2), "scale": args.scale,
+    results = [run_one(name, args.seeds, args.out, args.scale, not args.no_progress) for name in EXPERIMENTS]
+    summary = {"seconds": round(time.perf_counter() - start, 2), "scale": args.scale, "seeds": args.seeds,
                "experiments": {r["name"]: r for r in results}}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=_jsonable))
     print(f"wrote {args.out / 'summary.json'} and {len(results)} plots in {summary['seconds']:.1f} s")

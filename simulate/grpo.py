@@ -1,7 +1,7 @@
 """GRPO on the bandit, with exact (analytic) gradients of the sampled surrogate.
 
 One step, for each seed: draw G paths y_1..y_G ~ pi_old(.|x) (temperature T) for each batch prompt,
-    A_g = (r_g - mean r) / (std r + 1e-4)     (population std; `scale_rewards=False`: r_g - mean r)
+    A_g = (r_g - mean r) / std r    (population std, A = 0 for a group of equal rewards; `scale_rewards=False`: r_g - mean r)
 then `num_iterations` (mu) ascent steps on the PPO-clipped surrogate
     L(theta) = 1/(B G) sum_{x,g} min(rho_g A_g, clip(rho_g, 1-eps, 1+eps) A_g) - beta/B sum_x KL(pi_theta || pi_ref),
     rho_g = pi_theta(y_g|x) / pi_old(y_g|x),
@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from theory.grpo import group_advantages
+
 from .bandit import Task, _check_range, sample, softmax
 
-STD_EPS = 1e-4
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
 
 
@@ -56,16 +57,16 @@ class GRPOConfig:
         return (2.0 + 6.0 * self.num_iterations) * self.responses_per_step(n_batch)
 
 
-def group_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
-    """A_g = (r_g - mean_g r) / (std_g r + 1e-4) over the last (group) axis; zero for a group of equal rewards."""
-    centred = rewards - rewards.mean(-1, keepdims=True)
-    return centred / (rewards.std(-1, keepdims=True) + STD_EPS) if scale else centred
+def compute_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
+    """Group-normalized advantages over the last (group) axis, or only centred when scale is False."""
+    return group_advantages(rewards) if scale else rewards - rewards.mean(-1, keepdims=True)
 
 
 def surrogate_logit_gradient(probs: np.ndarray, ref_probs: np.ndarray, paths: np.ndarray,
                              advantages: np.ndarray, old_prob_of_path: np.ndarray, cfg: GRPOConfig):
     """Gradient of L w.r.t. the batch logits. probs, ref_probs: (S, B, V) at temperature T;
-    paths, advantages, old_prob_of_path: (S, B, G). Returns (gradient (S, B, V), share of samples whose term is clipped, per seed)."""
+    paths, advantages, old_prob_of_path: (S, B, G).
+    Returns (gradient (S, B, V), share of samples whose term is clipped, per seed)."""
     S, B, V = probs.shape
     G = paths.shape[-1]
     ratio = np.take_along_axis(probs, paths, axis=-1) / old_prob_of_path
@@ -104,7 +105,7 @@ def grpo_step(task: Task, theta: np.ndarray, cfg: GRPOConfig, rng: np.random.Gen
     ref = task.policy(theta_ref, cfg.temperature)[:, batch]
     paths = sample(rng, old, cfg.num_generations)
     rewards = np.take_along_axis(task.reward[:, batch], paths, axis=-1)
-    adv = group_advantages(rewards, cfg.scale_rewards)
+    adv = compute_advantages(rewards, cfg.scale_rewards)
     old_prob = np.take_along_axis(old, paths, axis=-1)
     clipped = []
     for it in range(cfg.num_iterations):

@@ -78,11 +78,14 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         "D_rel ES / GRPO = 40.7x to 44.1x (Table 4)",
         {k: stats(v) for k, v in drift.items()} | {"ratio_es_over_grpo": stats(ratio),
                                                    "ratio_null_over_es": stats(null_ratio),
-                                                   "pass@1_gain": {k: stats(v) for k, v in gain.items()}},
+                                                   "pass@1_gain": {k: stats(v) for k, v in gain.items()},
+                                                   "drift_per_pass@1_gain": {k: stats(drift[k] / gain[k])
+                                                                             for k in ("GRPO", "ES")}},
         REPRODUCED if e == "yes" else NOT_REPRODUCED,
         f"D_rel GRPO {fmt(drift['GRPO'], 4)}, ES {fmt(drift['ES'], 4)}, null ES {fmt(drift['ES null'], 4)}; "
         f"ES / GRPO {fmt(ratio, 2)}x; null / ES {fmt(null_ratio, 2)}; Pass@1 gain GRPO {fmt(gain['GRPO'])}, "
-        f"ES {fmt(gain['ES'])} (the ratio follows the step sizes); "
+        f"ES {fmt(gain['ES'])}; D_rel per unit of Pass@1 gain GRPO {fmt(drift['GRPO'] / gain['GRPO'], 2)}, "
+        f"ES {fmt(drift['ES'] / gain['ES'], 2)}; "
         f"bf16: ES {fmt(drift['ES bf16'], 4)}, null {fmt(drift['ES null bf16'], 4)}"))
 
     share = {k: shares(delta[k], taus) for k in delta if k != "GRPO"}

@@ -1,0 +1,129 @@
+"""ES: the update's expectation against the smoothed gradient, z-scoring, two-point, null, bf16."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from simulate.bandit import TaskShape, make_task
+from simulate.bf16 import perturb_restore_bf16, round_to_bf16
+from simulate.es import ESConfig, es_step, standardize
+
+# One parameter, four prompts, three paths: greedy reward F(theta) is a step function of theta.
+TINY = TaskShape(n_prompts=4, n_paths=3, n_correct=1, rare_share=0.0, n_tempting=1, tempting_share=1.0,
+                 base_pass1=0.45, difficulty_concentration=20, feature_dim=1)
+ALL_REWARDED = TaskShape(n_prompts=5, n_paths=4, n_correct=1, rare_share=0.0, n_tempting=1,
+                         formatted_share=1.0, format_bonus=1.0, feature_dim=3)
+
+
+def smoothed_gradient(task, theta: float, sigma: float) -> float:
+    """d/dtheta of F_sigma(theta) = E_u F(theta + sigma u), by quadrature on a grid and central differences."""
+    u = np.linspace(-8, 8, 16001)
+    w = norm.pdf(u) * (u[1] - u[0])
+
+    def greedy_reward(th):
+        logits = task.logits(np.asarray(th).reshape(1, -1, 1))[0]            # (M, P, V)
+        return task.reward[0][np.arange(task.n_prompts), logits.argmax(-1)].mean(-1)
+
+    def f_sigma(th):
+        return (greedy_reward(th + sigma * u) * w).sum()
+
+    h = 1e-2
+    return (f_sigma(theta + h) - f_sigma(theta - h)) / (2 * h)
+
+
+@pytest.mark.parametrize("antithetic", [False, True])
+def test_update_expectation_is_alpha_sigma_times_smoothed_gradient(antithetic):
+    reps, sigma, lr = 400, 0.7, 1.0
+    task = make_task(TINY, [5] * reps)              # identical instances: the seed axis holds replicates
+    cfg = ESConfig(population=100, sigma=sigma, lr=lr, zscore=False, antithetic=antithetic)
+    theta, _ = es_step(task, task.theta0, cfg, np.random.default_rng(0))
+    updates = (theta - task.theta0)[:, 0]
+    expected = lr * sigma * smoothed_gradient(make_task(TINY, [5]), task.theta0[0, 0], sigma)
+    assert abs(expected) > 0.1                      # the check is not vacuous
+    assert abs(updates.mean() - expected) < 4 * updates.std() / np.sqrt(reps)
+
+
+def test_two_point_members_come_in_mirrored_pairs():
+    task = make_task(TaskShape(n_prompts=6, feature_dim=4), 2)
+    cfg = ESConfig(population=8, antithetic=True)
+    _, info = es_step(task, task.theta0, cfg, np.random.default_rng(0))
+    centre = task.logits(task.theta0)[:, None]
+    lg = info["member_logits"]
+    np.testing.assert_allclose(lg[:, :4] + lg[:, 4:], np.broadcast_to(2 * centre, lg[:, 4:].shape), atol=1e-10)
+
+
+def test_zscored_update_is_zero_when_all_rewards_are_equal():
+    task = make_task(ALL_REWARDED, 3)
+    for rollout in ("greedy", "sampled"):
+        theta, info = es_step(task, task.theta0, ESConfig(rollout=rollout), np.random.default_rng(0))
+        np.testing.assert_array_equal(theta, task.theta0)
+        assert np.all(info["fitness"] == 1.0)
+
+
+def test_null_control_moves_without_reward_signal():
+    task = make_task(ALL_REWARDED, 3)
+    theta, info = es_step(task, task.theta0, ESConfig(null=True), np.random.default_rng(0))
+    assert np.all(np.linalg.norm(theta - task.theta0, axis=1) > 0)
+    np.testing.assert_allclose(info["z"].mean(1), 0, atol=1e-12)
+    np.testing.assert_allclose(info["z"].std(1), 1, atol=1e-6)
+
+
+def test_standardize_is_population_zscore():
+    r = np.array([[1.0, 2.0, 4.0]])
+    np.testing.assert_allclose(standardize(r), (r - r.mean()) / (r.std(ddof=0) + 1e-8))
+
+
+def test_greedy_fitness_is_the_mean_reward_of_argmax_paths():
+    task = make_task(TaskShape(n_prompts=7, feature_dim=3), 1)
+    _, info = es_step(task, task.theta0, ESConfig(population=4), np.random.default_rng(0))
+    lg = info["member_logits"][0]                          # (N, P, V)
+    expected = np.array([task.reward[0][np.arange(7), lg[i].argmax(-1)].mean() for i in range(4)])
+    np.testing.assert_allclose(info["fitness"][0], expected)
+
+
+def test_round_to_bf16_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(size=2000) * 10.0 ** rng.integers(-6, 6, size=2000),
+                        # exact ties between two bfloat16 neighbours (low 16 bits 0x8000), both parities
+                        (np.arange(1, 200, dtype=np.uint32) << 16 | 0x3F800000 | 0x8000).view(np.float32),
+                        [0.0, -0.0, 1.0, -2.5, 3.0e38, np.inf, -np.inf]]).astype(np.float32)
+    ours = round_to_bf16(x)
+    ref = torch.from_numpy(x).to(torch.bfloat16).to(torch.float32).numpy()
+    np.testing.assert_array_equal(ours, ref)
+    assert np.isnan(round_to_bf16(np.array([np.nan], np.float32)))[0]
+
+
+def test_perturb_restore_residue_is_bounded_and_zero_for_exact_steps():
+    rng = np.random.default_rng(0)
+    theta = round_to_bf16(rng.normal(size=(2, 50)))
+    exact_steps = round_to_bf16(np.ldexp(1.0, -3) * np.ones((2, 4, 50)))   # powers of two: exact in bf16
+    members, restored = perturb_restore_bf16(np.full((2, 50), 1.0, np.float32), exact_steps)
+    np.testing.assert_array_equal(restored, 1.0)
+    np.testing.assert_array_equal(members, 1.125)
+    steps = 0.3 * rng.normal(size=(2, 16, 50))
+    members, restored = perturb_restore_bf16(theta, steps)
+    assert np.all(round_to_bf16(members) == members) and np.all(round_to_bf16(restored) == restored)
+    # each add and subtract rounds by at most half a spacing of the larger operand (|w| + |s| < 8 here)
+    assert np.max(np.abs(restored - theta)) <= 2 * 16 * 0.5 * 2.0 ** (3 - 7)
+    assert np.any(restored != theta)                                       # residue is there
+
+
+def test_bf16_step_leaves_bf16_weights():
+    task = make_task(TaskShape(n_prompts=6, feature_dim=8, theta0_offset=3.0), 2)
+    theta0 = round_to_bf16(task.theta0)
+    theta, _ = es_step(task, theta0, ESConfig(bf16=True, population=4), np.random.default_rng(0))
+    np.testing.assert_array_equal(round_to_bf16(theta), theta)
+    assert np.any(theta != theta0)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"sigma": 0.0}, "sigma"), ({"sigma": -1.0}, "sigma"), ({"population": 1}, "population"),
+    ({"population": 7, "antithetic": True}, "population"), ({"rollout": "beam"}, "rollout"),
+    ({"lr": float("nan")}, "lr"), ({"temperature": -1.0}, "temperature"),
+    ({"samples_per_prompt": 0}, "samples_per_prompt"), ({"batch_size": 0}, "batch_size"),
+])
+def test_bad_es_hyperparameters_raise(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        replace(ESConfig(), **kwargs)

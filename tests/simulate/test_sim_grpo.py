@@ -1,0 +1,141 @@
+"""GRPO: the sampled surrogate gradient against exact expectations and finite differences."""
+import itertools
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from simulate.bandit import TaskShape, make_task, sample, softmax
+from simulate.grpo import GRPOConfig, compute_advantages, grpo_step, surrogate_logit_gradient
+from theory.grpo import grpo_prompt_weight
+
+SHAPE = TaskShape(n_prompts=2, n_paths=3, n_correct=1, rare_share=0.0, n_tempting=1, feature_dim=None)
+
+
+def exact_expected_gradient(pi: np.ndarray, reward: np.ndarray, G: int) -> np.ndarray:
+    """E over all V^G groups of (1/G) sum_g A_g (e_{y_g} - pi), by enumeration (one prompt)."""
+    V = len(pi)
+    total = np.zeros(V)
+    for group in itertools.product(range(V), repeat=G):
+        r = reward[list(group)]
+        std = r.std()
+        adv = (r - r.mean()) / std if std > 0 else np.zeros(G)
+        g = sum(a * (np.eye(V)[y] - pi) for a, y in zip(adv, group)) / G
+        total += np.prod(pi[list(group)]) * g
+    return total
+
+
+def test_monte_carlo_gradient_matches_enumeration_and_the_binary_reward_weight():
+    task = make_task(SHAPE, [1])
+    pi = task.policy(task.theta0)[0]                       # (P, V)
+    G, reps = 3, 200_000
+    cfg = GRPOConfig(num_generations=G, beta=0.0)
+    rng = np.random.default_rng(0)
+    probs = np.broadcast_to(pi, (reps,) + pi.shape)
+    paths = sample(rng, probs, G)                          # (reps, P, G)
+    rewards = np.take_along_axis(np.broadcast_to(task.reward[0], probs.shape), paths, -1)
+    adv = compute_advantages(rewards)
+    old = np.take_along_axis(probs, paths, -1)
+    grad, clipped = surrogate_logit_gradient(probs, probs, paths, adv, old, cfg)
+    mc = grad.mean(0) * pi.shape[0]                        # undo the 1/B prompt average
+    se = grad.std(0) * pi.shape[0] / np.sqrt(reps)
+    for x in range(pi.shape[0]):
+        exact = exact_expected_gradient(pi[x], task.reward[0, x], G)
+        assert np.all(np.abs(mc[x] - exact) < 5 * se[x] + 1e-12)
+        # binary rewards: E = w_G(p) grad p, with grad_logits p = pi (c - p)
+        c = task.correct[0, x]
+        p = pi[x][c].sum()
+        np.testing.assert_allclose(exact, grpo_prompt_weight(p, G) * pi[x] * (c - p), atol=1e-12)
+    assert np.all(clipped == 0)  # on-policy: every ratio is 1
+
+
+def surrogate(task, theta, batch_paths, adv, old_prob, ref_probs, cfg):
+    """L(theta) computed directly from its definition (min / clip, exact KL), per seed."""
+    probs = task.policy(theta, cfg.temperature)
+    ratio = np.take_along_axis(probs, batch_paths, -1) / old_prob
+    clipped = np.clip(ratio, 1 - cfg.epsilon, 1 + cfg.epsilon)
+    term = np.minimum(ratio * adv, clipped * adv).mean(axis=(1, 2))
+    kl = (probs * (np.log(probs) - np.log(ref_probs))).sum(-1).mean(-1)
+    return term - cfg.beta * kl
+
+
+def test_surrogate_gradient_matches_finite_differences_off_policy():
+    task = make_task(TaskShape(n_prompts=4, n_paths=5, n_correct=2, n_tempting=1, feature_dim=3), [2, 3])
+    cfg = GRPOConfig(num_generations=6, epsilon=0.2, beta=0.3, temperature=0.7)
+    rng = np.random.default_rng(5)
+    theta_old = task.theta0 + 0.2 * rng.normal(size=task.theta0.shape)
+    old = task.policy(theta_old, cfg.temperature)
+    paths = sample(rng, old, cfg.num_generations)
+    adv = compute_advantages(np.take_along_axis(task.reward, paths, -1) + 0.1 * rng.normal(size=paths.shape))
+    old_prob = np.take_along_axis(old, paths, -1)
+    ref = task.policy(task.theta0, cfg.temperature)
+    theta = theta_old + 1.0 * rng.normal(size=theta_old.shape)
+    probs = task.policy(theta, cfg.temperature)
+    ratio = np.take_along_axis(probs, paths, -1) / old_prob
+    assert np.min(np.abs(np.abs(ratio - 1) - cfg.epsilon)) > 1e-3  # no ratio on a clip kink
+    g_logits, clipped = surrogate_logit_gradient(probs, ref, paths, adv, old_prob, cfg)
+    assert np.all((clipped > 0) & (clipped < 0.8))  # both clipped and active terms are covered
+    analytic = task.pullback(g_logits)
+    h = 1e-6
+    for j in range(task.dim):
+        e = np.zeros(task.dim)
+        e[j] = h
+        numeric = (surrogate(task, theta + e, paths, adv, old_prob, ref, cfg)
+                   - surrogate(task, theta - e, paths, adv, old_prob, ref, cfg)) / (2 * h)
+        np.testing.assert_allclose(analytic[:, j], numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_clipped_terms_have_no_gradient():
+    cfg = GRPOConfig(num_generations=2, beta=0.0)
+    probs = np.array([[[0.6, 0.4]]])
+    paths = np.array([[[0, 0]]])
+    old_prob = np.array([[[0.4, 0.4]]])                  # ratio 1.5 > 1 + eps
+    g_pos, _ = surrogate_logit_gradient(probs, probs, paths, np.array([[[1.0, 1.0]]]), old_prob, cfg)
+    g_neg, _ = surrogate_logit_gradient(probs, probs, paths, np.array([[[-1.0, -1.0]]]), old_prob, cfg)
+    assert np.all(g_pos == 0)                             # A > 0 and ratio above 1 + eps: clipped
+    assert np.all(g_neg != 0)                             # A < 0 and ratio above 1 - eps: active
+
+
+def test_equal_rewards_leave_theta_unchanged():
+    shape = TaskShape(n_prompts=5, n_paths=4, n_correct=1, rare_share=0.0, n_tempting=1,
+                      formatted_share=1.0, format_bonus=1.0, feature_dim=3)  # every path earns reward 1
+    task = make_task(shape, 2)
+    for scale in (True, False):
+        cfg = GRPOConfig(beta=0.0, optimizer="sgd", scale_rewards=scale, num_iterations=2)
+        theta, info = grpo_step(task, task.theta0, cfg, np.random.default_rng(0), task.theta0, {})
+        np.testing.assert_array_equal(theta, task.theta0)
+        assert np.all(info["zero_std_share"] == 1.0)
+
+
+def test_first_adam_step_moves_each_coordinate_by_the_learning_rate():
+    task = make_task(TaskShape(n_prompts=16, feature_dim=8), 2)
+    cfg = GRPOConfig(learning_rate=0.01)
+    theta, _ = grpo_step(task, task.theta0, cfg, np.random.default_rng(0), task.theta0, {})
+    step = np.abs(theta - task.theta0)
+    moved = step > 1e-6
+    assert moved.mean() > 0.9
+    np.testing.assert_allclose(step[moved], 0.01, rtol=1e-3)
+
+
+def test_sgd_step_is_the_learning_rate_times_the_gradient():
+    task = make_task(TaskShape(n_prompts=6, feature_dim=4), 1)
+    cfg_a, cfg_b = GRPOConfig(optimizer="sgd", learning_rate=0.1), GRPOConfig(optimizer="sgd", learning_rate=0.2)
+    a, _ = grpo_step(task, task.theta0, cfg_a, np.random.default_rng(3), task.theta0, {})
+    b, _ = grpo_step(task, task.theta0, cfg_b, np.random.default_rng(3), task.theta0, {})
+    np.testing.assert_allclose(b - task.theta0, 2 * (a - task.theta0), rtol=1e-10)
+
+
+def test_temperature_changes_the_sampling_distribution():
+    logits = np.array([2.0, 0.0, -1.0])
+    np.testing.assert_allclose(softmax(logits, 0.5), softmax(2 * logits))
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"num_generations": 1}, "num_generations"), ({"learning_rate": 0.0}, "learning_rate"),
+    ({"learning_rate": float("inf")}, "learning_rate"), ({"epsilon": 0.0}, "epsilon"), ({"beta": -0.1}, "beta"),
+    ({"num_iterations": 0}, "num_iterations"), ({"temperature": 0.0}, "temperature"),
+    ({"optimizer": "rmsprop"}, "optimizer"), ({"batch_size": 0}, "batch_size"),
+])
+def test_bad_grpo_hyperparameters_raise(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        replace(GRPOConfig(), **kwargs)
