@@ -1,0 +1,183 @@
+"""Population-batched ES generation against its limit and against member-by-member, side by side.
+
+    python benchmarks/bench_population.py                       # presets test + default (random init), N = 8,16,32
+    python benchmarks/bench_population.py --model RUN/checkpoints/step-40 --members 16 --repeats 5
+
+For each model and population size N, one ES iteration (greedy members, B prompts each, T new tokens) is
+timed in four ways, interleaved repeat by repeat so that they share the machine's load:
+
+    limit         plain batched generation of the same N x B sequences in one call, shared center weights
+    member        member by member: the trainer's ES.step (write member, generate, restore; then update)
+    batched-full  PopulationES.step, full-rank noise, all members in one batched generate
+    batched-lowr  PopulationES.step, low-rank noise (rank r), all members in one batched generate
+
+It prints median seconds, the ratios to the limit (generation only: iteration minus weight work) and
+member / batched speed-ups, the ES overhead share (noise, perturb, restore, update over iteration time),
+and how many greedy completions of the batched population differ from member by member at the first
+iteration (floating-point near-ties). Writes population_bench.json and population_bench.png to --out.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from llm.engines.hf import HFEngine
+from llm.es import ES, ESConfig, select_parameters
+from llm.population_es import PopulationConfig, PopulationES, iteration_seeds
+from llm.population_forward import PopulationWeights, generate_population
+from llm.tasks import get_task
+
+VARIANTS = ("limit", "member", "batched-full", "batched-lowr")
+
+
+def random_init_model(preset: str, out: Path) -> Path:
+    """A randomly initialized model of a tinymodel preset (speed does not depend on training)."""
+    from llm.tinymodel import PRESETS, build_model, build_tokenizer
+
+    torch.manual_seed(0)
+    tokenizer = build_tokenizer()
+    build_model(PRESETS[preset], tokenizer).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args) -> ES:
+    """ES (batched None: the trainer's own class) or PopulationES on a fresh engine, fp32 master."""
+    engine = HFEngine(model_dir, max_batch_size=max(256, n * args.prompts))
+    cfg = ESConfig(population_size=n, sigma=args.sigma, alpha=args.alpha, antithetic=args.antithetic)
+    names = select_parameters(engine.model.named_parameters(), "")
+    master = {k: p.detach().float().clone() for k, p in engine.model.named_parameters() if k in names}
+    kw = dict(max_new_tokens=args.tokens, seed=0)
+    if batched is None:
+        return ES(cfg, engine, get_task("countdown"), names, master, **kw)
+    return PopulationES(cfg, engine, get_task("countdown"), names, master,
+                        population=PopulationConfig(batched=batched, noise_rank=rank, max_rows=n * args.prompts), **kw)
+
+
+def greedy_mismatches(model_dir: str, n: int, rank: int, problems, args) -> tuple[int, int]:
+    """(differing completions, all completions): batched population vs member by member, iteration 0."""
+    es = trainer(model_dir, n, False, rank, args)
+    it_seed, gen_seed = iteration_seeds(es.seed, 0)
+    prompts = [p.prompt for p in problems]
+    weights = PopulationWeights.build(es.master, es.noise, it_seed, list(range(n)), torch.float32)
+    batched = generate_population(es.engine, weights, prompts, n=1, temperature=0.0, max_new_tokens=args.tokens,
+                                  seed=gen_seed, max_rows=n * len(prompts))
+    differ = 0
+    for m in range(n):
+        es.write_member(it_seed, m)
+        own = es.engine.generate(prompts, n=1, temperature=0.0, max_new_tokens=args.tokens, seed=gen_seed)
+        es.restore(it_seed, m)
+        differ += sum(a[0].token_ids != b[0].token_ids for a, b in zip(batched[m], own))
+    return differ, n * len(prompts)
+
+
+def bench_one(model_dir: str, n: int, problems, args) -> dict:
+    prompts = [p.prompt for p in problems]
+    runners = {"member": trainer(model_dir, n, None, 0, args),
+               "batched-full": trainer(model_dir, n, True, 0, args),
+               "batched-lowr": trainer(model_dir, n, True, args.rank, args)}
+    limit_engine = runners["member"].engine  # same weights as the center before the first update
+    times = {v: [] for v in VARIANTS}
+    weight = {v: [] for v in VARIANTS}
+    for rep in range(-1, args.repeats):  # repeat -1 warms up and is not recorded
+        for v in VARIANTS:
+            t0 = time.perf_counter()
+            if v == "limit":
+                limit_engine.generate(prompts * n, n=1, temperature=0.0, max_new_tokens=args.tokens, seed=rep + 1)
+                seconds, weight_seconds = time.perf_counter() - t0, 0.0
+            else:
+                out = runners[v].step(problems, rep + 1)
+                seconds, weight_seconds = out.seconds, out.weight_seconds
+            if rep >= 0:
+                times[v].append(seconds)
+                weight[v].append(weight_seconds)
+    med = {v: statistics.median(times[v]) for v in VARIANTS}
+    gen = {v: statistics.median([t - w for t, w in zip(times[v], weight[v])]) for v in VARIANTS}
+    share = {v: statistics.median([w / t for t, w in zip(times[v], weight[v])]) for v in VARIANTS if v != "limit"}
+    row = {"members": n, "rows": n * len(prompts), "seconds": med, "generation_seconds": gen, "es_overhead_share": share,
+           "gen_ratio_to_limit": {v: gen[v] / gen["limit"] for v in VARIANTS},
+           "iteration_ratio_to_limit": {v: med[v] / med["limit"] for v in VARIANTS},
+           "speedup_over_member": {v: med["member"] / med[v] for v in ("batched-full", "batched-lowr")}}
+    if n in args.check_members:
+        row["greedy_mismatch_full"] = greedy_mismatches(model_dir, n, 0, problems, args)
+        row["greedy_mismatch_lowr"] = greedy_mismatches(model_dir, n, args.rank, problems, args)
+    return row
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.6), squeeze=False)
+    for ax, (model, rows) in zip(axes[0], results.items()):
+        ns = [r["members"] for r in rows]
+        for v in VARIANTS[1:]:
+            ax.plot(ns, [r["iteration_ratio_to_limit"][v] for r in rows], marker="o", label=v)
+        ax.axhline(1.0, color="k", lw=0.8, ls="--", label="limit (shared weights, one call)")
+        ax.set(xscale="log", xticks=ns, xticklabels=ns, xlabel="population size N", ylabel="iteration time / limit",
+               title=model)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", action="append", default=[], help="model directory (repeatable); default: presets")
+    ap.add_argument("--presets", default="test,default", help="tinymodel presets, random init, when no --model")
+    ap.add_argument("--members", default="8,16,32")
+    ap.add_argument("--prompts", type=int, default=32, help="B: greedy rollouts (prompts) per member")
+    ap.add_argument("--tokens", type=int, default=20, help="new tokens per rollout")
+    ap.add_argument("--rank", type=int, default=4, help="low-rank noise rank r")
+    ap.add_argument("--sigma", type=float, default=1.5e-3)
+    ap.add_argument("--alpha", type=float, default=2.5e-4)
+    ap.add_argument("--antithetic", action="store_true")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--check-members", default="16", help="N at which greedy rollouts are compared")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default="bench_out")
+    args = ap.parse_args()
+    members = [int(x) for x in args.members.split(",")]
+    args.check_members = {int(x) for x in args.check_members.split(",") if x}
+    if args.repeats < 1 or args.prompts < 1 or args.tokens < 1:
+        raise ValueError("--repeats, --prompts and --tokens must be >= 1")
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    problems = get_task("countdown").problems("train", args.prompts, seed=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        models = {m: m for m in args.model} or {
+            f"{p} preset (random init)": str(random_init_model(p, Path(tmp) / p)) for p in args.presets.split(",")}
+        results = {}
+        for label, model_dir in models.items():
+            params = sum(p.numel() for p in HFEngine(model_dir).model.parameters())
+            label = f"{label}, {params / 1e6:.3f}M params"
+            results[label] = []
+            for n in members:
+                row = bench_one(model_dir, n, problems, args)
+                results[label].append(row)
+                r, s = row["gen_ratio_to_limit"], row["speedup_over_member"]
+                print(f"{label:40s} N={n:3d} rows={row['rows']:5d}  limit {row['seconds']['limit']:.3f}s | "
+                      f"gen/limit: member {r['member']:.2f}x  full {r['batched-full']:.2f}x  lowrank {r['batched-lowr']:.2f}x | "
+                      f"speed-up over member: full {s['batched-full']:.2f}x  lowrank {s['batched-lowr']:.2f}x | "
+                      f"ES overhead: member {row['es_overhead_share']['member']:.1%} full "
+                      f"{row['es_overhead_share']['batched-full']:.1%} lowrank {row['es_overhead_share']['batched-lowr']:.1%}"
+                      + (f" | greedy mismatches full {row['greedy_mismatch_full'][0]}/{row['greedy_mismatch_full'][1]}"
+                         f" lowrank {row['greedy_mismatch_lowr'][0]}/{row['greedy_mismatch_lowr'][1]}"
+                         if "greedy_mismatch_full" in row else ""), flush=True)
+    settings = {k: v for k, v in vars(args).items() if k not in ("check_members",)}
+    (out / "population_bench.json").write_text(json.dumps({"settings": settings, "results": results}, indent=1))
+    plot(results, out / "population_bench.png")
+    print(f"wrote {out / 'population_bench.json'} and {out / 'population_bench.png'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""ES with the whole population evaluated in one batched generate, and optional low-rank noise.
+
+`PopulationES` is `llm.es.ES` with two options (same seeds, same z-scoring, same update rule):
+
+    batched     the N members' rollouts come from one population-batched generate
+                (llm/population_forward.py): member weights built once per iteration from the seeds,
+                then one forward per decoding step for all N x B rows. Off: member by member, as ES.
+    noise_rank  0: full-rank eps_d (exactly ES's noise). r > 0: EGGROLL low-rank noise
+                E_d = A_d B_d^T / sqrt(r) for weight matrices (llm/population_noise.py), and the update
+                theta <- theta + alpha / N sum_d c_d E_d rebuilt from the same seeds.
+
+With batched off and noise_rank 0 it is ES itself. `member_rewards` evaluates any subset of members
+(the Ray workers in llm/distributed.py call it on their share of the population).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from llm.es import ES, ESConfig, ESStep, direction_coefficients, standardize
+from llm.population_forward import PopulationWeights, check_supported, generate_population
+from llm.population_noise import PopulationNoise, check_rank
+from llm.rollout import NonFiniteError, Rollouts, derive_seed, rollout
+from llm.tasks.base import Problem, Task
+
+if TYPE_CHECKING:
+    from llm.engines.base import Engine
+
+
+@dataclass
+class PopulationConfig:
+    batched: bool = True      # all members in one batched generate (HF engine); False: member by member
+    noise_rank: int = 0       # 0: full-rank noise; r > 0: low-rank E = A B^T / sqrt(r) for weight matrices
+    max_rows: int = 4096      # rows per batched forward (whole members per block)
+
+    def validate(self) -> None:
+        if not isinstance(self.batched, bool):
+            raise ValueError(f"population.batched must be true or false, got {self.batched!r}")
+        if isinstance(self.noise_rank, bool) or not isinstance(self.noise_rank, int) or self.noise_rank < 0:
+            raise ValueError(f"population.noise_rank must be an integer >= 0 (0 = full rank), got {self.noise_rank!r}")
+        if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, int) or self.max_rows < 1:
+            raise ValueError(f"population.max_rows must be an integer >= 1, got {self.max_rows!r}")
+
+
+def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
+    """(noise seed, rollout seed) of an iteration, derived exactly as ES.step derives them."""
+    return derive_seed(run_seed, step, "es-noise"), derive_seed(run_seed, step, "es-rollout")
+
+
+def score(task: Task, problems: list[Problem], completions, step: int) -> Rollouts:
+    """Verifier rewards of [prompt][sample] completions (as llm.rollout.rollout scores them)."""
+    rewards = np.array([[float(task.score(p, c.text)) for c in row] for p, row in zip(problems, completions)])
+    if not np.all(np.isfinite(rewards)):
+        raise NonFiniteError(f"step {step}: reward is not finite ({rewards[~np.isfinite(rewards)][0]}) for task {task.name}")
+    return Rollouts(completions=completions, rewards=rewards, correct=rewards >= 1.0)
+
+
+class PopulationES(ES):
+    """ES whose population is evaluated in one batched generate and/or perturbed with low-rank noise."""
+
+    def __init__(self, cfg: ESConfig, engine: Engine, task: Task, names: list[str],
+                 master: dict[str, torch.Tensor] | None, *, max_new_tokens: int, seed: int,
+                 population: PopulationConfig | None = None):
+        super().__init__(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed)
+        self.pop = population if population is not None else PopulationConfig()
+        self.pop.validate()
+        shapes = {n: tuple(t.shape) for n, t in (master.items() if master is not None else
+                                                  ((n, self.live[n]) for n in names))}
+        check_rank(self.pop.noise_rank, shapes)
+        self.noise = PopulationNoise(cfg.sigma, cfg.antithetic, self.pop.noise_rank, cfg.noise_chunk)
+        if self.pop.batched:
+            if cfg.inplace_bf16:
+                raise ValueError("population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); "
+                                 "turn one of them off")
+            if not hasattr(engine, "model") or not hasattr(engine, "stop_ids"):
+                raise ValueError("population.batched needs the HF engine (engine = 'hf'); "
+                                 "use member-by-member evaluation on other engines")
+            check_supported(engine.model, names)
+            self.dtype = next(engine.model.parameters()).dtype
+
+    def _eps(self, it_seed: int, direction: int, name: str, shape: torch.Size) -> torch.Tensor:
+        return self.noise.direction(it_seed, direction, name, shape)
+
+    # -- evaluation -------------------------------------------------------------------------
+    def member_rewards(self, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
+                       step: int) -> tuple[np.ndarray, int, float]:
+        """(mean reward of each listed member, generated tokens, seconds spent building/writing weights)."""
+        kw = dict(n=self.cfg.member_samples, temperature=self.cfg.member_temperature,
+                  max_new_tokens=self.max_new_tokens, seed=gen_seed)
+        rewards, tokens, weight_s = np.zeros(len(members)), 0, 0.0
+        if not self.pop.batched:
+            for i, m in enumerate(members):
+                tw = time.perf_counter()
+                self.write_member(it_seed, m)
+                weight_s += time.perf_counter() - tw
+                out = rollout(self.engine, self.task, problems, step=step, **kw)
+                rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
+                tw = time.perf_counter()
+                self.restore(it_seed, m)
+                weight_s += time.perf_counter() - tw
+            return rewards, tokens, weight_s
+        tw = time.perf_counter()
+        weights = PopulationWeights.build(self.master, self.noise, it_seed, list(members), self.dtype)
+        weight_s += time.perf_counter() - tw
+        per_member = generate_population(self.engine, weights, [p.prompt for p in problems],
+                                         max_rows=self.pop.max_rows, **kw)
+        for i, completions in enumerate(per_member):
+            out = score(self.task, problems, completions, step)
+            rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
+        return rewards, tokens, weight_s
+
+    def fitness(self, rewards: np.ndarray, step: int) -> np.ndarray:
+        """z from the rewards (or standardized random normals under the null control), as ES.step does."""
+        if self.cfg.null_control:
+            return standardize(np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards)))
+        return standardize(rewards, self.cfg.zscore)
+
+    # -- one iteration -----------------------------------------------------------------------
+    def step(self, problems: list[Problem], step: int) -> ESStep:
+        t0 = time.perf_counter()
+        it_seed, gen_seed = iteration_seeds(self.seed, step)
+        rewards, tokens, weight_s = self.member_rewards(it_seed, gen_seed, problems,
+                                                        list(range(self.cfg.population_size)), step)
+        z = self.fitness(rewards, step)
+        tw = time.perf_counter()
+        norm = self.apply_update(it_seed, z, step)
+        weight_s += time.perf_counter() - tw
+        return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
+                      seconds=time.perf_counter() - t0)
+
+    def apply_update(self, it_seed: int, z: np.ndarray, step: int) -> float:
+        """theta <- theta + alpha / N sum_d c_d E_d; low-rank E_d rebuilt from the factor seeds."""
+        if self.pop.noise_rank == 0 or self.cfg.inplace_bf16:  # ES's own update (in place: via self._eps)
+            return super().apply_update(it_seed, z, step)
+        coef = direction_coefficients(z, self.cfg.antithetic)
+        new, sq_norm = {}, 0.0
+        with torch.no_grad():
+            for name in self.names:
+                theta = self.master[name]
+                new[name] = theta + (self.cfg.alpha / len(z)) * self.noise.combined(it_seed, name, theta.shape, coef)
+                if not torch.isfinite(new[name]).all():
+                    raise NonFiniteError(f"step {step}: weight {name} is not finite after the ES update")
+                sq_norm += float(((new[name] - theta) ** 2).sum())
+            for name in self.names:
+                self.master[name].copy_(new[name])
+        self.engine.load_weights((name, self.master[name]) for name in self.names)
+        return sq_norm ** 0.5

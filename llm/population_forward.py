@@ -1,0 +1,272 @@
+"""Population-batched generation: all N perturbed ES members in one batched generate on an HF model.
+
+The rows of the batch belong to members in contiguous blocks (member 0's rows, then member 1's ...),
+and every perturbed parameter acts per row, for the row's member m:
+
+    Linear      y = x W_m^T + b_m                  W_m = theta + s_m sigma E_m, one grouped matmul (bmm)
+    low rank    y = x W^T + (x B_m) A'_m^T + b      A'_m = s_m sigma A_m / sqrt(r): the shared product
+                                                    plus two thin grouped matmuls (W never copied)
+    Embedding   e = W_m[token]                      (low rank: W[token] + A'_m[token] B_m^T)
+    RMSNorm     y = w_m * x / rms(x)
+
+so one forward per decoding step serves the whole population, and the population equals member-by-
+member perturbation of every parameter ES perturbs (tied weights, e.g. lm_head = embed_tokens, use
+the same member weights in both places). The member weights of an iteration are built once from the
+seeds (`PopulationWeights.build`), never per decoding step. Full-rank member weights take N times the
+perturbed parameters' memory; low-rank ones N r (out + in) per matrix.
+
+Sampling uses one torch.Generator per member, seeded like the member-by-member engine call, so at
+temperature > 0 member m draws the same random numbers as its own `HFEngine.generate` call (identical
+completions as long as one member's rows fit in one engine batch and logits agree to the last bit).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from llm.engines.base import Completion, check_generate_args
+from llm.engines.hf import HFEngine, sample_next
+from llm.es import member_direction
+from llm.population_noise import PopulationNoise
+
+RMS_NORMS = ("LlamaRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm", "MistralRMSNorm")  # y = weight * x / rms(x)
+
+
+@dataclass
+class MemberParam:
+    """One perturbed parameter for a block of M members: stacked weights, or low-rank factors."""
+    stacked: torch.Tensor | None = None  # [M, *shape]: theta + s_m sigma E_m in the model's dtype
+    a: torch.Tensor | None = None        # [M, out, r]: s_m sigma A_m / sqrt(r)
+    b: torch.Tensor | None = None        # [M, in, r]
+
+    def block(self, start: int, stop: int) -> "MemberParam":
+        pick = (lambda t: None if t is None else t[start:stop])
+        return MemberParam(pick(self.stacked), pick(self.a), pick(self.b))
+
+
+@dataclass
+class PopulationWeights:
+    """The perturbed parameters (HF names) of M members, built once per ES iteration from the seeds."""
+    params: dict[str, MemberParam]
+    members: int
+
+    @classmethod
+    def build(cls, center: dict[str, torch.Tensor], noise: PopulationNoise, seed: int, members: list[int],
+              dtype: torch.dtype) -> "PopulationWeights":
+        """center: fp32 theta by name. Full rank: stacked theta + s sigma E; low rank: factors for matrices."""
+        if not members:
+            raise ValueError("members must name at least one population member")
+        params = {}
+        for name, theta in center.items():
+            if noise.is_lowrank(theta.shape):
+                a, b = [], []
+                for m in members:
+                    d, sign = member_direction(m, noise.antithetic)
+                    fa, fb = noise.factors(seed, d, name, theta.shape)
+                    a.append(fa * (sign * noise.sigma / noise.rank ** 0.5))
+                    b.append(fb)
+                params[name] = MemberParam(a=torch.stack(a).to(dtype), b=torch.stack(b).to(dtype))
+            else:
+                params[name] = MemberParam(stacked=torch.stack(
+                    [theta + noise.member_delta(seed, m, name, theta.shape) for m in members]).to(dtype))
+        return cls(params, len(members))
+
+    def block(self, start: int, stop: int) -> "PopulationWeights":
+        """Members start..stop-1 (views, no copy)."""
+        return PopulationWeights({n: p.block(start, stop) for n, p in self.params.items()}, stop - start)
+
+
+# ----------------------------------------------------------------------------- per-row modules
+
+def _rows(x: torch.Tensor, members: int) -> torch.Tensor:
+    """[R, ..., d] with R = members * rows per member -> [members, rows per member * ..., d]."""
+    if x.shape[0] % members:
+        raise ValueError(f"a batch of {x.shape[0]} rows does not split into {members} members")
+    return x.reshape(members, -1, x.shape[-1])
+
+
+class PopulationLinear(nn.Module):
+    """nn.Linear whose weight and/or bias differ per member (contiguous row blocks)."""
+
+    def __init__(self, base: nn.Linear, weight: MemberParam | None, bias: MemberParam | None, members: int):
+        super().__init__()
+        self.base, self.weight_m, self.bias_m, self.members = base, weight, bias, members
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xm, w = _rows(x, self.members), self.weight_m
+        if w is not None and w.stacked is not None:
+            out = torch.bmm(xm, w.stacked.transpose(1, 2))
+        else:
+            out = F.linear(xm, self.base.weight)
+            if w is not None:
+                out = out + torch.bmm(torch.bmm(xm, w.b), w.a.transpose(1, 2))
+        if self.bias_m is not None:
+            out = out + self.bias_m.stacked[:, None, :]
+        elif self.base.bias is not None:
+            out = out + self.base.bias
+        return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+class PopulationEmbedding(nn.Module):
+    """nn.Embedding whose table differs per member: row (m, token) of the stacked tables."""
+
+    def __init__(self, base: nn.Embedding, weight: MemberParam, members: int):
+        super().__init__()
+        self.base, self.weight_m, self.members = base, weight, members
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        idm = ids.reshape(self.members, -1)
+        vocab = self.base.num_embeddings
+        flat = idm + vocab * torch.arange(self.members, device=ids.device)[:, None]
+        w = self.weight_m
+        if w.stacked is not None:
+            out = w.stacked.reshape(self.members * vocab, -1)[flat]
+        else:
+            a_rows = w.a.reshape(self.members * vocab, -1)[flat]          # [M, L, r]
+            out = F.embedding(idm, self.base.weight) + torch.bmm(a_rows, w.b.transpose(1, 2))
+        return out.reshape(*ids.shape, out.shape[-1])
+
+
+class PopulationRMSNorm(nn.Module):
+    """RMSNorm (weight * x / rms(x), Llama/Qwen/Mistral form) with a weight per member."""
+
+    def __init__(self, base: nn.Module, weight: MemberParam, members: int):
+        super().__init__()
+        self.base, self.weight_m, self.members = base, weight, members
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        hf = h.to(torch.float32)
+        normed = (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + self.base.variance_epsilon)).to(h.dtype)
+        return (self.weight_m.stacked[:, None, :] * _rows(normed, self.members)).reshape(h.shape)
+
+
+def _population_module(module: nn.Module, own: dict[str, MemberParam], members: int, where: str) -> nn.Module:
+    """The per-row replacement of a module whose own parameters (local name -> member weights) are perturbed."""
+    if isinstance(module, nn.Linear) and set(own) <= {"weight", "bias"}:
+        return PopulationLinear(module, own.get("weight"), own.get("bias"), members)
+    if isinstance(module, nn.Embedding) and set(own) == {"weight"} and module.max_norm is None:
+        return PopulationEmbedding(module, own["weight"], members)
+    if type(module).__name__ in RMS_NORMS and set(own) == {"weight"}:
+        return PopulationRMSNorm(module, own["weight"], members)
+    raise ValueError(f"population-batched generation cannot perturb {sorted(own)} of module {where!r} "
+                     f"({type(module).__name__}); supported: nn.Linear, nn.Embedding, {', '.join(RMS_NORMS)}. "
+                     "Restrict es.param_pattern or use member-by-member evaluation")
+
+
+def _swaps(model: nn.Module, weights: PopulationWeights) -> list[tuple[nn.Module, str, nn.Module, nn.Module]]:
+    """(parent, attribute, original, replacement) for every module holding a perturbed parameter."""
+    param_names = {id(p): n for n, p in model.named_parameters()}  # a tied parameter is listed once
+    modules = dict(model.named_modules())
+    swaps, covered = [], set()
+    for where, module in model.named_modules():
+        own = {local: param_names[id(p)] for local, p in module.named_parameters(recurse=False)
+               if param_names.get(id(p)) in weights.params}
+        if not own:
+            continue
+        if not where:
+            raise ValueError("population-batched generation cannot perturb parameters of the root module")
+        covered |= set(own.values())
+        parent, _, attr = where.rpartition(".")
+        swaps.append((modules[parent], attr, module,
+                      _population_module(module, {k: weights.params[v] for k, v in own.items()}, weights.members, where)))
+    missing = set(weights.params) - covered
+    if missing:
+        raise ValueError(f"population weights name parameters the model does not have: {sorted(missing)}")
+    return swaps
+
+
+def check_supported(model: nn.Module, names: list[str]) -> None:
+    """ValueError (before any work) when a parameter to perturb sits in a module the batched forward lacks."""
+    params = dict(model.named_parameters())
+    stub = PopulationWeights({n: MemberParam(stacked=params[n][None]) for n in names}, 1)
+    _swaps(model, stub)
+
+
+@contextmanager
+def population_forward(model: nn.Module, weights: PopulationWeights) -> Iterator[nn.Module]:
+    """Inside the block, model(...) on weights.members equal row blocks runs each block as its member."""
+    swaps = _swaps(model, weights)
+    try:
+        for parent, attr, _, replacement in swaps:
+            setattr(parent, attr, replacement)
+        yield model
+    finally:
+        for parent, attr, original, _ in swaps:
+            setattr(parent, attr, original)
+
+
+# ----------------------------------------------------------------------------- generation
+
+@torch.no_grad()
+def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: list[str], *, n: int,
+                        temperature: float, max_new_tokens: int, seed: int, top_p: float = 1.0,
+                        max_rows: int = 4096) -> list[list[list[Completion]]]:
+    """[member][prompt][sample] completions of every member, each member's rows as `engine.generate` lays them out.
+
+    Members are generated together in blocks of whole members of at most max_rows rows (at least one member)."""
+    check_generate_args(prompts, n, temperature, max_new_tokens, top_p)
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ValueError(f"max_rows must be an integer >= 1, got {max_rows!r}")
+    rows = [ids for ids in (engine.prompt_token_ids(p) for p in prompts) for _ in range(n)]
+    per_block = max(1, max_rows // len(rows))
+    out: list[list[list[Completion]]] = []
+    for start in range(0, weights.members, per_block):
+        block = weights.block(start, min(weights.members, start + per_block))
+        with population_forward(engine.model, block):
+            per_member = _generate_block(engine, rows, block.members, temperature, top_p, max_new_tokens, seed)
+        out += [[flat[i * n:(i + 1) * n] for i in range(len(prompts))] for flat in per_member]
+    return out
+
+
+def _generate_block(engine: HFEngine, rows: list[list[int]], members: int, temperature: float, top_p: float,
+                    max_new_tokens: int, seed: int) -> list[list[Completion]]:
+    """Prefill + KV-cached decoding of `members` copies of rows (left padded, as HFEngine does)."""
+    pad, device, per = engine.tokenizer.pad_token_id, engine.device, len(rows)
+    width = max(len(r) for r in rows)
+    ids = torch.full((per, width), pad, dtype=torch.long)
+    attention = torch.zeros((per, width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):] = torch.tensor(r)
+        attention[i, width - len(r):] = 1
+    ids, attention = ids.repeat(members, 1).to(device), attention.repeat(members, 1).to(device)
+    positions = (attention.cumsum(-1) - 1).clamp(min=0)
+    generators = [torch.Generator(device=device).manual_seed(int(seed)) for _ in range(members)]
+    out = engine.model(input_ids=ids, attention_mask=attention, position_ids=positions, use_cache=True)
+    done = torch.zeros(members * per, dtype=torch.bool, device=device)
+    tokens, logprobs = [], []
+    for step in range(max_new_tokens):
+        logits = out.logits[:, -1, :].float()
+        if temperature == 0:
+            token, logp = sample_next(logits, 0, top_p, generators[0])
+        else:  # each member draws from its own generator, as its own engine call would
+            drawn = [sample_next(logits[m * per:(m + 1) * per], temperature, top_p, g) for m, g in enumerate(generators)]
+            token, logp = torch.cat([t for t, _ in drawn]), torch.cat([lp for _, lp in drawn])
+        token = token.masked_fill(done, pad)
+        tokens.append(token)
+        logprobs.append(logp)
+        done |= torch.isin(token, engine.stop_ids)
+        if bool(done.all()) or step == max_new_tokens - 1:
+            break
+        attention = torch.cat([attention, torch.ones((members * per, 1), dtype=attention.dtype, device=device)], 1)
+        positions = positions[:, -1:] + 1
+        out = engine.model(input_ids=token[:, None], attention_mask=attention, position_ids=positions,
+                           past_key_values=out.past_key_values, use_cache=True)
+    completions = _completions(engine, torch.stack(tokens, 1).tolist(), torch.stack(logprobs, 1).tolist())
+    return [completions[m * per:(m + 1) * per] for m in range(members)]
+
+
+def _completions(engine: HFEngine, token_rows: list[list[int]], logprob_rows: list[list[float]]) -> list[Completion]:
+    """Cut each row after its first stop token (finish "stop"), else keep all (finish "length")."""
+    stops = set(engine.stop_ids.tolist())
+    result = []
+    for ids, lps in zip(token_rows, logprob_rows):
+        end = next((t + 1 for t, tok in enumerate(ids) if tok in stops), None)
+        ids, lps = (ids[:end], lps[:end]) if end is not None else (ids, lps)
+        result.append(Completion(text=engine.tokenizer.decode(ids, skip_special_tokens=True), token_ids=ids,
+                                 logprobs=lps, finish_reason="stop" if end is not None else "length"))
+    return result

@@ -1,0 +1,206 @@
+"""Population-batched generation and low-rank noise on a real tiny HF model: the batched population
+equals member-by-member perturbation (the ES trainer's own write_member) in logits, greedy and sampled
+rollouts, rewards and final weights; low-rank noise has rank r, unit-variance entries, and its update
+is the sum of the members' materialized perturbations."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from llm.engines.hf import HFEngine
+from llm.es import ES, ESConfig, member_direction, select_parameters
+from llm.population_es import PopulationConfig, PopulationES
+from llm.population_forward import PopulationWeights, generate_population, population_forward
+from llm.population_noise import PopulationNoise, check_rank
+from llm.tasks import get_task
+from llm.tasks.base import Task
+
+SIGMA = 3e-2
+
+
+class DigitShare(Task):
+    """Countdown prompts; reward = share of the completion's characters that are digits (dense signal)."""
+    name = "digit-share"
+
+    def __init__(self):
+        self.inner = get_task("countdown")
+
+    def problems(self, split, n, seed):
+        return self.inner.problems(split, n, seed)
+
+    def score(self, problem, completion):
+        return sum(ch.isdigit() for ch in completion) / len(completion) if completion else 0.0
+
+    def answer(self, problem, completion):
+        return None
+
+
+def _trainer(engine, cls=ES, pattern="", **kw):
+    cfg = ESConfig(population_size=kw.pop("population_size", 6), sigma=SIGMA, alpha=2e-2,
+                   antithetic=kw.pop("antithetic", True), param_pattern=pattern, **kw.pop("es", {}))
+    cfg.validate()
+    names = select_parameters(engine.model.named_parameters(), pattern)
+    master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
+    extra = {"population": kw.pop("population")} if cls is PopulationES else {}
+    return cls(cfg, engine, DigitShare(), names, master, max_new_tokens=kw.pop("max_new_tokens", 12), seed=7, **extra)
+
+
+def _left_padded(engine, prompts):
+    rows = [engine.prompt_token_ids(p) for p in prompts]
+    width = max(map(len, rows))
+    ids = torch.full((len(rows), width), engine.tokenizer.pad_token_id)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):], mask[i, width - len(r):] = torch.tensor(r), 1
+    return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+@pytest.mark.parametrize("rank", [0, 2])
+def test_batched_logits_equal_member_by_member_within_1e_5(tiny_model_dir, rank):
+    """All parameters perturbed (embeddings tied to lm_head, norms, every Linear), antithetic pairs."""
+    engine = HFEngine(tiny_model_dir)
+    es = _trainer(engine, PopulationES, population=PopulationConfig(batched=False, noise_rank=rank))
+    prompts = [p.prompt for p in DigitShare().problems("train", 3, 0)]
+    ids, mask, pos = _left_padded(engine, prompts)
+    members, it_seed = [0, 1, 2, 5], 1234
+    with torch.no_grad():
+        center = engine.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits
+        reference = []
+        for m in members:  # the trainer's own member-by-member perturbation
+            es.write_member(it_seed, m)
+            reference.append(engine.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits)
+            es.restore(it_seed, m)
+        weights = PopulationWeights.build(es.master, es.noise, it_seed, members, torch.float32)
+        with population_forward(engine.model, weights):
+            batched = engine.model(input_ids=ids.repeat(len(members), 1), attention_mask=mask.repeat(len(members), 1),
+                                   position_ids=pos.repeat(len(members), 1)).logits
+    for i, ref in enumerate(reference):
+        got = batched[i * len(prompts):(i + 1) * len(prompts)]
+        assert (got - ref).abs().max().item() <= 1e-5
+        assert (ref - center).abs().max().item() > 1e-3  # the members really differ from the center
+    # the module tree is restored after the block
+    assert type(engine.model.lm_head).__name__ == "Linear"
+
+
+def _near_tie(engine, es, it_seed, member, prompt, a, b, gap=1e-4) -> bool:
+    """Whether two greedy completions part at a step where the member's top-2 logits are within gap."""
+    k = next(i for i, (x, y) in enumerate(zip(a + [-1], b + [-2])) if x != y)
+    es.write_member(it_seed, member)
+    with torch.no_grad():
+        logits = engine.model(input_ids=torch.tensor([engine.prompt_token_ids(prompt) + a[:k]])).logits[0, -1]
+    es.restore(it_seed, member)
+    top = logits.topk(2).values
+    return float(top[0] - top[1]) < gap
+
+
+@pytest.mark.parametrize("rank", [0, 3])
+@pytest.mark.parametrize("temperature,n", [(0.0, 1), (1.0, 3)])
+def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperature, n):
+    engine = HFEngine(tiny_model_dir)
+    es = _trainer(engine, PopulationES, population=PopulationConfig(batched=False, noise_rank=rank), population_size=4)
+    prompts = [p.prompt for p in DigitShare().problems("train", 4, 1)]
+    it_seed, seed = 99, 5
+    weights = PopulationWeights.build(es.master, es.noise, it_seed, list(range(4)), torch.float32)
+    batched = generate_population(engine, weights, prompts, n=n, temperature=temperature, max_new_tokens=16,
+                                  seed=seed, max_rows=2 * len(prompts) * n)  # two members per block
+    texts, mismatched = set(), 0
+    for m in range(4):
+        es.write_member(it_seed, m)
+        own = engine.generate(prompts, n=n, temperature=temperature, max_new_tokens=16, seed=seed)
+        es.restore(it_seed, m)
+        for prompt, row_b, row_o in zip(prompts, batched[m], own):
+            for cb, co in zip(row_b, row_o):
+                texts.add(cb.text)
+                if cb.token_ids != co.token_ids:
+                    mismatched += 1
+                    assert temperature == 0 and _near_tie(engine, es, it_seed, m, prompt, cb.token_ids, co.token_ids)
+                else:
+                    assert cb.finish_reason == co.finish_reason
+                    np.testing.assert_allclose(cb.logprobs, co.logprobs, atol=1e-4)
+    assert mismatched <= 1
+    assert len(texts) > 4  # members and samples really produce different completions
+
+
+def test_batched_es_step_equals_the_trainers_member_by_member_step(tiny_model_dir):
+    """Full rank: PopulationES(batched) gives ES's rewards, z and (bit for bit) its updated weights."""
+    problems = DigitShare().problems("train", 4, 2)
+    runs = []
+    for cls, kw in ((ES, {}), (PopulationES, {"population": PopulationConfig(batched=True, max_rows=64)})):
+        engine = HFEngine(tiny_model_dir)
+        es = _trainer(engine, cls, population_size=4, **kw)
+        steps = [es.step(problems, s) for s in range(2)]
+        runs.append((steps, es.center_weights(), {n: p.detach().clone() for n, p in engine.model.named_parameters()}))
+    (ref_steps, ref_w, _), (steps, w, live) = runs
+    for a, b in zip(ref_steps, steps):
+        np.testing.assert_array_equal(a.rewards, b.rewards)
+        np.testing.assert_array_equal(a.z, b.z)
+    assert np.ptp(ref_steps[0].rewards) > 0  # a real, non-zero update
+    for name in ref_w:
+        assert torch.equal(ref_w[name], w[name]), name
+        assert torch.equal(live[name], w[name]), name  # the engine holds the new center
+
+
+def test_lowrank_update_is_alpha_over_n_sum_z_of_member_perturbations(tiny_model_dir):
+    """The update rebuilt from the factor seeds equals alpha/N sum_m z_m (theta_m - theta)/sigma, with theta_m
+    read back from the engine while each member was written (materialized A B^T, independent of the update)."""
+    engine = HFEngine(tiny_model_dir)
+    es = _trainer(engine, PopulationES, population=PopulationConfig(batched=False, noise_rank=2), antithetic=False,
+                  population_size=5)
+    theta = es.center_weights()
+    it_seed, z = 77, np.array([1.2, -0.3, 0.0, -1.5, 0.6])
+    expected = {n: torch.zeros_like(t, dtype=torch.float64) for n, t in theta.items()}
+    for m in range(5):
+        es.write_member(it_seed, m)
+        for n, p in engine.model.named_parameters():
+            expected[n] += z[m] * (p.detach().double() - theta[n].double()) / SIGMA
+        es.restore(it_seed, m)
+    es.apply_update(it_seed, z, step=0)
+    for n, t in es.center_weights().items():
+        delta = (t.double() - theta[n].double()) / (es.cfg.alpha / 5)
+        torch.testing.assert_close(delta, expected[n], rtol=0, atol=2e-3 * expected[n].abs().max().item() + 1e-9)
+        if expected[n].dim() == 2:  # a sum of 5 rank-2 matrices has rank <= 10
+            assert torch.linalg.matrix_rank(expected[n], rtol=1e-3).item() <= 10
+
+
+def test_lowrank_noise_has_rank_r_and_unit_variance_entries():
+    noise = PopulationNoise(sigma=1.0, rank=4)
+    e = noise.direction(5, 0, "layer.weight", (1024, 512))
+    assert torch.linalg.matrix_rank(e, rtol=1e-4).item() == 4
+    assert abs(e.pow(2).mean().item() - 1.0) < 0.2  # E[(A B^T)_ij^2] / r = 1
+    a, b = noise.factors(5, 0, "layer.weight", (1024, 512))
+    torch.testing.assert_close(e, a @ b.T / math.sqrt(4))
+    assert not torch.equal(a[:512, :4], b[:, :4])  # the two factors have their own seeds
+    other = noise.direction(5, 1, "layer.weight", (1024, 512))
+    assert abs(torch.nn.functional.cosine_similarity(e.flatten(), other.flatten(), dim=0).item()) < 0.05
+    bias = noise.direction(5, 0, "layer.bias", (64,))  # vectors keep full-rank noise
+    assert bias.shape == (64,)
+
+
+def test_bad_input_raises_before_work(tiny_model_dir):
+    with pytest.raises(ValueError, match="noise_rank 33 is larger than parameter .* allows"):
+        check_rank(33, {"a.weight": (64, 32), "b.weight": (100, 64)})
+    with pytest.raises(ValueError, match="noise_rank must be an integer >= 0"):
+        check_rank(-1, {"a.weight": (64, 32)})
+    engine = HFEngine(tiny_model_dir)
+    with pytest.raises(ValueError, match="noise_rank 40 is larger"):
+        _trainer(engine, PopulationES, population=PopulationConfig(noise_rank=40))
+    with pytest.raises(ValueError, match="inplace_bf16"):
+        _trainer(engine, PopulationES, population=PopulationConfig(batched=True), es={"inplace_bf16": True})
+    with pytest.raises(ValueError, match="max_rows"):
+        _trainer(engine, PopulationES, population=PopulationConfig(max_rows=0))
+
+
+def test_unsupported_module_is_named():
+    """GPT-2's LayerNorm and Conv1D projections are not supported: the batched forward refuses them up front."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from llm.population_forward import check_supported
+
+    model = GPT2LMHeadModel(GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=50, n_positions=32,
+                                       bos_token_id=0, eos_token_id=0))
+    with pytest.raises(ValueError, match="cannot perturb .*ln_1.*LayerNorm"):
+        check_supported(model, [n for n, _ in model.named_parameters()])
+    with pytest.raises(ValueError, match="cannot perturb .*c_attn.*Conv1D"):
+        check_supported(model, ["transformer.h.0.attn.c_attn.weight"])
+    check_supported(model, ["transformer.wte.weight"])  # embeddings alone are fine
