@@ -30,13 +30,14 @@ class TrainConfig:
     algo: str = "es"                 # es | grpo | es-grpo (ES then GRPO) | grpo-es
     model: str = ""                  # base model directory (save_pretrained format)
     task: str = "countdown"
+    format_reward: float = 0.0       # reward of a well-formed wrong answer (paper: 0.1); passed to the task when > 0
     out: str = ""                    # run directory
     seed: int = 0
     steps: int = 40                  # total budget, counted in steps of GRPO (see llm/schedules.py)
     switch_step: int = 0             # es-grpo / grpo-es: budget (GRPO steps) spent in the first phase
     budget: str = "flops"            # flops (FLOPs_ES = FLOPs_GRPO when N = 4G) | responses (sampled responses)
     batch_size: int = 16             # prompts per step (paper: 64)
-    train_pool: int = 2048           # size of the training prompt pool the batches are drawn from
+    train_pool: int = 512            # size of the training prompt pool the batches are drawn from
     temperature: float = 1.0         # sampling temperature: GRPO rollouts, per-step metrics, population probes
     max_completion_length: int = 24  # new tokens per completion
     engine: str = "hf"               # hf | vllm
@@ -79,6 +80,8 @@ class TrainConfig:
             raise ValueError(f"switch_step must lie in (0, steps={self.steps}) for algo {self.algo}, got {self.switch_step}")
         if self.batch_size > self.train_pool:
             raise ValueError(f"batch_size must be <= train_pool ({self.train_pool}), got {self.batch_size}")
+        if not isinstance(self.format_reward, (int, float)) or not 0 <= self.format_reward < 1:
+            raise ValueError(f"format_reward must lie in [0, 1), got {self.format_reward!r}")
         _positive("temperature", self.temperature)
         _positive("eval_temperature", self.eval_temperature)
         if not self.eval_ks or any(not isinstance(k, int) or k < 1 or k > self.eval_samples for k in self.eval_ks):
@@ -180,16 +183,24 @@ def _parse_flag(text: str, typ: str) -> Any:
     return text
 
 
+def _setting_fields() -> list[tuple[str, Any]]:
+    """(flag name, field) of every setting: `steps`, ..., `es.sigma`, ..., `grpo.beta`, ..."""
+    return [(prefix + f.name, f) for prefix, cls in (("", TrainConfig), ("es.", ESConfig), ("grpo.", GRPOConfig))
+            for f in fields(cls) if f.name not in ("es", "grpo")]
+
+
+def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags (those not left at None)."""
+    return {name: getattr(args, name) for name, _ in _setting_fields() if getattr(args, name, None) is not None}
+
+
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per setting (`--steps`, `--es.sigma`, `--grpo.beta`, ...), plus --config and --resume."""
     parser.add_argument("--config", help="TOML file of settings (flags override it)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
-    for prefix, cls in (("", TrainConfig), ("es.", ESConfig), ("grpo.", GRPOConfig)):
-        for f in fields(cls):
-            if f.name in ("es", "grpo"):
-                continue
-            parser.add_argument(f"--{prefix}{f.name}", dest=f"{prefix}{f.name}", default=None, metavar=f.type.upper(),
-                                type=lambda text, t=f.type: _parse_flag(text, t))
+    for name, f in _setting_fields():
+        parser.add_argument(f"--{name}", dest=name, default=None, metavar=f.type.upper(),
+                            type=lambda text, t=f.type: _parse_flag(text, t))
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -200,9 +211,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         if not path.is_file():
             raise ValueError(f"--config: no such file {path}")
         data = tomllib.loads(path.read_text())
-    for key, value in vars(args).items():
-        if value is None or key in ("config", "resume", "command", "func"):
-            continue
+    for key, value in setting_flags(args).items():
         if "." in key:
             section, name = key.split(".", 1)
             data.setdefault(section, {})[name] = value
@@ -221,4 +230,5 @@ def load_config(run_dir: str | Path) -> TrainConfig:
     if not path.is_file():
         raise ValueError(f"run_dir {run_dir} has no config.json: not a run directory")
     data = json.loads(path.read_text())
-    return TrainConfig.from_dict(data.get("config", data), source=str(path))
+    data.pop("schedule", None)  # written beside the settings by the run (llm/schedules.py describe)
+    return TrainConfig.from_dict(data, source=str(path))

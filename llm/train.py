@@ -122,7 +122,8 @@ class Run:
 
         torch.set_num_threads(cfg.threads)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
-        self.task = task if task is not None else get_task(cfg.task)
+        self.task = task if task is not None else (
+            get_task(cfg.task, format_reward=cfg.format_reward) if cfg.format_reward > 0 else get_task(cfg.task))
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed)
@@ -225,21 +226,22 @@ class Run:
     def population(self, step: int) -> dict:
         cfg = self.cfg
         center = self.weights()
-        names = self.es_names
-        result = measure_population(
-            engine=self.engine, scorer=self.hf_model, task=self.task, problems=self.probe, encode=self.encode,
-            pad_id=self.pad_id, center={n: center[n] for n in names}, sigma=cfg.es.sigma, members=cfg.probe_members,
-            samples=cfg.probe_samples, center_samples=cfg.probe_center_samples, temperature=cfg.temperature,
-            max_new_tokens=cfg.max_completion_length, seed=cfg.seed, step=step)
-        self.set_weights(center)
-        return result
+        try:
+            return measure_population(
+                engine=self.engine, scorer=self.hf_model, task=self.task, problems=self.probe, encode=self.encode,
+                pad_id=self.pad_id, center={n: center[n] for n in self.es_names}, sigma=cfg.es.sigma,
+                members=cfg.probe_members, samples=cfg.probe_samples, center_samples=cfg.probe_center_samples,
+                temperature=cfg.temperature, max_new_tokens=cfg.max_completion_length, seed=cfg.seed, step=step)
+        finally:
+            self.set_weights(center)
 
     def evaluate(self, task: Task, n_problems: int, n: int, ks: tuple[int, ...], seed_label: str) -> dict:
         from llm.evaluate import evaluate
 
         problems = task.problems("test", n_problems, seed=self.cfg.seed)
         return evaluate(self.engine, task, problems, n=n, ks=list(ks), temperature=self.cfg.eval_temperature,
-                        max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31)
+                        max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,
+                        progress=self.show_progress)
 
 
 def _record_population(run: Run, step: int) -> None:
@@ -310,7 +312,6 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
             ev["heldout"] = {"base": run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems, cfg.eval_samples,
                                                   cfg.eval_ks, "heldout")}
         _write_json(out / "eval.json", ev)
-        _record_population(run, 0)
         done = 0
     else:
         ckpt = out / CHECKPOINTS / f"step-{done}"
@@ -331,6 +332,8 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     t_start = time.perf_counter() - elapsed
     step = done
     try:
+        if done == 0 and not (out / "population.json").exists():
+            _record_population(run, 0)
         while step < run.total_steps:
             phase = schedules.phase_at(run.phases, step)
             if phase != run.trainer_phase:
@@ -349,7 +352,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
                 run.checkpoint(step, time.perf_counter() - t_start)
     except NonFiniteError as err:
         kept = None
-        if run.trainer is not None and run.trainer.state_is_intact():
+        if run.trainer is None or run.trainer.state_is_intact():
             kept = run.checkpoint(step, time.perf_counter() - t_start)
         else:
             last = latest_checkpoint(out)
@@ -379,11 +382,11 @@ def add_arguments(parser) -> None:
 
 def run_command(args) -> int:
     """`python -m llm train ...`: 0 on success, 1 when a non-finite value stopped the run."""
-    from llm.config import config_from_args
+    from llm.config import config_from_args, setting_flags
 
     try:
         if args.resume:
-            given = [k for k, v in vars(args).items() if v is not None and k not in ("resume", "command", "func")]
+            given = sorted(setting_flags(args)) + (["config"] if args.config else [])
             if given:
                 raise ValueError(f"--resume continues a run with its saved config; do not combine it with {given}")
             resume(args.resume)

@@ -1,0 +1,159 @@
+"""Whole runs of `llm train` on the tiny model: the run directory, resume after kill -9 (bit-identical
+to an uninterrupted run), schedules, and runs stopped by non-finite values."""
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from llm.config import TrainConfig
+from llm.rollout import NonFiniteError
+from llm.tasks import get_task
+from llm.tasks.base import Task
+from llm.train import TIMING_KEYS, resume, train
+
+SMALL = dict(steps=6, switch_step=3, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
+             step_samples=2, probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=2,
+             eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(50.0,), format_reward=0.1)
+SMALL_ES = dict(population_size=8, sigma=0.02, alpha=0.01, member_temperature=1.0, member_samples=2)
+SMALL_GRPO = dict(num_generations=4, learning_rate=3e-3)
+
+
+def _cfg(model_dir, out, algo, es=None, grpo=None, **over):
+    data = {"algo": algo, "model": str(model_dir), "out": str(out), **SMALL, **over,
+            "es": SMALL_ES | (es or {}), "grpo": SMALL_GRPO | (grpo or {})}
+    return TrainConfig.from_dict(data)
+
+
+def _flags(cfg: TrainConfig) -> list[str]:
+    out = []
+    for key, value in cfg.to_dict().items():
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for sub, v in items:
+            name = f"{key}.{sub}" if sub else key
+            text = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v).lower() if isinstance(v, bool) else str(v)
+            out += [f"--{name}", text]
+    return out
+
+
+def _strip_timing(rows):
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows]
+
+
+def _outputs(run: Path):
+    rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
+    last = max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("step-*"))
+    return (_strip_timing(rows), load_file(run / "checkpoints" / f"step-{last}" / "model.safetensors"),
+            json.loads((run / "population.json").read_text()), json.loads((run / "eval.json").read_text()))
+
+
+def _same(a, b):
+    rows_a, w_a, pop_a, ev_a = a
+    rows_b, w_b, pop_b, ev_b = b
+    assert rows_a == rows_b
+    assert w_a.keys() == w_b.keys() and all(torch.equal(w_a[n], w_b[n]) for n in w_a)
+    assert pop_a == pop_b
+    for ev in (ev_a, ev_b):  # evaluation timings differ between runs
+        for part in ("base", "final"):
+            ev[part].pop("seconds", None)
+            ev[part].pop("samples_per_second", None)
+    assert ev_a == ev_b
+
+
+def test_run_directory_contents(tiny_model_dir, tmp_path):
+    run = train(_cfg(tiny_model_dir, tmp_path / "run", "es", steps=2, checkpoint_every=1), show_progress=False)
+    cfg = json.loads((run / "config.json").read_text())
+    assert cfg["algo"] == "es" and cfg["schedule"]["budget"] == "flops" and cfg["schedule"]["total_steps"] == 2  # 2 N m = 8 G
+    rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    for key in ("reward_mean", "pass_at_1", "no_correct_share", "entropy", "drift_rel", "drift_layers", "tokens_per_s", "wall_seconds"):
+        assert all(math.isfinite(r[key]) if key != "drift_layers" else r[key] for r in rows), key
+    assert rows[-1]["drift_rel"] > 0
+    pop = json.loads((run / "population.json").read_text())["measurements"]
+    assert [m["step"] for m in pop] == [0, 2]
+    for key in ("jspol", "jssucc", "fisher_trace", "lemma1_prediction", "validity", "lemma2"):
+        assert key in pop[-1]
+    ev = json.loads((run / "eval.json").read_text())
+    assert {"base", "final", "update_analysis", "thresholded"} <= set(ev)
+    assert (run / "curves.png").stat().st_size > 0 and (run / "drift_hist.png").stat().st_size > 0
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-1", "step-2"]
+
+
+@pytest.mark.parametrize("algo", ["es", "grpo"])
+def test_resume_after_kill_9_matches_an_uninterrupted_run(tiny_model_dir, tmp_path, algo):
+    reference = train(_cfg(tiny_model_dir, tmp_path / "ref", algo), show_progress=False)
+    cfg = _cfg(tiny_model_dir, tmp_path / "killed", algo)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.Popen([sys.executable, "-m", "llm", "train", *_flags(cfg)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = tmp_path / "killed" / "checkpoints" / "step-2" / "trainer_state.json"
+    deadline = time.time() + 120
+    while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "killed" / "checkpoints" / "step-6").exists()
+    resume(tmp_path / "killed", show_progress=False)
+    expected = _outputs(reference)
+    assert expected[0][-1]["drift_rel"] > 0, "a run that never moves the weights would test nothing"
+    _same(expected, _outputs(tmp_path / "killed"))
+
+
+def test_schedule_switches_algorithm_and_resumes_inside_grpo(tiny_model_dir, tmp_path):
+    """es-grpo: ES for 3 steps, GRPO (reference = the switch checkpoint) for 3; resume from step 4."""
+    reference = train(_cfg(tiny_model_dir, tmp_path / "ref", "es-grpo"), show_progress=False)
+    rows = [json.loads(l) for l in (reference / "metrics.jsonl").read_text().splitlines()]
+    assert [r["phase"] for r in rows] == ["es"] * 3 + ["grpo"] * 3
+    assert (reference / "checkpoints" / "step-3" / "trainer_state.json").exists()
+    cfg = _cfg(tiny_model_dir, tmp_path / "cut", "es-grpo")
+    train(TrainConfig.from_dict(cfg.to_dict() | {"steps": 6}), show_progress=False)
+    shutil.rmtree(tmp_path / "cut" / "checkpoints" / "step-6")  # as if the run had died after the step-4 checkpoint
+    resume(tmp_path / "cut", show_progress=False)
+    _same(_outputs(reference), _outputs(tmp_path / "cut"))
+
+
+class NaNReward(Task):
+    name = "nan-reward"
+
+    def __init__(self):
+        self.inner = get_task("countdown")
+
+    def problems(self, split, n, seed):
+        return self.inner.problems(split, n, seed)
+
+    def score(self, problem, completion):
+        return float("nan")
+
+    def answer(self, problem, completion):
+        return None
+
+
+def test_non_finite_reward_stops_the_run_naming_step_and_quantity(tiny_model_dir, tmp_path):
+    cfg = _cfg(tiny_model_dir, tmp_path / "nan", "grpo", eval_samples=1, eval_ks=(1,))
+    with pytest.raises(NonFiniteError, match=r"step 0: reward is not finite.*last good checkpoint: .*step-0"):
+        train(cfg, task=NaNReward(), show_progress=False)
+    assert (tmp_path / "nan" / "checkpoints" / "step-0" / "model.safetensors").exists()
+
+
+def test_non_finite_weight_stops_the_run_and_keeps_the_last_good_checkpoint(tiny_model_dir, tmp_path):
+    cfg = _cfg(tiny_model_dir, tmp_path / "inf", "es", es={"alpha": 1e39})
+    with pytest.raises(NonFiniteError, match=r"step \d+: weight .* is not finite"):
+        train(cfg, show_progress=False)
+    kept = load_file(max((tmp_path / "inf" / "checkpoints").glob("step-*")) / "model.safetensors")
+    assert all(torch.isfinite(t).all() for t in kept.values())
+
+
+def test_existing_run_directory_is_not_overwritten(tiny_model_dir, tmp_path):
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("keep")
+    with pytest.raises(ValueError, match="--resume"):
+        train(_cfg(tiny_model_dir, tmp_path / "busy", "es"), show_progress=False)
