@@ -37,6 +37,8 @@ OFF_TARGET_TRIES = 50
 
 @dataclass(frozen=True)
 class Preset:
+    """Model size and training schedule. hidden_size / num_heads (the head size) must be 32, 64, 80,
+    96, 112, 128, ...: the head sizes vLLM's CPU attention supports."""
     hidden_size: int
     num_layers: int
     num_heads: int
@@ -53,10 +55,10 @@ class Preset:
 
 PRESETS = {
     # trains in seconds: learns the formats, rarely a correct Countdown answer; for tests
-    "test": Preset(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, steps=150, batch_size=64,
+    "test": Preset(hidden_size=32, num_layers=2, num_heads=1, intermediate_size=64, steps=150, batch_size=64,
                    lr=3e-3, warmup_steps=10),
     # the base model of the experiments (targets: see the README)
-    "default": Preset(hidden_size=64, num_layers=4, num_heads=4, intermediate_size=256, steps=3000,
+    "default": Preset(hidden_size=64, num_layers=4, num_heads=2, intermediate_size=256, steps=3000,
                       batch_size=128, lr=2e-3, warmup_steps=100),
 }
 
@@ -198,3 +200,20 @@ def _plot_loss(losses: list[float], path: Path, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- command line
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--out", required=True, help="directory to save the model in")
+    parser.add_argument("--preset", default="default", choices=sorted(PRESETS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def run_command(args) -> int:
+    stats = pretrain(args.out, preset=args.preset, seed=args.seed, progress=not args.no_progress, threads=args.threads)
+    print(f"{args.preset}: {stats['parameters']:,} parameters, {stats['train_seconds']:.0f} s, "
+          f"{stats['tokens_per_second']:,.0f} tokens/s, final loss {stats['final_loss']:.3f}; saved to {args.out}")
+    return 0

@@ -1,0 +1,3 @@
+from llm.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,43 @@
+"""Command line of the `llm` level: `python -m llm SUBCOMMAND ...` (or `escov llm SUBCOMMAND ...`).
+
+    python -m llm pretrain --out DIR [--preset default|test]           # build and train the tiny base model
+    python -m llm eval --model DIR --task countdown --n 32 --k 1,16,32  # Pass@k, Maj@k, entropy -> eval.json
+
+A subcommand is a module with `add_arguments(parser)` and `run_command(args) -> int` (exit code),
+imported only when it runs. Bad input raises ValueError, reported as a usage error (exit code 2).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help). Register new subcommands here, and only here.
+SUBCOMMANDS = {
+    "pretrain": ("llm.tinymodel", "build and train the project's tiny base model (save_pretrained format)"),
+    "eval": ("llm.evaluate", "Pass@k / Maj@k / entropy evaluation of a model on a task; writes eval.json"),
+    # ---- trainers (ES / GRPO) ----
+    "train": ("llm.train", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m llm", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}")
+    chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:  # import only the module that runs
+            module = importlib.import_module(module)
+            module.add_arguments(p)
+            p.set_defaults(run=module.run_command)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except ValueError as err:
+        parser.error(str(err))  # exits with code 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

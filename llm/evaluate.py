@@ -1,0 +1,192 @@
+"""Pass@k evaluation of an engine on a task, and the `python -m llm eval` command.
+
+For each problem, n completions are sampled and scored; with c of them correct (reward 1):
+- pass_at_k[k]: unbiased Pass@k, 1 - C(n-c, k) / C(n, k), averaged over problems (theory.metrics);
+- maj_at_k[k]: majority vote over k of the n normalized answers (theory.metrics.maj_at_k);
+- mean_token_entropy: mean over sampled tokens of -log pi_T(y_t | ...), an unbiased Monte Carlo
+  estimate of the per-token entropy of the sampling distribution (0 at temperature 0);
+- mean_response_tokens, truncated_fraction (hit max_new_tokens without an end token);
+- distinct_correct_answers: distinct normalized correct answers per solved prompt (for Countdown,
+  expressions distinct up to commutativity/associativity: the number of reasoning paths), and
+  distinct_correct_texts: distinct correct completion strings per solved prompt;
+- per_problem: id, correct count, distinct correct answers and texts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from theory.metrics import maj_at_k, pass_at_k_counts
+
+SAMPLES_PER_CALL = 256  # completions generated per engine call (prompts per call = this // n)
+
+
+def check_eval_args(n: int, ks) -> list[int]:
+    ks = list(ks)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n (samples per problem) must be an integer >= 1, got {n!r}")
+    if not ks or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in ks):
+        raise ValueError(f"ks must be a non-empty list of integers >= 1, got {ks!r}")
+    if max(ks) > n:
+        raise ValueError(f"n (samples per problem) must be >= the largest k: n={n} < k={max(ks)}")
+    return sorted(set(ks))
+
+
+def call_seed(seed: int, index: int) -> int:
+    """Seed of the index-th engine call of an evaluation, independent across (seed, index)."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
+
+
+def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tokens: int, seed: int, *,
+             top_p: float = 1.0, progress: bool = True) -> dict:
+    """Sample n completions per problem and compute the metrics in the module docstring."""
+    ks = check_eval_args(n, ks)
+    if not problems:
+        raise ValueError("problems must be a non-empty list")
+    per_call = max(1, SAMPLES_PER_CALL // n)
+    start = time.perf_counter()
+    completions = []
+    with tqdm(total=len(problems), desc=f"eval {task.name}", unit="prompt", disable=not progress) as bar:
+        for index, i in enumerate(range(0, len(problems), per_call)):
+            chunk = problems[i:i + per_call]
+            completions += engine.generate([p.prompt for p in chunk], n=n, temperature=temperature,
+                                           max_new_tokens=max_new_tokens, seed=call_seed(seed, index), top_p=top_p)
+            bar.update(len(chunk))
+    per_problem, counts, maj = [], [], {k: [] for k in ks}
+    for p, row in zip(problems, completions):
+        correct = [task.score(p, c.text) >= 1.0 for c in row]  # correct <=> reward 1 (Task.is_correct)
+        answers = [task.answer(p, c.text) for c in row]
+        for k in ks:
+            maj[k].append(maj_at_k(answers, correct, k, seed=seed))
+        counts.append(sum(correct))
+        per_problem.append({"id": p.id, "correct": sum(correct),
+                            "distinct_correct_answers": len({a for a, ok in zip(answers, correct) if ok}),
+                            "distinct_correct_texts": len({c.text.strip() for c, ok in zip(row, correct) if ok})})
+    counts = np.array(counts)
+    solved = [r for r in per_problem if r["correct"] > 0]
+    logprobs = [lp for row in completions for c in row for lp in c.logprobs]
+    flat = [c for row in completions for c in row]
+    return {
+        "task": task.name, "num_problems": len(problems), "n": n, "ks": ks, "temperature": temperature,
+        "top_p": top_p, "max_new_tokens": max_new_tokens, "seed": seed,
+        "pass_at_k": {str(k): float(pass_at_k_counts(n, counts, k).mean()) for k in ks},
+        "maj_at_k": {str(k): float(np.mean(maj[k])) for k in ks},
+        "mean_token_entropy": 0.0 if temperature == 0 or not logprobs else float(-np.mean(logprobs)),
+        "mean_response_tokens": float(np.mean([len(c.token_ids) for c in flat])),
+        "truncated_fraction": float(np.mean([c.finish_reason == "length" for c in flat])),
+        "solved_fraction": len(solved) / len(problems),
+        "distinct_correct_answers": float(np.mean([r["distinct_correct_answers"] for r in solved])) if solved else 0.0,
+        "distinct_correct_texts": float(np.mean([r["distinct_correct_texts"] for r in solved])) if solved else 0.0,
+        "seconds": round(time.perf_counter() - start, 2),
+        "per_problem": per_problem,
+    }
+
+
+# ----------------------------------------------------------------------------- command line
+
+DATA_TASKS = ("gsm8k", "deepscaler")
+GENERATED_PROBLEMS = 200  # default number of problems for generated tasks (countdown, arithmetic)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from llm.engines import ENGINES
+    from llm.tasks import TASKS
+    from llm.tasks.countdown import PROMPT_STYLES
+
+    parser.add_argument("--model", required=True, help="local model directory (save_pretrained format)")
+    parser.add_argument("--task", required=True, choices=TASKS)
+    parser.add_argument("--data", help="JSONL/Parquet test file (gsm8k, deepscaler)")
+    parser.add_argument("--engine", default="hf", choices=ENGINES)
+    parser.add_argument("--n", type=int, default=32, help="samples per problem")
+    parser.add_argument("--k", default="1,16,32", help="comma-separated k values for Pass@k and Maj@k")
+    parser.add_argument("--num-problems", type=int, default=None,
+                        help=f"test problems (default: {GENERATED_PROBLEMS} generated, or every record of --data)")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="default: 32 for the tiny model's plain formats, 512 otherwise")
+    parser.add_argument("--prompt-style", default="plain", choices=PROMPT_STYLES,
+                        help="countdown prompt: plain (the tiny model's format) or instruct (chat models)")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="out/eval", help="directory for eval.json and eval.png")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def parse_ks(text: str) -> list[int]:
+    try:
+        return [int(k) for k in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--k must be comma-separated integers, got {text!r}") from None
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Validate everything cheap first (task, data, n vs k, model directory), then load and evaluate."""
+    import torch
+
+    from llm.engines import make_engine
+    from llm.engines.base import check_model_dir
+    from llm.tasks import get_task
+
+    ks = check_eval_args(args.n, parse_ks(args.k))
+    if args.task in DATA_TASKS:
+        if args.data is None:
+            raise ValueError(f"--task {args.task} needs --data PATH (a JSONL or Parquet test file)")
+        task = get_task(args.task, test_data=args.data)
+    else:
+        if args.data is not None:
+            raise ValueError(f"--data is only for {DATA_TASKS}; task {args.task!r} generates its problems")
+        task = get_task(args.task, prompt_style=args.prompt_style) if args.task == "countdown" else get_task(args.task)
+    num = args.num_problems if args.num_problems is not None else (task.size("test") or GENERATED_PROBLEMS)
+    problems = task.problems("test", num, seed=args.seed)
+    plain = args.task == "arithmetic" or (args.task == "countdown" and args.prompt_style == "plain")
+    max_new_tokens = args.max_new_tokens or (32 if plain else 512)
+    check_model_dir(args.model)
+    with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed) as engine:
+        result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
+                          max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,
+                          progress=not args.no_progress)
+    result = {"model": str(args.model), "engine": args.engine} | result
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "eval.json").write_text(json.dumps(result, indent=1))
+    plot(result, out / "eval.png")
+    print(summary(result))
+    print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")
+    return 0
+
+
+def summary(result: dict) -> str:
+    passes = "  ".join(f"pass@{k} {v:.3f}" for k, v in result["pass_at_k"].items())
+    majs = "  ".join(f"maj@{k} {v:.3f}" for k, v in result["maj_at_k"].items())
+    return (f"{result['task']}: {result['num_problems']} problems x {result['n']} samples at T={result['temperature']}\n"
+            f"  {passes}\n  {majs}\n"
+            f"  token entropy {result['mean_token_entropy']:.3f} nats  response {result['mean_response_tokens']:.1f} tokens"
+            f"  truncated {result['truncated_fraction']:.3f}\n"
+            f"  solved {result['solved_fraction']:.3f} of prompts; per solved prompt: "
+            f"{result['distinct_correct_answers']:.2f} distinct correct answers, "
+            f"{result['distinct_correct_texts']:.2f} distinct correct texts")
+
+
+def plot(result: dict, path: Path) -> None:
+    """Pass@k and Maj@k against k, and the histogram of correct samples per problem."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = [int(k) for k in result["pass_at_k"]]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
+    a.plot(ks, list(result["pass_at_k"].values()), "o-", label="Pass@k")
+    a.plot(ks, list(result["maj_at_k"].values()), "s--", label="Maj@k")
+    a.set(xscale="log", xlabel="k", ylabel="rate", ylim=(0, 1), title=f"{result['task']} (T={result['temperature']})")
+    a.legend()
+    b.hist([r["correct"] for r in result["per_problem"]], bins=np.arange(result["n"] + 2) - 0.5)
+    b.set(xlabel=f"correct samples of {result['n']}", ylabel="problems", title="per-problem correct counts")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
