@@ -18,7 +18,7 @@ import numpy as np
 
 from theory.grpo import group_advantages
 
-from .bandit import Task, _check_range, sample, softmax
+from .bandit import Task, _check_range, sample
 
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
 

@@ -23,8 +23,8 @@ from tqdm.auto import tqdm
 from ..bandit import Task, make_task
 from ..es import ESConfig, member_fitness
 from ..train import Run, train
-from .common import (ES, FINDING, GRPO, NOT_REPRODUCED, REPRODUCED, SHAPE, STEPS, claim, effect, fmt, save,
-                     scaled, settings, stats)
+from .common import (ES, FINDING, GRPO, NOT_REPRODUCED, REPRODUCED, SHAPE, STEPS, claim, effect, fmt, matched,
+                     save, scaled, settings, stats)
 
 NAME = "ablations"
 TITLE = "ES ablations (rollouts, z-scoring, two-point, sigma, N vs d) and GRPO's std normalization"
@@ -35,12 +35,17 @@ DIMS = (16, 64, 256)
 SAMPLED = replace(ES, rollout="sampled")
 
 
-def pair_correlation(task: Task, cfg: ESConfig, pairs: int, rng: np.random.Generator) -> np.ndarray:
-    """Correlation over antithetic pairs of R(theta_0 + sigma eps) and R(theta_0 - sigma eps), per seed."""
+def pair_correlation(task: Task, cfg: ESConfig, pairs: int, rng: np.random.Generator,
+                     common_seed: bool = False) -> np.ndarray:
+    """Correlation over antithetic pairs of R(theta_0 + sigma eps) and R(theta_0 - sigma eps), per seed;
+    common_seed=True samples both members' rollouts with the same random numbers (as the paper did)."""
     eps = rng.standard_normal((task.n_seeds, pairs, task.dim))
     batch = np.arange(task.n_prompts)
-    plus = member_fitness(task, task.logits(task.theta0[:, None] + cfg.sigma * eps), batch, cfg, rng)
-    minus = member_fitness(task, task.logits(task.theta0[:, None] - cfg.sigma * eps), batch, cfg, rng)
+    seed = int(rng.integers(2**31))
+    rng_plus = np.random.default_rng(seed)
+    rng_minus = np.random.default_rng(seed) if common_seed else rng
+    plus = member_fitness(task, task.logits(task.theta0[:, None] + cfg.sigma * eps), batch, cfg, rng_plus)
+    minus = member_fitness(task, task.logits(task.theta0[:, None] - cfg.sigma * eps), batch, cfg, rng_minus)
     return np.array([np.corrcoef(a, b)[0, 1] for a, b in zip(plus, minus)])
 
 
@@ -70,11 +75,17 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     claims = []
     # rollout
     ro = {m: {k: stats(delta(m, k)) for k in ("pass@1", "pass@32", "entropy")} for m in ("greedy", "sampled")}
+    level, p32_greedy, p32_sampled = matched(runs["greedy"], runs["sampled"], "pass@32")
+    ro["pass@32_at_matched_pass@1"] = {"level": stats(level), "greedy": stats(p32_greedy),
+                                       "sampled": stats(p32_sampled)}
+    e = effect(p32_greedy - p32_sampled, +1)
     claims.append(claim(
         "Greedy vs sampled member rollouts: which carries ES's Pass@K behaviour?",
         "open question (the paper trains ES with greedy member rollouts in the easy setting)", ro, FINDING,
         "; ".join(f"{m}: dPass@1 {fmt(delta(m, 'pass@1'))}, dPass@32 {fmt(delta(m, 'pass@32'))}, "
-                  f"dEntropy {fmt(delta(m, 'entropy'))}" for m in ("greedy", "sampled"))))
+                  f"dEntropy {fmt(delta(m, 'entropy'))}" for m in ("greedy", "sampled"))
+        + f"; Pass@32 at matched Pass@1 ({fmt(level)}): greedy {fmt(p32_greedy)}, sampled {fmt(p32_sampled)} "
+          f"(greedy - sampled: {e})"))
     # z-scoring
     zs = delta("greedy", "pass@1") - delta("no_zscore", "pass@1")
     e = effect(zs, +1)
@@ -87,6 +98,7 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     # two-point
     rng = np.random.default_rng([seeds, 17])
     corr_sampled = pair_correlation(task, SAMPLED, 256, rng)
+    corr_common = pair_correlation(task, SAMPLED, 256, rng, common_seed=True)
     corr_greedy = pair_correlation(task, ES, 256, rng)
     tp = delta("sampled_two_point", "pass@1") - delta("sampled", "pass@1")
     e = effect(tp, +1)
@@ -95,11 +107,12 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         "no gain; corr(R+, R-) = 0.278 at sigma = 1e-3",
         {"pass@1_gain_one_point": stats(delta("sampled", "pass@1")),
          "pass@1_gain_two_point": stats(delta("sampled_two_point", "pass@1")),
-         "corr_plus_minus_sampled": stats(corr_sampled), "corr_plus_minus_greedy": stats(corr_greedy)},
+         "corr_plus_minus_sampled": stats(corr_sampled), "corr_plus_minus_sampled_common_seed": stats(corr_common),
+         "corr_plus_minus_greedy": stats(corr_greedy)},
         REPRODUCED if e != "yes" else NOT_REPRODUCED,
         f"sampled rollouts: Pass@1 gain one-point {fmt(delta('sampled', 'pass@1'))}, two-point "
         f"{fmt(delta('sampled_two_point', 'pass@1'))} (two - one: {e}); corr(R+, R-) sampled "
-        f"{fmt(corr_sampled)}, greedy {fmt(corr_greedy)}"))
+        f"{fmt(corr_sampled)}, sampled with a common seed {fmt(corr_common)}, greedy {fmt(corr_greedy)}"))
     # sigma sweep
     sig = {f"{s:g}": {k: stats(delta(f"sigma={s:g}", k)) for k in ("pass@1", "pass@32", "entropy")} for s in SIGMAS}
     claims.append(claim(
@@ -143,16 +156,22 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                             yerr=[delta(f"sigma={s:g}", k).std() for s in SIGMAS], marker="o", capsize=3,
                             label=f"d{k}")
     axes[1, 0].set(xscale="log", xlabel="sigma", ylabel="change vs base", title="Sigma sweep")
+    axes[1, 0].set_xticks(SIGMAS, [f"{s:g}" for s in SIGMAS], minor=False)
+    axes[1, 0].minorticks_off()
     axes[1, 0].legend()
     axes[1, 0].grid(alpha=0.3)
     for d in DIMS:
-        axes[1, 1].errorbar(POPULATIONS, [rew[d][n].mean() for n in POPULATIONS],
-                            yerr=[rew[d][n].std() for n in POPULATIONS], marker="o", capsize=3, label=f"d={d}")
-    axes[1, 1].set(xscale="log", xlabel="population N", ylabel="smoothed training reward",
-                   title="N against model size d")
+        paired = np.array([rew[d][n] - rew[d][POPULATIONS[0]] for n in POPULATIONS])
+        axes[1, 1].errorbar(POPULATIONS, paired.mean(1), yerr=paired.std(1) / np.sqrt(seeds), marker="o",
+                            capsize=3, label=f"d={d}")
+    axes[1, 1].set(xscale="log", xlabel="population N", ylabel=f"smoothed training reward minus N={POPULATIONS[0]}",
+                   title="N against model size d (mean +- SE, paired by seed)")
+    axes[1, 1].set_xticks(POPULATIONS, [str(n) for n in POPULATIONS])
+    axes[1, 1].minorticks_off()
     axes[1, 1].legend()
     axes[1, 1].grid(alpha=0.3)
-    axes[1, 2].hist([corr_sampled, corr_greedy], label=["sampled", "greedy"], bins=10)
+    axes[1, 2].hist([corr_sampled, corr_common, corr_greedy], label=["sampled", "sampled, common seed", "greedy"],
+                    bins=10)
     axes[1, 2].set(xlabel="corr(R+, R-) per seed", title="Antithetic reward correlation at theta_0")
     axes[1, 2].legend()
     plot = save(fig, out, NAME)

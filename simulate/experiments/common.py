@@ -11,8 +11,8 @@ Verdicts: a paired difference over seeds counts as an effect when |mean| > 2 sta
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Callable
 
 import matplotlib
 
@@ -89,6 +89,15 @@ def value_at_level(x: np.ndarray, y: np.ndarray, level: float) -> float:
     return float(y[i - 1] + t * (y[i] - y[i - 1]))
 
 
+def matched(run_a, run_b, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per seed: the common Pass@1 level (the lower final Pass@1 of two runs) and `metric` of each run
+    where its trajectory first reaches that level."""
+    level = np.minimum(run_a.final("pass@1"), run_b.final("pass@1"))
+    a, b = ([value_at_level(r.policy["pass@1"][:, s], r.policy[metric][:, s], level[s]) for s in range(len(level))]
+            for r in (run_a, run_b))
+    return level, np.array(a), np.array(b)
+
+
 def band(ax, x, values, label: str, color=None):
     """Mean over seeds (axis 1) with a +- 1 std band."""
     m, s = values.mean(1), values.std(1)
@@ -111,8 +120,5 @@ def save(fig, out: Path | None, name: str) -> str | None:
 
 def settings(**objs) -> dict:
     """JSON-able record of the configs used."""
-    from dataclasses import asdict, is_dataclass
     return {k: (asdict(v) if is_dataclass(v) else v) for k, v in objs.items()}
 
-
-Experiment = Callable[..., dict]

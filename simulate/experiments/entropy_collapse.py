@@ -16,20 +16,10 @@ from ..bandit import make_task
 from ..measure import DEFAULT_KS
 from ..train import train
 from .common import (ES, FINDING, GRPO, NOT_REPRODUCED, REPRODUCED, SEEDS, SHAPE, STEPS, band, claim,
-                     effect, fmt, save, scaled, settings, stats, value_at_level)
+                     effect, fmt, matched, save, scaled, settings, stats)
 
 NAME = "entropy_collapse"
 TITLE = "GRPO's entropy against ES's; Pass@K of base, GRPO and ES; the Pass@1-Pass@32 frontier"
-
-
-def matched(run_a, run_b, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per seed: the common Pass@1 level (lower final Pass@1) and `metric` of each run at that level."""
-    level = np.minimum(run_a.final("pass@1"), run_b.final("pass@1"))
-    a = np.array([value_at_level(run_a.policy["pass@1"][:, s], run_a.policy[metric][:, s], level[s])
-                  for s in range(len(level))])
-    b = np.array([value_at_level(run_b.policy["pass@1"][:, s], run_b.policy[metric][:, s], level[s])
-                  for s in range(len(level))])
-    return level, a, b
 
 
 def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progress: bool = True) -> dict:
