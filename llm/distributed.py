@@ -1,0 +1,210 @@
+"""Distributed ES on Ray: the population spread over K actors, each holding its own model replica.
+
+    driver (DistributedES, itself a replica)          K actors (ESWorker, one replica each)
+      step s: (s, prompts of the batch, members) --->   rewards of its members (seeds regenerate the noise)
+              <--- scalar rewards, token counts
+      z = standardize(rewards); update own replica
+              (s, z) ------------------------------->   the same update from (seeds, z)
+              <--- SHA-256 of the replica's weights     must equal the driver's, every iteration
+
+Weights cross once, when the actors start from the driver's center; afterwards only seeds, prompts,
+z and scalars do. The update is the same code on every replica (`PopulationES.apply_update`), so the
+replicas stay bit-identical, and the run equals the single-process run with the same seed. Members are
+dealt in contiguous blocks of N / K. A dead actor (a call raising RayActorError, or not answering
+within actor_timeout_s) is dropped and its members re-run on a live actor in the same iteration, never
+silently lost (`DistributedES.reruns` records it); with no actor left the step fails.
+"""
+from __future__ import annotations
+
+import hashlib
+import socket
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from llm.es import ESConfig, ESStep
+from llm.population_es import PopulationConfig, PopulationES, iteration_seeds
+from llm.tasks.base import Problem, Task
+
+if TYPE_CHECKING:
+    from llm.engines.base import Engine
+
+
+@dataclass
+class DistributedConfig:
+    workers: int = 2                 # K Ray actors; es.population_size must be divisible by K
+    address: str = ""                # "": start a local Ray; "host:port", "ray://host:port" or "auto": a cluster
+    cpus_per_worker: float = 1.0     # Ray CPUs reserved by each actor
+    threads_per_worker: int = 1      # torch threads inside each actor
+    actor_timeout_s: float = 600.0   # a call not answered in time counts as a dead actor
+
+    def validate(self, population_size: int) -> None:
+        k = self.workers
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"workers must be an integer >= 1, got {k!r}")
+        if population_size % k:
+            raise ValueError(f"es.population_size ({population_size}) must be divisible by workers ({k})")
+        if not self.cpus_per_worker > 0 or not self.actor_timeout_s > 0:
+            raise ValueError("cpus_per_worker and actor_timeout_s must be > 0")
+        if isinstance(self.threads_per_worker, bool) or not isinstance(self.threads_per_worker, int) \
+                or self.threads_per_worker < 1:
+            raise ValueError(f"threads_per_worker must be an integer >= 1, got {self.threads_per_worker!r}")
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("distributed ES (workers > 1 or a ray address) needs Ray: pip install 'ray>=2.30'") from None
+    return ray
+
+
+def check_address(address: str, timeout_s: float = 5.0) -> None:
+    """ValueError unless a "host:port" / "ray://host:port" address accepts a TCP connection ("auto" passes)."""
+    if address in ("", "auto"):
+        return
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"ray address must be 'host:port', 'ray://host:port' or 'auto', got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as err:
+        raise ValueError(f"ray address {address!r}: no Ray cluster reachable ({err})") from None
+
+
+def weight_hash(weights: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of fp32 weights, by name in sorted order."""
+    h = hashlib.sha256()
+    for name in sorted(weights):
+        h.update(name.encode())
+        h.update(weights[name].detach().float().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+class ESWorker:
+    """One replica (run as a Ray actor): its own HF engine, started from the driver's weights."""
+
+    def __init__(self, model_dir: str, task: Task, names: list[str], cfg: ESConfig, population: PopulationConfig,
+                 weights: dict[str, torch.Tensor], max_new_tokens: int, seed: int, threads: int):
+        from llm.engines.hf import HFEngine
+
+        torch.set_num_threads(threads)
+        engine = HFEngine(model_dir)
+        engine.load_weights(weights.items())
+        master = {n: weights[n].float().clone() for n in names}
+        self.es = PopulationES(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed,
+                               population=population)
+
+    def rewards(self, step: int, problems: list[Problem], members: list[int]) -> tuple[list[float], int]:
+        it_seed, gen_seed = iteration_seeds(self.es.seed, step)
+        rewards, tokens, _ = self.es.member_rewards(it_seed, gen_seed, problems, members, step)
+        return rewards.tolist(), tokens
+
+    def update(self, step: int, z: list[float]) -> str:
+        self.es.apply_update(iteration_seeds(self.es.seed, step)[0], np.asarray(z), step)
+        return weight_hash(self.es.master)
+
+    def weight_hash(self) -> str:
+        return weight_hash(self.es.master)
+
+
+class DistributedES(PopulationES):
+    """PopulationES whose members are evaluated by K Ray actors; the driver keeps the center replica."""
+
+    def __init__(self, cfg: ESConfig, engine: Engine, task: Task, names: list[str], master: dict[str, torch.Tensor],
+                 *, max_new_tokens: int, seed: int, model_dir: str, population: PopulationConfig | None = None,
+                 distributed: DistributedConfig | None = None, weights: dict[str, torch.Tensor] | None = None):
+        """weights: the full center the actors start from (default: the driver engine's HF parameters)."""
+        self.dist = distributed if distributed is not None else DistributedConfig()
+        self.dist.validate(cfg.population_size)
+        population = population if population is not None else PopulationConfig()
+        if cfg.inplace_bf16:
+            raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
+        ray = import_ray()
+        check_address(self.dist.address)
+        # the driver's replica only applies updates: its own member evaluation (and engine kind) is unused
+        super().__init__(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed,
+                         population=replace(population, batched=False))
+        if weights is None:
+            if not hasattr(engine, "model"):
+                raise ValueError("weights (the full center for the actors) are required with a non-HF driver engine")
+            weights = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
+        weights = weights | {n: master[n] for n in names}
+        if not ray.is_initialized():
+            if self.dist.address:
+                ray.init(address=self.dist.address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=max(1, int(np.ceil(self.dist.workers * self.dist.cpus_per_worker))),
+                         include_dashboard=False, log_to_driver=False, object_store_memory=200 * 1024 ** 2)
+        self.ray = ray
+        actor = ray.remote(num_cpus=self.dist.cpus_per_worker, max_restarts=0)(ESWorker)
+        shared = ray.put(weights)
+        self.actors = [actor.remote(str(model_dir), task, names, cfg, population, shared, max_new_tokens, seed,
+                                    self.dist.threads_per_worker) for _ in range(self.dist.workers)]
+        self.alive = list(range(self.dist.workers))
+        self.reruns: list[dict] = []  # {"step", "worker", "members", "rerun_on"} for every re-run block
+        self._check_replicas(-1, {w: self.actors[w].weight_hash.remote() for w in self.alive})
+
+    # -- faults -----------------------------------------------------------------------------
+    def _get(self, worker: int, ref):
+        """The call's result, or None after marking the actor dead (RayActorError or timeout)."""
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        try:
+            return self.ray.get(ref, timeout=self.dist.actor_timeout_s)
+        except (RayActorError, GetTimeoutError):
+            if worker in self.alive:
+                self.alive.remove(worker)
+                self.ray.kill(self.actors[worker], no_restart=True)
+            return None
+
+    def _check_replicas(self, step: int, refs: dict[int, object]) -> None:
+        expected = weight_hash(self.master)
+        hashes = {w: self._get(w, ref) for w, ref in refs.items()}
+        diverged = [w for w, h in hashes.items() if h is not None and h != expected]
+        if diverged:
+            raise RuntimeError(f"step {step}: the replicas of workers {diverged} differ from the driver's weights "
+                               f"(hash {expected[:12]}); the update is no longer reproducible on every replica")
+        if not self.alive:
+            raise RuntimeError(f"step {step}: every Ray actor is dead")
+
+    # -- one iteration -----------------------------------------------------------------------
+    def member_blocks(self) -> dict[int, list[int]]:
+        """Contiguous blocks of members over the live actors."""
+        parts = np.array_split(np.arange(self.cfg.population_size), len(self.alive))
+        return {w: part.tolist() for w, part in zip(self.alive, parts)}
+
+    def step(self, problems: list[Problem], step: int) -> ESStep:
+        t0 = time.perf_counter()
+        rewards, tokens = np.full(self.cfg.population_size, np.nan), 0
+        pending = self.member_blocks()
+        while pending:
+            refs = {w: (members, self.actors[w].rewards.remote(step, problems, members)) for w, members in pending.items()}
+            pending = {}
+            for w, (members, ref) in refs.items():
+                result = self._get(w, ref)
+                if result is None:  # dead: its members run again on a live actor
+                    if not self.alive:
+                        raise RuntimeError(f"step {step}: every Ray actor is dead; members {members} have no rewards")
+                    target = self.alive[len(self.reruns) % len(self.alive)]
+                    pending.setdefault(target, []).extend(members)
+                    self.reruns.append({"step": step, "worker": w, "members": members, "rerun_on": target})
+                    continue
+                rewards[members], tokens = result[0], tokens + result[1]
+        z = self.fitness(rewards, step)
+        tw = time.perf_counter()
+        norm = self.apply_update(iteration_seeds(self.seed, step)[0], z, step)
+        weight_s = time.perf_counter() - tw
+        self._check_replicas(step, {w: self.actors[w].update.remote(step, z.tolist()) for w in self.alive})
+        return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
+                      seconds=time.perf_counter() - t0)
+
+    def close(self) -> None:
+        """Stop the actors (the Ray runtime itself is left running for the caller)."""
+        for w in self.alive:
+            self.ray.kill(self.actors[w], no_restart=True)
+        self.alive = []

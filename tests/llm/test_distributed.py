@@ -1,0 +1,108 @@
+"""Distributed ES on a real local Ray with two actors: the same rewards and bit-identical final weights as
+the single-process run with the same seed, a killed actor's members re-run on the other, a diverged
+replica caught by the weight hash, and clear errors before any work."""
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from llm.engines.hf import HFEngine
+from llm.es import ESConfig, select_parameters
+from llm.population_es import PopulationConfig, PopulationES
+from llm.tasks import get_task
+from llm.tasks.base import Task
+
+pytestmark = pytest.mark.ray
+pytest.importorskip("ray")
+STEPS = 3
+
+
+class DigitShare(Task):
+    """Countdown prompts; reward = share of the completion's characters that are digits (dense signal)."""
+    name = "digit-share"
+
+    def problems(self, split, n, seed):
+        return get_task("countdown").problems(split, n, seed)
+
+    def score(self, problem, completion):
+        return sum(ch.isdigit() for ch in completion) / len(completion) if completion else 0.0
+
+    def answer(self, problem, completion):
+        return None
+
+
+def _parts(model_dir, population_size=4):
+    engine = HFEngine(model_dir)
+    cfg = ESConfig(population_size=population_size, sigma=3e-2, alpha=3e-2, antithetic=True)
+    names = select_parameters(engine.model.named_parameters(), "")
+    master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
+    return cfg, engine, DigitShare(), names, master
+
+
+def _problems():
+    return get_task("countdown").problems("train", 4, 2)
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # actors cannot import this test file
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024 ** 2)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def single_process(tiny_model_dir):
+    cfg, engine, task, names, master = _parts(tiny_model_dir)
+    es = PopulationES(cfg, engine, task, names, master, max_new_tokens=10, seed=3)
+    steps = [es.step(_problems(), s) for s in range(STEPS)]
+    return steps, es.center_weights()
+
+
+def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model_dir, ray_local, single_process):
+    from llm.distributed import DistributedConfig, DistributedES, weight_hash
+
+    ref_steps, ref_weights = single_process
+    assert np.ptp(ref_steps[0].rewards) > 0  # the run really moves the weights
+    cfg, engine, task, names, master = _parts(tiny_model_dir)
+    dist = DistributedES(cfg, engine, task, names, master, max_new_tokens=10, seed=3, model_dir=tiny_model_dir,
+                         distributed=DistributedConfig(workers=2))
+    try:
+        assert dist.member_blocks() == {0: [0, 1], 1: [2, 3]}
+        steps = [dist.step(_problems(), 0)]
+        ray_local.kill(dist.actors[1])  # actor 1 dies between iterations
+        steps += [dist.step(_problems(), s) for s in range(1, STEPS)]
+        assert dist.reruns == [{"step": 1, "worker": 1, "members": [2, 3], "rerun_on": 0}]
+        assert dist.alive == [0]
+        for a, b in zip(ref_steps, steps):
+            np.testing.assert_array_equal(a.rewards, b.rewards)
+            np.testing.assert_array_equal(a.z, b.z)
+        final = dist.center_weights()
+        for name in ref_weights:
+            assert torch.equal(final[name], ref_weights[name]), name
+        assert ray_local.get(dist.actors[0].weight_hash.remote()) == weight_hash(ref_weights)
+        # a replica that applies a different update is caught at the next iteration
+        ray_local.get(dist.actors[0].update.remote(STEPS, [1.0, -1.0, 0.0, 0.0]))
+        with pytest.raises(RuntimeError, match=r"replicas of workers \[0\] differ"):
+            dist.step(_problems(), STEPS)
+    finally:
+        dist.close()
+
+
+def test_errors_before_any_work(tiny_model_dir, monkeypatch):
+    from llm.distributed import DistributedConfig, DistributedES
+
+    cfg, engine, task, names, master = _parts(tiny_model_dir, population_size=6)
+    kw = dict(max_new_tokens=4, seed=0, model_dir=tiny_model_dir)
+    with pytest.raises(ValueError, match=r"population_size \(6\) must be divisible by workers \(4\)"):
+        DistributedES(cfg, engine, task, names, master, distributed=DistributedConfig(workers=4), **kw)
+    with pytest.raises(ValueError, match="no Ray cluster reachable"):
+        DistributedES(cfg, engine, task, names, master, distributed=DistributedConfig(workers=2, address="127.0.0.1:1"), **kw)
+    with pytest.raises(ValueError, match="noise_rank 99 is larger"):
+        DistributedES(cfg, engine, task, names, master, population=PopulationConfig(noise_rank=99),
+                      distributed=DistributedConfig(workers=2), **kw)
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ImportError, match="pip install 'ray>=2.30'"):
+        DistributedES(cfg, engine, task, names, master, distributed=DistributedConfig(workers=2), **kw)
