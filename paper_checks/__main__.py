@@ -1,0 +1,3 @@
+from paper_checks.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""`python -m paper_checks reproduce|report` (also `escov paper_checks ...`).
+
+    reproduce --budget small|full --out DIR [--model DIR]   train what the checks need (cached), then report
+    report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from paper_checks.rundir import RunDirError
+
+
+def _print_summary(report: dict, out: Path) -> None:
+    for c in report["claims"]:
+        lv = c["levels"]
+        print(f"{c['id']:26s} theory: {lv['theory']['status']:18s} simulate: {lv['simulate']['status']:18s} "
+              f"real: {lv['real']['status']:18s} {lv['real']['ours'][:70]}")
+    print(f"wrote {out / 'REPORT.md'} and {out / 'report.json'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m paper_checks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser("report", help="build REPORT.md and report.json from existing run directories")
+    rep.add_argument("runs", nargs="+", type=Path, help="run directories written by `python -m llm train`")
+    rep.add_argument("--out", type=Path, required=True)
+    rep.add_argument("--theory", type=Path, help="JSON of `python -m theory --json`")
+    rep.add_argument("--simulate", type=Path, help="summary.json of `python -m simulate all`")
+    rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
+    pro = sub.add_parser("reproduce", help="run the paper's experiments in miniature (cached), then report")
+    pro.add_argument("--budget", choices=("small", "full"), default="small")
+    pro.add_argument("--out", type=Path, required=True)
+    pro.add_argument("--model", type=Path, help="start from this local model instead of pretraining the tiny one")
+    pro.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "report":
+            import json
+
+            from paper_checks.report import build_report
+            grid = json.loads(args.lemma_grid.read_text()) if args.lemma_grid else None
+            report = build_report(args.runs, args.out, args.theory, args.simulate, grid)
+        else:
+            from paper_checks.reproduce import reproduce
+            report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress)
+    except (RunDirError, ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    _print_summary(report, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""Everything a report is built from: real runs grouped by variant, theory checks, simulate summaries.
+
+A run's variant is derived from its saved config, so a report never depends on directory names:
+`es`, `grpo`, `es-grpo`, `grpo-es`, and ES variants with tags, e.g. `es[sampled]` (member rollouts
+sampled at a temperature), `es[no-zscore]`, `es[two-point]`, `es[null]` (random z), `es[bf16]`
+(the paper code's in-place bf16 perturbation). The population-size sweep is told apart by the
+model and N, which are kept beside the variant.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from paper_checks.rundir import Run
+from theory.metrics import pass_at_k_counts
+
+ES_TAGS = (("member_temperature", lambda v: v > 0, "sampled"), ("zscore", lambda v: not v, "no-zscore"),
+           ("antithetic", bool, "two-point"), ("null_control", bool, "null"), ("inplace_bf16", bool, "bf16"))
+
+
+def variant(config: dict) -> str:
+    """The method a run config describes: algo plus the ES options that change it."""
+    algo = config.get("algo", "unknown")
+    es = config.get("es", {})
+    tags = [tag for key, test, tag in ES_TAGS if key in es and test(es[key])] if "es" in algo else []
+    return f"{algo}[{','.join(tags)}]" if tags else algo
+
+
+@dataclass
+class Evidence:
+    runs: list[Run] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    theory: list[dict] | None = None
+    simulate: dict[str, dict] | None = None
+
+    def by_variant(self, name: str, *, sweep: bool = False) -> list[Run]:
+        """Runs of one variant, sorted by seed. Unless sweep is set, only runs of the main model and,
+        for ES, of the main population size (the population sweep adds runs beside them)."""
+        model, n_main = self.main_model(), self.main_population()
+        out = [r for r in self.runs if variant(r.config) == name]
+        if not sweep:
+            out = [r for r in out if r.config.get("model") == model
+                   and ("es" not in name or r.config.get("es", {}).get("population_size") == n_main)]
+        return sorted(out, key=lambda r: (r.seed or 0, r.name))
+
+    def main_model(self) -> str | None:
+        """The model most runs start from."""
+        return _most_common([r.config.get("model") for r in self.runs])
+
+    def main_population(self) -> int | None:
+        """The ES population size most ES runs of the main model use."""
+        model = self.main_model()
+        return _most_common([r.config.get("es", {}).get("population_size") for r in self.runs
+                             if r.config.get("model") == model and "es" in str(r.config.get("algo"))])
+
+
+def _most_common(values: list):
+    return max(set(values), key=values.count) if values else None
+
+
+def per_problem_pass(ev: dict, k: int) -> np.ndarray:
+    """Unbiased Pass@k of every evaluated problem, from the per-problem correct counts of an eval."""
+    counts = np.array([p["correct"] for p in ev["per_problem"]])
+    return pass_at_k_counts(int(ev["n"]), counts, k)
+
+
+def eval_of(run: Run, which: str) -> dict | None:
+    """run's eval.json section 'base' or 'final' (None when the run lacks it)."""
+    return (run.eval or {}).get(which)
+
+
+def heldout_of(run: Run, which: str) -> dict | None:
+    return ((run.eval or {}).get("heldout") or {}).get(which)
+
+
+def load_theory_json(path: Path) -> list[dict]:
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected the JSON list printed by `python -m theory --json`")
+    return data
+
+
+def load_simulate_summary(path: Path) -> dict[str, dict]:
+    """summary.json of `python -m simulate all`: {experiment name: summary}."""
+    data = json.loads(Path(path).read_text())
+    if isinstance(data, dict) and "experiments" in data:
+        data = data["experiments"]
+    if isinstance(data, list):
+        data = {d["name"]: d for d in data}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected the summary.json written by `python -m simulate all`")
+    return data

@@ -1,0 +1,48 @@
+"""Verdicts of the two cheap levels: the theory checks and the simulate experiments.
+
+theory: every `python -m theory` item whose name starts with the claim's prefix, regime items
+(where an approximation is known to break) left out; the claim holds when every item holds.
+simulate: the experiment's own verdict on its matching claim (reproduced -> holds, not
+reproduced -> does not hold, depends on task shape / finding -> inconclusive).
+"""
+from __future__ import annotations
+
+from paper_checks.claims import Claim
+from paper_checks.evidence import Evidence
+from paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_TESTABLE, Verdict
+
+SIMULATE_STATUS = {"reproduced": HOLDS, "not reproduced": FAILS, "depends on task shape": INCONCLUSIVE,
+                   "finding": INCONCLUSIVE}
+
+
+def theory_verdict(claim: Claim, ev: Evidence) -> Verdict:
+    if claim.theory is None:
+        return Verdict(claim.id, NOT_TESTABLE, "n/a", note="an empirical claim: the toy theory says nothing about it")
+    if ev.theory is None:
+        return Verdict(claim.id, MISSING, "n/a", note="no theory results (python -m theory --json)")
+    items = [i for i in ev.theory if i["name"].startswith(claim.theory) and not i.get("regime")]
+    if not items:
+        return Verdict(claim.id, MISSING, "n/a", note=f"no theory check named {claim.theory}*")
+    failed = [i["name"] for i in items if not i["holds"]]
+    regimes = sum(1 for i in ev.theory if i["name"].startswith(claim.theory) and i.get("regime"))
+    return Verdict(claim.id, FAILS if failed else HOLDS, f"{len(items) - len(failed)}/{len(items)} checks hold",
+                   evidence={"failed": failed, "regime_items": regimes},
+                   note=f"{regimes} items outside the approximation's range not counted" if regimes else "")
+
+
+def simulate_verdict(claim: Claim, ev: Evidence) -> Verdict:
+    if claim.simulate is None:
+        return Verdict(claim.id, NOT_TESTABLE, "n/a", note="no bandit analogue")
+    if ev.simulate is None:
+        return Verdict(claim.id, MISSING, "n/a", note="no simulate summary (python -m simulate all)")
+    experiment, prefix = claim.simulate
+    summary = ev.simulate.get(experiment)
+    if summary is None:
+        return Verdict(claim.id, MISSING, "n/a", note=f"simulate experiment {experiment} missing from the summary")
+    matches = [c for c in summary.get("claims", []) if c["claim"].startswith(prefix)]
+    if not matches:
+        return Verdict(claim.id, MISSING, "n/a", note=f"{experiment} has no claim starting {prefix!r}")
+    statuses = [SIMULATE_STATUS.get(c["verdict"], INCONCLUSIVE) for c in matches]
+    status = HOLDS if all(s == HOLDS for s in statuses) else FAILS if all(s == FAILS for s in statuses) else INCONCLUSIVE
+    return Verdict(claim.id, status, " | ".join(c["why"] for c in matches)[:400],
+                   evidence={"verdicts": [c["verdict"] for c in matches]}, plots=[summary["plot"]] if summary.get("plot") else [])

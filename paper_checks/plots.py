@@ -1,0 +1,188 @@
+"""The report's plots, each drawn from run directories (PNG, Agg backend). Each function returns the
+file name it wrote, or None when the runs hold no data for it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
+
+MAIN = ("grpo", "es", "es-grpo", "grpo-es", "es[sampled]")
+
+
+def _save(fig, out: Path, name: str) -> str:
+    out.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def _base_eval(ev: Evidence) -> dict | None:
+    for run in ev.by_variant("es") + ev.by_variant("grpo"):
+        if eval_of(run, "base"):
+            return eval_of(run, "base")
+    return None
+
+
+def passk_curves(ev: Evidence, out: Path) -> str | None:
+    """Pass@k against k (log axis) for the base and the final model of each method (mean over seeds)."""
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    drawn = False
+    base = _base_eval(ev)
+    if base:
+        ks = sorted(base["pass_at_k"], key=int)
+        ax.plot([int(k) for k in ks], [base["pass_at_k"][k] for k in ks], "k--o", label="base")
+    for name in MAIN:
+        evs = [eval_of(r, "final") for r in ev.by_variant(name) if eval_of(r, "final")]
+        if evs:
+            ks = sorted(evs[0]["pass_at_k"], key=int)
+            ax.plot([int(k) for k in ks], [np.mean([e["pass_at_k"][k] for e in evs]) for k in ks], "-o", label=name)
+            drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("k")
+    ax.set_ylabel("Pass@k (test prompts)")
+    ax.legend()
+    ax.set_title("Pass@k after training")
+    return _save(fig, out, "passk_curves.png")
+
+
+def entropy_curves(ev: Evidence, out: Path) -> str | None:
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    colors: dict[str, str] = {}
+    for run in ev.runs:
+        rows = [r for r in run.metrics if "entropy" in r]
+        if not rows:
+            continue
+        name = variant(run.config)
+        first = name not in colors
+        color = colors.setdefault(name, f"C{len(colors)}")
+        ax.plot([r["step"] for r in rows], [r["entropy"] for r in rows], color=color, alpha=0.8,
+                label=name if first else None)
+    if not colors:
+        plt.close(fig)
+        return None
+    ax.set_xlabel("step")
+    ax.set_ylabel("mean token entropy (nats)")
+    ax.legend()
+    ax.set_title("Entropy over training")
+    return _save(fig, out, "entropy.png")
+
+
+def pareto_front(ev: Evidence, out: Path) -> str | None:
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    base = _base_eval(ev)
+    drawn = False
+    if base and "32" in base["pass_at_k"]:
+        ax.scatter(base["pass_at_k"]["1"], base["pass_at_k"]["32"], c="k", marker="*", s=120, label="base")
+    for i, name in enumerate(MAIN):
+        pts = [(e["pass_at_k"]["1"], e["pass_at_k"]["32"]) for e in
+               (eval_of(r, "final") for r in ev.by_variant(name)) if e and "32" in e["pass_at_k"]]
+        if pts:
+            x, y = np.array(pts).T
+            ax.scatter(x, y, color=f"C{i}", alpha=0.5)
+            ax.scatter(x.mean(), y.mean(), color=f"C{i}", s=90, edgecolor="k", label=name)
+            drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xlabel("Pass@1")
+    ax.set_ylabel("Pass@32")
+    ax.legend()
+    ax.set_title("Pass@1 - Pass@32 front (dots: seeds, large: mean)")
+    return _save(fig, out, "pareto.png")
+
+
+def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) -> str | None:
+    """Measured JSpol_N against (sigma^2/2)(1 - 1/N) tr I_x, per probe prompt, log-log."""
+    pts = []
+    for run in ev.runs:
+        for m in (run.population or {}).get("measurements", []):
+            pts += [(r["lemma1_prediction"], r["jspol"], m["sigma"]) for r in m.get("per_prompt", [])
+                    if r["lemma1_prediction"] > 0 and r["jspol"] > 0]
+    for g in grid or []:
+        pts += [(p, j, g["sigma"]) for p, j in zip(g["predicted_per_prompt"], g["measured_per_prompt"]) if p > 0 and j > 0]
+    if not pts:
+        return None
+    pred, meas, sig = np.array(pts).T
+    fig, ax = plt.subplots(figsize=(5, 4.5))
+    sc = ax.scatter(pred, meas, c=np.log10(sig), cmap="viridis", s=14)
+    fig.colorbar(sc, ax=ax, label="log10 sigma")
+    lims = [min(pred.min(), meas.min()), max(pred.max(), meas.max())]
+    ax.plot(lims, lims, "k--", lw=1, label="measured = predicted")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("Lemma 1 prediction (sigma^2/2)(1-1/N) tr I_x")
+    ax.set_ylabel("measured JSpol_N")
+    ax.legend()
+    ax.set_title("Lemma 1 on the real model")
+    return _save(fig, out, "js_measured_vs_predicted.png")
+
+
+def update_magnitudes(ev: Evidence, out: Path) -> str | None:
+    """Histogram of |theta - theta_0| entries (ES, its null, GRPO) and Pass@1 of thresholded checkpoints."""
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    drawn = False
+    for i, name in enumerate(("es", "es[null]", "es[bf16]", "grpo")):
+        runs = [r for r in ev.by_variant(name) if (r.eval or {}).get("update_analysis")]
+        if not runs:
+            continue
+        h = runs[0].eval["update_analysis"]["histogram"]
+        edges = np.array(h["edges"])
+        ax.stairs(h["counts"], edges, label=name, color=f"C{i}")
+        drawn = True
+        th = runs[0].eval.get("thresholded") or []
+        if th and eval_of(runs[0], "final"):
+            xs = [0.0] + [t["sparsity_percent"] for t in th]
+            ys = [eval_of(runs[0], "final")["pass_at_k"]["1"]] + [t["pass_at_1"] for t in th]
+            order = np.argsort(xs)
+            ax2.plot(np.array(xs)[order], np.array(ys)[order], "-o", color=f"C{i}", label=name)
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("|delta| of an update entry")
+    ax.set_ylabel("entries")
+    ax.legend()
+    ax.set_title("Update magnitudes (first seed)")
+    for paper_tau in (1.0e-3, 1.5e-3, 2.0e-3):
+        ax.axvline(paper_tau, color="gray", lw=0.6, ls=":")
+    ax2.set_xlabel("sparsity (% of update entries reverted)")
+    ax2.set_ylabel("Pass@1")
+    ax2.legend()
+    ax2.set_title("Magnitude-thresholded checkpoints")
+    return _save(fig, out, "update_magnitudes.png")
+
+
+def drift_per_layer(ev: Evidence, out: Path) -> str | None:
+    rows = {}
+    for name in ("es", "es[null]", "grpo"):
+        runs = [r for r in ev.by_variant(name) if r.metrics and "drift_layers" in r.metrics[-1]]
+        if runs:
+            rows[name] = runs[0].metrics[-1]["drift_layers"]
+    if not rows:
+        return None
+    groups = sorted({g for layers in rows.values() for g in layers})
+    fig, ax = plt.subplots(figsize=(max(5.5, 0.6 * len(groups)), 4))
+    width = 0.8 / len(rows)
+    for i, (name, layers) in enumerate(rows.items()):
+        ax.bar(np.arange(len(groups)) + i * width, [layers.get(g, np.nan) for g in groups], width, label=name)
+    ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, groups, rotation=45, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("relative drift ||theta - theta_0|| / ||theta_0||")
+    ax.legend()
+    ax.set_title("Drift per layer at the end (first seed)")
+    return _save(fig, out, "drift_per_layer.png")
+
+
+PLOTS = {"passk_curves": passk_curves, "entropy": entropy_curves, "pareto": pareto_front,
+         "js": js_vs_prediction, "update_magnitudes": update_magnitudes, "drift_per_layer": drift_per_layer}
