@@ -110,3 +110,23 @@ def test_inplace_bf16_leaves_rounding_residue_the_master_does_not(tiny_model_dir
     changed = sum(int((p.detach() != before[n]).sum()) for n, p in engine.model.named_parameters())
     total = sum(p.numel() for p in engine.model.parameters())
     assert 0 < changed < total  # some, not all, entries moved by one bf16 rounding step
+
+
+@pytest.mark.vllm
+def test_members_and_restore_on_vllm(vllm_engine, tiny_model_dir):
+    """On vLLM the member weights go in through load_weights; restoring the master gives the center back."""
+    from transformers import AutoModelForCausalLM
+
+    hf = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    master = {n: p.detach().clone() for n, p in hf.named_parameters()}
+    task = get_task("countdown")
+    es = ES(ESConfig(population_size=2, sigma=0.05, alpha=0.01), vllm_engine, task, list(master), master,
+            max_new_tokens=8, seed=0)
+    prompts = [p.prompt for p in task.problems("test", 8, seed=0)]
+    greedy = lambda: [row[0].text for row in vllm_engine.generate(prompts, n=1, temperature=0.0, max_new_tokens=8, seed=0)]
+    before = greedy()
+    es.write_member(1, 0)
+    perturbed = greedy()
+    es.restore(1, 0)
+    assert greedy() == before
+    assert perturbed != before
