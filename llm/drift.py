@@ -21,8 +21,10 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
+from llm.es import PAPER_ALPHA, PAPER_SIGMA
+
 PAPER_TAUS = (1.0e-3, 1.5e-3, 2.0e-3)
-PAPER_SIGMA_ALPHA = 1.5e-3 * 2.5e-4
+PAPER_SIGMA_ALPHA = PAPER_SIGMA * PAPER_ALPHA
 KINDS = ("embed", "attention", "mlp", "norm", "lm_head", "other")
 
 

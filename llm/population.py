@@ -187,26 +187,24 @@ def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
             "lemma2": lemma2_estimates(member_correct, center_out.correct[i], ks),
         })
 
-    def avg(key: str, sub: str | None = None) -> dict:
-        v = np.array([(r[key][sub] if sub else r[key]) for r in per_prompt])
-        return {"mean": float(v.mean()), "per_prompt": v.tolist()}
+    def mean_of(key: str, sub: str | None = None) -> float:
+        return float(np.mean([(r[key][sub] if sub else r[key]) for r in per_prompt]))
 
+    js_mean = mean_of("jspol")
     js_se = math.sqrt(sum(r["jspol_se"] ** 2 for r in per_prompt)) / len(per_prompt)
-    js_mean = float(np.mean([r["jspol"] for r in per_prompt]))
+    center_k = [[r["lemma2"]["center_pass_at_k"][x] for r in per_prompt] for x in range(len(ks))]
     return {
         "step": step, "sigma": sigma, "members": members, "samples_per_member": samples,
         "center_samples": center_samples, "temperature": temperature, "probe_problems": [p.id for p in problems],
         "jspol": {"mean": js_mean, "ci95": [js_mean - Z95 * js_se, js_mean + Z95 * js_se],
                   "per_prompt": [r["jspol"] for r in per_prompt]},
-        "jssucc": {k: avg("jssucc", k)["mean"] for k in per_prompt[0]["jssucc"]},
-        "fisher_trace": _mean_ci(np.array([r["fisher_trace"] for r in per_prompt])) | {"per_prompt": [r["fisher_trace"] for r in per_prompt]},
-        "lemma1_prediction": avg("lemma1_prediction")["mean"],
+        "jssucc": {k: mean_of("jssucc", k) for k in per_prompt[0]["jssucc"]},
+        "fisher_trace": _mean_ci(np.array([r["fisher_trace"] for r in per_prompt])),
+        "lemma1_prediction": mean_of("lemma1_prediction"),
         "validity": {"measured": _mean_ci(np.array([r["validity_measured"] for r in per_prompt])),
-                     "predicted": avg("validity_predicted")["mean"]},
+                     "predicted": mean_of("validity_predicted")},
         "lemma2": {"K": ks, **{key: np.mean([r["lemma2"][key] for r in per_prompt], axis=0).tolist()
                                for key in ("distinct_members_pass", "same_policy_pass", "direct_one_from_each")},
-                   "center_pass_at_k": [None if any(r["lemma2"]["center_pass_at_k"][x] is None for r in per_prompt)
-                                        else float(np.mean([r["lemma2"]["center_pass_at_k"][x] for r in per_prompt]))
-                                        for x in range(len(ks))]},
+                   "center_pass_at_k": [None if None in col else float(np.mean(col)) for col in center_k]},
         "per_prompt": per_prompt,
     }

@@ -7,9 +7,8 @@ correct when the reward is 1. A non-finite reward is an error, named with the st
 from __future__ import annotations
 
 import hashlib
-import math
-from typing import TYPE_CHECKING
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -62,11 +61,6 @@ def rollout(engine: Engine, task: Task, problems: list[Problem], *, n: int, temp
         bad = float(rewards[~np.isfinite(rewards)][0])
         raise NonFiniteError(f"step {step}: reward is not finite ({bad}) for task {task.name}")
     return Rollouts(completions=completions, rewards=rewards, correct=rewards >= 1.0)
-
-
-def check_finite(step: int, quantity: str, value: float) -> None:
-    if not math.isfinite(value):
-        raise NonFiniteError(f"step {step}: {quantity} is not finite ({value})")
 
 
 # ----------------------------------------------------------------------------- log-probs of completions
