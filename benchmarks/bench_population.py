@@ -9,7 +9,9 @@ timed in four ways, interleaved repeat by repeat so that they share the machine'
     limit         plain batched generation of the same N x B sequences in one call, shared center weights
     member        member by member: the trainer's ES.step (write member, generate, restore; then update)
     batched-full  PopulationES.step, full-rank noise, all members in one batched generate
-    batched-lowr  PopulationES.step, low-rank noise (rank r), all members in one batched generate
+    batched-lowr  PopulationES.step, low-rank noise (rank r), all members in one batched generate,
+                  applied factored: x W^T + (x B_m) A_m^T
+    batched-lowr-stacked  the same low-rank members, stacked once per iteration (W_m), one grouped matmul
 
 It prints median seconds, the ratios to the limit (generation only: iteration minus weight work) and
 member / batched speed-ups, the ES overhead share (noise, perturb, restore, update over iteration time),
@@ -33,7 +35,7 @@ from llm.population_es import PopulationConfig, PopulationES, iteration_seeds
 from llm.population_forward import PopulationWeights, generate_population
 from llm.tasks import get_task
 
-VARIANTS = ("limit", "member", "batched-full", "batched-lowr")
+VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-stacked")
 
 
 def random_init_model(preset: str, out: Path) -> Path:
@@ -47,7 +49,7 @@ def random_init_model(preset: str, out: Path) -> Path:
     return out
 
 
-def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args) -> ES:
+def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args, factored: bool = True) -> ES:
     """ES (batched None: the trainer's own class) or PopulationES on a fresh engine, fp32 master."""
     engine = HFEngine(model_dir, max_batch_size=max(256, n * args.prompts))
     cfg = ESConfig(population_size=n, sigma=args.sigma, alpha=args.alpha, antithetic=args.antithetic)
@@ -57,7 +59,8 @@ def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args) -> ES
     if batched is None:
         return ES(cfg, engine, get_task("countdown"), names, master, **kw)
     return PopulationES(cfg, engine, get_task("countdown"), names, master,
-                        population=PopulationConfig(batched=batched, noise_rank=rank, max_rows=n * args.prompts), **kw)
+                        population=PopulationConfig(batched=batched, noise_rank=rank, max_rows=n * args.prompts,
+                                                           factored=factored), **kw)
 
 
 def greedy_mismatches(model_dir: str, n: int, rank: int, problems, args) -> tuple[int, int]:
@@ -81,7 +84,8 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
     prompts = [p.prompt for p in problems]
     runners = {"member": trainer(model_dir, n, None, 0, args),
                "batched-full": trainer(model_dir, n, True, 0, args),
-               "batched-lowr": trainer(model_dir, n, True, args.rank, args)}
+               "batched-lowr": trainer(model_dir, n, True, args.rank, args),
+               "batched-lowr-stacked": trainer(model_dir, n, True, args.rank, args, factored=False)}
     limit_engine = runners["member"].engine  # same weights as the center before the first update
     times = {v: [] for v in VARIANTS}
     weight = {v: [] for v in VARIANTS}
@@ -103,11 +107,24 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
     row = {"members": n, "rows": n * len(prompts), "seconds": med, "generation_seconds": gen, "es_overhead_share": share,
            "gen_ratio_to_limit": {v: gen[v] / gen["limit"] for v in VARIANTS},
            "iteration_ratio_to_limit": {v: med[v] / med["limit"] for v in VARIANTS},
-           "speedup_over_member": {v: med["member"] / med[v] for v in ("batched-full", "batched-lowr")}}
+           "speedup_over_member": {v: med["member"] / med[v] for v in VARIANTS[2:]}}
     if n in args.check_members:
         row["greedy_mismatch_full"] = greedy_mismatches(model_dir, n, 0, problems, args)
         row["greedy_mismatch_lowr"] = greedy_mismatches(model_dir, n, args.rank, problems, args)
     return row
+
+
+def summary(label: str, row: dict) -> str:
+    r, s, o = row["gen_ratio_to_limit"], row["speedup_over_member"], row["es_overhead_share"]
+    text = (f"{label} N={row['members']} rows={row['rows']} limit {row['seconds']['limit']:.3f}s\n"
+            f"  generation / limit:   " + "  ".join(f"{v} {r[v]:.2f}x" for v in VARIANTS[1:]) + "\n"
+            f"  iteration / limit:    " + "  ".join(f"{v} {row['iteration_ratio_to_limit'][v]:.2f}x" for v in VARIANTS[1:]) + "\n"
+            f"  speed-up over member: " + "  ".join(f"{v} {s[v]:.2f}x" for v in VARIANTS[2:]) + "\n"
+            f"  ES overhead share:    " + "  ".join(f"{v} {o[v]:.1%}" for v in VARIANTS[1:]))
+    if "greedy_mismatch_full" in row:
+        (a, n), (b, _) = row["greedy_mismatch_full"], row["greedy_mismatch_lowr"]
+        text += f"\n  greedy completions differing from member by member: full {a}/{n}  low rank {b}/{n}"
+    return text
 
 
 def plot(results: dict, path: Path) -> None:
@@ -164,15 +181,7 @@ def main() -> None:
             for n in members:
                 row = bench_one(model_dir, n, problems, args)
                 results[label].append(row)
-                r, s = row["gen_ratio_to_limit"], row["speedup_over_member"]
-                print(f"{label:40s} N={n:3d} rows={row['rows']:5d}  limit {row['seconds']['limit']:.3f}s | "
-                      f"gen/limit: member {r['member']:.2f}x  full {r['batched-full']:.2f}x  lowrank {r['batched-lowr']:.2f}x | "
-                      f"speed-up over member: full {s['batched-full']:.2f}x  lowrank {s['batched-lowr']:.2f}x | "
-                      f"ES overhead: member {row['es_overhead_share']['member']:.1%} full "
-                      f"{row['es_overhead_share']['batched-full']:.1%} lowrank {row['es_overhead_share']['batched-lowr']:.1%}"
-                      + (f" | greedy mismatches full {row['greedy_mismatch_full'][0]}/{row['greedy_mismatch_full'][1]}"
-                         f" lowrank {row['greedy_mismatch_lowr'][0]}/{row['greedy_mismatch_lowr'][1]}"
-                         if "greedy_mismatch_full" in row else ""), flush=True)
+                print(summary(label, row), flush=True)
     settings = {k: v for k, v in vars(args).items() if k not in ("check_members",)}
     (out / "population_bench.json").write_text(json.dumps({"settings": settings, "results": results}, indent=1))
     plot(results, out / "population_bench.png")

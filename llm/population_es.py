@@ -9,6 +9,9 @@
                 E_d = A_d B_d^T / sqrt(r) for weight matrices (llm/population_noise.py), and the update
                 theta <- theta + alpha / N sum_d c_d E_d rebuilt from the same seeds.
 
+    factored    low rank, batched: x W^T + (x B_m) A_m^T per layer (memory N r (in + out) per matrix);
+                off: the member matrices are stacked once per iteration, as with full rank.
+
 With batched off and noise_rank 0 it is ES itself. `member_rewards` evaluates any subset of members
 (the Ray workers in llm/distributed.py call it on their share of the population).
 """
@@ -36,6 +39,7 @@ class PopulationConfig:
     batched: bool = True      # all members in one batched generate (HF engine); False: member by member
     noise_rank: int = 0       # 0: full-rank noise; r > 0: low-rank E = A B^T / sqrt(r) for weight matrices
     max_rows: int = 4096      # rows per batched forward (whole members per block)
+    factored: bool = True     # low rank, batched: x W^T + (x B) A^T; False: stacked W_m (more memory)
 
     def validate(self) -> None:
         if not isinstance(self.batched, bool):
@@ -44,6 +48,8 @@ class PopulationConfig:
             raise ValueError(f"population.noise_rank must be an integer >= 0 (0 = full rank), got {self.noise_rank!r}")
         if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, int) or self.max_rows < 1:
             raise ValueError(f"population.max_rows must be an integer >= 1, got {self.max_rows!r}")
+        if not isinstance(self.factored, bool):
+            raise ValueError(f"population.factored must be true or false, got {self.factored!r}")
 
 
 def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
@@ -104,7 +110,8 @@ class PopulationES(ES):
                 weight_s += time.perf_counter() - tw
             return rewards, tokens, weight_s
         tw = time.perf_counter()
-        weights = PopulationWeights.build(self.master, self.noise, it_seed, list(members), self.dtype)
+        weights = PopulationWeights.build(self.master, self.noise, it_seed, list(members), self.dtype,
+                                          self.pop.factored)
         weight_s += time.perf_counter() - tw
         per_member = generate_population(self.engine, weights, [p.prompt for p in problems],
                                          max_rows=self.pop.max_rows, **kw)

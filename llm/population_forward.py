@@ -13,7 +13,10 @@ so one forward per decoding step serves the whole population, and the population
 member perturbation of every parameter ES perturbs (tied weights, e.g. lm_head = embed_tokens, use
 the same member weights in both places). The member weights of an iteration are built once from the
 seeds (`PopulationWeights.build`), never per decoding step. Full-rank member weights take N times the
-perturbed parameters' memory; low-rank ones N r (out + in) per matrix.
+perturbed parameters' memory; factored low-rank ones N r (out + in) per matrix. Low-rank members
+can also be stacked (W_m = theta + s sigma A B^T / sqrt(r) built once per iteration): more memory,
+but one grouped matmul per layer, faster where the thin products cost more than they save (small
+layers on a CPU).
 
 Sampling uses one torch.Generator per member, seeded like the member-by-member engine call, so at
 temperature > 0 member m draws the same random numbers as its own `HFEngine.generate` call (identical
@@ -57,13 +60,14 @@ class PopulationWeights:
 
     @classmethod
     def build(cls, center: dict[str, torch.Tensor], noise: PopulationNoise, seed: int, members: list[int],
-              dtype: torch.dtype) -> "PopulationWeights":
-        """center: fp32 theta by name. Full rank: stacked theta + s sigma E; low rank: factors for matrices."""
+              dtype: torch.dtype, factored: bool = True) -> "PopulationWeights":
+        """center: fp32 theta by name. Stacked theta + s sigma E_m, except low-rank matrices when factored
+        (then the factors, and the shared theta stays in the model)."""
         if not members:
             raise ValueError("members must name at least one population member")
         params = {}
         for name, theta in center.items():
-            if noise.is_lowrank(theta.shape):
+            if factored and noise.is_lowrank(theta.shape):
                 a, b = [], []
                 for m in members:
                     d, sign = member_direction(m, noise.antithetic)
@@ -104,7 +108,7 @@ class PopulationLinear(nn.Module):
         else:
             out = F.linear(xm, self.base.weight)
             if w is not None:
-                out = out + torch.bmm(torch.bmm(xm, w.b), w.a.transpose(1, 2))
+                out = torch.baddbmm(out, torch.bmm(xm, w.b), w.a.transpose(1, 2))
         if self.bias_m is not None:
             out = out + self.bias_m.stacked[:, None, :]
         elif self.base.bias is not None:
@@ -128,7 +132,7 @@ class PopulationEmbedding(nn.Module):
             out = w.stacked.reshape(self.members * vocab, -1)[flat]
         else:
             a_rows = w.a.reshape(self.members * vocab, -1)[flat]          # [M, L, r]
-            out = F.embedding(idm, self.base.weight) + torch.bmm(a_rows, w.b.transpose(1, 2))
+            out = torch.baddbmm(F.embedding(idm, self.base.weight), a_rows, w.b.transpose(1, 2))
         return out.reshape(*ids.shape, out.shape[-1])
 
 

@@ -56,8 +56,8 @@ def _left_padded(engine, prompts):
     return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
 
 
-@pytest.mark.parametrize("rank", [0, 2])
-def test_batched_logits_equal_member_by_member_within_1e_5(tiny_model_dir, rank):
+@pytest.mark.parametrize("rank,factored", [(0, True), (2, True), (2, False)])
+def test_batched_logits_equal_member_by_member_within_1e_5(tiny_model_dir, rank, factored):
     """All parameters perturbed (embeddings tied to lm_head, norms, every Linear), antithetic pairs."""
     engine = HFEngine(tiny_model_dir)
     es = _trainer(engine, PopulationES, population=PopulationConfig(batched=False, noise_rank=rank))
@@ -71,7 +71,7 @@ def test_batched_logits_equal_member_by_member_within_1e_5(tiny_model_dir, rank)
             es.write_member(it_seed, m)
             reference.append(engine.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits)
             es.restore(it_seed, m)
-        weights = PopulationWeights.build(es.master, es.noise, it_seed, members, torch.float32)
+        weights = PopulationWeights.build(es.master, es.noise, it_seed, members, torch.float32, factored)
         with population_forward(engine.model, weights):
             batched = engine.model(input_ids=ids.repeat(len(members), 1), attention_mask=mask.repeat(len(members), 1),
                                    position_ids=pos.repeat(len(members), 1)).logits
