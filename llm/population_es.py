@@ -156,3 +156,42 @@ class PopulationES(ES):
                 self.master[name].copy_(new[name])
         self.engine.load_weights((name, self.master[name]) for name in self.names)
         return sq_norm ** 0.5
+
+
+# ----------------------------------------------------------------------------- choosing the trainer
+
+def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,
+                distributed=None) -> None:
+    """Every check the trainers make on these options, callable before any work (model = the HF module)."""
+    population.validate()
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters() if n in names}
+    check_rank(population.noise_rank, shapes)
+    if population.batched:
+        if cfg.inplace_bf16:
+            raise ValueError("population.batched cannot reproduce es.inplace_bf16; turn one of them off")
+        check_supported(model, names)
+    if distributed is not None and (distributed.workers > 1 or distributed.address):
+        from llm.distributed import check_address, import_ray
+
+        distributed.validate(cfg.population_size)
+        import_ray()
+        check_address(distributed.address)
+
+
+def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master: dict[str, torch.Tensor] | None, *,
+            max_new_tokens: int, seed: int, population: PopulationConfig | None = None, distributed=None,
+            model_dir: str | None = None, weights: dict[str, torch.Tensor] | None = None) -> ES:
+    """ES (no options), PopulationES (batched or low rank) or DistributedES (workers > 1 or a Ray address).
+
+    distributed: a llm.distributed.DistributedConfig; model_dir and weights (the full center) go to the actors."""
+    kw = dict(max_new_tokens=max_new_tokens, seed=seed)
+    if distributed is not None and (distributed.workers > 1 or distributed.address):
+        from llm.distributed import DistributedES
+
+        if model_dir is None:
+            raise ValueError("model_dir is required with Ray workers (each actor loads its own replica)")
+        return DistributedES(cfg, engine, task, names, master, model_dir=model_dir, population=population,
+                             distributed=distributed, weights=weights, **kw)
+    if population is not None and (population.batched or population.noise_rank):
+        return PopulationES(cfg, engine, task, names, master, population=population, **kw)
+    return ES(cfg, engine, task, names, master, **kw)

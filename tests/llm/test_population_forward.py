@@ -204,3 +204,22 @@ def test_unsupported_module_is_named():
     with pytest.raises(ValueError, match="cannot perturb .*c_attn.*Conv1D"):
         check_supported(model, ["transformer.h.0.attn.c_attn.weight"])
     check_supported(model, ["transformer.wte.weight"])  # embeddings alone are fine
+
+
+def test_make_es_picks_the_trainer_and_check_setup_fails_early(tiny_model_dir):
+    from llm.distributed import DistributedConfig
+    from llm.population_es import check_setup, make_es
+
+    engine = HFEngine(tiny_model_dir)
+    cfg = ESConfig(population_size=6, sigma=SIGMA, alpha=1e-2)
+    names = select_parameters(engine.model.named_parameters(), "")
+    master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
+    kw = dict(max_new_tokens=4, seed=0)
+    assert type(make_es(cfg, engine, DigitShare(), names, master, **kw)) is ES
+    assert type(make_es(cfg, engine, DigitShare(), names, master, population=PopulationConfig(batched=False), **kw)) is ES
+    assert type(make_es(cfg, engine, DigitShare(), names, master, population=PopulationConfig(), **kw)) is PopulationES
+    check_setup(engine.model, names, cfg, PopulationConfig(noise_rank=4), DistributedConfig(workers=3))
+    with pytest.raises(ValueError, match="divisible by workers"):
+        check_setup(engine.model, names, cfg, PopulationConfig(), DistributedConfig(workers=4))
+    with pytest.raises(ValueError, match="noise_rank 64 is larger"):
+        check_setup(engine.model, names, cfg, PopulationConfig(noise_rank=64))

@@ -1,0 +1,140 @@
+"""A low-rank ES population as LoRA adapters in one vLLM call, against member-by-member weight swapping.
+
+    python benchmarks/bench_population_vllm.py                  # random-init Llama, head size 32, N = 8,16
+    python benchmarks/bench_population_vllm.py --model DIR --members 16 --rank 8
+
+Same greedy rollouts (B prompts per member, T new tokens), same low-rank members (the attention and MLP
+projections, LORA_PATTERN), timed side by side, repeat by repeat:
+
+    limit        one VLLMEngine.generate of the N x B requests with shared center weights
+    limit-lora   the same call on the LoRA-enabled engine, no adapter (what enabling LoRA costs)
+    member       member by member, as the ES trainer does on vLLM: load_weights(theta + s sigma A B^T / sqrt r),
+                 generate B requests, load_weights(theta)
+    lora         all N members in one generate, member m as LoRA adapter m (written from the seeds)
+
+Prints median seconds, ratios to the limit, the speed-up of lora over member, and how many greedy
+completions of lora differ from member. vLLM's CPU attention needs a head size that is a multiple of 32.
+Run it in its own process: an in-process vLLM pins torch to its own threads.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from llm.engines.vllm_engine import VLLMEngine
+from llm.es import member_direction
+from llm.population_noise import PopulationNoise
+from llm.population_vllm import LORA_PATTERN, check_lora_population, generate_lora_population, linear_shapes
+from llm.tasks import get_task
+
+VARIANTS = ("limit", "limit-lora", "member", "lora")
+
+
+def head32_model(out: Path, hidden: int, layers: int) -> Path:
+    """A random-init Llama (head size 32) with the project's tokenizer; weights scaled for sharp logits."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from llm.tinymodel import build_tokenizer
+
+    tok = build_tokenizer()
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=4 * hidden,
+                                         num_hidden_layers=layers, num_attention_heads=hidden // 32,
+                                         num_key_value_heads=hidden // 32, max_position_embeddings=256,
+                                         tie_word_embeddings=True, pad_token_id=tok.pad_token_id,
+                                         eos_token_id=tok.eos_token_id, bos_token_id=None))
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.mul_(10)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", help="model directory (head size a multiple of 32); default: random init")
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--members", default="8,16")
+    ap.add_argument("--prompts", type=int, default=32)
+    ap.add_argument("--tokens", type=int, default=20)
+    ap.add_argument("--rank", type=int, default=4)
+    ap.add_argument("--sigma", type=float, default=1.5e-3)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default="bench_out")
+    args = ap.parse_args()
+
+    members = [int(x) for x in args.members.split(",")]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.TemporaryDirectory()
+    model_dir = Path(args.model) if args.model else head32_model(Path(tmp.name) / "model", args.hidden, args.layers)
+    center = {k: v.float() for k, v in load_file(str(next(model_dir.glob("*.safetensors")))).items()}
+    names = [n for n in center if re.search(LORA_PATTERN, n)]
+    shapes = linear_shapes(model_dir, names)
+    noise = PopulationNoise(args.sigma, rank=args.rank)
+    prompts = [p.prompt for p in get_task("countdown").problems("train", args.prompts, seed=0)]
+    kv = dict(kv_cache_memory_bytes=1 << 29)
+    plain = VLLMEngine(model_dir, **kv)
+    lora = VLLMEngine(model_dir, enable_lora=True, max_loras=max(members), max_lora_rank=max(8, args.rank), **kv)
+    check_lora_population(noise, names, max(members), lora)
+    gen = dict(temperature=0.0, max_new_tokens=args.tokens)
+
+    def member_by_member(n: int, seed: int):
+        rows = []
+        for m in range(n):
+            d, sign = member_direction(m, noise.antithetic)
+            plain.load_weights((k, center[k] + (sign * noise.sigma) * noise.direction(seed, d, k, shapes[k])) for k in names)
+            rows.append(plain.generate(prompts, n=1, seed=0, **gen))
+            plain.load_weights((k, center[k]) for k in names)
+        return rows
+
+    results = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for n in members:
+            times = {v: [] for v in VARIANTS}
+            for rep in range(-1, args.repeats):  # -1: warm-up, not recorded
+                for v in VARIANTS:
+                    t0 = time.perf_counter()
+                    if v == "limit":
+                        plain.generate(prompts * n, n=1, seed=0, **gen)
+                    elif v == "limit-lora":
+                        lora.generate(prompts * n, n=1, seed=0, **gen)
+                    elif v == "member":
+                        by_member = member_by_member(n, rep + 1)
+                    else:
+                        batched = generate_lora_population(lora, noise, rep + 1, list(range(n)), shapes, prompts, n=1,
+                                                           sample_seed=0, workdir=workdir, **gen)
+                    if rep >= 0:
+                        times[v].append(time.perf_counter() - t0)
+            differ = sum(a[0].token_ids != b[0].token_ids for bm, mm in zip(batched, by_member) for a, b in zip(bm, mm))
+            med = {v: statistics.median(times[v]) for v in VARIANTS}
+            row = {"members": n, "seconds": med, "ratio_to_limit": {v: med[v] / med["limit"] for v in VARIANTS},
+                   "lora_speedup_over_member": med["member"] / med["lora"],
+                   "greedy_differ": [differ, n * len(prompts)]}
+            results.append(row)
+            print(f"N={n} rows={n * len(prompts)} limit {med['limit']:.3f}s | / limit: "
+                  + "  ".join(f"{v} {row['ratio_to_limit'][v]:.2f}x" for v in VARIANTS[1:])
+                  + f" | lora over member {row['lora_speedup_over_member']:.2f}x"
+                  + f" | greedy completions differing lora vs member {differ}/{n * len(prompts)}", flush=True)
+    params = sum(t.numel() for t in center.values())
+    (out / "population_vllm_bench.json").write_text(json.dumps(
+        {"settings": vars(args), "parameters": params, "results": results}, indent=1))
+    print(f"{params / 1e6:.3f}M parameters; wrote {out / 'population_vllm_bench.json'}")
+    plain.close()
+    lora.close()
+    tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
