@@ -15,7 +15,7 @@ from llm.tasks.base import Task
 
 pytestmark = pytest.mark.ray
 pytest.importorskip("ray")
-STEPS = 3
+STEPS = 2
 
 
 class DigitShare(Task):
