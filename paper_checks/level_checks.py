@@ -32,7 +32,7 @@ def theory_verdict(claim: Claim, ev: Evidence) -> Verdict:
 
 def simulate_verdict(claim: Claim, ev: Evidence) -> Verdict:
     if claim.simulate is None:
-        return Verdict(claim.id, NOT_TESTABLE, "n/a", note="no bandit analogue")
+        return Verdict(claim.id, NOT_TESTABLE, "n/a", note="no bandit analogue of this exact statement (see the simulate experiments for related ones)")
     if ev.simulate is None:
         return Verdict(claim.id, MISSING, "n/a", note="no simulate summary (python -m simulate all)")
     experiment, prefix = claim.simulate
@@ -44,5 +44,5 @@ def simulate_verdict(claim: Claim, ev: Evidence) -> Verdict:
         return Verdict(claim.id, MISSING, "n/a", note=f"{experiment} has no claim starting {prefix!r}")
     statuses = [SIMULATE_STATUS.get(c["verdict"], INCONCLUSIVE) for c in matches]
     status = HOLDS if all(s == HOLDS for s in statuses) else FAILS if all(s == FAILS for s in statuses) else INCONCLUSIVE
-    return Verdict(claim.id, status, " | ".join(c["why"] for c in matches)[:400],
+    return Verdict(claim.id, status, " | ".join(f'{c["claim"]}: {c["why"]}' for c in matches)[:500],
                    evidence={"verdicts": [c["verdict"] for c in matches]}, plots=[summary["plot"]] if summary.get("plot") else [])

@@ -1,0 +1,157 @@
+"""`python -m paper_checks reproduce`: the paper's experiments in miniature, cached, then the report.
+
+    out/base/                 the tiny base model (pretrained here unless --model is given)
+    out/base-large/           a second, larger tiny model for the population-size sweep
+    out/theory.json           python -m theory --json
+    out/simulate/             python -m simulate all (summary.json + plots)
+    out/runs/NAME/            one run directory per planned run (llm.train)
+    out/lemma_grid.json       Lemma 1 over a grid of sigma and N on the base model
+    out/report/               REPORT.md, report.json, plots
+
+Each stage is skipped when its output is complete, so a rerun after an interruption only does what
+is left (an interrupted training run resumes from its last checkpoint).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from paper_checks.report import build_report
+
+SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Sizes of one reproduction; `common` holds TrainConfig settings shared by every run."""
+    base_preset: str
+    large_preset: str
+    seeds: tuple[int, ...]
+    common: dict
+    es: dict
+    grpo: dict
+    sweep_populations: tuple[int, ...]
+    simulate_scale: float
+    grid_sigmas: tuple[float, ...]
+    grid_members: tuple[int, ...]
+    switch_fraction: float = 0.5
+    extra: dict = field(default_factory=dict)
+
+
+BUDGETS = {
+    "small": Budget(
+        base_preset="small", large_preset="default", seeds=SEEDS_SMALL,
+        common={"steps": 24, "batch_size": 16, "max_completion_length": 24, "eval_problems": 64, "eval_samples": 32,
+                "heldout_problems": 32, "checkpoint_every": 12, "probe_prompts": 4, "probe_members": 8,
+                "probe_samples": 8, "probe_center_samples": 16, "threads": 2},
+        es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
+        grpo={"num_generations": 8, "learning_rate": 3e-4},
+        sweep_populations=(8, 32), simulate_scale=0.5,
+        grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 16)),
+    "full": Budget(
+        base_preset="default", large_preset="large", seeds=SEEDS_FULL,
+        common={"steps": 100, "batch_size": 32, "max_completion_length": 24, "eval_problems": 256, "eval_samples": 32,
+                "heldout_problems": 128, "checkpoint_every": 20, "population_every": 25, "threads": 2},
+        es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
+        grpo={"num_generations": 8, "learning_rate": 3e-4},
+        sweep_populations=(8, 16, 32, 64), simulate_scale=1.0,
+        grid_sigmas=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), grid_members=(2, 4, 8, 16, 32)),
+}
+
+# ES variants of the ablations and null controls: name -> ESConfig overrides.
+ES_VARIANTS = {"es-sampled": {"member_temperature": 1.0, "member_samples": 1}, "es-nozscore": {"zscore": False},
+               "es-twopoint": {"antithetic": True}, "es-null": {"null_control": True}, "es-bf16": {"inplace_bf16": True}}
+
+
+def plan(budget: Budget, model: Path, large_model: Path | None) -> dict[str, dict]:
+    """Every run of a reproduction: run name -> TrainConfig as a dict (without `out`)."""
+    runs: dict[str, dict] = {}
+
+    def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:
+        runs[name] = budget.common | {"algo": algo, "model": str(model_dir), "seed": seed, "task": "countdown",
+                                      "es": budget.es | (es or {}), "grpo": budget.grpo} | extra
+
+    switch = max(1, int(budget.common["steps"] * budget.switch_fraction))
+    for seed in budget.seeds:
+        add(f"es-s{seed}", "es", seed, model)
+        add(f"grpo-s{seed}", "grpo", seed, model)
+    first = budget.seeds[0]
+    add(f"es-grpo-s{first}", "es-grpo", first, model, switch_step=switch)
+    add(f"grpo-es-s{first}", "grpo-es", first, model, switch_step=switch)
+    for name, overrides in ES_VARIANTS.items():
+        extra = {"dtype": "bfloat16"} if name == "es-bf16" else {}
+        add(f"{name}-s{first}", "es", first, model, overrides, **extra)
+    for n in budget.sweep_populations:
+        for label, model_dir in (("base", model), ("large", large_model)):
+            if model_dir is None:
+                continue
+            for seed in budget.seeds:
+                if not (label == "base" and n == budget.es["population_size"]):  # those are the main ES runs
+                    add(f"sweep-{label}-N{n}-s{seed}", "es", seed, model_dir, {"population_size": n})
+    return runs
+
+
+def _done(run_dir: Path) -> bool:
+    ev = run_dir / "eval.json"
+    return ev.exists() and "final" in json.loads(ev.read_text())
+
+
+def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
+    from llm.tinymodel import pretrain
+    if not (out_dir / "config.json").exists():
+        pretrain(out_dir, preset=preset, seed=0, progress=progress)
+    return out_dir
+
+
+def reproduce(budget_name: str, out, *, model: Path | None = None, progress: bool = True) -> dict:
+    if budget_name not in BUDGETS:
+        raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget_name!r}")
+    budget, out = BUDGETS[budget_name], Path(out)
+    if model is not None and not (Path(model) / "config.json").exists():
+        raise ValueError(f"--model {model}: not a model directory (no config.json)")
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    log = lambda msg: print(f"[{time.perf_counter() - start:7.1f} s] {msg}", flush=True)
+
+    torch.set_num_threads(budget.common["threads"])
+    log("base model")
+    base = Path(model) if model is not None else _pretrain(out / "base", budget.base_preset, progress)
+    large = None if model is not None else _pretrain(out / "base-large", budget.large_preset, progress)
+
+    theory_json = out / "theory.json"
+    if not theory_json.exists():
+        log("theory checks")
+        from theory.checks import run_checks
+        theory_json.write_text(json.dumps(run_checks(progress=progress), default=float))
+    simulate_summary = out / "simulate" / "summary.json"
+    if not simulate_summary.exists():
+        log("simulate experiments")
+        from simulate.cli import main as simulate_main
+        simulate_main(["all", "--out", str(out / "simulate"), "--scale", str(budget.simulate_scale)]
+                      + ([] if progress else ["--no-progress"]))
+
+    from llm.config import TrainConfig
+    from llm.train import train
+    runs = plan(budget, base, large)
+    for i, (name, cfg) in enumerate(runs.items(), start=1):
+        run_dir = out / "runs" / name
+        if _done(run_dir):
+            continue
+        log(f"run {i}/{len(runs)}: {name}")
+        resume = (run_dir / "config.json").exists()
+        train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=progress)
+
+    grid_path = out / "lemma_grid.json"
+    if not grid_path.exists():
+        log("Lemma 1 grid")
+        from paper_checks.lemma_grid import measure_grid
+        grid_path.write_text(json.dumps(measure_grid(base, budget.grid_sigmas, budget.grid_members, progress=progress)))
+    log("report")
+    report = build_report(sorted((out / "runs").iterdir()), out / "report", theory_json, simulate_summary,
+                          json.loads(grid_path.read_text()))
+    log(f"done: {out / 'report' / 'REPORT.md'}")
+    return report
