@@ -7,13 +7,13 @@ seeded, endless synthetic corpus, then saved with `save_pretrained` so that
 `AutoModelForCausalLM.from_pretrained(DIR)` and `AutoTokenizer.from_pretrained(DIR)` load it.
 
 Corpus (train-split instances only, so the test split stays held out):
-- Countdown solutions: "numbers=3,7,25 target=46:" -> "25+3*7<eos>". The expression is drawn
+- Countdown solutions: "3,7,25->46:" -> "25+3*7<eos>". The expression is drawn
   forward (random order, tree, operators), so an instance's completions follow the posterior
   over all of its solutions: several different correct solutions per instance.
 - Off-target attempts (`off_target_frac`): a valid full-use expression whose value is not the
   prompt's target (the target is that of another expression on the same numbers). They give the
   base model headroom: it sometimes answers with a well-formed miss, as real base models do.
-- Held-out arithmetic (`arithmetic_frac`): "compute 347+58=" -> "405<eos>".
+- Held-out arithmetic (`arithmetic_frac`): "47+58=" -> "105<eos>".
 The loss is on completion tokens (and EOS) only.
 """
 from __future__ import annotations
@@ -58,8 +58,8 @@ PRESETS = {
     "test": Preset(hidden_size=32, num_layers=2, num_heads=1, intermediate_size=64, steps=150, batch_size=64,
                    lr=3e-3, warmup_steps=10),
     # the base model of the experiments (targets: see the README)
-    "default": Preset(hidden_size=64, num_layers=4, num_heads=2, intermediate_size=256, steps=3000,
-                      batch_size=128, lr=2e-3, warmup_steps=100),
+    "default": Preset(hidden_size=64, num_layers=4, num_heads=2, intermediate_size=256, steps=1600,
+                      batch_size=128, lr=3e-3, warmup_steps=100, off_target_frac=0.15, arithmetic_frac=0.25),
 }
 
 
@@ -208,7 +208,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", required=True, help="directory to save the model in")
     parser.add_argument("--preset", default="default", choices=sorted(PRESETS))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (default 1: fastest for this tiny model on a small or shared CPU)")
     parser.add_argument("--no-progress", action="store_true")
 
 

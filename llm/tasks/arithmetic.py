@@ -1,6 +1,6 @@
-"""Held-out arithmetic (the forgetting probe): "compute 347+58=" -> "405".
+"""Held-out arithmetic (the forgetting probe): "47+58=" -> "105".
 
-Operands: a + b and a - b with 2-3 digit operands, a * b with a 2-digit and a 1-digit operand.
+Questions: a + b and a - b with two-digit operands, a * b with a two-digit and a one-digit operand.
 The base model learns this beside Countdown; ES/GRPO train on Countdown only, so the change in
 arithmetic accuracy measures forgetting. The split of an instance is fixed by its question text.
 Reward 1 when the completion (its last <answer> block, else all of it) is exactly the integer
@@ -26,7 +26,7 @@ def parse_integer(text: str) -> int | None:
 
 
 def format_prompt(question: str) -> str:
-    return f"compute {question}="
+    return f"{question}="
 
 
 class Arithmetic(Task):
@@ -40,7 +40,7 @@ class Arithmetic(Task):
             if op == "*":
                 a, b = rng.randint(10, 99), rng.randint(2, 9)
             else:
-                a, b = rng.randint(10, 999), rng.randint(10, 999)
+                a, b = rng.randint(10, 99), rng.randint(10, 99)
             question = f"{a}{op}{b}"
             if split_of(question) == split:
                 return question, a + b if op == "+" else a - b if op == "-" else a * b

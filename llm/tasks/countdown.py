@@ -10,7 +10,7 @@ sorted numbers, so train and test never share a number set.
 Reward: 1 when the answer uses the numbers exactly once (as a multiset) and evaluates exactly to
 the target, else 0 (or `format_reward` for a well-formed but wrong expression; 0 by default).
 The answer is the content of the last <answer>...</answer> block when there is one, otherwise
-the whole completion (the tiny model's plain format: "numbers=3,7,25 target=46:" -> "25+3*7").
+the whole completion (the tiny model's plain format: "3,7,25->46:" -> "25+3*7").
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ _INSTRUCT = ("Using the numbers {numbers}, create an equation that equals {targe
 
 def format_prompt(numbers: list[int], target: int, style: str = "plain") -> str:
     if style == "plain":
-        return f"numbers={','.join(map(str, numbers))} target={target}:"
+        return f"{','.join(map(str, numbers))}->{target}:"
     if style == "instruct":
         return _INSTRUCT.format(numbers=list(numbers), target=target)
     raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
@@ -173,7 +173,7 @@ class Countdown(Task):
     name = "countdown"
 
     def __init__(self, min_numbers: int = 3, max_numbers: int = 4, max_number: int = 50,
-                 max_target: int = 100, min_solutions: int = 2, format_reward: float = 0.0,
+                 max_target: int = 100, min_solutions: int = 3, format_reward: float = 0.0,
                  prompt_style: str = "plain"):
         if not 2 <= min_numbers <= max_numbers <= 5:
             raise ValueError(f"need 2 <= min_numbers <= max_numbers <= 5, got {min_numbers}, {max_numbers}")

@@ -25,8 +25,8 @@ def prompts():
 def test_saved_model_loads_with_auto_classes(tiny_model_dir):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
-    ids = tok("numbers=3,7,25 target=46:")["input_ids"]
-    assert tok.decode(ids) == "numbers=3,7,25 target=46:"
+    ids = tok("3,7,25->46:")["input_ids"]
+    assert tok.decode(ids) == "3,7,25->46:"
     assert tok.pad_token_id is not None and tok.eos_token_id is not None and tok.pad_token_id != tok.eos_token_id
     assert model.config.architectures == ["LlamaForCausalLM"]
 
@@ -158,5 +158,5 @@ def test_pad_token_fallback_and_chat_template(tiny_model_dir, prompts):
     engine.tokenizer.chat_template = "{% for m in messages %}<{{ m['content'] }}>{% endfor %}"
     ids = engine.prompt_token_ids("abc")
     assert engine.tokenizer.decode(ids) == "<abc>"
-    out = engine.generate(["abc", "numbers=1 target=1:"], n=2, temperature=1.0, max_new_tokens=4, seed=0)
+    out = engine.generate(["abc", "1,2->3:"], n=2, temperature=1.0, max_new_tokens=4, seed=0)
     assert len(out) == 2
