@@ -14,8 +14,9 @@ and copies into the existing storage. The prefix cache is then reset so no key/v
 with the old weights is reused. Cost: one copy of the checkpoint in CPU memory, and a reload
 proportional to the size of the changed modules.
 
-Note: an in-process vLLM on the CPU sets torch to one thread (unless OMP_NUM_THREADS is set) and
-makes torch.set_num_threads a no-op for the rest of the process.
+Note: an in-process vLLM on the CPU makes torch.set_num_threads a no-op for the rest of the process
+(set the thread count before making the engine, or with OMP_NUM_THREADS). Its OpenMP thread pinning
+is off unless VLLM_CPU_OMP_THREADS_BIND is set. Chunked prefill is off by default (see __init__).
 """
 from __future__ import annotations
 
@@ -89,6 +90,10 @@ class VLLMEngine(Engine):
                  max_model_len: int | None = None, **llm_kwargs):
         path = check_model_dir(model_dir)
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # keep the engine core (and model) in this process
+        # vLLM's CPU build pins the OpenMP threads of the process it runs in to a subset of cores;
+        # in-process that would slow everything else in this process (training, scoring). Opt in
+        # by setting VLLM_CPU_OMP_THREADS_BIND yourself.
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         from vllm import LLM
         from vllm.platforms import current_platform
 
