@@ -24,6 +24,7 @@ All-equal rewards give z = 0, so a zero update (never NaN).
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -92,7 +93,7 @@ def noise_chunks(seed: int, direction: int, name: str, numel: int, chunk: int) -
 
 def noise(seed: int, direction: int, name: str, shape: torch.Size, chunk: int = 1 << 20) -> torch.Tensor:
     """The whole eps tensor of one parameter (fp32)."""
-    return torch.cat(list(noise_chunks(seed, direction, name, int(np.prod(shape)), chunk))).view(shape)
+    return torch.cat(list(noise_chunks(seed, direction, name, math.prod(shape), chunk))).view(shape)
 
 
 def member_direction(member: int, antithetic: bool) -> tuple[int, float]:
@@ -238,9 +239,11 @@ class ES:
                           temperature=self.cfg.member_temperature, max_new_tokens=self.max_new_tokens,
                           seed=gen_seed, step=step)
             rewards[m], tokens = out.rewards.mean(), tokens + out.n_tokens
-            tw = time.perf_counter()
-            self.restore(it_seed, m)
-            weight_s += time.perf_counter() - tw
+            if self.cfg.inplace_bf16 or m == self.cfg.population_size - 1:
+                # from the master, the next member's write overwrites every perturbed tensor anyway
+                tw = time.perf_counter()
+                self.restore(it_seed, m)
+                weight_s += time.perf_counter() - tw
         if self.cfg.null_control:
             z = standardize(np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards)))
         else:

@@ -7,8 +7,9 @@ Run directory (the interface to paper_checks):
     config.json        the resolved settings, plus "schedule": the budget kind and each phase's steps
     metrics.jsonl      one JSON object per step (names in METRIC_KEYS / TIMING_KEYS below)
     population.json    {"measurements": [...]}: population measurements before training, every E steps, at the end
-    eval.json          base / final evaluation (Pass@k, Maj@k, entropy), held-out task before / after,
-                       update analysis and magnitude-thresholded checkpoints
+    eval.json          base / final evaluation (Pass@k, Maj@k, entropy) at eval_temperature, greedy
+                       accuracy before / after (base_greedy, final_greedy), held-out task before /
+                       after, update analysis and magnitude-thresholded checkpoints
     checkpoints/step-N/  save_pretrained format (fp32 model.safetensors + config + tokenizer) and
                        trainer_state.json (+ optimizer.pt inside a GRPO phase), written atomically
     curves.png, drift_hist.png
@@ -235,11 +236,14 @@ class Run:
         finally:
             self.set_weights(center)
 
-    def evaluate(self, task: Task, n_problems: int, n: int, ks: tuple[int, ...], seed_label: str) -> dict:
+    def evaluate(self, task: Task, n_problems: int, n: int, ks: tuple[int, ...], seed_label: str,
+                 temperature: float | None = None) -> dict:
+        """llm.evaluate on the task's first n_problems test problems (at eval_temperature unless given)."""
         from llm.evaluate import evaluate
 
         problems = task.problems("test", n_problems, seed=self.cfg.seed)
-        return evaluate(self.engine, task, problems, n=n, ks=list(ks), temperature=self.cfg.eval_temperature,
+        temperature = self.cfg.eval_temperature if temperature is None else temperature
+        return evaluate(self.engine, task, problems, n=n, ks=list(ks), temperature=temperature,
                         max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,
                         progress=self.show_progress)
 
@@ -258,6 +262,7 @@ def _final_stage(run: Run) -> None:
         _record_population(run, run.total_steps)
     ev = _read_json(run.dir / "eval.json", {})
     ev["final"] = run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
+    ev["final_greedy"] = run.evaluate(run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)
     if cfg.heldout_task:
         ev.setdefault("heldout", {})["final"] = run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems,
                                                               cfg.eval_samples, cfg.eval_ks, "heldout")
@@ -307,7 +312,8 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
-        ev = {"base": run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")}
+        ev = {"base": run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval"),
+              "base_greedy": run.evaluate(run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)}
         if cfg.heldout_task:
             ev["heldout"] = {"base": run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems, cfg.eval_samples,
                                                   cfg.eval_ks, "heldout")}
