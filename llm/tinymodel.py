@@ -57,6 +57,12 @@ PRESETS = {
     # trains in seconds: learns the formats, rarely a correct Countdown answer; for tests
     "test": Preset(hidden_size=32, num_layers=2, num_heads=1, intermediate_size=64, steps=150, batch_size=64,
                    lr=3e-3, warmup_steps=10),
+    # for `paper_checks reproduce --budget small`: the default shape, a third of its training
+    "small": Preset(hidden_size=64, num_layers=4, num_heads=2, intermediate_size=256, steps=550,
+                    batch_size=128, lr=3e-3, warmup_steps=50, off_target_frac=0.15, arithmetic_frac=0.25),
+    # the smaller model of the small budget's population-size sweep
+    "narrow": Preset(hidden_size=32, num_layers=4, num_heads=1, intermediate_size=128, steps=550,
+                     batch_size=128, lr=3e-3, warmup_steps=50, off_target_frac=0.15, arithmetic_frac=0.25),
     # the base model of the experiments (targets: see the README)
     "default": Preset(hidden_size=64, num_layers=4, num_heads=2, intermediate_size=256, steps=1600,
                       batch_size=128, lr=3e-3, warmup_steps=100, off_target_frac=0.15, arithmetic_frac=0.25),

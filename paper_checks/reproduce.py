@@ -1,7 +1,7 @@
 """`python -m paper_checks reproduce`: the paper's experiments in miniature, cached, then the report.
 
     out/base/                 the tiny base model (pretrained here unless --model is given)
-    out/base-large/           a second, larger tiny model for the population-size sweep
+    out/base-sweep/           a second tiny model of another size, for the population-size sweep
     out/theory.json           python -m theory --json
     out/simulate/             python -m simulate all (summary.json + plots)
     out/runs/NAME/            one run directory per planned run (llm.train)
@@ -29,7 +29,7 @@ SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
 class Budget:
     """Sizes of one reproduction; `common` holds TrainConfig settings shared by every run."""
     base_preset: str
-    large_preset: str
+    sweep_preset: str
     seeds: tuple[int, ...]
     common: dict
     es: dict
@@ -44,30 +44,33 @@ class Budget:
 
 BUDGETS = {
     "small": Budget(
-        base_preset="small", large_preset="default", seeds=SEEDS_SMALL,
-        common={"steps": 24, "batch_size": 16, "max_completion_length": 24, "eval_problems": 64, "eval_samples": 32,
-                "heldout_problems": 32, "checkpoint_every": 12, "probe_prompts": 4, "probe_members": 8,
-                "probe_samples": 8, "probe_center_samples": 16, "threads": 2},
+        base_preset="small", sweep_preset="narrow", seeds=SEEDS_SMALL,
+        common={"steps": 20, "batch_size": 8, "max_completion_length": 32, "eval_problems": 64, "eval_samples": 32,
+                "heldout_problems": 32, "checkpoint_every": 10, "probe_prompts": 4, "probe_members": 8,
+                "probe_samples": 8, "probe_center_samples": 16, "threads": 1},
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
-        grpo={"num_generations": 8, "learning_rate": 3e-4},
+        grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(8, 32), simulate_scale=0.5,
         grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 16)),
     "full": Budget(
-        base_preset="default", large_preset="large", seeds=SEEDS_FULL,
-        common={"steps": 100, "batch_size": 32, "max_completion_length": 24, "eval_problems": 256, "eval_samples": 32,
-                "heldout_problems": 128, "checkpoint_every": 20, "population_every": 25, "threads": 2},
+        base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
+        common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
+                "heldout_problems": 200, "checkpoint_every": 25, "population_every": 50, "threads": 1},
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
-        grpo={"num_generations": 8, "learning_rate": 3e-4},
+        grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(8, 16, 32, 64), simulate_scale=1.0,
         grid_sigmas=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), grid_members=(2, 4, 8, 16, 32)),
 }
+
+# The sweep only needs the training reward: its runs evaluate little.
+SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": (50.0,)}
 
 # ES variants of the ablations and null controls: name -> ESConfig overrides.
 ES_VARIANTS = {"es-sampled": {"member_temperature": 1.0, "member_samples": 1}, "es-nozscore": {"zscore": False},
                "es-twopoint": {"antithetic": True}, "es-null": {"null_control": True}, "es-bf16": {"inplace_bf16": True}}
 
 
-def plan(budget: Budget, model: Path, large_model: Path | None) -> dict[str, dict]:
+def plan(budget: Budget, model: Path, sweep_model: Path | None) -> dict[str, dict]:
     """Every run of a reproduction: run name -> TrainConfig as a dict (without `out`)."""
     runs: dict[str, dict] = {}
 
@@ -86,12 +89,12 @@ def plan(budget: Budget, model: Path, large_model: Path | None) -> dict[str, dic
         extra = {"dtype": "bfloat16"} if name == "es-bf16" else {}
         add(f"{name}-s{first}", "es", first, model, overrides, **extra)
     for n in budget.sweep_populations:
-        for label, model_dir in (("base", model), ("large", large_model)):
+        for label, model_dir in (("base", model), ("other", sweep_model)):
             if model_dir is None:
                 continue
             for seed in budget.seeds:
                 if not (label == "base" and n == budget.es["population_size"]):  # those are the main ES runs
-                    add(f"sweep-{label}-N{n}-s{seed}", "es", seed, model_dir, {"population_size": n})
+                    add(f"sweep-{label}-N{n}-s{seed}", "es", seed, model_dir, {"population_size": n}, **SWEEP_EVAL)
     return runs
 
 
@@ -120,7 +123,7 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     torch.set_num_threads(budget.common["threads"])
     log("base model")
     base = Path(model) if model is not None else _pretrain(out / "base", budget.base_preset, progress)
-    large = None if model is not None else _pretrain(out / "base-large", budget.large_preset, progress)
+    other = None if model is not None else _pretrain(out / "base-sweep", budget.sweep_preset, progress)
 
     theory_json = out / "theory.json"
     if not theory_json.exists():
@@ -136,7 +139,7 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
 
     from llm.config import TrainConfig
     from llm.train import train
-    runs = plan(budget, base, large)
+    runs = plan(budget, base, other)
     for i, (name, cfg) in enumerate(runs.items(), start=1):
         run_dir = out / "runs" / name
         if _done(run_dir):
