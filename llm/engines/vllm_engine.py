@@ -14,6 +14,9 @@ and copies into the existing storage. The prefix cache is then reset so no key/v
 with the old weights is reused. Cost: one copy of the checkpoint in CPU memory, and a reload
 proportional to the size of the changed modules.
 
+One VLLMEngine can be open per process (vLLM's parallel state is global to the process); a second
+one raises ValueError until the first is closed.
+
 Note: an in-process vLLM on the CPU makes torch.set_num_threads a no-op for the rest of the process
 (set the thread count before making the engine, or with OMP_NUM_THREADS). Its OpenMP thread pinning
 is off unless VLLM_CPU_OMP_THREADS_BIND is set. Chunked prefill is off by default (see __init__).
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import weakref
 from pathlib import Path
 from typing import Iterable
 
@@ -32,6 +36,7 @@ import torch
 from llm.engines.base import (Completion, Engine, check_generate_args, check_model_dir, load_tokenizer,
                               stop_token_ids)
 
+_LIVE_ENGINES: "weakref.WeakSet[VLLMEngine]" = weakref.WeakSet()  # one open engine per process
 CPU_KV_CACHE_BYTES = 1 << 30  # KV cache reserved on a CPU platform unless kv_cache_memory_bytes is given
 
 
@@ -89,6 +94,10 @@ class VLLMEngine(Engine):
                  gpu_memory_utilization: float = 0.9, kv_cache_memory_bytes: int | None = None,
                  max_model_len: int | None = None, **llm_kwargs):
         path = check_model_dir(model_dir)
+        if any(e.llm is not None for e in _LIVE_ENGINES):
+            raise ValueError("another VLLMEngine is open in this process; vLLM keeps per-process global state, "
+                             "so a second in-process engine breaks the first: close() the other engine first, "
+                             "reuse it, or run this one in a subprocess")
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # keep the engine core (and model) in this process
         # vLLM's CPU build pins the OpenMP threads of the process it runs in to a subset of cores;
         # in-process that would slow everything else in this process (training, scoring). Opt in
@@ -111,6 +120,7 @@ class VLLMEngine(Engine):
         self.llm = LLM(model=self.model_dir, dtype=dtype_name, seed=seed,
                        gpu_memory_utilization=gpu_memory_utilization, kv_cache_memory_bytes=kv_cache_memory_bytes,
                        max_model_len=max_model_len, logprobs_mode="processed_logprobs", **llm_kwargs)
+        _LIVE_ENGINES.add(self)
 
     def generate(self, prompts: list[str], *, n: int, temperature: float, max_new_tokens: int,
                  seed: int, top_p: float = 1.0) -> list[list[Completion]]:
@@ -119,7 +129,8 @@ class VLLMEngine(Engine):
 
         check_generate_args(prompts, n, temperature, max_new_tokens, top_p)
         requests = [TokensPrompt(prompt_token_ids=self.prompt_token_ids(p)) for p in prompts]
-        params = [SamplingParams(n=n, temperature=float(temperature), top_p=float(top_p), max_tokens=max_new_tokens,
+        greedy = temperature == 0  # vLLM takes n = 1 for greedy requests; the n samples are copies
+        params = [SamplingParams(n=1 if greedy else n, temperature=float(temperature), top_p=float(top_p), max_tokens=max_new_tokens,
                                  logprobs=0, seed=prompt_seed(seed, i), stop_token_ids=self.stop_ids,
                                  detokenize=False)
                   for i in range(len(prompts))]
@@ -133,7 +144,8 @@ class VLLMEngine(Engine):
                 stopped = bool(ids) and ids[-1] in self.stop_ids
                 row.append(Completion(text=self.tokenizer.decode(ids, skip_special_tokens=True), token_ids=ids,
                                       logprobs=logprobs, finish_reason="stop" if stopped else "length"))
-            result.append(row)
+            result.append([Completion(row[0].text, list(row[0].token_ids), list(row[0].logprobs), row[0].finish_reason)
+                           for _ in range(n)] if greedy else row)
         return result
 
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
@@ -158,3 +170,4 @@ class VLLMEngine(Engine):
     def close(self) -> None:
         """Drop the engine (vLLM frees its memory when the LLM object is collected)."""
         self.llm = None
+        _LIVE_ENGINES.discard(self)

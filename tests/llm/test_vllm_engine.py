@@ -114,6 +114,19 @@ def test_weight_changes_act_identically_on_both_engines(vllm_engine, hf, prompts
         vllm_engine.load_weights(base.items())
 
 
+def test_greedy_with_several_samples_gives_copies(vllm_engine, hf, prompts):
+    v = vllm_engine.generate(prompts[:3], n=3, temperature=0, max_new_tokens=12, seed=0)
+    h = hf.generate(prompts[:3], n=3, temperature=0, max_new_tokens=12, seed=0)
+    assert [[c.token_ids for c in row] for row in v] == [[c.token_ids for c in row] for row in h]
+    assert all(len({tuple(c.token_ids) for c in row}) == 1 for row in v)
+
+
+def test_one_open_engine_per_process(vllm_engine, tiny_model_dir):
+    from llm.engines.vllm_engine import VLLMEngine
+    with pytest.raises(ValueError, match="another VLLMEngine is open in this process"):
+        VLLMEngine(tiny_model_dir)
+
+
 def test_bad_weight_names_and_shapes(vllm_engine):
     with pytest.raises(ValueError, match="no tensor named 'nope'"):
         vllm_engine.load_weights([("nope", torch.zeros(1))])
