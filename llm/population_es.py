@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from llm.engines.hf import HFEngine
 from llm.es import ES, ESConfig, ESStep, direction_coefficients, standardize
 from llm.population_forward import PopulationWeights, check_supported, generate_population
 from llm.population_noise import PopulationNoise, check_rank
@@ -82,7 +83,7 @@ class PopulationES(ES):
             if cfg.inplace_bf16:
                 raise ValueError("population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); "
                                  "turn one of them off")
-            if not hasattr(engine, "model") or not hasattr(engine, "stop_ids"):
+            if not isinstance(engine, HFEngine):
                 raise ValueError("population.batched needs the HF engine (engine = 'hf'); "
                                  "use member-by-member evaluation on other engines")
             check_supported(engine.model, names)

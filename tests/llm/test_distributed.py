@@ -18,6 +18,15 @@ pytest.importorskip("ray")
 STEPS = 2
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Tiny models run fastest on one thread, the more so on a shared CPU."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 class DigitShare(Task):
     """Countdown prompts; reward = share of the completion's characters that are digits (dense signal)."""
     name = "digit-share"
