@@ -106,9 +106,10 @@ class PopulationES(ES):
                 weight_s += time.perf_counter() - tw
                 out = rollout(self.engine, self.task, problems, step=step, **kw)
                 rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
-                tw = time.perf_counter()
-                self.restore(it_seed, m)
-                weight_s += time.perf_counter() - tw
+                if self.cfg.inplace_bf16 or i == len(members) - 1:  # as ES.step: the next write overwrites
+                    tw = time.perf_counter()
+                    self.restore(it_seed, m)
+                    weight_s += time.perf_counter() - tw
             return rewards, tokens, weight_s
         tw = time.perf_counter()
         weights = PopulationWeights.build(self.master, self.noise, it_seed, list(members), self.dtype,
