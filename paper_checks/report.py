@@ -10,6 +10,7 @@ from pathlib import Path
 
 from paper_checks.claims import CLAIMS, OPEN_QUESTIONS
 from paper_checks.evidence import Evidence, load_simulate_summary, load_theory_json, variant
+from paper_checks.lemma_grid import summarize_grid
 from paper_checks.level_checks import simulate_verdict, theory_verdict
 from paper_checks.open_questions import ANSWERS
 from paper_checks.plots import PLOTS
@@ -111,6 +112,11 @@ def render_markdown(report: dict) -> str:
         for g in report["lemma_grid"]:
             lines.append(f"| {g['sigma']:.2g} | {g['members']} | {g['measured']:.3g} | {g['predicted']:.3g} | "
                          f"{g['ratio']:.3f} [{g['ratio_ci'][0]:.3f}, {g['ratio_ci'][1]:.3f}] | {g['s_measured']:.3g} |")
+        lines.append("")
+        for n, g in summarize_grid(report["lemma_grid"]).items():
+            lines.append(f"- N = {n}: measured JSpol grows like sigma^{g['sigma_exponent']:.2f} (Lemma 1: sigma^2); "
+                         f"ratio within 10% of 1 at sigma = {g['sigmas_within_10pct'] or 'none'}, "
+                         f"outside at sigma = {g['sigmas_outside'] or 'none'}")
         lines.append("")
     lines += ["## Claims one by one", ""]
     for c in report["claims"]:
