@@ -199,7 +199,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML file of settings (flags override it)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
     for name, f in _setting_fields():
-        parser.add_argument(f"--{name}", dest=name, default=None, metavar=f.type.upper(),
+        metavar = ("INTS" if "int" in f.type else "FLOATS") if f.type.startswith("tuple") else f.type.upper()
+        parser.add_argument(f"--{name}", dest=name, default=None, metavar=metavar,
                             type=lambda text, t=f.type: _parse_flag(text, t))
 
 

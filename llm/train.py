@@ -41,6 +41,10 @@ from llm.tasks import get_task
 from llm.tasks.base import Task
 
 TIMING_KEYS = ("step_seconds", "wall_seconds", "tokens_per_s", "es_weight_share")
+# every run, whatever its seed, is evaluated on the same test problems and probed on the same prompts,
+# so that runs and seeds are compared on equal footing (the sampling seeds still follow the run's seed)
+EVAL_PROBLEM_SEED = 0
+PROBE_PROBLEM_SEED = 1
 CHECKPOINTS = "checkpoints"
 
 
@@ -141,7 +145,7 @@ class Run:
         self.es_names = select_parameters(self.hf_model.named_parameters(), cfg.es.param_pattern)
         self.base = drift.SavedWeights(cfg.model)  # theta_0, read tensor by tensor when needed
         self.pool = self.task.problems("train", cfg.train_pool, seed=cfg.seed)
-        self.probe = self.task.problems("test", cfg.probe_prompts, seed=derive_seed(cfg.seed, "probe") % 2**31)
+        self.probe = self.task.problems("test", cfg.probe_prompts, seed=PROBE_PROBLEM_SEED)
         self.trainer: ES | GRPO | None = None
         self.trainer_phase: schedules.Phase | None = None
 
@@ -241,7 +245,7 @@ class Run:
         """llm.evaluate on the task's first n_problems test problems (at eval_temperature unless given)."""
         from llm.evaluate import evaluate
 
-        problems = task.problems("test", n_problems, seed=self.cfg.seed)
+        problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
         temperature = self.cfg.eval_temperature if temperature is None else temperature
         return evaluate(self.engine, task, problems, n=n, ks=list(ks), temperature=temperature,
                         max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,

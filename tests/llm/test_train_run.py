@@ -1,5 +1,7 @@
 """Whole runs of `llm train` on the tiny model: the run directory, resume after kill -9 (bit-identical
-to an uninterrupted run), schedules, and runs stopped by non-finite values."""
+to an uninterrupted run), schedules, and runs stopped by non-finite values. Runs compared with each
+other go through `python -m llm train` in fresh processes: a process that has created a VLLMEngine
+(the session fixture) no longer honours torch.set_num_threads, so its arithmetic differs."""
 import json
 import math
 import os
@@ -18,7 +20,7 @@ from llm.config import TrainConfig
 from llm.rollout import NonFiniteError
 from llm.tasks import get_task
 from llm.tasks.base import Task
-from llm.train import TIMING_KEYS, resume, train
+from llm.train import TIMING_KEYS, train
 
 SMALL = dict(steps=6, switch_step=3, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
              step_samples=2, probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=2,
@@ -67,8 +69,21 @@ def _same(a, b):
     assert ev_a == ev_b
 
 
+def _cli(*args, **kw):
+    """`python -m llm train ...` in a fresh process (a process that has imported vLLM computes differently)."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    return subprocess.Popen([sys.executable, "-m", "llm", "train", *args], env=env, **kw)
+
+
+def _run(cfg: TrainConfig | None = None, *args) -> None:
+    proc = _cli(*(_flags(cfg) if cfg is not None else []), *args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err.decode()[-2000:]
+
+
 def test_run_directory_contents(tiny_model_dir, tmp_path):
-    run = train(_cfg(tiny_model_dir, tmp_path / "run", "es", steps=2, checkpoint_every=1), show_progress=False)
+    run = tmp_path / "run"
+    _run(_cfg(tiny_model_dir, run, "es", steps=2, checkpoint_every=1))
     cfg = json.loads((run / "config.json").read_text())
     assert cfg["algo"] == "es" and cfg["schedule"]["budget"] == "flops" and cfg["schedule"]["total_steps"] == 2  # 2 N m = 8 G
     rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
@@ -88,11 +103,8 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
 
 @pytest.mark.parametrize("algo", ["es", "grpo"])
 def test_resume_after_kill_9_matches_an_uninterrupted_run(tiny_model_dir, tmp_path, algo):
-    reference = train(_cfg(tiny_model_dir, tmp_path / "ref", algo), show_progress=False)
-    cfg = _cfg(tiny_model_dir, tmp_path / "killed", algo)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    proc = subprocess.Popen([sys.executable, "-m", "llm", "train", *_flags(cfg)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    uninterrupted = _cli(*_flags(_cfg(tiny_model_dir, tmp_path / "ref", algo)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = _cli(*_flags(_cfg(tiny_model_dir, tmp_path / "killed", algo)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     marker = tmp_path / "killed" / "checkpoints" / "step-2" / "trainer_state.json"
     deadline = time.time() + 120
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
@@ -101,22 +113,25 @@ def test_resume_after_kill_9_matches_an_uninterrupted_run(tiny_model_dir, tmp_pa
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (tmp_path / "killed" / "checkpoints" / "step-6").exists()
-    resume(tmp_path / "killed", show_progress=False)
-    expected = _outputs(reference)
+    resumed = _cli("--resume", str(tmp_path / "killed"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for p in (uninterrupted, resumed):
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()[-2000:]
+    expected = _outputs(tmp_path / "ref")
     assert expected[0][-1]["drift_rel"] > 0, "a run that never moves the weights would test nothing"
     _same(expected, _outputs(tmp_path / "killed"))
 
 
 def test_schedule_switches_algorithm_and_resumes_inside_grpo(tiny_model_dir, tmp_path):
     """es-grpo: ES for 3 steps, GRPO (reference = the switch checkpoint) for 3; resume from step 4."""
-    reference = train(_cfg(tiny_model_dir, tmp_path / "ref", "es-grpo"), show_progress=False)
+    reference = tmp_path / "ref"
+    _run(_cfg(tiny_model_dir, reference, "es-grpo"))
     rows = [json.loads(l) for l in (reference / "metrics.jsonl").read_text().splitlines()]
     assert [r["phase"] for r in rows] == ["es"] * 3 + ["grpo"] * 3
     assert (reference / "checkpoints" / "step-3" / "trainer_state.json").exists()
-    cfg = _cfg(tiny_model_dir, tmp_path / "cut", "es-grpo")
-    train(TrainConfig.from_dict(cfg.to_dict() | {"steps": 6}), show_progress=False)
+    _run(_cfg(tiny_model_dir, tmp_path / "cut", "es-grpo"))
     shutil.rmtree(tmp_path / "cut" / "checkpoints" / "step-6")  # as if the run had died after the step-4 checkpoint
-    resume(tmp_path / "cut", show_progress=False)
+    _run(None, "--resume", str(tmp_path / "cut"))
     _same(_outputs(reference), _outputs(tmp_path / "cut"))
 
 
