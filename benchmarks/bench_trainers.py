@@ -111,7 +111,7 @@ def main(argv=None) -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         model = args.model or str(build_random_model(Path(tmp) / "model", args.hidden, args.layers))
-        forwarded = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("--model")]
+        forwarded = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("model", "worker")]
         results = {}
         for kind in ("inference", "es", "grpo"):
             cmd = [sys.executable, __file__, "--worker", kind, "--model", model, *forwarded]

@@ -160,6 +160,7 @@ class ES:
                  master: dict[str, torch.Tensor] | None, *, max_new_tokens: int, seed: int):
         self.cfg, self.engine, self.task, self.names = cfg, engine, task, names
         self.master, self.max_new_tokens, self.seed = master, max_new_tokens, seed
+        self.master_modified = False  # by the update of the current step
         if cfg.inplace_bf16:
             if not hasattr(engine, "model"):
                 raise ValueError("es.inplace_bf16 needs an engine exposing its HF model (engine = 'hf')")
@@ -211,15 +212,14 @@ class ES:
                     if not torch.isfinite(p).all():
                         raise NonFiniteError(f"step {step}: weight {name} is not finite after the ES update")
                 return sq_norm ** 0.5
-            new = {}
-            for name in self.names:
+            for name in self.names:  # tensor by tensor: one tensor of scratch memory, no second model
                 theta = self.master[name]
-                new[name] = theta + (self.cfg.alpha / n) * combined_noise(it_seed, name, theta.shape, coef, self.cfg.noise_chunk)
-                if not torch.isfinite(new[name]).all():  # checked before anything is overwritten
+                new = theta + (self.cfg.alpha / n) * combined_noise(it_seed, name, theta.shape, coef, self.cfg.noise_chunk)
+                if not torch.isfinite(new).all():
                     raise NonFiniteError(f"step {step}: weight {name} is not finite after the ES update")
-                sq_norm += float(((new[name] - theta) ** 2).sum())
-            for name in self.names:
-                self.master[name].copy_(new[name])
+                sq_norm += float(((new - theta) ** 2).sum())
+                theta.copy_(new)
+                self.master_modified = True
         self.engine.load_weights((name, self.master[name]) for name in self.names)
         return sq_norm ** 0.5
 
@@ -228,6 +228,7 @@ class ES:
         """Evaluate the N members on the batch, standardize their fitness and update the center."""
         t0 = time.perf_counter()
         weight_s = 0.0
+        self.master_modified = False
         it_seed = derive_seed(self.seed, step, "es-noise")
         gen_seed = derive_seed(self.seed, step, "es-rollout")  # common random numbers across members
         rewards, tokens = np.zeros(self.cfg.population_size), 0
@@ -261,5 +262,6 @@ class ES:
         return {n: t.clone() if copy else t for n, t in self.master.items()}
 
     def state_is_intact(self) -> bool:
-        """Whether the center is still the one before the current step (true unless in-place bf16 updated it)."""
-        return not self.cfg.inplace_bf16
+        """Whether the center is still the one before the current step: no master tensor updated yet
+        (an update stopped by a non-finite tensor may have written the tensors before it)."""
+        return not self.cfg.inplace_bf16 and not self.master_modified
