@@ -1,0 +1,452 @@
+"""Our GRPO against TRL's GRPOTrainer on the same model, prompts and settings, side by side in one run.
+
+    python benchmarks/bench_trl_grpo.py [--model runs/base-default] [--config configs/tiny-countdown-grpo.toml]
+                                        [--repeats 5] [--threads 1]
+
+Needs `trl` (pip install trl==1.16.0; it brings accelerate, datasets, pandas). Nothing is downloaded:
+TRL gets the local model directory, an in-memory datasets.Dataset of Countdown prompts and our
+verifier as its reward function.
+
+1. Step time and memory. Two worker processes (ours, TRL), each holding its own policy, reference
+   and AdamW state, take optimizer steps in turn on the same prompts (B prompts x G completions
+   sampled with HF generation, at the same temperature, max new tokens, lr, beta, epsilon and
+   loss_type); the order alternates every round and the first round is a warm-up. Printed: the
+   median seconds per optimizer step and their ratio, and each process's peak resident memory
+   (ru_maxrss, RSS) with its baseline after imports. A step is the whole optimizer step: rollout,
+   rewards, reference log-probs, loss, backward, clipping and AdamW (TRL: on_step_begin to
+   on_step_end of its Trainer loop).
+2. Loss on an identical batch. Same prompt ids, completion ids, rewards, advantages, old log-probs
+   (of the base model) and reference log-probs (of a second perturbed copy), with the policy a
+   perturbed copy of the base so that ratios move and some are clipped. TRL's loss comes from
+   GRPOTrainer.compute_loss on prepared inputs, ours from llm.grpo.grpo_loss on
+   llm.rollout.completion_logprobs, as GRPO.step composes them; then both gradients. Printed:
+   absolute and relative differences of loss and gradient, per setting.
+Settings mapped (TRL default -> what means the same as ours): loss_type dapo -> grpo | bnpo,
+use_bias_correction_kl True -> False, gradient_checkpointing True -> False, lr_scheduler_type
+linear -> constant, shuffle_dataset True -> False, beta 0.0 -> ours, scale_rewards "group" (same),
+importance_sampling_level "token" (same), mask_truncated_completions False (same), epsilon_high =
+epsilon. Not mappable: TRL's group std is Bessel-corrected (ddof 1), ours the population std
+(ddof 0, as the paper states); part 2 feeds both the same advantages and prints that difference.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+RESULT = "RESULT "  # prefix of the protocol lines a worker prints (other output is ignored)
+
+
+@dataclass
+class Settings:
+    model: str
+    batch: int = 16                 # prompts per step
+    num_generations: int = 8        # G
+    max_new_tokens: int = 32
+    temperature: float = 1.0
+    learning_rate: float = 1e-4
+    beta: float = 0.001
+    epsilon: float = 0.2
+    loss_type: str = "grpo"
+    max_grad_norm: float = 1.0
+    threads: int = 1
+    seed: int = 0
+    policy_scale: float = 0.05      # part 2: policy = base + policy_scale * mean|w| * noise (old log-probs: base)
+    ref_scale: float = 0.02         # part 2: reference = base + ref_scale * mean|w| * other noise
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def _emit(obj: dict) -> None:
+    print(RESULT + json.dumps(obj), flush=True)
+
+
+def _wait_for_command() -> str:
+    line = sys.stdin.readline().strip()
+    if line not in ("step", "done"):
+        raise ValueError(f"worker: expected 'step' or 'done' on stdin, got {line!r}")
+    return line
+
+
+def step_problems(s: Settings, steps: int):
+    """The Countdown problems of every step: steps x batch distinct training prompts."""
+    from llm.tasks import get_task
+
+    task = get_task("countdown")
+    problems = task.problems("train", steps * s.batch, seed=s.seed)
+    return task, [problems[i * s.batch:(i + 1) * s.batch] for i in range(steps)]
+
+
+def trl_config(s: Settings, out_dir: str, *, loss_type: str | None = None, beta: float | None = None,
+               bias_correction_kl: bool = False, max_steps: int = 1):
+    """TRL's GRPOConfig meaning the same as our GRPOConfig (see the module docstring for the mapping)."""
+    from trl import GRPOConfig as TRLGRPOConfig
+
+    return TRLGRPOConfig(
+        output_dir=out_dir, report_to="none", use_cpu=True, bf16=False, disable_tqdm=True,
+        save_strategy="no", logging_steps=10**9, seed=s.seed, max_steps=max_steps,
+        per_device_train_batch_size=s.batch * s.num_generations, gradient_accumulation_steps=1,
+        steps_per_generation=1, num_iterations=1, num_generations=s.num_generations,
+        max_completion_length=s.max_new_tokens, temperature=s.temperature, top_p=1.0, top_k=0,
+        learning_rate=s.learning_rate, lr_scheduler_type="constant", weight_decay=0.0,
+        max_grad_norm=s.max_grad_norm, beta=s.beta if beta is None else beta, epsilon=s.epsilon,
+        loss_type=s.loss_type if loss_type is None else loss_type, scale_rewards="group",
+        importance_sampling_level="token", mask_truncated_completions=False,
+        use_bias_correction_kl=bias_correction_kl, gradient_checkpointing=False, shuffle_dataset=False)
+
+
+def trl_trainer(s: Settings, model, task, problems, out_dir: str, callbacks=(), **config):
+    """GRPOTrainer on an in-memory dataset of the problems' prompts, rewarded by our verifier."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    def countdown_reward(prompts, completions, problem, **_):
+        return [task.score(problems[i], c) for i, c in zip(problem, completions)]
+
+    dataset = Dataset.from_dict({"prompt": [p.prompt for p in problems], "problem": list(range(len(problems)))})
+    return GRPOTrainer(model=model, reward_funcs=countdown_reward, train_dataset=dataset,
+                       args=trl_config(s, out_dir, **config), callbacks=list(callbacks),
+                       processing_class=AutoTokenizer.from_pretrained(s.model))
+
+
+# ----------------------------------------------------------------------------- part 1: workers
+
+def worker_ours(s: Settings, steps: int) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from llm.engines.hf import HFEngine
+    from llm.grpo import GRPO, GRPOConfig
+
+    torch.set_num_threads(s.threads)
+    baseline = _peak_mb()
+    task, batches = step_problems(s, steps)
+    engine = HFEngine(s.model)
+    reference = AutoModelForCausalLM.from_pretrained(s.model, dtype=torch.float32)
+    cfg = GRPOConfig(num_generations=s.num_generations, learning_rate=s.learning_rate, beta=s.beta,
+                     epsilon=s.epsilon, loss_type=s.loss_type, max_grad_norm=s.max_grad_norm,
+                     micro_batch_size=s.batch * s.num_generations)
+    grpo = GRPO(cfg, engine, task, engine.model, reference, engine.prompt_token_ids, temperature=s.temperature,
+                max_new_tokens=s.max_new_tokens, seed=s.seed, pad_id=engine.tokenizer.pad_token_id)
+    for k in range(steps):
+        _wait_for_command()
+        t0 = time.perf_counter()
+        out = grpo.step(batches[k], k).rollouts
+        _emit({"seconds": time.perf_counter() - t0, "mean_length": out.n_tokens / out.rewards.size,
+               "reward": float(out.rewards.mean())})
+    _wait_for_command()
+    _emit({"peak_mb": _peak_mb(), "baseline_mb": baseline})
+
+
+def worker_trl(s: Settings, steps: int) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, TrainerCallback
+
+    from trl import GRPOTrainer  # noqa: F401  imported before the baseline, as llm in worker_ours (it imports vllm
+    #                              when vllm is installed: that cost is in TRL's baseline, not in its training memory)
+
+    torch.set_num_threads(s.threads)
+    baseline = _peak_mb()
+    task, batches = step_problems(s, steps)
+    problems = [p for b in batches for p in b]
+
+    class Lockstep(TrainerCallback):
+        """Waits for the parent's command before each optimizer step and reports its duration after it."""
+
+        def __init__(self):
+            self.trainer, self.t0 = None, 0.0
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            _wait_for_command()
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            seconds = time.perf_counter() - self.t0
+            metrics = self.trainer._metrics["train"]
+            _emit({"seconds": seconds, "mean_length": metrics["completions/mean_length"][-1],
+                   "reward": metrics["reward"][-1]})
+
+    lockstep = Lockstep()
+    model = AutoModelForCausalLM.from_pretrained(s.model, dtype=torch.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = trl_trainer(s, model, task, problems, tmp, callbacks=[lockstep], max_steps=steps)
+        lockstep.trainer = trainer
+        trainer.train()
+    _wait_for_command()
+    _emit({"peak_mb": _peak_mb(), "baseline_mb": baseline})
+
+
+class Worker:
+    """A worker process driven line by line: 'step' -> one optimizer step, 'done' -> its peak memory."""
+
+    def __init__(self, kind: str, s: Settings, steps: int, log):
+        cmd = [sys.executable, __file__, "--worker", kind, "--steps", str(steps), "--settings", json.dumps(asdict(s))]
+        self.kind = kind
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+
+    def ask(self, command: str) -> dict:
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith(RESULT):
+                return json.loads(line[len(RESULT):])
+        raise RuntimeError(f"{self.kind} worker exited (code {self.proc.wait()}) without answering {command!r}")
+
+
+def bench_steps(s: Settings, repeats: int) -> dict:
+    """Interleaved optimizer steps of both workers; round 0 is a warm-up."""
+    from tqdm import tqdm
+
+    with tempfile.TemporaryFile("w+") as log:
+        workers = {kind: Worker(kind, s, repeats + 1, log) for kind in ("ours", "trl")}
+        rows = {kind: [] for kind in workers}
+        try:
+            for r in tqdm(range(repeats + 1), desc="interleaved steps (ours, TRL)"):
+                for kind in (("ours", "trl") if r % 2 == 0 else ("trl", "ours")):
+                    rows[kind].append(workers[kind].ask("step"))
+            peaks = {kind: w.ask("done") for kind, w in workers.items()}
+        except RuntimeError:
+            log.seek(0)
+            sys.stderr.write(log.read()[-5000:])
+            raise
+        finally:
+            for w in workers.values():
+                w.proc.wait(timeout=60)
+    return {kind: {"steps": rows[kind][1:], **peaks[kind]} for kind in workers}
+
+
+# ----------------------------------------------------------------------------- part 2: identical batch
+
+def perturbed(model_dir: str, scale: float, seed: int):
+    """The model with every weight w moved by scale * mean|w| * N(0, 1) (seeded); scale 0: the model itself."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _, p in sorted(model.named_parameters()):
+            p.add_(scale * p.abs().mean() * torch.randn(p.shape, generator=gen))
+    model.train(False)
+    return model
+
+
+def identical_batch(s: Settings):
+    """Rollouts of the base model on one batch, padded both ways, with frozen log-probs of base and reference."""
+    import torch
+
+    from llm.engines.hf import HFEngine
+    from llm.rollout import completion_logprobs, pad_batch, rollout
+
+    task, (problems,) = step_problems(s, 1)
+    engine = HFEngine(s.model)
+    out = rollout(engine, task, problems, n=s.num_generations, temperature=s.temperature,
+                  max_new_tokens=s.max_new_tokens, seed=s.seed, step=0)
+    pad = engine.tokenizer.pad_token_id
+    prompt_ids = [engine.prompt_token_ids(p.prompt) for p in problems for _ in range(s.num_generations)]
+    completion_ids = [c.token_ids for row in out.completions for c in row]
+    seq, attention, mask = pad_batch(prompt_ids, completion_ids, pad)
+    with torch.no_grad():
+        old = completion_logprobs(engine.model, seq, attention, mask, s.temperature)
+        ref = completion_logprobs(perturbed(s.model, s.ref_scale, s.seed + 2), seq, attention, mask, s.temperature)
+    # TRL's layout: prompts left-padded, completions right-padded, log-probs per completion position
+    width_p, width_c = max(map(len, prompt_ids)), max(map(len, completion_ids))
+    trl = {k: torch.full((len(seq), w), fill, dtype=dt) for k, w, fill, dt in (
+        ("prompt_ids", width_p, pad, torch.long), ("prompt_mask", width_p, 0, torch.long),
+        ("completion_ids", width_c, pad, torch.long), ("completion_mask", width_c, 0, torch.long),
+        ("old_per_token_logps", width_c, 0.0, torch.float32), ("ref_per_token_logps", width_c, 0.0, torch.float32))}
+    for i, (p, c) in enumerate(zip(prompt_ids, completion_ids)):
+        trl["prompt_ids"][i, width_p - len(p):] = torch.tensor(p)
+        trl["prompt_mask"][i, width_p - len(p):] = 1
+        trl["completion_ids"][i, :len(c)] = torch.tensor(c)
+        trl["completion_mask"][i, :len(c)] = 1
+        trl["old_per_token_logps"][i, :len(c)] = old[i, len(p) - 1:len(p) - 1 + len(c)]
+        trl["ref_per_token_logps"][i, :len(c)] = ref[i, len(p) - 1:len(p) - 1 + len(c)]
+    trl["num_items_in_batch"] = trl["completion_mask"].sum()
+    return task, problems, out, {"seq": seq, "attention": attention, "mask": mask, "old": old, "ref": ref}, trl
+
+
+def trl_advantages(rewards):
+    """TRL 1.16's group advantages ("sum_then_normalize", scale_rewards="group"): (r - mean) / (std_ddof1 + 1e-4)."""
+    import torch
+    from trl.trainer.utils import nanstd
+
+    r = torch.tensor(rewards, dtype=torch.float32)
+    return ((r - r.mean(1, keepdim=True)) / (nanstd(r, dim=1, keepdim=True) + 1e-4)).numpy()
+
+
+def gradients(model) -> dict:
+    return {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def compare_losses(s: Settings, cases) -> dict:
+    import numpy as np
+    import torch
+
+    from llm.grpo import GRPOConfig, group_advantages, grpo_loss
+    from llm.rollout import completion_logprobs
+
+    torch.set_num_threads(s.threads)
+    task, problems, out, ours_batch, trl_inputs = identical_batch(s)
+    adv_ours = group_advantages(out.rewards, scale=True)
+    adv_trl = trl_advantages(out.rewards)
+    spread = out.rewards.std(axis=1) > 0
+    adv = torch.tensor(adv_ours.reshape(-1), dtype=torch.float32)
+    trl_inputs["advantages"] = adv.clone()
+    tmask = ours_batch["mask"][:, 1:]
+    nonzero = adv_ours != 0
+    report = {"advantages": {
+        "groups_with_spread": int(spread.sum()), "groups": len(problems),
+        "max_abs_diff": float(np.abs(adv_ours - adv_trl).max()),
+        "median_ratio_trl_over_ours": float(np.median(adv_trl[nonzero] / adv_ours[nonzero])) if nonzero.any() else None,
+        "sqrt((G-1)/G)": float(np.sqrt((s.num_generations - 1) / s.num_generations))},
+        "completion_tokens": int(tmask.sum()), "cases": []}
+    for loss_type, beta, bias_kl, on_policy in cases:
+        policy = perturbed(s.model, s.policy_scale, s.seed + 1)
+        cfg = GRPOConfig(num_generations=s.num_generations, learning_rate=s.learning_rate, beta=beta,
+                         epsilon=s.epsilon, loss_type=loss_type)
+        logp = completion_logprobs(policy, ours_batch["seq"], ours_batch["attention"], ours_batch["mask"], s.temperature)
+        old = logp.detach() if on_policy else ours_batch["old"]  # GRPO.step's old log-probs when num_iterations = 1
+        loss_ours, _, ratio = grpo_loss(logp, old, ours_batch["ref"], adv, tmask, cfg,
+                                        n_seq=len(adv), n_tok=float(tmask.sum()))
+        loss_ours.backward()
+        g_ours = gradients(policy)
+        with tempfile.TemporaryDirectory() as tmp:
+            trainer = trl_trainer(s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems, tmp,
+                                  loss_type=loss_type, beta=beta, bias_correction_kl=bias_kl)
+            # eval mode: normalizer 1, as in training with gradient_accumulation_steps = 1 (the attribute TRL reads
+            # in train mode exists only inside Trainer.train); no dropout, as GRPO.step
+            trainer.model.train(False)
+            inputs = {k: v for k, v in trl_inputs.items() if not (on_policy and k == "old_per_token_logps")}
+            loss_trl = trainer.compute_loss(trainer.model, inputs)  # without old log-probs: TRL's on-policy path
+            loss_trl.backward()
+            g_trl = gradients(trainer.model)
+        names = sorted(g_ours)
+        if names != sorted(g_trl):
+            raise RuntimeError(f"gradients cover different parameters: {set(names) ^ set(g_trl)}")
+        diff = torch.cat([(g_trl[n] - g_ours[n]).flatten() for n in names])
+        ref_norm = torch.cat([g_ours[n].flatten() for n in names]).norm()
+        lo, lt = float(loss_ours.detach()), float(loss_trl.detach())
+        report["cases"].append({
+            "loss_type": loss_type, "beta": beta, "use_bias_correction_kl": bias_kl, "on_policy": on_policy,
+            "loss_ours": lo, "loss_trl": lt, "loss_abs_diff": abs(lt - lo), "loss_rel_diff": abs(lt - lo) / max(abs(lo), 1e-30),
+            "grad_norm_ours": float(ref_norm), "grad_max_abs_diff": float(diff.abs().max()),
+            "grad_rel_diff": float(diff.norm() / ref_norm),
+            "clip_fraction": float((((ratio - 1).abs() > s.epsilon).float() * tmask).sum() / tmask.sum())})
+    return report
+
+
+# ----------------------------------------------------------------------------- main
+
+# (loss_type, beta (None: the config's), TRL's use_bias_correction_kl, on-policy: old log-probs = the policy's own)
+CASES = (("grpo", None, False, False), ("bnpo", None, False, False), ("grpo", 0.04, False, False),
+         ("grpo", 0.04, False, True),   # mapped settings: should agree within fp32 noise
+         ("grpo", 0.04, True, False), ("grpo", 0.04, True, True))  # TRL's default bias-corrected KL: differs
+
+
+def settings_from(args) -> Settings:
+    """Settings of the training config (its [grpo] table and top-level keys), overridden by flags."""
+    import tomllib
+
+    from llm.config import TrainConfig
+
+    cfg = TrainConfig.from_dict(tomllib.loads(Path(args.config).read_text()), source=args.config)
+    s = Settings(model=args.model, batch=cfg.batch_size, num_generations=cfg.grpo.num_generations,
+                 max_new_tokens=cfg.max_completion_length, temperature=cfg.temperature,
+                 learning_rate=cfg.grpo.learning_rate, beta=cfg.grpo.beta, epsilon=cfg.grpo.epsilon,
+                 loss_type=cfg.grpo.loss_type, max_grad_norm=cfg.grpo.max_grad_norm, threads=args.threads,
+                 seed=args.seed)
+    for name in ("batch", "max_new_tokens", "loss_type"):
+        if getattr(args, name) is not None:
+            setattr(s, name, getattr(args, name))
+    return s
+
+
+def print_steps(s: Settings, res: dict) -> None:
+    med = {k: statistics.median(r["seconds"] for r in res[k]["steps"]) for k in res}
+    print(f"\n1. optimizer step (B = {s.batch} prompts x G = {s.num_generations}, {s.max_new_tokens} new tokens, "
+          f"T = {s.temperature}, lr {s.learning_rate}, beta {s.beta}, epsilon {s.epsilon}, loss_type {s.loss_type}, "
+          f"{s.threads} thread(s); median of {len(res['ours']['steps'])} interleaved steps after a warm-up)")
+    for k in ("ours", "trl"):
+        r = res[k]
+        length = statistics.mean(x["mean_length"] for x in r["steps"])
+        reward = statistics.mean(x["reward"] for x in r["steps"])
+        steps = ", ".join(f"{x['seconds']:.2f}" for x in r["steps"])
+        print(f"  {k:>4}: {med[k]:7.3f} s/step  (steps: {steps}; "
+              f"mean completion {length:.1f} tokens, mean reward {reward:.3f})   peak RSS {r['peak_mb']:7.1f} MB, "
+              f"above its baseline after imports {r['peak_mb'] - r['baseline_mb']:6.1f} MB")
+    print(f"  TRL / ours: step time {med['trl'] / med['ours']:.2f}x, peak RSS "
+          f"{res['trl']['peak_mb'] / res['ours']['peak_mb']:.2f}x, above baseline "
+          f"{(res['trl']['peak_mb'] - res['trl']['baseline_mb']) / (res['ours']['peak_mb'] - res['ours']['baseline_mb']):.2f}x")
+
+
+def print_losses(s: Settings, rep: dict) -> None:
+    a = rep["advantages"]
+    print(f"\n2. loss on an identical batch ({rep['completion_tokens']} completion tokens; policy and reference "
+          f"perturbed copies of the base at {s.policy_scale} / {s.ref_scale} x mean|w|; old log-probs: the base, or the policy itself (on-policy, as every step with num_iterations = 1))")
+    print(f"  advantages on the same rewards ({a['groups_with_spread']} of {a['groups']} groups with spread): "
+          f"max |A_trl - A_ours| = {a['max_abs_diff']:.4f}, median A_trl / A_ours = {a['median_ratio_trl_over_ours']:.4f} "
+          f"(sqrt((G-1)/G) = {a['sqrt((G-1)/G)']:.4f}: TRL's std is Bessel-corrected); both losses below get A_ours")
+    print(f"  {'loss_type':>9} {'beta':>6} {'bias_kl':>7} {'old':>6} {'clip':>6} {'loss ours':>13} {'loss TRL':>13} "
+          f"{'|dL|':>9} {'rel dL':>9} {'|g| ours':>9} {'max|dg|':>9} {'rel |dg|':>9}")
+    for c in rep["cases"]:
+        print(f"  {c['loss_type']:>9} {c['beta']:>6g} {str(c['use_bias_correction_kl']):>7} "
+              f"{'policy' if c['on_policy'] else 'base':>6} {c['clip_fraction']:6.3f} "
+              f"{c['loss_ours']:13.8f} {c['loss_trl']:13.8f} {c['loss_abs_diff']:9.2e} {c['loss_rel_diff']:9.2e} "
+              f"{c['grad_norm_ours']:9.3e} {c['grad_max_abs_diff']:9.2e} {c['grad_rel_diff']:9.2e}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="runs/base-default", help="model directory (save_pretrained format)")
+    parser.add_argument("--config", default="configs/tiny-countdown-grpo.toml", help="GRPO training config (TOML)")
+    parser.add_argument("--batch", type=int, help="prompts per step (default: the config's batch_size)")
+    parser.add_argument("--max-new-tokens", type=int, help="default: the config's max_completion_length")
+    parser.add_argument("--loss-type", choices=["grpo", "bnpo"], help="default: the config's grpo.loss_type")
+    parser.add_argument("--repeats", type=int, default=5, help="timed steps of each trainer (after one warm-up)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-steps", action="store_true", help="only part 2 (loss on an identical batch)")
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--worker", choices=["ours", "trl"], help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--settings", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        (worker_ours if args.worker == "ours" else worker_trl)(Settings(**json.loads(args.settings)), args.steps)
+        return 0
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+    if not (Path(args.model) / "config.json").is_file():
+        raise ValueError(f"--model {args.model}: not a model directory (no config.json)")
+    if not Path(args.config).is_file():
+        raise ValueError(f"--config: no such file {args.config}")
+    import trl
+
+    s = settings_from(args)
+    print(f"model {s.model}; TRL {trl.__version__}; memory: peak resident set size (ru_maxrss) of each process")
+    results: dict = {"settings": asdict(s), "trl_version": trl.__version__}
+    if not args.skip_steps:
+        results["steps"] = bench_steps(s, args.repeats)
+        print_steps(s, results["steps"])
+    cases = [(lt, s.beta if beta is None else beta, bias, on) for lt, beta, bias, on in CASES]
+    results["loss"] = compare_losses(s, cases)
+    print_losses(s, results["loss"])
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
