@@ -1,9 +1,11 @@
 """The training configuration: one dataclass, filled from defaults < a TOML file < command-line flags.
 
 Top-level keys are shared by every algorithm; the `[es]` and `[grpo]` tables hold the settings of
-each algorithm (`ESConfig` at the top of llm/es.py, `GRPOConfig` at the top of llm/grpo.py). A flag
-has the key's name: `--steps 40`, `--es.sigma 1e-3`, `--grpo.beta 0.0`. A key or flag that does not
-exist is an error; so is a value of the wrong type or outside its range.
+each algorithm (`ESConfig` at the top of llm/es.py, `GRPOConfig` at the top of llm/grpo.py), and
+`[population]` how ES evaluates its members (`PopulationConfig` in llm/population_es.py: one
+population-batched generate, low-rank noise). A flag has the key's name: `--steps 40`,
+`--es.sigma 1e-3`, `--grpo.beta 0.0`, `--population.batched true`, `--workers 2`. A key or flag that
+does not exist is an error; so is a value of the wrong type or outside its range.
 """
 from __future__ import annotations
 
@@ -16,13 +18,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from llm.distributed import DistributedConfig
 from llm.es import ESConfig
 from llm.grpo import GRPOConfig
+from llm.population_es import PopulationConfig
 
 ALGOS = ("es", "grpo", "es-grpo", "grpo-es")
 BUDGETS = ("flops", "responses")
 ENGINES = ("hf", "vllm")
 DTYPES = ("float32", "bfloat16", "float16")
+SECTIONS = ("es", "grpo", "population")
 
 
 @dataclass
@@ -57,8 +62,11 @@ class TrainConfig:
     heldout_task: str = "arithmetic"  # forgetting: evaluated before and after ("" to skip)
     heldout_problems: int = 64
     threshold_keep: tuple[float, ...] = (5.0, 22.0, 50.0)  # % of update entries kept in thresholded checkpoints
+    workers: int = 1                 # ES: Ray actors sharing the population (1: no Ray)
+    ray_address: str = ""            # ES: a Ray cluster ("host:port", "ray://host:port", "auto"); "": local
     es: ESConfig = field(default_factory=ESConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    population: PopulationConfig = field(default_factory=PopulationConfig)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -88,8 +96,26 @@ class TrainConfig:
             raise ValueError(f"eval_ks must be integers in [1, eval_samples={self.eval_samples}], got {self.eval_ks}")
         if any(not 0 < q <= 100 for q in self.threshold_keep):
             raise ValueError(f"threshold_keep must hold percentages in (0, 100], got {self.threshold_keep}")
+        _int_at_least("workers", self.workers, 1)
+        if not isinstance(self.ray_address, str):
+            raise ValueError(f"ray_address must be a string, got {self.ray_address!r}")
         self.es.validate()
         self.grpo.validate()
+        self.population.validate()
+        dist = self.distributed()
+        if dist is not None:
+            dist.validate(self.es.population_size)
+        elif self.population.batched and self.engine != "hf":
+            raise ValueError("population.batched needs engine = 'hf' (one batched forward for all members); "
+                             "set population.batched = false to evaluate members one by one on vLLM")
+
+    def distributed(self) -> DistributedConfig | None:
+        """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with
+        `threads` torch threads on as many Ray CPUs; None when ES runs in this process."""
+        if self.workers == 1 and not self.ray_address:
+            return None
+        return DistributedConfig(workers=self.workers, address=self.ray_address, cpus_per_worker=float(self.threads),
+                                 threads_per_worker=self.threads)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -97,7 +123,10 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> "TrainConfig":
         """Build from nested dicts (TOML tables / config.json); unknown keys raise ValueError."""
-        kwargs = _known(cls, data, source, sections=("es", "grpo"))
+        kwargs = _known(cls, data, source, sections=SECTIONS)
+        if "population" in data:
+            kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
+                                                             f"{source}: [population]"))
         if "es" in data:
             kwargs["es"] = ESConfig(**_known(ESConfig, _table(data["es"], f"{source}: es"), f"{source}: [es]"))
         if "grpo" in data:
@@ -184,9 +213,9 @@ def _parse_flag(text: str, typ: str) -> Any:
 
 
 def _setting_fields() -> list[tuple[str, Any]]:
-    """(flag name, field) of every setting: `steps`, ..., `es.sigma`, ..., `grpo.beta`, ..."""
-    return [(prefix + f.name, f) for prefix, cls in (("", TrainConfig), ("es.", ESConfig), ("grpo.", GRPOConfig))
-            for f in fields(cls) if f.name not in ("es", "grpo")]
+    """(flag name, field) of every setting: `steps`, ..., `es.sigma`, ..., `grpo.beta`, ..., `population.batched`"""
+    tables = (("", TrainConfig), ("es.", ESConfig), ("grpo.", GRPOConfig), ("population.", PopulationConfig))
+    return [(prefix + f.name, f) for prefix, cls in tables for f in fields(cls) if f.name not in SECTIONS]
 
 
 def setting_flags(args: argparse.Namespace) -> dict[str, Any]:

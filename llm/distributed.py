@@ -76,6 +76,16 @@ def check_address(address: str, timeout_s: float = 5.0) -> None:
         raise ValueError(f"ray address {address!r}: no Ray cluster reachable ({err})") from None
 
 
+def check_distributed(cfg: ESConfig, dist: DistributedConfig):
+    """Every check distributed ES makes before it starts (settings, Ray importable, cluster reachable); returns ray."""
+    if cfg.inplace_bf16:
+        raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
+    dist.validate(cfg.population_size)
+    ray = import_ray()
+    check_address(dist.address)
+    return ray
+
+
 def weight_hash(weights: dict[str, torch.Tensor]) -> str:
     """SHA-256 of fp32 weights, by name in sorted order."""
     h = hashlib.sha256()
@@ -120,12 +130,8 @@ class DistributedES(PopulationES):
                  distributed: DistributedConfig | None = None, weights: dict[str, torch.Tensor] | None = None):
         """weights: the full center the actors start from (default: the driver engine's HF parameters)."""
         self.dist = distributed if distributed is not None else DistributedConfig()
-        self.dist.validate(cfg.population_size)
         population = population if population is not None else PopulationConfig()
-        if cfg.inplace_bf16:
-            raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
-        ray = import_ray()
-        check_address(self.dist.address)
+        ray = check_distributed(cfg, self.dist)
         # the driver's replica only applies updates: its own member evaluation (and engine kind) is unused
         super().__init__(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed,
                          population=replace(population, batched=False))

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class PopulationConfig:
-    batched: bool = True      # all members in one batched generate (HF engine); False: member by member
+    batched: bool = False     # all members in one batched generate (HF engine); False: member by member
     noise_rank: int = 0       # 0: full-rank noise; r > 0: low-rank E = A B^T / sqrt(r) for weight matrices
     max_rows: int = 4096      # rows per batched forward (whole members per block)
     factored: bool = True     # low rank, batched: x W^T + (x B) A^T; False: stacked W_m (more memory)
@@ -173,11 +173,9 @@ def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, populat
             raise ValueError("population.batched cannot reproduce es.inplace_bf16; turn one of them off")
         check_supported(model, names)
     if distributed is not None and (distributed.workers > 1 or distributed.address):
-        from llm.distributed import check_address, import_ray
+        from llm.distributed import check_distributed
 
-        distributed.validate(cfg.population_size)
-        import_ray()
-        check_address(distributed.address)
+        check_distributed(cfg, distributed)
 
 
 def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master: dict[str, torch.Tensor] | None, *,

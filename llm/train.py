@@ -33,9 +33,11 @@ from tqdm import tqdm
 
 from llm import drift, schedules
 from llm.config import TrainConfig, load_config
+from llm.distributed import DistributedES
 from llm.es import ES, select_parameters
 from llm.grpo import GRPO
 from llm.population import measure_population
+from llm.population_es import check_setup, make_es
 from llm.rollout import NonFiniteError, derive_seed, rollout
 from llm.tasks import get_task
 from llm.tasks.base import Task
@@ -143,11 +145,18 @@ class Run:
         self.hf_model.train(False)
         self.all_names = [n for n, _ in self.hf_model.named_parameters()]
         self.es_names = select_parameters(self.hf_model.named_parameters(), cfg.es.param_pattern)
+        if any(p.algo == "es" for p in self.phases):  # population / Ray settings fail here, before any work
+            check_setup(self.hf_model, self.es_names, cfg.es, cfg.population, cfg.distributed())
         self.base = drift.SavedWeights(cfg.model)  # theta_0, read tensor by tensor when needed
         self.pool = self.task.problems("train", cfg.train_pool, seed=cfg.seed)
         self.probe = self.task.problems("test", cfg.probe_prompts, seed=PROBE_PROBLEM_SEED)
         self.trainer: ES | GRPO | None = None
         self.trainer_phase: schedules.Phase | None = None
+
+    def close_trainer(self) -> None:
+        """Stop the Ray actors of a distributed ES phase (nothing to release otherwise)."""
+        if isinstance(self.trainer, DistributedES):
+            self.trainer.close()
 
     # -- weights ---------------------------------------------------------------------------
     def encode(self, prompt: str) -> list[int]:
@@ -178,11 +187,13 @@ class Run:
         from transformers import AutoModelForCausalLM
 
         cfg = self.cfg
+        self.close_trainer()
         self.set_weights(weights)
         if phase.algo == "es":
             master = None if cfg.es.inplace_bf16 else {n: weights[n].float().clone() for n in self.es_names}
-            self.trainer = ES(cfg.es, self.engine, self.task, self.es_names, master,
-                              max_new_tokens=cfg.max_completion_length, seed=cfg.seed)
+            self.trainer = make_es(cfg.es, self.engine, self.task, self.es_names, master,
+                                   max_new_tokens=cfg.max_completion_length, seed=cfg.seed, population=cfg.population,
+                                   distributed=cfg.distributed(), model_dir=cfg.model, weights=weights)
         else:
             reference = None
             if cfg.grpo.beta > 0:  # frozen: the weights this GRPO phase started from
@@ -370,6 +381,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
         raise NonFiniteError(f"{err}; last good checkpoint: {kept if kept is not None else 'none'}") from None
     finally:
         bar.close()
+        run.close_trainer()
     _final_stage(run)
     return out
 

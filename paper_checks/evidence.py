@@ -3,7 +3,8 @@
 A run's variant is derived from its saved config, so a report never depends on directory names:
 `es`, `grpo`, `es-grpo`, `grpo-es`, and ES variants with tags, e.g. `es[sampled]` (member rollouts
 sampled at a temperature), `es[no-zscore]`, `es[two-point]`, `es[null]` (random z), `es[bf16]`
-(the paper code's in-place bf16 perturbation). The population-size sweep is told apart by the
+(the paper code's in-place bf16 perturbation), `es[rank-4]` (low-rank noise). Evaluating the
+population in one batched generate or on Ray workers gives the same run, so it is no tag. The population-size sweep is told apart by the
 model and N, which are kept beside the variant.
 """
 from __future__ import annotations
@@ -26,6 +27,9 @@ def variant(config: dict) -> str:
     algo = config.get("algo", "unknown")
     es = config.get("es", {})
     tags = [tag for key, test, tag in ES_TAGS if key in es and test(es[key])] if "es" in algo else []
+    rank = config.get("population", {}).get("noise_rank", 0)
+    if "es" in algo and rank:
+        tags.append(f"rank-{rank}")
     return f"{algo}[{','.join(tags)}]" if tags else algo
 
 

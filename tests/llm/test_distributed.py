@@ -14,6 +14,7 @@ from llm.tasks import get_task
 from llm.tasks.base import Task
 
 pytestmark = pytest.mark.ray
+BATCHED = PopulationConfig(batched=True)  # each actor evaluates its members in one batched generate
 pytest.importorskip("ray")
 STEPS = 2
 
@@ -65,7 +66,7 @@ def ray_local():
 @pytest.fixture(scope="module")
 def single_process(tiny_model_dir):
     cfg, engine, task, names, master = _parts(tiny_model_dir)
-    es = PopulationES(cfg, engine, task, names, master, max_new_tokens=10, seed=3)
+    es = PopulationES(cfg, engine, task, names, master, max_new_tokens=10, seed=3, population=BATCHED)
     steps = [es.step(_problems(), s) for s in range(STEPS)]
     return steps, es.center_weights()
 
@@ -77,7 +78,7 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
     assert np.ptp(ref_steps[0].rewards) > 0  # the run really moves the weights
     cfg, engine, task, names, master = _parts(tiny_model_dir)
     dist = DistributedES(cfg, engine, task, names, master, max_new_tokens=10, seed=3, model_dir=tiny_model_dir,
-                         distributed=DistributedConfig(workers=2))
+                         population=BATCHED, distributed=DistributedConfig(workers=2))
     try:
         assert dist.member_blocks() == {0: [0, 1], 1: [2, 3]}
         steps = [dist.step(_problems(), 0)]

@@ -225,7 +225,7 @@ def test_make_es_picks_the_trainer_and_check_setup_fails_early(tiny_model_dir):
     kw = dict(max_new_tokens=4, seed=0)
     assert type(make_es(cfg, engine, DigitShare(), names, master, **kw)) is ES
     assert type(make_es(cfg, engine, DigitShare(), names, master, population=PopulationConfig(batched=False), **kw)) is ES
-    assert type(make_es(cfg, engine, DigitShare(), names, master, population=PopulationConfig(), **kw)) is PopulationES
+    assert type(make_es(cfg, engine, DigitShare(), names, master, population=PopulationConfig(batched=True), **kw)) is PopulationES
     check_setup(engine.model, names, cfg, PopulationConfig(noise_rank=4), DistributedConfig(workers=3))
     with pytest.raises(ValueError, match="divisible by workers"):
         check_setup(engine.model, names, cfg, PopulationConfig(), DistributedConfig(workers=4))

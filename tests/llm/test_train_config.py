@@ -16,9 +16,11 @@ def _parse(argv):
 def test_flags_override_the_config_file(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text('algo = "grpo"\nmodel = "m"\nout = "o"\nsteps = 7\n[es]\nsigma = 0.002\n[grpo]\nbeta = 0.0\nnum_generations = 4\n')
-    cfg = _parse(["--config", str(path), "--steps", "9", "--es.antithetic", "true", "--eval_ks", "1,4"])
+    cfg = _parse(["--config", str(path), "--steps", "9", "--es.antithetic", "true", "--eval_ks", "1,4",
+                  "--population.noise_rank", "4", "--workers", "2"])
     assert (cfg.algo, cfg.steps, cfg.es.sigma, cfg.es.antithetic, cfg.grpo.beta, cfg.grpo.num_generations, cfg.eval_ks) == \
         ("grpo", 9, 0.002, True, 0.0, 4, (1, 4))
+    assert (cfg.population.noise_rank, cfg.population.batched, cfg.workers) == (4, False, 2)
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg  # what config.json saves reads back the same
 
 
@@ -27,7 +29,12 @@ def test_flags_override_the_config_file(tmp_path):
     ('model = "m"\nout = "o"\n[es]\nsigmaa = 1.0\n', "unknown setting 'sigmaa'"),
     ('model = "m"\nout = "o"\nsteps = "ten"\n', "steps must be an integer"),
     ('model = "m"\nout = "o"\nalgo = "ppo"\n', "algo must be one of"),
-    ('model = "m"\nout = "o"\nalgo = "es-grpo"\nsteps = 10\nswitch_step = 10\n', "switch_step")])
+    ('model = "m"\nout = "o"\nalgo = "es-grpo"\nsteps = 10\nswitch_step = 10\n', "switch_step"),
+    ('model = "m"\nout = "o"\nworkers = 3\n[es]\npopulation_size = 8\n', r"population_size \(8\) must be divisible by workers \(3\)"),
+    ('model = "m"\nout = "o"\nworkers = 0\n', "workers must be an integer >= 1"),
+    ('model = "m"\nout = "o"\nengine = "vllm"\n[population]\nbatched = true\n', "population.batched needs engine = 'hf'"),
+    ('model = "m"\nout = "o"\n[population]\nnoise_rank = -1\n', "noise_rank must be an integer >= 0"),
+    ('model = "m"\nout = "o"\n[population]\nrank = 4\n', "unknown setting 'rank'")])
 def test_bad_config_files_are_errors(tmp_path, text, match):
     path = tmp_path / "bad.toml"
     path.write_text(text)

@@ -135,6 +135,33 @@ def test_schedule_switches_algorithm_and_resumes_inside_grpo(tiny_model_dir, tmp
     _same(_outputs(reference), _outputs(tmp_path / "cut"))
 
 
+@pytest.mark.ray
+def test_batched_population_and_ray_workers_train_the_member_by_member_weights(tiny_model_dir, tmp_path):
+    """Greedy members: one population-batched generate (logits within 1e-5 of the perturbed model's) and
+    two Ray actors (each replica applies the update from the seeds and z) reproduce the member-by-member run."""
+    es = {"member_temperature": 0.0, "member_samples": 1}
+    ways = {"member": {}, "batched": {"population": {"batched": True}}, "ray": {"workers": 2}}
+    for name, over in ways.items():
+        _run(_cfg(tiny_model_dir, tmp_path / name, "es", es=es, steps=2, **over))
+    runs = {name: _outputs(tmp_path / name) for name in ways}
+    rewards = [r["es_rewards"] for r in runs["member"][0]]
+    assert any(len(set(r)) > 1 for r in rewards), "members that all score the same would test nothing"
+    for name in ("batched", "ray"):
+        assert [r["es_rewards"] for r in runs[name][0]] == rewards, name
+        assert all(torch.equal(runs["member"][1][n], runs[name][1][n]) for n in runs["member"][1]), name
+
+
+@pytest.mark.parametrize("over, match", [
+    ({"population": {"noise_rank": 64}}, "noise_rank 64 is larger than"),
+    ({"ray_address": "127.0.0.1:9"}, "no Ray cluster reachable"),
+    ({"population": {"batched": True}, "es": {"inplace_bf16": True}}, "inplace_bf16")])
+def test_bad_population_settings_fail_before_any_work(tiny_model_dir, tmp_path, over, match):
+    es = over.pop("es", None)
+    with pytest.raises(ValueError, match=match):
+        train(_cfg(tiny_model_dir, tmp_path / "bad", "es", es=es, **over), show_progress=False)
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+
+
 class NaNReward(Task):
     name = "nan-reward"
 

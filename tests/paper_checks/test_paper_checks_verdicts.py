@@ -57,6 +57,8 @@ def test_variant_names_follow_the_es_options():
     assert variant({"algo": "es", "es": {"member_temperature": 0.0}}) == "es"
     assert variant({"algo": "es", "es": {"member_temperature": 0.7, "null_control": True}}) == "es[sampled,null]"
     assert variant({"algo": "grpo", "es": {"null_control": True}}) == "grpo"
+    assert variant({"algo": "es", "es": {}, "population": {"noise_rank": 4, "batched": True}}) == "es[rank-4]"
+    assert variant({"algo": "es", "es": {}, "population": {"noise_rank": 0, "batched": True}, "workers": 2}) == "es"
 
 
 def test_claims_hold_when_the_runs_show_them(tmp_path, p_base):
