@@ -1,7 +1,7 @@
 """Our GRPO against TRL's GRPOTrainer on the same model, prompts and settings, side by side in one run.
 
     python benchmarks/bench_trl_grpo.py [--model runs/base-default] [--config configs/tiny-countdown-grpo.toml]
-                                        [--repeats 5] [--threads 1]
+                                        [--repeats 5] [--threads 1] [--out bench_out]
 
 Needs `trl` (pip install trl==1.16.0; it brings accelerate, datasets, pandas). Nothing is downloaded:
 TRL gets the local model directory, an in-memory datasets.Dataset of Countdown prompts and our
@@ -26,7 +26,9 @@ use_bias_correction_kl True -> False, gradient_checkpointing True -> False, lr_s
 linear -> constant, shuffle_dataset True -> False, beta 0.0 -> ours, scale_rewards "group" (same),
 importance_sampling_level "token" (same), mask_truncated_completions False (same), epsilon_high =
 epsilon. Not mappable: TRL's group std is Bessel-corrected (ddof 1), ours the population std
-(ddof 0, as the paper states); part 2 feeds both the same advantages and prints that difference.
+(ddof 0, as the paper states): part 2 runs TRL's own generate-and-score path on the batch and
+prints its advantages against ours on the same rewards, then feeds both losses our advantages.
+Writes trl_grpo_bench.json and trl_grpo_bench.png to --out.
 """
 from __future__ import annotations
 
@@ -105,14 +107,19 @@ def trl_config(s: Settings, out_dir: str, *, loss_type: str | None = None, beta:
         use_bias_correction_kl=bias_correction_kl, gradient_checkpointing=False, shuffle_dataset=False)
 
 
-def trl_trainer(s: Settings, model, task, problems, out_dir: str, callbacks=(), **config):
-    """GRPOTrainer on an in-memory dataset of the problems' prompts, rewarded by our verifier."""
+def trl_trainer(s: Settings, model, task, problems, out_dir: str, callbacks=(), rewards_seen: list | None = None,
+                **config):
+    """GRPOTrainer on an in-memory dataset of the problems' prompts, rewarded by our verifier
+    (whose rewards are also appended to rewards_seen when given)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
     def countdown_reward(prompts, completions, problem, **_):
-        return [task.score(problems[i], c) for i, c in zip(problem, completions)]
+        rewards = [task.score(problems[i], c) for i, c in zip(problem, completions)]
+        if rewards_seen is not None:
+            rewards_seen.extend(rewards)
+        return rewards
 
     dataset = Dataset.from_dict({"prompt": [p.prompt for p in problems], "problem": list(range(len(problems)))})
     return GRPOTrainer(model=model, reward_funcs=countdown_reward, train_dataset=dataset,
@@ -277,13 +284,25 @@ def identical_batch(s: Settings):
     return task, problems, out, {"seq": seq, "attention": attention, "mask": mask, "old": old, "ref": ref}, trl
 
 
-def trl_advantages(rewards):
-    """TRL 1.16's group advantages ("sum_then_normalize", scale_rewards="group"): (r - mean) / (std_ddof1 + 1e-4)."""
-    import torch
-    from trl.trainer.utils import nanstd
+def compare_advantages(s: Settings, task, problems) -> dict:
+    """TRL's advantages from its own generate-and-score path on one batch, against group_advantages of the same rewards."""
+    import numpy as np
 
-    r = torch.tensor(rewards, dtype=torch.float32)
-    return ((r - r.mean(1, keepdim=True)) / (nanstd(r, dim=1, keepdim=True) + 1e-4)).numpy()
+    from llm.grpo import group_advantages
+
+    seen: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = trl_trainer(s, perturbed(s.model, 0.0, s.seed), task, problems, tmp, rewards_seen=seen)
+        trainer.model.train(False)
+        rows = [{"prompt": p.prompt, "problem": i} for i, p in enumerate(problems) for _ in range(s.num_generations)]
+        adv_trl = trainer._generate_and_score_completions(rows)["advantages"].numpy().reshape(-1, s.num_generations)
+    rewards = np.array(seen).reshape(-1, s.num_generations)
+    adv_ours = group_advantages(rewards, scale=True)
+    nonzero = adv_ours != 0
+    return {"groups_with_spread": int((rewards.std(axis=1) > 0).sum()), "groups": len(problems),
+            "max_abs_diff": float(np.abs(adv_trl - adv_ours).max()),
+            "median_ratio_trl_over_ours": float(np.median(adv_trl[nonzero] / adv_ours[nonzero])) if nonzero.any() else None,
+            "sqrt((G-1)/G)": float(np.sqrt((s.num_generations - 1) / s.num_generations))}
 
 
 def gradients(model) -> dict:
@@ -291,60 +310,60 @@ def gradients(model) -> dict:
 
 
 def compare_losses(s: Settings, cases) -> dict:
-    import numpy as np
+    """Advantages of both on the same rewards; then, per case, both losses and gradients on the identical batch."""
     import torch
 
-    from llm.grpo import GRPOConfig, group_advantages, grpo_loss
-    from llm.rollout import completion_logprobs
+    from llm.grpo import group_advantages
 
     torch.set_num_threads(s.threads)
     task, problems, out, ours_batch, trl_inputs = identical_batch(s)
-    adv_ours = group_advantages(out.rewards, scale=True)
-    adv_trl = trl_advantages(out.rewards)
-    spread = out.rewards.std(axis=1) > 0
-    adv = torch.tensor(adv_ours.reshape(-1), dtype=torch.float32)
-    trl_inputs["advantages"] = adv.clone()
+    adv = torch.tensor(group_advantages(out.rewards, scale=True).reshape(-1), dtype=torch.float32)
+    return {"advantages": compare_advantages(s, task, problems),
+            "completion_tokens": int(ours_batch["mask"].sum()),
+            "cases": [loss_case(s, task, problems, ours_batch, trl_inputs, adv, *case) for case in cases]}
+
+
+def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, adv, loss_type: str, beta: float,
+              bias_kl: bool, on_policy: bool) -> dict:
+    """Our loss and TRL's (GRPOTrainer.compute_loss) on the identical batch with advantages adv, and their gradients.
+    bias_kl: TRL's use_bias_correction_kl; on_policy: old log-probs are the policy's own (else the base model's)."""
+    import torch
+
+    from llm.grpo import GRPOConfig, grpo_loss
+    from llm.rollout import completion_logprobs
+
     tmask = ours_batch["mask"][:, 1:]
-    nonzero = adv_ours != 0
-    report = {"advantages": {
-        "groups_with_spread": int(spread.sum()), "groups": len(problems),
-        "max_abs_diff": float(np.abs(adv_ours - adv_trl).max()),
-        "median_ratio_trl_over_ours": float(np.median(adv_trl[nonzero] / adv_ours[nonzero])) if nonzero.any() else None,
-        "sqrt((G-1)/G)": float(np.sqrt((s.num_generations - 1) / s.num_generations))},
-        "completion_tokens": int(tmask.sum()), "cases": []}
-    for loss_type, beta, bias_kl, on_policy in cases:
-        policy = perturbed(s.model, s.policy_scale, s.seed + 1)
-        cfg = GRPOConfig(num_generations=s.num_generations, learning_rate=s.learning_rate, beta=beta,
-                         epsilon=s.epsilon, loss_type=loss_type)
-        logp = completion_logprobs(policy, ours_batch["seq"], ours_batch["attention"], ours_batch["mask"], s.temperature)
-        old = logp.detach() if on_policy else ours_batch["old"]  # GRPO.step's old log-probs when num_iterations = 1
-        loss_ours, _, ratio = grpo_loss(logp, old, ours_batch["ref"], adv, tmask, cfg,
-                                        n_seq=len(adv), n_tok=float(tmask.sum()))
-        loss_ours.backward()
-        g_ours = gradients(policy)
-        with tempfile.TemporaryDirectory() as tmp:
-            trainer = trl_trainer(s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems, tmp,
-                                  loss_type=loss_type, beta=beta, bias_correction_kl=bias_kl)
-            # eval mode: normalizer 1, as in training with gradient_accumulation_steps = 1 (the attribute TRL reads
-            # in train mode exists only inside Trainer.train); no dropout, as GRPO.step
-            trainer.model.train(False)
-            inputs = {k: v for k, v in trl_inputs.items() if not (on_policy and k == "old_per_token_logps")}
-            loss_trl = trainer.compute_loss(trainer.model, inputs)  # without old log-probs: TRL's on-policy path
-            loss_trl.backward()
-            g_trl = gradients(trainer.model)
-        names = sorted(g_ours)
-        if names != sorted(g_trl):
-            raise RuntimeError(f"gradients cover different parameters: {set(names) ^ set(g_trl)}")
-        diff = torch.cat([(g_trl[n] - g_ours[n]).flatten() for n in names])
-        ref_norm = torch.cat([g_ours[n].flatten() for n in names]).norm()
-        lo, lt = float(loss_ours.detach()), float(loss_trl.detach())
-        report["cases"].append({
-            "loss_type": loss_type, "beta": beta, "use_bias_correction_kl": bias_kl, "on_policy": on_policy,
+    policy = perturbed(s.model, s.policy_scale, s.seed + 1)
+    cfg = GRPOConfig(num_generations=s.num_generations, learning_rate=s.learning_rate, beta=beta,
+                     epsilon=s.epsilon, loss_type=loss_type)
+    logp = completion_logprobs(policy, ours_batch["seq"], ours_batch["attention"], ours_batch["mask"], s.temperature)
+    old = logp.detach() if on_policy else ours_batch["old"]  # GRPO.step's old log-probs when num_iterations = 1
+    loss_ours, _, ratio = grpo_loss(logp, old, ours_batch["ref"], adv, tmask, cfg,
+                                    n_seq=len(adv), n_tok=float(tmask.sum()))
+    loss_ours.backward()
+    g_ours = gradients(policy)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = trl_trainer(s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems, tmp,
+                              loss_type=loss_type, beta=beta, bias_correction_kl=bias_kl)
+        # eval mode: normalizer 1, as in training with gradient_accumulation_steps = 1 (the attribute TRL reads
+        # in train mode exists only inside Trainer.train); no dropout, as GRPO.step
+        trainer.model.train(False)
+        inputs = {k: v for k, v in trl_inputs.items() if not (on_policy and k == "old_per_token_logps")}
+        inputs["advantages"] = adv.clone()
+        loss_trl = trainer.compute_loss(trainer.model, inputs)  # without old log-probs: TRL's on-policy path
+        loss_trl.backward()
+        g_trl = gradients(trainer.model)
+    names = sorted(g_ours)
+    if names != sorted(g_trl):
+        raise RuntimeError(f"gradients cover different parameters: {set(names) ^ set(g_trl)}")
+    diff = torch.cat([(g_trl[n] - g_ours[n]).flatten() for n in names])
+    ref_norm = torch.cat([g_ours[n].flatten() for n in names]).norm()
+    lo, lt = float(loss_ours.detach()), float(loss_trl.detach())
+    return {"loss_type": loss_type, "beta": beta, "use_bias_correction_kl": bias_kl, "on_policy": on_policy,
             "loss_ours": lo, "loss_trl": lt, "loss_abs_diff": abs(lt - lo), "loss_rel_diff": abs(lt - lo) / max(abs(lo), 1e-30),
             "grad_norm_ours": float(ref_norm), "grad_max_abs_diff": float(diff.abs().max()),
             "grad_rel_diff": float(diff.norm() / ref_norm),
-            "clip_fraction": float((((ratio - 1).abs() > s.epsilon).float() * tmask).sum() / tmask.sum())})
-    return report
+            "clip_fraction": float((((ratio - 1).abs() > s.epsilon).float() * tmask).sum() / tmask.sum())}
 
 
 # ----------------------------------------------------------------------------- main
@@ -395,9 +414,10 @@ def print_losses(s: Settings, rep: dict) -> None:
     a = rep["advantages"]
     print(f"\n2. loss on an identical batch ({rep['completion_tokens']} completion tokens; policy and reference "
           f"perturbed copies of the base at {s.policy_scale} / {s.ref_scale} x mean|w|; old log-probs: the base, or the policy itself (on-policy, as every step with num_iterations = 1))")
-    print(f"  advantages on the same rewards ({a['groups_with_spread']} of {a['groups']} groups with spread): "
+    print(f"  advantages: TRL's own generate-and-score on the batch against our group_advantages of the same rewards "
+          f"({a['groups_with_spread']} of {a['groups']} groups with spread): "
           f"max |A_trl - A_ours| = {a['max_abs_diff']:.4f}, median A_trl / A_ours = {a['median_ratio_trl_over_ours']:.4f} "
-          f"(sqrt((G-1)/G) = {a['sqrt((G-1)/G)']:.4f}: TRL's std is Bessel-corrected); both losses below get A_ours")
+          f"(sqrt((G-1)/G) = {a['sqrt((G-1)/G)']:.4f}: TRL's std is Bessel-corrected); both losses below get our advantages")
     print(f"  {'loss_type':>9} {'beta':>6} {'bias_kl':>7} {'old':>6} {'clip':>6} {'loss ours':>13} {'loss TRL':>13} "
           f"{'|dL|':>9} {'rel dL':>9} {'|g| ours':>9} {'max|dg|':>9} {'rel |dg|':>9}")
     for c in rep["cases"]:
@@ -405,6 +425,46 @@ def print_losses(s: Settings, rep: dict) -> None:
               f"{'policy' if c['on_policy'] else 'base':>6} {c['clip_fraction']:6.3f} "
               f"{c['loss_ours']:13.8f} {c['loss_trl']:13.8f} {c['loss_abs_diff']:9.2e} {c['loss_rel_diff']:9.2e} "
               f"{c['grad_norm_ours']:9.3e} {c['grad_max_abs_diff']:9.2e} {c['grad_rel_diff']:9.2e}")
+
+
+def plot(results: dict, path: Path) -> None:
+    """Step times and peak memory of both trainers (when measured), and the loss/gradient differences per case."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = results.get("steps")
+    fig, axes = plt.subplots(1, 3 if steps else 1, figsize=(15 if steps else 6, 4), squeeze=False)
+    axes = axes[0]
+    if steps:
+        for x, k in enumerate(("ours", "trl")):
+            secs = [r["seconds"] for r in steps[k]["steps"]]
+            axes[0].scatter([x] * len(secs), secs, alpha=0.6)
+            axes[0].hlines(statistics.median(secs), x - 0.25, x + 0.25, color="k")
+            axes[1].bar(x, steps[k]["baseline_mb"], color="0.7", label="after imports" if x == 0 else None)
+            axes[1].bar(x, steps[k]["peak_mb"] - steps[k]["baseline_mb"], bottom=steps[k]["baseline_mb"],
+                        color=f"C{x}", label="training above that" if x == 0 else None)
+        for ax, label in ((axes[0], "seconds per optimizer step (line: median)"), (axes[1], "peak RSS (MB)")):
+            ax.set_xticks([0, 1], ["ours", "TRL GRPOTrainer"])
+            ax.set_ylabel(label)
+        axes[0].set_ylim(bottom=0)
+        axes[1].legend()
+    cases = results["loss"]["cases"]
+    names = [f"{c['loss_type']} b={c['beta']:g}\n{'biasKL ' if c['use_bias_correction_kl'] else ''}"
+             f"{'on-policy' if c['on_policy'] else 'old=base'}" for c in cases]
+    x = range(len(cases))
+    ax = axes[-1]
+    ax.bar([i - 0.2 for i in x], [max(c["loss_rel_diff"], 1e-12) for c in cases], 0.4, label="loss")
+    ax.bar([i + 0.2 for i in x], [max(c["grad_rel_diff"], 1e-12) for c in cases], 0.4, label="gradient")
+    ax.set_yscale("log")
+    ax.set_xticks(list(x), names, fontsize=7)
+    ax.set_ylabel("relative difference TRL vs ours")
+    ax.set_title("identical batch")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main(argv=None) -> int:
@@ -418,7 +478,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-steps", action="store_true", help="only part 2 (loss on an identical batch)")
-    parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--out", default="bench_out", help="folder for trl_grpo_bench.json and trl_grpo_bench.png")
     parser.add_argument("--worker", choices=["ours", "trl"], help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--settings", help=argparse.SUPPRESS)
@@ -443,8 +503,11 @@ def main(argv=None) -> int:
     cases = [(lt, s.beta if beta is None else beta, bias, on) for lt, beta, bias, on in CASES]
     results["loss"] = compare_losses(s, cases)
     print_losses(s, results["loss"])
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "trl_grpo_bench.json").write_text(json.dumps(results, indent=1))
+    plot(results, out / "trl_grpo_bench.png")
+    print(f"wrote {out / 'trl_grpo_bench.json'} and {out / 'trl_grpo_bench.png'}")
     return 0
 
 
