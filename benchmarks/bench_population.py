@@ -6,7 +6,8 @@
 For each model and population size N, one ES iteration (greedy members, B prompts each, T new tokens) is
 timed in four ways, interleaved repeat by repeat so that they share the machine's load:
 
-    limit         plain batched generation of the same N x B sequences in one call, shared center weights
+    limit         plain batched generation of the same N x B sequences in one call, shared center weights,
+                  and the verifier's scoring of them (work every ES iteration has too)
     member        member by member: the trainer's ES.step (write member, generate, restore; then update)
     batched-full  PopulationES.step, full-rank noise, all members in one batched generate
     batched-lowr  PopulationES.step, low-rank noise (rank r), all members in one batched generate,
@@ -33,6 +34,7 @@ from llm.engines.hf import HFEngine
 from llm.es import ES, ESConfig, select_parameters
 from llm.population_es import PopulationConfig, PopulationES, iteration_seeds
 from llm.population_forward import PopulationWeights, generate_population
+from llm.rollout import rollout
 from llm.tasks import get_task
 
 VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-stacked")
@@ -49,7 +51,7 @@ def random_init_model(preset: str, out: Path) -> Path:
     return out
 
 
-def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args, factored: bool = True) -> ES:
+def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args, layout: str = "factored") -> ES:
     """ES (batched None: the trainer's own class) or PopulationES on a fresh engine, fp32 master."""
     engine = HFEngine(model_dir, max_batch_size=max(256, n * args.prompts))
     cfg = ESConfig(population_size=n, sigma=args.sigma, alpha=args.alpha, antithetic=args.antithetic)
@@ -60,7 +62,7 @@ def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args, facto
         return ES(cfg, engine, get_task("countdown"), names, master, **kw)
     return PopulationES(cfg, engine, get_task("countdown"), names, master,
                         population=PopulationConfig(batched=batched, noise_rank=rank, max_rows=n * args.prompts,
-                                                           factored=factored), **kw)
+                                                    lowrank_layout=layout), **kw)
 
 
 def greedy_mismatches(model_dir: str, n: int, rank: int, problems, args) -> tuple[int, int]:
@@ -81,11 +83,11 @@ def greedy_mismatches(model_dir: str, n: int, rank: int, problems, args) -> tupl
 
 
 def bench_one(model_dir: str, n: int, problems, args) -> dict:
-    prompts = [p.prompt for p in problems]
+    task = get_task("countdown")
     runners = {"member": trainer(model_dir, n, None, 0, args),
                "batched-full": trainer(model_dir, n, True, 0, args),
                "batched-lowr": trainer(model_dir, n, True, args.rank, args),
-               "batched-lowr-stacked": trainer(model_dir, n, True, args.rank, args, factored=False)}
+               "batched-lowr-stacked": trainer(model_dir, n, True, args.rank, args, layout="stacked")}
     limit_engine = runners["member"].engine  # same weights as the center before the first update
     times = {v: [] for v in VARIANTS}
     weight = {v: [] for v in VARIANTS}
@@ -93,7 +95,7 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
         for v in VARIANTS:
             t0 = time.perf_counter()
             if v == "limit":
-                limit_engine.generate(prompts * n, n=1, temperature=0.0, max_new_tokens=args.tokens, seed=rep + 1)
+                rollout(limit_engine, task, problems * n, n=1, temperature=0.0, max_new_tokens=args.tokens, seed=rep + 1, step=rep + 1)
                 seconds, weight_seconds = time.perf_counter() - t0, 0.0
             else:
                 out = runners[v].step(problems, rep + 1)
@@ -104,7 +106,7 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
     med = {v: statistics.median(times[v]) for v in VARIANTS}
     gen = {v: statistics.median([t - w for t, w in zip(times[v], weight[v])]) for v in VARIANTS}
     share = {v: statistics.median([w / t for t, w in zip(times[v], weight[v])]) for v in VARIANTS if v != "limit"}
-    row = {"members": n, "rows": n * len(prompts), "seconds": med, "generation_seconds": gen, "es_overhead_share": share,
+    row = {"members": n, "rows": n * len(problems), "seconds": med, "generation_seconds": gen, "es_overhead_share": share,
            "gen_ratio_to_limit": {v: gen[v] / gen["limit"] for v in VARIANTS},
            "iteration_ratio_to_limit": {v: med[v] / med["limit"] for v in VARIANTS},
            "speedup_over_member": {v: med["member"] / med[v] for v in VARIANTS[2:]}}

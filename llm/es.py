@@ -93,7 +93,8 @@ def noise_chunks(seed: int, direction: int, name: str, numel: int, chunk: int) -
 
 def noise(seed: int, direction: int, name: str, shape: torch.Size, chunk: int = 1 << 20) -> torch.Tensor:
     """The whole eps tensor of one parameter (fp32)."""
-    return torch.cat(list(noise_chunks(seed, direction, name, math.prod(shape), chunk))).view(shape)
+    chunks = list(noise_chunks(seed, direction, name, math.prod(shape), chunk))
+    return (chunks[0] if len(chunks) == 1 else torch.cat(chunks)).view(shape)
 
 
 def member_direction(member: int, antithetic: bool) -> tuple[int, float]:
@@ -122,12 +123,13 @@ def direction_coefficients(z: np.ndarray, antithetic: bool) -> np.ndarray:
     return coef
 
 
-def combined_noise(it_seed: int, name: str, shape: torch.Size, coef: np.ndarray, chunk: int = 1 << 20) -> torch.Tensor:
-    """sum_d c_d eps_d for one parameter tensor (fp32), each eps_d regenerated from its seed."""
+def combined_noise(it_seed: int, name: str, shape: torch.Size, coef: np.ndarray, chunk: int = 1 << 20,
+                   draw=noise) -> torch.Tensor:
+    """sum_d c_d eps_d for one parameter tensor (fp32), each eps_d from draw (default: regenerated from its seed)."""
     out = torch.zeros(shape)
     for d, c in enumerate(coef):
         if c != 0.0:
-            out.add_(noise(it_seed, d, name, shape, chunk), alpha=float(c))
+            out.add_(draw(it_seed, d, name, shape, chunk), alpha=float(c))
     return out
 
 
@@ -172,6 +174,10 @@ class ES:
     def _eps(self, it_seed: int, direction: int, name: str, shape: torch.Size) -> torch.Tensor:
         return noise(it_seed, direction, name, shape, self.cfg.noise_chunk)
 
+    def _combined(self, it_seed: int, name: str, shape: torch.Size, coef: np.ndarray) -> torch.Tensor:
+        """sum_d c_d eps_d of one parameter (the update's direction before alpha / N)."""
+        return combined_noise(it_seed, name, shape, coef, self.cfg.noise_chunk)
+
     def write_member(self, it_seed: int, member: int) -> None:
         """Engine weights <- theta + sign * sigma * eps_d (from the fp32 master, or in place in bf16)."""
         d, sign = member_direction(member, self.cfg.antithetic)
@@ -214,7 +220,7 @@ class ES:
                 return sq_norm ** 0.5
             for name in self.names:  # tensor by tensor: one tensor of scratch memory, no second model
                 theta = self.master[name]
-                new = theta + (self.cfg.alpha / n) * combined_noise(it_seed, name, theta.shape, coef, self.cfg.noise_chunk)
+                new = theta + (self.cfg.alpha / n) * self._combined(it_seed, name, theta.shape, coef)
                 if not torch.isfinite(new).all():
                     raise NonFiniteError(f"step {step}: weight {name} is not finite after the ES update")
                 sq_norm += float(((new - theta) ** 2).sum())

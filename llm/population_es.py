@@ -8,9 +8,12 @@
     noise_rank  0: full-rank eps_d (exactly ES's noise). r > 0: EGGROLL low-rank noise
                 E_d = A_d B_d^T / sqrt(r) for weight matrices (llm/population_noise.py), and the update
                 theta <- theta + alpha / N sum_d c_d E_d rebuilt from the same seeds.
+    keep_noise_mb  the noise drawn for the members is kept (up to this size) and reused by the update.
 
-    factored    low rank, batched: x W^T + (x B_m) A_m^T per layer (memory N r (in + out) per matrix);
-                off: the member matrices are stacked once per iteration, as with full rank.
+    lowrank_layout  low rank, batched: "factored" x W^T + (x B_m) A_m^T per layer (memory N r (in + out)
+                per matrix, three matmuls); "stacked" W_m built once per iteration, one grouped matmul, as
+                with full rank (memory N in out); "auto": stacked while the stacked matrices take at most
+                STACK_AUTO_BYTES (on a CPU, small layers are faster stacked), factored beyond.
 
 With batched off and noise_rank 0 it is ES itself. `member_rewards` evaluates any subset of members
 (the Ray workers in llm/distributed.py call it on their share of the population).
@@ -25,7 +28,7 @@ import numpy as np
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig, ESStep, direction_coefficients, standardize
+from llm.es import ES, ESConfig, ESStep, standardize
 from llm.population_forward import PopulationWeights, check_supported, generate_population
 from llm.population_noise import PopulationNoise, check_rank
 from llm.rollout import NonFiniteError, Rollouts, derive_seed, rollout
@@ -35,12 +38,17 @@ if TYPE_CHECKING:
     from llm.engines.base import Engine
 
 
+LOWRANK_LAYOUTS = ("auto", "factored", "stacked")
+STACK_AUTO_BYTES = 256 * 2 ** 20  # "auto" stacks low-rank members while their matrices take at most this
+
+
 @dataclass
 class PopulationConfig:
     batched: bool = False     # all members in one batched generate (HF engine); False: member by member
     noise_rank: int = 0       # 0: full-rank noise; r > 0: low-rank E = A B^T / sqrt(r) for weight matrices
     max_rows: int = 4096      # rows per batched forward (whole members per block)
-    factored: bool = True     # low rank, batched: x W^T + (x B) A^T; False: stacked W_m (more memory)
+    lowrank_layout: str = "auto"  # low rank, batched: factored x W^T + (x B) A^T | stacked W_m | auto
+    keep_noise_mb: int = 1024  # noise drawn for the members, kept for the update (0: drawn again from the seeds)
 
     def validate(self) -> None:
         if not isinstance(self.batched, bool):
@@ -49,8 +57,17 @@ class PopulationConfig:
             raise ValueError(f"population.noise_rank must be an integer >= 0 (0 = full rank), got {self.noise_rank!r}")
         if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, int) or self.max_rows < 1:
             raise ValueError(f"population.max_rows must be an integer >= 1, got {self.max_rows!r}")
-        if not isinstance(self.factored, bool):
-            raise ValueError(f"population.factored must be true or false, got {self.factored!r}")
+        if isinstance(self.keep_noise_mb, bool) or not isinstance(self.keep_noise_mb, int) or self.keep_noise_mb < 0:
+            raise ValueError(f"population.keep_noise_mb must be an integer >= 0, got {self.keep_noise_mb!r}")
+        if self.lowrank_layout not in LOWRANK_LAYOUTS:
+            raise ValueError(f"population.lowrank_layout must be one of {list(LOWRANK_LAYOUTS)}, got {self.lowrank_layout!r}")
+
+    def factored(self, members: int, matrices: list[torch.Tensor], dtype: torch.dtype) -> bool:
+        """Whether low-rank members are applied factored (see lowrank_layout)."""
+        if self.lowrank_layout != "auto":
+            return self.lowrank_layout == "factored"
+        stacked = members * sum(m.numel() for m in matrices) * torch.finfo(dtype).bits // 8
+        return stacked > STACK_AUTO_BYTES
 
 
 def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
@@ -78,7 +95,8 @@ class PopulationES(ES):
         shapes = {n: tuple(t.shape) for n, t in (master.items() if master is not None else
                                                   ((n, self.live[n]) for n in names))}
         check_rank(self.pop.noise_rank, shapes)
-        self.noise = PopulationNoise(cfg.sigma, cfg.antithetic, self.pop.noise_rank, cfg.noise_chunk)
+        self.noise = PopulationNoise(cfg.sigma, cfg.antithetic, self.pop.noise_rank, cfg.noise_chunk,
+                                     keep_bytes=self.pop.keep_noise_mb * 2 ** 20)
         if self.pop.batched:
             if cfg.inplace_bf16:
                 raise ValueError("population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); "
@@ -88,9 +106,15 @@ class PopulationES(ES):
                                  "use member-by-member evaluation on other engines")
             check_supported(engine.model, names)
             self.dtype = next(engine.model.parameters()).dtype
+            self.factored = self.pop.factored(cfg.population_size, [t for t in self.master.values() if t.dim() == 2],
+                                              self.dtype)
 
     def _eps(self, it_seed: int, direction: int, name: str, shape: torch.Size) -> torch.Tensor:
         return self.noise.direction(it_seed, direction, name, shape)
+
+    def _combined(self, it_seed: int, name: str, shape: torch.Size, coef: np.ndarray) -> torch.Tensor:
+        """sum_d c_d E_d: full rank as ES, low rank (A * c) B^T / sqrt(r), from the iteration's kept draws."""
+        return self.noise.combined(it_seed, name, shape, coef)
 
     # -- evaluation -------------------------------------------------------------------------
     def member_rewards(self, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
@@ -113,7 +137,7 @@ class PopulationES(ES):
             return rewards, tokens, weight_s
         tw = time.perf_counter()
         weights = PopulationWeights.build(self.master, self.noise, it_seed, list(members), self.dtype,
-                                          self.pop.factored)
+                                          self.factored)
         weight_s += time.perf_counter() - tw
         per_member = generate_population(self.engine, weights, [p.prompt for p in problems],
                                          max_rows=self.pop.max_rows, **kw)
@@ -140,24 +164,6 @@ class PopulationES(ES):
         weight_s += time.perf_counter() - tw
         return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
                       seconds=time.perf_counter() - t0)
-
-    def apply_update(self, it_seed: int, z: np.ndarray, step: int) -> float:
-        """theta <- theta + alpha / N sum_d c_d E_d; low-rank E_d rebuilt from the factor seeds."""
-        if self.pop.noise_rank == 0 or self.cfg.inplace_bf16:  # ES's own update (in place: via self._eps)
-            return super().apply_update(it_seed, z, step)
-        coef = direction_coefficients(z, self.cfg.antithetic)
-        new, sq_norm = {}, 0.0
-        with torch.no_grad():
-            for name in self.names:
-                theta = self.master[name]
-                new[name] = theta + (self.cfg.alpha / len(z)) * self.noise.combined(it_seed, name, theta.shape, coef)
-                if not torch.isfinite(new[name]).all():
-                    raise NonFiniteError(f"step {step}: weight {name} is not finite after the ES update")
-                sq_norm += float(((new[name] - theta) ** 2).sum())
-            for name in self.names:
-                self.master[name].copy_(new[name])
-        self.engine.load_weights((name, self.master[name]) for name in self.names)
-        return sq_norm ** 0.5
 
 
 # ----------------------------------------------------------------------------- choosing the trainer

@@ -16,11 +16,15 @@ Vectors (norm weights, biases) keep full-rank noise.
 
 The ES update sum_d c_d E_d is rebuilt from the same seeds; with low rank it is one matrix product,
 (A * c) B^T / sqrt(r) with A = [A_1 .. A_D] and B = [B_1 .. B_D] side by side.
+
+Drawing the noise is most of ES's own work, and an iteration needs each draw twice (member weights,
+then the update). With keep_bytes > 0 the draws of the current iteration seed are kept, up to that
+many bytes, and the update reuses them: the same tensors, so the same update bit for bit.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -34,6 +38,25 @@ class PopulationNoise:
     antithetic: bool = False
     rank: int = 0            # 0: full rank; r > 0: E = A B^T / sqrt(r) for every weight matrix
     chunk: int = 1 << 20     # elements generated per call (llm.es.noise)
+    keep_bytes: int = 0      # draws of the current iteration kept for reuse, at most this many bytes
+    _kept: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def draw(self, seed: int, direction: int, label: str, shape, chunk: int | None = None) -> torch.Tensor:
+        """llm.es.noise(seed, direction, label, shape): kept while this iteration's budget allows (do not modify it)."""
+        chunk = self.chunk if chunk is None else chunk
+        if not self.keep_bytes:
+            return noise(seed, direction, label, torch.Size(shape), chunk)
+        kept = self._kept
+        if kept.get("seed") != seed:  # a new iteration: forget the last one's draws
+            kept.clear()
+            kept.update(seed=seed, bytes=0)
+        key = (direction, label)
+        if key not in kept:
+            eps = noise(seed, direction, label, torch.Size(shape), chunk)
+            if kept["bytes"] + eps.numel() * eps.element_size() > self.keep_bytes:
+                return eps
+            kept[key], kept["bytes"] = eps, kept["bytes"] + eps.numel() * eps.element_size()
+        return kept[key]
 
     def is_lowrank(self, shape: torch.Size | tuple[int, ...]) -> bool:
         return self.rank > 0 and len(shape) == 2
@@ -41,15 +64,15 @@ class PopulationNoise:
     def factors(self, seed: int, direction: int, name: str, shape) -> tuple[torch.Tensor, torch.Tensor]:
         """(A_d [out, r], B_d [in, r]) of a weight matrix, each from its own seed."""
         out_features, in_features = shape
-        return (noise(seed, direction, f"{name}/lowrank-A", torch.Size((out_features, self.rank)), self.chunk),
-                noise(seed, direction, f"{name}/lowrank-B", torch.Size((in_features, self.rank)), self.chunk))
+        return (self.draw(seed, direction, f"{name}/lowrank-A", (out_features, self.rank)),
+                self.draw(seed, direction, f"{name}/lowrank-B", (in_features, self.rank)))
 
     def direction(self, seed: int, direction: int, name: str, shape) -> torch.Tensor:
         """E_d of one parameter (fp32, materialized)."""
         if self.is_lowrank(shape):
             a, b = self.factors(seed, direction, name, shape)
             return (a @ b.T) / math.sqrt(self.rank)
-        return noise(seed, direction, name, torch.Size(shape), self.chunk)
+        return self.draw(seed, direction, name, shape)
 
     def member_delta(self, seed: int, member: int, name: str, shape) -> torch.Tensor:
         """s * sigma * E_d for member m (direction d, sign s)."""
@@ -59,7 +82,7 @@ class PopulationNoise:
     def combined(self, seed: int, name: str, shape, coef: np.ndarray) -> torch.Tensor:
         """sum_d c_d E_d of one parameter (fp32), rebuilt from the seeds."""
         if not self.is_lowrank(shape):
-            return combined_noise(seed, name, torch.Size(shape), coef, self.chunk)
+            return combined_noise(seed, name, torch.Size(shape), coef, self.chunk, draw=self.draw)
         used = [(d, float(c)) for d, c in enumerate(coef) if c != 0.0]
         if not used:
             return torch.zeros(shape)

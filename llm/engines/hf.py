@@ -67,13 +67,21 @@ class HFEngine(Engine):
         generator = torch.Generator(device=self.device).manual_seed(int(seed))
         flat: list[Completion] = []
         for start in range(0, len(rows), self.max_batch_size):
-            flat += self._generate_rows(rows[start:start + self.max_batch_size], temperature, top_p,
-                                        max_new_tokens, generator)
+            flat += self.generate_rows(rows[start:start + self.max_batch_size], temperature, top_p,
+                                       max_new_tokens, [generator])
         return [flat[i * n:(i + 1) * n] for i in range(len(prompts))]
 
-    def _generate_rows(self, rows: list[list[int]], temperature: float, top_p: float,
-                       max_new_tokens: int, generator: torch.Generator) -> list[Completion]:
+    @torch.no_grad()
+    def generate_rows(self, rows: list[list[int]], temperature: float, top_p: float, max_new_tokens: int,
+                      generators: list[torch.Generator]) -> list[Completion]:
+        """One left-padded batch: prefill, then KV-cached decoding until every row stopped.
+
+        The rows split into len(generators) equal contiguous blocks; block i samples with generators[i]
+        (one block per population member in llm/population_forward.py)."""
         batch, width = len(rows), max(len(r) for r in rows)
+        if batch % len(generators):
+            raise ValueError(f"{batch} rows do not split into {len(generators)} equal blocks")
+        per = batch // len(generators)
         input_ids = torch.full((batch, width), self.tokenizer.pad_token_id, dtype=torch.long)
         attention = torch.zeros((batch, width), dtype=torch.long)
         for i, r in enumerate(rows):
@@ -85,7 +93,12 @@ class HFEngine(Engine):
         done = torch.zeros(batch, dtype=torch.bool, device=self.device)
         tokens, logprobs = [], []
         for step in range(max_new_tokens):
-            token, logp = sample_next(out.logits[:, -1, :].float(), temperature, top_p, generator)
+            logits = out.logits[:, -1, :].float()
+            if temperature == 0 or len(generators) == 1:
+                token, logp = sample_next(logits, temperature, top_p, generators[0])
+            else:  # each block draws from its own generator, as its own generate call would
+                drawn = [sample_next(logits[i * per:(i + 1) * per], temperature, top_p, g) for i, g in enumerate(generators)]
+                token, logp = torch.cat([t for t, _ in drawn]), torch.cat([lp for _, lp in drawn])
             token = token.masked_fill(done, self.tokenizer.pad_token_id)
             tokens.append(token)
             logprobs.append(logp)

@@ -231,3 +231,21 @@ def test_make_es_picks_the_trainer_and_check_setup_fails_early(tiny_model_dir):
         check_setup(engine.model, names, cfg, PopulationConfig(), DistributedConfig(workers=4))
     with pytest.raises(ValueError, match="noise_rank 64 is larger"):
         check_setup(engine.model, names, cfg, PopulationConfig(noise_rank=64))
+
+
+@pytest.mark.parametrize("rank", [0, 2])
+def test_kept_noise_gives_the_update_drawn_again_from_the_seeds_within_its_budget(rank):
+    """keep_bytes: the iteration's draws are reused up to the budget, the update equals the one drawn
+    again from the seeds bit for bit, and a new iteration seed forgets the old draws."""
+    shape, coef = (6, 5), np.array([0.7, -1.1, 0.0, 2.0])
+    per_direction = 4 * (6 * 5 if rank == 0 else (6 + 5) * rank)  # fp32 bytes of E_d (or of A_d and B_d)
+    fresh, kept = PopulationNoise(0.1, rank=rank), PopulationNoise(0.1, rank=rank, keep_bytes=3 * per_direction)
+    for d in range(4):  # the members' draws
+        assert torch.equal(kept.direction(11, d, "w", shape), fresh.direction(11, d, "w", shape))
+    assert kept._kept["bytes"] == 3 * per_direction  # the fourth direction did not fit
+    label, drawn = ("w", shape) if rank == 0 else ("w/lowrank-A", (6, rank))
+    assert kept.draw(11, 0, label, drawn) is kept.draw(11, 0, label, drawn)
+    assert kept.draw(11, 3, label, drawn) is not kept.draw(11, 3, label, drawn)
+    assert torch.equal(kept.combined(11, "w", shape, coef), fresh.combined(11, "w", shape, coef))
+    kept.direction(12, 0, "w", shape)
+    assert kept._kept["seed"] == 12 and kept._kept["bytes"] == per_direction
