@@ -23,6 +23,14 @@ def _save(fig, out: Path, name: str) -> str:
     return name
 
 
+def _label(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """Axis labels, legend and title of one panel."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    ax.set_title(title)
+
+
 def _base_eval(ev: Evidence) -> dict | None:
     for run in ev.by_variant("es") + ev.by_variant("grpo"):
         if eval_of(run, "base"):
@@ -48,10 +56,7 @@ def passk_curves(ev: Evidence, out: Path) -> str | None:
         plt.close(fig)
         return None
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("k")
-    ax.set_ylabel("Pass@k (test prompts)")
-    ax.legend()
-    ax.set_title("Pass@k after training")
+    _label(ax, "k", "Pass@k (test prompts)", "Pass@k after training")
     return _save(fig, out, "passk_curves.png")
 
 
@@ -70,10 +75,7 @@ def entropy_curves(ev: Evidence, out: Path) -> str | None:
     if not colors:
         plt.close(fig)
         return None
-    ax.set_xlabel("step")
-    ax.set_ylabel("mean token entropy (nats)")
-    ax.legend()
-    ax.set_title("Entropy over training")
+    _label(ax, "step", "mean token entropy (nats)", "Entropy over training")
     return _save(fig, out, "entropy.png")
 
 
@@ -94,10 +96,7 @@ def pareto_front(ev: Evidence, out: Path) -> str | None:
     if not drawn:
         plt.close(fig)
         return None
-    ax.set_xlabel("Pass@1")
-    ax.set_ylabel("Pass@32")
-    ax.legend()
-    ax.set_title("Pass@1 - Pass@32 front (dots: seeds, large: mean)")
+    _label(ax, "Pass@1", "Pass@32", "Pass@1 - Pass@32 front (dots: seeds, large: mean)")
     return _save(fig, out, "pareto.png")
 
 
@@ -120,10 +119,7 @@ def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) ->
     ax.plot(lims, lims, "k--", lw=1, label="measured = predicted")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("Lemma 1 prediction (sigma^2/2)(1-1/N) tr I_x")
-    ax.set_ylabel("measured JSpol_N")
-    ax.legend()
-    ax.set_title("Lemma 1 on the real model")
+    _label(ax, "Lemma 1 prediction (sigma^2/2)(1-1/N) tr I_x", "measured JSpol_N", "Lemma 1 on the real model")
     return _save(fig, out, "js_measured_vs_predicted.png")
 
 
@@ -150,16 +146,10 @@ def update_magnitudes(ev: Evidence, out: Path) -> str | None:
         return None
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("|delta| of an update entry")
-    ax.set_ylabel("entries")
-    ax.legend()
-    ax.set_title("Update magnitudes (first seed)")
+    _label(ax, "|delta| of an update entry", "entries", "Update magnitudes (first seed)")
     for paper_tau in (1.0e-3, 1.5e-3, 2.0e-3):
         ax.axvline(paper_tau, color="gray", lw=0.6, ls=":")
-    ax2.set_xlabel("sparsity (% of update entries reverted)")
-    ax2.set_ylabel("Pass@1")
-    ax2.legend()
-    ax2.set_title("Magnitude-thresholded checkpoints")
+    _label(ax2, "sparsity (% of update entries reverted)", "Pass@1", "Magnitude-thresholded checkpoints")
     return _save(fig, out, "update_magnitudes.png")
 
 
