@@ -211,7 +211,6 @@ def compare_updates(theirs: dict, ours: dict) -> dict:
 
 def worker(kind: str, args) -> dict:
     import numpy as np
-    import torch
 
     import llm.es as es_module
     from llm.es import ES, ESConfig
