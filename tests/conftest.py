@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny test model (trained once per session) and one vLLM engine per session."""
+"""Shared fixtures: the tiny test model (trained once per session), one vLLM engine per session, and
+one torch thread for the modules that ask for it."""
 from __future__ import annotations
 
 import importlib.util
@@ -34,3 +35,15 @@ def vllm_engine(tiny_model_dir):
     engine = VLLMEngine(tiny_model_dir, dtype=torch.float32, seed=0)
     yield engine
     engine.close()
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models run fastest on one thread, the more so on a shared CPU. A module asks for it with
+    `pytestmark = pytest.mark.usefixtures("one_torch_thread")`; the previous count comes back after it."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

@@ -11,35 +11,14 @@ from llm.engines.hf import HFEngine
 from llm.es import ESConfig, select_parameters
 from llm.population_es import PopulationConfig, PopulationES
 from llm.tasks import get_task
-from llm.tasks.base import Task
 
-pytestmark = pytest.mark.ray
+import tasks_for_tests
+from tasks_for_tests import digit_share_task
+
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread")]
 BATCHED = PopulationConfig(batched=True)  # each actor evaluates its members in one batched generate
 pytest.importorskip("ray")
 STEPS = 2
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Tiny models run fastest on one thread, the more so on a shared CPU."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-class DigitShare(Task):
-    """Countdown prompts; reward = share of the completion's characters that are digits (dense signal)."""
-    name = "digit-share"
-
-    def problems(self, split, n, seed):
-        return get_task("countdown").problems(split, n, seed)
-
-    def score(self, problem, completion):
-        return sum(ch.isdigit() for ch in completion) / len(completion) if completion else 0.0
-
-    def answer(self, problem, completion):
-        return None
 
 
 def _parts(model_dir, population_size=4):
@@ -47,7 +26,7 @@ def _parts(model_dir, population_size=4):
     cfg = ESConfig(population_size=population_size, sigma=3e-2, alpha=3e-2, antithetic=True)
     names = select_parameters(engine.model.named_parameters(), "")
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-    return cfg, engine, DigitShare(), names, master
+    return cfg, engine, digit_share_task(), names, master
 
 
 def _problems():
@@ -57,7 +36,7 @@ def _problems():
 @pytest.fixture(scope="module")
 def ray_local():
     ray = pytest.importorskip("ray")
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # actors cannot import this test file
+    ray.cloudpickle.register_pickle_by_value(tasks_for_tests)  # actors cannot import the tests' task module
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024 ** 2)
     yield ray
     ray.shutdown()

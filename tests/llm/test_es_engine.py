@@ -7,24 +7,7 @@ import torch
 from llm.engines.hf import HFEngine
 from llm.es import ES, ESConfig, member_direction, noise, select_parameters
 from llm.tasks import get_task
-from llm.tasks.base import Task
-
-
-class ConstantReward(Task):
-    """Every completion gets the same reward: no signal at all."""
-    name = "constant"
-
-    def __init__(self):
-        self.inner = get_task("countdown")
-
-    def problems(self, split, n, seed):
-        return self.inner.problems(split, n, seed)
-
-    def score(self, problem, completion):
-        return 0.1
-
-    def answer(self, problem, completion):
-        return None
+from tasks_for_tests import CountdownScoredBy
 
 
 def _es(engine, task, **kw):
@@ -71,7 +54,7 @@ def test_update_equals_alpha_over_n_sum_z_eps_rebuilt_independently(tiny_model_d
 
 def test_all_equal_rewards_give_a_zero_update(tiny_model_dir):
     engine = HFEngine(tiny_model_dir)
-    task = ConstantReward()
+    task = CountdownScoredBy("constant", lambda completion: 0.1)
     es = _es(engine, task)
     before = _live(engine)
     out = es.step(task.problems("train", 3, seed=0), step=0)
@@ -93,7 +76,7 @@ def test_parameter_subset_leaves_other_parameters_untouched(tiny_model_dir):
 def test_null_control_ignores_rewards(tiny_model_dir):
     task = get_task("countdown")
     zs = []
-    for t in (task, ConstantReward()):
+    for t in (task, CountdownScoredBy("constant", lambda completion: 0.1)):
         es = _es(HFEngine(tiny_model_dir), t, null_control=True)
         zs.append(es.step(task.problems("train", 2, seed=0), step=5).z)
     np.testing.assert_array_equal(zs[0], zs[1])

@@ -7,27 +7,12 @@ from transformers import AutoModelForCausalLM
 from llm.engines.hf import HFEngine
 from llm.grpo import GRPO, GRPOConfig, group_advantages
 from llm.rollout import completion_logprobs, pad_batch
-from llm.tasks import get_task
-from llm.tasks.base import Task
+from tasks_for_tests import CountdownScoredBy
 
 
-class StartsWithDigit(Task):
+def starts_with_digit() -> CountdownScoredBy:
     """Reward 1 for a completion whose first character is a digit, else 0 (a signal the tiny model can follow)."""
-    name = "starts-with-digit"
-
-    def __init__(self, reward=None):
-        self.inner, self.reward = get_task("countdown"), reward
-
-    def problems(self, split, n, seed):
-        return self.inner.problems(split, n, seed)
-
-    def score(self, problem, completion):
-        if self.reward is not None:
-            return self.reward
-        return 1.0 if completion[:1].isdigit() else 0.0
-
-    def answer(self, problem, completion):
-        return None
+    return CountdownScoredBy("starts-with-digit", lambda completion: 1.0 if completion[:1].isdigit() else 0.0)
 
 
 def _grpo(engine, policy, task, **kw):
@@ -53,7 +38,7 @@ def _surrogate(grpo, problems, out):
 
 def test_a_step_ascends_the_policy_gradient_surrogate(tiny_model_dir):
     engine = HFEngine(tiny_model_dir)
-    task = StartsWithDigit()
+    task = starts_with_digit()
     grpo = _grpo(engine, engine.model, task, learning_rate=1e-4)  # a small step: the first-order change dominates
     problems = task.problems("train", 6, seed=1)
     out = grpo.step(problems, step=0)
@@ -66,7 +51,7 @@ def test_a_step_ascends_the_policy_gradient_surrogate(tiny_model_dir):
 
 def test_all_equal_rewards_leave_the_weights_unchanged(tiny_model_dir):
     engine = HFEngine(tiny_model_dir)
-    task = StartsWithDigit(reward=0.1)
+    task = CountdownScoredBy("constant", lambda completion: 0.1)
     grpo = _grpo(engine, engine.model, task, beta=0.04)  # policy equals its reference: the KL gradient is 0 too
     before = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
     out = grpo.step(task.problems("train", 3, seed=0), step=0)
@@ -77,7 +62,7 @@ def test_all_equal_rewards_leave_the_weights_unchanged(tiny_model_dir):
 def test_a_separate_engine_receives_the_updated_weights(tiny_model_dir):
     engine = HFEngine(tiny_model_dir, dtype=torch.bfloat16)  # not the fp32 policy: synced by load_weights
     policy = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
-    task = StartsWithDigit()
+    task = starts_with_digit()
     grpo = _grpo(engine, policy, task, num_iterations=2)
     assert not grpo.shares_engine_model
     out = grpo.step(task.problems("train", 4, seed=2), step=0)

@@ -9,40 +9,14 @@ import pytest
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig, member_direction, select_parameters
+from llm.es import ES, ESConfig, select_parameters
 from llm.population_es import PopulationConfig, PopulationES
 from llm.population_forward import PopulationWeights, generate_population, population_forward
 from llm.population_noise import PopulationNoise, check_rank
-from llm.tasks import get_task
-from llm.tasks.base import Task
+from tasks_for_tests import digit_share_task
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SIGMA = 3e-2
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Tiny models run fastest on one thread, the more so on a shared CPU."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-class DigitShare(Task):
-    """Countdown prompts; reward = share of the completion's characters that are digits (dense signal)."""
-    name = "digit-share"
-
-    def __init__(self):
-        self.inner = get_task("countdown")
-
-    def problems(self, split, n, seed):
-        return self.inner.problems(split, n, seed)
-
-    def score(self, problem, completion):
-        return sum(ch.isdigit() for ch in completion) / len(completion) if completion else 0.0
-
-    def answer(self, problem, completion):
-        return None
 
 
 def _trainer(engine, cls=ES, pattern="", **kw):
@@ -52,7 +26,7 @@ def _trainer(engine, cls=ES, pattern="", **kw):
     names = select_parameters(engine.model.named_parameters(), pattern)
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
     extra = {"population": kw.pop("population")} if cls is PopulationES else {}
-    return cls(cfg, engine, DigitShare(), names, master, max_new_tokens=kw.pop("max_new_tokens", 12), seed=7, **extra)
+    return cls(cfg, engine, digit_share_task(), names, master, max_new_tokens=kw.pop("max_new_tokens", 12), seed=7, **extra)
 
 
 def _left_padded(engine, prompts):
@@ -70,7 +44,7 @@ def test_batched_logits_equal_member_by_member_within_1e_5(tiny_model_dir, rank,
     """All parameters perturbed (embeddings tied to lm_head, norms, every Linear), antithetic pairs."""
     engine = HFEngine(tiny_model_dir)
     es = _trainer(engine, PopulationES, population=PopulationConfig(batched=False, noise_rank=rank))
-    prompts = [p.prompt for p in DigitShare().problems("train", 3, 0)]
+    prompts = [p.prompt for p in digit_share_task().problems("train", 3, 0)]
     ids, mask, pos = _left_padded(engine, prompts)
     members, it_seed = [0, 1, 2, 5], 1234
     with torch.no_grad():
@@ -107,7 +81,7 @@ def _near_tie(engine, es, it_seed, member, prompt, a, b, gap=1e-4) -> bool:
 def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperature, n):
     engine = HFEngine(tiny_model_dir)
     es = _trainer(engine, PopulationES, population=PopulationConfig(batched=False, noise_rank=rank), population_size=4)
-    prompts = [p.prompt for p in DigitShare().problems("train", 4, 1)]
+    prompts = [p.prompt for p in digit_share_task().problems("train", 4, 1)]
     it_seed, seed = 99, 5
     weights = PopulationWeights.build(es.master, es.noise, it_seed, list(range(4)), torch.float32)
     batched = generate_population(engine, weights, prompts, n=n, temperature=temperature, max_new_tokens=16,
@@ -132,7 +106,7 @@ def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperatur
 
 def test_batched_es_step_equals_the_trainers_member_by_member_step(tiny_model_dir):
     """Full rank: PopulationES(batched) gives ES's rewards, z and (bit for bit) its updated weights."""
-    problems = DigitShare().problems("train", 4, 2)
+    problems = digit_share_task().problems("train", 4, 2)
     runs = []
     for cls, kw in ((ES, {}), (PopulationES, {"population": PopulationConfig(batched=True, max_rows=64)})):
         engine = HFEngine(tiny_model_dir)
@@ -223,9 +197,9 @@ def test_make_es_picks_the_trainer_and_check_setup_fails_early(tiny_model_dir):
     names = select_parameters(engine.model.named_parameters(), "")
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
     kw = dict(max_new_tokens=4, seed=0)
-    assert type(make_es(cfg, engine, DigitShare(), names, master, **kw)) is ES
-    assert type(make_es(cfg, engine, DigitShare(), names, master, population=PopulationConfig(batched=False), **kw)) is ES
-    assert type(make_es(cfg, engine, DigitShare(), names, master, population=PopulationConfig(batched=True), **kw)) is PopulationES
+    assert type(make_es(cfg, engine, digit_share_task(), names, master, **kw)) is ES
+    assert type(make_es(cfg, engine, digit_share_task(), names, master, population=PopulationConfig(batched=False), **kw)) is ES
+    assert type(make_es(cfg, engine, digit_share_task(), names, master, population=PopulationConfig(batched=True), **kw)) is PopulationES
     check_setup(engine.model, names, cfg, PopulationConfig(noise_rank=4), DistributedConfig(workers=3))
     with pytest.raises(ValueError, match="divisible by workers"):
         check_setup(engine.model, names, cfg, PopulationConfig(), DistributedConfig(workers=4))

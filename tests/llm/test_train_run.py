@@ -18,9 +18,8 @@ from safetensors.torch import load_file
 
 from llm.config import TrainConfig
 from llm.rollout import NonFiniteError
-from llm.tasks import get_task
-from llm.tasks.base import Task
 from llm.train import TIMING_KEYS, train
+from tasks_for_tests import CountdownScoredBy
 
 SMALL = dict(steps=6, switch_step=3, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
              step_samples=2, probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=2,
@@ -162,26 +161,10 @@ def test_bad_population_settings_fail_before_any_work(tiny_model_dir, tmp_path, 
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
 
 
-class NaNReward(Task):
-    name = "nan-reward"
-
-    def __init__(self):
-        self.inner = get_task("countdown")
-
-    def problems(self, split, n, seed):
-        return self.inner.problems(split, n, seed)
-
-    def score(self, problem, completion):
-        return float("nan")
-
-    def answer(self, problem, completion):
-        return None
-
-
 def test_non_finite_reward_stops_the_run_naming_step_and_quantity(tiny_model_dir, tmp_path):
     cfg = _cfg(tiny_model_dir, tmp_path / "nan", "grpo", eval_samples=1, eval_ks=(1,))
     with pytest.raises(NonFiniteError, match=r"step 0: reward is not finite.*last good checkpoint: .*step-0"):
-        train(cfg, task=NaNReward(), show_progress=False)
+        train(cfg, task=CountdownScoredBy("nan-reward", lambda completion: float("nan")), show_progress=False)
     assert (tmp_path / "nan" / "checkpoints" / "step-0" / "model.safetensors").exists()
 
 
