@@ -26,7 +26,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
 from safetensors.torch import load_file
 
 from llm.engines.vllm_engine import VLLMEngine
@@ -34,30 +33,9 @@ from llm.es import member_direction
 from llm.population_noise import PopulationNoise
 from llm.population_vllm import LORA_PATTERN, check_lora_population, generate_lora_population, linear_shapes
 from llm.tasks import get_task
+from llm.tinymodel import save_random_model
 
 VARIANTS = ("limit", "limit-lora", "member", "lora")
-
-
-def head32_model(out: Path, hidden: int, layers: int) -> Path:
-    """A random-init Llama (head size 32) with the project's tokenizer; weights scaled for sharp logits."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from llm.tinymodel import build_tokenizer
-
-    tok = build_tokenizer()
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=4 * hidden,
-                                         num_hidden_layers=layers, num_attention_heads=hidden // 32,
-                                         num_key_value_heads=hidden // 32, max_position_embeddings=256,
-                                         tie_word_embeddings=True, pad_token_id=tok.pad_token_id,
-                                         eos_token_id=tok.eos_token_id, bos_token_id=None))
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.mul_(10)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
 
 
 def main() -> None:
@@ -78,7 +56,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = tempfile.TemporaryDirectory()
-    model_dir = Path(args.model) if args.model else head32_model(Path(tmp.name) / "model", args.hidden, args.layers)
+    model_dir = Path(args.model) if args.model else save_random_model(Path(tmp.name) / "model", args.hidden, args.layers,
+                                                                      intermediate_size=4 * args.hidden)
     center = {k: v.float() for k, v in load_file(str(next(model_dir.glob("*.safetensors")))).items()}
     names = [n for n in center if re.search(LORA_PATTERN, n)]
     shapes = linear_shapes(model_dir, names)

@@ -22,7 +22,7 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -126,6 +126,31 @@ def build_model(preset: Preset, tokenizer):
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
                          bos_token_id=None)
     return LlamaForCausalLM(config)
+
+
+def save_random_model(out_dir, hidden_size: int, num_layers: int, intermediate_size: int,
+                      weight_scale: float = 10.0, seed: int = 0) -> Path:
+    """Save an untrained Llama with the project's tokenizer to out_dir and return the path (for vLLM tests
+    and benchmarks, where training would only cost time).
+
+    Head size 32 (num_heads = hidden_size / 32): vLLM's CPU attention needs a multiple of 32. Every 2-D
+    weight is multiplied by weight_scale, so that the logits are sharp and greedy decoding is far from ties.
+    """
+    if isinstance(hidden_size, bool) or not isinstance(hidden_size, int) or hidden_size < 32 or hidden_size % 32:
+        raise ValueError(f"hidden_size must be a positive multiple of 32 (head size 32), got {hidden_size!r}")
+    tokenizer = build_tokenizer()
+    torch.manual_seed(seed)
+    shape = replace(PRESETS["test"], hidden_size=hidden_size, num_layers=num_layers, num_heads=hidden_size // 32,
+                    intermediate_size=intermediate_size)
+    model = build_model(shape, tokenizer)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.mul_(weight_scale)
+    out = Path(out_dir)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
 
 
 def lr_at(step: int, preset: Preset) -> float:

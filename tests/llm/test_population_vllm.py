@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from llm.engines.hf import HFEngine
 from llm.es import ESConfig, select_parameters
@@ -21,24 +20,9 @@ MEMBERS, RANK = 4, 4
 @pytest.fixture(scope="module")
 def model_dir_head32(tmp_path_factory):
     """A random-init Llama with head size 32 (vLLM's CPU attention needs a multiple of 32), sharp logits."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from llm.tinymodel import save_random_model
 
-    from llm.tinymodel import build_tokenizer
-
-    tok = build_tokenizer()
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
-                                         tie_word_embeddings=True, pad_token_id=tok.pad_token_id,
-                                         eos_token_id=tok.eos_token_id, bos_token_id=None))
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.mul_(10)
-    out = tmp_path_factory.mktemp("head32")
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return save_random_model(tmp_path_factory.mktemp("head32"), hidden_size=64, num_layers=2, intermediate_size=128)
 
 
 def test_lora_population_refuses_what_lora_cannot_express(model_dir_head32):
