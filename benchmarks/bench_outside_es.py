@@ -11,6 +11,8 @@ our Countdown verifier as the reward, and the same engine settings (fp32, no pre
   understanding-es  the paper's code: its vLLM worker extension (in-place perturb / revert, update from
                     seeds) driven by its EngineEvaluator and the loop body of its run_training
   es-at-scale       EvolutionStrategiesTrainer.train_step with its worker extension
+  ours-batched-hf   our fast path for comparison: llm.population_es.PopulationES, all members in one
+                    batched generate on the HF engine (torch threads: --threads, default as vLLM's)
 
 Run-time adaptations (their checkouts are imported, never modified or copied):
   1. Plain GEMM. vLLM's CPU build repacks every linear weight into a kernel format and leaves the layer's
@@ -232,6 +234,26 @@ def worker(kind: str, args) -> dict:
         es_trainer = import_es_at_scale(checkout)
         run_without_ray()
     baseline = peak_mb()
+    if kind == "ours-batched-hf":  # our fast path: every member in one batched generate on the HF engine
+        import torch
+
+        from llm.engines.hf import HFEngine
+        from llm.population_es import PopulationConfig, PopulationES
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        engine = HFEngine(args.model)
+        master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
+        es = PopulationES(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0,
+                          population=PopulationConfig(batched=True))
+        times = []
+        for it in range(args.warmup + args.iterations):
+            step = es.step(problems, it)
+            if it >= args.warmup:
+                times.append(step.seconds)
+        n_params = sum(t.numel() for t in master.values())
+        return {"kind": kind, "baseline_mb": baseline, "parameters": n_params, "live_parameter_elements": n_params,
+                "seconds": times, "peak_mb": peak_mb()}
     extension = {"understanding-es": "es_reproduction.worker.WorkerExtension",
                  "es-at-scale": "es_at_scale.utils.worker_extension.WorkerExtension"}.get(kind)
     engine = make_engine(args.model, plain_gemm=kind != "ours", extension=extension)
@@ -364,6 +386,8 @@ def main(argv=None) -> int:
     ap.add_argument("--iterations", type=int, default=3, help="timed iterations per process")
     ap.add_argument("--rounds", type=int, default=2, help="processes per implementation, interleaved")
     ap.add_argument("--no-match", dest="match", action="store_false", help="skip the update comparison")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads of ours-batched-hf (0: torch's default, "
+                    "as the vLLM processes get)")
     ap.add_argument("--out", default="bench_out")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -377,11 +401,11 @@ def main(argv=None) -> int:
             raise ValueError(f"--{name} {path!r} is not a checkout of it (no {marker})")
     if args.members < 2 or args.prompts < 1 or args.tokens < 1 or args.iterations < 1 or args.rounds < 1:
         raise ValueError("--members must be >= 2 and --prompts, --tokens, --iterations, --rounds >= 1")
-    kinds = ["ours", "ours-plain-gemm"] + [k for k in OUTSIDE if getattr(args, k.replace("-", "_"))]
+    kinds = ["ours", "ours-plain-gemm", "ours-batched-hf"] + [k for k in OUTSIDE if getattr(args, k.replace("-", "_"))]
     tmp = tempfile.TemporaryDirectory()
     if args.model is None:
-        from bench_population_vllm import head32_model
-        args.model = str(head32_model(Path(tmp.name) / "model", 64, 4))
+        from llm.tinymodel import save_random_model
+        args.model = str(save_random_model(Path(tmp.name) / "model", 64, 4, intermediate_size=256))
     forwarded = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
                  if k not in ("worker", "match") and v is not None]
     forwarded += [] if args.match else ["--no-match"]
