@@ -79,9 +79,11 @@ class PopulationWeights:
                     b.append(fb)
                 params[name] = MemberParam(a=torch.stack(a).transpose(1, 2).contiguous().to(dtype),
                                            b=torch.stack(b).to(dtype))
-            else:
-                rows = [theta + noise.member_delta(seed, m, name, theta.shape) for m in members]
-                params[name] = MemberParam(stacked=torch.stack([w.T if w.dim() == 2 else w for w in rows]).to(dtype))
+            else:  # member m's row: theta^T + s sigma E_d^T of a matrix (theta + s sigma E_d of a vector)
+                stacked = torch.empty((len(members), *theta.shape[::-1]))
+                for i, m in enumerate(members):
+                    noise.write_member(seed, m, name, theta, out=stacked[i])
+                params[name] = MemberParam(stacked=stacked.to(dtype))
         return cls(params, len(members))
 
     def block(self, start: int, stop: int) -> "PopulationWeights":

@@ -74,10 +74,18 @@ class PopulationNoise:
             return (a @ b.T) / math.sqrt(self.rank)
         return self.draw(seed, direction, name, shape)
 
-    def member_delta(self, seed: int, member: int, name: str, shape) -> torch.Tensor:
-        """s * sigma * E_d for member m (direction d, sign s)."""
+    def write_member(self, seed: int, member: int, name: str, theta: torch.Tensor, out: torch.Tensor) -> None:
+        """out <- (theta + s sigma E_d)^T for member m (direction d, sign s): one pass, transposed for a
+        matrix (the layout of llm/population_forward.py), as is for a vector. Low rank: one addmm of the
+        factors, E_d never materialized."""
         d, sign = member_direction(member, self.antithetic)
-        return (sign * self.sigma) * self.direction(seed, d, name, shape)
+        scale = sign * self.sigma
+        if self.is_lowrank(theta.shape):
+            a, b = self.factors(seed, d, name, theta.shape)
+            torch.addmm(theta.T, b, a.T, alpha=scale / math.sqrt(self.rank), out=out)
+        else:
+            eps = self.direction(seed, d, name, theta.shape)
+            torch.add(theta.T if theta.dim() == 2 else theta, eps.T if eps.dim() == 2 else eps, alpha=scale, out=out)
 
     def combined(self, seed: int, name: str, shape, coef: np.ndarray) -> torch.Tensor:
         """sum_d c_d E_d of one parameter (fp32), rebuilt from the seeds."""
