@@ -142,6 +142,7 @@ def plot(results: dict, path: Path) -> None:
         ax.axhline(1.0, color="k", lw=0.8, ls="--", label="limit (shared weights, one call)")
         ax.set(xscale="log", xticks=ns, xticklabels=ns, xlabel="population size N", ylabel="iteration time / limit",
                title=model)
+        ax.minorticks_off()
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
