@@ -54,11 +54,15 @@ class DistributedConfig:
             raise ValueError(f"threads_per_worker must be an integer >= 1, got {self.threads_per_worker!r}")
 
 
+class RayMissing(ImportError, ValueError):
+    """Ray is not installed: an ImportError, and a ValueError (a setting this machine cannot honour) for CLIs."""
+
+
 def import_ray():
     try:
         import ray
     except ImportError:
-        raise ImportError("distributed ES (workers > 1 or a ray address) needs Ray: pip install 'ray>=2.30'") from None
+        raise RayMissing("distributed ES (workers > 1 or a ray address) needs Ray: pip install 'ray>=2.30'") from None
     return ray
 
 

@@ -161,6 +161,17 @@ def test_bad_population_settings_fail_before_any_work(tiny_model_dir, tmp_path, 
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
 
 
+def test_workers_without_ray_installed_is_a_usage_error_before_any_work(tiny_model_dir, tmp_path):
+    """A fresh process in which `import ray` fails (sys.modules entry None, as for a missing package)."""
+    cfg = _cfg(tiny_model_dir, tmp_path / "noray", "es", workers=2)
+    code = ("import sys; sys.modules['ray'] = None; from llm.cli import main; "
+            f"raise SystemExit(main(['train', *{_flags(cfg)!r}]))")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "needs Ray: pip install" in done.stderr, done.stderr[-2000:]
+    assert not (tmp_path / "noray" / "metrics.jsonl").exists()
+
+
 def test_non_finite_reward_stops_the_run_naming_step_and_quantity(tiny_model_dir, tmp_path):
     cfg = _cfg(tiny_model_dir, tmp_path / "nan", "grpo", eval_samples=1, eval_ks=(1,))
     with pytest.raises(NonFiniteError, match=r"step 0: reward is not finite.*last good checkpoint: .*step-0"):
