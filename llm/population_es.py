@@ -1,6 +1,6 @@
 """ES with the whole population evaluated in one batched generate, and optional low-rank noise.
 
-`PopulationES` is `llm.es.ES` with two options (same seeds, same z-scoring, same update rule):
+`PopulationES` is `llm.es.ES` with these options (same seeds, same z-scoring, same update rule):
 
     batched     the N members' rollouts come from one population-batched generate
                 (llm/population_forward.py): member weights built once per iteration from the seeds,
@@ -9,7 +9,6 @@
                 E_d = A_d B_d^T / sqrt(r) for weight matrices (llm/population_noise.py), and the update
                 theta <- theta + alpha / N sum_d c_d E_d rebuilt from the same seeds.
     keep_noise_mb  the noise drawn for the members is kept (up to this size) and reused by the update.
-
     lowrank_layout  low rank, batched: "factored" x W^T + (x B_m) A_m^T per layer (memory N r (in + out)
                 per matrix, three matmuls); "stacked" W_m built once per iteration, one grouped matmul, as
                 with full rank (memory N in out); "auto": stacked while the stacked matrices take at most
@@ -31,7 +30,7 @@ from llm.engines.hf import HFEngine
 from llm.es import ES, ESConfig, ESStep, standardize
 from llm.population_forward import PopulationWeights, check_supported, generate_population
 from llm.population_noise import PopulationNoise, check_rank
-from llm.rollout import NonFiniteError, Rollouts, derive_seed, rollout
+from llm.rollout import derive_seed, rollout, score_completions
 from llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
@@ -73,14 +72,6 @@ class PopulationConfig:
 def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
     """(noise seed, rollout seed) of an iteration, derived exactly as ES.step derives them."""
     return derive_seed(run_seed, step, "es-noise"), derive_seed(run_seed, step, "es-rollout")
-
-
-def score(task: Task, problems: list[Problem], completions, step: int) -> Rollouts:
-    """Verifier rewards of [prompt][sample] completions (as llm.rollout.rollout scores them)."""
-    rewards = np.array([[float(task.score(p, c.text)) for c in row] for p, row in zip(problems, completions)])
-    if not np.all(np.isfinite(rewards)):
-        raise NonFiniteError(f"step {step}: reward is not finite ({rewards[~np.isfinite(rewards)][0]}) for task {task.name}")
-    return Rollouts(completions=completions, rewards=rewards, correct=rewards >= 1.0)
 
 
 class PopulationES(ES):
@@ -142,7 +133,7 @@ class PopulationES(ES):
         per_member = generate_population(self.engine, weights, [p.prompt for p in problems],
                                          max_rows=self.pop.max_rows, **kw)
         for i, completions in enumerate(per_member):
-            out = score(self.task, problems, completions, step)
+            out = score_completions(self.task, problems, completions, step)
             rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
         return rewards, tokens, weight_s
 

@@ -56,6 +56,11 @@ def rollout(engine: Engine, task: Task, problems: list[Problem], *, n: int, temp
     """Generate n completions per problem (temperature 0 = greedy) and score them with the task's verifier."""
     completions = engine.generate([p.prompt for p in problems], n=n, temperature=temperature,
                                   max_new_tokens=max_new_tokens, seed=seed)
+    return score_completions(task, problems, completions, step)
+
+
+def score_completions(task: Task, problems: list[Problem], completions: list[list[Completion]], step: int) -> Rollouts:
+    """The verifier's rewards of [prompt][sample] completions; NonFiniteError naming the step if one is not finite."""
     rewards = np.array([[float(task.score(p, c.text)) for c in row] for p, row in zip(problems, completions)])
     if not np.all(np.isfinite(rewards)):
         bad = float(rewards[~np.isfinite(rewards)][0])
