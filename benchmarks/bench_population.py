@@ -119,10 +119,10 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
 def summary(label: str, row: dict) -> str:
     r, s, o = row["gen_ratio_to_limit"], row["speedup_over_member"], row["es_overhead_share"]
     text = (f"{label} N={row['members']} rows={row['rows']} limit {row['seconds']['limit']:.3f}s\n"
-            f"  generation / limit:   " + "  ".join(f"{v} {r[v]:.2f}x" for v in VARIANTS[1:]) + "\n"
-            f"  iteration / limit:    " + "  ".join(f"{v} {row['iteration_ratio_to_limit'][v]:.2f}x" for v in VARIANTS[1:]) + "\n"
-            f"  speed-up over member: " + "  ".join(f"{v} {s[v]:.2f}x" for v in VARIANTS[2:]) + "\n"
-            f"  ES overhead share:    " + "  ".join(f"{v} {o[v]:.1%}" for v in VARIANTS[1:]))
+            "  generation / limit:   " + "  ".join(f"{v} {r[v]:.2f}x" for v in VARIANTS[1:]) + "\n"
+            "  iteration / limit:    " + "  ".join(f"{v} {row['iteration_ratio_to_limit'][v]:.2f}x" for v in VARIANTS[1:]) + "\n"
+            "  speed-up over member: " + "  ".join(f"{v} {s[v]:.2f}x" for v in VARIANTS[2:]) + "\n"
+            "  ES overhead share:    " + "  ".join(f"{v} {o[v]:.1%}" for v in VARIANTS[1:]))
     if "greedy_mismatch_full" in row:
         (a, n), (b, _) = row["greedy_mismatch_full"], row["greedy_mismatch_lowr"]
         text += f"\n  greedy completions differing from member by member: full {a}/{n}  low rank {b}/{n}"

@@ -12,7 +12,7 @@ import numpy as np
 from paper_checks import paper_numbers as paper
 from paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
 from paper_checks.rundir import Run
-from paper_checks.verdict import (FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_TESTABLE, Verdict, bootstrap_mean,
+from paper_checks.verdict import (FAILS, HOLDS, INCONCLUSIVE, MISSING, Verdict, bootstrap_mean,
                                   bootstrap_two_sample,
                                   fmt_interval, status_from_interval, status_no_worse)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from paper_checks.cli import main as cli_main
-from paper_checks.evidence import Evidence, variant
+from paper_checks.evidence import variant
 from paper_checks.real_checks import REAL_CHECKS
 from paper_checks.report import build_report, collect
 from paper_checks.rundir import RunDirError, load_run

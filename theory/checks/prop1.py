@@ -102,7 +102,7 @@ def proposition(rng: np.random.Generator) -> list[dict]:
                                        f"the conclusion J_K(pi_+) >= J_K(pi_w) - K sqrt(eps_succ/2) > J_K(pi_theta) "
                                        f"holds on {n_concluded} of them", k=k))
     out.append(check_result("prop1/transfer_bound", 1.0, worst_transfer, worst_transfer <= 1.0 + 1e-12,
-                            detail=f"max over all trials and K of |J_K(pi_+) - J_K(pi_w)| / (K sqrt(eps_succ / 2))"))
+                            detail="max over all trials and K of |J_K(pi_+) - J_K(pi_w)| / (K sqrt(eps_succ / 2))"))
     return out
 
 
