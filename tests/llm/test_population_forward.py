@@ -223,3 +223,16 @@ def test_kept_noise_gives_the_update_drawn_again_from_the_seeds_within_its_budge
     assert torch.equal(kept.combined(11, "w", shape, coef), fresh.combined(11, "w", shape, coef))
     kept.direction(12, 0, "w", shape)
     assert kept._kept["seed"] == 12 and kept._kept["bytes"] == per_direction
+
+
+def test_lowrank_layout_auto_stacks_while_the_stacked_matrices_fit():
+    """auto: stacked W_m while N x (perturbed matrix elements) x element size <= 256 MiB, factored beyond."""
+    small, large = [torch.empty(256, 64, device="meta")], [torch.empty(4096, 1024, device="meta")]
+    auto = PopulationConfig(noise_rank=4)
+    assert not auto.factored(16, small, torch.float32)
+    assert not auto.factored(16, large, torch.float32)                     # 16 x 4M x 4 B = 256 MiB: still fits
+    assert auto.factored(17, large, torch.float32) and not auto.factored(17, large, torch.bfloat16)
+    assert PopulationConfig(lowrank_layout="factored").factored(16, small, torch.float32)
+    assert not PopulationConfig(lowrank_layout="stacked").factored(64, large, torch.float32)
+    with pytest.raises(ValueError, match="lowrank_layout must be one of"):
+        PopulationConfig(lowrank_layout="fused").validate()
