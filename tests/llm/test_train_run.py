@@ -137,17 +137,22 @@ def test_schedule_switches_algorithm_and_resumes_inside_grpo(tiny_model_dir, tmp
 @pytest.mark.ray
 def test_batched_population_and_ray_workers_train_the_member_by_member_weights(tiny_model_dir, tmp_path):
     """Greedy members: one population-batched generate (logits within 1e-5 of the perturbed model's) and
-    two Ray actors (each replica applies the update from the seeds and z) reproduce the member-by-member run."""
+    two Ray actors (each replica applies the update from the seeds and z) reproduce the member-by-member run;
+    so does a batched low-rank population (stacked layout) its member-by-member low-rank run."""
     es = {"member_temperature": 0.0, "member_samples": 1}
-    ways = {"member": {}, "batched": {"population": {"batched": True}}, "ray": {"workers": 2}}
+    ways = {"member": {}, "batched": {"population": {"batched": True}}, "ray": {"workers": 2},
+            "lowrank-member": {"population": {"noise_rank": 2}},
+            "lowrank-batched": {"population": {"noise_rank": 2, "batched": True}}}
     for name, over in ways.items():
         _run(_cfg(tiny_model_dir, tmp_path / name, "es", es=es, steps=2, **over))
     runs = {name: _outputs(tmp_path / name) for name in ways}
-    rewards = [r["es_rewards"] for r in runs["member"][0]]
-    assert any(len(set(r)) > 1 for r in rewards), "members that all score the same would test nothing"
-    for name in ("batched", "ray"):
-        assert [r["es_rewards"] for r in runs[name][0]] == rewards, name
-        assert all(torch.equal(runs["member"][1][n], runs[name][1][n]) for n in runs["member"][1]), name
+    for reference, same in (("member", ("batched", "ray")), ("lowrank-member", ("lowrank-batched",))):
+        rewards = [r["es_rewards"] for r in runs[reference][0]]
+        assert any(len(set(r)) > 1 for r in rewards), "members that all score the same would test nothing"
+        for name in same:
+            assert [r["es_rewards"] for r in runs[name][0]] == rewards, name
+            assert all(torch.equal(runs[reference][1][n], runs[name][1][n]) for n in runs[reference][1]), name
+    assert not all(torch.equal(runs["member"][1][n], runs["lowrank-member"][1][n]) for n in runs["member"][1])
 
 
 @pytest.mark.parametrize("over, match", [
