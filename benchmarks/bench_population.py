@@ -31,8 +31,8 @@ from pathlib import Path
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig, select_parameters
-from llm.population_es import PopulationConfig, PopulationES, iteration_seeds
+from llm.es import ES, ESConfig, iteration_seeds, select_parameters
+from llm.population_es import PopulationConfig, PopulationES
 from llm.population_forward import PopulationWeights, generate_population
 from llm.rollout import rollout
 from llm.tasks import get_task

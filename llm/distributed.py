@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from llm.es import ESConfig, ESStep
-from llm.population_es import PopulationConfig, PopulationES, iteration_seeds
+from llm.es import ESConfig, ESStep, iteration_seeds
+from llm.population_es import PopulationConfig, PopulationES
 from llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:

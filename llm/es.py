@@ -102,6 +102,12 @@ def member_direction(member: int, antithetic: bool) -> tuple[int, float]:
     return (member // 2, 1.0 if member % 2 == 0 else -1.0) if antithetic else (member, 1.0)
 
 
+def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
+    """(noise seed, rollout seed) of an iteration; the rollout seed is shared by all members
+    (common random numbers)."""
+    return derive_seed(run_seed, step, "es-noise"), derive_seed(run_seed, step, "es-rollout")
+
+
 def standardize(rewards: np.ndarray, zscore: bool = True) -> np.ndarray:
     """z_i = (R_i - mean R) / (std R + 1e-8) (population std); only centered when zscore is False.
 
@@ -230,31 +236,40 @@ class ES:
         return sq_norm ** 0.5
 
     # -- one iteration -----------------------------------------------------------------------
-    def step(self, problems: list[Problem], step: int) -> ESStep:
-        """Evaluate the N members on the batch, standardize their fitness and update the center."""
-        t0 = time.perf_counter()
-        weight_s = 0.0
-        self.master_modified = False
-        it_seed = derive_seed(self.seed, step, "es-noise")
-        gen_seed = derive_seed(self.seed, step, "es-rollout")  # common random numbers across members
-        rewards, tokens = np.zeros(self.cfg.population_size), 0
-        for m in range(self.cfg.population_size):
+    def member_rewards(self, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
+                       step: int) -> tuple[np.ndarray, int, float]:
+        """(mean reward of each listed member, generated tokens, seconds spent writing weights):
+        member by member, each written into the engine, its rollouts scored, the center restored after
+        the last one (from the master the next write overwrites every perturbed tensor anyway)."""
+        kw = dict(n=self.cfg.member_samples, temperature=self.cfg.member_temperature,
+                  max_new_tokens=self.max_new_tokens, seed=gen_seed, step=step)
+        rewards, tokens, weight_s = np.zeros(len(members)), 0, 0.0
+        for i, m in enumerate(members):
             tw = time.perf_counter()
             self.write_member(it_seed, m)
             weight_s += time.perf_counter() - tw
-            out = rollout(self.engine, self.task, problems, n=self.cfg.member_samples,
-                          temperature=self.cfg.member_temperature, max_new_tokens=self.max_new_tokens,
-                          seed=gen_seed, step=step)
-            rewards[m], tokens = out.rewards.mean(), tokens + out.n_tokens
-            if self.cfg.inplace_bf16 or m == self.cfg.population_size - 1:
-                # from the master, the next member's write overwrites every perturbed tensor anyway
+            out = rollout(self.engine, self.task, problems, **kw)
+            rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
+            if self.cfg.inplace_bf16 or i == len(members) - 1:
                 tw = time.perf_counter()
                 self.restore(it_seed, m)
                 weight_s += time.perf_counter() - tw
+        return rewards, tokens, weight_s
+
+    def fitness(self, rewards: np.ndarray, step: int) -> np.ndarray:
+        """z from the rewards (or standardized random normals under the null control)."""
         if self.cfg.null_control:
-            z = standardize(np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards)))
-        else:
-            z = standardize(rewards, self.cfg.zscore)
+            return standardize(np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards)))
+        return standardize(rewards, self.cfg.zscore)
+
+    def step(self, problems: list[Problem], step: int) -> ESStep:
+        """Evaluate the N members on the batch, standardize their fitness and update the center."""
+        t0 = time.perf_counter()
+        self.master_modified = False
+        it_seed, gen_seed = iteration_seeds(self.seed, step)
+        rewards, tokens, weight_s = self.member_rewards(it_seed, gen_seed, problems,
+                                                        list(range(self.cfg.population_size)), step)
+        z = self.fitness(rewards, step)
         tw = time.perf_counter()
         norm = self.apply_update(it_seed, z, step)
         weight_s += time.perf_counter() - tw

@@ -27,10 +27,10 @@ import numpy as np
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig, ESStep, standardize
+from llm.es import ES, ESConfig
 from llm.population_forward import PopulationWeights, check_supported, generate_population
 from llm.population_noise import PopulationNoise, check_rank
-from llm.rollout import derive_seed, rollout, score_completions
+from llm.rollout import score_completions
 from llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
@@ -69,11 +69,6 @@ class PopulationConfig:
         return stacked > STACK_AUTO_BYTES
 
 
-def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
-    """(noise seed, rollout seed) of an iteration, derived exactly as ES.step derives them."""
-    return derive_seed(run_seed, step, "es-noise"), derive_seed(run_seed, step, "es-rollout")
-
-
 class PopulationES(ES):
     """ES whose population is evaluated in one batched generate and/or perturbed with low-rank noise."""
 
@@ -110,51 +105,21 @@ class PopulationES(ES):
     # -- evaluation -------------------------------------------------------------------------
     def member_rewards(self, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
                        step: int) -> tuple[np.ndarray, int, float]:
-        """(mean reward of each listed member, generated tokens, seconds spent building/writing weights)."""
-        kw = dict(n=self.cfg.member_samples, temperature=self.cfg.member_temperature,
-                  max_new_tokens=self.max_new_tokens, seed=gen_seed)
-        rewards, tokens, weight_s = np.zeros(len(members)), 0, 0.0
+        """As ES.member_rewards; batched: the members' weights built once, then one batched generate."""
         if not self.pop.batched:
-            for i, m in enumerate(members):
-                tw = time.perf_counter()
-                self.write_member(it_seed, m)
-                weight_s += time.perf_counter() - tw
-                out = rollout(self.engine, self.task, problems, step=step, **kw)
-                rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
-                if self.cfg.inplace_bf16 or i == len(members) - 1:  # as ES.step: the next write overwrites
-                    tw = time.perf_counter()
-                    self.restore(it_seed, m)
-                    weight_s += time.perf_counter() - tw
-            return rewards, tokens, weight_s
+            return super().member_rewards(it_seed, gen_seed, problems, members, step)
         tw = time.perf_counter()
         weights = PopulationWeights.build(self.master, self.noise, it_seed, list(members), self.dtype,
                                           self.factored)
-        weight_s += time.perf_counter() - tw
-        per_member = generate_population(self.engine, weights, [p.prompt for p in problems],
-                                         max_rows=self.pop.max_rows, **kw)
+        weight_s = time.perf_counter() - tw
+        per_member = generate_population(self.engine, weights, [p.prompt for p in problems], n=self.cfg.member_samples,
+                                         temperature=self.cfg.member_temperature, max_new_tokens=self.max_new_tokens,
+                                         seed=gen_seed, max_rows=self.pop.max_rows)
+        rewards, tokens = np.zeros(len(members)), 0
         for i, completions in enumerate(per_member):
             out = score_completions(self.task, problems, completions, step)
             rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
         return rewards, tokens, weight_s
-
-    def fitness(self, rewards: np.ndarray, step: int) -> np.ndarray:
-        """z from the rewards (or standardized random normals under the null control), as ES.step does."""
-        if self.cfg.null_control:
-            return standardize(np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards)))
-        return standardize(rewards, self.cfg.zscore)
-
-    # -- one iteration -----------------------------------------------------------------------
-    def step(self, problems: list[Problem], step: int) -> ESStep:
-        t0 = time.perf_counter()
-        it_seed, gen_seed = iteration_seeds(self.seed, step)
-        rewards, tokens, weight_s = self.member_rewards(it_seed, gen_seed, problems,
-                                                        list(range(self.cfg.population_size)), step)
-        z = self.fitness(rewards, step)
-        tw = time.perf_counter()
-        norm = self.apply_update(it_seed, z, step)
-        weight_s += time.perf_counter() - tw
-        return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
-                      seconds=time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------------- choosing the trainer
