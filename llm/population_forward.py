@@ -82,7 +82,7 @@ class PopulationWeights:
             else:  # member m's row: theta^T + s sigma E_d^T of a matrix (theta + s sigma E_d of a vector)
                 stacked = torch.empty((len(members), *theta.shape[::-1]))
                 for i, m in enumerate(members):
-                    noise.write_member(seed, m, name, theta, out=stacked[i])
+                    noise.fill_member(seed, m, name, theta, out=stacked[i])
                 params[name] = MemberParam(stacked=stacked.to(dtype))
         return cls(params, len(members))
 

@@ -53,9 +53,10 @@ class PopulationNoise:
         key = (direction, label)
         if key not in kept:
             eps = noise(seed, direction, label, torch.Size(shape), chunk)
-            if kept["bytes"] + eps.numel() * eps.element_size() > self.keep_bytes:
+            size = eps.numel() * eps.element_size()
+            if kept["bytes"] + size > self.keep_bytes:
                 return eps
-            kept[key], kept["bytes"] = eps, kept["bytes"] + eps.numel() * eps.element_size()
+            kept[key], kept["bytes"] = eps, kept["bytes"] + size
         return kept[key]
 
     def is_lowrank(self, shape: torch.Size | tuple[int, ...]) -> bool:
@@ -74,7 +75,7 @@ class PopulationNoise:
             return (a @ b.T) / math.sqrt(self.rank)
         return self.draw(seed, direction, name, shape)
 
-    def write_member(self, seed: int, member: int, name: str, theta: torch.Tensor, out: torch.Tensor) -> None:
+    def fill_member(self, seed: int, member: int, name: str, theta: torch.Tensor, out: torch.Tensor) -> None:
         """out <- (theta + s sigma E_d)^T for member m (direction d, sign s): one pass, transposed for a
         matrix (the layout of llm/population_forward.py), as is for a vector. Low rank: one addmm of the
         factors, E_d never materialized."""
