@@ -10,12 +10,12 @@ import sys as _sys
 if "numpy" not in _sys.modules:
     _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from .bandit import Task, TaskShape, make_task  # noqa: E402
+from .bandit import BanditTask, TaskShape, make_task  # noqa: E402
 from .es import ESConfig  # noqa: E402
 from .grpo import GRPOConfig  # noqa: E402
 from .measure import MeasureConfig  # noqa: E402
 from .schedules import BUDGETS, grpo_budget, schedule  # noqa: E402
-from .train import NonFiniteError, Run, train  # noqa: E402
+from .train import NonFiniteError, BanditRun, train  # noqa: E402
 
-__all__ = ["Task", "TaskShape", "make_task", "ESConfig", "GRPOConfig", "MeasureConfig", "BUDGETS",
-           "grpo_budget", "schedule", "NonFiniteError", "Run", "train"]
+__all__ = ["BanditTask", "TaskShape", "make_task", "ESConfig", "GRPOConfig", "MeasureConfig", "BUDGETS",
+           "grpo_budget", "schedule", "NonFiniteError", "BanditRun", "train"]

@@ -122,7 +122,7 @@ def _design_probs(shape: TaskShape, rng: np.random.Generator):
 
 
 @dataclass
-class Task:
+class BanditTask:
     """A batch of S task instances (one per seed) and the linear-softmax policy class on them."""
 
     shape: TaskShape
@@ -212,7 +212,7 @@ class Task:
         return first - mean_sq
 
 
-def make_task(shape: TaskShape = TaskShape(), seeds: Sequence[int] | int = 1) -> Task:
+def make_task(shape: TaskShape = TaskShape(), seeds: Sequence[int] | int = 1) -> BanditTask:
     """Draw one task instance per seed (seeds: a list of ints, or a count meaning range(count))."""
     seeds = tuple(range(seeds)) if isinstance(seeds, (int, np.integer)) else tuple(int(s) for s in seeds)
     if len(seeds) < 1:
@@ -237,6 +237,6 @@ def make_task(shape: TaskShape = TaskShape(), seeds: Sequence[int] | int = 1) ->
         thetas.append(theta0)
         corrects.append(correct)
         rewards.append(np.where(correct, 1.0, np.where(formatted, shape.format_bonus, 0.0)))
-    return Task(shape=shape, seeds=seeds, features=np.stack(feats) if feats else None,
+    return BanditTask(shape=shape, seeds=seeds, features=np.stack(feats) if feats else None,
                 bias=np.stack(biases), theta0=np.stack(thetas), correct=np.stack(corrects),
                 reward=np.stack(rewards))

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.grpo import group_advantages
+from theory.budget import grpo_flops
+from theory.standardize import standardize
 
-from .bandit import Task, _check_range, sample
+from .bandit import BanditTask, _check_range, sample
 
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
 
@@ -53,13 +54,13 @@ class GRPOConfig:
         return self.num_generations * n_batch
 
     def flops_per_step(self, n_batch: int) -> float:
-        """The paper's count per response of unit length and per parameter: 2 to generate + 6 per training pass."""
-        return (2.0 + 6.0 * self.num_iterations) * self.responses_per_step(n_batch)
+        """The paper's count (theory.budget) per response of unit length and per parameter: (2 + 6 mu) G B."""
+        return grpo_flops(self.num_generations, self.num_iterations) * n_batch
 
 
 def compute_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
     """Group-normalized advantages over the last (group) axis, or only centred when scale is False."""
-    return group_advantages(rewards) if scale else rewards - rewards.mean(-1, keepdims=True)
+    return standardize(rewards, scale=scale)
 
 
 def surrogate_logit_gradient(probs: np.ndarray, ref_probs: np.ndarray, paths: np.ndarray,
@@ -94,7 +95,7 @@ def _ascend(theta: np.ndarray, grad: np.ndarray, state: dict, cfg: GRPOConfig) -
     return theta + cfg.learning_rate * m_hat / (np.sqrt(v_hat) + ADAM_EPS)
 
 
-def grpo_step(task: Task, theta: np.ndarray, cfg: GRPOConfig, rng: np.random.Generator,
+def grpo_step(task: BanditTask, theta: np.ndarray, cfg: GRPOConfig, rng: np.random.Generator,
               theta_ref: np.ndarray, state: dict):
     """One GRPO update (mu surrogate steps on one batch of samples). state holds the optimizer moments.
     Returns (new theta, info dict)."""

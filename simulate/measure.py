@@ -25,7 +25,7 @@ from theory.lemmas import (lemma1_prediction, lemma2_gap_local, lemma3_covarianc
                            population_pass, same_policy_pass, validity_parameter)
 from theory.metrics import entropy, generalized_js_batch, jssucc_batch, pass_at_k_counts, pass_at_k_from_p
 
-from .bandit import Task, _check_range, softmax
+from .bandit import BanditTask, _check_range, softmax
 
 DEFAULT_KS = (1, 2, 4, 8, 16, 32, 64, 256)
 
@@ -53,7 +53,7 @@ class MeasureConfig:
         _check_range("cover_tol", self.cover_tol, 0, 1, low_open=True)
 
 
-def policy_metrics(task: Task, theta: np.ndarray, theta0: np.ndarray, cfg: MeasureConfig,
+def policy_metrics(task: BanditTask, theta: np.ndarray, theta0: np.ndarray, cfg: MeasureConfig,
                    rng: np.random.Generator):
     """Metrics of the policies theta (S, d), drift measured from theta0 (S, d).
     Returns (dict name -> (S,), success p(x) as (S, P))."""
@@ -81,7 +81,7 @@ def fitness_weights(z: np.ndarray) -> np.ndarray:
     return np.where(total > 0, pos / np.where(total > 0, total, 1.0), uniform)
 
 
-def population_metrics(task: Task, theta: np.ndarray, member_logits: np.ndarray, z: np.ndarray, sigma: float):
+def population_metrics(task: BanditTask, theta: np.ndarray, member_logits: np.ndarray, z: np.ndarray, sigma: float):
     """Diversity of an ES population (member_logits (S, N, P, V), z (S, N)) around theta (S, d).
 
     Returns (dict name -> (S,), member success p_i as (S, P, N), fitness-weighted mixture success p_w as (S, P))."""

@@ -15,9 +15,10 @@ from typing import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from theory.errors import NonFiniteError
 from theory.lemmas import es_update_prediction
 
-from .bandit import Task
+from .bandit import BanditTask
 from .bf16 import round_to_bf16
 from .es import ESConfig, es_step
 from .grpo import GRPOConfig, grpo_step
@@ -26,12 +27,8 @@ from .measure import MeasureConfig, policy_metrics, population_metrics
 Phase = tuple["GRPOConfig | ESConfig", int]
 
 
-class NonFiniteError(FloatingPointError):
-    """A run produced NaN or inf; the message names the step and what went non-finite."""
-
-
 @dataclass
-class Run:
+class BanditRun:
     policy: dict[str, np.ndarray]          # name -> (T + 1, S)
     updates: dict[str, np.ndarray]         # name -> (T, S)
     success: np.ndarray                    # (T + 1, S, P): p_theta(x) at every step
@@ -72,14 +69,14 @@ def _check_phases(phases: Sequence[Phase]) -> list[Phase]:
     return phases
 
 
-def train(task: Task, phases: Sequence[Phase], measure: MeasureConfig = MeasureConfig(), seed: int = 0,
-          progress: bool = True, desc: str | None = None, population: bool = True) -> Run:
+def train(task: BanditTask, phases: Sequence[Phase], measure: MeasureConfig = MeasureConfig(), seed: int = 0,
+          progress: bool = True, desc: str | None = None, population: bool = True) -> BanditRun:
     """Run the phases in order from theta_0 and return the recorded metrics.
     population=False skips the ES population metrics (faster; their rows are then NaN)."""
     phases = _check_phases(phases)
     rng = np.random.default_rng([seed, *task.seeds])
     theta = task.theta0.copy()
-    if any(isinstance(cfg, ESConfig) and cfg.bf16 for cfg, _ in phases):
+    if any(isinstance(cfg, ESConfig) and cfg.inplace_bf16 for cfg, _ in phases):
         theta = round_to_bf16(theta).astype(np.float64)  # the base model stored in bfloat16
     theta0 = theta.copy()
     S, P = task.n_seeds, task.n_prompts
@@ -116,7 +113,7 @@ def train(task: Task, phases: Sequence[Phase], measure: MeasureConfig = MeasureC
                 pop, p_i, p_w = population_metrics(task, theta, info["member_logits"], info["z"], cfg.sigma)
                 row.update(pop)
                 z = np.broadcast_to(info["z"][:, None, :], p_i.shape)
-                pred = es_update_prediction(z, p_i, cfg.lr, cfg.sigma)
+                pred = es_update_prediction(z, p_i, cfg.alpha, cfg.sigma)
             theta = new_theta
             metrics, p = measure_at(step, cfg.name)
             policy_rows.append(metrics)
@@ -131,7 +128,7 @@ def train(task: Task, phases: Sequence[Phase], measure: MeasureConfig = MeasureC
     bar.close()
     update_names = sorted({k for row in update_rows for k in row})
     nan = np.full(S, np.nan)
-    return Run(
+    return BanditRun(
         policy={k: np.array([row[k] for row in policy_rows]) for k in policy_rows[0]},
         updates={k: np.array([row.get(k, nan) for row in update_rows]).reshape(len(update_rows), S)
                  for k in update_names},

@@ -19,16 +19,15 @@ import numpy as np
 from scipy.special import gammaln, xlog1py, xlogy
 
 from theory.metrics import check_distributions, check_probabilities
+from theory.standardize import standardize
 
 
 def group_advantages(rewards) -> np.ndarray:
-    """(r - mean r) / std r over the last axis (population std); 0 for a group with std 0."""
+    """(r - mean r) / std r over the last axis (population std); 0 for an all-equal group (theory.standardize)."""
     r = np.asarray(rewards, dtype=float)
-    if r.ndim < 1 or r.shape[-1] < 2 or not np.all(np.isfinite(r)):
-        raise ValueError(f"rewards must be finite with a group axis of size >= 2 last, got shape {r.shape}")
-    centred = r - r.mean(axis=-1, keepdims=True)
-    std = r.std(axis=-1, keepdims=True)
-    return np.divide(centred, std, out=np.zeros_like(centred), where=std > 0)
+    if r.ndim < 1 or r.shape[-1] < 2:
+        raise ValueError(f"rewards must have a group axis of size >= 2 last, got shape {r.shape}")
+    return standardize(r)
 
 
 def grpo_prompt_weight(p, group_size: int) -> np.ndarray:

@@ -20,9 +20,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..bandit import Task, make_task
+from ..bandit import BanditTask, make_task
 from ..es import ESConfig, member_fitness
-from ..train import Run, train
+from ..train import BanditRun, train
 from .common import (ES, FINDING, GRPO, NOT_REPRODUCED, REPRODUCED, SHAPE, STEPS, claim, effect, fmt, matched,
                      save, scaled, settings, stats)
 
@@ -32,10 +32,10 @@ SEEDS = 5
 SIGMAS = (0.125, 0.25, 0.5, 1.0, 2.0)
 POPULATIONS = (8, 16, 32, 64)
 DIMS = (16, 64, 256)
-SAMPLED = replace(ES, rollout="sampled")
+SAMPLED = replace(ES, member_temperature=1.0)
 
 
-def pair_correlation(task: Task, cfg: ESConfig, pairs: int, rng: np.random.Generator,
+def pair_correlation(task: BanditTask, cfg: ESConfig, pairs: int, rng: np.random.Generator,
                      common_seed: bool = False) -> np.ndarray:
     """Correlation over antithetic pairs of R(theta_0 + sigma eps) and R(theta_0 - sigma eps), per seed;
     common_seed=True samples both members' rollouts with the same random numbers (as the paper did)."""
@@ -49,7 +49,7 @@ def pair_correlation(task: Task, cfg: ESConfig, pairs: int, rng: np.random.Gener
     return np.array([np.corrcoef(a, b)[0, 1] for a, b in zip(plus, minus)])
 
 
-def smoothed_reward(run: Run) -> np.ndarray:
+def smoothed_reward(run: BanditRun) -> np.ndarray:
     f = run.updates["fitness_mean"]
     return f[-max(1, len(f) // 5):].mean(0)
 
@@ -62,8 +62,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
             "grpo_std": (task, GRPO), "grpo_no_std": (task, replace(GRPO, scale_rewards=False))}
     jobs.update({f"sigma={s:g}": (task, replace(ES, sigma=s)) for s in SIGMAS if s != ES.sigma})
     dim_tasks = {d: make_task(replace(SHAPE, feature_dim=d), seeds) for d in DIMS}
-    jobs.update({f"N={n},d={d}": (dim_tasks[d], replace(ES, population=n)) for d in DIMS for n in POPULATIONS})
-    runs: dict[str, Run] = {}
+    jobs.update({f"N={n},d={d}": (dim_tasks[d], replace(ES, population_size=n)) for d in DIMS for n in POPULATIONS})
+    runs: dict[str, BanditRun] = {}
     for label, (t, cfg) in tqdm(jobs.items(), desc=NAME, disable=not progress):
         runs[label] = train(t, [(cfg, steps)], progress=False, population=False)
     runs[f"sigma={ES.sigma:g}"] = runs["greedy"]

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from ..bandit import make_task
 from ..bf16 import perturb_restore_bf16, round_to_bf16
-from ..train import Run, train
+from ..train import BanditRun, train
 from .common import (ES, FINDING, GRPO, NOT_REPRODUCED, REPRODUCED, SHAPE, STEPS, claim, effect, fmt, save,
                      scaled, settings, stats)
 
@@ -60,9 +60,9 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     steps = scaled(STEPS, scale)
     shape = replace(SHAPE, feature_dim=DIM, theta0_offset=ES.sigma * ASSUMED_WEIGHT_RMS / PAPER_SIGMA)
     task = make_task(shape, seeds)
-    configs = {"GRPO": GRPO, "ES": ES, "ES null": replace(ES, null=True), "ES bf16": replace(ES, bf16=True),
-               "ES null bf16": replace(ES, null=True, bf16=True)}
-    runs: dict[str, Run] = {k: train(task, [(cfg, steps)], progress=False, population=False)
+    configs = {"GRPO": GRPO, "ES": ES, "ES null": replace(ES, null_control=True), "ES bf16": replace(ES, inplace_bf16=True),
+               "ES null bf16": replace(ES, null_control=True, inplace_bf16=True)}
+    runs: dict[str, BanditRun] = {k: train(task, [(cfg, steps)], progress=False, population=False)
                             for k, cfg in tqdm(configs.items(), desc=NAME, disable=not progress)}
     delta = {k: r.theta - r.theta0 for k, r in runs.items()}
     drift = {k: r.final("drift") for k, r in runs.items()}
@@ -122,7 +122,7 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         f"Pass@1 gain over base: full ES update {fmt(full_gain)}, largest 22% {fmt(top_gain)}, random 22% "
         f"{fmt(rand_gain)}; null's largest 22% {fmt(curves['ES null'][i22])}"))
     stored = round_to_bf16(task.theta0)
-    _, restored = perturb_restore_bf16(stored, ES.sigma * rng.standard_normal((seeds, ES.population, task.dim)))
+    _, restored = perturb_restore_bf16(stored, ES.sigma * rng.standard_normal((seeds, ES.population_size, task.dim)))
     residue_norm = np.linalg.norm(restored - stored, axis=1)
     claims.append(claim(
         "bf16 in-place perturb / restore: rounding residue against the ES update",

@@ -24,7 +24,7 @@ from theory.lemmas import mean_pass_at_k, prop1_assumption, prop1_conclusion
 from theory.metrics import bernoulli_kl
 
 from ..bandit import make_task
-from ..train import Run, train
+from ..train import BanditRun, train
 from .common import (ES, FINDING, NOT_REPRODUCED, REPRODUCED, SEEDS, SHAPE, STEPS, claim, fmt, save, scaled,
                      settings, stats)
 
@@ -34,7 +34,7 @@ LEMMA1_TOL = 0.10
 PROP1_KS = (1, 32)
 
 
-def prop1_rows(run: Run, k: int) -> dict[str, np.ndarray]:
+def prop1_rows(run: BanditRun, k: int) -> dict[str, np.ndarray]:
     """Per ES step and seed: J_K(pi_w), J_K(theta), J_K(theta+), eps_succ, assumption and conclusion."""
     p_now, p_next, p_w = run.success[:-1], run.success[1:], run.mixture_success
     eps = bernoulli_kl(np.clip(p_w, 0, 1), np.clip(p_next, 0, 1)).mean(-1)
@@ -139,7 +139,7 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     axes[0, 0].set(yscale="log", xlabel="update", ylabel="nats", title="Population divergence vs Lemma 1")
     for name in ("p_pop", "p_same", "centre_pass@N"):
         axes[0, 1].plot(x, u[name].mean(1), label=name)
-    axes[0, 1].set(xlabel="update", ylabel=f"probability (N = {ES.population})", title="Lemma 2 along training")
+    axes[0, 1].set(xlabel="update", ylabel=f"probability (N = {ES.population_size})", title="Lemma 2 along training")
     pick = np.random.default_rng(0).choice(ok.sum(), size=min(3000, int(ok.sum())), replace=False)
     axes[1, 0].scatter(predicted[ok][pick], actual[ok][pick], s=3, alpha=0.4)
     lim = np.abs(predicted[ok]).max()

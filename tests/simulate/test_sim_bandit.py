@@ -4,7 +4,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simulate.bandit import Task, TaskShape, make_task, sample, softmax
+from simulate.bandit import BanditTask, TaskShape, make_task, sample, softmax
 
 SMALL = TaskShape(n_prompts=6, n_paths=5, n_correct=2, n_tempting=1, feature_dim=4)
 
@@ -121,4 +121,4 @@ def test_bad_parameter_arrays_raise():
         task.logits(np.zeros((3, task.dim)))
     with pytest.raises(ValueError, match="seeds"):
         make_task(SMALL, [])
-    assert isinstance(task, Task)
+    assert isinstance(task, BanditTask)

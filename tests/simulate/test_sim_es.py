@@ -36,7 +36,7 @@ def smoothed_gradient(task, theta: float, sigma: float) -> float:
 def test_update_expectation_is_alpha_sigma_times_smoothed_gradient(antithetic):
     reps, sigma, lr = 400, 0.7, 1.0
     task = make_task(TINY, [5] * reps)              # identical instances: the seed axis holds replicates
-    cfg = ESConfig(population=100, sigma=sigma, lr=lr, zscore=False, antithetic=antithetic)
+    cfg = ESConfig(population_size=100, sigma=sigma, alpha=lr, zscore=False, antithetic=antithetic)
     theta, _ = es_step(task, task.theta0, cfg, np.random.default_rng(0))
     updates = (theta - task.theta0)[:, 0]
     expected = lr * sigma * smoothed_gradient(make_task(TINY, [5]), task.theta0[0, 0], sigma)
@@ -46,7 +46,7 @@ def test_update_expectation_is_alpha_sigma_times_smoothed_gradient(antithetic):
 
 def test_two_point_members_come_in_mirrored_pairs():
     task = make_task(TaskShape(n_prompts=6, feature_dim=4), 2)
-    cfg = ESConfig(population=8, antithetic=True)
+    cfg = ESConfig(population_size=8, antithetic=True)
     _, info = es_step(task, task.theta0, cfg, np.random.default_rng(0))
     centre = task.logits(task.theta0)[:, None]
     lg = info["member_logits"]
@@ -55,15 +55,15 @@ def test_two_point_members_come_in_mirrored_pairs():
 
 def test_zscored_update_is_zero_when_all_rewards_are_equal():
     task = make_task(ALL_REWARDED, 3)
-    for rollout in ("greedy", "sampled"):
-        theta, info = es_step(task, task.theta0, ESConfig(rollout=rollout), np.random.default_rng(0))
+    for member_temperature in (0.0, 1.0):  # greedy, sampled
+        theta, info = es_step(task, task.theta0, ESConfig(member_temperature=member_temperature), np.random.default_rng(0))
         np.testing.assert_array_equal(theta, task.theta0)
         assert np.all(info["fitness"] == 1.0)
 
 
 def test_null_control_moves_without_reward_signal():
     task = make_task(ALL_REWARDED, 3)
-    theta, info = es_step(task, task.theta0, ESConfig(null=True), np.random.default_rng(0))
+    theta, info = es_step(task, task.theta0, ESConfig(null_control=True), np.random.default_rng(0))
     assert np.all(np.linalg.norm(theta - task.theta0, axis=1) > 0)
     np.testing.assert_allclose(info["z"].mean(1), 0, atol=1e-12)
     np.testing.assert_allclose(info["z"].std(1), 1, atol=1e-6)
@@ -76,7 +76,7 @@ def test_standardize_is_population_zscore():
 
 def test_greedy_fitness_is_the_mean_reward_of_argmax_paths():
     task = make_task(TaskShape(n_prompts=7, feature_dim=3), 1)
-    _, info = es_step(task, task.theta0, ESConfig(population=4), np.random.default_rng(0))
+    _, info = es_step(task, task.theta0, ESConfig(population_size=4), np.random.default_rng(0))
     lg = info["member_logits"][0]                          # (N, P, V)
     expected = np.array([task.reward[0][np.arange(7), lg[i].argmax(-1)].mean() for i in range(4)])
     np.testing.assert_allclose(info["fitness"][0], expected)
@@ -113,16 +113,17 @@ def test_perturb_restore_residue_is_bounded_and_zero_for_exact_steps():
 def test_bf16_step_leaves_bf16_weights():
     task = make_task(TaskShape(n_prompts=6, feature_dim=8, theta0_offset=3.0), 2)
     theta0 = round_to_bf16(task.theta0)
-    theta, _ = es_step(task, theta0, ESConfig(bf16=True, population=4), np.random.default_rng(0))
+    theta, _ = es_step(task, theta0, ESConfig(inplace_bf16=True, population_size=4), np.random.default_rng(0))
     np.testing.assert_array_equal(round_to_bf16(theta), theta)
     assert np.any(theta != theta0)
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    ({"sigma": 0.0}, "sigma"), ({"sigma": -1.0}, "sigma"), ({"population": 1}, "population"),
-    ({"population": 7, "antithetic": True}, "population"), ({"rollout": "beam"}, "rollout"),
-    ({"lr": float("nan")}, "lr"), ({"temperature": -1.0}, "temperature"),
-    ({"samples_per_prompt": 0}, "samples_per_prompt"), ({"batch_size": 0}, "batch_size"),
+    ({"sigma": 0.0}, "sigma"), ({"sigma": -1.0}, "sigma"), ({"population_size": 1}, "population_size"),
+    ({"population_size": 7, "antithetic": True}, "population_size"),
+    ({"member_samples": 4}, "member_samples"),  # greedy members take one rollout per prompt
+    ({"alpha": float("nan")}, "alpha"), ({"member_temperature": -1.0}, "member_temperature"),
+    ({"member_temperature": 1.0, "member_samples": 0}, "member_samples"), ({"batch_size": 0}, "batch_size"),
 ])
 def test_bad_es_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):

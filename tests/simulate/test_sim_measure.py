@@ -4,16 +4,16 @@ import itertools
 import numpy as np
 import pytest
 
-from simulate.bandit import Task, TaskShape, make_task
+from simulate.bandit import BanditTask, TaskShape, make_task
 from simulate.measure import MeasureConfig, fitness_weights, policy_metrics, population_metrics
 
 
-def hand_task(probs: np.ndarray, correct: np.ndarray) -> Task:
+def hand_task(probs: np.ndarray, correct: np.ndarray) -> BanditTask:
     """A task with independent logits whose base policy is exactly `probs` (S, P, V)."""
     S, P, V = probs.shape
     theta0 = np.ones((S, P * V))
     shape = TaskShape(n_prompts=P, n_paths=V, n_correct=1, rare_share=0.0, n_tempting=0, feature_dim=None)
-    return Task(shape=shape, seeds=tuple(range(S)), features=None,
+    return BanditTask(shape=shape, seeds=tuple(range(S)), features=None,
                 bias=np.log(probs) - 1.0, theta0=theta0, correct=correct, reward=correct.astype(float))
 
 

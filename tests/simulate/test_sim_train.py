@@ -10,7 +10,7 @@ TASK_SHAPE = TaskShape(n_prompts=8, n_paths=6, n_correct=2, n_tempting=1, featur
 
 def test_run_records_every_step_and_counts_the_budget():
     task = make_task(TASK_SHAPE, 2)
-    grpo, es = GRPOConfig(num_generations=4), ESConfig(population=6)
+    grpo, es = GRPOConfig(num_generations=4), ESConfig(population_size=6)
     run = train(task, [(grpo, 3), (es, 2)], progress=False)
     assert run.steps == 5 and run.algorithm == ["grpo"] * 3 + ["es"] * 2
     assert run.policy["pass@1"].shape == (6, 2) and run.success.shape == (6, 2, 8)
@@ -26,7 +26,7 @@ def test_run_records_every_step_and_counts_the_budget():
 
 def test_runs_are_deterministic_given_the_seed():
     task = make_task(TASK_SHAPE, 2)
-    phases = [(ESConfig(population=4, rollout="sampled"), 3), (GRPOConfig(), 2)]
+    phases = [(ESConfig(population_size=4, member_temperature=1.0), 3), (GRPOConfig(), 2)]
     a, b = (train(task, phases, progress=False) for _ in range(2))
     c = train(task, phases, seed=1, progress=False)
     np.testing.assert_array_equal(a.theta, b.theta)
@@ -34,7 +34,7 @@ def test_runs_are_deterministic_given_the_seed():
 
 
 @pytest.mark.filterwarnings("ignore:overflow")
-@pytest.mark.parametrize("cfg", [GRPOConfig(optimizer="sgd", learning_rate=1e308), ESConfig(lr=1e308)])
+@pytest.mark.parametrize("cfg", [GRPOConfig(optimizer="sgd", learning_rate=1e308), ESConfig(alpha=1e308)])
 def test_non_finite_runs_stop_naming_the_step(cfg):
     task = make_task(TASK_SHAPE, 2)
     with pytest.raises(NonFiniteError, match=rf"step 1 \({cfg.name}\): \w+ became non-finite"):
@@ -53,12 +53,12 @@ def test_bad_phases_raise():
 
 def test_flops_match_when_population_is_four_times_the_group():
     for g in (2, 8, 16):
-        assert step_cost(GRPOConfig(num_generations=g), 64, "flops") == step_cost(ESConfig(population=4 * g), 64, "flops")
-    assert step_cost(GRPOConfig(), 64, "flops") != step_cost(ESConfig(population=30), 64, "flops")
+        assert step_cost(GRPOConfig(num_generations=g), 64, "flops") == step_cost(ESConfig(population_size=4 * g), 64, "flops")
+    assert step_cost(GRPOConfig(), 64, "flops") != step_cost(ESConfig(population_size=30), 64, "flops")
 
 
 def test_budget_definitions_convert_to_update_counts():
-    grpo, es = GRPOConfig(num_generations=8), ESConfig(population=32)
+    grpo, es = GRPOConfig(num_generations=8), ESConfig(population_size=32)
     assert steps_for(es, grpo_budget(grpo, 100, 64, "responses"), 64, "responses") == 25
     assert steps_for(es, grpo_budget(grpo, 100, 64, "updates"), 64, "updates") == 100
     assert steps_for(es, grpo_budget(grpo, 100, 64, "flops"), 64, "flops") == 100
