@@ -1,8 +1,8 @@
 """The training configuration: one dataclass, filled from defaults < a TOML file < command-line flags.
 
 Top-level keys are shared by every algorithm; the `[es]` and `[grpo]` tables hold the settings of
-each algorithm (`ESConfig` at the top of llm/es.py, `GRPOConfig` at the top of llm/grpo.py), and
-`[population]` how ES evaluates its members (`PopulationConfig` in llm/population_es.py: one
+each algorithm (`ESConfig` at the top of llm/es/algorithm.py, `GRPOConfig` at the top of llm/grpo.py),
+and `[population]` how ES evaluates its members (`PopulationConfig` in llm/es/options.py: one
 population-batched generate, low-rank noise). A flag has the key's name: `--steps 40`,
 `--es.sigma 1e-3`, `--grpo.beta 0.0`, `--population.batched true`, `--workers 2`. A key or flag that
 does not exist is an error; so is a value of the wrong type or outside its range.
@@ -13,15 +13,20 @@ import argparse
 import dataclasses
 import json
 import math
-import tomllib
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from llm.distributed import DistributedConfig
-from llm.es import ESConfig
+from llm.es.algorithm import ESConfig
+from llm.es.options import PopulationConfig, check_options
+from llm.es.ray_actors import DistributedConfig
 from llm.grpo import GRPOConfig
-from llm.population_es import PopulationConfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, packaged as tomli (a dependency there)
+    import tomli as tomllib
 
 ALGOS = ("es", "grpo", "es-grpo", "grpo-es")
 BUDGETS = ("flops", "responses")
@@ -99,15 +104,8 @@ class TrainConfig:
         _int_at_least("workers", self.workers, 1)
         if not isinstance(self.ray_address, str):
             raise ValueError(f"ray_address must be a string, got {self.ray_address!r}")
-        self.es.validate()
         self.grpo.validate()
-        self.population.validate()
-        dist = self.distributed()
-        if dist is not None:
-            dist.validate(self.es.population_size)
-        elif self.population.batched and self.engine != "hf":
-            raise ValueError("population.batched needs engine = 'hf' (one batched forward for all members); "
-                             "set population.batched = false to evaluate members one by one on vLLM")
+        check_options(self.es, self.population, self.engine, self.distributed())
 
     def distributed(self) -> DistributedConfig | None:
         """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with

@@ -21,9 +21,8 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from llm.es import PAPER_ALPHA, PAPER_SIGMA
+from theory.paper_constants import PAPER_ALPHA, PAPER_SIGMA, PAPER_TAUS
 
-PAPER_TAUS = (1.0e-3, 1.5e-3, 2.0e-3)
 PAPER_SIGMA_ALPHA = PAPER_SIGMA * PAPER_ALPHA
 KINDS = ("embed", "attention", "mlp", "norm", "lm_head", "other")
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from llm.rollout import mean_token_entropy
 from theory.metrics import maj_at_k, pass_at_k_counts
 
 SAMPLES_PER_CALL = 256  # completions generated per engine call (prompts per call = this // n)
@@ -59,7 +60,7 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
             bar.update(len(chunk))
     per_problem, counts, maj = [], [], {k: [] for k in ks}
     for p, row in zip(problems, completions):
-        correct = [task.score(p, c.text) >= 1.0 for c in row]  # correct <=> reward 1 (Task.is_correct)
+        correct = [task.is_correct(p, c.text) for c in row]
         answers = [task.answer(p, c.text) for c in row]
         for k in ks:
             maj[k].append(maj_at_k(answers, correct, k, seed=seed))
@@ -69,14 +70,13 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
                             "distinct_correct_texts": len({c.text.strip() for c, ok in zip(row, correct) if ok})})
     counts = np.array(counts)
     solved = [r for r in per_problem if r["correct"] > 0]
-    logprobs = [lp for row in completions for c in row for lp in c.logprobs]
     flat = [c for row in completions for c in row]
     return {
         "task": task.name, "num_problems": len(problems), "n": n, "ks": ks, "temperature": temperature,
         "top_p": top_p, "max_new_tokens": max_new_tokens, "seed": seed,
         "pass_at_k": {str(k): float(pass_at_k_counts(n, counts, k).mean()) for k in ks},
         "maj_at_k": {str(k): float(np.mean(maj[k])) for k in ks},
-        "mean_token_entropy": 0.0 if temperature == 0 or not logprobs else float(-np.mean(logprobs)),
+        "mean_token_entropy": mean_token_entropy(completions, temperature),
         "mean_response_tokens": float(np.mean([len(c.token_ids) for c in flat])),
         "truncated_fraction": float(np.mean([c.finish_reason == "length" for c in flat])),
         "solved_fraction": len(solved) / len(problems),

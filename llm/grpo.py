@@ -27,11 +27,12 @@ import torch
 
 from llm.rollout import NonFiniteError, Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
 from llm.tasks.base import Problem, Task
+from theory.paper_constants import GRPO_ADVANTAGE_EPS
+from theory.standardize import standardize
 
 if TYPE_CHECKING:
     from llm.engines.base import Engine
 
-ADVANTAGE_EPS = 1e-4
 LOSS_TYPES = ("grpo", "bnpo")
 
 
@@ -66,11 +67,7 @@ class GRPOConfig:
 
 def group_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
     """rewards [B, G] -> (r - group mean) / (group std + 1e-4); exactly 0 for an all-equal group."""
-    r = np.asarray(rewards, dtype=np.float64)
-    centered = r - r.mean(axis=1, keepdims=True)
-    if scale:
-        centered = centered / (r.std(axis=1, keepdims=True) + ADVANTAGE_EPS)
-    return np.where((r.max(axis=1) == r.min(axis=1))[:, None], 0.0, centered)
+    return standardize(rewards, GRPO_ADVANTAGE_EPS, scale=scale)
 
 
 def grpo_loss(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, adv: torch.Tensor, mask: torch.Tensor,
@@ -115,7 +112,7 @@ class GRPO:
             raise ValueError("reference model is required when grpo.beta > 0")
         self.cfg, self.engine, self.task, self.policy, self.reference = cfg, engine, task, policy, reference
         self.encode, self.temperature, self.max_new_tokens, self.seed, self.pad_id = encode, temperature, max_new_tokens, seed, pad_id
-        self.shares_engine_model = getattr(engine, "model", None) is policy
+        self.shares_engine_model = engine.live_module() is policy
         self.optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
         self.optimizer_steps = 0  # taken in the current step
 

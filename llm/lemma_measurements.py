@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from scipy.special import logsumexp
 
-from llm.es import noise
+from llm.es.noise import noise
 from llm.rollout import completion_logprobs, derive_seed, pad_batch, rollout
 from llm.tasks.base import Problem, Task
 from theory.lemmas import distinct_members_pass, lemma1_prediction, validity_parameter

@@ -2,7 +2,8 @@
 with an HF model (shared by ES, GRPO and the population measurements).
 
 A completion's reward is the task's verifier score (0 for anything that fails to parse); it is
-correct when the reward is 1. A non-finite reward is an error, named with the step.
+correct when the reward is at least 1 (`llm.tasks.base.is_correct_reward`). A non-finite reward is an
+error, named with the step.
 """
 from __future__ import annotations
 
@@ -14,14 +15,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from llm.tasks.base import Problem, Task
+from llm.tasks.base import Problem, Task, is_correct_reward
+from theory.errors import NonFiniteError
 
 if TYPE_CHECKING:
     from llm.engines.base import Completion, Engine
 
-
-class NonFiniteError(RuntimeError):
-    """A reward, loss or weight that is NaN or infinite; the message names the step and quantity."""
+__all__ = ["NonFiniteError", "derive_seed", "Rollouts", "rollout", "score_completions", "mean_token_entropy"]
 
 
 def derive_seed(*parts: object) -> int:
@@ -30,25 +30,32 @@ def derive_seed(*parts: object) -> int:
     return int.from_bytes(digest, "little") & ((1 << 63) - 1)
 
 
+def mean_token_entropy(completions: list[list[Completion]], temperature: float) -> float:
+    """Mean per-token entropy estimate -E[log pi_T(y_t | y_<t)] over the sampled tokens; 0 at temperature 0.
+
+    The engines report the log-probability of each sampled token under the distribution it was
+    sampled from (at the sampling temperature T), so this is an unbiased Monte Carlo estimate of
+    the mean token entropy along the sampled trajectories. Greedy decoding (T = 0) samples from a
+    point mass: entropy 0 (the engines' greedy log-probs are the T = 1 ones, not the sampled law's).
+    """
+    logprobs = [lp for row in completions for c in row for lp in c.logprobs]
+    return 0.0 if temperature == 0 or not logprobs else float(-np.mean(logprobs))
+
+
 @dataclass
 class Rollouts:
     completions: list[list[Completion]]  # [prompt][sample]
     rewards: np.ndarray                    # [prompt, sample]
     correct: np.ndarray                    # [prompt, sample] bool
+    temperature: float                     # the sampling temperature (0: greedy)
 
     @property
     def n_tokens(self) -> int:
         return sum(len(c.token_ids) for row in self.completions for c in row)
 
     def token_entropy(self) -> float:
-        """Mean per-token entropy estimate -E[log pi(y_t | y_<t)] over the sampled tokens.
-
-        The engines report the log-probability of each sampled token under the distribution it was
-        sampled from (at the sampling temperature), so this is an unbiased Monte Carlo estimate of
-        the mean token entropy along the sampled trajectories.
-        """
-        logprobs = [lp for row in self.completions for c in row for lp in c.logprobs]
-        return float(-np.mean(logprobs)) if logprobs else 0.0
+        """mean_token_entropy of the completions at their sampling temperature."""
+        return mean_token_entropy(self.completions, self.temperature)
 
 
 def rollout(engine: Engine, task: Task, problems: list[Problem], *, n: int, temperature: float,
@@ -56,16 +63,19 @@ def rollout(engine: Engine, task: Task, problems: list[Problem], *, n: int, temp
     """Generate n completions per problem (temperature 0 = greedy) and score them with the task's verifier."""
     completions = engine.generate([p.prompt for p in problems], n=n, temperature=temperature,
                                   max_new_tokens=max_new_tokens, seed=seed)
-    return score_completions(task, problems, completions, step)
+    return score_completions(task, problems, completions, step, temperature)
 
 
-def score_completions(task: Task, problems: list[Problem], completions: list[list[Completion]], step: int) -> Rollouts:
-    """The verifier's rewards of [prompt][sample] completions; NonFiniteError naming the step if one is not finite."""
+def score_completions(task: Task, problems: list[Problem], completions: list[list[Completion]], step: int,
+                      temperature: float) -> Rollouts:
+    """The verifier's rewards of [prompt][sample] completions sampled at the temperature; NonFiniteError
+    naming the step if one is not finite."""
     rewards = np.array([[float(task.score(p, c.text)) for c in row] for p, row in zip(problems, completions)])
     if not np.all(np.isfinite(rewards)):
         bad = float(rewards[~np.isfinite(rewards)][0])
         raise NonFiniteError(f"step {step}: reward is not finite ({bad}) for task {task.name}")
-    return Rollouts(completions=completions, rewards=rewards, correct=rewards >= 1.0)
+    return Rollouts(completions=completions, rewards=rewards, correct=is_correct_reward(rewards),
+                    temperature=temperature)
 
 
 # ----------------------------------------------------------------------------- log-probs of completions

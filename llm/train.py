@@ -33,11 +33,9 @@ from tqdm import tqdm
 
 from llm import drift, schedules
 from llm.config import TrainConfig, load_config
-from llm.distributed import DistributedES
-from llm.es import ES, select_parameters
+from llm.es import ES, check_setup, make_es, select_parameters
 from llm.grpo import GRPO
-from llm.population import measure_population
-from llm.population_es import check_setup, make_es
+from llm.lemma_measurements import measure_population
 from llm.rollout import NonFiniteError, derive_seed, rollout
 from llm.tasks import get_task
 from llm.tasks.base import Task
@@ -136,7 +134,7 @@ class Run:
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed)
         self.tokenizer = self.engine.tokenizer
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        engine_model = getattr(self.engine, "model", None)
+        engine_model = self.engine.live_module()
         # the HF module used for training forwards and scoring: the engine's own when it is fp32 HF
         if engine_model is not None and next(engine_model.parameters()).dtype == torch.float32:
             self.hf_model = engine_model
@@ -146,7 +144,7 @@ class Run:
         self.all_names = [n for n, _ in self.hf_model.named_parameters()]
         self.es_names = select_parameters(self.hf_model.named_parameters(), cfg.es.param_pattern)
         if any(p.algo == "es" for p in self.phases):  # population / Ray settings fail here, before any work
-            check_setup(self.hf_model, self.es_names, cfg.es, cfg.population, cfg.distributed())
+            check_setup(self.hf_model, self.es_names, cfg.es, cfg.population, cfg.distributed(), cfg.engine)
         self.base = drift.SavedWeights(cfg.model)  # theta_0, read tensor by tensor when needed
         self.pool = self.task.problems("train", cfg.train_pool, seed=cfg.seed)
         self.probe = self.task.problems("test", cfg.probe_prompts, seed=PROBE_PROBLEM_SEED)
@@ -155,7 +153,7 @@ class Run:
 
     def close_trainer(self) -> None:
         """Stop the Ray actors of a distributed ES phase (nothing to release otherwise)."""
-        if isinstance(self.trainer, DistributedES):
+        if isinstance(self.trainer, ES):
             self.trainer.close()
 
     # -- weights ---------------------------------------------------------------------------
@@ -175,7 +173,7 @@ class Run:
             live = dict(self.hf_model.named_parameters())
             for n, w in weights.items():
                 live[n].copy_(w)
-        if getattr(self.engine, "model", None) is not self.hf_model:
+        if self.engine.live_module() is not self.hf_model:
             self.engine.load_weights(weights.items())
 
     def batch(self, step: int):

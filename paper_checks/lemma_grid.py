@@ -1,7 +1,7 @@
 """Lemma 1 on a real model over a grid of sigma and N.
 
 For each (sigma, N): JSpol_N measured with the low-variance mixture estimator on fixed probe
-prompts (llm.population.measure_population) against (sigma^2 / 2)(1 - 1/N) tr I_x, the Fisher trace
+prompts (llm.lemma_measurements.measure_population) against (sigma^2 / 2)(1 - 1/N) tr I_x, the Fisher trace
 estimated from per-sample score gradients at the center. Then, per N, the fitted exponent of
 JSpol in sigma (2 where Lemma 1 holds) and the sigma range where the ratio measured / predicted
 lies within 10% of 1.
@@ -14,7 +14,7 @@ import numpy as np
 from tqdm import tqdm
 
 from llm.engines.hf import HFEngine
-from llm.population import measure_population
+from llm.lemma_measurements import measure_population
 from llm.tasks import get_task
 
 TOLERANCE = 0.10

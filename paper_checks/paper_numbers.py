@@ -4,6 +4,8 @@ Everything `paper_checks` cites as "the paper's" comes from here. Pass@K values 
 """
 from __future__ import annotations
 
+from theory.paper_constants import PAPER_ALPHA, PAPER_NUM_GENERATIONS, PAPER_POPULATION_SIZE, PAPER_SIGMA
+
 METHODS = ("Base", "GRPO", "ES", "ES->GRPO", "GRPO->ES")
 
 # Table 2, easy setting: average over GSM8K, CSQA, HotpotQA, Countdown, GPQA, MBPP.
@@ -55,8 +57,9 @@ HELD_OUT_CHANGE = {
 }
 
 # Hyperparameters as the paper runs them.
-ES_HPARAMS = {"population": 32, "sigma": 1.5e-3, "alpha": 2.5e-4, "batch_prompts": 64, "member_temperature": 0.0}
-GRPO_HPARAMS = {"num_generations": 8, "epsilon": 0.2, "beta": 0.001, "learning_rate": 1e-6, "temperature": 1.0}
+ES_HPARAMS = {"population_size": PAPER_POPULATION_SIZE, "sigma": PAPER_SIGMA, "alpha": PAPER_ALPHA, "batch_prompts": 64,
+              "member_temperature": 0.0}
+GRPO_HPARAMS = {"num_generations": PAPER_NUM_GENERATIONS, "epsilon": 0.2, "beta": 0.001, "learning_rate": 1e-6, "temperature": 1.0}
 ANTITHETIC_REWARD_CORRELATION = 0.278  # corr of +eps and -eps rewards at sigma = 1e-3, common seed
 
 

@@ -47,6 +47,16 @@ class Engine(ABC):
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Overwrite the named weights (HF parameter names; any subset) for the next generate."""
 
+    def live_module(self) -> "torch.nn.Module | None":
+        """The HF module this engine generates with, when it holds one in this process (HFEngine): a trainer
+        may then share it or change its parameters in place. None for engines that keep their own copy."""
+        return None
+
+    def lora_capacity(self) -> tuple[int, int] | None:
+        """(max_loras, max_lora_rank) when the engine serves LoRA adapters (a VLLMEngine made with
+        enable_lora=True); None otherwise."""
+        return None
+
     def prompt_token_ids(self, prompt: str) -> list[int]:
         """Token ids the engine feeds for a raw task prompt (chat template applied when there is one)."""
         return encode_prompt(self.tokenizer, prompt)

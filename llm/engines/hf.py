@@ -121,6 +121,9 @@ class HFEngine(Engine):
                                           finish_reason="stop" if end is not None else "length"))
         return completions
 
+    def live_module(self) -> torch.nn.Module:
+        return self.model
+
     @torch.no_grad()
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         params = dict(self.model.named_parameters())

@@ -137,16 +137,46 @@ class VLLMEngine(Engine):
         outputs = self.llm.generate(requests, params, use_tqdm=False)
         result = []
         for out in outputs:
-            row = []
-            for sample in sorted(out.outputs, key=lambda s: s.index):
-                ids = list(sample.token_ids)
-                logprobs = [step[tok].logprob for tok, step in zip(ids, sample.logprobs)]
-                stopped = bool(ids) and ids[-1] in self.stop_ids
-                row.append(Completion(text=self.tokenizer.decode(ids, skip_special_tokens=True), token_ids=ids,
-                                      logprobs=logprobs, finish_reason="stop" if stopped else "length"))
+            row = [self._completion(sample) for sample in sorted(out.outputs, key=lambda s: s.index)]
             result.append([Completion(row[0].text, list(row[0].token_ids), list(row[0].logprobs), row[0].finish_reason)
                            for _ in range(n)] if greedy else row)
         return result
+
+    def _completion(self, sample) -> Completion:
+        """A vLLM sample as a Completion."""
+        ids = list(sample.token_ids)
+        logprobs = [step[tok].logprob for tok, step in zip(ids, sample.logprobs)]
+        stopped = bool(ids) and ids[-1] in self.stop_ids
+        return Completion(text=self.tokenizer.decode(ids, skip_special_tokens=True), token_ids=ids,
+                          logprobs=logprobs, finish_reason="stop" if stopped else "length")
+
+    def lora_capacity(self) -> tuple[int, int] | None:
+        lora = self.llm.llm_engine.vllm_config.lora_config
+        return None if lora is None else (lora.max_loras, lora.max_lora_rank)
+
+    def generate_with_adapters(self, prompts: list[str], adapter_dirs: list[str], *, n: int, temperature: float,
+                               max_new_tokens: int, seed: int, top_p: float = 1.0) -> list[list[list[Completion]]]:
+        """[adapter][prompt][sample]: every prompt under every PEFT LoRA directory, all in one generate call
+        (adapter k in slot k + 1, reloaded in place); each adapter's requests carry the seeds generate(seed) uses."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        from vllm.lora.request import LoRARequest
+
+        check_generate_args(prompts, n, temperature, max_new_tokens, top_p)
+        adapters = [LoRARequest(f"adapter-slot-{k}", k + 1, str(path), load_inplace=True)
+                    for k, path in enumerate(adapter_dirs)]
+        token_ids = [self.prompt_token_ids(p) for p in prompts]
+        requests, params, loras = [], [], []
+        for adapter in adapters:
+            for i, ids in enumerate(token_ids):
+                requests.append(TokensPrompt(prompt_token_ids=ids))
+                params.append(SamplingParams(n=n, temperature=float(temperature), top_p=float(top_p),
+                                             max_tokens=max_new_tokens, logprobs=0, seed=prompt_seed(seed, i),
+                                             stop_token_ids=self.stop_ids, detokenize=False))
+                loras.append(adapter)
+        outputs = self.llm.generate(requests, params, lora_request=loras, use_tqdm=False)
+        rows = [[self._completion(s) for s in sorted(out.outputs, key=lambda s: s.index)] for out in outputs]
+        return [rows[k * len(prompts):(k + 1) * len(prompts)] for k in range(len(adapters))]
 
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         groups = set()

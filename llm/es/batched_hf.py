@@ -1,4 +1,4 @@
-"""Population-batched generation: all N perturbed ES members in one batched generate on an HF model.
+"""ES members evaluated together: all N perturbed members in one batched generate on an HF model (`BatchedHF`).
 
 The rows of the batch belong to members in contiguous blocks (member 0's rows, then member 1's ...),
 and every perturbed parameter acts per row, for the row's member m:
@@ -24,18 +24,24 @@ completions as long as one member's rows fit in one engine batch and logits agre
 """
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, TYPE_CHECKING
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from llm.engines.base import Completion, check_generate_args
 from llm.engines.hf import HFEngine
-from llm.es import member_direction
-from llm.population_noise import PopulationNoise
+from llm.es.members import member_fitness
+from llm.es.noise import PopulationNoise, member_direction
+from llm.tasks.base import Problem
+
+if TYPE_CHECKING:
+    from llm.es.algorithm import ES
 
 RMS_NORMS = ("LlamaRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm", "MistralRMSNorm")  # y = weight * x / rms(x)
 
@@ -227,8 +233,41 @@ def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: l
     for start in range(0, weights.members, per_block):
         block = weights.block(start, min(weights.members, start + per_block))
         generators = [torch.Generator(device=engine.device).manual_seed(int(seed)) for _ in range(block.members)]
-        with population_forward(engine.model, block):
+        with population_forward(engine.live_module(), block):
             flat = engine.generate_rows(rows * block.members, temperature, top_p, max_new_tokens, generators)
         per = len(rows)
         out += [[flat[m * per + i * n:m * per + (i + 1) * n] for i in range(len(prompts))] for m in range(block.members)]
     return out
+
+
+# ----------------------------------------------------------------------------- the ES strategy
+
+class BatchedHF:
+    """Member evaluation for ES: the members' weights built once per iteration from the seeds, then one
+    population-batched generate on the HF engine (the same rollouts as member by member)."""
+
+    def __init__(self, engine: HFEngine, names: list[str], *, max_rows: int, factored: bool):
+        module = engine.live_module() if isinstance(engine, HFEngine) else None
+        if module is None:
+            raise ValueError("population.batched needs the HF engine (engine = 'hf'); "
+                             "use member-by-member evaluation on other engines")
+        check_supported(module, names)
+        self.dtype = next(module.parameters()).dtype
+        self.max_rows, self.factored = max_rows, factored
+
+    def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
+                step: int) -> tuple[np.ndarray, int, float]:
+        tw = time.perf_counter()
+        weights = PopulationWeights.build(es.master, es.noise, it_seed, list(members), self.dtype, self.factored)
+        weight_s = time.perf_counter() - tw
+        per_member = generate_population(es.engine, weights, [p.prompt for p in problems], n=es.cfg.member_samples,
+                                         temperature=es.cfg.member_temperature, max_new_tokens=es.max_new_tokens,
+                                         seed=gen_seed, max_rows=self.max_rows)
+        rewards, tokens = member_fitness(es.task, problems, per_member, step, es.cfg.member_temperature)
+        return rewards, tokens, weight_s
+
+    def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,9 +1,16 @@
-"""The noise of an ES population, regenerated from seeds: full rank (as in llm/es.py) or low rank (EGGROLL).
+"""The noise of an ES population and the seeds it comes from: full rank or low rank (EGGROLL).
 
-Member m of an iteration uses direction d and sign s (`llm.es.member_direction`) and the weights
-theta + s * sigma * E_d.
+Seeds. Iteration `step` of a run with seed S draws its noise from derive_seed(S, step, "es-noise") and
+its member rollouts from derive_seed(S, step, "es-rollout"), shared by all members (common random
+numbers): `iteration_seeds`. Noise is never stored: eps_d of one parameter tensor is drawn from a
+generator seeded by a hash of (iteration seed, direction d, parameter name), chunk by chunk, so every
+tensor gets independent noise (re-seeding one generator with the same seed for every tensor would give
+equal-shaped layers identical noise) and the update is rebuilt from the seeds and z alone.
 
-Full rank:  E_d = eps_d ~ N(0, I), exactly `llm.es.noise(seed, d, name, shape)`.
+Member m of an iteration uses direction d and sign s (`member_direction`: d = m, s = +1; with
+antithetic pairs d = m // 2, s = +1 for even m, -1 for odd m) and the weights theta + s * sigma * E_d.
+
+Full rank:  E_d = eps_d ~ N(0, I), `noise(seed, d, name, shape)`.
 Low rank r (EGGROLL, "Evolution Strategies at the Hyperscale"): every weight matrix of shape
 [out, in] gets
 
@@ -24,40 +31,85 @@ many bytes, and the update reuses them: the same tensors, so the same update bit
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 import torch
 
-from llm.es import combined_noise, member_direction, noise
+from llm.rollout import derive_seed
+
+NOISE_CHUNK = 1 << 20  # elements drawn per call for large tensors (the default of es.noise_chunk)
 
 
-@dataclass(frozen=True)
-class PopulationNoise:
-    sigma: float
-    antithetic: bool = False
-    rank: int = 0            # 0: full rank; r > 0: E = A B^T / sqrt(r) for every weight matrix
-    chunk: int = 1 << 20     # elements generated per call (llm.es.noise)
-    keep_bytes: int = 0      # draws of the current iteration kept for reuse, at most this many bytes
-    _kept: dict = field(default_factory=dict, compare=False, repr=False)
+def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
+    """(noise seed, rollout seed) of an iteration; the rollout seed is shared by all members."""
+    return derive_seed(run_seed, step, "es-noise"), derive_seed(run_seed, step, "es-rollout")
 
-    def draw(self, seed: int, direction: int, label: str, shape, chunk: int | None = None) -> torch.Tensor:
-        """llm.es.noise(seed, direction, label, shape): kept while this iteration's budget allows (do not modify it)."""
-        chunk = self.chunk if chunk is None else chunk
-        if not self.keep_bytes:
-            return noise(seed, direction, label, torch.Size(shape), chunk)
-        kept = self._kept
-        if kept.get("seed") != seed:  # a new iteration: forget the last one's draws
-            kept.clear()
-            kept.update(seed=seed, bytes=0)
+
+def member_direction(member: int, antithetic: bool) -> tuple[int, float]:
+    """(noise direction, sign) of a member: member i uses +eps_i, or +-eps_{i//2} with antithetic pairs."""
+    return (member // 2, 1.0 if member % 2 == 0 else -1.0) if antithetic else (member, 1.0)
+
+
+def noise_chunks(seed: int, direction: int, name: str, numel: int, chunk: int) -> Iterator[torch.Tensor]:
+    """eps for one tensor (flattened), chunk by chunk, from a generator seeded by (seed, direction, name)."""
+    gen = torch.Generator().manual_seed(derive_seed(seed, direction, name))
+    for start in range(0, numel, chunk):
+        yield torch.randn(min(chunk, numel - start), generator=gen)
+
+
+def noise(seed: int, direction: int, name: str, shape: torch.Size, chunk: int = NOISE_CHUNK) -> torch.Tensor:
+    """The whole eps tensor of one parameter (fp32)."""
+    chunks = list(noise_chunks(seed, direction, name, math.prod(shape), chunk))
+    return (chunks[0] if len(chunks) == 1 else torch.cat(chunks)).view(shape)
+
+
+def combined_noise(it_seed: int, name: str, shape: torch.Size, coef: np.ndarray, chunk: int = NOISE_CHUNK,
+                   draw=noise) -> torch.Tensor:
+    """sum_d c_d eps_d for one parameter tensor (fp32), each eps_d from draw (default: regenerated from its seed)."""
+    out = torch.zeros(shape)
+    for d, c in enumerate(coef):
+        if c != 0.0:
+            out.add_(draw(it_seed, d, name, shape, chunk), alpha=float(c))
+    return out
+
+
+class KeptDraws:
+    """The noise drawn for one iteration seed, kept up to a byte budget (a new seed forgets the last one's)."""
+
+    def __init__(self, budget_bytes: int):
+        self.budget_bytes, self.seed, self.used_bytes = budget_bytes, None, 0
+        self.tensors: dict[tuple[int, str], torch.Tensor] = {}
+
+    def get(self, seed: int, direction: int, label: str, shape, chunk: int) -> torch.Tensor:
+        """noise(seed, direction, label, shape), kept while the budget allows (do not modify it)."""
+        if self.seed != seed:
+            self.seed, self.used_bytes, self.tensors = seed, 0, {}
         key = (direction, label)
-        if key not in kept:
+        if key not in self.tensors:
             eps = noise(seed, direction, label, torch.Size(shape), chunk)
             size = eps.numel() * eps.element_size()
-            if kept["bytes"] + size > self.keep_bytes:
+            if self.used_bytes + size > self.budget_bytes:
                 return eps
-            kept[key], kept["bytes"] = eps, kept["bytes"] + size
-        return kept[key]
+            self.tensors[key], self.used_bytes = eps, self.used_bytes + size
+        return self.tensors[key]
+
+
+class PopulationNoise:
+    """E_d of every member and parameter, full or low rank, drawn from the seeds (kept within an iteration)."""
+
+    def __init__(self, sigma: float, antithetic: bool = False, rank: int = 0, chunk: int = NOISE_CHUNK,
+                 keep_bytes: int = 0):
+        self.sigma, self.antithetic, self.chunk = sigma, antithetic, chunk
+        self.rank = rank            # 0: full rank; r > 0: E = A B^T / sqrt(r) for every weight matrix
+        self.kept = KeptDraws(keep_bytes) if keep_bytes else None
+
+    def draw(self, seed: int, direction: int, label: str, shape, chunk: int | None = None) -> torch.Tensor:
+        """noise(seed, direction, label, shape), kept while this iteration's budget allows (do not modify it)."""
+        chunk = self.chunk if chunk is None else chunk
+        if self.kept is None:
+            return noise(seed, direction, label, torch.Size(shape), chunk)
+        return self.kept.get(seed, direction, label, shape, chunk)
 
     def is_lowrank(self, shape: torch.Size | tuple[int, ...]) -> bool:
         return self.rank > 0 and len(shape) == 2
@@ -77,7 +129,7 @@ class PopulationNoise:
 
     def fill_member(self, seed: int, member: int, name: str, theta: torch.Tensor, out: torch.Tensor) -> None:
         """out <- (theta + s sigma E_d)^T for member m (direction d, sign s): one pass, transposed for a
-        matrix (the layout of llm/population_forward.py), as is for a vector. Low rank: one addmm of the
+        matrix (the layout of llm/es/batched_hf.py), as is for a vector. Low rank: one addmm of the
         factors, E_d never materialized."""
         d, sign = member_direction(member, self.antithetic)
         scale = sign * self.sigma

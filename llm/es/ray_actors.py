@@ -1,6 +1,6 @@
-"""Distributed ES on Ray: the population spread over K actors, each holding its own model replica.
+"""ES members evaluated on Ray (`RayActors`): the population spread over K actors, each with its own replica.
 
-    driver (DistributedES, itself a replica)          K actors (ESWorker, one replica each)
+    driver (ES with RayActors, itself a replica)      K actors (ESWorker, one replica each)
       step s: (s, prompts of the batch, members) --->   rewards of its members (seeds regenerate the noise)
               <--- scalar rewards, token counts
       z = standardize(rewards); update own replica
@@ -8,30 +8,25 @@
               <--- SHA-256 of the replica's weights     must equal the driver's, every iteration
 
 Weights cross once, when the actors start from the driver's center; afterwards only seeds, prompts,
-z and scalars do. The update is the same code on every replica (`PopulationES.apply_update`), so the
+z and scalars do. The update is the same code on every replica (`ES.apply_update`), so the
 replicas stay bit-identical, and the run equals the single-process run with the same seed. Members are
 dealt in contiguous blocks of N / K. A dead actor (a call raising RayActorError, or not answering
 within actor_timeout_s) is dropped and its members re-run on a live actor in the same iteration, never
-silently lost (`DistributedES.reruns` records it); with no actor left the step fails.
+silently lost (`RayActors.reruns` records it); with no actor left the step fails.
 """
 from __future__ import annotations
 
 import hashlib
 import socket
-import time
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from llm.es import ESConfig, ESStep, iteration_seeds
-from llm.population_es import PopulationConfig, PopulationES
+from llm.es.algorithm import ES, ESConfig
+from llm.es.noise import iteration_seeds
+from llm.es.options import PopulationConfig, local_members, population_noise
 from llm.tasks.base import Problem, Task
-
-if TYPE_CHECKING:
-    from llm.engines.base import Engine
-
 
 @dataclass
 class DistributedConfig:
@@ -80,11 +75,8 @@ def check_address(address: str, timeout_s: float = 5.0) -> None:
         raise ValueError(f"ray address {address!r}: no Ray cluster reachable ({err})") from None
 
 
-def check_distributed(cfg: ESConfig, dist: DistributedConfig):
-    """Every check distributed ES makes before it starts (settings, Ray importable, cluster reachable); returns ray."""
-    if cfg.inplace_bf16:
-        raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
-    dist.validate(cfg.population_size)
+def check_ray(dist: DistributedConfig):
+    """Ray importable and the cluster reachable; returns the ray module."""
     ray = import_ray()
     check_address(dist.address)
     return ray
@@ -110,12 +102,13 @@ class ESWorker:
         engine = HFEngine(model_dir)
         engine.load_weights(weights.items())
         master = {n: weights[n].float().clone() for n in names}
-        self.es = PopulationES(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed,
-                               population=population)
+        members = local_members(cfg, population, engine, names, {n: tuple(t.shape) for n, t in master.items()})
+        self.es = ES(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed,
+                     noise=population_noise(cfg, population), members=members)
 
     def rewards(self, step: int, problems: list[Problem], members: list[int]) -> tuple[list[float], int]:
         it_seed, gen_seed = iteration_seeds(self.es.seed, step)
-        rewards, tokens, _ = self.es.member_rewards(it_seed, gen_seed, problems, members, step)
+        rewards, tokens, _ = self.es.members.rewards(self.es, it_seed, gen_seed, problems, members, step)
         return rewards.tolist(), tokens
 
     def update(self, step: int, z: list[float]) -> str:
@@ -126,23 +119,15 @@ class ESWorker:
         return weight_hash(self.es.master)
 
 
-class DistributedES(PopulationES):
-    """PopulationES whose members are evaluated by K Ray actors; the driver keeps the center replica."""
+class RayActors:
+    """Member evaluation on K Ray actors; the driver's ES keeps the center replica and applies the update."""
 
-    def __init__(self, cfg: ESConfig, engine: Engine, task: Task, names: list[str], master: dict[str, torch.Tensor],
-                 *, max_new_tokens: int, seed: int, model_dir: str, population: PopulationConfig | None = None,
-                 distributed: DistributedConfig | None = None, weights: dict[str, torch.Tensor] | None = None):
-        """weights: the full center the actors start from (default: the driver engine's HF parameters)."""
-        self.dist = distributed if distributed is not None else DistributedConfig()
-        population = population if population is not None else PopulationConfig()
-        ray = check_distributed(cfg, self.dist)
-        # the driver's replica only applies updates: its own member evaluation (and engine kind) is unused
-        super().__init__(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed,
-                         population=replace(population, batched=False))
-        if weights is None:
-            if not hasattr(engine, "model"):
-                raise ValueError("weights (the full center for the actors) are required with a non-HF driver engine")
-            weights = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
+    def __init__(self, cfg: ESConfig, task: Task, names: list[str], master: dict[str, torch.Tensor], *,
+                 max_new_tokens: int, seed: int, model_dir: str, weights: dict[str, torch.Tensor],
+                 population: PopulationConfig, distributed: DistributedConfig):
+        """weights: the full center the actors start from (master: the driver's fp32 perturbed parameters)."""
+        self.dist = distributed
+        ray = check_ray(distributed)
         weights = weights | {n: master[n] for n in names}
         if not ray.is_initialized():
             if self.dist.address:
@@ -157,7 +142,7 @@ class DistributedES(PopulationES):
                                     self.dist.threads_per_worker) for _ in range(self.dist.workers)]
         self.alive = list(range(self.dist.workers))
         self.reruns: list[dict] = []  # {"step", "worker", "members", "rerun_on"} for every re-run block
-        self._check_replicas(-1, {w: self.actors[w].weight_hash.remote() for w in self.alive})
+        self._check_replicas(-1, master, {w: self.actors[w].weight_hash.remote() for w in self.alive})
 
     # -- faults -----------------------------------------------------------------------------
     def _get(self, worker: int, ref):
@@ -172,8 +157,8 @@ class DistributedES(PopulationES):
                 self.ray.kill(self.actors[worker], no_restart=True)
             return None
 
-    def _check_replicas(self, step: int, refs: dict[int, object]) -> None:
-        expected = weight_hash(self.master)
+    def _check_replicas(self, step: int, master: dict[str, torch.Tensor], refs: dict[int, object]) -> None:
+        expected = weight_hash(master)
         hashes = {w: self._get(w, ref) for w, ref in refs.items()}
         diverged = [w for w, h in hashes.items() if h is not None and h != expected]
         if diverged:
@@ -183,35 +168,35 @@ class DistributedES(PopulationES):
             raise RuntimeError(f"step {step}: every Ray actor is dead")
 
     # -- one iteration -----------------------------------------------------------------------
-    def member_blocks(self) -> dict[int, list[int]]:
-        """Contiguous blocks of members over the live actors."""
-        parts = np.array_split(np.arange(self.cfg.population_size), len(self.alive))
+    def member_blocks(self, members: list[int]) -> dict[int, list[int]]:
+        """Contiguous blocks of the members over the live actors."""
+        parts = np.array_split(np.asarray(members), len(self.alive))
         return {w: part.tolist() for w, part in zip(self.alive, parts)}
 
-    def step(self, problems: list[Problem], step: int) -> ESStep:
-        t0 = time.perf_counter()
-        rewards, tokens = np.full(self.cfg.population_size, np.nan), 0
-        pending = self.member_blocks()
+    def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
+                step: int) -> tuple[np.ndarray, int, float]:
+        """Each actor evaluates its block (seeds from the step); a dead actor's block runs again on a live one."""
+        position = {m: i for i, m in enumerate(members)}
+        rewards, tokens = np.full(len(members), np.nan), 0
+        pending = self.member_blocks(members)
         while pending:
-            refs = {w: (members, self.actors[w].rewards.remote(step, problems, members)) for w, members in pending.items()}
+            refs = {w: (block, self.actors[w].rewards.remote(step, problems, block)) for w, block in pending.items()}
             pending = {}
-            for w, (members, ref) in refs.items():
+            for w, (block, ref) in refs.items():
                 result = self._get(w, ref)
                 if result is None:  # dead: its members run again on a live actor
                     if not self.alive:
-                        raise RuntimeError(f"step {step}: every Ray actor is dead; members {members} have no rewards")
+                        raise RuntimeError(f"step {step}: every Ray actor is dead; members {block} have no rewards")
                     target = self.alive[len(self.reruns) % len(self.alive)]
-                    pending.setdefault(target, []).extend(members)
-                    self.reruns.append({"step": step, "worker": w, "members": members, "rerun_on": target})
+                    pending.setdefault(target, []).extend(block)
+                    self.reruns.append({"step": step, "worker": w, "members": block, "rerun_on": target})
                     continue
-                rewards[members], tokens = result[0], tokens + result[1]
-        z = self.fitness(rewards, step)
-        tw = time.perf_counter()
-        norm = self.apply_update(iteration_seeds(self.seed, step)[0], z, step)
-        weight_s = time.perf_counter() - tw
-        self._check_replicas(step, {w: self.actors[w].update.remote(step, z.tolist()) for w in self.alive})
-        return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
-                      seconds=time.perf_counter() - t0)
+                rewards[[position[m] for m in block]], tokens = result[0], tokens + result[1]
+        return rewards, tokens, 0.0
+
+    def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
+        """Every live replica applies the same update; their weight hashes must equal the driver's."""
+        self._check_replicas(step, es.master, {w: self.actors[w].update.remote(step, z.tolist()) for w in self.alive})
 
     def close(self) -> None:
         """Stop the actors (the Ray runtime itself is left running for the caller)."""

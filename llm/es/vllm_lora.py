@@ -1,15 +1,16 @@
-"""A low-rank ES population in one vLLM `generate` call: member m as a rank-r LoRA adapter (multi-LoRA).
+"""ES members as LoRA adapters: a low-rank population in one vLLM `generate` call (`VLLMLoRA`, multi-LoRA).
 
-With low-rank noise (llm/population_noise.py) member m's weight matrix is theta + s sigma A B^T / sqrt(r),
+With low-rank noise (llm/es/noise.py) member m's weight matrix is theta + s sigma A B^T / sqrt(r),
 A [out, r], B [in, r] from the seeds. A LoRA adapter adds x lora_A^T lora_B^T * (lora_alpha / r), so
 
     lora_A = B^T,   lora_B = s sigma A / sqrt(r),   lora_alpha = r  (scaling 1)
 
 is exactly the member. Adapters are written in the PEFT layout (adapter_config.json +
 adapter_model.safetensors), one directory per member slot, and every request of the call names its
-member's adapter: vLLM batches the N adapters in one forward (punica kernels; a plain-torch version
-on the CPU build). The engine must be a VLLMEngine made with enable_lora=True, max_loras >= N and
-max_lora_rank >= r (vLLM allows ranks 1, 8, 16, 32, 64, ...).
+member's adapter (`VLLMEngine.generate_with_adapters`): vLLM batches the N adapters in one forward
+(punica kernels; a plain-torch version on the CPU build). The engine must be a VLLMEngine made with
+enable_lora=True, max_loras >= N and max_lora_rank >= r (vLLM allows ranks 1, 8, 16, 32, 64, ...).
+The center's weights stay in the engine (written there by the update); only the adapters change.
 
 Only the projections vLLM's LoRA layers wrap can be perturbed this way (LORA_PATTERN: attention
 q/k/v/o and MLP gate/up/down weights); embeddings, norms and biases cannot. vLLM's CPU attention also
@@ -20,17 +21,26 @@ from __future__ import annotations
 import json
 import math
 import re
+import tempfile
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from llm.engines.base import Completion, check_generate_args
-from llm.es import member_direction
-from llm.population_noise import PopulationNoise
+import numpy as np
+
+from llm.engines.base import Completion, Engine
+from llm.es.members import member_fitness
+from llm.es.noise import PopulationNoise, member_direction
+from llm.tasks.base import Problem
+
+if TYPE_CHECKING:
+    from llm.es.algorithm import ES
 
 LORA_PATTERN = r"\.(q|k|v|o|gate|up|down)_proj\.weight$"
 TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
-def check_lora_population(noise: PopulationNoise, names: list[str], population_size: int, engine) -> None:
+def check_lora_population(noise: PopulationNoise, names: list[str], population_size: int, engine: Engine) -> None:
     """ValueError (before any work) unless the perturbed set, rank and engine allow a LoRA population."""
     if noise.rank < 1:
         raise ValueError("a vLLM LoRA population needs low-rank noise (noise_rank >= 1)")
@@ -38,12 +48,12 @@ def check_lora_population(noise: PopulationNoise, names: list[str], population_s
     if bad:
         raise ValueError(f"a vLLM LoRA population can only perturb {LORA_PATTERN!r} weights; "
                          f"not {bad[:3]}{'...' if len(bad) > 3 else ''} (set es.param_pattern to it)")
-    lora = getattr(getattr(getattr(engine, "llm", None), "llm_engine", None), "vllm_config", None)
-    lora = getattr(lora, "lora_config", None)
-    if lora is None:
+    capacity = engine.lora_capacity()
+    if capacity is None:
         raise ValueError("the engine must be a VLLMEngine made with enable_lora=True (and max_loras, max_lora_rank)")
-    if lora.max_loras < population_size or lora.max_lora_rank < noise.rank:
-        raise ValueError(f"the engine allows max_loras={lora.max_loras}, max_lora_rank={lora.max_lora_rank}; "
+    max_loras, max_lora_rank = capacity
+    if max_loras < population_size or max_lora_rank < noise.rank:
+        raise ValueError(f"the engine allows max_loras={max_loras}, max_lora_rank={max_lora_rank}; "
                          f"the population needs {population_size} adapters of rank {noise.rank}")
 
 
@@ -66,46 +76,27 @@ def write_adapter(path: Path, noise: PopulationNoise, seed: int, member: int,
         "target_modules": sorted({n.split(".")[-2] for n in shapes}), "bias": "none", "lora_dropout": 0.0}))
 
 
-def generate_lora_population(engine, noise: PopulationNoise, seed: int, members: list[int],
+def generate_lora_population(engine: Engine, noise: PopulationNoise, seed: int, members: list[int],
                              shapes: dict[str, tuple[int, int]], prompts: list[str], *, n: int, temperature: float,
                              max_new_tokens: int, sample_seed: int, workdir: str | Path,
                              top_p: float = 1.0) -> list[list[list[Completion]]]:
     """[member][prompt][sample]: every member's requests in one vLLM generate, member m on adapter slot m + 1.
 
     Each member's requests carry the seeds a VLLMEngine.generate call with sample_seed would use."""
-    from vllm import SamplingParams
-    from vllm.inputs import TokensPrompt
-    from vllm.lora.request import LoRARequest
+    paths = write_adapters(workdir, noise, seed, members, shapes)
+    return engine.generate_with_adapters(prompts, paths, n=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                                         seed=sample_seed, top_p=top_p)
 
-    from llm.engines.vllm_engine import prompt_seed
 
-    check_generate_args(prompts, n, temperature, max_new_tokens, top_p)
-    adapters = []
+def write_adapters(workdir: str | Path, noise: PopulationNoise, seed: int, members: list[int],
+                   shapes: dict[str, tuple[int, int]]) -> list[str]:
+    """One adapter directory per listed member (workdir/member-slot-k for the k-th), their paths in order."""
+    paths = []
     for slot, m in enumerate(members):
         path = Path(workdir) / f"member-slot-{slot}"
         write_adapter(path, noise, seed, m, shapes)
-        adapters.append(LoRARequest(f"member-slot-{slot}", slot + 1, str(path), load_inplace=True))
-    token_ids = [engine.prompt_token_ids(p) for p in prompts]
-    requests, params, loras = [], [], []
-    for adapter in adapters:
-        for i, ids in enumerate(token_ids):
-            requests.append(TokensPrompt(prompt_token_ids=ids))
-            params.append(SamplingParams(n=n, temperature=float(temperature), top_p=float(top_p),
-                                         max_tokens=max_new_tokens, logprobs=0, seed=prompt_seed(sample_seed, i),
-                                         stop_token_ids=engine.stop_ids, detokenize=False))
-            loras.append(adapter)
-    outputs = engine.llm.generate(requests, params, lora_request=loras, use_tqdm=False)
-    rows = [[_completion(engine, s) for s in sorted(out.outputs, key=lambda s: s.index)] for out in outputs]
-    return [rows[k * len(prompts):(k + 1) * len(prompts)] for k in range(len(members))]
-
-
-def _completion(engine, sample) -> Completion:
-    """A vLLM sample as a Completion (as VLLMEngine.generate builds it)."""
-    ids = list(sample.token_ids)
-    logprobs = [step[tok].logprob for tok, step in zip(ids, sample.logprobs)]
-    stopped = bool(ids) and ids[-1] in engine.stop_ids
-    return Completion(text=engine.tokenizer.decode(ids, skip_special_tokens=True), token_ids=ids, logprobs=logprobs,
-                      finish_reason="stop" if stopped else "length")
+        paths.append(str(path))
+    return paths
 
 
 def linear_shapes(model_dir: str | Path, names: list[str]) -> dict[str, tuple[int, int]]:
@@ -123,3 +114,32 @@ def linear_shapes(model_dir: str | Path, names: list[str]) -> dict[str, tuple[in
         raise ValueError(f"the checkpoint in {model_dir} has no tensors {sorted(missing)}")
     return shapes
 
+
+# ----------------------------------------------------------------------------- the ES strategy
+
+class VLLMLoRA:
+    """Member evaluation for ES on a LoRA-enabled VLLMEngine: the listed members written as adapters
+    (in a temporary directory), then one generate for all of them. Needs low-rank noise on the LoRA
+    projections only (check_lora_population)."""
+
+    def __init__(self, engine: Engine, noise: PopulationNoise, names: list[str], population_size: int):
+        check_lora_population(noise, names, population_size, engine)
+        self.shapes = linear_shapes(engine.model_dir, names)
+        self.workdir = tempfile.TemporaryDirectory(prefix="es-lora-")
+
+    def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
+                step: int) -> tuple[np.ndarray, int, float]:
+        tw = time.perf_counter()
+        paths = write_adapters(self.workdir.name, es.noise, it_seed, members, self.shapes)
+        weight_s = time.perf_counter() - tw
+        per_member = es.engine.generate_with_adapters([p.prompt for p in problems], paths, n=es.cfg.member_samples,
+                                                      temperature=es.cfg.member_temperature,
+                                                      max_new_tokens=es.max_new_tokens, seed=gen_seed)
+        rewards, tokens = member_fitness(es.task, problems, per_member, step, es.cfg.member_temperature)
+        return rewards, tokens, weight_s
+
+    def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
+        pass
+
+    def close(self) -> None:
+        self.workdir.cleanup()

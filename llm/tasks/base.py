@@ -40,6 +40,12 @@ def split_of(key: str) -> str:
     return "test" if int.from_bytes(digest, "little") % TEST_FRACTION_BUCKETS == 0 else "train"
 
 
+def is_correct_reward(reward):
+    """Whether a reward (or an array of them) means a correct answer: reward >= 1 (a well-formed wrong
+    answer may earn a format reward below 1)."""
+    return reward >= 1.0
+
+
 class Task(ABC):
     name: str
 
@@ -61,4 +67,4 @@ class Task(ABC):
         return None
 
     def is_correct(self, problem: Problem, completion: str) -> bool:
-        return self.score(problem, completion) >= 1.0
+        return bool(is_correct_reward(self.score(problem, completion)))

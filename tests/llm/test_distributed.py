@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ESConfig, select_parameters
-from llm.population_es import PopulationConfig, PopulationES
+from llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
 from llm.tasks import get_task
 
 import tasks_for_tests
@@ -45,35 +44,36 @@ def ray_local():
 @pytest.fixture(scope="module")
 def single_process(tiny_model_dir):
     cfg, engine, task, names, master = _parts(tiny_model_dir)
-    es = PopulationES(cfg, engine, task, names, master, max_new_tokens=10, seed=3, population=BATCHED)
+    es = make_es(cfg, engine, task, names, master, max_new_tokens=10, seed=3, population=BATCHED)
     steps = [es.step(_problems(), s) for s in range(STEPS)]
     return steps, es.center_weights()
 
 
 def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model_dir, ray_local, single_process):
-    from llm.distributed import DistributedConfig, DistributedES, weight_hash
+    from llm.es.ray_actors import weight_hash
 
     ref_steps, ref_weights = single_process
     assert np.ptp(ref_steps[0].rewards) > 0  # the run really moves the weights
     cfg, engine, task, names, master = _parts(tiny_model_dir)
-    dist = DistributedES(cfg, engine, task, names, master, max_new_tokens=10, seed=3, model_dir=tiny_model_dir,
-                         population=BATCHED, distributed=DistributedConfig(workers=2))
+    dist = make_es(cfg, engine, task, names, master, max_new_tokens=10, seed=3, model_dir=tiny_model_dir,
+                   population=BATCHED, distributed=DistributedConfig(workers=2))
+    actors = dist.members
     try:
-        assert dist.member_blocks() == {0: [0, 1], 1: [2, 3]}
+        assert actors.member_blocks([0, 1, 2, 3]) == {0: [0, 1], 1: [2, 3]}
         steps = [dist.step(_problems(), 0)]
-        ray_local.kill(dist.actors[1])  # actor 1 dies between iterations
+        ray_local.kill(actors.actors[1])  # actor 1 dies between iterations
         steps += [dist.step(_problems(), s) for s in range(1, STEPS)]
-        assert dist.reruns == [{"step": 1, "worker": 1, "members": [2, 3], "rerun_on": 0}]
-        assert dist.alive == [0]
+        assert actors.reruns == [{"step": 1, "worker": 1, "members": [2, 3], "rerun_on": 0}]
+        assert actors.alive == [0]
         for a, b in zip(ref_steps, steps):
             np.testing.assert_array_equal(a.rewards, b.rewards)
             np.testing.assert_array_equal(a.z, b.z)
         final = dist.center_weights()
         for name in ref_weights:
             assert torch.equal(final[name], ref_weights[name]), name
-        assert ray_local.get(dist.actors[0].weight_hash.remote()) == weight_hash(ref_weights)
+        assert ray_local.get(actors.actors[0].weight_hash.remote()) == weight_hash(ref_weights)
         # a replica that applies a different update is caught at the next iteration
-        ray_local.get(dist.actors[0].update.remote(STEPS, [1.0, -1.0, 0.0, 0.0]))
+        ray_local.get(actors.actors[0].update.remote(STEPS, [1.0, -1.0, 0.0, 0.0]))
         with pytest.raises(RuntimeError, match=r"replicas of workers \[0\] differ"):
             dist.step(_problems(), STEPS)
     finally:
@@ -81,17 +81,15 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
 
 
 def test_errors_before_any_work(tiny_model_dir, monkeypatch):
-    from llm.distributed import DistributedConfig, DistributedES
-
     cfg, engine, task, names, master = _parts(tiny_model_dir, population_size=6)
     kw = dict(max_new_tokens=4, seed=0, model_dir=tiny_model_dir)
     with pytest.raises(ValueError, match=r"population_size \(6\) must be divisible by workers \(4\)"):
-        DistributedES(cfg, engine, task, names, master, distributed=DistributedConfig(workers=4), **kw)
+        make_es(cfg, engine, task, names, master, distributed=DistributedConfig(workers=4), **kw)
     with pytest.raises(ValueError, match="no Ray cluster reachable"):
-        DistributedES(cfg, engine, task, names, master, distributed=DistributedConfig(workers=2, address="127.0.0.1:1"), **kw)
+        make_es(cfg, engine, task, names, master, distributed=DistributedConfig(workers=2, address="127.0.0.1:1"), **kw)
     with pytest.raises(ValueError, match="noise_rank 99 is larger"):
-        DistributedES(cfg, engine, task, names, master, population=PopulationConfig(noise_rank=99),
+        make_es(cfg, engine, task, names, master, population=PopulationConfig(noise_rank=99),
                       distributed=DistributedConfig(workers=2), **kw)
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(ImportError, match="pip install 'ray>=2.30'"):
-        DistributedES(cfg, engine, task, names, master, distributed=DistributedConfig(workers=2), **kw)
+        make_es(cfg, engine, task, names, master, distributed=DistributedConfig(workers=2), **kw)

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig, member_direction, noise, select_parameters
+from llm.es import ES, ESConfig, select_parameters
+from llm.es.noise import member_direction, noise
 from llm.tasks import get_task
 from tasks_for_tests import CountdownScoredBy
 

@@ -4,7 +4,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from llm.es import ESConfig, combined_noise, direction_coefficients, member_direction, noise, standardize
+from llm.es.algorithm import ESConfig, direction_coefficients, standardize
+from llm.es.noise import combined_noise, member_direction, noise
 
 
 def test_noise_is_regenerated_exactly_from_its_seed():

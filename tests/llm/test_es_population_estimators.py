@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 from scipy.stats import binom
 
-from llm.population import jspol_estimate, jssucc_estimates, lemma2_estimates, mixture_terms
+from llm.lemma_measurements import jspol_estimate, jssucc_estimates, lemma2_estimates, mixture_terms
 from theory.metrics import binary_entropy, generalized_js
 
 

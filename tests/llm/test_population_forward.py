@@ -9,24 +9,24 @@ import pytest
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig, select_parameters
-from llm.population_es import PopulationConfig, PopulationES
-from llm.population_forward import PopulationWeights, generate_population, population_forward
-from llm.population_noise import PopulationNoise, check_rank
+from llm.es import ESConfig, PopulationConfig, make_es, select_parameters
+from llm.es.batched_hf import BatchedHF, PopulationWeights, generate_population, population_forward
+from llm.es.members import OneByOne
+from llm.es.noise import PopulationNoise, check_rank
 from tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SIGMA = 3e-2
 
 
-def _trainer(engine, cls=ES, pattern="", **kw):
+def _trainer(engine, population=None, pattern="", **kw):
     cfg = ESConfig(population_size=kw.pop("population_size", 6), sigma=SIGMA, alpha=2e-2,
                    antithetic=kw.pop("antithetic", True), param_pattern=pattern, **kw.pop("es", {}))
     cfg.validate()
     names = select_parameters(engine.model.named_parameters(), pattern)
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
-    extra = {"population": kw.pop("population")} if cls is PopulationES else {}
-    return cls(cfg, engine, digit_share_task(), names, master, max_new_tokens=kw.pop("max_new_tokens", 12), seed=7, **extra)
+    return make_es(cfg, engine, digit_share_task(), names, master, max_new_tokens=kw.pop("max_new_tokens", 12), seed=7,
+                   population=population)
 
 
 def _left_padded(engine, prompts):
@@ -43,7 +43,7 @@ def _left_padded(engine, prompts):
 def test_batched_logits_equal_member_by_member_within_1e_5(tiny_model_dir, rank, factored):
     """All parameters perturbed (embeddings tied to lm_head, norms, every Linear), antithetic pairs."""
     engine = HFEngine(tiny_model_dir)
-    es = _trainer(engine, PopulationES, population=PopulationConfig(batched=False, noise_rank=rank))
+    es = _trainer(engine, population=PopulationConfig(batched=False, noise_rank=rank))
     prompts = [p.prompt for p in digit_share_task().problems("train", 3, 0)]
     ids, mask, pos = _left_padded(engine, prompts)
     members, it_seed = [0, 1, 2, 5], 1234
@@ -80,7 +80,7 @@ def _near_tie(engine, es, it_seed, member, prompt, a, b, gap=1e-4) -> bool:
 @pytest.mark.parametrize("rank,temperature,n", [(0, 0.0, 1), (3, 0.0, 1), (0, 1.0, 3)])
 def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperature, n):
     engine = HFEngine(tiny_model_dir)
-    es = _trainer(engine, PopulationES, population=PopulationConfig(batched=False, noise_rank=rank), population_size=4)
+    es = _trainer(engine, population=PopulationConfig(batched=False, noise_rank=rank), population_size=4)
     prompts = [p.prompt for p in digit_share_task().problems("train", 4, 1)]
     it_seed, seed = 99, 5
     weights = PopulationWeights.build(es.master, es.noise, it_seed, list(range(4)), torch.float32)
@@ -105,12 +105,12 @@ def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperatur
 
 
 def test_batched_es_step_equals_the_trainers_member_by_member_step(tiny_model_dir):
-    """Full rank: PopulationES(batched) gives ES's rewards, z and (bit for bit) its updated weights."""
+    """Full rank: ES with BatchedHF members gives OneByOne's rewards, z and (bit for bit) its updated weights."""
     problems = digit_share_task().problems("train", 4, 2)
     runs = []
-    for cls, kw in ((ES, {}), (PopulationES, {"population": PopulationConfig(batched=True, max_rows=64)})):
+    for population in (PopulationConfig(), PopulationConfig(batched=True, max_rows=64)):
         engine = HFEngine(tiny_model_dir)
-        es = _trainer(engine, cls, population_size=4, **kw)
+        es = _trainer(engine, population, population_size=4)
         steps = [es.step(problems, s) for s in range(2)]
         runs.append((steps, es.center_weights(), {n: p.detach().clone() for n, p in engine.model.named_parameters()}))
     (ref_steps, ref_w, _), (steps, w, live) = runs
@@ -127,7 +127,7 @@ def test_lowrank_update_is_alpha_over_n_sum_z_of_member_perturbations(tiny_model
     """The update rebuilt from the factor seeds equals alpha/N sum_m z_m (theta_m - theta)/sigma, with theta_m
     read back from the engine while each member was written (materialized A B^T, independent of the update)."""
     engine = HFEngine(tiny_model_dir)
-    es = _trainer(engine, PopulationES, population=PopulationConfig(batched=False, noise_rank=2), antithetic=False,
+    es = _trainer(engine, population=PopulationConfig(batched=False, noise_rank=2), antithetic=False,
                   population_size=5)
     theta = es.center_weights()
     it_seed, z = 77, np.array([1.2, -0.3, 0.0, -1.5, 0.6])
@@ -166,18 +166,18 @@ def test_bad_input_raises_before_work(tiny_model_dir):
         check_rank(-1, {"a.weight": (64, 32)})
     engine = HFEngine(tiny_model_dir)
     with pytest.raises(ValueError, match="noise_rank 40 is larger"):
-        _trainer(engine, PopulationES, population=PopulationConfig(noise_rank=40))
+        _trainer(engine, population=PopulationConfig(noise_rank=40))
     with pytest.raises(ValueError, match="inplace_bf16"):
-        _trainer(engine, PopulationES, population=PopulationConfig(batched=True), es={"inplace_bf16": True})
+        _trainer(engine, population=PopulationConfig(batched=True), es={"inplace_bf16": True})
     with pytest.raises(ValueError, match="max_rows"):
-        _trainer(engine, PopulationES, population=PopulationConfig(max_rows=0))
+        _trainer(engine, population=PopulationConfig(max_rows=0))
 
 
 def test_unsupported_module_is_named():
     """GPT-2's LayerNorm and Conv1D projections are not supported: the batched forward refuses them up front."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from llm.population_forward import check_supported
+    from llm.es.batched_hf import check_supported
 
     model = GPT2LMHeadModel(GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=50, n_positions=32,
                                        bos_token_id=0, eos_token_id=0))
@@ -188,18 +188,19 @@ def test_unsupported_module_is_named():
     check_supported(model, ["transformer.wte.weight"])  # embeddings alone are fine
 
 
-def test_make_es_picks_the_trainer_and_check_setup_fails_early(tiny_model_dir):
-    from llm.distributed import DistributedConfig
-    from llm.population_es import check_setup, make_es
+def test_make_es_picks_the_member_evaluation_and_check_setup_fails_early(tiny_model_dir):
+    from llm.es import DistributedConfig, check_setup
 
     engine = HFEngine(tiny_model_dir)
     cfg = ESConfig(population_size=6, sigma=SIGMA, alpha=1e-2)
     names = select_parameters(engine.model.named_parameters(), "")
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
     kw = dict(max_new_tokens=4, seed=0)
-    assert type(make_es(cfg, engine, digit_share_task(), names, master, **kw)) is ES
-    assert type(make_es(cfg, engine, digit_share_task(), names, master, population=PopulationConfig(batched=False), **kw)) is ES
-    assert type(make_es(cfg, engine, digit_share_task(), names, master, population=PopulationConfig(batched=True), **kw)) is PopulationES
+    assert type(make_es(cfg, engine, digit_share_task(), names, master, **kw).members) is OneByOne
+    es = make_es(cfg, engine, digit_share_task(), names, master, population=PopulationConfig(batched=False), **kw)
+    assert type(es.members) is OneByOne and es.noise.kept is None  # plain ES keeps no noise
+    es = make_es(cfg, engine, digit_share_task(), names, master, population=PopulationConfig(batched=True), **kw)
+    assert type(es.members) is BatchedHF and es.noise.kept is not None
     check_setup(engine.model, names, cfg, PopulationConfig(noise_rank=4), DistributedConfig(workers=3))
     with pytest.raises(ValueError, match="divisible by workers"):
         check_setup(engine.model, names, cfg, PopulationConfig(), DistributedConfig(workers=4))
@@ -216,18 +217,18 @@ def test_kept_noise_gives_the_update_drawn_again_from_the_seeds_within_its_budge
     fresh, kept = PopulationNoise(0.1, rank=rank), PopulationNoise(0.1, rank=rank, keep_bytes=3 * per_direction)
     for d in range(4):  # the members' draws
         assert torch.equal(kept.direction(11, d, "w", shape), fresh.direction(11, d, "w", shape))
-    assert kept._kept["bytes"] == 3 * per_direction  # the fourth direction did not fit
+    assert kept.kept.used_bytes == 3 * per_direction  # the fourth direction did not fit
     label, drawn = ("w", shape) if rank == 0 else ("w/lowrank-A", (6, rank))
     assert kept.draw(11, 0, label, drawn) is kept.draw(11, 0, label, drawn)
     assert kept.draw(11, 3, label, drawn) is not kept.draw(11, 3, label, drawn)
     assert torch.equal(kept.combined(11, "w", shape, coef), fresh.combined(11, "w", shape, coef))
     kept.direction(12, 0, "w", shape)
-    assert kept._kept["seed"] == 12 and kept._kept["bytes"] == per_direction
+    assert kept.kept.seed == 12 and kept.kept.used_bytes == per_direction
 
 
 def test_lowrank_layout_auto_stacks_while_the_stacked_matrices_fit():
     """auto: stacked W_m while N x (perturbed matrix elements) x element size <= 256 MiB, factored beyond."""
-    small, large = [torch.empty(256, 64, device="meta")], [torch.empty(4096, 1024, device="meta")]
+    small, large = [(256, 64)], [(4096, 1024)]
     auto = PopulationConfig(noise_rank=4)
     assert not auto.factored(16, small, torch.float32)
     assert not auto.factored(16, large, torch.float32)                     # 16 x 4M x 4 B = 256 MiB: still fits

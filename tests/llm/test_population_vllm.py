@@ -4,13 +4,14 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from llm.engines.hf import HFEngine
-from llm.es import ESConfig, select_parameters
-from llm.population_es import PopulationConfig, PopulationES
-from llm.population_noise import PopulationNoise
+from llm.es import ESConfig, PopulationConfig, make_es, select_parameters
+from llm.es.noise import PopulationNoise
 from llm.tasks import get_task
+from tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
@@ -26,7 +27,7 @@ def model_dir_head32(tmp_path_factory):
 
 
 def test_lora_population_refuses_what_lora_cannot_express(model_dir_head32):
-    from llm.population_vllm import check_lora_population
+    from llm.es.vllm_lora import check_lora_population
 
     hf = HFEngine(model_dir_head32)
     with pytest.raises(ValueError, match="noise_rank >= 1"):
@@ -51,24 +52,36 @@ def test_lora_population_equals_member_by_member():
                     reason="run through test_lora_population_equals_member_by_member, in a fresh process")
 def test_lora_population_in_this_process(model_dir_head32, tmp_path):
     from llm.engines.vllm_engine import VLLMEngine
-    from llm.population_vllm import LORA_PATTERN, check_lora_population, generate_lora_population, linear_shapes
+    from llm.es import ES
+    from llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA, check_lora_population, generate_lora_population, linear_shapes
 
     hf = HFEngine(model_dir_head32)
     cfg = ESConfig(population_size=MEMBERS, sigma=5e-2, alpha=1e-2, antithetic=True, param_pattern=LORA_PATTERN)
     names = select_parameters(hf.model.named_parameters(), LORA_PATTERN)
     master = {n: p.detach().float().clone() for n, p in hf.model.named_parameters() if n in names}
-    es = PopulationES(cfg, hf, get_task("countdown"), names, master, max_new_tokens=12, seed=0,
-                      population=PopulationConfig(batched=False, noise_rank=RANK))
+    es = make_es(cfg, hf, get_task("countdown"), names, master, max_new_tokens=12, seed=0,
+                 population=PopulationConfig(batched=False, noise_rank=RANK))
     prompts = [p.prompt for p in get_task("countdown").problems("train", 6, 0)]
     engine = VLLMEngine(model_dir_head32, enable_lora=True, max_loras=MEMBERS, max_lora_rank=8,
                         kv_cache_memory_bytes=1 << 28)
+    problems = digit_share_task().problems("train", 6, 0)
     try:
         check_lora_population(es.noise, names, MEMBERS, engine)
         batched = generate_lora_population(engine, es.noise, 21, list(range(MEMBERS)), linear_shapes(model_dir_head32, names),
                                            prompts, n=1, temperature=0.0, max_new_tokens=12, sample_seed=0,
                                            workdir=tmp_path)
+        # the same members as an ES member-evaluation strategy on the vLLM engine, against one by one on HF
+        on_vllm = ES(cfg, engine, digit_share_task(), names, master, max_new_tokens=12, seed=0, noise=es.noise,
+                     members=VLLMLoRA(engine, es.noise, names, MEMBERS))
+        lora_rewards, lora_tokens, _ = on_vllm.members.rewards(on_vllm, 21, 0, problems, list(range(MEMBERS)), 0)
+        on_vllm.close()
     finally:
         engine.close()
+    hf_es = make_es(cfg, hf, digit_share_task(), names, master, max_new_tokens=12, seed=0,
+                    population=PopulationConfig(batched=False, noise_rank=RANK))
+    hf_rewards, hf_tokens, _ = hf_es.members.rewards(hf_es, 21, 0, problems, list(range(MEMBERS)), 0)
+    np.testing.assert_array_equal(lora_rewards, hf_rewards)
+    assert lora_tokens == hf_tokens > 0
     center = hf.generate(prompts, n=1, temperature=0.0, max_new_tokens=12, seed=0)
     moved = 0
     for m in range(MEMBERS):

@@ -1,0 +1,127 @@
+"""How ES evaluates its population, and the one validator of every ES option.
+
+`PopulationConfig` (the `[population]` table of a run's config):
+
+    batched     the N members' rollouts come from one population-batched generate on the HF engine
+                (batched_hf.py): member weights built once per iteration from the seeds, then one
+                forward per decoding step for all N x B rows. Off: member by member (members.py).
+    noise_rank  0: full-rank eps_d. r > 0: EGGROLL low-rank noise E_d = A_d B_d^T / sqrt(r) for weight
+                matrices (noise.py), and the update theta <- theta + alpha / N sum_d c_d E_d rebuilt from
+                the same seeds.
+    keep_noise_mb  the noise drawn for the members is kept (up to this size) and reused by the update.
+    lowrank_layout  low rank, batched: "factored" x W^T + (x B_m) A_m^T per layer (memory N r (in + out)
+                per matrix, three matmuls); "stacked" W_m built once per iteration, one grouped matmul, as
+                with full rank (memory N in out); "auto": stacked while the stacked matrices take at most
+                STACK_AUTO_BYTES (on a CPU, small layers are faster stacked), factored beyond.
+
+`check_options` holds every rule between these settings, ES's and the Ray workers'; `check_setup` adds
+what needs the model (rank within every matrix, modules the batched forward supports, Ray reachable).
+`population_noise` and `local_members` build the noise and the in-process member evaluation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from llm.es.algorithm import ESConfig
+from llm.es.batched_hf import BatchedHF, check_supported
+from llm.es.members import OneByOne
+from llm.es.noise import PopulationNoise, check_rank
+
+if TYPE_CHECKING:
+    from llm.engines.base import Engine
+    from llm.es.members import MemberEvaluator
+    from llm.es.ray_actors import DistributedConfig
+
+
+LOWRANK_LAYOUTS = ("auto", "factored", "stacked")
+STACK_AUTO_BYTES = 256 * 2 ** 20  # "auto" stacks low-rank members while their matrices take at most this
+
+
+@dataclass
+class PopulationConfig:
+    batched: bool = False     # all members in one batched generate (HF engine); False: member by member
+    noise_rank: int = 0       # 0: full-rank noise; r > 0: low-rank E = A B^T / sqrt(r) for weight matrices
+    max_rows: int = 4096      # rows per batched forward (whole members per block)
+    lowrank_layout: str = "auto"  # low rank, batched: factored x W^T + (x B) A^T | stacked W_m | auto
+    keep_noise_mb: int = 1024  # noise drawn for the members, kept for the update (0: drawn again from the seeds)
+
+    def validate(self) -> None:
+        if not isinstance(self.batched, bool):
+            raise ValueError(f"population.batched must be true or false, got {self.batched!r}")
+        if isinstance(self.noise_rank, bool) or not isinstance(self.noise_rank, int) or self.noise_rank < 0:
+            raise ValueError(f"population.noise_rank must be an integer >= 0 (0 = full rank), got {self.noise_rank!r}")
+        if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, int) or self.max_rows < 1:
+            raise ValueError(f"population.max_rows must be an integer >= 1, got {self.max_rows!r}")
+        if isinstance(self.keep_noise_mb, bool) or not isinstance(self.keep_noise_mb, int) or self.keep_noise_mb < 0:
+            raise ValueError(f"population.keep_noise_mb must be an integer >= 0, got {self.keep_noise_mb!r}")
+        if self.lowrank_layout not in LOWRANK_LAYOUTS:
+            raise ValueError(f"population.lowrank_layout must be one of {list(LOWRANK_LAYOUTS)}, got {self.lowrank_layout!r}")
+
+    @property
+    def plain(self) -> bool:
+        """Member by member with full-rank noise: ES exactly as the paper's loop, no noise kept."""
+        return not self.batched and not self.noise_rank
+
+    def factored(self, members: int, matrix_shapes: list[tuple[int, ...]], dtype: torch.dtype) -> bool:
+        """Whether low-rank members are applied factored (see lowrank_layout)."""
+        if self.lowrank_layout != "auto":
+            return self.lowrank_layout == "factored"
+        stacked = members * sum(math.prod(s) for s in matrix_shapes) * torch.finfo(dtype).bits // 8
+        return stacked > STACK_AUTO_BYTES
+
+
+def uses_workers(distributed: DistributedConfig | None) -> bool:
+    return distributed is not None and (distributed.workers > 1 or bool(distributed.address))
+
+
+def check_options(cfg: ESConfig, population: PopulationConfig, engine: str,
+                  distributed: DistributedConfig | None = None) -> None:
+    """ValueError naming the setting when ES's options do not go together (engine: "hf" or "vllm")."""
+    cfg.validate()
+    population.validate()
+    if population.batched and cfg.inplace_bf16:
+        raise ValueError("population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); "
+                         "turn one of them off")
+    if uses_workers(distributed):
+        if cfg.inplace_bf16:
+            raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
+        distributed.validate(cfg.population_size)
+    elif population.batched and engine != "hf":
+        raise ValueError("population.batched needs engine = 'hf' (one batched forward for all members); "
+                         "set population.batched = false to evaluate members one by one on vLLM")
+
+
+def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,
+                distributed: DistributedConfig | None = None, engine: str = "hf") -> None:
+    """Every check the ES trainers make on these options, callable before any work (model = the HF module)."""
+    check_options(cfg, population, engine, distributed)
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters() if n in names}
+    check_rank(population.noise_rank, shapes)
+    if population.batched:
+        check_supported(model, names)
+    if uses_workers(distributed):
+        from llm.es.ray_actors import check_ray
+
+        check_ray(distributed)
+
+
+def population_noise(cfg: ESConfig, population: PopulationConfig) -> PopulationNoise:
+    """The members' noise: full or low rank; the draws kept for the update unless ES runs plain."""
+    keep = 0 if population.plain else population.keep_noise_mb * 2 ** 20
+    return PopulationNoise(cfg.sigma, cfg.antithetic, population.noise_rank, cfg.noise_chunk, keep_bytes=keep)
+
+
+def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, names: list[str],
+                  shapes: dict[str, tuple[int, ...]]) -> MemberEvaluator:
+    """Member evaluation in this process: one batched generate (population.batched) or one by one."""
+    check_rank(population.noise_rank, shapes)
+    if not population.batched:
+        return OneByOne()
+    module = engine.live_module()
+    dtype = next(module.parameters()).dtype if module is not None else torch.float32  # (BatchedHF refuses no module)
+    factored = population.factored(cfg.population_size, [s for s in shapes.values() if len(s) == 2], dtype)
+    return BatchedHF(engine, names, max_rows=population.max_rows, factored=factored)
