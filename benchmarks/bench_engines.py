@@ -20,14 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def build_random_model(out: Path) -> Path:
-    from llm.tinymodel import PRESETS, build_model, build_tokenizer
-
-    tokenizer = build_tokenizer()
-    build_model(PRESETS["default"], tokenizer).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+from common import random_model
 
 
 def worker(kind: str, model: str, batch_sizes: list[int], max_new_tokens: int, repeats: int, threads: int) -> dict:
@@ -75,7 +68,7 @@ def main() -> None:
         print(json.dumps(worker(args.worker, args.model, batch_sizes, args.max_new_tokens, args.repeats, args.threads)))
         return
     with tempfile.TemporaryDirectory() as tmp:
-        model = args.model or str(build_random_model(Path(tmp)))
+        model = args.model or str(random_model(Path(tmp)))
         results = {}
         for kind in args.engines.split(","):
             cmd = [sys.executable, __file__, "--worker", kind, "--model", model, "--batch-sizes", args.batch_sizes,

@@ -19,8 +19,7 @@ import torch
 from tqdm import tqdm
 
 from llm.engines.hf import HFEngine
-from llm.es import ESConfig, select_parameters
-from llm.population_es import PopulationConfig, PopulationES
+from llm.es import ESConfig, PopulationConfig, make_es, select_parameters
 from llm.rollout import derive_seed, rollout
 from llm.tasks import get_task
 
@@ -35,8 +34,8 @@ def run_variant(rank: int, args, task, pool, test) -> dict:
     cfg = ESConfig(population_size=args.members, sigma=args.sigma, alpha=args.alpha, antithetic=args.antithetic)
     names = select_parameters(engine.model.named_parameters(), "")
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-    es = PopulationES(cfg, engine, task, names, master, max_new_tokens=args.tokens, seed=args.seed,
-                      population=PopulationConfig(batched=True, noise_rank=rank))
+    es = make_es(cfg, engine, task, names, master, max_new_tokens=args.tokens, seed=args.seed,
+                 population=PopulationConfig(batched=True, noise_rank=rank))
     before = greedy_accuracy(engine, task, test, args.tokens)
     rewards, seconds = [], []
     for step in tqdm(range(args.steps), desc=f"rank {rank}", leave=False):

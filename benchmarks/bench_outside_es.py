@@ -11,7 +11,7 @@ our Countdown verifier as the reward, and the same engine settings (fp32, no pre
   understanding-es  the paper's code: its vLLM worker extension (in-place perturb / revert, update from
                     seeds) driven by its EngineEvaluator and the loop body of its run_training
   es-at-scale       EvolutionStrategiesTrainer.train_step with its worker extension
-  ours-batched-hf   our fast path for comparison: llm.population_es.PopulationES, all members in one
+  ours-batched-hf   our fast path for comparison: llm.es.make_es with population.batched, all members in one
                     batched generate on the HF engine (torch threads: --threads, default as vLLM's)
 
 Run-time adaptations (their checkouts are imported, never modified or copied):
@@ -32,7 +32,7 @@ Run-time adaptations (their checkouts are imported, never modified or copied):
 Update match on the same seeds: their seeding differs from ours, so ours is driven with THEIR noise.
 For their member seeds s_1..s_N, eps_i is what their own perturbation function adds to a zero copy of
 each vLLM parameter with seed s_i and scale 1, sliced back to HF tensors (vLLM fuses q/k/v and
-gate/up and pads the vocabulary), and injected into llm.es in place of our seed-derived noise. From the
+gate/up and pads the vocabulary), and injected into llm.es.noise in place of our seed-derived noise. From the
 same center, one iteration of theirs and one of ours: member rewards compared, and the weight change
 theta_after - theta_before compared tensor by tensor (max |diff| and ||diff|| / ||update||).
 """
@@ -42,7 +42,6 @@ import argparse
 import functools
 import inspect
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -51,12 +50,10 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from common import peak_mb
+
 OUTSIDE = ("understanding-es", "es-at-scale")
 FUSED_ROWS = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
 
 
 # ----------------------------------------------------------------------------- engine and adaptations
@@ -187,7 +184,7 @@ def their_noise(kind: str, checkout: Path, seed: int, shapes: dict) -> dict:
 
 
 def inject_noise(es_module, draw) -> tuple:
-    """Make llm.es take eps_d of every tensor from draw(seed, direction, name, shape, chunk), for the
+    """Make llm.es.noise take eps_d of every tensor from draw(seed, direction, name, shape, chunk), for the
     member writes and the update; returns what to put back (noise, combined_noise)."""
     saved = es_module.noise, es_module.combined_noise
     es_module.noise = draw
@@ -214,7 +211,7 @@ def compare_updates(theirs: dict, ours: dict) -> dict:
 def worker(kind: str, args) -> dict:
     import numpy as np
 
-    import llm.es as es_module
+    import llm.es.noise as es_module
     from llm.es import ES, ESConfig
     from llm.tasks import get_task
 
@@ -238,14 +235,14 @@ def worker(kind: str, args) -> dict:
         import torch
 
         from llm.engines.hf import HFEngine
-        from llm.population_es import PopulationConfig, PopulationES
+        from llm.es import PopulationConfig, make_es
 
         if args.threads:
             torch.set_num_threads(args.threads)
         engine = HFEngine(args.model)
         master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-        es = PopulationES(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0,
-                          population=PopulationConfig(batched=True))
+        es = make_es(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0,
+                     population=PopulationConfig(batched=True))
         times = []
         for it in range(args.warmup + args.iterations):
             step = es.step(problems, it)

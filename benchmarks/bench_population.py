@@ -31,38 +31,28 @@ from pathlib import Path
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig, iteration_seeds, select_parameters
-from llm.population_es import PopulationConfig, PopulationES
-from llm.population_forward import PopulationWeights, generate_population
+from llm.es import ES, ESConfig, PopulationConfig, make_es, select_parameters
+from llm.es.batched_hf import PopulationWeights, generate_population
+from llm.es.noise import iteration_seeds
 from llm.rollout import rollout
 from llm.tasks import get_task
+
+from common import random_model
 
 VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-stacked")
 
 
-def random_init_model(preset: str, out: Path) -> Path:
-    """A randomly initialized model of a tinymodel preset (speed does not depend on training)."""
-    from llm.tinymodel import PRESETS, build_model, build_tokenizer
-
-    torch.manual_seed(0)
-    tokenizer = build_tokenizer()
-    build_model(PRESETS[preset], tokenizer).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
-
-
 def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args, layout: str = "factored") -> ES:
-    """ES (batched None: the trainer's own class) or PopulationES on a fresh engine, fp32 master."""
+    """ES on a fresh engine, fp32 master: plain (batched None: one by one, full rank, no kept noise) or with
+    these population options."""
     engine = HFEngine(model_dir, max_batch_size=max(256, n * args.prompts))
     cfg = ESConfig(population_size=n, sigma=args.sigma, alpha=args.alpha, antithetic=args.antithetic)
     names = select_parameters(engine.model.named_parameters(), "")
     master = {k: p.detach().float().clone() for k, p in engine.model.named_parameters() if k in names}
     kw = dict(max_new_tokens=args.tokens, seed=0)
-    if batched is None:
-        return ES(cfg, engine, get_task("countdown"), names, master, **kw)
-    return PopulationES(cfg, engine, get_task("countdown"), names, master,
-                        population=PopulationConfig(batched=batched, noise_rank=rank, max_rows=n * args.prompts,
-                                                    lowrank_layout=layout), **kw)
+    population = PopulationConfig() if batched is None else PopulationConfig(
+        batched=batched, noise_rank=rank, max_rows=n * args.prompts, lowrank_layout=layout)
+    return make_es(cfg, engine, get_task("countdown"), names, master, population=population, **kw)
 
 
 def greedy_mismatches(model_dir: str, n: int, rank: int, problems, args) -> tuple[int, int]:
@@ -175,7 +165,7 @@ def main() -> None:
     problems = get_task("countdown").problems("train", args.prompts, seed=0)
     with tempfile.TemporaryDirectory() as tmp:
         models = {m: m for m in args.model} or {
-            f"{p} preset (random init)": str(random_init_model(p, Path(tmp) / p)) for p in args.presets.split(",")}
+            f"{p} preset (random init)": str(random_model(Path(tmp) / p, preset=p)) for p in args.presets.split(",")}
         results = {}
         for label, model_dir in models.items():
             params = sum(p.numel() for p in HFEngine(model_dir).model.parameters())

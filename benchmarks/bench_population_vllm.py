@@ -31,9 +31,8 @@ from pathlib import Path
 from safetensors.torch import load_file
 
 from llm.engines.vllm_engine import VLLMEngine
-from llm.es import member_direction
-from llm.population_noise import PopulationNoise
-from llm.population_vllm import LORA_PATTERN, check_lora_population, generate_lora_population, linear_shapes
+from llm.es.noise import PopulationNoise, member_direction
+from llm.es.vllm_lora import LORA_PATTERN, check_lora_population, generate_lora_population, linear_shapes
 from llm.tasks import get_task
 from llm.tinymodel import save_random_model
 

@@ -17,30 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
-
-
-def build_random_model(out: Path, hidden: int, layers: int) -> Path:
-    from dataclasses import replace
-
-    from llm.tinymodel import PRESETS, build_model, build_tokenizer
-
-    tokenizer = build_tokenizer()
-    preset = replace(PRESETS["default"], hidden_size=hidden, num_layers=layers, intermediate_size=4 * hidden,
-                     num_heads=max(1, hidden // 32))
-    model = build_model(preset, tokenizer)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+from common import peak_mb, random_model
 
 
 def worker(kind: str, model: str, args) -> dict:
@@ -54,7 +37,7 @@ def worker(kind: str, model: str, args) -> dict:
     from llm.tasks import get_task
 
     torch.set_num_threads(args.threads)
-    baseline = _peak_mb()
+    baseline = peak_mb()
     task = get_task("countdown")
     problems = task.problems("train", args.batch, seed=0)
     engine = HFEngine(model, dtype=getattr(torch, args.dtype))
@@ -88,7 +71,7 @@ def worker(kind: str, model: str, args) -> dict:
         for it in range(args.iterations):
             grpo.step(problems, it)
         out["seconds"] = time.perf_counter() - t0
-    out["peak_mb"] = _peak_mb()
+    out["peak_mb"] = peak_mb()
     out["parameters"] = sum(p.numel() for p in engine.model.parameters())
     return out
 
@@ -110,7 +93,8 @@ def main(argv=None) -> int:
         print(json.dumps(worker(args.worker, args.model, args)))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        model = args.model or str(build_random_model(Path(tmp) / "model", args.hidden, args.layers))
+        model = args.model or str(random_model(Path(tmp) / "model", hidden_size=args.hidden, num_layers=args.layers,
+                                                      intermediate_size=4 * args.hidden))
         forwarded = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("model", "worker")]
         results = {}
         for kind in ("inference", "es", "grpo"):

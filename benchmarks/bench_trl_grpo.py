@@ -34,39 +34,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import peak_mb  # noqa: E402
+from llm.trl_reference import (Settings, gradients, identical_batch, loss_case, perturbed,  # noqa: E402
+                               step_problems, trl_trainer)
 RESULT = "RESULT "  # prefix of the protocol lines a worker prints (other output is ignored)
 
 
-@dataclass
-class Settings:
-    model: str
-    batch: int = 16                 # prompts per step
-    num_generations: int = 8        # G
-    max_new_tokens: int = 32
-    temperature: float = 1.0
-    learning_rate: float = 1e-4
-    beta: float = 0.001
-    epsilon: float = 0.2
-    loss_type: str = "grpo"
-    max_grad_norm: float = 1.0
-    threads: int = 1
-    seed: int = 0
-    policy_scale: float = 0.05      # part 2: policy = base + policy_scale * mean|w| * noise (old log-probs: base)
-    ref_scale: float = 0.02         # part 2: reference = base + ref_scale * mean|w| * other noise
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
 
 
 def _emit(obj: dict) -> None:
@@ -80,53 +62,6 @@ def _wait_for_command() -> str:
     return line
 
 
-def step_problems(s: Settings, steps: int):
-    """The Countdown problems of every step: steps x batch distinct training prompts."""
-    from llm.tasks import get_task
-
-    task = get_task("countdown")
-    problems = task.problems("train", steps * s.batch, seed=s.seed)
-    return task, [problems[i * s.batch:(i + 1) * s.batch] for i in range(steps)]
-
-
-def trl_config(s: Settings, out_dir: str, *, loss_type: str | None = None, beta: float | None = None,
-               bias_correction_kl: bool = False, max_steps: int = 1):
-    """TRL's GRPOConfig meaning the same as our GRPOConfig (see the module docstring for the mapping)."""
-    from trl import GRPOConfig as TRLGRPOConfig
-
-    return TRLGRPOConfig(
-        output_dir=out_dir, report_to="none", use_cpu=True, bf16=False, disable_tqdm=True,
-        save_strategy="no", logging_steps=10**9, seed=s.seed, max_steps=max_steps,
-        per_device_train_batch_size=s.batch * s.num_generations, gradient_accumulation_steps=1,
-        steps_per_generation=1, num_iterations=1, num_generations=s.num_generations,
-        max_completion_length=s.max_new_tokens, temperature=s.temperature, top_p=1.0, top_k=0,
-        learning_rate=s.learning_rate, lr_scheduler_type="constant", weight_decay=0.0,
-        max_grad_norm=s.max_grad_norm, beta=s.beta if beta is None else beta, epsilon=s.epsilon,
-        loss_type=s.loss_type if loss_type is None else loss_type, scale_rewards="group",
-        importance_sampling_level="token", mask_truncated_completions=False,
-        use_bias_correction_kl=bias_correction_kl, gradient_checkpointing=False, shuffle_dataset=False)
-
-
-def trl_trainer(s: Settings, model, task, problems, out_dir: str, callbacks=(), rewards_seen: list | None = None,
-                **config):
-    """GRPOTrainer on an in-memory dataset of the problems' prompts, rewarded by our verifier
-    (whose rewards are also appended to rewards_seen when given)."""
-    from datasets import Dataset
-    from transformers import AutoTokenizer
-    from trl import GRPOTrainer
-
-    def countdown_reward(prompts, completions, problem, **_):
-        rewards = [task.score(problems[i], c) for i, c in zip(problem, completions)]
-        if rewards_seen is not None:
-            rewards_seen.extend(rewards)
-        return rewards
-
-    dataset = Dataset.from_dict({"prompt": [p.prompt for p in problems], "problem": list(range(len(problems)))})
-    return GRPOTrainer(model=model, reward_funcs=countdown_reward, train_dataset=dataset,
-                       args=trl_config(s, out_dir, **config), callbacks=list(callbacks),
-                       processing_class=AutoTokenizer.from_pretrained(s.model))
-
-
 # ----------------------------------------------------------------------------- part 1: workers
 
 def worker_ours(s: Settings, steps: int) -> None:
@@ -137,7 +72,7 @@ def worker_ours(s: Settings, steps: int) -> None:
     from llm.grpo import GRPO, GRPOConfig
 
     torch.set_num_threads(s.threads)
-    baseline = _peak_mb()
+    baseline = peak_mb()
     task, batches = step_problems(s, steps)
     engine = HFEngine(s.model)
     reference = AutoModelForCausalLM.from_pretrained(s.model, dtype=torch.float32)
@@ -153,7 +88,7 @@ def worker_ours(s: Settings, steps: int) -> None:
         _emit({"seconds": time.perf_counter() - t0, "mean_length": out.n_tokens / out.rewards.size,
                "reward": float(out.rewards.mean())})
     _wait_for_command()
-    _emit({"peak_mb": _peak_mb(), "baseline_mb": baseline})
+    _emit({"peak_mb": peak_mb(), "baseline_mb": baseline})
 
 
 def worker_trl(s: Settings, steps: int) -> None:
@@ -164,7 +99,7 @@ def worker_trl(s: Settings, steps: int) -> None:
     #                              when vllm is installed: that cost is in TRL's baseline, not in its training memory)
 
     torch.set_num_threads(s.threads)
-    baseline = _peak_mb()
+    baseline = peak_mb()
     task, batches = step_problems(s, steps)
     problems = [p for b in batches for p in b]
 
@@ -191,7 +126,7 @@ def worker_trl(s: Settings, steps: int) -> None:
         lockstep.trainer = trainer
         trainer.train()
     _wait_for_command()
-    _emit({"peak_mb": _peak_mb(), "baseline_mb": baseline})
+    _emit({"peak_mb": peak_mb(), "baseline_mb": baseline})
 
 
 class Worker:
@@ -235,55 +170,6 @@ def bench_steps(s: Settings, repeats: int) -> dict:
 
 # ----------------------------------------------------------------------------- part 2: identical batch
 
-def perturbed(model_dir: str, scale: float, seed: int):
-    """The model with every weight w moved by scale * mean|w| * N(0, 1) (seeded); scale 0: the model itself."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for _, p in sorted(model.named_parameters()):
-            p.add_(scale * p.abs().mean() * torch.randn(p.shape, generator=gen))
-    model.train(False)
-    return model
-
-
-def identical_batch(s: Settings):
-    """Rollouts of the base model on one batch, padded both ways, with frozen log-probs of base and reference."""
-    import torch
-
-    from llm.engines.hf import HFEngine
-    from llm.rollout import completion_logprobs, pad_batch, rollout
-
-    task, (problems,) = step_problems(s, 1)
-    engine = HFEngine(s.model)
-    out = rollout(engine, task, problems, n=s.num_generations, temperature=s.temperature,
-                  max_new_tokens=s.max_new_tokens, seed=s.seed, step=0)
-    pad = engine.tokenizer.pad_token_id
-    prompt_ids = [engine.prompt_token_ids(p.prompt) for p in problems for _ in range(s.num_generations)]
-    completion_ids = [c.token_ids for row in out.completions for c in row]
-    seq, attention, mask = pad_batch(prompt_ids, completion_ids, pad)
-    with torch.no_grad():
-        old = completion_logprobs(engine.model, seq, attention, mask, s.temperature)
-        ref = completion_logprobs(perturbed(s.model, s.ref_scale, s.seed + 2), seq, attention, mask, s.temperature)
-    # TRL's layout: prompts left-padded, completions right-padded, log-probs per completion position
-    width_p, width_c = max(map(len, prompt_ids)), max(map(len, completion_ids))
-    trl = {k: torch.full((len(seq), w), fill, dtype=dt) for k, w, fill, dt in (
-        ("prompt_ids", width_p, pad, torch.long), ("prompt_mask", width_p, 0, torch.long),
-        ("completion_ids", width_c, pad, torch.long), ("completion_mask", width_c, 0, torch.long),
-        ("old_per_token_logps", width_c, 0.0, torch.float32), ("ref_per_token_logps", width_c, 0.0, torch.float32))}
-    for i, (p, c) in enumerate(zip(prompt_ids, completion_ids)):
-        trl["prompt_ids"][i, width_p - len(p):] = torch.tensor(p)
-        trl["prompt_mask"][i, width_p - len(p):] = 1
-        trl["completion_ids"][i, :len(c)] = torch.tensor(c)
-        trl["completion_mask"][i, :len(c)] = 1
-        trl["old_per_token_logps"][i, :len(c)] = old[i, len(p) - 1:len(p) - 1 + len(c)]
-        trl["ref_per_token_logps"][i, :len(c)] = ref[i, len(p) - 1:len(p) - 1 + len(c)]
-    trl["num_items_in_batch"] = trl["completion_mask"].sum()
-    return task, problems, out, {"seq": seq, "attention": attention, "mask": mask, "old": old, "ref": ref}, trl
-
-
 def compare_advantages(s: Settings, task, problems) -> dict:
     """TRL's advantages from its own generate-and-score path on one batch, against group_advantages of the same rewards."""
     import numpy as np
@@ -305,10 +191,6 @@ def compare_advantages(s: Settings, task, problems) -> dict:
             "sqrt((G-1)/G)": float(np.sqrt((s.num_generations - 1) / s.num_generations))}
 
 
-def gradients(model) -> dict:
-    return {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
-
-
 def compare_losses(s: Settings, cases) -> dict:
     """Advantages of both on the same rewards; then, per case, both losses and gradients on the identical batch."""
     import torch
@@ -321,49 +203,6 @@ def compare_losses(s: Settings, cases) -> dict:
     return {"advantages": compare_advantages(s, task, problems),
             "completion_tokens": int(ours_batch["mask"].sum()),
             "cases": [loss_case(s, task, problems, ours_batch, trl_inputs, adv, *case) for case in cases]}
-
-
-def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, adv, loss_type: str, beta: float,
-              bias_kl: bool, on_policy: bool) -> dict:
-    """Our loss and TRL's (GRPOTrainer.compute_loss) on the identical batch with advantages adv, and their gradients.
-    bias_kl: TRL's use_bias_correction_kl; on_policy: old log-probs are the policy's own (else the base model's)."""
-    import torch
-
-    from llm.grpo import GRPOConfig, grpo_loss
-    from llm.rollout import completion_logprobs
-
-    tmask = ours_batch["mask"][:, 1:]
-    policy = perturbed(s.model, s.policy_scale, s.seed + 1)
-    cfg = GRPOConfig(num_generations=s.num_generations, learning_rate=s.learning_rate, beta=beta,
-                     epsilon=s.epsilon, loss_type=loss_type)
-    logp = completion_logprobs(policy, ours_batch["seq"], ours_batch["attention"], ours_batch["mask"], s.temperature)
-    old = logp.detach() if on_policy else ours_batch["old"]  # GRPO.step's old log-probs when num_iterations = 1
-    loss_ours, _, ratio = grpo_loss(logp, old, ours_batch["ref"], adv, tmask, cfg,
-                                    n_seq=len(adv), n_tok=float(tmask.sum()))
-    loss_ours.backward()
-    g_ours = gradients(policy)
-    with tempfile.TemporaryDirectory() as tmp:
-        trainer = trl_trainer(s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems, tmp,
-                              loss_type=loss_type, beta=beta, bias_correction_kl=bias_kl)
-        # eval mode: normalizer 1, as in training with gradient_accumulation_steps = 1 (the attribute TRL reads
-        # in train mode exists only inside Trainer.train); no dropout, as GRPO.step
-        trainer.model.train(False)
-        inputs = {k: v for k, v in trl_inputs.items() if not (on_policy and k == "old_per_token_logps")}
-        inputs["advantages"] = adv.clone()
-        loss_trl = trainer.compute_loss(trainer.model, inputs)  # without old log-probs: TRL's on-policy path
-        loss_trl.backward()
-        g_trl = gradients(trainer.model)
-    names = sorted(g_ours)
-    if names != sorted(g_trl):
-        raise RuntimeError(f"gradients cover different parameters: {set(names) ^ set(g_trl)}")
-    diff = torch.cat([(g_trl[n] - g_ours[n]).flatten() for n in names])
-    ref_norm = torch.cat([g_ours[n].flatten() for n in names]).norm()
-    lo, lt = float(loss_ours.detach()), float(loss_trl.detach())
-    return {"loss_type": loss_type, "beta": beta, "use_bias_correction_kl": bias_kl, "on_policy": on_policy,
-            "loss_ours": lo, "loss_trl": lt, "loss_abs_diff": abs(lt - lo), "loss_rel_diff": abs(lt - lo) / max(abs(lo), 1e-30),
-            "grad_norm_ours": float(ref_norm), "grad_max_abs_diff": float(diff.abs().max()),
-            "grad_rel_diff": float(diff.norm() / ref_norm),
-            "clip_fraction": float((((ratio - 1).abs() > s.epsilon).float() * tmask).sum() / tmask.sum())}
 
 
 # ----------------------------------------------------------------------------- main

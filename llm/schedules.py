@@ -1,20 +1,24 @@
 """Which algorithm runs at which step: single runs and the sequential schedules ES->GRPO, GRPO->ES.
 
 A run's budget is `steps` counted in GRPO steps. One step of each algorithm costs (per prompt of
-the batch, in units of P L, the model's parameters times tokens per completion):
+the batch, in units of P L, the model's parameters times tokens per completion; theory/budget.py,
+the same model as the bandit's):
 
-    flops:      GRPO 8 G   (generation + forward/backward, PAPER.md: 8 T B G P L)
-                ES   2 N m (N members, m rollouts per prompt each: 2 T N D P L)
-    responses:  GRPO G     ES N m     (sampled responses)
+    flops:      GRPO (2 + 6 mu) G   (generation, then mu = num_iterations forward/backward passes;
+                                     8 G at mu = 1, PAPER.md: 8 T B G P L)
+                ES   2 N m          (N members, m rollouts per prompt each: 2 T N D P L)
+    responses:  GRPO G     ES N m   (sampled responses)
 
 so an ES phase given b GRPO steps of budget runs round(b * cost_GRPO / cost_ES) steps. Under the
-FLOP match with greedy members (m = 1) and N = 4G, one ES step costs exactly one GRPO step
+FLOP match with greedy members (m = 1), mu = 1 and N = 4G, one ES step costs exactly one GRPO step
 (the paper's N = 32 against G = 8). Phases: es / grpo run alone for the whole budget; es-grpo
 spends switch_step GRPO steps of budget in ES and the rest in GRPO; grpo-es the other way round.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+
+from theory.budget import es_flops, grpo_flops
 
 
 @dataclass(frozen=True)
@@ -29,9 +33,9 @@ def step_cost(algo: str, cfg) -> dict[str, float]:
     """Cost of one step per batch prompt: FLOPs in units of P L, and sampled responses."""
     if algo == "grpo":
         g = cfg.grpo.num_generations
-        return {"flops": 8.0 * g, "responses": float(g)}
+        return {"flops": grpo_flops(g, cfg.grpo.num_iterations), "responses": float(g)}
     n, m = cfg.es.population_size, cfg.es.member_samples
-    return {"flops": 2.0 * n * m, "responses": float(n * m)}
+    return {"flops": es_flops(n, m), "responses": float(n * m)}
 
 
 def plan(cfg) -> list[Phase]:

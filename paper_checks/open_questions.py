@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from paper_checks.evidence import Evidence, eval_of, variant
-from paper_checks.real_checks import _analysis, diff_between, final_drift
+from paper_checks.real_checks import LEMMA1_MAX_S, diff_between, final_drift, update_analysis_of
 from paper_checks.verdict import fmt_interval
 
 METHODS = ("base", "grpo", "es", "es[sampled]", "es-grpo", "grpo-es")
@@ -60,7 +60,7 @@ def null_controls(ev: Evidence) -> dict:
     rows = []
     for name in ("es", "es[null]", "es[bf16]", "grpo"):
         runs = ev.by_variant(name)
-        analyses = [a for a in map(_analysis, runs) if a]
+        analyses = [a for a in map(update_analysis_of, runs) if a]
         drifts = [d for d in map(final_drift, runs) if d is not None]
         if not analyses and not drifts:
             continue
@@ -96,7 +96,7 @@ def lemma1_validity(ev: Evidence) -> dict:
         return {"answer": "no population measurements", "table": rows}
     s = np.array([r["s_measured"] for r in rows])
     return {"answer": f"measured s from {s.min():.2g} to {s.max():.2g} over {len(rows)} measurements "
-                      f"({'small' if s.max() < 0.05 else 'not small'}: Lemma 1 is claimed for s <= 0.05)", "table": rows}
+                      f"({'small' if s.max() <= LEMMA1_MAX_S else 'not small'}: Lemma 1 is claimed for s <= {LEMMA1_MAX_S})", "table": rows}
 
 
 ANSWERS = {"mechanism": mechanism, "zero_success": zero_success, "null_controls": null_controls,

@@ -61,14 +61,3 @@ ES_HPARAMS = {"population_size": PAPER_POPULATION_SIZE, "sigma": PAPER_SIGMA, "a
               "member_temperature": 0.0}
 GRPO_HPARAMS = {"num_generations": PAPER_NUM_GENERATIONS, "epsilon": 0.2, "beta": 0.001, "learning_rate": 1e-6, "temperature": 1.0}
 ANTITHETIC_REWARD_CORRELATION = 0.278  # corr of +eps and -eps rewards at sigma = 1e-3, common seed
-
-
-def table2_counts() -> dict[str, int]:
-    """From Table 2: in how many of the 3 models ES beats GRPO on Pass@16 and on Pass@32, and so on."""
-    out = {"es_above_grpo_pass16": 0, "es_above_grpo_pass32": 0, "es_above_base_all": 0, "models": 0}
-    for rows in TABLE2_EASY.values():
-        out["models"] += 1
-        out["es_above_grpo_pass16"] += rows["ES"][1] > rows["GRPO"][1]
-        out["es_above_grpo_pass32"] += rows["ES"][2] > rows["GRPO"][2]
-        out["es_above_base_all"] += all(e > b for e, b in zip(rows["ES"], rows["Base"]))
-    return out

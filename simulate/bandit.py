@@ -192,11 +192,6 @@ class BanditTask:
         """Success probability p(x) = sum_{y correct} pi(y | x): (S, *M, P, V) -> (S, *M, P)."""
         return (probs * self._per_prompt(self.correct, probs.ndim)).sum(-1)
 
-    def rewards_of(self, paths: np.ndarray) -> np.ndarray:
-        """Rewards r(x, y) of chosen path indices y shaped (S, *M, P, n) -> (S, *M, P, n)."""
-        r = self._per_prompt(self.reward, paths.ndim)
-        return np.take_along_axis(r, paths, axis=-1)
-
     def fisher_trace(self, probs: np.ndarray) -> np.ndarray:
         """tr I_x(theta) = sum_y pi_y ||Phi_y||^2 - ||sum_y pi_y Phi_y||^2 per prompt: (S, P, V) -> (S, P)."""
         if probs.shape != self.correct.shape:

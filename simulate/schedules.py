@@ -3,9 +3,9 @@
 Costs of one update on a batch of B prompts:
 - "responses": sampled responses, G B for GRPO, N B m for ES (m rollouts per member and prompt);
 - "updates":   1 for either method;
-- "flops":     the paper's count per response token and parameter: GRPO (2 + 6 mu) G B
-               (generate + forward/backward per surrogate pass; 8 G B at mu = 1), ES 2 N B m
-               (forward only); with mu = m = 1 they are equal exactly when N = 4 G.
+- "flops":     the paper's count per response token and parameter (theory/budget.py, as for real
+               training): GRPO (2 + 6 mu) G B (generate + forward/backward per surrogate pass; 8 G B at
+               mu = 1), ES 2 N B m (forward only); with mu = m = 1 they are equal exactly when N = 4 G.
 A budget is a total in one of these units; a schedule gives the first method `switch` of it and
 the second the rest, each converted to a whole number of updates.
 """

@@ -72,11 +72,6 @@ class Lemma1Estimate:
     def ratio(self) -> float:
         return self.measured / self.predicted
 
-    @property
-    def relative_error(self) -> float:
-        """E[JS] / prediction - 1, estimated by the paired residual."""
-        return self.residual / self.predicted
-
 
 def lemma1_monte_carlo(policy: PolicyBase, theta, sigma: float, n: int, draws: int,
                        rng: np.random.Generator, success: bool = False) -> Lemma1Estimate:

@@ -20,6 +20,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
+from theory.paper_constants import PAPER_SIGMA
+
 from ..bandit import make_task
 from ..bf16 import perturb_restore_bf16, round_to_bf16
 from ..train import BanditRun, train
@@ -30,7 +32,6 @@ NAME = "drift_sparsity"
 TITLE = "Relative drift, update-magnitude shares and magnitude-thresholded ES, beside the random-z null and bf16"
 SEEDS = 6
 ASSUMED_WEIGHT_RMS = 0.02
-PAPER_SIGMA = 1.5e-3
 DIM = 128
 TAU_MULTIPLES = (1.0, 1.5, 2.0)
 KEEP = (1.0, 0.5, 0.3, 0.22, 0.1, 0.05, 0.02)

@@ -59,6 +59,21 @@ def test_flop_match_with_n_equal_4g_gives_equal_steps():
     assert info["phases"][0]["flops_per_prompt_PL"] == 8 * 8 * 4 and info["phases"][1]["flops_per_prompt_PL"] == 8 * 8 * 6
 
 
+@pytest.mark.parametrize("num_iterations", [1, 3])
+def test_grpo_flops_count_num_iterations_as_the_bandit_does(num_iterations):
+    """A GRPO step costs (2 + 6 mu) G per prompt: G generations, then mu forward/backward passes over them."""
+    from simulate import ESConfig as BanditES, GRPOConfig as BanditGRPO
+
+    cfg = TrainConfig(algo="es-grpo", model="m", out="o", steps=10, switch_step=4)
+    cfg.es.population_size, cfg.grpo.num_generations, cfg.grpo.num_iterations = 32, 8, num_iterations
+    grpo_cost, es_cost = (schedules.step_cost(a, cfg)["flops"] for a in ("grpo", "es"))
+    assert grpo_cost == 2 * 8 + 6 * num_iterations * 8 and es_cost == 2 * 32
+    bandit = BanditGRPO(num_generations=8, num_iterations=num_iterations), BanditES(population_size=32)
+    assert (grpo_cost, es_cost) == tuple(c.flops_per_step(1) for c in bandit)  # one model for both levels
+    es_phase = schedules.plan(cfg)[0]
+    assert es_phase.steps == round(4 * grpo_cost / es_cost)  # mu = 3: each GRPO step of budget buys 2.5 ES steps
+
+
 def test_equal_responses_budget_converts_es_steps():
     cfg = TrainConfig(algo="grpo-es", model="m", out="o", steps=12, switch_step=4, budget="responses", batch_size=2, train_pool=10)
     cfg.es.population_size, cfg.grpo.num_generations = 16, 4

@@ -15,6 +15,7 @@ import sympy as sp
 
 from theory.checks.result import check_result
 from theory.checks.toys import TOYS
+from theory.paper_constants import LEMMA1_S_LIMIT
 from theory.population import Lemma1Estimate, lemma1_monte_carlo, population_jspol, quadratic_form
 from theory.symbolic import jspol_coefficient, jssucc_coefficient
 
@@ -29,7 +30,7 @@ class Lemma1Config:
     theta_scales: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
     slope_sigmas: tuple[float, ...] = (0.02, 0.04, 0.08, 0.16)
     slope_draws: int = 3000
-    s_claimed: float = 0.05                            # Lemma 1 claimed where s <= this
+    s_claimed: float = LEMMA1_S_LIMIT                  # Lemma 1 claimed where s <= this
     s_constant: float = 0.005                          # items pooled to fit the constant
     z: float = 4.0                                     # allowed Monte Carlo standard errors
     bias_per_s: float = 2.0                            # allowed |relative error| per unit of s
