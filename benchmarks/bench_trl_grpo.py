@@ -215,9 +215,7 @@ CASES = (("grpo", None, False, False), ("bnpo", None, False, False), ("grpo", 0.
 
 def settings_from(args) -> Settings:
     """Settings of the training config (its [grpo] table and top-level keys), overridden by flags."""
-    import tomllib
-
-    from llm.config import TrainConfig
+    from llm.config import TrainConfig, tomllib  # tomllib, or tomli on Python 3.10
 
     cfg = TrainConfig.from_dict(tomllib.loads(Path(args.config).read_text()), source=args.config)
     s = Settings(model=args.model, batch=cfg.batch_size, num_generations=cfg.grpo.num_generations,

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from llm.es.algorithm import ESConfig
-from llm.es.options import PopulationConfig, check_options
-from llm.es.ray_actors import DistributedConfig
+from llm.es.options import DistributedConfig, PopulationConfig, check_options
 from llm.grpo import GRPOConfig
 
 if sys.version_info >= (3, 11):

@@ -11,8 +11,7 @@
 """
 from llm.es.algorithm import ES, ESConfig, ESStep, select_parameters, standardize
 from llm.es.factory import make_es
-from llm.es.options import PopulationConfig, check_options, check_setup
-from llm.es.ray_actors import DistributedConfig
+from llm.es.options import DistributedConfig, PopulationConfig, check_options, check_setup
 
 __all__ = ["ES", "ESConfig", "ESStep", "select_parameters", "standardize", "make_es", "PopulationConfig",
            "check_options", "check_setup", "DistributedConfig"]

@@ -16,8 +16,9 @@ import torch
 from llm.engines.hf import HFEngine
 from llm.es.algorithm import ES, ESConfig
 from llm.es.noise import check_rank
-from llm.es.options import PopulationConfig, check_options, local_members, population_noise, uses_workers
-from llm.es.ray_actors import DistributedConfig, RayActors
+from llm.es.options import (DistributedConfig, PopulationConfig, check_options, local_members, population_noise,
+                            uses_workers)
+from llm.es.ray_actors import RayActors
 from llm.tasks.base import Task
 
 if TYPE_CHECKING:

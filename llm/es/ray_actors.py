@@ -17,70 +17,14 @@ silently lost (`RayActors.reruns` records it); with no actor left the step fails
 from __future__ import annotations
 
 import hashlib
-import socket
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from llm.es.algorithm import ES, ESConfig
 from llm.es.noise import iteration_seeds
-from llm.es.options import PopulationConfig, local_members, population_noise
+from llm.es.options import DistributedConfig, PopulationConfig, check_ray, local_members, population_noise
 from llm.tasks.base import Problem, Task
-
-@dataclass
-class DistributedConfig:
-    workers: int = 2                 # K Ray actors; es.population_size must be divisible by K
-    address: str = ""                # "": start a local Ray; "host:port", "ray://host:port" or "auto": a cluster
-    cpus_per_worker: float = 1.0     # Ray CPUs reserved by each actor
-    threads_per_worker: int = 1      # torch threads inside each actor
-    actor_timeout_s: float = 600.0   # a call not answered in time counts as a dead actor
-
-    def validate(self, population_size: int) -> None:
-        k = self.workers
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"workers must be an integer >= 1, got {k!r}")
-        if population_size % k:
-            raise ValueError(f"es.population_size ({population_size}) must be divisible by workers ({k})")
-        if not self.cpus_per_worker > 0 or not self.actor_timeout_s > 0:
-            raise ValueError("cpus_per_worker and actor_timeout_s must be > 0")
-        if isinstance(self.threads_per_worker, bool) or not isinstance(self.threads_per_worker, int) \
-                or self.threads_per_worker < 1:
-            raise ValueError(f"threads_per_worker must be an integer >= 1, got {self.threads_per_worker!r}")
-
-
-class RayMissing(ImportError, ValueError):
-    """Ray is not installed: an ImportError, and a ValueError (a setting this machine cannot honour) for CLIs."""
-
-
-def import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise RayMissing("distributed ES (workers > 1 or a ray address) needs Ray: pip install 'ray>=2.30'") from None
-    return ray
-
-
-def check_address(address: str, timeout_s: float = 5.0) -> None:
-    """ValueError unless a "host:port" / "ray://host:port" address accepts a TCP connection ("auto" passes)."""
-    if address in ("", "auto"):
-        return
-    hostport = address.removeprefix("ray://")
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"ray address must be 'host:port', 'ray://host:port' or 'auto', got {address!r}")
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout_s).close()
-    except OSError as err:
-        raise ValueError(f"ray address {address!r}: no Ray cluster reachable ({err})") from None
-
-
-def check_ray(dist: DistributedConfig):
-    """Ray importable and the cluster reachable; returns the ray module."""
-    ray = import_ray()
-    check_address(dist.address)
-    return ray
-
 
 def weight_hash(weights: dict[str, torch.Tensor]) -> str:
     """SHA-256 of fp32 weights, by name in sorted order."""
