@@ -25,8 +25,9 @@ from typing import Callable, TYPE_CHECKING
 import numpy as np
 import torch
 
-from llm.rollout import NonFiniteError, Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
+from llm.rollout import Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
 from llm.tasks.base import Problem, Task
+from theory.errors import NonFiniteError
 from theory.paper_constants import GRPO_ADVANTAGE_EPS
 from theory.standardize import standardize
 

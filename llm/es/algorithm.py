@@ -33,8 +33,9 @@ import torch
 
 from llm.es.members import MemberEvaluator, OneByOne
 from llm.es.noise import NOISE_CHUNK, PopulationNoise, iteration_seeds, member_direction
-from llm.rollout import NonFiniteError, derive_seed
+from llm.rollout import derive_seed
 from llm.tasks.base import Problem, Task
+from theory.errors import NonFiniteError
 from theory.paper_constants import ES_ZSCORE_EPS, PAPER_ALPHA, PAPER_POPULATION_SIZE, PAPER_SIGMA
 from theory.standardize import standardize as standardize_group
 

@@ -195,6 +195,20 @@ def _swaps(model: nn.Module, weights: PopulationWeights) -> list[tuple[nn.Module
     return swaps
 
 
+def check_batched_engine(engine: str) -> None:
+    """ValueError unless the engine kind is "hf": the batched forward swaps modules of the HF model."""
+    if engine != "hf":
+        raise ValueError("population.batched needs engine = 'hf' (one batched forward for all members); "
+                         "set population.batched = false to evaluate members one by one on vLLM")
+
+
+def batched_module(engine) -> nn.Module:
+    """The HF module a batched forward runs on: the engine's own (an HFEngine), or the ValueError of
+    check_batched_engine."""
+    check_batched_engine("hf" if isinstance(engine, HFEngine) else type(engine).__name__)
+    return engine.live_module()
+
+
 def check_supported(model: nn.Module, names: list[str]) -> None:
     """ValueError (before any work) when a parameter to perturb sits in a module the batched forward lacks."""
     params = dict(model.named_parameters())
@@ -247,10 +261,7 @@ class BatchedHF:
     population-batched generate on the HF engine (the same rollouts as member by member)."""
 
     def __init__(self, engine: HFEngine, names: list[str], *, max_rows: int, factored: bool):
-        module = engine.live_module() if isinstance(engine, HFEngine) else None
-        if module is None:
-            raise ValueError("population.batched needs the HF engine (engine = 'hf'); "
-                             "use member-by-member evaluation on other engines")
+        module = batched_module(engine)
         check_supported(module, names)
         self.dtype = next(module.parameters()).dtype
         self.max_rows, self.factored = max_rows, factored

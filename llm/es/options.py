@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from llm.es.algorithm import ESConfig
-from llm.es.batched_hf import BatchedHF, check_supported
+from llm.es.batched_hf import BatchedHF, batched_module, check_batched_engine, check_supported
 from llm.es.members import OneByOne
 from llm.es.noise import PopulationNoise, check_rank
 
@@ -146,9 +146,8 @@ def check_options(cfg: ESConfig, population: PopulationConfig, engine: str,
         if cfg.inplace_bf16:
             raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
         distributed.validate(cfg.population_size)
-    elif population.batched and engine != "hf":
-        raise ValueError("population.batched needs engine = 'hf' (one batched forward for all members); "
-                         "set population.batched = false to evaluate members one by one on vLLM")
+    elif population.batched:
+        check_batched_engine(engine)
 
 
 def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,
@@ -175,7 +174,6 @@ def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, n
     check_rank(population.noise_rank, shapes)
     if not population.batched:
         return OneByOne()
-    module = engine.live_module()
-    dtype = next(module.parameters()).dtype if module is not None else torch.float32  # (BatchedHF refuses no module)
+    dtype = next(batched_module(engine).parameters()).dtype
     factored = population.factored(cfg.population_size, [s for s in shapes.values() if len(s) == 2], dtype)
     return BatchedHF(engine, names, max_rows=population.max_rows, factored=factored)

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from llm.engines.hf import HFEngine
 from llm.evaluate import SAMPLES_PER_CALL, call_seed, evaluate
+from llm.rollout import rollout
 from llm.tasks import get_task
 from llm.tasks.base import Problem, Task
 
@@ -101,6 +102,21 @@ def test_greedy_has_zero_entropy_and_identical_samples(engine):
     assert result["mean_token_entropy"] == 0.0
     assert all(r["correct"] in (0, 4) for r in result["per_problem"])
     assert result["pass_at_k"]["1"] == result["pass_at_k"]["4"]
+
+
+def test_rollout_entropy_is_the_evaluation_entropy_and_zero_when_greedy(engine):
+    """Training rollouts and evaluation report token entropy by one rule: -mean log pi_T, 0 at T = 0."""
+    task = FirstCharTask()
+    problems = task.problems("test", 8, seed=0)
+    greedy = rollout(engine, task, problems, n=2, temperature=0.0, max_new_tokens=8, seed=0, step=0)
+    assert any(lp < 0 for row in greedy.completions for c in row for lp in c.logprobs)  # greedy log-probs are not 0
+    assert greedy.token_entropy() == 0.0
+    sampled = rollout(engine, task, problems, n=4, temperature=1.0, max_new_tokens=8, seed=3, step=0)
+    nll = [-lp for row in sampled.completions for c in row for lp in c.logprobs]
+    assert sampled.token_entropy() == pytest.approx(np.mean(nll)) and np.mean(nll) > 0
+    assert 0 < sampled.correct.mean() < 1  # some correct, some not: the comparison below can fail
+    np.testing.assert_array_equal(sampled.correct, [[task.is_correct(p, c.text) for c in row]
+                                                    for p, row in zip(problems, sampled.completions)])
 
 
 @pytest.mark.parametrize("n, ks, match", [(4, [1, 8], "n .* must be >= the largest k"), (0, [1], "n "),
