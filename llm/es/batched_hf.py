@@ -36,7 +36,7 @@ from torch import nn
 
 from llm.engines.base import Completion, check_generate_args
 from llm.engines.hf import HFEngine
-from llm.es.members import member_fitness
+from llm.es.members import MemberEvaluator, member_fitness
 from llm.es.noise import PopulationNoise, member_direction
 from llm.tasks.base import Problem
 
@@ -256,7 +256,7 @@ def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: l
 
 # ----------------------------------------------------------------------------- the ES strategy
 
-class BatchedHF:
+class BatchedHF(MemberEvaluator):
     """Member evaluation for ES: the members' weights built once per iteration from the seeds, then one
     population-batched generate on the HF engine (the same rollouts as member by member)."""
 
@@ -276,9 +276,3 @@ class BatchedHF:
                                          seed=gen_seed, max_rows=self.max_rows)
         rewards, tokens = member_fitness(es.task, problems, per_member, step, es.cfg.member_temperature)
         return rewards, tokens, weight_s
-
-    def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
-        pass
-
-    def close(self) -> None:
-        pass

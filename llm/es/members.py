@@ -13,7 +13,8 @@ same update (`llm.es.algorithm.ES.step`):
 from __future__ import annotations
 
 import time
-from typing import Protocol, TYPE_CHECKING
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,7 +26,11 @@ if TYPE_CHECKING:
     from llm.es.algorithm import ES
 
 
-class MemberEvaluator(Protocol):
+class MemberEvaluator(ABC):
+    """The interface of a member-evaluation strategy (hooks after the update and at the end do nothing
+    unless a strategy needs them)."""
+
+    @abstractmethod
     def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
                 step: int) -> tuple[np.ndarray, int, float]:
         """(fitness of each listed member, generated tokens, seconds spent writing weights)."""
@@ -37,7 +42,7 @@ class MemberEvaluator(Protocol):
         """Release what the strategy holds."""
 
 
-class OneByOne:
+class OneByOne(MemberEvaluator):
     """Member by member: each written into the engine, its rollouts scored; the center restored after the
     last one (from the fp32 master the next write overwrites every perturbed tensor anyway; in place in
     bf16 every member is subtracted again, as the paper's code does)."""
@@ -58,12 +63,6 @@ class OneByOne:
                 es.restore(it_seed, m)
                 weight_s += time.perf_counter() - tw
         return rewards, tokens, weight_s
-
-    def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def member_fitness(task: Task, problems: list[Problem], per_member: list[list[list[Completion]]],

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from llm.es.algorithm import ES, ESConfig
+from llm.es.members import MemberEvaluator
 from llm.es.noise import iteration_seeds
 from llm.es.options import DistributedConfig, PopulationConfig, check_ray, local_members, population_noise
 from llm.tasks.base import Problem, Task
@@ -63,7 +64,7 @@ class ESWorker:
         return weight_hash(self.es.master)
 
 
-class RayActors:
+class RayActors(MemberEvaluator):
     """Member evaluation on K Ray actors; the driver's ES keeps the center replica and applies the update."""
 
     def __init__(self, cfg: ESConfig, task: Task, names: list[str], master: dict[str, torch.Tensor], *,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from llm.engines.base import Completion, Engine
-from llm.es.members import member_fitness
+from llm.es.members import MemberEvaluator, member_fitness
 from llm.es.noise import PopulationNoise, member_direction
 from llm.tasks.base import Problem
 
@@ -117,7 +117,7 @@ def linear_shapes(model_dir: str | Path, names: list[str]) -> dict[str, tuple[in
 
 # ----------------------------------------------------------------------------- the ES strategy
 
-class VLLMLoRA:
+class VLLMLoRA(MemberEvaluator):
     """Member evaluation for ES on a LoRA-enabled VLLMEngine: the listed members written as adapters
     (in a temporary directory), then one generate for all of them. Needs low-rank noise on the LoRA
     projections only (check_lora_population)."""
@@ -137,9 +137,6 @@ class VLLMLoRA:
                                                       max_new_tokens=es.max_new_tokens, seed=gen_seed)
         rewards, tokens = member_fitness(es.task, problems, per_member, step, es.cfg.member_temperature)
         return rewards, tokens, weight_s
-
-    def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
-        pass
 
     def close(self) -> None:
         self.workdir.cleanup()
