@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -256,9 +255,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 def load_config(run_dir: str | Path) -> TrainConfig:
     """The resolved config saved in a run directory."""
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        raise ValueError(f"run_dir {run_dir} has no config.json: not a run directory")
-    data = json.loads(path.read_text())
+    from llm.rundir import CONFIG, read_config
+
+    data = read_config(run_dir)
     data.pop("schedule", None)  # written beside the settings by the run (llm/schedules.py describe)
-    return TrainConfig.from_dict(data, source=str(path))
+    return TrainConfig.from_dict(data, source=str(Path(run_dir) / CONFIG))
