@@ -19,8 +19,10 @@ only metrics.jsonl is appended to, and its last line may be cut off by a kill.
 Non-finite numbers never reach a JSON file: writing NaN or +-Infinity anywhere in a record raises
 NonFiniteError naming the file and the field (the run stops; the value is not replaced by null).
 Reading: a damaged file (not UTF-8, not JSON, a record of the wrong shape) raises RunDirError
-naming the file and the line, record or field; `read_*` functions with `problems=` report it there
-and skip what is damaged instead (paper_checks reads partial runs so).
+naming the file and the line, record or field. The `read_*` functions given `problems=` read
+partial runs (paper_checks does): damage is reported there and the damaged part skipped, and
+records may lack fields (a check that needs one reports missing data), but a field that is
+present must still have its type.
 """
 from __future__ import annotations
 
@@ -141,21 +143,21 @@ class TrainerState(TypedDict):
 _RUNTIME_TYPES = {int: int, float: (int, float), str: str, dict: dict, list: list, bool: bool}
 
 
-def check_record(kind: type, data: Any, where: str) -> dict:
-    """data itself when it is a dict holding kind's required keys with values of their types;
-    RunDirError naming `where` and the field otherwise."""
+def check_record(kind: type, data: Any, where: str, complete: bool = True) -> dict:
+    """data itself when it is a dict whose fields have kind's types and (complete) that holds all of
+    kind's required fields; RunDirError naming `where` and the field otherwise."""
     if not isinstance(data, dict):
         raise RunDirError(f"{where}: expected a JSON object ({kind.__name__}), got {type(data).__name__}")
     hints = typing.get_type_hints(kind)
     for key, hint in hints.items():
         if key not in data:
-            if key in kind.__required_keys__:
+            if complete and key in kind.__required_keys__:
                 raise RunDirError(f"{where}: {kind.__name__} lacks the field {key!r}")
             continue
         typ = hint
         runtime = _RUNTIME_TYPES.get(typ)
         if runtime is None:  # a nested record
-            check_record(typ, data[key], f"{where}: {key}")
+            check_record(typ, data[key], f"{where}: {key}", complete)
             continue
         value = data[key]
         if isinstance(value, bool) and typ is not bool or not isinstance(value, runtime):
@@ -163,16 +165,16 @@ def check_record(kind: type, data: Any, where: str) -> dict:
     return data
 
 
-def check_eval_file(data: Any, where: str) -> dict:
+def check_eval_file(data: Any, where: str, complete: bool = True) -> dict:
     """An eval.json: its evaluations, held-out evaluations and thresholded records checked."""
-    check_record(EvalFile, data, where)
+    check_record(EvalFile, data, where, complete)
     for part in ("base", "base_greedy", "final", "final_greedy"):
         if part in data:
-            check_record(Evaluation, data[part], f"{where}: {part}")
+            check_record(Evaluation, data[part], f"{where}: {part}", complete)
     for part, value in data.get("heldout", {}).items():
-        check_record(Evaluation, value, f"{where}: heldout.{part}")
+        check_record(Evaluation, value, f"{where}: heldout.{part}", complete)
     for i, value in enumerate(data.get("thresholded", [])):
-        check_record(Thresholded, value, f"{where}: thresholded[{i}]")
+        check_record(Thresholded, value, f"{where}: thresholded[{i}]", complete)
     return data
 
 
@@ -288,7 +290,8 @@ def read_steps(run: Path, problems: list[str] | None = None) -> list[StepMetrics
             continue
         cut_off = number == len(lines)  # no newline after it: the write was interrupted
         try:
-            rows.append(check_record(StepMetrics, json.loads(line, parse_constant=_no_constant), f"{path}: line {number}"))
+            rows.append(check_record(StepMetrics, json.loads(line, parse_constant=_no_constant), f"{path}: line {number}",
+                                     complete=problems is None))
         except (ValueError, RunDirError) as err:
             if cut_off:
                 if problems is not None:
@@ -318,7 +321,7 @@ def read_eval(run: Path, problems: list[str] | None = None) -> EvalFile | None:
             problems.append(f"{path}: missing")
         return None
     try:
-        return check_eval_file(read_json(path), str(path))
+        return check_eval_file(read_json(path), str(path), complete=problems is None)
     except RunDirError as err:
         _report_or_raise(err, problems)
         return None
@@ -345,7 +348,7 @@ def read_population(run: Path, problems: list[str] | None = None) -> dict | None
     kept = []
     for i, m in enumerate(data["measurements"]):
         try:
-            kept.append(check_record(PopulationMeasurement, m, f"{path}: measurements[{i}]"))
+            kept.append(check_record(PopulationMeasurement, m, f"{path}: measurements[{i}]", complete=problems is None))
         except RunDirError as err:
             _report_or_raise(err, problems)
     return data | {"measurements": kept}
