@@ -121,16 +121,22 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> "TrainConfig":
-        """Build from nested dicts (TOML tables / config.json); unknown keys raise ValueError."""
-        kwargs = _known(cls, data, source, sections=SECTIONS)
-        if "population" in data:
-            kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
-                                                             f"{source}: [population]"))
-        if "es" in data:
-            kwargs["es"] = ESConfig(**_known(ESConfig, _table(data["es"], f"{source}: es"), f"{source}: [es]"))
-        if "grpo" in data:
-            kwargs["grpo"] = GRPOConfig(**_known(GRPOConfig, _table(data["grpo"], f"{source}: grpo"), f"{source}: [grpo]"))
-        return cls(**kwargs)
+        """Build from nested dicts (TOML tables / config.json); unknown keys and bad values raise
+        ValueError, its message starting with the source."""
+        try:
+            kwargs = _known(cls, _table(data, source), source, sections=SECTIONS)
+            if "population" in data:
+                kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
+                                                                 f"{source}: [population]"))
+            if "es" in data:
+                kwargs["es"] = ESConfig(**_known(ESConfig, _table(data["es"], f"{source}: es"), f"{source}: [es]"))
+            if "grpo" in data:
+                kwargs["grpo"] = GRPOConfig(**_known(GRPOConfig, _table(data["grpo"], f"{source}: grpo"), f"{source}: [grpo]"))
+            return cls(**kwargs)
+        except ValueError as err:
+            if str(err).startswith(source):
+                raise
+            raise ValueError(f"{source}: {err}") from None
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
@@ -239,7 +245,12 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         path = Path(args.config)
         if not path.is_file():
             raise ValueError(f"--config: no such file {path}")
-        data = tomllib.loads(path.read_text())
+        from llm.rundir import read_text
+
+        try:
+            data = tomllib.loads(read_text(path))
+        except tomllib.TOMLDecodeError as err:
+            raise ValueError(f"{path}: not valid TOML ({err})") from None
     for key, value in setting_flags(args).items():
         if "." in key:
             section, name = key.split(".", 1)
