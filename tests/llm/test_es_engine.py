@@ -54,9 +54,9 @@ def test_update_equals_alpha_over_n_sum_z_eps_rebuilt_independently(tiny_model_d
     for n, theta in es.master.items():
         expected = old[n].double() + sum(1e-2 / 4 * z[m] * noise(it_seed, m, n, theta.shape).double() for m in range(4))
         torch.testing.assert_close(theta.double(), expected, rtol=0, atol=1e-6)
+        assert torch.equal(dict(engine.model.named_parameters())[n].detach(), theta)  # the engine holds the new center
         moved = max(moved, float((expected - old[n].double()).abs().max()))
     assert moved > 1e-4  # well above the tolerance: a wrong sign or scale cannot pass
-        assert torch.equal(dict(engine.model.named_parameters())[n].detach(), theta)  # the engine holds the new center
 
 
 def test_all_equal_rewards_give_a_zero_update(tiny_model_dir):
