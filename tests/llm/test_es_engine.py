@@ -72,7 +72,7 @@ def test_all_equal_rewards_give_a_zero_update(tiny_model_dir):
 def test_parameter_subset_leaves_other_parameters_untouched(tiny_model_dir):
     engine = HFEngine(tiny_model_dir)
     task = digit_share_task()
-    es = _es(engine, task, param_pattern=r"norm", member_temperature=1.0, member_samples=2)
+    es = _es(engine, task, param_pattern=r"norm", member_temperature=1.0, member_samples=2, sigma=0.3)
     assert es.names and all("norm" in n for n in es.names)
     before = _live(engine)
     out = es.step(task.problems("train", 3, seed=0), step=0)
