@@ -219,10 +219,11 @@ def read_text(path: Path) -> str:
         raise RunDirError(f"{path}: cannot be read ({err.strerror})") from None
 
 
-def read_json(path: Path) -> Any:
-    """The JSON value of a file; RunDirError naming the file (and the line) when it is damaged."""
+def read_json(path: Path, allow_non_finite: bool = False) -> Any:
+    """The JSON value of a file; RunDirError naming the file (and the line) when it is damaged or
+    holds NaN / Infinity (unless allow_non_finite: files of other levels, e.g. simulate summaries)."""
     try:
-        return json.loads(read_text(path), parse_constant=_no_constant)
+        return json.loads(read_text(path), parse_constant=None if allow_non_finite else _no_constant)
     except json.JSONDecodeError as err:
         raise RunDirError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
     except ValueError as err:

@@ -81,8 +81,9 @@ def heldout_of(run: Run, which: str) -> dict | None:
 
 
 def load_theory_json(path: Path) -> list[dict]:
-    """The item list of `python -m theory --json`; ValueError naming the file and item when malformed."""
-    data = read_json(Path(path))
+    """The item list of `python -m theory --json`; ValueError naming the file and item when malformed.
+    (NaN there, an undefined statistic of that level, is read, and written as null in report.json.)"""
+    data = read_json(Path(path), allow_non_finite=True)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected the JSON list printed by `python -m theory --json`")
     for i, item in enumerate(data):
@@ -93,8 +94,8 @@ def load_theory_json(path: Path) -> list[dict]:
 
 def load_simulate_summary(path: Path) -> dict[str, dict]:
     """summary.json of `python -m simulate all`: {experiment name: summary}; ValueError naming the file
-    and experiment when malformed."""
-    data = read_json(Path(path))
+    and experiment when malformed (NaN read as for the theory file)."""
+    data = read_json(Path(path), allow_non_finite=True)
     if isinstance(data, dict) and "experiments" in data:
         data = data["experiments"]
     if isinstance(data, list):
@@ -116,8 +117,9 @@ LEMMA_GRID_FIELDS = {"sigma": (int, float), "members": int, "measured": (int, fl
 
 
 def load_lemma_grid(path: Path) -> list[dict]:
-    """lemma_grid.json written by `paper_checks reproduce`; ValueError naming the file and row when malformed."""
-    data = read_json(Path(path))
+    """lemma_grid.json written by `paper_checks reproduce`; ValueError naming the file and row when malformed
+    (NaN read as for the theory file)."""
+    data = read_json(Path(path), allow_non_finite=True)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected the JSON list of grid rows written by `paper_checks reproduce`")
     for i, row in enumerate(data):

@@ -161,9 +161,11 @@ def render_markdown(report: dict) -> str:
     if report["lemma_grid"]:
         lines += ["## Lemma 1 on the real model over a grid of sigma and N", "",
                   "| sigma | N | measured JSpol | predicted | ratio [95%] | s measured |", "| --- | --- | --- | --- | --- | --- |"]
-        for g in report["lemma_grid"]:
-            lines.append(f"| {g['sigma']:.2g} | {g['members']} | {g['measured']:.3g} | {g['predicted']:.3g} | "
-                         f"{g['ratio']:.3f} [{g['ratio_ci'][0]:.3f}, {g['ratio_ci'][1]:.3f}] | {g['s_measured']:.3g} |")
+        for g in report["lemma_grid"]:  # null (a non-finite value) prints as n/a
+            lo, hi = g["ratio_ci"]
+            lines.append(f"| {_num(g['sigma'], '.2g')} | {g['members']} | {_num(g['measured'], '.3g')} | "
+                         f"{_num(g['predicted'], '.3g')} | {_num(g['ratio'], '.3f')} [{_num(lo, '.3f')}, {_num(hi, '.3f')}] | "
+                         f"{_num(g['s_measured'], '.3g')} |")
         lines.append("")
         for n, g in summarize_grid(report["lemma_grid"]).items():
             lines.append(f"- N = {n}: measured JSpol grows like sigma^{g['sigma_exponent']:.2f} (Lemma 1: sigma^2); "
@@ -183,6 +185,10 @@ def render_markdown(report: dict) -> str:
             lines.append(f"\n![{plot}]({plot})")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _num(value, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
 
 
 def _fmt(value) -> str:
