@@ -166,11 +166,9 @@ def check_record(kind: type, data: Any, where: str, complete: bool = True) -> di
 
 
 def check_eval_file(data: Any, where: str, complete: bool = True) -> dict:
-    """An eval.json: its evaluations, held-out evaluations and thresholded records checked."""
+    """An eval.json: its evaluations (nested records of EvalFile), held-out evaluations and
+    thresholded records checked."""
     check_record(EvalFile, data, where, complete)
-    for part in ("base", "base_greedy", "final", "final_greedy"):
-        if part in data:
-            check_record(Evaluation, data[part], f"{where}: {part}", complete)
     for part, value in data.get("heldout", {}).items():
         check_record(Evaluation, value, f"{where}: heldout.{part}", complete)
     for i, value in enumerate(data.get("thresholded", [])):

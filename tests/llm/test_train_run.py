@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 
 from llm.config import TrainConfig
 from llm.rollout import NonFiniteError
+from llm import rundir
 from llm.train import TIMING_KEYS, train
 from tasks_for_tests import CountdownScoredBy
 
@@ -98,6 +99,11 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
     assert {"base", "base_greedy", "final", "final_greedy", "update_analysis", "thresholded"} <= set(ev)
     assert (run / "curves.png").stat().st_size > 0 and (run / "drift_hist.png").stat().st_size > 0
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-1", "step-2"]
+    from paper_checks.rundir import load_run  # the reader of paper_checks accepts every record the run wrote
+
+    read = load_run(run)
+    assert read.problems == [] and read.metrics == rows and read.eval == ev and read.population["measurements"] == pop
+    assert all(rundir.check_record(rundir.StepMetrics, r, "row") for r in rows)  # complete records, es_* fields typed
 
 
 @pytest.mark.parametrize("algo", ["es", "grpo"])
