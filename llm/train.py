@@ -39,7 +39,7 @@ from llm.grpo import GRPO
 from llm.population import measure_population
 from llm.population_es import check_setup, make_es
 from llm.rollout import NonFiniteError, derive_seed, rollout
-from llm.rundir import TIMING_KEYS, RunDirError
+from llm.rundir import RunDirError
 from llm.tasks import get_task
 from llm.tasks.base import Task
 

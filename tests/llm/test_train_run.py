@@ -19,7 +19,8 @@ from safetensors.torch import load_file
 from llm.config import TrainConfig
 from llm.rollout import NonFiniteError
 from llm import rundir
-from llm.train import TIMING_KEYS, train
+from llm.rundir import TIMING_KEYS
+from llm.train import train
 from tasks_for_tests import CountdownScoredBy
 
 SMALL = dict(steps=6, switch_step=3, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
