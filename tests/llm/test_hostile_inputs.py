@@ -420,3 +420,15 @@ def test_report_json_holds_null_for_non_finite_values_and_lists_them():
     assert data == {"a": [1.0, None], "b": {"c": None, "d": 2.5}, "e": "x"}
     assert found == ["a[1]", "b.c"]
     json.dumps(data, allow_nan=False)
+
+
+def test_a_lemma_grid_row_with_nan_is_read_nulled_and_printed_as_n_a(tmp_path, capsys):
+    row = {"sigma": 1e-3, "members": 4, "measured": 1e-4, "predicted": 1e-4, "ratio": 1.0, "ratio_ci": [0.9, 1.1], "s_measured": 0.01}
+    grid = [row, row | {"sigma": 2e-3, "measured": float("nan"), "ratio": float("nan")}, row | {"sigma": 4e-3, "measured": 1.6e-3}]
+    (tmp_path / "grid.json").write_text(json.dumps(grid))  # json writes NaN as the bare word NaN
+    run = _synthetic_run(tmp_path, "es0", "es", 0)
+    code, err = cli(paper_checks_main, ["report", str(run), "--out", str(tmp_path / "rep"), "--lemma-grid", str(tmp_path / "grid.json")], capsys)
+    assert code == 0, err
+    text = (tmp_path / "rep" / "report.json").read_text()
+    assert "NaN" not in text and json.loads(text)["non_finite"] == ["lemma_grid[1].measured", "lemma_grid[1].ratio"]
+    assert "| 0.002 | 4 | n/a |" in (tmp_path / "rep" / "REPORT.md").read_text()
