@@ -4,7 +4,9 @@
     python -m llm eval --model DIR --task countdown --n 32 --k 1,16,32  # Pass@k, Maj@k, entropy -> eval.json
 
 A subcommand is a module with `add_arguments(parser)` and `run_command(args) -> int` (exit code),
-imported only when it runs. Bad input raises ValueError, reported as a usage error (exit code 2).
+imported only when it runs. Bad input (including a damaged file, named in the message) raises
+ValueError, reported as a usage error (exit code 2); a non-finite value that would have been written
+raises NonFiniteError (exit code 1).
 """
 from __future__ import annotations
 
@@ -33,8 +35,13 @@ def main(argv: list[str] | None = None) -> int:
             module.add_arguments(p)
             p.set_defaults(run=module.run_command)
     args = parser.parse_args(argv)
+    from llm.rollout import NonFiniteError
+
     try:
         return args.run(args)
+    except NonFiniteError as err:  # a NaN or infinity that would have been written: nothing is
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except ValueError as err:
         parser.error(str(err))  # exits with code 2
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import sys
 from dataclasses import dataclass, field, fields
@@ -119,16 +118,22 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> "TrainConfig":
-        """Build from nested dicts (TOML tables / config.json); unknown keys raise ValueError."""
-        kwargs = _known(cls, data, source, sections=SECTIONS)
-        if "population" in data:
-            kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
-                                                             f"{source}: [population]"))
-        if "es" in data:
-            kwargs["es"] = ESConfig(**_known(ESConfig, _table(data["es"], f"{source}: es"), f"{source}: [es]"))
-        if "grpo" in data:
-            kwargs["grpo"] = GRPOConfig(**_known(GRPOConfig, _table(data["grpo"], f"{source}: grpo"), f"{source}: [grpo]"))
-        return cls(**kwargs)
+        """Build from nested dicts (TOML tables / config.json); unknown keys and bad values raise
+        ValueError, its message starting with the source."""
+        try:
+            kwargs = _known(cls, _table(data, source), source, sections=SECTIONS)
+            if "population" in data:
+                kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
+                                                                 f"{source}: [population]"))
+            if "es" in data:
+                kwargs["es"] = ESConfig(**_known(ESConfig, _table(data["es"], f"{source}: es"), f"{source}: [es]"))
+            if "grpo" in data:
+                kwargs["grpo"] = GRPOConfig(**_known(GRPOConfig, _table(data["grpo"], f"{source}: grpo"), f"{source}: [grpo]"))
+            return cls(**kwargs)
+        except ValueError as err:
+            if str(err).startswith(source):
+                raise
+            raise ValueError(f"{source}: {err}") from None
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
@@ -237,7 +242,12 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         path = Path(args.config)
         if not path.is_file():
             raise ValueError(f"--config: no such file {path}")
-        data = tomllib.loads(path.read_text())
+        from llm.rundir import read_text
+
+        try:
+            data = tomllib.loads(read_text(path))
+        except tomllib.TOMLDecodeError as err:
+            raise ValueError(f"{path}: not valid TOML ({err})") from None
     for key, value in setting_flags(args).items():
         if "." in key:
             section, name = key.split(".", 1)
@@ -253,9 +263,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 def load_config(run_dir: str | Path) -> TrainConfig:
     """The resolved config saved in a run directory."""
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        raise ValueError(f"run_dir {run_dir} has no config.json: not a run directory")
-    data = json.loads(path.read_text())
+    from llm.rundir import CONFIG, read_config
+
+    data = read_config(run_dir)
     data.pop("schedule", None)  # written beside the settings by the run (llm/schedules.py describe)
-    return TrainConfig.from_dict(data, source=str(path))
+    return TrainConfig.from_dict(data, source=str(Path(run_dir) / CONFIG))

@@ -14,7 +14,6 @@ For each problem, n completions are sampled and scored; with c of them correct (
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from llm.rollout import mean_token_entropy
+from llm.rundir import dumps
 from theory.metrics import maj_at_k, pass_at_k_counts
 
 SAMPLES_PER_CALL = 256  # completions generated per engine call (prompts per call = this // n)
@@ -130,7 +130,7 @@ def run_command(args: argparse.Namespace) -> int:
     import torch
 
     from llm.engines import make_engine
-    from llm.engines.base import check_model_dir
+    from llm.engines.base import check_model_dir, check_sampling_args
     from llm.tasks import get_task
 
     ks = check_eval_args(args.n, parse_ks(args.k))
@@ -145,7 +145,10 @@ def run_command(args: argparse.Namespace) -> int:
     num = args.num_problems if args.num_problems is not None else (task.size("test") or GENERATED_PROBLEMS)
     problems = task.problems("test", num, seed=args.seed)
     plain = args.task == "arithmetic" or (args.task == "countdown" and args.prompt_style == "plain")
-    max_new_tokens = args.max_new_tokens or (32 if plain else 512)
+    max_new_tokens = args.max_new_tokens if args.max_new_tokens is not None else (32 if plain else 512)
+    check_sampling_args(args.n, args.temperature, max_new_tokens, args.top_p)
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out} is a file, not a directory")
     check_model_dir(args.model)
     with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed) as engine:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
@@ -154,7 +157,8 @@ def run_command(args: argparse.Namespace) -> int:
     result = {"model": str(args.model), "engine": args.engine} | result
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "eval.json").write_text(json.dumps(result, indent=1))
+    out_file = out / "eval.json"
+    out_file.write_text(dumps(result, str(out_file), indent=1), encoding="utf-8")
     plot(result, out / "eval.png")
     print(summary(result))
     print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")

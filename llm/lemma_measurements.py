@@ -93,8 +93,12 @@ def lemma2_estimates(member_correct: np.ndarray, center_correct: np.ndarray, ks:
 
 
 def _mean_ci(values: np.ndarray) -> dict:
+    """Mean over prompts and its normal 95% interval; the interval is None (null in population.json)
+    from a single prompt, where no spread can be measured."""
     v = np.asarray(values, dtype=float)
-    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else float("nan")
+    if v.size < 2:
+        return {"mean": float(v.mean()), "ci95": None}
+    se = v.std(ddof=1) / math.sqrt(v.size)
     return {"mean": float(v.mean()), "ci95": [float(v.mean() - Z95 * se), float(v.mean() + Z95 * se)]}
 
 

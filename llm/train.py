@@ -5,7 +5,7 @@
 
 Run directory (the interface to paper_checks):
     config.json        the resolved settings, plus "schedule": the budget kind and each phase's steps
-    metrics.jsonl      one JSON object per step (names in METRIC_KEYS / TIMING_KEYS below)
+    metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
     population.json    {"measurements": [...]}: population measurements before training, every E steps, at the end
     eval.json          base / final evaluation (Pass@k, Maj@k, entropy) at eval_temperature, greedy
                        accuracy before / after (base_greedy, final_greedy), held-out task before /
@@ -21,9 +21,9 @@ deterministic, and a run resumed from its last checkpoint ends with the same wei
 """
 from __future__ import annotations
 
-import json
 import os
-import shutil
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -31,93 +31,39 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from llm import drift, schedules
+from llm import drift, rundir, schedules
 from llm.config import TrainConfig, load_config
 from llm.es import ES, check_setup, make_es, select_parameters
 from llm.grpo import GRPO
 from llm.lemma_measurements import measure_population
 from llm.rollout import NonFiniteError, derive_seed, rollout
+from llm.rundir import RunDirError
 from llm.tasks import get_task
 from llm.tasks.base import Task
 
-TIMING_KEYS = ("step_seconds", "wall_seconds", "tokens_per_s", "es_weight_share")
 # every run, whatever its seed, is evaluated on the same test problems and probed on the same prompts,
 # so that runs and seeds are compared on equal footing (the sampling seeds still follow the run's seed)
 EVAL_PROBLEM_SEED = 0
 PROBE_PROBLEM_SEED = 1
-CHECKPOINTS = "checkpoints"
 
 
-# ----------------------------------------------------------------------------- run directory files
+# ----------------------------------------------------------------------------- stop points for tests
 
-def _write_json(path: Path, data) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+STOP_ENV = "ESCOV_TEST_STOP_AT"  # tests: kill -9 this process at the named point of the run
 
 
-def _read_json(path: Path, default):
-    return json.loads(path.read_text()) if path.exists() else default
-
-
-def _append_metrics(run: Path, row: dict) -> None:
-    with open(run / "metrics.jsonl", "a") as fh:
-        fh.write(json.dumps(row) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _truncate_metrics(run: Path, step: int) -> None:
-    """Keep the rows of steps <= step (what the checkpoint being resumed had seen)."""
-    path = run / "metrics.jsonl"
-    if path.exists():
-        keep = []
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # a line cut off by a kill
-                continue
-            if row["step"] <= step:
-                keep.append(line)
-        path.write_text("".join(l + "\n" for l in keep))
-
-
-def latest_checkpoint(run: Path) -> int | None:
-    steps = [int(p.name.split("-")[1]) for p in (run / CHECKPOINTS).glob("step-*")
-             if (p / "trainer_state.json").exists()]
-    return max(steps) if steps else None
-
-
-def save_checkpoint(run: Path, cfg: TrainConfig, step: int, weights: dict[str, torch.Tensor], state: dict,
-                    optimizer: torch.optim.Optimizer | None) -> Path:
-    """checkpoints/step-N/: fp32 weights in save_pretrained layout, trainer state; atomic (tmp dir + rename)."""
-    from safetensors.torch import save_file
-
-    final = run / CHECKPOINTS / f"step-{step}"
-    if (final / "trainer_state.json").exists():
-        return final
-    tmp = run / CHECKPOINTS / f".tmp-step-{step}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for f in Path(cfg.model).iterdir():  # config, generation config, tokenizer files of the base model
-        if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin":
-            shutil.copy2(f, tmp / f.name)
-    model_cfg = json.loads((tmp / "config.json").read_text())
-    model_cfg["torch_dtype" if "torch_dtype" in model_cfg else "dtype"] = "float32"
-    (tmp / "config.json").write_text(json.dumps(model_cfg, indent=1))
-    save_file({n: w.detach().float().contiguous() for n, w in weights.items()}, str(tmp / "model.safetensors"),
-              metadata={"format": "pt"})
-    if optimizer is not None:
-        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    (tmp / "trainer_state.json").write_text(json.dumps(state | {"step": step}))
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
-    return final
+def stop_point(name: str) -> None:
+    """Kill this process (SIGKILL, as a crash would) when ESCOV_TEST_STOP_AT names this point:
+    "start" (base evaluation and step-0 population written), "step-N" (metrics row N appended, its
+    checkpoint not yet written), "checkpoint-N" (checkpoint N written; at a phase switch, before the
+    next phase starts), "final-population", "final-eval" (final evaluation done, eval.json not written)."""
+    if os.environ.get(STOP_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 # ----------------------------------------------------------------------------- the run
 
-class Run:
+class TrainingRun:
     """Everything one run holds: engine, task, weights, the active trainer, and the run directory."""
 
     def __init__(self, cfg: TrainConfig, task: Task | None = None, show_progress: bool = True):
@@ -195,7 +141,7 @@ class Run:
         else:
             reference = None
             if cfg.grpo.beta > 0:  # frozen: the weights this GRPO phase started from
-                ref_dir = cfg.model if phase.start == 0 else self.dir / CHECKPOINTS / f"step-{phase.start}"
+                ref_dir = cfg.model if phase.start == 0 else rundir.checkpoint_dir(self.dir, phase.start)
                 reference = AutoModelForCausalLM.from_pretrained(ref_dir, dtype=torch.float32)
                 reference.train(False)
                 reference.requires_grad_(False)
@@ -207,8 +153,10 @@ class Run:
         self.trainer_phase = phase
 
     def checkpoint(self, step: int, elapsed: float) -> Path:
-        opt = self.trainer.optimizer if isinstance(self.trainer, GRPO) else None
-        return save_checkpoint(self.dir, self.cfg, step, self.weights(), {"elapsed": elapsed}, opt)
+        opt = self.trainer.optimizer.state_dict() if isinstance(self.trainer, GRPO) else None
+        path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.weights(), {"elapsed": elapsed}, opt)
+        stop_point(f"checkpoint-{step}")
+        return path
 
     # -- one step --------------------------------------------------------------------------
     def step(self, step: int) -> dict:
@@ -261,21 +209,17 @@ class Run:
                         progress=self.show_progress)
 
 
-def _record_population(run: Run, step: int) -> None:
-    path = run.dir / "population.json"
-    data = _read_json(path, {"measurements": []})
-    data["measurements"] = [m for m in data["measurements"] if m["step"] != step] + [run.population(step)]
-    _write_json(path, data)
-
-
-def _final_stage(run: Run) -> None:
-    """After the last step: population, final and held-out evaluation, update analysis, plots."""
+def _final_stage(run: TrainingRun) -> None:
+    """After the last step (the engine holds the final weights): population, final and held-out
+    evaluation, update analysis, plots."""
     cfg = run.cfg
-    if not any(m["step"] == run.total_steps for m in _read_json(run.dir / "population.json", {"measurements": []})["measurements"]):
-        _record_population(run, run.total_steps)
-    ev = _read_json(run.dir / "eval.json", {})
+    if not any(m["step"] == run.total_steps for m in (rundir.read_population(run.dir) or {"measurements": []})["measurements"]):
+        rundir.record_population(run.dir, run.population(run.total_steps))
+    stop_point("final-population")
+    ev = rundir.read_eval(run.dir) or {}
     ev["final"] = run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
     ev["final_greedy"] = run.evaluate(run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)
+    stop_point("final-eval")
     if cfg.heldout_task:
         ev.setdefault("heldout", {})["final"] = run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems,
                                                               cfg.eval_samples, cfg.eval_ks, "heldout")
@@ -288,7 +232,7 @@ def _final_stage(run: Run) -> None:
         res = run.evaluate(run.task, cfg.eval_problems, min(cfg.eval_samples, 8), (1,), "eval")
         ev["thresholded"].append({"keep_percent": q, "sparsity_percent": 100 - q, "pass_at_1": res["pass_at_k"]["1"]})
     run.set_weights(final)
-    _write_json(run.dir / "eval.json", ev)
+    rundir.write_eval(run.dir, ev)
     drift.plot_histogram(ev["update_analysis"], run.dir / "drift_hist.png", f"{cfg.algo}: update magnitudes")
     plot_curves(run.dir)
 
@@ -299,7 +243,7 @@ def plot_curves(run_dir: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines() if l.strip()]
+    rows = rundir.read_steps(run_dir)
     fig, axes = plt.subplots(1, 4, figsize=(14, 3))
     for ax, key in zip(axes, ("reward_mean", "pass_at_1", "entropy", "drift_rel")):
         ax.plot([r["step"] for r in rows], [r[key] for r in rows])
@@ -310,18 +254,46 @@ def plot_curves(run_dir: Path) -> None:
     plt.close(fig)
 
 
+def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | None:
+    """(step, weights, elapsed seconds, optimizer state or None) of the newest checkpoint that loads,
+    or None when there is none. A checkpoint that fails to load is set aside (step-N.damaged) with a
+    message naming it, and the previous one is tried; folders that are not step-N checkpoints are
+    named and ignored. Inside a GRPO phase the optimizer state and (beta > 0) the phase's reference
+    checkpoint must load too."""
+    steps, other = rundir.checkpoint_steps(run.dir)
+    for path in other:
+        print(f"note: {path} is not a checkpoint (checkpoints/step-N); ignored", file=sys.stderr)
+    shapes = {n: p.shape for n, p in run.hf_model.named_parameters()}
+    for step in steps:
+        path = rundir.checkpoint_dir(run.dir, step)
+        phase = schedules.phase_at(run.phases, min(step, run.total_steps - 1))
+        inside_grpo = phase.algo == "grpo" and step > phase.start and step < run.total_steps
+        try:
+            if step > run.total_steps:
+                raise RunDirError(f"{path}: step {step} is beyond the run's {run.total_steps} steps")
+            weights, state, optimizer_state = rundir.load_checkpoint(path, shapes, with_optimizer=inside_grpo)
+            if inside_grpo and run.cfg.grpo.beta > 0 and phase.start > 0:  # the reference the phase needs
+                rundir.load_checkpoint(rundir.checkpoint_dir(run.dir, phase.start), shapes, with_optimizer=False)
+        except RunDirError as err:
+            print(f"warning: checkpoint {path} failed to load ({err}); set aside as "
+                  f"{rundir.set_aside(path).name}, trying the previous one", file=sys.stderr)
+            continue
+        return step, weights, state["elapsed"], optimizer_state
+    return None
+
+
 def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True) -> Path:
     """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good checkpoint."""
     out = Path(cfg.out)
     if not resume and out.exists() and any(out.iterdir()):
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
     out.mkdir(parents=True, exist_ok=True)
-    run = Run(cfg, task, show_progress)
-    _write_json(out / "config.json", cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)})
-    done = latest_checkpoint(out) if resume else None
+    run = TrainingRun(cfg, task, show_progress)
+    rundir.write_config(out, cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)})
+    point = resume_point(run) if resume else None
     elapsed, optimizer_state = 0.0, None
-    if done is None:
-        for f in ("metrics.jsonl", "population.json", "eval.json"):
+    if point is None:
+        for f in (rundir.METRICS, rundir.POPULATION, rundir.EVAL):
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
@@ -330,29 +302,25 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
         if cfg.heldout_task:
             ev["heldout"] = {"base": run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems, cfg.eval_samples,
                                                   cfg.eval_ks, "heldout")}
-        _write_json(out / "eval.json", ev)
+        rundir.write_eval(out, ev)
         done = 0
     else:
-        ckpt = out / CHECKPOINTS / f"step-{done}"
-        state = json.loads((ckpt / "trainer_state.json").read_text())
-        elapsed = state["elapsed"]
-        weights = drift.SavedWeights(ckpt)
-        weights = {n: weights[n] for n in run.all_names}
-        if (ckpt / "optimizer.pt").exists():
-            optimizer_state = torch.load(ckpt / "optimizer.pt", weights_only=True)
-        _truncate_metrics(out, done)
-        pop = _read_json(out / "population.json", {"measurements": []})
-        pop["measurements"] = [m for m in pop["measurements"] if m["step"] <= done]
-        _write_json(out / "population.json", pop)
+        done, weights, elapsed, optimizer_state = point
+        rundir.keep_steps(out, done)
+        rundir.keep_population(out, done)
+        rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
         phase = schedules.phase_at(run.phases, done)
         run.start_phase(phase, weights, optimizer_state if done > phase.start else None)
+    else:  # resumed after the last step: the final stage measures the final weights
+        run.set_weights(weights)
     bar = tqdm(total=run.total_steps, initial=done, desc=f"{cfg.algo} train", disable=not show_progress, dynamic_ncols=True)
     t_start = time.perf_counter() - elapsed
     step = done
     try:
-        if done == 0 and not (out / "population.json").exists():
-            _record_population(run, 0)
+        if done == 0 and not (out / rundir.POPULATION).exists():
+            rundir.record_population(out, run.population(0))
+        stop_point("start")
         while step < run.total_steps:
             phase = schedules.phase_at(run.phases, step)
             if phase != run.trainer_phase:
@@ -361,12 +329,13 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
             row = run.step(step)
             step += 1
             row["wall_seconds"] = time.perf_counter() - t_start
-            _append_metrics(out, row)
+            rundir.append_step(out, row)
+            stop_point(f"step-{step}")
             bar.update(1)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", pass1=f"{row['pass_at_1']:.3f}",
                             entropy=f"{row['entropy']:.3f}", drift=f"{row['drift_rel']:.2e}")
             if cfg.population_every and step % cfg.population_every == 0 and step < run.total_steps:
-                _record_population(run, step)
+                rundir.record_population(out, run.population(step))
             if step % cfg.checkpoint_every == 0 or step == run.total_steps:
                 run.checkpoint(step, time.perf_counter() - t_start)
     except NonFiniteError as err:
@@ -374,8 +343,8 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
         if run.trainer is None or run.trainer.state_is_intact():
             kept = run.checkpoint(step, time.perf_counter() - t_start)
         else:
-            last = latest_checkpoint(out)
-            kept = out / CHECKPOINTS / f"step-{last}" if last is not None else None
+            steps, _ = rundir.checkpoint_steps(out)
+            kept = rundir.checkpoint_dir(out, steps[0]) if steps else None
         raise NonFiniteError(f"{err}; last good checkpoint: {kept if kept is not None else 'none'}") from None
     finally:
         bar.close()

@@ -38,15 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "report":
-            import json
-
+            from paper_checks.evidence import load_lemma_grid
             from paper_checks.report import build_report
-            grid = json.loads(args.lemma_grid.read_text()) if args.lemma_grid else None
+            grid = load_lemma_grid(args.lemma_grid) if args.lemma_grid else None
             report = build_report(args.runs, args.out, args.theory, args.simulate, grid)
         else:
             from paper_checks.reproduce import reproduce
             report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress)
-    except (RunDirError, ValueError, FileNotFoundError) as err:
+    except (RunDirError, ValueError, OSError) as err:  # damaged or missing inputs: one line naming the file
         print(f"error: {err}", file=sys.stderr)
         return 2
     _print_summary(report, args.out)

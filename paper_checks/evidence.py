@@ -9,12 +9,12 @@ model and N, which are kept beside the variant.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from llm.rundir import read_json
 from paper_checks.rundir import Run
 from theory.metrics import pass_at_k_counts
 
@@ -81,19 +81,51 @@ def heldout_of(run: Run, which: str) -> dict | None:
 
 
 def load_theory_json(path: Path) -> list[dict]:
-    data = json.loads(Path(path).read_text())
+    """The item list of `python -m theory --json`; ValueError naming the file and item when malformed.
+    (NaN there, an undefined statistic of that level, is read, and written as null in report.json.)"""
+    data = read_json(Path(path), allow_non_finite=True)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected the JSON list printed by `python -m theory --json`")
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get("holds"), bool):
+            raise ValueError(f"{path}: item {i} is not a theory check (an object with a string 'name' and a boolean 'holds')")
     return data
 
 
 def load_simulate_summary(path: Path) -> dict[str, dict]:
-    """summary.json of `python -m simulate all`: {experiment name: summary}."""
-    data = json.loads(Path(path).read_text())
+    """summary.json of `python -m simulate all`: {experiment name: summary}; ValueError naming the file
+    and experiment when malformed (NaN read as for the theory file)."""
+    data = read_json(Path(path), allow_non_finite=True)
     if isinstance(data, dict) and "experiments" in data:
         data = data["experiments"]
     if isinstance(data, list):
+        if not all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in data):
+            raise ValueError(f"{path}: expected a list of experiment summaries, each with a 'name'")
         data = {d["name"]: d for d in data}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected the summary.json written by `python -m simulate all`")
+    for name, summary in data.items():
+        claims = summary.get("claims", []) if isinstance(summary, dict) else None
+        if not isinstance(claims, list) or not all(
+                isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("claim", "verdict", "why")) for c in claims):
+            raise ValueError(f"{path}: experiment {name!r} is not a summary (its 'claims' need 'claim', 'verdict', 'why' strings)")
+    return data
+
+
+LEMMA_GRID_FIELDS = {"sigma": (int, float), "members": int, "measured": (int, float), "predicted": (int, float),
+                     "ratio": (int, float), "ratio_ci": list, "s_measured": (int, float), "measured_per_prompt": list,
+                     "predicted_per_prompt": list}
+
+
+def load_lemma_grid(path: Path) -> list[dict]:
+    """lemma_grid.json written by `paper_checks reproduce`; ValueError naming the file and row when malformed
+    (NaN read as for the theory file)."""
+    data = read_json(Path(path), allow_non_finite=True)
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected the JSON list of grid rows written by `paper_checks reproduce`")
+    for i, row in enumerate(data):
+        bad = [k for k, t in LEMMA_GRID_FIELDS.items() if not isinstance(row, dict) or not isinstance(row.get(k), t)
+               or isinstance(row.get(k), bool)]
+        if bad or len(row["ratio_ci"]) != 2:
+            raise ValueError(f"{path}: row {i} is not a grid row (fields {bad or ['ratio_ci']} missing or of the wrong type)")
     return data

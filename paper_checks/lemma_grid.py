@@ -57,7 +57,8 @@ def summarize_grid(rows: list[dict]) -> dict:
     whose ratio lies within 10% of 1."""
     out = {}
     for n in sorted({r["members"] for r in rows}):
-        sub = sorted((r for r in rows if r["members"] == n and r["measured"] > 0), key=lambda r: r["sigma"])
+        sub = sorted((r for r in rows if r["members"] == n and r["measured"] is not None and r["measured"] > 0
+                      and r["ratio"] is not None), key=lambda r: r["sigma"])  # None: a non-finite value nulled
         if len(sub) < 2:
             continue
         slope = float(np.polyfit(np.log([r["sigma"] for r in sub]), np.log([r["measured"] for r in sub]), 1)[0])

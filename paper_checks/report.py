@@ -1,13 +1,21 @@
 """Build the report: every claim at every level, the open questions, plots; REPORT.md + report.json.
 
     build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid=None) -> dict
+
+report.json holds no NaN or infinity: a value that is not finite (a statistic of too few runs) is
+written as null and its path listed under "non_finite".
 """
 from __future__ import annotations
 
-import json
+import math
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
+import numpy as np
+
+from llm.rundir import dumps
 from paper_checks.claims import CLAIMS, OPEN_QUESTIONS
 from paper_checks.evidence import Evidence, load_simulate_summary, load_theory_json, variant
 from paper_checks.lemma_grid import summarize_grid
@@ -15,7 +23,7 @@ from paper_checks.level_checks import simulate_verdict, theory_verdict
 from paper_checks.open_questions import ANSWERS
 from paper_checks.plots import PLOTS
 from paper_checks.real_checks import REAL_CHECKS
-from paper_checks.rundir import load_runs
+from paper_checks.rundir import RunDirError, load_runs
 from paper_checks.verdict import MISSING, NOT_TESTABLE, Verdict
 
 CLAIM_PLOTS = {"entropy_collapse": ["entropy"], "es_improves_over_base": ["passk_curves"],
@@ -36,26 +44,68 @@ def real_verdict(claim, ev: Evidence) -> Verdict:
         return Verdict(claim.id, MISSING, "n/a", note=f"run data incomplete for this check: {type(err).__name__}: {err}")
 
 
+def answer(qid: str, ev: Evidence) -> dict:
+    """An open question's answer; a run that lacks what it needs gives a 'missing data' answer, not a crash."""
+    try:
+        return ANSWERS[qid](ev)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, IndexError) as err:
+        return {"answer": f"{MISSING}: run data incomplete for this question ({type(err).__name__}: {err})", "table": []}
+
+
 def collect(run_dirs, theory_json=None, simulate_summary=None) -> Evidence:
+    """The evidence of the inputs; RunDirError when no run directory among them is usable (a config
+    and at least metrics or an evaluation), ValueError naming the file when a theory or simulate
+    file is missing or malformed."""
     runs, problems = load_runs(run_dirs)
+    if not any(r.metrics or r.eval for r in runs):
+        raise RunDirError(f"no usable run directory among the {len(list(run_dirs))} given "
+                          f"(none has a readable config.json with metrics or evaluations): " + "; ".join(problems)[:1500])
     ev = Evidence(runs=runs, problems=problems)
     for path, loader, attr in ((theory_json, load_theory_json, "theory"), (simulate_summary, load_simulate_summary, "simulate")):
-        if path is None:
-            continue
-        try:
+        if path is not None:  # a file given explicitly must be usable: ValueError naming it otherwise
             setattr(ev, attr, loader(path))
-        except (OSError, ValueError) as err:
-            ev.problems.append(f"{path}: {err}")
     return ev
 
 
+def without_non_finite(data, path: str = "", found: list[str] | None = None):
+    """(data with every NaN / infinity replaced by None, the paths of the replaced values); numpy
+    scalars become Python numbers. report.json holds null there and lists the paths in "non_finite"."""
+    found = [] if found is None else found
+    if isinstance(data, np.generic):
+        data = data.item()
+    if isinstance(data, float) and not math.isfinite(data):
+        found.append(path or "(top level)")
+        return None, found
+    if isinstance(data, dict):
+        return {k: without_non_finite(v, f"{path}.{k}" if path else str(k), found)[0] for k, v in data.items()}, found
+    if isinstance(data, (list, tuple, np.ndarray)):
+        return [without_non_finite(v, f"{path}[{i}]", found)[0] for i, v in enumerate(data)], found
+    return data, found
+
+
 def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None) -> dict:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write REPORT.md, report.json and the plots into out. Everything is built in a temporary folder
+    beside out and moved in only when complete, so a failure leaves no partial report."""
+    out, run_dirs = Path(out), list(run_dirs)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a directory")
     ev = collect(run_dirs, theory_json, simulate_summary)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        report = _build(ev, tmp, out, simulate_summary, lemma_grid)
+        out.mkdir(exist_ok=True)
+        for f in tmp.iterdir():
+            os.replace(f, out / f.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return report
+
+
+def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid) -> dict:
     plots = {}
     for key, fn in PLOTS.items():
-        name = fn(ev, out, lemma_grid) if key == "js" else fn(ev, out)
+        name = fn(ev, tmp, lemma_grid) if key == "js" else fn(ev, tmp)
         if name:
             plots[key] = name
     claims = []
@@ -66,13 +116,15 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
             levels["simulate"].plots = [os.path.relpath(Path(simulate_summary).parent / p, out) for p in levels["simulate"].plots]
         claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "untestable": c.untestable,
                        "levels": {k: v.to_json() for k, v in levels.items()}})
-    questions = [{"id": qid, "question": q, **ANSWERS[qid](ev)} for qid, q in OPEN_QUESTIONS]
+    questions = [{"id": qid, "question": q, **answer(qid, ev)} for qid, q in OPEN_QUESTIONS]
     report = {"runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
                        for r in ev.runs],
               "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
-    (out / "report.json").write_text(json.dumps(report, indent=1, default=float))
-    (out / "REPORT.md").write_text(render_markdown(report))
+    report, non_finite = without_non_finite(report)
+    report["non_finite"] = non_finite
+    (tmp / "report.json").write_text(dumps(report, str(out / "report.json"), indent=1), encoding="utf-8")
+    (tmp / "REPORT.md").write_text(render_markdown(report), encoding="utf-8")
     return report
 
 
@@ -109,9 +161,11 @@ def render_markdown(report: dict) -> str:
     if report["lemma_grid"]:
         lines += ["## Lemma 1 on the real model over a grid of sigma and N", "",
                   "| sigma | N | measured JSpol | predicted | ratio [95%] | s measured |", "| --- | --- | --- | --- | --- | --- |"]
-        for g in report["lemma_grid"]:
-            lines.append(f"| {g['sigma']:.2g} | {g['members']} | {g['measured']:.3g} | {g['predicted']:.3g} | "
-                         f"{g['ratio']:.3f} [{g['ratio_ci'][0]:.3f}, {g['ratio_ci'][1]:.3f}] | {g['s_measured']:.3g} |")
+        for g in report["lemma_grid"]:  # null (a non-finite value) prints as n/a
+            lo, hi = g["ratio_ci"]
+            lines.append(f"| {_num(g['sigma'], '.2g')} | {g['members']} | {_num(g['measured'], '.3g')} | "
+                         f"{_num(g['predicted'], '.3g')} | {_num(g['ratio'], '.3f')} [{_num(lo, '.3f')}, {_num(hi, '.3f')}] | "
+                         f"{_num(g['s_measured'], '.3g')} |")
         lines.append("")
         for n, g in summarize_grid(report["lemma_grid"]).items():
             lines.append(f"- N = {n}: measured JSpol grows like sigma^{g['sigma_exponent']:.2f} (Lemma 1: sigma^2); "
@@ -131,6 +185,10 @@ def render_markdown(report: dict) -> str:
             lines.append(f"\n![{plot}]({plot})")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _num(value, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
 
 
 def _fmt(value) -> str:

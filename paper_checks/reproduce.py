@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from paper_checks.evidence import load_lemma_grid
 from paper_checks.report import build_report
 
 SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
@@ -105,8 +106,10 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None) -> dict[str, dic
 
 
 def _done(run_dir: Path) -> bool:
-    ev = run_dir / "eval.json"
-    return ev.exists() and "final" in json.loads(ev.read_text())
+    """Whether a run has its final evaluation (a damaged eval.json: RunDirError naming it)."""
+    from llm.rundir import read_eval
+
+    return "final" in (read_eval(run_dir) or {})
 
 
 def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
@@ -161,6 +164,6 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
         grid_path.write_text(json.dumps(measure_grid(base, budget.grid_sigmas, budget.grid_members, progress=progress)))
     log("report")
     report = build_report(sorted((out / "runs").iterdir()), out / "report", theory_json, simulate_summary,
-                          json.loads(grid_path.read_text()))
+                          load_lemma_grid(grid_path))
     log(f"done: {out / 'report' / 'REPORT.md'}")
     return report

@@ -74,6 +74,11 @@ class Engine(ABC):
 def check_generate_args(prompts, n, temperature, max_new_tokens, top_p) -> None:
     if not isinstance(prompts, (list, tuple)) or not prompts or not all(isinstance(p, str) for p in prompts):
         raise ValueError("prompts must be a non-empty list of strings")
+    check_sampling_args(n, temperature, max_new_tokens, top_p)
+
+
+def check_sampling_args(n, temperature, max_new_tokens, top_p) -> None:
+    """ValueError naming the first sampling setting out of range (cheap: callers check before loading a model)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n (samples per prompt) must be an integer >= 1, got {n!r}")
     if not (isinstance(temperature, (int, float)) and temperature >= 0 and temperature < float("inf")):
@@ -84,8 +89,18 @@ def check_generate_args(prompts, n, temperature, max_new_tokens, top_p) -> None:
         raise ValueError(f"top_p must lie in (0, 1], got {top_p!r}")
 
 
+MODEL_JSON_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                    "special_tokens_map.json", "model.safetensors.index.json")
+
+
 def check_model_dir(model_dir) -> Path:
-    """The path of a local model directory holding a config.json, or ValueError saying what is wrong."""
+    """The path of a local model directory, or ValueError naming the file that is wrong: config.json
+    missing or not a JSON object, a JSON file of the model or tokenizer that is not UTF-8 JSON, a
+    safetensors file whose header is damaged or that is truncated."""
+    from safetensors import SafetensorError, safe_open
+
+    from llm.rundir import read_json
+
     path = Path(model_dir)
     if not path.exists():
         raise ValueError(f"model directory {str(model_dir)!r} does not exist")
@@ -94,6 +109,15 @@ def check_model_dir(model_dir) -> Path:
     if not (path / "config.json").is_file():
         raise ValueError(f"model directory {str(model_dir)!r} has no config.json "
                          "(expected a save_pretrained / Hugging Face model directory)")
+    for name in MODEL_JSON_FILES:
+        if (path / name).is_file() and not isinstance(read_json(path / name), dict):
+            raise ValueError(f"{path / name}: expected a JSON object")
+    for weights in sorted(path.glob("*.safetensors")):
+        try:
+            with safe_open(weights, "pt") as fh:
+                fh.keys()
+        except SafetensorError as err:
+            raise ValueError(f"{weights}: damaged or truncated safetensors file ({err})") from None
     return path
 
 
@@ -127,9 +151,14 @@ def stop_token_ids(tokenizer, model_dir=None) -> set[int]:
 
 
 def encode_prompt(tokenizer, prompt: str) -> list[int]:
-    """Token ids of a raw prompt; as one user turn of the chat template when the tokenizer has one."""
+    """Token ids of a raw prompt; as one user turn of the chat template when the tokenizer has one.
+    ValueError when there are none (an empty prompt without a start token)."""
     if getattr(tokenizer, "chat_template", None):
         text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                              add_generation_prompt=True)
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-    return list(tokenizer(prompt)["input_ids"])
+        ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    else:
+        ids = list(tokenizer(prompt)["input_ids"])
+    if not ids:
+        raise ValueError(f"prompt {prompt!r:.60} encodes to no tokens: a model cannot generate from an empty prompt")
+    return ids

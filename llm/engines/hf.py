@@ -77,7 +77,7 @@ class HFEngine(Engine):
         """One left-padded batch: prefill, then KV-cached decoding until every row stopped.
 
         The rows split into len(generators) equal contiguous blocks; block i samples with generators[i]
-        (one block per population member in llm/population_forward.py)."""
+        (one block per population member in llm/es/batched_hf.py)."""
         batch, width = len(rows), max(len(r) for r in rows)
         if batch % len(generators):
             raise ValueError(f"{batch} rows do not split into {len(generators)} equal blocks")

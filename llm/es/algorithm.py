@@ -145,7 +145,14 @@ class ES:
 
     # -- one iteration -----------------------------------------------------------------------
     def fitness(self, rewards: np.ndarray, step: int) -> np.ndarray:
-        """z from the rewards (or standardized random normals under the null control)."""
+        """z from the rewards (or standardized random normals under the null control). NonFiniteError
+        when a member's mean reward, or the rewards' mean or spread, is not finite (an overflow of
+        finite rewards would otherwise give z = 0: a silent zero update)."""
+        r = np.asarray(rewards, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = bool(np.isfinite(r).all() and np.isfinite(r.mean()) and np.isfinite(r.std()))
+        if not finite:
+            raise NonFiniteError(f"step {step}: member mean rewards overflow (mean or spread not finite): {r.tolist()[:8]}")
         if self.cfg.null_control:
             return standardize(np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards)))
         return standardize(rewards, self.cfg.zscore)

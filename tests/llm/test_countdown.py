@@ -67,6 +67,30 @@ def test_score_is_one_exactly_for_full_use_expressions_on_target(numbers, target
     assert score(text, numbers, target) == (1.0 if expected else 0.0)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 10**7), min_size=3, max_size=4), st.data())
+def test_a_number_used_twice_in_place_of_another_scores_zero(numbers, data):
+    """Same length, same set of values, the right sum: 5+3+3 for [5, 5, 3] still uses the multiset wrongly."""
+    i = data.draw(st.integers(0, len(numbers) - 1))
+    j = data.draw(st.sampled_from([k for k in range(len(numbers)) if k != i]))
+    if numbers[i] == numbers[j]:
+        numbers = numbers[:i] + [numbers[i] + 1] + numbers[i + 1:]
+    used = numbers[:i] + [numbers[j]] + numbers[i + 1:]  # numbers[i] replaced by a copy of numbers[j]
+    assert sorted(used) != sorted(numbers) and len(used) == len(numbers)
+    assert score("+".join(map(str, numbers)), numbers, sum(numbers)) == 1.0  # the honest sum scores 1
+    assert score("+".join(map(str, used)), numbers, sum(used)) == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(10**6, 10**11), st.integers(1, 3))
+def test_a_value_within_a_millionth_of_the_target_scores_zero(big, gap):
+    """Exact arithmetic: 10000000/9999999 is not 1, however close (large numbers make it closer than 1e-6)."""
+    numbers = [big, big - gap]
+    assert abs(big / (big - gap) - 1) < 1e-5
+    assert score(f"{big}/{big - gap}", numbers, 1) == 0.0
+    assert score(f"({big}-{big - gap})/{gap}", [big, big - gap, gap], 1) == 1.0  # exactly 1 scores 1
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=200))
 def test_random_completions_score_zero_or_one(s):

@@ -52,8 +52,9 @@ def majority_credit(answers, correct):
     return sum(a in ok for a in tied) / len(tied)
 
 
-def test_metrics_match_independent_recomputation(engine):
-    task, n, ks, T = FirstCharTask(), 6, [1, 2, 6], 1.0
+@pytest.mark.parametrize("T", [1.0, 0.7])  # at T != 1, log-probs at T = 1 would pass an entropy check at T = 1
+def test_metrics_match_independent_recomputation(engine, T):
+    task, n, ks = FirstCharTask(), 6, [1, 2, 6]
     problems = task.problems("test", 30, seed=0)
     result = evaluate(engine, task, problems, n=n, ks=ks, temperature=T, max_new_tokens=10, seed=4, progress=False)
     # the same completions, from the documented call seeds
@@ -89,6 +90,8 @@ def test_metrics_match_independent_recomputation(engine):
                 logits = engine.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1:-1] / T
             logp = F.log_softmax(logits, -1)
             exact += (-(logp.exp() * logp).sum(-1)).tolist()
+            sampled = logp.gather(1, torch.tensor(c.token_ids)[:, None])[:, 0]  # log pi_T of each sampled token
+            np.testing.assert_allclose(c.logprobs, sampled.numpy(), rtol=0, atol=1e-4)
     nll = [-lp for row in completions for c in row for lp in c.logprobs]
     se = np.std(np.array(nll) - np.array(exact), ddof=1) / np.sqrt(len(nll))
     assert result["mean_token_entropy"] == pytest.approx(np.mean(nll))

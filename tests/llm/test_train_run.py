@@ -18,7 +18,9 @@ from safetensors.torch import load_file
 
 from llm.config import TrainConfig
 from llm.rollout import NonFiniteError
-from llm.train import TIMING_KEYS, train
+from llm import rundir
+from llm.rundir import TIMING_KEYS
+from llm.train import train
 from tasks_for_tests import CountdownScoredBy
 
 SMALL = dict(steps=6, switch_step=3, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
@@ -68,9 +70,9 @@ def _same(a, b):
     assert ev_a == ev_b
 
 
-def _cli(*args, **kw):
+def _cli(*args, env_extra: dict | None = None, **kw):
     """`python -m llm train ...` in a fresh process (a process that has imported vLLM computes differently)."""
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]), **(env_extra or {}))
     return subprocess.Popen([sys.executable, "-m", "llm", "train", *args], env=env, **kw)
 
 
@@ -98,6 +100,11 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
     assert {"base", "base_greedy", "final", "final_greedy", "update_analysis", "thresholded"} <= set(ev)
     assert (run / "curves.png").stat().st_size > 0 and (run / "drift_hist.png").stat().st_size > 0
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-1", "step-2"]
+    from paper_checks.rundir import load_run  # the reader of paper_checks accepts every record the run wrote
+
+    read = load_run(run)
+    assert read.problems == [] and read.metrics == rows and read.eval == ev and read.population["measurements"] == pop
+    assert all(rundir.check_record(rundir.StepMetrics, r, "row") for r in rows)  # complete records, es_* fields typed
 
 
 @pytest.mark.parametrize("algo", ["es", "grpo"])
@@ -119,19 +126,6 @@ def test_resume_after_kill_9_matches_an_uninterrupted_run(tiny_model_dir, tmp_pa
     expected = _outputs(tmp_path / "ref")
     assert expected[0][-1]["drift_rel"] > 0, "a run that never moves the weights would test nothing"
     _same(expected, _outputs(tmp_path / "killed"))
-
-
-def test_schedule_switches_algorithm_and_resumes_inside_grpo(tiny_model_dir, tmp_path):
-    """es-grpo: ES for 3 steps, GRPO (reference = the switch checkpoint) for 3; resume from step 4."""
-    reference = tmp_path / "ref"
-    _run(_cfg(tiny_model_dir, reference, "es-grpo"))
-    rows = [json.loads(l) for l in (reference / "metrics.jsonl").read_text().splitlines()]
-    assert [r["phase"] for r in rows] == ["es"] * 3 + ["grpo"] * 3
-    assert (reference / "checkpoints" / "step-3" / "trainer_state.json").exists()
-    _run(_cfg(tiny_model_dir, tmp_path / "cut", "es-grpo"))
-    shutil.rmtree(tmp_path / "cut" / "checkpoints" / "step-6")  # as if the run had died after the step-4 checkpoint
-    _run(None, "--resume", str(tmp_path / "cut"))
-    _same(_outputs(reference), _outputs(tmp_path / "cut"))
 
 
 @pytest.mark.ray
@@ -197,3 +191,94 @@ def test_existing_run_directory_is_not_overwritten(tiny_model_dir, tmp_path):
     (tmp_path / "busy" / "x").write_text("keep")
     with pytest.raises(ValueError, match="--resume"):
         train(_cfg(tiny_model_dir, tmp_path / "busy", "es"), show_progress=False)
+
+
+# ----------------------------------------------------------------------------- resume at every point
+
+KILL_POINTS = {  # ESCOV_TEST_STOP_AT value -> where an es-grpo run (ES steps 1-3, GRPO 4-6, checkpoints 2 3 4 6) dies
+    "start": "before the first step (base evaluation and step-0 population written)",
+    "step-1": "mid-phase, before any checkpoint",
+    "step-5": "mid-GRPO-phase, its checkpoint-4 optimizer state needed",
+    "checkpoint-3": "at the phase switch (the switch checkpoint written, GRPO not started)",
+    "checkpoint-6": "after the last step, before the final stage",
+    "final-population": "during the final stage: final population written, final evaluation not",
+    "final-eval": "during the final evaluation: computed, eval.json not written",
+}
+# the others run with -m slow; the fallback test below resumes at the phase switch (checkpoint 3)
+FAST_POINTS = ("step-5", "checkpoint-6")
+
+
+def _every_output(run: Path) -> dict:
+    """Every file of a run directory, by relative path, in a comparable form: JSON without timings,
+    checkpoint weights and optimizer states as tensors, other files as bytes."""
+    out = {}
+    for path in sorted(p for p in run.rglob("*") if p.is_file()):
+        rel = str(path.relative_to(run))
+        if path.name == "metrics.jsonl":
+            out[rel] = _strip_timing([json.loads(l) for l in path.read_text().splitlines()])
+        elif path.name == "trainer_state.json":
+            out[rel] = {k: v for k, v in json.loads(path.read_text()).items() if k != "elapsed"}
+        elif path.name == "eval.json":
+            ev = json.loads(path.read_text())
+            for part in ("base", "base_greedy", "final", "final_greedy"):
+                ev.get(part, {}).pop("seconds", None)
+            out[rel] = ev
+        elif rel == "config.json":  # the run's own settings: equal but for where the run lives
+            out[rel] = {k: v for k, v in json.loads(path.read_text()).items() if k != "out"}
+        elif path.suffix == ".json":
+            out[rel] = json.loads(path.read_text())
+        elif path.suffix == ".safetensors":
+            out[rel] = {n: t.tolist() for n, t in load_file(path).items()}
+        elif path.suffix == ".pt":
+            out[rel] = repr(torch.load(path, weights_only=True))
+        else:
+            out[rel] = path.read_bytes()
+    return out
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_es_grpo(tiny_model_dir, tmp_path_factory):
+    run = tmp_path_factory.mktemp("uninterrupted") / "run"
+    _run(_cfg(tiny_model_dir, run, "es-grpo"))
+    outputs = _every_output(run)
+    rows = outputs["metrics.jsonl"]
+    assert [r["phase"] for r in rows] == ["es"] * 3 + ["grpo"] * 3 and rows[-1]["drift_rel"] > 0
+    ev = outputs["eval.json"]
+    assert ev["final"]["mean_token_entropy"] != ev["base"]["mean_token_entropy"], \
+        "a final evaluation equal to the base one could not tell final weights from base weights"
+    return outputs
+
+
+def _killed_at(point: str, cfg: TrainConfig) -> None:
+    proc = _cli(*_flags(cfg), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                env_extra={"ESCOV_TEST_STOP_AT": point})
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGKILL, f"the run did not stop at {point}: {err.decode()[-1000:]}"
+
+
+@pytest.mark.parametrize("point", [pytest.param(p, marks=() if p in FAST_POINTS else pytest.mark.slow) for p in KILL_POINTS])
+def test_resume_after_a_kill_at_every_point_of_a_run_writes_every_file_as_an_uninterrupted_run(
+        tiny_model_dir, tmp_path, uninterrupted_es_grpo, point):
+    run = tmp_path / "run"
+    _killed_at(point, _cfg(tiny_model_dir, run, "es-grpo"))
+    assert _every_output(run) != uninterrupted_es_grpo, "the kill must leave the run unfinished"
+    _run(None, "--resume", str(run))
+    assert _every_output(run) == uninterrupted_es_grpo, KILL_POINTS[point]
+
+
+def test_a_checkpoint_that_fails_to_load_falls_back_to_the_previous_one_naming_it(
+        tiny_model_dir, tmp_path, uninterrupted_es_grpo):
+    run = tmp_path / "run"
+    _killed_at("step-5", _cfg(tiny_model_dir, run, "es-grpo"))
+    damaged = run / "checkpoints" / "step-4" / "model.safetensors"
+    damaged.write_bytes(damaged.read_bytes()[:100])  # truncated
+    (run / "checkpoints" / "step-abc").mkdir()  # a stray folder does not block resuming
+    proc = _cli("--resume", str(run), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert f"checkpoint {run / 'checkpoints' / 'step-4'} failed to load ({damaged}" in err.decode()
+    assert "step-abc is not a checkpoint" in err.decode()
+    shutil.rmtree(run / "checkpoints" / "step-abc")
+    assert (run / "checkpoints" / "step-4.damaged").is_dir()
+    shutil.rmtree(run / "checkpoints" / "step-4.damaged")
+    assert _every_output(run) == uninterrupted_es_grpo  # resumed from step 3, the phase switch

@@ -1,0 +1,473 @@
+"""The run directory of `python -m llm train`: the one module that writes and reads it.
+
+The run directory is the interface between `llm` (train.py writes it, resume reads it back) and
+`paper_checks` (rundir.py reads it). Its files and their records:
+
+    config.json          the resolved TrainConfig (llm/config.py) plus "schedule" (llm/schedules.py describe)
+    metrics.jsonl        one StepMetrics record per line, in step order
+    eval.json            EvalFile: Evaluation records (base, base_greedy, final, final_greedy,
+                         heldout.base, heldout.final), update_analysis, thresholded (Thresholded records)
+    population.json      {"measurements": [PopulationMeasurement, ...]} (llm/lemma_measurements.py)
+    checkpoints/step-N/  save_pretrained layout: model.safetensors (fp32), the base model's config and
+                         tokenizer files, trainer_state.json (TrainerState), optimizer.pt inside a GRPO phase
+
+The records are TypedDicts: their annotations are the schema, and `check_record` checks a dict
+against one (every required key present, of its type). JSON files are written atomically (a
+temporary file, then a rename), so a kill leaves the old file or the new one, never half of one;
+only metrics.jsonl is appended to, and its last line may be cut off by a kill.
+
+Non-finite numbers never reach a JSON file: writing NaN or +-Infinity anywhere in a record raises
+NonFiniteError naming the file and the field (the run stops; the value is not replaced by null).
+Reading: a damaged file (not UTF-8, not JSON, a record of the wrong shape) raises RunDirError
+naming the file and the line, record or field. The `read_*` functions given `problems=` read
+partial runs (paper_checks does): damage is reported there and the damaged part skipped, and
+records may lack fields (a check that needs one reports missing data), but a field that is
+present must still have its type.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import typing
+from pathlib import Path
+from typing import Any, TypedDict
+from theory.errors import NonFiniteError
+
+CONFIG = "config.json"
+METRICS = "metrics.jsonl"
+EVAL = "eval.json"
+POPULATION = "population.json"
+CHECKPOINTS = "checkpoints"
+TRAINER_STATE = "trainer_state.json"
+WEIGHTS = "model.safetensors"
+OPTIMIZER = "optimizer.pt"
+CHECKPOINT_NAME = re.compile(r"step-(\d+)")
+
+
+class RunDirError(ValueError):
+    """A run-directory file that cannot be used; the message names the file (and the line or field)."""
+
+
+# ----------------------------------------------------------------------------- the records
+
+class _StepMetricsCore(TypedDict):
+    step: int                      # 1-based: the row written after step `step`
+    phase: str                     # es | grpo
+    reward_mean: float             # ES: mean member fitness; GRPO: mean rollout reward
+    center_reward_mean: float      # mean reward of samples from the center
+    pass_at_1: float
+    no_correct_share: float        # share of batch prompts with no correct sample
+    entropy: float                 # mean token entropy of the center's samples (nats)
+    drift_rel: float               # ||theta - theta_0|| / ||theta_0|| after the update
+    drift_layers: dict             # the same per layer group
+    step_seconds: float
+    tokens_per_s: float
+    wall_seconds: float
+
+
+class StepMetrics(_StepMetricsCore, total=False):
+    """One line of metrics.jsonl: the policy that made step `step`'s samples (drift: after its update);
+    the es_* fields in ES steps, the grpo_* fields in GRPO steps."""
+    es_reward_std: float
+    es_rewards: list               # the N member rewards
+    es_update_norm: float
+    es_weight_share: float         # share of the step's time spent writing weights
+    grpo_loss: float
+    grpo_kl: float
+    grpo_clip_fraction: float
+    grpo_grad_norm: float
+
+
+TIMING_KEYS = ("step_seconds", "wall_seconds", "tokens_per_s", "es_weight_share")  # differ between equal runs
+
+
+class Evaluation(TypedDict):
+    """One llm.evaluate.evaluate result (see that module's docstring for the metrics)."""
+    task: str
+    num_problems: int
+    n: int
+    ks: list
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    seed: int
+    pass_at_k: dict                # str(k) -> rate
+    maj_at_k: dict
+    mean_token_entropy: float
+    mean_response_tokens: float
+    truncated_fraction: float
+    solved_fraction: float
+    distinct_correct_answers: float
+    distinct_correct_texts: float
+    seconds: float
+    per_problem: list
+
+
+class Thresholded(TypedDict):
+    keep_percent: float
+    sparsity_percent: float
+    pass_at_1: float
+
+
+class EvalFile(TypedDict, total=False):
+    base: Evaluation
+    base_greedy: Evaluation
+    final: Evaluation
+    final_greedy: Evaluation
+    heldout: dict                  # "base" / "final" -> Evaluation
+    update_analysis: dict          # llm/drift.py update_analysis
+    thresholded: list              # Thresholded records
+
+
+class PopulationMeasurement(TypedDict):
+    """One llm.lemma_measurements.measure_population result."""
+    step: int
+    sigma: float
+    members: int
+    jspol: dict
+    jssucc: dict
+    fisher_trace: dict
+    lemma1_prediction: float
+    validity: dict
+    lemma2: dict
+    per_prompt: list
+
+
+class TrainerState(TypedDict):
+    step: int
+    elapsed: float                 # seconds of training before the checkpoint
+
+
+_RUNTIME_TYPES = {int: int, float: (int, float), str: str, dict: dict, list: list, bool: bool}
+
+
+def check_record(kind: type, data: Any, where: str, complete: bool = True) -> dict:
+    """data itself when it is a dict whose fields have kind's types and (complete) that holds all of
+    kind's required fields; RunDirError naming `where` and the field otherwise."""
+    if not isinstance(data, dict):
+        raise RunDirError(f"{where}: expected a JSON object ({kind.__name__}), got {type(data).__name__}")
+    hints = typing.get_type_hints(kind)
+    for key, hint in hints.items():
+        if key not in data:
+            if complete and key in kind.__required_keys__:
+                raise RunDirError(f"{where}: {kind.__name__} lacks the field {key!r}")
+            continue
+        typ = hint
+        runtime = _RUNTIME_TYPES.get(typ)
+        if runtime is None:  # a nested record
+            check_record(typ, data[key], f"{where}: {key}", complete)
+            continue
+        value = data[key]
+        if isinstance(value, bool) and typ is not bool or not isinstance(value, runtime):
+            raise RunDirError(f"{where}: field {key!r} must be {typ.__name__}, got {value!r:.60}")
+    return data
+
+
+def check_eval_file(data: Any, where: str, complete: bool = True) -> dict:
+    """An eval.json: its evaluations (nested records of EvalFile), held-out evaluations and
+    thresholded records checked."""
+    check_record(EvalFile, data, where, complete)
+    for part, value in data.get("heldout", {}).items():
+        check_record(Evaluation, value, f"{where}: heldout.{part}", complete)
+    for i, value in enumerate(data.get("thresholded", [])):
+        check_record(Thresholded, value, f"{where}: thresholded[{i}]", complete)
+    return data
+
+
+# ----------------------------------------------------------------------------- JSON without NaN
+
+def check_finite(data: Any, where: str, path: str = "") -> None:
+    """NonFiniteError naming `where` and the field when data holds a NaN or an infinity anywhere."""
+    if isinstance(data, float) and not math.isfinite(data):
+
+        raise NonFiniteError(f"{where}: field {path or '(top level)'} is {data}; non-finite values are never written")
+    if isinstance(data, dict):
+        for key, value in data.items():
+            check_finite(value, where, f"{path}.{key}" if path else str(key))
+    elif isinstance(data, (list, tuple)):
+        for i, value in enumerate(data):
+            check_finite(value, where, f"{path}[{i}]")
+
+
+def dumps(data: Any, where: str, **kw) -> str:
+    """JSON text of data; NonFiniteError (naming where and the field) instead of NaN / Infinity."""
+    check_finite(data, where)
+    return json.dumps(data, allow_nan=False, **kw)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write data as JSON atomically (a temporary file, then a rename)."""
+    path = Path(path)
+    text = dumps(data, str(path), indent=1)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of a file; RunDirError naming it when it cannot be read or is not UTF-8."""
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RunDirError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise RunDirError(f"{path}: cannot be read ({err.strerror})") from None
+
+
+def read_json(path: Path, allow_non_finite: bool = False) -> Any:
+    """The JSON value of a file; RunDirError naming the file (and the line) when it is damaged or
+    holds NaN / Infinity (unless allow_non_finite: files of other levels, e.g. simulate summaries)."""
+    try:
+        return json.loads(read_text(path), parse_constant=None if allow_non_finite else _no_constant)
+    except json.JSONDecodeError as err:
+        raise RunDirError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    except ValueError as err:
+        if isinstance(err, RunDirError):
+            raise
+        raise RunDirError(f"{path}: {err}") from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"holds {name}, which JSON does not allow")
+
+
+def _report_or_raise(err: RunDirError, problems: list[str] | None) -> None:
+    if problems is None:
+        raise err
+    problems.append(str(err))
+
+
+# ----------------------------------------------------------------------------- the files
+
+def write_config(run: Path, config: dict) -> None:
+    write_json(Path(run) / CONFIG, config)
+
+
+def read_config(run: Path) -> dict:
+    """config.json as a dict; RunDirError when it is missing, damaged or not a JSON object."""
+    path = Path(run) / CONFIG
+    if not path.is_file():
+        raise RunDirError(f"{path}: missing (not a run directory)")
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: expected a JSON object of settings, got {type(data).__name__}")
+    return data
+
+
+def append_step(run: Path, row: StepMetrics) -> None:
+    """Append one StepMetrics record to metrics.jsonl (flushed to disk)."""
+    path = Path(run) / METRICS
+    check_record(StepMetrics, row, f"{path}: step {row.get('step')}")
+    line = dumps(row, f"{path}: step {row['step']}")
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_steps(run: Path, problems: list[str] | None = None) -> list[StepMetrics]:
+    """The rows of metrics.jsonl ([] when it is missing). A last line without its newline (cut off by a
+    kill) is dropped; any other damaged line raises RunDirError naming the file and line, or with
+    `problems` is reported there and skipped."""
+    path = Path(run) / METRICS
+    if not path.exists():
+        if problems is not None:
+            problems.append(f"{path}: missing")
+        return []
+    try:
+        text = read_text(path)
+    except RunDirError as err:
+        _report_or_raise(err, problems)
+        return []
+    lines = text.split("\n")
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        cut_off = number == len(lines)  # no newline after it: the write was interrupted
+        try:
+            rows.append(check_record(StepMetrics, json.loads(line, parse_constant=_no_constant), f"{path}: line {number}",
+                                     complete=problems is None))
+        except (ValueError, RunDirError) as err:
+            if cut_off:
+                if problems is not None:
+                    problems.append(f"{path}: last line cut off; that row is skipped")
+                continue
+            where = f"{path}: line {number}"
+            reason = str(err) if isinstance(err, RunDirError) else f"{where}: not a JSON record"
+            _report_or_raise(RunDirError(reason), problems)
+    return rows
+
+
+def keep_steps(run: Path, step: int) -> None:
+    """Rewrite metrics.jsonl with the rows of steps <= step (what a checkpoint being resumed had seen)."""
+    path = Path(run) / METRICS
+    if path.exists():
+        rows = [r for r in read_steps(run) if r["step"] <= step]
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(dumps(r, str(path)) + "\n" for r in rows), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def read_eval(run: Path, problems: list[str] | None = None) -> EvalFile | None:
+    """eval.json (None when missing); RunDirError, or a report in `problems`, when damaged."""
+    path = Path(run) / EVAL
+    if not path.exists():
+        if problems is not None:
+            problems.append(f"{path}: missing")
+        return None
+    try:
+        return check_eval_file(read_json(path), str(path), complete=problems is None)
+    except RunDirError as err:
+        _report_or_raise(err, problems)
+        return None
+
+
+def write_eval(run: Path, data: EvalFile) -> None:
+    path = Path(run) / EVAL
+    write_json(path, check_eval_file(data, str(path)))
+
+
+def read_population(run: Path, problems: list[str] | None = None) -> dict | None:
+    """population.json ({"measurements": [...]}; None when missing). With `problems`, a damaged
+    measurement is reported and skipped, a damaged file reported and None returned."""
+    path = Path(run) / POPULATION
+    if not path.exists():
+        return None
+    try:
+        data = read_json(path)
+        if not isinstance(data, dict) or not isinstance(data.get("measurements"), list):
+            raise RunDirError(f"{path}: expected {{\"measurements\": [...]}}")
+    except RunDirError as err:
+        _report_or_raise(err, problems)
+        return None
+    kept = []
+    for i, m in enumerate(data["measurements"]):
+        try:
+            kept.append(check_record(PopulationMeasurement, m, f"{path}: measurements[{i}]", complete=problems is None))
+        except RunDirError as err:
+            _report_or_raise(err, problems)
+    return data | {"measurements": kept}
+
+
+def record_population(run: Path, measurement: PopulationMeasurement) -> None:
+    """Add (or replace) the measurement of its step in population.json."""
+    path = Path(run) / POPULATION
+    check_record(PopulationMeasurement, measurement, f"{path}: step {measurement.get('step')}")
+    data = read_population(run) or {"measurements": []}
+    data["measurements"] = [m for m in data["measurements"] if m["step"] != measurement["step"]] + [measurement]
+    write_json(path, data)
+
+
+def keep_population(run: Path, step: int) -> None:
+    """Keep the measurements of steps <= step."""
+    data = read_population(run)
+    if data is not None:
+        write_json(Path(run) / POPULATION, data | {"measurements": [m for m in data["measurements"] if m["step"] <= step]})
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def checkpoint_dir(run: Path, step: int) -> Path:
+    return Path(run) / CHECKPOINTS / f"step-{step}"
+
+
+def checkpoint_steps(run: Path) -> tuple[list[int], list[Path]]:
+    """(steps of the complete checkpoints, newest first; folders under checkpoints/ that are not
+    step-N checkpoints: stray or set aside). A checkpoint is complete once its trainer_state.json exists
+    (it is written last, and the folder is renamed into place)."""
+    steps, other = [], []
+    root = Path(run) / CHECKPOINTS
+    for p in sorted(root.iterdir()) if root.is_dir() else []:
+        m = CHECKPOINT_NAME.fullmatch(p.name)
+        if m and p.is_dir():
+            if (p / TRAINER_STATE).exists():
+                steps.append(int(m.group(1)))
+        elif not p.name.startswith(".tmp-"):
+            other.append(p)
+    return sorted(steps, reverse=True), other
+
+
+def save_checkpoint(run: Path, model_dir: Path, step: int, weights: dict, state: TrainerState,
+                    optimizer_state: dict | None) -> Path:
+    """checkpoints/step-N/: fp32 weights in save_pretrained layout with the base model's config and
+    tokenizer files, the trainer state (+ optimizer state); atomic (a temporary folder, then a rename).
+    An existing complete checkpoint of that step is kept (it holds the same weights)."""
+    import torch
+    from safetensors.torch import save_file
+
+    final = checkpoint_dir(run, step)
+    if (final / TRAINER_STATE).exists():
+        return final
+    tmp = Path(run) / CHECKPOINTS / f".tmp-step-{step}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
+        if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin":
+            shutil.copy2(f, tmp / f.name)
+    model_cfg = read_json(tmp / "config.json")
+    model_cfg["torch_dtype" if "torch_dtype" in model_cfg else "dtype"] = "float32"
+    write_json(tmp / "config.json", model_cfg)
+    save_file({n: w.detach().float().contiguous() for n, w in weights.items()}, str(tmp / WEIGHTS),
+              metadata={"format": "pt"})
+    if optimizer_state is not None:
+        torch.save(optimizer_state, tmp / OPTIMIZER)
+    write_json(tmp / TRAINER_STATE, check_record(TrainerState, state | {"step": step}, str(tmp / TRAINER_STATE)))
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    return final
+
+
+def load_checkpoint(path: Path, shapes: dict, with_optimizer: bool) -> tuple[dict, TrainerState, dict | None]:
+    """(fp32 weights by name, trainer state, optimizer state or None) of checkpoints/step-N, every
+    part checked: the state is a TrainerState of step N, the weights hold every name in `shapes`
+    with that shape and finite values, optimizer.pt (when asked for) is a torch optimizer state
+    dict loaded with weights_only=True. RunDirError naming the file otherwise."""
+    import torch
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    state = check_record(TrainerState, read_json(path / TRAINER_STATE), str(path / TRAINER_STATE))
+    if state["step"] != int(CHECKPOINT_NAME.fullmatch(path.name).group(1)):
+        raise RunDirError(f"{path / TRAINER_STATE}: step {state['step']} does not match the folder name")
+    weights_file = path / WEIGHTS
+    try:
+        with safe_open(weights_file, "pt") as fh:
+            stored = set(fh.keys())
+            weights = {}
+            for name, shape in shapes.items():
+                key = name if name in stored else "model.embed_tokens.weight" if name == "lm_head.weight" else name
+                if key not in stored:
+                    raise RunDirError(f"{weights_file}: lacks the weight {name}")
+                tensor = fh.get_tensor(key).float()
+                if tuple(tensor.shape) != tuple(shape):
+                    raise RunDirError(f"{weights_file}: weight {name} has shape {tuple(tensor.shape)}, expected {tuple(shape)}")
+                if not torch.isfinite(tensor).all():
+                    raise RunDirError(f"{weights_file}: weight {name} holds non-finite values")
+                weights[name] = tensor
+    except (SafetensorError, OSError) as err:
+        raise RunDirError(f"{weights_file}: not a readable safetensors file ({err})") from None
+    optimizer_state = None
+    if with_optimizer:
+        opt_file = path / OPTIMIZER
+        if not opt_file.is_file():
+            raise RunDirError(f"{opt_file}: missing (the checkpoint lies inside a GRPO phase)")
+        try:
+            optimizer_state = torch.load(opt_file, weights_only=True)
+        except Exception as err:  # torch.load raises many kinds (UnpicklingError, RuntimeError, EOFError, ...)
+            raise RunDirError(f"{opt_file}: not a torch optimizer state ({type(err).__name__}: {str(err).splitlines()[0][:120]})") from None
+        if not isinstance(optimizer_state, dict) or set(optimizer_state) != {"state", "param_groups"}:
+            raise RunDirError(f"{opt_file}: not a torch optimizer state dict (expected keys 'state' and 'param_groups')")
+    return weights, state, optimizer_state
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a damaged checkpoint folder step-N to step-N.damaged (replacing an older one), so that
+    it is neither resumed from nor mistaken for a complete checkpoint when step N is written again."""
+    target = path.with_name(path.name + ".damaged")
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(path, target)
+    return target
