@@ -257,8 +257,9 @@ class ES:
         return rewards, tokens, weight_s
 
     def fitness(self, rewards: np.ndarray, step: int) -> np.ndarray:
-        """z from the rewards (or standardized random normals under the null control)."""
-        if self.cfg.null_control:
+        """z from the rewards (or standardized random normals under the null control). The null skips
+        the steps where real ES would not update (all rewards equal: z = 0), so both move equally often."""
+        if self.cfg.null_control and np.ptp(rewards) > 0:
             return standardize(np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards)))
         return standardize(rewards, self.cfg.zscore)
 

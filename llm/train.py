@@ -147,7 +147,8 @@ class Run:
         self.es_names = select_parameters(self.hf_model.named_parameters(), cfg.es.param_pattern)
         if any(p.algo == "es" for p in self.phases):  # population / Ray settings fail here, before any work
             check_setup(self.hf_model, self.es_names, cfg.es, cfg.population, cfg.distributed())
-        self.base = drift.SavedWeights(cfg.model)  # theta_0, read tensor by tensor when needed
+        # theta_0, read tensor by tensor when needed; in-place bf16 ES starts from bf16(base)
+        self.base = drift.SavedWeights(cfg.model, getattr(torch, cfg.dtype) if cfg.es.inplace_bf16 else torch.float32)
         self.pool = self.task.problems("train", cfg.train_pool, seed=cfg.seed)
         self.probe = self.task.problems("test", cfg.probe_prompts, seed=PROBE_PROBLEM_SEED)
         self.trainer: ES | GRPO | None = None
@@ -283,7 +284,7 @@ def _final_stage(run: Run) -> None:
                                                               cfg.eval_samples, cfg.eval_ks, "heldout")
     final = run.weights()
     base = {n: run.base[n] for n in run.all_names}
-    ev["update_analysis"] = drift.update_analysis(final, base, sigma=cfg.es.sigma, alpha=cfg.es.alpha)
+    ev["update_analysis"] = drift.update_analysis(final, base, alpha=cfg.es.alpha)
     ev["thresholded"] = []
     for q in cfg.threshold_keep:
         run.set_weights(drift.thresholded(final, base, q))
