@@ -103,9 +103,15 @@ def member_direction(member: int, antithetic: bool) -> tuple[int, float]:
 
 
 def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
-    """(noise seed, rollout seed) of an iteration; the rollout seed is shared by all members
-    (common random numbers)."""
+    """(noise seed, rollout seed) of an iteration; each member samples from its own seed derived from
+    the rollout seed (member_rollout_seed)."""
     return derive_seed(run_seed, step, "es-noise"), derive_seed(run_seed, step, "es-rollout")
+
+
+def member_rollout_seed(gen_seed: int, member: int) -> int:
+    """The sampling seed of one member: sampled members draw independently of each other (as in
+    simulate), not common random numbers; greedy members do not use it."""
+    return derive_seed(gen_seed, member, "member")
 
 
 def standardize(rewards: np.ndarray, zscore: bool = True) -> np.ndarray:
@@ -242,13 +248,13 @@ class ES:
         member by member, each written into the engine, its rollouts scored, the center restored after
         the last one (from the master the next write overwrites every perturbed tensor anyway)."""
         kw = dict(n=self.cfg.member_samples, temperature=self.cfg.member_temperature,
-                  max_new_tokens=self.max_new_tokens, seed=gen_seed, step=step)
+                  max_new_tokens=self.max_new_tokens, step=step)
         rewards, tokens, weight_s = np.zeros(len(members)), 0, 0.0
         for i, m in enumerate(members):
             tw = time.perf_counter()
             self.write_member(it_seed, m)
             weight_s += time.perf_counter() - tw
-            out = rollout(self.engine, self.task, problems, **kw)
+            out = rollout(self.engine, self.task, problems, seed=member_rollout_seed(gen_seed, m), **kw)
             rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
             if self.cfg.inplace_bf16 or i == len(members) - 1:
                 tw = time.perf_counter()

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig
+from llm.es import ES, ESConfig, member_rollout_seed
 from llm.population_forward import PopulationWeights, check_supported, generate_population
 from llm.population_noise import PopulationNoise, check_rank
 from llm.rollout import score_completions
@@ -114,7 +114,8 @@ class PopulationES(ES):
         weight_s = time.perf_counter() - tw
         per_member = generate_population(self.engine, weights, [p.prompt for p in problems], n=self.cfg.member_samples,
                                          temperature=self.cfg.member_temperature, max_new_tokens=self.max_new_tokens,
-                                         seed=gen_seed, max_rows=self.pop.max_rows)
+                                         seed=[member_rollout_seed(gen_seed, m) for m in members],
+                                         max_rows=self.pop.max_rows)
         rewards, tokens = np.zeros(len(members)), 0
         for i, completions in enumerate(per_member):
             out = score_completions(self.task, problems, completions, step)

@@ -18,7 +18,8 @@ can also be stacked (W_m = theta + s sigma A B^T / sqrt(r) built once per iterat
 but one grouped matmul per layer, faster where the thin products cost more than they save (small
 layers on a CPU).
 
-Sampling uses one torch.Generator per member, seeded like the member-by-member engine call, so at
+Sampling uses one torch.Generator per member, seeded like the member-by-member engine call (seed: one
+for every member, or one per member), so at
 temperature > 0 member m draws the same random numbers as its own `HFEngine.generate` call (identical
 completions as long as one member's rows fit in one engine batch and logits agree to the last bit).
 """
@@ -213,7 +214,7 @@ def population_forward(model: nn.Module, weights: PopulationWeights) -> Iterator
 
 @torch.no_grad()
 def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: list[str], *, n: int,
-                        temperature: float, max_new_tokens: int, seed: int, top_p: float = 1.0,
+                        temperature: float, max_new_tokens: int, seed: int | list[int], top_p: float = 1.0,
                         max_rows: int = 4096) -> list[list[list[Completion]]]:
     """[member][prompt][sample] completions of every member, each member's rows as `engine.generate` lays them out.
 
@@ -221,12 +222,15 @@ def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: l
     check_generate_args(prompts, n, temperature, max_new_tokens, top_p)
     if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
         raise ValueError(f"max_rows must be an integer >= 1, got {max_rows!r}")
+    seeds = [seed] * weights.members if isinstance(seed, int) else list(seed)
+    if len(seeds) != weights.members:
+        raise ValueError(f"seed must be one int or one per member ({weights.members}), got {len(seeds)}")
     rows = [ids for ids in (engine.prompt_token_ids(p) for p in prompts) for _ in range(n)]
     per_block = max(1, max_rows // len(rows))
     out: list[list[list[Completion]]] = []
     for start in range(0, weights.members, per_block):
         block = weights.block(start, min(weights.members, start + per_block))
-        generators = [torch.Generator(device=engine.device).manual_seed(int(seed)) for _ in range(block.members)]
+        generators = [torch.Generator(device=engine.device).manual_seed(int(seeds[start + i])) for i in range(block.members)]
         with population_forward(engine.model, block):
             flat = engine.generate_rows(rows * block.members, temperature, top_p, max_new_tokens, generators)
         per = len(rows)
