@@ -5,12 +5,14 @@ One step, for each seed:
     theta_i = theta + sigma eps_i
     R_i = mean reward of member i over the batch prompts, its rollouts either greedy
           (argmax path, the paper's easy setting) or sampled at `temperature`
-    z_i = (R_i - mean R) / (std R + 1e-8)   (population std; `zscore=False` uses R_i itself)
+    z_i = (R_i - mean R) / (std R + 1e-8)   (population std; `zscore=False`: centered, (R_i - mean R)
+                                            times `center_scale`, as llm's ES does)
     theta <- theta + alpha (1/N) sum_i z_i eps_i      (1/sigma folded into alpha, as in the paper)
 For two-point runs the same sum is (alpha/N) sum_{pairs} (z_i+ - z_i-) eps_i.
-`null=True` replaces z by standardized N(0, 1) draws: the same noise, no reward signal.
+`null=True` replaces z by standardized N(0, 1) draws: the same noise, no reward signal (and no update
+where all rewards are equal, as real ES).
 `bf16=True` emulates in-place perturb / restore / update of bfloat16 weights (see bf16.py).
-Expectation (zscore off): E[alpha (1/N) sum R_i eps_i] = alpha sigma grad F_sigma(theta), with
+Expectation (zscore off, center_scale 1): E[alpha (1/N) sum (R_i - mean R) eps_i] ~ E[alpha (1/N) sum R_i eps_i] = alpha sigma grad F_sigma(theta), with
 F_sigma(theta) = E_eps F(theta + sigma eps) the Gaussian-smoothed reward.
 """
 from __future__ import annotations
@@ -34,6 +36,7 @@ class ESConfig:
     temperature: float = 1.0      # of sampled member rollouts
     samples_per_prompt: int = 1   # sampled rollouts per member and prompt
     zscore: bool = True
+    center_scale: float = 1.0     # zscore off: centered rewards times this (alpha rescaled to the z-scored norm)
     antithetic: bool = False      # two-point estimator
     null: bool = False            # random z: the signal-free control
     bf16: bool = False            # emulate bfloat16 weights perturbed in place
@@ -45,6 +48,9 @@ class ESConfig:
         _check_range("population", self.population, 2, integer=True)
         _check_range("sigma", self.sigma, 0, low_open=True)
         _check_range("lr", self.lr, 0, low_open=True)
+        _check_range("center_scale", self.center_scale, 0, low_open=True)
+        if self.zscore and self.center_scale != 1.0:
+            raise ValueError(f"center_scale rescales centered rewards: it needs zscore=False, got {self.center_scale!r}")
         if self.rollout not in ("greedy", "sampled"):
             raise ValueError(f"rollout must be 'greedy' or 'sampled', got {self.rollout!r}")
         _check_range("temperature", self.temperature, 0, low_open=True)
@@ -95,11 +101,11 @@ def es_step(task: Task, theta: np.ndarray, cfg: ESConfig, rng: np.random.Generat
     member_logits = task.logits(members)
     fitness = member_fitness(task, member_logits, batch, cfg, rng)
     if cfg.null:
-        z = standardize(rng.standard_normal((S, N)))
+        z = standardize(rng.standard_normal((S, N))) * (np.ptp(fitness, axis=-1, keepdims=True) > 0)
     elif cfg.zscore:
         z = standardize(fitness)
     else:
-        z = fitness
+        z = (fitness - fitness.mean(-1, keepdims=True)) * cfg.center_scale
     update = cfg.lr / N * np.einsum("sn,snd->sd", z, eps)
     new_theta = round_to_bf16(theta + update) if cfg.bf16 else theta + update
     return new_theta, {"fitness": fitness, "z": z, "member_logits": member_logits, "batch": batch,

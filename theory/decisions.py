@@ -34,6 +34,7 @@ INCONCLUSIVE = "inconclusive"
 IDENTITY = "identity (not evidence)"
 LEVEL = 0.95
 POWER = 0.80
+KEEP_MARGIN = 0.02  # "keeps Pass@1" / "no loss": within 2 points of Pass@1 (a fraction), at every level
 
 
 def directional(lo: float, hi: float, sign: int = 1) -> str:
