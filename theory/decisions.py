@@ -18,8 +18,8 @@ is one of four tests, each stated here once:
 Intervals over seeds are Student t intervals with S - 1 degrees of freedom: with few seeds a
 percentile bootstrap over seeds is far too narrow (two seeds resampled give an interval [min, max]
 that holds the true mean only half the time), t is exact for normal seed effects.
-The power line: the smallest true difference a design detects at 80% power in a two-sided 5% test,
-(t_{0.975, df} + t_{0.80, df}) * se.
+The power line: the smallest true difference a design detects at 80% power in a two-sided 5% t test
+(noncentral t with the design's degrees of freedom), in units of its standard error times se.
 """
 from __future__ import annotations
 
@@ -93,8 +93,20 @@ def effective_df(se: float, half: float) -> float:
 
 
 def detectable(se: float, df: float) -> float:
-    """Smallest true difference detected with probability POWER by a two-sided test at 1 - LEVEL."""
-    return (t_quantile(df, 0.5 + LEVEL / 2) + t_quantile(df, POWER)) * se
+    """Smallest true difference detected with probability POWER by the two-sided t test at 1 - LEVEL:
+    delta * se with P(|T| > t_crit) = POWER for T noncentral t (df, delta)."""
+    if not (math.isfinite(se) and se > 0 and df > 0):
+        return float("inf") if not (math.isfinite(se) and df > 0) else 0.0
+    from scipy.optimize import brentq
+    crit = t_quantile(df, 0.5 + LEVEL / 2)
+    if not math.isfinite(df):
+        power = lambda d: st.norm.sf(crit - d) + st.norm.cdf(-crit - d)
+    else:
+        power = lambda d: st.nct.sf(crit, df, d) + float(np.nan_to_num(st.nct.cdf(-crit, df, d)))  # lower tail: ~0
+    hi = crit + 3.0
+    while power(hi) < POWER:
+        hi *= 2
+    return float(brentq(lambda d: power(d) - POWER, 0.0, hi) * se)
 
 
 def over_seeds(values) -> dict:
