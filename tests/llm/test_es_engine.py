@@ -117,3 +117,14 @@ def test_members_and_restore_on_vllm(vllm_engine, tiny_model_dir):
     es.restore(1, 0)
     assert greedy() == before
     assert perturbed != before
+
+
+def test_centered_rewards_times_center_scale(tiny_model_dir):
+    """zscore off: z = (R - mean R) * center_scale (the step size rescaled to the z-scored update norm)."""
+    r = np.array([0.0, 1.0, 0.1, 0.3])
+    es = _es(HFEngine(tiny_model_dir), get_task("countdown"), zscore=False, center_scale=4.0)
+    np.testing.assert_allclose(es.fitness(r, step=0), 4.0 * (r - r.mean()))
+    with pytest.raises(ValueError, match="center_scale"):
+        ESConfig(center_scale=2.0).validate()
+    with pytest.raises(ValueError, match="center_scale"):
+        ESConfig(zscore=False, center_scale=0.0).validate()
