@@ -204,3 +204,14 @@ def test_report_command_writes_markdown_json_and_plots(tmp_path, p_base):
     text = (out / "REPORT.md").read_text()
     assert "| claim | paper | test | theory | simulate | real runs | real design |" in text
     assert "design: 2 seeds x 40 prompts x 32 samples" in text and "detectable at 80% power" in text
+
+
+def test_open_questions_use_the_main_es_runs_only(tmp_path, p_base):
+    """es[bf16], es-grpo and grpo-es have 'es' in their names but are not ES's population measurements."""
+    from paper_checks.open_questions import lemma1_validity
+    dirs = [make_run(tmp_path, "es0", "es", 0, p_base, p_base, lemma1_ratio=1.0),
+            make_run(tmp_path, "esgrpo0", "es-grpo", 0, p_base, p_base, lemma1_ratio=3.0),
+            make_run(tmp_path, "grpoes0", "grpo-es", 0, p_base, p_base, lemma1_ratio=3.0),
+            make_run(tmp_path, "bf160", "es", 0, p_base, p_base, es={"inplace_bf16": True}, lemma1_ratio=3.0)]
+    rows = lemma1_validity(collect(dirs))["table"]
+    assert [r["run"] for r in rows] == ["es0"]
