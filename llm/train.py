@@ -248,7 +248,8 @@ class Run:
                 engine=self.engine, scorer=self.hf_model, task=self.task, problems=self.probe, encode=self.encode,
                 pad_id=self.pad_id, center={n: center[n] for n in self.es_names}, sigma=cfg.es.sigma,
                 members=cfg.probe_members, samples=cfg.probe_samples, center_samples=cfg.probe_center_samples,
-                temperature=cfg.temperature, max_new_tokens=cfg.max_completion_length, seed=cfg.seed, step=step)
+                temperature=cfg.temperature, max_new_tokens=cfg.max_completion_length, seed=cfg.seed, step=step,
+                dtype=getattr(torch, cfg.dtype))
         finally:
             self.set_weights(center)
 
