@@ -30,3 +30,14 @@ def test_summary_counts_a_sigma_only_when_its_whole_interval_is_within_10_percen
     g = summarize_grid(rows)["4"]
     assert g["sigmas_within_10pct"] == [1e-3] and g["sigmas_outside"] == [1e-2, 1e-1]
     assert g["sigma_exponent"] == pytest.approx(2.0)
+
+
+def test_report_renders_the_grid_with_its_draws(tmp_path):
+    from paper_checks.report import build_report
+    rows = [{"sigma": sg, "members": 4, "draws": 3, "measured": 1e-3 * sg, "predicted": 1e-3 * sg, "ratio": 1.0,
+             "ratio_ci": [0.9, 1.1], "ratio_sd": 0.05, "ratios": [0.95, 1.0, 1.05], "s_measured": 0.01, "s_predicted": 0.01,
+             "fisher_trace": 1.0} for sg in (1e-3, 1e-2)]
+    build_report([], tmp_path, lemma_grid=rows)
+    text = (tmp_path / "REPORT.md").read_text()
+    assert "| 0.001 | 4 | 3 |" in text and "one population sd" in text
+    assert (tmp_path / "js_measured_vs_predicted.png").exists()
