@@ -326,6 +326,8 @@ def population_size(ev: Evidence) -> Verdict:
     if len(gains) < 2:
         return _missing("population_size", "ES runs at two or more population sizes (same seeds) for two or more models")
     small, large = min(gains, key=sizes.get), max(gains, key=sizes.get)
+    flat = [m for m in (small, large)
+            if np.ptp(np.concatenate([_series(r, "reward_mean") for by_seed in sweep[m].values() for r in by_seed.values()])) == 0]
     d = seed_level(welch(gains[small], gains[large]))
     n_lo, n_hi = min(sweep[small]), max(sweep[small])
     ours = "; ".join(f"{sizes[m]:,} params: gain N={n_lo}->{n_hi} {gains[m].mean():+.3f} (equal FLOPs {flops_gains[m].mean():+.3f})"
@@ -335,6 +337,10 @@ def population_size(ev: Evidence) -> Verdict:
                            "equal_flops_gains": {m: g.tolist() for m, g in flops_gains.items()}, "model_sizes": sizes},
                  note="Table 6 protocol: equal updates; two tiny models stand in for 0.5B-3B")
     v.ours = ours + "; " + v.ours
+    if flat:  # a constant training reward carries no signal: the sweep cannot tell population sizes apart
+        v.status = INCONCLUSIVE
+        v.note += "; " + ", ".join(f"{sizes[m]:,}-parameter model" for m in flat) + \
+            ": the same training reward at every step of every run (no reward signal), so no decision"
     return v
 
 

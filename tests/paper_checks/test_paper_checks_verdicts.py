@@ -215,3 +215,15 @@ def test_open_questions_use_the_main_es_runs_only(tmp_path, p_base):
             make_run(tmp_path, "bf160", "es", 0, p_base, p_base, es={"inplace_bf16": True}, lemma1_ratio=3.0)]
     rows = lemma1_validity(collect(dirs))["table"]
     assert [r["run"] for r in rows] == ["es0"]
+
+
+def test_population_sweep_without_reward_signal_is_not_decided(tmp_path, p_base):
+    """A model whose training reward is constant (e.g. 0 everywhere) cannot tell population sizes apart."""
+    dirs = []
+    for seed in (0, 1, 2):
+        for model, size, rewards in (("base", 1000, (0.2, 0.6)), ("other", 300, (0.0, 0.0))):
+            for n, r in zip((8, 32), rewards):
+                dirs.append(make_run(tmp_path, f"{model}-N{n}-s{seed}", "es", seed, p_base, p_base, model=model,
+                                     es={"population_size": n}, entries=size, reward=r + 0.01 * seed * (model == "base")))
+    v = REAL_CHECKS["population_size"](collect(dirs))
+    assert v.status == INCONCLUSIVE and "300-parameter model" in v.note and "1,000-parameter" not in v.note
