@@ -3,8 +3,9 @@
 - relative drift D_rel = ||theta - theta_0|| / ||theta_0|| (fp32, over the trained parameters), and
   the same per layer (parameters grouped by transformer block: embed, layer.i, norm, lm_head).
 - update magnitudes |delta| = |theta - theta_0|: histogram; the share of non-zero entries with
-  |delta| <= tau (the paper's tau = 1e-3, 1.5e-3, 2e-3, and tau scaled by the run's sigma * alpha
-  relative to the paper's 1.5e-3 * 2.5e-4); which parameter kinds (embedding, attention, MLP, norm,
+  |delta| <= tau (the paper's tau = 1e-3, 1.5e-3, 2e-3, and tau scaled by the run's alpha relative
+  to the paper's 2.5e-4: with 1/sigma folded into alpha, an ES update alpha (1/N) sum z_i eps_i does
+  not depend on sigma); which parameter kinds (embedding, attention, MLP, norm,
   head) hold the largest entries.
 - magnitude-thresholded weights: keep the largest q% of the update entries, revert the rest to
   theta_0 (the paper's "about 78% sparsity" is q = 22).
@@ -21,20 +22,22 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from theory.paper_constants import PAPER_ALPHA, PAPER_SIGMA, PAPER_TAUS
+from theory.paper_constants import PAPER_ALPHA, PAPER_TAUS
 
-PAPER_SIGMA_ALPHA = PAPER_SIGMA * PAPER_ALPHA
 KINDS = ("embed", "attention", "mlp", "norm", "lm_head", "other")
 
 
 class SavedWeights(Mapping):
     """fp32 weights of a save_pretrained directory by HF parameter name, each read from disk when asked for.
 
+    stored_dtype: the weights as an engine of that dtype holds them (bf16 for the paper code's in-place
+    ES, whose theta_0 is bf16(base)), returned in fp32.
+
     Holding one costs no memory; tied output embeddings (lm_head.weight absent from the file) are
     read from the input embeddings."""
 
-    def __init__(self, model_dir: str | Path):
-        self.dir = Path(model_dir)
+    def __init__(self, model_dir: str | Path, stored_dtype: torch.dtype = torch.float32):
+        self.dir, self.stored_dtype = Path(model_dir), stored_dtype
         index = self.dir / "model.safetensors.index.json"
         if index.is_file():
             self.where = {k: self.dir / f for k, f in json.loads(index.read_text())["weight_map"].items()}
@@ -54,7 +57,7 @@ class SavedWeights(Mapping):
     def __getitem__(self, name: str) -> torch.Tensor:
         key = self._key(name)
         with safe_open(self.where[key], "pt") as fh:
-            return fh.get_tensor(key).float()
+            return fh.get_tensor(key).to(self.stored_dtype).float()
 
     def __iter__(self):
         return iter(self.where)
@@ -116,13 +119,13 @@ def thresholded(current: dict[str, torch.Tensor], base: dict[str, torch.Tensor],
     return {n: base[n] + torch.where(d.abs() >= thr, d, torch.zeros_like(d)) for n, d in deltas.items()}
 
 
-def update_analysis(current: dict[str, torch.Tensor], base: dict[str, torch.Tensor], *, sigma: float, alpha: float,
+def update_analysis(current: dict[str, torch.Tensor], base: dict[str, torch.Tensor], *, alpha: float,
                     n_bins: int = 60, top_share: float = 1.0) -> dict:
     """Histogram of |delta|, share of non-zero entries <= tau, and where the largest entries sit."""
     abs_d = _abs_deltas(current, base)
     flat = torch.cat(list(abs_d.values()))
     nonzero = flat[flat > 0]
-    scale = sigma * alpha / PAPER_SIGMA_ALPHA
+    scale = alpha / PAPER_ALPHA
     taus = {f"{t:g}": t for t in PAPER_TAUS} | {f"{t:g}*scaled": t * scale for t in PAPER_TAUS}
     share = {k: float((nonzero <= t).float().mean()) if nonzero.numel() else 0.0 for k, t in taus.items()}
     if nonzero.numel():
@@ -171,7 +174,7 @@ def plot_histogram(analysis: dict, path: str | Path, title: str) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("|theta - theta_0| (non-zero entries)")
     ax.set_ylabel("entries")
-    ax.set_title(title + "  (dotted: paper tau; dashed: tau * sigma alpha / paper's)", fontsize=8)
+    ax.set_title(title + "  (dotted: paper tau; dashed: tau * alpha / paper's)", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -130,14 +130,17 @@ def score_sq_norms(model: torch.nn.Module, params: list[torch.nn.Parameter], pro
 def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, problems: list[Problem],
                        encode: Callable[[str], list[int]], pad_id: int, center: dict[str, torch.Tensor],
                        sigma: float, members: int, samples: int, center_samples: int, temperature: float,
-                       max_new_tokens: int, seed: int, step: int, ks: list[int] | None = None) -> dict:
+                       max_new_tokens: int, seed: int, step: int, ks: list[int] | None = None,
+                       dtype: torch.dtype = torch.float32) -> dict:
     """All population measurements at the center weights `center` (fp32, by parameter name).
 
     The engine generates (member weights written with load_weights); the scorer (an HF model, which
-    may be the engine's own) computes log-probs and score gradients. Both hold the center on return."""
+    may be the engine's own) computes log-probs and score gradients. Both hold the center on return.
+    dtype: the engine's weight dtype; the scorer gets the weights rounded to it, so it scores the
+    members the engine sampled (a bf16 engine samples bf16 members)."""
     names = list(center)
     noise_seed = derive_seed(seed, step, "population-noise")
-    member_w = lambda j: ((n, center[n] + sigma * noise(noise_seed, j, n, center[n].shape)) for n in names)
+    member_w = lambda j: ((n, (center[n] + sigma * noise(noise_seed, j, n, center[n].shape)).to(dtype).float()) for n in names)
     ks = sorted({k for k in (ks or [2, 4, members]) if 1 <= k <= members})
 
     # samples from every member and from the center
@@ -157,7 +160,7 @@ def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
     c_ids = [member_out[j].completions[i][s].token_ids for j, i, s in rows]
     logp = np.zeros((len(rows), members + 1))
     for k in range(members + 1):
-        weights = member_w(k) if k < members else ((n, center[n]) for n in names)
+        weights = member_w(k) if k < members else ((n, center[n].to(dtype).float()) for n in names)
         with torch.no_grad():
             live = dict(scorer.named_parameters())
             for n, w in weights:

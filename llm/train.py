@@ -91,7 +91,8 @@ class TrainingRun:
         self.es_names = select_parameters(self.hf_model.named_parameters(), cfg.es.param_pattern)
         if any(p.algo == "es" for p in self.phases):  # population / Ray settings fail here, before any work
             check_setup(self.hf_model, self.es_names, cfg.es, cfg.population, cfg.distributed(), cfg.engine)
-        self.base = drift.SavedWeights(cfg.model)  # theta_0, read tensor by tensor when needed
+        # theta_0, read tensor by tensor when needed; in-place bf16 ES starts from bf16(base)
+        self.base = drift.SavedWeights(cfg.model, getattr(torch, cfg.dtype) if cfg.es.inplace_bf16 else torch.float32)
         self.pool = self.task.problems("train", cfg.train_pool, seed=cfg.seed)
         self.probe = self.task.problems("test", cfg.probe_prompts, seed=PROBE_PROBLEM_SEED)
         self.trainer: ES | GRPO | None = None
@@ -193,7 +194,8 @@ class TrainingRun:
                 engine=self.engine, scorer=self.hf_model, task=self.task, problems=self.probe, encode=self.encode,
                 pad_id=self.pad_id, center={n: center[n] for n in self.es_names}, sigma=cfg.es.sigma,
                 members=cfg.probe_members, samples=cfg.probe_samples, center_samples=cfg.probe_center_samples,
-                temperature=cfg.temperature, max_new_tokens=cfg.max_completion_length, seed=cfg.seed, step=step)
+                temperature=cfg.temperature, max_new_tokens=cfg.max_completion_length, seed=cfg.seed, step=step,
+                dtype=getattr(torch, cfg.dtype))
         finally:
             self.set_weights(center)
 
@@ -225,7 +227,7 @@ def _final_stage(run: TrainingRun) -> None:
                                                               cfg.eval_samples, cfg.eval_ks, "heldout")
     final = run.weights()
     base = {n: run.base[n] for n in run.all_names}
-    ev["update_analysis"] = drift.update_analysis(final, base, sigma=cfg.es.sigma, alpha=cfg.es.alpha)
+    ev["update_analysis"] = drift.update_analysis(final, base, alpha=cfg.es.alpha)
     ev["thresholded"] = []
     for q in cfg.threshold_keep:
         run.set_weights(drift.thresholded(final, base, q))

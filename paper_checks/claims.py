@@ -1,5 +1,13 @@
-"""The paper's claims as data: an id, the statement, the paper's numbers, and where each level of
-the toolkit tests it (theory check names, a simulate experiment's claim, a real-run check).
+"""The paper's claims as data: an id, the statement, the paper's numbers, the test each claim gets,
+and where each level of the toolkit tests it (theory check names, a simulate experiment's claim id,
+a real-run check).
+
+Every claim states its test (theory.decisions): `directional` (the interval of a difference excludes
+`threshold` on the claimed side; threshold -0.02 is "no loss beyond 2 points"), `equivalence` (the
+whole interval lies inside +-margin), `ratio` (an interval of a ratio against the paper's figure,
+within a factor), or `identity` (true for every input by construction: shown, never counted as
+evidence). `paper_effect` is the paper's size of the effect in the unit of the real-run check (a
+fraction for Pass@k), printed beside the smallest difference our design can detect.
 
 A claim that a level cannot test has no entry for that level, and the report says so; a level
 whose inputs are missing reports "missing data" for it.
@@ -9,6 +17,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from paper_checks import paper_numbers as paper
+from theory.decisions import KEEP_MARGIN
+RATIO_FACTOR = 2.0      # a ratio "matches the paper" within a factor of 2 of the paper's range
+LEMMA1_MARGIN = 0.10    # Lemma 1: measured / predicted JSpol within 1 +- 10%
+
+
+@dataclass(frozen=True)
+class Test:
+    kind: str                    # directional | equivalence | ratio | identity
+    sign: int = 1                # directional: +1 claims d > threshold, -1 claims d < threshold
+    threshold: float = 0.0       # directional
+    margin: float = 0.0          # equivalence
+    paper_range: tuple[float, float] | None = None  # ratio
+    paper_effect: str = ""       # the paper's effect size, as the report prints it
+    unit: float = 100.0          # directional / equivalence: the difference is printed x unit ("pts" at 100)
+
+    def __post_init__(self):
+        if self.kind not in ("directional", "equivalence", "ratio", "identity"):
+            raise ValueError(f"Test.kind must be directional, equivalence, ratio or identity, got {self.kind!r}")
+
+    def describe(self) -> str:
+        if self.kind == "directional":
+            side = ">" if self.sign > 0 else "<"
+            return f"directional: difference {side} {self.threshold * 100:+g} pts" if self.threshold else f"directional: difference {side} 0"
+        if self.kind == "equivalence":
+            return f"equivalence: |difference| < {self.margin * self.unit:g}{' pts' if self.unit == 100 else ''}"
+        if self.kind == "ratio":
+            return f"ratio vs the paper's {self.paper_range[0]}-{self.paper_range[1]}x, within x{RATIO_FACTOR:g}"
+        return "identity: holds for every input, not evidence"
 
 
 @dataclass(frozen=True)
@@ -16,8 +52,9 @@ class Claim:
     id: str
     statement: str
     paper: str
+    test: Test
     theory: str | None = None              # prefix of `python -m theory` check names
-    simulate: tuple[str, str] | None = None  # (experiment, start of the claim text in its summary)
+    simulate: tuple[str, str] | None = None  # (experiment, claim id in its summary)
     real: bool = True                      # a real-run check exists in paper_checks.real_checks
     untestable: str = ""                   # what our miniature cannot test, and why
 
@@ -26,50 +63,69 @@ def _t2(method: str, model: str = "Qwen2.5-1.5B") -> str:
     return "/".join(f"{v:.1f}" for v in paper.TABLE2_EASY[model][method])
 
 
+def _t2_diff(a: str, b: str, model: str = "Qwen2.5-1.5B") -> str:
+    return "/".join(f"{x - y:+.1f}" for x, y in zip(paper.TABLE2_EASY[model][a], paper.TABLE2_EASY[model][b])) + " pts"
+
+
+_DRIFT = (min(v["ratio"] for v in paper.TABLE4_DRIFT.values()), max(v["ratio"] for v in paper.TABLE4_DRIFT.values()))
+_T6 = {m: v[64] - v[8] for m, v in paper.TABLE6_POPULATION.items()}
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("entropy_collapse", "GRPO raises Pass@1 but its token entropy collapses; ES keeps its entropy",
-          "entropy curves (qualitative)", simulate=("entropy_collapse", "GRPO's policy entropy collapses")),
+          "entropy curves (qualitative)", Test("directional", paper_effect="qualitative"),
+          simulate=("entropy_collapse", "entropy_collapse")),
     Claim("grpo_raises_pass1", "GRPO raises Pass@1 over the base",
-          f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('GRPO')} (Pass@1/16/32)", simulate=("entropy_collapse", "Endpoints after equal FLOPs")),
+          f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('GRPO')} (Pass@1/16/32)", Test("directional", paper_effect=_t2_diff("GRPO", "Base")),
+          simulate=("entropy_collapse", "grpo_raises_pass1")),
     Claim("es_improves_over_base", "ES improves Pass@1, Pass@16 and Pass@32 over the base",
-          f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('ES')}", simulate=("passk_vs_base", "ES improves Pass@1")),
+          f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('ES')}", Test("directional", paper_effect=_t2_diff("ES", "Base")),
+          simulate=("passk_vs_base", "es_improves_over_base")),
     Claim("es_passk_above_grpo", "ES's Pass@16 and Pass@32 are above GRPO's",
-          "all 3 models of Table 2 on Pass@16 and Pass@32", simulate=("entropy_collapse", "At matched Pass@1, ES has the higher Pass@32")),
+          "all 3 models of Table 2 on Pass@16 and Pass@32", Test("directional", paper_effect=_t2_diff("ES", "GRPO")),
+          simulate=("entropy_collapse", "es_passk_above_grpo")),
     Claim("grpo_passk_below_base", "GRPO ends below the base on both Pass@16 and Pass@32",
           f"{paper.GRPO_BELOW_BASE[0]} of {paper.GRPO_BELOW_BASE[1]} task-model comparisons",
-          simulate=("passk_vs_base", "GRPO ends below the base"),
+          Test("directional", sign=-1, paper_effect=_t2_diff("GRPO", "Base")),
+          simulate=("passk_vs_base", "grpo_passk_below_base"),
           untestable="the paper counts 6 tasks x 3 models; we have one task and tiny models"),
     Claim("schedules_pareto", "Sequential schedules extend the Pass@1-Pass@32 front; ES->GRPO gives the best Pass@32",
-          f"Table 3: ES->GRPO {paper.TABLE3_HARD['ES->GRPO'][2]} Pass@32 (best)"),
+          f"Table 3: ES->GRPO {paper.TABLE3_HARD['ES->GRPO'][2]} Pass@32 (best)",
+          Test("directional", paper_effect=f"{paper.TABLE3_HARD['ES->GRPO'][2] - paper.TABLE3_HARD['ES'][2]:+.1f} pts @32 over the next best")),
     Claim("drift_ratio", "ES moves the weights much further than GRPO (relative L2 drift)",
-          f"{min(v['ratio'] for v in paper.TABLE4_DRIFT.values())}x-{max(v['ratio'] for v in paper.TABLE4_DRIFT.values())}x GRPO's",
-          simulate=("drift_sparsity", "ES moves the weights much further")),
-    Claim("update_sparsity", "Most non-zero ES update entries are tiny: |delta| <= 1.5e-3",
+          f"{_DRIFT[0]}x-{_DRIFT[1]}x GRPO's", Test("ratio", paper_range=_DRIFT, paper_effect=f"{_DRIFT[0]}-{_DRIFT[1]}x"),
+          simulate=("drift_sparsity", "drift_ratio")),
+    Claim("update_sparsity", "Most non-zero ES update entries are tiny (|delta| <= 1.5e-3), beyond what a random-z null gives",
           f"{min(v['share'][1] for v in paper.TABLE4_DRIFT.values())}%-{max(v['share'][1] for v in paper.TABLE4_DRIFT.values())}% of entries",
-          simulate=("drift_sparsity", "ES's update-magnitude shares carry the reward signal")),
+          Test("directional", paper_effect="not reported against a null"),
+          simulate=("drift_sparsity", "update_sparsity")),
     Claim("thresholded_pass1", "Keeping only the largest updates (about 78% sparsity) keeps Pass@1",
           f"Pass@1 change {', '.join(f'{v:+.2f}' for v in paper.THRESHOLDED_PASS1_CHANGE)} points",
-          simulate=("drift_sparsity", "Keeping only the largest 22%")),
+          Test("equivalence", margin=KEEP_MARGIN, paper_effect=f"{min(paper.THRESHOLDED_PASS1_CHANGE):+.2f} to {max(paper.THRESHOLDED_PASS1_CHANGE):+.2f} pts"),
+          simulate=("drift_sparsity", "thresholded_pass1")),
     Claim("no_forgetting", "No broad forgetting on held-out tasks after ES (or GRPO)",
-          "held-out Pass@1 change: ES +0.0/+1.4/-0.5, GRPO +0.7/+2.3/+0.9 points"),
+          "held-out Pass@1 change: ES +0.0/+1.4/-0.5, GRPO +0.7/+2.3/+0.9 points",
+          Test("directional", threshold=-KEEP_MARGIN, paper_effect="-0.5 to +2.3 pts")),
     Claim("population_size", "A larger model needs a smaller ES population",
-          "Table 6: smoothed reward gain N=8->64: 0.5B +0.087, 1.5B +0.016, 3B +0.013",
-          simulate=("ablations", "A larger model needs a smaller population")),
+          "Table 6: smoothed reward gain N=8->64: " + ", ".join(f"{m} {g:+.3f}" for m, g in _T6.items()),
+          Test("directional", paper_effect=f"gain difference 0.5B - 3B {_T6['0.5B'] - _T6['3B']:+.3f}"),
+          simulate=("ablations", "population_size")),
     Claim("zscore_essential", "Reward z-scoring is essential for ES", "stated (no table)",
-          simulate=("ablations", "Reward z-scoring is essential")),
+          Test("directional", paper_effect="stated, no number"), simulate=("ablations", "zscore_essential")),
     Claim("one_point_vs_two_point", "One-point ES is at least as good as two-point (antithetic) ES",
           f"stated; +eps/-eps reward correlation {paper.ANTITHETIC_REWARD_CORRELATION}",
-          simulate=("ablations", "Two-point (antithetic) ES gives no gain")),
+          Test("directional", threshold=-KEEP_MARGIN, paper_effect="stated, no number"),
+          simulate=("ablations", "one_point_vs_two_point")),
     Claim("lemma1", "E[JSpol_N] = (sigma^2/2)(1 - 1/N) tr I_x(theta) + O(sigma^4)", "Lemma 1",
-          theory="lemma1/", simulate=("lemmas_along_training", "Lemma 1")),
-    Claim("dpi", "0 <= JSsucc_N <= JSpol_N (data processing)", "stated with Lemma 1", theory="dpi/",
-          simulate=("lemmas_along_training", "0 <= JSsucc_N"), real=False),
-    Claim("lemma2", "P_pop = 1 - prod(1 - p_i) >= P_same = 1 - (1 - p_bar)^N", "Lemma 2",
-          theory="lemma2/", simulate=("lemmas_along_training", "Lemma 2")),
-    Claim("lemma3", "Mixture weights w: p_w - p_bar = N Cov(w, p)", "Lemma 3", theory="lemma3/",
-          simulate=("lemmas_along_training", "Lemma 3"), real=False),
+          Test("equivalence", margin=LEMMA1_MARGIN, unit=1.0, paper_effect="ratio 1, exact up to O(sigma^4)"),
+          theory="lemma1/", simulate=("lemmas_along_training", "lemma1")),
+    Claim("dpi", "0 <= JSsucc_N <= JSpol_N (data processing)", "stated with Lemma 1", Test("identity"), theory="dpi/",
+          simulate=("lemmas_along_training", "dpi"), real=False),
+    Claim("lemma2", "P_pop = 1 - prod(1 - p_i) >= P_same = 1 - (1 - p_bar)^N", "Lemma 2", Test("identity"),
+          theory="lemma2/", simulate=("lemmas_along_training", "lemma2")),
+    Claim("lemma3", "Mixture weights w: p_w - p_bar = N Cov(w, p)", "Lemma 3", Test("identity"), theory="lemma3/",
+          simulate=("lemmas_along_training", "lemma3"), real=False),
     Claim("prop1", "If J_K(pi_w) - J_K(pi_theta) > K sqrt(eps_succ/2) then J_K(pi_theta+) > J_K(pi_theta)",
-          "Proposition 1", theory="prop1/", simulate=("lemmas_along_training", "Proposition 1"), real=False),
+          "Proposition 1", Test("identity"), theory="prop1/", simulate=("lemmas_along_training", "prop1"), real=False),
 )
 
 OPEN_QUESTIONS = (
@@ -80,3 +136,4 @@ OPEN_QUESTIONS = (
 )
 
 CLAIM_IDS = tuple(c.id for c in CLAIMS)
+BY_ID = {c.id: c for c in CLAIMS}

@@ -2,7 +2,8 @@
 
 A run's variant is derived from its saved config, so a report never depends on directory names:
 `es`, `grpo`, `es-grpo`, `grpo-es`, and ES variants with tags, e.g. `es[sampled]` (member rollouts
-sampled at a temperature), `es[no-zscore]`, `es[two-point]`, `es[null]` (random z), `es[bf16]`
+sampled at a temperature), `es[no-zscore]` (centered rewards at the same alpha), `es[no-zscore,rescaled]` (centered, alpha
+rescaled to the z-scored update norm), `es[two-point]`, `es[null]` (random z), `es[bf16]`
 (the paper code's in-place bf16 perturbation), `es[rank-4]` (low-rank noise). Evaluating the
 population in one batched generate or on Ray workers gives the same run, so it is no tag. The population-size sweep is told apart by the
 model and N, which are kept beside the variant.
@@ -19,6 +20,7 @@ from paper_checks.rundir import Run
 from theory.metrics import pass_at_k_counts
 
 ES_TAGS = (("member_temperature", lambda v: v > 0, "sampled"), ("zscore", lambda v: not v, "no-zscore"),
+           ("center_scale", lambda v: v != 1.0, "rescaled"),
            ("antithetic", bool, "two-point"), ("null_control", bool, "null"), ("inplace_bf16", bool, "bf16"))
 
 

@@ -2,17 +2,19 @@
 
 theory: every `python -m theory` item whose name starts with the claim's prefix, regime items
 (where an approximation is known to break) left out; the claim holds when every item holds.
-simulate: the experiment's own verdict on its matching claim (reproduced -> holds, not
-reproduced -> does not hold, depends on task shape / finding -> inconclusive).
+simulate: the experiment's own verdict on the claim with the id the claim names (reproduced -> holds,
+not reproduced -> does not hold, inconclusive / depends on task shape / finding -> inconclusive,
+identity -> identity, never evidence). Simulate decides with the same rules over seeds
+(theory.decisions).
 """
 from __future__ import annotations
 
 from paper_checks.claims import Claim
 from paper_checks.evidence import Evidence
-from paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_TESTABLE, Verdict
+from paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, Verdict
 
-SIMULATE_STATUS = {"reproduced": HOLDS, "not reproduced": FAILS, "depends on task shape": INCONCLUSIVE,
-                   "finding": INCONCLUSIVE}
+SIMULATE_STATUS = {"reproduced": HOLDS, "not reproduced": FAILS, "inconclusive": INCONCLUSIVE,
+                   "depends on task shape": INCONCLUSIVE, "finding": INCONCLUSIVE, "identity": IDENTITY}
 
 
 def theory_verdict(claim: Claim, ev: Evidence) -> Verdict:
@@ -35,14 +37,15 @@ def simulate_verdict(claim: Claim, ev: Evidence) -> Verdict:
         return Verdict(claim.id, NOT_TESTABLE, "n/a", note="no bandit analogue of this exact statement (see the simulate experiments for related ones)")
     if ev.simulate is None:
         return Verdict(claim.id, MISSING, "n/a", note="no simulate summary (python -m simulate all)")
-    experiment, prefix = claim.simulate
+    experiment, claim_id = claim.simulate
     summary = ev.simulate.get(experiment)
     if summary is None:
         return Verdict(claim.id, MISSING, "n/a", note=f"simulate experiment {experiment} missing from the summary")
-    matches = [c for c in summary.get("claims", []) if c["claim"].startswith(prefix)]
+    matches = [c for c in summary.get("claims", []) if c.get("id") == claim_id]
     if not matches:
-        return Verdict(claim.id, MISSING, "n/a", note=f"{experiment} has no claim starting {prefix!r}")
-    statuses = [SIMULATE_STATUS.get(c["verdict"], INCONCLUSIVE) for c in matches]
-    status = HOLDS if all(s == HOLDS for s in statuses) else FAILS if all(s == FAILS for s in statuses) else INCONCLUSIVE
-    return Verdict(claim.id, status, " | ".join(f'{c["claim"]}: {c["why"]}' for c in matches)[:500],
-                   evidence={"verdicts": [c["verdict"] for c in matches]}, plots=[summary["plot"]] if summary.get("plot") else [])
+        return Verdict(claim.id, MISSING, "n/a", note=f"{experiment} has no claim with id {claim_id!r}")
+    c = matches[0]
+    return Verdict(claim.id, SIMULATE_STATUS.get(c["verdict"], INCONCLUSIVE), f'{c["claim"]}: {c["why"]}'[:500],
+                   evidence={"verdict": c["verdict"]}, plots=[summary["plot"]] if summary.get("plot") else [],
+                   test=c.get("test", ""),
+                   design=f"{summary['settings']['seeds']} seeds" if "seeds" in summary.get("settings", {}) else "")

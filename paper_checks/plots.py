@@ -101,14 +101,16 @@ def pareto_front(ev: Evidence, out: Path) -> str | None:
 
 
 def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) -> str | None:
-    """Measured JSpol_N against (sigma^2/2)(1 - 1/N) tr I_x, per probe prompt, log-log."""
+    """Measured JSpol_N against (sigma^2/2)(1 - 1/N) tr I_x, log-log: per probe prompt of the runs'
+    populations, and per grid point (its mean over independent draws)."""
     pts = []
     for run in ev.runs:
         for m in (run.population or {}).get("measurements", []):
             pts += [(r["lemma1_prediction"], r["jspol"], m["sigma"]) for r in m.get("per_prompt", [])
                     if r["lemma1_prediction"] > 0 and r["jspol"] > 0]
     for g in grid or []:
-        pts += [(p, j, g["sigma"]) for p, j in zip(g["predicted_per_prompt"], g["measured_per_prompt"]) if p > 0 and j > 0]
+        if g["predicted"] > 0 and g["measured"] > 0:
+            pts.append((g["predicted"], g["measured"], g["sigma"]))
     if not pts:
         return None
     pred, meas, sig = np.array(pts).T

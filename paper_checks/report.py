@@ -114,7 +114,7 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid) -> 
         levels["real"].plots = [plots[k] for k in CLAIM_PLOTS.get(c.id, []) if k in plots]
         if simulate_summary is not None:  # simulate plots sit beside its summary.json
             levels["simulate"].plots = [os.path.relpath(Path(simulate_summary).parent / p, out) for p in levels["simulate"].plots]
-        claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "untestable": c.untestable,
+        claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.test.describe(), "untestable": c.untestable,
                        "levels": {k: v.to_json() for k, v in levels.items()}})
     questions = [{"id": qid, "question": q, **answer(qid, ev)} for qid, q in OPEN_QUESTIONS]
     report = {"runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
@@ -136,7 +136,13 @@ def render_markdown(report: dict) -> str:
     lines = ["# ES vs GRPO: the paper's claims, checked", "",
              "Verdicts come from the data of this report's inputs: `theory` (exact checks on toy policies), "
              "`simulate` (bandit analogues, over seeds) and `real` (training runs of causal LMs). "
-             "Intervals are 95% bootstrap intervals over seeds and prompts; Pass@k in points (x100).", ""]
+             "Each claim states its test: directional (the 95% interval of a difference lies on the claimed side), "
+             "equivalence (the whole interval inside a stated margin), ratio (against the paper's figure), or "
+             "identity (true for every input: shown, never counted as evidence). Real-run intervals come from one "
+             "design, seeds x test prompts shared by every run (resampled jointly, so differences are paired by "
+             "prompt) x samples, with Student t over seeds; per-run numbers use t over seeds. Beside each interval: "
+             "its design and the smallest difference it detects at 80% power, next to the paper's effect. "
+             "Pass@k in points (x100).", ""]
     if report["runs"]:
         by = {}
         for r in report["runs"]:
@@ -145,11 +151,12 @@ def render_markdown(report: dict) -> str:
     if report["input_problems"]:
         lines += ["**Input problems** (claims that needed these are marked 'missing data'):", ""]
         lines += [f"- {p}" for p in report["input_problems"]] + [""]
-    lines += ["## All claims", "", "| claim | paper | theory | simulate | real runs |", "| --- | --- | --- | --- | --- |"]
+    lines += ["## All claims", "", "| claim | paper | test | theory | simulate | real runs | real design |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for c in report["claims"]:
         lv = c["levels"]
-        lines.append(f"| [{c['statement']}](#{c['id']}) | {c['paper']} | {lv['theory']['status']} | "
-                     f"{lv['simulate']['status']} | {_cell(lv['real'])} |")
+        lines.append(f"| [{c['statement']}](#{c['id']}) | {c['paper']} | {c['test']} | {lv['theory']['status']} | "
+                     f"{lv['simulate']['status']} | {_cell(lv['real'])} | {lv['real'].get('design', '')} |")
     lines += ["", "## Open questions", ""]
     for q in report["open_questions"]:
         lines += [f"### {q['question']}", "", q["answer"], ""]
@@ -160,16 +167,19 @@ def render_markdown(report: dict) -> str:
             lines.append("")
     if report["lemma_grid"]:
         lines += ["## Lemma 1 on the real model over a grid of sigma and N", "",
-                  "| sigma | N | measured JSpol | predicted | ratio [95%] | s measured |", "| --- | --- | --- | --- | --- | --- |"]
+                  "Each point: independent populations (own noise seed per point and draw); the ratio's interval is "
+                  "Student t over draws; 'one population sd' is the spread a single population's ratio has.", "",
+                  "| sigma | N | draws | measured JSpol | predicted | ratio [95%] | one population sd | s measured |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for g in report["lemma_grid"]:  # null (a non-finite value) prints as n/a
             lo, hi = g["ratio_ci"]
-            lines.append(f"| {_num(g['sigma'], '.2g')} | {g['members']} | {_num(g['measured'], '.3g')} | "
+            lines.append(f"| {_num(g['sigma'], '.2g')} | {g['members']} | {g.get('draws', 1)} | {_num(g['measured'], '.3g')} | "
                          f"{_num(g['predicted'], '.3g')} | {_num(g['ratio'], '.3f')} [{_num(lo, '.3f')}, {_num(hi, '.3f')}] | "
-                         f"{_num(g['s_measured'], '.3g')} |")
+                         f"{_fmt(g.get('ratio_sd'))} | {_num(g['s_measured'], '.3g')} |")
         lines.append("")
         for n, g in summarize_grid(report["lemma_grid"]).items():
             lines.append(f"- N = {n}: measured JSpol grows like sigma^{g['sigma_exponent']:.2f} (Lemma 1: sigma^2); "
-                         f"ratio within 10% of 1 at sigma = {g['sigmas_within_10pct'] or 'none'}, "
+                         f"ratio interval within 1 +- 10% at sigma = {g['sigmas_within_10pct'] or 'none'}, "
                          f"outside at sigma = {g['sigmas_outside'] or 'none'}")
         lines.append("")
     lines += ["## Claims one by one", ""]
@@ -181,6 +191,9 @@ def render_markdown(report: dict) -> str:
             v = c["levels"][level]
             note = f" ({v['note']})" if v["note"] else ""
             lines.append(f"- {level}: **{v['status']}**: {v['ours']}{note}")
+            for key in ("test", "design", "power"):
+                if v.get(key):
+                    lines.append(f"  - {key}: {v[key]}")
         for plot in c["levels"]["real"]["plots"] + c["levels"]["simulate"]["plots"]:
             lines.append(f"\n![{plot}]({plot})")
         lines.append("")

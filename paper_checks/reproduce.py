@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from paper_checks.evidence import load_lemma_grid
@@ -39,6 +40,7 @@ class Budget:
     simulate_scale: float
     grid_sigmas: tuple[float, ...]
     grid_members: tuple[int, ...]
+    grid_draws: int = 3              # independent populations per (sigma, N) of the Lemma 1 grid
     switch_fraction: float = 0.5
     extra: dict = field(default_factory=dict)
 
@@ -66,19 +68,45 @@ BUDGETS = {
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
         grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(8, 16, 32, 64), simulate_scale=1.0,
-        grid_sigmas=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), grid_members=(2, 4, 8, 16, 32)),
+        grid_sigmas=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), grid_members=(2, 4, 8, 16, 32), grid_draws=5),
 }
 
 # The sweep only needs the training reward: its runs evaluate little.
 SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": (50.0,)}
 
-# ES variants of the ablations and null controls: name -> ESConfig overrides.
+# ES variants of the ablations and null controls: name -> ESConfig overrides. Every variant runs on
+# every seed of the budget, like the main runs. z-scoring is ablated two ways: centered rewards at the
+# same alpha (a ~1/std(R) smaller step), and centered at alpha rescaled to the z-scored update norm
+# (es-rescaled, added once the main runs give their reward spread: see rescaled_variant).
 ES_VARIANTS = {"es-sampled": {"member_temperature": 1.0, "member_samples": 1}, "es-nozscore": {"zscore": False},
                "es-twopoint": {"antithetic": True}, "es-null": {"null_control": True}, "es-bf16": {"inplace_bf16": True}}
 
 
-def plan(budget: Budget, model: Path, sweep_model: Path | None) -> dict[str, dict]:
-    """Every run of a reproduction: run name -> TrainConfig as a dict (without `out`)."""
+def equal_update_budget(budget: Budget, population_size: int) -> int:
+    """The `steps` (GRPO-step budget, FLOP-matched) at which ES with this population makes as many
+    updates as the main ES runs: the paper's Table 6 compares N = 8 ... 64 after equal updates."""
+    main_n, g = budget.es["population_size"], budget.grpo["num_generations"]
+    updates = budget.common["steps"] * 8 * g // (2 * main_n)
+    steps, rest = divmod(updates * 2 * population_size, 8 * g)
+    if rest or steps < 1 or updates * 2 * main_n != budget.common["steps"] * 8 * g:
+        raise ValueError(f"population {population_size}: {updates} updates are not a whole GRPO-step budget")
+    return steps
+
+
+def mean_reward_std(run_dir: Path) -> float:
+    """Mean over the updating steps of a finished ES run of std(R) across members (es_reward_std)."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    stds = [r["es_reward_std"] for r in rows if r.get("es_reward_std", 0) > 0]
+    if not stds:
+        raise ValueError(f"{run_dir}/metrics.jsonl: no ES step with reward spread (es_reward_std > 0)")
+    return float(np.mean(stds))
+
+
+def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict[int, float] | None = None) -> dict[str, dict]:
+    """Every run of a reproduction: run name -> TrainConfig as a dict (without `out`).
+
+    reward_std: seed -> mean std(R) of that seed's main ES run; with it the plan also holds the
+    rescaled centered variant (center_scale = 1 / std, so its update has the z-scored norm on average)."""
     runs: dict[str, dict] = {}
 
     def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:
@@ -89,19 +117,22 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None) -> dict[str, dic
     for seed in budget.seeds:
         add(f"es-s{seed}", "es", seed, model)
         add(f"grpo-s{seed}", "grpo", seed, model)
-    first = budget.seeds[0]
-    add(f"es-grpo-s{first}", "es-grpo", first, model, switch_step=switch)
-    add(f"grpo-es-s{first}", "grpo-es", first, model, switch_step=switch)
-    for name, overrides in ES_VARIANTS.items():
-        extra = {"dtype": "bfloat16", "population": {"batched": False}} if name == "es-bf16" else {}
-        add(f"{name}-s{first}", "es", first, model, overrides, **extra)
+    for seed in budget.seeds:
+        add(f"es-grpo-s{seed}", "es-grpo", seed, model, switch_step=switch)
+        add(f"grpo-es-s{seed}", "grpo-es", seed, model, switch_step=switch)
+        for name, overrides in ES_VARIANTS.items():
+            extra = {"dtype": "bfloat16", "population": {"batched": False}} if name == "es-bf16" else {}
+            add(f"{name}-s{seed}", "es", seed, model, overrides, **extra)
+        if reward_std is not None:
+            add(f"es-rescaled-s{seed}", "es", seed, model, {"zscore": False, "center_scale": 1.0 / reward_std[seed]})
     for n in budget.sweep_populations:
         for label, model_dir in (("base", model), ("other", sweep_model)):
             if model_dir is None:
                 continue
             for seed in budget.seeds:
                 if not (label == "base" and n == budget.es["population_size"]):  # those are the main ES runs
-                    add(f"sweep-{label}-N{n}-s{seed}", "es", seed, model_dir, {"population_size": n}, **SWEEP_EVAL)
+                    add(f"sweep-{label}-N{n}-s{seed}", "es", seed, model_dir, {"population_size": n},
+                        **SWEEP_EVAL | {"steps": equal_update_budget(budget, n)})
     return runs
 
 
@@ -148,20 +179,24 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
 
     from llm.config import TrainConfig
     from llm.train import train
-    runs = plan(budget, base, other)
-    for i, (name, cfg) in enumerate(runs.items(), start=1):
-        run_dir = out / "runs" / name
-        if _done(run_dir):
-            continue
-        log(f"run {i}/{len(runs)}: {name}")
-        resume = (run_dir / "config.json").exists()
-        train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=progress)
+    def train_all(runs: dict[str, dict]) -> None:
+        for i, (name, cfg) in enumerate(runs.items(), start=1):
+            run_dir = out / "runs" / name
+            if _done(run_dir):
+                continue
+            log(f"run {i}/{len(runs)}: {name}")
+            resume = (run_dir / "config.json").exists()
+            train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=progress)
+
+    train_all(plan(budget, base, other))
+    train_all(plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}") for seed in budget.seeds}))
 
     grid_path = out / "lemma_grid.json"
     if not grid_path.exists():
         log("Lemma 1 grid")
         from paper_checks.lemma_grid import measure_grid
-        grid_path.write_text(json.dumps(measure_grid(base, budget.grid_sigmas, budget.grid_members, progress=progress)))
+        grid_path.write_text(json.dumps(measure_grid(base, budget.grid_sigmas, budget.grid_members, draws=budget.grid_draws,
+                                                   progress=progress)))
     log("report")
     report = build_report(sorted((out / "runs").iterdir()), out / "report", theory_json, simulate_summary,
                           load_lemma_grid(grid_path))

@@ -1,22 +1,22 @@
-"""Verdicts and the bootstrap that gives them an uncertainty.
+"""A verdict: a claim's status at one level, computed from measured data only, with what was tested.
 
-A verdict is computed from measured data only. `compare` turns a bootstrap interval of a
-difference into holds / does not hold / inconclusive: the claim "a > b" holds when the whole
-95% interval of a - b lies above zero, does not hold when it lies at or below zero, and is
-inconclusive when the interval straddles zero.
+The decision rules themselves (directional, equivalence, ratio, identity) live in theory.decisions,
+shared with simulate; the design that gives real-run intervals lives in paper_checks.design.
+`decide` applies a claim's Test to an interval.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
+from paper_checks.claims import RATIO_FACTOR
+from theory.decisions import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, directional, equivalence, ratio
 
-HOLDS = "holds"
-FAILS = "does not hold"
-INCONCLUSIVE = "inconclusive"
 NOT_TESTABLE = "not testable here"
 MISSING = "missing data"
-STATUSES = (HOLDS, FAILS, INCONCLUSIVE, NOT_TESTABLE, MISSING)
+STATUSES = (HOLDS, FAILS, INCONCLUSIVE, IDENTITY, NOT_TESTABLE, MISSING)
+__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "IDENTITY", "NOT_TESTABLE", "MISSING", "STATUSES", "Verdict",
+           "decide", "combine", "fmt_interval"]
 
 
 @dataclass
@@ -28,6 +28,9 @@ class Verdict:
     evidence: dict = field(default_factory=dict)
     plots: list[str] = field(default_factory=list)
     note: str = ""
+    test: str = ""       # what was tested (Test.describe())
+    design: str = ""     # seeds x prompts x samples behind the interval
+    power: str = ""      # smallest difference detectable at 80% power, beside the paper's effect
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -37,54 +40,28 @@ class Verdict:
         return asdict(self)
 
 
-def bootstrap_mean(per_seed, *, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean over seeds of the per-seed prompt means, and its 95% percentile bootstrap interval.
-
-    per_seed: a list with one 1-D array per seed (run) of per-prompt values, e.g. the paired
-    difference final - base of each test prompt. Seeds are resampled, then prompts within each
-    resampled seed. With one seed only prompts are resampled.
-    """
-    arrays = [np.asarray(a, float).ravel() for a in per_seed]
-    if not arrays or any(a.size == 0 for a in arrays):
-        raise ValueError("per_seed must hold at least one non-empty array of per-prompt values")
-    rng = np.random.default_rng(seed)
-    boot = np.empty(n_boot)
-    for b in range(n_boot):
-        picks = rng.integers(0, len(arrays), size=len(arrays))
-        boot[b] = np.mean([arrays[i][rng.integers(0, arrays[i].size, size=arrays[i].size)].mean() for i in picks])
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return float(np.mean([a.mean() for a in arrays])), float(lo), float(hi)
+def decide(test, lo: float, hi: float) -> str:
+    """A claim's Test (paper_checks.claims) applied to a 95% interval [lo, hi]; an infinite interval
+    (one seed: no run-to-run variance) is inconclusive whatever the test."""
+    if test.kind == "identity":
+        return IDENTITY
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return INCONCLUSIVE
+    if test.kind == "directional":
+        return directional(lo - test.threshold, hi - test.threshold, test.sign)
+    if test.kind == "equivalence":
+        return equivalence(lo, hi, test.margin)
+    return ratio(lo, hi, *test.paper_range, RATIO_FACTOR)
 
 
-def status_from_interval(lo: float, hi: float) -> str:
-    """The claim "difference > 0" from a 95% interval of the difference."""
-    if lo > 0:
+def combine(statuses: list[str]) -> str:
+    """All parts hold -> holds; any part fails -> does not hold; otherwise inconclusive."""
+    if statuses and all(s == HOLDS for s in statuses):
         return HOLDS
-    if hi <= 0:
-        return FAILS
-    return INCONCLUSIVE
-
-
-def status_no_worse(lo: float, hi: float, tolerance: float) -> str:
-    """The claim "difference >= -tolerance" (no loss beyond a tolerance) from a 95% interval."""
-    if lo >= -tolerance:
-        return HOLDS
-    if hi < -tolerance:
+    if any(s == FAILS for s in statuses):
         return FAILS
     return INCONCLUSIVE
 
 
 def fmt_interval(mean: float, lo: float, hi: float, scale: float = 100.0, unit: str = " pts") -> str:
     return f"{mean * scale:+.2f}{unit} [{lo * scale:+.2f}, {hi * scale:+.2f}]"
-
-
-def bootstrap_two_sample(a, b, *, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """mean(a) - mean(b) for two independent samples (e.g. per-seed values of two groups), with a
-    95% percentile bootstrap interval."""
-    a, b = np.asarray(a, float).ravel(), np.asarray(b, float).ravel()
-    if a.size == 0 or b.size == 0:
-        raise ValueError("a and b must be non-empty")
-    rng = np.random.default_rng(seed)
-    boot = rng.choice(a, (n_boot, a.size)).mean(1) - rng.choice(b, (n_boot, b.size)).mean(1)
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return float(a.mean() - b.mean()), float(lo), float(hi)

@@ -5,12 +5,14 @@ One step, for each seed:
     theta_i = theta + sigma eps_i
     R_i = mean reward of member i over the batch prompts, its rollouts either greedy
           (argmax path, member_temperature 0, the paper's easy setting) or sampled at member_temperature
-    z_i = (R_i - mean R) / (std R + 1e-8)   (theory.standardize; `zscore=False` uses R_i itself)
+    z_i = (R_i - mean R) / (std R + 1e-8)   (theory.standardize; `zscore=False`: centered, (R_i - mean R)
+                                            times `center_scale`, as llm's ES does)
     theta <- theta + alpha (1/N) sum_i z_i eps_i      (1/sigma folded into alpha, as in the paper)
 For two-point runs the same sum is (alpha/N) sum_{pairs} (z_i+ - z_i-) eps_i.
-`null_control=True` replaces z by standardized N(0, 1) draws: the same noise, no reward signal.
+`null_control=True` replaces z by standardized N(0, 1) draws: the same noise, no reward signal (and no
+update where all rewards are equal, as real ES).
 `inplace_bf16=True` emulates in-place perturb / restore / update of bfloat16 weights (see bf16.py).
-Expectation (zscore off): E[alpha (1/N) sum R_i eps_i] = alpha sigma grad F_sigma(theta), with
+Expectation (zscore off, center_scale 1): E[alpha (1/N) sum (R_i - mean R) eps_i] ~ E[alpha (1/N) sum R_i eps_i] = alpha sigma grad F_sigma(theta), with
 F_sigma(theta) = E_eps F(theta + sigma eps) the Gaussian-smoothed reward.
 """
 from __future__ import annotations
@@ -36,6 +38,7 @@ class ESConfig:
     member_temperature: float = 0.0  # 0: greedy member rollouts (the paper's easy setting); > 0: sampled at it
     member_samples: int = 1       # sampled rollouts per member and prompt (1 when greedy)
     zscore: bool = True
+    center_scale: float = 1.0     # zscore off: centered rewards times this (alpha rescaled to the z-scored norm)
     antithetic: bool = False      # two-point estimator
     null_control: bool = False    # random z: the signal-free control
     inplace_bf16: bool = False    # emulate bfloat16 weights perturbed in place
@@ -47,6 +50,9 @@ class ESConfig:
         _check_range("population_size", self.population_size, 2, integer=True)
         _check_range("sigma", self.sigma, 0, low_open=True)
         _check_range("alpha", self.alpha, 0, low_open=True)
+        _check_range("center_scale", self.center_scale, 0, low_open=True)
+        if self.zscore and self.center_scale != 1.0:
+            raise ValueError(f"center_scale rescales centered rewards: it needs zscore=False, got {self.center_scale!r}")
         _check_range("member_temperature", self.member_temperature, 0)
         _check_range("member_samples", self.member_samples, 1, integer=True)
         if self.greedy and self.member_samples != 1:
@@ -96,11 +102,11 @@ def es_step(task: BanditTask, theta: np.ndarray, cfg: ESConfig, rng: np.random.G
     member_logits = task.logits(members)
     fitness = member_fitness(task, member_logits, batch, cfg, rng)
     if cfg.null_control:
-        z = standardize(rng.standard_normal((S, N)), ES_ZSCORE_EPS)
+        z = standardize(rng.standard_normal((S, N)), ES_ZSCORE_EPS) * (np.ptp(fitness, axis=-1, keepdims=True) > 0)
     elif cfg.zscore:
         z = standardize(fitness, ES_ZSCORE_EPS)
     else:
-        z = fitness
+        z = (fitness - fitness.mean(-1, keepdims=True)) * cfg.center_scale
     update = cfg.alpha / N * np.einsum("sn,snd->sd", z, eps)
     new_theta = round_to_bf16(theta + update) if cfg.inplace_bf16 else theta + update
     return new_theta, {"fitness": fitness, "z": z, "member_logits": member_logits, "batch": batch,

@@ -15,7 +15,8 @@ the HF engine (batched_hf.py), spread over Ray actors (ray_actors.py), or as vLL
 
 Options: member rollouts greedy (member_temperature = 0, the paper's easy setting) or sampled;
 two-point antithetic pairs (member 2d uses +eps_d, member 2d+1 uses -eps_d); z-scoring off (rewards
-are only centered, R_i - mean R); a parameter subset (regular expression on parameter names); a
+are only centered, R_i - mean R, optionally times a fixed center_scale: the step size rescaled to the
+z-scored update's norm); a parameter subset (regular expression on parameter names); a
 null control whose z are random numbers (no reward signal); and `inplace_bf16`, which reproduces
 the paper's code: perturb the engine's bf16 weights in place by adding sigma * eps, evaluate,
 subtract it again (leaving rounding residue), and add the update member by member in bf16.
@@ -52,6 +53,7 @@ class ESConfig:
     member_samples: int = 1          # rollouts per prompt per member (1 when greedy)
     antithetic: bool = False         # two-point: pairs +eps, -eps
     zscore: bool = True              # False: z_i = R_i - mean R (centered, not scaled)
+    center_scale: float = 1.0        # zscore False: centered rewards times this (alpha rescaled to the z-scored update norm)
     param_pattern: str = ""          # regex on parameter names to perturb ("" = all parameters)
     null_control: bool = False       # z replaced by standardized random normals (no reward signal)
     inplace_bf16: bool = False       # the paper code's in-place add / subtract on bf16 engine weights
@@ -63,7 +65,9 @@ class ESConfig:
             raise ValueError(f"es.population_size must be an integer >= 2, got {n!r}")
         if self.antithetic and n % 2:
             raise ValueError(f"es.population_size must be even with es.antithetic, got {n}")
-        for name in ("sigma", "alpha"):
+        if self.zscore and self.center_scale != 1.0:
+            raise ValueError(f"es.center_scale rescales centered rewards: it needs es.zscore = false, got {self.center_scale!r}")
+        for name in ("sigma", "alpha", "center_scale"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
                 raise ValueError(f"es.{name} must be a finite number > 0, got {v!r}")
@@ -147,15 +151,18 @@ class ES:
     def fitness(self, rewards: np.ndarray, step: int) -> np.ndarray:
         """z from the rewards (or standardized random normals under the null control). NonFiniteError
         when a member's mean reward, or the rewards' mean or spread, is not finite (an overflow of
-        finite rewards would otherwise give z = 0: a silent zero update)."""
+        finite rewards would otherwise give z = 0: a silent zero update). The null skips the steps where
+        real ES would not update (all rewards equal: z = 0), so both move equally often. With z-scoring
+        off, the centered rewards are multiplied by center_scale."""
         r = np.asarray(rewards, dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
             finite = bool(np.isfinite(r).all() and np.isfinite(r.mean()) and np.isfinite(r.std()))
         if not finite:
             raise NonFiniteError(f"step {step}: member mean rewards overflow (mean or spread not finite): {r.tolist()[:8]}")
-        if self.cfg.null_control:
+        if self.cfg.null_control and np.ptp(r) > 0:
             return standardize(np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards)))
-        return standardize(rewards, self.cfg.zscore)
+        z = standardize(rewards, self.cfg.zscore)
+        return z if self.cfg.zscore else z * self.cfg.center_scale
 
     def step(self, problems: list[Problem], step: int) -> ESStep:
         """Evaluate the N members on the batch, standardize their fitness and update the center."""

@@ -18,7 +18,8 @@ can also be stacked (W_m = theta + s sigma A B^T / sqrt(r) built once per iterat
 but one grouped matmul per layer, faster where the thin products cost more than they save (small
 layers on a CPU).
 
-Sampling uses one torch.Generator per member, seeded like the member-by-member engine call, so at
+Sampling uses one torch.Generator per member, seeded like the member-by-member engine call (seed: one
+for every member, or one per member), so at
 temperature > 0 member m draws the same random numbers as its own `HFEngine.generate` call (identical
 completions as long as one member's rows fit in one engine batch and logits agree to the last bit).
 """
@@ -37,7 +38,7 @@ from torch import nn
 from llm.engines.base import Completion, check_generate_args
 from llm.engines.hf import HFEngine
 from llm.es.members import MemberEvaluator, member_fitness
-from llm.es.noise import PopulationNoise, member_direction
+from llm.es.noise import PopulationNoise, member_direction, member_rollout_seed
 from llm.tasks.base import Problem
 
 if TYPE_CHECKING:
@@ -233,7 +234,7 @@ def population_forward(model: nn.Module, weights: PopulationWeights) -> Iterator
 
 @torch.no_grad()
 def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: list[str], *, n: int,
-                        temperature: float, max_new_tokens: int, seed: int, top_p: float = 1.0,
+                        temperature: float, max_new_tokens: int, seed: int | list[int], top_p: float = 1.0,
                         max_rows: int = 4096) -> list[list[list[Completion]]]:
     """[member][prompt][sample] completions of every member, each member's rows as `engine.generate` lays them out.
 
@@ -241,12 +242,15 @@ def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: l
     check_generate_args(prompts, n, temperature, max_new_tokens, top_p)
     if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
         raise ValueError(f"max_rows must be an integer >= 1, got {max_rows!r}")
+    seeds = [seed] * weights.members if isinstance(seed, int) else list(seed)
+    if len(seeds) != weights.members:
+        raise ValueError(f"seed must be one int or one per member ({weights.members}), got {len(seeds)}")
     rows = [ids for ids in (engine.prompt_token_ids(p) for p in prompts) for _ in range(n)]
     per_block = max(1, max_rows // len(rows))
     out: list[list[list[Completion]]] = []
     for start in range(0, weights.members, per_block):
         block = weights.block(start, min(weights.members, start + per_block))
-        generators = [torch.Generator(device=engine.device).manual_seed(int(seed)) for _ in range(block.members)]
+        generators = [torch.Generator(device=engine.device).manual_seed(int(seeds[start + i])) for i in range(block.members)]
         with population_forward(engine.live_module(), block):
             flat = engine.generate_rows(rows * block.members, temperature, top_p, max_new_tokens, generators)
         per = len(rows)
@@ -273,6 +277,7 @@ class BatchedHF(MemberEvaluator):
         weight_s = time.perf_counter() - tw
         per_member = generate_population(es.engine, weights, [p.prompt for p in problems], n=es.cfg.member_samples,
                                          temperature=es.cfg.member_temperature, max_new_tokens=es.max_new_tokens,
-                                         seed=gen_seed, max_rows=self.max_rows)
+                                         seed=[member_rollout_seed(gen_seed, m) for m in members],
+                                         max_rows=self.max_rows)
         rewards, tokens = member_fitness(es.task, problems, per_member, step, es.cfg.member_temperature)
         return rewards, tokens, weight_s

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from llm.es.noise import member_rollout_seed
 from llm.rollout import rollout, score_completions
 from llm.tasks.base import Problem, Task
 
@@ -50,13 +51,13 @@ class OneByOne(MemberEvaluator):
     def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
                 step: int) -> tuple[np.ndarray, int, float]:
         kw = dict(n=es.cfg.member_samples, temperature=es.cfg.member_temperature,
-                  max_new_tokens=es.max_new_tokens, seed=gen_seed, step=step)
+                  max_new_tokens=es.max_new_tokens, step=step)
         rewards, tokens, weight_s = np.zeros(len(members)), 0, 0.0
         for i, m in enumerate(members):
             tw = time.perf_counter()
             es.write_member(it_seed, m)
             weight_s += time.perf_counter() - tw
-            out = rollout(es.engine, es.task, problems, **kw)
+            out = rollout(es.engine, es.task, problems, seed=member_rollout_seed(gen_seed, m), **kw)
             rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
             if es.cfg.inplace_bf16 or i == len(members) - 1:
                 tw = time.perf_counter()

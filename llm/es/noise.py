@@ -42,8 +42,15 @@ NOISE_CHUNK = 1 << 20  # elements drawn per call for large tensors (the default 
 
 
 def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
-    """(noise seed, rollout seed) of an iteration; the rollout seed is shared by all members."""
+    """(noise seed, rollout seed) of an iteration; each member samples from its own seed derived from
+    the rollout seed (member_rollout_seed)."""
     return derive_seed(run_seed, step, "es-noise"), derive_seed(run_seed, step, "es-rollout")
+
+
+def member_rollout_seed(gen_seed: int, member: int) -> int:
+    """The sampling seed of one member: sampled members draw independently of each other (as in
+    simulate), not common random numbers; greedy members do not use it."""
+    return derive_seed(gen_seed, member, "member")
 
 
 def member_direction(member: int, antithetic: bool) -> tuple[int, float]:

@@ -6,7 +6,12 @@ task 64 prompts x 16 paths, 4 correct paths (1 common, 3 rare holding 10% of the
 2 tempting wrong paths, base Pass@1 about 0.4, feature dimension 64;
 GRPO G = 8, Adam lr 0.02, clip 0.2, KL 0.001, mu = 1; ES N = 32 (= 4 G, the paper's FLOP match),
 sigma = 0.5 (logit units), alpha = 0.05, greedy member rollouts, z-scored rewards; 100 updates each.
-Verdicts: a paired difference over seeds counts as an effect when |mean| > 2 standard errors.
+Verdicts use the rules every level shares (theory.decisions) on Student t intervals over seeds:
+a directional claim is reproduced when the 95% interval of its paired difference lies on the claimed
+side, not reproduced when it lies on the other side, inconclusive otherwise; an equivalence claim
+("keeps Pass@1") is reproduced only when the whole interval lies inside the margin; statements true
+for every input are labelled identities, never evidence. Each claim has an id that paper_checks
+refers to.
 """
 from __future__ import annotations
 
@@ -23,15 +28,18 @@ import numpy as np  # noqa: E402
 from ..bandit import TaskShape  # noqa: E402
 from ..es import ESConfig  # noqa: E402
 from ..grpo import GRPOConfig  # noqa: E402
+from theory.decisions import FAILS, HOLDS, directional, equivalence, over_seeds  # noqa: E402
 
 SHAPE = TaskShape()
 GRPO = GRPOConfig()
 ES = ESConfig()
 STEPS = 100
 SEEDS = 8
-Z_EFFECT = 2.0
 
-REPRODUCED, NOT_REPRODUCED, DEPENDS, FINDING = ("reproduced", "not reproduced", "depends on task shape", "finding")
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, DEPENDS, FINDING, IDENTITY = (
+    "reproduced", "not reproduced", "inconclusive", "depends on task shape", "finding", "identity")
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, DEPENDS, FINDING, IDENTITY)
+FROM_RULE = {HOLDS: REPRODUCED, FAILS: NOT_REPRODUCED}
 
 
 def scaled(steps: int, scale: float) -> int:
@@ -52,18 +60,33 @@ def stats(values) -> dict:
     return {"mean": float(v.mean()), "std": std, "se": std / math.sqrt(n), "n": int(n)}
 
 
-def effect(values, expected_sign: int = 1) -> str:
-    """'yes' if the mean has the expected sign beyond Z_EFFECT standard errors, 'opposite' if the
-    other sign beyond it, 'none' otherwise."""
-    s = stats(values)
-    if s["n"] == 0:
-        return "none"
-    m, se = s["mean"] * expected_sign, s["se"]
-    if m > Z_EFFECT * se and m != 0:
-        return "yes"
-    if m < -Z_EFFECT * se:
-        return "opposite"
-    return "none"
+def interval(values) -> dict:
+    """Mean over seeds with its Student t 95% interval (theory.decisions.over_seeds)."""
+    v = np.asarray(values, dtype=float).ravel()
+    return over_seeds(v[np.isfinite(v)]) if np.isfinite(v).any() else {"mean": float("nan"), "lo": -math.inf,
+                                                                        "hi": math.inf, "seeds": 0}
+
+
+def directional_verdict(values, sign: int = 1, threshold: float = 0.0) -> tuple[str, str]:
+    """(verdict, text) of the claim sign * (mean - threshold) > 0 over seeds."""
+    iv = interval(values)
+    verdict = FROM_RULE.get(directional(iv["lo"] - threshold, iv["hi"] - threshold, sign), INCONCLUSIVE)
+    return verdict, f"{iv['mean']:+.4f} [{iv['lo']:+.4f}, {iv['hi']:+.4f}] over {iv['seeds']} seeds: {verdict}"
+
+
+def equivalence_verdict(values, margin: float) -> tuple[str, str]:
+    """(verdict, text) of the claim |mean| < margin over seeds (the whole interval inside the margin)."""
+    iv = interval(values)
+    verdict = FROM_RULE.get(equivalence(iv["lo"], iv["hi"], margin), INCONCLUSIVE)
+    return verdict, (f"{iv['mean']:+.4f} [{iv['lo']:+.4f}, {iv['hi']:+.4f}] over {iv['seeds']} seeds, margin "
+                     f"+-{margin:g}: {verdict}")
+
+
+def all_of(verdicts: list[str]) -> str:
+    """All reproduced -> reproduced; any not reproduced -> not reproduced; otherwise inconclusive."""
+    if all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED
+    return NOT_REPRODUCED if NOT_REPRODUCED in verdicts else INCONCLUSIVE
 
 
 def fmt(values, digits: int = 3) -> str:
@@ -71,10 +94,11 @@ def fmt(values, digits: int = 3) -> str:
     return "n/a" if s["n"] == 0 else f"{s['mean']:.{digits}f} +- {s['std']:.{digits}f}"
 
 
-def claim(text: str, paper: str, analogue: dict, verdict: str, why: str) -> dict:
-    if verdict not in (REPRODUCED, NOT_REPRODUCED, DEPENDS, FINDING):
-        raise ValueError(f"verdict must be one of the four verdicts, got {verdict!r}")
-    return {"claim": text, "paper": paper, "analogue": analogue, "verdict": verdict, "why": why}
+def claim(id: str, text: str, paper: str, analogue: dict, verdict: str, why: str, test: str = "") -> dict:
+    """One claim of an experiment's summary; `id` is how paper_checks refers to it, `test` the rule used."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+    return {"id": id, "claim": text, "paper": paper, "analogue": analogue, "verdict": verdict, "why": why, "test": test}
 
 
 def value_at_level(x: np.ndarray, y: np.ndarray, level: float) -> float:

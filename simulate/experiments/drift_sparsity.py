@@ -25,7 +25,8 @@ from theory.paper_constants import PAPER_SIGMA
 from ..bandit import make_task
 from ..bf16 import perturb_restore_bf16, round_to_bf16
 from ..train import BanditRun, train
-from .common import (ES, FINDING, GRPO, NOT_REPRODUCED, REPRODUCED, SHAPE, STEPS, claim, effect, fmt, save,
+from theory.decisions import KEEP_MARGIN
+from .common import (ES, FINDING, GRPO, SHAPE, STEPS, claim, directional_verdict, equivalence_verdict, fmt, save,
                      scaled, settings, stats)
 
 NAME = "drift_sparsity"
@@ -57,6 +58,12 @@ def shares(delta: np.ndarray, taus) -> list[float]:
     return [float((a <= t).mean()) for t in taus]
 
 
+def shares_per_seed(delta: np.ndarray, tau: float) -> np.ndarray:
+    """Share of the non-zero entries with |delta| <= tau, one per seed (row)."""
+    a = np.abs(delta)
+    return np.array([float((row[row > 0] <= tau).mean()) for row in a])
+
+
 def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progress: bool = True) -> dict:
     steps = scaled(STEPS, scale)
     shape = replace(SHAPE, feature_dim=DIM, theta0_offset=ES.sigma * ASSUMED_WEIGHT_RMS / PAPER_SIGMA)
@@ -73,17 +80,17 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     claims = []
     ratio, null_ratio = drift["ES"] / drift["GRPO"], drift["ES null"] / drift["ES"]
     gain = {k: r.final("pass@1") - r.policy["pass@1"][0] for k, r in runs.items()}
-    e = effect(np.log(ratio), +1)
+    drift_verdict, e = directional_verdict(np.log(ratio), +1)
     claims.append(claim(
-        "ES moves the weights much further than GRPO (relative L2 drift)",
+        "drift_ratio", "ES moves the weights much further than GRPO (relative L2 drift)",
         "D_rel ES / GRPO = 40.7x to 44.1x (Table 4)",
         {k: stats(v) for k, v in drift.items()} | {"ratio_es_over_grpo": stats(ratio),
                                                    "ratio_null_over_es": stats(null_ratio),
                                                    "pass@1_gain": {k: stats(v) for k, v in gain.items()},
                                                    "drift_per_pass@1_gain": {k: stats(drift[k] / gain[k])
                                                                              for k in ("GRPO", "ES")}},
-        REPRODUCED if e == "yes" else NOT_REPRODUCED,
-        f"D_rel GRPO {fmt(drift['GRPO'], 4)}, ES {fmt(drift['ES'], 4)}, null ES {fmt(drift['ES null'], 4)}; "
+        drift_verdict,
+        f"log(ES / GRPO) {e}; D_rel GRPO {fmt(drift['GRPO'], 4)}, ES {fmt(drift['ES'], 4)}, null ES {fmt(drift['ES null'], 4)}; "
         f"ES / GRPO {fmt(ratio, 2)}x; null / ES {fmt(null_ratio, 2)}; Pass@1 gain GRPO {fmt(gain['GRPO'])}, "
         f"ES {fmt(gain['ES'])}; D_rel per unit of Pass@1 gain GRPO {fmt(drift['GRPO'] / gain['GRPO'], 2)}, "
         f"ES {fmt(drift['ES'] / gain['ES'], 2)}; "
@@ -91,14 +98,16 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
 
     share = {k: shares(delta[k], taus) for k in delta if k != "GRPO"}
     gap = max(abs(a - b) for a, b in zip(share["ES"], share["ES null"]))
+    sparse_verdict, sparse_text = directional_verdict(
+        shares_per_seed(delta["ES"], 1.5 * unit) - shares_per_seed(delta["ES null"], 1.5 * unit), +1)
     claims.append(claim(
-        "ES's update-magnitude shares carry the reward signal: they differ from those of the random-z null",
+        "update_sparsity", "ES's update-magnitude shares carry the reward signal: more tiny entries than the random-z null",
         "share of non-zero entries with |delta| <= 1.0e-3 / 1.5e-3 / 2.0e-3: 79.11 / 92.47 / 97.57% (Qwen2.5-1.5B)",
         {k: dict(zip([f"tau={m:g}xRMS_null" for m in TAU_MULTIPLES], v)) for k, v in share.items()}
         | {"exactly_zero_share_bf16": float((delta["ES bf16"] == 0).mean()),
            "gaussian_reference": [float(x) for x in (0.6827, 0.8664, 0.9545)]},
-        REPRODUCED if gap > 0.05 else NOT_REPRODUCED,
-        "shares at tau = 1 / 1.5 / 2 x RMS(null delta): " + "; ".join(
+        sparse_verdict,
+        f"ES - null share at tau = 1.5 x RMS(null delta), per seed: {sparse_text}; shares at tau = 1 / 1.5 / 2 x RMS(null delta): " + "; ".join(
             f"{k} " + "/".join(f"{100 * s:.1f}" for s in v) + "%" for k, v in share.items())
         + f"; largest ES-vs-null gap {100 * gap:.1f} points (a Gaussian gives 68.3/86.6/95.4%)"))
 
@@ -111,22 +120,22 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                                          for q in KEEP])
     i22 = KEEP.index(0.22)
     full_gain, top_gain, rand_gain = curves["ES"][0], curves["ES"][i22], curves["ES random mask"][i22]
-    e = effect(top_gain - full_gain, -1)
+    keep_verdict, e = equivalence_verdict(top_gain - full_gain, KEEP_MARGIN)
     claims.append(claim(
-        "Keeping only the largest 22% of ES's update entries (78% sparsity) keeps its Pass@1",
+        "thresholded_pass1", "Keeping only the largest 22% of ES's update entries (78% sparsity) keeps its Pass@1",
         "Pass@1 moves -0.35 / -0.13 / +0.49 / +0.17 points at about 78% sparsity (four models)",
         {"pass@1_gain_full": stats(full_gain), "pass@1_gain_top22": stats(top_gain),
          "pass@1_gain_random22": stats(rand_gain),
          "curves": {k: [stats(v[i])["mean"] for i in range(len(KEEP))] for k, v in curves.items()},
          "keep": list(KEEP)},
-        NOT_REPRODUCED if e == "yes" else REPRODUCED,
-        f"Pass@1 gain over base: full ES update {fmt(full_gain)}, largest 22% {fmt(top_gain)}, random 22% "
+        keep_verdict,
+        f"largest 22% minus full update, Pass@1: {e}; Pass@1 gain over base: full ES update {fmt(full_gain)}, largest 22% {fmt(top_gain)}, random 22% "
         f"{fmt(rand_gain)}; null's largest 22% {fmt(curves['ES null'][i22])}"))
     stored = round_to_bf16(task.theta0)
     _, restored = perturb_restore_bf16(stored, ES.sigma * rng.standard_normal((seeds, ES.population_size, task.dim)))
     residue_norm = np.linalg.norm(restored - stored, axis=1)
     claims.append(claim(
-        "bf16 in-place perturb / restore: rounding residue against the ES update",
+        "bf16_residue", "bf16 in-place perturb / restore: rounding residue against the ES update",
         "the code release perturbs bf16 weights in place (add, evaluate, subtract)",
         {"residue_norm_per_step": stats(residue_norm), "update_norm_per_step_es": stats(runs["ES"].updates["update_norm"].mean(0)),
          "pass@1_gain_es": stats(full_gain), "pass@1_gain_es_bf16": stats(curves["ES bf16"][0])},

@@ -15,8 +15,8 @@ import numpy as np
 from ..bandit import make_task
 from ..measure import DEFAULT_KS
 from ..train import train
-from .common import (ES, FINDING, GRPO, NOT_REPRODUCED, REPRODUCED, SEEDS, SHAPE, STEPS, band, claim,
-                     effect, fmt, matched, save, scaled, settings, stats)
+from .common import (ES, FINDING, GRPO, SEEDS, SHAPE, STEPS, all_of, band, claim, directional_verdict, fmt, matched,
+                     save, scaled, settings, stats)
 
 NAME = "entropy_collapse"
 TITLE = "GRPO's entropy against ES's; Pass@K of base, GRPO and ES; the Pass@1-Pass@32 frontier"
@@ -35,29 +35,36 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     _, p32_g, p32_e = matched(grpo, es, "pass@32")
     gain = level - base["pass@1"][0]
 
-    ent_effect = effect(ent_e - ent_g, +1)
+    ent_verdict, ent_text = directional_verdict(ent_e - ent_g, +1)
+    fall_verdict, fall_text = directional_verdict(d_ent_grpo, -1)
     claims = [
-        claim("GRPO's policy entropy collapses during training; ES's does not (compared at matched Pass@1)",
+        claim("entropy_collapse", "GRPO's policy entropy collapses during training; ES's does not (compared at matched Pass@1)",
               "GRPO raises Pass@1 but its token entropy collapses; ES keeps it",
               {"entropy_change_grpo": stats(d_ent_grpo), "entropy_change_es": stats(d_ent_es),
                "matched_pass1_gain": stats(gain), "entropy_at_matched_grpo": stats(ent_g),
                "entropy_at_matched_es": stats(ent_e)},
-              REPRODUCED if ent_effect == "yes" and effect(-d_ent_grpo, +1) == "yes" else NOT_REPRODUCED,
-              f"entropy change over training: GRPO {fmt(d_ent_grpo)}, ES {fmt(d_ent_es)}; at matched Pass@1 "
-              f"(+{fmt(gain)} over base) entropy GRPO {fmt(ent_g)} vs ES {fmt(ent_e)} (ES - GRPO: {ent_effect})"),
+              all_of([ent_verdict, fall_verdict]),
+              f"entropy change over training: GRPO {fmt(d_ent_grpo)} (< 0: {fall_text}), ES {fmt(d_ent_es)}; at matched "
+              f"Pass@1 (+{fmt(gain)} over base) entropy GRPO {fmt(ent_g)} vs ES {fmt(ent_e)} (ES - GRPO: {ent_text})",
+              test="directional: GRPO entropy change < 0 and ES - GRPO entropy at matched Pass@1 > 0"),
     ]
-    frontier = effect(p32_e - p32_g, +1)
+    frontier, frontier_text = directional_verdict(p32_e - p32_g, +1)
     claims.append(claim(
-        "At matched Pass@1, ES has the higher Pass@32 (a better Pass@1-Pass@32 frontier)",
+        "es_passk_above_grpo", "At matched Pass@1, ES has the higher Pass@32 (a better Pass@1-Pass@32 frontier)",
         "ES improves Pass@1 and keeps or raises Pass@K; GRPO's Pass@K gains little or falls",
         {"pass32_at_matched_grpo": stats(p32_g), "pass32_at_matched_es": stats(p32_e),
          "difference_es_minus_grpo": stats(p32_e - p32_g)},
-        REPRODUCED if frontier == "yes" else NOT_REPRODUCED,
-        f"Pass@32 at matched Pass@1: GRPO {fmt(p32_g)}, ES {fmt(p32_e)} (ES - GRPO: {frontier})"))
+        frontier, f"Pass@32 at matched Pass@1: GRPO {fmt(p32_g)}, ES {fmt(p32_e)} (ES - GRPO: {frontier_text})",
+        test="directional: ES - GRPO Pass@32 at matched Pass@1 > 0"))
+    grpo_up, grpo_up_text = directional_verdict(grpo.final("pass@1") - base["pass@1"][0], +1)
+    claims.append(claim(
+        "grpo_raises_pass1", "GRPO raises Pass@1 over the base (equal FLOPs)", "GRPO: Pass@1 up (Table 2)",
+        {"pass@1_change_grpo": stats(grpo.final("pass@1") - base["pass@1"][0])}, grpo_up,
+        f"GRPO Pass@1 minus base {grpo_up_text}", test="directional: GRPO final - base Pass@1 > 0"))
     endpoint = {f"pass@{k}": {"base": stats(base[f'pass@{k}'][0]), "grpo": stats(grpo.final(f"pass@{k}")),
                               "es": stats(es.final(f"pass@{k}"))} for k in DEFAULT_KS}
     claims.append(claim(
-        "Endpoints after equal FLOPs: Pass@K of GRPO and ES against the base",
+        "endpoints", "Endpoints after equal FLOPs: Pass@K of GRPO and ES against the base",
         "GRPO: Pass@1 up, Pass@16/32 near or below base; ES: Pass@1 up, Pass@16/32 kept or raised",
         endpoint, FINDING,
         "; ".join(f"Pass@{k}: base {fmt(base[f'pass@{k}'][0])}, GRPO {fmt(grpo.final(f'pass@{k}'))}, "

@@ -74,7 +74,7 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                       for k in ("GRPO->ES@0.5", "ES->GRPO@0.5"))
         ok = best1 == "GRPO" and best32 == "ES"
         claims.append(claim(
-            f"[{budget} budget] GRPO has the highest Pass@1, ES the highest Pass@32, schedules lie between",
+            f"pareto_{budget}", f"[{budget} budget] GRPO has the highest Pass@1, ES the highest Pass@32, schedules lie between",
             "Table 2 (easy): e.g. Qwen2.5-1.5B Pass@1 GRPO 42.9 > ES 41.5, Pass@32 ES 80.9 > GRPO 79.9; "
             "schedules 42.1-42.3 / 79.9-80.0",
             {"highest_pass@1": best1, "highest_pass@32": best32, "schedules_between_on_pass@1": between,
@@ -84,7 +84,7 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
             f"GRPO {main['GRPO'][0]:.3f}/{main['GRPO'][1]:.3f}, ES {main['ES'][0]:.3f}/{main['ES'][1]:.3f}, "
             f"base {base[0].mean():.3f}/{base[1].mean():.3f}; front: {', '.join(summary[budget]['pareto_front'])}"))
     claims.append(claim(
-        "Which definition of a fair budget decides the comparison",
+        "budget_definition", "Which definition of a fair budget decides the comparison",
         "the paper matches FLOPs (N = 4 G), which equals matching update counts",
         {b: summary[b]["pareto_front"] for b in BUDGETS}, FINDING,
         "; ".join(f"{b}: ES makes {summary[b]['ES']['updates_per_phase'][0]} updates against GRPO's "

@@ -4,7 +4,8 @@ and equal FLOPs (N = 4 G).
 
 The paper: GRPO below the base on both Pass@16 and Pass@32 in 15 of 18 task-model comparisons;
 ES keeps or raises Pass@16/32 while raising Pass@1.
-A claim "holds" in a shape when it is true for a majority of that shape's seeds.
+In each shape a claim is decided over seeds with the shared rules (t interval of the change against
+the base); the claim is reproduced (or not) when every shape agrees, else it depends on task shape.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tqdm.auto import tqdm
 
 from ..bandit import make_task
 from ..train import train
-from .common import (DEPENDS, ES, GRPO, NOT_REPRODUCED, REPRODUCED, SHAPE, STEPS, claim, save, scaled,
+from .common import (DEPENDS, ES, GRPO, SHAPE, STEPS, all_of, claim, directional_verdict, save, scaled,
                      settings, stats)
 
 NAME = "passk_vs_base"
@@ -34,12 +35,10 @@ SHAPES = {
 }
 
 
-def _verdict(holds: dict[str, bool]) -> str:
-    if all(holds.values()):
-        return REPRODUCED
-    if not any(holds.values()):
-        return NOT_REPRODUCED
-    return DEPENDS
+def _verdict(per_shape: dict[str, str]) -> str:
+    """The same verdict in every shape -> that verdict; different ones -> depends on task shape."""
+    verdicts = set(per_shape.values())
+    return verdicts.pop() if len(verdicts) == 1 else DEPENDS
 
 
 def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progress: bool = True) -> dict:
@@ -68,25 +67,26 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         "grpo_below_base_on_16_and_32": f"{int(r['grpo_below'].sum())}/{seeds}",
         "es_above_base_on_1_16_32": f"{int(r['es_up'].sum())}/{seeds}",
     } for label, r in rows.items()}
-    below_holds = {label: r["grpo_below"].mean() > 0.5 for label, r in rows.items()}
-    up_holds = {label: r["es_up"].mean() > 0.5 for label, r in rows.items()}
+    # per shape, over seeds: GRPO - base < 0 on both Pass@16 and Pass@32; ES - base > 0 on all three
+    below_holds = {label: all_of([directional_verdict(r["d"]["grpo"][k], -1)[0] for k in (16, 32)]) for label, r in rows.items()}
+    up_holds = {label: all_of([directional_verdict(r["d"]["es"][k], +1)[0] for k in (1, 16, 32)]) for label, r in rows.items()}
     claims = [
-        claim("GRPO ends below the base on both Pass@16 and Pass@32 in most comparisons",
+        claim("grpo_passk_below_base", "GRPO ends below the base on both Pass@16 and Pass@32 in most comparisons",
               "15 of 18 task-model comparisons (83%)",
               {"count": f"{below_count}/{n_total}", "share": below_count / n_total,
-               "holds_in_shapes": [k for k, v in below_holds.items() if v]},
+               "per_shape_verdict": below_holds},
               _verdict(below_holds),
               f"GRPO below base on both in {below_count}/{n_total} ({below_count / n_total:.0%}); "
-              f"majority in {sum(below_holds.values())}/{len(SHAPES)} shapes: "
+              f"per shape (t over seeds): " + ", ".join(f"{k} {v}" for k, v in below_holds.items()) + "; counts: "
               + ", ".join(f"{k} {per_shape[k]['grpo_below_base_on_16_and_32']}" for k in rows)),
-        claim("ES improves Pass@1, Pass@16 and Pass@32 over the base",
+        claim("es_improves_over_base", "ES improves Pass@1, Pass@16 and Pass@32 over the base",
               "ES raises Pass@1 and keeps or raises Pass@16/32 (e.g. Qwen2.5-1.5B 41.0/75.4/80.2 -> 41.5/76.0/80.9)",
               {"count_all_three_up": f"{up_count}/{n_total}", "count_pass1_up_rest_kept": f"{keep_count}/{n_total}",
-               "holds_in_shapes": [k for k, v in up_holds.items() if v]},
+               "per_shape_verdict": up_holds},
               _verdict(up_holds),
               f"ES above base on all three in {up_count}/{n_total} ({up_count / n_total:.0%}); Pass@1 up with "
-              f"Pass@16/32 kept within 0.001 in {keep_count}/{n_total}; majority in "
-              f"{sum(up_holds.values())}/{len(SHAPES)} shapes: "
+              f"Pass@16/32 kept within 0.001 in {keep_count}/{n_total}; per shape (t over seeds): "
+              + ", ".join(f"{k} {v}" for k, v in up_holds.items()) + "; counts: "
               + ", ".join(f"{k} {per_shape[k]['es_above_base_on_1_16_32']}" for k in rows)),
     ]
 

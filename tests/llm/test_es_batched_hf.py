@@ -12,7 +12,7 @@ from llm.engines.hf import HFEngine
 from llm.es import ESConfig, PopulationConfig, make_es, select_parameters
 from llm.es.batched_hf import BatchedHF, PopulationWeights, generate_population, population_forward
 from llm.es.members import OneByOne
-from llm.es.noise import PopulationNoise, check_rank
+from llm.es.noise import PopulationNoise, check_rank, member_rollout_seed
 from tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -82,14 +82,14 @@ def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperatur
     engine = HFEngine(tiny_model_dir)
     es = _trainer(engine, population=PopulationConfig(batched=False, noise_rank=rank), population_size=4)
     prompts = [p.prompt for p in digit_share_task().problems("train", 4, 1)]
-    it_seed, seed = 99, 5
+    it_seed, seeds = 99, [member_rollout_seed(5, m) for m in range(4)]  # each member samples from its own seed
     weights = PopulationWeights.build(es.master, es.noise, it_seed, list(range(4)), torch.float32)
     batched = generate_population(engine, weights, prompts, n=n, temperature=temperature, max_new_tokens=16,
-                                  seed=seed, max_rows=2 * len(prompts) * n)  # two members per block
+                                  seed=seeds, max_rows=2 * len(prompts) * n)  # two members per block
     texts, mismatched = set(), 0
     for m in range(4):
         es.write_member(it_seed, m)
-        own = engine.generate(prompts, n=n, temperature=temperature, max_new_tokens=16, seed=seed)
+        own = engine.generate(prompts, n=n, temperature=temperature, max_new_tokens=16, seed=seeds[m])
         es.restore(it_seed, m)
         for prompt, row_b, row_o in zip(prompts, batched[m], own):
             for cb, co in zip(row_b, row_o):
@@ -104,13 +104,15 @@ def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperatur
     assert len(texts) > 4  # members and samples really produce different completions
 
 
-def test_batched_es_step_equals_the_trainers_member_by_member_step(tiny_model_dir):
-    """Full rank: ES with BatchedHF members gives OneByOne's rewards, z and (bit for bit) its updated weights."""
+@pytest.mark.parametrize("sampling", [{}, {"member_temperature": 1.0, "member_samples": 2}], ids=["greedy", "sampled"])
+def test_batched_es_step_equals_the_trainers_member_by_member_step(tiny_model_dir, sampling):
+    """Full rank: ES with BatchedHF members gives OneByOne's rewards, z and (bit for bit) its updated weights;
+    sampled members draw from their own seeds on both paths."""
     problems = digit_share_task().problems("train", 4, 2)
     runs = []
     for population in (PopulationConfig(), PopulationConfig(batched=True, max_rows=64)):
         engine = HFEngine(tiny_model_dir)
-        es = _trainer(engine, population, population_size=4)
+        es = _trainer(engine, population, population_size=4, es=sampling)
         steps = [es.step(problems, s) for s in range(2)]
         runs.append((steps, es.center_weights(), {n: p.detach().clone() for n, p in engine.model.named_parameters()}))
     (ref_steps, ref_w, _), (steps, w, live) = runs

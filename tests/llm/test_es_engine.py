@@ -82,14 +82,18 @@ def test_parameter_subset_leaves_other_parameters_untouched(tiny_model_dir):
         assert torch.equal(p.detach(), before[n]) == ("norm" not in n), n
 
 
-def test_null_control_ignores_rewards(tiny_model_dir):
-    task = get_task("countdown")
-    zs = []
-    for t in (task, CountdownScoredBy("constant", lambda completion: 0.1)):
-        es = _es(HFEngine(tiny_model_dir), t, null_control=True)
-        zs.append(es.step(task.problems("train", 2, seed=0), step=5).z)
-    np.testing.assert_array_equal(zs[0], zs[1])
-    assert abs(zs[0].mean()) < 1e-12 and zs[0].std() > 0.5 and zs[0].any()
+def test_null_control_ignores_rewards_and_skips_steps_without_signal(tiny_model_dir):
+    """The null's z are random numbers fixed by (seed, step), whatever the rewards; on a step where real
+    ES would not update (all rewards equal) the null does not update either."""
+    es = _es(HFEngine(tiny_model_dir), get_task("countdown"), null_control=True)
+    z = es.fitness(np.array([0.0, 1.0, 0.1, 0.0]), step=5)
+    np.testing.assert_array_equal(z, es.fitness(np.array([3.0, -1.0, 0.5, 0.2]), step=5))
+    assert abs(z.mean()) < 1e-12 and z.std() > 0.5 and z.any()
+    assert not np.array_equal(z, es.fitness(np.array([0.0, 1.0, 0.1, 0.0]), step=6))
+    assert np.all(es.fitness(np.full(4, 0.1), step=5) == 0)
+    task = CountdownScoredBy("constant", lambda completion: 0.1)
+    es = _es(HFEngine(tiny_model_dir), task, null_control=True)
+    assert es.step(task.problems("train", 2, seed=0), step=5).update_norm == 0.0
 
 
 def test_inplace_bf16_leaves_rounding_residue_the_master_does_not(tiny_model_dir):
@@ -122,3 +126,14 @@ def test_members_and_restore_on_vllm(vllm_engine, tiny_model_dir):
     es.restore(1, 0)
     assert greedy() == before
     assert perturbed != before
+
+
+def test_centered_rewards_times_center_scale(tiny_model_dir):
+    """zscore off: z = (R - mean R) * center_scale (the step size rescaled to the z-scored update norm)."""
+    r = np.array([0.0, 1.0, 0.1, 0.3])
+    es = _es(HFEngine(tiny_model_dir), get_task("countdown"), zscore=False, center_scale=4.0)
+    np.testing.assert_allclose(es.fitness(r, step=0), 4.0 * (r - r.mean()))
+    with pytest.raises(ValueError, match="center_scale"):
+        ESConfig(center_scale=2.0).validate()
+    with pytest.raises(ValueError, match="center_scale"):
+        ESConfig(zscore=False, center_scale=0.0).validate()

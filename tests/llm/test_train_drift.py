@@ -28,7 +28,7 @@ def test_relative_drift_total_and_per_layer():
 
 def test_update_analysis_shares_and_kinds():
     cur, base = _pair()
-    a = drift.update_analysis(cur, base, sigma=1.5e-3, alpha=2.5e-4, top_share=5.0)
+    a = drift.update_analysis(cur, base, alpha=2.5e-4, top_share=5.0)
     d = np.abs(np.concatenate([(cur[n] - base[n]).numpy().ravel() for n in cur]))
     nz = d[d > 0]
     assert a["nonzero_entries"] == nz.size
@@ -59,3 +59,24 @@ def test_saved_weights_read_lazily_and_tied_head(tmp_path):
     assert saved["model.norm.weight"].dtype == torch.float32
     assert torch.equal(saved["lm_head.weight"], w["model.embed_tokens.weight"])
     assert set(saved) == set(w)
+
+
+def test_tau_scale_follows_alpha_alone():
+    """With 1/sigma folded into alpha the ES update does not depend on sigma: tau scales by alpha / 2.5e-4."""
+    cur, base = _pair()
+    a = drift.update_analysis(cur, base, alpha=5e-4)
+    d = np.abs(np.concatenate([(cur[n] - base[n]).numpy().ravel() for n in cur]))
+    nz = d[d > 0]
+    assert a["tau_scale"] == 2.0
+    assert np.isclose(a["share_nonzero_le_tau"]["0.0015*scaled"], np.mean(nz <= 3e-3))
+    assert np.mean(nz <= 3e-3) != np.mean(nz <= 1.5e-3)  # the two taus tell apart on this data
+
+
+def test_saved_weights_as_a_bf16_engine_stores_them(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+    w = torch.tensor([1.0 + 2 ** -10, 3.14159, -0.1])
+    save_file({"w": w}, str(tmp_path / "model.safetensors"))
+    assert torch.equal(drift.SavedWeights(tmp_path)["w"], w)
+    bf16 = drift.SavedWeights(tmp_path, torch.bfloat16)["w"]
+    assert bf16.dtype == torch.float32 and torch.equal(bf16, w.to(torch.bfloat16).float()) and not torch.equal(bf16, w)

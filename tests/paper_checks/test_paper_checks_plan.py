@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from llm import schedules
 from llm.config import TrainConfig
 from paper_checks.evidence import variant
 from paper_checks.reproduce import BUDGETS, plan
@@ -10,15 +11,30 @@ from paper_checks.reproduce import BUDGETS, plan
 
 @pytest.mark.parametrize("budget", sorted(BUDGETS))
 def test_plan_builds_valid_configs_for_every_variant(budget):
-    runs = plan(BUDGETS[budget], Path("base"), Path("other"))
-    variants = {variant(TrainConfig.from_dict(cfg | {"out": f"o/{name}"}).to_dict()) for name, cfg in runs.items()}
-    assert variants >= {"es", "grpo", "es-grpo", "grpo-es", "es[sampled]", "es[no-zscore]", "es[two-point]",
-                        "es[null]", "es[bf16]"}
-    seeds = {cfg["seed"] for name, cfg in runs.items() if variant(cfg) == "es" and cfg["model"] == "base"
-             and cfg["es"]["population_size"] == BUDGETS[budget].es["population_size"]}
-    assert seeds == set(BUDGETS[budget].seeds)
-    sweep = {(cfg["model"], cfg["es"]["population_size"]) for cfg in runs.values() if variant(cfg) == "es"}
+    b = BUDGETS[budget]
+    runs = plan(b, Path("base"), Path("other"), reward_std={s: 0.04 for s in b.seeds})
+    configs = {name: TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in runs.items()}
+    variants = {variant(c.to_dict()) for c in configs.values()}
+    assert variants >= {"es", "grpo", "es-grpo", "grpo-es", "es[sampled]", "es[no-zscore]", "es[no-zscore,rescaled]",
+                        "es[two-point]", "es[null]", "es[bf16]"}
+    # same seeds everywhere: every variant, schedule and sweep point runs on the main runs' seeds
+    by_point = {}
+    for c in configs.values():
+        by_point.setdefault((variant(c.to_dict()), c.model, c.es.population_size), set()).add(c.seed)
+    assert all(seeds == set(b.seeds) for seeds in by_point.values()), by_point
+    rescaled = [c for c in configs.values() if variant(c.to_dict()) == "es[no-zscore,rescaled]"]
+    assert all(c.es.center_scale == 25.0 and not c.es.zscore for c in rescaled)
+    # Table 6 protocol: every sweep point makes as many ES updates as the main runs
+    main_updates = {sum(p.steps for p in schedules.plan(c)) for c in configs.values()
+                    if variant(c.to_dict()) == "es" and c.model == "base" and c.es.population_size == b.es["population_size"]}
+    sweep = {(c.model, c.es.population_size): sum(p.steps for p in schedules.plan(c)) for c in configs.values()
+             if variant(c.to_dict()) == "es"}
     assert {m for m, _ in sweep} == {"base", "other"} and len({n for _, n in sweep}) >= 2
+    assert set(sweep.values()) == main_updates and len(main_updates) == 1
+
+
+def test_rescaled_variant_waits_for_the_main_runs():
+    assert not any("rescaled" in name for name in plan(BUDGETS["small"], Path("base"), None))
 
 
 def test_unknown_budget_is_an_error(tmp_path):

@@ -39,7 +39,8 @@ def test_update_expectation_is_alpha_sigma_times_smoothed_gradient(antithetic):
     cfg = ESConfig(population_size=100, sigma=sigma, alpha=lr, zscore=False, antithetic=antithetic)
     theta, _ = es_step(task, task.theta0, cfg, np.random.default_rng(0))
     updates = (theta - task.theta0)[:, 0]
-    expected = lr * sigma * smoothed_gradient(make_task(TINY, [5]), task.theta0[0, 0], sigma)
+    # centered rewards: E[(1/N) sum (R_i - mean R) eps_i] = (1 - 1/N) E[R eps] (R_j does not depend on eps_i, i != j)
+    expected = (1 - 1 / 100) * lr * sigma * smoothed_gradient(make_task(TINY, [5]), task.theta0[0, 0], sigma)
     assert abs(expected) > 0.1                      # the check is not vacuous
     assert abs(updates.mean() - expected) < 4 * updates.std() / np.sqrt(reps)
 
@@ -61,12 +62,25 @@ def test_zscored_update_is_zero_when_all_rewards_are_equal():
         assert np.all(info["fitness"] == 1.0)
 
 
-def test_null_control_moves_without_reward_signal():
-    task = make_task(ALL_REWARDED, 3)
+def test_null_control_moves_without_reward_signal_and_skips_steps_without_one():
+    task = make_task(TaskShape(n_prompts=16, feature_dim=8), 3)
     theta, info = es_step(task, task.theta0, ESConfig(null_control=True), np.random.default_rng(0))
+    assert np.all(np.ptp(info["fitness"], axis=1) > 0)  # every seed has a reward spread
     assert np.all(np.linalg.norm(theta - task.theta0, axis=1) > 0)
     np.testing.assert_allclose(info["z"].mean(1), 0, atol=1e-12)
     np.testing.assert_allclose(info["z"].std(1), 1, atol=1e-6)
+    flat = make_task(ALL_REWARDED, 3)  # real ES would not update here, so neither does the null
+    theta, info = es_step(flat, flat.theta0, ESConfig(null_control=True), np.random.default_rng(0))
+    np.testing.assert_array_equal(theta, flat.theta0)
+
+
+def test_centered_rewards_times_center_scale():
+    task = make_task(TaskShape(n_prompts=16, feature_dim=8), 2)
+    _, info = es_step(task, task.theta0, ESConfig(zscore=False, center_scale=4.0), np.random.default_rng(0))
+    f = info["fitness"]
+    np.testing.assert_allclose(info["z"], 4.0 * (f - f.mean(1, keepdims=True)))
+    with pytest.raises(ValueError, match="center_scale"):
+        ESConfig(center_scale=2.0)
 
 
 def test_standardize_is_population_zscore():

@@ -6,10 +6,17 @@ import pytest
 
 from simulate.cli import main
 from simulate.experiments import EXPERIMENTS
-from simulate.experiments.common import effect, value_at_level
+from simulate.experiments.common import VERDICTS, directional_verdict, equivalence_verdict, value_at_level
 from simulate.experiments.pareto import pareto_front
 
-VERDICTS = {"reproduced", "not reproduced", "depends on task shape", "finding"}
+PAPER_CHECKS_IDS = {("entropy_collapse", "entropy_collapse"), ("entropy_collapse", "grpo_raises_pass1"),
+                    ("entropy_collapse", "es_passk_above_grpo"), ("passk_vs_base", "es_improves_over_base"),
+                    ("passk_vs_base", "grpo_passk_below_base"), ("drift_sparsity", "drift_ratio"),
+                    ("drift_sparsity", "update_sparsity"), ("drift_sparsity", "thresholded_pass1"),
+                    ("ablations", "population_size"), ("ablations", "zscore_essential"),
+                    ("ablations", "one_point_vs_two_point"), ("lemmas_along_training", "lemma1"),
+                    ("lemmas_along_training", "dpi"), ("lemmas_along_training", "lemma2"),
+                    ("lemmas_along_training", "lemma3"), ("lemmas_along_training", "prop1")}
 
 
 def test_all_runs_every_experiment_and_writes_summary_and_plots(tmp_path, capsys):
@@ -21,7 +28,14 @@ def test_all_runs_every_experiment_and_writes_summary_and_plots(tmp_path, capsys
         assert json.loads((tmp_path / f"{name}.json").read_text())["name"] == name
         assert result["claims"], name
         for c in result["claims"]:
-            assert c["verdict"] in VERDICTS and c["why"] and c["claim"]
+            assert c["verdict"] in VERDICTS and c["why"] and c["claim"] and c["id"]
+        assert len({c["id"] for c in result["claims"]}) == len(result["claims"]), name  # ids are unique
+    found = {(name, c["id"]) for name, result in summary["experiments"].items() for c in result["claims"]}
+    assert PAPER_CHECKS_IDS <= found
+    from paper_checks.claims import CLAIMS  # every simulate reference of a claim names an existing id
+    assert {c.simulate for c in CLAIMS if c.simulate} <= found
+    identities = {c["id"]: c["verdict"] for c in summary["experiments"]["lemmas_along_training"]["claims"]}
+    assert identities["lemma2"] == identities["dpi"] == identities["lemma3"] == "identity"
     assert "[" in capsys.readouterr().out
 
 
@@ -43,11 +57,17 @@ def test_cli_rejects_bad_arguments(argv, tmp_path):
     assert err.value.code == 2
 
 
-def test_effect_reads_the_sign_from_the_data():
-    assert effect([1.0, 1.1, 0.9, 1.05]) == "yes"
-    assert effect([-1.0, -1.1, -0.9, -1.05]) == "opposite"
-    assert effect([1.0, -1.0, 0.5, -0.5]) == "none"
-    assert effect([-1.0, -1.1, -0.9], expected_sign=-1) == "yes"
+def test_verdicts_over_seeds_follow_the_shared_rules_on_both_sides():
+    assert directional_verdict([1.0, 1.1, 0.9, 1.05])[0] == "reproduced"
+    assert directional_verdict([-1.0, -1.1, -0.9, -1.05])[0] == "not reproduced"
+    assert directional_verdict([1.0, -1.0, 0.5, -0.5])[0] == "inconclusive"
+    assert directional_verdict([-1.0, -1.1, -0.9], -1)[0] == "reproduced"
+    assert directional_verdict([0.05, 0.06, 0.04], +1, threshold=0.1)[0] == "not reproduced"
+    # a large but noisy loss is not "no loss": absence of evidence is inconclusive
+    assert directional_verdict([-0.3, 0.1, -0.5, 0.05], +1, threshold=-0.02)[0] == "inconclusive"
+    assert equivalence_verdict([0.001, -0.002, 0.0, 0.001], 0.02)[0] == "reproduced"
+    assert equivalence_verdict([0.1, 0.11, 0.09], 0.02)[0] == "not reproduced"
+    assert equivalence_verdict([0.0, 0.2, -0.2, 0.05], 0.02)[0] == "inconclusive"  # zero mean, wide interval
 
 
 def test_value_at_level_interpolates_the_first_crossing():

@@ -1,0 +1,91 @@
+"""The statistical design of every real-run comparison: seeds x prompts shared by all runs x samples.
+
+Every run, whatever its seed or method, is evaluated on the same test prompts. A per-prompt value
+(Pass@k of one prompt from its correct count among n samples, or a paired difference such as
+final - base, or ES - GRPO of the same seed) then has the structure
+
+    Y[s, p] = mu + a_s + b_p + c_sp + e_sp
+
+a seed effect a_s (run-to-run variance), a prompt effect b_p shared by all runs (the same prompts
+are hard for everyone), their interaction and the binomial sampling noise e_sp. The target mu is
+the mean over the seed population and the prompt population, and
+
+    Var(mean Y) = sigma_a^2 / S + sigma_b^2 / P + (sigma_c^2 + sigma_e^2) / (S P).
+
+Resampling prompts independently within each seed (as a naive hierarchical bootstrap does) treats
+b_p as if it were averaged over S independent prompt sets, and a percentile bootstrap over two
+seeds cannot hold a seed effect: both make intervals too narrow. Here the two levels enter apart:
+
+    prompts   resampled jointly, one draw of prompt indices used for every seed and every run, so
+              differences stay paired by prompt; the bootstrap variance of the grand mean over
+              these draws, v_p, estimates sigma_b^2 / P + (sigma_c^2 + sigma_e^2) / (S P);
+    seeds     the spread of the per-seed means, v_s = Var_s(mean_p Y[s, .]) / S, estimates
+              sigma_a^2 / S + (sigma_c^2 + sigma_e^2) / (S P), on S - 1 degrees of freedom.
+
+The interval is mean +- t_{0.975, df} sqrt(v_s + v_p), df by Welch-Satterthwaite from S - 1 and
+P - 1. The interaction term is counted twice, so the interval errs on the wide side (coverage is
+checked on synthetic data with a known truth in tests/paper_checks/test_design_coverage.py).
+With one seed there is no run-to-run variance to estimate: the interval is infinite and every
+test on it is inconclusive.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from theory.decisions import LEVEL, detectable, effective_df, t_quantile
+
+N_BOOT = 2000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over a design with its 95% interval, the design's size and its power line."""
+    mean: float
+    lo: float
+    hi: float
+    se: float
+    df: float
+    seeds: int
+    prompts: int = 0
+    samples: int = 0
+    detectable: float = float("inf")   # smallest true difference found at 80% power
+
+    @property
+    def design(self) -> str:
+        if self.prompts:
+            return f"{self.seeds} seeds x {self.prompts} prompts x {self.samples} samples"
+        return f"{self.seeds} seeds"
+
+    def to_json(self) -> dict:
+        return asdict(self) | {"design": self.design}
+
+
+def seeds_by_prompts(values, samples: int, *, n_boot: int = N_BOOT, seed: int = 0) -> Estimate:
+    """Mean of a (seeds, prompts) array whose prompts are shared by every row, with the interval above.
+
+    samples: completions per prompt behind each value (written beside the interval)."""
+    y = np.asarray(values, dtype=float)
+    if y.ndim != 2 or y.shape[0] < 1 or y.shape[1] < 2 or not np.all(np.isfinite(y)):
+        raise ValueError(f"values must be a finite (seeds, prompts) array with at least 2 prompts, got shape {y.shape}")
+    n_seeds, n_prompts = y.shape
+    mean = float(y.mean())
+    rng = np.random.default_rng(seed)
+    per_prompt = y.mean(0)
+    v_p = float(per_prompt[rng.integers(0, n_prompts, size=(n_boot, n_prompts))].mean(1).var(ddof=1))
+    if n_seeds < 2:
+        return Estimate(mean, float("-inf"), float("inf"), float("inf"), 0.0, 1, n_prompts, samples)
+    v_s = float(y.mean(1).var(ddof=1) / n_seeds)
+    half_s, half_p = (t_quantile(df, 0.5 + LEVEL / 2) * math.sqrt(v) for df, v in ((n_seeds - 1, v_s), (n_prompts - 1, v_p)))
+    half = math.hypot(half_s, half_p)
+    se = math.sqrt(v_s + v_p)
+    df = effective_df(se, half)
+    return Estimate(mean, mean - half, mean + half, se, df, n_seeds, n_prompts, samples, detectable(se, df))
+
+
+def seed_level(summary: dict) -> Estimate:
+    """An Estimate from theory.decisions.over_seeds / welch (one value per seed, no prompt level)."""
+    return Estimate(summary["mean"], summary["lo"], summary["hi"], summary["se"], summary["df"], summary["seeds"],
+                    detectable=summary["detectable"])
