@@ -432,4 +432,4 @@ def test_a_lemma_grid_row_with_nan_is_read_nulled_and_printed_as_n_a(tmp_path, c
     assert code == 0, err
     text = (tmp_path / "rep" / "report.json").read_text()
     assert "NaN" not in text and json.loads(text)["non_finite"] == ["lemma_grid[1].measured", "lemma_grid[1].ratio"]
-    assert "| 0.002 | 4 | n/a |" in (tmp_path / "rep" / "REPORT.md").read_text()
+    assert "| 0.002 | 4 | 1 | n/a |" in (tmp_path / "rep" / "REPORT.md").read_text()
