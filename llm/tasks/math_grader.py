@@ -6,7 +6,7 @@ every answer, wherever it is graded (main thread, worker threads, subprocesses, 
 through one path:
 
 1. In the calling process, in linear time: completions longer than `max_chars` (default
-   `MAX_COMPLETION_CHARS`, 64k characters) have no answer; answers inside `<think>` never count
+   `MAX_COMPLETION_CHARS` of llm/tasks/reasoning_format.py, 64k characters) have no answer; answers inside `<think>` never count
    (llm/tasks/reasoning_format.py); the answer text is the last `\\boxed{...}` (brace matched),
    else the last `MAX_ANSWER_CHARS` characters.
 2. One persistent worker process per calling process (`python -m llm.tasks.math_grader`, JSON
@@ -34,11 +34,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm.tasks.reasoning_format import after_thinking
+from llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, after_thinking
 
 ANSWER_BUDGET_SECONDS = 0.5   # parse + compare of one answer, wall clock
 STARTUP_SECONDS = 120.0       # a fresh worker imports math-verify and sympy (seconds on a loaded CPU)
-MAX_COMPLETION_CHARS = 64_000  # long chain-of-thought fits; the cost of a longer one is linear anyway
 MAX_ANSWER_CHARS = 2_000      # the text handed to math-verify
 CACHE_SIZE = 16_384
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")

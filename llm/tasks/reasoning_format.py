@@ -10,7 +10,7 @@ Prompt styles (`prompt_style`, recorded in config.json):
   message "Please reason step by step, and put your final answer within \\boxed{}." and the question
   as the user turn (understanding-es's GSM8K prompt).
 
-Answers inside `<think>` never count: when a completion opens `<think>` (or the prompt ends inside
+Completions longer than `MAX_COMPLETION_CHARS` have no answer. Answers inside `<think>` never count: when a completion opens `<think>` (or the prompt ends inside
 one), only the text after the last `</think>` may hold the answer, and with no `</think>` there is
 no answer at all. Under the reasoning styles (instruct, paper) a Countdown answer must sit in
 `<answer>` tags; under `plain` a bare expression is the answer (the tiny model writes no tags).
@@ -18,6 +18,7 @@ no answer at all. Under the reasoning styles (instruct, paper) a Countdown answe
 from __future__ import annotations
 
 PROMPT_STYLES = ("plain", "instruct", "paper")
+MAX_COMPLETION_CHARS = 64_000  # longer completions have no answer (long chain-of-thought fits; every check is linear)
 REASONING_STYLES = ("instruct", "paper")
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
