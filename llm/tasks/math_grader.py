@@ -23,6 +23,7 @@ expression (JSON-safe strings: they cross the pipe).
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -230,6 +231,13 @@ class _Grader:
                 self.worker, self.standby = self.standby, None
             return answer
 
+    def close(self) -> None:
+        with self.lock:
+            for worker in (self.worker, self.standby):
+                if worker is not None:
+                    worker.close()
+            self.worker = self.standby = None
+
 
 _GRADER: _Grader | None = None
 _GRADER_LOCK = threading.Lock()
@@ -250,7 +258,13 @@ def _forget_after_fork() -> None:
     _grade_text.cache_clear()
 
 
+def _close_at_exit() -> None:
+    if _GRADER is not None:
+        _GRADER.close()
+
+
 os.register_at_fork(after_in_child=_forget_after_fork)
+atexit.register(_close_at_exit)
 
 if __name__ == "__main__":
     _serve()
