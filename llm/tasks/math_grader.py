@@ -11,9 +11,13 @@ through one path:
    else the last `MAX_ANSWER_CHARS` characters.
 2. One persistent worker process per calling process (`python -m llm.tasks.math_grader`, JSON
    lines over its stdin and stdout) parses the answer and compares it with the gold:
-   `verify(parse(gold), parse(answer))`, gold first. The caller waits at most
-   `ANSWER_BUDGET_SECONDS` for parse and compare together; past that the worker is killed, the warm
-   standby worker takes its place (a new standby starts), and the answer is wrong (no answer).
+   `verify(parse(gold), parse(answer))`, gold first, under a timer of `ANSWER_BUDGET_SECONDS` for
+   parse and compare together (the worker's main thread, where signals work); over budget, the
+   answer is wrong (no answer) and the worker goes on. An answer whose evaluation could make numbers
+   of more than `MAX_VALUE_BITS` bits (towers of powers, factorials of large numbers: one long C
+   call each, which no signal interrupts) is wrong before it is compared. Anything else a signal
+   cannot interrupt is cut by the caller: past `KILL_AFTER_SECONDS` it kills the worker, the warm standby
+   takes its place and a new standby starts.
 3. Results are cached by (gold, answer text), so a sample scored and then asked for its answer
    (Maj@k) is parsed once.
 
@@ -26,9 +30,11 @@ from __future__ import annotations
 import atexit
 import functools
 import json
+import math
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -37,10 +43,12 @@ from pathlib import Path
 
 from llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, after_thinking
 
-ANSWER_BUDGET_SECONDS = 0.5   # parse + compare of one answer, wall clock
+ANSWER_BUDGET_SECONDS = 0.4   # parse + compare of one answer, wall clock (the worker's timer)
+KILL_AFTER_SECONDS = 0.8      # the caller's deadline, for work the timer cannot interrupt (long C calls)
 STARTUP_SECONDS = 120.0       # a fresh worker imports math-verify and sympy (seconds on a loaded CPU)
 MAX_ANSWER_CHARS = 2_000      # the text handed to math-verify
 CACHE_SIZE = 16_384
+MAX_VALUE_BITS = 100_000      # answers whose evaluation could make larger numbers are wrong (llm/tasks/math_grader.py value_bits)
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the llm package
 
@@ -137,6 +145,30 @@ def _key(parsed) -> str | None:
     return str(expr)
 
 
+def value_bits(expr) -> float:
+    """An upper bound on the bits of the numbers that evaluating `expr` can make (inf when huge).
+
+    Integers: their bits; b^e: |e| * bits(b), with e's own size bounding |e|; n!: n log2 n; sums
+    and products: the sum over their arguments (so for any other function too). Symbols count 0.
+    """
+    import sympy
+    from sympy.functions.combinatorial.factorials import factorial, factorial2, subfactorial
+
+    if not isinstance(expr, sympy.Basic) or isinstance(expr, sympy.Symbol):
+        return 0.0
+    if isinstance(expr, sympy.Rational):
+        return float(max(abs(expr.p), expr.q).bit_length())
+    if isinstance(expr, sympy.Float):
+        return float(abs(expr._mpf_[2]) + expr._mpf_[3]) if expr._mpf_[1] else 0.0
+    if isinstance(expr, sympy.Pow):
+        base, exponent = value_bits(expr.base), value_bits(expr.exp)
+        return math.inf if exponent > 64 else max(base, 1.0) * 2.0 ** exponent
+    if isinstance(expr, (factorial, factorial2, subfactorial, sympy.gamma)):
+        n = value_bits(expr.args[0])
+        return math.inf if n > 64 else 2.0 ** n * max(n, 1.0)
+    return sum((value_bits(arg) for arg in expr.args), 0.0)
+
+
 def _parse_and_compare(request, golds: dict):
     """One request in the worker: ["parse", text] -> key | None; ["grade", gold, text] -> [correct, key]."""
     from math_verify import parse, verify
@@ -153,22 +185,44 @@ def _parse_and_compare(request, golds: dict):
                 golds.clear()
             golds[gold] = parse(gold, parsing_timeout=None)
         pred = parse(text, parsing_timeout=None)
+        if any(value_bits(p) > MAX_VALUE_BITS for p in pred):  # (10^6)! would keep C code busy for seconds
+            return [False, None]
         correct = bool(golds[gold] and pred and verify(golds[gold], pred, timeout_seconds=None))
         return [correct, _key(pred)]
     except Exception:  # a malformed answer is wrong
         return [False, None]
 
 
+class _OverBudget(BaseException):
+    """Raised by the worker's timer; a BaseException, so that no `except Exception` in math-verify or
+    sympy swallows it."""
+
+
+def _over_budget(signum, frame):
+    raise _OverBudget
+
+
 def _serve() -> None:
     """Worker loop (`python -m llm.tasks.math_grader`): warm sympy up, say ready, then answer one JSON
-    line on stdout per JSON request line on stdin until stdin closes."""
+    line on stdout per JSON request line on stdin until stdin closes. Each request runs under a timer
+    of ANSWER_BUDGET_SECONDS (its main thread, so signals work); over budget, the answer is null."""
     golds: dict = {}
     _parse_and_compare(("grade", "$\\frac{1}{2}$", "\\boxed{0.5}"), golds)
+    signal.signal(signal.SIGALRM, _over_budget)
     out = sys.stdout
     out.write('"ready"\n')
     out.flush()
     for line in sys.stdin:
-        out.write(json.dumps(_parse_and_compare(json.loads(line), golds)) + "\n")
+        request = json.loads(line)
+        try:
+            try:
+                signal.setitimer(signal.ITIMER_REAL, ANSWER_BUDGET_SECONDS)
+                answer = _parse_and_compare(request, golds)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except _OverBudget:
+            answer = None
+        out.write(json.dumps(answer) + "\n")
         out.flush()
 
 
@@ -197,7 +251,7 @@ class _Worker:
     def ask(self, message):
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
         self.proc.stdin.flush()
-        return self.reply(ANSWER_BUDGET_SECONDS)
+        return self.reply(KILL_AFTER_SECONDS)
 
     def close(self) -> None:
         self.proc.kill()
@@ -215,7 +269,8 @@ class _Grader:
         self.standby: _Worker | None = None
 
     def request(self, message):
-        """The worker's answer, or None when it took longer than ANSWER_BUDGET_SECONDS (or died)."""
+        """The worker's answer; None when it was over budget, or took longer than KILL_AFTER_SECONDS
+        (the worker is then killed and the standby takes its place) or died."""
         with self.lock:
             if self.worker is None:
                 self.worker = _Worker()

@@ -13,19 +13,21 @@ from llm.tasks import get_task
 from llm.tasks import math_grader
 from llm.tasks.math_grader import ANSWER_BUDGET_SECONDS, grade
 
-HOSTILE = [r"\boxed{9^{9^{9^{9}}}}", r"\boxed{10^{10^{10}}!}", r"The answer is $(10^6)!$"]
+HOSTILE = [r"\boxed{9^{9^{9^{%d}}}}", r"\boxed{10^{10^{%d}}!}", r"The answer is $(10^%d)!$"]  # % (9, 10, 6): the issue's
 # without a budget, each of these keeps sympy busy for minutes; the liveness limit below is generous
 LIVENESS_SECONDS = 60
 
 
-def grade_all(out: list) -> None:
-    out.extend(grade("41", text).correct for text in HOSTILE + [r"\boxed{41}", r"\boxed{40}"])
+def grade_all(out: list, shift: int = 0) -> None:
+    """Grade the hostile answers (made distinct by shift, so that no result comes from the cache), then two plain ones."""
+    hostile = [text % (base + shift) for text, base in zip(HOSTILE, (9, 10, 6))]
+    out.extend(grade("41", text).correct for text in hostile + [r"\boxed{41}", r"\boxed{40}"])
 
 
 def test_hostile_answers_end_in_the_main_thread_and_in_threads():
     out: list = []
     grade_all(out)
-    threads = [threading.Thread(target=grade_all, args=(out,)) for _ in range(2)]
+    threads = [threading.Thread(target=grade_all, args=(out, shift)) for shift in (1, 2)]
     for t in threads:
         t.start()
     for t in threads:
@@ -36,7 +38,7 @@ def test_hostile_answers_end_in_the_main_thread_and_in_threads():
 
 def _grade_in_child(queue) -> None:
     out: list = []
-    grade_all(out)
+    grade_all(out, shift=3)
     queue.put(out)
 
 
@@ -61,7 +63,7 @@ def test_hostile_answers_end_in_a_ray_actor():
         class Grader:
             def run(self):
                 out: list = []
-                grade_all(out)
+                grade_all(out, shift=4)
                 return out
 
         actor = Grader.remote()
