@@ -22,7 +22,7 @@ from llm.distributed import DistributedConfig
 from llm.es import ESConfig
 from llm.grpo import GRPOConfig
 from llm.population_es import PopulationConfig
-from llm.tasks.data_files import train_records_of
+from llm.tasks.data_files import parse_fields, train_records_of
 from llm.tasks.reasoning_format import PROMPT_STYLES
 from llm.tasks import TASKS
 from llm.tasks.rewards import REWARDS, check_reward
@@ -42,6 +42,7 @@ class TrainConfig:
     data: str = ""                   # train data file (.json/.jsonl/.parquet; llm/tasks/data_files.py); "": generated problems
     test_data: str = ""              # test data file
     data_split: str = "files"        # files (data = train, test_data = test) | paper (data: first 200 train, rest test) | first-N
+    data_fields: str = ""            # the files' column names where they differ: "question=prompt,answer=solution"
     prompt_style: str = "plain"      # plain | instruct | paper (llm/tasks/reasoning_format.py)
     reward: str = "escov"            # escov | es-at-scale-countdown | paper-gsm8k (llm/tasks/rewards.py)
     format_reward: float = 0.0       # reward: escov: reward of a well-formed wrong answer
@@ -103,6 +104,7 @@ class TrainConfig:
         else:
             _choice("reward", self.reward, tuple(REWARDS))
         train_records_of(self.data_split)
+        parse_fields(self.data_fields)
         for name in ("data", "test_data"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a file path (a string), got {getattr(self, name)!r}")
@@ -128,8 +130,9 @@ class TrainConfig:
     def task_kwargs(self) -> dict[str, Any]:
         """The settings that shape the task (data files, prompt style, reward), for llm.tasks.get_task."""
         given = {"data": self.data or None, "test_data": self.test_data or None, "data_split": self.data_split,
-                 "prompt_style": self.prompt_style, "reward": self.reward, "format_reward": self.format_reward}
-        defaults = {"data": None, "test_data": None, "data_split": "files", "prompt_style": "plain",
+                 "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
+                 "format_reward": self.format_reward}
+        defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
                     "reward": "escov", "format_reward": 0.0}
         return {k: v for k, v in given.items() if v != defaults[k]}
 

@@ -6,7 +6,8 @@ Formats, told apart by the file's suffix:
 - `.parquet`: a Parquet table (what `Dataset.to_parquet` writes).
 
 A field mapping renames a file's fields to the names a task reads: `{"question": "prompt"}` reads
-the task's `question` from the file's `prompt` column.
+the task's `question` from the file's `prompt` column (in a TrainConfig: `data_fields =
+"question=prompt"`).
 
 Split rules (`data_split`) for the `data` / `test_data` files of a run:
 - `files` (default): `data` is the train split, `test_data` the test split (either may be absent);
@@ -72,6 +73,18 @@ def field(record: dict, name: str, fields: dict[str, str] | None, where: str):
         mapped = f" (mapped to the file's {column!r})" if column != name else ""
         raise ValueError(f"{where} lacks the field {name!r}{mapped}")
     return record[column]
+
+
+def parse_fields(text: str) -> dict[str, str] | None:
+    """A field mapping written as "question=prompt,answer=solution" (the TrainConfig / flag form); "" -> None."""
+    if not isinstance(text, str):
+        raise ValueError(f"data_fields must be a string such as 'question=prompt,answer=solution', got {text!r}")
+    if not text.strip():
+        return None
+    pairs = [item.split("=") for item in text.split(",")]
+    if any(len(pair) != 2 or not pair[0].strip() or not pair[1].strip() for pair in pairs):
+        raise ValueError(f"data_fields must look like 'question=prompt,answer=solution', got {text!r}")
+    return {name.strip(): column.strip() for name, column in pairs}
 
 
 def check_fields(fields, known: tuple[str, ...], task: str) -> dict[str, str]:

@@ -75,3 +75,24 @@ def test_a_damaged_parquet_file_is_one_line(tmp_path):
     path.write_bytes(b"PAR1 not really parquet")
     with pytest.raises(ValueError, match="is not a readable Parquet file"):
         load_records(path)
+
+
+def test_train_config_passes_data_settings_to_the_task(tmp_path):
+    from llm.config import TrainConfig
+
+    path = tmp_path / "d.jsonl"
+    datasets.Dataset.from_list(RECORDS).to_json(path)
+    cfg = TrainConfig(task="gsm8k", data=str(path), data_split="first-2", data_fields="question=q,answer=a",
+                      prompt_style="paper", reward="paper-gsm8k")
+    kwargs = cfg.task_kwargs()
+    assert kwargs == {"data": str(path), "data_split": "first-2", "fields": {"question": "q", "answer": "a"},
+                      "prompt_style": "paper", "reward": "paper-gsm8k"}
+    task = get_task("gsm8k", **kwargs)
+    assert (task.size("train"), task.size("test")) == (2, 3)
+    assert TrainConfig().task_kwargs() == {}  # the generated Countdown task, as before
+    for bad, message in [({"data_fields": "question"}, "data_fields must look like"),
+                         ({"data_split": "half"}, "data_split must be one of"),
+                         ({"prompt_style": "chat"}, "prompt_style must be one of"),
+                         ({"reward": "paper-gsm8k"}, "reward 'paper-gsm8k' is for the tasks")]:
+        with pytest.raises(ValueError, match=message):
+            TrainConfig(**bad)
