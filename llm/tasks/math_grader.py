@@ -6,9 +6,9 @@ every answer, wherever it is graded (main thread, worker threads, subprocesses, 
 through one path:
 
 1. In the calling process, in linear time: completions longer than `max_chars` (default
-   `MAX_COMPLETION_CHARS` of llm/tasks/reasoning_format.py, 64k characters) have no answer; answers inside `<think>` never count
-   (llm/tasks/reasoning_format.py); the answer text is the last `\\boxed{...}` (brace matched),
-   else the last `MAX_ANSWER_CHARS` characters.
+   `MAX_COMPLETION_CHARS`, 64k characters) have no answer; answers inside `<think>` never count
+   (both in llm/tasks/reasoning_format.py); the answer text is the last `\\boxed{...}` (brace
+   matched), else the last `MAX_ANSWER_CHARS` characters.
 2. One persistent worker process per calling process (`python -m llm.tasks.math_grader`, JSON
    lines over its stdin and stdout) parses the answer and compares it with the gold:
    `verify(parse(gold), parse(answer))`, gold first, under a timer of `ANSWER_BUDGET_SECONDS` for
@@ -16,8 +16,8 @@ through one path:
    answer is wrong (no answer) and the worker goes on. An answer whose evaluation could make numbers
    of more than `MAX_VALUE_BITS` bits (towers of powers, factorials of large numbers: one long C
    call each, which no signal interrupts) is wrong before it is compared. Anything else a signal
-   cannot interrupt is cut by the caller: past `KILL_AFTER_SECONDS` it kills the worker, the warm standby
-   takes its place and a new standby starts.
+   cannot interrupt is cut by the caller: past `KILL_AFTER_SECONDS` it kills the worker, the warm
+   standby takes its place and a new standby starts.
 3. Results are cached by (gold, answer text), so a sample scored and then asked for its answer
    (Maj@k) is parsed once.
 
@@ -48,7 +48,7 @@ KILL_AFTER_SECONDS = 0.8      # the caller's deadline, for work the timer cannot
 STARTUP_SECONDS = 120.0       # a fresh worker imports math-verify and sympy (seconds on a loaded CPU)
 MAX_ANSWER_CHARS = 2_000      # the text handed to math-verify
 CACHE_SIZE = 16_384
-MAX_VALUE_BITS = 100_000      # answers whose evaluation could make larger numbers are wrong (llm/tasks/math_grader.py value_bits)
+MAX_VALUE_BITS = 100_000      # answers whose evaluation could make larger numbers (value_bits) are wrong
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the llm package
 
