@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 from llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, after_thinking
@@ -129,8 +130,8 @@ def _grade_text(gold: str, text: str) -> tuple[bool, str | None]:
 # ----------------------------------------------------------------------------- the worker process
 
 def _number_key(text: str) -> str:
-    import sympy
-    return str(sympy.Rational(text))
+    """The exact value of a decimal numeral, written as sympy writes rationals: "0.75" -> "3/4"."""
+    return str(Fraction(text))
 
 
 def _key(parsed) -> str | None:
