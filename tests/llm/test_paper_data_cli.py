@@ -19,10 +19,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
-def qwen2_dir(tmp_path_factory):
-    from llm.random_models import save_random_model
-
-    return save_random_model(tmp_path_factory.mktemp("qwen2"), "qwen2", "tiny")
+def qwen2_dir(random_qwen2_dir):
+    return random_qwen2_dir
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("architecture, model_class", [("qwen2", "Qwen2ForCausalLM"), ("llama", "LlamaForCausalLM")])
-def test_tiny_models_load_and_feed_every_prompt_style(tmp_path, architecture, model_class):
-    out = save_random_model(tmp_path / architecture, architecture, "tiny")
+def test_tiny_models_load_and_feed_every_prompt_style(tmp_path, random_qwen2_dir, architecture, model_class):
+    out = random_qwen2_dir if architecture == "qwen2" else save_random_model(tmp_path / architecture, architecture, "tiny")
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(out)
     assert type(model).__name__ == model_class
