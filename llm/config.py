@@ -99,10 +99,11 @@ class TrainConfig:
         if self.batch_size > self.train_pool:
             raise ValueError(f"batch_size must be <= train_pool ({self.train_pool}), got {self.batch_size}")
         _choice("prompt_style", self.prompt_style, PROMPT_STYLES)
-        if self.task in TASKS:  # a task object handed to llm.train.train may carry its own name
+        if self.task in TASKS:
             check_reward(self.reward, self.task, self.format_reward)
-        else:
+        else:  # a task object handed to llm.train.train may carry its own name: the convention's own rules
             _choice("reward", self.reward, tuple(REWARDS))
+            check_reward(self.reward, REWARDS[self.reward][0], self.format_reward)
         train_records_of(self.data_split)
         parse_fields(self.data_fields)
         for name in ("data", "test_data"):
