@@ -401,8 +401,8 @@ def main(argv=None) -> int:
     kinds = ["ours", "ours-plain-gemm", "ours-batched-hf"] + [k for k in OUTSIDE if getattr(args, k.replace("-", "_"))]
     tmp = tempfile.TemporaryDirectory()
     if args.model is None:
-        from llm.tinymodel import save_random_model
-        args.model = str(save_random_model(Path(tmp.name) / "model", 64, 4, intermediate_size=256))
+        from llm.tinymodel import save_untrained_llama
+        args.model = str(save_untrained_llama(Path(tmp.name) / "model", 64, 4, intermediate_size=256))
     forwarded = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
                  if k not in ("worker", "match") and v is not None]
     forwarded += [] if args.match else ["--no-match"]

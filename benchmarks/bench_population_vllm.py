@@ -34,7 +34,7 @@ from llm.engines.vllm_engine import VLLMEngine
 from llm.es.noise import PopulationNoise, member_direction
 from llm.es.vllm_lora import LORA_PATTERN, check_lora_population, generate_lora_population, linear_shapes
 from llm.tasks import get_task
-from llm.tinymodel import save_random_model
+from llm.tinymodel import save_untrained_llama
 
 VARIANTS = ("limit", "limit-lora", "member", "lora")
 ENGINE_OF = {"limit": "plain", "member": "plain", "limit-lora": "lora", "lora": "lora"}
@@ -103,7 +103,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = tempfile.TemporaryDirectory()
-    model_dir = Path(args.model) if args.model else save_random_model(Path(tmp.name) / "model", args.hidden, args.layers,
+    model_dir = Path(args.model) if args.model else save_untrained_llama(Path(tmp.name) / "model", args.hidden, args.layers,
                                                                       intermediate_size=4 * args.hidden)
     ctx = mp.get_context("spawn")
     conns, procs = {}, []

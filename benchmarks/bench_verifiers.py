@@ -1,20 +1,32 @@
-"""Time the Countdown verifier takes on hostile and malformed completions (target: reward 0 in < 1 ms).
+"""Time the verifiers take on hostile and malformed completions: Countdown (target: reward 0 in < 1 ms)
+and math grading (target: < 1 s per answer in the main thread and in worker threads).
 
-    python benchmarks/bench_verifiers.py [--repeats 200]
+    python benchmarks/bench_verifiers.py [--repeats 200] [--math-repeats 3]
 
 Prints, for each kind of input, the reward and the slowest of `--repeats` calls of
-llm.tasks.countdown.score, and the ratio of the overall slowest call to the 1 ms budget.
+llm.tasks.countdown.score, and the ratio of the overall slowest call to the 1 ms budget; then the
+slowest of `--math-repeats` gradings (llm.tasks.math_grader.grade, a distinct text each time so
+that no result comes from its cache) of each hostile math answer, in the main thread and in a
+worker thread, and the ratio of the slowest to the 1 s budget.
 """
 from __future__ import annotations
 
 import argparse
 import random
+import threading
 import time
 
 from llm.tasks.countdown import score
 from llm.tasks.safe_arith import MAX_CHARS
 
 NUMBERS, TARGET = [3, 7, 25, 50], 46
+MATH_HOSTILE = {  # {i} makes each repetition a new text
+    "power tower 9^9^9^(9+i)": "\\boxed{{9^{{9^{{9^{{{n}}}}}}}}}",
+    "factorial of 10^10^(10+i)": "\\boxed{{10^{{10^{{{n}}}}}!}}",
+    "(10^(6+i))!": "The answer is $(10^{{{n}}})!$",
+    "correct after 60k characters": "x" * 60_000 + "\\boxed{{41}} {n}",
+}
+MATH_BASES = (9, 10, 6, 0)
 
 
 def hostile_inputs() -> dict[str, str]:
@@ -38,6 +50,7 @@ def hostile_inputs() -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--math-repeats", type=int, default=3)
     args = parser.parse_args()
     worst = 0.0
     print(f"{'input':<32} {'reward':>6} {'slowest call':>14}")
@@ -50,6 +63,35 @@ def main() -> None:
         worst = max(worst, slowest)
         print(f"{name:<32} {reward:>6.1f} {slowest * 1e6:>11.1f} us")
     print(f"slowest call overall: {worst * 1e6:.1f} us = {worst / 1e-3:.3f} x the 1 ms budget")
+    bench_math(args.math_repeats)
+
+
+def bench_math(repeats: int) -> None:
+    from llm.tasks.math_grader import grade
+
+    grade("1", "\\boxed{1}")  # start the grading worker
+    worst = 0.0
+    print(f"\n{'math answer (gold 41)':<32} {'thread':>6} {'correct':>7} {'slowest':>10}")
+    for where in ("main", "worker"):
+        for (name, template), base in zip(MATH_HOSTILE.items(), MATH_BASES):
+            slowest, correct = 0.0, None
+
+            def run(i: int) -> None:
+                nonlocal slowest, correct
+                t = time.perf_counter()
+                correct = grade("41", template.format(n=base + i + (100 if where == "worker" else 0))).correct
+                slowest = max(slowest, time.perf_counter() - t)
+
+            for i in range(repeats):
+                if where == "main":
+                    run(i)
+                else:
+                    thread = threading.Thread(target=run, args=(i,))
+                    thread.start()
+                    thread.join()
+            worst = max(worst, slowest)
+            print(f"{name:<32} {where:>6} {str(correct):>7} {slowest:>8.3f} s")
+    print(f"slowest math answer: {worst:.3f} s = {worst:.3f} x the 1 s budget")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,10 @@ from typing import Any
 from llm.es.algorithm import ESConfig
 from llm.es.options import DistributedConfig, PopulationConfig, check_options
 from llm.grpo import GRPOConfig
+from llm.tasks.data_files import parse_fields, train_records_of
+from llm.tasks.reasoning_format import PROMPT_STYLES
+from llm.tasks import TASKS
+from llm.tasks.rewards import REWARDS, check_reward
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,7 +42,13 @@ class TrainConfig:
     algo: str = "es"                 # es | grpo | es-grpo (ES then GRPO) | grpo-es
     model: str = ""                  # base model directory (save_pretrained format)
     task: str = "countdown"
-    format_reward: float = 0.0       # reward of a well-formed wrong answer (paper: 0.1); passed to the task when > 0
+    data: str = ""                   # train data file (.json/.jsonl/.parquet; llm/tasks/data_files.py); "": generated problems
+    test_data: str = ""              # test data file
+    data_split: str = "files"        # files (data = train, test_data = test) | paper (data: first 200 train, rest test) | first-N
+    data_fields: str = ""            # the files' column names where they differ: "question=prompt,answer=solution"
+    prompt_style: str = "plain"      # plain | instruct | paper (llm/tasks/reasoning_format.py)
+    reward: str = "escov"            # escov | es-at-scale-countdown | paper-gsm8k (llm/tasks/rewards.py)
+    format_reward: float = 0.0       # reward: escov: reward of a well-formed wrong answer
     out: str = ""                    # run directory
     seed: int = 0
     steps: int = 40                  # total budget, counted in steps of GRPO (see llm/schedules.py)
@@ -91,8 +101,17 @@ class TrainConfig:
             raise ValueError(f"switch_step must lie in (0, steps={self.steps}) for algo {self.algo}, got {self.switch_step}")
         if self.batch_size > self.train_pool:
             raise ValueError(f"batch_size must be <= train_pool ({self.train_pool}), got {self.batch_size}")
-        if not isinstance(self.format_reward, (int, float)) or not 0 <= self.format_reward < 1:
-            raise ValueError(f"format_reward must lie in [0, 1), got {self.format_reward!r}")
+        _choice("prompt_style", self.prompt_style, PROMPT_STYLES)
+        if self.task in TASKS:
+            check_reward(self.reward, self.task, self.format_reward)
+        else:  # a task object handed to llm.train.train may carry its own name: the convention's own rules
+            _choice("reward", self.reward, tuple(REWARDS))
+            check_reward(self.reward, REWARDS[self.reward][0], self.format_reward)
+        train_records_of(self.data_split)
+        parse_fields(self.data_fields)
+        for name in ("data", "test_data"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a file path (a string), got {getattr(self, name)!r}")
         _positive("temperature", self.temperature)
         _positive("eval_temperature", self.eval_temperature)
         if not self.eval_ks or any(not isinstance(k, int) or k < 1 or k > self.eval_samples for k in self.eval_ks):
@@ -104,6 +123,15 @@ class TrainConfig:
             raise ValueError(f"ray_address must be a string, got {self.ray_address!r}")
         self.grpo.validate()
         check_options(self.es, self.population, self.engine, self.distributed())
+
+    def task_kwargs(self) -> dict[str, Any]:
+        """The settings that shape the task (data files, prompt style, reward), for llm.tasks.get_task."""
+        given = {"data": self.data or None, "test_data": self.test_data or None, "data_split": self.data_split,
+                 "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
+                 "format_reward": self.format_reward}
+        defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
+                    "reward": "escov", "format_reward": 0.0}
+        return {k: v for k, v in given.items() if v != defaults[k]}
 
     def distributed(self) -> DistributedConfig | None:
         """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with

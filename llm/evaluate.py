@@ -2,7 +2,8 @@
 
 For each problem, n completions are sampled and scored; with c of them correct (reward 1):
 - pass_at_k[k]: unbiased Pass@k, 1 - C(n-c, k) / C(n, k), averaged over problems (theory.metrics);
-- maj_at_k[k]: majority vote over k of the n normalized answers (theory.metrics.maj_at_k);
+- maj_at_k[k]: majority vote over k of the n samples' votes (Task.vote: the normalized answer; for
+  Countdown the value the answer evaluates to, so all correct answers agree; theory.metrics.maj_at_k);
 - mean_token_entropy: mean over sampled tokens of -log pi_T(y_t | ...), an unbiased Monte Carlo
   estimate of the per-token entropy of the sampling distribution (0 at temperature 0);
 - mean_response_tokens, truncated_fraction (hit max_new_tokens without an end token);
@@ -62,8 +63,9 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
     for p, row in zip(problems, completions):
         correct = [task.is_correct(p, c.text) for c in row]
         answers = [task.answer(p, c.text) for c in row]
+        votes = [task.vote(p, c.text) for c in row]
         for k in ks:
-            maj[k].append(maj_at_k(answers, correct, k, seed=seed))
+            maj[k].append(maj_at_k(votes, correct, k, seed=seed))
         counts.append(sum(correct))
         per_problem.append({"id": p.id, "correct": sum(correct),
                             "distinct_correct_answers": len({a for a, ok in zip(answers, correct) if ok}),
@@ -89,18 +91,25 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
 
 # ----------------------------------------------------------------------------- command line
 
-DATA_TASKS = ("gsm8k", "deepscaler")
+DATA_TASKS = ("gsm8k", "deepscaler")  # tasks that exist only as data files
+FILE_TASKS = ("countdown",) + DATA_TASKS  # tasks that read a --data file
 GENERATED_PROBLEMS = 200  # default number of problems for generated tasks (countdown, arithmetic)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from llm.engines import ENGINES
     from llm.tasks import TASKS
-    from llm.tasks.countdown import PROMPT_STYLES
+    from llm.tasks.data_files import DATA_SPLITS_HELP
+    from llm.tasks.reasoning_format import PROMPT_STYLES
+    from llm.tasks.rewards import REWARDS
 
     parser.add_argument("--model", required=True, help="local model directory (save_pretrained format)")
     parser.add_argument("--task", required=True, choices=TASKS)
-    parser.add_argument("--data", help="JSONL/Parquet test file (gsm8k, deepscaler)")
+    parser.add_argument("--data", help=f"test data file, .json/.jsonl/.parquet ({', '.join(FILE_TASKS)})")
+    parser.add_argument("--data-split", default="files", metavar="RULE",
+                        help=f"{DATA_SPLITS_HELP}: files evaluates every record of --data; paper its records "
+                             "after the first 200 (the paper's Countdown evaluation split)")
+    parser.add_argument("--reward", default="escov", choices=list(REWARDS), help="reward convention (llm/tasks/rewards.py)")
     parser.add_argument("--engine", default="hf", choices=ENGINES)
     parser.add_argument("--n", type=int, default=32, help="samples per problem")
     parser.add_argument("--k", default="1,16,32", help="comma-separated k values for Pass@k and Maj@k")
@@ -111,7 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=None,
                         help="default: 32 for the tiny model's plain formats, 512 otherwise")
     parser.add_argument("--prompt-style", default="plain", choices=PROMPT_STYLES,
-                        help="countdown prompt: plain (the tiny model's format) or instruct (chat models)")
+                        help="plain (the tiny model's format), instruct (chat models) or paper (the paper's prompts)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="out/eval", help="directory for eval.json and eval.png")
@@ -134,14 +143,14 @@ def run_command(args: argparse.Namespace) -> int:
     from llm.tasks import get_task
 
     ks = check_eval_args(args.n, parse_ks(args.k))
-    if args.task in DATA_TASKS:
-        if args.data is None:
-            raise ValueError(f"--task {args.task} needs --data PATH (a JSONL or Parquet test file)")
-        task = get_task(args.task, test_data=args.data)
-    else:
-        if args.data is not None:
-            raise ValueError(f"--data is only for {DATA_TASKS}; task {args.task!r} generates its problems")
-        task = get_task(args.task, prompt_style=args.prompt_style) if args.task == "countdown" else get_task(args.task)
+    if args.task in DATA_TASKS and args.data is None:
+        raise ValueError(f"--task {args.task} needs --data PATH (a .json, .jsonl or .parquet test file)")
+    if args.data is not None and args.task not in FILE_TASKS:
+        raise ValueError(f"--data is only for {FILE_TASKS}; task {args.task!r} generates its problems")
+    kwargs = {"prompt_style": args.prompt_style, "reward": args.reward}
+    if args.data is not None:
+        kwargs |= {"data": args.data, "data_split": args.data_split} if args.data_split != "files" else {"test_data": args.data}
+    task = get_task(args.task, **kwargs)
     num = args.num_problems if args.num_problems is not None else (task.size("test") or GENERATED_PROBLEMS)
     problems = task.problems("test", num, seed=args.seed)
     plain = args.task == "arithmetic" or (args.task == "countdown" and args.prompt_style == "plain")
@@ -154,7 +163,8 @@ def run_command(args: argparse.Namespace) -> int:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
                           max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,
                           progress=not args.no_progress)
-    result = {"model": str(args.model), "engine": args.engine} | result
+    result = {"model": str(args.model), "engine": args.engine, "data": args.data, "data_split": args.data_split,
+              "prompt_style": args.prompt_style, "reward": args.reward} | result
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     out_file = out / "eval.json"

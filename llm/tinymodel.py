@@ -128,7 +128,7 @@ def build_model(preset: Preset, tokenizer):
     return LlamaForCausalLM(config)
 
 
-def save_random_model(out_dir, hidden_size: int, num_layers: int, intermediate_size: int,
+def save_untrained_llama(out_dir, hidden_size: int, num_layers: int, intermediate_size: int,
                       weight_scale: float = 10.0, seed: int = 0) -> Path:
     """Save an untrained Llama with the project's tokenizer to out_dir and return the path (for vLLM tests
     and benchmarks, where training would only cost time).

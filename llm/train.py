@@ -73,8 +73,7 @@ class TrainingRun:
 
         torch.set_num_threads(cfg.threads)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
-        self.task = task if task is not None else (
-            get_task(cfg.task, format_reward=cfg.format_reward) if cfg.format_reward > 0 else get_task(cfg.task))
+        self.task = task if task is not None else get_task(cfg.task, **cfg.task_kwargs())
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed)

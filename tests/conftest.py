@@ -1,5 +1,5 @@
-"""Shared fixtures: the tiny test model (trained once per session), one vLLM engine per session, and
-one torch thread for the modules that ask for it."""
+"""Shared fixtures: the tiny test model (trained once per session), a random tiny Qwen2 (built once
+per session), one vLLM engine per session, and one torch thread for the modules that ask for it."""
 from __future__ import annotations
 
 import importlib.util
@@ -18,6 +18,14 @@ def tiny_model_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny_model")
     pretrain(out, preset="test", seed=0, progress=False, threads=1)
     return out
+
+
+@pytest.fixture(scope="session")
+def random_qwen2_dir(tmp_path_factory):
+    """A randomly initialized tiny Qwen2 (llm.random_models), built once per session. Read-only."""
+    from llm.random_models import save_random_model
+
+    return save_random_model(tmp_path_factory.mktemp("random_qwen2"), "qwen2", "tiny")
 
 
 @pytest.fixture(scope="session")

@@ -151,14 +151,18 @@ def stop_token_ids(tokenizer, model_dir=None) -> set[int]:
 
 
 def encode_prompt(tokenizer, prompt: str) -> list[int]:
-    """Token ids of a raw prompt; as one user turn of the chat template when the tokenizer has one.
-    ValueError when there are none (an empty prompt without a start token)."""
-    if getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                             add_generation_prompt=True)
+    """Token ids of a task prompt: a plain str is one user turn of the chat template when the tokenizer
+    has one, else raw; a llm.tasks.reasoning_format.Prompt says itself how it is fed (raw text, or a
+    system turn and a user turn). ValueError when there are none (an empty prompt without a start token)."""
+    chat = getattr(prompt, "chat", True)
+    if chat and getattr(tokenizer, "chat_template", None):
+        system = getattr(prompt, "system", None)
+        messages = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": getattr(prompt, "user", prompt)}]
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
     else:
-        ids = list(tokenizer(prompt)["input_ids"])
+        ids = list(tokenizer(str(prompt))["input_ids"])
     if not ids:
-        raise ValueError(f"prompt {prompt!r:.60} encodes to no tokens: a model cannot generate from an empty prompt")
+        raise ValueError(f"prompt {str(prompt)!r:.60} encodes to no tokens: a model cannot generate from an empty prompt")
     return ids

@@ -1,22 +1,31 @@
 """Tasks with verifiable rewards: Countdown, held-out arithmetic, GSM8K and DeepScaleR files.
 
-`get_task(name, **kwargs)` builds one by name; each is a `llm.tasks.base.Task`.
+`get_task(name, **kwargs)` builds one by name; each is a `llm.tasks.base.Task`. Data files:
+`get_task("countdown" | "gsm8k" | "deepscaler", data=TRAIN_FILE, test_data=TEST_FILE, data_split=...,
+fields={...})` (llm/tasks/data_files.py); `prompt_style` (llm/tasks/reasoning_format.py) and `reward`
+(llm/tasks/rewards.py) choose the prompt and the reward convention.
 """
 from __future__ import annotations
 
 from llm.tasks.base import Problem, Task
 
 TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler")
+DATA_KWARGS = ("data", "test_data", "data_split", "fields")
 
 
 def get_task(name: str, **kwargs) -> Task:
-    """The task called `name` (one of TASKS); kwargs go to its constructor (data files for gsm8k/deepscaler)."""
+    """The task called `name` (one of TASKS); kwargs go to its constructor."""
     if name == "countdown":
         from llm.tasks.countdown import Countdown
         return Countdown(**kwargs)
     if name == "arithmetic":
         from llm.tasks.arithmetic import Arithmetic
-        return Arithmetic(**kwargs)
+        given = sorted(k for k in kwargs if k in DATA_KWARGS and kwargs[k] not in (None, "files"))
+        if given:
+            raise ValueError(f"task 'arithmetic' generates its problems; it takes no {given}")
+        if kwargs.get("prompt_style", "plain") != "plain" or kwargs.get("reward", "escov") != "escov":
+            raise ValueError("task 'arithmetic' has only the plain prompt style and the escov reward")
+        return Arithmetic()
     if name in ("gsm8k", "deepscaler"):
         from llm.tasks.math_data import MathData
         return MathData(name, **kwargs)

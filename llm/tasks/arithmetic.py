@@ -22,7 +22,7 @@ def parse_integer(text: str) -> int | None:
     if not isinstance(text, str) or len(text) > MAX_COMPLETION_CHARS:
         return None
     answer = extract_answer(text)
-    return int(answer) if _INTEGER.fullmatch(answer) else None
+    return int(answer) if answer is not None and _INTEGER.fullmatch(answer) else None
 
 
 def format_prompt(question: str) -> str:

@@ -3,7 +3,8 @@
 A `Task` hands out `Problem`s for a split ("train" or "test"; the two never overlap), scores a
 completion (the reward: 1 for correct, 0 for anything wrong or malformed, optionally a small
 format reward in between), and extracts a normalized final answer (for Maj@k and for counting
-distinct answers). A completion is correct when its reward is 1.
+distinct answers) and a Maj@k vote (`vote`; the answer unless the task says otherwise: Countdown
+votes on values). A completion is correct when its reward is >= 1.
 """
 from __future__ import annotations
 
@@ -65,6 +66,10 @@ class Task(ABC):
         """Number of problems in the split, or None when problems are generated without limit."""
         check_split(split)
         return None
+
+    def vote(self, problem: Problem, completion: str) -> str | None:
+        """The Maj@k vote of a completion: its normalized answer unless a task says otherwise."""
+        return self.answer(problem, completion)
 
     def is_correct(self, problem: Problem, completion: str) -> bool:
         return bool(is_correct_reward(self.score(problem, completion)))

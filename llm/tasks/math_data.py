@@ -1,68 +1,46 @@
-"""Local math datasets (GSM8K, DeepScaleR/MATH style) from JSONL or Parquet, checked with math-verify.
+"""Local math datasets (GSM8K, DeepScaleR/MATH style) from JSONL, JSON or Parquet, graded with math-verify.
 
-Formats (one record per problem):
+Formats (one record per problem; `fields` maps these names to a file's own column names):
 - gsm8k: `question`, `answer` ending in "#### N" (N is the gold answer; thousands commas dropped);
 - deepscaler: `problem`, `answer` (the gold answer, LaTeX or plain).
-Each split is its own file (`train_data`, `test_data`); records are validated when the task is
-built, so a bad file fails before any model is loaded.
+`data` is the train split and `test_data` the test split (or `data_split`, llm/tasks/data_files.py).
+Records are validated when the task is built, so a bad file fails before any model is loaded.
+A gold answer that math-verify cannot parse is reported then (count and first examples) and its
+record is left out; above `MAX_UNPARSEABLE_GOLD_SHARE` of a file that is an error.
 
-Answer checking: math_verify.verify(parse(gold), parse(completion)) (gold first). math-verify
-bounds its time with signal.alarm, which works only in the main thread: there we pass
-`TIMEOUT_SECONDS`; in any other thread we pass no timeout (math-verify's documented mode for
-threads) and the only bound is `MAX_COMPLETION_CHARS` (longer completions score 0).
+Prompt styles (llm/tasks/reasoning_format.py): `plain` is the question followed by
+`PROMPT_SUFFIX`; `instruct` asks for `<think>` reasoning and a `\\boxed{}` answer; `paper` is
+understanding-es's GSM8K prompt: the system message `PAPER_SYSTEM_PROMPT` and the question as the
+user turn. Grading (bounded, cached, the same in every thread and process): llm/tasks/math_grader.py.
+Rewards (llm/tasks/rewards.py): `escov` gives 1 when math-verify finds the gold answer (boxed or
+not), `format_reward` (default 0) for a wrong `\\boxed{}` answer, else 0; `paper-gsm8k` gives 1 when
+the last `\\boxed{}` answer is correct, 0.1 when it is wrong, 0 without a box.
 """
 from __future__ import annotations
 
-import json
 import random
-import threading
-from pathlib import Path
+import warnings
 
 from llm.tasks.base import Problem, Task, check_count, check_split
+from llm.tasks.data_files import check_fields, field, split_files
+from llm.tasks.math_grader import grade, gold_key
+from llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, check_style, system_prompt
+from llm.tasks.rewards import PAPER_BOXED_WRONG_REWARD, check_reward
 
-MAX_COMPLETION_CHARS = 20_000
-TIMEOUT_SECONDS = 2
 PROMPT_SUFFIX = "\nPlease reason step by step, and put your final answer within \\boxed{}."
+INSTRUCT_SUFFIX = ("\nShow your reasoning in <think> </think> tags, then give the final answer "
+                   "within \\boxed{}.")
+PAPER_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 FIELDS = {"gsm8k": ("question", "answer"), "deepscaler": ("problem", "answer")}
+MAX_UNPARSEABLE_GOLD_SHARE = 0.01  # more than 1% of a file's golds unparseable: the file is not what it claims
+SHOWN_EXAMPLES = 3
 
 
-def load_records(path) -> list[dict]:
-    """Records of a .jsonl/.json (JSON lines or one JSON array) or .parquet file."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"data file {str(path)!r} does not exist")
-    suffix = p.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-        records = pq.read_table(p).to_pylist()
-    elif suffix in (".jsonl", ".json"):
-        text = p.read_text(encoding="utf-8")
-        if suffix == ".json" and text.lstrip().startswith("["):
-            records = json.loads(text)
-        else:
-            records = []
-            for line_no, line in enumerate(text.splitlines(), 1):
-                if line.strip():
-                    try:
-                        records.append(json.loads(line))
-                    except json.JSONDecodeError as e:
-                        raise ValueError(f"data file {p}: line {line_no} is not valid JSON ({e.msg})") from None
-    else:
-        raise ValueError(f"data file {p} must end in .jsonl, .json or .parquet, got {suffix!r}")
-    if not records:
-        raise ValueError(f"data file {p} holds no records")
-    return records
-
-
-def gold_answer(fmt: str, record: dict, where: str) -> tuple[str, str]:
+def gold_answer(fmt: str, record: dict, where: str, fields: dict[str, str] | None = None) -> tuple[str, str]:
     """(question, gold answer) of one record, or ValueError naming the record and the field."""
-    if not isinstance(record, dict):
-        raise ValueError(f"{where} must be a JSON object, got {type(record).__name__}")
     question_field, answer_field = FIELDS[fmt]
-    for name in (question_field, answer_field):
-        if name not in record or record[name] is None:
-            raise ValueError(f"{where} lacks the field {name!r} that {fmt} records need")
-    question, answer = record[question_field], record[answer_field]
+    question = field(record, question_field, fields, where)
+    answer = field(record, answer_field, fields, where)
     if not isinstance(question, str) or not question.strip():
         raise ValueError(f"{where}: field {question_field!r} must be a non-empty string")
     if not isinstance(answer, (str, int, float)) or isinstance(answer, bool):
@@ -77,51 +55,54 @@ def gold_answer(fmt: str, record: dict, where: str) -> tuple[str, str]:
     return question, answer.strip()
 
 
-def _timeout() -> int | None:
-    return TIMEOUT_SECONDS if threading.current_thread() is threading.main_thread() else None
-
-
-def _parse(text: str) -> list:
-    from math_verify import parse
-    try:
-        return parse(text, parsing_timeout=_timeout())
-    except Exception:  # math-verify raises on pathological LaTeX; a malformed answer scores 0
-        return []
-
-
-def verify_answer(gold: str, completion: str) -> bool:
-    """math-verify's equivalence of the completion's final answer with the gold answer."""
-    from math_verify import verify
-    if not isinstance(completion, str) or len(completion) > MAX_COMPLETION_CHARS:
-        return False
-    gold_parsed = _parse(gold if "$" in gold or "\\boxed" in gold else f"${gold}$")
-    pred = _parse(completion)
-    if not gold_parsed or not pred:
-        return False
-    try:
-        return bool(verify(gold_parsed, pred, timeout_seconds=_timeout()))
-    except Exception:
-        return False
+def format_prompt(question: str, style: str) -> str:
+    check_style(style)
+    if style == "plain":
+        return question + PROMPT_SUFFIX
+    if style == "instruct":
+        return question + INSTRUCT_SUFFIX
+    return system_prompt(PAPER_SYSTEM_PROMPT, question.strip())
 
 
 class MathData(Task):
-    """GSM8K or DeepScaleR records from local files: `train_data` and/or `test_data`."""
+    """GSM8K or DeepScaleR records from local files: `data` (train) and/or `test_data` (test)."""
 
-    def __init__(self, name: str, train_data=None, test_data=None, prompt_suffix: str = PROMPT_SUFFIX):
+    def __init__(self, name: str, data=None, test_data=None, data_split: str = "files",
+                 fields: dict[str, str] | None = None, prompt_style: str = "plain", reward: str = "escov",
+                 format_reward: float = 0.0, max_completion_chars: int = MAX_COMPLETION_CHARS):
         if name not in FIELDS:
             raise ValueError(f"math dataset format must be one of {sorted(FIELDS)}, got {name!r}")
-        if train_data is None and test_data is None:
-            raise ValueError(f"task {name!r} needs a data file: pass train_data and/or test_data (--data PATH)")
-        self.name, self.prompt_suffix = name, prompt_suffix
+        if data is None and test_data is None:
+            raise ValueError(f"task {name!r} needs a data file: pass data and/or test_data (--data PATH, --test_data PATH)")
+        if isinstance(max_completion_chars, bool) or not isinstance(max_completion_chars, int) or max_completion_chars < 1:
+            raise ValueError(f"max_completion_chars must be an integer >= 1, got {max_completion_chars!r}")
+        self.name = name
+        self.reward = check_reward(reward, name, format_reward)
+        self.prompt_style = check_style(prompt_style)
+        self.format_reward, self.max_completion_chars = format_reward, max_completion_chars
+        self.fields = check_fields(fields, FIELDS[name], name)
         self.splits: dict[str, list[Problem]] = {}
-        for split, path in (("train", train_data), ("test", test_data)):
-            if path is not None:
-                self.splits[split] = [self._problem(split, i, path, r) for i, r in enumerate(load_records(path))]
+        self.unparseable: dict[str, list[tuple[str, int, str]]] = {}  # split -> (file, record index, gold)
+        for split, rows in split_files(data, test_data, data_split).items():
+            self.splits[split], self.unparseable[split] = self._load(split, rows)
 
-    def _problem(self, split: str, index: int, path, record) -> Problem:
-        question, gold = gold_answer(self.name, record, f"data file {path}: record {index}")
-        return Problem(id=f"{self.name}/{split}/{index}", prompt=question + self.prompt_suffix,
-                       meta={"gold": gold})
+    def _load(self, split: str, rows) -> tuple[list[Problem], list[tuple[str, int, str]]]:
+        problems, bad = [], []
+        for path, index, record in rows:
+            question, gold = gold_answer(self.name, record, f"data file {path}: record {index}", self.fields)
+            if gold_key(gold) is None:
+                bad.append((path, index, gold))
+                continue
+            problems.append(Problem(id=f"{self.name}/{split}/{index}", prompt=format_prompt(question, self.prompt_style),
+                                    meta={"gold": gold}))
+        if bad:
+            examples = "; ".join(f"record {i}: {g[:60]!r}" for _, i, g in bad[:SHOWN_EXAMPLES])
+            message = (f"data file {bad[0][0]}: {len(bad)} of {len(rows)} gold answers cannot be parsed by "
+                       f"math-verify ({examples})")
+            if len(bad) > MAX_UNPARSEABLE_GOLD_SHARE * len(rows):
+                raise ValueError(f"{message}; more than {MAX_UNPARSEABLE_GOLD_SHARE:.0%} of the file")
+            warnings.warn(f"{message}; those records are left out", stacklevel=3)
+        return problems, bad
 
     def size(self, split: str) -> int | None:
         check_split(split)
@@ -138,10 +119,13 @@ class MathData(Task):
         return random.Random(f"{self.name}/{split}/{seed}").sample(pool, n)
 
     def score(self, problem: Problem, completion: str) -> float:
-        return 1.0 if verify_answer(problem.meta["gold"], completion) else 0.0
+        graded = grade(problem.meta["gold"], completion, max_chars=self.max_completion_chars)
+        if self.reward == "paper-gsm8k":
+            return (1.0 if graded.correct else PAPER_BOXED_WRONG_REWARD) if graded.boxed else 0.0
+        if graded.correct:
+            return 1.0
+        return self.format_reward if graded.boxed else 0.0
 
     def answer(self, problem: Problem, completion: str) -> str | None:
-        if not isinstance(completion, str) or len(completion) > MAX_COMPLETION_CHARS:
-            return None
-        parsed = _parse(completion)
-        return str(parsed[0]) if parsed else None
+        """The normalized final answer: its exact numeric value, or sympy's form (the Maj@k vote)."""
+        return grade(problem.meta["gold"], completion, max_chars=self.max_completion_chars).key

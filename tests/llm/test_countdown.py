@@ -104,7 +104,7 @@ def test_random_completions_score_zero_or_one(s):
     ("25+3*7", 1.0), ("3*7+25", 1.0), (" (7*3)+25 ", 1.0), ("<think>hm</think><answer>25 + 7*3</answer>", 1.0),
     ("<answer>1</answer><answer>25+3*7</answer>", 1.0), ("<answer>25+3*7</answer><answer>1</answer>", 0.0),
     ("25+3*7=46", 0.0), ("25+21", 0.0), ("25+3*7+0", 0.0), ("25*3+7", 0.0), ("", 0.0), ("46", 0.0),
-    ("__import__('os')", 0.0), ("25+3*7" + " " * 30_000, 0.0),
+    ("__import__('os')", 0.0), ("25+3*7" + " " * 70_000, 0.0), ("25+3*7" + " " * 30_000, 1.0),
 ])
 def test_score_examples(completion, expected):
     assert score(completion, [3, 7, 25], 46) == expected

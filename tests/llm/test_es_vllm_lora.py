@@ -21,9 +21,9 @@ MEMBERS, RANK = 4, 4
 @pytest.fixture(scope="module")
 def model_dir_head32(tmp_path_factory):
     """A random-init Llama with head size 32 (vLLM's CPU attention needs a multiple of 32), sharp logits."""
-    from llm.tinymodel import save_random_model
+    from llm.tinymodel import save_untrained_llama
 
-    return save_random_model(tmp_path_factory.mktemp("head32"), hidden_size=64, num_layers=2, intermediate_size=128)
+    return save_untrained_llama(tmp_path_factory.mktemp("head32"), hidden_size=64, num_layers=2, intermediate_size=128)
 
 
 def test_lora_population_refuses_what_lora_cannot_express(model_dir_head32):

@@ -49,7 +49,10 @@ def write_jsonl(path, records):
     (["--task", "countdown", "--k", "1,x"], "--k must be comma-separated integers"),
     (["--task", "gsm8k"], "--task gsm8k needs --data PATH"),
     (["--task", "gsm8k", "--data", "MISSING"], "does not exist"),
-    (["--task", "countdown", "--data", "x.jsonl"], "--data is only for"),
+    (["--task", "arithmetic", "--data", "x.jsonl"], "--data is only for"),
+    (["--task", "countdown", "--data", "NO_TARGET"], "record 1 lacks the field 'target'"),
+    (["--task", "countdown", "--data", "BAD_TARGET"], "record 0: field 'target' is not a number: 'ninety'"),
+    (["--task", "countdown", "--data", "NO_TARGET", "--data-split", "paper"], "needs more than 200 records"),
     (["--task", "gsm8k", "--data", "EMPTY"], "holds no records"),
     (["--task", "gsm8k", "--data", "BAD"], "record 1 lacks the field 'answer'"),
     (["--task", "deepscaler", "--data", "BAD"], "record 0 lacks the field 'problem'"),
@@ -59,7 +62,10 @@ def test_bad_input_fails_before_loading_a_model(tmp_path, capsys, extra, message
     the checks run before the model directory is even looked at."""
     (tmp_path / "empty.jsonl").write_text("")
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"question": "q", "answer": "#### 1"}, {"question": "q2"}])
-    paths = {"MISSING": str(tmp_path / "missing.jsonl"), "EMPTY": str(tmp_path / "empty.jsonl"), "BAD": bad}
+    no_target = write_jsonl(tmp_path / "cd1.jsonl", [{"numbers": [1, 2], "target": "3"}, {"numbers": [1, 2]}])
+    bad_target = write_jsonl(tmp_path / "cd2.jsonl", [{"numbers": [1, 2], "target": "ninety"}])
+    paths = {"MISSING": str(tmp_path / "missing.jsonl"), "EMPTY": str(tmp_path / "empty.jsonl"), "BAD": bad,
+             "NO_TARGET": no_target, "BAD_TARGET": bad_target}
     extra = [paths.get(a, a) for a in extra]
     code, err = run(["eval", "--model", str(tmp_path / "no-model")] + extra, capsys)
     assert code == 2

@@ -43,7 +43,7 @@ def test_gsm8k_jsonl(tmp_path):
 def test_deepscaler_parquet_and_equivalent_forms(tmp_path):
     path = tmp_path / "d.parquet"
     pq.write_table(pa.Table.from_pylist([{"problem": r["problem"], "answer": str(r["answer"])} for r in DSR]), path)
-    task = get_task("deepscaler", train_data=path)
+    task = get_task("deepscaler", data=path)
     p = [q for q in task.problems("train", 2, seed=0) if q.meta["gold"] == "\\frac{3}{4}"][0]
     assert task.score(p, "We get \\boxed{0.75}") == 1.0
     assert task.score(p, "We get \\boxed{\\frac{6}{8}}") == 1.0
@@ -59,7 +59,8 @@ def test_scoring_off_the_main_thread(tmp_path):
     t.start()
     t.join()
     assert out == [(1.0, 0.0)]
-    assert task.score(p, "\\boxed{7}" + "x" * 30_000) == 0.0  # over the length bound
+    assert task.score(p, "x" * 30_000 + "\\boxed{7}") == 1.0  # long chain-of-thought is normal
+    assert task.score(p, "x" * 70_000 + "\\boxed{7}") == 0.0  # over the length bound
 
 
 @pytest.mark.parametrize("records, message", [

@@ -1,0 +1,129 @@
+"""Records from local data files, and which records make the train and the test split.
+
+Formats, told apart by the file's suffix:
+- `.jsonl`: one JSON object per line (what HF `datasets` `Dataset.to_json` writes);
+- `.json`: one JSON array of objects, or JSON lines;
+- `.parquet`: a Parquet table (what `Dataset.to_parquet` writes).
+
+A field mapping renames a file's fields to the names a task reads: `{"question": "prompt"}` reads
+the task's `question` from the file's `prompt` column (in a TrainConfig: `data_fields =
+"question=prompt"`).
+
+Split rules (`data_split`) for the `data` / `test_data` files of a run:
+- `files` (default): `data` is the train split, `test_data` the test split (either may be absent);
+- `paper`: `data` holds both, its first `PAPER_TRAIN_RECORDS` (200) records are the train split and
+  the rest the test split (the paper's Countdown file, VsonicV/es-at-scale `countdown.json`);
+- `first-N`: the same with the first N records.
+
+Every error names the file (and the record: its index from 0 in the file).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+DATA_SPLITS_HELP = "files | paper | first-N"
+PAPER_TRAIN_RECORDS = 200  # the paper's Countdown file: records 0-199 train, 200-2199 evaluation
+
+
+def load_records(path) -> list[dict]:
+    """The records of a .jsonl / .json / .parquet file; ValueError naming the file (and line) otherwise."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"data file {str(path)!r} does not exist")
+    suffix = p.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+        try:
+            records = pq.read_table(p).to_pylist()
+        except Exception as e:  # pyarrow raises its own error types for damaged files
+            raise ValueError(f"data file {p} is not a readable Parquet file ({type(e).__name__}: {e})") from None
+    elif suffix in (".jsonl", ".json"):
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"data file {p} is not UTF-8 text") from None
+        if suffix == ".json" and text.lstrip().startswith("["):
+            try:
+                records = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"data file {p} is not valid JSON ({e.msg} at line {e.lineno})") from None
+        else:
+            records = []
+            for line_no, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    try:
+                        records.append(json.loads(line))
+                    except json.JSONDecodeError as e:
+                        raise ValueError(f"data file {p}: line {line_no} is not valid JSON ({e.msg})") from None
+    else:
+        raise ValueError(f"data file {p} must end in .jsonl, .json or .parquet, got {suffix!r}")
+    if not records:
+        raise ValueError(f"data file {p} holds no records")
+    for i, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise ValueError(f"data file {p}: record {i} must be a JSON object, got {type(record).__name__}")
+    return records
+
+
+def field(record: dict, name: str, fields: dict[str, str] | None, where: str):
+    """The value of the task's field `name` (read from the file's `fields[name]` when mapped)."""
+    column = (fields or {}).get(name, name)
+    if column not in record or record[column] is None:
+        mapped = f" (mapped to the file's {column!r})" if column != name else ""
+        raise ValueError(f"{where} lacks the field {name!r}{mapped}")
+    return record[column]
+
+
+def parse_fields(text: str) -> dict[str, str] | None:
+    """A field mapping written as "question=prompt,answer=solution" (the TrainConfig / flag form); "" -> None."""
+    if not isinstance(text, str):
+        raise ValueError(f"data_fields must be a string such as 'question=prompt,answer=solution', got {text!r}")
+    if not text.strip():
+        return None
+    pairs = [item.split("=") for item in text.split(",")]
+    if any(len(pair) != 2 or not pair[0].strip() or not pair[1].strip() for pair in pairs):
+        raise ValueError(f"data_fields must look like 'question=prompt,answer=solution', got {text!r}")
+    return {name.strip(): column.strip() for name, column in pairs}
+
+
+def check_fields(fields, known: tuple[str, ...], task: str) -> dict[str, str]:
+    if fields is None:
+        return {}
+    if not isinstance(fields, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
+        raise ValueError(f"fields must map field names to column names (strings), got {fields!r}")
+    unknown = sorted(set(fields) - set(known))
+    if unknown:
+        raise ValueError(f"fields: task {task!r} reads {list(known)}, not {unknown}")
+    return dict(fields)
+
+
+def train_records_of(data_split: str) -> int | None:
+    """How many leading records of `data` are the train split (None for the `files` rule)."""
+    if data_split == "files":
+        return None
+    if data_split == "paper":
+        return PAPER_TRAIN_RECORDS
+    head = data_split[len("first-"):] if data_split.startswith("first-") else ""
+    if head.isdigit() and int(head) >= 1:
+        return int(head)
+    raise ValueError(f"data_split must be one of {DATA_SPLITS_HELP} (N >= 1), got {data_split!r}")
+
+
+def split_files(data, test_data, data_split: str = "files") -> dict[str, list[tuple[str, int, dict]]]:
+    """split -> [(file, index in the file, record)] for the splits the files provide."""
+    head = train_records_of(data_split)
+    out: dict[str, list[tuple[str, int, dict]]] = {}
+    if head is not None:
+        if data is None or test_data is not None:
+            raise ValueError(f"data_split {data_split!r} takes both splits from one file: give data, not test_data")
+        records = load_records(data)
+        if len(records) <= head:
+            raise ValueError(f"data file {data}: data_split {data_split!r} needs more than {head} records, "
+                             f"it holds {len(records)}")
+        rows = [(str(data), i, r) for i, r in enumerate(records)]
+        return {"train": rows[:head], "test": rows[head:]}
+    for split, path in (("train", data), ("test", test_data)):
+        if path is not None:
+            out[split] = [(str(path), i, r) for i, r in enumerate(load_records(path))]
+    return out

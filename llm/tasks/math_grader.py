@@ -1,0 +1,326 @@
+"""Bounded grading of math answers: math-verify in a worker process, with a time budget per answer.
+
+Model output is hostile input: `\\boxed{9^{9^{9^{9}}}}` or `(10^6)!` can keep sympy busy for
+minutes, and math-verify's own timeout (signal.alarm) works only in a process's main thread. So
+every answer, wherever it is graded (main thread, worker threads, subprocesses, Ray actors), goes
+through one path:
+
+1. In the calling process, in linear time: completions longer than `max_chars` (default
+   `MAX_COMPLETION_CHARS`, 64k characters) have no answer; answers inside `<think>` never count
+   (both in llm/tasks/reasoning_format.py); the answer text is the last `\\boxed{...}` (brace
+   matched), else the last `MAX_ANSWER_CHARS` characters.
+2. One persistent worker process per calling process (`python -m llm.tasks.math_grader`, JSON
+   lines over its stdin and stdout) parses the answer and compares it with the gold:
+   `verify(parse(gold), parse(answer))`, gold first, under a timer of `ANSWER_BUDGET_SECONDS` for
+   parse and compare together (the worker's main thread, where signals work); over budget, the
+   answer is wrong (no answer) and the worker goes on. An answer whose evaluation could make numbers
+   of more than `MAX_VALUE_BITS` bits (towers of powers, factorials of large numbers: one long C
+   call each, which no signal interrupts) is wrong before it is compared. Anything else a signal
+   cannot interrupt is cut by the caller: past `KILL_AFTER_SECONDS` it kills the worker, the warm
+   standby takes its place and a new standby starts.
+3. Results are cached by (gold, answer text), so a sample scored and then asked for its answer
+   (Maj@k) is parsed once.
+
+The normalized answer (the Maj@k vote) is the exact numeric value for numbers (`41`, `41.0` and
+`41.0000000000000` are one vote; `0.75` and `\\frac{3}{4}` too), else sympy's printing of the parsed
+expression (JSON-safe strings: they cross the pipe).
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import math
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, after_thinking
+
+ANSWER_BUDGET_SECONDS = 0.4   # parse + compare of one answer, wall clock (the worker's timer)
+KILL_AFTER_SECONDS = 0.8      # the caller's deadline, for work the timer cannot interrupt (long C calls)
+STARTUP_SECONDS = 120.0       # a fresh worker imports math-verify and sympy (seconds on a loaded CPU)
+MAX_ANSWER_CHARS = 2_000      # the text handed to math-verify
+CACHE_SIZE = 16_384
+MAX_VALUE_BITS = 100_000      # answers whose evaluation could make larger numbers (value_bits) are wrong
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the llm package
+
+
+@dataclass(frozen=True)
+class Graded:
+    correct: bool
+    boxed: bool        # the answer was a \boxed{} answer
+    key: str | None    # normalized answer (Maj@k vote); None when there is none
+
+
+NO_ANSWER = Graded(False, False, None)
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last `\\boxed{...}` (braces matched, at most MAX_ANSWER_CHARS), or None."""
+    start = text.rfind("\\boxed")
+    if start < 0:
+        return None
+    i = start + len("\\boxed")
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text) or text[i] != "{":
+        return None
+    depth = 0
+    for j in range(i, min(len(text), i + MAX_ANSWER_CHARS + 2)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1:j].strip()
+    return None
+
+
+def answer_text(completion, starts_in_think: bool = False,
+                max_chars: int = MAX_COMPLETION_CHARS) -> tuple[str | None, bool]:
+    """(the text math-verify parses, whether it is a \\boxed{} answer); (None, False) when there is none."""
+    if not isinstance(completion, str) or len(completion) > max_chars:
+        return None, False
+    region = after_thinking(completion, starts_in_think)
+    if region is None:
+        return None, False
+    boxed = last_boxed(region)
+    if boxed is not None:
+        return ("\\boxed{" + boxed + "}", True) if boxed else (None, False)
+    tail = region[-MAX_ANSWER_CHARS:]
+    return (tail, False) if tail.strip() else (None, False)
+
+
+def gold_text(gold: str) -> str:
+    """The gold as math-verify reads it: in $...$ unless it already has math delimiters or a box."""
+    return gold if "$" in gold or "\\boxed" in gold else f"${gold}$"
+
+
+def grade(gold: str, completion, *, starts_in_think: bool = False, max_chars: int = MAX_COMPLETION_CHARS) -> Graded:
+    """Correctness, box and normalized answer of a completion against a gold answer (bounded, cached)."""
+    text, boxed = answer_text(completion, starts_in_think, max_chars)
+    if text is None:
+        return NO_ANSWER
+    correct, key = _grade_text(gold, text)
+    return Graded(correct, boxed, key)
+
+
+def gold_key(gold: str) -> str | None:
+    """The normalized gold answer, or None when math-verify cannot parse it (bounded like answers)."""
+    if _NUMBER.fullmatch(gold.strip()):
+        return _number_key(gold.strip())
+    return _grader().request(["parse", gold_text(gold)])
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _grade_text(gold: str, text: str) -> tuple[bool, str | None]:
+    result = _grader().request(["grade", gold_text(gold), text])
+    return (False, None) if result is None else (bool(result[0]), result[1])
+
+
+# ----------------------------------------------------------------------------- the worker process
+
+def _number_key(text: str) -> str:
+    """The exact value of a decimal numeral, written as sympy writes rationals: "0.75" -> "3/4"."""
+    return str(Fraction(text))
+
+
+def _key(parsed) -> str | None:
+    """Exact numeric value for numbers (from the extracted text: Float('0.75') -> 3/4), else sympy's str."""
+    if not parsed:
+        return None
+    import sympy
+    expr, extracted = parsed[0], parsed[-1]
+    if isinstance(expr, sympy.Float):
+        text = str(extracted).replace(",", "").strip()
+        return _number_key(text) if _NUMBER.fullmatch(text) else str(sympy.Rational(str(expr)))
+    return str(expr)
+
+
+def value_bits(expr) -> float:
+    """An upper bound on the bits of the numbers that evaluating `expr` can make (inf when huge).
+
+    Integers: their bits; b^e: |e| * bits(b), with e's own size bounding |e|; n!: n log2 n; sums
+    and products: the sum over their arguments (so for any other function too). Symbols count 0.
+    """
+    import sympy
+    from sympy.functions.combinatorial.factorials import factorial, factorial2, subfactorial
+
+    if not isinstance(expr, sympy.Basic) or isinstance(expr, sympy.Symbol):
+        return 0.0
+    if isinstance(expr, sympy.Rational):
+        return float(max(abs(expr.p), expr.q).bit_length())
+    if isinstance(expr, sympy.Float):
+        return float(abs(expr._mpf_[2]) + expr._mpf_[3]) if expr._mpf_[1] else 0.0
+    if isinstance(expr, sympy.Pow):
+        base, exponent = value_bits(expr.base), value_bits(expr.exp)
+        return math.inf if exponent > 64 else max(base, 1.0) * 2.0 ** exponent
+    if isinstance(expr, (factorial, factorial2, subfactorial, sympy.gamma)):
+        n = value_bits(expr.args[0])
+        return math.inf if n > 64 else 2.0 ** n * max(n, 1.0)
+    return sum((value_bits(arg) for arg in expr.args), 0.0)
+
+
+def _parse_and_compare(request, golds: dict):
+    """One request in the worker: ["parse", text] -> key | None; ["grade", gold, text] -> [correct, key]."""
+    from math_verify import parse, verify
+    if request[0] == "parse":  # a gold: parseable only when math-verify finds an expression, not just text
+        try:
+            parsed = parse(request[1], parsing_timeout=None)
+        except Exception:  # math-verify raises on pathological LaTeX: unparseable
+            return None
+        return _key(parsed) if parsed and not isinstance(parsed[0], str) else None
+    _, gold, text = request
+    try:
+        if gold not in golds:
+            if len(golds) > CACHE_SIZE:
+                golds.clear()
+            golds[gold] = parse(gold, parsing_timeout=None)
+        pred = parse(text, parsing_timeout=None)
+        if any(value_bits(p) > MAX_VALUE_BITS for p in pred):  # (10^6)! would keep C code busy for seconds
+            return [False, None]
+        correct = bool(golds[gold] and pred and verify(golds[gold], pred, timeout_seconds=None))
+        return [correct, _key(pred)]
+    except Exception:  # a malformed answer is wrong
+        return [False, None]
+
+
+class _OverBudget(BaseException):
+    """Raised by the worker's timer; a BaseException, so that no `except Exception` in math-verify or
+    sympy swallows it."""
+
+
+def _over_budget(signum, frame):
+    raise _OverBudget
+
+
+def _serve() -> None:
+    """Worker loop (`python -m llm.tasks.math_grader`): warm sympy up, say ready, then answer one JSON
+    line on stdout per JSON request line on stdin until stdin closes. Each request runs under a timer
+    of ANSWER_BUDGET_SECONDS (its main thread, so signals work); over budget, the answer is null."""
+    golds: dict = {}
+    _parse_and_compare(("grade", "$\\frac{1}{2}$", "\\boxed{0.5}"), golds)
+    signal.signal(signal.SIGALRM, _over_budget)
+    out = sys.stdout
+    out.write('"ready"\n')
+    out.flush()
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            try:
+                signal.setitimer(signal.ITIMER_REAL, ANSWER_BUDGET_SECONDS)
+                answer = _parse_and_compare(request, golds)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except _OverBudget:
+            answer = None
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+
+class _Worker:
+    """A worker process; `ready` once it has imported math-verify and warmed sympy up."""
+
+    def __init__(self):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
+        self.proc = subprocess.Popen([sys.executable, "-m", "llm.tasks.math_grader"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.ready = False
+
+    def reply(self, timeout: float):
+        """The next line the worker writes, decoded; None when none comes within timeout seconds."""
+        readable, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if readable else b""
+        return json.loads(line) if line else None
+
+    def wait_ready(self) -> None:
+        if not self.ready:
+            if self.reply(STARTUP_SECONDS) != "ready":
+                raise RuntimeError(f"the math grading worker (python -m llm.tasks.math_grader) did not start "
+                                   f"within {STARTUP_SECONDS:.0f} s")
+            self.ready = True
+
+    def ask(self, message):
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+        return self.reply(KILL_AFTER_SECONDS)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+class _Grader:
+    """The calling process's worker and a warm standby; a lock serializes requests (threads share them)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.worker: _Worker | None = None
+        self.standby: _Worker | None = None
+
+    def request(self, message):
+        """The worker's answer; None when it was over budget, or took longer than KILL_AFTER_SECONDS
+        (the worker is then killed and the standby takes its place) or died."""
+        with self.lock:
+            if self.worker is None:
+                self.worker = _Worker()
+            self.worker.wait_ready()
+            if self.standby is None:
+                self.standby = _Worker()  # warms up while this worker answers
+            try:
+                answer = self.worker.ask(message)
+            except OSError:  # the worker died (e.g. out of memory)
+                answer = None
+            if answer is None:
+                self.worker.close()
+                self.worker, self.standby = self.standby, None
+            return answer
+
+    def close(self) -> None:
+        with self.lock:
+            for worker in (self.worker, self.standby):
+                if worker is not None:
+                    worker.close()
+            self.worker = self.standby = None
+
+
+_GRADER: _Grader | None = None
+_GRADER_LOCK = threading.Lock()
+
+
+def _grader() -> _Grader:
+    global _GRADER
+    with _GRADER_LOCK:
+        if _GRADER is None:
+            _GRADER = _Grader()
+        return _GRADER
+
+
+def _forget_after_fork() -> None:
+    """A forked child must not share its parent's pipes, lock or cache: it starts its own workers."""
+    global _GRADER, _GRADER_LOCK
+    _GRADER, _GRADER_LOCK = None, threading.Lock()
+    _grade_text.cache_clear()
+
+
+def _close_at_exit() -> None:
+    if _GRADER is not None:
+        _GRADER.close()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+atexit.register(_close_at_exit)
+
+if __name__ == "__main__":
+    _serve()
