@@ -4,7 +4,7 @@ Everything `paper_checks` cites as "the paper's" comes from here. Pass@K values 
 """
 from __future__ import annotations
 
-from theory.paper_constants import PAPER_ALPHA, PAPER_NUM_GENERATIONS, PAPER_POPULATION_SIZE, PAPER_SIGMA
+from theory.paper_constants import PAPER_ALPHA, PAPER_NUM_GENERATIONS, PAPER_POPULATION_SIZE, PAPER_SIGMA, PAPER_TAUS
 
 METHODS = ("Base", "GRPO", "ES", "ES->GRPO", "GRPO->ES")
 
@@ -37,7 +37,7 @@ TABLE4_DRIFT = {
     "Qwen2.5-7B": {"grpo": 0.0831, "es": 3.664, "ratio": 44.1, "share": (78.41, 93.02, 98.11)},
     "R1-Distill-1.5B": {"grpo": 0.0548, "es": 2.338, "ratio": 42.7, "share": (62.18, 77.61, 87.29)},
 }
-TABLE4_TAUS = (1.0e-3, 1.5e-3, 2.0e-3)
+TABLE4_TAUS = PAPER_TAUS
 
 # Magnitude-thresholded ES at about 78% sparsity: Pass@1 change (points) for the four models above.
 THRESHOLDED_PASS1_CHANGE = (-0.35, -0.13, +0.49, +0.17)

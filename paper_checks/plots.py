@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
+from theory.paper_constants import PAPER_TAUS  # noqa: E402
 
 MAIN = ("grpo", "es", "es-grpo", "grpo-es", "es[sampled]")
 
@@ -149,7 +150,7 @@ def update_magnitudes(ev: Evidence, out: Path) -> str | None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     _label(ax, "|delta| of an update entry", "entries", "Update magnitudes (first seed)")
-    for paper_tau in (1.0e-3, 1.5e-3, 2.0e-3):
+    for paper_tau in PAPER_TAUS:
         ax.axvline(paper_tau, color="gray", lw=0.6, ls=":")
     _label(ax2, "sparsity (% of update entries reverted)", "Pass@1", "Magnitude-thresholded checkpoints")
     return _save(fig, out, "update_magnitudes.png")

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from theory.lemmas import mean_pass_at_k, prop1_assumption, prop1_conclusion
 from theory.metrics import bernoulli_kl
+from theory.paper_constants import LEMMA1_S_LIMIT
 
 from ..bandit import make_task
 from ..train import BanditRun, train
@@ -31,7 +32,7 @@ from .common import (ES, FINDING, IDENTITY, INCONCLUSIVE, NOT_REPRODUCED, REPROD
 NAME = "lemmas_along_training"
 TITLE = "Lemmas 1-3 and Proposition 1 tracked over an ES run"
 LEMMA1_TOL = 0.10
-LEMMA1_MAX_S = 0.05  # Lemma 1 is claimed where s = (sigma^2/2) tr I is small (the theory checks' range)
+LEMMA1_MAX_S = LEMMA1_S_LIMIT  # Lemma 1 is claimed where s = (sigma^2/2) tr I is small (the theory checks' range)
 PROP1_KS = (1, 32)
 
 
