@@ -50,6 +50,7 @@ STARTUP_SECONDS = 120.0       # a fresh worker imports math-verify and sympy (se
 MAX_ANSWER_CHARS = 2_000      # the text handed to math-verify
 CACHE_SIZE = 16_384
 MAX_VALUE_BITS = 100_000      # answers whose evaluation could make larger numbers (value_bits) are wrong
+OVER_BUDGET = "over-budget"   # the worker's reply when its timer fired
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the llm package
 
@@ -206,7 +207,8 @@ def _over_budget(signum, frame):
 def _serve() -> None:
     """Worker loop (`python -m llm.tasks.math_grader`): warm sympy up, say ready, then answer one JSON
     line on stdout per JSON request line on stdin until stdin closes. Each request runs under a timer
-    of ANSWER_BUDGET_SECONDS (its main thread, so signals work); over budget, the answer is null."""
+    of ANSWER_BUDGET_SECONDS (its main thread, so signals work). Each reply is {"answer": ...}, or
+    OVER_BUDGET when the timer fired (the worker is healthy and goes on)."""
     golds: dict = {}
     _parse_and_compare(("grade", "$\\frac{1}{2}$", "\\boxed{0.5}"), golds)
     signal.signal(signal.SIGALRM, _over_budget)
@@ -222,8 +224,9 @@ def _serve() -> None:
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except _OverBudget:
-            answer = None
-        out.write(json.dumps(answer) + "\n")
+            out.write(json.dumps(OVER_BUDGET) + "\n")
+        else:
+            out.write(json.dumps({"answer": answer}) + "\n")
         out.flush()
 
 
@@ -250,6 +253,7 @@ class _Worker:
             self.ready = True
 
     def ask(self, message):
+        """The worker's reply: {"answer": ...}, OVER_BUDGET, or None when none came within KILL_AFTER_SECONDS."""
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
         self.proc.stdin.flush()
         return self.reply(KILL_AFTER_SECONDS)
@@ -270,8 +274,8 @@ class _Grader:
         self.standby: _Worker | None = None
 
     def request(self, message):
-        """The worker's answer; None when it was over budget, or took longer than KILL_AFTER_SECONDS
-        (the worker is then killed and the standby takes its place) or died."""
+        """The worker's answer; None when it was over budget (the worker goes on), or took longer than
+        KILL_AFTER_SECONDS or died (the worker is then killed and the standby takes its place)."""
         with self.lock:
             if self.worker is None:
                 self.worker = _Worker()
@@ -279,13 +283,14 @@ class _Grader:
             if self.standby is None:
                 self.standby = _Worker()  # warms up while this worker answers
             try:
-                answer = self.worker.ask(message)
+                reply = self.worker.ask(message)
             except OSError:  # the worker died (e.g. out of memory)
-                answer = None
-            if answer is None:
+                reply = None
+            if reply is None:
                 self.worker.close()
                 self.worker, self.standby = self.standby, None
-            return answer
+                return None
+            return None if reply == OVER_BUDGET else reply["answer"]
 
     def close(self) -> None:
         with self.lock:

@@ -25,15 +25,27 @@ def grade_all(out: list, shift: int = 0) -> None:
 
 
 def test_hostile_answers_end_in_the_main_thread_and_in_threads():
-    out: list = []
-    grade_all(out)
-    threads = [threading.Thread(target=grade_all, args=(out, shift)) for shift in (1, 2)]
+    outs: list[list] = [[], [], []]  # one list per thread: the threads' grades interleave in time
+    grade_all(outs[0])
+    threads = [threading.Thread(target=grade_all, args=(outs[shift], shift)) for shift in (1, 2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(LIVENESS_SECONDS)
     assert not any(t.is_alive() for t in threads)
-    assert out == [False, False, False, True, False] * 3
+    assert outs == [[False, False, False, True, False]] * 3
+
+
+def test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker():
+    """Only a worker that does not reply is replaced; its timer firing, or a gold it cannot parse, are answers."""
+    grader = math_grader._grader()
+    assert math_grader.gold_key("???") is None
+    grade("41", r"\boxed{41}")
+    worker = grader.worker
+    assert worker is not None
+    assert math_grader.gold_key("?!?") is None
+    assert grade("41", r"\boxed{40 + 1}").correct
+    assert grader.worker is worker
 
 
 def _grade_in_child(queue) -> None:
