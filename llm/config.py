@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from llm.device import check_device_spec
 from llm.es.algorithm import ESConfig
 from llm.es.options import DistributedConfig, PopulationConfig, check_options
 from llm.grpo import GRPOConfig
@@ -67,6 +68,8 @@ class TrainConfig:
     threshold_keep: tuple[float, ...] = (5.0, 22.0, 50.0)  # % of update entries kept in thresholded checkpoints
     workers: int = 1                 # ES: Ray actors sharing the population (1: no Ray)
     ray_address: str = ""            # ES: a Ray cluster ("host:port", "ray://host:port", "auto"); "": local
+    # ---- device (llm/device.py) ----
+    device: str = "auto"             # auto (CUDA when available) | cpu | cuda | cuda:N; config.json records the resolved one
     es: ESConfig = field(default_factory=ESConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     population: PopulationConfig = field(default_factory=PopulationConfig)
@@ -102,6 +105,7 @@ class TrainConfig:
         _int_at_least("workers", self.workers, 1)
         if not isinstance(self.ray_address, str):
             raise ValueError(f"ray_address must be a string, got {self.ray_address!r}")
+        check_device_spec(self.device)
         self.grpo.validate()
         check_options(self.es, self.population, self.engine, self.distributed())
 

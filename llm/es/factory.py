@@ -35,12 +35,14 @@ def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master:
     start from; default: the engine's own HF module) go to the actors."""
     population = population if population is not None else PopulationConfig()
     check_options(cfg, population, "hf" if isinstance(engine, HFEngine) else "other", distributed)
-    noise = population_noise(cfg, population)
     if cfg.inplace_bf16:
         module = engine.live_module()
         shapes = {n: tuple(p.shape) for n, p in module.named_parameters() if n in names} if module is not None else {}
+        device = next(module.parameters()).device if module is not None else torch.device("cpu")
     else:
         shapes = {n: tuple(t.shape) for n, t in master.items()} if master is not None else {}
+        device = next(iter(master.values())).device if master else torch.device("cpu")
+    noise = population_noise(cfg, population, device)  # drawn where the weights it perturbs live
     if not uses_workers(distributed):
         members = local_members(cfg, population, engine, names, shapes)
         return ES(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed, noise=noise,

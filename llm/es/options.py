@@ -162,10 +162,11 @@ def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, populat
         check_ray(distributed)
 
 
-def population_noise(cfg: ESConfig, population: PopulationConfig) -> PopulationNoise:
-    """The members' noise: full or low rank; the draws kept for the update unless ES runs plain."""
+def population_noise(cfg: ESConfig, population: PopulationConfig, device: torch.device | str = "cpu") -> PopulationNoise:
+    """The members' noise (drawn on the device): full or low rank; the draws kept for the update unless ES runs plain."""
     keep = 0 if population.plain else population.keep_noise_mb * 2 ** 20
-    return PopulationNoise(cfg.sigma, cfg.antithetic, population.noise_rank, cfg.noise_chunk, keep_bytes=keep)
+    return PopulationNoise(cfg.sigma, cfg.antithetic, population.noise_rank, cfg.noise_chunk, keep_bytes=keep,
+                           device=device)
 
 
 def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, names: list[str],
