@@ -34,7 +34,8 @@ from tqdm import tqdm
 from llm import drift, rundir, schedules
 from llm.config import TrainConfig, load_config
 from llm.device import resolve_device, resume_device
-from llm.es import ES, check_setup, make_es, select_parameters
+from llm.es import ES, check_setup, make_es, select_parameters, vllm_inplace
+from llm.es.options import check_inplace_machine
 from llm.grpo import GRPO
 from llm.lemma_measurements import measure_population
 from llm.rollout import NonFiniteError, derive_seed, rollout
@@ -80,7 +81,13 @@ class TrainingRun:
             get_task(cfg.task, format_reward=cfg.format_reward) if cfg.format_reward > 0 else get_task(cfg.task))
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
-        self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed, device=cfg.device)
+        # ES in place inside vLLM's workers: the worker extension, prefix caching off (llm/es/vllm_inplace.py)
+        in_place = cfg.population.members == "vllm_inplace" and any(p.algo == "es" for p in self.phases)
+        if in_place:
+            check_inplace_machine(cfg.population)  # before vLLM starts
+        engine_kwargs = vllm_inplace.ENGINE_KWARGS if in_place else {}
+        self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed,
+                                  device=cfg.device, **engine_kwargs)
         self.tokenizer = self.engine.tokenizer
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         engine_model = self.engine.live_module()
