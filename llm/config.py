@@ -70,6 +70,7 @@ class TrainConfig:
     ray_address: str = ""            # ES: a Ray cluster ("host:port", "ray://host:port", "auto"); "": local
     # ---- device (llm/device.py) ----
     device: str = "auto"             # auto (CUDA when available) | cpu | cuda | cuda:N; config.json records the resolved one
+    gpu_memory_utilization: float = 0.9  # engine = vllm on a GPU: its share of GPU memory (lower it to colocate a GRPO policy)
     es: ESConfig = field(default_factory=ESConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     population: PopulationConfig = field(default_factory=PopulationConfig)
@@ -106,16 +107,20 @@ class TrainConfig:
         if not isinstance(self.ray_address, str):
             raise ValueError(f"ray_address must be a string, got {self.ray_address!r}")
         check_device_spec(self.device)
+        if isinstance(self.gpu_memory_utilization, bool) or not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must lie in (0, 1], got {self.gpu_memory_utilization!r}")
         self.grpo.validate()
         check_options(self.es, self.population, self.engine, self.distributed())
 
     def distributed(self) -> DistributedConfig | None:
         """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with
-        `threads` torch threads on as many Ray CPUs; None when ES runs in this process."""
+        `threads` torch threads on as many Ray CPUs (and one GPU of its own when the run's device is CUDA);
+        None when ES runs in this process."""
         if self.workers == 1 and not self.ray_address:
             return None
         return DistributedConfig(workers=self.workers, address=self.ray_address, cpus_per_worker=float(self.threads),
-                                 threads_per_worker=self.threads)
+                                 threads_per_worker=self.threads,
+                                 gpus_per_worker=1.0 if self.device.startswith("cuda") else 0.0)  # one engine per GPU
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -86,6 +86,8 @@ class TrainingRun:
         if in_place:
             check_inplace_machine(cfg.population)  # before vLLM starts
         engine_kwargs = vllm_inplace.ENGINE_KWARGS if in_place else {}
+        if cfg.engine == "vllm":
+            engine_kwargs = engine_kwargs | {"gpu_memory_utilization": cfg.gpu_memory_utilization}
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed,
                                   device=cfg.device, **engine_kwargs)
         self.tokenizer = self.engine.tokenizer

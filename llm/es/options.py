@@ -91,6 +91,7 @@ class DistributedConfig:
     cpus_per_worker: float = 1.0     # Ray CPUs reserved by each actor
     threads_per_worker: int = 1      # torch threads inside each actor
     actor_timeout_s: float = 600.0   # a call not answered in time counts as a dead actor
+    gpus_per_worker: float = 0.0     # Ray GPUs reserved by each actor (1: one engine per GPU, on CUDA)
 
     def validate(self, population_size: int) -> None:
         k = self.workers
@@ -100,6 +101,8 @@ class DistributedConfig:
             raise ValueError(f"es.population_size ({population_size}) must be divisible by workers ({k})")
         if not self.cpus_per_worker > 0 or not self.actor_timeout_s > 0:
             raise ValueError("cpus_per_worker and actor_timeout_s must be > 0")
+        if not self.gpus_per_worker >= 0:
+            raise ValueError(f"gpus_per_worker must be >= 0, got {self.gpus_per_worker!r}")
         if isinstance(self.threads_per_worker, bool) or not isinstance(self.threads_per_worker, int) \
                 or self.threads_per_worker < 1:
             raise ValueError(f"threads_per_worker must be an integer >= 1, got {self.threads_per_worker!r}")
