@@ -4,17 +4,22 @@ The paper's code and es-at-scale evaluate a population on vLLM by editing the en
 through a worker extension; this is that path as one member-evaluation strategy of llm/es/algorithm.py:
 
     driver (ES with VLLMInPlace)                      vLLM worker (ESWorkerExtension mixed in)
-      setup: fp32 center of the perturbed names ---->   own fp32 master on the GPU; views into vLLM's
-                                                        (fused, padded) parameters for every HF name
+      setup: the fp32 master of the perturbed names ->  views into vLLM's (fused, padded) parameters for
+                                                        every HF name; the master kept as given
       member m: (iteration seed, m) --------------->   view <- master + s sigma E_d  (E_d regenerated here
                                                         from (seed, d, name): llm/es/noise.py, per tensor)
               generate the batch (one vLLM call)
               (iteration seed, m) ------------------>   view <- master (exact restore)
-      update: (iteration seed, c) ------------------>   master <- master + alpha/N sum_d c_d E_d (the same
-              <--- SHA-256 of the worker's master        code and order as ES.apply_update), views <- master;
-                                                        the hash must equal the driver's, every iteration
+      update (ES.apply_update on the master), then
+        shared master: ---------------------------->   views <- master
+        own master: (iteration seed, c) ----------->   master <- master + alpha/N sum_d c_d E_d (ES.apply_update's
+              <--- SHA-256 of the worker's master        code and order), views <- master; the hash must equal
+                                                        the driver's, every iteration
 
-Only seeds and coefficients cross, never weights (after setup). vLLM fuses q/k/v into qkv_proj and
+vLLMEngine runs its engine core in this process, so `collective_rpc` hands the worker the driver's
+master tensors themselves: the master is shared (one fp32 copy on the GPU, no update to redo). Setup
+tells which it is (the tensors' addresses); a worker in another process keeps the copy it received
+and redoes each update from the seeds. Only seeds and coefficients cross, never weights (after setup). vLLM fuses q/k/v into qkv_proj and
 gate/up into gate_up_proj and pads the vocabulary: `param_slices` maps every HF name to its rows of
 the vLLM parameter. The engine runs with prefix caching off (keys/values computed under one member
 must never serve another). Tensor parallelism is not supported (each rank would hold a shard).
@@ -31,6 +36,7 @@ evaluate, subtract it again (leaving the rounding residue), no fp32 master.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -105,9 +111,12 @@ class ESWorkerExtension:
         return self.model_runner.model
 
     def es_setup(self, center: dict[str, torch.Tensor], hf_shapes: dict[str, tuple[int, ...]], sigma: float,
-                 antithetic: bool, rank: int = 0, chunk: int = NOISE_CHUNK, inplace_bf16: bool = False) -> str:
-        """Views of the perturbed HF names into the model, the master (fp32 copy of center; none with
-        inplace_bf16) written into them; returns the master's hash (the views' with inplace_bf16)."""
+                 antithetic: bool, rank: int = 0, chunk: int = NOISE_CHUNK,
+                 inplace_bf16: bool = False) -> dict:
+        """Views of the perturbed HF names into the model, the master written into them: center itself when
+        it is fp32 on the model's device (not copied), else an fp32 copy; none with inplace_bf16 (the
+        views are the center). Returns this process's id and the master's tensor addresses (the driver's
+        own when shared)."""
         model = self.es_model()
         params = dict(model.named_parameters())
         slices = param_slices(hf_shapes, list(center), {n: tuple(p.shape) for n, p in params.items()})
@@ -115,11 +124,17 @@ class ESWorkerExtension:
         device = next(iter(self.es_views.values())).device
         self.es_noise = PopulationNoise(sigma, antithetic, rank, chunk, device=device)
         self.es_inplace_bf16 = inplace_bf16
-        self.es_master = None if inplace_bf16 else {n: t.to(device, torch.float32, copy=True) for n, t in center.items()}
+        self.es_master = None if inplace_bf16 else {n: t.to(device, torch.float32) for n, t in center.items()}
         with torch.no_grad():
             for n, view in self.es_views.items():
                 view.copy_(center[n])
-        return self.es_hash()
+        return {"pid": os.getpid(), "addresses": {} if inplace_bf16 else {n: t.data_ptr() for n, t in self.es_master.items()}}
+
+    def es_load_master(self) -> None:
+        """views <- master (after the driver updated a shared master)."""
+        with torch.no_grad():
+            for n, view in self.es_views.items():
+                view.copy_(self.es_master[n])
 
     def es_perturb(self, it_seed: int, member: int) -> None:
         """Weights of member m: view <- master + s sigma E_d (inplace_bf16: view += s sigma E_d in bf16)."""
@@ -183,18 +198,27 @@ def check_inplace_engine(engine) -> None:
                          "(llm.es.vllm_inplace.ENGINE_KWARGS)")
 
 
+def shares_master(master: dict[str, torch.Tensor], setups: list[dict]) -> bool:
+    """Whether every worker (its es_setup answer) holds the driver's master tensors themselves: in this
+    process, at the same addresses, rather than copies."""
+    own = {n: t.data_ptr() for n, t in master.items()}
+    return all(s["pid"] == os.getpid() and s["addresses"] == own for s in setups)
+
+
 class VLLMInPlace(MemberEvaluator):
-    """Member evaluation inside vLLM's workers: perturb, generate, restore, member by member; the update
-    regenerated in the workers and checked against the driver's master by hash."""
+    """Member evaluation inside vLLM's workers: perturb, generate, restore, member by member; after the
+    update the workers load the shared master, or redo the update from the seeds and are checked by hash."""
 
     def __init__(self, es_cfg, engine, master: dict[str, torch.Tensor], rank: int = 0):
         """master: the driver's fp32 center of the perturbed names; rank: population.noise_rank."""
         check_inplace_engine(engine)
         self.engine = engine
         shapes = {n: tuple(t.shape) for n, t in engine.weights.items()}
-        hashes = engine.llm.collective_rpc("es_setup", args=(master, shapes, es_cfg.sigma, es_cfg.antithetic, rank,
-                                                             es_cfg.noise_chunk, False))
-        self.check(-1, master, hashes)
+        addresses = engine.llm.collective_rpc("es_setup", args=(master, shapes, es_cfg.sigma, es_cfg.antithetic, rank,
+                                                                es_cfg.noise_chunk, False))
+        self.shared = shares_master(master, addresses)
+        if not self.shared:
+            self.check(-1, master, engine.llm.collective_rpc("es_hash"))
         engine.track_center(master)
 
     @staticmethod
@@ -226,8 +250,11 @@ class VLLMInPlace(MemberEvaluator):
     def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
         from llm.es.algorithm import direction_coefficients
 
-        coef = direction_coefficients(z, es.cfg.antithetic)
-        hashes = self.engine.llm.collective_rpc("es_update", args=(iteration_seeds(es.seed, step)[0], coef.tolist(),
-                                                                   es.cfg.alpha / len(z)))
-        self.check(step, es.master, hashes)
+        if self.shared:
+            self.engine.llm.collective_rpc("es_load_master")
+        else:
+            coef = direction_coefficients(z, es.cfg.antithetic)
+            hashes = self.engine.llm.collective_rpc("es_update", args=(iteration_seeds(es.seed, step)[0], coef.tolist(),
+                                                                       es.cfg.alpha / len(z)))
+            self.check(step, es.master, hashes)
         self.engine.track_center(es.master)

@@ -9,7 +9,7 @@ closed form and bit for bit against the reload path's ES.apply_update, and the p
 add / subtract against the HF engine's inplace_bf16 path; the option rules and the refusal on a
 machine without CUDA. What does not run here: the extension inside a real vLLM worker (vLLM's CPU
 build repacks linear weights) -- that is tests/llm/test_gpu.py, marked `gpu`."""
-import json
+import copy
 import os
 import subprocess
 import sys
@@ -24,7 +24,7 @@ from llm.engines.hf import HFEngine
 from llm.es.algorithm import ES, ESConfig, direction_coefficients
 from llm.es.noise import iteration_seeds, member_direction, noise
 from llm.es.options import PopulationConfig, DistributedConfig, check_inplace_machine, check_options
-from llm.es.vllm_inplace import ESWorkerExtension, VLLMInPlace, param_slices, tensor_hash
+from llm.es.vllm_inplace import ESWorkerExtension, VLLMInPlace, param_slices, shares_master, tensor_hash
 from llm.random_models import build_random_model
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -105,8 +105,9 @@ def test_every_hf_tensor_maps_onto_its_rows_of_the_vllm_layout(qwen):
 
 
 def _es(cfg, model, tokenizer, names):
-    engine = HFEngine(model, tokenizer)
-    master = {n: p.detach().float().clone() for n, p in model.named_parameters() if n in names}
+    """ES on the HF engine (the reload path), on a copy of the model (its update writes the engine)."""
+    engine = HFEngine(copy.deepcopy(model), tokenizer)
+    master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
     return ES(cfg, engine, task=None, names=names, master=master, max_new_tokens=4, seed=7)
 
 
@@ -117,8 +118,9 @@ def test_worker_members_restore_and_update_match_the_closed_form_and_the_reload_
     cfg = ESConfig(population_size=4, sigma=0.05, alpha=0.02, noise_chunk=50)
     worker = StandInWorker(_module(_vllm_layout(hf)))
     before = {n: p.detach().clone() for n, p in worker.es_model().named_parameters()}
-    center = {n: hf[n] for n in names}
-    assert worker.es_setup(center, shapes, cfg.sigma, cfg.antithetic, 0, cfg.noise_chunk) == tensor_hash(center)
+    center = {n: hf[n].clone() for n in names}  # the worker's own master, as a worker in another process has
+    worker.es_setup(center, shapes, cfg.sigma, cfg.antithetic, 0, cfg.noise_chunk)
+    assert worker.es_hash() == tensor_hash(center)
     views = _views(worker, shapes, names)
     it_seed, _ = iteration_seeds(7, 2)
     for member in (0, 3):
@@ -172,6 +174,26 @@ def test_the_papers_bf16_add_and_subtract_matches_the_hf_engines_inplace_bf16_pa
     worker.es_update(it_seed, direction_coefficients(z, True).tolist(), cfg.alpha / 2)
     reference.apply_update(it_seed, z, 0)
     assert all(torch.equal(views[n], reference.live[n]) for n in names)
+
+
+def test_a_shared_master_is_detected_and_loaded_after_the_drivers_update(qwen):
+    model, tokenizer, hf = qwen
+    names = [n for n in hf if "layers.1.mlp" in n]
+    shapes = {n: tuple(t.shape) for n, t in hf.items()}
+    cfg = ESConfig(population_size=2, sigma=0.05, alpha=0.05)
+    driver = _es(cfg, model, tokenizer, names)  # its master: fp32 on the worker's device, so handed over as is
+    worker = StandInWorker(_module(_vllm_layout(hf)))
+    setup = worker.es_setup(driver.master, shapes, cfg.sigma, cfg.antithetic)
+    assert shares_master(driver.master, [setup])
+    assert not shares_master({n: t.clone() for n, t in driver.master.items()}, [setup])
+    assert not shares_master(driver.master, [setup | {"pid": -1}])  # another process
+    views = _views(worker, shapes, names)
+    it_seed, _ = iteration_seeds(7, 0)
+    driver.apply_update(it_seed, np.array([1.0, -1.0]), 0)
+    assert any(not torch.equal(views[n], driver.master[n]) for n in names)  # not loaded yet
+    worker.es_load_master()
+    assert all(torch.equal(views[n], driver.master[n]) for n in names)
+    assert all(worker.es_master[n] is driver.master[n] for n in names)
 
 
 def test_a_worker_that_diverged_from_the_driver_is_an_error(qwen):
