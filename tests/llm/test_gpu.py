@@ -83,6 +83,7 @@ def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir):
                          population=PopulationConfig(members=members))
             runs[members] = (es, [es.step(problems, s) for s in range(2)])
         (inplace, steps_a), (reload, steps_b) = runs["vllm_inplace"], runs["auto"]
+        assert inplace.members.shared  # the in-process worker holds the driver's master itself: one copy
         assert steps_a[0].rewards.std() > 0
         for a, b in zip(steps_a, steps_b):
             np.testing.assert_array_equal(a.rewards, b.rewards)
