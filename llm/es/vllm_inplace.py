@@ -214,9 +214,9 @@ class VLLMInPlace(MemberEvaluator):
         check_inplace_engine(engine)
         self.engine = engine
         shapes = {n: tuple(t.shape) for n, t in engine.weights.items()}
-        addresses = engine.llm.collective_rpc("es_setup", args=(master, shapes, es_cfg.sigma, es_cfg.antithetic, rank,
-                                                                es_cfg.noise_chunk, False))
-        self.shared = shares_master(master, addresses)
+        setups = engine.llm.collective_rpc("es_setup", args=(master, shapes, es_cfg.sigma, es_cfg.antithetic, rank,
+                                                             es_cfg.noise_chunk, False))
+        self.shared = shares_master(master, setups)
         if not self.shared:
             self.check(-1, master, engine.llm.collective_rpc("es_hash"))
         engine.track_center(master)
