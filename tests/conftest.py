@@ -51,7 +51,7 @@ def one_torch_thread():
 
 # ---- the `gpu` marker (issue 15): skipped cleanly where CUDA is not available ----
 def pytest_collection_modifyitems(config, items):
-    gpu_items = [item for item in items if "gpu" in item.keywords]
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return
     import torch
