@@ -107,7 +107,8 @@ class TrainConfig:
         if not isinstance(self.ray_address, str):
             raise ValueError(f"ray_address must be a string, got {self.ray_address!r}")
         check_device_spec(self.device)
-        if isinstance(self.gpu_memory_utilization, bool) or not 0 < self.gpu_memory_utilization <= 1:
+        if isinstance(self.gpu_memory_utilization, bool) or not isinstance(self.gpu_memory_utilization, (int, float)) \
+                or not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must lie in (0, 1], got {self.gpu_memory_utilization!r}")
         self.grpo.validate()
         check_options(self.es, self.population, self.engine, self.distributed())

@@ -64,6 +64,10 @@ def test_train_config_checks_the_device_setting():
     assert TrainConfig(device="cuda:1").device == "cuda:1"  # syntax only: resolved when the run starts
     with pytest.raises(ValueError, match="device must be"):
         TrainConfig(device="gpu")
+    for bad in (0, 1.5, "0.5", True):
+        with pytest.raises(ValueError, match=r"gpu_memory_utilization must lie in \(0, 1\]"):
+            TrainConfig(gpu_memory_utilization=bad)
+    assert TrainConfig(gpu_memory_utilization=0.4).gpu_memory_utilization == 0.4
 
 
 def test_noise_on_an_explicit_cpu_device_is_the_default_stream_bit_for_bit():
