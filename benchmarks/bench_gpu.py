@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -239,13 +240,22 @@ def main(argv: list[str] | None = None) -> int:
         report["vllm"] = vllm.__version__
     except ImportError:
         report["vllm"] = None
+    # a time limit (SIGTERM) stops the running size's process too; the sizes done by then are in the JSON
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     for size in args.sizes.split(","):
+        report["sizes"][size] = {"error": "not finished (time limit)"}
+        Path(args.out).write_text(json.dumps(report, indent=1))
         part = Path(tempfile.mkstemp(suffix=".json")[1])
         forwarded = list(argv if argv is not None else sys.argv[1:])
-        done = subprocess.run([sys.executable, __file__, *forwarded, "--only", size, "--part", str(part)])
-        report["sizes"][size] = json.loads(part.read_text()) if done.returncode == 0 and part.stat().st_size else \
-            {"error": f"exit code {done.returncode}"}
-    Path(args.out).write_text(json.dumps(report, indent=1))
+        child = subprocess.Popen([sys.executable, __file__, *forwarded, "--only", size, "--part", str(part)])
+        try:
+            code = child.wait()
+        finally:
+            if child.poll() is None:
+                child.kill()
+        report["sizes"][size] = json.loads(part.read_text()) if code == 0 and part.stat().st_size else \
+            {"error": f"exit code {code}"}
+        Path(args.out).write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
     return 0 if all("error" not in v for v in report["sizes"].values()) else 1
 
