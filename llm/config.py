@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from llm.device import check_device_spec
 from llm.es.algorithm import ESConfig
 from llm.es.options import DistributedConfig, PopulationConfig, check_options
 from llm.grpo import GRPOConfig
@@ -77,6 +78,9 @@ class TrainConfig:
     threshold_keep: tuple[float, ...] = (5.0, 22.0, 50.0)  # % of update entries kept in thresholded checkpoints
     workers: int = 1                 # ES: Ray actors sharing the population (1: no Ray)
     ray_address: str = ""            # ES: a Ray cluster ("host:port", "ray://host:port", "auto"); "": local
+    # ---- device (llm/device.py) ----
+    device: str = "auto"             # auto (CUDA when available) | cpu | cuda | cuda:N; config.json records the resolved one
+    gpu_memory_utilization: float = 0.9  # engine = vllm on a GPU: its share of GPU memory (lower it to colocate a GRPO policy)
     es: ESConfig = field(default_factory=ESConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     population: PopulationConfig = field(default_factory=PopulationConfig)
@@ -121,6 +125,10 @@ class TrainConfig:
         _int_at_least("workers", self.workers, 1)
         if not isinstance(self.ray_address, str):
             raise ValueError(f"ray_address must be a string, got {self.ray_address!r}")
+        check_device_spec(self.device)
+        if isinstance(self.gpu_memory_utilization, bool) or not isinstance(self.gpu_memory_utilization, (int, float)) \
+                or not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must lie in (0, 1], got {self.gpu_memory_utilization!r}")
         self.grpo.validate()
         check_options(self.es, self.population, self.engine, self.distributed())
 
@@ -135,11 +143,13 @@ class TrainConfig:
 
     def distributed(self) -> DistributedConfig | None:
         """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with
-        `threads` torch threads on as many Ray CPUs; None when ES runs in this process."""
+        `threads` torch threads on as many Ray CPUs (and one GPU of its own when the run's device is CUDA);
+        None when ES runs in this process."""
         if self.workers == 1 and not self.ray_address:
             return None
         return DistributedConfig(workers=self.workers, address=self.ray_address, cpus_per_worker=float(self.threads),
-                                 threads_per_worker=self.threads)
+                                 threads_per_worker=self.threads,
+                                 gpus_per_worker=1.0 if self.device.startswith("cuda") else 0.0)  # one engine per GPU
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -96,8 +96,9 @@ def relative_drift(current: Mapping[str, torch.Tensor], base: Mapping[str, torch
     num, den = {}, {}
     for name, theta in current.items():
         g = layer_of(name)
-        num[g] = num.get(g, 0.0) + float(((theta.float() - base[name]) ** 2).sum(dtype=torch.float64))
-        den[g] = den.get(g, 0.0) + float((base[name] ** 2).sum(dtype=torch.float64))
+        theta0 = base[name].to(theta.device)  # the current weights may live on the run's GPU
+        num[g] = num.get(g, 0.0) + float(((theta.float() - theta0) ** 2).sum(dtype=torch.float64))
+        den[g] = den.get(g, 0.0) + float((theta0 ** 2).sum(dtype=torch.float64))
     total = (sum(num.values()) / max(sum(den.values()), 1e-300)) ** 0.5
     return total, {g: (num[g] / max(den[g], 1e-300)) ** 0.5 for g in sorted(num)}
 

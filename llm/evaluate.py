@@ -125,6 +125,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="out/eval", help="directory for eval.json and eval.png")
     parser.add_argument("--no-progress", action="store_true")
+    # ---- device (llm/device.py) ----
+    parser.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N (HF engine)")
 
 
 def parse_ks(text: str) -> list[int]:
@@ -138,6 +140,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Validate everything cheap first (task, data, n vs k, model directory), then load and evaluate."""
     import torch
 
+    from llm.device import resolve_device
     from llm.engines import make_engine
     from llm.engines.base import check_model_dir, check_sampling_args
     from llm.tasks import get_task
@@ -159,12 +162,13 @@ def run_command(args: argparse.Namespace) -> int:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out {args.out} is a file, not a directory")
     check_model_dir(args.model)
-    with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed) as engine:
+    device = resolve_device(args.device, "--device")
+    with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed, device=device) as engine:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
                           max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,
                           progress=not args.no_progress)
-    result = {"model": str(args.model), "engine": args.engine, "data": args.data, "data_split": args.data_split,
-              "prompt_style": args.prompt_style, "reward": args.reward} | result
+    result = {"model": str(args.model), "engine": args.engine, "device": device, "data": args.data,
+              "data_split": args.data_split, "prompt_style": args.prompt_style, "reward": args.reward} | result
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     out_file = out / "eval.json"

@@ -130,10 +130,11 @@ class GRPO:
         self.optimizer_steps = 0
         out = rollout(self.engine, self.task, problems, n=cfg.num_generations, temperature=self.temperature,
                       max_new_tokens=self.max_new_tokens, seed=derive_seed(self.seed, step, "grpo-rollout"), step=step)
-        adv = torch.tensor(group_advantages(out.rewards, cfg.scale_rewards).reshape(-1), dtype=torch.float32)
+        device = next(self.policy.parameters()).device  # the run's device (llm/device.py)
+        adv = torch.tensor(group_advantages(out.rewards, cfg.scale_rewards).reshape(-1), dtype=torch.float32, device=device)
         prompt_ids = [self.encode(p.prompt) for p in problems for _ in range(cfg.num_generations)]
         completion_ids = [c.token_ids for row in out.completions for c in row]
-        seq, attention, mask = pad_batch(prompt_ids, completion_ids, self.pad_id)
+        seq, attention, mask = (t.to(device) for t in pad_batch(prompt_ids, completion_ids, self.pad_id))
         tmask = mask[:, 1:]
         n_seq, n_tok = seq.shape[0], float(tmask.sum())
         # frozen log-probs: the sampling policy (pi_old) and the reference

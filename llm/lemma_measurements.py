@@ -112,7 +112,7 @@ def sequence_logprobs(model: torch.nn.Module, prompt_ids: list[list[int]], compl
         for i in range(0, len(prompt_ids), micro_batch):
             seq, att, mask = pad_batch(prompt_ids[i:i + micro_batch], completion_ids[i:i + micro_batch], pad_id)
             out.append(completion_logprobs(model, seq, att, mask, temperature).sum(1).double())
-    return torch.cat(out).numpy()
+    return torch.cat(out).cpu().numpy()
 
 
 def score_sq_norms(model: torch.nn.Module, params: list[torch.nn.Parameter], prompt_ids: list[list[int]],
@@ -140,7 +140,8 @@ def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
     members the engine sampled (a bf16 engine samples bf16 members)."""
     names = list(center)
     noise_seed = derive_seed(seed, step, "population-noise")
-    member_w = lambda j: ((n, (center[n] + sigma * noise(noise_seed, j, n, center[n].shape)).to(dtype).float()) for n in names)
+    member_w = lambda j: ((n, (center[n] + sigma * noise(noise_seed, j, n, center[n].shape, device=center[n].device))
+                           .to(dtype).float()) for n in names)
     ks = sorted({k for k in (ks or [2, 4, members]) if 1 <= k <= members})
 
     # samples from every member and from the center

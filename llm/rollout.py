@@ -84,7 +84,10 @@ def completion_logprobs(model: torch.nn.Module, sequences: torch.Tensor, attenti
                         completion_mask: torch.Tensor, temperature: float) -> torch.Tensor:
     """log pi(y_t | x, y_<t) at the temperature for every position (0 where completion_mask is 0).
 
-    sequences [S, L] = prompt then completion then padding; position t is predicted from t - 1."""
+    sequences [S, L] = prompt then completion then padding; position t is predicted from t - 1. The
+    inputs move to the model's device; the result is on it."""
+    device = next(model.parameters()).device
+    sequences, attention, completion_mask = sequences.to(device), attention.to(device), completion_mask.to(device)
     logits = model(input_ids=sequences, attention_mask=attention).logits[:, :-1].float() / temperature
     logp = torch.gather(F.log_softmax(logits, dim=-1), 2, sequences[:, 1:, None]).squeeze(2)
     return logp * completion_mask[:, 1:]

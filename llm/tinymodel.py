@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from llm.device import resolve_device
 from llm.tasks import arithmetic, countdown
 
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
@@ -162,37 +163,40 @@ def lr_at(step: int, preset: Preset) -> float:
 
 
 def pretrain(out_dir, preset: str = "default", seed: int = 0, progress: bool = True,
-             threads: int | None = None) -> dict:
+             threads: int | None = None, device: str = "cpu") -> dict:
     """Train a preset from random init and save it (model, tokenizer, pretrain.json, loss.png) to out_dir.
 
     threads: torch CPU threads while training (restored afterwards); None keeps the current setting.
-    On a shared or small CPU one thread is often faster than two.
+    On a shared or small CPU one thread is often faster than two. device: "auto", "cpu", "cuda" or
+    "cuda:N" (llm/device.py); a CUDA run gives another model than a CPU run with the same seed.
     """
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
+    device = resolve_device(device, "--device")
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads or previous_threads)
     try:
-        return _train(Path(out_dir), preset, seed, progress)
+        return _train(Path(out_dir), preset, seed, progress, torch.device(device))
     finally:
         torch.set_num_threads(previous_threads)
 
 
-def _train(out: Path, preset: str, seed: int, progress: bool) -> dict:
+def _train(out: Path, preset: str, seed: int, progress: bool, device: torch.device) -> dict:
     cfg = PRESETS[preset]
     torch.manual_seed(seed)
     rng = random.Random(f"pretrain/{seed}")
     tokenizer = build_tokenizer()
-    model = build_model(cfg, tokenizer)
+    model = build_model(cfg, tokenizer).to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
     cd, ar = countdown.Countdown(), arithmetic.Arithmetic()
     losses, tokens, start = [], 0, time.perf_counter()
     bar = tqdm(range(cfg.steps), desc=f"pretrain {preset}", disable=not progress, unit="step")
     for step in bar:
-        ids, mask, labels = encode_batch(tokenizer, [sample_example(rng, cfg, cd, ar) for _ in range(cfg.batch_size)])
+        ids, mask, labels = (t.to(device) for t in
+                             encode_batch(tokenizer, [sample_example(rng, cfg, cd, ar) for _ in range(cfg.batch_size)]))
         logits = model(input_ids=ids, attention_mask=mask).logits
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
                                ignore_index=-100)
@@ -209,10 +213,10 @@ def _train(out: Path, preset: str, seed: int, progress: bool) -> dict:
     seconds = time.perf_counter() - start
     out.mkdir(parents=True, exist_ok=True)
     model.eval()
-    model.save_pretrained(out)
+    model.to("cpu").save_pretrained(out)
     tokenizer.save_pretrained(out)
     n_params = sum(p.numel() for p in model.parameters())
-    stats = {"preset": preset, "config": asdict(cfg), "seed": seed, "parameters": n_params,
+    stats = {"preset": preset, "config": asdict(cfg), "seed": seed, "device": str(device), "parameters": n_params,
              "train_seconds": round(seconds, 2), "tokens_per_second": round(tokens / seconds, 1),
              "final_loss": sum(losses[-50:]) / len(losses[-50:]), "loss": losses}
     (out / "pretrain.json").write_text(json.dumps(stats, indent=1))
@@ -242,10 +246,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (default 1: fastest for this tiny model on a small or shared CPU)")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N")
 
 
 def run_command(args) -> int:
-    stats = pretrain(args.out, preset=args.preset, seed=args.seed, progress=not args.no_progress, threads=args.threads)
+    stats = pretrain(args.out, preset=args.preset, seed=args.seed, progress=not args.no_progress, threads=args.threads,
+                     device=args.device)
     print(f"{args.preset}: {stats['parameters']:,} parameters, {stats['train_seconds']:.0f} s, "
           f"{stats['tokens_per_second']:,.0f} tokens/s, final loss {stats['final_loss']:.3f}; saved to {args.out}")
     return 0

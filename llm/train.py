@@ -33,7 +33,9 @@ from tqdm import tqdm
 
 from llm import drift, rundir, schedules
 from llm.config import TrainConfig, load_config
-from llm.es import ES, check_setup, make_es, select_parameters
+from llm.device import resolve_device, resume_device
+from llm.es import ES, check_setup, make_es, select_parameters, vllm_inplace
+from llm.es.options import check_inplace_machine
 from llm.grpo import GRPO
 from llm.lemma_measurements import measure_population
 from llm.rollout import NonFiniteError, derive_seed, rollout
@@ -72,11 +74,21 @@ class TrainingRun:
         from llm.engines import make_engine
 
         torch.set_num_threads(cfg.threads)
+        cfg.device = resolve_device(cfg.device)  # config.json records the resolved device
+        self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
         self.task = task if task is not None else get_task(cfg.task, **cfg.task_kwargs())
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
-        self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed)
+        # ES in place inside vLLM's workers: the worker extension, prefix caching off (llm/es/vllm_inplace.py)
+        in_place = cfg.population.members == "vllm_inplace" and any(p.algo == "es" for p in self.phases)
+        if in_place:
+            check_inplace_machine(cfg.population)  # before vLLM starts
+        engine_kwargs = vllm_inplace.ENGINE_KWARGS if in_place else {}
+        if cfg.engine == "vllm":
+            engine_kwargs = engine_kwargs | {"gpu_memory_utilization": cfg.gpu_memory_utilization}
+        self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed,
+                                  device=cfg.device, **engine_kwargs)
         self.tokenizer = self.engine.tokenizer
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         engine_model = self.engine.live_module()
@@ -84,7 +96,7 @@ class TrainingRun:
         if engine_model is not None and next(engine_model.parameters()).dtype == torch.float32:
             self.hf_model = engine_model
         else:
-            self.hf_model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=torch.float32)
+            self.hf_model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=torch.float32).to(self.device)
         self.hf_model.train(False)
         self.all_names = [n for n, _ in self.hf_model.named_parameters()]
         self.es_names = select_parameters(self.hf_model.named_parameters(), cfg.es.param_pattern)
@@ -113,6 +125,10 @@ class TrainingRun:
             live |= self.trainer.center_weights(copy=False)
         return {n: (live[n].float().clone() if copy else live[n]) for n in self.all_names}
 
+    def cpu_weights(self) -> dict[str, torch.Tensor]:
+        """The current center weights as fp32 CPU tensors (copies; what checkpoints and the final analysis read)."""
+        return {n: t.cpu() for n, t in self.weights().items()}
+
     def set_weights(self, weights: dict[str, torch.Tensor]) -> None:
         """Write weights into the engine and the HF module (when they are not the same module)."""
         with torch.no_grad():
@@ -134,7 +150,8 @@ class TrainingRun:
         self.close_trainer()
         self.set_weights(weights)
         if phase.algo == "es":
-            master = None if cfg.es.inplace_bf16 else {n: weights[n].float().clone() for n in self.es_names}
+            master = None if cfg.es.inplace_bf16 else {n: weights[n].to(self.device, torch.float32, copy=True)
+                                                        for n in self.es_names}
             self.trainer = make_es(cfg.es, self.engine, self.task, self.es_names, master,
                                    max_new_tokens=cfg.max_completion_length, seed=cfg.seed, population=cfg.population,
                                    distributed=cfg.distributed(), model_dir=cfg.model, weights=weights)
@@ -142,7 +159,7 @@ class TrainingRun:
             reference = None
             if cfg.grpo.beta > 0:  # frozen: the weights this GRPO phase started from
                 ref_dir = cfg.model if phase.start == 0 else rundir.checkpoint_dir(self.dir, phase.start)
-                reference = AutoModelForCausalLM.from_pretrained(ref_dir, dtype=torch.float32)
+                reference = AutoModelForCausalLM.from_pretrained(ref_dir, dtype=torch.float32).to(self.device)
                 reference.train(False)
                 reference.requires_grad_(False)
             self.trainer = GRPO(cfg.grpo, self.engine, self.task, self.hf_model, reference, self.encode,
@@ -154,7 +171,7 @@ class TrainingRun:
 
     def checkpoint(self, step: int, elapsed: float) -> Path:
         opt = self.trainer.optimizer.state_dict() if isinstance(self.trainer, GRPO) else None
-        path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.weights(), {"elapsed": elapsed}, opt)
+        path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), {"elapsed": elapsed}, opt)
         stop_point(f"checkpoint-{step}")
         return path
 
@@ -224,7 +241,7 @@ def _final_stage(run: TrainingRun) -> None:
     if cfg.heldout_task:
         ev.setdefault("heldout", {})["final"] = run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems,
                                                               cfg.eval_samples, cfg.eval_ks, "heldout")
-    final = run.weights()
+    final = run.cpu_weights()
     base = {n: run.base[n] for n in run.all_names}
     ev["update_analysis"] = drift.update_analysis(final, base, alpha=cfg.es.alpha)
     ev["thresholded"] = []
@@ -354,20 +371,26 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     return out
 
 
-def resume(run_dir: str | Path, show_progress: bool = True) -> Path:
-    """Continue a run from its last complete checkpoint (or from the start when it has none)."""
+def resume(run_dir: str | Path, show_progress: bool = True, device: str | None = None,
+           allow_device_change: bool = False) -> Path:
+    """Continue a run from its last complete checkpoint (or from the start when it has none), on the device
+    config.json recorded unless another is given; a change of device kind (CPU <-> CUDA) needs
+    allow_device_change (llm/device.py)."""
     cfg = load_config(run_dir)
     cfg.out = str(run_dir)
+    cfg.device = resume_device(cfg.device, device, allow_device_change, f"--resume {run_dir}")
     return train(cfg, resume=True, show_progress=show_progress)
 
 
 # ----------------------------------------------------------------------------- command line
 
 def add_arguments(parser) -> None:
-    """The `train` subcommand's flags: one per setting, plus --config and --resume."""
-    from llm.config import add_train_arguments
+    """The `train` subcommand's flags: one per setting, plus --config, --resume and --allow_device_change."""
+    from llm.config import _parse_flag, add_train_arguments
 
     add_train_arguments(parser)
+    parser.add_argument("--allow_device_change", default=False, metavar="BOOL", type=lambda t: _parse_flag(t, "bool"),
+                        help="with --resume: continue on another kind of device (CPU <-> CUDA) than the run started on")
 
 
 def run_command(args) -> int:
@@ -376,10 +399,13 @@ def run_command(args) -> int:
 
     try:
         if args.resume:
-            given = sorted(setting_flags(args)) + (["config"] if args.config else [])
+            given = sorted(set(setting_flags(args)) - {"device"}) + (["config"] if args.config else [])
             if given:
-                raise ValueError(f"--resume continues a run with its saved config; do not combine it with {given}")
-            resume(args.resume)
+                raise ValueError(f"--resume continues a run with its saved config; do not combine it with {given} "
+                                 "(only --device and --allow_device_change)")
+            resume(args.resume, device=args.device, allow_device_change=args.allow_device_change)
+        elif args.allow_device_change:
+            raise ValueError("--allow_device_change only applies with --resume")
         else:
             train(config_from_args(args))
     except NonFiniteError as err:

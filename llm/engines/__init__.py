@@ -8,15 +8,17 @@ from llm.engines.base import Completion, Engine
 ENGINES = ("hf", "vllm")
 
 
-def make_engine(kind: str, model_dir, *, dtype: torch.dtype = torch.float32, seed: int = 0, **kwargs) -> Engine:
+def make_engine(kind: str, model_dir, *, dtype: torch.dtype = torch.float32, seed: int = 0, device: str = "cpu",
+                **kwargs) -> Engine:
     """An engine of the given kind ("hf" or "vllm") on a local model directory.
 
     seed is vLLM's engine seed (each generate call takes its own sampling seed on both engines);
-    kwargs go to the engine's constructor.
+    device (resolved, llm/device.py) is where the HF engine's module lives; vLLM places its model on its
+    own platform's device (CUDA_VISIBLE_DEVICES chooses the GPU). kwargs go to the engine's constructor.
     """
     if kind == "hf":
         from llm.engines.hf import HFEngine
-        return HFEngine(model_dir, dtype=dtype, **kwargs)
+        return HFEngine(model_dir, dtype=dtype, device=device, **kwargs)
     if kind == "vllm":
         from llm.engines.vllm_engine import VLLMEngine
         return VLLMEngine(model_dir, dtype=dtype, seed=seed, **kwargs)

@@ -110,6 +110,7 @@ class VLLMEngine(Engine):
         self.tokenizer = load_tokenizer(path)
         self.stop_ids = sorted(stop_token_ids(self.tokenizer, path))
         self.weights = read_checkpoint(path)
+        self.tracked: dict[str, torch.Tensor] = {}  # tensors the workers hold newer values of (track_center)
         self.cpu = current_platform.is_cpu()
         if kv_cache_memory_bytes is None and self.cpu:
             kv_cache_memory_bytes = CPU_KV_CACHE_BYTES
@@ -178,7 +179,16 @@ class VLLMEngine(Engine):
         rows = [[self._completion(s) for s in sorted(out.outputs, key=lambda s: s.index)] for out in outputs]
         return [rows[k * len(prompts):(k + 1) * len(prompts)] for k in range(len(adapters))]
 
+    def track_center(self, live: dict[str, torch.Tensor]) -> None:
+        """The workers now hold these tensors' values (written in place there: llm/es/vllm_inplace.py);
+        the host copy reads them before the next reload, so no sibling is re-sent stale."""
+        self.tracked = live
+
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        if self.tracked:
+            for name, tensor in self.tracked.items():
+                self.weights[name] = tensor.detach().to("cpu", self.weights[name].dtype, copy=True)
+            self.tracked = {}
         groups = set()
         for name, tensor in named_tensors:
             if name not in self.weights:

@@ -6,6 +6,7 @@
     batched_hf.py  all members in one population-batched generate on the HF engine
     ray_actors.py  members spread over Ray actors, each with its own replica
     vllm_lora.py   low-rank members as vLLM LoRA adapters in one generate
+    vllm_inplace.py  members perturbed and restored in place inside vLLM's workers (CUDA)
     options.py     PopulationConfig and the one validator of every ES option
     factory.py     make_es: ES with the member evaluation its options ask for
 """

@@ -10,8 +10,8 @@ One iteration at the center theta (fp32 master weights, never perturbed themselv
 
 How the members are evaluated is a strategy composed into ES (`members`), each handing the same
 rewards to the same update: one by one in the engine (members.py), all in one batched forward on
-the HF engine (batched_hf.py), spread over Ray actors (ray_actors.py), or as vLLM LoRA adapters
-(vllm_lora.py). `make_es` (factory.py) composes them from the options.
+the HF engine (batched_hf.py), spread over Ray actors (ray_actors.py), as vLLM LoRA adapters
+(vllm_lora.py), or perturbed in place inside vLLM's workers (vllm_inplace.py). `make_es` (factory.py) composes them from the options.
 
 Options: member rollouts greedy (member_temperature = 0, the paper's easy setting) or sampled;
 two-point antithetic pairs (member 2d uses +eps_d, member 2d+1 uses -eps_d); z-scoring off (rewards
@@ -204,7 +204,7 @@ class ES:
                 sq_norm += float(((new - theta) ** 2).sum())
                 theta.copy_(new)
                 self.master_modified = True
-        self.engine.load_weights((name, self.master[name]) for name in self.names)
+        self.members.load_center(self)
         return sq_norm ** 0.5
 
     # -- the center ----------------------------------------------------------------------------

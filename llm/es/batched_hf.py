@@ -87,7 +87,7 @@ class PopulationWeights:
                 params[name] = MemberParam(a=torch.stack(a).transpose(1, 2).contiguous().to(dtype),
                                            b=torch.stack(b).to(dtype))
             else:  # member m's row: theta^T + s sigma E_d^T of a matrix (theta + s sigma E_d of a vector)
-                stacked = torch.empty((len(members), *theta.shape[::-1]))
+                stacked = torch.empty((len(members), *theta.shape[::-1]), device=theta.device)
                 for i, m in enumerate(members):
                     noise.fill_member(seed, m, name, theta, out=stacked[i])
                 params[name] = MemberParam(stacked=stacked.to(dtype))

@@ -9,6 +9,7 @@ same update (`llm.es.algorithm.ES.step`):
     BatchedHF         batched_hf.py  all members in one population-batched generate (HF engine)
     RayActors         ray_actors.py  members dealt to K Ray actors, each with its own replica
     VLLMLoRA          vllm_lora.py   low-rank members as LoRA adapters in one vLLM generate
+    VLLMInPlace       vllm_inplace.py  members perturbed and restored in place inside vLLM's workers (CUDA)
 """
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ class MemberEvaluator(ABC):
     def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
                 step: int) -> tuple[np.ndarray, int, float]:
         """(fitness of each listed member, generated tokens, seconds spent writing weights)."""
+
+    def load_center(self, es: ES) -> None:
+        """Write the updated fp32 center into the engine (called by the update; a strategy whose engine
+        applies the update itself overrides it)."""
+        es.engine.load_weights((name, es.master[name]) for name in es.names)
 
     def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
         """Called after the center's update (replicas elsewhere apply the same one)."""

@@ -58,23 +58,26 @@ def member_direction(member: int, antithetic: bool) -> tuple[int, float]:
     return (member // 2, 1.0 if member % 2 == 0 else -1.0) if antithetic else (member, 1.0)
 
 
-def noise_chunks(seed: int, direction: int, name: str, numel: int, chunk: int) -> Iterator[torch.Tensor]:
-    """eps for one tensor (flattened), chunk by chunk, from a generator seeded by (seed, direction, name)."""
-    gen = torch.Generator().manual_seed(derive_seed(seed, direction, name))
+def noise_chunks(seed: int, direction: int, name: str, numel: int, chunk: int,
+                 device: torch.device | str = "cpu") -> Iterator[torch.Tensor]:
+    """eps for one tensor (flattened), chunk by chunk, from a generator on the device seeded by
+    (seed, direction, name). CPU and CUDA generators give different streams for the same seed."""
+    gen = torch.Generator(device=device).manual_seed(derive_seed(seed, direction, name))
     for start in range(0, numel, chunk):
-        yield torch.randn(min(chunk, numel - start), generator=gen)
+        yield torch.randn(min(chunk, numel - start), generator=gen, device=device)
 
 
-def noise(seed: int, direction: int, name: str, shape: torch.Size, chunk: int = NOISE_CHUNK) -> torch.Tensor:
-    """The whole eps tensor of one parameter (fp32)."""
-    chunks = list(noise_chunks(seed, direction, name, math.prod(shape), chunk))
+def noise(seed: int, direction: int, name: str, shape: torch.Size, chunk: int = NOISE_CHUNK,
+          device: torch.device | str = "cpu") -> torch.Tensor:
+    """The whole eps tensor of one parameter (fp32, drawn on the device)."""
+    chunks = list(noise_chunks(seed, direction, name, math.prod(shape), chunk, device))
     return (chunks[0] if len(chunks) == 1 else torch.cat(chunks)).view(shape)
 
 
 def combined_noise(it_seed: int, name: str, shape: torch.Size, coef: np.ndarray, chunk: int = NOISE_CHUNK,
-                   draw=noise) -> torch.Tensor:
+                   draw=noise, device: torch.device | str = "cpu") -> torch.Tensor:
     """sum_d c_d eps_d for one parameter tensor (fp32), each eps_d from draw (default: regenerated from its seed)."""
-    out = torch.zeros(shape)
+    out = torch.zeros(shape, device=device)
     for d, c in enumerate(coef):
         if c != 0.0:
             out.add_(draw(it_seed, d, name, shape, chunk), alpha=float(c))
@@ -84,8 +87,8 @@ def combined_noise(it_seed: int, name: str, shape: torch.Size, coef: np.ndarray,
 class KeptDraws:
     """The noise drawn for one iteration seed, kept up to a byte budget (a new seed forgets the last one's)."""
 
-    def __init__(self, budget_bytes: int):
-        self.budget_bytes, self.seed, self.used_bytes = budget_bytes, None, 0
+    def __init__(self, budget_bytes: int, device: torch.device | str = "cpu"):
+        self.budget_bytes, self.device, self.seed, self.used_bytes = budget_bytes, device, None, 0
         self.tensors: dict[tuple[int, str], torch.Tensor] = {}
 
     def get(self, seed: int, direction: int, label: str, shape, chunk: int) -> torch.Tensor:
@@ -94,7 +97,7 @@ class KeptDraws:
             self.seed, self.used_bytes, self.tensors = seed, 0, {}
         key = (direction, label)
         if key not in self.tensors:
-            eps = noise(seed, direction, label, torch.Size(shape), chunk)
+            eps = noise(seed, direction, label, torch.Size(shape), chunk, self.device)
             size = eps.numel() * eps.element_size()
             if self.used_bytes + size > self.budget_bytes:
                 return eps
@@ -103,19 +106,20 @@ class KeptDraws:
 
 
 class PopulationNoise:
-    """E_d of every member and parameter, full or low rank, drawn from the seeds (kept within an iteration)."""
+    """E_d of every member and parameter, full or low rank, drawn from the seeds (kept within an iteration)
+    by generators on the device of the weights they perturb."""
 
     def __init__(self, sigma: float, antithetic: bool = False, rank: int = 0, chunk: int = NOISE_CHUNK,
-                 keep_bytes: int = 0):
-        self.sigma, self.antithetic, self.chunk = sigma, antithetic, chunk
+                 keep_bytes: int = 0, device: torch.device | str = "cpu"):
+        self.sigma, self.antithetic, self.chunk, self.device = sigma, antithetic, chunk, device
         self.rank = rank            # 0: full rank; r > 0: E = A B^T / sqrt(r) for every weight matrix
-        self.kept = KeptDraws(keep_bytes) if keep_bytes else None
+        self.kept = KeptDraws(keep_bytes, device) if keep_bytes else None
 
     def draw(self, seed: int, direction: int, label: str, shape, chunk: int | None = None) -> torch.Tensor:
         """noise(seed, direction, label, shape), kept while this iteration's budget allows (do not modify it)."""
         chunk = self.chunk if chunk is None else chunk
         if self.kept is None:
-            return noise(seed, direction, label, torch.Size(shape), chunk)
+            return noise(seed, direction, label, torch.Size(shape), chunk, self.device)
         return self.kept.get(seed, direction, label, shape, chunk)
 
     def is_lowrank(self, shape: torch.Size | tuple[int, ...]) -> bool:
@@ -150,10 +154,10 @@ class PopulationNoise:
     def combined(self, seed: int, name: str, shape, coef: np.ndarray) -> torch.Tensor:
         """sum_d c_d E_d of one parameter (fp32), rebuilt from the seeds."""
         if not self.is_lowrank(shape):
-            return combined_noise(seed, name, torch.Size(shape), coef, self.chunk, draw=self.draw)
+            return combined_noise(seed, name, torch.Size(shape), coef, self.chunk, draw=self.draw, device=self.device)
         used = [(d, float(c)) for d, c in enumerate(coef) if c != 0.0]
         if not used:
-            return torch.zeros(shape)
+            return torch.zeros(shape, device=self.device)
         pairs = [self.factors(seed, d, name, shape) for d, _ in used]
         a = torch.cat([f[0] * c for f, (_, c) in zip(pairs, used)], dim=1)
         b = torch.cat([f[1] for f in pairs], dim=1)

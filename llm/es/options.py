@@ -9,6 +9,10 @@
                 matrices (noise.py), and the update theta <- theta + alpha / N sum_d c_d E_d rebuilt from
                 the same seeds.
     keep_noise_mb  the noise drawn for the members is kept (up to this size) and reused by the update.
+    members     "auto": the member evaluation follows batched and the Ray workers (batched_hf.py,
+                ray_actors.py, or one by one through the engine's load_weights: members.py);
+                "vllm_inplace": members perturbed and restored in place inside vLLM's workers
+                (vllm_inplace.py; vLLM on CUDA only, engine = "vllm", one process).
     lowrank_layout  low rank, batched: "factored" x W^T + (x B_m) A_m^T per layer (memory N r (in + out)
                 per matrix, three matmuls); "stacked" W_m built once per iteration, one grouped matmul, as
                 with full rank (memory N in out); "auto": stacked while the stacked matrices take at most
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
 
 
 LOWRANK_LAYOUTS = ("auto", "factored", "stacked")
+MEMBER_MODES = ("auto", "vllm_inplace")
 STACK_AUTO_BYTES = 256 * 2 ** 20  # "auto" stacks low-rank members while their matrices take at most this
 
 
@@ -50,6 +55,7 @@ class PopulationConfig:
     max_rows: int = 4096      # rows per batched forward (whole members per block)
     lowrank_layout: str = "auto"  # low rank, batched: factored x W^T + (x B) A^T | stacked W_m | auto
     keep_noise_mb: int = 1024  # noise drawn for the members, kept for the update (0: drawn again from the seeds)
+    members: str = "auto"     # auto (batched / Ray / one by one by reload) | vllm_inplace (in vLLM's workers, CUDA)
 
     def validate(self) -> None:
         if not isinstance(self.batched, bool):
@@ -62,6 +68,8 @@ class PopulationConfig:
             raise ValueError(f"population.keep_noise_mb must be an integer >= 0, got {self.keep_noise_mb!r}")
         if self.lowrank_layout not in LOWRANK_LAYOUTS:
             raise ValueError(f"population.lowrank_layout must be one of {list(LOWRANK_LAYOUTS)}, got {self.lowrank_layout!r}")
+        if self.members not in MEMBER_MODES:
+            raise ValueError(f"population.members must be one of {list(MEMBER_MODES)}, got {self.members!r}")
 
     @property
     def plain(self) -> bool:
@@ -83,6 +91,7 @@ class DistributedConfig:
     cpus_per_worker: float = 1.0     # Ray CPUs reserved by each actor
     threads_per_worker: int = 1      # torch threads inside each actor
     actor_timeout_s: float = 600.0   # a call not answered in time counts as a dead actor
+    gpus_per_worker: float = 0.0     # Ray GPUs reserved by each actor (1: one engine per GPU, on CUDA)
 
     def validate(self, population_size: int) -> None:
         k = self.workers
@@ -92,6 +101,8 @@ class DistributedConfig:
             raise ValueError(f"es.population_size ({population_size}) must be divisible by workers ({k})")
         if not self.cpus_per_worker > 0 or not self.actor_timeout_s > 0:
             raise ValueError("cpus_per_worker and actor_timeout_s must be > 0")
+        if not self.gpus_per_worker >= 0:
+            raise ValueError(f"gpus_per_worker must be >= 0, got {self.gpus_per_worker!r}")
         if isinstance(self.threads_per_worker, bool) or not isinstance(self.threads_per_worker, int) \
                 or self.threads_per_worker < 1:
             raise ValueError(f"threads_per_worker must be an integer >= 1, got {self.threads_per_worker!r}")
@@ -142,12 +153,29 @@ def check_options(cfg: ESConfig, population: PopulationConfig, engine: str,
     if population.batched and cfg.inplace_bf16:
         raise ValueError("population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); "
                          "turn one of them off")
+    if population.members == "vllm_inplace":
+        check_inplace_options(cfg, population, engine, distributed)
     if uses_workers(distributed):
         if cfg.inplace_bf16:
             raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
         distributed.validate(cfg.population_size)
     elif population.batched:
         check_batched_engine(engine)
+
+
+def check_inplace_options(cfg: ESConfig, population: PopulationConfig, engine: str,
+                          distributed: DistributedConfig | None) -> None:
+    """The rules of population.members = "vllm_inplace" (llm/es/vllm_inplace.py)."""
+    if engine != "vllm":
+        raise ValueError(f"population.members vllm_inplace needs engine = 'vllm', got {engine!r}")
+    if population.batched:
+        raise ValueError("population.members vllm_inplace evaluates members in vLLM; turn population.batched off")
+    if uses_workers(distributed):
+        raise ValueError("population.members vllm_inplace runs in one process; it does not combine with Ray workers "
+                         "(workers > 1 or a ray address)")
+    if cfg.inplace_bf16:
+        raise ValueError("population.members vllm_inplace keeps an fp32 master in the workers; es.inplace_bf16 "
+                         "(the paper's bf16 add / subtract) runs on the HF engine (engine = 'hf')")
 
 
 def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,
@@ -160,12 +188,22 @@ def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, populat
         check_supported(model, names)
     if uses_workers(distributed):
         check_ray(distributed)
+    check_inplace_machine(population)
 
 
-def population_noise(cfg: ESConfig, population: PopulationConfig) -> PopulationNoise:
-    """The members' noise: full or low rank; the draws kept for the update unless ES runs plain."""
+def check_inplace_machine(population: PopulationConfig) -> None:
+    """ValueError when population.members is "vllm_inplace" on a machine without CUDA (checked before vLLM starts)."""
+    if population.members == "vllm_inplace" and not torch.cuda.is_available():
+        raise ValueError("population.members vllm_inplace needs vLLM on a CUDA GPU (this machine has none): vLLM's "
+                         "CPU build repacks linear weights, so in-place edits never reach generation; leave "
+                         "population.members at 'auto' (members written by reload)")
+
+
+def population_noise(cfg: ESConfig, population: PopulationConfig, device: torch.device | str = "cpu") -> PopulationNoise:
+    """The members' noise (drawn on the device): full or low rank; the draws kept for the update unless ES runs plain."""
     keep = 0 if population.plain else population.keep_noise_mb * 2 ** 20
-    return PopulationNoise(cfg.sigma, cfg.antithetic, population.noise_rank, cfg.noise_chunk, keep_bytes=keep)
+    return PopulationNoise(cfg.sigma, cfg.antithetic, population.noise_rank, cfg.noise_chunk, keep_bytes=keep,
+                           device=device)
 
 
 def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, names: list[str],

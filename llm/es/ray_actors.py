@@ -8,7 +8,9 @@
               <--- SHA-256 of the replica's weights     must equal the driver's, every iteration
 
 Weights cross once, when the actors start from the driver's center; afterwards only seeds, prompts,
-z and scalars do. The update is the same code on every replica (`ES.apply_update`), so the
+z and scalars do. On GPUs each actor reserves one (distributed.gpus_per_worker; Ray sets its
+CUDA_VISIBLE_DEVICES) and keeps its engine, master and noise on it: one engine per GPU. The driver must
+then compute on CUDA too, since the hash check needs the same generator streams on every replica. The update is the same code on every replica (`ES.apply_update`), so the
 replicas stay bit-identical, and the run equals the single-process run with the same seed. Members are
 dealt in contiguous blocks of N / K. A dead actor (a call raising RayActorError, or not answering
 within actor_timeout_s) is dropped and its members re-run on a live actor in the same iteration, never
@@ -32,24 +34,25 @@ def weight_hash(weights: dict[str, torch.Tensor]) -> str:
     h = hashlib.sha256()
     for name in sorted(weights):
         h.update(name.encode())
-        h.update(weights[name].detach().float().contiguous().numpy().tobytes())
+        h.update(weights[name].detach().float().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
 
 
 class ESWorker:
-    """One replica (run as a Ray actor): its own HF engine, started from the driver's weights."""
+    """One replica (run as a Ray actor): its own HF engine on its device ("cpu", or "cuda": the GPU Ray gave
+    it), started from the driver's weights."""
 
     def __init__(self, model_dir: str, task: Task, names: list[str], cfg: ESConfig, population: PopulationConfig,
-                 weights: dict[str, torch.Tensor], max_new_tokens: int, seed: int, threads: int):
+                 weights: dict[str, torch.Tensor], max_new_tokens: int, seed: int, threads: int, device: str = "cpu"):
         from llm.engines.hf import HFEngine
 
         torch.set_num_threads(threads)
-        engine = HFEngine(model_dir)
+        engine = HFEngine(model_dir, device=device)
         engine.load_weights(weights.items())
-        master = {n: weights[n].float().clone() for n in names}
+        master = {n: weights[n].to(device, torch.float32, copy=True) for n in names}
         members = local_members(cfg, population, engine, names, {n: tuple(t.shape) for n, t in master.items()})
         self.es = ES(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed,
-                     noise=population_noise(cfg, population), members=members)
+                     noise=population_noise(cfg, population, device), members=members)
 
     def rewards(self, step: int, problems: list[Problem], members: list[int]) -> tuple[list[float], int]:
         it_seed, gen_seed = iteration_seeds(self.es.seed, step)
@@ -73,7 +76,7 @@ class RayActors(MemberEvaluator):
         """weights: the full center the actors start from (master: the driver's fp32 perturbed parameters)."""
         self.dist = distributed
         ray = check_ray(distributed)
-        weights = weights | {n: master[n] for n in names}
+        weights = {n: t.cpu() for n, t in (weights | {n: master[n] for n in names}).items()}  # crosses to the actors
         if not ray.is_initialized():
             if self.dist.address:
                 ray.init(address=self.dist.address, log_to_driver=False)
@@ -81,10 +84,12 @@ class RayActors(MemberEvaluator):
                 ray.init(num_cpus=max(1, int(np.ceil(self.dist.workers * self.dist.cpus_per_worker))),
                          include_dashboard=False, log_to_driver=False, object_store_memory=200 * 1024 ** 2)
         self.ray = ray
-        actor = ray.remote(num_cpus=self.dist.cpus_per_worker, max_restarts=0)(ESWorker)
+        actor = ray.remote(num_cpus=self.dist.cpus_per_worker, num_gpus=self.dist.gpus_per_worker,
+                           max_restarts=0)(ESWorker)
         shared = ray.put(weights)
+        device = "cuda" if self.dist.gpus_per_worker > 0 else "cpu"
         self.actors = [actor.remote(str(model_dir), task, names, cfg, population, shared, max_new_tokens, seed,
-                                    self.dist.threads_per_worker) for _ in range(self.dist.workers)]
+                                    self.dist.threads_per_worker, device) for _ in range(self.dist.workers)]
         self.alive = list(range(self.dist.workers))
         self.reruns: list[dict] = []  # {"step", "worker", "members", "rerun_on"} for every re-run block
         self._check_replicas(-1, master, {w: self.actors[w].weight_hash.remote() for w in self.alive})

@@ -1,0 +1,240 @@
+"""ES members in place inside vLLM's workers (llm/es/vllm_inplace.py), as far as a CPU allows.
+
+What runs here: the HF -> vLLM name and row mapping (fused qkv_proj / gate_up_proj, the padded
+vocabulary) on a random Qwen2 with q/k/v biases and GQA; the worker-extension methods themselves
+(`ESWorkerExtension.es_setup/es_perturb/es_restore/es_update`) on a plain torch module laid out as
+vLLM's Qwen2 model (fused and padded parameters) standing in for the worker's model: member weights
+against theta + s sigma eps computed here from llm.es.noise, exact restore, the update against the
+closed form and bit for bit against the reload path's ES.apply_update, and the paper's bf16
+add / subtract against the HF engine's inplace_bf16 path; the option rules and the refusal on a
+machine without CUDA. What does not run here: the extension inside a real vLLM worker (vLLM's CPU
+build repacks linear weights) -- that is tests/llm/test_gpu.py, marked `gpu`."""
+import copy
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from llm.engines.hf import HFEngine
+from llm.es.algorithm import ES, ESConfig, direction_coefficients
+from llm.es.noise import iteration_seeds, member_direction, noise
+from llm.es.options import PopulationConfig, DistributedConfig, check_inplace_machine, check_options
+from llm.es.vllm_inplace import ESWorkerExtension, VLLMInPlace, param_slices, shares_master, tensor_hash
+from llm.random_models import build_random_model
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+PAD_VOCAB = 64  # vLLM pads the vocabulary of its embedding to a multiple of 64
+
+
+def _vllm_layout(hf: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The parameters of vLLM's Qwen2/Llama model built from HF tensors: q/k/v and gate/up stacked, the
+    vocabulary padded with zero rows."""
+    out = {}
+    for name, t in hf.items():
+        parts = name.split(".")
+        if parts[-2] in ("k_proj", "v_proj", "up_proj"):
+            continue
+        if parts[-2] == "q_proj":
+            sib = [".".join(parts[:-2] + [p, parts[-1]]) for p in ("q_proj", "k_proj", "v_proj")]
+            out[".".join(parts[:-2] + ["qkv_proj", parts[-1]])] = torch.cat([hf[s] for s in sib])
+        elif parts[-2] == "gate_proj":
+            sib = [".".join(parts[:-2] + [p, parts[-1]]) for p in ("gate_proj", "up_proj")]
+            out[".".join(parts[:-2] + ["gate_up_proj", parts[-1]])] = torch.cat([hf[s] for s in sib])
+        elif parts[-2] == "embed_tokens":
+            rows = -(-t.shape[0] // PAD_VOCAB) * PAD_VOCAB
+            out[name] = torch.cat([t, torch.zeros(rows - t.shape[0], *t.shape[1:], dtype=t.dtype)])
+        else:
+            out[name] = t.clone()
+    return out
+
+
+def _module(params: dict[str, torch.Tensor]) -> torch.nn.Module:
+    """A torch module whose named_parameters are exactly these (dotted names become submodules)."""
+    root = torch.nn.Module()
+    for name, t in params.items():
+        *path, leaf = name.split(".")
+        mod = root
+        for p in path:
+            if not hasattr(mod, p):
+                mod.add_module(p, torch.nn.Module())
+            mod = getattr(mod, p)
+        mod.register_parameter(leaf, torch.nn.Parameter(t.clone(), requires_grad=False))
+    return root
+
+
+class StandInWorker(ESWorkerExtension):
+    """The extension as vLLM mixes it into a worker: `self.model_runner.model` is the model."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model_runner = types.SimpleNamespace(model=model)
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    model, tokenizer = build_random_model("qwen2", "tiny", seed=3)
+    hf = {n: p.detach().clone() for n, p in model.named_parameters()}
+    return model, tokenizer, hf
+
+
+def _views(worker: StandInWorker, hf_shapes, names):
+    params = dict(worker.es_model().named_parameters())
+    return {n: params[t].data[a:b] for n, (t, a, b) in param_slices(hf_shapes, names, {k: tuple(p.shape) for k, p in params.items()}).items()}
+
+
+def test_every_hf_tensor_maps_onto_its_rows_of_the_vllm_layout(qwen):
+    _, _, hf = qwen
+    assert any(n.endswith("q_proj.bias") for n in hf) and hf["model.embed_tokens.weight"].shape[0] % PAD_VOCAB
+    layout = _vllm_layout(hf)
+    shapes = {n: tuple(t.shape) for n, t in hf.items()}
+    slices = param_slices(shapes, list(hf), {n: tuple(t.shape) for n, t in layout.items()})
+    assert set(slices) == set(hf)
+    for name, (target, a, b) in slices.items():
+        assert torch.equal(layout[target][a:b], hf[name]), name
+    q, k, v = (slices[f"model.layers.1.self_attn.{p}_proj.weight"] for p in "qkv")
+    assert q[1:] == (0, 64) and k[1:] == (64, 96) and v[1:] == (96, 128)  # 2 heads of 32, 1 kv head of 32
+    with pytest.raises(ValueError, match="has 100 rows, the HF projections"):
+        param_slices(shapes, ["model.layers.0.mlp.up_proj.weight"],
+                     {"model.layers.0.mlp.gate_up_proj.weight": (100, 64)})
+    with pytest.raises(ValueError, match="no parameter 'model.norm.weight'"):
+        param_slices(shapes, ["model.norm.weight"], {})
+
+
+def _es(cfg, model, tokenizer, names):
+    """ES on the HF engine (the reload path), on a copy of the model (its update writes the engine)."""
+    engine = HFEngine(copy.deepcopy(model), tokenizer)
+    master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
+    return ES(cfg, engine, task=None, names=names, master=master, max_new_tokens=4, seed=7)
+
+
+def test_worker_members_restore_and_update_match_the_closed_form_and_the_reload_path(qwen):
+    model, tokenizer, hf = qwen
+    names = [n for n in hf if "layers.0" in n or "embed" in n]  # a subset: siblings outside it stay put
+    shapes = {n: tuple(t.shape) for n, t in hf.items()}
+    cfg = ESConfig(population_size=4, sigma=0.05, alpha=0.02, noise_chunk=50)
+    worker = StandInWorker(_module(_vllm_layout(hf)))
+    before = {n: p.detach().clone() for n, p in worker.es_model().named_parameters()}
+    center = {n: hf[n].clone() for n in names}  # the worker's own master, as a worker in another process has
+    worker.es_setup(center, shapes, cfg.sigma, cfg.antithetic, 0, cfg.noise_chunk)
+    assert worker.es_hash() == tensor_hash(center)
+    views = _views(worker, shapes, names)
+    it_seed, _ = iteration_seeds(7, 2)
+    for member in (0, 3):
+        worker.es_perturb(it_seed, member)
+        d, sign = member_direction(member, False)
+        for n in names:
+            eps = noise(it_seed, d, n, hf[n].shape, chunk=50)
+            assert eps.std() > 0.5
+            assert torch.allclose(views[n], hf[n] + sign * cfg.sigma * eps, atol=1e-6), n
+        worker.es_restore(it_seed, member)
+        assert all(torch.equal(views[n], hf[n]) for n in names)  # exact restore from the fp32 master
+    after = dict(worker.es_model().named_parameters())
+    assert all(torch.equal(after[n].data, before[n]) for n in before)  # padding rows and siblings untouched
+
+    z = np.array([1.2, -0.4, 0.0, -0.8])
+    coef = direction_coefficients(z, False)
+    worker_hash = worker.es_update(it_seed, coef.tolist(), cfg.alpha / len(z))
+    reference = _es(cfg, model, tokenizer, names)  # the reload path's update on the same center
+    reference.apply_update(it_seed, z, 2)
+    assert worker_hash == tensor_hash(reference.master)
+    for n in names:
+        assert torch.equal(worker.es_master[n], reference.master[n]) and torch.equal(views[n], reference.master[n])
+        closed = hf[n] + cfg.alpha / 4 * sum(float(c) * noise(it_seed, d, n, hf[n].shape, chunk=50) for d, c in enumerate(coef))
+        assert torch.allclose(worker.es_master[n], closed, atol=1e-6)
+        assert not torch.equal(worker.es_master[n], hf[n])
+
+
+def test_the_papers_bf16_add_and_subtract_matches_the_hf_engines_inplace_bf16_path(qwen):
+    model, tokenizer, hf = qwen
+    names = [n for n in hf if "layers.1" in n]
+    shapes = {n: tuple(t.shape) for n, t in hf.items()}
+    cfg = ESConfig(population_size=2, sigma=0.01, alpha=0.005, inplace_bf16=True, antithetic=True)
+    bf16 = {n: t.to(torch.bfloat16) for n, t in hf.items()}
+    worker = StandInWorker(_module(_vllm_layout(bf16)))
+    worker.es_setup({n: bf16[n] for n in names}, shapes, cfg.sigma, cfg.antithetic, inplace_bf16=True)
+    views = _views(worker, shapes, names)
+    hf_model, _ = build_random_model("qwen2", "tiny", seed=3)
+    hf_model = hf_model.to(torch.bfloat16)
+    reference = ES(cfg, HFEngine(hf_model, tokenizer), task=None, names=names, master=None, max_new_tokens=4, seed=7)
+    it_seed, _ = iteration_seeds(7, 0)
+    for member in (0, 1):
+        worker.es_perturb(it_seed, member)
+        reference.write_member(it_seed, member)
+        assert all(torch.equal(views[n], reference.live[n]) for n in names)
+        worker.es_restore(it_seed, member)
+        reference.restore(it_seed, member)
+        assert all(torch.equal(views[n], reference.live[n]) for n in names)
+    residue = max(float((views[n].float() - bf16[n].float()).abs().max()) for n in names)
+    assert residue > 0  # subtracting leaves rounding residue, as in the paper's code
+    z = np.array([1.0, -1.0])
+    worker.es_update(it_seed, direction_coefficients(z, True).tolist(), cfg.alpha / 2)
+    reference.apply_update(it_seed, z, 0)
+    assert all(torch.equal(views[n], reference.live[n]) for n in names)
+
+
+def test_a_shared_master_is_detected_and_loaded_after_the_drivers_update(qwen):
+    model, tokenizer, hf = qwen
+    names = [n for n in hf if "layers.1.mlp" in n]
+    shapes = {n: tuple(t.shape) for n, t in hf.items()}
+    cfg = ESConfig(population_size=2, sigma=0.05, alpha=0.05)
+    driver = _es(cfg, model, tokenizer, names)  # its master: fp32 on the worker's device, so handed over as is
+    worker = StandInWorker(_module(_vllm_layout(hf)))
+    setup = worker.es_setup(driver.master, shapes, cfg.sigma, cfg.antithetic)
+    assert shares_master(driver.master, [setup])
+    assert not shares_master({n: t.clone() for n, t in driver.master.items()}, [setup])
+    assert not shares_master(driver.master, [setup | {"pid": -1}])  # another process
+    views = _views(worker, shapes, names)
+    it_seed, _ = iteration_seeds(7, 0)
+    driver.apply_update(it_seed, np.array([1.0, -1.0]), 0)
+    assert any(not torch.equal(views[n], driver.master[n]) for n in names)  # not loaded yet
+    worker.es_load_master()
+    assert all(torch.equal(views[n], driver.master[n]) for n in names)
+    assert all(worker.es_master[n] is driver.master[n] for n in names)
+
+
+def test_a_worker_that_diverged_from_the_driver_is_an_error(qwen):
+    _, _, hf = qwen
+    master = {"model.norm.weight": hf["model.norm.weight"]}
+    VLLMInPlace.check(3, master, [tensor_hash(master)])
+    with pytest.raises(RuntimeError, match="step 3: the vLLM workers' master weights differ"):
+        VLLMInPlace.check(3, master, [tensor_hash({"model.norm.weight": master["model.norm.weight"] + 1e-3})])
+
+
+@pytest.mark.parametrize("over, engine, dist, match", [
+    ({}, "hf", None, "needs engine = 'vllm', got 'hf'"),
+    ({"batched": True}, "vllm", None, "turn population.batched off"),
+    ({}, "vllm", DistributedConfig(workers=2), "does not combine with Ray workers"),
+    ({"inplace_bf16": True}, "vllm", None, "es.inplace_bf16"),
+    ({"members": "inplace"}, "vllm", None, "population.members must be one of"),
+])
+def test_the_validator_names_what_does_not_go_with_vllm_inplace(over, engine, dist, match):
+    es_over = {k: v for k, v in over.items() if k == "inplace_bf16"}
+    pop = PopulationConfig(**({"members": "vllm_inplace"} | {k: v for k, v in over.items() if k != "inplace_bf16"}))
+    with pytest.raises(ValueError, match=match):
+        check_options(ESConfig(population_size=4, **es_over), pop, engine, dist)
+    check_options(ESConfig(population_size=4), PopulationConfig(members="vllm_inplace"), "vllm")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal of a machine without CUDA")
+def test_vllm_inplace_is_refused_on_a_machine_without_cuda_before_any_work(tiny_model_dir, tmp_path):
+    with pytest.raises(ValueError, match="needs vLLM on a CUDA GPU"):
+        check_inplace_machine(PopulationConfig(members="vllm_inplace"))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "llm", "train", "--algo", "es", "--engine", "vllm", "--model",
+                           str(tiny_model_dir), "--out", str(out), "--population.members", "vllm_inplace",
+                           "--es.population_size", "4"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "needs vLLM on a CUDA GPU" in done.stderr, done.stderr[-1500:]
+    assert not (out / "eval.json").exists()
+
+
+@pytest.mark.vllm
+def test_the_strategy_refuses_vllms_cpu_build(vllm_engine):
+    assert vllm_engine.cpu
+    master = {n: t.float() for n, t in vllm_engine.weights.items()}
+    with pytest.raises(ValueError, match="vLLM's CPU build repacks linear"):
+        VLLMInPlace(ESConfig(population_size=4), vllm_engine, master)

@@ -1,0 +1,119 @@
+"""The GPU paths (every test marked `gpu`: skipped cleanly without CUDA; `bash scripts/gpu_check.sh` runs
+them on one GPU): noise drawn on the device, a whole ES -> GRPO run with every tensor on CUDA and bf16
+engine weights over an fp32 master, ES in place inside vLLM's workers against the reload path with the
+same seeds, and Ray actors with a GPU share each against the single-process run."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from llm.config import TrainConfig
+from llm.es import ESConfig, PopulationConfig, make_es
+from llm.es.noise import noise
+from tasks_for_tests import digit_share_task
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("one_torch_thread")]
+
+SMALL = dict(batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2, step_samples=2,
+             probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=2,
+             eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(50.0,))
+
+
+@pytest.fixture(scope="module")
+def qwen_dir(tmp_path_factory):
+    from llm.random_models import save_random_model
+
+    return save_random_model(tmp_path_factory.mktemp("qwen"), "qwen2", "tiny", seed=1)
+
+
+def test_noise_is_drawn_on_the_gpu_reproducibly_and_independently_per_tensor():
+    a = noise(5, 1, "w1", torch.Size([4096]), device="cuda")
+    assert a.device.type == "cuda" and 0.9 < float(a.std()) < 1.1
+    assert torch.equal(a, noise(5, 1, "w1", torch.Size([4096]), device="cuda"))
+    assert not torch.equal(a, noise(5, 1, "w2", torch.Size([4096]), device="cuda"))
+    assert not torch.equal(a.cpu(), noise(5, 1, "w1", torch.Size([4096])))  # why a resume across kinds is refused
+
+
+def test_an_es_then_grpo_run_keeps_every_tensor_on_cuda(tiny_model_dir, tmp_path):
+    from llm.train import TrainingRun, train
+
+    cfg = TrainConfig(algo="es-grpo", model=str(tiny_model_dir), out=str(tmp_path / "run"), device="cuda",
+                      dtype="bfloat16", steps=2, switch_step=1, **SMALL,
+                      es=ESConfig(population_size=8, sigma=0.1, alpha=0.05, member_temperature=1.0, member_samples=2))
+    run = TrainingRun(cfg, task=digit_share_task(), show_progress=False)
+    assert cfg.device == "cuda:0"
+    engine_param = next(run.engine.model.parameters())
+    assert engine_param.device.type == "cuda" and engine_param.dtype == torch.bfloat16
+    assert all(p.device.type == "cuda" and p.dtype == torch.float32 for p in run.hf_model.parameters())
+    run.start_phase(run.phases[0], {n: run.base[n] for n in run.all_names})
+    assert all(t.device.type == "cuda" and t.dtype == torch.float32 for t in run.trainer.master.values())
+    assert run.trainer.noise.device.type == "cuda"
+    row = run.step(0)
+    assert row["es_reward_std"] > 0 and row["drift_rel"] > 0
+    run.close_trainer()
+
+    out = train(dataclasses.replace(cfg, out=str(tmp_path / "full"), device="cuda"), task=digit_share_task(),
+                show_progress=False)
+    saved = json.loads((out / "config.json").read_text())
+    assert saved["device"] == "cuda:0"
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert {r["phase"] for r in rows} == {"es", "grpo"} and all(np.isfinite(r["drift_rel"]) for r in rows)
+
+
+@pytest.mark.vllm
+def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir):
+    pytest.importorskip("vllm")
+    from llm.engines.vllm_engine import VLLMEngine
+    from llm.es.vllm_inplace import ENGINE_KWARGS
+
+    engine = VLLMEngine(qwen_dir, dtype=torch.float32, seed=0, gpu_memory_utilization=0.3, enforce_eager=True,
+                        **ENGINE_KWARGS)
+    try:
+        base = {n: t.float().cuda() for n, t in engine.weights.items()}
+        names = sorted(base)
+        task = digit_share_task()
+        problems = task.problems("train", 4, seed=0)
+        cfg = ESConfig(population_size=4, sigma=0.05, alpha=0.05, member_temperature=1.0, member_samples=2)
+        runs = {}
+        for members in ("vllm_inplace", "auto"):  # in place, then the reload path from the same center
+            engine.load_weights((n, base[n]) for n in names)
+            es = make_es(cfg, engine, task, names, {n: base[n].clone() for n in names}, max_new_tokens=8, seed=3,
+                         population=PopulationConfig(members=members))
+            runs[members] = (es, [es.step(problems, s) for s in range(2)])
+        (inplace, steps_a), (reload, steps_b) = runs["vllm_inplace"], runs["auto"]
+        assert inplace.members.shared  # the in-process worker holds the driver's master itself: one copy
+        assert steps_a[0].rewards.std() > 0
+        for a, b in zip(steps_a, steps_b):
+            np.testing.assert_array_equal(a.rewards, b.rewards)
+        assert all(torch.equal(inplace.master[n], reload.master[n]) for n in names)
+        assert any(not torch.equal(inplace.master[n], base[n]) for n in names)
+    finally:
+        engine.close()
+
+
+@pytest.mark.ray
+def test_ray_actors_sharing_the_gpu_train_the_single_process_weights(tiny_model_dir):
+    pytest.importorskip("ray")
+    from llm.engines.hf import HFEngine
+    from llm.es.options import DistributedConfig
+
+    task = digit_share_task()
+    problems = task.problems("train", 2, seed=0)
+    cfg = ESConfig(population_size=4, sigma=0.1, alpha=0.05, member_temperature=1.0, member_samples=2)
+    results = {}
+    for dist in (None, DistributedConfig(workers=2, gpus_per_worker=0.5)):
+        engine = HFEngine(tiny_model_dir, device="cuda:0")
+        weights = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
+        names = sorted(weights)
+        es = make_es(cfg, engine, task, names, {n: weights[n].clone() for n in names}, max_new_tokens=6, seed=2,
+                     distributed=dist, model_dir=str(tiny_model_dir), weights=weights)
+        try:
+            results[dist is None] = (es.step(problems, 0).rewards, es.center_weights())
+        finally:
+            es.close()
+    (r_ray, w_ray), (r_one, w_one) = results[False], results[True]
+    assert r_one.std() > 0
+    np.testing.assert_array_equal(r_ray, r_one)
+    assert all(torch.equal(w_ray[n], w_one[n]) for n in w_one)
