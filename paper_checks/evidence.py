@@ -115,8 +115,7 @@ def load_simulate_summary(path: Path) -> dict[str, dict]:
 
 
 LEMMA_GRID_FIELDS = {"sigma": (int, float), "members": int, "measured": (int, float), "predicted": (int, float),
-                     "ratio": (int, float), "ratio_ci": list, "s_measured": (int, float), "measured_per_prompt": list,
-                     "predicted_per_prompt": list}
+                     "ratio": (int, float), "ratio_ci": list, "ratios": list, "s_measured": (int, float)}
 
 
 def load_lemma_grid(path: Path) -> list[dict]:

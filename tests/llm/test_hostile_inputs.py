@@ -424,7 +424,7 @@ def test_report_json_holds_null_for_non_finite_values_and_lists_them():
 
 def test_a_lemma_grid_row_with_nan_is_read_nulled_and_printed_as_n_a(tmp_path, capsys):
     row = {"sigma": 1e-3, "members": 4, "measured": 1e-4, "predicted": 1e-4, "ratio": 1.0, "ratio_ci": [0.9, 1.1], "s_measured": 0.01,
-           "measured_per_prompt": [1e-4, 2e-4], "predicted_per_prompt": [1e-4, 1e-4]}
+           "ratios": [0.9, 1.1]}
     grid = [row, row | {"sigma": 2e-3, "measured": float("nan"), "ratio": float("nan")}, row | {"sigma": 4e-3, "measured": 1.6e-3}]
     (tmp_path / "grid.json").write_text(json.dumps(grid))  # json writes NaN as the bare word NaN
     run = _synthetic_run(tmp_path, "es0", "es", 0)

@@ -1,14 +1,17 @@
 """The Lemma 1 grid on the tiny model: independent draws per point, t intervals over draws."""
+import json
+
 import numpy as np
 import pytest
 from scipy import stats as st
 
+from paper_checks.evidence import load_lemma_grid
 from paper_checks.lemma_grid import measure_grid, summarize_grid
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def test_grid_points_have_independent_draws_and_t_intervals(tiny_model_dir):
+def test_grid_points_have_independent_draws_and_t_intervals(tiny_model_dir, tmp_path):
     rows = measure_grid(tiny_model_dir, (1e-3, 1e-2), (2,), draws=3, probe_prompts=2, samples=2, center_samples=4,
                         max_new_tokens=6, progress=False)
     assert [(r["sigma"], r["members"], r["draws"]) for r in rows] == [(1e-3, 2, 3), (1e-2, 2, 3)]
@@ -19,6 +22,8 @@ def test_grid_points_have_independent_draws_and_t_intervals(tiny_model_dir):
         assert r["ratio"] == pytest.approx(ratios.mean())
         assert r["ratio_ci"] == pytest.approx([lo, hi]) and r["ratio_sd"] == pytest.approx(ratios.std(ddof=1))
     assert rows[0]["ratios"] != rows[1]["ratios"]
+    (tmp_path / "grid.json").write_text(json.dumps(rows))  # the report's reader accepts what the grid writes
+    assert load_lemma_grid(tmp_path / "grid.json") == json.loads(json.dumps(rows))
     with pytest.raises(ValueError, match="draws"):
         measure_grid(tiny_model_dir, (1e-3,), (2,), draws=1)
 
