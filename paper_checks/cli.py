@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             report = build_report(args.runs, args.out, args.theory, args.simulate, grid)
         else:
             from paper_checks.reproduce import reproduce
-            report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs)
+            report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs,
+                                command="python -m paper_checks " + " ".join(sys.argv[1:] if argv is None else argv))
     except (RunDirError, ValueError, OSError) as err:  # damaged or missing inputs: one line naming the file
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -40,7 +40,8 @@ SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
 # the answer budget (README, "The answer budget": measured cost per run, and the power it gives)
 ANSWER_SEEDS = (0, 1, 2, 3)
 ANSWER_STEPS = 40
-ANSWER_PROMPTS = 128
+ANSWER_PROMPTS = 64
+ANSWER_BATCH = 8
 ANSWER_ES = {"population_size": 32, "sigma": 0.01, "alpha": 0.005}
 
 
@@ -61,6 +62,7 @@ class Budget:
     switch_fraction: float = 0.5
     task: str = "countdown"
     es_variants: tuple[str, ...] | None = None   # names of ES_VARIANTS to run (None: all of them)
+    schedules: bool = True                        # the sequential schedules es-grpo and grpo-es
     curve: dict | None = None                     # llm.curve.evaluate_curve settings; None: no curve
     extra: dict = field(default_factory=dict)
 
@@ -92,13 +94,13 @@ BUDGETS = {
     # the headline answer: sizes measured and chosen in the README ("The answer budget")
     "answer": Budget(
         base_preset="default", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
-        common={"steps": ANSWER_STEPS, "batch_size": 16, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,
+        common={"steps": ANSWER_STEPS, "batch_size": ANSWER_BATCH, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,
                 "eval_samples": 32, "eval_temperature": 0.6, "heldout_problems": 32, "threshold_keep": (50.0,),
                 "checkpoint_every": ANSWER_STEPS // 8, "population_every": ANSWER_STEPS // 4, "probe_prompts": 4,
                 "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
         es=ANSWER_ES, grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(), simulate_scale=0.5, grid_sigmas=(1e-3, 1e-2, 3e-2), grid_members=(4, 16),
-        es_variants=("es-sampled",), curve={"points": 8, "samples": 32, "temperature": 0.6}),
+        es_variants=("es-sampled",), schedules=False, curve={"points": 8, "samples": 32, "temperature": 0.6}),
 }
 
 # The sweep only needs the training reward: its runs evaluate little.
@@ -148,8 +150,9 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
         add(f"es-s{seed}", "es", seed, model)
         add(f"grpo-s{seed}", "grpo", seed, model)
     for seed in budget.seeds:
-        add(f"es-grpo-s{seed}", "es-grpo", seed, model, switch_step=switch)
-        add(f"grpo-es-s{seed}", "grpo-es", seed, model, switch_step=switch)
+        if budget.schedules:
+            add(f"es-grpo-s{seed}", "es-grpo", seed, model, switch_step=switch)
+            add(f"grpo-es-s{seed}", "grpo-es", seed, model, switch_step=switch)
         for name, overrides in ES_VARIANTS.items():
             if budget.es_variants is not None and name not in budget.es_variants:
                 continue
@@ -235,7 +238,9 @@ def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
     return out_dir
 
 
-def reproduce(budget_name: str, out, *, model: Path | None = None, progress: bool = True, jobs: int | None = None) -> dict:
+def reproduce(budget_name: str, out, *, model: Path | None = None, progress: bool = True, jobs: int | None = None,
+              command: str | None = None) -> dict:
+    """Run (or continue) a reproduction into out; command: the command line, stated in run_info.json."""
     if budget_name not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget_name!r}")
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
@@ -278,5 +283,26 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     log("report")
     report = build_report(sorted((out / "runs").iterdir()), out / "report", theory_json, simulate_summary,
                           load_lemma_grid(grid_path))
+    write_run_info(out / "report" / "run_info.json", budget_name, jobs, time.perf_counter() - start, command)
     log(f"done: {out / 'report' / 'REPORT.md'}")
     return report
+
+
+def write_run_info(path: Path, budget_name: str, jobs: int, seconds: float, command: str | None) -> None:
+    """What a published report states about its run: command, commit, wall time, machine.
+    The wall time is this invocation's (a resumed reproduction counts only what it did itself)."""
+    import platform
+    import subprocess
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                                cwd=Path(__file__).resolve().parent).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                    text=True, cwd=Path(__file__).resolve().parent).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        commit, dirty = "unknown (not a git checkout)", False
+    info = {"command": command or f"paper_checks.reproduce.reproduce({budget_name!r}, ...)", "budget": budget_name, "jobs": jobs, "commit": commit, "uncommitted_changes": dirty,
+            "wall_seconds": round(seconds, 1), "finished_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+                        "cpu_count": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__}}
+    path.write_text(json.dumps(info, indent=1), encoding="utf-8")
