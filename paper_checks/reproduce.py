@@ -41,7 +41,7 @@ SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
 ANSWER_SEEDS = (0, 1, 2, 3)
 ANSWER_STEPS = 40
 ANSWER_PROMPTS = 64
-ANSWER_BATCH = 8
+ANSWER_BATCH = 16
 ANSWER_ES = {"population_size": 32, "sigma": 0.01, "alpha": 0.005}
 
 
