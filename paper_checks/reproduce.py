@@ -250,7 +250,7 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     if model is not None and not (Path(model) / "config.json").exists():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")
     out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    start, commit = time.perf_counter(), git_commit()
     log = lambda msg: print(f"[{time.perf_counter() - start:7.1f} s] {msg}", flush=True)
 
     torch.set_num_threads(budget.common["threads"])
@@ -283,25 +283,33 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     log("report")
     report = build_report(sorted((out / "runs").iterdir()), out / "report", theory_json, simulate_summary,
                           load_lemma_grid(grid_path))
-    write_run_info(out / "report" / "run_info.json", budget_name, jobs, time.perf_counter() - start, command)
+    write_run_info(out / "report" / "run_info.json", budget_name, jobs, time.perf_counter() - start, command, commit)
     log(f"done: {out / 'report' / 'REPORT.md'}")
     return report
 
 
-def write_run_info(path: Path, budget_name: str, jobs: int, seconds: float, command: str | None) -> None:
-    """What a published report states about its run: command, commit, wall time, machine.
-    The wall time is this invocation's (a resumed reproduction counts only what it did itself)."""
-    import platform
+def git_commit() -> tuple[str, bool]:
+    """(HEAD commit, whether tracked files differ from it) of the checkout this code runs from."""
     import subprocess
 
+    here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                                cwd=Path(__file__).resolve().parent).stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=here).stdout.strip()
         dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                    text=True, cwd=Path(__file__).resolve().parent).stdout.strip())
+                                    text=True, cwd=here).stdout.strip())
     except (OSError, subprocess.CalledProcessError):
-        commit, dirty = "unknown (not a git checkout)", False
-    info = {"command": command or f"paper_checks.reproduce.reproduce({budget_name!r}, ...)", "budget": budget_name, "jobs": jobs, "commit": commit, "uncommitted_changes": dirty,
+        return "unknown (not a git checkout)", False
+    return commit, dirty
+
+
+def write_run_info(path: Path, budget_name: str, jobs: int, seconds: float, command: str | None,
+                   commit: tuple[str, bool]) -> None:
+    """What a published report states about its run: command, the commit it started on, wall time,
+    machine. The wall time is this invocation's (a resumed reproduction counts only what it did itself)."""
+    import platform
+
+    info = {"command": command or f"paper_checks.reproduce.reproduce({budget_name!r}, ...)", "budget": budget_name,
+            "jobs": jobs, "commit": commit[0], "uncommitted_changes": commit[1],
             "wall_seconds": round(seconds, 1), "finished_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                         "cpu_count": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__}}
