@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from llm.tasks.base import Problem, Task
 
-TASKS = ("countdown", "countdown3", "arithmetic", "gsm8k", "deepscaler")
+TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler", "countdown3")
 
 
 def get_task(name: str, **kwargs) -> Task:
