@@ -271,8 +271,9 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
                       + ([] if progress else ["--no-progress"]))
 
     run_all(plan(budget, base, other), out / "runs", budget.curve, jobs, log)
-    run_all(plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}") for seed in budget.seeds}),
-            out / "runs", budget.curve, jobs, log)
+    if budget.es_variants is None or "es-rescaled" in budget.es_variants:  # needs the main ES runs' reward spread
+        run_all(plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}") for seed in budget.seeds}),
+                out / "runs", budget.curve, jobs, log)
 
     grid_path = out / "lemma_grid.json"
     if not grid_path.exists():
