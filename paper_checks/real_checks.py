@@ -211,7 +211,11 @@ def matched_no_correct(ev: Evidence) -> Verdict:
     d, info = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "no_correct")
     if d is None:
         return _matched_missing("matched_no_correct", info)
-    return _verdict("matched_no_correct", [("ES - GRPO no-correct share at matched Pass@1", d)], note=_range_note(info),
+    note = _range_note(info)
+    if d.samples == max(KS):  # unbiased Pass@n from n samples is 1 exactly when a prompt has a correct sample
+        note += (f"; with {d.samples} samples per prompt the no-correct share is 1 - Pass@{d.samples}: the same "
+                 f"measurement as matched_passk_above_grpo @{d.samples}, not separate evidence")
+    return _verdict("matched_no_correct", [("ES - GRPO no-correct share at matched Pass@1", d)], note=note,
                     evidence={"matched": info})
 
 
