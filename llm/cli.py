@@ -2,6 +2,7 @@
 
     python -m llm pretrain --out DIR [--preset default|test]           # build and train the tiny base model
     python -m llm eval --model DIR --task countdown --n 32 --k 1,16,32  # Pass@k, Maj@k, entropy -> eval.json
+    python -m llm curve RUN_DIR --points 8                              # checkpoints along training -> curve.json
 
 A subcommand is a module with `add_arguments(parser)` and `run_command(args) -> int` (exit code),
 imported only when it runs. Bad input (including a damaged file, named in the message) raises
@@ -20,6 +21,7 @@ SUBCOMMANDS = {
     "eval": ("llm.evaluate", "Pass@k / Maj@k / entropy evaluation of a model on a task; writes eval.json"),
     # ---- trainers (ES / GRPO) ----
     "train": ("llm.train", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),
+    "curve": ("llm.curve", "evaluate a run's checkpoints along training (sampled Pass@k and greedy) -> curve.json"),
 }
 
 

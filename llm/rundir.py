@@ -8,6 +8,7 @@ The run directory is the interface between `llm` (train.py writes it, resume rea
     eval.json            EvalFile: Evaluation records (base, base_greedy, final, final_greedy,
                          heldout.base, heldout.final), update_analysis, thresholded (Thresholded records)
     population.json      {"measurements": [PopulationMeasurement, ...]} (llm/lemma_measurements.py)
+    curve.json           {"points": [CurvePoint, ...]}: checkpoints evaluated along training (llm/curve.py)
     checkpoints/step-N/  save_pretrained layout: model.safetensors (fp32), the base model's config and
                          tokenizer files, trainer_state.json (TrainerState), optimizer.pt inside a GRPO phase
 
@@ -40,6 +41,7 @@ CONFIG = "config.json"
 METRICS = "metrics.jsonl"
 EVAL = "eval.json"
 POPULATION = "population.json"
+CURVE = "curve.json"
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer_state.json"
 WEIGHTS = "model.safetensors"
@@ -134,6 +136,14 @@ class PopulationMeasurement(TypedDict):
     validity: dict
     lemma2: dict
     per_prompt: list
+
+
+class CurvePoint(TypedDict):
+    """One checkpoint evaluated along training (llm/curve.py): `sampled` at the curve's temperature
+    with its samples per prompt, `greedy` at temperature 0 (one sample), on the same test prompts."""
+    step: int
+    sampled: Evaluation
+    greedy: Evaluation
 
 
 class TrainerState(TypedDict):
@@ -367,6 +377,36 @@ def keep_population(run: Path, step: int) -> None:
     data = read_population(run)
     if data is not None:
         write_json(Path(run) / POPULATION, data | {"measurements": [m for m in data["measurements"] if m["step"] <= step]})
+
+
+def read_curve(run: Path, problems: list[str] | None = None) -> list[CurvePoint] | None:
+    """curve.json's points in step order (None when missing). With `problems`, a damaged point is
+    reported and skipped, a damaged file reported and None returned."""
+    path = Path(run) / CURVE
+    if not path.exists():
+        return None
+    try:
+        data = read_json(path)
+        if not isinstance(data, dict) or not isinstance(data.get("points"), list):
+            raise RunDirError(f"{path}: expected {{\"points\": [...]}}")
+    except RunDirError as err:
+        _report_or_raise(err, problems)
+        return None
+    kept = []
+    for i, point in enumerate(data["points"]):
+        try:
+            kept.append(check_record(CurvePoint, point, f"{path}: points[{i}]", complete=problems is None))
+        except RunDirError as err:
+            _report_or_raise(err, problems)
+    return sorted(kept, key=lambda p: p["step"])
+
+
+def record_curve_point(run: Path, point: CurvePoint) -> None:
+    """Add (or replace) the curve point of its step in curve.json."""
+    path = Path(run) / CURVE
+    check_record(CurvePoint, point, f"{path}: step {point.get('step')}")
+    kept = [p for p in read_curve(run) or [] if p["step"] != point["step"]]
+    write_json(path, {"points": sorted(kept + [point], key=lambda p: p["step"])})
 
 
 # ----------------------------------------------------------------------------- checkpoints

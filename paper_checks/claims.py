@@ -67,6 +67,13 @@ def _t2_diff(a: str, b: str, model: str = "Qwen2.5-1.5B") -> str:
     return "/".join(f"{x - y:+.1f}" for x, y in zip(paper.TABLE2_EASY[model][a], paper.TABLE2_EASY[model][b])) + " pts"
 
 
+def _t2_end(a: str, b: str, model: str = "Qwen2.5-1.5B") -> str:
+    """The paper's nearest number to a matched comparison: a - b at the end of training (Table 2), where
+    the two Pass@1 values differ by little."""
+    d = [x - y for x, y in zip(paper.TABLE2_EASY[model][a], paper.TABLE2_EASY[model][b])]
+    return f"{model} {a} - {b} at the end: @16 {d[1]:+.1f}, @32 {d[2]:+.1f} pts, with Pass@1 {d[0]:+.1f} pts apart"
+
+
 _DRIFT = (min(v["ratio"] for v in paper.TABLE4_DRIFT.values()), max(v["ratio"] for v in paper.TABLE4_DRIFT.values()))
 _T6 = {m: v[64] - v[8] for m, v in paper.TABLE6_POPULATION.items()}
 
@@ -83,6 +90,13 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("es_passk_above_grpo", "ES's Pass@16 and Pass@32 are above GRPO's",
           "all 3 models of Table 2 on Pass@16 and Pass@32", Test("directional", paper_effect=_t2_diff("ES", "GRPO")),
           simulate=("entropy_collapse", "es_passk_above_grpo")),
+    Claim("matched_passk_above_grpo", "At matched Pass@1 (along training), ES's Pass@16 and Pass@32 are above GRPO's",
+          "Table 3 and the Pass@1-Pass@32 frontier figures (T = 0.6, 32 samples)",
+          Test("directional", paper_effect=_t2_end("ES", "GRPO"))),
+    Claim("matched_no_correct", "At matched Pass@1, fewer test prompts have no correct sample under ES than under GRPO",
+          "stated with the coverage figures (no table)", Test("directional", sign=-1, paper_effect="stated, no number")),
+    Claim("matched_entropy", "At matched Pass@1, ES keeps a higher token entropy than GRPO",
+          "entropy curves (qualitative)", Test("directional", paper_effect="qualitative", unit=1.0)),
     Claim("grpo_passk_below_base", "GRPO ends below the base on both Pass@16 and Pass@32",
           f"{paper.GRPO_BELOW_BASE[0]} of {paper.GRPO_BELOW_BASE[1]} task-model comparisons",
           Test("directional", sign=-1, paper_effect=_t2_diff("GRPO", "Base")),

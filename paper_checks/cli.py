@@ -1,6 +1,6 @@
 """`python -m paper_checks reproduce|report` (also `escov paper_checks ...`).
 
-    reproduce --budget small|full --out DIR [--model DIR]   train what the checks need (cached), then report
+    reproduce --budget small|full|answer --out DIR [--model DIR] [--jobs N]   train what the checks need (cached), then report
     report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
 """
 from __future__ import annotations
@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--simulate", type=Path, help="summary.json of `python -m simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
     pro = sub.add_parser("reproduce", help="run the paper's experiments in miniature (cached), then report")
-    pro.add_argument("--budget", choices=("small", "full"), default="small")
+    pro.add_argument("--budget", choices=("small", "full", "answer"), default="small")
+    pro.add_argument("--jobs", type=int, default=None, help="training runs at a time, one thread each (default: cores)")
     pro.add_argument("--out", type=Path, required=True)
     pro.add_argument("--model", type=Path, help="start from this local model instead of pretraining the tiny one")
     pro.add_argument("--no-progress", action="store_true")
@@ -44,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             report = build_report(args.runs, args.out, args.theory, args.simulate, grid)
         else:
             from paper_checks.reproduce import reproduce
-            report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress)
+            report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs,
+                                command="python -m paper_checks " + " ".join(sys.argv[1:] if argv is None else argv))
     except (RunDirError, ValueError, OSError) as err:  # damaged or missing inputs: one line naming the file
         print(f"error: {err}", file=sys.stderr)
         return 2

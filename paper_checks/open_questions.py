@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from paper_checks.evidence import Evidence, eval_of
-from paper_checks.real_checks import LEMMA1_MAX_S, SPARSITY_TAU, analytic_tiny_share, diff_between, final_drift, update_analysis_of
+from paper_checks.matched import matched_difference
+from paper_checks.real_checks import (LEMMA1_MAX_S, SPARSITY_TAU, analytic_tiny_share, curves_of, diff_between, final_drift,
+                                      update_analysis_of)
 from paper_checks.verdict import fmt_interval
 
 METHODS = ("base", "grpo", "es", "es[sampled]", "es-grpo", "grpo-es")
@@ -20,7 +22,9 @@ def _mean_final(ev: Evidence, name: str, k: str) -> float | None:
 
 
 def mechanism(ev: Evidence) -> dict:
-    """Greedy vs sampled ES member rollouts, beside GRPO, at the end of equal-budget runs."""
+    """Greedy vs sampled ES member rollouts, beside GRPO: at the end of equal-budget runs and at matched
+    Pass@1 along training (when the runs have curves), with the population's JSpol and Fisher trace at
+    each population measurement (population diversity) in the table."""
     rows = []
     for name in ("grpo", "es", "es[sampled]"):
         p1, p32 = _mean_final(ev, name, "1"), _mean_final(ev, name, "32")
@@ -32,9 +36,20 @@ def mechanism(ev: Evidence) -> dict:
         sim = (ev.simulate or {}).get("ablations", {})
         why = [c["why"] for c in sim.get("claims", []) if c.get("id") == "greedy_vs_sampled"]
         return {"answer": ("no greedy-vs-sampled real runs; simulate: " + why[0]) if why else "no data", "table": rows}
-    return {"answer": (f"greedy minus sampled member rollouts ({d1.design}; each sampled member draws its own "
-                       f"rollout seed): Pass@1 {fmt_interval(d1.mean, d1.lo, d1.hi)}, Pass@32 {fmt_interval(d32.mean, d32.lo, d32.hi)}"),
-            "table": rows}
+    answer = (f"greedy minus sampled member rollouts at the end ({d1.design}; each sampled member draws its own "
+              f"rollout seed): Pass@1 {fmt_interval(d1.mean, d1.lo, d1.hi)}, Pass@32 {fmt_interval(d32.mean, d32.lo, d32.hi)}")
+    matched, info = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("es[sampled]")), "pass@32")
+    if matched is not None:
+        answer += (f"; at matched Pass@1 ({100 * info['range'][0]:.1f}-{100 * info['range'][1]:.1f} pts): Pass@32 "
+                   f"{fmt_interval(matched.mean, matched.lo, matched.hi)}")
+    elif "reason" in info:
+        answer += f"; at matched Pass@1: {info['reason']}"
+    for name in ("es", "es[sampled]"):  # population diversity along training: JSpol and tr I at each measurement
+        for run in ev.by_variant(name):
+            for m in (run.population or {}).get("measurements", []):
+                rows.append({"method": name, "seed": run.seed, "step": m["step"], "jspol": m["jspol"]["mean"],
+                             "fisher_trace": m["fisher_trace"]["mean"]})
+    return {"answer": answer, "table": rows}
 
 
 def zero_success(ev: Evidence) -> dict:

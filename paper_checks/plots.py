@@ -101,6 +101,36 @@ def pareto_front(ev: Evidence, out: Path) -> str | None:
     return _save(fig, out, "pareto.png")
 
 
+FRONTIER_PANELS = (("pass@32", "Pass@32"), ("pass@16", "Pass@16"), ("no_correct", "share of prompts with no correct sample"),
+                   ("entropy", "token entropy (nats)"), ("greedy", "greedy accuracy"))
+
+
+def frontier(ev: Evidence, out: Path) -> str | None:
+    """Along training (llm/curve.py): Pass@32, Pass@16, no-correct share, entropy and greedy accuracy
+    against sampled Pass@1, per seed (thin) and pooled over seeds (thick: mean at each curve point)."""
+    from paper_checks.matched import curve_of
+
+    curves = {name: [c for c in (curve_of(r.curve or [], r.seed or 0) for r in ev.by_variant(name)) if c is not None]
+              for name in MAIN}
+    curves = {name: cs for name, cs in curves.items() if cs}
+    if not curves:
+        return None
+    fig, axes = plt.subplots(1, len(FRONTIER_PANELS), figsize=(4.2 * len(FRONTIER_PANELS), 3.8))
+    for ax, (key, ylabel) in zip(axes, FRONTIER_PANELS):
+        for i, (name, cs) in enumerate(curves.items()):
+            ys = [c.metric(key).mean(1) if key.startswith("pass@") or key == "no_correct" else getattr(c, key) for c in cs]
+            for c, y in zip(cs, ys):
+                ax.plot(c.pass1, y, color=f"C{i}", alpha=0.3, lw=0.8)
+            if len({len(c.pass1) for c in cs}) == 1:
+                ax.plot(np.mean([c.pass1 for c in cs], 0), np.mean(ys, 0), "-o", color=f"C{i}", ms=3, lw=2, label=name)
+        ax.scatter([np.mean([cs[0].pass1[0] for cs in curves.values()])],
+                   [np.mean([(cs[0].metric(key).mean(1) if key.startswith("pass@") or key == "no_correct"
+                              else getattr(cs[0], key))[0] for cs in curves.values()])], c="k", marker="*", s=100,
+                  label="base", zorder=5)
+        _label(ax, "sampled Pass@1 (T = curve temperature)", ylabel, ylabel + " vs Pass@1")
+    return _save(fig, out, "frontier.png")
+
+
 def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) -> str | None:
     """Measured JSpol_N against (sigma^2/2)(1 - 1/N) tr I_x, log-log: per probe prompt of the runs'
     populations, and per grid point (its mean over independent draws)."""
@@ -177,5 +207,5 @@ def drift_per_layer(ev: Evidence, out: Path) -> str | None:
     return _save(fig, out, "drift_per_layer.png")
 
 
-PLOTS = {"passk_curves": passk_curves, "entropy": entropy_curves, "pareto": pareto_front,
+PLOTS = {"frontier": frontier, "passk_curves": passk_curves, "entropy": entropy_curves, "pareto": pareto_front,
          "js": js_vs_prediction, "update_magnitudes": update_magnitudes, "drift_per_layer": drift_per_layer}

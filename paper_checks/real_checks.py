@@ -24,6 +24,7 @@ from paper_checks import paper_numbers as paper
 from paper_checks.claims import BY_ID, LEMMA1_MARGIN
 from paper_checks.design import Estimate, seed_level, seeds_by_prompts
 from paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
+from paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
 from paper_checks.rundir import Run
 from paper_checks.verdict import IDENTITY, INCONCLUSIVE, MISSING, Verdict, combine, decide, fmt_interval
 from theory.decisions import over_seeds, welch
@@ -173,6 +174,59 @@ def no_forgetting(ev: Evidence) -> Verdict:
         y = np.stack([per_problem_pass(heldout_of(r, "final"), 1) - per_problem_pass(heldout_of(r, "base"), 1) for r in runs])
         parts.append((f"{name.upper()} held-out @1", seeds_by_prompts(y, int(heldout_of(runs[0], "final")["n"]))))
     return _verdict("no_forgetting", parts)
+
+
+# ----------------------------------------------------------------------------- at matched Pass@1
+
+def curves_of(runs: list[Run]) -> list[Curve]:
+    """The runs' curves (llm/curve.py), those with at least two points."""
+    return [c for c in (curve_of(r.curve or [], r.seed or 0) for r in runs) if c is not None]
+
+
+def _matched_missing(claim_id: str, info: dict) -> Verdict:
+    moved = (f"; Pass@1 moved ES {100 * info['moved_a']:+.1f} pts, GRPO {100 * info['moved_b']:+.1f} pts"
+             if "moved_a" in info else "")
+    return Verdict(claim_id, INCONCLUSIVE if "range" in info else MISSING, "n/a", evidence=info,
+                   note=info.get("reason", "") + moved, test=BY_ID[claim_id].test.describe())
+
+
+def _range_note(info: dict) -> str:
+    lo, hi = info["range"]
+    return (f"mean over {len(info['levels'])} Pass@1 levels in the common range {100 * lo:.1f}-{100 * hi:.1f} pts "
+            f"(ES moved {100 * info['moved_a']:+.1f}, GRPO {100 * info['moved_b']:+.1f} pts)")
+
+
+def matched_passk_above_grpo(ev: Evidence) -> Verdict:
+    es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
+    parts, info = [], {}
+    for k in (16, 32):
+        d, info = matched_difference(es, grpo, f"pass@{k}")
+        if d is None:
+            return _matched_missing("matched_passk_above_grpo", info)
+        parts.append((f"ES - GRPO @{k} at matched Pass@1", d))
+    return _verdict("matched_passk_above_grpo", parts, note=_range_note(info), evidence={"matched": info})
+
+
+def matched_no_correct(ev: Evidence) -> Verdict:
+    d, info = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "no_correct")
+    if d is None:
+        return _matched_missing("matched_no_correct", info)
+    note = _range_note(info)
+    if d.samples == max(KS):  # unbiased Pass@n from n samples is 1 exactly when a prompt has a correct sample
+        note += (f"; with {d.samples} samples per prompt the no-correct share is 1 - Pass@{d.samples}: the same "
+                 f"measurement as matched_passk_above_grpo @{d.samples}, not separate evidence")
+    return _verdict("matched_no_correct", [("ES - GRPO no-correct share at matched Pass@1", d)], note=note,
+                    evidence={"matched": info})
+
+
+def matched_entropy(ev: Evidence) -> Verdict:
+    values, info = matched_seed_values(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "entropy")
+    if values is None:
+        return _matched_missing("matched_entropy", info)
+    est = seed_level(over_seeds(values))
+    return _verdict("matched_entropy", [("ES - GRPO token entropy at matched Pass@1 (nats)", est)], scale=1.0, unit="",
+                    evidence={"per_seed": values, "matched": info},
+                    note="per seed, mean over the common Pass@1 levels; an interval over seeds")
 
 
 # ----------------------------------------------------------------------------- per-run numbers
@@ -391,6 +445,9 @@ REAL_CHECKS = {
     "es_improves_over_base": es_improves_over_base,
     "es_passk_above_grpo": es_passk_above_grpo,
     "grpo_passk_below_base": grpo_passk_below_base,
+    "matched_passk_above_grpo": matched_passk_above_grpo,
+    "matched_no_correct": matched_no_correct,
+    "matched_entropy": matched_entropy,
     "schedules_pareto": schedules_pareto,
     "drift_ratio": drift_ratio,
     "update_sparsity": update_sparsity,

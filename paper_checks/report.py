@@ -30,7 +30,8 @@ CLAIM_PLOTS = {"entropy_collapse": ["entropy"], "es_improves_over_base": ["passk
                "es_passk_above_grpo": ["passk_curves"], "grpo_passk_below_base": ["passk_curves"],
                "schedules_pareto": ["pareto"], "drift_ratio": ["drift_per_layer"],
                "update_sparsity": ["update_magnitudes"], "thresholded_pass1": ["update_magnitudes"],
-               "lemma1": ["js"]}
+               "lemma1": ["js"], "matched_passk_above_grpo": ["frontier"], "matched_no_correct": ["frontier"],
+               "matched_entropy": ["frontier"]}
 
 
 def real_verdict(claim, ev: Evidence) -> Verdict:

@@ -4,17 +4,29 @@
     out/base-sweep/           a second tiny model of another size, for the population-size sweep
     out/theory.json           python -m theory --json
     out/simulate/             python -m simulate all (summary.json + plots)
-    out/runs/NAME/            one run directory per planned run (llm.train)
+    out/runs/NAME/            one run directory per planned run (llm.train; with curve.json when the
+                              budget evaluates checkpoints along training, llm/curve.py)
     out/lemma_grid.json       Lemma 1 over a grid of sigma and N on the base model
     out/report/               REPORT.md, report.json, plots
 
 Each stage is skipped when its output is complete, so a rerun after an interruption only does what
-is left (an interrupted training run resumes from its last checkpoint).
+is left (an interrupted training run resumes from its last checkpoint, an interrupted curve from its
+last point). Training runs are independent of each other and run `jobs` at a time, each in its own
+process on one thread (`--jobs`, default: the machine's cores).
+
+Budgets: `small` (a quick look: every claim, 2 seeds), `full` (4 seeds, longer), and `answer`: the
+headline question only (ES vs GRPO at matched Pass@1, with the schedules and ES with sampled members
+beside them), on the 3-number Countdown task whose base lies near the paper's bases, with checkpoints
+evaluated along training at the paper's T = 0.6 with 32 samples; its seeds and test prompts are
+sized in the README ("The answer budget").
 """
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +37,12 @@ from paper_checks.evidence import load_lemma_grid
 from paper_checks.report import build_report
 
 SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
+# the answer budget (README, "The answer budget": measured cost per run, and the power it gives)
+ANSWER_SEEDS = tuple(range(8))
+ANSWER_STEPS = 40
+ANSWER_PROMPTS = 64
+ANSWER_BATCH = 16
+ANSWER_ES = {"population_size": 32, "sigma": 0.01, "alpha": 0.005}
 
 
 @dataclass(frozen=True)
@@ -42,6 +60,10 @@ class Budget:
     grid_members: tuple[int, ...]
     grid_draws: int = 3              # independent populations per (sigma, N) of the Lemma 1 grid
     switch_fraction: float = 0.5
+    task: str = "countdown"
+    es_variants: tuple[str, ...] | None = None   # names of ES_VARIANTS to run (None: all of them)
+    schedules: bool = True                        # the sequential schedules es-grpo and grpo-es
+    curve: dict | None = None                     # llm.curve.evaluate_curve settings; None: no curve
     extra: dict = field(default_factory=dict)
 
 
@@ -69,6 +91,16 @@ BUDGETS = {
         grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(8, 16, 32, 64), simulate_scale=1.0,
         grid_sigmas=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), grid_members=(2, 4, 8, 16, 32), grid_draws=5),
+    # the headline answer: sizes measured and chosen in the README ("The answer budget")
+    "answer": Budget(
+        base_preset="default", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
+        common={"steps": ANSWER_STEPS, "batch_size": ANSWER_BATCH, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,
+                "eval_samples": 32, "eval_temperature": 0.6, "heldout_problems": 32, "threshold_keep": (50.0,),
+                "checkpoint_every": ANSWER_STEPS // 8, "population_every": ANSWER_STEPS // 4, "probe_prompts": 4,
+                "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
+        es=ANSWER_ES, grpo={"num_generations": 8, "learning_rate": 1e-4},
+        sweep_populations=(), simulate_scale=0.5, grid_sigmas=(1e-3, 1e-2, 3e-2), grid_members=(4, 16),
+        es_variants=("es-sampled",), schedules=False, curve={"points": 8, "samples": 32, "temperature": 0.6}),
 }
 
 # The sweep only needs the training reward: its runs evaluate little.
@@ -110,7 +142,7 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
     runs: dict[str, dict] = {}
 
     def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:
-        runs[name] = budget.common | {"algo": algo, "model": str(model_dir), "seed": seed, "task": "countdown",
+        runs[name] = budget.common | {"algo": algo, "model": str(model_dir), "seed": seed, "task": budget.task,
                                       "es": budget.es | (es or {}), "grpo": budget.grpo} | extra
 
     switch = max(1, int(budget.common["steps"] * budget.switch_fraction))
@@ -118,12 +150,15 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
         add(f"es-s{seed}", "es", seed, model)
         add(f"grpo-s{seed}", "grpo", seed, model)
     for seed in budget.seeds:
-        add(f"es-grpo-s{seed}", "es-grpo", seed, model, switch_step=switch)
-        add(f"grpo-es-s{seed}", "grpo-es", seed, model, switch_step=switch)
+        if budget.schedules:
+            add(f"es-grpo-s{seed}", "es-grpo", seed, model, switch_step=switch)
+            add(f"grpo-es-s{seed}", "grpo-es", seed, model, switch_step=switch)
         for name, overrides in ES_VARIANTS.items():
+            if budget.es_variants is not None and name not in budget.es_variants:
+                continue
             extra = {"dtype": "bfloat16", "population": {"batched": False}} if name == "es-bf16" else {}
             add(f"{name}-s{seed}", "es", seed, model, overrides, **extra)
-        if reward_std is not None:
+        if reward_std is not None and (budget.es_variants is None or "es-rescaled" in budget.es_variants):
             add(f"es-rescaled-s{seed}", "es", seed, model, {"zscore": False, "center_scale": 1.0 / reward_std[seed]})
     for n in budget.sweep_populations:
         for label, model_dir in (("base", model), ("other", sweep_model)):
@@ -143,6 +178,59 @@ def _done(run_dir: Path) -> bool:
     return "final" in (read_eval(run_dir) or {})
 
 
+def _run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None) -> str:
+    """Train (or resume) one run to its end, then evaluate its curve; in a worker process, on cfg's threads."""
+    from llm.config import TrainConfig
+    from llm.train import train
+
+    torch.set_num_threads(cfg["threads"])
+    if not _done(run_dir):
+        resume = (run_dir / "config.json").exists()
+        train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=False)
+    if curve is not None:
+        from llm.curve import evaluate_curve
+        evaluate_curve(run_dir, **curve)
+    return name
+
+
+def run_all(runs: dict[str, dict], root: Path, curve: dict | None, jobs: int, log) -> None:
+    """Every run of `runs` under root/NAME, `jobs` at a time (separate processes; 1: in this process).
+    A failed run is named and the others go on; the first failure is raised at the end."""
+    todo = {name: cfg for name, cfg in runs.items()
+            if not (_done(root / name) and (curve is None or _curve_done(root / name, curve)))}
+    if not todo:
+        return
+    log(f"{len(todo)} of {len(runs)} runs to do, {jobs} at a time")
+    failures: list[tuple[str, BaseException]] = []
+    if jobs == 1:
+        for name, cfg in todo.items():
+            log(f"run {name}")
+            _run_one(name, cfg, root / name, curve)
+        return
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_run_one, name, cfg, root / name, curve): name for name, cfg in todo.items()}
+        for i, future in enumerate(as_completed(futures), start=1):
+            name = futures[future]
+            try:
+                future.result()
+                log(f"run {i}/{len(todo)} done: {name}")
+            except Exception as err:  # noqa: BLE001 - named, and raised after the others finish
+                log(f"run {name} failed: {type(err).__name__}: {err}")
+                failures.append((name, err))
+    if failures:
+        raise failures[0][1]
+
+
+def _curve_done(run_dir: Path, curve: dict) -> bool:
+    """Whether the run's curve has every point llm.curve would measure now."""
+    from llm import rundir
+    from llm.curve import curve_steps
+
+    points = {p["step"] for p in rundir.read_curve(run_dir) or [] if p["sampled"]["n"] == curve["samples"]
+              and p["sampled"]["temperature"] == curve["temperature"]}
+    return set(curve_steps(rundir.checkpoint_steps(run_dir)[0], curve["points"])) <= points
+
+
 def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
     from llm.tinymodel import pretrain
     if not (out_dir / "config.json").exists():
@@ -150,20 +238,25 @@ def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
     return out_dir
 
 
-def reproduce(budget_name: str, out, *, model: Path | None = None, progress: bool = True) -> dict:
+def reproduce(budget_name: str, out, *, model: Path | None = None, progress: bool = True, jobs: int | None = None,
+              command: str | None = None) -> dict:
+    """Run (or continue) a reproduction into out; command: the command line, stated in run_info.json."""
     if budget_name not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget_name!r}")
+    jobs = (os.cpu_count() or 1) if jobs is None else jobs
+    if jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {jobs}")
     budget, out = BUDGETS[budget_name], Path(out)
     if model is not None and not (Path(model) / "config.json").exists():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")
     out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    start, commit = time.perf_counter(), git_commit()
     log = lambda msg: print(f"[{time.perf_counter() - start:7.1f} s] {msg}", flush=True)
 
     torch.set_num_threads(budget.common["threads"])
     log("base model")
     base = Path(model) if model is not None else _pretrain(out / "base", budget.base_preset, progress)
-    other = None if model is not None else _pretrain(out / "base-sweep", budget.sweep_preset, progress)
+    other = None if model is not None or not budget.sweep_populations else _pretrain(out / "base-sweep", budget.sweep_preset, progress)
 
     theory_json = out / "theory.json"
     if not theory_json.exists():
@@ -177,19 +270,10 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
         simulate_main(["all", "--out", str(out / "simulate"), "--scale", str(budget.simulate_scale)]
                       + ([] if progress else ["--no-progress"]))
 
-    from llm.config import TrainConfig
-    from llm.train import train
-    def train_all(runs: dict[str, dict]) -> None:
-        for i, (name, cfg) in enumerate(runs.items(), start=1):
-            run_dir = out / "runs" / name
-            if _done(run_dir):
-                continue
-            log(f"run {i}/{len(runs)}: {name}")
-            resume = (run_dir / "config.json").exists()
-            train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=progress)
-
-    train_all(plan(budget, base, other))
-    train_all(plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}") for seed in budget.seeds}))
+    run_all(plan(budget, base, other), out / "runs", budget.curve, jobs, log)
+    if budget.es_variants is None or "es-rescaled" in budget.es_variants:  # needs the main ES runs' reward spread
+        run_all(plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}") for seed in budget.seeds}),
+                out / "runs", budget.curve, jobs, log)
 
     grid_path = out / "lemma_grid.json"
     if not grid_path.exists():
@@ -200,5 +284,34 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     log("report")
     report = build_report(sorted((out / "runs").iterdir()), out / "report", theory_json, simulate_summary,
                           load_lemma_grid(grid_path))
+    write_run_info(out / "report" / "run_info.json", budget_name, jobs, time.perf_counter() - start, command, commit)
     log(f"done: {out / 'report' / 'REPORT.md'}")
     return report
+
+
+def git_commit() -> tuple[str, bool]:
+    """(HEAD commit, whether tracked files differ from it) of the checkout this code runs from."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=here).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                    text=True, cwd=here).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)", False
+    return commit, dirty
+
+
+def write_run_info(path: Path, budget_name: str, jobs: int, seconds: float, command: str | None,
+                   commit: tuple[str, bool]) -> None:
+    """What a published report states about its run: command, the commit it started on, wall time,
+    machine. The wall time is this invocation's (a resumed reproduction counts only what it did itself)."""
+    import platform
+
+    info = {"command": command or f"paper_checks.reproduce.reproduce({budget_name!r}, ...)", "budget": budget_name,
+            "jobs": jobs, "commit": commit[0], "uncommitted_changes": commit[1],
+            "wall_seconds": round(seconds, 1), "finished_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+                        "cpu_count": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__}}
+    path.write_text(json.dumps(info, indent=1), encoding="utf-8")

@@ -17,8 +17,8 @@ A completion is correct exactly when its reward is >= 1 under every convention (
 from __future__ import annotations
 
 REWARDS = {
-    "escov": ("countdown", "arithmetic", "gsm8k", "deepscaler"),
-    "es-at-scale-countdown": ("countdown",),
+    "escov": ("countdown", "countdown3", "arithmetic", "gsm8k", "deepscaler"),
+    "es-at-scale-countdown": ("countdown", "countdown3"),
     "paper-gsm8k": ("gsm8k", "deepscaler"),
 }
 ES_AT_SCALE_FORMAT_WEIGHT = 0.1

@@ -122,6 +122,26 @@ def matched(run_a, run_b, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return level, np.array(a), np.array(b)
 
 
+MATCHED_LEVELS = 5      # interior Pass@1 levels of the range both runs reach (matched_along)
+
+
+def matched_along(run_a, run_b, metric: str, levels: int = MATCHED_LEVELS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per seed: the Pass@1 range both trajectories reach, [max of their starts, min of their maxima],
+    and the mean over `levels` interior levels of that range of metric_a - metric_b, each run read where
+    its trajectory first reaches the level. (lo, hi, difference), NaN difference for a seed whose
+    range is empty. The same reading as paper_checks/matched.py, on exact per-step values."""
+    pa, pb = run_a.policy["pass@1"], run_b.policy["pass@1"]
+    lo = np.maximum(pa[0], pb[0])
+    hi = np.minimum(pa.max(0), pb.max(0))
+    diff = np.full(lo.shape, np.nan)
+    for s in range(lo.size):
+        if hi[s] > lo[s]:
+            grid = np.linspace(lo[s], hi[s], levels + 2)[1:-1]
+            diff[s] = np.mean([value_at_level(pa[:, s], run_a.policy[metric][:, s], L)
+                               - value_at_level(pb[:, s], run_b.policy[metric][:, s], L) for L in grid])
+    return lo, hi, diff
+
+
 def band(ax, x, values, label: str, color=None):
     """Mean over seeds (axis 1) with a +- 1 std band."""
     m, s = values.mean(1), values.std(1)

@@ -9,7 +9,7 @@ from paper_checks.evidence import variant
 from paper_checks.reproduce import BUDGETS, plan
 
 
-@pytest.mark.parametrize("budget", sorted(BUDGETS))
+@pytest.mark.parametrize("budget", ["small", "full"])
 def test_plan_builds_valid_configs_for_every_variant(budget):
     b = BUDGETS[budget]
     runs = plan(b, Path("base"), Path("other"), reward_std={s: 0.04 for s in b.seeds})
@@ -31,6 +31,19 @@ def test_plan_builds_valid_configs_for_every_variant(budget):
              if variant(c.to_dict()) == "es"}
     assert {m for m, _ in sweep} == {"base", "other"} and len({n for _, n in sweep}) >= 2
     assert set(sweep.values()) == main_updates and len(main_updates) == 1
+
+
+def test_answer_plan_is_the_headline_comparison_with_curves():
+    from llm.curve import curve_steps
+    b = BUDGETS["answer"]
+    runs = plan(b, Path("base"), None, reward_std={s: 0.04 for s in b.seeds})
+    configs = [TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in runs.items()]
+    assert {variant(c.to_dict()) for c in configs} == {"es", "grpo", "es[sampled]"}
+    assert all(c.task == "countdown3" and c.eval_temperature == 0.6 and c.threads == 1 for c in configs)
+    assert {c.seed for c in configs} == set(b.seeds) and len(b.seeds) >= 4
+    # 8 checkpoints spread over training, each a curve point beside the base
+    steps = sorted({*range(b.common["checkpoint_every"], b.common["steps"] + 1, b.common["checkpoint_every"])})
+    assert curve_steps(steps, b.curve["points"]) == [0] + steps and len(steps) == 8
 
 
 def test_rescaled_variant_waits_for_the_main_runs():

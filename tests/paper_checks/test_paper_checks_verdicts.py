@@ -30,7 +30,7 @@ def _eval(rng, p_per_problem, ks=(1, 16, 32)) -> dict:
 def make_run(root: Path, name: str, algo: str, seed: int, base_p, final_p, *, entropy=(1.0, 1.0), drift=1e-3,
              es: dict | None = None, task: str = "countdown", heldout_drop: float = 0.0, model: str = "base",
              tiny_share: float | None = None, thresholded_change: float | None = None, lemma1_ratio: float | None = None,
-             entries: int = 1000, reward: float = 0.3) -> Path:
+             entries: int = 1000, reward: float = 0.3, curve_p=None) -> Path:
     rng = np.random.default_rng(zlib.crc32(f"{name}-{seed}".encode()))
     run = root / name
     run.mkdir(parents=True)
@@ -59,6 +59,12 @@ def make_run(root: Path, name: str, algo: str, seed: int, base_p, final_p, *, en
             "step": steps, "sigma": 1e-3, "members": 8, "jspol": {"mean": 1e-4 * lemma1_ratio}, "lemma1_prediction": 1e-4,
             "validity": {"measured": {"mean": 0.01}, "predicted": 0.01},
             "lemma2": {"distinct_members_pass": [0.5, 0.6], "same_policy_pass": [0.45, 0.6]}}]}))
+    if curve_p is not None:  # curve.json: per-step success probabilities -> binomial counts of 32 (llm/curve.py)
+        points = []
+        for t, p in enumerate(curve_p):
+            sampled = _eval(rng, p) | {"mean_token_entropy": float(1.0 + rng.normal(0, 0.01)), "temperature": 0.6}
+            points.append({"step": 5 * t, "sampled": sampled, "greedy": _eval(rng, p) | {"n": 1}})
+        (run / "curve.json").write_text(json.dumps({"points": points}))
     return run
 
 
@@ -168,7 +174,9 @@ def _zero_effect_runs(tmp_path, p_base, seeds=(0, 1)) -> list[Path]:
                                ("twopoint", "es", {"antithetic": True}), ("null", "es", {"null_control": True})):
             # two-point at the claim's boundary: one-point exactly 2 points worse
             final = np.clip(p_base + 0.02, 0, 1) if name == "twopoint" else p_base
-            dirs.append(make_run(tmp_path, f"{name}{seed}", algo, seed, p_base, final, es=es,
+            # ES and GRPO follow the same path along training: no difference at matched Pass@1
+            curve = [np.clip(p_base + 0.05 * t, 0, 1) for t in range(5)] if name in ("es", "grpo") else None
+            dirs.append(make_run(tmp_path, f"{name}{seed}", algo, seed, p_base, final, es=es, curve_p=curve,
                                  entropy=(1.0, 1.0 + wobble), drift=1e-3 * (10 ** (1 + seed)) if name == "es" else 1e-3,
                                  heldout_drop=0.02, tiny_share=0.3 + wobble / 10, thresholded_change=wobble / 2,
                                  lemma1_ratio=1.1 + wobble / 2))

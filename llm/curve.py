@@ -1,0 +1,98 @@
+"""Checkpoints evaluated along training: the data of the Pass@1-Pass@K frontier.
+
+    python -m llm curve RUN_DIR [--points 8] [--samples 32] [--temperature 0.6] [--problems 64]
+
+For a finished (or partial) run directory, the base model (step 0) and up to `points` of its
+checkpoints, spread evenly over the steps that have one (the last always kept), are each evaluated
+on the same test prompts as the run's final evaluation (llm/train.py EVAL_PROBLEM_SEED), twice:
+
+    sampled   `samples` completions per prompt at `temperature` (the paper: 32 at T = 0.6):
+              Pass@1, Pass@16, Pass@32, the share of prompts with no correct sample, token entropy
+    greedy    one completion at temperature 0: greedy accuracy, the quantity ES with greedy member
+              rollouts optimizes (the paper reports the sampled one)
+
+Each point is a CurvePoint record in curve.json (llm/rundir.py), written as soon as it is measured;
+points already there with the same settings are kept, so an interrupted curve continues where it
+stopped. The sampling seed depends on (run seed, step), not on the method, so two methods' step-0
+points on the same seed are the same measurement of the same base.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from llm import rundir
+from llm.rollout import derive_seed
+
+POINTS, SAMPLES, TEMPERATURE = 8, 32, 0.6   # the paper's Pass@32 at T = 0.6
+KS = (1, 16, 32)
+
+
+def curve_steps(checkpoints: list[int], points: int) -> list[int]:
+    """0 (the base) and at most `points` of the checkpoint steps, evenly spread, the last kept."""
+    if points < 1:
+        raise ValueError(f"points must be >= 1, got {points}")
+    steps = sorted(set(checkpoints) - {0})
+    if len(steps) > points:
+        picks = np.linspace(0, len(steps) - 1, points).round().astype(int)
+        steps = [steps[i] for i in sorted(set(picks.tolist()))]
+    return [0] + steps
+
+
+def _same_settings(point: dict, n_problems: int, samples: int, temperature: float) -> bool:
+    s = point["sampled"]
+    return s["num_problems"] == n_problems and s["n"] == samples and s["temperature"] == temperature
+
+
+def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, temperature: float = TEMPERATURE,
+                   n_problems: int | None = None, progress: bool = False) -> list[dict]:
+    """Measure the curve points of run_dir that are not in its curve.json yet; returns all points."""
+    from llm.config import load_config
+    from llm.engines import make_engine
+    from llm.evaluate import evaluate
+    from llm.tasks import get_task
+    from llm.train import EVAL_PROBLEM_SEED
+
+    run_dir = Path(run_dir)
+    cfg = load_config(run_dir)
+    torch.set_num_threads(cfg.threads)
+    if samples < max(KS):
+        raise ValueError(f"samples must be >= {max(KS)} (Pass@{max(KS)}), got {samples}")
+    task = get_task(cfg.task)
+    n_problems = cfg.eval_problems if n_problems is None else n_problems
+    problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
+    done = {p["step"]: p for p in rundir.read_curve(run_dir) or [] if _same_settings(p, n_problems, samples, temperature)}
+    checkpoints, _ = rundir.checkpoint_steps(run_dir)
+    for step in curve_steps(checkpoints, points):
+        if step in done:
+            continue
+        model_dir = cfg.model if step == 0 else rundir.checkpoint_dir(run_dir, step)
+        engine = make_engine("hf", model_dir, dtype=torch.float32, seed=cfg.seed)
+        seed = derive_seed(cfg.seed, step, "curve") % 2**31
+        common = {"max_new_tokens": cfg.max_completion_length, "seed": seed, "progress": progress}
+        point = {"step": step,
+                 "sampled": evaluate(engine, task, problems, n=samples, ks=list(KS), temperature=temperature, **common),
+                 "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common)}
+        rundir.record_curve_point(run_dir, point)
+        done[step] = point
+    return [done[s] for s in sorted(done)]
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("run_dir", type=Path, help="a run directory of `python -m llm train`")
+    parser.add_argument("--points", type=int, default=POINTS, help="checkpoints evaluated besides the base")
+    parser.add_argument("--samples", type=int, default=SAMPLES, help="samples per prompt")
+    parser.add_argument("--temperature", type=float, default=TEMPERATURE)
+    parser.add_argument("--problems", type=int, default=None, help="test prompts (default: the run's eval_problems)")
+
+
+def run_command(args) -> int:
+    pts = evaluate_curve(args.run_dir, points=args.points, samples=args.samples, temperature=args.temperature,
+                         n_problems=args.problems, progress=True)
+    for p in pts:
+        s = p["sampled"]
+        print(f"step {p['step']:5d}  Pass@1 {s['pass_at_k']['1']:.3f}  Pass@32 {s['pass_at_k']['32']:.3f}  "
+              f"greedy {p['greedy']['pass_at_k']['1']:.3f}  no-correct {1 - s['solved_fraction']:.3f}")
+    return 0

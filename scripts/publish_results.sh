@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Copy a finished reproduction's report into results/ (no checkpoints, no run directories):
+#   bash scripts/publish_results.sh OUT_DIR [RESULTS_DIR]      (RESULTS_DIR defaults to results)
+# OUT_DIR is the --out of `python -m paper_checks reproduce`; its report/ must hold REPORT.md,
+# report.json and run_info.json (written when the reproduction finished). results/REPORT.md gets a
+# header with the exact command, the commit, the wall time and the machine; the simulate plots the
+# report links to are copied beside it and the links rewritten.
+set -euo pipefail
+out="${1:?usage: publish_results.sh OUT_DIR [RESULTS_DIR]}"
+dest="${2:-results}"
+report="$out/report"
+for f in REPORT.md report.json run_info.json; do
+  [ -f "$report/$f" ] || { echo "error: $report/$f missing (has the reproduction finished?)" >&2; exit 2; }
+done
+py="${PYTHON:-.venv/bin/python}"
+mkdir -p "$dest"
+cp "$report/report.json" "$report/run_info.json" "$dest/"
+find "$report" -maxdepth 1 -name '*.png' -exec cp {} "$dest/" \;
+if [ -d "$out/simulate" ]; then
+  mkdir -p "$dest/simulate"
+  find "$out/simulate" -maxdepth 1 -name '*.png' -exec cp {} "$dest/simulate/" \;
+fi
+"$py" - "$report" "$dest" <<'PY'
+import json, sys
+from pathlib import Path
+report, dest = Path(sys.argv[1]), Path(sys.argv[2])
+info = json.loads((report / "run_info.json").read_text())
+m = info["machine"]
+minutes = info["wall_seconds"] / 60
+header = (f"<!-- published by scripts/publish_results.sh from {info['budget']!r} -->\n"
+          f"> **Command:** `{info['command']}`  \n"
+          f"> **Commit:** `{info['commit']}`{' (with uncommitted changes)' if info['uncommitted_changes'] else ''}  \n"
+          f"> **Wall time:** {minutes:.1f} min ({info['jobs']} runs at a time; finished {info['finished_utc']}; "
+          f"a resumed reproduction counts its last invocation only)  \n"
+          f"> **Machine:** {m['platform']}, {m['processor']}, {m['cpu_count']} CPU cores, Python {m['python']}, "
+          f"torch {m['torch']}\n\n")
+text = (report / "REPORT.md").read_text().replace("](../simulate/", "](simulate/")
+(dest / "REPORT.md").write_text(header + text)
+print(f"published {report} -> {dest}/REPORT.md")
+PY

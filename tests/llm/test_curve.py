@@ -1,0 +1,67 @@
+"""llm.curve on a real tiny run: the base and the checkpoints evaluated on the run's test prompts,
+the base point equal to an independent evaluation of the base model, records in curve.json, and an
+interrupted curve continued without re-measuring its points."""
+import json
+
+import pytest
+import torch
+
+from llm import rundir
+from llm.config import TrainConfig
+from llm.curve import curve_steps, evaluate_curve
+from llm.engines import make_engine
+from llm.evaluate import evaluate
+from llm.rollout import derive_seed
+from llm.tasks import get_task
+from llm.train import EVAL_PROBLEM_SEED, train
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+RUN = dict(algo="grpo", steps=4, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
+           step_samples=2, probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=3,
+           eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(50.0,), task="countdown3",
+           grpo={"num_generations": 4, "learning_rate": 3e-2})
+
+
+def test_curve_steps_spread_and_keep_the_last():
+    assert curve_steps([40, 10, 20, 30], 8) == [0, 10, 20, 30, 40]
+    assert curve_steps(list(range(5, 101, 5)), 4) == [0, 5, 35, 70, 100]
+    with pytest.raises(ValueError, match="points"):
+        curve_steps([10], 0)
+
+
+def test_curve_of_a_real_run(tiny_model_dir, tmp_path):
+    run = tmp_path / "run"
+    train(TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run)}), show_progress=False)
+    points = evaluate_curve(run, points=8, samples=32, temperature=0.6)
+    assert [p["step"] for p in points] == [0, 2, 4]
+    stored = rundir.read_curve(run)
+    assert stored == json.loads((run / rundir.CURVE).read_text())["points"] == points
+    task = get_task("countdown3")
+    problems = task.problems("test", 3, seed=EVAL_PROBLEM_SEED)
+    assert all(len(p.prompt.split("->")[0].split(",")) == 3 for p in problems), "countdown3 has 3 numbers"
+    # the base point is the base model evaluated directly with the same prompts and seed
+    engine = make_engine("hf", tiny_model_dir, dtype=torch.float32)
+    direct = evaluate(engine, task, problems, n=32, ks=[1, 16, 32], temperature=0.6, max_new_tokens=6,
+                      seed=derive_seed(0, 0, "curve") % 2**31, progress=False)
+    assert points[0]["sampled"]["per_problem"] == direct["per_problem"]
+    assert [p["id"] for p in points[-1]["sampled"]["per_problem"]] == [p.id for p in problems]
+    assert all(pt["greedy"]["n"] == 1 and pt["greedy"]["temperature"] == 0.0 for pt in points)
+    # the trained weights differ from the base: the last point is not the base measured again
+    assert points[-1]["sampled"]["per_problem"] != points[0]["sampled"]["per_problem"] or \
+        points[-1]["sampled"]["mean_token_entropy"] != points[0]["sampled"]["mean_token_entropy"]
+    # continue an interrupted curve: only the missing point is measured
+    kept = [p for p in stored if p["step"] != 2]
+    rundir.write_json(run / rundir.CURVE, {"points": kept})
+    again = evaluate_curve(run, points=8, samples=32, temperature=0.6)
+    assert [p["step"] for p in again] == [0, 2, 4]
+    assert again[0] == points[0] and again[1]["sampled"]["per_problem"] == points[1]["sampled"]["per_problem"]
+
+
+def test_damaged_curve_is_named(tmp_path):
+    (tmp_path / rundir.CURVE).write_text('{"points": [{"step": 1}]}')
+    with pytest.raises(rundir.RunDirError, match="curve.json.*lacks the field 'sampled'"):
+        rundir.read_curve(tmp_path)
+    (tmp_path / rundir.CURVE).write_text('{"points": [{"step": "one"}]}')
+    problems = []   # a partial reader skips a point of the wrong type and names it
+    assert rundir.read_curve(tmp_path, problems) == [] and "curve.json" in problems[0] and "'step'" in problems[0]

@@ -1,0 +1,43 @@
+"""scripts/publish_results.sh: a finished reproduction's report copied into results/ with the header
+a reader needs (command, commit, wall time, machine), simulate plot links rewritten, no checkpoints."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from paper_checks.reproduce import git_commit, write_run_info
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_publish_copies_the_report_with_its_header(tmp_path):
+    out, dest = tmp_path / "out", tmp_path / "results"
+    (out / "report").mkdir(parents=True)
+    (out / "simulate").mkdir()
+    (out / "runs" / "es-s0" / "checkpoints" / "step-5").mkdir(parents=True)
+    (out / "runs" / "es-s0" / "checkpoints" / "step-5" / "model.safetensors").write_bytes(b"x")
+    (out / "report" / "REPORT.md").write_text("# Report\n![entropy](../simulate/entropy_collapse.png) ![f](frontier.png)\n")
+    (out / "report" / "report.json").write_text("{}")
+    (out / "report" / "frontier.png").write_bytes(b"png")
+    (out / "simulate" / "entropy_collapse.png").write_bytes(b"png")
+    commit = git_commit()
+    write_run_info(out / "report" / "run_info.json", "answer", 2, 125.0, "python -m paper_checks reproduce --budget answer", commit)
+    info = json.loads((out / "report" / "run_info.json").read_text())
+    assert info["commit"] == commit[0] and info["machine"]["cpu_count"] >= 1
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "publish_results.sh"), str(out), str(dest)],
+                         capture_output=True, text=True, env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr
+    text = (dest / "REPORT.md").read_text()
+    assert "`python -m paper_checks reproduce --budget answer`" in text and commit[0] in text
+    assert "2.1 min" in text and "CPU cores" in text
+    assert "](simulate/entropy_collapse.png)" in text and (dest / "simulate" / "entropy_collapse.png").exists()
+    assert (dest / "frontier.png").exists() and (dest / "report.json").exists()
+    assert not list(dest.rglob("*.safetensors"))
+
+
+def test_publish_refuses_an_unfinished_reproduction(tmp_path):
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "REPORT.md").write_text("x")
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "publish_results.sh"), str(tmp_path), str(tmp_path / "r")],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "report.json missing" in res.stderr
