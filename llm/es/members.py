@@ -13,11 +13,13 @@ same update (`llm.es.algorithm.ES.step`):
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 
 from llm.es.noise import member_rollout_seed
 from llm.rollout import rollout, score_completions
@@ -26,6 +28,16 @@ from llm.tasks.base import Problem, Task
 if TYPE_CHECKING:
     from llm.engines.base import Completion
     from llm.es.algorithm import ES
+
+
+def weight_hash(weights: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of the weights (as fp32, on the CPU), by name in sorted order: replicas of the center
+    (Ray actors, vLLM workers) are compared by it."""
+    h = hashlib.sha256()
+    for name in sorted(weights):
+        h.update(name.encode())
+        h.update(weights[name].detach().float().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
 
 
 class MemberEvaluator(ABC):

@@ -18,25 +18,15 @@ silently lost (`RayActors.reruns` records it); with no actor left the step fails
 """
 from __future__ import annotations
 
-import hashlib
 
 import numpy as np
 import torch
 
 from llm.es.algorithm import ES, ESConfig
-from llm.es.members import MemberEvaluator
+from llm.es.members import MemberEvaluator, weight_hash
 from llm.es.noise import iteration_seeds
 from llm.es.options import DistributedConfig, PopulationConfig, check_ray, local_members, population_noise
 from llm.tasks.base import Problem, Task
-
-def weight_hash(weights: dict[str, torch.Tensor]) -> str:
-    """SHA-256 of fp32 weights, by name in sorted order."""
-    h = hashlib.sha256()
-    for name in sorted(weights):
-        h.update(name.encode())
-        h.update(weights[name].detach().float().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
-
 
 class ESWorker:
     """One replica (run as a Ray actor): its own HF engine on its device ("cpu", or "cuda": the GPU Ray gave

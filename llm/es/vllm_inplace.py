@@ -35,7 +35,6 @@ evaluate, subtract it again (leaving the rounding residue), no fp32 master.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from typing import TYPE_CHECKING
@@ -43,7 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from llm.es.members import MemberEvaluator
+from llm.es.members import MemberEvaluator, weight_hash
 from llm.es.noise import NOISE_CHUNK, PopulationNoise, iteration_seeds, member_direction
 from llm.rollout import rollout
 from llm.tasks.base import Problem
@@ -92,15 +91,6 @@ def param_slices(hf_shapes: dict[str, tuple[int, ...]], names: list[str],
             raise ValueError(f"vLLM in-place ES: {target} has shape {tuple(vllm_shapes[target])}, HF's {name} {shape}")
         out[name] = (target, start, start + shape[0])
     return out
-
-
-def tensor_hash(tensors: dict[str, torch.Tensor]) -> str:
-    """SHA-256 of the tensors (as fp32, on the CPU), by name in sorted order."""
-    h = hashlib.sha256()
-    for name in sorted(tensors):
-        h.update(name.encode())
-        h.update(tensors[name].detach().float().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
 
 
 class ESWorkerExtension:
@@ -177,7 +167,7 @@ class ESWorkerExtension:
         return self.es_hash()
 
     def es_hash(self) -> str:
-        return tensor_hash(self.es_views if self.es_inplace_bf16 else self.es_master)
+        return weight_hash(self.es_views if self.es_inplace_bf16 else self.es_master)
 
 
 def check_inplace_engine(engine) -> None:
@@ -223,7 +213,7 @@ class VLLMInPlace(MemberEvaluator):
 
     @staticmethod
     def check(step: int, master: dict[str, torch.Tensor], hashes: list[str]) -> None:
-        expected = tensor_hash(master)
+        expected = weight_hash(master)
         if any(h != expected for h in hashes):
             raise RuntimeError(f"step {step}: the vLLM workers' master weights differ from the driver's "
                                f"(hash {expected[:12]}); the in-place update is no longer the driver's")

@@ -50,7 +50,7 @@ def single_process(tiny_model_dir):
 
 
 def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model_dir, ray_local, single_process):
-    from llm.es.ray_actors import weight_hash
+    from llm.es.members import weight_hash
 
     ref_steps, ref_weights = single_process
     assert np.ptp(ref_steps[0].rewards) > 0  # the run really moves the weights

@@ -24,7 +24,8 @@ from llm.engines.hf import HFEngine
 from llm.es.algorithm import ES, ESConfig, direction_coefficients
 from llm.es.noise import iteration_seeds, member_direction, noise
 from llm.es.options import PopulationConfig, DistributedConfig, check_inplace_machine, check_options
-from llm.es.vllm_inplace import ESWorkerExtension, VLLMInPlace, param_slices, shares_master, tensor_hash
+from llm.es.members import weight_hash
+from llm.es.vllm_inplace import ESWorkerExtension, VLLMInPlace, param_slices, shares_master
 from llm.random_models import build_random_model
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -120,7 +121,7 @@ def test_worker_members_restore_and_update_match_the_closed_form_and_the_reload_
     before = {n: p.detach().clone() for n, p in worker.es_model().named_parameters()}
     center = {n: hf[n].clone() for n in names}  # the worker's own master, as a worker in another process has
     worker.es_setup(center, shapes, cfg.sigma, cfg.antithetic, 0, cfg.noise_chunk)
-    assert worker.es_hash() == tensor_hash(center)
+    assert worker.es_hash() == weight_hash(center)
     views = _views(worker, shapes, names)
     it_seed, _ = iteration_seeds(7, 2)
     for member in (0, 3):
@@ -140,7 +141,7 @@ def test_worker_members_restore_and_update_match_the_closed_form_and_the_reload_
     worker_hash = worker.es_update(it_seed, coef.tolist(), cfg.alpha / len(z))
     reference = _es(cfg, model, tokenizer, names)  # the reload path's update on the same center
     reference.apply_update(it_seed, z, 2)
-    assert worker_hash == tensor_hash(reference.master)
+    assert worker_hash == weight_hash(reference.master)
     for n in names:
         assert torch.equal(worker.es_master[n], reference.master[n]) and torch.equal(views[n], reference.master[n])
         closed = hf[n] + cfg.alpha / 4 * sum(float(c) * noise(it_seed, d, n, hf[n].shape, chunk=50) for d, c in enumerate(coef))
@@ -199,9 +200,9 @@ def test_a_shared_master_is_detected_and_loaded_after_the_drivers_update(qwen):
 def test_a_worker_that_diverged_from_the_driver_is_an_error(qwen):
     _, _, hf = qwen
     master = {"model.norm.weight": hf["model.norm.weight"]}
-    VLLMInPlace.check(3, master, [tensor_hash(master)])
+    VLLMInPlace.check(3, master, [weight_hash(master)])
     with pytest.raises(RuntimeError, match="step 3: the vLLM workers' master weights differ"):
-        VLLMInPlace.check(3, master, [tensor_hash({"model.norm.weight": master["model.norm.weight"] + 1e-3})])
+        VLLMInPlace.check(3, master, [weight_hash({"model.norm.weight": master["model.norm.weight"] + 1e-3})])
 
 
 @pytest.mark.parametrize("over, engine, dist, match", [
