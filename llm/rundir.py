@@ -341,26 +341,31 @@ def write_eval(run: Path, data: EvalFile) -> None:
     write_json(path, check_eval_file(data, str(path)))
 
 
-def read_population(run: Path, problems: list[str] | None = None) -> dict | None:
-    """population.json ({"measurements": [...]}; None when missing). With `problems`, a damaged
-    measurement is reported and skipped, a damaged file reported and None returned."""
-    path = Path(run) / POPULATION
+def _read_record_list(path: Path, key: str, record, problems: list[str] | None) -> dict | None:
+    """A JSON object whose `key` holds a list of `record`s (None when the file is missing). With
+    `problems`, a damaged record is reported and skipped, a damaged file reported and None returned."""
     if not path.exists():
         return None
     try:
         data = read_json(path)
-        if not isinstance(data, dict) or not isinstance(data.get("measurements"), list):
-            raise RunDirError(f"{path}: expected {{\"measurements\": [...]}}")
+        if not isinstance(data, dict) or not isinstance(data.get(key), list):
+            raise RunDirError(f"{path}: expected {{\"{key}\": [...]}}")
     except RunDirError as err:
         _report_or_raise(err, problems)
         return None
     kept = []
-    for i, m in enumerate(data["measurements"]):
+    for i, item in enumerate(data[key]):
         try:
-            kept.append(check_record(PopulationMeasurement, m, f"{path}: measurements[{i}]", complete=problems is None))
+            kept.append(check_record(record, item, f"{path}: {key}[{i}]", complete=problems is None))
         except RunDirError as err:
             _report_or_raise(err, problems)
-    return data | {"measurements": kept}
+    return data | {key: kept}
+
+
+def read_population(run: Path, problems: list[str] | None = None) -> dict | None:
+    """population.json ({"measurements": [...]}; None when missing). With `problems`, a damaged
+    measurement is reported and skipped, a damaged file reported and None returned."""
+    return _read_record_list(Path(run) / POPULATION, "measurements", PopulationMeasurement, problems)
 
 
 def record_population(run: Path, measurement: PopulationMeasurement) -> None:
@@ -382,23 +387,8 @@ def keep_population(run: Path, step: int) -> None:
 def read_curve(run: Path, problems: list[str] | None = None) -> list[CurvePoint] | None:
     """curve.json's points in step order (None when missing). With `problems`, a damaged point is
     reported and skipped, a damaged file reported and None returned."""
-    path = Path(run) / CURVE
-    if not path.exists():
-        return None
-    try:
-        data = read_json(path)
-        if not isinstance(data, dict) or not isinstance(data.get("points"), list):
-            raise RunDirError(f"{path}: expected {{\"points\": [...]}}")
-    except RunDirError as err:
-        _report_or_raise(err, problems)
-        return None
-    kept = []
-    for i, point in enumerate(data["points"]):
-        try:
-            kept.append(check_record(CurvePoint, point, f"{path}: points[{i}]", complete=problems is None))
-        except RunDirError as err:
-            _report_or_raise(err, problems)
-    return sorted(kept, key=lambda p: p["step"])
+    data = _read_record_list(Path(run) / CURVE, "points", CurvePoint, problems)
+    return None if data is None else sorted(data["points"], key=lambda p: p["step"])
 
 
 def record_curve_point(run: Path, point: CurvePoint) -> None:
