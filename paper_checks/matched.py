@@ -9,7 +9,7 @@ first reaches L, interpolated linearly between the two points around it:
     y(L)[p] = (1 - w) y_t[p] + w y_{t+1}[p]
 
 The levels compared are those every run of both methods reaches: the common range
-[max over runs of min_t m_t, min over runs of max_t m_t], at LEVELS evenly spaced interior levels
+[max over runs of min_t m_t, min over runs of max_t m_t], at MATCHED_LEVELS evenly spaced interior levels (theory.matched)
 (its ends excluded: at the lower end two methods on one seed often sit on the same base
 measurement, a difference of exactly zero by construction). The per-(seed, prompt) value is
 the mean over levels of y_A(L)[p] - y_B(L)[p], runs paired by seed, and its interval comes from
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from paper_checks.design import Estimate, seeds_by_prompts
+from theory.matched import interior_levels
 from theory.metrics import pass_at_k_counts
 
-LEVELS = 5          # interior Pass@1 levels of the common range
 MIN_RANGE = 0.02    # the common Pass@1 range must span at least 2 points
 
 
@@ -86,10 +86,6 @@ def common_range(curves: list[Curve]) -> tuple[float, float]:
     return float(max(c.pass1.min() for c in curves)), float(min(c.pass1.max() for c in curves))
 
 
-def levels_of(lo: float, hi: float, count: int = LEVELS) -> np.ndarray:
-    return np.linspace(lo, hi, count + 2)[1:-1]
-
-
 def paired(a: list[Curve], b: list[Curve]) -> list[tuple[Curve, Curve]]:
     """Curves of two methods paired by seed, on the same prompts."""
     by_seed = {c.seed: c for c in b}
@@ -112,7 +108,7 @@ def matched_difference(a: list[Curve], b: list[Curve], metric: str) -> tuple[Est
     if hi - lo < MIN_RANGE:
         return None, info | {"reason": f"the Pass@1 range every run reaches is {100 * max(hi - lo, 0):.1f} pts wide "
                                        f"(under {100 * MIN_RANGE:g}): nothing to compare at matched Pass@1"}
-    levels = levels_of(lo, hi)
+    levels = interior_levels(lo, hi)
     rows, per_level = [], []
     for ca, cb in pairs:
         ya, yb = ca.metric(metric), cb.metric(metric)
@@ -131,7 +127,7 @@ def matched_seed_values(a: list[Curve], b: list[Curve], field: str) -> tuple[lis
     lo, hi = common_range([c for pair in pairs for c in pair])
     if hi - lo < MIN_RANGE:
         return None, {"range": [lo, hi], "reason": "common Pass@1 range under MIN_RANGE"}
-    levels = levels_of(lo, hi)
+    levels = interior_levels(lo, hi)
     values = [float(np.mean([at_level(ca.pass1, getattr(ca, field), L) - at_level(cb.pass1, getattr(cb, field), L)
                              for L in levels])) for ca, cb in pairs]
     return values, {"range": [lo, hi], "levels": levels.tolist()}

@@ -29,6 +29,7 @@ from ..bandit import TaskShape  # noqa: E402
 from ..es import ESConfig  # noqa: E402
 from ..grpo import GRPOConfig  # noqa: E402
 from theory.decisions import FAILS, HOLDS, directional, equivalence, over_seeds  # noqa: E402
+from theory.matched import MATCHED_LEVELS, interior_levels  # noqa: E402
 
 SHAPE = TaskShape()
 GRPO = GRPOConfig()
@@ -122,9 +123,6 @@ def matched(run_a, run_b, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return level, np.array(a), np.array(b)
 
 
-MATCHED_LEVELS = 5      # interior Pass@1 levels of the range both runs reach (matched_along)
-
-
 def matched_along(run_a, run_b, metric: str, levels: int = MATCHED_LEVELS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per seed: the Pass@1 range both trajectories reach, [max of their starts, min of their maxima],
     and the mean over `levels` interior levels of that range of metric_a - metric_b, each run read where
@@ -136,7 +134,7 @@ def matched_along(run_a, run_b, metric: str, levels: int = MATCHED_LEVELS) -> tu
     diff = np.full(lo.shape, np.nan)
     for s in range(lo.size):
         if hi[s] > lo[s]:
-            grid = np.linspace(lo[s], hi[s], levels + 2)[1:-1]
+            grid = interior_levels(lo[s], hi[s], levels)
             diff[s] = np.mean([value_at_level(pa[:, s], run_a.policy[metric][:, s], L)
                                - value_at_level(pb[:, s], run_b.policy[metric][:, s], L) for L in grid])
     return lo, hi, diff

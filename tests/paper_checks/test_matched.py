@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from paper_checks.design import seeds_by_prompts
-from paper_checks.matched import MIN_RANGE, at_level, common_range, curve_of, levels_of, matched_difference
+from paper_checks.matched import MIN_RANGE, at_level, common_range, curve_of, matched_difference
+from theory.matched import interior_levels
 from theory.decisions import FAILS, HOLDS, INCONCLUSIVE, directional
 
 N, PROMPTS, SEEDS = 32, 64, 4
@@ -127,7 +128,7 @@ def test_no_common_range_is_not_compared(base_logit):
 
 
 def test_levels_exclude_the_range_ends():
-    levels = levels_of(0.2, 0.4, 3)
+    levels = interior_levels(0.2, 0.4, 3)
     np.testing.assert_allclose(levels, [0.25, 0.3, 0.35])
 
 
