@@ -23,10 +23,8 @@ sized in the README ("The answer budget").
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +32,7 @@ import numpy as np
 import torch
 
 from paper_checks.evidence import load_lemma_grid
+from paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
 from paper_checks.report import build_report
 
 SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
@@ -138,7 +137,7 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
     """Every run of a reproduction: run name -> TrainConfig as a dict (without `out`).
 
     reward_std: seed -> mean std(R) of that seed's main ES run; with it the plan also holds the
-    rescaled centered variant (center_scale = 1 / std, so its update has the z-scored norm on average)."""
+    rescaled centered variant of the seeds it names (center_scale = 1 / std, so its update has the z-scored norm on average)."""
     runs: dict[str, dict] = {}
 
     def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:
@@ -158,7 +157,7 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
                 continue
             extra = {"dtype": "bfloat16", "population": {"batched": False}} if name == "es-bf16" else {}
             add(f"{name}-s{seed}", "es", seed, model, overrides, **extra)
-        if reward_std is not None and (budget.es_variants is None or "es-rescaled" in budget.es_variants):
+        if reward_std is not None and seed in reward_std and (budget.es_variants is None or "es-rescaled" in budget.es_variants):
             add(f"es-rescaled-s{seed}", "es", seed, model, {"zscore": False, "center_scale": 1.0 / reward_std[seed]})
     for n in budget.sweep_populations:
         for label, model_dir in (("base", model), ("other", sweep_model)):
@@ -196,29 +195,17 @@ def _run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None) -> str:
 def run_all(runs: dict[str, dict], root: Path, curve: dict | None, jobs: int, log) -> None:
     """Every run of `runs` under root/NAME, `jobs` at a time (separate processes; 1: in this process).
     A failed run is named and the others go on; the first failure is raised at the end."""
-    todo = {name: cfg for name, cfg in runs.items()
-            if not (_done(root / name) and (curve is None or _curve_done(root / name, curve)))}
-    if not todo:
-        return
-    log(f"{len(todo)} of {len(runs)} runs to do, {jobs} at a time")
-    failures: list[tuple[str, BaseException]] = []
-    if jobs == 1:
-        for name, cfg in todo.items():
-            log(f"run {name}")
-            _run_one(name, cfg, root / name, curve)
-        return
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_run_one, name, cfg, root / name, curve): name for name, cfg in todo.items()}
-        for i, future in enumerate(as_completed(futures), start=1):
-            name = futures[future]
-            try:
-                future.result()
-                log(f"run {i}/{len(todo)} done: {name}")
-            except Exception as err:  # noqa: BLE001 - named, and raised after the others finish
-                log(f"run {name} failed: {type(err).__name__}: {err}")
-                failures.append((name, err))
-    if failures:
-        raise failures[0][1]
+    todo = run_jobs_of(runs, root, curve)
+    if todo:
+        log(f"{len(todo)} of {len(runs)} runs to do, {jobs} at a time")
+        run_jobs(todo, jobs, log)
+
+
+def run_jobs_of(runs: dict[str, dict], root: Path, curve: dict | None, stage: str = "training runs",
+                after: tuple[str, ...] = ()) -> list[Job]:
+    """A job per run of `runs` not yet finished (with its curve, when the budget has one)."""
+    return [Job(name, stage, lambda name=name, cfg=cfg: (_run_one, (name, cfg, root / name, curve)), after)
+            for name, cfg in runs.items() if not (_done(root / name) and (curve is None or _curve_done(root / name, curve)))]
 
 
 def _curve_done(run_dir: Path, curve: dict) -> bool:
@@ -231,16 +218,117 @@ def _curve_done(run_dir: Path, curve: dict) -> bool:
     return set(curve_steps(rundir.checkpoint_steps(run_dir)[0], curve["points"])) <= points
 
 
+# ----------------------------------------------------------------------------- the base models, cached
+
+CACHE_ENV = "ESCOV_CACHE"  # folder of built base models (default ~/.cache/escov); see base_cache_key
+
+
+def base_cache_key(preset: str, seed: int = 0) -> str:
+    """What a pretrained base depends on: its preset's settings, the seed, the source of the code that
+    builds it (tokenizer, corpus, training loop) and the torch version; sha256, first 16 hex digits."""
+    import hashlib
+    from dataclasses import asdict
+
+    from llm import tinymodel
+    from llm.tasks import arithmetic, countdown
+
+    parts = [json.dumps(asdict(tinymodel.PRESETS[preset]), sort_keys=True), str(seed), torch.__version__]
+    parts += [Path(m.__file__).read_text(encoding="utf-8") for m in (tinymodel, countdown, arithmetic)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def base_cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "escov") / "bases"
+
+
 def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
+    """out_dir <- the preset's base model: copied from the cache when built before with the same
+    settings (base_cache_key), else pretrained (`python -m llm pretrain --preset PRESET --seed 0
+    --threads 1 --out DIR` makes the same model) and stored in the cache."""
+    import shutil
+
     from llm.tinymodel import pretrain
-    if not (out_dir / "config.json").exists():
-        pretrain(out_dir, preset=preset, seed=0, progress=progress)
+    if (out_dir / "config.json").exists():
+        return out_dir
+    cached = base_cache_dir() / f"{preset}-{base_cache_key(preset)}"
+    if not (cached / "config.json").exists():
+        building = cached.with_name(f"{cached.name}.building-{os.getpid()}")
+        shutil.rmtree(building, ignore_errors=True)
+        torch.set_num_threads(1)
+        pretrain(building, preset=preset, seed=0, progress=progress)
+        try:
+            building.rename(cached)
+        except OSError:  # another reproduction stored it first: the same model
+            shutil.rmtree(building, ignore_errors=True)
+    shutil.copytree(cached, out_dir, dirs_exist_ok=True)
     return out_dir
+
+
+def _theory(path: Path, progress: bool) -> None:
+    from theory.checks import run_checks
+    path.write_text(json.dumps(run_checks(progress=progress), default=float))
+
+
+def _simulate(out_dir: Path, scale: float, progress: bool) -> None:
+    from simulate.cli import main as simulate_main
+    simulate_main(["all", "--out", str(out_dir), "--scale", str(scale)] + ([] if progress else ["--no-progress"]))
+
+
+def _lemma_grid(path: Path, base: Path, budget: Budget, progress: bool) -> None:
+    from paper_checks.lemma_grid import measure_grid
+    torch.set_num_threads(budget.common["threads"])
+    path.write_text(json.dumps(measure_grid(base, budget.grid_sigmas, budget.grid_members, draws=budget.grid_draws,
+                                            progress=progress)))
+
+
+def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: bool) -> list[Job]:
+    """Every stage not yet complete, as jobs for one pool: the bases, theory, simulate, the training
+    runs, the rescaled runs (after the main ES runs they are scaled by) and the Lemma 1 grid (after
+    the base). Listed longest first where several are ready, so the workers stay busy to the end."""
+    jobs: list[Job] = []
+    base = Path(model) if model is not None else out / "base"
+    other = None if model is not None or not budget.sweep_populations else out / "base-sweep"
+    wait_base: tuple[str, ...] = ()
+    if model is None:
+        jobs.append(Job("pretrain base", "pretrain", lambda: (_pretrain, (base, budget.base_preset, progress))))
+        wait_base = ("pretrain base",)
+    wait_other = wait_base
+    if other is not None:
+        jobs.append(Job("pretrain sweep base", "pretrain", lambda: (_pretrain, (other, budget.sweep_preset, progress))))
+        wait_other = wait_base + ("pretrain sweep base",)
+    if not (out / "theory.json").exists():
+        jobs.append(Job("theory", "theory", lambda: (_theory, (out / "theory.json", progress))))
+    if not (out / "simulate" / "summary.json").exists():
+        jobs.append(Job("simulate", "simulate",
+                        lambda: (_simulate, (out / "simulate", budget.simulate_scale, progress))))
+    runs = plan(budget, base, other)
+    rescaled = budget.es_variants is None or "es-rescaled" in budget.es_variants
+    main_es = [f"es-s{seed}" for seed in budget.seeds]
+    first = main_es if rescaled else []  # the rescaled runs wait for these: they go first
+    ordered = {n: runs[n] for n in first} | {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n}
+    jobs += run_jobs_of({n: runs[n] for n in first}, out / "runs", budget.curve, after=wait_base)
+    if rescaled:
+        def rescaled_run(seed: int) -> tuple:
+            name = f"es-rescaled-s{seed}"
+            cfg = plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}")})[name]
+            return _run_one, (name, cfg, out / "runs" / name, budget.curve)
+        for seed in budget.seeds:
+            name = f"es-rescaled-s{seed}"
+            if not (_done(out / "runs" / name) and (budget.curve is None or _curve_done(out / "runs" / name, budget.curve))):
+                jobs.append(Job(name, "rescaled runs", lambda seed=seed: rescaled_run(seed), after=(f"es-s{seed}",)))
+    grid_path = out / "lemma_grid.json"
+    if not grid_path.exists():
+        jobs.append(Job("Lemma 1 grid", "Lemma 1 grid", lambda: (_lemma_grid, (grid_path, base, budget, progress)),
+                        after=wait_base))
+    jobs += run_jobs_of({n: c for n, c in ordered.items() if n not in first}, out / "runs", budget.curve, after=wait_base)
+    jobs += run_jobs_of({n: c for n, c in runs.items() if "sweep-other" in n}, out / "runs", budget.curve, after=wait_other)
+    return jobs
 
 
 def reproduce(budget_name: str, out, *, model: Path | None = None, progress: bool = True, jobs: int | None = None,
               command: str | None = None) -> dict:
-    """Run (or continue) a reproduction into out; command: the command line, stated in run_info.json."""
+    """Run (or continue) a reproduction into out; command: the command line, stated in run_info.json
+    with the time of every stage."""
     if budget_name not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget_name!r}")
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
@@ -254,39 +342,28 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     log = lambda msg: print(f"[{time.perf_counter() - start:7.1f} s] {msg}", flush=True)
 
     torch.set_num_threads(budget.common["threads"])
-    log("base model")
-    base = Path(model) if model is not None else _pretrain(out / "base", budget.base_preset, progress)
-    other = None if model is not None or not budget.sweep_populations else _pretrain(out / "base-sweep", budget.sweep_preset, progress)
-
-    theory_json = out / "theory.json"
-    if not theory_json.exists():
-        log("theory checks")
-        from theory.checks import run_checks
-        theory_json.write_text(json.dumps(run_checks(progress=progress), default=float))
-    simulate_summary = out / "simulate" / "summary.json"
-    if not simulate_summary.exists():
-        log("simulate experiments")
-        from simulate.cli import main as simulate_main
-        simulate_main(["all", "--out", str(out / "simulate"), "--scale", str(budget.simulate_scale)]
-                      + ([] if progress else ["--no-progress"]))
-
-    run_all(plan(budget, base, other), out / "runs", budget.curve, jobs, log)
-    if budget.es_variants is None or "es-rescaled" in budget.es_variants:  # needs the main ES runs' reward spread
-        run_all(plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}") for seed in budget.seeds}),
-                out / "runs", budget.curve, jobs, log)
-
-    grid_path = out / "lemma_grid.json"
-    if not grid_path.exists():
-        log("Lemma 1 grid")
-        from paper_checks.lemma_grid import measure_grid
-        grid_path.write_text(json.dumps(measure_grid(base, budget.grid_sigmas, budget.grid_members, draws=budget.grid_draws,
-                                                   progress=progress)))
+    todo = reproduction_jobs(budget, out, model, progress)
+    log(f"{len(todo)} jobs to do (bases, theory, simulate, training runs, Lemma 1 grid), {jobs} at a time")
+    times = run_jobs(todo, jobs, log)
     log("report")
-    report = build_report(sorted((out / "runs").iterdir()), out / "report", theory_json, simulate_summary,
-                          load_lemma_grid(grid_path))
-    write_run_info(out / "report" / "run_info.json", budget_name, jobs, time.perf_counter() - start, command, commit)
+    t_report, cpu_report = time.perf_counter(), cpu_seconds()
+    report = build_report(sorted((out / "runs").iterdir()), out / "report", out / "theory.json",
+                          out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"))
+    stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
+                                              "job_seconds": round(time.perf_counter() - t_report, 1),
+                                              "cpu_seconds": round(cpu_seconds() - cpu_report, 1), "jobs": 1}}
+    seconds = time.perf_counter() - start
+    write_run_info(out / "report" / "run_info.json", budget_name, jobs, seconds, command, commit, stages)
+    log(f"stages: {stage_line(stages)}")
     log(f"done: {out / 'report' / 'REPORT.md'}")
     return report
+
+
+def stage_line(stages: dict[str, dict]) -> str:
+    """One line: each stage's span in minutes (its CPU minutes in brackets), and the CPU total."""
+    parts = [f"{name} {s['span_seconds'] / 60:.1f} ({s['cpu_seconds'] / 60:.1f} CPU)" for name, s in stages.items()]
+    total = sum(s["cpu_seconds"] for s in stages.values()) / 60
+    return ", ".join(parts) + f"; CPU total {total:.1f} min" if parts else "nothing to do"
 
 
 def git_commit() -> tuple[str, bool]:
@@ -304,14 +381,15 @@ def git_commit() -> tuple[str, bool]:
 
 
 def write_run_info(path: Path, budget_name: str, jobs: int, seconds: float, command: str | None,
-                   commit: tuple[str, bool]) -> None:
+                   commit: tuple[str, bool], stages: dict[str, dict] | None = None) -> None:
     """What a published report states about its run: command, the commit it started on, wall time,
     machine. The wall time is this invocation's (a resumed reproduction counts only what it did itself)."""
     import platform
 
     info = {"command": command or f"paper_checks.reproduce.reproduce({budget_name!r}, ...)", "budget": budget_name,
             "jobs": jobs, "commit": commit[0], "uncommitted_changes": commit[1],
-            "wall_seconds": round(seconds, 1), "finished_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "wall_seconds": round(seconds, 1), "stages": stages or {},
+            "finished_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                         "cpu_count": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__}}
     path.write_text(json.dumps(info, indent=1), encoding="utf-8")

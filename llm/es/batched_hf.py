@@ -88,8 +88,7 @@ class PopulationWeights:
                                            b=torch.stack(b).to(dtype))
             else:  # member m's row: theta^T + s sigma E_d^T of a matrix (theta + s sigma E_d of a vector)
                 stacked = torch.empty((len(members), *theta.shape[::-1]), device=theta.device)
-                for i, m in enumerate(members):
-                    noise.fill_member(seed, m, name, theta, out=stacked[i])
+                noise.fill_members(seed, list(members), name, theta, out=stacked)
                 params[name] = MemberParam(stacked=stacked.to(dtype))
         return cls(params, len(members))
 

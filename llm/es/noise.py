@@ -31,8 +31,7 @@ many bytes, and the update reuses them: the same tensors, so the same update bit
 from __future__ import annotations
 
 import math
-from typing import Iterator
-
+import threading
 import numpy as np
 import torch
 
@@ -58,20 +57,34 @@ def member_direction(member: int, antithetic: bool) -> tuple[int, float]:
     return (member // 2, 1.0 if member % 2 == 0 else -1.0) if antithetic else (member, 1.0)
 
 
-def noise_chunks(seed: int, direction: int, name: str, numel: int, chunk: int,
-                 device: torch.device | str = "cpu") -> Iterator[torch.Tensor]:
-    """eps for one tensor (flattened), chunk by chunk, from a generator on the device seeded by
-    (seed, direction, name). CPU and CUDA generators give different streams for the same seed."""
-    gen = torch.Generator(device=device).manual_seed(derive_seed(seed, direction, name))
-    for start in range(0, numel, chunk):
-        yield torch.randn(min(chunk, numel - start), generator=gen, device=device)
+_GENERATORS = threading.local()  # this thread's generator per device, re-seeded for every draw
+
+
+def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """This thread's generator on the device, seeded with seed. Seeding resets the whole state, so it
+    draws what a new torch.Generator seeded so would; making a new one costs more than drawing a
+    small tensor (the noise of a tiny model is hundreds of such draws per iteration)."""
+    device = torch.device(device)
+    gens = _GENERATORS.__dict__
+    if device not in gens:
+        gens[device] = torch.Generator(device=device)
+    return gens[device].manual_seed(seed)
+
+
+def fill_noise(seed: int, direction: int, name: str, out: torch.Tensor, chunk: int = NOISE_CHUNK) -> torch.Tensor:
+    """out <- eps of (seed, direction, name), in place (a contiguous fp32 tensor on the generator's device):
+    the values noise() returns, drawn chunk by chunk from one generator."""
+    gen = seeded_generator(derive_seed(seed, direction, name), out.device)
+    flat = out.view(-1)
+    for start in range(0, flat.numel(), chunk):
+        torch.randn(min(chunk, flat.numel() - start), generator=gen, device=out.device, out=flat[start:start + chunk])
+    return out
 
 
 def noise(seed: int, direction: int, name: str, shape: torch.Size, chunk: int = NOISE_CHUNK,
           device: torch.device | str = "cpu") -> torch.Tensor:
     """The whole eps tensor of one parameter (fp32, drawn on the device)."""
-    chunks = list(noise_chunks(seed, direction, name, math.prod(shape), chunk, device))
-    return (chunks[0] if len(chunks) == 1 else torch.cat(chunks)).view(shape)
+    return fill_noise(seed, direction, name, torch.empty(shape, device=device), chunk)
 
 
 def combined_noise(it_seed: int, name: str, shape: torch.Size, coef: np.ndarray, chunk: int = NOISE_CHUNK,
@@ -91,18 +104,22 @@ class KeptDraws:
         self.budget_bytes, self.device, self.seed, self.used_bytes = budget_bytes, device, None, 0
         self.tensors: dict[tuple[int, str], torch.Tensor] = {}
 
-    def get(self, seed: int, direction: int, label: str, shape, chunk: int) -> torch.Tensor:
-        """noise(seed, direction, label, shape), kept while the budget allows (do not modify it)."""
+    def get(self, seed: int, direction: int, label: str, shape, chunk: int, out: torch.Tensor | None = None) -> torch.Tensor:
+        """noise(seed, direction, label, shape), kept while the budget allows (do not modify it); drawn
+        into `out` when given (then `out` is what is kept)."""
         if self.seed != seed:
             self.seed, self.used_bytes, self.tensors = seed, 0, {}
         key = (direction, label)
         if key not in self.tensors:
-            eps = noise(seed, direction, label, torch.Size(shape), chunk, self.device)
+            eps = noise(seed, direction, label, torch.Size(shape), chunk, self.device) if out is None \
+                else fill_noise(seed, direction, label, out, chunk)
             size = eps.numel() * eps.element_size()
             if self.used_bytes + size > self.budget_bytes:
                 return eps
             self.tensors[key], self.used_bytes = eps, self.used_bytes + size
-        return self.tensors[key]
+        elif out is not None:
+            out.copy_(self.tensors[key])
+        return self.tensors[key] if out is None else out
 
 
 class PopulationNoise:
@@ -115,12 +132,15 @@ class PopulationNoise:
         self.rank = rank            # 0: full rank; r > 0: E = A B^T / sqrt(r) for every weight matrix
         self.kept = KeptDraws(keep_bytes, device) if keep_bytes else None
 
-    def draw(self, seed: int, direction: int, label: str, shape, chunk: int | None = None) -> torch.Tensor:
-        """noise(seed, direction, label, shape), kept while this iteration's budget allows (do not modify it)."""
+    def draw(self, seed: int, direction: int, label: str, shape, chunk: int | None = None,
+             out: torch.Tensor | None = None) -> torch.Tensor:
+        """noise(seed, direction, label, shape), kept while this iteration's budget allows (do not modify
+        it); written into `out` when given."""
         chunk = self.chunk if chunk is None else chunk
         if self.kept is None:
-            return noise(seed, direction, label, torch.Size(shape), chunk, self.device)
-        return self.kept.get(seed, direction, label, shape, chunk)
+            return noise(seed, direction, label, torch.Size(shape), chunk, self.device) if out is None \
+                else fill_noise(seed, direction, label, out, chunk)
+        return self.kept.get(seed, direction, label, shape, chunk, out)
 
     def is_lowrank(self, shape: torch.Size | tuple[int, ...]) -> bool:
         return self.rank > 0 and len(shape) == 2
@@ -150,6 +170,22 @@ class PopulationNoise:
         else:
             eps = self.direction(seed, d, name, theta.shape)
             torch.add(theta.T if theta.dim() == 2 else theta, eps.T if eps.dim() == 2 else eps, alpha=scale, out=out)
+
+    def fill_members(self, seed: int, members: list[int], name: str, theta: torch.Tensor, out: torch.Tensor) -> None:
+        """out[i] <- (theta + s sigma E_d)^T for member members[i], as fill_member does one by one; a
+        full-rank parameter of members with one sign (no antithetic pairs) is drawn into one buffer and
+        added in one call (the same elementwise sums)."""
+        if self.antithetic or self.is_lowrank(theta.shape):
+            for i, m in enumerate(members):
+                self.fill_member(seed, m, name, theta, out=out[i])
+            return
+        eps = torch.empty((len(members), *theta.shape), device=theta.device)
+        for i, m in enumerate(members):
+            self.draw(seed, m, name, theta.shape, out=eps[i])
+        if theta.dim() == 2:
+            torch.add(theta.T, eps.transpose(1, 2), alpha=self.sigma, out=out)
+        else:
+            torch.add(theta, eps, alpha=self.sigma, out=out)
 
     def combined(self, seed: int, name: str, shape, coef: np.ndarray) -> torch.Tensor:
         """sum_d c_d E_d of one parameter (fp32), rebuilt from the seeds."""

@@ -1,0 +1,57 @@
+"""paper_checks/jobs.py: a job starts only after the jobs it waits for (and can read their output),
+a failure skips only its dependents, and the stage sums add up the jobs' own times."""
+from pathlib import Path
+
+import pytest
+
+from paper_checks.jobs import Job, JobTime, check_order, run_jobs, stage_times
+
+
+def _chain(tmp_path: Path) -> list[Job]:
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    # b's argument is made from a's output, so b cannot be made before a has finished
+    return [Job("a", "first", lambda: (Path.write_text, (a, "from a"))),
+            Job("free", "other", lambda: (sum, (range(2_000_000),))),
+            Job("b", "second", lambda: (Path.write_text, (b, a.read_text() + " then b")), after=("a",))]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_jobs_run_after_what_they_wait_for(tmp_path, workers):
+    logged = []
+    times = run_jobs(_chain(tmp_path), workers, logged.append)
+    assert (tmp_path / "b.txt").read_text() == "from a then b"
+    assert times["b"].start >= times["a"].start + times["a"].seconds - 1e-3
+    assert times["free"].result == sum(range(2_000_000))
+    assert times["free"].cpu_seconds > 0
+    assert sum("done:" in line for line in logged) == 3
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_failure_skips_its_dependents_only_and_is_raised(tmp_path, workers):
+    missing = tmp_path / "never-written.txt"
+    jobs = [Job("broken", "s", lambda: (Path.read_text, (missing,))),
+            Job("needs broken", "s", lambda: (Path.write_text, (tmp_path / "x.txt", "x")), after=("broken",)),
+            Job("independent", "s", lambda: (Path.write_text, (tmp_path / "y.txt", "y")))]
+    logged = []
+    with pytest.raises(FileNotFoundError):
+        run_jobs(jobs, workers, logged.append)
+    assert (tmp_path / "y.txt").exists() and not (tmp_path / "x.txt").exists()
+    assert any("needs broken skipped" in line for line in logged)
+
+
+def test_order_is_checked():
+    with pytest.raises(ValueError, match="waits for"):
+        check_order([Job("b", "s", lambda: (sum, ([],)), after=("a",)), Job("a", "s", lambda: (sum, ([],)))])
+    with pytest.raises(ValueError, match="twice"):
+        check_order([Job("a", "s", lambda: (sum, ([],))), Job("a", "s", lambda: (sum, ([],)))])
+
+
+def test_stage_sums():
+    times = {"x": JobTime("runs", start=10.0, seconds=30.0, cpu_seconds=25.0),
+             "y": JobTime("runs", start=20.0, seconds=50.0, cpu_seconds=45.0),
+             "z": JobTime("pretrain", start=0.0, seconds=8.0, cpu_seconds=7.5)}
+    stages = stage_times(times)
+    assert list(stages) == ["pretrain", "runs"]  # in the order they started
+    # runs: first start 10, last end 20 + 50 = 70
+    assert stages["runs"] == {"span_seconds": 60.0, "job_seconds": 80.0, "cpu_seconds": 70.0, "jobs": 2}
+    assert stages["pretrain"] == {"span_seconds": 8.0, "job_seconds": 8.0, "cpu_seconds": 7.5, "jobs": 1}
