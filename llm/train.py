@@ -21,6 +21,8 @@ deterministic, and a run resumed from its last checkpoint ends with the same wei
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import sys
@@ -300,8 +302,61 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
     return None
 
 
-def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True) -> Path:
-    """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good checkpoint."""
+# ----------------------------------------------------------------------------- measurements shared by runs
+
+# the settings the base evaluation and the step-0 population measurement depend on (besides the model's weights)
+_RUN_KEYS = ("engine", "dtype", "device", "threads", "task", "data", "test_data", "data_split", "data_fields",
+             "prompt_style", "reward", "format_reward", "seed", "max_completion_length", "es.inplace_bf16")
+BASE_EVAL_KEYS = _RUN_KEYS + ("eval_problems", "eval_samples", "eval_ks", "eval_temperature", "heldout_task",
+                              "heldout_problems")
+POPULATION_KEYS = _RUN_KEYS + ("probe_prompts", "probe_members", "probe_samples", "probe_center_samples", "temperature",
+                               "es.sigma", "es.param_pattern")
+
+
+def measurement_key(cfg: TrainConfig, keys: tuple[str, ...]) -> str:
+    """sha256 (first 16 hex digits) of the named settings and of the base model's weight files: runs
+    from the same base with these settings measure the same thing at step 0."""
+    flat = cfg.to_dict()
+    values = {k: (flat[k.split(".")[0]][k.split(".")[1]] if "." in k else flat.get(k)) for k in keys}
+    digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode())
+    for f in sorted(Path(cfg.model).glob("*.safetensors")):
+        digest.update(f.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def shared_measurement(shared: Path | None, kind: str, key: str, measure) -> dict:
+    """measure(), or what an earlier run stored for (kind, key) in the folder `shared` (None: no sharing);
+    stored there once measured."""
+    if shared is None:
+        return measure()
+    path = Path(shared) / f"{kind}-{key}.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    value = measure()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rundir.write_json(path, value)
+    return value
+
+
+def base_evaluation(run: TrainingRun) -> dict:
+    """eval.json's before-training entries (the engine holds the base weights)."""
+    cfg = run.cfg
+    ev = {"base": run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval"),
+          "base_greedy": run.evaluate(run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)}
+    if cfg.heldout_task:
+        ev["heldout"] = {"base": run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems, cfg.eval_samples,
+                                              cfg.eval_ks, "heldout")}
+    return ev
+
+
+def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True,
+          shared: Path | None = None) -> Path:
+    """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good checkpoint.
+
+    shared: a folder where the base evaluation and the step-0 population measurement are kept by
+    their settings (measurement_key), so that runs from the same base (e.g. ES and GRPO of one seed)
+    measure them once; None: every run measures its own. A given `task` object is not part of the
+    key: pass shared only with the configured task."""
     out = Path(cfg.out)
     if not resume and out.exists() and any(out.iterdir()):
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
@@ -315,11 +370,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
-        ev = {"base": run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval"),
-              "base_greedy": run.evaluate(run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)}
-        if cfg.heldout_task:
-            ev["heldout"] = {"base": run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems, cfg.eval_samples,
-                                                  cfg.eval_ks, "heldout")}
+        ev = shared_measurement(shared, "base-eval", measurement_key(cfg, BASE_EVAL_KEYS), lambda: base_evaluation(run))
         rundir.write_eval(out, ev)
         done = 0
     else:
@@ -337,7 +388,8 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     step = done
     try:
         if done == 0 and not (out / rundir.POPULATION).exists():
-            rundir.record_population(out, run.population(0))
+            rundir.record_population(out, shared_measurement(shared, "population-0", measurement_key(cfg, POPULATION_KEYS),
+                                                             lambda: run.population(0)))
         stop_point("start")
         while step < run.total_steps:
             phase = schedules.phase_at(run.phases, step)

@@ -84,9 +84,11 @@ def without_non_finite(data, path: str = "", found: list[str] | None = None):
     return data, found
 
 
-def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None) -> dict:
+def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None,
+                 purpose: str = "") -> dict:
     """Write REPORT.md, report.json and the plots into out. Everything is built in a temporary folder
-    beside out and moved in only when complete, so a failure leaves no partial report."""
+    beside out and moved in only when complete, so a failure leaves no partial report. purpose: what
+    the reproduction's budget can decide, stated under the title ("" for none)."""
     out, run_dirs = Path(out), list(run_dirs)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a directory")
@@ -94,7 +96,7 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        report = _build(ev, tmp, out, simulate_summary, lemma_grid)
+        report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose)
         out.mkdir(exist_ok=True)
         for f in tmp.iterdir():
             os.replace(f, out / f.name)
@@ -103,7 +105,7 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     return report
 
 
-def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid) -> dict:
+def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, purpose: str) -> dict:
     plots = {}
     for key, fn in PLOTS.items():
         name = fn(ev, tmp, lemma_grid) if key == "js" else fn(ev, tmp)
@@ -118,7 +120,7 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid) -> 
         claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.test.describe(), "untestable": c.untestable,
                        "levels": {k: v.to_json() for k, v in levels.items()}})
     questions = [{"id": qid, "question": q, **answer(qid, ev)} for qid, q in OPEN_QUESTIONS]
-    report = {"runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
+    report = {"purpose": purpose, "runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
                        for r in ev.runs],
               "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
@@ -144,6 +146,8 @@ def render_markdown(report: dict) -> str:
              "prompt) x samples, with Student t over seeds; per-run numbers use t over seeds. Beside each interval: "
              "its design and the smallest difference it detects at 80% power, next to the paper's effect. "
              "Pass@k in points (x100).", ""]
+    if report.get("purpose"):
+        lines += [f"**What this reproduction can decide.** {report['purpose']}", ""]
     if report["runs"]:
         by = {}
         for r in report["runs"]:

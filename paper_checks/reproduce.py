@@ -6,13 +6,23 @@
     out/simulate/             python -m simulate all (summary.json + plots)
     out/runs/NAME/            one run directory per planned run (llm.train; with curve.json when the
                               budget evaluates checkpoints along training, llm/curve.py)
+    out/shared/               the base evaluation and step-0 population measurement, once per setting
+                              (the runs of one seed from one base share them)
     out/lemma_grid.json       Lemma 1 over a grid of sigma and N on the base model
-    out/report/               REPORT.md, report.json, plots
+    out/report/               REPORT.md, report.json, plots, run_info.json (with each stage's time)
 
 Each stage is skipped when its output is complete, so a rerun after an interruption only does what
 is left (an interrupted training run resumes from its last checkpoint, an interrupted curve from its
-last point). Training runs are independent of each other and run `jobs` at a time, each in its own
-process on one thread (`--jobs`, default: the machine's cores).
+last point). Every stage is a job of one pool (paper_checks/jobs.py) that runs `jobs` at a time,
+each in its own process on one thread (`--jobs`, default: the machine's cores): the two bases, theory
+and simulate side by side, then the training runs, with the rescaled runs (after the main ES runs
+whose reward spread they use) and the Lemma 1 grid among them, so no core waits for a stage to end.
+
+The pretrained bases are cached outside the output folder, in $ESCOV_CACHE/bases (default
+~/.cache/escov/bases, about 1 MB each), keyed by their preset's settings, the seed, the torch version
+and the source of the code that builds them (base_cache_key); a later reproduction copies them
+instead of pretraining. Delete the folder to rebuild; `python -m llm pretrain --preset small --seed 0
+--threads 1 --out DIR` (and `--preset narrow`) makes the same models.
 
 Budgets: `small` (a quick look: every claim, 2 seeds), `full` (4 seeds, longer), and `answer`: the
 headline question only (ES vs GRPO at matched Pass@1, with the schedules and ES with sampled members
@@ -64,7 +74,13 @@ class Budget:
     schedules: bool = True                        # the sequential schedules es-grpo and grpo-es
     curve: dict | None = None                     # llm.curve.evaluate_curve settings; None: no curve
     extra: dict = field(default_factory=dict)
+    purpose: str = ""                             # what its report can decide, stated in the report's header
 
+
+SMALL_PURPOSE = ("This is the small budget, a quick look: it exercises every claim end to end (theory, simulate, "
+                 "real runs at 2 seeds) in a few minutes, so its real-run verdicts are mostly inconclusive by design. "
+                 "The headline question, ES vs GRPO at matched Pass@1, is answered by the answer budget: "
+                 "`python -m paper_checks reproduce --budget answer` (README, \"The answer budget\").")
 
 # ES members in one batched generate (the rewards and weights of member by member up to floating-point
 # near-ties; 2-2.5x faster here);
@@ -80,7 +96,7 @@ BUDGETS = {
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
         grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(8, 32), simulate_scale=0.5,
-        grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 16)),
+        grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 16), purpose=SMALL_PURPOSE),
     "full": Budget(
         base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
         common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
@@ -177,15 +193,16 @@ def _done(run_dir: Path) -> bool:
     return "final" in (read_eval(run_dir) or {})
 
 
-def _run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None) -> str:
-    """Train (or resume) one run to its end, then evaluate its curve; in a worker process, on cfg's threads."""
+def _run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None, shared: Path | None = None) -> str:
+    """Train (or resume) one run to its end, then evaluate its curve; in a worker process, on cfg's threads.
+    shared: the folder of step-0 measurements shared by runs from the same base (llm.train.train)."""
     from llm.config import TrainConfig
     from llm.train import train
 
     torch.set_num_threads(cfg["threads"])
     if not _done(run_dir):
         resume = (run_dir / "config.json").exists()
-        train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=False)
+        train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=False, shared=shared)
     if curve is not None:
         from llm.curve import evaluate_curve
         evaluate_curve(run_dir, **curve)
@@ -202,9 +219,9 @@ def run_all(runs: dict[str, dict], root: Path, curve: dict | None, jobs: int, lo
 
 
 def run_jobs_of(runs: dict[str, dict], root: Path, curve: dict | None, stage: str = "training runs",
-                after: tuple[str, ...] = ()) -> list[Job]:
+                after: tuple[str, ...] = (), shared: Path | None = None) -> list[Job]:
     """A job per run of `runs` not yet finished (with its curve, when the budget has one)."""
-    return [Job(name, stage, lambda name=name, cfg=cfg: (_run_one, (name, cfg, root / name, curve)), after)
+    return [Job(name, stage, lambda name=name, cfg=cfg: (_run_one, (name, cfg, root / name, curve, shared)), after)
             for name, cfg in runs.items() if not (_done(root / name) and (curve is None or _curve_done(root / name, curve)))]
 
 
@@ -286,6 +303,7 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
     runs, the rescaled runs (after the main ES runs they are scaled by) and the Lemma 1 grid (after
     the base). Listed longest first where several are ready, so the workers stay busy to the end."""
     jobs: list[Job] = []
+    shared = out / "shared"  # step-0 measurements of runs from the same base (llm.train.train's `shared`)
     base = Path(model) if model is not None else out / "base"
     other = None if model is not None or not budget.sweep_populations else out / "base-sweep"
     wait_base: tuple[str, ...] = ()
@@ -306,12 +324,12 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
     main_es = [f"es-s{seed}" for seed in budget.seeds]
     first = main_es if rescaled else []  # the rescaled runs wait for these: they go first
     ordered = {n: runs[n] for n in first} | {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n}
-    jobs += run_jobs_of({n: runs[n] for n in first}, out / "runs", budget.curve, after=wait_base)
+    jobs += run_jobs_of({n: runs[n] for n in first}, out / "runs", budget.curve, after=wait_base, shared=shared)
     if rescaled:
         def rescaled_run(seed: int) -> tuple:
             name = f"es-rescaled-s{seed}"
             cfg = plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}")})[name]
-            return _run_one, (name, cfg, out / "runs" / name, budget.curve)
+            return _run_one, (name, cfg, out / "runs" / name, budget.curve, shared)
         for seed in budget.seeds:
             name = f"es-rescaled-s{seed}"
             if not (_done(out / "runs" / name) and (budget.curve is None or _curve_done(out / "runs" / name, budget.curve))):
@@ -320,8 +338,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
     if not grid_path.exists():
         jobs.append(Job("Lemma 1 grid", "Lemma 1 grid", lambda: (_lemma_grid, (grid_path, base, budget, progress)),
                         after=wait_base))
-    jobs += run_jobs_of({n: c for n, c in ordered.items() if n not in first}, out / "runs", budget.curve, after=wait_base)
-    jobs += run_jobs_of({n: c for n, c in runs.items() if "sweep-other" in n}, out / "runs", budget.curve, after=wait_other)
+    jobs += run_jobs_of({n: c for n, c in ordered.items() if n not in first}, out / "runs", budget.curve, after=wait_base, shared=shared)
+    jobs += run_jobs_of({n: c for n, c in runs.items() if "sweep-other" in n}, out / "runs", budget.curve, after=wait_other, shared=shared)
     return jobs
 
 
@@ -348,7 +366,7 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     log("report")
     t_report, cpu_report = time.perf_counter(), cpu_seconds()
     report = build_report(sorted((out / "runs").iterdir()), out / "report", out / "theory.json",
-                          out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"))
+                          out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose)
     stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
                                               "job_seconds": round(time.perf_counter() - t_report, 1),
                                               "cpu_seconds": round(cpu_seconds() - cpu_report, 1), "jobs": 1}}

@@ -55,3 +55,17 @@ def test_stage_sums():
     # runs: first start 10, last end 20 + 50 = 70
     assert stages["runs"] == {"span_seconds": 60.0, "job_seconds": 80.0, "cpu_seconds": 70.0, "jobs": 2}
     assert stages["pretrain"] == {"span_seconds": 8.0, "job_seconds": 8.0, "cpu_seconds": 7.5, "jobs": 1}
+
+
+def test_the_small_budget_report_says_what_it_can_decide(tmp_path):
+    import numpy as np
+
+    from paper_checks.report import build_report
+    from paper_checks.reproduce import BUDGETS
+    from test_paper_checks_verdicts import make_run  # a report needs at least one usable run directory
+    run = make_run(tmp_path / "runs", "es-s0", "es", 0, np.full(8, 0.3), np.full(8, 0.3))
+    build_report([run], tmp_path / "report", purpose=BUDGETS["small"].purpose)
+    head = (tmp_path / "report" / "REPORT.md").read_text().split("## All claims")[0]
+    assert "inconclusive by design" in head and "--budget answer" in head
+    build_report([run], tmp_path / "plain")
+    assert "What this reproduction can decide" not in (tmp_path / "plain" / "REPORT.md").read_text()

@@ -1,0 +1,50 @@
+"""llm.train's `shared` folder: runs from the same base with the same settings measure the base
+evaluation and the step-0 population once, and get what they would have measured themselves."""
+import json
+
+import pytest
+
+from llm.config import TrainConfig
+from llm.train import train
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+RUN = dict(steps=2, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2, step_samples=2,
+           probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=2, eval_samples=2,
+           eval_ks=(1,), heldout_task="", threshold_keep=(50.0,), es={"population_size": 4, "sigma": 0.02, "alpha": 0.01},
+           grpo={"num_generations": 4, "learning_rate": 3e-3})
+
+
+def _untimed(value):
+    """value without its wall-time fields ("seconds"), which differ between any two measurements."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k != "seconds"}
+    return [_untimed(v) for v in value] if isinstance(value, list) else value
+
+
+def _run(model, out, algo, seed=0, shared=None):
+    cfg = TrainConfig.from_dict(RUN | {"algo": algo, "model": str(model), "out": str(out), "seed": seed})
+    train(cfg, show_progress=False, shared=shared)
+    ev = json.loads((out / "eval.json").read_text())
+    population = json.loads((out / "population.json").read_text())["measurements"]
+    return _untimed([{k: ev[k] for k in ("base", "base_greedy")}, next(m for m in population if m["step"] == 0)])
+
+
+def test_runs_of_one_base_share_step_zero_and_get_their_own_values(tiny_model_dir, tmp_path):
+    shared = tmp_path / "shared"
+    own_es = _run(tiny_model_dir, tmp_path / "own-es", "es")
+    own_grpo = _run(tiny_model_dir, tmp_path / "own-grpo", "grpo")
+    assert own_es == own_grpo                     # the premise: step 0 does not depend on the algorithm
+    assert _run(tiny_model_dir, tmp_path / "es", "es", shared=shared) == own_es
+    stored = sorted(p.name.split("-")[0] for p in shared.iterdir())
+    assert stored == ["base", "population"]
+    # the GRPO run reads what the ES run stored: a planted value shows through
+    eval_file = next(shared.glob("base-eval-*.json"))
+    planted = json.loads(eval_file.read_text())
+    planted["base"]["pass_at_k"]["1"] = 0.123
+    eval_file.write_text(json.dumps(planted))
+    (ev, population) = _run(tiny_model_dir, tmp_path / "grpo", "grpo", shared=shared)
+    assert ev["base"]["pass_at_k"]["1"] == 0.123 and population == own_es[1]
+    # another seed samples other completions: its own entries
+    _run(tiny_model_dir, tmp_path / "es-s1", "es", seed=1, shared=shared)
+    assert len(list(shared.iterdir())) == 4
