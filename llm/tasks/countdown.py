@@ -321,23 +321,9 @@ class Countdown(Task):
             if n > len(pool):
                 raise ValueError(f"n={n} problems requested but the {split} data holds {len(pool)}")
             return random.Random(f"countdown/{split}/{seed}").sample(pool, n)
-        rng = random.Random(f"countdown/{split}/{seed}")
-        out: list[Problem] = []
-        seen: set[tuple] = set()
-        while len(out) < n:
-            numbers, _, target = self.sample_expression(rng, split)
-            key = (tuple(sorted(numbers)), target)
-            if key in seen:
-                continue
-            solutions = distinct_solutions(numbers, target)
-            if len(solutions) < self.min_solutions:
-                continue
-            seen.add(key)
-            out.append(Problem(
-                id=f"countdown/{','.join(map(str, numbers))}={target}",
-                prompt=format_prompt(numbers, target, self.prompt_style),
-                meta={"numbers": numbers, "target": target, "n_solutions": len(solutions)}))
-        return out
+        return [Problem(p.id, p.prompt, dict(p.meta)) for p in _generated(
+            (self.min_numbers, self.max_numbers, self.max_number, self.max_target, self.min_solutions, self.prompt_style),
+            split, n, seed)]
 
     def score(self, problem: Problem, completion: str) -> float:
         return score(completion, problem.meta["numbers"], problem.meta["target"], self.format_reward,
@@ -372,3 +358,29 @@ class Countdown(Task):
             return canonical(tree).key
         except UnsafeExpression:
             return None
+
+
+@functools.lru_cache(maxsize=64)
+def _generated(settings: tuple, split: str, n: int, seed: int) -> tuple[Problem, ...]:
+    """The n generated problems of (split, seed) for a Countdown with these settings, kept for the
+    process: finding every solution of hundreds of instances costs seconds, and the runs of a
+    reproduction that share a worker process ask for the same train pool and test problems again."""
+    min_numbers, max_numbers, max_number, max_target, min_solutions, prompt_style = settings
+    task = Countdown(min_numbers, max_numbers, max_number, max_target, min_solutions, prompt_style=prompt_style)
+    rng = random.Random(f"countdown/{split}/{seed}")
+    out: list[Problem] = []
+    seen: set[tuple] = set()
+    while len(out) < n:
+        numbers, _, target = task.sample_expression(rng, split)
+        key = (tuple(sorted(numbers)), target)
+        if key in seen:
+            continue
+        solutions = distinct_solutions(numbers, target)
+        if len(solutions) < min_solutions:
+            continue
+        seen.add(key)
+        out.append(Problem(
+            id=f"countdown/{','.join(map(str, numbers))}={target}",
+            prompt=format_prompt(numbers, target, prompt_style),
+            meta={"numbers": numbers, "target": target, "n_solutions": len(solutions)}))
+    return tuple(out)
