@@ -310,10 +310,10 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
     if model is None:
         jobs.append(Job("pretrain base", "pretrain", lambda: (_pretrain, (base, budget.base_preset, progress))))
         wait_base = ("pretrain base",)
-    wait_other = wait_base
+    wait_other: tuple[str, ...] = ()  # the sweep's runs on the other base wait for that base only
     if other is not None:
         jobs.append(Job("pretrain sweep base", "pretrain", lambda: (_pretrain, (other, budget.sweep_preset, progress))))
-        wait_other = wait_base + ("pretrain sweep base",)
+        wait_other = ("pretrain sweep base",)
     if not (out / "theory.json").exists():
         jobs.append(Job("theory", "theory", lambda: (_theory, (out / "theory.json", progress))))
     if not (out / "simulate" / "summary.json").exists():
@@ -323,7 +323,6 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
     rescaled = budget.es_variants is None or "es-rescaled" in budget.es_variants
     main_es = [f"es-s{seed}" for seed in budget.seeds]
     first = main_es if rescaled else []  # the rescaled runs wait for these: they go first
-    ordered = {n: runs[n] for n in first} | {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n}
     jobs += run_jobs_of({n: runs[n] for n in first}, out / "runs", budget.curve, after=wait_base, shared=shared)
     if rescaled:
         def rescaled_run(seed: int) -> tuple:
@@ -338,7 +337,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
     if not grid_path.exists():
         jobs.append(Job("Lemma 1 grid", "Lemma 1 grid", lambda: (_lemma_grid, (grid_path, base, budget, progress)),
                         after=wait_base))
-    jobs += run_jobs_of({n: c for n, c in ordered.items() if n not in first}, out / "runs", budget.curve, after=wait_base, shared=shared)
+    rest = {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n}
+    jobs += run_jobs_of(rest, out / "runs", budget.curve, after=wait_base, shared=shared)
     jobs += run_jobs_of({n: c for n, c in runs.items() if "sweep-other" in n}, out / "runs", budget.curve, after=wait_other, shared=shared)
     return jobs
 

@@ -69,3 +69,20 @@ def test_the_small_budget_report_says_what_it_can_decide(tmp_path):
     assert "inconclusive by design" in head and "--budget answer" in head
     build_report([run], tmp_path / "plain")
     assert "What this reproduction can decide" not in (tmp_path / "plain" / "REPORT.md").read_text()
+
+
+def test_the_small_reproduction_is_one_pool_with_its_dependencies(tmp_path):
+    from paper_checks.reproduce import BUDGETS, plan, reproduction_jobs
+    budget = BUDGETS["small"]
+    jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
+    check_order(jobs)
+    after = {j.name: j.after for j in jobs}
+    runs = plan(budget, tmp_path / "base", tmp_path / "base-sweep")
+    assert set(runs) | {"es-rescaled-s0", "es-rescaled-s1"} | {"pretrain base", "pretrain sweep base", "theory",
+                                                               "simulate", "Lemma 1 grid"} == set(after)
+    assert after["es-rescaled-s1"] == ("es-s1",) and after["Lemma 1 grid"] == ("pretrain base",)
+    assert after["theory"] == () and after["simulate"] == ()
+    assert all(after[n] == ("pretrain sweep base",) for n in runs if n.startswith("sweep-other"))
+    assert all(after[n] == ("pretrain base",) for n in runs if not n.startswith("sweep-other"))
+    names = [j.name for j in jobs]   # what the rescaled runs wait for starts first
+    assert names.index("es-s0") < names.index("grpo-s0") and names.index("Lemma 1 grid") < names.index("grpo-s0")
