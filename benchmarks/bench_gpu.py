@@ -248,6 +248,7 @@ def vllm_part(args, dev: Device, figures: Figures) -> None:
 
     from llm.engines.vllm_engine import VLLMEngine
     from llm.es import PopulationConfig, make_es
+    from llm.es.noise import iteration_seeds
     from llm.es.vllm_inplace import ENGINE_KWARGS
     from llm.grpo import GRPO, GRPOConfig
 
@@ -286,19 +287,20 @@ def vllm_part(args, dev: Device, figures: Figures) -> None:
         if dev.cuda:
             figures["es_vllm_inplace_peak_over_inference"] = \
                 figures["es_vllm_inplace_peak_mb"] / figures["vllm_inference_peak_mb"]
-        # the in-place update of iteration 1 from the center, against the reload path's from the same center
-        es = make("vllm_inplace", None)
-        inplace_step = es.step(problems, 1)
-        inplace_update = {k: es.master[k].cpu() for k in names}
+        # measure_es left the in-place master at center + 2 x the iteration's update (the iteration, then the
+        # update alone again); the reload path from the same center, with the same two updates, must land there
+        inplace_master = {k: es.master[k].cpu() for k in names}
         del es
         reload = make("auto", None)
         reload_step, figures["es_vllm_reload_s"] = dev.timed(lambda: reload.step(problems, 1))
+        reload.apply_update(iteration_seeds(reload.seed, 1)[0], reload_step.z, 1)
         figures["es_inplace_over_reload"] = figures["es_vllm_inplace_s"] / figures["es_vllm_reload_s"]
         figures["inplace_vs_reload"] = {
             "same_rewards": bool(np.array_equal(inplace_step.rewards, reload_step.rewards)),
-            "max_abs_update_difference": max(float((reload.master[k].cpu() - inplace_update[k]).abs().max()) for k in names),
-            "max_abs_update": max(float((inplace_update[k] - base[k]).abs().max()) for k in names)}
-        del reload, inplace_update
+            "max_abs_update_difference": max(float((reload.master[k].cpu() - inplace_master[k]).abs().max())
+                                             for k in names),
+            "max_abs_update": max(float((inplace_master[k] - base[k]).abs().max()) for k in names)}
+        del reload, inplace_master
         engine.load_weights((k, base[k]) for k in names)
 
         dev.reset_peak()
