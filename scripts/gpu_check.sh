@@ -23,9 +23,9 @@
 # 2 nothing measurable (no CUDA, or torch / transformers missing).
 set -uo pipefail
 STARTED=$(date +%s.%N)
-cd "$(dirname "$0")/.."
 OUT=${1:-gpu_check.json}
-case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac
+case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac  # relative to where it was called from
+cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1} \
   HF_DATASETS_OFFLINE=${HF_DATASETS_OFFLINE:-1} HF_HUB_DISABLE_TELEMETRY=1 VLLM_NO_USAGE_STATS=1 \

@@ -77,7 +77,7 @@ def test_a_python_without_torch_gets_a_json_saying_so(tmp_path):
 
 @no_cuda
 def test_parts_over_their_budget_are_killed_and_the_json_keeps_every_part(tmp_path):
-    # a 70 s check: the probe takes some seconds, the first parts get 9 and 14 s (too little for either on a
+    # a 70 s check: the probe takes some seconds, the first parts get 10 and 14 s (too little for either on a
     # CPU), the Ray test's 7 s share is under the minimum: cut, then not run
     code, report, _ = run_check(tmp_path, {"PYTHON": sys.executable, "ESCOV_GPU_STANDIN": "cpu",
                                            "GPU_CHECK_BUDGET_S": "70"})
