@@ -39,7 +39,7 @@ if [ "${GPU_CHECK_INSTALL:-0}" = 1 ]; then
   limit=${GPU_CHECK_INSTALL_TIMEOUT_S:-900}
   echo "gpu_check.sh: installing the toolkit with the upstream vllm and ray into .venv-gpu (at most ${limit} s)" >&2
   { [ -x .venv-gpu/bin/python ] || python3 -m venv .venv-gpu; } >"$install_log" 2>&1 && \
-    timeout "$limit" .venv-gpu/bin/python -m pip install -e ".[test,ray,vllm]" >>"$install_log" 2>&1
+    timeout -k 10 "$limit" .venv-gpu/bin/python -m pip install -e ".[test,ray,vllm]" >>"$install_log" 2>&1
   install_rc=$?
   GPU_CHECK_INSTALL_REPORT=$(python3 -c 'import json, sys; print(json.dumps({"venv": ".venv-gpu", "exit_code": int(sys.argv[1]), "timeout_s": int(sys.argv[2]), "log_tail": open(sys.argv[3], errors="replace").read()[-3000:]}))' \
     "$install_rc" "$limit" "$install_log" 2>/dev/null || echo null)
@@ -63,7 +63,8 @@ else
   for candidate in $([ "${GPU_CHECK_INSTALL:-0}" = 1 ] && echo .venv-gpu/bin/python) .venv/bin/python python3; do
     command -v "$candidate" >/dev/null 2>&1 || [ -x "$candidate" ] || { CANDIDATES+="$candidate: absent; "; continue; }
     build=$(torch_build "$candidate")
-    CANDIDATES+="$candidate: torch $build; "
+    case $build in cuda) CANDIDATES+="$candidate: CUDA torch; " ;; cpu) CANDIDATES+="$candidate: CPU torch; " ;;
+      *) CANDIDATES+="$candidate: no torch; " ;; esac
     if [ "$build" = cuda ]; then PY=$candidate; CHOSEN="$candidate (its torch is a CUDA build)"; break; fi
     if [ "$build" = cpu ] && [ -z "$FIRST_WITH_TORCH" ]; then FIRST_WITH_TORCH=$candidate; fi
   done
