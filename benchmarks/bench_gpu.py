@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 import time
 import traceback
@@ -40,9 +41,9 @@ from pathlib import Path
 
 import torch
 
-SIZES = ("qwen2.5-0.5b", "qwen2.5-1.5b")
-STANDIN_SIZE = "tiny"  # the size the CPU stand-in measures (at the real vocabulary)
-REAL_VOCAB = 151_936   # Qwen2.5's vocabulary (embedding rows)
+from llm.random_models import SIZES
+
+REAL_VOCAB = SIZES["qwen2.5-1.5b"].vocab_size  # Qwen2.5's vocabulary (151,936 embedding rows)
 MISSING_EXIT = 3       # exit code of a part whose package (vllm) is not importable: "not measurable"
 
 
@@ -55,7 +56,18 @@ class Figures(dict):
 
     def __setitem__(self, key, value):
         super().__setitem__(key, value)
-        self.path.write_text(json.dumps({"figures": self}, indent=1))
+        self.write()
+
+    def update(self, *args, **kwargs):
+        super().update(*args, **kwargs)
+        self.write()
+
+    def write(self, **more) -> None:
+        """{"figures": ..., **more}, atomically (a new file renamed over the old): a part killed while writing
+        leaves the last whole file."""
+        fresh = self.path.with_suffix(".partial")
+        fresh.write_text(json.dumps({"figures": self, **more}, indent=1))
+        os.replace(fresh, self.path)
 
 
 class Device:
@@ -323,7 +335,7 @@ PARTS = {"hf": hf_part, "vllm": vllm_part}
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("part", choices=sorted(PARTS))
-    p.add_argument("--size", required=True, choices=[*SIZES, STANDIN_SIZE])
+    p.add_argument("--size", required=True, choices=list(SIZES), help="a size of llm/random_models.py")
     p.add_argument("--work", type=Path, required=True, help="directory of the saved models (shared by the parts)")
     p.add_argument("--result", type=Path, required=True, help="JSON written here: figures, and the traceback if it failed")
     p.add_argument("--device", default="cuda:0", choices=["cuda:0", "cpu"])
@@ -345,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     figures = Figures(args.result)
-    args.result.write_text(json.dumps({"figures": {}}))
+    figures.write()
     dev = Device(args.device)
     try:
         if dev.cuda and not torch.cuda.is_available():
@@ -353,8 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         PARTS[args.part](args, dev, figures)
     except BaseException as err:  # noqa: BLE001  (the reason goes in the JSON; the exit code says which kind)
         missing = isinstance(err, ModuleNotFoundError)
-        args.result.write_text(json.dumps({"figures": figures, "traceback": traceback.format_exc()[-4000:],
-                                           "missing": f"{err}" if missing else None}, indent=1))
+        figures.write(traceback=traceback.format_exc()[-4000:], missing=f"{err}" if missing else None)
         traceback.print_exc()
         return MISSING_EXIT if missing else 1
     return 0

@@ -235,7 +235,7 @@ class Check:
                 self.kill_child()
         entry: dict = {"budget_s": round(limit, 1), "wall_s": round(time.time() - t0, 1), "exit_code": code}
         text = log.read_text(errors="replace")
-        measured = json.loads(result.read_text()) if result.exists() and result.stat().st_size else {}
+        measured = read_result(result)
         if part.bench:
             entry["figures"] = measured.get("figures", {})
         else:
@@ -312,6 +312,15 @@ def nvidia_smi() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def read_result(path: Path) -> dict:
+    """A benchmark part's result file ({"figures": ..., "traceback": ..., "missing": ...}); {} when absent
+    (a test part, or a part killed before it wrote any) or unreadable."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        return {} if isinstance(err, FileNotFoundError) else {"figures": {}, "unreadable": f"{path.name}: {err}"}
 
 
 def pytest_counts(log: str) -> dict:

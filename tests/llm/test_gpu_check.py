@@ -1,12 +1,13 @@
 """scripts/gpu_check.sh tried on the CPU: the dry run (every part "not measurable: no CUDA", exit code 2,
 the JSON written), the interpreter it chooses without $PYTHON, a Python without torch, parts cut by
-their time budgets (the JSON still written, later parts "not run"), and (slow) the CPU stand-in running
-every part: figures with reward spread at the real vocabulary, the Ray test passing, vLLM in place
+their time budgets (the JSON still written, later parts "not run"), a part's figures kept across a
+SIGKILL, and (slow) the CPU stand-in running every part: figures with reward spread at the real vocabulary, the Ray test passing, vLLM in place
 "not measurable"."""
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,31 @@ def test_parts_over_their_budget_are_killed_and_the_json_keeps_every_part(tmp_pa
     assert parts["gpu_tests_ray"] == {"status": "not run", "why": "the check's budget (70 s) was spent"}
     assert parts["vllm_tiny"]["status"] == "not measurable"  # in place needs CUDA, stand-in or not
     assert report["standin"].startswith("cpu")
+
+
+def test_a_part_killed_midway_keeps_the_figures_it_measured(tmp_path):
+    result = tmp_path / "part.json"
+    part = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "hf", "--size", "tiny",
+                             "--device", "cpu", "--work", str(tmp_path / "models"), "--result", str(result),
+                             "--members", "2", "--prompts", "1", "--new-tokens", "4"],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 600
+        while "hf_generate_s" not in read_figures(result) and part.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        part.kill()  # SIGKILL: nothing runs after it, so what is in the file was written as measured
+        part.wait()
+    figures = read_figures(result)
+    assert figures["members"] == 2 and figures["vocab_size"] == 151936 and figures["hf_generate_s"] > 0
+
+
+def read_figures(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())["figures"]
+    except FileNotFoundError:  # not written yet (it is replaced whole, never caught half written)
+        return {}
 
 
 @pytest.mark.slow
