@@ -84,10 +84,14 @@ def test_parts_over_their_budget_are_killed_and_the_json_keeps_every_part(tmp_pa
                                            "GPU_CHECK_BUDGET_S": "70"})
     parts = report["parts"]
     assert code == 1 and report["exit"]["code"] == 1 and list(parts) == STANDIN_PARTS
-    assert parts["gpu_tests_hf"]["status"] == "time limit" and parts["hf_tiny"]["status"] == "time limit"
-    for name in ("gpu_tests_hf", "hf_tiny"):
+    assert parts["gpu_tests_hf"]["status"] == "time limit"
+    killed = [name for name in ("gpu_tests_hf", "hf_tiny") if parts[name]["status"] == "time limit"]
+    for name in killed:
         assert parts[name]["exit_code"] is None and "killed" in parts[name]["why"] and "log_tail" in parts[name]
-    assert "figures" in parts["hf_tiny"]
+    if "hf_tiny" not in killed:  # a slow probe on a loaded machine can leave it too little
+        assert parts["hf_tiny"]["status"] == "not run"
+    else:
+        assert "figures" in parts["hf_tiny"]
     assert parts["gpu_tests_ray"] == {"status": "not run", "why": "the check's budget (70 s) was spent"}
     assert parts["vllm_tiny"]["status"] == "not measurable"  # in place needs CUDA, stand-in or not
     assert report["standin"].startswith("cpu")
