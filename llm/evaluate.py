@@ -10,7 +10,9 @@ For each problem, n completions are sampled and scored; with c of them correct (
 - distinct_correct_answers: distinct normalized correct answers per solved prompt (for Countdown,
   expressions distinct up to commutativity/associativity: the number of reasoning paths), and
   distinct_correct_texts: distinct correct completion strings per solved prompt;
-- per_problem: id, correct count, distinct correct answers and texts.
+- per_problem: id, correct count, distinct correct answers and texts;
+- kept (only when keep > 0): the first completion of each of the first `keep` problems, as
+  {"prompt", "completion", "reward"} (the run directory's completions.jsonl keeps them).
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def call_seed(seed: int, index: int) -> int:
 
 
 def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tokens: int, seed: int, *,
-             top_p: float = 1.0, progress: bool = True) -> dict:
+             top_p: float = 1.0, progress: bool = True, keep: int = 0) -> dict:
     """Sample n completions per problem and compute the metrics in the module docstring."""
     ks = check_eval_args(n, ks)
     if not problems:
@@ -73,7 +75,7 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
     counts = np.array(counts)
     solved = [r for r in per_problem if r["correct"] > 0]
     flat = [c for row in completions for c in row]
-    return {
+    result = {
         "task": task.name, "num_problems": len(problems), "n": n, "ks": ks, "temperature": temperature,
         "top_p": top_p, "max_new_tokens": max_new_tokens, "seed": seed,
         "pass_at_k": {str(k): float(pass_at_k_counts(n, counts, k).mean()) for k in ks},
@@ -87,6 +89,10 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
         "seconds": round(time.perf_counter() - start, 2),
         "per_problem": per_problem,
     }
+    if keep > 0:
+        result["kept"] = [{"prompt": str(p.prompt), "completion": row[0].text, "reward": float(task.score(p, row[0].text))}
+                          for p, row in zip(problems[:keep], completions)]
+    return result
 
 
 # ----------------------------------------------------------------------------- command line
