@@ -20,7 +20,8 @@ Names (stable; "/" separates a tracker's groups), each logged at a training step
     population/<measurement>        every number of a population measurement (llm/lemma_measurements.py)
     curve/sampled/<metric>, curve/greedy/<metric>   each `llm curve` point, at its checkpoint's step
     completions/<source>            the kept completions (completions.jsonl) as a table of text
-Settings of a measurement (seed, sample counts, temperature, timings in seconds) are not sent.
+Settings of a measurement (seed, sample counts, temperature) and an evaluation's duration
+(`seconds`) are not sent.
 A resumed run purges the TensorBoard events after its resume step, so the curves show one history.
 """
 from __future__ import annotations
