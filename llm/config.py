@@ -124,8 +124,6 @@ class TrainConfig:
                                  f"got reward={self.reward!r}, format_reward={self.format_reward!r}")
             if not self.reward_function:
                 raise ValueError("task 'prompts' needs reward_function = 'module:function'")
-            if self.task == "prompts" and self.prompt_style != "plain":
-                raise ValueError("task 'prompts' feeds the data's prompts as they are; prompt_style is for built-in tasks")
         elif self.task in TASKS:
             check_reward(self.reward, self.task, self.format_reward)
         else:  # a task object handed to llm.train.train may carry its own name: the convention's own rules

@@ -30,11 +30,16 @@ PROMPT_FIELD = "prompt"
 
 
 def prompts_task(reward_function: str, data=None, test_data=None, data_split: str = "files",
-                 fields: dict[str, str] | None = None) -> Task:
-    """The `prompts` task over data files, scored by the reward function at its import path."""
+                 fields: dict[str, str] | None = None, prompt_style: str = "plain", reward: str = "escov",
+                 format_reward: float = 0.0) -> Task:
+    """The `prompts` task over data files, scored by the reward function at its import path (the
+    built-in tasks' prompt styles and reward conventions do not apply: they must stay at their defaults)."""
     if not reward_function:
         raise ValueError("task 'prompts' needs a reward: give reward_function = 'module:function' "
                          "(--reward_function my_rewards:accuracy)")
+    if prompt_style != "plain" or reward != "escov" or format_reward:
+        raise ValueError("task 'prompts' feeds the data's prompts as they are and scores them with reward_function; "
+                         "prompt_style, reward and format_reward are for built-in tasks")
     return ScoredByFunction(Prompts(data, test_data, data_split, fields), reward_function)
 
 
