@@ -1,7 +1,7 @@
 """End to end from the command line: a verl-style parquet (the prompt as chat messages, the answer
 under reward_model.ground_truth) and a TRL-style reward function named by its import path train
 the tiny model, and a run killed mid-way resumes (the reward function restored from config.json)
-to exactly the uninterrupted run's metrics, completions and weights."""
+to exactly the uninterrupted run's metrics, completions, weights and TensorBoard history."""
 import json
 import os
 import subprocess
@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 
 import datasets
+import pytest
 import torch
 from safetensors.torch import load_file
 
 from llm.rundir import TIMING_KEYS
+
+EventAccumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator").EventAccumulator
 
 REWARDS = '''
 def verl_accuracy(prompts, completions, reward_model, **kwargs):
@@ -56,7 +59,7 @@ def test_verl_parquet_and_trl_reward_function_train_and_resume_from_the_command_
                 "--step_samples", "2", "--probe_prompts", "1", "--probe_members", "2", "--probe_samples", "2",
                 "--probe_center_samples", "2", "--eval_problems", "2", "--eval_samples", "2", "--eval_ks", "1",
                 "--heldout_task", "", "--threshold_keep", "50", "--es.population_size", "4", "--es.sigma", "0.02",
-                "--completions_every", "2"]
+                "--completions_every", "2", "--report_to", "tensorboard"]
     reference = _train([*settings, "--out", "ref"], tmp_path)
     killed = _train([*settings, "--out", "killed"], tmp_path, stop_at="step-5")
     for proc, code in ((reference, 0), (killed, -9)):
@@ -77,5 +80,10 @@ def test_verl_parquet_and_trl_reward_function_train_and_resume_from_the_command_
                                                                          "eval/final", "eval/final_greedy"}
     w_ref, w_run = (load_file(d / "checkpoints" / "step-8" / "model.safetensors") for d in (ref, run))
     assert all(torch.equal(w_ref[n], w_run[n]) for n in w_ref)
+    # the tracker of the resumed run shows one history: the events after its checkpoint were hidden
+    events = EventAccumulator(str(run / "tensorboard"), size_guidance={"scalars": 0})
+    events.Reload()
+    logged = [(e.step, e.value) for e in events.Scalars("train/reward_mean")]
+    assert logged == [(r["step"], pytest.approx(r["reward_mean"], rel=1e-6)) for r in rows]
     base = load_file(Path(tiny_model_dir) / "model.safetensors")
     assert any(not torch.equal(base[n], w_ref[n]) for n in base), "training must move the weights"
