@@ -23,6 +23,7 @@ deterministic, and a run resumed from its last checkpoint ends with the same wei
 """
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -212,7 +213,9 @@ class TrainingRun:
 
     # -- measurements ----------------------------------------------------------------------
     def keep_completions(self, source: str, step: int, kept: list[dict]) -> None:
-        """completions.jsonl gets the kept completions; the tracker shows them."""
+        """completions.jsonl gets the kept completions; the tracker shows them. A completion whose reward
+        is not finite is left out (no JSON file holds one): a training step stops the run on it."""
+        kept = [k for k in kept if math.isfinite(k["reward"])]
         if kept:
             rundir.append_completions(self.dir, [{"step": step, "source": source, **k} for k in kept])
             self.tracker.log_completions(source, kept, step)
