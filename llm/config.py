@@ -24,7 +24,7 @@ from llm.grpo import GRPOConfig
 from llm.tasks.data_files import parse_fields, train_records_of
 from llm.tasks.reasoning_format import PROMPT_STYLES
 from llm.tasks import TASKS
-from llm.tasks.reward_function import check_path
+from llm.tasks.reward_function import check_alone, check_path
 from llm.tasks.rewards import REWARDS, check_reward
 from llm.tracking import REPORT_TO
 
@@ -119,9 +119,7 @@ class TrainConfig:
         if self.reward_function:
             check_path(self.reward_function)
         if self.reward_function or self.task == "prompts":
-            if self.reward != "escov" or self.format_reward:
-                raise ValueError(f"reward_function replaces the reward convention; leave reward and format_reward unset, "
-                                 f"got reward={self.reward!r}, format_reward={self.format_reward!r}")
+            check_alone(self.reward_function, self.reward, self.format_reward)
             if not self.reward_function:
                 raise ValueError("task 'prompts' needs reward_function = 'module:function'")
         elif self.task in TASKS:

@@ -21,11 +21,12 @@ def get_task(name: str, reward_function: str = "", **kwargs) -> Task:
     if name == "prompts":
         from llm.tasks.prompts import prompts_task
         return prompts_task(reward_function, **kwargs)
-    task = _builtin_task(name, **kwargs)
     if reward_function:
-        from llm.tasks.reward_function import ScoredByFunction
-        return ScoredByFunction(task, reward_function)
-    return task
+        from llm.tasks.reward_function import ScoredByFunction, check_alone
+
+        check_alone(reward_function, kwargs.get("reward", "escov"), kwargs.get("format_reward", 0.0))
+        return ScoredByFunction(_builtin_task(name, **kwargs), reward_function)
+    return _builtin_task(name, **kwargs)
 
 
 def _builtin_task(name: str, **kwargs) -> Task:

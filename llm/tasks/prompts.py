@@ -24,7 +24,7 @@ import random
 from llm.tasks.base import Problem, Task, check_count, check_split
 from llm.tasks.data_files import field, split_files
 from llm.tasks.reasoning_format import chat_prompt
-from llm.tasks.reward_function import ScoredByFunction
+from llm.tasks.reward_function import ScoredByFunction, check_alone
 
 PROMPT_FIELD = "prompt"
 
@@ -37,9 +37,9 @@ def prompts_task(reward_function: str, data=None, test_data=None, data_split: st
     if not reward_function:
         raise ValueError("task 'prompts' needs a reward: give reward_function = 'module:function' "
                          "(--reward_function my_rewards:accuracy)")
-    if prompt_style != "plain" or reward != "escov" or format_reward:
-        raise ValueError("task 'prompts' feeds the data's prompts as they are and scores them with reward_function; "
-                         "prompt_style, reward and format_reward are for built-in tasks")
+    check_alone(reward_function, reward, format_reward)
+    if prompt_style != "plain":
+        raise ValueError("task 'prompts' feeds the data's prompts as they are; prompt_style is for built-in tasks")
     return ScoredByFunction(Prompts(data, test_data, data_split, fields), reward_function)
 
 

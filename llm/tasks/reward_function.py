@@ -41,6 +41,13 @@ def check_path(path: str) -> str:
     return path
 
 
+def check_alone(path: str, reward: str = "escov", format_reward: float = 0.0) -> None:
+    """A reward function replaces the task's reward convention: ValueError when one is also chosen."""
+    if path and (reward != "escov" or format_reward):
+        raise ValueError(f"{SETTING} replaces the reward convention; leave reward and format_reward unset, "
+                         f"got reward={reward!r}, format_reward={format_reward!r}")
+
+
 def load_function(path: str) -> Callable:
     """The function an import path names; ValueError naming the setting and the path otherwise."""
     check_path(path)

@@ -176,3 +176,11 @@ def test_llm_eval_scores_a_verl_parquet_with_a_reward_function(tiny_model_dir, t
     result = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert result["num_problems"] == len(VERL) and result["pass_at_k"]["1"] == 1.0
     assert result["reward_function"] == "always:one"
+
+
+def test_a_reward_function_and_a_reward_convention_together_are_refused(rewards_module):
+    with pytest.raises(ValueError, match="reward_function replaces the reward convention"):
+        get_task("countdown", reward="es-at-scale-countdown", reward_function=f"{rewards_module}:exact")
+    task = get_task("countdown", reward_function=f"{rewards_module}:exact")
+    problem = task.problems("test", 1, seed=0)[0]
+    assert sys.modules[rewards_module].CALLS == [] and task.answer(problem, "1+2") is not None
