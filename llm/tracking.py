@@ -22,7 +22,8 @@ Names (stable; "/" separates a tracker's groups), each logged at a training step
     completions/<source>            the kept completions (completions.jsonl) as a table of text
 Settings of a measurement (seed, sample counts, temperature) and an evaluation's duration
 (`seconds`) are not sent.
-A resumed run purges the TensorBoard events after its resume step, so the curves show one history.
+A resumed run purges the TensorBoard events after its resume step, so the curves show one history;
+W&B and trackio are sent the measured-again steps anew (W&B drops steps it has already seen).
 """
 from __future__ import annotations
 
