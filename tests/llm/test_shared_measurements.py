@@ -27,7 +27,9 @@ def _run(model, out, algo, seed=0, shared=None):
     train(cfg, show_progress=False, shared=shared)
     ev = json.loads((out / "eval.json").read_text())
     population = json.loads((out / "population.json").read_text())["measurements"]
-    return _untimed([{k: ev[k] for k in ("base", "base_greedy")}, next(m for m in population if m["step"] == 0)])
+    kept = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
+    return _untimed([{k: ev[k] for k in ("base", "base_greedy")}, next(m for m in population if m["step"] == 0),
+                     [k for k in kept if k["step"] == 0 and k["source"].startswith("eval/")]])
 
 
 def test_runs_of_one_base_share_step_zero_and_get_their_own_values(tiny_model_dir, tmp_path):
@@ -43,8 +45,9 @@ def test_runs_of_one_base_share_step_zero_and_get_their_own_values(tiny_model_di
     planted = json.loads(eval_file.read_text())
     planted["base"]["pass_at_k"]["1"] = 0.123
     eval_file.write_text(json.dumps(planted))
-    (ev, population) = _run(tiny_model_dir, tmp_path / "grpo", "grpo", shared=shared)
+    (ev, population, kept) = _run(tiny_model_dir, tmp_path / "grpo", "grpo", shared=shared)
     assert ev["base"]["pass_at_k"]["1"] == 0.123 and population == own_es[1]
+    assert kept == own_es[2] and kept  # every run keeps the base's completions in its own completions.jsonl
     # another seed samples other completions: its own entries
     _run(tiny_model_dir, tmp_path / "es-s1", "es", seed=1, shared=shared)
     assert len(list(shared.iterdir())) == 4
