@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import sys
 
 # name -> (module, one-line help). Register new subcommands here, and only here.
@@ -50,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except ValueError as err:
         parser.error(str(err))  # exits with code 2
+
+
+def progress_enabled(no_progress: bool) -> bool:
+    """Progress bars unless --no-progress, or the TQDM_DISABLE environment variable (tqdm's own), says otherwise."""
+    return not no_progress and os.environ.get("TQDM_DISABLE", "").strip().lower() in ("", "0", "false", "no")
 
 
 def unrecognized(unknown: list[str], parser: argparse.ArgumentParser) -> str:

@@ -167,6 +167,14 @@ def plot_histogram(analysis: dict, path: str | Path, title: str) -> None:
     edges = np.asarray(analysis["histogram"]["edges"])
     counts = np.asarray(analysis["histogram"]["counts"])
     fig, ax = plt.subplots(figsize=(6, 3.5))
+    if counts.sum() == 0:  # nothing to draw on a log axis: say why in words
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no entry changed: theta = theta_0 (a zero update)\n"
+                "nothing to histogram", ha="center", va="center", fontsize=11, transform=ax.transAxes)
+        ax.set_title(title, fontsize=9)
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        return
     ax.stairs(counts, edges, fill=True, alpha=0.6)
     for t in PAPER_TAUS:
         ax.axvline(t, color="k", ls=":", lw=0.8)

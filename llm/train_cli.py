@@ -14,7 +14,6 @@ Progress bars go to stderr; --no-progress or TQDM_DISABLE=1 turn them off.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -34,14 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no progress bars (TQDM_DISABLE=1 does the same)")
 
 
-def progress_enabled(no_progress: bool) -> bool:
-    """Progress bars unless --no-progress or the TQDM_DISABLE environment variable (tqdm's own) asks otherwise."""
-    return not no_progress and os.environ.get("TQDM_DISABLE", "").strip().lower() in ("", "0", "false", "no")
-
-
 def run_command(args: argparse.Namespace) -> int:
     """0 when the run finished (or was finished already), 1 when a non-finite value stopped it,
     128 + signal number when a signal did."""
+    from llm.cli import progress_enabled
     from llm.config import config_from_args, setting_flags
     from llm.interrupts import Interrupted, stop_on_signals
     from llm.rollout import NonFiniteError
@@ -59,6 +54,10 @@ def run_command(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
         out = Path(cfg.out)
     show_progress = progress_enabled(args.no_progress)
+    if not show_progress:
+        from transformers.utils import logging as hf_logging  # its own bars (loading weights)
+
+        hf_logging.disable_progress_bar()
     try:
         with stop_on_signals():
             if args.resume:
@@ -167,5 +166,7 @@ def summary(out: Path) -> str:
     files = sorted(p.name for p in out.iterdir() if p.is_file() and not p.name.startswith("."))
     lines.append(f"  wrote {', '.join(files)}")
     if steps:
-        lines.append(f"  checkpoints: {', '.join(f'step-{s}' for s in sorted(steps))} in {out / 'checkpoints'}")
+        names = [f"step-{s}" for s in sorted(steps)]
+        shown = ", ".join(names) if len(names) <= 4 else f"{names[0]}, {names[1]}, ..., {names[-1]}"
+        lines.append(f"  {len(names)} checkpoint{'s' * (len(names) > 1)} in {out / 'checkpoints'}: {shown}")
     return "\n".join(lines)
