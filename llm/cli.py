@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}")
     chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     for name, (module, help_text) in SUBCOMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)  # a flag is spelt out
         if name == chosen:  # import only the module that runs
             module = importlib.import_module(module)
             module.add_arguments(p)

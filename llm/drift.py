@@ -132,6 +132,7 @@ def update_analysis(current: dict[str, torch.Tensor], base: dict[str, torch.Tens
     if nonzero.numel():
         lo, hi = float(nonzero.min()), float(nonzero.max())
         edges = np.logspace(np.log10(lo), np.log10(hi) + 1e-12, n_bins + 1) if hi > lo else np.array([lo, hi + 1e-30])
+        edges[0], edges[-1] = lo, max(edges[-1], hi)  # 10 ** log10(lo) may round above lo and drop the smallest entry
         counts = np.histogram(nonzero.numpy(), bins=edges)[0]
     else:
         edges, counts = np.array([0.0, 1.0]), np.array([0])
