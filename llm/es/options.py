@@ -1,6 +1,6 @@
 """How ES evaluates its population, and the one validator of every ES option.
 
-`PopulationConfig` (the `[population]` table of a run's config):
+`PopulationConfig` (the `[population]` table of a run's config, defined in llm/config.py):
 
     batched     the N members' rollouts come from one population-batched generate on the HF engine
                 (batched_hf.py): member weights built once per iteration from the seeds, then one

@@ -199,7 +199,7 @@ def test_resuming_a_finished_run_does_nothing_unless_asked(finished_es_run):
     assert (run / "eval.json").stat().st_mtime_ns > before[run / "eval.json"] and "%|" not in again.stderr
 
 
-@pytest.mark.parametrize("algo, signum", [("es", signal.SIGINT), ("grpo", signal.SIGTERM)])
+@pytest.mark.parametrize("algo, signum", [("es", signal.SIGINT), pytest.param("grpo", signal.SIGTERM, marks=pytest.mark.slow)])
 def test_a_signal_stops_cleanly_and_the_resumed_run_matches_an_uninterrupted_one(tiny_model_dir, tmp_path, algo, signum):
     reference = _cli(*_flags(_cfg(tiny_model_dir, tmp_path / "ref", algo)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     run = tmp_path / "stopped"
