@@ -35,8 +35,8 @@ class Interrupted(Exception):
 
 def _record(signum: int, frame) -> None:
     _requested.append(signum)
-    print(f"\n{signal.Signals(signum).name}: stopping after the current step "
-          "(its checkpoint is written when one is due); Ctrl-C again stops at once", file=sys.stderr, flush=True)
+    print(f"\n{signal.Signals(signum).name}: stopping at the next safe point (after the current step, and its "
+          "checkpoint when one is due); Ctrl-C again stops at once", file=sys.stderr, flush=True)
     if signum == signal.SIGINT:  # a second Ctrl-C: the default, an immediate KeyboardInterrupt
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

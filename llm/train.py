@@ -331,6 +331,7 @@ def _train(cfg: TrainConfig, task: Task | None, resume: bool, show_progress: boo
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     run = TrainingRun(cfg, task, show_progress)
+    stop_if_requested("before the base evaluation")
     rundir.write_config(out, cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)})
     point = resume_point(run) if resume else None
     elapsed, optimizer_state = 0.0, None
