@@ -86,9 +86,11 @@ def _resume(out: Path, args: argparse.Namespace, show_progress: bool) -> bool:
     """Resume the run in out (False: it is finished and nothing was asked of it)."""
     from llm import rundir
     from llm.config import load_config
+    from llm.device import resume_device
     from llm.train import resume
 
     cfg = load_config(out)
+    resume_device(cfg.device, args.device, args.allow_device_change, f"--resume {out}")  # a refused device: an error first
     if is_finished(out) and not args.re_evaluate:
         print(f"{out} is finished ({total_steps(cfg)} steps, final evaluation in {out / rundir.EVAL}); nothing to do. "
               f"To run its final measurements again: --resume {out} --re_evaluate")
