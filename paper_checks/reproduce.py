@@ -45,6 +45,7 @@ from paper_checks.evidence import load_lemma_grid
 from paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
 from paper_checks.report import build_report
 
+REPORT_DIR = "report"  # out/report/: REPORT.md, report.json, plots, run_info.json
 SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
 # the answer budget (docs/answer-budget.md: measured cost per run, and the power it gives)
 ANSWER_SEEDS = tuple(range(8))
@@ -80,7 +81,7 @@ class Budget:
 SMALL_PURPOSE = ("This is the small budget, a quick look: it exercises every claim end to end (theory, simulate, "
                  "real runs at 2 seeds) in a few minutes, so its real-run verdicts are mostly inconclusive by design. "
                  "The headline question, ES vs GRPO at matched Pass@1, is answered by the answer budget: "
-                 "`python -m paper_checks reproduce --budget answer` (README, \"The answer budget\").")
+                 "`python -m paper_checks reproduce --budget answer` (docs/answer-budget.md).")
 
 # ES members in one batched generate (the rewards and weights of member by member up to floating-point
 # near-ties; 2-2.5x faster here);
@@ -365,15 +366,15 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     times = run_jobs(todo, jobs, log)
     log("report")
     t_report, cpu_report = time.perf_counter(), cpu_seconds()
-    report = build_report(sorted((out / "runs").iterdir()), out / "report", out / "theory.json",
+    report = build_report(sorted((out / "runs").iterdir()), out / REPORT_DIR, out / "theory.json",
                           out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose)
     stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
                                               "job_seconds": round(time.perf_counter() - t_report, 1),
                                               "cpu_seconds": round(cpu_seconds() - cpu_report, 1), "jobs": 1}}
     seconds = time.perf_counter() - start
-    write_run_info(out / "report" / "run_info.json", budget_name, jobs, seconds, command, commit, stages)
+    write_run_info(out / REPORT_DIR / "run_info.json", budget_name, jobs, seconds, command, commit, stages)
     log(f"stages: {stage_line(stages)}")
-    log(f"done: {out / 'report' / 'REPORT.md'}")
+    log(f"done: {out / REPORT_DIR / 'REPORT.md'}")
     return report
 
 
