@@ -79,7 +79,7 @@ class Budget:
 
 
 SMALL_PURPOSE = ("This is the small budget, a quick look: it exercises every claim end to end (theory, simulate, "
-                 "real runs at 2 seeds) in a few minutes, so its real-run verdicts are mostly inconclusive by design. "
+                 "real runs at 2 seeds), so its real-run verdicts are mostly inconclusive by design. "
                  "The headline question, ES vs GRPO at matched Pass@1, is answered by the answer budget: "
                  "`python -m paper_checks reproduce --budget answer` (docs/answer-budget.md).")
 
