@@ -413,7 +413,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
     created = next((p for p in reversed([out, *out.parents]) if not p.exists()), None)
     try:
-        return _train(cfg, task, resume, show_progress)
+        return _train(cfg, task, resume, show_progress, shared)
     except BaseException:
         if created is not None and created.is_dir() and not (out / rundir.METRICS).exists():
             shutil.rmtree(created)
@@ -427,7 +427,7 @@ def check_out_dir(out: Path) -> None:
             raise ValueError(f"--out {out}: {path} is a file, not a directory")
 
 
-def _train(cfg: TrainConfig, task: Task | None, resume: bool, show_progress: bool) -> Path:
+def _train(cfg: TrainConfig, task: Task | None, resume: bool, show_progress: bool, shared: Path | None) -> Path:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     run = TrainingRun(cfg, task, show_progress)
