@@ -282,8 +282,15 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
     for path in other:
         print(f"note: {path} is not a checkpoint (checkpoints/step-N); ignored", file=sys.stderr)
     shapes = {n: p.shape for n, p in run.hf_model.named_parameters()}
+    rows_missing = None
     for step in steps:
         path = rundir.checkpoint_dir(run.dir, step)
+        missing_here = rundir.rows_missing_through(run.dir, step) if step <= run.total_steps else None
+        rows_missing = rows_missing or missing_here  # the newest checkpoint's gap names them all
+        if missing_here:  # an earlier checkpoint re-runs the steps whose rows are lost, exactly
+            print(f"note: {rundir.METRICS} lacks rows up to checkpoint {path.name} ({missing_here}); "
+                  "trying the previous checkpoint", file=sys.stderr)
+            continue
         phase = schedules.phase_at(run.phases, min(step, run.total_steps - 1))
         inside_grpo = phase.algo == "grpo" and step > phase.start and step < run.total_steps
         try:
@@ -297,15 +304,28 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
                   f"{rundir.set_aside(path).name}, trying the previous one", file=sys.stderr)
             continue
         return step, weights, state["elapsed"], optimizer_state
+    if rows_missing:
+        raise RunDirError(f"{run.dir / rundir.METRICS}: {rows_missing}, and no checkpoint precedes them; resuming "
+                          "would leave the run without those rows (start the run again in a new directory)")
     return None
 
 
 def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True) -> Path:
-    """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good checkpoint."""
+    """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the
+    last good checkpoint, RunDirBusy when another live process writes the directory (its lock, run.lock)."""
     out = Path(cfg.out)
-    if not resume and out.exists() and any(out.iterdir()):
+    if not resume and out.exists() and not rundir.is_empty(out):  # checked again inside the lock
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
     out.mkdir(parents=True, exist_ok=True)
+    with rundir.WriterLock(out):
+        return _train_locked(cfg, task, resume, show_progress)
+
+
+def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progress: bool) -> Path:
+    """train() inside the run directory's lock."""
+    out = Path(cfg.out)
+    if not resume and not rundir.is_empty(out):
+        raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
     run = TrainingRun(cfg, task, show_progress)
     rundir.write_config(out, cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)})
     point = resume_point(run) if resume else None
@@ -372,10 +392,15 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
 
 
 def resume(run_dir: str | Path, show_progress: bool = True, device: str | None = None,
-           allow_device_change: bool = False) -> Path:
+           allow_device_change: bool = False, allow_config_change: bool = False) -> Path:
     """Continue a run from its last complete checkpoint (or from the start when it has none), on the device
     config.json recorded unless another is given; a change of device kind (CPU <-> CUDA) needs
-    allow_device_change (llm/device.py)."""
+    allow_device_change (llm/device.py). A setting of config.json edited since the run started is
+    refused unless allow_config_change (then recorded in config_history.jsonl)."""
+    changes = rundir.check_settings_fixed(run_dir, allow_config_change)
+    for name, was, now in changes:
+        print(f"note: {name} changes from {was!r} to {now!r} for the rest of the run (recorded in "
+              f"{rundir.CONFIG_HISTORY})", file=sys.stderr)
     cfg = load_config(run_dir)
     cfg.out = str(run_dir)
     cfg.device = resume_device(cfg.device, device, allow_device_change, f"--resume {run_dir}")
@@ -391,6 +416,9 @@ def add_arguments(parser) -> None:
     add_train_arguments(parser)
     parser.add_argument("--allow_device_change", default=False, metavar="BOOL", type=lambda t: _parse_flag(t, "bool"),
                         help="with --resume: continue on another kind of device (CPU <-> CUDA) than the run started on")
+    parser.add_argument("--allow_config_change", default=False, metavar="BOOL", type=lambda t: _parse_flag(t, "bool"),
+                        help="with --resume: continue with settings edited in config.json since the run started "
+                             "(each change recorded in config_history.jsonl)")
 
 
 def run_command(args) -> int:
@@ -403,14 +431,18 @@ def run_command(args) -> int:
             if given:
                 raise ValueError(f"--resume continues a run with its saved config; do not combine it with {given} "
                                  "(only --device and --allow_device_change)")
-            resume(args.resume, device=args.device, allow_device_change=args.allow_device_change)
-        elif args.allow_device_change:
-            raise ValueError("--allow_device_change only applies with --resume")
+            resume(args.resume, device=args.device, allow_device_change=args.allow_device_change,
+                   allow_config_change=args.allow_config_change)
+        elif args.allow_device_change or args.allow_config_change:
+            flag = "--allow_device_change" if args.allow_device_change else "--allow_config_change"
+            raise ValueError(f"{flag} only applies with --resume")
         else:
             train(config_from_args(args))
     except NonFiniteError as err:
         print(f"error: {err}", flush=True)
         return 1
+    except OSError as err:  # a write outside llm/rundir.py (a plot): a full disk is one line naming the file
+        raise ValueError(f"{err.filename or 'a file of the run'}: cannot be written ({err.strerror or err})") from None
     return 0
 
 

@@ -4,7 +4,10 @@ A run directory holds `config.json`, `metrics.jsonl` (one JSON object per step),
 `population.json`, `curve.json` and `checkpoints/step-N/`; its records and the one reader and writer of its
 files are in llm/rundir.py. Reading never crashes on a partial run: what is missing or damaged
 (a file that is not UTF-8 or not JSON, a record of the wrong shape) is recorded in `Run.problems`,
-with the file named, and skipped, so that a report can mark the claims that needed it.
+with the file named, and skipped, so that a report can mark the claims that needed it. So is what
+makes the data untrustworthy though every file reads (llm/rundir.py integrity_problems): metrics
+rows not exactly steps 1..n, config.json edited since the run wrote it, settings changed mid-run, a
+run still writing the directory.
 """
 from __future__ import annotations
 
@@ -53,9 +56,12 @@ def load_run(path: str | Path) -> Run:
     except RunDirError as err:
         raise RunDirError(f"{path / rundir.CONFIG}: a run directory needs a readable config.json ({err})") from None
     problems: list[str] = []
-    return Run(path=path, config=config, metrics=rundir.read_steps(path, problems), eval=rundir.read_eval(path, problems),
-               population=rundir.read_population(path, problems), curve=rundir.read_curve(path, problems),
-               problems=problems)
+    run = Run(path=path, config=config, metrics=rundir.read_steps(path, problems), eval=rundir.read_eval(path, problems),
+              population=rundir.read_population(path, problems), curve=rundir.read_curve(path, problems),
+              problems=problems)
+    finished = isinstance(run.eval, dict) and "final" in run.eval
+    problems += rundir.integrity_problems(path, config, run.metrics, finished)
+    return run
 
 
 def load_runs(paths) -> tuple[list[Run], list[str]]:

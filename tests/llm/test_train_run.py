@@ -214,7 +214,11 @@ def _every_output(run: Path) -> dict:
     out = {}
     for path in sorted(p for p in run.rglob("*") if p.is_file()):
         rel = str(path.relative_to(run))
-        if path.name == "metrics.jsonl":
+        if path.name == rundir.LOCK:  # the pid and time of the last writer
+            continue
+        if path.name == rundir.CONFIG_HISTORY:  # the settings as config.json holds them, but for where the run lives
+            out[rel] = [{k: v for k, v in r["config"].items() if k != "out"} for r in rundir.config_history(run)]
+        elif path.name == "metrics.jsonl":
             out[rel] = _strip_timing([json.loads(l) for l in path.read_text().splitlines()])
         elif path.name == "trainer_state.json":
             out[rel] = {k: v for k, v in json.loads(path.read_text()).items() if k != "elapsed"}
