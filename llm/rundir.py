@@ -575,6 +575,8 @@ class WriterLock:
         return self
 
     def __exit__(self, *exc) -> None:
+        if is_empty(self.path.parent):  # a run that stopped before writing anything leaves nothing behind
+            self.path.unlink(missing_ok=True)
         self.release()
 
 
