@@ -141,3 +141,19 @@ def test_runs_evaluated_on_other_prompt_ids_are_never_compared():
     mixed = _run(0, "es", [0, 1, 2], [1, 1, 4])
     mixed.eval["final"]["per_problem"][2]["id"] = "q9"  # final on other prompts than its own base
     assert diff_vs_base([mixed], 1) is None
+
+
+# ----------------------------------------------------------------------------- over_seeds: its record at every size
+
+def test_over_seeds_records_one_seed_none_and_two_seeds_by_hand():
+    from theory.decisions import over_seeds
+
+    inf = float("inf")
+    one = over_seeds([0.4, float("nan")])  # a non-finite value is left out
+    assert one == {"mean": 0.4, "lo": -inf, "hi": inf, "se": inf, "df": 0.0, "seeds": 1, "detectable": inf}
+    with pytest.raises(ValueError, match="at least one finite value"):
+        over_seeds([float("nan")])
+    two = over_seeds([1, 3])  # mean 2, sample sd sqrt(2), se 1, df 1: t(0.975, 1) = 12.7062047
+    assert set(two) == set(one) and two["seeds"] == 2 and two["df"] == 1.0
+    assert two["mean"] == 2.0 and two["se"] == pytest.approx(1.0)
+    assert (two["lo"], two["hi"]) == pytest.approx((2 - 12.7062047, 2 + 12.7062047))
