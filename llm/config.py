@@ -19,7 +19,8 @@ from typing import Any
 
 from llm.device import check_device_spec
 from llm.es.algorithm import ESConfig
-from llm.es.options import DistributedConfig, PopulationConfig, check_options
+from llm.es.factory import check_options
+from llm.es.options import DistributedConfig, PopulationConfig
 from llm.grpo import GRPOConfig
 from llm.tasks.data_files import parse_fields, train_records_of
 from llm.tasks.reasoning_format import PROMPT_STYLES
@@ -140,6 +141,13 @@ class TrainConfig:
         defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
                     "reward": "escov", "format_reward": 0.0}
         return {k: v for k, v in given.items() if v != defaults[k]}
+
+    def make_task(self):
+        """The run's task, built from its settings (data files, split, prompt style, reward): the one way
+        train, curve, evaluation and the reproduction build it."""
+        from llm.tasks import get_task
+
+        return get_task(self.task, **self.task_kwargs())
 
     def distributed(self) -> DistributedConfig | None:
         """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with

@@ -52,7 +52,6 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     from llm.config import load_config
     from llm.engines import make_engine
     from llm.evaluate import evaluate
-    from llm.tasks import get_task
     from llm.train import EVAL_PROBLEM_SEED
 
     run_dir = Path(run_dir)
@@ -60,7 +59,7 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     torch.set_num_threads(cfg.threads)
     if samples < max(KS):
         raise ValueError(f"samples must be >= {max(KS)} (Pass@{max(KS)}), got {samples}")
-    task = get_task(cfg.task)
+    task = cfg.make_task()  # the run's own data, split, prompt style and reward
     n_problems = cfg.eval_problems if n_problems is None else n_problems
     problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
     done = {p["step"]: p for p in rundir.read_curve(run_dir) or [] if _same_settings(p, n_problems, samples, temperature)}

@@ -34,8 +34,8 @@ from tqdm import tqdm
 from llm import drift, rundir, schedules
 from llm.config import TrainConfig, load_config
 from llm.device import resolve_device, resume_device
-from llm.es import ES, check_setup, make_es, select_parameters, vllm_inplace
-from llm.es.options import check_inplace_machine
+from llm.es import ES, check_setup, make_es, select_parameters
+from llm.es.factory import engine_settings
 from llm.grpo import GRPO
 from llm.lemma_measurements import measure_population
 from llm.rollout import NonFiniteError, derive_seed, rollout
@@ -77,14 +77,12 @@ class TrainingRun:
         cfg.device = resolve_device(cfg.device)  # config.json records the resolved device
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
-        self.task = task if task is not None else get_task(cfg.task, **cfg.task_kwargs())
+        self.task = task if task is not None else cfg.make_task()
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
-        # ES in place inside vLLM's workers: the worker extension, prefix caching off (llm/es/vllm_inplace.py)
-        in_place = cfg.population.members == "vllm_inplace" and any(p.algo == "es" for p in self.phases)
-        if in_place:
-            check_inplace_machine(cfg.population)  # before vLLM starts
-        engine_kwargs = vllm_inplace.ENGINE_KWARGS if in_place else {}
+        # what the ES strategy needs of the engine (llm/es/factory.py), checked before the engine starts
+        has_es = any(p.algo == "es" for p in self.phases)
+        engine_kwargs = engine_settings(cfg.es, cfg.population, cfg.distributed()) if has_es else {}
         if cfg.engine == "vllm":
             engine_kwargs = engine_kwargs | {"gpu_memory_utilization": cfg.gpu_memory_utilization}
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed,
