@@ -48,8 +48,8 @@ def test_an_es_then_grpo_run_keeps_every_tensor_on_cuda(tiny_model_dir, tmp_path
     assert engine_param.device.type == "cuda" and engine_param.dtype == torch.bfloat16
     assert all(p.device.type == "cuda" and p.dtype == torch.float32 for p in run.hf_model.parameters())
     run.start_phase(run.phases[0], {n: run.base[n] for n in run.all_names})
-    assert all(t.device.type == "cuda" and t.dtype == torch.float32 for t in run.trainer.master.values())
-    assert run.trainer.noise.device.type == "cuda"
+    assert all(t.device.type == "cuda" and t.dtype == torch.float32 for t in run.trainer.center.master.values())
+    assert run.trainer.center.noise.device.type == "cuda"
     row = run.step(0)
     assert row["es_reward_std"] > 0 and row["drift_rel"] > 0
     run.close_trainer()
@@ -87,8 +87,8 @@ def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir):
         assert steps_a[0].rewards.std() > 0
         for a, b in zip(steps_a, steps_b):
             np.testing.assert_array_equal(a.rewards, b.rewards)
-        assert all(torch.equal(inplace.master[n], reload.master[n]) for n in names)
-        assert any(not torch.equal(inplace.master[n], base[n]) for n in names)
+        assert all(torch.equal(inplace.center.master[n], reload.center.master[n]) for n in names)
+        assert any(not torch.equal(inplace.center.master[n], base[n]) for n in names)
     finally:
         engine.close()
 
