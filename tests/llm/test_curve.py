@@ -2,6 +2,8 @@
 the base point equal to an independent evaluation of the base model, records in curve.json, and an
 interrupted curve continued without re-measuring its points."""
 import json
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -65,3 +67,22 @@ def test_damaged_curve_is_named(tmp_path):
     (tmp_path / rundir.CURVE).write_text('{"points": [{"step": "one"}]}')
     problems = []   # a partial reader skips a point of the wrong type and names it
     assert rundir.read_curve(tmp_path, problems) == [] and "curve.json" in problems[0] and "'step'" in problems[0]
+
+
+def test_curve_of_a_run_trained_on_a_data_file_evaluates_the_runs_own_test_records(tiny_model_dir, tmp_path):
+    """A run trained on a countdown.json-style file with the paper's split (records 0-199 train, the rest
+    test) is evaluated along training on the file's test records, not on generated problems."""
+    sample = json.loads((Path(__file__).parents[1] / "data" / "countdown_sample.json").read_text())
+    records = [dict(sample[i % len(sample)], id=i) for i in range(206)]  # 200 train records, 6 test records
+    data = tmp_path / "countdown.json"
+    data.write_text(json.dumps(records))
+    run = tmp_path / "run"
+    cfg = RUN | {"model": str(tiny_model_dir), "out": str(run), "task": "countdown", "data": str(data),
+                 "data_split": "paper", "steps": 2}
+    train(TrainConfig.from_dict(cfg), show_progress=False)
+    points = evaluate_curve(run, points=2, samples=32, temperature=0.6)
+    final = json.loads((run / rundir.EVAL).read_text())["final"]["per_problem"]
+    for point in points:
+        ids = [p["id"] for p in point["sampled"]["per_problem"]]
+        assert all(re.fullmatch(r"countdown/test/20[0-5]", i) for i in ids), ids
+        assert ids == [p["id"] for p in final]  # the problems of the run's own final evaluation
