@@ -33,8 +33,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from llm.rundir import read_steps
 from paper_checks.evidence import load_lemma_grid
 from paper_checks.report import build_report
+from theory.budget import es_flops, grpo_flops
 
 SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
 # the answer budget (README, "The answer budget": measured cost per run, and the power it gives)
@@ -116,19 +118,21 @@ ES_VARIANTS = {"es-sampled": {"member_temperature": 1.0, "member_samples": 1}, "
 
 def equal_update_budget(budget: Budget, population_size: int) -> int:
     """The `steps` (GRPO-step budget, FLOP-matched) at which ES with this population makes as many
-    updates as the main ES runs: the paper's Table 6 compares N = 8 ... 64 after equal updates."""
-    main_n, g = budget.es["population_size"], budget.grpo["num_generations"]
-    updates = budget.common["steps"] * 8 * g // (2 * main_n)
-    steps, rest = divmod(updates * 2 * population_size, 8 * g)
-    if rest or steps < 1 or updates * 2 * main_n != budget.common["steps"] * 8 * g:
-        raise ValueError(f"population {population_size}: {updates} updates are not a whole GRPO-step budget")
-    return steps
+    updates as the main ES runs: the paper's Table 6 compares N = 8 ... 64 after equal updates.
+    One step of each costs what theory/budget.py says (the cost llm/schedules.py plans runs with)."""
+    m = budget.es.get("member_samples", 1)
+    grpo = grpo_flops(budget.grpo["num_generations"], budget.grpo.get("num_iterations", 1))
+    main = es_flops(budget.es["population_size"], m)
+    updates = budget.common["steps"] * grpo / main
+    steps = updates * es_flops(population_size, m) / grpo
+    if updates != int(updates) or steps != int(steps) or steps < 1:
+        raise ValueError(f"population {population_size}: {updates:g} updates are not a whole GRPO-step budget")
+    return int(steps)
 
 
 def mean_reward_std(run_dir: Path) -> float:
     """Mean over the updating steps of a finished ES run of std(R) across members (es_reward_std)."""
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    stds = [r["es_reward_std"] for r in rows if r.get("es_reward_std", 0) > 0]
+    stds = [r["es_reward_std"] for r in read_steps(run_dir) if r.get("es_reward_std", 0) > 0]
     if not stds:
         raise ValueError(f"{run_dir}/metrics.jsonl: no ES step with reward spread (es_reward_std > 0)")
     return float(np.mean(stds))

@@ -235,3 +235,19 @@ def test_population_sweep_without_reward_signal_is_not_decided(tmp_path, p_base)
                                      es={"population_size": n}, entries=size, reward=r + 0.01 * seed * (model == "base")))
     v = REAL_CHECKS["population_size"](collect(dirs))
     assert v.status == INCONCLUSIVE and "300-parameter model" in v.note and "1,000-parameter" not in v.note
+
+
+def test_runs_whose_untagged_es_settings_differ_are_not_pooled_in_one_row(tmp_path, p_base):
+    """Two ES runs at sigma 1e-3 and one at sigma 1e-2 are all `es`; the row holds the two, and the
+    third is named in the report's input problems (never averaged in silently)."""
+    dirs = [make_run(tmp_path, f"es{seed}", "es", seed, p_base, p_base) for seed in range(2)]
+    dirs.append(make_run(tmp_path, "es-wide", "es", 2, p_base, p_base, es={"sigma": 1e-2}))
+    ev = collect(dirs)
+    assert {variant(r.config) for r in ev.runs} == {"es"}
+    assert [r.name for r in ev.by_variant("es")] == ["es0", "es1"]
+    assert any("es-wide" in p and "sigma 0.01" in p and "row: 0.001" in p for p in ev.problems), ev.problems
+    ev.by_variant("es")
+    assert sum("es-wide" in p for p in ev.problems) == 1  # named once however often the row is read
+    rescaled = [make_run(tmp_path / "r", f"r{seed}", "es", seed, p_base, p_base,
+                         es={"zscore": False, "center_scale": 2.0 + seed}) for seed in range(2)]
+    assert len(collect(rescaled).by_variant("es[no-zscore,rescaled]")) == 2  # center_scale differs by design
