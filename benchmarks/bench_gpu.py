@@ -174,7 +174,7 @@ def vllm_phase(model_dir, task, problems, cfg, args, out: dict) -> None:
     es = make_es(cfg, engine, task, names, {k: t.clone() for k, t in base.items()}, max_new_tokens=t_new, seed=0,
                  population=PopulationConfig(members="vllm_inplace"))
     first = es.step(problems, 0)  # warm-up, and the update compared with the reload path's below
-    inplace_update = {k: es.master[k].clone() for k in names}
+    inplace_update = {k: es.center.master[k].clone() for k in names}
     step, out["es_vllm_inplace_s"] = timed(lambda: es.step(problems, 1))
     out["es_vllm_inplace_peak_mb"] = peak_mb()
     out["es_vllm_inplace_weight_share"] = step.weight_seconds / step.seconds
@@ -185,7 +185,7 @@ def vllm_phase(model_dir, task, problems, cfg, args, out: dict) -> None:
     engine.load_weights((k, base[k]) for k in names)
     es = make_es(cfg, engine, task, names, {k: t.clone() for k, t in base.items()}, max_new_tokens=t_new, seed=0)
     reload_step, out["es_vllm_reload_s"] = timed(lambda: es.step(problems, 0))
-    diff = max(float((es.master[k] - inplace_update[k]).abs().max()) for k in names)
+    diff = max(float((es.center.master[k] - inplace_update[k]).abs().max()) for k in names)
     scale = max(float((inplace_update[k] - base[k]).abs().max()) for k in names)
     out["inplace_vs_reload"] = {"same_rewards": bool(np.array_equal(first.rewards, reload_step.rewards)),
                                 "max_abs_update_difference": diff, "max_abs_update": scale,

@@ -8,7 +8,9 @@ last bit. A change that only moves code (who derives the seeds, which class hold
 leave every run below bit-identical, so published runs stay valid. Each variant is a short
 `python -m llm train` (a budget of 3 GRPO steps: 12 ES steps; 4 prompts, 8 members) on the tiny "test" model, in its own process;
 the hash covers every tensor of the last checkpoint, by name. Hashes depend on the machine (its
-torch build and CPU), so record them on the machine that checks them.
+torch build and CPU), so record them on the machine that checks them; scripts/es_weight_hashes.json
+holds those of the 2-core development CPU before ES's iteration plan was introduced (every strategy
+and option still gave them after it).
 """
 from __future__ import annotations
 
