@@ -64,7 +64,7 @@ class TrainConfig:
     dtype: str = "float32"           # engine weights; trainers keep fp32 master weights
     threads: int = 2                 # torch CPU threads (part of the config: results depend on it)
     checkpoint_every: int = 10       # C: checkpoint every C steps (and at the end)
-    population_every: int = 0        # E: population measurements every E steps (0: only before and after)
+    probe_every: int = 0             # E: Lemma 1 probe of the center every E steps (0: only before and after)
     step_samples: int = 4            # ES: samples per batch prompt from the center for per-step metrics
     probe_prompts: int = 4           # population: fixed probe prompts (test split)
     probe_members: int = 8           # population: members theta + sigma eps_i
@@ -101,7 +101,7 @@ class TrainConfig:
             _int_at_least(name, getattr(self, name), 1)
         _int_at_least("seed", self.seed, 0)
         _int_at_least("switch_step", self.switch_step, 0)
-        _int_at_least("population_every", self.population_every, 0)
+        _int_at_least("probe_every", self.probe_every, 0)
         if self.algo in ("es-grpo", "grpo-es") and not 0 < self.switch_step < self.steps:
             raise ValueError(f"switch_step must lie in (0, steps={self.steps}) for algo {self.algo}, got {self.switch_step}")
         if self.batch_size > self.train_pool:
@@ -167,7 +167,8 @@ class TrainConfig:
         """Build from nested dicts (TOML tables / config.json); unknown keys and bad values raise
         ValueError, its message starting with the source."""
         try:
-            kwargs = _known(cls, _table(data, source), source, sections=SECTIONS)
+            data = _renamed(_table(data, source), source)
+            kwargs = _known(cls, data, source, sections=SECTIONS)
             if "population" in data:
                 kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
                                                                  f"{source}: [population]"))
@@ -180,6 +181,21 @@ class TrainConfig:
             if str(err).startswith(source):
                 raise
             raise ValueError(f"{source}: {err}") from None
+
+
+# settings renamed so that a name says one thing (old name -> new name); config files and run
+# directories written with the old name still read
+RENAMED = {"population_every": "probe_every"}  # the Lemma 1 probe, not the ES population
+
+
+def _renamed(data: dict, source: str) -> dict:
+    """data with renamed settings under their new names (both given: an error naming them)."""
+    for old, new in RENAMED.items():
+        if old in data:
+            if new in data:
+                raise ValueError(f"{source}: {old!r} is the old name of {new!r}; give only {new!r}")
+            data = {(new if k == old else k): v for k, v in data.items()}
+    return data
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:

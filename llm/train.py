@@ -6,7 +6,7 @@
 Run directory (the interface to paper_checks):
     config.json        the resolved settings, plus "schedule": the budget kind and each phase's steps
     metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
-    population.json    {"measurements": [...]}: population measurements before training, every E steps, at the end
+    probe.json         {"measurements": [...]}: the Lemma 1 probe before training, every probe_every steps, at the end
     eval.json          base / final evaluation (Pass@k, Maj@k, entropy) at eval_temperature, greedy
                        accuracy before / after (base_greedy, final_greedy), held-out task before /
                        after, update analysis and magnitude-thresholded checkpoints
@@ -200,7 +200,7 @@ class TrainingRun:
         return row
 
     # -- measurements ----------------------------------------------------------------------
-    def population(self, step: int) -> dict:
+    def probe(self, step: int) -> dict:
         cfg = self.cfg
         center = self.weights()
         try:
@@ -229,8 +229,8 @@ def _final_stage(run: TrainingRun) -> None:
     """After the last step (the engine holds the final weights): population, final and held-out
     evaluation, update analysis, plots."""
     cfg = run.cfg
-    if not any(m["step"] == run.total_steps for m in (rundir.read_population(run.dir) or {"measurements": []})["measurements"]):
-        rundir.record_population(run.dir, run.population(run.total_steps))
+    if not any(m["step"] == run.total_steps for m in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]):
+        rundir.record_probe(run.dir, run.probe(run.total_steps))
     stop_point("final-population")
     ev = rundir.read_eval(run.dir) or {}
     ev["final"] = run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
@@ -309,7 +309,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     point = resume_point(run) if resume else None
     elapsed, optimizer_state = 0.0, None
     if point is None:
-        for f in (rundir.METRICS, rundir.POPULATION, rundir.EVAL):
+        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL):
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
@@ -323,7 +323,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     else:
         done, weights, elapsed, optimizer_state = point
         rundir.keep_steps(out, done)
-        rundir.keep_population(out, done)
+        rundir.keep_probe(out, done)
         rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
         phase = schedules.phase_at(run.phases, done)
@@ -334,8 +334,8 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     t_start = time.perf_counter() - elapsed
     step = done
     try:
-        if done == 0 and not (out / rundir.POPULATION).exists():
-            rundir.record_population(out, run.population(0))
+        if done == 0 and not rundir.probe_path(out).exists():
+            rundir.record_probe(out, run.probe(0))
         stop_point("start")
         while step < run.total_steps:
             phase = schedules.phase_at(run.phases, step)
@@ -350,8 +350,8 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
             bar.update(1)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", pass1=f"{row['pass_at_1']:.3f}",
                             entropy=f"{row['entropy']:.3f}", drift=f"{row['drift_rel']:.2e}")
-            if cfg.population_every and step % cfg.population_every == 0 and step < run.total_steps:
-                rundir.record_population(out, run.population(step))
+            if cfg.probe_every and step % cfg.probe_every == 0 and step < run.total_steps:
+                rundir.record_probe(out, run.probe(step))
             if step % cfg.checkpoint_every == 0 or step == run.total_steps:
                 run.checkpoint(step, time.perf_counter() - t_start)
     except NonFiniteError as err:

@@ -46,7 +46,7 @@ def mechanism(ev: Evidence) -> dict:
         answer += f"; at matched Pass@1: {info['reason']}"
     for name in ("es", "es[sampled]"):  # population diversity along training: JSpol and tr I at each measurement
         for run in ev.by_variant(name):
-            for m in (run.population or {}).get("measurements", []):
+            for m in (run.probe or {}).get("measurements", []):
                 rows.append({"method": name, "seed": run.seed, "step": m["step"], "jspol": m["jspol"]["mean"],
                              "fisher_trace": m["fisher_trace"]["mean"]})
     return {"answer": answer, "table": rows}
@@ -105,7 +105,7 @@ def lemma1_validity(ev: Evidence) -> dict:
     """Measured s = E KL(pi_{theta + sigma eps} || pi_theta) against (sigma^2/2) tr I, at each sigma measured."""
     rows = []
     for run in ev.by_variant("es"):  # the main ES runs only (not es-grpo, grpo-es or the ES variants)
-        for m in (run.population or {}).get("measurements", []):
+        for m in (run.probe or {}).get("measurements", []):
             rows.append({"run": run.name, "step": m["step"], "sigma": m["sigma"], "members": m["members"],
                          "s_measured": m["validity"]["measured"]["mean"], "s_predicted": m["validity"]["predicted"],
                          "jspol": m["jspol"]["mean"], "lemma1_prediction": m["lemma1_prediction"]})

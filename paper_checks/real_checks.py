@@ -407,12 +407,12 @@ def lemma1_real(ev: Evidence) -> Verdict:
     regime; the sigma x N grid with independent draws per point is the fuller test."""
     ratios, s_values = [], []
     for run in ev.by_variant("es"):
-        ms = [m for m in (run.population or {}).get("measurements", []) if m.get("lemma1_prediction")]
+        ms = [m for m in (run.probe or {}).get("measurements", []) if m.get("lemma1_prediction")]
         if ms:
             ratios.append(float(np.mean([m["jspol"]["mean"] / m["lemma1_prediction"] for m in ms])))
             s_values.extend(m["validity"]["measured"]["mean"] for m in ms)
     if not ratios:
-        return _missing("lemma1", "population.json with jspol and lemma1_prediction")
+        return _missing("lemma1", "probe.json with jspol and lemma1_prediction")
     est = seed_level(over_seeds(np.array(ratios) - 1.0))
     s_median = float(np.median(s_values))
     v = _verdict("lemma1", [("JSpol / prediction - 1", est)], scale=1.0, unit="",
@@ -428,11 +428,11 @@ def lemma2_real(ev: Evidence) -> Verdict:
     """P_pop - P_same on the measured member success rates: >= 0 for every p by Maclaurin's inequality."""
     gaps = []
     for run in ev.by_variant("es"):
-        ms = (run.population or {}).get("measurements") or []
+        ms = (run.probe or {}).get("measurements") or []
         if ms and "lemma2" in ms[-1]:
             gaps.extend(np.array(ms[-1]["lemma2"]["distinct_members_pass"]) - np.array(ms[-1]["lemma2"]["same_policy_pass"]))
     if not gaps:
-        return _missing("lemma2", "population.json with lemma2 estimates")
+        return _missing("lemma2", "probe.json with lemma2 estimates")
     gaps = np.array(gaps)
     return Verdict("lemma2", IDENTITY, f"P_pop - P_same: min {gaps.min():.3g}, mean {gaps.mean():.3g}",
                    evidence={"gaps": gaps.tolist()}, test=BY_ID["lemma2"].test.describe(),

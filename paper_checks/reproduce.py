@@ -87,7 +87,7 @@ BUDGETS = {
     "full": Budget(
         base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
         common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
-                "heldout_problems": 200, "checkpoint_every": 25, "population_every": 50, "threads": 1,
+                "heldout_problems": 200, "checkpoint_every": 25, "probe_every": 50, "threads": 1,
                 "population": BATCHED},
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
         grpo={"num_generations": 8, "learning_rate": 1e-4},
@@ -98,7 +98,7 @@ BUDGETS = {
         base_preset="default", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
         common={"steps": ANSWER_STEPS, "batch_size": ANSWER_BATCH, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,
                 "eval_samples": 32, "eval_temperature": 0.6, "heldout_problems": 32, "threshold_keep": (50.0,),
-                "checkpoint_every": ANSWER_STEPS // 8, "population_every": ANSWER_STEPS // 4, "probe_prompts": 4,
+                "checkpoint_every": ANSWER_STEPS // 8, "probe_every": ANSWER_STEPS // 4, "probe_prompts": 4,
                 "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
         es=ANSWER_ES, grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(), simulate_scale=0.5, grid_sigmas=(1e-3, 1e-2, 3e-2), grid_members=(4, 16),
