@@ -63,7 +63,10 @@ def test_an_es_then_grpo_run_keeps_every_tensor_on_cuda(tiny_model_dir, tmp_path
 
 
 @pytest.mark.vllm
-def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir):
+@pytest.mark.parametrize("sampling", [{}, {"member_temperature": 1.0, "member_samples": 2}], ids=["greedy", "sampled"])
+def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir, sampling):
+    """The GPU part of tests/llm/test_es_conformance.py: in place gives one_by_one's rewards and update;
+    sampled members draw from their own rollout seeds on both paths."""
     pytest.importorskip("vllm")
     from llm.engines.vllm_engine import VLLMEngine
     from llm.es.vllm_inplace import ENGINE_KWARGS
@@ -75,14 +78,14 @@ def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir):
         names = sorted(base)
         task = digit_share_task()
         problems = task.problems("train", 4, seed=0)
-        cfg = ESConfig(population_size=4, sigma=0.05, alpha=0.05, member_temperature=1.0, member_samples=2)
+        cfg = ESConfig(population_size=4, sigma=0.05, alpha=0.05, **sampling)
         runs = {}
-        for members in ("vllm_inplace", "auto"):  # in place, then the reload path from the same center
+        for members in ("vllm_inplace", "one_by_one"):  # in place, then the reload path from the same center
             engine.load_weights((n, base[n]) for n in names)
             es = make_es(cfg, engine, task, names, {n: base[n].clone() for n in names}, max_new_tokens=8, seed=3,
                          population=PopulationConfig(members=members))
             runs[members] = (es, [es.step(problems, s) for s in range(2)])
-        (inplace, steps_a), (reload, steps_b) = runs["vllm_inplace"], runs["auto"]
+        (inplace, steps_a), (reload, steps_b) = runs["vllm_inplace"], runs["one_by_one"]
         assert inplace.members.shared  # the in-process worker holds the driver's master itself: one copy
         assert steps_a[0].rewards.std() > 0
         for a, b in zip(steps_a, steps_b):
