@@ -67,7 +67,6 @@ def check_batched(cfg, population, engine, distributed) -> None:
     if uses_workers(distributed):
         raise ValueError("population.members batched_hf runs in one process; with Ray workers use 'ray' "
                          "(each actor batched when population.batched)")
-    check_batched_engine(engine)
 
 
 def check_ray_options(cfg, population, engine, distributed) -> None:
@@ -79,8 +78,6 @@ def check_ray_options(cfg, population, engine, distributed) -> None:
 
 
 def check_vllm_lora(cfg, population, engine, distributed) -> None:
-    if engine != "vllm":
-        raise ValueError(f"population.members vllm_lora needs engine = 'vllm', got {engine!r}")
     _one_process("vllm_lora", population, distributed)
     _no_bf16("vllm_lora", cfg)
     if population.noise_rank < 1:
@@ -91,8 +88,6 @@ def check_vllm_lora(cfg, population, engine, distributed) -> None:
 
 
 def check_vllm_inplace(cfg, population, engine, distributed) -> None:
-    if engine != "vllm":
-        raise ValueError(f"population.members vllm_inplace needs engine = 'vllm', got {engine!r}")
     _one_process("vllm_inplace", population, distributed)
     _no_bf16("vllm_inplace", cfg)
 
@@ -153,7 +148,13 @@ def check_options(cfg: ESConfig, population: PopulationConfig, engine: str,
     """ValueError naming the setting when ES's options do not go together (engine: "hf" or "vllm")."""
     cfg.validate()
     population.validate()
-    STRATEGIES[strategy_name(population, distributed)].check(cfg, population, engine, distributed)
+    name = strategy_name(population, distributed)
+    strategy = STRATEGIES[name]
+    if name == "batched_hf":
+        check_batched_engine(engine)  # its message names population.batched, the usual way to ask for it
+    elif strategy.engine not in ("any", engine):
+        raise ValueError(f"population.members {name} needs engine = {strategy.engine!r}, got {engine!r}")
+    strategy.check(cfg, population, engine, distributed)
 
 
 def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,

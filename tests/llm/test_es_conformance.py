@@ -119,3 +119,28 @@ def test_vllm_lora_in_this_process(tmp_path):
     finally:
         if engine is not None:
             engine.close()
+
+
+def test_one_setting_chooses_the_strategy_and_each_declares_its_engine():
+    from llm.es.factory import STRATEGIES, check_options, engine_settings
+    from llm.es.options import MEMBER_MODES, strategy_name
+
+    assert set(STRATEGIES) == set(MEMBER_MODES) - {"auto"}
+    auto = PopulationConfig()
+    assert strategy_name(auto, None) == "one_by_one"
+    assert strategy_name(PopulationConfig(batched=True), None) == "batched_hf"
+    assert strategy_name(PopulationConfig(batched=True), DistributedConfig(workers=2)) == "ray"
+    assert strategy_name(PopulationConfig(members="vllm_lora"), None) == "vllm_lora"
+    cfg = ESConfig(population_size=6)
+    lora = PopulationConfig(members="vllm_lora", noise_rank=4)
+    assert engine_settings(cfg, lora, None) == {"enable_lora": True, "max_loras": 6, "max_lora_rank": 8}
+    assert engine_settings(cfg, auto, None) == {}
+    check_options(cfg, lora, "vllm")
+    for population, engine, dist, match in (
+            (lora, "hf", None, "vllm_lora needs engine = 'vllm'"),
+            (PopulationConfig(members="vllm_lora"), "vllm", None, "noise_rank >= 1"),
+            (PopulationConfig(members="ray"), "hf", None, "needs Ray workers"),
+            (PopulationConfig(members="one_by_one", batched=True), "hf", None, "turn population.batched off"),
+            (PopulationConfig(members="batched_hf"), "hf", DistributedConfig(workers=2), "with Ray workers use 'ray'")):
+        with pytest.raises(ValueError, match=match):
+            check_options(cfg, population, engine, dist)
