@@ -200,7 +200,7 @@ class TrainingRun:
         return row
 
     # -- measurements ----------------------------------------------------------------------
-    def probe(self, step: int) -> dict:
+    def measure_probe(self, step: int) -> dict:
         cfg = self.cfg
         center = self.weights()
         try:
@@ -230,7 +230,7 @@ def _final_stage(run: TrainingRun) -> None:
     evaluation, update analysis, plots."""
     cfg = run.cfg
     if not any(m["step"] == run.total_steps for m in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]):
-        rundir.record_probe(run.dir, run.probe(run.total_steps))
+        rundir.record_probe(run.dir, run.measure_probe(run.total_steps))
     stop_point("final-population")
     ev = rundir.read_eval(run.dir) or {}
     ev["final"] = run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
@@ -335,7 +335,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     step = done
     try:
         if done == 0 and not rundir.probe_path(out).exists():
-            rundir.record_probe(out, run.probe(0))
+            rundir.record_probe(out, run.measure_probe(0))
         stop_point("start")
         while step < run.total_steps:
             phase = schedules.phase_at(run.phases, step)
@@ -351,7 +351,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", pass1=f"{row['pass_at_1']:.3f}",
                             entropy=f"{row['entropy']:.3f}", drift=f"{row['drift_rel']:.2e}")
             if cfg.probe_every and step % cfg.probe_every == 0 and step < run.total_steps:
-                rundir.record_probe(out, run.probe(step))
+                rundir.record_probe(out, run.measure_probe(step))
             if step % cfg.checkpoint_every == 0 or step == run.total_steps:
                 run.checkpoint(step, time.perf_counter() - t_start)
     except NonFiniteError as err:
