@@ -11,7 +11,8 @@ on the same test prompts as the run's final evaluation (llm/train.py EVAL_PROBLE
     greedy    one completion at temperature 0: greedy accuracy, the quantity ES with greedy member
               rollouts optimizes (the paper reports the sampled one)
 
-Each point is a CurvePoint record in curve.json (llm/rundir.py), written as soon as it is measured;
+Each point is a CurvePoint record in curve.json (llm/rundir.py), written as soon as it is measured
+(and sent to the run's tracker, `report_to`, as curve/sampled/... and curve/greedy/... at its step);
 points already there with the same settings are kept, so an interrupted curve continues where it
 stopped. The sampling seed depends on (run seed, step), not on the method, so two methods' step-0
 points on the same seed are the same measurement of the same base.
@@ -52,6 +53,7 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     from llm.config import load_config
     from llm.engines import make_engine
     from llm.evaluate import evaluate
+    from llm.tracking import open_tracker
     from llm.train import EVAL_PROBLEM_SEED
 
     run_dir = Path(run_dir)
@@ -64,9 +66,9 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
     done = {p["step"]: p for p in rundir.read_curve(run_dir) or [] if _same_settings(p, n_problems, samples, temperature)}
     checkpoints, _ = rundir.checkpoint_steps(run_dir)
-    for step in curve_steps(checkpoints, points):
-        if step in done:
-            continue
+    todo = [step for step in curve_steps(checkpoints, points) if step not in done]
+    tracker = open_tracker(cfg.report_to, run_dir, cfg.to_dict()) if todo else None
+    for step in todo:
         model_dir = cfg.model if step == 0 else rundir.checkpoint_dir(run_dir, step)
         engine = make_engine("hf", model_dir, dtype=torch.float32, seed=cfg.seed)
         seed = derive_seed(cfg.seed, step, "curve") % 2**31
@@ -75,7 +77,10 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
                  "sampled": evaluate(engine, task, problems, n=samples, ks=list(KS), temperature=temperature, **common),
                  "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common)}
         rundir.record_curve_point(run_dir, point)
+        tracker.log_record("curve", point, step)
         done[step] = point
+    if tracker is not None:
+        tracker.close()
     return [done[s] for s in sorted(done)]
 
 

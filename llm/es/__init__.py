@@ -1,6 +1,6 @@
 """Evolution Strategies for LLMs: the paper's loop and the ways of evaluating its population.
 
-    algorithm.py   ESConfig, standardize, ES.step: the loop of the paper
+    algorithm.py   ESConfig, standardize, ES.step: the file to hold against docs/paper.md
     plan.py        what ES decides about an iteration, once: seeds, sigma, each member's direction and sign
     noise.py       eps regenerated from the seeds (full rank or low-rank EGGROLL)
     center.py      the center and its arithmetic: fp32 master, or the paper's bf16 in place
