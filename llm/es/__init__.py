@@ -1,6 +1,6 @@
 """Evolution Strategies for LLMs: the paper's loop and the ways of evaluating its population.
 
-    algorithm.py   ESConfig, standardize, ES.step: the file to hold against docs/paper.md
+    algorithm.py   standardize, ES.step: the file to hold against docs/paper.md (ESConfig: llm/config.py)
     plan.py        what ES decides about an iteration, once: seeds, sigma, each member's direction and sign
     noise.py       eps regenerated from the seeds (full rank or low-rank EGGROLL)
     center.py      the center and its arithmetic: fp32 master, or the paper's bf16 in place
@@ -9,7 +9,7 @@
     ray_actors.py  members spread over Ray actors, each with its own replica
     vllm_lora.py   low-rank members as vLLM LoRA adapters in one generate
     vllm_inplace.py  members perturbed and restored in place inside vLLM's workers (CUDA)
-    options.py     PopulationConfig, DistributedConfig, and the setting that chooses the strategy
+    options.py     DistributedConfig, Ray, and the rule that turns the settings into a strategy (PopulationConfig: llm/config.py)
     factory.py     the strategies' declarations and checks; make_es: ES with the strategy its options ask for
 """
 from llm.es.algorithm import ES, ESConfig, ESStep, select_parameters, standardize

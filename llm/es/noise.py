@@ -33,12 +33,11 @@ from typing import Iterator, TYPE_CHECKING
 import numpy as np
 import torch
 
+from llm.config import NOISE_CHUNK  # the default of es.noise_chunk
 from llm.rollout import derive_seed
 
 if TYPE_CHECKING:
     from llm.es.plan import IterationPlan, Member
-
-NOISE_CHUNK = 1 << 20  # elements drawn per call for large tensors (the default of es.noise_chunk)
 
 
 def noise_chunks(seed: int, direction: int, name: str, numel: int, chunk: int,

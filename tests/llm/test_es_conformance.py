@@ -123,7 +123,8 @@ def test_vllm_lora_in_this_process(tmp_path):
 
 def test_one_setting_chooses_the_strategy_and_each_declares_its_engine():
     from llm.es.factory import STRATEGIES, check_options, engine_settings
-    from llm.es.options import MEMBER_MODES, strategy_name
+    from llm.config import MEMBER_MODES
+    from llm.es.options import strategy_name
 
     assert set(STRATEGIES) == set(MEMBER_MODES) - {"auto"}
     auto = PopulationConfig()
