@@ -63,6 +63,7 @@ class TrainConfig:
     dtype: str = "float32"           # engine weights; trainers keep fp32 master weights
     threads: int = 2                 # torch CPU threads (part of the config: results depend on it)
     checkpoint_every: int = 10       # C: checkpoint every C steps (and at the end)
+    checkpoint_dense: int = 0        # D: also checkpoint after each of the first D steps (where Pass@1 moves fast)
     population_every: int = 0        # E: population measurements every E steps (0: only before and after)
     step_samples: int = 4            # ES: samples per batch prompt from the center for per-step metrics
     probe_prompts: int = 4           # population: fixed probe prompts (test split)
@@ -101,6 +102,7 @@ class TrainConfig:
         _int_at_least("seed", self.seed, 0)
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("population_every", self.population_every, 0)
+        _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)
         if self.algo in ("es-grpo", "grpo-es") and not 0 < self.switch_step < self.steps:
             raise ValueError(f"switch_step must lie in (0, steps={self.steps}) for algo {self.algo}, got {self.switch_step}")
         if self.batch_size > self.train_pool:
