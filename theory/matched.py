@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 MATCHED_LEVELS = 5   # interior Pass@1 levels of the common range
-RESOLUTION = 0.05    # widest Pass@1 gap (a fraction) a level may be interpolated across
+RESOLUTION = 0.06    # widest Pass@1 gap (a fraction) a level may be interpolated across
 
 
 def interior_levels(lo: float, hi: float, count: int = MATCHED_LEVELS) -> np.ndarray:
@@ -69,7 +69,7 @@ def supported(pass1, level: float, resolution: float = RESOLUTION) -> bool:
         return False
     t, w = found
     m = np.asarray(pass1, dtype=float)
-    return bool(w == 0.0 or abs(m[t + 1] - m[t]) <= resolution + 1e-12)
+    return bool(w in (0.0, 1.0) or abs(m[t + 1] - m[t]) <= resolution + 1e-12)   # a point at the level: measured
 
 
 def points_in_range(pass1, lo: float, hi: float) -> int:

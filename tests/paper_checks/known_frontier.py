@@ -1,0 +1,84 @@
+"""Training curves with a known truth: per-prompt success rates from a Beta family, where Pass@k at
+every Pass@1 has a closed form.
+
+A frontier is (concentration c, never-solved share z). At a mean rate m over the solvable prompts a
+prompt is never solved with probability z, else its success rate is p ~ Beta(m c, (1 - m) c), so
+
+    Pass@1 = (1 - z) m,    Pass@k = (1 - z) (1 - B(m c, (1 - m) c + k) / B(m c, (1 - m) c))
+
+since E (1 - p)^k = B(a, b + k) / B(a, b) for p ~ Beta(a, b). A larger c concentrates the rates (more
+prompts partly solved): a higher Pass@k at the same Pass@1. This closed form is the truth the
+matched reading is checked against; it shares nothing with the code under test.
+
+Prompts: u_i ~ U(0, 1), drawn once per replication and shared by every run (the shared test prompts);
+prompt i is never solved when u_i < z, else p_i is the (u_i - z) / (1 - z) quantile of the Beta at the
+run's current m, so each curve point holds a sample of the family and prompts keep their order of
+difficulty as training moves m. Correct counts ~ Binomial(n, p_i), written as curve.json points.
+
+Trajectories: a run's population Pass@1 after each step, from `fast` (rises quickly, then slowly: the
+first answer run's GRPO, 13 to 30 points in 5 of 40 steps) or `slow` (a straight line: its ES), with
+per-seed variation in speed and end point.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import betaln
+from scipy.stats import beta as beta_dist
+
+N_SAMPLES, PROMPTS, SEEDS, STEPS = 32, 64, 8, 40
+BASE = 0.134                     # the first answer run's base Pass@1
+CONCENTRATION, NEVER = 3.0, 0.11  # base Pass@16 / @32 of 0.54 / 0.63, 11% of prompts never solved
+
+
+def exact_pass_at(k: int, pass1, c: float = CONCENTRATION, z: float = NEVER):
+    """Pass@k of the family at population Pass@1 `pass1` (closed form)."""
+    m = np.asarray(pass1, dtype=float) / (1 - z)
+    a, b = m * c, (1 - m) * c
+    return (1 - z) * (1 - np.exp(betaln(a, b + k) - betaln(a, b)))
+
+
+def rates(u: np.ndarray, pass1: float, c: float = CONCENTRATION, z: float = NEVER) -> np.ndarray:
+    """Per-prompt success rates at population Pass@1 `pass1` (quantile coupling on u)."""
+    m = pass1 / (1 - z)
+    q = np.clip((u - z) / (1 - z), 0.0, 1.0)
+    return np.where(u < z, 0.0, beta_dist.ppf(q, m * c, (1 - m) * c))
+
+
+def fast(rng=None, end: float = 0.59, tau: float = 11.5) -> np.ndarray:
+    """(STEPS + 1,) population Pass@1: BASE + (end - BASE)(1 - exp(-t / tau)) / (1 - exp(-STEPS / tau)),
+    end and tau varied per seed (rng; None: not varied)."""
+    if rng is not None:
+        end, tau = end + rng.normal(0, 0.03), tau * np.exp(rng.normal(0, 0.15))
+    t = np.arange(STEPS + 1)
+    return BASE + (end - BASE) * (1 - np.exp(-t / tau)) / (1 - np.exp(-STEPS / tau))
+
+
+def slow(rng=None, end: float = 0.32) -> np.ndarray:
+    """(STEPS + 1,) population Pass@1 rising in a straight line from BASE to `end` (varied per seed by rng)."""
+    end = end if rng is None else end + rng.normal(0, 0.02)
+    return BASE + (end - BASE) * np.arange(STEPS + 1) / STEPS
+
+
+class Run:
+    """One simulated run: measures curve points (curve.json records) at any step on demand."""
+
+    def __init__(self, trajectory: np.ndarray, u: np.ndarray, rng, c: float = CONCENTRATION, z: float = NEVER,
+                 samples: int = N_SAMPLES):
+        self.trajectory, self.u, self.rng, self.c, self.z, self.samples = trajectory, u, rng, c, z, samples
+        self.points: dict[int, dict] = {}
+
+    def point(self, step: int) -> dict:
+        if step not in self.points:
+            counts = self.rng.binomial(self.samples, rates(self.u, self.trajectory[step], self.c, self.z))
+            self.points[step] = {
+                "step": step, "greedy": {"pass_at_k": {"1": 0.0}},
+                "sampled": {"n": self.samples, "pass_at_k": {"1": float(counts.mean() / self.samples)},
+                            "mean_token_entropy": 1.0,
+                            "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]}}
+        return self.points[step]
+
+    def pass1_at(self, step: int) -> float:
+        return self.point(step)["sampled"]["pass_at_k"]["1"]
+
+    def curve(self, steps) -> list[dict]:
+        return [self.point(s) for s in sorted(steps)]
