@@ -30,7 +30,7 @@ def _eval(rng, p_per_problem, ks=(1, 16, 32)) -> dict:
 def make_run(root: Path, name: str, algo: str, seed: int, base_p, final_p, *, entropy=(1.0, 1.0), drift=1e-3,
              es: dict | None = None, task: str = "countdown", heldout_drop: float = 0.0, model: str = "base",
              tiny_share: float | None = None, thresholded_change: float | None = None, lemma1_ratio: float | None = None,
-             entries: int = 1000, reward: float = 0.3, curve_p=None) -> Path:
+             entries: int = 1000, reward: float = 0.3, curve_p=None, s_measured: float = 0.01) -> Path:
     rng = np.random.default_rng(zlib.crc32(f"{name}-{seed}".encode()))
     run = root / name
     run.mkdir(parents=True)
@@ -57,7 +57,7 @@ def make_run(root: Path, name: str, algo: str, seed: int, base_p, final_p, *, en
     if lemma1_ratio is not None:
         (run / "population.json").write_text(json.dumps({"measurements": [{
             "step": steps, "sigma": 1e-3, "members": 8, "jspol": {"mean": 1e-4 * lemma1_ratio}, "lemma1_prediction": 1e-4,
-            "validity": {"measured": {"mean": 0.01}, "predicted": 0.01},
+            "validity": {"measured": {"mean": s_measured}, "predicted": 0.01},
             "lemma2": {"distinct_members_pass": [0.5, 0.6], "same_policy_pass": [0.45, 0.6]}}]}))
     if curve_p is not None:  # curve.json: per-step success probabilities -> binomial counts of 32 (llm/curve.py)
         points = []
