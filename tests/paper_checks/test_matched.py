@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 import known_frontier as kf
-from llm.curve import curve_steps, layout
 from paper_checks.design import seeds_by_prompts
 from paper_checks.matched import MIN_RANGE, curve_of, matched_difference, matched_seed_values, paired, thinned
 from paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, combine, decide
@@ -27,23 +26,9 @@ from paper_checks.claims import BY_ID
 from theory.decisions import directional
 from theory.matched import RESOLUTION
 
-OLD_CHECKPOINTS = list(range(5, kf.STEPS + 1, 5))                                  # the first answer run's
-PLANNED_CHECKPOINTS = [s for s in range(1, kf.STEPS + 1) if s <= 10 or s % 5 == 0]  # the answer budget's now
 TEST = BY_ID["matched_passk_above_grpo"].test
 KS = (16, 32)
-
-
-def _replication(rep: int, planned: bool, es_concentration: float = kf.CONCENTRATION):
-    """ES (slow) and GRPO (fast) curves of 8 seeds on 64 shared prompts; ES's frontier may differ."""
-    rng = np.random.default_rng(rep)
-    u = rng.uniform(size=kf.PROMPTS)
-    es, grpo = [], []
-    for seed in range(kf.SEEDS):
-        for runs, trajectory, c in ((es, kf.slow(rng), es_concentration), (grpo, kf.fast(rng), kf.CONCENTRATION)):
-            run = kf.Run(trajectory, u, rng, c)
-            steps = (layout(PLANNED_CHECKPOINTS, run.pass1_at) if planned else curve_steps(OLD_CHECKPOINTS, 8))
-            runs.append(curve_of(run.curve(steps), seed))
-    return es, grpo
+_replication = kf.replication
 
 
 def _compare(es, grpo, resolution=RESOLUTION):
@@ -112,7 +97,7 @@ def test_planned_layout_finds_a_real_three_point_gap():
     """ES on a more concentrated frontier (about +3 points of Pass@16 and Pass@32 in the range): the
     claim holds in most of 16 replications (a replication that is not testable counts as a miss) and
     the intervals hold the closed-form truth."""
-    c_es = 3.85
+    c_es = kf.GAP_CONCENTRATION
     holds, covered, truths = 0, 0, []
     for rep in range(16):
         es, grpo = _replication(200 + rep, planned=True, es_concentration=c_es)
