@@ -55,9 +55,12 @@ def test_old_layout_reads_a_difference_that_is_not_there_and_the_support_rule_re
     """One frontier for both: the old reading (no support rule, GRPO read along a chord across the whole
     range) finds ES above at Pass@16 and Pass@32, its bias control shows the same shift; with the
     support rule the comparison is not testable, naming each method's measured points in the range."""
-    old, bias = {k: [] for k in KS}, {k: [] for k in KS}
+    old, bias, reverse = {k: [] for k in KS}, {k: [] for k in KS}, []
     for rep in range(6):
         es, grpo = _replication(rep, planned=False)
+        d, info = matched_difference(grpo, es, "pass@16", resolution=1.0, names=("GRPO", "ES"))  # the dense one second
+        assert info["bias"]["thinned"] == "ES" and info["bias"]["to_layout_of"] == "GRPO"
+        reverse.append((d.mean, info["bias"]["estimate"]["mean"]))
         for k, (d, info) in _compare(es, grpo, resolution=1.0).items():
             old[k].append(d.mean)
             bias[k].append(info["bias"]["estimate"]["mean"])
@@ -69,6 +72,8 @@ def test_old_layout_reads_a_difference_that_is_not_there_and_the_support_rule_re
     for k in KS:
         assert np.mean(old[k]) > 0.015, (k, old[k])                 # a bias of about 2-3 points, no real difference
         assert abs(np.mean(bias[k]) - np.mean(old[k])) < 0.01, (k, bias[k], old[k])
+    estimate, shift = np.mean(reverse, axis=0)   # GRPO - ES: the bias control is signed as a shift of GRPO - ES
+    assert estimate < -0.015 and abs(shift - estimate) < 0.01, reverse
 
 
 def test_planned_layout_one_frontier_no_false_holds():

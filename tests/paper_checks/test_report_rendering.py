@@ -50,3 +50,18 @@ def test_a_reference_to_a_missing_check_is_an_error_not_missing_data():
         simulate_verdict(ghost, ev)
     with pytest.raises(RegistryError, match="no_such_claim"):
         real_verdict(ghost, ev)
+
+
+def test_matched_verdict_keeps_every_k_and_prints_support_and_bias(tmp_path):
+    p = np.random.default_rng(0).uniform(0.02, 0.5, 16)
+    curve = [np.clip(p + 0.02 * t, 0, 1) for t in range(11)]
+    dirs = [make_run(tmp_path, f"{name}{s}", name, s, p, p, curve_p=curve) for name in ("es", "grpo") for s in range(3)]
+    v = REAL_CHECKS["matched_passk_above_grpo"](collect(dirs))
+    per_k = v.evidence["matched"]
+    assert set(per_k) == {"pass@16", "pass@32"}
+    assert all(len(info["per_level_mean"]) == len(info["compared_levels"]) > 0 for info in per_k.values())
+    assert v.ours.count("bias control, ") == 2 and "measured points in the range per run: ES [" in v.note
+    sparse = [make_run(tmp_path / "sparse", f"{name}{s}", name, s, p, p, curve_p=curve if name == "es" else curve[::10])
+              for name in ("es", "grpo") for s in range(3)]   # GRPO measured at the range's ends only
+    v = REAL_CHECKS["matched_passk_above_grpo"](collect(sparse))
+    assert v.status == "not testable here" and "GRPO [" in v.note
