@@ -13,6 +13,7 @@ from __future__ import annotations
 from paper_checks.claims import Claim, RegistryError
 from paper_checks.evidence import Evidence
 from paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, Verdict
+from theory.checks import GROUPS
 
 SIMULATE_STATUS = {"reproduced": HOLDS, "not reproduced": FAILS, "inconclusive": INCONCLUSIVE,
                    "depends on task shape": INCONCLUSIVE, "finding": INCONCLUSIVE, "identity": IDENTITY}
@@ -21,6 +22,9 @@ SIMULATE_STATUS = {"reproduced": HOLDS, "not reproduced": FAILS, "inconclusive":
 def theory_verdict(claim: Claim, ev: Evidence) -> Verdict:
     if claim.theory is None:
         return Verdict(claim.id, NOT_TESTABLE, "n/a", note="an empirical claim: the toy theory says nothing about it")
+    if claim.theory.rstrip("/") not in GROUPS:
+        raise RegistryError(f"claim {claim.id!r} reads theory checks {claim.theory}*, but theory has no such group "
+                            f"(groups: {list(GROUPS)})")
     if ev.theory is None:
         return Verdict(claim.id, MISSING, "n/a", note="no theory results (python -m theory --json)")
     items = [i for i in ev.theory if i["name"].startswith(claim.theory) and not i.get("regime")]

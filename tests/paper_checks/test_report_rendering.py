@@ -7,7 +7,7 @@ import pytest
 from paper_checks.claims import CLAIMS, Claim, RegistryError
 from paper_checks.claims import Test as ClaimTest
 from paper_checks.evidence import Evidence
-from paper_checks.level_checks import simulate_verdict
+from paper_checks.level_checks import simulate_verdict, theory_verdict
 from paper_checks.real_checks import REAL_CHECKS, lemma1_real
 from paper_checks.report import collect, real_verdict, render_tables
 from paper_checks.verdict import OUTSIDE_REGIME
@@ -50,6 +50,8 @@ def test_a_reference_to_a_missing_check_is_an_error_not_missing_data():
         simulate_verdict(ghost, ev)
     with pytest.raises(RegistryError, match="no_such_claim"):
         real_verdict(ghost, ev)
+    with pytest.raises(RegistryError, match="lemma9"):
+        theory_verdict(Claim("ghost", "s", "p", ClaimTest("identity"), theory="lemma9/"), ev)
 
 
 def test_matched_verdict_keeps_every_k_and_prints_support_and_bias(tmp_path):
