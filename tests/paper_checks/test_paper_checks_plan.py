@@ -84,3 +84,30 @@ def test_unknown_budget_is_an_error(tmp_path):
         reproduce("huge", tmp_path)
     with pytest.raises(ValueError, match="config.json"):
         reproduce("small", tmp_path, model=tmp_path)
+
+
+def _point(step: int, pass1: float, n: int = 64) -> dict:
+    ev = {"task": "countdown3", "num_problems": 2, "n": n, "ks": [1], "temperature": 0.6, "top_p": 1.0, "max_new_tokens": 8,
+          "seed": 0, "pass_at_k": {"1": pass1}, "maj_at_k": {}, "mean_token_entropy": 1.0, "mean_response_tokens": 4.0,
+          "truncated_fraction": 0.0, "solved_fraction": 1.0, "distinct_correct_answers": 1.0,
+          "distinct_correct_texts": 1.0, "seconds": 0.1, "per_problem": []}
+    return {"step": step, "sampled": ev, "greedy": ev | {"n": 1, "temperature": 0.0}}
+
+
+def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
+    """reproduce skips a run's curve only when every point of its layout is in curve.json: a Pass@1 jump
+    wider than the resolution with a checkpoint inside still has a point to measure."""
+    import json
+    from paper_checks.reproduce import _curve_done
+    for step in (1, 2, 3, 4):
+        (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
+        (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text('{"step": %d, "elapsed": 1.0}' % step)
+    curve = {"points": 2, "samples": 64, "temperature": 0.6, "resolution": 0.06, "max_points": 40}
+    write = lambda pts: (tmp_path / "curve.json").write_text(json.dumps({"points": pts}))
+    write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.15)])        # layout 0 1 4, no jump above 6 points
+    assert _curve_done(tmp_path, curve)
+    write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.40)])        # 1 -> 4 jumps 28 points: step 2 or 3 is due
+    assert not _curve_done(tmp_path, curve)
+    write([_point(0, 0.10), _point(1, 0.12), _point(2, 0.2), _point(3, 0.3), _point(4, 0.40)])
+    assert _curve_done(tmp_path, curve)
+    assert not _curve_done(tmp_path, curve | {"samples": 32}), "points of other settings do not count"
