@@ -123,9 +123,9 @@ def _not_compared(info: dict, names: tuple[str, str]) -> str | None:
     return None
 
 
-def _bias(pairs, values_of, levels) -> tuple[str, np.ndarray]:
-    """('a' or 'b': the method thinned, per pair the (levels, ...) shift of a - b its thinning produces)."""
-    lo, hi = levels.min(), levels.max()
+def _bias(pairs, values_of, levels, lo: float, hi: float) -> tuple[str, np.ndarray]:
+    """('a' or 'b': the method with more measured points in [lo, hi], thinned; per pair the (levels, ...)
+    shift of a - b its thinning produces)."""
     count = lambda side: sum(points_in_range(pair[side].pass1, lo, hi) for pair in pairs)
     side = 0 if count(0) >= count(1) else 1
     shifts = []
@@ -152,7 +152,7 @@ def matched_difference(a: list[Curve], b: list[Curve], metric: str, *, resolutio
         return None, info | {"reason": reason, "not_testable": reason.startswith("not testable")}
     levels = np.array(info["compared_levels"])
     diffs = np.stack([differences_at(levels, ca.pass1, ca.metric(metric), cb.pass1, cb.metric(metric)) for ca, cb in pairs])
-    side, shifts = _bias(pairs, lambda c: c.metric(metric), levels)
+    side, shifts = _bias(pairs, lambda c: c.metric(metric), levels, *info["range"])
     n = pairs[0][0].n
     bias = seeds_by_prompts(shifts.mean(1), n)
     info |= {"per_level_mean": diffs.mean(axis=(0, 2)).tolist(),
@@ -175,7 +175,7 @@ def matched_seed_values(a: list[Curve], b: list[Curve], field: str, *, resolutio
     levels = np.array(info["compared_levels"])
     values = [float(differences_at(levels, ca.pass1, getattr(ca, field), cb.pass1, getattr(cb, field)).mean())
               for ca, cb in pairs]
-    side, shifts = _bias(pairs, lambda c: getattr(c, field), levels)
+    side, shifts = _bias(pairs, lambda c: getattr(c, field), levels, *info["range"])
     info["bias"] = {"thinned": names["ab".index(side)], "to_layout_of": names[1 - "ab".index(side)],
                     "per_seed": shifts.mean(1).tolist()}
     return values, info
