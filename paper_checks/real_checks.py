@@ -26,7 +26,8 @@ from paper_checks.design import Estimate, seed_level, seeds_by_prompts
 from paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
 from paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
 from paper_checks.rundir import Run
-from paper_checks.verdict import IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, combine, decide, fmt_interval
+from paper_checks.verdict import (IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, combine, decide,
+                                  fmt_interval)
 from theory.decisions import over_seeds, welch
 from theory.paper_constants import LEMMA1_S_LIMIT
 
