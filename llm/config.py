@@ -24,7 +24,9 @@ from llm.grpo import GRPOConfig
 from llm.tasks.data_files import parse_fields, train_records_of
 from llm.tasks.reasoning_format import PROMPT_STYLES
 from llm.tasks import TASKS
+from llm.tasks.reward_function import check_alone, check_path
 from llm.tasks.rewards import REWARDS, check_reward
+from llm.tracking import REPORT_TO
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,6 +52,7 @@ class TrainConfig:
     prompt_style: str = "plain"      # plain | instruct | paper (llm/tasks/reasoning_format.py)
     reward: str = "escov"            # escov | es-at-scale-countdown | paper-gsm8k (llm/tasks/rewards.py)
     format_reward: float = 0.0       # reward: escov: reward of a well-formed wrong answer
+    reward_function: str = ""        # "module:function" or "file.py:function" with TRL's reward signature; replaces the reward (llm/tasks/reward_function.py)
     out: str = ""                    # run directory
     seed: int = 0
     steps: int = 40                  # total budget, counted in steps of GRPO (see llm/schedules.py)
@@ -79,6 +82,10 @@ class TrainConfig:
     threshold_keep: tuple[float, ...] = (5.0, 22.0, 50.0)  # % of update entries kept in thresholded checkpoints
     workers: int = 1                 # ES: Ray actors sharing the population (1: no Ray)
     ray_address: str = ""            # ES: a Ray cluster ("host:port", "ray://host:port", "auto"); "": local
+    # ---- tracking and kept completions (llm/tracking.py) ----
+    report_to: str = "none"          # none | tensorboard | wandb | trackio: where metrics go besides the run directory (offline)
+    completions_kept: int = 8        # prompts whose first completion (with its reward) completions.jsonl keeps per evaluation (0: none)
+    completions_every: int = 0       # also keep the first completions_kept of the training batch every N steps (0: only at evaluations)
     # ---- device (llm/device.py) ----
     device: str = "auto"             # auto (CUDA when available) | cpu | cuda | cuda:N; config.json records the resolved one
     gpu_memory_utilization: float = 0.9  # engine = vllm on a GPU: its share of GPU memory (lower it to colocate a GRPO policy)
@@ -103,12 +110,21 @@ class TrainConfig:
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("population_every", self.population_every, 0)
         _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)
+        _choice("report_to", self.report_to, REPORT_TO)
+        _int_at_least("completions_kept", self.completions_kept, 0)
+        _int_at_least("completions_every", self.completions_every, 0)
         if self.algo in ("es-grpo", "grpo-es") and not 0 < self.switch_step < self.steps:
             raise ValueError(f"switch_step must lie in (0, steps={self.steps}) for algo {self.algo}, got {self.switch_step}")
         if self.batch_size > self.train_pool:
             raise ValueError(f"batch_size must be <= train_pool ({self.train_pool}), got {self.batch_size}")
         _choice("prompt_style", self.prompt_style, PROMPT_STYLES)
-        if self.task in TASKS:
+        if self.reward_function:
+            check_path(self.reward_function)
+        if self.reward_function or self.task == "prompts":
+            check_alone(self.reward_function, self.reward, self.format_reward)
+            if not self.reward_function:
+                raise ValueError("task 'prompts' needs reward_function = 'module:function'")
+        elif self.task in TASKS:
             check_reward(self.reward, self.task, self.format_reward)
         else:  # a task object handed to llm.train.train may carry its own name: the convention's own rules
             _choice("reward", self.reward, tuple(REWARDS))
@@ -135,12 +151,12 @@ class TrainConfig:
         check_options(self.es, self.population, self.engine, self.distributed())
 
     def task_kwargs(self) -> dict[str, Any]:
-        """The settings that shape the task (data files, prompt style, reward), for llm.tasks.get_task."""
+        """The settings that shape the task (data files, prompt style, reward, reward function), for llm.tasks.get_task."""
         given = {"data": self.data or None, "test_data": self.test_data or None, "data_split": self.data_split,
                  "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
-                 "format_reward": self.format_reward}
+                 "format_reward": self.format_reward, "reward_function": self.reward_function}
         defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
-                    "reward": "escov", "format_reward": 0.0}
+                    "reward": "escov", "format_reward": 0.0, "reward_function": ""}
         return {k: v for k, v in given.items() if v != defaults[k]}
 
     def distributed(self) -> DistributedConfig | None:

@@ -20,7 +20,8 @@ between them, the checkpoint nearest the middle of the widest such segment is me
 at most the same resolution, so a run trained with dense early checkpoints (TrainConfig
 checkpoint_dense) gets measured points wherever its Pass@1 moves fast.
 
-Each point is a CurvePoint record in curve.json (llm/rundir.py), written as soon as it is measured;
+Each point is a CurvePoint record in curve.json (llm/rundir.py), written as soon as it is measured
+(and sent to the run's tracker, `report_to`, as curve/sampled/... and curve/greedy/... at its step);
 points already there with the same settings are reused, so an interrupted curve continues where it
 stopped, and points outside the current layout (left by an earlier layout, e.g. before the run was
 resumed) are dropped. The sampling seed depends on (run seed, step), not on the method, so two
@@ -97,6 +98,7 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     from llm.engines import make_engine
     from llm.evaluate import evaluate
     from llm.tasks import get_task
+    from llm.tracking import open_tracker
     from llm.train import EVAL_PROBLEM_SEED
 
     run_dir = Path(run_dir)
@@ -104,11 +106,12 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     torch.set_num_threads(cfg.threads)
     if samples < max(KS):
         raise ValueError(f"samples must be >= {max(KS)} (Pass@{max(KS)}), got {samples}")
-    task = get_task(cfg.task)
+    task = get_task(cfg.task, **cfg.task_kwargs())  # the run's own data, prompt style and reward
     n_problems = cfg.eval_problems if n_problems is None else n_problems
     problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
     done = {p["step"]: p for p in rundir.read_curve(run_dir) or [] if _same_settings(p, n_problems, samples, temperature)}
     checkpoints, _ = rundir.checkpoint_steps(run_dir)
+    trackers = []   # the run's tracker, opened at the first point measured
 
     def pass1_at(step: int) -> float:
         if step not in done:
@@ -120,10 +123,17 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
                      "sampled": evaluate(engine, task, problems, n=samples, ks=list(KS), temperature=temperature, **common),
                      "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common)}
             rundir.record_curve_point(run_dir, point)
+            if not trackers:
+                trackers.append(open_tracker(cfg.report_to, run_dir, cfg.to_dict()))
+            trackers[0].log_record("curve", point, step)
             done[step] = point
         return done[step]["sampled"]["pass_at_k"]["1"]
 
-    steps = layout(checkpoints, pass1_at, points=points, resolution=resolution, max_points=max_points)
+    try:
+        steps = layout(checkpoints, pass1_at, points=points, resolution=resolution, max_points=max_points)
+    finally:
+        for tracker in trackers:
+            tracker.close()
     rundir.keep_curve(run_dir, steps)
     return [done[s] for s in steps]
 

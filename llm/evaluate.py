@@ -10,7 +10,9 @@ For each problem, n completions are sampled and scored; with c of them correct (
 - distinct_correct_answers: distinct normalized correct answers per solved prompt (for Countdown,
   expressions distinct up to commutativity/associativity: the number of reasoning paths), and
   distinct_correct_texts: distinct correct completion strings per solved prompt;
-- per_problem: id, correct count, distinct correct answers and texts.
+- per_problem: id, correct count, distinct correct answers and texts;
+- kept (only when keep > 0): the first completion of each of the first `keep` problems, as
+  {"prompt", "completion", "reward"} (the run directory's completions.jsonl keeps them).
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def call_seed(seed: int, index: int) -> int:
 
 
 def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tokens: int, seed: int, *,
-             top_p: float = 1.0, progress: bool = True) -> dict:
+             top_p: float = 1.0, progress: bool = True, keep: int = 0) -> dict:
     """Sample n completions per problem and compute the metrics in the module docstring."""
     ks = check_eval_args(n, ks)
     if not problems:
@@ -73,7 +75,7 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
     counts = np.array(counts)
     solved = [r for r in per_problem if r["correct"] > 0]
     flat = [c for row in completions for c in row]
-    return {
+    result = {
         "task": task.name, "num_problems": len(problems), "n": n, "ks": ks, "temperature": temperature,
         "top_p": top_p, "max_new_tokens": max_new_tokens, "seed": seed,
         "pass_at_k": {str(k): float(pass_at_k_counts(n, counts, k).mean()) for k in ks},
@@ -87,11 +89,15 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
         "seconds": round(time.perf_counter() - start, 2),
         "per_problem": per_problem,
     }
+    if keep > 0:
+        result["kept"] = [{"prompt": str(p.prompt), "completion": row[0].text, "reward": float(task.score(p, row[0].text))}
+                          for p, row in zip(problems[:keep], completions)]
+    return result
 
 
 # ----------------------------------------------------------------------------- command line
 
-DATA_TASKS = ("gsm8k", "deepscaler")  # tasks that exist only as data files
+DATA_TASKS = ("gsm8k", "deepscaler", "prompts")  # tasks that exist only as data files
 FILE_TASKS = ("countdown",) + DATA_TASKS  # tasks that read a --data file
 GENERATED_PROBLEMS = 200  # default number of problems for generated tasks (countdown, arithmetic)
 
@@ -110,6 +116,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"{DATA_SPLITS_HELP}: files evaluates every record of --data; paper its records "
                              "after the first 200 (the paper's Countdown evaluation split)")
     parser.add_argument("--reward", default="escov", choices=list(REWARDS), help="reward convention (llm/tasks/rewards.py)")
+    parser.add_argument("--reward_function", default="", metavar="MODULE:FUNCTION",
+                        help="a reward function with TRL's signature, replacing the reward (llm/tasks/reward_function.py)")
     parser.add_argument("--engine", default="hf", choices=ENGINES)
     parser.add_argument("--n", type=int, default=32, help="samples per problem")
     parser.add_argument("--k", default="1,16,32", help="comma-separated k values for Pass@k and Maj@k")
@@ -150,7 +158,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise ValueError(f"--task {args.task} needs --data PATH (a .json, .jsonl or .parquet test file)")
     if args.data is not None and args.task not in FILE_TASKS:
         raise ValueError(f"--data is only for {FILE_TASKS}; task {args.task!r} generates its problems")
-    kwargs = {"prompt_style": args.prompt_style, "reward": args.reward}
+    kwargs = {"prompt_style": args.prompt_style, "reward": args.reward, "reward_function": args.reward_function}
     if args.data is not None:
         kwargs |= {"data": args.data, "data_split": args.data_split} if args.data_split != "files" else {"test_data": args.data}
     task = get_task(args.task, **kwargs)
@@ -168,7 +176,8 @@ def run_command(args: argparse.Namespace) -> int:
                           max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,
                           progress=not args.no_progress)
     result = {"model": str(args.model), "engine": args.engine, "device": device, "data": args.data,
-              "data_split": args.data_split, "prompt_style": args.prompt_style, "reward": args.reward} | result
+              "data_split": args.data_split, "prompt_style": args.prompt_style, "reward": args.reward,
+              "reward_function": args.reward_function} | result
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     out_file = out / "eval.json"

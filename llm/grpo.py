@@ -1,4 +1,4 @@
-"""GRPO (group relative policy optimization) on an engine, as in PAPER.md; settings named as in TRL.
+"""GRPO (group relative policy optimization) on an engine, as in docs/paper.md; settings named as in TRL.
 
 One step on a batch of B prompts:
 

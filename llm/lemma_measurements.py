@@ -1,4 +1,4 @@
-"""The paper's population measurements on a real model, around a center theta (PAPER.md, "The theory").
+"""The paper's population measurements on a real model, around a center theta (docs/paper.md, "The theory").
 
 On each probe prompt x, with members pi_j = pi_{theta + sigma eps_j} (j = 1..N) at the sampling
 temperature and the center pi_0 = pi_theta:

@@ -9,6 +9,9 @@ The run directory is the interface between `llm` (train.py writes it, resume rea
                          heldout.base, heldout.final), update_analysis, thresholded (Thresholded records)
     population.json      {"measurements": [PopulationMeasurement, ...]} (llm/lemma_measurements.py)
     curve.json           {"points": [CurvePoint, ...]}: checkpoints evaluated along training (llm/curve.py)
+    completions.jsonl    one KeptCompletion per line: a bounded sample of prompts, completions and their
+                         rewards at each evaluation (and every completions_every steps)
+    tensorboard/         TensorBoard event files when report_to = "tensorboard" (llm/tracking.py)
     checkpoints/step-N/  save_pretrained layout: model.safetensors (fp32), the base model's config and
                          tokenizer files, trainer_state.json (TrainerState), optimizer.pt inside a GRPO phase
 
@@ -42,6 +45,7 @@ METRICS = "metrics.jsonl"
 EVAL = "eval.json"
 POPULATION = "population.json"
 CURVE = "curve.json"
+COMPLETIONS = "completions.jsonl"
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer_state.json"
 WEIGHTS = "model.safetensors"
@@ -144,6 +148,15 @@ class CurvePoint(TypedDict):
     step: int
     sampled: Evaluation
     greedy: Evaluation
+
+
+class KeptCompletion(TypedDict):
+    """One line of completions.jsonl: a completion the run sampled, with its reward."""
+    step: int                      # the training step the policy had taken (0: the base model)
+    source: str                    # eval/<label> (base, base_greedy, final, ...) or train (a training batch)
+    prompt: str                    # the prompt's text (chat messages: their contents joined by a blank line)
+    completion: str
+    reward: float
 
 
 class TrainerState(TypedDict):
@@ -282,7 +295,11 @@ def read_steps(run: Path, problems: list[str] | None = None) -> list[StepMetrics
     """The rows of metrics.jsonl ([] when it is missing). A last line without its newline (cut off by a
     kill) is dropped; any other damaged line raises RunDirError naming the file and line, or with
     `problems` is reported there and skipped."""
-    path = Path(run) / METRICS
+    return _read_jsonl(Path(run) / METRICS, StepMetrics, problems)
+
+
+def _read_jsonl(path: Path, record, problems: list[str] | None) -> list:
+    """The records of a JSON-lines file (read_steps tells the rules)."""
     if not path.exists():
         if problems is not None:
             problems.append(f"{path}: missing")
@@ -299,7 +316,7 @@ def read_steps(run: Path, problems: list[str] | None = None) -> list[StepMetrics
             continue
         cut_off = number == len(lines)  # no newline after it: the write was interrupted
         try:
-            rows.append(check_record(StepMetrics, json.loads(line, parse_constant=_no_constant), f"{path}: line {number}",
+            rows.append(check_record(record, json.loads(line, parse_constant=_no_constant), f"{path}: line {number}",
                                      complete=problems is None))
         except (ValueError, RunDirError) as err:
             if cut_off:
@@ -312,14 +329,44 @@ def read_steps(run: Path, problems: list[str] | None = None) -> list[StepMetrics
     return rows
 
 
+def _rewrite_jsonl(path: Path, rows: list) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(dumps(r, str(path)) + "\n" for r in rows), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def keep_steps(run: Path, step: int) -> None:
     """Rewrite metrics.jsonl with the rows of steps <= step (what a checkpoint being resumed had seen)."""
     path = Path(run) / METRICS
     if path.exists():
-        rows = [r for r in read_steps(run) if r["step"] <= step]
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(dumps(r, str(path)) + "\n" for r in rows), encoding="utf-8")
-        os.replace(tmp, path)
+        _rewrite_jsonl(path, [r for r in read_steps(run) if r["step"] <= step])
+
+
+def append_completions(run: Path, records: list[KeptCompletion]) -> None:
+    """Append KeptCompletion records to completions.jsonl (flushed to disk)."""
+    path = Path(run) / COMPLETIONS
+    lines = []
+    for record in records:
+        where = f"{path}: step {record.get('step')} {record.get('source')}"
+        check_record(KeptCompletion, record, where)
+        lines.append(dumps(record, where) + "\n")
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(lines))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_completions(run: Path, problems: list[str] | None = None) -> list[KeptCompletion]:
+    """The records of completions.jsonl ([] when it is missing; damage as in read_steps)."""
+    return _read_jsonl(Path(run) / COMPLETIONS, KeptCompletion, problems)
+
+
+def keep_completions(run: Path, step: int, drop_sources: tuple[str, ...] = ()) -> None:
+    """Rewrite completions.jsonl without the records after `step` and those of `drop_sources`
+    (a resumed run measures them again)."""
+    path = Path(run) / COMPLETIONS
+    if path.exists():
+        _rewrite_jsonl(path, [r for r in read_completions(run) if r["step"] <= step and r["source"] not in drop_sources])
 
 
 def read_eval(run: Path, problems: list[str] | None = None) -> EvalFile | None:

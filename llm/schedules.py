@@ -5,7 +5,7 @@ the batch, in units of P L, the model's parameters times tokens per completion; 
 the same model as the bandit's):
 
     flops:      GRPO (2 + 6 mu) G   (generation, then mu = num_iterations forward/backward passes;
-                                     8 G at mu = 1, PAPER.md: 8 T B G P L)
+                                     8 G at mu = 1, docs/paper.md: 8 T B G P L)
                 ES   2 N m          (N members, m rollouts per prompt each: 2 T N D P L)
     responses:  GRPO G     ES N m   (sampled responses)
 

@@ -64,7 +64,7 @@ PRESETS = {
     # the smaller model of the small budget's population-size sweep
     "narrow": Preset(hidden_size=32, num_layers=4, num_heads=1, intermediate_size=128, steps=550,
                      batch_size=128, lr=3e-3, warmup_steps=50, off_target_frac=0.15, arithmetic_frac=0.25),
-    # the base model of the experiments (targets: see the README)
+    # the base model of the experiments (targets: docs/llm.md, "Tiny base model")
     "default": Preset(hidden_size=64, num_layers=4, num_heads=2, intermediate_size=256, steps=1600,
                       batch_size=128, lr=3e-3, warmup_steps=100, off_target_frac=0.15, arithmetic_frac=0.25),
 }

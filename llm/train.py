@@ -7,6 +7,8 @@ Run directory (the interface to paper_checks):
     config.json        the resolved settings, plus "schedule": the budget kind and each phase's steps
     metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
     population.json    {"measurements": [...]}: population measurements before training, every E steps, at the end
+    completions.jsonl  prompts, completions and rewards kept at each evaluation (and every completions_every steps)
+    tensorboard/       TensorBoard event files (report_to = "tensorboard"; llm/tracking.py names the metrics)
     eval.json          base / final evaluation (Pass@k, Maj@k, entropy) at eval_temperature, greedy
                        accuracy before / after (base_greedy, final_greedy), held-out task before /
                        after, update analysis and magnitude-thresholded checkpoints
@@ -22,6 +24,7 @@ deterministic, and a run resumed from its last checkpoint ends with the same wei
 """
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -32,7 +35,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from llm import drift, rundir, schedules
+from llm import drift, rundir, schedules, tracking
 from llm.config import TrainConfig, load_config
 from llm.device import resolve_device, resume_device
 from llm.es import ES, check_setup, make_es, select_parameters, vllm_inplace
@@ -48,6 +51,7 @@ from llm.tasks.base import Task
 # so that runs and seeds are compared on equal footing (the sampling seeds still follow the run's seed)
 EVAL_PROBLEM_SEED = 0
 PROBE_PROBLEM_SEED = 1
+FINAL_SOURCES = ("eval/final", "eval/final_greedy", "eval/heldout_final")  # kept completions of the final stage
 
 
 # ----------------------------------------------------------------------------- stop points for tests
@@ -109,6 +113,7 @@ class TrainingRun:
         self.probe = self.task.problems("test", cfg.probe_prompts, seed=PROBE_PROBLEM_SEED)
         self.trainer: ES | GRPO | None = None
         self.trainer_phase: schedules.Phase | None = None
+        self.tracker: tracking.Tracker = tracking.Tracker()  # train() opens the one report_to names
 
     def close_trainer(self) -> None:
         """Stop the Ray actors of a distributed ES phase (nothing to release otherwise)."""
@@ -183,7 +188,8 @@ class TrainingRun:
         row: dict = {"step": step + 1, "phase": self.trainer_phase.algo}
         if isinstance(self.trainer, ES):
             center = rollout(self.engine, self.task, problems, n=cfg.step_samples, temperature=cfg.temperature,
-                             max_new_tokens=cfg.max_completion_length, seed=derive_seed(cfg.seed, step, "step-samples"), step=step)
+                             max_new_tokens=cfg.max_completion_length, seed=derive_seed(cfg.seed, step, "step-samples"),
+                             step=step)
             out = self.trainer.step(problems, step)
             n_tokens = center.n_tokens + out.n_tokens
             row |= {"reward_mean": float(out.rewards.mean()), "center_reward_mean": float(center.rewards.mean())}
@@ -195,6 +201,10 @@ class TrainingRun:
             row |= {"reward_mean": float(center.rewards.mean()), "center_reward_mean": float(center.rewards.mean())}
             extra = {"grpo_loss": out.loss, "grpo_kl": out.kl, "grpo_clip_fraction": out.clip_fraction,
                      "grpo_grad_norm": out.grad_norm}
+        if cfg.completions_every and (step + 1) % cfg.completions_every == 0:
+            self.keep_completions("train", step + 1, [
+                {"prompt": str(p.prompt), "completion": samples[0].text, "reward": float(rewards[0])}
+                for p, samples, rewards in zip(problems[:cfg.completions_kept], center.completions, center.rewards)])
         total, layers = drift.relative_drift(self.weights(copy=False), self.base)
         seconds = time.perf_counter() - t0
         row |= {"pass_at_1": float(center.correct.mean()), "no_correct_share": float((~center.correct.any(axis=1)).mean()),
@@ -203,6 +213,28 @@ class TrainingRun:
         return row
 
     # -- measurements ----------------------------------------------------------------------
+    def keep_completions(self, source: str, step: int, kept: list[dict]) -> None:
+        """completions.jsonl gets the kept completions; the tracker shows them. A completion whose reward
+        is not finite is left out (no JSON file holds one): a training step stops the run on it."""
+        kept = [k for k in kept if math.isfinite(k["reward"])]
+        if kept:
+            rundir.append_completions(self.dir, [{"step": step, "source": source, **k} for k in kept])
+            self.tracker.log_completions(source, kept, step)
+
+    def record_population(self, step: int) -> None:
+        measurement = self.population(step)
+        rundir.record_population(self.dir, measurement)
+        self.tracker.log_record("population", measurement, step)
+
+    def measure(self, label: str, step: int, task: Task, n_problems: int, n: int, ks: tuple[int, ...],
+                seed_label: str, temperature: float | None = None) -> dict:
+        """An evaluation (see evaluate) recorded as eval/<label> at a step: the tracker gets its
+        metrics and completions.jsonl its first completions."""
+        result = self.evaluate(task, n_problems, n, ks, seed_label, temperature, keep=self.cfg.completions_kept)
+        self.keep_completions(f"eval/{label}", step, result.pop("kept", []))
+        self.tracker.log_record(f"eval/{label}", result, step)
+        return result
+
     def population(self, step: int) -> dict:
         cfg = self.cfg
         center = self.weights()
@@ -217,7 +249,7 @@ class TrainingRun:
             self.set_weights(center)
 
     def evaluate(self, task: Task, n_problems: int, n: int, ks: tuple[int, ...], seed_label: str,
-                 temperature: float | None = None) -> dict:
+                 temperature: float | None = None, keep: int = 0) -> dict:
         """llm.evaluate on the task's first n_problems test problems (at eval_temperature unless given)."""
         from llm.evaluate import evaluate
 
@@ -225,23 +257,24 @@ class TrainingRun:
         temperature = self.cfg.eval_temperature if temperature is None else temperature
         return evaluate(self.engine, task, problems, n=n, ks=list(ks), temperature=temperature,
                         max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,
-                        progress=self.show_progress)
+                        progress=self.show_progress, keep=keep)
 
 
 def _final_stage(run: TrainingRun) -> None:
     """After the last step (the engine holds the final weights): population, final and held-out
     evaluation, update analysis, plots."""
-    cfg = run.cfg
-    if not any(m["step"] == run.total_steps for m in (rundir.read_population(run.dir) or {"measurements": []})["measurements"]):
-        rundir.record_population(run.dir, run.population(run.total_steps))
+    cfg, last = run.cfg, run.total_steps
+    if not any(m["step"] == last for m in (rundir.read_population(run.dir) or {"measurements": []})["measurements"]):
+        run.record_population(last)
     stop_point("final-population")
+    rundir.keep_completions(run.dir, last, drop_sources=FINAL_SOURCES)  # a resumed final stage measures them again
     ev = rundir.read_eval(run.dir) or {}
-    ev["final"] = run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
-    ev["final_greedy"] = run.evaluate(run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)
+    ev["final"] = run.measure("final", last, run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
+    ev["final_greedy"] = run.measure("final_greedy", last, run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)
     stop_point("final-eval")
     if cfg.heldout_task:
-        ev.setdefault("heldout", {})["final"] = run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems,
-                                                              cfg.eval_samples, cfg.eval_ks, "heldout")
+        ev.setdefault("heldout", {})["final"] = run.measure("heldout_final", last, get_task(cfg.heldout_task),
+                                                             cfg.heldout_problems, cfg.eval_samples, cfg.eval_ks, "heldout")
     final = run.cpu_weights()
     base = {n: run.base[n] for n in run.all_names}
     ev["update_analysis"] = drift.update_analysis(final, base, alpha=cfg.es.alpha)
@@ -311,41 +344,57 @@ def checkpoint_due(cfg: TrainConfig, step: int, total_steps: int) -> bool:
 def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True) -> Path:
     """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good checkpoint."""
     out = Path(cfg.out)
+    tracking.check_backend(cfg.report_to)  # a missing backend stops the run before anything starts
     if not resume and out.exists() and any(out.iterdir()):
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
     out.mkdir(parents=True, exist_ok=True)
     run = TrainingRun(cfg, task, show_progress)
     rundir.write_config(out, cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)})
     point = resume_point(run) if resume else None
+    # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over)
+    purge_from = None if not resume else 0 if point is None else point[0] + 1
+    run.tracker = tracking.open_tracker(cfg.report_to, out, cfg.to_dict(), purge_from)
+    try:
+        _train_loop(run, point)
+        _final_stage(run)
+    finally:
+        run.tracker.close()
+    return out
+
+
+def _train_loop(run: TrainingRun, point) -> None:
+    """From the resume point (None: the start, with the base evaluation) to the last step's checkpoint."""
+    cfg, out = run.cfg, run.dir
     elapsed, optimizer_state = 0.0, None
     if point is None:
-        for f in (rundir.METRICS, rundir.POPULATION, rundir.EVAL):
+        for f in (rundir.METRICS, rundir.POPULATION, rundir.EVAL, rundir.COMPLETIONS):
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
-        ev = {"base": run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval"),
-              "base_greedy": run.evaluate(run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)}
+        ev = {"base": run.measure("base", 0, run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval"),
+              "base_greedy": run.measure("base_greedy", 0, run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)}
         if cfg.heldout_task:
-            ev["heldout"] = {"base": run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems, cfg.eval_samples,
-                                                  cfg.eval_ks, "heldout")}
+            ev["heldout"] = {"base": run.measure("heldout_base", 0, get_task(cfg.heldout_task), cfg.heldout_problems,
+                                                 cfg.eval_samples, cfg.eval_ks, "heldout")}
         rundir.write_eval(out, ev)
         done = 0
     else:
         done, weights, elapsed, optimizer_state = point
         rundir.keep_steps(out, done)
         rundir.keep_population(out, done)
+        rundir.keep_completions(out, done)
         rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
         phase = schedules.phase_at(run.phases, done)
         run.start_phase(phase, weights, optimizer_state if done > phase.start else None)
     else:  # resumed after the last step: the final stage measures the final weights
         run.set_weights(weights)
-    bar = tqdm(total=run.total_steps, initial=done, desc=f"{cfg.algo} train", disable=not show_progress, dynamic_ncols=True)
+    bar = tqdm(total=run.total_steps, initial=done, desc=f"{cfg.algo} train", disable=not run.show_progress, dynamic_ncols=True)
     t_start = time.perf_counter() - elapsed
     step = done
     try:
         if done == 0 and not (out / rundir.POPULATION).exists():
-            rundir.record_population(out, run.population(0))
+            run.record_population(0)
         stop_point("start")
         while step < run.total_steps:
             phase = schedules.phase_at(run.phases, step)
@@ -356,12 +405,13 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
             step += 1
             row["wall_seconds"] = time.perf_counter() - t_start
             rundir.append_step(out, row)
+            run.tracker.log_record("train", row, step)
             stop_point(f"step-{step}")
             bar.update(1)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", pass1=f"{row['pass_at_1']:.3f}",
                             entropy=f"{row['entropy']:.3f}", drift=f"{row['drift_rel']:.2e}")
             if cfg.population_every and step % cfg.population_every == 0 and step < run.total_steps:
-                rundir.record_population(out, run.population(step))
+                run.record_population(step)
             if checkpoint_due(cfg, step, run.total_steps):
                 run.checkpoint(step, time.perf_counter() - t_start)
     except NonFiniteError as err:
@@ -375,8 +425,6 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     finally:
         bar.close()
         run.close_trainer()
-    _final_stage(run)
-    return out
 
 
 def resume(run_dir: str | Path, show_progress: bool = True, device: str | None = None,

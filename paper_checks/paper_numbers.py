@@ -1,6 +1,7 @@
 """The paper's reported numbers, transcribed once (Ba et al. 2026, arXiv 2608.27351 v2).
 
-Everything `paper_checks` cites as "the paper's" comes from here. Pass@K values are x100.
+Everything `paper_checks` cites as "the paper's" comes from here; docs/paper.md describes the settings and
+numbers in words. Pass@K values are x100.
 """
 from __future__ import annotations
 

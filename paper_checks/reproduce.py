@@ -19,7 +19,7 @@ headline question only (ES vs GRPO at matched Pass@1, with the schedules and ES 
 beside them), on the 3-number Countdown task whose base lies near the paper's bases, with checkpoints
 evaluated along training at the paper's T = 0.6 (64 samples per prompt), placed by Pass@1 so that every
 method has measured points across the compared range (ANSWER_CURVE, llm/curve.py); its seeds and test
-prompts are sized in the README ("The answer budget").
+prompts are sized in docs/answer-budget.md.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from paper_checks.report import build_report
 from theory.matched import RESOLUTION
 
 SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
-# the answer budget (README, "The answer budget": measured cost per run, and the power it gives)
+# the answer budget (docs/answer-budget.md: measured cost per run, and the power it gives)
 ANSWER_SEEDS = tuple(range(8))
 ANSWER_STEPS = 40
 ANSWER_PROMPTS = 64
@@ -101,7 +101,7 @@ BUDGETS = {
         grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(8, 16, 32, 64), simulate_scale=1.0,
         grid_sigmas=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), grid_members=(2, 4, 8, 16, 32), grid_draws=5),
-    # the headline answer: sizes measured and chosen in the README ("The answer budget")
+    # the headline answer: sizes measured and chosen in docs/answer-budget.md
     "answer": Budget(
         base_preset="default", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
         common={"steps": ANSWER_STEPS, "batch_size": ANSWER_BATCH, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,

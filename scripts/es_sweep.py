@@ -1,4 +1,4 @@
-"""The short ES step-size sweep behind the answer budget's ES settings (README, "The answer budget").
+"""The short ES step-size sweep behind the answer budget's ES settings (docs/answer-budget.md).
 
     PYTHONPATH=. .venv/bin/python scripts/es_sweep.py --model BASE_DIR --out runs/es-sweep [--steps 24] [--jobs 2]
 

@@ -4,7 +4,7 @@ Per prompt of the batch, in units of P L (parameters times tokens per response):
 
     ES     2 N m              N members, m rollouts per member and prompt; forward passes only
     GRPO   (2 + 6 mu) G       G samples generated (2 each), then mu = num_iterations training passes
-                              (forward + backward, 6 each); 8 G at mu = 1 (PAPER.md: 8 T B G P L)
+                              (forward + backward, 6 each); 8 G at mu = 1 (docs/paper.md: 8 T B G P L)
 
 Sampled responses per prompt: N m for ES, G for GRPO. With m = mu = 1 the FLOPs are equal exactly
 when N = 4 G (the paper's N = 32 against G = 8).

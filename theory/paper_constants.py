@@ -1,4 +1,4 @@
-"""The paper's settings and thresholds (PAPER.md), defined once for every level.
+"""The paper's settings and thresholds (docs/paper.md), defined once for every level.
 
 ES (easy setting): N = 32 members, sigma = 1.5e-3, alpha = 2.5e-4 (1/sigma folded in), z-scoring
 with eps 1e-8; GRPO: G = 8 samples per prompt, advantage eps 1e-4 (TRL). Table 4's magnitude

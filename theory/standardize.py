@@ -5,7 +5,7 @@ Over the last axis (the members of a population, or the samples of a group), pop
     z_i = (r_i - mean r) / (std r + eps)        (scale = False: r_i - mean r, only centred)
 
 and exactly 0 for a group whose rewards are all equal (so an all-equal group gives no update, never
-NaN, whatever rounding does to the mean). Each algorithm names its eps: ES 1e-8 (PAPER.md; the
+NaN, whatever rounding does to the mean). Each algorithm names its eps: ES 1e-8 (docs/paper.md; the
 paper's code), GRPO 1e-4 (TRL's GRPOTrainer), the exact theory 0.
 """
 from __future__ import annotations

@@ -152,13 +152,11 @@ def stop_token_ids(tokenizer, model_dir=None) -> set[int]:
 
 def encode_prompt(tokenizer, prompt: str) -> list[int]:
     """Token ids of a task prompt: a plain str is one user turn of the chat template when the tokenizer
-    has one, else raw; a llm.tasks.reasoning_format.Prompt says itself how it is fed (raw text, or a
-    system turn and a user turn). ValueError when there are none (an empty prompt without a start token)."""
+    has one, else raw; a llm.tasks.reasoning_format.Prompt says itself how it is fed (raw text, or its
+    chat messages). ValueError when there are none (an empty prompt without a start token)."""
     chat = getattr(prompt, "chat", True)
     if chat and getattr(tokenizer, "chat_template", None):
-        system = getattr(prompt, "system", None)
-        messages = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": getattr(prompt, "user", prompt)}]
+        messages = list(getattr(prompt, "messages", None) or [{"role": "user", "content": str(prompt)}])
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
     else:

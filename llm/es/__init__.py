@@ -1,6 +1,6 @@
 """Evolution Strategies for LLMs: the paper's loop and the ways of evaluating its population.
 
-    algorithm.py   ESConfig, standardize, the update, ES.step: the file to hold against PAPER.md
+    algorithm.py   ESConfig, standardize, the update, ES.step: the file to hold against docs/paper.md
     noise.py       seeds of an iteration, eps regenerated from them (full rank or low-rank EGGROLL)
     members.py     the member-evaluation interface; members one by one in the engine
     batched_hf.py  all members in one population-batched generate on the HF engine

@@ -1,4 +1,4 @@
-"""Evolution Strategies for LLMs, as in PAPER.md ("ES, one-point standardized"): the paper's loop.
+"""Evolution Strategies for LLMs, as in docs/paper.md ("ES, one-point standardized"): the paper's loop.
 
 One iteration at the center theta (fp32 master weights, never perturbed themselves):
 

@@ -14,7 +14,8 @@ then compute on CUDA too, since the hash check needs the same generator streams 
 replicas stay bit-identical, and the run equals the single-process run with the same seed. Members are
 dealt in contiguous blocks of N / K. A dead actor (a call raising RayActorError, or not answering
 within actor_timeout_s) is dropped and its members re-run on a live actor in the same iteration, never
-silently lost (`RayActors.reruns` records it); with no actor left the step fails.
+silently lost (`RayActors.reruns` records it); with no actor left the step fails, naming each actor's
+cause of death (`RayActors.deaths`: the error Ray raised, which carries a failed constructor's traceback).
 """
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ class RayActors(MemberEvaluator):
                                     self.dist.threads_per_worker, device) for _ in range(self.dist.workers)]
         self.alive = list(range(self.dist.workers))
         self.reruns: list[dict] = []  # {"step", "worker", "members", "rerun_on"} for every re-run block
+        self.deaths: dict[int, str] = {}  # worker -> why it was dropped (the error Ray raised, or the timeout)
         self._check_replicas(-1, master, {w: self.actors[w].weight_hash.remote() for w in self.alive})
 
     # -- faults -----------------------------------------------------------------------------
@@ -91,11 +93,16 @@ class RayActors(MemberEvaluator):
 
         try:
             return self.ray.get(ref, timeout=self.dist.actor_timeout_s)
-        except (RayActorError, GetTimeoutError):
+        except (RayActorError, GetTimeoutError) as err:
+            self.deaths.setdefault(worker, f"{type(err).__name__}: {err}"[-2000:])
             if worker in self.alive:
                 self.alive.remove(worker)
                 self.ray.kill(self.actors[worker], no_restart=True)
             return None
+
+    def death_causes(self) -> str:
+        """Why each dropped actor died, for the error that ends a step."""
+        return "; ".join(f"worker {w}: {why}" for w, why in sorted(self.deaths.items())) or "no cause recorded"
 
     def _check_replicas(self, step: int, master: dict[str, torch.Tensor], refs: dict[int, object]) -> None:
         expected = weight_hash(master)
@@ -105,7 +112,7 @@ class RayActors(MemberEvaluator):
             raise RuntimeError(f"step {step}: the replicas of workers {diverged} differ from the driver's weights "
                                f"(hash {expected[:12]}); the update is no longer reproducible on every replica")
         if not self.alive:
-            raise RuntimeError(f"step {step}: every Ray actor is dead")
+            raise RuntimeError(f"step {step}: every Ray actor is dead; {self.death_causes()}")
 
     # -- one iteration -----------------------------------------------------------------------
     def member_blocks(self, members: list[int]) -> dict[int, list[int]]:
@@ -126,7 +133,8 @@ class RayActors(MemberEvaluator):
                 result = self._get(w, ref)
                 if result is None:  # dead: its members run again on a live actor
                     if not self.alive:
-                        raise RuntimeError(f"step {step}: every Ray actor is dead; members {block} have no rewards")
+                        raise RuntimeError(f"step {step}: every Ray actor is dead; members {block} have no rewards; "
+                                           f"{self.death_causes()}")
                     target = self.alive[len(self.reruns) % len(self.alive)]
                     pending.setdefault(target, []).extend(block)
                     self.reruns.append({"step": step, "worker": w, "members": block, "rerun_on": target})

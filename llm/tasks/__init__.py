@@ -3,18 +3,33 @@
 `get_task(name, **kwargs)` builds one by name; each is a `llm.tasks.base.Task`. Data files:
 `get_task("countdown" | "gsm8k" | "deepscaler", data=TRAIN_FILE, test_data=TEST_FILE, data_split=...,
 fields={...})` (llm/tasks/data_files.py); `prompt_style` (llm/tasks/reasoning_format.py) and `reward`
-(llm/tasks/rewards.py) choose the prompt and the reward convention.
+(llm/tasks/rewards.py) choose the prompt and the reward convention. `reward_function="module:function"`
+(llm/tasks/reward_function.py) replaces any task's reward by a function of TRL's signature; the
+`prompts` task (llm/tasks/prompts.py) is your own data, scored by such a function.
 """
 from __future__ import annotations
 
 from llm.tasks.base import Problem, Task
 
-TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler", "countdown3")
+TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler", "countdown3", "prompts")
 DATA_KWARGS = ("data", "test_data", "data_split", "fields")
 
 
-def get_task(name: str, **kwargs) -> Task:
-    """The task called `name` (one of TASKS); kwargs go to its constructor."""
+def get_task(name: str, reward_function: str = "", **kwargs) -> Task:
+    """The task called `name` (one of TASKS); kwargs go to its constructor. With `reward_function`
+    (an import path) the task's reward is that function's."""
+    if name == "prompts":
+        from llm.tasks.prompts import prompts_task
+        return prompts_task(reward_function, **kwargs)
+    if reward_function:
+        from llm.tasks.reward_function import ScoredByFunction, check_alone
+
+        check_alone(reward_function, kwargs.get("reward", "escov"), kwargs.get("format_reward", 0.0))
+        return ScoredByFunction(_builtin_task(name, **kwargs), reward_function)
+    return _builtin_task(name, **kwargs)
+
+
+def _builtin_task(name: str, **kwargs) -> Task:
     if name == "countdown":
         from llm.tasks.countdown import Countdown
         return Countdown(**kwargs)

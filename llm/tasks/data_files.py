@@ -1,13 +1,18 @@
-"""Records from local data files, and which records make the train and the test split.
+"""Records from local data (files, HF `datasets` folders and objects), and which records make the train and the test split.
 
-Formats, told apart by the file's suffix:
+Sources, told apart by the path's suffix (all read locally: nothing is downloaded):
 - `.jsonl`: one JSON object per line (what HF `datasets` `Dataset.to_json` writes);
 - `.json`: one JSON array of objects, or JSON lines;
-- `.parquet`: a Parquet table (what `Dataset.to_parquet` writes).
+- `.parquet`: a Parquet table (what `Dataset.to_parquet` writes; a verl data file);
+- a folder written by `Dataset.save_to_disk`, read with `datasets.load_from_disk`;
+- (Python API) a `datasets.Dataset` object itself.
+A name that is none of these (a hub name such as "openai/gsm8k") is a one-line error saying how to
+save the dataset locally first.
 
 A field mapping renames a file's fields to the names a task reads: `{"question": "prompt"}` reads
 the task's `question` from the file's `prompt` column (in a TrainConfig: `data_fields =
-"question=prompt"`).
+"question=prompt"`). A column may be a dotted path into nested records:
+`answer=reward_model.ground_truth` reads `record["reward_model"]["ground_truth"]` (a verl parquet).
 
 Split rules (`data_split`) for the `data` / `test_data` files of a run:
 - `files` (default): `data` is the train split, `test_data` the test split (either may be absent);
@@ -27,10 +32,19 @@ PAPER_TRAIN_RECORDS = 200  # the paper's Countdown file: records 0-199 train, 20
 
 
 def load_records(path) -> list[dict]:
-    """The records of a .jsonl / .json / .parquet file; ValueError naming the file (and line) otherwise."""
+    """The records of a .jsonl / .json / .parquet file, a `save_to_disk` folder or a `datasets.Dataset`;
+    ValueError naming the file (and line) otherwise."""
+    if type(path).__name__ == "Dataset" and hasattr(path, "to_list"):  # a datasets.Dataset object
+        return _checked_records(path.to_list(), "the given Dataset")
     p = Path(path)
+    if p.is_dir():
+        return _checked_records(_load_from_disk(p), str(p))
     if not p.is_file():
-        raise ValueError(f"data file {str(path)!r} does not exist")
+        if p.suffix.lower() in (".jsonl", ".json", ".parquet") or p.is_absolute() or str(path).startswith("."):
+            raise ValueError(f"data file {str(path)!r} does not exist")
+        raise ValueError(f"data {str(path)!r} is neither a local file nor a folder: datasets are read offline, "
+                         f"not downloaded; save it locally first, e.g. datasets.load_dataset({str(path)!r}, split="
+                         f"'train').to_parquet('train.parquet'), and give that file")
     suffix = p.suffix.lower()
     if suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -58,21 +72,54 @@ def load_records(path) -> list[dict]:
                         raise ValueError(f"data file {p}: line {line_no} is not valid JSON ({e.msg})") from None
     else:
         raise ValueError(f"data file {p} must end in .jsonl, .json or .parquet, got {suffix!r}")
+    return _checked_records(records, str(p))
+
+
+def _load_from_disk(folder: Path) -> list[dict]:
+    """The records of a folder that `Dataset.save_to_disk` wrote (a DatasetDict folder: name a split's folder)."""
+    import datasets
+
+    try:
+        loaded = datasets.load_from_disk(str(folder))
+    except Exception as e:  # datasets raises FileNotFoundError and its own types for other folders
+        raise ValueError(f"data folder {folder} is not a folder written by datasets' save_to_disk "
+                         f"({type(e).__name__}: {str(e)[:120]})") from None
+    if isinstance(loaded, datasets.DatasetDict):
+        raise ValueError(f"data folder {folder} holds the splits {sorted(loaded)}; give one split's folder, "
+                         f"e.g. {folder / sorted(loaded)[0]}")
+    return loaded.to_list()
+
+
+def _checked_records(records, where: str) -> list[dict]:
     if not records:
-        raise ValueError(f"data file {p} holds no records")
+        raise ValueError(f"data file {where} holds no records")
     for i, record in enumerate(records):
         if not isinstance(record, dict):
-            raise ValueError(f"data file {p}: record {i} must be a JSON object, got {type(record).__name__}")
+            raise ValueError(f"data file {where}: record {i} must be a JSON object, got {type(record).__name__}")
     return records
+
+
+def column_value(record: dict, column: str):
+    """The record's value at `column`: a top-level key, else a dotted path into nested records
+    ("reward_model.ground_truth"); None when it is absent."""
+    if column in record:
+        return record[column]
+    value = record
+    for part in column.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
 
 
 def field(record: dict, name: str, fields: dict[str, str] | None, where: str):
     """The value of the task's field `name` (read from the file's `fields[name]` when mapped)."""
     column = (fields or {}).get(name, name)
-    if column not in record or record[column] is None:
+    value = column_value(record, column)
+    if value is None:
         mapped = f" (mapped to the file's {column!r})" if column != name else ""
         raise ValueError(f"{where} lacks the field {name!r}{mapped}")
-    return record[column]
+    return value
 
 
 def parse_fields(text: str) -> dict[str, str] | None:
@@ -121,9 +168,14 @@ def split_files(data, test_data, data_split: str = "files") -> dict[str, list[tu
         if len(records) <= head:
             raise ValueError(f"data file {data}: data_split {data_split!r} needs more than {head} records, "
                              f"it holds {len(records)}")
-        rows = [(str(data), i, r) for i, r in enumerate(records)]
+        rows = [(_name(data), i, r) for i, r in enumerate(records)]
         return {"train": rows[:head], "test": rows[head:]}
     for split, path in (("train", data), ("test", test_data)):
         if path is not None:
-            out[split] = [(str(path), i, r) for i, r in enumerate(load_records(path))]
+            out[split] = [(_name(path), i, r) for i, r in enumerate(load_records(path))]
     return out
+
+
+def _name(source) -> str:
+    """How errors name a data source: its path, or "Dataset" for a datasets.Dataset object."""
+    return "Dataset" if type(source).__name__ == "Dataset" else str(source)

@@ -18,6 +18,8 @@ through one path:
    call each, which no signal interrupts) is wrong before it is compared. Anything else a signal
    cannot interrupt is cut by the caller: past `KILL_AFTER_SECONDS` it kills the worker, the warm
    standby takes its place and a new standby starts.
+   Where math-verify is not installed the worker says so instead of "ready", and the first answer
+   graded raises `MathVerifyMissing` naming it (nothing else in the project needs math-verify).
 3. Results are cached by (gold, answer text), so a sample scored and then asked for its answer
    (Maj@k) is parsed once.
 
@@ -51,6 +53,7 @@ MAX_ANSWER_CHARS = 2_000      # the text handed to math-verify
 CACHE_SIZE = 16_384
 MAX_VALUE_BITS = 100_000      # answers whose evaluation could make larger numbers (value_bits) are wrong
 OVER_BUDGET = "over-budget"   # the worker's reply when its timer fired
+MISSING = "missing"           # the worker's first line when it cannot import math-verify (instead of "ready")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the llm package
 
@@ -195,6 +198,10 @@ def _parse_and_compare(request, golds: dict):
         return [False, None]
 
 
+class MathVerifyMissing(ImportError):
+    """math-verify is not installed: the math tasks cannot grade (everything else runs without it)."""
+
+
 class _OverBudget(BaseException):
     """Raised by the worker's timer; a BaseException, so that no `except Exception` in math-verify or
     sympy swallows it."""
@@ -210,9 +217,14 @@ def _serve() -> None:
     of ANSWER_BUDGET_SECONDS (its main thread, so signals work). Each reply is {"answer": ...}, or
     OVER_BUDGET when the timer fired (the worker is healthy and goes on)."""
     golds: dict = {}
-    _parse_and_compare(("grade", "$\\frac{1}{2}$", "\\boxed{0.5}"), golds)
-    signal.signal(signal.SIGALRM, _over_budget)
     out = sys.stdout
+    try:
+        _parse_and_compare(("grade", "$\\frac{1}{2}$", "\\boxed{0.5}"), golds)
+    except ImportError as err:  # said instead of "ready": the caller raises MathVerifyMissing
+        out.write(json.dumps({MISSING: str(err)}) + "\n")
+        out.flush()
+        return
+    signal.signal(signal.SIGALRM, _over_budget)
     out.write('"ready"\n')
     out.flush()
     for line in sys.stdin:
@@ -247,7 +259,11 @@ class _Worker:
 
     def wait_ready(self) -> None:
         if not self.ready:
-            if self.reply(STARTUP_SECONDS) != "ready":
+            first = self.reply(STARTUP_SECONDS)
+            if isinstance(first, dict) and MISSING in first:
+                raise MathVerifyMissing(f"grading math answers needs math-verify, which this Python cannot import "
+                                        f"({first[MISSING]}): pip install 'math-verify>=0.7'")
+            if first != "ready":
                 raise RuntimeError(f"the math grading worker (python -m llm.tasks.math_grader) did not start "
                                    f"within {STARTUP_SECONDS:.0f} s")
             self.ready = True

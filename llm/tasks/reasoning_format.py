@@ -34,33 +34,46 @@ class Prompt(str):
     """A prompt's text, with how an engine feeds it (llm.engines.base.encode_prompt).
 
     chat=False: the text is tokenized as it is, even when the tokenizer has a chat template.
-    chat=True with `system`: a system turn, then `user` as the user turn; the text itself (used
-    only when the tokenizer has no chat template) is the system text, a blank line, the user text.
-    A plain `str` prompt is one user turn of the chat template when there is one, else raw.
+    chat=True with `messages` (a list of {"role", "content"} turns, e.g. a system turn and a user
+    turn): the turns go through the tokenizer's chat template; the text itself (used only when the
+    tokenizer has no chat template, as the tiny model's has none) is the turns' contents joined by a
+    blank line. A plain `str` prompt is one user turn of the chat template when there is one, else raw.
     """
     chat: bool
-    system: str | None
-    user: str
+    messages: tuple[dict, ...] | None
 
-    def __new__(cls, text: str, *, chat: bool, system: str | None = None, user: str | None = None):
+    def __new__(cls, text: str, *, chat: bool, messages=None):
         obj = super().__new__(cls, text)
-        obj.chat, obj.system, obj.user = chat, system, text if user is None else user
+        obj.chat = chat
+        obj.messages = None if messages is None else tuple(dict(m) for m in messages)
         return obj
 
     def __reduce__(self):  # pickles (Ray, multiprocessing) with its feeding rule
-        return (_rebuild_prompt, (str(self), self.chat, self.system, self.user))
+        return (_rebuild_prompt, (str(self), self.chat, self.messages))
 
 
-def _rebuild_prompt(text, chat, system, user) -> Prompt:
-    return Prompt(text, chat=chat, system=system, user=user)
+def _rebuild_prompt(text, chat, messages) -> Prompt:
+    return Prompt(text, chat=chat, messages=messages)
 
 
 def raw_prompt(text: str) -> Prompt:
     return Prompt(text, chat=False)
 
 
+def chat_prompt(messages, where: str = "prompt") -> Prompt:
+    """A prompt given as chat messages (TRL's conversational format; a verl parquet's `prompt`):
+    a non-empty list of {"role": str, "content": str}; ValueError naming `where` otherwise."""
+    if not isinstance(messages, (list, tuple)) or not messages or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+            for m in messages):
+        raise ValueError(f"{where}: chat messages must be a non-empty list of {{'role': ..., 'content': ...}} "
+                         f"with string values, got {str(messages)[:80]}")
+    turns = [{"role": m["role"], "content": m["content"]} for m in messages]
+    return Prompt("\n\n".join(m["content"] for m in turns), chat=True, messages=turns)
+
+
 def system_prompt(system: str, user: str) -> Prompt:
-    return Prompt(f"{system}\n\n{user}", chat=True, system=system, user=user)
+    return chat_prompt([{"role": "system", "content": system}, {"role": "user", "content": user}])
 
 
 def after_thinking(completion: str, starts_in_think: bool = False) -> str | None:

@@ -1,6 +1,7 @@
 """Distributed ES on a real local Ray with two actors: the same rewards and bit-identical final weights as
 the single-process run with the same seed, a killed actor's members re-run on the other, a diverged
-replica caught by the weight hash, and clear errors before any work."""
+replica caught by the weight hash, clear errors before any work, and the cause of death of actors that all
+died (their constructors' errors) in the error that ends the step."""
 import sys
 
 import numpy as np
@@ -93,3 +94,14 @@ def test_errors_before_any_work(tiny_model_dir, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(ImportError, match="pip install 'ray>=2.30'"):
         make_es(cfg, engine, task, names, master, distributed=DistributedConfig(workers=2), **kw)
+
+
+def test_when_every_actor_dies_the_error_keeps_their_cause(tiny_model_dir, ray_local, tmp_path):
+    cfg, engine, task, names, master = _parts(tiny_model_dir)
+    missing = tmp_path / "no-model-here"  # each actor's HFEngine fails in its constructor
+    with pytest.raises(RuntimeError, match="every Ray actor is dead") as err:
+        make_es(cfg, engine, task, names, master, max_new_tokens=4, seed=0, model_dir=missing,
+                distributed=DistributedConfig(workers=2, actor_timeout_s=120.0))
+    message = str(err.value)
+    assert "worker 0: " in message and "worker 1: " in message and "creation task" in message
+    assert "no-model-here" in message  # the constructor's own error, which log_to_driver=False would hide

@@ -1,0 +1,84 @@
+"""The documentation: the README reads in order and links only to what exists, the project's notes
+on the paper (docs/paper.md) hold the numbers paper_checks/paper_numbers.py holds, and nothing
+refers to a paper summary outside the repository."""
+import re
+from pathlib import Path
+
+from paper_checks import paper_numbers as pn
+from theory import paper_constants as pc
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAPER = ROOT / "docs" / "paper.md"
+# what the README says, in the order a newcomer needs it
+README_ORDER = ("## Install", "## A first run in two minutes", "## The main job", "## Training on your own data and reward",
+                "## Where results land", "## The published answer", "## Reference")
+REPRODUCE = "bash scripts/setup.sh && .venv/bin/python -m paper_checks reproduce --budget small --out runs/small"
+TESTS = "bash scripts/setup.sh && .venv/bin/python -m pytest -q"
+
+
+def _doc_files() -> list[Path]:
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_the_readme_reads_in_order_and_keeps_its_two_commands():
+    text = README.read_text()
+    first_section = text.index("\n## ")
+    assert "A toolkit that checks the claims" in text[:first_section], "what the toolkit is comes first"
+    positions = [text.index(header) for header in README_ORDER]
+    assert positions == sorted(positions), f"README sections out of order: {README_ORDER}"
+    assert REPRODUCE in text and TESTS in text
+    answer = text[text.index("## The published answer"):text.index("## Reference")]
+    assert answer.count("<!-- ANSWER") == 1 and answer.count("<!-- /ANSWER -->") == 1, "one section holds the answer"
+    assert len(text.splitlines()) < 200, "the long reference belongs in docs/"
+
+
+def test_every_relative_link_of_the_docs_exists():
+    for doc in _doc_files():
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text()):
+            if "://" in target:
+                continue
+            assert (doc.parent / target).exists(), f"{doc.relative_to(ROOT)} links to missing {target}"
+
+
+def test_nothing_refers_to_a_paper_summary_outside_the_repository():
+    files = [p for p in ROOT.rglob("*") if p.suffix in (".py", ".md", ".toml", ".sh") and ".venv" not in p.parts
+             and ".git" not in p.parts and p != Path(__file__)]
+    assert [str(p.relative_to(ROOT)) for p in files if "PAPER.md" in p.read_text(errors="replace")] == []
+
+
+def _rows(text: str) -> dict[str, list[str]]:
+    """A Markdown table's rows: first cell -> the other cells."""
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines() if line.startswith("| ")]
+    return {cells[0]: cells[1:] for cells in rows}
+
+
+def _triple(values) -> str:
+    return "/".join(f"{v:.1f}" for v in values)
+
+
+def test_docs_paper_holds_the_numbers_the_checks_use():
+    text = PAPER.read_text()
+    table2 = _rows(text[text.index("**Table 2**"):text.index("**Table 3**")])
+    table4 = _rows(text[text.index("**Table 4**"):text.index("**Table 6**")])
+    text = " ".join(text.split())  # lines wrap anywhere
+    for model, methods in pn.TABLE2_EASY.items():
+        cells = table2[model]
+        assert cells[:5] == [_triple(methods[m]) for m in pn.METHODS], model
+    for method, values in pn.TABLE3_HARD.items():
+        assert f"{method} {_triple(values)}" in text, method
+    for method, values in pn.GSM8K_QWEN15.items():
+        assert f"{method} {_triple(values)}" in text, method
+    for model, drift in pn.TABLE4_DRIFT.items():
+        assert table4[model] == [f"{drift['grpo']}", f"{drift['es']} ({drift['ratio']}x)", *(f"{s:.2f}%" for s in drift["share"])], model
+    for size, by_n in pn.TABLE6_POPULATION.items():
+        assert f"{size} " + " / ".join(f"{by_n[n]:.4f}" for n in (8, 16, 32, 64)) in text, size
+    for method, by_model in pn.HELD_OUT_CHANGE.items():
+        for values in by_model.values():
+            assert "/".join(f"{v:+.1f}" for v in values) in text, (method, values)
+    assert ", ".join(f"{v:+.2f}" for v in pn.THRESHOLDED_PASS1_CHANGE[:3]) in text
+    assert f"{pn.GRPO_BELOW_BASE[0]} of the {pn.GRPO_BELOW_BASE[1]}" in text
+    assert f"N = {pc.PAPER_POPULATION_SIZE}, sigma = {pc.PAPER_SIGMA:.1e}, alpha = {pc.PAPER_ALPHA:.1e}" in text
+    assert f"G = {pc.PAPER_NUM_GENERATIONS} samples per prompt" in text
+    assert f"({pn.ANTITHETIC_REWARD_CORRELATION} at sigma = 1e-3" in text
+    assert f"s = (sigma^2 / 2) tr I_x <= {pc.LEMMA1_S_LIMIT}" in text
