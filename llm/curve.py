@@ -1,7 +1,7 @@
 """Checkpoints evaluated along training: the data of the Pass@1-Pass@K frontier.
 
     python -m llm curve RUN_DIR [--points 8] [--samples 32] [--temperature 0.6] [--problems 64]
-                                [--resolution 0.05] [--max-points 40]
+                                [--resolution 0.06] [--max_points 40]
 
 For a finished (or partial) run directory, the base model (step 0) and checkpoints are each
 evaluated on the same test prompts as the run's final evaluation (llm/train.py EVAL_PROBLEM_SEED),
@@ -141,19 +141,59 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
 def add_arguments(parser) -> None:
     parser.add_argument("run_dir", type=Path, help="a run directory of `python -m llm train`")
     parser.add_argument("--points", type=int, default=POINTS, help="checkpoints evaluated besides the base")
-    parser.add_argument("--samples", type=int, default=SAMPLES, help="samples per prompt")
-    parser.add_argument("--temperature", type=float, default=TEMPERATURE)
-    parser.add_argument("--problems", type=int, default=None, help="test prompts (default: the run's eval_problems)")
-    parser.add_argument("--resolution", type=float, default=RESOLUTION,
-                        help="refine a segment whose Pass@1 jump exceeds this (a fraction) when a checkpoint lies inside it")
-    parser.add_argument("--max-points", type=int, default=MAX_POINTS, help="curve points at most, the base included")
+    parser.add_argument("--eval_samples", "--samples", dest="samples", type=int, default=SAMPLES, metavar="N",
+                        help=f"samples per prompt (default: {SAMPLES})")
+    parser.add_argument("--eval_temperature", "--temperature", dest="temperature", type=float, default=TEMPERATURE,
+                        metavar="T", help=f"sampling temperature (default: {TEMPERATURE})")
+    parser.add_argument("--eval_problems", "--problems", dest="problems", type=int, default=None, metavar="N",
+                        help="test prompts (default: the run's eval_problems)")
+    parser.add_argument("--no-progress", "--no_progress", dest="no_progress", action="store_true",
+                        help="no progress bars (TQDM_DISABLE=1 does the same)")
+    parser.add_argument("--resolution", type=float, default=RESOLUTION, metavar="GAP",
+                        help=f"measure a checkpoint inside any segment whose Pass@1 jump exceeds GAP, a fraction "
+                             f"(default: {RESOLUTION})")
+    parser.add_argument("--max_points", "--max-points", dest="max_points", type=int, default=MAX_POINTS, metavar="N",
+                        help=f"curve points at most, the base included (default: {MAX_POINTS})")
 
 
 def run_command(args) -> int:
+    from llm.cli import progress_enabled
+
     pts = evaluate_curve(args.run_dir, points=args.points, samples=args.samples, temperature=args.temperature,
-                         n_problems=args.problems, resolution=args.resolution, max_points=args.max_points, progress=True)
+                         n_problems=args.problems, resolution=args.resolution, max_points=args.max_points,
+                         progress=progress_enabled(args.no_progress))
     for p in pts:
         s = p["sampled"]
         print(f"step {p['step']:5d}  Pass@1 {s['pass_at_k']['1']:.3f}  Pass@32 {s['pass_at_k']['32']:.3f}  "
               f"greedy {p['greedy']['pass_at_k']['1']:.3f}  no-correct {1 - s['solved_fraction']:.3f}")
+    plot_curve(pts, args.run_dir / CURVE_PLOT)
+    print(f"wrote {args.run_dir / rundir.CURVE} and {args.run_dir / CURVE_PLOT}")
     return 0
+
+
+CURVE_PLOT = "curve.png"
+
+
+def plot_curve(points: list[dict], path: Path) -> None:
+    """Sampled Pass@k and greedy accuracy against step, and the Pass@1-Pass@32 path the run takes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [p["step"] for p in points]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    for k in points[0]["sampled"]["pass_at_k"]:
+        a.plot(steps, [p["sampled"]["pass_at_k"][k] for p in points], "o-", label=f"Pass@{k}")
+    a.plot(steps, [p["greedy"]["pass_at_k"]["1"] for p in points], "s--", label="greedy accuracy")
+    t = points[0]["sampled"]["temperature"]
+    a.set(xlabel="step", ylabel="rate", ylim=(0, 1), title=f"along training (sampled at T={t})")
+    a.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    p1 = [p["sampled"]["pass_at_k"]["1"] for p in points]
+    p32 = [p["sampled"]["pass_at_k"]["32"] for p in points]
+    b.plot(p1, p32, "o-")
+    for i in sorted({0, len(points) - 1}):  # the path's two ends, named
+        b.annotate(f"step {steps[i]}", (p1[i], p32[i]), textcoords="offset points", xytext=(5, -12), fontsize=8)
+    b.set(xlabel="Pass@1", ylabel="Pass@32", xlim=(0, 1), ylim=(0, 1.05), title="Pass@1-Pass@32 path")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

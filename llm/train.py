@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import sys
 import time
@@ -41,6 +42,7 @@ from llm.device import resolve_device, resume_device
 from llm.es import ES, check_setup, make_es, select_parameters, vllm_inplace
 from llm.es.options import check_inplace_machine
 from llm.grpo import GRPO
+from llm.interrupts import stop_if_requested
 from llm.lemma_measurements import measure_population
 from llm.rollout import NonFiniteError, derive_seed, rollout
 from llm.rundir import RunDirError
@@ -267,6 +269,7 @@ def _final_stage(run: TrainingRun) -> None:
     if not any(m["step"] == last for m in (rundir.read_population(run.dir) or {"measurements": []})["measurements"]):
         run.record_population(last)
     stop_point("final-population")
+    stop_if_requested("after the final population measurement, before the final evaluation")
     rundir.keep_completions(run.dir, last, drop_sources=FINAL_SOURCES)  # a resumed final stage measures them again
     ev = rundir.read_eval(run.dir) or {}
     ev["final"] = run.measure("final", last, run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
@@ -342,13 +345,35 @@ def checkpoint_due(cfg: TrainConfig, step: int, total_steps: int) -> bool:
 
 
 def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True) -> Path:
-    """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good checkpoint."""
+    """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good
+    checkpoint, Interrupted when a signal stopped it (llm/interrupts.py). A folder this call created is removed
+    again when the run fails before its first step is recorded, so a failed start leaves nothing behind."""
     out = Path(cfg.out)
+    check_out_dir(out)
     tracking.check_backend(cfg.report_to)  # a missing backend stops the run before anything starts
     if not resume and out.exists() and any(out.iterdir()):
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
+    created = next((p for p in reversed([out, *out.parents]) if not p.exists()), None)
+    try:
+        return _train(cfg, task, resume, show_progress)
+    except BaseException:
+        if created is not None and created.is_dir() and not (out / rundir.METRICS).exists():
+            shutil.rmtree(created)
+        raise
+
+
+def check_out_dir(out: Path) -> None:
+    """ValueError naming --out when it, or a folder above it, is an existing file."""
+    for path in (out, *out.parents):
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"--out {out}: {path} is a file, not a directory")
+
+
+def _train(cfg: TrainConfig, task: Task | None, resume: bool, show_progress: bool) -> Path:
+    out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     run = TrainingRun(cfg, task, show_progress)
+    stop_if_requested("before the base evaluation")
     rundir.write_config(out, cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)})
     point = resume_point(run) if resume else None
     # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over)
@@ -396,6 +421,7 @@ def _train_loop(run: TrainingRun, point) -> None:
         if done == 0 and not (out / rundir.POPULATION).exists():
             run.record_population(0)
         stop_point("start")
+        stop_if_requested(f"before step {step + 1}")
         while step < run.total_steps:
             phase = schedules.phase_at(run.phases, step)
             if phase != run.trainer_phase:
@@ -414,6 +440,7 @@ def _train_loop(run: TrainingRun, point) -> None:
                 run.record_population(step)
             if checkpoint_due(cfg, step, run.total_steps):
                 run.checkpoint(step, time.perf_counter() - t_start)
+            stop_if_requested(f"after step {step} of {run.total_steps}")
     except NonFiniteError as err:
         kept = None
         if run.trainer is None or run.trainer.state_is_intact():
@@ -440,46 +467,11 @@ def resume(run_dir: str | Path, show_progress: bool = True, device: str | None =
 
 # ----------------------------------------------------------------------------- command line
 
-def add_arguments(parser) -> None:
-    """The `train` subcommand's flags: one per setting, plus --config, --resume and --allow_device_change."""
-    from llm.config import _parse_flag, add_train_arguments
-
-    add_train_arguments(parser)
-    parser.add_argument("--allow_device_change", default=False, metavar="BOOL", type=lambda t: _parse_flag(t, "bool"),
-                        help="with --resume: continue on another kind of device (CPU <-> CUDA) than the run started on")
-
-
-def run_command(args) -> int:
-    """`python -m llm train ...`: 0 on success, 1 when a non-finite value stopped the run."""
-    from llm.config import config_from_args, setting_flags
-
-    try:
-        if args.resume:
-            given = sorted(set(setting_flags(args)) - {"device"}) + (["config"] if args.config else [])
-            if given:
-                raise ValueError(f"--resume continues a run with its saved config; do not combine it with {given} "
-                                 "(only --device and --allow_device_change)")
-            resume(args.resume, device=args.device, allow_device_change=args.allow_device_change)
-        elif args.allow_device_change:
-            raise ValueError("--allow_device_change only applies with --resume")
-        else:
-            train(config_from_args(args))
-    except NonFiniteError as err:
-        print(f"error: {err}", flush=True)
-        return 1
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    import argparse
+    """`python -m llm.train ...`: the same command as `python -m llm train ...` (llm/train_cli.py)."""
+    from llm.cli import main as llm_main
 
-    parser = argparse.ArgumentParser(prog="python -m llm.train", description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run_command(args)
-    except ValueError as err:
-        parser.error(str(err))
+    return llm_main(["train", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -26,6 +26,22 @@ from paper_checks.real_checks import REAL_CHECKS
 from paper_checks.rundir import RunDirError, load_runs
 from paper_checks.verdict import MISSING, NOT_TESTABLE, Verdict
 
+# the Pass@k values each end-of-training claim reads from the runs' evaluations (eval.json; llm train's eval_ks)
+PASS_AT_K_NEEDED = {"es_improves_over_base": (1, 16, 32), "grpo_raises_pass1": (1,), "grpo_passk_below_base": (16, 32),
+                    "es_passk_above_grpo": (16, 32), "schedules_pareto": (32,)}
+
+
+def ks_missing(ev: Evidence, ks) -> list[int]:
+    """The k among ks that some run's base or final evaluation does not hold."""
+    parts = [r.eval[part] for r in ev.runs if r.eval for part in ("base", "final") if part in r.eval]
+    return [k for k in ks if any(str(k) not in p.get("pass_at_k", {}) for p in parts)]
+
+
+def needs_ks_note(ks: list[int]) -> str:
+    return (f"needs Pass@{', Pass@'.join(map(str, ks))}, which these runs' evaluations do not hold "
+            f"(train with eval_ks including {', '.join(map(str, ks))} and eval_samples >= {max(ks)})")
+
+
 def real_verdict(claim, ev: Evidence) -> Verdict:
     if not claim.real:
         return Verdict(claim.id, NOT_TESTABLE, "n/a", note="checked exactly by theory and along training by simulate")
@@ -34,6 +50,9 @@ def real_verdict(claim, ev: Evidence) -> Verdict:
         raise RegistryError(f"claim {claim.id!r} says a real-run check exists, but paper_checks.real_checks has none")
     if not ev.runs:
         return Verdict(claim.id, MISSING, "n/a", note="no run directories given")
+    missing = ks_missing(ev, PASS_AT_K_NEEDED.get(claim.id, ()))
+    if missing:
+        return Verdict(claim.id, MISSING, "n/a", note=needs_ks_note(missing))
     try:
         return check(ev)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:  # a partial run: mark, do not crash
@@ -44,7 +63,11 @@ def answer(qid: str, ev: Evidence) -> dict:
     """An open question's answer; a run that lacks what it needs gives a 'missing data' answer, not a crash."""
     try:
         return ANSWERS[qid](ev)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError, IndexError) as err:
+    except KeyError as err:
+        if err.args and str(err.args[0]).isdigit():  # a Pass@k the runs were not evaluated at
+            return {"answer": f"{MISSING}: {needs_ks_note([int(err.args[0])])}", "table": []}
+        return {"answer": f"{MISSING}: run data incomplete for this question ({type(err).__name__}: {err})", "table": []}
+    except (TypeError, ValueError, ZeroDivisionError, IndexError) as err:
         return {"answer": f"{MISSING}: run data incomplete for this question ({type(err).__name__}: {err})", "table": []}
 
 

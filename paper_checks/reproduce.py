@@ -39,6 +39,7 @@ from paper_checks.evidence import load_lemma_grid
 from paper_checks.report import build_report
 from theory.matched import RESOLUTION
 
+REPORT_DIR = "report"  # out/report/: REPORT.md, report.json, plots, run_info.json
 SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
 # the answer budget (docs/answer-budget.md: measured cost per run, and the power it gives)
 ANSWER_SEEDS = tuple(range(8))
@@ -305,10 +306,10 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
         grid_path.write_text(json.dumps(measure_grid(base, budget.grid_sigmas, budget.grid_members, draws=budget.grid_draws,
                                                    progress=progress)))
     log("report")
-    report = build_report(sorted((out / "runs").iterdir()), out / "report", theory_json, simulate_summary,
+    report = build_report(sorted((out / "runs").iterdir()), out / REPORT_DIR, theory_json, simulate_summary,
                           load_lemma_grid(grid_path))
-    write_run_info(out / "report" / "run_info.json", budget_name, jobs, time.perf_counter() - start, command, commit)
-    log(f"done: {out / 'report' / 'REPORT.md'}")
+    write_run_info(out / REPORT_DIR / "run_info.json", budget_name, jobs, time.perf_counter() - start, command, commit)
+    log(f"done: {out / REPORT_DIR / 'REPORT.md'}")
     return report
 
 

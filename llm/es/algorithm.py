@@ -32,57 +32,17 @@ from typing import Iterator, TYPE_CHECKING
 import numpy as np
 import torch
 
+from llm.config import ESConfig  # defined with every other setting (importable without torch)
 from llm.es.members import MemberEvaluator, OneByOne
-from llm.es.noise import NOISE_CHUNK, PopulationNoise, iteration_seeds, member_direction
+from llm.es.noise import PopulationNoise, iteration_seeds, member_direction
 from llm.rollout import derive_seed
 from llm.tasks.base import Problem, Task
 from theory.errors import NonFiniteError
-from theory.paper_constants import ES_ZSCORE_EPS, PAPER_ALPHA, PAPER_POPULATION_SIZE, PAPER_SIGMA
+from theory.paper_constants import ES_ZSCORE_EPS
 from theory.standardize import standardize as standardize_group
 
 if TYPE_CHECKING:
     from llm.engines.base import Engine
-
-
-@dataclass
-class ESConfig:
-    population_size: int = PAPER_POPULATION_SIZE  # N members (antithetic: N/2 directions, each used with + and -)
-    sigma: float = PAPER_SIGMA       # perturbation scale
-    alpha: float = PAPER_ALPHA       # step size with 1/sigma folded in
-    member_temperature: float = 0.0  # 0: greedy member rollouts (paper, easy setting); > 0: sampled
-    member_samples: int = 1          # rollouts per prompt per member (1 when greedy)
-    antithetic: bool = False         # two-point: pairs +eps, -eps
-    zscore: bool = True              # False: z_i = R_i - mean R (centered, not scaled)
-    center_scale: float = 1.0        # zscore False: centered rewards times this (alpha rescaled to the z-scored update norm)
-    param_pattern: str = ""          # regex on parameter names to perturb ("" = all parameters)
-    null_control: bool = False       # z replaced by standardized random normals (no reward signal)
-    inplace_bf16: bool = False       # the paper code's in-place add / subtract on bf16 engine weights
-    noise_chunk: int = NOISE_CHUNK   # elements generated per call for large tensors
-
-    def validate(self) -> None:
-        n = self.population_size
-        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-            raise ValueError(f"es.population_size must be an integer >= 2, got {n!r}")
-        if self.antithetic and n % 2:
-            raise ValueError(f"es.population_size must be even with es.antithetic, got {n}")
-        if self.zscore and self.center_scale != 1.0:
-            raise ValueError(f"es.center_scale rescales centered rewards: it needs es.zscore = false, got {self.center_scale!r}")
-        for name in ("sigma", "alpha", "center_scale"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
-                raise ValueError(f"es.{name} must be a finite number > 0, got {v!r}")
-        if not isinstance(self.member_temperature, (int, float)) or not 0 <= self.member_temperature < float("inf"):
-            raise ValueError(f"es.member_temperature must be >= 0 (0 = greedy), got {self.member_temperature!r}")
-        if isinstance(self.member_samples, bool) or not isinstance(self.member_samples, int) or self.member_samples < 1:
-            raise ValueError(f"es.member_samples must be an integer >= 1, got {self.member_samples!r}")
-        if self.member_temperature == 0 and self.member_samples != 1:
-            raise ValueError(f"es.member_samples must be 1 with greedy rollouts (member_temperature 0), got {self.member_samples}")
-        if isinstance(self.noise_chunk, bool) or not isinstance(self.noise_chunk, int) or self.noise_chunk < 1:
-            raise ValueError(f"es.noise_chunk must be an integer >= 1, got {self.noise_chunk!r}")
-        try:
-            re.compile(self.param_pattern)
-        except re.error as err:
-            raise ValueError(f"es.param_pattern is not a valid regular expression: {err}") from None
 
 
 def standardize(rewards: np.ndarray, zscore: bool = True) -> np.ndarray:

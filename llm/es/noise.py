@@ -36,9 +36,9 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from llm.config import NOISE_CHUNK  # the default of es.noise_chunk
 from llm.rollout import derive_seed
 
-NOISE_CHUNK = 1 << 20  # elements drawn per call for large tensors (the default of es.noise_chunk)
 
 
 def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:

@@ -1,6 +1,6 @@
 """How ES evaluates its population, and the one validator of every ES option.
 
-`PopulationConfig` (the `[population]` table of a run's config):
+`PopulationConfig` (the `[population]` table of a run's config, defined in llm/config.py):
 
     batched     the N members' rollouts come from one population-batched generate on the HF engine
                 (batched_hf.py): member weights built once per iteration from the seeds, then one
@@ -16,7 +16,7 @@
     lowrank_layout  low rank, batched: "factored" x W^T + (x B_m) A_m^T per layer (memory N r (in + out)
                 per matrix, three matmuls); "stacked" W_m built once per iteration, one grouped matmul, as
                 with full rank (memory N in out); "auto": stacked while the stacked matrices take at most
-                STACK_AUTO_BYTES (on a CPU, small layers are faster stacked), factored beyond.
+                llm.config.STACK_AUTO_BYTES (on a CPU, small layers are faster stacked), factored beyond.
 
 `DistributedConfig`: the Ray actors that evaluate the members (ray_actors.py). `check_options` holds
 every rule between these settings, ES's and the Ray workers'; `check_setup` adds what needs the model
@@ -26,14 +26,13 @@ the cluster reachable).
 """
 from __future__ import annotations
 
-import math
 import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 
-from llm.es.algorithm import ESConfig
+from llm.config import ESConfig, PopulationConfig  # defined with every other setting (importable without torch)
 from llm.es.batched_hf import BatchedHF, batched_module, check_batched_engine, check_supported
 from llm.es.members import OneByOne
 from llm.es.noise import PopulationNoise, check_rank
@@ -41,47 +40,6 @@ from llm.es.noise import PopulationNoise, check_rank
 if TYPE_CHECKING:
     from llm.engines.base import Engine
     from llm.es.members import MemberEvaluator
-
-
-LOWRANK_LAYOUTS = ("auto", "factored", "stacked")
-MEMBER_MODES = ("auto", "vllm_inplace")
-STACK_AUTO_BYTES = 256 * 2 ** 20  # "auto" stacks low-rank members while their matrices take at most this
-
-
-@dataclass
-class PopulationConfig:
-    batched: bool = False     # all members in one batched generate (HF engine); False: member by member
-    noise_rank: int = 0       # 0: full-rank noise; r > 0: low-rank E = A B^T / sqrt(r) for weight matrices
-    max_rows: int = 4096      # rows per batched forward (whole members per block)
-    lowrank_layout: str = "auto"  # low rank, batched: factored x W^T + (x B) A^T | stacked W_m | auto
-    keep_noise_mb: int = 1024  # noise drawn for the members, kept for the update (0: drawn again from the seeds)
-    members: str = "auto"     # auto (batched / Ray / one by one by reload) | vllm_inplace (in vLLM's workers, CUDA)
-
-    def validate(self) -> None:
-        if not isinstance(self.batched, bool):
-            raise ValueError(f"population.batched must be true or false, got {self.batched!r}")
-        if isinstance(self.noise_rank, bool) or not isinstance(self.noise_rank, int) or self.noise_rank < 0:
-            raise ValueError(f"population.noise_rank must be an integer >= 0 (0 = full rank), got {self.noise_rank!r}")
-        if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, int) or self.max_rows < 1:
-            raise ValueError(f"population.max_rows must be an integer >= 1, got {self.max_rows!r}")
-        if isinstance(self.keep_noise_mb, bool) or not isinstance(self.keep_noise_mb, int) or self.keep_noise_mb < 0:
-            raise ValueError(f"population.keep_noise_mb must be an integer >= 0, got {self.keep_noise_mb!r}")
-        if self.lowrank_layout not in LOWRANK_LAYOUTS:
-            raise ValueError(f"population.lowrank_layout must be one of {list(LOWRANK_LAYOUTS)}, got {self.lowrank_layout!r}")
-        if self.members not in MEMBER_MODES:
-            raise ValueError(f"population.members must be one of {list(MEMBER_MODES)}, got {self.members!r}")
-
-    @property
-    def plain(self) -> bool:
-        """Member by member with full-rank noise: ES exactly as the paper's loop, no noise kept."""
-        return not self.batched and not self.noise_rank
-
-    def factored(self, members: int, matrix_shapes: list[tuple[int, ...]], dtype: torch.dtype) -> bool:
-        """Whether low-rank members are applied factored (see lowrank_layout)."""
-        if self.lowrank_layout != "auto":
-            return self.lowrank_layout == "factored"
-        stacked = members * sum(math.prod(s) for s in matrix_shapes) * torch.finfo(dtype).bits // 8
-        return stacked > STACK_AUTO_BYTES
 
 
 @dataclass

@@ -110,7 +110,7 @@ def test_a_run_records_its_resolved_device_and_a_resume_on_cuda_is_refused(tiny_
     (run / "config.json").write_text(json.dumps(config))
     refused = _cli("train", "--resume", str(run))
     assert refused.returncode == 2 and "started on 'cuda:0' and would resume on 'cpu'" in refused.stderr
-    allowed = _cli("train", "--resume", str(run), "--allow_device_change", "true")
+    allowed = _cli("train", "--resume", str(run), "--allow_device_change", "true", "--re_evaluate")  # finished: evaluate again
     assert allowed.returncode == 0, allowed.stderr[-2000:]
     assert json.loads((run / "config.json").read_text())["device"] == "cpu"
     misuse = _cli("train", *SMALL_RUN, "--model", str(tiny_model_dir), "--out", str(tmp_path / "b"),
