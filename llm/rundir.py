@@ -446,6 +446,14 @@ def record_curve_point(run: Path, point: CurvePoint) -> None:
     write_json(path, {"points": sorted(kept + [point], key=lambda p: p["step"])})
 
 
+def keep_curve(run: Path, steps) -> None:
+    """Keep the curve points of these steps only (a curve's current layout; llm/curve.py)."""
+    steps = set(steps)
+    points = read_curve(run)
+    if points is not None:
+        write_json(Path(run) / CURVE, {"points": [p for p in points if p["step"] in steps]})
+
+
 # ----------------------------------------------------------------------------- checkpoints
 
 def checkpoint_dir(run: Path, step: int) -> Path:

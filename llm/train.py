@@ -13,7 +13,8 @@ Run directory (the interface to paper_checks):
                        accuracy before / after (base_greedy, final_greedy), held-out task before /
                        after, update analysis and magnitude-thresholded checkpoints
     checkpoints/step-N/  save_pretrained format (fp32 model.safetensors + config + tokenizer) and
-                       trainer_state.json (+ optimizer.pt inside a GRPO phase), written atomically
+                       trainer_state.json (+ optimizer.pt inside a GRPO phase), written atomically, after
+                       the steps checkpoint_due names (and at a phase switch)
     curves.png, drift_hist.png
 
 Per-step metrics describe the policy that produced the step's samples (before the step's update:
@@ -336,6 +337,13 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
     return None
 
 
+def checkpoint_due(cfg: TrainConfig, step: int, total_steps: int) -> bool:
+    """Whether a checkpoint is written after `step`: every checkpoint_every steps, after each of the first
+    checkpoint_dense steps (early, where Pass@1 moves fast, so llm/curve.py can measure it there), and
+    after the last step."""
+    return step % cfg.checkpoint_every == 0 or step <= cfg.checkpoint_dense or step == total_steps
+
+
 def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True) -> Path:
     """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good
     checkpoint, Interrupted when a signal stopped it (llm/interrupts.py). A folder this call created is removed
@@ -431,7 +439,7 @@ def _train_loop(run: TrainingRun, point) -> None:
                             entropy=f"{row['entropy']:.3f}", drift=f"{row['drift_rel']:.2e}")
             if cfg.population_every and step % cfg.population_every == 0 and step < run.total_steps:
                 run.record_population(step)
-            if step % cfg.checkpoint_every == 0 or step == run.total_steps:
+            if checkpoint_due(cfg, step, run.total_steps):
                 run.checkpoint(step, time.perf_counter() - t_start)
             stop_if_requested(f"after step {step} of {run.total_steps}")
     except NonFiniteError as err:
