@@ -345,7 +345,7 @@ def checkpoint_due(cfg: TrainConfig, step: int, total_steps: int) -> bool:
 def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True) -> Path:
     """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good
     checkpoint, Interrupted when a signal stopped it (llm/interrupts.py). A folder this call created is removed
-    again when the run fails before its first step is recorded, so a failed start leaves nothing behind."""
+    again when the run fails before it recorded a step or a checkpoint, so a failed start leaves nothing behind."""
     out = Path(cfg.out)
     check_out_dir(out)
     tracking.check_backend(cfg.report_to)  # a missing backend stops the run before anything starts
@@ -355,8 +355,9 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     try:
         return _train(cfg, task, resume, show_progress)
     except BaseException:
-        if created is not None and created.is_dir() and not (out / rundir.METRICS).exists():
-            shutil.rmtree(created)
+        if created is not None and created.is_dir() and not (out / rundir.METRICS).exists() \
+                and not any((out / rundir.CHECKPOINTS).iterdir() if (out / rundir.CHECKPOINTS).is_dir() else ()):
+            shutil.rmtree(created)  # nothing a resume or the error message could point to
         raise
 
 
