@@ -12,7 +12,9 @@ raises NonFiniteError (exit code 1).
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 
 # name -> (module, one-line help). Register new subcommands here, and only here.
@@ -20,7 +22,7 @@ SUBCOMMANDS = {
     "pretrain": ("llm.tinymodel", "build and train the project's tiny base model (save_pretrained format)"),
     "eval": ("llm.evaluate", "Pass@k / Maj@k / entropy evaluation of a model on a task; writes eval.json"),
     # ---- trainers (ES / GRPO) ----
-    "train": ("llm.train", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),
+    "train": ("llm.train_cli", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),
     "curve": ("llm.curve", "evaluate a run's checkpoints along training (sampled Pass@k and greedy) -> curve.json"),
 }
 
@@ -31,12 +33,15 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}")
     chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     for name, (module, help_text) in SUBCOMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)  # a flag is spelt out
         if name == chosen:  # import only the module that runs
             module = importlib.import_module(module)
             module.add_arguments(p)
             p.set_defaults(run=module.run_command)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        target = sub.choices[chosen] if chosen else parser
+        target.error(unrecognized(unknown, target))
     from llm.rollout import NonFiniteError
 
     try:
@@ -46,6 +51,24 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except ValueError as err:
         parser.error(str(err))  # exits with code 2
+
+
+def progress_enabled(no_progress: bool) -> bool:
+    """Progress bars unless --no-progress, or the TQDM_DISABLE environment variable (tqdm's own), says otherwise."""
+    return not no_progress and os.environ.get("TQDM_DISABLE", "").strip().lower() in ("", "0", "false", "no")
+
+
+def unrecognized(unknown: list[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's message for flags it does not know, with the nearest known flag where one is close:
+    a flag under another table (--sigma: --es.sigma), or a misspelling (--es.sgma: --es.sigma)."""
+    known = [s for a in parser._actions if a.help != argparse.SUPPRESS for s in a.option_strings if s.startswith("--")]
+    hints = []
+    for flag in (u.split("=", 1)[0] for u in unknown if u.startswith("--")):
+        tail = [k for k in known if k.split(".")[-1] == flag.lstrip("-")]
+        close = tail or difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+        if close:
+            hints.append(f"{flag}: did you mean {' or '.join(close)}?")
+    return f"unrecognized arguments: {' '.join(unknown)}" + (f" ({'; '.join(hints)})" if hints else "")
 
 
 if __name__ == "__main__":

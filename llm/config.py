@@ -1,32 +1,40 @@
-"""The training configuration: one dataclass, filled from defaults < a TOML file < command-line flags.
+"""Every setting of a training run: dataclasses filled from defaults < a TOML file < command-line flags.
 
-Top-level keys are shared by every algorithm; the `[es]` and `[grpo]` tables hold the settings of
-each algorithm (`ESConfig` at the top of llm/es/algorithm.py, `GRPOConfig` at the top of llm/grpo.py),
-and `[population]` how ES evaluates its members (`PopulationConfig` in llm/es/options.py: one
+Top-level keys (`TrainConfig`) are shared by every algorithm; the `[es]` table (`ESConfig`) holds the
+settings of ES (llm/es/algorithm.py), `[grpo]` (`GRPOConfig`) those of GRPO (llm/grpo.py), and
+`[population]` (`PopulationConfig`) how ES evaluates its members (llm/es/options.py: one
 population-batched generate, low-rank noise). A flag has the key's name: `--steps 40`,
 `--es.sigma 1e-3`, `--grpo.beta 0.0`, `--population.batched true`, `--workers 2`. A key or flag that
 does not exist is an error; so is a value of the wrong type or outside its range.
+
+Each field's description is the comment on its line (`name: type = default  # description`, the
+convention tyro reads too); `--help` (llm/settings_help.py) shows it with the default, so every field
+needs one. This module imports no torch: `llm train --help` answers without it.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import math
+import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from llm.device import check_device_spec
-from llm.es.algorithm import ESConfig
-from llm.es.options import DistributedConfig, PopulationConfig, check_options
-from llm.grpo import GRPOConfig
 from llm.tasks.data_files import parse_fields, train_records_of
 from llm.tasks.reasoning_format import PROMPT_STYLES
 from llm.tasks import TASKS
 from llm.tasks.reward_function import check_alone, check_path
 from llm.tasks.rewards import REWARDS, check_reward
 from llm.tracking import REPORT_TO
+from theory.paper_constants import PAPER_ALPHA, PAPER_POPULATION_SIZE, PAPER_SIGMA
+
+if TYPE_CHECKING:
+    from llm.es.options import DistributedConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,13 +46,137 @@ BUDGETS = ("flops", "responses")
 ENGINES = ("hf", "vllm")
 DTYPES = ("float32", "bfloat16", "float16")
 SECTIONS = ("es", "grpo", "population")
+NOISE_CHUNK = 1 << 20  # elements drawn per call for large tensors (the default of es.noise_chunk; llm/es/noise.py)
+
+
+# ----------------------------------------------------------------------------- [es]: llm/es/algorithm.py
+
+@dataclass
+class ESConfig:
+    population_size: int = PAPER_POPULATION_SIZE  # N members (antithetic: N/2 directions, each used with + and -)
+    sigma: float = PAPER_SIGMA       # perturbation scale
+    alpha: float = PAPER_ALPHA       # step size with 1/sigma folded in
+    member_temperature: float = 0.0  # 0: greedy member rollouts (paper, easy setting); > 0: sampled
+    member_samples: int = 1          # rollouts per prompt per member (1 when greedy)
+    antithetic: bool = False         # two-point: pairs +eps, -eps
+    zscore: bool = True              # False: z_i = R_i - mean R (centered, not scaled)
+    center_scale: float = 1.0        # zscore False: centered rewards times this (alpha rescaled to the z-scored update norm)
+    param_pattern: str = ""          # regex on parameter names to perturb ("" = all parameters)
+    null_control: bool = False       # z replaced by standardized random normals (no reward signal)
+    inplace_bf16: bool = False       # the paper code's in-place add / subtract on bf16 engine weights
+    noise_chunk: int = NOISE_CHUNK   # elements generated per call for large tensors
+
+    def validate(self) -> None:
+        n = self.population_size
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            raise ValueError(f"es.population_size must be an integer >= 2, got {n!r}")
+        if self.antithetic and n % 2:
+            raise ValueError(f"es.population_size must be even with es.antithetic, got {n}")
+        if self.zscore and self.center_scale != 1.0:
+            raise ValueError(f"es.center_scale rescales centered rewards: it needs es.zscore = false, got {self.center_scale!r}")
+        for name in ("sigma", "alpha", "center_scale"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
+                raise ValueError(f"es.{name} must be a finite number > 0, got {v!r}")
+        if not isinstance(self.member_temperature, (int, float)) or not 0 <= self.member_temperature < float("inf"):
+            raise ValueError(f"es.member_temperature must be >= 0 (0 = greedy), got {self.member_temperature!r}")
+        if isinstance(self.member_samples, bool) or not isinstance(self.member_samples, int) or self.member_samples < 1:
+            raise ValueError(f"es.member_samples must be an integer >= 1, got {self.member_samples!r}")
+        if self.member_temperature == 0 and self.member_samples != 1:
+            raise ValueError(f"es.member_samples must be 1 with greedy rollouts (member_temperature 0), got {self.member_samples}")
+        if isinstance(self.noise_chunk, bool) or not isinstance(self.noise_chunk, int) or self.noise_chunk < 1:
+            raise ValueError(f"es.noise_chunk must be an integer >= 1, got {self.noise_chunk!r}")
+        try:
+            re.compile(self.param_pattern)
+        except re.error as err:
+            raise ValueError(f"es.param_pattern is not a valid regular expression: {err}") from None
+
+
+# ----------------------------------------------------------------------------- [grpo]: llm/grpo.py
+
+LOSS_TYPES = ("grpo", "bnpo")
+
+
+@dataclass
+class GRPOConfig:
+    num_generations: int = 8         # G completions per prompt (paper 8)
+    learning_rate: float = 1e-6      # AdamW (paper 1e-6)
+    beta: float = 0.001              # KL penalty to the frozen reference (paper 0.001); 0: no reference
+    epsilon: float = 0.2             # PPO clip range (paper 0.2)
+    num_iterations: int = 1          # mu: optimizer steps per batch of rollouts
+    loss_type: str = "grpo"          # "grpo" sequence-level (1/T_i) | "bnpo" token-level
+    scale_rewards: bool = True       # divide advantages by the group std
+    max_grad_norm: float = 1.0       # gradient clipping (0: none)
+    weight_decay: float = 0.0        # AdamW weight decay
+    micro_batch_size: int = 64       # sequences per forward/backward (memory only)
+
+    def validate(self) -> None:
+        for name in ("num_generations", "num_iterations", "micro_batch_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"grpo.{name} must be an integer >= 1, got {v!r}")
+        if self.num_generations < 2:
+            raise ValueError(f"grpo.num_generations must be >= 2 (a group), got {self.num_generations}")
+        for name, low_open in (("learning_rate", True), ("epsilon", True), ("beta", False),
+                               ("max_grad_norm", False), ("weight_decay", False)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0 or (low_open and v == 0):
+                raise ValueError(f"grpo.{name} must be a finite number {'> 0' if low_open else '>= 0'}, got {v!r}")
+        if self.loss_type not in LOSS_TYPES:
+            raise ValueError(f"grpo.loss_type must be one of {list(LOSS_TYPES)}, got {self.loss_type!r}")
+
+
+# ----------------------------------------------------------------------------- [population]: llm/es/options.py
+
+LOWRANK_LAYOUTS = ("auto", "factored", "stacked")
+MEMBER_MODES = ("auto", "one_by_one", "batched_hf", "ray", "vllm_lora", "vllm_inplace")  # llm/es/factory.py
+STACK_AUTO_BYTES = 256 * 2 ** 20  # "auto" stacks low-rank members while their matrices take at most this
+
+
+@dataclass
+class PopulationConfig:
+    batched: bool = False     # all members in one batched generate (HF engine); False: member by member
+    noise_rank: int = 0       # 0: full-rank noise; r > 0: low-rank E = A B^T / sqrt(r) for weight matrices
+    max_rows: int = 4096      # rows per batched forward (whole members per block)
+    lowrank_layout: str = "auto"  # low rank, batched: factored x W^T + (x B) A^T | stacked W_m | auto
+    keep_noise_mb: int = 1024  # noise drawn for the members, kept for the update (0: drawn again from the seeds)
+    members: str = "auto"     # the member-evaluation strategy: auto (Ray with workers, batched_hf when batched, else one_by_one) | one_by_one | batched_hf | ray | vllm_lora | vllm_inplace
+
+    def validate(self) -> None:
+        if not isinstance(self.batched, bool):
+            raise ValueError(f"population.batched must be true or false, got {self.batched!r}")
+        if isinstance(self.noise_rank, bool) or not isinstance(self.noise_rank, int) or self.noise_rank < 0:
+            raise ValueError(f"population.noise_rank must be an integer >= 0 (0 = full rank), got {self.noise_rank!r}")
+        if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, int) or self.max_rows < 1:
+            raise ValueError(f"population.max_rows must be an integer >= 1, got {self.max_rows!r}")
+        if isinstance(self.keep_noise_mb, bool) or not isinstance(self.keep_noise_mb, int) or self.keep_noise_mb < 0:
+            raise ValueError(f"population.keep_noise_mb must be an integer >= 0, got {self.keep_noise_mb!r}")
+        if self.lowrank_layout not in LOWRANK_LAYOUTS:
+            raise ValueError(f"population.lowrank_layout must be one of {list(LOWRANK_LAYOUTS)}, got {self.lowrank_layout!r}")
+        if self.members not in MEMBER_MODES:
+            raise ValueError(f"population.members must be one of {list(MEMBER_MODES)}, got {self.members!r}")
+
+    @property
+    def plain(self) -> bool:
+        """Member by member with full-rank noise: ES exactly as the paper's loop, no noise kept."""
+        return not self.batched and not self.noise_rank
+
+    def factored(self, members: int, matrix_shapes: list[tuple[int, ...]], dtype) -> bool:
+        """Whether low-rank members are applied factored (see lowrank_layout)."""
+        if self.lowrank_layout != "auto":
+            return self.lowrank_layout == "factored"
+        stacked = members * sum(math.prod(s) for s in matrix_shapes) * dtype.itemsize
+        return stacked > STACK_AUTO_BYTES
+
+
+# ----------------------------------------------------------------------------- the run's settings
 
 
 @dataclass
 class TrainConfig:
     algo: str = "es"                 # es | grpo | es-grpo (ES then GRPO) | grpo-es
     model: str = ""                  # base model directory (save_pretrained format)
-    task: str = "countdown"
+    task: str = "countdown"          # countdown | countdown3 | arithmetic | gsm8k | deepscaler (llm/tasks/)
     data: str = ""                   # train data file (.json/.jsonl/.parquet; llm/tasks/data_files.py); "": generated problems
     test_data: str = ""              # test data file
     data_split: str = "files"        # files (data = train, test_data = test) | paper (data: first 200 train, rest test) | first-N
@@ -54,19 +186,20 @@ class TrainConfig:
     format_reward: float = 0.0       # reward: escov: reward of a well-formed wrong answer
     reward_function: str = ""        # "module:function" or "file.py:function" with TRL's reward signature; replaces the reward (llm/tasks/reward_function.py)
     out: str = ""                    # run directory
-    seed: int = 0
-    steps: int = 40                  # total budget, counted in steps of GRPO (see llm/schedules.py)
+    seed: int = 0                    # every random draw of the run derives from it (sampling, noise, batches)
+    steps: int = 40                  # budget in GRPO steps; ES runs steps x cost(GRPO step) / cost(ES step) iterations (see below)
     switch_step: int = 0             # es-grpo / grpo-es: budget (GRPO steps) spent in the first phase
     budget: str = "flops"            # flops (FLOPs_ES = FLOPs_GRPO when N = 4G) | responses (sampled responses)
     batch_size: int = 16             # prompts per step (paper: 64)
     train_pool: int = 512            # size of the training prompt pool the batches are drawn from
-    temperature: float = 1.0         # sampling temperature: GRPO rollouts, per-step metrics, population probes
+    temperature: float = 1.0         # sampling temperature: GRPO rollouts, per-step metrics, the Lemma 1 probe
     max_completion_length: int = 24  # new tokens per completion
     engine: str = "hf"               # hf | vllm
     dtype: str = "float32"           # engine weights; trainers keep fp32 master weights
     threads: int = 2                 # torch CPU threads (part of the config: results depend on it)
     checkpoint_every: int = 10       # C: checkpoint every C steps (and at the end)
-    population_every: int = 0        # E: population measurements every E steps (0: only before and after)
+    checkpoint_dense: int = 0        # D: also checkpoint after each of the first D steps (where Pass@1 moves fast)
+    probe_every: int = 0             # E: Lemma 1 probe of the center every E steps (0: only before and after)
     step_samples: int = 4            # ES: samples per batch prompt from the center for per-step metrics
     probe_prompts: int = 4           # population: fixed probe prompts (test split)
     probe_members: int = 8           # population: members theta + sigma eps_i
@@ -75,9 +208,9 @@ class TrainConfig:
     eval_problems: int = 64          # final evaluation: test problems of the task
     eval_samples: int = 32           # samples per problem (paper: 32)
     eval_temperature: float = 1.0    # paper: 0.6; the tiny model is trained at 1.0
-    eval_ks: tuple[int, ...] = (1, 16, 32)
+    eval_ks: tuple[int, ...] = (1, 16, 32)  # k of Pass@k and Maj@k in the evaluations (each <= eval_samples)
     heldout_task: str = "arithmetic"  # forgetting: evaluated before and after ("" to skip)
-    heldout_problems: int = 64
+    heldout_problems: int = 64       # forgetting: test problems of heldout_task
     threshold_keep: tuple[float, ...] = (5.0, 22.0, 50.0)  # % of update entries kept in thresholded checkpoints
     workers: int = 1                 # ES: Ray actors sharing the population (1: no Ray)
     ray_address: str = ""            # ES: a Ray cluster ("host:port", "ray://host:port", "auto"); "": local
@@ -107,7 +240,8 @@ class TrainConfig:
             _int_at_least(name, getattr(self, name), 1)
         _int_at_least("seed", self.seed, 0)
         _int_at_least("switch_step", self.switch_step, 0)
-        _int_at_least("population_every", self.population_every, 0)
+        _int_at_least("probe_every", self.probe_every, 0)
+        _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)
         _choice("report_to", self.report_to, REPORT_TO)
         _int_at_least("completions_kept", self.completions_kept, 0)
         _int_at_least("completions_every", self.completions_every, 0)
@@ -146,6 +280,8 @@ class TrainConfig:
                 or not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must lie in (0, 1], got {self.gpu_memory_utilization!r}")
         self.grpo.validate()
+        from llm.es.factory import check_options  # torch: validating needs it, reading the settings does not
+
         check_options(self.es, self.population, self.engine, self.distributed())
 
     def task_kwargs(self) -> dict[str, Any]:
@@ -157,10 +293,19 @@ class TrainConfig:
                     "reward": "escov", "format_reward": 0.0, "reward_function": ""}
         return {k: v for k, v in given.items() if v != defaults[k]}
 
+    def make_task(self):
+        """The run's task, built from its settings (data files, split, prompt style, reward): the one way
+        train, curve, evaluation and the reproduction build it."""
+        from llm.tasks import get_task
+
+        return get_task(self.task, **self.task_kwargs())
+
     def distributed(self) -> DistributedConfig | None:
         """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with
         `threads` torch threads on as many Ray CPUs (and one GPU of its own when the run's device is CUDA);
         None when ES runs in this process."""
+        from llm.es.options import DistributedConfig
+
         if self.workers == 1 and not self.ray_address:
             return None
         return DistributedConfig(workers=self.workers, address=self.ray_address, cpus_per_worker=float(self.threads),
@@ -175,7 +320,8 @@ class TrainConfig:
         """Build from nested dicts (TOML tables / config.json); unknown keys and bad values raise
         ValueError, its message starting with the source."""
         try:
-            kwargs = _known(cls, _table(data, source), source, sections=SECTIONS)
+            data = _renamed(_table(data, source), source)
+            kwargs = _known(cls, data, source, sections=SECTIONS)
             if "population" in data:
                 kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
                                                                  f"{source}: [population]"))
@@ -188,6 +334,21 @@ class TrainConfig:
             if str(err).startswith(source):
                 raise
             raise ValueError(f"{source}: {err}") from None
+
+
+# settings renamed so that a name says one thing (old name -> new name); config files and run
+# directories written with the old name still read
+RENAMED = {"population_every": "probe_every"}  # the Lemma 1 probe, not the ES population
+
+
+def _renamed(data: dict, source: str) -> dict:
+    """data with renamed settings under their new names (both given: an error naming them)."""
+    for old, new in RENAMED.items():
+        if old in data:
+            if new in data:
+                raise ValueError(f"{source}: {old!r} is the old name of {new!r}; give only {new!r}")
+            data = {(new if k == old else k): v for k, v in data.items()}
+    return data
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
@@ -280,13 +441,20 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting (`--steps`, `--es.sigma`, `--grpo.beta`, ...), plus --config and --resume."""
+    """One flag per setting (`--steps`, `--es.sigma`, `--grpo.beta`, ...) with its description and default,
+    TRL's names for them (llm/settings_help.py), plus --config and --resume."""
+    from llm import settings_help
+
     parser.add_argument("--config", help="TOML file of settings (flags override it)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
-    for name, f in _setting_fields():
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for name, f, description, heading in settings_help.settings():
+        group = groups.get(heading) or groups.setdefault(heading, parser.add_argument_group(heading))
         metavar = ("INTS" if "int" in f.type else "FLOATS") if f.type.startswith("tuple") else f.type.upper()
-        parser.add_argument(f"--{name}", dest=name, default=None, metavar=metavar,
-                            type=lambda text, t=f.type: _parse_flag(text, t))
+        group.add_argument(f"--{name}", dest=name, default=None, metavar=metavar,
+                           type=lambda text, t=f.type: _parse_flag(text, t),
+                           help=settings_help.help_line(f, description).replace("%", "%%"))
+    settings_help.add_trl_names(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import re
 
-import torch
-
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
@@ -30,6 +28,8 @@ def check_device_spec(spec: object, flag: str = "device") -> str:
 
 def resolve_device(spec: str, flag: str = "device") -> str:
     """"cpu" or "cuda:N" for a spec; ValueError when it asks for CUDA this machine does not have."""
+    import torch  # here, not at the top: the settings (llm/config.py) import this module without torch
+
     check_device_spec(spec, flag)
     if spec == "auto":
         return "cuda:0" if torch.cuda.is_available() else "cpu"
@@ -63,6 +63,8 @@ def resume_device(saved: str, requested: str | None, allow_change: bool, where: 
     """The resolved device a resumed run continues on: the requested one, or the one config.json recorded
     (saved; "auto" in a config written before runs recorded their device, all of which ran on the CPU).
     A recorded CUDA device on a machine without CUDA, or any change of device kind, needs allow_change."""
+    import torch
+
     recorded = "cpu" if saved == "auto" else saved
     if requested is None and device_kind(recorded) == "cuda" and not torch.cuda.is_available():
         now = "cpu"

@@ -132,6 +132,7 @@ def update_analysis(current: dict[str, torch.Tensor], base: dict[str, torch.Tens
     if nonzero.numel():
         lo, hi = float(nonzero.min()), float(nonzero.max())
         edges = np.logspace(np.log10(lo), np.log10(hi) + 1e-12, n_bins + 1) if hi > lo else np.array([lo, hi + 1e-30])
+        edges[0], edges[-1] = lo, max(edges[-1], hi)  # 10 ** log10(lo) may round above lo and drop the smallest entry
         counts = np.histogram(nonzero.numpy(), bins=edges)[0]
     else:
         edges, counts = np.array([0.0, 1.0]), np.array([0])
@@ -167,6 +168,14 @@ def plot_histogram(analysis: dict, path: str | Path, title: str) -> None:
     edges = np.asarray(analysis["histogram"]["edges"])
     counts = np.asarray(analysis["histogram"]["counts"])
     fig, ax = plt.subplots(figsize=(6, 3.5))
+    if counts.sum() == 0:  # nothing to draw on a log axis: say why in words
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no entry changed: theta = theta_0 (a zero update)\n"
+                "nothing to histogram", ha="center", va="center", fontsize=11, transform=ax.transAxes)
+        ax.set_title(title, fontsize=9)
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        return
     ax.stairs(counts, edges, fill=True, alpha=0.6)
     for t in PAPER_TAUS:
         ax.axvline(t, color="k", ls=":", lw=0.8)

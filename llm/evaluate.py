@@ -112,27 +112,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="local model directory (save_pretrained format)")
     parser.add_argument("--task", required=True, choices=TASKS)
     parser.add_argument("--data", help=f"test data file, .json/.jsonl/.parquet ({', '.join(FILE_TASKS)})")
-    parser.add_argument("--data-split", default="files", metavar="RULE",
+    parser.add_argument("--data_split", "--data-split", dest="data_split", default="files", metavar="RULE",
                         help=f"{DATA_SPLITS_HELP}: files evaluates every record of --data; paper its records "
                              "after the first 200 (the paper's Countdown evaluation split)")
     parser.add_argument("--reward", default="escov", choices=list(REWARDS), help="reward convention (llm/tasks/rewards.py)")
     parser.add_argument("--reward_function", default="", metavar="MODULE:FUNCTION",
                         help="a reward function with TRL's signature, replacing the reward (llm/tasks/reward_function.py)")
     parser.add_argument("--engine", default="hf", choices=ENGINES)
-    parser.add_argument("--n", type=int, default=32, help="samples per problem")
-    parser.add_argument("--k", default="1,16,32", help="comma-separated k values for Pass@k and Maj@k")
-    parser.add_argument("--num-problems", type=int, default=None,
+    parser.add_argument("--eval_samples", "--n", dest="n", type=int, default=32, metavar="N", help="samples per problem")
+    parser.add_argument("--eval_ks", "--k", dest="k", default="1,16,32", metavar="KS", help="comma-separated k values for Pass@k and Maj@k")
+    parser.add_argument("--eval_problems", "--num-problems", dest="num_problems", type=int, default=None, metavar="N",
                         help=f"test problems (default: {GENERATED_PROBLEMS} generated, or every record of --data)")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--max-new-tokens", type=int, default=None,
+    parser.add_argument("--eval_temperature", "--temperature", dest="temperature", type=float, default=1.0, metavar="T",
+                        help="sampling temperature")
+    parser.add_argument("--top_p", "--top-p", dest="top_p", type=float, default=1.0, help="nucleus sampling mass")
+    parser.add_argument("--max_completion_length", "--max-new-tokens", dest="max_new_tokens", type=int, default=None, metavar="N",
                         help="default: 32 for the tiny model's plain formats, 512 otherwise")
-    parser.add_argument("--prompt-style", default="plain", choices=PROMPT_STYLES,
+    parser.add_argument("--prompt_style", "--prompt-style", dest="prompt_style", default="plain", choices=PROMPT_STYLES,
                         help="plain (the tiny model's format), instruct (chat models) or paper (the paper's prompts)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="out/eval", help="directory for eval.json and eval.png")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", "--no_progress", dest="no_progress", action="store_true",
+                        help="no progress bars (TQDM_DISABLE=1 does the same)")
     # ---- device (llm/device.py) ----
     parser.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N (HF engine)")
 
@@ -148,6 +150,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Validate everything cheap first (task, data, n vs k, model directory), then load and evaluate."""
     import torch
 
+    from llm.cli import progress_enabled
     from llm.device import resolve_device
     from llm.engines import make_engine
     from llm.engines.base import check_model_dir, check_sampling_args
@@ -174,7 +177,7 @@ def run_command(args: argparse.Namespace) -> int:
     with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed, device=device) as engine:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
                           max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,
-                          progress=not args.no_progress)
+                          progress=progress_enabled(args.no_progress))
     result = {"model": str(args.model), "engine": args.engine, "device": device, "data": args.data,
               "data_split": args.data_split, "prompt_style": args.prompt_style, "reward": args.reward,
               "reward_function": args.reward_function} | result
@@ -206,11 +209,14 @@ def plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from llm.plot_axes import label_k_axis
+
     ks = [int(k) for k in result["pass_at_k"]]
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
     a.plot(ks, list(result["pass_at_k"].values()), "o-", label="Pass@k")
     a.plot(ks, list(result["maj_at_k"].values()), "s--", label="Maj@k")
     a.set(xscale="log", xlabel="k", ylabel="rate", ylim=(0, 1), title=f"{result['task']} (T={result['temperature']})")
+    label_k_axis(a, ks)
     a.legend()
     b.hist([r["correct"] for r in result["per_problem"]], bins=np.arange(result["n"] + 2) - 0.5)
     b.set(xlabel=f"correct samples of {result['n']}", ylabel="problems", title="per-problem correct counts")

@@ -25,6 +25,7 @@ from typing import Callable, TYPE_CHECKING
 import numpy as np
 import torch
 
+from llm.config import GRPOConfig  # defined with every other setting (importable without torch)
 from llm.rollout import Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
 from llm.tasks.base import Problem, Task
 from theory.errors import NonFiniteError
@@ -33,38 +34,6 @@ from theory.standardize import standardize
 
 if TYPE_CHECKING:
     from llm.engines.base import Engine
-
-LOSS_TYPES = ("grpo", "bnpo")
-
-
-@dataclass
-class GRPOConfig:
-    num_generations: int = 8         # G completions per prompt (paper 8)
-    learning_rate: float = 1e-6      # AdamW (paper 1e-6)
-    beta: float = 0.001              # KL penalty to the frozen reference (paper 0.001); 0: no reference
-    epsilon: float = 0.2             # PPO clip range (paper 0.2)
-    num_iterations: int = 1          # mu: optimizer steps per batch of rollouts
-    loss_type: str = "grpo"          # "grpo" sequence-level (1/T_i) | "bnpo" token-level
-    scale_rewards: bool = True       # divide advantages by the group std
-    max_grad_norm: float = 1.0       # gradient clipping (0: none)
-    weight_decay: float = 0.0
-    micro_batch_size: int = 64       # sequences per forward/backward (memory only)
-
-    def validate(self) -> None:
-        for name in ("num_generations", "num_iterations", "micro_batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"grpo.{name} must be an integer >= 1, got {v!r}")
-        if self.num_generations < 2:
-            raise ValueError(f"grpo.num_generations must be >= 2 (a group), got {self.num_generations}")
-        for name, low_open in (("learning_rate", True), ("epsilon", True), ("beta", False),
-                               ("max_grad_norm", False), ("weight_decay", False)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0 or (low_open and v == 0):
-                raise ValueError(f"grpo.{name} must be a finite number {'> 0' if low_open else '>= 0'}, got {v!r}")
-        if self.loss_type not in LOSS_TYPES:
-            raise ValueError(f"grpo.loss_type must be one of {list(LOSS_TYPES)}, got {self.loss_type!r}")
-
 
 def group_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
     """rewards [B, G] -> (r - group mean) / (group std + 1e-4); exactly 0 for an all-equal group."""

@@ -7,7 +7,9 @@ The run directory is the interface between `llm` (train.py writes it, resume rea
     metrics.jsonl        one StepMetrics record per line, in step order
     eval.json            EvalFile: Evaluation records (base, base_greedy, final, final_greedy,
                          heldout.base, heldout.final), update_analysis, thresholded (Thresholded records)
-    population.json      {"measurements": [PopulationMeasurement, ...]} (llm/lemma_measurements.py)
+    probe.json           {"measurements": [ProbeMeasurement, ...]}: the Lemma 1 probe of the center
+                         (llm/lemma_measurements.py); runs written before it had this name call it
+                         population.json, which is read when probe.json is absent
     curve.json           {"points": [CurvePoint, ...]}: checkpoints evaluated along training (llm/curve.py)
     config_history.jsonl the settings the run started with, then one record per change a resume was
                          allowed to make ({"config", "changed", "from_step"}); config.json must match the last
@@ -55,7 +57,8 @@ from theory.errors import NonFiniteError
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"
 EVAL = "eval.json"
-POPULATION = "population.json"
+PROBE = "probe.json"
+LEGACY_PROBE = "population.json"  # the probe file's name in run directories written before probe.json
 CURVE = "curve.json"
 COMPLETIONS = "completions.jsonl"
 CHECKPOINTS = "checkpoints"
@@ -140,7 +143,7 @@ class EvalFile(TypedDict, total=False):
     thresholded: list              # Thresholded records
 
 
-class PopulationMeasurement(TypedDict):
+class ProbeMeasurement(TypedDict):
     """One llm.lemma_measurements.measure_population result."""
     step: int
     sigma: float
@@ -425,26 +428,34 @@ def _read_record_list(path: Path, key: str, record, problems: list[str] | None) 
     return data | {key: kept}
 
 
-def read_population(run: Path, problems: list[str] | None = None) -> dict | None:
-    """population.json ({"measurements": [...]}; None when missing). With `problems`, a damaged
-    measurement is reported and skipped, a damaged file reported and None returned."""
-    return _read_record_list(Path(run) / POPULATION, "measurements", PopulationMeasurement, problems)
+def probe_path(run: Path) -> Path:
+    """probe.json, or population.json in a run directory written before probe.json had its name."""
+    path = Path(run) / PROBE
+    legacy = Path(run) / LEGACY_PROBE
+    return legacy if not path.exists() and legacy.exists() else path
 
 
-def record_population(run: Path, measurement: PopulationMeasurement) -> None:
-    """Add (or replace) the measurement of its step in population.json."""
-    path = Path(run) / POPULATION
-    check_record(PopulationMeasurement, measurement, f"{path}: step {measurement.get('step')}")
-    data = read_population(run) or {"measurements": []}
+def read_probe(run: Path, problems: list[str] | None = None) -> dict | None:
+    """The Lemma 1 probe measurements ({"measurements": [...]}; None when missing). With `problems`, a
+    damaged measurement is reported and skipped, a damaged file reported and None returned."""
+    return _read_record_list(probe_path(run), "measurements", ProbeMeasurement, problems)
+
+
+def record_probe(run: Path, measurement: ProbeMeasurement) -> None:
+    """Add (or replace) the measurement of its step in probe.json (an older run's population.json
+    measurements carried over)."""
+    path = Path(run) / PROBE
+    check_record(ProbeMeasurement, measurement, f"{path}: step {measurement.get('step')}")
+    data = read_probe(run) or {"measurements": []}
     data["measurements"] = [m for m in data["measurements"] if m["step"] != measurement["step"]] + [measurement]
     write_json(path, data)
 
 
-def keep_population(run: Path, step: int) -> None:
+def keep_probe(run: Path, step: int) -> None:
     """Keep the measurements of steps <= step."""
-    data = read_population(run)
+    data = read_probe(run)
     if data is not None:
-        write_json(Path(run) / POPULATION, data | {"measurements": [m for m in data["measurements"] if m["step"] <= step]})
+        write_json(probe_path(run), data | {"measurements": [m for m in data["measurements"] if m["step"] <= step]})
 
 
 def read_curve(run: Path, problems: list[str] | None = None) -> list[CurvePoint] | None:
@@ -460,6 +471,14 @@ def record_curve_point(run: Path, point: CurvePoint) -> None:
     check_record(CurvePoint, point, f"{path}: step {point.get('step')}")
     kept = [p for p in read_curve(run) or [] if p["step"] != point["step"]]
     write_json(path, {"points": sorted(kept + [point], key=lambda p: p["step"])})
+
+
+def keep_curve(run: Path, steps) -> None:
+    """Keep the curve points of these steps only (a curve's current layout; llm/curve.py)."""
+    steps = set(steps)
+    points = read_curve(run)
+    if points is not None:
+        write_json(Path(run) / CURVE, {"points": [p for p in points if p["step"] in steps]})
 
 
 # ----------------------------------------------------------------------------- checkpoints

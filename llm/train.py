@@ -6,14 +6,15 @@
 Run directory (the interface to paper_checks):
     config.json        the resolved settings, plus "schedule": the budget kind and each phase's steps
     metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
-    population.json    {"measurements": [...]}: population measurements before training, every E steps, at the end
+    probe.json         {"measurements": [...]}: the Lemma 1 probe before training, every probe_every steps, at the end
     completions.jsonl  prompts, completions and rewards kept at each evaluation (and every completions_every steps)
     tensorboard/       TensorBoard event files (report_to = "tensorboard"; llm/tracking.py names the metrics)
     eval.json          base / final evaluation (Pass@k, Maj@k, entropy) at eval_temperature, greedy
                        accuracy before / after (base_greedy, final_greedy), held-out task before /
                        after, update analysis and magnitude-thresholded checkpoints
     checkpoints/step-N/  save_pretrained format (fp32 model.safetensors + config + tokenizer) and
-                       trainer_state.json (+ optimizer.pt inside a GRPO phase), written atomically
+                       trainer_state.json (+ optimizer.pt inside a GRPO phase), written atomically, after
+                       the steps checkpoint_due names (and at a phase switch)
     curves.png, drift_hist.png
 
 Per-step metrics describe the policy that produced the step's samples (before the step's update:
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import sys
 import time
@@ -37,9 +39,10 @@ from tqdm import tqdm
 from llm import drift, rundir, schedules, tracking
 from llm.config import TrainConfig, load_config
 from llm.device import resolve_device, resume_device
-from llm.es import ES, check_setup, make_es, select_parameters, vllm_inplace
-from llm.es.options import check_inplace_machine
+from llm.es import ES, check_setup, make_es, select_parameters
+from llm.es.factory import engine_settings
 from llm.grpo import GRPO
+from llm.interrupts import stop_if_requested
 from llm.lemma_measurements import measure_population
 from llm.rollout import NonFiniteError, derive_seed, rollout
 from llm.rundir import RunDirError
@@ -60,7 +63,7 @@ STOP_ENV = "ESCOV_TEST_STOP_AT"  # tests: kill -9 this process at the named poin
 
 def stop_point(name: str) -> None:
     """Kill this process (SIGKILL, as a crash would) when ESCOV_TEST_STOP_AT names this point:
-    "start" (base evaluation and step-0 population written), "step-N" (metrics row N appended, its
+    "start" (base evaluation and step-0 probe written), "step-N" (metrics row N appended, its
     checkpoint not yet written), "checkpoint-N" (checkpoint N written; at a phase switch, before the
     next phase starts), "final-population", "final-eval" (final evaluation done, eval.json not written)."""
     if os.environ.get(STOP_ENV) == name:
@@ -81,14 +84,12 @@ class TrainingRun:
         cfg.device = resolve_device(cfg.device)  # config.json records the resolved device
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
-        self.task = task if task is not None else get_task(cfg.task, **cfg.task_kwargs())
+        self.task = task if task is not None else cfg.make_task()
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
-        # ES in place inside vLLM's workers: the worker extension, prefix caching off (llm/es/vllm_inplace.py)
-        in_place = cfg.population.members == "vllm_inplace" and any(p.algo == "es" for p in self.phases)
-        if in_place:
-            check_inplace_machine(cfg.population)  # before vLLM starts
-        engine_kwargs = vllm_inplace.ENGINE_KWARGS if in_place else {}
+        # what the ES strategy needs of the engine (llm/es/factory.py), checked before the engine starts
+        has_es = any(p.algo == "es" for p in self.phases)
+        engine_kwargs = engine_settings(cfg.es, cfg.population, cfg.distributed()) if has_es else {}
         if cfg.engine == "vllm":
             engine_kwargs = engine_kwargs | {"gpu_memory_utilization": cfg.gpu_memory_utilization}
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed,
@@ -220,10 +221,10 @@ class TrainingRun:
             rundir.append_completions(self.dir, [{"step": step, "source": source, **k} for k in kept])
             self.tracker.log_completions(source, kept, step)
 
-    def record_population(self, step: int) -> None:
-        measurement = self.population(step)
-        rundir.record_population(self.dir, measurement)
-        self.tracker.log_record("population", measurement, step)
+    def record_probe(self, step: int) -> None:
+        measurement = self.measure_probe(step)
+        rundir.record_probe(self.dir, measurement)
+        self.tracker.log_record("probe", measurement, step)
 
     def measure(self, label: str, step: int, task: Task, n_problems: int, n: int, ks: tuple[int, ...],
                 seed_label: str, temperature: float | None = None) -> dict:
@@ -234,7 +235,7 @@ class TrainingRun:
         self.tracker.log_record(f"eval/{label}", result, step)
         return result
 
-    def population(self, step: int) -> dict:
+    def measure_probe(self, step: int) -> dict:
         cfg = self.cfg
         center = self.weights()
         try:
@@ -260,12 +261,13 @@ class TrainingRun:
 
 
 def _final_stage(run: TrainingRun) -> None:
-    """After the last step (the engine holds the final weights): population, final and held-out
+    """After the last step (the engine holds the final weights): the probe, final and held-out
     evaluation, update analysis, plots."""
     cfg, last = run.cfg, run.total_steps
-    if not any(m["step"] == last for m in (rundir.read_population(run.dir) or {"measurements": []})["measurements"]):
-        run.record_population(last)
+    if not any(m["step"] == last for m in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]):
+        run.record_probe(last)
     stop_point("final-population")
+    stop_if_requested("after the final population measurement, before the final evaluation")
     rundir.keep_completions(run.dir, last, drop_sources=FINAL_SOURCES)  # a resumed final stage measures them again
     ev = rundir.read_eval(run.dir) or {}
     ev["final"] = run.measure("final", last, run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
@@ -343,13 +345,42 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
     return None
 
 
+def checkpoint_due(cfg: TrainConfig, step: int, total_steps: int) -> bool:
+    """Whether a checkpoint is written after `step`: every checkpoint_every steps, after each of the first
+    checkpoint_dense steps (early, where Pass@1 moves fast, so llm/curve.py can measure it there), and
+    after the last step."""
+    return step % cfg.checkpoint_every == 0 or step <= cfg.checkpoint_dense or step == total_steps
+
+
 def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True) -> Path:
-    """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the
-    last good checkpoint, RunDirBusy when another live process writes the directory (its lock, run.lock)."""
+    """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good
+    checkpoint, Interrupted when a signal stopped it (llm/interrupts.py), RunDirBusy when another live process
+    writes the directory (its lock, run.lock). A folder this call created is removed again when the run fails
+    before it recorded a step or a checkpoint, so a failed start leaves nothing behind."""
     out = Path(cfg.out)
+    check_out_dir(out)
     tracking.check_backend(cfg.report_to)  # a missing backend stops the run before anything starts
     if not resume and out.exists() and not rundir.is_empty(out):  # checked again inside the lock
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
+    created = next((p for p in reversed([out, *out.parents]) if not p.exists()), None)
+    try:
+        return _train(cfg, task, resume, show_progress)
+    except BaseException:
+        if created is not None and created.is_dir() and not (out / rundir.METRICS).exists() \
+                and not any((out / rundir.CHECKPOINTS).iterdir() if (out / rundir.CHECKPOINTS).is_dir() else ()):
+            shutil.rmtree(created)  # nothing a resume or the error message could point to
+        raise
+
+
+def check_out_dir(out: Path) -> None:
+    """ValueError naming --out when it, or a folder above it, is an existing file."""
+    for path in (out, *out.parents):
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"--out {out}: {path} is a file, not a directory")
+
+
+def _train(cfg: TrainConfig, task: Task | None, resume: bool, show_progress: bool) -> Path:
+    out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     with rundir.WriterLock(out):
         return _train_locked(cfg, task, resume, show_progress)
@@ -361,6 +392,7 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
     if not resume and not rundir.is_empty(out):
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
     run = TrainingRun(cfg, task, show_progress)
+    stop_if_requested("before the base evaluation")
     rundir.write_config(out, cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)})
     point = resume_point(run) if resume else None
     # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over)
@@ -379,7 +411,7 @@ def _train_loop(run: TrainingRun, point) -> None:
     cfg, out = run.cfg, run.dir
     elapsed, optimizer_state = 0.0, None
     if point is None:
-        for f in (rundir.METRICS, rundir.POPULATION, rundir.EVAL, rundir.COMPLETIONS):
+        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS):
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
@@ -393,7 +425,7 @@ def _train_loop(run: TrainingRun, point) -> None:
     else:
         done, weights, elapsed, optimizer_state = point
         rundir.keep_steps(out, done)
-        rundir.keep_population(out, done)
+        rundir.keep_probe(out, done)
         rundir.keep_completions(out, done)
         rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
@@ -405,9 +437,10 @@ def _train_loop(run: TrainingRun, point) -> None:
     t_start = time.perf_counter() - elapsed
     step = done
     try:
-        if done == 0 and not (out / rundir.POPULATION).exists():
-            run.record_population(0)
+        if done == 0 and not rundir.probe_path(out).exists():
+            run.record_probe(0)
         stop_point("start")
+        stop_if_requested(f"before step {step + 1}")
         while step < run.total_steps:
             phase = schedules.phase_at(run.phases, step)
             if phase != run.trainer_phase:
@@ -422,10 +455,11 @@ def _train_loop(run: TrainingRun, point) -> None:
             bar.update(1)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", pass1=f"{row['pass_at_1']:.3f}",
                             entropy=f"{row['entropy']:.3f}", drift=f"{row['drift_rel']:.2e}")
-            if cfg.population_every and step % cfg.population_every == 0 and step < run.total_steps:
-                run.record_population(step)
-            if step % cfg.checkpoint_every == 0 or step == run.total_steps:
+            if cfg.probe_every and step % cfg.probe_every == 0 and step < run.total_steps:
+                run.record_probe(step)
+            if checkpoint_due(cfg, step, run.total_steps):
                 run.checkpoint(step, time.perf_counter() - t_start)
+            stop_if_requested(f"after step {step} of {run.total_steps}")
     except NonFiniteError as err:
         kept = None
         if run.trainer is None or run.trainer.state_is_intact():
@@ -457,53 +491,11 @@ def resume(run_dir: str | Path, show_progress: bool = True, device: str | None =
 
 # ----------------------------------------------------------------------------- command line
 
-def add_arguments(parser) -> None:
-    """The `train` subcommand's flags: one per setting, plus --config, --resume and --allow_device_change."""
-    from llm.config import _parse_flag, add_train_arguments
-
-    add_train_arguments(parser)
-    parser.add_argument("--allow_device_change", default=False, metavar="BOOL", type=lambda t: _parse_flag(t, "bool"),
-                        help="with --resume: continue on another kind of device (CPU <-> CUDA) than the run started on")
-    parser.add_argument("--allow_config_change", default=False, metavar="BOOL", type=lambda t: _parse_flag(t, "bool"),
-                        help="with --resume: continue with settings edited in config.json since the run started "
-                             "(each change recorded in config_history.jsonl)")
-
-
-def run_command(args) -> int:
-    """`python -m llm train ...`: 0 on success, 1 when a non-finite value stopped the run."""
-    from llm.config import config_from_args, setting_flags
-
-    try:
-        if args.resume:
-            given = sorted(set(setting_flags(args)) - {"device"}) + (["config"] if args.config else [])
-            if given:
-                raise ValueError(f"--resume continues a run with its saved config; do not combine it with {given} "
-                                 "(only --device and --allow_device_change)")
-            resume(args.resume, device=args.device, allow_device_change=args.allow_device_change,
-                   allow_config_change=args.allow_config_change)
-        elif args.allow_device_change or args.allow_config_change:
-            flag = "--allow_device_change" if args.allow_device_change else "--allow_config_change"
-            raise ValueError(f"{flag} only applies with --resume")
-        else:
-            train(config_from_args(args))
-    except NonFiniteError as err:
-        print(f"error: {err}", flush=True)
-        return 1
-    except OSError as err:  # a write outside llm/rundir.py (a plot): a full disk is one line naming the file
-        raise ValueError(f"{err.filename or 'a file of the run'}: cannot be written ({err.strerror or err})") from None
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    import argparse
+    """`python -m llm.train ...`: the same command as `python -m llm train ...` (llm/train_cli.py)."""
+    from llm.cli import main as llm_main
 
-    parser = argparse.ArgumentParser(prog="python -m llm.train", description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run_command(args)
-    except ValueError as err:
-        parser.error(str(err))
+    return llm_main(["train", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -50,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     except (RunDirError, ValueError, OSError) as err:  # damaged or missing inputs: one line naming the file
         print(f"error: {err}", file=sys.stderr)
         return 2
-    _print_summary(report, args.out)
+    if args.command == "reproduce":
+        from paper_checks.reproduce import REPORT_DIR
+        _print_summary(report, args.out / REPORT_DIR)
+    else:
+        _print_summary(report, args.out)
     return 0
 
 

@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from llm.plot_axes import label_k_axis  # noqa: E402
 from paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
 from theory.paper_constants import PAPER_TAUS  # noqa: E402
 
@@ -57,6 +58,7 @@ def passk_curves(ev: Evidence, out: Path) -> str | None:
         plt.close(fig)
         return None
     ax.set_xscale("log", base=2)
+    label_k_axis(ax, {int(k) for line in ax.get_lines() for k in line.get_xdata()})
     _label(ax, "k", "Pass@k (test prompts)", "Pass@k after training")
     return _save(fig, out, "passk_curves.png")
 
@@ -127,8 +129,12 @@ def frontier(ev: Evidence, out: Path) -> str | None:
                    [np.mean([(cs[0].metric(key).mean(1) if key.startswith("pass@") or key == "no_correct"
                               else getattr(cs[0], key))[0] for cs in curves.values()])], c="k", marker="*", s=100,
                   label="base", zorder=5)
-        _label(ax, "sampled Pass@1 (T = curve temperature)", ylabel, ylabel + " vs Pass@1")
-    return _save(fig, out, "frontier.png")
+        ax.set(xlabel="sampled Pass@1 (T = curve temperature)", ylabel=ylabel, title=ylabel + " vs Pass@1")
+    fig.tight_layout(rect=(0, 0, 1, 0.9))  # the legend above the panels, clear of every curve
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=len(curves) + 1, frameon=False)
+    fig.savefig(out / "frontier.png", dpi=110)
+    plt.close(fig)
+    return "frontier.png"
 
 
 def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) -> str | None:
@@ -136,7 +142,7 @@ def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) ->
     populations, and per grid point (its mean over independent draws)."""
     pts = []
     for run in ev.runs:
-        for m in (run.population or {}).get("measurements", []):
+        for m in (run.probe or {}).get("measurements", []):
             pts += [(r["lemma1_prediction"], r["jspol"], m["sigma"]) for r in m.get("per_prompt", [])
                     if r["lemma1_prediction"] > 0 and r["jspol"] > 0]
     for g in grid or []:
@@ -159,7 +165,7 @@ def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) ->
 def update_magnitudes(ev: Evidence, out: Path) -> str | None:
     """Histogram of |theta - theta_0| entries (ES, its null, GRPO) and Pass@1 of thresholded checkpoints."""
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    drawn = False
+    drawn, changed = False, 0
     for i, name in enumerate(("es", "es[null]", "es[bf16]", "grpo")):
         runs = [r for r in ev.by_variant(name) if (r.eval or {}).get("update_analysis")]
         if not runs:
@@ -167,6 +173,7 @@ def update_magnitudes(ev: Evidence, out: Path) -> str | None:
         h = runs[0].eval["update_analysis"]["histogram"]
         edges = np.array(h["edges"])
         ax.stairs(h["counts"], edges, label=name, color=f"C{i}")
+        changed += sum(h["counts"])
         drawn = True
         th = runs[0].eval.get("thresholded") or []
         if th and eval_of(runs[0], "final"):
@@ -177,6 +184,8 @@ def update_magnitudes(ev: Evidence, out: Path) -> str | None:
     if not drawn:
         plt.close(fig)
         return None
+    if changed == 0:  # every update is zero: an empty log axis would show nothing, so say it
+        ax.text(0.5, 0.5, "no entry changed in any run\n(zero updates)", ha="center", va="center", transform=ax.transAxes)
     ax.set_xscale("log")
     ax.set_yscale("log")
     _label(ax, "|delta| of an update entry", "entries", "Update magnitudes (first seed)")

@@ -1,5 +1,6 @@
 """Shared fixtures: the tiny test model (trained once per session), a random tiny Qwen2 (built once
-per session), one vLLM engine per session, and one torch thread for the modules that ask for it."""
+per session), one vLLM engine per session, one torch thread for the modules that ask for it, and the
+figures a test saves."""
 from __future__ import annotations
 
 import importlib.util
@@ -60,6 +61,22 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """Every matplotlib figure saved while the test runs (saved as usual, and kept for inspection)."""
+    from matplotlib.figure import Figure
+
+    saved = []
+    original = Figure.savefig
+
+    def savefig(fig, *args, **kwargs):
+        saved.append(fig)
+        return original(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    return saved
 
 
 # ---- the `gpu` marker (issue 15): skipped cleanly where CUDA is not available, unless the CPU stand-in

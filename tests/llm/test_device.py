@@ -75,7 +75,7 @@ def test_noise_on_an_explicit_cpu_device_is_the_default_stream_bit_for_bit():
     default = noise(11, 2, "model.layers.0.mlp.up_proj.weight", shape, chunk=64)
     explicit = noise(11, 2, "model.layers.0.mlp.up_proj.weight", shape, chunk=64, device="cpu")
     assert default.std() > 0.5 and torch.equal(default, explicit)
-    pop = PopulationNoise(0.1, rank=0, chunk=64, keep_bytes=1 << 20, device="cpu")
+    pop = PopulationNoise(rank=0, chunk=64, keep_bytes=1 << 20, device="cpu")
     coef = torch.tensor([0.5, -1.0, 2.0]).numpy()
     expected = sum(float(c) * noise(5, d, "w", shape, chunk=64) for d, c in enumerate(coef))
     assert pop.combined(5, "w", shape, coef).device.type == "cpu"
@@ -110,7 +110,7 @@ def test_a_run_records_its_resolved_device_and_a_resume_on_cuda_is_refused(tiny_
     (run / "config.json").write_text(json.dumps(config))
     refused = _cli("train", "--resume", str(run))
     assert refused.returncode == 2 and "started on 'cuda:0' and would resume on 'cpu'" in refused.stderr
-    allowed = _cli("train", "--resume", str(run), "--allow_device_change", "true")
+    allowed = _cli("train", "--resume", str(run), "--allow_device_change", "true", "--re_evaluate")  # finished: evaluate again
     assert allowed.returncode == 0, allowed.stderr[-2000:]
     assert json.loads((run / "config.json").read_text())["device"] == "cpu"
     misuse = _cli("train", *SMALL_RUN, "--model", str(tiny_model_dir), "--out", str(tmp_path / "b"),

@@ -55,7 +55,7 @@ def _outputs(run: Path):
     rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
     last = max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("step-*"))
     return (_strip_timing(rows), load_file(run / "checkpoints" / f"step-{last}" / "model.safetensors"),
-            json.loads((run / "population.json").read_text()), json.loads((run / "eval.json").read_text()))
+            json.loads((run / "probe.json").read_text()), json.loads((run / "eval.json").read_text()))
 
 
 def _same(a, b):
@@ -92,7 +92,7 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
     for key in ("reward_mean", "pass_at_1", "no_correct_share", "entropy", "drift_rel", "drift_layers", "tokens_per_s", "wall_seconds"):
         assert all(math.isfinite(r[key]) if key != "drift_layers" else r[key] for r in rows), key
     assert rows[-1]["drift_rel"] > 0
-    pop = json.loads((run / "population.json").read_text())["measurements"]
+    pop = json.loads((run / "probe.json").read_text())["measurements"]
     assert [m["step"] for m in pop] == [0, 2]
     for key in ("jspol", "jssucc", "fisher_trace", "lemma1_prediction", "validity", "lemma2"):
         assert key in pop[-1]
@@ -103,7 +103,7 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
     from paper_checks.rundir import load_run  # the reader of paper_checks accepts every record the run wrote
 
     read = load_run(run)
-    assert read.problems == [] and read.metrics == rows and read.eval == ev and read.population["measurements"] == pop
+    assert read.problems == [] and read.metrics == rows and read.eval == ev and read.probe["measurements"] == pop
     assert all(rundir.check_record(rundir.StepMetrics, r, "row") for r in rows)  # complete records, es_* fields typed
 
 

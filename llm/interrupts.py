@@ -1,0 +1,64 @@
+"""Ctrl-C (SIGINT) and SIGTERM during a run: stop at the next safe point instead of mid-write.
+
+    with stop_on_signals():        # the `llm train` command installs the handlers for the run
+        ... stop_if_requested() ...  # the training loop's safe points (after a step and its checkpoint)
+
+The first signal only records itself (and says so on stderr); the loop raises `Interrupted` at its
+next safe point, after the step in progress and the checkpoint due at it are written. A second
+Ctrl-C stops at once (KeyboardInterrupt; the run resumes from its last checkpoint just the same).
+Without the handlers (the library used from Python), `stop_if_requested` never stops anything.
+Exit codes follow the shell's convention: 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_requested: list[int] = []  # the signal received, while the handlers are installed
+
+
+class Interrupted(Exception):
+    """A run stopped by a signal at a safe point."""
+
+    def __init__(self, signum: int, where: str):
+        self.signum, self.where = signum, where
+        super().__init__(f"stopped by {signal.Signals(signum).name} {where}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def _record(signum: int, frame) -> None:
+    _requested.append(signum)
+    print(f"\n{signal.Signals(signum).name}: stopping at the next safe point (after the current step, and its "
+          "checkpoint when one is due); Ctrl-C again stops at once", file=sys.stderr, flush=True)
+    if signum == signal.SIGINT:  # a second Ctrl-C: the default, an immediate KeyboardInterrupt
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Record SIGINT / SIGTERM instead of dying, for the duration of the block (main thread only;
+    elsewhere signals cannot be caught and the block runs unchanged)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _record) for s in SIGNALS}
+    _requested.clear()
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _requested.clear()
+
+
+def stop_if_requested(where: str) -> None:
+    """A safe point: raise Interrupted when a signal arrived (where: e.g. "after step 7")."""
+    if _requested:
+        raise Interrupted(_requested[0], where)

@@ -1,0 +1,144 @@
+"""What `llm train --help` says about each setting, and TRL's names for our settings.
+
+A setting's description is the comment on its field's line in llm/config.py
+(`sigma: float = PAPER_SIGMA  # perturbation scale`); its default is the field's default. Both are
+read from the dataclasses themselves, so the help, the settings table (`settings_table`) and the
+code cannot disagree. Nothing here imports torch.
+
+TRL's GRPOTrainer names some of the same settings differently. `TRL_ALIASES` are accepted as they
+are (`--learning_rate` sets `--grpo.learning_rate`); `TRL_POINTERS` name a TRL setting that has no
+exact counterpart here and stop with a one-line error saying what to use instead.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import io
+import textwrap
+import tokenize
+
+from llm.config import SECTIONS, ESConfig, GRPOConfig, PopulationConfig, TrainConfig
+
+# (flag prefix, dataclass, heading of its group in --help)
+TABLES = (("", TrainConfig, "run settings (top-level keys of a --config TOML file)"),
+          ("es.", ESConfig, "ES settings (table [es])"),
+          ("grpo.", GRPOConfig, "GRPO settings (table [grpo])"),
+          ("population.", PopulationConfig, "ES member evaluation (table [population])"))
+
+# TRL name -> our setting, where the two mean the same thing
+TRL_ALIASES = {
+    "learning_rate": "grpo.learning_rate",
+    "num_generations": "grpo.num_generations",
+    "beta": "grpo.beta",
+    "epsilon": "grpo.epsilon",
+    "num_iterations": "grpo.num_iterations",
+    "loss_type": "grpo.loss_type",
+    "max_grad_norm": "grpo.max_grad_norm",
+    "weight_decay": "grpo.weight_decay",
+    "max_steps": "steps",
+    "output_dir": "out",
+    "save_steps": "checkpoint_every",
+    "vllm_gpu_memory_utilization": "gpu_memory_utilization",
+    "model_name_or_path": "model",
+}
+
+# TRL name -> what to use here, where there is no exact counterpart
+TRL_POINTERS = {
+    "per_device_train_batch_size": "TRL counts completions per device; here --batch_size counts prompts per step "
+                                   "(each with --grpo.num_generations completions)",
+    "gradient_accumulation_steps": "there is one update per batch of --batch_size prompts; raise --batch_size instead",
+    "num_train_epochs": "training length is --steps, a budget in GRPO steps (TRL's --max_steps is accepted too)",
+    "logging_steps": "every step is logged, to metrics.jsonl in the run directory",
+    "report_to": "every step is logged to metrics.jsonl in the run directory (no tracker in this version)",
+    "scale_rewards": "use --grpo.scale_rewards true|false (divide advantages by the group std)",
+    "use_vllm": "use --engine vllm",
+    "bf16": "use --dtype bfloat16 (trainers keep fp32 master weights)",
+    "resume_from_checkpoint": "use --resume RUN_DIR (the run continues from its newest checkpoint)",
+    "dataset_name": "use --data FILE (a local .json/.jsonl/.parquet file) and --test_data FILE",
+}
+
+
+def field_descriptions(cls) -> dict[str, str]:
+    """{field name: the comment on its line} for a dataclass whose fields are written one per line
+    (a field without a comment is left out)."""
+    source = textwrap.dedent(inspect.getsource(cls))
+    comments = {tok.start[0]: tok.string.lstrip("#").strip()
+                for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
+    body = ast.parse(source).body[0].body
+    found = {}
+    for node in body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            text = comments.get(node.end_lineno) or comments.get(node.lineno)
+            if text:
+                found[node.target.id] = text
+    return found
+
+
+def settings() -> list[tuple[str, dataclasses.Field, str, str]]:
+    """(flag name, field, description, group heading) of every setting, in the order of the dataclasses."""
+    rows = []
+    for prefix, cls, heading in TABLES:
+        described = field_descriptions(cls)
+        for f in dataclasses.fields(cls):
+            if f.name not in SECTIONS:
+                rows.append((prefix + f.name, f, described.get(f.name, ""), heading))
+    return rows
+
+
+def default_text(f: dataclasses.Field) -> str:
+    """A field's default as one would type it on the command line."""
+    value = f.default_factory() if f.default is dataclasses.MISSING else f.default
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    if value == "":
+        return '""'
+    return str(value)
+
+
+def help_line(f: dataclasses.Field, description: str) -> str:
+    return f"{description} (default: {default_text(f)})"
+
+
+def settings_table() -> str:
+    """A Markdown table of every setting: flag, default, description (for the README or docs)."""
+    lines = ["| setting | default | description |", "| --- | --- | --- |"]
+    for name, f, description, _ in settings():
+        lines.append(f"| `{name}` | `{default_text(f)}` | {description.replace('|', '&#124;')} |")
+    return "\n".join(lines) + "\n"
+
+
+def trl_epilog() -> str:
+    """The closing part of `llm train --help`: TRL's names and what --steps means."""
+    known = {name for name, *_ in settings()}
+    aliases = ", ".join(f"--{trl} (--{ours})" for trl, ours in TRL_ALIASES.items() if trl not in known)
+    return ("--steps is a budget counted in GRPO steps: an ES phase runs steps x cost(GRPO step) / cost(ES step) "
+            "iterations (llm/schedules.py; under the default FLOP budget one ES iteration per GRPO step when "
+            "es.population_size = 4 x grpo.num_generations, 4 per step with 8 members against 8 generations). "
+            "The run's first line says how many iterations it will run.\n\n"
+            f"TRL's names are accepted for: {aliases}.")
+
+
+class _PointToOurs(argparse.Action):
+    """A TRL flag with no exact counterpart: a usage error saying what to use instead."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string} is TRL's name; {TRL_POINTERS[option_string.lstrip('-')]}")
+
+
+def add_trl_names(parser: argparse.ArgumentParser) -> None:
+    """TRL's names on a parser that has one flag per setting: aliases set our setting, pointers stop
+    with a message; the --help epilog lists them and says what --steps counts."""
+    ours = {a.dest: a for a in parser._actions}
+    for trl, name in TRL_ALIASES.items():
+        if trl not in ours:  # a setting of ours by the same name wins
+            parser.add_argument(f"--{trl}", dest=name, default=None, type=ours[name].type, metavar=ours[name].metavar,
+                                help=argparse.SUPPRESS)
+    for trl in TRL_POINTERS:
+        if trl not in ours:
+            parser.add_argument(f"--{trl}", nargs="?", action=_PointToOurs, help=argparse.SUPPRESS)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "\n\n".join(textwrap.fill(p, 100) for p in trl_epilog().split("\n\n"))

@@ -1,0 +1,95 @@
+"""What paper_checks tells its user: a report over runs evaluated without Pass@32 names the claims that
+need it (no KeyError in REPORT.md), reproduce names the REPORT.md it wrote, and the report's plots are
+readable (k values on the Pass@k axis, the frontier's legend clear of the data, zero updates said in words)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from paper_checks import plots, reproduce
+from paper_checks.cli import main as cli_main
+from paper_checks.report import build_report, collect
+from test_paper_checks_verdicts import make_run
+
+
+@pytest.fixture
+def p_base():
+    return np.random.default_rng(0).uniform(0.02, 0.5, 40)
+
+
+def _renderer(fig):
+    """A renderer of a saved (and closed) figure, drawn again."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def _without_pass_at_32(run):
+    ev = json.loads((run / "eval.json").read_text())
+    for part in (ev["base"], ev["final"], ev["heldout"]["base"], ev["heldout"]["final"]):
+        part["pass_at_k"].pop("32")
+        part["ks"] = [1, 16]
+    (run / "eval.json").write_text(json.dumps(ev))
+    return run
+
+
+def test_report_over_runs_without_k_32_names_the_claims_that_need_it(tmp_path, p_base):
+    dirs = [_without_pass_at_32(make_run(tmp_path, f"{a}{s}", a, s, p_base, np.minimum(p_base + 0.1, 1)))
+            for a in ("es", "grpo", "es-grpo") for s in (0, 1)]
+    report = build_report(dirs, tmp_path / "rep")
+    text = (tmp_path / "rep" / "REPORT.md").read_text()
+    assert "KeyError" not in text and "KeyError" not in json.dumps(report)
+    real = {c["id"]: c["levels"]["real"] for c in report["claims"]}
+    for claim in ("es_improves_over_base", "grpo_passk_below_base", "es_passk_above_grpo", "schedules_pareto"):
+        assert real[claim]["status"] == "missing data" and "needs Pass@32" in real[claim]["note"], (claim, real[claim])
+        assert "eval_ks including 32" in real[claim]["note"]
+    assert real["grpo_raises_pass1"]["status"] != "missing data"  # Pass@1 is there: still decided
+    mechanism = next(q for q in report["open_questions"] if q["id"] == "mechanism")
+    assert "needs Pass@32" in mechanism["answer"] or "no greedy-vs-sampled" in mechanism["answer"]
+
+
+def test_reproduce_names_the_report_it_wrote(tmp_path, p_base, monkeypatch, capsys):
+    dirs = [make_run(tmp_path / "runs", f"{a}0", a, 0, p_base, p_base) for a in ("es", "grpo")]
+
+    def report_only(budget, out, **kwargs):  # the training runs replaced by ready-made ones; the report is real
+        return build_report(dirs, out / reproduce.REPORT_DIR)
+
+    monkeypatch.setattr(reproduce, "reproduce", report_only)
+    assert cli_main(["reproduce", "--budget", "small", "--out", str(tmp_path / "small")]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    written = tmp_path / "small" / "report" / "REPORT.md"
+    assert last == f"wrote {written} and {written.parent / 'report.json'}" and written.exists()
+
+
+def test_passk_axis_names_each_k(tmp_path, p_base, figures):
+    dirs = [make_run(tmp_path, f"{a}0", a, 0, p_base, p_base) for a in ("es", "grpo")]
+    assert plots.passk_curves(collect(dirs), tmp_path) == "passk_curves.png"
+    ax = figures[-1].axes[0]
+    _renderer(figures[-1])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16", "32"]
+
+
+def test_frontier_legend_lies_outside_every_panel(tmp_path, p_base, figures):
+    curve = [np.clip(p_base + 0.05 * t, 0, 1) for t in range(4)]
+    dirs = [make_run(tmp_path, f"{a}{s}", a, s, p_base, p_base, curve_p=curve) for a in ("es", "grpo") for s in (0, 1)]
+    assert plots.frontier(collect(dirs), tmp_path) == "frontier.png"
+    fig = figures[-1]
+    renderer = _renderer(fig)
+    assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
+    box = fig.legends[0].get_window_extent(renderer)
+    assert {t.get_text() for t in fig.legends[0].get_texts()} == {"es", "grpo", "base"}
+    assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
+
+
+def test_zero_updates_are_said_in_words(tmp_path, p_base, figures):
+    run = make_run(tmp_path, "es0", "es", 0, p_base, p_base)
+    ev = json.loads((run / "eval.json").read_text())
+    ev["update_analysis"]["histogram"] = {"edges": [0.0, 1.0], "counts": [0]}  # what llm.drift writes for no change
+    (run / "eval.json").write_text(json.dumps(ev))
+    assert plots.update_magnitudes(collect([run]), tmp_path) == "update_magnitudes.png"
+    texts = [t.get_text() for t in figures[-1].axes[0].texts]
+    assert any("no entry changed" in t for t in texts), texts
