@@ -16,7 +16,7 @@ one character in ten): the members' mean rewards differ, z is not zero and the u
 
   hf    plain HF generate of the N x B rows (the reference), one ES iteration on the HF engine with the
         members one by one, one with the population batched in one forward (llm/es/batched_hf.py),
-        the update alone (ES.apply_update, timed after the iteration), and one GRPO step (fp32 policy
+        the update alone (the center's apply, timed after the iteration), and one GRPO step (fp32 policy
         and reference on the device, generation on the bf16 HF engine) beside the generation of its rows
   vllm  vLLM generate of the N x B rows, one ES iteration in place inside vLLM's workers
         (llm/es/vllm_inplace.py), the same iteration on the reload path from the same center (its time,
@@ -178,8 +178,7 @@ def spread(prefix: str, rewards, figures: Figures) -> None:
 
 def measure_es(prefix: str, make, problems, dev: Device, figures: Figures):
     """One timed ES iteration after a warm-up one on a single prompt and 2 tokens; then the update alone
-    (ES.apply_update with the iteration's z: what the iteration spends on the update, beside generation)."""
-    from llm.es.noise import iteration_seeds
+    (the center's apply with the iteration's z: what the iteration spends on the update, beside generation)."""
 
     make(max_new_tokens=2).step(problems[:1], 0)
     dev.reset_peak()
@@ -188,7 +187,7 @@ def measure_es(prefix: str, make, problems, dev: Device, figures: Figures):
     figures[f"{prefix}_peak_mb"] = dev.peak_mb()
     figures[f"{prefix}_weight_s"] = step.weight_seconds  # perturb + restore + update, inside the iteration
     spread(prefix, step.rewards, figures)
-    _, figures[f"{prefix}_update_s"] = dev.timed(lambda: es.apply_update(iteration_seeds(es.seed, 1)[0], step.z, 1))
+    _, figures[f"{prefix}_update_s"] = dev.timed(lambda: es.center.apply(es.plan(1).update(step.z, es.cfg.alpha)))
     return es, step
 
 
@@ -260,7 +259,6 @@ def vllm_part(args, dev: Device, figures: Figures) -> None:
 
     from llm.engines.vllm_engine import VLLMEngine
     from llm.es import PopulationConfig, make_es
-    from llm.es.noise import iteration_seeds
     from llm.es.vllm_inplace import ENGINE_KWARGS
     from llm.grpo import GRPO, GRPOConfig
 
@@ -301,15 +299,15 @@ def vllm_part(args, dev: Device, figures: Figures) -> None:
                 figures["es_vllm_inplace_peak_mb"] / figures["vllm_inference_peak_mb"]
         # measure_es left the in-place master at center + 2 x the iteration's update (the iteration, then the
         # update alone again); the reload path from the same center, with the same two updates, must land there
-        inplace_master = {k: es.master[k].cpu() for k in names}
+        inplace_master = {k: es.center.master[k].cpu() for k in names}
         del es
         reload = make("auto", None)
         reload_step, figures["es_vllm_reload_s"] = dev.timed(lambda: reload.step(problems, 1))
-        reload.apply_update(iteration_seeds(reload.seed, 1)[0], reload_step.z, 1)
+        reload.center.apply(reload.plan(1).update(reload_step.z, reload.cfg.alpha))
         figures["es_inplace_over_reload"] = figures["es_vllm_inplace_s"] / figures["es_vllm_reload_s"]
         figures["inplace_vs_reload"] = {
             "same_rewards": bool(np.array_equal(inplace_step.rewards, reload_step.rewards)),
-            "max_abs_update_difference": max(float((reload.master[k].cpu() - inplace_master[k]).abs().max())
+            "max_abs_update_difference": max(float((reload.center.master[k].cpu() - inplace_master[k]).abs().max())
                                              for k in names),
             "max_abs_update": max(float((inplace_master[k] - base[k]).abs().max()) for k in names)}
         del reload, inplace_master

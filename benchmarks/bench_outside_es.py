@@ -212,7 +212,7 @@ def worker(kind: str, args) -> dict:
     import numpy as np
 
     import llm.es.noise as es_module
-    from llm.es import ES, ESConfig
+    from llm.es import ESConfig, make_es
     from llm.tasks import get_task
 
     checkout = Path(getattr(args, kind.replace("-", "_"), "") or ".")
@@ -263,7 +263,7 @@ def worker(kind: str, args) -> dict:
 
     if kind in ("ours", "ours-plain-gemm"):
         master = {n: t.clone() for n, t in center.items()}
-        es = ES(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0)
+        es = make_es(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0)
         iteration = lambda it: es.step(problems, it)  # noqa: E731
     elif kind == "understanding-es":
         handle.collective_rpc.remote("init_es")
@@ -312,7 +312,7 @@ def match_update(kind, checkout, engine, handle, their_iteration, center, es_mod
     import numpy as np
     import torch
 
-    from llm.es import ES
+    from llm.es import make_es
 
     config = json.loads((Path(args.model) / "config.json").read_text())
     hf_shapes = {n: tuple(t.shape) for n, t in center.items()}
@@ -333,7 +333,7 @@ def match_update(kind, checkout, engine, handle, their_iteration, center, es_mod
     shared = sum(any(m != n and first[m].shape == t.shape and torch.equal(first[m], t) for m in first) for n, t in first.items())
     engine.load_weights(center.items())
     master = {n: t.clone() for n, t in center.items()}
-    ours_es = ES(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0)
+    ours_es = make_es(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0)
     saved = inject_noise(es_module, lambda seed, direction, name, shape, chunk=0: noises[direction][name].clone())
     try:
         step = ours_es.step(problems, 0)

@@ -33,7 +33,6 @@ import torch
 from llm.engines.hf import HFEngine
 from llm.es import ES, ESConfig, PopulationConfig, make_es, select_parameters
 from llm.es.batched_hf import PopulationWeights, generate_population
-from llm.es.noise import iteration_seeds
 from llm.rollout import rollout
 from llm.tasks import get_task
 
@@ -58,17 +57,17 @@ def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args, layou
 def greedy_mismatches(model_dir: str, n: int, rank: int, problems, args) -> tuple[int, int]:
     """(differing completions, all completions): batched population vs member by member, iteration 0."""
     es = trainer(model_dir, n, False, rank, args)
-    it_seed, gen_seed = iteration_seeds(es.seed, 0)
+    plan = es.plan(0)
     prompts = [p.prompt for p in problems]
-    weights = PopulationWeights.build(es.master, es.noise, it_seed, list(range(n)), torch.float32)
-    batched = generate_population(es.engine, weights, prompts, n=1, temperature=0.0, max_new_tokens=args.tokens,
-                                  seed=gen_seed, max_rows=n * len(prompts))
+    weights = PopulationWeights.build(es.center.master, es.center.noise, plan, torch.float32)
+    batched = generate_population(es.members.engine, weights, prompts, n=1, temperature=0.0, max_new_tokens=args.tokens,
+                                  seed=0, max_rows=n * len(prompts))
     differ = 0
-    for m in range(n):
-        es.write_member(it_seed, m)
-        own = es.engine.generate(prompts, n=1, temperature=0.0, max_new_tokens=args.tokens, seed=gen_seed)
-        es.restore(it_seed, m)
-        differ += sum(a[0].token_ids != b[0].token_ids for a, b in zip(batched[m], own))
+    for m in plan.members:
+        es.center.perturb(plan, m)
+        own = es.members.engine.generate(prompts, n=1, temperature=0.0, max_new_tokens=args.tokens, seed=0)
+        es.center.restore(plan, m)
+        differ += sum(a[0].token_ids != b[0].token_ids for a, b in zip(batched[m.index], own))
     return differ, n * len(prompts)
 
 
@@ -78,7 +77,7 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
                "batched-full": trainer(model_dir, n, True, 0, args),
                "batched-lowr": trainer(model_dir, n, True, args.rank, args),
                "batched-lowr-stacked": trainer(model_dir, n, True, args.rank, args, layout="stacked")}
-    limit_engine = runners["member"].engine  # same weights as the center before the first update
+    limit_engine = runners["member"].members.engine  # same weights as the center before the first update
     times = {v: [] for v in VARIANTS}
     weight = {v: [] for v in VARIANTS}
     for rep in range(-1, args.repeats):  # repeat -1 warms up and is not recorded

@@ -31,7 +31,8 @@ from pathlib import Path
 from safetensors.torch import load_file
 
 from llm.engines.vllm_engine import VLLMEngine
-from llm.es.noise import PopulationNoise, member_direction
+from llm.es.noise import PopulationNoise
+from llm.es.plan import IterationPlan
 from llm.es.vllm_lora import LORA_PATTERN, check_lora_population, generate_lora_population, linear_shapes
 from llm.tasks import get_task
 from llm.tinymodel import save_untrained_llama
@@ -48,7 +49,7 @@ def worker(kind: str, args: argparse.Namespace, model_dir: str, conn) -> None:
     center = {k: v.float() for k, v in load_file(str(next(Path(model_dir).glob("*.safetensors")))).items()}
     names = [n for n in center if re.search(LORA_PATTERN, n)]
     shapes = linear_shapes(model_dir, names)
-    noise = PopulationNoise(args.sigma, rank=args.rank)
+    noise = PopulationNoise(rank=args.rank)
     prompts = [p.prompt for p in get_task("countdown").problems("train", args.prompts, seed=0)]
     kv = dict(kv_cache_memory_bytes=1 << 29)
     members = max(int(x) for x in args.members.split(","))
@@ -59,11 +60,12 @@ def worker(kind: str, args: argparse.Namespace, model_dir: str, conn) -> None:
         check_lora_population(noise, names, members, engine)
     gen = dict(temperature=0.0, max_new_tokens=args.tokens)
 
-    def member_by_member(n: int, seed: int):
+    def member_by_member(plan: IterationPlan):
         rows = []
-        for m in range(n):
-            d, sign = member_direction(m, noise.antithetic)
-            engine.load_weights((k, center[k] + (sign * noise.sigma) * noise.direction(seed, d, k, shapes[k])) for k in names)
+        for m in plan.members:
+            scale = m.sign * plan.sigma
+            engine.load_weights((k, center[k] + scale * noise.direction(plan.noise_seed, m.direction, k, shapes[k]))
+                                for k in names)
             rows.append(engine.generate(prompts, n=1, seed=0, **gen))
             engine.load_weights((k, center[k]) for k in names)
         return rows
@@ -72,14 +74,14 @@ def worker(kind: str, args: argparse.Namespace, model_dir: str, conn) -> None:
         conn.send("ready")
         while (job := conn.recv()) is not None:
             variant, n, seed = job
+            plan = IterationPlan.derive(seed, 0, sigma=args.sigma, population_size=n, antithetic=False)
             t0 = time.perf_counter()
             if variant in ("limit", "limit-lora"):
                 out = [engine.generate(prompts * n, n=1, seed=0, **gen)]
             elif variant == "member":
-                out = member_by_member(n, seed)
+                out = member_by_member(plan)
             else:
-                out = generate_lora_population(engine, noise, seed, list(range(n)), shapes, prompts, n=1,
-                                               sample_seed=0, workdir=workdir, **gen)
+                out = generate_lora_population(engine, noise, plan, shapes, prompts, n=1, workdir=workdir, **gen)
             seconds = time.perf_counter() - t0
             conn.send((seconds, [[c[0].token_ids for c in row] for row in out]))
     engine.close()

@@ -31,7 +31,7 @@ def worker(kind: str, model: str, args) -> dict:
     import torch
 
     from llm.engines.hf import HFEngine
-    from llm.es import ES, ESConfig, select_parameters
+    from llm.es import ESConfig, make_es, select_parameters
     from llm.grpo import GRPO, GRPOConfig
     from llm.rollout import derive_seed, rollout
     from llm.tasks import get_task
@@ -53,7 +53,7 @@ def worker(kind: str, model: str, args) -> dict:
         cfg = ESConfig(population_size=args.population)
         names = select_parameters(engine.model.named_parameters(), "")
         master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-        es = ES(cfg, engine, task, names, master, max_new_tokens=args.max_new_tokens, seed=0)
+        es = make_es(cfg, engine, task, names, master, max_new_tokens=args.max_new_tokens, seed=0)
         weight_s = total_s = 0.0
         for it in range(args.iterations):
             step = es.step(problems, it)

@@ -129,7 +129,7 @@ class GRPOConfig:
 # ----------------------------------------------------------------------------- [population]: llm/es/options.py
 
 LOWRANK_LAYOUTS = ("auto", "factored", "stacked")
-MEMBER_MODES = ("auto", "vllm_inplace")
+MEMBER_MODES = ("auto", "one_by_one", "batched_hf", "ray", "vllm_lora", "vllm_inplace")  # llm/es/factory.py
 STACK_AUTO_BYTES = 256 * 2 ** 20  # "auto" stacks low-rank members while their matrices take at most this
 
 
@@ -140,7 +140,7 @@ class PopulationConfig:
     max_rows: int = 4096      # rows per batched forward (whole members per block)
     lowrank_layout: str = "auto"  # low rank, batched: factored x W^T + (x B) A^T | stacked W_m | auto
     keep_noise_mb: int = 1024  # noise drawn for the members, kept for the update (0: drawn again from the seeds)
-    members: str = "auto"     # auto (batched / Ray / one by one by reload) | vllm_inplace (in vLLM's workers, CUDA)
+    members: str = "auto"     # the member-evaluation strategy: auto (Ray with workers, batched_hf when batched, else one_by_one) | one_by_one | batched_hf | ray | vllm_lora | vllm_inplace
 
     def validate(self) -> None:
         if not isinstance(self.batched, bool):
@@ -192,13 +192,14 @@ class TrainConfig:
     budget: str = "flops"            # flops (FLOPs_ES = FLOPs_GRPO when N = 4G) | responses (sampled responses)
     batch_size: int = 16             # prompts per step (paper: 64)
     train_pool: int = 512            # size of the training prompt pool the batches are drawn from
-    temperature: float = 1.0         # sampling temperature: GRPO rollouts, per-step metrics, population probes
+    temperature: float = 1.0         # sampling temperature: GRPO rollouts, per-step metrics, the Lemma 1 probe
     max_completion_length: int = 24  # new tokens per completion
     engine: str = "hf"               # hf | vllm
     dtype: str = "float32"           # engine weights; trainers keep fp32 master weights
     threads: int = 2                 # torch CPU threads (part of the config: results depend on it)
     checkpoint_every: int = 10       # C: checkpoint every C steps (and at the end)
-    population_every: int = 0        # E: population measurements every E steps (0: only before and after)
+    checkpoint_dense: int = 0        # D: also checkpoint after each of the first D steps (where Pass@1 moves fast)
+    probe_every: int = 0             # E: Lemma 1 probe of the center every E steps (0: only before and after)
     step_samples: int = 4            # ES: samples per batch prompt from the center for per-step metrics
     probe_prompts: int = 4           # population: fixed probe prompts (test split)
     probe_members: int = 8           # population: members theta + sigma eps_i
@@ -239,7 +240,8 @@ class TrainConfig:
             _int_at_least(name, getattr(self, name), 1)
         _int_at_least("seed", self.seed, 0)
         _int_at_least("switch_step", self.switch_step, 0)
-        _int_at_least("population_every", self.population_every, 0)
+        _int_at_least("probe_every", self.probe_every, 0)
+        _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)
         _choice("report_to", self.report_to, REPORT_TO)
         _int_at_least("completions_kept", self.completions_kept, 0)
         _int_at_least("completions_every", self.completions_every, 0)
@@ -278,7 +280,7 @@ class TrainConfig:
                 or not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must lie in (0, 1], got {self.gpu_memory_utilization!r}")
         self.grpo.validate()
-        from llm.es.options import check_options  # torch: validating needs it, reading the settings does not
+        from llm.es.factory import check_options  # torch: validating needs it, reading the settings does not
 
         check_options(self.es, self.population, self.engine, self.distributed())
 
@@ -290,6 +292,13 @@ class TrainConfig:
         defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
                     "reward": "escov", "format_reward": 0.0, "reward_function": ""}
         return {k: v for k, v in given.items() if v != defaults[k]}
+
+    def make_task(self):
+        """The run's task, built from its settings (data files, split, prompt style, reward): the one way
+        train, curve, evaluation and the reproduction build it."""
+        from llm.tasks import get_task
+
+        return get_task(self.task, **self.task_kwargs())
 
     def distributed(self) -> DistributedConfig | None:
         """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with
@@ -311,7 +320,8 @@ class TrainConfig:
         """Build from nested dicts (TOML tables / config.json); unknown keys and bad values raise
         ValueError, its message starting with the source."""
         try:
-            kwargs = _known(cls, _table(data, source), source, sections=SECTIONS)
+            data = _renamed(_table(data, source), source)
+            kwargs = _known(cls, data, source, sections=SECTIONS)
             if "population" in data:
                 kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
                                                                  f"{source}: [population]"))
@@ -324,6 +334,21 @@ class TrainConfig:
             if str(err).startswith(source):
                 raise
             raise ValueError(f"{source}: {err}") from None
+
+
+# settings renamed so that a name says one thing (old name -> new name); config files and run
+# directories written with the old name still read
+RENAMED = {"population_every": "probe_every"}  # the Lemma 1 probe, not the ES population
+
+
+def _renamed(data: dict, source: str) -> dict:
+    """data with renamed settings under their new names (both given: an error naming them)."""
+    for old, new in RENAMED.items():
+        if old in data:
+            if new in data:
+                raise ValueError(f"{source}: {old!r} is the old name of {new!r}; give only {new!r}")
+            data = {(new if k == old else k): v for k, v in data.items()}
+    return data
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:

@@ -1,33 +1,46 @@
 """Checkpoints evaluated along training: the data of the Pass@1-Pass@K frontier.
 
     python -m llm curve RUN_DIR [--points 8] [--samples 32] [--temperature 0.6] [--problems 64]
+                                [--resolution 0.06] [--max_points 40]
 
-For a finished (or partial) run directory, the base model (step 0) and up to `points` of its
-checkpoints, spread evenly over the steps that have one (the last always kept), are each evaluated
-on the same test prompts as the run's final evaluation (llm/train.py EVAL_PROBLEM_SEED), twice:
+For a finished (or partial) run directory, the base model (step 0) and checkpoints are each
+evaluated on the same test prompts as the run's final evaluation (llm/train.py EVAL_PROBLEM_SEED),
+twice:
 
     sampled   `samples` completions per prompt at `temperature` (the paper: 32 at T = 0.6):
               Pass@1, Pass@16, Pass@32, the share of prompts with no correct sample, token entropy
     greedy    one completion at temperature 0: greedy accuracy, the quantity ES with greedy member
               rollouts optimizes (the paper reports the sampled one)
 
+Which checkpoints: the points are placed by Pass@1, not by steps (layout). First the base and up to
+`points` checkpoints spread evenly over the steps that have one (the last always kept); then, while
+two neighbouring measured points differ in Pass@1 by more than `resolution` and a checkpoint lies
+between them, the checkpoint nearest the middle of the widest such segment is measured too, up to
+`max_points` points in all. A matched comparison (theory.matched) reads a level only across a gap of
+at most the same resolution, so a run trained with dense early checkpoints (TrainConfig
+checkpoint_dense) gets measured points wherever its Pass@1 moves fast.
+
 Each point is a CurvePoint record in curve.json (llm/rundir.py), written as soon as it is measured
 (and sent to the run's tracker, `report_to`, as curve/sampled/... and curve/greedy/... at its step);
-points already there with the same settings are kept, so an interrupted curve continues where it
-stopped. The sampling seed depends on (run seed, step), not on the method, so two methods' step-0
-points on the same seed are the same measurement of the same base.
+points already there with the same settings are reused, so an interrupted curve continues where it
+stopped, and points outside the current layout (left by an earlier layout, e.g. before the run was
+resumed) are dropped. The sampling seed depends on (run seed, step), not on the method, so two
+methods' step-0 points on the same seed are the same measurement of the same base.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
 
 from llm import rundir
 from llm.rollout import derive_seed
+from theory.matched import RESOLUTION
 
 POINTS, SAMPLES, TEMPERATURE = 8, 32, 0.6   # the paper's Pass@32 at T = 0.6
+MAX_POINTS = 40                             # curve points at most, the base and refinements included
 KS = (1, 16, 32)
 
 
@@ -42,18 +55,48 @@ def curve_steps(checkpoints: list[int], points: int) -> list[int]:
     return [0] + steps
 
 
+def refinement(measured: dict[int, float], checkpoints: list[int], resolution: float) -> int | None:
+    """The next checkpoint to measure: in the segment between neighbouring measured steps with the
+    largest Pass@1 jump above `resolution` that holds an unmeasured checkpoint, the one nearest its
+    middle step; None when no segment can be refined."""
+    steps = sorted(measured)
+    free = sorted(set(checkpoints) - set(measured) - {0})
+    best, best_jump = None, resolution
+    for s0, s1 in zip(steps, steps[1:]):
+        jump = abs(measured[s1] - measured[s0])
+        inside = [c for c in free if s0 < c < s1]
+        if inside and jump > best_jump:
+            best, best_jump = min(inside, key=lambda c: (abs(2 * c - s0 - s1), c)), jump
+    return best
+
+
+def layout(checkpoints: list[int], pass1_at: Callable[[int], float], *, points: int = POINTS,
+           resolution: float = RESOLUTION, max_points: int = MAX_POINTS) -> list[int]:
+    """The steps a curve measures: curve_steps(checkpoints, points), then refinements (see refinement)
+    while fewer than max_points are measured. pass1_at(step) measures (or recalls) a point's Pass@1."""
+    if not 0 < resolution < 1:
+        raise ValueError(f"resolution must be a Pass@1 gap in (0, 1), got {resolution}")
+    if max_points < 2:
+        raise ValueError(f"max_points must be >= 2, got {max_points}")
+    measured = {s: pass1_at(s) for s in curve_steps(checkpoints, points)[:max_points]}
+    while len(measured) < max_points and (step := refinement(measured, checkpoints, resolution)) is not None:
+        measured[step] = pass1_at(step)
+    return sorted(measured)
+
+
 def _same_settings(point: dict, n_problems: int, samples: int, temperature: float) -> bool:
     s = point["sampled"]
     return s["num_problems"] == n_problems and s["n"] == samples and s["temperature"] == temperature
 
 
 def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, temperature: float = TEMPERATURE,
-                   n_problems: int | None = None, progress: bool = False) -> list[dict]:
-    """Measure the curve points of run_dir that are not in its curve.json yet; returns all points."""
+                   n_problems: int | None = None, resolution: float = RESOLUTION, max_points: int = MAX_POINTS,
+                   progress: bool = False) -> list[dict]:
+    """Measure the curve points of run_dir's layout that are not in its curve.json yet, drop the points
+    outside the layout; returns the layout's points in step order."""
     from llm.config import load_config
     from llm.engines import make_engine
     from llm.evaluate import evaluate
-    from llm.tasks import get_task
     from llm.tracking import open_tracker
     from llm.train import EVAL_PROBLEM_SEED
 
@@ -62,27 +105,36 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     torch.set_num_threads(cfg.threads)
     if samples < max(KS):
         raise ValueError(f"samples must be >= {max(KS)} (Pass@{max(KS)}), got {samples}")
-    task = get_task(cfg.task, **cfg.task_kwargs())  # the run's own data, prompt style and reward
+    task = cfg.make_task()  # the run's own data, split, prompt style and reward
     n_problems = cfg.eval_problems if n_problems is None else n_problems
     problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
     done = {p["step"]: p for p in rundir.read_curve(run_dir) or [] if _same_settings(p, n_problems, samples, temperature)}
     checkpoints, _ = rundir.checkpoint_steps(run_dir)
-    todo = [step for step in curve_steps(checkpoints, points) if step not in done]
-    tracker = open_tracker(cfg.report_to, run_dir, cfg.to_dict()) if todo else None
-    for step in todo:
-        model_dir = cfg.model if step == 0 else rundir.checkpoint_dir(run_dir, step)
-        engine = make_engine("hf", model_dir, dtype=torch.float32, seed=cfg.seed)
-        seed = derive_seed(cfg.seed, step, "curve") % 2**31
-        common = {"max_new_tokens": cfg.max_completion_length, "seed": seed, "progress": progress}
-        point = {"step": step,
-                 "sampled": evaluate(engine, task, problems, n=samples, ks=list(KS), temperature=temperature, **common),
-                 "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common)}
-        rundir.record_curve_point(run_dir, point)
-        tracker.log_record("curve", point, step)
-        done[step] = point
-    if tracker is not None:
-        tracker.close()
-    return [done[s] for s in sorted(done)]
+    trackers = []   # the run's tracker, opened at the first point measured
+
+    def pass1_at(step: int) -> float:
+        if step not in done:
+            model_dir = cfg.model if step == 0 else rundir.checkpoint_dir(run_dir, step)
+            engine = make_engine("hf", model_dir, dtype=torch.float32, seed=cfg.seed)
+            seed = derive_seed(cfg.seed, step, "curve") % 2**31
+            common = {"max_new_tokens": cfg.max_completion_length, "seed": seed, "progress": progress}
+            point = {"step": step,
+                     "sampled": evaluate(engine, task, problems, n=samples, ks=list(KS), temperature=temperature, **common),
+                     "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common)}
+            rundir.record_curve_point(run_dir, point)
+            if not trackers:
+                trackers.append(open_tracker(cfg.report_to, run_dir, cfg.to_dict()))
+            trackers[0].log_record("curve", point, step)
+            done[step] = point
+        return done[step]["sampled"]["pass_at_k"]["1"]
+
+    try:
+        steps = layout(checkpoints, pass1_at, points=points, resolution=resolution, max_points=max_points)
+    finally:
+        for tracker in trackers:
+            tracker.close()
+    rundir.keep_curve(run_dir, steps)
+    return [done[s] for s in steps]
 
 
 def add_arguments(parser) -> None:
@@ -96,13 +148,19 @@ def add_arguments(parser) -> None:
                         help="test prompts (default: the run's eval_problems)")
     parser.add_argument("--no-progress", "--no_progress", dest="no_progress", action="store_true",
                         help="no progress bars (TQDM_DISABLE=1 does the same)")
+    parser.add_argument("--resolution", type=float, default=RESOLUTION, metavar="GAP",
+                        help=f"measure a checkpoint inside any segment whose Pass@1 jump exceeds GAP, a fraction "
+                             f"(default: {RESOLUTION})")
+    parser.add_argument("--max_points", "--max-points", dest="max_points", type=int, default=MAX_POINTS, metavar="N",
+                        help=f"curve points at most, the base included (default: {MAX_POINTS})")
 
 
 def run_command(args) -> int:
     from llm.cli import progress_enabled
 
     pts = evaluate_curve(args.run_dir, points=args.points, samples=args.samples, temperature=args.temperature,
-                         n_problems=args.problems, progress=progress_enabled(args.no_progress))
+                         n_problems=args.problems, resolution=args.resolution, max_points=args.max_points,
+                         progress=progress_enabled(args.no_progress))
     for p in pts:
         s = p["sampled"]
         print(f"step {p['step']:5d}  Pass@1 {s['pass_at_k']['1']:.3f}  Pass@32 {s['pass_at_k']['32']:.3f}  "

@@ -93,7 +93,7 @@ def lemma2_estimates(member_correct: np.ndarray, center_correct: np.ndarray, ks:
 
 
 def _mean_ci(values: np.ndarray) -> dict:
-    """Mean over prompts and its normal 95% interval; the interval is None (null in population.json)
+    """Mean over prompts and its normal 95% interval; the interval is None (null in probe.json)
     from a single prompt, where no spread can be measured."""
     v = np.asarray(values, dtype=float)
     if v.size < 2:

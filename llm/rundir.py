@@ -7,8 +7,13 @@ The run directory is the interface between `llm` (train.py writes it, resume rea
     metrics.jsonl        one StepMetrics record per line, in step order
     eval.json            EvalFile: Evaluation records (base, base_greedy, final, final_greedy,
                          heldout.base, heldout.final), update_analysis, thresholded (Thresholded records)
-    population.json      {"measurements": [PopulationMeasurement, ...]} (llm/lemma_measurements.py)
+    probe.json           {"measurements": [ProbeMeasurement, ...]}: the Lemma 1 probe of the center
+                         (llm/lemma_measurements.py); runs written before it had this name call it
+                         population.json, which is read when probe.json is absent
     curve.json           {"points": [CurvePoint, ...]}: checkpoints evaluated along training (llm/curve.py)
+    config_history.jsonl the settings the run started with, then one record per change a resume was
+                         allowed to make ({"config", "changed", "from_step"}); config.json must match the last
+    run.lock             {"pid", "host", "since"} of the one process writing the directory, held with flock
     completions.jsonl    one KeptCompletion per line: a bounded sample of prompts, completions and their
                          rewards at each evaluation (and every completions_every steps)
     tensorboard/         TensorBoard event files when report_to = "tensorboard" (llm/tracking.py)
@@ -20,6 +25,11 @@ against one (every required key present, of its type). JSON files are written at
 temporary file, then a rename), so a kill leaves the old file or the new one, never half of one;
 only metrics.jsonl is appended to, and its last line may be cut off by a kill.
 
+One process writes a run directory at a time (WriterLock); a resume keeps the settings the run
+started with (check_settings_fixed) and needs every metrics row up to its checkpoint
+(rows_missing_through); readers check a directory's integrity (integrity_problems). A write that
+fails (a full disk) is a RunDirError naming the file (`writing`).
+
 Non-finite numbers never reach a JSON file: writing NaN or +-Infinity anywhere in a record raises
 NonFiniteError naming the file and the field (the run stops; the value is not replaced by null).
 Reading: a damaged file (not UTF-8, not JSON, a record of the wrong shape) raises RunDirError
@@ -30,11 +40,15 @@ present must still have its type.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import shutil
+import socket
+import sys
+import time
 import typing
 from pathlib import Path
 from typing import Any, TypedDict
@@ -43,7 +57,8 @@ from theory.errors import NonFiniteError
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"
 EVAL = "eval.json"
-POPULATION = "population.json"
+PROBE = "probe.json"
+LEGACY_PROBE = "population.json"  # the probe file's name in run directories written before probe.json
 CURVE = "curve.json"
 COMPLETIONS = "completions.jsonl"
 CHECKPOINTS = "checkpoints"
@@ -128,7 +143,7 @@ class EvalFile(TypedDict, total=False):
     thresholded: list              # Thresholded records
 
 
-class PopulationMeasurement(TypedDict):
+class ProbeMeasurement(TypedDict):
     """One llm.lemma_measurements.measure_population result."""
     step: int
     sigma: float
@@ -226,8 +241,9 @@ def write_json(path: Path, data: Any) -> None:
     path = Path(path)
     text = dumps(data, str(path), indent=1)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    with writing(path):
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
 
 
 def read_text(path: Path) -> str:
@@ -266,7 +282,9 @@ def _report_or_raise(err: RunDirError, problems: list[str] | None) -> None:
 # ----------------------------------------------------------------------------- the files
 
 def write_config(run: Path, config: dict) -> None:
+    """config.json, and config_history.jsonl's record of the settings when they are new (record_settings)."""
     write_json(Path(run) / CONFIG, config)
+    record_settings(run, config)
 
 
 def read_config(run: Path) -> dict:
@@ -285,7 +303,7 @@ def append_step(run: Path, row: StepMetrics) -> None:
     path = Path(run) / METRICS
     check_record(StepMetrics, row, f"{path}: step {row.get('step')}")
     line = dumps(row, f"{path}: step {row['step']}")
-    with open(path, "a", encoding="utf-8") as fh:
+    with writing(path), open(path, "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
         fh.flush()
         os.fsync(fh.fileno())
@@ -331,8 +349,9 @@ def _read_jsonl(path: Path, record, problems: list[str] | None) -> list:
 
 def _rewrite_jsonl(path: Path, rows: list) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(dumps(r, str(path)) + "\n" for r in rows), encoding="utf-8")
-    os.replace(tmp, path)
+    with writing(path):
+        tmp.write_text("".join(dumps(r, str(path)) + "\n" for r in rows), encoding="utf-8")
+        os.replace(tmp, path)
 
 
 def keep_steps(run: Path, step: int) -> None:
@@ -350,7 +369,7 @@ def append_completions(run: Path, records: list[KeptCompletion]) -> None:
         where = f"{path}: step {record.get('step')} {record.get('source')}"
         check_record(KeptCompletion, record, where)
         lines.append(dumps(record, where) + "\n")
-    with open(path, "a", encoding="utf-8") as fh:
+    with writing(path), open(path, "a", encoding="utf-8") as fh:
         fh.write("".join(lines))
         fh.flush()
         os.fsync(fh.fileno())
@@ -409,26 +428,34 @@ def _read_record_list(path: Path, key: str, record, problems: list[str] | None) 
     return data | {key: kept}
 
 
-def read_population(run: Path, problems: list[str] | None = None) -> dict | None:
-    """population.json ({"measurements": [...]}; None when missing). With `problems`, a damaged
-    measurement is reported and skipped, a damaged file reported and None returned."""
-    return _read_record_list(Path(run) / POPULATION, "measurements", PopulationMeasurement, problems)
+def probe_path(run: Path) -> Path:
+    """probe.json, or population.json in a run directory written before probe.json had its name."""
+    path = Path(run) / PROBE
+    legacy = Path(run) / LEGACY_PROBE
+    return legacy if not path.exists() and legacy.exists() else path
 
 
-def record_population(run: Path, measurement: PopulationMeasurement) -> None:
-    """Add (or replace) the measurement of its step in population.json."""
-    path = Path(run) / POPULATION
-    check_record(PopulationMeasurement, measurement, f"{path}: step {measurement.get('step')}")
-    data = read_population(run) or {"measurements": []}
+def read_probe(run: Path, problems: list[str] | None = None) -> dict | None:
+    """The Lemma 1 probe measurements ({"measurements": [...]}; None when missing). With `problems`, a
+    damaged measurement is reported and skipped, a damaged file reported and None returned."""
+    return _read_record_list(probe_path(run), "measurements", ProbeMeasurement, problems)
+
+
+def record_probe(run: Path, measurement: ProbeMeasurement) -> None:
+    """Add (or replace) the measurement of its step in probe.json (an older run's population.json
+    measurements carried over)."""
+    path = Path(run) / PROBE
+    check_record(ProbeMeasurement, measurement, f"{path}: step {measurement.get('step')}")
+    data = read_probe(run) or {"measurements": []}
     data["measurements"] = [m for m in data["measurements"] if m["step"] != measurement["step"]] + [measurement]
     write_json(path, data)
 
 
-def keep_population(run: Path, step: int) -> None:
+def keep_probe(run: Path, step: int) -> None:
     """Keep the measurements of steps <= step."""
-    data = read_population(run)
+    data = read_probe(run)
     if data is not None:
-        write_json(Path(run) / POPULATION, data | {"measurements": [m for m in data["measurements"] if m["step"] <= step]})
+        write_json(probe_path(run), data | {"measurements": [m for m in data["measurements"] if m["step"] <= step]})
 
 
 def read_curve(run: Path, problems: list[str] | None = None) -> list[CurvePoint] | None:
@@ -444,6 +471,14 @@ def record_curve_point(run: Path, point: CurvePoint) -> None:
     check_record(CurvePoint, point, f"{path}: step {point.get('step')}")
     kept = [p for p in read_curve(run) or [] if p["step"] != point["step"]]
     write_json(path, {"points": sorted(kept + [point], key=lambda p: p["step"])})
+
+
+def keep_curve(run: Path, steps) -> None:
+    """Keep the curve points of these steps only (a curve's current layout; llm/curve.py)."""
+    steps = set(steps)
+    points = read_curve(run)
+    if points is not None:
+        write_json(Path(run) / CURVE, {"points": [p for p in points if p["step"] in steps]})
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -480,21 +515,22 @@ def save_checkpoint(run: Path, model_dir: Path, step: int, weights: dict, state:
     if (final / TRAINER_STATE).exists():
         return final
     tmp = Path(run) / CHECKPOINTS / f".tmp-step-{step}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
-        if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin":
-            shutil.copy2(f, tmp / f.name)
-    model_cfg = read_json(tmp / "config.json")
-    model_cfg["torch_dtype" if "torch_dtype" in model_cfg else "dtype"] = "float32"
-    write_json(tmp / "config.json", model_cfg)
-    save_file({n: w.detach().float().contiguous() for n, w in weights.items()}, str(tmp / WEIGHTS),
-              metadata={"format": "pt"})
-    if optimizer_state is not None:
-        torch.save(optimizer_state, tmp / OPTIMIZER)
-    write_json(tmp / TRAINER_STATE, check_record(TrainerState, state | {"step": step}, str(tmp / TRAINER_STATE)))
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
+    with writing(tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
+            if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin":
+                shutil.copy2(f, tmp / f.name)
+        model_cfg = read_json(tmp / "config.json")
+        model_cfg["torch_dtype" if "torch_dtype" in model_cfg else "dtype"] = "float32"
+        write_json(tmp / "config.json", model_cfg)
+        save_file({n: w.detach().float().contiguous() for n, w in weights.items()}, str(tmp / WEIGHTS),
+                  metadata={"format": "pt"})
+        if optimizer_state is not None:
+            torch.save(optimizer_state, tmp / OPTIMIZER)
+        write_json(tmp / TRAINER_STATE, check_record(TrainerState, state | {"step": step}, str(tmp / TRAINER_STATE)))
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
     return final
 
 
@@ -548,3 +584,256 @@ def set_aside(path: Path) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     os.replace(path, target)
     return target
+
+
+# ----------------------------------------------------------------------------- one writer at a time
+
+LOCK = "run.lock"
+
+
+class RunDirBusy(RunDirError):
+    """Another live process holds the run directory's lock."""
+
+
+class WriterLock:
+    """The run directory's lock: `run.lock`, held with an exclusive flock(2) by the one process that
+    writes the directory, and holding that process's {"pid", "host", "since"} for the message a second
+    writer gets. The kernel releases a flock when its holder dies (kill -9 included), so a crashed run's
+    lock file is stale by construction: the next writer takes it over and names the dead holder.
+    The file stays after the run, emptied (removing it would let a second writer lock a file no longer there)."""
+
+    def __init__(self, run: Path):
+        self.path = Path(run) / LOCK
+        self.fd: int | None = None
+
+    def acquire(self) -> dict | None:
+        """Take the lock; returns the stale holder's record (a run that died holding it) or None.
+        RunDirBusy (one line naming the holder) when a live process holds it."""
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = lock_holder(self.path) or {}
+            raise RunDirBusy(f"{self.path}: the run directory is in use by pid {holder.get('pid', '?')} on "
+                             f"{holder.get('host', '?')} (since {holder.get('since', '?')}); one run writes a "
+                             "directory at a time") from None
+        stale = lock_holder(self.path)
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(me).encode(), 0)
+        self.fd = fd
+        return stale
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)  # an empty lock file: released cleanly (a crash leaves the holder's record)
+            os.close(self.fd)  # closing the descriptor releases the flock
+            self.fd = None
+
+    def __enter__(self) -> "WriterLock":
+        stale = self.acquire()
+        if stale:
+            print(f"note: {self.path} was left by pid {stale.get('pid')} on {stale.get('host')}, which no longer "
+                  "holds it (a crashed run); taken over", file=sys.stderr)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if is_empty(self.path.parent):  # a run that stopped before writing anything leaves nothing behind
+            self.path.unlink(missing_ok=True)
+        self.release()
+
+
+def lock_holder(path: Path) -> dict | None:
+    """The {"pid", "host", "since"} record in a lock file, or None when it is empty or unreadable."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def in_use(run: Path) -> dict | None:
+    """The holder's record when a live process holds `run`'s lock now (a run in progress), else None."""
+    import fcntl
+
+    path = Path(run) / LOCK
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return lock_holder(path) or {}
+    finally:
+        os.close(fd)
+    return None
+
+
+def is_empty(run: Path) -> bool:
+    """True when `run` holds nothing but its lock file (a directory a new run may start in)."""
+    return not any(p.name != LOCK for p in Path(run).iterdir())
+
+
+# ----------------------------------------------------------------------------- the settings a run started with
+
+CONFIG_HISTORY = "config_history.jsonl"
+FREE_SETTINGS = ("out", "device")  # may differ on resume: the directory's place, and the device (--device)
+
+
+def flat_settings(config: dict, prefix: str = "") -> dict[str, Any]:
+    """{"es.sigma": 0.01, ...}: a nested config as dotted setting names (the names of the flags)."""
+    flat = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat |= flat_settings(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def config_history(run: Path) -> list[dict]:
+    """The records of config_history.jsonl ([] when missing): {"config", "changed", "from_step"}, one
+    per change of settings, the first the settings the run started with."""
+    path = Path(run) / CONFIG_HISTORY
+    if not path.exists():
+        return []
+    records = []
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        try:
+            record = json.loads(line, parse_constant=_no_constant)
+        except ValueError:
+            raise RunDirError(f"{path}: line {number}: not a JSON record") from None
+        if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
+            raise RunDirError(f"{path}: line {number}: expected a record with a 'config' object")
+        records.append(record)
+    return records
+
+
+def setting_changes(recorded: dict, current: dict, ignore: tuple[str, ...] = ()) -> list[tuple[str, Any, Any]]:
+    """(setting, recorded value, current value) for each dotted setting that differs, sorted by name;
+    a setting present on one side only counts as changed (its missing value is None)."""
+    a, b = flat_settings(json.loads(json.dumps(recorded))), flat_settings(json.loads(json.dumps(current)))
+    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
+            if k not in ignore and not k.startswith("schedule.") and a.get(k) != b.get(k)]
+
+
+def check_settings_fixed(run: Path, allow_change: bool) -> list[tuple[str, Any, Any]]:
+    """Before a resume: config.json against the settings recorded when the run started (or last changed
+    with allow_change). An edited setting raises RunDirError naming it, unless allow_change; returns the
+    changes (recorded by write_config when the resumed run writes config.json)."""
+    history = config_history(run)
+    if not history:  # a run directory from before config_history.jsonl: nothing to compare with
+        return []
+    changes = setting_changes(history[-1]["config"], read_config(run), ignore=FREE_SETTINGS)
+    if changes and not allow_change:
+        name, was, now = changes[0]
+        more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
+        raise RunDirError(f"{Path(run) / CONFIG}: setting {name} is {json.dumps(now)} but the run ran with "
+                          f"{json.dumps(was)}{more}; a resumed run keeps its settings (restore it, or pass "
+                          f"--allow_config_change true to continue with the new value, recorded in {CONFIG_HISTORY})")
+    return changes
+
+
+def record_settings(run: Path, config: dict) -> None:
+    """Append `config` to config_history.jsonl when it differs from the last record (the first record
+    is the settings a run starts with), with the changed settings and the newest checkpoint's step."""
+    history = config_history(run)
+    changes = setting_changes(history[-1]["config"], config) if history else []
+    if history and not changes:
+        return
+    steps, _ = checkpoint_steps(run)
+    record = {"config": config, "changed": [{"setting": k, "was": a, "now": b} for k, a, b in changes],
+              "from_step": steps[0] if history and steps else 0}
+    path = Path(run) / CONFIG_HISTORY
+    with writing(path), open(path, "a", encoding="utf-8") as fh:
+        fh.write(dumps(record, str(path)) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+# ----------------------------------------------------------------------------- integrity (what a reader checks)
+
+def step_problems(steps: list[int], through: int | None = None) -> list[str]:
+    """What is wrong with a run's metrics rows, by their step numbers in file order: steps out of order,
+    repeated, or missing from 1..max (or 1..through when given); [] when they are exactly 1, 2, ..., n."""
+    problems = []
+    repeated = sorted({s for s in steps if steps.count(s) > 1})
+    if repeated:
+        problems.append(f"steps written more than once: {_ranges(repeated)}")
+    if any(b < a for a, b in zip(steps, steps[1:])) and not repeated:
+        problems.append("steps out of order")
+    last = max(steps, default=0) if through is None else through
+    missing = sorted(set(range(1, last + 1)) - set(steps))
+    if missing:
+        problems.append(f"steps missing: {_ranges(missing)}")
+    return problems
+
+
+def _ranges(steps: list[int]) -> str:
+    """'1-3, 5' for [1, 2, 3, 5]."""
+    parts, start = [], None
+    for i, s in enumerate(steps):
+        if start is None:
+            start = s
+        if i + 1 == len(steps) or steps[i + 1] != s + 1:
+            parts.append(f"{start}-{s}" if s != start else f"{s}")
+            start = None
+    return ", ".join(parts)
+
+
+def integrity_problems(run: Path, config: dict, rows: list[dict], finished: bool) -> list[str]:
+    """What makes a run directory's data untrustworthy, each naming the file: metrics rows not exactly
+    steps 1..n (n = the run's total steps when it finished), config.json differing from the settings
+    recorded in config_history.jsonl (edited by hand), settings changed mid-run, a writer still at work."""
+    run = Path(run)
+    problems = []
+    total = (config.get("schedule") or {}).get("total_steps") if isinstance(config.get("schedule"), dict) else None
+    steps = [r["step"] for r in rows if isinstance(r.get("step"), int)]
+    through = total if finished and isinstance(total, int) else None
+    problems += [f"{run / METRICS}: {p}" for p in step_problems(steps, through)]
+    if isinstance(total, int) and steps and max(steps) > total:
+        problems.append(f"{run / METRICS}: steps beyond the run's {total}")
+    try:
+        history = config_history(run)
+    except RunDirError as err:
+        return problems + [str(err)]
+    if history:
+        changes = setting_changes(history[-1]["config"], config, ignore=FREE_SETTINGS)
+        if changes:
+            problems.append(f"{run / CONFIG}: differs from the settings the run ran with (edited by hand?): "
+                            + ", ".join(f"{k} {json.dumps(a)} -> {json.dumps(b)}" for k, a, b in changes))
+        for record in history[1:]:
+            named = ", ".join(f"{c['setting']} {json.dumps(c['was'])} -> {json.dumps(c['now'])}" for c in record["changed"]
+                              if c["setting"] not in FREE_SETTINGS)
+            if named:
+                problems.append(f"{run / CONFIG_HISTORY}: settings changed mid-run after step {record['from_step']}: {named}")
+    holder = in_use(run)
+    if holder is not None:
+        problems.append(f"{run / LOCK}: a run is still writing this directory (pid {holder.get('pid', '?')} on "
+                        f"{holder.get('host', '?')})")
+    return problems
+
+
+def rows_missing_through(run: Path, step: int) -> str | None:
+    """Whether metrics.jsonl holds the rows of steps 1..step exactly once each (what resuming from
+    checkpoint `step` needs; later rows are dropped by keep_steps): None, or what is wrong."""
+    rows = [r for r in read_steps(run) if r["step"] <= step]
+    problems = step_problems([r["step"] for r in rows], through=step)
+    return "; ".join(problems) or None
+
+
+# ----------------------------------------------------------------------------- a full disk
+
+@contextlib.contextmanager
+def writing(path: Path):
+    """Turn an OSError while writing `path` (a full disk: ENOSPC, a quota, a read-only file system)
+    into a RunDirError naming the file, so that it ends a run in one line rather than a traceback."""
+    try:
+        yield
+    except RunDirError:
+        raise
+    except OSError as err:
+        raise RunDirError(f"{path}: cannot be written ({err.strerror or err})") from None

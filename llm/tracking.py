@@ -17,7 +17,7 @@ Names (stable; "/" separates a tracker's groups), each logged at a training step
                                     last step); <metric>: pass_at_k/<k>, maj_at_k/<k>, mean_token_entropy,
                                     mean_response_tokens, truncated_fraction, solved_fraction,
                                     distinct_correct_answers, distinct_correct_texts
-    population/<measurement>        every number of a population measurement (llm/lemma_measurements.py)
+    probe/<measurement>             every number of a Lemma 1 probe measurement (llm/lemma_measurements.py)
     curve/sampled/<metric>, curve/greedy/<metric>   each `llm curve` point, at its checkpoint's step
     completions/<source>            the kept completions (completions.jsonl) as a table of text
 Settings of a measurement (seed, sample counts, temperature) and an evaluation's duration

@@ -6,14 +6,15 @@
 Run directory (the interface to paper_checks):
     config.json        the resolved settings, plus "schedule": the budget kind and each phase's steps
     metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
-    population.json    {"measurements": [...]}: population measurements before training, every E steps, at the end
+    probe.json         {"measurements": [...]}: the Lemma 1 probe before training, every probe_every steps, at the end
     completions.jsonl  prompts, completions and rewards kept at each evaluation (and every completions_every steps)
     tensorboard/       TensorBoard event files (report_to = "tensorboard"; llm/tracking.py names the metrics)
     eval.json          base / final evaluation (Pass@k, Maj@k, entropy) at eval_temperature, greedy
                        accuracy before / after (base_greedy, final_greedy), held-out task before /
                        after, update analysis and magnitude-thresholded checkpoints
     checkpoints/step-N/  save_pretrained format (fp32 model.safetensors + config + tokenizer) and
-                       trainer_state.json (+ optimizer.pt inside a GRPO phase), written atomically
+                       trainer_state.json (+ optimizer.pt inside a GRPO phase), written atomically, after
+                       the steps checkpoint_due names (and at a phase switch)
     curves.png, drift_hist.png
 
 Per-step metrics describe the policy that produced the step's samples (before the step's update:
@@ -40,8 +41,8 @@ from tqdm import tqdm
 from llm import drift, rundir, schedules, tracking
 from llm.config import TrainConfig, load_config
 from llm.device import resolve_device, resume_device
-from llm.es import ES, check_setup, make_es, select_parameters, vllm_inplace
-from llm.es.options import check_inplace_machine
+from llm.es import ES, check_setup, make_es, select_parameters
+from llm.es.factory import engine_settings
 from llm.grpo import GRPO
 from llm.interrupts import stop_if_requested
 from llm.lemma_measurements import measure_population
@@ -64,7 +65,7 @@ STOP_ENV = "ESCOV_TEST_STOP_AT"  # tests: kill -9 this process at the named poin
 
 def stop_point(name: str) -> None:
     """Kill this process (SIGKILL, as a crash would) when ESCOV_TEST_STOP_AT names this point:
-    "start" (base evaluation and step-0 population written), "step-N" (metrics row N appended, its
+    "start" (base evaluation and step-0 probe written), "step-N" (metrics row N appended, its
     checkpoint not yet written), "checkpoint-N" (checkpoint N written; at a phase switch, before the
     next phase starts), "final-population", "final-eval" (final evaluation done, eval.json not written)."""
     if os.environ.get(STOP_ENV) == name:
@@ -85,14 +86,12 @@ class TrainingRun:
         cfg.device = resolve_device(cfg.device)  # config.json records the resolved device
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
-        self.task = task if task is not None else get_task(cfg.task, **cfg.task_kwargs())
+        self.task = task if task is not None else cfg.make_task()
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
-        # ES in place inside vLLM's workers: the worker extension, prefix caching off (llm/es/vllm_inplace.py)
-        in_place = cfg.population.members == "vllm_inplace" and any(p.algo == "es" for p in self.phases)
-        if in_place:
-            check_inplace_machine(cfg.population)  # before vLLM starts
-        engine_kwargs = vllm_inplace.ENGINE_KWARGS if in_place else {}
+        # what the ES strategy needs of the engine (llm/es/factory.py), checked before the engine starts
+        has_es = any(p.algo == "es" for p in self.phases)
+        engine_kwargs = engine_settings(cfg.es, cfg.population, cfg.distributed()) if has_es else {}
         if cfg.engine == "vllm":
             engine_kwargs = engine_kwargs | {"gpu_memory_utilization": cfg.gpu_memory_utilization}
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed,
@@ -224,11 +223,11 @@ class TrainingRun:
             rundir.append_completions(self.dir, [{"step": step, "source": source, **k} for k in kept])
             self.tracker.log_completions(source, kept, step)
 
-    def record_population(self, step: int, measurement: dict | None = None) -> None:
-        """population.json and the tracker get the population measurement at a step (measured now unless given)."""
-        measurement = self.population(step) if measurement is None else measurement
-        rundir.record_population(self.dir, measurement)
-        self.tracker.log_record("population", measurement, step)
+    def record_probe(self, step: int, measurement: dict | None = None) -> None:
+        """probe.json and the tracker get the Lemma 1 probe at a step (measured now unless given)."""
+        measurement = self.measure_probe(step) if measurement is None else measurement
+        rundir.record_probe(self.dir, measurement)
+        self.tracker.log_record("probe", measurement, step)
 
     def measure(self, label: str, step: int, task: Task, n_problems: int, n: int, ks: tuple[int, ...],
                 seed_label: str, temperature: float | None = None) -> dict:
@@ -245,7 +244,7 @@ class TrainingRun:
         self.tracker.log_record(f"eval/{label}", result, step)
         return result
 
-    def population(self, step: int) -> dict:
+    def measure_probe(self, step: int) -> dict:
         cfg = self.cfg
         center = self.weights()
         try:
@@ -271,11 +270,11 @@ class TrainingRun:
 
 
 def _final_stage(run: TrainingRun) -> None:
-    """After the last step (the engine holds the final weights): population, final and held-out
+    """After the last step (the engine holds the final weights): the probe, final and held-out
     evaluation, update analysis, plots."""
     cfg, last = run.cfg, run.total_steps
-    if not any(m["step"] == last for m in (rundir.read_population(run.dir) or {"measurements": []})["measurements"]):
-        run.record_population(last)
+    if not any(m["step"] == last for m in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]):
+        run.record_probe(last)
     stop_point("final-population")
     stop_if_requested("after the final population measurement, before the final evaluation")
     rundir.keep_completions(run.dir, last, drop_sources=FINAL_SOURCES)  # a resumed final stage measures them again
@@ -327,8 +326,15 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
     for path in other:
         print(f"note: {path} is not a checkpoint (checkpoints/step-N); ignored", file=sys.stderr)
     shapes = {n: p.shape for n, p in run.hf_model.named_parameters()}
+    rows_missing = None
     for step in steps:
         path = rundir.checkpoint_dir(run.dir, step)
+        missing_here = rundir.rows_missing_through(run.dir, step) if step <= run.total_steps else None
+        rows_missing = rows_missing or missing_here  # the newest checkpoint's gap names them all
+        if missing_here:  # an earlier checkpoint re-runs the steps whose rows are lost, exactly
+            print(f"note: {rundir.METRICS} lacks rows up to checkpoint {path.name} ({missing_here}); "
+                  "trying the previous checkpoint", file=sys.stderr)
+            continue
         phase = schedules.phase_at(run.phases, min(step, run.total_steps - 1))
         inside_grpo = phase.algo == "grpo" and step > phase.start and step < run.total_steps
         try:
@@ -342,18 +348,21 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
                   f"{rundir.set_aside(path).name}, trying the previous one", file=sys.stderr)
             continue
         return step, weights, state["elapsed"], optimizer_state
+    if rows_missing:
+        raise RunDirError(f"{run.dir / rundir.METRICS}: {rows_missing}, and no checkpoint precedes them; resuming "
+                          "would leave the run without those rows (start the run again in a new directory)")
     return None
 
 
 # ----------------------------------------------------------------------------- measurements shared by runs
 
-# the settings the base evaluation and the step-0 population measurement depend on (besides the model's weights)
+# the settings the base evaluation and the step-0 probe depend on (besides the model's weights)
 _RUN_KEYS = ("engine", "dtype", "device", "threads", "task", "data", "test_data", "data_split", "data_fields",
              "prompt_style", "reward", "format_reward", "seed", "max_completion_length", "es.inplace_bf16")
 BASE_EVAL_KEYS = _RUN_KEYS + ("eval_problems", "eval_samples", "eval_ks", "eval_temperature", "heldout_task",
                               "heldout_problems", "completions_kept")
-POPULATION_KEYS = _RUN_KEYS + ("probe_prompts", "probe_members", "probe_samples", "probe_center_samples", "temperature",
-                               "es.sigma", "es.param_pattern")
+PROBE_KEYS = _RUN_KEYS + ("probe_prompts", "probe_members", "probe_samples", "probe_center_samples", "temperature",
+                          "es.sigma", "es.param_pattern")
 
 
 def measurement_key(cfg: TrainConfig, keys: tuple[str, ...]) -> str:
@@ -377,7 +386,9 @@ def shared_measurement(shared: Path | None, kind: str, key: str, measure) -> dic
         return json.loads(path.read_text(encoding="utf-8"))
     value = measure()
     path.parent.mkdir(parents=True, exist_ok=True)
-    rundir.write_json(path, value)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}")  # runs of one pool may store the same key at once
+    rundir.write_json(tmp, value)
+    os.replace(tmp, path)
     return value
 
 
@@ -396,27 +407,36 @@ def base_evaluation(run: TrainingRun) -> dict:
     return measured
 
 
+def checkpoint_due(cfg: TrainConfig, step: int, total_steps: int) -> bool:
+    """Whether a checkpoint is written after `step`: every checkpoint_every steps, after each of the first
+    checkpoint_dense steps (early, where Pass@1 moves fast, so llm/curve.py can measure it there), and
+    after the last step."""
+    return step % cfg.checkpoint_every == 0 or step <= cfg.checkpoint_dense or step == total_steps
+
+
 def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True,
           shared: Path | None = None) -> Path:
     """Run (or resume) a training run; returns its directory. Raises NonFiniteError after keeping the last good
-    checkpoint, Interrupted when a signal stopped it (llm/interrupts.py). A folder this call created is removed
-    again when the run fails before its first step is recorded, so a failed start leaves nothing behind.
+    checkpoint, Interrupted when a signal stopped it (llm/interrupts.py), RunDirBusy when another live process
+    writes the directory (its lock, run.lock). A folder this call created is removed again when the run fails
+    before it recorded a step or a checkpoint, so a failed start leaves nothing behind.
 
-    shared: a folder where the base evaluation and the step-0 population measurement are kept by
-    their settings (measurement_key), so that runs from the same base (e.g. ES and GRPO of one seed)
-    measure them once; None: every run measures its own. A given `task` object is not part of the
-    key: pass shared only with the configured task."""
+    shared: a folder where the base evaluation and the step-0 probe are kept by their settings
+    (measurement_key), so that runs from the same base (e.g. ES and GRPO of one seed) measure them
+    once; None: every run measures its own. A given `task` object is not part of the key: pass shared
+    only with the configured task."""
     out = Path(cfg.out)
     check_out_dir(out)
     tracking.check_backend(cfg.report_to)  # a missing backend stops the run before anything starts
-    if not resume and out.exists() and any(out.iterdir()):
+    if not resume and out.exists() and not rundir.is_empty(out):  # checked again inside the lock
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
     created = next((p for p in reversed([out, *out.parents]) if not p.exists()), None)
     try:
         return _train(cfg, task, resume, show_progress, shared)
     except BaseException:
-        if created is not None and created.is_dir() and not (out / rundir.METRICS).exists():
-            shutil.rmtree(created)
+        if created is not None and created.is_dir() and not (out / rundir.METRICS).exists() \
+                and not any((out / rundir.CHECKPOINTS).iterdir() if (out / rundir.CHECKPOINTS).is_dir() else ()):
+            shutil.rmtree(created)  # nothing a resume or the error message could point to
         raise
 
 
@@ -430,6 +450,15 @@ def check_out_dir(out: Path) -> None:
 def _train(cfg: TrainConfig, task: Task | None, resume: bool, show_progress: bool, shared: Path | None) -> Path:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    with rundir.WriterLock(out):
+        return _train_locked(cfg, task, resume, show_progress, shared)
+
+
+def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progress: bool, shared: Path | None) -> Path:
+    """train() inside the run directory's lock."""
+    out = Path(cfg.out)
+    if not resume and not rundir.is_empty(out):
+        raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
     run = TrainingRun(cfg, task, show_progress)
     stop_if_requested("before the base evaluation")
     rundir.write_config(out, cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)})
@@ -451,7 +480,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
     cfg, out = run.cfg, run.dir
     elapsed, optimizer_state = 0.0, None
     if point is None:
-        for f in (rundir.METRICS, rundir.POPULATION, rundir.EVAL, rundir.COMPLETIONS):
+        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS):
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
@@ -464,7 +493,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
     else:
         done, weights, elapsed, optimizer_state = point
         rundir.keep_steps(out, done)
-        rundir.keep_population(out, done)
+        rundir.keep_probe(out, done)
         rundir.keep_completions(out, done)
         rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
@@ -476,9 +505,9 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
     t_start = time.perf_counter() - elapsed
     step = done
     try:
-        if done == 0 and not (out / rundir.POPULATION).exists():
-            run.record_population(0, shared_measurement(shared, "population-0", measurement_key(cfg, POPULATION_KEYS),
-                                                        lambda: run.population(0)))
+        if done == 0 and not rundir.probe_path(out).exists():
+            run.record_probe(0, shared_measurement(shared, "probe-0", measurement_key(cfg, PROBE_KEYS),
+                                                   lambda: run.measure_probe(0)))
         stop_point("start")
         stop_if_requested(f"before step {step + 1}")
         while step < run.total_steps:
@@ -495,9 +524,9 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
             bar.update(1)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", pass1=f"{row['pass_at_1']:.3f}",
                             entropy=f"{row['entropy']:.3f}", drift=f"{row['drift_rel']:.2e}")
-            if cfg.population_every and step % cfg.population_every == 0 and step < run.total_steps:
-                run.record_population(step)
-            if step % cfg.checkpoint_every == 0 or step == run.total_steps:
+            if cfg.probe_every and step % cfg.probe_every == 0 and step < run.total_steps:
+                run.record_probe(step)
+            if checkpoint_due(cfg, step, run.total_steps):
                 run.checkpoint(step, time.perf_counter() - t_start)
             stop_if_requested(f"after step {step} of {run.total_steps}")
     except NonFiniteError as err:
@@ -514,10 +543,15 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
 
 
 def resume(run_dir: str | Path, show_progress: bool = True, device: str | None = None,
-           allow_device_change: bool = False) -> Path:
+           allow_device_change: bool = False, allow_config_change: bool = False) -> Path:
     """Continue a run from its last complete checkpoint (or from the start when it has none), on the device
     config.json recorded unless another is given; a change of device kind (CPU <-> CUDA) needs
-    allow_device_change (llm/device.py)."""
+    allow_device_change (llm/device.py). A setting of config.json edited since the run started is
+    refused unless allow_config_change (then recorded in config_history.jsonl)."""
+    changes = rundir.check_settings_fixed(run_dir, allow_config_change)
+    for name, was, now in changes:
+        print(f"note: {name} changes from {was!r} to {now!r} for the rest of the run (recorded in "
+              f"{rundir.CONFIG_HISTORY})", file=sys.stderr)
     cfg = load_config(run_dir)
     cfg.out = str(run_dir)
     cfg.device = resume_device(cfg.device, device, allow_device_change, f"--resume {run_dir}")

@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     bool_flag = {"nargs": "?", "const": True, "default": False, "metavar": "BOOL", "type": lambda t: _parse_flag(t, "bool")}
     parser.add_argument("--allow_device_change", **bool_flag,
                         help="with --resume: continue on another kind of device (CPU <-> CUDA) than the run started on")
+    parser.add_argument("--allow_config_change", **bool_flag,
+                        help="with --resume: continue with settings edited in config.json since the run started "
+                             "(each change recorded in config_history.jsonl)")
     parser.add_argument("--re_evaluate", **bool_flag,
                         help="with --resume of a finished run: run the final measurements and evaluations again")
     parser.add_argument("--no-progress", "--no_progress", dest="no_progress", action="store_true",
@@ -45,10 +48,10 @@ def run_command(args: argparse.Namespace) -> int:
         given = sorted(set(setting_flags(args)) - {"device"}) + (["config"] if args.config else [])
         if given:
             raise ValueError(f"--resume continues a run with its saved config; do not combine it with {given} "
-                             "(only --device, --allow_device_change and --re_evaluate)")
+                             "(only --device, --allow_device_change, --allow_config_change and --re_evaluate)")
         out = Path(args.resume)
     else:
-        for flag in ("allow_device_change", "re_evaluate"):
+        for flag in ("allow_device_change", "allow_config_change", "re_evaluate"):
             if getattr(args, flag):
                 raise ValueError(f"--{flag} only applies with --resume")
         cfg = config_from_args(args)
@@ -72,6 +75,8 @@ def run_command(args: argparse.Namespace) -> int:
     except NonFiniteError as err:
         print(f"error: {err}", flush=True)
         return 1
+    except OSError as err:  # a write outside llm/rundir.py (a plot): a full disk is one line naming the file
+        raise ValueError(f"{err.filename or out}: cannot be written ({err.strerror or err})") from None
     except Interrupted as err:
         print(resume_hint(out, str(err)), file=sys.stderr, flush=True)
         return err.exit_code
@@ -98,7 +103,8 @@ def _resume(out: Path, args: argparse.Namespace, show_progress: bool) -> bool:
     steps, _ = rundir.checkpoint_steps(out)
     print(f"resuming {out} from {f'checkpoint step-{steps[0]}' if steps else 'the start (no checkpoint yet)'}: "
           + start_line(cfg, resolve=False), flush=True)
-    resume(out, show_progress=show_progress, device=args.device, allow_device_change=args.allow_device_change)
+    resume(out, show_progress=show_progress, device=args.device, allow_device_change=args.allow_device_change,
+           allow_config_change=args.allow_config_change)
     return True
 
 
@@ -135,6 +141,7 @@ def is_finished(run_dir: Path) -> bool:
     steps, _ = rundir.checkpoint_steps(run_dir)
     ev = rundir.read_eval(run_dir) or {}
     return (bool(steps) and steps[0] == total_steps(load_config(run_dir)) and "thresholded" in ev
+            and rundir.rows_missing_through(run_dir, steps[0]) is None  # a lost metrics row is rebuilt by a resume
             and (run_dir / "curves.png").exists() and (run_dir / "drift_hist.png").exists())
 
 

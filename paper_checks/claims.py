@@ -9,8 +9,11 @@ within a factor), or `identity` (true for every input by construction: shown, ne
 evidence). `paper_effect` is the paper's size of the effect in the unit of the real-run check (a
 fraction for Pass@k), printed beside the smallest difference our design can detect.
 
-A claim that a level cannot test has no entry for that level, and the report says so; a level
-whose inputs are missing reports "missing data" for it.
+A claim is one record that every level reads: its statement, its test, where each level checks it
+and the report's plots of it. A claim that a level cannot test has no entry for that level, and the
+report says so; a level whose inputs are missing reports "missing data" for it. A reference that
+names no check (a theory prefix with no item, a simulate id its experiment does not write, a real
+check that does not exist) is a bug of this registry, raised as RegistryError, never "missing data".
 """
 from __future__ import annotations
 
@@ -57,6 +60,11 @@ class Claim:
     simulate: tuple[str, str] | None = None  # (experiment, claim id in its summary)
     real: bool = True                      # a real-run check exists in paper_checks.real_checks
     untestable: str = ""                   # what our miniature cannot test, and why
+    plots: tuple[str, ...] = ()            # keys of paper_checks.plots.PLOTS shown with the real-run verdict
+
+
+class RegistryError(LookupError):
+    """A claim names a check that does not exist: a bug in the registry, not missing data."""
 
 
 def _t2(method: str, model: str = "Qwen2.5-1.5B") -> str:
@@ -80,42 +88,45 @@ _T6 = {m: v[64] - v[8] for m, v in paper.TABLE6_POPULATION.items()}
 CLAIMS: tuple[Claim, ...] = (
     Claim("entropy_collapse", "GRPO raises Pass@1 but its token entropy collapses; ES keeps its entropy",
           "entropy curves (qualitative)", Test("directional", paper_effect="qualitative"),
-          simulate=("entropy_collapse", "entropy_collapse")),
+          simulate=("entropy_collapse", "entropy_collapse"), plots=("entropy",)),
     Claim("grpo_raises_pass1", "GRPO raises Pass@1 over the base",
           f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('GRPO')} (Pass@1/16/32)", Test("directional", paper_effect=_t2_diff("GRPO", "Base")),
           simulate=("entropy_collapse", "grpo_raises_pass1")),
     Claim("es_improves_over_base", "ES improves Pass@1, Pass@16 and Pass@32 over the base",
           f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('ES')}", Test("directional", paper_effect=_t2_diff("ES", "Base")),
-          simulate=("passk_vs_base", "es_improves_over_base")),
-    Claim("es_passk_above_grpo", "ES's Pass@16 and Pass@32 are above GRPO's",
+          simulate=("passk_vs_base", "es_improves_over_base"), plots=("passk_curves",)),
+    Claim("es_passk_above_grpo", "At the end of training, ES's Pass@16 and Pass@32 are above GRPO's",
           "all 3 models of Table 2 on Pass@16 and Pass@32", Test("directional", paper_effect=_t2_diff("ES", "GRPO")),
-          simulate=("entropy_collapse", "es_passk_above_grpo")),
+          simulate=("entropy_collapse", "es_passk_above_grpo"), plots=("passk_curves",)),
     Claim("matched_passk_above_grpo", "At matched Pass@1 (along training), ES's Pass@16 and Pass@32 are above GRPO's",
           "Table 3 and the Pass@1-Pass@32 frontier figures (T = 0.6, 32 samples)",
-          Test("directional", paper_effect=_t2_end("ES", "GRPO"))),
+          Test("directional", paper_effect=_t2_end("ES", "GRPO")),
+          simulate=("entropy_collapse", "matched_passk_above_grpo"), plots=("frontier",)),
     Claim("matched_no_correct", "At matched Pass@1, fewer test prompts have no correct sample under ES than under GRPO",
-          "stated with the coverage figures (no table)", Test("directional", sign=-1, paper_effect="stated, no number")),
+          "stated with the coverage figures (no table)", Test("directional", sign=-1, paper_effect="stated, no number"),
+          plots=("frontier",)),
     Claim("matched_entropy", "At matched Pass@1, ES keeps a higher token entropy than GRPO",
-          "entropy curves (qualitative)", Test("directional", paper_effect="qualitative", unit=1.0)),
+          "entropy curves (qualitative)", Test("directional", paper_effect="qualitative", unit=1.0), plots=("frontier",)),
     Claim("grpo_passk_below_base", "GRPO ends below the base on both Pass@16 and Pass@32",
           f"{paper.GRPO_BELOW_BASE[0]} of {paper.GRPO_BELOW_BASE[1]} task-model comparisons",
           Test("directional", sign=-1, paper_effect=_t2_diff("GRPO", "Base")),
-          simulate=("passk_vs_base", "grpo_passk_below_base"),
+          simulate=("passk_vs_base", "grpo_passk_below_base"), plots=("passk_curves",),
           untestable="the paper counts 6 tasks x 3 models; we have one task and tiny models"),
     Claim("schedules_pareto", "Sequential schedules extend the Pass@1-Pass@32 front; ES->GRPO gives the best Pass@32",
           f"Table 3: ES->GRPO {paper.TABLE3_HARD['ES->GRPO'][2]} Pass@32 (best)",
-          Test("directional", paper_effect=f"{paper.TABLE3_HARD['ES->GRPO'][2] - paper.TABLE3_HARD['ES'][2]:+.1f} pts @32 over the next best")),
+          Test("directional", paper_effect=f"{paper.TABLE3_HARD['ES->GRPO'][2] - paper.TABLE3_HARD['ES'][2]:+.1f} pts @32 over the next best"),
+          plots=("pareto",)),
     Claim("drift_ratio", "ES moves the weights much further than GRPO (relative L2 drift)",
           f"{_DRIFT[0]}x-{_DRIFT[1]}x GRPO's", Test("ratio", paper_range=_DRIFT, paper_effect=f"{_DRIFT[0]}-{_DRIFT[1]}x"),
-          simulate=("drift_sparsity", "drift_ratio")),
+          simulate=("drift_sparsity", "drift_ratio"), plots=("drift_per_layer",)),
     Claim("update_sparsity", "Most non-zero ES update entries are tiny (|delta| <= 1.5e-3), beyond what a random-z null gives",
           f"{min(v['share'][1] for v in paper.TABLE4_DRIFT.values())}%-{max(v['share'][1] for v in paper.TABLE4_DRIFT.values())}% of entries",
           Test("directional", paper_effect="not reported against a null"),
-          simulate=("drift_sparsity", "update_sparsity")),
+          simulate=("drift_sparsity", "update_sparsity"), plots=("update_magnitudes",)),
     Claim("thresholded_pass1", "Keeping only the largest updates (about 78% sparsity) keeps Pass@1",
           f"Pass@1 change {', '.join(f'{v:+.2f}' for v in paper.THRESHOLDED_PASS1_CHANGE)} points",
           Test("equivalence", margin=KEEP_MARGIN, paper_effect=f"{min(paper.THRESHOLDED_PASS1_CHANGE):+.2f} to {max(paper.THRESHOLDED_PASS1_CHANGE):+.2f} pts"),
-          simulate=("drift_sparsity", "thresholded_pass1")),
+          simulate=("drift_sparsity", "thresholded_pass1"), plots=("update_magnitudes",)),
     Claim("no_forgetting", "No broad forgetting on held-out tasks after ES (or GRPO)",
           "held-out Pass@1 change: ES +0.0/+1.4/-0.5, GRPO +0.7/+2.3/+0.9 points",
           Test("directional", threshold=-KEEP_MARGIN, paper_effect="-0.5 to +2.3 pts")),
@@ -131,7 +142,7 @@ CLAIMS: tuple[Claim, ...] = (
           simulate=("ablations", "one_point_vs_two_point")),
     Claim("lemma1", "E[JSpol_N] = (sigma^2/2)(1 - 1/N) tr I_x(theta) + O(sigma^4)", "Lemma 1",
           Test("equivalence", margin=LEMMA1_MARGIN, unit=1.0, paper_effect="ratio 1, exact up to O(sigma^4)"),
-          theory="lemma1/", simulate=("lemmas_along_training", "lemma1")),
+          theory="lemma1/", simulate=("lemmas_along_training", "lemma1"), plots=("js",)),
     Claim("dpi", "0 <= JSsucc_N <= JSpol_N (data processing)", "stated with Lemma 1", Test("identity"), theory="dpi/",
           simulate=("lemmas_along_training", "dpi"), real=False),
     Claim("lemma2", "P_pop = 1 - prod(1 - p_i) >= P_same = 1 - (1 - p_bar)^N", "Lemma 2", Test("identity"),

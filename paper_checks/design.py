@@ -81,6 +81,8 @@ def seeds_by_prompts(values, samples: int, *, n_boot: int = N_BOOT, seed: int = 
     half_s, half_p = (t_quantile(df, 0.5 + LEVEL / 2) * math.sqrt(v) for df, v in ((n_seeds - 1, v_s), (n_prompts - 1, v_p)))
     half = math.hypot(half_s, half_p)
     se = math.sqrt(v_s + v_p)
+    if se == 0.0:  # every value the same: no variance to estimate, the mean is exact
+        return Estimate(mean, mean, mean, 0.0, float("inf"), n_seeds, n_prompts, samples, 0.0)
     df = effective_df(se, half)
     return Estimate(mean, mean - half, mean + half, se, df, n_seeds, n_prompts, samples, detectable(se, df))
 

@@ -7,6 +7,10 @@ rescaled to the z-scored update norm), `es[two-point]`, `es[null]` (random z), `
 (the paper code's in-place bf16 perturbation), `es[rank-4]` (low-rank noise). Evaluating the
 population in one batched generate or on Ray workers gives the same run, so it is no tag. The population-size sweep is told apart by the
 model and N, which are kept beside the variant.
+
+ES settings that carry no tag (sigma, alpha, member_samples, ...) must agree within a row: runs of one
+variant whose untagged settings differ are never pooled. The row keeps the largest group of runs
+with equal settings, and every run left out is named in the report's input problems.
 """
 from __future__ import annotations
 
@@ -22,6 +26,17 @@ from theory.metrics import pass_at_k_counts
 ES_TAGS = (("member_temperature", lambda v: v > 0, "sampled"), ("zscore", lambda v: not v, "no-zscore"),
            ("center_scale", lambda v: v != 1.0, "rescaled"),
            ("antithetic", bool, "two-point"), ("null_control", bool, "null"), ("inplace_bf16", bool, "bf16"))
+
+
+# ES settings that may differ between the runs of one row by design: tagged above, the population size
+# (the sweep, kept beside the variant), and center_scale (the rescaled variant sets it per seed)
+POOLED_ES_SETTINGS = {key for key, _, _ in ES_TAGS} | {"population_size"}
+
+
+def untagged_settings(config: dict) -> tuple:
+    """The ES settings of a run that carry no tag, as (name, value) pairs: equal within one report row."""
+    es = config.get("es", {}) if "es" in str(config.get("algo")) else {}
+    return tuple(sorted((k, repr(v)) for k, v in es.items() if k not in POOLED_ES_SETTINGS))
 
 
 def variant(config: dict) -> str:
@@ -50,7 +65,27 @@ class Evidence:
         if not sweep:
             out = [r for r in out if r.config.get("model") == model
                    and ("es" not in name or r.config.get("es", {}).get("population_size") == n_main)]
-        return sorted(out, key=lambda r: (r.seed or 0, r.name))
+        return sorted(self._one_setting(name, out), key=lambda r: (r.seed or 0, r.name))
+
+    def _one_setting(self, name: str, runs: list[Run]) -> list[Run]:
+        """The runs with the most common untagged ES settings; the others named in `problems`."""
+        groups: dict[tuple, list[Run]] = {}
+        for r in runs:
+            groups.setdefault(untagged_settings(r.config), []).append(r)
+        if len(groups) <= 1:
+            return runs
+        kept_key = max(groups, key=lambda k: (len(groups[k]), k))
+        kept = dict(kept_key)
+        for key, left in groups.items():
+            if key == kept_key:
+                continue
+            differ = ", ".join(f"{k} {v} (row: {kept.get(k, 'unset')})" for k, v in key if kept.get(k) != v)
+            differ += "".join(f", {k} unset (row: {v})" for k, v in kept_key if k not in dict(key))
+            note = (f"{name}: runs {', '.join(sorted(r.name for r in left))} left out of the row: "
+                    f"untagged ES settings differ: {differ}")
+            if note not in self.problems:
+                self.problems.append(note)
+        return groups[kept_key]
 
     def main_model(self) -> str | None:
         """The model most runs start from."""

@@ -5,13 +5,15 @@ theory: every `python -m theory` item whose name starts with the claim's prefix,
 simulate: the experiment's own verdict on the claim with the id the claim names (reproduced -> holds,
 not reproduced -> does not hold, inconclusive / depends on task shape / finding -> inconclusive,
 identity -> identity, never evidence). Simulate decides with the same rules over seeds
-(theory.decisions).
+(theory.decisions). An experiment in the summary without the claim id the registry names is a
+registry bug (RegistryError), not missing data.
 """
 from __future__ import annotations
 
-from paper_checks.claims import Claim
+from paper_checks.claims import Claim, RegistryError
 from paper_checks.evidence import Evidence
 from paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, Verdict
+from theory.checks import GROUPS
 
 SIMULATE_STATUS = {"reproduced": HOLDS, "not reproduced": FAILS, "inconclusive": INCONCLUSIVE,
                    "depends on task shape": INCONCLUSIVE, "finding": INCONCLUSIVE, "identity": IDENTITY}
@@ -20,6 +22,9 @@ SIMULATE_STATUS = {"reproduced": HOLDS, "not reproduced": FAILS, "inconclusive":
 def theory_verdict(claim: Claim, ev: Evidence) -> Verdict:
     if claim.theory is None:
         return Verdict(claim.id, NOT_TESTABLE, "n/a", note="an empirical claim: the toy theory says nothing about it")
+    if claim.theory.rstrip("/") not in GROUPS:
+        raise RegistryError(f"claim {claim.id!r} reads theory checks {claim.theory}*, but theory has no such group "
+                            f"(groups: {list(GROUPS)})")
     if ev.theory is None:
         return Verdict(claim.id, MISSING, "n/a", note="no theory results (python -m theory --json)")
     items = [i for i in ev.theory if i["name"].startswith(claim.theory) and not i.get("regime")]
@@ -43,7 +48,8 @@ def simulate_verdict(claim: Claim, ev: Evidence) -> Verdict:
         return Verdict(claim.id, MISSING, "n/a", note=f"simulate experiment {experiment} missing from the summary")
     matches = [c for c in summary.get("claims", []) if c.get("id") == claim_id]
     if not matches:
-        return Verdict(claim.id, MISSING, "n/a", note=f"{experiment} has no claim with id {claim_id!r}")
+        raise RegistryError(f"claim {claim.id!r} reads simulate's {experiment}/{claim_id}, which {experiment} does not "
+                            f"write (its claims: {[c.get('id') for c in summary.get('claims', [])]})")
     c = matches[0]
     return Verdict(claim.id, SIMULATE_STATUS.get(c["verdict"], INCONCLUSIVE), f'{c["claim"]}: {c["why"]}'[:500],
                    evidence={"verdict": c["verdict"]}, plots=[summary["plot"]] if summary.get("plot") else [],

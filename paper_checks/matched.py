@@ -1,34 +1,42 @@
-"""Two methods compared at matched Pass@1: along each run's curve (llm/curve.py), not at its end.
+"""Two methods compared at matched Pass@1: along each run's curve (llm/curve.py), where it was measured.
 
 Each run has curve points t = 0 (the base), ..., T with a mean sampled Pass@1 m_t over the shared
 test prompts and, per prompt p, a metric y_t[p] (Pass@32, Pass@16 from the correct counts; or the
-no-correct indicator, correct count == 0). For a Pass@1 level L the run is read where its curve
-first reaches L, interpolated linearly between the two points around it:
+no-correct indicator, correct count == 0). Every run is read the one way theory.matched defines:
+the common range of all runs of both methods, its interior levels, each run read at its first
+crossing of a level by linear interpolation between the two measured points around it.
 
-    t* : first segment with L between m_t and m_{t+1};  w = (L - m_t) / (m_{t+1} - m_t)
-    y(L)[p] = (1 - w) y_t[p] + w y_{t+1}[p]
+Support rule: a level is compared only where every run of both methods supports it, i.e. the
+segment it is read from spans at most RESOLUTION of Pass@1. A level inside a wider gap is left out:
+there the straight line is a chord, below a concave frontier, and the method measured more sparsely
+reads low. With no supported level the comparison is not testable here, and the reason gives each
+method's count of measured points inside the range.
 
-The levels compared are those every run of both methods reaches: the common range
-[max over runs of min_t m_t, min over runs of max_t m_t], at MATCHED_LEVELS evenly spaced interior levels (theory.matched)
-(its ends excluded: at the lower end two methods on one seed often sit on the same base
-measurement, a difference of exactly zero by construction). The per-(seed, prompt) value is
-the mean over levels of y_A(L)[p] - y_B(L)[p], runs paired by seed, and its interval comes from
-paper_checks.design.seeds_by_prompts (seeds and shared prompts, with its power line). One number
-per claim, so testing several levels is not a multiple comparison. When the common range is
-narrower than MIN_RANGE there is nothing to compare: the comparison is None and the reason is
-returned, with how far each method's Pass@1 moved.
+Estimate: the per-(seed, prompt) value is the mean over the compared levels of y_A(L)[p] - y_B(L)[p],
+runs paired by seed; its interval comes from paper_checks.design.seeds_by_prompts. One number per
+claim, so testing several levels is not a multiple comparison.
+
+Bias control, beside every difference: the method with more measured points in the range (over its
+runs) is thinned to the other's layout (per seed, for each point of the other run, its own point
+nearest in Pass@1; its lowest, highest, first and last points kept) and read against itself at the
+same levels. Its mean, signed as a shift of A - B (full - thinned when A is the dense one, thinned -
+full when B is), is the interpolation bias the sparser layout can produce on these data.
+
+When the common range is narrower than MIN_RANGE there is nothing to compare and the reason says
+how far each method's Pass@1 moved.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from paper_checks.design import Estimate, seeds_by_prompts
-from theory.matched import interior_levels
+from theory.matched import RESOLUTION, compared_levels, differences_at, points_in_range
 from theory.metrics import pass_at_k_counts
 
 MIN_RANGE = 0.02    # the common Pass@1 range must span at least 2 points
+NO_PAIRS = "no runs of both methods on the same seeds and prompts"
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,12 @@ class Curve:
             return np.stack([pass_at_k_counts(self.n, row, k) for row in self.counts])
         raise ValueError(f"metric must be pass@K or no_correct, got {name!r}")
 
+    def subset(self, keep) -> "Curve":
+        """The curve measured only at the points `keep` (indices, training order kept)."""
+        idx = np.array(sorted(set(int(i) for i in keep)))
+        return replace(self, steps=self.steps[idx], pass1=self.pass1[idx], counts=self.counts[idx],
+                       entropy=self.entropy[idx], greedy=self.greedy[idx])
+
 
 def curve_of(points: list[dict], seed: int) -> Curve | None:
     """A Curve from curve.json points (None unless there are >= 2 points on the same prompts)."""
@@ -68,24 +82,6 @@ def curve_of(points: list[dict], seed: int) -> Curve | None:
                  greedy=np.array([pt["greedy"]["pass_at_k"]["1"] for pt in points]), ids=ids)
 
 
-def at_level(pass1: np.ndarray, values: np.ndarray, level: float) -> np.ndarray | None:
-    """values (T, ...) read where the curve pass1 (T,) first reaches `level`, linearly interpolated
-    between its two neighbouring points; None when the curve never reaches it."""
-    for t in range(len(pass1) - 1):
-        a, b = pass1[t], pass1[t + 1]
-        if min(a, b) <= level <= max(a, b):
-            w = 0.0 if a == b else (level - a) / (b - a)
-            return (1 - w) * values[t] + w * values[t + 1]
-    if len(pass1) == 1 and pass1[0] == level:
-        return values[0]
-    return None
-
-
-def common_range(curves: list[Curve]) -> tuple[float, float]:
-    """[max of the curves' minimum Pass@1, min of their maximum]: the Pass@1 levels every curve reaches."""
-    return float(max(c.pass1.min() for c in curves)), float(min(c.pass1.max() for c in curves))
-
-
 def paired(a: list[Curve], b: list[Curve]) -> list[tuple[Curve, Curve]]:
     """Curves of two methods paired by seed, on the same prompts."""
     by_seed = {c.seed: c for c in b}
@@ -93,41 +89,93 @@ def paired(a: list[Curve], b: list[Curve]) -> list[tuple[Curve, Curve]]:
     return [(ca, cb) for ca, cb in pairs if ca.ids == cb.ids == pairs[0][0].ids]
 
 
-def matched_difference(a: list[Curve], b: list[Curve], metric: str) -> tuple[Estimate | None, dict]:
-    """Mean over the common Pass@1 levels of a - b in `metric`, per (seed, prompt), with its interval;
-    (None, info) when fewer than 2 pairs or the common range is under MIN_RANGE. info: the range,
-    the levels and each method's Pass@1 movement (max - start, mean over seeds)."""
-    pairs = paired(a, b)
-    info: dict = {"pairs": len(pairs)}
-    if not pairs:
-        return None, info | {"reason": "no runs of both methods on the same seeds and prompts"}
+def thinned(dense: Curve, layout_pass1) -> Curve:
+    """`dense` kept only at its points nearest in Pass@1 to each level of `layout_pass1`, plus its first,
+    last, lowest and highest points (so it spans the same Pass@1 range)."""
+    m = dense.pass1
+    keep = {0, len(m) - 1, int(np.argmin(m)), int(np.argmax(m))}
+    keep |= {int(np.argmin(np.abs(m - level))) for level in np.asarray(layout_pass1, dtype=float)}
+    return dense.subset(keep)
+
+
+def _layout(pairs: list[tuple[Curve, Curve]], resolution: float) -> dict:
+    """Range, levels, which levels every run supports, and each method's measured points in the range."""
     curves = [c for pair in pairs for c in pair]
-    lo, hi = common_range(curves)
-    info |= {"range": [lo, hi], "moved_a": float(np.mean([ca.pass1.max() - ca.pass1[0] for ca, _ in pairs])),
-             "moved_b": float(np.mean([cb.pass1.max() - cb.pass1[0] for _, cb in pairs]))}
+    lo, hi, levels, kept = compared_levels([c.pass1 for c in curves], resolution)
+    return {"pairs": len(pairs), "range": [lo, hi], "resolution": resolution,
+            "moved_a": float(np.mean([ca.pass1.max() - ca.pass1[0] for ca, _ in pairs])),
+            "moved_b": float(np.mean([cb.pass1.max() - cb.pass1[0] for _, cb in pairs])),
+            "points_in_range_a": [points_in_range(ca.pass1, lo, hi) for ca, _ in pairs],
+            "points_in_range_b": [points_in_range(cb.pass1, lo, hi) for _, cb in pairs],
+            "levels": levels.tolist(), "supported": kept.tolist(), "compared_levels": levels[kept].tolist()}
+
+
+def _not_compared(info: dict, names: tuple[str, str]) -> str | None:
+    """Why nothing is compared (None when some level is)."""
+    lo, hi = info["range"]
     if hi - lo < MIN_RANGE:
-        return None, info | {"reason": f"the Pass@1 range every run reaches is {100 * max(hi - lo, 0):.1f} pts wide "
-                                       f"(under {100 * MIN_RANGE:g}): nothing to compare at matched Pass@1"}
-    levels = interior_levels(lo, hi)
-    rows, per_level = [], []
-    for ca, cb in pairs:
-        ya, yb = ca.metric(metric), cb.metric(metric)
-        diffs = np.stack([at_level(ca.pass1, ya, L) - at_level(cb.pass1, yb, L) for L in levels])
-        rows.append(diffs.mean(0))
-        per_level.append(diffs.mean(1))
-    info |= {"levels": levels.tolist(), "per_level_mean": np.mean(per_level, axis=0).tolist()}
-    return seeds_by_prompts(np.stack(rows), pairs[0][0].n), info
+        return (f"the Pass@1 range every run reaches is {100 * max(hi - lo, 0):.1f} pts wide (under {100 * MIN_RANGE:g}): "
+                f"nothing to compare at matched Pass@1")
+    if not info["compared_levels"]:
+        return (f"not testable here: too few measured points in the range {100 * lo:.1f}-{100 * hi:.1f} pts (no level has "
+                f"measured points within {100 * info['resolution']:g} pts on both sides in every run); measured points "
+                f"in the range per run: {names[0]} {info['points_in_range_a']}, {names[1]} {info['points_in_range_b']}")
+    return None
 
 
-def matched_seed_values(a: list[Curve], b: list[Curve], field: str) -> tuple[list[float] | None, dict]:
-    """Per seed, the mean over the common levels of a - b in a per-run series (`entropy`, `greedy`)."""
+def _bias(pairs, values_of, levels, lo: float, hi: float) -> tuple[str, np.ndarray]:
+    """('a' or 'b': the method with more measured points in [lo, hi], thinned; per pair the (levels, ...)
+    shift of a - b its thinning produces)."""
+    count = lambda side: sum(points_in_range(pair[side].pass1, lo, hi) for pair in pairs)
+    side = 0 if count(0) >= count(1) else 1
+    shifts = []
+    for pair in pairs:
+        dense, other = pair[side], pair[1 - side]
+        thin = thinned(dense, other.pass1)
+        d = differences_at(levels, dense.pass1, values_of(dense), thin.pass1, values_of(thin))
+        shifts.append(d if side == 0 else -d)
+    return "ab"[side], np.stack(shifts)
+
+
+def matched_difference(a: list[Curve], b: list[Curve], metric: str, *, resolution: float = RESOLUTION,
+                       names: tuple[str, str] = ("A", "B")) -> tuple[Estimate | None, dict]:
+    """Mean over the supported common Pass@1 levels of a - b in `metric`, per (seed, prompt), with its
+    interval; (None, info with "reason") when nothing can be compared. info also holds the range, the
+    levels, which are supported, each method's measured points in range per run, the per-level mean
+    difference and the bias control ("bias": the method thinned and its Estimate)."""
     pairs = paired(a, b)
     if not pairs:
-        return None, {"reason": "no runs of both methods on the same seeds and prompts"}
-    lo, hi = common_range([c for pair in pairs for c in pair])
-    if hi - lo < MIN_RANGE:
-        return None, {"range": [lo, hi], "reason": "common Pass@1 range under MIN_RANGE"}
-    levels = interior_levels(lo, hi)
-    values = [float(np.mean([at_level(ca.pass1, getattr(ca, field), L) - at_level(cb.pass1, getattr(cb, field), L)
-                             for L in levels])) for ca, cb in pairs]
-    return values, {"range": [lo, hi], "levels": levels.tolist()}
+        return None, {"pairs": 0, "reason": NO_PAIRS}
+    info = _layout(pairs, resolution)
+    reason = _not_compared(info, names)
+    if reason is not None:
+        return None, info | {"reason": reason, "not_testable": reason.startswith("not testable")}
+    levels = np.array(info["compared_levels"])
+    diffs = np.stack([differences_at(levels, ca.pass1, ca.metric(metric), cb.pass1, cb.metric(metric)) for ca, cb in pairs])
+    side, shifts = _bias(pairs, lambda c: c.metric(metric), levels, *info["range"])
+    n = pairs[0][0].n
+    bias = seeds_by_prompts(shifts.mean(1), n)
+    info |= {"per_level_mean": diffs.mean(axis=(0, 2)).tolist(),
+             "bias": {"thinned": names["ab".index(side)], "to_layout_of": names[1 - "ab".index(side)],
+                      "per_level_mean": shifts.mean(axis=(0, 2)).tolist(), "estimate": bias.to_json()}}
+    return seeds_by_prompts(diffs.mean(1), n), info
+
+
+def matched_seed_values(a: list[Curve], b: list[Curve], field: str, *, resolution: float = RESOLUTION,
+                        names: tuple[str, str] = ("A", "B")) -> tuple[list[float] | None, dict]:
+    """Per seed, the mean over the supported common levels of a - b in a per-run series (`entropy`,
+    `greedy`), with the same range, support rule and bias control (info["bias"]["per_seed"])."""
+    pairs = paired(a, b)
+    if not pairs:
+        return None, {"pairs": 0, "reason": NO_PAIRS}
+    info = _layout(pairs, resolution)
+    reason = _not_compared(info, names)
+    if reason is not None:
+        return None, info | {"reason": reason, "not_testable": reason.startswith("not testable")}
+    levels = np.array(info["compared_levels"])
+    values = [float(differences_at(levels, ca.pass1, getattr(ca, field), cb.pass1, getattr(cb, field)).mean())
+              for ca, cb in pairs]
+    side, shifts = _bias(pairs, lambda c: getattr(c, field), levels, *info["range"])
+    info["bias"] = {"thinned": names["ab".index(side)], "to_layout_of": names[1 - "ab".index(side)],
+                    "per_seed": shifts.mean(1).tolist()}
+    return values, info

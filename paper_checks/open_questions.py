@@ -9,7 +9,7 @@ import numpy as np
 
 from paper_checks.evidence import Evidence, eval_of
 from paper_checks.matched import matched_difference
-from paper_checks.real_checks import (LEMMA1_MAX_S, SPARSITY_TAU, analytic_tiny_share, curves_of, diff_between, final_drift,
+from paper_checks.real_checks import (KS, LEMMA1_MAX_S, SPARSITY_TAU, analytic_tiny_share, curves_of, diff_between, final_drift,
                                       update_analysis_of)
 from paper_checks.verdict import fmt_interval
 
@@ -38,15 +38,19 @@ def mechanism(ev: Evidence) -> dict:
         return {"answer": ("no greedy-vs-sampled real runs; simulate: " + why[0]) if why else "no data", "table": rows}
     answer = (f"greedy minus sampled member rollouts at the end ({d1.design}; each sampled member draws its own "
               f"rollout seed): Pass@1 {fmt_interval(d1.mean, d1.lo, d1.hi)}, Pass@32 {fmt_interval(d32.mean, d32.lo, d32.hi)}")
-    matched, info = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("es[sampled]")), "pass@32")
+    matched, info = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("es[sampled]")), "pass@32",
+                                       names=("greedy", "sampled"))
     if matched is not None:
-        answer += (f"; at matched Pass@1 ({100 * info['range'][0]:.1f}-{100 * info['range'][1]:.1f} pts): Pass@32 "
-                   f"{fmt_interval(matched.mean, matched.lo, matched.hi)}")
+        bias = info["bias"]["estimate"]
+        answer += (f"; at matched Pass@1 ({100 * info['range'][0]:.1f}-{100 * info['range'][1]:.1f} pts, measured points "
+                   f"in the range per run: greedy {info['points_in_range_a']}, sampled {info['points_in_range_b']}): Pass@32 "
+                   f"{fmt_interval(matched.mean, matched.lo, matched.hi)} (bias control, {info['bias']['thinned']} thinned "
+                   f"to {info['bias']['to_layout_of']}'s layout: {fmt_interval(bias['mean'], bias['lo'], bias['hi'])})")
     elif "reason" in info:
         answer += f"; at matched Pass@1: {info['reason']}"
     for name in ("es", "es[sampled]"):  # population diversity along training: JSpol and tr I at each measurement
         for run in ev.by_variant(name):
-            for m in (run.population or {}).get("measurements", []):
+            for m in (run.probe or {}).get("measurements", []):
                 rows.append({"method": name, "seed": run.seed, "step": m["step"], "jspol": m["jspol"]["mean"],
                              "fisher_trace": m["fisher_trace"]["mean"]})
     return {"answer": answer, "table": rows}
@@ -68,7 +72,11 @@ def zero_success(ev: Evidence) -> dict:
         return {"answer": "no runs with per-problem evaluations", "table": rows}
     parts = [f"{r['method']} {r['zero_share_base']:.0%} -> {r['zero_share_final']:.0%}" for r in rows
              if r["zero_share_base"] is not None]
-    return {"answer": "prompts with 0 of n correct: " + ", ".join(parts), "table": rows}
+    samples = {int(eval_of(r, "final")["n"]) for name in METHODS[1:] for r in ev.by_variant(name) if eval_of(r, "final")}
+    same = [n for n in samples if n <= max(KS)]
+    note = (f" (with {same[0]} samples per prompt this share is 1 - Pass@{same[0]}: the same measurement as Pass@{same[0]}, "
+            f"not a second one)" if same else "")
+    return {"answer": "prompts with 0 of n correct: " + ", ".join(parts) + note, "table": rows}
 
 
 def null_controls(ev: Evidence) -> dict:
@@ -105,7 +113,7 @@ def lemma1_validity(ev: Evidence) -> dict:
     """Measured s = E KL(pi_{theta + sigma eps} || pi_theta) against (sigma^2/2) tr I, at each sigma measured."""
     rows = []
     for run in ev.by_variant("es"):  # the main ES runs only (not es-grpo, grpo-es or the ES variants)
-        for m in (run.population or {}).get("measurements", []):
+        for m in (run.probe or {}).get("measurements", []):
             rows.append({"run": run.name, "step": m["step"], "sigma": m["sigma"], "members": m["members"],
                          "s_measured": m["validity"]["measured"]["mean"], "s_predicted": m["validity"]["predicted"],
                          "jspol": m["jspol"]["mean"], "lemma1_prediction": m["lemma1_prediction"]})

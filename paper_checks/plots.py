@@ -142,7 +142,7 @@ def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) ->
     populations, and per grid point (its mean over independent draws)."""
     pts = []
     for run in ev.runs:
-        for m in (run.population or {}).get("measurements", []):
+        for m in (run.probe or {}).get("measurements", []):
             pts += [(r["lemma1_prediction"], r["jspol"], m["sigma"]) for r in m.get("per_prompt", [])
                     if r["lemma1_prediction"] > 0 and r["jspol"] > 0]
     for g in grid or []:

@@ -26,7 +26,8 @@ from paper_checks.design import Estimate, seed_level, seeds_by_prompts
 from paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
 from paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
 from paper_checks.rundir import Run
-from paper_checks.verdict import IDENTITY, INCONCLUSIVE, MISSING, Verdict, combine, decide, fmt_interval
+from paper_checks.verdict import (IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, combine, decide,
+                                  fmt_interval)
 from theory.decisions import over_seeds, welch
 from theory.paper_constants import LEMMA1_S_LIMIT
 
@@ -184,49 +185,75 @@ def curves_of(runs: list[Run]) -> list[Curve]:
 
 
 def _matched_missing(claim_id: str, info: dict) -> Verdict:
+    """No comparison: not testable (no supported level), inconclusive (no common range), or missing runs."""
+    status = NOT_TESTABLE if info.get("not_testable") else INCONCLUSIVE if "range" in info else MISSING
     moved = (f"; Pass@1 moved ES {100 * info['moved_a']:+.1f} pts, GRPO {100 * info['moved_b']:+.1f} pts"
              if "moved_a" in info else "")
-    return Verdict(claim_id, INCONCLUSIVE if "range" in info else MISSING, "n/a", evidence=info,
-                   note=info.get("reason", "") + moved, test=BY_ID[claim_id].test.describe())
+    return Verdict(claim_id, status, "n/a", evidence={"matched": info}, note=info.get("reason", "") + moved,
+                   test=BY_ID[claim_id].test.describe())
 
 
 def _range_note(info: dict) -> str:
     lo, hi = info["range"]
-    return (f"mean over {len(info['levels'])} Pass@1 levels in the common range {100 * lo:.1f}-{100 * hi:.1f} pts "
-            f"(ES moved {100 * info['moved_a']:+.1f}, GRPO {100 * info['moved_b']:+.1f} pts)")
+    dropped = len(info["levels"]) - len(info["compared_levels"])
+    return (f"mean over {len(info['compared_levels'])} Pass@1 levels in the common range {100 * lo:.1f}-{100 * hi:.1f} pts"
+            + (f" ({dropped} left out: a measured gap wider than {100 * info['resolution']:g} pts)" if dropped else "")
+            + f"; measured points in the range per run: ES {info['points_in_range_a']}, GRPO {info['points_in_range_b']}"
+            f"; Pass@1 moved ES {100 * info['moved_a']:+.1f}, GRPO {100 * info['moved_b']:+.1f} pts")
+
+
+def _bias_text(info: dict, scale: float = 100.0, unit: str = " pts") -> str:
+    b = info["bias"]
+    e = b["estimate"]
+    return (f" (bias control, {b['thinned']} thinned to {b['to_layout_of']}'s layout against itself: "
+            f"{fmt_interval(e['mean'], e['lo'], e['hi'], scale, unit)})")
 
 
 def matched_passk_above_grpo(ev: Evidence) -> Verdict:
     es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
-    parts, info = [], {}
+    parts, infos = [], {}
     for k in (16, 32):
-        d, info = matched_difference(es, grpo, f"pass@{k}")
+        d, info = matched_difference(es, grpo, f"pass@{k}", names=("ES", "GRPO"))
         if d is None:
             return _matched_missing("matched_passk_above_grpo", info)
         parts.append((f"ES - GRPO @{k} at matched Pass@1", d))
-    return _verdict("matched_passk_above_grpo", parts, note=_range_note(info), evidence={"matched": info})
+        infos[f"pass@{k}"] = info
+    v = _verdict("matched_passk_above_grpo", parts, note=_range_note(info), evidence={"matched": infos})
+    v.ours = "; ".join(f"{label} {fmt_interval(e.mean, e.lo, e.hi)}{_bias_text(infos[f'pass@{k}'])}"
+                       for (label, e), k in zip(parts, (16, 32)))
+    return v
 
 
 def matched_no_correct(ev: Evidence) -> Verdict:
-    d, info = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "no_correct")
+    es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
+    d, info = matched_difference(es, grpo, "no_correct", names=("ES", "GRPO"))
     if d is None:
         return _matched_missing("matched_no_correct", info)
-    note = _range_note(info)
-    if d.samples == max(KS):  # unbiased Pass@n from n samples is 1 exactly when a prompt has a correct sample
-        note += (f"; with {d.samples} samples per prompt the no-correct share is 1 - Pass@{d.samples}: the same "
-                 f"measurement as matched_passk_above_grpo @{d.samples}, not separate evidence")
-    return _verdict("matched_no_correct", [("ES - GRPO no-correct share at matched Pass@1", d)], note=note,
-                    evidence={"matched": info})
+    if d.samples <= max(KS):  # unbiased Pass@n from n samples is 1 exactly when a prompt has a correct sample
+        return Verdict("matched_no_correct", NOT_TESTABLE, "n/a", evidence={"matched": info},
+                       test=BY_ID["matched_no_correct"].test.describe(), design=d.design,
+                       note=(f"with {d.samples} samples per prompt the no-correct share is exactly 1 - Pass@{d.samples}: "
+                             f"the same measurement as matched_passk_above_grpo @{d.samples}, not a second result; "
+                             f"it needs curves measured with more than {max(KS)} samples per prompt"))
+    v = _verdict("matched_no_correct", [("ES - GRPO no-correct share at matched Pass@1", d)], note=_range_note(info),
+                 evidence={"matched": info})
+    v.ours += _bias_text(info)
+    return v
 
 
 def matched_entropy(ev: Evidence) -> Verdict:
-    values, info = matched_seed_values(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "entropy")
+    values, info = matched_seed_values(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "entropy",
+                                       names=("ES", "GRPO"))
     if values is None:
         return _matched_missing("matched_entropy", info)
     est = seed_level(over_seeds(values))
-    return _verdict("matched_entropy", [("ES - GRPO token entropy at matched Pass@1 (nats)", est)], scale=1.0, unit="",
-                    evidence={"per_seed": values, "matched": info},
-                    note="per seed, mean over the common Pass@1 levels; an interval over seeds")
+    bias = seed_level(over_seeds(info["bias"]["per_seed"]))
+    info["bias"]["estimate"] = bias.to_json()
+    v = _verdict("matched_entropy", [("ES - GRPO token entropy at matched Pass@1 (nats)", est)], scale=1.0, unit="",
+                 evidence={"per_seed": values, "matched": info},
+                 note="per seed, mean over the compared Pass@1 levels; an interval over seeds; " + _range_note(info))
+    v.ours += _bias_text(info, 1.0, "")
+    return v
 
 
 # ----------------------------------------------------------------------------- per-run numbers
@@ -407,20 +434,21 @@ def lemma1_real(ev: Evidence) -> Verdict:
     regime; the sigma x N grid with independent draws per point is the fuller test."""
     ratios, s_values = [], []
     for run in ev.by_variant("es"):
-        ms = [m for m in (run.population or {}).get("measurements", []) if m.get("lemma1_prediction")]
+        ms = [m for m in (run.probe or {}).get("measurements", []) if m.get("lemma1_prediction")]
         if ms:
             ratios.append(float(np.mean([m["jspol"]["mean"] / m["lemma1_prediction"] for m in ms])))
             s_values.extend(m["validity"]["measured"]["mean"] for m in ms)
     if not ratios:
-        return _missing("lemma1", "population.json with jspol and lemma1_prediction")
+        return _missing("lemma1", "probe.json with jspol and lemma1_prediction")
     est = seed_level(over_seeds(np.array(ratios) - 1.0))
     s_median = float(np.median(s_values))
     v = _verdict("lemma1", [("JSpol / prediction - 1", est)], scale=1.0, unit="",
                  evidence={"ratios": ratios, "s": s_values}, note=f"s = {s_median:.2g}; holds when the whole interval lies within +-{LEMMA1_MARGIN}")
     if s_median > LEMMA1_MAX_S:
-        v.status = INCONCLUSIVE
-        v.note = (f"s = {s_median:.2g} > {LEMMA1_MAX_S}: the runs' sigma puts the population outside Lemma 1's "
-                  "small-s regime, so no decision here; see the sigma x N grid")
+        v.status = OUTSIDE_REGIME
+        v.ours = f"s = {s_median:.2g} > {LEMMA1_MAX_S}; " + v.ours
+        v.note = (f"measured s = {s_median:.2g} (median over the runs' population measurements) is above the lemma's "
+                  f"regime s <= {LEMMA1_MAX_S}: the ratio is shown, not decided; see the sigma x N grid")
     return v
 
 
@@ -428,11 +456,11 @@ def lemma2_real(ev: Evidence) -> Verdict:
     """P_pop - P_same on the measured member success rates: >= 0 for every p by Maclaurin's inequality."""
     gaps = []
     for run in ev.by_variant("es"):
-        ms = (run.population or {}).get("measurements") or []
+        ms = (run.probe or {}).get("measurements") or []
         if ms and "lemma2" in ms[-1]:
             gaps.extend(np.array(ms[-1]["lemma2"]["distinct_members_pass"]) - np.array(ms[-1]["lemma2"]["same_policy_pass"]))
     if not gaps:
-        return _missing("lemma2", "population.json with lemma2 estimates")
+        return _missing("lemma2", "probe.json with lemma2 estimates")
     gaps = np.array(gaps)
     return Verdict("lemma2", IDENTITY, f"P_pop - P_same: min {gaps.min():.3g}, mean {gaps.mean():.3g}",
                    evidence={"gaps": gaps.tolist()}, test=BY_ID["lemma2"].test.describe(),

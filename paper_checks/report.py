@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from llm.rundir import dumps
-from paper_checks.claims import CLAIMS, OPEN_QUESTIONS
+from paper_checks.claims import CLAIMS, OPEN_QUESTIONS, RegistryError
 from paper_checks.evidence import Evidence, load_simulate_summary, load_theory_json, variant
 from paper_checks.lemma_grid import summarize_grid
 from paper_checks.level_checks import simulate_verdict, theory_verdict
@@ -25,14 +25,6 @@ from paper_checks.plots import PLOTS
 from paper_checks.real_checks import REAL_CHECKS
 from paper_checks.rundir import RunDirError, load_runs
 from paper_checks.verdict import MISSING, NOT_TESTABLE, Verdict
-
-CLAIM_PLOTS = {"entropy_collapse": ["entropy"], "es_improves_over_base": ["passk_curves"],
-               "es_passk_above_grpo": ["passk_curves"], "grpo_passk_below_base": ["passk_curves"],
-               "schedules_pareto": ["pareto"], "drift_ratio": ["drift_per_layer"],
-               "update_sparsity": ["update_magnitudes"], "thresholded_pass1": ["update_magnitudes"],
-               "lemma1": ["js"], "matched_passk_above_grpo": ["frontier"], "matched_no_correct": ["frontier"],
-               "matched_entropy": ["frontier"]}
-
 
 # the Pass@k values each end-of-training claim reads from the runs' evaluations (eval.json; llm train's eval_ks)
 PASS_AT_K_NEEDED = {"es_improves_over_base": (1, 16, 32), "grpo_raises_pass1": (1,), "grpo_passk_below_base": (16, 32),
@@ -53,13 +45,16 @@ def needs_ks_note(ks: list[int]) -> str:
 def real_verdict(claim, ev: Evidence) -> Verdict:
     if not claim.real:
         return Verdict(claim.id, NOT_TESTABLE, "n/a", note="checked exactly by theory and along training by simulate")
+    check = REAL_CHECKS.get(claim.id)
+    if check is None:
+        raise RegistryError(f"claim {claim.id!r} says a real-run check exists, but paper_checks.real_checks has none")
     if not ev.runs:
         return Verdict(claim.id, MISSING, "n/a", note="no run directories given")
     missing = ks_missing(ev, PASS_AT_K_NEEDED.get(claim.id, ()))
     if missing:
         return Verdict(claim.id, MISSING, "n/a", note=needs_ks_note(missing))
     try:
-        return REAL_CHECKS[claim.id](ev)
+        return check(ev)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:  # a partial run: mark, do not crash
         return Verdict(claim.id, MISSING, "n/a", note=f"run data incomplete for this check: {type(err).__name__}: {err}")
 
@@ -137,7 +132,7 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
     claims = []
     for c in CLAIMS:
         levels = {"theory": theory_verdict(c, ev), "simulate": simulate_verdict(c, ev), "real": real_verdict(c, ev)}
-        levels["real"].plots = [plots[k] for k in CLAIM_PLOTS.get(c.id, []) if k in plots]
+        levels["real"].plots = [plots[k] for k in c.plots if k in plots]
         if simulate_summary is not None:  # simulate plots sit beside its summary.json
             levels["simulate"].plots = [os.path.relpath(Path(simulate_summary).parent / p, out) for p in levels["simulate"].plots]
         claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.test.describe(), "untestable": c.untestable,
@@ -188,11 +183,7 @@ def render_markdown(report: dict) -> str:
     lines += ["", "## Open questions", ""]
     for q in report["open_questions"]:
         lines += [f"### {q['question']}", "", q["answer"], ""]
-        if q["table"]:
-            keys = list(q["table"][0])
-            lines += ["| " + " | ".join(keys) + " |", "| " + " | ".join("---" for _ in keys) + " |"]
-            lines += ["| " + " | ".join(_fmt(row.get(k)) for k in keys) + " |" for row in q["table"][:40]]
-            lines.append("")
+        lines += render_tables(q["table"])
     if report["lemma_grid"]:
         lines += ["## Lemma 1 on the real model over a grid of sigma and N", "",
                   "Each point: independent populations (own noise seed per point and draw); the ratio's interval is "
@@ -226,6 +217,20 @@ def render_markdown(report: dict) -> str:
             lines.append(f"\n![{plot}]({plot})")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def render_tables(rows: list[dict]) -> list[str]:
+    """Markdown tables of rows: rows with the same fields form one table (in order of first appearance),
+    rows with other fields their own table; every row is shown."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row), []).append(row)
+    lines = []
+    for keys, group in groups.items():
+        lines += ["| " + " | ".join(keys) + " |", "| " + " | ".join("---" for _ in keys) + " |"]
+        lines += ["| " + " | ".join(_fmt(row[k]) for k in keys) + " |" for row in group]
+        lines.append("")
+    return lines
 
 
 def _num(value, spec: str) -> str:

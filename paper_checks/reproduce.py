@@ -6,7 +6,7 @@
     out/simulate/             python -m simulate all (summary.json + plots)
     out/runs/NAME/            one run directory per planned run (llm.train; with curve.json when the
                               budget evaluates checkpoints along training, llm/curve.py)
-    out/shared/               the base evaluation and step-0 population measurement, once per setting
+    out/shared/               the base evaluation and step-0 probe, once per setting
                               (the runs of one seed from one base share them)
     out/lemma_grid.json       Lemma 1 over a grid of sigma and N on the base model
     out/report/               REPORT.md, report.json, plots, run_info.json (with each stage's time)
@@ -27,8 +27,9 @@ instead of pretraining. Delete the folder to rebuild; `python -m llm pretrain --
 Budgets: `small` (a quick look: every claim, 2 seeds), `full` (4 seeds, longer), and `answer`: the
 headline question only (ES vs GRPO at matched Pass@1, with the schedules and ES with sampled members
 beside them), on the 3-number Countdown task whose base lies near the paper's bases, with checkpoints
-evaluated along training at the paper's T = 0.6 with 32 samples; its seeds and test prompts are
-sized in docs/answer-budget.md.
+evaluated along training at the paper's T = 0.6 (64 samples per prompt), placed by Pass@1 so that every
+method has measured points across the compared range (ANSWER_CURVE, llm/curve.py); its seeds and test
+prompts are sized in docs/answer-budget.md.
 """
 from __future__ import annotations
 
@@ -41,9 +42,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from llm.curve import MAX_POINTS
+from llm.rundir import read_steps
 from paper_checks.evidence import load_lemma_grid
 from paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
 from paper_checks.report import build_report
+from theory.budget import es_flops, grpo_flops
+from theory.matched import RESOLUTION
 
 REPORT_DIR = "report"  # out/report/: REPORT.md, report.json, plots, run_info.json
 SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
@@ -53,6 +58,13 @@ ANSWER_STEPS = 40
 ANSWER_PROMPTS = 64
 ANSWER_BATCH = 16
 ANSWER_ES = {"population_size": 32, "sigma": 0.01, "alpha": 0.005}
+# Curves measured where they are compared (theory.matched's support rule): a checkpoint after each of the
+# first ANSWER_DENSE steps, where GRPO's Pass@1 climbs (the first answer run: 13 to 30 points in 5 steps), then
+# every ANSWER_CHECKPOINT_EVERY; llm curve refines any segment whose Pass@1 jump exceeds the resolution. 64
+# samples per prompt, so the no-correct share is measured beside Pass@32 rather than being 1 - Pass@32.
+# Disk: 16 checkpoints per run (about 1 MB of weights each, 3 MB with GRPO's optimizer state).
+ANSWER_DENSE, ANSWER_CHECKPOINT_EVERY = 10, 5
+ANSWER_CURVE = {"points": 8, "samples": 64, "temperature": 0.6, "resolution": RESOLUTION, "max_points": MAX_POINTS}
 
 
 @dataclass(frozen=True)
@@ -101,7 +113,7 @@ BUDGETS = {
     "full": Budget(
         base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
         common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
-                "heldout_problems": 200, "checkpoint_every": 25, "population_every": 50, "threads": 1,
+                "heldout_problems": 200, "checkpoint_every": 25, "probe_every": 50, "threads": 1,
                 "population": BATCHED},
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
         grpo={"num_generations": 8, "learning_rate": 1e-4},
@@ -112,11 +124,11 @@ BUDGETS = {
         base_preset="default", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
         common={"steps": ANSWER_STEPS, "batch_size": ANSWER_BATCH, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,
                 "eval_samples": 32, "eval_temperature": 0.6, "heldout_problems": 32, "threshold_keep": (50.0,),
-                "checkpoint_every": ANSWER_STEPS // 8, "population_every": ANSWER_STEPS // 4, "probe_prompts": 4,
+                "checkpoint_every": ANSWER_CHECKPOINT_EVERY, "checkpoint_dense": ANSWER_DENSE, "probe_every": ANSWER_STEPS // 4, "probe_prompts": 4,
                 "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
         es=ANSWER_ES, grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(), simulate_scale=0.5, grid_sigmas=(1e-3, 1e-2, 3e-2), grid_members=(4, 16),
-        es_variants=("es-sampled",), schedules=False, curve={"points": 8, "samples": 32, "temperature": 0.6}),
+        es_variants=("es-sampled",), schedules=False, curve=ANSWER_CURVE),
 }
 
 # The sweep only needs the training reward: its runs evaluate little.
@@ -132,19 +144,21 @@ ES_VARIANTS = {"es-sampled": {"member_temperature": 1.0, "member_samples": 1}, "
 
 def equal_update_budget(budget: Budget, population_size: int) -> int:
     """The `steps` (GRPO-step budget, FLOP-matched) at which ES with this population makes as many
-    updates as the main ES runs: the paper's Table 6 compares N = 8 ... 64 after equal updates."""
-    main_n, g = budget.es["population_size"], budget.grpo["num_generations"]
-    updates = budget.common["steps"] * 8 * g // (2 * main_n)
-    steps, rest = divmod(updates * 2 * population_size, 8 * g)
-    if rest or steps < 1 or updates * 2 * main_n != budget.common["steps"] * 8 * g:
-        raise ValueError(f"population {population_size}: {updates} updates are not a whole GRPO-step budget")
-    return steps
+    updates as the main ES runs: the paper's Table 6 compares N = 8 ... 64 after equal updates.
+    One step of each costs what theory/budget.py says (the cost llm/schedules.py plans runs with)."""
+    m = budget.es.get("member_samples", 1)
+    grpo = grpo_flops(budget.grpo["num_generations"], budget.grpo.get("num_iterations", 1))
+    main = es_flops(budget.es["population_size"], m)
+    updates = budget.common["steps"] * grpo / main
+    steps = updates * es_flops(population_size, m) / grpo
+    if updates != int(updates) or steps != int(steps) or steps < 1:
+        raise ValueError(f"population {population_size}: {updates:g} updates are not a whole GRPO-step budget")
+    return int(steps)
 
 
 def mean_reward_std(run_dir: Path) -> float:
     """Mean over the updating steps of a finished ES run of std(R) across members (es_reward_std)."""
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    stds = [r["es_reward_std"] for r in rows if r.get("es_reward_std", 0) > 0]
+    stds = [r["es_reward_std"] for r in read_steps(run_dir) if r.get("es_reward_std", 0) > 0]
     if not stds:
         raise ValueError(f"{run_dir}/metrics.jsonl: no ES step with reward spread (es_reward_std > 0)")
     return float(np.mean(stds))
@@ -227,13 +241,26 @@ def run_jobs_of(runs: dict[str, dict], root: Path, curve: dict | None, stage: st
 
 
 def _curve_done(run_dir: Path, curve: dict) -> bool:
-    """Whether the run's curve has every point llm.curve would measure now."""
+    """Whether the run's curve holds every point of its layout (llm.curve.layout on the stored points)."""
     from llm import rundir
-    from llm.curve import curve_steps
+    from llm.curve import layout
 
-    points = {p["step"] for p in rundir.read_curve(run_dir) or [] if p["sampled"]["n"] == curve["samples"]
-              and p["sampled"]["temperature"] == curve["temperature"]}
-    return set(curve_steps(rundir.checkpoint_steps(run_dir)[0], curve["points"])) <= points
+    stored = {p["step"]: p["sampled"]["pass_at_k"]["1"] for p in rundir.read_curve(run_dir) or []
+              if p["sampled"]["n"] == curve["samples"] and p["sampled"]["temperature"] == curve["temperature"]}
+
+    class Unmeasured(Exception):
+        pass
+
+    def recall(step: int) -> float:
+        if step not in stored:
+            raise Unmeasured
+        return stored[step]
+    try:
+        layout(rundir.checkpoint_steps(run_dir)[0], recall, **{k: curve[k] for k in ("points", "resolution", "max_points")
+                                                               if k in curve})
+    except Unmeasured:
+        return False
+    return True
 
 
 # ----------------------------------------------------------------------------- the base models, cached

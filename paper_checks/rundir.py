@@ -1,10 +1,13 @@
 """Reading run directories written by `python -m llm train` (the interface between llm and paper_checks).
 
 A run directory holds `config.json`, `metrics.jsonl` (one JSON object per step), `eval.json`,
-`population.json`, `curve.json` and `checkpoints/step-N/`; its records and the one reader and writer of its
+`probe.json` (or an older run's `population.json`), `curve.json` and `checkpoints/step-N/`; its records and the one reader and writer of its
 files are in llm/rundir.py. Reading never crashes on a partial run: what is missing or damaged
 (a file that is not UTF-8 or not JSON, a record of the wrong shape) is recorded in `Run.problems`,
-with the file named, and skipped, so that a report can mark the claims that needed it.
+with the file named, and skipped, so that a report can mark the claims that needed it. So is what
+makes the data untrustworthy though every file reads (llm/rundir.py integrity_problems): metrics
+rows not exactly steps 1..n, config.json edited since the run wrote it, settings changed mid-run, a
+run still writing the directory.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ class Run:
     config: dict
     metrics: list[dict] = field(default_factory=list)
     eval: dict | None = None
-    population: dict | None = None
+    probe: dict | None = None
     curve: list[dict] | None = None        # curve.json's points (llm/curve.py), step order
     problems: list[str] = field(default_factory=list)
 
@@ -53,9 +56,12 @@ def load_run(path: str | Path) -> Run:
     except RunDirError as err:
         raise RunDirError(f"{path / rundir.CONFIG}: a run directory needs a readable config.json ({err})") from None
     problems: list[str] = []
-    return Run(path=path, config=config, metrics=rundir.read_steps(path, problems), eval=rundir.read_eval(path, problems),
-               population=rundir.read_population(path, problems), curve=rundir.read_curve(path, problems),
-               problems=problems)
+    run = Run(path=path, config=config, metrics=rundir.read_steps(path, problems), eval=rundir.read_eval(path, problems),
+              probe=rundir.read_probe(path, problems), curve=rundir.read_curve(path, problems),
+              problems=problems)
+    finished = isinstance(run.eval, dict) and "final" in run.eval
+    problems += rundir.integrity_problems(path, config, run.metrics, finished)
+    return run
 
 
 def load_runs(paths) -> tuple[list[Run], list[str]]:

@@ -13,10 +13,11 @@ from paper_checks.claims import RATIO_FACTOR
 from theory.decisions import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, directional, equivalence, ratio
 
 NOT_TESTABLE = "not testable here"
+OUTSIDE_REGIME = "outside the lemma's regime"   # measured where the lemma does not claim to hold: no decision
 MISSING = "missing data"
-STATUSES = (HOLDS, FAILS, INCONCLUSIVE, IDENTITY, NOT_TESTABLE, MISSING)
-__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "IDENTITY", "NOT_TESTABLE", "MISSING", "STATUSES", "Verdict",
-           "decide", "combine", "fmt_interval"]
+STATUSES = (HOLDS, FAILS, INCONCLUSIVE, IDENTITY, NOT_TESTABLE, OUTSIDE_REGIME, MISSING)
+__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "IDENTITY", "NOT_TESTABLE", "OUTSIDE_REGIME", "MISSING", "STATUSES",
+           "Verdict", "decide", "combine", "fmt_interval", "decimals"]
 
 
 @dataclass
@@ -63,5 +64,15 @@ def combine(statuses: list[str]) -> str:
     return INCONCLUSIVE
 
 
+def decimals(lo: float, hi: float, least: int = 2, most: int = 6) -> int:
+    """Decimals that show an interval's width hi - lo with two significant digits (at least `least`)."""
+    width = hi - lo
+    if not (math.isfinite(width) and width > 0):
+        return least
+    return int(min(most, max(least, math.ceil(-math.log10(width)) + 1)))
+
+
 def fmt_interval(mean: float, lo: float, hi: float, scale: float = 100.0, unit: str = " pts") -> str:
-    return f"{mean * scale:+.2f}{unit} [{lo * scale:+.2f}, {hi * scale:+.2f}]"
+    """mean [lo, hi] x scale, with enough decimals that the interval's ends differ where they differ."""
+    d = decimals(lo * scale, hi * scale)
+    return f"{mean * scale:+.{d}f}{unit} [{lo * scale:+.{d}f}, {hi * scale:+.{d}f}]"

@@ -40,7 +40,7 @@ def main() -> int:
     parser.add_argument("--problems", type=int, default=64)
     args = parser.parse_args()
     b = BUDGETS["answer"]
-    common = b.common | {"steps": args.steps, "checkpoint_every": args.steps // 4, "population_every": 0,
+    common = b.common | {"steps": args.steps, "checkpoint_every": args.steps // 4, "probe_every": 0,
                          "eval_problems": args.problems, "heldout_task": "", "threshold_keep": (50.0,)}
     runs = {}
     for name, es in SETTINGS.items():

@@ -6,6 +6,11 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from hypothesis import settings
+
+# no timing assertions: hypothesis's default 200 ms deadline per example fails tests on a loaded CPU
+settings.register_profile("escov", deadline=None)
+settings.load_profile("escov")
 
 
 @pytest.fixture(scope="session")

@@ -156,23 +156,28 @@ class VLLMEngine(Engine):
         return None if lora is None else (lora.max_loras, lora.max_lora_rank)
 
     def generate_with_adapters(self, prompts: list[str], adapter_dirs: list[str], *, n: int, temperature: float,
-                               max_new_tokens: int, seed: int, top_p: float = 1.0) -> list[list[list[Completion]]]:
+                               max_new_tokens: int, seed: int | list[int],
+                               top_p: float = 1.0) -> list[list[list[Completion]]]:
         """[adapter][prompt][sample]: every prompt under every PEFT LoRA directory, all in one generate call
-        (adapter k in slot k + 1, reloaded in place); each adapter's requests carry the seeds generate(seed) uses."""
+        (adapter k in slot k + 1, reloaded in place); adapter k's requests carry the seeds generate(seed_k)
+        uses (seed: one for every adapter, or one per adapter)."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
         from vllm.lora.request import LoRARequest
 
         check_generate_args(prompts, n, temperature, max_new_tokens, top_p)
+        seeds = [seed] * len(adapter_dirs) if isinstance(seed, int) else list(seed)
+        if len(seeds) != len(adapter_dirs):
+            raise ValueError(f"seed must be one int or one per adapter ({len(adapter_dirs)}), got {len(seeds)}")
         adapters = [LoRARequest(f"adapter-slot-{k}", k + 1, str(path), load_inplace=True)
                     for k, path in enumerate(adapter_dirs)]
         token_ids = [self.prompt_token_ids(p) for p in prompts]
         requests, params, loras = [], [], []
-        for adapter in adapters:
+        for adapter, adapter_seed in zip(adapters, seeds):
             for i, ids in enumerate(token_ids):
                 requests.append(TokensPrompt(prompt_token_ids=ids))
                 params.append(SamplingParams(n=n, temperature=float(temperature), top_p=float(top_p),
-                                             max_tokens=max_new_tokens, logprobs=0, seed=prompt_seed(seed, i),
+                                             max_tokens=max_new_tokens, logprobs=0, seed=prompt_seed(adapter_seed, i),
                                              stop_token_ids=self.stop_ids, detokenize=False))
                 loras.append(adapter)
         outputs = self.llm.generate(requests, params, lora_request=loras, use_tqdm=False)

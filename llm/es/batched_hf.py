@@ -37,12 +37,13 @@ from torch import nn
 
 from llm.engines.base import Completion, check_generate_args
 from llm.engines.hf import HFEngine
-from llm.es.members import MemberEvaluator, member_fitness
-from llm.es.noise import PopulationNoise, member_direction, member_rollout_seed
-from llm.tasks.base import Problem
+from llm.es.members import MemberEvaluator, Sampling, member_fitness
+from llm.es.noise import PopulationNoise
+from llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
-    from llm.es.algorithm import ES
+    from llm.es.center import MasterCenter
+    from llm.es.plan import IterationPlan
 
 RMS_NORMS = ("LlamaRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm", "MistralRMSNorm")  # y = weight * x / rms(x)
 
@@ -69,10 +70,11 @@ class PopulationWeights:
     members: int
 
     @classmethod
-    def build(cls, center: dict[str, torch.Tensor], noise: PopulationNoise, seed: int, members: list[int],
+    def build(cls, center: dict[str, torch.Tensor], noise: PopulationNoise, plan: IterationPlan,
               dtype: torch.dtype, factored: bool = True) -> "PopulationWeights":
-        """center: fp32 theta by name. Stacked theta + s sigma E_m, except low-rank matrices when factored
-        (then the factors, and the shared theta stays in the model)."""
+        """center: fp32 theta by name; the plan's members, in order. Stacked theta + s sigma E_m, except
+        low-rank matrices when factored (then the factors, and the shared theta stays in the model)."""
+        members = plan.members
         if not members:
             raise ValueError("members must name at least one population member")
         params = {}
@@ -80,15 +82,14 @@ class PopulationWeights:
             if factored and noise.is_lowrank(theta.shape):
                 a, b = [], []
                 for m in members:
-                    d, sign = member_direction(m, noise.antithetic)
-                    fa, fb = noise.factors(seed, d, name, theta.shape)
-                    a.append(fa * (sign * noise.sigma / noise.rank ** 0.5))
+                    fa, fb = noise.factors(plan.noise_seed, m.direction, name, theta.shape)
+                    a.append(fa * (m.sign * plan.sigma / noise.rank ** 0.5))
                     b.append(fb)
                 params[name] = MemberParam(a=torch.stack(a).transpose(1, 2).contiguous().to(dtype),
                                            b=torch.stack(b).to(dtype))
             else:  # member m's row: theta^T + s sigma E_d^T of a matrix (theta + s sigma E_d of a vector)
                 stacked = torch.empty((len(members), *theta.shape[::-1]), device=theta.device)
-                noise.fill_members(seed, list(members), name, theta, out=stacked)
+                noise.fill_members(plan, members, name, theta, out=stacked)
                 params[name] = MemberParam(stacked=stacked.to(dtype))
         return cls(params, len(members))
 
@@ -260,23 +261,24 @@ def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: l
 # ----------------------------------------------------------------------------- the ES strategy
 
 class BatchedHF(MemberEvaluator):
-    """Member evaluation for ES: the members' weights built once per iteration from the seeds, then one
+    """Member evaluation for ES: the members' weights built once per iteration from the plan, then one
     population-batched generate on the HF engine (the same rollouts as member by member)."""
 
-    def __init__(self, engine: HFEngine, names: list[str], *, max_rows: int, factored: bool):
+    def __init__(self, engine: HFEngine, task: Task, sampling: Sampling, center: MasterCenter, *, max_rows: int,
+                 factored: bool):
         module = batched_module(engine)
-        check_supported(module, names)
+        check_supported(module, center.names)
+        self.engine, self.task, self.sampling, self.center = engine, task, sampling, center
         self.dtype = next(module.parameters()).dtype
         self.max_rows, self.factored = max_rows, factored
 
-    def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
-                step: int) -> tuple[np.ndarray, int, float]:
+    def rewards(self, plan: IterationPlan, problems: list[Problem]) -> tuple[np.ndarray, int, float]:
         tw = time.perf_counter()
-        weights = PopulationWeights.build(es.master, es.noise, it_seed, list(members), self.dtype, self.factored)
+        weights = PopulationWeights.build(self.center.master, self.center.noise, plan, self.dtype, self.factored)
         weight_s = time.perf_counter() - tw
-        per_member = generate_population(es.engine, weights, [p.prompt for p in problems], n=es.cfg.member_samples,
-                                         temperature=es.cfg.member_temperature, max_new_tokens=es.max_new_tokens,
-                                         seed=[member_rollout_seed(gen_seed, m) for m in members],
-                                         max_rows=self.max_rows)
-        rewards, tokens = member_fitness(es.task, problems, per_member, step, es.cfg.member_temperature)
+        s = self.sampling
+        per_member = generate_population(self.engine, weights, [p.prompt for p in problems], n=s.n,
+                                         temperature=s.temperature, max_new_tokens=s.max_new_tokens,
+                                         seed=[m.rollout_seed for m in plan.members], max_rows=self.max_rows)
+        rewards, tokens = member_fitness(self.task, problems, per_member, plan.step, s.temperature)
         return rewards, tokens, weight_s

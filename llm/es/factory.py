@@ -1,38 +1,214 @@
-"""make_es: the ES trainer for a run's options, its member evaluation composed from them.
+"""make_es: the ES trainer for a run's options; the one table of member-evaluation strategies.
 
-    workers > 1 or a Ray address   RayActors   (each actor evaluates its members batched or one by one)
-    population.batched             BatchedHF   (one population-batched generate on the HF engine)
-    population.members vllm_inplace VLLMInPlace (perturbed in place inside vLLM's workers, CUDA)
-    otherwise                      OneByOne    (each member written into the engine in turn)
+One setting chooses the strategy (population.members; "auto" by default: options.strategy_name), and
+each strategy declares, in STRATEGIES, the engine it needs, the engine settings it needs (for the
+training loop, before the engine starts) and its option and setup checks:
 
-with full-rank or low-rank noise (population.noise_rank). Every option is checked first
-(llm.es.options.check_options), so a bad combination fails before any work.
+    one_by_one    OneByOne     any engine    each member written into the engine in turn
+    batched_hf    BatchedHF    hf            one population-batched generate
+    ray           RayActors    any driver    K Ray actors, each evaluating its block one by one or batched
+    vllm_lora     VLLMLoRA     vllm          low-rank members as LoRA adapters in one generate
+    vllm_inplace  VLLMInPlace  vllm (CUDA)   members perturbed in place inside vLLM's workers
+
+with full-rank or low-rank noise (population.noise_rank), and the center (center.py) in fp32 or, with
+es.inplace_bf16, the paper's bf16 arithmetic in place. Every option is checked first (`check_options`),
+so a bad combination fails before any work.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
 from llm.engines.hf import HFEngine
 from llm.es.algorithm import ES, ESConfig
-from llm.es.noise import check_rank
-from llm.es.options import (DistributedConfig, PopulationConfig, check_options, local_members, population_noise,
-                            uses_workers)
+from llm.es.batched_hf import BatchedHF, batched_module, check_batched_engine, check_supported
+from llm.es.center import Center, InPlaceBF16, MasterCenter
+from llm.es.members import MemberEvaluator, OneByOne, Sampling
+from llm.es.noise import PopulationNoise, check_rank
+from llm.es.options import DistributedConfig, PopulationConfig, check_ray, strategy_name, uses_workers
 from llm.es.ray_actors import RayActors
-from llm.es.vllm_inplace import VLLMInPlace
+from llm.es.vllm_inplace import ENGINE_KWARGS, VLLMInPlace
+from llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA
 from llm.tasks.base import Task
-
 
 if TYPE_CHECKING:
     from llm.engines.base import Engine
 
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM accepts
+
+
+# ----------------------------------------------------------------------------- each strategy's rules
+
+def _no_bf16(name: str, cfg: ESConfig) -> None:
+    if cfg.inplace_bf16:
+        raise ValueError(f"population.members {name} keeps an fp32 master; es.inplace_bf16 (the paper's bf16 add / "
+                         "subtract) runs with one_by_one on the HF engine (engine = 'hf')")
+
+
+def _one_process(name: str, population: PopulationConfig, distributed: DistributedConfig | None) -> None:
+    if population.batched:
+        raise ValueError(f"population.members {name} evaluates members one way; turn population.batched off")
+    if uses_workers(distributed):
+        raise ValueError(f"population.members {name} runs in one process; it does not combine with Ray workers "
+                         "(workers > 1 or a ray address)")
+
+
+def check_one_by_one(cfg, population, engine, distributed) -> None:
+    _one_process("one_by_one", population, distributed)
+
+
+def check_batched(cfg, population, engine, distributed) -> None:
+    if cfg.inplace_bf16:
+        raise ValueError("population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); "
+                         "turn one of them off")
+    if uses_workers(distributed):
+        raise ValueError("population.members batched_hf runs in one process; with Ray workers use 'ray' "
+                         "(each actor batched when population.batched)")
+
+
+def check_ray_options(cfg, population, engine, distributed) -> None:
+    if not uses_workers(distributed):
+        raise ValueError("population.members ray needs Ray workers (workers > 1 or a ray address)")
+    if cfg.inplace_bf16:
+        raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
+    distributed.validate(cfg.population_size)
+
+
+def check_vllm_lora(cfg, population, engine, distributed) -> None:
+    _one_process("vllm_lora", population, distributed)
+    _no_bf16("vllm_lora", cfg)
+    if population.noise_rank < 1:
+        raise ValueError("population.members vllm_lora needs low-rank noise (population.noise_rank >= 1)")
+    if population.noise_rank > VLLM_LORA_RANKS[-1]:
+        raise ValueError(f"population.members vllm_lora: vLLM allows LoRA ranks up to {VLLM_LORA_RANKS[-1]}, "
+                         f"got population.noise_rank {population.noise_rank}")
+
+
+def check_vllm_inplace(cfg, population, engine, distributed) -> None:
+    _one_process("vllm_inplace", population, distributed)
+    _no_bf16("vllm_inplace", cfg)
+
+
+def setup_batched(model, names, population, distributed) -> None:
+    check_supported(model, names)
+
+
+def setup_ray(model, names, population, distributed) -> None:
+    if population.batched:
+        check_supported(model, names)
+    check_ray(distributed)
+
+
+def setup_vllm_lora(model, names, population, distributed) -> None:
+    import re
+
+    bad = [n for n in names if not re.search(LORA_PATTERN, n)]
+    if bad:
+        raise ValueError(f"population.members vllm_lora can only perturb {LORA_PATTERN!r} weights; not "
+                         f"{bad[:3]}{'...' if len(bad) > 3 else ''} (set es.param_pattern to it)")
+
+
+def machine_vllm_inplace() -> None:
+    if not torch.cuda.is_available():
+        raise ValueError("population.members vllm_inplace needs vLLM on a CUDA GPU (this machine has none): vLLM's "
+                         "CPU build repacks linear weights, so in-place edits never reach generation; use "
+                         "population.members 'one_by_one' (members written by reload)")
+
+
+def lora_engine_settings(cfg: ESConfig, population: PopulationConfig) -> dict:
+    rank = next(r for r in VLLM_LORA_RANKS if r >= population.noise_rank)
+    return {"enable_lora": True, "max_loras": cfg.population_size, "max_lora_rank": rank}
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A member-evaluation strategy's declaration."""
+    engine: str                                  # the engine kind it needs ("hf", "vllm"; "any")
+    check: Callable                              # (cfg, population, engine kind, distributed): option rules
+    setup: Callable | None = None                # (HF model, names, population, distributed): model / cluster rules
+    engine_settings: Callable = lambda cfg, population: {}  # extra keyword arguments of make_engine
+    machine: Callable | None = None              # (): what this machine must offer, checked before the engine starts
+
+
+STRATEGIES = {
+    "one_by_one": Strategy("any", check_one_by_one),
+    "batched_hf": Strategy("hf", check_batched, setup_batched),
+    "ray": Strategy("any", check_ray_options, setup_ray),
+    "vllm_lora": Strategy("vllm", check_vllm_lora, setup_vllm_lora, lora_engine_settings),
+    "vllm_inplace": Strategy("vllm", check_vllm_inplace, None, lambda cfg, population: dict(ENGINE_KWARGS),
+                             machine_vllm_inplace),
+}
+
+
+def check_options(cfg: ESConfig, population: PopulationConfig, engine: str,
+                  distributed: DistributedConfig | None = None) -> None:
+    """ValueError naming the setting when ES's options do not go together (engine: "hf" or "vllm")."""
+    cfg.validate()
+    population.validate()
+    name = strategy_name(population, distributed)
+    strategy = STRATEGIES[name]
+    if name == "batched_hf":
+        check_batched_engine(engine)  # its message names population.batched, the usual way to ask for it
+    elif strategy.engine not in ("any", engine):
+        raise ValueError(f"population.members {name} needs engine = {strategy.engine!r}, got {engine!r}")
+    strategy.check(cfg, population, engine, distributed)
+
+
+def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,
+                distributed: DistributedConfig | None = None, engine: str = "hf") -> None:
+    """Every check the ES trainers make on these options, callable before any work (model = the HF
+    module): the options, the noise rank within every matrix, and the strategy's own setup rules."""
+    check_options(cfg, population, engine, distributed)
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters() if n in names}
+    check_rank(population.noise_rank, shapes)
+    strategy = STRATEGIES[strategy_name(population, distributed)]
+    if strategy.setup is not None:
+        strategy.setup(model, names, population, distributed)
+
+
+def engine_settings(cfg: ESConfig, population: PopulationConfig, distributed: DistributedConfig | None) -> dict:
+    """The keyword arguments the chosen strategy needs the engine made with, after checking that this
+    machine offers what it needs (both before the engine starts)."""
+    strategy = STRATEGIES[strategy_name(population, distributed)]
+    if strategy.machine is not None:
+        strategy.machine()
+    return strategy.engine_settings(cfg, population)
+
+
+# ----------------------------------------------------------------------------- composing ES
 
 def engine_kind(engine: Engine) -> str:
-    """"hf", "vllm" or "other": the engine setting check_options judges the options against."""
     from llm.engines.vllm_engine import VLLMEngine
 
     return "hf" if isinstance(engine, HFEngine) else "vllm" if isinstance(engine, VLLMEngine) else "other"
+
+
+def population_noise(cfg: ESConfig, population: PopulationConfig, device: torch.device | str = "cpu") -> PopulationNoise:
+    """The members' noise (drawn on the device): full or low rank; the draws kept for the update unless ES runs plain."""
+    keep = 0 if population.plain else population.keep_noise_mb * 2 ** 20
+    return PopulationNoise(population.noise_rank, cfg.noise_chunk, keep_bytes=keep, device=device)
+
+
+def local_evaluation(cfg: ESConfig, population: PopulationConfig, engine: Engine, task: Task, sampling: Sampling,
+                     master: dict[str, torch.Tensor], device: torch.device | str) -> tuple[MasterCenter, MemberEvaluator]:
+    """A Ray replica's center and member evaluation in its process: batched (population.batched) or one by one."""
+    center = MasterCenter(master, population_noise(cfg, population, device), engine.load_weights)
+    return center, local_members(cfg, population, engine, task, sampling, center, batched=population.batched)
+
+
+def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, task: Task, sampling: Sampling,
+                  center: Center, *, batched: bool) -> MemberEvaluator:
+    """OneByOne, or BatchedHF with the low-rank layout population.lowrank_layout picks."""
+    check_rank(population.noise_rank, {n: tuple(t.shape) for n, t in center.weights().items()})
+    if not batched:
+        return OneByOne(engine, task, sampling, center)
+    dtype = next(batched_module(engine).parameters()).dtype
+    shapes = [tuple(t.shape) for t in center.weights().values() if t.dim() == 2]
+    return BatchedHF(engine, task, sampling, center, max_rows=population.max_rows,
+                     factored=population.factored(cfg.population_size, shapes, dtype))
 
 
 def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master: dict[str, torch.Tensor] | None, *,
@@ -45,31 +221,37 @@ def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master:
     start from; default: the engine's own HF module) go to the actors."""
     population = population if population is not None else PopulationConfig()
     check_options(cfg, population, engine_kind(engine), distributed)
+    name = strategy_name(population, distributed)
+    sampling = Sampling(cfg.member_samples, cfg.member_temperature, max_new_tokens)
     if cfg.inplace_bf16:
         module = engine.live_module()
-        shapes = {n: tuple(p.shape) for n, p in module.named_parameters() if n in names} if module is not None else {}
-        device = next(module.parameters()).device if module is not None else torch.device("cpu")
-    else:
-        shapes = {n: tuple(t.shape) for n, t in master.items()} if master is not None else {}
-        device = next(iter(master.values())).device if master else torch.device("cpu")
-    noise = population_noise(cfg, population, device)  # drawn where the weights it perturbs live
-    if population.members == "vllm_inplace":
-        check_rank(population.noise_rank, shapes)
-        members = VLLMInPlace(cfg, engine, master, rank=population.noise_rank)
-        return ES(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed, noise=noise,
-                  members=members)
-    if not uses_workers(distributed):
-        members = local_members(cfg, population, engine, names, shapes)
-        return ES(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed, noise=noise,
-                  members=members)
-    check_rank(population.noise_rank, shapes)
-    if model_dir is None:
-        raise ValueError("model_dir is required with Ray workers (each actor loads its own replica)")
-    if weights is None:
-        module = engine.live_module()
         if module is None:
-            raise ValueError("weights (the full center for the actors) are required with a non-HF driver engine")
-        weights = {n: p.detach().float().clone() for n, p in module.named_parameters()}
-    members = RayActors(cfg, task, names, master, max_new_tokens=max_new_tokens, seed=seed, model_dir=model_dir,
-                        weights=weights, population=population, distributed=distributed)
-    return ES(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed, noise=noise, members=members)
+            raise ValueError("es.inplace_bf16 needs an engine holding its HF module in this process (engine = 'hf')")
+        live = dict(module.named_parameters())
+        device = next(module.parameters()).device
+        center: Center = InPlaceBF16({n: live[n] for n in names}, population_noise(cfg, population, device))
+    else:
+        if master is None or set(master) != set(names):
+            raise ValueError("master must hold fp32 weights for exactly the perturbed parameter names")
+        device = next(iter(master.values())).device
+        noise = population_noise(cfg, population, device)  # drawn where the weights it perturbs live
+        load = None if name == "vllm_inplace" else engine.load_weights  # in place: the workers write themselves
+        center = MasterCenter({n: master[n] for n in names}, noise, load)
+    check_rank(population.noise_rank, {n: tuple(t.shape) for n, t in center.weights().items()})
+    if name in ("one_by_one", "batched_hf"):
+        members = local_members(cfg, population, engine, task, sampling, center, batched=name == "batched_hf")
+    elif name == "vllm_inplace":
+        members = VLLMInPlace(engine, task, sampling, center)
+    elif name == "vllm_lora":
+        members = VLLMLoRA(engine, task, sampling, center.noise, names, cfg.population_size)
+    else:
+        if model_dir is None:
+            raise ValueError("model_dir is required with Ray workers (each actor loads its own replica)")
+        if weights is None:
+            module = engine.live_module()
+            if module is None:
+                raise ValueError("weights (the full center for the actors) are required with a non-HF driver engine")
+            weights = {n: p.detach().float().clone() for n, p in module.named_parameters()}
+        members = RayActors(task, sampling, center, functools.partial(local_evaluation, cfg, population),
+                            model_dir=model_dir, weights=weights, distributed=distributed)
+    return ES(cfg, center, members, seed=seed)

@@ -1,9 +1,11 @@
 """How ES evaluates its population: the strategy interface, and members one by one in the engine.
 
-A strategy returns, for the listed members of one iteration, each member's fitness R_m (its mean
-verifier reward on the batch), the tokens generated and the seconds spent writing weights. Every
-strategy uses the same seeds (`llm.es.noise.iteration_seeds`), so they hand the same rewards to the
-same update (`llm.es.algorithm.ES.step`):
+A strategy gets, at construction, what it needs to generate and score (engine, task, the members'
+sampling settings, the center: llm/es/center.py), and then, each iteration, the plan ES decided
+(llm/es/plan.py: noise seed, sigma, each member's direction, sign and rollout seed). It returns each
+planned member's fitness R_m (its mean verifier reward on the batch), the tokens generated and the
+seconds spent writing weights; after ES's update it receives the `Update`, for replicas that apply it
+themselves. It never derives a seed and never sees ES itself. Strategies (factory.py chooses one):
 
     OneByOne          members.py     write theta + s sigma E_d into the engine, roll out, next member
     BatchedHF         batched_hf.py  all members in one population-batched generate (HF engine)
@@ -16,18 +18,27 @@ from __future__ import annotations
 import hashlib
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from llm.es.noise import member_rollout_seed
 from llm.rollout import rollout, score_completions
 from llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
-    from llm.engines.base import Completion
-    from llm.es.algorithm import ES
+    from llm.engines.base import Completion, Engine
+    from llm.es.center import Center
+    from llm.es.plan import IterationPlan, Update
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How each member rolls out on the batch: n samples per prompt at a temperature (0: greedy)."""
+    n: int
+    temperature: float
+    max_new_tokens: int
 
 
 def weight_hash(weights: dict[str, torch.Tensor]) -> str:
@@ -41,21 +52,15 @@ def weight_hash(weights: dict[str, torch.Tensor]) -> str:
 
 
 class MemberEvaluator(ABC):
-    """The interface of a member-evaluation strategy (hooks after the update and at the end do nothing
-    unless a strategy needs them)."""
+    """The interface of a member-evaluation strategy (the hooks after the update and at the end do
+    nothing unless a strategy needs them)."""
 
     @abstractmethod
-    def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
-                step: int) -> tuple[np.ndarray, int, float]:
-        """(fitness of each listed member, generated tokens, seconds spent writing weights)."""
+    def rewards(self, plan: IterationPlan, problems: list[Problem]) -> tuple[np.ndarray, int, float]:
+        """(fitness of each planned member, in the plan's order; generated tokens; seconds spent writing weights)."""
 
-    def load_center(self, es: ES) -> None:
-        """Write the updated fp32 center into the engine (called by the update; a strategy whose engine
-        applies the update itself overrides it)."""
-        es.engine.load_weights((name, es.master[name]) for name in es.names)
-
-    def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
-        """Called after the center's update (replicas elsewhere apply the same one)."""
+    def after_update(self, update: Update) -> None:
+        """Called after ES applied the update to its center (replicas elsewhere apply the same one)."""
 
     def close(self) -> None:
         """Release what the strategy holds."""
@@ -66,20 +71,22 @@ class OneByOne(MemberEvaluator):
     last one (from the fp32 master the next write overwrites every perturbed tensor anyway; in place in
     bf16 every member is subtracted again, as the paper's code does)."""
 
-    def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
-                step: int) -> tuple[np.ndarray, int, float]:
-        kw = dict(n=es.cfg.member_samples, temperature=es.cfg.member_temperature,
-                  max_new_tokens=es.max_new_tokens, step=step)
-        rewards, tokens, weight_s = np.zeros(len(members)), 0, 0.0
-        for i, m in enumerate(members):
+    def __init__(self, engine: Engine, task: Task, sampling: Sampling, center: Center):
+        self.engine, self.task, self.sampling, self.center = engine, task, sampling, center
+
+    def rewards(self, plan: IterationPlan, problems: list[Problem]) -> tuple[np.ndarray, int, float]:
+        s = self.sampling
+        rewards, tokens, weight_s = np.zeros(len(plan.members)), 0, 0.0
+        for i, member in enumerate(plan.members):
             tw = time.perf_counter()
-            es.write_member(it_seed, m)
+            self.center.perturb(plan, member)
             weight_s += time.perf_counter() - tw
-            out = rollout(es.engine, es.task, problems, seed=member_rollout_seed(gen_seed, m), **kw)
+            out = rollout(self.engine, self.task, problems, n=s.n, temperature=s.temperature,
+                          max_new_tokens=s.max_new_tokens, seed=member.rollout_seed, step=plan.step)
             rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
-            if es.cfg.inplace_bf16 or i == len(members) - 1:
+            if not self.center.exact_restore or i == len(plan.members) - 1:
                 tw = time.perf_counter()
-                es.restore(it_seed, m)
+                self.center.restore(plan, member)
                 weight_s += time.perf_counter() - tw
         return rewards, tokens, weight_s
 

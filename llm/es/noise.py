@@ -1,14 +1,11 @@
 """The noise of an ES population and the seeds it comes from: full rank or low rank (EGGROLL).
 
-Seeds. Iteration `step` of a run with seed S draws its noise from derive_seed(S, step, "es-noise") and
-its member rollouts from derive_seed(S, step, "es-rollout"), shared by all members (common random
-numbers): `iteration_seeds`. Noise is never stored: eps_d of one parameter tensor is drawn from a
-generator seeded by a hash of (iteration seed, direction d, parameter name), chunk by chunk, so every
+Seeds. The seeds of an iteration, and each member's direction d and sign s, are decided once by
+llm/es/plan.py (`IterationPlan`). Noise is never stored: eps_d of one parameter tensor is drawn from a
+generator seeded by a hash of (noise seed, direction d, parameter name), chunk by chunk, so every
 tensor gets independent noise (re-seeding one generator with the same seed for every tensor would give
 equal-shaped layers identical noise) and the update is rebuilt from the seeds and z alone.
-
-Member m of an iteration uses direction d and sign s (`member_direction`: d = m, s = +1; with
-antithetic pairs d = m // 2, s = +1 for even m, -1 for odd m) and the weights theta + s * sigma * E_d.
+Member m's weights are theta + s * sigma * E_d.
 
 Full rank:  E_d = eps_d ~ N(0, I), `noise(seed, d, name, shape)`.
 Low rank r (EGGROLL, "Evolution Strategies at the Hyperscale"): every weight matrix of shape
@@ -32,29 +29,16 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
 from llm.config import NOISE_CHUNK  # the default of es.noise_chunk
 from llm.rollout import derive_seed
 
-
-
-def iteration_seeds(run_seed: int, step: int) -> tuple[int, int]:
-    """(noise seed, rollout seed) of an iteration; each member samples from its own seed derived from
-    the rollout seed (member_rollout_seed)."""
-    return derive_seed(run_seed, step, "es-noise"), derive_seed(run_seed, step, "es-rollout")
-
-
-def member_rollout_seed(gen_seed: int, member: int) -> int:
-    """The sampling seed of one member: sampled members draw independently of each other (as in
-    simulate), not common random numbers; greedy members do not use it."""
-    return derive_seed(gen_seed, member, "member")
-
-
-def member_direction(member: int, antithetic: bool) -> tuple[int, float]:
-    """(noise direction, sign) of a member: member i uses +eps_i, or +-eps_{i//2} with antithetic pairs."""
-    return (member // 2, 1.0 if member % 2 == 0 else -1.0) if antithetic else (member, 1.0)
+if TYPE_CHECKING:
+    from llm.es.plan import IterationPlan, Member
 
 
 _GENERATORS = threading.local()  # this thread's generator per device, re-seeded for every draw
@@ -126,9 +110,9 @@ class PopulationNoise:
     """E_d of every member and parameter, full or low rank, drawn from the seeds (kept within an iteration)
     by generators on the device of the weights they perturb."""
 
-    def __init__(self, sigma: float, antithetic: bool = False, rank: int = 0, chunk: int = NOISE_CHUNK,
-                 keep_bytes: int = 0, device: torch.device | str = "cpu"):
-        self.sigma, self.antithetic, self.chunk, self.device = sigma, antithetic, chunk, device
+    def __init__(self, rank: int = 0, chunk: int = NOISE_CHUNK, keep_bytes: int = 0,
+                 device: torch.device | str = "cpu"):
+        self.chunk, self.device = chunk, device
         self.rank = rank            # 0: full rank; r > 0: E = A B^T / sqrt(r) for every weight matrix
         self.kept = KeptDraws(keep_bytes, device) if keep_bytes else None
 
@@ -158,12 +142,12 @@ class PopulationNoise:
             return (a @ b.T) / math.sqrt(self.rank)
         return self.draw(seed, direction, name, shape)
 
-    def fill_member(self, seed: int, member: int, name: str, theta: torch.Tensor, out: torch.Tensor) -> None:
-        """out <- (theta + s sigma E_d)^T for member m (direction d, sign s): one pass, transposed for a
+    def fill_member(self, plan: IterationPlan, member: Member, name: str, theta: torch.Tensor,
+                    out: torch.Tensor) -> None:
+        """out <- (theta + s sigma E_d)^T for the member (direction d, sign s): one pass, transposed for a
         matrix (the layout of llm/es/batched_hf.py), as is for a vector. Low rank: one addmm of the
         factors, E_d never materialized."""
-        d, sign = member_direction(member, self.antithetic)
-        scale = sign * self.sigma
+        seed, d, scale = plan.noise_seed, member.direction, member.sign * plan.sigma
         if self.is_lowrank(theta.shape):
             a, b = self.factors(seed, d, name, theta.shape)
             torch.addmm(theta.T, b, a.T, alpha=scale / math.sqrt(self.rank), out=out)
@@ -171,21 +155,24 @@ class PopulationNoise:
             eps = self.direction(seed, d, name, theta.shape)
             torch.add(theta.T if theta.dim() == 2 else theta, eps.T if eps.dim() == 2 else eps, alpha=scale, out=out)
 
-    def fill_members(self, seed: int, members: list[int], name: str, theta: torch.Tensor, out: torch.Tensor) -> None:
-        """out[i] <- (theta + s sigma E_d)^T for member members[i], as fill_member does one by one; a
-        full-rank parameter of members with one sign (no antithetic pairs) is drawn into one buffer and
-        added in one call (the same elementwise sums)."""
-        if self.antithetic or self.is_lowrank(theta.shape):
+    def fill_members(self, plan: IterationPlan, members: tuple[Member, ...], name: str, theta: torch.Tensor,
+                     out: torch.Tensor) -> None:
+        """out[i] <- (theta + s sigma E_d)^T for members[i], as fill_member does one by one; a full-rank
+        parameter of members that share one sign (no antithetic pairs) is drawn into one buffer and added
+        in one call (the same elementwise sums)."""
+        signs = {m.sign for m in members}
+        if len(signs) != 1 or self.is_lowrank(theta.shape):
             for i, m in enumerate(members):
-                self.fill_member(seed, m, name, theta, out=out[i])
+                self.fill_member(plan, m, name, theta, out=out[i])
             return
         eps = torch.empty((len(members), *theta.shape), device=theta.device)
         for i, m in enumerate(members):
-            self.draw(seed, m, name, theta.shape, out=eps[i])
+            self.draw(plan.noise_seed, m.direction, name, theta.shape, out=eps[i])
+        scale = signs.pop() * plan.sigma
         if theta.dim() == 2:
-            torch.add(theta.T, eps.transpose(1, 2), alpha=self.sigma, out=out)
+            torch.add(theta.T, eps.transpose(1, 2), alpha=scale, out=out)
         else:
-            torch.add(theta, eps, alpha=self.sigma, out=out)
+            torch.add(theta, eps, alpha=scale, out=out)
 
     def combined(self, seed: int, name: str, shape, coef: np.ndarray) -> torch.Tensor:
         """sum_d c_d E_d of one parameter (fp32), rebuilt from the seeds."""

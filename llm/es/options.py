@@ -1,4 +1,4 @@
-"""How ES evaluates its population, and the one validator of every ES option.
+"""How ES evaluates its population: the settings (the strategies' own rules are in factory.py).
 
 `PopulationConfig` (the `[population]` table of a run's config, defined in llm/config.py):
 
@@ -9,37 +9,26 @@
                 matrices (noise.py), and the update theta <- theta + alpha / N sum_d c_d E_d rebuilt from
                 the same seeds.
     keep_noise_mb  the noise drawn for the members is kept (up to this size) and reused by the update.
-    members     "auto": the member evaluation follows batched and the Ray workers (batched_hf.py,
-                ray_actors.py, or one by one through the engine's load_weights: members.py);
-                "vllm_inplace": members perturbed and restored in place inside vLLM's workers
-                (vllm_inplace.py; vLLM on CUDA only, engine = "vllm", one process).
+    members     the member-evaluation strategy (factory.py): "one_by_one" (members.py, each member
+                written through the engine's load_weights), "batched_hf" (batched_hf.py), "ray"
+                (ray_actors.py, the Ray workers of the run), "vllm_lora" (vllm_lora.py: low-rank members
+                as LoRA adapters, engine = "vllm"), "vllm_inplace" (vllm_inplace.py; vLLM on CUDA only);
+                "auto" (the default): "ray" with Ray workers, "batched_hf" when batched, else "one_by_one".
     lowrank_layout  low rank, batched: "factored" x W^T + (x B_m) A_m^T per layer (memory N r (in + out)
                 per matrix, three matmuls); "stacked" W_m built once per iteration, one grouped matmul, as
                 with full rank (memory N in out); "auto": stacked while the stacked matrices take at most
                 llm.config.STACK_AUTO_BYTES (on a CPU, small layers are faster stacked), factored beyond.
 
-`DistributedConfig`: the Ray actors that evaluate the members (ray_actors.py). `check_options` holds
-every rule between these settings, ES's and the Ray workers'; `check_setup` adds what needs the model
-or the machine (rank within every matrix, modules the batched forward supports, Ray installed and
-the cluster reachable).
-`population_noise` and `local_members` build the noise and the in-process member evaluation.
+`DistributedConfig`: the Ray actors that evaluate the members (ray_actors.py). `strategy_name` is the
+one rule that turns these settings into a strategy; factory.py holds every rule between them
+(`check_options`, `check_setup`).
 """
 from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-import torch
-
-from llm.config import ESConfig, PopulationConfig  # defined with every other setting (importable without torch)
-from llm.es.batched_hf import BatchedHF, batched_module, check_batched_engine, check_supported
-from llm.es.members import OneByOne
-from llm.es.noise import PopulationNoise, check_rank
-
-if TYPE_CHECKING:
-    from llm.engines.base import Engine
-    from llm.es.members import MemberEvaluator
+from llm.config import PopulationConfig  # defined with every other setting (importable without torch)
 
 
 @dataclass
@@ -103,73 +92,11 @@ def uses_workers(distributed: DistributedConfig | None) -> bool:
     return distributed is not None and (distributed.workers > 1 or bool(distributed.address))
 
 
-def check_options(cfg: ESConfig, population: PopulationConfig, engine: str,
-                  distributed: DistributedConfig | None = None) -> None:
-    """ValueError naming the setting when ES's options do not go together (engine: "hf" or "vllm")."""
-    cfg.validate()
-    population.validate()
-    if population.batched and cfg.inplace_bf16:
-        raise ValueError("population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); "
-                         "turn one of them off")
-    if population.members == "vllm_inplace":
-        check_inplace_options(cfg, population, engine, distributed)
+def strategy_name(population: PopulationConfig, distributed: DistributedConfig | None) -> str:
+    """The member-evaluation strategy the settings choose: population.members, or with "auto" Ray when
+    there are Ray workers, batched_hf when population.batched, else one_by_one."""
+    if population.members != "auto":
+        return population.members
     if uses_workers(distributed):
-        if cfg.inplace_bf16:
-            raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
-        distributed.validate(cfg.population_size)
-    elif population.batched:
-        check_batched_engine(engine)
-
-
-def check_inplace_options(cfg: ESConfig, population: PopulationConfig, engine: str,
-                          distributed: DistributedConfig | None) -> None:
-    """The rules of population.members = "vllm_inplace" (llm/es/vllm_inplace.py)."""
-    if engine != "vllm":
-        raise ValueError(f"population.members vllm_inplace needs engine = 'vllm', got {engine!r}")
-    if population.batched:
-        raise ValueError("population.members vllm_inplace evaluates members in vLLM; turn population.batched off")
-    if uses_workers(distributed):
-        raise ValueError("population.members vllm_inplace runs in one process; it does not combine with Ray workers "
-                         "(workers > 1 or a ray address)")
-    if cfg.inplace_bf16:
-        raise ValueError("population.members vllm_inplace keeps an fp32 master in the workers; es.inplace_bf16 "
-                         "(the paper's bf16 add / subtract) runs on the HF engine (engine = 'hf')")
-
-
-def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,
-                distributed: DistributedConfig | None = None, engine: str = "hf") -> None:
-    """Every check the ES trainers make on these options, callable before any work (model = the HF module)."""
-    check_options(cfg, population, engine, distributed)
-    shapes = {n: tuple(p.shape) for n, p in model.named_parameters() if n in names}
-    check_rank(population.noise_rank, shapes)
-    if population.batched:
-        check_supported(model, names)
-    if uses_workers(distributed):
-        check_ray(distributed)
-    check_inplace_machine(population)
-
-
-def check_inplace_machine(population: PopulationConfig) -> None:
-    """ValueError when population.members is "vllm_inplace" on a machine without CUDA (checked before vLLM starts)."""
-    if population.members == "vllm_inplace" and not torch.cuda.is_available():
-        raise ValueError("population.members vllm_inplace needs vLLM on a CUDA GPU (this machine has none): vLLM's "
-                         "CPU build repacks linear weights, so in-place edits never reach generation; leave "
-                         "population.members at 'auto' (members written by reload)")
-
-
-def population_noise(cfg: ESConfig, population: PopulationConfig, device: torch.device | str = "cpu") -> PopulationNoise:
-    """The members' noise (drawn on the device): full or low rank; the draws kept for the update unless ES runs plain."""
-    keep = 0 if population.plain else population.keep_noise_mb * 2 ** 20
-    return PopulationNoise(cfg.sigma, cfg.antithetic, population.noise_rank, cfg.noise_chunk, keep_bytes=keep,
-                           device=device)
-
-
-def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, names: list[str],
-                  shapes: dict[str, tuple[int, ...]]) -> MemberEvaluator:
-    """Member evaluation in this process: one batched generate (population.batched) or one by one."""
-    check_rank(population.noise_rank, shapes)
-    if not population.batched:
-        return OneByOne()
-    dtype = next(batched_module(engine).parameters()).dtype
-    factored = population.factored(cfg.population_size, [s for s in shapes.values() if len(s) == 2], dtype)
-    return BatchedHF(engine, names, max_rows=population.max_rows, factored=factored)
+        return "ray"
+    return "batched_hf" if population.batched else "one_by_one"

@@ -1,16 +1,16 @@
 """ES members evaluated on Ray (`RayActors`): the population spread over K actors, each with its own replica.
 
     driver (ES with RayActors, itself a replica)      K actors (ESWorker, one replica each)
-      step s: (s, prompts of the batch, members) --->   rewards of its members (seeds regenerate the noise)
-              <--- scalar rewards, token counts
+      the plan of its members, the batch ---------->   rewards of its members (the plan's seeds regenerate
+              <--- scalar rewards, token counts        the noise)
       z = standardize(rewards); update own replica
-              (s, z) ------------------------------->   the same update from (seeds, z)
+              the Update (seed, c_d, alpha, N) ----->   the same update (center.py, the same code)
               <--- SHA-256 of the replica's weights     must equal the driver's, every iteration
 
 Weights cross once, when the actors start from the driver's center; afterwards only seeds, prompts,
-z and scalars do. On GPUs each actor reserves one (distributed.gpus_per_worker; Ray sets its
+coefficients and scalars do. On GPUs each actor reserves one (distributed.gpus_per_worker; Ray sets its
 CUDA_VISIBLE_DEVICES) and keeps its engine, master and noise on it: one engine per GPU. The driver must
-then compute on CUDA too, since the hash check needs the same generator streams on every replica. The update is the same code on every replica (`ES.apply_update`), so the
+then compute on CUDA too, since the hash check needs the same generator streams on every replica. The update is the same code on every replica (`MasterCenter.apply`), so the
 replicas stay bit-identical, and the run equals the single-process run with the same seed. Members are
 dealt in contiguous blocks of N / K. A dead actor (a call raising RayActorError, or not answering
 within actor_timeout_s) is dropped and its members re-run on a live actor in the same iteration, never
@@ -23,49 +23,49 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from llm.es.algorithm import ES, ESConfig
-from llm.es.members import MemberEvaluator, weight_hash
-from llm.es.noise import iteration_seeds
-from llm.es.options import DistributedConfig, PopulationConfig, check_ray, local_members, population_noise
+from llm.es.center import MasterCenter
+from llm.es.members import MemberEvaluator, Sampling, weight_hash
+from llm.es.options import DistributedConfig, check_ray
+from llm.es.plan import IterationPlan, Update
 from llm.tasks.base import Problem, Task
+
 
 class ESWorker:
     """One replica (run as a Ray actor): its own HF engine on its device ("cpu", or "cuda": the GPU Ray gave
-    it), started from the driver's weights."""
+    it), started from the driver's weights; `local` builds its in-process member evaluation and center
+    (factory.py: one by one or batched, as the driver's options ask)."""
 
-    def __init__(self, model_dir: str, task: Task, names: list[str], cfg: ESConfig, population: PopulationConfig,
-                 weights: dict[str, torch.Tensor], max_new_tokens: int, seed: int, threads: int, device: str = "cpu"):
+    def __init__(self, model_dir: str, task: Task, names: list[str], sampling: Sampling, local,
+                 weights: dict[str, torch.Tensor], threads: int, device: str = "cpu"):
         from llm.engines.hf import HFEngine
 
         torch.set_num_threads(threads)
         engine = HFEngine(model_dir, device=device)
         engine.load_weights(weights.items())
         master = {n: weights[n].to(device, torch.float32, copy=True) for n in names}
-        members = local_members(cfg, population, engine, names, {n: tuple(t.shape) for n, t in master.items()})
-        self.es = ES(cfg, engine, task, names, master, max_new_tokens=max_new_tokens, seed=seed,
-                     noise=population_noise(cfg, population, device), members=members)
+        self.center, self.members = local(engine, task, sampling, master, device)
 
-    def rewards(self, step: int, problems: list[Problem], members: list[int]) -> tuple[list[float], int]:
-        it_seed, gen_seed = iteration_seeds(self.es.seed, step)
-        rewards, tokens, _ = self.es.members.rewards(self.es, it_seed, gen_seed, problems, members, step)
+    def rewards(self, plan: IterationPlan, problems: list[Problem]) -> tuple[list[float], int]:
+        rewards, tokens, _ = self.members.rewards(plan, problems)
         return rewards.tolist(), tokens
 
-    def update(self, step: int, z: list[float]) -> str:
-        self.es.apply_update(iteration_seeds(self.es.seed, step)[0], np.asarray(z), step)
-        return weight_hash(self.es.master)
+    def update(self, update: Update) -> str:
+        self.center.apply(update)
+        return weight_hash(self.center.master)
 
     def weight_hash(self) -> str:
-        return weight_hash(self.es.master)
+        return weight_hash(self.center.master)
 
 
 class RayActors(MemberEvaluator):
     """Member evaluation on K Ray actors; the driver's ES keeps the center replica and applies the update."""
 
-    def __init__(self, cfg: ESConfig, task: Task, names: list[str], master: dict[str, torch.Tensor], *,
-                 max_new_tokens: int, seed: int, model_dir: str, weights: dict[str, torch.Tensor],
-                 population: PopulationConfig, distributed: DistributedConfig):
-        """weights: the full center the actors start from (master: the driver's fp32 perturbed parameters)."""
-        self.dist = distributed
+    def __init__(self, task: Task, sampling: Sampling, center: MasterCenter, local, *, model_dir: str,
+                 weights: dict[str, torch.Tensor], distributed: DistributedConfig):
+        """weights: the full center the actors start from (center: the driver's fp32 perturbed parameters);
+        local(engine, task, sampling, master, device) -> (center, members): each actor's own evaluation."""
+        self.dist, self.center = distributed, center
+        master, names = center.master, center.names
         ray = check_ray(distributed)
         weights = {n: t.cpu() for n, t in (weights | {n: master[n] for n in names}).items()}  # crosses to the actors
         if not ray.is_initialized():
@@ -79,8 +79,8 @@ class RayActors(MemberEvaluator):
                            max_restarts=0)(ESWorker)
         shared = ray.put(weights)
         device = "cuda" if self.dist.gpus_per_worker > 0 else "cpu"
-        self.actors = [actor.remote(str(model_dir), task, names, cfg, population, shared, max_new_tokens, seed,
-                                    self.dist.threads_per_worker, device) for _ in range(self.dist.workers)]
+        self.actors = [actor.remote(str(model_dir), task, names, sampling, local, shared, self.dist.threads_per_worker,
+                                    device) for _ in range(self.dist.workers)]
         self.alive = list(range(self.dist.workers))
         self.reruns: list[dict] = []  # {"step", "worker", "members", "rerun_on"} for every re-run block
         self.deaths: dict[int, str] = {}  # worker -> why it was dropped (the error Ray raised, or the timeout)
@@ -116,18 +116,18 @@ class RayActors(MemberEvaluator):
 
     # -- one iteration -----------------------------------------------------------------------
     def member_blocks(self, members: list[int]) -> dict[int, list[int]]:
-        """Contiguous blocks of the members over the live actors."""
+        """Contiguous blocks of the members (population indices) over the live actors."""
         parts = np.array_split(np.asarray(members), len(self.alive))
         return {w: part.tolist() for w, part in zip(self.alive, parts)}
 
-    def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
-                step: int) -> tuple[np.ndarray, int, float]:
-        """Each actor evaluates its block (seeds from the step); a dead actor's block runs again on a live one."""
+    def rewards(self, plan: IterationPlan, problems: list[Problem]) -> tuple[np.ndarray, int, float]:
+        """Each actor evaluates its block of the plan; a dead actor's block runs again on a live one."""
+        step, members = plan.step, [m.index for m in plan.members]
         position = {m: i for i, m in enumerate(members)}
         rewards, tokens = np.full(len(members), np.nan), 0
         pending = self.member_blocks(members)
         while pending:
-            refs = {w: (block, self.actors[w].rewards.remote(step, problems, block)) for w, block in pending.items()}
+            refs = {w: (block, self.actors[w].rewards.remote(plan.subset(block), problems)) for w, block in pending.items()}
             pending = {}
             for w, (block, ref) in refs.items():
                 result = self._get(w, ref)
@@ -142,9 +142,10 @@ class RayActors(MemberEvaluator):
                 rewards[[position[m] for m in block]], tokens = result[0], tokens + result[1]
         return rewards, tokens, 0.0
 
-    def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
+    def after_update(self, update: Update) -> None:
         """Every live replica applies the same update; their weight hashes must equal the driver's."""
-        self._check_replicas(step, es.master, {w: self.actors[w].update.remote(step, z.tolist()) for w in self.alive})
+        self._check_replicas(update.step, self.center.master,
+                             {w: self.actors[w].update.remote(update) for w in self.alive})
 
     def close(self) -> None:
         """Stop the actors (the Ray runtime itself is left running for the caller)."""

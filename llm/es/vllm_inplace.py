@@ -6,14 +6,14 @@ through a worker extension; this is that path as one member-evaluation strategy 
     driver (ES with VLLMInPlace)                      vLLM worker (ESWorkerExtension mixed in)
       setup: the fp32 master of the perturbed names ->  views into vLLM's (fused, padded) parameters for
                                                         every HF name; the master kept as given
-      member m: (iteration seed, m) --------------->   view <- master + s sigma E_d  (E_d regenerated here
+      member: (the plan, the member) -------------->   view <- master + s sigma E_d  (E_d regenerated here
                                                         from (seed, d, name): llm/es/noise.py, per tensor)
-              generate the batch (one vLLM call)
-              (iteration seed, m) ------------------>   view <- master (exact restore)
-      update (ES.apply_update on the master), then
+              generate the batch (one vLLM call, the member's own rollout seed)
+              (the plan, the member) --------------->   view <- master (exact restore)
+      update (MasterCenter.apply on the master), then
         shared master: ---------------------------->   views <- master
-        own master: (iteration seed, c) ----------->   master <- master + alpha/N sum_d c_d E_d (ES.apply_update's
-              <--- SHA-256 of the worker's master        code and order), views <- master; the hash must equal
+        own master: the Update (seed, c_d) -------->   master <- master + alpha/N sum_d c_d E_d (MasterCenter.apply,
+              <--- SHA-256 of the worker's master        the driver's code), views <- master; the hash must equal
                                                         the driver's, every iteration
 
 vLLMEngine runs its engine core in this process, so `collective_rpc` hands the worker the driver's
@@ -30,8 +30,7 @@ torch module standing in for the worker's model. On vLLM's CPU build this path c
 weights are repacked into kernel formats and the originals dropped, so an in-place edit never reaches
 generation; there the strategy refuses to start, and ES keeps the reload path (members.py, OneByOne).
 
-With `inplace_bf16` the worker reproduces the paper's code instead: add sigma E_d to its bf16 weights,
-evaluate, subtract it again (leaving the rounding residue), no fp32 master.
+The paper's bf16 in-place arithmetic (es.inplace_bf16) runs on the HF engine only (center.py, InPlaceBF16).
 """
 from __future__ import annotations
 
@@ -42,13 +41,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from llm.es.members import MemberEvaluator, weight_hash
-from llm.es.noise import NOISE_CHUNK, PopulationNoise, iteration_seeds, member_direction
+from llm.es.center import MasterCenter
+from llm.es.members import MemberEvaluator, Sampling, weight_hash
+from llm.es.noise import NOISE_CHUNK, PopulationNoise
+from llm.es.plan import IterationPlan, Member, Update
 from llm.rollout import rollout
-from llm.tasks.base import Problem
+from llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
-    from llm.es.algorithm import ES
+    from llm.engines.vllm_engine import VLLMEngine
 
 WORKER_EXTENSION = "llm.es.vllm_inplace.ESWorkerExtension"  # LLM(worker_extension_cls=...)
 ENGINE_KWARGS = {"worker_extension_cls": WORKER_EXTENSION, "enable_prefix_caching": False}
@@ -100,74 +101,48 @@ class ESWorkerExtension:
     def es_model(self) -> torch.nn.Module:
         return self.model_runner.model
 
-    def es_setup(self, center: dict[str, torch.Tensor], hf_shapes: dict[str, tuple[int, ...]], sigma: float,
-                 antithetic: bool, rank: int = 0, chunk: int = NOISE_CHUNK,
-                 inplace_bf16: bool = False) -> dict:
+    def es_setup(self, center: dict[str, torch.Tensor], hf_shapes: dict[str, tuple[int, ...]], rank: int = 0,
+                 chunk: int = NOISE_CHUNK) -> dict:
         """Views of the perturbed HF names into the model, the master written into them: center itself when
-        it is fp32 on the model's device (not copied), else an fp32 copy; none with inplace_bf16 (the
-        views are the center). Returns this process's id and the master's tensor addresses (the driver's
-        own when shared)."""
+        it is fp32 on the model's device (not copied), else an fp32 copy. The worker's center
+        (llm/es/center.py's MasterCenter) writes into the views. Returns this process's id and the
+        master's tensor addresses (the driver's own when shared)."""
         model = self.es_model()
         params = dict(model.named_parameters())
         slices = param_slices(hf_shapes, list(center), {n: tuple(p.shape) for n, p in params.items()})
         self.es_views = {n: params[target].data[a:b] for n, (target, a, b) in slices.items()}
         device = next(iter(self.es_views.values())).device
-        self.es_noise = PopulationNoise(sigma, antithetic, rank, chunk, device=device)
-        self.es_inplace_bf16 = inplace_bf16
-        self.es_master = None if inplace_bf16 else {n: t.to(device, torch.float32) for n, t in center.items()}
+        master = {n: t.to(device, torch.float32) for n, t in center.items()}
+        self.es_center = MasterCenter(master, PopulationNoise(rank, chunk, device=device), self.es_write)
+        self.es_center.load_center()
+        return {"pid": os.getpid(), "addresses": {n: t.data_ptr() for n, t in master.items()}}
+
+    def es_write(self, named_tensors) -> None:
+        """views <- the given tensors (the center's `load`)."""
         with torch.no_grad():
-            for n, view in self.es_views.items():
-                view.copy_(center[n])
-        return {"pid": os.getpid(), "addresses": {} if inplace_bf16 else {n: t.data_ptr() for n, t in self.es_master.items()}}
+            for n, t in named_tensors:
+                self.es_views[n].copy_(t)
 
     def es_load_master(self) -> None:
         """views <- master (after the driver updated a shared master)."""
-        with torch.no_grad():
-            for n, view in self.es_views.items():
-                view.copy_(self.es_master[n])
+        self.es_center.load_center()
 
-    def es_perturb(self, it_seed: int, member: int) -> None:
-        """Weights of member m: view <- master + s sigma E_d (inplace_bf16: view += s sigma E_d in bf16)."""
-        d, sign = member_direction(member, self.es_noise.antithetic)
-        sigma = self.es_noise.sigma
-        with torch.no_grad():
-            for n, view in self.es_views.items():
-                eps = self.es_noise.direction(it_seed, d, n, view.shape)
-                if self.es_inplace_bf16:
-                    view.add_(eps.to(view.dtype), alpha=sign * sigma)
-                else:
-                    view.copy_(self.es_master[n] + (sign * sigma) * eps)
+    def es_perturb(self, plan: IterationPlan, member: Member) -> None:
+        """Weights of the member: views <- master + s sigma E_d."""
+        self.es_center.perturb(plan, member)
 
-    def es_restore(self, it_seed: int, member: int) -> None:
-        """The center again: copied from the master (exact), or the same s sigma E_d subtracted (inplace_bf16)."""
-        with torch.no_grad():
-            if not self.es_inplace_bf16:
-                for n, view in self.es_views.items():
-                    view.copy_(self.es_master[n])
-                return
-            d, sign = member_direction(member, self.es_noise.antithetic)
-            for n, view in self.es_views.items():
-                view.add_(self.es_noise.direction(it_seed, d, n, view.shape).to(view.dtype), alpha=-sign * self.es_noise.sigma)
+    def es_restore(self, plan: IterationPlan, member: Member) -> None:
+        """The center again: views <- master (exact)."""
+        self.es_center.restore(plan, member)
 
-    def es_update(self, it_seed: int, coef: list[float], scale: float) -> str:
-        """master <- master + scale * sum_d c_d E_d (scale = alpha / N; ES.apply_update's arithmetic, so the
-        same result bit for bit on the same kind of device), written into the views; returns the hash.
-        inplace_bf16: each c_d E_d added to the bf16 weights in turn, as the paper's code does."""
-        coef = np.asarray(coef, dtype=np.float64)
-        with torch.no_grad():
-            for n, view in self.es_views.items():
-                if self.es_inplace_bf16:
-                    for d, c in enumerate(coef):
-                        if c != 0.0:
-                            view.add_(self.es_noise.direction(it_seed, d, n, view.shape).to(view.dtype), alpha=scale * c)
-                    continue
-                theta = self.es_master[n]
-                theta.copy_(theta + scale * self.es_noise.combined(it_seed, n, theta.shape, coef))
-                view.copy_(theta)
+    def es_update(self, update: Update) -> str:
+        """master <- master + (alpha / N) sum_d c_d E_d (MasterCenter.apply, the driver's code, so the same
+        result bit for bit on the same kind of device), written into the views; returns the hash."""
+        self.es_center.apply(update)
         return self.es_hash()
 
     def es_hash(self) -> str:
-        return weight_hash(self.es_views if self.es_inplace_bf16 else self.es_master)
+        return weight_hash(self.es_center.master)
 
 
 def check_inplace_engine(engine) -> None:
@@ -197,15 +172,17 @@ def shares_master(master: dict[str, torch.Tensor], setups: list[dict]) -> bool:
 
 class VLLMInPlace(MemberEvaluator):
     """Member evaluation inside vLLM's workers: perturb, generate, restore, member by member; after the
-    update the workers load the shared master, or redo the update from the seeds and are checked by hash."""
+    update the workers load the shared master, or redo the update and are checked by hash.
 
-    def __init__(self, es_cfg, engine, master: dict[str, torch.Tensor], rank: int = 0):
-        """master: the driver's fp32 center of the perturbed names; rank: population.noise_rank."""
+    ES's own center (`center`) is the driver's fp32 master with no model to write (load None): the
+    workers write their views themselves."""
+
+    def __init__(self, engine: VLLMEngine, task: Task, sampling: Sampling, center: MasterCenter):
         check_inplace_engine(engine)
-        self.engine = engine
+        self.engine, self.task, self.sampling, self.center = engine, task, sampling, center
+        master = center.master
         shapes = {n: tuple(t.shape) for n, t in engine.weights.items()}
-        setups = engine.llm.collective_rpc("es_setup", args=(master, shapes, es_cfg.sigma, es_cfg.antithetic, rank,
-                                                             es_cfg.noise_chunk, False))
+        setups = engine.llm.collective_rpc("es_setup", args=(master, shapes, center.noise.rank, center.noise.chunk))
         self.shared = shares_master(master, setups)
         if not self.shared:
             self.check(-1, master, engine.llm.collective_rpc("es_hash"))
@@ -218,33 +195,24 @@ class VLLMInPlace(MemberEvaluator):
             raise RuntimeError(f"step {step}: the vLLM workers' master weights differ from the driver's "
                                f"(hash {expected[:12]}); the in-place update is no longer the driver's")
 
-    def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
-                step: int) -> tuple[np.ndarray, int, float]:
-        kw = dict(n=es.cfg.member_samples, temperature=es.cfg.member_temperature,
-                  max_new_tokens=es.max_new_tokens, seed=gen_seed, step=step)
-        rewards, tokens, weight_s = np.zeros(len(members)), 0, 0.0
-        for i, m in enumerate(members):
+    def rewards(self, plan: IterationPlan, problems: list[Problem]) -> tuple[np.ndarray, int, float]:
+        s = self.sampling
+        rewards, tokens, weight_s = np.zeros(len(plan.members)), 0, 0.0
+        for i, member in enumerate(plan.members):
             tw = time.perf_counter()
-            self.engine.llm.collective_rpc("es_perturb", args=(it_seed, m))
+            self.engine.llm.collective_rpc("es_perturb", args=(plan, member))
             weight_s += time.perf_counter() - tw
-            out = rollout(es.engine, es.task, problems, **kw)
+            out = rollout(self.engine, self.task, problems, n=s.n, temperature=s.temperature,
+                          max_new_tokens=s.max_new_tokens, seed=member.rollout_seed, step=plan.step)
             rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
             tw = time.perf_counter()
-            self.engine.llm.collective_rpc("es_restore", args=(it_seed, m))
+            self.engine.llm.collective_rpc("es_restore", args=(plan, member))
             weight_s += time.perf_counter() - tw
         return rewards, tokens, weight_s
 
-    def load_center(self, es: ES) -> None:
-        """Nothing to reload: the workers apply the update themselves (after_update)."""
-
-    def after_update(self, es: ES, step: int, z: np.ndarray) -> None:
-        from llm.es.algorithm import direction_coefficients
-
+    def after_update(self, update: Update) -> None:
         if self.shared:
             self.engine.llm.collective_rpc("es_load_master")
         else:
-            coef = direction_coefficients(z, es.cfg.antithetic)
-            hashes = self.engine.llm.collective_rpc("es_update", args=(iteration_seeds(es.seed, step)[0], coef.tolist(),
-                                                                       es.cfg.alpha / len(z)))
-            self.check(step, es.master, hashes)
-        self.engine.track_center(es.master)
+            self.check(update.step, self.center.master, self.engine.llm.collective_rpc("es_update", args=(update,)))
+        self.engine.track_center(self.center.master)

@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from llm.engines.base import Completion, Engine
-from llm.es.members import MemberEvaluator, member_fitness
-from llm.es.noise import PopulationNoise, member_direction
-from llm.tasks.base import Problem
+from llm.es.members import MemberEvaluator, Sampling, member_fitness
+from llm.es.noise import PopulationNoise
+from llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
-    from llm.es.algorithm import ES
+    from llm.es.plan import IterationPlan, Member
 
 LORA_PATTERN = r"\.(q|k|v|o|gate|up|down)_proj\.weight$"
 TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -57,18 +57,17 @@ def check_lora_population(noise: PopulationNoise, names: list[str], population_s
                          f"the population needs {population_size} adapters of rank {noise.rank}")
 
 
-def write_adapter(path: Path, noise: PopulationNoise, seed: int, member: int,
+def write_adapter(path: Path, noise: PopulationNoise, plan: IterationPlan, member: Member,
                   shapes: dict[str, tuple[int, int]]) -> None:
-    """PEFT LoRA directory equal to member m's low-rank perturbation of the named weight matrices."""
+    """PEFT LoRA directory equal to the member's low-rank perturbation of the named weight matrices."""
     from safetensors.torch import save_file
 
-    d, sign = member_direction(member, noise.antithetic)
     tensors = {}
     for name, shape in shapes.items():
-        a, b = noise.factors(seed, d, name, shape)
+        a, b = noise.factors(plan.noise_seed, member.direction, name, shape)
         prefix = "base_model.model." + name.removesuffix(".weight")
         tensors[prefix + ".lora_A.weight"] = b.T.contiguous()
-        tensors[prefix + ".lora_B.weight"] = (a * (sign * noise.sigma / math.sqrt(noise.rank))).contiguous()
+        tensors[prefix + ".lora_B.weight"] = (a * (member.sign * plan.sigma / math.sqrt(noise.rank))).contiguous()
     path.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path / "adapter_model.safetensors"))
     (path / "adapter_config.json").write_text(json.dumps({
@@ -76,25 +75,23 @@ def write_adapter(path: Path, noise: PopulationNoise, seed: int, member: int,
         "target_modules": sorted({n.split(".")[-2] for n in shapes}), "bias": "none", "lora_dropout": 0.0}))
 
 
-def generate_lora_population(engine: Engine, noise: PopulationNoise, seed: int, members: list[int],
+def generate_lora_population(engine: Engine, noise: PopulationNoise, plan: IterationPlan,
                              shapes: dict[str, tuple[int, int]], prompts: list[str], *, n: int, temperature: float,
-                             max_new_tokens: int, sample_seed: int, workdir: str | Path,
-                             top_p: float = 1.0) -> list[list[list[Completion]]]:
-    """[member][prompt][sample]: every member's requests in one vLLM generate, member m on adapter slot m + 1.
-
-    Each member's requests carry the seeds a VLLMEngine.generate call with sample_seed would use."""
-    paths = write_adapters(workdir, noise, seed, members, shapes)
+                             max_new_tokens: int, workdir: str | Path, top_p: float = 1.0) -> list[list[list[Completion]]]:
+    """[member][prompt][sample]: every planned member's requests in one vLLM generate, the k-th member on
+    adapter slot k + 1, each carrying the seeds a VLLMEngine.generate call with its rollout seed would use."""
+    paths = write_adapters(workdir, noise, plan, shapes)
     return engine.generate_with_adapters(prompts, paths, n=n, temperature=temperature, max_new_tokens=max_new_tokens,
-                                         seed=sample_seed, top_p=top_p)
+                                         seed=[m.rollout_seed for m in plan.members], top_p=top_p)
 
 
-def write_adapters(workdir: str | Path, noise: PopulationNoise, seed: int, members: list[int],
+def write_adapters(workdir: str | Path, noise: PopulationNoise, plan: IterationPlan,
                    shapes: dict[str, tuple[int, int]]) -> list[str]:
-    """One adapter directory per listed member (workdir/member-slot-k for the k-th), their paths in order."""
+    """One adapter directory per planned member (workdir/member-slot-k for the k-th), their paths in order."""
     paths = []
-    for slot, m in enumerate(members):
+    for slot, member in enumerate(plan.members):
         path = Path(workdir) / f"member-slot-{slot}"
-        write_adapter(path, noise, seed, m, shapes)
+        write_adapter(path, noise, plan, member, shapes)
         paths.append(str(path))
     return paths
 
@@ -118,24 +115,27 @@ def linear_shapes(model_dir: str | Path, names: list[str]) -> dict[str, tuple[in
 # ----------------------------------------------------------------------------- the ES strategy
 
 class VLLMLoRA(MemberEvaluator):
-    """Member evaluation for ES on a LoRA-enabled VLLMEngine: the listed members written as adapters
+    """Member evaluation for ES on a LoRA-enabled VLLMEngine: the planned members written as adapters
     (in a temporary directory), then one generate for all of them. Needs low-rank noise on the LoRA
-    projections only (check_lora_population)."""
+    projections only (check_lora_population). The center's weights stay in the engine (ES's center
+    loads them there after each update)."""
 
-    def __init__(self, engine: Engine, noise: PopulationNoise, names: list[str], population_size: int):
+    def __init__(self, engine: Engine, task: Task, sampling: Sampling, noise: PopulationNoise, names: list[str],
+                 population_size: int):
         check_lora_population(noise, names, population_size, engine)
+        self.engine, self.task, self.sampling, self.noise = engine, task, sampling, noise
         self.shapes = linear_shapes(engine.model_dir, names)
         self.workdir = tempfile.TemporaryDirectory(prefix="es-lora-")
 
-    def rewards(self, es: ES, it_seed: int, gen_seed: int, problems: list[Problem], members: list[int],
-                step: int) -> tuple[np.ndarray, int, float]:
+    def rewards(self, plan: IterationPlan, problems: list[Problem]) -> tuple[np.ndarray, int, float]:
         tw = time.perf_counter()
-        paths = write_adapters(self.workdir.name, es.noise, it_seed, members, self.shapes)
+        paths = write_adapters(self.workdir.name, self.noise, plan, self.shapes)
         weight_s = time.perf_counter() - tw
-        per_member = es.engine.generate_with_adapters([p.prompt for p in problems], paths, n=es.cfg.member_samples,
-                                                      temperature=es.cfg.member_temperature,
-                                                      max_new_tokens=es.max_new_tokens, seed=gen_seed)
-        rewards, tokens = member_fitness(es.task, problems, per_member, step, es.cfg.member_temperature)
+        s = self.sampling
+        per_member = self.engine.generate_with_adapters([p.prompt for p in problems], paths, n=s.n,
+                                                        temperature=s.temperature, max_new_tokens=s.max_new_tokens,
+                                                        seed=[m.rollout_seed for m in plan.members])
+        rewards, tokens = member_fitness(self.task, problems, per_member, plan.step, s.temperature)
         return rewards, tokens, weight_s
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from ..bandit import TaskShape  # noqa: E402
 from ..es import ESConfig  # noqa: E402
 from ..grpo import GRPOConfig  # noqa: E402
 from theory.decisions import FAILS, HOLDS, directional, equivalence, over_seeds  # noqa: E402
-from theory.matched import MATCHED_LEVELS, interior_levels  # noqa: E402
+from theory.matched import compared_levels, differences_at, read_at  # noqa: E402
 
 SHAPE = TaskShape()
 GRPO = GRPOConfig()
@@ -102,41 +102,31 @@ def claim(id: str, text: str, paper: str, analogue: dict, verdict: str, why: str
     return {"id": id, "claim": text, "paper": paper, "analogue": analogue, "verdict": verdict, "why": why, "test": test}
 
 
-def value_at_level(x: np.ndarray, y: np.ndarray, level: float) -> float:
-    """y where the trajectory x first reaches `level` (linear interpolation between steps); NaN if never."""
-    above = np.nonzero(x >= level)[0]
-    if above.size == 0:
-        return float("nan")
-    i = above[0]
-    if i == 0:
-        return float(y[0])
-    t = (level - x[i - 1]) / (x[i] - x[i - 1])
-    return float(y[i - 1] + t * (y[i] - y[i - 1]))
-
-
 def matched(run_a, run_b, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per seed: the common Pass@1 level (the lower final Pass@1 of two runs) and `metric` of each run
-    where its trajectory first reaches that level."""
+    read where its trajectory first reaches that level (theory.matched.read_at; NaN if never)."""
     level = np.minimum(run_a.final("pass@1"), run_b.final("pass@1"))
-    a, b = ([value_at_level(r.policy["pass@1"][:, s], r.policy[metric][:, s], level[s]) for s in range(len(level))]
-            for r in (run_a, run_b))
-    return level, np.array(a), np.array(b)
+
+    def read(r, s):
+        v = read_at(r.policy["pass@1"][:, s], r.policy[metric][:, s], level[s])
+        return float("nan") if v is None else float(v)
+    a, b = (np.array([read(r, s) for s in range(len(level))]) for r in (run_a, run_b))
+    return level, a, b
 
 
-def matched_along(run_a, run_b, metric: str, levels: int = MATCHED_LEVELS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per seed: the Pass@1 range both trajectories reach, [max of their starts, min of their maxima],
-    and the mean over `levels` interior levels of that range of metric_a - metric_b, each run read where
-    its trajectory first reaches the level. (lo, hi, difference), NaN difference for a seed whose
-    range is empty. The same reading as paper_checks/matched.py, on exact per-step values."""
+def matched_along(run_a, run_b, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per seed: the Pass@1 range both trajectories pass through and the mean over its interior levels
+    (those both trajectories support) of metric_a - metric_b, each read at its first crossing: the
+    reading of theory.matched, the same as paper_checks/matched.py's. (lo, hi, difference); NaN
+    difference for a seed with no supported level."""
     pa, pb = run_a.policy["pass@1"], run_b.policy["pass@1"]
-    lo = np.maximum(pa[0], pb[0])
-    hi = np.minimum(pa.max(0), pb.max(0))
-    diff = np.full(lo.shape, np.nan)
-    for s in range(lo.size):
-        if hi[s] > lo[s]:
-            grid = interior_levels(lo[s], hi[s], levels)
-            diff[s] = np.mean([value_at_level(pa[:, s], run_a.policy[metric][:, s], L)
-                               - value_at_level(pb[:, s], run_b.policy[metric][:, s], L) for L in grid])
+    lo, hi = np.empty(pa.shape[1]), np.empty(pa.shape[1])
+    diff = np.full(pa.shape[1], np.nan)
+    for s in range(pa.shape[1]):
+        lo[s], hi[s], levels, kept = compared_levels([pa[:, s], pb[:, s]])
+        if kept.any():
+            diff[s] = differences_at(levels[kept], pa[:, s], run_a.policy[metric][:, s],
+                                     pb[:, s], run_b.policy[metric][:, s]).mean()
     return lo, hi, diff
 
 

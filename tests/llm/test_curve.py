@@ -1,14 +1,18 @@
 """llm.curve on a real tiny run: the base and the checkpoints evaluated on the run's test prompts,
-the base point equal to an independent evaluation of the base model, records in curve.json, and an
-interrupted curve continued without re-measuring its points."""
+the base point equal to an independent evaluation of the base model, records in curve.json, an
+interrupted curve continued without re-measuring its points, only the current layout's points kept
+after a run is resumed; and the layout placed by Pass@1 (refined where a jump exceeds the resolution
+and a checkpoint lies inside it)."""
 import json
+import re
+from pathlib import Path
 
 import pytest
 import torch
 
 from llm import rundir
 from llm.config import TrainConfig
-from llm.curve import curve_steps, evaluate_curve
+from llm.curve import curve_steps, evaluate_curve, layout, refinement
 from llm.engines import make_engine
 from llm.evaluate import evaluate
 from llm.rollout import derive_seed
@@ -28,6 +32,33 @@ def test_curve_steps_spread_and_keep_the_last():
     assert curve_steps(list(range(5, 101, 5)), 4) == [0, 5, 35, 70, 100]
     with pytest.raises(ValueError, match="points"):
         curve_steps([10], 0)
+
+
+def test_layout_refines_wide_pass1_jumps_where_a_checkpoint_lies_inside():
+    """A run whose Pass@1 jumps 0.10 -> 0.40 over its first 4 steps, then creeps. The first spread,
+    0 1 3 8 16, leaves jumps of 16 points (1 -> 3) and 9 points (3 -> 8): steps 2, then 4 are measured,
+    widest first; 0 -> 1 (7 points) has no checkpoint inside, and the slow part (8 -> 16) is left alone."""
+    pass1 = {0: 0.10, 1: 0.17, 2: 0.25, 3: 0.33, 4: 0.40, 8: 0.42, 12: 0.44, 16: 0.45}
+    measured = []
+
+    def pass1_at(step):
+        measured.append(step)
+        return pass1[step]
+    assert curve_steps([1, 2, 3, 4, 8, 12, 16], 4) == [0, 1, 3, 8, 16]
+    assert layout([1, 2, 3, 4, 8, 12, 16], pass1_at, points=4, resolution=0.05) == [0, 1, 2, 3, 4, 8, 16]
+    assert measured == [0, 1, 3, 8, 16, 2, 4]
+    # the widest jump first, the checkpoint nearest its middle
+    assert refinement({0: 0.1, 4: 0.4, 16: 0.45}, [1, 2, 3, 4, 8, 12, 16], 0.05) == 2
+    assert refinement({0: 0.1, 4: 0.12, 16: 0.45}, [1, 2, 3, 4, 8, 12, 16], 0.05) == 8   # ties: the earlier step
+    # a jump with no checkpoint inside cannot be refined; a jump within the resolution is left alone
+    assert refinement({0: 0.1, 1: 0.4}, [1], 0.05) is None
+    assert refinement({0: 0.1, 4: 0.14}, [1, 2, 3, 4], 0.05) is None
+    # a falling segment is a jump too
+    assert refinement({0: 0.4, 4: 0.1}, [1, 2, 3, 4], 0.05) == 2
+    # at most max_points points, the base included
+    assert len(layout(list(range(1, 17)), lambda s: s / 16, points=4, resolution=0.01, max_points=7)) == 7
+    with pytest.raises(ValueError, match="resolution"):
+        layout([1], lambda s: 0.0, resolution=0.0)
 
 
 def test_curve_of_a_real_run(tiny_model_dir, tmp_path):
@@ -65,3 +96,42 @@ def test_damaged_curve_is_named(tmp_path):
     (tmp_path / rundir.CURVE).write_text('{"points": [{"step": "one"}]}')
     problems = []   # a partial reader skips a point of the wrong type and names it
     assert rundir.read_curve(tmp_path, problems) == [] and "curve.json" in problems[0] and "'step'" in problems[0]
+
+
+def test_resumed_run_keeps_only_the_current_layout(tiny_model_dir, tmp_path):
+    """--points 4 on a partial run (checkpoints 1-3), then on the finished run (checkpoints 1-6): the curve
+    holds the 5 points of the new layout, not those 5 plus the partial layout's stale ones."""
+    run = tmp_path / "run"
+    train(TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run), "steps": 6, "checkpoint_every": 1}),
+          show_progress=False)
+    later = tmp_path / "later"
+    later.mkdir()
+    for step in (4, 5, 6):  # the run as it stood after 3 steps
+        rundir.checkpoint_dir(run, step).rename(later / f"step-{step}")
+    partial = evaluate_curve(run, points=4, samples=32, temperature=0.6, resolution=0.99)
+    assert [p["step"] for p in partial] == [0, 1, 2, 3]
+    for step in (4, 5, 6):  # resumed and finished
+        (later / f"step-{step}").rename(rundir.checkpoint_dir(run, step))
+    final = evaluate_curve(run, points=4, samples=32, temperature=0.6, resolution=0.99)
+    assert [p["step"] for p in final] == curve_steps([1, 2, 3, 4, 5, 6], 4) == [0, 1, 3, 4, 6]
+    assert [p["step"] for p in rundir.read_curve(run)] == [0, 1, 3, 4, 6]   # step 2 (stale) dropped
+    assert final[2] == partial[3], "a point of both layouts is reused, not re-measured"
+
+
+def test_curve_of_a_run_trained_on_a_data_file_evaluates_the_runs_own_test_records(tiny_model_dir, tmp_path):
+    """A run trained on a countdown.json-style file with the paper's split (records 0-199 train, the rest
+    test) is evaluated along training on the file's test records, not on generated problems."""
+    sample = json.loads((Path(__file__).parents[1] / "data" / "countdown_sample.json").read_text())
+    records = [dict(sample[i % len(sample)], id=i) for i in range(206)]  # 200 train records, 6 test records
+    data = tmp_path / "countdown.json"
+    data.write_text(json.dumps(records))
+    run = tmp_path / "run"
+    cfg = RUN | {"model": str(tiny_model_dir), "out": str(run), "task": "countdown", "data": str(data),
+                 "data_split": "paper", "steps": 2}
+    train(TrainConfig.from_dict(cfg), show_progress=False)
+    points = evaluate_curve(run, points=2, samples=32, temperature=0.6)
+    final = json.loads((run / rundir.EVAL).read_text())["final"]["per_problem"]
+    for point in points:
+        ids = [p["id"] for p in point["sampled"]["per_problem"]]
+        assert all(re.fullmatch(r"countdown/test/20[0-5]", i) for i in ids), ids
+        assert ids == [p["id"] for p in final]  # the problems of the run's own final evaluation

@@ -75,7 +75,7 @@ def test_noise_on_an_explicit_cpu_device_is_the_default_stream_bit_for_bit():
     default = noise(11, 2, "model.layers.0.mlp.up_proj.weight", shape, chunk=64)
     explicit = noise(11, 2, "model.layers.0.mlp.up_proj.weight", shape, chunk=64, device="cpu")
     assert default.std() > 0.5 and torch.equal(default, explicit)
-    pop = PopulationNoise(0.1, rank=0, chunk=64, keep_bytes=1 << 20, device="cpu")
+    pop = PopulationNoise(rank=0, chunk=64, keep_bytes=1 << 20, device="cpu")
     coef = torch.tensor([0.5, -1.0, 2.0]).numpy()
     expected = sum(float(c) * noise(5, d, "w", shape, chunk=64) for d, c in enumerate(coef))
     assert pop.combined(5, "w", shape, coef).device.type == "cpu"

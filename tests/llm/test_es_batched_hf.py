@@ -1,5 +1,5 @@
 """Population-batched generation and low-rank noise on a real tiny HF model: the batched population
-equals member-by-member perturbation (the ES trainer's own write_member) in logits, greedy and sampled
+equals member-by-member perturbation (the ES center's own perturb) in logits, greedy and sampled
 rollouts, rewards and final weights; low-rank noise has rank r, unit-variance entries, and its update
 is the sum of the members' materialized perturbations."""
 import math
@@ -12,7 +12,7 @@ from llm.engines.hf import HFEngine
 from llm.es import ESConfig, PopulationConfig, make_es, select_parameters
 from llm.es.batched_hf import BatchedHF, PopulationWeights, generate_population, population_forward
 from llm.es.members import OneByOne
-from llm.es.noise import PopulationNoise, check_rank, member_rollout_seed
+from llm.es.noise import PopulationNoise, check_rank
 from tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -46,15 +46,16 @@ def test_batched_logits_equal_member_by_member_within_1e_5(tiny_model_dir, rank,
     es = _trainer(engine, population=PopulationConfig(batched=False, noise_rank=rank))
     prompts = [p.prompt for p in digit_share_task().problems("train", 3, 0)]
     ids, mask, pos = _left_padded(engine, prompts)
-    members, it_seed = [0, 1, 2, 5], 1234
+    plan = es.plan(3).subset([0, 1, 2, 5])
+    members = plan.members
     with torch.no_grad():
         center = engine.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits
         reference = []
-        for m in members:  # the trainer's own member-by-member perturbation
-            es.write_member(it_seed, m)
+        for m in members:  # the center's own member-by-member perturbation
+            es.center.perturb(plan, m)
             reference.append(engine.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits)
-            es.restore(it_seed, m)
-        weights = PopulationWeights.build(es.master, es.noise, it_seed, members, torch.float32, factored)
+            es.center.restore(plan, m)
+        weights = PopulationWeights.build(es.center.master, es.center.noise, plan, torch.float32, factored)
         with population_forward(engine.model, weights):
             batched = engine.model(input_ids=ids.repeat(len(members), 1), attention_mask=mask.repeat(len(members), 1),
                                    position_ids=pos.repeat(len(members), 1)).logits
@@ -66,13 +67,13 @@ def test_batched_logits_equal_member_by_member_within_1e_5(tiny_model_dir, rank,
     assert type(engine.model.lm_head).__name__ == "Linear"
 
 
-def _near_tie(engine, es, it_seed, member, prompt, a, b, gap=1e-4) -> bool:
+def _near_tie(engine, es, plan, member, prompt, a, b, gap=1e-4) -> bool:
     """Whether two greedy completions part at a step where the member's top-2 logits are within gap."""
     k = next(i for i, (x, y) in enumerate(zip(a + [-1], b + [-2])) if x != y)
-    es.write_member(it_seed, member)
+    es.center.perturb(plan, member)
     with torch.no_grad():
         logits = engine.model(input_ids=torch.tensor([engine.prompt_token_ids(prompt) + a[:k]])).logits[0, -1]
-    es.restore(it_seed, member)
+    es.center.restore(plan, member)
     top = logits.topk(2).values
     return float(top[0] - top[1]) < gap
 
@@ -82,21 +83,22 @@ def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperatur
     engine = HFEngine(tiny_model_dir)
     es = _trainer(engine, population=PopulationConfig(batched=False, noise_rank=rank), population_size=4)
     prompts = [p.prompt for p in digit_share_task().problems("train", 4, 1)]
-    it_seed, seeds = 99, [member_rollout_seed(5, m) for m in range(4)]  # each member samples from its own seed
-    weights = PopulationWeights.build(es.master, es.noise, it_seed, list(range(4)), torch.float32)
+    plan = es.plan(5)
+    seeds = [m.rollout_seed for m in plan.members]  # each member samples from its own seed
+    weights = PopulationWeights.build(es.center.master, es.center.noise, plan, torch.float32)
     batched = generate_population(engine, weights, prompts, n=n, temperature=temperature, max_new_tokens=16,
                                   seed=seeds, max_rows=2 * len(prompts) * n)  # two members per block
     texts, mismatched = set(), 0
     for m in range(4):
-        es.write_member(it_seed, m)
+        es.center.perturb(plan, plan.members[m])
         own = engine.generate(prompts, n=n, temperature=temperature, max_new_tokens=16, seed=seeds[m])
-        es.restore(it_seed, m)
+        es.center.restore(plan, plan.members[m])
         for prompt, row_b, row_o in zip(prompts, batched[m], own):
             for cb, co in zip(row_b, row_o):
                 texts.add(cb.text)
                 if cb.token_ids != co.token_ids:
                     mismatched += 1
-                    assert temperature == 0 and _near_tie(engine, es, it_seed, m, prompt, cb.token_ids, co.token_ids)
+                    assert temperature == 0 and _near_tie(engine, es, plan, plan.members[m], prompt, cb.token_ids, co.token_ids)
                 else:
                     assert cb.finish_reason == co.finish_reason
                     np.testing.assert_allclose(cb.logprobs, co.logprobs, atol=1e-4)
@@ -132,14 +134,14 @@ def test_lowrank_update_is_alpha_over_n_sum_z_of_member_perturbations(tiny_model
     es = _trainer(engine, population=PopulationConfig(batched=False, noise_rank=2), antithetic=False,
                   population_size=5)
     theta = es.center_weights()
-    it_seed, z = 77, np.array([1.2, -0.3, 0.0, -1.5, 0.6])
+    plan, z = es.plan(0), np.array([1.2, -0.3, 0.0, -1.5, 0.6])
     expected = {n: torch.zeros_like(t, dtype=torch.float64) for n, t in theta.items()}
     for m in range(5):
-        es.write_member(it_seed, m)
+        es.center.perturb(plan, plan.members[m])
         for n, p in engine.model.named_parameters():
             expected[n] += z[m] * (p.detach().double() - theta[n].double()) / SIGMA
-        es.restore(it_seed, m)
-    es.apply_update(it_seed, z, step=0)
+        es.center.restore(plan, plan.members[m])
+    es.center.apply(plan.update(z, es.cfg.alpha))
     for n, t in es.center_weights().items():
         delta = (t.double() - theta[n].double()) / (es.cfg.alpha / 5)
         torch.testing.assert_close(delta, expected[n], rtol=0, atol=2e-3 * expected[n].abs().max().item() + 1e-9)
@@ -148,7 +150,7 @@ def test_lowrank_update_is_alpha_over_n_sum_z_of_member_perturbations(tiny_model
 
 
 def test_lowrank_noise_has_rank_r_and_unit_variance_entries():
-    noise = PopulationNoise(sigma=1.0, rank=4)
+    noise = PopulationNoise(rank=4)
     e = noise.direction(5, 0, "layer.weight", (1024, 512))
     assert torch.linalg.matrix_rank(e, rtol=1e-4).item() == 4
     assert abs(e.pow(2).mean().item() - 1.0) < 0.2  # E[(A B^T)_ij^2] / r = 1
@@ -200,9 +202,9 @@ def test_make_es_picks_the_member_evaluation_and_check_setup_fails_early(tiny_mo
     kw = dict(max_new_tokens=4, seed=0)
     assert type(make_es(cfg, engine, digit_share_task(), names, master, **kw).members) is OneByOne
     es = make_es(cfg, engine, digit_share_task(), names, master, population=PopulationConfig(batched=False), **kw)
-    assert type(es.members) is OneByOne and es.noise.kept is None  # plain ES keeps no noise
+    assert type(es.members) is OneByOne and es.center.noise.kept is None  # plain ES keeps no noise
     es = make_es(cfg, engine, digit_share_task(), names, master, population=PopulationConfig(batched=True), **kw)
-    assert type(es.members) is BatchedHF and es.noise.kept is not None
+    assert type(es.members) is BatchedHF and es.center.noise.kept is not None
     check_setup(engine.model, names, cfg, PopulationConfig(noise_rank=4), DistributedConfig(workers=3))
     with pytest.raises(ValueError, match="divisible by workers"):
         check_setup(engine.model, names, cfg, PopulationConfig(), DistributedConfig(workers=4))
@@ -216,7 +218,7 @@ def test_kept_noise_gives_the_update_drawn_again_from_the_seeds_within_its_budge
     again from the seeds bit for bit, and a new iteration seed forgets the old draws."""
     shape, coef = (6, 5), np.array([0.7, -1.1, 0.0, 2.0])
     per_direction = 4 * (6 * 5 if rank == 0 else (6 + 5) * rank)  # fp32 bytes of E_d (or of A_d and B_d)
-    fresh, kept = PopulationNoise(0.1, rank=rank), PopulationNoise(0.1, rank=rank, keep_bytes=3 * per_direction)
+    fresh, kept = PopulationNoise(rank=rank), PopulationNoise(rank=rank, keep_bytes=3 * per_direction)
     for d in range(4):  # the members' draws
         assert torch.equal(kept.direction(11, d, "w", shape), fresh.direction(11, d, "w", shape))
     assert kept.kept.used_bytes == 3 * per_direction  # the fourth direction did not fit

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig, select_parameters
-from llm.es.noise import member_direction, noise
+from llm.es import ESConfig, make_es, select_parameters
+from llm.es.noise import noise
 from llm.tasks import get_task
 from tasks_for_tests import CountdownScoredBy, digit_share_task
 
@@ -16,7 +16,7 @@ def _es(engine, task, **kw):
     cfg.validate()
     names = select_parameters(engine.model.named_parameters(), cfg.param_pattern)
     master = None if cfg.inplace_bf16 else {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
-    return ES(cfg, engine, task, names, master, max_new_tokens=6, seed=3)
+    return make_es(cfg, engine, task, names, master, max_new_tokens=6, seed=3)
 
 
 def _live(engine):
@@ -28,13 +28,16 @@ def test_member_weights_and_exact_restore(tiny_model_dir, dtype):
     engine = HFEngine(tiny_model_dir, dtype=dtype)
     es = _es(engine, get_task("countdown"), antithetic=True)
     before = _live(engine)
-    for member in (2, 3):
-        es.write_member(99, member)
-        d, sign = member_direction(member, True)
+    plan = es.plan(5)
+    for m in (2, 3):
+        member = plan.members[m]
+        es.center.perturb(plan, member)
+        d, sign = 1, (1.0 if m == 2 else -1.0)  # antithetic: members 2 and 3 are the pair +eps_1, -eps_1
+        assert (member.direction, member.sign) == (d, sign)
         for n, p in engine.model.named_parameters():
-            expected = (es.master[n] + sign * 1e-2 * noise(99, d, n, p.shape)).to(dtype)
+            expected = (es.center.master[n] + sign * 1e-2 * noise(plan.noise_seed, d, n, p.shape)).to(dtype)
             assert torch.equal(p.detach(), expected), n
-        es.restore(99, member)
+        es.center.restore(plan, member)
         for n, p in engine.model.named_parameters():
             assert torch.equal(p.detach(), before[n]), f"restore left residue in {n}"
 
@@ -45,14 +48,14 @@ def test_update_equals_alpha_over_n_sum_z_eps_rebuilt_independently(tiny_model_d
     engine = HFEngine(tiny_model_dir)
     task = digit_share_task()
     es = _es(engine, task, member_temperature=1.0, member_samples=2)
-    old = {n: t.clone() for n, t in es.master.items()}
+    old = {n: t.clone() for n, t in es.center.master.items()}
     out = es.step(task.problems("train", 4, seed=0), step=0)
     assert np.ptp(out.rewards) > 0, "members that all score the same give z = 0: the test would compare zero with zero"
     z = (out.rewards - out.rewards.mean()) / (out.rewards.std() + 1e-8)
     np.testing.assert_allclose(out.z, z, rtol=0, atol=1e-12)
     it_seed = __import__("llm.rollout", fromlist=["derive_seed"]).derive_seed(3, 0, "es-noise")
     moved = 0.0
-    for n, theta in es.master.items():
+    for n, theta in es.center.master.items():
         expected = old[n].double() + sum(1e-2 / 4 * z[m] * noise(it_seed, m, n, theta.shape).double() for m in range(4))
         torch.testing.assert_close(theta.double(), expected, rtol=0, atol=1e-6)
         assert torch.equal(dict(engine.model.named_parameters())[n].detach(), theta)  # the engine holds the new center
@@ -74,7 +77,7 @@ def test_parameter_subset_leaves_other_parameters_untouched(tiny_model_dir):
     engine = HFEngine(tiny_model_dir)
     task = digit_share_task()
     es = _es(engine, task, param_pattern=r"norm", member_temperature=1.0, member_samples=2, sigma=0.3)
-    assert es.names and all("norm" in n for n in es.names)
+    assert es.center.names and all("norm" in n for n in es.center.names)
     before = _live(engine)
     out = es.step(task.problems("train", 3, seed=0), step=0)
     assert np.ptp(out.rewards) > 0 and out.update_norm > 0, "a zero update would leave every parameter untouched"
@@ -101,8 +104,9 @@ def test_inplace_bf16_leaves_rounding_residue_the_master_does_not(tiny_model_dir
     engine = HFEngine(tiny_model_dir, dtype=torch.bfloat16)
     es = _es(engine, get_task("countdown"), inplace_bf16=True, sigma=1.5e-3)
     before = _live(engine)
-    es.write_member(7, 0)
-    es.restore(7, 0)
+    plan = es.plan(7)
+    es.center.perturb(plan, plan.members[0])
+    es.center.restore(plan, plan.members[0])
     changed = sum(int((p.detach() != before[n]).sum()) for n, p in engine.model.named_parameters())
     total = sum(p.numel() for p in engine.model.parameters())
     assert 0 < changed < total  # some, not all, entries moved by one bf16 rounding step
@@ -116,14 +120,15 @@ def test_members_and_restore_on_vllm(vllm_engine, tiny_model_dir):
     hf = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
     master = {n: p.detach().clone() for n, p in hf.named_parameters()}
     task = get_task("countdown")
-    es = ES(ESConfig(population_size=2, sigma=0.05, alpha=0.01), vllm_engine, task, list(master), master,
-            max_new_tokens=8, seed=0)
+    es = make_es(ESConfig(population_size=2, sigma=0.05, alpha=0.01), vllm_engine, task, list(master), master,
+                 max_new_tokens=8, seed=0)
     prompts = [p.prompt for p in task.problems("test", 8, seed=0)]
     greedy = lambda: [row[0].text for row in vllm_engine.generate(prompts, n=1, temperature=0.0, max_new_tokens=8, seed=0)]
     before = greedy()
-    es.write_member(1, 0)
+    plan = es.plan(1)
+    es.center.perturb(plan, plan.members[0])
     perturbed = greedy()
-    es.restore(1, 0)
+    es.center.restore(plan, plan.members[0])
     assert greedy() == before
     assert perturbed != before
 

@@ -1,11 +1,14 @@
-"""ES noise regenerated from seeds, fitness standardization, and the update rebuilt from seeds and z."""
+"""ES noise regenerated from seeds, the iteration plan (seeds, directions, signs), fitness standardization,
+and the update rebuilt from seeds and z."""
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from llm.es.algorithm import ESConfig, direction_coefficients, standardize
-from llm.es.noise import combined_noise, member_direction, noise
+from llm.es.algorithm import ESConfig, standardize
+from llm.es.noise import combined_noise, noise
+from llm.es.plan import IterationPlan
+from llm.rollout import derive_seed
 
 
 def test_noise_is_regenerated_exactly_from_its_seed():
@@ -55,19 +58,31 @@ def test_standardized_rewards_have_mean_zero_and_population_std_one(rewards):
 @pytest.mark.parametrize("antithetic", [False, True])
 def test_update_rebuilt_from_seeds_equals_the_explicit_member_sum(antithetic):
     """alpha/N sum_i z_i eps_i, member by member in float64, against the folded per-direction sum."""
-    n, seed, shape = 6, 11, torch.Size([5, 3])
+    n, shape = 6, torch.Size([5, 3])
+    plan = IterationPlan.derive(4, 2, sigma=0.1, population_size=n, antithetic=antithetic)
     z = standardize(np.array([0.1, 0.9, 0.4, 0.4, 0.0, 1.0]))
     explicit = torch.zeros(shape, dtype=torch.float64)
-    for m in range(n):
-        d, sign = member_direction(m, antithetic)
-        explicit += z[m] * sign * noise(seed, d, "w", shape).double()
-    folded = combined_noise(seed, "w", shape, direction_coefficients(z, antithetic))
+    for m in range(n):  # the direction and sign of member m written out here, not read from the plan
+        d, sign = (m // 2, (-1.0) ** m) if antithetic else (m, 1.0)
+        explicit += z[m] * sign * noise(plan.noise_seed, d, "w", shape).double()
+    update = plan.update(z, alpha=0.3)
+    assert update.scale == 0.3 / n and len(update.coefficients) == (n // 2 if antithetic else n)
+    folded = combined_noise(update.noise_seed, "w", shape, update.coefficients)
     torch.testing.assert_close(folded.double(), explicit, rtol=1e-6, atol=1e-6)
 
 
-def test_antithetic_pairs_share_a_direction_with_opposite_signs():
-    assert [member_direction(m, True) for m in range(4)] == [(0, 1.0), (0, -1.0), (1, 1.0), (1, -1.0)]
-    assert [member_direction(m, False) for m in range(3)] == [(0, 1.0), (1, 1.0), (2, 1.0)]
+def test_the_plan_holds_each_members_direction_sign_and_own_rollout_seed():
+    plan = IterationPlan.derive(3, 5, sigma=0.02, population_size=4, antithetic=True)
+    assert [(m.direction, m.sign) for m in plan.members] == [(0, 1.0), (0, -1.0), (1, 1.0), (1, -1.0)]
+    assert plan.noise_seed == derive_seed(3, 5, "es-noise") and plan.sigma == 0.02 and plan.step == 5
+    rollout = derive_seed(3, 5, "es-rollout")
+    assert [m.rollout_seed for m in plan.members] == [derive_seed(rollout, m, "member") for m in range(4)]
+    assert len({m.rollout_seed for m in plan.members}) == 4  # sampled members draw independently
+    plain = IterationPlan.derive(3, 5, sigma=0.02, population_size=3, antithetic=False)
+    assert [(m.direction, m.sign) for m in plain.members] == [(0, 1.0), (1, 1.0), (2, 1.0)]
+    part = plan.subset([3, 1])
+    assert part.members == (plan.members[3], plan.members[1]) and part.noise_seed == plan.noise_seed
+    assert IterationPlan.derive(3, 6, sigma=0.02, population_size=4, antithetic=True).noise_seed != plan.noise_seed
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -74,7 +74,8 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
             assert torch.equal(final[name], ref_weights[name]), name
         assert ray_local.get(actors.actors[0].weight_hash.remote()) == weight_hash(ref_weights)
         # a replica that applies a different update is caught at the next iteration
-        ray_local.get(actors.actors[0].update.remote(STEPS, [1.0, -1.0, 0.0, 0.0]))
+        wrong = dist.plan(STEPS).update(np.array([1.0, -1.0, 0.0, 0.0]), cfg.alpha)
+        ray_local.get(actors.actors[0].update.remote(wrong))
         with pytest.raises(RuntimeError, match=r"replicas of workers \[0\] differ"):
             dist.step(_problems(), STEPS)
     finally:

@@ -5,8 +5,8 @@ vocabulary) on a random Qwen2 with q/k/v biases and GQA; the worker-extension me
 (`ESWorkerExtension.es_setup/es_perturb/es_restore/es_update`) on a plain torch module laid out as
 vLLM's Qwen2 model (fused and padded parameters) standing in for the worker's model: member weights
 against theta + s sigma eps computed here from llm.es.noise, exact restore, the update against the
-closed form and bit for bit against the reload path's ES.apply_update, and the paper's bf16
-add / subtract against the HF engine's inplace_bf16 path; the option rules and the refusal on a
+closed form and bit for bit against the reload path's update (the same MasterCenter class); the
+option rules and the refusal on a
 machine without CUDA. What does not run here: the extension inside a real vLLM worker (vLLM's CPU
 build repacks linear weights) -- that is tests/llm/test_gpu.py, marked `gpu`."""
 import copy
@@ -21,9 +21,11 @@ import pytest
 import torch
 
 from llm.engines.hf import HFEngine
-from llm.es.algorithm import ES, ESConfig, direction_coefficients
-from llm.es.noise import iteration_seeds, member_direction, noise
-from llm.es.options import PopulationConfig, DistributedConfig, check_inplace_machine, check_options
+from llm.es import ESConfig, make_es
+from llm.es.factory import check_options, engine_settings
+from llm.es.noise import noise
+from llm.es.options import PopulationConfig, DistributedConfig
+from llm.es.plan import IterationPlan
 from llm.es.members import weight_hash
 from llm.es.vllm_inplace import ESWorkerExtension, VLLMInPlace, param_slices, shares_master
 from llm.random_models import build_random_model
@@ -109,7 +111,7 @@ def _es(cfg, model, tokenizer, names):
     """ES on the HF engine (the reload path), on a copy of the model (its update writes the engine)."""
     engine = HFEngine(copy.deepcopy(model), tokenizer)
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
-    return ES(cfg, engine, task=None, names=names, master=master, max_new_tokens=4, seed=7)
+    return make_es(cfg, engine, None, names, master, max_new_tokens=4, seed=7)
 
 
 def test_worker_members_restore_and_update_match_the_closed_form_and_the_reload_path(qwen):
@@ -120,61 +122,33 @@ def test_worker_members_restore_and_update_match_the_closed_form_and_the_reload_
     worker = StandInWorker(_module(_vllm_layout(hf)))
     before = {n: p.detach().clone() for n, p in worker.es_model().named_parameters()}
     center = {n: hf[n].clone() for n in names}  # the worker's own master, as a worker in another process has
-    worker.es_setup(center, shapes, cfg.sigma, cfg.antithetic, 0, cfg.noise_chunk)
+    worker.es_setup(center, shapes, 0, cfg.noise_chunk)
     assert worker.es_hash() == weight_hash(center)
     views = _views(worker, shapes, names)
-    it_seed, _ = iteration_seeds(7, 2)
-    for member in (0, 3):
-        worker.es_perturb(it_seed, member)
-        d, sign = member_direction(member, False)
+    plan = IterationPlan.derive(7, 2, sigma=cfg.sigma, population_size=4, antithetic=False)
+    for m in (0, 3):
+        worker.es_perturb(plan, plan.members[m])
         for n in names:
-            eps = noise(it_seed, d, n, hf[n].shape, chunk=50)
+            eps = noise(plan.noise_seed, m, n, hf[n].shape, chunk=50)
             assert eps.std() > 0.5
-            assert torch.allclose(views[n], hf[n] + sign * cfg.sigma * eps, atol=1e-6), n
-        worker.es_restore(it_seed, member)
+            assert torch.allclose(views[n], hf[n] + cfg.sigma * eps, atol=1e-6), n
+        worker.es_restore(plan, plan.members[m])
         assert all(torch.equal(views[n], hf[n]) for n in names)  # exact restore from the fp32 master
     after = dict(worker.es_model().named_parameters())
     assert all(torch.equal(after[n].data, before[n]) for n in before)  # padding rows and siblings untouched
 
     z = np.array([1.2, -0.4, 0.0, -0.8])
-    coef = direction_coefficients(z, False)
-    worker_hash = worker.es_update(it_seed, coef.tolist(), cfg.alpha / len(z))
+    update = plan.update(z, cfg.alpha)
+    worker_hash = worker.es_update(update)
     reference = _es(cfg, model, tokenizer, names)  # the reload path's update on the same center
-    reference.apply_update(it_seed, z, 2)
-    assert worker_hash == weight_hash(reference.master)
+    reference.center.apply(update)
+    master = reference.center.master
+    assert worker_hash == weight_hash(master)
     for n in names:
-        assert torch.equal(worker.es_master[n], reference.master[n]) and torch.equal(views[n], reference.master[n])
-        closed = hf[n] + cfg.alpha / 4 * sum(float(c) * noise(it_seed, d, n, hf[n].shape, chunk=50) for d, c in enumerate(coef))
-        assert torch.allclose(worker.es_master[n], closed, atol=1e-6)
-        assert not torch.equal(worker.es_master[n], hf[n])
-
-
-def test_the_papers_bf16_add_and_subtract_matches_the_hf_engines_inplace_bf16_path(qwen):
-    model, tokenizer, hf = qwen
-    names = [n for n in hf if "layers.1" in n]
-    shapes = {n: tuple(t.shape) for n, t in hf.items()}
-    cfg = ESConfig(population_size=2, sigma=0.01, alpha=0.005, inplace_bf16=True, antithetic=True)
-    bf16 = {n: t.to(torch.bfloat16) for n, t in hf.items()}
-    worker = StandInWorker(_module(_vllm_layout(bf16)))
-    worker.es_setup({n: bf16[n] for n in names}, shapes, cfg.sigma, cfg.antithetic, inplace_bf16=True)
-    views = _views(worker, shapes, names)
-    hf_model, _ = build_random_model("qwen2", "tiny", seed=3)
-    hf_model = hf_model.to(torch.bfloat16)
-    reference = ES(cfg, HFEngine(hf_model, tokenizer), task=None, names=names, master=None, max_new_tokens=4, seed=7)
-    it_seed, _ = iteration_seeds(7, 0)
-    for member in (0, 1):
-        worker.es_perturb(it_seed, member)
-        reference.write_member(it_seed, member)
-        assert all(torch.equal(views[n], reference.live[n]) for n in names)
-        worker.es_restore(it_seed, member)
-        reference.restore(it_seed, member)
-        assert all(torch.equal(views[n], reference.live[n]) for n in names)
-    residue = max(float((views[n].float() - bf16[n].float()).abs().max()) for n in names)
-    assert residue > 0  # subtracting leaves rounding residue, as in the paper's code
-    z = np.array([1.0, -1.0])
-    worker.es_update(it_seed, direction_coefficients(z, True).tolist(), cfg.alpha / 2)
-    reference.apply_update(it_seed, z, 0)
-    assert all(torch.equal(views[n], reference.live[n]) for n in names)
+        assert torch.equal(worker.es_center.master[n], master[n]) and torch.equal(views[n], master[n])
+        closed = hf[n] + cfg.alpha / 4 * sum(z[m] * noise(plan.noise_seed, m, n, hf[n].shape, chunk=50) for m in range(4))
+        assert torch.allclose(worker.es_center.master[n], closed, atol=1e-6)
+        assert not torch.equal(worker.es_center.master[n], hf[n])
 
 
 def test_a_shared_master_is_detected_and_loaded_after_the_drivers_update(qwen):
@@ -182,19 +156,19 @@ def test_a_shared_master_is_detected_and_loaded_after_the_drivers_update(qwen):
     names = [n for n in hf if "layers.1.mlp" in n]
     shapes = {n: tuple(t.shape) for n, t in hf.items()}
     cfg = ESConfig(population_size=2, sigma=0.05, alpha=0.05)
-    driver = _es(cfg, model, tokenizer, names)  # its master: fp32 on the worker's device, so handed over as is
+    driver = _es(cfg, model, tokenizer, names).center  # its master: fp32 on the worker's device, so handed over as is
     worker = StandInWorker(_module(_vllm_layout(hf)))
-    setup = worker.es_setup(driver.master, shapes, cfg.sigma, cfg.antithetic)
+    setup = worker.es_setup(driver.master, shapes)
     assert shares_master(driver.master, [setup])
     assert not shares_master({n: t.clone() for n, t in driver.master.items()}, [setup])
     assert not shares_master(driver.master, [setup | {"pid": -1}])  # another process
     views = _views(worker, shapes, names)
-    it_seed, _ = iteration_seeds(7, 0)
-    driver.apply_update(it_seed, np.array([1.0, -1.0]), 0)
+    plan = IterationPlan.derive(7, 0, sigma=cfg.sigma, population_size=2, antithetic=False)
+    driver.apply(plan.update(np.array([1.0, -1.0]), cfg.alpha))
     assert any(not torch.equal(views[n], driver.master[n]) for n in names)  # not loaded yet
     worker.es_load_master()
     assert all(torch.equal(views[n], driver.master[n]) for n in names)
-    assert all(worker.es_master[n] is driver.master[n] for n in names)
+    assert all(worker.es_center.master[n] is driver.master[n] for n in names)
 
 
 def test_a_worker_that_diverged_from_the_driver_is_an_error(qwen):
@@ -223,7 +197,7 @@ def test_the_validator_names_what_does_not_go_with_vllm_inplace(over, engine, di
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal of a machine without CUDA")
 def test_vllm_inplace_is_refused_on_a_machine_without_cuda_before_any_work(tiny_model_dir, tmp_path):
     with pytest.raises(ValueError, match="needs vLLM on a CUDA GPU"):
-        check_inplace_machine(PopulationConfig(members="vllm_inplace"))
+        engine_settings(ESConfig(population_size=4), PopulationConfig(members="vllm_inplace"), None)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     out = tmp_path / "run"
     done = subprocess.run([sys.executable, "-m", "llm", "train", "--algo", "es", "--engine", "vllm", "--model",
@@ -238,4 +212,5 @@ def test_the_strategy_refuses_vllms_cpu_build(vllm_engine):
     assert vllm_engine.cpu
     master = {n: t.float() for n, t in vllm_engine.weights.items()}
     with pytest.raises(ValueError, match="vLLM's CPU build repacks linear"):
-        VLLMInPlace(ESConfig(population_size=4), vllm_engine, master)
+        make_es(ESConfig(population_size=4), vllm_engine, None, list(master), master, max_new_tokens=4, seed=0,
+                population=PopulationConfig(members="vllm_inplace"))

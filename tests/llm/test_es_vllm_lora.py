@@ -31,11 +31,11 @@ def test_lora_population_refuses_what_lora_cannot_express(model_dir_head32):
 
     hf = HFEngine(model_dir_head32)
     with pytest.raises(ValueError, match="noise_rank >= 1"):
-        check_lora_population(PopulationNoise(0.01, rank=0), ["model.layers.0.self_attn.q_proj.weight"], 4, hf)
+        check_lora_population(PopulationNoise(rank=0), ["model.layers.0.self_attn.q_proj.weight"], 4, hf)
     with pytest.raises(ValueError, match="can only perturb"):
-        check_lora_population(PopulationNoise(0.01, rank=2), ["model.embed_tokens.weight"], 4, hf)
+        check_lora_population(PopulationNoise(rank=2), ["model.embed_tokens.weight"], 4, hf)
     with pytest.raises(ValueError, match="enable_lora=True"):
-        check_lora_population(PopulationNoise(0.01, rank=2), ["model.layers.0.self_attn.q_proj.weight"], 4, hf)
+        check_lora_population(PopulationNoise(rank=2), ["model.layers.0.self_attn.q_proj.weight"], 4, hf)
 
 
 def test_lora_population_equals_member_by_member():
@@ -52,7 +52,7 @@ def test_lora_population_equals_member_by_member():
                     reason="run through test_lora_population_equals_member_by_member, in a fresh process")
 def test_lora_population_in_this_process(model_dir_head32, tmp_path):
     from llm.engines.vllm_engine import VLLMEngine
-    from llm.es import ES
+    from llm.es.members import Sampling
     from llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA, check_lora_population, generate_lora_population, linear_shapes
 
     hf = HFEngine(model_dir_head32)
@@ -65,29 +65,29 @@ def test_lora_population_in_this_process(model_dir_head32, tmp_path):
     engine = VLLMEngine(model_dir_head32, enable_lora=True, max_loras=MEMBERS, max_lora_rank=8,
                         kv_cache_memory_bytes=1 << 28)
     problems = digit_share_task().problems("train", 6, 0)
+    plan = es.plan(21)
+    noise = es.center.noise
     try:
-        check_lora_population(es.noise, names, MEMBERS, engine)
-        batched = generate_lora_population(engine, es.noise, 21, list(range(MEMBERS)), linear_shapes(model_dir_head32, names),
-                                           prompts, n=1, temperature=0.0, max_new_tokens=12, sample_seed=0,
-                                           workdir=tmp_path)
+        check_lora_population(noise, names, MEMBERS, engine)
+        batched = generate_lora_population(engine, noise, plan, linear_shapes(model_dir_head32, names),
+                                           prompts, n=1, temperature=0.0, max_new_tokens=12, workdir=tmp_path)
         # the same members as an ES member-evaluation strategy on the vLLM engine, against one by one on HF
-        on_vllm = ES(cfg, engine, digit_share_task(), names, master, max_new_tokens=12, seed=0, noise=es.noise,
-                     members=VLLMLoRA(engine, es.noise, names, MEMBERS))
-        lora_rewards, lora_tokens, _ = on_vllm.members.rewards(on_vllm, 21, 0, problems, list(range(MEMBERS)), 0)
+        on_vllm = VLLMLoRA(engine, digit_share_task(), Sampling(1, 0.0, 12), noise, names, MEMBERS)
+        lora_rewards, lora_tokens, _ = on_vllm.rewards(plan, problems)
         on_vllm.close()
     finally:
         engine.close()
     hf_es = make_es(cfg, hf, digit_share_task(), names, master, max_new_tokens=12, seed=0,
                     population=PopulationConfig(batched=False, noise_rank=RANK))
-    hf_rewards, hf_tokens, _ = hf_es.members.rewards(hf_es, 21, 0, problems, list(range(MEMBERS)), 0)
+    hf_rewards, hf_tokens, _ = hf_es.members.rewards(plan, problems)
     np.testing.assert_array_equal(lora_rewards, hf_rewards)
     assert lora_tokens == hf_tokens > 0
     center = hf.generate(prompts, n=1, temperature=0.0, max_new_tokens=12, seed=0)
     moved = 0
     for m in range(MEMBERS):
-        es.write_member(21, m)
+        es.center.perturb(plan, plan.members[m])
         own = hf.generate(prompts, n=1, temperature=0.0, max_new_tokens=12, seed=0)
-        es.restore(21, m)
+        es.center.restore(plan, plan.members[m])
         assert [r[0].token_ids for r in batched[m]] == [r[0].token_ids for r in own]
         moved += sum(a[0].token_ids != c[0].token_ids for a, c in zip(own, center))
     assert moved > 0  # the adapters really change the members' completions

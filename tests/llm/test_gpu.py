@@ -61,8 +61,8 @@ def test_an_es_then_grpo_run_keeps_every_tensor_on_cuda(tiny_model_dir, tmp_path
     assert engine_param.device.type == KIND and engine_param.dtype == torch.bfloat16
     assert all(p.device.type == KIND and p.dtype == torch.float32 for p in run.hf_model.parameters())
     run.start_phase(run.phases[0], {n: run.base[n] for n in run.all_names})
-    assert all(t.device.type == KIND and t.dtype == torch.float32 for t in run.trainer.master.values())
-    assert run.trainer.noise.device.type == KIND
+    assert all(t.device.type == KIND and t.dtype == torch.float32 for t in run.trainer.center.master.values())
+    assert run.trainer.center.noise.device.type == KIND
     row = run.step(0)
     assert row["es_reward_std"] > 0 and row["drift_rel"] > 0
     run.close_trainer()
@@ -77,7 +77,10 @@ def test_an_es_then_grpo_run_keeps_every_tensor_on_cuda(tiny_model_dir, tmp_path
 
 @cuda_only
 @pytest.mark.vllm
-def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir):
+@pytest.mark.parametrize("sampling", [{}, {"member_temperature": 1.0, "member_samples": 2}], ids=["greedy", "sampled"])
+def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir, sampling):
+    """The GPU part of tests/llm/test_es_conformance.py: in place gives one_by_one's rewards and update;
+    sampled members draw from their own rollout seeds on both paths."""
     pytest.importorskip("vllm")
     from llm.engines.vllm_engine import VLLMEngine
     from llm.es.vllm_inplace import ENGINE_KWARGS
@@ -89,20 +92,20 @@ def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir):
         names = sorted(base)
         task = digit_share_task()
         problems = task.problems("train", 4, seed=0)
-        cfg = ESConfig(population_size=4, sigma=0.05, alpha=0.05, member_temperature=1.0, member_samples=2)
+        cfg = ESConfig(population_size=4, sigma=0.05, alpha=0.05, **sampling)
         runs = {}
-        for members in ("vllm_inplace", "auto"):  # in place, then the reload path from the same center
+        for members in ("vllm_inplace", "one_by_one"):  # in place, then the reload path from the same center
             engine.load_weights((n, base[n]) for n in names)
             es = make_es(cfg, engine, task, names, {n: base[n].clone() for n in names}, max_new_tokens=8, seed=3,
                          population=PopulationConfig(members=members))
             runs[members] = (es, [es.step(problems, s) for s in range(2)])
-        (inplace, steps_a), (reload, steps_b) = runs["vllm_inplace"], runs["auto"]
+        (inplace, steps_a), (reload, steps_b) = runs["vllm_inplace"], runs["one_by_one"]
         assert inplace.members.shared  # the in-process worker holds the driver's master itself: one copy
         assert steps_a[0].rewards.std() > 0
         for a, b in zip(steps_a, steps_b):
             np.testing.assert_array_equal(a.rewards, b.rewards)
-        assert all(torch.equal(inplace.master[n], reload.master[n]) for n in names)
-        assert any(not torch.equal(inplace.master[n], base[n]) for n in names)
+        assert all(torch.equal(inplace.center.master[n], reload.center.master[n]) for n in names)
+        assert any(not torch.equal(inplace.center.master[n], base[n]) for n in names)
     finally:
         engine.close()
 

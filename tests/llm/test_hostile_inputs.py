@@ -271,15 +271,15 @@ def test_rewards_that_overflow_or_are_nan_stop_es_with_a_clear_error(tiny_model_
     """1e308 per completion is finite, but the mean of a member's two samples overflows to inf: without
     a check, z would be 0 (a silent zero update). NaN is stopped by the verifier check already."""
     from llm.engines.hf import HFEngine
-    from llm.es import ES, ESConfig
+    from llm.es import ESConfig, make_es
 
     engine = HFEngine(tiny_model_dir)
     names = [n for n, _ in engine.model.named_parameters()]
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
     before = {n: t.clone() for n, t in master.items()}
     task = CountdownScoredBy("huge", lambda completion: reward)
-    es = ES(ESConfig(population_size=2, sigma=1e-2, alpha=1e-2, member_temperature=1.0, member_samples=2),
-            engine, task, names, master, max_new_tokens=4, seed=0)
+    es = make_es(ESConfig(population_size=2, sigma=1e-2, alpha=1e-2, member_temperature=1.0, member_samples=2),
+                 engine, task, names, master, max_new_tokens=4, seed=0)
     with np.errstate(over="ignore"):
         with pytest.raises(NonFiniteError, match="step 3: (member mean rewards overflow|reward is not finite)"):
             es.step(task.problems("train", 2, seed=0), step=3)
@@ -288,11 +288,11 @@ def test_rewards_that_overflow_or_are_nan_stop_es_with_a_clear_error(tiny_model_
 
 def test_finite_rewards_whose_spread_overflows_are_an_error_not_a_zero_update(tiny_model_dir):
     from llm.engines.hf import HFEngine
-    from llm.es import ES, ESConfig
+    from llm.es import ESConfig, make_es
 
     engine = HFEngine(tiny_model_dir)
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-    es = ES(ESConfig(population_size=2), engine, get_task("countdown"), list(master), master, max_new_tokens=4, seed=0)
+    es = make_es(ESConfig(population_size=2), engine, get_task("countdown"), list(master), master, max_new_tokens=4, seed=0)
     assert np.all(np.isfinite(es.fitness(np.array([1.0, 0.0]), step=0)))
     with pytest.raises(NonFiniteError, match="step 0: member mean rewards overflow"):
         es.fitness(np.array([1e308, -1e308]), step=0)

@@ -162,3 +162,79 @@ def test_known_rewrites_share_a_key(a, b):
 @pytest.mark.parametrize("a, b", [("5-3", "3-5"), ("2*(3+5)", "2*3+5"), ("2/3", "3/2"), ("(2-3)*5", "(3-2)*5")])
 def test_different_functions_have_different_keys(a, b):
     assert canonical_form(a) != canonical_form(b)
+
+
+# ----------------------------------------------------------------------------- printing with the fewest parentheses
+
+PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
+
+
+def _random_tree(rng, leaves: list[int], depth: int):
+    if depth == 0 or len(leaves) == 1 or rng.random() < 0.25:
+        return leaves.pop()
+    return (OPS[rng.randrange(4)], _random_tree(rng, leaves, depth - 1), _random_tree(rng, leaves, depth - 1))
+
+
+def _printed(tree) -> tuple[str, int]:
+    """(text, precedence) of a tree printed bottom-up with join_text, the way Countdown prints solutions."""
+    from llm.tasks.safe_arith import LEAF_PRECEDENCE, PRECEDENCE, join_text
+
+    if isinstance(tree, int):
+        return str(tree), LEAF_PRECEDENCE
+    op, a, b = tree
+    (ta, pa), (tb, pb) = _printed(a), _printed(b)
+    return join_text(op, ta, pa, tb, pb), PRECEDENCE[op]
+
+
+def _paren_pairs(s: str) -> list[tuple[int, int]]:
+    stack, pairs = [], []
+    for i, c in enumerate(s):
+        if c == "(":
+            stack.append(i)
+        elif c == ")":
+            pairs.append((stack.pop(), i))
+    return pairs
+
+
+def _sample_trees(n: int = 1500, seed: int = 0):
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(n):
+        leaves = rng.sample(PRIMES, 8)  # enough for a full tree of depth 3
+        tree = _random_tree(rng, leaves, 3)
+        if sympy_value(tree) is not None and not isinstance(tree, int):
+            yield tree
+
+
+def test_printing_keeps_the_value_of_the_tree():
+    """Round trip: the printed text evaluates to the tree's value (computed with sympy)."""
+    for tree in _sample_trees():
+        printed, _ = _printed(tree)
+        assert evaluate_expression(printed) == Fraction(str(sympy_value(tree))), (tree, printed)
+
+
+def test_printing_uses_no_parentheses_that_could_be_dropped():
+    """Fewest parentheses: dropping any one pair changes the value (distinct primes as literals, so that a
+    dropped pair that mattered cannot keep the value by coincidence of the numbers)."""
+    for tree in _sample_trees():
+        printed, _ = _printed(tree)
+        value = evaluate_expression(printed)
+        for i, j in _paren_pairs(printed):
+            dropped = printed[:i] + printed[i + 1:j] + printed[j + 1:]
+            try:
+                other = evaluate_expression(dropped)
+            except UnsafeExpression:  # a division by zero once regrouped: a different expression
+                continue
+            assert other != value, (tree, printed, dropped)
+
+
+@pytest.mark.parametrize("op, left, right, expected", [
+    ("-", ("a+b", 1), ("c-d", 1), "a+b-(c-d)"), ("/", ("a", 3), ("b*c", 2), "a/(b*c)"),
+    ("*", ("a+b", 1), ("c", 3), "(a+b)*c"), ("+", ("a*b", 2), ("c/d", 2), "a*b+c/d"),
+    ("*", ("a", 3), ("b/c", 2), "a*b/c"), ("-", ("a", 3), ("b*c", 2), "a-b*c"), ("+", ("a", 3), ("b-c", 1), "a+b-c"),
+])
+def test_join_text_at_each_precedence_boundary(op, left, right, expected):
+    from llm.tasks.safe_arith import join_text
+
+    assert join_text(op, *left, *right) == expected

@@ -1,5 +1,5 @@
 """llm.train's `shared` folder: runs from the same base with the same settings measure the base
-evaluation and the step-0 population once, and get what they would have measured themselves."""
+evaluation and the step-0 probe once, and get what they would have measured themselves."""
 import json
 
 import pytest
@@ -26,9 +26,9 @@ def _run(model, out, algo, seed=0, shared=None):
     cfg = TrainConfig.from_dict(RUN | {"algo": algo, "model": str(model), "out": str(out), "seed": seed})
     train(cfg, show_progress=False, shared=shared)
     ev = json.loads((out / "eval.json").read_text())
-    population = json.loads((out / "population.json").read_text())["measurements"]
+    probe = json.loads((out / "probe.json").read_text())["measurements"]
     kept = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
-    return _untimed([{k: ev[k] for k in ("base", "base_greedy")}, next(m for m in population if m["step"] == 0),
+    return _untimed([{k: ev[k] for k in ("base", "base_greedy")}, next(m for m in probe if m["step"] == 0),
                      [k for k in kept if k["step"] == 0 and k["source"].startswith("eval/")]])
 
 
@@ -39,14 +39,14 @@ def test_runs_of_one_base_share_step_zero_and_get_their_own_values(tiny_model_di
     assert own_es == own_grpo                     # the premise: step 0 does not depend on the algorithm
     assert _run(tiny_model_dir, tmp_path / "es", "es", shared=shared) == own_es
     stored = sorted(p.name.split("-")[0] for p in shared.iterdir())
-    assert stored == ["base", "population"]
+    assert stored == ["base", "probe"]
     # the GRPO run reads what the ES run stored: a planted value shows through
     eval_file = next(shared.glob("base-eval-*.json"))
     planted = json.loads(eval_file.read_text())
     planted["base"]["pass_at_k"]["1"] = 0.123
     eval_file.write_text(json.dumps(planted))
-    (ev, population, kept) = _run(tiny_model_dir, tmp_path / "grpo", "grpo", shared=shared)
-    assert ev["base"]["pass_at_k"]["1"] == 0.123 and population == own_es[1]
+    (ev, probe, kept) = _run(tiny_model_dir, tmp_path / "grpo", "grpo", shared=shared)
+    assert ev["base"]["pass_at_k"]["1"] == 0.123 and probe == own_es[1]
     assert kept == own_es[2] and kept  # every run keeps the base's completions in its own completions.jsonl
     # another seed samples other completions: its own entries
     _run(tiny_model_dir, tmp_path / "es-s1", "es", seed=1, shared=shared)

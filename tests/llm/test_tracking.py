@@ -1,6 +1,6 @@
 """Experiment tracking and kept completions on a real tiny run: TensorBoard event files read back
 with TensorBoard's own EventAccumulator hold every number of metrics.jsonl, eval.json,
-population.json and curve.json at its step; completions.jsonl holds a bounded sample whose rewards
+probe.json and curve.json at its step; completions.jsonl holds a bounded sample whose rewards
 are the reward function's."""
 import importlib.util
 import json
@@ -50,7 +50,7 @@ def tracked_run(tiny_model_dir, tmp_path_factory):
     (tmp / "digits.py").write_text(DIGITS)
     cfg = TrainConfig.from_dict({
         "algo": "es", "model": str(tiny_model_dir), "out": str(tmp / "run"), "steps": 1, "batch_size": 2,
-        "train_pool": 4, "threads": 1, "max_completion_length": 6, "checkpoint_every": 4, "population_every": 4,
+        "train_pool": 4, "threads": 1, "max_completion_length": 6, "checkpoint_every": 4, "probe_every": 4,
         "step_samples": 2, "probe_prompts": 1, "probe_members": 2, "probe_samples": 2, "probe_center_samples": 2,
         "eval_problems": 3, "eval_samples": 2, "eval_ks": [1, 2], "heldout_task": "", "threshold_keep": [50.0],
         "reward_function": f"{tmp / 'digits.py'}:digit_share", "report_to": "tensorboard",
@@ -83,11 +83,11 @@ def test_evaluations_and_population_measurements_are_scalars_when_measured(track
         for k, value in ev[label]["pass_at_k"].items():
             assert _scalar(acc, f"eval/{label}/pass_at_k/{k}") == pytest.approx({step: value}, rel=1e-6)
         assert _scalar(acc, f"eval/{label}/mean_token_entropy") == pytest.approx({step: ev[label]["mean_token_entropy"]}, rel=1e-6)
-    measurements = rundir.read_population(tracked_run)["measurements"]
+    measurements = rundir.read_probe(tracked_run)["measurements"]
     assert [m["step"] for m in measurements] == [0, 4, last]
-    assert _scalar(acc, "population/lemma1_prediction") == pytest.approx(
+    assert _scalar(acc, "probe/lemma1_prediction") == pytest.approx(
         {m["step"]: m["lemma1_prediction"] for m in measurements}, rel=1e-6)
-    assert _scalar(acc, "population/jspol/mean") == pytest.approx({m["step"]: m["jspol"]["mean"] for m in measurements}, rel=1e-6)
+    assert _scalar(acc, "probe/jspol/mean") == pytest.approx({m["step"]: m["jspol"]["mean"] for m in measurements}, rel=1e-6)
     assert not any(tag.endswith("/seed") or tag.endswith("/seconds") for tag in acc.Tags()["scalars"])
 
 

@@ -82,3 +82,18 @@ def test_equal_responses_budget_converts_es_steps():
     assert [(p.algo, p.steps) for p in phases] == [("grpo", 4), ("es", 2)]
     info = schedules.describe(cfg, phases)
     assert info["phases"][0]["responses"] == info["phases"][1]["responses"] // 2 == 4 * 4 * 2
+
+
+def test_old_setting_and_file_names_still_read(tmp_path):
+    """population_every was renamed probe_every (the Lemma 1 probe, not the ES population), population.json
+    probe.json: configs and run directories written with the old names still read."""
+    from llm import rundir
+
+    assert TrainConfig.from_dict({"population_every": 5}).probe_every == 5
+    with pytest.raises(ValueError, match="old name of 'probe_every'"):
+        TrainConfig.from_dict({"population_every": 5, "probe_every": 5})
+    old = tmp_path / "old-run"
+    old.mkdir()
+    (old / "population.json").write_text('{"measurements": [{"step": 0, "jspol": {"mean": 0.1}}]}')
+    assert rundir.probe_path(old) == old / "population.json"
+    assert rundir.read_probe(old, problems=[])["measurements"][0]["jspol"] == {"mean": 0.1}

@@ -55,7 +55,7 @@ def _outputs(run: Path):
     rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
     last = max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("step-*"))
     return (_strip_timing(rows), load_file(run / "checkpoints" / f"step-{last}" / "model.safetensors"),
-            json.loads((run / "population.json").read_text()), json.loads((run / "eval.json").read_text()))
+            json.loads((run / "probe.json").read_text()), json.loads((run / "eval.json").read_text()))
 
 
 def _same(a, b):
@@ -92,7 +92,7 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
     for key in ("reward_mean", "pass_at_1", "no_correct_share", "entropy", "drift_rel", "drift_layers", "tokens_per_s", "wall_seconds"):
         assert all(math.isfinite(r[key]) if key != "drift_layers" else r[key] for r in rows), key
     assert rows[-1]["drift_rel"] > 0
-    pop = json.loads((run / "population.json").read_text())["measurements"]
+    pop = json.loads((run / "probe.json").read_text())["measurements"]
     assert [m["step"] for m in pop] == [0, 2]
     for key in ("jspol", "jssucc", "fisher_trace", "lemma1_prediction", "validity", "lemma2"):
         assert key in pop[-1]
@@ -103,7 +103,7 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
     from paper_checks.rundir import load_run  # the reader of paper_checks accepts every record the run wrote
 
     read = load_run(run)
-    assert read.problems == [] and read.metrics == rows and read.eval == ev and read.population["measurements"] == pop
+    assert read.problems == [] and read.metrics == rows and read.eval == ev and read.probe["measurements"] == pop
     assert all(rundir.check_record(rundir.StepMetrics, r, "row") for r in rows)  # complete records, es_* fields typed
 
 
@@ -214,7 +214,11 @@ def _every_output(run: Path) -> dict:
     out = {}
     for path in sorted(p for p in run.rglob("*") if p.is_file()):
         rel = str(path.relative_to(run))
-        if path.name == "metrics.jsonl":
+        if path.name == rundir.LOCK:  # the pid and time of the last writer
+            continue
+        if path.name == rundir.CONFIG_HISTORY:  # the settings as config.json holds them, but for where the run lives
+            out[rel] = [{k: v for k, v in r["config"].items() if k != "out"} for r in rundir.config_history(run)]
+        elif path.name == "metrics.jsonl":
             out[rel] = _strip_timing([json.loads(l) for l in path.read_text().splitlines()])
         elif path.name == "trainer_state.json":
             out[rel] = {k: v for k, v in json.loads(path.read_text()).items() if k != "elapsed"}

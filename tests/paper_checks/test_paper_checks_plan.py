@@ -34,16 +34,44 @@ def test_plan_builds_valid_configs_for_every_variant(budget):
 
 
 def test_answer_plan_is_the_headline_comparison_with_curves():
-    from llm.curve import curve_steps
     b = BUDGETS["answer"]
     runs = plan(b, Path("base"), None, reward_std={s: 0.04 for s in b.seeds})
     configs = [TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in runs.items()]
     assert {variant(c.to_dict()) for c in configs} == {"es", "grpo", "es[sampled]"}
     assert all(c.task == "countdown3" and c.eval_temperature == 0.6 and c.threads == 1 for c in configs)
     assert {c.seed for c in configs} == set(b.seeds) and len(b.seeds) >= 4
-    # 8 checkpoints spread over training, each a curve point beside the base
-    steps = sorted({*range(b.common["checkpoint_every"], b.common["steps"] + 1, b.common["checkpoint_every"])})
-    assert curve_steps(steps, b.curve["points"]) == [0] + steps and len(steps) == 8
+    assert b.curve["samples"] > 32, "the no-correct share needs more samples than Pass@32's k"
+
+
+def test_answer_plan_measures_every_method_where_it_is_compared():
+    """The answer budget's checkpoints (llm.train.checkpoint_due) and curve layout (llm.curve.layout) on
+    Pass@1 paths like the first answer run's (GRPO 13 -> 30 points in 5 of 40 steps, then 59; ES and ES
+    with sampled members in straight lines to 32 and 23): every level of every pair's common range is
+    supported (theory.matched). The first run's plan (a checkpoint every 5 steps, 8 curve points) on the
+    same paths supports no level between ES and GRPO."""
+    import known_frontier as kf
+    from llm.curve import curve_steps, layout
+    from llm.train import checkpoint_due
+    from theory.matched import compared_levels
+
+    b = BUDGETS["answer"]
+    configs = {variant(cfg): TrainConfig.from_dict(cfg | {"out": "o"}) for cfg in plan(b, Path("base"), None).values()}
+    paths = {"es": kf.slow(), "grpo": kf.fast(), "es[sampled]": kf.slow(end=0.23)}
+    assert set(paths) == set(configs)
+    curves = {}
+    for name, path in paths.items():
+        cfg = configs[name]
+        total = sum(p.steps for p in schedules.plan(cfg))
+        assert total == len(path) - 1
+        checkpoints = [s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)]
+        steps = layout(checkpoints, lambda s: path[s], **{k: b.curve[k] for k in ("points", "resolution", "max_points")})
+        curves[name] = path[steps]
+    for a, c in (("es", "grpo"), ("es", "es[sampled]"), ("grpo", "es[sampled]")):
+        _, _, levels, kept = compared_levels([curves[a], curves[c]], b.curve["resolution"])
+        assert levels.size and kept.all(), (a, c, levels, kept)
+    old = [paths[name][curve_steps(range(5, total + 1, 5), 8)] for name in ("es", "grpo")]
+    _, _, levels, kept = compared_levels(old, b.curve["resolution"])
+    assert levels.size and not kept.any()
 
 
 def test_rescaled_variant_waits_for_the_main_runs():
@@ -56,3 +84,30 @@ def test_unknown_budget_is_an_error(tmp_path):
         reproduce("huge", tmp_path)
     with pytest.raises(ValueError, match="config.json"):
         reproduce("small", tmp_path, model=tmp_path)
+
+
+def _point(step: int, pass1: float, n: int = 64) -> dict:
+    ev = {"task": "countdown3", "num_problems": 2, "n": n, "ks": [1], "temperature": 0.6, "top_p": 1.0, "max_new_tokens": 8,
+          "seed": 0, "pass_at_k": {"1": pass1}, "maj_at_k": {}, "mean_token_entropy": 1.0, "mean_response_tokens": 4.0,
+          "truncated_fraction": 0.0, "solved_fraction": 1.0, "distinct_correct_answers": 1.0,
+          "distinct_correct_texts": 1.0, "seconds": 0.1, "per_problem": []}
+    return {"step": step, "sampled": ev, "greedy": ev | {"n": 1, "temperature": 0.0}}
+
+
+def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
+    """reproduce skips a run's curve only when every point of its layout is in curve.json: a Pass@1 jump
+    wider than the resolution with a checkpoint inside still has a point to measure."""
+    import json
+    from paper_checks.reproduce import _curve_done
+    for step in (1, 2, 3, 4):
+        (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
+        (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text('{"step": %d, "elapsed": 1.0}' % step)
+    curve = {"points": 2, "samples": 64, "temperature": 0.6, "resolution": 0.06, "max_points": 40}
+    write = lambda pts: (tmp_path / "curve.json").write_text(json.dumps({"points": pts}))
+    write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.15)])        # layout 0 1 4, no jump above 6 points
+    assert _curve_done(tmp_path, curve)
+    write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.40)])        # 1 -> 4 jumps 28 points: step 2 or 3 is due
+    assert not _curve_done(tmp_path, curve)
+    write([_point(0, 0.10), _point(1, 0.12), _point(2, 0.2), _point(3, 0.3), _point(4, 0.40)])
+    assert _curve_done(tmp_path, curve)
+    assert not _curve_done(tmp_path, curve | {"samples": 32}), "points of other settings do not count"

@@ -14,7 +14,7 @@ from paper_checks.real_checks import REAL_CHECKS
 from paper_checks.report import build_report, collect
 from paper_checks.rundir import RunDirError, load_run
 from paper_checks.claims import BY_ID, CLAIMS
-from paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, decide
+from paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, decide
 
 N_SAMPLES, N_PROBLEMS = 32, 40
 
@@ -30,7 +30,7 @@ def _eval(rng, p_per_problem, ks=(1, 16, 32)) -> dict:
 def make_run(root: Path, name: str, algo: str, seed: int, base_p, final_p, *, entropy=(1.0, 1.0), drift=1e-3,
              es: dict | None = None, task: str = "countdown", heldout_drop: float = 0.0, model: str = "base",
              tiny_share: float | None = None, thresholded_change: float | None = None, lemma1_ratio: float | None = None,
-             entries: int = 1000, reward: float = 0.3, curve_p=None) -> Path:
+             entries: int = 1000, reward: float = 0.3, curve_p=None, s_measured: float = 0.01) -> Path:
     rng = np.random.default_rng(zlib.crc32(f"{name}-{seed}".encode()))
     run = root / name
     run.mkdir(parents=True)
@@ -57,7 +57,7 @@ def make_run(root: Path, name: str, algo: str, seed: int, base_p, final_p, *, en
     if lemma1_ratio is not None:
         (run / "population.json").write_text(json.dumps({"measurements": [{
             "step": steps, "sigma": 1e-3, "members": 8, "jspol": {"mean": 1e-4 * lemma1_ratio}, "lemma1_prediction": 1e-4,
-            "validity": {"measured": {"mean": 0.01}, "predicted": 0.01},
+            "validity": {"measured": {"mean": s_measured}, "predicted": 0.01},
             "lemma2": {"distinct_members_pass": [0.5, 0.6], "same_policy_pass": [0.45, 0.6]}}]}))
     if curve_p is not None:  # curve.json: per-step success probabilities -> binomial counts of 32 (llm/curve.py)
         points = []
@@ -174,8 +174,9 @@ def _zero_effect_runs(tmp_path, p_base, seeds=(0, 1)) -> list[Path]:
                                ("twopoint", "es", {"antithetic": True}), ("null", "es", {"null_control": True})):
             # two-point at the claim's boundary: one-point exactly 2 points worse
             final = np.clip(p_base + 0.02, 0, 1) if name == "twopoint" else p_base
-            # ES and GRPO follow the same path along training: no difference at matched Pass@1
-            curve = [np.clip(p_base + 0.05 * t, 0, 1) for t in range(5)] if name in ("es", "grpo") else None
+            # ES and GRPO follow the same path along training, measured every 2 points of Pass@1 (within
+            # theory.matched's resolution): no difference at matched Pass@1
+            curve = [np.clip(p_base + 0.02 * t, 0, 1) for t in range(11)] if name in ("es", "grpo") else None
             dirs.append(make_run(tmp_path, f"{name}{seed}", algo, seed, p_base, final, es=es, curve_p=curve,
                                  entropy=(1.0, 1.0 + wobble), drift=1e-3 * (10 ** (1 + seed)) if name == "es" else 1e-3,
                                  heldout_drop=0.02, tiny_share=0.3 + wobble / 10, thresholded_change=wobble / 2,
@@ -195,6 +196,8 @@ def test_zero_effect_gives_inconclusive_for_every_real_check(tmp_path, p_base):
     for cid, v in statuses.items():
         if cid == "lemma2":
             assert v.status == IDENTITY, v
+        elif cid == "matched_no_correct":  # 32 samples: 1 - Pass@32, the same measurement, not a second result
+            assert v.status == NOT_TESTABLE and "same measurement" in v.note, v
         else:
             assert v.status == INCONCLUSIVE, (cid, v.status, v.ours, v.note)
             assert v.test and v.design, cid
@@ -235,3 +238,19 @@ def test_population_sweep_without_reward_signal_is_not_decided(tmp_path, p_base)
                                      es={"population_size": n}, entries=size, reward=r + 0.01 * seed * (model == "base")))
     v = REAL_CHECKS["population_size"](collect(dirs))
     assert v.status == INCONCLUSIVE and "300-parameter model" in v.note and "1,000-parameter" not in v.note
+
+
+def test_runs_whose_untagged_es_settings_differ_are_not_pooled_in_one_row(tmp_path, p_base):
+    """Two ES runs at sigma 1e-3 and one at sigma 1e-2 are all `es`; the row holds the two, and the
+    third is named in the report's input problems (never averaged in silently)."""
+    dirs = [make_run(tmp_path, f"es{seed}", "es", seed, p_base, p_base) for seed in range(2)]
+    dirs.append(make_run(tmp_path, "es-wide", "es", 2, p_base, p_base, es={"sigma": 1e-2}))
+    ev = collect(dirs)
+    assert {variant(r.config) for r in ev.runs} == {"es"}
+    assert [r.name for r in ev.by_variant("es")] == ["es0", "es1"]
+    assert any("es-wide" in p and "sigma 0.01" in p and "row: 0.001" in p for p in ev.problems), ev.problems
+    ev.by_variant("es")
+    assert sum("es-wide" in p for p in ev.problems) == 1  # named once however often the row is read
+    rescaled = [make_run(tmp_path / "r", f"r{seed}", "es", seed, p_base, p_base,
+                         es={"zscore": False, "center_scale": 2.0 + seed}) for seed in range(2)]
+    assert len(collect(rescaled).by_variant("es[no-zscore,rescaled]")) == 2  # center_scale differs by design

@@ -1,0 +1,69 @@
+"""What the report says: every table row shown (rows with other fields in their own table), Lemma 1
+at a measured s above its regime labelled so (not "inconclusive"), and the claim registry's
+references checked (a reference to a check that does not exist is an error, not missing data)."""
+import numpy as np
+import pytest
+
+from paper_checks.claims import CLAIMS, Claim, RegistryError
+from paper_checks.claims import Test as ClaimTest
+from paper_checks.evidence import Evidence
+from paper_checks.level_checks import simulate_verdict, theory_verdict
+from paper_checks.real_checks import REAL_CHECKS, lemma1_real
+from paper_checks.report import collect, real_verdict, render_tables
+from paper_checks.verdict import OUTSIDE_REGIME
+from test_paper_checks_verdicts import make_run
+
+
+def test_rows_with_other_fields_get_their_own_table_and_none_is_cut():
+    rows = ([{"method": m, "pass_at_1": 0.5} for m in ("grpo", "es")]
+            + [{"method": "es", "seed": s, "jspol": 0.1} for s in range(30)]
+            + [{"method": "es[sampled]", "seed": s, "jspol": 0.2} for s in range(30)])
+    lines = render_tables(rows)
+    headers = [line for line in lines if line.startswith("| method")]
+    assert headers == ["| method | pass_at_1 |", "| method | seed | jspol |"]
+    body = [line for line in lines if line.startswith("| ") and not line.startswith("| method") and "---" not in line]
+    assert len(body) == len(rows) and sum("es[sampled]" in line for line in body) == 30
+    assert not any("|  |" in line for line in body), "no blank cells from another table's fields"
+
+
+def test_lemma1_above_its_regime_says_so_with_s(tmp_path):
+    p = np.full(16, 0.3)
+    dirs = [make_run(tmp_path, f"es{s}", "es", s, p, p, lemma1_ratio=1.2, s_measured=0.19) for s in range(3)]
+    v = lemma1_real(collect(dirs))
+    assert v.status == OUTSIDE_REGIME and "s = 0.19" in v.ours and "0.05" in v.note
+    inside = [make_run(tmp_path / "in", f"es{s}", "es", s, p, p, lemma1_ratio=1.0 + 0.01 * s) for s in range(3)]
+    assert lemma1_real(collect(inside)).status != OUTSIDE_REGIME
+
+
+def test_registry_references_exist():
+    assert {c.id for c in CLAIMS if c.real} == set(REAL_CHECKS)
+    from paper_checks.plots import PLOTS
+    assert all(set(c.plots) <= set(PLOTS) for c in CLAIMS)
+    assert len({c.id for c in CLAIMS}) == len(CLAIMS)
+
+
+def test_a_reference_to_a_missing_check_is_an_error_not_missing_data():
+    ghost = Claim("no_such_claim", "a claim with no check", "none", ClaimTest("directional"),
+                  simulate=("entropy_collapse", "no_such_claim"))
+    ev = Evidence(runs=[], problems=[], simulate={"entropy_collapse": {"claims": [{"id": "entropy_collapse"}]}})
+    with pytest.raises(RegistryError, match="no_such_claim"):
+        simulate_verdict(ghost, ev)
+    with pytest.raises(RegistryError, match="no_such_claim"):
+        real_verdict(ghost, ev)
+    with pytest.raises(RegistryError, match="lemma9"):
+        theory_verdict(Claim("ghost", "s", "p", ClaimTest("identity"), theory="lemma9/"), ev)
+
+
+def test_matched_verdict_keeps_every_k_and_prints_support_and_bias(tmp_path):
+    p = np.random.default_rng(0).uniform(0.02, 0.5, 16)
+    curve = [np.clip(p + 0.02 * t, 0, 1) for t in range(11)]
+    dirs = [make_run(tmp_path, f"{name}{s}", name, s, p, p, curve_p=curve) for name in ("es", "grpo") for s in range(3)]
+    v = REAL_CHECKS["matched_passk_above_grpo"](collect(dirs))
+    per_k = v.evidence["matched"]
+    assert set(per_k) == {"pass@16", "pass@32"}
+    assert all(len(info["per_level_mean"]) == len(info["compared_levels"]) > 0 for info in per_k.values())
+    assert v.ours.count("bias control, ") == 2 and "measured points in the range per run: ES [" in v.note
+    sparse = [make_run(tmp_path / "sparse", f"{name}{s}", name, s, p, p, curve_p=curve if name == "es" else curve[::10])
+              for name in ("es", "grpo") for s in range(3)]   # GRPO measured at the range's ends only
+    v = REAL_CHECKS["matched_passk_above_grpo"](collect(sparse))
+    assert v.status == "not testable here" and "GRPO [" in v.note
