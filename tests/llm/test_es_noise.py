@@ -92,3 +92,23 @@ def test_the_plan_holds_each_members_direction_sign_and_own_rollout_seed():
 def test_bad_es_settings_are_named(bad, match):
     with pytest.raises(ValueError, match=match):
         ESConfig(**bad).validate()
+
+
+@pytest.mark.parametrize("antithetic, indices", [(False, [0, 1, 2, 3]), (True, [0, 1, 2, 3]), (True, [1, 3]), (False, [2])])
+@pytest.mark.parametrize("shape", [(5, 3), (7,)])
+def test_members_filled_together_equal_each_filled_alone(antithetic, indices, shape):
+    """fill_members (one buffer, one add, when the members share a sign) gives fill_member's bits, and
+    both give (theta + s sigma eps_d)^T; the odd antithetic members alone all have s = -1."""
+    from llm.es.noise import PopulationNoise
+
+    plan = IterationPlan.derive(5, 2, sigma=0.1, population_size=4, antithetic=antithetic).subset(indices)
+    theta = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    pop = PopulationNoise(chunk=4)
+    together = torch.empty((len(indices), *shape[::-1]))
+    pop.fill_members(plan, plan.members, "w", theta, out=together)
+    for row, member in zip(together, plan.members):
+        alone = torch.empty(shape[::-1])
+        pop.fill_member(plan, member, "w", theta, out=alone)
+        assert torch.equal(row, alone)
+        expected = theta + member.sign * 0.1 * noise(plan.noise_seed, member.direction, "w", torch.Size(shape), chunk=4)
+        torch.testing.assert_close(row, expected.T if len(shape) == 2 else expected, rtol=0, atol=1e-6)
