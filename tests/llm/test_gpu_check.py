@@ -60,7 +60,12 @@ def test_the_dry_run_on_a_cpu_names_every_part_not_measurable_and_exits_2(tmp_pa
         except ImportError:
             installed = False
         assert (versions[module] is not None) == installed, module
-    assert "CPU build" in report["interpreter"]["chosen"] and report["interpreter"]["chosen"].startswith("python3")
+    # with no CUDA build anywhere, the first candidate with torch: the repository's .venv (as after
+    # scripts/setup.sh), else the python3 on PATH
+    repo_venv = ROOT / ".venv" / "bin" / "python"
+    has_torch = repo_venv.exists() and subprocess.run([str(repo_venv), "-c", "import torch"]).returncode == 0
+    expected = ".venv/bin/python" if has_torch else "python3"
+    assert "CPU build" in report["interpreter"]["chosen"] and report["interpreter"]["chosen"].startswith(expected)
     assert report["offline"] == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PIP_NO_INDEX": "1"}
     assert report["install"] is None and report["finished_utc"] and "not measurable" in stderr
 
