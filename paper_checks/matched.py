@@ -137,20 +137,28 @@ def _bias(pairs, values_of, levels, lo: float, hi: float) -> tuple[str, np.ndarr
     return "ab"[side], np.stack(shifts)
 
 
+def _supported_levels(a: list[Curve], b: list[Curve], resolution: float, names: tuple[str, str]):
+    """(pairs, info, the supported common levels) of two methods' curves; (None, info with "reason",
+    None) when no run pairs or no level passes the support rule."""
+    pairs = paired(a, b)
+    if not pairs:
+        return None, {"pairs": 0, "reason": NO_PAIRS}, None
+    info = _layout(pairs, resolution)
+    reason = _not_compared(info, names)
+    if reason is not None:
+        return None, info | {"reason": reason, "not_testable": reason.startswith("not testable")}, None
+    return pairs, info, np.array(info["compared_levels"])
+
+
 def matched_difference(a: list[Curve], b: list[Curve], metric: str, *, resolution: float = RESOLUTION,
                        names: tuple[str, str] = ("A", "B")) -> tuple[Estimate | None, dict]:
     """Mean over the supported common Pass@1 levels of a - b in `metric`, per (seed, prompt), with its
     interval; (None, info with "reason") when nothing can be compared. info also holds the range, the
     levels, which are supported, each method's measured points in range per run, the per-level mean
     difference and the bias control ("bias": the method thinned and its Estimate)."""
-    pairs = paired(a, b)
-    if not pairs:
-        return None, {"pairs": 0, "reason": NO_PAIRS}
-    info = _layout(pairs, resolution)
-    reason = _not_compared(info, names)
-    if reason is not None:
-        return None, info | {"reason": reason, "not_testable": reason.startswith("not testable")}
-    levels = np.array(info["compared_levels"])
+    pairs, info, levels = _supported_levels(a, b, resolution, names)
+    if pairs is None:
+        return None, info
     diffs = np.stack([differences_at(levels, ca.pass1, ca.metric(metric), cb.pass1, cb.metric(metric)) for ca, cb in pairs])
     side, shifts = _bias(pairs, lambda c: c.metric(metric), levels, *info["range"])
     n = pairs[0][0].n
@@ -165,14 +173,9 @@ def matched_seed_values(a: list[Curve], b: list[Curve], field: str, *, resolutio
                         names: tuple[str, str] = ("A", "B")) -> tuple[list[float] | None, dict]:
     """Per seed, the mean over the supported common levels of a - b in a per-run series (`entropy`,
     `greedy`), with the same range, support rule and bias control (info["bias"]["per_seed"])."""
-    pairs = paired(a, b)
-    if not pairs:
-        return None, {"pairs": 0, "reason": NO_PAIRS}
-    info = _layout(pairs, resolution)
-    reason = _not_compared(info, names)
-    if reason is not None:
-        return None, info | {"reason": reason, "not_testable": reason.startswith("not testable")}
-    levels = np.array(info["compared_levels"])
+    pairs, info, levels = _supported_levels(a, b, resolution, names)
+    if pairs is None:
+        return None, info
     values = [float(differences_at(levels, ca.pass1, getattr(ca, field), cb.pass1, getattr(cb, field)).mean())
               for ca, cb in pairs]
     side, shifts = _bias(pairs, lambda c: getattr(c, field), levels, *info["range"])
