@@ -25,6 +25,7 @@ Every error names the file (and the record: its index from 0 in the file).
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 DATA_SPLITS_HELP = "files | paper | first-N"
@@ -179,3 +180,15 @@ def split_files(data, test_data, data_split: str = "files") -> dict[str, list[tu
 def _name(source) -> str:
     """How errors name a data source: its path, or "Dataset" for a datasets.Dataset object."""
     return "Dataset" if type(source).__name__ == "Dataset" else str(source)
+
+
+def sample_split(task: str, splits: dict[str, list], split: str, n: int, seed: int, missing: str) -> list:
+    """n problems of one split of a data-file task, drawn without replacement by a generator seeded with
+    (task, split, seed); ValueError `missing` when the task has no data for the split, or when n exceeds
+    what it holds."""
+    if split not in splits:
+        raise ValueError(missing)
+    pool = splits[split]
+    if n > len(pool):
+        raise ValueError(f"n={n} problems requested but the {split} data holds {len(pool)}")
+    return random.Random(f"{task}/{split}/{seed}").sample(pool, n)

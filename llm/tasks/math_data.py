@@ -18,11 +18,10 @@ the last `\\boxed{}` answer is correct, 0.1 when it is wrong, 0 without a box.
 """
 from __future__ import annotations
 
-import random
 import warnings
 
 from llm.tasks.base import Problem, Task, check_count, check_split
-from llm.tasks.data_files import check_fields, field, split_files
+from llm.tasks.data_files import check_fields, field, sample_split, split_files
 from llm.tasks.math_grader import grade, gold_key
 from llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, check_style, system_prompt
 from llm.tasks.rewards import PAPER_BOXED_WRONG_REWARD, check_reward
@@ -111,12 +110,7 @@ class MathData(Task):
     def problems(self, split: str, n: int, seed: int) -> list[Problem]:
         check_split(split)
         check_count(n)
-        if split not in self.splits:
-            raise ValueError(f"task {self.name!r} has no {split} data file")
-        pool = self.splits[split]
-        if n > len(pool):
-            raise ValueError(f"n={n} problems requested but the {split} data holds {len(pool)}")
-        return random.Random(f"{self.name}/{split}/{seed}").sample(pool, n)
+        return sample_split(self.name, self.splits, split, n, seed, f"task {self.name!r} has no {split} data file")
 
     def score(self, problem: Problem, completion: str) -> float:
         graded = grade(problem.meta["gold"], completion, max_chars=self.max_completion_chars)

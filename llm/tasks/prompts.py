@@ -19,10 +19,8 @@ answer of a completion, for Maj@k and distinct answers, is its text with whitesp
 """
 from __future__ import annotations
 
-import random
-
 from llm.tasks.base import Problem, Task, check_count, check_split
-from llm.tasks.data_files import field, split_files
+from llm.tasks.data_files import field, sample_split, split_files
 from llm.tasks.reasoning_format import chat_prompt
 from llm.tasks.reward_function import ScoredByFunction, check_alone
 
@@ -80,13 +78,9 @@ class Prompts(Task):
     def problems(self, split: str, n: int, seed: int) -> list[Problem]:
         check_split(split)
         check_count(n)
-        if split not in self.splits:
-            raise ValueError(f"task 'prompts' has no {split} data: give {'data' if split == 'train' else 'test_data'} "
-                             "or a data_split such as 'first-N'")
-        pool = self.splits[split]
-        if n > len(pool):
-            raise ValueError(f"n={n} problems requested but the {split} data holds {len(pool)}")
-        return random.Random(f"prompts/{split}/{seed}").sample(pool, n)
+        return sample_split(self.name, self.splits, split, n, seed,
+                            f"task 'prompts' has no {split} data: give {'data' if split == 'train' else 'test_data'} "
+                            "or a data_split such as 'first-N'")
 
     def score(self, problem: Problem, completion: str) -> float:
         raise ValueError("task 'prompts' is scored by a reward function (reward_function); build it with prompts_task")
