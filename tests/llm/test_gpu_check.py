@@ -93,10 +93,15 @@ def test_parts_over_their_budget_are_killed_and_the_json_keeps_every_part(tmp_pa
     killed = [name for name in ("gpu_tests_hf", "hf_tiny") if parts[name]["status"] == "time limit"]
     for name in killed:
         assert parts[name]["exit_code"] is None and "killed" in parts[name]["why"] and "log_tail" in parts[name]
-    if "hf_tiny" not in killed:  # a slow probe on a loaded machine can leave it too little
-        assert parts["hf_tiny"]["status"] == "not run"
+    # hf_tiny's 14 s: killed on a slow machine, finished on a fast one, not started after a slow probe;
+    # whichever happened, the JSON says it with the part's own fields
+    tiny = parts["hf_tiny"]
+    if tiny["status"] == "ok":
+        assert tiny["exit_code"] == 0 and tiny["figures"]["hf_generate_s"] > 0
+    elif tiny["status"] == "time limit":
+        assert "figures" in tiny
     else:
-        assert "figures" in parts["hf_tiny"]
+        assert tiny == {"status": "not run", "why": "the check's budget (70 s) was spent"}
     assert parts["gpu_tests_ray"] == {"status": "not run", "why": "the check's budget (70 s) was spent"}
     assert parts["vllm_tiny"]["status"] == "not measurable"  # in place needs CUDA, stand-in or not
     assert report["standin"].startswith("cpu")
