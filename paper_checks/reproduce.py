@@ -18,11 +18,14 @@ each in its own process on one thread (`--jobs`, default: the machine's cores): 
 and simulate side by side, then the training runs, with the rescaled runs (after the main ES runs
 whose reward spread they use) and the Lemma 1 grid among them, so no core waits for a stage to end.
 
-The pretrained bases are cached outside the output folder, in $ESCOV_CACHE/bases (default
-~/.cache/escov/bases, about 1 MB each), keyed by their preset's settings, the seed, the torch version
-and the source of the code that builds them (base_cache_key); a later reproduction copies them
-instead of pretraining. Delete the folder to rebuild; `python -m llm pretrain --preset small --seed 0
---threads 1 --out DIR` (and `--preset narrow`) makes the same models.
+The pretrained bases are keyed by their preset's settings, the seed, the torch version and the source
+of the code that builds them (base_cache_key). A base is taken from the first of: the repository's
+shipped bases (paper_checks/bases/PRESET-KEY: the small budget's two, 1.5 MB, so a fresh clone does not
+pretrain; `python -m paper_checks bases` rebuilds them after that code changes), the cache outside the
+output folder ($ESCOV_CACHE/bases, default ~/.cache/escov/bases), or pretraining (then stored in the
+cache). `python -m llm pretrain --preset small --seed 0 --threads 1 --out DIR` (and `--preset narrow`)
+makes the same models on a machine like the one that built them (pretraining is deterministic; another
+CPU may round differently).
 
 Budgets: `small` (a quick look: every claim, 2 seeds), `full` (4 seeds, longer), and `answer`: the
 headline question only (ES vs GRPO at matched Pass@1, with the schedules and ES with sampled members
@@ -266,6 +269,8 @@ def _curve_done(run_dir: Path, curve: dict) -> bool:
 # ----------------------------------------------------------------------------- the base models, cached
 
 CACHE_ENV = "ESCOV_CACHE"  # folder of built base models (default ~/.cache/escov); see base_cache_key
+SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the small budget's bases, built once: PRESET-KEY/
+SHIPPED_PRESETS = ("small", "narrow")                        # the small budget's base and sweep presets
 
 
 def base_cache_key(preset: str, seed: int = 0) -> str:
@@ -287,26 +292,66 @@ def base_cache_dir() -> Path:
 
 
 def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
-    """out_dir <- the preset's base model: copied from the cache when built before with the same
-    settings (base_cache_key), else pretrained (`python -m llm pretrain --preset PRESET --seed 0
-    --threads 1 --out DIR` makes the same model) and stored in the cache."""
+    """out_dir <- the preset's base model: copied from the shipped bases or the cache when built before
+    with the same settings (base_cache_key), else pretrained (`python -m llm pretrain --preset PRESET
+    --seed 0 --threads 1 --out DIR` makes the same model) and stored in the cache."""
+    import shutil
+
+    if (out_dir / "config.json").exists():
+        return out_dir
+    key = f"{preset}-{base_cache_key(preset)}"
+    shipped, cached = SHIPPED_BASES / key, base_cache_dir() / key
+    if (shipped / "config.json").exists():
+        source = shipped
+    else:
+        _build_base(cached, preset, progress)
+        source = cached
+    shutil.copytree(source, out_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns(SHIPPED_RECORD))
+    print(f"base {preset}: {'the shipped' if source == shipped else 'the cached'} {source}", flush=True)
+    return out_dir
+
+
+def _build_base(target: Path, preset: str, progress: bool) -> None:
+    """Pretrain the preset's base (seed 0, one thread) into target, unless it is there; built in a
+    side folder and renamed, so a half-built base is never taken for a built one."""
     import shutil
 
     from llm.tinymodel import pretrain
-    if (out_dir / "config.json").exists():
-        return out_dir
-    cached = base_cache_dir() / f"{preset}-{base_cache_key(preset)}"
-    if not (cached / "config.json").exists():
-        building = cached.with_name(f"{cached.name}.building-{os.getpid()}")
+    if (target / "config.json").exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = target.with_name(f"{target.name}.building-{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    torch.set_num_threads(1)
+    pretrain(building, preset=preset, seed=0, progress=progress)
+    try:
+        building.rename(target)
+    except OSError:  # another reproduction stored it first: the same model
         shutil.rmtree(building, ignore_errors=True)
-        torch.set_num_threads(1)
-        pretrain(building, preset=preset, seed=0, progress=progress)
-        try:
-            building.rename(cached)
-        except OSError:  # another reproduction stored it first: the same model
-            shutil.rmtree(building, ignore_errors=True)
-    shutil.copytree(cached, out_dir, dirs_exist_ok=True)
-    return out_dir
+
+
+SHIPPED_RECORD = "shipped.json"  # beside a shipped base: its preset, key, torch version and command
+
+
+def ship_bases(progress: bool = True) -> list[Path]:
+    """Build the shipped bases (SHIPPED_PRESETS) for the current code and torch, and remove the stale ones:
+    what `python -m paper_checks bases` runs after the code that builds a base has changed."""
+    import shutil
+
+    kept = []
+    for preset in SHIPPED_PRESETS:
+        key = f"{preset}-{base_cache_key(preset)}"
+        target = SHIPPED_BASES / key
+        _build_base(target, preset, progress)
+        (target / "loss.png").unlink(missing_ok=True)  # kept small: pretrain.json holds the loss curve
+        (target / SHIPPED_RECORD).write_text(json.dumps(
+            {"preset": preset, "key": key, "torch": torch.__version__,
+             "command": f"python -m llm pretrain --preset {preset} --seed 0 --threads 1 --out DIR"}, indent=1) + "\n")
+        kept.append(target)
+        for stale in SHIPPED_BASES.glob(f"{preset}-*"):
+            if stale != target:
+                shutil.rmtree(stale)
+    return kept
 
 
 def _theory(path: Path, progress: bool) -> None:
