@@ -111,8 +111,10 @@ BUDGETS = {
                 "population": BATCHED},
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
         grpo={"num_generations": 8, "learning_rate": 1e-4},
-        sweep_populations=(8, 32), simulate_scale=0.5,
-        grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 16), purpose=SMALL_PURPOSE),
+        # sized for a quick look: simulate at a quarter of its seeds and steps (every claim still reached),
+        # the Lemma 1 grid at N = 4 and 8 (the probe's N; its cost grows with N^2: N = 16 took 2.3x N = 8)
+        sweep_populations=(8, 32), simulate_scale=0.25,
+        grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 8), purpose=SMALL_PURPOSE),
     "full": Budget(
         base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
         common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
@@ -135,7 +137,10 @@ BUDGETS = {
 }
 
 # The sweep only needs the training reward: its runs evaluate little.
-SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": (50.0,)}
+SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": ()}
+# The runs whose magnitude-thresholded checkpoints a check or plot reads (thresholded_pass1: es; the
+# update-magnitude plot: es, es-null, es-bf16, grpo); the others skip those evaluations.
+THRESHOLDED = ("es", "es-null", "es-bf16", "grpo")
 
 # ES variants of the ablations and null controls: name -> ESConfig overrides. Every variant runs on
 # every seed of the budget, like the main runs. z-scoring is ablated two ways: centered rewards at the
@@ -175,8 +180,9 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
     runs: dict[str, dict] = {}
 
     def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:
+        skip = {} if name.rsplit("-s", 1)[0] in THRESHOLDED else {"threshold_keep": ()}
         runs[name] = budget.common | {"algo": algo, "model": str(model_dir), "seed": seed, "task": budget.task,
-                                      "es": budget.es | (es or {}), "grpo": budget.grpo} | extra
+                                      "es": budget.es | (es or {}), "grpo": budget.grpo} | skip | extra
 
     switch = max(1, int(budget.common["steps"] * budget.switch_fraction))
     for seed in budget.seeds:
@@ -411,6 +417,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
         jobs.append(Job("Lemma 1 grid", "Lemma 1 grid", lambda: (_lemma_grid, (grid_path, base, budget, progress)),
                         after=wait_base))
     rest = {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n}
+    # longest first: the runs that evaluate their members one by one (es-bf16) take about 3x a batched run
+    rest = dict(sorted(rest.items(), key=lambda item: item[1].get("population", {}).get("batched", True)))
     jobs += run_jobs_of(rest, out / "runs", budget.curve, after=wait_base, shared=shared)
     jobs += run_jobs_of({n: c for n, c in runs.items() if "sweep-other" in n}, out / "runs", budget.curve, after=wait_other, shared=shared)
     return jobs
