@@ -14,6 +14,11 @@ Corpus (train-split instances only, so the test split stays held out):
   prompt's target (the target is that of another expression on the same numbers). They give the
   base model headroom: it sometimes answers with a well-formed miss, as real base models do.
 - Held-out arithmetic (`arithmetic_frac`): "47+58=" -> "105<eos>".
+- A rare family (`rare_above`, `rare_keep`): Countdown solutions whose target is above `rare_above`
+  are kept with probability `rare_keep` (the others are drawn again), so the corpus shows that
+  family's worked solutions rarely. A base trained so solves most prompts below the threshold often
+  and those above it seldom or never: the test set splits into a mostly-solved mass and a block of
+  unsolved prompts, as a real base model's does.
 The loss is on completion tokens (and EOS) only.
 """
 from __future__ import annotations
@@ -52,6 +57,16 @@ class Preset:
     off_target_frac: float = 0.2  # share of countdown examples that are valid but off-target attempts
     arithmetic_frac: float = 0.2  # share of all examples that are held-out arithmetic
     max_position_embeddings: int = 256
+    min_numbers: int = 3  # Countdown instances of the corpus have min_numbers to max_numbers numbers
+    max_numbers: int = 4
+    rare_above: int = 0  # Countdown targets above this form the rare family (0: no rare family)
+    rare_keep: float = 1.0  # probability that a worked solution of the rare family is kept
+
+    def __post_init__(self):
+        if not 0 <= self.rare_keep <= 1:
+            raise ValueError(f"rare_keep must be in [0, 1], got {self.rare_keep}")
+        if self.rare_above < 0:
+            raise ValueError(f"rare_above must be >= 0 (0: no rare family), got {self.rare_above}")
 
 
 PRESETS = {
@@ -84,13 +99,21 @@ def build_tokenizer():
                                    clean_up_tokenization_spaces=False)
 
 
+def in_rare_family(target: int, preset: Preset) -> bool:
+    """Whether a Countdown instance with this target belongs to the preset's rare family."""
+    return 0 < preset.rare_above < target
+
+
 def sample_example(rng: random.Random, preset: Preset, cd: countdown.Countdown,
                    ar: arithmetic.Arithmetic) -> tuple[str, str]:
     """(prompt, completion) drawn from the corpus mixture, train split only."""
     if rng.random() < preset.arithmetic_frac:
         question, result = ar.sample_question(rng, "train")
         return arithmetic.format_prompt(question), str(result)
-    numbers, text, target = cd.sample_expression(rng, "train")
+    while True:
+        numbers, text, target = cd.sample_expression(rng, "train")
+        if not in_rare_family(target, preset) or rng.random() < preset.rare_keep:
+            break
     if rng.random() < preset.off_target_frac:
         for _ in range(OFF_TARGET_TRIES):  # another reachable target on the same numbers
             drawn = countdown.random_expression(numbers, rng)
@@ -162,36 +185,56 @@ def lr_at(step: int, preset: Preset) -> float:
     return preset.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * progress)))
 
 
+def preset_with(name: str, overrides: dict[str, str] | None = None) -> Preset:
+    """The preset called name with some fields replaced: overrides maps a field name to its value as
+    text ("steps": "3200"), converted to the field's type (the `--set FIELD=VALUE` of `llm pretrain`)."""
+    if name not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {name!r}")
+    base = PRESETS[name]
+    changed = {}
+    for field_name, text in (overrides or {}).items():
+        if not hasattr(base, field_name):
+            raise ValueError(f"--set {field_name}: no such preset field; fields: {', '.join(asdict(base))}")
+        kind = type(getattr(base, field_name))
+        try:
+            changed[field_name] = kind(text)
+        except ValueError:
+            raise ValueError(f"--set {field_name}={text}: expected {kind.__name__}") from None
+    return replace(base, **changed)
+
+
 def pretrain(out_dir, preset: str = "default", seed: int = 0, progress: bool = True,
-             threads: int | None = None, device: str = "cpu") -> dict:
+             threads: int | None = None, device: str = "cpu", overrides: dict[str, str] | None = None) -> dict:
     """Train a preset from random init and save it (model, tokenizer, pretrain.json, loss.png) to out_dir.
+
+    overrides: preset fields replaced for this run (`preset_with`); pretrain.json records the
+    settings used, under "config", and the overrides, under "overrides".
 
     threads: torch CPU threads while training (restored afterwards); None keeps the current setting.
     On a shared or small CPU one thread is often faster than two. device: "auto", "cpu", "cuda" or
     "cuda:N" (llm/device.py); a CUDA run gives another model than a CPU run with the same seed.
     """
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    cfg = preset_with(preset, overrides)
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     device = resolve_device(device, "--device")
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads or previous_threads)
     try:
-        return _train(Path(out_dir), preset, seed, progress, torch.device(device))
+        return _train(Path(out_dir), preset, cfg, dict(overrides or {}), seed, progress, torch.device(device))
     finally:
         torch.set_num_threads(previous_threads)
 
 
-def _train(out: Path, preset: str, seed: int, progress: bool, device: torch.device) -> dict:
-    cfg = PRESETS[preset]
+def _train(out: Path, preset: str, cfg: Preset, overrides: dict[str, str], seed: int, progress: bool,
+           device: torch.device) -> dict:
     torch.manual_seed(seed)
     rng = random.Random(f"pretrain/{seed}")
     tokenizer = build_tokenizer()
     model = build_model(cfg, tokenizer).to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
-    cd, ar = countdown.Countdown(), arithmetic.Arithmetic()
+    cd, ar = countdown.Countdown(min_numbers=cfg.min_numbers, max_numbers=cfg.max_numbers), arithmetic.Arithmetic()
     losses, tokens, start = [], 0, time.perf_counter()
     bar = tqdm(range(cfg.steps), desc=f"pretrain {preset}", disable=not progress, unit="step")
     for step in bar:
@@ -216,7 +259,7 @@ def _train(out: Path, preset: str, seed: int, progress: bool, device: torch.devi
     model.to("cpu").save_pretrained(out)
     tokenizer.save_pretrained(out)
     n_params = sum(p.numel() for p in model.parameters())
-    stats = {"preset": preset, "config": asdict(cfg), "seed": seed, "device": str(device), "parameters": n_params,
+    stats = {"preset": preset, "overrides": overrides, "config": asdict(cfg), "seed": seed, "device": str(device), "parameters": n_params,
              "train_seconds": round(seconds, 2), "tokens_per_second": round(tokens / seconds, 1),
              "final_loss": sum(losses[-50:]) / len(losses[-50:]), "loss": losses}
     (out / "pretrain.json").write_text(json.dumps(stats, indent=1))
@@ -245,13 +288,27 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (default 1: fastest for this tiny model on a small or shared CPU)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
+                        help="replace a preset field for this run, e.g. --set steps=3200 (repeatable; "
+                             "pretrain.json records the settings used)")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N")
 
 
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """{"steps": "3200"} from ["steps=3200"]; a one-line error for an item without "="."""
+    out = {}
+    for item in items:
+        field_name, sep, value = item.partition("=")
+        if not sep or not field_name.strip():
+            raise ValueError(f"--set takes FIELD=VALUE, got {item!r}")
+        out[field_name.strip()] = value.strip()
+    return out
+
+
 def run_command(args) -> int:
     stats = pretrain(args.out, preset=args.preset, seed=args.seed, progress=not args.no_progress, threads=args.threads,
-                     device=args.device)
+                     device=args.device, overrides=parse_overrides(args.overrides))
     print(f"{args.preset}: {stats['parameters']:,} parameters, {stats['train_seconds']:.0f} s, "
           f"{stats['tokens_per_second']:,.0f} tokens/s, final loss {stats['final_loss']:.3f}; saved to {args.out}")
     return 0
