@@ -80,8 +80,11 @@ def test_the_rare_family_is_thinned_by_rare_keep(keep):
         assert share == 0
 
 
-def test_no_rare_family_by_default():
-    assert all(p.rare_above == 0 and p.rare_keep == 1.0 for p in PRESETS.values() if p is not PRESETS.get("paper"))
+def test_the_earlier_presets_keep_their_corpus():
+    # test, small, narrow and default predate the corpus fields: 3 or 4 numbers, no rare family
+    for name in ("test", "small", "narrow", "default"):
+        p = PRESETS[name]
+        assert (p.min_numbers, p.max_numbers, p.rare_above, p.rare_keep) == (3, 4, 0, 1.0)
     assert not in_rare_family(100, PRESETS["default"])
     assert in_rare_family(51, replace(PRESETS["default"], rare_above=50)) and \
         not in_rare_family(50, replace(PRESETS["default"], rare_above=50))
