@@ -199,6 +199,7 @@ class TrainConfig:
     threads: int = 2                 # torch CPU threads (part of the config: results depend on it)
     checkpoint_every: int = 10       # C: checkpoint every C steps (and at the end)
     checkpoint_dense: int = 0        # D: also checkpoint after each of the first D steps (where Pass@1 moves fast)
+    probe: bool = True               # the Lemma 1 probe of the center (probe.json); false: none
     probe_every: int = 0             # E: Lemma 1 probe of the center every E steps (0: only before and after)
     step_samples: int = 4            # ES: samples per batch prompt from the center for per-step metrics
     probe_prompts: int = 4           # population: fixed probe prompts (test split)
@@ -241,6 +242,8 @@ class TrainConfig:
         _int_at_least("seed", self.seed, 0)
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("probe_every", self.probe_every, 0)
+        if self.probe_every and not self.probe:
+            raise ValueError(f"probe_every = {self.probe_every} needs probe = true")
         _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)
         _choice("report_to", self.report_to, REPORT_TO)
         _int_at_least("completions_kept", self.completions_kept, 0)

@@ -141,6 +141,9 @@ SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": ()}
 # The runs whose magnitude-thresholded checkpoints a check or plot reads (thresholded_pass1: es; the
 # update-magnitude plot: es, es-null, es-bf16, grpo); the others skip those evaluations.
 THRESHOLDED = ("es", "es-null", "es-bf16", "grpo")
+# The runs whose Lemma 1 probe a check or the open questions read (lemma1, lemma2: es; greedy vs sampled: es,
+# es-sampled); the others are not probed (the probe is a population measurement at every probed step).
+PROBED = ("es", "es-sampled")
 
 # ES variants of the ablations and null controls: name -> ESConfig overrides. Every variant runs on
 # every seed of the budget, like the main runs. z-scoring is ablated two ways: centered rewards at the
@@ -180,7 +183,8 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
     runs: dict[str, dict] = {}
 
     def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:
-        skip = {} if name.rsplit("-s", 1)[0] in THRESHOLDED else {"threshold_keep": ()}
+        variant = name.rsplit("-s", 1)[0]
+        skip = ({} if variant in THRESHOLDED else {"threshold_keep": ()}) | ({} if variant in PROBED else {"probe": False, "probe_every": 0})
         runs[name] = budget.common | {"algo": algo, "model": str(model_dir), "seed": seed, "task": budget.task,
                                       "es": budget.es | (es or {}), "grpo": budget.grpo} | skip | extra
 
