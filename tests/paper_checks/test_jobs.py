@@ -93,7 +93,7 @@ def test_pool_workers_get_one_blas_thread_unless_the_caller_set_it(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     monkeypatch.setenv("MKL_NUM_THREADS", "3")  # the caller's own setting is kept
-    jobs = [Job(var, "env", lambda var=var: (os.environ.get, (var,)))
+    jobs = [Job(var, "env", lambda var=var: (os.getenv, (var,)))
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")]
     times = run_jobs(jobs, 2, lambda _: None)
     assert [times[v].result for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")] == ["1", "1", "3"]
