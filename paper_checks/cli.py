@@ -2,6 +2,7 @@
 
     reproduce --budget small|full|answer --out DIR [--model DIR] [--jobs N]   train what the checks need (cached), then report
     report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
+    bases                                                            rebuild the shipped small-budget bases
 """
 from __future__ import annotations
 
@@ -36,7 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     pro.add_argument("--out", type=Path, required=True)
     pro.add_argument("--model", type=Path, help="start from this local model instead of pretraining the tiny one")
     pro.add_argument("--no-progress", action="store_true")
+    sub.add_parser("bases", help="pretrain the small budget's shipped bases for the current code (paper_checks/bases)")
     args = parser.parse_args(argv)
+    if args.command == "bases":
+        from paper_checks.reproduce import ship_bases
+        for path in ship_bases():
+            print(f"shipped base: {path}")
+        return 0
     try:
         if args.command == "report":
             from paper_checks.evidence import load_lemma_grid

@@ -18,11 +18,14 @@ each in its own process on one thread (`--jobs`, default: the machine's cores): 
 and simulate side by side, then the training runs, with the rescaled runs (after the main ES runs
 whose reward spread they use) and the Lemma 1 grid among them, so no core waits for a stage to end.
 
-The pretrained bases are cached outside the output folder, in $ESCOV_CACHE/bases (default
-~/.cache/escov/bases, about 1 MB each), keyed by their preset's settings, the seed, the torch version
-and the source of the code that builds them (base_cache_key); a later reproduction copies them
-instead of pretraining. Delete the folder to rebuild; `python -m llm pretrain --preset small --seed 0
---threads 1 --out DIR` (and `--preset narrow`) makes the same models.
+The pretrained bases are keyed by their preset's settings, the seed, the torch version and the source
+of the code that builds them (base_cache_key). A base is taken from the first of: the repository's
+shipped bases (paper_checks/bases/PRESET-KEY: the small budget's two, 1.5 MB, so a fresh clone does not
+pretrain; `python -m paper_checks bases` rebuilds them after that code changes), the cache outside the
+output folder ($ESCOV_CACHE/bases, default ~/.cache/escov/bases), or pretraining (then stored in the
+cache). `python -m llm pretrain --preset small --seed 0 --threads 1 --out DIR` (and `--preset narrow`)
+makes the same models on a machine like the one that built them (pretraining is deterministic; another
+CPU may round differently).
 
 Budgets: `small` (a quick look: every claim, 2 seeds), `full` (4 seeds, longer), and `answer`: the
 headline question only (ES vs GRPO at matched Pass@1, with the schedules and ES with sampled members
@@ -102,14 +105,17 @@ BATCHED = {"batched": True}
 BUDGETS = {
     "small": Budget(
         base_preset="small", sweep_preset="narrow", seeds=SEEDS_SMALL,
-        common={"steps": 20, "batch_size": 8, "max_completion_length": 32, "eval_problems": 64, "eval_samples": 32,
+        common={"steps": 20, "batch_size": 8, "train_pool": 256, "max_completion_length": 32, "eval_problems": 64, "eval_samples": 32,
                 "heldout_problems": 32, "checkpoint_every": 10, "probe_prompts": 4, "probe_members": 8,
                 "probe_samples": 8, "probe_center_samples": 16, "threads": 1,
                 "population": BATCHED},
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
         grpo={"num_generations": 8, "learning_rate": 1e-4},
-        sweep_populations=(8, 32), simulate_scale=0.5,
-        grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 16), purpose=SMALL_PURPOSE),
+        # sized for a quick look: 256 training prompts (20 steps draw 160; finding the solutions of a pool
+        # costs each worker 8 s per seed at 512), simulate at a quarter of its seeds and steps (every claim still reached),
+        # the Lemma 1 grid at N = 4 and 8 (the probe's N; its cost grows with N^2: N = 16 took 2.3x N = 8)
+        sweep_populations=(8, 32), simulate_scale=0.25,
+        grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 8), purpose=SMALL_PURPOSE),
     "full": Budget(
         base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
         common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
@@ -132,7 +138,13 @@ BUDGETS = {
 }
 
 # The sweep only needs the training reward: its runs evaluate little.
-SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": (50.0,)}
+SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": ()}
+# The runs whose magnitude-thresholded checkpoints a check or plot reads (thresholded_pass1: es; the
+# update-magnitude plot: es, es-null, es-bf16, grpo); the others skip those evaluations.
+THRESHOLDED = ("es", "es-null", "es-bf16", "grpo")
+# The runs whose Lemma 1 probe a check or the open questions read (lemma1, lemma2: es; greedy vs sampled: es,
+# es-sampled); the others are not probed (the probe is a population measurement at every probed step).
+PROBED = ("es", "es-sampled")
 
 # ES variants of the ablations and null controls: name -> ESConfig overrides. Every variant runs on
 # every seed of the budget, like the main runs. z-scoring is ablated two ways: centered rewards at the
@@ -172,8 +184,10 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
     runs: dict[str, dict] = {}
 
     def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:
+        variant = name.rsplit("-s", 1)[0]
+        skip = ({} if variant in THRESHOLDED else {"threshold_keep": ()}) | ({} if variant in PROBED else {"probe": False, "probe_every": 0})
         runs[name] = budget.common | {"algo": algo, "model": str(model_dir), "seed": seed, "task": budget.task,
-                                      "es": budget.es | (es or {}), "grpo": budget.grpo} | extra
+                                      "es": budget.es | (es or {}), "grpo": budget.grpo} | skip | extra
 
     switch = max(1, int(budget.common["steps"] * budget.switch_fraction))
     for seed in budget.seeds:
@@ -266,6 +280,8 @@ def _curve_done(run_dir: Path, curve: dict) -> bool:
 # ----------------------------------------------------------------------------- the base models, cached
 
 CACHE_ENV = "ESCOV_CACHE"  # folder of built base models (default ~/.cache/escov); see base_cache_key
+SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the small budget's bases, built once: PRESET-KEY/
+SHIPPED_PRESETS = ("small", "narrow")                        # the small budget's base and sweep presets
 
 
 def base_cache_key(preset: str, seed: int = 0) -> str:
@@ -287,26 +303,66 @@ def base_cache_dir() -> Path:
 
 
 def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
-    """out_dir <- the preset's base model: copied from the cache when built before with the same
-    settings (base_cache_key), else pretrained (`python -m llm pretrain --preset PRESET --seed 0
-    --threads 1 --out DIR` makes the same model) and stored in the cache."""
+    """out_dir <- the preset's base model: copied from the shipped bases or the cache when built before
+    with the same settings (base_cache_key), else pretrained (`python -m llm pretrain --preset PRESET
+    --seed 0 --threads 1 --out DIR` makes the same model) and stored in the cache."""
+    import shutil
+
+    if (out_dir / "config.json").exists():
+        return out_dir
+    key = f"{preset}-{base_cache_key(preset)}"
+    shipped, cached = SHIPPED_BASES / key, base_cache_dir() / key
+    if (shipped / "config.json").exists():
+        source = shipped
+    else:
+        _build_base(cached, preset, progress)
+        source = cached
+    shutil.copytree(source, out_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns(SHIPPED_RECORD))
+    print(f"base {preset}: {'the shipped' if source == shipped else 'the cached'} {source}", flush=True)
+    return out_dir
+
+
+def _build_base(target: Path, preset: str, progress: bool) -> None:
+    """Pretrain the preset's base (seed 0, one thread) into target, unless it is there; built in a
+    side folder and renamed, so a half-built base is never taken for a built one."""
     import shutil
 
     from llm.tinymodel import pretrain
-    if (out_dir / "config.json").exists():
-        return out_dir
-    cached = base_cache_dir() / f"{preset}-{base_cache_key(preset)}"
-    if not (cached / "config.json").exists():
-        building = cached.with_name(f"{cached.name}.building-{os.getpid()}")
+    if (target / "config.json").exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = target.with_name(f"{target.name}.building-{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    torch.set_num_threads(1)
+    pretrain(building, preset=preset, seed=0, progress=progress)
+    try:
+        building.rename(target)
+    except OSError:  # another reproduction stored it first: the same model
         shutil.rmtree(building, ignore_errors=True)
-        torch.set_num_threads(1)
-        pretrain(building, preset=preset, seed=0, progress=progress)
-        try:
-            building.rename(cached)
-        except OSError:  # another reproduction stored it first: the same model
-            shutil.rmtree(building, ignore_errors=True)
-    shutil.copytree(cached, out_dir, dirs_exist_ok=True)
-    return out_dir
+
+
+SHIPPED_RECORD = "shipped.json"  # beside a shipped base: its preset, key, torch version and command
+
+
+def ship_bases(progress: bool = True) -> list[Path]:
+    """Build the shipped bases (SHIPPED_PRESETS) for the current code and torch, and remove the stale ones:
+    what `python -m paper_checks bases` runs after the code that builds a base has changed."""
+    import shutil
+
+    kept = []
+    for preset in SHIPPED_PRESETS:
+        key = f"{preset}-{base_cache_key(preset)}"
+        target = SHIPPED_BASES / key
+        _build_base(target, preset, progress)
+        (target / "loss.png").unlink(missing_ok=True)  # kept small: pretrain.json holds the loss curve
+        (target / SHIPPED_RECORD).write_text(json.dumps(
+            {"preset": preset, "key": key, "torch": torch.__version__,
+             "command": f"python -m llm pretrain --preset {preset} --seed 0 --threads 1 --out DIR"}, indent=1) + "\n")
+        kept.append(target)
+        for stale in SHIPPED_BASES.glob(f"{preset}-*"):
+            if stale != target:
+                shutil.rmtree(stale)
+    return kept
 
 
 def _theory(path: Path, progress: bool) -> None:
@@ -366,6 +422,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
         jobs.append(Job("Lemma 1 grid", "Lemma 1 grid", lambda: (_lemma_grid, (grid_path, base, budget, progress)),
                         after=wait_base))
     rest = {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n}
+    # longest first: the runs that evaluate their members one by one (es-bf16) take about 3x a batched run
+    rest = dict(sorted(rest.items(), key=lambda item: item[1].get("population", {}).get("batched", True)))
     jobs += run_jobs_of(rest, out / "runs", budget.curve, after=wait_base, shared=shared)
     jobs += run_jobs_of({n: c for n, c in runs.items() if "sweep-other" in n}, out / "runs", budget.curve, after=wait_other, shared=shared)
     return jobs

@@ -16,7 +16,6 @@ ValueError that names the offending argument; nothing is silently clipped.
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -110,23 +109,26 @@ def maj_at_k(answers: Sequence[Hashable | None], correct: Sequence[bool], k: int
     k = _check_int("k", k, 1)
     if k > n:
         raise ValueError(f"k must be <= n (number of samples), got k={k} > n={n}")
-    answer_ok = {}
-    for a, ok in zip(answers, correct):
-        if a is not None:
-            answer_ok[a] = answer_ok.get(a, False) or bool(ok)
-
-    def vote(idx) -> float:
-        counts = Counter(answers[i] for i in idx if answers[i] is not None)
-        if not counts:
-            return 0.0
-        top = max(counts.values())
-        tied = [a for a, m in counts.items() if m == top]
-        return sum(answer_ok[a] for a in tied) / len(tied)
-
+    labels: dict = {}  # answer -> its index; an answer is correct if any of its samples is
+    ids = np.array([-1 if a is None else labels.setdefault(a, len(labels)) for a in answers], dtype=np.int64)
+    answer_ok = np.zeros(len(labels), dtype=bool)
+    for i, ok in zip(ids, correct):
+        if i >= 0 and ok:
+            answer_ok[i] = True
     if k == n:
-        return vote(range(n))
-    rng = np.random.default_rng(seed)
-    return float(np.mean([vote(rng.choice(n, size=k, replace=False)) for _ in range(n_subsets)]))
+        subsets = np.arange(n)[None, :]
+    else:
+        # n_subsets uniform random k-subsets: the first k of independent uniform random orders
+        subsets = np.random.default_rng(seed).random((n_subsets, n)).argsort(axis=1, kind="stable")[:, :k]
+    # every subset's vote at once: counts[s, a] = samples of answer a drawn in subset s (no answer: not counted)
+    picked = ids[subsets] + 1  # column 0 counts the samples with no answer
+    width = len(labels) + 1
+    flat = (np.arange(len(subsets))[:, None] * width + picked).ravel()
+    counts = np.bincount(flat, minlength=len(subsets) * width).reshape(len(subsets), width)[:, 1:]
+    top = counts.max(axis=1, initial=0)
+    tied = (counts == top[:, None]) & (top[:, None] > 0)
+    credit = (tied & answer_ok).sum(axis=1) / np.maximum(tied.sum(axis=1), 1)  # no answer at all: credit 0
+    return float(credit.mean())
 
 
 def entropy(probs, axis: int = -1) -> np.ndarray:
