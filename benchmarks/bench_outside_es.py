@@ -39,8 +39,6 @@ theta_after - theta_before compared tensor by tensor (max |diff| and ||diff|| / 
 from __future__ import annotations
 
 import argparse
-import functools
-import inspect
 import json
 import statistics
 import subprocess
@@ -49,6 +47,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Callable
 
 from common import peak_mb
 
@@ -183,13 +182,16 @@ def their_noise(kind: str, checkout: Path, seed: int, shapes: dict) -> dict:
     return zeros
 
 
-def inject_noise(es_module, draw) -> tuple:
-    """Make llm.es.noise take eps_d of every tensor from draw(seed, direction, name, shape, chunk), for the
-    member writes and the update; returns what to put back (noise, combined_noise)."""
-    saved = es_module.noise, es_module.combined_noise
-    es_module.noise = draw
-    if "draw" in inspect.signature(saved[1]).parameters:  # its default draw is bound at definition
-        es_module.combined_noise = functools.partial(saved[1], draw=draw)
+def inject_noise(es_module, eps_of) -> Callable:
+    """Make llm.es.noise take eps_d of every tensor from eps_of(direction, name) (in the parameter's shape),
+    for the member writes and the update: its one source, noise_run, gives the run whose parameter layout
+    is that eps (a matrix's run is its transpose, row by row). Returns what to put back."""
+    saved = es_module.noise_run
+
+    def run(seed, direction, name, numel, chunk=0, device="cpu"):
+        eps = eps_of(direction, name)
+        return (eps.T if eps.dim() == 2 else eps).contiguous().view(-1)
+    es_module.noise_run = run
     return saved
 
 
@@ -334,11 +336,11 @@ def match_update(kind, checkout, engine, handle, their_iteration, center, es_mod
     engine.load_weights(center.items())
     master = {n: t.clone() for n, t in center.items()}
     ours_es = make_es(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0)
-    saved = inject_noise(es_module, lambda seed, direction, name, shape, chunk=0: noises[direction][name].clone())
+    saved = inject_noise(es_module, lambda direction, name: noises[direction][name])
     try:
         step = ours_es.step(problems, 0)
     finally:
-        es_module.noise, es_module.combined_noise = saved
+        es_module.noise_run = saved
     ours = {n: master[n] - center[n] for n in center}
     result = compare_updates(theirs, ours)
     result |= {"rewards_theirs": [float(r) for r in their_rewards], "rewards_ours": [float(r) for r in step.rewards],

@@ -1,7 +1,13 @@
 """Population-batched ES generation against its limit and against member-by-member, side by side.
 
-    python benchmarks/bench_population.py                       # presets test + default (random init), N = 8,16,32
+    python benchmarks/bench_population.py                       # the shipped small base (trained), N = 8,16,32
+    python benchmarks/bench_population.py --presets test,default  # random-init models of these shapes
     python benchmarks/bench_population.py --model RUN/checkpoints/step-40 --members 16 --repeats 5
+
+The default model is the small budget's shipped base (paper_checks/bases: the default preset's shape,
+trained), so members' rewards differ and the ES update does real work. On a random-init model every
+member scores 0, the update is zero and its cost is not measured: the benchmark counts such updates
+and says so.
 
 For each model and population size N, one ES iteration (greedy members, B prompts each, T new tokens) is
 timed in four ways, interleaved repeat by repeat so that they share the machine's load:
@@ -39,6 +45,16 @@ from llm.tasks import get_task
 from common import random_model
 
 VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-stacked")
+
+
+def shipped_small_base() -> Path:
+    """The small budget's base model as it ships with the repository (paper_checks/bases)."""
+    from paper_checks.reproduce import SHIPPED_BASES, base_cache_key
+    path = SHIPPED_BASES / f"small-{base_cache_key('small')}"
+    if not (path / "config.json").exists():
+        raise SystemExit(f"no shipped small base at {path} (torch or code changed): run python -m paper_checks bases, "
+                         "or give --model or --presets")
+    return path
 
 
 def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args, layout: str = "factored") -> ES:
@@ -80,6 +96,7 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
     limit_engine = runners["member"].members.engine  # same weights as the center before the first update
     times = {v: [] for v in VARIANTS}
     weight = {v: [] for v in VARIANTS}
+    zero_updates = 0  # recorded ES iterations whose fitness was all zero (no update work was done)
     for rep in range(-1, args.repeats):  # repeat -1 warms up and is not recorded
         for v in VARIANTS:
             t0 = time.perf_counter()
@@ -89,6 +106,7 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
             else:
                 out = runners[v].step(problems, rep + 1)
                 seconds, weight_seconds = out.seconds, out.weight_seconds
+                zero_updates += rep >= 0 and not out.z.any()
             if rep >= 0:
                 times[v].append(seconds)
                 weight[v].append(weight_seconds)
@@ -98,7 +116,8 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
     row = {"members": n, "rows": n * len(problems), "seconds": med, "generation_seconds": gen, "es_overhead_share": share,
            "gen_ratio_to_limit": {v: gen[v] / gen["limit"] for v in VARIANTS},
            "iteration_ratio_to_limit": {v: med[v] / med["limit"] for v in VARIANTS},
-           "speedup_over_member": {v: med["member"] / med[v] for v in VARIANTS[2:]}}
+           "speedup_over_member": {v: med["member"] / med[v] for v in VARIANTS[2:]},
+           "zero_updates": f"{zero_updates} of {args.repeats * (len(VARIANTS) - 1)}"}
     if n in args.check_members:
         row["greedy_mismatch_full"] = greedy_mismatches(model_dir, n, 0, problems, args)
         row["greedy_mismatch_lowr"] = greedy_mismatches(model_dir, n, args.rank, problems, args)
@@ -111,7 +130,8 @@ def summary(label: str, row: dict) -> str:
             "  generation / limit:   " + "  ".join(f"{v} {r[v]:.2f}x" for v in VARIANTS[1:]) + "\n"
             "  iteration / limit:    " + "  ".join(f"{v} {row['iteration_ratio_to_limit'][v]:.2f}x" for v in VARIANTS[1:]) + "\n"
             "  speed-up over member: " + "  ".join(f"{v} {s[v]:.2f}x" for v in VARIANTS[2:]) + "\n"
-            "  ES overhead share:    " + "  ".join(f"{v} {o[v]:.1%}" for v in VARIANTS[1:]))
+            "  ES overhead share:    " + "  ".join(f"{v} {o[v]:.1%}" for v in VARIANTS[1:]) +
+            f"\n  zero updates (all rewards equal: the update's cost not measured): {row['zero_updates']}")
     if "greedy_mismatch_full" in row:
         (a, n), (b, _) = row["greedy_mismatch_full"], row["greedy_mismatch_lowr"]
         text += f"\n  greedy completions differing from member by member: full {a}/{n}  low rank {b}/{n}"
@@ -141,7 +161,8 @@ def plot(results: dict, path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", default=[], help="model directory (repeatable); default: presets")
-    ap.add_argument("--presets", default="test,default", help="tinymodel presets, random init, when no --model")
+    ap.add_argument("--presets", default="", help="tinymodel presets, random init (comma-separated), instead of the "
+                                                  "shipped small base")
     ap.add_argument("--members", default="8,16,32")
     ap.add_argument("--prompts", type=int, default=32, help="B: greedy rollouts (prompts) per member")
     ap.add_argument("--tokens", type=int, default=20, help="new tokens per rollout")
@@ -163,8 +184,9 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     problems = get_task("countdown").problems("train", args.prompts, seed=0)
     with tempfile.TemporaryDirectory() as tmp:
-        models = {m: m for m in args.model} or {
-            f"{p} preset (random init)": str(random_model(Path(tmp) / p, preset=p)) for p in args.presets.split(",")}
+        models = {m: m for m in args.model} | {
+            f"{p} preset (random init)": str(random_model(Path(tmp) / p, preset=p)) for p in args.presets.split(",") if p}
+        models = models or {"the shipped small base (trained)": str(shipped_small_base())}
         results = {}
         for label, model_dir in models.items():
             params = sum(p.numel() for p in HFEngine(model_dir).model.parameters())

@@ -46,7 +46,14 @@ BUDGETS = ("flops", "responses")
 ENGINES = ("hf", "vllm")
 DTYPES = ("float32", "bfloat16", "float16")
 SECTIONS = ("es", "grpo", "population")
-NOISE_CHUNK = 1 << 20  # elements drawn per call for large tensors (the default of es.noise_chunk; llm/es/noise.py)
+NOISE_CHUNK = 1 << 20  # elements per noise-table slice of a tensor (the default of es.noise_chunk; llm/es/noise.py)
+NOISE_TABLE_SIZE = 1 << 24  # standard normals in ES's noise table (64 MB of fp32 per process and device)
+
+
+def check_noise_chunk(chunk) -> None:
+    """ValueError unless 1 <= chunk <= NOISE_TABLE_SIZE (a slice of a tensor's noise must fit in the table)."""
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or not 1 <= chunk <= NOISE_TABLE_SIZE:
+        raise ValueError(f"es.noise_chunk must be an integer in [1, {NOISE_TABLE_SIZE}], got {chunk!r}")
 
 
 # ----------------------------------------------------------------------------- [es]: llm/es/algorithm.py
@@ -64,7 +71,7 @@ class ESConfig:
     param_pattern: str = ""          # regex on parameter names to perturb ("" = all parameters)
     null_control: bool = False       # z replaced by standardized random normals (no reward signal)
     inplace_bf16: bool = False       # the paper code's in-place add / subtract on bf16 engine weights
-    noise_chunk: int = NOISE_CHUNK   # elements generated per call for large tensors
+    noise_chunk: int = NOISE_CHUNK   # elements per noise-table slice (part of the noise's definition)
 
     def validate(self) -> None:
         n = self.population_size
@@ -84,8 +91,7 @@ class ESConfig:
             raise ValueError(f"es.member_samples must be an integer >= 1, got {self.member_samples!r}")
         if self.member_temperature == 0 and self.member_samples != 1:
             raise ValueError(f"es.member_samples must be 1 with greedy rollouts (member_temperature 0), got {self.member_samples}")
-        if isinstance(self.noise_chunk, bool) or not isinstance(self.noise_chunk, int) or self.noise_chunk < 1:
-            raise ValueError(f"es.noise_chunk must be an integer >= 1, got {self.noise_chunk!r}")
+        check_noise_chunk(self.noise_chunk)
         try:
             re.compile(self.param_pattern)
         except re.error as err:
@@ -139,7 +145,7 @@ class PopulationConfig:
     noise_rank: int = 0       # 0: full-rank noise; r > 0: low-rank E = A B^T / sqrt(r) for weight matrices
     max_rows: int = 4096      # rows per batched forward (whole members per block)
     lowrank_layout: str = "auto"  # low rank, batched: factored x W^T + (x B) A^T | stacked W_m | auto
-    keep_noise_mb: int = 1024  # noise drawn for the members, kept for the update (0: drawn again from the seeds)
+    keep_noise_mb: int = 1024  # noise runs read for the members, kept for the update (0: read again from the seeds)
     members: str = "auto"     # the member-evaluation strategy: auto (Ray with workers, batched_hf when batched, else one_by_one) | one_by_one | batched_hf | ray | vllm_lora | vllm_inplace
 
     def validate(self) -> None:
@@ -199,6 +205,7 @@ class TrainConfig:
     threads: int = 2                 # torch CPU threads (part of the config: results depend on it)
     checkpoint_every: int = 10       # C: checkpoint every C steps (and at the end)
     checkpoint_dense: int = 0        # D: also checkpoint after each of the first D steps (where Pass@1 moves fast)
+    probe: bool = True               # the Lemma 1 probe of the center (probe.json); false: none
     probe_every: int = 0             # E: Lemma 1 probe of the center every E steps (0: only before and after)
     step_samples: int = 4            # ES: samples per batch prompt from the center for per-step metrics
     probe_prompts: int = 4           # population: fixed probe prompts (test split)
@@ -241,6 +248,8 @@ class TrainConfig:
         _int_at_least("seed", self.seed, 0)
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("probe_every", self.probe_every, 0)
+        if self.probe_every and not self.probe:
+            raise ValueError(f"probe_every = {self.probe_every} needs probe = true")
         _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)
         _choice("report_to", self.report_to, REPORT_TO)
         _int_at_least("completions_kept", self.completions_kept, 0)

@@ -7,6 +7,7 @@ Run directory (the interface to paper_checks):
     config.json        the resolved settings, plus "schedule": the budget kind and each phase's steps
     metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
     probe.json         {"measurements": [...]}: the Lemma 1 probe before training, every probe_every steps, at the end
+                       (none with probe = false)
     completions.jsonl  prompts, completions and rewards kept at each evaluation (and every completions_every steps)
     tensorboard/       TensorBoard event files (report_to = "tensorboard"; llm/tracking.py names the metrics)
     eval.json          base / final evaluation (Pass@k, Maj@k, entropy) at eval_temperature, greedy
@@ -273,7 +274,7 @@ def _final_stage(run: TrainingRun) -> None:
     """After the last step (the engine holds the final weights): the probe, final and held-out
     evaluation, update analysis, plots."""
     cfg, last = run.cfg, run.total_steps
-    if not any(m["step"] == last for m in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]):
+    if cfg.probe and not any(m["step"] == last for m in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]):
         run.record_probe(last)
     stop_point("final-population")
     stop_if_requested("after the final population measurement, before the final evaluation")
@@ -505,7 +506,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
     t_start = time.perf_counter() - elapsed
     step = done
     try:
-        if done == 0 and not rundir.probe_path(out).exists():
+        if cfg.probe and done == 0 and not rundir.probe_path(out).exists():
             run.record_probe(0, shared_measurement(shared, "probe-0", measurement_key(cfg, PROBE_KEYS),
                                                    lambda: run.measure_probe(0)))
         stop_point("start")

@@ -123,6 +123,36 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     return report
 
 
+def bases_of(ev: Evidence) -> list[dict]:
+    """Each base model as its runs measured it (eval.json's "base"), per (model, task, sampling): Pass@k
+    and the share of prompts with no correct sample, the mean over the seeds' evaluations (runs of one
+    seed share theirs; each seed samples its own completions), with each seed's values beside it."""
+    groups: dict[tuple, dict[int, dict]] = {}
+    for run in ev.runs:
+        base = (run.eval or {}).get("base")
+        if not base or "pass_at_k" not in base:
+            continue
+        key = (str(run.config.get("model")), run.task, base.get("temperature"), base.get("n"), base.get("num_problems"))
+        groups.setdefault(key, {}).setdefault(run.seed, base)
+    out = []
+    for (model, task, temperature, n, problems), by_seed in sorted(groups.items(), key=lambda g: str(g[0])):
+        evals = [by_seed[s] for s in sorted(by_seed, key=str)]
+        ks = sorted({k for e in evals for k in e["pass_at_k"]}, key=int)
+        per_seed = [{"seed": s, "pass_at_k": by_seed[s]["pass_at_k"], "no_correct_share": _no_correct(by_seed[s])}
+                    for s in sorted(by_seed, key=str)]
+        out.append({"model": model, "task": task, "temperature": temperature, "samples": n, "problems": problems,
+                    "seeds": len(evals),
+                    "pass_at_k": {k: float(np.mean([e["pass_at_k"][k] for e in evals if k in e["pass_at_k"]])) for k in ks},
+                    "no_correct_share": float(np.mean([p["no_correct_share"] for p in per_seed])), "per_seed": per_seed})
+    return out
+
+
+def _no_correct(evaluation: dict) -> float:
+    """Share of an evaluation's prompts with no correct sample (NaN without per-problem counts)."""
+    rows = evaluation.get("per_problem") or []
+    return float(np.mean([r["correct"] == 0 for r in rows])) if rows else float("nan")
+
+
 def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, purpose: str) -> dict:
     plots = {}
     for key, fn in PLOTS.items():
@@ -140,7 +170,7 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
     questions = [{"id": qid, "question": q, **answer(qid, ev)} for qid, q in OPEN_QUESTIONS]
     report = {"purpose": purpose, "runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
                        for r in ev.runs],
-              "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
+              "bases": bases_of(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
     report, non_finite = without_non_finite(report)
     report["non_finite"] = non_finite
@@ -171,6 +201,17 @@ def render_markdown(report: dict) -> str:
         for r in report["runs"]:
             by.setdefault(r["variant"], []).append(r["seed"])
         lines += ["Runs: " + ", ".join(f"`{v}` x{len(s)}" for v, s in sorted(by.items())), ""]
+    if report.get("bases"):
+        lines += ["Base models, as their runs measured them (mean over seeds):", "",
+                  "| model | task | T | samples x prompts | seeds | " + " | ".join(
+                      f"Pass@{k}" for k in report["bases"][0]["pass_at_k"]) + " | no correct sample |",
+                  "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in report["bases"][0]["pass_at_k"]) + " | --- |"]
+        for b in report["bases"]:
+            cells = " | ".join(f"{100 * b['pass_at_k'].get(k, float('nan')):.1f}" for k in report["bases"][0]["pass_at_k"])
+            share = "n/a" if b["no_correct_share"] is None else f"{100 * b['no_correct_share']:.0f}%"
+            lines.append(f"| `{Path(b['model']).name}` | {b['task']} | {b['temperature']} | {b['samples']} x {b['problems']} | "
+                         f"{b['seeds']} | {cells} | {share} |")
+        lines.append("")
     if report["input_problems"]:
         lines += ["**Input problems** (claims that needed these are marked 'missing data'):", ""]
         lines += [f"- {p}" for p in report["input_problems"]] + [""]

@@ -105,13 +105,14 @@ BATCHED = {"batched": True}
 BUDGETS = {
     "small": Budget(
         base_preset="small", sweep_preset="narrow", seeds=SEEDS_SMALL,
-        common={"steps": 20, "batch_size": 8, "max_completion_length": 32, "eval_problems": 64, "eval_samples": 32,
+        common={"steps": 20, "batch_size": 8, "train_pool": 256, "max_completion_length": 32, "eval_problems": 64, "eval_samples": 32,
                 "heldout_problems": 32, "checkpoint_every": 10, "probe_prompts": 4, "probe_members": 8,
                 "probe_samples": 8, "probe_center_samples": 16, "threads": 1,
                 "population": BATCHED},
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
         grpo={"num_generations": 8, "learning_rate": 1e-4},
-        # sized for a quick look: simulate at a quarter of its seeds and steps (every claim still reached),
+        # sized for a quick look: 256 training prompts (20 steps draw 160; finding the solutions of a pool
+        # costs each worker 8 s per seed at 512), simulate at a quarter of its seeds and steps (every claim still reached),
         # the Lemma 1 grid at N = 4 and 8 (the probe's N; its cost grows with N^2: N = 16 took 2.3x N = 8)
         sweep_populations=(8, 32), simulate_scale=0.25,
         grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 8), purpose=SMALL_PURPOSE),
@@ -141,6 +142,9 @@ SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": ()}
 # The runs whose magnitude-thresholded checkpoints a check or plot reads (thresholded_pass1: es; the
 # update-magnitude plot: es, es-null, es-bf16, grpo); the others skip those evaluations.
 THRESHOLDED = ("es", "es-null", "es-bf16", "grpo")
+# The runs whose Lemma 1 probe a check or the open questions read (lemma1, lemma2: es; greedy vs sampled: es,
+# es-sampled); the others are not probed (the probe is a population measurement at every probed step).
+PROBED = ("es", "es-sampled")
 
 # ES variants of the ablations and null controls: name -> ESConfig overrides. Every variant runs on
 # every seed of the budget, like the main runs. z-scoring is ablated two ways: centered rewards at the
@@ -180,7 +184,8 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
     runs: dict[str, dict] = {}
 
     def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:
-        skip = {} if name.rsplit("-s", 1)[0] in THRESHOLDED else {"threshold_keep": ()}
+        variant = name.rsplit("-s", 1)[0]
+        skip = ({} if variant in THRESHOLDED else {"threshold_keep": ()}) | ({} if variant in PROBED else {"probe": False, "probe_every": 0})
         runs[name] = budget.common | {"algo": algo, "model": str(model_dir), "seed": seed, "task": budget.task,
                                       "es": budget.es | (es or {}), "grpo": budget.grpo} | skip | extra
 

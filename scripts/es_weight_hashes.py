@@ -9,8 +9,8 @@ leave every run below bit-identical, so published runs stay valid. Each variant 
 `python -m llm train` (a budget of 3 GRPO steps: 12 ES steps; 4 prompts, 8 members) on the tiny "test" model, in its own process;
 the hash covers every tensor of the last checkpoint, by name. Hashes depend on the machine (its
 torch build and CPU), so record them on the machine that checks them; scripts/es_weight_hashes.json
-holds those of the 2-core development CPU before ES's iteration plan was introduced (every strategy
-and option still gave them after it).
+holds those of the 2-core development CPU since ES reads its noise from a table (llm/es/noise.py), which
+changed every run's noise: plain, batched and Ray still give one hash, as do each option's strategies.
 """
 from __future__ import annotations
 

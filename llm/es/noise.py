@@ -1,11 +1,24 @@
 """The noise of an ES population and the seeds it comes from: full rank or low rank (EGGROLL).
 
 Seeds. The seeds of an iteration, and each member's direction d and sign s, are decided once by
-llm/es/plan.py (`IterationPlan`). Noise is never stored: eps_d of one parameter tensor is drawn from a
-generator seeded by a hash of (noise seed, direction d, parameter name), chunk by chunk, so every
-tensor gets independent noise (re-seeding one generator with the same seed for every tensor would give
-equal-shaped layers identical noise) and the update is rebuilt from the seeds and z alone.
+llm/es/plan.py (`IterationPlan`). Noise is never stored: eps_d of one parameter tensor is read from a
+shared table of standard normals at places given by a hash of (noise seed, direction d, parameter
+name, slice), so every tensor gets its own noise (equal-shaped layers are not given identical noise)
+and the update is rebuilt from the seeds and z alone.
 Member m's weights are theta + s * sigma * E_d.
+
+The noise table (Salimans et al. 2017, "Evolution Strategies as a Scalable Alternative to
+Reinforcement Learning"): NOISE_TABLE_SIZE standard normals drawn once per process and device from
+a fixed seed (on the CPU, then copied to the device, so every device reads the same values). A
+tensor's noise is a run of numel entries, cut into slices of at most `chunk` elements (es.noise_chunk);
+slice j of tensor `name` is the run of table entries starting at the place hash(seed, d, name, j) mod
+(table size - its length + 1). A vector's eps is its run; a matrix [out, in] reads its run as an
+[in, out] matrix, transposed (`param_layout`), so the batched population's member weights
+theta^T + s sigma E^T (llm/es/batched_hf.py) add two contiguous tensors, and a tensor of one slice is a
+view of the table: no copy at all. Each entry is N(0, 1); two slices are independent unless their runs overlap, and an
+overlap by a shift of k != 0 pairs different entries (uncorrelated). Reading a slice is a copy:
+about 20x cheaper on a CPU than drawing the normals with torch's generator (mt19937, about 5 ns a
+number on one core), which was most of ES's own work.
 
 Full rank:  E_d = eps_d ~ N(0, I), `noise(seed, d, name, shape)`.
 Low rank r (EGGROLL, "Evolution Strategies at the Hyperscale"): every weight matrix of shape
@@ -21,9 +34,9 @@ Vectors (norm weights, biases) keep full-rank noise.
 The ES update sum_d c_d E_d is rebuilt from the same seeds; with low rank it is one matrix product,
 (A * c) B^T / sqrt(r) with A = [A_1 .. A_D] and B = [B_1 .. B_D] side by side.
 
-Drawing the noise is most of ES's own work, and an iteration needs each draw twice (member weights,
-then the update). With keep_bytes > 0 the draws of the current iteration seed are kept, up to that
-many bytes, and the update reuses them: the same tensors, so the same update bit for bit.
+An iteration needs each draw twice (member weights, then the update). With keep_bytes > 0 the draws
+of the current iteration seed are kept, up to that many bytes, and the update reuses them: the same
+tensors, so the same update bit for bit.
 """
 from __future__ import annotations
 
@@ -34,81 +47,104 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from llm.config import NOISE_CHUNK  # the default of es.noise_chunk
+from llm.config import NOISE_CHUNK, NOISE_TABLE_SIZE, check_noise_chunk  # NOISE_CHUNK: the default of es.noise_chunk
 from llm.rollout import derive_seed
 
 if TYPE_CHECKING:
     from llm.es.plan import IterationPlan, Member
 
 
-_GENERATORS = threading.local()  # this thread's generator per device, re-seeded for every draw
+NOISE_TABLE_SEED = 20170310  # the seed of the CPU generator that draws the table
+_TABLES: dict[torch.device, torch.Tensor] = {}
+_TABLES_LOCK = threading.Lock()
 
 
-def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
-    """This thread's generator on the device, seeded with seed. Seeding resets the whole state, so it
-    draws what a new torch.Generator seeded so would; making a new one costs more than drawing a
-    small tensor (the noise of a tiny model is hundreds of such draws per iteration)."""
+def noise_table(device: torch.device | str = "cpu") -> torch.Tensor:
+    """The noise table on the device: drawn once per process (on the CPU, fixed seed), then copied."""
     device = torch.device(device)
-    gens = _GENERATORS.__dict__
-    if device not in gens:
-        gens[device] = torch.Generator(device=device)
-    return gens[device].manual_seed(seed)
+    if device not in _TABLES:
+        with _TABLES_LOCK:
+            if device not in _TABLES:
+                cpu = _TABLES.get(torch.device("cpu"))
+                if cpu is None:
+                    cpu = torch.randn(NOISE_TABLE_SIZE, generator=torch.Generator().manual_seed(NOISE_TABLE_SEED))
+                    _TABLES[torch.device("cpu")] = cpu
+                _TABLES[device] = cpu.to(device)
+    return _TABLES[device]
 
 
-def fill_noise(seed: int, direction: int, name: str, out: torch.Tensor, chunk: int = NOISE_CHUNK) -> torch.Tensor:
-    """out <- eps of (seed, direction, name), in place (a contiguous fp32 tensor on the generator's device):
-    the values noise() returns, drawn chunk by chunk from one generator."""
-    gen = seeded_generator(derive_seed(seed, direction, name), out.device)
-    flat = out.view(-1)
-    for start in range(0, flat.numel(), chunk):
-        torch.randn(min(chunk, flat.numel() - start), generator=gen, device=out.device, out=flat[start:start + chunk])
-    return out
+def noise_run(seed: int, direction: int, name: str, numel: int, chunk: int = NOISE_CHUNK,
+              device: torch.device | str = "cpu") -> torch.Tensor:
+    """The flat run of table entries that makes the noise of (seed, direction, name), numel long (do not
+    modify it): one slice is a view of the table; several are copied into a new tensor."""
+    check_noise_chunk(chunk)
+    table = noise_table(device)
+
+    def place(j: int, length: int) -> int:
+        return derive_seed(seed, direction, name, j) % (NOISE_TABLE_SIZE - length + 1)
+    if numel <= chunk:
+        at = place(0, numel)
+        return table[at:at + numel]
+    run = torch.empty(numel, device=table.device)
+    for j, start in enumerate(range(0, numel, chunk)):
+        length = min(chunk, numel - start)
+        at = place(j, length)
+        run[start:start + length].copy_(table[at:at + length])
+    return run
+
+
+def param_layout(run: torch.Tensor, shape) -> torch.Tensor:
+    """A run in a parameter's shape (a view): a matrix [out, in] is the run read as [in, out], transposed."""
+    shape = tuple(shape)
+    return run.view(shape[1], shape[0]).T if len(shape) == 2 else run.view(shape)
 
 
 def noise(seed: int, direction: int, name: str, shape: torch.Size, chunk: int = NOISE_CHUNK,
           device: torch.device | str = "cpu") -> torch.Tensor:
-    """The whole eps tensor of one parameter (fp32, drawn on the device)."""
-    return fill_noise(seed, direction, name, torch.empty(shape, device=device), chunk)
+    """eps of one parameter (fp32, on the device) in its shape: a view of the table when it is one slice,
+    so do not modify it."""
+    shape = torch.Size(shape)
+    return param_layout(noise_run(seed, direction, name, shape.numel(), chunk, device), shape)
 
 
 def combined_noise(it_seed: int, name: str, shape: torch.Size, coef: np.ndarray, chunk: int = NOISE_CHUNK,
-                   draw=noise, device: torch.device | str = "cpu") -> torch.Tensor:
-    """sum_d c_d eps_d for one parameter tensor (fp32), each eps_d from draw (default: regenerated from its seed)."""
-    out = torch.zeros(shape, device=device)
+                   run=None, device: torch.device | str = "cpu") -> torch.Tensor:
+    """sum_d c_d eps_d for one parameter tensor (fp32, in its shape), summed d by d over the runs, each
+    from run(seed, d, name, numel) (default: noise_run at this chunk)."""
+    shape = torch.Size(shape)
+    run = run or (lambda seed, d, label, numel: noise_run(seed, d, label, numel, chunk, device))
+    out = torch.zeros(shape.numel(), device=device)
     for d, c in enumerate(coef):
         if c != 0.0:
-            out.add_(draw(it_seed, d, name, shape, chunk), alpha=float(c))
-    return out
+            out.add_(run(it_seed, d, name, shape.numel()), alpha=float(c))
+    return param_layout(out, shape)
 
 
 class KeptDraws:
-    """The noise drawn for one iteration seed, kept up to a byte budget (a new seed forgets the last one's)."""
+    """The noise runs read for one iteration seed, kept up to a byte budget (a new seed forgets the last
+    one's): a run of several slices is a copy, and the update needs every run a second time."""
 
     def __init__(self, budget_bytes: int, device: torch.device | str = "cpu"):
         self.budget_bytes, self.device, self.seed, self.used_bytes = budget_bytes, device, None, 0
-        self.tensors: dict[tuple[int, str], torch.Tensor] = {}
+        self.runs: dict[tuple[int, str], torch.Tensor] = {}
 
-    def get(self, seed: int, direction: int, label: str, shape, chunk: int, out: torch.Tensor | None = None) -> torch.Tensor:
-        """noise(seed, direction, label, shape), kept while the budget allows (do not modify it); drawn
-        into `out` when given (then `out` is what is kept)."""
+    def get(self, seed: int, direction: int, label: str, numel: int, chunk: int) -> torch.Tensor:
+        """noise_run(seed, direction, label, numel), kept while the budget allows (do not modify it)."""
         if self.seed != seed:
-            self.seed, self.used_bytes, self.tensors = seed, 0, {}
+            self.seed, self.used_bytes, self.runs = seed, 0, {}
         key = (direction, label)
-        if key not in self.tensors:
-            eps = noise(seed, direction, label, torch.Size(shape), chunk, self.device) if out is None \
-                else fill_noise(seed, direction, label, out, chunk)
-            size = eps.numel() * eps.element_size()
+        if key not in self.runs:
+            run = noise_run(seed, direction, label, numel, chunk, self.device)
+            size = run.numel() * run.element_size()
             if self.used_bytes + size > self.budget_bytes:
-                return eps
-            self.tensors[key], self.used_bytes = eps, self.used_bytes + size
-        elif out is not None:
-            out.copy_(self.tensors[key])
-        return self.tensors[key] if out is None else out
+                return run
+            self.runs[key], self.used_bytes = run, self.used_bytes + size
+        return self.runs[key]
 
 
 class PopulationNoise:
-    """E_d of every member and parameter, full or low rank, drawn from the seeds (kept within an iteration)
-    by generators on the device of the weights they perturb."""
+    """E_d of every member and parameter, full or low rank, read from the seeds (kept within an iteration)
+    out of the noise table on the device of the weights they perturb."""
 
     def __init__(self, rank: int = 0, chunk: int = NOISE_CHUNK, keep_bytes: int = 0,
                  device: torch.device | str = "cpu"):
@@ -116,15 +152,15 @@ class PopulationNoise:
         self.rank = rank            # 0: full rank; r > 0: E = A B^T / sqrt(r) for every weight matrix
         self.kept = KeptDraws(keep_bytes, device) if keep_bytes else None
 
-    def draw(self, seed: int, direction: int, label: str, shape, chunk: int | None = None,
-             out: torch.Tensor | None = None) -> torch.Tensor:
-        """noise(seed, direction, label, shape), kept while this iteration's budget allows (do not modify
-        it); written into `out` when given."""
-        chunk = self.chunk if chunk is None else chunk
+    def run(self, seed: int, direction: int, label: str, numel: int) -> torch.Tensor:
+        """noise_run(seed, direction, label, numel), kept while this iteration's budget allows (do not modify it)."""
         if self.kept is None:
-            return noise(seed, direction, label, torch.Size(shape), chunk, self.device) if out is None \
-                else fill_noise(seed, direction, label, out, chunk)
-        return self.kept.get(seed, direction, label, shape, chunk, out)
+            return noise_run(seed, direction, label, numel, self.chunk, self.device)
+        return self.kept.get(seed, direction, label, numel, self.chunk)
+
+    def draw(self, seed: int, direction: int, label: str, shape) -> torch.Tensor:
+        """noise(seed, direction, label, shape) from the (kept) run: a view, do not modify it."""
+        return param_layout(self.run(seed, direction, label, torch.Size(shape).numel()), shape)
 
     def is_lowrank(self, shape: torch.Size | tuple[int, ...]) -> bool:
         return self.rank > 0 and len(shape) == 2
@@ -136,48 +172,38 @@ class PopulationNoise:
                 self.draw(seed, direction, f"{name}/lowrank-B", (in_features, self.rank)))
 
     def direction(self, seed: int, direction: int, name: str, shape) -> torch.Tensor:
-        """E_d of one parameter (fp32, materialized)."""
+        """E_d of one parameter (fp32; full rank: a view of its run, do not modify it)."""
         if self.is_lowrank(shape):
             a, b = self.factors(seed, direction, name, shape)
             return (a @ b.T) / math.sqrt(self.rank)
         return self.draw(seed, direction, name, shape)
 
     def fill_member(self, plan: IterationPlan, member: Member, name: str, theta: torch.Tensor,
-                    out: torch.Tensor) -> None:
+                    out: torch.Tensor, theta_t: torch.Tensor | None = None) -> None:
         """out <- (theta + s sigma E_d)^T for the member (direction d, sign s): one pass, transposed for a
-        matrix (the layout of llm/es/batched_hf.py), as is for a vector. Low rank: one addmm of the
-        factors, E_d never materialized."""
+        matrix (the layout of llm/es/batched_hf.py), as is for a vector. Full rank: E_d^T of a matrix is
+        its run read as [in, out], so the sum is of contiguous tensors when theta_t (theta^T, contiguous)
+        is given. Low rank: one addmm of the factors, E_d never materialized."""
         seed, d, scale = plan.noise_seed, member.direction, member.sign * plan.sigma
         if self.is_lowrank(theta.shape):
             a, b = self.factors(seed, d, name, theta.shape)
             torch.addmm(theta.T, b, a.T, alpha=scale / math.sqrt(self.rank), out=out)
-        else:
-            eps = self.direction(seed, d, name, theta.shape)
-            torch.add(theta.T if theta.dim() == 2 else theta, eps.T if eps.dim() == 2 else eps, alpha=scale, out=out)
+            return
+        base = theta_t if theta_t is not None else (theta.T if theta.dim() == 2 else theta)
+        torch.add(base, self.run(seed, d, name, theta.numel()).view(base.shape), alpha=scale, out=out)
 
     def fill_members(self, plan: IterationPlan, members: tuple[Member, ...], name: str, theta: torch.Tensor,
                      out: torch.Tensor) -> None:
-        """out[i] <- (theta + s sigma E_d)^T for members[i], as fill_member does one by one; a full-rank
-        parameter of members that share one sign (no antithetic pairs) is drawn into one buffer and added
-        in one call (the same elementwise sums)."""
-        signs = {m.sign for m in members}
-        if len(signs) != 1 or self.is_lowrank(theta.shape):
-            for i, m in enumerate(members):
-                self.fill_member(plan, m, name, theta, out=out[i])
-            return
-        eps = torch.empty((len(members), *theta.shape), device=theta.device)
+        """out[i] <- (theta + s sigma E_d)^T for members[i], as fill_member does; theta^T is laid out
+        contiguously once for all members (the same elementwise sums)."""
+        theta_t = theta.T.contiguous() if theta.dim() == 2 and not self.is_lowrank(theta.shape) else None
         for i, m in enumerate(members):
-            self.draw(plan.noise_seed, m.direction, name, theta.shape, out=eps[i])
-        scale = signs.pop() * plan.sigma
-        if theta.dim() == 2:
-            torch.add(theta.T, eps.transpose(1, 2), alpha=scale, out=out)
-        else:
-            torch.add(theta, eps, alpha=scale, out=out)
+            self.fill_member(plan, m, name, theta, out=out[i], theta_t=theta_t)
 
     def combined(self, seed: int, name: str, shape, coef: np.ndarray) -> torch.Tensor:
         """sum_d c_d E_d of one parameter (fp32), rebuilt from the seeds."""
         if not self.is_lowrank(shape):
-            return combined_noise(seed, name, torch.Size(shape), coef, self.chunk, draw=self.draw, device=self.device)
+            return combined_noise(seed, name, torch.Size(shape), coef, self.chunk, run=self.run, device=self.device)
         used = [(d, float(c)) for d, c in enumerate(coef) if c != 0.0]
         if not used:
             return torch.zeros(shape, device=self.device)

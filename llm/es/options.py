@@ -8,7 +8,7 @@
     noise_rank  0: full-rank eps_d. r > 0: EGGROLL low-rank noise E_d = A_d B_d^T / sqrt(r) for weight
                 matrices (noise.py), and the update theta <- theta + alpha / N sum_d c_d E_d rebuilt from
                 the same seeds.
-    keep_noise_mb  the noise drawn for the members is kept (up to this size) and reused by the update.
+    keep_noise_mb  the noise runs read for the members are kept (up to this size) and reused by the update.
     members     the member-evaluation strategy (factory.py): "one_by_one" (members.py, each member
                 written through the engine's load_weights), "batched_hf" (batched_hf.py), "ray"
                 (ray_actors.py, the Ray workers of the run), "vllm_lora" (vllm_lora.py: low-rank members

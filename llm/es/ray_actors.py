@@ -10,7 +10,7 @@
 Weights cross once, when the actors start from the driver's center; afterwards only seeds, prompts,
 coefficients and scalars do. On GPUs each actor reserves one (distributed.gpus_per_worker; Ray sets its
 CUDA_VISIBLE_DEVICES) and keeps its engine, master and noise on it: one engine per GPU. The driver must
-then compute on CUDA too, since the hash check needs the same generator streams on every replica. The update is the same code on every replica (`MasterCenter.apply`), so the
+then compute on CUDA too, since the hash check needs the same arithmetic on every replica. The update is the same code on every replica (`MasterCenter.apply`), so the
 replicas stay bit-identical, and the run equals the single-process run with the same seed. Members are
 dealt in contiguous blocks of N / K. A dead actor (a call raising RayActorError, or not answering
 within actor_timeout_s) is dropped and its members re-run on a live actor in the same iteration, never

@@ -222,9 +222,9 @@ def test_kept_noise_gives_the_update_drawn_again_from_the_seeds_within_its_budge
     for d in range(4):  # the members' draws
         assert torch.equal(kept.direction(11, d, "w", shape), fresh.direction(11, d, "w", shape))
     assert kept.kept.used_bytes == 3 * per_direction  # the fourth direction did not fit
-    label, drawn = ("w", shape) if rank == 0 else ("w/lowrank-A", (6, rank))
-    assert kept.draw(11, 0, label, drawn) is kept.draw(11, 0, label, drawn)
-    assert kept.draw(11, 3, label, drawn) is not kept.draw(11, 3, label, drawn)
+    label, numel = ("w", 6 * 5) if rank == 0 else ("w/lowrank-A", 6 * rank)
+    assert kept.run(11, 0, label, numel) is kept.run(11, 0, label, numel)
+    assert kept.run(11, 3, label, numel) is not kept.run(11, 3, label, numel)
     assert torch.equal(kept.combined(11, "w", shape, coef), fresh.combined(11, "w", shape, coef))
     kept.direction(12, 0, "w", shape)
     assert kept.kept.seed == 12 and kept.kept.used_bytes == per_direction

@@ -5,6 +5,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+from llm.config import NOISE_TABLE_SIZE
 from llm.es.algorithm import ESConfig, standardize
 from llm.es.noise import combined_noise, noise
 from llm.es.plan import IterationPlan
@@ -35,6 +36,30 @@ def test_chunked_noise_is_standard_normal():
     assert abs(float(x.std()) - 1) < 0.01
     # chunking is part of the definition: the same chunk size reproduces the same values
     assert torch.equal(noise(1, 0, "w", torch.Size([1000]), chunk=7), noise(1, 0, "w", torch.Size([1000]), chunk=7))
+
+
+def test_noise_is_read_from_one_table_at_hashed_places():
+    """Each slice of a tensor's noise is a run of the process's table (drawn once, fixed seed), at the
+    place the hash of (seed, direction, name, slice) gives; the slices of one tensor are not copies."""
+    from llm.es.noise import NOISE_TABLE_SEED, noise_table
+    table = noise_table()
+    assert table is noise_table() and table.numel() == NOISE_TABLE_SIZE
+    assert torch.equal(table, torch.randn(NOISE_TABLE_SIZE, generator=torch.Generator().manual_seed(NOISE_TABLE_SEED)))
+    eps = noise(3, 5, "w", torch.Size([2500]), chunk=1000).reshape(-1)
+    slices = [eps[0:1000], eps[1000:2000], eps[2000:2500]]
+    for j, part in enumerate(slices):
+        place = derive_seed(3, 5, "w", j) % (NOISE_TABLE_SIZE - len(part) + 1)
+        assert torch.equal(part, table[place:place + len(part)])
+    corr = float(torch.corrcoef(torch.stack([slices[0], slices[1]]))[0, 1])
+    assert abs(corr) < 5 / 1000 ** 0.5
+
+
+@pytest.mark.parametrize("chunk", [0, NOISE_TABLE_SIZE + 1, 2.5, True])
+def test_a_noise_chunk_outside_the_table_is_refused_in_one_line(chunk):
+    with pytest.raises(ValueError, match=rf"es.noise_chunk must be an integer in \[1, {NOISE_TABLE_SIZE}\]"):
+        ESConfig(noise_chunk=chunk).validate()
+    with pytest.raises(ValueError, match="es.noise_chunk"):
+        noise(0, 0, "w", torch.Size([4]), chunk=chunk)
 
 
 @given(st.floats(-10, 10, allow_nan=False), st.integers(2, 64))

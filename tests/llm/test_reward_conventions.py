@@ -7,6 +7,7 @@ import pytest
 from llm.tasks import get_task
 from llm.tasks.countdown import score
 from llm.tasks.reasoning_format import es_at_scale_format_score
+from llm.tasks.rewards import check_reward
 from theory.metrics import maj_at_k
 
 
@@ -127,3 +128,31 @@ def test_conventions_are_checked_by_name_and_task(tmp_path):
         math_task(tmp_path, ["1"], reward="paper-gsm8k", format_reward=0.2)
     task, by_gold = math_task(tmp_path, ["1"], format_reward=0.2)
     assert task.score(by_gold["1"], r"\boxed{2}") == 0.2 and task.score(by_gold["1"], "2") == 0.0
+
+
+TASKS_OF = {  # the conventions' tasks as the module's docstring states them
+    "escov": {"countdown", "countdown3", "arithmetic", "gsm8k", "deepscaler"},
+    "es-at-scale-countdown": {"countdown", "countdown3"},
+    "paper-gsm8k": {"gsm8k", "deepscaler"},
+}
+
+
+@pytest.mark.parametrize("reward", sorted(TASKS_OF))
+@pytest.mark.parametrize("task", sorted(TASKS_OF["escov"]))
+def test_each_convention_is_accepted_with_its_own_tasks_only(reward, task):
+    if task in TASKS_OF[reward]:
+        assert check_reward(reward, task) == reward
+    else:
+        with pytest.raises(ValueError, match=rf"^reward '{reward}' is for the tasks .*'{task}'"):
+            check_reward(reward, task)
+
+
+def test_format_reward_is_a_number_in_zero_to_one():
+    assert check_reward("escov", "countdown", 0) == "escov" and check_reward("escov", "gsm8k", 0.99) == "escov"
+    for bad in (1, 1.0, -0.01, True, "0.1", None):
+        with pytest.raises(ValueError, match=r"^format_reward must lie in \[0, 1\), got"):
+            check_reward("escov", "countdown", bad)
+    with pytest.raises(ValueError, match="^reward must be one of"):
+        check_reward("Escov", "countdown")
+    with pytest.raises(ValueError, match="^format_reward is part of the reward convention 'paper-gsm8k'"):
+        check_reward("paper-gsm8k", "gsm8k", 0.1)

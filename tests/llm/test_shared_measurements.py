@@ -51,3 +51,19 @@ def test_runs_of_one_base_share_step_zero_and_get_their_own_values(tiny_model_di
     # another seed samples other completions: its own entries
     _run(tiny_model_dir, tmp_path / "es-s1", "es", seed=1, shared=shared)
     assert len(list(shared.iterdir())) == 4
+
+
+def test_a_run_without_the_probe_measures_the_rest_alike(tiny_model_dir, tmp_path):
+    """probe = false: no probe.json and no probe work; the evaluations are those of a probed run
+    (the probe draws from its own seeds), and probe_every with probe = false is refused."""
+    runs = {}
+    for probe in (True, False):
+        out = tmp_path / f"probe-{probe}"
+        train(TrainConfig.from_dict(RUN | {"algo": "es", "model": str(tiny_model_dir), "out": str(out), "probe": probe}),
+              show_progress=False)
+        runs[probe] = out
+    assert (runs[True] / "probe.json").exists() and not (runs[False] / "probe.json").exists()
+    evals = [_untimed(json.loads((runs[p] / "eval.json").read_text())) for p in (True, False)]
+    assert evals[0] == evals[1]
+    with pytest.raises(ValueError, match="probe_every = 2 needs probe = true"):
+        TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(tmp_path / "x"), "probe": False, "probe_every": 2})

@@ -9,10 +9,13 @@ a percentile bootstrap over seeds) is run on the same data and must fall short, 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy import stats as st
 
-from paper_checks.design import seeds_by_prompts
+from paper_checks.design import seed_level, seeds_by_prompts
 from theory.metrics import pass_at_k_counts
 
 SAMPLES, PROMPTS, REPS = 32, 64, 600
@@ -83,3 +86,30 @@ def test_bad_shapes_are_errors():
         seeds_by_prompts(np.zeros(5), SAMPLES)
     with pytest.raises(ValueError, match="seeds, prompts"):
         seeds_by_prompts(np.full((2, 3), np.nan), SAMPLES)
+
+
+def test_the_interval_equals_its_closed_form_on_a_small_array():
+    """3 seeds x 4 prompts: v_s = Var(seed means) / S; the bootstrap variance of a mean of P prompts drawn
+    with replacement is exactly Var_pop(prompt means) / P; the half-width joins each level's t quantile."""
+    y = np.array([[0.1, 0.4, 0.3, 0.9], [0.2, 0.6, 0.2, 0.7], [0.0, 0.5, 0.5, 0.8]])
+    n_seeds, n_prompts = y.shape
+    v_s = np.var(y.mean(1), ddof=1) / n_seeds
+    v_p = np.var(y.mean(0), ddof=0) / n_prompts
+    half = math.hypot(st.t.ppf(0.975, n_seeds - 1) * math.sqrt(v_s), st.t.ppf(0.975, n_prompts - 1) * math.sqrt(v_p))
+    est = seeds_by_prompts(y, 8, n_boot=200_000, seed=1)
+    assert est.mean == pytest.approx(y.mean(), abs=1e-15)
+    assert est.se == pytest.approx(math.sqrt(v_s + v_p), rel=0.01)
+    assert (est.hi - est.lo) / 2 == pytest.approx(half, rel=0.01) and (est.lo + est.hi) / 2 == pytest.approx(y.mean())
+    assert st.t.ppf(0.975, est.df) * est.se == pytest.approx((est.hi - est.lo) / 2, rel=1e-6)  # df: the t whose quantile gives it
+    power = st.nct.sf(st.t.ppf(0.975, est.df), est.df, est.detectable / est.se)  # the power line: 80% power (upper tail)
+    assert power == pytest.approx(0.80, abs=0.005)
+    assert (est.seeds, est.prompts, est.samples) == (3, 4, 8) and est.to_json()["design"] == "3 seeds x 4 prompts x 8 samples"
+    flat = seeds_by_prompts(np.full((2, 3), 0.25), 8)  # every value the same: the mean is exact
+    assert (flat.mean, flat.lo, flat.hi, flat.se, flat.detectable) == (0.25, 0.25, 0.25, 0.0, 0.0)
+
+
+def test_a_seed_level_summary_keeps_every_field_and_names_its_design():
+    summary = {"mean": 2.0, "lo": -10.7, "hi": 14.7, "se": 1.0, "df": 1.0, "seeds": 2, "detectable": 8.0}
+    est = seed_level(summary)
+    assert (est.mean, est.lo, est.hi, est.se, est.df, est.seeds, est.detectable) == (2.0, -10.7, 14.7, 1.0, 1.0, 2, 8.0)
+    assert est.design == "2 seeds" and est.prompts == 0

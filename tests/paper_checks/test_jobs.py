@@ -86,3 +86,15 @@ def test_the_small_reproduction_is_one_pool_with_its_dependencies(tmp_path):
     assert all(after[n] == ("pretrain base",) for n in runs if not n.startswith("sweep-other"))
     names = [j.name for j in jobs]   # what the rescaled runs wait for starts first
     assert names.index("es-s0") < names.index("grpo-s0") and names.index("Lemma 1 grid") < names.index("grpo-s0")
+
+
+def test_pool_workers_get_one_blas_thread_unless_the_caller_set_it(monkeypatch):
+    import os
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")  # the caller's own setting is kept
+    jobs = [Job(var, "env", lambda var=var: (os.getenv, (var,)))
+            for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")]
+    times = run_jobs(jobs, 2, lambda _: None)
+    assert [times[v].result for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")] == ["1", "1", "3"]
+    assert "OMP_NUM_THREADS" not in os.environ and os.environ["MKL_NUM_THREADS"] == "3"  # the parent's is restored
