@@ -49,8 +49,8 @@ VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-sta
 
 def shipped_small_base() -> Path:
     """The small budget's base model as it ships with the repository (paper_checks/bases)."""
-    from paper_checks.reproduce import SHIPPED_BASES, base_cache_key
-    path = SHIPPED_BASES / f"small-{base_cache_key('small')}"
+    from paper_checks.reproduce import shipped_base_dir
+    path = shipped_base_dir("small")
     if not (path / "config.json").exists():
         raise SystemExit(f"no shipped small base at {path} (torch or code changed): run python -m paper_checks bases, "
                          "or give --model or --presets")

@@ -20,7 +20,7 @@ whose reward spread they use) and the Lemma 1 grid among them, so no core waits 
 
 The pretrained bases are keyed by their preset's settings, the seed, the torch version and the source
 of the code that builds them (base_cache_key). A base is taken from the first of: the repository's
-shipped bases (paper_checks/bases/PRESET-KEY: the small budget's two, 1.5 MB, so a fresh clone does not
+shipped bases (paper_checks/bases/PRESET-KEY: the small budget's two, 1.4 MB, so a fresh clone does not
 pretrain; `python -m paper_checks bases` rebuilds them after that code changes), the cache outside the
 output folder ($ESCOV_CACHE/bases, default ~/.cache/escov/bases), or pretraining (then stored in the
 cache). `python -m llm pretrain --preset small --seed 0 --threads 1 --out DIR` (and `--preset narrow`)
@@ -298,6 +298,11 @@ def base_cache_key(preset: str, seed: int = 0) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def shipped_base_dir(preset: str) -> Path:
+    """Where the preset's base for the current code and torch ships (SHIPPED_BASES/PRESET-KEY), if it does."""
+    return SHIPPED_BASES / f"{preset}-{base_cache_key(preset)}"
+
+
 def base_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "escov") / "bases"
 
@@ -310,8 +315,8 @@ def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
 
     if (out_dir / "config.json").exists():
         return out_dir
-    key = f"{preset}-{base_cache_key(preset)}"
-    shipped, cached = SHIPPED_BASES / key, base_cache_dir() / key
+    shipped = shipped_base_dir(preset)
+    cached = base_cache_dir() / shipped.name
     if (shipped / "config.json").exists():
         source = shipped
     else:
@@ -351,12 +356,11 @@ def ship_bases(progress: bool = True) -> list[Path]:
 
     kept = []
     for preset in SHIPPED_PRESETS:
-        key = f"{preset}-{base_cache_key(preset)}"
-        target = SHIPPED_BASES / key
+        target = shipped_base_dir(preset)
         _build_base(target, preset, progress)
         (target / "loss.png").unlink(missing_ok=True)  # kept small: pretrain.json holds the loss curve
         (target / SHIPPED_RECORD).write_text(json.dumps(
-            {"preset": preset, "key": key, "torch": torch.__version__,
+            {"preset": preset, "key": target.name, "torch": torch.__version__,
              "command": f"python -m llm pretrain --preset {preset} --seed 0 --threads 1 --out DIR"}, indent=1) + "\n")
         kept.append(target)
         for stale in SHIPPED_BASES.glob(f"{preset}-*"):

@@ -16,8 +16,8 @@ slice j of tensor `name` is the run of table entries starting at the place hash(
 [in, out] matrix, transposed (`param_layout`), so the batched population's member weights
 theta^T + s sigma E^T (llm/es/batched_hf.py) add two contiguous tensors, and a tensor of one slice is a
 view of the table: no copy at all. Each entry is N(0, 1); two slices are independent unless their runs overlap, and an
-overlap by a shift of k != 0 pairs different entries (uncorrelated). Reading a slice is a copy:
-about 20x cheaper on a CPU than drawing the normals with torch's generator (mt19937, about 5 ns a
+overlap by a shift of k != 0 pairs different entries (uncorrelated). Reading a run is at most a
+copy: about 20x cheaper on a CPU than drawing the normals with torch's generator (mt19937, about 5 ns a
 number on one core), which was most of ES's own work.
 
 Full rank:  E_d = eps_d ~ N(0, I), `noise(seed, d, name, shape)`.
@@ -34,9 +34,9 @@ Vectors (norm weights, biases) keep full-rank noise.
 The ES update sum_d c_d E_d is rebuilt from the same seeds; with low rank it is one matrix product,
 (A * c) B^T / sqrt(r) with A = [A_1 .. A_D] and B = [B_1 .. B_D] side by side.
 
-An iteration needs each draw twice (member weights, then the update). With keep_bytes > 0 the draws
+An iteration needs each run twice (member weights, then the update). With keep_bytes > 0 the runs
 of the current iteration seed are kept, up to that many bytes, and the update reuses them: the same
-tensors, so the same update bit for bit.
+tensors, so the same update bit for bit (a run of several slices is then copied once, not twice).
 """
 from __future__ import annotations
 
