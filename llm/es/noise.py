@@ -126,13 +126,13 @@ class KeptDraws:
 
     def __init__(self, budget_bytes: int, device: torch.device | str = "cpu"):
         self.budget_bytes, self.device, self.seed, self.used_bytes = budget_bytes, device, None, 0
-        self.runs: dict[tuple[int, str], torch.Tensor] = {}
+        self.runs: dict[tuple[int, str, int], torch.Tensor] = {}  # (direction, label, numel) -> run
 
     def get(self, seed: int, direction: int, label: str, numel: int, chunk: int) -> torch.Tensor:
         """noise_run(seed, direction, label, numel), kept while the budget allows (do not modify it)."""
         if self.seed != seed:
             self.seed, self.used_bytes, self.runs = seed, 0, {}
-        key = (direction, label)
+        key = (direction, label, numel)
         if key not in self.runs:
             run = noise_run(seed, direction, label, numel, chunk, self.device)
             size = run.numel() * run.element_size()

@@ -25,8 +25,9 @@ def reference_is_valid(record) -> bool:
     return used == Counter(record["numbers"]) and abs(float(value) - float(record["target"])) < 1e-9
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def task():
+    """Loaded afresh for each test (22 records, milliseconds), so every test reaches the loader."""
     return get_task("countdown", test_data=SAMPLE, prompt_style="paper")
 
 
@@ -98,3 +99,48 @@ def test_maj_at_k_votes_on_values():
     assert len({task.answer(problem, x) for x in completions}) == 5  # five distinct reasoning paths
     assert maj_at_k([task.vote(problem, x) for x in completions], correct, 6) == 1.0
     assert maj_at_k([task.answer(problem, x) for x in completions], correct, 6) == 0.0
+
+
+def _load(tmp_path, records, **kw):
+    path = tmp_path / "countdown.json"
+    path.write_text(json.dumps(records))
+    return get_task("countdown", test_data=path, **kw), path
+
+
+def test_file_problems_hold_the_records_numbers_exact_target_and_id(tmp_path):
+    records = [{"id": "a7", "numbers": [3, 4, 5], "target": "27.4"}, {"numbers": [1, 2, 9], "target": -8}]
+    task, _ = _load(tmp_path, records)
+    by_id = {p.id: p for p in task.problems("test", 2, seed=0)}
+    assert set(by_id) == {"countdown/test/a7", "countdown/test/1"}  # a record without an id: its index
+    assert by_id["countdown/test/a7"].meta == {"numbers": [3, 4, 5], "target": Fraction(137, 5)}
+    assert by_id["countdown/test/1"].meta == {"numbers": [1, 2, 9], "target": Fraction(-8)}
+    assert task.score(by_id["countdown/test/1"], "<answer>1-9</answer>") == 0.0  # 2 unused
+    assert task.size("test") == 2 and task.size("train") == 0 and get_task("countdown").size("test") is None
+
+
+def test_mapped_field_names_are_read(tmp_path):
+    task, _ = _load(tmp_path, [{"nums": [2, 3, 4], "goal": 20}], fields={"numbers": "nums", "target": "goal"})
+    assert task.problems("test", 1, seed=0)[0].meta == {"numbers": [2, 3, 4], "target": Fraction(20)}
+
+
+@pytest.mark.parametrize("position", [1, 2])
+@pytest.mark.parametrize("numbers", [[], "3,4,5", [3, True, 5], [3, 4.0, 5], 7])
+def test_a_record_with_bad_numbers_names_file_record_and_value(tmp_path, position, numbers):
+    records = [{"numbers": [1, 2, 3], "target": 6}] * 3
+    records[position] = {"numbers": numbers, "target": 6}
+    with pytest.raises(ValueError) as err:
+        _load(tmp_path, records)
+    path = tmp_path / "countdown.json"
+    assert str(err.value) == (f"data file {path}: record {position}: field 'numbers' must be a non-empty list "
+                              f"of integers, got {numbers!r}")
+
+
+def test_a_record_with_a_bad_or_missing_target_names_file_record_and_field(tmp_path):
+    path = tmp_path / "countdown.json"
+    with pytest.raises(ValueError) as err:
+        _load(tmp_path, [{"numbers": [1, 2, 3], "target": 6}, {"numbers": [1, 2, 3], "target": "six"}])
+    assert str(err.value) == f"data file {path}: record 1: field 'target' is not a number: 'six'"
+    with pytest.raises(ValueError, match=f"^data file {path}: record 0 lacks the field 'target'"):
+        _load(tmp_path, [{"numbers": [1, 2, 3]}])
+    with pytest.raises(ValueError, match=f"^data file {path}: record 0 lacks the field 'numbers'"):
+        _load(tmp_path, [{"target": 6}])

@@ -52,6 +52,10 @@ def test_noise_is_read_from_one_table_at_hashed_places():
         assert torch.equal(part, table[place:place + len(part)])
     corr = float(torch.corrcoef(torch.stack([slices[0], slices[1]]))[0, 1])
     assert abs(corr) < 5 / 1000 ** 0.5
+    for numel in (999, 1000):  # one slice (up to the chunk): slice 0's place, a view of the table
+        place = derive_seed(3, 5, "w", 0) % (NOISE_TABLE_SIZE - numel + 1)
+        one = noise(3, 5, "w", torch.Size([numel]), chunk=1000)
+        assert torch.equal(one, table[place:place + numel])
 
 
 @pytest.mark.parametrize("chunk", [0, NOISE_TABLE_SIZE + 1, 2.5, True])
@@ -137,3 +141,78 @@ def test_members_filled_together_equal_each_filled_alone(antithetic, indices, sh
         assert torch.equal(row, alone)
         expected = theta + member.sign * 0.1 * noise(plan.noise_seed, member.direction, "w", torch.Size(shape), chunk=4)
         torch.testing.assert_close(row, expected.T if len(shape) == 2 else expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+@pytest.mark.parametrize("antithetic", [False, True])
+def test_low_rank_members_and_updates_equal_their_factors_product(antithetic, rank):
+    """Low rank r: E_d = A_d B_d^T / sqrt(r), A_d and B_d the noise of "NAME/lowrank-A" [out, r] and
+    "NAME/lowrank-B" [in, r]. A member's weights are (theta + s sigma E_d)^T, and the update's
+    sum_d c_d E_d (zero coefficients skipped, all zero: a zero matrix) equals the sum over directions."""
+    from llm.es.noise import PopulationNoise
+
+    shape, sigma = (5, 3), 0.1
+    plan = IterationPlan.derive(9, 1, sigma=sigma, population_size=4, antithetic=antithetic)
+    theta = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    pop = PopulationNoise(rank=rank, chunk=4)
+
+    def e_of(d):
+        a = noise(plan.noise_seed, d, "w/lowrank-A", torch.Size((5, rank)), chunk=4)
+        b = noise(plan.noise_seed, d, "w/lowrank-B", torch.Size((3, rank)), chunk=4)
+        return (a @ b.T) / rank ** 0.5
+    for member in plan.members:
+        out = torch.empty(shape[::-1])
+        pop.fill_member(plan, member, "w", theta, out=out)
+        torch.testing.assert_close(out, (theta + member.sign * sigma * e_of(member.direction)).T, rtol=0, atol=1e-6)
+        torch.testing.assert_close(pop.direction(plan.noise_seed, member.direction, "w", shape), e_of(member.direction))
+    together = torch.empty((len(plan.members), *shape[::-1]))
+    pop.fill_members(plan, plan.members, "w", theta, out=together)
+    assert all(torch.allclose(row, (theta + m.sign * sigma * e_of(m.direction)).T, atol=1e-6)
+               for row, m in zip(together, plan.members))
+    coef = np.array([0.5, 0.0, -2.0, 1.0])  # a zero and a one: neither may be skipped for the other
+    torch.testing.assert_close(pop.combined(plan.noise_seed, "w", shape, coef),
+                               0.5 * e_of(0) - 2.0 * e_of(2) + e_of(3), rtol=0, atol=1e-6)
+    assert torch.equal(pop.combined(plan.noise_seed, "w", shape, np.zeros(3)), torch.zeros(shape))
+    vector = torch.randn(4)  # a vector is never low rank: its noise is read as in full rank
+    torch.testing.assert_close(pop.direction(plan.noise_seed, 1, "b", (4,)), noise(plan.noise_seed, 1, "b", torch.Size((4,)), chunk=4))
+    out = torch.empty(4)
+    pop.fill_member(plan, plan.members[0], "b", vector, out=out)
+    torch.testing.assert_close(out, vector + plan.members[0].sign * sigma * noise(plan.noise_seed, plan.members[0].direction, "b", torch.Size((4,)), chunk=4))
+
+
+def test_kept_draws_are_the_runs_kept_within_the_budget_and_forgotten_for_a_new_seed():
+    """Runs of several slices (copies, 4 bytes an entry) are kept while the bytes kept stay within the
+    budget (a run that would exceed it is returned, not kept); a new seed forgets the last one's runs."""
+    from llm.es.noise import KeptDraws, noise_run
+
+    kept = KeptDraws(budget_bytes=4 * (10 + 6))
+    first = kept.get(3, 0, "w", 10, 4)
+    assert torch.equal(first, noise_run(3, 0, "w", 10, 4)) and kept.get(3, 0, "w", 10, 4) is first
+    assert kept.used_bytes == 40
+    second = kept.get(3, 1, "w", 6, 4)  # fills the budget exactly: kept
+    assert torch.equal(second, noise_run(3, 1, "w", 6, 4)) and kept.get(3, 1, "w", 6, 4) is second
+    assert kept.used_bytes == 64 and set(kept.runs) == {(0, "w", 10), (1, "w", 6)}
+    over = kept.get(3, 2, "w", 5, 4)  # one entry too many: returned, not kept
+    assert torch.equal(over, noise_run(3, 2, "w", 5, 4)) and kept.get(3, 2, "w", 5, 4) is not over
+    assert kept.used_bytes == 64 and (2, "w", 5) not in kept.runs
+    fresh = kept.get(4, 0, "w", 10, 4)  # a new seed: the last seed's runs are forgotten
+    assert torch.equal(fresh, noise_run(4, 0, "w", 10, 4)) and set(kept.runs) == {(0, "w", 10)} and kept.used_bytes == 40
+    from llm.es.noise import PopulationNoise
+
+    pop = PopulationNoise(chunk=4, keep_bytes=1000)  # a population keeps its runs through KeptDraws
+    run = pop.run(3, 0, "w", 10)
+    assert pop.run(3, 0, "w", 10) is run and torch.equal(run, noise_run(3, 0, "w", 10, 4))
+    assert PopulationNoise(chunk=4).kept is None
+
+
+@pytest.mark.parametrize("keep_bytes", [0, 10_000])
+def test_a_full_rank_update_is_the_coefficient_weighted_sum_of_the_directions(keep_bytes):
+    """sum_d c_d eps_d rebuilt from the seeds, kept runs or not, equals the sum of each direction's noise."""
+    from llm.es.noise import PopulationNoise
+
+    pop = PopulationNoise(chunk=4, keep_bytes=keep_bytes)
+    coef = np.array([0.5, 0.0, -2.0, 1.0])
+    for shape in ((5, 3), (7,)):
+        expected = sum(float(c) * noise(11, d, "w", torch.Size(shape), chunk=4) for d, c in enumerate(coef))
+        torch.testing.assert_close(pop.combined(11, "w", shape, coef), expected, rtol=0, atol=1e-6)
+        torch.testing.assert_close(combined_noise(11, "w", torch.Size(shape), coef, chunk=4), expected, rtol=0, atol=1e-6)

@@ -1,6 +1,7 @@
 """GRPO steps on a real HFEngine with the tiny model: the policy-gradient direction, zero-signal
 batches, and keeping a separate engine in sync with load_weights."""
 import numpy as np
+import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
@@ -70,3 +71,65 @@ def test_a_separate_engine_receives_the_updated_weights(tiny_model_dir):
     live = dict(engine.model.named_parameters())
     for n, p in policy.named_parameters():
         assert torch.equal(live[n].detach(), p.detach().to(torch.bfloat16)), n
+
+
+@pytest.mark.parametrize("micro_batch_size, loss_type", [(64, "grpo"), (5, "grpo"), (5, "bnpo")])
+def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_model_dir, micro_batch_size, loss_type):
+    """One on-policy step (mu = 1, so every ratio is 1 and nothing is clipped), written out here: per token
+    l_t = -ratio_t A_i + beta k3_t (ratio_t = pi / pi_old = 1 in value, d ratio_t = d log pi_t) with k3_t = exp(ref_t - lp_t) - (ref_t - lp_t) - 1, A_i = (r_i - mean) / (std + 1e-4)
+    in each group; loss = mean over completions of the mean over their tokens ("grpo") or the mean over all
+    tokens ("bnpo"); kl = mean k3 per token. The update is AdamW's first step on the gradient g of that loss
+    clipped to max_grad_norm: theta (1 - lr wd) - lr g_c / (|g_c| + 1e-8). Micro-batches change none of it."""
+    import copy
+
+    engine = HFEngine(tiny_model_dir)
+    before = copy.deepcopy(engine.model)
+    reference = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # a reference away from the policy, so the KL term is not zero
+        for p in reference.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=gen))
+    task = starts_with_digit()
+    lr, beta, wd, max_norm, groups = 1e-3, 0.04, 0.1, 0.5, 6
+    cfg = GRPOConfig(num_generations=groups, learning_rate=lr, beta=beta, weight_decay=wd, max_grad_norm=max_norm,
+                     micro_batch_size=micro_batch_size, loss_type=loss_type)
+    cfg.validate()
+    grpo = GRPO(cfg, engine, task, engine.model, reference, engine.prompt_token_ids, temperature=1.0,
+                max_new_tokens=5, seed=0, pad_id=engine.tokenizer.pad_token_id)
+    problems = task.problems("train", 6, seed=1)  # the batch of the first test: both rewards
+    out = grpo.step(problems, step=0)
+
+    rewards = np.asarray(out.rollouts.rewards, dtype=float)                      # [prompts, groups]
+    adv = (rewards - rewards.mean(1, keepdims=True)) / (rewards.std(1, keepdims=True) + 1e-4)
+    assert np.abs(adv).max() > 0, "the test needs a group with both rewards"
+    p_ids = [engine.prompt_token_ids(p.prompt) for p in problems for _ in range(groups)]
+    c_ids = [c.token_ids for row in out.rollouts.completions for c in row]
+    seq, att, mask = pad_batch(p_ids, c_ids, engine.tokenizer.pad_token_id)
+    m = mask[:, 1:].float()
+    lp = completion_logprobs(before, seq, att, mask, 1.0)
+    with torch.no_grad():
+        ref = completion_logprobs(reference, seq, att, mask, 1.0)
+    k3 = torch.exp(ref - lp) - (ref - lp) - 1
+    ratio = torch.exp(lp - lp.detach())  # 1, with the policy gradient's derivative: d ratio = d log pi
+    per_token = -ratio * torch.tensor(adv.reshape(-1), dtype=torch.float32)[:, None] + beta * k3
+    if loss_type == "grpo":
+        loss = ((per_token * m).sum(1) / m.sum(1)).mean()
+    else:
+        loss = (per_token * m).sum() / m.sum()
+    assert out.loss == pytest.approx(float(loss), rel=1e-5, abs=1e-7)
+    assert out.kl == pytest.approx(float((k3 * m).sum() / m.sum()), rel=1e-5) and out.kl > 0
+    assert out.clip_fraction == 0.0
+    names = [n for n, _ in before.named_parameters()]
+    grads = torch.autograd.grad(loss, list(before.parameters()), allow_unused=True)
+    norm = float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None)))
+    assert out.grad_norm == pytest.approx(norm, rel=1e-4)
+    scale = min(1.0, max_norm / (norm + 1e-6))
+    after = dict(engine.model.named_parameters())
+    for name, p0, g in zip(names, before.parameters(), grads):
+        if g is None:
+            continue
+        gc = g * scale
+        expected = p0.detach() * (1 - lr * wd) - lr * gc / (gc.abs() + 1e-8)
+        clear = gc.abs() > 1e-5  # elsewhere g_c / (|g_c| + 1e-8) is sensitive to rounding in g
+        torch.testing.assert_close(after[name].detach()[clear], expected[clear], rtol=0, atol=1e-6, msg=name)
+        assert (after[name].detach() - p0.detach() * (1 - lr * wd)).abs().max() <= lr * 1.001, name  # float32 rounding

@@ -262,6 +262,42 @@ def test_metrics_reader_drops_a_cut_off_last_line_and_names_a_damaged_one(tmp_pa
         rundir.read_steps(tmp_path)
 
 
+def test_appended_metrics_rows_read_back_equal_one_line_each(tmp_path):
+    """append_step then read_steps is the identity, and metrics.jsonl is exactly one JSON line per row."""
+    rows = [ROW | {"step": s, "es_rewards": [0.25 * s, -1.0]} for s in (1, 2, 3)]
+    for row in rows:
+        rundir.append_step(tmp_path, row)
+    assert rundir.read_steps(tmp_path) == rows
+    text = (tmp_path / "metrics.jsonl").read_text(encoding="utf-8")
+    assert text.endswith("\n") and [json.loads(line) for line in text.split("\n")[:-1]] == rows
+
+
+def test_a_bad_row_or_eval_record_names_its_file_and_step(tmp_path):
+    incomplete = {k: v for k, v in ROW.items() if k != "entropy"} | {"step": 7}
+    with pytest.raises(RunDirError) as err:
+        rundir.append_step(tmp_path, incomplete)
+    assert str(err.value) == f"{tmp_path / 'metrics.jsonl'}: step 7: StepMetrics lacks the field 'entropy'"
+    with pytest.raises(RunDirError) as err:
+        rundir.write_eval(tmp_path, {"base": {"task": "countdown"}})
+    assert str(err.value).startswith(f"{tmp_path / 'eval.json'}: base: Evaluation lacks the field")
+    assert not (tmp_path / "metrics.jsonl").exists() and not (tmp_path / "eval.json").exists()
+
+
+def test_a_metrics_file_that_cannot_be_written_is_one_line_naming_it(tmp_path):
+    (tmp_path / "metrics.jsonl").mkdir()  # opening it for appending fails with an OSError, as a full disk does
+    with pytest.raises(RunDirError) as err:
+        rundir.append_step(tmp_path, ROW)
+    assert str(err.value).startswith(f"{tmp_path / 'metrics.jsonl'}: cannot be written (") and "\n" not in str(err.value)
+
+
+def test_checkpoint_steps_are_newest_first_by_number_and_none_without_a_folder(tmp_path):
+    assert rundir.checkpoint_steps(tmp_path) == ([], [])  # no checkpoints/ folder yet
+    for step in (2, 10, 9, 100):
+        (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
+        (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
+    assert rundir.checkpoint_steps(tmp_path) == ([100, 10, 9, 2], [])  # numbers, not names ("step-9" > "step-10")
+
+
 # ----------------------------------------------------------------------------- non-finite rewards
 
 

@@ -125,3 +125,127 @@ def test_unparseable_golds_are_reported_at_load(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in good[:8] + [{"problem": "bad", "answer": "\\frac{"}] * 2))
     with pytest.raises(ValueError, match=r"2 of 10 gold answers cannot be parsed .*more than 1% of the file"):
         get_task("deepscaler", test_data=path)
+
+
+# ----------------------------------------------------------------------------- the worker's parts, called in this process
+
+def test_value_bits_bounds_each_kind_of_expression_by_its_closed_form():
+    """bits of a rational: bit_length of max(|p|, q); of a float: |exponent| + mantissa bits; b^e:
+    max(bits(b), 1) * 2^bits(e) (inf past 64 exponent bits); n!: 2^bits(n) * bits(n) (inf past 64);
+    sums, products and other functions: the sum over their arguments; symbols and non-sympy values: 0."""
+    import math
+
+    import sympy
+    from llm.tasks.math_grader import value_bits
+
+    x = sympy.Symbol("x")
+    cases = [
+        (sympy.Integer(12345), 14.0), (sympy.Integer(-12345), 14.0), (sympy.Rational(3, 1000), 10.0),
+        (sympy.Float(0.75), 2.0 + 2.0),                           # 3 * 2^-2: mantissa 3 (2 bits), exponent -2
+        (sympy.Float(0), 0.0), (x, 0.0), (7, 0.0),
+        (sympy.Pow(3, 10, evaluate=False), 2.0 * 2.0 ** 4),         # bits(3) = 2, bits(10) = 4
+        (sympy.Pow(1, 5, evaluate=False), 1.0 * 2.0 ** 3),          # bits(1) = 1
+        (sympy.Pow(2, 2 ** 70, evaluate=False), math.inf),          # 71 exponent bits
+        (sympy.factorial(10, evaluate=False), 2.0 ** 4 * 4.0),
+        (sympy.factorial(sympy.Integer(2) ** 70, evaluate=False), math.inf),
+        (sympy.factorial(x), 2.0 ** 0 * 1.0),                        # bits(x) = 0: max(0, 1)
+        (sympy.Add(1000, 3, evaluate=False), 10.0 + 2.0), (sympy.Mul(1000, x, evaluate=False), 10.0),
+        (sympy.sin(sympy.Integer(1000), evaluate=False), 10.0),
+    ]
+    for expr, bits in cases:
+        assert value_bits(expr) == bits, (expr, value_bits(expr), bits)
+
+
+def test_the_workers_requests_parse_grade_and_keep_golds_within_the_cache(monkeypatch):
+    """["parse", text] -> the exact key or None for text without an expression; ["grade", gold, text] ->
+    [correct, key], [False, None] for an answer too big to evaluate or malformed; parsed golds are kept,
+    and the whole store is dropped once it holds more than CACHE_SIZE."""
+    from llm.tasks.math_grader import _parse_and_compare
+
+    golds: dict = {}
+    assert _parse_and_compare(["parse", r"\frac{3}{4}"], golds) == "3/4"
+    assert _parse_and_compare(["parse", "0.75"], golds) == "3/4"           # a float read exactly from its text
+    assert _parse_and_compare(["parse", "1,000"], golds) == "1000"
+    assert _parse_and_compare(["parse", "hello"], golds) is None and golds == {}
+    assert _parse_and_compare(["grade", "41", r"\boxed{41}"], golds) == [True, "41"]
+    assert _parse_and_compare(["grade", "41", r"\boxed{40}"], golds) == [False, "40"]
+    assert _parse_and_compare(["grade", "41", r"\boxed{9^{9^{9^{9}}}}"], golds) == [False, None]
+    assert _parse_and_compare(["grade", "41", "no answer"], golds) == [False, None]
+    assert list(golds) == ["41"]
+    monkeypatch.setattr(math_grader, "CACHE_SIZE", 2)
+    golds.update({"a": [], "b": []})                                      # three golds: more than the cache holds
+    assert _parse_and_compare(["grade", r"\frac{1}{2}", "0.5"], golds) == [True, "1/2"]
+    assert list(golds) == [r"\frac{1}{2}"]
+    golds = {"a": [], "b": []}                                            # exactly CACHE_SIZE golds: kept
+    assert _parse_and_compare(["grade", "41", r"\boxed{41}"], golds) == [True, "41"]
+    assert list(golds) == ["a", "b", "41"]
+
+
+def test_the_last_box_is_read_across_spaces_and_up_to_its_length_limit():
+    from llm.tasks.math_grader import MAX_ANSWER_CHARS, last_boxed
+
+    assert last_boxed(r"so \boxed {41}") == last_boxed("so \\boxed \n {41}") == last_boxed(r"\boxed{ 41 }") == "41"
+    for no_box in (r"so \boxed", "so \\boxed  ", r"\boxed x{41}", r"\boxed{41", "no box"):
+        assert last_boxed(no_box) is None, no_box
+    longest = "1" * MAX_ANSWER_CHARS
+    assert last_boxed(r"\boxed{" + longest + "}") == longest
+    assert last_boxed(r"\boxed{" + longest + "1}") is None       # one character over the limit
+
+
+def test_answer_text_is_the_box_or_the_tail_after_thinking_and_none_for_nothing():
+    from llm.tasks.math_grader import answer_text
+
+    assert answer_text(r"so \boxed{41}") == (r"\boxed{41}", True)
+    assert answer_text(r"so \boxed{41}", starts_in_think=True) == (None, False)    # the thinking never ends
+    assert answer_text(r"a </think> so \boxed{41}", starts_in_think=True) == (r"\boxed{41}", True)
+    assert answer_text("the answer is 41") == ("the answer is 41", False)
+    for nothing in (r"so \boxed{ }", "   ", "<think> 41"):
+        assert answer_text(nothing) == (None, False), nothing
+    text = r"\boxed{41}"
+    assert answer_text(text, max_chars=len(text)) == (text, True)
+    assert answer_text(text, max_chars=len(text) - 1) == (None, False)
+    assert answer_text(41) == (None, False)
+
+
+def test_gold_text_adds_math_delimiters_only_where_there_are_none():
+    from llm.tasks.math_grader import gold_text
+
+    assert gold_text("41") == "$41$" and gold_text(r"\frac{3}{4}") == r"$\frac{3}{4}$"
+    assert gold_text("$41$") == "$41$" and gold_text(r"\boxed{41}") == r"\boxed{41}"
+    assert gold_text(r"so $x$ is \boxed{4}") == r"so $x$ is \boxed{4}"
+
+
+def test_grading_reads_past_the_thinking_and_keys_golds_exactly():
+    from llm.tasks.math_grader import NO_ANSWER, gold_key
+
+    assert grade("41", r"so \boxed{41}", starts_in_think=True) == NO_ANSWER
+    assert grade("41", r"x </think> \boxed{41}", starts_in_think=True).correct
+    assert gold_key(r"\frac{3}{4}") == gold_key("0.75") == "3/4" and gold_key("what?") is None
+
+
+def test_value_bits_at_the_edges_of_floats_powers_and_factorials():
+    """A float's bits are its exponent's size plus its mantissa's (0.125 = 1 * 2^-3: 3 + 1; 1024.0 = 1 * 2^10:
+    10 + 1; 1.0: 0 + 1); 64 exponent bits are still counted, 65 are infinite."""
+    import math
+
+    import sympy
+    from llm.tasks.math_grader import value_bits
+
+    assert [value_bits(sympy.Float(x)) for x in (0.125, 1024.0, 1.0, 3.0)] == [4.0, 11.0, 1.0, 2.0]
+    assert value_bits(sympy.Pow(2, 2 ** 63, evaluate=False)) == 2.0 * 2.0 ** 64       # 2^63: 64 bits
+    assert value_bits(sympy.Pow(2, 2 ** 64, evaluate=False)) == math.inf            # 2^64: 65 bits
+    assert value_bits(sympy.factorial(sympy.Integer(2) ** 63, evaluate=False)) == 2.0 ** 64 * 64
+    assert value_bits(sympy.factorial(sympy.Integer(2) ** 64, evaluate=False)) == math.inf
+
+
+def test_an_answer_whose_comparison_raises_is_wrong(monkeypatch):
+    import math_verify
+
+    from llm.tasks.math_grader import _parse_and_compare
+
+    assert _parse_and_compare(["grade", "41", r"\boxed{41}"], {}) == [True, "41"]
+
+    def raises(*args, **kwargs):
+        raise ValueError("a comparison math-verify cannot make")
+    monkeypatch.setattr(math_verify, "verify", raises)
+    assert _parse_and_compare(["grade", "41", r"\boxed{41}"], {}) == [False, None]

@@ -7,6 +7,8 @@ equals its value computed by hand."""
 from __future__ import annotations
 
 import itertools
+import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +56,35 @@ def test_a_number_used_twice_in_place_of_another_scores_as_a_wrong_answer(reward
 def eval_free_value(expression: str) -> int:
     """The value of a sum / product of small integers, computed here by hand (no eval)."""
     return sum(int(np.prod([int(f) for f in term.split("*")])) for term in expression.split("+"))
+
+
+@pytest.mark.parametrize("reward, style", [("escov", "plain"), ("es-at-scale-countdown", "paper")])
+@pytest.mark.parametrize("malformed", ["2*4+", "(2*4+3", "2 4 3", "2*/4+3", "+", "()"])
+def test_a_malformed_expression_scores_as_a_wrong_answer(reward, style, malformed):
+    """Text from the answer's own characters that is no expression gets no answer credit (the format's only)."""
+    def reward_of(answer):
+        return countdown.score(_framed(answer, reward), NUMBERS, TARGET, style=style, reward=reward)
+    assert reward_of(malformed) == reward_of(WRONG) < reward_of(GOOD)
+
+
+def simplest_by_search(low: Fraction, high: Fraction) -> Fraction:
+    """The fraction of smallest denominator in [low, high], by trying denominators 1, 2, ... in turn
+    (the smallest numerator n/d >= low is the only candidate of each denominator)."""
+    for d in itertools.count(1):
+        n = math.ceil(low * d)
+        if Fraction(n, d) <= high:
+            return Fraction(n, d)
+
+
+def test_the_simplest_fraction_between_two_bounds_equals_a_search():
+    rng = np.random.default_rng(0)
+    cases = [(Fraction(3), Fraction(3)), (Fraction(3), Fraction(7, 2)), (Fraction(23, 10), Fraction(5, 2)),
+             (Fraction(5, 2), Fraction(3)), (Fraction(-7, 3), Fraction(-2)), (Fraction(1, 3), Fraction(1, 3))]
+    for _ in range(400):
+        low = Fraction(int(rng.integers(-500, 500)), int(rng.integers(1, 60)))
+        cases.append((low, low + Fraction(int(rng.integers(0, 40)), int(rng.integers(1, 400)))))
+    for low, high in cases:
+        assert countdown._simplest_between(low, high) == simplest_by_search(low, high), (low, high)
 
 
 # ----------------------------------------------------------------------------- combine: all parts hold, any fails

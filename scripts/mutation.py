@@ -1,0 +1,205 @@
+"""Mutation testing, group by group: plant one small bug at a time (mutmut: a comparison flipped, a
+constant changed, an argument dropped, ...) in the modules where a silent bug changes a published
+verdict or reward, and run each group's own tests against it; a mutant no test fails on is a bug no
+test notices. docs/mutation.md lists the survivors with a reason for each.
+
+    python scripts/mutation.py                      # every group, one after the other
+    python scripts/mutation.py graders noise        # some groups
+    python scripts/mutation.py --retest graders     # only the mutants left uncaught last time
+    python scripts/mutation.py --summary            # the per-module table of the last runs only
+
+Each group runs in its own work folder, mutants-work/GROUP/ (ignored by git): links to the sources and
+tests, and a pyproject.toml whose [tool.mutmut] names the group's modules and its own test files. mutmut
+first runs those tests once to learn which test reaches which function, then, for each mutant, only
+the tests that reach its function, so a mutant of the run-directory reader is not tried against every
+report test that happens to read a file. A group's results are kept between runs (mutmut re-tests only
+what changed); delete its folder to start afresh. The run is a developer's tool, not part of CI.
+
+The summary counts, per module: mutants, caught (a test failed, hung or crashed), named equivalent in
+docs/mutation.md (on a line holding the word "equivalent"), not reached (no test of the group calls
+the function in this process), and survivors left unexplained. The score is caught / (mutants -
+equivalent - not reached); the not-reached functions are listed in docs/mutation.md with the tests
+that exercise them in fresh processes. Exit status 1 while a survivor is unexplained.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "mutants-work"
+DOC = ROOT / "docs" / "mutation.md"
+SOURCES = ("theory", "simulate", "llm", "paper_checks", "tests")
+
+# group -> (modules mutated, the group's own test files). The first file's first test must fail quickly when
+# every function of the modules raises (mutmut's forced-fail check runs the files in this order).
+GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "decisions": (("theory/decisions.py", "paper_checks/verdict.py", "paper_checks/design.py"),
+                  ("tests/theory/test_decisions.py", "tests/paper_checks/test_decide_combine.py",
+                   "tests/paper_checks/test_design_coverage.py", "tests/llm/test_mutation_gaps.py")),
+    "real_checks": (("paper_checks/real_checks.py",),
+                    ("tests/paper_checks/test_paper_checks_verdicts.py", "tests/paper_checks/test_report_rendering.py",
+                     "tests/llm/test_mutation_gaps.py")),
+    "matched": (("theory/matched.py", "paper_checks/matched.py"),
+                ("tests/paper_checks/test_matched.py", "tests/theory/test_matched_reading.py",
+                 "tests/simulate/test_sim_matched.py")),
+    "graders": (("llm/tasks/countdown.py", "llm/tasks/math_grader.py", "llm/tasks/safe_arith.py", "llm/tasks/rewards.py"),
+                ("tests/llm/test_reward_conventions.py", "tests/llm/test_countdown.py", "tests/llm/test_countdown_files.py",
+                 "tests/llm/test_math_grader.py", "tests/llm/test_safe_arith.py", "tests/llm/test_mutation_gaps.py")),
+    "noise": (("llm/es/noise.py",), ("tests/llm/test_es_noise.py",)),
+    "grpo": (("llm/grpo.py",), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
+    "rundir": (("llm/rundir.py", "paper_checks/rundir.py"),
+               ("tests/llm/test_hostile_inputs.py", "tests/llm/test_rundir_integrity.py")),
+}
+# Under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per answer) does not hold and
+# its lru_cache counts differ: these two tests are left out of mutation runs.
+DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
+              "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once")
+
+CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
+NOT_REACHED = "no tests"
+RESULT = re.compile(r"^\s*([\w.]+?)\.(?:x_|xǁ)[^\s:]*__mutmut_\d+:\s*(.+?)\s*$")
+MUTANT = re.compile(r"[\w.]+\.(?:x_|xǁ)[^\s`|,]*__mutmut_\d+")
+
+
+def toml_list(items) -> str:
+    return "[" + ", ".join(f'"{x}"' for x in items) + "]"
+
+
+def prepare(group: str) -> Path:
+    """mutants-work/GROUP/: links to the sources and tests, and the group's pyproject.toml (the project's
+    pytest settings and the group's [tool.mutmut])."""
+    modules, tests = GROUPS[group]
+    work = WORK / group
+    work.mkdir(parents=True, exist_ok=True)
+    for name in SOURCES:
+        link = work / name
+        if not link.is_symlink():
+            link.symlink_to(ROOT / name)
+    pytest_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    deselect = [arg for test in DESELECTED if test.split("::")[0] in tests for arg in ("--deselect", test)]
+    text = "\n".join([
+        "[tool.pytest.ini_options]",
+        f"testpaths = {toml_list(pytest_cfg['testpaths'])}",
+        f"addopts = \"{pytest_cfg['addopts']}\"",
+        f"markers = {toml_list(pytest_cfg['markers'])}",
+        "",
+        "[tool.mutmut]",
+        f"source_paths = {toml_list(SOURCES[:-1])}",
+        # one fork server imports the tests once and forks a child per mutant: without it every mutant
+        # pays the import of torch, scipy and transformers (about 6 s) before its tests run
+        'process_isolation = "forkserver"',
+        f"only_mutate = {toml_list(modules)}",
+        f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
+        f"pytest_add_cli_args = {toml_list(deselect)}",
+        "",
+    ])
+    cfg = work / "pyproject.toml"
+    if not cfg.exists() or cfg.read_text() != text:
+        cfg.write_text(text)
+    return work
+
+
+def run_group(group: str, jobs: int, retest: bool) -> float:
+    """mutmut run in the group's folder (niced); the seconds it took. Its output goes to run.log there.
+    With retest, only the mutants of the last run that no test caught are tried again (after tests were added)."""
+    names = [name for name, status in results(group) if status not in CAUGHT] if retest else []
+    if retest and not names:
+        return 0.0
+    work = prepare(group)
+    env = dict(os.environ, PYTHONPATH=str(work))
+    start = time.perf_counter()
+    with open(work / "run.log", "w") as log:
+        code = subprocess.call(["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs),
+                                *names], cwd=work, stdout=log, stderr=subprocess.STDOUT, env=env)
+    seconds = time.perf_counter() - start
+    if code != 0:
+        tail = (work / "run.log").read_text(errors="replace")[-3000:]
+        raise SystemExit(f"mutmut failed in group {group} (exit {code}); its output is in {work / 'run.log'}\n{tail}")
+    return seconds
+
+
+def results(group: str) -> list[tuple[str, str]]:
+    """(mutant name, status) of every mutant of the group's last run ([] before its first)."""
+    work = WORK / group
+    if not (work / "mutants").exists():
+        return []
+    out = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=work, capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=str(work)), check=True).stdout
+    pairs = []
+    for line in out.splitlines():
+        if RESULT.match(line):
+            name, status = line.split(":", 1)
+            pairs.append((name.strip(), status.strip()))
+    return pairs
+
+
+def equivalent_names(doc: str) -> set[str]:
+    """The mutants docs/mutation.md names on a line holding the word "equivalent"."""
+    return {m for line in doc.splitlines() if "equivalent" in line.lower() for m in MUTANT.findall(line)}
+
+
+def summary(groups: list[str], doc: str) -> tuple[str, list[str]]:
+    """The per-module table and the unexplained survivors (name: status)."""
+    equivalent = equivalent_names(doc)
+    table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    unexplained = []
+    for group in groups:
+        for name, status in results(group):
+            row = table[RESULT.match(f"{name}: {status}").group(1)]
+            row["mutants"] += 1
+            if status in CAUGHT:
+                row["caught"] += 1
+            elif name in equivalent:
+                row["equivalent"] += 1
+            elif status == NOT_REACHED:
+                row["not reached"] += 1
+            elif status == "not checked":
+                row["not checked"] += 1
+            else:
+                row["left"] += 1
+                unexplained.append(f"{name}: {status}")
+    cols = ("mutants", "caught", "equivalent", "not reached", "not checked", "left")
+    lines = ["| module | " + " | ".join(cols) + " | score |", "| --- " * (len(cols) + 2) + "|"]
+    for module in sorted(table):
+        r = table[module]
+        scored = r["mutants"] - r["equivalent"] - r["not reached"] - r["not checked"]
+        score = f"{100 * r['caught'] / scored:.1f}%" if scored else "-"
+        lines.append(f"| {module} | " + " | ".join(str(r[c]) for c in cols) + f" | {score} |")
+    return "\n".join(lines), unexplained
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("groups", nargs="*", metavar="GROUP", help=f"groups to run (default: all): {', '.join(GROUPS)}")
+    parser.add_argument("--summary", action="store_true", help="print the table of the last runs, run nothing")
+    parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
+    parser.add_argument("--retest", action="store_true",
+                        help="try again only the mutants the last run left uncaught (after adding tests)")
+    args = parser.parse_args(argv)
+    unknown = [g for g in args.groups if g not in GROUPS]
+    if unknown:
+        parser.error(f"unknown group {unknown[0]!r}; the groups are {', '.join(GROUPS)}")
+    groups = args.groups or list(GROUPS)
+    if not args.summary:
+        for group in groups:
+            print(f"{group}: {', '.join(GROUPS[group][0])} against {len(GROUPS[group][1])} test files", flush=True)
+            seconds = run_group(group, args.jobs, args.retest)
+            print(f"{group}: {seconds / 60:.1f} min", flush=True)
+    table, unexplained = summary(list(GROUPS) if args.summary else groups, DOC.read_text(encoding="utf-8"))
+    print(table)
+    if unexplained:
+        print(f"\n{len(unexplained)} survivors neither caught nor named equivalent in docs/mutation.md:")
+        print("\n".join(f"  {u}" for u in unexplained))
+    return 1 if unexplained else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
