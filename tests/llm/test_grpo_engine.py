@@ -73,7 +73,7 @@ def test_a_separate_engine_receives_the_updated_weights(tiny_model_dir):
         assert torch.equal(live[n].detach(), p.detach().to(torch.bfloat16)), n
 
 
-@pytest.mark.parametrize("micro_batch_size, loss_type", [(64, "grpo"), (5, "grpo"), (5, "bnpo")])
+@pytest.mark.parametrize("micro_batch_size, loss_type", [(64, "grpo"), (5, "bnpo")])
 def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_model_dir, micro_batch_size, loss_type):
     """One on-policy step (mu = 1, so every ratio is 1 and nothing is clipped), written out here: per token
     l_t = -ratio_t A_i + beta k3_t (ratio_t = pi / pi_old = 1 in value, d ratio_t = d log pi_t) with k3_t = exp(ref_t - lp_t) - (ref_t - lp_t) - 1, A_i = (r_i - mean) / (std + 1e-4)
