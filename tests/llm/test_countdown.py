@@ -172,3 +172,81 @@ def test_sample_expression_is_a_valid_solution():
     for _ in range(200):
         numbers, text, value = task.sample_expression(rng, "train")
         assert score(text, numbers, value) == 1.0
+
+
+# ----------------------------------------------------------------------------- prompts, draws, votes and settings
+
+def test_prompts_of_each_style_hold_the_numbers_and_target():
+    from llm.tasks.countdown import format_prompt
+
+    assert format_prompt([3, 7, 25], 46) == format_prompt([3, 7, 25], 46, "plain") == "3,7,25->46:"
+    instruct = format_prompt((3, 7, 25), "46", "instruct")
+    assert instruct.startswith("Using the numbers [3, 7, 25], create an equation that equals 46. ")
+    with pytest.raises(ValueError):
+        format_prompt([3, 7, 25], 46, "chatty")
+
+
+def test_drawn_instances_use_numbers_from_1_and_values_up_to_the_largest_target_in_their_split():
+    """Over many draws of a small generator every edge is reached (numbers 1..3, values 1..5) and every
+    instance lies in the split it was drawn for (the split rule applied here to its sorted numbers)."""
+    from llm.tasks.countdown import split_of
+
+    task = Countdown(min_numbers=2, max_numbers=3, max_number=3, max_target=5, min_solutions=1)
+    rng = random.Random(0)
+    for split in ("train", "test"):
+        draws = [task.sample_expression(rng, split) for _ in range(400)]
+        assert all(split_of(",".join(map(str, sorted(numbers)))) == split for numbers, _, _ in draws)
+        assert {x for numbers, _, _ in draws for x in numbers} == {1, 2, 3}
+        assert {value for _, _, value in draws} == {1, 2, 3, 4, 5}
+        assert {len(numbers) for numbers, _, _ in draws} == {2, 3}
+    assert {len(p.meta["numbers"]) for p in get_task("countdown").problems("test", 60, seed=0)} == {3, 4}
+
+
+def test_votes_and_answers_read_the_tasks_style_and_length_limit():
+    from llm.tasks.countdown import MAX_COMPLETION_CHARS
+
+    task = get_task("countdown")
+    problem = task.problems("test", 1, seed=0)[0]
+    other = "+".join(str(x + 100) for x in problem.meta["numbers"])       # numbers of another instance
+    assert task.vote(problem, other) == task.answer(problem, other) is not None
+    assert task.vote(problem, other) == task.vote(problem, "+".join(reversed(other.split("+"))))  # its canonical form
+    longest = other + " " * (MAX_COMPLETION_CHARS - len(other))
+    assert task.vote(problem, longest) == task.vote(problem, other) and task.vote(problem, longest + " ") is None
+    assert task.vote(problem, None) is None and task.answer(problem, None) is None
+    paper = get_task("countdown", prompt_style="paper")  # its prompt ends in <think>: an answer needs </think> first
+    untagged_thinking = f"<answer>{other}</answer>"
+    assert task.vote(problem, untagged_thinking) == task.vote(problem, other) and paper.vote(problem, untagged_thinking) is None
+    assert paper.vote(problem, f" hm </think> <answer>{other}</answer>") == task.vote(problem, other)
+
+
+@pytest.mark.parametrize("style, reward, format_reward", [("plain", "escov", 0.25), ("paper", "es-at-scale-countdown", 0.0),
+                                                          ("instruct", "escov", 0.0)])
+def test_a_tasks_score_is_the_reward_under_its_own_settings(style, reward, format_reward):
+    from llm.tasks import countdown
+
+    task = get_task("countdown", prompt_style=style, reward=reward, format_reward=format_reward)
+    problem = task.problems("test", 1, seed=0)[0]
+    numbers, target = problem.meta["numbers"], problem.meta["target"]
+    right = countdown.distinct_solutions(numbers, target)[0]
+    wrong = "+".join(map(str, numbers)) if sum(numbers) != target else "*".join(map(str, numbers))
+    for answer in (right, wrong):
+        for completion in (answer, f"<think> x </think> <answer>{answer}</answer>", f" x </think>\n<answer>{answer}</answer>"):
+            assert task.score(problem, completion) == countdown.score(completion, numbers, target, format_reward,
+                                                                      style=style, reward=reward)
+    assert task.score(problem, wrong) == (format_reward if style == "plain" else 0.0)
+
+
+def test_file_problems_are_drawn_the_same_for_a_seed_and_a_missing_split_names_its_setting():
+    from pathlib import Path
+
+    sample = Path(__file__).parents[1] / "data" / "countdown_sample.json"
+    task = get_task("countdown", test_data=sample)
+    ids = [p.id for p in task.problems("test", 5, seed=3)]
+    assert ids == [p.id for p in get_task("countdown", test_data=sample).problems("test", 5, seed=3)]
+    assert len({tuple(p.id for p in task.problems("test", 5, seed=s)) for s in range(6)}) > 1
+    with pytest.raises(ValueError) as err:
+        task.problems("train", 1, seed=0)
+    assert str(err.value) == "task countdown has no train data: give data or a data_split such as 'paper'"
+    with pytest.raises(ValueError) as err:
+        get_task("countdown", data=sample).problems("test", 1, seed=0)
+    assert str(err.value) == "task countdown has no test data: give test_data or a data_split such as 'paper'"
