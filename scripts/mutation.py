@@ -56,7 +56,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "noise": (("llm/es/noise.py",), ("tests/llm/test_es_noise.py",)),
     "grpo": (("llm/grpo.py",), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
     "rundir": (("llm/rundir.py", "paper_checks/rundir.py"),
-               ("tests/llm/test_hostile_inputs.py", "tests/llm/test_rundir_integrity.py")),
+               ("tests/llm/test_rundir_records.py", "tests/llm/test_hostile_inputs.py", "tests/llm/test_rundir_integrity.py")),
 }
 # Under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per answer) does not hold and
 # its lru_cache counts differ: these two tests are left out of mutation runs.

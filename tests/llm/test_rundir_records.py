@@ -1,0 +1,199 @@
+"""The run-directory writer's records, each read back and compared with what was written (the whole-run
+tests of test_train_run.py and test_rundir_integrity.py run these in fresh processes): rows and records
+kept through a step, probe and curve measurements replaced by step, the settings a run started with and
+each change of them, the lock file's holder, a damaged checkpoint set aside."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llm import rundir
+from llm.rundir import RunDirError
+
+ROW = {"step": 1, "phase": "es", "reward_mean": 0.5, "center_reward_mean": 0.4, "pass_at_1": 0.1, "no_correct_share": 0.5,
+       "entropy": 1.2, "drift_rel": 1e-3, "drift_layers": {"layer.0": 1e-3}, "step_seconds": 1.0, "tokens_per_s": 9.0,
+       "wall_seconds": 2.0}
+EVALUATION = {"task": "countdown", "num_problems": 2, "n": 4, "ks": [1, 2], "temperature": 0.6, "top_p": 1.0,
+              "max_new_tokens": 8, "seed": 0, "pass_at_k": {"1": 0.25, "2": 0.5}, "maj_at_k": {"1": 0.25, "2": 0.25},
+              "mean_token_entropy": 1.0, "mean_response_tokens": 5.0, "truncated_fraction": 0.0, "solved_fraction": 0.5,
+              "distinct_correct_answers": 1.0, "distinct_correct_texts": 1.0, "seconds": 0.1, "per_problem": []}
+
+
+def completion(step: int, source: str) -> dict:
+    return {"step": step, "source": source, "prompt": "1,2,3->6:", "completion": "1+2+3", "reward": 1.0}
+
+
+def probe(step: int, sigma: float = 0.01) -> dict:
+    return {"step": step, "sigma": sigma, "members": 4, "jspol": {}, "jssucc": {}, "fisher_trace": {},
+            "lemma1_prediction": 0.1, "validity": {}, "lemma2": {}, "per_prompt": []}
+
+
+def point(step: int, pass1: float = 0.25) -> dict:
+    sampled = EVALUATION | {"pass_at_k": {"1": pass1, "2": 0.5}}
+    return {"step": step, "sampled": sampled, "greedy": EVALUATION}
+
+
+def no_temporary_files(run) -> bool:
+    return not any(p.name.endswith(".tmp") for p in run.iterdir())
+
+
+# ----------------------------------------------------------------------------- rows and records kept through a step
+
+def test_keep_steps_keeps_the_rows_up_to_the_step_and_creates_nothing(tmp_path):
+    rundir.keep_steps(tmp_path, 3)
+    assert not (tmp_path / rundir.METRICS).exists()
+    for step in range(1, 6):
+        rundir.append_step(tmp_path, ROW | {"step": step})
+    rundir.keep_steps(tmp_path, 3)
+    assert [r["step"] for r in rundir.read_steps(tmp_path)] == [1, 2, 3] and no_temporary_files(tmp_path)
+    assert rundir.read_steps(tmp_path) == [ROW | {"step": s} for s in (1, 2, 3)]
+
+
+def test_completions_round_trip_and_are_kept_through_a_step_without_dropped_sources(tmp_path):
+    records = [completion(s, src) for s in (0, 1, 2, 3) for src in ("eval/base", "train", "eval/final")]
+    rundir.append_completions(tmp_path, records[:5])
+    rundir.append_completions(tmp_path, records[5:])
+    assert rundir.read_completions(tmp_path) == records
+    rundir.keep_completions(tmp_path, 2, drop_sources=("eval/final",))
+    assert rundir.read_completions(tmp_path) == [r for r in records if r["step"] <= 2 and r["source"] != "eval/final"]
+    rundir.keep_completions(tmp_path, 1)
+    assert [(r["step"], r["source"]) for r in rundir.read_completions(tmp_path)] == [
+        (0, "eval/base"), (0, "train"), (1, "eval/base"), (1, "train")]
+    assert no_temporary_files(tmp_path)
+    bad = completion(7, "train") | {"reward": "high"}
+    with pytest.raises(RunDirError) as err:
+        rundir.append_completions(tmp_path, [completion(7, "train"), bad])
+    assert str(err.value) == f"{tmp_path / 'completions.jsonl'}: step 7 train: field 'reward' must be float, got 'high'"
+    assert len(rundir.read_completions(tmp_path)) == 4  # nothing of the refused batch was written
+    rundir.keep_completions(tmp_path / "elsewhere", 1)  # no completions.jsonl: nothing to keep, no error
+
+
+def test_probe_measurements_are_replaced_by_step_and_kept_through_a_step(tmp_path):
+    rundir.record_probe(tmp_path, probe(2))
+    rundir.record_probe(tmp_path, probe(1))
+    rundir.record_probe(tmp_path, probe(2, sigma=0.02))  # the same step again: replaced
+    measurements = rundir.read_probe(tmp_path)["measurements"]
+    assert sorted((m["step"], m["sigma"]) for m in measurements) == [(1, 0.01), (2, 0.02)]
+    rundir.keep_probe(tmp_path, 1)
+    assert rundir.read_probe(tmp_path)["measurements"] == [probe(1)]
+    with pytest.raises(RunDirError, match=r"probe.json: step 3: ProbeMeasurement lacks the field 'sigma'"):
+        rundir.record_probe(tmp_path, {k: v for k, v in probe(3).items() if k != "sigma"})
+    rundir.keep_probe(tmp_path / "none", 1)
+
+
+def test_curve_points_are_kept_in_step_order_replaced_by_step_and_kept_by_layout(tmp_path):
+    for step in (4, 0, 2):
+        rundir.record_curve_point(tmp_path, point(step))
+    rundir.record_curve_point(tmp_path, point(2, pass1=0.75))
+    assert [(p["step"], p["sampled"]["pass_at_k"]["1"]) for p in rundir.read_curve(tmp_path)] == [(0, 0.25), (2, 0.75), (4, 0.25)]
+    stored = json.loads((tmp_path / "curve.json").read_text())["points"]
+    assert [p["step"] for p in stored] == [0, 2, 4]
+    rundir.keep_curve(tmp_path, [0, 4, 9])
+    assert [p["step"] for p in rundir.read_curve(tmp_path)] == [0, 4]
+    with pytest.raises(RunDirError, match=r"curve.json: step 5: CurvePoint lacks the field 'greedy'"):
+        rundir.record_curve_point(tmp_path, {"step": 5, "sampled": EVALUATION})
+    rundir.keep_curve(tmp_path / "none", [0])
+    assert not (tmp_path / "none").exists()
+
+
+def test_rows_missing_through_a_step_name_repeats_and_gaps(tmp_path):
+    for step in (1, 2, 2, 4, 5):
+        rundir.append_step(tmp_path, ROW | {"step": step})
+    assert rundir.rows_missing_through(tmp_path, 1) is None
+    assert rundir.rows_missing_through(tmp_path, 2) == "steps written more than once: 2"
+    assert rundir.rows_missing_through(tmp_path, 4) == "steps written more than once: 2; steps missing: 3"
+    assert rundir.rows_missing_through(tmp_path, 7) == "steps written more than once: 2; steps missing: 3, 6-7"
+
+
+@pytest.mark.parametrize("steps, text", [([1, 2, 3, 5], "1-3, 5"), ([7], "7"), ([], ""), ([2, 3, 9, 10, 11, 20], "2-3, 9-11, 20")])
+def test_ranges_are_written_as_runs_of_consecutive_steps(steps, text):
+    assert rundir._ranges(steps) == text
+
+
+# ----------------------------------------------------------------------------- the settings a run started with
+
+def test_settings_are_recorded_once_and_each_change_with_the_step_it_applies_from(tmp_path):
+    config = {"algo": "es", "seed": 0, "es": {"sigma": 0.01, "alpha": 0.001}, "out": "a"}
+    rundir.write_config(tmp_path, config)
+    rundir.write_config(tmp_path, config)  # the same settings: nothing new recorded
+    assert rundir.config_history(tmp_path) == [{"config": config, "changed": [], "from_step": 0}]
+    assert rundir.read_config(tmp_path) == config
+    for step in (2, 6, 4):
+        (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
+        (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
+    changed = config | {"es": {"sigma": 0.02, "alpha": 0.001}}
+    rundir.write_config(tmp_path, changed)
+    assert rundir.config_history(tmp_path)[1] == {"config": changed, "from_step": 6,
+                                                 "changed": [{"setting": "es.sigma", "was": 0.01, "now": 0.02}]}
+    assert no_temporary_files(tmp_path)
+
+
+def test_a_resume_with_an_edited_setting_is_refused_naming_it_unless_allowed(tmp_path):
+    config = {"algo": "es", "es": {"sigma": 0.01, "alpha": 0.001}, "out": "a", "device": "cpu"}
+    assert rundir.check_settings_fixed(tmp_path, allow_change=False) == []  # no history: nothing to compare
+    rundir.write_config(tmp_path, config)
+    (tmp_path / "config.json").write_text(json.dumps(config | {"out": "b", "device": "cuda"}))  # free settings
+    assert rundir.check_settings_fixed(tmp_path, allow_change=False) == []
+    (tmp_path / "config.json").write_text(json.dumps(config | {"es": {"sigma": 0.02, "alpha": 0.001}}))
+    with pytest.raises(RunDirError) as err:
+        rundir.check_settings_fixed(tmp_path, allow_change=False)
+    assert str(err.value) == (f"{tmp_path / 'config.json'}: setting es.sigma is 0.02 but the run ran with 0.01; a resumed "
+                              "run keeps its settings (restore it, or pass --allow_config_change true to continue with "
+                              "the new value, recorded in config_history.jsonl)")
+    (tmp_path / "config.json").write_text(json.dumps(config | {"algo": "grpo", "es": {"sigma": 0.02, "alpha": 0.001}}))
+    with pytest.raises(RunDirError, match=r"setting algo is \"grpo\" but the run ran with \"es\" \(and 1 more\);"):
+        rundir.check_settings_fixed(tmp_path, allow_change=False)
+    assert rundir.check_settings_fixed(tmp_path, allow_change=True) == [("algo", "es", "grpo"), ("es.sigma", 0.01, 0.02)]
+
+
+def test_nested_settings_flatten_to_dotted_names():
+    assert rundir.flat_settings({"a": 1, "es": {"sigma": 0.1, "opt": {"x": [1]}}, "b": None}) == {
+        "a": 1, "es.sigma": 0.1, "es.opt.x": [1], "b": None}
+    assert rundir.flat_settings({}) == {}
+
+
+@pytest.mark.parametrize("line, message", [("not json", "line 2: not a JSON record"),
+                                           ('{"changed": []}', "line 2: expected a record with a 'config' object"),
+                                           ("[1]", "line 2: expected a record with a 'config' object"),
+                                           ('{"config": NaN}', "line 2: not a JSON record")])
+def test_a_damaged_settings_history_names_its_line(tmp_path, line, message):
+    (tmp_path / "config_history.jsonl").write_text(json.dumps({"config": {"a": 1}}) + "\n" + line + "\n")
+    with pytest.raises(RunDirError) as err:
+        rundir.config_history(tmp_path)
+    assert str(err.value) == f"{tmp_path / 'config_history.jsonl'}: {message}"
+
+
+# ----------------------------------------------------------------------------- the lock file, an empty directory, set aside
+
+def test_the_lock_files_holder_is_its_record_or_none(tmp_path):
+    path = tmp_path / "run.lock"
+    assert rundir.lock_holder(path) is None                      # missing
+    path.write_text("")
+    assert rundir.lock_holder(path) is None                      # empty (a lock released)
+    path.write_text("[1, 2]")
+    assert rundir.lock_holder(path) is None                      # not a record
+    path.write_text(json.dumps({"pid": 7, "host": "h", "since": "t"}))
+    assert rundir.lock_holder(path) == {"pid": 7, "host": "h", "since": "t"}
+    path.write_bytes(b"\xff\xfe")
+    assert rundir.lock_holder(path) is None                      # not text
+
+
+def test_a_directory_is_empty_when_it_holds_only_its_lock(tmp_path):
+    assert rundir.is_empty(tmp_path)
+    (tmp_path / "run.lock").write_text("")
+    assert rundir.is_empty(tmp_path)
+    (tmp_path / "notes").write_text("x")
+    assert not rundir.is_empty(tmp_path)
+
+
+def test_a_damaged_checkpoint_is_set_aside_replacing_an_older_one(tmp_path):
+    step = tmp_path / "checkpoints" / "step-3"
+    (tmp_path / "checkpoints" / "step-3.damaged").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "step-3.damaged" / "old").write_text("old")
+    step.mkdir()
+    (step / "weights").write_text("new")
+    target = rundir.set_aside(step)
+    assert target == tmp_path / "checkpoints" / "step-3.damaged" and not step.exists()
+    assert sorted(p.name for p in target.iterdir()) == ["weights"]
+    assert rundir.checkpoint_steps(tmp_path) == ([], [target])
