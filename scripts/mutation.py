@@ -96,6 +96,9 @@ def prepare(group: str) -> Path:
         # one fork server imports the tests once and forks a child per mutant: without it every mutant
         # pays the import of torch, scipy and transformers (about 6 s) before its tests run
         'process_isolation = "forkserver"',
+        # a mutant that makes its tests run 4 times as long as they do unmutated counts as caught (a
+        # timeout): mutmut's default factor of 15 spent most of a run's time on mutants that loop
+        "timeout_multiplier = 4.0",
         f"only_mutate = {toml_list(modules)}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
         f"pytest_add_cli_args = {toml_list(deselect)}",
