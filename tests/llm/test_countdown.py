@@ -250,3 +250,26 @@ def test_file_problems_are_drawn_the_same_for_a_seed_and_a_missing_split_names_i
     with pytest.raises(ValueError) as err:
         get_task("countdown", data=sample).problems("test", 1, seed=0)
     assert str(err.value) == "task countdown has no test data: give test_data or a data_split such as 'paper'"
+
+
+def test_the_answer_credit_of_each_convention_reads_past_the_thinking_its_style_expects():
+    """es-at-scale's reward under the paper style (the prompt ends in <think>): no answer credit before a
+    </think>, full credit after it; under the plain style the tags alone are read. The plain reader takes
+    the whole completion when there are no tags, and a completion of exactly the length limit is read."""
+    from llm.tasks.countdown import MAX_COMPLETION_CHARS
+
+    numbers, target, right = [2, 4, 3], 11, "2*4+3"
+    es = "es-at-scale-countdown"
+    assert score(f"<answer>{right}</answer>", numbers, target, style="paper", reward=es) < 1
+    assert score(f" x </think>\n<answer>{right}</answer>", numbers, target, style="paper", reward=es) >= 1
+    assert score(f"<answer>{right}</answer>", numbers, target, style="plain", reward=es) >= 1
+    assert extract_answer(right) == extract_answer(f"<answer> {right} </answer>") == right
+    longest = right + " " * (MAX_COMPLETION_CHARS - len(right))
+    assert score(longest, numbers, target) == 1.0 and score(longest + " ", numbers, target) == 0.0
+
+
+def test_an_answer_using_every_allowed_character_is_read_under_es_at_scale():
+    """Its answer filter admits digits, + - * / ( ) and spaces: an answer made of all of them scores."""
+    numbers, answer = [1234567890, 1, 1, 1, 1], "(1234567890 + 1 - 1) * 1 / 1"
+    assert set(answer) == set("0123456789+-*/() ")
+    assert score(f"<answer>{answer}</answer>", numbers, 1234567890, style="plain", reward="es-at-scale-countdown") >= 1
