@@ -62,3 +62,54 @@ def test_detectable_difference_has_80_percent_power(n):
     exact = 1 - st.nct.cdf(st.t.ppf(0.975, df), df, d / (sd / np.sqrt(n)))
     assert abs(power - exact) < 0.02      # the Monte Carlo agrees with the noncentral t
     assert abs(exact - 0.80) < 1e-6 and abs(power - 0.80) < 0.02
+
+
+# ----------------------------------------------------------------------------- the records at every size, each rule's domain
+
+def test_welch_with_fewer_than_two_seeds_on_a_side_is_undecidable_and_with_two_is_an_interval():
+    inf = float("inf")
+    assert welch([1.0], [0.5, 0.7]) == pytest.approx({"mean": 0.4, "lo": -inf, "hi": inf, "se": inf, "df": 0.0, "seeds": 1,
+                                                      "detectable": inf})
+    assert welch([0.5, 0.7], [1.0])["seeds"] == 1 and welch([0.5, 0.7], [1.0])["mean"] == pytest.approx(-0.4)
+    empty = welch([], [1.0, 2.0])
+    assert np.isnan(empty["mean"]) and empty["seeds"] == 0 and empty["lo"] == -inf
+    two = welch([1.0, 2.0], [0.0, 0.5])  # two seeds each: Welch's interval, every field by hand
+    va, vb = 0.5 / 2, 0.125 / 2          # sample variances over n
+    se, df = np.sqrt(va + vb), (va + vb) ** 2 / (va ** 2 + vb ** 2)
+    half = st.t.ppf(0.975, df) * se
+    assert set(two) == {"mean", "lo", "hi", "se", "df", "seeds", "detectable"}
+    assert two == pytest.approx({"mean": 1.25, "lo": 1.25 - half, "hi": 1.25 + half, "se": se, "df": df, "seeds": 2,
+                                 "detectable": detectable(se, df)})
+    assert 0 < two["detectable"] < inf
+    flat = welch([1.0, 1.0], [2.0, 2.0])  # no spread: a point, infinite df
+    assert flat["se"] == 0.0 and flat["df"] == inf and flat["lo"] == flat["hi"] == -1.0
+
+
+def test_each_rule_refuses_what_it_cannot_read_and_accepts_its_edges():
+    with pytest.raises(ValueError) as err:
+        equivalence(-0.1, 0.1, 0.0)
+    assert str(err.value) == "margin must be > 0, got 0.0"
+    assert equivalence(-0.1, 0.1, 0.2) == HOLDS
+    with pytest.raises(ValueError) as err:
+        ratio(1.0, 2.0, 0.0, 1.0, 2.0)
+    assert str(err.value) == "ratio needs 0 < lo <= hi, 0 < paper_lo <= paper_hi, factor >= 1; got [1.0, 2.0], [0.0, 1.0], 2.0"
+    assert ratio(1.0, 1.0, 1.0, 1.0, 1.0) == FAILS  # every edge allowed (lo = hi, paper_lo = paper_hi, factor 1); on the band edge
+    assert ratio(1.5, 1.5, 1.0, 1.0, 2.0) == HOLDS
+    with pytest.raises(ValueError):
+        ratio(1.0, 2.0, 1.0, 1.0, 0.99)
+
+
+def test_effective_df_is_infinite_at_the_normal_quantile_and_recovers_a_t_quantiles_df():
+    from theory.decisions import effective_df
+
+    z = st.norm.ppf(0.975)
+    assert effective_df(1.0, z) == float("inf") and effective_df(2.0, 2 * z * (1 + 1e-9)) == float("inf")
+    assert effective_df(1.0, z * (1 + 1e-6)) < float("inf")
+    assert effective_df(1.0, st.t.ppf(0.975, 5)) == pytest.approx(5.0, rel=1e-6)
+    assert effective_df(0.5, 0.5 * st.t.ppf(0.975, 12.5)) == pytest.approx(12.5, rel=1e-6)
+
+
+def test_over_seeds_refuses_no_finite_value_in_one_line():
+    with pytest.raises(ValueError) as err:
+        over_seeds([float("nan")])
+    assert str(err.value) == "over_seeds needs at least one finite value"
