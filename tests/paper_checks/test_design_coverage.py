@@ -113,3 +113,17 @@ def test_a_seed_level_summary_keeps_every_field_and_names_its_design():
     est = seed_level(summary)
     assert (est.mean, est.lo, est.hi, est.se, est.df, est.seeds, est.detectable) == (2.0, -10.7, 14.7, 1.0, 1.0, 2, 8.0)
     assert est.design == "2 seeds" and est.prompts == 0
+
+
+def test_the_array_needs_a_seed_and_two_prompts_and_the_bootstrap_seed_defaults_to_0():
+    """The smallest arrays read: one seed (an infinite interval) and two prompts; fewer of either is
+    refused; the default bootstrap seed is 0, so the same array gives the same interval."""
+    for shape in ((0, 5), (3, 1), (3,)):
+        with pytest.raises(ValueError, match=r"at least 2 prompts, got shape"):
+            seeds_by_prompts(np.ones(shape), SAMPLES)
+    one_seed = seeds_by_prompts([[0.0, 1.0]], SAMPLES)
+    assert one_seed.mean == 0.5 and one_seed.lo == -np.inf and one_seed.hi == np.inf
+    two = seeds_by_prompts([[0.0, 1.0], [0.5, 1.0]], SAMPLES)
+    assert np.isfinite(two.lo) and two.lo < two.mean == 0.625 < two.hi
+    y = np.random.default_rng(3).random((3, 5))
+    assert seeds_by_prompts(y, SAMPLES) == seeds_by_prompts(y, SAMPLES, seed=0) != seeds_by_prompts(y, SAMPLES, seed=1)
