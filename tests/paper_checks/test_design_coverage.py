@@ -105,7 +105,7 @@ def test_the_interval_equals_its_closed_form_on_a_small_array():
     assert power == pytest.approx(0.80, abs=0.005)
     assert (est.seeds, est.prompts, est.samples) == (3, 4, 8) and est.to_json()["design"] == "3 seeds x 4 prompts x 8 samples"
     flat = seeds_by_prompts(np.full((2, 3), 0.25), 8)  # every value the same: the mean is exact
-    assert (flat.mean, flat.lo, flat.hi, flat.se, flat.detectable) == (0.25, 0.25, 0.25, 0.0, 0.0)
+    assert (flat.mean, flat.lo, flat.hi, flat.se, flat.df, flat.detectable) == (0.25, 0.25, 0.25, 0.0, np.inf, 0.0)
 
 
 def test_a_seed_level_summary_keeps_every_field_and_names_its_design():
@@ -122,7 +122,8 @@ def test_the_array_needs_a_seed_and_two_prompts_and_the_bootstrap_seed_defaults_
         with pytest.raises(ValueError, match=r"at least 2 prompts, got shape"):
             seeds_by_prompts(np.ones(shape), SAMPLES)
     one_seed = seeds_by_prompts([[0.0, 1.0]], SAMPLES)
-    assert one_seed.mean == 0.5 and one_seed.lo == -np.inf and one_seed.hi == np.inf
+    assert (one_seed.mean, one_seed.lo, one_seed.hi, one_seed.se, one_seed.df, one_seed.detectable) == (
+        0.5, -np.inf, np.inf, np.inf, 0.0, np.inf)
     two = seeds_by_prompts([[0.0, 1.0], [0.5, 1.0]], SAMPLES)
     assert np.isfinite(two.lo) and two.lo < two.mean == 0.625 < two.hi
     y = np.random.default_rng(3).random((3, 5))

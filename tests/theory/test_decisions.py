@@ -113,3 +113,17 @@ def test_over_seeds_refuses_no_finite_value_in_one_line():
     with pytest.raises(ValueError) as err:
         over_seeds([float("nan")])
     assert str(err.value) == "over_seeds needs at least one finite value"
+
+
+def test_the_detectable_difference_at_its_edges_and_in_the_normal_limit():
+    """No spread: 0; no degrees of freedom or an infinite se: infinite; infinite df: the normal power line
+    z_{0.975} + z_{0.80} (the lower tail adds about 1e-6 of power there)."""
+    from theory.decisions import t_quantile
+
+    inf = float("inf")
+    assert detectable(0.0, 5.0) == 0.0 and detectable(1.0, 0.0) == inf and detectable(inf, 5.0) == inf
+    assert detectable(0.0, 0.0) == inf
+    assert detectable(1.0, inf) == pytest.approx(st.norm.ppf(0.975) + st.norm.ppf(0.80), rel=1e-5)
+    assert detectable(2.0, inf) == pytest.approx(2 * detectable(1.0, inf))
+    assert t_quantile(inf, 0.975) == pytest.approx(st.norm.ppf(0.975), rel=1e-15)
+    assert t_quantile(4.0, 0.975) == pytest.approx(st.t.ppf(0.975, 4.0), rel=1e-15)
