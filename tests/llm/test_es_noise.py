@@ -216,3 +216,23 @@ def test_a_full_rank_update_is_the_coefficient_weighted_sum_of_the_directions(ke
         expected = sum(float(c) * noise(11, d, "w", torch.Size(shape), chunk=4) for d, c in enumerate(coef))
         torch.testing.assert_close(pop.combined(11, "w", shape, coef), expected, rtol=0, atol=1e-6)
         torch.testing.assert_close(combined_noise(11, "w", torch.Size(shape), coef, chunk=4), expected, rtol=0, atol=1e-6)
+
+
+def test_a_noise_rank_is_checked_against_the_smallest_side_of_every_matrix():
+    from llm.es.noise import check_rank
+
+    shapes = {"a.weight": (64, 32), "b.weight": (100, 48), "a.bias": (64,)}
+    for rank in (0, 1, 32):
+        check_rank(rank, shapes)  # full rank, and low ranks up to min(out, in) of the narrowest matrix
+    with pytest.raises(ValueError) as err:
+        check_rank(33, shapes)
+    assert str(err.value) == ("noise_rank 33 is larger than parameter a.weight of shape (64, 32) allows "
+                              "(at most min(out, in) = 32)")
+    for bad in (-1, True, 2.0, "2"):
+        with pytest.raises(ValueError) as err:
+            check_rank(bad, shapes)
+        assert str(err.value) == f"noise_rank must be an integer >= 0 (0 = full rank), got {bad!r}"
+    check_rank(0, {"a.bias": (64,)})
+    with pytest.raises(ValueError) as err:
+        check_rank(1, {"a.bias": (64,)})
+    assert str(err.value) == "noise_rank > 0 needs at least one perturbed weight matrix; the parameter selection has none"
