@@ -106,6 +106,7 @@ def test_the_interval_equals_its_closed_form_on_a_small_array():
     assert (est.seeds, est.prompts, est.samples) == (3, 4, 8) and est.to_json()["design"] == "3 seeds x 4 prompts x 8 samples"
     flat = seeds_by_prompts(np.full((2, 3), 0.25), 8)  # every value the same: the mean is exact
     assert (flat.mean, flat.lo, flat.hi, flat.se, flat.df, flat.detectable) == (0.25, 0.25, 0.25, 0.0, np.inf, 0.0)
+    assert (flat.seeds, flat.prompts, flat.samples) == (2, 3, 8)
 
 
 def test_a_seed_level_summary_keeps_every_field_and_names_its_design():
