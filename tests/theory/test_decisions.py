@@ -122,7 +122,7 @@ def test_the_detectable_difference_at_its_edges_and_in_the_normal_limit():
 
     inf = float("inf")
     assert detectable(0.0, 5.0) == 0.0 and detectable(1.0, 0.0) == inf and detectable(inf, 5.0) == inf
-    assert detectable(0.0, 0.0) == inf
+    assert detectable(0.0, 0.0) == inf and detectable(0.0, 0.5) == 0.0  # no spread: 0 at any df > 0
     assert detectable(1.0, inf) == pytest.approx(st.norm.ppf(0.975) + st.norm.ppf(0.80), rel=1e-5)
     assert detectable(2.0, inf) == pytest.approx(2 * detectable(1.0, inf))
     assert t_quantile(inf, 0.975) == pytest.approx(st.norm.ppf(0.975), rel=1e-15)
