@@ -14,9 +14,9 @@ Corpus (train-split instances only, so the test split stays held out):
   prompt's target (the target is that of another expression on the same numbers). They give the
   base model headroom: it sometimes answers with a well-formed miss, as real base models do.
 - Held-out arithmetic (`arithmetic_frac`): "47+58=" -> "105<eos>".
-- A rare family (`rare_above`, `rare_keep`): Countdown solutions whose target is above `rare_above`
-  are kept with probability `rare_keep` (the others are drawn again), so the corpus shows that
-  family's worked solutions rarely. A base trained so solves most prompts below the threshold often
+- A rare family (`rare_above`, `rare_ops`, `rare_keep`): Countdown solutions whose target is above
+  `rare_above` or that use one of the operators in `rare_ops` (e.g. "/") are kept with probability
+  `rare_keep` (the others are drawn again), so the corpus shows that family's worked solutions rarely. A base trained so solves most prompts below the threshold often
   and those above it seldom or never: the test set splits into a mostly-solved mass and a block of
   unsolved prompts, as a real base model's does.
 The loss is on completion tokens (and EOS) only.
@@ -60,6 +60,7 @@ class Preset:
     min_numbers: int = 3  # Countdown instances of the corpus have min_numbers to max_numbers numbers
     max_numbers: int = 4
     rare_above: int = 0  # Countdown targets above this form the rare family (0: no rare family)
+    rare_ops: str = ""  # solutions using any of these operators ("+-*/") form the rare family too
     rare_keep: float = 1.0  # probability that a worked solution of the rare family is kept
 
     def __post_init__(self):
@@ -67,6 +68,8 @@ class Preset:
             raise ValueError(f"rare_keep must be in [0, 1], got {self.rare_keep}")
         if self.rare_above < 0:
             raise ValueError(f"rare_above must be >= 0 (0: no rare family), got {self.rare_above}")
+        if not set(self.rare_ops) <= set("+-*/"):
+            raise ValueError(f"rare_ops must be operators among '+-*/', got {self.rare_ops!r}")
 
 
 PRESETS = {
@@ -104,9 +107,9 @@ def build_tokenizer():
                                    clean_up_tokenization_spaces=False)
 
 
-def in_rare_family(target: int, preset: Preset) -> bool:
-    """Whether a Countdown instance with this target belongs to the preset's rare family."""
-    return 0 < preset.rare_above < target
+def in_rare_family(target: int, solution: str, preset: Preset) -> bool:
+    """Whether a worked Countdown solution (its target, its text) belongs to the preset's rare family."""
+    return 0 < preset.rare_above < target or any(op in solution for op in preset.rare_ops)
 
 
 def sample_example(rng: random.Random, preset: Preset, cd: countdown.Countdown,
@@ -117,7 +120,7 @@ def sample_example(rng: random.Random, preset: Preset, cd: countdown.Countdown,
         return arithmetic.format_prompt(question), str(result)
     while True:
         numbers, text, target = cd.sample_expression(rng, "train")
-        if not in_rare_family(target, preset) or rng.random() < preset.rare_keep:
+        if not in_rare_family(target, text, preset) or rng.random() < preset.rare_keep:
             break
     if rng.random() < preset.off_target_frac:
         for _ in range(OFF_TARGET_TRIES):  # another reachable target on the same numbers

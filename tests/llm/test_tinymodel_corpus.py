@@ -85,9 +85,28 @@ def test_the_earlier_presets_keep_their_corpus():
     for name in ("test", "small", "narrow", "default"):
         p = PRESETS[name]
         assert (p.min_numbers, p.max_numbers, p.rare_above, p.rare_keep) == (3, 4, 0, 1.0)
-    assert not in_rare_family(100, PRESETS["default"])
-    assert in_rare_family(51, replace(PRESETS["default"], rare_above=50)) and \
-        not in_rare_family(50, replace(PRESETS["default"], rare_above=50))
+    assert not in_rare_family(100, "50*2", PRESETS["default"])
+    assert in_rare_family(51, "50+1", replace(PRESETS["default"], rare_above=50)) and \
+        not in_rare_family(50, "49+1", replace(PRESETS["default"], rare_above=50))
+    divides = replace(PRESETS["default"], rare_ops="/")
+    assert in_rare_family(5, "10/2", divides) and not in_rare_family(5, "3+2", divides)
+    assert in_rare_family(5, "10/2", replace(divides, rare_above=50)) and in_rare_family(51, "50+1", replace(divides, rare_above=50))
+
+
+@pytest.mark.parametrize("keep", [0.0, 0.5])
+def test_an_operator_family_is_thinned_by_rare_keep(keep):
+    """Worked solutions using "/" are kept with probability keep: none at 0; at 0.5 the share of division
+    solutions is keep q / (keep q + 1 - q), q the share among drawn solutions (read from the sampler)."""
+    base = replace(PRESETS["test"], arithmetic_frac=0.0, off_target_frac=0.0, min_numbers=3, max_numbers=3)
+    rng, cd = random.Random("q/"), countdown.Countdown(min_numbers=3, max_numbers=3)
+    q = sum("/" in cd.sample_expression(rng, "train")[1] for _ in range(DRAWS)) / DRAWS
+    assert 0.1 < q < 0.6
+    solutions = [c for p, c in draw(replace(base, rare_ops="/", rare_keep=keep)) if parse_countdown(p)]
+    share = sum("/" in c for c in solutions) / len(solutions)
+    expected = keep * q / (keep * q + 1 - q)
+    assert within(share, expected, len(solutions)), (share, expected)
+    with pytest.raises(ValueError, match="rare_ops must be operators among"):
+        replace(base, rare_ops="^")
 
 
 def test_overrides_replace_fields_with_their_types():
