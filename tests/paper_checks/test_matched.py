@@ -205,3 +205,42 @@ def test_one_seed_pair_gives_no_decision(base_logit):
     assert d.seeds == 1 and not np.isfinite(d.hi)
     assert decide(TEST, d.lo, d.hi) == INCONCLUSIVE
     assert seeds_by_prompts(np.zeros((1, 3)) + np.arange(3), kf.N_SAMPLES).seeds == 1
+
+
+# ----------------------------------------------------------------------------- a curve's parts, by hand
+
+def _curve(pass1, seed=0, n=4) -> "Curve":
+    from paper_checks.matched import Curve
+
+    t = len(pass1)
+    counts = np.array([[0, 1], [4, 0], [2, 2], [1, 3], [0, 0], [3, 1], [4, 4]][:t])
+    return Curve(seed=seed, steps=np.arange(t) * 10, pass1=np.asarray(pass1, dtype=float), counts=counts, n=n,
+                 entropy=np.arange(t) * 0.5, greedy=np.arange(t) * 0.25, ids=("p0", "p1"))
+
+
+def test_a_curves_metrics_subsets_and_thinning_by_hand():
+    c = _curve([0.2, 0.1, 0.3, 0.5, 0.9, 0.6, 0.7])
+    assert c.metric("no_correct").tolist() == [[1, 0], [0, 1], [0, 0], [0, 0], [1, 1], [0, 0], [0, 0]]
+    assert c.metric("pass@1")[1].tolist() == [1.0, 0.0] and c.metric("pass@4")[0].tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match="metric must be pass@K or no_correct"):
+        c.metric("entropy")
+    sub = c.subset([4, 1, 1])
+    assert (sub.steps.tolist(), sub.pass1.tolist(), sub.entropy.tolist(), sub.greedy.tolist()) == (
+        [10, 40], [0.1, 0.9], [0.5, 2.0], [0.25, 1.0])
+    assert sub.counts.tolist() == [[4, 0], [0, 0]]
+    # first (0), last (6), lowest (1), highest (4) and the nearest to 0.31 (2)
+    assert thinned(c, [0.31]).steps.tolist() == [0, 10, 20, 40, 60]
+
+
+def test_the_bias_control_thins_the_denser_layout_and_names_both_sides():
+    from paper_checks.matched import _bias
+
+    dense = _curve([0.10, 0.13, 0.16, 0.19, 0.22, 0.25, 0.28])   # points 3 pts apart: every level supported
+    sparse = _curve([0.10, 0.15, 0.20, 0.25, 0.28])
+    levels = np.array([0.15, 0.2, 0.25])
+    assert _bias([(dense, dense)], lambda c: c.entropy, levels, 0.1, 0.28)[0] == "a"    # a tie: a is thinned
+    assert _bias([(sparse, dense)], lambda c: c.entropy, levels, 0.1, 0.28)[0] == "b"
+    values, info = matched_seed_values([dense], [dense], "entropy", names=("es", "grpo"))
+    assert values == [0.0] and info["bias"] == {"thinned": "es", "to_layout_of": "grpo", "per_seed": [0.0]}
+    values, info = matched_seed_values([sparse], [dense], "entropy", names=("es", "grpo"))
+    assert (info["bias"]["thinned"], info["bias"]["to_layout_of"], len(info["bias"]["per_seed"])) == ("grpo", "es", 1)

@@ -62,3 +62,17 @@ def test_differences_at_reads_each_curve_at_its_own_crossing():
     b = (np.array([0.3, 0.1]), np.array([5.0, 1.0]))          # falling: at 0.2 it reads 3.0, a reads 2.0
     np.testing.assert_allclose(differences_at([0.2], *a, *b), [-1.0])
     np.testing.assert_allclose(differences_at([0.15, 0.25], *a, *a), [0.0, 0.0])
+
+
+def test_a_crossing_at_the_ends_of_segments_and_at_single_points():
+    from theory.matched import crossing, read_at, supported
+
+    assert crossing([0.3], 0.3) == (0, 0.0) and crossing([0.3], 0.31) is None and crossing([], 0.3) is None
+    assert crossing([0.1, 0.3], 0.3) == (0, 1.0)             # the upper end of a rising segment
+    assert crossing([0.3, 0.3, 0.5], 0.3) == (0, 0.0)        # a flat segment at the level: its first point
+    assert crossing([0.5, 0.25], 0.375) == (0, 0.5) and crossing([0.25, 0.5], 0.4375) == (0, 0.75)  # falling, rising
+    assert read_at([0.3], [5.0], 0.3) == 5.0
+    assert read_at([0.3, 0.5], [5.0, np.inf], 0.3) == 5.0    # weight 0: the point alone, nothing of the next
+    assert supported([0.3, 0.9], 0.3, 0.05)                  # a measured point at the level, however wide the segment
+    edge = 0.25 + 1e-12                                      # a segment exactly as wide as the resolution allows
+    assert supported([0.0, edge], 0.1, 0.25) and not supported([0.0, 0.2501], 0.1, 0.25)
