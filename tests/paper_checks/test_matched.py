@@ -244,3 +244,35 @@ def test_the_bias_control_thins_the_denser_layout_and_names_both_sides():
     assert values == [0.0] and info["bias"] == {"thinned": "es", "to_layout_of": "grpo", "per_seed": [0.0]}
     values, info = matched_seed_values([sparse], [dense], "entropy", names=("es", "grpo"))
     assert (info["bias"]["thinned"], info["bias"]["to_layout_of"], len(info["bias"]["per_seed"])) == ("grpo", "es", 1)
+
+
+def test_runs_pair_by_seed_on_the_prompts_of_the_first_run_of_a():
+    from dataclasses import replace
+
+    a = [replace(_curve([0.1, 0.2], seed=s), ids=ids) for s, ids in ((0, ("p0", "p1")), (1, ("p0", "p1")), (2, ("q",)))]
+    b = [replace(_curve([0.1, 0.2], seed=s), ids=ids) for s, ids in ((0, ("q",)), (1, ("p0", "p1")), (2, ("q",)), (3, ("p0", "p1")))]
+    assert [(ca.seed, cb.seed) for ca, cb in paired(a, b)] == [(1, 1)]
+
+
+def test_the_layout_records_each_methods_movement_and_points_in_range_by_hand():
+    from paper_checks.matched import _layout
+
+    ca = _curve([0.13, 0.10, 0.16, 0.19, 0.22, 0.25, 0.28])   # moved: highest - first = 0.15 (not - lowest)
+    cb = _curve([0.15, 0.12, 0.20, 0.25, 0.30])              # moved 0.15; its points in a's range [0.12, 0.28]: 4
+    info = _layout([(ca, cb)], 0.06)
+    assert info["range"] == pytest.approx([0.12, 0.28]) and info["pairs"] == 1 and info["resolution"] == 0.06
+    assert info["moved_a"] == pytest.approx(0.15) and info["moved_b"] == pytest.approx(0.15)
+    assert info["points_in_range_a"] == [6] and info["points_in_range_b"] == [4]
+    assert set(info) >= {"levels", "supported", "compared_levels"} and len(info["levels"]) == len(info["supported"])
+    assert info["compared_levels"] == [lv for lv, ok in zip(info["levels"], info["supported"]) if ok]
+
+
+def test_a_curve_needs_two_points_on_the_same_prompts():
+    def point(step, ids=("p0", "p1"), n=4):
+        per_problem = [{"id": i, "correct": 1} for i in ids]
+        sampled = {"pass_at_k": {"1": 0.25}, "n": n, "mean_token_entropy": 0.5, "per_problem": per_problem}
+        return {"step": step, "sampled": sampled, "greedy": {"pass_at_k": {"1": 0.5}}}
+    assert curve_of([], 0) is None and curve_of([point(0)], 0) is None
+    c = curve_of([point(0), point(10)], 3)
+    assert (c.ids, c.seed, c.n, c.steps.tolist(), c.counts.tolist()) == (("p0", "p1"), 3, 4, [0, 10], [[1, 1], [1, 1]])
+    assert curve_of([point(0), point(10, ids=("p0", "p2"))], 3) is None
