@@ -5,7 +5,7 @@ test notices. docs/mutation.md lists the survivors with a reason for each.
 
     python scripts/mutation.py                      # every group, one after the other
     python scripts/mutation.py graders noise        # some groups
-    python scripts/mutation.py --retest graders     # only the mutants left uncaught last time
+    python scripts/mutation.py --retest graders     # only the mutants left uncaught (or timed out) last time
     python scripts/mutation.py --summary            # the per-module table of the last runs only
 
 Each group runs in its own work folder, mutants-work/GROUP/ (ignored by git): links to the sources and
@@ -117,8 +117,9 @@ def prepare(group: str) -> Path:
 
 def run_group(group: str, jobs: int, retest: bool) -> float:
     """mutmut run in the group's folder (niced); the seconds it took. Its output goes to run.log there.
-    With retest, only the mutants of the last run that no test caught are tried again (after tests were added)."""
-    names = [name for name, status in results(group) if status not in CAUGHT] if retest else []
+    With retest, only the mutants of the last run that no test caught, or that timed out (on a loaded machine
+    a slow test can look hung), are tried again (after tests were added)."""
+    names = [name for name, status in results(group) if status not in CAUGHT or status == "timeout"] if retest else []
     if retest and not names:
         return 0.0
     work = prepare(group)
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summary", action="store_true", help="print the table of the last runs, run nothing")
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
     parser.add_argument("--retest", action="store_true",
-                        help="try again only the mutants the last run left uncaught (after adding tests)")
+                        help="try again only the mutants the last run left uncaught or timed out (after adding tests)")
     args = parser.parse_args(argv)
     unknown = [g for g in args.groups if g not in GROUPS]
     if unknown:

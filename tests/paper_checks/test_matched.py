@@ -276,3 +276,10 @@ def test_a_curve_needs_two_points_on_the_same_prompts():
     c = curve_of([point(0), point(10)], 3)
     assert (c.ids, c.seed, c.n, c.steps.tolist(), c.counts.tolist()) == (("p0", "p1"), 3, 4, [0, 10], [[1, 1], [1, 1]])
     assert curve_of([point(0), point(10, ids=("p0", "p2"))], 3) is None
+
+
+def test_a_reading_refused_for_too_few_points_names_each_methods_points():
+    coarse = _curve([0.1, 0.2, 0.3, 0.4, 0.5])  # points 10 pts apart: no level is within 6 pts of a point on both sides
+    values, info = matched_seed_values([coarse], [coarse], "entropy", names=("es", "grpo"))
+    assert values is None and info["not_testable"] is True
+    assert info["reason"].endswith("measured points in the range per run: es [5], grpo [5]")
