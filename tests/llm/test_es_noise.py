@@ -221,12 +221,12 @@ def test_a_full_rank_update_is_the_coefficient_weighted_sum_of_the_directions(ke
 def test_a_noise_rank_is_checked_against_the_smallest_side_of_every_matrix():
     from llm.es.noise import check_rank
 
-    shapes = {"a.weight": (64, 32), "b.weight": (100, 48), "a.bias": (64,)}
+    shapes = {"a.weight": (100, 48), "b.weight": (64, 32), "a.bias": (64,)}  # the narrowest is not first by name
     for rank in (0, 1, 32):
         check_rank(rank, shapes)  # full rank, and low ranks up to min(out, in) of the narrowest matrix
     with pytest.raises(ValueError) as err:
         check_rank(33, shapes)
-    assert str(err.value) == ("noise_rank 33 is larger than parameter a.weight of shape (64, 32) allows "
+    assert str(err.value) == ("noise_rank 33 is larger than parameter b.weight of shape (64, 32) allows "
                               "(at most min(out, in) = 32)")
     for bad in (-1, True, 2.0, "2"):
         with pytest.raises(ValueError) as err:
