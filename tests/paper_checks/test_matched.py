@@ -283,3 +283,34 @@ def test_a_reading_refused_for_too_few_points_names_each_methods_points():
     values, info = matched_seed_values([coarse], [coarse], "entropy", names=("es", "grpo"))
     assert values is None and info["not_testable"] is True
     assert info["reason"].endswith("measured points in the range per run: es [5], grpo [5]")
+
+
+def test_why_nothing_is_compared_is_said_with_the_figures_at_each_edge():
+    from paper_checks.matched import _not_compared
+
+    names = ("es", "grpo")
+    narrow = {"range": [0.25, 0.2575]}
+    assert _not_compared(narrow, names) == ("the Pass@1 range every run reaches is 0.8 pts wide (under 2): nothing to "
+                                            "compare at matched Pass@1")
+    assert _not_compared({"range": [0.3, 0.25]}, names).startswith("the Pass@1 range every run reaches is 0.0 pts wide")
+    edge = {"range": [0.0, MIN_RANGE], "compared_levels": [0.01]}       # exactly the smallest range compared
+    assert _not_compared(edge, names) is None
+    sparse = {"range": [0.25, 0.5], "compared_levels": [], "resolution": 0.0625, "points_in_range_a": [2, 3],
+              "points_in_range_b": [4, 1]}
+    assert _not_compared(sparse, names) == (
+        "not testable here: too few measured points in the range 25.0-50.0 pts (no level has measured points within "
+        "6.25 pts on both sides in every run); measured points in the range per run: es [2, 3], grpo [4, 1]")
+    _, info = matched_seed_values([_curve([0.1, 0.2])], [_curve([0.1, 0.2], seed=1)], "entropy")
+    assert info == {"pairs": 0, "reason": "no runs of both methods on the same seeds and prompts"}
+
+
+def test_a_matched_difference_reads_its_samples_from_a_and_its_levels_by_level():
+    from dataclasses import replace
+
+    a = _curve([0.10, 0.13, 0.16, 0.19, 0.22, 0.25, 0.28])
+    b = replace(a, n=8, counts=a.counts * 2)                  # the same runs, twice the samples per prompt
+    d, info = matched_difference([a], [b], "no_correct")
+    assert d.samples == 4 and info["bias"]["estimate"]["design"].endswith("x 4 samples")
+    levels = info["compared_levels"]
+    assert len(levels) > 1 and len(info["per_level_mean"]) == len(levels) == len(info["bias"]["per_level_mean"])
+    assert info["per_level_mean"] == [0.0] * len(levels) and info["bias"]["per_level_mean"] == [0.0] * len(levels)

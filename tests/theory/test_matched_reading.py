@@ -76,3 +76,10 @@ def test_a_crossing_at_the_ends_of_segments_and_at_single_points():
     assert supported([0.3, 0.9], 0.3, 0.05)                  # a measured point at the level, however wide the segment
     edge = 0.25 + 1e-12                                      # a segment exactly as wide as the resolution allows
     assert supported([0.0, edge], 0.1, 0.25) and not supported([0.0, 0.2501], 0.1, 0.25)
+
+
+def test_curves_meeting_at_one_point_compare_no_level_and_the_level_count_is_kept():
+    lo, hi, levels, kept = compared_levels([[0.1, 0.3], [0.3, 0.5]])      # a common range of one point
+    assert (lo, hi, levels.size, kept.size) == (0.3, 0.3, 0, 0)
+    lo, hi, levels, kept = compared_levels([[0.1, 0.2, 0.3], [0.1, 0.2, 0.3]], resolution=0.5, count=3)
+    assert levels.size == kept.size == 3 and kept.all() and kept.dtype == bool
