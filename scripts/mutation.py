@@ -59,10 +59,10 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                ("tests/llm/test_rundir_records.py", "tests/llm/test_hostile_inputs.py", "tests/llm/test_rundir_integrity.py")),
 }
 # Left out of mutation runs: under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per
-# answer) does not hold and its lru_cache counts differ (the first two); the last two take 7 s each (30 s
-# instrumented) and reach every function of safe_arith and countdown through the problem generator, so
-# every surviving mutant there paid a minute for them (the direct properties of test_safe_arith.py and
-# test_countdown.py test those functions).
+# answer) does not hold and its lru_cache counts differ (the first two); the last two take 6-7 s each and
+# reach every function of safe_arith and countdown through the problem generator, so every surviving mutant
+# there ran them again (the direct properties of test_safe_arith.py and test_countdown.py test those
+# functions).
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
