@@ -16,9 +16,10 @@ Corpus (train-split instances only, so the test split stays held out):
 - Held-out arithmetic (`arithmetic_frac`): "47+58=" -> "105<eos>".
 - A rare family (`rare_above`, `rare_ops`, `rare_keep`): Countdown solutions whose target is above
   `rare_above` or that use one of the operators in `rare_ops` (e.g. "/") are kept with probability
-  `rare_keep` (the others are drawn again), so the corpus shows that family's worked solutions rarely. A base trained so solves most prompts below the threshold often
-  and those above it seldom or never: the test set splits into a mostly-solved mass and a block of
-  unsolved prompts, as a real base model's does.
+  `rare_keep` (the others are drawn again), so the corpus shows that family's worked solutions rarely.
+  Meant to split the test set into a mostly-solved mass and a block of unsolved prompts, as a real base
+  model's does: withholding "/" makes that block (the prompts only division solves); withholding a
+  target range does not, the model generalizes across targets (docs/answer-budget.md).
 The loss is on completion tokens (and EOS) only.
 """
 from __future__ import annotations

@@ -17,9 +17,9 @@ what changed); delete its folder to start afresh. The run is a developer's tool,
 
 The summary counts, per module: mutants, caught (a test failed, hung or crashed), named equivalent in
 docs/mutation.md (on a line holding the word "equivalent"), not reached (no test of the group calls
-the function in this process), and survivors left unexplained. The score is caught / (mutants -
-equivalent - not reached); the not-reached functions are listed in docs/mutation.md with the tests
-that exercise them in fresh processes. Exit status 1 while a survivor is unexplained.
+the function in this process), not checked (a run stopped before it), and survivors left unexplained.
+The score is caught / (mutants - equivalent - not reached - not checked). Exit status 1 while a
+survivor is unexplained.
 """
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_u
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"
+NOT_CHECKED = "not checked"
 RESULT = re.compile(r"^\s*([\w.]+?)\.(?:x_|xǁ)[^\s:]*__mutmut_\d+:\s*(.+?)\s*$")
 MUTANT = re.compile(r"[\w.]+\.(?:x_|xǁ)[^\s`|,]*__mutmut_\d+")
 
@@ -170,7 +171,7 @@ def summary(groups: list[str], doc: str) -> tuple[str, list[str]]:
                 row["equivalent"] += 1
             elif status == NOT_REACHED:
                 row["not reached"] += 1
-            elif status == "not checked":
+            elif status == NOT_CHECKED:
                 row["not checked"] += 1
             else:
                 row["left"] += 1
