@@ -133,3 +133,20 @@ def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_m
         clear = gc.abs() > 1e-5  # elsewhere g_c / (|g_c| + 1e-8) is sensitive to rounding in g
         torch.testing.assert_close(after[name].detach()[clear], expected[clear], rtol=0, atol=1e-6, msg=name)
         assert (after[name].detach() - p0.detach() * (1 - lr * wd)).abs().max() <= lr * 1.001, name  # float32 rounding
+
+
+def test_the_gradient_is_clipped_to_max_grad_norm_before_the_update(tiny_model_dir):
+    """AdamW's first step moves a weight by lr * g / (|g| + 1e-8): about lr wherever the gradient is not tiny,
+    whatever its scale. Clipped to a norm of 1e-12 (far below Adam's 1e-8), every |g_c| <= 1e-12 and no
+    weight moves by more than lr * 1e-4; unclipped (max_grad_norm 0), some weight moves by nearly lr."""
+    lr = 1e-3
+    moved = {}
+    for max_norm in (1e-12, 0.0):
+        engine = HFEngine(tiny_model_dir)
+        before = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
+        task = starts_with_digit()
+        grpo = _grpo(engine, engine.model, task, learning_rate=lr, max_grad_norm=max_norm)
+        out = grpo.step(task.problems("train", 6, seed=1), step=0)
+        assert out.grad_norm > 1e-6  # the unclipped norm is reported either way
+        moved[max_norm] = max(float((p.detach() - before[n]).abs().max()) for n, p in engine.model.named_parameters())
+    assert moved[1e-12] <= lr * 1e-4 and moved[0.0] > 0.5 * lr, moved
