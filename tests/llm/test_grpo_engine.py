@@ -9,6 +9,7 @@ from llm.engines.hf import HFEngine
 from llm.grpo import GRPO, GRPOConfig, group_advantages
 from llm.rollout import completion_logprobs, pad_batch
 from tasks_for_tests import CountdownScoredBy
+from theory.errors import NonFiniteError
 
 
 def starts_with_digit() -> CountdownScoredBy:
@@ -90,7 +91,7 @@ def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_m
         for p in reference.parameters():
             p.add_(0.05 * torch.randn(p.shape, generator=gen))
     task = starts_with_digit()
-    lr, beta, wd, max_norm, groups = 1e-3, 0.04, 0.1, 0.5, 6
+    lr, beta, wd, max_norm, groups = 2e-3, 0.04, 0.1, 0.5, 6  # lr unlike AdamW's default (1e-3)
     cfg = GRPOConfig(num_generations=groups, learning_rate=lr, beta=beta, weight_decay=wd, max_grad_norm=max_norm,
                      micro_batch_size=micro_batch_size, loss_type=loss_type)
     cfg.validate()
@@ -150,3 +151,77 @@ def test_the_gradient_is_clipped_to_max_grad_norm_before_the_update(tiny_model_d
         assert out.grad_norm > 1e-6  # the unclipped norm is reported either way
         moved[max_norm] = max(float((p.detach() - before[n]).abs().max()) for n, p in engine.model.named_parameters())
     assert moved[1e-12] <= lr * 1e-4 and moved[0.0] > 0.5 * lr, moved
+
+
+def test_beta_above_zero_without_a_reference_is_refused_naming_the_setting(tiny_model_dir):
+    engine = HFEngine(tiny_model_dir)
+    cfg = GRPOConfig(num_generations=4, learning_rate=1e-3, beta=0.04)
+    with pytest.raises(ValueError, match=r"^reference model is required when grpo\.beta > 0$"):
+        GRPO(cfg, engine, starts_with_digit(), engine.model, None, engine.prompt_token_ids, temperature=1.0,
+             max_new_tokens=5, seed=0, pad_id=engine.tokenizer.pad_token_id)
+
+
+def _first_rollouts(model_dir, seed: int, step: int):
+    engine = HFEngine(model_dir)
+    task = starts_with_digit()
+    grpo = GRPO(GRPOConfig(num_generations=4, learning_rate=1e-3, beta=0.0), engine, task, engine.model, None,
+                engine.prompt_token_ids, temperature=1.0, max_new_tokens=8, seed=seed, pad_id=engine.tokenizer.pad_token_id)
+    out = grpo.step(task.problems("train", 3, seed=5), step=step)
+    return [[c.token_ids for c in row] for row in out.rollouts.completions]
+
+
+def test_a_steps_samples_are_drawn_from_the_run_seed_and_the_step(tiny_model_dir):
+    """The same (seed, step) draws the same completions; another step or another run seed draws others, from
+    the same weights (each on a fresh engine). A seed that ignored either would repeat samples across steps
+    or across the seeds of a design."""
+    reference = _first_rollouts(tiny_model_dir, seed=0, step=3)
+    assert _first_rollouts(tiny_model_dir, seed=0, step=3) == reference
+    assert _first_rollouts(tiny_model_dir, seed=0, step=4) != reference
+    assert _first_rollouts(tiny_model_dir, seed=1, step=3) != reference
+
+
+def test_a_step_that_fails_before_its_update_leaves_the_state_intact_and_names_the_step(tiny_model_dir):
+    """state_is_intact() tells the trainer whether the policy and optimizer are still those before the step
+    (llm/train.py keeps them, else it goes back to the checkpoint): False after a step that updated, True
+    again when the next step fails at its rewards, before any optimizer step; the error names that step."""
+    engine = HFEngine(tiny_model_dir)
+    poisoned = {"on": False}
+    task = CountdownScoredBy("nan-later", lambda c: float("nan") if poisoned["on"] else float(c[:1].isdigit()))
+    grpo = _grpo(engine, engine.model, task, learning_rate=1e-3)
+    assert grpo.state_is_intact()
+    grpo.step(task.problems("train", 4, seed=1), step=0)
+    assert not grpo.state_is_intact()
+    poisoned["on"] = True
+    before = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
+    with pytest.raises(NonFiniteError, match=r"^step 7: reward is not finite"):
+        grpo.step(task.problems("train", 4, seed=2), step=7)
+    assert grpo.state_is_intact()
+    assert all(torch.equal(p.detach(), before[n]) for n, p in engine.model.named_parameters())
+
+
+def test_a_non_finite_gradient_stops_the_step_before_the_update_naming_the_step(tiny_model_dir):
+    """A gradient that overflows while the loss is finite (here a hook that scales one weight's gradient to
+    infinity) stops the step before AdamW moves anything, naming the step and the quantity."""
+    engine = HFEngine(tiny_model_dir)
+    task = starts_with_digit()
+    grpo = _grpo(engine, engine.model, task, learning_rate=1e-3)
+    weight = next(engine.model.parameters())
+    weight.register_hook(lambda g: g * float("inf"))
+    before = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
+    with pytest.raises(NonFiniteError, match=r"^step 3: GRPO gradient norm is not finite \((inf|nan)\)$"):
+        grpo.step(task.problems("train", 6, seed=1), step=3)
+    assert grpo.state_is_intact()
+    assert all(torch.equal(p.detach(), before[n]) for n, p in engine.model.named_parameters())
+
+
+def test_later_inner_iterations_are_off_policy_and_clipped(tiny_model_dir):
+    """With mu = num_iterations = 2 the second AdamW step's ratios are pi_theta / pi_old against the samples'
+    policy, which the first step moved: with a large step and a narrow clip some tokens are clipped. With
+    mu = 1 every ratio is exactly 1 and none is (the sampling policy is the policy)."""
+    clipped = {}
+    for mu in (1, 2):
+        engine = HFEngine(tiny_model_dir)
+        task = starts_with_digit()
+        grpo = _grpo(engine, engine.model, task, learning_rate=3e-2, num_iterations=mu, epsilon=0.01)
+        clipped[mu] = grpo.step(task.problems("train", 6, seed=1), step=0).clip_fraction
+    assert clipped[1] == 0.0 and clipped[2] > 0.0, clipped

@@ -128,6 +128,9 @@ def test_resume_after_kill_9_matches_an_uninterrupted_run(tiny_model_dir, tmp_pa
     _same(expected, _outputs(tmp_path / "killed"))
 
 
+# slow (44-70 s here): the same equalities are checked in process, in the fast suite, by test_es_batched_hf.py
+# (batched and low-rank batched against member by member) and test_es_ray_actors.py (two actors)
+@pytest.mark.slow
 @pytest.mark.ray
 def test_batched_population_and_ray_workers_train_the_member_by_member_weights(tiny_model_dir, tmp_path):
     """Greedy members: one population-batched generate (logits within 1e-5 of the perturbed model's) and
