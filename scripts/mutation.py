@@ -116,6 +116,21 @@ def prepare(group: str) -> Path:
     return work
 
 
+def test_model() -> Path:
+    """The tests' tiny model (the "test" preset, pretrained as tests/conftest.py does), built once per version of
+    the code that builds it (paper_checks.reproduce.base_cache_key) from the unmutated sources. Each mutant's
+    tests run in a pytest session of their own, where the fixture would pretrain it again (seconds) inside
+    mutmut's time limit, which counts only the tests' calls: every such mutant would count as caught by a
+    timeout before any test ran."""
+    from paper_checks.reproduce import base_cache_key
+
+    out = WORK / f"test-model-{base_cache_key('test')}"
+    if not (out / "config.json").exists():
+        subprocess.run([sys.executable, "-m", "llm", "pretrain", "--preset", "test", "--seed", "0", "--threads", "1",
+                        "--out", str(out), "--no-progress"], cwd=ROOT, check=True)
+    return out
+
+
 def run_group(group: str, jobs: int, retest: bool) -> float:
     """mutmut run in the group's folder (niced); the seconds it took. Its output goes to run.log there.
     With retest, only the mutants of the last run that no test caught, or that timed out (on a loaded machine
@@ -124,7 +139,9 @@ def run_group(group: str, jobs: int, retest: bool) -> float:
     if retest and not names:
         return 0.0
     work = prepare(group)
-    env = dict(os.environ, PYTHONPATH=str(work))
+    # one thread per mutant: mutmut's timeout is a CPU-time limit, and torch's worker threads waiting for a
+    # busy core spend CPU time, so on a loaded 2-core machine a multi-threaded test counted as hung
+    env = dict(os.environ, PYTHONPATH=str(work), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", ESCOV_TEST_MODEL=str(test_model()))
     start = time.perf_counter()
     with open(work / "run.log", "w") as log:
         code = subprocess.call(["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs),

@@ -4,6 +4,8 @@ figures a test saves."""
 from __future__ import annotations
 
 import importlib.util
+import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -11,6 +13,12 @@ from hypothesis import settings
 # no timing assertions: hypothesis's default 200 ms deadline per example fails tests on a loaded CPU
 settings.register_profile("escov", deadline=None)
 settings.load_profile("escov")
+
+
+# A folder holding the "test" preset already pretrained (`python -m llm pretrain --preset test --seed 0 --threads 1`),
+# used instead of pretraining one: scripts/mutation.py sets it, because each mutant's tests run in a session of
+# their own, and mutmut's time limit per mutant counts the tests' calls, not the session's fixtures
+TEST_MODEL_ENV = "ESCOV_TEST_MODEL"
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +29,9 @@ def tiny_model_dir(tmp_path_factory):
     """
     from llm.tinymodel import pretrain
 
+    given = os.environ.get(TEST_MODEL_ENV)
+    if given:
+        return Path(given)
     out = tmp_path_factory.mktemp("tiny_model")
     pretrain(out, preset="test", seed=0, progress=False, threads=1)
     return out

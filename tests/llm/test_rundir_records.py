@@ -5,6 +5,10 @@ each change of them, the lock file's holder, a damaged checkpoint set aside."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import socket
+from datetime import datetime, timezone
 
 import pytest
 
@@ -187,6 +191,14 @@ def test_a_directory_is_empty_when_it_holds_only_its_lock(tmp_path):
     assert not rundir.is_empty(tmp_path)
 
 
+def test_a_damaged_checkpoint_is_set_aside_with_no_older_one(tmp_path):
+    step = tmp_path / "checkpoints" / "step-2"
+    step.mkdir(parents=True)
+    (step / "weights").write_text("w")
+    target = rundir.set_aside(step)
+    assert target == tmp_path / "checkpoints" / "step-2.damaged" and (target / "weights").read_text() == "w"
+
+
 def test_a_damaged_checkpoint_is_set_aside_replacing_an_older_one(tmp_path):
     step = tmp_path / "checkpoints" / "step-3"
     (tmp_path / "checkpoints" / "step-3.damaged").mkdir(parents=True)
@@ -197,3 +209,52 @@ def test_a_damaged_checkpoint_is_set_aside_replacing_an_older_one(tmp_path):
     assert target == tmp_path / "checkpoints" / "step-3.damaged" and not step.exists()
     assert sorted(p.name for p in target.iterdir()) == ["weights"]
     assert rundir.checkpoint_steps(tmp_path) == ([], [target])
+
+
+def test_a_second_writer_is_told_the_holders_pid_host_and_start_in_one_line(tmp_path):
+    """The holder's record is its pid, host and start time (ISO 8601 with its UTC offset, within a minute of
+    now); a second writer's one-line error names all three, or '?' for each when the record cannot be read."""
+    first = rundir.WriterLock(tmp_path)
+    first.acquire()
+    try:
+        holder = json.loads((tmp_path / rundir.LOCK).read_text())
+        assert set(holder) == {"pid", "host", "since"}
+        assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}", holder["since"]), holder["since"]
+        since = datetime.strptime(holder["since"], "%Y-%m-%dT%H:%M:%S%z")
+        assert abs((datetime.now(timezone.utc) - since).total_seconds()) < 60
+        with pytest.raises(rundir.RunDirBusy) as busy:
+            rundir.WriterLock(tmp_path).acquire()
+        assert str(busy.value) == (f"{tmp_path / rundir.LOCK}: the run directory is in use by pid {os.getpid()} on "
+                                   f"{socket.gethostname()} (since {holder['since']}); one run writes a directory at a time")
+        (tmp_path / rundir.LOCK).write_text("")  # the holder's record lost; its flock still held
+        with pytest.raises(rundir.RunDirBusy, match=r"in use by pid \? on \? \(since \?\); one run writes a directory"):
+            rundir.WriterLock(tmp_path).acquire()
+    finally:
+        first.release()
+
+
+def test_a_stale_lock_is_taken_over_returning_the_dead_holders_record(tmp_path):
+    """A lock file left by a run that died (its record, no flock): the next writer takes it, gets the old
+    record back (for the note it prints) and leaves exactly its own record in the file."""
+    dead = {"pid": 999999, "host": "elsewhere", "since": "2026-01-01T00:00:00+0000", "padding": "x" * 200}
+    (tmp_path / rundir.LOCK).write_text(json.dumps(dead))
+    lock = rundir.WriterLock(tmp_path)
+    try:
+        assert lock.acquire() == dead
+        mine = json.loads((tmp_path / rundir.LOCK).read_text())  # the longer old record wholly replaced
+        assert mine["pid"] == os.getpid() and set(mine) == {"pid", "host", "since"}
+    finally:
+        lock.release()
+
+
+def test_release_empties_the_lock_file_and_is_harmless_before_acquire_and_twice(tmp_path):
+    lock = rundir.WriterLock(tmp_path)
+    lock.release()  # never acquired: nothing to release
+    lock.acquire()
+    lock.release()
+    assert (tmp_path / rundir.LOCK).read_bytes() == b""  # released cleanly: no holder's record left
+    lock.release()
+    again = rundir.WriterLock(tmp_path)
+    assert again.acquire() is None
+    again.release()
