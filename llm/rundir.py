@@ -748,8 +748,9 @@ def record_settings(run: Path, config: dict) -> None:
     record = {"config": config, "changed": [{"setting": k, "was": a, "now": b} for k, a, b in changes],
               "from_step": steps[0] if history and steps else 0}
     path = Path(run) / CONFIG_HISTORY
+    line = dumps(record, str(path))  # before the file is opened: a refused record leaves no empty history behind
     with writing(path), open(path, "a", encoding="utf-8") as fh:
-        fh.write(dumps(record, str(path)) + "\n")
+        fh.write(line + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 

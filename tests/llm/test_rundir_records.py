@@ -258,3 +258,80 @@ def test_release_empties_the_lock_file_and_is_harmless_before_acquire_and_twice(
     again = rundir.WriterLock(tmp_path)
     assert again.acquire() is None
     again.release()
+
+
+# ----------------------------------------------------------------------------- what each writer names when it cannot write
+
+def _full_disk_at(path) -> None:
+    """path becomes a link to /dev/full, a device whose every write fails with ENOSPC (a full disk)."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    path.unlink(missing_ok=True)
+    path.symlink_to("/dev/full")
+
+
+@pytest.mark.parametrize("writer", ["completions", "keep_steps", "keep_completions"])
+def test_each_writer_on_a_full_disk_is_a_one_line_error_naming_its_file_and_keeps_the_old_file(tmp_path, writer):
+    """Appends (completions, settings history) and rewrites (metrics and completions kept through a step, via a
+    temporary file) on a full disk: RunDirError naming the file written, and a rewritten file left as it was."""
+    for step in (1, 2):
+        rundir.append_step(tmp_path, ROW | {"step": step})
+    rundir.append_completions(tmp_path, [completion(1, "train"), completion(2, "train")])
+    before = {name: (tmp_path / name).read_text() for name in (rundir.METRICS, rundir.COMPLETIONS)}
+    target, call = {
+        "completions": (rundir.COMPLETIONS, lambda: rundir.append_completions(tmp_path, [completion(3, "train")])),
+        "keep_steps": (rundir.METRICS, lambda: rundir.keep_steps(tmp_path, 1)),
+        "keep_completions": (rundir.COMPLETIONS, lambda: rundir.keep_completions(tmp_path, 1)),
+    }[writer]
+    rewrite = writer.startswith("keep")
+    _full_disk_at(tmp_path / (target + ".tmp" if rewrite else target))
+    with pytest.raises(RunDirError) as err:
+        call()
+    assert str(err.value) == f"{tmp_path / target}: cannot be written (No space left on device)"
+    if rewrite:
+        assert (tmp_path / target).read_text() == before[target]
+
+
+def test_the_settings_history_that_cannot_be_written_is_a_one_line_error_naming_it(tmp_path):
+    """(Not a full disk: the history is read before it is appended to, and /dev/full reads as endless zeros.)
+    A run path that is a file, not a folder."""
+    run = tmp_path / "plain"
+    run.write_text("a file where the run directory should be")
+    with pytest.raises(RunDirError) as err:
+        rundir.record_settings(run, {"seed": 1})
+    assert str(err.value) == f"{run / rundir.CONFIG_HISTORY}: cannot be written (Not a directory)"
+
+
+def test_a_non_finite_value_is_refused_naming_the_file_and_record(tmp_path):
+    from theory.errors import NonFiniteError
+
+    with pytest.raises(NonFiniteError) as err:
+        rundir.append_completions(tmp_path, [completion(4, "train") | {"reward": float("nan")}])
+    assert str(err.value) == (f"{tmp_path / rundir.COMPLETIONS}: step 4 train: field reward is nan; "
+                              "non-finite values are never written")
+    with pytest.raises(NonFiniteError) as err:
+        rundir.record_settings(tmp_path, {"es": {"sigma": float("inf")}})
+    assert str(err.value) == (f"{tmp_path / rundir.CONFIG_HISTORY}: field config.es.sigma is inf; "
+                              "non-finite values are never written")
+    assert not (tmp_path / rundir.COMPLETIONS).exists() and not (tmp_path / rundir.CONFIG_HISTORY).exists()
+
+
+def test_damaged_completions_are_reported_and_skipped_when_a_reader_collects_problems(tmp_path):
+    rundir.append_completions(tmp_path, [completion(1, "train")])
+    with open(tmp_path / rundir.COMPLETIONS, "a") as fh:
+        fh.write("not json\n")
+    rundir.append_completions(tmp_path, [completion(2, "train")])
+    problems: list[str] = []
+    assert [r["step"] for r in rundir.read_completions(tmp_path, problems)] == [1, 2]
+    assert problems == [f"{tmp_path / rundir.COMPLETIONS}: line 2: not a JSON record"]
+    with pytest.raises(RunDirError, match="line 2: not a JSON record"):
+        rundir.read_completions(tmp_path)
+
+
+def test_the_first_settings_record_of_a_run_with_checkpoints_applies_from_step_0(tmp_path):
+    """A run directory from before the settings history (checkpoints, no config_history.jsonl): its first
+    record is the settings it started with, from step 0, not from its newest checkpoint."""
+    (tmp_path / "checkpoints" / "step-5").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "step-5" / "state.json").write_text("{}")
+    rundir.record_settings(tmp_path, {"seed": 1})
+    assert rundir.config_history(tmp_path) == [{"config": {"seed": 1}, "changed": [], "from_step": 0}]
