@@ -273,3 +273,95 @@ def test_an_answer_using_every_allowed_character_is_read_under_es_at_scale():
     numbers, answer = [1234567890, 1, 1, 1, 1], "(1234567890 + 1 - 1) * 1 / 1"
     assert set(answer) == set("0123456789+-*/() ")
     assert score(f"<answer>{answer}</answer>", numbers, 1234567890, style="plain", reward="es-at-scale-countdown") >= 1
+
+
+@pytest.mark.parametrize("numbers", [(5,), (3, 7), (2, 9), (4, 6), (3, 4, 7), (2, 3, 12), (1, 5, 6), (2, 8, 9)])
+def test_distinct_solutions_of_small_instances_match_brute_force_at_every_reachable_target(numbers):
+    """The brute-force property above on fixed instances of one to three distinct numbers (a second): for every
+    positive whole target the expressions reach (and one they do not), the solutions are the brute-force
+    ones grouped by symbolic equality, each scoring 1. Catches a wrong operand order, inverse or grouping
+    in the solver without the 6-7 s of the four-number examples."""
+    brute: dict[int, dict] = {}
+    for text, value, sym in all_expressions(numbers):
+        if value is not None and value > 0 and value.denominator == 1:
+            brute.setdefault(int(value), {}).setdefault(sympy.srepr(sympy.cancel(sym)), text)
+    unreachable = next(t for t in itertools.count(1) if t not in brute)
+    for target in sorted(brute) + [unreachable]:
+        found = distinct_solutions(list(numbers), target)
+        assert len(found) == len(brute.get(target, {})), (numbers, target, found)
+        assert all(score(text, list(numbers), target) == 1.0 for text in found), (numbers, target, found)
+
+
+def test_a_few_problems_are_drawn_the_same_for_a_seed_and_otherwise_for_another_with_their_instance_as_id():
+    """The fast form of the generator's properties above (a dozen problems, a second): the same (split, seed)
+    gives the same problems, another seed others; each id names its numbers and target; train and test never
+    share a number set."""
+    task = Countdown()
+    test = task.problems("test", 12, seed=3)
+    assert [(p.id, p.prompt, p.meta) for p in task.problems("test", 12, seed=3)] == [(p.id, p.prompt, p.meta) for p in test]
+    assert [p.id for p in task.problems("test", 12, seed=4)] != [p.id for p in test]
+    for p in test:
+        assert p.id == f"countdown/{','.join(map(str, p.meta['numbers']))}={p.meta['target']}"
+    train = task.problems("train", 12, seed=3)
+    assert not {tuple(sorted(p.meta["numbers"])) for p in train} & {tuple(sorted(p.meta["numbers"])) for p in test}
+
+
+def test_the_default_instances_are_the_documented_ones():
+    """The task's definition (the module docstring and docs/llm.md): 3 or 4 numbers in [1, 50], targets in
+    [1, 100], at least 3 distinct solutions. Every published test prompt is drawn from it."""
+    task = Countdown()
+    assert (task.min_numbers, task.max_numbers, task.max_number, task.max_target, task.min_solutions) == (3, 4, 50, 100, 3)
+    assert (task.format_reward, task.prompt_style, task.reward) == (0.0, "plain", "escov")
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(min_numbers=1, max_numbers=3), "need 2 <= min_numbers <= max_numbers <= 5, got 1, 3"),
+    (dict(min_numbers=4, max_numbers=3), "need 2 <= min_numbers <= max_numbers <= 5, got 4, 3"),
+    (dict(min_numbers=2, max_numbers=6), "need 2 <= min_numbers <= max_numbers <= 5, got 2, 6"),
+    (dict(max_number=0), "max_number and max_target must be >= 1, got 0, 100"),
+    (dict(max_target=0), "max_number and max_target must be >= 1, got 50, 0"),
+    (dict(min_solutions=0), "min_solutions must be >= 1, got 0"),
+    (dict(data_split="paper"), "data_split 'paper' needs a data file (data)"),
+    (dict(reward="es-at-scale-countdown", format_reward=0.25), "format_reward is part of the reward convention"),
+    (dict(fields={"question": "q"}), "fields: task 'countdown' reads"),
+])
+def test_each_bad_setting_is_refused_naming_it(settings, message):
+    with pytest.raises(ValueError) as err:
+        Countdown(**settings)
+    assert str(err.value).startswith(message), str(err.value)
+
+
+@pytest.mark.parametrize("settings", [dict(min_numbers=2, max_numbers=2), dict(min_numbers=3, max_numbers=3),
+                                      dict(min_numbers=5, max_numbers=5), dict(max_number=1, max_target=1),
+                                      dict(min_solutions=1)])
+def test_each_setting_at_its_edge_is_accepted(settings):
+    task = Countdown(**settings)
+    assert all(getattr(task, k) == v for k, v in settings.items())
+
+
+@pytest.mark.parametrize("target, where, message", [
+    (2.5, "target", "target must be an integer or a number written as a string, got 2.5"),
+    ("abc", "target", "target is not a number: 'abc'"),
+    ("1/0", "record 3: field 'target'", "record 3: field 'target' is not a number: '1/0'"),
+])
+def test_a_bad_target_is_refused_naming_where_it_came_from(target, where, message):
+    from llm.tasks.countdown import parse_target
+
+    with pytest.raises(ValueError) as err:
+        parse_target(target) if where == "target" else parse_target(target, where)
+    assert str(err.value) == message
+
+
+def test_a_target_below_one_is_read_as_the_simplest_fraction_within_the_tolerance():
+    from llm.tasks.countdown import parse_target
+
+    assert parse_target("0.3333333333333333") == Fraction(1, 3)
+    assert parse_target("-0.6666666666666666") == Fraction(-2, 3)
+    assert parse_target(" 7 ") == 7 and parse_target("2.5") == Fraction(5, 2)
+    with pytest.raises(ValueError) as err:
+        distinct_solutions([1, 2], 0)
+    assert str(err.value) == "target must be >= 1, got 0"
+    with pytest.raises(ValueError) as err:
+        distinct_solutions([], 3)
+    assert str(err.value) == "numbers must be a non-empty list of ints, got []"
+    assert distinct_solutions([5], 5) == ["5"] and distinct_solutions([5], 4) == []
