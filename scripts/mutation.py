@@ -105,6 +105,10 @@ def prepare(group: str) -> Path:
         # a mutant that makes its tests run 4 times as long as they do unmutated counts as caught (a
         # timeout): mutmut's default factor of 15 spent most of a run's time on mutants that loop
         "timeout_multiplier = 4.0",
+        # plus 5 s before the factor: mutmut's estimate counts the tests' calls only, not their session's setup
+        # (each mutant's tests run in a session of their own: the first use of a transformers model class
+        # imports it, 3-4 s), so at its 1 s a mutant whose tests load the tiny model timed out before they ran
+        "timeout_constant = 5.0",
         f"only_mutate = {toml_list(modules)}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
         f"pytest_add_cli_args = {toml_list(deselect)}",

@@ -335,3 +335,71 @@ def test_the_first_settings_record_of_a_run_with_checkpoints_applies_from_step_0
     (tmp_path / "checkpoints" / "step-5" / "state.json").write_text("{}")
     rundir.record_settings(tmp_path, {"seed": 1})
     assert rundir.config_history(tmp_path) == [{"config": {"seed": 1}, "changed": [], "from_step": 0}]
+
+
+# ----------------------------------------------------------------------------- a checkpoint's weights and optimizer state read back
+
+def _checkpoint(root, tensors: dict, optimizer=None, step: int = 2):
+    """checkpoints/step-N written by hand: trainer state, the given tensors, optionally optimizer.pt."""
+    import torch
+    from safetensors.torch import save_file
+
+    path = root / "checkpoints" / f"step-{step}"
+    path.mkdir(parents=True)
+    (path / rundir.TRAINER_STATE).write_text(json.dumps({"step": step, "elapsed": 1.5}))
+    save_file(tensors, str(path / rundir.WEIGHTS))
+    if optimizer is not None:
+        torch.save(optimizer, path / rundir.OPTIMIZER)
+    return path
+
+
+def test_tied_output_weights_are_read_from_the_embedding_and_untied_ones_from_their_own(tmp_path):
+    """A model that ties lm_head to the embedding stores the embedding once: lm_head.weight reads it. A model
+    with its own lm_head reads its own, never the embedding."""
+    import torch
+
+    embed, head = torch.arange(6.0).reshape(3, 2), -torch.arange(6.0).reshape(3, 2)
+    shapes = {"model.embed_tokens.weight": (3, 2), "lm_head.weight": (3, 2)}
+    tied = _checkpoint(tmp_path / "tied", {"model.embed_tokens.weight": embed})
+    weights, state, optimizer = rundir.load_checkpoint(tied, shapes, with_optimizer=False)
+    assert torch.equal(weights["lm_head.weight"], embed) and torch.equal(weights["model.embed_tokens.weight"], embed)
+    assert state == {"step": 2, "elapsed": 1.5} and optimizer is None
+    untied = _checkpoint(tmp_path / "untied", {"model.embed_tokens.weight": embed, "lm_head.weight": head})
+    weights, _, _ = rundir.load_checkpoint(untied, shapes, with_optimizer=False)
+    assert torch.equal(weights["lm_head.weight"], head) and torch.equal(weights["model.embed_tokens.weight"], embed)
+    lacking = _checkpoint(tmp_path / "lacking", {"lm_head.weight": head})
+    with pytest.raises(RunDirError) as err:
+        rundir.load_checkpoint(lacking, shapes, with_optimizer=False)
+    assert str(err.value) == f"{lacking / rundir.WEIGHTS}: lacks the weight model.embed_tokens.weight"
+
+
+def test_an_optimizer_state_is_a_dict_of_state_and_param_groups_else_named(tmp_path):
+    import torch
+
+    weight = {"w": torch.ones(2)}
+    good = {"state": {}, "param_groups": [{"lr": 0.1, "params": [0]}]}
+    path = _checkpoint(tmp_path / "good", weight, optimizer=good)
+    assert rundir.load_checkpoint(path, {"w": (2,)}, with_optimizer=True)[2] == good
+    wrong = _checkpoint(tmp_path / "wrong", weight, optimizer={"state": {}, "groups": []})
+    with pytest.raises(RunDirError) as err:
+        rundir.load_checkpoint(wrong, {"w": (2,)}, with_optimizer=True)
+    assert str(err.value) == (f"{wrong / rundir.OPTIMIZER}: not a torch optimizer state dict "
+                              "(expected keys 'state' and 'param_groups')")
+
+
+def test_an_unreadable_optimizer_state_names_the_file_and_the_first_line_of_the_loaders_error(tmp_path):
+    """The error torch.load raises on the same file (here, bytes that are no pickle), its type and the first
+    120 characters of its first line, in one line."""
+    import torch
+
+    path = _checkpoint(tmp_path, {"w": torch.ones(2)})
+    (path / rundir.OPTIMIZER).write_bytes(b"\x80\x02not a pickle at all" * 20)
+    try:
+        torch.load(path / rundir.OPTIMIZER, weights_only=True)
+    except Exception as err:  # what the loader itself says
+        cause = err
+    first = str(cause).splitlines()[0]
+    with pytest.raises(RunDirError) as err:
+        rundir.load_checkpoint(path, {"w": (2,)}, with_optimizer=True)
+    assert str(err.value) == f"{path / rundir.OPTIMIZER}: not a torch optimizer state ({type(cause).__name__}: {first[:120]})"
+    assert "\n" not in str(err.value)
