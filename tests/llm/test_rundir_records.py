@@ -332,7 +332,8 @@ def test_the_first_settings_record_of_a_run_with_checkpoints_applies_from_step_0
     """A run directory from before the settings history (checkpoints, no config_history.jsonl): its first
     record is the settings it started with, from step 0, not from its newest checkpoint."""
     (tmp_path / "checkpoints" / "step-5").mkdir(parents=True)
-    (tmp_path / "checkpoints" / "step-5" / "state.json").write_text("{}")
+    (tmp_path / "checkpoints" / "step-5" / rundir.TRAINER_STATE).write_text("{}")
+    assert rundir.checkpoint_steps(tmp_path)[0] == [5]
     rundir.record_settings(tmp_path, {"seed": 1})
     assert rundir.config_history(tmp_path) == [{"config": {"seed": 1}, "changed": [], "from_step": 0}]
 
@@ -403,3 +404,96 @@ def test_an_unreadable_optimizer_state_names_the_file_and_the_first_line_of_the_
         rundir.load_checkpoint(path, {"w": (2,)}, with_optimizer=True)
     assert str(err.value) == f"{path / rundir.OPTIMIZER}: not a torch optimizer state ({type(cause).__name__}: {first[:120]})"
     assert "\n" not in str(err.value)
+
+
+# ----------------------------------------------------------------------------- the reader over a run directory written by hand
+
+CONFIG = {"algo": "es", "task": "countdown", "seed": 3, "es": {"sigma": 0.01}, "schedule": {"total_steps": 3}}
+
+
+def _finished(run, steps=(1, 2, 3), config=CONFIG, final=True):
+    """A run directory as the trainer leaves it, written with the writer's own functions: settings, rows of
+    `steps` in that order, and eval.json with base (and final) evaluations."""
+    run.mkdir(parents=True, exist_ok=True)
+    rundir.write_config(run, config)
+    for step in steps:
+        rundir.append_step(run, ROW | {"step": step})
+    rundir.write_eval(run, {"base": EVALUATION} | ({"final": EVALUATION} if final else {}))
+    return run
+
+
+def test_a_whole_run_reads_back_with_no_problem(tmp_path):
+    from paper_checks.rundir import load_run
+
+    run = load_run(_finished(tmp_path / "es-s3"))
+    assert run.problems == [] and [r["step"] for r in run.metrics] == [1, 2, 3]
+    assert (run.name, run.algo, run.task, run.seed) == ("es-s3", "es", "countdown", 3)
+    assert run.eval == {"base": EVALUATION, "final": EVALUATION} and run.config == CONFIG
+    assert run.probe is None and run.curve is None
+
+
+@pytest.mark.parametrize("steps, final, expected", [
+    ((1, 2, 2, 3), True, ["steps written more than once: 2"]),
+    ((1, 3), True, ["steps missing: 2"]),
+    ((1, 2), True, ["steps missing: 3"]),                 # finished: every step of the run is due
+    ((1, 2), False, []),                                   # still training: rows so far
+    ((2, 1, 3), True, ["steps out of order"]),
+    ((1, 2, 3, 4), True, ["steps beyond the run's 3"]),
+    ((1, 1, 2, 2, 5), True, ["steps written more than once: 1-2", "steps missing: 3", "steps beyond the run's 3"]),
+])
+def test_the_reader_names_repeated_missing_unordered_and_extra_steps(tmp_path, steps, final, expected):
+    from paper_checks.rundir import load_run
+
+    run = load_run(_finished(tmp_path / "run", steps, final=final))
+    assert run.problems == [f"{tmp_path / 'run' / rundir.METRICS}: {p}" for p in expected]
+
+
+def test_the_reader_names_an_edited_config_settings_changed_mid_run_and_a_live_writer(tmp_path):
+    import socket
+
+    from paper_checks.rundir import load_run
+
+    run = _finished(tmp_path / "run")
+    rundir.write_json(run / rundir.CONFIG, CONFIG | {"seed": 4})  # edited by hand: no history record
+    (run / "checkpoints" / "step-2").mkdir(parents=True)
+    (run / "checkpoints" / "step-2" / rundir.TRAINER_STATE).write_text("{}")  # complete: its state is written last
+    rundir.record_settings(run, CONFIG | {"es": {"sigma": 0.02}, "out": "elsewhere"})  # a recorded change
+    lock = rundir.WriterLock(run)
+    lock.acquire()
+    try:
+        problems = load_run(run).problems
+    finally:
+        lock.release()
+    assert problems == [
+        f"{run / rundir.CONFIG}: differs from the settings the run ran with (edited by hand?): "
+        "es.sigma 0.02 -> 0.01, seed 3 -> 4",  # `out` may differ (a moved directory): not named
+        f"{run / rundir.CONFIG_HISTORY}: settings changed mid-run after step 2: es.sigma 0.01 -> 0.02",
+        f"{run / rundir.LOCK}: a run is still writing this directory (pid {os.getpid()} on {socket.gethostname()})"]
+    assert load_run(run).problems[-1].startswith(f"{run / rundir.CONFIG_HISTORY}")  # the lock released: no writer
+
+
+def test_damaged_files_are_named_and_skipped_and_a_run_without_config_is_refused(tmp_path):
+    from paper_checks.rundir import load_run, load_runs
+
+    run = _finished(tmp_path / "run")
+    with open(run / rundir.METRICS, "a") as fh:
+        fh.write("{not json\n")
+    (run / rundir.EVAL).write_text("[")
+    (run / rundir.CONFIG_HISTORY).write_text("nope\n")
+    problems = load_run(run).problems
+    assert f"{run / rundir.METRICS}: line 4: not a JSON record" in problems
+    assert any(p.startswith(f"{run / rundir.EVAL}:") for p in problems)
+    assert f"{run / rundir.CONFIG_HISTORY}: line 1: not a JSON record" in problems
+    with pytest.raises(RunDirError) as err:
+        load_run(tmp_path / "absent")
+    assert str(err.value) == f"run directory {tmp_path / 'absent'} does not exist or is not a directory"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RunDirError) as err:
+        load_run(tmp_path / "empty")
+    assert str(err.value).startswith(f"{tmp_path / 'empty' / rundir.CONFIG}: a run directory needs a readable config.json (")
+    runs, reported = load_runs([run, tmp_path / "empty"])
+    assert [r.name for r in runs] == ["run"] and reported[-1].startswith(f"{tmp_path / 'empty' / rundir.CONFIG}")
+    other = _finished(tmp_path / "math", config=CONFIG | {"task": "gsm8k"})
+    with pytest.raises(RunDirError) as err:
+        load_runs([run, other])
+    assert str(err.value) == "runs of different tasks cannot share one report: {'countdown': ['run'], 'gsm8k': ['math']}"
