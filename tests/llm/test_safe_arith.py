@@ -238,3 +238,24 @@ def test_join_text_at_each_precedence_boundary(op, left, right, expected):
     from llm.tasks.safe_arith import join_text
 
     assert join_text(op, *left, *right) == expected
+
+
+@pytest.mark.parametrize("hostile, message", [
+    (None, "expression must be a str, got NoneType"),
+    (b"1+2", "expression must be a str, got bytes"),
+    ("1+" * 200, f"expression longer than {MAX_CHARS} characters"),
+    ("   ", "expression is empty"),
+    ("1+x", "characters outside the whitelist: ['x']"),
+    ("1" * (MAX_LITERAL_DIGITS + 1), f"a literal has more than {MAX_LITERAL_DIGITS} digits"),
+    ("1+", "not an arithmetic expression: SyntaxError"),
+    ("+".join(["1"] * 40), f"more than {MAX_NODES} syntax nodes"),
+    ("2**3", "operator Pow is not allowed"),
+    ("-3", "syntax UnaryOp is not allowed (integers and + - * / only)"),
+    ("4/(2-2)", "division by zero"),
+    ("999999999999*999999999999", f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size"),
+])
+def test_each_refusal_says_why_in_one_line(hostile, message):
+    """What a rejected completion's log line says: the rule it broke."""
+    with pytest.raises(UnsafeExpression) as err:
+        evaluate_expression(hostile)
+    assert str(err.value) == message
