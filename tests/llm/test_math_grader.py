@@ -249,3 +249,34 @@ def test_an_answer_whose_comparison_raises_is_wrong(monkeypatch):
         raise ValueError("a comparison math-verify cannot make")
     monkeypatch.setattr(math_verify, "verify", raises)
     assert _parse_and_compare(["grade", "41", r"\boxed{41}"], {}) == [False, None]
+
+
+def test_parsing_and_comparing_leave_the_workers_timer_running():
+    """The worker bounds each answer with its own timer (ITIMER_REAL). math-verify's own time limits use
+    the same timer (signal.alarm) and cancel it when they return, so parse and verify must run without
+    them: after a gold is parsed and an answer graded, the caller's timer still runs."""
+    import signal
+
+    from llm.tasks.math_grader import _parse_and_compare
+
+    previous = signal.signal(signal.SIGALRM, lambda *args: None)
+    signal.setitimer(signal.ITIMER_REAL, 100.0)
+    try:
+        assert _parse_and_compare(["parse", r"\frac{3}{4}"], {}) == "3/4"
+        assert _parse_and_compare(["grade", "41", r"\boxed{41}"], {}) == [True, "41"]
+        remaining = signal.getitimer(signal.ITIMER_REAL)[0]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert 50.0 < remaining <= 100.0, remaining
+
+
+def test_an_answer_at_the_value_bound_is_compared_and_one_above_it_is_wrong(monkeypatch):
+    """The bound is inclusive: an answer whose numbers can reach exactly MAX_VALUE_BITS bits is compared
+    (1024 has 11 bits), one bit more is wrong before any comparison."""
+    from llm.tasks import math_grader
+
+    monkeypatch.setattr(math_grader, "MAX_VALUE_BITS", 11)
+    assert math_grader._parse_and_compare(["grade", "1024", r"\boxed{1024}"], {}) == [True, "1024"]
+    monkeypatch.setattr(math_grader, "MAX_VALUE_BITS", 10)
+    assert math_grader._parse_and_compare(["grade", "1024", r"\boxed{1024}"], {}) == [False, None]
