@@ -497,3 +497,52 @@ def test_damaged_files_are_named_and_skipped_and_a_run_without_config_is_refused
     with pytest.raises(RunDirError) as err:
         load_runs([run, other])
     assert str(err.value) == "runs of different tasks cannot share one report: {'countdown': ['run'], 'gsm8k': ['math']}"
+
+
+def _base_model_dir(root):
+    """A base model folder as a hub download leaves it: config and tokenizer files, sharded weights with their
+    index, .bin files, a subfolder."""
+    base = root / "base"
+    (base / "extra").mkdir(parents=True)
+    (base / "config.json").write_text(json.dumps({"model_type": "tiny", "torch_dtype": "bfloat16"}))
+    (base / "tokenizer.json").write_text("{}")
+    (base / "generation_config.json").write_text("{}")
+    for junk in ("model.safetensors.index.json", "model-00001-of-00002.safetensors", "pytorch_model.bin",
+                 "training_args.bin"):
+        (base / junk).write_text("the base's, not the checkpoint's")
+    return base
+
+
+def test_a_checkpoint_holds_the_bases_config_and_tokenizer_files_and_its_own_weights_only(tmp_path):
+    """Weights other than the checkpoint's own (the base's shards and their index, which from_pretrained
+    would read instead, .bin files) are never copied, nor are folders; the config says float32."""
+    import torch
+
+    path = rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0},
+                                  {"state": {}, "param_groups": []})
+    assert sorted(p.name for p in path.iterdir()) == sorted(["config.json", "tokenizer.json", "generation_config.json",
+                                                             rundir.WEIGHTS, rundir.TRAINER_STATE, rundir.OPTIMIZER])
+    assert json.loads((path / "config.json").read_text()) == {"model_type": "tiny", "torch_dtype": "float32"}
+    weights, state, optimizer = rundir.load_checkpoint(path, {"w": (2,)}, with_optimizer=True)
+    assert torch.equal(weights["w"], torch.ones(2)) and state == {"elapsed": 1.0, "step": 4}
+
+
+def test_a_checkpoint_replaces_the_temporary_folder_a_crashed_save_left(tmp_path):
+    import torch
+
+    leftover = tmp_path / "run" / "checkpoints" / ".tmp-step-4"
+    leftover.mkdir(parents=True)
+    (leftover / "model.safetensors").write_text("half written")
+    path = rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None)
+    assert not leftover.exists() and rundir.load_checkpoint(path, {"w": (2,)}, with_optimizer=False)[1]["step"] == 4
+
+
+def test_a_checkpoint_that_cannot_be_written_names_its_folder(tmp_path):
+    import torch
+
+    blocker = tmp_path / "run" / "checkpoints" / ".tmp-step-4"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("a file where the temporary folder goes")
+    with pytest.raises(RunDirError) as err:
+        rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None)
+    assert str(err.value) == f"{blocker}: cannot be written (File exists)"
