@@ -525,6 +525,18 @@ def test_a_checkpoint_holds_the_bases_config_and_tokenizer_files_and_its_own_wei
     assert json.loads((path / "config.json").read_text()) == {"model_type": "tiny", "torch_dtype": "float32"}
     weights, state, optimizer = rundir.load_checkpoint(path, {"w": (2,)}, with_optimizer=True)
     assert torch.equal(weights["w"], torch.ones(2)) and state == {"elapsed": 1.0, "step": 4}
+    from safetensors import safe_open
+
+    with safe_open(str(path / rundir.WEIGHTS), "pt") as fh:
+        assert fh.metadata() == {"format": "pt"}  # what transformers' loader requires of a safetensors file
+    newer = _base_model_dir(tmp_path / "newer")  # transformers >= 4.56 writes "dtype"
+    (newer / "config.json").write_text(json.dumps({"model_type": "tiny", "dtype": "bfloat16"}))
+    path = rundir.save_checkpoint(tmp_path / "run2", newer, 1, {"w": torch.ones(2)}, {"elapsed": 0.0}, None)
+    assert json.loads((path / "config.json").read_text()) == {"model_type": "tiny", "dtype": "float32"}
+    with pytest.raises(RunDirError) as err:
+        rundir.save_checkpoint(tmp_path / "run3", newer, 1, {"w": torch.ones(2)}, {}, None)
+    assert str(err.value) == (f"{tmp_path / 'run3' / 'checkpoints' / '.tmp-step-1' / rundir.TRAINER_STATE}: "
+                              "TrainerState lacks the field 'elapsed'")
 
 
 def test_a_checkpoint_replaces_the_temporary_folder_a_crashed_save_left(tmp_path):
