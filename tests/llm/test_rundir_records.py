@@ -558,3 +558,35 @@ def test_a_checkpoint_that_cannot_be_written_names_its_folder(tmp_path):
     with pytest.raises(RunDirError) as err:
         rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None)
     assert str(err.value) == f"{blocker}: cannot be written (File exists)"
+
+
+def test_setting_changes_name_settings_on_one_side_only_and_skip_the_schedule_the_trainer_derives():
+    """A setting added or dropped counts as changed (its missing side None); `schedule.*` is what the trainer
+    derives from the other settings (llm/schedules.py), not a setting, and is never compared; `ignore` skips names."""
+    recorded = {"seed": 1, "es": {"sigma": 0.01}, "schedule": {"total_steps": 3}}
+    current = {"seed": 1, "es": {"sigma": 0.01, "alpha": 0.005}, "schedule": {"total_steps": 5}, "out": "b"}
+    assert rundir.setting_changes(recorded, current) == [("es.alpha", None, 0.005), ("out", None, "b")]
+    assert rundir.setting_changes(current, recorded, ignore=("out",)) == [("es.alpha", 0.005, None)]
+
+
+def test_a_checkpoint_missing_a_weight_other_than_the_output_layer_is_named_even_with_an_embedding_stored(tmp_path):
+    """Only lm_head.weight may be read from the embedding (a tied output layer); any other missing weight is
+    an error, though a tensor of its shape is stored under another name."""
+    import torch
+
+    path = _checkpoint(tmp_path, {"model.embed_tokens.weight": torch.ones(3, 2)})
+    with pytest.raises(RunDirError) as err:
+        rundir.load_checkpoint(path, {"model.embed_tokens.weight": (3, 2), "model.norm.weight": (3, 2)}, with_optimizer=False)
+    assert str(err.value) == f"{path / rundir.WEIGHTS}: lacks the weight model.norm.weight"
+
+
+def test_a_checkpoint_replaces_an_incomplete_folder_of_its_step(tmp_path):
+    """A step-N folder without its trainer state is not a checkpoint (a folder copied in by hand, say): saving
+    step N replaces it."""
+    import torch
+
+    stale = tmp_path / "run" / "checkpoints" / "step-4"
+    stale.mkdir(parents=True)
+    (stale / "notes.txt").write_text("not a checkpoint")
+    path = rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None)
+    assert path == stale and not (path / "notes.txt").exists() and (path / rundir.TRAINER_STATE).exists()
