@@ -154,12 +154,15 @@ def test_canonical_key_equality_is_symbolic_equality(pair):
 @pytest.mark.parametrize("a, b", [
     ("2+3", "3+2"), ("2-(3-5)", "2+5-3"), ("(2-3)*(5-7)", "(3-2)*(7-5)"), ("2/(3/5)", "2*5/3"),
     ("(2-3)/(5-7)", "(3-2)/(7-5)"), ("2*(3+5)", "(5+3)*2"),
+    ("(2-3)*5+7", "7-(3-2)*5"), ("2*3+5", "5+3*2"), ("(2-3)*(5-7)+11", "11+(3-2)*(7-5)"), ("7-(2-3)/5", "(3-2)/5+7"),
 ])
 def test_known_rewrites_share_a_key(a, b):
     assert canonical_form(a) == canonical_form(b)
 
 
-@pytest.mark.parametrize("a, b", [("5-3", "3-5"), ("2*(3+5)", "2*3+5"), ("2/3", "3/2"), ("(2-3)*5", "(3-2)*5")])
+@pytest.mark.parametrize("a, b", [("5-3", "3-5"), ("2*(3+5)", "2*3+5"), ("2/3", "3/2"), ("(2-3)*5", "(3-2)*5"),
+                                  ("(2-3)*5+7", "(3-2)*5+7"), ("2*3+5", "5-2*3"), ("2*3*5+7", "7-2*3*5"),
+                                  ("(2-3)/5-7", "(3-2)/5-7")])
 def test_different_functions_have_different_keys(a, b):
     assert canonical_form(a) != canonical_form(b)
 
@@ -259,3 +262,22 @@ def test_each_refusal_says_why_in_one_line(hostile, message):
     with pytest.raises(UnsafeExpression) as err:
         evaluate_expression(hostile)
     assert str(err.value) == message
+
+
+def test_canonical_forms_of_every_three_literal_expression_partition_them_as_their_symbolic_values():
+    """Exhaustive where the property above samples: every read-once expression over 2, 3 and 5 (each order,
+    both tree shapes, all 16 operator pairs: 192 expressions) gets the same key as another exactly when the two
+    are the same rational function of their literals."""
+    import itertools
+
+    texts, functions = [], []
+    for a, b, c in itertools.permutations((2, 3, 5)):
+        for op1, op2 in itertools.product(OPS, repeat=2):
+            for tree in ((op2, (op1, a, b), c), (op1, a, (op2, b, c))):
+                texts.append(text(tree))
+                functions.append(sympy.cancel(symbolic(tree)))
+    by_key, by_function = {}, {}
+    for t, f in zip(texts, functions):
+        by_key.setdefault(canonical_form(t), set()).add(t)
+        by_function.setdefault(sympy.srepr(f), set()).add(t)  # cancel's p/q is one normal form per function
+    assert sorted(map(sorted, by_key.values())) == sorted(map(sorted, by_function.values()))
