@@ -270,7 +270,7 @@ def _full_disk_at(path) -> None:
     path.symlink_to("/dev/full")
 
 
-@pytest.mark.parametrize("writer", ["completions", "keep_steps", "keep_completions"])
+@pytest.mark.parametrize("writer", ["completions", "keep_steps", "keep_completions", "json"])
 def test_each_writer_on_a_full_disk_is_a_one_line_error_naming_its_file_and_keeps_the_old_file(tmp_path, writer):
     """Appends (completions, settings history) and rewrites (metrics and completions kept through a step, via a
     temporary file) on a full disk: RunDirError naming the file written, and a rewritten file left as it was."""
@@ -282,8 +282,9 @@ def test_each_writer_on_a_full_disk_is_a_one_line_error_naming_its_file_and_keep
         "completions": (rundir.COMPLETIONS, lambda: rundir.append_completions(tmp_path, [completion(3, "train")])),
         "keep_steps": (rundir.METRICS, lambda: rundir.keep_steps(tmp_path, 1)),
         "keep_completions": (rundir.COMPLETIONS, lambda: rundir.keep_completions(tmp_path, 1)),
+        "json": (rundir.METRICS, lambda: rundir.write_json(tmp_path / rundir.METRICS, {"a": 1})),
     }[writer]
-    rewrite = writer.startswith("keep")
+    rewrite = writer.startswith("keep") or writer == "json"
     _full_disk_at(tmp_path / (target + ".tmp" if rewrite else target))
     with pytest.raises(RunDirError) as err:
         call()
@@ -491,8 +492,8 @@ def test_damaged_files_are_named_and_skipped_and_a_run_without_config_is_refused
     with pytest.raises(RunDirError) as err:
         load_run(tmp_path / "empty")
     assert str(err.value).startswith(f"{tmp_path / 'empty' / rundir.CONFIG}: a run directory needs a readable config.json (")
-    runs, reported = load_runs([run, tmp_path / "empty"])
-    assert [r.name for r in runs] == ["run"] and reported[-1].startswith(f"{tmp_path / 'empty' / rundir.CONFIG}")
+    runs, reported = load_runs([tmp_path / "empty", run])  # an unusable run first: the next is still read
+    assert [r.name for r in runs] == ["run"] and reported[0].startswith(f"{tmp_path / 'empty' / rundir.CONFIG}")
     other = _finished(tmp_path / "math", config=CONFIG | {"task": "gsm8k"})
     with pytest.raises(RunDirError) as err:
         load_runs([run, other])
@@ -590,3 +591,31 @@ def test_a_checkpoint_replaces_an_incomplete_folder_of_its_step(tmp_path):
     (stale / "notes.txt").write_text("not a checkpoint")
     path = rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None)
     assert path == stale and not (path / "notes.txt").exists() and (path / rundir.TRAINER_STATE).exists()
+
+
+@pytest.mark.parametrize("part, record, message", [
+    ("heldout", {"final": EVALUATION | {"n": "four"}}, "heldout.final: field 'n' must be int, got 'four'"),
+    ("heldout", {"final": {k: v for k, v in EVALUATION.items() if k != "seed"}}, "heldout.final: Evaluation lacks the field 'seed'"),
+    ("thresholded", [{"keep_percent": 50.0, "sparsity_percent": 50.0, "pass_at_1": 0.1}, {"keep_percent": 50.0}],
+     "thresholded[1]: Thresholded lacks the field 'sparsity_percent'"),
+    ("thresholded", [{"keep_percent": "half", "sparsity_percent": 50.0, "pass_at_1": 0.1}],
+     "thresholded[0]: field 'keep_percent' must be float, got 'half'"),
+])
+def test_an_eval_files_heldout_and_thresholded_records_are_checked_naming_the_record(tmp_path, part, record, message):
+    """A reader that asks for complete records (no problems list) gets a RunDirError naming the file and the
+    record; a reader that collects problems gets it reported, and incomplete records pass (older runs)."""
+    (tmp_path / rundir.EVAL).write_text(json.dumps({"base": EVALUATION, part: record}))
+    with pytest.raises(RunDirError) as err:
+        rundir.read_eval(tmp_path)
+    assert str(err.value) == f"{tmp_path / rundir.EVAL}: {message}"
+    problems: list[str] = []
+    rundir.read_eval(tmp_path, problems)
+    assert problems == ([] if "lacks" in message else [f"{tmp_path / rundir.EVAL}: {message}"])
+
+
+def test_an_eval_file_whose_evaluation_lacks_a_field_is_refused_unless_problems_are_collected(tmp_path):
+    incomplete = {k: v for k, v in EVALUATION.items() if k != "seconds"}
+    (tmp_path / rundir.EVAL).write_text(json.dumps({"final": incomplete}))
+    with pytest.raises(RunDirError, match="final: Evaluation lacks the field 'seconds'"):
+        rundir.read_eval(tmp_path)
+    assert rundir.read_eval(tmp_path, []) == {"final": incomplete}
