@@ -76,11 +76,11 @@ def test_a_separate_engine_receives_the_updated_weights(tiny_model_dir):
         assert torch.equal(live[n].detach(), p.detach().to(torch.bfloat16)), n
 
 
-@pytest.mark.parametrize("micro_batch_size, loss_type", [(64, "grpo"), (5, "bnpo")])
-def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_model_dir, micro_batch_size, loss_type):
+@pytest.mark.parametrize("micro_batch_size, loss_type, scale", [(64, "grpo", True), (5, "bnpo", True), (64, "grpo", False)])
+def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_model_dir, micro_batch_size, loss_type, scale):
     """One on-policy step (mu = 1, so every ratio is 1 and nothing is clipped), written out here: per token
     l_t = -ratio_t A_i + beta k3_t (ratio_t = pi / pi_old = 1 in value, d ratio_t = d log pi_t) with k3_t = exp(ref_t - lp_t) - (ref_t - lp_t) - 1, A_i = (r_i - mean) / (std + 1e-4)
-    in each group; loss = mean over completions of the mean over their tokens ("grpo") or the mean over all
+    in each group (r_i - mean without scale_rewards); loss = mean over completions of the mean over their tokens ("grpo") or the mean over all
     tokens ("bnpo"); kl = mean k3 per token. The update is AdamW's first step on the gradient g of that loss
     clipped to max_grad_norm: theta (1 - lr wd) - lr g_c / (|g_c| + 1e-8). Micro-batches change none of it."""
     import copy
@@ -95,7 +95,7 @@ def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_m
     task = starts_with_digit()
     lr, beta, wd, max_norm, groups = 2e-3, 0.04, 0.1, 0.5, 6  # lr unlike AdamW's default (1e-3)
     cfg = GRPOConfig(num_generations=groups, learning_rate=lr, beta=beta, weight_decay=wd, max_grad_norm=max_norm,
-                     micro_batch_size=micro_batch_size, loss_type=loss_type)
+                     micro_batch_size=micro_batch_size, loss_type=loss_type, scale_rewards=scale)
     cfg.validate()
     grpo = GRPO(cfg, engine, task, engine.model, reference, engine.prompt_token_ids, temperature=1.0,
                 max_new_tokens=5, seed=0, pad_id=engine.tokenizer.pad_token_id)
@@ -105,7 +105,9 @@ def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_m
     assert 0.0 < out.seconds <= time.perf_counter() - start  # the step's own wall time
 
     rewards = np.asarray(out.rollouts.rewards, dtype=float)                      # [prompts, groups]
-    adv = (rewards - rewards.mean(1, keepdims=True)) / (rewards.std(1, keepdims=True) + 1e-4)
+    adv = rewards - rewards.mean(1, keepdims=True)
+    if scale:  # scale_rewards: divided by the group's population std (+ 1e-4)
+        adv = adv / (rewards.std(1, keepdims=True) + 1e-4)
     assert np.abs(adv).max() > 0, "the test needs a group with both rewards"
     p_ids = [engine.prompt_token_ids(p.prompt) for p in problems for _ in range(groups)]
     c_ids = [c.token_ids for row in out.rollouts.completions for c in row]
