@@ -225,9 +225,32 @@ def test_later_inner_iterations_are_off_policy_and_clipped(tiny_model_dir):
     policy, which the first step moved: with a large step and a narrow clip some tokens are clipped. With
     mu = 1 every ratio is exactly 1 and none is (the sampling policy is the policy)."""
     clipped = {}
-    for mu in (1, 2):
+    for mu, micro in ((1, 64), (2, 64), (2, 5)):
         engine = HFEngine(tiny_model_dir)
         task = starts_with_digit()
-        grpo = _grpo(engine, engine.model, task, learning_rate=3e-2, num_iterations=mu, epsilon=0.01)
-        clipped[mu] = grpo.step(task.problems("train", 6, seed=1), step=0).clip_fraction
-    assert clipped[1] == 0.0 and 0.0 < clipped[2] <= 1.0, clipped  # a share of the batch's completion tokens
+        grpo = _grpo(engine, engine.model, task, learning_rate=3e-2, num_iterations=mu, epsilon=0.01,
+                     micro_batch_size=micro)
+        clipped[mu, micro] = grpo.step(task.problems("train", 6, seed=1), step=0).clip_fraction
+        assert not engine.model.training  # the training forward is the sampling policy: no dropout
+    assert clipped[1, 64] == 0.0 and 0.0 < clipped[2, 64] <= 1.0, clipped  # a share of the batch's completion tokens
+    assert clipped[2, 5] == pytest.approx(clipped[2, 64], abs=1e-9)  # counted over every micro-batch, not the last
+
+
+def test_a_non_finite_loss_or_weight_stops_the_step_naming_it(tiny_model_dir):
+    """A reference whose log-probabilities are NaN makes the KL term, so the loss, NaN: the step stops before
+    its update. A step so large that the updated weights overflow float32 stops after it, naming a weight."""
+    engine = HFEngine(tiny_model_dir)
+    task = starts_with_digit()
+    grpo = _grpo(engine, engine.model, task, beta=0.04, learning_rate=1e-3)
+    with torch.no_grad():
+        for p in grpo.reference.parameters():
+            p.fill_(float("nan"))
+    with pytest.raises(NonFiniteError, match=r"^step 5: GRPO loss is not finite \(nan\)$"):
+        grpo.step(task.problems("train", 6, seed=1), step=5)
+    assert grpo.state_is_intact()
+    engine = HFEngine(tiny_model_dir)
+    # AdamW's first step: theta (1 - lr wd) - lr g / (|g| + 1e-8); at lr 3e37 and wd 10 (1 - lr wd = -3e38, still a
+    # float32, as lr / (1 - beta1) is) every weight of size 1.2 or more overflows
+    grpo = _grpo(engine, engine.model, task, learning_rate=3e37, weight_decay=10.0)
+    with pytest.raises(NonFiniteError, match=r"^step 2: weight \S+ is not finite after the GRPO update$"):
+        grpo.step(task.problems("train", 6, seed=1), step=2)
