@@ -619,3 +619,45 @@ def test_an_eval_file_whose_evaluation_lacks_a_field_is_refused_unless_problems_
     with pytest.raises(RunDirError, match="final: Evaluation lacks the field 'seconds'"):
         rundir.read_eval(tmp_path)
     assert rundir.read_eval(tmp_path, []) == {"final": incomplete}
+
+
+def test_the_reader_reads_probe_and_curve_and_reports_their_damage_without_raising(tmp_path):
+    from paper_checks.rundir import load_run
+
+    run = _finished(tmp_path / "run")
+    point = {"step": 2, "sampled": EVALUATION, "greedy": EVALUATION | {"n": 1}}
+    rundir.record_curve_point(run, point)
+    rundir.record_probe(run, probe(2))
+    loaded = load_run(run)
+    assert loaded.curve == [point] and loaded.probe == {"measurements": [probe(2)]} and loaded.problems == []
+    (run / rundir.PROBE).write_text("{")
+    (run / rundir.CURVE).write_text(json.dumps({"points": [point, {"step": "three"}]}))
+    loaded = load_run(run)
+    assert loaded.probe is None and loaded.curve == [point]
+    assert loaded.problems[0].startswith(f"{run / rundir.PROBE}: not valid JSON")
+    assert loaded.problems[1] == f"{run / rundir.CURVE}: points[1]: field 'step' must be int, got 'three'"
+
+
+def test_an_older_runs_population_json_is_its_probe_unless_probe_json_exists(tmp_path):
+    legacy = {"measurements": [probe(1)]}
+    (tmp_path / rundir.LEGACY_PROBE).write_text(json.dumps(legacy))
+    assert rundir.probe_path(tmp_path) == tmp_path / rundir.LEGACY_PROBE and rundir.read_probe(tmp_path) == legacy
+    (tmp_path / rundir.PROBE).write_text(json.dumps({"measurements": [probe(2)]}))
+    assert rundir.probe_path(tmp_path) == tmp_path / rundir.PROBE
+    assert rundir.probe_path(tmp_path / "elsewhere") == tmp_path / "elsewhere" / rundir.PROBE  # neither: the new name
+
+
+def test_the_reader_names_every_setting_changed_mid_run_and_an_unreadable_writers_record(tmp_path):
+    from paper_checks.rundir import load_run
+
+    run = _finished(tmp_path / "run", config=CONFIG | {"schedule": "not a table"})  # a hand-edited schedule: no total
+    rundir.record_settings(run, CONFIG | {"schedule": "not a table", "seed": 4, "es": {"sigma": 0.02}})
+    lock = rundir.WriterLock(run)
+    lock.acquire()
+    (run / rundir.LOCK).write_text("")  # the writer's record lost; its flock still held
+    try:
+        problems = load_run(run).problems
+    finally:
+        lock.release()
+    assert problems[-2].endswith("settings changed mid-run after step 0: es.sigma 0.01 -> 0.02, seed 3 -> 4")
+    assert problems[-1] == f"{run / rundir.LOCK}: a run is still writing this directory (pid ? on ?)"
