@@ -661,3 +661,31 @@ def test_the_reader_names_every_setting_changed_mid_run_and_an_unreadable_writer
         lock.release()
     assert problems[-2].endswith("settings changed mid-run after step 0: es.sigma 0.01 -> 0.02, seed 3 -> 4")
     assert problems[-1] == f"{run / rundir.LOCK}: a run is still writing this directory (pid ? on ?)"
+
+
+def test_step_problems_of_no_rows_and_of_rows_from_step_2():
+    assert rundir.step_problems([]) == [] and rundir.step_problems([], through=2) == ["steps missing: 1-2"]
+    assert rundir.step_problems([2, 3]) == ["steps missing: 1"]
+
+
+@pytest.mark.parametrize("reader, name, key", [(rundir.read_probe, rundir.PROBE, "measurements"),
+                                               (rundir.read_curve, rundir.CURVE, "points")])
+def test_a_record_list_file_is_checked_record_by_record_complete_only_without_a_problems_list(tmp_path, reader, name, key):
+    path = tmp_path / name
+    path.write_text(json.dumps([1, 2]))
+    with pytest.raises(RunDirError) as err:
+        reader(tmp_path)
+    assert str(err.value) == f'{path}: expected {{"{key}": [...]}}'
+    problems: list[str] = []
+    assert reader(tmp_path, problems) is None and problems == [f'{path}: expected {{"{key}": [...]}}']
+    path.write_text(json.dumps({key: [{"step": 1}]}))  # a record lacking fields: an older run's, say
+    with pytest.raises(RunDirError) as err:
+        reader(tmp_path)
+    assert str(err.value).startswith(f"{path}: {key}[0]: ") and "lacks the field" in str(err.value)
+    problems = []
+    kept = reader(tmp_path, problems)
+    assert problems == [] and (kept == [{"step": 1}] if key == "points" else kept == {key: [{"step": 1}]})
+    path.write_text(json.dumps({key: [{"step": "one"}]}))
+    problems = []
+    reader(tmp_path, problems)
+    assert problems == [f"{path}: {key}[0]: field 'step' must be int, got 'one'"]
