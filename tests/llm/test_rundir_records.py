@@ -689,3 +689,34 @@ def test_a_record_list_file_is_checked_record_by_record_complete_only_without_a_
     problems = []
     reader(tmp_path, problems)
     assert problems == [f"{path}: {key}[0]: field 'step' must be int, got 'one'"]
+
+
+def test_metrics_rows_blank_lines_a_cut_off_last_line_missing_fields_and_a_missing_file(tmp_path):
+    """A blank line is skipped and the rows after it read; a last line without its newline (a write cut off
+    by a kill) is dropped and reported; a row lacking a field is refused unless problems are collected (older
+    runs); a missing file is no rows, reported as missing when problems are collected."""
+    problems: list[str] = []
+    assert rundir.read_steps(tmp_path) == [] and rundir.read_steps(tmp_path, problems) == []
+    assert problems == [f"{tmp_path / rundir.METRICS}: missing"]
+    path = tmp_path / rundir.METRICS
+    path.write_text(json.dumps(ROW) + "\n\n" + json.dumps(ROW | {"step": 2}) + "\n" + '{"step": 3, "pha')
+    problems = []
+    assert [r["step"] for r in rundir.read_steps(tmp_path, problems)] == [1, 2]
+    assert problems == [f"{path}: last line cut off; that row is skipped"]
+    assert [r["step"] for r in rundir.read_steps(tmp_path)] == [1, 2]
+    partial = {k: v for k, v in ROW.items() if k != "entropy"}
+    path.write_text(json.dumps(partial) + "\n")
+    with pytest.raises(RunDirError, match=r"line 1: StepMetrics lacks the field 'entropy'"):
+        rundir.read_steps(tmp_path)
+    assert rundir.read_steps(tmp_path, []) == [partial]
+
+
+def test_a_record_that_is_not_an_object_and_a_non_finite_top_level_value_are_named():
+    from theory.errors import NonFiniteError
+
+    with pytest.raises(RunDirError) as err:
+        rundir.check_record(rundir.StepMetrics, [1, 2], "metrics.jsonl: line 4")
+    assert str(err.value) == "metrics.jsonl: line 4: expected a JSON object (StepMetrics), got list"
+    with pytest.raises(NonFiniteError) as err:
+        rundir.dumps(float("inf"), "eval.json")
+    assert str(err.value) == "eval.json: field (top level) is inf; non-finite values are never written"
