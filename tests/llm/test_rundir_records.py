@@ -720,3 +720,15 @@ def test_a_record_that_is_not_an_object_and_a_non_finite_top_level_value_are_nam
     with pytest.raises(NonFiniteError) as err:
         rundir.dumps(float("inf"), "eval.json")
     assert str(err.value) == "eval.json: field (top level) is inf; non-finite values are never written"
+
+
+def test_a_bool_is_no_number_a_missing_config_and_a_missing_eval_file_are_named(tmp_path):
+    with pytest.raises(RunDirError) as err:
+        rundir.check_record(rundir.StepMetrics, ROW | {"step": True}, "row")
+    assert str(err.value) == "row: field 'step' must be int, got True"  # json's true is not a step number
+    with pytest.raises(RunDirError) as err:
+        rundir.read_config(tmp_path)
+    assert str(err.value) == f"{tmp_path / rundir.CONFIG}: missing (not a run directory)"
+    problems: list[str] = []
+    assert rundir.read_eval(tmp_path) is None and rundir.read_eval(tmp_path, problems) is None
+    assert problems == [f"{tmp_path / rundir.EVAL}: missing"]
