@@ -732,3 +732,18 @@ def test_a_bool_is_no_number_a_missing_config_and_a_missing_eval_file_are_named(
     problems: list[str] = []
     assert rundir.read_eval(tmp_path) is None and rundir.read_eval(tmp_path, problems) is None
     assert problems == [f"{tmp_path / rundir.EVAL}: missing"]
+
+
+def test_the_lock_as_a_context_leaves_nothing_in_an_empty_directory_and_notes_a_dead_holder(tmp_path, capsys):
+    """`with WriterLock(run)` (how llm train holds its directory): a run that wrote nothing leaves no lock file;
+    one that wrote keeps it, emptied; a dead holder's record is noted on stderr in one line and taken over."""
+    with rundir.WriterLock(tmp_path / ".") as lock:
+        assert lock.fd is not None and rundir.in_use(tmp_path)["pid"] == os.getpid()
+    assert not (tmp_path / rundir.LOCK).exists() and rundir.in_use(tmp_path) is None
+    dead = {"pid": 999999, "host": "elsewhere", "since": "2026-01-01T00:00:00+0000"}
+    (tmp_path / rundir.LOCK).write_text(json.dumps(dead))
+    with rundir.WriterLock(tmp_path):
+        (tmp_path / "metrics.jsonl").write_text("")
+    assert (tmp_path / rundir.LOCK).read_bytes() == b""
+    assert capsys.readouterr().err == (f"note: {tmp_path / rundir.LOCK} was left by pid 999999 on elsewhere, which no "
+                                       "longer holds it (a crashed run); taken over\n")
