@@ -740,6 +740,8 @@ def test_the_lock_as_a_context_leaves_nothing_in_an_empty_directory_and_notes_a_
     with rundir.WriterLock(tmp_path / ".") as lock:
         assert lock.fd is not None and rundir.in_use(tmp_path)["pid"] == os.getpid()
     assert not (tmp_path / rundir.LOCK).exists() and rundir.in_use(tmp_path) is None
+    with rundir.WriterLock(tmp_path):
+        (tmp_path / rundir.LOCK).unlink()  # removed by hand while held: leaving is still quiet
     dead = {"pid": 999999, "host": "elsewhere", "since": "2026-01-01T00:00:00+0000"}
     (tmp_path / rundir.LOCK).write_text(json.dumps(dead))
     with rundir.WriterLock(tmp_path):
