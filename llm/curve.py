@@ -1,11 +1,12 @@
 """Checkpoints evaluated along training: the data of the Pass@1-Pass@K frontier.
 
     python -m llm curve RUN_DIR [--points 8] [--samples 32] [--temperature 0.6] [--problems 64]
-                                [--resolution 0.06] [--max_points 40]
+                                [--resolution 0.06] [--max_points 40] [--split test|train]
 
 For a finished (or partial) run directory, the base model (step 0) and checkpoints are each
 evaluated on the same test prompts as the run's final evaluation (llm/train.py EVAL_PROBLEM_SEED),
-twice:
+or with `--split train` on prompts of the training split (drawn with TRAIN_CURVE_SEED, never a test
+prompt: what a sweep that chooses settings reads), twice:
 
     sampled   `samples` completions per prompt at `temperature` (the paper: 32 at T = 0.6):
               Pass@1, Pass@16, Pass@32, the share of prompts with no correct sample, token entropy
@@ -42,6 +43,10 @@ from theory.matched import RESOLUTION
 POINTS, SAMPLES, TEMPERATURE = 8, 32, 0.6   # the paper's Pass@32 at T = 0.6
 MAX_POINTS = 40                             # curve points at most, the base and refinements included
 KS = (1, 16, 32)
+SPLITS = ("test", "train")
+# the training-split prompts of a `--split train` curve: another draw than any run's training pool of seed 0-9
+# (llm/train.py draws it with the run's seed); a generated task's train split is large, so they rarely meet
+TRAIN_CURVE_SEED = 1_000_003
 
 
 def curve_steps(checkpoints: list[int], points: int) -> list[int]:
@@ -84,16 +89,18 @@ def layout(checkpoints: list[int], pass1_at: Callable[[int], float], *, points: 
     return sorted(measured)
 
 
-def _same_settings(point: dict, n_problems: int, samples: int, temperature: float) -> bool:
+def _same_settings(point: dict, n_problems: int, samples: int, temperature: float, split: str) -> bool:
     s = point["sampled"]
-    return s["num_problems"] == n_problems and s["n"] == samples and s["temperature"] == temperature
+    return (s["num_problems"] == n_problems and s["n"] == samples and s["temperature"] == temperature
+            and point.get("split", "test") == split)
 
 
 def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, temperature: float = TEMPERATURE,
                    n_problems: int | None = None, resolution: float = RESOLUTION, max_points: int = MAX_POINTS,
-                   progress: bool = False) -> list[dict]:
+                   split: str = "test", progress: bool = False) -> list[dict]:
     """Measure the curve points of run_dir's layout that are not in its curve.json yet, drop the points
-    outside the layout; returns the layout's points in step order."""
+    outside the layout; returns the layout's points in step order. split: "test" (the run's test prompts) or
+    "train" (training-split prompts drawn with TRAIN_CURVE_SEED)."""
     from llm.config import load_config
     from llm.engines import make_engine
     from llm.evaluate import evaluate
@@ -105,10 +112,13 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     torch.set_num_threads(cfg.threads)
     if samples < max(KS):
         raise ValueError(f"samples must be >= {max(KS)} (Pass@{max(KS)}), got {samples}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     task = cfg.make_task()  # the run's own data, split, prompt style and reward
     n_problems = cfg.eval_problems if n_problems is None else n_problems
-    problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
-    done = {p["step"]: p for p in rundir.read_curve(run_dir) or [] if _same_settings(p, n_problems, samples, temperature)}
+    problems = task.problems(split, n_problems, seed=EVAL_PROBLEM_SEED if split == "test" else TRAIN_CURVE_SEED)
+    done = {p["step"]: p for p in rundir.read_curve(run_dir) or []
+            if _same_settings(p, n_problems, samples, temperature, split)}
     checkpoints, _ = rundir.checkpoint_steps(run_dir)
     trackers = []   # the run's tracker, opened at the first point measured
 
@@ -121,6 +131,8 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
             point = {"step": step,
                      "sampled": evaluate(engine, task, problems, n=samples, ks=list(KS), temperature=temperature, **common),
                      "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common)}
+            if split != "test":  # a test curve's record stays as it was
+                point["split"] = split
             rundir.record_curve_point(run_dir, point)
             if not trackers:
                 trackers.append(open_tracker(cfg.report_to, run_dir, cfg.to_dict()))
@@ -153,6 +165,9 @@ def add_arguments(parser) -> None:
                              f"(default: {RESOLUTION})")
     parser.add_argument("--max_points", "--max-points", dest="max_points", type=int, default=MAX_POINTS, metavar="N",
                         help=f"curve points at most, the base included (default: {MAX_POINTS})")
+    parser.add_argument("--split", choices=SPLITS, default="test",
+                        help="the run's test prompts (default), or prompts of the training split (for a sweep that "
+                             "chooses settings without looking at the test prompts)")
 
 
 def run_command(args) -> int:
@@ -160,7 +175,7 @@ def run_command(args) -> int:
 
     pts = evaluate_curve(args.run_dir, points=args.points, samples=args.samples, temperature=args.temperature,
                          n_problems=args.problems, resolution=args.resolution, max_points=args.max_points,
-                         progress=progress_enabled(args.no_progress))
+                         split=args.split, progress=progress_enabled(args.no_progress))
     for p in pts:
         s = p["sampled"]
         print(f"step {p['step']:5d}  Pass@1 {s['pass_at_k']['1']:.3f}  Pass@32 {s['pass_at_k']['32']:.3f}  "

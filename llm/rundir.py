@@ -157,12 +157,17 @@ class ProbeMeasurement(TypedDict):
     per_prompt: list
 
 
-class CurvePoint(TypedDict):
-    """One checkpoint evaluated along training (llm/curve.py): `sampled` at the curve's temperature
-    with its samples per prompt, `greedy` at temperature 0 (one sample), on the same test prompts."""
+class _CurvePointCore(TypedDict):
     step: int
     sampled: Evaluation
     greedy: Evaluation
+
+
+class CurvePoint(_CurvePointCore, total=False):
+    """One checkpoint evaluated along training (llm/curve.py): `sampled` at the curve's temperature
+    with its samples per prompt, `greedy` at temperature 0 (one sample), on the same prompts: the test
+    prompts, or (split "train") prompts of the training split, for choosing settings without the test set."""
+    split: str  # "test" when absent
 
 
 class KeptCompletion(TypedDict):

@@ -40,6 +40,10 @@ from llm.tasks import arithmetic, countdown
 
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 OFF_TARGET_TRIES = 50
+# how a corpus example writes its worked Countdown solution: "random", the random expression it was drawn as
+# (any order of the numbers, any tree); "canonical", the first (in sorted text) of its instance's distinct
+# solutions outside the rare family, so that every instance is always answered by one text
+SOLUTION_FORMS = ("random", "canonical")
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class Preset:
     rare_above: int = 0  # Countdown targets above this form the rare family (0: no rare family)
     rare_ops: str = ""  # solutions using any of these operators ("+-*/") form the rare family too
     rare_keep: float = 1.0  # probability that a worked solution of the rare family is kept
+    solution_form: str = "random"  # a worked solution as drawn ("random") or its instance's "canonical" one
 
     def __post_init__(self):
         if not 0 <= self.rare_keep <= 1:
@@ -71,6 +76,8 @@ class Preset:
             raise ValueError(f"rare_above must be >= 0 (0: no rare family), got {self.rare_above}")
         if not set(self.rare_ops) <= set("+-*/"):
             raise ValueError(f"rare_ops must be operators among '+-*/', got {self.rare_ops!r}")
+        if self.solution_form not in SOLUTION_FORMS:
+            raise ValueError(f"solution_form must be one of {', '.join(SOLUTION_FORMS)}, got {self.solution_form!r}")
 
 
 PRESETS = {
@@ -114,6 +121,15 @@ def in_rare_family(target: int, solution: str, preset: Preset) -> bool:
     return 0 < preset.rare_above < target or any(op in solution for op in preset.rare_ops)
 
 
+def canonical_solution(numbers: list[int], target: int, preset: Preset) -> str:
+    """The instance's one worked text: the first in sorted order of its distinct solutions
+    (countdown.distinct_solutions) outside the preset's rare family, or of all of them when every one is rare
+    (a rare solution the corpus kept)."""
+    solutions = countdown.distinct_solutions(numbers, target)
+    common = [text for text in solutions if not in_rare_family(target, text, preset)]
+    return (common or solutions)[0]
+
+
 def sample_example(rng: random.Random, preset: Preset, cd: countdown.Countdown,
                    ar: arithmetic.Arithmetic) -> tuple[str, str]:
     """(prompt, completion) drawn from the corpus mixture, train split only."""
@@ -124,6 +140,8 @@ def sample_example(rng: random.Random, preset: Preset, cd: countdown.Countdown,
         numbers, text, target = cd.sample_expression(rng, "train")
         if not in_rare_family(target, text, preset) or rng.random() < preset.rare_keep:
             break
+    if preset.solution_form == "canonical":
+        text = canonical_solution(numbers, target, preset)
     if rng.random() < preset.off_target_frac:
         for _ in range(OFF_TARGET_TRIES):  # another reachable target on the same numbers
             drawn = countdown.random_expression(numbers, rng)

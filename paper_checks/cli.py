@@ -3,6 +3,7 @@
     reproduce --budget small|full|answer --out DIR [--model DIR] [--jobs N]   train what the checks need (cached), then report
     report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
     bases                                                            rebuild the shipped small-budget bases
+    sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
 """
 from __future__ import annotations
 
@@ -38,6 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     pro.add_argument("--model", type=Path, help="start from this local model instead of pretraining the tiny one")
     pro.add_argument("--no-progress", action="store_true")
     sub.add_parser("bases", help="pretrain the small budget's shipped bases for the current code (paper_checks/bases)")
+    swp = sub.add_parser("sweep", help="the step-size sweep that chooses the answer budget's GRPO lr and ES sigma, "
+                                       "alpha on training-split prompts (paper_checks/step_sweep.py)")
+    swp.add_argument("--model", type=Path, required=True, help="the base model the answer budget trains from")
+    swp.add_argument("--out", type=Path, required=True)
+    swp.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
+    swp.add_argument("--steps", type=int, default=None, help="training steps per run (default: the answer budget's)")
+    swp.add_argument("--problems", type=int, default=64, help="training-split prompts of each curve (default 64)")
     args = parser.parse_args(argv)
     if args.command == "bases":
         from paper_checks.reproduce import ship_bases
@@ -45,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"shipped base: {path}")
         return 0
     try:
+        if args.command == "sweep":
+            from paper_checks.step_sweep import main_args
+            return main_args(args)
         if args.command == "report":
             from paper_checks.evidence import load_lemma_grid
             from paper_checks.report import build_report

@@ -260,7 +260,8 @@ def _curve_done(run_dir: Path, curve: dict) -> bool:
     from llm.curve import layout
 
     stored = {p["step"]: p["sampled"]["pass_at_k"]["1"] for p in rundir.read_curve(run_dir) or []
-              if p["sampled"]["n"] == curve["samples"] and p["sampled"]["temperature"] == curve["temperature"]}
+              if p["sampled"]["n"] == curve["samples"] and p["sampled"]["temperature"] == curve["temperature"]
+              and p.get("split", "test") == curve.get("split", "test")}
 
     class Unmeasured(Exception):
         pass

@@ -59,16 +59,22 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # again (20-30 s each); the reader and writer it checks end to end are tested in process by test_rundir_records.py
     "rundir": (("llm/rundir.py", "paper_checks/rundir.py"),
                ("tests/llm/test_rundir_records.py", "tests/llm/test_hostile_inputs.py")),
+    # the ES update, the member weights and their restore: every test here runs the step in process
+    "es": (("llm/es/algorithm.py", "llm/es/center.py", "llm/es/plan.py"),
+           ("tests/llm/test_es_engine.py", "tests/llm/test_es_batched_hf.py", "tests/llm/test_es_conformance.py")),
 }
 # Left out of mutation runs: under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per
 # answer) does not hold and its lru_cache counts differ (the first two); the last two take 6-7 s each and
 # reach every function of safe_arith and countdown through the problem generator, so every surviving mutant
 # there ran them again (the direct properties of test_safe_arith.py and test_countdown.py test those
-# functions).
+# functions). The two vLLM tests of the es group start a vLLM engine (25-30 s) in each mutant's session; the
+# hugging-face tests reach the same center, plan and update.
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
-              "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution")
+              "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
+              "tests/llm/test_es_engine.py::test_members_and_restore_on_vllm",
+              "tests/llm/test_es_conformance.py::test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm")
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"

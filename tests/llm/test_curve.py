@@ -17,6 +17,7 @@ from llm.engines import make_engine
 from llm.evaluate import evaluate
 from llm.rollout import derive_seed
 from llm.tasks import get_task
+from llm.tasks.base import split_of
 from llm.train import EVAL_PROBLEM_SEED, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -135,3 +136,27 @@ def test_curve_of_a_run_trained_on_a_data_file_evaluates_the_runs_own_test_recor
         ids = [p["id"] for p in point["sampled"]["per_problem"]]
         assert all(re.fullmatch(r"countdown/test/20[0-5]", i) for i in ids), ids
         assert ids == [p["id"] for p in final]  # the problems of the run's own final evaluation
+
+
+def test_a_training_split_curve_never_reads_a_test_prompt_and_is_not_read_as_one(tiny_model_dir, tmp_path):
+    """--split train (what a sweep that chooses settings reads): the points are measured on training-split
+    prompts, none of them a test prompt; measured again on the test split they are replaced, not reused; and
+    the report's reader refuses a training-split curve, naming it."""
+    from paper_checks.rundir import load_run
+
+    run = tmp_path / "run"
+    train(TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run), "steps": 2}), show_progress=False)
+    on_train = evaluate_curve(run, points=2, samples=32, temperature=0.6, n_problems=6, split="train")
+    test_ids = {p.id for p in get_task("countdown3").problems("test", 6, seed=EVAL_PROBLEM_SEED)}
+    train_ids = [p["id"] for p in on_train[0]["sampled"]["per_problem"]]
+    numbers = [re.fullmatch(r"countdown/([\d,]+)=\d+", i).group(1).split(",") for i in train_ids]
+    assert len(set(train_ids)) == 6 and all(split_of(",".join(sorted(ns, key=int))) == "train" for ns in numbers)
+    assert not set(train_ids) & test_ids
+    assert all(p["split"] == "train" for p in rundir.read_curve(run))
+    loaded = load_run(run)
+    assert loaded.curve is None and any("training split" in p and "curve.json" in p for p in loaded.problems)
+    on_test = evaluate_curve(run, points=2, samples=32, temperature=0.6, n_problems=6)
+    assert {p["id"] for p in on_test[0]["sampled"]["per_problem"]} == test_ids
+    assert all("split" not in p for p in rundir.read_curve(run)) and load_run(run).curve == on_test
+    with pytest.raises(ValueError, match="split must be one of test, train"):
+        evaluate_curve(run, split="validation")

@@ -123,3 +123,30 @@ def test_overrides_replace_fields_with_their_types():
         parse_overrides(["steps"])
     with pytest.raises(ValueError, match="preset must be one of"):
         preset_with("nope")
+
+
+def texts_by_instance(preset, n=3000):
+    """{(sorted numbers, target): set of worked texts} over n draws from numbers 1..6, where instances repeat."""
+    rng = random.Random("forms")
+    cd = countdown.Countdown(min_numbers=3, max_numbers=3, max_number=6)
+    out: dict = {}
+    for _ in range(n):
+        prompt, text = sample_example(rng, preset, cd, arithmetic.Arithmetic())
+        numbers, target = parse_countdown(prompt)
+        assert countdown.score(text, numbers, target) == 1.0, (prompt, text)
+        out.setdefault((tuple(sorted(numbers)), target), set()).add(text)
+    return out
+
+
+def test_a_canonical_corpus_answers_each_instance_with_one_text_outside_the_rare_family():
+    base = replace(PRESETS["test"], arithmetic_frac=0.0, off_target_frac=0.0, min_numbers=3, max_numbers=3)
+    drawn = texts_by_instance(base)
+    assert max(len(texts) for texts in drawn.values()) >= 4  # as drawn: orders and trees vary
+    canonical = texts_by_instance(replace(base, solution_form="canonical"))
+    assert len(canonical) > 50 and all(len(texts) == 1 for texts in canonical.values())
+    no_division = texts_by_instance(replace(base, solution_form="canonical", rare_ops="/", rare_keep=0.0))
+    assert all("/" not in text for texts in no_division.values() for text in texts)
+    # an instance with a solution that divides and one that does not is answered by the other one
+    assert any(any("/" in t for t in canonical[key]) for key in no_division if key in canonical)
+    with pytest.raises(ValueError, match="solution_form must be one of random, canonical"):
+        preset_with("default", {"solution_form": "sorted"})
