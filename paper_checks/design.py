@@ -38,6 +38,9 @@ import numpy as np
 from theory.decisions import LEVEL, detectable, effective_df, t_quantile
 
 N_BOOT = 2000
+# the difference a design is planned to detect at 80% power: 2 points (of Pass@32 at matched Pass@1), the size of
+# the paper's Table 2 ES - GRPO differences (+1.0 to +3.4 points)
+PLANNED_EFFECT = 0.02
 
 
 @dataclass(frozen=True)
@@ -91,3 +94,100 @@ def seed_level(summary: dict) -> Estimate:
     """An Estimate from theory.decisions.over_seeds / welch (one value per seed, no prompt level)."""
     return Estimate(summary["mean"], summary["lo"], summary["hi"], summary["se"], summary["df"], summary["seeds"],
                     detectable=summary["detectable"])
+
+
+# ----------------------------------------------------------------------------- planning a design
+
+@dataclass(frozen=True)
+class Components:
+    """The variance components of Y[s, p] = mu + a_s + b_p + r_sp (module docstring; r_sp holds the
+    interaction and the sampling noise, which one value per cell cannot separate), estimated by the two-way
+    analysis of variance without replication (method of moments, negative estimates set to 0):
+
+        MS_seed = P Var_s(mean_p Y),  MS_prompt = S Var_p(mean_s Y),  MS_res = sum (Y - row - col + grand)^2 / ((S-1)(P-1))
+        residual = MS_res,  seed = (MS_seed - MS_res) / P,  prompt = (MS_prompt - MS_res) / S
+    """
+    seed: float
+    prompt: float
+    residual: float
+    seeds: int
+    prompts: int
+
+    def shares(self, seeds: int | None = None, prompts: int | None = None) -> dict[str, float]:
+        """Each component's share of Var(mean Y) at a design of (seeds, prompts) (default: the measured one)."""
+        s, p = seeds or self.seeds, prompts or self.prompts
+        parts = {"seeds": self.seed / s, "prompts": self.prompt / p, "residual": self.residual / (s * p)}
+        total = sum(parts.values())
+        return {k: (v / total if total > 0 else 0.0) for k, v in parts.items()}
+
+    def to_json(self) -> dict:
+        return asdict(self) | {"shares": self.shares()}
+
+
+def variance_components(values) -> Components:
+    """Components of a finite (seeds, prompts) array with at least 2 seeds and 2 prompts."""
+    y = np.asarray(values, dtype=float)
+    if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2 or not np.all(np.isfinite(y)):
+        raise ValueError(f"values must be a finite (seeds, prompts) array with at least 2 of each, got shape {y.shape}")
+    s, p = y.shape
+    rows, cols, grand = y.mean(1, keepdims=True), y.mean(0, keepdims=True), y.mean()
+    ms_res = float(((y - rows - cols + grand) ** 2).sum() / ((s - 1) * (p - 1)))
+    ms_seed = float(p * rows.var(ddof=1))
+    ms_prompt = float(s * cols.var(ddof=1))
+    return Components(max(0.0, (ms_seed - ms_res) / p), max(0.0, (ms_prompt - ms_res) / s), ms_res, s, p)
+
+
+def planned_detectable(c: Components, seeds: int, prompts: int) -> float:
+    """The detectable difference (80% power) that seeds_by_prompts is expected to report at a design of
+    (seeds, prompts) with components c: its two variances v_s = (seed + residual / P) / S and
+    v_p = (prompt + residual / S) / P, its half-width and effective degrees of freedom."""
+    if seeds < 2 or prompts < 2:
+        raise ValueError(f"a design needs at least 2 seeds and 2 prompts, got {seeds} x {prompts}")
+    v_s = (c.seed + c.residual / prompts) / seeds
+    v_p = (c.prompt + c.residual / seeds) / prompts
+    se = math.sqrt(v_s + v_p)
+    if se == 0.0:
+        return 0.0
+    half = math.hypot(t_quantile(seeds - 1, 0.5 + LEVEL / 2) * math.sqrt(v_s),
+                      t_quantile(prompts - 1, 0.5 + LEVEL / 2) * math.sqrt(v_p))
+    return detectable(se, effective_df(se, half))
+
+
+def seeds_needed(c: Components, target: float, prompts: int, most: int = 1000) -> int | None:
+    """The fewest seeds (2..most) whose planned detectable difference at `prompts` is at most target (it falls
+    as seeds grow: found by bisection); None when even `most` seeds do not reach it."""
+    if planned_detectable(c, most, prompts) > target:
+        return None
+    lo, hi = 1, most  # planned_detectable(hi) <= target; lo is below the answer
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if planned_detectable(c, mid, prompts) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def plan(values) -> dict:
+    """What a pilot's (seeds, prompts) array says about the design: its components and their shares, and the
+    seeds needed to detect PLANNED_EFFECT at 80% power with the measured prompts and with 4 times as many
+    (None: out of reach). Empty when the array has fewer than 2 seeds."""
+    y = np.asarray(values, dtype=float)
+    if y.ndim != 2 or y.shape[0] < 2:
+        return {}
+    c = variance_components(y)
+    prompts = c.prompts
+    return {"components": c.to_json(), "target": PLANNED_EFFECT,
+            "seeds_needed": {str(p): seeds_needed(c, PLANNED_EFFECT, p) for p in (prompts, 4 * prompts)}}
+
+
+def plan_text(planned: dict, scale: float = 100.0, unit: str = " pts") -> str:
+    """One line for a report: which component dominates and the seeds the target needs."""
+    if not planned:
+        return ""
+    shares = planned["components"]["shares"]
+    need = "; ".join(f"{'out of reach' if n is None else f'{n} seeds'} at {p} prompts"
+                     for p, n in planned["seeds_needed"].items())
+    return (f"variance of the mean: seeds {100 * shares['seeds']:.0f}%, prompts {100 * shares['prompts']:.0f}%, "
+            f"residual (interaction and samples) {100 * shares['residual']:.0f}%; detecting "
+            f"{planned['target'] * scale:g}{unit} at 80% power needs {need}")

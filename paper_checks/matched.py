@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from paper_checks.design import Estimate, seeds_by_prompts
+from paper_checks.design import Estimate, plan, seeds_by_prompts
 from theory.matched import RESOLUTION, compared_levels, differences_at, points_in_range
 from theory.metrics import pass_at_k_counts
 
@@ -155,7 +155,8 @@ def matched_difference(a: list[Curve], b: list[Curve], metric: str, *, resolutio
     """Mean over the supported common Pass@1 levels of a - b in `metric`, per (seed, prompt), with its
     interval; (None, info with "reason") when nothing can be compared. info also holds the range, the
     levels, which are supported, each method's measured points in range per run, the per-level mean
-    difference and the bias control ("bias": the method thinned and its Estimate)."""
+    difference, the bias control ("bias": the method thinned and its Estimate) and the design's plan (its
+    variance components and the seeds a 2-point effect needs, design.plan)."""
     pairs, info, levels = _supported_levels(a, b, resolution, names)
     if pairs is None:
         return None, info
@@ -163,7 +164,7 @@ def matched_difference(a: list[Curve], b: list[Curve], metric: str, *, resolutio
     side, shifts = _bias(pairs, lambda c: c.metric(metric), levels, *info["range"])
     n = pairs[0][0].n
     bias = seeds_by_prompts(shifts.mean(1), n)
-    info |= {"per_level_mean": diffs.mean(axis=(0, 2)).tolist(),
+    info |= {"per_level_mean": diffs.mean(axis=(0, 2)).tolist(), "plan": plan(diffs.mean(1)),
              "bias": {"thinned": names["ab".index(side)], "to_layout_of": names[1 - "ab".index(side)],
                       "per_level_mean": shifts.mean(axis=(0, 2)).tolist(), "estimate": bias.to_json()}}
     return seeds_by_prompts(diffs.mean(1), n), info

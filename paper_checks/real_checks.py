@@ -22,7 +22,7 @@ from scipy.stats import norm
 
 from paper_checks import paper_numbers as paper
 from paper_checks.claims import BY_ID, LEMMA1_MARGIN
-from paper_checks.design import Estimate, seed_level, seeds_by_prompts
+from paper_checks.design import Estimate, plan_text, seed_level, seeds_by_prompts
 from paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
 from paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
 from paper_checks.rundir import Run
@@ -218,7 +218,9 @@ def matched_passk_above_grpo(ev: Evidence) -> Verdict:
             return _matched_missing("matched_passk_above_grpo", info)
         parts.append((f"ES - GRPO @{k} at matched Pass@1", d))
         infos[f"pass@{k}"] = info
-    v = _verdict("matched_passk_above_grpo", parts, note=_range_note(info), evidence={"matched": infos})
+    planned = plan_text(infos["pass@32"]["plan"])
+    v = _verdict("matched_passk_above_grpo", parts, note=_range_note(info) + (f"; Pass@32: {planned}" if planned else ""),
+                 evidence={"matched": infos})
     v.ours = "; ".join(f"{label} {fmt_interval(e.mean, e.lo, e.hi)}{_bias_text(infos[f'pass@{k}'])}"
                        for (label, e), k in zip(parts, (16, 32)))
     return v

@@ -63,6 +63,9 @@ def test_matched_verdict_keeps_every_k_and_prints_support_and_bias(tmp_path):
     assert set(per_k) == {"pass@16", "pass@32"}
     assert all(len(info["per_level_mean"]) == len(info["compared_levels"]) > 0 for info in per_k.values())
     assert v.ours.count("bias control, ") == 2 and "measured points in the range per run: ES [" in v.note
+    planned = per_k["pass@32"]["plan"]   # the design's plan for a 2-point effect, said beside the verdict
+    assert (planned["components"]["seeds"], planned["components"]["prompts"]) == (3, 16)
+    assert set(planned["seeds_needed"]) == {"16", "64"} and "Pass@32: variance of the mean: seeds " in v.note
     sparse = [make_run(tmp_path / "sparse", f"{name}{s}", name, s, p, p, curve_p=curve if name == "es" else curve[::10])
               for name in ("es", "grpo") for s in range(3)]   # GRPO measured at the range's ends only
     v = REAL_CHECKS["matched_passk_above_grpo"](collect(sparse))
