@@ -410,9 +410,10 @@ def base_evaluation(run: TrainingRun) -> dict:
 
 def checkpoint_due(cfg: TrainConfig, step: int, total_steps: int) -> bool:
     """Whether a checkpoint is written after `step`: every checkpoint_every steps, after each of the first
-    checkpoint_dense steps (early, where Pass@1 moves fast, so llm/curve.py can measure it there), and
-    after the last step."""
-    return step % cfg.checkpoint_every == 0 or step <= cfg.checkpoint_dense or step == total_steps
+    checkpoint_dense steps of every phase (early in a method's training, where Pass@1 moves fast, so
+    llm/curve.py can measure it there: a schedule's second method starts fast too), and after the last step."""
+    return (step % cfg.checkpoint_every == 0 or step == total_steps
+            or any(0 < step - phase.start <= cfg.checkpoint_dense for phase in schedules.plan(cfg)))
 
 
 def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show_progress: bool = True,

@@ -134,7 +134,7 @@ BUDGETS = {
                 "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
         es=ANSWER_ES, grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(), simulate_scale=0.5, grid_sigmas=(1e-3, 1e-2, 3e-2), grid_members=(4, 16),
-        es_variants=("es-sampled",), schedules=False, curve=ANSWER_CURVE),
+        es_variants=("es-sampled",), schedules=True, curve=ANSWER_CURVE),
 }
 
 # The sweep only needs the training reward: its runs evaluate little.

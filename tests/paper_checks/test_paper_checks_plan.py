@@ -37,7 +37,7 @@ def test_answer_plan_is_the_headline_comparison_with_curves():
     b = BUDGETS["answer"]
     runs = plan(b, Path("base"), None, reward_std={s: 0.04 for s in b.seeds})
     configs = [TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in runs.items()]
-    assert {variant(c.to_dict()) for c in configs} == {"es", "grpo", "es[sampled]"}
+    assert {variant(c.to_dict()) for c in configs} == {"es", "grpo", "es[sampled]", "es-grpo", "grpo-es"}
     assert all(c.task == "countdown3" and c.eval_temperature == 0.6 and c.threads == 1 for c in configs)
     assert {c.seed for c in configs} == set(b.seeds) and len(b.seeds) >= 4
     assert b.curve["samples"] > 32, "the no-correct share needs more samples than Pass@32's k"
@@ -57,7 +57,7 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
     b = BUDGETS["answer"]
     configs = {variant(cfg): TrainConfig.from_dict(cfg | {"out": "o"}) for cfg in plan(b, Path("base"), None).values()}
     paths = {"es": kf.slow(), "grpo": kf.fast(), "es[sampled]": kf.slow(end=0.23)}
-    assert set(paths) == set(configs)
+    assert set(paths) | {"es-grpo", "grpo-es"} == set(configs)
     curves = {}
     for name, path in paths.items():
         cfg = configs[name]
@@ -72,6 +72,27 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
     old = [paths[name][curve_steps(range(5, total + 1, 5), 8)] for name in ("es", "grpo")]
     _, _, levels, kept = compared_levels(old, b.curve["resolution"])
     assert levels.size and not kept.any()
+
+
+def test_a_schedules_second_method_is_checkpointed_densely_from_its_switch():
+    """ES->GRPO and GRPO->ES of the answer budget: a checkpoint after each of the first checkpoint_dense steps of
+    each phase (GRPO climbs fast wherever it starts), every checkpoint_every steps, and at the end."""
+    from llm.train import checkpoint_due
+
+    b = BUDGETS["answer"]
+    for name, cfg in plan(b, Path("base"), None).items():
+        if not name.startswith(("es-grpo-s0", "grpo-es-s0", "es-s0")):
+            continue
+        cfg = TrainConfig.from_dict(cfg | {"out": "o"})
+        phases = schedules.plan(cfg)
+        total = sum(p.steps for p in phases)
+        expected = {s for p in phases for s in range(p.start + 1, p.start + cfg.checkpoint_dense + 1)}
+        expected |= set(range(cfg.checkpoint_every, total + 1, cfg.checkpoint_every)) | {total}
+        assert {s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)} == expected, name
+        assert len(phases) == (1 if name.startswith("es-s") else 2)
+        if name == "es-grpo-s0":   # switching at step 20 of 40, dense for 10 steps, every 5
+            assert [s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)] == \
+                [*range(1, 11), 15, 20, *range(21, 31), 35, 40]
 
 
 def test_rescaled_variant_waits_for_the_main_runs():
