@@ -112,6 +112,45 @@ def test_inplace_bf16_leaves_rounding_residue_the_master_does_not(tiny_model_dir
     assert 0 < changed < total  # some, not all, entries moved by one bf16 rounding step
 
 
+def within_a_bf16_rounding(got: torch.Tensor, exact: torch.Tensor, added: torch.Tensor | float = 0.0) -> bool:
+    """Every entry of bf16 `got` within one bf16 step (2^-7 relative) of `exact`, plus one of `added` (the term
+    added, itself rounded to bf16 before the add: near a cancellation its rounding is all that is left)."""
+    bf16 = torch.finfo(torch.bfloat16)
+    step = bf16.eps * (exact.abs() + torch.as_tensor(added).abs()).clamp_min(bf16.tiny)
+    return bool(((got.float() - exact).abs() <= step).all())
+
+
+def test_inplace_bf16_members_and_restore_are_the_papers_bf16_arithmetic(tiny_model_dir):
+    """Member m of an antithetic pair: every bf16 weight w <- w + s sigma E_d, rounded to bf16 (torch's bf16 kernels
+    round in ways of their own, so within one bf16 step of the exact value); restore subtracts the same noise,
+    leaving at most a rounding step of residue."""
+    engine = HFEngine(tiny_model_dir, dtype=torch.bfloat16)
+    sigma = 1e-2
+    es = _es(engine, get_task("countdown"), inplace_bf16=True, sigma=sigma, antithetic=True)
+    plan = es.plan(7)
+    for m in (2, 3):
+        member, before = plan.members[m], _live(engine)
+        assert (member.direction, member.sign) == (1, 1.0 if m == 2 else -1.0)
+        es.center.perturb(plan, member)
+        eps = {n: noise(plan.noise_seed, 1, n, p.shape) for n, p in engine.model.named_parameters()}
+        perturbed = _live(engine)
+        for n in eps:
+            assert within_a_bf16_rounding(perturbed[n], before[n].float() + member.sign * sigma * eps[n], sigma * eps[n]), n
+        es.center.restore(plan, member)
+        for n, p in engine.model.named_parameters():
+            assert within_a_bf16_rounding(p.detach(), perturbed[n].float() - member.sign * sigma * eps[n], sigma * eps[n]), n
+            assert within_a_bf16_rounding(p.detach(), before[n].float(), 2 * sigma * eps[n]), n
+
+
+def test_a_plans_subset_is_the_same_iteration_for_the_members_named():
+    from llm.es.plan import IterationPlan
+
+    plan = IterationPlan.derive(5, 2, sigma=0.1, population_size=6, antithetic=True)
+    part = plan.subset([4, 1])
+    assert (part.step, part.noise_seed, part.sigma) == (plan.step, plan.noise_seed, plan.sigma) == (2, plan.noise_seed, 0.1)
+    assert part.members == (plan.members[4], plan.members[1])
+
+
 @pytest.mark.vllm
 def test_members_and_restore_on_vllm(vllm_engine, tiny_model_dir):
     """On vLLM the member weights go in through load_weights; restoring the master gives the center back."""
