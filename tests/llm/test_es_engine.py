@@ -142,6 +142,54 @@ def test_inplace_bf16_members_and_restore_are_the_papers_bf16_arithmetic(tiny_mo
             assert within_a_bf16_rounding(p.detach(), before[n].float(), 2 * sigma * eps[n]), n
 
 
+def test_inplace_bf16_update_adds_each_direction_in_turn_and_reports_its_norm(tiny_model_dir):
+    """apply: w <- w + (alpha / N) c_d E_d for each direction with c_d != 0, each add rounded to bf16 (within one
+    bf16 step per add of the exact sum); the returned norm is ||w_after - w_before|| of the bf16 tensors; a zero
+    direction adds nothing; a non-finite weight is named with its step. The center is never exact again."""
+    from llm.es.plan import Update
+    from llm.rollout import NonFiniteError
+
+    engine = HFEngine(tiny_model_dir, dtype=torch.bfloat16)
+    es = _es(engine, get_task("countdown"), inplace_bf16=True, sigma=1e-2)
+    assert not es.state_is_intact()   # in place in bf16 the center is never restored exactly
+    before = _live(engine)
+    update = Update(step=4, noise_seed=11, coefficients=(1.5, 0.0, -0.5, 2.0), alpha=0.04, population_size=4)
+    norm = es.center.apply(update)
+    after = _live(engine)
+    assert norm == pytest.approx(sum(float(((after[n].float() - before[n].float()) ** 2).sum()) for n in after) ** 0.5,
+                                 rel=1e-6)
+    for n in after:
+        added = [0.04 / 4 * c * noise(11, d, n, after[n].shape) for d, c in enumerate(update.coefficients) if c != 0.0]
+        exact = before[n].float() + sum(added)
+        bound = torch.finfo(torch.bfloat16).eps * (before[n].float().abs() + sum(a.abs() for a in added)) * len(added)
+        assert ((after[n].float() - exact).abs() <= bound).all(), n
+    assert norm > 0.05   # far above the rounding: a wrong scale, sign or direction cannot pass
+    still = _live(engine)
+    assert es.center.apply(Update(5, 11, (0.0, 0.0), 0.04, 4)) == 0.0
+    assert all(torch.equal(still[n], t) for n, t in _live(engine).items())
+    with pytest.raises(NonFiniteError, match=r"step 6: weight model\.embed_tokens\.weight is not finite"):
+        es.center.apply(Update(6, 11, (1.0,), 3e38, 1))
+
+
+def test_a_master_update_stopped_partway_leaves_the_state_marked_not_intact(tiny_model_dir):
+    """The fp32 master is intact until a tensor is written: an update that fails on the second tensor has
+    written the first, and the trainer must then not checkpoint it as the pre-step center."""
+    from llm.es.plan import Update
+    from llm.rollout import NonFiniteError
+
+    engine = HFEngine(tiny_model_dir)
+    es = _es(engine, get_task("countdown"))
+    names = es.center.names
+    es.center.begin()
+    assert es.state_is_intact()
+    es.center.master[names[1]][0, 0] = float("inf")   # the second tensor's update cannot be finite
+    with pytest.raises(NonFiniteError, match=f"step 2: weight {names[1]} is not finite"):
+        es.center.apply(Update(2, 11, (1.0,), 0.01, 1))
+    assert not es.state_is_intact()
+    es.center.begin()   # the next iteration starts with nothing written
+    assert es.state_is_intact()
+
+
 def test_a_plans_subset_is_the_same_iteration_for_the_members_named():
     from llm.es.plan import IterationPlan
 
