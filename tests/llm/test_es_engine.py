@@ -1,5 +1,8 @@
 """ES on a real HFEngine with the tiny model: exact perturb/restore, the update rebuilt from seeds and
 z, parameter subsets, the null control, and the residue of the paper's in-place bf16 arithmetic."""
+import time
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -49,7 +52,12 @@ def test_update_equals_alpha_over_n_sum_z_eps_rebuilt_independently(tiny_model_d
     task = digit_share_task()
     es = _es(engine, task, member_temperature=1.0, member_samples=2)
     old = {n: t.clone() for n, t in es.center.master.items()}
+    t0 = time.perf_counter()
     out = es.step(task.problems("train", 4, seed=0), step=0)
+    wall = time.perf_counter() - t0
+    # 4 members x 4 prompts x 2 samples, each of 1 to 6 new tokens; the times are parts of the call's time
+    assert isinstance(out.n_tokens, int) and 4 * 4 * 2 <= out.n_tokens <= 4 * 4 * 2 * 6
+    assert 0 < out.weight_seconds <= out.seconds <= wall
     assert np.ptp(out.rewards) > 0, "members that all score the same give z = 0: the test would compare zero with zero"
     z = (out.rewards - out.rewards.mean()) / (out.rewards.std() + 1e-8)
     np.testing.assert_allclose(out.z, z, rtol=0, atol=1e-12)
@@ -188,6 +196,24 @@ def test_a_master_update_stopped_partway_leaves_the_state_marked_not_intact(tiny
     assert not es.state_is_intact()
     es.center.begin()   # the next iteration starts with nothing written
     assert es.state_is_intact()
+
+
+def test_fitness_is_computed_in_float64_without_warnings_and_z_scores_by_default(tiny_model_dir):
+    """float32 rewards near the float32 limit are summed in float64 (their mean exists: all equal, z = 0, no
+    error); a spread that overflows even float64 is a NonFiniteError, raised without a RuntimeWarning first;
+    standardize z-scores unless told not to: (R - mean) / (population std + 1e-8)."""
+    from llm.es.algorithm import standardize
+    from llm.rollout import NonFiniteError
+
+    es = _es(HFEngine(tiny_model_dir), get_task("countdown"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(es.fitness(np.array([3e38, 3e38], dtype=np.float32), 0), [0.0, 0.0])
+        with pytest.raises(NonFiniteError, match="step 4: member mean rewards overflow"):
+            es.fitness(np.array([1e308, -1e308]), 4)
+    r = np.array([1.0, 2.0, 6.0])
+    np.testing.assert_allclose(standardize(r), (r - 3.0) / (np.sqrt(14 / 3) + 1e-8), rtol=1e-12)
+    np.testing.assert_allclose(standardize(r, zscore=False), r - 3.0, rtol=1e-12)
 
 
 def test_a_plans_subset_is_the_same_iteration_for_the_members_named():
