@@ -1,6 +1,6 @@
 """`python -m paper_checks reproduce|report` (also `escov paper_checks ...`).
 
-    reproduce --budget small|full|answer --out DIR [--model DIR] [--jobs N]   train what the checks need (cached), then report
+    reproduce --budget small|full|answer|answer-diffuse --out DIR [--model DIR] [--jobs N]   train what the checks need (cached), then report
     report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
     bases                                                            rebuild the shipped small-budget bases
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--simulate", type=Path, help="summary.json of `python -m simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
     pro = sub.add_parser("reproduce", help="run the paper's experiments in miniature (cached), then report")
-    pro.add_argument("--budget", choices=("small", "full", "answer"), default="small")
+    pro.add_argument("--budget", choices=("small", "full", "answer", "answer-diffuse"), default="small",
+                     help="small: a quick look at every claim; full: 4 seeds, longer; answer: ES vs GRPO at matched "
+                          "Pass@1 from the base in the paper's regime; answer-diffuse: the same from the diffuse base")
     pro.add_argument("--jobs", type=int, default=None, help="training runs at a time, one thread each (default: cores)")
     pro.add_argument("--out", type=Path, required=True)
     pro.add_argument("--model", type=Path, help="start from this local model instead of pretraining the tiny one")

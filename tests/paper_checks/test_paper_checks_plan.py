@@ -132,3 +132,11 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
     write([_point(0, 0.10), _point(1, 0.12), _point(2, 0.2), _point(3, 0.3), _point(4, 0.40)])
     assert _curve_done(tmp_path, curve)
     assert not _curve_done(tmp_path, curve | {"samples": 32}), "points of other settings do not count"
+
+
+def test_the_answer_runs_from_the_paper_regime_base_and_again_from_the_diffuse_one():
+    from dataclasses import replace
+
+    answer, diffuse = BUDGETS["answer"], BUDGETS["answer-diffuse"]
+    assert (answer.base_preset, diffuse.base_preset) == ("paper", "default")
+    assert replace(diffuse, base_preset="paper") == answer   # nothing else differs
