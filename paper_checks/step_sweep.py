@@ -26,6 +26,7 @@ the choice), out/sweep.md (the table), out/sweep.png (Pass@1 by step and entropy
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,7 +169,7 @@ def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None
     run_all(runs, out / "runs", curve, jobs, lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}"))
     traces = {name: Trace.of_curve(name, rundir.read_curve(out / "runs" / name)) for name in runs}
     chosen, pairs = choose(traces, settings)
-    record = {"model": str(model), "steps": steps, "problems": problems, "split": "train", "seed": SWEEP_SEED,
+    record = {"base": base_record(model), "steps": steps, "problems": problems, "split": "train", "seed": SWEEP_SEED,
               "rule": {"min_points": MIN_POINTS, "entropy_drop": ENTROPY_DROP},
               "settings": {n: {"algo": s.algo, "params": s.params, "reason": s.reason} for n, s in settings.items()},
               "curves": {n: {"steps": t.steps, "pass1": t.pass1, "entropy": t.entropy} for n, t in traces.items()},
@@ -177,6 +178,17 @@ def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None
     (out / "sweep.md").write_text(render(traces, settings, pairs, chosen), encoding="utf-8")
     plot(traces, settings, chosen, out / "sweep.png")
     return chosen
+
+
+def base_record(model: Path) -> dict:
+    """What the base is, without where it lies on this machine: its folder's name and, for a tiny model of
+    `llm pretrain`, the preset, overrides and seed it was pretrained with."""
+    out = {"name": Path(model).name}
+    pretrain = Path(model) / "pretrain.json"
+    if pretrain.is_file():
+        info = json.loads(pretrain.read_text(encoding="utf-8"))
+        out |= {k: info[k] for k in ("preset", "overrides", "seed", "parameters") if k in info}
+    return out
 
 
 def render(traces: dict[str, Trace], settings: dict[str, Setting], pairs: list[Pair], chosen: Pair | None) -> str:

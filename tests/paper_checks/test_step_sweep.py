@@ -94,3 +94,11 @@ def test_the_sweep_end_to_end_reads_only_training_split_curves(tiny_model_dir, t
         assert record["curves"][name]["pass1"] == [p["sampled"]["pass_at_k"]["1"] for p in points]
     assert "ES has" in record["pairs"][0]["missed"][0] or "GRPO has" in record["pairs"][0]["missed"][0]
     assert (tmp_path / "sweep.png").stat().st_size > 0 and "Chosen: none" in (tmp_path / "sweep.md").read_text()
+
+
+def test_the_sweep_record_names_its_base_without_its_path(tiny_model_dir, tmp_path):
+    from paper_checks.step_sweep import base_record
+
+    record = base_record(tiny_model_dir)
+    assert record["name"] == tiny_model_dir.name and str(tiny_model_dir.parent) not in json.dumps(record)
+    assert record["preset"] == "test" and record["seed"] == 0
