@@ -4,6 +4,7 @@
     report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
     bases                                                            rebuild the shipped small-budget bases
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
+    pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
 """
 from __future__ import annotations
 
@@ -48,6 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     swp.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
     swp.add_argument("--steps", type=int, default=None, help="training steps per run (default: the answer budget's)")
     swp.add_argument("--problems", type=int, default=64, help="training-split prompts of each curve (default 64)")
+    pil = sub.add_parser("pilot", help="the variance components of the answer's matched difference on training-split "
+                                       "prompts, and the seeds a 2-point effect needs (paper_checks/pilot.py)")
+    pil.add_argument("--model", type=Path, required=True, help="the base model the answer budget trains from")
+    pil.add_argument("--out", type=Path, required=True)
+    pil.add_argument("--seeds", type=int, default=4, help="pilot seeds (200, 201, ...; default 4)")
+    pil.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
+    pil.add_argument("--budget", choices=("answer", "answer-diffuse"), default="answer")
     args = parser.parse_args(argv)
     if args.command == "bases":
         from paper_checks.reproduce import ship_bases
@@ -58,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "sweep":
             from paper_checks.step_sweep import main_args
             return main_args(args)
+        if args.command == "pilot":
+            from paper_checks.pilot import main_args as pilot_main
+            return pilot_main(args)
         if args.command == "report":
             from paper_checks.evidence import load_lemma_grid
             from paper_checks.report import build_report
