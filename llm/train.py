@@ -48,7 +48,7 @@ from llm.grpo import GRPO
 from llm.interrupts import stop_if_requested
 from llm.lemma_measurements import measure_population
 from llm.rollout import NonFiniteError, derive_seed, rollout
-from llm.rundir import RunDirError
+from llm.resume import resume_point
 from llm.tasks import get_task
 from llm.tasks.base import Task
 
@@ -315,44 +315,6 @@ def plot_curves(run_dir: Path) -> None:
     fig.tight_layout()
     fig.savefig(run_dir / "curves.png", dpi=110)
     plt.close(fig)
-
-
-def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | None:
-    """(step, weights, elapsed seconds, optimizer state or None) of the newest checkpoint that loads,
-    or None when there is none. A checkpoint that fails to load is set aside (step-N.damaged) with a
-    message naming it, and the previous one is tried; folders that are not step-N checkpoints are
-    named and ignored. Inside a GRPO phase the optimizer state and (beta > 0) the phase's reference
-    checkpoint must load too."""
-    steps, other = rundir.checkpoint_steps(run.dir)
-    for path in other:
-        print(f"note: {path} is not a checkpoint (checkpoints/step-N); ignored", file=sys.stderr)
-    shapes = {n: p.shape for n, p in run.hf_model.named_parameters()}
-    rows_missing = None
-    for step in steps:
-        path = rundir.checkpoint_dir(run.dir, step)
-        missing_here = rundir.rows_missing_through(run.dir, step) if step <= run.total_steps else None
-        rows_missing = rows_missing or missing_here  # the newest checkpoint's gap names them all
-        if missing_here:  # an earlier checkpoint re-runs the steps whose rows are lost, exactly
-            print(f"note: {rundir.METRICS} lacks rows up to checkpoint {path.name} ({missing_here}); "
-                  "trying the previous checkpoint", file=sys.stderr)
-            continue
-        phase = schedules.phase_at(run.phases, min(step, run.total_steps - 1))
-        inside_grpo = phase.algo == "grpo" and step > phase.start and step < run.total_steps
-        try:
-            if step > run.total_steps:
-                raise RunDirError(f"{path}: step {step} is beyond the run's {run.total_steps} steps")
-            weights, state, optimizer_state = rundir.load_checkpoint(path, shapes, with_optimizer=inside_grpo)
-            if inside_grpo and run.cfg.grpo.beta > 0 and phase.start > 0:  # the reference the phase needs
-                rundir.load_checkpoint(rundir.checkpoint_dir(run.dir, phase.start), shapes, with_optimizer=False)
-        except RunDirError as err:
-            print(f"warning: checkpoint {path} failed to load ({err}); set aside as "
-                  f"{rundir.set_aside(path).name}, trying the previous one", file=sys.stderr)
-            continue
-        return step, weights, state["elapsed"], optimizer_state
-    if rows_missing:
-        raise RunDirError(f"{run.dir / rundir.METRICS}: {rows_missing}, and no checkpoint precedes them; resuming "
-                          "would leave the run without those rows (start the run again in a new directory)")
-    return None
 
 
 # ----------------------------------------------------------------------------- measurements shared by runs

@@ -62,6 +62,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # the ES update, the member weights and their restore: every test here runs the step in process
     "es": (("llm/es/algorithm.py", "llm/es/center.py", "llm/es/plan.py"),
            ("tests/llm/test_es_engine.py", "tests/llm/test_es_batched_hf.py", "tests/llm/test_es_conformance.py")),
+    # where a resumed run continues from; its in-process tests train tiny runs (the CLI's resume cases run in
+    # fresh processes in test_rundir_integrity.py)
+    "resume": (("llm/resume.py",), ("tests/llm/test_resume_point.py",)),
 }
 # Left out of mutation runs: under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per
 # answer) does not hold and its lru_cache counts differ (the first two); the last two take 6-7 s each and

@@ -1,0 +1,64 @@
+"""Where a run continues from: the newest checkpoint that loads and that every earlier metrics row leads up to.
+
+A run directory (llm/rundir.py) holds checkpoints/step-N for the steps llm.train.checkpoint_due names. On
+resume, each is tried newest first:
+
+    rows       metrics.jsonl must hold a row for every step up to N; when it lacks some, the checkpoint is
+               passed over for an earlier one (whose later steps are trained again, exactly), and with no
+               earlier one the resume is refused in one line naming the file and the steps
+    loads      the checkpoint's weights (and, inside a GRPO phase, its optimizer state and, with beta > 0,
+               the phase's reference checkpoint) must load with the model's shapes; one that does not is set
+               aside as step-N.damaged, named, and the previous one tried
+    in range   a checkpoint beyond the run's steps is damaged in the same sense
+
+Folders under checkpoints/ that are not step-N are named and ignored. With no usable checkpoint the run
+starts over.
+"""
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from llm import rundir, schedules
+from llm.rundir import RunDirError
+
+if TYPE_CHECKING:
+    from llm.train import TrainingRun
+
+
+def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | None:
+    """(step, weights, elapsed seconds, optimizer state or None) of the newest checkpoint that loads,
+    or None when there is none. A checkpoint that fails to load is set aside (step-N.damaged) with a
+    message naming it, and the previous one is tried; folders that are not step-N checkpoints are
+    named and ignored. Inside a GRPO phase the optimizer state and (beta > 0) the phase's reference
+    checkpoint must load too."""
+    steps, other = rundir.checkpoint_steps(run.dir)
+    for path in other:
+        print(f"note: {path} is not a checkpoint (checkpoints/step-N); ignored", file=sys.stderr)
+    shapes = {n: p.shape for n, p in run.hf_model.named_parameters()}
+    rows_missing = None
+    for step in steps:
+        path = rundir.checkpoint_dir(run.dir, step)
+        missing_here = rundir.rows_missing_through(run.dir, step) if step <= run.total_steps else None
+        rows_missing = rows_missing or missing_here  # the newest checkpoint's gap names them all
+        if missing_here:  # an earlier checkpoint re-runs the steps whose rows are lost, exactly
+            print(f"note: {rundir.METRICS} lacks rows up to checkpoint {path.name} ({missing_here}); "
+                  "trying the previous checkpoint", file=sys.stderr)
+            continue
+        phase = schedules.phase_at(run.phases, min(step, run.total_steps - 1))
+        inside_grpo = phase.algo == "grpo" and step > phase.start and step < run.total_steps
+        try:
+            if step > run.total_steps:
+                raise RunDirError(f"{path}: step {step} is beyond the run's {run.total_steps} steps")
+            weights, state, optimizer_state = rundir.load_checkpoint(path, shapes, with_optimizer=inside_grpo)
+            if inside_grpo and run.cfg.grpo.beta > 0 and phase.start > 0:  # the reference the phase needs
+                rundir.load_checkpoint(rundir.checkpoint_dir(run.dir, phase.start), shapes, with_optimizer=False)
+        except RunDirError as err:
+            print(f"warning: checkpoint {path} failed to load ({err}); set aside as "
+                  f"{rundir.set_aside(path).name}, trying the previous one", file=sys.stderr)
+            continue
+        return step, weights, state["elapsed"], optimizer_state
+    if rows_missing:
+        raise RunDirError(f"{run.dir / rundir.METRICS}: {rows_missing}, and no checkpoint precedes them; resuming "
+                          "would leave the run without those rows (start the run again in a new directory)")
+    return None
