@@ -102,6 +102,10 @@ def test_null_control_ignores_rewards_and_skips_steps_without_signal(tiny_model_
     assert abs(z.mean()) < 1e-12 and z.std() > 0.5 and z.any()
     assert not np.array_equal(z, es.fitness(np.array([0.0, 1.0, 0.1, 0.0]), step=6))
     assert np.all(es.fitness(np.full(4, 0.1), step=5) == 0)
+    # the stream is the run's (seed 3, step 5, "es-null"): z-scored standard normals drawn from it
+    from llm.es.algorithm import standardize
+    from llm.rollout import derive_seed
+    np.testing.assert_array_equal(z, standardize(np.random.default_rng(derive_seed(3, 5, "es-null")).standard_normal(4)))
     task = CountdownScoredBy("constant", lambda completion: 0.1)
     es = _es(HFEngine(tiny_model_dir), task, null_control=True)
     assert es.step(task.problems("train", 2, seed=0), step=5).update_norm == 0.0
@@ -209,8 +213,9 @@ def test_fitness_is_computed_in_float64_without_warnings_and_z_scores_by_default
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_array_equal(es.fitness(np.array([3e38, 3e38], dtype=np.float32), 0), [0.0, 0.0])
-        with pytest.raises(NonFiniteError, match="step 4: member mean rewards overflow"):
-            es.fitness(np.array([1e308, -1e308]), 4)
+        with pytest.raises(NonFiniteError, match="step 4: member mean rewards overflow") as raised:
+            es.fitness(np.array([1e308, -1e308] + list(range(1, 9))), 4)
+    assert str(raised.value).endswith("[1e+308, -1e+308, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]")   # the first 8 only
     r = np.array([1.0, 2.0, 6.0])
     np.testing.assert_allclose(standardize(r), (r - 3.0) / (np.sqrt(14 / 3) + 1e-8), rtol=1e-12)
     np.testing.assert_allclose(standardize(r, zscore=False), r - 3.0, rtol=1e-12)
@@ -223,6 +228,8 @@ def test_a_plans_subset_is_the_same_iteration_for_the_members_named():
     part = plan.subset([4, 1])
     assert (part.step, part.noise_seed, part.sigma) == (plan.step, plan.noise_seed, plan.sigma) == (2, plan.noise_seed, 0.1)
     assert part.members == (plan.members[4], plan.members[1])
+    update = part.update(np.array([1.0, -1.0]), alpha=0.5)
+    assert (update.step, update.noise_seed, update.alpha, update.population_size) == (2, plan.noise_seed, 0.5, 2)
 
 
 @pytest.mark.vllm
