@@ -27,7 +27,7 @@ from paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pas
 from paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
 from paper_checks.rundir import Run
 from paper_checks.verdict import (IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, combine, decide,
-                                  fmt_interval)
+                                  decimals, fmt_interval)
 from theory.decisions import over_seeds, welch
 from theory.paper_constants import LEMMA1_S_LIMIT
 
@@ -42,7 +42,9 @@ def _missing(claim_id: str, what: str) -> Verdict:
 
 def _power(est: Estimate, claim_id: str, scale: float = 100.0, unit: str = " pts") -> str:
     effect = BY_ID[claim_id].test.paper_effect
-    found = "no run-to-run variance (one seed)" if not math.isfinite(est.detectable) else f"{est.detectable * scale:.2f}{unit}"
+    d = decimals(0.0, est.detectable * scale)   # two significant digits, at least two decimals
+    found = ("no run-to-run variance (one seed)" if not math.isfinite(est.detectable)
+             else f"{est.detectable * scale:.{d}f}{unit}")
     return f"detectable at 80% power: {found}; paper: {effect}"
 
 

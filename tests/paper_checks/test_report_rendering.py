@@ -99,3 +99,14 @@ def test_report_json_records_each_base_model_over_its_seeds(tmp_path):
     assert paper["pass_at_k"] == {"1": pytest.approx(0.3), "32": pytest.approx(0.5)}
     assert paper["no_correct_share"] == pytest.approx((2 / 4 + 1 / 4) / 2)
     assert bases["diffuse"]["seeds"] == 1 and bases["diffuse"]["no_correct_share"] == pytest.approx(0.75)
+
+
+def test_a_small_detectable_difference_keeps_two_significant_digits():
+    """A power line in nats (scale 1) printed to two decimals read 0.00 for 0.00081."""
+    from paper_checks.design import Estimate
+    from paper_checks.real_checks import _power
+
+    assert "detectable at 80% power: 0.00081;" in _power(Estimate(0, 0, 0, 3e-4, 10, 8, detectable=0.00081),
+                                                          "matched_entropy", 1.0, "")
+    assert "detectable at 80% power: 6.29 pts;" in _power(Estimate(0, 0, 0, 0.02, 10, 8, detectable=0.0629),
+                                                           "matched_passk_above_grpo")
