@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Copy a finished reproduction's report into results/ (no checkpoints, no run directories):
-#   bash scripts/publish_results.sh OUT_DIR [RESULTS_DIR]      (RESULTS_DIR defaults to results)
+#   bash scripts/publish_results.sh OUT_DIR [RESULTS_DIR [BESIDE...]]   (RESULTS_DIR defaults to results)
 # OUT_DIR is the --out of `python -m paper_checks reproduce`; its report/ must hold REPORT.md,
 # report.json and run_info.json (written when the reproduction finished). results/REPORT.md gets a
 # header with the exact command, the commit, the wall time and the machine; the simulate plots the
-# report links to are copied beside it and the links rewritten.
+# report links to are copied beside it and the links rewritten. BESIDE: folders under RESULTS_DIR that hold
+# other published reports (e.g. the same answer from another base); their base models join RESULTS_DIR's
+# report.json "bases" entry, each base tagged with the report that measured it.
 set -euo pipefail
 out="${1:?usage: publish_results.sh OUT_DIR [RESULTS_DIR]}"
 dest="${2:-results}"
+beside=("${@:3}")
 report="$out/report"
 for f in REPORT.md report.json run_info.json; do
   [ -f "$report/$f" ] || { echo "error: $report/$f missing (has the reproduction finished?)" >&2; exit 2; }
@@ -20,10 +23,19 @@ if [ -d "$out/simulate" ]; then
   mkdir -p "$dest/simulate"
   find "$out/simulate" -maxdepth 1 -name '*.png' -exec cp {} "$dest/simulate/" \;
 fi
-"$py" - "$report" "$dest" <<'PY'
+"$py" - "$report" "$dest" "${beside[@]}" <<'PY'
 import json, sys
 from pathlib import Path
-report, dest = Path(sys.argv[1]), Path(sys.argv[2])
+report, dest, beside = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+data = json.loads((dest / "report.json").read_text())
+if "bases" in data or beside:
+    bases = [b | {"report": "REPORT.md"} for b in data.get("bases", [])]
+    for folder in beside:
+        other = dest / folder / "report.json"
+        if not other.is_file():
+            sys.exit(f"error: {other} missing (publish that report first)")
+        bases += [b | {"report": f"{folder}/REPORT.md"} for b in json.loads(other.read_text()).get("bases", [])]
+    (dest / "report.json").write_text(json.dumps(data | {"bases": bases}, indent=1) + "\n")
 info = json.loads((report / "run_info.json").read_text())
 m = info["machine"]
 minutes = info["wall_seconds"] / 60

@@ -41,3 +41,25 @@ def test_publish_refuses_an_unfinished_reproduction(tmp_path):
     res = subprocess.run(["bash", str(ROOT / "scripts" / "publish_results.sh"), str(tmp_path), str(tmp_path / "r")],
                          capture_output=True, text=True)
     assert res.returncode == 2 and "report.json missing" in res.stderr
+
+
+def test_publish_beside_another_report_lists_both_bases(tmp_path):
+    """The answer from two bases: the second report published first into a folder, the first beside it; the
+    top report.json's "bases" holds both, each tagged with the report that measured it."""
+    commit = git_commit()
+    for name, model in (("diffuse", "default-base"), ("main", "paper-base")):
+        out = tmp_path / name
+        (out / "report").mkdir(parents=True)
+        (out / "report" / "REPORT.md").write_text(f"# {name}\n")
+        (out / "report" / "report.json").write_text(json.dumps({"bases": [{"model": model, "pass_at_k": {"1": 0.3}}]}))
+        write_run_info(out / "report" / "run_info.json", "answer", 2, 60.0, "python -m paper_checks reproduce", commit)
+    run = lambda *args: subprocess.run(["bash", str(ROOT / "scripts" / "publish_results.sh"), *args], capture_output=True,
+                                       text=True, env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+    dest = tmp_path / "results"
+    missing = run(str(tmp_path / "main"), str(dest), "diffuse")
+    assert missing.returncode != 0 and "diffuse/report.json missing" in missing.stderr
+    assert run(str(tmp_path / "diffuse"), str(dest / "diffuse")).returncode == 0
+    res = run(str(tmp_path / "main"), str(dest), "diffuse")
+    assert res.returncode == 0, res.stderr
+    bases = json.loads((dest / "report.json").read_text())["bases"]
+    assert [(b["model"], b["report"]) for b in bases] == [("paper-base", "REPORT.md"), ("default-base", "diffuse/REPORT.md")]
