@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 from llm.plot_axes import label_k_axis  # noqa: E402
 from paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
 from theory.paper_constants import PAPER_TAUS  # noqa: E402
+from theory.matched import common_range, read_at, supported  # noqa: E402
 
 MAIN = ("grpo", "es", "es-grpo", "grpo-es", "es[sampled]")
 
@@ -107,9 +108,15 @@ FRONTIER_PANELS = (("pass@32", "Pass@32"), ("pass@16", "Pass@16"), ("no_correct"
                    ("entropy", "token entropy (nats)"), ("greedy", "greedy accuracy"))
 
 
+POOLED_LEVELS = 12
+
+
 def frontier(ev: Evidence, out: Path) -> str | None:
     """Along training (llm/curve.py): Pass@32, Pass@16, no-correct share, entropy and greedy accuracy
-    against sampled Pass@1, per seed (thin) and pooled over seeds (thick: mean at each curve point)."""
+    against sampled Pass@1, per seed (thin) and pooled over seeds (thick: at POOLED_LEVELS Pass@1 levels of the
+    range every seed's curve spans, the mean over seeds of each curve read where it first reaches the level, the
+    reading of the matched claims; solid where every seed is supported there, dashed where not; a picture, not a
+    test)."""
     from paper_checks.matched import curve_of
 
     curves = {name: [c for c in (curve_of(r.curve or [], r.seed or 0) for r in ev.by_variant(name)) if c is not None]
@@ -123,15 +130,24 @@ def frontier(ev: Evidence, out: Path) -> str | None:
             ys = [c.metric(key).mean(1) if key.startswith("pass@") or key == "no_correct" else getattr(c, key) for c in cs]
             for c, y in zip(cs, ys):
                 ax.plot(c.pass1, y, color=f"C{i}", alpha=0.3, lw=0.8)
-            if len({len(c.pass1) for c in cs}) == 1:
-                ax.plot(np.mean([c.pass1 for c in cs], 0), np.mean(ys, 0), "-o", color=f"C{i}", ms=3, lw=2, label=name)
+            lo, hi = common_range([c.pass1 for c in cs])
+            levels = np.linspace(lo, hi, POOLED_LEVELS) if hi > lo else np.array([])
+            # pooled: each seed read where its curve first reaches the level (theory.matched.read_at), averaged
+            pooled = np.array([np.mean([read_at(c.pass1, y, level) for c, y in zip(cs, ys)]) for level in levels])
+            # solid where every seed has measured points within RESOLUTION of the level (the matched claims'
+            # support rule), dashed where some seed's reading runs along a wider gap
+            solid = np.array([all(supported(c.pass1, level) for c in cs) for level in levels], dtype=bool)
+            ax.plot(levels, pooled, "--", color=f"C{i}", lw=1.2)
+            ax.plot(levels, np.where(solid, pooled, np.nan), "-", color=f"C{i}", lw=2.2, label=f"{name} ({len(cs)} seeds)")
         ax.scatter([np.mean([cs[0].pass1[0] for cs in curves.values()])],
                    [np.mean([(cs[0].metric(key).mean(1) if key.startswith("pass@") or key == "no_correct"
                               else getattr(cs[0], key))[0] for cs in curves.values()])], c="k", marker="*", s=100,
                   label="base", zorder=5)
         ax.set(xlabel="sampled Pass@1 (T = curve temperature)", ylabel=ylabel, title=ylabel + " vs Pass@1")
     fig.tight_layout(rect=(0, 0, 1, 0.9))  # the legend above the panels, clear of every curve
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=len(curves) + 1, frameon=False)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=len(curves) + 1, frameon=False,
+               title="thin: each seed; thick: pooled over seeds at matched Pass@1 (dashed: a seed's measured points "
+                     "are further apart there than the matched claims read)")
     fig.savefig(out / "frontier.png", dpi=110)
     plt.close(fig)
     return "frontier.png"

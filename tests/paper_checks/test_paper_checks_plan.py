@@ -90,9 +90,9 @@ def test_a_schedules_second_method_is_checkpointed_densely_from_its_switch():
         expected |= set(range(cfg.checkpoint_every, total + 1, cfg.checkpoint_every)) | {total}
         assert {s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)} == expected, name
         assert len(phases) == (1 if name.startswith("es-s") else 2)
-        if name == "es-grpo-s0":   # switching at step 20 of 40, dense for 10 steps, every 5
+        if name == "es-grpo-s0":   # switching at step 20 of 40, dense for 10 steps, every 2
             assert [s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)] == \
-                [*range(1, 11), 15, 20, *range(21, 31), 35, 40]
+                [*range(1, 11), 12, 14, 16, 18, 20, *range(21, 31), 32, 34, 36, 38, 40]
 
 
 def test_rescaled_variant_waits_for_the_main_runs():
