@@ -11,6 +11,7 @@ import pytest
 from paper_checks import plots, reproduce
 from paper_checks.cli import main as cli_main
 from paper_checks.report import build_report, collect
+from theory.metrics import pass_at_k_counts
 from test_paper_checks_verdicts import make_run
 
 
@@ -81,7 +82,7 @@ def test_frontier_legend_lies_outside_every_panel(tmp_path, p_base, figures):
     renderer = _renderer(fig)
     assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
     box = fig.legends[0].get_window_extent(renderer)
-    assert {t.get_text() for t in fig.legends[0].get_texts()} == {"es", "grpo", "base"}
+    assert {t.get_text() for t in fig.legends[0].get_texts()} == {"es (2 seeds)", "grpo (2 seeds)", "base"}
     assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
 
 
@@ -93,3 +94,31 @@ def test_zero_updates_are_said_in_words(tmp_path, p_base, figures):
     assert plots.update_magnitudes(collect([run]), tmp_path) == "update_magnitudes.png"
     texts = [t.get_text() for t in figures[-1].axes[0].texts]
     assert any("no entry changed" in t for t in texts), texts
+
+
+def test_the_frontiers_pooled_line_is_the_seeds_read_at_matched_pass1_and_dashed_where_unsupported(tmp_path, p_base, figures):
+    """Pooled over seeds at each Pass@1 level, each seed read where its curve first reaches the level (checked
+    here against a hand interpolation); a level is drawn solid only where every seed has measured points within
+    the resolution, so a seed measured only at its ends leaves the middle dashed."""
+    from theory.matched import RESOLUTION
+
+    dense = [np.clip(p_base + 0.01 * t, 0, 1) for t in range(11)]
+    dirs = [make_run(tmp_path, f"es{s}", "es", s, p_base, p_base, curve_p=dense) for s in (0, 1)]
+    dirs += [make_run(tmp_path, "grpo0", "grpo", 0, p_base, p_base, curve_p=dense),
+             make_run(tmp_path, "grpo1", "grpo", 1, p_base, p_base, curve_p=dense[::10])]
+    plots.frontier(collect(dirs), tmp_path)
+    ax = figures[-1].axes[0]   # Pass@32 against Pass@1
+    solid = {line.get_label().split()[0]: line for line in ax.lines if line.get_label().endswith("(2 seeds)")}
+    x, y = solid["es"].get_data()
+    assert np.isfinite(y).all()   # ES: both seeds dense, every level supported
+    # the pooled value at a level: the mean of the two seeds' Pass@32 interpolated at that Pass@1 by hand
+    curves = [json.loads((d / "curve.json").read_text())["points"] for d in dirs[:2]]
+    by_hand = []
+    for points in curves:
+        p1 = [pt["sampled"]["pass_at_k"]["1"] for pt in points]
+        p32 = [np.mean([pass_at_k_counts(pt["sampled"]["n"], [q["correct"] for q in pt["sampled"]["per_problem"]], 32)])
+               for pt in points]
+        by_hand.append(np.interp(x[5], p1, p32))   # rising curves: the first crossing is the interpolation
+    assert y[5] == pytest.approx(np.mean(by_hand), abs=1e-12)
+    x, y = solid["grpo"].get_data()
+    assert dense[10].mean() - dense[0].mean() > RESOLUTION and np.isnan(y[1:-1]).all()   # seed 1 has its ends only
