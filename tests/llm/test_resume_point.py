@@ -137,3 +137,14 @@ def test_a_folder_that_is_not_a_checkpoint_is_named_and_ignored(finished, tmp_pa
     resume(run, show_progress=False)
     assert "notes is not a checkpoint (checkpoints/step-N); ignored" in capsys.readouterr().err
     same_run(finished["grpo"], run)
+
+
+def test_a_finished_run_whose_last_row_was_lost_trains_that_step_again(finished, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(finished["es"], run)
+    (run / "run.lock").unlink(missing_ok=True)
+    lines = (run / rundir.METRICS).read_text().splitlines()
+    (run / rundir.METRICS).write_text("".join(line + "\n" for line in lines[:-1]))
+    resume(run, show_progress=False)
+    assert f"lacks rows up to checkpoint step-{len(lines)}" in capsys.readouterr().err
+    same_run(finished["es"], run)
