@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAPER = ROOT / "docs" / "paper.md"
 # what the README says, in the order a newcomer needs it
-README_ORDER = ("## Install", "## A first run in two minutes", "## The main job", "## Training on your own data and reward",
-                "## Where results land", "## The published answer", "## Reference")
+README_ORDER = ("## The answer so far", "## Install", "## A first run in two minutes", "## The main job",
+                "## Training on your own data and reward", "## Where results land", "## Reference")
 REPRODUCE = "bash scripts/setup.sh && .venv/bin/python -m paper_checks reproduce --budget small --out runs/small"
 TESTS = "bash scripts/setup.sh && .venv/bin/python -m pytest -q"
 
@@ -28,8 +28,9 @@ def test_the_readme_reads_in_order_and_keeps_its_two_commands():
     positions = [text.index(header) for header in README_ORDER]
     assert positions == sorted(positions), f"README sections out of order: {README_ORDER}"
     assert REPRODUCE in text and TESTS in text
-    answer = text[text.index("## The published answer"):text.index("## Reference")]
+    answer = text[text.index("## The answer so far"):text.index("## Install")]
     assert answer.count("<!-- ANSWER") == 1 and answer.count("<!-- /ANSWER -->") == 1, "one section holds the answer"
+    assert text[:text.index("## The answer so far")].count("\n") < 20, "the answer is on the first screen"
     assert len(text.splitlines()) < 200, "the long reference belongs in docs/"
 
 
@@ -84,3 +85,19 @@ def test_docs_paper_holds_the_numbers_the_checks_use():
     assert f"G = {pc.PAPER_NUM_GENERATIONS} samples per prompt" in text
     assert f"({pn.ANTITHETIC_REWARD_CORRELATION} at sigma = 1e-3" in text
     assert f"s = (sigma^2 / 2) tr I_x <= {pc.LEMMA1_S_LIMIT}" in text
+
+
+def test_the_readmes_answer_is_the_published_reports():
+    """Each interval the README's answer table states for a matched claim is the one results/report.json holds."""
+    import json
+
+    text = README.read_text()
+    answer = text[text.index("<!-- ANSWER"):text.index("<!-- /ANSWER -->")]
+    claims = {c["id"]: c["levels"]["real"] for c in json.loads((ROOT / "results" / "report.json").read_text())["claims"]}
+    for claim, row in (("matched_passk_above_grpo", "| Pass@32 at matched Pass@1"),
+                       ("matched_no_correct", "| prompts with no correct sample, at matched Pass@1"),
+                       ("matched_entropy", "| token entropy at matched Pass@1")):
+        line = next(line for line in answer.splitlines() if line.startswith(row))
+        verdict, interval = [c.strip().strip("*") for c in line.split("|")[2:4]]
+        assert verdict == claims[claim]["status"], claim
+        assert interval.split(" (")[0].replace(" nats", "").replace(" pts", "") in claims[claim]["ours"].replace(" pts", "")
