@@ -80,6 +80,7 @@ def test_a_resumed_run_is_the_run_that_never_stopped(finished, tmp_path, algo):
     run = stopped_after(finished[algo], PLANS[algo][1], tmp_path)
     resume(run, show_progress=False)
     same_run(finished[algo], run)
+    assert not [p.name for p in (run / rundir.CHECKPOINTS).iterdir() if p.name.endswith(".damaged")]
 
 
 def test_resuming_a_finished_run_trains_nothing_and_sets_nothing_aside(finished, tmp_path, capsys):
@@ -148,3 +149,20 @@ def test_a_finished_run_whose_last_row_was_lost_trains_that_step_again(finished,
     resume(run, show_progress=False)
     assert f"lacks rows up to checkpoint step-{len(lines)}" in capsys.readouterr().err
     same_run(finished["es"], run)
+
+
+@pytest.mark.parametrize("beta", [0.001, 0.0])
+def test_a_grpo_phase_needs_its_reference_checkpoint_only_with_a_kl_penalty(tiny_model_dir, tmp_path, capsys, beta):
+    """ES->GRPO stopped inside its GRPO phase (started at step 4) with the phase's reference checkpoint damaged:
+    with a KL penalty (beta > 0) every checkpoint of the phase is passed over for one before it (exact again);
+    without one the reference is not needed and the newest checkpoint is used."""
+    reference = train(TrainConfig.from_dict(RUN | {"algo": "es-grpo", "steps": 4, "grpo": RUN["grpo"] | {"beta": beta},
+                                                   "model": str(tiny_model_dir), "out": str(tmp_path / "ref")}),
+                      show_progress=False)
+    (tmp_path / "stopped").mkdir()
+    run = stopped_after(reference, 6, tmp_path / "stopped")
+    (rundir.checkpoint_dir(run, 4) / "model.safetensors").write_bytes(b"damaged")
+    resume(run, show_progress=False)
+    damaged = sorted(p.name for p in (run / rundir.CHECKPOINTS).iterdir() if p.name.endswith(".damaged"))
+    assert damaged == (["step-4.damaged", "step-5.damaged", "step-6.damaged"] if beta > 0 else []), capsys.readouterr().err
+    same_run(reference, run)
