@@ -96,7 +96,10 @@ def test_resuming_a_finished_run_trains_nothing_and_sets_nothing_aside(finished,
 def test_a_damaged_newest_checkpoint_is_set_aside_and_the_previous_used(finished, tmp_path, capsys):
     run = stopped_after(finished["es"], 3, tmp_path)
     (rundir.checkpoint_dir(run, 3) / "model.safetensors").write_bytes(b"not a tensor file")
+    kept = (run / rundir.METRICS).read_text().splitlines()[:2]
     resume(run, show_progress=False)
+    # continued from step 2, not started over: the rows of steps 1-2 are the ones it had, wall times included
+    assert (run / rundir.METRICS).read_text().splitlines()[:2] == kept
     err = capsys.readouterr().err
     assert "checkpoint" in err and "step-3" in err and "failed to load" in err and "trying the previous one" in err
     assert (run / rundir.CHECKPOINTS / "step-3.damaged").is_dir()
@@ -127,7 +130,8 @@ def test_with_no_checkpoint_before_the_lost_rows_the_resume_is_refused(finished,
     lines = (run / rundir.METRICS).read_text().splitlines()
     (run / rundir.METRICS).write_text(lines[1] + "\n")   # the row of step 1 lost
     before = (run / rundir.METRICS).read_text()
-    with pytest.raises(RunDirError, match=r"metrics.jsonl: .*no checkpoint precedes them"):
+    with pytest.raises(RunDirError, match=r"metrics.jsonl: .*, and no checkpoint precedes them; resuming would leave "
+                                          r"the run without those rows \(start the run again in a new directory\)"):
         resume(run, show_progress=False)
     assert (run / rundir.METRICS).read_text() == before
 
