@@ -56,13 +56,13 @@ def load_run(path: str | Path) -> Run:
     except RunDirError as err:
         raise RunDirError(f"{path / rundir.CONFIG}: a run directory needs a readable config.json ({err})") from None
     problems: list[str] = []
+    metrics, ev, probe = rundir.read_steps(path, problems), rundir.read_eval(path, problems), rundir.read_probe(path, problems)
     curve = rundir.read_curve(path, problems)
     if curve and any(point.get("split", "test") != "test" for point in curve):
         problems.append(f"{path / rundir.CURVE}: measured on the training split (llm curve --split train), not the "
                         f"test prompts; not read")
         curve = None
-    run = Run(path=path, config=config, metrics=rundir.read_steps(path, problems), eval=rundir.read_eval(path, problems),
-              probe=rundir.read_probe(path, problems), curve=curve, problems=problems)
+    run = Run(path=path, config=config, metrics=metrics, eval=ev, probe=probe, curve=curve, problems=problems)
     finished = isinstance(run.eval, dict) and "final" in run.eval
     problems += rundir.integrity_problems(path, config, run.metrics, finished)
     return run
