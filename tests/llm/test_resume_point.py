@@ -122,6 +122,7 @@ def test_a_checkpoint_whose_earlier_rows_are_lost_is_passed_over(finished, tmp_p
     resume(run, show_progress=False)
     err = capsys.readouterr().err
     assert "lacks rows up to checkpoint step-3" in err and "lacks rows up to checkpoint step-2" in err
+    assert err.count("); trying the previous checkpoint") == 2
     same_run(finished["es"], run)   # resumed from step 1: steps 2 and 3 trained again, exactly
 
 
@@ -170,3 +171,12 @@ def test_a_grpo_phase_needs_its_reference_checkpoint_only_with_a_kl_penalty(tiny
     damaged = sorted(p.name for p in (run / rundir.CHECKPOINTS).iterdir() if p.name.endswith(".damaged"))
     assert damaged == (["step-4.damaged", "step-5.damaged", "step-6.damaged"] if beta > 0 else []), capsys.readouterr().err
     same_run(reference, run)
+
+
+def test_a_schedule_stopped_at_its_switch_resumes_there(finished, tmp_path, capsys):
+    """ES->GRPO stopped right after the checkpoint of its switch (step 4): the GRPO phase has not started, so no
+    optimizer state is needed there; the run continues from step 4, exactly."""
+    run = stopped_after(finished["es-grpo"], 4, tmp_path)
+    resume(run, show_progress=False)
+    assert "set aside" not in capsys.readouterr().err
+    same_run(finished["es-grpo"], run)
