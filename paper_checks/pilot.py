@@ -33,7 +33,6 @@ def pilot_runs(budget_name: str, model: Path, seeds: tuple[int, ...]) -> dict[st
 def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tuple[int, ...] = PILOT_SEEDS,
               jobs: int = 2, log=print) -> dict:
     from llm import rundir
-    from paper_checks.design import plan
     from paper_checks.matched import curve_of, matched_difference
     from paper_checks.reproduce import BUDGETS, run_all
 
