@@ -84,12 +84,16 @@ def test_a_python_without_torch_gets_a_json_saying_so(tmp_path):
 @no_cuda
 def test_parts_over_their_budget_are_killed_and_the_json_keeps_every_part(tmp_path):
     # a 70 s check: the probe takes some seconds, the first parts get 10 and 14 s (too little for either on a
-    # CPU), the Ray test's 7 s share is under the minimum: cut, then not run
+    # loaded CPU), the Ray test's 7 s share is under the minimum: cut, then not run. A part killed midway is
+    # checked on its own below (test_a_part_killed_midway_keeps_the_figures_it_measured)
     code, report, _ = run_check(tmp_path, {"PYTHON": sys.executable, "ESCOV_GPU_STANDIN": "cpu",
                                            "GPU_CHECK_BUDGET_S": "70"})
     parts = report["parts"]
     assert code == 1 and report["exit"]["code"] == 1 and list(parts) == STANDIN_PARTS
-    assert parts["gpu_tests_hf"]["status"] == "time limit"
+    # gpu_tests_hf's 10 s: killed on a loaded machine, finished on an idle fast one (seen: 'ok' at load 0)
+    assert parts["gpu_tests_hf"]["status"] in ("time limit", "ok")
+    if parts["gpu_tests_hf"]["status"] == "ok":
+        assert parts["gpu_tests_hf"]["exit_code"] == 0
     killed = [name for name in ("gpu_tests_hf", "hf_tiny") if parts[name]["status"] == "time limit"]
     for name in killed:
         assert parts[name]["exit_code"] is None and "killed" in parts[name]["why"] and "log_tail" in parts[name]
