@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from theory.matched import points_in_range
+
 MIN_POINTS = 5          # measured curve points each method needs inside the common range (the issue's floor)
 ENTROPY_DROP = 0.10     # a fall: entropy at most 90% of the curve's maximum, after the maximum
 SWEEP_SEED = 100        # not one of the answer's seeds (0-7): other training prompts and sampling streams
@@ -93,7 +95,8 @@ def common_range(a: Trace, b: Trace) -> tuple[float, float]:
 
 
 def points_inside(trace: Trace, lo: float, hi: float) -> int:
-    return sum(lo <= p <= hi for p in trace.pass1)
+    """The trace's measured points with Pass@1 in [lo, hi] (theory.matched.points_in_range)."""
+    return points_in_range(trace.pass1, lo, hi)
 
 
 @dataclass(frozen=True)
