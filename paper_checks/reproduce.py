@@ -58,7 +58,10 @@ SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
 # the answer budget (docs/answer-budget.md: measured cost per run, and the power it gives)
 ANSWER_SEEDS = tuple(range(8))
 ANSWER_STEPS = 40
-ANSWER_PROMPTS = 64
+# test prompts per base, each sized from its own measured variance components (docs/answer-budget.md): from
+# the paper-regime base 98% of the matched Pass@32 difference's variance is prompts, and 64 prompts detect only
+# 3.3 points (2 needs about 256); from the diffuse base 64 prompts already detect 1.7 points
+ANSWER_PROMPTS, ANSWER_PROMPTS_DIFFUSE = 256, 64
 ANSWER_BATCH = 16
 # the step sizes chosen by `python -m paper_checks sweep` on the paper-regime base (training-split curves; its
 # record: results/step-sweep/): of the pairs meeting the rule, the widest common Pass@1 range (0.34-0.69), then
@@ -143,7 +146,8 @@ BUDGETS = {
         es_variants=("es-sampled",), schedules=True, curve=ANSWER_CURVE),
 }
 # the same answer from the diffuse base (Pass@1 about 0.12, Pass@32 about 0.90 at T = 0.6), reported beside it
-BUDGETS["answer-diffuse"] = replace(BUDGETS["answer"], base_preset="default")
+BUDGETS["answer-diffuse"] = replace(BUDGETS["answer"], base_preset="default",
+                                    common=BUDGETS["answer"].common | {"eval_problems": ANSWER_PROMPTS_DIFFUSE})
 
 # The sweep only needs the training reward: its runs evaluate little.
 SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": ()}
