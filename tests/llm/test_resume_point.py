@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from llm import rundir
+from llm import rundir, schedules
 from llm.config import TrainConfig
 from llm.rundir import RunDirError
 from llm.train import resume, train
@@ -156,20 +156,33 @@ def test_a_finished_run_whose_last_row_was_lost_trains_that_step_again(finished,
     same_run(finished["es"], run)
 
 
+# ES->GRPO layouts: ES population -> (the GRPO phase's first step, the step the run is stopped after). With 4
+# members an ES step costs a quarter of a GRPO step (2 N against 8 G at G = 4), so the ES phase's one step of
+# budget is 4 ES steps; with 16 members it is one, and the GRPO phase starts at step 1.
+SWITCHES = {4: (4, 6), 16: (1, 2)}
+
+
 @pytest.mark.parametrize("beta", [0.001, 0.0])
-def test_a_grpo_phase_needs_its_reference_checkpoint_only_with_a_kl_penalty(tiny_model_dir, tmp_path, capsys, beta):
-    """ES->GRPO stopped inside its GRPO phase (started at step 4) with the phase's reference checkpoint damaged:
-    with a KL penalty (beta > 0) every checkpoint of the phase is passed over for one before it (exact again);
-    without one the reference is not needed and the newest checkpoint is used."""
-    reference = train(TrainConfig.from_dict(RUN | {"algo": "es-grpo", "steps": 4, "grpo": RUN["grpo"] | {"beta": beta},
-                                                   "model": str(tiny_model_dir), "out": str(tmp_path / "ref")}),
-                      show_progress=False)
+@pytest.mark.parametrize("population", sorted(SWITCHES))
+def test_a_grpo_phase_needs_its_reference_checkpoint_only_with_a_kl_penalty(tiny_model_dir, tmp_path, capsys, beta,
+                                                                            population):
+    """ES->GRPO stopped inside its GRPO phase with the phase's reference checkpoint (its first step's) damaged:
+    with a KL penalty (beta > 0) every checkpoint from the phase's start on is passed over for one before it
+    (exact again; before a one-step ES phase that is the start); without one the reference is not needed and
+    the newest checkpoint is used."""
+    start, stop = SWITCHES[population]
+    cfg = TrainConfig.from_dict(RUN | {"algo": "es-grpo", "steps": 4, "grpo": RUN["grpo"] | {"beta": beta},
+                                       "es": RUN["es"] | {"population_size": population},
+                                       "model": str(tiny_model_dir), "out": str(tmp_path / "ref")})
+    assert [p.start for p in schedules.plan(cfg)] == [0, start]
+    reference = train(cfg, show_progress=False)
     (tmp_path / "stopped").mkdir()
-    run = stopped_after(reference, 6, tmp_path / "stopped")
-    (rundir.checkpoint_dir(run, 4) / "model.safetensors").write_bytes(b"damaged")
+    run = stopped_after(reference, stop, tmp_path / "stopped")
+    (rundir.checkpoint_dir(run, start) / "model.safetensors").write_bytes(b"damaged")
     resume(run, show_progress=False)
     damaged = sorted(p.name for p in (run / rundir.CHECKPOINTS).iterdir() if p.name.endswith(".damaged"))
-    assert damaged == (["step-4.damaged", "step-5.damaged", "step-6.damaged"] if beta > 0 else []), capsys.readouterr().err
+    expected = [f"step-{s}.damaged" for s in range(start, stop + 1)] if beta > 0 else []
+    assert damaged == expected, capsys.readouterr().err
     same_run(reference, run)
 
 
