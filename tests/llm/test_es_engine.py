@@ -69,6 +69,11 @@ def test_update_equals_alpha_over_n_sum_z_eps_rebuilt_independently(tiny_model_d
         assert torch.equal(dict(engine.model.named_parameters())[n].detach(), theta)  # the engine holds the new center
         moved = max(moved, float((expected - old[n].double()).abs().max()))
     assert moved > 1e-4  # well above the tolerance: a wrong sign or scale cannot pass
+    # the reported norm is ||theta' - theta|| over every perturbed tensor (several of them), and the center knows
+    # it was written
+    assert len(es.center.master) > 1 and es.center.modified is True
+    moved_sq = sum(float(((theta.double() - old[n].double()) ** 2).sum()) for n, theta in es.center.master.items())
+    assert out.update_norm == pytest.approx(moved_sq ** 0.5, rel=1e-5)
 
 
 def test_all_equal_rewards_give_a_zero_update(tiny_model_dir):
@@ -91,6 +96,17 @@ def test_parameter_subset_leaves_other_parameters_untouched(tiny_model_dir):
     assert np.ptp(out.rewards) > 0 and out.update_norm > 0, "a zero update would leave every parameter untouched"
     for n, p in engine.model.named_parameters():
         assert torch.equal(p.detach(), before[n]) == ("norm" not in n), n
+    with pytest.raises(ValueError, match=r"es\.param_pattern 'no_such_layer' matches no parameter name"):
+        select_parameters(engine.model.named_parameters(), "no_such_layer")
+
+
+def test_center_weights_are_a_copy_unless_asked_for_the_master_itself(tiny_model_dir):
+    """copy=True: fp32 tensors the next update does not change; copy=False: the fp32 master's own storage."""
+    es = _es(HFEngine(tiny_model_dir), get_task("countdown"))
+    copied, shared = es.center_weights(), es.center_weights(copy=False)
+    for n, theta in es.center.master.items():
+        assert shared[n].data_ptr() == theta.data_ptr()
+        assert copied[n].data_ptr() != theta.data_ptr() and torch.equal(copied[n], theta)
 
 
 def test_null_control_ignores_rewards_and_skips_steps_without_signal(tiny_model_dir):
@@ -109,6 +125,12 @@ def test_null_control_ignores_rewards_and_skips_steps_without_signal(tiny_model_
     task = CountdownScoredBy("constant", lambda completion: 0.1)
     es = _es(HFEngine(tiny_model_dir), task, null_control=True)
     assert es.step(task.problems("train", 2, seed=0), step=5).update_norm == 0.0
+    # a whole step draws the stream of its own step number
+    task = digit_share_task()
+    es = _es(HFEngine(tiny_model_dir), task, null_control=True, member_temperature=1.0, member_samples=2)
+    out = es.step(task.problems("train", 3, seed=0), step=6)
+    assert np.ptp(out.rewards) > 0, "equal rewards skip the null's step: z = 0 whatever the stream"
+    np.testing.assert_array_equal(out.z, standardize(np.random.default_rng(derive_seed(3, 6, "es-null")).standard_normal(4)))
 
 
 def test_inplace_bf16_leaves_rounding_residue_the_master_does_not(tiny_model_dir):
@@ -164,9 +186,11 @@ def test_inplace_bf16_update_adds_each_direction_in_turn_and_reports_its_norm(ti
     engine = HFEngine(tiny_model_dir, dtype=torch.bfloat16)
     es = _es(engine, get_task("countdown"), inplace_bf16=True, sigma=1e-2)
     assert not es.state_is_intact()   # in place in bf16 the center is never restored exactly
+    assert es.center.modified is False
     before = _live(engine)
     update = Update(step=4, noise_seed=11, coefficients=(1.5, 0.0, -0.5, 2.0), alpha=0.04, population_size=4)
     norm = es.center.apply(update)
+    assert es.center.modified is True
     after = _live(engine)
     assert norm == pytest.approx(sum(float(((after[n].float() - before[n].float()) ** 2).sum()) for n in after) ** 0.5,
                                  rel=1e-6)
@@ -177,7 +201,9 @@ def test_inplace_bf16_update_adds_each_direction_in_turn_and_reports_its_norm(ti
         assert ((after[n].float() - exact).abs() <= bound).all(), n
     assert norm > 0.05   # far above the rounding: a wrong scale, sign or direction cannot pass
     still = _live(engine)
+    es.center.begin()
     assert es.center.apply(Update(5, 11, (0.0, 0.0), 0.04, 4)) == 0.0
+    assert es.center.modified is False   # a zero update writes nothing
     assert all(torch.equal(still[n], t) for n, t in _live(engine).items())
     with pytest.raises(NonFiniteError, match=r"step 6: weight model\.embed_tokens\.weight is not finite"):
         es.center.apply(Update(6, 11, (1.0,), 3e38, 1))
@@ -191,9 +217,10 @@ def test_a_master_update_stopped_partway_leaves_the_state_marked_not_intact(tiny
 
     engine = HFEngine(tiny_model_dir)
     es = _es(engine, get_task("countdown"))
+    assert es.state_is_intact() and es.center.modified is False   # nothing written since it was built
     names = es.center.names
     es.center.begin()
-    assert es.state_is_intact()
+    assert es.state_is_intact() and es.center.modified is False
     es.center.master[names[1]][0, 0] = float("inf")   # the second tensor's update cannot be finite
     with pytest.raises(NonFiniteError, match=f"step 2: weight {names[1]} is not finite"):
         es.center.apply(Update(2, 11, (1.0,), 0.01, 1))
@@ -219,6 +246,43 @@ def test_fitness_is_computed_in_float64_without_warnings_and_z_scores_by_default
     r = np.array([1.0, 2.0, 6.0])
     np.testing.assert_allclose(standardize(r), (r - 3.0) / (np.sqrt(14 / 3) + 1e-8), rtol=1e-12)
     np.testing.assert_allclose(standardize(r, zscore=False), r - 3.0, rtol=1e-12)
+
+
+def _blake_seed(*parts):
+    """The documented seed derivation (llm/rollout.py derive_seed), computed here from its definition."""
+    import hashlib
+    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
+
+
+def test_a_plans_seeds_follow_the_documented_derivation():
+    """Iteration `step` of run seed S: noise seed H(S, step, "es-noise"); member m samples from
+    H(H(S, step, "es-rollout"), m, "member"): one stream per member, per step and per run."""
+    from llm.es.plan import IterationPlan
+
+    plan = IterationPlan.derive(7, 3, sigma=0.01, population_size=4, antithetic=False)
+    assert plan.noise_seed == _blake_seed(7, 3, "es-noise")
+    rollout = _blake_seed(7, 3, "es-rollout")
+    assert [m.rollout_seed for m in plan.members] == [_blake_seed(rollout, m, "member") for m in range(4)]
+    seeds = {m.rollout_seed for s in (3, 4) for run in (7, 8) for m in IterationPlan.derive(
+        run, s, sigma=0.01, population_size=4, antithetic=False).members}
+    assert len(seeds) == 16   # distinct across members, steps and runs
+
+
+@pytest.mark.parametrize("antithetic", [False, True])
+def test_a_plans_update_sums_signed_fitness_per_direction(antithetic):
+    """c_d = sum over the members of direction d of s_m z_m: z itself for one-point ES; z_{2d} - z_{2d+1} for
+    antithetic pairs; one coefficient per direction, none more."""
+    from llm.es.plan import IterationPlan
+
+    plan = IterationPlan.derive(5, 2, sigma=0.1, population_size=6, antithetic=antithetic)
+    z = np.array([0.5, -1.25, 2.0, 0.75, -0.5, 1.5])
+    expected = (0.5 + 1.25, 2.0 - 0.75, -0.5 - 1.5) if antithetic else tuple(z)
+    update = plan.update(z, alpha=0.2)
+    assert update.coefficients == tuple(float(c) for c in expected)   # exact: every sum here is exact in binary
+    assert (update.alpha, update.population_size, update.scale) == (0.2, 6, 0.2 / 6)
+    with pytest.raises(ValueError, match="z has 5 entries for 6 members"):
+        plan.update(z[:5], alpha=0.2)
 
 
 def test_a_plans_subset_is_the_same_iteration_for_the_members_named():
