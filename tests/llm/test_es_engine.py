@@ -86,6 +86,24 @@ def test_all_equal_rewards_give_a_zero_update(tiny_model_dir):
     assert all(torch.equal(p.detach(), before[n]) for n, p in engine.model.named_parameters())
 
 
+def test_a_steps_weight_time_is_the_members_and_the_updates(tiny_model_dir):
+    """ESStep.weight_seconds = the members' time on weights (perturb, restore) + the update's: with members
+    that report 1000 s on weights (their real time plus 1000), the step reports more than 1000 s, and less
+    than 1000 s plus the whole step."""
+    engine = HFEngine(tiny_model_dir)
+    task = CountdownScoredBy("constant", lambda completion: 0.1)
+    es = _es(engine, task)
+    members_rewards = es.members.rewards
+
+    def members_reporting_1000_more(plan, problems):
+        rewards, tokens, weight_s = members_rewards(plan, problems)
+        return rewards, tokens, weight_s + 1000.0
+
+    es.members.rewards = members_reporting_1000_more
+    out = es.step(task.problems("train", 2, seed=0), step=0)
+    assert 1000.0 < out.weight_seconds < 1000.0 + out.seconds
+
+
 def test_parameter_subset_leaves_other_parameters_untouched(tiny_model_dir):
     engine = HFEngine(tiny_model_dir)
     task = digit_share_task()
