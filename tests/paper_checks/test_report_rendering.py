@@ -1,6 +1,8 @@
 """What the report says: every table row shown (rows with other fields in their own table), Lemma 1
 at a measured s above its regime labelled so (not "inconclusive"), and the claim registry's
 references checked (a reference to a check that does not exist is an error, not missing data)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -110,3 +112,63 @@ def test_a_small_detectable_difference_keeps_two_significant_digits():
                                                           "matched_entropy", 1.0, "")
     assert "detectable at 80% power: 6.29 pts;" in _power(Estimate(0, 0, 0, 0.02, 10, 8, detectable=0.0629),
                                                            "matched_passk_above_grpo")
+
+
+def _curve_run(root, name, algo, seed, never_solved, entropy):
+    """A run whose curve (64 samples a prompt, 40 prompts) rises in Pass@1 step by step while `never_solved`
+    prompts stay at 0 correct and the token entropy stays at `entropy`: its no-correct share is never_solved / 40
+    and its entropy `entropy` at every Pass@1 it reaches."""
+    from theory.metrics import pass_at_k_counts
+
+    run = make_run(root, name, algo, seed, np.full(40, 0.2), np.full(40, 0.3))
+    points = []
+    for t in range(11):
+        counts = np.array([0] * never_solved + [4 + 2 * t] * (40 - never_solved))
+        sampled = {"n": 64, "ks": [1, 16, 32], "temperature": 0.6, "mean_token_entropy": entropy,
+                   "pass_at_k": {str(k): float(pass_at_k_counts(64, counts, k).mean()) for k in (1, 16, 32)},
+                   "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]}
+        greedy = {"n": 1, "ks": [1], "pass_at_k": {"1": float((counts > 32).mean())}, "per_problem": []}
+        points.append({"step": 5 * t, "sampled": sampled, "greedy": greedy})
+    (run / "curve.json").write_text(__import__("json").dumps({"points": points}))
+    return run
+
+
+def test_matched_no_correct_and_entropy_verdicts_carry_the_values_built_in(tmp_path):
+    """ES keeps every prompt solvable (no-correct share 0) at entropy 1.05; GRPO leaves 8 of 40 prompts never
+    solved (0.2) at entropy 1.00; both rise in Pass@1 through a common range. At every matched level, then,
+    ES - GRPO is -20 points of no-correct share and +0.05 nats of entropy, exactly: both hold, and the reports
+    carry those numbers, the range and the bias controls."""
+    from paper_checks.verdict import HOLDS
+
+    dirs = [_curve_run(tmp_path, f"es{s}", "es", s, 0, 1.05) for s in range(3)]
+    dirs += [_curve_run(tmp_path, f"grpo{s}", "grpo", s, 8, 1.00) for s in range(3)]
+    ev = collect(dirs)
+    none_correct = REAL_CHECKS["matched_no_correct"](ev)
+    assert (none_correct.claim_id, none_correct.status) == ("matched_no_correct", HOLDS)
+    assert none_correct.ours.startswith("ES - GRPO no-correct share at matched Pass@1 -20.0")
+    # every seed sees the same per-prompt differences (-1 on 8 of 40 prompts, else 0): the interval is the
+    # prompts' t interval, -0.2 +- t_39 sd / sqrt(40), to within the design's own rounding
+    from scipy.stats import t as student_t
+    half = student_t.ppf(0.975, 39) * np.std([-1.0] * 8 + [0.0] * 32, ddof=1) / np.sqrt(40)
+    lo, hi = (float(x) for x in re.search(r"\[([-+.\d]+), ([-+.\d]+)\]", none_correct.ours).groups())
+    assert lo == pytest.approx(100 * (-0.2 - half), abs=0.1) and hi == pytest.approx(100 * (-0.2 + half), abs=0.1)
+    # GRPO's curve has the more points in the range (its Pass@1 climbs in smaller steps): it is the one thinned
+    control = "(bias control, GRPO thinned to ES's layout against itself: "
+    assert none_correct.ours.count(control) == 1 and none_correct.ours.endswith(")")
+    info = none_correct.evidence["matched"]
+    assert none_correct.note.startswith(f"mean over {len(info['compared_levels'])} Pass@1 levels in the common range")
+    assert none_correct.test and "seeds x 40 prompts x 64 samples" in none_correct.design
+    entropy = REAL_CHECKS["matched_entropy"](ev)
+    assert (entropy.claim_id, entropy.status) == ("matched_entropy", HOLDS)
+    assert entropy.ours.startswith("ES - GRPO token entropy at matched Pass@1 (nats) +0.05")
+    assert entropy.ours.count(control) == 1
+    assert np.allclose(entropy.evidence["per_seed"], 0.05)
+    assert "an interval over seeds; mean over" in entropy.note
+    passk = REAL_CHECKS["matched_passk_above_grpo"](ev)
+    assert (passk.claim_id, passk.status) == ("matched_passk_above_grpo", HOLDS)
+    assert passk.ours.startswith("ES - GRPO @16 at matched Pass@1 +") and "; ES - GRPO @32 at matched Pass@1 +" in passk.ours
+    # the same runs on both sides: nothing to report but no difference, and no verdict either way
+    same = collect([_curve_run(tmp_path / "same", f"{a}{s}", a, s, 8, 1.0) for a in ("es", "grpo") for s in range(3)])
+    for cid in ("matched_no_correct", "matched_entropy", "matched_passk_above_grpo"):
+        v = REAL_CHECKS[cid](same)
+        assert v.status == "inconclusive", (cid, v.status, v.ours)
