@@ -172,3 +172,32 @@ def test_matched_no_correct_and_entropy_verdicts_carry_the_values_built_in(tmp_p
     for cid in ("matched_no_correct", "matched_entropy", "matched_passk_above_grpo"):
         v = REAL_CHECKS[cid](same)
         assert v.status == "inconclusive", (cid, v.status, v.ours)
+
+
+def test_a_verdict_from_labelled_estimates_says_each_and_holds_only_when_all_do():
+    """_verdict, the one place real checks turn estimates into a verdict, on estimates written by hand (a
+    directional claim, difference > 0): each part's text is label + mean [lo, hi] in the given scale and unit;
+    the interval is kept only for a single part; parts combine to 'holds' only when every part holds; one-seed
+    estimates are said to be so after the caller's note; design and power list every part."""
+    from paper_checks.design import Estimate
+    from paper_checks.real_checks import _verdict
+    from paper_checks.verdict import HOLDS, INCONCLUSIVE
+
+    up = Estimate(0.05, 0.02, 0.08, 0.015, 10.0, seeds=4, prompts=64, samples=32, detectable=0.0412)
+    unsure = Estimate(0.01, -0.02, 0.04, 0.015, 10.0, seeds=2, prompts=64, samples=32, detectable=0.0412)
+    one = _verdict("es_improves_over_base", [("@1", up)], note="a note")
+    assert (one.claim_id, one.status, one.interval) == ("es_improves_over_base", HOLDS, (0.02, 0.08))
+    assert one.ours == "@1 +5.00 pts [+2.00, +8.00]" and one.note == "a note"   # two decimals at least
+    assert one.design == "4 seeds x 64 prompts x 32 samples"
+    assert one.power.startswith("@1: detectable at 80% power: 4.12 pts; paper: ")
+    assert one.evidence["@1"]["mean"] == 0.05 and one.test
+    both = _verdict("es_improves_over_base", [("@1", up), ("@32", unsure)], scale=1.0, unit=" nats")
+    assert (both.status, both.interval) == (INCONCLUSIVE, None)   # all must hold
+    assert both.ours == "@1 +0.050 nats [+0.020, +0.080]; @32 +0.010 nats [-0.020, +0.040]"
+    assert both.design == "2 seeds x 64 prompts x 32 samples | 4 seeds x 64 prompts x 32 samples"
+    assert both.power.count(" | @32: detectable at 80% power: 0.041 nats; paper: ") == 1 and both.note == ""
+    alone = Estimate(0.05, float("-inf"), float("inf"), float("inf"), 0.0, seeds=1)
+    single = _verdict("es_improves_over_base", [("@1", alone)], note="before")
+    assert single.note == "before; one seed: no run-to-run variance, so no decision"
+    assert _verdict("es_improves_over_base", [("@1", alone)]).note == "one seed: no run-to-run variance, so no decision"
+    assert "detectable at 80% power: no run-to-run variance (one seed)" in single.power
