@@ -201,3 +201,20 @@ def test_a_verdict_from_labelled_estimates_says_each_and_holds_only_when_all_do(
     assert single.note == "before; one seed: no run-to-run variance, so no decision"
     assert _verdict("es_improves_over_base", [("@1", alone)]).note == "one seed: no run-to-run variance, so no decision"
     assert "detectable at 80% power: no run-to-run variance (one seed)" in single.power
+
+
+@pytest.mark.parametrize("entropies, change", [
+    ([2.0, 4.0, 1.0, 1.0, 1.0, 3.0, 0.5], 0.5 / 2.0 - 1.0),                       # 7 steps: the last fifth is 1 step
+    ([2.0, 4.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.5], (0.5 + 1.5) / 2 / 2.0 - 1.0),  # 10 steps: the last 2
+    ([2.0, 1.0], 1.0 / 2.0 - 1.0),                                                 # the fewest steps that change
+    ([2.0], None), ([], None), ([0.0, 1.0, 2.0], None),                            # no change to read
+])
+def test_entropy_change_is_the_last_fifths_mean_over_the_first_step(tmp_path, entropies, change):
+    """entropy_change = mean(last max(1, n // 5) steps) / first step - 1, by hand; None with under 2 steps or a
+    first entropy of 0; rows without an entropy are skipped."""
+    from paper_checks.real_checks import entropy_change
+    from paper_checks.rundir import Run
+
+    rows = [{"step": i + 1, "entropy": h} for i, h in enumerate(entropies)] + [{"step": len(entropies) + 1}]
+    got = entropy_change(Run(tmp_path, {"algo": "grpo"}, metrics=rows))
+    assert got == (None if change is None else pytest.approx(change, rel=1e-12))
