@@ -10,6 +10,7 @@ import torch
 from llm.engines.hf import HFEngine
 from llm.es import ESConfig, make_es, select_parameters
 from llm.es.noise import noise
+from llm.rollout import derive_seed
 from llm.tasks import get_task
 from tasks_for_tests import CountdownScoredBy, digit_share_task
 
@@ -61,7 +62,7 @@ def test_update_equals_alpha_over_n_sum_z_eps_rebuilt_independently(tiny_model_d
     assert np.ptp(out.rewards) > 0, "members that all score the same give z = 0: the test would compare zero with zero"
     z = (out.rewards - out.rewards.mean()) / (out.rewards.std() + 1e-8)
     np.testing.assert_allclose(out.z, z, rtol=0, atol=1e-12)
-    it_seed = __import__("llm.rollout", fromlist=["derive_seed"]).derive_seed(3, 0, "es-noise")
+    it_seed = derive_seed(3, 0, "es-noise")
     moved = 0.0
     for n, theta in es.center.master.items():
         expected = old[n].double() + sum(1e-2 / 4 * z[m] * noise(it_seed, m, n, theta.shape).double() for m in range(4))
@@ -138,7 +139,6 @@ def test_null_control_ignores_rewards_and_skips_steps_without_signal(tiny_model_
     assert np.all(es.fitness(np.full(4, 0.1), step=5) == 0)
     # the stream is the run's (seed 3, step 5, "es-null"): z-scored standard normals drawn from it
     from llm.es.algorithm import standardize
-    from llm.rollout import derive_seed
     np.testing.assert_array_equal(z, standardize(np.random.default_rng(derive_seed(3, 5, "es-null")).standard_normal(4)))
     task = CountdownScoredBy("constant", lambda completion: 0.1)
     es = _es(HFEngine(tiny_model_dir), task, null_control=True)
@@ -266,22 +266,16 @@ def test_fitness_is_computed_in_float64_without_warnings_and_z_scores_by_default
     np.testing.assert_allclose(standardize(r, zscore=False), r - 3.0, rtol=1e-12)
 
 
-def _blake_seed(*parts):
-    """The documented seed derivation (llm/rollout.py derive_seed), computed here from its definition."""
-    import hashlib
-    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
-
-
 def test_a_plans_seeds_follow_the_documented_derivation():
     """Iteration `step` of run seed S: noise seed H(S, step, "es-noise"); member m samples from
-    H(H(S, step, "es-rollout"), m, "member"): one stream per member, per step and per run."""
+    H(H(S, step, "es-rollout"), m, "member"), H = llm.rollout.derive_seed: one stream per member, per step
+    and per run."""
     from llm.es.plan import IterationPlan
 
     plan = IterationPlan.derive(7, 3, sigma=0.01, population_size=4, antithetic=False)
-    assert plan.noise_seed == _blake_seed(7, 3, "es-noise")
-    rollout = _blake_seed(7, 3, "es-rollout")
-    assert [m.rollout_seed for m in plan.members] == [_blake_seed(rollout, m, "member") for m in range(4)]
+    assert plan.noise_seed == derive_seed(7, 3, "es-noise")
+    rollout = derive_seed(7, 3, "es-rollout")
+    assert [m.rollout_seed for m in plan.members] == [derive_seed(rollout, m, "member") for m in range(4)]
     seeds = {m.rollout_seed for s in (3, 4) for run in (7, 8) for m in IterationPlan.derive(
         run, s, sigma=0.01, population_size=4, antithetic=False).members}
     assert len(seeds) == 16   # distinct across members, steps and runs

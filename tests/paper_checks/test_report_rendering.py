@@ -1,6 +1,7 @@
 """What the report says: every table row shown (rows with other fields in their own table), Lemma 1
 at a measured s above its regime labelled so (not "inconclusive"), and the claim registry's
 references checked (a reference to a check that does not exist is an error, not missing data)."""
+import json
 import re
 
 import numpy as np
@@ -77,8 +78,6 @@ def test_matched_verdict_keeps_every_k_and_prints_support_and_bias(tmp_path):
 def test_report_json_records_each_base_model_over_its_seeds(tmp_path):
     """"bases": one entry per (model, task, sampling), Pass@k the mean over seeds (a seed's runs share
     one base evaluation, counted once), the no-correct share from the per-problem counts."""
-    import json
-
     from paper_checks.report import bases_of
 
     def base(p1, counts):
@@ -129,7 +128,7 @@ def _curve_run(root, name, algo, seed, never_solved, entropy):
                    "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]}
         greedy = {"n": 1, "ks": [1], "pass_at_k": {"1": float((counts > 32).mean())}, "per_problem": []}
         points.append({"step": 5 * t, "sampled": sampled, "greedy": greedy})
-    (run / "curve.json").write_text(__import__("json").dumps({"points": points}))
+    (run / "curve.json").write_text(json.dumps({"points": points}))
     return run
 
 
