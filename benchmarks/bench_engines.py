@@ -26,9 +26,9 @@ from common import random_model
 def worker(kind: str, model: str, batch_sizes: list[int], max_new_tokens: int, repeats: int, threads: int) -> dict:
     import torch
 
-    from llm.engines import make_engine
-    from llm.engines.vllm_engine import read_checkpoint
-    from llm.tasks import get_task
+    from escov.llm.engines import make_engine
+    from escov.llm.engines.vllm_engine import read_checkpoint
+    from escov.llm.tasks import get_task
 
     torch.set_num_threads(threads)
     prompts = [p.prompt for p in get_task("countdown").problems("test", max(batch_sizes), seed=0)]

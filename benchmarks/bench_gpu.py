@@ -41,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from llm.random_models import SIZES
+from escov.llm.random_models import SIZES
 
 REAL_VOCAB = SIZES["qwen2.5-1.5b"].vocab_size  # Qwen2.5's vocabulary (151,936 embedding rows)
 MISSING_EXIT = 3       # exit code of a part whose package (vllm) is not importable: "not measurable"
@@ -103,7 +103,7 @@ def real_vocab_tokenizer():
     from transformers import Qwen2Tokenizer
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
-    from llm.random_models import CHATML_TEMPLATE, build_tokenizer
+    from escov.llm.random_models import CHATML_TEMPLATE, build_tokenizer
 
     base = build_tokenizer("qwen2")
     vocab = dict(base.get_vocab())
@@ -123,7 +123,7 @@ def ensure_model(work: Path, size: str, device: Device) -> Path:
     first time a part asks for it; "complete" is written last, so a part cut while saving builds it again."""
     from transformers import AutoModelForCausalLM
 
-    from llm.random_models import model_config
+    from escov.llm.random_models import model_config
 
     out = work / size
     if (out / "complete").exists():
@@ -142,8 +142,8 @@ def ensure_model(work: Path, size: str, device: Device) -> Path:
 
 def digit_share_task():
     """Countdown prompts; reward = share of digits in the completion (dense at the real vocabulary above)."""
-    from llm.tasks import get_task
-    from llm.tasks.base import Task
+    from escov.llm.tasks import get_task
+    from escov.llm.tasks.base import Task
 
     class DigitShare(Task):
         name = "digit-share"
@@ -164,7 +164,7 @@ def digit_share_task():
 
 
 def es_config(args):
-    from llm.es import ESConfig
+    from escov.llm.es import ESConfig
 
     return ESConfig(population_size=args.members, sigma=args.sigma, alpha=args.alpha, member_temperature=1.0,
                     member_samples=1)
@@ -195,10 +195,10 @@ def hf_part(args, dev: Device, figures: Figures) -> None:
     """HF generate, ES members one by one, ES batched, the update alone, one GRPO step (module docstring)."""
     from transformers import AutoModelForCausalLM
 
-    from llm.engines.hf import HFEngine
-    from llm.es import PopulationConfig, make_es
-    from llm.grpo import GRPO, GRPOConfig
-    from llm.rollout import rollout
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.es import PopulationConfig, make_es
+    from escov.llm.grpo import GRPO, GRPOConfig
+    from escov.llm.rollout import rollout
 
     model_dir = ensure_model(args.work, args.size, dev)
     task = digit_share_task()
@@ -257,10 +257,10 @@ def vllm_part(args, dev: Device, figures: Figures) -> None:
     import numpy as np
     from transformers import AutoModelForCausalLM
 
-    from llm.engines.vllm_engine import VLLMEngine
-    from llm.es import PopulationConfig, make_es
-    from llm.es.vllm_inplace import ENGINE_KWARGS
-    from llm.grpo import GRPO, GRPOConfig
+    from escov.llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.es import PopulationConfig, make_es
+    from escov.llm.es.vllm_inplace import ENGINE_KWARGS
+    from escov.llm.grpo import GRPO, GRPOConfig
 
     figures["vllm"] = vllm.__version__
     model_dir = ensure_model(args.work, args.size, dev)

@@ -18,10 +18,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from llm.engines.hf import HFEngine
-from llm.es import ESConfig, PopulationConfig, make_es, select_parameters
-from llm.rollout import derive_seed, rollout
-from llm.tasks import get_task
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es import ESConfig, PopulationConfig, make_es, select_parameters
+from escov.llm.rollout import derive_seed, rollout
+from escov.llm.tasks import get_task
 
 
 def greedy_accuracy(engine: HFEngine, task, problems, tokens: int) -> float:

@@ -69,7 +69,7 @@ def use_plain_cpu_gemm() -> None:
 
 
 def make_engine(model: str, plain_gemm: bool, extension: str | None = None):
-    from llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.engines.vllm_engine import VLLMEngine
 
     if plain_gemm:
         use_plain_cpu_gemm()
@@ -105,7 +105,7 @@ def countdown_reward(response: str, target) -> tuple[str, float]:
     """Adaptation 3, es-at-scale's reward_function signature: (format label, reward) by our verifier."""
     global _TASK
     if _TASK is None:
-        from llm.tasks import get_task
+        from escov.llm.tasks import get_task
         _TASK = get_task("countdown")
     return "", float(_TASK.score(target, response))
 
@@ -213,9 +213,9 @@ def compare_updates(theirs: dict, ours: dict) -> dict:
 def worker(kind: str, args) -> dict:
     import numpy as np
 
-    import llm.es.noise as es_module
-    from llm.es import ESConfig, make_es
-    from llm.tasks import get_task
+    import escov.llm.es.noise as es_module
+    from escov.llm.es import ESConfig, make_es
+    from escov.llm.tasks import get_task
 
     checkout = Path(getattr(args, kind.replace("-", "_"), "") or ".")
     task = get_task("countdown")
@@ -236,8 +236,8 @@ def worker(kind: str, args) -> dict:
     if kind == "ours-batched-hf":  # our fast path: every member in one batched generate on the HF engine
         import torch
 
-        from llm.engines.hf import HFEngine
-        from llm.es import PopulationConfig, make_es
+        from escov.llm.engines.hf import HFEngine
+        from escov.llm.es import PopulationConfig, make_es
 
         if args.threads:
             torch.set_num_threads(args.threads)
@@ -314,7 +314,7 @@ def match_update(kind, checkout, engine, handle, their_iteration, center, es_mod
     import numpy as np
     import torch
 
-    from llm.es import make_es
+    from escov.llm.es import make_es
 
     config = json.loads((Path(args.model) / "config.json").read_text())
     hf_shapes = {n: tuple(t.shape) for n, t in center.items()}
@@ -403,7 +403,7 @@ def main(argv=None) -> int:
     kinds = ["ours", "ours-plain-gemm", "ours-batched-hf"] + [k for k in OUTSIDE if getattr(args, k.replace("-", "_"))]
     tmp = tempfile.TemporaryDirectory()
     if args.model is None:
-        from llm.tinymodel import save_untrained_llama
+        from escov.llm.tinymodel import save_untrained_llama
         args.model = str(save_untrained_llama(Path(tmp.name) / "model", 64, 4, intermediate_size=256))
     forwarded = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
                  if k not in ("worker", "match") and v is not None]

@@ -36,11 +36,11 @@ from pathlib import Path
 
 import torch
 
-from llm.engines.hf import HFEngine
-from llm.es import ES, ESConfig, PopulationConfig, make_es, select_parameters
-from llm.es.batched_hf import PopulationWeights, generate_population
-from llm.rollout import rollout
-from llm.tasks import get_task
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es import ES, ESConfig, PopulationConfig, make_es, select_parameters
+from escov.llm.es.batched_hf import PopulationWeights, generate_population
+from escov.llm.rollout import rollout
+from escov.llm.tasks import get_task
 
 from common import random_model
 
@@ -49,10 +49,10 @@ VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-sta
 
 def shipped_small_base() -> Path:
     """The small budget's base model as it ships with the repository (paper_checks/bases)."""
-    from paper_checks.reproduce import shipped_base_dir
+    from escov.paper_checks.reproduce import shipped_base_dir
     path = shipped_base_dir("small")
     if not (path / "config.json").exists():
-        raise SystemExit(f"no shipped small base at {path} (torch or code changed): run python -m paper_checks bases, "
+        raise SystemExit(f"no shipped small base at {path} (torch or code changed): run python -m escov.paper_checks bases, "
                          "or give --model or --presets")
     return path
 

@@ -30,12 +30,12 @@ from pathlib import Path
 
 from safetensors.torch import load_file
 
-from llm.engines.vllm_engine import VLLMEngine
-from llm.es.noise import PopulationNoise
-from llm.es.plan import IterationPlan
-from llm.es.vllm_lora import LORA_PATTERN, check_lora_population, generate_lora_population, linear_shapes
-from llm.tasks import get_task
-from llm.tinymodel import save_untrained_llama
+from escov.llm.engines.vllm_engine import VLLMEngine
+from escov.llm.es.noise import PopulationNoise
+from escov.llm.es.plan import IterationPlan
+from escov.llm.es.vllm_lora import LORA_PATTERN, check_lora_population, generate_lora_population, linear_shapes
+from escov.llm.tasks import get_task
+from escov.llm.tinymodel import save_untrained_llama
 
 VARIANTS = ("limit", "limit-lora", "member", "lora")
 ENGINE_OF = {"limit": "plain", "member": "plain", "limit-lora": "lora", "lora": "lora"}

@@ -30,11 +30,11 @@ def worker(kind: str, model: str, args) -> dict:
     """One workload in this process; returns its peaks and timings."""
     import torch
 
-    from llm.engines.hf import HFEngine
-    from llm.es import ESConfig, make_es, select_parameters
-    from llm.grpo import GRPO, GRPOConfig
-    from llm.rollout import derive_seed, rollout
-    from llm.tasks import get_task
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.es import ESConfig, make_es, select_parameters
+    from escov.llm.grpo import GRPO, GRPOConfig
+    from escov.llm.rollout import derive_seed, rollout
+    from escov.llm.tasks import get_task
 
     torch.set_num_threads(args.threads)
     baseline = peak_mb()

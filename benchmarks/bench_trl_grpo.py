@@ -18,7 +18,7 @@ verifier as its reward function.
 2. Loss on an identical batch. Same prompt ids, completion ids, rewards, advantages, old log-probs
    (of the base model) and reference log-probs (of a second perturbed copy), with the policy a
    perturbed copy of the base so that ratios move and some are clipped. TRL's loss comes from
-   GRPOTrainer.compute_loss on prepared inputs, ours from llm.grpo.grpo_loss on
+   GRPOTrainer.compute_loss on prepared inputs, ours from escov.llm.grpo.grpo_loss on
    llm.rollout.completion_logprobs, as GRPO.step composes them; then both gradients. Printed:
    absolute and relative differences of loss and gradient, per setting.
 Settings mapped (TRL default -> what means the same as ours): loss_type dapo -> grpo | bnpo,
@@ -44,7 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import peak_mb  # noqa: E402
-from llm.trl_reference import (Settings, gradients, identical_batch, loss_case, perturbed,  # noqa: E402
+from escov.llm.trl_reference import (Settings, gradients, identical_batch, loss_case, perturbed,  # noqa: E402
                                step_problems, trl_trainer)
 RESULT = "RESULT "  # prefix of the protocol lines a worker prints (other output is ignored)
 
@@ -68,8 +68,8 @@ def worker_ours(s: Settings, steps: int) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from llm.engines.hf import HFEngine
-    from llm.grpo import GRPO, GRPOConfig
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.grpo import GRPO, GRPOConfig
 
     torch.set_num_threads(s.threads)
     baseline = peak_mb()
@@ -174,7 +174,7 @@ def compare_advantages(s: Settings, task, problems) -> dict:
     """TRL's advantages from its own generate-and-score path on one batch, against group_advantages of the same rewards."""
     import numpy as np
 
-    from llm.grpo import group_advantages
+    from escov.llm.grpo import group_advantages
 
     seen: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -195,7 +195,7 @@ def compare_losses(s: Settings, cases) -> dict:
     """Advantages of both on the same rewards; then, per case, both losses and gradients on the identical batch."""
     import torch
 
-    from llm.grpo import group_advantages
+    from escov.llm.grpo import group_advantages
 
     torch.set_num_threads(s.threads)
     task, problems, out, ours_batch, trl_inputs = identical_batch(s)
@@ -215,7 +215,7 @@ CASES = (("grpo", None, False, False), ("bnpo", None, False, False), ("grpo", 0.
 
 def settings_from(args) -> Settings:
     """Settings of the training config (its [grpo] table and top-level keys), overridden by flags."""
-    from llm.config import TrainConfig, tomllib  # tomllib, or tomli on Python 3.10
+    from escov.llm.config import TrainConfig, tomllib  # tomllib, or tomli on Python 3.10
 
     cfg = TrainConfig.from_dict(tomllib.loads(Path(args.config).read_text()), source=args.config)
     s = Settings(model=args.model, batch=cfg.batch_size, num_generations=cfg.grpo.num_generations,

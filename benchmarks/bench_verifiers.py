@@ -16,8 +16,8 @@ import random
 import threading
 import time
 
-from llm.tasks.countdown import score
-from llm.tasks.safe_arith import MAX_CHARS
+from escov.llm.tasks.countdown import score
+from escov.llm.tasks.safe_arith import MAX_CHARS
 
 NUMBERS, TARGET = [3, 7, 25, 50], 46
 MATH_HOSTILE = {  # {i} makes each repetition a new text
@@ -67,7 +67,7 @@ def main() -> None:
 
 
 def bench_math(repeats: int) -> None:
-    from llm.tasks.math_grader import grade
+    from escov.llm.tasks.math_grader import grade
 
     grade("1", "\\boxed{1}")  # start the grading worker
     worst = 0.0

@@ -17,7 +17,7 @@ def random_model(out: Path, *, preset: str = "default", hidden_size: int | None 
                  intermediate_size: int | None = None) -> Path:
     """An untrained model of a tinymodel preset's shape (or the given sizes), saved to out: speed does not
     depend on training. llm.tinymodel.save_untrained_llama with unscaled initial weights (head size 32)."""
-    from llm.tinymodel import PRESETS, save_untrained_llama
+    from escov.llm.tinymodel import PRESETS, save_untrained_llama
 
     shape = PRESETS[preset]
     return save_untrained_llama(out, hidden_size or shape.hidden_size, num_layers or shape.num_layers,

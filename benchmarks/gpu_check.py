@@ -47,7 +47,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from llm import gpu_standin  # noqa: E402  (standard library only)
+from escov.llm import gpu_standin  # noqa: E402  (standard library only)
 
 DEFAULT_BUDGET_S = 300.0
 RESERVE_S = 4.0          # kept back from every part's limit for the JSON and the kill of a part over time

@@ -1,3 +1,3 @@
-from llm.cli import main
+from escov.llm.cli import main
 
 raise SystemExit(main())

@@ -1,8 +1,8 @@
-"""Command line of the `llm` level: `python -m llm SUBCOMMAND ...` (or `escov llm SUBCOMMAND ...`).
+"""Command line of the `llm` level: `python -m escov.llm SUBCOMMAND ...` (or `escov llm SUBCOMMAND ...`).
 
-    python -m llm pretrain --out DIR [--preset default|test]           # build and train the tiny base model
-    python -m llm eval --model DIR --task countdown --n 32 --k 1,16,32  # Pass@k, Maj@k, entropy -> eval.json
-    python -m llm curve RUN_DIR --points 8                              # checkpoints along training -> curve.json
+    python -m escov.llm pretrain --out DIR [--preset default|test]           # build and train the tiny base model
+    python -m escov.llm eval --model DIR --task countdown --n 32 --k 1,16,32  # Pass@k, Maj@k, entropy -> eval.json
+    python -m escov.llm curve RUN_DIR --points 8                              # checkpoints along training -> curve.json
 
 A subcommand is a module with `add_arguments(parser)` and `run_command(args) -> int` (exit code),
 imported only when it runs. Bad input (including a damaged file, named in the message) raises
@@ -19,17 +19,17 @@ import sys
 
 # name -> (module, one-line help). Register new subcommands here, and only here.
 SUBCOMMANDS = {
-    "pretrain": ("llm.tinymodel", "build and train the project's tiny base model (save_pretrained format)"),
-    "eval": ("llm.evaluate", "Pass@k / Maj@k / entropy evaluation of a model on a task; writes eval.json"),
+    "pretrain": ("escov.llm.tinymodel", "build and train the project's tiny base model (save_pretrained format)"),
+    "eval": ("escov.llm.evaluate", "Pass@k / Maj@k / entropy evaluation of a model on a task; writes eval.json"),
     # ---- trainers (ES / GRPO) ----
-    "train": ("llm.train_cli", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),
-    "curve": ("llm.curve", "evaluate a run's checkpoints along training (sampled Pass@k and greedy) -> curve.json"),
+    "train": ("escov.llm.train_cli", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),
+    "curve": ("escov.llm.curve", "evaluate a run's checkpoints along training (sampled Pass@k and greedy) -> curve.json"),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m llm", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m escov.llm", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}")
     chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     for name, (module, help_text) in SUBCOMMANDS.items():
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         target = sub.choices[chosen] if chosen else parser
         target.error(unrecognized(unknown, target))
-    from llm.rollout import NonFiniteError
+    from escov.llm.rollout import NonFiniteError
 
     try:
         return args.run(args)

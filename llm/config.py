@@ -24,17 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from llm.device import check_device_spec
-from llm.tasks.data_files import parse_fields, train_records_of
-from llm.tasks.reasoning_format import PROMPT_STYLES
-from llm.tasks import TASKS
-from llm.tasks.reward_function import check_alone, check_path
-from llm.tasks.rewards import REWARDS, check_reward
-from llm.tracking import REPORT_TO
-from theory.paper_constants import PAPER_ALPHA, PAPER_POPULATION_SIZE, PAPER_SIGMA
+from escov.llm.device import check_device_spec
+from escov.llm.tasks.data_files import parse_fields, train_records_of
+from escov.llm.tasks.reasoning_format import PROMPT_STYLES
+from escov.llm.tasks import TASKS
+from escov.llm.tasks.reward_function import check_alone, check_path
+from escov.llm.tasks.rewards import REWARDS, check_reward
+from escov.llm.tracking import REPORT_TO
+from escov.theory.paper_constants import PAPER_ALPHA, PAPER_POPULATION_SIZE, PAPER_SIGMA
 
 if TYPE_CHECKING:
-    from llm.es.options import DistributedConfig
+    from escov.llm.es.options import DistributedConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -289,7 +289,7 @@ class TrainConfig:
                 or not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must lie in (0, 1], got {self.gpu_memory_utilization!r}")
         self.grpo.validate()
-        from llm.es.factory import check_options  # torch: validating needs it, reading the settings does not
+        from escov.llm.es.factory import check_options  # torch: validating needs it, reading the settings does not
 
         check_options(self.es, self.population, self.engine, self.distributed())
 
@@ -305,7 +305,7 @@ class TrainConfig:
     def make_task(self):
         """The run's task, built from its settings (data files, split, prompt style, reward): the one way
         train, curve, evaluation and the reproduction build it."""
-        from llm.tasks import get_task
+        from escov.llm.tasks import get_task
 
         return get_task(self.task, **self.task_kwargs())
 
@@ -313,7 +313,7 @@ class TrainConfig:
         """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with
         `threads` torch threads on as many Ray CPUs (and one GPU of its own when the run's device is CUDA);
         None when ES runs in this process."""
-        from llm.es.options import DistributedConfig
+        from escov.llm.es.options import DistributedConfig
 
         if self.workers == 1 and not self.ray_address:
             return None
@@ -452,7 +452,7 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per setting (`--steps`, `--es.sigma`, `--grpo.beta`, ...) with its description and default,
     TRL's names for them (llm/settings_help.py), plus --config and --resume."""
-    from llm import settings_help
+    from escov.llm import settings_help
 
     parser.add_argument("--config", help="TOML file of settings (flags override it)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
@@ -473,7 +473,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         path = Path(args.config)
         if not path.is_file():
             raise ValueError(f"--config: no such file {path}")
-        from llm.rundir import read_text
+        from escov.llm.rundir import read_text
 
         try:
             data = tomllib.loads(read_text(path))
@@ -494,7 +494,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 def load_config(run_dir: str | Path) -> TrainConfig:
     """The resolved config saved in a run directory."""
-    from llm.rundir import CONFIG, read_config
+    from escov.llm.rundir import CONFIG, read_config
 
     data = read_config(run_dir)
     data.pop("schedule", None)  # written beside the settings by the run (llm/schedules.py describe)

@@ -1,6 +1,6 @@
 """Checkpoints evaluated along training: the data of the Pass@1-Pass@K frontier.
 
-    python -m llm curve RUN_DIR [--points 8] [--samples 32] [--temperature 0.6] [--problems 64]
+    python -m escov.llm curve RUN_DIR [--points 8] [--samples 32] [--temperature 0.6] [--problems 64]
                                 [--resolution 0.06] [--max_points 40] [--split test|train]
 
 For a finished (or partial) run directory, the base model (step 0) and checkpoints are each
@@ -36,9 +36,9 @@ from typing import Callable
 import numpy as np
 import torch
 
-from llm import rundir
-from llm.rollout import derive_seed
-from theory.matched import RESOLUTION
+from escov.llm import rundir
+from escov.llm.rollout import derive_seed
+from escov.theory.matched import RESOLUTION
 
 POINTS, SAMPLES, TEMPERATURE = 8, 32, 0.6   # the paper's Pass@32 at T = 0.6
 MAX_POINTS = 40                             # curve points at most, the base and refinements included
@@ -101,11 +101,11 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     """Measure the curve points of run_dir's layout that are not in its curve.json yet, drop the points
     outside the layout; returns the layout's points in step order. split: "test" (the run's test prompts) or
     "train" (training-split prompts drawn with TRAIN_CURVE_SEED)."""
-    from llm.config import load_config
-    from llm.engines import make_engine
-    from llm.evaluate import evaluate
-    from llm.tracking import open_tracker
-    from llm.train import EVAL_PROBLEM_SEED
+    from escov.llm.config import load_config
+    from escov.llm.engines import make_engine
+    from escov.llm.evaluate import evaluate
+    from escov.llm.tracking import open_tracker
+    from escov.llm.train import EVAL_PROBLEM_SEED
 
     run_dir = Path(run_dir)
     cfg = load_config(run_dir)
@@ -150,7 +150,7 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("run_dir", type=Path, help="a run directory of `python -m llm train`")
+    parser.add_argument("run_dir", type=Path, help="a run directory of `python -m escov.llm train`")
     parser.add_argument("--points", type=int, default=POINTS, help="checkpoints evaluated besides the base")
     parser.add_argument("--eval_samples", "--samples", dest="samples", type=int, default=SAMPLES, metavar="N",
                         help=f"samples per prompt (default: {SAMPLES})")
@@ -171,7 +171,7 @@ def add_arguments(parser) -> None:
 
 
 def run_command(args) -> int:
-    from llm.cli import progress_enabled
+    from escov.llm.cli import progress_enabled
 
     pts = evaluate_curve(args.run_dir, points=args.points, samples=args.samples, temperature=args.temperature,
                          n_problems=args.problems, resolution=args.resolution, max_points=args.max_points,

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from theory.paper_constants import PAPER_ALPHA, PAPER_TAUS
+from escov.theory.paper_constants import PAPER_ALPHA, PAPER_TAUS
 
 KINDS = ("embed", "attention", "mlp", "norm", "lm_head", "other")
 

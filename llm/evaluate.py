@@ -1,4 +1,4 @@
-"""Pass@k evaluation of an engine on a task, and the `python -m llm eval` command.
+"""Pass@k evaluation of an engine on a task, and the `python -m escov.llm eval` command.
 
 For each problem, n completions are sampled and scored; with c of them correct (reward 1):
 - pass_at_k[k]: unbiased Pass@k, 1 - C(n-c, k) / C(n, k), averaged over problems (theory.metrics);
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from llm.rollout import mean_token_entropy
-from llm.rundir import dumps
-from theory.metrics import maj_at_k, pass_at_k_counts
+from escov.llm.rollout import mean_token_entropy
+from escov.llm.rundir import dumps
+from escov.theory.metrics import maj_at_k, pass_at_k_counts
 
 SAMPLES_PER_CALL = 256  # completions generated per engine call (prompts per call = this // n)
 
@@ -103,11 +103,11 @@ GENERATED_PROBLEMS = 200  # default number of problems for generated tasks (coun
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from llm.engines import ENGINES
-    from llm.tasks import TASKS
-    from llm.tasks.data_files import DATA_SPLITS_HELP
-    from llm.tasks.reasoning_format import PROMPT_STYLES
-    from llm.tasks.rewards import REWARDS
+    from escov.llm.engines import ENGINES
+    from escov.llm.tasks import TASKS
+    from escov.llm.tasks.data_files import DATA_SPLITS_HELP
+    from escov.llm.tasks.reasoning_format import PROMPT_STYLES
+    from escov.llm.tasks.rewards import REWARDS
 
     parser.add_argument("--model", required=True, help="local model directory (save_pretrained format)")
     parser.add_argument("--task", required=True, choices=TASKS)
@@ -150,11 +150,11 @@ def run_command(args: argparse.Namespace) -> int:
     """Validate everything cheap first (task, data, n vs k, model directory), then load and evaluate."""
     import torch
 
-    from llm.cli import progress_enabled
-    from llm.device import resolve_device
-    from llm.engines import make_engine
-    from llm.engines.base import check_model_dir, check_sampling_args
-    from llm.tasks import get_task
+    from escov.llm.cli import progress_enabled
+    from escov.llm.device import resolve_device
+    from escov.llm.engines import make_engine
+    from escov.llm.engines.base import check_model_dir, check_sampling_args
+    from escov.llm.tasks import get_task
 
     ks = check_eval_args(args.n, parse_ks(args.k))
     if args.task in DATA_TASKS and args.data is None:
@@ -209,7 +209,7 @@ def plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from llm.plot_axes import label_k_axis
+    from escov.llm.plot_axes import label_k_axis
 
     ks = [int(k) for k in result["pass_at_k"]]
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))

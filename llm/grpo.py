@@ -25,15 +25,15 @@ from typing import Callable, TYPE_CHECKING
 import numpy as np
 import torch
 
-from llm.config import GRPOConfig  # defined with every other setting (importable without torch)
-from llm.rollout import Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
-from llm.tasks.base import Problem, Task
-from theory.errors import NonFiniteError
-from theory.paper_constants import GRPO_ADVANTAGE_EPS
-from theory.standardize import standardize
+from escov.llm.config import GRPOConfig  # defined with every other setting (importable without torch)
+from escov.llm.rollout import Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
+from escov.llm.tasks.base import Problem, Task
+from escov.theory.errors import NonFiniteError
+from escov.theory.paper_constants import GRPO_ADVANTAGE_EPS
+from escov.theory.standardize import standardize
 
 if TYPE_CHECKING:
-    from llm.engines.base import Engine
+    from escov.llm.engines.base import Engine
 
 def group_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
     """rewards [B, G] -> (r - group mean) / (group std + 1e-4); exactly 0 for an all-equal group."""

@@ -28,14 +28,14 @@ import numpy as np
 import torch
 from scipy.special import logsumexp
 
-from llm.es.noise import noise
-from llm.rollout import completion_logprobs, derive_seed, pad_batch, rollout
-from llm.tasks.base import Problem, Task
-from theory.lemmas import distinct_members_pass, lemma1_prediction, validity_parameter
-from theory.metrics import binary_entropy, jssucc, pass_at_k, pass_at_k_from_p
+from escov.llm.es.noise import noise
+from escov.llm.rollout import completion_logprobs, derive_seed, pad_batch, rollout
+from escov.llm.tasks.base import Problem, Task
+from escov.theory.lemmas import distinct_members_pass, lemma1_prediction, validity_parameter
+from escov.theory.metrics import binary_entropy, jssucc, pass_at_k, pass_at_k_from_p
 
 if TYPE_CHECKING:
-    from llm.engines.base import Engine
+    from escov.llm.engines.base import Engine
 
 Z95 = 1.959963984540054
 

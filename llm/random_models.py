@@ -6,7 +6,7 @@ a chat template, long prompts) is exercised; on a GPU `save_random_model(dir, "q
 "qwen2.5-1.5b")` gives the real shapes for memory and throughput checks (a real checkpoint directory
 replaces it for training that means something).
 
-    from llm.random_models import save_random_model
+    from escov.llm.random_models import save_random_model
     save_random_model("runs/random-qwen2-tiny", "qwen2", "tiny")   # a save_pretrained directory
 
 Tokenizers, each with a chat template so that instruct and paper prompts run through
@@ -83,7 +83,7 @@ def build_tokenizer(architecture: str):
                                    pad_token="<|endoftext|>")
         tokenizer.chat_template = CHATML_TEMPLATE
         return tokenizer
-    from llm.tinymodel import build_tokenizer as character_tokenizer
+    from escov.llm.tinymodel import build_tokenizer as character_tokenizer
 
     tokenizer = character_tokenizer()
     tokenizer.chat_template = CHAR_CHAT_TEMPLATE
@@ -115,7 +115,7 @@ def save_random_model(out_dir, architecture: str, size: str, seed: int = 0) -> P
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m llm.random_models", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m escov.llm.random_models", description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--architecture", default="qwen2", choices=ARCHITECTURES)
     parser.add_argument("--size", default="tiny", choices=list(SIZES))

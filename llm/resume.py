@@ -19,11 +19,11 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from llm import rundir, schedules
-from llm.rundir import RunDirError
+from escov.llm import rundir, schedules
+from escov.llm.rundir import RunDirError
 
 if TYPE_CHECKING:
-    from llm.train import TrainingRun
+    from escov.llm.train import TrainingRun
 
 
 def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | None:

@@ -15,11 +15,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from llm.tasks.base import Problem, Task, is_correct_reward
-from theory.errors import NonFiniteError
+from escov.llm.tasks.base import Problem, Task, is_correct_reward
+from escov.theory.errors import NonFiniteError
 
 if TYPE_CHECKING:
-    from llm.engines.base import Completion, Engine
+    from escov.llm.engines.base import Completion, Engine
 
 __all__ = ["NonFiniteError", "derive_seed", "Rollouts", "rollout", "score_completions", "mean_token_entropy"]
 

@@ -1,4 +1,4 @@
-"""The run directory of `python -m llm train`: the one module that writes and reads it.
+"""The run directory of `python -m escov.llm train`: the one module that writes and reads it.
 
 The run directory is the interface between `llm` (train.py writes it, resume reads it back) and
 `paper_checks` (rundir.py reads it). Its files and their records:
@@ -52,7 +52,7 @@ import time
 import typing
 from pathlib import Path
 from typing import Any, TypedDict
-from theory.errors import NonFiniteError
+from escov.theory.errors import NonFiniteError
 
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from theory.budget import es_flops, grpo_flops
+from escov.theory.budget import es_flops, grpo_flops
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import io
 import textwrap
 import tokenize
 
-from llm.config import SECTIONS, ESConfig, GRPOConfig, PopulationConfig, TrainConfig
+from escov.llm.config import SECTIONS, ESConfig, GRPOConfig, PopulationConfig, TrainConfig
 
 # (flag prefix, dataclass, heading of its group in --help)
 TABLES = (("", TrainConfig, "run settings (top-level keys of a --config TOML file)"),

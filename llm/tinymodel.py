@@ -35,8 +35,8 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from llm.device import resolve_device
-from llm.tasks import arithmetic, countdown
+from escov.llm.device import resolve_device
+from escov.llm.tasks import arithmetic, countdown
 
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 OFF_TARGET_TRIES = 50

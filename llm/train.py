@@ -1,6 +1,6 @@
 """The training loop: ES, GRPO and their sequential schedules on one engine, writing a run directory.
 
-    python -m llm train --algo es|grpo|es-grpo|grpo-es --model DIR --task countdown --out RUN_DIR
+    python -m escov.llm train --algo es|grpo|es-grpo|grpo-es --model DIR --task countdown --out RUN_DIR
                         [--config FILE.toml] [--steps 40 --es.sigma 1e-3 ...] | --resume RUN_DIR
 
 Run directory (the interface to paper_checks):
@@ -39,18 +39,18 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from llm import drift, rundir, schedules, tracking
-from llm.config import TrainConfig, load_config
-from llm.device import resolve_device, resume_device
-from llm.es import ES, check_setup, make_es, select_parameters
-from llm.es.factory import engine_settings
-from llm.grpo import GRPO
-from llm.interrupts import stop_if_requested
-from llm.lemma_measurements import measure_population
-from llm.rollout import NonFiniteError, derive_seed, rollout
-from llm.resume import resume_point
-from llm.tasks import get_task
-from llm.tasks.base import Task
+from escov.llm import drift, rundir, schedules, tracking
+from escov.llm.config import TrainConfig, load_config
+from escov.llm.device import resolve_device, resume_device
+from escov.llm.es import ES, check_setup, make_es, select_parameters
+from escov.llm.es.factory import engine_settings
+from escov.llm.grpo import GRPO
+from escov.llm.interrupts import stop_if_requested
+from escov.llm.lemma_measurements import measure_population
+from escov.llm.rollout import NonFiniteError, derive_seed, rollout
+from escov.llm.resume import resume_point
+from escov.llm.tasks import get_task
+from escov.llm.tasks.base import Task
 
 # every run, whatever its seed, is evaluated on the same test problems and probed on the same prompts,
 # so that runs and seeds are compared on equal footing (the sampling seeds still follow the run's seed)
@@ -81,7 +81,7 @@ class TrainingRun:
     def __init__(self, cfg: TrainConfig, task: Task | None = None, show_progress: bool = True):
         from transformers import AutoModelForCausalLM
 
-        from llm.engines import make_engine
+        from escov.llm.engines import make_engine
 
         torch.set_num_threads(cfg.threads)
         cfg.device = resolve_device(cfg.device)  # config.json records the resolved device
@@ -261,7 +261,7 @@ class TrainingRun:
     def evaluate(self, task: Task, n_problems: int, n: int, ks: tuple[int, ...], seed_label: str,
                  temperature: float | None = None, keep: int = 0) -> dict:
         """llm.evaluate on the task's first n_problems test problems (at eval_temperature unless given)."""
-        from llm.evaluate import evaluate
+        from escov.llm.evaluate import evaluate
 
         problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
         temperature = self.cfg.eval_temperature if temperature is None else temperature
@@ -525,8 +525,8 @@ def resume(run_dir: str | Path, show_progress: bool = True, device: str | None =
 # ----------------------------------------------------------------------------- command line
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m llm.train ...`: the same command as `python -m llm train ...` (llm/train_cli.py)."""
-    from llm.cli import main as llm_main
+    """`python -m escov.llm.train ...`: the same command as `python -m escov.llm train ...` (llm/train_cli.py)."""
+    from escov.llm.cli import main as llm_main
 
     return llm_main(["train", *(sys.argv[1:] if argv is None else argv)])
 

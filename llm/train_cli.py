@@ -1,7 +1,7 @@
-"""The `python -m llm train` command: settings from flags, a start line, the run, a summary.
+"""The `python -m escov.llm train` command: settings from flags, a start line, the run, a summary.
 
-    python -m llm train --algo es --model DIR --task countdown --out RUN_DIR [--steps 40 --es.sigma 1e-3 ...]
-    python -m llm train --resume RUN_DIR [--re_evaluate]
+    python -m escov.llm train --algo es --model DIR --task countdown --out RUN_DIR [--steps 40 --es.sigma 1e-3 ...]
+    python -m escov.llm train --resume RUN_DIR [--re_evaluate]
 
 The run itself is llm/train.py; this module only talks to the user, and imports torch only once a
 run starts (so `--help` answers at once). It prints one line saying what starts (algorithm, task,
@@ -21,7 +21,7 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per setting (llm/config.py), plus --config, --resume and the flags of the command itself."""
-    from llm.config import _parse_flag, add_train_arguments
+    from escov.llm.config import _parse_flag, add_train_arguments
 
     add_train_arguments(parser)
     bool_flag = {"nargs": "?", "const": True, "default": False, "metavar": "BOOL", "type": lambda t: _parse_flag(t, "bool")}
@@ -39,10 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     """0 when the run finished (or was finished already), 1 when a non-finite value stopped it,
     128 + signal number when a signal did."""
-    from llm.cli import progress_enabled
-    from llm.config import config_from_args, setting_flags
-    from llm.interrupts import Interrupted, stop_on_signals
-    from llm.rollout import NonFiniteError
+    from escov.llm.cli import progress_enabled
+    from escov.llm.config import config_from_args, setting_flags
+    from escov.llm.interrupts import Interrupted, stop_on_signals
+    from escov.llm.rollout import NonFiniteError
 
     if args.resume:
         given = sorted(set(setting_flags(args)) - {"device"}) + (["config"] if args.config else [])
@@ -67,7 +67,7 @@ def run_command(args: argparse.Namespace) -> int:
                 if not _resume(out, args, show_progress):
                     return 0
             else:
-                from llm.train import check_out_dir, train
+                from escov.llm.train import check_out_dir, train
 
                 check_out_dir(out)
                 print(start_line(cfg, resolve=True), flush=True)
@@ -89,10 +89,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _resume(out: Path, args: argparse.Namespace, show_progress: bool) -> bool:
     """Resume the run in out (False: it is finished and nothing was asked of it)."""
-    from llm import rundir
-    from llm.config import load_config
-    from llm.device import resume_device
-    from llm.train import resume
+    from escov.llm import rundir
+    from escov.llm.config import load_config
+    from escov.llm.device import resume_device
+    from escov.llm.train import resume
 
     cfg = load_config(out)
     resume_device(cfg.device, args.device, args.allow_device_change, f"--resume {out}")  # a refused device: an error first
@@ -111,7 +111,7 @@ def _resume(out: Path, args: argparse.Namespace, show_progress: bool) -> bool:
 # ----------------------------------------------------------------------------- what the user reads
 
 def total_steps(cfg) -> int:
-    from llm import schedules
+    from escov.llm import schedules
 
     phases = schedules.plan(cfg)
     return phases[-1].start + phases[-1].steps
@@ -119,11 +119,11 @@ def total_steps(cfg) -> int:
 
 def start_line(cfg, resolve: bool) -> str:
     """What runs: algorithm, task, model, the budget and the iterations it gives each phase, device, output."""
-    from llm import schedules
+    from escov.llm import schedules
 
     device = cfg.device
     if resolve:
-        from llm.device import resolve_device
+        from escov.llm.device import resolve_device
 
         device = resolve_device(cfg.device)
     phases = schedules.plan(cfg)
@@ -135,8 +135,8 @@ def start_line(cfg, resolve: bool) -> str:
 
 def is_finished(run_dir: Path) -> bool:
     """The run's last checkpoint and its final stage (final evaluation, update analysis, plots) are written."""
-    from llm import rundir
-    from llm.config import load_config
+    from escov.llm import rundir
+    from escov.llm.config import load_config
 
     steps, _ = rundir.checkpoint_steps(run_dir)
     ev = rundir.read_eval(run_dir) or {}
@@ -147,18 +147,18 @@ def is_finished(run_dir: Path) -> bool:
 
 def resume_hint(out: Path, what: str) -> str:
     """One line: what stopped, what is kept, the command that continues."""
-    from llm import rundir
+    from escov.llm import rundir
 
     if not out.is_dir():
         return f"{what}, before the first step; nothing was kept (run the same command again)"
     steps, _ = rundir.checkpoint_steps(out)
     kept = f"last checkpoint {rundir.checkpoint_dir(out, steps[0])}" if steps else "no checkpoint yet (resume starts over)"
-    return f"{what}; {kept}; resume with: python -m llm train --resume {shlex.quote(str(out))}"
+    return f"{what}; {kept}; resume with: python -m escov.llm train --resume {shlex.quote(str(out))}"
 
 
 def summary(out: Path) -> str:
     """The final metrics (base -> final) and every file of the run directory."""
-    from llm import rundir
+    from escov.llm import rundir
 
     ev = rundir.read_eval(out) or {}
     lines = [f"finished: {out}"]

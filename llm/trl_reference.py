@@ -32,7 +32,7 @@ class Settings:
 
 def step_problems(s: Settings, steps: int):
     """The Countdown problems of every step: steps x batch distinct training prompts."""
-    from llm.tasks import get_task
+    from escov.llm.tasks import get_task
 
     task = get_task("countdown")
     problems = task.problems("train", steps * s.batch, seed=s.seed)
@@ -95,8 +95,8 @@ def identical_batch(s: Settings):
     """Rollouts of the base model on one batch, padded both ways, with frozen log-probs of base and reference."""
     import torch
 
-    from llm.engines.hf import HFEngine
-    from llm.rollout import completion_logprobs, pad_batch, rollout
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.rollout import completion_logprobs, pad_batch, rollout
 
     task, (problems,) = step_problems(s, 1)
     engine = HFEngine(s.model)
@@ -136,8 +136,8 @@ def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, a
     bias_kl: TRL's use_bias_correction_kl; on_policy: old log-probs are the policy's own (else the base model's)."""
     import torch
 
-    from llm.grpo import GRPOConfig, grpo_loss
-    from llm.rollout import completion_logprobs
+    from escov.llm.grpo import GRPOConfig, grpo_loss
+    from escov.llm.rollout import completion_logprobs
 
     tmask = ours_batch["mask"][:, 1:]
     policy = perturbed(s.model, s.policy_scale, s.seed + 1)

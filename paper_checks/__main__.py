@@ -1,3 +1,3 @@
-from paper_checks.cli import main
+from escov.paper_checks.cli import main
 
 raise SystemExit(main())

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from paper_checks import paper_numbers as paper
-from theory.decisions import KEEP_MARGIN
+from escov.paper_checks import paper_numbers as paper
+from escov.theory.decisions import KEEP_MARGIN
 RATIO_FACTOR = 2.0      # a ratio "matches the paper" within a factor of 2 of the paper's range
 LEMMA1_MARGIN = 0.10    # Lemma 1: measured / predicted JSpol within 1 +- 10%
 
@@ -56,7 +56,7 @@ class Claim:
     statement: str
     paper: str
     test: Test
-    theory: str | None = None              # prefix of `python -m theory` check names
+    theory: str | None = None              # prefix of `python -m escov.theory` check names
     simulate: tuple[str, str] | None = None  # (experiment, claim id in its summary)
     real: bool = True                      # a real-run check exists in paper_checks.real_checks
     untestable: str = ""                   # what our miniature cannot test, and why

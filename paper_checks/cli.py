@@ -1,4 +1,4 @@
-"""`python -m paper_checks reproduce|report` (also `escov paper_checks ...`).
+"""`python -m escov.paper_checks reproduce|report` (also `escov paper_checks ...`).
 
     reproduce --budget small|full|answer|answer-diffuse --out DIR [--model DIR] [--jobs N]   train what the checks need (cached), then report
     report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from paper_checks.rundir import RunDirError
+from escov.paper_checks.rundir import RunDirError
 
 
 def _print_summary(report: dict, out: Path) -> None:
@@ -24,14 +24,14 @@ def _print_summary(report: dict, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m paper_checks", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m escov.paper_checks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("report", help="build REPORT.md and report.json from existing run directories")
-    rep.add_argument("runs", nargs="+", type=Path, help="run directories written by `python -m llm train`")
+    rep.add_argument("runs", nargs="+", type=Path, help="run directories written by `python -m escov.llm train`")
     rep.add_argument("--out", type=Path, required=True)
-    rep.add_argument("--theory", type=Path, help="JSON of `python -m theory --json`")
-    rep.add_argument("--simulate", type=Path, help="summary.json of `python -m simulate all`")
+    rep.add_argument("--theory", type=Path, help="JSON of `python -m escov.theory --json`")
+    rep.add_argument("--simulate", type=Path, help="summary.json of `python -m escov.simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
     pro = sub.add_parser("reproduce", help="run the paper's experiments in miniature (cached), then report")
     pro.add_argument("--budget", choices=("small", "full", "answer", "answer-diffuse"), default="small",
@@ -58,31 +58,31 @@ def main(argv: list[str] | None = None) -> int:
     pil.add_argument("--budget", choices=("answer", "answer-diffuse"), default="answer")
     args = parser.parse_args(argv)
     if args.command == "bases":
-        from paper_checks.reproduce import ship_bases
+        from escov.paper_checks.reproduce import ship_bases
         for path in ship_bases():
             print(f"shipped base: {path}")
         return 0
     try:
         if args.command == "sweep":
-            from paper_checks.step_sweep import main_args
+            from escov.paper_checks.step_sweep import main_args
             return main_args(args)
         if args.command == "pilot":
-            from paper_checks.pilot import main_args as pilot_main
+            from escov.paper_checks.pilot import main_args as pilot_main
             return pilot_main(args)
         if args.command == "report":
-            from paper_checks.evidence import load_lemma_grid
-            from paper_checks.report import build_report
+            from escov.paper_checks.evidence import load_lemma_grid
+            from escov.paper_checks.report import build_report
             grid = load_lemma_grid(args.lemma_grid) if args.lemma_grid else None
             report = build_report(args.runs, args.out, args.theory, args.simulate, grid)
         else:
-            from paper_checks.reproduce import reproduce
+            from escov.paper_checks.reproduce import reproduce
             report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs,
-                                command="python -m paper_checks " + " ".join(sys.argv[1:] if argv is None else argv))
+                                command="python -m escov.paper_checks " + " ".join(sys.argv[1:] if argv is None else argv))
     except (RunDirError, ValueError, OSError) as err:  # damaged or missing inputs: one line naming the file
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.command == "reproduce":
-        from paper_checks.reproduce import REPORT_DIR
+        from escov.paper_checks.reproduce import REPORT_DIR
         _print_summary(report, args.out / REPORT_DIR)
     else:
         _print_summary(report, args.out)

@@ -1,6 +1,6 @@
 """The `escov` console script: `escov theory|simulate|llm|paper_checks ARGS...`.
 
-Each subcommand runs the same entry point as `python -m <package> ARGS...`.
+Each subcommand runs the same entry point as `python -m escov.<level> ARGS...`.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in LEVELS:
         print(f"usage: escov {{{','.join(LEVELS)}}} [ARGS...]", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"{argv[0]}.cli")
+    module = importlib.import_module(f"escov.{argv[0]}.cli")
     return module.main(argv[1:])
 
 

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from theory.decisions import LEVEL, detectable, effective_df, t_quantile
+from escov.theory.decisions import LEVEL, detectable, effective_df, t_quantile
 
 N_BOOT = 2000
 # the difference a design is planned to detect at 80% power: 2 points (of Pass@32 at matched Pass@1), the size of
@@ -91,7 +91,7 @@ def seeds_by_prompts(values, samples: int, *, n_boot: int = N_BOOT, seed: int = 
 
 
 def seed_level(summary: dict) -> Estimate:
-    """An Estimate from theory.decisions.over_seeds / welch (one value per seed, no prompt level)."""
+    """An Estimate from escov.theory.decisions.over_seeds / welch (one value per seed, no prompt level)."""
     return Estimate(summary["mean"], summary["lo"], summary["hi"], summary["se"], summary["df"], summary["seeds"],
                     detectable=summary["detectable"])
 

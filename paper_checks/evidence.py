@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from llm.rundir import read_json
-from paper_checks.rundir import Run
-from theory.metrics import pass_at_k_counts
+from escov.llm.rundir import read_json
+from escov.paper_checks.rundir import Run
+from escov.theory.metrics import pass_at_k_counts
 
 ES_TAGS = (("member_temperature", lambda v: v > 0, "sampled"), ("zscore", lambda v: not v, "no-zscore"),
            ("center_scale", lambda v: v != 1.0, "rescaled"),
@@ -118,11 +118,11 @@ def heldout_of(run: Run, which: str) -> dict | None:
 
 
 def load_theory_json(path: Path) -> list[dict]:
-    """The item list of `python -m theory --json`; ValueError naming the file and item when malformed.
+    """The item list of `python -m escov.theory --json`; ValueError naming the file and item when malformed.
     (NaN there, an undefined statistic of that level, is read, and written as null in report.json.)"""
     data = read_json(Path(path), allow_non_finite=True)
     if not isinstance(data, list):
-        raise ValueError(f"{path}: expected the JSON list printed by `python -m theory --json`")
+        raise ValueError(f"{path}: expected the JSON list printed by `python -m escov.theory --json`")
     for i, item in enumerate(data):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get("holds"), bool):
             raise ValueError(f"{path}: item {i} is not a theory check (an object with a string 'name' and a boolean 'holds')")
@@ -130,7 +130,7 @@ def load_theory_json(path: Path) -> list[dict]:
 
 
 def load_simulate_summary(path: Path) -> dict[str, dict]:
-    """summary.json of `python -m simulate all`: {experiment name: summary}; ValueError naming the file
+    """summary.json of `python -m escov.simulate all`: {experiment name: summary}; ValueError naming the file
     and experiment when malformed (NaN read as for the theory file)."""
     data = read_json(Path(path), allow_non_finite=True)
     if isinstance(data, dict) and "experiments" in data:
@@ -140,7 +140,7 @@ def load_simulate_summary(path: Path) -> dict[str, dict]:
             raise ValueError(f"{path}: expected a list of experiment summaries, each with a 'name'")
         data = {d["name"]: d for d in data}
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected the summary.json written by `python -m simulate all`")
+        raise ValueError(f"{path}: expected the summary.json written by `python -m escov.simulate all`")
     for name, summary in data.items():
         claims = summary.get("claims", []) if isinstance(summary, dict) else None
         if not isinstance(claims, list) or not all(

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from llm.engines.hf import HFEngine
-from llm.lemma_measurements import measure_population
-from llm.rollout import derive_seed
-from llm.tasks import get_task
-from theory.decisions import HOLDS, equivalence, over_seeds
+from escov.llm.engines.hf import HFEngine
+from escov.llm.lemma_measurements import measure_population
+from escov.llm.rollout import derive_seed
+from escov.llm.tasks import get_task
+from escov.theory.decisions import HOLDS, equivalence, over_seeds
 
 TOLERANCE = 0.10
 

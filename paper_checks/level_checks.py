@@ -1,6 +1,6 @@
 """Verdicts of the two cheap levels: the theory checks and the simulate experiments.
 
-theory: every `python -m theory` item whose name starts with the claim's prefix, regime items
+theory: every `python -m escov.theory` item whose name starts with the claim's prefix, regime items
 (where an approximation is known to break) left out; the claim holds when every item holds.
 simulate: the experiment's own verdict on the claim with the id the claim names (reproduced -> holds,
 not reproduced -> does not hold, inconclusive / depends on task shape / finding -> inconclusive,
@@ -10,10 +10,10 @@ registry bug (RegistryError), not missing data.
 """
 from __future__ import annotations
 
-from paper_checks.claims import Claim, RegistryError
-from paper_checks.evidence import Evidence
-from paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, Verdict
-from theory.checks import GROUPS
+from escov.paper_checks.claims import Claim, RegistryError
+from escov.paper_checks.evidence import Evidence
+from escov.paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, Verdict
+from escov.theory.checks import GROUPS
 
 SIMULATE_STATUS = {"reproduced": HOLDS, "not reproduced": FAILS, "inconclusive": INCONCLUSIVE,
                    "depends on task shape": INCONCLUSIVE, "finding": INCONCLUSIVE, "identity": IDENTITY}
@@ -26,7 +26,7 @@ def theory_verdict(claim: Claim, ev: Evidence) -> Verdict:
         raise RegistryError(f"claim {claim.id!r} reads theory checks {claim.theory}*, but theory has no such group "
                             f"(groups: {list(GROUPS)})")
     if ev.theory is None:
-        return Verdict(claim.id, MISSING, "n/a", note="no theory results (python -m theory --json)")
+        return Verdict(claim.id, MISSING, "n/a", note="no theory results (python -m escov.theory --json)")
     items = [i for i in ev.theory if i["name"].startswith(claim.theory) and not i.get("regime")]
     if not items:
         return Verdict(claim.id, MISSING, "n/a", note=f"no theory check named {claim.theory}*")
@@ -41,7 +41,7 @@ def simulate_verdict(claim: Claim, ev: Evidence) -> Verdict:
     if claim.simulate is None:
         return Verdict(claim.id, NOT_TESTABLE, "n/a", note="no bandit analogue of this exact statement (see the simulate experiments for related ones)")
     if ev.simulate is None:
-        return Verdict(claim.id, MISSING, "n/a", note="no simulate summary (python -m simulate all)")
+        return Verdict(claim.id, MISSING, "n/a", note="no simulate summary (python -m escov.simulate all)")
     experiment, claim_id = claim.simulate
     summary = ev.simulate.get(experiment)
     if summary is None:

@@ -13,7 +13,7 @@ reads low. With no supported level the comparison is not testable here, and the 
 method's count of measured points inside the range.
 
 Estimate: the per-(seed, prompt) value is the mean over the compared levels of y_A(L)[p] - y_B(L)[p],
-runs paired by seed; its interval comes from paper_checks.design.seeds_by_prompts. One number per
+runs paired by seed; its interval comes from escov.paper_checks.design.seeds_by_prompts. One number per
 claim, so testing several levels is not a multiple comparison.
 
 Bias control, beside every difference: the method with more measured points in the range (over its
@@ -31,9 +31,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from paper_checks.design import Estimate, plan, seeds_by_prompts
-from theory.matched import RESOLUTION, compared_levels, differences_at, points_in_range
-from theory.metrics import pass_at_k_counts
+from escov.paper_checks.design import Estimate, plan, seeds_by_prompts
+from escov.theory.matched import RESOLUTION, compared_levels, differences_at, points_in_range
+from escov.theory.metrics import pass_at_k_counts
 
 MIN_RANGE = 0.02    # the common Pass@1 range must span at least 2 points
 NO_PAIRS = "no runs of both methods on the same seeds and prompts"

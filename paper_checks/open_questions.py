@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from paper_checks.evidence import Evidence, eval_of
-from paper_checks.matched import matched_difference
-from paper_checks.real_checks import (KS, LEMMA1_MAX_S, SPARSITY_TAU, analytic_tiny_share, curves_of, diff_between, final_drift,
+from escov.paper_checks.evidence import Evidence, eval_of
+from escov.paper_checks.matched import matched_difference
+from escov.paper_checks.real_checks import (KS, LEMMA1_MAX_S, SPARSITY_TAU, analytic_tiny_share, curves_of, diff_between, final_drift,
                                       update_analysis_of)
-from paper_checks.verdict import fmt_interval
+from escov.paper_checks.verdict import fmt_interval
 
 METHODS = ("base", "grpo", "es", "es[sampled]", "es-grpo", "grpo-es")
 

@@ -5,7 +5,7 @@ numbers in words. Pass@K values are x100.
 """
 from __future__ import annotations
 
-from theory.paper_constants import PAPER_ALPHA, PAPER_NUM_GENERATIONS, PAPER_POPULATION_SIZE, PAPER_SIGMA, PAPER_TAUS
+from escov.theory.paper_constants import PAPER_ALPHA, PAPER_NUM_GENERATIONS, PAPER_POPULATION_SIZE, PAPER_SIGMA, PAPER_TAUS
 
 METHODS = ("Base", "GRPO", "ES", "ES->GRPO", "GRPO->ES")
 

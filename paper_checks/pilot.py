@@ -1,6 +1,6 @@
-"""`python -m paper_checks pilot`: size the answer's design before it runs, on training data only.
+"""`python -m escov.paper_checks pilot`: size the answer's design before it runs, on training data only.
 
-    python -m paper_checks pilot --model BASE_DIR --out runs/pilot [--seeds 4] [--jobs 2] [--budget answer]
+    python -m escov.paper_checks pilot --model BASE_DIR --out runs/pilot [--seeds 4] [--jobs 2] [--budget answer]
 
 Trains the budget's ES and GRPO runs on PILOT_SEEDS (none of the answer's seeds), measures their curves on
 training-split prompts (the answer's curve settings and prompt count; `llm curve --split train`), and reads
@@ -21,7 +21,7 @@ PILOT_SEEDS = (200, 201, 202, 203)   # not among the answer's seeds (0-...) nor 
 
 def pilot_runs(budget_name: str, model: Path, seeds: tuple[int, ...]) -> dict[str, dict]:
     """The budget's main ES and GRPO runs on the pilot seeds (no probe, no held-out task)."""
-    from paper_checks.reproduce import BUDGETS
+    from escov.paper_checks.reproduce import BUDGETS
 
     b = BUDGETS[budget_name]
     common = b.common | {"probe_every": 0, "heldout_task": ""}
@@ -32,9 +32,9 @@ def pilot_runs(budget_name: str, model: Path, seeds: tuple[int, ...]) -> dict[st
 
 def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tuple[int, ...] = PILOT_SEEDS,
               jobs: int = 2, log=print) -> dict:
-    from llm import rundir
-    from paper_checks.matched import curve_of, matched_difference
-    from paper_checks.reproduce import BUDGETS, run_all
+    from escov.llm import rundir
+    from escov.paper_checks.matched import curve_of, matched_difference
+    from escov.paper_checks.reproduce import BUDGETS, run_all
 
     if not (Path(model) / "config.json").is_file():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")
@@ -59,7 +59,7 @@ def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tup
 
 
 def main_args(args) -> int:
-    from paper_checks.design import plan_text
+    from escov.paper_checks.design import plan_text
 
     record = run_pilot(args.model, args.out, budget_name=args.budget, seeds=tuple(range(200, 200 + args.seeds)),
                        jobs=args.jobs)

@@ -10,10 +10,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from llm.plot_axes import label_k_axis  # noqa: E402
-from paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
-from theory.paper_constants import PAPER_TAUS  # noqa: E402
-from theory.matched import common_range, read_at, supported  # noqa: E402
+from escov.llm.plot_axes import label_k_axis  # noqa: E402
+from escov.paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
+from escov.theory.paper_constants import PAPER_TAUS  # noqa: E402
+from escov.theory.matched import common_range, read_at, supported  # noqa: E402
 
 MAIN = ("grpo", "es", "es-grpo", "grpo-es", "es[sampled]")
 
@@ -117,7 +117,7 @@ def frontier(ev: Evidence, out: Path) -> str | None:
     range every seed's curve spans, the mean over seeds of each curve read where it first reaches the level, the
     reading of the matched claims; solid where every seed is supported there, dashed where not; a picture, not a
     test)."""
-    from paper_checks.matched import curve_of
+    from escov.paper_checks.matched import curve_of
 
     curves = {name: [c for c in (curve_of(r.curve or [], r.seed or 0) for r in ev.by_variant(name)) if c is not None]
               for name in MAIN}

@@ -1,4 +1,4 @@
-"""Verdicts on the paper's claims from real training runs (run directories of `python -m llm train`).
+"""Verdicts on the paper's claims from real training runs (run directories of `python -m escov.llm train`).
 
 Each function takes the Evidence and returns a Verdict for one claim id, decided by the claim's Test
 (paper_checks.claims) on an interval from one design:
@@ -20,16 +20,16 @@ import math
 import numpy as np
 from scipy.stats import norm
 
-from paper_checks import paper_numbers as paper
-from paper_checks.claims import BY_ID, LEMMA1_MARGIN
-from paper_checks.design import Estimate, plan_text, seed_level, seeds_by_prompts
-from paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
-from paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
-from paper_checks.rundir import Run
-from paper_checks.verdict import (IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, combine, decide,
+from escov.paper_checks import paper_numbers as paper
+from escov.paper_checks.claims import BY_ID, LEMMA1_MARGIN
+from escov.paper_checks.design import Estimate, plan_text, seed_level, seeds_by_prompts
+from escov.paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
+from escov.paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
+from escov.paper_checks.rundir import Run
+from escov.paper_checks.verdict import (IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, combine, decide,
                                   decimals, fmt_interval)
-from theory.decisions import over_seeds, welch
-from theory.paper_constants import LEMMA1_S_LIMIT
+from escov.theory.decisions import over_seeds, welch
+from escov.theory.paper_constants import LEMMA1_S_LIMIT
 
 KS = (1, 16, 32)
 LEMMA1_MAX_S = LEMMA1_S_LIMIT  # Lemma 1 is claimed where s = E KL(pi_{theta+sigma eps} || pi_theta) is small

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
-from llm.rundir import dumps
-from paper_checks.claims import CLAIMS, OPEN_QUESTIONS, RegistryError
-from paper_checks.evidence import Evidence, load_simulate_summary, load_theory_json, variant
-from paper_checks.lemma_grid import summarize_grid
-from paper_checks.level_checks import simulate_verdict, theory_verdict
-from paper_checks.open_questions import ANSWERS
-from paper_checks.plots import PLOTS
-from paper_checks.real_checks import REAL_CHECKS
-from paper_checks.rundir import RunDirError, load_runs
-from paper_checks.verdict import MISSING, NOT_TESTABLE, Verdict
+from escov.llm.rundir import dumps
+from escov.paper_checks.claims import CLAIMS, OPEN_QUESTIONS, RegistryError
+from escov.paper_checks.evidence import Evidence, load_simulate_summary, load_theory_json, variant
+from escov.paper_checks.lemma_grid import summarize_grid
+from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
+from escov.paper_checks.open_questions import ANSWERS
+from escov.paper_checks.plots import PLOTS
+from escov.paper_checks.real_checks import REAL_CHECKS
+from escov.paper_checks.rundir import RunDirError, load_runs
+from escov.paper_checks.verdict import MISSING, NOT_TESTABLE, Verdict
 
 # the Pass@k values each end-of-training claim reads from the runs' evaluations (eval.json; llm train's eval_ks)
 PASS_AT_K_NEEDED = {"es_improves_over_base": (1, 16, 32), "grpo_raises_pass1": (1,), "grpo_passk_below_base": (16, 32),

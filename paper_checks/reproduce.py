@@ -1,9 +1,9 @@
-"""`python -m paper_checks reproduce`: the paper's experiments in miniature, cached, then the report.
+"""`python -m escov.paper_checks reproduce`: the paper's experiments in miniature, cached, then the report.
 
     out/base/                 the tiny base model (pretrained here unless --model is given)
     out/base-sweep/           a second tiny model of another size, for the population-size sweep
-    out/theory.json           python -m theory --json
-    out/simulate/             python -m simulate all (summary.json + plots)
+    out/theory.json           python -m escov.theory --json
+    out/simulate/             python -m escov.simulate all (summary.json + plots)
     out/runs/NAME/            one run directory per planned run (llm.train; with curve.json when the
                               budget evaluates checkpoints along training, llm/curve.py)
     out/shared/               the base evaluation and step-0 probe, once per setting
@@ -21,9 +21,9 @@ whose reward spread they use) and the Lemma 1 grid among them, so no core waits 
 The pretrained bases are keyed by their preset's settings, the seed, the torch version and the source
 of the code that builds them (base_cache_key). A base is taken from the first of: the repository's
 shipped bases (paper_checks/bases/PRESET-KEY: the small budget's two, 1.4 MB, so a fresh clone does not
-pretrain; `python -m paper_checks bases` rebuilds them after that code changes), the cache outside the
+pretrain; `python -m escov.paper_checks bases` rebuilds them after that code changes), the cache outside the
 output folder ($ESCOV_CACHE/bases, default ~/.cache/escov/bases), or pretraining (then stored in the
-cache). `python -m llm pretrain --preset small --seed 0 --threads 1 --out DIR` (and `--preset narrow`)
+cache). `python -m escov.llm pretrain --preset small --seed 0 --threads 1 --out DIR` (and `--preset narrow`)
 makes the same models on a machine like the one that built them (pretraining is deterministic; another
 CPU may round differently).
 
@@ -36,6 +36,7 @@ prompts are sized in docs/answer-budget.md.
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import time
@@ -45,13 +46,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from llm.curve import MAX_POINTS
-from llm.rundir import read_steps
-from paper_checks.evidence import load_lemma_grid
-from paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
-from paper_checks.report import build_report
-from theory.budget import es_flops, grpo_flops
-from theory.matched import RESOLUTION
+from escov.llm.curve import MAX_POINTS
+from escov.llm.rundir import read_steps
+from escov.paper_checks.evidence import load_lemma_grid
+from escov.paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
+from escov.paper_checks.report import build_report
+from escov.theory.budget import es_flops, grpo_flops
+from escov.theory.matched import RESOLUTION
 
 REPORT_DIR = "report"  # out/report/: REPORT.md, report.json, plots, run_info.json
 SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
@@ -63,7 +64,7 @@ ANSWER_STEPS = 40
 # 3.3 points (2 needs about 256); from the diffuse base 64 prompts already detect 1.7 points
 ANSWER_PROMPTS, ANSWER_PROMPTS_DIFFUSE = 256, 64
 ANSWER_BATCH = 16
-# the step sizes chosen by `python -m paper_checks sweep` on the paper-regime base (training-split curves; its
+# the step sizes chosen by `python -m escov.paper_checks sweep` on the paper-regime base (training-split curves; its
 # record: results/step-sweep/): of the pairs meeting the rule, the widest common Pass@1 range (0.34-0.69), then
 # the most curve points in it
 ANSWER_ES = {"population_size": 32, "sigma": 0.02, "alpha": 0.01}
@@ -105,7 +106,7 @@ class Budget:
 SMALL_PURPOSE = ("This is the small budget, a quick look: it exercises every claim end to end (theory, simulate, "
                  "real runs at 2 seeds), so its real-run verdicts are mostly inconclusive by design. "
                  "The headline question, ES vs GRPO at matched Pass@1, is answered by the answer budget: "
-                 "`python -m paper_checks reproduce --budget answer` (docs/answer-budget.md).")
+                 "`python -m escov.paper_checks reproduce --budget answer` (docs/answer-budget.md).")
 
 # ES members in one batched generate (the rewards and weights of member by member up to floating-point
 # near-ties; 2-2.5x faster here);
@@ -229,7 +230,7 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
 
 def _done(run_dir: Path) -> bool:
     """Whether a run has its final evaluation (a damaged eval.json: RunDirError naming it)."""
-    from llm.rundir import read_eval
+    from escov.llm.rundir import read_eval
 
     return "final" in (read_eval(run_dir) or {})
 
@@ -237,15 +238,15 @@ def _done(run_dir: Path) -> bool:
 def _run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None, shared: Path | None = None) -> str:
     """Train (or resume) one run to its end, then evaluate its curve; in a worker process, on cfg's threads.
     shared: the folder of step-0 measurements shared by runs from the same base (llm.train.train)."""
-    from llm.config import TrainConfig
-    from llm.train import train
+    from escov.llm.config import TrainConfig
+    from escov.llm.train import train
 
     torch.set_num_threads(cfg["threads"])
     if not _done(run_dir):
         resume = (run_dir / "config.json").exists()
         train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=False, shared=shared)
     if curve is not None:
-        from llm.curve import evaluate_curve
+        from escov.llm.curve import evaluate_curve
         evaluate_curve(run_dir, **curve)
     return name
 
@@ -268,8 +269,8 @@ def run_jobs_of(runs: dict[str, dict], root: Path, curve: dict | None, stage: st
 
 def _curve_done(run_dir: Path, curve: dict) -> bool:
     """Whether the run's curve holds every point of its layout (llm.curve.layout on the stored points)."""
-    from llm import rundir
-    from llm.curve import layout
+    from escov.llm import rundir
+    from escov.llm.curve import layout
 
     stored = {p["step"]: p["sampled"]["pass_at_k"]["1"] for p in rundir.read_curve(run_dir) or []
               if p["sampled"]["n"] == curve["samples"] and p["sampled"]["temperature"] == curve["temperature"]
@@ -297,17 +298,31 @@ SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the small budget's 
 SHIPPED_PRESETS = ("small", "narrow")                        # the small budget's base and sweep presets
 
 
+def code_shape(source: str) -> str:
+    """A module's code as its syntax tree, without docstrings, comments, layout or import statements: what
+    a base depends on in that file. Reformatting, rewording a docstring or renaming the package an import
+    comes from leaves it unchanged; any change to what the code does changes it."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            body[:] = [s for s in body if not isinstance(s, (ast.Import, ast.ImportFrom))
+                       and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                and isinstance(s.value.value, str))]
+    return ast.dump(tree)
+
+
 def base_cache_key(preset: str, seed: int = 0) -> str:
-    """What a pretrained base depends on: its preset's settings, the seed, the source of the code that
-    builds it (tokenizer, corpus, training loop) and the torch version; sha256, first 16 hex digits."""
+    """What a pretrained base depends on: its preset's settings, the seed, the code that builds it
+    (tokenizer, corpus, training loop; as `code_shape`) and the torch version; sha256, first 16 hex digits."""
     import hashlib
     from dataclasses import asdict
 
-    from llm import tinymodel
-    from llm.tasks import arithmetic, countdown
+    from escov.llm import tinymodel
+    from escov.llm.tasks import arithmetic, countdown
 
     parts = [json.dumps(asdict(tinymodel.PRESETS[preset]), sort_keys=True), str(seed), torch.__version__]
-    parts += [Path(m.__file__).read_text(encoding="utf-8") for m in (tinymodel, countdown, arithmetic)]
+    parts += [code_shape(Path(m.__file__).read_text(encoding="utf-8")) for m in (tinymodel, countdown, arithmetic)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -322,7 +337,7 @@ def base_cache_dir() -> Path:
 
 def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
     """out_dir <- the preset's base model: copied from the shipped bases or the cache when built before
-    with the same settings (base_cache_key), else pretrained (`python -m llm pretrain --preset PRESET
+    with the same settings (base_cache_key), else pretrained (`python -m escov.llm pretrain --preset PRESET
     --seed 0 --threads 1 --out DIR` makes the same model) and stored in the cache."""
     import shutil
 
@@ -345,7 +360,7 @@ def _build_base(target: Path, preset: str, progress: bool) -> None:
     side folder and renamed, so a half-built base is never taken for a built one."""
     import shutil
 
-    from llm.tinymodel import pretrain
+    from escov.llm.tinymodel import pretrain
     if (target / "config.json").exists():
         return
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -364,7 +379,7 @@ SHIPPED_RECORD = "shipped.json"  # beside a shipped base: its preset, key, torch
 
 def ship_bases(progress: bool = True) -> list[Path]:
     """Build the shipped bases (SHIPPED_PRESETS) for the current code and torch, and remove the stale ones:
-    what `python -m paper_checks bases` runs after the code that builds a base has changed."""
+    what `python -m escov.paper_checks bases` runs after the code that builds a base has changed."""
     import shutil
 
     kept = []
@@ -374,7 +389,7 @@ def ship_bases(progress: bool = True) -> list[Path]:
         (target / "loss.png").unlink(missing_ok=True)  # kept small: pretrain.json holds the loss curve
         (target / SHIPPED_RECORD).write_text(json.dumps(
             {"preset": preset, "key": target.name, "torch": torch.__version__,
-             "command": f"python -m llm pretrain --preset {preset} --seed 0 --threads 1 --out DIR"}, indent=1) + "\n")
+             "command": f"python -m escov.llm pretrain --preset {preset} --seed 0 --threads 1 --out DIR"}, indent=1) + "\n")
         kept.append(target)
         for stale in SHIPPED_BASES.glob(f"{preset}-*"):
             if stale != target:
@@ -383,17 +398,17 @@ def ship_bases(progress: bool = True) -> list[Path]:
 
 
 def _theory(path: Path, progress: bool) -> None:
-    from theory.checks import run_checks
+    from escov.theory.checks import run_checks
     path.write_text(json.dumps(run_checks(progress=progress), default=float))
 
 
 def _simulate(out_dir: Path, scale: float, progress: bool) -> None:
-    from simulate.cli import main as simulate_main
+    from escov.simulate.cli import main as simulate_main
     simulate_main(["all", "--out", str(out_dir), "--scale", str(scale)] + ([] if progress else ["--no-progress"]))
 
 
 def _lemma_grid(path: Path, base: Path, budget: Budget, progress: bool) -> None:
-    from paper_checks.lemma_grid import measure_grid
+    from escov.paper_checks.lemma_grid import measure_grid
     torch.set_num_threads(budget.common["threads"])
     path.write_text(json.dumps(measure_grid(base, budget.grid_sigmas, budget.grid_members, draws=budget.grid_draws,
                                             progress=progress)))

@@ -1,4 +1,4 @@
-"""Reading run directories written by `python -m llm train` (the interface between llm and paper_checks).
+"""Reading run directories written by `python -m escov.llm train` (the interface between llm and paper_checks).
 
 A run directory holds `config.json`, `metrics.jsonl` (one JSON object per step), `eval.json`,
 `probe.json` (or an older run's `population.json`), `curve.json` and `checkpoints/step-N/`; its records and the one reader and writer of its
@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm import rundir
-from llm.rundir import RunDirError
+from escov.llm import rundir
+from escov.llm.rundir import RunDirError
 
 
 @dataclass

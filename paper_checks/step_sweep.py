@@ -1,7 +1,7 @@
-"""`python -m paper_checks sweep`: the step-size sweep that chooses the answer budget's GRPO learning rate and
+"""`python -m escov.paper_checks sweep`: the step-size sweep that chooses the answer budget's GRPO learning rate and
 ES sigma and alpha, on training data only.
 
-    python -m paper_checks sweep --model BASE_DIR --out runs/step-sweep [--jobs 2] [--steps 40]
+    python -m escov.paper_checks sweep --model BASE_DIR --out runs/step-sweep [--jobs 2] [--steps 40]
 
 The question it answers: which GRPO step and which ES step make both methods cross a common Pass@1 range with
 enough measured curve points for a matched comparison, a range that reaches where GRPO's entropy falls (the
@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from theory.matched import points_in_range
+from escov.theory.matched import points_in_range
 
 MIN_POINTS = 5          # measured curve points each method needs inside the common range (the issue's floor)
 ENTROPY_DROP = 0.10     # a fall: entropy at most 90% of the curve's maximum, after the maximum
@@ -147,7 +147,7 @@ def choose(traces: dict[str, Trace], settings: dict[str, Setting], min_points: i
 
 def sweep_runs(model: Path, steps: int, settings: dict[str, Setting]) -> dict[str, dict]:
     """The run configurations: the answer budget's shape, on SWEEP_SEED, each with its setting."""
-    from paper_checks.reproduce import BUDGETS
+    from escov.paper_checks.reproduce import BUDGETS
 
     b = BUDGETS["answer"]
     common = b.common | {"steps": steps, "probe_every": 0, "heldout_task": "", "eval_problems": EVAL_PROBLEMS}
@@ -160,8 +160,8 @@ def sweep_runs(model: Path, steps: int, settings: dict[str, Setting]) -> dict[st
 def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None, problems: int = 64,
               settings: dict[str, Setting] = SETTINGS, curve: dict | None = None, log=print) -> Pair | None:
     """Train and measure every setting (resumable: finished runs and curve points are kept), then choose."""
-    from llm import rundir
-    from paper_checks.reproduce import ANSWER_STEPS, BUDGETS, run_all
+    from escov.llm import rundir
+    from escov.paper_checks.reproduce import ANSWER_STEPS, BUDGETS, run_all
 
     if not (Path(model) / "config.json").is_file():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from paper_checks.claims import RATIO_FACTOR
-from theory.decisions import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, directional, equivalence, ratio
+from escov.paper_checks.claims import RATIO_FACTOR
+from escov.theory.decisions import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, directional, equivalence, ratio
 
 NOT_TESTABLE = "not testable here"
 OUTSIDE_REGIME = "outside the lemma's regime"   # measured where the lemma does not claim to hold: no decision

@@ -6,7 +6,7 @@
 ES on a CPU is deterministic: the same settings on the same machine give the same weights to the
 last bit. A change that only moves code (who derives the seeds, which class holds the update) must
 leave every run below bit-identical, so published runs stay valid. Each variant is a short
-`python -m llm train` (a budget of 3 GRPO steps: 12 ES steps; 4 prompts, 8 members) on the tiny "test" model, in its own process;
+`python -m escov.llm train` (a budget of 3 GRPO steps: 12 ES steps; 4 prompts, 8 members) on the tiny "test" model, in its own process;
 the hash covers every tensor of the last checkpoint, by name. Hashes depend on the machine (its
 torch build and CPU), so record them on the machine that checks them; scripts/es_weight_hashes.json
 holds those of the 2-core development CPU since ES reads its noise from a table (llm/es/noise.py), which
@@ -61,7 +61,7 @@ def weights_hash(checkpoint: Path) -> str:
 
 def run_variant(model: Path, out: Path, flags: list[str]) -> str:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "llm", "train", *COMMON, *flags, "--model", str(model),
+    proc = subprocess.run([sys.executable, "-m", "escov.llm", "train", *COMMON, *flags, "--model", str(model),
                            "--out", str(out)], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(flags)}: llm train failed:\n{proc.stderr[-2000:]}")
@@ -80,7 +80,7 @@ def main() -> int:
     unknown = set(names) - set(VARIANTS)
     if unknown:
         parser.error(f"--only: unknown variants {sorted(unknown)}; known: {list(VARIANTS)}")
-    from llm.tinymodel import pretrain
+    from escov.llm.tinymodel import pretrain
 
     with tempfile.TemporaryDirectory(prefix="es-hashes-") as tmp:
         model = Path(tmp) / "model"

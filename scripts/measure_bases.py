@@ -62,10 +62,10 @@ def measure(model_dir: Path, task_name: str, problems: int, samples: int, out_fi
         kept = json.loads(out_file.read_text())
         if kept.get("settings") == settings:
             return kept
-    from llm.engines import make_engine
-    from llm.evaluate import evaluate
-    from llm.tasks import get_task
-    from llm.train import EVAL_PROBLEM_SEED
+    from escov.llm.engines import make_engine
+    from escov.llm.evaluate import evaluate
+    from escov.llm.tasks import get_task
+    from escov.llm.train import EVAL_PROBLEM_SEED
 
     task = get_task(task_name)
     test = task.problems("test", problems, seed=EVAL_PROBLEM_SEED)

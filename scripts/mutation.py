@@ -137,11 +137,11 @@ def test_model() -> Path:
     tests run in a pytest session of their own, where the fixture would pretrain it again (seconds) inside
     mutmut's time limit, which counts only the tests' calls: every such mutant would count as caught by a
     timeout before any test ran."""
-    from paper_checks.reproduce import base_cache_key
+    from escov.paper_checks.reproduce import base_cache_key
 
     out = WORK / f"test-model-{base_cache_key('test')}"
     if not (out / "config.json").exists():
-        subprocess.run([sys.executable, "-m", "llm", "pretrain", "--preset", "test", "--seed", "0", "--threads", "1",
+        subprocess.run([sys.executable, "-m", "escov.llm", "pretrain", "--preset", "test", "--seed", "0", "--threads", "1",
                         "--out", str(out), "--no-progress"], cwd=ROOT, check=True)
     return out
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copy a finished reproduction's report into results/ (no checkpoints, no run directories):
 #   bash scripts/publish_results.sh OUT_DIR [RESULTS_DIR [BESIDE...]]   (RESULTS_DIR defaults to results)
-# OUT_DIR is the --out of `python -m paper_checks reproduce`; its report/ must hold REPORT.md,
+# OUT_DIR is the --out of `python -m escov.paper_checks reproduce`; its report/ must hold REPORT.md,
 # report.json and run_info.json (written when the reproduction finished). results/REPORT.md gets a
 # header with the exact command, the commit, the wall time and the machine; the simulate plots the
 # report links to are copied beside it and the links rewritten. BESIDE: folders under RESULTS_DIR that hold

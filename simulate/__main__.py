@@ -1,6 +1,6 @@
-"""`python -m simulate ...`: see simulate/cli.py."""
+"""`python -m escov.simulate ...`: see simulate/cli.py."""
 import sys
 
-from simulate.cli import main
+from escov.simulate.cli import main
 
 sys.exit(main())

@@ -1,4 +1,4 @@
-"""Command line: `python -m simulate list | run NAME [--seeds S] [--out DIR] | all [--seeds S] [--out DIR]`.
+"""Command line: `python -m escov.simulate list | run NAME [--seeds S] [--out DIR] | all [--seeds S] [--out DIR]`.
 
 `run` writes DIR/NAME.json and DIR/NAME.png and prints each claim's verdict; `all` runs every
 experiment and also writes DIR/summary.json. `--scale` (default 1) shrinks the number of updates
@@ -44,7 +44,7 @@ def run_one(name: str, seeds: int | None, out: Path, scale: float, progress: boo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simulate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m escov.simulate", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the experiments")
     p_run = sub.add_parser("run", help="run one experiment")

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.budget import es_flops
-from theory.paper_constants import ES_ZSCORE_EPS, PAPER_POPULATION_SIZE
-from theory.standardize import standardize
+from escov.theory.budget import es_flops
+from escov.theory.paper_constants import ES_ZSCORE_EPS, PAPER_POPULATION_SIZE
+from escov.theory.standardize import standardize
 
 from .bandit import BanditTask, _check_range, sample, softmax
 from .bf16 import perturb_restore_bf16, round_to_bf16

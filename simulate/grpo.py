@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.budget import grpo_flops
-from theory.standardize import standardize
+from escov.theory.budget import grpo_flops
+from escov.theory.standardize import standardize
 
 from .bandit import BanditTask, _check_range, sample
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.lemmas import (lemma1_prediction, lemma2_gap_local, lemma3_covariance, mixture_gain,
+from escov.theory.lemmas import (lemma1_prediction, lemma2_gap_local, lemma3_covariance, mixture_gain,
                            population_pass, same_policy_pass, validity_parameter)
-from theory.metrics import entropy, generalized_js_batch, jssucc_batch, pass_at_k_counts, pass_at_k_from_p
+from escov.theory.metrics import entropy, generalized_js_batch, jssucc_batch, pass_at_k_counts, pass_at_k_from_p
 
 from .bandit import BanditTask, _check_range, softmax
 

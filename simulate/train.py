@@ -15,8 +15,8 @@ from typing import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from theory.errors import NonFiniteError
-from theory.lemmas import es_update_prediction
+from escov.theory.errors import NonFiniteError
+from escov.theory.lemmas import es_update_prediction
 
 from .bandit import BanditTask
 from .bf16 import round_to_bf16

@@ -15,7 +15,7 @@ settings.register_profile("escov", deadline=None)
 settings.load_profile("escov")
 
 
-# A folder holding the "test" preset already pretrained (`python -m llm pretrain --preset test --seed 0 --threads 1`),
+# A folder holding the "test" preset already pretrained (`python -m escov.llm pretrain --preset test --seed 0 --threads 1`),
 # used instead of pretraining one: scripts/mutation.py sets it, because each mutant's tests run in a session of
 # their own, and mutmut's time limit per mutant counts the tests' calls, not the session's fixtures
 TEST_MODEL_ENV = "ESCOV_TEST_MODEL"
@@ -27,7 +27,7 @@ def tiny_model_dir(tmp_path_factory):
 
     It learns the prompt/answer formats but rarely a correct answer. Treat it as read-only.
     """
-    from llm.tinymodel import pretrain
+    from escov.llm.tinymodel import pretrain
 
     given = os.environ.get(TEST_MODEL_ENV)
     if given:
@@ -40,7 +40,7 @@ def tiny_model_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def random_qwen2_dir(tmp_path_factory):
     """A randomly initialized tiny Qwen2 (llm.random_models), built once per session. Read-only."""
-    from llm.random_models import save_random_model
+    from escov.llm.random_models import save_random_model
 
     return save_random_model(tmp_path_factory.mktemp("random_qwen2"), "qwen2", "tiny")
 
@@ -55,7 +55,7 @@ def vllm_engine(tiny_model_dir):
         pytest.skip("vllm is not installed")
     import torch
 
-    from llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.engines.vllm_engine import VLLMEngine
 
     engine = VLLMEngine(tiny_model_dir, dtype=torch.float32, seed=0)
     yield engine
@@ -98,7 +98,7 @@ def pytest_collection_modifyitems(config, items):
         return
     import torch
 
-    from llm import gpu_standin
+    from escov.llm import gpu_standin
 
     if torch.cuda.is_available() or gpu_standin.active():
         return

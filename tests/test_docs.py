@@ -4,8 +4,8 @@ refers to a paper summary outside the repository."""
 import re
 from pathlib import Path
 
-from paper_checks import paper_numbers as pn
-from theory import paper_constants as pc
+from escov.paper_checks import paper_numbers as pn
+from escov.theory import paper_constants as pc
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -13,7 +13,7 @@ PAPER = ROOT / "docs" / "paper.md"
 # what the README says, in the order a newcomer needs it
 README_ORDER = ("## The answer so far", "## Install", "## A first run in two minutes", "## The main job",
                 "## Training on your own data and reward", "## Where results land", "## Reference")
-REPRODUCE = "bash scripts/setup.sh && .venv/bin/python -m paper_checks reproduce --budget small --out runs/small"
+REPRODUCE = "bash scripts/setup.sh && .venv/bin/python -m escov.paper_checks reproduce --budget small --out runs/small"
 TESTS = "bash scripts/setup.sh && .venv/bin/python -m pytest -q"
 
 

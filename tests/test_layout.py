@@ -1,5 +1,6 @@
-"""The package layout DESIGN.md states: levels import downward only (theory <- simulate <- llm <-
-paper_checks), and the ES package has no import cycle, counting imports inside functions (which
+"""The package layout DESIGN.md states: one installed name, `escov`, whose levels import downward only
+(theory <- simulate <- llm <- paper_checks) and always by their full name (`escov.llm`, never a bare
+`llm`, which is another PyPI package's name), and the ES package has no import cycle, counting imports inside functions (which
 hide a cycle from the interpreter) and leaving out those under TYPE_CHECKING (which never run)."""
 import ast
 from pathlib import Path
@@ -9,7 +10,8 @@ LEVELS = ("theory", "simulate", "llm", "paper_checks")
 
 
 def _module(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+    """The installed name of a file under a level's folder: llm/es/noise.py -> escov.llm.es.noise."""
+    parts = ("escov",) + path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -45,15 +47,24 @@ def test_levels_import_downward_only():
     for i, level in enumerate(LEVELS):
         above = LEVELS[i + 1:]
         for path in _files(level):
-            wrong = sorted(m for m in _imports(path) if m.split(".")[0] in above)
+            wrong = sorted(m for m in _imports(path) if m.split(".")[:2] in [["escov", a] for a in above])
             assert not wrong, f"{path.relative_to(ROOT)} imports {wrong} from a level above {level}"
+
+
+def test_no_file_imports_a_level_by_its_bare_name():
+    """`import llm` would find another installed package (or this checkout only when run from its root)."""
+    files = [p for d in (*LEVELS, "escov", "tests", "scripts", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))]
+    assert len(files) > 100
+    for path in files:
+        bare = sorted(m for m in _imports(path) if m.split(".")[0] in LEVELS)
+        assert not bare, f"{path.relative_to(ROOT)} imports {bare}: write escov.{bare[0]}"
 
 
 def test_es_package_has_no_import_cycle():
     modules = {_module(p): p for p in _files("llm/es")}
     assert len(modules) >= 8  # the algorithm, noise, the strategies, options and the factory
     graph = {m: {i for i in _imports(p) if i in modules and i != m} for m, p in modules.items()}
-    graph = {m: deps - {"llm.es"} for m, deps in graph.items()}  # the package's __init__ only re-exports
+    graph = {m: deps - {"escov.llm.es"} for m, deps in graph.items()}  # the package's __init__ only re-exports
     done, path = set(), []
 
     def visit(m):
@@ -68,5 +79,5 @@ def test_es_package_has_no_import_cycle():
         done.add(m)
 
     for m in sorted(graph):
-        if m != "llm.es":
+        if m != "escov.llm.es":
             visit(m)

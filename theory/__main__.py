@@ -1,6 +1,6 @@
-"""`python -m theory`: see theory.cli."""
+"""`python -m escov.theory`: see theory.cli."""
 import sys
 
-from theory.cli import main
+from escov.theory.cli import main
 
 raise SystemExit(main(sys.argv[1:]))

@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 from scipy.special import log_softmax
 
-from theory.policy import PolicyBase, check_correct_mask, check_finite_array
+from escov.theory.policy import PolicyBase, check_correct_mask, check_finite_array
 
 
 @dataclass(frozen=True)

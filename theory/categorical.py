@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_softmax, softmax
 
-from theory.policy import PolicyBase, check_correct_mask, check_finite_array
+from escov.theory.policy import PolicyBase, check_correct_mask, check_finite_array
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
-"""`python -m theory` (or `escov theory`): run the named checks, print them, optionally plot.
+"""`python -m escov.theory` (or `escov theory`): run the named checks, print them, optionally plot.
 
-    python -m theory                 # table of every check; exit 0 when every claimed check holds
-    python -m theory --json          # one JSON list on stdout (nothing else on stdout)
-    python -m theory --plot DIR      # also write sigma-, N- and Fisher-trace-scaling PNGs into DIR
-    python -m theory --only lemma1 --only dpi --seed 3
+    python -m escov.theory                 # table of every check; exit 0 when every claimed check holds
+    python -m escov.theory --json          # one JSON list on stdout (nothing else on stdout)
+    python -m escov.theory --plot DIR      # also write sigma-, N- and Fisher-trace-scaling PNGs into DIR
+    python -m escov.theory --only lemma1 --only dpi --seed 3
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from theory.checks import GROUPS, counts, run_checks
+from escov.theory.checks import GROUPS, counts, run_checks
 
 
 def _fmt(value) -> str:
@@ -45,7 +45,7 @@ def exit_code(results: list[dict]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m theory", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m escov.theory", description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON list of result items on stdout")
     parser.add_argument("--plot", metavar="DIR", help="write PNG plots of Lemma 1's scalings into DIR")
     parser.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo draws (default 0)")
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run_checks(seed=args.seed, only=tuple(args.only), progress=not args.no_progress)
     if args.plot:
-        from theory.plots import write_plots  # matplotlib only when plots are asked for
+        from escov.theory.plots import write_plots  # matplotlib only when plots are asked for
 
         for path in write_plots(results, args.plot):
             print(f"wrote {path}", file=sys.stderr)

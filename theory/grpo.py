@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, xlog1py, xlogy
 
-from theory.metrics import check_distributions, check_probabilities
-from theory.standardize import standardize
+from escov.theory.metrics import check_distributions, check_probabilities
+from escov.theory.standardize import standardize
 
 
 def group_advantages(rewards) -> np.ndarray:

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from theory.metrics import bernoulli_kl, check_probabilities, jssucc_batch, pass_at_k_from_p
+from escov.theory.metrics import bernoulli_kl, check_probabilities, jssucc_batch, pass_at_k_from_p
 
 
 def _check_count(name: str, value, low: int) -> int:

@@ -1,6 +1,6 @@
 """PNG plots of Lemma 1: measured E[JSpol_N] against the prediction (sigma^2 / 2)(1 - 1/N) tr I.
 
-Each plot reads the result items of `python -m theory` (names lemma1/sigma/..., lemma1/N/...,
+Each plot reads the result items of `python -m escov.theory` (names lemma1/sigma/..., lemma1/N/...,
 lemma1/fisher/...) and draws measured points (with 2 standard-error bars; hollow where s is
 outside the claimed range) against the predicted line, on log-log axes.
 """

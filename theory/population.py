@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.lemmas import lemma1_prediction, validity_parameter
-from theory.metrics import generalized_js_batch, jssucc_batch
-from theory.policy import PolicyBase
+from escov.theory.lemmas import lemma1_prediction, validity_parameter
+from escov.theory.metrics import generalized_js_batch, jssucc_batch
+from escov.theory.policy import PolicyBase
 
 
 def _members(policy: PolicyBase, theta, sigma: float, eps) -> np.ndarray:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from llm.engines.base import Completion, Engine
+from escov.llm.engines.base import Completion, Engine
 
 ENGINES = ("hf", "vllm")
 
@@ -17,10 +17,10 @@ def make_engine(kind: str, model_dir, *, dtype: torch.dtype = torch.float32, see
     own platform's device (CUDA_VISIBLE_DEVICES chooses the GPU). kwargs go to the engine's constructor.
     """
     if kind == "hf":
-        from llm.engines.hf import HFEngine
+        from escov.llm.engines.hf import HFEngine
         return HFEngine(model_dir, dtype=dtype, device=device, **kwargs)
     if kind == "vllm":
-        from llm.engines.vllm_engine import VLLMEngine
+        from escov.llm.engines.vllm_engine import VLLMEngine
         return VLLMEngine(model_dir, dtype=dtype, seed=seed, **kwargs)
     raise ValueError(f"engine must be one of {ENGINES}, got {kind!r}")
 

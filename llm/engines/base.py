@@ -99,7 +99,7 @@ def check_model_dir(model_dir) -> Path:
     safetensors file whose header is damaged or that is truncated."""
     from safetensors import SafetensorError, safe_open
 
-    from llm.rundir import read_json
+    from escov.llm.rundir import read_json
 
     path = Path(model_dir)
     if not path.exists():

@@ -15,7 +15,7 @@ from typing import Iterable
 import torch
 import torch.nn.functional as F
 
-from llm.engines.base import (Completion, Engine, check_generate_args, check_model_dir, load_tokenizer,
+from escov.llm.engines.base import (Completion, Engine, check_generate_args, check_model_dir, load_tokenizer,
                               stop_token_ids, with_pad_token)
 
 

@@ -33,7 +33,7 @@ from typing import Iterable
 import numpy as np
 import torch
 
-from llm.engines.base import (Completion, Engine, check_generate_args, check_model_dir, load_tokenizer,
+from escov.llm.engines.base import (Completion, Engine, check_generate_args, check_model_dir, load_tokenizer,
                               stop_token_ids)
 
 _LIVE_ENGINES: "weakref.WeakSet[VLLMEngine]" = weakref.WeakSet()  # one open engine per process

@@ -12,9 +12,9 @@
     options.py     DistributedConfig, Ray, and the rule that turns the settings into a strategy (PopulationConfig: llm/config.py)
     factory.py     the strategies' declarations and checks; make_es: ES with the strategy its options ask for
 """
-from llm.es.algorithm import ES, ESConfig, ESStep, select_parameters, standardize
-from llm.es.factory import check_options, check_setup, make_es
-from llm.es.options import DistributedConfig, PopulationConfig
+from escov.llm.es.algorithm import ES, ESConfig, ESStep, select_parameters, standardize
+from escov.llm.es.factory import check_options, check_setup, make_es
+from escov.llm.es.options import DistributedConfig, PopulationConfig
 
 __all__ = ["ES", "ESConfig", "ESStep", "select_parameters", "standardize", "make_es", "PopulationConfig",
            "check_options", "check_setup", "DistributedConfig"]

@@ -35,15 +35,15 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from llm.config import ESConfig  # defined with every other setting (importable without torch)
-from llm.es.center import Center
-from llm.es.members import MemberEvaluator
-from llm.es.plan import IterationPlan
-from llm.rollout import derive_seed
-from llm.tasks.base import Problem
-from theory.errors import NonFiniteError
-from theory.paper_constants import ES_ZSCORE_EPS
-from theory.standardize import standardize as standardize_group
+from escov.llm.config import ESConfig  # defined with every other setting (importable without torch)
+from escov.llm.es.center import Center
+from escov.llm.es.members import MemberEvaluator
+from escov.llm.es.plan import IterationPlan
+from escov.llm.rollout import derive_seed
+from escov.llm.tasks.base import Problem
+from escov.theory.errors import NonFiniteError
+from escov.theory.paper_constants import ES_ZSCORE_EPS
+from escov.theory.standardize import standardize as standardize_group
 
 
 def standardize(rewards: np.ndarray, zscore: bool = True) -> np.ndarray:

@@ -35,15 +35,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from llm.engines.base import Completion, check_generate_args
-from llm.engines.hf import HFEngine
-from llm.es.members import MemberEvaluator, Sampling, member_fitness
-from llm.es.noise import PopulationNoise
-from llm.tasks.base import Problem, Task
+from escov.llm.engines.base import Completion, check_generate_args
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es.members import MemberEvaluator, Sampling, member_fitness
+from escov.llm.es.noise import PopulationNoise
+from escov.llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
-    from llm.es.center import MasterCenter
-    from llm.es.plan import IterationPlan
+    from escov.llm.es.center import MasterCenter
+    from escov.llm.es.plan import IterationPlan
 
 RMS_NORMS = ("LlamaRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm", "MistralRMSNorm")  # y = weight * x / rms(x)
 

@@ -23,9 +23,9 @@ from typing import Callable, Iterable
 
 import torch
 
-from llm.es.noise import PopulationNoise
-from llm.es.plan import IterationPlan, Member, Update
-from theory.errors import NonFiniteError
+from escov.llm.es.noise import PopulationNoise
+from escov.llm.es.plan import IterationPlan, Member, Update
+from escov.theory.errors import NonFiniteError
 
 Load = Callable[[Iterable[tuple[str, torch.Tensor]]], None]
 

@@ -22,20 +22,20 @@ from typing import TYPE_CHECKING, Callable
 
 import torch
 
-from llm.engines.hf import HFEngine
-from llm.es.algorithm import ES, ESConfig
-from llm.es.batched_hf import BatchedHF, batched_module, check_batched_engine, check_supported
-from llm.es.center import Center, InPlaceBF16, MasterCenter
-from llm.es.members import MemberEvaluator, OneByOne, Sampling
-from llm.es.noise import PopulationNoise, check_rank
-from llm.es.options import DistributedConfig, PopulationConfig, check_ray, strategy_name, uses_workers
-from llm.es.ray_actors import RayActors
-from llm.es.vllm_inplace import ENGINE_KWARGS, VLLMInPlace
-from llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA
-from llm.tasks.base import Task
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es.algorithm import ES, ESConfig
+from escov.llm.es.batched_hf import BatchedHF, batched_module, check_batched_engine, check_supported
+from escov.llm.es.center import Center, InPlaceBF16, MasterCenter
+from escov.llm.es.members import MemberEvaluator, OneByOne, Sampling
+from escov.llm.es.noise import PopulationNoise, check_rank
+from escov.llm.es.options import DistributedConfig, PopulationConfig, check_ray, strategy_name, uses_workers
+from escov.llm.es.ray_actors import RayActors
+from escov.llm.es.vllm_inplace import ENGINE_KWARGS, VLLMInPlace
+from escov.llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA
+from escov.llm.tasks.base import Task
 
 if TYPE_CHECKING:
-    from llm.engines.base import Engine
+    from escov.llm.engines.base import Engine
 
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM accepts
 
@@ -181,7 +181,7 @@ def engine_settings(cfg: ESConfig, population: PopulationConfig, distributed: Di
 # ----------------------------------------------------------------------------- composing ES
 
 def engine_kind(engine: Engine) -> str:
-    from llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.engines.vllm_engine import VLLMEngine
 
     return "hf" if isinstance(engine, HFEngine) else "vllm" if isinstance(engine, VLLMEngine) else "other"
 

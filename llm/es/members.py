@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from llm.rollout import rollout, score_completions
-from llm.tasks.base import Problem, Task
+from escov.llm.rollout import rollout, score_completions
+from escov.llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
-    from llm.engines.base import Completion, Engine
-    from llm.es.center import Center
-    from llm.es.plan import IterationPlan, Update
+    from escov.llm.engines.base import Completion, Engine
+    from escov.llm.es.center import Center
+    from escov.llm.es.plan import IterationPlan, Update
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from llm.config import NOISE_CHUNK, NOISE_TABLE_SIZE, check_noise_chunk  # NOISE_CHUNK: the default of es.noise_chunk
-from llm.rollout import derive_seed
+from escov.llm.config import NOISE_CHUNK, NOISE_TABLE_SIZE, check_noise_chunk  # NOISE_CHUNK: the default of es.noise_chunk
+from escov.llm.rollout import derive_seed
 
 if TYPE_CHECKING:
-    from llm.es.plan import IterationPlan, Member
+    from escov.llm.es.plan import IterationPlan, Member
 
 
 NOISE_TABLE_SEED = 20170310  # the seed of the CPU generator that draws the table

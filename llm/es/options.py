@@ -28,7 +28,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
-from llm.config import PopulationConfig  # defined with every other setting (importable without torch)
+from escov.llm.config import PopulationConfig  # defined with every other setting (importable without torch)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm.rollout import derive_seed
+from escov.llm.rollout import derive_seed
 
 
 @dataclass(frozen=True)

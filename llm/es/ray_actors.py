@@ -23,11 +23,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from llm.es.center import MasterCenter
-from llm.es.members import MemberEvaluator, Sampling, weight_hash
-from llm.es.options import DistributedConfig, check_ray
-from llm.es.plan import IterationPlan, Update
-from llm.tasks.base import Problem, Task
+from escov.llm.es.center import MasterCenter
+from escov.llm.es.members import MemberEvaluator, Sampling, weight_hash
+from escov.llm.es.options import DistributedConfig, check_ray
+from escov.llm.es.plan import IterationPlan, Update
+from escov.llm.tasks.base import Problem, Task
 
 
 class ESWorker:
@@ -37,7 +37,7 @@ class ESWorker:
 
     def __init__(self, model_dir: str, task: Task, names: list[str], sampling: Sampling, local,
                  weights: dict[str, torch.Tensor], threads: int, device: str = "cpu"):
-        from llm.engines.hf import HFEngine
+        from escov.llm.engines.hf import HFEngine
 
         torch.set_num_threads(threads)
         engine = HFEngine(model_dir, device=device)

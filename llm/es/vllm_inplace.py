@@ -41,17 +41,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from llm.es.center import MasterCenter
-from llm.es.members import MemberEvaluator, Sampling, weight_hash
-from llm.es.noise import NOISE_CHUNK, PopulationNoise
-from llm.es.plan import IterationPlan, Member, Update
-from llm.rollout import rollout
-from llm.tasks.base import Problem, Task
+from escov.llm.es.center import MasterCenter
+from escov.llm.es.members import MemberEvaluator, Sampling, weight_hash
+from escov.llm.es.noise import NOISE_CHUNK, PopulationNoise
+from escov.llm.es.plan import IterationPlan, Member, Update
+from escov.llm.rollout import rollout
+from escov.llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
-    from llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.engines.vllm_engine import VLLMEngine
 
-WORKER_EXTENSION = "llm.es.vllm_inplace.ESWorkerExtension"  # LLM(worker_extension_cls=...)
+WORKER_EXTENSION = "escov.llm.es.vllm_inplace.ESWorkerExtension"  # LLM(worker_extension_cls=...)
 ENGINE_KWARGS = {"worker_extension_cls": WORKER_EXTENSION, "enable_prefix_caching": False}
 # HF projection -> (vLLM's fused parameter, the projections it stacks along its rows, in order)
 FUSED = {proj: (fused, order) for fused, order in (("qkv_proj", ("q_proj", "k_proj", "v_proj")),
@@ -147,7 +147,7 @@ class ESWorkerExtension:
 
 def check_inplace_engine(engine) -> None:
     """ValueError unless the engine is a VLLMEngine on CUDA made with ENGINE_KWARGS and one tensor-parallel rank."""
-    from llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.engines.vllm_engine import VLLMEngine
 
     if not isinstance(engine, VLLMEngine):
         raise ValueError("population.members vllm_inplace needs engine = 'vllm'")

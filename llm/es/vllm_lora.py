@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from llm.engines.base import Completion, Engine
-from llm.es.members import MemberEvaluator, Sampling, member_fitness
-from llm.es.noise import PopulationNoise
-from llm.tasks.base import Problem, Task
+from escov.llm.engines.base import Completion, Engine
+from escov.llm.es.members import MemberEvaluator, Sampling, member_fitness
+from escov.llm.es.noise import PopulationNoise
+from escov.llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
-    from llm.es.plan import IterationPlan, Member
+    from escov.llm.es.plan import IterationPlan, Member
 
 LORA_PATTERN = r"\.(q|k|v|o|gate|up|down)_proj\.weight$"
 TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]

@@ -9,7 +9,7 @@ fields={...})` (llm/tasks/data_files.py); `prompt_style` (llm/tasks/reasoning_fo
 """
 from __future__ import annotations
 
-from llm.tasks.base import Problem, Task
+from escov.llm.tasks.base import Problem, Task
 
 TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler", "countdown3", "prompts")
 DATA_KWARGS = ("data", "test_data", "data_split", "fields")
@@ -19,10 +19,10 @@ def get_task(name: str, reward_function: str = "", **kwargs) -> Task:
     """The task called `name` (one of TASKS); kwargs go to its constructor. With `reward_function`
     (an import path) the task's reward is that function's."""
     if name == "prompts":
-        from llm.tasks.prompts import prompts_task
+        from escov.llm.tasks.prompts import prompts_task
         return prompts_task(reward_function, **kwargs)
     if reward_function:
-        from llm.tasks.reward_function import ScoredByFunction, check_alone
+        from escov.llm.tasks.reward_function import ScoredByFunction, check_alone
 
         check_alone(reward_function, kwargs.get("reward", "escov"), kwargs.get("format_reward", 0.0))
         return ScoredByFunction(_builtin_task(name, **kwargs), reward_function)
@@ -31,13 +31,13 @@ def get_task(name: str, reward_function: str = "", **kwargs) -> Task:
 
 def _builtin_task(name: str, **kwargs) -> Task:
     if name == "countdown":
-        from llm.tasks.countdown import Countdown
+        from escov.llm.tasks.countdown import Countdown
         return Countdown(**kwargs)
     if name == "countdown3":  # 3-number instances only: the easier base (its Pass@32 in the paper's range; Pass@1 below it)
-        from llm.tasks.countdown import Countdown
+        from escov.llm.tasks.countdown import Countdown
         return Countdown(min_numbers=3, max_numbers=3, **kwargs)
     if name == "arithmetic":
-        from llm.tasks.arithmetic import Arithmetic
+        from escov.llm.tasks.arithmetic import Arithmetic
         given = sorted(k for k in kwargs if k in DATA_KWARGS and kwargs[k] not in (None, "files"))
         if given:
             raise ValueError(f"task 'arithmetic' generates its problems; it takes no {given}")
@@ -45,7 +45,7 @@ def _builtin_task(name: str, **kwargs) -> Task:
             raise ValueError("task 'arithmetic' has only the plain prompt style and the escov reward")
         return Arithmetic()
     if name in ("gsm8k", "deepscaler"):
-        from llm.tasks.math_data import MathData
+        from escov.llm.tasks.math_data import MathData
         return MathData(name, **kwargs)
     raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 import re
 
-from llm.tasks.base import Problem, Task, check_count, check_split, split_of
-from llm.tasks.countdown import MAX_COMPLETION_CHARS, extract_answer
+from escov.llm.tasks.base import Problem, Task, check_count, check_split, split_of
+from escov.llm.tasks.countdown import MAX_COMPLETION_CHARS, extract_answer
 
 _INTEGER = re.compile(r"-?\d{1,12}")
 

@@ -31,12 +31,12 @@ import math
 import random
 from fractions import Fraction
 
-from llm.tasks.base import Problem, Task, check_count, check_split, split_of
-from llm.tasks.data_files import check_fields, field, split_files
-from llm.tasks.reasoning_format import (MAX_COMPLETION_CHARS, PROMPT_STYLES, after_thinking, check_style,
+from escov.llm.tasks.base import Problem, Task, check_count, check_split, split_of
+from escov.llm.tasks.data_files import check_fields, field, split_files
+from escov.llm.tasks.reasoning_format import (MAX_COMPLETION_CHARS, PROMPT_STYLES, after_thinking, check_style,
                                         es_at_scale_format_score, last_tagged, raw_prompt)
-from llm.tasks.rewards import ES_AT_SCALE_FORMAT_WEIGHT, check_reward
-from llm.tasks.safe_arith import (LEAF_PRECEDENCE, PRECEDENCE, Canon, UnsafeExpression, apply_op,
+from escov.llm.tasks.rewards import ES_AT_SCALE_FORMAT_WEIGHT, check_reward
+from escov.llm.tasks.safe_arith import (LEAF_PRECEDENCE, PRECEDENCE, Canon, UnsafeExpression, apply_op,
                                   canonical, combine, evaluate, join_text, leaf, literals,
                                   parse_expression)
 

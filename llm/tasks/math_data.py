@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import warnings
 
-from llm.tasks.base import Problem, Task, check_count, check_split
-from llm.tasks.data_files import check_fields, field, sample_split, split_files
-from llm.tasks.math_grader import grade, gold_key
-from llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, check_style, system_prompt
-from llm.tasks.rewards import PAPER_BOXED_WRONG_REWARD, check_reward
+from escov.llm.tasks.base import Problem, Task, check_count, check_split
+from escov.llm.tasks.data_files import check_fields, field, sample_split, split_files
+from escov.llm.tasks.math_grader import grade, gold_key
+from escov.llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, check_style, system_prompt
+from escov.llm.tasks.rewards import PAPER_BOXED_WRONG_REWARD, check_reward
 
 PROMPT_SUFFIX = "\nPlease reason step by step, and put your final answer within \\boxed{}."
 INSTRUCT_SUFFIX = ("\nShow your reasoning in <think> </think> tags, then give the final answer "

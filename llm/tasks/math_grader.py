@@ -9,7 +9,7 @@ through one path:
    `MAX_COMPLETION_CHARS`, 64k characters) have no answer; answers inside `<think>` never count
    (both in llm/tasks/reasoning_format.py); the answer text is the last `\\boxed{...}` (brace
    matched), else the last `MAX_ANSWER_CHARS` characters.
-2. One persistent worker process per calling process (`python -m llm.tasks.math_grader`, JSON
+2. One persistent worker process per calling process (`python -m escov.llm.tasks.math_grader`, JSON
    lines over its stdin and stdout) parses the answer and compares it with the gold:
    `verify(parse(gold), parse(answer))`, gold first, under a timer of `ANSWER_BUDGET_SECONDS` for
    parse and compare together (the worker's main thread, where signals work); over budget, the
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, after_thinking
+from escov.llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, after_thinking
 
 ANSWER_BUDGET_SECONDS = 0.4   # parse + compare of one answer, wall clock (the worker's timer)
 KILL_AFTER_SECONDS = 0.8      # the caller's deadline, for work the timer cannot interrupt (long C calls)
@@ -216,7 +216,7 @@ def _over_budget(signum, frame):
 
 
 def _serve() -> None:
-    """Worker loop (`python -m llm.tasks.math_grader`): warm sympy up, say ready, then answer one JSON
+    """Worker loop (`python -m escov.llm.tasks.math_grader`): warm sympy up, say ready, then answer one JSON
     line on stdout per JSON request line on stdin until stdin closes. Each request runs under a timer
     of ANSWER_BUDGET_SECONDS (its main thread, so signals work). Each reply is {"answer": ...}, or
     OVER_BUDGET when the timer fired (the worker is healthy and goes on)."""
@@ -251,7 +251,7 @@ class _Worker:
 
     def __init__(self):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
-        self.proc = subprocess.Popen([sys.executable, "-m", "llm.tasks.math_grader"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "escov.llm.tasks.math_grader"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.ready = False
 
@@ -268,7 +268,7 @@ class _Worker:
                 raise MathVerifyMissing(f"grading math answers needs math-verify, which this Python cannot import "
                                         f"({first[MISSING]}): pip install 'math-verify>=0.7'")
             if first != "ready":
-                raise RuntimeError(f"the math grading worker (python -m llm.tasks.math_grader) did not start "
+                raise RuntimeError(f"the math grading worker (python -m escov.llm.tasks.math_grader) did not start "
                                    f"within {STARTUP_SECONDS:.0f} s")
             self.ready = True
 

@@ -1,6 +1,6 @@
 """Your own prompts, scored by your own reward function: the `prompts` task.
 
-    python -m llm train --task prompts --data train.parquet --test_data test.parquet \
+    python -m escov.llm train --task prompts --data train.parquet --test_data test.parquet \
         --reward_function my_rewards:accuracy --data_fields answer=reward_model.ground_truth ...
 
 Each record of the data (llm/tasks/data_files.py: JSON, JSONL, Parquet, a `save_to_disk` folder)
@@ -19,10 +19,10 @@ answer of a completion, for Maj@k and distinct answers, is its text with whitesp
 """
 from __future__ import annotations
 
-from llm.tasks.base import Problem, Task, check_count, check_split
-from llm.tasks.data_files import field, sample_split, split_files
-from llm.tasks.reasoning_format import chat_prompt
-from llm.tasks.reward_function import ScoredByFunction, check_alone
+from escov.llm.tasks.base import Problem, Task, check_count, check_split
+from escov.llm.tasks.data_files import field, sample_split, split_files
+from escov.llm.tasks.reasoning_format import chat_prompt
+from escov.llm.tasks.reward_function import ScoredByFunction, check_alone
 
 PROMPT_FIELD = "prompt"
 

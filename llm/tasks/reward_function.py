@@ -26,7 +26,7 @@ import math
 from pathlib import Path
 from typing import Callable
 
-from llm.tasks.base import Problem, Task
+from escov.llm.tasks.base import Problem, Task
 
 SETTING = "reward_function"
 

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from ..bandit import BanditTask, make_task
 from ..es import ESConfig, member_fitness
 from ..train import BanditRun, train
-from theory.decisions import KEEP_MARGIN
+from escov.theory.decisions import KEEP_MARGIN
 from .common import (ES, FINDING, GRPO, SHAPE, STEPS, claim, directional_verdict, fmt, matched, save, scaled,
                      settings, stats)
 

@@ -28,8 +28,8 @@ import numpy as np  # noqa: E402
 from ..bandit import TaskShape  # noqa: E402
 from ..es import ESConfig  # noqa: E402
 from ..grpo import GRPOConfig  # noqa: E402
-from theory.decisions import FAILS, HOLDS, directional, equivalence, over_seeds  # noqa: E402
-from theory.matched import compared_levels, differences_at, read_at  # noqa: E402
+from escov.theory.decisions import FAILS, HOLDS, directional, equivalence, over_seeds  # noqa: E402
+from escov.theory.matched import compared_levels, differences_at, read_at  # noqa: E402
 
 SHAPE = TaskShape()
 GRPO = GRPOConfig()

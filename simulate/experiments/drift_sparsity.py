@@ -20,12 +20,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from theory.paper_constants import PAPER_SIGMA
+from escov.theory.paper_constants import PAPER_SIGMA
 
 from ..bandit import make_task
 from ..bf16 import perturb_restore_bf16, round_to_bf16
 from ..train import BanditRun, train
-from theory.decisions import KEEP_MARGIN
+from escov.theory.decisions import KEEP_MARGIN
 from .common import (ES, FINDING, GRPO, SHAPE, STEPS, claim, directional_verdict, equivalence_verdict, fmt, save,
                      scaled, settings, stats)
 

@@ -20,9 +20,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from theory.lemmas import mean_pass_at_k, prop1_assumption, prop1_conclusion
-from theory.metrics import bernoulli_kl
-from theory.paper_constants import LEMMA1_S_LIMIT
+from escov.theory.lemmas import mean_pass_at_k, prop1_assumption, prop1_conclusion
+from escov.theory.metrics import bernoulli_kl
+from escov.theory.paper_constants import LEMMA1_S_LIMIT
 
 from ..bandit import make_task
 from ..train import BanditRun, train

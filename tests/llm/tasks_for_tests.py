@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from llm.tasks import get_task
-from llm.tasks.base import Problem, Task
+from escov.llm.tasks import get_task
+from escov.llm.tasks.base import Problem, Task
 
 
 class CountdownScoredBy(Task):

@@ -4,7 +4,7 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from llm.tasks import get_task
+from escov.llm.tasks import get_task
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 import sympy
 from hypothesis import given, settings, strategies as st
 
-from llm.tasks import get_task
-from llm.tasks.countdown import Countdown, distinct_solutions, extract_answer, score
+from escov.llm.tasks import get_task
+from escov.llm.tasks.countdown import Countdown, distinct_solutions, extract_answer, score
 
 
 def all_expressions(numbers):
@@ -177,7 +177,7 @@ def test_sample_expression_is_a_valid_solution():
 # ----------------------------------------------------------------------------- prompts, draws, votes and settings
 
 def test_prompts_of_each_style_hold_the_numbers_and_target():
-    from llm.tasks.countdown import format_prompt
+    from escov.llm.tasks.countdown import format_prompt
 
     assert format_prompt([3, 7, 25], 46) == format_prompt([3, 7, 25], 46, "plain") == "3,7,25->46:"
     instruct = format_prompt((3, 7, 25), "46", "instruct")
@@ -189,7 +189,7 @@ def test_prompts_of_each_style_hold_the_numbers_and_target():
 def test_drawn_instances_use_numbers_from_1_and_values_up_to_the_largest_target_in_their_split():
     """Over many draws of a small generator every edge is reached (numbers 1..3, values 1..5) and every
     instance lies in the split it was drawn for (the split rule applied here to its sorted numbers)."""
-    from llm.tasks.countdown import split_of
+    from escov.llm.tasks.countdown import split_of
 
     task = Countdown(min_numbers=2, max_numbers=3, max_number=3, max_target=5, min_solutions=1)
     rng = random.Random(0)
@@ -203,7 +203,7 @@ def test_drawn_instances_use_numbers_from_1_and_values_up_to_the_largest_target_
 
 
 def test_votes_and_answers_read_the_tasks_style_and_length_limit():
-    from llm.tasks.countdown import MAX_COMPLETION_CHARS
+    from escov.llm.tasks.countdown import MAX_COMPLETION_CHARS
 
     task = get_task("countdown")
     problem = task.problems("test", 1, seed=0)[0]
@@ -222,7 +222,7 @@ def test_votes_and_answers_read_the_tasks_style_and_length_limit():
 @pytest.mark.parametrize("style, reward, format_reward", [("plain", "escov", 0.25), ("paper", "es-at-scale-countdown", 0.0),
                                                           ("instruct", "escov", 0.0)])
 def test_a_tasks_score_is_the_reward_under_its_own_settings(style, reward, format_reward):
-    from llm.tasks import countdown
+    from escov.llm.tasks import countdown
 
     task = get_task("countdown", prompt_style=style, reward=reward, format_reward=format_reward)
     problem = task.problems("test", 1, seed=0)[0]
@@ -256,7 +256,7 @@ def test_the_answer_credit_of_each_convention_reads_past_the_thinking_its_style_
     """es-at-scale's reward under the paper style (the prompt ends in <think>): no answer credit before a
     </think>, full credit after it; under the plain style the tags alone are read. The plain reader takes
     the whole completion when there are no tags, and a completion of exactly the length limit is read."""
-    from llm.tasks.countdown import MAX_COMPLETION_CHARS
+    from escov.llm.tasks.countdown import MAX_COMPLETION_CHARS
 
     numbers, target, right = [2, 4, 3], 11, "2*4+3"
     es = "es-at-scale-countdown"
@@ -345,7 +345,7 @@ def test_each_setting_at_its_edge_is_accepted(settings):
     ("1/0", "record 3: field 'target'", "record 3: field 'target' is not a number: '1/0'"),
 ])
 def test_a_bad_target_is_refused_naming_where_it_came_from(target, where, message):
-    from llm.tasks.countdown import parse_target
+    from escov.llm.tasks.countdown import parse_target
 
     with pytest.raises(ValueError) as err:
         parse_target(target) if where == "target" else parse_target(target, where)
@@ -353,7 +353,7 @@ def test_a_bad_target_is_refused_naming_where_it_came_from(target, where, messag
 
 
 def test_a_target_below_one_is_read_as_the_simplest_fraction_within_the_tolerance():
-    from llm.tasks.countdown import parse_target
+    from escov.llm.tasks.countdown import parse_target
 
     assert parse_target("0.3333333333333333") == Fraction(1, 3)
     assert parse_target("-0.6666666666666666") == Fraction(-2, 3)

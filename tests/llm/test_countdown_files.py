@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import sympy
 
-from llm.tasks import get_task
-from llm.tasks.countdown import parse_target, score
+from escov.llm.tasks import get_task
+from escov.llm.tasks.countdown import parse_target, score
 
 SAMPLE = Path(__file__).parents[1] / "data" / "countdown_sample.json"
 RECORDS = json.loads(SAMPLE.read_text())
@@ -85,8 +85,8 @@ def test_paper_split_rule_and_generator_rules_are_separate():
 def test_maj_at_k_votes_on_values():
     """Answers a, b, c, d (four distinct correct solutions) and w, w (one wrong answer twice): Maj@6 = 1,
     where a vote on canonical forms would elect w."""
-    from llm.tasks.countdown import distinct_solutions
-    from theory.metrics import maj_at_k
+    from escov.llm.tasks.countdown import distinct_solutions
+    from escov.theory.metrics import maj_at_k
 
     task = get_task("countdown")
     problem = next(p for p in task.problems("test", 50, seed=0) if p.meta["n_solutions"] >= 4)

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from llm import rundir
-from llm.config import TrainConfig
-from llm.curve import curve_steps, evaluate_curve, layout, refinement
-from llm.engines import make_engine
-from llm.evaluate import evaluate
-from llm.rollout import derive_seed
-from llm.tasks import get_task
-from llm.tasks.base import split_of
-from llm.train import EVAL_PROBLEM_SEED, train
+from escov.llm import rundir
+from escov.llm.config import TrainConfig
+from escov.llm.curve import curve_steps, evaluate_curve, layout, refinement
+from escov.llm.engines import make_engine
+from escov.llm.evaluate import evaluate
+from escov.llm.rollout import derive_seed
+from escov.llm.tasks import get_task
+from escov.llm.tasks.base import split_of
+from escov.llm.train import EVAL_PROBLEM_SEED, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -142,7 +142,7 @@ def test_a_training_split_curve_never_reads_a_test_prompt_and_is_not_read_as_one
     """--split train (what a sweep that chooses settings reads): the points are measured on training-split
     prompts, none of them a test prompt; measured again on the test split they are replaced, not reused; and
     the report's reader refuses a training-split curve, naming it."""
-    from paper_checks.rundir import load_run
+    from escov.paper_checks.rundir import load_run
 
     run = tmp_path / "run"
     train(TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run), "steps": 2}), show_progress=False)

@@ -5,8 +5,8 @@ import json
 import datasets
 import pytest
 
-from llm.tasks import get_task
-from llm.tasks.data_files import load_records, split_files
+from escov.llm.tasks import get_task
+from escov.llm.tasks.data_files import load_records, split_files
 
 RECORDS = [{"q": f"What is {i} + 1?", "a": f"... #### {i + 1}"} for i in range(5)]
 
@@ -78,7 +78,7 @@ def test_a_damaged_parquet_file_is_one_line(tmp_path):
 
 
 def test_train_config_passes_data_settings_to_the_task(tmp_path):
-    from llm.config import TrainConfig
+    from escov.llm.config import TrainConfig
 
     path = tmp_path / "d.jsonl"
     datasets.Dataset.from_list(RECORDS).to_json(path)

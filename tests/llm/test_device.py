@@ -10,9 +10,9 @@ import sys
 import pytest
 import torch
 
-from llm.config import TrainConfig
-from llm.device import check_device_spec, check_resume_device, device_kind, resolve_device, resume_device
-from llm.es.noise import PopulationNoise, noise
+from escov.llm.config import TrainConfig
+from escov.llm.device import check_device_spec, check_resume_device, device_kind, resolve_device, resume_device
+from escov.llm.es.noise import PopulationNoise, noise
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the errors of a machine without CUDA")
 
@@ -87,7 +87,7 @@ def _cli(*args):
     import os
 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    return subprocess.run([sys.executable, "-m", "llm", *args], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "escov.llm", *args], env=env, capture_output=True, text=True, timeout=300)
 
 
 SMALL_RUN = ["--algo", "es", "--steps", "1", "--batch_size", "2", "--train_pool", "4", "--threads", "1",

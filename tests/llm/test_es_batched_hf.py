@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from llm.engines.hf import HFEngine
-from llm.es import ESConfig, PopulationConfig, make_es, select_parameters
-from llm.es.batched_hf import BatchedHF, PopulationWeights, generate_population, population_forward
-from llm.es.members import OneByOne
-from llm.es.noise import PopulationNoise, check_rank
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es import ESConfig, PopulationConfig, make_es, select_parameters
+from escov.llm.es.batched_hf import BatchedHF, PopulationWeights, generate_population, population_forward
+from escov.llm.es.members import OneByOne
+from escov.llm.es.noise import PopulationNoise, check_rank
 from tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -181,7 +181,7 @@ def test_unsupported_module_is_named():
     """GPT-2's LayerNorm and Conv1D projections are not supported: the batched forward refuses them up front."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from llm.es.batched_hf import check_supported
+    from escov.llm.es.batched_hf import check_supported
 
     model = GPT2LMHeadModel(GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=50, n_positions=32,
                                        bos_token_id=0, eos_token_id=0))
@@ -193,7 +193,7 @@ def test_unsupported_module_is_named():
 
 
 def test_make_es_picks_the_member_evaluation_and_check_setup_fails_early(tiny_model_dir):
-    from llm.es import DistributedConfig, check_setup
+    from escov.llm.es import DistributedConfig, check_setup
 
     engine = HFEngine(tiny_model_dir)
     cfg = ESConfig(population_size=6, sigma=SIGMA, alpha=1e-2)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from llm.engines.hf import HFEngine
-from llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
 from tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -85,10 +85,10 @@ def test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm():
 @pytest.mark.skipif(os.environ.get("ESCOV_CONFORMANCE_IN_SUBPROCESS") != "1",
                     reason="run through test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm, in a fresh process")
 def test_vllm_lora_in_this_process(tmp_path):
-    from llm.engines.vllm_engine import VLLMEngine
-    from llm.es.factory import engine_settings
-    from llm.es.vllm_lora import LORA_PATTERN
-    from llm.tinymodel import save_untrained_llama
+    from escov.llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.es.factory import engine_settings
+    from escov.llm.es.vllm_lora import LORA_PATTERN
+    from escov.llm.tinymodel import save_untrained_llama
 
     model_dir = save_untrained_llama(tmp_path / "head32", hidden_size=64, num_layers=2, intermediate_size=128)
     lora = PopulationConfig(members="vllm_lora", noise_rank=4)
@@ -122,9 +122,9 @@ def test_vllm_lora_in_this_process(tmp_path):
 
 
 def test_one_setting_chooses_the_strategy_and_each_declares_its_engine():
-    from llm.es.factory import STRATEGIES, check_options, engine_settings
-    from llm.config import MEMBER_MODES
-    from llm.es.options import strategy_name
+    from escov.llm.es.factory import STRATEGIES, check_options, engine_settings
+    from escov.llm.config import MEMBER_MODES
+    from escov.llm.es.options import strategy_name
 
     assert set(STRATEGIES) == set(MEMBER_MODES) - {"auto"}
     auto = PopulationConfig()

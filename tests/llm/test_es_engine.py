@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from llm.engines.hf import HFEngine
-from llm.es import ESConfig, make_es, select_parameters
-from llm.es.noise import noise
-from llm.rollout import derive_seed
-from llm.tasks import get_task
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es import ESConfig, make_es, select_parameters
+from escov.llm.es.noise import noise
+from escov.llm.rollout import derive_seed
+from escov.llm.tasks import get_task
 from tasks_for_tests import CountdownScoredBy, digit_share_task
 
 
@@ -138,7 +138,7 @@ def test_null_control_ignores_rewards_and_skips_steps_without_signal(tiny_model_
     assert not np.array_equal(z, es.fitness(np.array([0.0, 1.0, 0.1, 0.0]), step=6))
     assert np.all(es.fitness(np.full(4, 0.1), step=5) == 0)
     # the stream is the run's (seed 3, step 5, "es-null"): z-scored standard normals drawn from it
-    from llm.es.algorithm import standardize
+    from escov.llm.es.algorithm import standardize
     np.testing.assert_array_equal(z, standardize(np.random.default_rng(derive_seed(3, 5, "es-null")).standard_normal(4)))
     task = CountdownScoredBy("constant", lambda completion: 0.1)
     es = _es(HFEngine(tiny_model_dir), task, null_control=True)
@@ -198,8 +198,8 @@ def test_inplace_bf16_update_adds_each_direction_in_turn_and_reports_its_norm(ti
     """apply: w <- w + (alpha / N) c_d E_d for each direction with c_d != 0, each add rounded to bf16 (within one
     bf16 step per add of the exact sum); the returned norm is ||w_after - w_before|| of the bf16 tensors; a zero
     direction adds nothing; a non-finite weight is named with its step. The center is never exact again."""
-    from llm.es.plan import Update
-    from llm.rollout import NonFiniteError
+    from escov.llm.es.plan import Update
+    from escov.llm.rollout import NonFiniteError
 
     engine = HFEngine(tiny_model_dir, dtype=torch.bfloat16)
     es = _es(engine, get_task("countdown"), inplace_bf16=True, sigma=1e-2)
@@ -230,8 +230,8 @@ def test_inplace_bf16_update_adds_each_direction_in_turn_and_reports_its_norm(ti
 def test_a_master_update_stopped_partway_leaves_the_state_marked_not_intact(tiny_model_dir):
     """The fp32 master is intact until a tensor is written: an update that fails on the second tensor has
     written the first, and the trainer must then not checkpoint it as the pre-step center."""
-    from llm.es.plan import Update
-    from llm.rollout import NonFiniteError
+    from escov.llm.es.plan import Update
+    from escov.llm.rollout import NonFiniteError
 
     engine = HFEngine(tiny_model_dir)
     es = _es(engine, get_task("countdown"))
@@ -251,8 +251,8 @@ def test_fitness_is_computed_in_float64_without_warnings_and_z_scores_by_default
     """float32 rewards near the float32 limit are summed in float64 (their mean exists: all equal, z = 0, no
     error); a spread that overflows even float64 is a NonFiniteError, raised without a RuntimeWarning first;
     standardize z-scores unless told not to: (R - mean) / (population std + 1e-8)."""
-    from llm.es.algorithm import standardize
-    from llm.rollout import NonFiniteError
+    from escov.llm.es.algorithm import standardize
+    from escov.llm.rollout import NonFiniteError
 
     es = _es(HFEngine(tiny_model_dir), get_task("countdown"))
     with warnings.catch_warnings():
@@ -270,7 +270,7 @@ def test_a_plans_seeds_follow_the_documented_derivation():
     """Iteration `step` of run seed S: noise seed H(S, step, "es-noise"); member m samples from
     H(H(S, step, "es-rollout"), m, "member"), H = llm.rollout.derive_seed: one stream per member, per step
     and per run."""
-    from llm.es.plan import IterationPlan
+    from escov.llm.es.plan import IterationPlan
 
     plan = IterationPlan.derive(7, 3, sigma=0.01, population_size=4, antithetic=False)
     assert plan.noise_seed == derive_seed(7, 3, "es-noise")
@@ -285,7 +285,7 @@ def test_a_plans_seeds_follow_the_documented_derivation():
 def test_a_plans_update_sums_signed_fitness_per_direction(antithetic):
     """c_d = sum over the members of direction d of s_m z_m: z itself for one-point ES; z_{2d} - z_{2d+1} for
     antithetic pairs; one coefficient per direction, none more."""
-    from llm.es.plan import IterationPlan
+    from escov.llm.es.plan import IterationPlan
 
     plan = IterationPlan.derive(5, 2, sigma=0.1, population_size=6, antithetic=antithetic)
     z = np.array([0.5, -1.25, 2.0, 0.75, -0.5, 1.5])
@@ -298,7 +298,7 @@ def test_a_plans_update_sums_signed_fitness_per_direction(antithetic):
 
 
 def test_a_plans_subset_is_the_same_iteration_for_the_members_named():
-    from llm.es.plan import IterationPlan
+    from escov.llm.es.plan import IterationPlan
 
     plan = IterationPlan.derive(5, 2, sigma=0.1, population_size=6, antithetic=True)
     part = plan.subset([4, 1])

@@ -5,11 +5,11 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from llm.config import NOISE_TABLE_SIZE
-from llm.es.algorithm import ESConfig, standardize
-from llm.es.noise import combined_noise, noise
-from llm.es.plan import IterationPlan
-from llm.rollout import derive_seed
+from escov.llm.config import NOISE_TABLE_SIZE
+from escov.llm.es.algorithm import ESConfig, standardize
+from escov.llm.es.noise import combined_noise, noise
+from escov.llm.es.plan import IterationPlan
+from escov.llm.rollout import derive_seed
 
 
 def test_noise_is_regenerated_exactly_from_its_seed():
@@ -41,7 +41,7 @@ def test_chunked_noise_is_standard_normal():
 def test_noise_is_read_from_one_table_at_hashed_places():
     """Each slice of a tensor's noise is a run of the process's table (drawn once, fixed seed), at the
     place the hash of (seed, direction, name, slice) gives; the slices of one tensor are not copies."""
-    from llm.es.noise import NOISE_TABLE_SEED, noise_table
+    from escov.llm.es.noise import NOISE_TABLE_SEED, noise_table
     table = noise_table()
     assert table is noise_table() and table.numel() == NOISE_TABLE_SIZE
     assert torch.equal(table, torch.randn(NOISE_TABLE_SIZE, generator=torch.Generator().manual_seed(NOISE_TABLE_SEED)))
@@ -128,7 +128,7 @@ def test_bad_es_settings_are_named(bad, match):
 def test_members_filled_together_equal_each_filled_alone(antithetic, indices, shape):
     """fill_members (one buffer, one add, when the members share a sign) gives fill_member's bits, and
     both give (theta + s sigma eps_d)^T; the odd antithetic members alone all have s = -1."""
-    from llm.es.noise import PopulationNoise
+    from escov.llm.es.noise import PopulationNoise
 
     plan = IterationPlan.derive(5, 2, sigma=0.1, population_size=4, antithetic=antithetic).subset(indices)
     theta = torch.randn(shape, generator=torch.Generator().manual_seed(0))
@@ -149,7 +149,7 @@ def test_low_rank_members_and_updates_equal_their_factors_product(antithetic, ra
     """Low rank r: E_d = A_d B_d^T / sqrt(r), A_d and B_d the noise of "NAME/lowrank-A" [out, r] and
     "NAME/lowrank-B" [in, r]. A member's weights are (theta + s sigma E_d)^T, and the update's
     sum_d c_d E_d (zero coefficients skipped, all zero: a zero matrix) equals the sum over directions."""
-    from llm.es.noise import PopulationNoise
+    from escov.llm.es.noise import PopulationNoise
 
     shape, sigma = (5, 3), 0.1
     plan = IterationPlan.derive(9, 1, sigma=sigma, population_size=4, antithetic=antithetic)
@@ -183,7 +183,7 @@ def test_low_rank_members_and_updates_equal_their_factors_product(antithetic, ra
 def test_kept_draws_are_the_runs_kept_within_the_budget_and_forgotten_for_a_new_seed():
     """Runs of several slices (copies, 4 bytes an entry) are kept while the bytes kept stay within the
     budget (a run that would exceed it is returned, not kept); a new seed forgets the last one's runs."""
-    from llm.es.noise import KeptDraws, noise_run
+    from escov.llm.es.noise import KeptDraws, noise_run
 
     kept = KeptDraws(budget_bytes=4 * (10 + 6))
     first = kept.get(3, 0, "w", 10, 4)
@@ -197,7 +197,7 @@ def test_kept_draws_are_the_runs_kept_within_the_budget_and_forgotten_for_a_new_
     assert kept.used_bytes == 64 and (2, "w", 5) not in kept.runs
     fresh = kept.get(4, 0, "w", 10, 4)  # a new seed: the last seed's runs are forgotten
     assert torch.equal(fresh, noise_run(4, 0, "w", 10, 4)) and set(kept.runs) == {(0, "w", 10)} and kept.used_bytes == 40
-    from llm.es.noise import PopulationNoise
+    from escov.llm.es.noise import PopulationNoise
 
     pop = PopulationNoise(chunk=4, keep_bytes=1000)  # a population keeps its runs through KeptDraws
     run = pop.run(3, 0, "w", 10)
@@ -208,7 +208,7 @@ def test_kept_draws_are_the_runs_kept_within_the_budget_and_forgotten_for_a_new_
 @pytest.mark.parametrize("keep_bytes", [0, 10_000])
 def test_a_full_rank_update_is_the_coefficient_weighted_sum_of_the_directions(keep_bytes):
     """sum_d c_d eps_d rebuilt from the seeds, kept runs or not, equals the sum of each direction's noise."""
-    from llm.es.noise import PopulationNoise
+    from escov.llm.es.noise import PopulationNoise
 
     pop = PopulationNoise(chunk=4, keep_bytes=keep_bytes)
     coef = np.array([0.5, 0.0, -2.0, 1.0])
@@ -219,7 +219,7 @@ def test_a_full_rank_update_is_the_coefficient_weighted_sum_of_the_directions(ke
 
 
 def test_a_noise_rank_is_checked_against_the_smallest_side_of_every_matrix():
-    from llm.es.noise import check_rank
+    from escov.llm.es.noise import check_rank
 
     shapes = {"a.weight": (100, 48), "b.weight": (64, 32), "a.bias": (64,)}  # the narrowest is not first by name
     for rank in (0, 1, 32):

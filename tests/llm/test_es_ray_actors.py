@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from llm.engines.hf import HFEngine
-from llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
-from llm.tasks import get_task
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
+from escov.llm.tasks import get_task
 
 import tasks_for_tests
 from tasks_for_tests import digit_share_task
@@ -51,7 +51,7 @@ def single_process(tiny_model_dir):
 
 
 def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model_dir, ray_local, single_process):
-    from llm.es.members import weight_hash
+    from escov.llm.es.members import weight_hash
 
     ref_steps, ref_weights = single_process
     assert np.ptp(ref_steps[0].rewards) > 0  # the run really moves the weights

@@ -4,7 +4,7 @@ What runs here: the HF -> vLLM name and row mapping (fused qkv_proj / gate_up_pr
 vocabulary) on a random Qwen2 with q/k/v biases and GQA; the worker-extension methods themselves
 (`ESWorkerExtension.es_setup/es_perturb/es_restore/es_update`) on a plain torch module laid out as
 vLLM's Qwen2 model (fused and padded parameters) standing in for the worker's model: member weights
-against theta + s sigma eps computed here from llm.es.noise, exact restore, the update against the
+against theta + s sigma eps computed here from escov.llm.es.noise, exact restore, the update against the
 closed form and bit for bit against the reload path's update (the same MasterCenter class); the
 option rules and the refusal on a
 machine without CUDA. What does not run here: the extension inside a real vLLM worker (vLLM's CPU
@@ -20,15 +20,15 @@ import numpy as np
 import pytest
 import torch
 
-from llm.engines.hf import HFEngine
-from llm.es import ESConfig, make_es
-from llm.es.factory import check_options, engine_settings
-from llm.es.noise import noise
-from llm.es.options import PopulationConfig, DistributedConfig
-from llm.es.plan import IterationPlan
-from llm.es.members import weight_hash
-from llm.es.vllm_inplace import ESWorkerExtension, VLLMInPlace, param_slices, shares_master
-from llm.random_models import build_random_model
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es import ESConfig, make_es
+from escov.llm.es.factory import check_options, engine_settings
+from escov.llm.es.noise import noise
+from escov.llm.es.options import PopulationConfig, DistributedConfig
+from escov.llm.es.plan import IterationPlan
+from escov.llm.es.members import weight_hash
+from escov.llm.es.vllm_inplace import ESWorkerExtension, VLLMInPlace, param_slices, shares_master
+from escov.llm.random_models import build_random_model
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 PAD_VOCAB = 64  # vLLM pads the vocabulary of its embedding to a multiple of 64
@@ -200,7 +200,7 @@ def test_vllm_inplace_is_refused_on_a_machine_without_cuda_before_any_work(tiny_
         engine_settings(ESConfig(population_size=4), PopulationConfig(members="vllm_inplace"), None)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     out = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "llm", "train", "--algo", "es", "--engine", "vllm", "--model",
+    done = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--algo", "es", "--engine", "vllm", "--model",
                            str(tiny_model_dir), "--out", str(out), "--population.members", "vllm_inplace",
                            "--es.population_size", "4"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "needs vLLM on a CUDA GPU" in done.stderr, done.stderr[-1500:]

@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-from llm.engines.hf import HFEngine
-from llm.es import ESConfig, PopulationConfig, make_es, select_parameters
-from llm.es.noise import PopulationNoise
-from llm.tasks import get_task
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es import ESConfig, PopulationConfig, make_es, select_parameters
+from escov.llm.es.noise import PopulationNoise
+from escov.llm.tasks import get_task
 from tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.vllm
@@ -21,13 +21,13 @@ MEMBERS, RANK = 4, 4
 @pytest.fixture(scope="module")
 def model_dir_head32(tmp_path_factory):
     """A random-init Llama with head size 32 (vLLM's CPU attention needs a multiple of 32), sharp logits."""
-    from llm.tinymodel import save_untrained_llama
+    from escov.llm.tinymodel import save_untrained_llama
 
     return save_untrained_llama(tmp_path_factory.mktemp("head32"), hidden_size=64, num_layers=2, intermediate_size=128)
 
 
 def test_lora_population_refuses_what_lora_cannot_express(model_dir_head32):
-    from llm.es.vllm_lora import check_lora_population
+    from escov.llm.es.vllm_lora import check_lora_population
 
     hf = HFEngine(model_dir_head32)
     with pytest.raises(ValueError, match="noise_rank >= 1"):
@@ -51,9 +51,9 @@ def test_lora_population_equals_member_by_member():
 @pytest.mark.skipif(os.environ.get("ESCOV_LORA_IN_SUBPROCESS") != "1",
                     reason="run through test_lora_population_equals_member_by_member, in a fresh process")
 def test_lora_population_in_this_process(model_dir_head32, tmp_path):
-    from llm.engines.vllm_engine import VLLMEngine
-    from llm.es.members import Sampling
-    from llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA, check_lora_population, generate_lora_population, linear_shapes
+    from escov.llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.es.members import Sampling
+    from escov.llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA, check_lora_population, generate_lora_population, linear_shapes
 
     hf = HFEngine(model_dir_head32)
     cfg = ESConfig(population_size=MEMBERS, sigma=5e-2, alpha=1e-2, antithetic=True, param_pattern=LORA_PATTERN)

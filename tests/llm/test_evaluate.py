@@ -8,11 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llm.engines.hf import HFEngine
-from llm.evaluate import SAMPLES_PER_CALL, call_seed, evaluate
-from llm.rollout import rollout
-from llm.tasks import get_task
-from llm.tasks.base import Problem, Task
+from escov.llm.engines.hf import HFEngine
+from escov.llm.evaluate import SAMPLES_PER_CALL, call_seed, evaluate
+from escov.llm.rollout import rollout
+from escov.llm.tasks import get_task
+from escov.llm.tasks.base import Problem, Task
 
 
 class FirstCharTask(Task):

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import torch
 
-from llm import gpu_standin
-from llm.config import TrainConfig
-from llm.es import ESConfig, PopulationConfig, make_es
-from llm.es.noise import noise
+from escov.llm import gpu_standin
+from escov.llm.config import TrainConfig
+from escov.llm.es import ESConfig, PopulationConfig, make_es
+from escov.llm.es.noise import noise
 import tasks_for_tests
 from tasks_for_tests import digit_share_task
 
@@ -35,7 +35,7 @@ SMALL = dict(batch_size=2, train_pool=8, threads=1, max_completion_length=6, che
 
 @pytest.fixture(scope="module")
 def qwen_dir(tmp_path_factory):
-    from llm.random_models import save_random_model
+    from escov.llm.random_models import save_random_model
 
     return save_random_model(tmp_path_factory.mktemp("qwen"), "qwen2", "tiny", seed=1)
 
@@ -50,7 +50,7 @@ def test_noise_is_drawn_on_the_gpu_reproducibly_and_independently_per_tensor():
 
 
 def test_an_es_then_grpo_run_keeps_every_tensor_on_cuda(tiny_model_dir, tmp_path):
-    from llm.train import TrainingRun, train
+    from escov.llm.train import TrainingRun, train
 
     cfg = TrainConfig(algo="es-grpo", model=str(tiny_model_dir), out=str(tmp_path / "run"), device=KIND,
                       dtype="bfloat16", steps=2, switch_step=1, **SMALL,
@@ -82,8 +82,8 @@ def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir, sampli
     """The GPU part of tests/llm/test_es_conformance.py: in place gives one_by_one's rewards and update;
     sampled members draw from their own rollout seeds on both paths."""
     pytest.importorskip("vllm")
-    from llm.engines.vllm_engine import VLLMEngine
-    from llm.es.vllm_inplace import ENGINE_KWARGS
+    from escov.llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.es.vllm_inplace import ENGINE_KWARGS
 
     engine = VLLMEngine(qwen_dir, dtype=torch.float32, seed=0, gpu_memory_utilization=0.3, enforce_eager=True,
                         **ENGINE_KWARGS)
@@ -127,8 +127,8 @@ def ray_for_this_machine():
 
 @pytest.mark.ray
 def test_ray_actors_sharing_the_gpu_train_the_single_process_weights(tiny_model_dir, ray_for_this_machine):
-    from llm.engines.hf import HFEngine
-    from llm.es.options import DistributedConfig
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.es.options import DistributedConfig
 
     task = digit_share_task()
     problems = task.problems("train", 2, seed=0)

@@ -7,11 +7,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from llm.engines.hf import HFEngine
-from llm.grpo import GRPO, GRPOConfig, group_advantages
-from llm.rollout import completion_logprobs, pad_batch
+from escov.llm.engines.hf import HFEngine
+from escov.llm.grpo import GRPO, GRPOConfig, group_advantages
+from escov.llm.rollout import completion_logprobs, pad_batch
 from tasks_for_tests import CountdownScoredBy
-from theory.errors import NonFiniteError
+from escov.theory.errors import NonFiniteError
 
 
 def starts_with_digit() -> CountdownScoredBy:

@@ -7,7 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from llm.grpo import GRPOConfig, group_advantages, grpo_loss
+from escov.llm.grpo import GRPOConfig, group_advantages, grpo_loss
 
 
 @given(st.lists(st.lists(st.sampled_from([0.0, 0.1, 1.0]), min_size=2, max_size=8), min_size=1, max_size=5)

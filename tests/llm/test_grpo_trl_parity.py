@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("trl") is None, reason=
 
 @pytest.fixture(scope="module")
 def batch(tiny_model_dir):
-    from llm.trl_reference import Settings, identical_batch
+    from escov.llm.trl_reference import Settings, identical_batch
 
     torch.set_num_threads(1)
     s = Settings(model=str(tiny_model_dir), batch=4, num_generations=4, max_new_tokens=10, policy_scale=0.05)
@@ -26,7 +26,7 @@ def batch(tiny_model_dir):
 @pytest.mark.parametrize("loss_type,beta,on_policy", [("grpo", 0.04, False), ("bnpo", 0.04, False),
                                                       ("grpo", 0.0, False), ("grpo", 0.04, True)])
 def test_trl_loss_and_gradient_match_ours(batch, loss_type, beta, on_policy):
-    from llm.trl_reference import loss_case
+    from escov.llm.trl_reference import loss_case
 
     s, task, problems, ours, trl_inputs, adv = batch
     r = loss_case(s, task, problems, ours, trl_inputs, adv, loss_type, beta, False, on_policy)
@@ -38,7 +38,7 @@ def test_trl_loss_and_gradient_match_ours(batch, loss_type, beta, on_policy):
 def test_trl_bias_corrected_kl_changes_the_gradient(batch):
     """TRL's default use_bias_correction_kl=True weights the KL by the ratio: same on-policy loss value
     (ratio 1), a different gradient. The comparison above must be able to see such a difference."""
-    from llm.trl_reference import loss_case
+    from escov.llm.trl_reference import loss_case
 
     s, task, problems, ours, trl_inputs, adv = batch
     r = loss_case(s, task, problems, ours, trl_inputs, adv, "grpo", 0.04, True, True)

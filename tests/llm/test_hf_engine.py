@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from llm.engines import make_engine
-from llm.engines.hf import HFEngine
-from llm.tasks import get_task
+from escov.llm.engines import make_engine
+from escov.llm.engines.hf import HFEngine
+from escov.llm.tasks import get_task
 
 
 @pytest.fixture(scope="module")

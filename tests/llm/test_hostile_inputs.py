@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 import torch
 
-from llm import rundir
-from llm.cli import main as llm_main
-from llm.rollout import NonFiniteError
-from llm.rundir import RunDirError
-from llm.tasks import get_task
-from paper_checks.cli import main as paper_checks_main
+from escov.llm import rundir
+from escov.llm.cli import main as llm_main
+from escov.llm.rollout import NonFiniteError
+from escov.llm.rundir import RunDirError
+from escov.llm.tasks import get_task
+from escov.paper_checks.cli import main as paper_checks_main
 from tasks_for_tests import CountdownScoredBy
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -96,7 +96,7 @@ def test_eval_out_pointing_at_a_file_fails_before_the_model_loads(tmp_path, caps
 
 @pytest.mark.parametrize("prompts", [[""], ["3,7,25->46:", ""]])
 def test_empty_prompts_are_an_error_alone_or_batched_with_others(tiny_model_dir, prompts):
-    from llm.engines.hf import HFEngine
+    from escov.llm.engines.hf import HFEngine
 
     engine = HFEngine(tiny_model_dir)
     assert engine.prompt_token_ids("3,7,25->46:")  # a real prompt has tokens: the failure is the empty one
@@ -306,8 +306,8 @@ def test_checkpoint_steps_are_newest_first_by_number_and_none_without_a_folder(t
 def test_rewards_that_overflow_or_are_nan_stop_es_with_a_clear_error(tiny_model_dir, reward):
     """1e308 per completion is finite, but the mean of a member's two samples overflows to inf: without
     a check, z would be 0 (a silent zero update). NaN is stopped by the verifier check already."""
-    from llm.engines.hf import HFEngine
-    from llm.es import ESConfig, make_es
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.es import ESConfig, make_es
 
     engine = HFEngine(tiny_model_dir)
     names = [n for n, _ in engine.model.named_parameters()]
@@ -323,8 +323,8 @@ def test_rewards_that_overflow_or_are_nan_stop_es_with_a_clear_error(tiny_model_
 
 
 def test_finite_rewards_whose_spread_overflows_are_an_error_not_a_zero_update(tiny_model_dir):
-    from llm.engines.hf import HFEngine
-    from llm.es import ESConfig, make_es
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.es import ESConfig, make_es
 
     engine = HFEngine(tiny_model_dir)
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
@@ -436,7 +436,7 @@ def test_report_with_a_malformed_side_file_is_an_error_naming_it(tmp_path, capsy
 
 def test_a_report_that_fails_midway_leaves_no_partial_output(tmp_path, monkeypatch):
     """The plots are drawn, then a later step fails: nothing of the report reaches out."""
-    from paper_checks import report as report_module
+    from escov.paper_checks import report as report_module
 
     runs = [_synthetic_run(tmp_path, f"{a}{s}", a, s, ks=(1, 16, 32)) for a in ("es", "grpo") for s in (0, 1)]
 
@@ -450,7 +450,7 @@ def test_a_report_that_fails_midway_leaves_no_partial_output(tmp_path, monkeypat
 
 
 def test_report_json_holds_null_for_non_finite_values_and_lists_them():
-    from paper_checks.report import without_non_finite
+    from escov.paper_checks.report import without_non_finite
 
     data, found = without_non_finite({"a": [1.0, float("nan")], "b": {"c": np.float32("inf"), "d": np.float64(2.5)}, "e": "x"})
     assert data == {"a": [1.0, None], "b": {"c": None, "d": 2.5}, "e": "x"}

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 from scipy.stats import binom
 
-from llm.lemma_measurements import jspol_estimate, jssucc_estimates, lemma2_estimates, mixture_terms
-from theory.metrics import binary_entropy, generalized_js
+from escov.llm.lemma_measurements import jspol_estimate, jssucc_estimates, lemma2_estimates, mixture_terms
+from escov.theory.metrics import binary_entropy, generalized_js
 
 
 def _random_members(seed, n, v):

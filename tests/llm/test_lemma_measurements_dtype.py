@@ -3,9 +3,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from llm.engines.hf import HFEngine
-from llm.lemma_measurements import measure_population
-from llm.tasks import get_task
+from escov.llm.engines.hf import HFEngine
+from escov.llm.lemma_measurements import measure_population
+from escov.llm.tasks import get_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -1,4 +1,4 @@
-"""`python -m llm eval|pretrain`: end-to-end runs on the tiny model, and clear errors for bad input
+"""`python -m escov.llm eval|pretrain`: end-to-end runs on the tiny model, and clear errors for bad input
 that come before any model is loaded."""
 import json
 import subprocess
@@ -7,7 +7,7 @@ import sys
 import pytest
 from safetensors.torch import load_file
 
-from llm.cli import main
+from escov.llm.cli import main
 
 
 def run(args, capsys):
@@ -95,5 +95,5 @@ def test_pretrain_cli_is_deterministic(tiny_model_dir, tmp_path, capsys):
 
 
 def test_module_entry_point():
-    out = subprocess.run([sys.executable, "-m", "llm", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "escov.llm", "--help"], capture_output=True, text=True, check=True)
     assert "pretrain" in out.stdout and "eval" in out.stdout

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from llm.tasks import get_task
+from escov.llm.tasks import get_task
 
 
 def write_jsonl(path, records):

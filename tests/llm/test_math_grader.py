@@ -9,9 +9,9 @@ import warnings
 
 import pytest
 
-from llm.tasks import get_task
-from llm.tasks import math_grader
-from llm.tasks.math_grader import ANSWER_BUDGET_SECONDS, grade
+from escov.llm.tasks import get_task
+from escov.llm.tasks import math_grader
+from escov.llm.tasks.math_grader import ANSWER_BUDGET_SECONDS, grade
 
 HOSTILE = [r"\boxed{9^{9^{9^{%d}}}}", r"\boxed{10^{10^{%d}}!}", r"The answer is $(10^%d)!$"]  # % (9, 10, 6): the issue's
 # without a budget, each of these keeps sympy busy for minutes; the liveness limit below is generous
@@ -136,7 +136,7 @@ def test_value_bits_bounds_each_kind_of_expression_by_its_closed_form():
     import math
 
     import sympy
-    from llm.tasks.math_grader import value_bits
+    from escov.llm.tasks.math_grader import value_bits
 
     x = sympy.Symbol("x")
     cases = [
@@ -160,7 +160,7 @@ def test_the_workers_requests_parse_grade_and_keep_golds_within_the_cache(monkey
     """["parse", text] -> the exact key or None for text without an expression; ["grade", gold, text] ->
     [correct, key], [False, None] for an answer too big to evaluate or malformed; parsed golds are kept,
     and the whole store is dropped once it holds more than CACHE_SIZE."""
-    from llm.tasks.math_grader import _parse_and_compare
+    from escov.llm.tasks.math_grader import _parse_and_compare
 
     golds: dict = {}
     assert _parse_and_compare(["parse", r"\frac{3}{4}"], golds) == "3/4"
@@ -182,7 +182,7 @@ def test_the_workers_requests_parse_grade_and_keep_golds_within_the_cache(monkey
 
 
 def test_the_last_box_is_read_across_spaces_and_up_to_its_length_limit():
-    from llm.tasks.math_grader import MAX_ANSWER_CHARS, last_boxed
+    from escov.llm.tasks.math_grader import MAX_ANSWER_CHARS, last_boxed
 
     assert last_boxed(r"so \boxed {41}") == last_boxed("so \\boxed \n {41}") == last_boxed(r"\boxed{ 41 }") == "41"
     for no_box in (r"so \boxed", "so \\boxed  ", r"\boxed x{41}", r"\boxed{41", "no box"):
@@ -193,7 +193,7 @@ def test_the_last_box_is_read_across_spaces_and_up_to_its_length_limit():
 
 
 def test_answer_text_is_the_box_or_the_tail_after_thinking_and_none_for_nothing():
-    from llm.tasks.math_grader import answer_text
+    from escov.llm.tasks.math_grader import answer_text
 
     assert answer_text(r"so \boxed{41}") == (r"\boxed{41}", True)
     assert answer_text(r"so \boxed{41}", starts_in_think=True) == (None, False)    # the thinking never ends
@@ -208,7 +208,7 @@ def test_answer_text_is_the_box_or_the_tail_after_thinking_and_none_for_nothing(
 
 
 def test_gold_text_adds_math_delimiters_only_where_there_are_none():
-    from llm.tasks.math_grader import gold_text
+    from escov.llm.tasks.math_grader import gold_text
 
     assert gold_text("41") == "$41$" and gold_text(r"\frac{3}{4}") == r"$\frac{3}{4}$"
     assert gold_text("$41$") == "$41$" and gold_text(r"\boxed{41}") == r"\boxed{41}"
@@ -216,7 +216,7 @@ def test_gold_text_adds_math_delimiters_only_where_there_are_none():
 
 
 def test_grading_reads_past_the_thinking_and_keys_golds_exactly():
-    from llm.tasks.math_grader import NO_ANSWER, gold_key
+    from escov.llm.tasks.math_grader import NO_ANSWER, gold_key
 
     assert grade("41", r"so \boxed{41}", starts_in_think=True) == NO_ANSWER
     assert grade("41", r"x </think> \boxed{41}", starts_in_think=True).correct
@@ -229,7 +229,7 @@ def test_value_bits_at_the_edges_of_floats_powers_and_factorials():
     import math
 
     import sympy
-    from llm.tasks.math_grader import value_bits
+    from escov.llm.tasks.math_grader import value_bits
 
     assert [value_bits(sympy.Float(x)) for x in (0.125, 1024.0, 1.0, 3.0)] == [4.0, 11.0, 1.0, 2.0]
     assert value_bits(sympy.Pow(2, 2 ** 63, evaluate=False)) == 2.0 * 2.0 ** 64       # 2^63: 64 bits
@@ -241,7 +241,7 @@ def test_value_bits_at_the_edges_of_floats_powers_and_factorials():
 def test_an_answer_whose_comparison_raises_is_wrong(monkeypatch):
     import math_verify
 
-    from llm.tasks.math_grader import _parse_and_compare
+    from escov.llm.tasks.math_grader import _parse_and_compare
 
     assert _parse_and_compare(["grade", "41", r"\boxed{41}"], {}) == [True, "41"]
 
@@ -257,7 +257,7 @@ def test_parsing_and_comparing_leave_the_workers_timer_running():
     them: after a gold is parsed and an answer graded, the caller's timer still runs."""
     import signal
 
-    from llm.tasks.math_grader import _parse_and_compare
+    from escov.llm.tasks.math_grader import _parse_and_compare
 
     previous = signal.signal(signal.SIGALRM, lambda *args: None)
     signal.setitimer(signal.ITIMER_REAL, 100.0)
@@ -274,7 +274,7 @@ def test_parsing_and_comparing_leave_the_workers_timer_running():
 def test_an_answer_at_the_value_bound_is_compared_and_one_above_it_is_wrong(monkeypatch):
     """The bound is inclusive: an answer whose numbers can reach exactly MAX_VALUE_BITS bits is compared
     (1024 has 11 bits), one bit more is wrong before any comparison."""
-    from llm.tasks import math_grader
+    from escov.llm.tasks import math_grader
 
     monkeypatch.setattr(math_grader, "MAX_VALUE_BITS", 11)
     assert math_grader._parse_and_compare(["grade", "1024", r"\boxed{1024}"], {}) == [True, "1024"]

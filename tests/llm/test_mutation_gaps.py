@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm.tasks import countdown
-from llm.tasks.math_grader import grade, last_boxed
-from paper_checks.real_checks import diff_between, diff_vs_base
-from paper_checks.rundir import Run
-from paper_checks.verdict import combine
-from theory.decisions import FAILS, HOLDS, INCONCLUSIVE, directional, equivalence, ratio
+from escov.llm.tasks import countdown
+from escov.llm.tasks.math_grader import grade, last_boxed
+from escov.paper_checks.real_checks import diff_between, diff_vs_base
+from escov.paper_checks.rundir import Run
+from escov.paper_checks.verdict import combine
+from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE, directional, equivalence, ratio
 
 EPS = 1e-9
 
@@ -177,7 +177,7 @@ def test_runs_evaluated_on_other_prompt_ids_are_never_compared():
 # ----------------------------------------------------------------------------- over_seeds: its record at every size
 
 def test_over_seeds_records_one_seed_none_and_two_seeds_by_hand():
-    from theory.decisions import over_seeds
+    from escov.theory.decisions import over_seeds
 
     inf = float("inf")
     one = over_seeds([0.4, float("nan")])  # a non-finite value is left out

@@ -39,18 +39,18 @@ CHILD = """
 import importlib, importlib.util, json, sys
 import torch
 
-modules = ["llm.train", "llm.cli", "llm.evaluate", "llm.grpo", "llm.es", "llm.es.ray_actors", "llm.es.vllm_inplace",
-           "llm.es.vllm_lora", "llm.engines.vllm_engine", "llm.tasks.math_grader", "llm.tasks.math_data",
-           "paper_checks.console"]
+modules = ["escov.llm.train", "escov.llm.cli", "escov.llm.evaluate", "escov.llm.grpo", "escov.llm.es", "escov.llm.es.ray_actors", "escov.llm.es.vllm_inplace",
+           "escov.llm.es.vllm_lora", "escov.llm.engines.vllm_engine", "escov.llm.tasks.math_grader", "escov.llm.tasks.math_data",
+           "escov.paper_checks.console"]
 for name in modules:
     importlib.import_module(name)
 out = {"found": {m: importlib.util.find_spec(m) is not None for m in HIDDEN}}
 
-from llm.engines.hf import HFEngine
-from llm.es import ESConfig, make_es
-from llm.grpo import GRPO, GRPOConfig
-from llm.random_models import save_random_model
-from llm.tasks import get_task
+from escov.llm.engines.hf import HFEngine
+from escov.llm.es import ESConfig, make_es
+from escov.llm.grpo import GRPO, GRPOConfig
+from escov.llm.random_models import save_random_model
+from escov.llm.tasks import get_task
 from transformers import AutoModelForCausalLM
 
 torch.set_num_threads(1)
@@ -67,7 +67,7 @@ grpo = GRPO(GRPOConfig(num_generations=2, beta=0.0), engine, task, policy, None,
             temperature=1.0, max_new_tokens=4, seed=0, pad_id=engine.tokenizer.pad_token_id)
 out["grpo_loss"] = grpo.step(problems, 0).loss
 
-from llm.tasks.math_grader import MathVerifyMissing, grade
+from escov.llm.tasks.math_grader import MathVerifyMissing, grade
 try:
     grade("41", "\\\\boxed{41}")
     out["math"] = "graded"

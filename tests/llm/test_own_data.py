@@ -11,12 +11,12 @@ import datasets
 import pytest
 from transformers import AutoTokenizer
 
-from llm.config import TrainConfig, load_config
-from llm.engines.base import encode_prompt
-from llm.tasks import get_task
-from llm.tasks.data_files import load_records
-from llm.tasks.reward_function import call_reward, load_function
-from llm.tinymodel import build_tokenizer
+from escov.llm.config import TrainConfig, load_config
+from escov.llm.engines.base import encode_prompt
+from escov.llm.tasks import get_task
+from escov.llm.tasks.data_files import load_records
+from escov.llm.tasks.reward_function import call_reward, load_function
+from escov.llm.tinymodel import build_tokenizer
 
 # a verl data file: the prompt as chat messages, the answer under reward_model.ground_truth
 VERL = [{"data_source": "toy", "prompt": [{"role": "system", "content": "Answer with a number."},
@@ -168,7 +168,7 @@ def test_llm_eval_scores_a_verl_parquet_with_a_reward_function(tiny_model_dir, t
 
     (tmp_path / "always.py").write_text("def one(prompts, completions, **kw):\n    return [1.0] * len(completions)\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), str(tmp_path)]))
-    proc = subprocess.run([sys.executable, "-m", "llm", "eval", "--model", str(tiny_model_dir), "--task", "prompts",
+    proc = subprocess.run([sys.executable, "-m", "escov.llm", "eval", "--model", str(tiny_model_dir), "--task", "prompts",
                            "--data", str(verl_parquet), "--reward_function", "always:one", "--n", "2", "--k", "1",
                            "--max-new-tokens", "4", "--out", str(tmp_path / "ev"), "--no-progress"],
                           env=env, capture_output=True, text=True, timeout=300)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from llm.rundir import TIMING_KEYS
+from escov.llm.rundir import TIMING_KEYS
 
 EventAccumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator").EventAccumulator
 
@@ -42,7 +42,7 @@ def _train(args, cwd: Path, stop_at: str | None = None) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), str(cwd)]))
     if stop_at:
         env["ESCOV_TEST_STOP_AT"] = stop_at
-    return subprocess.Popen([sys.executable, "-m", "llm", "train", *args], cwd=cwd, env=env,
+    return subprocess.Popen([sys.executable, "-m", "escov.llm", "train", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

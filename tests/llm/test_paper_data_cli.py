@@ -6,7 +6,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from llm.cli import main
+from escov.llm.cli import main
 
 DATA = Path(__file__).parents[1] / "data"
 CONFIGS = Path(__file__).parents[2] / "configs"

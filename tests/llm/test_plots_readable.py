@@ -4,8 +4,8 @@ import numpy as np
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from llm import drift
-from llm.evaluate import plot
+from escov.llm import drift
+from escov.llm.evaluate import plot
 
 
 def test_eval_plot_labels_each_k(tmp_path, figures):

@@ -1,13 +1,13 @@
-"""llm.random_models: random Qwen2 / Llama models built in code, loadable, with chat templates that keep
+"""escov.llm.random_models: random Qwen2 / Llama models built in code, loadable, with chat templates that keep
 whitespace; the real Qwen2.5 shapes match the published parameter counts (built on the meta device)."""
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from llm.engines.base import encode_prompt
-from llm.random_models import model_config, save_random_model
-from llm.tasks.countdown import format_prompt
-from llm.tasks.math_data import format_prompt as math_prompt
+from escov.llm.engines.base import encode_prompt
+from escov.llm.random_models import model_config, save_random_model
+from escov.llm.tasks.countdown import format_prompt
+from escov.llm.tasks.math_data import format_prompt as math_prompt
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

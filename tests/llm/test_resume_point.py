@@ -10,10 +10,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from llm import rundir, schedules
-from llm.config import TrainConfig
-from llm.rundir import RunDirError
-from llm.train import resume, train
+from escov.llm import rundir, schedules
+from escov.llm.config import TrainConfig
+from escov.llm.rundir import RunDirError
+from escov.llm.train import resume, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

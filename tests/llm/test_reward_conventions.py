@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from llm.tasks import get_task
-from llm.tasks.countdown import score
-from llm.tasks.reasoning_format import es_at_scale_format_score
-from llm.tasks.rewards import check_reward
-from theory.metrics import maj_at_k
+from escov.llm.tasks import get_task
+from escov.llm.tasks.countdown import score
+from escov.llm.tasks.reasoning_format import es_at_scale_format_score
+from escov.llm.tasks.rewards import check_reward
+from escov.theory.metrics import maj_at_k
 
 
 def math_task(tmp_path, golds, **kwargs):

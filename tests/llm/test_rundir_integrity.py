@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from llm import rundir
-from paper_checks.rundir import load_run
+from escov.llm import rundir
+from escov.paper_checks.rundir import load_run
 from test_train_run import _cfg, _cli, _flags, _strip_timing
 
 TWO_STEPS = dict(steps=2, checkpoint_every=1)  # ES: checkpoints step-1 and step-2
@@ -63,7 +63,7 @@ def copy_of(tmp_path):
 def test_a_second_writer_is_refused_in_one_line_and_a_dead_writers_lock_is_taken_over(tiny_model_dir, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from llm.rundir import WriterLock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from escov.llm.rundir import WriterLock; "
                                "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(600)", str(run)],
                               stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=os.getcwd()))
     try:

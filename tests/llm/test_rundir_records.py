@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from llm import rundir
-from llm.rundir import RunDirError
+from escov.llm import rundir
+from escov.llm.rundir import RunDirError
 
 ROW = {"step": 1, "phase": "es", "reward_mean": 0.5, "center_reward_mean": 0.4, "pass_at_1": 0.1, "no_correct_share": 0.5,
        "entropy": 1.2, "drift_rel": 1e-3, "drift_layers": {"layer.0": 1e-3}, "step_seconds": 1.0, "tokens_per_s": 9.0,
@@ -304,7 +304,7 @@ def test_the_settings_history_that_cannot_be_written_is_a_one_line_error_naming_
 
 
 def test_a_non_finite_value_is_refused_naming_the_file_and_record(tmp_path):
-    from theory.errors import NonFiniteError
+    from escov.theory.errors import NonFiniteError
 
     with pytest.raises(NonFiniteError) as err:
         rundir.append_completions(tmp_path, [completion(4, "train") | {"reward": float("nan")}])
@@ -424,7 +424,7 @@ def _finished(run, steps=(1, 2, 3), config=CONFIG, final=True):
 
 
 def test_a_whole_run_reads_back_with_no_problem(tmp_path):
-    from paper_checks.rundir import load_run
+    from escov.paper_checks.rundir import load_run
 
     run = load_run(_finished(tmp_path / "es-s3"))
     assert run.problems == [] and [r["step"] for r in run.metrics] == [1, 2, 3]
@@ -443,7 +443,7 @@ def test_a_whole_run_reads_back_with_no_problem(tmp_path):
     ((1, 1, 2, 2, 5), True, ["steps written more than once: 1-2", "steps missing: 3", "steps beyond the run's 3"]),
 ])
 def test_the_reader_names_repeated_missing_unordered_and_extra_steps(tmp_path, steps, final, expected):
-    from paper_checks.rundir import load_run
+    from escov.paper_checks.rundir import load_run
 
     run = load_run(_finished(tmp_path / "run", steps, final=final))
     assert run.problems == [f"{tmp_path / 'run' / rundir.METRICS}: {p}" for p in expected]
@@ -452,7 +452,7 @@ def test_the_reader_names_repeated_missing_unordered_and_extra_steps(tmp_path, s
 def test_the_reader_names_an_edited_config_settings_changed_mid_run_and_a_live_writer(tmp_path):
     import socket
 
-    from paper_checks.rundir import load_run
+    from escov.paper_checks.rundir import load_run
 
     run = _finished(tmp_path / "run")
     rundir.write_json(run / rundir.CONFIG, CONFIG | {"seed": 4})  # edited by hand: no history record
@@ -474,7 +474,7 @@ def test_the_reader_names_an_edited_config_settings_changed_mid_run_and_a_live_w
 
 
 def test_damaged_files_are_named_and_skipped_and_a_run_without_config_is_refused(tmp_path):
-    from paper_checks.rundir import load_run, load_runs
+    from escov.paper_checks.rundir import load_run, load_runs
 
     run = _finished(tmp_path / "run")
     with open(run / rundir.METRICS, "a") as fh:
@@ -622,7 +622,7 @@ def test_an_eval_file_whose_evaluation_lacks_a_field_is_refused_unless_problems_
 
 
 def test_the_reader_reads_probe_and_curve_and_reports_their_damage_without_raising(tmp_path):
-    from paper_checks.rundir import load_run
+    from escov.paper_checks.rundir import load_run
 
     run = _finished(tmp_path / "run")
     point = {"step": 2, "sampled": EVALUATION, "greedy": EVALUATION | {"n": 1}}
@@ -648,7 +648,7 @@ def test_an_older_runs_population_json_is_its_probe_unless_probe_json_exists(tmp
 
 
 def test_the_reader_names_every_setting_changed_mid_run_and_an_unreadable_writers_record(tmp_path):
-    from paper_checks.rundir import load_run
+    from escov.paper_checks.rundir import load_run
 
     run = _finished(tmp_path / "run", config=CONFIG | {"schedule": "not a table"})  # a hand-edited schedule: no total
     rundir.record_settings(run, CONFIG | {"schedule": "not a table", "seed": 4, "es": {"sigma": 0.02}})
@@ -712,7 +712,7 @@ def test_metrics_rows_blank_lines_a_cut_off_last_line_missing_fields_and_a_missi
 
 
 def test_a_record_that_is_not_an_object_and_a_non_finite_top_level_value_are_named():
-    from theory.errors import NonFiniteError
+    from escov.theory.errors import NonFiniteError
 
     with pytest.raises(RunDirError) as err:
         rundir.check_record(rundir.StepMetrics, [1, 2], "metrics.jsonl: line 4")

@@ -5,7 +5,7 @@ import pytest
 import sympy
 from hypothesis import given, settings, strategies as st
 
-from llm.tasks.safe_arith import (MAX_CHARS, MAX_LITERAL_DIGITS, MAX_MAGNITUDE, MAX_NODES, UnsafeExpression,
+from escov.llm.tasks.safe_arith import (MAX_CHARS, MAX_LITERAL_DIGITS, MAX_MAGNITUDE, MAX_NODES, UnsafeExpression,
                                   canonical_form, evaluate_expression, literals, parse_expression)
 
 OPS = "+-*/"
@@ -180,7 +180,7 @@ def _random_tree(rng, leaves: list[int], depth: int):
 
 def _printed(tree) -> tuple[str, int]:
     """(text, precedence) of a tree printed bottom-up with join_text, the way Countdown prints solutions."""
-    from llm.tasks.safe_arith import LEAF_PRECEDENCE, PRECEDENCE, join_text
+    from escov.llm.tasks.safe_arith import LEAF_PRECEDENCE, PRECEDENCE, join_text
 
     if isinstance(tree, int):
         return str(tree), LEAF_PRECEDENCE
@@ -238,7 +238,7 @@ def test_printing_uses_no_parentheses_that_could_be_dropped():
     ("*", ("a", 3), ("b/c", 2), "a*b/c"), ("-", ("a", 3), ("b*c", 2), "a-b*c"), ("+", ("a", 3), ("b-c", 1), "a+b-c"),
 ])
 def test_join_text_at_each_precedence_boundary(op, left, right, expected):
-    from llm.tasks.safe_arith import join_text
+    from escov.llm.tasks.safe_arith import join_text
 
     assert join_text(op, *left, *right) == expected
 

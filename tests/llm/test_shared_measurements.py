@@ -1,11 +1,11 @@
-"""llm.train's `shared` folder: runs from the same base with the same settings measure the base
+"""escov.llm.train's `shared` folder: runs from the same base with the same settings measure the base
 evaluation and the step-0 probe once, and get what they would have measured themselves."""
 import json
 
 import pytest
 
-from llm.config import TrainConfig
-from llm.train import train
+from escov.llm.config import TrainConfig
+from escov.llm.train import train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import pytest
 
-from llm.tasks import arithmetic, countdown
-from llm.tinymodel import PRESETS, in_rare_family, parse_overrides, preset_with, sample_example
+from escov.llm.tasks import arithmetic, countdown
+from escov.llm.tinymodel import PRESETS, in_rare_family, parse_overrides, preset_with, sample_example
 
 DRAWS = 6000
 

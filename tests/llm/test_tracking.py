@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm import rundir
-from llm.config import TrainConfig
-from llm.curve import evaluate_curve
-from llm.train import train
+from escov.llm import rundir
+from escov.llm.config import TrainConfig
+from escov.llm.curve import evaluate_curve
+from escov.llm.train import train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 EventAccumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator").EventAccumulator
@@ -125,7 +125,7 @@ def test_curve_points_are_scalars_when_measured(tracked_run):
 def test_a_missing_backend_is_one_line_naming_its_extra(tiny_model_dir, tmp_path):
     run = tmp_path / "run"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    proc = subprocess.run([sys.executable, "-m", "llm", "train", "--model", str(tiny_model_dir), "--out", str(run),
+    proc = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--model", str(tiny_model_dir), "--out", str(run),
                            "--report_to", "wandb"], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].endswith("report_to 'wandb' needs the wandb package: pip install -e \".[wandb]\"")

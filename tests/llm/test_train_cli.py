@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from llm import schedules, settings_help
-from llm.cli import main as llm_main, progress_enabled
-from llm.config import TrainConfig, add_train_arguments, config_from_args
-from llm.train_cli import start_line
+from escov.llm import schedules, settings_help
+from escov.llm.cli import main as llm_main, progress_enabled
+from escov.llm.config import TrainConfig, add_train_arguments, config_from_args
+from escov.llm.train_cli import start_line
 from test_train_run import _cfg, _cli, _flags, _outputs, _same
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def test_every_setting_has_a_description():
 
 
 def test_help_shows_each_description_and_default_without_importing_torch():
-    done = _python("import sys\nfrom llm.cli import main\ntry:\n    main(['train', '--help'])\nexcept SystemExit as e:\n"
+    done = _python("import sys\nfrom escov.llm.cli import main\ntry:\n    main(['train', '--help'])\nexcept SystemExit as e:\n"
                    "    print('EXIT', e.code)\nprint('TORCH', 'torch' in sys.modules)")
     text = " ".join(done.stdout.split())  # argparse wraps lines
     assert "EXIT 0" in text and "TORCH False" in text, done.stderr[-2000:]
@@ -88,7 +88,7 @@ def test_unknown_flags_point_to_ours(argv, hint, capsys):
 
 
 def test_eval_and_curve_use_train_names_and_keep_the_old_spellings():
-    from llm import curve, evaluate
+    from escov.llm import curve, evaluate
 
     shared = {"eval": ("max_completion_length", "prompt_style", "data_split", "eval_samples", "eval_ks", "eval_problems",
                        "eval_temperature", "model", "task", "data", "reward", "engine", "dtype", "seed", "out", "device"),
@@ -189,11 +189,11 @@ def test_start_line_and_summary_of_a_real_run(finished_es_run):
 def test_resuming_a_finished_run_does_nothing_unless_asked(finished_es_run):
     run = finished_es_run[0]
     before = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()}
-    done = subprocess.run([sys.executable, "-m", "llm", "train", "--resume", str(run)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--resume", str(run)], capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
     assert done.returncode == 0 and f"{run} is finished" in done.stdout and "--re_evaluate" in done.stdout, done.stderr
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} == before
-    again = subprocess.run([sys.executable, "-m", "llm", "train", "--resume", str(run), "--re_evaluate", "--no-progress"],
+    again = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--resume", str(run), "--re_evaluate", "--no-progress"],
                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert (run / "eval.json").stat().st_mtime_ns > before[run / "eval.json"] and "%|" not in again.stderr
@@ -215,7 +215,7 @@ def test_a_signal_stops_cleanly_and_the_resumed_run_matches_an_uninterrupted_one
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"stopped by {signal.Signals(signum).name} after step ") and \
-        last.endswith(f"resume with: python -m llm train --resume {run}"), last
+        last.endswith(f"resume with: python -m escov.llm train --resume {run}"), last
     assert not (run / "checkpoints" / "step-6").exists() and "final" not in json.loads((run / "eval.json").read_text())
     resumed = _cli("--resume", str(run), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for p in (reference, resumed):

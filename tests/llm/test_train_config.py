@@ -3,8 +3,8 @@ import argparse
 
 import pytest
 
-from llm import schedules
-from llm.config import TrainConfig, add_train_arguments, config_from_args
+from escov.llm import schedules
+from escov.llm.config import TrainConfig, add_train_arguments, config_from_args
 
 
 def _parse(argv):
@@ -62,7 +62,7 @@ def test_flop_match_with_n_equal_4g_gives_equal_steps():
 @pytest.mark.parametrize("num_iterations", [1, 3])
 def test_grpo_flops_count_num_iterations_as_the_bandit_does(num_iterations):
     """A GRPO step costs (2 + 6 mu) G per prompt: G generations, then mu forward/backward passes over them."""
-    from simulate import ESConfig as BanditES, GRPOConfig as BanditGRPO
+    from escov.simulate import ESConfig as BanditES, GRPOConfig as BanditGRPO
 
     cfg = TrainConfig(algo="es-grpo", model="m", out="o", steps=10, switch_step=4)
     cfg.es.population_size, cfg.grpo.num_generations, cfg.grpo.num_iterations = 32, 8, num_iterations
@@ -87,7 +87,7 @@ def test_equal_responses_budget_converts_es_steps():
 def test_old_setting_and_file_names_still_read(tmp_path):
     """population_every was renamed probe_every (the Lemma 1 probe, not the ES population), population.json
     probe.json: configs and run directories written with the old names still read."""
-    from llm import rundir
+    from escov.llm import rundir
 
     assert TrainConfig.from_dict({"population_every": 5}).probe_every == 5
     with pytest.raises(ValueError, match="old name of 'probe_every'"):

@@ -3,7 +3,7 @@ import numpy as np
 import torch
 from safetensors.torch import save_file
 
-from llm import drift
+from escov.llm import drift
 
 
 def _pair(seed=0):

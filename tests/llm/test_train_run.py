@@ -1,6 +1,6 @@
 """Whole runs of `llm train` on the tiny model: the run directory, resume after kill -9 (bit-identical
 to an uninterrupted run), schedules, and runs stopped by non-finite values. Runs compared with each
-other go through `python -m llm train` in fresh processes: a process that has created a VLLMEngine
+other go through `python -m escov.llm train` in fresh processes: a process that has created a VLLMEngine
 (the session fixture) no longer honours torch.set_num_threads, so its arithmetic differs."""
 import json
 import math
@@ -16,11 +16,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from llm.config import TrainConfig
-from llm.rollout import NonFiniteError
-from llm import rundir
-from llm.rundir import TIMING_KEYS
-from llm.train import train
+from escov.llm.config import TrainConfig
+from escov.llm.rollout import NonFiniteError
+from escov.llm import rundir
+from escov.llm.rundir import TIMING_KEYS
+from escov.llm.train import train
 from tasks_for_tests import CountdownScoredBy
 
 SMALL = dict(steps=6, switch_step=3, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
@@ -71,9 +71,9 @@ def _same(a, b):
 
 
 def _cli(*args, env_extra: dict | None = None, **kw):
-    """`python -m llm train ...` in a fresh process (a process that has imported vLLM computes differently)."""
+    """`python -m escov.llm train ...` in a fresh process (a process that has imported vLLM computes differently)."""
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]), **(env_extra or {}))
-    return subprocess.Popen([sys.executable, "-m", "llm", "train", *args], env=env, **kw)
+    return subprocess.Popen([sys.executable, "-m", "escov.llm", "train", *args], env=env, **kw)
 
 
 def _run(cfg: TrainConfig | None = None, *args) -> None:
@@ -100,7 +100,7 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
     assert {"base", "base_greedy", "final", "final_greedy", "update_analysis", "thresholded"} <= set(ev)
     assert (run / "curves.png").stat().st_size > 0 and (run / "drift_hist.png").stat().st_size > 0
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-1", "step-2"]
-    from paper_checks.rundir import load_run  # the reader of paper_checks accepts every record the run wrote
+    from escov.paper_checks.rundir import load_run  # the reader of paper_checks accepts every record the run wrote
 
     read = load_run(run)
     assert read.problems == [] and read.metrics == rows and read.eval == ev and read.probe["measurements"] == pop
@@ -166,7 +166,7 @@ def test_bad_population_settings_fail_before_any_work(tiny_model_dir, tmp_path, 
 def test_workers_without_ray_installed_is_a_usage_error_before_any_work(tiny_model_dir, tmp_path):
     """A fresh process in which `import ray` fails (sys.modules entry None, as for a missing package)."""
     cfg = _cfg(tiny_model_dir, tmp_path / "noray", "es", workers=2)
-    code = ("import sys; sys.modules['ray'] = None; from llm.cli import main; "
+    code = ("import sys; sys.modules['ray'] = None; from escov.llm.cli import main; "
             f"raise SystemExit(main(['train', *{_flags(cfg)!r}]))")
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)

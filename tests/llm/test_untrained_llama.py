@@ -5,7 +5,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 
 def test_saved_model_loads_with_head_size_32_and_scaled_matrices(tmp_path):
-    from llm.tinymodel import save_untrained_llama
+    from escov.llm.tinymodel import save_untrained_llama
 
     sharp = save_untrained_llama(tmp_path / "sharp", hidden_size=64, num_layers=2, intermediate_size=96)
     plain = save_untrained_llama(tmp_path / "plain", hidden_size=64, num_layers=2, intermediate_size=96, weight_scale=1.0)
@@ -20,7 +20,7 @@ def test_saved_model_loads_with_head_size_32_and_scaled_matrices(tmp_path):
 
 
 def test_hidden_size_must_be_a_multiple_of_32(tmp_path):
-    from llm.tinymodel import save_untrained_llama
+    from escov.llm.tinymodel import save_untrained_llama
 
     with pytest.raises(ValueError, match="hidden_size must be a positive multiple of 32"):
         save_untrained_llama(tmp_path, hidden_size=48, num_layers=1, intermediate_size=64)

@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llm.engines.hf import HFEngine
-from llm.tasks import get_task
-from llm.tasks.countdown import Countdown
+from escov.llm.engines.hf import HFEngine
+from escov.llm.tasks import get_task
+from escov.llm.tasks.countdown import Countdown
 
 pytestmark = pytest.mark.vllm
 
@@ -122,7 +122,7 @@ def test_greedy_with_several_samples_gives_copies(vllm_engine, hf, prompts):
 
 
 def test_one_open_engine_per_process(vllm_engine, tiny_model_dir):
-    from llm.engines.vllm_engine import VLLMEngine
+    from escov.llm.engines.vllm_engine import VLLMEngine
     with pytest.raises(ValueError, match="another VLLMEngine is open in this process"):
         VLLMEngine(tiny_model_dir)
 

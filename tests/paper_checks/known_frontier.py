@@ -99,8 +99,8 @@ class Run:
 
 def replication(rep: int, planned: bool, es_concentration: float = CONCENTRATION) -> tuple[list, list]:
     """ES (slow) and GRPO (fast) Curves of SEEDS seeds on PROMPTS shared prompts; ES's frontier may differ."""
-    from llm.curve import curve_steps, layout
-    from paper_checks.matched import curve_of
+    from escov.llm.curve import curve_steps, layout
+    from escov.paper_checks.matched import curve_of
 
     rng = np.random.default_rng(rep)
     u = rng.uniform(size=PROMPTS)
@@ -114,9 +114,9 @@ def replication(rep: int, planned: bool, es_concentration: float = CONCENTRATION
 
 
 def _rates(replications: int, planned: bool, resolution: float, es_concentration: float = CONCENTRATION) -> str:
-    from paper_checks.claims import BY_ID
-    from paper_checks.matched import matched_difference
-    from paper_checks.verdict import HOLDS, combine, decide
+    from escov.paper_checks.claims import BY_ID
+    from escov.paper_checks.matched import matched_difference
+    from escov.paper_checks.verdict import HOLDS, combine, decide
 
     test = BY_ID["matched_passk_above_grpo"].test
     compared, holds, above, means, bias, points = 0, 0, {16: 0, 32: 0}, {16: [], 32: []}, {16: [], 32: []}, []
@@ -141,7 +141,7 @@ def _rates(replications: int, planned: bool, resolution: float, es_concentration
 if __name__ == "__main__":
     import argparse
 
-    from theory.matched import RESOLUTION
+    from escov.theory.matched import RESOLUTION
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replications", type=int, default=200)

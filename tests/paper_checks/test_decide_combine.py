@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from paper_checks.claims import Test as ClaimTest
-from paper_checks.verdict import (FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, combine,
+from escov.paper_checks.claims import Test as ClaimTest
+from escov.paper_checks.verdict import (FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, combine,
                                   Verdict, decide, decimals, fmt_interval)
 
 UP, DOWN = ClaimTest("directional"), ClaimTest("directional", sign=-1)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from paper_checks.design import seed_level, seeds_by_prompts
-from theory.metrics import pass_at_k_counts
+from escov.paper_checks.design import seed_level, seeds_by_prompts
+from escov.theory.metrics import pass_at_k_counts
 
 SAMPLES, PROMPTS, REPS = 32, 64, 600
 MU, SEED_SD, PROMPT_SD, EFFECT = -1.0, 0.35, 1.0, 0.5   # logits

@@ -4,7 +4,7 @@ whose true mean is that difference, and the fewest seeds for a target found exac
 import numpy as np
 import pytest
 
-from paper_checks.design import Components, planned_detectable, seeds_by_prompts, seeds_needed, variance_components
+from escov.paper_checks.design import Components, planned_detectable, seeds_by_prompts, seeds_needed, variance_components
 
 TRUE = {"seed": 4e-4, "prompt": 1e-4, "residual": 2e-3}
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from paper_checks.jobs import Job, JobTime, check_order, run_jobs, stage_times
+from escov.paper_checks.jobs import Job, JobTime, check_order, run_jobs, stage_times
 
 
 def _chain(tmp_path: Path) -> list[Job]:
@@ -60,8 +60,8 @@ def test_stage_sums():
 def test_the_small_budget_report_says_what_it_can_decide(tmp_path):
     import numpy as np
 
-    from paper_checks.report import build_report
-    from paper_checks.reproduce import BUDGETS
+    from escov.paper_checks.report import build_report
+    from escov.paper_checks.reproduce import BUDGETS
     from test_paper_checks_verdicts import make_run  # a report needs at least one usable run directory
     run = make_run(tmp_path / "runs", "es-s0", "es", 0, np.full(8, 0.3), np.full(8, 0.3))
     build_report([run], tmp_path / "report", purpose=BUDGETS["small"].purpose)
@@ -72,7 +72,7 @@ def test_the_small_budget_report_says_what_it_can_decide(tmp_path):
 
 
 def test_the_small_reproduction_is_one_pool_with_its_dependencies(tmp_path):
-    from paper_checks.reproduce import BUDGETS, plan, reproduction_jobs
+    from escov.paper_checks.reproduce import BUDGETS, plan, reproduction_jobs
     budget = BUDGETS["small"]
     jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
     check_order(jobs)

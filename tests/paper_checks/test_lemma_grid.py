@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from paper_checks.evidence import load_lemma_grid
-from paper_checks.lemma_grid import measure_grid, summarize_grid
+from escov.paper_checks.evidence import load_lemma_grid
+from escov.paper_checks.lemma_grid import measure_grid, summarize_grid
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -38,7 +38,7 @@ def test_summary_counts_a_sigma_only_when_its_whole_interval_is_within_10_percen
 
 
 def test_report_renders_the_grid_with_its_draws(tmp_path):
-    from paper_checks.report import build_report
+    from escov.paper_checks.report import build_report
     from test_paper_checks_verdicts import make_run  # a report needs at least one usable run directory
     rows = [{"sigma": sg, "members": 4, "draws": 3, "measured": 1e-3 * sg, "predicted": 1e-3 * sg, "ratio": 1.0,
              "ratio_ci": [0.9, 1.1], "ratio_sd": 0.05, "ratios": [0.95, 1.0, 1.05], "s_measured": 0.01, "s_predicted": 0.01,

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 import known_frontier as kf
-from paper_checks.design import seeds_by_prompts
-from paper_checks.matched import MIN_RANGE, curve_of, matched_difference, matched_seed_values, paired, thinned
-from paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, combine, decide
-from paper_checks.claims import BY_ID
-from theory.decisions import directional
-from theory.matched import RESOLUTION
+from escov.paper_checks.design import seeds_by_prompts
+from escov.paper_checks.matched import MIN_RANGE, curve_of, matched_difference, matched_seed_values, paired, thinned
+from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, combine, decide
+from escov.paper_checks.claims import BY_ID
+from escov.theory.decisions import directional
+from escov.theory.matched import RESOLUTION
 
 TEST = BY_ID["matched_passk_above_grpo"].test
 KS = (16, 32)
@@ -210,7 +210,7 @@ def test_one_seed_pair_gives_no_decision(base_logit):
 # ----------------------------------------------------------------------------- a curve's parts, by hand
 
 def _curve(pass1, seed=0, n=4) -> "Curve":
-    from paper_checks.matched import Curve
+    from escov.paper_checks.matched import Curve
 
     t = len(pass1)
     counts = np.array([[0, 1], [4, 0], [2, 2], [1, 3], [0, 0], [3, 1], [4, 4]][:t])
@@ -233,7 +233,7 @@ def test_a_curves_metrics_subsets_and_thinning_by_hand():
 
 
 def test_the_bias_control_thins_the_denser_layout_and_names_both_sides():
-    from paper_checks.matched import _bias
+    from escov.paper_checks.matched import _bias
 
     dense = _curve([0.10, 0.13, 0.16, 0.19, 0.22, 0.25, 0.28])   # points 3 pts apart: every level supported
     sparse = _curve([0.10, 0.15, 0.20, 0.25, 0.28])
@@ -255,7 +255,7 @@ def test_runs_pair_by_seed_on_the_prompts_of_the_first_run_of_a():
 
 
 def test_the_layout_records_each_methods_movement_and_points_in_range_by_hand():
-    from paper_checks.matched import _layout
+    from escov.paper_checks.matched import _layout
 
     ca = _curve([0.13, 0.10, 0.16, 0.19, 0.22, 0.25, 0.28])   # moved: highest - first = 0.15 (not - lowest)
     cb = _curve([0.15, 0.12, 0.20, 0.25, 0.30])              # moved 0.15; its points in a's range [0.12, 0.28]: 4
@@ -286,7 +286,7 @@ def test_a_reading_refused_for_too_few_points_names_each_methods_points():
 
 
 def test_why_nothing_is_compared_is_said_with_the_figures_at_each_edge():
-    from paper_checks.matched import _not_compared
+    from escov.paper_checks.matched import _not_compared
 
     names = ("es", "grpo")
     narrow = {"range": [0.5, 0.5195]}                                     # 1.95 pts (1.9499...: printed 1.9)

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from llm import schedules
-from llm.config import TrainConfig
-from paper_checks.evidence import variant
-from paper_checks.reproduce import BUDGETS, plan
+from escov.llm import schedules
+from escov.llm.config import TrainConfig
+from escov.paper_checks.evidence import variant
+from escov.paper_checks.reproduce import BUDGETS, plan
 
 
 @pytest.mark.parametrize("budget", ["small", "full"])
@@ -50,9 +50,9 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
     supported (theory.matched). The first run's plan (a checkpoint every 5 steps, 8 curve points) on the
     same paths supports no level between ES and GRPO."""
     import known_frontier as kf
-    from llm.curve import curve_steps, layout
-    from llm.train import checkpoint_due
-    from theory.matched import compared_levels
+    from escov.llm.curve import curve_steps, layout
+    from escov.llm.train import checkpoint_due
+    from escov.theory.matched import compared_levels
 
     b = BUDGETS["answer"]
     configs = {variant(cfg): TrainConfig.from_dict(cfg | {"out": "o"}) for cfg in plan(b, Path("base"), None).values()}
@@ -77,7 +77,7 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
 def test_a_schedules_second_method_is_checkpointed_densely_from_its_switch():
     """ES->GRPO and GRPO->ES of the answer budget: a checkpoint after each of the first checkpoint_dense steps of
     each phase (GRPO climbs fast wherever it starts), every checkpoint_every steps, and at the end."""
-    from llm.train import checkpoint_due
+    from escov.llm.train import checkpoint_due
 
     b = BUDGETS["answer"]
     for name, cfg in plan(b, Path("base"), None).items():
@@ -100,7 +100,7 @@ def test_rescaled_variant_waits_for_the_main_runs():
 
 
 def test_unknown_budget_is_an_error(tmp_path):
-    from paper_checks.reproduce import reproduce
+    from escov.paper_checks.reproduce import reproduce
     with pytest.raises(ValueError, match="budget"):
         reproduce("huge", tmp_path)
     with pytest.raises(ValueError, match="config.json"):
@@ -119,7 +119,7 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
     """reproduce skips a run's curve only when every point of its layout is in curve.json: a Pass@1 jump
     wider than the resolution with a checkpoint inside still has a point to measure."""
     import json
-    from paper_checks.reproduce import _curve_done
+    from escov.paper_checks.reproduce import _curve_done
     for step in (1, 2, 3, 4):
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
         (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text('{"step": %d, "elapsed": 1.0}' % step)

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from paper_checks.cli import main as cli_main
-from paper_checks.evidence import variant
-from paper_checks.real_checks import REAL_CHECKS
-from paper_checks.report import build_report, collect
-from paper_checks.rundir import RunDirError, load_run
-from paper_checks.claims import BY_ID, CLAIMS
-from paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, decide
+from escov.paper_checks.cli import main as cli_main
+from escov.paper_checks.evidence import variant
+from escov.paper_checks.real_checks import REAL_CHECKS
+from escov.paper_checks.report import build_report, collect
+from escov.paper_checks.rundir import RunDirError, load_run
+from escov.paper_checks.claims import BY_ID, CLAIMS
+from escov.paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, decide
 
 N_SAMPLES, N_PROBLEMS = 32, 40
 
@@ -22,7 +22,7 @@ N_SAMPLES, N_PROBLEMS = 32, 40
 def _eval(rng, p_per_problem, ks=(1, 16, 32)) -> dict:
     """An eval section with per-problem correct counts drawn from Binomial(32, p)."""
     counts = rng.binomial(N_SAMPLES, p_per_problem)
-    from theory.metrics import pass_at_k_counts
+    from escov.theory.metrics import pass_at_k_counts
     return {"n": N_SAMPLES, "ks": list(ks), "pass_at_k": {str(k): float(pass_at_k_counts(N_SAMPLES, counts, k).mean()) for k in ks},
             "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]}
 
@@ -219,7 +219,7 @@ def test_report_command_writes_markdown_json_and_plots(tmp_path, p_base):
 
 def test_open_questions_use_the_main_es_runs_only(tmp_path, p_base):
     """es[bf16], es-grpo and grpo-es have 'es' in their names but are not ES's population measurements."""
-    from paper_checks.open_questions import lemma1_validity
+    from escov.paper_checks.open_questions import lemma1_validity
     dirs = [make_run(tmp_path, "es0", "es", 0, p_base, p_base, lemma1_ratio=1.0),
             make_run(tmp_path, "esgrpo0", "es-grpo", 0, p_base, p_base, lemma1_ratio=3.0),
             make_run(tmp_path, "grpoes0", "grpo-es", 0, p_base, p_base, lemma1_ratio=3.0),

@@ -2,9 +2,9 @@
 on training-split prompts only; bad inputs named in one line."""
 import pytest
 
-from paper_checks.pilot import PILOT_SEEDS, pilot_runs, run_pilot
-from paper_checks.reproduce import ANSWER_SEEDS, BUDGETS
-from paper_checks.step_sweep import SWEEP_SEED
+from escov.paper_checks.pilot import PILOT_SEEDS, pilot_runs, run_pilot
+from escov.paper_checks.reproduce import ANSWER_SEEDS, BUDGETS
+from escov.paper_checks.step_sweep import SWEEP_SEED
 
 
 def test_the_pilot_runs_are_the_answers_es_and_grpo_on_other_seeds(tmp_path):

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from paper_checks.reproduce import git_commit, write_run_info
+from escov.paper_checks.reproduce import git_commit, write_run_info
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,14 +21,14 @@ def test_publish_copies_the_report_with_its_header(tmp_path):
     (out / "report" / "frontier.png").write_bytes(b"png")
     (out / "simulate" / "entropy_collapse.png").write_bytes(b"png")
     commit = git_commit()
-    write_run_info(out / "report" / "run_info.json", "answer", 2, 125.0, "python -m paper_checks reproduce --budget answer", commit)
+    write_run_info(out / "report" / "run_info.json", "answer", 2, 125.0, "python -m escov.paper_checks reproduce --budget answer", commit)
     info = json.loads((out / "report" / "run_info.json").read_text())
     assert info["commit"] == commit[0] and info["machine"]["cpu_count"] >= 1
     res = subprocess.run(["bash", str(ROOT / "scripts" / "publish_results.sh"), str(out), str(dest)],
                          capture_output=True, text=True, env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, res.stderr
     text = (dest / "REPORT.md").read_text()
-    assert "`python -m paper_checks reproduce --budget answer`" in text and commit[0] in text
+    assert "`python -m escov.paper_checks reproduce --budget answer`" in text and commit[0] in text
     assert "2.1 min" in text and "CPU cores" in text
     assert "](simulate/entropy_collapse.png)" in text and (dest / "simulate" / "entropy_collapse.png").exists()
     assert (dest / "frontier.png").exists() and (dest / "report.json").exists()
@@ -52,7 +52,7 @@ def test_publish_beside_another_report_lists_both_bases(tmp_path):
         (out / "report").mkdir(parents=True)
         (out / "report" / "REPORT.md").write_text(f"# {name}\n")
         (out / "report" / "report.json").write_text(json.dumps({"bases": [{"model": model, "pass_at_k": {"1": 0.3}}]}))
-        write_run_info(out / "report" / "run_info.json", "answer", 2, 60.0, "python -m paper_checks reproduce", commit)
+        write_run_info(out / "report" / "run_info.json", "answer", 2, 60.0, "python -m escov.paper_checks reproduce", commit)
     run = lambda *args: subprocess.run(["bash", str(ROOT / "scripts" / "publish_results.sh"), *args], capture_output=True,
                                        text=True, env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
     dest = tmp_path / "results"

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from paper_checks import plots, reproduce
-from paper_checks.cli import main as cli_main
-from paper_checks.report import build_report, collect
-from theory.metrics import pass_at_k_counts
+from escov.paper_checks import plots, reproduce
+from escov.paper_checks.cli import main as cli_main
+from escov.paper_checks.report import build_report, collect
+from escov.theory.metrics import pass_at_k_counts
 from test_paper_checks_verdicts import make_run
 
 
@@ -100,7 +100,7 @@ def test_the_frontiers_pooled_line_is_the_seeds_read_at_matched_pass1_and_dashed
     """Pooled over seeds at each Pass@1 level, each seed read where its curve first reaches the level (checked
     here against a hand interpolation); a level is drawn solid only where every seed has measured points within
     the resolution, so a seed measured only at its ends leaves the middle dashed."""
-    from theory.matched import RESOLUTION
+    from escov.theory.matched import RESOLUTION
 
     dense = [np.clip(p_base + 0.01 * t, 0, 1) for t in range(11)]
     dirs = [make_run(tmp_path, f"es{s}", "es", s, p_base, p_base, curve_p=dense) for s in (0, 1)]

@@ -7,13 +7,13 @@ import re
 import numpy as np
 import pytest
 
-from paper_checks.claims import CLAIMS, Claim, RegistryError
-from paper_checks.claims import Test as ClaimTest
-from paper_checks.evidence import Evidence
-from paper_checks.level_checks import simulate_verdict, theory_verdict
-from paper_checks.real_checks import REAL_CHECKS, lemma1_real
-from paper_checks.report import collect, real_verdict, render_tables
-from paper_checks.verdict import OUTSIDE_REGIME
+from escov.paper_checks.claims import CLAIMS, Claim, RegistryError
+from escov.paper_checks.claims import Test as ClaimTest
+from escov.paper_checks.evidence import Evidence
+from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
+from escov.paper_checks.real_checks import REAL_CHECKS, lemma1_real
+from escov.paper_checks.report import collect, real_verdict, render_tables
+from escov.paper_checks.verdict import OUTSIDE_REGIME
 from test_paper_checks_verdicts import make_run
 
 
@@ -40,7 +40,7 @@ def test_lemma1_above_its_regime_says_so_with_s(tmp_path):
 
 def test_registry_references_exist():
     assert {c.id for c in CLAIMS if c.real} == set(REAL_CHECKS)
-    from paper_checks.plots import PLOTS
+    from escov.paper_checks.plots import PLOTS
     assert all(set(c.plots) <= set(PLOTS) for c in CLAIMS)
     assert len({c.id for c in CLAIMS}) == len(CLAIMS)
 
@@ -78,7 +78,7 @@ def test_matched_verdict_keeps_every_k_and_prints_support_and_bias(tmp_path):
 def test_report_json_records_each_base_model_over_its_seeds(tmp_path):
     """"bases": one entry per (model, task, sampling), Pass@k the mean over seeds (a seed's runs share
     one base evaluation, counted once), the no-correct share from the per-problem counts."""
-    from paper_checks.report import bases_of
+    from escov.paper_checks.report import bases_of
 
     def base(p1, counts):
         return {"n": 32, "num_problems": len(counts), "temperature": 0.6, "pass_at_k": {"1": p1, "32": 0.5},
@@ -104,8 +104,8 @@ def test_report_json_records_each_base_model_over_its_seeds(tmp_path):
 
 def test_a_small_detectable_difference_keeps_two_significant_digits():
     """A power line in nats (scale 1) printed to two decimals read 0.00 for 0.00081."""
-    from paper_checks.design import Estimate
-    from paper_checks.real_checks import _power
+    from escov.paper_checks.design import Estimate
+    from escov.paper_checks.real_checks import _power
 
     assert "detectable at 80% power: 0.00081;" in _power(Estimate(0, 0, 0, 3e-4, 10, 8, detectable=0.00081),
                                                           "matched_entropy", 1.0, "")
@@ -117,7 +117,7 @@ def _curve_run(root, name, algo, seed, never_solved, entropy):
     """A run whose curve (64 samples a prompt, 40 prompts) rises in Pass@1 step by step while `never_solved`
     prompts stay at 0 correct and the token entropy stays at `entropy`: its no-correct share is never_solved / 40
     and its entropy `entropy` at every Pass@1 it reaches."""
-    from theory.metrics import pass_at_k_counts
+    from escov.theory.metrics import pass_at_k_counts
 
     run = make_run(root, name, algo, seed, np.full(40, 0.2), np.full(40, 0.3))
     points = []
@@ -137,7 +137,7 @@ def test_matched_no_correct_and_entropy_verdicts_carry_the_values_built_in(tmp_p
     solved (0.2) at entropy 1.00; both rise in Pass@1 through a common range. At every matched level, then,
     ES - GRPO is -20 points of no-correct share and +0.05 nats of entropy, exactly: both hold, and the reports
     carry those numbers, the range and the bias controls."""
-    from paper_checks.verdict import HOLDS
+    from escov.paper_checks.verdict import HOLDS
 
     dirs = [_curve_run(tmp_path, f"es{s}", "es", s, 0, 1.05) for s in range(3)]
     dirs += [_curve_run(tmp_path, f"grpo{s}", "grpo", s, 8, 1.00) for s in range(3)]
@@ -178,9 +178,9 @@ def test_a_verdict_from_labelled_estimates_says_each_and_holds_only_when_all_do(
     directional claim, difference > 0): each part's text is label + mean [lo, hi] in the given scale and unit;
     the interval is kept only for a single part; parts combine to 'holds' only when every part holds; one-seed
     estimates are said to be so after the caller's note; design and power list every part."""
-    from paper_checks.design import Estimate
-    from paper_checks.real_checks import _verdict
-    from paper_checks.verdict import HOLDS, INCONCLUSIVE
+    from escov.paper_checks.design import Estimate
+    from escov.paper_checks.real_checks import _verdict
+    from escov.paper_checks.verdict import HOLDS, INCONCLUSIVE
 
     up = Estimate(0.05, 0.02, 0.08, 0.015, 10.0, seeds=4, prompts=64, samples=32, detectable=0.0412)
     unsure = Estimate(0.01, -0.02, 0.04, 0.015, 10.0, seeds=2, prompts=64, samples=32, detectable=0.0412)
@@ -211,8 +211,8 @@ def test_a_verdict_from_labelled_estimates_says_each_and_holds_only_when_all_do(
 def test_entropy_change_is_the_last_fifths_mean_over_the_first_step(tmp_path, entropies, change):
     """entropy_change = mean(last max(1, n // 5) steps) / first step - 1, by hand; None with under 2 steps or a
     first entropy of 0; rows without an entropy are skipped."""
-    from paper_checks.real_checks import entropy_change
-    from paper_checks.rundir import Run
+    from escov.paper_checks.real_checks import entropy_change
+    from escov.paper_checks.rundir import Run
 
     rows = [{"step": i + 1, "entropy": h} for i, h in enumerate(entropies)] + [{"step": len(entropies) + 1}]
     got = entropy_change(Run(tmp_path, {"algo": "grpo"}, metrics=rows))

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from llm import rundir
-from paper_checks.reproduce import run_all
+from escov.llm import rundir
+from escov.paper_checks.reproduce import run_all
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from paper_checks import reproduce
-from paper_checks.reproduce import SHIPPED_BASES, SHIPPED_PRESETS, SHIPPED_RECORD, base_cache_key
+from escov.paper_checks import reproduce
+from escov.paper_checks.reproduce import SHIPPED_BASES, SHIPPED_PRESETS, SHIPPED_RECORD, base_cache_key
 
 
 def shipped_record(preset: str) -> dict:
@@ -21,11 +21,11 @@ def shipped_record(preset: str) -> dict:
 def test_each_shipped_base_is_keyed_by_the_current_code(preset):
     record = shipped_record(preset)
     assert record["preset"] == preset and record["folder"].name == record["key"]
-    assert record["command"] == f"python -m llm pretrain --preset {preset} --seed 0 --threads 1 --out DIR"
+    assert record["command"] == f"python -m escov.llm pretrain --preset {preset} --seed 0 --threads 1 --out DIR"
     if record["torch"] != torch.__version__:
         pytest.skip(f"the shipped bases were built with torch {record['torch']}, this is {torch.__version__}")
-    # fails when the code that builds a base changed without `python -m paper_checks bases`
-    assert record["key"] == f"{preset}-{base_cache_key(preset)}", "stale shipped base: run python -m paper_checks bases"
+    # fails when the code that builds a base changed without `python -m escov.paper_checks bases`
+    assert record["key"] == f"{preset}-{base_cache_key(preset)}", "stale shipped base: run python -m escov.paper_checks bases"
     pretrain = json.loads((record["folder"] / "pretrain.json").read_text())
     assert pretrain["preset"] == preset and pretrain["seed"] == 0
     weights = load_file(record["folder"] / "model.safetensors")
@@ -49,7 +49,7 @@ def test_a_reproduction_copies_the_shipped_base_instead_of_pretraining(tmp_path,
 def test_the_stated_command_builds_the_shipped_narrow_base(tmp_path):
     # pretraining is deterministic on one machine; another CPU may round differently, so this holds
     # where the bases were built (about a minute)
-    from llm.tinymodel import pretrain
+    from escov.llm.tinymodel import pretrain
     record = shipped_record("narrow")
     torch.set_num_threads(1)
     pretrain(tmp_path / "narrow", preset="narrow", seed=0, progress=False)

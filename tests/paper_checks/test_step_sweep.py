@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from paper_checks.step_sweep import (ENTROPY_DROP, MIN_POINTS, SETTINGS, SWEEP_SEED, Setting, Trace, choose,
+from escov.paper_checks.step_sweep import (ENTROPY_DROP, MIN_POINTS, SETTINGS, SWEEP_SEED, Setting, Trace, choose,
                                      common_range, entropy_fall, judge, points_inside, run_sweep, sweep_runs)
-from paper_checks.reproduce import ANSWER_SEEDS
+from escov.paper_checks.reproduce import ANSWER_SEEDS
 
 
 def trace(name, pass1, entropy=None):
@@ -97,7 +97,7 @@ def test_the_sweep_end_to_end_reads_only_training_split_curves(tiny_model_dir, t
 
 
 def test_the_sweep_record_names_its_base_without_its_path(tiny_model_dir, tmp_path):
-    from paper_checks.step_sweep import base_record
+    from escov.paper_checks.step_sweep import base_record
 
     record = base_record(tiny_model_dir)
     assert record["name"] == tiny_model_dir.name and str(tiny_model_dir.parent) not in json.dumps(record)

@@ -4,7 +4,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simulate.bandit import BanditTask, TaskShape, make_task, sample, softmax
+from escov.simulate.bandit import BanditTask, TaskShape, make_task, sample, softmax
 
 SMALL = TaskShape(n_prompts=6, n_paths=5, n_correct=2, n_tempting=1, feature_dim=4)
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from simulate.bandit import TaskShape, make_task
-from simulate.bf16 import perturb_restore_bf16, round_to_bf16
-from simulate.es import ESConfig, es_step, standardize
+from escov.simulate.bandit import TaskShape, make_task
+from escov.simulate.bf16 import perturb_restore_bf16, round_to_bf16
+from escov.simulate.es import ESConfig, es_step, standardize
 
 # One parameter, four prompts, three paths: greedy reward F(theta) is a step function of theta.
 TINY = TaskShape(n_prompts=4, n_paths=3, n_correct=1, rare_share=0.0, n_tempting=1, tempting_share=1.0,

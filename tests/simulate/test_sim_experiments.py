@@ -4,10 +4,10 @@ import json
 import numpy as np
 import pytest
 
-from simulate.cli import main
-from simulate.experiments import EXPERIMENTS
-from simulate.experiments.common import VERDICTS, directional_verdict, equivalence_verdict
-from simulate.experiments.pareto import pareto_front
+from escov.simulate.cli import main
+from escov.simulate.experiments import EXPERIMENTS
+from escov.simulate.experiments.common import VERDICTS, directional_verdict, equivalence_verdict
+from escov.simulate.experiments.pareto import pareto_front
 
 PAPER_CHECKS_IDS = {("entropy_collapse", "entropy_collapse"), ("entropy_collapse", "grpo_raises_pass1"),
                     ("entropy_collapse", "es_passk_above_grpo"), ("entropy_collapse", "matched_passk_above_grpo"),
@@ -33,7 +33,7 @@ def test_all_runs_every_experiment_and_writes_summary_and_plots(tmp_path, capsys
         assert len({c["id"] for c in result["claims"]}) == len(result["claims"]), name  # ids are unique
     found = {(name, c["id"]) for name, result in summary["experiments"].items() for c in result["claims"]}
     assert PAPER_CHECKS_IDS <= found
-    from paper_checks.claims import CLAIMS  # every simulate reference of a claim names an existing id
+    from escov.paper_checks.claims import CLAIMS  # every simulate reference of a claim names an existing id
     assert {c.simulate for c in CLAIMS if c.simulate} <= found
     identities = {c["id"]: c["verdict"] for c in summary["experiments"]["lemmas_along_training"]["claims"]}
     assert identities["lemma2"] == identities["dpi"] == identities["lemma3"] == "identity"

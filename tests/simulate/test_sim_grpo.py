@@ -5,9 +5,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simulate.bandit import TaskShape, make_task, sample, softmax
-from simulate.grpo import GRPOConfig, compute_advantages, grpo_step, surrogate_logit_gradient
-from theory.grpo import grpo_prompt_weight
+from escov.simulate.bandit import TaskShape, make_task, sample, softmax
+from escov.simulate.grpo import GRPOConfig, compute_advantages, grpo_step, surrogate_logit_gradient
+from escov.theory.grpo import grpo_prompt_weight
 
 SHAPE = TaskShape(n_prompts=2, n_paths=3, n_correct=1, rare_share=0.0, n_tempting=1, feature_dim=None)
 

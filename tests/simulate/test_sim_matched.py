@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from simulate.experiments.common import matched_along
+from escov.simulate.experiments.common import matched_along
 
 
 def _run(pass1: np.ndarray, metric: np.ndarray):

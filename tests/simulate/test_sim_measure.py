@@ -4,8 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
-from simulate.bandit import BanditTask, TaskShape, make_task
-from simulate.measure import MeasureConfig, fitness_weights, policy_metrics, population_metrics
+from escov.simulate.bandit import BanditTask, TaskShape, make_task
+from escov.simulate.measure import MeasureConfig, fitness_weights, policy_metrics, population_metrics
 
 
 def hand_task(probs: np.ndarray, correct: np.ndarray) -> BanditTask:

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from simulate import ESConfig, GRPOConfig, NonFiniteError, TaskShape, make_task, schedule, train
-from simulate.schedules import grpo_budget, step_cost, steps_for
+from escov.simulate import ESConfig, GRPOConfig, NonFiniteError, TaskShape, make_task, schedule, train
+from escov.simulate.schedules import grpo_budget, step_cost, steps_for
 
 TASK_SHAPE = TaskShape(n_prompts=8, n_paths=6, n_correct=2, n_tempting=1, feature_dim=4)
 

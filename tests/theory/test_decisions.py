@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from theory.decisions import (FAILS, HOLDS, INCONCLUSIVE, detectable, directional, equivalence, over_seeds, ratio,
+from escov.theory.decisions import (FAILS, HOLDS, INCONCLUSIVE, detectable, directional, equivalence, over_seeds, ratio,
                               welch)
 
 
@@ -100,7 +100,7 @@ def test_each_rule_refuses_what_it_cannot_read_and_accepts_its_edges():
 
 
 def test_effective_df_is_infinite_at_the_normal_quantile_and_recovers_a_t_quantiles_df():
-    from theory.decisions import effective_df
+    from escov.theory.decisions import effective_df
 
     z = st.norm.ppf(0.975)
     assert effective_df(1.0, z) == float("inf") and effective_df(2.0, 2 * z * (1 + 1e-9)) == float("inf")
@@ -118,7 +118,7 @@ def test_over_seeds_refuses_no_finite_value_in_one_line():
 def test_the_detectable_difference_at_its_edges_and_in_the_normal_limit():
     """No spread: 0; no degrees of freedom or an infinite se: infinite; infinite df: the normal power line
     z_{0.975} + z_{0.80} (the lower tail adds about 1e-6 of power there)."""
-    from theory.decisions import t_quantile
+    from escov.theory.decisions import t_quantile
 
     inf = float("inf")
     assert detectable(0.0, 5.0) == 0.0 and detectable(1.0, 0.0) == inf and detectable(inf, 5.0) == inf

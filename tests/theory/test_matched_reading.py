@@ -4,7 +4,7 @@ hand-computed cases."""
 import numpy as np
 import pytest
 
-from theory.matched import (common_range, compared_levels, crossing, differences_at, interior_levels, points_in_range,
+from escov.theory.matched import (common_range, compared_levels, crossing, differences_at, interior_levels, points_in_range,
                             read_at, supported)
 
 
@@ -65,7 +65,7 @@ def test_differences_at_reads_each_curve_at_its_own_crossing():
 
 
 def test_a_crossing_at_the_ends_of_segments_and_at_single_points():
-    from theory.matched import crossing, read_at, supported
+    from escov.theory.matched import crossing, read_at, supported
 
     assert crossing([0.3], 0.3) == (0, 0.0) and crossing([0.3], 0.31) is None and crossing([], 0.3) is None
     assert crossing([0.1, 0.3], 0.3) == (0, 1.0)             # the upper end of a rising segment

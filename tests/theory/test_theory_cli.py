@@ -1,13 +1,13 @@
-"""`python -m theory`: the JSON list, the table, the plots, the exit code, and the checks' own logic."""
+"""`python -m escov.theory`: the JSON list, the table, the plots, the exit code, and the checks' own logic."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-from theory.checks import TOPICS, check_result
-from theory.checks.lemma1 import constant_fit
-from theory.cli import exit_code, format_table, main
+from escov.theory.checks import TOPICS, check_result
+from escov.theory.checks.lemma1 import constant_fit
+from escov.theory.cli import exit_code, format_table, main
 
 REQUIRED = {"name", "predicted", "measured", "ratio", "holds"}
 
@@ -16,7 +16,7 @@ REQUIRED = {"name", "predicted", "measured", "ratio", "holds"}
 def full_run(tmp_path_factory):
     """One full run with --json and --plot (the expensive part of this file, done once)."""
     plot_dir = tmp_path_factory.mktemp("plots")
-    proc = subprocess.run([sys.executable, "-m", "theory", "--json", "--plot", str(plot_dir), "--seed", "1"],
+    proc = subprocess.run([sys.executable, "-m", "escov.theory", "--json", "--plot", str(plot_dir), "--seed", "1"],
                           capture_output=True, text=True, timeout=300)
     return proc, plot_dir
 

@@ -5,8 +5,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory.autoregressive import SequencePolicy
-from theory.categorical import CategoricalPolicy
+from escov.theory.autoregressive import SequencePolicy
+from escov.theory.categorical import CategoricalPolicy
 
 SETTINGS = settings(deadline=None, max_examples=40)
 H = 1e-6

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from scipy.special import softmax
 from scipy.stats import binom
 
-from theory.categorical import CategoricalPolicy
-from theory.grpo import (binomial_pmf, entropy_change_first_order, group_advantages, grpo_prompt_weight,
+from escov.theory.categorical import CategoricalPolicy
+from escov.theory.grpo import (binomial_pmf, entropy_change_first_order, group_advantages, grpo_prompt_weight,
                          grpo_weight_limit)
-from theory.metrics import entropy
+from escov.theory.metrics import entropy
 
 SETTINGS = settings(deadline=None, max_examples=40)
 

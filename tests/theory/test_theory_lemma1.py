@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from theory.autoregressive import SequencePolicy
-from theory.categorical import CategoricalPolicy
-from theory.lemmas import lemma1_prediction, validity_parameter
-from theory.population import lemma1_monte_carlo, population_jspol, quadratic_form
-from theory.symbolic import jspol_coefficient, jssucc_coefficient
+from escov.theory.autoregressive import SequencePolicy
+from escov.theory.categorical import CategoricalPolicy
+from escov.theory.lemmas import lemma1_prediction, validity_parameter
+from escov.theory.population import lemma1_monte_carlo, population_jspol, quadratic_form
+from escov.theory.symbolic import jspol_coefficient, jssucc_coefficient
 
 
 def test_prediction_formula():

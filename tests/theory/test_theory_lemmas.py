@@ -9,11 +9,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from theory.lemmas import (distinct_members_pass, elementary_symmetric, es_update_prediction, lemma2_gap_expansion,
+from escov.theory.lemmas import (distinct_members_pass, elementary_symmetric, es_update_prediction, lemma2_gap_expansion,
                            lemma2_gap_local, lemma3_covariance, mean_pass_at_k, mixture_gain, mixture_pass,
                            pass_k_difference, pinsker_bound, population_pass, prop1_assumption, prop1_conclusion,
                            same_policy_pass, transfer_bounds)
-from theory.metrics import bernoulli_kl, jssucc
+from escov.theory.metrics import bernoulli_kl, jssucc
 
 SETTINGS = settings(deadline=None, max_examples=80)
 probs_1d = arrays(float, st.integers(2, 9), elements=st.floats(0.0, 1.0))

@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from theory.metrics import (binary_entropy, entropy, generalized_js, generalized_js_batch, jssucc, jssucc_batch,
+from escov.theory.metrics import (binary_entropy, entropy, generalized_js, generalized_js_batch, jssucc, jssucc_batch,
                             maj_at_k, pass_at_k, pass_at_k_counts, pass_at_k_from_p)
 
 SETTINGS = settings(deadline=None, max_examples=60)

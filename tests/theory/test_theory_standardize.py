@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from theory.standardize import standardize
+from escov.theory.standardize import standardize
 
 rewards = st.lists(st.integers(-1000, 1000).map(lambda k: k / 100), min_size=2, max_size=40)  # reward-like values
 

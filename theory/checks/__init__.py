@@ -1,4 +1,4 @@
-"""The named checks `python -m theory` runs, grouped by topic; each group returns result dicts.
+"""The named checks `python -m escov.theory` runs, grouped by topic; each group returns result dicts.
 
 Every group gets its own random generator derived from (seed, group index), so a group's result
 does not depend on which other groups run.
@@ -10,8 +10,8 @@ from typing import Callable
 import numpy as np
 from tqdm import tqdm
 
-from theory.checks import cross_prompt, dpi, grpo, lemma1, lemma2, lemma3, prop1, shared_metrics
-from theory.checks.result import TOPICS, check_result, counts
+from escov.theory.checks import cross_prompt, dpi, grpo, lemma1, lemma2, lemma3, prop1, shared_metrics
+from escov.theory.checks.result import TOPICS, check_result, counts
 
 GROUPS: dict[str, Callable[[np.random.Generator], list[dict]]] = {
     "lemma1": lemma1.run,

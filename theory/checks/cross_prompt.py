@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.checks.result import check_result
-from theory.lemmas import mean_pass_at_k
-from theory.metrics import pass_at_k_from_p
+from escov.theory.checks.result import check_result
+from escov.theory.lemmas import mean_pass_at_k
+from escov.theory.metrics import pass_at_k_from_p
 
 
 @dataclass(frozen=True)

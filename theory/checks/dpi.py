@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.categorical import CategoricalPolicy
-from theory.checks.result import check_result
-from theory.checks.toys import TOYS
-from theory.metrics import binary_entropy, generalized_js_batch, success_probability
+from escov.theory.categorical import CategoricalPolicy
+from escov.theory.checks.result import check_result
+from escov.theory.checks.toys import TOYS
+from escov.theory.metrics import binary_entropy, generalized_js_batch, success_probability
 
 ROUNDING = 1e-12   # float rounding of entropies of order 1
 RESOLVED = 1e-8   # JSpol above this is far above rounding, so ratios to it are meaningful

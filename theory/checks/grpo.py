@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
 
-from theory.categorical import CategoricalPolicy
-from theory.checks.result import check_result
-from theory.checks.toys import TOYS
-from theory.grpo import entropy_change_first_order, group_advantages, grpo_prompt_weight, grpo_weight_limit
-from theory.metrics import entropy
+from escov.theory.categorical import CategoricalPolicy
+from escov.theory.checks.result import check_result
+from escov.theory.checks.toys import TOYS
+from escov.theory.grpo import entropy_change_first_order, group_advantages, grpo_prompt_weight, grpo_weight_limit
+from escov.theory.metrics import entropy
 
 
 @dataclass(frozen=True)

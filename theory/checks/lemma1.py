@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from theory.checks.result import check_result
-from theory.checks.toys import TOYS
-from theory.paper_constants import LEMMA1_S_LIMIT
-from theory.population import Lemma1Estimate, lemma1_monte_carlo, population_jspol, quadratic_form
-from theory.symbolic import jspol_coefficient, jssucc_coefficient
+from escov.theory.checks.result import check_result
+from escov.theory.checks.toys import TOYS
+from escov.theory.paper_constants import LEMMA1_S_LIMIT
+from escov.theory.population import Lemma1Estimate, lemma1_monte_carlo, population_jspol, quadratic_form
+from escov.theory.symbolic import jspol_coefficient, jssucc_coefficient
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.checks.result import check_result
-from theory.lemmas import (distinct_members_pass, elementary_symmetric, lemma2_gap_expansion, lemma2_gap_local,
+from escov.theory.checks.result import check_result
+from escov.theory.lemmas import (distinct_members_pass, elementary_symmetric, lemma2_gap_expansion, lemma2_gap_local,
                            mixture_pass, population_pass, same_policy_pass)
 
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
 
-from theory.checks.result import check_result
-from theory.checks.toys import TOYS
-from theory.grpo import group_advantages
-from theory.lemmas import es_update_prediction, lemma3_covariance, mixture_gain
-from theory.metrics import success_probability
+from escov.theory.checks.result import check_result
+from escov.theory.checks.toys import TOYS
+from escov.theory.grpo import group_advantages
+from escov.theory.lemmas import es_update_prediction, lemma3_covariance, mixture_gain
+from escov.theory.metrics import success_probability
 
 
 @dataclass(frozen=True)

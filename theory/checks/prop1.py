@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.categorical import CategoricalPolicy
-from theory.checks.result import check_result
-from theory.grpo import group_advantages
-from theory.lemmas import (mean_pass_at_k, pass_k_difference, pinsker_bound, prop1_assumption, prop1_conclusion,
+from escov.theory.categorical import CategoricalPolicy
+from escov.theory.checks.result import check_result
+from escov.theory.grpo import group_advantages
+from escov.theory.lemmas import (mean_pass_at_k, pass_k_difference, pinsker_bound, prop1_assumption, prop1_conclusion,
                            transfer_bounds)
-from theory.metrics import bernoulli_kl, pass_at_k_from_p
+from escov.theory.metrics import bernoulli_kl, pass_at_k_from_p
 
 
 @dataclass(frozen=True)

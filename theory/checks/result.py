@@ -1,4 +1,4 @@
-"""One check's outcome as a plain dict (what `python -m theory --json` prints, one per item).
+"""One check's outcome as a plain dict (what `python -m escov.theory --json` prints, one per item).
 
 Keys: name ("<topic>/<what>"), predicted, measured, ratio (measured / predicted, or None when
 predicted is 0), holds (the verdict), and where useful: stderr (of measured), regime (set only on

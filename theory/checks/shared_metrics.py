@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.checks.result import check_result
-from theory.metrics import (entropy, generalized_js, generalized_js_batch, jssucc, maj_at_k, pass_at_k,
+from escov.theory.checks.result import check_result
+from escov.theory.metrics import (entropy, generalized_js, generalized_js_batch, jssucc, maj_at_k, pass_at_k,
                             pass_at_k_from_p)
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory.autoregressive import SequencePolicy
-from theory.categorical import CategoricalPolicy
+from escov.theory.autoregressive import SequencePolicy
+from escov.theory.categorical import CategoricalPolicy
 
 
 def tabular_toy() -> tuple[CategoricalPolicy, np.ndarray]:
