@@ -31,7 +31,7 @@ from escov.llm.tasks import TASKS
 from escov.llm.tasks.reward_function import check_alone, check_path
 from escov.llm.tasks.rewards import REWARDS, check_reward
 from escov.llm.tracking import REPORT_TO
-from escov.theory.paper_constants import PAPER_ALPHA, PAPER_POPULATION_SIZE, PAPER_SIGMA
+from escov.theory.paper import PAPER_ALPHA, PAPER_POPULATION_SIZE, PAPER_SIGMA
 
 if TYPE_CHECKING:
     from escov.llm.es.options import DistributedConfig

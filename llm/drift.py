@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from escov.theory.paper_constants import PAPER_ALPHA, PAPER_TAUS
+from escov.theory.paper import PAPER_ALPHA, PAPER_TAUS
 
 KINDS = ("embed", "attention", "mlp", "norm", "lm_head", "other")
 

@@ -29,7 +29,7 @@ from escov.llm.config import GRPOConfig  # defined with every other setting (imp
 from escov.llm.rollout import Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
 from escov.llm.tasks.base import Problem, Task
 from escov.theory.errors import NonFiniteError
-from escov.theory.paper_constants import GRPO_ADVANTAGE_EPS
+from escov.theory.paper import GRPO_ADVANTAGE_EPS
 from escov.theory.standardize import standardize
 
 if TYPE_CHECKING:

@@ -21,6 +21,7 @@ import numpy as np
 
 from escov.llm.rundir import read_json
 from escov.paper_checks.rundir import Run
+from escov.theory.decisions import DECISIONS, FINDING
 from escov.theory.metrics import pass_at_k_counts
 
 ES_TAGS = (("member_temperature", lambda v: v > 0, "sampled"), ("zscore", lambda v: not v, "no-zscore"),
@@ -146,6 +147,10 @@ def load_simulate_summary(path: Path) -> dict[str, dict]:
         if not isinstance(claims, list) or not all(
                 isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("claim", "verdict", "why")) for c in claims):
             raise ValueError(f"{path}: experiment {name!r} is not a summary (its 'claims' need 'claim', 'verdict', 'why' strings)")
+        unknown = sorted({c["verdict"] for c in claims} - {*DECISIONS, FINDING})
+        if unknown:
+            raise ValueError(f"{path}: experiment {name!r} has verdicts {unknown}, not the words every level uses "
+                             f"({', '.join(DECISIONS)}, {FINDING}); rerun `python -m escov.simulate all`")
     return data
 
 

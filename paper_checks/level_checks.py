@@ -2,21 +2,18 @@
 
 theory: every `python -m escov.theory` item whose name starts with the claim's prefix, regime items
 (where an approximation is known to break) left out; the claim holds when every item holds.
-simulate: the experiment's own verdict on the claim with the id the claim names (reproduced -> holds,
-not reproduced -> does not hold, inconclusive / depends on task shape / finding -> inconclusive,
-identity -> identity, never evidence). Simulate decides with the same rules over seeds
-(theory.decisions). An experiment in the summary without the claim id the registry names is a
-registry bug (RegistryError), not missing data.
+simulate: the verdict of the experiment the claim names on its entry with the claim's id, in the
+words every level uses (theory.decisions.DECISIONS): simulate decides with the claim's own test
+(theory.claims) over seeds. An experiment in the summary without the claim's entry, or with an entry
+that decides nothing, is a registry bug (RegistryError), not missing data.
 """
 from __future__ import annotations
 
-from escov.paper_checks.claims import Claim, RegistryError
 from escov.paper_checks.evidence import Evidence
-from escov.paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, Verdict
+from escov.paper_checks.verdict import FAILS, HOLDS, MISSING, NOT_TESTABLE, Verdict
 from escov.theory.checks import GROUPS
-
-SIMULATE_STATUS = {"reproduced": HOLDS, "not reproduced": FAILS, "inconclusive": INCONCLUSIVE,
-                   "depends on task shape": INCONCLUSIVE, "finding": INCONCLUSIVE, "identity": IDENTITY}
+from escov.theory.claims import Claim, RegistryError
+from escov.theory.decisions import DECISIONS
 
 
 def theory_verdict(claim: Claim, ev: Evidence) -> Verdict:
@@ -42,16 +39,19 @@ def simulate_verdict(claim: Claim, ev: Evidence) -> Verdict:
         return Verdict(claim.id, NOT_TESTABLE, "n/a", note="no bandit analogue of this exact statement (see the simulate experiments for related ones)")
     if ev.simulate is None:
         return Verdict(claim.id, MISSING, "n/a", note="no simulate summary (python -m escov.simulate all)")
-    experiment, claim_id = claim.simulate
+    experiment = claim.simulate
     summary = ev.simulate.get(experiment)
     if summary is None:
         return Verdict(claim.id, MISSING, "n/a", note=f"simulate experiment {experiment} missing from the summary")
-    matches = [c for c in summary.get("claims", []) if c.get("id") == claim_id]
+    matches = [c for c in summary.get("claims", []) if c.get("id") == claim.id]
     if not matches:
-        raise RegistryError(f"claim {claim.id!r} reads simulate's {experiment}/{claim_id}, which {experiment} does not "
+        raise RegistryError(f"claim {claim.id!r} reads simulate's {experiment}/{claim.id}, which {experiment} does not "
                             f"write (its claims: {[c.get('id') for c in summary.get('claims', [])]})")
     c = matches[0]
-    return Verdict(claim.id, SIMULATE_STATUS.get(c["verdict"], INCONCLUSIVE), f'{c["claim"]}: {c["why"]}'[:500],
+    if c["verdict"] not in DECISIONS:
+        raise RegistryError(f"simulate's {experiment}/{claim.id} says {c['verdict']!r} for a claim; a claim's entry "
+                            f"carries a decision ({', '.join(DECISIONS)})")
+    return Verdict(claim.id, c["verdict"], f'{c["claim"]}: {c["why"]}'[:500],
                    evidence={"verdict": c["verdict"]}, plots=[summary["plot"]] if summary.get("plot") else [],
                    test=c.get("test", ""),
                    design=f"{summary['settings']['seeds']} seeds" if "seeds" in summary.get("settings", {}) else "")

@@ -1,4 +1,4 @@
-"""Answers, from data, to the questions the paper leaves open (see OPEN_QUESTIONS in claims.py).
+"""The questions the paper leaves open (OPEN_QUESTIONS), and answers to them from data.
 
 Each function returns {"answer": one line, "table": rows of numbers} built from the real runs and,
 where the runs lack the data, from the simulate summary; nothing here is a constant.
@@ -12,6 +12,13 @@ from escov.paper_checks.matched import matched_difference
 from escov.paper_checks.real_checks import (KS, LEMMA1_MAX_S, SPARSITY_TAU, analytic_tiny_share, curves_of, diff_between, final_drift,
                                       update_analysis_of)
 from escov.paper_checks.verdict import fmt_interval
+
+OPEN_QUESTIONS = (
+    ("mechanism", "Does ES's Pass@K behaviour come from population diversity or from greedy member rollouts?"),
+    ("zero_success", "Cross-prompt structure: the share of test prompts with no correct sample among 32, before and after each method"),
+    ("null_controls", "Which of the paper's drift and sparsity numbers survive a random-z null and bf16 in-place perturbation?"),
+    ("lemma1_validity", "Is Lemma 1 valid at the paper's sigma on a real model? The measured s = E KL(pi_{theta+sigma eps} || pi_theta)"),
+)
 
 METHODS = ("base", "grpo", "es", "es[sampled]", "es-grpo", "grpo-es")
 

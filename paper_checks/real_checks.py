@@ -1,7 +1,7 @@
 """Verdicts on the paper's claims from real training runs (run directories of `python -m escov.llm train`).
 
-Each function takes the Evidence and returns a Verdict for one claim id, decided by the claim's Test
-(paper_checks.claims) on an interval from one design:
+Each check takes the Evidence and returns a Verdict for the claim it registers on (`@registers(claim_id)`,
+paper_checks.registry), decided by the claim's Test (theory.claims) on an interval from one design:
 
 - per-prompt comparisons (Pass@k final - base, method - method): paper_checks.design.seeds_by_prompts,
   seeds x test prompts shared by every run (resampled jointly, so differences stay paired by prompt)
@@ -20,20 +20,22 @@ import math
 import numpy as np
 from scipy.stats import norm
 
-from escov.paper_checks import paper_numbers as paper
-from escov.paper_checks.claims import BY_ID, LEMMA1_MARGIN
 from escov.paper_checks.design import Estimate, plan_text, seed_level, seeds_by_prompts
 from escov.paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
 from escov.paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
+from escov.paper_checks.registry import CheckRegistry
 from escov.paper_checks.rundir import Run
-from escov.paper_checks.verdict import (IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, combine, decide,
-                                  decimals, fmt_interval)
-from escov.theory.decisions import over_seeds, welch
-from escov.theory.paper_constants import LEMMA1_S_LIMIT
+from escov.paper_checks.verdict import IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, decimals, fmt_interval
+from escov.theory import paper
+from escov.theory.claims import BY_ID, CLAIMS, LEMMA1_MARGIN
+from escov.theory.decisions import combine, over_seeds, welch
+from escov.theory.paper import LEMMA1_S_LIMIT
 
 KS = (1, 16, 32)
 LEMMA1_MAX_S = LEMMA1_S_LIMIT  # Lemma 1 is claimed where s = E KL(pi_{theta+sigma eps} || pi_theta) is small
 SPARSITY_TAU = "0.0015"
+_REGISTRY = CheckRegistry(CLAIMS)
+registers = _REGISTRY.registers  # @registers(claim_id): the function is that claim's real-run check
 
 
 def _missing(claim_id: str, what: str) -> Verdict:
@@ -52,7 +54,7 @@ def _verdict(claim_id: str, parts: list[tuple[str, Estimate]], *, scale: float =
              note: str = "", evidence: dict | None = None) -> Verdict:
     """One verdict from labelled estimates, each decided by the claim's test, combined (all must hold)."""
     test = BY_ID[claim_id].test
-    statuses = [decide(test, e.lo, e.hi) for _, e in parts]
+    statuses = [test.decide(e.lo, e.hi) for _, e in parts]
     ours = "; ".join(f"{label} {fmt_interval(e.mean, e.lo, e.hi, scale, unit)}" for label, e in parts)
     interval = (parts[0][1].lo, parts[0][1].hi) if len(parts) == 1 else None
     if any(e.seeds < 2 for _, e in parts):
@@ -100,10 +102,10 @@ def diff_between(a: list[Run], b: list[Run], k: int, which: str = "final") -> Es
 
 # ----------------------------------------------------------------------------- Pass@k claims
 
-def improves_over_base(ev: Evidence, claim_id: str, name: str, ks=KS) -> Verdict:
-    """`name`'s final Pass@k minus the base's, for every k in ks, decided by the claim's test."""
+def improves_over_base(ev: Evidence, claim_id: str, name: str) -> Verdict:
+    """`name`'s final Pass@k minus the base's, for every k the claim reads (its pass_at_k), decided by its test."""
     parts = []
-    for k in ks:
+    for k in BY_ID[claim_id].pass_at_k:
         d = diff_vs_base(ev.by_variant(name), k)
         if d is None:
             return _missing(claim_id, f"{name} runs with base and final evaluations on the same prompts (Pass@{k})")
@@ -111,21 +113,25 @@ def improves_over_base(ev: Evidence, claim_id: str, name: str, ks=KS) -> Verdict
     return _verdict(claim_id, parts, note=f"{name} final minus base")
 
 
+@registers("es_improves_over_base")
 def es_improves_over_base(ev: Evidence) -> Verdict:
     return improves_over_base(ev, "es_improves_over_base", "es")
 
 
+@registers("grpo_raises_pass1")
 def grpo_raises_pass1(ev: Evidence) -> Verdict:
-    return improves_over_base(ev, "grpo_raises_pass1", "grpo", ks=(1,))
+    return improves_over_base(ev, "grpo_raises_pass1", "grpo")
 
 
+@registers("grpo_passk_below_base")
 def grpo_passk_below_base(ev: Evidence) -> Verdict:
-    return improves_over_base(ev, "grpo_passk_below_base", "grpo", ks=(16, 32))
+    return improves_over_base(ev, "grpo_passk_below_base", "grpo")
 
 
+@registers("es_passk_above_grpo")
 def es_passk_above_grpo(ev: Evidence) -> Verdict:
     parts = []
-    for k in (16, 32):
+    for k in BY_ID["es_passk_above_grpo"].pass_at_k:
         d = diff_between(ev.by_variant("es"), ev.by_variant("grpo"), k)
         if d is None:
             return _missing("es_passk_above_grpo", "es and grpo runs with the same seeds and test prompts")
@@ -133,17 +139,20 @@ def es_passk_above_grpo(ev: Evidence) -> Verdict:
     return _verdict("es_passk_above_grpo", parts)
 
 
+@registers("schedules_pareto")
 def schedules_pareto(ev: Evidence) -> Verdict:
     """ES->GRPO's Pass@32 above each of ES, GRPO and GRPO->ES (every comparison must hold)."""
     parts = []
+    (k,) = BY_ID["schedules_pareto"].pass_at_k
     for other in ("es", "grpo", "grpo-es"):
-        d = diff_between(ev.by_variant("es-grpo"), ev.by_variant(other), 32)
+        d = diff_between(ev.by_variant("es-grpo"), ev.by_variant(other), k)
         if d is None:
             return _missing("schedules_pareto", f"es-grpo and {other} runs with the same seeds and test prompts")
-        parts.append((f"ES->GRPO - {other} @32", d))
+        parts.append((f"ES->GRPO - {other} @{k}", d))
     return _verdict("schedules_pareto", parts, note="holds when ES->GRPO is above every other method")
 
 
+@registers("zscore_essential")
 def zscore_essential(ev: Evidence) -> Verdict:
     """z-scored ES against centered rewards at alpha rescaled to the z-scored update norm (the effect
     of z-scoring itself); the same-alpha comparison (mostly a ~1/std(R) smaller step) is shown beside."""
@@ -159,6 +168,7 @@ def zscore_essential(ev: Evidence) -> Verdict:
     return v
 
 
+@registers("one_point_vs_two_point")
 def one_point_vs_two_point(ev: Evidence) -> Verdict:
     d = diff_between(ev.by_variant("es"), ev.by_variant("es[two-point]"), 1)
     if d is None:
@@ -167,6 +177,7 @@ def one_point_vs_two_point(ev: Evidence) -> Verdict:
                     note="holds when one-point loses at most 2 points, with the whole interval")
 
 
+@registers("no_forgetting")
 def no_forgetting(ev: Evidence) -> Verdict:
     """Held-out Pass@1 after minus before, for ES and for GRPO: no loss beyond 2 points."""
     parts = []
@@ -211,6 +222,7 @@ def _bias_text(info: dict, scale: float = 100.0, unit: str = " pts") -> str:
             f"{fmt_interval(e['mean'], e['lo'], e['hi'], scale, unit)})")
 
 
+@registers("matched_passk_above_grpo")
 def matched_passk_above_grpo(ev: Evidence) -> Verdict:
     es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
     parts, infos = [], {}
@@ -228,6 +240,7 @@ def matched_passk_above_grpo(ev: Evidence) -> Verdict:
     return v
 
 
+@registers("matched_no_correct")
 def matched_no_correct(ev: Evidence) -> Verdict:
     es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
     d, info = matched_difference(es, grpo, "no_correct", names=("ES", "GRPO"))
@@ -245,6 +258,7 @@ def matched_no_correct(ev: Evidence) -> Verdict:
     return v
 
 
+@registers("matched_entropy")
 def matched_entropy(ev: Evidence) -> Verdict:
     values, info = matched_seed_values(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "entropy",
                                        names=("ES", "GRPO"))
@@ -275,6 +289,7 @@ def entropy_change(run: Run) -> float | None:
     return float(tail.mean() / h[0] - 1.0)
 
 
+@registers("entropy_collapse")
 def entropy_collapse(ev: Evidence) -> Verdict:
     """GRPO's entropy falls (change < 0), and ES's change is above GRPO's."""
     changes = {}
@@ -295,6 +310,7 @@ def final_drift(run: Run) -> float | None:
     return float(d[-1]) if d.size else None
 
 
+@registers("drift_ratio")
 def drift_ratio(ev: Evidence) -> Verdict:
     """ES / GRPO relative drift (geometric mean over seeds, Welch interval of the log ratio) against the
     paper's 40.7-44.1x; the random-z null's drift relative to real ES is shown beside."""
@@ -307,7 +323,7 @@ def drift_ratio(ev: Evidence) -> Verdict:
                    math.exp(log_ratio["hi"]) if math.isfinite(log_ratio["hi"]) else float("inf"),
                    log_ratio["se"], log_ratio["df"], log_ratio["seeds"])
     test = BY_ID["drift_ratio"].test
-    status = decide(test, est.lo if est.lo > 0 else -math.inf, est.hi)
+    status = test.decide(est.lo if est.lo > 0 else -math.inf, est.hi)
     null = [x for x in map(final_drift, ev.by_variant("es[null]")) if x is not None]
     null_text = ""
     if null:
@@ -336,6 +352,7 @@ def analytic_tiny_share(run: Run, tau: float) -> float | None:
     return float(2 * norm.cdf(tau / sd) - 1)
 
 
+@registers("update_sparsity")
 def update_sparsity(ev: Evidence) -> Verdict:
     """Share of non-zero update entries with |delta| <= 1.5e-3: real ES minus the random-z null of the
     same seed; holds only when real ES has more tiny entries than the null beyond the interval."""
@@ -360,6 +377,7 @@ def update_sparsity(ev: Evidence) -> Verdict:
     return v
 
 
+@registers("thresholded_pass1")
 def thresholded_pass1(ev: Evidence) -> Verdict:
     """Pass@1 of the checkpoint keeping the largest ~22% of update entries minus the full final's,
     per seed: within +-2 points (equivalence)."""
@@ -386,6 +404,7 @@ def model_size(run: Run) -> int | None:
     return ((run.eval or {}).get("update_analysis") or {}).get("entries")
 
 
+@registers("population_size")
 def population_size(ev: Evidence) -> Verdict:
     """Larger models need smaller N (Table 6: equal updates): the smoothed-reward gain from the smallest
     to the largest N, paired by seed within a model, is larger for the smaller model (Welch across the
@@ -432,6 +451,7 @@ def population_size(ev: Evidence) -> Verdict:
 
 # ----------------------------------------------------------------------------- the lemmas on real populations
 
+@registers("lemma1")
 def lemma1_real(ev: Evidence) -> Verdict:
     """Measured JSpol_N / (sigma^2/2)(1 - 1/N) tr I_x on the runs' populations (one ratio per run, the
     mean of its measurements; t over runs), decided only where the runs' sigma is in Lemma 1's small-s
@@ -456,6 +476,7 @@ def lemma1_real(ev: Evidence) -> Verdict:
     return v
 
 
+@registers("lemma2")
 def lemma2_real(ev: Evidence) -> Verdict:
     """P_pop - P_same on the measured member success rates: >= 0 for every p by Maclaurin's inequality."""
     gaps = []
@@ -471,23 +492,4 @@ def lemma2_real(ev: Evidence) -> Verdict:
                    note="true for any success rates (Maclaurin's inequality): shown, not evidence for the paper")
 
 
-REAL_CHECKS = {
-    "entropy_collapse": entropy_collapse,
-    "grpo_raises_pass1": grpo_raises_pass1,
-    "es_improves_over_base": es_improves_over_base,
-    "es_passk_above_grpo": es_passk_above_grpo,
-    "grpo_passk_below_base": grpo_passk_below_base,
-    "matched_passk_above_grpo": matched_passk_above_grpo,
-    "matched_no_correct": matched_no_correct,
-    "matched_entropy": matched_entropy,
-    "schedules_pareto": schedules_pareto,
-    "drift_ratio": drift_ratio,
-    "update_sparsity": update_sparsity,
-    "thresholded_pass1": thresholded_pass1,
-    "no_forgetting": no_forgetting,
-    "population_size": population_size,
-    "zscore_essential": zscore_essential,
-    "one_point_vs_two_point": one_point_vs_two_point,
-    "lemma1": lemma1_real,
-    "lemma2": lemma2_real,
-}
+REAL_CHECKS = _REGISTRY.complete()  # {claim id: check}; a claim left without one stops the import here

@@ -16,19 +16,15 @@ from pathlib import Path
 import numpy as np
 
 from escov.llm.rundir import dumps
-from escov.paper_checks.claims import CLAIMS, OPEN_QUESTIONS, RegistryError
 from escov.paper_checks.evidence import Evidence, load_simulate_summary, load_theory_json, variant
 from escov.paper_checks.lemma_grid import summarize_grid
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
-from escov.paper_checks.open_questions import ANSWERS
+from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS
 from escov.paper_checks.plots import PLOTS
 from escov.paper_checks.real_checks import REAL_CHECKS
 from escov.paper_checks.rundir import RunDirError, load_runs
 from escov.paper_checks.verdict import MISSING, NOT_TESTABLE, Verdict
-
-# the Pass@k values each end-of-training claim reads from the runs' evaluations (eval.json; llm train's eval_ks)
-PASS_AT_K_NEEDED = {"es_improves_over_base": (1, 16, 32), "grpo_raises_pass1": (1,), "grpo_passk_below_base": (16, 32),
-                    "es_passk_above_grpo": (16, 32), "schedules_pareto": (32,)}
+from escov.theory.claims import CLAIMS, RegistryError
 
 
 def ks_missing(ev: Evidence, ks) -> list[int]:
@@ -50,7 +46,7 @@ def real_verdict(claim, ev: Evidence) -> Verdict:
         raise RegistryError(f"claim {claim.id!r} says a real-run check exists, but paper_checks.real_checks has none")
     if not ev.runs:
         return Verdict(claim.id, MISSING, "n/a", note="no run directories given")
-    missing = ks_missing(ev, PASS_AT_K_NEEDED.get(claim.id, ()))
+    missing = ks_missing(ev, claim.pass_at_k)  # the Pass@k the check reads (eval.json; llm train's eval_ks)
     if missing:
         return Verdict(claim.id, MISSING, "n/a", note=needs_ks_note(missing))
     try:

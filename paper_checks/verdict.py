@@ -1,23 +1,23 @@
 """A verdict: a claim's status at one level, computed from measured data only, with what was tested.
 
 The decision rules themselves (directional, equivalence, ratio, identity) live in theory.decisions,
-shared with simulate; the design that gives real-run intervals lives in paper_checks.design.
-`decide` applies a claim's Test to an interval.
+shared with simulate, and a claim's Test (theory.claims) decides with them; the design that gives
+real-run intervals lives in paper_checks.design. The statuses are theory.decisions' verdict words and
+the three a level adds when it decides nothing: not testable, outside the lemma's regime, missing data.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
 
-from escov.paper_checks.claims import RATIO_FACTOR
-from escov.theory.decisions import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, directional, equivalence, ratio
+from escov.theory.decisions import DECISIONS, FAILS, HOLDS, IDENTITY, INCONCLUSIVE
 
 NOT_TESTABLE = "not testable here"
 OUTSIDE_REGIME = "outside the lemma's regime"   # measured where the lemma does not claim to hold: no decision
 MISSING = "missing data"
-STATUSES = (HOLDS, FAILS, INCONCLUSIVE, IDENTITY, NOT_TESTABLE, OUTSIDE_REGIME, MISSING)
+STATUSES = (*DECISIONS, NOT_TESTABLE, OUTSIDE_REGIME, MISSING)
 __all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "IDENTITY", "NOT_TESTABLE", "OUTSIDE_REGIME", "MISSING", "STATUSES",
-           "Verdict", "decide", "combine", "fmt_interval", "decimals"]
+           "Verdict", "fmt_interval", "decimals"]
 
 
 @dataclass
@@ -39,29 +39,6 @@ class Verdict:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def decide(test, lo: float, hi: float) -> str:
-    """A claim's Test (paper_checks.claims) applied to a 95% interval [lo, hi]; an infinite interval
-    (one seed: no run-to-run variance) is inconclusive whatever the test."""
-    if test.kind == "identity":
-        return IDENTITY
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return INCONCLUSIVE
-    if test.kind == "directional":
-        return directional(lo - test.threshold, hi - test.threshold, test.sign)
-    if test.kind == "equivalence":
-        return equivalence(lo, hi, test.margin)
-    return ratio(lo, hi, *test.paper_range, RATIO_FACTOR)
-
-
-def combine(statuses: list[str]) -> str:
-    """All parts hold -> holds; any part fails -> does not hold; otherwise inconclusive."""
-    if statuses and all(s == HOLDS for s in statuses):
-        return HOLDS
-    if any(s == FAILS for s in statuses):
-        return FAILS
-    return INCONCLUSIVE
 
 
 def decimals(lo: float, hi: float, least: int = 2, most: int = 6) -> int:

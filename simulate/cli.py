@@ -14,12 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
+from escov.theory.claims import Test
+
 from .experiments import EXPERIMENTS
 
 DEFAULT_OUT = "out/simulate"
 
 
 def _jsonable(obj):
+    if isinstance(obj, Test):  # a claim's test (theory.claims), written as its description
+        return obj.describe()
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from escov.theory.budget import es_flops
-from escov.theory.paper_constants import ES_ZSCORE_EPS, PAPER_POPULATION_SIZE
+from escov.theory.paper import ES_ZSCORE_EPS, PAPER_POPULATION_SIZE
 from escov.theory.standardize import standardize
 
 from .bandit import BanditTask, _check_range, sample, softmax

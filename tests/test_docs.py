@@ -1,11 +1,10 @@
 """The documentation: the README reads in order and links only to what exists, the project's notes
-on the paper (docs/paper.md) hold the numbers paper_checks/paper_numbers.py holds, and nothing
+on the paper (docs/paper.md) hold the numbers theory/paper.py holds, and nothing
 refers to a paper summary outside the repository."""
 import re
 from pathlib import Path
 
-from escov.paper_checks import paper_numbers as pn
-from escov.theory import paper_constants as pc
+from escov.theory import paper as pn
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -81,10 +80,10 @@ def test_docs_paper_holds_the_numbers_the_checks_use():
             assert "/".join(f"{v:+.1f}" for v in values) in text, (method, values)
     assert ", ".join(f"{v:+.2f}" for v in pn.THRESHOLDED_PASS1_CHANGE[:3]) in text
     assert f"{pn.GRPO_BELOW_BASE[0]} of the {pn.GRPO_BELOW_BASE[1]}" in text
-    assert f"N = {pc.PAPER_POPULATION_SIZE}, sigma = {pc.PAPER_SIGMA:.1e}, alpha = {pc.PAPER_ALPHA:.1e}" in text
-    assert f"G = {pc.PAPER_NUM_GENERATIONS} samples per prompt" in text
+    assert f"N = {pn.PAPER_POPULATION_SIZE}, sigma = {pn.PAPER_SIGMA:.1e}, alpha = {pn.PAPER_ALPHA:.1e}" in text
+    assert f"G = {pn.PAPER_NUM_GENERATIONS} samples per prompt" in text
     assert f"({pn.ANTITHETIC_REWARD_CORRELATION} at sigma = 1e-3" in text
-    assert f"s = (sigma^2 / 2) tr I_x <= {pc.LEMMA1_S_LIMIT}" in text
+    assert f"s = (sigma^2 / 2) tr I_x <= {pn.LEMMA1_S_LIMIT}" in text
 
 
 def test_the_readmes_answer_is_the_published_reports():

@@ -15,6 +15,9 @@ is one of four tests, each stated here once:
     identity      a statement that holds for every input by construction (Maclaurin's inequality,
                   data processing): shown, labelled, never counted as evidence.
 
+A claim's test (theory.claims.Test) picks one of these rules in its `decide`; a claim of several
+parts is decided part by part and `combine`d. The verdict words (DECISIONS) are the same at every level.
+
 Intervals over seeds are Student t intervals with S - 1 degrees of freedom: with few seeds a
 percentile bootstrap over seeds is far too narrow (two seeds resampled give an interval [min, max]
 that holds the true mean only half the time), t is exact for normal seed effects.
@@ -32,6 +35,8 @@ HOLDS = "holds"
 FAILS = "does not hold"
 INCONCLUSIVE = "inconclusive"
 IDENTITY = "identity (not evidence)"
+DECISIONS = (HOLDS, FAILS, INCONCLUSIVE, IDENTITY)  # the verdicts of a decision, the same words at every level
+FINDING = "finding"  # a measurement shown without a decision (simulate's entries that are not a paper's claim)
 LEVEL = 0.95
 POWER = 0.80
 KEEP_MARGIN = 0.02  # "keeps Pass@1" / "no loss": within 2 points of Pass@1 (a fraction), at every level
@@ -70,6 +75,16 @@ def ratio(lo: float, hi: float, paper_lo: float, paper_hi: float, factor: float)
     if band_lo < lo and hi < band_hi:
         return HOLDS
     if lo >= band_hi or hi <= band_lo:
+        return FAILS
+    return INCONCLUSIVE
+
+
+def combine(statuses: list[str]) -> str:
+    """Parts of one claim, each decided: all parts hold -> holds; any part fails -> does not hold;
+    otherwise (none, or some inconclusive) inconclusive."""
+    if statuses and all(s == HOLDS for s in statuses):
+        return HOLDS
+    if any(s == FAILS for s in statuses):
         return FAILS
     return INCONCLUSIVE
 

@@ -42,7 +42,7 @@ from escov.llm.es.plan import IterationPlan
 from escov.llm.rollout import derive_seed
 from escov.llm.tasks.base import Problem
 from escov.theory.errors import NonFiniteError
-from escov.theory.paper_constants import ES_ZSCORE_EPS
+from escov.theory.paper import ES_ZSCORE_EPS
 from escov.theory.standardize import standardize as standardize_group
 
 

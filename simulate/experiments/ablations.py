@@ -6,7 +6,8 @@
   alpha (a ~1/std(R) smaller step), and centered at alpha rescaled to the z-scored update norm
   (center_scale = 1 / mean std(R) of the z-scored run): the last comparison is z-scoring's own effect;
 - two_point: one-point against antithetic two-point ES on re-sampled rewards (the paper: no gain;
-  the + and - rewards correlate weakly, 0.278), with that correlation measured here;
+  the + and - rewards correlate weakly, theory.paper.ANTITHETIC_REWARD_CORRELATION), with that
+  correlation measured here;
 - sigma: a sweep of the perturbation scale;
 - population_vs_dim: N in {8, 16, 32, 64} against feature dimension d in {16, 64, 256} (the paper's
   Table 6: the gain from a larger N shrinks for larger models), measured as the smoothed training
@@ -22,12 +23,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
+from escov.theory.claims import BY_ID
+from escov.theory.decisions import FINDING
+from escov.theory.paper import PAPER_SIGMA
+
 from ..bandit import BanditTask, make_task
 from ..es import ESConfig, member_fitness
 from ..train import BanditRun, train
-from escov.theory.decisions import KEEP_MARGIN
-from .common import (ES, FINDING, GRPO, SHAPE, STEPS, claim, directional_verdict, fmt, matched, save, scaled,
-                     settings, stats)
+from .common import (DIFFERENCE, ES, GRPO, SHAPE, STEPS, claim, decided, finding, fmt, matched, save, scaled, settings,
+                     stats)
 
 NAME = "ablations"
 TITLE = "ES ablations (rollouts, z-scoring, two-point, sigma, N vs d) and GRPO's std normalization"
@@ -85,8 +89,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     level, p32_greedy, p32_sampled = matched(runs["greedy"], runs["sampled"], "pass@32")
     ro["pass@32_at_matched_pass@1"] = {"level": stats(level), "greedy": stats(p32_greedy),
                                        "sampled": stats(p32_sampled)}
-    _, e = directional_verdict(p32_greedy - p32_sampled, +1)
-    claims.append(claim(
+    _, e = decided(DIFFERENCE, p32_greedy - p32_sampled)
+    claims.append(finding(
         "greedy_vs_sampled", "Greedy vs sampled member rollouts: which carries ES's Pass@K behaviour?",
         "open question (the paper trains ES with greedy member rollouts in the easy setting)", ro, FINDING,
         "; ".join(f"{m}: dPass@1 {fmt(delta(m, 'pass@1'))}, dPass@32 {fmt(delta(m, 'pass@32'))}, "
@@ -94,58 +98,55 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         + f"; Pass@32 at matched Pass@1 ({fmt(level)}): greedy {fmt(p32_greedy)}, sampled {fmt(p32_sampled)} "
           f"(greedy - sampled: {e})"))
     # z-scoring, three ways
-    zs_verdict, zs_text = directional_verdict(delta("greedy", "pass@1") - delta("centered_rescaled", "pass@1"), +1)
-    _, same_alpha = directional_verdict(delta("greedy", "pass@1") - delta("no_zscore", "pass@1"), +1)
+    zscore = BY_ID["zscore_essential"]
+    zs_verdict, zs_text = decided(zscore.simulate_test, delta("greedy", "pass@1") - delta("centered_rescaled", "pass@1"))
+    _, same_alpha = decided(zscore.simulate_test, delta("greedy", "pass@1") - delta("no_zscore", "pass@1"))
     claims.append(claim(
-        "zscore_essential", "Reward z-scoring is essential for ES (against centered rewards at the z-scored update norm)",
-        "z-scoring is essential",
+        zscore,
         {"pass@1_gain_zscore": stats(delta("greedy", "pass@1")), "pass@1_gain_centered": stats(delta("no_zscore", "pass@1")),
          "pass@1_gain_centered_rescaled": stats(delta("centered_rescaled", "pass@1")), "center_scale": center_scale},
         zs_verdict,
         f"Pass@1 gain z-scored {fmt(delta('greedy', 'pass@1'))}, centered at the same alpha "
         f"{fmt(delta('no_zscore', 'pass@1'))} (step size effect: {same_alpha}), centered at alpha x {center_scale:.3g} "
-        f"{fmt(delta('centered_rescaled', 'pass@1'))} (z-scoring's own effect: {zs_text})",
-        test="directional: z-scored - centered-rescaled Pass@1 gain > 0"))
+        f"{fmt(delta('centered_rescaled', 'pass@1'))} (z-scoring's own effect, against centered rewards at the "
+        f"z-scored update norm: {zs_text})"))
     # two-point
     rng = np.random.default_rng([seeds, 17])
     corr_sampled = pair_correlation(task, SAMPLED, 256, rng)
     corr_common = pair_correlation(task, SAMPLED, 256, rng, common_seed=True)
     corr_greedy = pair_correlation(task, ES, 256, rng)
-    tp_verdict, tp_text = directional_verdict(delta("sampled", "pass@1") - delta("sampled_two_point", "pass@1"), +1,
-                                              threshold=-KEEP_MARGIN)
+    one_point = BY_ID["one_point_vs_two_point"]
+    tp_verdict, tp_text = decided(one_point.simulate_test, delta("sampled", "pass@1") - delta("sampled_two_point", "pass@1"))
     claims.append(claim(
-        "one_point_vs_two_point", "One-point ES is at least as good as two-point (antithetic) ES on re-sampled rewards",
-        "no gain; corr(R+, R-) = 0.278 at sigma = 1e-3",
+        one_point,
         {"pass@1_gain_one_point": stats(delta("sampled", "pass@1")),
          "pass@1_gain_two_point": stats(delta("sampled_two_point", "pass@1")),
          "corr_plus_minus_sampled": stats(corr_sampled), "corr_plus_minus_sampled_common_seed": stats(corr_common),
          "corr_plus_minus_greedy": stats(corr_greedy)},
         tp_verdict,
         f"sampled rollouts: Pass@1 gain one-point {fmt(delta('sampled', 'pass@1'))}, two-point "
-        f"{fmt(delta('sampled_two_point', 'pass@1'))} (one - two > -{KEEP_MARGIN:g}: {tp_text}); corr(R+, R-) sampled "
-        f"{fmt(corr_sampled)}, sampled with a common seed {fmt(corr_common)}, greedy {fmt(corr_greedy)}",
-        test=f"directional: one-point - two-point Pass@1 gain > -{KEEP_MARGIN:g}"))
+        f"{fmt(delta('sampled_two_point', 'pass@1'))} (one - two > {one_point.simulate_test.threshold:g}: {tp_text}); "
+        f"corr(R+, R-) sampled {fmt(corr_sampled)}, sampled with a common seed {fmt(corr_common)}, greedy {fmt(corr_greedy)}"))
     # sigma sweep
     sig = {f"{s:g}": {k: stats(delta(f"sigma={s:g}", k)) for k in ("pass@1", "pass@32", "entropy")} for s in SIGMAS}
-    claims.append(claim(
-        "sigma_sweep", "Sigma sweep", f"the paper uses sigma = 1.5e-3 (here sigma is in logit units; default {ES.sigma})", sig,
+    claims.append(finding(
+        "sigma_sweep", "Sigma sweep", f"the paper uses sigma = {PAPER_SIGMA:g} (here sigma is in logit units; default {ES.sigma})", sig,
         FINDING, "; ".join(f"sigma {s:g}: dPass@1 {fmt(delta(f'sigma={s:g}', 'pass@1'))}, "
                            f"dPass@32 {fmt(delta(f'sigma={s:g}', 'pass@32'))}" for s in SIGMAS)))
     # N vs d
     rew = {d: {n: smoothed_reward(runs[f"N={n},d={d}"]) for n in POPULATIONS} for d in DIMS}
     gain = {d: rew[d][POPULATIONS[-1]] - rew[d][POPULATIONS[0]] for d in DIMS}
-    n_verdict, e = directional_verdict(gain[DIMS[0]] - gain[DIMS[-1]], +1)
+    population = BY_ID["population_size"]
+    n_verdict, e = decided(population.simulate_test, gain[DIMS[0]] - gain[DIMS[-1]])
     claims.append(claim(
-        "population_size", "A larger model needs a smaller population: the gain from N = 8 to N = 64 shrinks as d grows",
-        "Table 6 (smoothed reward after 300 updates, N = 8/16/32/64): 0.5B 0.442/0.494/0.525/0.529, "
-        "1.5B 0.828/0.839/0.845/0.844, 3B 0.890/0.900/0.900/0.903",
+        population,
         {f"d={d}": {f"N={n}": stats(rew[d][n]) for n in POPULATIONS} for d in DIMS},
         n_verdict,
         "gain N=64 minus N=8 (equal updates, Table 6's protocol): " + ", ".join(f"d={d} {fmt(gain[d])}" for d in DIMS)
         + f" (smallest d minus largest d: {e})"))
     # GRPO std
     gs = {m: {k: stats(delta(m, k)) for k in ("pass@1", "pass@32", "entropy")} for m in ("grpo_std", "grpo_no_std")}
-    claims.append(claim(
+    claims.append(finding(
         "grpo_std", "GRPO with and without std normalization of advantages", "the paper's GRPO divides by the group std",
         gs, FINDING, "; ".join(f"{m}: dPass@1 {fmt(delta(m, 'pass@1'))}, dPass@32 {fmt(delta(m, 'pass@32'))}, "
                                f"dEntropy {fmt(delta(m, 'entropy'))}" for m in ("grpo_std", "grpo_no_std"))))

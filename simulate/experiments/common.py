@@ -6,12 +6,13 @@ task 64 prompts x 16 paths, 4 correct paths (1 common, 3 rare holding 10% of the
 2 tempting wrong paths, base Pass@1 about 0.4, feature dimension 64;
 GRPO G = 8, Adam lr 0.02, clip 0.2, KL 0.001, mu = 1; ES N = 32 (= 4 G, the paper's FLOP match),
 sigma = 0.5 (logit units), alpha = 0.05, greedy member rollouts, z-scored rewards; 100 updates each.
-Verdicts use the rules every level shares (theory.decisions) on Student t intervals over seeds:
-a directional claim is reproduced when the 95% interval of its paired difference lies on the claimed
-side, not reproduced when it lies on the other side, inconclusive otherwise; an equivalence claim
-("keeps Pass@1") is reproduced only when the whole interval lies inside the margin; statements true
-for every input are labelled identities, never evidence. Each claim has an id that paper_checks
-refers to.
+Verdicts use the rules and words every level shares (theory.decisions) on Student t intervals over
+seeds: a directional claim holds when the 95% interval of its paired difference lies on the claimed
+side, does not hold when it lies on the other side, is inconclusive otherwise; an equivalence claim
+("keeps Pass@1") holds only when the whole interval lies inside the margin; statements true for every
+input are labelled identities, never evidence. A paper's claim is reported through its record
+(theory.claims): its entry carries the record's statement, paper and test, and is decided by that
+test; an entry that is no paper's claim is a `finding` of the analogue, with its own words.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ import numpy as np  # noqa: E402
 from ..bandit import TaskShape  # noqa: E402
 from ..es import ESConfig  # noqa: E402
 from ..grpo import GRPOConfig  # noqa: E402
-from escov.theory.decisions import FAILS, HOLDS, directional, equivalence, over_seeds  # noqa: E402
+from escov.theory.claims import Claim, Test  # noqa: E402
+from escov.theory.decisions import DECISIONS, FINDING, over_seeds  # noqa: E402
 from escov.theory.matched import compared_levels, differences_at, read_at  # noqa: E402
 
 SHAPE = TaskShape()
@@ -37,10 +39,8 @@ ES = ESConfig()
 STEPS = 100
 SEEDS = 8
 
-REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, DEPENDS, FINDING, IDENTITY = (
-    "reproduced", "not reproduced", "inconclusive", "depends on task shape", "finding", "identity")
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, DEPENDS, FINDING, IDENTITY)
-FROM_RULE = {HOLDS: REPRODUCED, FAILS: NOT_REPRODUCED}
+VERDICTS = (*DECISIONS, FINDING)
+DIFFERENCE = Test("directional")  # a finding's side comparison: the difference > 0
 
 
 def scaled(steps: int, scale: float) -> int:
@@ -68,26 +68,12 @@ def interval(values) -> dict:
                                                                         "hi": math.inf, "seeds": 0}
 
 
-def directional_verdict(values, sign: int = 1, threshold: float = 0.0) -> tuple[str, str]:
-    """(verdict, text) of the claim sign * (mean - threshold) > 0 over seeds."""
+def decided(test: Test, values) -> tuple[str, str]:
+    """(verdict, text) of `test` (a claim's, theory.claims) on the t interval over seeds of `values`."""
     iv = interval(values)
-    verdict = FROM_RULE.get(directional(iv["lo"] - threshold, iv["hi"] - threshold, sign), INCONCLUSIVE)
-    return verdict, f"{iv['mean']:+.4f} [{iv['lo']:+.4f}, {iv['hi']:+.4f}] over {iv['seeds']} seeds: {verdict}"
-
-
-def equivalence_verdict(values, margin: float) -> tuple[str, str]:
-    """(verdict, text) of the claim |mean| < margin over seeds (the whole interval inside the margin)."""
-    iv = interval(values)
-    verdict = FROM_RULE.get(equivalence(iv["lo"], iv["hi"], margin), INCONCLUSIVE)
-    return verdict, (f"{iv['mean']:+.4f} [{iv['lo']:+.4f}, {iv['hi']:+.4f}] over {iv['seeds']} seeds, margin "
-                     f"+-{margin:g}: {verdict}")
-
-
-def all_of(verdicts: list[str]) -> str:
-    """All reproduced -> reproduced; any not reproduced -> not reproduced; otherwise inconclusive."""
-    if all(v == REPRODUCED for v in verdicts):
-        return REPRODUCED
-    return NOT_REPRODUCED if NOT_REPRODUCED in verdicts else INCONCLUSIVE
+    verdict = test.decide(iv["lo"], iv["hi"])
+    margin = f", margin +-{test.margin:g}" if test.kind == "equivalence" else ""
+    return verdict, f"{iv['mean']:+.4f} [{iv['lo']:+.4f}, {iv['hi']:+.4f}] over {iv['seeds']} seeds{margin}: {verdict}"
 
 
 def fmt(values, digits: int = 3) -> str:
@@ -95,8 +81,17 @@ def fmt(values, digits: int = 3) -> str:
     return "n/a" if s["n"] == 0 else f"{s['mean']:.{digits}f} +- {s['std']:.{digits}f}"
 
 
-def claim(id: str, text: str, paper: str, analogue: dict, verdict: str, why: str, test: str = "") -> dict:
-    """One claim of an experiment's summary; `id` is how paper_checks refers to it, `test` the rule used."""
+def claim(record: Claim, analogue: dict, verdict: str, why: str) -> dict:
+    """The entry of a paper's claim in an experiment's summary: its id, statement, paper and test are the
+    record's own (theory.claims; the test is written as its description), the verdict a decision."""
+    if verdict not in DECISIONS:
+        raise ValueError(f"claim {record.id}: verdict must be one of {DECISIONS}, got {verdict!r}")
+    return {"id": record.id, "claim": record.statement, "paper": record.paper, "analogue": analogue, "verdict": verdict,
+            "why": why, "test": record.simulate_test}
+
+
+def finding(id: str, text: str, paper: str, analogue: dict, verdict: str, why: str, test: str = "") -> dict:
+    """An entry that is no paper's claim (a measurement of the analogue, or a claim's variant); `test` the rule used."""
     if verdict not in VERDICTS:
         raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
     return {"id": id, "claim": text, "paper": paper, "analogue": analogue, "verdict": verdict, "why": why, "test": test}

@@ -7,7 +7,7 @@ assumed weight RMS of 0.02 (1.5e-3 / 0.02 = 0.075); only D_rel and bf16 rounding
 
 Measured: D_rel = ||theta_T - theta_0|| / ||theta_0||; the share of non-zero update entries
 delta = theta_T - theta_0 with |delta| <= tau, at tau = 1, 1.5, 2 times the RMS entry of the null's
-update (the paper's thresholds 1.0e-3, 1.5e-3, 2.0e-3 are in the same 1 : 1.5 : 2 ratio); and
+update (the paper's thresholds, theory.paper.PAPER_TAUS, are in the same 1 : 1.5 : 2 ratio); and
 magnitude-thresholded policies theta_0 + mask * delta keeping the largest q of the entries,
 against keeping a random q of them.
 """
@@ -20,14 +20,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from escov.theory.paper_constants import PAPER_SIGMA
+from escov.theory.claims import BY_ID
+from escov.theory.decisions import FINDING
+from escov.theory.paper import PAPER_SIGMA
 
 from ..bandit import make_task
 from ..bf16 import perturb_restore_bf16, round_to_bf16
 from ..train import BanditRun, train
-from escov.theory.decisions import KEEP_MARGIN
-from .common import (ES, FINDING, GRPO, SHAPE, STEPS, claim, directional_verdict, equivalence_verdict, fmt, save,
-                     scaled, settings, stats)
+from .common import ES, GRPO, SHAPE, STEPS, claim, decided, finding, fmt, save, scaled, settings, stats
 
 NAME = "drift_sparsity"
 TITLE = "Relative drift, update-magnitude shares and magnitude-thresholded ES, beside the random-z null and bf16"
@@ -80,10 +80,10 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     claims = []
     ratio, null_ratio = drift["ES"] / drift["GRPO"], drift["ES null"] / drift["ES"]
     gain = {k: r.final("pass@1") - r.policy["pass@1"][0] for k, r in runs.items()}
-    drift_verdict, e = directional_verdict(np.log(ratio), +1)
+    drift_claim = BY_ID["drift_ratio"]  # the analogue tests the direction: a bandit's ratio has no scale to set beside the paper's
+    drift_verdict, e = decided(drift_claim.simulate_test, np.log(ratio))
     claims.append(claim(
-        "drift_ratio", "ES moves the weights much further than GRPO (relative L2 drift)",
-        "D_rel ES / GRPO = 40.7x to 44.1x (Table 4)",
+        drift_claim,
         {k: stats(v) for k, v in drift.items()} | {"ratio_es_over_grpo": stats(ratio),
                                                    "ratio_null_over_es": stats(null_ratio),
                                                    "pass@1_gain": {k: stats(v) for k, v in gain.items()},
@@ -98,11 +98,11 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
 
     share = {k: shares(delta[k], taus) for k in delta if k != "GRPO"}
     gap = max(abs(a - b) for a, b in zip(share["ES"], share["ES null"]))
-    sparse_verdict, sparse_text = directional_verdict(
-        shares_per_seed(delta["ES"], 1.5 * unit) - shares_per_seed(delta["ES null"], 1.5 * unit), +1)
+    sparsity = BY_ID["update_sparsity"]
+    sparse_verdict, sparse_text = decided(
+        sparsity.simulate_test, shares_per_seed(delta["ES"], 1.5 * unit) - shares_per_seed(delta["ES null"], 1.5 * unit))
     claims.append(claim(
-        "update_sparsity", "ES's update-magnitude shares carry the reward signal: more tiny entries than the random-z null",
-        "share of non-zero entries with |delta| <= 1.0e-3 / 1.5e-3 / 2.0e-3: 79.11 / 92.47 / 97.57% (Qwen2.5-1.5B)",
+        sparsity,
         {k: dict(zip([f"tau={m:g}xRMS_null" for m in TAU_MULTIPLES], v)) for k, v in share.items()}
         | {"exactly_zero_share_bf16": float((delta["ES bf16"] == 0).mean()),
            "gaussian_reference": [float(x) for x in (0.6827, 0.8664, 0.9545)]},
@@ -120,10 +120,10 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                                          for q in KEEP])
     i22 = KEEP.index(0.22)
     full_gain, top_gain, rand_gain = curves["ES"][0], curves["ES"][i22], curves["ES random mask"][i22]
-    keep_verdict, e = equivalence_verdict(top_gain - full_gain, KEEP_MARGIN)
+    kept = BY_ID["thresholded_pass1"]
+    keep_verdict, e = decided(kept.simulate_test, top_gain - full_gain)
     claims.append(claim(
-        "thresholded_pass1", "Keeping only the largest 22% of ES's update entries (78% sparsity) keeps its Pass@1",
-        "Pass@1 moves -0.35 / -0.13 / +0.49 / +0.17 points at about 78% sparsity (four models)",
+        kept,
         {"pass@1_gain_full": stats(full_gain), "pass@1_gain_top22": stats(top_gain),
          "pass@1_gain_random22": stats(rand_gain),
          "curves": {k: [stats(v[i])["mean"] for i in range(len(KEEP))] for k, v in curves.items()},
@@ -134,7 +134,7 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     stored = round_to_bf16(task.theta0)
     _, restored = perturb_restore_bf16(stored, ES.sigma * rng.standard_normal((seeds, ES.population_size, task.dim)))
     residue_norm = np.linalg.norm(restored - stored, axis=1)
-    claims.append(claim(
+    claims.append(finding(
         "bf16_residue", "bf16 in-place perturb / restore: rounding residue against the ES update",
         "the code release perturbs bf16 weights in place (add, evaluate, subtract)",
         {"residue_norm_per_step": stats(residue_norm), "update_norm_per_step_es": stats(runs["ES"].updates["update_norm"].mean(0)),

@@ -21,8 +21,11 @@ import numpy as np
 from ..bandit import make_task
 from ..measure import DEFAULT_KS
 from ..train import train
-from .common import (ES, FINDING, GRPO, SEEDS, SHAPE, STEPS, all_of, band, claim, directional_verdict, fmt, matched,
-                     matched_along, save, scaled, settings, stats)
+from escov.theory.claims import BY_ID
+from escov.theory.decisions import FINDING, combine
+
+from .common import (ES, GRPO, SEEDS, SHAPE, STEPS, band, claim, decided, finding, fmt, matched, matched_along,
+                     save, scaled, settings, stats)
 
 NAME = "entropy_collapse"
 TITLE = "GRPO's entropy against ES's; Pass@K of base, GRPO and ES; the Pass@1-Pass@32 frontier"
@@ -45,49 +48,45 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     _, p32_g, p32_e = matched(grpo, es, "pass@32")
     gain = level - base["pass@1"][0]
 
-    ent_verdict, ent_text = directional_verdict(ent_e - ent_g, +1)
-    fall_verdict, fall_text = directional_verdict(d_ent_grpo, -1)
+    collapse = BY_ID["entropy_collapse"]
+    ent_verdict, ent_text = decided(collapse.simulate_test, ent_e - ent_g)
+    fall_verdict, fall_text = decided(collapse.simulate_test, -d_ent_grpo)
     claims = [
-        claim("entropy_collapse", "GRPO's policy entropy collapses during training; ES's does not (compared at matched Pass@1)",
-              "GRPO raises Pass@1 but its token entropy collapses; ES keeps it",
+        claim(collapse,
               {"entropy_change_grpo": stats(d_ent_grpo), "entropy_change_es": stats(d_ent_es),
                "matched_pass1_gain": stats(gain), "entropy_at_matched_grpo": stats(ent_g),
                "entropy_at_matched_es": stats(ent_e)},
-              all_of([ent_verdict, fall_verdict]),
-              f"entropy change over training: GRPO {fmt(d_ent_grpo)} (< 0: {fall_text}), ES {fmt(d_ent_es)}; at matched "
-              f"Pass@1 (+{fmt(gain)} over base) entropy GRPO {fmt(ent_g)} vs ES {fmt(ent_e)} (ES - GRPO: {ent_text})",
-              test="directional: GRPO entropy change < 0 and ES - GRPO entropy at matched Pass@1 > 0"),
+              combine([ent_verdict, fall_verdict]),
+              f"entropy change over training: GRPO {fmt(d_ent_grpo)} (its fall, -change: {fall_text}), ES {fmt(d_ent_es)}; "
+              f"at matched Pass@1 (+{fmt(gain)} over base) entropy GRPO {fmt(ent_g)} vs ES {fmt(ent_e)} "
+              f"(ES - GRPO: {ent_text})"),
     ]
     lo, hi, along = matched_along(es_long, grpo, "pass@32")
     _, _, along_sampled = matched_along(es_long_sampled, grpo, "pass@32")
-    frontier, frontier_text = directional_verdict(along, +1)
-    _, sampled_text = directional_verdict(along_sampled, +1)
-    end, end_text = directional_verdict(es.final("pass@32") - grpo.final("pass@32"), +1)
+    above, frontier_claim = BY_ID["es_passk_above_grpo"], BY_ID["matched_passk_above_grpo"]
+    frontier, frontier_text = decided(frontier_claim.simulate_test, along)
+    _, sampled_text = decided(frontier_claim.simulate_test, along_sampled)
+    end, end_text = decided(above.simulate_test, es.final("pass@32") - grpo.final("pass@32"))
     claims.append(claim(
-        "es_passk_above_grpo", "At the end of equal-FLOPs training, ES has the higher Pass@32",
-        "ES's Pass@16 and Pass@32 above GRPO's at the end of training (Table 2)",
-        {"difference_es_minus_grpo_at_end": stats(es.final("pass@32") - grpo.final("pass@32"))}, end,
-        f"Pass@32, ES - GRPO after equal FLOPs: {end_text}",
-        test="directional: ES - GRPO Pass@32 at the end of equal-FLOPs training > 0"))
+        above, {"difference_es_minus_grpo_at_end": stats(es.final("pass@32") - grpo.final("pass@32"))}, end,
+        f"Pass@32, ES - GRPO after equal FLOPs: {end_text}"))
     claims.append(claim(
-        "matched_passk_above_grpo", "At matched Pass@1, ES has the higher Pass@32 (a better Pass@1-Pass@32 frontier)",
-        "ES improves Pass@1 and keeps or raises Pass@K; GRPO's Pass@K gains little or falls",
+        frontier_claim,
         {"range_lo": stats(lo), "range_hi": stats(hi), "difference_es_minus_grpo_along_range": stats(along),
          "difference_sampled_es_minus_grpo_along_range": stats(along_sampled),
          "pass32_at_lower_final_grpo": stats(p32_g), "pass32_at_lower_final_es": stats(p32_e),
          "difference_at_lower_final": stats(p32_e - p32_g)},
         frontier, f"Pass@32, ES ({ES_LONG}x the updates) - GRPO, mean over the Pass@1 range both reach "
                   f"({fmt(lo)} to {fmt(hi)}): {frontier_text}; ES with sampled members: {sampled_text}; at the lower "
-                  f"final Pass@1 of equal-FLOPs runs: GRPO {fmt(p32_g)}, ES {fmt(p32_e)}",
-        test="directional: ES - GRPO Pass@32, mean over the common Pass@1 range, > 0"))
-    grpo_up, grpo_up_text = directional_verdict(grpo.final("pass@1") - base["pass@1"][0], +1)
+                  f"final Pass@1 of equal-FLOPs runs: GRPO {fmt(p32_g)}, ES {fmt(p32_e)}"))
+    raises = BY_ID["grpo_raises_pass1"]
+    grpo_up, grpo_up_text = decided(raises.simulate_test, grpo.final("pass@1") - base["pass@1"][0])
     claims.append(claim(
-        "grpo_raises_pass1", "GRPO raises Pass@1 over the base (equal FLOPs)", "GRPO: Pass@1 up (Table 2)",
-        {"pass@1_change_grpo": stats(grpo.final("pass@1") - base["pass@1"][0])}, grpo_up,
-        f"GRPO Pass@1 minus base {grpo_up_text}", test="directional: GRPO final - base Pass@1 > 0"))
+        raises, {"pass@1_change_grpo": stats(grpo.final("pass@1") - base["pass@1"][0])}, grpo_up,
+        f"GRPO Pass@1 minus base (equal FLOPs) {grpo_up_text}"))
     endpoint = {f"pass@{k}": {"base": stats(base[f'pass@{k}'][0]), "grpo": stats(grpo.final(f"pass@{k}")),
                               "es": stats(es.final(f"pass@{k}"))} for k in DEFAULT_KS}
-    claims.append(claim(
+    claims.append(finding(
         "endpoints", "Endpoints after equal FLOPs: Pass@K of GRPO and ES against the base",
         "GRPO: Pass@1 up, Pass@16/32 near or below base; ES: Pass@1 up, Pass@16/32 kept or raised",
         endpoint, FINDING,

@@ -2,7 +2,7 @@
 
 Per ES step (the population around the current centre theta, per prompt, prompts averaged):
 - Lemma 1: JSpol_N against (sigma^2/2)(1 - 1/N) tr I_x(theta), at the default sigma and at sigma / 4;
-  counted as holding when the mean ratio is within 10% of 1;
+  decided by the claim's test (the ratio's interval within its margin of 1) where s is small;
 - data processing: JSsucc_N <= JSpol_N at every step;
 - Lemma 2: P_pop >= P_same at every step, its local form, and the deployed centre's Pass@N;
 - Lemma 3: p_w - p_bar = N Cov(w, p) (w_i = z_i^+ / sum z^+), and the centre relation: the actual
@@ -20,18 +20,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
+from escov.theory.claims import BY_ID
+from escov.theory.decisions import FAILS, FINDING, HOLDS, IDENTITY, INCONCLUSIVE, combine
 from escov.theory.lemmas import mean_pass_at_k, prop1_assumption, prop1_conclusion
 from escov.theory.metrics import bernoulli_kl
-from escov.theory.paper_constants import LEMMA1_S_LIMIT
+from escov.theory.paper import LEMMA1_S_LIMIT
 
 from ..bandit import make_task
 from ..train import BanditRun, train
-from .common import (ES, FINDING, IDENTITY, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, SEEDS, SHAPE, STEPS, claim,
-                     equivalence_verdict, fmt, save, scaled, settings, stats)
+from .common import ES, SEEDS, SHAPE, STEPS, claim, decided, finding, fmt, save, scaled, settings, stats
 
 NAME = "lemmas_along_training"
 TITLE = "Lemmas 1-3 and Proposition 1 tracked over an ES run"
-LEMMA1_TOL = 0.10
 LEMMA1_MAX_S = LEMMA1_S_LIMIT  # Lemma 1 is claimed where s = (sigma^2/2) tr I is small (the theory checks' range)
 PROP1_KS = (1, 32)
 
@@ -58,27 +58,23 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     ratios = {k: (r.updates["js_pol"] / r.updates["lemma1"]).mean(0) for k, r in runs.items()}
     validity = {k: r.updates["validity_s"].mean(0) for k, r in runs.items()}
     in_regime = {k: stats(validity[k])["mean"] <= LEMMA1_MAX_S for k in runs}
-    decided = {k: equivalence_verdict(ratios[k] - 1, LEMMA1_TOL) for k in runs if in_regime[k]}
-    verdicts = [v for v, _ in decided.values()]
-    lemma1_verdict = (INCONCLUSIVE if not verdicts else REPRODUCED if all(v == REPRODUCED for v in verdicts)
-                      else NOT_REPRODUCED if NOT_REPRODUCED in verdicts else INCONCLUSIVE)
+    lemma1 = BY_ID["lemma1"]
+    in_range = {k: decided(lemma1.simulate_test, ratios[k] - 1) for k in runs if in_regime[k]}
     claims.append(claim(
-        "lemma1", "Lemma 1: E[JSpol_N] = (sigma^2/2)(1 - 1/N) tr I_x(theta) + O(sigma^4), along training",
-        "Lemma 1 (valid while s = (sigma^2/2) tr I is small)",
+        lemma1,
         {k: {"ratio_js_pol_over_prediction": stats(ratios[k]), "validity_s": stats(validity[k]),
              "in_small_s_regime": in_regime[k]} for k in runs},
-        lemma1_verdict,
-        "; ".join(f"{k}: JSpol / prediction {fmt(ratios[k])} at s = {fmt(validity[k], 4)} "
-                  + (f"(ratio - 1 {decided[k][1]})" if k in decided else f"(s > {LEMMA1_MAX_S}: not decided)") for k in runs),
-        test=f"equivalence: |JSpol / prediction - 1| < {LEMMA1_TOL} where s <= {LEMMA1_MAX_S}"))
+        combine([v for v, _ in in_range.values()]),
+        "along training; " + "; ".join(
+            f"{k}: JSpol / prediction {fmt(ratios[k])} at s = {fmt(validity[k], 4)} "
+            + (f"(ratio - 1 {in_range[k][1]})" if k in in_range else f"(s > {LEMMA1_MAX_S}: not decided)") for k in runs)))
 
     viol = {k: int((r.updates["js_succ"] > r.updates["js_pol"] + 1e-12).sum()) for k, r in runs.items()}
     frac = {k: (r.updates["js_succ"] / r.updates["js_pol"]).mean(0) for k, r in runs.items()}
     claims.append(claim(
-        "dpi", "0 <= JSsucc_N <= JSpol_N (data processing) at every step",
-        "JSsucc_N <= JSpol_N", {k: {"violations": viol[k], "js_succ_over_js_pol": stats(frac[k])} for k in runs},
-        IDENTITY if not any(viol.values()) else NOT_REPRODUCED,
-        "true for any population (data processing inequality); " + "; ".join(f"{k}: {viol[k]} violations in {runs[k].steps * seeds} step-seeds, JSsucc / JSpol "
+        BY_ID["dpi"], {k: {"violations": viol[k], "js_succ_over_js_pol": stats(frac[k])} for k in runs},
+        IDENTITY if not any(viol.values()) else FAILS,
+        "at every step; true for any population (data processing inequality); " + "; ".join(f"{k}: {viol[k]} violations in {runs[k].steps * seeds} step-seeds, JSsucc / JSpol "
                   f"{fmt(frac[k])}" for k in runs)))
 
     u = main.updates
@@ -87,13 +83,13 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     viol2 = int((gap < -1e-12).sum())
     centre_gap = (u["centre_pass@N"] - u["p_same"]).mean(0)
     claims.append(claim(
-        "lemma2", "Lemma 2: P_pop >= P_same at every step (the deployed centre's own Pass@N reported beside)",
-        "P_pop >= P_same, locally N p_bar (1 - p_bar)^(N-1) JSsucc_N",
+        BY_ID["lemma2"],
         {"violations": viol2, "p_pop_minus_p_same": stats(gap.mean(0)), "local_minus_exact": stats(local_err),
          "centre_pass@N_minus_p_pop": stats((u["centre_pass@N"] - u["p_pop"]).mean(0)),
          "centre_pass@N_minus_p_same": stats(centre_gap)},
-        IDENTITY if viol2 == 0 else NOT_REPRODUCED,
-        f"true for any success rates (Maclaurin's inequality); {viol2} violations; P_pop - P_same {fmt(gap.mean(0), 5)} (local form minus exact {fmt(local_err, 5)}); "
+        IDENTITY if viol2 == 0 else FAILS,
+        f"at every step, the deployed centre's own Pass@N beside; true for any success rates (Maclaurin's inequality); "
+        f"{viol2} violations; local form N p_bar (1 - p_bar)^(N-1) JSsucc_N; P_pop - P_same {fmt(gap.mean(0), 5)} (local form minus exact {fmt(local_err, 5)}); "
         f"centre Pass@N - P_same {fmt(centre_gap, 5)}: the population's gain over P_same is "
         f"{abs(gap.mean()) / max(abs(centre_gap.mean()), 1e-300):.0%} of the distance between P_same and the "
         f"deployed centre's Pass@N"))
@@ -110,37 +106,40 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     slope_small = float(np.polyfit(p2, a2, 1)[0])
     centre_ok = corr >= 0.8 and 0.8 <= slope <= 1.25
     claims.append(claim(
-        "lemma3", "Lemma 3: p_w - p_bar = N Cov(w, p)", "Lemma 3 (an analytical comparator)",
+        BY_ID["lemma3"],
         {"identity_max_abs_error": identity, "p_w_minus_p_bar": stats(u["lemma3_gain"].mean(0))},
-        IDENTITY if identity < 1e-9 else NOT_REPRODUCED,
+        IDENTITY if identity < 1e-9 else FAILS,
         f"an algebraic identity, true for any weights; largest error {identity:.1e}"))
-    claims.append(claim(
+    claims.append(finding(
         "centre_relation", "The centre moves by (alpha/sigma) Cov(z, p_i) to first order", "first-order ES update",
         {"centre_change_correlation": corr, "centre_change_slope": slope,
          "small_sigma": {"correlation": corr_small, "slope": slope_small}},
-        REPRODUCED if centre_ok else NOT_REPRODUCED,
+        HOLDS if centre_ok else FAILS,
         f"per-prompt centre change against the first-order prediction: "
         f"sigma {ES.sigma:g} correlation {corr:.3f}, slope {slope:.3f}; sigma {small.sigma:g} correlation "
         f"{corr_small:.3f}, slope {slope_small:.3f}", test="correlation >= 0.8 and slope in [0.8, 1.25]"))
 
-    prop = {}
+    prop, prop1 = {}, BY_ID["prop1"]
     for k in PROP1_KS:
         rows = prop1_rows(main, k)
         n_assume = int(rows["assumption"].sum())
         n_conclude = int((rows["assumption"] & rows["conclusion"]).sum())
         rises = float((rows["j_next"] > rows["j_now"]).mean())
         prop[k] = (n_assume, n_conclude, rows)
-        claims.append(claim(
-            "prop1" if k == PROP1_KS[0] else f"prop1_k{k}", f"Proposition 1 at K = {k}: if J_K(pi_w) - J_K(theta) > K sqrt(eps_succ/2), then J_K(theta+) > J_K(theta)",
-            "Proposition 1 (a sufficient condition)",
-            {"steps": main.steps * seeds, "assumption_holds": n_assume, "conclusion_when_assumed": n_conclude,
-             "share_of_steps_where_J_K_rises": rises, "eps_succ": stats(rows["eps"].mean(0)),
-             "mixture_margin": stats((rows["j_w"] - rows["j_now"]).mean(0))},
-            FINDING if n_assume == 0 else (IDENTITY if n_conclude == n_assume else NOT_REPRODUCED),
+        analogue = {"steps": main.steps * seeds, "assumption_holds": n_assume, "conclusion_when_assumed": n_conclude,
+                    "share_of_steps_where_J_K_rises": rises, "eps_succ": stats(rows["eps"].mean(0)),
+                    "mixture_margin": stats((rows["j_w"] - rows["j_now"]).mean(0))}
+        verdict = IDENTITY if n_conclude == n_assume else FAILS
+        if n_assume == 0:  # no step meets the assumption: nothing to decide (a claim's entry), a measurement (a finding's)
+            verdict = INCONCLUSIVE if k == PROP1_KS[0] else FINDING
+        why = (
+            f"at K = {k}, with pi_w the fitness-weighted mixture (a sufficient condition); "
             f"a theorem (Pinsker, data processing), true wherever its assumption holds; assumption holds in {n_assume} of {main.steps * seeds} step-seeds (conclusion in {n_conclude} of them); "
             f"J_{k} rises in {rises:.0%} of steps; mixture margin J_K(pi_w) - J_K(theta) "
             f"{fmt((rows['j_w'] - rows['j_now']).mean(0), 5)} against K sqrt(eps_succ/2) "
-            f"{fmt(k * np.sqrt(rows['eps'].mean(0) / 2), 5)}"))
+            f"{fmt(k * np.sqrt(rows['eps'].mean(0) / 2), 5)}")
+        claims.append(claim(prop1, analogue, verdict, why) if k == PROP1_KS[0] else
+                      finding(f"prop1_k{k}", f"{prop1.statement}, at K = {k}", prop1.paper, analogue, verdict, why))
 
     fig, axes = plt.subplots(2, 2, figsize=(12, 9))
     x = np.arange(1, steps + 1)

@@ -2,10 +2,10 @@
 Pass@1, 16 and 32 over the base? Over several task shapes, each with its own task instance per seed,
 and equal FLOPs (N = 4 G).
 
-The paper: GRPO below the base on both Pass@16 and Pass@32 in 15 of 18 task-model comparisons;
-ES keeps or raises Pass@16/32 while raising Pass@1.
-In each shape a claim is decided over seeds with the shared rules (t interval of the change against
-the base); the claim is reproduced (or not) when every shape agrees, else it depends on task shape.
+The claims' records (theory.claims: grpo_passk_below_base, es_improves_over_base) hold the paper's
+statements and numbers. In each shape a claim is decided over seeds by its record's test (t interval
+of the change against the base); the claim holds (or not) when every shape agrees, and is inconclusive
+when the shapes disagree (it depends on task shape).
 """
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ from tqdm.auto import tqdm
 
 from ..bandit import make_task
 from ..train import train
-from .common import (DEPENDS, ES, GRPO, SHAPE, STEPS, all_of, claim, directional_verdict, save, scaled,
-                     settings, stats)
+from escov.theory.claims import BY_ID
+from escov.theory.decisions import INCONCLUSIVE, combine
+
+from .common import ES, GRPO, SHAPE, STEPS, claim, decided, save, scaled, settings, stats
 
 NAME = "passk_vs_base"
 TITLE = "Pass@1/16/32 of GRPO and ES against the base, over task shapes and seeds"
@@ -36,9 +38,13 @@ SHAPES = {
 
 
 def _verdict(per_shape: dict[str, str]) -> str:
-    """The same verdict in every shape -> that verdict; different ones -> depends on task shape."""
+    """The same verdict in every shape -> that verdict; different ones -> inconclusive (it depends on task shape)."""
     verdicts = set(per_shape.values())
-    return verdicts.pop() if len(verdicts) == 1 else DEPENDS
+    return verdicts.pop() if len(verdicts) == 1 else INCONCLUSIVE
+
+
+def _depends(per_shape: dict[str, str]) -> str:
+    return "depends on task shape; " if len(set(per_shape.values())) > 1 else ""
 
 
 def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progress: bool = True) -> dict:
@@ -68,23 +74,23 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         "es_above_base_on_1_16_32": f"{int(r['es_up'].sum())}/{seeds}",
     } for label, r in rows.items()}
     # per shape, over seeds: GRPO - base < 0 on both Pass@16 and Pass@32; ES - base > 0 on all three
-    below_holds = {label: all_of([directional_verdict(r["d"]["grpo"][k], -1)[0] for k in (16, 32)]) for label, r in rows.items()}
-    up_holds = {label: all_of([directional_verdict(r["d"]["es"][k], +1)[0] for k in (1, 16, 32)]) for label, r in rows.items()}
+    below, up = BY_ID["grpo_passk_below_base"], BY_ID["es_improves_over_base"]
+    below_holds = {label: combine([decided(below.simulate_test, r["d"]["grpo"][k])[0] for k in (16, 32)])
+                   for label, r in rows.items()}
+    up_holds = {label: combine([decided(up.simulate_test, r["d"]["es"][k])[0] for k in (1, 16, 32)]) for label, r in rows.items()}
     claims = [
-        claim("grpo_passk_below_base", "GRPO ends below the base on both Pass@16 and Pass@32 in most comparisons",
-              "15 of 18 task-model comparisons (83%)",
+        claim(below,
               {"count": f"{below_count}/{n_total}", "share": below_count / n_total,
                "per_shape_verdict": below_holds},
               _verdict(below_holds),
-              f"GRPO below base on both in {below_count}/{n_total} ({below_count / n_total:.0%}); "
+              _depends(below_holds) + f"GRPO below base on both in {below_count}/{n_total} ({below_count / n_total:.0%}); "
               f"per shape (t over seeds): " + ", ".join(f"{k} {v}" for k, v in below_holds.items()) + "; counts: "
               + ", ".join(f"{k} {per_shape[k]['grpo_below_base_on_16_and_32']}" for k in rows)),
-        claim("es_improves_over_base", "ES improves Pass@1, Pass@16 and Pass@32 over the base",
-              "ES raises Pass@1 and keeps or raises Pass@16/32 (e.g. Qwen2.5-1.5B 41.0/75.4/80.2 -> 41.5/76.0/80.9)",
+        claim(up,
               {"count_all_three_up": f"{up_count}/{n_total}", "count_pass1_up_rest_kept": f"{keep_count}/{n_total}",
                "per_shape_verdict": up_holds},
               _verdict(up_holds),
-              f"ES above base on all three in {up_count}/{n_total} ({up_count / n_total:.0%}); Pass@1 up with "
+              _depends(up_holds) + f"ES above base on all three in {up_count}/{n_total} ({up_count / n_total:.0%}); Pass@1 up with "
               f"Pass@16/32 kept within 0.001 in {keep_count}/{n_total}; per shape (t over seeds): "
               + ", ".join(f"{k} {v}" for k, v in up_holds.items()) + "; counts: "
               + ", ".join(f"{k} {per_shape[k]['es_above_base_on_1_16_32']}" for k in rows)),

@@ -18,8 +18,7 @@ from escov.llm.tasks import countdown
 from escov.llm.tasks.math_grader import grade, last_boxed
 from escov.paper_checks.real_checks import diff_between, diff_vs_base
 from escov.paper_checks.rundir import Run
-from escov.paper_checks.verdict import combine
-from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE, directional, equivalence, ratio
+from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE, combine, directional, equivalence, ratio
 
 EPS = 1e-9
 

@@ -114,9 +114,9 @@ def replication(rep: int, planned: bool, es_concentration: float = CONCENTRATION
 
 
 def _rates(replications: int, planned: bool, resolution: float, es_concentration: float = CONCENTRATION) -> str:
-    from escov.paper_checks.claims import BY_ID
     from escov.paper_checks.matched import matched_difference
-    from escov.paper_checks.verdict import HOLDS, combine, decide
+    from escov.theory.claims import BY_ID
+    from escov.theory.decisions import HOLDS, combine
 
     test = BY_ID["matched_passk_above_grpo"].test
     compared, holds, above, means, bias, points = 0, 0, {16: 0, 32: 0}, {16: [], 32: []}, {16: [], 32: []}, []
@@ -127,7 +127,7 @@ def _rates(replications: int, planned: bool, resolution: float, es_concentration
         if any(d is None for d, _ in result.values()):
             continue
         compared += 1
-        holds += combine([decide(test, d.lo, d.hi) for d, _ in result.values()]) == HOLDS
+        holds += combine([test.decide(d.lo, d.hi) for d, _ in result.values()]) == HOLDS
         for k, (d, info) in result.items():
             above[k] += d.lo > 0
             means[k].append(100 * d.mean)

@@ -4,9 +4,10 @@ import math
 
 import pytest
 
-from escov.paper_checks.claims import Test as ClaimTest
-from escov.paper_checks.verdict import (FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, combine,
-                                  Verdict, decide, decimals, fmt_interval)
+from escov.paper_checks.verdict import (FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME,
+                                        Verdict, decimals, fmt_interval)
+from escov.theory.claims import Test as ClaimTest
+from escov.theory.decisions import combine
 
 UP, DOWN = ClaimTest("directional"), ClaimTest("directional", sign=-1)
 NO_LOSS = ClaimTest("directional", threshold=-0.02)
@@ -25,7 +26,7 @@ RATIO = ClaimTest("ratio", paper_range=(40.0, 44.0))
     (KEEP, -0.01, math.inf, INCONCLUSIVE), (RATIO, 30.0, math.inf, INCONCLUSIVE),
 ])
 def test_decide_on_both_sides_of_each_rule(test, lo, hi, status):
-    assert decide(test, lo, hi) == status
+    assert test.decide(lo, hi) == status
 
 
 @pytest.mark.parametrize("parts, status", [

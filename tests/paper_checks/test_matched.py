@@ -21,9 +21,8 @@ import pytest
 import known_frontier as kf
 from escov.paper_checks.design import seeds_by_prompts
 from escov.paper_checks.matched import MIN_RANGE, curve_of, matched_difference, matched_seed_values, paired, thinned
-from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, combine, decide
-from escov.paper_checks.claims import BY_ID
-from escov.theory.decisions import directional
+from escov.theory.claims import BY_ID
+from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE, combine, directional
 from escov.theory.matched import RESOLUTION
 
 TEST = BY_ID["matched_passk_above_grpo"].test
@@ -87,7 +86,7 @@ def test_planned_layout_one_frontier_no_false_holds():
         if any(d is None for d, _ in result.values()):
             continue
         compared += 1
-        parts = [decide(TEST, d.lo, d.hi) for d, _ in result.values()]
+        parts = [TEST.decide(d.lo, d.hi) for d, _ in result.values()]
         holds += combine(parts) == HOLDS
         above += sum(d.lo > 0 for d, _ in result.values())
         for d, info in result.values():
@@ -109,7 +108,7 @@ def test_planned_layout_finds_a_real_three_point_gap():
         result = _compare(es, grpo)
         if any(d is None for d, _ in result.values()):  # not testable here: counts as not found
             continue
-        holds += combine([decide(TEST, d.lo, d.hi) for d, _ in result.values()]) == HOLDS
+        holds += combine([TEST.decide(d.lo, d.hi) for d, _ in result.values()]) == HOLDS
         for k, (d, info) in result.items():
             truths.append(_truth(info, k, c_es))
             covered += d.lo <= truths[-1] <= d.hi
@@ -203,7 +202,7 @@ def test_one_seed_pair_gives_no_decision(base_logit):
     a, b = _curves(_spreading, _sharpening, rng, base_logit)
     d, _ = matched_difference(a[:1], b[:1], "pass@32")
     assert d.seeds == 1 and not np.isfinite(d.hi)
-    assert decide(TEST, d.lo, d.hi) == INCONCLUSIVE
+    assert TEST.decide(d.lo, d.hi) == INCONCLUSIVE
     assert seeds_by_prompts(np.zeros((1, 3)) + np.arange(3), kf.N_SAMPLES).seeds == 1
 
 

@@ -13,8 +13,8 @@ from escov.paper_checks.evidence import variant
 from escov.paper_checks.real_checks import REAL_CHECKS
 from escov.paper_checks.report import build_report, collect
 from escov.paper_checks.rundir import RunDirError, load_run
-from escov.paper_checks.claims import BY_ID, CLAIMS
-from escov.paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, decide
+from escov.paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE
+from escov.theory.claims import BY_ID, CLAIMS
 
 N_SAMPLES, N_PROBLEMS = 32, 40
 
@@ -147,19 +147,19 @@ def test_bad_inputs_name_the_file(tmp_path, p_base):
 
 def test_decide_applies_each_test_on_both_sides_and_in_between():
     up, down = BY_ID["es_improves_over_base"].test, BY_ID["grpo_passk_below_base"].test
-    assert [decide(up, lo, hi) for lo, hi in ((0.01, 0.05), (-0.05, -0.01), (-0.01, 0.05), (0.0, 0.05), (-0.05, 0.0))] \
+    assert [up.decide(lo, hi) for lo, hi in ((0.01, 0.05), (-0.05, -0.01), (-0.01, 0.05), (0.0, 0.05), (-0.05, 0.0))] \
         == [HOLDS, FAILS, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE]  # above, below, straddling, touching 0
-    assert [decide(down, lo, hi) for lo, hi in ((-0.05, -0.01), (0.01, 0.05), (-0.01, 0.01))] == [HOLDS, FAILS, INCONCLUSIVE]
+    assert [down.decide(lo, hi) for lo, hi in ((-0.05, -0.01), (0.01, 0.05), (-0.01, 0.01))] == [HOLDS, FAILS, INCONCLUSIVE]
     keep = BY_ID["thresholded_pass1"].test  # |d| < 0.02
-    assert [decide(keep, lo, hi) for lo, hi in ((-0.01, 0.01), (-0.03, 0.01), (0.02, 0.05), (-0.1, -0.02), (-0.05, 0.05))] \
+    assert [keep.decide(lo, hi) for lo, hi in ((-0.01, 0.01), (-0.03, 0.01), (0.02, 0.05), (-0.1, -0.02), (-0.05, 0.05))] \
         == [HOLDS, INCONCLUSIVE, FAILS, FAILS, INCONCLUSIVE]
     no_loss = BY_ID["no_forgetting"].test  # d > -0.02
-    assert [decide(no_loss, lo, hi) for lo, hi in ((-0.01, 0.03), (-0.03, 0.01), (-0.06, -0.03))] == [HOLDS, INCONCLUSIVE, FAILS]
+    assert [no_loss.decide(lo, hi) for lo, hi in ((-0.01, 0.03), (-0.03, 0.01), (-0.06, -0.03))] == [HOLDS, INCONCLUSIVE, FAILS]
     drift = BY_ID["drift_ratio"].test  # the paper's 40.7-44.1x within a factor 2: (20.35, 88.2)
-    assert [decide(drift, lo, hi) for lo, hi in ((35, 50), (5, 9), (100, 150), (10, 30), (30, 120))] \
+    assert [drift.decide(lo, hi) for lo, hi in ((35, 50), (5, 9), (100, 150), (10, 30), (30, 120))] \
         == [HOLDS, FAILS, FAILS, INCONCLUSIVE, INCONCLUSIVE]
-    assert decide(BY_ID["lemma2"].test, 0.1, 0.2) == IDENTITY
-    assert decide(up, float("-inf"), float("inf")) == INCONCLUSIVE  # one seed: no decision
+    assert BY_ID["lemma2"].test.decide(0.1, 0.2) == IDENTITY
+    assert up.decide(float("-inf"), float("inf")) == INCONCLUSIVE  # one seed: no decision
     assert all(c.test.describe() for c in CLAIMS)
 
 

@@ -7,13 +7,13 @@ import re
 import numpy as np
 import pytest
 
-from escov.paper_checks.claims import CLAIMS, Claim, RegistryError
-from escov.paper_checks.claims import Test as ClaimTest
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
 from escov.paper_checks.real_checks import REAL_CHECKS, lemma1_real
 from escov.paper_checks.report import collect, real_verdict, render_tables
 from escov.paper_checks.verdict import OUTSIDE_REGIME
+from escov.theory.claims import CLAIMS, Claim, RegistryError
+from escov.theory.claims import Test as ClaimTest
 from test_paper_checks_verdicts import make_run
 
 
@@ -46,8 +46,7 @@ def test_registry_references_exist():
 
 
 def test_a_reference_to_a_missing_check_is_an_error_not_missing_data():
-    ghost = Claim("no_such_claim", "a claim with no check", "none", ClaimTest("directional"),
-                  simulate=("entropy_collapse", "no_such_claim"))
+    ghost = Claim("no_such_claim", "a claim with no check", "none", ClaimTest("directional"), simulate="entropy_collapse")
     ev = Evidence(runs=[], problems=[], simulate={"entropy_collapse": {"claims": [{"id": "entropy_collapse"}]}})
     with pytest.raises(RegistryError, match="no_such_claim"):
         simulate_verdict(ghost, ev)

@@ -6,8 +6,10 @@ import pytest
 
 from escov.simulate.cli import main
 from escov.simulate.experiments import EXPERIMENTS
-from escov.simulate.experiments.common import VERDICTS, directional_verdict, equivalence_verdict
+from escov.simulate.experiments.common import VERDICTS, decided
 from escov.simulate.experiments.pareto import pareto_front
+from escov.theory.claims import Test
+from escov.theory.decisions import FAILS, HOLDS, IDENTITY, INCONCLUSIVE
 
 PAPER_CHECKS_IDS = {("entropy_collapse", "entropy_collapse"), ("entropy_collapse", "grpo_raises_pass1"),
                     ("entropy_collapse", "es_passk_above_grpo"), ("entropy_collapse", "matched_passk_above_grpo"),
@@ -33,10 +35,10 @@ def test_all_runs_every_experiment_and_writes_summary_and_plots(tmp_path, capsys
         assert len({c["id"] for c in result["claims"]}) == len(result["claims"]), name  # ids are unique
     found = {(name, c["id"]) for name, result in summary["experiments"].items() for c in result["claims"]}
     assert PAPER_CHECKS_IDS <= found
-    from escov.paper_checks.claims import CLAIMS  # every simulate reference of a claim names an existing id
-    assert {c.simulate for c in CLAIMS if c.simulate} <= found
+    from escov.theory.claims import CLAIMS  # every simulate reference of a claim names an existing entry
+    assert {(c.simulate, c.id) for c in CLAIMS if c.simulate} <= found
     identities = {c["id"]: c["verdict"] for c in summary["experiments"]["lemmas_along_training"]["claims"]}
-    assert identities["lemma2"] == identities["dpi"] == identities["lemma3"] == "identity"
+    assert identities["lemma2"] == identities["dpi"] == identities["lemma3"] == IDENTITY
     assert "[" in capsys.readouterr().out
 
 
@@ -59,16 +61,20 @@ def test_cli_rejects_bad_arguments(argv, tmp_path):
 
 
 def test_verdicts_over_seeds_follow_the_shared_rules_on_both_sides():
-    assert directional_verdict([1.0, 1.1, 0.9, 1.05])[0] == "reproduced"
-    assert directional_verdict([-1.0, -1.1, -0.9, -1.05])[0] == "not reproduced"
-    assert directional_verdict([1.0, -1.0, 0.5, -0.5])[0] == "inconclusive"
-    assert directional_verdict([-1.0, -1.1, -0.9], -1)[0] == "reproduced"
-    assert directional_verdict([0.05, 0.06, 0.04], +1, threshold=0.1)[0] == "not reproduced"
+    up, down = Test("directional"), Test("directional", sign=-1)
+    assert decided(up, [1.0, 1.1, 0.9, 1.05])[0] == HOLDS
+    assert decided(up, [-1.0, -1.1, -0.9, -1.05])[0] == FAILS
+    assert decided(up, [1.0, -1.0, 0.5, -0.5])[0] == INCONCLUSIVE
+    assert decided(down, [-1.0, -1.1, -0.9])[0] == HOLDS
+    assert decided(Test("directional", threshold=0.1), [0.05, 0.06, 0.04])[0] == FAILS
     # a large but noisy loss is not "no loss": absence of evidence is inconclusive
-    assert directional_verdict([-0.3, 0.1, -0.5, 0.05], +1, threshold=-0.02)[0] == "inconclusive"
-    assert equivalence_verdict([0.001, -0.002, 0.0, 0.001], 0.02)[0] == "reproduced"
-    assert equivalence_verdict([0.1, 0.11, 0.09], 0.02)[0] == "not reproduced"
-    assert equivalence_verdict([0.0, 0.2, -0.2, 0.05], 0.02)[0] == "inconclusive"  # zero mean, wide interval
+    assert decided(Test("directional", threshold=-0.02), [-0.3, 0.1, -0.5, 0.05])[0] == INCONCLUSIVE
+    keep = Test("equivalence", margin=0.02)
+    assert decided(keep, [0.001, -0.002, 0.0, 0.001])[0] == HOLDS
+    assert decided(keep, [0.1, 0.11, 0.09])[0] == FAILS
+    assert decided(keep, [0.0, 0.2, -0.2, 0.05])[0] == INCONCLUSIVE  # zero mean, wide interval
+    verdict, text = decided(keep, [0.1, 0.11, 0.09])
+    assert text.endswith(f"over 3 seeds, margin +-0.02: {FAILS}") and text.startswith("+0.1000 [")
 
 
 def test_pareto_front_drops_dominated_points():

@@ -15,7 +15,7 @@ import sympy as sp
 
 from escov.theory.checks.result import check_result
 from escov.theory.checks.toys import TOYS
-from escov.theory.paper_constants import LEMMA1_S_LIMIT
+from escov.theory.paper import LEMMA1_S_LIMIT
 from escov.theory.population import Lemma1Estimate, lemma1_monte_carlo, population_jspol, quadratic_form
 from escov.theory.symbolic import jspol_coefficient, jssucc_coefficient
 

@@ -1,26 +1,33 @@
-"""The paper's claims as data: an id, the statement, the paper's numbers, the test each claim gets,
-and where each level of the toolkit tests it (theory check names, a simulate experiment's claim id,
-a real-run check).
+"""The paper's claims, one record each, read by every level: its id, statement and the paper's
+numbers (theory.paper), its test and `decide`, the Pass@k values its real-run check reads, the
+simulate experiment that speaks to it, and where the theory checks and the report's plots are.
 
-Every claim states its test (theory.decisions): `directional` (the interval of a difference excludes
-`threshold` on the claimed side; threshold -0.02 is "no loss beyond 2 points"), `equivalence` (the
-whole interval lies inside +-margin), `ratio` (an interval of a ratio against the paper's figure,
-within a factor), or `identity` (true for every input by construction: shown, never counted as
-evidence). `paper_effect` is the paper's size of the effect in the unit of the real-run check (a
-fraction for Pass@k), printed beside the smallest difference our design can detect.
+A claim's test (theory.decisions states each rule once): `directional` (the interval of a difference
+excludes `threshold` on the claimed side; threshold -0.02 is "no loss beyond 2 points"),
+`equivalence` (the whole interval lies inside +-margin), `ratio` (an interval of a ratio against the
+paper's figure, within a factor), or `identity` (true for every input by construction: shown, never
+counted as evidence). `paper_effect` is the paper's size of the effect in the unit of the real-run
+check (a fraction for Pass@k), printed beside the smallest difference our design can detect.
+`analogue` is the test simulate's bandit analogue applies, when the bandit cannot apply the claim's
+own (drift: a bandit's drift ratio has no scale to set beside the paper's 40x, so the analogue tests
+its direction); by default it is the claim's test.
 
-A claim is one record that every level reads: its statement, its test, where each level checks it
-and the report's plots of it. A claim that a level cannot test has no entry for that level, and the
-report says so; a level whose inputs are missing reports "missing data" for it. A reference that
-names no check (a theory prefix with no item, a simulate id its experiment does not write, a real
-check that does not exist) is a bug of this registry, raised as RegistryError, never "missing data".
+Adding a claim is one record in CLAIMS. A claim that a level cannot test has no entry for that level
+(theory=None, simulate=None, real=False), and the report says so. A claim with real=True needs one
+real-run check registered on its id (paper_checks.real_checks, `@registers(claim_id)`): a claim left
+without one, or with two, stops the import of paper_checks.real_checks with a RegistryError. The
+simulate experiment named writes its summary entry for the claim from this record (statement, paper
+and test are the record's own objects). A reference that names no check is a bug of this registry,
+raised as RegistryError, never "missing data".
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from escov.paper_checks import paper_numbers as paper
-from escov.theory.decisions import KEEP_MARGIN
+from escov.theory import paper
+from escov.theory.decisions import IDENTITY, INCONCLUSIVE, KEEP_MARGIN, directional, equivalence, ratio
+
 RATIO_FACTOR = 2.0      # a ratio "matches the paper" within a factor of 2 of the paper's range
 LEMMA1_MARGIN = 0.10    # Lemma 1: measured / predicted JSpol within 1 +- 10%
 
@@ -49,6 +56,20 @@ class Test:
             return f"ratio vs the paper's {self.paper_range[0]}-{self.paper_range[1]}x, within x{RATIO_FACTOR:g}"
         return "identity: holds for every input, not evidence"
 
+    def decide(self, lo: float, hi: float) -> str:
+        """The verdict of this test on a 95% interval [lo, hi] of the estimate, the one decision every
+        level makes; an infinite interval (one seed: no run-to-run variance) is inconclusive whatever
+        the test."""
+        if self.kind == "identity":
+            return IDENTITY
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return INCONCLUSIVE
+        if self.kind == "directional":
+            return directional(lo - self.threshold, hi - self.threshold, self.sign)
+        if self.kind == "equivalence":
+            return equivalence(lo, hi, self.margin)
+        return ratio(lo, hi, *self.paper_range, RATIO_FACTOR)
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -57,14 +78,21 @@ class Claim:
     paper: str
     test: Test
     theory: str | None = None              # prefix of `python -m escov.theory` check names
-    simulate: tuple[str, str] | None = None  # (experiment, claim id in its summary)
-    real: bool = True                      # a real-run check exists in paper_checks.real_checks
+    simulate: str | None = None            # the simulate experiment whose summary has an entry with this id
+    real: bool = True                      # a real-run check registers on this id (paper_checks.real_checks)
+    pass_at_k: tuple[int, ...] = ()        # the Pass@k the real-run check reads from the runs' evaluations
     untestable: str = ""                   # what our miniature cannot test, and why
     plots: tuple[str, ...] = ()            # keys of paper_checks.plots.PLOTS shown with the real-run verdict
+    analogue: Test | None = None           # simulate's test, where the bandit cannot apply `test` (default: test)
+
+    @property
+    def simulate_test(self) -> Test:
+        """The test the simulate analogue decides with: `analogue` where given, else the claim's test."""
+        return self.analogue or self.test
 
 
 class RegistryError(LookupError):
-    """A claim names a check that does not exist: a bug in the registry, not missing data."""
+    """A claim names a check that does not exist, or has none or two: a bug in the registry, not missing data."""
 
 
 def _t2(method: str, model: str = "Qwen2.5-1.5B") -> str:
@@ -83,25 +111,26 @@ def _t2_end(a: str, b: str, model: str = "Qwen2.5-1.5B") -> str:
 
 
 _DRIFT = (min(v["ratio"] for v in paper.TABLE4_DRIFT.values()), max(v["ratio"] for v in paper.TABLE4_DRIFT.values()))
+_HELD_OUT_PASS1 = [v[0] for by_model in paper.HELD_OUT_CHANGE.values() for v in by_model.values()]
 _T6 = {m: v[64] - v[8] for m, v in paper.TABLE6_POPULATION.items()}
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("entropy_collapse", "GRPO raises Pass@1 but its token entropy collapses; ES keeps its entropy",
           "entropy curves (qualitative)", Test("directional", paper_effect="qualitative"),
-          simulate=("entropy_collapse", "entropy_collapse"), plots=("entropy",)),
+          simulate="entropy_collapse", plots=("entropy",)),
     Claim("grpo_raises_pass1", "GRPO raises Pass@1 over the base",
           f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('GRPO')} (Pass@1/16/32)", Test("directional", paper_effect=_t2_diff("GRPO", "Base")),
-          simulate=("entropy_collapse", "grpo_raises_pass1")),
+          simulate="entropy_collapse", pass_at_k=(1,)),
     Claim("es_improves_over_base", "ES improves Pass@1, Pass@16 and Pass@32 over the base",
           f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('ES')}", Test("directional", paper_effect=_t2_diff("ES", "Base")),
-          simulate=("passk_vs_base", "es_improves_over_base"), plots=("passk_curves",)),
+          simulate="passk_vs_base", plots=("passk_curves",), pass_at_k=(1, 16, 32)),
     Claim("es_passk_above_grpo", "At the end of training, ES's Pass@16 and Pass@32 are above GRPO's",
           "all 3 models of Table 2 on Pass@16 and Pass@32", Test("directional", paper_effect=_t2_diff("ES", "GRPO")),
-          simulate=("entropy_collapse", "es_passk_above_grpo"), plots=("passk_curves",)),
+          simulate="entropy_collapse", plots=("passk_curves",), pass_at_k=(16, 32)),
     Claim("matched_passk_above_grpo", "At matched Pass@1 (along training), ES's Pass@16 and Pass@32 are above GRPO's",
           "Table 3 and the Pass@1-Pass@32 frontier figures (T = 0.6, 32 samples)",
           Test("directional", paper_effect=_t2_end("ES", "GRPO")),
-          simulate=("entropy_collapse", "matched_passk_above_grpo"), plots=("frontier",)),
+          simulate="entropy_collapse", plots=("frontier",)),
     Claim("matched_no_correct", "At matched Pass@1, fewer test prompts have no correct sample under ES than under GRPO",
           "stated with the coverage figures (no table)", Test("directional", sign=-1, paper_effect="stated, no number"),
           plots=("frontier",)),
@@ -110,54 +139,49 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("grpo_passk_below_base", "GRPO ends below the base on both Pass@16 and Pass@32",
           f"{paper.GRPO_BELOW_BASE[0]} of {paper.GRPO_BELOW_BASE[1]} task-model comparisons",
           Test("directional", sign=-1, paper_effect=_t2_diff("GRPO", "Base")),
-          simulate=("passk_vs_base", "grpo_passk_below_base"), plots=("passk_curves",),
-          untestable="the paper counts 6 tasks x 3 models; we have one task and tiny models"),
+          simulate="passk_vs_base", plots=("passk_curves",),
+          untestable="the paper counts 6 tasks x 3 models; we have one task and tiny models", pass_at_k=(16, 32)),
     Claim("schedules_pareto", "Sequential schedules extend the Pass@1-Pass@32 front; ES->GRPO gives the best Pass@32",
           f"Table 3: ES->GRPO {paper.TABLE3_HARD['ES->GRPO'][2]} Pass@32 (best)",
           Test("directional", paper_effect=f"{paper.TABLE3_HARD['ES->GRPO'][2] - paper.TABLE3_HARD['ES'][2]:+.1f} pts @32 over the next best"),
-          plots=("pareto",)),
+          plots=("pareto",), pass_at_k=(32,)),
     Claim("drift_ratio", "ES moves the weights much further than GRPO (relative L2 drift)",
           f"{_DRIFT[0]}x-{_DRIFT[1]}x GRPO's", Test("ratio", paper_range=_DRIFT, paper_effect=f"{_DRIFT[0]}-{_DRIFT[1]}x"),
-          simulate=("drift_sparsity", "drift_ratio"), plots=("drift_per_layer",)),
+          simulate="drift_sparsity", plots=("drift_per_layer",),
+          analogue=Test("directional")),
     Claim("update_sparsity", "Most non-zero ES update entries are tiny (|delta| <= 1.5e-3), beyond what a random-z null gives",
           f"{min(v['share'][1] for v in paper.TABLE4_DRIFT.values())}%-{max(v['share'][1] for v in paper.TABLE4_DRIFT.values())}% of entries",
           Test("directional", paper_effect="not reported against a null"),
-          simulate=("drift_sparsity", "update_sparsity"), plots=("update_magnitudes",)),
+          simulate="drift_sparsity", plots=("update_magnitudes",)),
     Claim("thresholded_pass1", "Keeping only the largest updates (about 78% sparsity) keeps Pass@1",
           f"Pass@1 change {', '.join(f'{v:+.2f}' for v in paper.THRESHOLDED_PASS1_CHANGE)} points",
           Test("equivalence", margin=KEEP_MARGIN, paper_effect=f"{min(paper.THRESHOLDED_PASS1_CHANGE):+.2f} to {max(paper.THRESHOLDED_PASS1_CHANGE):+.2f} pts"),
-          simulate=("drift_sparsity", "thresholded_pass1"), plots=("update_magnitudes",)),
+          simulate="drift_sparsity", plots=("update_magnitudes",)),
     Claim("no_forgetting", "No broad forgetting on held-out tasks after ES (or GRPO)",
-          "held-out Pass@1 change: ES +0.0/+1.4/-0.5, GRPO +0.7/+2.3/+0.9 points",
-          Test("directional", threshold=-KEEP_MARGIN, paper_effect="-0.5 to +2.3 pts")),
+          "held-out Pass@1 change: " + ", ".join(f"{m} " + "/".join(f"{v[0]:+.1f}" for v in paper.HELD_OUT_CHANGE[m].values())
+                                                for m in ("ES", "GRPO")) + " points",
+          Test("directional", threshold=-KEEP_MARGIN, paper_effect=f"{min(_HELD_OUT_PASS1):+.1f} to {max(_HELD_OUT_PASS1):+.1f} pts")),
     Claim("population_size", "A larger model needs a smaller ES population",
           "Table 6: smoothed reward gain N=8->64: " + ", ".join(f"{m} {g:+.3f}" for m, g in _T6.items()),
           Test("directional", paper_effect=f"gain difference 0.5B - 3B {_T6['0.5B'] - _T6['3B']:+.3f}"),
-          simulate=("ablations", "population_size")),
+          simulate="ablations"),
     Claim("zscore_essential", "Reward z-scoring is essential for ES", "stated (no table)",
-          Test("directional", paper_effect="stated, no number"), simulate=("ablations", "zscore_essential")),
+          Test("directional", paper_effect="stated, no number"), simulate="ablations"),
     Claim("one_point_vs_two_point", "One-point ES is at least as good as two-point (antithetic) ES",
           f"stated; +eps/-eps reward correlation {paper.ANTITHETIC_REWARD_CORRELATION}",
           Test("directional", threshold=-KEEP_MARGIN, paper_effect="stated, no number"),
-          simulate=("ablations", "one_point_vs_two_point")),
+          simulate="ablations"),
     Claim("lemma1", "E[JSpol_N] = (sigma^2/2)(1 - 1/N) tr I_x(theta) + O(sigma^4)", "Lemma 1",
           Test("equivalence", margin=LEMMA1_MARGIN, unit=1.0, paper_effect="ratio 1, exact up to O(sigma^4)"),
-          theory="lemma1/", simulate=("lemmas_along_training", "lemma1"), plots=("js",)),
+          theory="lemma1/", simulate="lemmas_along_training", plots=("js",)),
     Claim("dpi", "0 <= JSsucc_N <= JSpol_N (data processing)", "stated with Lemma 1", Test("identity"), theory="dpi/",
-          simulate=("lemmas_along_training", "dpi"), real=False),
+          simulate="lemmas_along_training", real=False),
     Claim("lemma2", "P_pop = 1 - prod(1 - p_i) >= P_same = 1 - (1 - p_bar)^N", "Lemma 2", Test("identity"),
-          theory="lemma2/", simulate=("lemmas_along_training", "lemma2")),
+          theory="lemma2/", simulate="lemmas_along_training"),
     Claim("lemma3", "Mixture weights w: p_w - p_bar = N Cov(w, p)", "Lemma 3", Test("identity"), theory="lemma3/",
-          simulate=("lemmas_along_training", "lemma3"), real=False),
+          simulate="lemmas_along_training", real=False),
     Claim("prop1", "If J_K(pi_w) - J_K(pi_theta) > K sqrt(eps_succ/2) then J_K(pi_theta+) > J_K(pi_theta)",
-          "Proposition 1", Test("identity"), theory="prop1/", simulate=("lemmas_along_training", "prop1"), real=False),
-)
-
-OPEN_QUESTIONS = (
-    ("mechanism", "Does ES's Pass@K behaviour come from population diversity or from greedy member rollouts?"),
-    ("zero_success", "Cross-prompt structure: the share of test prompts with no correct sample among 32, before and after each method"),
-    ("null_controls", "Which of the paper's drift and sparsity numbers survive a random-z null and bf16 in-place perturbation?"),
-    ("lemma1_validity", "Is Lemma 1 valid at the paper's sigma on a real model? The measured s = E KL(pi_{theta+sigma eps} || pi_theta)"),
+          "Proposition 1", Test("identity"), theory="prop1/", simulate="lemmas_along_training", real=False),
 )
 
 CLAIM_IDS = tuple(c.id for c in CLAIMS)

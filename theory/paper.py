@@ -1,12 +1,24 @@
-"""The paper's reported numbers, transcribed once (Ba et al. 2026, arXiv 2608.27351 v2).
+"""The paper, transcribed once (Ba et al. 2026, arXiv 2608.27351 v2): its settings, thresholds and
+reported numbers, for every level. docs/paper.md describes them in words.
 
-Everything `paper_checks` cites as "the paper's" comes from here; docs/paper.md describes the settings and
-numbers in words. Pass@K values are x100.
+Settings (easy setting): ES with N = 32 members, sigma = 1.5e-3, alpha = 2.5e-4 (1/sigma folded in),
+z-scoring with eps 1e-8; GRPO with G = 8 samples per prompt, advantage eps 1e-4 (TRL). Table 4's
+magnitude thresholds tau; Lemma 1 is claimed where its validity parameter s = (sigma^2 / 2) tr I_x is
+small, read here as s <= 0.05. Reported Pass@K values are x100.
 """
 from __future__ import annotations
 
-from escov.theory.paper_constants import PAPER_ALPHA, PAPER_NUM_GENERATIONS, PAPER_POPULATION_SIZE, PAPER_SIGMA, PAPER_TAUS
+# ----------------------------------------------------------------------------- settings and thresholds
+PAPER_POPULATION_SIZE = 32
+PAPER_SIGMA = 1.5e-3
+PAPER_ALPHA = 2.5e-4
+PAPER_NUM_GENERATIONS = 8
+ES_ZSCORE_EPS = 1e-8
+GRPO_ADVANTAGE_EPS = 1e-4
+PAPER_TAUS = (1.0e-3, 1.5e-3, 2.0e-3)
+LEMMA1_S_LIMIT = 0.05
 
+# ----------------------------------------------------------------------------- reported numbers
 METHODS = ("Base", "GRPO", "ES", "ES->GRPO", "GRPO->ES")
 
 # Table 2, easy setting: average over GSM8K, CSQA, HotpotQA, Countdown, GPQA, MBPP.
@@ -31,7 +43,7 @@ TABLE3_HARD = {"Base": (47.7, 73.5, 77.4), "GRPO": (52.9, 74.7, 78.0), "ES": (49
                "ES->GRPO": (52.3, 75.8, 79.2), "GRPO->ES": (51.6, 76.2, 78.2)}
 
 # Table 4: relative L2 drift (x1e-2) of GRPO and ES, and the share of non-zero ES update entries
-# with |delta| <= tau for tau = 1.0e-3, 1.5e-3, 2.0e-3 (percent).
+# with |delta| <= tau for each tau of PAPER_TAUS (percent).
 TABLE4_DRIFT = {
     "Qwen2.5-1.5B": {"grpo": 0.0475, "es": 1.933, "ratio": 40.7, "share": (79.11, 92.47, 97.57)},
     "Llama-3.2-3B": {"grpo": 0.0954, "es": 4.185, "ratio": 43.9, "share": (78.08, 92.64, 97.89)},
