@@ -20,9 +20,9 @@ from escov.llm.engines.hf import HFEngine
 from escov.llm.lemma_measurements import measure_population
 from escov.llm.rollout import derive_seed
 from escov.llm.tasks import get_task
-from escov.theory.decisions import HOLDS, equivalence, over_seeds
+from escov.theory.claims import BY_ID
+from escov.theory.decisions import HOLDS, over_seeds
 
-TOLERANCE = 0.10
 
 
 def measure_grid(model_dir: str | Path, sigmas, members, *, draws: int = 3, task: str = "countdown",
@@ -64,7 +64,7 @@ def measure_grid(model_dir: str | Path, sigmas, members, *, draws: int = 3, task
 
 def summarize_grid(rows: list[dict]) -> dict:
     """Per N: the fitted sigma exponent of measured JSpol (least squares on log-log) and the sigmas
-    whose ratio interval lies inside 1 +- 10% (theory.decisions.equivalence on ratio - 1)."""
+    whose ratio interval lies inside 1 +- 10% (Lemma 1's test, theory.claims, on ratio - 1)."""
     out = {}
     for n in sorted({r["members"] for r in rows}):
         sub = sorted((r for r in rows if r["members"] == n and r["measured"] is not None and r["measured"] > 0
@@ -72,7 +72,7 @@ def summarize_grid(rows: list[dict]) -> dict:
         if len(sub) < 2:
             continue
         slope = float(np.polyfit(np.log([r["sigma"] for r in sub]), np.log([r["measured"] for r in sub]), 1)[0])
-        within = [r["sigma"] for r in sub if equivalence(r["ratio_ci"][0] - 1, r["ratio_ci"][1] - 1, TOLERANCE) == HOLDS]
+        within = [r["sigma"] for r in sub if BY_ID["lemma1"].test.decide(r["ratio_ci"][0] - 1, r["ratio_ci"][1] - 1) == HOLDS]
         out[str(n)] = {"sigma_exponent": slope, "sigmas_within_10pct": within,
                        "sigmas_outside": [r["sigma"] for r in sub if r["sigma"] not in within]}
     return out

@@ -47,6 +47,18 @@ def run_one(name: str, seeds: int | None, out: Path, scale: float, progress: boo
     return result
 
 
+def run_all(seeds: int | None, out: Path, scale: float, progress: bool = True) -> dict:
+    """Run every experiment (run_one) and write out/summary.json; return the summary as built, whose
+    claims' entries hold their records' own statement and test objects (theory.claims)."""
+    start = time.perf_counter()
+    results = [run_one(name, seeds, out, scale, progress) for name in EXPERIMENTS]
+    summary = {"seconds": round(time.perf_counter() - start, 2), "scale": scale, "seeds": seeds,
+               "experiments": {r["name"]: r for r in results}}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=_jsonable))
+    print(f"wrote {out / 'summary.json'} and {len(results)} plots in {summary['seconds']:.1f} s")
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m escov.simulate", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -72,12 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         run_one(args.name, args.seeds, args.out, args.scale, not args.no_progress)
         return 0
-    start = time.perf_counter()
-    results = [run_one(name, args.seeds, args.out, args.scale, not args.no_progress) for name in EXPERIMENTS]
-    summary = {"seconds": round(time.perf_counter() - start, 2), "scale": args.scale, "seeds": args.seeds,
-               "experiments": {r["name"]: r for r in results}}
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=_jsonable))
-    print(f"wrote {args.out / 'summary.json'} and {len(results)} plots in {summary['seconds']:.1f} s")
+    run_all(args.seeds, args.out, args.scale, not args.no_progress)
     return 0
 
 

@@ -12,7 +12,7 @@ from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
 from escov.paper_checks.real_checks import REAL_CHECKS, lemma1_real
 from escov.paper_checks.report import collect, real_verdict, render_tables
 from escov.paper_checks.verdict import OUTSIDE_REGIME
-from escov.theory.claims import CLAIMS, Claim, RegistryError
+from escov.theory.claims import BY_ID, CLAIMS, Claim, RegistryError
 from escov.theory.claims import Test as ClaimTest
 from test_paper_checks_verdicts import make_run
 
@@ -216,3 +216,45 @@ def test_entropy_change_is_the_last_fifths_mean_over_the_first_step(tmp_path, en
     rows = [{"step": i + 1, "entropy": h} for i, h in enumerate(entropies)] + [{"step": len(entropies) + 1}]
     got = entropy_change(Run(tmp_path, {"algo": "grpo"}, metrics=rows))
     assert got == (None if change is None else pytest.approx(change, rel=1e-12))
+
+
+def _simulate_summary(path, verdict_of) -> None:
+    """A summary.json with one entry per claim that names a simulate experiment, in simulate's format."""
+    experiments: dict[str, dict] = {}
+    for c in CLAIMS:
+        if c.simulate:
+            entry = {"id": c.id, "claim": c.statement, "paper": c.paper, "analogue": {}, "verdict": verdict_of(c),
+                     "why": f"the analogue's numbers for {c.id}", "test": c.simulate_test.describe()}
+            experiments.setdefault(c.simulate, {"name": c.simulate, "claims": [], "plot": f"{c.simulate}.png",
+                                                "settings": {"seeds": 3}})["claims"].append(entry)
+    path.write_text(json.dumps({"experiments": experiments}))
+
+
+def test_the_report_takes_simulates_verdict_words_as_they_are(tmp_path):
+    """One vocabulary: each claim's simulate level is the verdict its entry carries, word for word, with the
+    record's statement and test beside it; a summary in other words (an older simulate's "reproduced") is a
+    one-line error naming the file, and a claim's entry that decides nothing is a registry bug."""
+    from escov.paper_checks.report import build_report
+    from escov.theory.decisions import DECISIONS, FINDING
+
+    p = np.full(16, 0.3)
+    runs = [make_run(tmp_path / "runs", f"{a}{s}", a, s, p, p) for a in ("es", "grpo") for s in (0, 1)]
+    cycle = {c.id: DECISIONS[i % len(DECISIONS)] for i, c in enumerate(c for c in CLAIMS if c.simulate)}
+    _simulate_summary(tmp_path / "summary.json", lambda c: cycle[c.id])
+    report = build_report(runs, tmp_path / "report", simulate_summary=tmp_path / "summary.json")
+    for c in report["claims"]:
+        level = c["levels"]["simulate"]
+        if c["id"] in cycle:
+            assert level["status"] == cycle[c["id"]], c["id"]
+            assert level["ours"] == f"{c['statement']}: the analogue's numbers for {c['id']}"
+            assert level["test"] == BY_ID[c["id"]].simulate_test.describe()
+        else:
+            assert level["status"] == "not testable here"
+    assert {cycle[c] for c in cycle} == set(DECISIONS)  # every word passed through
+
+    _simulate_summary(tmp_path / "old.json", lambda c: "reproduced")
+    with pytest.raises(ValueError, match=r"old\.json: experiment '\w+' has verdicts \['reproduced'\]"):
+        build_report(runs, tmp_path / "report-old", simulate_summary=tmp_path / "old.json")
+    _simulate_summary(tmp_path / "finding.json", lambda c: FINDING if c.id == "lemma1" else DECISIONS[0])
+    with pytest.raises(RegistryError, match="lemma1"):
+        build_report(runs, tmp_path / "report-finding", simulate_summary=tmp_path / "finding.json")
