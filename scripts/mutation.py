@@ -41,8 +41,8 @@ SOURCES = ("theory", "simulate", "llm", "paper_checks", "tests")
 # group -> (modules mutated, the group's own test files). The first file's first test must fail quickly when
 # every function of the modules raises (mutmut's forced-fail check runs the files in this order).
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "decisions": (("theory/decisions.py", "paper_checks/verdict.py", "paper_checks/design.py"),
-                  ("tests/theory/test_decisions.py", "tests/paper_checks/test_decide_combine.py",
+    "decisions": (("theory/decisions.py", "theory/claims.py", "paper_checks/verdict.py", "paper_checks/design.py"),
+                  ("tests/theory/test_decisions.py", "tests/paper_checks/test_decide_combine.py", "tests/theory/test_claims.py",
                    "tests/paper_checks/test_design_coverage.py", "tests/llm/test_mutation_gaps.py")),
     "real_checks": (("paper_checks/real_checks.py",),
                     ("tests/paper_checks/test_paper_checks_verdicts.py", "tests/paper_checks/test_report_rendering.py",

@@ -3,7 +3,7 @@
 Runs on one task (equal update counts): GRPO, ES, the null ES (random z), and ES and the null with
 emulated bfloat16 weights perturbed in place. The task's theta_0 gets an offset (which the bias
 cancels, so the policy is unchanged) that puts sigma / RMS(theta_0) at the paper's ratio under an
-assumed weight RMS of 0.02 (1.5e-3 / 0.02 = 0.075); only D_rel and bf16 rounding depend on it.
+assumed weight RMS of 0.02 (theory.paper.PAPER_SIGMA / 0.02 = 0.075); only D_rel and bf16 rounding depend on it.
 
 Measured: D_rel = ||theta_T - theta_0|| / ||theta_0||; the share of non-zero update entries
 delta = theta_T - theta_0 with |delta| <= tau, at tau = 1, 1.5, 2 times the RMS entry of the null's
