@@ -72,7 +72,8 @@ def summarize_grid(rows: list[dict]) -> dict:
         if len(sub) < 2:
             continue
         slope = float(np.polyfit(np.log([r["sigma"] for r in sub]), np.log([r["measured"] for r in sub]), 1)[0])
-        within = [r["sigma"] for r in sub if BY_ID["lemma1"].test.decide(r["ratio_ci"][0] - 1, r["ratio_ci"][1] - 1) == HOLDS]
+        lemma1 = BY_ID["lemma1"].test
+        within = [r["sigma"] for r in sub if lemma1.decide(r["ratio_ci"][0] - 1, r["ratio_ci"][1] - 1) == HOLDS]
         out[str(n)] = {"sigma_exponent": slope, "sigmas_within_10pct": within,
                        "sigmas_outside": [r["sigma"] for r in sub if r["sigma"] not in within]}
     return out

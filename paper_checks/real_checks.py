@@ -25,7 +25,8 @@ from escov.paper_checks.evidence import Evidence, eval_of, heldout_of, per_probl
 from escov.paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
 from escov.paper_checks.registry import CheckRegistry
 from escov.paper_checks.rundir import Run
-from escov.paper_checks.verdict import IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, decimals, fmt_interval
+from escov.paper_checks.verdict import (IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, decimals,
+                                        fmt_interval)
 from escov.theory import paper
 from escov.theory.claims import BY_ID, CLAIMS, LEMMA1_MARGIN
 from escov.theory.decisions import combine, over_seeds, welch

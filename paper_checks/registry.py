@@ -46,6 +46,6 @@ class CheckRegistry:
         """{claim id: check} for every claim with real=True; RegistryError naming the first claim left without one."""
         for claim in self.claims.values():
             if claim.real and claim.id not in self.checks:
-                raise RegistryError(f"claim {claim.id!r} needs a real-run check (real=True in theory/claims.py), "
-                                    f"but none registers on it (@registers({claim.id!r}) in paper_checks/real_checks.py)")
+                raise RegistryError(f"claim {claim.id!r} needs a real-run check (real=True in theory/claims.py), but "
+                                    f"none registers on it (@registers({claim.id!r}) in paper_checks/real_checks.py)")
         return {cid: self.checks[cid] for cid in self.claims if cid in self.checks}

@@ -158,9 +158,11 @@ CLAIMS: tuple[Claim, ...] = (
           Test("equivalence", margin=KEEP_MARGIN, paper_effect=f"{min(paper.THRESHOLDED_PASS1_CHANGE):+.2f} to {max(paper.THRESHOLDED_PASS1_CHANGE):+.2f} pts"),
           simulate="drift_sparsity", plots=("update_magnitudes",)),
     Claim("no_forgetting", "No broad forgetting on held-out tasks after ES (or GRPO)",
-          "held-out Pass@1 change: " + ", ".join(f"{m} " + "/".join(f"{v[0]:+.1f}" for v in paper.HELD_OUT_CHANGE[m].values())
-                                                for m in ("ES", "GRPO")) + " points",
-          Test("directional", threshold=-KEEP_MARGIN, paper_effect=f"{min(_HELD_OUT_PASS1):+.1f} to {max(_HELD_OUT_PASS1):+.1f} pts")),
+          "held-out Pass@1 change: " + ", ".join(
+              f"{m} " + "/".join(f"{v[0]:+.1f}" for v in paper.HELD_OUT_CHANGE[m].values()) for m in ("ES", "GRPO"))
+          + " points",
+          Test("directional", threshold=-KEEP_MARGIN,
+               paper_effect=f"{min(_HELD_OUT_PASS1):+.1f} to {max(_HELD_OUT_PASS1):+.1f} pts")),
     Claim("population_size", "A larger model needs a smaller ES population",
           "Table 6: smoothed reward gain N=8->64: " + ", ".join(f"{m} {g:+.3f}" for m, g in _T6.items()),
           Test("directional", paper_effect=f"gain difference 0.5B - 3B {_T6['0.5B'] - _T6['3B']:+.3f}"),

@@ -99,7 +99,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
           f"(greedy - sampled: {e})"))
     # z-scoring, three ways
     zscore = BY_ID["zscore_essential"]
-    zs_verdict, zs_text = decided(zscore.simulate_test, delta("greedy", "pass@1") - delta("centered_rescaled", "pass@1"))
+    zs_verdict, zs_text = decided(zscore.simulate_test,
+                                  delta("greedy", "pass@1") - delta("centered_rescaled", "pass@1"))
     _, same_alpha = decided(zscore.simulate_test, delta("greedy", "pass@1") - delta("no_zscore", "pass@1"))
     claims.append(claim(
         zscore,
@@ -116,7 +117,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     corr_common = pair_correlation(task, SAMPLED, 256, rng, common_seed=True)
     corr_greedy = pair_correlation(task, ES, 256, rng)
     one_point = BY_ID["one_point_vs_two_point"]
-    tp_verdict, tp_text = decided(one_point.simulate_test, delta("sampled", "pass@1") - delta("sampled_two_point", "pass@1"))
+    tp_verdict, tp_text = decided(one_point.simulate_test,
+                                  delta("sampled", "pass@1") - delta("sampled_two_point", "pass@1"))
     claims.append(claim(
         one_point,
         {"pass@1_gain_one_point": stats(delta("sampled", "pass@1")),
@@ -126,11 +128,13 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         tp_verdict,
         f"sampled rollouts: Pass@1 gain one-point {fmt(delta('sampled', 'pass@1'))}, two-point "
         f"{fmt(delta('sampled_two_point', 'pass@1'))} (one - two > {one_point.simulate_test.threshold:g}: {tp_text}); "
-        f"corr(R+, R-) sampled {fmt(corr_sampled)}, sampled with a common seed {fmt(corr_common)}, greedy {fmt(corr_greedy)}"))
+        f"corr(R+, R-) sampled {fmt(corr_sampled)}, sampled with a common seed {fmt(corr_common)}, "
+        f"greedy {fmt(corr_greedy)}"))
     # sigma sweep
     sig = {f"{s:g}": {k: stats(delta(f"sigma={s:g}", k)) for k in ("pass@1", "pass@32", "entropy")} for s in SIGMAS}
     claims.append(finding(
-        "sigma_sweep", "Sigma sweep", f"the paper uses sigma = {PAPER_SIGMA:g} (here sigma is in logit units; default {ES.sigma})", sig,
+        "sigma_sweep", "Sigma sweep",
+        f"the paper uses sigma = {PAPER_SIGMA:g} (here sigma is in logit units; default {ES.sigma})", sig,
         FINDING, "; ".join(f"sigma {s:g}: dPass@1 {fmt(delta(f'sigma={s:g}', 'pass@1'))}, "
                            f"dPass@32 {fmt(delta(f'sigma={s:g}', 'pass@32'))}" for s in SIGMAS)))
     # N vs d

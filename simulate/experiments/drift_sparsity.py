@@ -80,7 +80,7 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     claims = []
     ratio, null_ratio = drift["ES"] / drift["GRPO"], drift["ES null"] / drift["ES"]
     gain = {k: r.final("pass@1") - r.policy["pass@1"][0] for k, r in runs.items()}
-    drift_claim = BY_ID["drift_ratio"]  # the analogue tests the direction: a bandit's ratio has no scale to set beside the paper's
+    drift_claim = BY_ID["drift_ratio"]  # its analogue tests the direction: a bandit's ratio has no scale beside the paper's
     drift_verdict, e = decided(drift_claim.simulate_test, np.log(ratio))
     claims.append(claim(
         drift_claim,
@@ -99,8 +99,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     share = {k: shares(delta[k], taus) for k in delta if k != "GRPO"}
     gap = max(abs(a - b) for a, b in zip(share["ES"], share["ES null"]))
     sparsity = BY_ID["update_sparsity"]
-    sparse_verdict, sparse_text = decided(
-        sparsity.simulate_test, shares_per_seed(delta["ES"], 1.5 * unit) - shares_per_seed(delta["ES null"], 1.5 * unit))
+    sparse_verdict, sparse_text = decided(sparsity.simulate_test, shares_per_seed(delta["ES"], 1.5 * unit)
+                                          - shares_per_seed(delta["ES null"], 1.5 * unit))
     claims.append(claim(
         sparsity,
         {k: dict(zip([f"tau={m:g}xRMS_null" for m in TAU_MULTIPLES], v)) for k, v in share.items()}

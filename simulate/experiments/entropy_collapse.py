@@ -57,7 +57,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                "matched_pass1_gain": stats(gain), "entropy_at_matched_grpo": stats(ent_g),
                "entropy_at_matched_es": stats(ent_e)},
               combine([ent_verdict, fall_verdict]),
-              f"entropy change over training: GRPO {fmt(d_ent_grpo)} (its fall, -change: {fall_text}), ES {fmt(d_ent_es)}; "
+              f"entropy change over training: GRPO {fmt(d_ent_grpo)} (its fall, -change: {fall_text}), "
+              f"ES {fmt(d_ent_es)}; "
               f"at matched Pass@1 (+{fmt(gain)} over base) entropy GRPO {fmt(ent_g)} vs ES {fmt(ent_e)} "
               f"(ES - GRPO: {ent_text})"),
     ]

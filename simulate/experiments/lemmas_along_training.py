@@ -67,14 +67,16 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         combine([v for v, _ in in_range.values()]),
         "along training; " + "; ".join(
             f"{k}: JSpol / prediction {fmt(ratios[k])} at s = {fmt(validity[k], 4)} "
-            + (f"(ratio - 1 {in_range[k][1]})" if k in in_range else f"(s > {LEMMA1_MAX_S}: not decided)") for k in runs)))
+            + (f"(ratio - 1 {in_range[k][1]})" if k in in_range else f"(s > {LEMMA1_MAX_S}: not decided)")
+            for k in runs)))
 
     viol = {k: int((r.updates["js_succ"] > r.updates["js_pol"] + 1e-12).sum()) for k, r in runs.items()}
     frac = {k: (r.updates["js_succ"] / r.updates["js_pol"]).mean(0) for k, r in runs.items()}
     claims.append(claim(
         BY_ID["dpi"], {k: {"violations": viol[k], "js_succ_over_js_pol": stats(frac[k])} for k in runs},
         IDENTITY if not any(viol.values()) else FAILS,
-        "at every step; true for any population (data processing inequality); " + "; ".join(f"{k}: {viol[k]} violations in {runs[k].steps * seeds} step-seeds, JSsucc / JSpol "
+        "at every step; true for any population (data processing inequality); "
+        + "; ".join(f"{k}: {viol[k]} violations in {runs[k].steps * seeds} step-seeds, JSsucc / JSpol "
                   f"{fmt(frac[k])}" for k in runs)))
 
     u = main.updates
@@ -89,7 +91,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
          "centre_pass@N_minus_p_same": stats(centre_gap)},
         IDENTITY if viol2 == 0 else FAILS,
         f"at every step, the deployed centre's own Pass@N beside; true for any success rates (Maclaurin's inequality); "
-        f"{viol2} violations; local form N p_bar (1 - p_bar)^(N-1) JSsucc_N; P_pop - P_same {fmt(gap.mean(0), 5)} (local form minus exact {fmt(local_err, 5)}); "
+        f"{viol2} violations; local form N p_bar (1 - p_bar)^(N-1) JSsucc_N; "
+        f"P_pop - P_same {fmt(gap.mean(0), 5)} (local form minus exact {fmt(local_err, 5)}); "
         f"centre Pass@N - P_same {fmt(centre_gap, 5)}: the population's gain over P_same is "
         f"{abs(gap.mean()) / max(abs(centre_gap.mean()), 1e-300):.0%} of the distance between P_same and the "
         f"deployed centre's Pass@N"))
@@ -130,7 +133,7 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                     "share_of_steps_where_J_K_rises": rises, "eps_succ": stats(rows["eps"].mean(0)),
                     "mixture_margin": stats((rows["j_w"] - rows["j_now"]).mean(0))}
         verdict = IDENTITY if n_conclude == n_assume else FAILS
-        if n_assume == 0:  # no step meets the assumption: nothing to decide (a claim's entry), a measurement (a finding's)
+        if n_assume == 0:  # no step meets the assumption: nothing decided (the claim), a measurement (a finding)
             verdict = INCONCLUSIVE if k == PROP1_KS[0] else FINDING
         why = (
             f"at K = {k}, with pi_w the fitness-weighted mixture (a sufficient condition); "

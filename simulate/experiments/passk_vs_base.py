@@ -77,20 +77,23 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     below, up = BY_ID["grpo_passk_below_base"], BY_ID["es_improves_over_base"]
     below_holds = {label: combine([decided(below.simulate_test, r["d"]["grpo"][k])[0] for k in (16, 32)])
                    for label, r in rows.items()}
-    up_holds = {label: combine([decided(up.simulate_test, r["d"]["es"][k])[0] for k in (1, 16, 32)]) for label, r in rows.items()}
+    up_holds = {label: combine([decided(up.simulate_test, r["d"]["es"][k])[0] for k in (1, 16, 32)])
+                for label, r in rows.items()}
     claims = [
         claim(below,
               {"count": f"{below_count}/{n_total}", "share": below_count / n_total,
                "per_shape_verdict": below_holds},
               _verdict(below_holds),
-              _depends(below_holds) + f"GRPO below base on both in {below_count}/{n_total} ({below_count / n_total:.0%}); "
+              _depends(below_holds)
+              + f"GRPO below base on both in {below_count}/{n_total} ({below_count / n_total:.0%}); "
               f"per shape (t over seeds): " + ", ".join(f"{k} {v}" for k, v in below_holds.items()) + "; counts: "
               + ", ".join(f"{k} {per_shape[k]['grpo_below_base_on_16_and_32']}" for k in rows)),
         claim(up,
               {"count_all_three_up": f"{up_count}/{n_total}", "count_pass1_up_rest_kept": f"{keep_count}/{n_total}",
                "per_shape_verdict": up_holds},
               _verdict(up_holds),
-              _depends(up_holds) + f"ES above base on all three in {up_count}/{n_total} ({up_count / n_total:.0%}); Pass@1 up with "
+              _depends(up_holds)
+              + f"ES above base on all three in {up_count}/{n_total} ({up_count / n_total:.0%}); Pass@1 up with "
               f"Pass@16/32 kept within 0.001 in {keep_count}/{n_total}; per shape (t over seeds): "
               + ", ".join(f"{k} {v}" for k, v in up_holds.items()) + "; counts: "
               + ", ".join(f"{k} {per_shape[k]['es_above_base_on_1_16_32']}" for k in rows)),
