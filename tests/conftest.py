@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,17 +25,18 @@ TEST_MODEL_ENV = "ESCOV_TEST_MODEL"
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    """A directory with the "test" preset of llm.tinymodel, trained (seconds) once per session.
+    """A directory with the "test" preset of llm.tinymodel, trained (seconds) once per session, in a process of
+    its own (`python -m escov.llm pretrain --preset test --seed 0 --threads 1`).
 
     It learns the prompt/answer formats but rarely a correct answer. Treat it as read-only.
     """
-    from escov.llm.tinymodel import pretrain
-
     given = os.environ.get(TEST_MODEL_ENV)
     if given:
         return Path(given)
     out = tmp_path_factory.mktemp("tiny_model")
-    pretrain(out, preset="test", seed=0, progress=False, threads=1)
+    # in a fresh process: a process that has started an in-process vLLM engine trains to other weights
+    subprocess.run([sys.executable, "-m", "escov.llm", "pretrain", "--preset", "test", "--seed", "0", "--threads", "1",
+                    "--out", str(out), "--no-progress"], check=True, capture_output=True, timeout=1800)
     return out
 
 
