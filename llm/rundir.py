@@ -96,6 +96,7 @@ class StepMetrics(_StepMetricsCore, total=False):
     es_rewards: list               # the N member rewards
     es_update_norm: float
     es_weight_share: float         # share of the step's time spent writing weights
+    grading_timeouts: int          # answers graded wrong at the math grader's safety net in this process
     grpo_loss: float
     grpo_kl: float
     grpo_clip_fraction: float
@@ -105,8 +106,7 @@ class StepMetrics(_StepMetricsCore, total=False):
 TIMING_KEYS = ("step_seconds", "wall_seconds", "tokens_per_s", "es_weight_share")  # differ between equal runs
 
 
-class Evaluation(TypedDict):
-    """One llm.evaluate.evaluate result (see that module's docstring for the metrics)."""
+class _EvaluationCore(TypedDict):
     task: str
     num_problems: int
     n: int
@@ -125,6 +125,12 @@ class Evaluation(TypedDict):
     distinct_correct_texts: float
     seconds: float
     per_problem: list
+
+
+class Evaluation(_EvaluationCore, total=False):
+    """One llm.evaluate.evaluate result (see that module's docstring for the metrics); runs written before
+    grading_timeouts was recorded lack it."""
+    grading_timeouts: int          # answers graded wrong at the math grader's wall-clock safety net
 
 
 class Thresholded(TypedDict):

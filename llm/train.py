@@ -51,6 +51,7 @@ from escov.llm.rollout import NonFiniteError, derive_seed, rollout
 from escov.llm.resume import resume_point
 from escov.llm.tasks import get_task
 from escov.llm.tasks.base import Task
+from escov.llm.tasks.math_grader import safety_net_hits
 
 # every run, whatever its seed, is evaluated on the same test problems and probed on the same prompts,
 # so that runs and seeds are compared on equal footing (the sampling seeds still follow the run's seed)
@@ -187,7 +188,7 @@ class TrainingRun:
     # -- one step --------------------------------------------------------------------------
     def step(self, step: int) -> dict:
         cfg, problems = self.cfg, self.batch(step)
-        t0 = time.perf_counter()
+        t0, hits_before = time.perf_counter(), safety_net_hits()
         row: dict = {"step": step + 1, "phase": self.trainer_phase.algo}
         if isinstance(self.trainer, ES):
             center = rollout(self.engine, self.task, problems, n=cfg.step_samples, temperature=cfg.temperature,
@@ -212,7 +213,8 @@ class TrainingRun:
         seconds = time.perf_counter() - t0
         row |= {"pass_at_1": float(center.correct.mean()), "no_correct_share": float((~center.correct.any(axis=1)).mean()),
                 "entropy": center.token_entropy(), "drift_rel": total, "drift_layers": layers, **extra,
-                "step_seconds": seconds, "tokens_per_s": n_tokens / max(seconds, 1e-12)}
+                "step_seconds": seconds, "tokens_per_s": n_tokens / max(seconds, 1e-12),
+                "grading_timeouts": safety_net_hits() - hits_before}
         return row
 
     # -- measurements ----------------------------------------------------------------------
