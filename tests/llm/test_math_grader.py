@@ -13,6 +13,7 @@ import pytest
 
 from escov.llm.tasks import get_task
 from escov.llm.tasks import math_grader
+from escov.llm.tasks.base import Task
 from escov.llm.tasks.math_grader import grade
 
 HOSTILE = [r"\boxed{9^{9^{9^{%d}}}}", r"\boxed{10^{10^{%d}}!}", r"The answer is $(10^%d)!$"]  # % (9, 10, 6): the issue's
@@ -393,3 +394,46 @@ def test_the_work_bounds_hold_at_their_edges():
     assert too_expensive(sympy.Integer(2) ** (MAX_VALUE_BITS - 1)) is None                # MAX_VALUE_BITS bits
     assert too_expensive(sympy.Integer(2) ** MAX_VALUE_BITS) == f"numbers of more than {MAX_VALUE_BITS} bits"
     assert too_expensive("text") is None
+
+
+class SlowMathTask(Task):
+    """Countdown prompts, each scored by grading a fixed answer of its own (`\\sin^2 z_i + \\cos^2 z_i`,
+    i its position) against gold 1, whatever the completion: one distinct correct answer per problem."""
+    name = "slow-math"
+
+    def problems(self, split, n, seed):
+        problems = get_task("countdown").problems(split, n, seed)
+        self.position = {p.id: i for i, p in enumerate(problems)}
+        return problems
+
+    def score(self, problem, completion):
+        i = self.position[problem.id]
+        return 1.0 if grade("1", rf"\boxed{{\sin^2 z_{{{i}}}+\cos^2 z_{{{i}}}}}").correct else 0.0
+
+    def answer(self, problem, completion):
+        return None
+
+
+@pytest.mark.parametrize("safety_net_seconds, timeouts", [(1e-4, 3), (math_grader.SAFETY_NET_SECONDS, 0)])
+def test_evaluations_report_the_answers_that_reached_the_safety_net(tiny_model_dir, monkeypatch,
+                                                                     safety_net_seconds, timeouts):
+    """evaluate's grading_timeouts counts the distinct answers graded wrong at the safety net: one per problem
+    under a safety net below any answer's cost (and their Pass@1 is 0), none under the real one."""
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.evaluate import evaluate
+
+    task = SlowMathTask()
+    problems = task.problems("test", 3, seed=0)
+    assert len({p.id for p in problems}) == 3
+    grader = math_grader._Grader(safety_net_seconds=safety_net_seconds)
+    monkeypatch.setattr(math_grader, "_GRADER", grader)
+    math_grader._grade_text.cache_clear()
+    try:
+        grader.request(["parse", "$1$"])  # started and warm: the timer fires in the answer's own work
+        result = evaluate(HFEngine(tiny_model_dir), task, problems, n=2, ks=[1], temperature=1.0,
+                          max_new_tokens=2, seed=0, progress=False)
+    finally:
+        grader.close()
+        math_grader._grade_text.cache_clear()
+    assert result["grading_timeouts"] == timeouts
+    assert result["pass_at_k"]["1"] == (0.0 if timeouts else 1.0)
