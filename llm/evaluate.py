@@ -179,6 +179,11 @@ def run_command(args: argparse.Namespace) -> int:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out {args.out} is a file, not a directory")
     check_model_dir(args.model)
+    from escov.llm.engines.base import load_tokenizer
+    from escov.llm.prompt_lengths import check_prompt_lengths
+
+    source = f"data file {args.data}" if args.data is not None else f"task {args.task} (test problems)"
+    check_prompt_lengths({source: problems}, load_tokenizer(args.model), args.model, max_new_tokens)  # before the model loads
     device = resolve_device(args.device, "--device")
     with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed, device=device) as engine:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,

@@ -46,7 +46,9 @@ from escov.llm.es import ES, check_setup, make_es, select_parameters
 from escov.llm.es.factory import engine_settings
 from escov.llm.grpo import GRPO
 from escov.llm.interrupts import stop_if_requested
+from escov.llm.engines.base import load_tokenizer
 from escov.llm.lemma_measurements import measure_population
+from escov.llm.prompt_lengths import check_prompt_lengths
 from escov.llm.rollout import NonFiniteError, derive_seed, rollout
 from escov.llm.resume import resume_point
 from escov.llm.tasks import get_task
@@ -89,6 +91,12 @@ class TrainingRun:
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
         self.task = task if task is not None else cfg.make_task()
+        # every prompt the run can use fits the model's context (or is cut to fit), checked before the model loads
+        cut = check_prompt_lengths(prompt_sources(cfg, self.task), load_tokenizer(cfg.model), cfg.model,
+                                   cfg.max_completion_length, cfg.truncate_prompts)
+        if cut is not None and cfg.distributed() is not None:
+            raise ValueError("truncate_prompts cuts prompts in this process's engine only; with Ray actors "
+                             "(workers > 1 or ray_address) shorten the prompts in the data instead")
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
         # what the ES strategy needs of the engine (llm/es/factory.py), checked before the engine starts
@@ -98,6 +106,7 @@ class TrainingRun:
             engine_kwargs = engine_kwargs | {"gpu_memory_utilization": cfg.gpu_memory_utilization}
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed,
                                   device=cfg.device, **engine_kwargs)
+        self.engine.max_prompt_tokens = cut
         self.tokenizer = self.engine.tokenizer
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         engine_model = self.engine.live_module()
@@ -270,6 +279,27 @@ class TrainingRun:
         return evaluate(self.engine, task, problems, n=n, ks=list(ks), temperature=temperature,
                         max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,
                         progress=self.show_progress, keep=keep)
+
+
+def prompt_sources(cfg: TrainConfig, task: Task) -> dict[str, list]:
+    """The prompts a run can use, by where they come from (llm/prompt_lengths.py checks them): every record
+    of its data files; for generated problems the train pool, the evaluation and probe problems; the
+    held-out task's evaluation problems."""
+    from escov.llm.tasks.data_files import split_source
+
+    sources: dict[str, list] = {}
+    for split, used in (("train", [(cfg.train_pool, cfg.seed)]),
+                        ("test", [(cfg.eval_problems, EVAL_PROBLEM_SEED), (cfg.probe_prompts, PROBE_PROBLEM_SEED)])):
+        size = task.size(split)
+        if size == 0:
+            continue
+        name = split_source(cfg.data, cfg.test_data, cfg.data_split, split) or f"task {task.name} ({split} problems)"
+        drawn = [(size, 0)] if size is not None else used
+        sources.setdefault(name, []).extend(p for n, seed in drawn for p in task.problems(split, n, seed=seed))
+    if cfg.heldout_task:
+        sources[f"held-out task {cfg.heldout_task}"] = get_task(cfg.heldout_task).problems(
+            "test", cfg.heldout_problems, seed=EVAL_PROBLEM_SEED)
+    return sources
 
 
 def _final_stage(run: TrainingRun) -> None:
