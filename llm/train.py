@@ -312,9 +312,12 @@ def _final_stage(run: TrainingRun) -> None:
     stop_if_requested("after the final population measurement, before the final evaluation")
     rundir.keep_completions(run.dir, last, drop_sources=FINAL_SOURCES)  # a resumed final stage measures them again
     ev = rundir.read_eval(run.dir) or {}
+    during = "during the final evaluation (eval.json keeps no final one: a resume measures it again)"
     ev["final"] = run.measure("final", last, run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
+    stop_if_requested(during)
     ev["final_greedy"] = run.measure("final_greedy", last, run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)
     stop_point("final-eval")
+    stop_if_requested(during)
     if cfg.heldout_task:
         ev.setdefault("heldout", {})["final"] = run.measure("heldout_final", last, get_task(cfg.heldout_task),
                                                              cfg.heldout_problems, cfg.eval_samples, cfg.eval_ks, "heldout")
@@ -327,6 +330,7 @@ def _final_stage(run: TrainingRun) -> None:
         res = run.evaluate(run.task, cfg.eval_problems, min(cfg.eval_samples, 8), (1,), "eval")
         ev["thresholded"].append({"keep_percent": q, "sparsity_percent": 100 - q, "pass_at_1": res["pass_at_k"]["1"]})
     run.set_weights(final)
+    stop_if_requested(during)
     rundir.write_eval(run.dir, ev)
     drift.plot_histogram(ev["update_analysis"], run.dir / "drift_hist.png", f"{cfg.algo}: update magnitudes")
     plot_curves(run.dir)
