@@ -539,7 +539,7 @@ def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weight
     import torch
     from safetensors.torch import save_file
 
-    with writing(final, needed=checkpoint_bytes(model_dir, weights, optimizer_state)):
+    with writing(tmp, needed=checkpoint_bytes(model_dir, weights, optimizer_state)):
         tmp.mkdir(parents=True)
         for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
             if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin":
@@ -864,7 +864,8 @@ def writing(path: Path, needed: int | None = None):
     except RunDirError:
         raise
     except OSError as err:
-        space = f"; {_space(needed, free_bytes(path))}" if needed is not None else ""
+        full = needed is not None and free_bytes(path) < needed
+        space = f"; {_space(needed, free_bytes(path))}" if full else ""
         raise RunDirError(f"{path}: cannot be written ({err.strerror or err}){space}") from None
     except Exception as err:
         if needed is None or free_bytes(path) >= needed:

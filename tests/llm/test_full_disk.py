@@ -28,7 +28,7 @@ def test_a_checkpoint_larger_than_the_free_space_is_refused_naming_it_and_the_sp
     with pytest.raises(RunDirError) as err:
         save_checkpoint(small_disk / "run", tiny_model_dir, 3, weights, {"elapsed": 1.0}, None)
     message = str(err.value)
-    assert "\n" not in message and message.startswith(f"{small_disk / 'run' / 'checkpoints' / 'step-3'}: cannot be written")
+    assert "\n" not in message and message.startswith(f"{small_disk / 'run' / 'checkpoints' / '.tmp-step-3'}: cannot be written: it needs")
     assert f"it needs {needed / 2**20:.1f} MB free" in message and "which has 1.0 MB" in message
     assert not (small_disk / "run" / "checkpoints" / ".tmp-step-3").exists()
     small = {"w": torch.zeros(16, 16)}  # fits: written as usual
