@@ -58,7 +58,11 @@ def test_a_second_signal_ends_a_run_inside_a_reward_function_that_never_returns(
     time.sleep(1.0)
     assert proc.poll() is None  # the first signal waits for a safe point, which the hung call never reaches
     os.kill(proc.pid, signal.SIGINT)  # a second signal of either kind ends it at once
-    _, err = proc.communicate(timeout=10)
+    try:
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()  # only when it did not end
+        proc.wait()
     assert proc.returncode == -signal.SIGINT, err[-2000:]  # ended by the signal: exit status 130 in a shell
     assert "SIGTERM: stopping at the next safe point" in err and "a second SIGINT (Ctrl-C) or SIGTERM stops at once" in err
 
