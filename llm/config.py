@@ -200,7 +200,7 @@ class TrainConfig:
     train_pool: int = 512            # size of the training prompt pool the batches are drawn from
     temperature: float = 1.0         # sampling temperature: GRPO rollouts, per-step metrics, the Lemma 1 probe
     max_completion_length: int = 24  # new tokens per completion
-    truncate_prompts: bool = False   # prompts longer than the model's context less max_completion_length: false stops the run at load, true keeps their last tokens (llm/prompt_lengths.py)
+    truncate_prompts: bool = False   # prompts over the context: false stops at load, true keeps their last tokens
     engine: str = "hf"               # hf | vllm
     dtype: str = "float32"           # engine weights; trainers keep fp32 master weights
     threads: int = 2                 # torch CPU threads (part of the config: results depend on it)

@@ -183,7 +183,8 @@ def run_command(args: argparse.Namespace) -> int:
     from escov.llm.prompt_lengths import check_prompt_lengths
 
     source = f"data file {args.data}" if args.data is not None else f"task {args.task} (test problems)"
-    check_prompt_lengths({source: problems}, load_tokenizer(args.model), args.model, max_new_tokens)  # before the model loads
+    # before the model loads
+    check_prompt_lengths({source: problems}, load_tokenizer(args.model), args.model, max_new_tokens)
     device = resolve_device(args.device, "--device")
     with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed, device=device) as engine:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,

@@ -74,6 +74,7 @@ def check_prompt_lengths(sources: dict[str, list], tokenizer, model_dir, max_com
         if not truncate:
             raise ValueError(f"{what}; shorten them, lower max_completion_length, or set truncate_prompts = true "
                              f"(--truncate_prompts) to keep their last {budget} tokens")
-        print(f"note: {what}; truncate_prompts: they are cut to their last {budget} tokens", file=sys.stderr, flush=True)
+        print(f"note: {what}; truncate_prompts: they are cut to their last {budget} tokens",
+              file=sys.stderr, flush=True)
         cut = True
     return budget if cut else None

@@ -870,7 +870,8 @@ def writing(path: Path, needed: int | None = None):
     except Exception as err:
         if needed is None or free_bytes(path) >= needed:
             raise
-        raise RunDirError(f"{path}: cannot be written ({type(err).__name__}); {_space(needed, free_bytes(path))}") from None
+        space = _space(needed, free_bytes(path))
+        raise RunDirError(f"{path}: cannot be written ({type(err).__name__}); {space}") from None
 
 
 def free_bytes(path: Path) -> int:

@@ -387,7 +387,8 @@ class _Grader:
             if reply is None:
                 self.worker.close()
                 self.worker, self.standby = self.standby, None
-                _count_safety_net_hit(message, f"no reply within {self.kill_after_seconds:g} s: its worker was replaced")
+                _count_safety_net_hit(message,
+                                      f"no reply within {self.kill_after_seconds:g} s: its worker was replaced")
                 return None
             if reply == OVER_BUDGET:
                 _count_safety_net_hit(message, f"over the {self.safety_net_seconds:g} s safety net")

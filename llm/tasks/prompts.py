@@ -12,7 +12,8 @@ gives one prompt in its `prompt` column (or the column `data_fields` maps `promp
   (the tiny test model's) is fed the messages' contents joined by a blank line.
 
 Every record of a file must hold the same columns (checked at load: an error names the file, the
-record and the column it lacks). Every other column goes to the reward function as a keyword argument (TRL's convention), nested
+record and the column it lacks). Every other column goes to the reward function as a keyword
+argument (TRL's convention), nested
 values as they are (`reward_model={"ground_truth": ..., ...}`), and each other name of the field
 mapping as well: `answer=reward_model.ground_truth` adds `answer`, read by dotted path.
 The reward is the function's (llm/tasks/reward_function.py; correct means reward >= 1). The final

@@ -23,8 +23,8 @@ def _prompts_file(path, prompts, extra=None):
 def _config(model, data, out, **settings) -> TrainConfig:
     cfg = TrainConfig(model=str(model), task="prompts", data=str(data), data_split="first-2",
                       reward_function="my_rewards:digits", out=str(out), steps=1, batch_size=1, train_pool=2,
-                      threads=1, max_completion_length=COMPLETION, probe=False, probe_prompts=1, eval_problems=1, eval_samples=1,
-                      eval_ks=[1], heldout_task="", threshold_keep=[], **settings)
+                      threads=1, max_completion_length=COMPLETION, probe=False, probe_prompts=1, eval_problems=1,
+                      eval_samples=1, eval_ks=[1], heldout_task="", threshold_keep=[], **settings)
     cfg.validate()
     return cfg
 
@@ -112,7 +112,8 @@ def test_text_that_is_not_utf8_is_named_by_file_and_line_or_record(tmp_path, rew
     surrogate.write_text('{"prompt": "a", "meta": {"x": "ok"}}\n{"prompt": "b", "meta": {"x": "\\ud800"}}\n')
     with pytest.raises(ValueError) as err:
         get_task("prompts", reward_function="my_rewards:digits", data=surrogate)
-    assert str(err.value).startswith(f"data file {surrogate}: record 1, column 'meta.x' holds text that is not valid UTF-8")
+    assert str(err.value).startswith(f"data file {surrogate}: record 1, column 'meta.x' holds text that is not "
+                                     "valid UTF-8")
     surrogate.write_text('{"prompt": "\\udfff b"}\n')
     with pytest.raises(ValueError, match="record 0, column 'prompt' holds text that is not valid UTF-8"):
         get_task("gsm8k", test_data=surrogate)
@@ -120,12 +121,14 @@ def test_text_that_is_not_utf8_is_named_by_file_and_line_or_record(tmp_path, rew
 
 def test_a_record_that_lacks_a_column_the_others_hold_is_named_at_load(tmp_path, rewards):
     data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in [{"prompt": "a", "answer": "1"}, {"prompt": "b", "answer": "2"},
-                                                           {"prompt": "c"}, {"prompt": "d", "answer": "4"}]))
-    with pytest.raises(ValueError, match=rf"^data file {data}: record 2 lacks the column 'answer' \(record 0 holds it\)$"):
+    records = [{"prompt": "a", "answer": "1"}, {"prompt": "b", "answer": "2"}, {"prompt": "c"},
+               {"prompt": "d", "answer": "4"}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(ValueError, match=rf"^data file {data}: record 2 lacks the column 'answer' "
+                                         r"\(record 0 holds it\)$"):
         get_task("prompts", reward_function="my_rewards:digits", data=data)
     data.write_text("".join(json.dumps(r) + "\n" for r in [{"prompt": "a"}, {"prompt": "b", "answer": "2"}]))
     with pytest.raises(ValueError, match=r"record 0 lacks the column 'answer' \(record 1 holds it\)$"):
         get_task("prompts", reward_function="my_rewards:digits", data=data)
-    data.write_text("".join(json.dumps(r) + "\n" for r in [{"prompt": "a", "answer": "1"}, {"prompt": "b", "answer": "2"}]))
+    data.write_text("".join(json.dumps(r) + "\n" for r in records[:2]))
     assert get_task("prompts", reward_function="my_rewards:digits", data=data).size("train") == 2

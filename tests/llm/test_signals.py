@@ -64,7 +64,8 @@ def test_a_second_signal_ends_a_run_inside_a_reward_function_that_never_returns(
         proc.kill()  # only when it did not end
         proc.wait()
     assert proc.returncode == -signal.SIGINT, err[-2000:]  # ended by the signal: exit status 130 in a shell
-    assert "SIGTERM: stopping at the next safe point" in err and "a second SIGINT (Ctrl-C) or SIGTERM stops at once" in err
+    assert "SIGTERM: stopping at the next safe point" in err
+    assert "a second SIGINT (Ctrl-C) or SIGTERM stops at once" in err
 
 
 def test_a_signal_in_the_final_evaluation_exits_non_zero_and_a_resume_measures_it(tiny_model_dir, tmp_path):
