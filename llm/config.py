@@ -200,6 +200,7 @@ class TrainConfig:
     train_pool: int = 512            # size of the training prompt pool the batches are drawn from
     temperature: float = 1.0         # sampling temperature: GRPO rollouts, per-step metrics, the Lemma 1 probe
     max_completion_length: int = 24  # new tokens per completion
+    truncate_prompts: bool = False   # prompts over the context: false stops at load, true keeps their last tokens
     engine: str = "hf"               # hf | vllm
     dtype: str = "float32"           # engine weights; trainers keep fp32 master weights
     threads: int = 2                 # torch CPU threads (part of the config: results depend on it)
@@ -251,6 +252,8 @@ class TrainConfig:
         if self.probe_every and not self.probe:
             raise ValueError(f"probe_every = {self.probe_every} needs probe = true")
         _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)
+        if not isinstance(self.truncate_prompts, bool):
+            raise ValueError(f"truncate_prompts must be true or false, got {self.truncate_prompts!r}")
         _choice("report_to", self.report_to, REPORT_TO)
         _int_at_least("completions_kept", self.completions_kept, 0)
         _int_at_least("completions_every", self.completions_every, 0)

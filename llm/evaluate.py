@@ -11,6 +11,9 @@ For each problem, n completions are sampled and scored; with c of them correct (
   expressions distinct up to commutativity/associativity: the number of reasoning paths), and
   distinct_correct_texts: distinct correct completion strings per solved prompt;
 - per_problem: id, correct count, distinct correct answers and texts;
+- grading_timeouts: answers graded wrong because their grading reached the math grader's wall-clock
+  safety net (llm/tasks/math_grader.py; 0 unless the machine stalls: what is too expensive to check is
+  decided by bounds on the answer, so grades do not depend on the machine's load);
 - kept (only when keep > 0): the first completion of each of the first `keep` problems, as
   {"prompt", "completion", "reward"} (the run directory's completions.jsonl keeps them).
 """
@@ -25,6 +28,7 @@ from tqdm import tqdm
 
 from escov.llm.rollout import mean_token_entropy
 from escov.llm.rundir import dumps
+from escov.llm.tasks.math_grader import safety_net_hits
 from escov.theory.metrics import maj_at_k, pass_at_k_counts
 
 SAMPLES_PER_CALL = 256  # completions generated per engine call (prompts per call = this // n)
@@ -62,6 +66,7 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
                                            max_new_tokens=max_new_tokens, seed=call_seed(seed, index), top_p=top_p)
             bar.update(len(chunk))
     per_problem, counts, maj = [], [], {k: [] for k in ks}
+    hits_before = safety_net_hits()
     for p, row in zip(problems, completions):
         correct = [task.is_correct(p, c.text) for c in row]
         answers = [task.answer(p, c.text) for c in row]
@@ -88,6 +93,7 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
         "distinct_correct_texts": float(np.mean([r["distinct_correct_texts"] for r in solved])) if solved else 0.0,
         "seconds": round(time.perf_counter() - start, 2),
         "per_problem": per_problem,
+        "grading_timeouts": safety_net_hits() - hits_before,
     }
     if keep > 0:
         result["kept"] = [{"prompt": str(p.prompt), "completion": row[0].text, "reward": float(task.score(p, row[0].text))}
@@ -173,6 +179,12 @@ def run_command(args: argparse.Namespace) -> int:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out {args.out} is a file, not a directory")
     check_model_dir(args.model)
+    from escov.llm.engines.base import load_tokenizer
+    from escov.llm.prompt_lengths import check_prompt_lengths
+
+    source = f"data file {args.data}" if args.data is not None else f"task {args.task} (test problems)"
+    # before the model loads
+    check_prompt_lengths({source: problems}, load_tokenizer(args.model), args.model, max_new_tokens)
     device = resolve_device(args.device, "--device")
     with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed, device=device) as engine:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,

@@ -4,10 +4,15 @@
         ... stop_if_requested() ...  # the training loop's safe points (after a step and its checkpoint)
 
 The first signal only records itself (and says so on stderr); the loop raises `Interrupted` at its
-next safe point, after the step in progress and the checkpoint due at it are written. A second
-Ctrl-C stops at once (KeyboardInterrupt; the run resumes from its last checkpoint just the same).
+next safe point, after the step in progress and the checkpoint due at it are written, or in the final
+stage before eval.json records the final evaluation (a resume then measures it again). The first
+signal also gives SIGINT and SIGTERM back their default action, so a second one of either ends the
+process at once, wherever it is: inside a reward function that never returns, in the final evaluation,
+in C code that never lets Python's own handlers run (the kernel ends it; nothing more is written, and
+the run resumes from its last checkpoint just the same).
 Without the handlers (the library used from Python), `stop_if_requested` never stops anything.
-Exit codes follow the shell's convention: 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
+Exit codes follow the shell's convention: 128 + the signal number (130 for SIGINT, 143 for SIGTERM);
+a second signal ends the process by that signal (the shell shows the same codes).
 """
 from __future__ import annotations
 
@@ -35,10 +40,10 @@ class Interrupted(Exception):
 
 def _record(signum: int, frame) -> None:
     _requested.append(signum)
+    for s in SIGNALS:  # a second signal: the default action, which ends the process at once
+        signal.signal(s, signal.SIG_DFL)
     print(f"\n{signal.Signals(signum).name}: stopping at the next safe point (after the current step, and its "
-          "checkpoint when one is due); Ctrl-C again stops at once", file=sys.stderr, flush=True)
-    if signum == signal.SIGINT:  # a second Ctrl-C: the default, an immediate KeyboardInterrupt
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+          "checkpoint when one is due); a second SIGINT (Ctrl-C) or SIGTERM stops at once", file=sys.stderr, flush=True)
 
 
 @contextmanager

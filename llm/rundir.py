@@ -96,6 +96,7 @@ class StepMetrics(_StepMetricsCore, total=False):
     es_rewards: list               # the N member rewards
     es_update_norm: float
     es_weight_share: float         # share of the step's time spent writing weights
+    grading_timeouts: int          # answers graded wrong at the math grader's safety net in this process
     grpo_loss: float
     grpo_kl: float
     grpo_clip_fraction: float
@@ -105,8 +106,7 @@ class StepMetrics(_StepMetricsCore, total=False):
 TIMING_KEYS = ("step_seconds", "wall_seconds", "tokens_per_s", "es_weight_share")  # differ between equal runs
 
 
-class Evaluation(TypedDict):
-    """One llm.evaluate.evaluate result (see that module's docstring for the metrics)."""
+class _EvaluationCore(TypedDict):
     task: str
     num_problems: int
     n: int
@@ -125,6 +125,12 @@ class Evaluation(TypedDict):
     distinct_correct_texts: float
     seconds: float
     per_problem: list
+
+
+class Evaluation(_EvaluationCore, total=False):
+    """One llm.evaluate.evaluate result (see that module's docstring for the metrics); runs written before
+    grading_timeouts was recorded lack it."""
+    grading_timeouts: int          # answers graded wrong at the math grader's wall-clock safety net
 
 
 class Thresholded(TypedDict):
@@ -512,16 +518,28 @@ def save_checkpoint(run: Path, model_dir: Path, step: int, weights: dict, state:
                     optimizer_state: dict | None) -> Path:
     """checkpoints/step-N/: fp32 weights in save_pretrained layout with the base model's config and
     tokenizer files, the trainer state (+ optimizer state); atomic (a temporary folder, then a rename).
-    An existing complete checkpoint of that step is kept (it holds the same weights)."""
-    import torch
-    from safetensors.torch import save_file
-
+    An existing complete checkpoint of that step is kept (it holds the same weights). A disk with less
+    free space than the checkpoint needs is a RunDirError naming it and both sizes, before anything is
+    written; a write that fails leaves no temporary folder behind."""
     final = checkpoint_dir(run, step)
     if (final / TRAINER_STATE).exists():
         return final
     tmp = Path(run) / CHECKPOINTS / f".tmp-step-{step}"
-    with writing(tmp):
-        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        _write_checkpoint(tmp, final, model_dir, step, weights, state, optimizer_state)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a full disk is not left full of half a checkpoint
+        raise
+    return final
+
+
+def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weights: dict, state: TrainerState,
+                      optimizer_state: dict | None) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    with writing(tmp, needed=checkpoint_bytes(model_dir, weights, optimizer_state)):
         tmp.mkdir(parents=True)
         for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
             if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin":
@@ -536,7 +554,6 @@ def save_checkpoint(run: Path, model_dir: Path, step: int, weights: dict, state:
         write_json(tmp / TRAINER_STATE, check_record(TrainerState, state | {"step": step}, str(tmp / TRAINER_STATE)))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
-    return final
 
 
 def load_checkpoint(path: Path, shapes: dict, with_optimizer: bool) -> tuple[dict, TrainerState, dict | None]:
@@ -834,12 +851,50 @@ def rows_missing_through(run: Path, step: int) -> str | None:
 # ----------------------------------------------------------------------------- a full disk
 
 @contextlib.contextmanager
-def writing(path: Path):
+def writing(path: Path, needed: int | None = None):
     """Turn an OSError while writing `path` (a full disk: ENOSPC, a quota, a read-only file system)
-    into a RunDirError naming the file, so that it ends a run in one line rather than a traceback."""
+    into a RunDirError naming the file, so that it ends a run in one line rather than a traceback.
+    With `needed` (bytes the write takes): refused before it starts when the disk has less free, and
+    any error of the write (safetensors and torch raise their own types) on a disk left with less than
+    that is a full disk; both messages name the space needed and the space free."""
+    if needed is not None and free_bytes(path) < needed:
+        raise RunDirError(f"{path}: cannot be written: {_space(needed, free_bytes(path))}")
     try:
         yield
     except RunDirError:
         raise
     except OSError as err:
-        raise RunDirError(f"{path}: cannot be written ({err.strerror or err})") from None
+        full = needed is not None and free_bytes(path) < needed
+        space = f"; {_space(needed, free_bytes(path))}" if full else ""
+        raise RunDirError(f"{path}: cannot be written ({err.strerror or err}){space}") from None
+    except Exception as err:
+        if needed is None or free_bytes(path) >= needed:
+            raise
+        space = _space(needed, free_bytes(path))
+        raise RunDirError(f"{path}: cannot be written ({type(err).__name__}); {space}") from None
+
+
+def free_bytes(path: Path) -> int:
+    """Free bytes on the disk that holds path (or the nearest folder above it that exists)."""
+    path = Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return shutil.disk_usage(path).free
+
+
+def _space(needed: int, free: int) -> str:
+    return f"it needs {needed / 2**20:.1f} MB free on its disk, which has {free / 2**20:.1f} MB"
+
+
+def checkpoint_bytes(model_dir: Path, weights: dict, optimizer_state: dict | None) -> int:
+    """The bytes a checkpoint takes (about): fp32 weights, the optimizer's tensors, the base model's
+    config and tokenizer files, and 64 KB for the rest (headers, trainer_state.json)."""
+    import torch
+
+    tensors = sum(w.numel() * 4 for w in weights.values())
+    if optimizer_state is not None:
+        tensors += sum(v.numel() * v.element_size() for state in optimizer_state.get("state", {}).values()
+                       for v in state.values() if isinstance(v, torch.Tensor))
+    files = sum(f.stat().st_size for f in Path(model_dir).iterdir()
+                if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin")
+    return tensors + files + 2**16

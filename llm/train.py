@@ -46,11 +46,14 @@ from escov.llm.es import ES, check_setup, make_es, select_parameters
 from escov.llm.es.factory import engine_settings
 from escov.llm.grpo import GRPO
 from escov.llm.interrupts import stop_if_requested
+from escov.llm.engines.base import load_tokenizer
 from escov.llm.lemma_measurements import measure_population
+from escov.llm.prompt_lengths import check_prompt_lengths
 from escov.llm.rollout import NonFiniteError, derive_seed, rollout
 from escov.llm.resume import resume_point
 from escov.llm.tasks import get_task
 from escov.llm.tasks.base import Task
+from escov.llm.tasks.math_grader import safety_net_hits
 
 # every run, whatever its seed, is evaluated on the same test problems and probed on the same prompts,
 # so that runs and seeds are compared on equal footing (the sampling seeds still follow the run's seed)
@@ -88,6 +91,12 @@ class TrainingRun:
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
         self.task = task if task is not None else cfg.make_task()
+        # every prompt the run can use fits the model's context (or is cut to fit), checked before the model loads
+        cut = check_prompt_lengths(prompt_sources(cfg, self.task), load_tokenizer(cfg.model), cfg.model,
+                                   cfg.max_completion_length, cfg.truncate_prompts)
+        if cut is not None and cfg.distributed() is not None:
+            raise ValueError("truncate_prompts cuts prompts in this process's engine only; with Ray actors "
+                             "(workers > 1 or ray_address) shorten the prompts in the data instead")
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
         # what the ES strategy needs of the engine (llm/es/factory.py), checked before the engine starts
@@ -97,6 +106,7 @@ class TrainingRun:
             engine_kwargs = engine_kwargs | {"gpu_memory_utilization": cfg.gpu_memory_utilization}
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed,
                                   device=cfg.device, **engine_kwargs)
+        self.engine.max_prompt_tokens = cut
         self.tokenizer = self.engine.tokenizer
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         engine_model = self.engine.live_module()
@@ -187,7 +197,7 @@ class TrainingRun:
     # -- one step --------------------------------------------------------------------------
     def step(self, step: int) -> dict:
         cfg, problems = self.cfg, self.batch(step)
-        t0 = time.perf_counter()
+        t0, hits_before = time.perf_counter(), safety_net_hits()
         row: dict = {"step": step + 1, "phase": self.trainer_phase.algo}
         if isinstance(self.trainer, ES):
             center = rollout(self.engine, self.task, problems, n=cfg.step_samples, temperature=cfg.temperature,
@@ -212,7 +222,8 @@ class TrainingRun:
         seconds = time.perf_counter() - t0
         row |= {"pass_at_1": float(center.correct.mean()), "no_correct_share": float((~center.correct.any(axis=1)).mean()),
                 "entropy": center.token_entropy(), "drift_rel": total, "drift_layers": layers, **extra,
-                "step_seconds": seconds, "tokens_per_s": n_tokens / max(seconds, 1e-12)}
+                "step_seconds": seconds, "tokens_per_s": n_tokens / max(seconds, 1e-12),
+                "grading_timeouts": safety_net_hits() - hits_before}
         return row
 
     # -- measurements ----------------------------------------------------------------------
@@ -270,6 +281,27 @@ class TrainingRun:
                         progress=self.show_progress, keep=keep)
 
 
+def prompt_sources(cfg: TrainConfig, task: Task) -> dict[str, list]:
+    """The prompts a run can use, by where they come from (llm/prompt_lengths.py checks them): every record
+    of its data files; for generated problems the train pool, the evaluation and probe problems; the
+    held-out task's evaluation problems."""
+    from escov.llm.tasks.data_files import split_source
+
+    sources: dict[str, list] = {}
+    for split, used in (("train", [(cfg.train_pool, cfg.seed)]),
+                        ("test", [(cfg.eval_problems, EVAL_PROBLEM_SEED), (cfg.probe_prompts, PROBE_PROBLEM_SEED)])):
+        size = task.size(split)
+        if size == 0:
+            continue
+        name = split_source(cfg.data, cfg.test_data, cfg.data_split, split) or f"task {task.name} ({split} problems)"
+        drawn = [(size, 0)] if size is not None else used
+        sources.setdefault(name, []).extend(p for n, seed in drawn for p in task.problems(split, n, seed=seed))
+    if cfg.heldout_task:
+        sources[f"held-out task {cfg.heldout_task}"] = get_task(cfg.heldout_task).problems(
+            "test", cfg.heldout_problems, seed=EVAL_PROBLEM_SEED)
+    return sources
+
+
 def _final_stage(run: TrainingRun) -> None:
     """After the last step (the engine holds the final weights): the probe, final and held-out
     evaluation, update analysis, plots."""
@@ -280,9 +312,12 @@ def _final_stage(run: TrainingRun) -> None:
     stop_if_requested("after the final population measurement, before the final evaluation")
     rundir.keep_completions(run.dir, last, drop_sources=FINAL_SOURCES)  # a resumed final stage measures them again
     ev = rundir.read_eval(run.dir) or {}
+    during = "during the final evaluation (eval.json keeps no final one: a resume measures it again)"
     ev["final"] = run.measure("final", last, run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
+    stop_if_requested(during)
     ev["final_greedy"] = run.measure("final_greedy", last, run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)
     stop_point("final-eval")
+    stop_if_requested(during)
     if cfg.heldout_task:
         ev.setdefault("heldout", {})["final"] = run.measure("heldout_final", last, get_task(cfg.heldout_task),
                                                              cfg.heldout_problems, cfg.eval_samples, cfg.eval_ks, "heldout")
@@ -295,6 +330,7 @@ def _final_stage(run: TrainingRun) -> None:
         res = run.evaluate(run.task, cfg.eval_problems, min(cfg.eval_samples, 8), (1,), "eval")
         ev["thresholded"].append({"keep_percent": q, "sparsity_percent": 100 - q, "pass_at_1": res["pass_at_k"]["1"]})
     run.set_weights(final)
+    stop_if_requested(during)
     rundir.write_eval(run.dir, ev)
     drift.plot_histogram(ev["update_analysis"], run.dir / "drift_hist.png", f"{cfg.algo}: update magnitudes")
     plot_curves(run.dir)

@@ -80,9 +80,6 @@ def run_command(args: argparse.Namespace) -> int:
     except Interrupted as err:
         print(resume_hint(out, str(err)), file=sys.stderr, flush=True)
         return err.exit_code
-    except KeyboardInterrupt:  # a second Ctrl-C
-        print(resume_hint(out, "stopped by a second SIGINT"), file=sys.stderr, flush=True)
-        return 130
     print(summary(out), flush=True)
     return 0
 

@@ -37,6 +37,7 @@ class Engine(ABC):
 
     tokenizer: "PreTrainedTokenizerBase"  # noqa: F821  (a transformers tokenizer)
     model_dir: str | None
+    max_prompt_tokens: int | None = None  # prompts are cut to their last this many tokens (truncate_prompts)
 
     @abstractmethod
     def generate(self, prompts: list[str], *, n: int, temperature: float, max_new_tokens: int,
@@ -58,8 +59,10 @@ class Engine(ABC):
         return None
 
     def prompt_token_ids(self, prompt: str) -> list[int]:
-        """Token ids the engine feeds for a raw task prompt (chat template applied when there is one)."""
-        return encode_prompt(self.tokenizer, prompt)
+        """Token ids the engine feeds for a raw task prompt (chat template applied when there is one), cut to
+        their last max_prompt_tokens when that is set (llm/prompt_lengths.py)."""
+        ids = encode_prompt(self.tokenizer, prompt)
+        return ids[-self.max_prompt_tokens:] if self.max_prompt_tokens else ids
 
     def close(self) -> None:
         """Release the engine's resources (a no-op where there are none)."""

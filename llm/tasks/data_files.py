@@ -54,10 +54,12 @@ def load_records(path) -> list[dict]:
         except Exception as e:  # pyarrow raises its own error types for damaged files
             raise ValueError(f"data file {p} is not a readable Parquet file ({type(e).__name__}: {e})") from None
     elif suffix in (".jsonl", ".json"):
+        raw = p.read_bytes()
         try:
-            text = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise ValueError(f"data file {p} is not UTF-8 text") from None
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = raw[:err.start].count(b"\n") + 1
+            raise ValueError(f"data file {p}: line {line} is not UTF-8 text (byte {err.start})") from None
         if suffix == ".json" and text.lstrip().startswith("["):
             try:
                 records = json.loads(text)
@@ -92,12 +94,48 @@ def _load_from_disk(folder: Path) -> list[dict]:
 
 
 def _checked_records(records, where: str) -> list[dict]:
+    """The records, each a dict whose text is valid Unicode: ValueError naming the file and the record (and
+    the column) otherwise."""
     if not records:
         raise ValueError(f"data file {where} holds no records")
     for i, record in enumerate(records):
         if not isinstance(record, dict):
             raise ValueError(f"data file {where}: record {i} must be a JSON object, got {type(record).__name__}")
+        column = _column_with_bad_text(record)
+        if column is not None:
+            raise ValueError(f"data file {where}: record {i}, column {column!r} holds text that is not valid "
+                             "UTF-8 (a lone surrogate, such as the JSON escape \\ud800 alone)")
     return records
+
+
+def _column_with_bad_text(value, path: str = "") -> str | None:
+    """The (dotted) column of the first string that UTF-8 cannot encode (a lone surrogate), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "(the record)"
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _column_with_bad_text(item, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
+
+
+def check_same_columns(rows: list[tuple[str, int, dict]]) -> None:
+    """Every record of a file holds every column some record of that file holds (a reward function is
+    called with each of them): ValueError naming the file, the first record that lacks one, and the column."""
+    columns: dict[str, dict[str, int]] = {}  # file -> column -> a record that holds it
+    for path, index, record in rows:
+        for column in record:
+            columns.setdefault(path, {}).setdefault(column, index)
+    for path, index, record in rows:
+        missing = [c for c in columns[path] if c not in record]
+        if missing:
+            raise ValueError(f"data file {path}: record {index} lacks the column {missing[0]!r} "
+                             f"(record {columns[path][missing[0]]} holds it)")
 
 
 def column_value(record: dict, column: str):
@@ -175,6 +213,13 @@ def split_files(data, test_data, data_split: str = "files") -> dict[str, list[tu
         if path is not None:
             out[split] = [(_name(path), i, r) for i, r in enumerate(load_records(path))]
     return out
+
+
+def split_source(data, test_data, data_split: str, split: str) -> str | None:
+    """How errors name the source of a split's records ("data file PATH"); None when the split is not
+    read from a file (generated problems)."""
+    path = data if train_records_of(data_split) is not None or split == "train" else test_data
+    return f"data file {_name(path)}" if path else None
 
 
 def _name(source) -> str:

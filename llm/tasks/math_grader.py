@@ -1,9 +1,10 @@
-"""Bounded grading of math answers: math-verify in a worker process, with a time budget per answer.
+"""Bounded grading of math answers: math-verify in a worker process, with bounds on the work per answer.
 
 Model output is hostile input: `\\boxed{9^{9^{9^{9}}}}` or `(10^6)!` can keep sympy busy for
-minutes, and math-verify's own timeout (signal.alarm) works only in a process's main thread. So
-every answer, wherever it is graded (main thread, worker threads, subprocesses, Ray actors), goes
-through one path:
+minutes, and math-verify's own timeout (signal.alarm) works only in a process's main thread. A grade
+is a function of the answer and the gold alone, never of the machine's load: what is too expensive to
+check is decided by bounds on the answer's size (below), not by a clock. Every answer, wherever it is
+graded (main thread, worker threads, subprocesses, Ray actors), goes through one path:
 
 1. In the calling process, in linear time: completions longer than `max_chars` (default
    `MAX_COMPLETION_CHARS`, 64k characters) have no answer; answers inside `<think>` never count
@@ -11,17 +12,27 @@ through one path:
    matched), else the last `MAX_ANSWER_CHARS` characters.
 2. One persistent worker process per calling process (`python -m escov.llm.tasks.math_grader`, JSON
    lines over its stdin and stdout) parses the answer and compares it with the gold:
-   `verify(parse(gold), parse(answer))`, gold first, under a timer of `ANSWER_BUDGET_SECONDS` for
-   parse and compare together (the worker's main thread, where signals work); over budget, the
-   answer is wrong (no answer) and the worker goes on. An answer whose evaluation could make numbers
-   of more than `MAX_VALUE_BITS` bits (towers of powers, factorials of large numbers: one long C
-   call each, which no signal interrupts) is wrong before it is compared. Anything else a signal
-   cannot interrupt is cut by the caller: past `KILL_AFTER_SECONDS` it kills the worker, the warm
-   standby takes its place and a new standby starts.
+   `verify(parse(gold), parse(answer))`, gold first. The answer is parsed (at most MAX_ANSWER_CHARS
+   characters) and, before any comparison, checked against the work bounds (`too_expensive`: tree
+   nodes, nesting depth, distinct symbols, exponents of symbolic powers, and numbers of more than
+   `MAX_VALUE_BITS` bits, e.g. towers of powers and factorials of large numbers: one long C call
+   each, which no signal interrupts); an answer over a bound is wrong, whatever the machine's load.
+   Inside the bounds an answer takes well under a second of CPU time (tests/llm/test_math_grader.py).
+   A wall-clock timer of `SAFETY_NET_SECONDS` (the worker's main thread, where signals work) stays
+   only as a safety net far above that cost: an answer that reaches it is wrong, and it is never
+   silent: it is counted (`safety_net_hits`, reported per evaluation in eval.json as
+   `grading_timeouts` and per step in metrics.jsonl) and named on stderr. Work a signal cannot
+   interrupt is cut by the caller: past `KILL_AFTER_SECONDS` it kills the worker (counted the same
+   way), the warm standby takes its place and a new standby starts.
    Where math-verify is not installed the worker says so instead of "ready", and the first answer
    graded raises `MathVerifyMissing` naming it (nothing else in the project needs math-verify).
 3. Results are cached by (gold, answer text), so a sample scored and then asked for its answer
    (Maj@k) is parsed once.
+
+Percent signs (math-verify reads `18\\%` as 18/100 and accepts it for gold 18 and for gold 0.18
+alike): here an answer's percent sign counts only where the gold has one. For a gold without a
+percent sign, `18\\%` is read as 18 (gold 18: correct; gold 0.18: wrong); for a gold with one
+(`18\\%`), math-verify's rule holds: 18, `18\\%` and 0.18 are all correct.
 
 The normalized answer (the Maj@k vote) is the exact numeric value for numbers (`41`, `41.0` and
 `41.0000000000000` are one vote; `0.75` and `\\frac{3}{4}` too), else sympy's printing of the parsed
@@ -46,12 +57,17 @@ from pathlib import Path
 
 from escov.llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, after_thinking
 
-ANSWER_BUDGET_SECONDS = 0.4   # parse + compare of one answer, wall clock (the worker's timer)
-KILL_AFTER_SECONDS = 0.8      # the caller's deadline, for work the timer cannot interrupt (long C calls)
+SAFETY_NET_SECONDS = 20.0     # parse + compare of one answer, wall clock (the worker's timer): a safety net only
+KILL_AFTER_SECONDS = 30.0     # the caller's deadline, for work the timer cannot interrupt (long C calls)
 STARTUP_SECONDS = 120.0       # a fresh worker imports math-verify and sympy (seconds on a loaded CPU)
-MAX_ANSWER_CHARS = 2_000      # the text handed to math-verify
+MAX_ANSWER_CHARS = 500        # the text handed to math-verify (parsing costs about 1.5 ms of CPU per character)
 CACHE_SIZE = 16_384
-MAX_VALUE_BITS = 100_000      # answers whose evaluation could make larger numbers (value_bits) are wrong
+# the work bounds of an answer (too_expensive); an answer over one is wrong before it is compared
+MAX_VALUE_BITS = 100_000      # numbers its evaluation could make (value_bits)
+MAX_NODES = 120               # nodes of its expression tree
+MAX_DEPTH = 16                # nesting depth of that tree
+MAX_SYMBOLS = 8               # distinct symbols
+MAX_SYMBOLIC_EXPONENT = 64    # |n| of an integer power n of an expression with symbols ((x+1)^n expands to n+1 terms)
 OVER_BUDGET = "over-budget"   # the worker's reply when its timer fired
 MISSING = "missing"           # the worker's first line when it cannot import math-verify (instead of "ready")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
@@ -60,7 +76,7 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holdin
 
 @dataclass(frozen=True)
 class Graded:
-    correct: bool
+    correct: bool      # False too when the answer is over a work bound or reached the safety net
     boxed: bool        # the answer was a \boxed{} answer
     key: str | None    # normalized answer (Maj@k vote); None when there is none
 
@@ -174,8 +190,62 @@ def value_bits(expr) -> float:
     return sum((value_bits(arg) for arg in expr.args), 0.0)
 
 
+def too_expensive(expr) -> str | None:
+    """Which work bound an answer's parsed expression is over (None: within all of them), decided from its
+    tree alone, before any comparison: more than MAX_NODES nodes (the walk stops there), deeper than
+    MAX_DEPTH, more than MAX_SYMBOLS distinct symbols, an integer power of an expression with symbols
+    above MAX_SYMBOLIC_EXPONENT in size, or numbers of more than MAX_VALUE_BITS bits (value_bits).
+    Values that are not sympy expressions (text) are within the bounds."""
+    import sympy
+
+    if not isinstance(expr, sympy.Basic):
+        return None
+    nodes, symbols, stack = 0, set(), [(expr, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            return f"more than {MAX_NODES} nodes"
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH}"
+        if isinstance(node, sympy.Symbol):
+            symbols.add(node)
+            if len(symbols) > MAX_SYMBOLS:
+                return f"more than {MAX_SYMBOLS} symbols"
+        if (isinstance(node, sympy.Pow) and isinstance(node.exp, sympy.Integer)
+                and abs(node.exp) > MAX_SYMBOLIC_EXPONENT and node.base.free_symbols):
+            return f"a power of an expression with symbols above {MAX_SYMBOLIC_EXPONENT}"
+        stack.extend((arg, depth + 1) for arg in node.args if isinstance(arg, sympy.Basic))
+    if value_bits(expr) > MAX_VALUE_BITS:  # after the walk: it bounds value_bits' own recursion
+        return f"numbers of more than {MAX_VALUE_BITS} bits"
+    return None
+
+
+def _percent():
+    """How math-verify (latex2sympy) writes a percent sign: X% is X * UnevaluatedExpr(1/100)."""
+    import sympy
+    return sympy.UnevaluatedExpr(sympy.Rational(1, 100))
+
+
+def has_percent(parsed) -> bool:
+    """Whether a parse result holds a percent sign."""
+    import sympy
+    return any(isinstance(p, sympy.Basic) and p.has(_percent()) for p in parsed)
+
+
+def without_percent(expr):
+    """The expression with its percent signs dropped: 18% -> 18 (text is kept as it is)."""
+    import sympy
+    if not isinstance(expr, sympy.Basic) or not expr.has(_percent()):
+        return expr
+    return expr.replace(lambda e: isinstance(e, sympy.Mul) and _percent() in e.args,
+                        lambda e: sympy.Mul(*[a for a in e.args if a != _percent()]))
+
+
 def _parse_and_compare(request, golds: dict):
-    """One request in the worker: ["parse", text] -> key | None; ["grade", gold, text] -> [correct, key]."""
+    """One request in the worker: ["parse", text] -> key | None; ["grade", gold, text] -> [correct, key]
+    (an answer over a work bound, or malformed, is [False, None]; an answer's percent sign is dropped
+    unless the gold has one)."""
     from math_verify import parse, verify
     if request[0] == "parse":  # a gold: parseable only when math-verify finds an expression, not just text
         try:
@@ -190,8 +260,10 @@ def _parse_and_compare(request, golds: dict):
                 golds.clear()
             golds[gold] = parse(gold, parsing_timeout=None)
         pred = parse(text, parsing_timeout=None)
-        if any(value_bits(p) > MAX_VALUE_BITS for p in pred):  # (10^6)! would keep C code busy for seconds
+        if any(too_expensive(p) for p in pred):  # (10^6)! would keep C code busy for seconds
             return [False, None]
+        if not has_percent(golds[gold]):
+            pred = [without_percent(p) for p in pred]
         correct = bool(golds[gold] and pred and verify(golds[gold], pred, timeout_seconds=None))
         return [correct, _key(pred)]
     except Exception:  # a malformed answer is wrong
@@ -215,10 +287,10 @@ def _over_budget(signum, frame):
     raise _OverBudget
 
 
-def _serve() -> None:
-    """Worker loop (`python -m escov.llm.tasks.math_grader`): warm sympy up, say ready, then answer one JSON
-    line on stdout per JSON request line on stdin until stdin closes. Each request runs under a timer
-    of ANSWER_BUDGET_SECONDS (its main thread, so signals work). Each reply is {"answer": ...}, or
+def _serve(safety_net_seconds: float) -> None:
+    """Worker loop (`python -m escov.llm.tasks.math_grader [SECONDS]`): warm sympy up, say ready, then answer
+    one JSON line on stdout per JSON request line on stdin until stdin closes. Each request runs under a
+    timer of safety_net_seconds (its main thread, so signals work). Each reply is {"answer": ...}, or
     OVER_BUDGET when the timer fired (the worker is healthy and goes on)."""
     golds: dict = {}
     out = sys.stdout
@@ -235,7 +307,7 @@ def _serve() -> None:
         request = json.loads(line)
         try:
             try:
-                signal.setitimer(signal.ITIMER_REAL, ANSWER_BUDGET_SECONDS)
+                signal.setitimer(signal.ITIMER_REAL, safety_net_seconds)
                 answer = _parse_and_compare(request, golds)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -249,10 +321,11 @@ def _serve() -> None:
 class _Worker:
     """A worker process; `ready` once it has imported math-verify and warmed sympy up."""
 
-    def __init__(self):
+    def __init__(self, safety_net_seconds: float, kill_after_seconds: float):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
-        self.proc = subprocess.Popen([sys.executable, "-m", "escov.llm.tasks.math_grader"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.proc = subprocess.Popen([sys.executable, "-m", "escov.llm.tasks.math_grader", repr(safety_net_seconds)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.kill_after_seconds = kill_after_seconds
         self.ready = False
 
     def reply(self, timeout: float):
@@ -273,10 +346,10 @@ class _Worker:
             self.ready = True
 
     def ask(self, message):
-        """The worker's reply: {"answer": ...}, OVER_BUDGET, or None when none came within KILL_AFTER_SECONDS."""
+        """The worker's reply: {"answer": ...}, OVER_BUDGET, or None when none came within kill_after_seconds."""
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
         self.proc.stdin.flush()
-        return self.reply(KILL_AFTER_SECONDS)
+        return self.reply(self.kill_after_seconds)
 
     def close(self) -> None:
         self.proc.kill()
@@ -288,20 +361,25 @@ class _Worker:
 class _Grader:
     """The calling process's worker and a warm standby; a lock serializes requests (threads share them)."""
 
-    def __init__(self):
+    def __init__(self, safety_net_seconds: float = SAFETY_NET_SECONDS, kill_after_seconds: float = KILL_AFTER_SECONDS):
         self.lock = threading.Lock()
+        self.safety_net_seconds, self.kill_after_seconds = safety_net_seconds, kill_after_seconds
         self.worker: _Worker | None = None
         self.standby: _Worker | None = None
 
+    def _new_worker(self) -> _Worker:
+        return _Worker(self.safety_net_seconds, self.kill_after_seconds)
+
     def request(self, message):
-        """The worker's answer; None when it was over budget (the worker goes on), or took longer than
-        KILL_AFTER_SECONDS or died (the worker is then killed and the standby takes its place)."""
+        """The worker's answer; None when it reached the safety net (the worker goes on), or took longer than
+        kill_after_seconds or died (the worker is then killed and the standby takes its place): each of
+        these is counted (safety_net_hits) and named on stderr."""
         with self.lock:
             if self.worker is None:
-                self.worker = _Worker()
+                self.worker = self._new_worker()
             self.worker.wait_ready()
             if self.standby is None:
-                self.standby = _Worker()  # warms up while this worker answers
+                self.standby = self._new_worker()  # warms up while this worker answers
             try:
                 reply = self.worker.ask(message)
             except OSError:  # the worker died (e.g. out of memory)
@@ -309,8 +387,13 @@ class _Grader:
             if reply is None:
                 self.worker.close()
                 self.worker, self.standby = self.standby, None
+                _count_safety_net_hit(message,
+                                      f"no reply within {self.kill_after_seconds:g} s: its worker was replaced")
                 return None
-            return None if reply == OVER_BUDGET else reply["answer"]
+            if reply == OVER_BUDGET:
+                _count_safety_net_hit(message, f"over the {self.safety_net_seconds:g} s safety net")
+                return None
+            return reply["answer"]
 
     def close(self) -> None:
         with self.lock:
@@ -322,6 +405,19 @@ class _Grader:
 
 _GRADER: _Grader | None = None
 _GRADER_LOCK = threading.Lock()
+_SAFETY_NET_HITS = [0]  # answers (and golds) of this process that reached the safety net
+
+
+def safety_net_hits() -> int:
+    """How many answers (and golds) this process graded as wrong because they reached the wall-clock
+    safety net (a count that only grows: callers report the difference over an evaluation or a step)."""
+    return _SAFETY_NET_HITS[0]
+
+
+def _count_safety_net_hit(message, why: str) -> None:
+    _SAFETY_NET_HITS[0] += 1
+    print(f"warning: math grading: {message[-1][:80]!r} {why}; graded wrong and counted "
+          f"({_SAFETY_NET_HITS[0]} in this process)", file=sys.stderr, flush=True)
 
 
 def _grader() -> _Grader:
@@ -348,4 +444,4 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 atexit.register(_close_at_exit)
 
 if __name__ == "__main__":
-    _serve()
+    _serve(float(sys.argv[1]) if len(sys.argv) > 1 else SAFETY_NET_SECONDS)

@@ -11,7 +11,9 @@ gives one prompt in its `prompt` column (or the column `data_fields` maps `promp
   verl parquet's `prompt`): rendered with the tokenizer's chat template; a tokenizer without one
   (the tiny test model's) is fed the messages' contents joined by a blank line.
 
-Every other column goes to the reward function as a keyword argument (TRL's convention), nested
+Every record of a file must hold the same columns (checked at load: an error names the file, the
+record and the column it lacks). Every other column goes to the reward function as a keyword
+argument (TRL's convention), nested
 values as they are (`reward_model={"ground_truth": ..., ...}`), and each other name of the field
 mapping as well: `answer=reward_model.ground_truth` adds `answer`, read by dotted path.
 The reward is the function's (llm/tasks/reward_function.py; correct means reward >= 1). The final
@@ -20,7 +22,7 @@ answer of a completion, for Maj@k and distinct answers, is its text with whitesp
 from __future__ import annotations
 
 from escov.llm.tasks.base import Problem, Task, check_count, check_split
-from escov.llm.tasks.data_files import field, sample_split, split_files
+from escov.llm.tasks.data_files import check_same_columns, field, sample_split, split_files
 from escov.llm.tasks.reasoning_format import chat_prompt
 from escov.llm.tasks.reward_function import ScoredByFunction, check_alone
 
@@ -52,8 +54,9 @@ class Prompts(Task):
                 isinstance(k, str) and isinstance(v, str) for k, v in fields.items())):
             raise ValueError(f"fields must map field names to column names (strings), got {fields!r}")
         self.fields = dict(fields or {})
-        self.splits = {split: [self._problem(split, *row) for row in rows]
-                       for split, rows in split_files(data, test_data, data_split).items()}
+        rows_by_split = split_files(data, test_data, data_split)
+        check_same_columns([row for rows in rows_by_split.values() for row in rows])
+        self.splits = {split: [self._problem(split, *row) for row in rows] for split, rows in rows_by_split.items()}
 
     def _problem(self, split: str, path: str, index: int, record: dict) -> Problem:
         where = f"data file {path}: record {index}"

@@ -1,8 +1,10 @@
-"""Bounded math grading: hostile answers end within the per-answer budget in the main thread, in
-worker threads, in a subprocess and in a Ray actor; long chain-of-thought is graded; each sample is
-parsed once; unparseable golds are reported when the data loads."""
+"""Bounded math grading: hostile answers end within the work bounds in the main thread, in worker
+threads, in a subprocess and in a Ray actor; grades do not depend on the machine's load; the wall-clock
+safety net is counted; long chain-of-thought is graded; each sample is parsed once; unparseable golds
+are reported when the data loads."""
 import json
 import multiprocessing
+import subprocess
 import sys
 import threading
 import warnings
@@ -11,7 +13,8 @@ import pytest
 
 from escov.llm.tasks import get_task
 from escov.llm.tasks import math_grader
-from escov.llm.tasks.math_grader import ANSWER_BUDGET_SECONDS, grade
+from escov.llm.tasks.base import Task
+from escov.llm.tasks.math_grader import grade
 
 HOSTILE = [r"\boxed{9^{9^{9^{%d}}}}", r"\boxed{10^{10^{%d}}!}", r"The answer is $(10^%d)!$"]  # % (9, 10, 6): the issue's
 # without a budget, each of these keeps sympy busy for minutes; the liveness limit below is generous
@@ -84,10 +87,85 @@ def test_hostile_answers_end_in_a_ray_actor():
         ray.shutdown()
 
 
-def test_a_timed_out_answer_is_wrong_and_the_next_one_is_graded():
-    assert ANSWER_BUDGET_SECONDS < 1
+def test_an_answer_over_a_work_bound_is_wrong_and_the_next_one_is_graded():
+    before = math_grader.safety_net_hits()
     assert grade("7", r"\boxed{(10^7)!} and again").key is None
     assert grade("7", r"\boxed{7}").correct
+    assert math_grader.safety_net_hits() == before  # refused by a bound, not by the clock
+
+
+# slow-but-correct answers (gold, answer): each takes tenths of a second of sympy work, so a per-answer
+# wall-clock budget of that order graded some of them wrong on a loaded machine
+SLOW_CORRECT = [
+    ("x^2+2x+1", r"\boxed{(x+1)^2}"), (r"\frac{\sqrt3}{2}", r"\boxed{\cos(\pi/6)}"),
+    ("1", r"\boxed{\sin^2 x+\cos^2 x}"), ("[1, 3)", r"\boxed{[1,3)}"), ("(1, 2)", r"\boxed{(1,2)}"),
+    ("(2,3,5)", r"\boxed{(2, 3, 5)}"), (r"\frac{1}{2}", r"\boxed{\sin(\pi/6)}"),
+    ("x^3-1", r"\boxed{(x-1)(x^2+x+1)}"), (r"\sqrt{2}", r"\boxed{\frac{2}{\sqrt{2}}}"),
+    (r"\frac{\pi}{4}", r"\boxed{\arctan(1)}"),
+    (r"(-\infty, 2] \cup [3, \infty)", r"\boxed{(-\infty,2]\cup[3,\infty)}"),
+    ("x^2-y^2", r"\boxed{(x-y)(x+y)}"), (r"\frac{x+1}{x-1}", r"\boxed{\frac{x^2+2x+1}{x^2-1}}"),
+    ("2", r"\boxed{\log_2 4}"), (r"\tan x", r"\boxed{\frac{\sin x}{\cos x}}"), ("e^{2x}", r"\boxed{(e^x)^2}"),
+    ("(x+y)^3", r"\boxed{x^3+3x^2y+3xy^2+y^3}"), (r"\frac{1+\sqrt5}{2}", r"\boxed{\frac{2}{\sqrt5-1}}"),
+    ("1", r"\boxed{\cos^2 x-\sin^2 x + 2\sin^2 x}"), ("x^4-1", r"\boxed{(x^2+1)(x+1)(x-1)}"),
+]
+BUSY_LOOPS = 3
+
+
+def _grade_fresh(cases) -> list:
+    """The cases graded by a new worker (nothing cached in it or in this process)."""
+    grader = math_grader._Grader()
+    try:
+        return [grader.request(["grade", math_grader.gold_text(gold), math_grader.answer_text(answer)[0]])
+                for gold, answer in cases]
+    finally:
+        grader.close()
+
+
+def test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine():
+    """The same answers, graded by a fresh worker while the machine is idle and then with busy loops
+    beside it: the same grades, all correct, and no answer reached the safety net."""
+    before = math_grader.safety_net_hits()
+    idle = _grade_fresh(SLOW_CORRECT)
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(BUSY_LOOPS)]
+    try:
+        loaded = _grade_fresh(SLOW_CORRECT)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    assert loaded == idle
+    assert [reply is not None and reply[0] for reply in idle] == [True] * len(SLOW_CORRECT), idle  # None: no grade
+    assert math_grader.safety_net_hits() == before
+
+
+def test_an_answer_at_the_safety_net_is_wrong_counted_and_named(capfd):
+    """A worker whose safety net is far below the cost of an answer: the answer is wrong (None), counted
+    once, named on stderr, and the worker goes on with the next answer."""
+    grader = math_grader._Grader(safety_net_seconds=1e-4)
+    try:
+        assert grader.request(["parse", "$1$"]) in ("1", None)  # the worker is started and warm
+        before = math_grader.safety_net_hits()
+        capfd.readouterr()
+        worker = grader.worker
+        assert grader.request(["grade", "$1$", r"\boxed{\sin^2 y+\cos^2 y}"]) is None
+        assert math_grader.safety_net_hits() == before + 1
+        err = capfd.readouterr().err
+        assert "sin^2 y" in err and "safety net" in err and "counted" in err
+        assert grader.worker is worker  # its timer fired: the worker answered and goes on
+    finally:
+        grader.close()
+
+
+def test_percent_signs_count_only_where_the_gold_has_one():
+    """An answer's percent sign is dropped for a gold without one (18% is 18: right for gold 18, wrong for
+    gold 0.18); for a gold with one, math-verify's rule: 18, 18% and 0.18 are all correct."""
+    assert grade("18", r"\boxed{18\%}").correct and grade("18", r"\boxed{18\%}").key == "18"
+    assert not grade("0.18", r"\boxed{18\%}").correct
+    assert not grade("0.18", r"\boxed{18 \%}").correct
+    assert grade("0.18", r"\boxed{0.18}").correct
+    for answer in (r"\boxed{18\%}", r"\boxed{18}", r"\boxed{0.18}"):
+        assert grade(r"18\%", answer).correct, answer
+    assert not grade(r"18\%", r"\boxed{19\%}").correct
 
 
 def test_long_chain_of_thought_is_graded_up_to_the_bound():
@@ -280,3 +358,82 @@ def test_an_answer_at_the_value_bound_is_compared_and_one_above_it_is_wrong(monk
     assert math_grader._parse_and_compare(["grade", "1024", r"\boxed{1024}"], {}) == [True, "1024"]
     monkeypatch.setattr(math_grader, "MAX_VALUE_BITS", 10)
     assert math_grader._parse_and_compare(["grade", "1024", r"\boxed{1024}"], {}) == [False, None]
+
+
+def test_the_work_bounds_hold_at_their_edges():
+    """too_expensive on trees built by hand at each bound and one past it: nodes (a sum of n distinct
+    terms has n + 1 nodes), depth (sin(sin(...x)) with d calls is d + 1 deep), symbols, the exponent of a
+    symbolic power (a number's power is bounded by its bits instead), and the value bits."""
+    import sympy
+    from escov.llm.tasks.math_grader import (MAX_DEPTH, MAX_NODES, MAX_SYMBOLIC_EXPONENT, MAX_SYMBOLS,
+                                             MAX_VALUE_BITS, too_expensive)
+
+    x = sympy.Symbol("x")
+
+    def total(n):  # x + 2x^2 + ... with n terms: each term c*x**k is Mul(c, Pow(x, k)): 5 nodes, x alone 1
+        return sympy.Add(*[sympy.Integer(i) for i in range(1, n + 1)], evaluate=False)
+
+    assert too_expensive(total(MAX_NODES - 1)) is None                    # n integers + the Add: n + 1 nodes
+    assert too_expensive(total(MAX_NODES)) == f"more than {MAX_NODES} nodes"
+
+    def nested(d):
+        e = x
+        for _ in range(d):
+            e = sympy.sin(e, evaluate=False)
+        return e
+    assert too_expensive(nested(MAX_DEPTH - 1)) is None
+    assert too_expensive(nested(MAX_DEPTH)) == f"nested deeper than {MAX_DEPTH}"
+    symbols = sympy.symbols(f"a0:{MAX_SYMBOLS + 1}")
+    assert too_expensive(sympy.Add(*symbols[:MAX_SYMBOLS])) is None
+    assert too_expensive(sympy.Add(*symbols)) == f"more than {MAX_SYMBOLS} symbols"
+    assert too_expensive(sympy.Pow(x + 1, MAX_SYMBOLIC_EXPONENT, evaluate=False)) is None
+    assert too_expensive(sympy.Pow(x + 1, -MAX_SYMBOLIC_EXPONENT, evaluate=False)) is None
+    assert too_expensive(sympy.Pow(x + 1, MAX_SYMBOLIC_EXPONENT + 1, evaluate=False)) is not None
+    assert too_expensive(sympy.Pow(x + 1, -MAX_SYMBOLIC_EXPONENT - 1, evaluate=False)) is not None
+    assert too_expensive(sympy.Pow(3, MAX_SYMBOLIC_EXPONENT + 1, evaluate=False)) is None   # 2 * 2^7 bits
+    assert too_expensive(sympy.Integer(2) ** (MAX_VALUE_BITS - 1)) is None                # MAX_VALUE_BITS bits
+    assert too_expensive(sympy.Integer(2) ** MAX_VALUE_BITS) == f"numbers of more than {MAX_VALUE_BITS} bits"
+    assert too_expensive("text") is None
+
+
+class SlowMathTask(Task):
+    """Countdown prompts, each scored by grading a fixed answer of its own (`\\sin^2 z_i + \\cos^2 z_i`,
+    i its position) against gold 1, whatever the completion: one distinct correct answer per problem."""
+    name = "slow-math"
+
+    def problems(self, split, n, seed):
+        problems = get_task("countdown").problems(split, n, seed)
+        self.position = {p.id: i for i, p in enumerate(problems)}
+        return problems
+
+    def score(self, problem, completion):
+        i = self.position[problem.id]
+        return 1.0 if grade("1", rf"\boxed{{\sin^2 z_{{{i}}}+\cos^2 z_{{{i}}}}}").correct else 0.0
+
+    def answer(self, problem, completion):
+        return None
+
+
+@pytest.mark.parametrize("safety_net_seconds, timeouts", [(1e-4, 3), (math_grader.SAFETY_NET_SECONDS, 0)])
+def test_evaluations_report_the_answers_that_reached_the_safety_net(tiny_model_dir, monkeypatch,
+                                                                     safety_net_seconds, timeouts):
+    """evaluate's grading_timeouts counts the distinct answers graded wrong at the safety net: one per problem
+    under a safety net below any answer's cost (and their Pass@1 is 0), none under the real one."""
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.evaluate import evaluate
+
+    task = SlowMathTask()
+    problems = task.problems("test", 3, seed=0)
+    assert len({p.id for p in problems}) == 3
+    grader = math_grader._Grader(safety_net_seconds=safety_net_seconds)
+    monkeypatch.setattr(math_grader, "_GRADER", grader)
+    math_grader._grade_text.cache_clear()
+    try:
+        grader.request(["parse", "$1$"])  # started and warm: the timer fires in the answer's own work
+        result = evaluate(HFEngine(tiny_model_dir), task, problems, n=2, ks=[1], temperature=1.0,
+                          max_new_tokens=2, seed=0, progress=False)
+    finally:
+        grader.close()
+        math_grader._grade_text.cache_clear()
+    assert result["grading_timeouts"] == timeouts
+    assert result["pass_at_k"]["1"] == (0.0 if timeouts else 1.0)
