@@ -1,23 +1,29 @@
-"""GRPO (group relative policy optimization) on an engine, as in docs/paper.md; settings named as in TRL.
+"""GRPO (group relative policy optimization) on an engine, as in docs/paper.md; settings and variants named as in TRL.
 
 One step on a batch of B prompts:
 
-    sample G completions per prompt at the sampling temperature (num_generations = G)
-    A_i = (r_i - mean_group r) / (std_group r + 1e-4)      (population std; all-equal group -> A = 0)
-    repeat mu = num_iterations times (one AdamW step each, on the whole batch):
+    sample G completions per prompt at the sampling temperature (num_generations = G; top_p / top_k / min_p
+        restrict the rollouts' sampling, the log-probs below are at the temperature alone, as in TRL)
+    A_i = (r_i - mean_group r) / (s + 1e-4)      s (scale_rewards): "group" the group's population std
+        (all-equal group -> A = 0), "batch" the batch's population std, "none" s + 1e-4 replaced by 1
+    repeat mu = num_iterations times (one AdamW step each, on the whole batch, lr from lr_factor):
         ratio_t = pi_theta(y_t | .) / pi_old(y_t | .)        (log-probs at the sampling temperature)
-        l_t = -min(ratio_t A, clip(ratio_t, 1 - epsilon, 1 + epsilon) A) + beta * k3_t
+        l_t = -min(ratio_t A, clip(ratio_t, 1 - epsilon, 1 + epsilon_high) A) + beta * k3_t
         k3_t = exp(log pi_ref - log pi_theta) - (log pi_ref - log pi_theta) - 1   (KL to the frozen reference)
-    loss normalization (loss_type):
-        "grpo": mean over each completion's T_i tokens, then mean over completions (the paper's 1/T_i)
-        "bnpo": sum over all completion tokens of the batch / their number (token level)
+    the loss averages l_t over the completions' tokens as loss_type says (LOSSES below);
+    mask_truncated_completions: tokens of completions cut at max_completion_length get no term.
 
+TRL's std is Bessel-corrected (ddof 1); ours is the population std (ddof 0) of docs/paper.md, in every mode.
 The policy's training forward is an HF model in fp32. When the engine is an HFEngine holding the
 same module, the two share it; otherwise the updated weights are written into the engine with
-engine.load_weights after every optimizer step.
+engine.load_weights after every optimizer step. With use_peft, LoRA adapters (llm/grpo_lora.py) are
+trained on a copy of the phase's starting weights and the merged weights go to the run's model and engine.
 """
 from __future__ import annotations
 
+import contextlib
+import copy
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable, TYPE_CHECKING
@@ -25,7 +31,7 @@ from typing import Callable, TYPE_CHECKING
 import numpy as np
 import torch
 
-from escov.llm.config import GRPOConfig  # defined with every other setting (importable without torch)
+from escov.llm.config import SCALE_REWARDS_BOOL, GRPOConfig  # defined with every other setting (importable without torch)
 from escov.llm.rollout import Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
 from escov.llm.tasks.base import Problem, Task
 from escov.theory.errors import NonFiniteError
@@ -35,29 +41,97 @@ from escov.theory.standardize import standardize
 if TYPE_CHECKING:
     from escov.llm.engines.base import Engine
 
-def group_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
-    """rewards [B, G] -> (r - group mean) / (group std + 1e-4); exactly 0 for an all-equal group."""
-    return standardize(rewards, GRPO_ADVANTAGE_EPS, scale=scale)
+
+def group_advantages(rewards: np.ndarray, scale_rewards: str | bool = "group") -> np.ndarray:
+    """rewards [B, G] -> (r - group mean) / (s + 1e-4), exactly 0 for an all-equal group, where s is the
+    group's population std ("group", or True), the whole batch's ("batch"); "none" (or False): r - group mean."""
+    mode = SCALE_REWARDS_BOOL.get(scale_rewards, scale_rewards)
+    if mode == "batch":
+        centred = standardize(rewards, scale=False)
+        return centred / (np.asarray(rewards, dtype=np.float64).std() + GRPO_ADVANTAGE_EPS)
+    return standardize(rewards, GRPO_ADVANTAGE_EPS, scale=mode == "group")
 
 
-def grpo_loss(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, adv: torch.Tensor, mask: torch.Tensor,
-              cfg: GRPOConfig, *, n_seq: int, n_tok: float):
-    """The clipped GRPO objective of a (micro-)batch, normalized for the whole batch of n_seq completions
-    (n_tok completion tokens). logp, old, ref, mask: [S, T] per completion token; adv: [S].
-    Returns (loss, k3 per token or None, ratio)."""
+# ----------------------------------------------------------------------------- the loss
+
+def per_token_terms(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, adv: torch.Tensor,
+                    cfg: GRPOConfig):
+    """l_t = -min(ratio_t A, clip(ratio_t, 1 - epsilon, 1 + epsilon_high) A) + beta k3_t for [S, T] log-probs
+    and advantages [S]; returns (l, k3 or None, ratio)."""
     ratio = torch.exp(logp - old)
     a = adv[:, None]
-    per_token = -torch.min(ratio * a, torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.epsilon) * a)
+    per_token = -torch.min(ratio * a, torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.clip_high) * a)
     k3 = None
     if ref is not None:
         diff = ref - logp
         k3 = torch.exp(diff) - diff - 1
         per_token = per_token + cfg.beta * k3
-    if cfg.loss_type == "grpo":
-        loss = ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)).sum() / n_seq
-    else:
-        loss = (per_token * mask).sum() / max(n_tok, 1.0)
+    return per_token, k3, ratio
+
+
+def grpo_mean(per_token, mask, *, n_seq: int, n_tok: float, max_completion_length: int):
+    """"grpo": (1/S) sum_i (1/T_i) sum_t l_it, each completion's token mean (the paper's 1/T_i), then the mean
+    over the S completions of the batch."""
+    return ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)).sum() / n_seq
+
+
+def bnpo_mean(per_token, mask, *, n_seq: int, n_tok: float, max_completion_length: int):
+    """"bnpo" and "dapo": sum_it l_it / sum_i T_i, the mean over every completion token of the batch. (TRL:
+    bnpo divides by the tokens of its micro-batch, dapo by those of the whole generation batch; here the
+    batch is one update on one process, where the two are the same.)"""
+    return (per_token * mask).sum() / max(n_tok, 1.0)
+
+
+def dr_grpo_mean(per_token, mask, *, n_seq: int, n_tok: float, max_completion_length: int):
+    """"dr_grpo" (Dr. GRPO): sum_it l_it / (S * max_completion_length), a constant normalizer free of the
+    completions' lengths."""
+    return (per_token * mask).sum() / (n_seq * max_completion_length)
+
+
+LOSSES = {"grpo": grpo_mean, "bnpo": bnpo_mean, "dapo": bnpo_mean, "dr_grpo": dr_grpo_mean}
+
+
+def grpo_loss(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, adv: torch.Tensor, mask: torch.Tensor,
+              cfg: GRPOConfig, *, n_seq: int, n_tok: float, max_completion_length: int = 0):
+    """The clipped GRPO objective of a (micro-)batch, normalized for the whole batch of n_seq completions
+    (n_tok completion tokens; max_completion_length: dr_grpo's normalizer). logp, old, ref, mask: [S, T] per
+    completion token; adv: [S]. Returns (loss, k3 per token or None, ratio)."""
+    if cfg.loss_type == "dr_grpo" and max_completion_length < 1:
+        raise ValueError("loss_type dr_grpo needs max_completion_length >= 1")
+    per_token, k3, ratio = per_token_terms(logp, old, ref, adv, cfg)
+    loss = LOSSES[cfg.loss_type](per_token, mask, n_seq=n_seq, n_tok=n_tok, max_completion_length=max_completion_length)
     return loss, k3, ratio
+
+
+def clipped_share_sum(ratio: torch.Tensor, mask: torch.Tensor, cfg: GRPOConfig) -> float:
+    """The number of completion tokens whose ratio lies outside [1 - epsilon, 1 + epsilon_high]."""
+    return float((((ratio - 1 > cfg.clip_high) | (1 - ratio > cfg.epsilon)).float() * mask).sum())
+
+
+def truncated_rows(completions) -> torch.Tensor:
+    """1.0 for each completion that stopped on an end-of-sequence token, 0.0 for one cut at the length limit."""
+    return torch.tensor([0.0 if c.finish_reason == "length" else 1.0 for c in completions])
+
+
+# ----------------------------------------------------------------------------- the learning-rate schedule
+
+def warmup_steps(cfg: GRPOConfig, total: int) -> int:
+    """warmup_steps, or ceil(warmup_ratio x total) optimizer steps (transformers' rule)."""
+    return cfg.warmup_steps if cfg.warmup_steps > 0 else math.ceil(cfg.warmup_ratio * total)
+
+
+def lr_factor(cfg: GRPOConfig, k: int, total: int) -> float:
+    """The multiplier of learning_rate at the k-th optimizer step (from 0) of a phase of `total` steps, with
+    W = warmup_steps: k / max(1, W) while k < W; then constant 1 | linear max(0, (total - k) / max(1, total - W))
+    | cosine max(0, (1 + cos(pi p)) / 2), p = (k - W) / max(1, total - W) (transformers' schedules)."""
+    w = warmup_steps(cfg, total)
+    if k < w:
+        return float(k) / float(max(1, w))
+    if cfg.lr_scheduler_type == "linear":
+        return max(0.0, float(total - k) / float(max(1, total - w)))
+    if cfg.lr_scheduler_type == "cosine":
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * float(k - w) / float(max(1, total - w)))))
+    return 1.0
 
 
 @dataclass
@@ -73,18 +147,34 @@ class GRPOStep:
 class GRPO:
     """GRPO with an fp32 HF policy; reference (frozen) needed when beta > 0.
 
-    encode(prompt) must give the token ids the engine conditions on for that prompt."""
+    encode(prompt) must give the token ids the engine conditions on for that prompt. The learning-rate
+    schedule runs over the phase's optimizer steps: phase_steps GRPO steps from step phase_start, each
+    num_iterations optimizer steps. With cfg.use_peft, LoRA adapters are trained on lora_base (a model holding
+    the phase's starting weights; default: a copy of policy) and policy receives the merged weights."""
 
     def __init__(self, cfg: GRPOConfig, engine: Engine, task: Task, policy: torch.nn.Module,
                  reference: torch.nn.Module | None, encode: Callable[[str], list[int]], *,
-                 temperature: float, max_new_tokens: int, seed: int, pad_id: int):
+                 temperature: float, max_new_tokens: int, seed: int, pad_id: int, phase_start: int = 0,
+                 phase_steps: int = 1, lora_base: torch.nn.Module | None = None):
         if cfg.beta > 0 and reference is None:
             raise ValueError("reference model is required when grpo.beta > 0")
-        self.cfg, self.engine, self.task, self.policy, self.reference = cfg, engine, task, policy, reference
+        self.cfg, self.engine, self.task, self.model, self.reference = cfg, engine, task, policy, reference
         self.encode, self.temperature, self.max_new_tokens, self.seed, self.pad_id = encode, temperature, max_new_tokens, seed, pad_id
+        self.phase_start, self.schedule_steps = phase_start, phase_steps * cfg.num_iterations
         self.shares_engine_model = engine.live_module() is policy
-        self.optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+        if cfg.use_peft:
+            from escov.llm import grpo_lora
+
+            self.policy = grpo_lora.lora_model(lora_base if lora_base is not None else copy.deepcopy(policy), cfg)
+        else:
+            self.policy = policy  # trained in place: the run's model is the policy
+        if cfg.gradient_checkpointing:
+            self.policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        trained = [p for p in self.policy.parameters() if p.requires_grad] if cfg.use_peft else self.policy.parameters()
+        self.optimizer = torch.optim.AdamW(trained, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
         self.optimizer_steps = 0  # taken in the current step
+        self.sampling = {k: getattr(cfg, k) for k, off in (("top_p", 1.0), ("top_k", 0), ("min_p", 0.0))
+                         if getattr(cfg, k) != off}  # rollouts' sampling restrictions (engine.generate)
 
     def state_is_intact(self) -> bool:
         """Whether policy and optimizer are still those before the current step (no optimizer step taken)."""
@@ -93,18 +183,39 @@ class GRPO:
     def _micro_batches(self, n: int):
         return [slice(i, min(i + self.cfg.micro_batch_size, n)) for i in range(0, n, self.cfg.micro_batch_size)]
 
+    @contextlib.contextmanager
+    def _training_forward(self):
+        """The forwards that take gradients: no dropout (the training forward is the sampling policy), except
+        LoRA's own dropout (lora_dropout); with gradient_checkpointing, the decoder layers recompute their
+        activations in the backward pass (transformers does so only for a layer flagged as training; the
+        flag is set on the layers alone, not their children, and cleared afterwards so generation keeps its cache)."""
+        self.policy.train(False)
+        lora_dropout = [m for n, m in self.policy.named_modules() if n.endswith("lora_dropout")]
+        layers = [m for m in self.policy.modules() if getattr(m, "gradient_checkpointing", False) is True]
+        for m in lora_dropout:
+            m.train(True)
+        for m in layers:
+            m.training = True
+        try:
+            yield
+        finally:
+            self.policy.train(False)
+
     def step(self, problems: list[Problem], step: int) -> GRPOStep:
         t0 = time.perf_counter()
         cfg = self.cfg
         self.optimizer_steps = 0
         out = rollout(self.engine, self.task, problems, n=cfg.num_generations, temperature=self.temperature,
-                      max_new_tokens=self.max_new_tokens, seed=derive_seed(self.seed, step, "grpo-rollout"), step=step)
+                      max_new_tokens=self.max_new_tokens, seed=derive_seed(self.seed, step, "grpo-rollout"), step=step,
+                      **self.sampling)
         device = next(self.policy.parameters()).device  # the run's device (llm/device.py)
         adv = torch.tensor(group_advantages(out.rewards, cfg.scale_rewards).reshape(-1), dtype=torch.float32, device=device)
         prompt_ids = [self.encode(p.prompt) for p in problems for _ in range(cfg.num_generations)]
-        completion_ids = [c.token_ids for row in out.completions for c in row]
-        seq, attention, mask = (t.to(device) for t in pad_batch(prompt_ids, completion_ids, self.pad_id))
+        completions = [c for row in out.completions for c in row]
+        seq, attention, mask = (t.to(device) for t in pad_batch(prompt_ids, [c.token_ids for c in completions], self.pad_id))
         tmask = mask[:, 1:]
+        if cfg.mask_truncated_completions:
+            tmask = tmask * truncated_rows(completions).to(device)[:, None]
         n_seq, n_tok = seq.shape[0], float(tmask.sum())
         # frozen log-probs: the sampling policy (pi_old) and the reference
         with torch.no_grad():
@@ -112,33 +223,44 @@ class GRPO:
                              for s in self._micro_batches(n_seq)]) if cfg.num_iterations > 1 else None
             ref = torch.cat([completion_logprobs(self.reference, seq[s], attention[s], mask[s], self.temperature)
                              for s in self._micro_batches(n_seq)]) if cfg.beta > 0 else None
-        self.policy.train(False)  # no dropout: the training forward is the sampling policy
-        for _ in range(cfg.num_iterations):
-            self.optimizer.zero_grad(set_to_none=True)
-            total_loss, kl_sum, clipped = 0.0, 0.0, 0.0
-            for s in self._micro_batches(n_seq):
-                logp = completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature)
-                m = tmask[s]
-                old_s = old[s] if old is not None else logp.detach()
-                loss, k3, ratio = grpo_loss(logp, old_s, ref[s] if ref is not None else None, adv[s], m, cfg,
-                                            n_seq=n_seq, n_tok=n_tok)
-                if k3 is not None:
-                    kl_sum += float((k3.detach() * m).sum())
-                if not torch.isfinite(loss):
-                    raise NonFiniteError(f"step {step}: GRPO loss is not finite ({float(loss)})")
-                loss.backward()
-                total_loss += float(loss.detach())
-                clipped += float((((ratio - 1).abs() > cfg.epsilon).float() * m).sum())
-            params = [p for p in self.policy.parameters() if p.grad is not None]
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))
-            if not np.isfinite(grad_norm):
-                raise NonFiniteError(f"step {step}: GRPO gradient norm is not finite ({grad_norm})")
-            self.optimizer.step()
-            self.optimizer_steps += 1
+        with self._training_forward():
+            for i in range(cfg.num_iterations):
+                self.optimizer.zero_grad(set_to_none=True)
+                total_loss, kl_sum, clipped = 0.0, 0.0, 0.0
+                for s in self._micro_batches(n_seq):
+                    logp = completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature)
+                    m = tmask[s]
+                    old_s = old[s] if old is not None else logp.detach()
+                    loss, k3, ratio = grpo_loss(logp, old_s, ref[s] if ref is not None else None, adv[s], m, cfg,
+                                                n_seq=n_seq, n_tok=n_tok, max_completion_length=self.max_new_tokens)
+                    if k3 is not None:
+                        kl_sum += float((k3.detach() * m).sum())
+                    if not torch.isfinite(loss):
+                        raise NonFiniteError(f"step {step}: GRPO loss is not finite ({float(loss)})")
+                    loss.backward()
+                    total_loss += float(loss.detach())
+                    clipped += clipped_share_sum(ratio, m, cfg)
+                params = [p for p in self.policy.parameters() if p.grad is not None]
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))
+                if not np.isfinite(grad_norm):
+                    raise NonFiniteError(f"step {step}: GRPO gradient norm is not finite ({grad_norm})")
+                k = (step - self.phase_start) * cfg.num_iterations + i  # this phase's optimizer step, from 0
+                for group in self.optimizer.param_groups:
+                    group["lr"] = cfg.learning_rate * lr_factor(cfg, k, self.schedule_steps)
+                self.optimizer.step()
+                self.optimizer_steps += 1
         for name, p in self.policy.named_parameters():
             if not torch.isfinite(p).all():
                 raise NonFiniteError(f"step {step}: weight {name} is not finite after the GRPO update")
+        if self.policy is not self.model:  # LoRA: the merged weights are the run's model
+            from escov.llm import grpo_lora
+
+            merged = grpo_lora.merged_weights(self.policy)
+            with torch.no_grad():
+                live = dict(self.model.named_parameters())
+                for n, w in merged.items():
+                    live[n].copy_(w)
         if not self.shares_engine_model:
-            self.engine.load_weights((n, p.detach()) for n, p in self.policy.named_parameters())
+            self.engine.load_weights((n, p.detach()) for n, p in self.model.named_parameters())
         return GRPOStep(rollouts=out, loss=total_loss, kl=kl_sum / max(n_tok, 1.0), clip_fraction=clipped / max(n_tok, 1.0),
                         grad_norm=grad_norm, seconds=time.perf_counter() - t0)

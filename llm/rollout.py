@@ -59,10 +59,11 @@ class Rollouts:
 
 
 def rollout(engine: Engine, task: Task, problems: list[Problem], *, n: int, temperature: float,
-            max_new_tokens: int, seed: int, step: int) -> Rollouts:
-    """Generate n completions per problem (temperature 0 = greedy) and score them with the task's verifier."""
+            max_new_tokens: int, seed: int, step: int, **sampling) -> Rollouts:
+    """Generate n completions per problem (temperature 0 = greedy; sampling: the engine's top_p, top_k, min_p)
+    and score them with the task's verifier."""
     completions = engine.generate([p.prompt for p in problems], n=n, temperature=temperature,
-                                  max_new_tokens=max_new_tokens, seed=seed)
+                                  max_new_tokens=max_new_tokens, seed=seed, **sampling)
     return score_completions(task, problems, completions, step, temperature)
 
 

@@ -8,7 +8,8 @@ it has one) and lets a trainer overwrite weights in place between calls:
 
 `Completion.logprobs[t]` is log pi_T(y_t | x, y_<t), the log-probability of the sampled token
 under the distribution it was sampled from: the model's logits divided by the temperature T and,
-with top_p < 1, restricted to the top-p nucleus and renormalized. At temperature 0 (greedy) it is
+restricted (top_k > 0: to the k most likely tokens; top_p < 1: to the top-p nucleus; min_p > 0: to the tokens
+whose probability is at least min_p times the most likely one's) and renormalized. At temperature 0 (greedy) it is
 the model's own (T = 1) log-probability of the argmax token. `token_ids` include the end-of-
 sequence token when generation stopped on it (finish_reason "stop"); "length" means the
 max_new_tokens limit was reached. `text` is the decoded completion without special tokens.
@@ -41,7 +42,7 @@ class Engine(ABC):
 
     @abstractmethod
     def generate(self, prompts: list[str], *, n: int, temperature: float, max_new_tokens: int,
-                 seed: int, top_p: float = 1.0) -> list[list[Completion]]:
+                 seed: int, top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0) -> list[list[Completion]]:
         """n completions for each prompt ([prompt][sample]); temperature 0 is greedy; deterministic given seed."""
 
     @abstractmethod
@@ -74,10 +75,14 @@ class Engine(ABC):
         self.close()
 
 
-def check_generate_args(prompts, n, temperature, max_new_tokens, top_p) -> None:
+def check_generate_args(prompts, n, temperature, max_new_tokens, top_p, top_k: int = 0, min_p: float = 0.0) -> None:
     if not isinstance(prompts, (list, tuple)) or not prompts or not all(isinstance(p, str) for p in prompts):
         raise ValueError("prompts must be a non-empty list of strings")
     check_sampling_args(n, temperature, max_new_tokens, top_p)
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise ValueError(f"top_k must be an integer >= 0 (0: off), got {top_k!r}")
+    if not (isinstance(min_p, (int, float)) and 0 <= min_p <= 1):
+        raise ValueError(f"min_p must lie in [0, 1] (0: off), got {min_p!r}")
 
 
 def check_sampling_args(n, temperature, max_new_tokens, top_p) -> None:

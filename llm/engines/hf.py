@@ -2,13 +2,15 @@
 
 Each call expands the prompts to prompt-major rows (n rows per prompt), left-pads them, runs one
 prefill and then one forward per new token on the cached keys/values. A row stops at its first
-end-of-sequence token. Sampling: softmax(logits / T), optionally restricted to the top-p nucleus
-(the smallest set of most likely tokens whose mass reaches top_p), drawn with a torch.Generator
+end-of-sequence token. Sampling: softmax(logits / T), optionally restricted to the top_k most likely tokens
+(ties with the k-th kept), then to the top-p nucleus (the smallest set of most likely tokens whose mass
+reaches top_p), then to the tokens at least min_p times as likely as the most likely one, drawn with a torch.Generator
 seeded once per call, so a call is deterministic given (seed, prompts, n, max_batch_size).
 `load_weights` copies tensors into the live parameters; editing `engine.model` in place works too.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Iterable
 
@@ -20,18 +22,24 @@ from escov.llm.engines.base import (Completion, Engine, check_generate_args, che
 
 
 def sample_next(logits: torch.Tensor, temperature: float, top_p: float,
-                generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+                generator: torch.Generator, top_k: int = 0, min_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """(token [B], log-prob [B] under the distribution sampled from) for logits [B, V]."""
     if temperature == 0:
         logp = F.log_softmax(logits, dim=-1)
         token = logits.argmax(dim=-1)
         return token, logp.gather(1, token[:, None])[:, 0]
     logp = F.log_softmax(logits / temperature, dim=-1)
+    if 0 < top_k < logp.shape[-1]:
+        kth = logp.topk(top_k, dim=-1).values[:, -1:]
+        logp = F.log_softmax(logp.masked_fill(logp < kth, float("-inf")), dim=-1)
     if top_p < 1.0:
         sorted_logp, order = logp.sort(dim=-1, descending=True)
         mass_before = sorted_logp.exp().cumsum(dim=-1) - sorted_logp.exp()
         drop = torch.zeros_like(logp, dtype=torch.bool).scatter(1, order, mass_before >= top_p)
         logp = F.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
+    if min_p > 0:
+        floor = logp.max(dim=-1, keepdim=True).values + math.log(min_p)
+        logp = F.log_softmax(logp.masked_fill(logp < floor, float("-inf")), dim=-1)
     token = torch.multinomial(logp.exp(), 1, generator=generator)[:, 0]
     return token, logp.gather(1, token[:, None])[:, 0]
 
@@ -61,19 +69,19 @@ class HFEngine(Engine):
 
     @torch.no_grad()
     def generate(self, prompts: list[str], *, n: int, temperature: float, max_new_tokens: int,
-                 seed: int, top_p: float = 1.0) -> list[list[Completion]]:
-        check_generate_args(prompts, n, temperature, max_new_tokens, top_p)
+                 seed: int, top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0) -> list[list[Completion]]:
+        check_generate_args(prompts, n, temperature, max_new_tokens, top_p, top_k, min_p)
         rows = [ids for ids in (self.prompt_token_ids(p) for p in prompts) for _ in range(n)]
         generator = torch.Generator(device=self.device).manual_seed(int(seed))
         flat: list[Completion] = []
         for start in range(0, len(rows), self.max_batch_size):
             flat += self.generate_rows(rows[start:start + self.max_batch_size], temperature, top_p,
-                                       max_new_tokens, [generator])
+                                       max_new_tokens, [generator], top_k=top_k, min_p=min_p)
         return [flat[i * n:(i + 1) * n] for i in range(len(prompts))]
 
     @torch.no_grad()
     def generate_rows(self, rows: list[list[int]], temperature: float, top_p: float, max_new_tokens: int,
-                      generators: list[torch.Generator]) -> list[Completion]:
+                      generators: list[torch.Generator], top_k: int = 0, min_p: float = 0.0) -> list[Completion]:
         """One left-padded batch: prefill, then KV-cached decoding until every row stopped.
 
         The rows split into len(generators) equal contiguous blocks; block i samples with generators[i]
@@ -95,9 +103,10 @@ class HFEngine(Engine):
         for step in range(max_new_tokens):
             logits = out.logits[:, -1, :].float()
             if temperature == 0 or len(generators) == 1:
-                token, logp = sample_next(logits, temperature, top_p, generators[0])
+                token, logp = sample_next(logits, temperature, top_p, generators[0], top_k, min_p)
             else:  # each block draws from its own generator, as its own generate call would
-                drawn = [sample_next(logits[i * per:(i + 1) * per], temperature, top_p, g) for i, g in enumerate(generators)]
+                drawn = [sample_next(logits[i * per:(i + 1) * per], temperature, top_p, g, top_k, min_p)
+                         for i, g in enumerate(generators)]
                 token, logp = torch.cat([t for t, _ in drawn]), torch.cat([lp for _, lp in drawn])
             token = token.masked_fill(done, self.tokenizer.pad_token_id)
             tokens.append(token)

@@ -3,7 +3,7 @@
 vLLM runs in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0, set here before vllm is imported),
 so its model object is reachable. Sampling: one request per prompt with `n` samples and a seed
 derived from (seed, prompt index) (vLLM gives sample j the request seed + j), log-probs in
-"processed_logprobs" mode: after temperature and top-p, the same quantity HFEngine reports.
+"processed_logprobs" mode: after temperature and top-k / top-p / min-p, the same quantity HFEngine reports.
 
 Weights: vLLM fuses q/k/v and gate/up projections and, on the CPU, repacks linear weights into
 kernel formats and drops the originals. `load_weights` therefore keeps a CPU copy of every
@@ -124,16 +124,16 @@ class VLLMEngine(Engine):
         _LIVE_ENGINES.add(self)
 
     def generate(self, prompts: list[str], *, n: int, temperature: float, max_new_tokens: int,
-                 seed: int, top_p: float = 1.0) -> list[list[Completion]]:
+                 seed: int, top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0) -> list[list[Completion]]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        check_generate_args(prompts, n, temperature, max_new_tokens, top_p)
+        check_generate_args(prompts, n, temperature, max_new_tokens, top_p, top_k, min_p)
         requests = [TokensPrompt(prompt_token_ids=self.prompt_token_ids(p)) for p in prompts]
         greedy = temperature == 0  # vLLM takes n = 1 for greedy requests; the n samples are copies
         params = [SamplingParams(n=1 if greedy else n, temperature=float(temperature), top_p=float(top_p), max_tokens=max_new_tokens,
-                                 logprobs=0, seed=prompt_seed(seed, i), stop_token_ids=self.stop_ids,
-                                 detokenize=False)
+                                 top_k=top_k, min_p=float(min_p),  # 0: off (vLLM's defaults)
+                                 logprobs=0, seed=prompt_seed(seed, i), stop_token_ids=self.stop_ids, detokenize=False)
                   for i in range(len(prompts))]
         outputs = self.llm.generate(requests, params, use_tqdm=False)
         result = []
