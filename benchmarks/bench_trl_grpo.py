@@ -183,7 +183,7 @@ def compare_advantages(s: Settings, task, problems) -> dict:
         rows = [{"prompt": p.prompt, "problem": i} for i, p in enumerate(problems) for _ in range(s.num_generations)]
         adv_trl = trainer._generate_and_score_completions(rows)["advantages"].numpy().reshape(-1, s.num_generations)
     rewards = np.array(seen).reshape(-1, s.num_generations)
-    adv_ours = group_advantages(rewards, scale=True)
+    adv_ours = group_advantages(rewards, "group")
     nonzero = adv_ours != 0
     return {"groups_with_spread": int((rewards.std(axis=1) > 0).sum()), "groups": len(problems),
             "max_abs_diff": float(np.abs(adv_trl - adv_ours).max()),
@@ -199,7 +199,7 @@ def compare_losses(s: Settings, cases) -> dict:
 
     torch.set_num_threads(s.threads)
     task, problems, out, ours_batch, trl_inputs = identical_batch(s)
-    adv = torch.tensor(group_advantages(out.rewards, scale=True).reshape(-1), dtype=torch.float32)
+    adv = torch.tensor(group_advantages(out.rewards, "group").reshape(-1), dtype=torch.float32)
     return {"advantages": compare_advantages(s, task, problems),
             "completion_tokens": int(ours_batch["mask"].sum()),
             "cases": [loss_case(s, task, problems, ours_batch, trl_inputs, adv, *case) for case in cases]}

@@ -65,6 +65,7 @@ CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer_state.json"
 WEIGHTS = "model.safetensors"
 OPTIMIZER = "optimizer.pt"
+ADAPTER = "adapter.safetensors"  # GRPO with use_peft: the LoRA adapters inside a phase (llm/grpo_lora.py)
 CHECKPOINT_NAME = re.compile(r"step-(\d+)")
 
 
@@ -515,19 +516,19 @@ def checkpoint_steps(run: Path) -> tuple[list[int], list[Path]]:
 
 
 def save_checkpoint(run: Path, model_dir: Path, step: int, weights: dict, state: TrainerState,
-                    optimizer_state: dict | None) -> Path:
+                    optimizer_state: dict | None, adapter: dict | None = None) -> Path:
     """checkpoints/step-N/: fp32 weights in save_pretrained layout with the base model's config and
-    tokenizer files, the trainer state (+ optimizer state); atomic (a temporary folder, then a rename).
-    An existing complete checkpoint of that step is kept (it holds the same weights). A disk with less
-    free space than the checkpoint needs is a RunDirError naming it and both sizes, before anything is
-    written; a write that fails leaves no temporary folder behind."""
+    tokenizer files, the trainer state (+ optimizer state, + LoRA adapters); atomic (a temporary folder,
+    then a rename). An existing complete checkpoint of that step is kept (it holds the same weights). A disk
+    with less free space than the checkpoint needs is a RunDirError naming it and both sizes, before anything
+    is written; a write that fails leaves no temporary folder behind."""
     final = checkpoint_dir(run, step)
     if (final / TRAINER_STATE).exists():
         return final
     tmp = Path(run) / CHECKPOINTS / f".tmp-step-{step}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        _write_checkpoint(tmp, final, model_dir, step, weights, state, optimizer_state)
+        _write_checkpoint(tmp, final, model_dir, step, weights, state, optimizer_state, adapter)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # a full disk is not left full of half a checkpoint
         raise
@@ -535,11 +536,12 @@ def save_checkpoint(run: Path, model_dir: Path, step: int, weights: dict, state:
 
 
 def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weights: dict, state: TrainerState,
-                      optimizer_state: dict | None) -> None:
+                      optimizer_state: dict | None, adapter: dict | None = None) -> None:
     import torch
     from safetensors.torch import save_file
 
-    with writing(tmp, needed=checkpoint_bytes(model_dir, weights, optimizer_state)):
+    needed = checkpoint_bytes(model_dir, weights, optimizer_state) + sum(t.numel() * 4 for t in (adapter or {}).values())
+    with writing(tmp, needed=needed):
         tmp.mkdir(parents=True)
         for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
             if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin":
@@ -551,6 +553,8 @@ def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weight
                   metadata={"format": "pt"})
         if optimizer_state is not None:
             torch.save(optimizer_state, tmp / OPTIMIZER)
+        if adapter is not None:
+            save_file({n: t.detach().float().contiguous() for n, t in adapter.items()}, str(tmp / ADAPTER))
         write_json(tmp / TRAINER_STATE, check_record(TrainerState, state | {"step": step}, str(tmp / TRAINER_STATE)))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
@@ -597,6 +601,23 @@ def load_checkpoint(path: Path, shapes: dict, with_optimizer: bool) -> tuple[dic
         if not isinstance(optimizer_state, dict) or set(optimizer_state) != {"state", "param_groups"}:
             raise RunDirError(f"{opt_file}: not a torch optimizer state dict (expected keys 'state' and 'param_groups')")
     return weights, state, optimizer_state
+
+
+def load_adapter(path: Path) -> dict:
+    """The LoRA adapters of checkpoints/step-N (adapter.safetensors), finite; RunDirError naming the file otherwise."""
+    import torch
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    file = Path(path) / ADAPTER
+    try:
+        adapter = load_file(str(file))
+    except (SafetensorError, OSError) as err:
+        raise RunDirError(f"{file}: not a readable safetensors file ({err})") from None
+    bad = next((n for n, t in adapter.items() if not torch.isfinite(t).all()), None)
+    if bad is not None:
+        raise RunDirError(f"{file}: adapter {bad} holds non-finite values")
+    return adapter
 
 
 def set_aside(path: Path) -> Path:

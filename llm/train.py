@@ -14,7 +14,8 @@ Run directory (the interface to paper_checks):
                        accuracy before / after (base_greedy, final_greedy), held-out task before /
                        after, update analysis and magnitude-thresholded checkpoints
     checkpoints/step-N/  save_pretrained format (fp32 model.safetensors + config + tokenizer) and
-                       trainer_state.json (+ optimizer.pt inside a GRPO phase), written atomically, after
+                       trainer_state.json (+ optimizer.pt inside a GRPO phase, + adapter.safetensors with
+                       grpo.use_peft), written atomically, after
                        the steps checkpoint_due names (and at a phase switch)
     curves.png, drift_hist.png
 
@@ -175,22 +176,36 @@ class TrainingRun:
                                    max_new_tokens=cfg.max_completion_length, seed=cfg.seed, population=cfg.population,
                                    distributed=cfg.distributed(), model_dir=cfg.model, weights=weights)
         else:
-            reference = None
+            reference, lora_base = None, None
+            start_dir = cfg.model if phase.start == 0 else rundir.checkpoint_dir(self.dir, phase.start)
             if cfg.grpo.beta > 0:  # frozen: the weights this GRPO phase started from
-                ref_dir = cfg.model if phase.start == 0 else rundir.checkpoint_dir(self.dir, phase.start)
-                reference = AutoModelForCausalLM.from_pretrained(ref_dir, dtype=torch.float32).to(self.device)
+                reference = AutoModelForCausalLM.from_pretrained(start_dir, dtype=torch.float32).to(self.device)
                 reference.train(False)
                 reference.requires_grad_(False)
+            if cfg.grpo.use_peft:  # LoRA adapters on the phase's starting weights (llm/grpo_lora.py)
+                lora_base = AutoModelForCausalLM.from_pretrained(start_dir, dtype=torch.float32).to(self.device)
             self.trainer = GRPO(cfg.grpo, self.engine, self.task, self.hf_model, reference, self.encode,
                                 temperature=cfg.temperature, max_new_tokens=cfg.max_completion_length,
-                                seed=cfg.seed, pad_id=self.pad_id)
+                                seed=cfg.seed, pad_id=self.pad_id, phase_start=phase.start, phase_steps=phase.steps,
+                                lora_base=lora_base)
             if optimizer_state is not None:
+                optimizer_state = dict(optimizer_state)
+                if cfg.grpo.use_peft:
+                    from escov.llm import grpo_lora
+
+                    grpo_lora.load_adapter_state(self.trainer.policy, optimizer_state.pop("adapter"), "resumed checkpoint")
                 self.trainer.optimizer.load_state_dict(optimizer_state)
         self.trainer_phase = phase
 
     def checkpoint(self, step: int, elapsed: float) -> Path:
         opt = self.trainer.optimizer.state_dict() if isinstance(self.trainer, GRPO) else None
-        path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), {"elapsed": elapsed}, opt)
+        adapter = None
+        if isinstance(self.trainer, GRPO) and self.cfg.grpo.use_peft:
+            from escov.llm import grpo_lora
+
+            adapter = grpo_lora.adapter_state(self.trainer.policy)
+        path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), {"elapsed": elapsed}, opt,
+                                      adapter)
         stop_point(f"checkpoint-{step}")
         return path
 

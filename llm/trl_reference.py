@@ -40,7 +40,8 @@ def step_problems(s: Settings, steps: int):
 
 
 def trl_config(s: Settings, out_dir: str, *, loss_type: str | None = None, beta: float | None = None,
-               bias_correction_kl: bool = False, max_steps: int = 1):
+               bias_correction_kl: bool = False, max_steps: int = 1, epsilon_high: float | None = None,
+               scale_rewards: str = "group", mask_truncated: bool = False):
     """TRL's GRPOConfig meaning the same as our GRPOConfig (see the module docstring for the mapping)."""
     from trl import GRPOConfig as TRLGRPOConfig
 
@@ -52,8 +53,8 @@ def trl_config(s: Settings, out_dir: str, *, loss_type: str | None = None, beta:
         max_completion_length=s.max_new_tokens, temperature=s.temperature, top_p=1.0, top_k=0,
         learning_rate=s.learning_rate, lr_scheduler_type="constant", weight_decay=0.0,
         max_grad_norm=s.max_grad_norm, beta=s.beta if beta is None else beta, epsilon=s.epsilon,
-        loss_type=s.loss_type if loss_type is None else loss_type, scale_rewards="group",
-        importance_sampling_level="token", mask_truncated_completions=False,
+        loss_type=s.loss_type if loss_type is None else loss_type, scale_rewards=scale_rewards,
+        epsilon_high=epsilon_high, importance_sampling_level="token", mask_truncated_completions=mask_truncated,
         use_bias_correction_kl=bias_correction_kl, gradient_checkpointing=False, shuffle_dataset=False)
 
 
@@ -123,39 +124,65 @@ def identical_batch(s: Settings):
         trl["old_per_token_logps"][i, :len(c)] = old[i, len(p) - 1:len(p) - 1 + len(c)]
         trl["ref_per_token_logps"][i, :len(c)] = ref[i, len(p) - 1:len(p) - 1 + len(c)]
     trl["num_items_in_batch"] = trl["completion_mask"].sum()
-    return task, problems, out, {"seq": seq, "attention": attention, "mask": mask, "old": old, "ref": ref}, trl
+    return task, problems, out, {"seq": seq, "attention": attention, "mask": mask, "old": old, "ref": ref,
+                                 "completions": [c for row in out.completions for c in row]}, trl
 
 
 def gradients(model) -> dict:
     return {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, adv, loss_type: str, beta: float,
-              bias_kl: bool, on_policy: bool) -> dict:
-    """Our loss and TRL's (GRPOTrainer.compute_loss) on the identical batch with advantages adv, and their gradients.
-    bias_kl: TRL's use_bias_correction_kl; on_policy: old log-probs are the policy's own (else the base model's)."""
+def trl_masked_truncated(trainer, trl_inputs: dict) -> dict:
+    """TRL's inputs with mask_truncated_completions applied as its _generate_and_score_completions does: a
+    completion whose last id is neither an end-of-sequence nor the pad token loses its completion mask, and
+    num_items_in_batch counts what is left."""
     import torch
 
-    from escov.llm.grpo import GRPOConfig, grpo_loss
+    ends = [*trainer.eos_token_ids, trainer._tokenizer.pad_token_id]
+    ids, mask = trl_inputs["completion_ids"], trl_inputs["completion_mask"]
+    last = [int(row[int(m.sum()) - 1]) for row, m in zip(ids, mask)]
+    is_truncated = torch.tensor([t not in ends for t in last])
+    out = dict(trl_inputs, completion_mask=mask * (~is_truncated).unsqueeze(1).int())
+    out["num_items_in_batch"] = out["completion_mask"].sum()
+    return out
+
+
+def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, adv, loss_type: str, beta: float,
+              bias_kl: bool, on_policy: bool, *, epsilon_high: float | None = None, mask_truncated: bool = False,
+              completions=None, trainer=None) -> dict:
+    """Our loss and TRL's (GRPOTrainer.compute_loss) on the identical batch with advantages adv, and their gradients.
+    bias_kl: TRL's use_bias_correction_kl; on_policy: old log-probs are the policy's own (else the base model's);
+    epsilon_high: the upper clip (None: epsilon); mask_truncated: mask_truncated_completions, ours from the
+    completions' finish reasons, TRL's from its rule on the completion ids; trainer: a GRPOTrainer made by
+    trl_trainer with the same settings (else one is made here)."""
+    import torch
+
+    from escov.llm.grpo import GRPOConfig, grpo_loss, truncated_rows
     from escov.llm.rollout import completion_logprobs
 
     tmask = ours_batch["mask"][:, 1:]
+    if mask_truncated:
+        tmask = tmask * truncated_rows(completions)[:, None]
     policy = perturbed(s.model, s.policy_scale, s.seed + 1)
     cfg = GRPOConfig(num_generations=s.num_generations, learning_rate=s.learning_rate, beta=beta,
-                     epsilon=s.epsilon, loss_type=loss_type)
+                     epsilon=s.epsilon, loss_type=loss_type, epsilon_high=epsilon_high or 0.0,
+                     mask_truncated_completions=mask_truncated)
     logp = completion_logprobs(policy, ours_batch["seq"], ours_batch["attention"], ours_batch["mask"], s.temperature)
     old = logp.detach() if on_policy else ours_batch["old"]  # GRPO.step's old log-probs when num_iterations = 1
     loss_ours, _, ratio = grpo_loss(logp, old, ours_batch["ref"], adv, tmask, cfg,
-                                    n_seq=len(adv), n_tok=float(tmask.sum()))
+                                    n_seq=len(adv), n_tok=float(tmask.sum()), max_completion_length=s.max_new_tokens)
     loss_ours.backward()
     g_ours = gradients(policy)
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = trl_trainer(s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems, tmp,
-                              loss_type=loss_type, beta=beta, bias_correction_kl=bias_kl)
+        if trainer is None:
+            trainer = trl_trainer(s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems, tmp,
+                                  loss_type=loss_type, beta=beta, bias_correction_kl=bias_kl, epsilon_high=epsilon_high)
         # eval mode: normalizer 1, as in training with gradient_accumulation_steps = 1 (the attribute TRL reads
         # in train mode exists only inside Trainer.train); no dropout, as GRPO.step
         trainer.model.train(False)
-        inputs = {k: v for k, v in trl_inputs.items() if not (on_policy and k == "old_per_token_logps")}
+        trainer.model.zero_grad(set_to_none=True)
+        inputs = trl_masked_truncated(trainer, trl_inputs) if mask_truncated else dict(trl_inputs)
+        inputs = {k: v for k, v in inputs.items() if not (on_policy and k == "old_per_token_logps")}
         inputs["advantages"] = adv.clone()
         loss_trl = trainer.compute_loss(trainer.model, inputs)  # without old log-probs: TRL's on-policy path
         loss_trl.backward()
@@ -167,7 +194,8 @@ def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, a
     ref_norm = torch.cat([g_ours[n].flatten() for n in names]).norm()
     lo, lt = float(loss_ours.detach()), float(loss_trl.detach())
     return {"loss_type": loss_type, "beta": beta, "use_bias_correction_kl": bias_kl, "on_policy": on_policy,
+            "epsilon_high": epsilon_high, "mask_truncated": mask_truncated, "tokens": float(tmask.sum()),
             "loss_ours": lo, "loss_trl": lt, "loss_abs_diff": abs(lt - lo), "loss_rel_diff": abs(lt - lo) / max(abs(lo), 1e-30),
             "grad_norm_ours": float(ref_norm), "grad_max_abs_diff": float(diff.abs().max()),
             "grad_rel_diff": float(diff.norm() / ref_norm),
-            "clip_fraction": float((((ratio - 1).abs() > s.epsilon).float() * tmask).sum() / tmask.sum())}
+            "clip_fraction": float((((ratio - 1).abs() > s.epsilon).float() * tmask).sum() / tmask.sum().clamp(min=1.0))}

@@ -20,7 +20,7 @@ def test_group_advantages(groups):
         else:
             mean, std = statistics.fmean(row), statistics.pstdev(row)
             np.testing.assert_allclose(a, [(r - mean) / (std + 1e-4) for r in row], rtol=1e-12)
-    centered = group_advantages(np.array(groups), scale=False)  # scale_rewards = False: r - mean, no division
+    centered = group_advantages(np.array(groups), "none")  # scale_rewards = False: r - mean, no division
     for row, a in zip(groups, centered):
         np.testing.assert_allclose(a, [r - statistics.fmean(row) for r in row], rtol=1e-12, atol=1e-15)
 

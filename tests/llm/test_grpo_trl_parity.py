@@ -6,6 +6,7 @@ policy and reference are perturbed copies of the model, so ratios move and some 
 """
 import importlib.util
 
+import numpy as np
 import pytest
 import torch
 
@@ -44,3 +45,87 @@ def test_trl_bias_corrected_kl_changes_the_gradient(batch):
     r = loss_case(s, task, problems, ours, trl_inputs, adv, "grpo", 0.04, True, True)
     assert r["loss_rel_diff"] < 1e-4
     assert r["grad_rel_diff"] > 1e-2, r
+
+
+# ----------------------------------------------------------------------------- TRL's variants
+
+SCALES = ("group", "batch", "none")
+
+
+@pytest.fixture(scope="module")
+def variant_trainers(batch, tmp_path_factory):
+    """One TRL GRPOTrainer per (loss_type, epsilon_high), made on demand and kept for the module."""
+    from escov.llm.trl_reference import perturbed, trl_trainer
+
+    s, task, problems, *_ = batch
+    made = {}
+
+    def get(loss_type, epsilon_high):
+        if (loss_type, epsilon_high) not in made:
+            made[loss_type, epsilon_high] = trl_trainer(
+                s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems,
+                str(tmp_path_factory.mktemp("trl")), loss_type=loss_type, beta=0.04, epsilon_high=epsilon_high)
+        return made[loss_type, epsilon_high]
+    return get
+
+
+@pytest.mark.parametrize("mask_truncated", [False, True])
+@pytest.mark.parametrize("epsilon_high", [None, 0.28])
+@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo"])
+def test_trl_variants_match_ours(batch, variant_trainers, loss_type, epsilon_high, mask_truncated):
+    """Every loss_type x (epsilon_high or not) x scale_rewards x mask_truncated_completions: loss and gradient
+    equal TRL's compute_loss on the identical batch, with the advantages of each scale_rewards mode."""
+    from escov.llm.grpo import group_advantages
+    from escov.llm.trl_reference import loss_case
+
+    s, task, problems, ours, trl_inputs, _ = batch
+    rewards = np.random.default_rng(1).choice([0.0, 0.5, 1.0], size=(s.batch, s.num_generations))
+    finished = [c.finish_reason == "stop" for c in ours["completions"]]
+    assert any(finished) and not all(finished), "the batch needs completions cut at the limit and stopped ones"
+    seen = []
+    for scale in SCALES:
+        adv = torch.tensor(group_advantages(rewards, scale).reshape(-1), dtype=torch.float32)
+        r = loss_case(s, task, problems, ours, trl_inputs, adv, loss_type, 0.04, False, False,
+                      epsilon_high=epsilon_high, mask_truncated=mask_truncated, completions=ours["completions"],
+                      trainer=variant_trainers(loss_type, epsilon_high))
+        assert r["clip_fraction"] > 0.01  # the clipped branch is exercised
+        assert r["loss_rel_diff"] < 1e-4 and r["grad_rel_diff"] < 1e-4, (scale, r)
+        seen.append(r["loss_ours"])
+    assert len(set(seen)) == 3  # the three advantage scalings give three different losses
+
+
+def test_variants_differ_from_the_default(batch, variant_trainers):
+    """The settings reach the loss: each variant moves it away from the default grpo loss on the same batch."""
+    from escov.llm.trl_reference import loss_case
+
+    s, task, problems, ours, trl_inputs, adv = batch
+    loss = {}
+    for key, kw in {"default": dict(), "epsilon_high": dict(epsilon_high=0.28),
+                    "mask": dict(mask_truncated=True, completions=ours["completions"])}.items():
+        loss[key] = loss_case(s, task, problems, ours, trl_inputs, adv, "grpo", 0.04, False, False,
+                              trainer=variant_trainers("grpo", kw.get("epsilon_high")), **kw)["loss_ours"]
+    for lt in ("bnpo", "dr_grpo"):
+        loss[lt] = loss_case(s, task, problems, ours, trl_inputs, adv, lt, 0.04, False, False,
+                             trainer=variant_trainers(lt, None))["loss_ours"]
+    assert len({round(v, 9) for v in loss.values()}) == len(loss), loss
+
+
+def test_advantages_are_trls_with_the_population_std():
+    """scale_rewards group / batch / none: TRL's formula (its nanstd over the group or the whole batch, here times
+    sqrt((n - 1) / n): the population std) on the same rewards; an all-equal group gets 0 in every mode."""
+    from trl.trainer.utils import nanstd
+
+    from escov.llm.grpo import group_advantages
+
+    rewards = torch.tensor(np.random.default_rng(2).choice([0.0, 0.3, 1.0], size=(5, 6)), dtype=torch.float64)
+    rewards[0] = 0.3  # one all-equal group
+    mean = rewards.mean(1, keepdim=True)
+    g = rewards.shape[1]
+    expected = {"group": (rewards - mean) / (nanstd(rewards, dim=1).unsqueeze(1) * ((g - 1) / g) ** 0.5 + 1e-4),
+                "batch": (rewards - mean) / (nanstd(rewards) * ((rewards.numel() - 1) / rewards.numel()) ** 0.5 + 1e-4),
+                "none": rewards - mean}
+    for mode, want in expected.items():
+        got = group_advantages(rewards.numpy(), mode)
+        # rtol 1e-6: nanstd's Bessel factor count / (count - 1) is computed in float32
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-6, atol=1e-12, err_msg=mode)
+        assert np.all(got[0] == 0.0)
