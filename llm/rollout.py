@@ -89,7 +89,7 @@ def completion_logprobs(model: torch.nn.Module, sequences: torch.Tensor, attenti
     inputs move to the model's device; the result is on it."""
     device = next(model.parameters()).device
     sequences, attention, completion_mask = sequences.to(device), attention.to(device), completion_mask.to(device)
-    logits = model(input_ids=sequences, attention_mask=attention).logits[:, :-1].float() / temperature
+    logits = model(input_ids=sequences, attention_mask=attention, use_cache=False).logits[:, :-1].float() / temperature
     logp = torch.gather(F.log_softmax(logits, dim=-1), 2, sequences[:, 1:, None]).squeeze(2)
     return logp * completion_mask[:, 1:]
 
