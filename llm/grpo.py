@@ -144,6 +144,16 @@ class GRPOStep:
     seconds: float
 
 
+@contextlib.contextmanager
+def _seeded(seed: int, model: torch.nn.Module):
+    """torch's global RNG (of the CPU and of the model's device) seeded inside, restored after: what draws from it
+    (LoRA's initialization and dropout) is the same in a run and in its resume."""
+    device = next(model.parameters()).device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed % 2**63)
+        yield
+
+
 class GRPO:
     """GRPO with an fp32 HF policy; reference (frozen) needed when beta > 0.
 
@@ -165,7 +175,8 @@ class GRPO:
         if cfg.use_peft:
             from escov.llm import grpo_lora
 
-            self.policy = grpo_lora.lora_model(lora_base if lora_base is not None else copy.deepcopy(policy), cfg)
+            with _seeded(derive_seed(seed, phase_start, "lora-init"), policy):  # peft draws A from torch's global RNG
+                self.policy = grpo_lora.lora_model(lora_base if lora_base is not None else copy.deepcopy(policy), cfg)
         else:
             self.policy = policy  # trained in place: the run's model is the policy
         if cfg.gradient_checkpointing:
@@ -223,7 +234,7 @@ class GRPO:
                              for s in self._micro_batches(n_seq)]) if cfg.num_iterations > 1 else None
             ref = torch.cat([completion_logprobs(self.reference, seq[s], attention[s], mask[s], self.temperature)
                              for s in self._micro_batches(n_seq)]) if cfg.beta > 0 else None
-        with self._training_forward():
+        with self._training_forward(), _seeded(derive_seed(self.seed, step, "grpo-dropout"), self.policy):
             for i in range(cfg.num_iterations):
                 self.optimizer.zero_grad(set_to_none=True)
                 total_loss, kl_sum, clipped = 0.0, 0.0, 0.0

@@ -162,6 +162,29 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradient(tiny_model_dir)
 pytest.importorskip("peft")
 
 
+def test_lora_step_trains_only_the_adapters(tiny_model_dir):
+    """A GRPO step with use_peft: the optimizer holds only LoRA's A and B; the run's model moves in q_proj and v_proj
+    alone, each by a matrix of rank <= lora_r, which is (alpha / r) B A; every other weight stays bit for bit."""
+    task = _starts_with_digit()
+    engine, grpo = _grpo(tiny_model_dir, task, use_peft=True, lora_r=2, lora_alpha=4, lora_target_modules="q_proj,v_proj",
+                         num_generations=6, learning_rate=5e-2)
+    before = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
+    trained = [p for g in grpo.optimizer.param_groups for p in g["params"]]
+    names = {id(p): n for n, p in grpo.policy.named_parameters()}
+    assert trained and all("lora_" in names[id(p)] for p in trained)
+    out = grpo.step(task.problems("train", 6, seed=1), 0)
+    assert out.grad_norm > 0
+    changed = sorted(n for n, p in engine.model.named_parameters() if not torch.equal(p, before[n]))
+    assert changed and all(n.endswith(("q_proj.weight", "v_proj.weight")) for n in changed), changed
+    for n in changed:
+        delta = (dict(engine.model.named_parameters())[n] - before[n]).double()
+        s = torch.linalg.svdvals(delta)
+        assert int((s > 1e-6 * s[0]).sum()) <= 2, (n, s[:4])
+        layer = grpo.policy.get_base_model().get_submodule(n[:-len(".weight")])
+        a, b = layer.lora_A["default"].weight.double(), layer.lora_B["default"].weight.double()
+        torch.testing.assert_close(delta, (4 / 2) * b @ a, rtol=1e-4, atol=1e-7)
+
+
 def _train(model_dir, out, extra=(), env_extra=None):
     args = [sys.executable, "-m", "escov.llm", "train", "--algo", "grpo", "--model", str(model_dir), "--out", str(out),
             "--steps", "4", "--batch_size", "2", "--train_pool", "8", "--threads", "1", "--max_completion_length", "6",
@@ -179,6 +202,7 @@ def _weights(path):
     return load_file(str(path / "model.safetensors"))
 
 
+@pytest.mark.slow  # three small runs and an evaluation (about a minute); test_lora_step_trains_only_the_adapters is fast
 def test_lora_changes_only_the_adapted_matrices_by_rank_r_and_eval_loads_it(tiny_model_dir, tmp_path):
     """GRPO with use_peft: the checkpoint's weights are the base's, bit for bit, except q_proj and v_proj, each moved
     by a matrix of rank <= lora_r = 2; the adapters are kept beside them; `llm eval` loads the checkpoint; a run
