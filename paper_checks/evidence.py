@@ -88,6 +88,21 @@ class Evidence:
                 self.problems.append(note)
         return groups[kept_key]
 
+    def common_ks(self, runs: list[Run], which: str = "final") -> list[str]:
+        """The ks of Pass@k that every one of the runs' evaluations `which` holds (runs of different eval_ks are
+        compared on these), ascending; each run that lacks a k some other run has is named in `problems`."""
+        held = {r.name: set(eval_of(r, which)["pass_at_k"]) for r in runs if eval_of(r, which)}
+        if not held:
+            return []
+        every = set.union(*held.values())
+        for name, ks in sorted(held.items()):
+            if ks != every:
+                note = (f"run {name} lacks Pass@k for k = {', '.join(sorted(every - ks, key=int))} in its {which} "
+                        f"evaluation (its eval_ks differ): Pass@k across runs uses the ks they share")
+                if note not in self.problems:
+                    self.problems.append(note)
+        return sorted(set.intersection(*held.values()), key=int)
+
     def main_model(self) -> str | None:
         """The model most runs start from."""
         return _most_common([r.config.get("model") for r in self.runs])

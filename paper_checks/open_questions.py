@@ -24,8 +24,11 @@ METHODS = ("base", "grpo", "es", "es[sampled]", "es-grpo", "grpo-es")
 
 
 def _mean_final(ev: Evidence, name: str, k: str) -> float | None:
-    vals = [eval_of(r, "final")["pass_at_k"][k] for r in ev.by_variant(name) if eval_of(r, "final")]
-    return float(np.mean(vals)) if vals else None
+    """The variant's mean final Pass@k over its runs, None unless every one of them measured k."""
+    runs = [r for r in ev.by_variant(name) if eval_of(r, "final")]
+    if not runs or k not in ev.common_ks(runs):
+        return None
+    return float(np.mean([eval_of(r, "final")["pass_at_k"][k] for r in runs]))
 
 
 def mechanism(ev: Evidence) -> dict:

@@ -50,10 +50,11 @@ def passk_curves(ev: Evidence, out: Path) -> str | None:
         ks = sorted(base["pass_at_k"], key=int)
         ax.plot([int(k) for k in ks], [base["pass_at_k"][k] for k in ks], "k--o", label="base")
     for name in MAIN:
-        evs = [eval_of(r, "final") for r in ev.by_variant(name) if eval_of(r, "final")]
-        if evs:
-            ks = sorted(evs[0]["pass_at_k"], key=int)
-            ax.plot([int(k) for k in ks], [np.mean([e["pass_at_k"][k] for e in evs]) for k in ks], "-o", label=name)
+        runs = [r for r in ev.by_variant(name) if eval_of(r, "final")]
+        ks = ev.common_ks(runs)  # runs of different eval_ks: the ks they share (the others named in the report)
+        if ks:
+            ax.plot([int(k) for k in ks], [np.mean([eval_of(r, "final")["pass_at_k"][k] for r in runs]) for k in ks],
+                    "-o", label=name)
             drawn = True
     if not drawn:
         plt.close(fig)
