@@ -130,3 +130,22 @@ def test_a_missing_backend_is_one_line_naming_its_extra(tiny_model_dir, tmp_path
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].endswith("report_to 'wandb' needs the wandb package: pip install -e \".[wandb]\"")
     assert not run.exists()
+
+
+def test_the_documented_names_are_the_ones_written(tracked_run):
+    """docs/run-directory.md's table of tracker names against the tags a real run (with a probe, evaluations, kept
+    completions and a curve point) wrote: every tag falls under a documented name, every documented name is written."""
+    import re
+
+    evaluate_curve(tracked_run, points=1, samples=32, n_problems=2)  # the curve/ names (measured again: same points)
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "run-directory.md").read_text()
+    table = doc[doc.index("| name | what | at step |"):].split("\n\n")[0].splitlines()[2:]
+    documented = {name.split("<")[0] for row in table for name in re.findall(r"`([a-z_]+(?:/[a-z_<>]*)*)`", row.split("|")[1])}
+    acc = _events(tracked_run)
+    # TensorBoard files a text under <name>/text_summary
+    written = set(acc.Tags()["scalars"]) | {t.removesuffix("/text_summary") for t in acc.Tags()["tensors"]}
+    assert written and documented >= {"train/", "eval/", "probe/", "completions/", "config"}, documented
+    assert all(any(t == d or (d.endswith("/") and t.startswith(d)) for d in documented) for t in written), \
+        sorted(t for t in written if not any(t == d or (d.endswith("/") and t.startswith(d)) for d in documented))
+    assert all(any(t == d or t.startswith(d) for t in written) for d in documented), \
+        sorted(d for d in documented if not any(t == d or t.startswith(d) for t in written))
