@@ -109,7 +109,7 @@ LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")  # llm/
 @dataclass
 class GRPOConfig:
     num_generations: int = 8         # G completions per prompt (paper 8)
-    learning_rate: float = 1e-6      # AdamW (paper 1e-6)
+    learning_rate: float = 1e-6      # AdamW (paper 1e-6); typical: 1e-6 to 1e-5 for 1B-7B checkpoints (1e-5 to 1e-4 with LoRA), 1e-4 to 1e-2 for the tiny model
     beta: float = 0.001              # KL penalty to the frozen reference (paper 0.001); 0: no reference
     epsilon: float = 0.2             # PPO clip range (paper 0.2)
     num_iterations: int = 1          # mu: optimizer steps per batch of rollouts
@@ -165,7 +165,8 @@ class GRPOConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not low <= v <= high \
                     or (name == "top_p" and v == 0):
-                raise ValueError(f"grpo.{name} must be a finite number in {'(' if name == 'top_p' else '['}{low:g}, {high:g}], got {v!r}")
+                where = ">= 0" if high == math.inf else f"in {'(' if name == 'top_p' else '['}{low:g}, {high:g}]"
+                raise ValueError(f"grpo.{name} must be a finite number {where}, got {v!r}")
         for name, low in (("top_k", 0), ("warmup_steps", 0), ("lora_r", 1), ("lora_alpha", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
