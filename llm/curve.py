@@ -194,6 +194,8 @@ def plot_curve(points: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from escov.llm.plot_axes import legend_beside, step_axis
+
     steps = [p["step"] for p in points]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
     for k in points[0]["sampled"]["pass_at_k"]:
@@ -201,12 +203,13 @@ def plot_curve(points: list[dict], path: Path) -> None:
     a.plot(steps, [p["greedy"]["pass_at_k"]["1"] for p in points], "s--", label="greedy accuracy")
     t = points[0]["sampled"]["temperature"]
     a.set(xlabel="step", ylabel="rate", ylim=(0, 1), title=f"along training (sampled at T={t})")
-    a.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    step_axis(a)
+    legend_beside(a)
     p1 = [p["sampled"]["pass_at_k"]["1"] for p in points]
     p32 = [p["sampled"]["pass_at_k"]["32"] for p in points]
     b.plot(p1, p32, "o-")
     for i in sorted({0, len(points) - 1}):  # the path's two ends, named
-        b.annotate(f"step {steps[i]}", (p1[i], p32[i]), textcoords="offset points", xytext=(5, -12), fontsize=8)
+        b.annotate(f"step {steps[i]}", (p1[i], p32[i]), textcoords="offset points", xytext=(5, -12))
     b.set(xlabel="Pass@1", ylabel="Pass@32", xlim=(0, 1), ylim=(0, 1.05), title="Pass@1-Pass@32 path")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -357,12 +357,15 @@ def plot_curves(run_dir: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from escov.llm.plot_axes import step_axis
+
     rows = rundir.read_steps(run_dir)
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3))
+    fig, axes = plt.subplots(1, 4, figsize=(12, 3))
     for ax, key in zip(axes, ("reward_mean", "pass_at_1", "entropy", "drift_rel")):
-        ax.plot([r["step"] for r in rows], [r[key] for r in rows])
+        ax.plot([r["step"] for r in rows], [r[key] for r in rows], "o-" if len(rows) < 30 else "-", ms=3)
         ax.set_title(key)
         ax.set_xlabel("step")
+        step_axis(ax)
     fig.tight_layout()
     fig.savefig(run_dir / "curves.png", dpi=110)
     plt.close(fig)

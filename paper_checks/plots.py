@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from escov.llm.plot_axes import label_k_axis  # noqa: E402
+from escov.llm.plot_axes import label_k_axis, legend_beside, step_axis  # noqa: E402
 from escov.paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
 from escov.theory.paper import PAPER_TAUS  # noqa: E402
 from escov.theory.matched import common_range, read_at, supported  # noqa: E402
@@ -27,11 +27,13 @@ def _save(fig, out: Path, name: str) -> str:
 
 
 def _label(ax, xlabel: str, ylabel: str, title: str) -> None:
-    """Axis labels, legend and title of one panel."""
+    """Axis labels, legend (beside the data) and title of one panel; a step axis ticked at whole steps."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend()
+    legend_beside(ax)
     ax.set_title(title)
+    if xlabel == "step":
+        step_axis(ax)
 
 
 def _base_eval(ev: Evidence) -> dict | None:
@@ -105,7 +107,7 @@ def pareto_front(ev: Evidence, out: Path) -> str | None:
     return _save(fig, out, "pareto.png")
 
 
-FRONTIER_PANELS = (("pass@32", "Pass@32"), ("pass@16", "Pass@16"), ("no_correct", "share of prompts with no correct sample"),
+FRONTIER_PANELS = (("pass@32", "Pass@32"), ("pass@16", "Pass@16"), ("no_correct", "prompts with no correct sample"),
                    ("entropy", "token entropy (nats)"), ("greedy", "greedy accuracy"))
 
 
@@ -125,7 +127,8 @@ def frontier(ev: Evidence, out: Path) -> str | None:
     curves = {name: cs for name, cs in curves.items() if cs}
     if not curves:
         return None
-    fig, axes = plt.subplots(1, len(FRONTIER_PANELS), figsize=(4.2 * len(FRONTIER_PANELS), 3.8))
+    fig, grid = plt.subplots(2, 3, figsize=(12, 7.5))  # five panels and, in the sixth cell, the legend
+    axes, legend_cell = grid.flat[:len(FRONTIER_PANELS)], grid.flat[-1]
     for ax, (key, ylabel) in zip(axes, FRONTIER_PANELS):
         for i, (name, cs) in enumerate(curves.items()):
             ys = [c.metric(key).mean(1) if key.startswith("pass@") or key == "no_correct" else getattr(c, key) for c in cs]
@@ -144,11 +147,12 @@ def frontier(ev: Evidence, out: Path) -> str | None:
                    [np.mean([(cs[0].metric(key).mean(1) if key.startswith("pass@") or key == "no_correct"
                               else getattr(cs[0], key))[0] for cs in curves.values()])], c="k", marker="*", s=100,
                   label="base", zorder=5)
-        ax.set(xlabel="sampled Pass@1 (T = curve temperature)", ylabel=ylabel, title=ylabel + " vs Pass@1")
-    fig.tight_layout(rect=(0, 0, 1, 0.9))  # the legend above the panels, clear of every curve
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=len(curves) + 1, frameon=False,
-               title="thin: each seed; thick: pooled over seeds at matched Pass@1 (dashed: a seed's measured points "
-                     "are further apart there than the matched claims read)")
+        ax.set(xlabel="sampled Pass@1", ylabel=ylabel, title=ylabel.split(" (")[0])
+    legend_cell.axis("off")
+    legend_cell.legend(*axes[0].get_legend_handles_labels(), loc="upper left", frameon=False,
+                       title="thin: each seed\nthick: pooled over seeds\nat matched Pass@1 (dashed: a\nseed's "
+                             "measured points are\nfurther apart there than\nthe matched claims read)")
+    fig.tight_layout()
     fig.savefig(out / "frontier.png", dpi=110)
     plt.close(fig)
     return "frontier.png"
@@ -228,7 +232,7 @@ def drift_per_layer(ev: Evidence, out: Path) -> str | None:
     ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, groups, rotation=45, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("relative drift ||theta - theta_0|| / ||theta_0||")
-    ax.legend()
+    legend_beside(ax)
     ax.set_title("Drift per layer at the end (first seed)")
     return _save(fig, out, "drift_per_layer.png")
 

@@ -215,6 +215,8 @@ def plot(traces: dict[str, Trace], settings: dict[str, Setting], chosen: Pair | 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from escov.llm.plot_axes import legend_beside, step_axis
+
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
     for name, t in traces.items():
         style = "-" if settings[name].algo == "grpo" else "--"
@@ -224,8 +226,9 @@ def plot(traces: dict[str, Trace], settings: dict[str, Setting], chosen: Pair | 
     if chosen:
         b.axvspan(chosen.lo, chosen.hi, color="grey", alpha=0.15, label="chosen common range")
     a.set(xlabel="step", ylabel="Pass@1 (T = 0.6, training-split prompts)", title="Pass@1 along training")
+    step_axis(a)
     b.set(xlabel="Pass@1", ylabel="mean token entropy", title="entropy against Pass@1")
-    b.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    legend_beside(b)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
