@@ -102,8 +102,10 @@ class ESConfig:
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")  # llm/grpo.py LOSSES: how the per-token terms are averaged
 SCALE_REWARDS = ("group", "batch", "none")  # what the centred rewards are divided by (TRL's names)
-SCALE_REWARDS_BOOL = {True: "group", False: "none", "true": "group", "false": "none"}  # its former true/false (TRL takes both)
-LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")  # llm/grpo.py lr_factor (transformers' schedules)
+# scale_rewards's former true / false (TRL takes both)
+SCALE_REWARDS_BOOL = {True: "group", False: "none", "true": "group", "false": "none"}
+# llm/grpo.py lr_factor: transformers' schedules of these names
+LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
 
 
 @dataclass
@@ -120,7 +122,7 @@ class GRPOConfig:
     micro_batch_size: int = 64       # sequences per forward/backward (memory only)
     # ---- TRL's GRPO variants (llm/grpo.py); the defaults keep the settings above as they were ----
     epsilon_high: float = 0.0        # upper clip: ratio clipped to [1 - epsilon, 1 + epsilon_high] (DAPO: 0.28); 0: epsilon
-    mask_truncated_completions: bool = False  # completions cut at max_completion_length get no loss (they still count in grpo's and dr_grpo's completion count)
+    mask_truncated_completions: bool = False  # completions cut at max_completion_length get no loss
     top_p: float = 1.0               # rollouts: nucleus sampling (1: off)
     top_k: int = 0                   # rollouts: sample among the k most likely tokens (0: off)
     min_p: float = 0.0               # rollouts: drop tokens below min_p x the top token's probability (0: off)
@@ -177,8 +179,9 @@ class GRPOConfig:
         for name in ("mask_truncated_completions", "use_peft", "gradient_checkpointing"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"grpo.{name} must be true or false, got {getattr(self, name)!r}")
-        if not isinstance(self.lora_target_modules, str) or not re.fullmatch(r"([\w.]+(,[\w.]+)*)?", self.lora_target_modules):
-            raise ValueError(f"grpo.lora_target_modules must be comma-separated module names, got {self.lora_target_modules!r}")
+        targets = self.lora_target_modules
+        if not isinstance(targets, str) or not re.fullmatch(r"([\w.]+(,[\w.]+)*)?", targets):
+            raise ValueError(f"grpo.lora_target_modules must be comma-separated module names, got {targets!r}")
 
 
 # ----------------------------------------------------------------------------- [population]: llm/es/options.py

@@ -31,7 +31,7 @@ from typing import Callable, TYPE_CHECKING
 import numpy as np
 import torch
 
-from escov.llm.config import SCALE_REWARDS_BOOL, GRPOConfig  # defined with every other setting (importable without torch)
+from escov.llm.config import SCALE_REWARDS_BOOL, GRPOConfig  # with every other setting (importable without torch)
 from escov.llm.rollout import Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
 from escov.llm.tasks.base import Problem, Task
 from escov.theory.errors import NonFiniteError
@@ -223,7 +223,8 @@ class GRPO:
         adv = torch.tensor(group_advantages(out.rewards, cfg.scale_rewards).reshape(-1), dtype=torch.float32, device=device)
         prompt_ids = [self.encode(p.prompt) for p in problems for _ in range(cfg.num_generations)]
         completions = [c for row in out.completions for c in row]
-        seq, attention, mask = (t.to(device) for t in pad_batch(prompt_ids, [c.token_ids for c in completions], self.pad_id))
+        padded = pad_batch(prompt_ids, [c.token_ids for c in completions], self.pad_id)
+        seq, attention, mask = (t.to(device) for t in padded)
         tmask = mask[:, 1:]
         if cfg.mask_truncated_completions:
             tmask = tmask * truncated_rows(completions).to(device)[:, None]
@@ -252,7 +253,8 @@ class GRPO:
                     total_loss += float(loss.detach())
                     clipped += clipped_share_sum(ratio, m, cfg)
                 params = [p for p in self.policy.parameters() if p.grad is not None]
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))
+                limit = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, limit))
                 if not np.isfinite(grad_norm):
                     raise NonFiniteError(f"step {step}: GRPO gradient norm is not finite ({grad_norm})")
                 k = (step - self.phase_start) * cfg.num_iterations + i  # this phase's optimizer step, from 0

@@ -6,8 +6,8 @@ resume, each is tried newest first:
     rows       metrics.jsonl must hold a row for every step up to N; when it lacks some, the checkpoint is
                passed over for an earlier one (whose later steps are trained again, exactly), and with no
                earlier one the resume is refused in one line naming the file and the steps
-    loads      the checkpoint's weights (and, inside a GRPO phase, its optimizer state, its LoRA adapters with
-               use_peft and, with beta > 0 or use_peft, the phase's starting checkpoint) must load with the model's shapes; one that does not is set
+    loads      the checkpoint's weights (and, inside a GRPO phase, its optimizer state, its LoRA adapters
+               with use_peft and, with beta > 0 or use_peft, the phase's starting checkpoint) must load with the model's shapes; one that does not is set
                aside as step-N.damaged, named, and the previous one tried
     in range   a checkpoint beyond the run's steps is damaged in the same sense
 
@@ -53,7 +53,8 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
             weights, state, optimizer_state = rundir.load_checkpoint(path, shapes, with_optimizer=inside_grpo)
             if inside_grpo and run.cfg.grpo.use_peft:  # the LoRA adapters travel with the optimizer state
                 optimizer_state = optimizer_state | {"adapter": rundir.load_adapter(path)}
-            if inside_grpo and (run.cfg.grpo.beta > 0 or run.cfg.grpo.use_peft) and phase.start > 0:  # the phase's start
+            needs_start = run.cfg.grpo.beta > 0 or run.cfg.grpo.use_peft  # the reference / LoRA's base weights
+            if inside_grpo and needs_start and phase.start > 0:
                 rundir.load_checkpoint(rundir.checkpoint_dir(run.dir, phase.start), shapes, with_optimizer=False)
         except RunDirError as err:
             print(f"warning: checkpoint {path} failed to load ({err}); set aside as "

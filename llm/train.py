@@ -193,7 +193,8 @@ class TrainingRun:
                 if cfg.grpo.use_peft:
                     from escov.llm import grpo_lora
 
-                    grpo_lora.load_adapter_state(self.trainer.policy, optimizer_state.pop("adapter"), "resumed checkpoint")
+                    grpo_lora.load_adapter_state(self.trainer.policy, optimizer_state.pop("adapter"),
+                                                 "resumed checkpoint")
                 self.trainer.optimizer.load_state_dict(optimizer_state)
         self.trainer_phase = phase
 
@@ -204,8 +205,8 @@ class TrainingRun:
             from escov.llm import grpo_lora
 
             adapter = grpo_lora.adapter_state(self.trainer.policy)
-        path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), {"elapsed": elapsed}, opt,
-                                      adapter)
+        path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), {"elapsed": elapsed},
+                                      opt, adapter)
         stop_point(f"checkpoint-{step}")
         return path
 

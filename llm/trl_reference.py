@@ -198,4 +198,5 @@ def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, a
             "loss_ours": lo, "loss_trl": lt, "loss_abs_diff": abs(lt - lo), "loss_rel_diff": abs(lt - lo) / max(abs(lo), 1e-30),
             "grad_norm_ours": float(ref_norm), "grad_max_abs_diff": float(diff.abs().max()),
             "grad_rel_diff": float(diff.norm() / ref_norm),
-            "clip_fraction": float((((ratio - 1).abs() > s.epsilon).float() * tmask).sum() / tmask.sum().clamp(min=1.0))}
+            "clip_fraction": float((((ratio - 1).abs() > s.epsilon).float() * tmask).sum()
+                                   / tmask.sum().clamp(min=1.0))}
