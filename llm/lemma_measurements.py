@@ -31,8 +31,9 @@ from scipy.special import logsumexp
 from escov.llm.es.noise import noise
 from escov.llm.rollout import completion_logprobs, derive_seed, pad_batch, rollout
 from escov.llm.tasks.base import Problem, Task
-from escov.theory.lemmas import distinct_members_pass, lemma1_prediction, validity_parameter
-from escov.theory.metrics import binary_entropy, jssucc, pass_at_k, pass_at_k_from_p
+from escov.theory.lemmas import (distinct_members_pass, lemma1_prediction, lemma2_gap_local, population_pass,
+                                 same_policy_pass, validity_parameter)
+from escov.theory.metrics import binary_entropy, jssucc, jssucc_batch, pass_at_k, pass_at_k_from_p
 
 if TYPE_CHECKING:
     from escov.llm.engines.base import Engine
@@ -76,6 +77,37 @@ def jssucc_estimates(correct: np.ndarray, n_permutations: int = 200, seed: int =
     null = float(np.mean([jssucc(rng.permutation(flat).reshape(n, m).mean(axis=1)) for _ in range(n_permutations)]))
     return {"plug_in": plug_in, "miller_madow": mm, "permutation_null": null, "plug_in_minus_null": plug_in - null,
             "first_order_bias": (1 - 1 / n) / (2 * m)}
+
+
+def validity_estimate(logp: np.ndarray) -> float:
+    """s = E_j KL(pi_j || pi_0) from logp [N, m, N + 1] (logp[j, s, k] = log pi_k(y_js), y_js ~ pi_j, k = N the
+    center): the k3 estimator (r - 1) - log r with r = pi_0(y) / pi_j(y), averaged over members and samples:
+    unbiased (E r = 1), never negative, and of lower variance than log pi_j - log pi_0."""
+    n = logp.shape[0]
+    log_r = np.array([logp[j, :, n] - logp[j, :, j] for j in range(n)])
+    return float((np.expm1(log_r) - log_r).mean())
+
+
+def success_diversity(correct: np.ndarray, n_permutations: int = 200, seed: int = 0) -> dict:
+    """The verifier-projected side of one population on one prompt, from member outcomes correct [N, m]:
+    JSsucc_N, Lemma 2's gap P_pop - P_same = (1 - prod(1 - p_j)) - (1 - (1 - p_bar)^N) and its local form
+    N p_bar (1 - p_bar)^(N-1) JSsucc_N, all three plug-in on p_j = c_j / m, each beside its permutation null
+    (the same statistic with the pooled outcomes dealt to members at random: its value when all p_j are
+    equal, i.e. the plug-in bias from m samples). Plug-in minus null is the bias-corrected estimate; the
+    same permutations serve all three, so the corrected gap and local form are compared like for like."""
+    n, m = correct.shape
+    p = correct.mean(axis=1)
+
+    def stats(rates: np.ndarray) -> np.ndarray:  # rates [..., N] -> [..., 3]: jssucc, gap, local form
+        gap = population_pass(rates) - same_policy_pass(rates)
+        return np.stack([jssucc_batch(rates), gap, lemma2_gap_local(rates)], axis=-1)
+
+    rng = np.random.default_rng(seed)
+    flat = correct.reshape(-1)
+    shuffled = np.stack([rng.permutation(flat).reshape(n, m).mean(axis=1) for _ in range(n_permutations)])
+    plug, null = stats(p), stats(shuffled).mean(axis=0)
+    return {f"{name}{suffix}": float(v) for (suffix, values) in (("", plug), ("_null", null))
+            for name, v in zip(("jssucc", "gap", "local"), values)}
 
 
 def lemma2_estimates(member_correct: np.ndarray, center_correct: np.ndarray, ks: list[int]) -> dict:
@@ -127,72 +159,137 @@ def score_sq_norms(model: torch.nn.Module, params: list[torch.nn.Parameter], pro
     return np.array(out)
 
 
-def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, problems: list[Problem],
-                       encode: Callable[[str], list[int]], pad_id: int, center: dict[str, torch.Tensor],
-                       sigma: float, members: int, samples: int, center_samples: int, temperature: float,
-                       max_new_tokens: int, seed: int, step: int, ks: list[int] | None = None,
-                       dtype: torch.dtype = torch.float32) -> dict:
-    """All population measurements at the center weights `center` (fp32, by parameter name).
+def _load(scorer: torch.nn.Module, weights) -> None:
+    """Copy (name, tensor) pairs into the scorer's live parameters."""
+    with torch.no_grad():
+        live = dict(scorer.named_parameters())
+        for n, w in weights:
+            live[n].copy_(w)
 
-    The engine generates (member weights written with load_weights); the scorer (an HF model, which
-    may be the engine's own) computes log-probs and score gradients. Both hold the center on return.
-    dtype: the engine's weight dtype; the scorer gets the weights rounded to it, so it scores the
-    members the engine sampled (a bf16 engine samples bf16 members)."""
+
+def population_samples(*, engine: Engine, scorer: torch.nn.Module, task: Task, problems: list[Problem],
+                       encode: Callable[[str], list[int]], pad_id: int, center: dict[str, torch.Tensor], sigma: float,
+                       members: int, samples: int, temperature: float, max_new_tokens: int, seed: int, step: int,
+                       dtype: torch.dtype = torch.float32) -> tuple[np.ndarray, np.ndarray]:
+    """One population pi_{theta + sigma eps_j} (j = 1..members; noise from (seed, step)) around `center`:
+    `samples` completions per member and prompt, each scored under every member and the center.
+
+    Returns (logp [prompt, j, s, k], correct [prompt, j, s]): logp[i, j, s, k] = log pi_k(y_ijs | x_i) at the
+    temperature, with k = members the center; correct: the verifier's outcome of y_ijs. The engine generates
+    (weights written with load_weights) and the scorer scores, with the weights rounded to `dtype` (a bf16
+    engine samples bf16 members); both hold the center on return."""
     names = list(center)
     noise_seed = derive_seed(seed, step, "population-noise")
     member_w = lambda j: ((n, (center[n] + sigma * noise(noise_seed, j, n, center[n].shape, device=center[n].device))
                            .to(dtype).float()) for n in names)
-    ks = sorted({k for k in (ks or [2, 4, members]) if 1 <= k <= members})
-
-    # samples from every member and from the center
     member_out = []
     for j in range(members):
         engine.load_weights(member_w(j))
         member_out.append(rollout(engine, task, problems, n=samples, temperature=temperature,
                                   max_new_tokens=max_new_tokens, seed=derive_seed(seed, step, "population-sample", j), step=step))
     engine.load_weights((n, center[n]) for n in names)
-    center_out = rollout(engine, task, problems, n=center_samples, temperature=temperature,
-                         max_new_tokens=max_new_tokens, seed=derive_seed(seed, step, "population-center"), step=step)
 
-    # log pi_k(y) of every member sample under every member k and the center
     prompt_ids = [encode(p.prompt) for p in problems]
     rows = [(j, i, s) for j in range(members) for i in range(len(problems)) for s in range(samples)]
     p_ids = [prompt_ids[i] for _, i, _ in rows]
     c_ids = [member_out[j].completions[i][s].token_ids for j, i, s in rows]
     logp = np.zeros((len(rows), members + 1))
-    for k in range(members + 1):
-        weights = member_w(k) if k < members else ((n, center[n].to(dtype).float()) for n in names)
-        with torch.no_grad():
-            live = dict(scorer.named_parameters())
-            for n, w in weights:
-                live[n].copy_(w)
+    for k in range(members + 1):  # the center last: the scorer holds it on return
+        _load(scorer, member_w(k) if k < members else ((n, center[n].to(dtype).float()) for n in names))
         logp[:, k] = sequence_logprobs(scorer, p_ids, c_ids, temperature, pad_id)
     logp = logp.reshape(members, len(problems), samples, members + 1).transpose(1, 0, 2, 3)  # [prompt, j, s, k]
+    correct = np.stack([np.stack([member_out[j].correct[i] for j in range(members)]) for i in range(len(problems))])
+    return logp, correct
 
-    # Fisher trace at the center (scorer now holds the center)
+
+def fisher_sketch(model: torch.nn.Module, params: list[torch.nn.Parameter], prompt_ids: list[list[int]],
+                  completion_ids: list[list[int]], temperature: float, pad_id: int, generator: torch.Generator) -> float:
+    """An unbiased estimate of tr I_x = E_y ||grad log pi(y | x)||^2 from B completions y_b ~ pi(. | x) of one
+    prompt, with one backward pass: ||grad sum_{b,t} c_bt . a_bt||^2 / B.
+
+    a_bt = logits / T at completion position t of y_b, and c_bt = sqrt(pi) * xi - pi (sqrt(pi) . xi) with
+    xi ~ N(0, I_V) (pi = softmax(a_bt), no gradient through c): a Gaussian of covariance diag(pi) - pi pi^T, the
+    Fisher of the token's categorical in logit space. So E_xi ||sum J^T c||^2 = sum_{b,t} tr(J_bt^T (diag pi - pi pi^T) J_bt)
+    = sum_{b,t} E_{v ~ pi}||grad log pi(v | x, y_b<t)||^2, and the scores of successive tokens are martingale
+    differences, so E_y sum_t of that is tr I_x. The token is averaged exactly rather than sampled: the
+    per-sample ||grad log pi(y | x)||^2 is heavy-tailed (a rare token has a huge score), this is a Gaussian
+    quadratic form given the completions."""
+    seq, att, mask = pad_batch(prompt_ids, completion_ids, pad_id)
+    device = next(model.parameters()).device
+    seq, att, mask = seq.to(device), att.to(device), mask.to(device)
+    a = model(input_ids=seq, attention_mask=att).logits[:, :-1].float() / temperature
+    with torch.no_grad():
+        pi = torch.softmax(a, dim=-1)
+        root = pi.sqrt()
+        xi = torch.randn(a.shape, generator=generator).to(device)
+        c = root * xi - pi * (root * xi).sum(-1, keepdim=True)
+        c = c * mask[:, 1:, None]
+    grads = torch.autograd.grad((c * a).sum(), params, allow_unused=True)
+    return sum(float((g.double() ** 2).sum()) for g in grads if g is not None) / len(completion_ids)
+
+
+def center_scores(*, engine: Engine, scorer: torch.nn.Module, task: Task, problems: list[Problem],
+                  encode: Callable[[str], list[int]], pad_id: int, center: dict[str, torch.Tensor], samples: int,
+                  temperature: float, max_new_tokens: int, seed: int, step: int, dtype: torch.dtype = torch.float32,
+                  sketch_batch: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """`samples` completions per prompt from the center: (estimates of tr I_x(theta) over the parameters named in
+    `center` [prompt, r], correct [prompt, samples]); the mean of a prompt's row estimates tr I_x. sketch_batch = 0:
+    r = samples, ||grad log pi_0(y | x)||^2 of each completion (one backward pass each); sketch_batch = B > 0:
+    r = samples // B, fisher_sketch of B completions at a time. Engine and scorer hold the center on return."""
+    names = list(center)
+    engine.load_weights((n, center[n]) for n in names)
+    _load(scorer, ((n, center[n].to(dtype).float()) for n in names))
+    out = rollout(engine, task, problems, n=samples, temperature=temperature, max_new_tokens=max_new_tokens,
+                  seed=derive_seed(seed, step, "population-center"), step=step)
+    prompt_ids = [encode(p.prompt) for p in problems]
     params = [dict(scorer.named_parameters())[n] for n in names]
-    cp_ids = [prompt_ids[i] for i in range(len(problems)) for _ in range(center_samples)]
-    cc_ids = [center_out.completions[i][s].token_ids for i in range(len(problems)) for s in range(center_samples)]
-    sq = score_sq_norms(scorer, params, cp_ids, cc_ids, temperature, pad_id).reshape(len(problems), center_samples)
+    if sketch_batch:
+        if samples % sketch_batch:
+            raise ValueError(f"center samples ({samples}) must be a multiple of sketch_batch ({sketch_batch})")
+        generator = torch.Generator().manual_seed(derive_seed(seed, step, "fisher-sketch") % 2**63)
+        est = np.array([[fisher_sketch(scorer, params, [prompt_ids[i]] * sketch_batch,
+                                       [c.token_ids for c in out.completions[i][r * sketch_batch:(r + 1) * sketch_batch]],
+                                       temperature, pad_id, generator) for r in range(samples // sketch_batch)]
+                        for i in range(len(problems))])
+        return est, np.asarray(out.correct)
+    cp_ids = [prompt_ids[i] for i in range(len(problems)) for _ in range(samples)]
+    cc_ids = [out.completions[i][s].token_ids for i in range(len(problems)) for s in range(samples)]
+    sq = score_sq_norms(scorer, params, cp_ids, cc_ids, temperature, pad_id).reshape(len(problems), samples)
+    return sq, np.asarray(out.correct)
+
+
+def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, problems: list[Problem],
+                       encode: Callable[[str], list[int]], pad_id: int, center: dict[str, torch.Tensor],
+                       sigma: float, members: int, samples: int, center_samples: int, temperature: float,
+                       max_new_tokens: int, seed: int, step: int, ks: list[int] | None = None,
+                       dtype: torch.dtype = torch.float32) -> dict:
+    """All population measurements at the center weights `center` (fp32, by parameter name): one
+    population (population_samples) and the center's samples (center_scores).
+
+    The engine generates (member weights written with load_weights); the scorer (an HF model, which
+    may be the engine's own) computes log-probs and score gradients. Both hold the center on return.
+    dtype: the engine's weight dtype; the scorer gets the weights rounded to it, so it scores the
+    members the engine sampled (a bf16 engine samples bf16 members)."""
+    ks = sorted({k for k in (ks or [2, 4, members]) if 1 <= k <= members})
+    common = dict(engine=engine, scorer=scorer, task=task, problems=problems, encode=encode, pad_id=pad_id, center=center,
+                  temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, step=step, dtype=dtype)
+    logp, correct = population_samples(sigma=sigma, members=members, samples=samples, **common)
+    sq, center_correct = center_scores(samples=center_samples, **common)
 
     per_prompt = []
     for i, prob in enumerate(problems):
         lp = logp[i]
         js, js_se = jspol_estimate(lp[:, :, :members])
-        # KL(pi_j || pi_0) per sample y ~ pi_j with the k3 estimator (r - 1) - log r, r = pi_0(y) / pi_j(y):
-        # unbiased (E r = 1), never negative, and of lower variance than log pi_j - log pi_0
-        log_r = np.array([lp[j, :, members] - lp[j, :, j] for j in range(members)])
-        kl = np.expm1(log_r) - log_r
         tr_i = float(sq[i].mean())
-        member_correct = np.stack([member_out[j].correct[i] for j in range(members)])
+        member_correct = correct[i]
         per_prompt.append({
             "problem": prob.id, "jspol": js, "jspol_se": js_se,
             "jssucc": jssucc_estimates(member_correct, seed=derive_seed(seed, step, "population-perm", i)),
             "fisher_trace": tr_i, "fisher_trace_se": float(sq[i].std(ddof=1) / math.sqrt(center_samples)) if center_samples > 1 else None,
             "lemma1_prediction": lemma1_prediction(tr_i, sigma, members),
-            "validity_measured": float(kl.mean()), "validity_predicted": validity_parameter(tr_i, sigma),
-            "member_success": member_correct.mean(axis=1).tolist(), "center_success": float(center_out.correct[i].mean()),
-            "lemma2": lemma2_estimates(member_correct, center_out.correct[i], ks),
+            "validity_measured": validity_estimate(lp), "validity_predicted": validity_parameter(tr_i, sigma),
+            "member_success": member_correct.mean(axis=1).tolist(), "center_success": float(center_correct[i].mean()),
+            "lemma2": lemma2_estimates(member_correct, center_correct[i], ks),
         })
 
     def mean_of(key: str, sub: str | None = None) -> float:

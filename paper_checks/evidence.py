@@ -57,6 +57,7 @@ class Evidence:
     problems: list[str] = field(default_factory=list)
     theory: list[dict] | None = None
     simulate: dict[str, dict] | None = None
+    lemma_grid: list[dict] | None = None   # rows of paper_checks.lemma_grid on the runs' base
 
     def by_variant(self, name: str, *, sweep: bool = False) -> list[Run]:
         """Runs of one variant, sorted by seed. Unless sweep is set, only runs of the main model and,

@@ -159,16 +159,17 @@ def frontier(ev: Evidence, out: Path) -> str | None:
 
 
 def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) -> str | None:
-    """Measured JSpol_N against (sigma^2/2)(1 - 1/N) tr I_x, log-log: per probe prompt of the runs'
-    populations, and per grid point (its mean over independent draws)."""
+    """Lemma 1 on the real model: with a grid, lemma1_grid_plot; without one, measured JSpol_N against
+    (sigma^2/2)(1 - 1/N) tr I_x per probe prompt of the runs' populations, log-log."""
+    from escov.paper_checks.real_checks import training_populations
+
+    if grid:
+        return lemma1_grid_plot(grid, training_populations(ev), out)
     pts = []
     for run in ev.runs:
         for m in (run.probe or {}).get("measurements", []):
             pts += [(r["lemma1_prediction"], r["jspol"], m["sigma"]) for r in m.get("per_prompt", [])
                     if r["lemma1_prediction"] > 0 and r["jspol"] > 0]
-    for g in grid or []:
-        if g["predicted"] > 0 and g["measured"] > 0:
-            pts.append((g["predicted"], g["measured"], g["sigma"]))
     if not pts:
         return None
     pred, meas, sig = np.array(pts).T
@@ -180,6 +181,56 @@ def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) ->
     ax.set_xscale("log")
     ax.set_yscale("log")
     _label(ax, "Lemma 1 prediction (sigma^2/2)(1-1/N) tr I_x", "measured JSpol_N", "Lemma 1 on the real model")
+    return _save(fig, out, "js_measured_vs_predicted.png")
+
+
+def lemma1_grid_plot(grid: list[dict], training: dict | None, out: Path) -> str | None:
+    """Left: measured JSpol_N (mean over populations, 95% interval) and the prediction (sigma^2/2)(1 - 1/N) tr I
+    against sigma, log-log, per N; the sigmas whose measured s lies in Lemma 1's regime shaded, the training
+    sigma marked. Right: measured / predicted against measured s, with 1 +- 10% and the regime s <= 0.05; the
+    training runs' s marked."""
+    from escov.paper_checks.lemma_grid import TOLERANCE
+    from escov.theory.paper import LEMMA1_S_LIMIT
+
+    finite = lambda x: isinstance(x, (int, float)) and np.isfinite(x)
+    rows = [r for r in grid if finite(r.get("measured")) and r["measured"] > 0 and finite(r.get("ratio"))
+            and finite(r.get("s_measured")) and r["s_measured"] > 0 and all(finite(x) for x in r.get("ratio_ci") or [None])]
+    if not rows:
+        return None
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 5))
+    sigmas = np.array(sorted({r["sigma"] for r in rows}))
+    inside = [r["sigma"] for r in rows if r["s_measured"] <= LEMMA1_S_LIMIT]
+    if inside:
+        ax.axvspan(sigmas.min() / 1.3, max(inside) * 1.15, color="C2", alpha=0.12, label=f"rows with s <= {LEMMA1_S_LIMIT}")
+    line = np.geomspace(sigmas.min() / 1.3, sigmas.max() * 1.3, 50)
+    for i, n in enumerate(sorted({r["members"] for r in rows})):
+        sub = sorted((r for r in rows if r["members"] == n), key=lambda r: r["sigma"])
+        x = np.array([r["sigma"] for r in sub])
+        y = np.array([r["measured"] for r in sub])
+        err = 1.96 * np.array([r.get("measured_se") or 0.0 for r in sub])
+        ax.errorbar(x, y, yerr=[np.minimum(err, 0.999 * y), err], fmt="o", color=f"C{i}", ms=4, capsize=2, label=f"measured N = {n}")
+        if finite(sub[0].get("fisher_trace")):
+            ax.plot(line, 0.5 * line ** 2 * (1 - 1 / n) * sub[0]["fisher_trace"], "--", color=f"C{i}", lw=1)
+        s = np.array([r["s_measured"] for r in sub])
+        lo = np.array([r["ratio"] - r["ratio_ci"][0] for r in sub])
+        hi = np.array([r["ratio_ci"][1] - r["ratio"] for r in sub])
+        ax2.errorbar(s * (1 + 0.04 * (i - 1.5)), [r["ratio"] for r in sub], yerr=[lo, hi], fmt="o-", color=f"C{i}", ms=4,
+                     capsize=2, lw=0.8, label=f"N = {n}")
+    ax.plot([], [], "k--", lw=1, label="prediction (sigma^2/2)(1-1/N) tr I")
+    if training and training.get("sigma"):
+        ax.axvline(training["sigma"], color="C3", ls=":", lw=1.5, label=f"training sigma = {training['sigma']:g}")
+    ax.set(xscale="log", yscale="log", xlabel="sigma", ylabel="JSpol_N (mean over populations, 95% interval)",
+           title=f"Lemma 1 on {rows[0].get('task', 'the task')} at T = {rows[0].get('temperature', '?')}")
+    ax.legend(fontsize=8)
+    ax2.axhspan(1 - TOLERANCE, 1 + TOLERANCE, color="0.85", label=f"1 +- {TOLERANCE:g}")
+    ax2.axvspan(min(r["s_measured"] for r in rows) / 1.5, LEMMA1_S_LIMIT, color="C2", alpha=0.12, label=f"regime s <= {LEMMA1_S_LIMIT}")
+    ax2.axhline(1.0, color="k", lw=0.8)
+    if training and training.get("s_median") is not None:
+        ax2.axvline(training["s_median"], color="C3", ls=":", lw=1.5,
+                    label=f"training runs' s = {training['s_median']:.2g} (T = {training.get('temperature')})")
+    ax2.set(xscale="log", xlabel="measured s = E KL(pi_member || pi_center)", ylabel="measured / predicted JSpol (95% interval)",
+            title="where the O(sigma^4) term takes over")
+    ax2.legend(fontsize=8)
     return _save(fig, out, "js_measured_vs_predicted.png")
 
 

@@ -22,6 +22,7 @@ from scipy.stats import norm
 
 from escov.paper_checks.design import Estimate, plan_text, seed_level, seeds_by_prompts
 from escov.paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
+from escov.paper_checks.lemma_grid import lemma1_decision
 from escov.paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
 from escov.paper_checks.registry import CheckRegistry
 from escov.paper_checks.rundir import Run
@@ -29,7 +30,7 @@ from escov.paper_checks.verdict import (IDENTITY, INCONCLUSIVE, MISSING, NOT_TES
                                         fmt_interval)
 from escov.theory import paper
 from escov.theory.claims import BY_ID, CLAIMS, LEMMA1_MARGIN
-from escov.theory.decisions import combine, over_seeds, welch
+from escov.theory.decisions import FAILS, combine, over_seeds, welch
 from escov.theory.paper import LEMMA1_S_LIMIT
 
 KS = (1, 16, 32)
@@ -452,28 +453,85 @@ def population_size(ev: Evidence) -> Verdict:
 
 # ----------------------------------------------------------------------------- the lemmas on real populations
 
-@registers("lemma1")
-def lemma1_real(ev: Evidence) -> Verdict:
-    """Measured JSpol_N / (sigma^2/2)(1 - 1/N) tr I_x on the runs' populations (one ratio per run, the
-    mean of its measurements; t over runs), decided only where the runs' sigma is in Lemma 1's small-s
-    regime; the sigma x N grid with independent draws per point is the fuller test."""
-    ratios, s_values = [], []
+def training_summary(ratios: list[float], s_values: list[float], sigma: float | None, temperature: float | None) -> dict:
+    """The training runs' own population measurements for Lemma 1: one ratio JSpol / prediction per run,
+    every measured s, the runs' sigma and sampling temperature."""
+    return {"sigma": sigma, "temperature": temperature, "ratios": list(ratios), "s": list(s_values),
+            "s_median": float(np.median(s_values)) if s_values else None}
+
+
+def training_populations(ev: Evidence) -> dict | None:
+    """training_summary of the main ES runs' probes (probe.json), None without one."""
+    ratios, s_values, runs = [], [], []
     for run in ev.by_variant("es"):
         ms = [m for m in (run.probe or {}).get("measurements", []) if m.get("lemma1_prediction")]
         if ms:
             ratios.append(float(np.mean([m["jspol"]["mean"] / m["lemma1_prediction"] for m in ms])))
             s_values.extend(m["validity"]["measured"]["mean"] for m in ms)
+            runs.append(run)
     if not ratios:
-        return _missing("lemma1", "probe.json with jspol and lemma1_prediction")
-    est = seed_level(over_seeds(np.array(ratios) - 1.0))
-    s_median = float(np.median(s_values))
+        return None
+    return training_summary(ratios, s_values, runs[0].config.get("es", {}).get("sigma"), runs[0].config.get("temperature"))
+
+
+@registers("lemma1")
+def lemma1_real(ev: Evidence) -> Verdict:
+    """Lemma 1 on the real model (lemma1_verdict): from the grid's rows inside the regime when it has any, else
+    from the training runs' own populations (decided only inside the regime)."""
+    return lemma1_verdict(ev.lemma_grid or [], training_populations(ev))
+
+
+def _training_text(training: dict) -> str:
+    est = seed_level(over_seeds(np.array(training["ratios"]) - 1.0))
+    where = f"sigma = {training['sigma']:g}, T = {training['temperature']:g}: " if training.get("sigma") else ""
+    return (f"the training runs' own populations ({where}s = {training['s_median']:.2g}, median of {len(training['s'])}) "
+            f"sit outside the regime: JSpol / prediction - 1 {fmt_interval(est.mean, est.lo, est.hi, 1.0, '')} over "
+            f"{len(training['ratios'])} runs, not decided")
+
+
+def lemma1_verdict(grid: list[dict], training: dict | None) -> Verdict:
+    """Measured JSpol_N against (sigma^2/2)(1 - 1/N) tr I_x. With grid rows inside Lemma 1's regime
+    (s <= LEMMA1_MAX_S): paper_checks.lemma_grid.lemma1_decision (the pooled in-regime ratio within 1 +- 10%,
+    no row wholly outside). Otherwise the training runs' ratios (one per run, t over runs), decided only where
+    their measured s lies in the regime."""
+    decision = lemma1_decision(grid) if grid else None
+    test = BY_ID["lemma1"].test.describe()
+    if decision is not None:
+        inside = [r for r in grid if r.get("s_measured") is not None and r["s_measured"] <= LEMMA1_MAX_S
+                  and any(d["sigma"] == r["sigma"] and d["members"] == r["members"] for d in decision["rows"])]
+        pooled = decision["pooled"]
+        lo, hi = pooled["ci"]
+        widths = [r["ratio_ci"][1] - r["ratio_ci"][0] for r in inside]
+        first = inside[0]
+        ours = (f"grid on {first.get('task', '?')} at T = {first.get('temperature', '?')}, {len(inside)} rows with s <= "
+                f"{LEMMA1_MAX_S}: pooled JSpol / prediction {pooled['ratio']:.3f} [{lo:.3f}, {hi:.3f}]; "
+                + ", ".join(f"N={r['members']} sigma={r['sigma']:g}: {r['ratio']:.3f} [{r['ratio_ci'][0]:.3f}, "
+                            f"{r['ratio_ci'][1]:.3f}]" for r in inside))
+        rows_out = [d for d in decision["rows"] if d["status"] == FAILS]
+        note = (f"holds when the pooled interval lies within 1 +- {LEMMA1_MARGIN} and no in-regime row lies wholly outside it"
+                + (f"; rows wholly outside: " + ", ".join(f"N={d['members']} sigma={d['sigma']:g}" for d in rows_out) if rows_out else "")
+                + (f"; {_training_text(training)}" if training else ""))
+        design = (f"grid: {len(inside)} of {len(grid)} rows inside s <= {LEMMA1_MAX_S}; per row "
+                  + ", ".join(sorted({f"N={r['members']}: {r['draws']} populations" for r in inside}, key=lambda t: int(t[2:t.index(':')])))
+                  + f" x {first.get('prompts', '?')} prompts x {first.get('samples', '?')} samples per member; tr I from "
+                  f"{first.get('prompts', '?')} x {first.get('fisher_samples', '?')} center samples")
+        power = (f"pooled interval width {hi - lo:.3f}; rows' widths {min(widths):.3f}-{max(widths):.3f} "
+                 f"(margin +-{LEMMA1_MARGIN}); paper: {BY_ID['lemma1'].test.paper_effect}")
+        return Verdict("lemma1", decision["status"], ours, interval=(lo - 1, hi - 1),
+                       evidence={"grid_decision": decision, "training": training}, note=note, test=test, design=design, power=power)
+    if training is None:
+        return _missing("lemma1", "a Lemma 1 grid (lemma_grid.json) or probe.json with jspol and lemma1_prediction")
+    est = seed_level(over_seeds(np.array(training["ratios"]) - 1.0))
+    s_median = training["s_median"]
     v = _verdict("lemma1", [("JSpol / prediction - 1", est)], scale=1.0, unit="",
-                 evidence={"ratios": ratios, "s": s_values}, note=f"s = {s_median:.2g}; holds when the whole interval lies within +-{LEMMA1_MARGIN}")
+                 evidence={"ratios": training["ratios"], "s": training["s"], "training": training},
+                 note=f"s = {s_median:.2g}; holds when the whole interval lies within +-{LEMMA1_MARGIN}")
     if s_median > LEMMA1_MAX_S:
         v.status = OUTSIDE_REGIME
         v.ours = f"s = {s_median:.2g} > {LEMMA1_MAX_S}; " + v.ours
         v.note = (f"measured s = {s_median:.2g} (median over the runs' population measurements) is above the lemma's "
-                  f"regime s <= {LEMMA1_MAX_S}: the ratio is shown, not decided; see the sigma x N grid")
+                  f"regime s <= {LEMMA1_MAX_S}: the ratio is shown, not decided; "
+                  + ("the grid has no row inside the regime" if grid else "no sigma x N grid given"))
     return v
 
 

@@ -107,6 +107,7 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a directory")
     ev = collect(run_dirs, theory_json, simulate_summary)
+    ev.lemma_grid = lemma_grid
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
@@ -213,43 +214,20 @@ def render_markdown(report: dict) -> str:
         lines += [f"- {p}" for p in report["input_problems"]] + [""]
     lines += ["## All claims", "", "| claim | paper | test | theory | simulate | real runs | real design |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
-    for c in report["claims"]:
-        lv = c["levels"]
-        lines.append(f"| [{c['statement']}](#{c['id']}) | {c['paper']} | {c['test']} | {lv['theory']['status']} | "
-                     f"{lv['simulate']['status']} | {_cell(lv['real'])} | {lv['real'].get('design', '')} |")
+    lines += [claim_row(c) for c in report["claims"]]
     lines += ["", "## Open questions", ""]
     for q in report["open_questions"]:
         lines += [f"### {q['question']}", "", q["answer"], ""]
         lines += render_tables(q["table"])
     if report["lemma_grid"]:
-        lines += ["## Lemma 1 on the real model over a grid of sigma and N", "",
-                  "Each point: independent populations (own noise seed per point and draw); the ratio's interval is "
-                  "Student t over draws; 'one population sd' is the spread a single population's ratio has.", "",
-                  "| sigma | N | draws | measured JSpol | predicted | ratio [95%] | one population sd | s measured |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for g in report["lemma_grid"]:  # null (a non-finite value) prints as n/a
-            lo, hi = g["ratio_ci"]
-            lines.append(f"| {_num(g['sigma'], '.2g')} | {g['members']} | {g.get('draws', 1)} | {_num(g['measured'], '.3g')} | "
-                         f"{_num(g['predicted'], '.3g')} | {_num(g['ratio'], '.3f')} [{_num(lo, '.3f')}, {_num(hi, '.3f')}] | "
-                         f"{_fmt(g.get('ratio_sd'))} | {_num(g['s_measured'], '.3g')} |")
-        lines.append("")
-        for n, g in summarize_grid(report["lemma_grid"]).items():
-            lines.append(f"- N = {n}: measured JSpol grows like sigma^{g['sigma_exponent']:.2f} (Lemma 1: sigma^2); "
-                         f"ratio interval within 1 +- 10% at sigma = {g['sigmas_within_10pct'] or 'none'}, "
-                         f"outside at sigma = {g['sigmas_outside'] or 'none'}")
-        lines.append("")
+        lines += lemma_grid_lines(report["lemma_grid"], lemma1_training(report)) + [""]
     lines += ["## Claims one by one", ""]
     for c in report["claims"]:
         lines += [f"### {c['statement']}", f'<a id="{c["id"]}"></a>', "", f"Paper: {c['paper']}.", ""]
         if c["untestable"]:
             lines += [f"Limit of our miniature: {c['untestable']}.", ""]
         for level in ("theory", "simulate", "real"):
-            v = c["levels"][level]
-            note = f" ({v['note']})" if v["note"] else ""
-            lines.append(f"- {level}: **{v['status']}**: {v['ours']}{note}")
-            for key in ("test", "design", "power"):
-                if v.get(key):
-                    lines.append(f"  - {key}: {v[key]}")
+            lines += level_lines(level, c["levels"][level])
         for plot in c["levels"]["real"]["plots"] + c["levels"]["simulate"]["plots"]:
             lines.append(f"\n![{plot}]({plot})")
         lines.append("")
@@ -267,6 +245,96 @@ def render_tables(rows: list[dict]) -> list[str]:
         lines += ["| " + " | ".join(keys) + " |", "| " + " | ".join("---" for _ in keys) + " |"]
         lines += ["| " + " | ".join(_fmt(row[k]) for k in keys) + " |" for row in group]
         lines.append("")
+    return lines
+
+
+def claim_row(c: dict) -> str:
+    """A claim's row of the "All claims" table."""
+    lv = c["levels"]
+    return (f"| [{c['statement']}](#{c['id']}) | {c['paper']} | {c['test']} | {lv['theory']['status']} | "
+            f"{lv['simulate']['status']} | {_cell(lv['real'])} | {lv['real'].get('design', '')} |")
+
+
+def level_lines(level: str, v: dict) -> list[str]:
+    """One level's verdict of a claim, as its bullet with the test, design and power under it."""
+    note = f" ({v['note']})" if v["note"] else ""
+    return [f"- {level}: **{v['status']}**: {v['ours']}{note}"] + [f"  - {key}: {v[key]}" for key in ("test", "design", "power")
+                                                                   if v.get(key)]
+
+
+def lemma1_training(report: dict) -> dict | None:
+    """The training runs' Lemma 1 summary kept in the lemma1 claim's real-run evidence (None without it)."""
+    for c in report.get("claims", []):
+        if c["id"] == "lemma1":
+            return c["levels"]["real"].get("evidence", {}).get("training")
+    return None
+
+
+def _ci(x: dict | None, spec: str = ".3g") -> str:
+    return "n/a" if not x or x.get("mean") is None else f"{x['mean']:{spec}} [{_num(x['ci'][0], spec)}, {_num(x['ci'][1], spec)}]"
+
+
+def lemma_grid_lines(grid: list[dict], training: dict | None = None) -> list[str]:
+    """The report's section on the Lemma 1 grid (paper_checks/lemma_grid.py): its design, a row per (sigma, N),
+    and the summary beside the verdict (exponent, the (1 - 1/N) factor, where the ratio leaves 1 +- 10%, where
+    the training runs sit, data processing and Lemma 2)."""
+    first = grid[0]
+    g = summarize_grid(grid)
+    lines = ["## Lemma 1 on the real model over a grid of sigma and N", ""]
+    if "task" in first:
+        lines += [f"On the runs' own task `{first['task']}` at T = {first['temperature']}, {first['max_new_tokens']} new "
+                  f"tokens, {first['prompts']} probe prompts, {first['samples']} samples per member and prompt; "
+                  f"tr I = {first['fisher_trace']:.4g} (se {first['fisher_trace_se']:.3g}) from {first['fisher_samples']} "
+                  f"center samples per prompt, shared by every row. Each row: independent populations (own noise seed per "
+                  f"row and draw); the ratio's 95% interval holds the spread between populations and tr I's error "
+                  f"(delta method, t with Welch-Satterthwaite df). JSsucc and Lemma 2's gap are corrected by the same "
+                  f"permutation null (their value when every member has the same success rate). Rows with s <= "
+                  f"{g['s_limit']} (in the regime) decide the verdict.", ""]
+    lines += ["| sigma | N | populations | measured JSpol | predicted | ratio [95%] | width | s measured | in regime | "
+              "JSsucc (corrected) | JSpol - JSsucc [95%] | P_pop - P_same [95%] | N p(1-p)^(N-1) JSsucc [95%] |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in grid:  # null (a non-finite value) prints as n/a
+        lo, hi = r["ratio_ci"]
+        width = "n/a" if lo is None or hi is None else f"{hi - lo:.3f}"
+        l2 = r.get("lemma2", {})
+        lines.append(f"| {_num(r['sigma'], '.2g')} | {r['members']} | {r.get('draws', 1)} | {_num(r['measured'], '.3g')} | "
+                     f"{_num(r['predicted'], '.3g')} | {_num(r['ratio'], '.3f')} [{_num(lo, '.3f')}, {_num(hi, '.3f')}] | "
+                     f"{width} | {_num(r['s_measured'], '.3g')} | "
+                     f"{'yes' if r['s_measured'] is not None and r['s_measured'] <= g['s_limit'] else 'no'} | "
+                     f"{_ci(r.get('jssucc'))} | {_ci(r.get('jspol_minus_jssucc'))} | {_ci(l2.get('gap'))} | {_ci(l2.get('local'))} |")
+    lines.append("")
+    ex = g["exponent_in_regime"]
+    if ex:
+        lines.append(f"- Exponent of JSpol in sigma inside the regime (intercept per N, {ex['rows']} rows): "
+                     f"{ex['exponent']:.3f} [{ex['ci'][0]:.3f}, {ex['ci'][1]:.3f}] (Lemma 1: 2)")
+    for n, per in g["per_members"].items():
+        parts = [f"ratio within 1 +- {g['tolerance']:g} at sigma = {per['sigmas_within'] or 'none'}"]
+        if per["exponent_all"]:
+            parts.append(f"exponent over all its sigmas {per['exponent_all']['exponent']:.2f}")
+        dep = g["departure"].get(n, {})
+        if dep.get("first_s_outside") is not None:
+            parts.append(f"the ratio leaves 1 +- {g['tolerance']:g} between s = {_num(dep['last_s_inside'], '.3g')} "
+                         f"(last inside) and s = {dep['first_s_outside']:.3g} (first wholly outside)")
+        lines.append(f"- N = {n}: " + "; ".join(parts))
+    for n, f in g["n_factor"].items():
+        lines.append(f"- The (1 - 1/N) factor alone, N = {n} against N = {f['against']} at sigma = {f['sigmas']} "
+                     f"(tr I cancels): (JSpol_N / (1 - 1/N)) / (JSpol_{f['against']} / (1 - 1/{f['against']})) = "
+                     f"{f['factor']:.3f} [{f['ci'][0]:.3f}, {f['ci'][1]:.3f}]: **{f['decision']}** (1 within +-{g['tolerance']:g})")
+    if training and training.get("s_median") is not None:
+        lines.append(f"- The training runs (sigma = {_fmt(training.get('sigma'))}, sampled at T = {_fmt(training.get('temperature'))}) "
+                     f"measured s = {training['s_median']:.2g} (median of {len(training['s'])}; range "
+                     f"{min(training['s']):.2g}-{max(training['s']):.2g}): outside the regime")
+    d = g["dpi"]
+    if d["rows"]:
+        lines.append(f"- Data processing 0 <= JSsucc_N <= JSpol_N on the same populations: rows whose JSsucc interval lies below 0: "
+                     f"{d['rows_jssucc_below_0']} of {d['rows']}; rows whose JSpol - JSsucc interval lies below 0: "
+                     f"{d['rows_jssucc_above_jspol']} of {d['rows']}; populations x prompts whose corrected point values satisfy "
+                     f"it: {100 * d['share_of_populations_x_prompts']:.0f}% (single populations are noisy: a point value "
+                     f"below 0 is sampling error unless its row's interval says so)")
+        agree = [r for r in grid if r.get("lemma2") and r["lemma2"]["gap_minus_local"]["ci"][0] is not None
+                 and r["lemma2"]["gap_minus_local"]["ci"][0] <= 0 <= r["lemma2"]["gap_minus_local"]["ci"][1]]
+        lines.append(f"- Lemma 2 on the real population: P_pop - P_same against its local form N p_bar (1 - p_bar)^(N-1) JSsucc_N: "
+                     f"the difference's interval contains 0 in {len(agree)} of {d['rows']} rows")
     return lines
 
 

@@ -50,6 +50,7 @@ from escov.llm.curve import MAX_POINTS
 from escov.llm.rundir import read_steps
 from escov.paper_checks.evidence import load_lemma_grid
 from escov.paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
+from escov.paper_checks.lemma_grid import GridDesign
 from escov.paper_checks.report import build_report
 from escov.theory.budget import es_flops, grpo_flops
 from escov.theory.matched import RESOLUTION
@@ -80,6 +81,16 @@ ANSWER_DENSE, ANSWER_CHECKPOINT_EVERY = 10, 2
 ANSWER_CURVE = {"points": 8, "samples": 64, "temperature": 0.6, "resolution": RESOLUTION, "max_points": MAX_POINTS}
 
 
+# The Lemma 1 grid of each budget, on the runs' own task, temperature and completion length (grid_settings);
+# sized in docs/answer-budget.md ("The Lemma 1 grid") from a pilot's measured spread between populations.
+ANSWER_GRID = GridDesign(sigmas=(5e-4, 1e-3, 2e-3, 4e-3, 1e-2, 2e-2), members=(2, 4, 16, 32),
+                         draws={2: 60, 4: 40, 16: 8, 32: 4}, prompts=8, samples=2, fisher_samples=4096, fisher_batch=64,
+                         sigmas_of={32: (1e-3, 2e-3, 2e-2)})
+# the small budget's: a quick look under ~40 s (on one thread), on its own task
+SMALL_GRID = GridDesign(sigmas=(1e-3, 3e-3, 1e-2, 3e-2), members=(2, 4), draws={2: 6, 4: 4}, prompts=4, samples=2,
+                        fisher_samples=128, fisher_batch=32)
+
+
 @dataclass(frozen=True)
 class Budget:
     """Sizes of one reproduction; `common` holds TrainConfig settings shared by every run."""
@@ -91,9 +102,7 @@ class Budget:
     grpo: dict
     sweep_populations: tuple[int, ...]
     simulate_scale: float
-    grid_sigmas: tuple[float, ...]
-    grid_members: tuple[int, ...]
-    grid_draws: int = 3              # independent populations per (sigma, N) of the Lemma 1 grid
+    grid: GridDesign                 # the Lemma 1 grid on the base (paper_checks/lemma_grid.py)
     switch_fraction: float = 0.5
     task: str = "countdown"
     es_variants: tuple[str, ...] | None = None   # names of ES_VARIANTS to run (None: all of them)
@@ -123,9 +132,9 @@ BUDGETS = {
         grpo={"num_generations": 8, "learning_rate": 1e-4},
         # sized for a quick look: 256 training prompts (20 steps draw 160; finding the solutions of a pool
         # costs each worker 8 s per seed at 512), simulate at a quarter of its seeds and steps (every claim still reached),
-        # the Lemma 1 grid at N = 4 and 8 (the probe's N; its cost grows with N^2: N = 16 took 2.3x N = 8)
+        # the Lemma 1 grid small enough for a quick look (SMALL_GRID)
         sweep_populations=(8, 32), simulate_scale=0.25,
-        grid_sigmas=(1e-3, 3e-3, 1e-2, 3e-2), grid_members=(4, 8), purpose=SMALL_PURPOSE),
+        grid=SMALL_GRID, purpose=SMALL_PURPOSE),
     "full": Budget(
         base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
         common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
@@ -134,7 +143,7 @@ BUDGETS = {
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
         grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(8, 16, 32, 64), simulate_scale=1.0,
-        grid_sigmas=(3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), grid_members=(2, 4, 8, 16, 32), grid_draws=5),
+        grid=ANSWER_GRID),
     # the headline answer: sizes measured and chosen in docs/answer-budget.md; on the base in the paper's regime
     "answer": Budget(
         base_preset="paper", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
@@ -143,7 +152,7 @@ BUDGETS = {
                 "checkpoint_every": ANSWER_CHECKPOINT_EVERY, "checkpoint_dense": ANSWER_DENSE, "probe_every": ANSWER_STEPS // 4, "probe_prompts": 4,
                 "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
         es=ANSWER_ES, grpo=ANSWER_GRPO,
-        sweep_populations=(), simulate_scale=0.5, grid_sigmas=(1e-3, 1e-2, 3e-2), grid_members=(4, 16),
+        sweep_populations=(), simulate_scale=0.5, grid=ANSWER_GRID,
         es_variants=("es-sampled",), schedules=True, curve=ANSWER_CURVE),
 }
 # the same answer from the diffuse base (Pass@1 about 0.12, Pass@32 about 0.90 at T = 0.6), reported beside it
@@ -407,11 +416,22 @@ def _simulate(out_dir: Path, scale: float, progress: bool) -> None:
     simulate_main(["all", "--out", str(out_dir), "--scale", str(scale)] + ([] if progress else ["--no-progress"]))
 
 
+def grid_settings(budget: Budget) -> dict:
+    """The task, sampling temperature and completion length the budget's runs are evaluated with, for the Lemma 1
+    grid that sits beside them: the task built from the budget's settings by llm.config.TrainConfig.make_task
+    (as every run builds its own), the evaluation temperature and the completion length."""
+    from escov.llm.config import TrainConfig
+
+    cfg = TrainConfig.from_dict(budget.common | {"task": budget.task, "algo": "es", "es": budget.es, "grpo": budget.grpo},
+                                source="budget task settings")
+    return {"task": cfg.make_task(), "task_name": cfg.task, "temperature": cfg.eval_temperature,
+            "max_new_tokens": cfg.max_completion_length}
+
+
 def _lemma_grid(path: Path, base: Path, budget: Budget, progress: bool) -> None:
     from escov.paper_checks.lemma_grid import measure_grid
     torch.set_num_threads(budget.common["threads"])
-    path.write_text(json.dumps(measure_grid(base, budget.grid_sigmas, budget.grid_members, draws=budget.grid_draws,
-                                            progress=progress)))
+    path.write_text(json.dumps(measure_grid(base, budget.grid, progress=progress, **grid_settings(budget))))
 
 
 def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: bool) -> list[Job]:

@@ -3,6 +3,7 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 from scipy.stats import binom
 
@@ -78,3 +79,52 @@ def test_lemma2_distinct_members_estimate_is_unbiased():
         weight = np.prod(np.where(c, p[:, None], 1 - p[:, None]))
         direct += weight * lemma2_estimates(c, np.array([True]), [3])["direct_one_from_each"]
     assert math.isclose(direct, 1 - np.prod(1 - p), rel_tol=1e-9)
+
+
+def test_fisher_sketch_averages_the_token_exactly(tiny_model_dir):
+    """At one completion position the sketch's expectation over xi is sum_v pi(v) ||grad log pi(v | x)||^2,
+    computed here by one backward pass per token v of the vocabulary."""
+    import torch
+
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.lemma_measurements import fisher_sketch
+
+    torch.manual_seed(0)
+    engine = HFEngine(tiny_model_dir)
+    model, temperature = engine.model, 0.7
+    params = list(model.parameters())
+    prompt = engine.prompt_token_ids("12 + 7 =")
+    logp = torch.log_softmax(model(input_ids=torch.tensor([prompt])).logits[0, -1].float() / temperature, dim=-1)
+    exact = 0.0
+    for v in range(logp.numel()):
+        grads = torch.autograd.grad(logp[v], params, retain_graph=True, allow_unused=True)
+        exact += float(logp[v].detach().exp()) * sum(float((g.double() ** 2).sum()) for g in grads if g is not None)
+    generator = torch.Generator().manual_seed(1)
+    est = np.array([fisher_sketch(model, params, [prompt], [[5]], temperature, engine.tokenizer.pad_token_id, generator)
+                    for _ in range(500)])
+    assert abs(est.mean() - exact) < 3 * est.std(ddof=1) / math.sqrt(est.size)
+    assert est.std(ddof=1) / math.sqrt(est.size) < 0.06 * exact  # precise enough to catch a wrong factor
+    # the completion's own token does not matter, only its context
+    other = np.array([fisher_sketch(model, params, [prompt] * 64, [[9]] * 64, temperature, engine.tokenizer.pad_token_id,
+                                    torch.Generator().manual_seed(1)) for _ in range(1)])
+    assert other[0] == pytest.approx(fisher_sketch(model, params, [prompt] * 64, [[5]] * 64, temperature,
+                                                   engine.tokenizer.pad_token_id, torch.Generator().manual_seed(1)))
+
+
+def test_success_diversity_by_hand():
+    """JSsucc, Lemma 2's gap and its local form on the members' rates, beside their permutation nulls."""
+    from escov.llm.lemma_measurements import success_diversity
+
+    h = lambda p: float(binary_entropy(p))
+    one = success_diversity(np.array([[True, False], [False, False]]), n_permutations=50)
+    js = h(0.25) - (h(0.5) + h(0.0)) / 2
+    assert one["jssucc"] == pytest.approx(js)
+    assert one["gap"] == pytest.approx((1 - 0.5 * 1.0) - (1 - 0.75 ** 2))
+    assert one["local"] == pytest.approx(2 * 0.25 * 0.75 * js)
+    # one success among four outcomes: every dealing gives the same rates up to order, so the null is the plug-in
+    assert [one[f"{k}_null"] for k in ("jssucc", "gap", "local")] == pytest.approx([one[k] for k in ("jssucc", "gap", "local")])
+    two = success_diversity(np.array([[True, True], [False, False]]), n_permutations=3000, seed=1)
+    assert two["jssucc"] == pytest.approx(math.log(2)) and two["gap"] == pytest.approx(0.25)
+    # dealt at random: rates (1, 0) or (0, 1) with chance 2/6, (1/2, 1/2) otherwise
+    assert two["jssucc_null"] == pytest.approx(math.log(2) / 3, abs=0.02)
+    assert two["gap_null"] == pytest.approx(0.25 / 3, abs=0.01)
