@@ -1,7 +1,7 @@
 """Measure a budget's Lemma 1 grid on its base and put it into a published report, leaving the rest as it was.
 
     python scripts/republish_lemma_grid.py [--budget answer] [--model DIR] [--results results]
-                                           [--grid-json FILE] [--no-progress]
+                                           [--grid-json FILE] [--threads N] [--no-progress]
     python scripts/republish_lemma_grid.py --pilot [--budget answer] [--model DIR]   # size the grid, change nothing
 
 The full reproduction that wrote results/ takes hours; the grid alone takes minutes. This script measures the
@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, help="the base model directory (default: the reproduction's cached base)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="the published report's folder")
     parser.add_argument("--grid-json", type=Path, help="where to keep the measured rows (reused when it exists)")
+    parser.add_argument("--threads", type=int, help="torch threads (default: the budget's)")
     parser.add_argument("--pilot", action="store_true", help="measure a small pilot grid and print the draws each row needs")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pilot:
         if not (model / "config.json").is_file():
             parser.error(f"no base model at {model}: give --model DIR")
-        torch.set_num_threads(budget.common["threads"])
+        torch.set_num_threads(args.threads or budget.common["threads"])
         rows = measure_grid(model, pilot_design(budget.grid), progress=not args.no_progress, **grid_settings(budget))
         print(f"pilot: {(time.perf_counter() - start) / 60:.1f} min; draws for a ratio interval 0.1 wide with "
               f"{budget.grid.fisher_samples} center samples per prompt:")
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (model / "config.json").is_file():
             parser.error(f"no base model at {model}: give --model DIR, or build it with `python -m escov.llm pretrain "
                          f"--preset {budget.base_preset} --seed 0 --threads 1 --out {model}`")
-        torch.set_num_threads(budget.common["threads"])
+        torch.set_num_threads(args.threads or budget.common["threads"])
         rows = measure_grid(model, budget.grid, progress=not args.no_progress, **grid_settings(budget))
         if args.grid_json is not None:
             args.grid_json.write_text(json.dumps(rows))
