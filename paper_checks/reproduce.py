@@ -83,13 +83,13 @@ ANSWER_CURVE = {"points": 8, "samples": 64, "temperature": 0.6, "resolution": RE
 
 # The Lemma 1 grid of each budget, on the runs' own task, temperature and completion length (grid_settings).
 # The answer's: sized in docs/answer-budget.md ("The Lemma 1 grid") from a pilot on the small base (same shape) at
-# T = 0.6: one population's relative sd of JSpol 0.3-0.6 at N = 2-4, about 0.08 at N = 16, 0.06 at N = 32; tr I's
-# relative error 3.1% from 8 x 4096 center samples; one population took 1.0, 3.3, 22.5 and 104 s (tr I: 320 s) at
-# N = 2, 4, 16, 32 on a shared machine that gave the pilot a quarter of a core: about 15 minutes on an idle core
-# (an estimate from that quarter, not a measurement)
-ANSWER_GRID = GridDesign(sigmas=(5e-4, 1e-3, 2e-3, 4e-3, 1e-2, 2e-2), members=(2, 4, 16, 32),
-                         draws={2: 40, 4: 24, 16: 10, 32: 4}, prompts=8, samples=2, fisher_samples=8192, fisher_batch=64,
-                         sigmas_of={32: (1e-3, 2e-3)})
+# T = 0.6: one population's relative sd of JSpol 0.2-0.6 at N = 2-4, about 0.08 at N = 16 and 0.06 at N = 32 at
+# sigma = 1e-3; tr I's relative error 3.1% from 8 x 4096 center samples. The draws go where the decision is (N = 16
+# and 32 inside the regime); one population took 1.0, 3.3, 22.5 and 104 s at N = 2, 4, 16, 32 (tr I: 320 s) on a
+# machine that gave the pilot a quarter of a core, so this grid is about 6 CPU-minutes
+ANSWER_GRID = GridDesign(sigmas=(5e-4, 1e-3, 2e-3, 4e-3, 2e-2), members=(2, 4, 16, 32),
+                         draws={2: 24, 4: 12, 16: 8, 32: 3}, prompts=8, samples=2, fisher_samples=4096, fisher_batch=64,
+                         sigmas_of={16: (1e-3, 2e-3, 4e-3, 2e-2), 32: (1e-3,)})
 # the small budget's: a quick look under ~40 s (on one thread), on its own task
 SMALL_GRID = GridDesign(sigmas=(1e-3, 3e-3, 1e-2, 3e-2), members=(2, 4), draws={2: 6, 4: 4}, prompts=4, samples=2,
                         fisher_samples=128, fisher_batch=32)
