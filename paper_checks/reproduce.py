@@ -86,7 +86,9 @@ ANSWER_CURVE = {"points": 8, "samples": 64, "temperature": 0.6, "resolution": RE
 # T = 0.6: one population's relative sd of JSpol 0.2-0.6 at N = 2-4, about 0.08 at N = 16 and 0.06 at N = 32 at
 # sigma = 1e-3; tr I's relative error 3.1% from 8 x 4096 center samples. The draws go where the decision is (N = 16
 # and 32 inside the regime); one population took 1.0, 3.3, 22.5 and 104 s at N = 2, 4, 16, 32 (tr I: 320 s) on a
-# machine that gave the pilot a quarter of a core, so this grid is about 6 CPU-minutes
+# machine that gave the pilot a quarter of a core: about 6 CPU-minutes there. On the paper base (longer completions)
+# its tr I stage alone had taken more than 5.6 CPU-minutes when the first attempt was stopped: the cost of this
+# grid on the answer's base is not measured yet (docs/answer-budget.md)
 ANSWER_GRID = GridDesign(sigmas=(5e-4, 1e-3, 2e-3, 4e-3, 2e-2), members=(2, 4, 16, 32),
                          draws={2: 24, 4: 12, 16: 8, 32: 3}, prompts=8, samples=2, fisher_samples=4096, fisher_batch=64,
                          sigmas_of={16: (1e-3, 2e-3, 4e-3, 2e-2), 32: (1e-3,)})
