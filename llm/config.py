@@ -28,7 +28,7 @@ from escov.llm.device import check_device_spec
 from escov.llm.tasks.data_files import parse_fields, train_records_of
 from escov.llm.tasks.reasoning_format import PROMPT_STYLES
 from escov.llm.tasks import TASKS
-from escov.llm.tasks.reward_function import check_alone, check_path
+from escov.llm.tasks.reward_function import check_alone, check_path, check_weights
 from escov.llm.tasks.rewards import REWARDS, check_reward
 from escov.llm.tracking import REPORT_TO
 from escov.theory.paper import PAPER_ALPHA, PAPER_POPULATION_SIZE, PAPER_SIGMA
@@ -242,7 +242,9 @@ class TrainConfig:
     prompt_style: str = "plain"      # plain | instruct | paper (llm/tasks/reasoning_format.py)
     reward: str = "escov"            # escov | es-at-scale-countdown | paper-gsm8k (llm/tasks/rewards.py)
     format_reward: float = 0.0       # reward: escov: reward of a well-formed wrong answer
-    reward_function: str = ""        # "module:function" or "file.py:function" with TRL's reward signature; replaces the reward (llm/tasks/reward_function.py)
+    # ---- reward functions and user data (llm/tasks/reward_function.py; rules in check_reward_settings) ----
+    reward_function: tuple[str, ...] = ()  # "module:function" / "file.py:function", TRL's signature or verl's; repeat for several
+    reward_weights: tuple[float, ...] = ()  # weight of each reward function (default 1 each); repeat the flag
     out: str = ""                    # run directory
     seed: int = 0                    # every random draw of the run derives from it (sampling, noise, batches)
     steps: int = 40                  # budget in GRPO steps; ES runs steps x cost(GRPO step) / cost(ES step) iterations (see below)
@@ -286,6 +288,7 @@ class TrainConfig:
     population: PopulationConfig = field(default_factory=PopulationConfig)
 
     def __post_init__(self) -> None:
+        normalize_reward_settings(self)
         self.validate()
 
     def validate(self) -> None:
@@ -314,15 +317,10 @@ class TrainConfig:
         if self.batch_size > self.train_pool:
             raise ValueError(f"batch_size must be <= train_pool ({self.train_pool}), got {self.batch_size}")
         _choice("prompt_style", self.prompt_style, PROMPT_STYLES)
-        if self.reward_function:
-            check_path(self.reward_function)
-        if self.reward_function or self.task == "prompts":
-            check_alone(self.reward_function, self.reward, self.format_reward)
-            if not self.reward_function:
-                raise ValueError("task 'prompts' needs reward_function = 'module:function'")
-        elif self.task in TASKS:
+        uses_functions = check_reward_settings(self)  # reward functions replace the reward convention
+        if not uses_functions and self.task in TASKS:
             check_reward(self.reward, self.task, self.format_reward)
-        else:  # a task object handed to llm.train.train may carry its own name: the convention's own rules
+        elif not uses_functions:  # a task object given to llm.train.train may carry its own name: the convention's rules
             _choice("reward", self.reward, tuple(REWARDS))
             check_reward(self.reward, REWARDS[self.reward][0], self.format_reward)
         train_records_of(self.data_split)
@@ -352,9 +350,10 @@ class TrainConfig:
         """The settings that shape the task (data files, prompt style, reward, reward function), for llm.tasks.get_task."""
         given = {"data": self.data or None, "test_data": self.test_data or None, "data_split": self.data_split,
                  "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
-                 "format_reward": self.format_reward, "reward_function": self.reward_function}
+                 "format_reward": self.format_reward, "reward_function": list(self.reward_function),
+                 "reward_weights": list(self.reward_weights)}
         defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
-                    "reward": "escov", "format_reward": 0.0, "reward_function": ""}
+                    "reward": "escov", "format_reward": 0.0, "reward_function": [], "reward_weights": []}
         return {k: v for k, v in given.items() if v != defaults[k]}
 
     def make_task(self):
@@ -384,7 +383,7 @@ class TrainConfig:
         """Build from nested dicts (TOML tables / config.json); unknown keys and bad values raise
         ValueError, its message starting with the source."""
         try:
-            data = _renamed(_table(data, source), source)
+            data = user_data_defaults(_renamed(_table(data, source), source))
             kwargs = _known(cls, data, source, sections=SECTIONS)
             if "population" in data:
                 kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
@@ -454,10 +453,12 @@ def _known(cls, data: dict, source: str, sections: tuple[str, ...] = ()) -> dict
 def _coerce(key: str, value: Any, typ: str) -> Any:
     """Check a value against the field's annotated type (annotations are strings here)."""
     if typ.startswith("tuple"):
+        inner = "int" if "int" in typ else "str" if "str" in typ else "float"
+        if inner == "str" and isinstance(value, str):  # one entry given alone: reward_function = "m:f"
+            value = [value] if value else []
         if not isinstance(value, (list, tuple)):
             raise ValueError(f"{key} must be a list, got {value!r}")
-        inner = int if "int" in typ else float
-        return tuple(_coerce(key, v, inner.__name__) for v in value)
+        return tuple(_coerce(key, v, inner) for v in value)
     if typ == "bool":
         if not isinstance(value, bool):
             raise ValueError(f"{key} must be true or false, got {value!r}")
@@ -477,13 +478,81 @@ def _coerce(key: str, value: Any, typ: str) -> Any:
     raise TypeError(f"unsupported field type {typ} for {key}")
 
 
+# ---------------------------------------------------------------------------- reward functions, user data, flags
+
+REPEATED_FLAGS = {"reward_function": "MODULE:FUNCTION", "reward_weights": "FLOAT"}  # flag -> metavar; each use adds one
+# the paper's measurements, off by default on the user's own data (task "prompts"): the Lemma 1 probe,
+# the held-out arithmetic task and the thresholded-checkpoint evaluations; give the keys to have them
+USER_DATA_DEFAULTS = {"probe": False, "heldout_task": "", "threshold_keep": ()}
+# settings that only one algorithm reads. Every run reads es.sigma and es.param_pattern (the Lemma 1
+# probe's) and es.alpha (the update analysis's unit); grpo.num_generations and grpo.num_iterations
+# price a GRPO step, which sets an ES run's iterations under the budget (llm/schedules.py)
+ES_ONLY = ("workers", "ray_address", "step_samples", "es.population_size", "es.member_temperature", "es.member_samples",
+           "es.antithetic", "es.zscore", "es.center_scale", "es.null_control", "es.inplace_bf16", "es.noise_chunk")
+ES_ONLY_TABLES = ("population.",)
+GRPO_ONLY_TABLES = ("grpo.",)
+GRPO_READ_BY_ES = ("grpo.num_generations", "grpo.num_iterations")
+
+
+def normalize_reward_settings(cfg: "TrainConfig") -> None:
+    """reward_function and reward_weights as tuples: one entry may be given alone, and a function given as a
+    callable is recorded by its import path (config.json keeps paths; resume imports them again)."""
+    from escov.llm.tasks.reward_function import as_list, import_path
+
+    cfg.reward_function = tuple(f if isinstance(f, str) else import_path(f) for f in as_list(cfg.reward_function))
+    weights = cfg.reward_weights
+    cfg.reward_weights = tuple(weights) if isinstance(weights, (list, tuple)) else (weights,)
+
+
+def check_reward_settings(cfg: "TrainConfig") -> bool:
+    """ValueError for a bad reward_function / reward_weights, or a prompts task without a function;
+    True when reward functions replace the reward convention."""
+    for path in cfg.reward_function:
+        check_path(path)
+    check_weights(list(cfg.reward_function), list(cfg.reward_weights))
+    if cfg.reward_function or cfg.task == "prompts":
+        check_alone(list(cfg.reward_function), cfg.reward, cfg.format_reward)
+        if not cfg.reward_function:
+            raise ValueError("task 'prompts' needs reward_function = 'module:function' "
+                             "(--reward_function my_rewards:accuracy)")
+        return True
+    return False
+
+
+def user_data_defaults(data: dict) -> dict:
+    """data with the paper's measurements off (USER_DATA_DEFAULTS) where task is "prompts" and they are not given."""
+    if data.get("task") != "prompts":
+        return data
+    return {**USER_DATA_DEFAULTS, **data}
+
+
+def flag_applies(name: str, algo: str) -> bool:
+    """Whether a run of `algo` reads the setting `name` ("workers", "es.sigma", ...); schedules read every one."""
+    if algo == "grpo":
+        return name not in ES_ONLY and not name.startswith(ES_ONLY_TABLES)
+    if algo == "es":
+        return not name.startswith(GRPO_ONLY_TABLES) or name in GRPO_READ_BY_ES
+    return True
+
+
+def check_flags_apply(cfg: "TrainConfig", given: set[str]) -> None:
+    """ValueError (one line) for a flag the run's algorithm never reads: ES's with algo grpo, GRPO's with algo es."""
+    unused = sorted(name for name in given if not flag_applies(name, cfg.algo))
+    if unused:
+        other = "es" if cfg.algo == "grpo" else "grpo"
+        raise ValueError(f"{', '.join('--' + n for n in unused)} {'does' if len(unused) == 1 else 'do'} nothing with "
+                         f"--algo {cfg.algo}: {'it is' if len(unused) == 1 else 'they are'} read only by "
+                         f"--algo {other} "
+                         f"(and es-grpo, grpo-es); drop {'it' if len(unused) == 1 else 'them'}")
+
+
 # ----------------------------------------------------------------------------- command line
 
 def _parse_flag(text: str, typ: str) -> Any:
     """Turn a flag's text into the field's type (lists are comma separated; bools are true/false)."""
     if typ.startswith("tuple"):
-        inner = "int" if "int" in typ else "float"
-        return tuple(_parse_flag(t, inner) for t in text.split(",") if t.strip())
+        inner = "int" if "int" in typ else "str" if "str" in typ else "float"
+        return tuple(_parse_flag(t.strip(), inner) for t in text.split(",") if t.strip())
     if typ == "bool":
         if text.lower() not in ("true", "false"):
             raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
@@ -502,8 +571,12 @@ def _setting_fields() -> list[tuple[str, Any]]:
 
 
 def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings given as flags (those not left at None)."""
-    return {name: getattr(args, name) for name, _ in _setting_fields() if getattr(args, name, None) is not None}
+    """The settings given as flags (those not left at None); a repeated flag (REPEATED_FLAGS) gives all its values."""
+    given = {name: getattr(args, name) for name, _ in _setting_fields() if getattr(args, name, None) is not None}
+    for name in REPEATED_FLAGS:
+        if name in given:
+            given[name] = tuple(v for values in given[name] for v in values)
+    return given
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -516,8 +589,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     groups: dict[str, argparse._ArgumentGroup] = {}
     for name, f, description, heading in settings_help.settings():
         group = groups.get(heading) or groups.setdefault(heading, parser.add_argument_group(heading))
-        metavar = ("INTS" if "int" in f.type else "FLOATS") if f.type.startswith("tuple") else f.type.upper()
-        group.add_argument(f"--{name}", dest=name, default=None, metavar=metavar,
+        metavar = ("INTS" if "int" in f.type else "STRS" if "str" in f.type else "FLOATS") \
+            if f.type.startswith("tuple") else f.type.upper()
+        group.add_argument(f"--{name}", dest=name, default=None, metavar=REPEATED_FLAGS.get(name, metavar),
+                           action="append" if name in REPEATED_FLAGS else "store",
                            type=lambda text, t=f.type: _parse_flag(text, t),
                            help=settings_help.help_line(f, description).replace("%", "%%"))
     settings_help.add_trl_names(parser)
@@ -543,6 +618,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         else:
             data[key] = value
     cfg = TrainConfig.from_dict(data, source=str(args.config or "flags"))
+    check_flags_apply(cfg, set(setting_flags(args)))
     for name in ("model", "out"):
         if not getattr(cfg, name):
             raise ValueError(f"{name} is required (flag --{name} or key {name!r} in the config file)")

@@ -1,6 +1,6 @@
 """Checkpoints evaluated along training: the data of the Pass@1-Pass@K frontier.
 
-    python -m escov.llm curve RUN_DIR [--points 8] [--samples 32] [--temperature 0.6] [--problems 64]
+    python -m escov.llm curve RUN_DIR [--points 8] [--samples 32] [--temperature T] [--problems 64]
                                 [--resolution 0.06] [--max_points 40] [--split test|train]
 
 For a finished (or partial) run directory, the base model (step 0) and checkpoints are each
@@ -8,7 +8,8 @@ evaluated on the same test prompts as the run's final evaluation (llm/train.py E
 or with `--split train` on prompts of the training split (drawn with TRAIN_CURVE_SEED, never a test
 prompt: what a sweep that chooses settings reads), twice:
 
-    sampled   `samples` completions per prompt at `temperature` (the paper: 32 at T = 0.6):
+    sampled   `samples` (>= 32) completions per prompt at `temperature` (default: the run's
+              eval_temperature; the paper: 32 at T = 0.6):
               Pass@1, Pass@16, Pass@32, the share of prompts with no correct sample, token entropy
     greedy    one completion at temperature 0: greedy accuracy, the quantity ES with greedy member
               rollouts optimizes (the paper reports the sampled one)
@@ -40,7 +41,7 @@ from escov.llm import rundir
 from escov.llm.rollout import derive_seed
 from escov.theory.matched import RESOLUTION
 
-POINTS, SAMPLES, TEMPERATURE = 8, 32, 0.6   # the paper's Pass@32 at T = 0.6
+POINTS, SAMPLES = 8, 32                     # the paper's Pass@32 (at the run's eval_temperature; the paper's 0.6)
 MAX_POINTS = 40                             # curve points at most, the base and refinements included
 KS = (1, 16, 32)
 SPLITS = ("test", "train")
@@ -95,12 +96,12 @@ def _same_settings(point: dict, n_problems: int, samples: int, temperature: floa
             and point.get("split", "test") == split)
 
 
-def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, temperature: float = TEMPERATURE,
+def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, temperature: float | None = None,
                    n_problems: int | None = None, resolution: float = RESOLUTION, max_points: int = MAX_POINTS,
                    split: str = "test", progress: bool = False) -> list[dict]:
     """Measure the curve points of run_dir's layout that are not in its curve.json yet, drop the points
     outside the layout; returns the layout's points in step order. split: "test" (the run's test prompts) or
-    "train" (training-split prompts drawn with TRAIN_CURVE_SEED)."""
+    "train" (training-split prompts drawn with TRAIN_CURVE_SEED); temperature None: the run's eval_temperature."""
     from escov.llm.config import load_config
     from escov.llm.engines import make_engine
     from escov.llm.evaluate import evaluate
@@ -110,6 +111,7 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     run_dir = Path(run_dir)
     cfg = load_config(run_dir)
     torch.set_num_threads(cfg.threads)
+    temperature = cfg.eval_temperature if temperature is None else temperature
     if samples < max(KS):
         raise ValueError(f"samples must be >= {max(KS)} (Pass@{max(KS)}), got {samples}")
     if split not in SPLITS:
@@ -153,9 +155,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("run_dir", type=Path, help="a run directory of `python -m escov.llm train`")
     parser.add_argument("--points", type=int, default=POINTS, help="checkpoints evaluated besides the base")
     parser.add_argument("--eval_samples", "--samples", dest="samples", type=int, default=SAMPLES, metavar="N",
-                        help=f"samples per prompt (default: {SAMPLES})")
-    parser.add_argument("--eval_temperature", "--temperature", dest="temperature", type=float, default=TEMPERATURE,
-                        metavar="T", help=f"sampling temperature (default: {TEMPERATURE})")
+                        help=f"samples per prompt, at least {max(KS)} for Pass@{max(KS)} (default: {SAMPLES})")
+    parser.add_argument("--eval_temperature", "--temperature", dest="temperature", type=float, default=None,
+                        metavar="T", help="sampling temperature (default: the run's eval_temperature, as its final "
+                                          "evaluation)")
     parser.add_argument("--eval_problems", "--problems", dest="problems", type=int, default=None, metavar="N",
                         help="test prompts (default: the run's eval_problems)")
     parser.add_argument("--no-progress", "--no_progress", dest="no_progress", action="store_true",

@@ -1,14 +1,15 @@
 """Roll a policy out on a batch of problems, score the completions, and compute their log-probs
 with an HF model (shared by ES, GRPO and the population measurements).
 
-A completion's reward is the task's verifier score (0 for anything that fails to parse); it is
+A completion's reward is the task's verifier score (0 for anything that fails to parse), computed for
+the whole batch in one call (Task.score_batch: reward functions get TRL's batched call); it is
 correct when the reward is at least 1 (`llm.tasks.base.is_correct_reward`). A non-finite reward is an
 error, named with the step.
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,6 +49,7 @@ class Rollouts:
     rewards: np.ndarray                    # [prompt, sample]
     correct: np.ndarray                    # [prompt, sample] bool
     temperature: float                     # the sampling temperature (0: greedy)
+    parts: dict = field(default_factory=dict)  # reward function name -> [prompt, sample] rewards (NaN: does not apply)
 
     @property
     def n_tokens(self) -> int:
@@ -71,12 +73,17 @@ def score_completions(task: Task, problems: list[Problem], completions: list[lis
                       temperature: float) -> Rollouts:
     """The verifier's rewards of [prompt][sample] completions sampled at the temperature; NonFiniteError
     naming the step if one is not finite."""
-    rewards = np.array([[float(task.score(p, c.text)) for c in row] for p, row in zip(problems, completions)])
+    shape = (len(problems), max((len(row) for row in completions), default=0))
+    flat = [(p, c) for p, row in zip(problems, completions) for c in row]
+    scores = task.score_batch([p for p, _ in flat], [c.text for _, c in flat], [c.token_ids for _, c in flat],
+                              step=step)
+    rewards = np.asarray(scores.total, dtype=float).reshape(shape)
     if not np.all(np.isfinite(rewards)):
         bad = float(rewards[~np.isfinite(rewards)][0])
         raise NonFiniteError(f"step {step}: reward is not finite ({bad}) for task {task.name}")
     return Rollouts(completions=completions, rewards=rewards, correct=is_correct_reward(rewards),
-                    temperature=temperature)
+                    temperature=temperature,
+                    parts={k: np.asarray(v, dtype=float).reshape(shape) for k, v in scores.parts.items()})
 
 
 # ----------------------------------------------------------------------------- log-probs of completions

@@ -102,6 +102,13 @@ class StepMetrics(_StepMetricsCore, total=False):
     grpo_kl: float
     grpo_clip_fraction: float
     grpo_grad_norm: float
+    # what the reward does on the step's samples (ES: the center's step_samples; GRPO: the rollouts; llm/reward_stats.py)
+    reward_std: float
+    rewards: dict                  # reward function name -> {"mean", "std", "applied"} (reward functions only)
+    reward_zero_std_share: float
+    mean_response_tokens: float
+    by_data_source: dict           # data_source -> {"reward_mean", "reward_std", "pass_at_1", "prompts"}
+    es_zero_update: bool           # ES: every member's reward was equal, so the update was zero
 
 
 TIMING_KEYS = ("step_seconds", "wall_seconds", "tokens_per_s", "es_weight_share")  # differ between equal runs
@@ -130,8 +137,14 @@ class _EvaluationCore(TypedDict):
 
 class Evaluation(_EvaluationCore, total=False):
     """One llm.evaluate.evaluate result (see that module's docstring for the metrics); runs written before
-    grading_timeouts was recorded lack it."""
+    grading_timeouts or the reward's statistics (llm/reward_stats.py) were recorded lack them."""
     grading_timeouts: int          # answers graded wrong at the math grader's wall-clock safety net
+    correct_threshold: float
+    reward_mean: float
+    reward_std: float
+    rewards: dict
+    reward_zero_std_share: float
+    by_data_source: dict
 
 
 class Thresholded(TypedDict):

@@ -107,7 +107,7 @@ def default_text(f: dataclasses.Field) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, tuple):
-        return ",".join(map(str, value))
+        return ",".join(map(str, value)) if value else "none"
     if value == "":
         return '""'
     return str(value)

@@ -11,12 +11,16 @@ a dependency extra: `pip install -e ".[tensorboard]"` (installed by scripts/setu
 
 Names (stable; "/" separates a tracker's groups), each logged at a training step:
     train/<field>                   every number of a metrics.jsonl row (llm/rundir.py StepMetrics),
-                                    train/drift_layers/<group> for the per-layer drift, at the row's step
+                                    train/drift_layers/<group> for the per-layer drift,
+                                    train/rewards/<function>/mean (and std, applied) for each reward
+                                    function, train/by_data_source/<source>/<metric>, at the row's step
     eval/<label>/<metric>           every evaluation as it is measured (label base, base_greedy,
                                     heldout_base at step 0; final, final_greedy, heldout_final at the
                                     last step); <metric>: pass_at_k/<k>, maj_at_k/<k>, mean_token_entropy,
                                     mean_response_tokens, truncated_fraction, solved_fraction,
-                                    distinct_correct_answers, distinct_correct_texts
+                                    distinct_correct_answers, distinct_correct_texts, reward_mean,
+                                    reward_std, reward_zero_std_share, rewards/<function>/mean (std,
+                                    applied), by_data_source/<source>/<metric>
     probe/<measurement>             every number of a Lemma 1 probe measurement (llm/lemma_measurements.py)
     curve/sampled/<metric>, curve/greedy/<metric>   each `llm curve` point, at its checkpoint's step
     completions/<source>            the kept completions (completions.jsonl) as a table of text
@@ -39,6 +43,7 @@ TENSORBOARD_DIR = "tensorboard"
 PROJECT = "escov"
 # an evaluation's settings and bookkeeping, not measurements: not sent
 NOT_MEASURED = {"step", "phase", "task", "num_problems", "n", "ks", "temperature", "top_p", "max_new_tokens", "seed",
+                "correct_threshold",
                 "seconds", "sigma", "members", "samples_per_member", "center_samples", "per_problem", "per_prompt",
                 "es_rewards"}
 

@@ -50,6 +50,7 @@ from escov.llm.interrupts import stop_if_requested
 from escov.llm.engines.base import load_tokenizer
 from escov.llm.lemma_measurements import measure_population
 from escov.llm.prompt_lengths import check_prompt_lengths
+from escov.llm.reward_stats import reward_stats
 from escov.llm.rollout import NonFiniteError, derive_seed, rollout
 from escov.llm.resume import resume_point
 from escov.llm.tasks import get_task
@@ -77,6 +78,35 @@ def stop_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+# ----------------------------------------------------------------------------- problem counts that fit the data
+
+FITTED_COUNTS = (("train_pool", "train"), ("eval_problems", "test"), ("probe_prompts", "test"))  # setting, split
+
+
+def fit_to_data(cfg: TrainConfig, task: Task) -> list[str]:
+    """Problem counts left at their defaults that ask for more problems than the data holds are lowered to
+    what it holds (a note for each, to print); a count given explicitly that does not fit is a ValueError
+    naming its flag, as is a batch_size above the training pool."""
+    notes = []
+    for name, split in FITTED_COUNTS:
+        held, wanted = task.size(split), getattr(cfg, name)
+        if not held or held >= wanted or (name == "probe_prompts" and not cfg.probe):
+            continue  # generated problems, an empty split (the task's own error names it), or enough
+        if wanted != TrainConfig.__dataclass_fields__[name].default:
+            raise ValueError(f"{name} = {wanted} but the {split} data holds {held} records: "
+                             f"give --{name} {held} or less")
+        setattr(cfg, name, held)
+        notes.append(f"the {split} data holds {held} records: {name} = {held} (default {wanted}; --{name} sets it)")
+    if cfg.batch_size > cfg.train_pool and cfg.batch_size == TrainConfig.__dataclass_fields__["batch_size"].default:
+        notes.append(f"the training pool holds {cfg.train_pool} prompts: batch_size = {cfg.train_pool} "
+                     f"(default {cfg.batch_size}; --batch_size sets it)")
+        cfg.batch_size = cfg.train_pool
+    if cfg.batch_size > cfg.train_pool:
+        raise ValueError(f"batch_size = {cfg.batch_size} but the training pool holds {cfg.train_pool} prompts: "
+                         f"give --batch_size {cfg.train_pool} or less")
+    return notes
+
+
 # ----------------------------------------------------------------------------- the run
 
 class TrainingRun:
@@ -92,6 +122,8 @@ class TrainingRun:
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
         self.task = task if task is not None else cfg.make_task()
+        for note in fit_to_data(cfg, self.task):  # before config.json is written: it records the sizes used
+            print(f"note: {note}", file=sys.stderr, flush=True)
         # every prompt the run can use fits the model's context (or is cut to fit), checked before the model loads
         cut = check_prompt_lengths(prompt_sources(cfg, self.task), load_tokenizer(cfg.model), cfg.model,
                                    cfg.max_completion_length, cfg.truncate_prompts)
@@ -128,6 +160,7 @@ class TrainingRun:
         self.trainer: ES | GRPO | None = None
         self.trainer_phase: schedules.Phase | None = None
         self.tracker: tracking.Tracker = tracking.Tracker()  # train() opens the one report_to names
+        self.warned_zero_update = False  # ES: the warning that all members' rewards were equal is printed once
 
     def close_trainer(self) -> None:
         """Stop the Ray actors of a distributed ES phase (nothing to release otherwise)."""
@@ -222,8 +255,16 @@ class TrainingRun:
             out = self.trainer.step(problems, step)
             n_tokens = center.n_tokens + out.n_tokens
             row |= {"reward_mean": float(out.rewards.mean()), "center_reward_mean": float(center.rewards.mean())}
+            zero_update = bool(np.ptp(out.rewards) == 0)
             extra = {"es_reward_std": float(out.rewards.std()), "es_rewards": out.rewards.tolist(),
-                     "es_update_norm": out.update_norm, "es_weight_share": out.weight_seconds / max(out.seconds, 1e-12)}
+                     "es_update_norm": out.update_norm, "es_weight_share": out.weight_seconds / max(out.seconds, 1e-12),
+                     "es_zero_update": zero_update}
+            if zero_update and not self.warned_zero_update:
+                self.warned_zero_update = True
+                print(f"warning: ES iteration {step + 1}: all {len(out.rewards)} members got the same reward "
+                      f"({float(out.rewards[0]):.4g}), so the update is zero; the final summary counts such iterations "
+                      "(a reward that varies between members, or more prompts per batch, gives ES a signal)",
+                      file=sys.stderr, flush=True)
         else:
             out = self.trainer.step(problems, step)
             center, n_tokens = out.rollouts, out.rollouts.n_tokens
@@ -234,10 +275,13 @@ class TrainingRun:
             self.keep_completions("train", step + 1, [
                 {"prompt": str(p.prompt), "completion": samples[0].text, "reward": float(rewards[0])}
                 for p, samples, rewards in zip(problems[:cfg.completions_kept], center.completions, center.rewards)])
+        stats = reward_stats(center.rewards, center.parts,
+                             np.array([[len(c.token_ids) for c in r] for r in center.completions]), problems)
+        stats.pop("reward_mean")  # the row's reward_mean is the trainer's (ES: member fitness); the center's is above
         total, layers = drift.relative_drift(self.weights(copy=False), self.base)
         seconds = time.perf_counter() - t0
         row |= {"pass_at_1": float(center.correct.mean()), "no_correct_share": float((~center.correct.any(axis=1)).mean()),
-                "entropy": center.token_entropy(), "drift_rel": total, "drift_layers": layers, **extra,
+                "entropy": center.token_entropy(), "drift_rel": total, "drift_layers": layers, **stats, **extra,
                 "step_seconds": seconds, "tokens_per_s": n_tokens / max(seconds, 1e-12),
                 "grading_timeouts": safety_net_hits() - hits_before}
         return row
@@ -262,7 +306,7 @@ class TrainingRun:
         """An evaluation (see evaluate) recorded as eval/<label> at a step: the tracker gets its
         metrics and completions.jsonl its first completions."""
         return self.record(label, step, self.evaluate(task, n_problems, n, ks, seed_label, temperature,
-                                                      keep=self.cfg.completions_kept))
+                                                      keep=self.cfg.completions_kept, step=step))
 
     def record(self, label: str, step: int, result: dict) -> dict:
         """An evaluation's result (with its kept completions) recorded as eval/<label> at a step; returns
@@ -286,15 +330,16 @@ class TrainingRun:
             self.set_weights(center)
 
     def evaluate(self, task: Task, n_problems: int, n: int, ks: tuple[int, ...], seed_label: str,
-                 temperature: float | None = None, keep: int = 0) -> dict:
-        """llm.evaluate on the task's first n_problems test problems (at eval_temperature unless given)."""
+                 temperature: float | None = None, keep: int = 0, step: int = 0) -> dict:
+        """llm.evaluate on the task's first n_problems test problems (at eval_temperature unless given),
+        after `step` training steps."""
         from escov.llm.evaluate import evaluate
 
         problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
         temperature = self.cfg.eval_temperature if temperature is None else temperature
         return evaluate(self.engine, task, problems, n=n, ks=list(ks), temperature=temperature,
                         max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,
-                        progress=self.show_progress, keep=keep)
+                        progress=self.show_progress, keep=keep, step=step)
 
 
 def prompt_sources(cfg: TrainConfig, task: Task) -> dict[str, list]:
@@ -343,7 +388,7 @@ def _final_stage(run: TrainingRun) -> None:
     ev["thresholded"] = []
     for q in cfg.threshold_keep:
         run.set_weights(drift.thresholded(final, base, q))
-        res = run.evaluate(run.task, cfg.eval_problems, min(cfg.eval_samples, 8), (1,), "eval")
+        res = run.evaluate(run.task, cfg.eval_problems, min(cfg.eval_samples, 8), (1,), "eval", step=last)
         ev["thresholded"].append({"keep_percent": q, "sparsity_percent": 100 - q, "pass_at_1": res["pass_at_k"]["1"]})
     run.set_weights(final)
     stop_if_requested(during)

@@ -156,18 +156,27 @@ def resume_hint(out: Path, what: str) -> str:
 def summary(out: Path) -> str:
     """The final metrics (base -> final) and every file of the run directory."""
     from escov.llm import rundir
+    from escov.llm.reward_stats import summary_line
 
     ev = rundir.read_eval(out) or {}
     lines = [f"finished: {out}"]
     if "final" in ev:
         passes = "  ".join(f"Pass@{k} {ev['base']['pass_at_k'][k]:.3f} -> {v:.3f}" for k, v in ev["final"]["pass_at_k"].items())
-        lines.append(f"  {ev['final']['task']} (base -> final, T={ev['final']['temperature']}): {passes}")
+        threshold = (f"; correct: reward >= {ev['final']['correct_threshold']:g}"
+                     if "correct_threshold" in ev["final"] else "")
+        lines.append(f"  {ev['final']['task']} (base -> final, T={ev['final']['temperature']}{threshold}): {passes}")
         lines.append(f"  greedy accuracy {ev['base_greedy']['pass_at_k']['1']:.3f} -> {ev['final_greedy']['pass_at_k']['1']:.3f}"
                      f"  token entropy {ev['base']['mean_token_entropy']:.3f} -> {ev['final']['mean_token_entropy']:.3f}")
+        if "reward_mean" in ev["final"]:
+            lines.append(f"  final: {summary_line(ev['final'])}")
         held = ev.get("heldout", {})
         if "final" in held:
             lines.append(f"  held-out {held['final']['task']} Pass@1 {held['base']['pass_at_k']['1']:.3f} -> "
                          f"{held['final']['pass_at_k']['1']:.3f}")
+    es_rows = [r for r in rundir.read_steps(out) if r["phase"] == "es"] if (out / rundir.METRICS).exists() else []
+    zero = sum(bool(r.get("es_zero_update")) for r in es_rows)
+    if zero:
+        lines.append(f"  ES: {zero} of {len(es_rows)} iterations had all members' rewards equal: a zero update")
     steps, _ = rundir.checkpoint_steps(out)
     files = sorted(p.name for p in out.iterdir() if p.is_file() and not p.name.startswith("."))
     lines.append(f"  wrote {', '.join(files)}")

@@ -4,8 +4,9 @@
 `get_task("countdown" | "gsm8k" | "deepscaler", data=TRAIN_FILE, test_data=TEST_FILE, data_split=...,
 fields={...})` (llm/tasks/data_files.py); `prompt_style` (llm/tasks/reasoning_format.py) and `reward`
 (llm/tasks/rewards.py) choose the prompt and the reward convention. `reward_function="module:function"`
-(llm/tasks/reward_function.py) replaces any task's reward by a function of TRL's signature; the
-`prompts` task (llm/tasks/prompts.py) is your own data, scored by such a function.
+(llm/tasks/reward_function.py; also a callable, or a list of either, with `reward_weights`) replaces
+any task's reward by functions of TRL's signature; the `prompts` task (llm/tasks/prompts.py) is your
+own data, scored by such functions.
 """
 from __future__ import annotations
 
@@ -15,17 +16,21 @@ TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler", "countdown3", "prompt
 DATA_KWARGS = ("data", "test_data", "data_split", "fields")
 
 
-def get_task(name: str, reward_function: str = "", **kwargs) -> Task:
+def get_task(name: str, reward_function=(), reward_weights=None, **kwargs) -> Task:
     """The task called `name` (one of TASKS); kwargs go to its constructor. With `reward_function`
-    (an import path) the task's reward is that function's."""
+    (import paths or callables, one or a list) the task's reward is theirs, weighted by reward_weights."""
+    from escov.llm.tasks.reward_function import as_list
+
     if name == "prompts":
         from escov.llm.tasks.prompts import prompts_task
-        return prompts_task(reward_function, **kwargs)
-    if reward_function:
+        return prompts_task(reward_function, reward_weights=reward_weights, **kwargs)
+    if as_list(reward_function):
         from escov.llm.tasks.reward_function import ScoredByFunction, check_alone
 
         check_alone(reward_function, kwargs.get("reward", "escov"), kwargs.get("format_reward", 0.0))
-        return ScoredByFunction(_builtin_task(name, **kwargs), reward_function)
+        return ScoredByFunction(_builtin_task(name, **kwargs), reward_function, reward_weights)
+    if reward_weights:
+        raise ValueError("reward_weights are given without a reward_function")
     return _builtin_task(name, **kwargs)
 
 

@@ -12,6 +12,8 @@ import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+import numpy as np
+
 SPLITS = ("train", "test")
 TEST_FRACTION_BUCKETS = 10  # one bucket of ten (10%) of instance keys belongs to the test split
 
@@ -21,6 +23,14 @@ class Problem:
     id: str
     prompt: str
     meta: dict = field(default_factory=dict)  # what the verifier needs: numbers/target, gold answer
+
+
+@dataclass
+class RewardScores:
+    """Rewards of a batch of completions: the total (what training and Pass@k use) and, for reward
+    functions (llm/tasks/reward_function.py), each function's own rewards by name (NaN: does not apply)."""
+    total: np.ndarray                                # [n]
+    parts: dict = field(default_factory=dict)         # name -> [n]
 
 
 def check_split(split: str) -> str:
@@ -61,6 +71,17 @@ class Task(ABC):
     @abstractmethod
     def answer(self, problem: Problem, completion: str) -> str | None:
         """Normalized final answer, or None when the completion has none."""
+
+    def score_batch(self, problems: list[Problem], completions: list[str], completion_ids=None,
+                    step: int = 0) -> RewardScores:
+        """Rewards of completions[i] of problems[i] in one call (reward functions get the whole batch, as in
+        TRL; completion_ids: their token ids; step: the training step). A built-in task scores one by one."""
+        return RewardScores(total=np.array([float(self.score(p, c)) for p, c in zip(problems, completions)]))
+
+    @property
+    def reward_names(self) -> list[str]:
+        """Names of the reward functions whose rewards RewardScores.parts holds (none for a built-in reward)."""
+        return []
 
     def size(self, split: str) -> int | None:
         """Number of problems in the split, or None when problems are generated without limit."""

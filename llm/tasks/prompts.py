@@ -16,7 +16,7 @@ record and the column it lacks). Every other column goes to the reward function 
 argument (TRL's convention), nested
 values as they are (`reward_model={"ground_truth": ..., ...}`), and each other name of the field
 mapping as well: `answer=reward_model.ground_truth` adds `answer`, read by dotted path.
-The reward is the function's (llm/tasks/reward_function.py; correct means reward >= 1). The final
+The reward is the functions' weighted sum (llm/tasks/reward_function.py; correct means reward >= 1). The final
 answer of a completion, for Maj@k and distinct answers, is its text with whitespace collapsed.
 """
 from __future__ import annotations
@@ -24,23 +24,24 @@ from __future__ import annotations
 from escov.llm.tasks.base import Problem, Task, check_count, check_split
 from escov.llm.tasks.data_files import check_same_columns, field, sample_split, split_files
 from escov.llm.tasks.reasoning_format import chat_prompt
-from escov.llm.tasks.reward_function import ScoredByFunction, check_alone
+from escov.llm.tasks.reward_function import ScoredByFunction, as_list, check_alone
 
 PROMPT_FIELD = "prompt"
 
 
-def prompts_task(reward_function: str, data=None, test_data=None, data_split: str = "files",
+def prompts_task(reward_function, data=None, test_data=None, data_split: str = "files",
                  fields: dict[str, str] | None = None, prompt_style: str = "plain", reward: str = "escov",
-                 format_reward: float = 0.0) -> Task:
-    """The `prompts` task over data files, scored by the reward function at its import path (the
+                 format_reward: float = 0.0, reward_weights=None) -> Task:
+    """The `prompts` task over data files, scored by the reward functions (import paths or callables,
+    weighted by reward_weights; llm/tasks/reward_function.py) (the
     built-in tasks' prompt styles and reward conventions do not apply: they must stay at their defaults)."""
-    if not reward_function:
+    if not as_list(reward_function):
         raise ValueError("task 'prompts' needs a reward: give reward_function = 'module:function' "
                          "(--reward_function my_rewards:accuracy)")
     check_alone(reward_function, reward, format_reward)
     if prompt_style != "plain":
         raise ValueError("task 'prompts' feeds the data's prompts as they are; prompt_style is for built-in tasks")
-    return ScoredByFunction(Prompts(data, test_data, data_split, fields), reward_function)
+    return ScoredByFunction(Prompts(data, test_data, data_split, fields), reward_function, reward_weights)
 
 
 class Prompts(Task):

@@ -1,34 +1,58 @@
-"""A reward written as a Python function and named by its import path (the `reward_function` setting).
+"""Rewards written as Python functions, called as TRL's GRPOTrainer calls them (the `reward_function`
+and `reward_weights` settings).
 
-    reward_function = "my_rewards:accuracy"          # a module on the Python path, then the function
-    reward_function = "rewards/my_rewards.py:accuracy"  # or a .py file (relative to the working folder)
+    reward_function = ["my_rewards:accuracy", "my_rewards:brevity"]   # modules found from the current folder
+    reward_weights = [1.0, 0.5]                                       # default: 1 each
+    reward_function = "rewards/my_rewards.py:accuracy"                # or a .py file; one function may be a string
 
-The function has TRL's reward signature: keyword arguments `prompts` and `completions` (lists of
-equal length) plus every other column of the data record as a list of the same length, and it
-returns one number per completion:
+On the command line the flags repeat: `--reward_function my_rewards:accuracy --reward_function
+my_rewards:brevity --reward_weights 1.0 --reward_weights 0.5`. The Python API (llm.tasks.get_task)
+also takes the functions themselves.
 
-    def accuracy(prompts, completions, answer, **kwargs) -> list[float]: ...
+TRL's contract: each function is called once per batch of completions, with keyword arguments
+`prompts`, `completions`, `completion_ids` (lists of equal length: one entry per completion, a prompt
+repeated for each of its samples), every other column of the data record as a list of the same
+length, and `trainer_state` (an object whose `global_step` is the training step; 0 before training).
+It returns one reward per completion (a list, a tuple or a numpy array); `None` (or NaN) means "this
+function does not apply to this completion". The total reward is TRL's: the weighted sum over the
+functions that apply (sum of w_j r_j with None entries left out; a completion no function applies to
+gets 0).
+
+    def accuracy(prompts, completions, answer, **kwargs) -> list[float | None]: ...
 
 Prompts and completions come as TRL gives them: strings for text prompts; for a prompt given as
 chat messages, the prompt is its list of {"role", "content"} messages and the completion
-`[{"role": "assistant", "content": text}]`. TRL also passes `completion_ids` and `trainer_state`;
-they are not passed here, so a function names them only with a default (or takes **kwargs).
+`[{"role": "assistant", "content": text}]`.
 
-A completion counts as correct (Pass@k, Maj@k) when its reward is >= 1, as under every reward
-convention (llm/tasks/base.py), so a function meant for Pass@k gives 1 for a correct answer.
-The path is recorded in config.json (resume imports it again); the function itself never is.
+verl's reward signature, `compute_score(data_source, solution_str, ground_truth, extra_info=None)`,
+is recognized by its parameter `solution_str` and called once per completion with the record's
+`data_source`, the completion's text, `reward_model["ground_truth"]` (or a `ground_truth` column)
+and `extra_info`; it may return a number or a dict holding "score" (as verl allows).
+
+A function that raises stops the run with one line naming the function, the data row, the
+completion and the function's own traceback lines. A completion counts as correct (Pass@k, Maj@k)
+when its total reward is >= 1, as under every reward convention (llm/tasks/base.py). Paths are
+recorded in config.json (resume imports them again); the functions themselves never are.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import math
+import os
+import sys
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from escov.llm.tasks.base import Problem, Task
+import numpy as np
+
+from escov.llm.tasks.base import Problem, RewardScores, Task
 
 SETTING = "reward_function"
+VERL_PARAMETER = "solution_str"  # verl's compute_score(data_source, solution_str, ground_truth, extra_info)
 
 
 def check_path(path: str) -> str:
@@ -41,11 +65,48 @@ def check_path(path: str) -> str:
     return path
 
 
-def check_alone(path: str, reward: str = "escov", format_reward: float = 0.0) -> None:
+def as_list(functions) -> list:
+    """The reward functions as a list: one path or callable, or a list / tuple of them ("" and () none)."""
+    if isinstance(functions, (list, tuple)):
+        return list(functions)
+    return [functions] if functions else []
+
+
+def check_weights(functions: list, weights) -> list[float]:
+    """The weights (default 1 each); ValueError unless there is one finite number per function."""
+    if weights is None or (isinstance(weights, (list, tuple)) and not weights):
+        return [1.0] * len(functions)
+    weights = list(weights) if isinstance(weights, (list, tuple, np.ndarray)) else [weights]
+    if not functions:
+        raise ValueError("reward_weights are given without a reward_function")
+    if len(weights) != len(functions):
+        raise ValueError(f"reward_weights must hold one number per reward function: {len(functions)} functions, "
+                         f"got {len(weights)} weights {weights}")
+    for w in weights:
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.number)) or not math.isfinite(w):
+            raise ValueError(f"reward_weights must be finite numbers, got {weights}")
+    return [float(w) for w in weights]
+
+
+def check_alone(functions, reward: str = "escov", format_reward: float = 0.0) -> None:
     """A reward function replaces the task's reward convention: ValueError when one is also chosen."""
-    if path and (reward != "escov" or format_reward):
+    if as_list(functions) and (reward != "escov" or format_reward):
         raise ValueError(f"{SETTING} replaces the reward convention; leave reward and format_reward unset, "
                          f"got reward={reward!r}, format_reward={format_reward!r}")
+
+
+def _import_module(module_name: str):
+    """The module, looked up on the Python path and then in the current folder."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name != module_name.split(".")[0] or os.getcwd() in sys.path:
+            raise
+    sys.path.insert(0, os.getcwd())  # `escov llm train` (the console script) does not put it there itself
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        sys.path.remove(os.getcwd())
 
 
 def load_function(path: str) -> Callable:
@@ -61,15 +122,31 @@ def load_function(path: str) -> Callable:
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
-            module = importlib.import_module(module_name)
+            module = _import_module(module_name)
     except ValueError:
         raise
+    except ModuleNotFoundError as e:
+        raise ValueError(f"{SETTING} {path!r}: cannot import {module_name!r} ({e}); a module is looked up on the "
+                         f"Python path and in the current folder; for a file elsewhere give "
+                         f"'path/to/{module_name.split('.')[-1]}.py:{name}'") from None
     except Exception as e:  # the user's module may fail in any way while it imports
         raise ValueError(f"{SETTING} {path!r}: cannot import {module_name!r} ({type(e).__name__}: {e})") from None
     function = getattr(module, name, None)
     if not callable(function):
         raise ValueError(f"{SETTING} {path!r}: {module_name!r} has no function {name!r}")
     return function
+
+
+def import_path(function: Callable) -> str:
+    """'module:function' for a function defined at the top level of an importable module (how config.json
+    records a callable); ValueError otherwise."""
+    module, name = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
+    if not callable(function) or not module or module == "__main__" or not name.isidentifier() \
+            or getattr(importlib.import_module(module), name, None) is not function:
+        raise ValueError(f"{SETTING}: {function!r} cannot be recorded as 'module:function' (define it at the top "
+                         "of a module that imports; or pass the task built by llm.tasks.get_task(..., "
+                         "reward_function=f) to llm.train.train)")
+    return f"{module}:{name}"
 
 
 def trl_prompt(prompt: str):
@@ -83,38 +160,183 @@ def trl_completion(prompt: str, completion: str):
     return [{"role": "assistant", "content": completion}] if getattr(prompt, "messages", None) else completion
 
 
-def call_reward(function: Callable, path: str, prompts: list, completions: list[str], columns: list[dict]) -> list[float]:
-    """The function's rewards for completions[i] of prompts[i] (columns[i]: the record's other columns)."""
-    names = sorted({k for c in columns for k in c})
-    kwargs = {k: [c.get(k) for c in columns] for k in names}
-    given = [trl_completion(p, c) for p, c in zip(prompts, completions)]
-    rewards = function(prompts=[trl_prompt(p) for p in prompts], completions=given, **kwargs)
-    if not isinstance(rewards, (list, tuple)) or len(rewards) != len(completions):
-        raise ValueError(f"{SETTING} {path!r} must return a list of {len(completions)} numbers, got {str(rewards)[:80]}")
-    out = []
-    for r in rewards:
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r):
-            raise ValueError(f"{SETTING} {path!r} returned {r!r}; every reward must be a finite number")
-        out.append(float(r))
-    return out
+def is_verl(function: Callable) -> bool:
+    """Whether the function has verl's compute_score signature (a parameter named solution_str)."""
+    try:
+        return VERL_PARAMETER in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: TRL's
+        return False
 
 
-class ScoredByFunction(Task):
-    """A task whose reward is a reward function (the task's problems, answers and votes are kept).
+@dataclass(frozen=True)
+class TrainerState:
+    """What a reward function gets as `trainer_state`: the part of TRL's TrainerState that applies here."""
+    global_step: int = 0
 
-    The function sees each problem's data columns: `meta["columns"]` for records read from data
-    files by the `prompts` task, else the problem's meta (Countdown: numbers, target; math: gold)."""
 
-    def __init__(self, task: Task, path: str):
-        self.task, self.path, self.name = task, check_path(path), task.name
-        self._function = load_function(path)  # fails here, before any model loads
+def columns_of(problem: Problem) -> dict:
+    """A problem's data columns: the record's (task 'prompts'), else the problem's meta (Countdown: numbers, target)."""
+    return problem.meta.get("columns", problem.meta)
 
-    def __getstate__(self):  # processes that receive the task (Ray) import the function again
-        return {"task": self.task, "path": self.path, "name": self.name}
+
+class RewardFunctionError(ValueError):
+    """A reward function raised or returned something unusable; the message is one line."""
+
+
+def _user_frames(err: BaseException) -> str:
+    """The traceback lines of the user's code (the frames below this module's call), most recent last."""
+    here = Path(__file__).resolve()
+    frames = []
+    for f in traceback.extract_tb(err.__traceback__):
+        if Path(f.filename).resolve() != here:
+            if frames and (frames[-1].filename, frames[-1].lineno) == (f.filename, f.lineno):
+                continue  # a comprehension's frame on its function's line: the function's is shown
+            frames.append(f)
+    shown = []
+    for f in frames[-3:]:
+        try:
+            name = os.path.relpath(f.filename)
+        except ValueError:  # another drive (Windows)
+            name = f.filename
+        shown.append(f'File "{name}", line {f.lineno}, in {f.name}' + (f": {f.line.strip()}" if f.line else ""))
+    return " <- ".join(reversed(shown)) if shown else "(no Python frames)"
+
+
+def _row(problem: Problem, completion: str) -> str:
+    return f"data row {problem.id}, completion {completion[:60]!r}{'...' if len(completion) > 60 else ''}"
+
+
+class RewardFunctions:
+    """Reward functions (import paths or callables) with their weights, called once per batch (TRL's contract)."""
+
+    def __init__(self, functions, weights=None):
+        given = as_list(functions)
+        if not given:
+            raise ValueError(f"{SETTING}: give at least one reward function ('module:function')")
+        self.specs = [check_path(f) if isinstance(f, str) else f for f in given]
+        for f in self.specs:
+            if not isinstance(f, str) and not callable(f):
+                raise ValueError(f"{SETTING} must be 'module:function' or a callable, got {f!r}")
+        self.weights = check_weights(self.specs, weights)
+        self._load()
+
+    def _load(self) -> None:
+        self.functions = [load_function(f) if isinstance(f, str) else f for f in self.specs]
+        names = [getattr(f, "__name__", type(f).__name__) for f in self.functions]
+        # metric names: the function's name (TRL's), made unique by its position when two share one
+        self.names = [n if names.count(n) == 1 else f"{n}_{i}" for i, n in enumerate(names)]
+        self.verl = [is_verl(f) for f in self.functions]
+
+    def __getstate__(self):  # processes that receive the task (Ray) import the functions again
+        return {"specs": self.specs, "weights": self.weights}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._function = load_function(self.path)
+        self._load()
+
+    def label(self, j: int) -> str:
+        spec = self.specs[j]
+        return spec if isinstance(spec, str) else self.names[j]
+
+    def score(self, problems: list[Problem], completions: list[str], completion_ids: list[list[int]] | None = None,
+              step: int = 0) -> RewardScores:
+        """Every function's rewards for completions[i] of problems[i] (NaN: does not apply) and the weighted total."""
+        n = len(completions)
+        parts = {}
+        for j, function in enumerate(self.functions):
+            if self.verl[j]:
+                values = [self._call_verl(j, p, c) for p, c in zip(problems, completions)]
+            else:
+                values = self._call_trl(j, problems, completions, completion_ids, step)
+            parts[self.names[j]] = self._check(j, values, n, problems, completions)
+        if parts:
+            stacked = np.stack([parts[name] * w for name, w in zip(self.names, self.weights)])
+            total = np.nansum(stacked, axis=0)
+        else:
+            total = np.zeros(n)
+        return RewardScores(total=total, parts=parts)
+
+    def _call_trl(self, j: int, problems, completions, completion_ids, step: int):
+        function = self.functions[j]
+
+        def call(rows: list[int]):
+            columns = [columns_of(problems[i]) for i in rows]
+            names = sorted({k for c in columns for k in c})
+            kwargs = {k: [c.get(k) for c in columns] for k in names}
+            kwargs.pop("completion_ids", None)
+            kwargs.pop("trainer_state", None)
+            return function(prompts=[trl_prompt(problems[i].prompt) for i in rows],
+                            completions=[trl_completion(problems[i].prompt, completions[i]) for i in rows],
+                            completion_ids=[list(completion_ids[i]) if completion_ids is not None else []
+                                            for i in rows],
+                            trainer_state=TrainerState(global_step=step), **kwargs)
+
+        everything = list(range(len(completions)))
+        try:
+            return call(everything)
+        except Exception as err:  # the user's code: find the row that raises, name it with its own traceback
+            for i in everything:
+                try:
+                    call([i])
+                except Exception as single:
+                    raise RewardFunctionError(self._raised(j, single, problems[i], completions[i])) from None
+            raise RewardFunctionError(self._raised(j, err, problems[0], completions[0], batch=True)) from None
+
+    def _call_verl(self, j: int, problem: Problem, completion: str):
+        columns = columns_of(problem)
+        model = columns.get("reward_model")
+        truth = model["ground_truth"] if isinstance(model, dict) and "ground_truth" in model \
+            else columns.get("ground_truth")
+        try:
+            value = self.functions[j](data_source=columns.get("data_source"), solution_str=completion,
+                                      ground_truth=truth, extra_info=columns.get("extra_info"))
+        except Exception as err:
+            raise RewardFunctionError(self._raised(j, err, problem, completion)) from None
+        return value.get("score") if isinstance(value, dict) else value
+
+    def _raised(self, j: int, err: BaseException, problem: Problem, completion: str, batch: bool = False) -> str:
+        where = f"the batch starting at {_row(problem, completion)}" if batch else _row(problem, completion)
+        message = " ".join(str(err).split())[:200]
+        return (f"{SETTING} {self.label(j)!r} raised {type(err).__name__}: {message} on {where}; "
+                f"{_user_frames(err)}")
+
+    def _check(self, j: int, values, n: int, problems, completions) -> np.ndarray:
+        """The rewards as floats (None and NaN: NaN, does not apply); RewardFunctionError for anything else."""
+        label = self.label(j)
+        if isinstance(values, np.ndarray):
+            values = values.tolist() if values.ndim == 1 else values
+        if isinstance(values, (list, tuple)) and len(values) == n:
+            out = np.empty(n)
+            for i, r in enumerate(values):
+                if r is None:
+                    out[i] = np.nan
+                elif isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, float, np.number)) or math.isinf(r):
+                    raise RewardFunctionError(f"{SETTING} {label!r} returned {r!r:.60} on "
+                                              f"{_row(problems[i], completions[i])}; "
+                                              "every reward must be a finite number or None (does not apply)")
+                else:
+                    out[i] = float(r)
+            return out
+        if self.verl[j]:
+            raise RewardFunctionError(f"{SETTING} {label!r} (verl's compute_score) must return a number, "
+                                      f"got {values!r:.80}")
+        raise RewardFunctionError(f"{SETTING} {label!r} must return a list of {n} numbers (one per completion), "
+                                  f"got {str(values)[:80]}")
+
+
+class ScoredByFunction(Task):
+    """A task whose reward is reward functions' (the task's problems, answers and votes are kept).
+
+    The functions see each problem's data columns: `meta["columns"]` for records read from data
+    files by the `prompts` task, else the problem's meta (Countdown: numbers, target; math: gold)."""
+
+    def __init__(self, task: Task, functions, weights=None):
+        self.task, self.name = task, task.name
+        self.rewards = RewardFunctions(functions, weights)  # fails here, before any model loads
+
+    @property
+    def reward_names(self) -> list[str]:
+        return list(self.rewards.names)
 
     def problems(self, split: str, n: int, seed: int) -> list[Problem]:
         return self.task.problems(split, n, seed)
@@ -123,8 +345,11 @@ class ScoredByFunction(Task):
         return self.task.size(split)
 
     def score(self, problem: Problem, completion: str) -> float:
-        columns = problem.meta.get("columns", problem.meta)
-        return call_reward(self._function, self.path, [problem.prompt], [completion], [columns])[0]
+        return float(self.rewards.score([problem], [completion]).total[0])
+
+    def score_batch(self, problems: list[Problem], completions: list[str], completion_ids=None,
+                    step: int = 0) -> RewardScores:
+        return self.rewards.score(problems, completions, completion_ids, step)
 
     def answer(self, problem: Problem, completion: str) -> str | None:
         return self.task.answer(problem, completion)

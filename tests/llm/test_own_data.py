@@ -15,7 +15,7 @@ from escov.llm.config import TrainConfig, load_config
 from escov.llm.engines.base import encode_prompt
 from escov.llm.tasks import get_task
 from escov.llm.tasks.data_files import load_records
-from escov.llm.tasks.reward_function import call_reward, load_function
+from escov.llm.tasks.reward_function import RewardFunctions, load_function
 from escov.llm.tinymodel import build_tokenizer
 
 # a verl data file: the prompt as chat messages, the answer under reward_model.ground_truth
@@ -36,7 +36,10 @@ def wrong_length(prompts, completions, **kwargs):
     return [0.0] * (len(completions) + 1)
 
 def not_a_number(prompts, completions, **kwargs):
-    return [None for _ in completions]
+    return ["1" for _ in completions]
+
+def infinite(prompts, completions, **kwargs):
+    return [float("inf") for _ in completions]
 '''
 
 
@@ -134,10 +137,11 @@ def test_reward_function_errors_name_the_setting(tmp_path, verl_parquet, rewards
         with pytest.raises(ValueError, match=f"reward_function.*{message}"):
             load_function(path)
     (tmp_path / "file_rewards.py").write_text("def constant(prompts, completions, **kw):\n    return [0.5] * len(completions)\n")
-    by_file = load_function(f"{tmp_path / 'file_rewards.py'}:constant")
-    assert call_reward(by_file, "f", ["p"], ["c"], [{}]) == [0.5]
+    by_file = RewardFunctions(f"{tmp_path / 'file_rewards.py'}:constant")
+    assert by_file.score([get_task("countdown").problems("test", 1, seed=0)[0]], ["c"]).total.tolist() == [0.5]
     for name, message in [("wrong_length", "must return a list of 1 numbers"),
-                          ("not_a_number", "returned None; every reward must be a finite number")]:
+                          ("not_a_number", "returned '1' on data row prompts/test/.*; every reward must be a finite number or None"),
+                          ("infinite", "returned inf on data row")]:
         task = get_task("prompts", test_data=verl_parquet, reward_function=f"{rewards_module}:{name}")
         with pytest.raises(ValueError, match=message):
             task.score(task.problems("test", 1, seed=0)[0], "x")
@@ -149,10 +153,10 @@ def test_reward_function_is_a_setting_recorded_for_resume(tmp_path, rewards_modu
     cfg = TrainConfig.from_dict({"model": str(tiny_model_dir), "out": str(tmp_path / "run"), "task": "prompts",
                                  "data": "train.parquet", "reward_function": f"{rewards_module}:exact",
                                  "data_fields": "answer=reward_model.ground_truth"})
-    assert cfg.task_kwargs()["reward_function"] == f"{rewards_module}:exact"
+    assert cfg.task_kwargs()["reward_function"] == [f"{rewards_module}:exact"]
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "config.json").write_text(json.dumps(cfg.to_dict()))
-    assert load_config(tmp_path / "run").reward_function == f"{rewards_module}:exact"
+    assert load_config(tmp_path / "run").reward_function == (f"{rewards_module}:exact",)
     with pytest.raises(ValueError, match="task 'prompts' needs reward_function"):
         TrainConfig(model="m", out="o", task="prompts", data="d.jsonl")
     with pytest.raises(ValueError, match="reward_function replaces the reward convention"):
@@ -175,7 +179,7 @@ def test_llm_eval_scores_a_verl_parquet_with_a_reward_function(tiny_model_dir, t
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert result["num_problems"] == len(VERL) and result["pass_at_k"]["1"] == 1.0
-    assert result["reward_function"] == "always:one"
+    assert result["reward_function"] == ["always:one"]
 
 
 def test_a_reward_function_and_a_reward_convention_together_are_refused(rewards_module):

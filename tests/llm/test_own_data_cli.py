@@ -71,7 +71,7 @@ def test_verl_parquet_and_trl_reward_function_train_and_resume_from_the_command_
     assert resumed.returncode == 0, err.decode()[-2000:]
 
     ref, run = tmp_path / "ref", tmp_path / "killed"
-    assert json.loads((run / "config.json").read_text())["reward_function"] == "my_rewards:verl_accuracy"
+    assert json.loads((run / "config.json").read_text())["reward_function"] == ["my_rewards:verl_accuracy"]
     rows = _lines(ref / "metrics.jsonl", TIMING_KEYS)
     assert rows == _lines(run / "metrics.jsonl", TIMING_KEYS) and len(rows) == 8
     assert max(r["reward_mean"] for r in rows) > 0, "the reward function's rewards must reach the run"
@@ -87,3 +87,140 @@ def test_verl_parquet_and_trl_reward_function_train_and_resume_from_the_command_
     assert logged == [(r["step"], pytest.approx(r["reward_mean"], rel=1e-6)) for r in rows]
     base = load_file(Path(tiny_model_dir) / "model.safetensors")
     assert any(not torch.equal(base[n], w_ref[n]) for n in base), "training must move the weights"
+
+
+# ----------------------------------------------------------------------------- the README's own-data command
+
+README_REWARDS = '''
+def accuracy(prompts, completions, reward_model, **kwargs):
+    texts = [c[0]["content"] for c in completions]   # chat prompts: completions are assistant messages
+    return [1.0 if t.strip() == rm["ground_truth"] else 0.0 for t, rm in zip(texts, reward_model)]
+
+def digits(prompts, completions, data_source, **kwargs):
+    """A shaped reward on the 'add' rows only (None: does not apply)."""
+    texts = [c[0]["content"] for c in completions]
+    return [None if s == "sub" else sum(ch.isdigit() for ch in t) / max(len(t), 1) for t, s in zip(texts, data_source)]
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    """verl's signature."""
+    return {"score": 1.0 if solution_str.strip() == ground_truth else 0.1 * sum(c.isdigit() for c in solution_str)}
+
+def raises(prompts, completions, extra_info, **kwargs):
+    return [1.0 / (info["index"] - 5) for info in extra_info]
+'''
+VERL_ROWS = [{"data_source": "add" if i % 2 else "sub", "prompt": [{"role": "user", "content": f"{i}+{i % 7}="}],
+              "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(i + i % 7)},
+              "extra_info": {"index": i}} for i in range(48)]
+# the README's command, as printed there, then what keeps a test short (one step, two samples per prompt)
+README_COMMAND = ["train", "--task", "prompts", "--data", "train.parquet", "--test_data", "test.parquet"]
+README_TAIL = ["--model", "MODEL", "--out", "runs/mine", "--report_to", "tensorboard"]
+SHORT = ["--steps", "1", "--eval_samples", "2", "--eval_ks", "1", "--threads", "1", "--no-progress"]
+TWO_FUNCTIONS = ["--reward_function", "my_rewards:accuracy", "--reward_function", "my_rewards:digits",
+                 "--reward_weights", "1.0", "--reward_weights", "0.5"]
+
+
+@pytest.fixture
+def own_data(tmp_path, monkeypatch):
+    """A folder with a 48-row verl-style train.parquet and test.parquet (pyarrow) and my_rewards.py, as the current folder."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for name in ("train.parquet", "test.parquet"):
+        pq.write_table(pa.Table.from_pylist(VERL_ROWS), tmp_path / name)
+    (tmp_path / "my_rewards.py").write_text(README_REWARDS)
+    monkeypatch.chdir(tmp_path)  # found from the current folder, as `escov llm train` finds it
+    yield tmp_path
+    sys.modules.pop("my_rewards", None)
+
+
+def _readme_run(model, algo: str, rewards: list[str], capsys) -> tuple[int, str]:
+    from escov.llm.cli import main
+
+    tail = [str(model) if a == "MODEL" else a for a in README_TAIL]
+    code = main([*README_COMMAND, *rewards, *tail, "--algo", algo, *SHORT])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algo, rewards", [("es", TWO_FUNCTIONS), ("grpo", ["--reward_function", "my_rewards:compute_score"]),
+                                           ("grpo", TWO_FUNCTIONS), ("es", ["--reward_function", "my_rewards:compute_score"])])
+def test_the_readme_command_trains_on_48_rows_and_reports_each_reward(own_data, tiny_model_dir, capsys, algo, rewards):
+    code, err = _readme_run(tiny_model_dir, algo, rewards, capsys)
+    assert code == 0, err[-2000:]
+    assert "note: the train data holds 48 records: train_pool = 48" in err
+    assert "note: the test data holds 48 records: eval_problems = 48" in err
+    run = own_data / "runs" / "mine"
+    names = ["accuracy", "digits"] if rewards is TWO_FUNCTIONS else ["compute_score"]
+    config = json.loads((run / "config.json").read_text())
+    assert config["reward_function"] == [r for r in rewards if r.startswith("my_rewards")]
+    assert (config["probe"], config["heldout_task"], config["threshold_keep"]) == (False, "", [])
+    row = _lines(run / "metrics.jsonl")[0]
+    assert sorted(row["rewards"]) == names and sorted(row["by_data_source"]) == ["add", "sub"]
+    assert 0 <= row["reward_zero_std_share"] <= 1 and row["mean_response_tokens"] > 0
+    ev = json.loads((run / "eval.json").read_text())
+    for label in ("base", "final"):
+        assert sorted(ev[label]["rewards"]) == names and ev[label]["correct_threshold"] == 1.0
+    final = ev["final"]
+    if rewards is TWO_FUNCTIONS:  # digits applies to the 24 'add' rows only; the total is TRL's weighted nansum
+        assert final["rewards"]["digits"]["applied"] == 0.5
+        assert final["reward_mean"] == pytest.approx(final["rewards"]["accuracy"]["mean"]
+                                                     + 0.5 * 0.5 * final["rewards"]["digits"]["mean"])
+    else:
+        assert final["reward_mean"] == pytest.approx(final["rewards"]["compute_score"]["mean"])
+    assert "probe.json" not in os.listdir(run) and "heldout" not in ev and ev["thresholded"] == []
+    events = EventAccumulator(str(run / "tensorboard"), size_guidance={"scalars": 0})
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {f"train/rewards/{n}/mean" for n in names} | {f"eval/final/rewards/{n}/mean" for n in names} <= set(tags)
+    assert events.Scalars(f"train/rewards/{names[0]}/mean")[0].value == pytest.approx(row["rewards"][names[0]]["mean"])
+
+
+def test_a_reward_that_raises_is_one_line_naming_it_and_leaves_nothing(own_data, tiny_model_dir, capsys):
+    with pytest.raises(SystemExit) as stop:
+        _readme_run(tiny_model_dir, "grpo", ["--reward_function", "my_rewards:raises"], capsys)
+    assert stop.value.code == 2
+    error = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(error) == 1 and "reward_function 'my_rewards:raises' raised ZeroDivisionError: float division by zero on data " \
+                               "row prompts/test/5, completion " in error[0]
+    assert 'File "my_rewards.py", line 16, in raises' in error[0]
+    assert not (own_data / "runs" / "mine").exists()
+
+
+def test_es_says_when_its_update_is_zero(own_data, tiny_model_dir, capsys):
+    """A constant reward gives every member the same reward: ES warns once and the summary counts the iterations."""
+    (own_data / "flat.py").write_text("def flat(prompts, completions, **kw):\n    return [0.0] * len(completions)\n")
+    from escov.llm.cli import main
+
+    code = main([*README_COMMAND, "--reward_function", "flat:flat", "--model", str(tiny_model_dir), "--out", "runs/flat",
+                 "--algo", "es", *SHORT, "--es.population_size", "4", "--batch_size", "2"])
+    out = capsys.readouterr()
+    sys.modules.pop("flat", None)
+    assert code == 0
+    assert out.err.count("warning: ES iteration") == 1 and "all 4 members got the same reward (0)" in out.err
+    rows = _lines(own_data / "runs" / "flat" / "metrics.jsonl")
+    assert len(rows) == 8 and all(r["es_zero_update"] and r["es_update_norm"] == 0 for r in rows)
+    assert "ES: 8 of 8 iterations had all members' rewards equal: a zero update" in out.out
+
+
+def test_llm_eval_reports_the_rewards_reads_data_fields_and_refuses_to_overwrite(own_data, tiny_model_dir, capsys):
+    from escov.llm.cli import main
+
+    args = ["eval", "--model", str(tiny_model_dir), "--task", "prompts", "--data", "test.parquet",
+            "--reward_function", "my_rewards:accuracy", "--reward_function", "my_rewards:digits",
+            "--reward_weights", "1", "--reward_weights", "0.5", "--data_fields", "answer=reward_model.ground_truth",
+            "--n", "2", "--k", "1", "--out", "ev", "--no-progress"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    result = json.loads((own_data / "ev" / "eval.json").read_text())
+    assert sorted(result["rewards"]) == ["accuracy", "digits"] and result["max_new_tokens"] == 24  # train's default
+    assert result["temperature"] == 1.0 and result["data_fields"] == "answer=reward_model.ground_truth"
+    assert "(correct: reward >= 1)" in printed and "accuracy " in printed and "add: reward" in printed
+    with pytest.raises(SystemExit):
+        main(args)
+    assert "--out ev already holds eval.json, eval.png; give another --out, or --overwrite" in capsys.readouterr().err
+    assert main([*args, "--overwrite"]) == 0
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for default in ("(default: 32, as `llm train`)", "(default: 1,16,32)", "(default: 24, as `llm train`)",
+                    "(default: 1.0, as `llm train`)", "(default: refuse)"):
+        assert default in shown

@@ -63,7 +63,7 @@ def test_every_step_metric_is_a_tensorboard_scalar_at_its_step(tracked_run):
     rows = rundir.read_steps(tracked_run)
     assert len(rows) >= 4
     acc = _events(tracked_run)
-    numeric = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and k != "step"]
+    numeric = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "step"]
     assert {"reward_mean", "pass_at_1", "entropy", "drift_rel", "es_update_norm", "wall_seconds"} <= set(numeric)
     for key in numeric:
         logged = _scalar(acc, f"train/{key}")

@@ -15,11 +15,11 @@ def _parse(argv):
 
 def test_flags_override_the_config_file(tmp_path):
     path = tmp_path / "run.toml"
-    path.write_text('algo = "grpo"\nmodel = "m"\nout = "o"\nsteps = 7\n[es]\nsigma = 0.002\n[grpo]\nbeta = 0.0\nnum_generations = 4\n')
+    path.write_text('algo = "es-grpo"\nswitch_step = 3\nmodel = "m"\nout = "o"\nsteps = 7\n[es]\nsigma = 0.002\n[grpo]\nbeta = 0.0\nnum_generations = 4\n')
     cfg = _parse(["--config", str(path), "--steps", "9", "--es.antithetic", "true", "--eval_ks", "1,4",
                   "--population.noise_rank", "4", "--workers", "2"])
     assert (cfg.algo, cfg.steps, cfg.es.sigma, cfg.es.antithetic, cfg.grpo.beta, cfg.grpo.num_generations, cfg.eval_ks) == \
-        ("grpo", 9, 0.002, True, 0.0, 4, (1, 4))
+        ("es-grpo", 9, 0.002, True, 0.0, 4, (1, 4))
     assert (cfg.population.noise_rank, cfg.population.batched, cfg.workers) == (4, False, 2)
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg  # what config.json saves reads back the same
 

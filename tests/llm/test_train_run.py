@@ -16,7 +16,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from escov.llm.config import TrainConfig
+from escov.llm.config import TrainConfig, flag_applies
 from escov.llm.rollout import NonFiniteError
 from escov.llm import rundir
 from escov.llm.rundir import TIMING_KEYS
@@ -37,11 +37,14 @@ def _cfg(model_dir, out, algo, es=None, grpo=None, **over):
 
 
 def _flags(cfg: TrainConfig) -> list[str]:
+    """Every setting of cfg as a flag, except those its algorithm never reads (refused as flags)."""
     out = []
     for key, value in cfg.to_dict().items():
         items = value.items() if isinstance(value, dict) else [(None, value)]
         for sub, v in items:
             name = f"{key}.{sub}" if sub else key
+            if not flag_applies(name, cfg.algo):
+                continue
             text = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v).lower() if isinstance(v, bool) else str(v)
             out += [f"--{name}", text]
     return out
@@ -176,9 +179,19 @@ def test_workers_without_ray_installed_is_a_usage_error_before_any_work(tiny_mod
 
 def test_non_finite_reward_stops_the_run_naming_step_and_quantity(tiny_model_dir, tmp_path):
     cfg = _cfg(tiny_model_dir, tmp_path / "nan", "grpo", eval_samples=1, eval_ks=(1,))
+    calls = []  # the base evaluation (eval_problems x 1 sampled, x 1 greedy) is scored; then every reward is NaN
+
+    def reward(completion: str) -> float:
+        calls.append(completion)
+        return 0.0 if len(calls) <= 2 * cfg.eval_problems else float("nan")
+
     with pytest.raises(NonFiniteError, match=r"step 0: reward is not finite.*last good checkpoint: .*step-0"):
-        train(cfg, task=CountdownScoredBy("nan-reward", lambda completion: float("nan")), show_progress=False)
+        train(cfg, task=CountdownScoredBy("nan-reward", reward), show_progress=False)
     assert (tmp_path / "nan" / "checkpoints" / "step-0" / "model.safetensors").exists()
+    with pytest.raises(NonFiniteError, match=r"^step 0: reward is not finite \(nan\) for task nan-reward \(evaluation\)$"):
+        train(_cfg(tiny_model_dir, tmp_path / "nan-eval", "grpo", eval_samples=1, eval_ks=(1,)),
+              task=CountdownScoredBy("nan-reward", lambda completion: float("nan")), show_progress=False)
+    assert not (tmp_path / "nan-eval").exists()
 
 
 def test_non_finite_weight_stops_the_run_and_keeps_the_last_good_checkpoint(tiny_model_dir, tmp_path):
