@@ -180,5 +180,7 @@ def test_reward_statistics_by_hand():
     assert stats["by_data_source"] == {"x": {"reward_mean": 1.0, "reward_std": 0.0, "pass_at_1": 1.0, "prompts": 1},
                                        "y": {"reward_mean": 1.0, "reward_std": pytest.approx(np.std([0, 2, 1])),
                                              "pass_at_1": pytest.approx(2 / 3), "prompts": 1}}
+    one_of_three = reward_stats(np.array([[1.0, 1.0], [0.0, 1.0], [2.0, 5.0]]), {}, np.ones((3, 2)), [Problem("d", "s")] * 3)
+    assert one_of_three["reward_zero_std_share"] == pytest.approx(1 / 3)  # only the first prompt's samples agree
     never = reward_stats(rewards, {"g": np.full((2, 3), np.nan)}, np.ones((2, 3)), [Problem("c", "r")] * 2)
     assert never["rewards"]["g"] == {"mean": None, "std": None, "applied": 0.0} and "by_data_source" not in never
