@@ -137,7 +137,8 @@ def _readme_run(model, algo: str, rewards: list[str], capsys) -> tuple[int, str]
     from escov.llm.cli import main
 
     tail = [str(model) if a == "MODEL" else a for a in README_TAIL]
-    code = main([*README_COMMAND, *rewards, *tail, "--algo", algo, *SHORT])
+    loss = ["--grpo.loss_type", "dr_grpo"] if algo == "grpo" else []  # the GRPO variant
+    code = main([*README_COMMAND, *rewards, *tail, "--algo", algo, *loss, *SHORT])
     return code, capsys.readouterr().err
 
 
