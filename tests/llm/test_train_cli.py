@@ -14,7 +14,8 @@ import pytest
 
 from escov.llm import schedules, settings_help
 from escov.llm.cli import main as llm_main, progress_enabled
-from escov.llm.config import TrainConfig, add_train_arguments, config_from_args
+from escov.llm.config import TrainConfig, config_from_args
+from escov.llm.settings_help import add_train_arguments
 from escov.llm.train_cli import start_line
 from test_train_run import _cfg, _cli, _flags, _outputs, _same
 
