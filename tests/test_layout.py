@@ -133,3 +133,26 @@ def test_the_cycle_search_sees_imports_in_functions_and_package_inits_and_skips_
     assert _cycle(_import_graph(["lv"], tmp_path)) is None
     write("lv/pkg/__init__.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from escov.lv.pkg.impl import run\n")
     assert _cycle(_import_graph(["lv"], tmp_path)) is None
+
+
+def test_tomllib_comes_with_the_tomli_fallback_the_python_floor_needs():
+    """tomllib is in the standard library from Python 3.11; below it, its backport tomli is the dependency
+    pyproject.toml installs. A file that imports tomllib under Python < 3.11 must fall back to tomli."""
+    import re
+
+    floor = re.search(r'requires-python\s*=\s*">=\s*3\.(\d+)', (ROOT / "pyproject.toml").read_text())
+    assert floor, "pyproject.toml states no requires-python >= 3.N"
+    if int(floor.group(1)) >= 11:
+        return
+    files = [p for d in (*LEVELS, "escov", "tests", "scripts", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))]
+    for path in files:
+        tree = ast.parse(path.read_text())
+        guarded = set()  # the imports inside `if sys.version_info ...:` whose else branch imports tomli
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "version_info" in ast.unparse(node.test) \
+                    and "import tomli" in "\n".join(ast.unparse(n) for n in node.orelse):
+                guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+        bare = [n.lineno for n in ast.walk(tree) if id(n) not in guarded and (
+            isinstance(n, ast.Import) and any(a.name == "tomllib" for a in n.names)
+            or isinstance(n, ast.ImportFrom) and n.module == "tomllib")]
+        assert not bare, f"{path.relative_to(ROOT)}:{bare[0]} imports tomllib without the tomli fallback (Python < 3.11)"
