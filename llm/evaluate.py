@@ -16,6 +16,10 @@ For each problem, n completions are sampled and scored; with c of them correct (
   decided by bounds on the answer, so grades do not depend on the machine's load);
 - kept (only when keep > 0): the first completion of each of the first `keep` problems, as
   {"prompt", "completion", "reward"} (the run directory's completions.jsonl keeps them).
+
+The command takes `llm train`'s flags and defaults for the task and its test problems (TASK_SETTINGS),
+so that with a run's flags it evaluates the run's own test problems (llm/problem_sets.py eval_set);
+--seed seeds the sampling only.
 """
 from __future__ import annotations
 
@@ -103,46 +107,57 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
 
 # ----------------------------------------------------------------------------- command line
 
-DATA_TASKS = ("gsm8k", "deepscaler", "prompts")  # tasks that exist only as data files
-FILE_TASKS = ("countdown",) + DATA_TASKS  # tasks that read a --data file
-GENERATED_PROBLEMS = 200  # default number of problems for generated tasks (countdown, arithmetic)
+# the settings `llm eval` shares with `llm train`: the same flags, defaults and help (llm/config.py TrainConfig),
+# so that `llm eval` with a run's flags evaluates the run's task and test problems (llm/problem_sets.py eval_set)
+TASK_SETTINGS = ("task", "data", "test_data", "data_split", "data_fields", "prompt_style", "reward", "reward_function",
+                 "eval_problems")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    import dataclasses
+
+    from escov.llm.config import TrainConfig
     from escov.llm.engines import ENGINES
+    from escov.llm.settings_help import field_descriptions, help_line
     from escov.llm.tasks import TASKS
-    from escov.llm.tasks.data_files import DATA_SPLITS_HELP
     from escov.llm.tasks.reasoning_format import PROMPT_STYLES
     from escov.llm.tasks.rewards import REWARDS
 
     parser.add_argument("--model", required=True, help="local model directory (save_pretrained format)")
-    parser.add_argument("--task", required=True, choices=TASKS)
-    parser.add_argument("--data", help=f"test data file, .json/.jsonl/.parquet ({', '.join(FILE_TASKS)})")
-    parser.add_argument("--data_split", "--data-split", dest="data_split", default="files", metavar="RULE",
-                        help=f"{DATA_SPLITS_HELP}: files evaluates every record of --data; paper its records "
-                             "after the first 200 (the paper's Countdown evaluation split)")
-    parser.add_argument("--reward", default="escov", choices=list(REWARDS), help="reward convention (llm/tasks/rewards.py)")
-    parser.add_argument("--reward_function", default="", metavar="MODULE:FUNCTION",
-                        help="a reward function with TRL's signature, replacing the reward (llm/tasks/reward_function.py)")
+    train_fields, described = {f.name: f for f in dataclasses.fields(TrainConfig)}, field_descriptions(TrainConfig)
+    old_spellings = {"data_split": ["--data-split"], "prompt_style": ["--prompt-style"],
+                     "eval_problems": ["--num-problems"]}
+    choices = {"task": TASKS, "prompt_style": PROMPT_STYLES, "reward": list(REWARDS)}
+    for name in TASK_SETTINGS:
+        f = train_fields[name]
+        parser.add_argument(f"--{name}", *old_spellings.get(name, []), dest=name, default=f.default,
+                            type=int if f.type == "int" else str, choices=choices.get(name),
+                            help=help_line(f, described[name]).replace("%", "%%"))
     parser.add_argument("--engine", default="hf", choices=ENGINES)
     parser.add_argument("--eval_samples", "--n", dest="n", type=int, default=32, metavar="N", help="samples per problem")
     parser.add_argument("--eval_ks", "--k", dest="k", default="1,16,32", metavar="KS", help="comma-separated k values for Pass@k and Maj@k")
-    parser.add_argument("--eval_problems", "--num-problems", dest="num_problems", type=int, default=None, metavar="N",
-                        help=f"test problems (default: {GENERATED_PROBLEMS} generated, or every record of --data)")
     parser.add_argument("--eval_temperature", "--temperature", dest="temperature", type=float, default=1.0, metavar="T",
                         help="sampling temperature")
     parser.add_argument("--top_p", "--top-p", dest="top_p", type=float, default=1.0, help="nucleus sampling mass")
     parser.add_argument("--max_completion_length", "--max-new-tokens", dest="max_new_tokens", type=int, default=None, metavar="N",
                         help="default: 32 for the tiny model's plain formats, 512 otherwise")
-    parser.add_argument("--prompt_style", "--prompt-style", dest="prompt_style", default="plain", choices=PROMPT_STYLES,
-                        help="plain (the tiny model's format), instruct (chat models) or paper (the paper's prompts)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=train_fields["seed"].default,
+                        help="seed of the sampling (the test problems are a run's, the same for every seed)")
     parser.add_argument("--out", default="out/eval", help="directory for eval.json and eval.png")
     parser.add_argument("--no-progress", "--no_progress", dest="no_progress", action="store_true",
                         help="no progress bars (TQDM_DISABLE=1 does the same)")
     # ---- device (llm/device.py) ----
     parser.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N (HF engine)")
+
+
+def run_settings(args: argparse.Namespace):
+    """The run settings the flags give (TrainConfig, flag names in its errors), of which eval_set takes the
+    task and test problems."""
+    from escov.llm.config import TrainConfig
+
+    return TrainConfig.from_dict({name: getattr(args, name) for name in TASK_SETTINGS} | {"seed": args.seed},
+                                 source="flags")
 
 
 def parse_ks(text: str) -> list[int]:
@@ -160,19 +175,11 @@ def run_command(args: argparse.Namespace) -> int:
     from escov.llm.device import resolve_device
     from escov.llm.engines import make_engine
     from escov.llm.engines.base import check_model_dir, check_sampling_args
-    from escov.llm.tasks import get_task
+    from escov.llm.problem_sets import eval_set
 
     ks = check_eval_args(args.n, parse_ks(args.k))
-    if args.task in DATA_TASKS and args.data is None:
-        raise ValueError(f"--task {args.task} needs --data PATH (a .json, .jsonl or .parquet test file)")
-    if args.data is not None and args.task not in FILE_TASKS:
-        raise ValueError(f"--data is only for {FILE_TASKS}; task {args.task!r} generates its problems")
-    kwargs = {"prompt_style": args.prompt_style, "reward": args.reward, "reward_function": args.reward_function}
-    if args.data is not None:
-        kwargs |= {"data": args.data, "data_split": args.data_split} if args.data_split != "files" else {"test_data": args.data}
-    task = get_task(args.task, **kwargs)
-    num = args.num_problems if args.num_problems is not None else (task.size("test") or GENERATED_PROBLEMS)
-    problems = task.problems("test", num, seed=args.seed)
+    test = eval_set(run_settings(args))  # the task and test problems a run with these flags evaluates
+    task, problems = test.task, test.problems
     plain = args.task == "arithmetic" or (args.task == "countdown" and args.prompt_style == "plain")
     max_new_tokens = args.max_new_tokens if args.max_new_tokens is not None else (32 if plain else 512)
     check_sampling_args(args.n, args.temperature, max_new_tokens, args.top_p)
@@ -190,9 +197,8 @@ def run_command(args: argparse.Namespace) -> int:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
                           max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,
                           progress=progress_enabled(args.no_progress))
-    result = {"model": str(args.model), "engine": args.engine, "device": device, "data": args.data,
-              "data_split": args.data_split, "prompt_style": args.prompt_style, "reward": args.reward,
-              "reward_function": args.reward_function} | result
+    result = {"model": str(args.model), "engine": args.engine, "device": device} \
+        | {name: getattr(args, name) for name in TASK_SETTINGS if name != "eval_problems"} | result
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     out_file = out / "eval.json"

@@ -127,7 +127,7 @@ def check_vllm_inplace(cfg, population, engine, distributed) -> None:
 class OptionRules:
     """What a strategy asks of the settings."""
     engine: str        # the engine kind it needs ("hf", "vllm"; "any")
-    check: Callable    # (ESConfig, PopulationConfig, engine kind, DistributedConfig | None): ValueError naming the setting
+    check: Callable    # (ESConfig, PopulationConfig, engine, DistributedConfig | None): ValueError naming a setting
 
 
 OPTION_RULES = {

@@ -66,7 +66,7 @@ def _import_graph(folders, root: Path = ROOT) -> dict[str, set[str]]:
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """An import cycle of the graph, as the modules along it (the first repeated at the end); None when there is none."""
+    """An import cycle of the graph, as the modules along it (the first repeated at the end); None if none."""
     done, path = set(), []
 
     def visit(m):
@@ -131,7 +131,8 @@ def test_the_cycle_search_sees_imports_in_functions_and_package_inits_and_skips_
     assert _cycle(graph) == ["escov.lv.pkg", "escov.lv.pkg.impl", "escov.lv.settings", "escov.lv.pkg"]
     write("lv/pkg/__init__.py", "")  # the package no longer runs impl: no cycle left
     assert _cycle(_import_graph(["lv"], tmp_path)) is None
-    write("lv/pkg/__init__.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from escov.lv.pkg.impl import run\n")
+    write("lv/pkg/__init__.py",
+          "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from escov.lv.pkg.impl import run\n")
     assert _cycle(_import_graph(["lv"], tmp_path)) is None
 
 
@@ -155,4 +156,5 @@ def test_tomllib_comes_with_the_tomli_fallback_the_python_floor_needs():
         bare = [n.lineno for n in ast.walk(tree) if id(n) not in guarded and (
             isinstance(n, ast.Import) and any(a.name == "tomllib" for a in n.names)
             or isinstance(n, ast.ImportFrom) and n.module == "tomllib")]
-        assert not bare, f"{path.relative_to(ROOT)}:{bare[0]} imports tomllib without the tomli fallback (Python < 3.11)"
+        where = f"{path.relative_to(ROOT)}:{bare[0]}" if bare else ""
+        assert not bare, f"{where} imports tomllib without the tomli fallback (Python < 3.11)"

@@ -152,5 +152,6 @@ def test_settings_of_every_strategy_validate_without_torch_or_the_es_package():
     expected = ("config: population.batched needs engine = 'hf'",
                 "config: population.members vllm_lora needs engine = 'vllm', got 'hf'",
                 "config: es.population_size (8) must be divisible by workers (3)")
-    assert len(found["refused"]) == 3 and all(m.startswith(e) for m, e in zip(found["refused"], expected)), found["refused"]
+    refused = found["refused"]
+    assert len(refused) == 3 and all(m.startswith(e) for m, e in zip(refused, expected)), refused
     assert found["loaded"] == [], found["loaded"]
