@@ -3,7 +3,8 @@
 Top-level keys (`TrainConfig`) are shared by every algorithm; the `[es]` table (`ESConfig`) holds the
 settings of ES (llm/es/algorithm.py), `[grpo]` (`GRPOConfig`) those of GRPO (llm/grpo.py), and
 `[population]` (`PopulationConfig`) how ES evaluates its members (llm/es/options.py: one
-population-batched generate, low-rank noise). A flag has the key's name: `--steps 40`,
+population-batched generate, low-rank noise; which strategy evaluates them and its rules on the
+settings: llm/member_options.py). A flag has the key's name: `--steps 40`,
 `--es.sigma 1e-3`, `--grpo.beta 0.0`, `--population.batched true`, `--workers 2`. A key or flag that
 does not exist is an error; so is a value of the wrong type or outside its range.
 
@@ -20,11 +21,12 @@ import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from escov.llm.device import check_device_spec
+from escov.llm.member_options import MEMBER_MODES, DistributedConfig, check_options
 from escov.llm.tasks.data_files import parse_fields, train_records_of
 from escov.llm.tasks.reasoning_format import PROMPT_STYLES
 from escov.llm.tasks import TASKS
@@ -32,9 +34,6 @@ from escov.llm.tasks.reward_function import check_alone, check_path, check_weigh
 from escov.llm.tasks.rewards import REWARDS, check_reward
 from escov.llm.tracking import REPORT_TO
 from escov.theory.paper import PAPER_ALPHA, PAPER_POPULATION_SIZE, PAPER_SIGMA
-
-if TYPE_CHECKING:
-    from escov.llm.es.options import DistributedConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,6 +47,12 @@ DTYPES = ("float32", "bfloat16", "float16")
 SECTIONS = ("es", "grpo", "population")
 NOISE_CHUNK = 1 << 20  # elements per noise-table slice of a tensor (the default of es.noise_chunk; llm/es/noise.py)
 NOISE_TABLE_SIZE = 1 << 24  # standard normals in ES's noise table (64 MB of fp32 per process and device)
+
+
+def check_noise_rank(rank, setting: str = "population.noise_rank") -> None:
+    """ValueError unless rank is an integer >= 0 (0: full-rank noise); the message names the setting."""
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise ValueError(f"{setting} must be an integer >= 0 (0 = full rank), got {rank!r}")
 
 
 def check_noise_chunk(chunk) -> None:
@@ -187,7 +192,6 @@ class GRPOConfig:
 # ----------------------------------------------------------------------------- [population]: llm/es/options.py
 
 LOWRANK_LAYOUTS = ("auto", "factored", "stacked")
-MEMBER_MODES = ("auto", "one_by_one", "batched_hf", "ray", "vllm_lora", "vllm_inplace")  # llm/es/factory.py
 STACK_AUTO_BYTES = 256 * 2 ** 20  # "auto" stacks low-rank members while their matrices take at most this
 
 
@@ -203,8 +207,7 @@ class PopulationConfig:
     def validate(self) -> None:
         if not isinstance(self.batched, bool):
             raise ValueError(f"population.batched must be true or false, got {self.batched!r}")
-        if isinstance(self.noise_rank, bool) or not isinstance(self.noise_rank, int) or self.noise_rank < 0:
-            raise ValueError(f"population.noise_rank must be an integer >= 0 (0 = full rank), got {self.noise_rank!r}")
+        check_noise_rank(self.noise_rank)
         if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, int) or self.max_rows < 1:
             raise ValueError(f"population.max_rows must be an integer >= 1, got {self.max_rows!r}")
         if isinstance(self.keep_noise_mb, bool) or not isinstance(self.keep_noise_mb, int) or self.keep_noise_mb < 0:
@@ -342,9 +345,7 @@ class TrainConfig:
                 or not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must lie in (0, 1], got {self.gpu_memory_utilization!r}")
         self.grpo.validate()
-        from escov.llm.es.factory import check_options  # torch: validating needs it, reading the settings does not
-
-        check_options(self.es, self.population, self.engine, self.distributed())
+        check_options(self.es, self.population, self.engine, self.distributed())  # llm/member_options.py
 
     def task_kwargs(self) -> dict[str, Any]:
         """The settings that shape the task (data files, prompt style, reward, reward function), for llm.tasks.get_task."""
@@ -367,8 +368,6 @@ class TrainConfig:
         """The Ray actors that evaluate the ES population (workers > 1 or a cluster address), each with
         `threads` torch threads on as many Ray CPUs (and one GPU of its own when the run's device is CUDA);
         None when ES runs in this process."""
-        from escov.llm.es.options import DistributedConfig
-
         if self.workers == 1 and not self.ray_address:
             return None
         return DistributedConfig(workers=self.workers, address=self.ray_address, cpus_per_worker=float(self.threads),
@@ -577,25 +576,6 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
         if name in given:
             given[name] = tuple(v for values in given[name] for v in values)
     return given
-
-
-def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting (`--steps`, `--es.sigma`, `--grpo.beta`, ...) with its description and default,
-    TRL's names for them (llm/settings_help.py), plus --config and --resume."""
-    from escov.llm import settings_help
-
-    parser.add_argument("--config", help="TOML file of settings (flags override it)")
-    parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for name, f, description, heading in settings_help.settings():
-        group = groups.get(heading) or groups.setdefault(heading, parser.add_argument_group(heading))
-        metavar = ("INTS" if "int" in f.type else "STRS" if "str" in f.type else "FLOATS") \
-            if f.type.startswith("tuple") else f.type.upper()
-        group.add_argument(f"--{name}", dest=name, default=None, metavar=REPEATED_FLAGS.get(name, metavar),
-                           action="append" if name in REPEATED_FLAGS else "store",
-                           type=lambda text, t=f.type: _parse_flag(text, t),
-                           help=settings_help.help_line(f, description).replace("%", "%%"))
-    settings_help.add_trl_names(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:

@@ -4,7 +4,7 @@
                                 [--resolution 0.06] [--max_points 40] [--split test|train]
 
 For a finished (or partial) run directory, the base model (step 0) and checkpoints are each
-evaluated on the same test prompts as the run's final evaluation (llm/train.py EVAL_PROBLEM_SEED),
+evaluated on the same test prompts as the run's final evaluation (llm/problem_sets.py eval_set),
 or with `--split train` on prompts of the training split (drawn with TRAIN_CURVE_SEED, never a test
 prompt: what a sweep that chooses settings reads), twice:
 
@@ -105,8 +105,8 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     from escov.llm.config import load_config
     from escov.llm.engines import make_engine
     from escov.llm.evaluate import evaluate
+    from escov.llm.problem_sets import eval_set
     from escov.llm.tracking import open_tracker
-    from escov.llm.train import EVAL_PROBLEM_SEED
 
     run_dir = Path(run_dir)
     cfg = load_config(run_dir)
@@ -116,9 +116,13 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
         raise ValueError(f"samples must be >= {max(KS)} (Pass@{max(KS)}), got {samples}")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    task = cfg.make_task()  # the run's own data, split, prompt style and reward
     n_problems = cfg.eval_problems if n_problems is None else n_problems
-    problems = task.problems(split, n_problems, seed=EVAL_PROBLEM_SEED if split == "test" else TRAIN_CURVE_SEED)
+    if split == "test":  # the run's own task (data, split, prompt style, reward) and test problems
+        test = eval_set(cfg, n_problems=n_problems)
+        task, problems = test.task, test.problems
+    else:
+        task = cfg.make_task()
+        problems = task.problems("train", n_problems, seed=TRAIN_CURVE_SEED)
     done = {p["step"]: p for p in rundir.read_curve(run_dir) or []
             if _same_settings(p, n_problems, samples, temperature, split)}
     checkpoints, _ = rundir.checkpoint_steps(run_dir)

@@ -19,6 +19,10 @@ them correct (reward >= correct_threshold = 1):
   decided by bounds on the answer, so grades do not depend on the machine's load);
 - kept (only when keep > 0): the first completion of each of the first `keep` problems, as
   {"prompt", "completion", "reward"} (the run directory's completions.jsonl keeps them).
+
+The command takes `llm train`'s flags and defaults for the task and its test problems (TASK_SETTINGS),
+so that with a run's flags it evaluates the run's own test problems (llm/problem_sets.py eval_set);
+--seed seeds the sampling only.
 """
 from __future__ import annotations
 
@@ -119,60 +123,54 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
 
 # ----------------------------------------------------------------------------- command line
 
-DATA_TASKS = ("gsm8k", "deepscaler", "prompts")  # tasks that exist only as data files
-FILE_TASKS = ("countdown",) + DATA_TASKS  # tasks that read a --data file
-GENERATED_PROBLEMS = 200  # default number of problems for generated tasks (countdown, arithmetic)
+# the settings `llm eval` shares with `llm train`: the same flags, defaults and help (llm/config.py TrainConfig),
+# so that `llm eval` with a run's flags evaluates the run's task and test problems (llm/problem_sets.py eval_set)
+TASK_SETTINGS = ("task", "data", "test_data", "data_split", "data_fields", "prompt_style", "reward", "reward_function",
+                 "reward_weights", "eval_problems")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    import dataclasses
+
+    from escov.llm.config import REPEATED_FLAGS, TrainConfig
     from escov.llm.engines import ENGINES
+    from escov.llm.settings_help import field_descriptions, help_line
     from escov.llm.tasks import TASKS
-    from escov.llm.tasks.data_files import DATA_SPLITS_HELP
     from escov.llm.tasks.reasoning_format import PROMPT_STYLES
     from escov.llm.tasks.rewards import REWARDS
 
-    from escov.llm.config import TrainConfig
-
-    train = TrainConfig.__dataclass_fields__  # the defaults shared with `llm train` (its eval_* settings)
-    samples, ks = train["eval_samples"].default, ",".join(map(str, train["eval_ks"].default))
     parser.add_argument("--model", required=True, help="local model directory (save_pretrained format)")
-    parser.add_argument("--task", required=True, choices=TASKS)
-    parser.add_argument("--data", help=f"test data file, .json/.jsonl/.parquet ({', '.join(FILE_TASKS)})")
-    parser.add_argument("--data_split", "--data-split", dest="data_split", default="files", metavar="RULE",
-                        help=f"{DATA_SPLITS_HELP}: files evaluates every record of --data; paper its records "
-                             "after the first 200 (the paper's Countdown evaluation split) (default: files)")
-    parser.add_argument("--data_fields", "--data-fields", dest="data_fields", default="", metavar="MAP",
-                        help="the file's column names where they differ, as in `llm train`: "
-                             "\"prompt=question,answer=reward_model.ground_truth\" (default: none)")
-    parser.add_argument("--reward", default="escov", choices=list(REWARDS),
-                        help="reward convention (llm/tasks/rewards.py) (default: escov)")
-    parser.add_argument("--reward_function", action="append", default=[], metavar="MODULE:FUNCTION",
-                        help="a reward function with TRL's signature (or verl's compute_score), replacing the reward "
-                             "(llm/tasks/reward_function.py); repeat for several (default: none)")
-    parser.add_argument("--reward_weights", action="append", default=[], type=float, metavar="FLOAT",
-                        help="weight of each --reward_function, repeated in the same order (default: 1 each)")
+    train_fields, described = {f.name: f for f in dataclasses.fields(TrainConfig)}, field_descriptions(TrainConfig)
+    old_spellings = {"data_split": ["--data-split"], "prompt_style": ["--prompt-style"],
+                     "eval_problems": ["--num-problems"], "data_fields": ["--data-fields"]}
+    choices = {"task": TASKS, "prompt_style": PROMPT_STYLES, "reward": list(REWARDS)}
+    for name in TASK_SETTINGS:
+        f = train_fields[name]
+        help_text = help_line(f, described[name]).replace("%", "%%")
+        if name in REPEATED_FLAGS:  # reward_function, reward_weights: each use adds one, as in `llm train`
+            parser.add_argument(f"--{name}", dest=name, action="append", default=[], metavar=REPEATED_FLAGS[name],
+                                type=float if "float" in f.type else str, help=help_text)
+            continue
+        parser.add_argument(f"--{name}", *old_spellings.get(name, []), dest=name, default=f.default,
+                            type=int if f.type == "int" else str, choices=choices.get(name), help=help_text)
+    samples, ks = train_fields["eval_samples"].default, ",".join(map(str, train_fields["eval_ks"].default))
+    temperature, length = train_fields["eval_temperature"].default, train_fields["max_completion_length"].default
     parser.add_argument("--engine", default="hf", choices=ENGINES, help="generation engine (default: hf)")
     parser.add_argument("--eval_samples", "--n", dest="n", type=int, default=samples, metavar="N",
                         help=f"samples per problem, at least the largest k (default: {samples}, as `llm train`)")
     parser.add_argument("--eval_ks", "--k", dest="k", default=ks, metavar="KS",
                         help=f"comma-separated k values for Pass@k and Maj@k (default: {ks})")
-    parser.add_argument("--eval_problems", "--num-problems", dest="num_problems", type=int, default=None, metavar="N",
-                        help=f"test problems (default: {GENERATED_PROBLEMS} generated, or every record of --data)")
-    parser.add_argument("--eval_temperature", "--temperature", dest="temperature", type=float,
-                        default=train["eval_temperature"].default, metavar="T",
-                        help=f"sampling temperature (default: {train['eval_temperature'].default}, as `llm train`)")
+    parser.add_argument("--eval_temperature", "--temperature", dest="temperature", type=float, default=temperature,
+                        metavar="T", help=f"sampling temperature (default: {temperature}, as `llm train`)")
     parser.add_argument("--top_p", "--top-p", dest="top_p", type=float, default=1.0,
                         help="nucleus sampling mass (default: 1.0)")
     parser.add_argument("--max_completion_length", "--max-new-tokens", dest="max_new_tokens", type=int,
-                        default=train["max_completion_length"].default, metavar="N",
-                        help=f"new tokens per completion (default: {train['max_completion_length'].default}, "
-                             "as `llm train`)")
-    parser.add_argument("--prompt_style", "--prompt-style", dest="prompt_style", default="plain", choices=PROMPT_STYLES,
-                        help="plain (the tiny model's format), instruct (chat models) or paper (the paper's prompts) "
-                             "(default: plain)")
+                        default=length, metavar="N", help=f"new tokens per completion (default: {length}, as `llm train`)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
                         help="engine weights (default: float32)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    parser.add_argument("--seed", type=int, default=train_fields["seed"].default,
+                        help="seed of the sampling (the test problems are a run's, the same for every seed) "
+                             f"(default: {train_fields['seed'].default})")
     parser.add_argument("--out", default="out/eval", help="directory for eval.json and eval.png (default: out/eval)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the eval.json and eval.png already in --out (default: refuse)")
@@ -181,6 +179,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # ---- device (llm/device.py) ----
     parser.add_argument("--device", default="auto",
                         help="auto (CUDA when available) | cpu | cuda | cuda:N (HF engine) (default: auto)")
+
+
+def run_settings(args: argparse.Namespace):
+    """The run settings the flags give (TrainConfig, flag names in its errors), of which eval_set takes the
+    task and test problems."""
+    from escov.llm.config import TrainConfig
+
+    return TrainConfig.from_dict({name: getattr(args, name) for name in TASK_SETTINGS} | {"seed": args.seed},
+                                 source="flags")
 
 
 def parse_ks(text: str) -> list[int]:
@@ -198,22 +205,9 @@ def run_command(args: argparse.Namespace) -> int:
     from escov.llm.device import resolve_device
     from escov.llm.engines import make_engine
     from escov.llm.engines.base import check_model_dir, check_sampling_args
-    from escov.llm.tasks import get_task
-    from escov.llm.tasks.data_files import parse_fields
+    from escov.llm.problem_sets import eval_set
 
     ks = check_eval_args(args.n, parse_ks(args.k))
-    if args.task in DATA_TASKS and args.data is None:
-        raise ValueError(f"--task {args.task} needs --data PATH (a .json, .jsonl or .parquet test file)")
-    if args.data is not None and args.task not in FILE_TASKS:
-        raise ValueError(f"--data is only for {FILE_TASKS}; task {args.task!r} generates its problems")
-    kwargs = {"prompt_style": args.prompt_style, "reward": args.reward, "reward_function": args.reward_function,
-              "reward_weights": args.reward_weights or None}
-    if args.data is not None:
-        kwargs |= {"data": args.data, "data_split": args.data_split} if args.data_split != "files" else {"test_data": args.data}
-    if args.data_fields:
-        if args.data is None:
-            raise ValueError("--data_fields names columns of --data; give --data too")
-        kwargs["fields"] = parse_fields(args.data_fields)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {args.out} is a file, not a directory")
@@ -221,9 +215,8 @@ def run_command(args: argparse.Namespace) -> int:
     if written and not args.overwrite:
         raise ValueError(f"--out {args.out} already holds {', '.join(f.name for f in written)}; "
                          "give another --out, or --overwrite to replace them")
-    task = get_task(args.task, **kwargs)
-    num = args.num_problems if args.num_problems is not None else (task.size("test") or GENERATED_PROBLEMS)
-    problems = task.problems("test", num, seed=args.seed)
+    test = eval_set(run_settings(args))  # the task and test problems a run with these flags evaluates
+    task, problems = test.task, test.problems
     max_new_tokens = args.max_new_tokens
     check_sampling_args(args.n, args.temperature, max_new_tokens, args.top_p)
     check_model_dir(args.model)
@@ -238,10 +231,9 @@ def run_command(args: argparse.Namespace) -> int:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
                           max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,
                           progress=progress_enabled(args.no_progress))
-    result = {"model": str(args.model), "engine": args.engine, "device": device, "data": args.data,
-              "data_split": args.data_split, "data_fields": args.data_fields, "prompt_style": args.prompt_style,
-              "reward": args.reward, "reward_function": args.reward_function,
-              "reward_weights": args.reward_weights} | result
+    result = {"model": str(args.model), "engine": args.engine, "device": device} \
+        | {name: getattr(args, name) for name in TASK_SETTINGS if name != "eval_problems"} | result
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     out_file = out / "eval.json"
     out_file.write_text(dumps(result, str(out_file), indent=1), encoding="utf-8")

@@ -1,4 +1,5 @@
-"""What `llm train --help` says about each setting, and TRL's names for our settings.
+"""What `llm train --help` says about each setting, TRL's names for our settings, and the flags of
+`llm train` built from both (`add_train_arguments`).
 
 A setting's description is the comment on its field's line in llm/config.py
 (`sigma: float = PAPER_SIGMA  # perturbation scale`); its default is the field's default. Both are
@@ -19,7 +20,7 @@ import io
 import textwrap
 import tokenize
 
-from escov.llm.config import SECTIONS, ESConfig, GRPOConfig, PopulationConfig, TrainConfig
+from escov.llm.config import REPEATED_FLAGS, SECTIONS, ESConfig, GRPOConfig, PopulationConfig, TrainConfig, _parse_flag
 
 # (flag prefix, dataclass, heading of its group in --help)
 TABLES = (("", TrainConfig, "run settings (top-level keys of a --config TOML file)"),
@@ -156,3 +157,20 @@ def add_trl_names(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(f"--{trl}", nargs="?", action=_PointToOurs, help=argparse.SUPPRESS)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "\n\n".join(textwrap.fill(p, 100) for p in trl_epilog().split("\n\n"))
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting (`--steps`, `--es.sigma`, `--grpo.beta`, ...) with its description and default,
+    TRL's names for them, plus --config and --resume (llm/config.py config_from_args reads them)."""
+    parser.add_argument("--config", help="TOML file of settings (flags override it)")
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for name, f, description, heading in settings():
+        group = groups.get(heading) or groups.setdefault(heading, parser.add_argument_group(heading))
+        metavar = ("INTS" if "int" in f.type else "STRS" if "str" in f.type else "FLOATS") \
+            if f.type.startswith("tuple") else f.type.upper()
+        group.add_argument(f"--{name}", dest=name, default=None, metavar=REPEATED_FLAGS.get(name, metavar),
+                           action="append" if name in REPEATED_FLAGS else "store",
+                           type=lambda text, t=f.type: _parse_flag(text, t),
+                           help=help_line(f, description).replace("%", "%%"))
+    add_trl_names(parser)

@@ -49,18 +49,14 @@ from escov.llm.grpo import GRPO
 from escov.llm.interrupts import stop_if_requested
 from escov.llm.engines.base import load_tokenizer
 from escov.llm.lemma_measurements import measure_population
+from escov.llm.problem_sets import ProblemSet, eval_set, heldout_set, probe_problems
 from escov.llm.prompt_lengths import check_prompt_lengths
 from escov.llm.reward_stats import reward_stats
 from escov.llm.rollout import NonFiniteError, derive_seed, rollout
 from escov.llm.resume import resume_point
-from escov.llm.tasks import get_task
 from escov.llm.tasks.base import Task
 from escov.llm.tasks.math_grader import safety_net_hits
 
-# every run, whatever its seed, is evaluated on the same test problems and probed on the same prompts,
-# so that runs and seeds are compared on equal footing (the sampling seeds still follow the run's seed)
-EVAL_PROBLEM_SEED = 0
-PROBE_PROBLEM_SEED = 1
 FINAL_SOURCES = ("eval/final", "eval/final_greedy", "eval/heldout_final")  # kept completions of the final stage
 
 
@@ -124,6 +120,7 @@ class TrainingRun:
         self.task = task if task is not None else cfg.make_task()
         for note in fit_to_data(cfg, self.task):  # before config.json is written: it records the sizes used
             print(f"note: {note}", file=sys.stderr, flush=True)
+        self.test = eval_set(cfg, task=self.task)  # the run's test problems (llm/problem_sets.py)
         # every prompt the run can use fits the model's context (or is cut to fit), checked before the model loads
         cut = check_prompt_lengths(prompt_sources(cfg, self.task), load_tokenizer(cfg.model), cfg.model,
                                    cfg.max_completion_length, cfg.truncate_prompts)
@@ -156,7 +153,7 @@ class TrainingRun:
         # theta_0, read tensor by tensor when needed; in-place bf16 ES starts from bf16(base)
         self.base = drift.SavedWeights(cfg.model, getattr(torch, cfg.dtype) if cfg.es.inplace_bf16 else torch.float32)
         self.pool = self.task.problems("train", cfg.train_pool, seed=cfg.seed)
-        self.probe = self.task.problems("test", cfg.probe_prompts, seed=PROBE_PROBLEM_SEED)
+        self.probe = probe_problems(cfg, self.task)
         self.trainer: ES | GRPO | None = None
         self.trainer_phase: schedules.Phase | None = None
         self.tracker: tracking.Tracker = tracking.Tracker()  # train() opens the one report_to names
@@ -301,11 +298,11 @@ class TrainingRun:
         rundir.record_probe(self.dir, measurement)
         self.tracker.log_record("probe", measurement, step)
 
-    def measure(self, label: str, step: int, task: Task, n_problems: int, n: int, ks: tuple[int, ...],
+    def measure(self, label: str, step: int, problems: ProblemSet, n: int, ks: tuple[int, ...],
                 seed_label: str, temperature: float | None = None) -> dict:
         """An evaluation (see evaluate) recorded as eval/<label> at a step: the tracker gets its
         metrics and completions.jsonl its first completions."""
-        return self.record(label, step, self.evaluate(task, n_problems, n, ks, seed_label, temperature,
+        return self.record(label, step, self.evaluate(problems, n, ks, seed_label, temperature,
                                                       keep=self.cfg.completions_kept, step=step))
 
     def record(self, label: str, step: int, result: dict) -> dict:
@@ -329,15 +326,14 @@ class TrainingRun:
         finally:
             self.set_weights(center)
 
-    def evaluate(self, task: Task, n_problems: int, n: int, ks: tuple[int, ...], seed_label: str,
+    def evaluate(self, problems: ProblemSet, n: int, ks: tuple[int, ...], seed_label: str,
                  temperature: float | None = None, keep: int = 0, step: int = 0) -> dict:
-        """llm.evaluate on the task's first n_problems test problems (at eval_temperature unless given),
-        after `step` training steps."""
+        """llm.evaluate on a problem set (the run's test problems, or the held-out ones; llm/problem_sets.py)
+        at eval_temperature unless given, after `step` training steps."""
         from escov.llm.evaluate import evaluate
 
-        problems = task.problems("test", n_problems, seed=EVAL_PROBLEM_SEED)
         temperature = self.cfg.eval_temperature if temperature is None else temperature
-        return evaluate(self.engine, task, problems, n=n, ks=list(ks), temperature=temperature,
+        return evaluate(self.engine, problems.task, problems.problems, n=n, ks=list(ks), temperature=temperature,
                         max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,
                         progress=self.show_progress, keep=keep, step=step)
 
@@ -349,17 +345,15 @@ def prompt_sources(cfg: TrainConfig, task: Task) -> dict[str, list]:
     from escov.llm.tasks.data_files import split_source
 
     sources: dict[str, list] = {}
-    for split, used in (("train", [(cfg.train_pool, cfg.seed)]),
-                        ("test", [(cfg.eval_problems, EVAL_PROBLEM_SEED), (cfg.probe_prompts, PROBE_PROBLEM_SEED)])):
+    for split, used in (("train", lambda: task.problems("train", cfg.train_pool, seed=cfg.seed)),
+                        ("test", lambda: eval_set(cfg, task=task).problems + probe_problems(cfg, task))):
         size = task.size(split)
         if size == 0:
             continue
         name = split_source(cfg.data, cfg.test_data, cfg.data_split, split) or f"task {task.name} ({split} problems)"
-        drawn = [(size, 0)] if size is not None else used
-        sources.setdefault(name, []).extend(p for n, seed in drawn for p in task.problems(split, n, seed=seed))
-    if cfg.heldout_task:
-        sources[f"held-out task {cfg.heldout_task}"] = get_task(cfg.heldout_task).problems(
-            "test", cfg.heldout_problems, seed=EVAL_PROBLEM_SEED)
+        sources.setdefault(name, []).extend(task.problems(split, size, seed=0) if size is not None else used())
+    if (heldout := heldout_set(cfg)) is not None:
+        sources[f"held-out task {cfg.heldout_task}"] = heldout.problems
     return sources
 
 
@@ -374,21 +368,21 @@ def _final_stage(run: TrainingRun) -> None:
     rundir.keep_completions(run.dir, last, drop_sources=FINAL_SOURCES)  # a resumed final stage measures them again
     ev = rundir.read_eval(run.dir) or {}
     during = "during the final evaluation (eval.json keeps no final one: a resume measures it again)"
-    ev["final"] = run.measure("final", last, run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval")
+    ev["final"] = run.measure("final", last, run.test, cfg.eval_samples, cfg.eval_ks, "eval")
     stop_if_requested(during)
-    ev["final_greedy"] = run.measure("final_greedy", last, run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0)
+    ev["final_greedy"] = run.measure("final_greedy", last, run.test, 1, (1,), "eval", temperature=0.0)
     stop_point("final-eval")
     stop_if_requested(during)
-    if cfg.heldout_task:
-        ev.setdefault("heldout", {})["final"] = run.measure("heldout_final", last, get_task(cfg.heldout_task),
-                                                             cfg.heldout_problems, cfg.eval_samples, cfg.eval_ks, "heldout")
+    if (heldout := heldout_set(cfg)) is not None:
+        ev.setdefault("heldout", {})["final"] = run.measure("heldout_final", last, heldout, cfg.eval_samples,
+                                                             cfg.eval_ks, "heldout")
     final = run.cpu_weights()
     base = {n: run.base[n] for n in run.all_names}
     ev["update_analysis"] = drift.update_analysis(final, base, alpha=cfg.es.alpha)
     ev["thresholded"] = []
     for q in cfg.threshold_keep:
         run.set_weights(drift.thresholded(final, base, q))
-        res = run.evaluate(run.task, cfg.eval_problems, min(cfg.eval_samples, 8), (1,), "eval", step=last)
+        res = run.evaluate(run.test, min(cfg.eval_samples, 8), (1,), "eval", step=last)
         ev["thresholded"].append({"keep_percent": q, "sparsity_percent": 100 - q, "pass_at_1": res["pass_at_k"]["1"]})
     run.set_weights(final)
     stop_if_requested(during)
@@ -422,6 +416,7 @@ def plot_curves(run_dir: Path) -> None:
 # the settings the base evaluation and the step-0 probe depend on (besides the model's weights)
 _RUN_KEYS = ("engine", "dtype", "device", "threads", "task", "data", "test_data", "data_split", "data_fields",
              "prompt_style", "reward", "format_reward", "seed", "max_completion_length", "es.inplace_bf16")
+REWARD_KEYS = ("reward_function", "reward_weights")
 BASE_EVAL_KEYS = _RUN_KEYS + ("eval_problems", "eval_samples", "eval_ks", "eval_temperature", "heldout_task",
                               "heldout_problems", "completions_kept")
 PROBE_KEYS = _RUN_KEYS + ("probe_prompts", "probe_members", "probe_samples", "probe_center_samples", "temperature",
@@ -433,6 +428,9 @@ def measurement_key(cfg: TrainConfig, keys: tuple[str, ...]) -> str:
     from the same base with these settings measure the same thing at step 0."""
     flat = cfg.to_dict()
     values = {k: (flat[k.split(".")[0]][k.split(".")[1]] if "." in k else flat.get(k)) for k in keys}
+    # the reward functions score every measurement; keyed only when given, so the keys of runs without them
+    # (every paper task) stay as they were
+    values |= {k: flat[k] for k in REWARD_KEYS if flat.get(k)}
     digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode())
     for f in sorted(Path(cfg.model).glob("*.safetensors")):
         digest.update(f.read_bytes())
@@ -460,11 +458,10 @@ def base_evaluation(run: TrainingRun) -> dict:
     completions (those with a finite reward: the ones completions.jsonl takes)."""
     cfg = run.cfg
     keep = cfg.completions_kept
-    measured = {"base": run.evaluate(run.task, cfg.eval_problems, cfg.eval_samples, cfg.eval_ks, "eval", keep=keep),
-                "base_greedy": run.evaluate(run.task, cfg.eval_problems, 1, (1,), "eval", temperature=0.0, keep=keep)}
-    if cfg.heldout_task:
-        measured["heldout_base"] = run.evaluate(get_task(cfg.heldout_task), cfg.heldout_problems, cfg.eval_samples,
-                                                cfg.eval_ks, "heldout", keep=keep)
+    measured = {"base": run.evaluate(run.test, cfg.eval_samples, cfg.eval_ks, "eval", keep=keep),
+                "base_greedy": run.evaluate(run.test, 1, (1,), "eval", temperature=0.0, keep=keep)}
+    if (heldout := heldout_set(cfg)) is not None:
+        measured["heldout_base"] = run.evaluate(heldout, cfg.eval_samples, cfg.eval_ks, "heldout", keep=keep)
     for result in measured.values():
         result["kept"] = [k for k in result.get("kept", []) if math.isfinite(k["reward"])]
     return measured

@@ -21,7 +21,8 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per setting (llm/config.py), plus --config, --resume and the flags of the command itself."""
-    from escov.llm.config import _parse_flag, add_train_arguments
+    from escov.llm.config import _parse_flag
+    from escov.llm.settings_help import add_train_arguments
 
     add_train_arguments(parser)
     bool_flag = {"nargs": "?", "const": True, "default": False, "metavar": "BOOL", "type": lambda t: _parse_flag(t, "bool")}

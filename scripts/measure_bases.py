@@ -5,9 +5,9 @@ per-prompt histogram of correct samples; one PNG with every base's histogram sid
     PYTHONPATH=. .venv/bin/python scripts/measure_bases.py --out runs/bases-measured \\
         default=runs/bases/default paper=runs/bases/paper [--tasks countdown3,countdown]
 
-Each base is evaluated on the test prompts the answer budget's curves use (the first --problems of the
-test split, seed 0), --samples samples each (default 64, so "no correct sample" is measured, not
-read off Pass@32). Results go to OUT/LABEL/TASK.json (the evaluation's eval.json record) and are reused
+Each base is evaluated on the first --problems test prompts a run of the task evaluates (llm/problem_sets.py
+eval_set; the answer budget's curves use them), --samples samples each (default 64, so "no correct sample"
+is measured, not read off Pass@32). Results go to OUT/LABEL/TASK.json (the evaluation's eval.json record) and are reused
 when the weights and the settings are the same; OUT/bases.md holds the table, OUT/histograms.png the plot.
 
 Histogram bins (`BIN_EDGES`, as shares of the samples): no correct sample, then (0, 1/8], (1/8, 1/4],
@@ -62,15 +62,14 @@ def measure(model_dir: Path, task_name: str, problems: int, samples: int, out_fi
         kept = json.loads(out_file.read_text())
         if kept.get("settings") == settings:
             return kept
+    from escov.llm.config import TrainConfig
     from escov.llm.engines import make_engine
     from escov.llm.evaluate import evaluate
-    from escov.llm.tasks import get_task
-    from escov.llm.train import EVAL_PROBLEM_SEED
+    from escov.llm.problem_sets import eval_set
 
-    task = get_task(task_name)
-    test = task.problems("test", problems, seed=EVAL_PROBLEM_SEED)
+    test = eval_set(TrainConfig(task=task_name, eval_problems=problems))  # a run's test problems on this task
     with make_engine("hf", model_dir) as engine:
-        result = evaluate(engine, task, test, n=samples, ks=list(KS), temperature=TEMPERATURE,
+        result = evaluate(engine, test.task, test.problems, n=samples, ks=list(KS), temperature=TEMPERATURE,
                           max_new_tokens=MAX_NEW_TOKENS, seed=0, progress=False)
     result["settings"] = settings
     out_file.parent.mkdir(parents=True, exist_ok=True)

@@ -29,9 +29,13 @@ import re
 import subprocess
 import sys
 import time
-import tomllib
 from collections import defaultdict
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, packaged as tomli (a dependency there)
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "mutants-work"

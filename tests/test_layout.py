@@ -1,7 +1,8 @@
 """The package layout DESIGN.md states: one installed name, `escov`, whose levels import downward only
 (theory <- simulate <- llm <- paper_checks) and always by their full name (`escov.llm`, never a bare
-`llm`, which is another PyPI package's name), and the ES package has no import cycle, counting imports inside functions (which
-hide a cycle from the interpreter) and leaving out those under TYPE_CHECKING (which never run)."""
+`llm`, which is another PyPI package's name), and no import cycle anywhere (all of llm/ included),
+counting imports inside functions (which hide a cycle from the interpreter) and the package
+`__init__` an import runs first, leaving out imports under TYPE_CHECKING (which never run)."""
 import ast
 from pathlib import Path
 
@@ -9,17 +10,17 @@ ROOT = Path(__file__).resolve().parents[1]
 LEVELS = ("theory", "simulate", "llm", "paper_checks")
 
 
-def _module(path: Path) -> str:
+def _module(path: Path, root: Path = ROOT) -> str:
     """The installed name of a file under a level's folder: llm/es/noise.py -> escov.llm.es.noise."""
-    parts = ("escov",) + path.relative_to(ROOT).with_suffix("").parts
+    parts = ("escov",) + path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, root: Path = ROOT) -> set[str]:
     """Absolute names of the modules a file imports anywhere, except under `if TYPE_CHECKING:`."""
-    tree, package = ast.parse(path.read_text()), _module(path).rsplit(".", 1)[0]
+    tree, package = ast.parse(path.read_text()), _module(path, root).rsplit(".", 1)[0]
     if path.name == "__init__.py":
-        package = _module(path)
+        package = _module(path, root)
     skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
                and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING" for n in ast.walk(node)}
     out = set()
@@ -37,10 +38,54 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-def _files(package: str) -> list[Path]:
-    files = sorted((ROOT / package).rglob("*.py"))
+def _files(package: str, root: Path = ROOT) -> list[Path]:
+    files = sorted((root / package).rglob("*.py"))
     assert files, f"no Python files under {package}/"
     return files
+
+
+def _packages_above(module: str) -> set[str]:
+    """escov.llm.es.noise -> {escov, escov.llm, escov.llm.es}."""
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+def _import_graph(folders, root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules importing it runs: each module it imports anywhere (functions included) and
+    the packages above that module, whose __init__ runs first, except the packages that hold the
+    importer itself (their __init__ has begun already: importing a sibling does not run it again)."""
+    modules = {_module(p, root): p for folder in folders for p in _files(folder, root)}
+    graph = {}
+    for m, path in modules.items():
+        runs = set()
+        for name in _imports(path, root):
+            if name in modules:
+                runs |= {name} | (_packages_above(name) & set(modules))
+        graph[m] = runs - _packages_above(m) - {m}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """An import cycle of the graph, as the modules along it (the first repeated at the end); None if none."""
+    done, path = set(), []
+
+    def visit(m):
+        if m in path:
+            return path[path.index(m):] + [m]
+        if m in done:
+            return None
+        path.append(m)
+        for dep in sorted(graph[m]):
+            if found := visit(dep):
+                return found
+        path.pop()
+        done.add(m)
+        return None
+
+    for m in sorted(graph):
+        if found := visit(m):
+            return found
+    return None
 
 
 def test_levels_import_downward_only():
@@ -60,24 +105,56 @@ def test_no_file_imports_a_level_by_its_bare_name():
         assert not bare, f"{path.relative_to(ROOT)} imports {bare}: write escov.{bare[0]}"
 
 
-def test_es_package_has_no_import_cycle():
-    modules = {_module(p): p for p in _files("llm/es")}
-    assert len(modules) >= 8  # the algorithm, noise, the strategies, options and the factory
-    graph = {m: {i for i in _imports(p) if i in modules and i != m} for m, p in modules.items()}
-    graph = {m: deps - {"escov.llm.es"} for m, deps in graph.items()}  # the package's __init__ only re-exports
-    done, path = set(), []
+def test_no_level_has_an_import_cycle():
+    graph = _import_graph(LEVELS)
+    assert len([m for m in graph if m.startswith("escov.llm.")]) >= 50  # all of llm/, its subpackages included
+    assert {"escov.llm.config", "escov.llm.es.factory", "escov.llm.tasks"} <= set(graph)
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
-    def visit(m):
-        if m in path:
-            raise AssertionError("import cycle: " + " -> ".join(path[path.index(m):] + [m]))
-        if m in done:
-            return
-        path.append(m)
-        for dep in sorted(graph[m]):
-            visit(dep)
-        path.pop()
-        done.add(m)
 
-    for m in sorted(graph):
-        if m != "escov.llm.es":
-            visit(m)
+def test_the_cycle_search_sees_imports_in_functions_and_package_inits_and_skips_type_checking(tmp_path):
+    """Known truth: settings.py imports pkg.rules inside a function; pkg/__init__.py imports pkg.impl, which
+    imports settings: a cycle through the package's __init__ (the shape of the old settings <-> ES circle).
+    Imports under TYPE_CHECKING and a sibling's import of its own package make none."""
+    def write(name, text):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    write("lv/settings.py", "def validate():\n    from escov.lv.pkg.rules import check\n    check()\n")
+    write("lv/pkg/__init__.py", "from escov.lv.pkg.impl import run\n")
+    write("lv/pkg/rules.py", "def check():\n    pass\n")
+    write("lv/pkg/impl.py", "from escov.lv.settings import validate\nfrom escov.lv.pkg.rules import check\n")
+    graph = _import_graph(["lv"], tmp_path)
+    assert graph["escov.lv.settings"] == {"escov.lv.pkg", "escov.lv.pkg.rules"}
+    assert graph["escov.lv.pkg.impl"] == {"escov.lv.settings", "escov.lv.pkg.rules"}  # not its own package
+    assert _cycle(graph) == ["escov.lv.pkg", "escov.lv.pkg.impl", "escov.lv.settings", "escov.lv.pkg"]
+    write("lv/pkg/__init__.py", "")  # the package no longer runs impl: no cycle left
+    assert _cycle(_import_graph(["lv"], tmp_path)) is None
+    write("lv/pkg/__init__.py",
+          "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from escov.lv.pkg.impl import run\n")
+    assert _cycle(_import_graph(["lv"], tmp_path)) is None
+
+
+def test_tomllib_comes_with_the_tomli_fallback_the_python_floor_needs():
+    """tomllib is in the standard library from Python 3.11; below it, its backport tomli is the dependency
+    pyproject.toml installs. A file that imports tomllib under Python < 3.11 must fall back to tomli."""
+    import re
+
+    floor = re.search(r'requires-python\s*=\s*">=\s*3\.(\d+)', (ROOT / "pyproject.toml").read_text())
+    assert floor, "pyproject.toml states no requires-python >= 3.N"
+    if int(floor.group(1)) >= 11:
+        return
+    files = [p for d in (*LEVELS, "escov", "tests", "scripts", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))]
+    for path in files:
+        tree = ast.parse(path.read_text())
+        guarded = set()  # the imports inside `if sys.version_info ...:` whose else branch imports tomli
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "version_info" in ast.unparse(node.test) \
+                    and "import tomli" in "\n".join(ast.unparse(n) for n in node.orelse):
+                guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+        bare = [n.lineno for n in ast.walk(tree) if id(n) not in guarded and (
+            isinstance(n, ast.Import) and any(a.name == "tomllib" for a in n.names)
+            or isinstance(n, ast.ImportFrom) and n.module == "tomllib")]
+        where = f"{path.relative_to(ROOT)}:{bare[0]}" if bare else ""
+        assert not bare, f"{where} imports tomllib without the tomli fallback (Python < 3.11)"

@@ -9,8 +9,11 @@
     ray_actors.py  members spread over Ray actors, each with its own replica
     vllm_lora.py   low-rank members as vLLM LoRA adapters in one generate
     vllm_inplace.py  members perturbed and restored in place inside vLLM's workers (CUDA)
-    options.py     DistributedConfig, Ray, and the rule that turns the settings into a strategy (PopulationConfig: llm/config.py)
-    factory.py     the strategies' declarations and checks; make_es: ES with the strategy its options ask for
+    options.py     the [population] settings explained; Ray present and reachable
+    factory.py     the strategies' declarations and model checks; make_es: ES with the strategy its options ask for
+
+The settings (ESConfig, PopulationConfig: llm/config.py) and the strategies' rules on them
+(DistributedConfig, strategy_name, check_options: llm/member_options.py) import no torch.
 """
 from escov.llm.es.algorithm import ES, ESConfig, ESStep, select_parameters, standardize
 from escov.llm.es.factory import check_options, check_setup, make_es

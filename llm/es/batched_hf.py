@@ -39,6 +39,7 @@ from escov.llm.engines.base import Completion, check_generate_args
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es.members import MemberEvaluator, Sampling, member_fitness
 from escov.llm.es.noise import PopulationNoise
+from escov.llm.member_options import check_batched_engine
 from escov.llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
@@ -194,13 +195,6 @@ def _swaps(model: nn.Module, weights: PopulationWeights) -> list[tuple[nn.Module
     if missing:
         raise ValueError(f"population weights name parameters the model does not have: {sorted(missing)}")
     return swaps
-
-
-def check_batched_engine(engine: str) -> None:
-    """ValueError unless the engine kind is "hf": the batched forward swaps modules of the HF model."""
-    if engine != "hf":
-        raise ValueError("population.batched needs engine = 'hf' (one batched forward for all members); "
-                         "set population.batched = false to evaluate members one by one on vLLM")
 
 
 def batched_module(engine) -> nn.Module:

@@ -1,8 +1,10 @@
 """make_es: the ES trainer for a run's options; the one table of member-evaluation strategies.
 
-One setting chooses the strategy (population.members; "auto" by default: options.strategy_name), and
-each strategy declares, in STRATEGIES, the engine it needs, the engine settings it needs (for the
-training loop, before the engine starts) and its option and setup checks:
+One setting chooses the strategy (population.members; "auto" by default: llm/member_options.py
+strategy_name). The engine each strategy needs and its rules on the options are settings, checked with
+every other setting (llm/member_options.py `check_options`, without torch); each strategy declares
+here, in STRATEGIES, what needs a model or the machine: its setup checks on the model and the Ray
+cluster, the engine settings it needs and what the machine must offer (both before the engine starts):
 
     one_by_one    OneByOne     any engine    each member written into the engine in turn
     batched_hf    BatchedHF    hf            one population-batched generate
@@ -11,8 +13,8 @@ training loop, before the engine starts) and its option and setup checks:
     vllm_inplace  VLLMInPlace  vllm (CUDA)   members perturbed in place inside vLLM's workers
 
 with full-rank or low-rank noise (population.noise_rank), and the center (center.py) in fp32 or, with
-es.inplace_bf16, the paper's bf16 arithmetic in place. Every option is checked first (`check_options`),
-so a bad combination fails before any work.
+es.inplace_bf16, the paper's bf16 arithmetic in place. Every option is checked first (`check_options`,
+then `check_setup` on the model), so a bad combination fails before any work.
 """
 from __future__ import annotations
 
@@ -22,75 +24,25 @@ from typing import TYPE_CHECKING, Callable
 
 import torch
 
+from escov.llm.config import PopulationConfig
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es.algorithm import ES, ESConfig
-from escov.llm.es.batched_hf import BatchedHF, batched_module, check_batched_engine, check_supported
+from escov.llm.es.batched_hf import BatchedHF, batched_module, check_supported
 from escov.llm.es.center import Center, InPlaceBF16, MasterCenter
 from escov.llm.es.members import MemberEvaluator, OneByOne, Sampling
 from escov.llm.es.noise import PopulationNoise, check_rank
-from escov.llm.es.options import DistributedConfig, PopulationConfig, check_ray, strategy_name, uses_workers
+from escov.llm.es.options import check_ray
 from escov.llm.es.ray_actors import RayActors
 from escov.llm.es.vllm_inplace import ENGINE_KWARGS, VLLMInPlace
 from escov.llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA
+from escov.llm.member_options import VLLM_LORA_RANKS, DistributedConfig, check_options, strategy_name
 from escov.llm.tasks.base import Task
 
 if TYPE_CHECKING:
     from escov.llm.engines.base import Engine
 
-VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM accepts
 
-
-# ----------------------------------------------------------------------------- each strategy's rules
-
-def _no_bf16(name: str, cfg: ESConfig) -> None:
-    if cfg.inplace_bf16:
-        raise ValueError(f"population.members {name} keeps an fp32 master; es.inplace_bf16 (the paper's bf16 add / "
-                         "subtract) runs with one_by_one on the HF engine (engine = 'hf')")
-
-
-def _one_process(name: str, population: PopulationConfig, distributed: DistributedConfig | None) -> None:
-    if population.batched:
-        raise ValueError(f"population.members {name} evaluates members one way; turn population.batched off")
-    if uses_workers(distributed):
-        raise ValueError(f"population.members {name} runs in one process; it does not combine with Ray workers "
-                         "(workers > 1 or a ray address)")
-
-
-def check_one_by_one(cfg, population, engine, distributed) -> None:
-    _one_process("one_by_one", population, distributed)
-
-
-def check_batched(cfg, population, engine, distributed) -> None:
-    if cfg.inplace_bf16:
-        raise ValueError("population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); "
-                         "turn one of them off")
-    if uses_workers(distributed):
-        raise ValueError("population.members batched_hf runs in one process; with Ray workers use 'ray' "
-                         "(each actor batched when population.batched)")
-
-
-def check_ray_options(cfg, population, engine, distributed) -> None:
-    if not uses_workers(distributed):
-        raise ValueError("population.members ray needs Ray workers (workers > 1 or a ray address)")
-    if cfg.inplace_bf16:
-        raise ValueError("distributed ES keeps fp32 replicas; es.inplace_bf16 is not supported with workers")
-    distributed.validate(cfg.population_size)
-
-
-def check_vllm_lora(cfg, population, engine, distributed) -> None:
-    _one_process("vllm_lora", population, distributed)
-    _no_bf16("vllm_lora", cfg)
-    if population.noise_rank < 1:
-        raise ValueError("population.members vllm_lora needs low-rank noise (population.noise_rank >= 1)")
-    if population.noise_rank > VLLM_LORA_RANKS[-1]:
-        raise ValueError(f"population.members vllm_lora: vLLM allows LoRA ranks up to {VLLM_LORA_RANKS[-1]}, "
-                         f"got population.noise_rank {population.noise_rank}")
-
-
-def check_vllm_inplace(cfg, population, engine, distributed) -> None:
-    _one_process("vllm_inplace", population, distributed)
-    _no_bf16("vllm_inplace", cfg)
-
+# ----------------------------------------------------------------------------- each strategy's model and machine checks
 
 def setup_batched(model, names, population, distributed) -> None:
     check_supported(model, names)
@@ -125,36 +77,19 @@ def lora_engine_settings(cfg: ESConfig, population: PopulationConfig) -> dict:
 
 @dataclass(frozen=True)
 class Strategy:
-    """A member-evaluation strategy's declaration."""
-    engine: str                                  # the engine kind it needs ("hf", "vllm"; "any")
-    check: Callable                              # (cfg, population, engine kind, distributed): option rules
+    """A member-evaluation strategy's declaration (its engine and option rules: llm/member_options.py)."""
     setup: Callable | None = None                # (HF model, names, population, distributed): model / cluster rules
     engine_settings: Callable = lambda cfg, population: {}  # extra keyword arguments of make_engine
     machine: Callable | None = None              # (): what this machine must offer, checked before the engine starts
 
 
 STRATEGIES = {
-    "one_by_one": Strategy("any", check_one_by_one),
-    "batched_hf": Strategy("hf", check_batched, setup_batched),
-    "ray": Strategy("any", check_ray_options, setup_ray),
-    "vllm_lora": Strategy("vllm", check_vllm_lora, setup_vllm_lora, lora_engine_settings),
-    "vllm_inplace": Strategy("vllm", check_vllm_inplace, None, lambda cfg, population: dict(ENGINE_KWARGS),
-                             machine_vllm_inplace),
+    "one_by_one": Strategy(),
+    "batched_hf": Strategy(setup_batched),
+    "ray": Strategy(setup_ray),
+    "vllm_lora": Strategy(setup_vllm_lora, lora_engine_settings),
+    "vllm_inplace": Strategy(None, lambda cfg, population: dict(ENGINE_KWARGS), machine_vllm_inplace),
 }
-
-
-def check_options(cfg: ESConfig, population: PopulationConfig, engine: str,
-                  distributed: DistributedConfig | None = None) -> None:
-    """ValueError naming the setting when ES's options do not go together (engine: "hf" or "vllm")."""
-    cfg.validate()
-    population.validate()
-    name = strategy_name(population, distributed)
-    strategy = STRATEGIES[name]
-    if name == "batched_hf":
-        check_batched_engine(engine)  # its message names population.batched, the usual way to ask for it
-    elif strategy.engine not in ("any", engine):
-        raise ValueError(f"population.members {name} needs engine = {strategy.engine!r}, got {engine!r}")
-    strategy.check(cfg, population, engine, distributed)
 
 
 def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,

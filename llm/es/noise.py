@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from escov.llm.config import NOISE_CHUNK, NOISE_TABLE_SIZE, check_noise_chunk  # NOISE_CHUNK: the default of es.noise_chunk
+# NOISE_CHUNK: the default of es.noise_chunk
+from escov.llm.config import NOISE_CHUNK, NOISE_TABLE_SIZE, check_noise_chunk, check_noise_rank
 from escov.llm.rollout import derive_seed
 
 if TYPE_CHECKING:
@@ -215,8 +216,7 @@ class PopulationNoise:
 
 def check_rank(rank: int, shapes: dict[str, tuple[int, ...]]) -> None:
     """ValueError unless rank is 0 (full rank) or at most min(out, in) of every perturbed weight matrix."""
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-        raise ValueError(f"noise_rank must be an integer >= 0 (0 = full rank), got {rank!r}")
+    check_noise_rank(rank, "noise_rank")
     if rank == 0:
         return
     matrices = {n: tuple(s) for n, s in shapes.items() if len(s) == 2}

@@ -18,7 +18,8 @@ from escov.llm.evaluate import evaluate
 from escov.llm.rollout import derive_seed
 from escov.llm.tasks import get_task
 from escov.llm.tasks.base import split_of
-from escov.llm.train import EVAL_PROBLEM_SEED, train
+from escov.llm.problem_sets import EVAL_PROBLEM_SEED, eval_set
+from escov.llm.train import train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -78,6 +79,9 @@ def test_curve_of_a_real_run(tiny_model_dir, tmp_path):
                       seed=derive_seed(0, 0, "curve") % 2**31, progress=False)
     assert points[0]["sampled"]["per_problem"] == direct["per_problem"]
     assert [p["id"] for p in points[-1]["sampled"]["per_problem"]] == [p.id for p in problems]
+    run_ids = [p["id"] for p in json.loads((run / rundir.EVAL).read_text())["final"]["per_problem"]]
+    assert run_ids == eval_set(TrainConfig(task="countdown3", eval_problems=3)).ids
+    assert all([p["id"] for p in pt[kind]["per_problem"]] == run_ids for pt in points for kind in ("sampled", "greedy"))
     assert all(pt["greedy"]["n"] == 1 and pt["greedy"]["temperature"] == 0.0 for pt in points)
     # the trained weights differ from the base: the last point is not the base measured again
     assert points[-1]["sampled"]["per_problem"] != points[0]["sampled"]["per_problem"] or \

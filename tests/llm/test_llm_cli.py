@@ -33,7 +33,7 @@ def test_eval_countdown_end_to_end(tiny_model_dir, tmp_path, capsys):
 def test_eval_gsm8k_file(tiny_model_dir, tmp_path, capsys):
     data = tmp_path / "gsm.jsonl"
     data.write_text(json.dumps({"question": "1+1?", "answer": "#### 2"}) + "\n")
-    code, _ = run(["eval", "--model", str(tiny_model_dir), "--task", "gsm8k", "--data", str(data), "--n", "2",
+    code, _ = run(["eval", "--model", str(tiny_model_dir), "--task", "gsm8k", "--test_data", str(data), "--eval_problems", "1", "--n", "2",
                    "--k", "1,2", "--max-new-tokens", "4", "--out", str(tmp_path / "o"), "--no-progress"], capsys)
     assert code == 0
     assert json.loads((tmp_path / "o" / "eval.json").read_text())["num_problems"] == 1
@@ -47,15 +47,16 @@ def write_jsonl(path, records):
 @pytest.mark.parametrize("extra, message", [
     (["--task", "countdown", "--n", "4", "--k", "1,8"], "n (samples per problem) must be >= the largest k: n=4 < k=8"),
     (["--task", "countdown", "--k", "1,x"], "--k must be comma-separated integers"),
-    (["--task", "gsm8k"], "--task gsm8k needs --data PATH"),
-    (["--task", "gsm8k", "--data", "MISSING"], "does not exist"),
-    (["--task", "arithmetic", "--data", "x.jsonl"], "--data is only for"),
-    (["--task", "countdown", "--data", "NO_TARGET"], "record 1 lacks the field 'target'"),
-    (["--task", "countdown", "--data", "BAD_TARGET"], "record 0: field 'target' is not a number: 'ninety'"),
+    (["--task", "gsm8k"], "task 'gsm8k' needs a data file: pass data and/or test_data"),
+    (["--task", "gsm8k", "--test_data", "MISSING"], "does not exist"),
+    (["--task", "arithmetic", "--test_data", "x.jsonl"], "task 'arithmetic' generates its problems; it takes no ['test_data']"),
+    (["--task", "countdown", "--test_data", "NO_TARGET"], "record 1 lacks the field 'target'"),
+    (["--task", "countdown", "--test_data", "BAD_TARGET"], "record 0: field 'target' is not a number: 'ninety'"),
     (["--task", "countdown", "--data", "NO_TARGET", "--data-split", "paper"], "needs more than 200 records"),
-    (["--task", "gsm8k", "--data", "EMPTY"], "holds no records"),
-    (["--task", "gsm8k", "--data", "BAD"], "record 1 lacks the field 'answer'"),
-    (["--task", "deepscaler", "--data", "BAD"], "record 0 lacks the field 'problem'"),
+    (["--task", "gsm8k", "--test_data", "EMPTY"], "holds no records"),
+    (["--task", "gsm8k", "--test_data", "BAD"], "record 1 lacks the field 'answer'"),
+    (["--task", "deepscaler", "--test_data", "BAD"], "record 0 lacks the field 'problem'"),
+    (["--task", "gsm8k", "--data", "GSM"], "task 'gsm8k' has no test data file"),  # --data: a run's train file
 ])
 def test_bad_input_fails_before_loading_a_model(tmp_path, capsys, extra, message):
     """The model path does not exist either: the reported error is about the first bad input, so
@@ -65,7 +66,8 @@ def test_bad_input_fails_before_loading_a_model(tmp_path, capsys, extra, message
     no_target = write_jsonl(tmp_path / "cd1.jsonl", [{"numbers": [1, 2], "target": "3"}, {"numbers": [1, 2]}])
     bad_target = write_jsonl(tmp_path / "cd2.jsonl", [{"numbers": [1, 2], "target": "ninety"}])
     paths = {"MISSING": str(tmp_path / "missing.jsonl"), "EMPTY": str(tmp_path / "empty.jsonl"), "BAD": bad,
-             "NO_TARGET": no_target, "BAD_TARGET": bad_target}
+             "NO_TARGET": no_target, "BAD_TARGET": bad_target,
+             "GSM": write_jsonl(tmp_path / "gsm.jsonl", [{"question": "q", "answer": "#### 1"}])}
     extra = [paths.get(a, a) for a in extra]
     code, err = run(["eval", "--model", str(tmp_path / "no-model")] + extra, capsys)
     assert code == 2

@@ -173,7 +173,8 @@ def test_llm_eval_scores_a_verl_parquet_with_a_reward_function(tiny_model_dir, t
     (tmp_path / "always.py").write_text("def one(prompts, completions, **kw):\n    return [1.0] * len(completions)\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), str(tmp_path)]))
     proc = subprocess.run([sys.executable, "-m", "escov.llm", "eval", "--model", str(tiny_model_dir), "--task", "prompts",
-                           "--data", str(verl_parquet), "--reward_function", "always:one", "--n", "2", "--k", "1",
+                           "--test_data", str(verl_parquet), "--eval_problems", str(len(VERL)),
+                           "--reward_function", "always:one", "--n", "2", "--k", "1",
                            "--max-new-tokens", "4", "--out", str(tmp_path / "ev"), "--no-progress"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

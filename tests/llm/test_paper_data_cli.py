@@ -40,8 +40,8 @@ def cli(args) -> int:
 
 
 def test_eval_the_papers_countdown_file(qwen2_dir, tmp_path):
-    assert cli(["eval", "--model", str(qwen2_dir), "--task", "countdown", "--data", str(DATA / "countdown_sample.json"),
-                "--prompt-style", "paper", "--n", "2", "--k", "1,2", "--max-new-tokens", "4",
+    assert cli(["eval", "--model", str(qwen2_dir), "--task", "countdown", "--test_data", str(DATA / "countdown_sample.json"),
+                "--eval_problems", "22", "--prompt-style", "paper", "--n", "2", "--k", "1,2", "--max-new-tokens", "4",
                 "--out", str(tmp_path), "--no-progress"]) == 0
     result = json.loads((tmp_path / "eval.json").read_text())
     assert result["num_problems"] == 22 and result["prompt_style"] == "paper"

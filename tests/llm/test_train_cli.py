@@ -14,7 +14,8 @@ import pytest
 
 from escov.llm import schedules, settings_help
 from escov.llm.cli import main as llm_main, progress_enabled
-from escov.llm.config import TrainConfig, add_train_arguments, config_from_args
+from escov.llm.config import TrainConfig, config_from_args
+from escov.llm.settings_help import add_train_arguments
 from escov.llm.train_cli import start_line
 from test_train_run import _cfg, _cli, _flags, _outputs, _same
 
@@ -91,7 +92,8 @@ def test_eval_and_curve_use_train_names_and_keep_the_old_spellings():
     from escov.llm import curve, evaluate
 
     shared = {"eval": ("max_completion_length", "prompt_style", "data_split", "eval_samples", "eval_ks", "eval_problems",
-                       "eval_temperature", "model", "task", "data", "reward", "engine", "dtype", "seed", "out", "device"),
+                       "eval_temperature", "model", "task", "data", "test_data", "data_fields", "reward",
+                       "reward_function", "engine", "dtype", "seed", "out", "device"),
               "curve": ("eval_samples", "eval_problems", "eval_temperature")}
     train_flags = {name for name, *_ in settings_help.settings()}
     for module, names in ((evaluate, shared["eval"]), (curve, shared["curve"])):
@@ -108,6 +110,9 @@ def test_eval_and_curve_use_train_names_and_keep_the_old_spellings():
     old = parser.parse_args(base + ["--max-new-tokens", "7", "--prompt-style", "instruct", "--n", "4", "--k", "1,4",
                                     "--data-split", "paper", "--num-problems", "3", "--top-p", "0.9"])
     assert new == old and new.max_new_tokens == 7 and new.prompt_style == "instruct"
+    # what eval shares with train has train's defaults: with a run's flags it evaluates the run's test problems
+    defaults, train_defaults = parser.parse_args(["--model", "m"]), TrainConfig()
+    assert all(getattr(defaults, name) == getattr(train_defaults, name) for name in evaluate.TASK_SETTINGS + ("seed",))
 
 
 # ----------------------------------------------------------------------------- the start line and --steps

@@ -4,7 +4,8 @@ import argparse
 import pytest
 
 from escov.llm import schedules
-from escov.llm.config import TrainConfig, add_train_arguments, config_from_args
+from escov.llm.config import TrainConfig, config_from_args
+from escov.llm.settings_help import add_train_arguments
 
 
 def _parse(argv):
@@ -97,3 +98,60 @@ def test_old_setting_and_file_names_still_read(tmp_path):
     (old / "population.json").write_text('{"measurements": [{"step": 0, "jspol": {"mean": 0.1}}]}')
     assert rundir.probe_path(old) == old / "population.json"
     assert rundir.read_probe(old, problems=[])["measurements"][0]["jspol"] == {"mean": 0.1}
+
+
+SETTINGS_WITHOUT_TORCH = r"""
+import json, sys
+from escov.llm.config import TrainConfig
+
+def build(**settings):
+    cfg = TrainConfig.from_dict({"model": "m", "out": "o", "device": "cpu"} | settings)
+    cfg.validate()
+    return cfg
+
+strategies = {
+    "one_by_one": build(algo="es"),
+    "batched_hf": build(algo="es", population={"batched": True}),
+    "ray": build(algo="es", workers=2, es={"population_size": 4}),
+    "ray named": build(algo="es", workers=2, es={"population_size": 4}, population={"members": "ray", "batched": True}),
+    "vllm_lora": build(algo="es", engine="vllm", population={"members": "vllm_lora", "noise_rank": 4}),
+    "vllm_inplace": build(algo="es", engine="vllm", population={"members": "vllm_inplace"}),
+    "grpo": build(algo="grpo", grpo={"num_generations": 4, "beta": 0.0}),
+    "es-grpo": build(algo="es-grpo", steps=4, switch_step=2, population={"batched": True, "noise_rank": 2}),
+}
+refused = []
+for bad in ({"engine": "vllm", "population": {"members": "batched_hf"}},
+            {"engine": "hf", "population": {"members": "vllm_lora", "noise_rank": 4}},
+            {"workers": 3, "es": {"population_size": 8}}):
+    try:
+        build(**bad)
+    except ValueError as err:
+        refused.append(str(err))
+loaded = sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.") or m == "escov.llm.es"
+                or m.startswith("escov.llm.es."))
+print(json.dumps({"built": sorted(strategies), "refused": refused, "loaded": loaded}))
+"""
+
+
+def test_settings_of_every_strategy_validate_without_torch_or_the_es_package():
+    """A fresh interpreter builds and validates the settings of every member-evaluation strategy, GRPO and a
+    schedule, and refuses bad combinations, without importing torch or any llm.es module."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", SETTINGS_WITHOUT_TORCH], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = json.loads(proc.stdout)
+    assert len(found["built"]) == 8
+    expected = ("config: population.batched needs engine = 'hf'",
+                "config: population.members vllm_lora needs engine = 'vllm', got 'hf'",
+                "config: es.population_size (8) must be divisible by workers (3)")
+    refused = found["refused"]
+    assert len(refused) == 3 and all(m.startswith(e) for m, e in zip(refused, expected)), refused
+    assert found["loaded"] == [], found["loaded"]

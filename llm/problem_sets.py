@@ -1,0 +1,62 @@
+"""The problems a run is measured on, defined once from its settings.
+
+    eval_set(cfg)      the run's task and its test problems: what every evaluation of the run reads
+                       (llm/train.py before and after training, llm/curve.py along it), and what
+                       `python -m escov.llm eval` with the run's flags, the Lemma 1 grid
+                       (paper_checks/lemma_grid.py) and scripts/measure_bases.py evaluate
+    heldout_set(cfg)   the forgetting check's task and problems (heldout_task, heldout_problems)
+    probe_problems     the prompts of the Lemma 1 probe (probe_prompts)
+
+A run's test problems are the first `eval_problems` of its task's test split (the task built from the
+run's settings: task, data files, split, fields, prompt style, reward) drawn with EVAL_PROBLEM_SEED,
+whatever the run's seed: every run and seed of a task is evaluated on the same problems, so runs and
+seeds are compared on equal footing (the sampling seeds still follow the run's seed). The held-out
+problems are drawn the same way from the held-out task; the probe's prompts are another draw of the
+test split (PROBE_PROBLEM_SEED).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from escov.llm.tasks import get_task
+
+if TYPE_CHECKING:
+    from escov.llm.config import TrainConfig
+    from escov.llm.tasks.base import Problem, Task
+
+EVAL_PROBLEM_SEED = 0
+PROBE_PROBLEM_SEED = 1
+
+
+@dataclass(frozen=True)
+class ProblemSet:
+    """A task and the problems of it that are measured."""
+    task: Task
+    problems: list[Problem]
+
+    @property
+    def ids(self) -> list[str]:
+        return [p.id for p in self.problems]
+
+
+def _test_draw(task: Task, n: int) -> ProblemSet:
+    return ProblemSet(task, task.problems("test", n, seed=EVAL_PROBLEM_SEED))
+
+
+def eval_set(cfg: TrainConfig, *, task: Task | None = None, n_problems: int | None = None) -> ProblemSet:
+    """The run's task (built from cfg's settings, unless the run was handed a task object) and its test
+    problems: the first n_problems (default: cfg.eval_problems) of the test split, drawn with EVAL_PROBLEM_SEED."""
+    n = cfg.eval_problems if n_problems is None else n_problems
+    return _test_draw(cfg.make_task() if task is None else task, n)
+
+
+def heldout_set(cfg: TrainConfig) -> ProblemSet | None:
+    """The forgetting check: cfg.heldout_task (with its default settings) and its first heldout_problems
+    test problems, drawn as the run's own; None when heldout_task is ""."""
+    return _test_draw(get_task(cfg.heldout_task), cfg.heldout_problems) if cfg.heldout_task else None
+
+
+def probe_problems(cfg: TrainConfig, task: Task) -> list[Problem]:
+    """The fixed prompts of the Lemma 1 probe: probe_prompts test problems drawn with PROBE_PROBLEM_SEED."""
+    return task.problems("test", cfg.probe_prompts, seed=PROBE_PROBLEM_SEED)

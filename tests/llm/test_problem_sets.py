@@ -1,0 +1,86 @@
+"""llm/problem_sets.py: one definition of a run's test problems. The published budgets keep the problems
+the code that made results/ drew (pinned), and `llm eval` with a run's flags evaluates the run's own
+test problems, whatever the seed."""
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from escov.llm.cli import main as llm_main
+from escov.llm.config import TrainConfig
+from escov.llm.problem_sets import eval_set, heldout_set, probe_problems
+from escov.llm.tasks import get_task
+from escov.paper_checks.reproduce import BUDGETS, plan
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _digest(ids) -> str:
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
+
+
+# sha256 of the newline-joined test problem ids every run of a budget was evaluated on, the held-out ones and
+# the probe's, as the code before llm/problem_sets.py drew them (llm/train.py: task.problems("test", n, seed=0),
+# held-out get_task(heldout_task).problems("test", n, seed=0), probe task.problems("test", n, seed=1));
+# computed once from that code on the budgets' plans
+PUBLISHED = {  # budget: (task, eval_problems, test ids, first id, held-out ids, probe ids)
+    "answer": ("countdown3", 256, "383172bd72039ebc8851cba02817d6ef660144990d62ceb97df39e3adc90987a",
+               "countdown/23,48,1=71", "1c96ac259c63f728a6101bf5895ae73761687f568f24236900d568183a716ba0",
+               "383a7396dec187e7ef1927338e78c8eeae9cdb589cf6c279e7c16ba1da88b60e"),
+    "answer-diffuse": ("countdown3", 64, "96a36d1037d1135eb84a58a513f29d43bbc53e189e6bbd2eb72833371540629b",
+                       "countdown/23,48,1=71", "1c96ac259c63f728a6101bf5895ae73761687f568f24236900d568183a716ba0",
+                       "383a7396dec187e7ef1927338e78c8eeae9cdb589cf6c279e7c16ba1da88b60e"),
+    "full": ("countdown", 200, "79c76dd0d9c6a30fba214b4d7c39e85ae280e9cfd7a4943c06e1a8d939dfddc2",
+             "countdown/20,27,18,2=2", "4bd53126aa08d70d412304a64dc622bfeeb950160881b5c1aaf484b7c1f19c2c",
+             "40a835579f4afbfc8341ce8c1842b4eaf463525603637f55011ee62677ccdf63"),
+    "small": ("countdown", 64, "37e0ef4b42b3055ba3b039284479e8a21f7c863f464ddb376e992e4df96c550b",
+              "countdown/20,27,18,2=2", "1c96ac259c63f728a6101bf5895ae73761687f568f24236900d568183a716ba0",
+              "40a835579f4afbfc8341ce8c1842b4eaf463525603637f55011ee62677ccdf63"),
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "full" else name
+                                  for name in sorted(PUBLISHED)])  # full: the same rule on 200 4-number problems
+def test_the_published_budgets_keep_their_test_problems(name):
+    """Every run of the budget gets, from eval_set, the test problems the task's test split gives for seed 0
+    (the old rule, spelled here), and those are the ids pinned above (the population sweep's runs, which
+    evaluate only SWEEP_EVAL's 8 problems and no held-out task, the first 8 of them)."""
+    task_name, n, test_digest, first, heldout_digest, probe_digest = PUBLISHED[name]
+    runs = {k: TrainConfig.from_dict(v | {"out": "o"}) for k, v in plan(BUDGETS[name], Path("m"), None).items()}
+    old_rule = [p.id for p in get_task(task_name).problems("test", n, seed=0)]
+    assert _digest(old_rule) == test_digest and old_rule[0] == first and len(set(old_rule)) == n
+    for run_name, cfg in runs.items():
+        test = eval_set(cfg)
+        assert cfg.task == task_name and test.ids == old_rule[:cfg.eval_problems], run_name
+        assert cfg.eval_problems == (8 if run_name.startswith("sweep-") else n), run_name
+        if not run_name.startswith("sweep-"):
+            assert _digest(heldout_set(cfg).ids) == heldout_digest, run_name
+        assert _digest(p.id for p in probe_problems(cfg, test.task)) == probe_digest, run_name
+    assert len([r for r in runs if not r.startswith("sweep-")]) >= 8
+
+
+def test_the_seed_does_not_choose_the_test_problems_and_the_count_takes_the_first():
+    ids = {seed: eval_set(TrainConfig(task="countdown3", eval_problems=16, seed=seed)).ids for seed in (0, 3)}
+    assert ids[0] == ids[3] and len(set(ids[0])) == 16
+    assert eval_set(TrainConfig(task="countdown3", eval_problems=16), n_problems=5).ids == ids[0][:5]
+    assert heldout_set(TrainConfig(heldout_task="")) is None
+
+
+def test_llm_eval_with_a_runs_flags_evaluates_the_runs_test_problems(tiny_model_dir, tmp_path, capsys):
+    """A run trained with seed 3 and `llm eval` of its checkpoint with the same task flags: the same problem
+    ids in both eval.json files (the old `llm eval` drew its problems with --seed, so seed 3 gave others)."""
+    shared = ["--task", "countdown3", "--seed", "3", "--eval_problems", "5", "--prompt_style", "plain"]
+    run = tmp_path / "run"
+    code = llm_main(["train", *shared, "--model", str(tiny_model_dir), "--out", str(run), "--algo", "grpo",
+                     "--steps", "1", "--batch_size", "2", "--train_pool", "4", "--threads", "1",
+                     "--max_completion_length", "4", "--probe", "false", "--eval_samples", "2", "--eval_ks", "1",
+                     "--heldout_task", "", "--threshold_keep", "50", "--grpo.num_generations", "2", "--no-progress"])
+    assert code == 0
+    run_ids = [p["id"] for p in json.loads((run / "eval.json").read_text())["final"]["per_problem"]]
+    code = llm_main(["eval", *shared, "--model", str(run / "checkpoints" / "step-1"), "--n", "2", "--k", "1",
+                     "--max_completion_length", "4", "--out", str(tmp_path / "ev"), "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    eval_ids = [p["id"] for p in json.loads((tmp_path / "ev" / "eval.json").read_text())["per_problem"]]
+    assert eval_ids == run_ids == eval_set(TrainConfig(task="countdown3", eval_problems=5)).ids
+    assert eval_ids != [p.id for p in get_task("countdown3").problems("test", 5, seed=3)]
