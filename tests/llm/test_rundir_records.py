@@ -127,8 +127,8 @@ def test_settings_are_recorded_once_and_each_change_with_the_step_it_applies_fro
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
         (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
     changed = config | {"es": {"sigma": 0.02, "alpha": 0.001}}
-    rundir.write_config(tmp_path, changed)
-    assert rundir.config_history(tmp_path)[1] == {"config": changed, "from_step": 6,
+    rundir.write_config(tmp_path, changed, from_step=4)  # the checkpoint the run continues from, not the newest
+    assert rundir.config_history(tmp_path)[1] == {"config": changed, "from_step": 4,
                                                  "changed": [{"setting": "es.sigma", "was": 0.01, "now": 0.02}]}
     assert no_temporary_files(tmp_path)
 
