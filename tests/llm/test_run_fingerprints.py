@@ -94,6 +94,10 @@ def test_inputs_json_records_code_data_reward_and_model(project):
     assert ev["fingerprint"]["inputs"] == {n: r["sha256"] for n, r in inputs.items()}
     state = json.loads((rundir.checkpoint_dir(run, 1) / rundir.TRAINER_STATE).read_text())
     assert state["settings_sha256"] == manifest["settings_sha256"]
+    from escov.paper_checks.trust import eval_contradiction
+    from escov.paper_checks.rundir import load_run
+
+    assert eval_contradiction(load_run(run)) is None  # a report trusts a real run's own evaluation
 
 
 def test_settings_hash_ignores_only_free_and_path_settings():
