@@ -458,7 +458,7 @@ def test_the_reader_names_an_edited_config_settings_changed_mid_run_and_a_live_w
     rundir.write_json(run / rundir.CONFIG, CONFIG | {"seed": 4})  # edited by hand: no history record
     (run / "checkpoints" / "step-2").mkdir(parents=True)
     (run / "checkpoints" / "step-2" / rundir.TRAINER_STATE).write_text("{}")  # complete: its state is written last
-    rundir.record_settings(run, CONFIG | {"es": {"sigma": 0.02}, "out": "elsewhere"})  # a recorded change
+    rundir.record_settings(run, CONFIG | {"es": {"sigma": 0.02}, "out": "elsewhere"}, from_step=2)  # a recorded change
     lock = rundir.WriterLock(run)
     lock.acquire()
     try:

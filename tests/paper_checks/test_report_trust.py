@@ -64,6 +64,17 @@ def test_runs_with_the_same_moved_final_weights_are_counted_once(runs):
     assert ev.excluded == [{"what": str(runs[1]), "reason": f"the same final weights (sha256 {'ab' * 6}) as {runs[0]}; counted once"}]
 
 
+def test_runs_whose_weights_never_moved_share_the_base_weights_and_all_count(runs):
+    """Seeds whose updates were all zero end at the base weights: the same hash, yet different runs."""
+    for run in runs[:3]:
+        ev = json.loads((run / "eval.json").read_text())
+        (run / "eval.json").write_text(json.dumps(ev | {"fingerprint": {"final_weights_sha256": "ab" * 32}}))
+        rows = [json.loads(line) | {"drift_rel": 0.0} for line in (run / "metrics.jsonl").read_text().splitlines()]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ev = collect(runs)
+    assert ev.excluded == [] and [r.path for r in ev.runs] == runs
+
+
 def test_an_eval_json_from_another_seed_is_named_and_left_out(runs):
     shutil.copy(runs[1] / "eval.json", runs[0] / "eval.json")  # es1's evaluation in es0
     ev = collect(runs)
