@@ -30,6 +30,7 @@ def _run(root: Path, name: str, algo: str, seed: int, drift: float) -> Path:
     ev = json.loads((run / "eval.json").read_text())
     for part in ("base", "final"):
         ev[part] |= {"seed": derive_seed(seed, "eval") % 2**31, "temperature": 1.0, "max_new_tokens": 24}
+        ev["heldout"][part] |= {"seed": derive_seed(seed, "heldout") % 2**31, "temperature": 1.0}
     (run / "eval.json").write_text(json.dumps(ev))
     return run
 
