@@ -119,7 +119,8 @@ def code_version() -> dict:
         return record
     commit = (git("rev-parse", "HEAD") or "").strip() or None
     diff = git("diff", "HEAD", "--binary") if commit else None
-    record |= {"commit": commit, "modified": bool(diff), "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None}
+    record |= {"commit": commit, "modified": bool(diff),
+               "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None}
     return record
 
 
@@ -128,7 +129,8 @@ def describe_code(code: dict | None) -> str:
     if not code:
         return "unknown code"
     if code.get("commit"):
-        modified = f" (modified, diff {code['diff_sha256'][:8]})" if code.get("modified") and code.get("diff_sha256") else ""
+        modified = (f" (modified, diff {code['diff_sha256'][:8]})" if code.get("modified") and code.get("diff_sha256")
+                    else "")
         return f"commit {code['commit'][:SHORT]}{modified}"
     return f"version {code.get('version')}"
 
@@ -146,7 +148,8 @@ def reward_source(spec: str) -> Path | None:
     except (ImportError, ValueError):
         found = None
     if found is None:
-        raise ValueError(f"reward_function {spec!r}: no module {module!r} on the Python path (give 'path/to/file.py:function')")
+        raise ValueError(f"reward_function {spec!r}: no module {module!r} on the Python path "
+                         "(give 'path/to/file.py:function')")
     return Path(found.origin) if found.origin and Path(found.origin).is_file() else None
 
 
@@ -217,8 +220,8 @@ def check_inputs(run_dir: str | Path, cfg, recorded: dict) -> None:
     for name in PATH_SETTINGS:
         record, now = recorded.get(name), getattr(cfg, name)
         if record is None and now:
-            raise RunDirError(f"{run_dir / CONFIG}: setting {name} is {now!r} but the run ran without it; a resumed run "
-                              "keeps its inputs (restore it, or start a new run)")
+            raise RunDirError(f"{run_dir / CONFIG}: setting {name} is {now!r} but the run ran without it; "
+                              "a resumed run keeps its inputs (restore it, or start a new run)")
         if record is None:
             continue
         if not now:
@@ -231,7 +234,8 @@ def check_inputs(run_dir: str | Path, cfg, recorded: dict) -> None:
         path = _locate(run_dir, name, record)
         digest = _sha256(name, path)
         if digest != record["sha256"]:
-            what = {"model": "base model weights", "reward_function": "reward function source"}.get(name, f"{name} file")
+            what = {"model": "base model weights", "reward_function": "reward function source"}.get(name,
+                                                                                                  f"{name} file")
             raise RunDirError(f"{path}: {what} changed since the run started (sha256 {record['sha256'][:SHORT]} -> "
                               f"{digest[:SHORT]}); a resumed run keeps its inputs (restore it, or start a new run)")
         if name == "reward_function":
@@ -253,12 +257,13 @@ def check_settings_hash(run_dir: str | Path, allow_change: bool) -> dict | None:
         steps, _ = rundir.checkpoint_steps(run_dir)
         if steps:
             try:
-                stamped = "settings_sha256" in rundir.read_json(rundir.checkpoint_dir(run_dir, steps[0]) / rundir.TRAINER_STATE)
+                state = rundir.read_json(rundir.checkpoint_dir(run_dir, steps[0]) / rundir.TRAINER_STATE)
+                stamped = isinstance(state, dict) and "settings_sha256" in state
             except RunDirError:
                 stamped = False  # a damaged checkpoint: resume_point sets it aside
             if stamped:
-                raise RunDirError(f"{run_dir / MANIFEST}: missing, but checkpoint step-{steps[0]} was written by a run that "
-                                  "records its inputs there; restore it to resume (or start a new run)")
+                raise RunDirError(f"{run_dir / MANIFEST}: missing, but checkpoint step-{steps[0]} was written by a run "
+                                  "that records its inputs there; restore it to resume (or start a new run)")
         if steps or (run_dir / rundir.METRICS).exists():
             print(f"note: {run_dir / MANIFEST} is missing (a run from before runs recorded their inputs): its code, "
                   "data, reward and model cannot be compared with the run's; recorded from now on", file=sys.stderr)
@@ -266,7 +271,8 @@ def check_settings_hash(run_dir: str | Path, allow_change: bool) -> dict | None:
     if not rundir.config_history(run_dir):
         now, was = settings_sha256(rundir.read_config(run_dir)), recorded["settings_sha256"]
         if now != was and not allow_change:
-            raise RunDirError(f"{run_dir / CONFIG}: settings differ from those the run ran with (sha256 {was[:SHORT]} in "
-                              f"{MANIFEST}, now {now[:SHORT]}) and {CONFIG_HISTORY}, which names them, is missing; restore "
-                              "config.json, or pass --allow_config_change true to continue with the new settings")
+            raise RunDirError(f"{run_dir / CONFIG}: settings differ from those the run ran with (sha256 {was[:SHORT]} "
+                              f"in {MANIFEST}, now {now[:SHORT]}) and {CONFIG_HISTORY}, which names them, is missing; "
+                              "restore config.json, or pass --allow_config_change true to continue with the new "
+                              "settings")
     return recorded

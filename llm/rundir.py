@@ -144,7 +144,7 @@ class Thresholded(TypedDict):
 
 
 class EvalFile(TypedDict, total=False):
-    fingerprint: dict              # {"settings_sha256", "inputs": {name: sha256}, "final_weights_sha256"} (llm/fingerprints.py)
+    fingerprint: dict              # {"settings_sha256", "inputs": {name: sha256}, "final_weights_sha256"}
     base: Evaluation
     base_greedy: Evaluation
     final: Evaluation
@@ -314,7 +314,8 @@ def read_manifest(run: Path) -> dict | None:
     if not path.exists():
         return None
     data = read_json(path)
-    if not isinstance(data, dict) or not isinstance(data.get("inputs"), dict) or not isinstance(data.get("settings_sha256"), str):
+    if not isinstance(data, dict) or not isinstance(data.get("inputs"), dict) \
+            or not isinstance(data.get("settings_sha256"), str):
         raise RunDirError(f"{path}: expected a record with 'code', 'settings_sha256' and 'inputs'")
     return data
 
@@ -801,7 +802,8 @@ def record_settings(run: Path, config: dict, from_step: int = 0) -> None:
 
 def record_code_change(run: Path, config: dict, was: str, now: str, from_step: int) -> None:
     """Record in config_history.jsonl that the run continues from checkpoint `from_step` with other code."""
-    _append_history(run, {"config": config, "changed": [{"setting": "code", "was": was, "now": now}], "from_step": from_step})
+    _append_history(run, {"config": config, "changed": [{"setting": "code", "was": was, "now": now}],
+                          "from_step": from_step})
 
 
 def _append_history(run: Path, record: dict) -> None:

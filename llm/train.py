@@ -4,7 +4,8 @@
                         [--config FILE.toml] [--steps 40 --es.sigma 1e-3 ...] | --resume RUN_DIR
 
 Run directory (the interface to paper_checks):
-    config.json        the resolved settings (paths made absolute), plus "schedule": the budget kind and each phase's steps
+    config.json        the resolved settings (paths made absolute), plus "schedule": the budget kind and each
+                       phase's steps
     inputs.json        what the run was made from: code version, settings hash, each input's paths and sha256
                        (llm/fingerprints.py); a resume refuses a changed input and records a change of code
     metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
@@ -481,11 +482,13 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
         name_missing_side_records(cfg, out, from_step)
     config = cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)}
     rundir.write_config(out, config, from_step)
-    run.manifest = fingerprints.manifest(cfg, inputs, config, {n: r["given"] for n, r in (recorded or {"inputs": {}})["inputs"].items()})
+    typed = {n: r["given"] for n, r in (recorded or {"inputs": {}})["inputs"].items()}  # the paths as first typed
+    run.manifest = fingerprints.manifest(cfg, inputs, config, typed)
     if recorded is not None and recorded.get("code") != run.manifest["code"]:
         was, now = fingerprints.describe_code(recorded.get("code")), fingerprints.describe_code(run.manifest["code"])
-        print(f"note: the run started with {was} and continues from step {from_step} with {now}; its results from "
-              f"step {from_step + 1} on may differ from the old code's (recorded in {rundir.CONFIG_HISTORY})", file=sys.stderr)
+        print(f"note: the run started with {was} and continues from step {from_step} with {now}; its results "
+              f"from step {from_step + 1} on may differ from the old code's (recorded in {rundir.CONFIG_HISTORY})",
+              file=sys.stderr)
         rundir.record_code_change(out, config, was, now, from_step)
     rundir.write_manifest(out, run.manifest)
     # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over)

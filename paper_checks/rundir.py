@@ -77,7 +77,8 @@ def changes_mid_run(path: Path) -> list[str]:
         history = rundir.config_history(path)
     except RunDirError:
         return []  # named among the run's problems
-    return [f"after step {record.get('from_step')}: " + ", ".join(f"{c['setting']} {c['was']} -> {c['now']}" for c in changed)
+    return [f"after step {record.get('from_step')}: "
+            + ", ".join(f"{c['setting']} {c['was']} -> {c['now']}" for c in changed)
             for record in history[1:]
             if (changed := [c for c in record.get("changed", []) if c.get("setting") not in rundir.NOT_COMPARED])]
 

@@ -147,12 +147,14 @@ def curve_contradiction(run: Run) -> str | None:
     for point in run.curve or []:
         for kind in ("sampled", "greedy"):
             evaluation = point.get(kind) or {}
-            expected = [{k: v for k, v in (("seed", _curve_seed(c["seed"], point["step"]) if isinstance(c.get("seed"), int) else None),
-                                               ("max_new_tokens", c.get("max_completion_length"))) if v is not None} for c in configs]
+            expected = [{k: v for k, v in (("seed", _curve_seed(c["seed"], point["step"])
+                                                    if isinstance(c.get("seed"), int) else None),
+                                           ("max_new_tokens", c.get("max_completion_length"))) if v is not None}
+                        for c in configs]
             if not any(all(evaluation.get(k, v) == v for k, v in e.items()) for e in expected):
                 field = next(k for k, v in expected[0].items() if evaluation.get(k, v) != v)
-                return (f"step {point['step']} {kind}: {field} is {evaluation.get(field)!r} but the run's settings give "
-                        f"{expected[0][field]!r}")
+                return (f"step {point['step']} {kind}: {field} is {evaluation.get(field)!r} but the run's settings "
+                        f"give {expected[0][field]!r}")
             mismatch = count_mismatch(evaluation)
             if mismatch:
                 return f"step {point['step']} {kind}: {mismatch}"
@@ -162,7 +164,8 @@ def curve_contradiction(run: Run) -> str | None:
 def _final_weights(run: Run) -> str | None:
     """The final weights' hash, for runs whose weights moved (drift > 0 in the last metrics row)."""
     digest = ((run.eval or {}).get("fingerprint") or {}).get("final_weights_sha256")
-    moved = bool(run.metrics) and isinstance(run.metrics[-1].get("drift_rel"), (int, float)) and run.metrics[-1]["drift_rel"] > 0
+    drift = run.metrics[-1].get("drift_rel") if run.metrics else None
+    moved = isinstance(drift, (int, float)) and drift > 0
     return digest if digest and moved else None
 
 
@@ -176,24 +179,27 @@ def screen(runs: list[Run]) -> tuple[list[Run], list[dict]]:
     for run in runs:
         where = run.path.resolve()
         if where in seen_path:
-            excluded.append({"what": str(run.path), "reason": f"given twice (the same directory as {seen_path[where].path}); counted once"})
+            excluded.append({"what": str(run.path),
+                             "reason": f"given twice (the same directory as {seen_path[where].path}); counted once"})
             continue
         seen_path[where] = run
         settings = (settings_sha256(run.config), _inputs_key(run))
         if settings in seen_settings:
             first = seen_settings[settings]
-            excluded.append({"what": str(run.path), "reason": f"the same settings, seed ({run.seed}) and inputs as {first.path} "
-                                                              "(a copy or a rerun of it); counted once"})
+            excluded.append({"what": str(run.path), "reason": f"the same settings, seed ({run.seed}) and inputs as "
+                                                              f"{first.path} (a copy or a rerun of it); counted once"})
             continue
         if run.eval:
             why = eval_contradiction(run)
             if why:
-                excluded.append({"what": str(run.path / rundir.EVAL), "reason": f"{why}; left out (not this run's evaluation)"})
+                excluded.append({"what": str(run.path / rundir.EVAL),
+                                 "reason": f"{why}; left out (not this run's evaluation)"})
                 run.eval = None
         if run.curve:
             why = curve_contradiction(run)
             if why:
-                excluded.append({"what": str(run.path / rundir.CURVE), "reason": f"{why}; left out (not this run's curve)"})
+                excluded.append({"what": str(run.path / rundir.CURVE),
+                                 "reason": f"{why}; left out (not this run's curve)"})
                 run.curve = None
         weights = _final_weights(run)
         if weights is not None and weights in seen_weights:

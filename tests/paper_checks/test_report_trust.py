@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from escov.llm.rollout import derive_seed
-from escov.paper_checks.claims import BY_ID
+from escov.theory.claims import BY_ID
 from escov.paper_checks.real_checks import REAL_CHECKS
 from escov.paper_checks.report import build_report, collect, real_verdict
 from test_paper_checks_verdicts import make_run
