@@ -24,8 +24,8 @@ from escov.llm.train import resume, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-RUN = dict(algo="es", task="prompts", data="data/train.jsonl", test_data="data/test.jsonl", reward_function="rewards.py:exact",
-           steps=2, checkpoint_every=1, batch_size=2, train_pool=8, threads=1, max_completion_length=4, step_samples=2,
+RUN = dict(algo="es", task="prompts", data="data/train.jsonl", test_data="data/test.jsonl",
+           reward_function="rewards.py:exact", steps=2, checkpoint_every=1, batch_size=2, train_pool=8, threads=1, max_completion_length=4, step_samples=2,
            probe=False, eval_problems=2, eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(),
            completions_kept=2, report_to="tensorboard", grpo={"num_generations": 4},
            es={"population_size": 8, "sigma": 0.05, "alpha": 0.05, "member_samples": 2, "member_temperature": 1.0})
@@ -48,8 +48,8 @@ def project(tiny_model_dir, tmp_path_factory):
     shutil.copytree(tiny_model_dir, root / "model")
     (root / "data").mkdir()
     for name, rows in (("train", range(10)), ("test", range(10, 14))):
-        (root / "data" / f"{name}.jsonl").write_text("".join(json.dumps({"prompt": f"{i}+1=", "answer": str(i + 1)}) + "\n"
-                                                             for i in rows))
+        records = [{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in rows]
+        (root / "data" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (root / "rewards.py").write_text(REWARDS)
     cwd = os.getcwd()
     os.chdir(root)
@@ -78,14 +78,15 @@ def test_inputs_json_records_code_data_reward_and_model(project):
     for name, given, path in (("data", "data/train.jsonl", project / "data/train.jsonl"),
                               ("test_data", "data/test.jsonl", project / "data/test.jsonl"),
                               ("reward_function", "rewards.py:exact", project / "rewards.py")):
-        assert inputs[name] == {"given": given, "path": str(path), "from_run": str(Path("..") / path.relative_to(project)),
-                                "sha256": sha(path)}
+        assert inputs[name] == {"given": given, "path": str(path), "sha256": sha(path),
+                                "from_run": str(Path("..") / path.relative_to(project))}
     assert config["data"] == str(project / "data/train.jsonl")  # config.json: absolute, usable from any folder
     assert config["reward_function"] == f"{project / 'rewards.py'}:exact"
     by_hand = hashlib.sha256(b"model.safetensors\0" + (project / "model/model.safetensors").read_bytes()).hexdigest()
     assert inputs["model"]["sha256"] == by_hand and inputs["model"]["given"] == "model"
     assert manifest["settings_sha256"] == fingerprints.settings_sha256(config)
-    head = subprocess.run(["git", "-C", str(Path(fingerprints.__file__).parents[1]), "rev-parse", "HEAD"], capture_output=True, text=True)
+    source = Path(fingerprints.__file__).parents[1]
+    head = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode == 0:  # the tests run from a git checkout: its commit
         assert manifest["code"]["commit"] == head.stdout.strip()
     ev = json.loads((run / rundir.EVAL).read_text())
@@ -120,7 +121,8 @@ def test_a_run_resumes_from_another_folder_and_a_moved_project_resumes(copy, tmp
     shutil.rmtree(moved / "run" / "checkpoints" / "step-2")
     resume(moved / "run", show_progress=False)
     config = json.loads((moved / "run" / rundir.CONFIG).read_text())
-    assert config["data"] == str(moved / "data/train.jsonl") and config["reward_function"] == f"{moved / 'rewards.py'}:exact"
+    assert config["data"] == str(moved / "data/train.jsonl")
+    assert config["reward_function"] == f"{moved / 'rewards.py'}:exact"
     inputs = json.loads((moved / "run" / rundir.MANIFEST).read_text())["inputs"]
     assert inputs["data"]["given"] == "data/train.jsonl" and inputs["model"]["path"] == str(moved / "model")
     assert len(rundir.config_history(moved / "run")) == 1  # a moved input is no change of settings
@@ -135,8 +137,8 @@ def test_a_run_resumes_from_another_folder_and_a_moved_project_resumes(copy, tmp
 
 
 @pytest.mark.parametrize("name, edit", [
-    ("data", lambda root: (root / "data/train.jsonl").write_text((root / "data/train.jsonl").read_text().replace("1+1=", "1+2="))),
-    ("test_data", lambda root: (root / "data/test.jsonl").write_text((root / "data/test.jsonl").read_text()[:-1] + " \n")),
+    ("data", lambda root: _edit(root / "data/train.jsonl", lambda text: text.replace("1+1=", "1+2="))),
+    ("test_data", lambda root: _edit(root / "data/test.jsonl", lambda text: text[:-1] + " \n")),
     ("reward_function", lambda root: (root / "rewards.py").write_text(REWARDS.replace("float(", "0.5 * float("))),
     ("model", lambda root: _scale_one_weight(root / "model/model.safetensors")),
 ])
@@ -153,6 +155,10 @@ def test_a_changed_input_is_refused_naming_the_file_and_both_hashes(copy, name, 
     message = str(err.value)
     assert message.startswith(str(path)) and f"{record['sha256'][:12]} -> {now[:12]}" in message and "\n" not in message
     assert (rundir.checkpoint_dir(run, 2)).exists()  # refused before anything was touched
+
+
+def _edit(path: Path, change) -> None:
+    path.write_text(change(path.read_text()))
 
 
 def _scale_one_weight(path: Path) -> None:
@@ -182,7 +188,8 @@ def test_a_change_of_code_is_noted_and_recorded_at_the_resumed_step(copy, capsys
     err = capsys.readouterr().err
     assert "note: the run started with commit 000000000000 and continues from step 1" in err
     last = rundir.config_history(run)[-1]
-    assert last["from_step"] == 1 and last["changed"][0]["setting"] == "code" and last["changed"][0]["was"] == "commit 000000000000"
+    assert last["from_step"] == 1
+    assert last["changed"][0]["setting"] == "code" and last["changed"][0]["was"] == "commit 000000000000"
     assert json.loads((run / rundir.MANIFEST).read_text())["code"] == fingerprints.code_version()
     from escov.paper_checks.rundir import load_run
 
@@ -196,10 +203,11 @@ def test_editing_config_after_deleting_its_history_is_refused(copy):
     recorded = fingerprints.settings_sha256(config)
     config["es"]["sigma"] = 0.07
     (run / rundir.CONFIG).write_text(json.dumps(config))
-    with pytest.raises(RunDirError, match=f"sha256 {recorded[:12]} in inputs.json, now {fingerprints.settings_sha256(config)[:12]}"):
+    now = fingerprints.settings_sha256(config)
+    with pytest.raises(RunDirError, match=f"sha256 {recorded[:12]} in inputs.json, now {now[:12]}"):
         resume(run, show_progress=False)
     (run / rundir.MANIFEST).unlink()  # and the manifest too: the checkpoints say the run had one
-    with pytest.raises(RunDirError, match="inputs.json: missing, but checkpoint step-2 was written by a run that records"):
+    with pytest.raises(RunDirError, match="inputs.json: missing, but checkpoint step-2 was written by a run that"):
         resume(run, show_progress=False)
 
 

@@ -97,7 +97,8 @@ def test_report_json_records_each_base_model_over_its_seeds(tmp_path):
     assert set(bases) == {"paper-like", "diffuse"}
     paper = bases["paper-like"]
     assert paper["seeds"] == 2 and paper["temperature"] == 0.6 and paper["samples"] == 32 and paper["problems"] == 4
-    assert paper["pass_at_k"] == {"1": pytest.approx((8 / 128 + 12 / 128) / 2), "32": pytest.approx((2 / 4 + 3 / 4) / 2)}
+    assert paper["pass_at_k"] == {"1": pytest.approx((8 / 128 + 12 / 128) / 2),
+                                  "32": pytest.approx((2 / 4 + 3 / 4) / 2)}
     assert paper["no_correct_share"] == pytest.approx((2 / 4 + 1 / 4) / 2)
     assert bases["diffuse"]["seeds"] == 1 and bases["diffuse"]["no_correct_share"] == pytest.approx(0.75)
 

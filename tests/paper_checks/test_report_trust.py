@@ -62,7 +62,8 @@ def test_runs_with_the_same_moved_final_weights_are_counted_once(runs):
         (run / "eval.json").write_text(json.dumps(ev | {"fingerprint": {"final_weights_sha256": "ab" * 32}}))
     ev = collect(runs)
     assert runs[1] not in [r.path for r in ev.runs]
-    assert ev.excluded == [{"what": str(runs[1]), "reason": f"the same final weights (sha256 {'ab' * 6}) as {runs[0]}; counted once"}]
+    reason = f"the same final weights (sha256 {'ab' * 6}) as {runs[0]}; counted once"
+    assert ev.excluded == [{"what": str(runs[1]), "reason": reason}]
 
 
 def test_runs_whose_weights_never_moved_share_the_base_weights_and_all_count(runs):
@@ -94,7 +95,8 @@ def test_counts_that_do_not_give_their_pass_at_k_are_named(runs):
     (runs[3] / "eval.json").write_text(json.dumps(ev))
     [excluded] = collect(runs).excluded
     assert excluded["what"] == str(runs[3] / "eval.json")
-    assert f"final: Pass@16 written {written + 0.01:.6g}, its per-problem counts give {written:.6g}" in excluded["reason"]
+    named = f"final: Pass@16 written {written + 0.01:.6g}, its per-problem counts give {written:.6g}"
+    assert named in excluded["reason"]
 
 
 def test_every_exclusion_is_listed_at_the_top_of_the_report(runs, tmp_path):
@@ -112,7 +114,8 @@ def test_every_exclusion_is_listed_at_the_top_of_the_report(runs, tmp_path):
 def test_a_claim_on_runs_whose_inputs_changed_mid_run_says_so(runs):
     config = json.loads((runs[0] / "config.json").read_text())
     history = [{"config": config, "changed": [], "from_step": 0},
-               {"config": config, "changed": [{"setting": "code", "was": "commit aaaa", "now": "commit bbbb"}], "from_step": 4}]
+               {"config": config, "from_step": 4,
+                "changed": [{"setting": "code", "was": "commit aaaa", "now": "commit bbbb"}]}]
     (runs[0] / "config_history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history))
     verdict = real_verdict(BY_ID["drift_ratio"], collect(runs))
     assert "inputs changed mid-run: es0 (after step 4: code commit aaaa -> commit bbbb)" in verdict.note
