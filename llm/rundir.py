@@ -13,6 +13,9 @@ The run directory is the interface between `llm` (train.py writes it, resume rea
     curve.json           {"points": [CurvePoint, ...]}: checkpoints evaluated along training (llm/curve.py)
     config_history.jsonl the settings the run started with, then one record per change a resume was
                          allowed to make ({"config", "changed", "from_step"}); config.json must match the last
+                         (a change of code version is recorded there too, as the setting "code")
+    inputs.json          what the run was made from (llm/fingerprints.py): code version, the settings' hash,
+                         and each input's path as typed, absolute and relative to the run, with its sha256
     run.lock             {"pid", "host", "since"} of the one process writing the directory, held with flock
     completions.jsonl    one KeptCompletion per line: a bounded sample of prompts, completions and their
                          rewards at each evaluation (and every completions_every steps)
@@ -67,6 +70,7 @@ WEIGHTS = "model.safetensors"
 OPTIMIZER = "optimizer.pt"
 ADAPTER = "adapter.safetensors"  # GRPO with use_peft: the LoRA adapters inside a phase (llm/grpo_lora.py)
 CHECKPOINT_NAME = re.compile(r"step-(\d+)")
+MANIFEST = "inputs.json"
 
 
 class RunDirError(ValueError):
@@ -154,6 +158,7 @@ class Thresholded(TypedDict):
 
 
 class EvalFile(TypedDict, total=False):
+    fingerprint: dict              # {"settings_sha256", "inputs": {name: sha256}, "final_weights_sha256"}
     base: Evaluation
     base_greedy: Evaluation
     final: Evaluation
@@ -199,9 +204,13 @@ class KeptCompletion(TypedDict):
     reward: float
 
 
-class TrainerState(TypedDict):
+class _TrainerStateCore(TypedDict):
     step: int
     elapsed: float                 # seconds of training before the checkpoint
+
+
+class TrainerState(_TrainerStateCore, total=False):
+    settings_sha256: str           # the settings the checkpoint was trained with (llm/fingerprints.py settings_sha256)
 
 
 _RUNTIME_TYPES = {int: int, float: (int, float), str: str, dict: dict, list: list, bool: bool}
@@ -306,10 +315,27 @@ def _report_or_raise(err: RunDirError, problems: list[str] | None) -> None:
 
 # ----------------------------------------------------------------------------- the files
 
-def write_config(run: Path, config: dict) -> None:
-    """config.json, and config_history.jsonl's record of the settings when they are new (record_settings)."""
+def write_config(run: Path, config: dict, from_step: int = 0) -> None:
+    """config.json, and config_history.jsonl's record of the settings when they are new (record_settings;
+    from_step: the checkpoint the run continues from)."""
     write_json(Path(run) / CONFIG, config)
-    record_settings(run, config)
+    record_settings(run, config, from_step)
+
+
+def read_manifest(run: Path) -> dict | None:
+    """inputs.json (llm/fingerprints.py), or None when missing; RunDirError when damaged."""
+    path = Path(run) / MANIFEST
+    if not path.exists():
+        return None
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("inputs"), dict) \
+            or not isinstance(data.get("settings_sha256"), str):
+        raise RunDirError(f"{path}: expected a record with 'code', 'settings_sha256' and 'inputs'")
+    return data
+
+
+def write_manifest(run: Path, data: dict) -> None:
+    write_json(Path(run) / MANIFEST, data)
 
 
 def read_config(run: Path) -> dict:
@@ -737,6 +763,9 @@ def is_empty(run: Path) -> bool:
 
 CONFIG_HISTORY = "config_history.jsonl"
 FREE_SETTINGS = ("out", "device")  # may differ on resume: the directory's place, and the device (--device)
+# absolute paths in config.json, compared by their content's hash (inputs.json), not by their text: they move with the run
+PATH_SETTINGS = ("model", "data", "test_data", "reward_function")
+NOT_COMPARED = FREE_SETTINGS + PATH_SETTINGS
 
 
 def flat_settings(config: dict, prefix: str = "") -> dict[str, Any]:
@@ -783,7 +812,7 @@ def check_settings_fixed(run: Path, allow_change: bool) -> list[tuple[str, Any, 
     history = config_history(run)
     if not history:  # a run directory from before config_history.jsonl: nothing to compare with
         return []
-    changes = setting_changes(history[-1]["config"], read_config(run), ignore=FREE_SETTINGS)
+    changes = setting_changes(history[-1]["config"], read_config(run), ignore=NOT_COMPARED)
     if changes and not allow_change:
         name, was, now = changes[0]
         more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
@@ -793,16 +822,25 @@ def check_settings_fixed(run: Path, allow_change: bool) -> list[tuple[str, Any, 
     return changes
 
 
-def record_settings(run: Path, config: dict) -> None:
-    """Append `config` to config_history.jsonl when it differs from the last record (the first record
-    is the settings a run starts with), with the changed settings and the newest checkpoint's step."""
+def record_settings(run: Path, config: dict, from_step: int = 0) -> None:
+    """Append `config` to config_history.jsonl when its compared settings differ from the last record (the
+    first record is the settings a run starts with), with the changed settings and the step of the
+    checkpoint the run continues from."""
     history = config_history(run)
-    changes = setting_changes(history[-1]["config"], config) if history else []
+    changes = setting_changes(history[-1]["config"], config, ignore=NOT_COMPARED) if history else []
     if history and not changes:
         return
-    steps, _ = checkpoint_steps(run)
-    record = {"config": config, "changed": [{"setting": k, "was": a, "now": b} for k, a, b in changes],
-              "from_step": steps[0] if history and steps else 0}
+    _append_history(run, {"config": config, "changed": [{"setting": k, "was": a, "now": b} for k, a, b in changes],
+                          "from_step": from_step if history else 0})
+
+
+def record_code_change(run: Path, config: dict, was: str, now: str, from_step: int) -> None:
+    """Record in config_history.jsonl that the run continues from checkpoint `from_step` with other code."""
+    _append_history(run, {"config": config, "changed": [{"setting": "code", "was": was, "now": now}],
+                          "from_step": from_step})
+
+
+def _append_history(run: Path, record: dict) -> None:
     path = Path(run) / CONFIG_HISTORY
     line = dumps(record, str(path))  # before the file is opened: a refused record leaves no empty history behind
     with writing(path), open(path, "a", encoding="utf-8") as fh:
@@ -858,13 +896,13 @@ def integrity_problems(run: Path, config: dict, rows: list[dict], finished: bool
     except RunDirError as err:
         return problems + [str(err)]
     if history:
-        changes = setting_changes(history[-1]["config"], config, ignore=FREE_SETTINGS)
+        changes = setting_changes(history[-1]["config"], config, ignore=NOT_COMPARED)
         if changes:
             problems.append(f"{run / CONFIG}: differs from the settings the run ran with (edited by hand?): "
                             + ", ".join(f"{k} {json.dumps(a)} -> {json.dumps(b)}" for k, a, b in changes))
         for record in history[1:]:
             named = ", ".join(f"{c['setting']} {json.dumps(c['was'])} -> {json.dumps(c['now'])}" for c in record["changed"]
-                              if c["setting"] not in FREE_SETTINGS)
+                              if c["setting"] not in NOT_COMPARED)
             if named:
                 problems.append(f"{run / CONFIG_HISTORY}: settings changed mid-run after step {record['from_step']}: {named}")
     holder = in_use(run)

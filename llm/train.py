@@ -4,7 +4,10 @@
                         [--config FILE.toml] [--steps 40 --es.sigma 1e-3 ...] | --resume RUN_DIR
 
 Run directory (the interface to paper_checks):
-    config.json        the resolved settings, plus "schedule": the budget kind and each phase's steps
+    config.json        the resolved settings (paths made absolute), plus "schedule": the budget kind and each
+                       phase's steps
+    inputs.json        what the run was made from: code version, settings hash, each input's paths and sha256
+                       (llm/fingerprints.py); a resume refuses a changed input and records a change of code
     metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
     probe.json         {"measurements": [...]}: the Lemma 1 probe before training, every probe_every steps, at the end
                        (none with probe = false)
@@ -40,7 +43,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from escov.llm import drift, rundir, schedules, tracking
+from escov.llm import drift, fingerprints, rundir, schedules, tracking
 from escov.llm.config import TrainConfig, load_config
 from escov.llm.device import resolve_device, resume_device
 from escov.llm.es import ES, check_setup, make_es, select_parameters
@@ -156,6 +159,7 @@ class TrainingRun:
         self.probe = probe_problems(cfg, self.task)
         self.trainer: ES | GRPO | None = None
         self.trainer_phase: schedules.Phase | None = None
+        self.manifest: dict = {}  # inputs.json's content (train sets it once the run directory is written)
         self.tracker: tracking.Tracker = tracking.Tracker()  # train() opens the one report_to names
         self.warned_zero_update = False  # ES: the warning that all members' rewards were equal is printed once
 
@@ -228,6 +232,12 @@ class TrainingRun:
                 self.trainer.optimizer.load_state_dict(optimizer_state)
         self.trainer_phase = phase
 
+    def fingerprint(self, final: dict | None = None) -> dict:
+        """eval.json's record of what its evaluations were made from (final: the final weights, hashed)."""
+        record = {"settings_sha256": self.manifest.get("settings_sha256", ""),
+                  "inputs": {n: r["sha256"] for n, r in self.manifest.get("inputs", {}).items()}}
+        return record | ({"final_weights_sha256": fingerprints.tensors_sha256(final)} if final is not None else {})
+
     def checkpoint(self, step: int, elapsed: float) -> Path:
         opt = self.trainer.optimizer.state_dict() if isinstance(self.trainer, GRPO) else None
         adapter = None
@@ -235,8 +245,8 @@ class TrainingRun:
             from escov.llm import grpo_lora
 
             adapter = grpo_lora.adapter_state(self.trainer.policy)
-        path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), {"elapsed": elapsed},
-                                      opt, adapter)
+        state = {"elapsed": elapsed, "settings_sha256": self.manifest.get("settings_sha256", "")}
+        path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), state, opt, adapter)
         stop_point(f"checkpoint-{step}")
         return path
 
@@ -386,6 +396,7 @@ def _final_stage(run: TrainingRun) -> None:
         ev["thresholded"].append({"keep_percent": q, "sparsity_percent": 100 - q, "pass_at_1": res["pass_at_k"]["1"]})
     run.set_weights(final)
     stop_if_requested(during)
+    ev["fingerprint"] = run.fingerprint(final)
     rundir.write_eval(run.dir, ev)
     drift.plot_histogram(ev["update_analysis"], run.dir / "drift_hist.png", f"{cfg.algo}: update magnitudes")
     plot_curves(run.dir)
@@ -520,10 +531,26 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
     out = Path(cfg.out)
     if not resume and not rundir.is_empty(out):
         raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
+    recorded = rundir.read_manifest(out) if resume else None
+    inputs = fingerprints.take_inputs(cfg, out)  # paths made absolute before anything reads them
     run = TrainingRun(cfg, task, show_progress)
     stop_if_requested("before the base evaluation")
-    rundir.write_config(out, cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)})
     point = resume_point(run) if resume else None
+    from_step = point[0] if point is not None else 0
+    if resume:
+        drop_later_checkpoints(out, from_step)
+        name_missing_side_records(cfg, out, from_step)
+    config = cfg.to_dict() | {"schedule": schedules.describe(cfg, run.phases)}
+    rundir.write_config(out, config, from_step)
+    typed = {n: r["given"] for n, r in (recorded or {"inputs": {}})["inputs"].items()}  # the paths as first typed
+    run.manifest = fingerprints.manifest(cfg, inputs, config, typed)
+    if recorded is not None and recorded.get("code") != run.manifest["code"]:
+        was, now = fingerprints.describe_code(recorded.get("code")), fingerprints.describe_code(run.manifest["code"])
+        print(f"note: the run started with {was} and continues from step {from_step} with {now}; its results "
+              f"from step {from_step + 1} on may differ from the old code's (recorded in {rundir.CONFIG_HISTORY})",
+              file=sys.stderr)
+        rundir.record_code_change(out, config, was, now, from_step)
+    rundir.write_manifest(out, run.manifest)
     # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over)
     purge_from = None if not resume else 0 if point is None else point[0] + 1
     run.tracker = tracking.open_tracker(cfg.report_to, out, cfg.to_dict(), purge_from)
@@ -533,6 +560,31 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
     finally:
         run.tracker.close()
     return out
+
+
+def drop_later_checkpoints(out: Path, step: int) -> None:
+    """Remove the checkpoints after `step`, the one a resume continues from: the resumed run trains them
+    again (with the same settings it writes the same weights; with changed settings, others)."""
+    for later in rundir.checkpoint_steps(out)[0]:
+        if later > step:
+            shutil.rmtree(rundir.checkpoint_dir(out, later))
+            print(f"note: checkpoint step-{later} removed: the run continues from step {step} and trains it again",
+                  file=sys.stderr)
+
+
+def name_missing_side_records(cfg: TrainConfig, out: Path, step: int) -> None:
+    """Warn, naming each, about the side records a resumed run lacks (deleted since): their records up
+    to `step` are lost; the resumed run writes those after it."""
+    if step == 0:
+        return
+    missing = []
+    if cfg.completions_kept and not (out / rundir.COMPLETIONS).exists():
+        missing.append(out / rundir.COMPLETIONS)
+    if cfg.report_to == "tensorboard" and not (out / tracking.TENSORBOARD_DIR).is_dir():
+        missing.append(out / tracking.TENSORBOARD_DIR)
+    for path in missing:
+        print(f"warning: {path} is missing: its records of steps 0-{step} are lost; the resumed run writes only "
+              f"those after step {step}", file=sys.stderr)
 
 
 def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
@@ -549,7 +601,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
         ev = {"base": run.record("base", 0, measured["base"]), "base_greedy": run.record("base_greedy", 0, measured["base_greedy"])}
         if cfg.heldout_task:
             ev["heldout"] = {"base": run.record("heldout_base", 0, measured["heldout_base"])}
-        rundir.write_eval(out, ev)
+        rundir.write_eval(out, {"fingerprint": run.fingerprint()} | ev)
         done = 0
     else:
         done, weights, elapsed, optimizer_state = point
@@ -608,13 +660,17 @@ def resume(run_dir: str | Path, show_progress: bool = True, device: str | None =
     """Continue a run from its last complete checkpoint (or from the start when it has none), on the device
     config.json recorded unless another is given; a change of device kind (CPU <-> CUDA) needs
     allow_device_change (llm/device.py). A setting of config.json edited since the run started is
-    refused unless allow_config_change (then recorded in config_history.jsonl)."""
+    refused unless allow_config_change (then recorded in config_history.jsonl); so is an input whose
+    content changed (inputs.json, llm/fingerprints.py), always."""
     changes = rundir.check_settings_fixed(run_dir, allow_config_change)
+    recorded = fingerprints.check_settings_hash(run_dir, allow_config_change)
     for name, was, now in changes:
         print(f"note: {name} changes from {was!r} to {now!r} for the rest of the run (recorded in "
               f"{rundir.CONFIG_HISTORY})", file=sys.stderr)
     cfg = load_config(run_dir)
     cfg.out = str(run_dir)
+    if recorded is not None:
+        fingerprints.check_inputs(run_dir, cfg, recorded["inputs"])  # points cfg at where each input is now
     cfg.device = resume_device(cfg.device, device, allow_device_change, f"--resume {run_dir}")
     return train(cfg, resume=True, show_progress=show_progress)
 

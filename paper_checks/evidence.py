@@ -55,6 +55,7 @@ def variant(config: dict) -> str:
 class Evidence:
     runs: list[Run] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    excluded: list[dict] = field(default_factory=list)  # {"what", "reason"}: left out (paper_checks/trust.py)
     theory: list[dict] | None = None
     simulate: dict[str, dict] | None = None
     lemma_grid: list[dict] | None = None   # rows of paper_checks.lemma_grid on the runs' base

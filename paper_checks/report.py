@@ -23,6 +23,7 @@ from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS
 from escov.paper_checks.plots import PLOTS
 from escov.paper_checks.real_checks import REAL_CHECKS
 from escov.paper_checks.rundir import RunDirError, load_runs
+from escov.paper_checks.trust import screen
 from escov.paper_checks.verdict import MISSING, NOT_TESTABLE, Verdict
 from escov.theory.claims import CLAIMS, RegistryError
 
@@ -46,6 +47,14 @@ def real_verdict(claim, ev: Evidence) -> Verdict:
         raise RegistryError(f"claim {claim.id!r} says a real-run check exists, but paper_checks.real_checks has none")
     if not ev.runs:
         return Verdict(claim.id, MISSING, "n/a", note="no run directories given")
+    verdict = _real_verdict(claim, check, ev)
+    changed = [f"{r.name} ({c})" for r in ev.runs for c in r.changed]
+    if changed:  # the claim rests on runs whose settings or code changed mid-run
+        verdict.note = (verdict.note + "; " if verdict.note else "") + "inputs changed mid-run: " + "; ".join(changed)
+    return verdict
+
+
+def _real_verdict(claim, check, ev: Evidence) -> Verdict:
     missing = ks_missing(ev, claim.pass_at_k)  # the Pass@k the check reads (eval.json; llm train's eval_ks)
     if missing:
         return Verdict(claim.id, MISSING, "n/a", note=needs_ks_note(missing))
@@ -72,10 +81,11 @@ def collect(run_dirs, theory_json=None, simulate_summary=None) -> Evidence:
     and at least metrics or an evaluation), ValueError naming the file when a theory or simulate
     file is missing or malformed."""
     runs, problems = load_runs(run_dirs)
+    runs, excluded = screen(runs)  # duplicates, and evaluations that are not their run's (paper_checks/trust.py)
     if not any(r.metrics or r.eval for r in runs):
         raise RunDirError(f"no usable run directory among the {len(list(run_dirs))} given "
                           f"(none has a readable config.json with metrics or evaluations): " + "; ".join(problems)[:1500])
-    ev = Evidence(runs=runs, problems=problems)
+    ev = Evidence(runs=runs, problems=problems, excluded=excluded)
     for path, loader, attr in ((theory_json, load_theory_json, "theory"), (simulate_summary, load_simulate_summary, "simulate")):
         if path is not None:  # a file given explicitly must be usable: ValueError naming it otherwise
             setattr(ev, attr, loader(path))
@@ -165,7 +175,8 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
         claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.test.describe(), "untestable": c.untestable,
                        "levels": {k: v.to_json() for k, v in levels.items()}})
     questions = [{"id": qid, "question": q, **answer(qid, ev)} for qid, q in OPEN_QUESTIONS]
-    report = {"purpose": purpose, "runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
+    report = {"purpose": purpose, "excluded": ev.excluded,
+              "runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
                        for r in ev.runs],
               "bases": bases_of(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
@@ -193,6 +204,9 @@ def render_markdown(report: dict) -> str:
              "Pass@k in points (x100).", ""]
     if report.get("purpose"):
         lines += [f"**What this reproduction can decide.** {report['purpose']}", ""]
+    if report.get("excluded"):
+        lines += [f"**Left out of this report** ({len(report['excluded'])}, each with the reason):", ""]
+        lines += [f"- `{e['what']}`: {e['reason']}" for e in report["excluded"]] + [""]
     if report["runs"]:
         by = {}
         for r in report["runs"]:

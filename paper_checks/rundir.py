@@ -28,6 +28,7 @@ class Run:
     probe: dict | None = None
     curve: list[dict] | None = None        # curve.json's points (llm/curve.py), step order
     problems: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # settings or code changed mid-run (config_history.jsonl)
 
     @property
     def name(self) -> str:
@@ -65,7 +66,21 @@ def load_run(path: str | Path) -> Run:
     run = Run(path=path, config=config, metrics=metrics, eval=ev, probe=probe, curve=curve, problems=problems)
     finished = isinstance(run.eval, dict) and "final" in run.eval
     problems += rundir.integrity_problems(path, config, run.metrics, finished)
+    run.changed = changes_mid_run(path)
     return run
+
+
+def changes_mid_run(path: Path) -> list[str]:
+    """'after step N: setting was -> now' for each change config_history.jsonl records after the run started
+    (settings a resume was allowed to change, a change of code)."""
+    try:
+        history = rundir.config_history(path)
+    except RunDirError:
+        return []  # named among the run's problems
+    return [f"after step {record.get('from_step')}: "
+            + ", ".join(f"{c['setting']} {c['was']} -> {c['now']}" for c in changed)
+            for record in history[1:]
+            if (changed := [c for c in record.get("changed", []) if c.get("setting") not in rundir.NOT_COMPARED])]
 
 
 def load_runs(paths) -> tuple[list[Run], list[str]]:

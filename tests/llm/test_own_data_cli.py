@@ -71,7 +71,11 @@ def test_verl_parquet_and_trl_reward_function_train_and_resume_from_the_command_
     assert resumed.returncode == 0, err.decode()[-2000:]
 
     ref, run = tmp_path / "ref", tmp_path / "killed"
-    assert json.loads((run / "config.json").read_text())["reward_function"] == ["my_rewards:verl_accuracy"]
+    # config.json names the module by its file (a resume from any folder finds it); inputs.json keeps it as typed
+    reward_file = (tmp_path / "my_rewards.py").resolve()
+    assert json.loads((run / "config.json").read_text())["reward_function"] == [f"{reward_file}:verl_accuracy"]
+    typed = json.loads((run / "inputs.json").read_text())["inputs"]["reward_function[0]"]["given"]
+    assert typed == "my_rewards:verl_accuracy"
     rows = _lines(ref / "metrics.jsonl", TIMING_KEYS)
     assert rows == _lines(run / "metrics.jsonl", TIMING_KEYS) and len(rows) == 8
     assert max(r["reward_mean"] for r in rows) > 0, "the reward function's rewards must reach the run"

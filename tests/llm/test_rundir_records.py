@@ -127,8 +127,8 @@ def test_settings_are_recorded_once_and_each_change_with_the_step_it_applies_fro
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
         (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
     changed = config | {"es": {"sigma": 0.02, "alpha": 0.001}}
-    rundir.write_config(tmp_path, changed)
-    assert rundir.config_history(tmp_path)[1] == {"config": changed, "from_step": 6,
+    rundir.write_config(tmp_path, changed, from_step=4)  # the checkpoint the run continues from, not the newest
+    assert rundir.config_history(tmp_path)[1] == {"config": changed, "from_step": 4,
                                                  "changed": [{"setting": "es.sigma", "was": 0.01, "now": 0.02}]}
     assert no_temporary_files(tmp_path)
 
@@ -458,7 +458,7 @@ def test_the_reader_names_an_edited_config_settings_changed_mid_run_and_a_live_w
     rundir.write_json(run / rundir.CONFIG, CONFIG | {"seed": 4})  # edited by hand: no history record
     (run / "checkpoints" / "step-2").mkdir(parents=True)
     (run / "checkpoints" / "step-2" / rundir.TRAINER_STATE).write_text("{}")  # complete: its state is written last
-    rundir.record_settings(run, CONFIG | {"es": {"sigma": 0.02}, "out": "elsewhere"})  # a recorded change
+    rundir.record_settings(run, CONFIG | {"es": {"sigma": 0.02}, "out": "elsewhere"}, from_step=2)  # a recorded change
     lock = rundir.WriterLock(run)
     lock.acquire()
     try:

@@ -19,11 +19,11 @@ from escov.theory.claims import BY_ID, CLAIMS
 N_SAMPLES, N_PROBLEMS = 32, 40
 
 
-def _eval(rng, p_per_problem, ks=(1, 16, 32)) -> dict:
-    """An eval section with per-problem correct counts drawn from Binomial(32, p)."""
-    counts = rng.binomial(N_SAMPLES, p_per_problem)
+def _eval(rng, p_per_problem, ks=(1, 16, 32), n: int = N_SAMPLES) -> dict:
+    """An eval section with per-problem correct counts drawn from Binomial(n, p)."""
+    counts = rng.binomial(n, p_per_problem)
     from escov.theory.metrics import pass_at_k_counts
-    return {"n": N_SAMPLES, "ks": list(ks), "pass_at_k": {str(k): float(pass_at_k_counts(N_SAMPLES, counts, k).mean()) for k in ks},
+    return {"n": n, "ks": list(ks), "pass_at_k": {str(k): float(pass_at_k_counts(n, counts, k).mean()) for k in ks},
             "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]}
 
 
@@ -63,7 +63,7 @@ def make_run(root: Path, name: str, algo: str, seed: int, base_p, final_p, *, en
         points = []
         for t, p in enumerate(curve_p):
             sampled = _eval(rng, p) | {"mean_token_entropy": float(1.0 + rng.normal(0, 0.01)), "temperature": 0.6}
-            points.append({"step": 5 * t, "sampled": sampled, "greedy": _eval(rng, p) | {"n": 1}})
+            points.append({"step": 5 * t, "sampled": sampled, "greedy": _eval(rng, p, ks=(1,), n=1)})
         (run / "curve.json").write_text(json.dumps({"points": points}))
     return run
 

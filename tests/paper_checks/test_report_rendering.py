@@ -79,24 +79,26 @@ def test_report_json_records_each_base_model_over_its_seeds(tmp_path):
     one base evaluation, counted once), the no-correct share from the per-problem counts."""
     from escov.paper_checks.report import bases_of
 
-    def base(p1, counts):
-        return {"n": 32, "num_problems": len(counts), "temperature": 0.6, "pass_at_k": {"1": p1, "32": 0.5},
+    def base(counts):  # Pass@1 = mean c / n, Pass@32 (n = 32) = share of prompts with a correct sample
+        return {"n": 32, "num_problems": len(counts), "temperature": 0.6,
+                "pass_at_k": {"1": sum(counts) / (32 * len(counts)), "32": float(np.mean([c > 0 for c in counts]))},
                 "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(counts)]}
-    shared = {0: base(0.2, [0, 3, 5, 0]), 1: base(0.4, [0, 1, 2, 9])}
+    shared = {0: base([0, 3, 5, 0]), 1: base([0, 1, 2, 9])}
     dirs = []
     for model, seeds in (("paper-like", (0, 1)), ("diffuse", (0,))):
         for algo in ("es", "grpo"):
             for seed in seeds:
                 run = make_run(tmp_path, f"{model}-{algo}-{seed}", algo, seed, np.full(4, 0.3), np.full(4, 0.3), model=model)
                 ev = json.loads((run / "eval.json").read_text())
-                ev["base"] = shared[seed] if model == "paper-like" else base(0.1, [0, 0, 0, 4])
+                ev["base"] = shared[seed] if model == "paper-like" else base([0, 0, 0, 4])
                 (run / "eval.json").write_text(json.dumps(ev))
                 dirs.append(run)
     bases = {b["model"]: b for b in bases_of(collect(dirs))}
     assert set(bases) == {"paper-like", "diffuse"}
     paper = bases["paper-like"]
     assert paper["seeds"] == 2 and paper["temperature"] == 0.6 and paper["samples"] == 32 and paper["problems"] == 4
-    assert paper["pass_at_k"] == {"1": pytest.approx(0.3), "32": pytest.approx(0.5)}
+    assert paper["pass_at_k"] == {"1": pytest.approx((8 / 128 + 12 / 128) / 2),
+                                  "32": pytest.approx((2 / 4 + 3 / 4) / 2)}
     assert paper["no_correct_share"] == pytest.approx((2 / 4 + 1 / 4) / 2)
     assert bases["diffuse"]["seeds"] == 1 and bases["diffuse"]["no_correct_share"] == pytest.approx(0.75)
 
