@@ -139,7 +139,7 @@ def test_a_run_resumes_from_another_folder_and_a_moved_project_resumes(copy, tmp
 @pytest.mark.parametrize("name, edit", [
     ("data", lambda root: _edit(root / "data/train.jsonl", lambda text: text.replace("1+1=", "1+2="))),
     ("test_data", lambda root: _edit(root / "data/test.jsonl", lambda text: text[:-1] + " \n")),
-    ("reward_function", lambda root: (root / "rewards.py").write_text(REWARDS.replace("float(", "0.5 * float("))),
+    ("reward_function[0]", lambda root: (root / "rewards.py").write_text(REWARDS.replace("float(", "0.5 * float("))),
     ("model", lambda root: _scale_one_weight(root / "model/model.safetensors")),
 ])
 def test_a_changed_input_is_refused_naming_the_file_and_both_hashes(copy, name, edit):
