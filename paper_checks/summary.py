@@ -117,6 +117,9 @@ def undecided_rows(report: dict, published: dict | None) -> list[dict]:
         real = claim["levels"]["real"]
         if real["status"] != INCONCLUSIVE:
             continue
+        if not estimates(real):   # no interval to size a design on (e.g. no common Pass@1 range): the reason
+            rows.append({"claim": claim["id"], "part": "no estimate", "here": real["note"] or real["ours"], "design": "",
+                         "detectable": "", "answer": "", "answer_detectable": "", "seeds_needed": ""})
         for label, est in estimates(real).items():
             if part_status(claim["id"], est) != INCONCLUSIVE:
                 continue
@@ -138,7 +141,8 @@ def undecided_markdown(report: dict, published: dict | None) -> list[str]:
     rows = undecided_rows(report, published)
     untested = [f"- {c['id']}: {c['levels']['real']['status']}" + (f" ({c['levels']['real']['note']})"
                                                                  if c["levels"]["real"]["note"] else "")
-                for c in report["claims"] if c["levels"]["real"]["status"] in (MISSING, NOT_TESTABLE)]
+                for c in report["claims"] if c["levels"]["real"]["status"] in (MISSING, NOT_TESTABLE)
+                and BY_ID[c["id"]].real]   # claims with no real-run check at all are theory's and simulate's
     if not rows and not untested:
         return []
     lines = ["## What would decide the rest", ""]
@@ -184,7 +188,7 @@ def summary_lines(report: dict, report_md: Path | str, published: dict | None) -
             _key_line("published", published) if published else "  published  not found (results/report.json)",
             f"Report: {report_md}",
             f"The full answer ({FULL_ANSWER_TIME}): {FULL_ANSWER}"]
-    head = ["== Summary ==", f"Decided here (real runs, 95% intervals; {len(decided)} verdicts or parts of verdicts):"]
+    head = ["== Summary ==", f"Decided here by the real runs (95% intervals): {len(decided)}"]
     room = SUMMARY_LINES - len(head) - len(tail) - 1
     shown = [_short(f"  {status:14s} {text}") for status, text in decided]
     if len(shown) > room:
