@@ -18,9 +18,9 @@ import json
 import math
 from pathlib import Path
 
-from escov.paper_checks.claims import BY_ID
 from escov.paper_checks.design import seeds_to_detect
-from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_TESTABLE, decide, fmt_interval
+from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_TESTABLE, fmt_interval
+from escov.theory.claims import BY_ID
 
 SUMMARY_LINES = 25
 PUBLISHED = Path(__file__).resolve().parents[1] / "results" / "report.json"  # the published answer's report
@@ -59,7 +59,7 @@ def part_status(claim_id: str, est: dict) -> str:
     """One part's status by its claim's test (None bounds, written for infinite ones, decide nothing)."""
     if est["lo"] is None or est["hi"] is None:
         return INCONCLUSIVE
-    return decide(BY_ID[claim_id].test, est["lo"], est["hi"])
+    return BY_ID[claim_id].test.decide(est["lo"], est["hi"])
 
 
 def decided_parts(claim: dict) -> list[tuple[str, str]]:
