@@ -1,11 +1,11 @@
 """Population-batched ES generation against its limit and against member-by-member, side by side.
 
-    python benchmarks/bench_population.py                       # the shipped small base (trained), N = 8,16,32
+    python benchmarks/bench_population.py                       # the shipped base (trained), N = 8,16,32
     python benchmarks/bench_population.py --presets test,default  # random-init models of these shapes
     python benchmarks/bench_population.py --model RUN/checkpoints/step-40 --members 16 --repeats 5
 
-The default model is the small budget's shipped base (paper_checks/bases: the default preset's shape,
-trained), so members' rewards differ and the ES update does real work. On a random-init model every
+The default model is the quick look's shipped base (paper_checks/bases: the `paper` preset, the default's
+shape, trained), so members' rewards differ and the ES update does real work. On a random-init model every
 member scores 0, the update is zero and its cost is not measured: the benchmark counts such updates
 and says so.
 
@@ -47,12 +47,12 @@ from common import random_model
 VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-stacked")
 
 
-def shipped_small_base() -> Path:
-    """The small budget's base model as it ships with the repository (paper_checks/bases)."""
-    from escov.paper_checks.reproduce import shipped_base_dir
-    path = shipped_base_dir("small")
+def shipped_base() -> Path:
+    """The quick look's base model as it ships with the repository (paper_checks/bases)."""
+    from escov.paper_checks.reproduce import SHIPPED_PRESETS, shipped_base_dir
+    path = shipped_base_dir(SHIPPED_PRESETS[0])
     if not (path / "config.json").exists():
-        raise SystemExit(f"no shipped small base at {path} (torch or code changed): run python -m escov.paper_checks bases, "
+        raise SystemExit(f"no shipped base at {path} (torch or code changed): run python -m escov.paper_checks bases, "
                          "or give --model or --presets")
     return path
 
@@ -162,7 +162,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", default=[], help="model directory (repeatable); default: presets")
     ap.add_argument("--presets", default="", help="tinymodel presets, random init (comma-separated), instead of the "
-                                                  "shipped small base")
+                                                  "shipped base")
     ap.add_argument("--members", default="8,16,32")
     ap.add_argument("--prompts", type=int, default=32, help="B: greedy rollouts (prompts) per member")
     ap.add_argument("--tokens", type=int, default=20, help="new tokens per rollout")
@@ -186,7 +186,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         models = {m: m for m in args.model} | {
             f"{p} preset (random init)": str(random_model(Path(tmp) / p, preset=p)) for p in args.presets.split(",") if p}
-        models = models or {"the shipped small base (trained)": str(shipped_small_base())}
+        models = models or {"the shipped base (trained)": str(shipped_base())}
         results = {}
         for label, model_dir in models.items():
             params = sum(p.numel() for p in HFEngine(model_dir).model.parameters())

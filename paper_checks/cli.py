@@ -2,7 +2,7 @@
 
     reproduce --budget small|full|answer|answer-diffuse --out DIR [--model DIR] [--jobs N]   train what the checks need (cached), then report
     report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
-    bases                                                            rebuild the shipped small-budget bases
+    bases                                                            rebuild the quick look's shipped base
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
     pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
 """
@@ -16,11 +16,9 @@ from escov.paper_checks.rundir import RunDirError
 
 
 def _print_summary(report: dict, out: Path) -> None:
-    for c in report["claims"]:
-        lv = c["levels"]
-        print(f"{c['id']:26s} theory: {lv['theory']['status']:18s} simulate: {lv['simulate']['status']:18s} "
-              f"real: {lv['real']['status']:18s} {lv['real']['ours'][:70]}")
+    """The report's files, then its summary (paper_checks/summary.py): the console ends on one screen."""
     print(f"wrote {out / 'REPORT.md'} and {out / 'report.json'}")
+    print("\n".join(report["summary"]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,13 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
     pro = sub.add_parser("reproduce", help="run the paper's experiments in miniature (cached), then report")
     pro.add_argument("--budget", choices=("small", "full", "answer", "answer-diffuse"), default="small",
-                     help="small: a quick look at every claim; full: 4 seeds, longer; answer: ES vs GRPO at matched "
+                     help="small: the quick look, the answer's base and task at a smaller design; full: 4 seeds, longer; answer: ES vs GRPO at matched "
                           "Pass@1 from the base in the paper's regime; answer-diffuse: the same from the diffuse base")
     pro.add_argument("--jobs", type=int, default=None, help="training runs at a time, one thread each (default: cores)")
     pro.add_argument("--out", type=Path, required=True)
     pro.add_argument("--model", type=Path, help="start from this local model instead of pretraining the tiny one")
     pro.add_argument("--no-progress", action="store_true")
-    sub.add_parser("bases", help="pretrain the small budget's shipped bases for the current code (paper_checks/bases)")
+    sub.add_parser("bases", help="pretrain the quick look's shipped base for the current code (paper_checks/bases)")
     swp = sub.add_parser("sweep", help="the step-size sweep that chooses the answer budget's GRPO lr and ES sigma, "
                                        "alpha on training-split prompts (paper_checks/step_sweep.py)")
     swp.add_argument("--model", type=Path, required=True, help="the base model the answer budget trains from")
@@ -72,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             from escov.paper_checks.evidence import load_lemma_grid
             from escov.paper_checks.report import build_report
+            from escov.paper_checks.summary import load_published
             grid = load_lemma_grid(args.lemma_grid) if args.lemma_grid else None
-            report = build_report(args.runs, args.out, args.theory, args.simulate, grid)
+            report = build_report(args.runs, args.out, args.theory, args.simulate, grid, published=load_published())
         else:
             from escov.paper_checks.reproduce import reproduce
             report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs,

@@ -191,3 +191,36 @@ def plan_text(planned: dict, scale: float = 100.0, unit: str = " pts") -> str:
     return (f"variance of the mean: seeds {100 * shares['seeds']:.0f}%, prompts {100 * shares['prompts']:.0f}%, "
             f"residual (interaction and samples) {100 * shares['residual']:.0f}%; detecting "
             f"{planned['target'] * scale:g}{unit} at 80% power needs {need}")
+
+
+def seeds_to_detect(est: dict, effect: float, most: int = 64) -> int | None:
+    """The fewest seeds (2..most), at the same prompts, whose detectable difference is at most `effect`, from an
+    estimate written by seeds_by_prompts or a seed-level interval (Estimate.to_json). Its variance is split back
+    into the two parts of seeds_by_prompts, se^2 = v_s + v_p and half-width^2 = t_{S-1}^2 v_s + t_{P-1}^2 v_p (a
+    seed-level estimate is all v_s); at S' seeds v_s becomes v_s S / S' and v_p is kept (its residual part, which
+    also falls with seeds, is not: the count errs high). None: not reached with `most` seeds."""
+    seeds, prompts, se = est["seeds"], est.get("prompts", 0), est["se"]
+    if seeds < 2 or se is None or not math.isfinite(se) or effect <= 0:
+        return None
+    q = 0.5 + LEVEL / 2
+    if prompts >= 2:
+        half = (est["hi"] - est["lo"]) / 2
+        t_s, t_p = t_quantile(seeds - 1, q), t_quantile(prompts - 1, q)
+        v_s = min(se ** 2, max(0.0, (half ** 2 - t_p ** 2 * se ** 2) / (t_s ** 2 - t_p ** 2)))
+        df_scale = 1.0
+    else:
+        v_s, t_p = se ** 2, 0.0
+        df_scale = est["df"] / (seeds - 1)   # a Welch interval of two groups has more df than one group's S - 1
+    v_p = se ** 2 - v_s
+    for n in range(2, most + 1):
+        v_n = v_s * seeds / n
+        se_n = math.sqrt(v_n + v_p)
+        if se_n == 0.0:
+            return n
+        if prompts >= 2:
+            df = effective_df(se_n, math.hypot(t_quantile(n - 1, q) * math.sqrt(v_n), t_p * math.sqrt(v_p)))
+        else:
+            df = df_scale * (n - 1)
+        if detectable(se_n, df) <= effect:
+            return n
+    return None

@@ -23,6 +23,7 @@ from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS
 from escov.paper_checks.plots import PLOTS
 from escov.paper_checks.real_checks import REAL_CHECKS
 from escov.paper_checks.rundir import RunDirError, load_runs
+from escov.paper_checks.summary import summary_lines, undecided_markdown
 from escov.paper_checks.trust import screen
 from escov.paper_checks.verdict import MISSING, NOT_TESTABLE, Verdict
 from escov.theory.claims import CLAIMS, RegistryError
@@ -109,10 +110,12 @@ def without_non_finite(data, path: str = "", found: list[str] | None = None):
 
 
 def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None,
-                 purpose: str = "") -> dict:
+                 purpose: str = "", published: dict | None = None) -> dict:
     """Write REPORT.md, report.json and the plots into out. Everything is built in a temporary folder
     beside out and moved in only when complete, so a failure leaves no partial report. purpose: what
-    the reproduction's budget can decide, stated under the title ("" for none)."""
+    the reproduction's budget can decide, stated under the title ("" for none). published: the published
+    answer's report.json (summary.load_published), set beside this report's figures in its summary
+    (report["summary"], which REPORT.md opens with) and its table of what would decide the rest."""
     out, run_dirs = Path(out), list(run_dirs)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a directory")
@@ -121,7 +124,7 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose)
+        report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published)
         out.mkdir(exist_ok=True)
         for f in tmp.iterdir():
             os.replace(f, out / f.name)
@@ -160,7 +163,7 @@ def _no_correct(evaluation: dict) -> float:
     return float(np.mean([r["correct"] == 0 for r in rows])) if rows else float("nan")
 
 
-def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, purpose: str) -> dict:
+def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, purpose: str, published: dict | None) -> dict:
     plots = {}
     for key, fn in PLOTS.items():
         name = fn(ev, tmp, lemma_grid) if key == "js" else fn(ev, tmp)
@@ -182,8 +185,9 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
               "lemma_grid": lemma_grid or []}
     report, non_finite = without_non_finite(report)
     report["non_finite"] = non_finite
+    report["summary"] = summary_lines(report, out / "REPORT.md", published)
     (tmp / "report.json").write_text(dumps(report, str(out / "report.json"), indent=1), encoding="utf-8")
-    (tmp / "REPORT.md").write_text(render_markdown(report), encoding="utf-8")
+    (tmp / "REPORT.md").write_text(render_markdown(report, published), encoding="utf-8")
     return report
 
 
@@ -191,17 +195,19 @@ def _cell(level: dict) -> str:
     return f"**{level['status']}**: {level['ours']}" if level["ours"] != "n/a" else level["status"]
 
 
-def render_markdown(report: dict) -> str:
-    lines = ["# ES vs GRPO: the paper's claims, checked", "",
-             "Verdicts come from the data of this report's inputs: `theory` (exact checks on toy policies), "
-             "`simulate` (bandit analogues, over seeds) and `real` (training runs of causal LMs). "
-             "Each claim states its test: directional (the 95% interval of a difference lies on the claimed side), "
-             "equivalence (the whole interval inside a stated margin), ratio (against the paper's figure), or "
-             "identity (true for every input: shown, never counted as evidence). Real-run intervals come from one "
-             "design, seeds x test prompts shared by every run (resampled jointly, so differences are paired by "
-             "prompt) x samples, with Student t over seeds; per-run numbers use t over seeds. Beside each interval: "
-             "its design and the smallest difference it detects at 80% power, next to the paper's effect. "
-             "Pass@k in points (x100).", ""]
+def render_markdown(report: dict, published: dict | None = None) -> str:
+    lines = ["# ES vs GRPO: the paper's claims, checked", ""]
+    if report.get("summary"):
+        lines += ["```", *report["summary"], "```", ""]
+    lines += ["Verdicts come from the data of this report's inputs: `theory` (exact checks on toy policies), "
+              "`simulate` (bandit analogues, over seeds) and `real` (training runs of causal LMs). "
+              "Each claim states its test: directional (the 95% interval of a difference lies on the claimed side), "
+              "equivalence (the whole interval inside a stated margin), ratio (against the paper's figure), or "
+              "identity (true for every input: shown, never counted as evidence). Real-run intervals come from one "
+              "design, seeds x test prompts shared by every run (resampled jointly, so differences are paired by "
+              "prompt) x samples, with Student t over seeds; per-run numbers use t over seeds. Beside each interval: "
+              "its design and the smallest difference it detects at 80% power, next to the paper's effect. "
+              "Pass@k in points (x100).", ""]
     if report.get("purpose"):
         lines += [f"**What this reproduction can decide.** {report['purpose']}", ""]
     if report.get("excluded"):
@@ -229,7 +235,8 @@ def render_markdown(report: dict) -> str:
     lines += ["## All claims", "", "| claim | paper | test | theory | simulate | real runs | real design |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [claim_row(c) for c in report["claims"]]
-    lines += ["", "## Open questions", ""]
+    lines += [""] + undecided_markdown(report, published)
+    lines += ["## Open questions", ""]
     for q in report["open_questions"]:
         lines += [f"### {q['question']}", "", q["answer"], ""]
         lines += render_tables(q["table"])

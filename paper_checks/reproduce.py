@@ -20,14 +20,15 @@ whose reward spread they use) and the Lemma 1 grid among them, so no core waits 
 
 The pretrained bases are keyed by their preset's settings, the seed, the torch version and the source
 of the code that builds them (base_cache_key). A base is taken from the first of: the repository's
-shipped bases (paper_checks/bases/PRESET-KEY: the small budget's two, 1.4 MB, so a fresh clone does not
-pretrain; `python -m escov.paper_checks bases` rebuilds them after that code changes), the cache outside the
-output folder ($ESCOV_CACHE/bases, default ~/.cache/escov/bases), or pretraining (then stored in the
-cache). `python -m escov.llm pretrain --preset small --seed 0 --threads 1 --out DIR` (and `--preset narrow`)
-makes the same models on a machine like the one that built them (pretraining is deterministic; another
-CPU may round differently).
+shipped bases (paper_checks/bases/PRESET-KEY: the `paper` preset's, the base of the quick look and of the
+answer, 1.1 MB, so a fresh clone does not pretrain for 9 minutes; `python -m escov.paper_checks bases` rebuilds
+it after that code changes), the cache outside the output folder ($ESCOV_CACHE/bases, default
+~/.cache/escov/bases), or pretraining (then stored in the cache). `python -m escov.llm pretrain --preset paper
+--seed 0 --threads 1 --out DIR` makes the same model on a machine like the one that built it (pretraining is
+deterministic; another CPU may round differently).
 
-Budgets: `small` (a quick look: every claim, 2 seeds), `full` (4 seeds, longer), and `answer`: the
+Budgets: `small` (the quick look: the answer's base, task and step sizes, ES and GRPO on 6 seeds x 64
+prompts, sized to decide the large effects), `full` (every claim's runs, 4 seeds, longer), and `answer`: the
 headline question only (ES vs GRPO at matched Pass@1, with the schedules and ES with sampled members
 beside them), on the 3-number Countdown task whose base lies near the paper's bases, with checkpoints
 evaluated along training at the paper's T = 0.6 (64 samples per prompt), placed by Pass@1 so that every
@@ -52,11 +53,12 @@ from escov.paper_checks.evidence import load_lemma_grid
 from escov.paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
 from escov.paper_checks.lemma_grid import GridDesign
 from escov.paper_checks.report import build_report
+from escov.paper_checks.summary import load_published
 from escov.theory.budget import es_flops, grpo_flops
 from escov.theory.matched import RESOLUTION
 
 REPORT_DIR = "report"  # out/report/: REPORT.md, report.json, plots, run_info.json
-SEEDS_SMALL, SEEDS_FULL = (0, 1), (0, 1, 2, 3)
+SEEDS_FULL = (0, 1, 2, 3)
 # the answer budget (docs/answer-budget.md: measured cost per run, and the power it gives)
 ANSWER_SEEDS = tuple(range(8))
 ANSWER_STEPS = 40
@@ -118,29 +120,11 @@ class Budget:
     purpose: str = ""                             # what its report can decide, stated in the report's header
 
 
-SMALL_PURPOSE = ("This is the small budget, a quick look: it exercises every claim end to end (theory, simulate, "
-                 "real runs at 2 seeds), so its real-run verdicts are mostly inconclusive by design. "
-                 "The headline question, ES vs GRPO at matched Pass@1, is answered by the answer budget: "
-                 "`python -m escov.paper_checks reproduce --budget answer` (docs/answer-budget.md).")
-
 # ES members in one batched generate (the rewards and weights of member by member up to floating-point
 # near-ties; 2-2.5x faster here);
 # the bf16 variant perturbs the engine in place, member by member, as the paper's code does.
 BATCHED = {"batched": True}
 BUDGETS = {
-    "small": Budget(
-        base_preset="small", sweep_preset="narrow", seeds=SEEDS_SMALL,
-        common={"steps": 20, "batch_size": 8, "train_pool": 256, "max_completion_length": 32, "eval_problems": 64, "eval_samples": 32,
-                "heldout_problems": 32, "checkpoint_every": 10, "probe_prompts": 4, "probe_members": 8,
-                "probe_samples": 8, "probe_center_samples": 16, "threads": 1,
-                "population": BATCHED},
-        es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
-        grpo={"num_generations": 8, "learning_rate": 1e-4},
-        # sized for a quick look: 256 training prompts (20 steps draw 160; finding the solutions of a pool
-        # costs each worker 8 s per seed at 512), simulate at a quarter of its seeds and steps (every claim still reached),
-        # the Lemma 1 grid small enough for a quick look (SMALL_GRID)
-        sweep_populations=(8, 32), simulate_scale=0.25,
-        grid=SMALL_GRID, purpose=SMALL_PURPOSE),
     "full": Budget(
         base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
         common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
@@ -164,6 +148,33 @@ BUDGETS = {
 # the same answer from the diffuse base (Pass@1 about 0.12, Pass@32 about 0.90 at T = 0.6), reported beside it
 BUDGETS["answer-diffuse"] = replace(BUDGETS["answer"], base_preset="default",
                                     common=BUDGETS["answer"].common | {"eval_problems": ANSWER_PROMPTS_DIFFUSE})
+
+# The quick look (README's main job): the answer on its own base, task, temperature and step sizes, ES and GRPO
+# only, at a design sized from the published answer's measured variances (results/report.json; docs/paper-checks.md):
+# - seeds: GRPO's entropy fall (per-seed relative change, sd 0.16 around a fall of 0.26 at 40 steps) is found at 80%
+#   power from 6 seeds (86%; 56% at 4); the drift ratio's interval (sd 0.024 of GRPO's log drift) stays below the
+#   paper's range / 2 = 20.35 from 4 seeds (the answer's 19.2x); more seeds cost two runs each;
+# - prompts: GRPO's Pass@1 gain (+32 points, its variance 96% prompts at 256) keeps a lower end above +20 points
+#   at 64 prompts; the matched Pass@32 difference detects about 2.8 points at 6 x 64 (the answer: 1.4 at 8 x 256);
+# - steps: the answer's 40, because the drift ratio and the entropy fall change with the number of steps;
+# - curves: the answer's layout at 32 samples per prompt instead of 64 (the curve is about half of a run's cost), so
+#   the no-correct share is 1 - Pass@32 there and matched_no_correct is not decided;
+# - the Lemma 1 grid at 3 sigmas and N = 4, 8; no held-out task, thresholded checkpoints or Lemma 1 probe (what they
+#   decide needs the answer's design or the full budget's runs).
+QUICK_SEEDS = tuple(range(6))
+QUICK_PROMPTS = 64
+QUICK_CURVE = ANSWER_CURVE | {"samples": 32}
+QUICK_PURPOSE = ("This is the quick look: the answer's base, task (3-number Countdown), temperature (0.6) and step sizes "
+                 f"for ES and GRPO, on {len(QUICK_SEEDS)} seeds x {QUICK_PROMPTS} test prompts instead of the answer's "
+                 f"{len(ANSWER_SEEDS)} x {ANSWER_PROMPTS}, sized so that the large effects are decided (GRPO's Pass@1 "
+                 "gain, its entropy fall, the drift ratio); the table 'What would decide the rest' gives the design each "
+                 "undecided part needs. The headline question, ES vs GRPO at matched Pass@1, is answered by the answer "
+                 "budget: `python -m escov.paper_checks reproduce --budget answer` (docs/answer-budget.md).")
+BUDGETS["small"] = replace(
+    BUDGETS["answer"], seeds=QUICK_SEEDS, es_variants=(), schedules=False, simulate_scale=0.25, curve=QUICK_CURVE,
+    grid=SMALL_GRID, purpose=QUICK_PURPOSE,
+    common=BUDGETS["answer"].common | {"eval_problems": QUICK_PROMPTS, "heldout_task": "", "threshold_keep": (),
+                                      "probe": False, "probe_every": 0})
 
 # The sweep only needs the training reward: its runs evaluate little.
 SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": ()}
@@ -309,8 +320,8 @@ def _curve_done(run_dir: Path, curve: dict) -> bool:
 # ----------------------------------------------------------------------------- the base models, cached
 
 CACHE_ENV = "ESCOV_CACHE"  # folder of built base models (default ~/.cache/escov); see base_cache_key
-SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the small budget's bases, built once: PRESET-KEY/
-SHIPPED_PRESETS = ("small", "narrow")                        # the small budget's base and sweep presets
+SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the quick look's base, built once: PRESET-KEY/
+SHIPPED_PRESETS = (BUDGETS["small"].base_preset,)            # the quick look's (and the answer's) base; it has no sweep
 
 
 def code_shape(source: str) -> str:
@@ -393,22 +404,26 @@ SHIPPED_RECORD = "shipped.json"  # beside a shipped base: its preset, key, torch
 
 
 def ship_bases(progress: bool = True) -> list[Path]:
-    """Build the shipped bases (SHIPPED_PRESETS) for the current code and torch, and remove the stale ones:
-    what `python -m escov.paper_checks bases` runs after the code that builds a base has changed."""
+    """Build the shipped bases (SHIPPED_PRESETS) for the current code and torch, copied from the cache when built
+    there before with the same key, and remove every other folder of SHIPPED_BASES (stale keys, presets no longer
+    shipped): what `python -m escov.paper_checks bases` runs after the code that builds a base has changed."""
     import shutil
 
     kept = []
     for preset in SHIPPED_PRESETS:
         target = shipped_base_dir(preset)
+        cached = base_cache_dir() / target.name
+        if not (target / "config.json").exists() and (cached / "config.json").exists():
+            shutil.copytree(cached, target, dirs_exist_ok=True)
         _build_base(target, preset, progress)
         (target / "loss.png").unlink(missing_ok=True)  # kept small: pretrain.json holds the loss curve
         (target / SHIPPED_RECORD).write_text(json.dumps(
             {"preset": preset, "key": target.name, "torch": torch.__version__,
              "command": f"python -m escov.llm pretrain --preset {preset} --seed 0 --threads 1 --out DIR"}, indent=1) + "\n")
         kept.append(target)
-        for stale in SHIPPED_BASES.glob(f"{preset}-*"):
-            if stale != target:
-                shutil.rmtree(stale)
+    for stale in SHIPPED_BASES.iterdir():
+        if stale.is_dir() and stale not in kept:
+            shutil.rmtree(stale)
     return kept
 
 
@@ -510,7 +525,8 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     log("report")
     t_report, cpu_report = time.perf_counter(), cpu_seconds()
     report = build_report(sorted((out / "runs").iterdir()), out / REPORT_DIR, out / "theory.json",
-                          out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose)
+                          out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose,
+                          published=load_published())
     stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
                                               "job_seconds": round(time.perf_counter() - t_report, 1),
                                               "cpu_seconds": round(cpu_seconds() - cpu_report, 1), "jobs": 1}}

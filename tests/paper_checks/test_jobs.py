@@ -66,26 +66,37 @@ def test_the_small_budget_report_says_what_it_can_decide(tmp_path):
     run = make_run(tmp_path / "runs", "es-s0", "es", 0, np.full(8, 0.3), np.full(8, 0.3))
     build_report([run], tmp_path / "report", purpose=BUDGETS["small"].purpose)
     head = (tmp_path / "report" / "REPORT.md").read_text().split("## All claims")[0]
-    assert "inconclusive by design" in head and "--budget answer" in head
+    assert "quick look" in head and "--budget answer" in head and "What would decide the rest" in head
     build_report([run], tmp_path / "plain")
     assert "What this reproduction can decide" not in (tmp_path / "plain" / "REPORT.md").read_text()
 
 
-def test_the_small_reproduction_is_one_pool_with_its_dependencies(tmp_path):
+def test_a_full_reproduction_is_one_pool_with_its_dependencies(tmp_path):
     from escov.paper_checks.reproduce import BUDGETS, plan, reproduction_jobs
-    budget = BUDGETS["small"]
+    budget = BUDGETS["full"]
     jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
     check_order(jobs)
     after = {j.name: j.after for j in jobs}
     runs = plan(budget, tmp_path / "base", tmp_path / "base-sweep")
-    assert set(runs) | {"es-rescaled-s0", "es-rescaled-s1"} | {"pretrain base", "pretrain sweep base", "theory",
-                                                               "simulate", "Lemma 1 grid"} == set(after)
+    rescaled = {f"es-rescaled-s{s}" for s in budget.seeds}
+    assert set(runs) | rescaled | {"pretrain base", "pretrain sweep base", "theory", "simulate", "Lemma 1 grid"} == set(after)
     assert after["es-rescaled-s1"] == ("es-s1",) and after["Lemma 1 grid"] == ("pretrain base",)
     assert after["theory"] == () and after["simulate"] == ()
     assert all(after[n] == ("pretrain sweep base",) for n in runs if n.startswith("sweep-other"))
     assert all(after[n] == ("pretrain base",) for n in runs if not n.startswith("sweep-other"))
     names = [j.name for j in jobs]   # what the rescaled runs wait for starts first
     assert names.index("es-s0") < names.index("grpo-s0") and names.index("Lemma 1 grid") < names.index("grpo-s0")
+
+
+def test_the_quick_look_is_one_pool_of_its_base_theory_simulate_runs_and_grid(tmp_path):
+    from escov.paper_checks.reproduce import BUDGETS, plan, reproduction_jobs
+    budget = BUDGETS["small"]
+    jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
+    check_order(jobs)
+    after = {j.name: j.after for j in jobs}
+    runs = plan(budget, tmp_path / "base", None)
+    assert set(runs) | {"pretrain base", "theory", "simulate", "Lemma 1 grid"} == set(after)
+    assert all(after[n] == ("pretrain base",) for n in runs) and after["Lemma 1 grid"] == ("pretrain base",)
 
 
 def test_pool_workers_get_one_blas_thread_unless_the_caller_set_it(monkeypatch):

@@ -9,9 +9,8 @@ from escov.paper_checks.evidence import variant
 from escov.paper_checks.reproduce import BUDGETS, plan
 
 
-@pytest.mark.parametrize("budget", ["small", "full"])
-def test_plan_builds_valid_configs_for_every_variant(budget):
-    b = BUDGETS[budget]
+def test_plan_builds_valid_configs_for_every_variant():
+    b = BUDGETS["full"]
     runs = plan(b, Path("base"), Path("other"), reward_std={s: 0.04 for s in b.seeds})
     configs = {name: TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in runs.items()}
     variants = {variant(c.to_dict()) for c in configs.values()}
@@ -72,6 +71,22 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
     old = [paths[name][curve_steps(range(5, total + 1, 5), 8)] for name in ("es", "grpo")]
     _, _, levels, kept = compared_levels(old, b.curve["resolution"])
     assert levels.size and not kept.any()
+
+
+def test_the_quick_look_is_the_answer_at_a_smaller_design():
+    """The small budget trains ES and GRPO as the answer does (its base, task, temperature, step sizes, steps, batch,
+    checkpoints and curve), on fewer seeds and test prompts, with enough seeds for a t interval over seeds."""
+    quick, answer = BUDGETS["small"], BUDGETS["answer"]
+    assert (quick.base_preset, quick.task, quick.es, quick.grpo) == (answer.base_preset, answer.task, answer.es, answer.grpo)
+    assert quick.curve | {"samples": answer.curve["samples"]} == answer.curve and quick.curve["samples"] >= 32
+    same = ("steps", "batch_size", "max_completion_length", "eval_temperature", "eval_samples", "checkpoint_every",
+            "checkpoint_dense", "threads")
+    assert {k: quick.common[k] for k in same} == {k: answer.common[k] for k in same}
+    assert 4 <= len(quick.seeds) < len(answer.seeds) and set(quick.seeds) < set(answer.seeds)
+    assert quick.common["eval_problems"] < answer.common["eval_problems"]
+    configs = [TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in plan(quick, Path("base"), None).items()]
+    assert sorted(variant(c.to_dict()) for c in configs) == sorted(["es", "grpo"] * len(quick.seeds))
+    assert all(c.eval_temperature == 0.6 and c.task == "countdown3" for c in configs)
 
 
 def test_a_schedules_second_method_is_checkpointed_densely_from_its_switch():

@@ -61,9 +61,11 @@ def test_reproduce_names_the_report_it_wrote(tmp_path, p_base, monkeypatch, caps
 
     monkeypatch.setattr(reproduce, "reproduce", report_only)
     assert cli_main(["reproduce", "--budget", "small", "--out", str(tmp_path / "small")]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
+    lines = capsys.readouterr().out.strip().splitlines()
     written = tmp_path / "small" / "report" / "REPORT.md"
-    assert last == f"wrote {written} and {written.parent / 'report.json'}" and written.exists()
+    summary = json.loads((written.parent / "report.json").read_text())["summary"]
+    assert lines[-len(summary) - 1] == f"wrote {written} and {written.parent / 'report.json'}" and written.exists()
+    assert lines[-len(summary):] == summary and f"Report: {written}" in summary   # the console ends on the summary
 
 
 def test_passk_axis_names_each_k(tmp_path, p_base, figures):

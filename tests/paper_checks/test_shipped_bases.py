@@ -1,5 +1,6 @@
-"""The small budget's shipped bases (paper_checks/bases): one per preset for the current code and torch,
-taken by a reproduction instead of pretraining, and (slow) equal to what the stated command builds."""
+"""The quick look's shipped base (paper_checks/bases): one per shipped preset for the current code and torch,
+nothing else in the folder, taken by a reproduction instead of pretraining, and (slow) equal to what the stated
+command builds."""
 import json
 import os
 
@@ -8,7 +9,9 @@ import torch
 from safetensors.torch import load_file
 
 from escov.paper_checks import reproduce
-from escov.paper_checks.reproduce import SHIPPED_BASES, SHIPPED_PRESETS, SHIPPED_RECORD, base_cache_key
+from escov.paper_checks.reproduce import BUDGETS, SHIPPED_BASES, SHIPPED_PRESETS, SHIPPED_RECORD, base_cache_key
+
+QUICK = BUDGETS["small"].base_preset
 
 
 def shipped_record(preset: str) -> dict:
@@ -33,26 +36,52 @@ def test_each_shipped_base_is_keyed_by_the_current_code(preset):
     assert all(torch.isfinite(t).all() for t in weights.values())
 
 
+def test_only_the_quick_looks_base_ships():
+    # the repository stays small: a base no budget takes from paper_checks/bases is not kept there
+    assert SHIPPED_PRESETS == (QUICK,) and not BUDGETS["small"].sweep_populations
+    assert sorted(p.name.split("-")[0] for p in SHIPPED_BASES.iterdir()) == sorted(SHIPPED_PRESETS)
+    assert sum(f.stat().st_size for f in SHIPPED_BASES.rglob("*") if f.is_file()) < 1.5e6
+
+
 def test_a_reproduction_copies_the_shipped_base_instead_of_pretraining(tmp_path, monkeypatch, capsys):
-    record = shipped_record("small")
-    if record["key"] != f"small-{base_cache_key('small')}":
+    record = shipped_record(QUICK)
+    if record["key"] != f"{QUICK}-{base_cache_key(QUICK)}":
         pytest.skip("no shipped base for this torch and code")
     monkeypatch.setenv(reproduce.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(reproduce, "_build_base", lambda *a: pytest.fail("pretrained although a base is shipped"))
-    out = reproduce._pretrain(tmp_path / "base", "small", progress=False)
+    out = reproduce._pretrain(tmp_path / "base", QUICK, progress=False)
     assert (out / "model.safetensors").read_bytes() == (record["folder"] / "model.safetensors").read_bytes()
     assert not (out / SHIPPED_RECORD).exists() and not (tmp_path / "cache").exists()
     assert "the shipped" in capsys.readouterr().out
 
 
 @pytest.mark.slow
-def test_the_stated_command_builds_the_shipped_narrow_base(tmp_path):
+def test_the_stated_command_builds_the_shipped_base(tmp_path):
     # pretraining is deterministic on one machine; another CPU may round differently, so this holds
-    # where the bases were built (about a minute)
+    # where the bases were built (about 9 minutes on one thread)
     from escov.llm.tinymodel import pretrain
-    record = shipped_record("narrow")
+    record = shipped_record(QUICK)
     torch.set_num_threads(1)
-    pretrain(tmp_path / "narrow", preset="narrow", seed=0, progress=False)
-    built, shipped = load_file(tmp_path / "narrow" / "model.safetensors"), load_file(record["folder"] / "model.safetensors")
+    pretrain(tmp_path / QUICK, preset=QUICK, seed=0, progress=False)
+    built, shipped = load_file(tmp_path / QUICK / "model.safetensors"), load_file(record["folder"] / "model.safetensors")
     assert built.keys() == shipped.keys()
     assert all(torch.equal(built[k], shipped[k]) for k in built), f"differs from the shipped base (CPU: {os.cpu_count()} cores)"
+
+
+def test_shipping_copies_a_cached_base_and_removes_every_other_folder(tmp_path, monkeypatch):
+    import shutil
+
+    from escov.llm import tinymodel
+    record = shipped_record(QUICK)
+    shipped, cache = tmp_path / "bases", tmp_path / "cache"
+    monkeypatch.setattr(reproduce, "SHIPPED_BASES", shipped)
+    monkeypatch.setenv(reproduce.CACHE_ENV, str(cache))
+    monkeypatch.setattr(tinymodel, "pretrain", lambda *a, **k: pytest.fail("pretrained although the cache holds the base"))
+    key = reproduce.shipped_base_dir(QUICK).name
+    shutil.copytree(record["folder"], cache / "bases" / key, ignore=shutil.ignore_patterns(SHIPPED_RECORD))
+    (shipped / "small-0123456789abcdef").mkdir(parents=True)   # a preset no budget ships any more
+    (shipped / f"{QUICK}-0000000000000000").mkdir()              # the same preset at a stale key
+    assert reproduce.ship_bases(progress=False) == [shipped / key]
+    assert [p.name for p in shipped.iterdir()] == [key]
+    assert (shipped / key / "model.safetensors").read_bytes() == (record["folder"] / "model.safetensors").read_bytes()
+    assert json.loads((shipped / key / SHIPPED_RECORD).read_text())["key"] == key

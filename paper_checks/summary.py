@@ -1,0 +1,198 @@
+"""A report's summary: the lines REPORT.md opens with and a reproduction's console ends on (at most SUMMARY_LINES).
+
+    summary_lines(report, report_md, published) -> list[str]
+    decided_parts(claim) -> [(status, text)]        the real-run verdicts a report decided, part by part
+    undecided_rows(report, published) -> [dict]     what design would decide each undecided real-run part
+
+The summary names the real-run claims decided here (a claim whose parts did not all decide is listed by the
+parts that did), the answer's key figure (ES - GRPO Pass@32 at matched Pass@1) beside the published one, where
+the report is and the command for the full answer. `published` is the published answer's report.json
+(PUBLISHED, in the repository; None when it is absent).
+
+For an undecided part, the effect it needs is the one the published answer measured for the same part: the
+seeds that would detect it at this run's prompts come from this run's own variance (design.seeds_to_detect).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from escov.paper_checks.design import seeds_to_detect
+from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_TESTABLE, fmt_interval
+from escov.theory.claims import BY_ID
+
+SUMMARY_LINES = 25
+PUBLISHED = Path(__file__).resolve().parents[1] / "results" / "report.json"  # the published answer's report
+KEY_CLAIM, KEY_PART = "matched_passk_above_grpo", "ES - GRPO @32 at matched Pass@1"
+FULL_ANSWER = "python -m escov.paper_checks reproduce --budget answer --out runs/answer --jobs 2"
+FULL_ANSWER_TIME = "about 35 minutes on 2 cores"  # the published run: 33.5 min (results/run_info.json)
+MOST_SEEDS = 64   # seeds beyond this are "out of reach" in the table of what would decide a part
+
+
+def load_published(path: Path = PUBLISHED) -> dict | None:
+    """The published answer's report.json, or None when the file is absent or unreadable."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def estimates(real: dict) -> dict[str, dict]:
+    """The labelled interval estimates of a real-run verdict (design.Estimate.to_json), in its evidence."""
+    return {label: e for label, e in (real.get("evidence") or {}).items()
+            if isinstance(e, dict) and {"mean", "lo", "hi", "detectable", "design"} <= set(e)}
+
+
+def _segment(ours: str, label: str) -> str:
+    """The part of a verdict's text that reports `label` (texts join their parts with '; ')."""
+    return next((s for s in ours.split("; ") if s.startswith(label)), label)
+
+
+def _short(text: str, width: int = 118) -> str:
+    """A summary line's text: without the bias control's aside, cut to width."""
+    text = text.split(" (bias control")[0]
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def part_status(claim_id: str, est: dict) -> str:
+    """One part's status by its claim's test (None bounds, written for infinite ones, decide nothing)."""
+    if est["lo"] is None or est["hi"] is None:
+        return INCONCLUSIVE
+    return BY_ID[claim_id].test.decide(est["lo"], est["hi"])
+
+
+def decided_parts(claim: dict) -> list[tuple[str, str]]:
+    """(status, text) of the real-run verdict when it is decided, else of each part that is."""
+    real = claim["levels"]["real"]
+    if real["status"] in (HOLDS, FAILS):
+        return [(real["status"], f"{claim['id']}: {real['ours']}")]
+    return [(status, f"{claim['id']}: {_segment(real['ours'], label)}")
+            for label, est in estimates(real).items() if (status := part_status(claim["id"], est)) in (HOLDS, FAILS)]
+
+
+def _published_estimate(published: dict | None, claim_id: str, label: str) -> tuple[dict | None, str]:
+    for claim in (published or {}).get("claims", []):
+        if claim["id"] == claim_id:
+            real = claim["levels"]["real"]
+            est = estimates(real).get(label)
+            return est, (part_status(claim_id, est) if est else real["status"])
+    return None, ""
+
+
+def effect_needed(claim_id: str, mean: float) -> float:
+    """How far an estimate lies from its test's decision boundary: what a design must detect to decide it
+    (directional: from the threshold; equivalence: inside the margin; 0 when it lies on the boundary's wrong side)."""
+    test = BY_ID[claim_id].test
+    if test.kind == "equivalence":
+        return max(0.0, test.margin - abs(mean))
+    return abs(mean - test.threshold)
+
+
+def _scale(claim_id: str, est: dict) -> tuple[float, str]:
+    """How a part is printed: Pass@k and shares in points, entropy changes in %, nats as they are."""
+    unit = BY_ID[claim_id].test.unit
+    return (1.0, "") if unit == 1.0 else (100.0, "%" if claim_id == "entropy_collapse" else " pts")
+
+
+def _fmt(claim_id: str, est: dict) -> str:
+    scale, unit = _scale(claim_id, est)
+    if est["lo"] is None or est["hi"] is None:
+        return f"{est['mean'] * scale:+.2f}{unit} (no interval)"
+    return fmt_interval(est["mean"], est["lo"], est["hi"], scale, unit)
+
+
+def _detectable(claim_id: str, est: dict) -> str:
+    scale, unit = _scale(claim_id, est)
+    d = est["detectable"]
+    return "none (one seed)" if d is None or not math.isfinite(d) else f"{d * scale:.3g}{unit}"
+
+
+def undecided_rows(report: dict, published: dict | None) -> list[dict]:
+    """Every undecided part of an inconclusive real-run verdict: this run's estimate and detectable difference,
+    the published answer's (the effect a design has to detect), and the seeds that detect it at this run's prompts
+    (None: more than MOST_SEEDS; "" without a published value)."""
+    rows = []
+    for claim in report["claims"]:
+        real = claim["levels"]["real"]
+        if real["status"] != INCONCLUSIVE:
+            continue
+        if not estimates(real):   # no interval to size a design on (e.g. no common Pass@1 range): the reason
+            rows.append({"claim": claim["id"], "part": "no estimate", "here": real["note"] or real["ours"], "design": "",
+                         "detectable": "", "answer": "", "answer_detectable": "", "seeds_needed": ""})
+        for label, est in estimates(real).items():
+            if part_status(claim["id"], est) != INCONCLUSIVE:
+                continue
+            answer, answer_status = _published_estimate(published, claim["id"], label)
+            seeds = ""
+            if answer is not None and est["detectable"] is not None and math.isfinite(est["detectable"] or math.inf):
+                seeds = seeds_to_detect(est, effect_needed(claim["id"], answer["mean"]), most=MOST_SEEDS)
+            rows.append({"claim": claim["id"], "part": label, "here": _fmt(claim["id"], est), "design": est["design"],
+                         "detectable": _detectable(claim["id"], est),
+                         "answer": "" if answer is None else f"{_fmt(claim['id'], answer)}, {answer_status}",
+                         "answer_detectable": "" if answer is None else f"{_detectable(claim['id'], answer)} "
+                                                                        f"({answer['design']})",
+                         "seeds_needed": seeds})
+    return rows
+
+
+def undecided_markdown(report: dict, published: dict | None) -> list[str]:
+    """REPORT.md's table of what would decide the rest, and the real-run claims these runs could not test."""
+    rows = undecided_rows(report, published)
+    untested = [f"- {c['id']}: {c['levels']['real']['status']}" + (f" ({c['levels']['real']['note']})"
+                                                                 if c["levels"]["real"]["note"] else "")
+                for c in report["claims"] if c["levels"]["real"]["status"] in (MISSING, NOT_TESTABLE)
+                and BY_ID[c["id"]].real]   # claims with no real-run check at all are theory's and simulate's
+    if not rows and not untested:
+        return []
+    lines = ["## What would decide the rest", ""]
+    if rows:
+        lines += [f"Each undecided part of a real-run claim: its estimate and the smallest difference this design "
+                  f"detects at 80% power, beside the effect it needs (the published answer's estimate of the same part: "
+                  f"its distance from the test's boundary is what a design has to detect) and the seeds that would "
+                  f"detect that at this run's prompts, from this run's own variance ('out of reach': more than "
+                  f"{MOST_SEEDS} seeds).", "",
+                  "| claim | part | here | design | detectable here | the answer (the effect it needs) | "
+                  "detectable there | seeds to detect it here |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        need = ("" if r["seeds_needed"] == "" else "out of reach" if r["seeds_needed"] is None
+                else str(r["seeds_needed"]))
+        lines.append(f"| {r['claim']} | {r['part']} | {r['here']} | {r['design']} | {r['detectable']} | {r['answer']} | "
+                     f"{r['answer_detectable']} | {need} |")
+    if untested:
+        lines += ["", "Not tested by these runs (a budget whose runs they need: `--budget answer` for the schedules, "
+                      "sampled members and 64-sample curves; `--budget full` for the ablations, nulls and the population "
+                      "sweep):", "", *untested]
+    return lines + [""]
+
+
+def _key_line(who: str, report: dict | None) -> str:
+    for claim in (report or {}).get("claims", []):
+        if claim["id"] == KEY_CLAIM:
+            real = claim["levels"]["real"]
+            est = estimates(real).get(KEY_PART)
+            if est is None:
+                note = real["note"].removeprefix(real["status"] + ": ")
+                return _short(f"  {who:10s} {real['status']}: {note}")
+            return (f"  {who:10s} {_fmt(KEY_CLAIM, est)}, {part_status(KEY_CLAIM, est)}; {est['design']}, "
+                    f"detectable {_detectable(KEY_CLAIM, est)}")
+    return f"  {who:10s} not in this report"
+
+
+def summary_lines(report: dict, report_md: Path | str, published: dict | None) -> list[str]:
+    """The summary (at most SUMMARY_LINES lines): decided claims, the key figure beside the published one, where
+    the report is, the command for the full answer."""
+    decided = [part for claim in report["claims"] for part in decided_parts(claim)]
+    undecided = sum(1 for c in report["claims"] if c["levels"]["real"]["status"] == INCONCLUSIVE)
+    tail = ["The answer's key figure, ES - GRPO Pass@32 at matched Pass@1:", _key_line("here", report),
+            _key_line("published", published) if published else "  published  not found (results/report.json)",
+            f"Report: {report_md}",
+            f"The full answer ({FULL_ANSWER_TIME}): {FULL_ANSWER}"]
+    head = ["== Summary ==", f"Decided here by the real runs (95% intervals): {len(decided)}"]
+    room = SUMMARY_LINES - len(head) - len(tail) - 1
+    shown = [_short(f"  {status:14s} {text}") for status, text in decided]
+    if len(shown) > room:
+        shown = shown[:room - 1] + [f"  ... and {len(shown) - room + 1} more (REPORT.md)"]
+    more = (f"Not decided here: {undecided} real-run claims (inconclusive); what would decide each: "
+            "REPORT.md, 'What would decide the rest'")
+    return head + (shown or ["  none"]) + [more] + tail
