@@ -27,6 +27,7 @@ so that with a run's flags it evaluates the run's own test problems (llm/problem
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -129,6 +130,13 @@ TASK_SETTINGS = ("task", "data", "test_data", "data_split", "data_fields", "prom
                  "reward_weights", "eval_problems")
 
 
+class _AddToTuple(argparse.Action):
+    """A flag whose every use adds one value to a tuple (train's default, (), when never given)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        setattr(namespace, self.dest, tuple(getattr(namespace, self.dest) or ()) + (value,))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     import dataclasses
 
@@ -148,8 +156,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f = train_fields[name]
         help_text = help_line(f, described[name]).replace("%", "%%")
         if name in REPEATED_FLAGS:  # reward_function, reward_weights: each use adds one, as in `llm train`
-            parser.add_argument(f"--{name}", dest=name, action="append", default=[], metavar=REPEATED_FLAGS[name],
-                                type=float if "float" in f.type else str, help=help_text)
+            parser.add_argument(f"--{name}", dest=name, action=_AddToTuple, default=f.default,
+                                metavar=REPEATED_FLAGS[name], type=float if "float" in f.type else str, help=help_text)
             continue
         parser.add_argument(f"--{name}", *old_spellings.get(name, []), dest=name, default=f.default,
                             type=int if f.type == "int" else str, choices=choices.get(name), help=help_text)
@@ -205,7 +213,7 @@ def run_command(args: argparse.Namespace) -> int:
     from escov.llm.device import resolve_device
     from escov.llm.engines import make_engine
     from escov.llm.engines.base import check_model_dir, check_sampling_args
-    from escov.llm.problem_sets import eval_set
+    from escov.llm.problem_sets import eval_set, fit_to_data
 
     ks = check_eval_args(args.n, parse_ks(args.k))
     out = Path(args.out)
@@ -215,7 +223,11 @@ def run_command(args: argparse.Namespace) -> int:
     if written and not args.overwrite:
         raise ValueError(f"--out {args.out} already holds {', '.join(f.name for f in written)}; "
                          "give another --out, or --overwrite to replace them")
-    test = eval_set(run_settings(args))  # the task and test problems a run with these flags evaluates
+    cfg = run_settings(args)
+    task = cfg.make_task()
+    for note in fit_to_data(cfg, task):  # eval_problems left at its default fits a small test file, as in train
+        print(f"note: {note}", file=sys.stderr, flush=True)
+    test = eval_set(cfg, task=task)  # the task and test problems a run with these flags evaluates
     task, problems = test.task, test.problems
     max_new_tokens = args.max_new_tokens
     check_sampling_args(args.n, args.temperature, max_new_tokens, args.top_p)

@@ -6,6 +6,7 @@
                        (paper_checks/lemma_grid.py) and scripts/measure_bases.py evaluate
     heldout_set(cfg)   the forgetting check's task and problems (heldout_task, heldout_problems)
     probe_problems     the prompts of the Lemma 1 probe (probe_prompts)
+    fit_to_data        problem counts left at their defaults lowered to what a data file holds
 
 A run's test problems are the first `eval_problems` of its task's test split (the task built from the
 run's settings: task, data files, split, fields, prompt style, reward) drawn with EVAL_PROBLEM_SEED,
@@ -60,3 +61,36 @@ def heldout_set(cfg: TrainConfig) -> ProblemSet | None:
 def probe_problems(cfg: TrainConfig, task: Task) -> list[Problem]:
     """The fixed prompts of the Lemma 1 probe: probe_prompts test problems drawn with PROBE_PROBLEM_SEED."""
     return task.problems("test", cfg.probe_prompts, seed=PROBE_PROBLEM_SEED)
+
+
+def _defaults() -> dict:
+    from escov.llm.config import TrainConfig
+
+    return TrainConfig.__dataclass_fields__
+
+
+FITTED_COUNTS = (("train_pool", "train"), ("eval_problems", "test"), ("probe_prompts", "test"))  # setting, split
+
+
+def fit_to_data(cfg: TrainConfig, task: Task) -> list[str]:
+    """Problem counts left at their defaults that ask for more problems than the data holds are lowered to
+    what it holds (a note for each, to print); a count given explicitly that does not fit is a ValueError
+    naming its flag, as is a batch_size above the training pool."""
+    notes = []
+    for name, split in FITTED_COUNTS:
+        held, wanted = task.size(split), getattr(cfg, name)
+        if not held or held >= wanted or (name == "probe_prompts" and not cfg.probe):
+            continue  # generated problems, an empty split (the task's own error names it), or enough
+        if wanted != _defaults()[name].default:
+            raise ValueError(f"{name} = {wanted} but the {split} data holds {held} records: "
+                             f"give --{name} {held} or less")
+        setattr(cfg, name, held)
+        notes.append(f"the {split} data holds {held} records: {name} = {held} (default {wanted}; --{name} sets it)")
+    if cfg.batch_size > cfg.train_pool and cfg.batch_size == _defaults()["batch_size"].default:
+        notes.append(f"the training pool holds {cfg.train_pool} prompts: batch_size = {cfg.train_pool} "
+                     f"(default {cfg.batch_size}; --batch_size sets it)")
+        cfg.batch_size = cfg.train_pool
+    if cfg.batch_size > cfg.train_pool:
+        raise ValueError(f"batch_size = {cfg.batch_size} but the training pool holds {cfg.train_pool} prompts: "
+                         f"give --batch_size {cfg.train_pool} or less")
+    return notes

@@ -52,7 +52,7 @@ from escov.llm.grpo import GRPO
 from escov.llm.interrupts import stop_if_requested
 from escov.llm.engines.base import load_tokenizer
 from escov.llm.lemma_measurements import measure_population
-from escov.llm.problem_sets import ProblemSet, eval_set, heldout_set, probe_problems
+from escov.llm.problem_sets import ProblemSet, eval_set, fit_to_data, heldout_set, probe_problems
 from escov.llm.prompt_lengths import check_prompt_lengths
 from escov.llm.reward_stats import reward_stats
 from escov.llm.rollout import NonFiniteError, derive_seed, rollout
@@ -78,33 +78,6 @@ def stop_point(name: str) -> None:
 
 
 # ----------------------------------------------------------------------------- problem counts that fit the data
-
-FITTED_COUNTS = (("train_pool", "train"), ("eval_problems", "test"), ("probe_prompts", "test"))  # setting, split
-
-
-def fit_to_data(cfg: TrainConfig, task: Task) -> list[str]:
-    """Problem counts left at their defaults that ask for more problems than the data holds are lowered to
-    what it holds (a note for each, to print); a count given explicitly that does not fit is a ValueError
-    naming its flag, as is a batch_size above the training pool."""
-    notes = []
-    for name, split in FITTED_COUNTS:
-        held, wanted = task.size(split), getattr(cfg, name)
-        if not held or held >= wanted or (name == "probe_prompts" and not cfg.probe):
-            continue  # generated problems, an empty split (the task's own error names it), or enough
-        if wanted != TrainConfig.__dataclass_fields__[name].default:
-            raise ValueError(f"{name} = {wanted} but the {split} data holds {held} records: "
-                             f"give --{name} {held} or less")
-        setattr(cfg, name, held)
-        notes.append(f"the {split} data holds {held} records: {name} = {held} (default {wanted}; --{name} sets it)")
-    if cfg.batch_size > cfg.train_pool and cfg.batch_size == TrainConfig.__dataclass_fields__["batch_size"].default:
-        notes.append(f"the training pool holds {cfg.train_pool} prompts: batch_size = {cfg.train_pool} "
-                     f"(default {cfg.batch_size}; --batch_size sets it)")
-        cfg.batch_size = cfg.train_pool
-    if cfg.batch_size > cfg.train_pool:
-        raise ValueError(f"batch_size = {cfg.batch_size} but the training pool holds {cfg.train_pool} prompts: "
-                         f"give --batch_size {cfg.train_pool} or less")
-    return notes
-
 
 # ----------------------------------------------------------------------------- the run
 

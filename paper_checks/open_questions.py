@@ -45,7 +45,7 @@ def mechanism(ev: Evidence) -> dict:
     if d1 is None or d32 is None:
         sim = (ev.simulate or {}).get("ablations", {})
         why = [c["why"] for c in sim.get("claims", []) if c.get("id") == "greedy_vs_sampled"]
-        return {"answer": ("no greedy-vs-sampled real runs; simulate: " + why[0]) if why else "no data", "table": rows}
+        return {"answer": "no greedy-vs-sampled real runs" + (f"; simulate: {why[0]}" if why else ""), "table": rows}
     answer = (f"greedy minus sampled member rollouts at the end ({d1.design}; each sampled member draws its own "
               f"rollout seed): Pass@1 {fmt_interval(d1.mean, d1.lo, d1.hi)}, Pass@32 {fmt_interval(d32.mean, d32.lo, d32.hi)}")
     matched, info = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("es[sampled]")), "pass@32",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 import torch
 
 from escov.llm import rundir
@@ -21,6 +22,7 @@ from escov.llm.rollout import NonFiniteError
 from escov.llm.rundir import RunDirError
 from escov.llm.tasks import get_task
 from escov.paper_checks.cli import main as paper_checks_main
+from escov.theory.metrics import pass_at_k_counts
 from tasks_for_tests import CountdownScoredBy
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -366,8 +368,8 @@ def _synthetic_run(root: Path, name: str, algo: str, seed: int, ks=(1, 16)) -> P
     (run / "metrics.jsonl").write_text("".join(json.dumps(ROW | {"step": s + 1, "phase": algo}) + "\n" for s in range(4)))
 
     def evaluation():
-        counts = rng.binomial(32, 0.3, 20)
-        return {"n": 32, "ks": list(ks), "pass_at_k": {str(k): 0.3 for k in ks},
+        counts = rng.binomial(32, 0.3, 20)  # Pass@k as these counts give it: a report checks that they agree
+        return {"n": 32, "ks": list(ks), "pass_at_k": {str(k): float(pass_at_k_counts(32, counts, k).mean()) for k in ks},
                 "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]}
     (run / "eval.json").write_text(json.dumps({"base": evaluation(), "final": evaluation()}))
     return run
@@ -378,7 +380,8 @@ def test_report_over_runs_whose_eval_ks_lack_32_is_written_with_missing_data(tmp
     code, err = cli(paper_checks_main, ["report", *runs, "--out", str(tmp_path / "rep")], capsys)
     assert code == 0, err
     report = json.loads((tmp_path / "rep" / "report.json").read_text())
-    assert any("missing data" in q["answer"] for q in report["open_questions"])
+    real = {c["id"]: c["levels"]["real"] for c in report["claims"]}
+    assert real["grpo_passk_below_base"]["status"] == "missing data"  # needs Pass@32, which these runs lack
     assert report["non_finite"] == [] or all(isinstance(p, str) for p in report["non_finite"])
 
 
@@ -440,7 +443,7 @@ def test_a_report_that_fails_midway_leaves_no_partial_output(tmp_path, monkeypat
 
     runs = [_synthetic_run(tmp_path, f"{a}{s}", a, s, ks=(1, 16, 32)) for a in ("es", "grpo") for s in (0, 1)]
 
-    def render_fails(report):
+    def render_fails(report, *rest):
         raise RuntimeError("disk full")
     monkeypatch.setattr(report_module, "render_markdown", render_fails)
     with pytest.raises(RuntimeError, match="disk full"):

@@ -209,7 +209,7 @@ def test_es_says_when_its_update_is_zero(own_data, tiny_model_dir, capsys):
 def test_llm_eval_reports_the_rewards_reads_data_fields_and_refuses_to_overwrite(own_data, tiny_model_dir, capsys):
     from escov.llm.cli import main
 
-    args = ["eval", "--model", str(tiny_model_dir), "--task", "prompts", "--data", "test.parquet",
+    args = ["eval", "--model", str(tiny_model_dir), "--task", "prompts", "--test_data", "test.parquet",
             "--reward_function", "my_rewards:accuracy", "--reward_function", "my_rewards:digits",
             "--reward_weights", "1", "--reward_weights", "0.5", "--data_fields", "answer=reward_model.ground_truth",
             "--n", "2", "--k", "1", "--out", "ev", "--no-progress"]

@@ -34,9 +34,6 @@ PUBLISHED = {  # budget: (task, eval_problems, test ids, first id, held-out ids,
     "full": ("countdown", 200, "79c76dd0d9c6a30fba214b4d7c39e85ae280e9cfd7a4943c06e1a8d939dfddc2",
              "countdown/20,27,18,2=2", "4bd53126aa08d70d412304a64dc622bfeeb950160881b5c1aaf484b7c1f19c2c",
              "40a835579f4afbfc8341ce8c1842b4eaf463525603637f55011ee62677ccdf63"),
-    "small": ("countdown", 64, "37e0ef4b42b3055ba3b039284479e8a21f7c863f464ddb376e992e4df96c550b",
-              "countdown/20,27,18,2=2", "1c96ac259c63f728a6101bf5895ae73761687f568f24236900d568183a716ba0",
-              "40a835579f4afbfc8341ce8c1842b4eaf463525603637f55011ee62677ccdf63"),
 }
 
 
@@ -58,6 +55,18 @@ def test_the_published_budgets_keep_their_test_problems(name):
             assert _digest(heldout_set(cfg).ids) == heldout_digest, run_name
         assert _digest(p.id for p in probe_problems(cfg, test.task)) == probe_digest, run_name
     assert len([r for r in runs if not r.startswith("sweep-")]) >= 8
+
+
+def test_the_quick_looks_test_problems_are_the_answers_first():
+    """The quick look (budget small) is the answer at a smaller design: each of its runs is evaluated on the
+    first eval_problems of the answer's test problems."""
+    answer_runs = plan(BUDGETS["answer"], Path("m"), None)
+    answer = eval_set(TrainConfig.from_dict(next(iter(answer_runs.values())) | {"out": "o"}))
+    for run_name, settings in plan(BUDGETS["small"], Path("m"), None).items():
+        cfg = TrainConfig.from_dict(settings | {"out": "o"})
+        test = eval_set(cfg)
+        assert cfg.task == "countdown3" and 0 < cfg.eval_problems < len(answer.ids), run_name
+        assert test.ids == answer.ids[:cfg.eval_problems], run_name
 
 
 def test_the_seed_does_not_choose_the_test_problems_and_the_count_takes_the_first():

@@ -64,6 +64,9 @@ def test_a_run_without_the_probe_measures_the_rest_alike(tiny_model_dir, tmp_pat
         runs[probe] = out
     assert (runs[True] / "probe.json").exists() and not (runs[False] / "probe.json").exists()
     evals = [_untimed(json.loads((runs[p] / "eval.json").read_text())) for p in (True, False)]
+    fingerprints = [ev.pop("fingerprint") for ev in evals]  # the settings differ (probe), so their hashes do
     assert evals[0] == evals[1]
+    assert fingerprints[0]["settings_sha256"] != fingerprints[1]["settings_sha256"]
+    assert fingerprints[0]["final_weights_sha256"] == fingerprints[1]["final_weights_sha256"]
     with pytest.raises(ValueError, match="probe_every = 2 needs probe = true"):
         TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(tmp_path / "x"), "probe": False, "probe_every": 2})
