@@ -3,10 +3,20 @@
 On each probe prompt x, with members pi_j = pi_{theta + sigma eps_j} (j = 1..N) at the sampling
 temperature and the center pi_0 = pi_theta:
 
-- JSpol_N = (1/N) sum_j KL(pi_j || pi_bar), by the mixture estimator: for y drawn from the mixture,
-  r_k = N pi_k(y) / sum_l pi_l(y) and f(y) = (1/N) sum_k r_k log r_k (>= 0) has mean exactly JSpol_N.
-  The draw is stratified (m samples from every member rather than a random member per draw): the
-  same expectation, a smaller variance; the 95% interval uses the stratified standard error.
+- JSpol_N = (1/N) sum_j KL(pi_j || pi_bar), by the chain rule: KL(pi_j || pi_bar) = E_{y ~ pi_j} sum_t
+  KL(pi_j(. | x, y_<t) || pi_bar(. | x, y_<t)), where the mixture's next-token distribution is
+  pi_bar(. | x, y_<t) = sum_k w_k pi_k(. | x, y_<t) with w_k proportional to pi_k(y_<t | x). Every
+  position's token is averaged exactly over the vocabulary (Rao-Blackwell), so only the prefixes are
+  sampled: on the paper-regime base this estimate's relative standard error is 5-10 times smaller than
+  that of the sequence-level mixture estimator (mixture_terms: r_k = N pi_k(y) / sum_l pi_l(y),
+  f(y) = (1/N) sum_k r_k log r_k, the reference it is checked against). The draw is stratified (m samples
+  from every member): the 95% interval uses the stratified standard error.
+- Lemma 1's prediction for the population actually drawn: with d_j = eps_j - eps_bar (eps_j the member's
+  noise), Q = (sigma^2 / 2) (1/N) sum_j d_j^T I_x d_j, the second-order value of JSpol_N for these
+  members, whose expectation over the noise is (sigma^2 / 2)(1 - 1/N) tr I_x. d_j^T I_x d_k is computed
+  exactly along the directions, given center completions (direction_gram: forward-mode derivatives of
+  the logits), so only the choice of completions adds noise; measured against JSpol_N population by
+  population, the noise's own spread (large: I_x is dominated by a few directions) cancels.
 - JSsucc_N = h(p_bar) - (1/N) sum_j h(p_j) from the members' success rates p_j = c_j / m. The
   plug-in value is biased upward by about (1 - 1/N) / (2m); reported beside it are the Miller-Madow
   corrected value and a permutation null (the plug-in value when the pooled outcomes are dealt to
@@ -22,10 +32,12 @@ temperature and the center pi_0 = pi_theta:
 from __future__ import annotations
 
 import math
-from typing import Callable, TYPE_CHECKING
+from contextlib import contextmanager
+from typing import Callable, Iterable, TYPE_CHECKING
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from scipy.special import logsumexp
 
 from escov.llm.es.noise import noise
@@ -50,14 +62,18 @@ def mixture_terms(logp: np.ndarray) -> np.ndarray:
     return np.sum(np.exp(log_r) * log_r, axis=-1) / n
 
 
+def stratified_mean(terms: np.ndarray) -> tuple[float, float]:
+    """The mean of terms [N, m] (m samples from each of N members) and its stratified standard error."""
+    n, m = terms.shape
+    var = terms.var(axis=1, ddof=1).sum() / (n * n * m) if m > 1 else float("nan")
+    return float(terms.mean()), float(math.sqrt(var))
+
+
 def jspol_estimate(logp: np.ndarray) -> tuple[float, float]:
     """Stratified mixture estimate of JSpol_N and its standard error.
 
     logp [N, m, N]: logp[j, s, k] = log pi_k(y_js) for the s-th sample y_js drawn from member j."""
-    n, m, _ = logp.shape
-    f = mixture_terms(logp)                       # [N, m]
-    var = f.var(axis=1, ddof=1).sum() / (n * n * m) if m > 1 else float("nan")
-    return float(f.mean()), float(math.sqrt(var))
+    return stratified_mean(mixture_terms(logp))
 
 
 def _miller_madow_h(c: np.ndarray, m: int) -> np.ndarray:
@@ -136,17 +152,6 @@ def _mean_ci(values: np.ndarray) -> dict:
 
 # ----------------------------------------------------------------------------- model side (torch)
 
-def sequence_logprobs(model: torch.nn.Module, prompt_ids: list[list[int]], completion_ids: list[list[int]],
-                      temperature: float, pad_id: int, micro_batch: int = 64) -> np.ndarray:
-    """log pi(y | x) at the temperature (sum over completion tokens) for each (prompt, completion) pair."""
-    out = []
-    with torch.no_grad():
-        for i in range(0, len(prompt_ids), micro_batch):
-            seq, att, mask = pad_batch(prompt_ids[i:i + micro_batch], completion_ids[i:i + micro_batch], pad_id)
-            out.append(completion_logprobs(model, seq, att, mask, temperature).sum(1).double())
-    return torch.cat(out).cpu().numpy()
-
-
 def score_sq_norms(model: torch.nn.Module, params: list[torch.nn.Parameter], prompt_ids: list[list[int]],
                    completion_ids: list[list[int]], temperature: float, pad_id: int) -> np.ndarray:
     """||grad_theta log pi(y | x)||^2 over the given parameters, one backward pass per sample."""
@@ -167,75 +172,149 @@ def _load(scorer: torch.nn.Module, weights) -> None:
             live[n].copy_(w)
 
 
+def population_direction(center: dict[str, torch.Tensor], seed: int, step: int, member: int) -> dict[str, torch.Tensor]:
+    """eps_j of member j of the population drawn from (seed, step), shaped like center: N(0, 1) entries (llm.es.noise)."""
+    noise_seed = derive_seed(seed, step, "population-noise")
+    return {n: noise(noise_seed, member, n, c.shape, device=c.device) for n, c in center.items()}
+
+
+def score_population(scorer: torch.nn.Module, weights: Callable[[int], Iterable], members: int, prompt_ids: list[list[int]],
+                     completion_ids: list[list[int]], owner: list[int], temperature: float, pad_id: int,
+                     micro_batch: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Every completion scored under models k = 0..members (weights(k): (name, tensor) pairs; k = members is the
+    center), with the chain-rule term of JSpol_N.
+
+    Returns (logp [row, k] = log pi_k(y_row | x_row) at the temperature, chain [row] = sum_t KL(pi_j(. | x, y_<t) ||
+    pi_bar(. | x, y_<t)) with j = owner[row], the member that sampled the row, and pi_bar(v | x, y_<t) =
+    sum_k pi_k(y_<t | x) pi_k(v | x, y_<t) / sum_k pi_k(y_<t | x) over the members k < members: the mixture's own
+    next-token distribution, so that E_{y ~ pi_j} chain = KL(pi_j || pi_bar) exactly)."""
+    batches = [(i, pad_batch(prompt_ids[i:i + micro_batch], completion_ids[i:i + micro_batch], pad_id))
+               for i in range(0, len(prompt_ids), micro_batch)]
+    owner = torch.as_tensor(owner)
+    logp = np.zeros((len(prompt_ids), members + 1))
+    mix, norm, own = {}, {}, {}   # per batch: log sum_k pi_k(y_<t) pi_k(v | y_<t), log sum_k pi_k(y_<t), log pi_j(v | y_<t)
+    for k in range(members + 1):
+        _load(scorer, weights(k))
+        with torch.no_grad():
+            for i, (seq, att, mask) in batches:
+                logits = scorer(input_ids=seq, attention_mask=att, use_cache=False).logits[:, :-1].double()
+                lp = F.log_softmax(logits / temperature, dim=-1)                  # [S, L, V]
+                tok = lp.gather(2, seq[:, 1:, None]).squeeze(2) * mask[:, 1:]     # log pi_k(y_t | y_<t), 0 off the completion
+                logp[i:i + len(seq), k] = tok.sum(1).numpy()
+                if k == members:
+                    continue
+                prefix = tok.cumsum(1) - tok                                      # log pi_k(y_<t)
+                term = prefix[..., None] + lp
+                mix[i] = term if k == 0 else torch.logaddexp(mix[i], term)
+                norm[i] = prefix if k == 0 else torch.logaddexp(norm[i], prefix)
+                mine = owner[i:i + len(seq)] == k
+                if k == 0:
+                    own[i] = torch.zeros_like(lp)
+                own[i][mine] = lp[mine]
+    chain = np.zeros(len(prompt_ids))
+    for i, (seq, att, mask) in batches:
+        log_mix = mix[i] - norm[i][..., None]
+        kl = (own[i].exp() * (own[i] - log_mix)).sum(-1) * mask[:, 1:]
+        chain[i:i + len(seq)] = kl.sum(1).numpy()
+    return logp, chain
+
+
 def population_samples(*, engine: Engine, scorer: torch.nn.Module, task: Task, problems: list[Problem],
                        encode: Callable[[str], list[int]], pad_id: int, center: dict[str, torch.Tensor], sigma: float,
                        members: int, samples: int, temperature: float, max_new_tokens: int, seed: int, step: int,
-                       dtype: torch.dtype = torch.float32) -> tuple[np.ndarray, np.ndarray]:
-    """One population pi_{theta + sigma eps_j} (j = 1..members; noise from (seed, step)) around `center`:
-    `samples` completions per member and prompt, each scored under every member and the center.
+                       dtype: torch.dtype = torch.float32, sign: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One population pi_{theta + sign sigma eps_j} (j = 1..members; eps_j = population_direction(center, seed, step, j);
+    sign -1 gives the antithetic population) around `center`: `samples` completions per member and prompt, each scored
+    under every member and the center.
 
-    Returns (logp [prompt, j, s, k], correct [prompt, j, s]): logp[i, j, s, k] = log pi_k(y_ijs | x_i) at the
-    temperature, with k = members the center; correct: the verifier's outcome of y_ijs. The engine generates
-    (weights written with load_weights) and the scorer scores, with the weights rounded to `dtype` (a bf16
+    Returns (logp [prompt, j, s, k], correct [prompt, j, s], chain [prompt, j, s]): logp[i, j, s, k] = log pi_k(y_ijs | x_i)
+    at the temperature, with k = members the center; correct: the verifier's outcome of y_ijs; chain: its chain-rule
+    term of JSpol_N (score_population), so that stratified_mean(chain[i]) estimates JSpol_N on prompt i. The engine
+    generates (weights written with load_weights) and the scorer scores, with the weights rounded to `dtype` (a bf16
     engine samples bf16 members); both hold the center on return."""
     names = list(center)
-    noise_seed = derive_seed(seed, step, "population-noise")
-    member_w = lambda j: ((n, (center[n] + sigma * noise(noise_seed, j, n, center[n].shape, device=center[n].device))
-                           .to(dtype).float()) for n in names)
+
+    def member_w(j: int):
+        if j == members:
+            return ((n, center[n].to(dtype).float()) for n in names)
+        eps = population_direction(center, seed, step, j)
+        return ((n, (center[n] + sign * sigma * eps[n]).to(dtype).float()) for n in names)
+
     member_out = []
     for j in range(members):
         engine.load_weights(member_w(j))
+        sample_seed = derive_seed(seed, step, "population-sample", j, *(() if sign == 1 else ("sign", sign)))
         member_out.append(rollout(engine, task, problems, n=samples, temperature=temperature,
-                                  max_new_tokens=max_new_tokens, seed=derive_seed(seed, step, "population-sample", j), step=step))
+                                  max_new_tokens=max_new_tokens, seed=sample_seed, step=step))
     engine.load_weights((n, center[n]) for n in names)
 
     prompt_ids = [encode(p.prompt) for p in problems]
     rows = [(j, i, s) for j in range(members) for i in range(len(problems)) for s in range(samples)]
-    p_ids = [prompt_ids[i] for _, i, _ in rows]
-    c_ids = [member_out[j].completions[i][s].token_ids for j, i, s in rows]
-    logp = np.zeros((len(rows), members + 1))
-    for k in range(members + 1):  # the center last: the scorer holds it on return
-        _load(scorer, member_w(k) if k < members else ((n, center[n].to(dtype).float()) for n in names))
-        logp[:, k] = sequence_logprobs(scorer, p_ids, c_ids, temperature, pad_id)
-    logp = logp.reshape(members, len(problems), samples, members + 1).transpose(1, 0, 2, 3)  # [prompt, j, s, k]
+    logp, chain = score_population(scorer, member_w, members, [prompt_ids[i] for _, i, _ in rows],
+                                   [member_out[j].completions[i][s].token_ids for j, i, s in rows],
+                                   [j for j, _, _ in rows], temperature, pad_id)   # the center last: the scorer holds it
+    shape = (members, len(problems), samples)
+    logp = logp.reshape(*shape, members + 1).transpose(1, 0, 2, 3)  # [prompt, j, s, k]
+    chain = chain.reshape(shape).transpose(1, 0, 2)
     correct = np.stack([np.stack([member_out[j].correct[i] for j in range(members)]) for i in range(len(problems))])
-    return logp, correct
+    return logp, correct, chain
 
 
-def fisher_sketch(model: torch.nn.Module, params: list[torch.nn.Parameter], prompt_ids: list[list[int]],
-                  completion_ids: list[list[int]], temperature: float, pad_id: int, generator: torch.Generator) -> float:
-    """An unbiased estimate of tr I_x = E_y ||grad log pi(y | x)||^2 from B completions y_b ~ pi(. | x) of one
-    prompt, with one backward pass: ||grad sum_{b,t} c_bt . a_bt||^2 / B.
+@contextmanager
+def _eager_attention(model: torch.nn.Module):
+    """The model with transformers' eager attention (the fused CPU kernels have no forward-mode derivative)."""
+    before = model.config._attn_implementation
+    model.set_attn_implementation("eager")
+    try:
+        yield model
+    finally:
+        model.set_attn_implementation(before)
 
-    a_bt = logits / T at completion position t of y_b, and c_bt = sqrt(pi) * xi - pi (sqrt(pi) . xi) with
-    xi ~ N(0, I_V) (pi = softmax(a_bt), no gradient through c): a Gaussian of covariance diag(pi) - pi pi^T, the
-    Fisher of the token's categorical in logit space. So E_xi ||sum J^T c||^2 = sum_{b,t} tr(J_bt^T (diag pi - pi pi^T) J_bt)
-    = sum_{b,t} E_{v ~ pi}||grad log pi(v | x, y_b<t)||^2, and the scores of successive tokens are martingale
-    differences, so E_y sum_t of that is tr I_x. The token is averaged exactly rather than sampled: the
-    per-sample ||grad log pi(y | x)||^2 is heavy-tailed (a rare token has a huge score), this is a Gaussian
-    quadratic form given the completions."""
+
+def direction_gram(model: torch.nn.Module, center: dict[str, torch.Tensor], prompt_ids: list[list[int]],
+                   completion_ids: list[list[int]], directions: list[dict[str, torch.Tensor]], temperature: float,
+                   pad_id: int) -> np.ndarray:
+    """G [j, k, b] = sum_t (J_bt d_j)^T (diag pi_bt - pi_bt pi_bt^T) (J_bt d_k) for completion b and directions d_j
+    (parameter-shaped, over the parameters named in `center`, at the weights `center`), where J_bt = d(logits / T)/d theta
+    at completion position t of y_b and pi_bt the next-token distribution there. For y_b ~ pi(. | x) the mean over b of
+    G is an unbiased estimate of d_j^T I_x d_k (I_x the whole-sequence Fisher of fisher_sketch), exactly along the
+    directions: J d is a forward-mode derivative (one per direction), so only the completions are sampled."""
     seq, att, mask = pad_batch(prompt_ids, completion_ids, pad_id)
-    device = next(model.parameters()).device
-    seq, att, mask = seq.to(device), att.to(device), mask.to(device)
-    a = model(input_ids=seq, attention_mask=att).logits[:, :-1].float() / temperature
-    with torch.no_grad():
+    names = list(center)
+    from torch.func import functional_call, jvp
+
+    def logits(*weights):
+        out = functional_call(model, dict(zip(names, weights)), (seq,), {"attention_mask": att, "use_cache": False})
+        return out.logits[:, :-1].double() / temperature
+
+    primals = tuple(center[n] for n in names)
+    with _eager_attention(model), torch.no_grad():
+        tangents = []
+        for d in directions:
+            a, da = jvp(logits, primals, tuple(d[n].to(center[n].dtype) for n in names))
+            tangents.append(da * mask[:, 1:, None])
+        u = torch.stack(tangents)                          # [K, B, L, V]
         pi = torch.softmax(a, dim=-1)
-        root = pi.sqrt()
-        xi = torch.randn(a.shape, generator=generator).to(device)
-        c = root * xi - pi * (root * xi).sum(-1, keepdim=True)
-        c = c * mask[:, 1:, None]
-    grads = torch.autograd.grad((c * a).sum(), params, allow_unused=True)
-    return sum(float((g.double() ** 2).sum()) for g in grads if g is not None) / len(completion_ids)
+        pu = (pi * u).sum(-1)                              # [K, B, L]
+        gram = torch.einsum("blv,jblv,kblv->jkb", pi, u, u) - torch.einsum("jbl,kbl->jkb", pu, pu)
+    return gram.numpy()
+
+
+def population_prediction(gram: np.ndarray, sigma: float) -> float:
+    """(sigma^2 / 2) (1/N) sum_j d_j^T I d_j with d_j = eps_j - eps_bar, from gram [N, N] = eps_j^T I eps_k: Lemma 1's
+    second-order JSpol_N of the population drawn; over the noise its mean is (sigma^2 / 2)(1 - 1/N) tr I."""
+    n = gram.shape[0]
+    centering = np.eye(n) - 1.0 / n
+    return float(0.5 * sigma ** 2 * np.trace(centering @ gram @ centering) / n)
 
 
 def center_scores(*, engine: Engine, scorer: torch.nn.Module, task: Task, problems: list[Problem],
                   encode: Callable[[str], list[int]], pad_id: int, center: dict[str, torch.Tensor], samples: int,
-                  temperature: float, max_new_tokens: int, seed: int, step: int, dtype: torch.dtype = torch.float32,
-                  sketch_batch: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """`samples` completions per prompt from the center: (estimates of tr I_x(theta) over the parameters named in
-    `center` [prompt, r], correct [prompt, samples]); the mean of a prompt's row estimates tr I_x. sketch_batch = 0:
-    r = samples, ||grad log pi_0(y | x)||^2 of each completion (one backward pass each); sketch_batch = B > 0:
-    r = samples // B, fisher_sketch of B completions at a time. Engine and scorer hold the center on return."""
+                  temperature: float, max_new_tokens: int, seed: int, step: int,
+                  dtype: torch.dtype = torch.float32) -> tuple[np.ndarray, np.ndarray]:
+    """`samples` completions per prompt from the center: (||grad log pi_0(y | x)||^2 over the parameters named in
+    `center` [prompt, samples], one backward pass each, correct [prompt, samples]); the mean of a prompt's row
+    estimates tr I_x(theta). Engine and scorer hold the center on return."""
     names = list(center)
     engine.load_weights((n, center[n]) for n in names)
     _load(scorer, ((n, center[n].to(dtype).float()) for n in names))
@@ -243,15 +322,6 @@ def center_scores(*, engine: Engine, scorer: torch.nn.Module, task: Task, proble
                   seed=derive_seed(seed, step, "population-center"), step=step)
     prompt_ids = [encode(p.prompt) for p in problems]
     params = [dict(scorer.named_parameters())[n] for n in names]
-    if sketch_batch:
-        if samples % sketch_batch:
-            raise ValueError(f"center samples ({samples}) must be a multiple of sketch_batch ({sketch_batch})")
-        generator = torch.Generator().manual_seed(derive_seed(seed, step, "fisher-sketch") % 2**63)
-        est = np.array([[fisher_sketch(scorer, params, [prompt_ids[i]] * sketch_batch,
-                                       [c.token_ids for c in out.completions[i][r * sketch_batch:(r + 1) * sketch_batch]],
-                                       temperature, pad_id, generator) for r in range(samples // sketch_batch)]
-                        for i in range(len(problems))])
-        return est, np.asarray(out.correct)
     cp_ids = [prompt_ids[i] for i in range(len(problems)) for _ in range(samples)]
     cc_ids = [out.completions[i][s].token_ids for i in range(len(problems)) for s in range(samples)]
     sq = score_sq_norms(scorer, params, cp_ids, cc_ids, temperature, pad_id).reshape(len(problems), samples)
@@ -273,13 +343,13 @@ def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
     ks = sorted({k for k in (ks or [2, 4, members]) if 1 <= k <= members})
     common = dict(engine=engine, scorer=scorer, task=task, problems=problems, encode=encode, pad_id=pad_id, center=center,
                   temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, step=step, dtype=dtype)
-    logp, correct = population_samples(sigma=sigma, members=members, samples=samples, **common)
+    logp, correct, chain = population_samples(sigma=sigma, members=members, samples=samples, **common)
     sq, center_correct = center_scores(samples=center_samples, **common)
 
     per_prompt = []
     for i, prob in enumerate(problems):
         lp = logp[i]
-        js, js_se = jspol_estimate(lp[:, :, :members])
+        js, js_se = stratified_mean(chain[i])
         tr_i = float(sq[i].mean())
         member_correct = correct[i]
         per_prompt.append({

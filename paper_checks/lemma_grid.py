@@ -1,33 +1,46 @@
 """Lemma 1 on a real model over a grid of sigma and N, on the task, temperature and completion length of
 the runs it sits beside, sized to decide.
 
-Design. Fixed probe prompts (the task's first `prompts` test problems) and the base's weights theta.
-tr I_x(theta) = E_{y ~ pi_theta} ||grad log pi_theta(y | x)||^2 is estimated once, from `fisher_samples`
-center completions per prompt, `fisher_batch` at a time (llm.lemma_measurements.fisher_sketch: the token of
-each position averaged exactly, one backward pass per batch; the per-completion squared score norm is far
-too heavy-tailed to pin tr I down). The center is the same for every grid point, so its sampling error is
-shared by every row and enters each row's interval once. For each (sigma, N), `D`
-independent populations (own noise seed per point and draw, so errors are not shared across sigma or N),
-each measured with `samples` completions per member and prompt (llm.lemma_measurements.population_samples):
-JSpol_N by the mixture estimator, s = E_j KL(pi_j || pi_theta), and the verifier-projected side.
+Design. Fixed probe prompts (the task's first `prompts` test problems) and the base's weights theta. For each
+(sigma, N), `D` independent draws (own noise seed per point and draw, so errors are not shared across rows), each
+an antithetic pair of populations (members theta + sigma eps_j and theta - sigma eps_j: the terms of odd order in
+the noise, which spread one population's JSpol_N around its second-order value by O(sigma) of it, cancel in the
+pair's mean), measured twice (llm.lemma_measurements):
 
-Row statistics (row_statistics). ratio = mean_d JSpol_d / ((sigma^2/2)(1 - 1/N) tr I), the mean over
-prompts of both. Its 95% interval is ratio * exp(+-t se) on the log scale with se^2 = var_d(JSpol_d) /
-(D mean^2) + (se(tr I) / tr I)^2 (delta method) and Welch-Satterthwaite degrees of freedom from the
-draws (D - 1) and the center samples (prompts x (fisher_samples - 1)).
+- JSpol_N of each population of the pair, from `samples` completions per member and prompt (population_samples: the chain-rule
+  estimator, every position's token averaged exactly over the vocabulary), its s = E_j KL(pi_j || pi_theta) and
+  the verifier-projected side;
+- Lemma 1's prediction for the pair's members (the same for both), Q = (sigma^2 / 2)(1/N) sum_j d_j^T I_x d_j with d_j = eps_j - eps_bar,
+  from `center_samples` fresh center completions per prompt (direction_gram: exact along the members' directions,
+  so only the completions are sampled). Over the noise, E Q = (sigma^2 / 2)(1 - 1/N) tr I_x, Lemma 1's prediction.
+
+Why pairs. I_x of these models is dominated by a few directions, so JSpol_N of one population, and any Gaussian
+projection of I_x (the Hutchinson sketch of tr I), spreads widely with the noise drawn (relative sd about 1.3 for
+one sketch of 64 completions on the paper-regime base). Measured on the same members, JSpol_N and Q move together:
+their ratio, population by population, is Lemma 1's statement with the noise's spread cancelled.
+
+Row statistics (row_statistics). Per population the ratio JSpol_d / Q_d (each the mean over the probe prompts);
+the row's ratio R is their geometric mean, exp(mean_d log(JSpol_d / Q_d)), with the t interval (D - 1 degrees of
+freedom) of the mean log ratio, back on the ratio scale. Where Lemma 1 holds, every population's ratio is 1 up to
+the O(sigma^2) terms, so E JSpol_N / E Q (a Q-weighted mean of the populations' ratios, `ratio_of_means` in the row)
+lies with them. The ratio of sums would estimate it directly, but its delta-method interval undercovers when Q
+spreads as widely as it does at small N (0.86 instead of 0.95 at D = 4 for Q of relative sd 1, a chi-square with
+one degree of freedom, on synthetic rows); the mean log ratio covers at any spread of Q, because the populations'
+errors are multiplicative. Rows share nothing, so their errors are independent. tr I is reported beside it: per
+population (1/(N - 1)) sum_j d_j^T I_x d_j is an unbiased estimate of tr I_x.
 
 Decision (lemma1_decision). Lemma 1 is claimed where s <= LEMMA1_S_LIMIT. The rows inside the regime are
-pooled (a precision-weighted mean of their log ratios, tr I's error counted once) and the pooled ratio is
-an equivalence test of ratio - 1 within +-TOLERANCE (Lemma 1's test, theory.claims): inside -> holds,
-wholly outside -> does not hold, else inconclusive; any single in-regime row whose interval lies wholly
-outside 1 +- TOLERANCE also gives "does not hold". Rows without the fields pooling reads (a grid written before
-they were recorded) decide nothing.
+pooled (the plain mean of their log ratios: weights from the rows' own estimated errors, a few draws each, make
+the pooled interval undercover, 0.87-0.91 instead of 0.95 on synthetic rows) and the pooled ratio is an equivalence test of ratio - 1
+within +-TOLERANCE (Lemma 1's test, theory.claims): inside -> holds, wholly outside -> does not hold, else
+inconclusive; any single in-regime row whose interval lies wholly outside 1 +- TOLERANCE also gives "does not
+hold". Rows without the fields pooling reads (a grid written before they were recorded) decide nothing.
 
-Beside it (summarize_grid): the exponent of JSpol in sigma fitted inside the regime (2 where Lemma 1
-holds), the (1 - 1/N) factor alone (JSpol_N / JSpol_Nmax at equal sigma, where tr I cancels), the s at
-which the ratio leaves 1 +- TOLERANCE, data processing 0 <= JSsucc_N <= JSpol_N per population, and
-Lemma 2's gap P_pop - P_same against its local form N p_bar (1 - p_bar)^(N-1) JSsucc_N (both corrected by
-the same permutation null).
+Beside it (summarize_grid): the exponent of JSpol in sigma fitted inside the regime (2 + the slope of log R in
+log sigma, since Q is proportional to sigma^2; 2 where Lemma 1 holds), the (1 - 1/N) factor alone (R_N / R_Nmax at
+equal sigma), the s at which the ratio leaves 1 +- TOLERANCE, data processing 0 <= JSsucc_N <= JSpol_N per
+population, and Lemma 2's gap P_pop - P_same against its local form N p_bar (1 - p_bar)^(N-1) JSsucc_N (both
+corrected by the same permutation null).
 """
 from __future__ import annotations
 
@@ -52,15 +65,14 @@ TARGET_WIDTH = 0.10        # the design's aim: a ratio interval at most this wid
 @dataclass(frozen=True)
 class GridDesign:
     """What the grid measures: every sigma at every N (draws[N] populations each; N absent from `sigmas_of`
-    gets all sigmas), `prompts` probe prompts, `samples` completions per member and prompt, and
-    `fisher_samples` center completions per prompt for tr I_x, sketched `fisher_batch` at a time."""
+    gets all sigmas), `prompts` probe prompts, `samples` completions per member and prompt, and `center_samples`
+    center completions per prompt and population for its prediction."""
     sigmas: tuple[float, ...]
     members: tuple[int, ...]
     draws: dict[int, int]
     prompts: int = 4
-    samples: int = 4
-    fisher_samples: int = 64
-    fisher_batch: int = 16
+    samples: int = 2
+    center_samples: int = 8
     sigmas_of: dict[int, tuple[float, ...]] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -73,32 +85,15 @@ class GridDesign:
             if isinstance(d, bool) or not isinstance(d, int) or d < 2:
                 raise ValueError(f"grid draws for N = {n} must be an integer >= 2 (an interval over populations "
                                  f"needs two), got {d!r}")
-        for name in ("prompts", "samples"):
+        for name in ("prompts", "samples", "center_samples"):
             if getattr(self, name) < 1:
                 raise ValueError(f"grid {name} must be >= 1, got {getattr(self, name)}")
-        if self.fisher_batch < 1 or self.fisher_samples % self.fisher_batch or self.fisher_samples // self.fisher_batch < 2:
-            raise ValueError(f"grid fisher_samples ({self.fisher_samples}) must be at least two batches of fisher_batch "
-                             f"({self.fisher_batch}): tr I needs a standard error")
+        if self.samples < 2:
+            raise ValueError(f"grid samples must be >= 2 (a population's JSpol needs its standard error), got {self.samples}")
 
     def cells(self) -> list[tuple[float, int, int]]:
         """(sigma, N, draws) of every grid point, N-major."""
         return [(s, n, self.draws[n]) for n in self.members for s in self.sigmas_of.get(n, self.sigmas)]
-
-
-@dataclass(frozen=True)
-class FisherTrace:
-    """tr I at the center, the mean over the probe prompts, with its standard error and degrees of freedom."""
-    mean: float
-    se: float
-    df: float
-
-    @classmethod
-    def from_replicates(cls, sq: np.ndarray) -> "FisherTrace":
-        """sq [prompt, replicate]: independent unbiased estimates of tr I_x (llm.lemma_measurements.center_scores).
-        The prompts are fixed, so the error is the replicates' within each prompt: se^2 = sum_x var_x / M / P^2."""
-        sq = np.asarray(sq, dtype=float)
-        p, m = sq.shape
-        return cls(float(sq.mean()), float(math.sqrt(sq.var(axis=1, ddof=1).sum() / m) / p), float(p * (m - 1)))
 
 
 def _mean_ci(values) -> dict:
@@ -107,70 +102,60 @@ def _mean_ci(values) -> dict:
     return {"mean": r["mean"], "ci": [r["lo"], r["hi"]]}
 
 
-def row_statistics(jspol_draws, fisher: FisherTrace, sigma: float, members: int) -> dict:
-    """The ratio of measured to predicted JSpol_N of one grid point from its populations' JSpol (one value per
-    draw, each the mean over the probe prompts) and the shared tr I (see the module's docstring)."""
-    js = np.asarray(jspol_draws, dtype=float)
+def row_statistics(jspol_draws, predicted_draws) -> dict:
+    """The ratio of measured to predicted JSpol_N of one grid point from its populations: per draw JSpol and the
+    prediction Q for the same members, each the mean over the probe prompts (see the module's docstring)."""
+    js, q = np.asarray(jspol_draws, dtype=float), np.asarray(predicted_draws, dtype=float)
     d = js.size
-    if d < 2:
-        raise ValueError(f"row_statistics needs >= 2 draws, got {d}")
-    predicted = lemma1_prediction(fisher.mean, sigma, members)
-    mean = float(js.mean())
-    a = js.var(ddof=1) / d / mean ** 2 if mean > 0 else float("inf")   # (se of the mean / mean)^2
-    b = (fisher.se / fisher.mean) ** 2 if fisher.mean > 0 else float("inf")
-    se = math.sqrt(a + b)
-    df = (a + b) ** 2 / (a ** 2 / (d - 1) + (b ** 2 / fisher.df if fisher.df > 0 else 0.0)) if a + b > 0 else float("inf")
-    ratio = mean / predicted if predicted > 0 else float("nan")
-    half = t_quantile(df, LEVEL_Q) * se
-    return {"measured": mean, "measured_se": float(js.std(ddof=1) / math.sqrt(d)), "predicted": predicted,
-            "ratio": ratio, "ratio_ci": [ratio * math.exp(-half), ratio * math.exp(half)] if math.isfinite(half) else
-            [float("-inf"), float("inf")], "ratio_df": float(df), "ratio_se_log": se,
-            "ratio_sd": float(np.std(js / predicted, ddof=1)), "ratios": (js / predicted).tolist()}
+    if d < 2 or q.size != d:
+        raise ValueError(f"row_statistics needs >= 2 draws of JSpol and of the prediction, got {d} and {q.size}")
+    positive = bool(np.all(js > 0) and np.all(q > 0))
+    log_ratio = np.log(js / q) if positive else np.full(d, np.nan)
+    ratio = float(np.exp(log_ratio.mean()))
+    se = float(log_ratio.std(ddof=1) / math.sqrt(d)) if positive else float("inf")
+    half = t_quantile(d - 1, LEVEL_Q) * se
+    return {"measured": float(js.mean()), "measured_se": float(js.std(ddof=1) / math.sqrt(d)), "predicted": float(q.mean()),
+            "predicted_se": float(q.std(ddof=1) / math.sqrt(d)), "ratio": ratio,
+            "ratio_ci": [ratio * math.exp(-half), ratio * math.exp(half)] if math.isfinite(half) else [float("-inf"), float("inf")],
+            "ratio_df": float(d - 1), "ratio_se_log": se, "ratio_of_means": float(js.mean() / q.mean()),
+            "ratio_sd": float(np.std(js / q, ddof=1)), "ratios": (js / q).tolist()}
 
 
-def draws_for_width(population_cv: float, fisher_rel_se: float, width: float = TARGET_WIDTH,
-                    fisher_df: float = float("inf"), most: int = 10_000) -> int | None:
-    """The fewest draws D whose ratio interval (row_statistics, at ratio 1) is at most `width` wide, given one
-    population's relative sd of JSpol (`population_cv`, measured in a pilot) and tr I's relative standard
-    error; None when tr I's error alone is too large."""
+def draws_for_width(population_cv: float, width: float = TARGET_WIDTH, most: int = 10_000) -> int | None:
+    """The fewest draws D whose ratio interval (row_statistics: t on D - 1 df) is at most `width` wide, given the sd
+    of one population's log(JSpol / Q) (`population_cv`, measured in a pilot); None beyond `most`."""
     for d in range(2, most + 1):
-        a, b = population_cv ** 2 / d, fisher_rel_se ** 2
-        df = (a + b) ** 2 / (a ** 2 / (d - 1) + (b ** 2 / fisher_df if math.isfinite(fisher_df) else 0.0))
-        half = t_quantile(df, LEVEL_Q) * math.sqrt(a + b)
+        half = t_quantile(d - 1, LEVEL_Q) * population_cv / math.sqrt(d)
         if math.exp(half) - math.exp(-half) <= width:
             return d
     return None
 
 
-POOLED_FIELDS = ("measured", "measured_se", "draws", "fisher_trace", "fisher_trace_se", "fisher_df")  # what pooling reads
+POOLED_FIELDS = ("ratio", "ratio_se_log", "ratio_df", "center_samples")  # what pooling reads (center_samples: a paired row)
 
 
 def pooled_ratio(rows: list[dict]) -> dict:
-    """The rows' ratios pooled: the mean of their log ratios weighted by 1 / (their draws' variance), with tr I's
-    error added once (every row shares it); a t interval with Welch-Satterthwaite df, back on the ratio scale."""
-    a = np.array([(r["measured_se"] / r["measured"]) ** 2 for r in rows])
-    w = 1 / a
-    log_mean = float(np.sum(w * np.log([r["ratio"] for r in rows])) / w.sum())
-    b = (rows[0]["fisher_trace_se"] / rows[0]["fisher_trace"]) ** 2
-    c = (w / w.sum()) ** 2 * a
-    var = float(c.sum() + b)
-    df = var ** 2 / (float(np.sum(c ** 2 / (np.array([r["draws"] for r in rows]) - 1))) + b ** 2 / rows[0]["fisher_df"])
+    """The rows' ratios pooled: the plain mean of their log ratios (rows are independent; equal weights, because
+    weights from the rows' estimated errors undercover), a t interval with Welch-Satterthwaite df, back on the
+    ratio scale."""
+    se = np.array([r["ratio_se_log"] for r in rows])
+    log_mean = float(np.mean(np.log([r["ratio"] for r in rows])))
+    c = se ** 2 / len(rows) ** 2
+    var = float(c.sum())
+    df = var ** 2 / float(np.sum(c ** 2 / np.array([r["ratio_df"] for r in rows])))
     half = t_quantile(df, LEVEL_Q) * math.sqrt(var)
     return {"ratio": math.exp(log_mean), "ci": [math.exp(log_mean - half), math.exp(log_mean + half)], "df": df,
             "rows": len(rows)}
 
 
-def draws_needed(pilot: list[dict], fisher_samples: int, width: float = TARGET_WIDTH) -> list[dict]:
-    """Sizing from a pilot grid: per row, one population's relative sd of JSpol (from its draws) and the draws a row
-    needs for a ratio interval `width` wide (draws_for_width) when tr I comes from `fisher_samples` center samples per
-    prompt (the pilot's relative standard error of tr I scaled by sqrt(its fisher_samples / fisher_samples))."""
+def draws_needed(pilot: list[dict], width: float = TARGET_WIDTH) -> list[dict]:
+    """Sizing from a pilot grid: per row, the sd of one population's log(JSpol / Q) (se_log x sqrt(its draws)) and
+    the draws a row needs for a ratio interval `width` wide (draws_for_width)."""
     out = []
     for r in pilot:
-        ratios = np.asarray(r["ratios"], dtype=float)
-        cv = float(ratios.std(ddof=1) / ratios.mean())
-        fisher_rel_se = r["fisher_trace_se"] / r["fisher_trace"] * math.sqrt(r["fisher_samples"] / fisher_samples)
+        cv = r["ratio_se_log"] * math.sqrt(r["draws"])
         out.append({"sigma": r["sigma"], "members": r["members"], "s_measured": r["s_measured"], "population_cv": cv,
-                    "fisher_rel_se": fisher_rel_se, "draws": draws_for_width(cv, fisher_rel_se, width)})
+                    "draws": draws_for_width(cv, width)})
     return out
 
 
@@ -204,58 +189,76 @@ def measure_grid(model_dir: str | Path, design: GridDesign, *, task, task_name: 
     the runs build theirs; task_name: the runs' name for it, recorded in every row) at the runs' sampling
     temperature and completion length."""
     from escov.llm.engines.hf import HFEngine
-    from escov.llm.lemma_measurements import (center_scores, jspol_estimate, population_samples, success_diversity,
-                                              validity_estimate)
-    from escov.llm.rollout import derive_seed
+    from escov.llm.lemma_measurements import (direction_gram, population_direction, population_prediction,
+                                              population_samples, stratified_mean, success_diversity, validity_estimate)
+    from escov.llm.rollout import derive_seed, rollout
 
     engine = HFEngine(model_dir)
     try:
         problems = task.problems("test", design.prompts, seed=seed)
         center = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
+        prompt_ids = [engine.prompt_token_ids(p.prompt) for p in problems]
         common = dict(engine=engine, scorer=engine.model, task=task, problems=problems, encode=engine.prompt_token_ids,
                       pad_id=engine.tokenizer.pad_token_id, center=center, temperature=temperature,
                       max_new_tokens=max_new_tokens)
-        sq, _ = center_scores(samples=design.fisher_samples, seed=seed, step=0, sketch_batch=design.fisher_batch, **common)
-        fisher = FisherTrace.from_replicates(sq)
         rows = []
         cells = design.cells()
-        bar = tqdm(total=sum(d for _, _, d in cells), desc="lemma 1 grid (populations)", disable=not progress)
+        bar = tqdm(total=sum(d for _, _, d in cells), desc="lemma 1 grid (antithetic pairs of populations)", disable=not progress)
         for sigma, n, draws in cells:
             per_draw = []
             for draw in range(draws):
                 pop_seed = derive_seed(seed, sigma, n, draw) % 2**31
-                logp, correct = population_samples(sigma=float(sigma), members=int(n), samples=design.samples,
-                                                   seed=pop_seed, step=0, **common)
-                js = np.array([jspol_estimate(logp[i, :, :, :n])[0] for i in range(len(problems))])
-                succ = [success_diversity(correct[i], seed=derive_seed(pop_seed, "success-null", i)) for i in range(len(problems))]
-                per_draw.append({"jspol": js, "s": float(np.mean([validity_estimate(logp[i]) for i in range(len(problems))])),
-                                 **{k: np.array([x[k] for x in succ]) for k in succ[0]}})
+                signed = {}   # the population and its antithetic twin (sign -1): the same directions, the same Q
+                for sign in (1.0, -1.0):
+                    logp, correct, chain = population_samples(sigma=float(sigma), members=int(n), samples=design.samples,
+                                                              seed=pop_seed, step=0, sign=sign, **common)
+                    succ = [success_diversity(correct[i], seed=derive_seed(pop_seed, "success-null", sign, i))
+                            for i in range(len(problems))]
+                    signed[sign] = {"jspol": np.array([stratified_mean(chain[i])[0] for i in range(len(problems))]),
+                                    "s": float(np.mean([validity_estimate(logp[i]) for i in range(len(problems))])),
+                                    **{k: np.array([x[k] for x in succ]) for k in succ[0]}}
+                # the prediction for these members, from fresh center completions (population_samples left the center)
+                out = rollout(engine, task, problems, n=design.center_samples, temperature=temperature,
+                              max_new_tokens=max_new_tokens, seed=derive_seed(pop_seed, "prediction-center"), step=0)
+                gram = direction_gram(engine.model, center, [prompt_ids[i] for i in range(len(problems)) for _ in range(design.center_samples)],
+                                      [c.token_ids for i in range(len(problems)) for c in out.completions[i]],
+                                      [population_direction(center, pop_seed, 0, j) for j in range(n)], temperature,
+                                      engine.tokenizer.pad_token_id)
+                gram = gram.reshape(n, n, len(problems), design.center_samples).mean(axis=3)   # [j, k, prompt]
+                q = np.array([population_prediction(gram[:, :, i], float(sigma)) for i in range(len(problems))])
+                per_draw.append({"predicted": q, "fisher_trace": q * 2 * n / (sigma ** 2 * (n - 1)),
+                                 **{k: np.stack([signed[1.0][k], signed[-1.0][k]]) for k in signed[1.0]}})
                 bar.update()
-            rows.append(grid_row(per_draw, fisher, float(sigma), int(n)) | {
+            rows.append(grid_row(per_draw, float(sigma), int(n)) | {
                 "task": task_name, "temperature": temperature, "max_new_tokens": max_new_tokens, "prompts": len(problems),
-                "samples": design.samples, "fisher_samples": design.fisher_samples,
-                "fisher_batch": design.fisher_batch})
+                "samples": design.samples, "center_samples": design.center_samples})
         bar.close()
     finally:
         engine.close()
     return rows
 
 
-def grid_row(per_draw: list[dict], fisher: FisherTrace, sigma: float, members: int) -> dict:
-    """A grid row from its populations: per draw, arrays over the probe prompts of jspol and of the success-side
-    statistics of llm.lemma_measurements.success_diversity, and the population's s."""
+def grid_row(per_draw: list[dict], sigma: float, members: int) -> dict:
+    """A grid row from its draws, each an antithetic pair of populations (eps and -eps): per draw, arrays [sign, prompt]
+    of jspol and of the success-side statistics of llm.lemma_measurements.success_diversity, [sign] of the population's
+    s, and arrays [prompt] of the prediction for the pair's members (`predicted`) and its tr I estimate (`fisher_trace`:
+    (1/(N - 1)) sum_j d_j^T I_x d_j). A draw's JSpol is the mean of its pair's: the terms of odd order in the noise,
+    which spread single populations around Q by O(sigma) of it, cancel."""
     js = np.array([d["jspol"].mean() for d in per_draw])
-    s = np.array([d["s"] for d in per_draw])
-    jssucc = np.array([d["jssucc"] - d["jssucc_null"] for d in per_draw])       # [draw, prompt], bias-corrected
+    q = np.array([d["predicted"].mean() for d in per_draw])
+    trace = np.array([d["fisher_trace"].mean() for d in per_draw])
+    s = np.array([np.mean(d["s"]) for d in per_draw])
+    jssucc = np.array([d["jssucc"] - d["jssucc_null"] for d in per_draw])       # [draw, sign, prompt], bias-corrected
     gap = np.array([(d["gap"] - d["gap_null"]).mean() for d in per_draw])
     local = np.array([(d["local"] - d["local_null"]).mean() for d in per_draw])
     jspol_pp = np.array([d["jspol"] for d in per_draw])
-    row = {"sigma": sigma, "members": members, "draws": len(per_draw), **row_statistics(js, fisher, sigma, members),
-           "s_measured": float(s.mean()), "s_ci": _mean_ci(s)["ci"], "s_predicted": 0.5 * sigma ** 2 * fisher.mean,
-           "in_regime": bool(s.mean() <= LEMMA1_S_LIMIT), "fisher_trace": fisher.mean, "fisher_trace_se": fisher.se,
-           "fisher_df": fisher.df}
-    row["jssucc"] = _mean_ci(jssucc.mean(axis=1))
-    row["jspol_minus_jssucc"] = _mean_ci(js - jssucc.mean(axis=1))
+    fisher = float(trace.mean())
+    row = {"sigma": sigma, "members": members, "draws": len(per_draw), **row_statistics(js, q),
+           "s_measured": float(s.mean()), "s_ci": _mean_ci(s)["ci"], "s_predicted": 0.5 * sigma ** 2 * fisher,
+           "in_regime": bool(s.mean() <= LEMMA1_S_LIMIT), "fisher_trace": fisher,
+           "fisher_trace_se": float(trace.std(ddof=1) / math.sqrt(trace.size))}
+    row["jssucc"] = _mean_ci(jssucc.mean(axis=(1, 2)))
+    row["jspol_minus_jssucc"] = _mean_ci(js - jssucc.mean(axis=(1, 2)))
     row["dpi_share"] = float(np.mean((jssucc >= 0) & (jssucc <= jspol_pp)))  # populations x prompts, point values
     row["lemma2"] = {"gap": _mean_ci(gap), "local": _mean_ci(local), "gap_minus_local": _mean_ci(gap - local)}
     return row
@@ -263,38 +266,44 @@ def grid_row(per_draw: list[dict], fisher: FisherTrace, sigma: float, members: i
 
 # ----------------------------------------------------------------------------- the summary beside the verdict
 
+def _paired(r: dict) -> bool:
+    return _finite(r.get("ratio")) and r["ratio"] > 0 and _finite(r.get("ratio_se_log")) and r["ratio_se_log"] > 0 \
+        and _finite(r.get("ratio_df")) and r["ratio_df"] > 0
+
+
 def _slope(rows: list[dict]) -> dict | None:
-    """Weighted least squares of log JSpol on log sigma with an intercept per N (weights 1 / se^2 of log
-    mean JSpol from the draws); t interval with the smallest df of the rows' draws."""
-    rows = [r for r in rows if _finite(r.get("measured")) and r["measured"] > 0 and r.get("measured_se")]
+    """The exponent of JSpol in sigma: 2 + the weighted least-squares slope of log R on log sigma (the prediction Q is
+    proportional to sigma^2), with an intercept per N (weights 1 / se_log^2); t interval with the smallest df of the
+    rows."""
+    rows = [r for r in rows if _paired(r)]
     groups = {}
     for r in rows:
         groups.setdefault(r["members"], []).append(r)
-    xs, ys, ws = [], [], []
+    xs, ys, ws, used = [], [], [], []
     for sub in groups.values():
         if len({r["sigma"] for r in sub}) < 2:
             continue
         x = np.log([r["sigma"] for r in sub])
-        y = np.log([r["measured"] for r in sub])
-        w = np.array([(r["measured"] / r["measured_se"]) ** 2 for r in sub])
+        y = np.log([r["ratio"] for r in sub])
+        w = np.array([1 / r["ratio_se_log"] ** 2 for r in sub])
         xs.append(x - np.average(x, weights=w))
         ys.append(y - np.average(y, weights=w))
         ws.append(w)
+        used += sub
     if not xs:
         return None
     x, y, w = np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
     slope = float(np.sum(w * x * y) / np.sum(w * x * x))
     se = float(1 / math.sqrt(np.sum(w * x * x)))
-    df = min(r["draws"] for r in rows) - 1
-    half = t_quantile(df, LEVEL_Q) * se
-    return {"exponent": slope, "ci": [slope - half, slope + half], "rows": len(x)}
+    half = t_quantile(min(r["ratio_df"] for r in used), LEVEL_Q) * se
+    return {"exponent": 2 + slope, "ci": [2 + slope - half, 2 + slope + half], "rows": len(x)}
 
 
 def _n_factor(rows: list[dict]) -> dict:
     """Per N below the largest: (JSpol_N / (1 - 1/N)) / (JSpol_Nmax / (1 - 1/Nmax)) at equal sigma, i.e. the
-    ratio of the rows' ratios (tr I cancels), as a geometric mean over the sigmas both have; 1 where the
-    (1 - 1/N) factor holds. Interval: t on the log scale, variances from the draws."""
-    by = {(r["sigma"], r["members"]): r for r in rows if _finite(r.get("ratio")) and r["ratio"] > 0 and r.get("measured_se")}
+    ratio of the rows' ratios, as a geometric mean over the sigmas both have; 1 where the (1 - 1/N) factor holds.
+    Interval: t on the log scale from the rows' se_log, with the smallest df of the rows."""
+    by = {(r["sigma"], r["members"]): r for r in rows if _paired(r)}
     ns = sorted({n for _, n in by})
     out = {}
     if len(ns) < 2:
@@ -305,10 +314,9 @@ def _n_factor(rows: list[dict]) -> dict:
         if not sig:
             continue
         logs = [math.log(by[(s, n)]["ratio"] / by[(s, top)]["ratio"]) for s in sig]
-        var = [(by[(s, n)]["measured_se"] / by[(s, n)]["measured"]) ** 2 + (by[(s, top)]["measured_se"] / by[(s, top)]["measured"]) ** 2
-               for s in sig]
+        var = [by[(s, n)]["ratio_se_log"] ** 2 + by[(s, top)]["ratio_se_log"] ** 2 for s in sig]
         mean, se = float(np.mean(logs)), math.sqrt(sum(var)) / len(sig)
-        df = min(min(by[(s, n)]["draws"], by[(s, top)]["draws"]) for s in sig) - 1
+        df = min(min(by[(s, n)]["ratio_df"], by[(s, top)]["ratio_df"]) for s in sig)
         half = t_quantile(df, LEVEL_Q) * se
         out[str(n)] = {"against": top, "sigmas": sig, "factor": math.exp(mean), "ci": [math.exp(mean - half), math.exp(mean + half)],
                        "decision": LEMMA1.decide(math.exp(mean - half) - 1, math.exp(mean + half) - 1)}

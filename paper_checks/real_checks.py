@@ -512,9 +512,10 @@ def lemma1_verdict(grid: list[dict], training: dict | None) -> Verdict:
                 + (f"; rows wholly outside: " + ", ".join(f"N={d['members']} sigma={d['sigma']:g}" for d in rows_out) if rows_out else "")
                 + (f"; {_training_text(training)}" if training else ""))
         design = (f"grid: {len(inside)} of {len(grid)} rows inside s <= {LEMMA1_MAX_S}; per row "
-                  + ", ".join(sorted({f"N={r['members']}: {r['draws']} populations" for r in inside}, key=lambda t: int(t[2:t.index(':')])))
-                  + f" x {first.get('prompts', '?')} prompts x {first.get('samples', '?')} samples per member; tr I from "
-                  f"{first.get('prompts', '?')} x {first.get('fisher_samples', '?')} center samples")
+                  + ", ".join(sorted({f"N={r['members']}: {r['draws']} antithetic pairs of populations" for r in inside},
+                                     key=lambda t: int(t[2:t.index(':')])))
+                  + f" x {first.get('prompts', '?')} prompts x {first.get('samples', '?')} samples per member, each pair against "
+                  f"the prediction for its own members from {first.get('center_samples', '?')} center completions per prompt")
         power = (f"pooled interval width {hi - lo:.3f}; rows' widths {min(widths):.3f}-{max(widths):.3f} "
                  f"(margin +-{LEMMA1_MARGIN}); paper: {BY_ID['lemma1'].test.paper_effect}")
         return Verdict("lemma1", decision["status"], ours, interval=(lo - 1, hi - 1),

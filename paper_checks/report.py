@@ -304,14 +304,16 @@ def lemma_grid_lines(grid: list[dict], training: dict | None = None) -> list[str
     lines = ["## Lemma 1 on the real model over a grid of sigma and N", ""]
     if "task" in first:
         lines += [f"On the runs' own task `{first['task']}` at T = {first['temperature']}, {first['max_new_tokens']} new "
-                  f"tokens, {first['prompts']} probe prompts, {first['samples']} samples per member and prompt; "
-                  f"tr I = {first['fisher_trace']:.4g} (se {first['fisher_trace_se']:.3g}) from {first['fisher_samples']} "
-                  f"center samples per prompt, shared by every row. Each row: independent populations (own noise seed per "
-                  f"row and draw); the ratio's 95% interval holds the spread between populations and tr I's error "
-                  f"(delta method, t with Welch-Satterthwaite df). JSsucc and Lemma 2's gap are corrected by the same "
-                  f"permutation null (their value when every member has the same success rate). Rows with s <= "
-                  f"{g['s_limit']} (in the regime) decide the verdict.", ""]
-    lines += ["| sigma | N | populations | measured JSpol | predicted | ratio [95%] | width | s measured | in regime | "
+                  f"tokens, {first['prompts']} probe prompts, {first['samples']} samples per member and prompt. Each draw of "
+                  f"a row is an antithetic pair of populations (noise eps and -eps, own seed per row and draw): its JSpol_N "
+                  f"(chain-rule estimator, every token averaged over the vocabulary) against the prediction for the same "
+                  f"members, (sigma^2/2)(1/N) sum_j d_j^T I_x d_j with d_j = eps_j - eps_bar, from {first['center_samples']} "
+                  f"center completions per prompt (whose mean over the noise is (sigma^2/2)(1 - 1/N) tr I_x). The ratio is the "
+                  f"geometric mean of the draws' ratios with a t interval over draws; 'predicted' is the mean of the draws' "
+                  f"predictions and tr I (about {first['fisher_trace']:.4g} here) is estimated from the same directions. "
+                  f"JSsucc and Lemma 2's gap are corrected by the same permutation null (their value when every member has "
+                  f"the same success rate). Rows with s <= {g['s_limit']} (in the regime) decide the verdict.", ""]
+    lines += ["| sigma | N | pairs | measured JSpol | predicted | ratio [95%] | width | s measured | in regime | "
               "JSsucc (corrected) | JSpol - JSsucc [95%] | P_pop - P_same [95%] | N p(1-p)^(N-1) JSsucc [95%] |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in grid:  # null (a non-finite value) prints as n/a

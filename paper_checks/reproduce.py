@@ -84,19 +84,14 @@ ANSWER_CURVE = {"points": 8, "samples": 64, "temperature": 0.6, "resolution": RE
 
 
 # The Lemma 1 grid of each budget, on the runs' own task, temperature and completion length (grid_settings).
-# The answer's: sized in docs/answer-budget.md ("The Lemma 1 grid") from a pilot on the small base (same shape) at
-# T = 0.6: one population's relative sd of JSpol 0.2-0.6 at N = 2-4, about 0.08 at N = 16 and 0.06 at N = 32 at
-# sigma = 1e-3; tr I's relative error 3.1% from 8 x 4096 center samples. The draws go where the decision is (N = 16
-# and 32 inside the regime); one population took 1.0, 3.3, 22.5 and 104 s at N = 2, 4, 16, 32 (tr I: 320 s) on a
-# machine that gave the pilot a quarter of a core: about 6 CPU-minutes there. On the paper base (longer completions)
-# its tr I stage alone had taken more than 5.6 CPU-minutes when the first attempt was stopped: the cost of this
-# grid on the answer's base is not measured yet (docs/answer-budget.md)
-ANSWER_GRID = GridDesign(sigmas=(5e-4, 1e-3, 2e-3, 4e-3, 2e-2), members=(2, 4, 16, 32),
-                         draws={2: 24, 4: 12, 16: 8, 32: 3}, prompts=8, samples=2, fisher_samples=4096, fisher_batch=64,
-                         sigmas_of={16: (1e-3, 2e-3, 4e-3, 2e-2), 32: (1e-3,)})
-# the small budget's: a quick look under ~40 s (on one thread), on its own task
-SMALL_GRID = GridDesign(sigmas=(1e-3, 3e-3, 1e-2, 3e-2), members=(2, 4), draws={2: 6, 4: 4}, prompts=4, samples=2,
-                        fisher_samples=128, fisher_batch=32)
+# The answer's: sized in docs/answer-budget.md ("The Lemma 1 grid") from a pilot on the answer's base (countdown3,
+# T = 0.6): each draw an antithetic pair of populations measured against its own members' prediction, so a row's
+# spread is the estimators' (JSpol by the chain rule, Q from 8 center completions per prompt), not the noise's.
+ANSWER_GRID = GridDesign(sigmas=(1e-3, 2e-3, 4e-3, 2e-2), members=(2, 4, 16, 32), draws={2: 8, 4: 6, 16: 4, 32: 3},
+                         prompts=8, samples=2, center_samples=8, sigmas_of={16: (1e-3, 4e-3, 2e-2), 32: (1e-3,)})
+# the small budget's: a quick look in about 30 s (on one thread), on its own task
+SMALL_GRID = GridDesign(sigmas=(1e-3, 4e-3, 2e-2), members=(2, 4), draws={2: 3, 4: 3}, prompts=4, samples=2,
+                        center_samples=4)
 
 
 @dataclass(frozen=True)
@@ -159,7 +154,7 @@ BUDGETS["answer-diffuse"] = replace(BUDGETS["answer"], base_preset="default",
 # - steps: the answer's 40, because the drift ratio and the entropy fall change with the number of steps;
 # - curves: the answer's layout at 32 samples per prompt instead of 64 (the curve is about half of a run's cost), so
 #   the no-correct share is 1 - Pass@32 there and matched_no_correct is not decided;
-# - the Lemma 1 grid at 3 sigmas and N = 4, 8; no held-out task, thresholded checkpoints or Lemma 1 probe (what they
+# - the Lemma 1 grid at 3 sigmas and N = 2, 4; no held-out task, thresholded checkpoints or Lemma 1 probe (what they
 #   decide needs the answer's design or the full budget's runs).
 QUICK_SEEDS = tuple(range(6))
 QUICK_PROMPTS = 64

@@ -17,9 +17,10 @@ default ~/.cache/escov/bases; see paper_checks/reproduce.py, base_cache_key). It
 without it the script stops and says how to build it. --grid-json FILE keeps the measured rows there and, when
 FILE exists already, splices those rows without measuring again. The wall time is printed at the end.
 
---pilot measures a small grid (PILOT below) on the same base and task instead and prints, per row, one population's
-relative sd of JSpol and the draws a row needs for a ratio interval 0.1 wide with the budget's tr I samples
-(paper_checks.lemma_grid.draws_needed): how the budget's GridDesign is sized (docs/answer-budget.md).
+--pilot measures a small grid (pilot_design below) on the same base and task instead and prints, per row, one
+population's relative sd of JSpol - R Q (measured against predicted JSpol of the same members) and the draws a row
+needs for a ratio interval 0.1 wide (paper_checks.lemma_grid.draws_needed): how the budget's GridDesign is sized
+(docs/answer-budget.md).
 """
 from __future__ import annotations
 
@@ -31,13 +32,12 @@ from pathlib import Path
 
 
 def pilot_design(budget_grid):
-    """The pilot: the budget's probe prompts and samples, three sigmas at every N, a few draws, tr I from a
-    sixteenth of the budget's center samples."""
+    """The pilot: the budget's probe prompts, samples and center samples, two sigmas inside the regime at every N,
+    three draws each."""
     from escov.paper_checks.lemma_grid import GridDesign
 
-    return GridDesign(sigmas=(1e-3, 2e-3, 4e-3), members=budget_grid.members, draws={n: 4 if n < 16 else 2 for n in budget_grid.members},
-                      prompts=budget_grid.prompts, samples=budget_grid.samples, fisher_batch=budget_grid.fisher_batch,
-                      fisher_samples=max(2 * budget_grid.fisher_batch, budget_grid.fisher_samples // 16))
+    return GridDesign(sigmas=(1e-3, 4e-3), members=budget_grid.members, draws={n: 3 for n in budget_grid.members},
+                      prompts=budget_grid.prompts, samples=budget_grid.samples, center_samples=budget_grid.center_samples)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,11 +76,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"no base model at {model}: give --model DIR")
         torch.set_num_threads(args.threads or budget.common["threads"])
         rows = measure_grid(model, pilot_design(budget.grid), progress=not args.no_progress, **grid_settings(budget))
-        print(f"pilot: {(time.perf_counter() - start) / 60:.1f} min; draws for a ratio interval 0.1 wide with "
-              f"{budget.grid.fisher_samples} center samples per prompt:")
-        for r in draws_needed(rows, budget.grid.fisher_samples):
-            print(f"  sigma {r['sigma']:g} N {r['members']}: s {r['s_measured']:.3g}, one population's sd {r['population_cv']:.3f}, "
-                  f"tr I rel. se {r['fisher_rel_se']:.4f} -> draws {r['draws']}")
+        print(f"pilot: {(time.perf_counter() - start) / 60:.1f} min (CPU {time.process_time() / 60:.1f} min); draws for a "
+              f"ratio interval 0.1 wide:")
+        for r in draws_needed(rows):
+            print(f"  sigma {r['sigma']:g} N {r['members']}: s {r['s_measured']:.3g}, one population's relative sd of "
+                  f"JSpol - R Q {r['population_cv']:.3f} -> draws {r['draws']}")
         return 0
     if args.grid_json is not None and args.grid_json.is_file():
         rows = load_lemma_grid(args.grid_json)

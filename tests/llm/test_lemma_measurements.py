@@ -81,34 +81,96 @@ def test_lemma2_distinct_members_estimate_is_unbiased():
     assert math.isclose(direct, 1 - np.prod(1 - p), rel_tol=1e-9)
 
 
-def test_fisher_sketch_averages_the_token_exactly(tiny_model_dir):
-    """At one completion position the sketch's expectation over xi is sum_v pi(v) ||grad log pi(v | x)||^2,
-    computed here by one backward pass per token v of the vocabulary."""
+def _directions(model, k, seed):
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    return [{n: torch.randn(p.shape, generator=g) for n, p in model.named_parameters()} for _ in range(k)]
+
+
+def test_direction_gram_is_the_fisher_along_the_directions_by_enumeration(tiny_model_dir):
+    """At one completion position, G[j, k] = sum_v pi(v) (grad log pi(v | x) . d_j)(grad log pi(v | x) . d_k): the
+    Fisher of the token's categorical along the directions, computed here by one backward pass per token v of the
+    vocabulary. A padded row of a longer batch gives the same values as alone."""
     import torch
 
     from escov.llm.engines.hf import HFEngine
-    from escov.llm.lemma_measurements import fisher_sketch
+    from escov.llm.lemma_measurements import direction_gram
 
-    torch.manual_seed(0)
     engine = HFEngine(tiny_model_dir)
-    model, temperature = engine.model, 0.7
-    params = list(model.parameters())
+    model, temperature, pad = engine.model, 0.7, engine.tokenizer.pad_token_id
+    center = {n: p.detach().clone() for n, p in model.named_parameters()}
+    dirs = _directions(model, 3, 0)
     prompt = engine.prompt_token_ids("12 + 7 =")
     logp = torch.log_softmax(model(input_ids=torch.tensor([prompt])).logits[0, -1].float() / temperature, dim=-1)
-    exact = 0.0
+    params = list(model.parameters())
+    names = [n for n, _ in model.named_parameters()]
+    exact = np.zeros((3, 3))
     for v in range(logp.numel()):
         grads = torch.autograd.grad(logp[v], params, retain_graph=True, allow_unused=True)
-        exact += float(logp[v].detach().exp()) * sum(float((g.double() ** 2).sum()) for g in grads if g is not None)
-    generator = torch.Generator().manual_seed(1)
-    est = np.array([fisher_sketch(model, params, [prompt], [[5]], temperature, engine.tokenizer.pad_token_id, generator)
-                    for _ in range(500)])
-    assert abs(est.mean() - exact) < 3 * est.std(ddof=1) / math.sqrt(est.size)
-    assert est.std(ddof=1) / math.sqrt(est.size) < 0.06 * exact  # precise enough to catch a wrong factor
-    # the completion's own token does not matter, only its context
-    other = np.array([fisher_sketch(model, params, [prompt] * 64, [[9]] * 64, temperature, engine.tokenizer.pad_token_id,
-                                    torch.Generator().manual_seed(1)) for _ in range(1)])
-    assert other[0] == pytest.approx(fisher_sketch(model, params, [prompt] * 64, [[5]] * 64, temperature,
-                                                   engine.tokenizer.pad_token_id, torch.Generator().manual_seed(1)))
+        dots = np.array([sum(float((g.double() * d[n].double()).sum()) for n, g in zip(names, grads) if g is not None)
+                         for d in dirs])
+        exact += float(logp[v].detach().exp()) * np.outer(dots, dots)
+    gram = direction_gram(model, center, [prompt, prompt], [[5], [5, 9, 11]], dirs, temperature, pad)
+    assert gram.shape == (3, 3, 2)
+    np.testing.assert_allclose(gram[:, :, 0], exact, rtol=1e-4, atol=1e-6 * np.abs(exact).max())
+    assert model.config._attn_implementation == "sdpa"   # the model's attention is given back
+    # the completion's own token does not matter, only its context; the second row sums three positions
+    other = direction_gram(model, center, [prompt], [[9]], dirs, temperature, pad)
+    np.testing.assert_allclose(other[:, :, 0], gram[:, :, 0], rtol=1e-6)
+    assert np.all(np.diagonal(gram[:, :, 1]) > np.diagonal(gram[:, :, 0]))
+
+
+def test_population_prediction_is_the_centered_quadratic_form():
+    from escov.llm.lemma_measurements import population_prediction
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(6, 6))
+    fisher, eps = a @ a.T, rng.normal(size=(4, 6))
+    d = eps - eps.mean(axis=0)
+    expected = 0.5 * 0.01 ** 2 * np.mean([x @ fisher @ x for x in d])
+    assert population_prediction(eps @ fisher @ eps.T, 0.01) == pytest.approx(expected)
+    # its mean over the noise is (sigma^2/2)(1 - 1/N) tr I (Monte Carlo over 4000 populations)
+    draws = [population_prediction(e @ fisher @ e.T, 0.01) for e in rng.normal(size=(4000, 4, 6))]
+    assert np.mean(draws) == pytest.approx(0.5 * 0.01 ** 2 * 0.75 * np.trace(fisher), rel=0.05)
+
+
+def test_chain_rule_term_averages_to_the_exact_kl_to_the_mixture(tiny_model_dir):
+    """Over two-token completions y = (a, b): sum_a pi_j(a | x) chain(a, b) (chain does not depend on the last token b)
+    equals KL(pi_j || pi_bar) computed from the joint probabilities pi_k(a, b) = pi_k(a) pi_k(b | a) of every pair,
+    and the scores are the sequences' log-probabilities."""
+    import torch
+
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.lemma_measurements import _load, score_population
+
+    engine = HFEngine(tiny_model_dir)
+    model, temperature, pad = engine.model, 0.8, engine.tokenizer.pad_token_id
+    center = {n: p.detach().clone() for n, p in model.named_parameters()}
+    dirs = _directions(model, 2, 1)
+    members = 2
+    weights = lambda k: ((n, center[n] + (0.02 * dirs[k][n] if k < members else 0)) for n in center)
+    prompt = engine.prompt_token_ids("3 4 =")
+    vocab = model.config.vocab_size
+    joint = []
+    for k in range(members):
+        _load(model, weights(k))
+        with torch.no_grad():
+            first = torch.log_softmax(model(input_ids=torch.tensor([prompt])).logits[0, -1].double() / temperature, -1)
+            seqs = torch.tensor([prompt + [a] for a in range(vocab)])
+            second = torch.log_softmax(model(input_ids=seqs).logits[:, -1].double() / temperature, -1)
+        joint.append((first[:, None] + second).numpy())         # log pi_k(a, b)
+    joint = np.array(joint)
+    log_mix = np.logaddexp(joint[0], joint[1]) - math.log(2)
+    exact = [float(np.sum(np.exp(joint[j]) * (joint[j] - log_mix))) for j in range(members)]
+    rows = [(j, a) for j in range(members) for a in range(vocab)]
+    logp, chain = score_population(model, weights, members, [prompt] * len(rows), [[a, 7] for _, a in rows],
+                                   [j for j, _ in rows], temperature, pad, micro_batch=64)
+    for j in range(members):
+        mine = np.array([r[0] == j for r in rows])
+        p_first = np.exp(joint[j]).sum(axis=1)
+        assert float(np.dot(p_first, chain[mine])) == pytest.approx(exact[j], rel=1e-6)
+    np.testing.assert_allclose(logp[:vocab, 1], joint[1][:, 7], rtol=1e-6)   # member 1 scores member 0's rows
+    _load(model, weights(members))
 
 
 def test_success_diversity_by_hand():
@@ -128,3 +190,38 @@ def test_success_diversity_by_hand():
     # dealt at random: rates (1, 0) or (0, 1) with chance 2/6, (1/2, 1/2) otherwise
     assert two["jssucc_null"] == pytest.approx(math.log(2) / 3, abs=0.02)
     assert two["gap_null"] == pytest.approx(0.25 / 3, abs=0.01)
+
+
+def test_antithetic_population_is_sampled_and_scored_under_the_mirrored_members(tiny_model_dir):
+    """population_samples(sign=-1) samples from and scores members theta - sigma eps_j: member 1's completions, drawn
+    again here from those weights with the same seed, have the log-probabilities it reports under every member and
+    the center; the chain-rule terms are KL terms (>= 0)."""
+    import torch
+
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.lemma_measurements import _load, population_direction, population_samples
+    from escov.llm.rollout import completion_logprobs, derive_seed, pad_batch, rollout
+    from escov.llm.tasks import get_task
+
+    engine = HFEngine(tiny_model_dir)
+    task = get_task("countdown3")
+    problems = task.problems("test", 1, seed=0)
+    center = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
+    sigma, temperature, pad = 0.05, 0.8, engine.tokenizer.pad_token_id
+    logp, correct, chain = population_samples(engine=engine, scorer=engine.model, task=task, problems=problems,
+                                              encode=engine.prompt_token_ids, pad_id=pad, center=center, sigma=sigma,
+                                              members=2, samples=2, temperature=temperature, max_new_tokens=5, seed=3,
+                                              step=0, sign=-1.0)
+    assert logp.shape == (1, 2, 2, 3) and chain.shape == correct.shape == (1, 2, 2) and np.all(chain >= 0)
+    weights = lambda k: {n: center[n] - sigma * population_direction(center, 3, 0, k)[n] for n in center} if k < 2 else center
+    _load(engine.model, weights(1).items())
+    out = rollout(engine, task, problems, n=2, temperature=temperature, max_new_tokens=5,
+                  seed=derive_seed(3, 0, "population-sample", 1, "sign", -1.0), step=0)
+    prompt = engine.prompt_token_ids(problems[0].prompt)
+    seq, att, mask = pad_batch([prompt] * 2, [c.token_ids for c in out.completions[0]], pad)
+    for k in range(3):
+        _load(engine.model, weights(k).items())
+        with torch.no_grad():
+            expected = completion_logprobs(engine.model, seq, att, mask, temperature).sum(1).numpy()
+        np.testing.assert_allclose(logp[0, 1, :, k], expected, rtol=1e-4)
+    _load(engine.model, center.items())
