@@ -87,9 +87,10 @@ ANSWER_CURVE = {"points": 8, "samples": 64, "temperature": 0.6, "resolution": RE
 # The answer's: sized in docs/answer-budget.md ("The Lemma 1 grid") from a pilot on the answer's base (countdown3,
 # T = 0.6): each draw an antithetic pair of populations measured against its own members' prediction, so a row's
 # spread is the estimators' (JSpol by the chain rule, Q from 8 center completions per prompt), not the noise's.
+# Measured: 5.5 CPU-minutes on one thread; 3 in-regime rows narrower than 0.1 (docs/answer-budget.md).
 ANSWER_GRID = GridDesign(sigmas=(1e-3, 2e-3, 4e-3, 2e-2), members=(2, 4, 16, 32), draws={2: 8, 4: 6, 16: 4, 32: 3},
                          prompts=8, samples=2, center_samples=8, sigmas_of={16: (1e-3, 4e-3, 2e-2), 32: (1e-3,)})
-# the small budget's: a quick look in about 30 s (on one thread), on its own task
+# the small budget's: a quick look on its own task; 23 CPU-s on the answer's base (39 s of wall time, loaded machine)
 SMALL_GRID = GridDesign(sigmas=(1e-3, 4e-3, 2e-2), members=(2, 4), draws={2: 3, 4: 3}, prompts=4, samples=2,
                         center_samples=4)
 
