@@ -188,9 +188,10 @@ def score_population(scorer: torch.nn.Module, weights: Callable[[int], Iterable]
     pi_bar(. | x, y_<t)) with j = owner[row], the member that sampled the row, and pi_bar(v | x, y_<t) =
     sum_k pi_k(y_<t | x) pi_k(v | x, y_<t) / sum_k pi_k(y_<t | x) over the members k < members: the mixture's own
     next-token distribution, so that E_{y ~ pi_j} chain = KL(pi_j || pi_bar) exactly)."""
-    batches = [(i, pad_batch(prompt_ids[i:i + micro_batch], completion_ids[i:i + micro_batch], pad_id))
+    device = next(scorer.parameters()).device
+    batches = [(i, [t.to(device) for t in pad_batch(prompt_ids[i:i + micro_batch], completion_ids[i:i + micro_batch], pad_id)])
                for i in range(0, len(prompt_ids), micro_batch)]
-    owner = torch.as_tensor(owner)
+    owner = torch.as_tensor(owner, device=device)
     logp = np.zeros((len(prompt_ids), members + 1))
     mix, norm, own = {}, {}, {}   # per batch: log sum_k pi_k(y_<t) pi_k(v | y_<t), log sum_k pi_k(y_<t), log pi_j(v | y_<t)
     for k in range(members + 1):
@@ -200,7 +201,7 @@ def score_population(scorer: torch.nn.Module, weights: Callable[[int], Iterable]
                 logits = scorer(input_ids=seq, attention_mask=att, use_cache=False).logits[:, :-1].double()
                 lp = F.log_softmax(logits / temperature, dim=-1)                  # [S, L, V]
                 tok = lp.gather(2, seq[:, 1:, None]).squeeze(2) * mask[:, 1:]     # log pi_k(y_t | y_<t), 0 off the completion
-                logp[i:i + len(seq), k] = tok.sum(1).numpy()
+                logp[i:i + len(seq), k] = tok.sum(1).cpu().numpy()
                 if k == members:
                     continue
                 prefix = tok.cumsum(1) - tok                                      # log pi_k(y_<t)
@@ -215,7 +216,7 @@ def score_population(scorer: torch.nn.Module, weights: Callable[[int], Iterable]
     for i, (seq, att, mask) in batches:
         log_mix = mix[i] - norm[i][..., None]
         kl = (own[i].exp() * (own[i] - log_mix)).sum(-1) * mask[:, 1:]
-        chain[i:i + len(seq)] = kl.sum(1).numpy()
+        chain[i:i + len(seq)] = kl.sum(1).cpu().numpy()
     return logp, chain
 
 
@@ -279,9 +280,11 @@ def direction_gram(model: torch.nn.Module, center: dict[str, torch.Tensor], prom
     at completion position t of y_b and pi_bt the next-token distribution there. For y_b ~ pi(. | x) the mean over b of
     G is an unbiased estimate of d_j^T I_x d_k (I_x the whole-sequence Fisher of fisher_sketch), exactly along the
     directions: J d is a forward-mode derivative (one per direction), so only the completions are sampled."""
-    seq, att, mask = pad_batch(prompt_ids, completion_ids, pad_id)
-    names = list(center)
     from torch.func import functional_call, jvp
+
+    device = next(model.parameters()).device
+    seq, att, mask = (t.to(device) for t in pad_batch(prompt_ids, completion_ids, pad_id))
+    names = list(center)
 
     def logits(*weights):
         out = functional_call(model, dict(zip(names, weights)), (seq,), {"attention_mask": att, "use_cache": False})
@@ -297,7 +300,7 @@ def direction_gram(model: torch.nn.Module, center: dict[str, torch.Tensor], prom
         pi = torch.softmax(a, dim=-1)
         pu = (pi * u).sum(-1)                              # [K, B, L]
         gram = torch.einsum("blv,jblv,kblv->jkb", pi, u, u) - torch.einsum("jbl,kbl->jkb", pu, pu)
-    return gram.numpy()
+    return gram.cpu().numpy()
 
 
 def population_prediction(gram: np.ndarray, sigma: float) -> float:

@@ -350,7 +350,10 @@ def summarize_grid(rows: list[dict]) -> dict:
                          "exponent_all": _slope(sub), "sigmas_within": within,
                          "sigmas_not_within": [r["sigma"] for r in sub if r["sigma"] not in within]}
     with_succ = [r for r in rows if "jssucc" in r]
-    return {"s_limit": LEMMA1_S_LIMIT, "tolerance": TOLERANCE, "per_members": per_n,
+    traced = [r for r in rows if _finite(r.get("fisher_trace")) and r.get("draws")]
+    probes = np.array([r["draws"] * (r["members"] - 1) for r in traced], dtype=float)  # Hutchinson probes per row
+    fisher = float(np.sum(probes * [r["fisher_trace"] for r in traced]) / probes.sum()) if traced else None
+    return {"s_limit": LEMMA1_S_LIMIT, "tolerance": TOLERANCE, "fisher_trace": fisher, "per_members": per_n,
             "exponent_in_regime": _slope(inside), "n_factor": _n_factor(inside), "departure": _departure(rows),
             "dpi": {"rows": len(with_succ),
                     "rows_jssucc_below_0": sum(r["jssucc"]["ci"][1] < 0 for r in with_succ),

@@ -310,7 +310,7 @@ def lemma_grid_lines(grid: list[dict], training: dict | None = None) -> list[str
                   f"members, (sigma^2/2)(1/N) sum_j d_j^T I_x d_j with d_j = eps_j - eps_bar, from {first['center_samples']} "
                   f"center completions per prompt (whose mean over the noise is (sigma^2/2)(1 - 1/N) tr I_x). The ratio is the "
                   f"geometric mean of the draws' ratios with a t interval over draws; 'predicted' is the mean of the draws' "
-                  f"predictions and tr I (about {first['fisher_trace']:.4g} here) is estimated from the same directions. "
+                  f"predictions; tr I, estimated from the same directions, is {_num(g['fisher_trace'], '.4g')} over the whole grid. "
                   f"JSsucc and Lemma 2's gap are corrected by the same permutation null (their value when every member has "
                   f"the same success rate). Rows with s <= {g['s_limit']} (in the regime) decide the verdict.", ""]
     lines += ["| sigma | N | pairs | measured JSpol | predicted | ratio [95%] | width | s measured | in regime | "

@@ -153,6 +153,9 @@ def test_summary_recovers_a_known_exponent_n_factor_and_departure():
     dep = g["departure"]["4"]
     assert dep["last_s_inside"] == pytest.approx(0.5 * 4e-3 ** 2 * 200 * 2)
     assert dep["first_s_outside"] == pytest.approx(0.5 * 2e-2 ** 2 * 200 * 26)
+    # tr I over the grid: rows weighted by their Hutchinson probes, draws x (N - 1)
+    traced = [r | {"fisher_trace": 100.0 * r["members"]} for r in _rows_with_known_scaling()]
+    assert summarize_grid(traced)["fisher_trace"] == pytest.approx((1 * 200 + 3 * 400 + 31 * 3200) / 35)
     wrong = summarize_grid(_rows_with_known_scaling(exponent=1.5, n_power=0.5))
     assert wrong["exponent_in_regime"]["exponent"] == pytest.approx(1.5)
     assert wrong["n_factor"]["2"]["decision"] == FAILS  # (1 - 1/N)^0.5 instead of (1 - 1/N): 1.39 at N = 2
