@@ -31,6 +31,7 @@ EVAL = RUN + "test_evaluation_settings_shape_the_evaluations"
 PROBE = RUN + "test_probe_settings_shape_the_probe"
 RUNDIR = RUN + "test_checkpoint_and_kept_completion_settings_shape_the_run_directory"
 COUNTED = RUN + "test_each_es_step_scores_the_members_and_step_samples_center_completions"
+BF16_DRIFT = RUN + "test_a_bf16_run_measures_its_drift_from_the_base_as_its_own_weights_hold_it"
 ES_ENGINE = "tests/llm/test_es_engine.py::"
 ES_NOISE = "tests/llm/test_es_noise.py::"
 GRPO_ENGINE = "tests/llm/test_grpo_engine.py::"
@@ -75,12 +76,13 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "budget": ("tests/llm/test_train_config.py::test_equal_responses_budget_converts_es_steps",),
     "batch_size": (COUNTED,),
     "train_pool": ("tests/llm/test_own_data_settings.py::test_problem_counts_fit_a_small_file_or_name_the_flag",),
-    "temperature": (PROBE, GRPO_ENGINE + "test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand"),
+    "temperature": (PROBE, GRPO_ENGINE + "test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand",
+                    GRPO_ENGINE + "test_the_frozen_sampling_policy_is_read_at_the_sampling_temperature"),
     "max_completion_length": (EVAL, "tests/llm/test_hf_engine.py::test_max_new_tokens_and_length_finish"),
     "truncate_prompts": ("tests/llm/test_load_checks.py::test_truncate_prompts_cuts_them_to_their_last_tokens_and_says_so",),
     "engine": ("tests/llm/test_vllm_engine.py::test_same_statistics_as_hf_within_sampling_error",
                "tests/llm/test_gpu.py::test_an_es_then_grpo_run_keeps_every_tensor_on_cuda"),
-    "dtype": (ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue",
+    "dtype": (ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue", BF16_DRIFT,
               "tests/llm/test_lemma_measurements_dtype.py::test_scorer_gets_the_weights_as_a_bf16_engine_holds_them",
               "tests/llm/test_train_drift.py::test_saved_weights_as_a_bf16_engine_stores_them"),
     "threads": (RUNDIR,),
@@ -124,7 +126,8 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "es.param_pattern": (ES_ENGINE + "test_parameter_subset_leaves_other_parameters_untouched",),
     "es.null_control": (ES_ENGINE + "test_null_control_ignores_rewards_and_skips_steps_without_signal",),
     "es.inplace_bf16": (ES_ENGINE + "test_inplace_bf16_members_and_restore_are_the_papers_bf16_arithmetic",
-                        ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue"),
+                        ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue",
+                        BF16_DRIFT),
     "es.noise_chunk": (ES_NOISE + "test_noise_is_read_from_one_table_at_hashed_places",),
     # ---- llm train: [grpo]
     "grpo.num_generations": (GRPO_ENGINE + "test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand",),
@@ -205,11 +208,11 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
 }
 
 # settings whose effects depend on each other: each pair has a case of its own
-INTERACTIONS: dict[tuple[str, str], str] = {
+INTERACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("dtype", "es.inplace_bf16"):
-        ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue",
-    ("curve --temperature", "curve --samples"): CURVE_REUSE,
-    ("seed", "es.zscore"): ES_ENGINE + "test_the_seed_and_the_reward_standardisation_together_decide_the_update",
+        (ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue", BF16_DRIFT),
+    ("curve --temperature", "curve --samples"): (CURVE_REUSE,),
+    ("seed", "es.zscore"): (ES_ENGINE + "test_the_seed_and_the_reward_standardisation_together_decide_the_update",),
 }
 
 
@@ -261,7 +264,7 @@ def test_every_documented_setting_has_a_test_of_its_effect():
 
 @pytest.mark.parametrize("table", ["settings", "interactions"])
 def test_every_named_test_exists(table):
-    named = {t for tests in SETTING_TESTS.values() for t in tests} if table == "settings" else set(INTERACTIONS.values())
+    named = {t for tests in (SETTING_TESTS if table == "settings" else INTERACTIONS).values() for t in tests}
     absent = sorted(t for t in named if not _exists(t))
     assert not absent, f"tests named in {table} that do not exist: {absent}"
 
@@ -269,5 +272,5 @@ def test_every_named_test_exists(table):
 def test_every_interacting_pair_is_made_of_documented_settings():
     settings = set(documented_settings())
     assert all(a in settings and b in settings for a, b in INTERACTIONS), list(INTERACTIONS)
-    for (a, b), test in INTERACTIONS.items():  # the pair's case is also a test of each setting
-        assert test in SETTING_TESTS[a] and test in SETTING_TESTS[b], (a, b)
+    for (a, b), tests in INTERACTIONS.items():  # the pair's cases are also tests of each setting
+        assert tests and all(t in SETTING_TESTS[a] and t in SETTING_TESTS[b] for t in tests), (a, b)

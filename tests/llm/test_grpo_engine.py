@@ -19,13 +19,13 @@ def starts_with_digit() -> CountdownScoredBy:
     return CountdownScoredBy("starts-with-digit", lambda completion: 1.0 if completion[:1].isdigit() else 0.0)
 
 
-def _grpo(engine, policy, task, **kw):
+def _grpo(engine, policy, task, temperature=1.0, **kw):
     cfg = GRPOConfig(**{"num_generations": 6, "learning_rate": 3e-2, "beta": 0.0} | kw)
     cfg.validate()
     ref = None
     if cfg.beta > 0:
         ref = AutoModelForCausalLM.from_pretrained(engine.model_dir, dtype=torch.float32)
-    return GRPO(cfg, engine, task, policy, ref, engine.prompt_token_ids, temperature=1.0, max_new_tokens=5,
+    return GRPO(cfg, engine, task, policy, ref, engine.prompt_token_ids, temperature=temperature, max_new_tokens=5,
                 seed=0, pad_id=engine.tokenizer.pad_token_id)
 
 
@@ -237,6 +237,19 @@ def test_later_inner_iterations_are_off_policy_and_clipped(tiny_model_dir):
         assert not engine.model.training  # the training forward is the sampling policy: no dropout
     assert clipped[1, 64] == 0.0 and 0.0 < clipped[2, 64] <= 1.0, clipped  # a share of the batch's completion tokens
     assert clipped[2, 5] == pytest.approx(clipped[2, 64], abs=1e-9)  # counted over every micro-batch, not the last
+
+
+def test_the_frozen_sampling_policy_is_read_at_the_sampling_temperature(tiny_model_dir):
+    """mu = 2 at T = 0.7 with a step too small to move a float32 weight: pi_old (frozen before the first step)
+    and pi_theta are the same policy at the same temperature, so every ratio is 1 and no token is clipped even
+    at a clip range of 0.01 (pi_old read at another temperature than pi_theta would clip most of them)."""
+    engine = HFEngine(tiny_model_dir)
+    task = starts_with_digit()
+    grpo = _grpo(engine, engine.model, task, temperature=0.7, learning_rate=1e-30, num_iterations=2, epsilon=0.01)
+    before = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
+    out = grpo.step(task.problems("train", 6, seed=1), step=0)
+    assert out.grad_norm > 0 and all(torch.equal(p, before[n]) for n, p in engine.model.named_parameters())
+    assert out.clip_fraction == 0.0
 
 
 def test_a_non_finite_loss_or_weight_stops_the_step_naming_it(tiny_model_dir):

@@ -90,3 +90,25 @@ def test_each_es_step_scores_the_members_and_step_samples_center_completions(tin
         counts[step_samples] = len(calls)
         assert len(calls) == evaluations + iterations * cfg.batch_size * (ES["population_size"] * 1 + step_samples)
     assert counts[3] - counts[1] == iterations * cfg.batch_size * 2
+
+
+@pytest.mark.parametrize("inplace_bf16", [False, True])
+def test_a_bf16_run_measures_its_drift_from_the_base_as_its_own_weights_hold_it(tiny_model_dir, tmp_path, inplace_bf16):
+    """dtype bfloat16, with and without es.inplace_bf16, and a reward that never varies (so no update): the drift
+    is measured from theta_0 as the run holds it, fp32 beside the fp32 master (where it stays exactly 0), bf16(base)
+    in place (where it is the residue the paper's bf16 add and subtract leave), computed here from the saved weights."""
+    from safetensors.torch import load_file
+
+    cfg = _config(tiny_model_dir, tmp_path / "run", dtype="bfloat16", probe=False, heldout_task="", threshold_keep=(),
+                  eval_problems=1, eval_samples=1, eval_ks=(1,), checkpoint_dense=0, completions_kept=0)
+    cfg.es.inplace_bf16 = inplace_bf16
+    run = train(cfg, task=CountdownScoredBy("constant", lambda c: 0.5), show_progress=False)
+    rows = rundir.read_steps(run)
+    assert rows and all(r["es_update_norm"] == 0.0 for r in rows)
+    final = load_file(str(rundir.checkpoint_dir(run, rows[-1]["step"]) / "model.safetensors"))
+    base = load_file(str(tiny_model_dir / "model.safetensors"))
+    theta0 = {n: (t.to(torch.bfloat16) if inplace_bf16 else t).float() for n, t in base.items()}
+    num = sum(float(((final[n].float() - theta0[n]) ** 2).sum(dtype=torch.float64)) for n in final)
+    den = sum(float((theta0[n] ** 2).sum(dtype=torch.float64)) for n in final)
+    assert rows[-1]["drift_rel"] == pytest.approx((num / den) ** 0.5, rel=1e-6, abs=1e-12)
+    assert (rows[-1]["drift_rel"] > 0) == inplace_bf16
