@@ -19,7 +19,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 CHANGED = dict(steps=2, batch_size=2, train_pool=5, threads=1, max_completion_length=5, seed=3, temperature=0.9,
                checkpoint_every=3, checkpoint_dense=1, step_samples=3, probe_prompts=2, probe_members=3, probe_samples=2,
                probe_center_samples=3, eval_problems=3, eval_samples=3, eval_ks=(1, 3), eval_temperature=0.7,
-               heldout_task="arithmetic", heldout_problems=2, threshold_keep=(50.0,), completions_kept=1)
+               heldout_task="arithmetic", heldout_problems=2, threshold_keep=(50.0,), completions_kept=1,
+               completions_every=1)
 ES = {"population_size": 4, "sigma": 0.02, "alpha": 0.01}
 GRPO = {"num_generations": 2}  # N = 4 against G = 2: 2 ES iterations per GRPO step of budget
 
@@ -69,6 +70,10 @@ def test_checkpoint_and_kept_completion_settings_shape_the_run_directory(changed
     for record in kept:
         by_source.setdefault((record["source"], record["step"]), []).append(record)
     assert by_source and all(len(v) == cfg.completions_kept for v in by_source.values())
+    trained_on = [r["prompt"] for r in kept if r["source"] == "train"]  # completions_every = 1: every step's
+    assert len(trained_on) == total
+    pool = {str(p.prompt) for p in cfg.make_task().problems("train", cfg.train_pool, seed=cfg.seed)}
+    assert set(trained_on) <= pool  # the batches are drawn from the train_pool prompts of the run's seed
     assert torch.get_num_threads() == cfg.threads
 
 
