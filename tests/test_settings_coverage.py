@@ -32,6 +32,7 @@ PROBE = RUN + "test_probe_settings_shape_the_probe"
 RUNDIR = RUN + "test_checkpoint_and_kept_completion_settings_shape_the_run_directory"
 COUNTED = RUN + "test_each_es_step_scores_the_members_and_step_samples_center_completions"
 BF16_DRIFT = RUN + "test_a_bf16_run_measures_its_drift_from_the_base_as_its_own_weights_hold_it"
+VLLM_RUN = RUN + "test_engine_vllm_starts_the_run_on_vllm_with_its_share_of_gpu_memory"  # slow: vLLM's start
 ES_ENGINE = "tests/llm/test_es_engine.py::"
 ES_NOISE = "tests/llm/test_es_noise.py::"
 GRPO_ENGINE = "tests/llm/test_grpo_engine.py::"
@@ -80,9 +81,10 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
                     GRPO_ENGINE + "test_the_frozen_sampling_policy_is_read_at_the_sampling_temperature"),
     "max_completion_length": (EVAL, "tests/llm/test_hf_engine.py::test_max_new_tokens_and_length_finish"),
     "truncate_prompts": ("tests/llm/test_load_checks.py::test_truncate_prompts_cuts_them_to_their_last_tokens_and_says_so",),
-    "engine": ("tests/llm/test_vllm_engine.py::test_same_statistics_as_hf_within_sampling_error",
+    "engine": ("tests/llm/test_vllm_engine.py::test_same_statistics_as_hf_within_sampling_error", VLLM_RUN,
                "tests/llm/test_gpu.py::test_an_es_then_grpo_run_keeps_every_tensor_on_cuda"),
     "dtype": (ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue", BF16_DRIFT,
+              "tests/llm/test_gpu.py::test_an_es_then_grpo_run_keeps_every_tensor_on_cuda",
               "tests/llm/test_lemma_measurements_dtype.py::test_scorer_gets_the_weights_as_a_bf16_engine_holds_them",
               "tests/llm/test_train_drift.py::test_saved_weights_as_a_bf16_engine_stores_them"),
     "threads": (RUNDIR,),
@@ -111,7 +113,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "completions_every": (TRACKING + "test_completions_are_kept_bounded_with_their_rewards_and_shown_as_text", RUNDIR),
     "device": ("tests/llm/test_device.py::test_a_run_records_its_resolved_device_and_a_resume_on_cuda_is_refused",
                "tests/llm/test_device.py::test_ray_actors_reserve_one_gpu_each_on_a_cuda_run_and_none_on_the_cpu"),
-    "gpu_memory_utilization": ("tests/llm/test_gpu.py::test_vllm_inplace_gives_the_reload_paths_rewards_and_update",),
+    "gpu_memory_utilization": (VLLM_RUN, "tests/llm/test_gpu.py::test_vllm_inplace_gives_the_reload_paths_rewards_and_update"),
     # ---- llm train: [es]
     "es.population_size": (ES_NOISE + "test_update_rebuilt_from_seeds_equals_the_explicit_member_sum", COUNTED),
     "es.sigma": (ES_ENGINE + "test_member_weights_and_exact_restore",),

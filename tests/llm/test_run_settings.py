@@ -4,7 +4,12 @@ kept-completion setting changed, its records read back and compared with the set
 of completions each training step scores, against the count worked out from the settings."""
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -117,3 +122,30 @@ def test_a_bf16_run_measures_its_drift_from_the_base_as_its_own_weights_hold_it(
     den = sum(float((theta0[n] ** 2).sum(dtype=torch.float64)) for n in final)
     assert rows[-1]["drift_rel"] == pytest.approx((num / den) ** 0.5, rel=1e-6, abs=1e-12)
     assert (rows[-1]["drift_rel"] > 0) == inplace_bf16
+
+
+VLLM_RUN = """
+import json, sys
+from escov.llm.config import TrainConfig
+from escov.llm.train import TrainingRun
+cfg = TrainConfig.from_dict(json.loads(sys.argv[1]))
+run = TrainingRun(cfg, show_progress=False)
+cache = run.engine.llm.llm_engine.vllm_config.cache_config
+print(json.dumps({"engine": type(run.engine).__name__, "gpu_memory_utilization": cache.gpu_memory_utilization}))
+"""
+
+
+# slow (70-80 s here, most of it vLLM's start in a fresh process: one vLLM engine per process, and the session
+# has one); the engine make_engine("vllm") builds is tested fast in tests/llm/test_vllm_engine.py
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
+def test_engine_vllm_starts_the_run_on_vllm_with_its_share_of_gpu_memory(tiny_model_dir, tmp_path):
+    data = {"algo": "es", "model": str(tiny_model_dir), "out": str(tmp_path / "run"), "engine": "vllm",
+            "gpu_memory_utilization": 0.35, "steps": 1, "batch_size": 2, "train_pool": 4, "threads": 1,
+            "max_completion_length": 4, "probe": False, "heldout_task": "", "threshold_keep": [], "eval_problems": 1,
+            "eval_samples": 1, "eval_ks": [1], "es": {"population_size": 4}, "grpo": {"num_generations": 2}}
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]), OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", VLLM_RUN, json.dumps(data)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"engine": "VLLMEngine", "gpu_memory_utilization": 0.35}
