@@ -374,7 +374,7 @@ def test_the_seed_and_the_reward_standardisation_together_decide_the_update(tiny
     """Rewards R and 3 R + 1 on the same run seed: z-scored fitness gives the same update (standardisation
     removes the scale and shift), centered fitness an update 3 times as long in the same direction; another
     run seed draws other noise, so another update."""
-    steps = {}
+    steps, noise_seeds = {}, {}
     for seed, scale in ((3, 1.0), (3, 3.0), (4, 1.0)):
         engine = HFEngine(tiny_model_dir)
         task = CountdownScoredBy("scaled", lambda c, a=scale: a * digit_share_task().reward(c) + (a - 1) / 2)
@@ -386,7 +386,9 @@ def test_the_seed_and_the_reward_standardisation_together_decide_the_update(tiny
         out = es.step(task.problems("train", 4, seed=0), step=0)
         assert np.ptp(out.rewards) > 0, "members that all score the same would test nothing"
         steps[(seed, scale)] = {n: es.center.master[n] - before[n] for n in names}
+        noise_seeds[(seed, scale)] = es.plan(0).noise_seed
     same, scaled, other = steps[(3, 1.0)], steps[(3, 3.0)], steps[(4, 1.0)]
+    assert noise_seeds[(3, 1.0)] == noise_seeds[(3, 3.0)] != noise_seeds[(4, 1.0)]  # the run seed draws the noise
     factor = 1.0 if zscore else 3.0
     for n in same:
         torch.testing.assert_close(scaled[n], factor * same[n], rtol=1e-4, atol=1e-6)  # fp32 rounding of theta + delta
