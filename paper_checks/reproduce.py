@@ -41,7 +41,7 @@ import ast
 import json
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -112,7 +112,6 @@ class Budget:
     es_variants: tuple[str, ...] | None = None   # names of ES_VARIANTS to run (None: all of them)
     schedules: bool = True                        # the sequential schedules es-grpo and grpo-es
     curve: dict | None = None                     # llm.curve.evaluate_curve settings; None: no curve
-    extra: dict = field(default_factory=dict)
     purpose: str = ""                             # what its report can decide, stated in the report's header
 
 

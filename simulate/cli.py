@@ -59,7 +59,8 @@ def run_all(seeds: int | None, out: Path, scale: float, progress: bool = True) -
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: `list`, `run NAME` and `all`, the last two with the experiments' settings."""
     parser = argparse.ArgumentParser(prog="python -m escov.simulate", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the experiments")
@@ -71,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--scale", type=float, default=1.0, help="shrink the updates per run (quick looks)")
         p.add_argument("--no-progress", action="store_true", help="hide progress bars")
         p.add_argument("--seeds", type=int, default=None, help="number of seeds (default: each experiment's own)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     if args.command == "list":

@@ -2,8 +2,8 @@
 
 One setting chooses the strategy (population.members; "auto" by default: llm/member_options.py
 strategy_name). The engine each strategy needs and its rules on the options are settings, checked with
-every other setting (llm/member_options.py `check_options`, without torch); each strategy declares
-here, in STRATEGIES, what needs a model or the machine: its setup checks on the model and the Ray
+every other setting (llm/member_options.py `check_options`, without torch); each strategy named there
+declares here, in HOOKS, what needs a model or the machine: its setup checks on the model and the Ray
 cluster, the engine settings it needs and what the machine must offer (both before the engine starts):
 
     one_by_one    OneByOne     any engine    each member written into the engine in turn
@@ -35,7 +35,7 @@ from escov.llm.es.options import check_ray
 from escov.llm.es.ray_actors import RayActors
 from escov.llm.es.vllm_inplace import ENGINE_KWARGS, VLLMInPlace
 from escov.llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA
-from escov.llm.member_options import VLLM_LORA_RANKS, DistributedConfig, check_options, strategy_name
+from escov.llm.member_options import OPTION_RULES, VLLM_LORA_RANKS, DistributedConfig, check_options, strategy_name
 from escov.llm.tasks.base import Task
 
 if TYPE_CHECKING:
@@ -83,13 +83,18 @@ class Strategy:
     machine: Callable | None = None              # (): what this machine must offer, checked before the engine starts
 
 
-STRATEGIES = {
-    "one_by_one": Strategy(),
+# the hooks of the strategies that have any; the strategies themselves are named once, in
+# llm/member_options.py OPTION_RULES, and one without hooks here gets none (Strategy())
+HOOKS = {
     "batched_hf": Strategy(setup_batched),
     "ray": Strategy(setup_ray),
     "vllm_lora": Strategy(setup_vllm_lora, lora_engine_settings),
     "vllm_inplace": Strategy(None, lambda cfg, population: dict(ENGINE_KWARGS), machine_vllm_inplace),
 }
+if set(HOOKS) - set(OPTION_RULES):
+    raise ImportError(f"llm/es/factory.py HOOKS names strategies that llm/member_options.py OPTION_RULES does not "
+                      f"hold: {sorted(set(HOOKS) - set(OPTION_RULES))}")
+STRATEGIES = {name: HOOKS.get(name, Strategy()) for name in OPTION_RULES}
 
 
 def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,

@@ -1,14 +1,16 @@
 """Countdown: reward against an independent brute force, generator properties, hostile completions."""
 import itertools
+import math
 import random
 from fractions import Fraction
 
+import numpy as np
 import pytest
 import sympy
 from hypothesis import given, settings, strategies as st
 
 from escov.llm.tasks import get_task
-from escov.llm.tasks.countdown import Countdown, distinct_solutions, extract_answer, score
+from escov.llm.tasks.countdown import Countdown, _simplest_between, distinct_solutions, extract_answer, score
 
 
 def all_expressions(numbers):
@@ -365,3 +367,56 @@ def test_a_target_below_one_is_read_as_the_simplest_fraction_within_the_toleranc
         distinct_solutions([], 3)
     assert str(err.value) == "numbers must be a non-empty list of ints, got []"
     assert distinct_solutions([5], 5) == ["5"] and distinct_solutions([5], 4) == []
+
+
+# ----------------------------------------------------------------------------- Countdown: a number used twice in place of another
+
+NUMBERS, TARGET = [2, 4, 3], 11            # 2 * 4 + 3 = 11
+GOOD, TWICE, WRONG = "2*4+3", "4+4+3", "2+4+3"   # TWICE: 11 too, with 4 in place of 2; WRONG: 9
+
+
+def _framed(answer: str, reward: str) -> str:
+    return f" thinking </think>\n<answer>{answer}</answer>" if reward == "es-at-scale-countdown" else answer
+
+
+@pytest.mark.parametrize("reward, style", [("escov", "plain"), ("es-at-scale-countdown", "paper")])
+def test_a_number_used_twice_in_place_of_another_scores_as_a_wrong_answer(reward, style):
+    def reward_of(answer):
+        return score(_framed(answer, reward), NUMBERS, TARGET, style=style, reward=reward)
+    assert eval_free_value(TWICE) == eval_free_value(GOOD) == TARGET  # the same value, so only the numbers differ
+    assert reward_of(TWICE) == reward_of(WRONG)                       # the same format, no answer credit
+    assert reward_of(GOOD) - reward_of(WRONG) == pytest.approx(1.0)   # the answer's credit is exactly 1
+
+
+def eval_free_value(expression: str) -> int:
+    """The value of a sum / product of small integers, computed here by hand (no eval)."""
+    return sum(int(np.prod([int(f) for f in term.split("*")])) for term in expression.split("+"))
+
+
+@pytest.mark.parametrize("reward, style", [("escov", "plain"), ("es-at-scale-countdown", "paper")])
+@pytest.mark.parametrize("malformed", ["2*4+", "(2*4+3", "2 4 3", "2*/4+3", "+", "()"])
+def test_a_malformed_expression_scores_as_a_wrong_answer(reward, style, malformed):
+    """Text from the answer's own characters that is no expression gets no answer credit (the format's only)."""
+    def reward_of(answer):
+        return score(_framed(answer, reward), NUMBERS, TARGET, style=style, reward=reward)
+    assert reward_of(malformed) == reward_of(WRONG) < reward_of(GOOD)
+
+
+def simplest_by_search(low: Fraction, high: Fraction) -> Fraction:
+    """The fraction of smallest denominator in [low, high], by trying denominators 1, 2, ... in turn
+    (the smallest numerator n/d >= low is the only candidate of each denominator)."""
+    for d in itertools.count(1):
+        n = math.ceil(low * d)
+        if Fraction(n, d) <= high:
+            return Fraction(n, d)
+
+
+def test_the_simplest_fraction_between_two_bounds_equals_a_search():
+    rng = np.random.default_rng(0)
+    cases = [(Fraction(3), Fraction(3)), (Fraction(3), Fraction(7, 2)), (Fraction(23, 10), Fraction(5, 2)),
+             (Fraction(5, 2), Fraction(3)), (Fraction(-7, 3), Fraction(-2)), (Fraction(1, 3), Fraction(1, 3))]
+    for _ in range(400):
+        low = Fraction(int(rng.integers(-500, 500)), int(rng.integers(1, 60)))
+        cases.append((low, low + Fraction(int(rng.integers(0, 40)), int(rng.integers(1, 400)))))
+    for low, high in cases:
+        assert _simplest_between(low, high) == simplest_by_search(low, high), (low, high)

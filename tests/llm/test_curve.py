@@ -164,3 +164,25 @@ def test_a_training_split_curve_never_reads_a_test_prompt_and_is_not_read_as_one
     assert all("split" not in p for p in rundir.read_curve(run)) and load_run(run).curve == on_test
     with pytest.raises(ValueError, match="split must be one of test, train"):
         evaluate_curve(run, split="validation")
+
+
+def test_a_curve_reuses_a_point_only_at_its_own_temperature_and_sample_count(tiny_model_dir, tmp_path):
+    """The curve's temperature (default: the run's eval_temperature), samples and prompts shape each point;
+    a stored point is reused when they are the same (its marked value comes back) and measured again at
+    another temperature or sample count."""
+    run = tmp_path / "run"
+    train(TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run), "steps": 2,
+                                       "eval_temperature": 0.8}), show_progress=False)
+    first = evaluate_curve(run, points=1, samples=33, n_problems=2)
+    assert [p["step"] for p in first] == [0, 2]
+    assert all((p["sampled"]["temperature"], p["sampled"]["n"], p["sampled"]["num_problems"]) == (0.8, 33, 2)
+               for p in first)
+    marked = [p | {"sampled": p["sampled"] | {"mean_token_entropy": -1.0}} for p in first]
+    rundir.write_json(run / rundir.CURVE, {"points": marked})
+    reused = evaluate_curve(run, points=1, samples=33, n_problems=2, temperature=0.8)
+    assert [p["sampled"]["mean_token_entropy"] for p in reused] == [-1.0, -1.0]
+    for other in ({"temperature": 0.5}, {"samples": 34}):
+        again = evaluate_curve(run, points=1, **{"samples": 33, "n_problems": 2, "temperature": 0.8} | other)
+        assert all(p["sampled"]["mean_token_entropy"] >= 0 for p in again), other
+        assert all(p["sampled"]["temperature"] == other.get("temperature", 0.8) and
+                   p["sampled"]["n"] == other.get("samples", 33) for p in again)

@@ -338,3 +338,58 @@ def test_centered_rewards_times_center_scale(tiny_model_dir):
         ESConfig(center_scale=2.0).validate()
     with pytest.raises(ValueError, match="center_scale"):
         ESConfig(zscore=False, center_scale=0.0).validate()
+
+
+# ----------------------------------------------------------------------------- settings that act together
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("inplace_bf16", [False, True])
+def test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue(tiny_model_dir, dtype,
+                                                                                       inplace_bf16):
+    """Perturb then restore, for every member of an iteration: with the fp32 master the engine gets its weights
+    back bit for bit in either dtype; in place, the residue is within two roundings of the engine's dtype
+    (the paper's bf16 leaves some, fp32 far less: at most 2^-23 relative against bf16's 2^-7)."""
+    engine = HFEngine(tiny_model_dir, dtype=dtype)
+    es = _es(engine, get_task("countdown"), inplace_bf16=inplace_bf16, sigma=1e-2)
+    before = _live(engine)
+    plan = es.plan(2)
+    for member in plan.members:
+        es.center.perturb(plan, member)
+        es.center.restore(plan, member)
+    residue = {n: (p.detach().float() - before[n].float()).abs() for n, p in engine.model.named_parameters()}
+    assert all(p.dtype == dtype for p in engine.model.parameters())
+    if not inplace_bf16:
+        assert all(float(r.max()) == 0.0 for r in residue.values())
+        return
+    eps = torch.finfo(dtype).eps
+    for n, r in residue.items():
+        size = before[n].float().abs() + 1e-2 * 4  # |w| + sigma |E| with |E| < 4 (the noise table's normals)
+        assert (r <= 2 * len(plan.members) * eps * size + torch.finfo(dtype).tiny).all(), n
+    if dtype == torch.bfloat16:
+        assert sum(int((r > 0).sum()) for r in residue.values()) > 0  # the paper's bf16 does not undo its adds
+
+
+@pytest.mark.parametrize("zscore", [True, False])
+def test_the_seed_and_the_reward_standardisation_together_decide_the_update(tiny_model_dir, zscore):
+    """Rewards R and 3 R + 1 on the same run seed: z-scored fitness gives the same update (standardisation
+    removes the scale and shift), centered fitness an update 3 times as long in the same direction; another
+    run seed draws other noise, so another update."""
+    steps, noise_seeds = {}, {}
+    for seed, scale in ((3, 1.0), (3, 3.0), (4, 1.0)):
+        engine = HFEngine(tiny_model_dir)
+        task = CountdownScoredBy("scaled", lambda c, a=scale: a * digit_share_task().reward(c) + (a - 1) / 2)
+        cfg = ESConfig(population_size=4, sigma=1e-2, alpha=1e-2, zscore=zscore, member_temperature=1.0, member_samples=2)
+        names = [n for n, _ in engine.model.named_parameters()]
+        master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
+        es = make_es(cfg, engine, task, names, master, max_new_tokens=6, seed=seed)
+        before = {n: t.clone() for n, t in master.items()}
+        out = es.step(task.problems("train", 4, seed=0), step=0)
+        assert np.ptp(out.rewards) > 0, "members that all score the same would test nothing"
+        steps[(seed, scale)] = {n: es.center.master[n] - before[n] for n in names}
+        noise_seeds[(seed, scale)] = es.plan(0).noise_seed
+    same, scaled, other = steps[(3, 1.0)], steps[(3, 3.0)], steps[(4, 1.0)]
+    assert noise_seeds[(3, 1.0)] == noise_seeds[(3, 3.0)] != noise_seeds[(4, 1.0)]  # the run seed draws the noise
+    factor = 1.0 if zscore else 3.0
+    for n in same:
+        torch.testing.assert_close(scaled[n], factor * same[n], rtol=1e-4, atol=1e-6)  # fp32 rounding of theta + delta
+    assert not all(torch.allclose(other[n], same[n], atol=1e-6) for n in same)

@@ -57,10 +57,13 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
     assert np.ptp(ref_steps[0].rewards) > 0  # the run really moves the weights
     cfg, engine, task, names, master = _parts(tiny_model_dir)
     dist = make_es(cfg, engine, task, names, master, max_new_tokens=10, seed=3, model_dir=tiny_model_dir,
-                   population=BATCHED, distributed=DistributedConfig(workers=2))
+                   population=BATCHED, distributed=DistributedConfig(workers=2, cpus_per_worker=0.5, threads_per_worker=2))
     actors = dist.members
     try:
         assert actors.member_blocks([0, 1, 2, 3]) == {0: [0, 1], 1: [2, 3]}
+        # each actor holds cpus_per_worker of the 2 Ray CPUs and runs threads_per_worker torch threads
+        assert [ray_local.get(a.__ray_call__.remote(lambda actor: torch.get_num_threads())) for a in actors.actors] == [2, 2]
+        assert ray_local.available_resources().get("CPU", 0.0) == pytest.approx(2 - 2 * 0.5)
         steps = [dist.step(_problems(), 0)]
         ray_local.kill(actors.actors[1])  # actor 1 dies between iterations
         steps += [dist.step(_problems(), s) for s in range(1, STEPS)]
@@ -106,3 +109,13 @@ def test_when_every_actor_dies_the_error_keeps_their_cause(tiny_model_dir, ray_l
     message = str(err.value)
     assert "worker 0: " in message and "worker 1: " in message and "creation task" in message
     assert "no-model-here" in message  # the constructor's own error, which log_to_driver=False would hide
+
+
+
+def test_a_call_not_answered_within_the_actor_timeout_drops_the_actor(tiny_model_dir, ray_local):
+    """actor_timeout_s far below an actor's start-up: the first call (the replicas' weight hash) is not
+    answered in time, so every actor is dropped, and the error names the timeout."""
+    cfg, engine, task, names, master = _parts(tiny_model_dir)
+    with pytest.raises(RuntimeError, match="every Ray actor is dead.*GetTimeoutError"):
+        make_es(cfg, engine, task, names, master, max_new_tokens=4, seed=0, model_dir=tiny_model_dir,
+                distributed=DistributedConfig(workers=2, actor_timeout_s=1e-3))

@@ -19,13 +19,13 @@ def starts_with_digit() -> CountdownScoredBy:
     return CountdownScoredBy("starts-with-digit", lambda completion: 1.0 if completion[:1].isdigit() else 0.0)
 
 
-def _grpo(engine, policy, task, **kw):
+def _grpo(engine, policy, task, temperature=1.0, **kw):
     cfg = GRPOConfig(**{"num_generations": 6, "learning_rate": 3e-2, "beta": 0.0} | kw)
     cfg.validate()
     ref = None
     if cfg.beta > 0:
         ref = AutoModelForCausalLM.from_pretrained(engine.model_dir, dtype=torch.float32)
-    return GRPO(cfg, engine, task, policy, ref, engine.prompt_token_ids, temperature=1.0, max_new_tokens=5,
+    return GRPO(cfg, engine, task, policy, ref, engine.prompt_token_ids, temperature=temperature, max_new_tokens=5,
                 seed=0, pad_id=engine.tokenizer.pad_token_id)
 
 
@@ -76,13 +76,16 @@ def test_a_separate_engine_receives_the_updated_weights(tiny_model_dir):
         assert torch.equal(live[n].detach(), p.detach().to(torch.bfloat16)), n
 
 
-@pytest.mark.parametrize("micro_batch_size, loss_type, scale", [(64, "grpo", True), (5, "bnpo", True), (64, "grpo", False)])
-def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_model_dir, micro_batch_size, loss_type, scale):
+@pytest.mark.parametrize("micro_batch_size, loss_type, scale, temperature",
+                         [(64, "grpo", True, 1.0), (5, "bnpo", True, 1.0), (64, "grpo", False, 1.0), (64, "grpo", True, 0.7)])
+def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_model_dir, micro_batch_size, loss_type, scale,
+                                                                         temperature):
     """One on-policy step (mu = 1, so every ratio is 1 and nothing is clipped), written out here: per token
     l_t = -ratio_t A_i + beta k3_t (ratio_t = pi / pi_old = 1 in value, d ratio_t = d log pi_t) with k3_t = exp(ref_t - lp_t) - (ref_t - lp_t) - 1, A_i = (r_i - mean) / (std + 1e-4)
     in each group (r_i - mean without scale_rewards); loss = mean over completions of the mean over their tokens ("grpo") or the mean over all
     tokens ("bnpo"); kl = mean k3 per token. The update is AdamW's first step on the gradient g of that loss
-    clipped to max_grad_norm: theta (1 - lr wd) - lr g_c / (|g_c| + 1e-8). Micro-batches change none of it."""
+    clipped to max_grad_norm: theta (1 - lr wd) - lr g_c / (|g_c| + 1e-8). Micro-batches change none of it; the
+    log-probs of policy, old policy and reference are those of the sampling temperature (logits / T, as TRL)."""
     import copy
 
     engine = HFEngine(tiny_model_dir)
@@ -97,7 +100,7 @@ def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_m
     cfg = GRPOConfig(num_generations=groups, learning_rate=lr, beta=beta, weight_decay=wd, max_grad_norm=max_norm,
                      micro_batch_size=micro_batch_size, loss_type=loss_type, scale_rewards=scale)
     cfg.validate()
-    grpo = GRPO(cfg, engine, task, engine.model, reference, engine.prompt_token_ids, temperature=1.0,
+    grpo = GRPO(cfg, engine, task, engine.model, reference, engine.prompt_token_ids, temperature=temperature,
                 max_new_tokens=5, seed=0, pad_id=engine.tokenizer.pad_token_id)
     problems = task.problems("train", 6, seed=1)  # the batch of the first test: both rewards
     start = time.perf_counter()
@@ -113,9 +116,9 @@ def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_m
     c_ids = [c.token_ids for row in out.rollouts.completions for c in row]
     seq, att, mask = pad_batch(p_ids, c_ids, engine.tokenizer.pad_token_id)
     m = mask[:, 1:].float()
-    lp = completion_logprobs(before, seq, att, mask, 1.0)
+    lp = completion_logprobs(before, seq, att, mask, temperature)
     with torch.no_grad():
-        ref = completion_logprobs(reference, seq, att, mask, 1.0)
+        ref = completion_logprobs(reference, seq, att, mask, temperature)
     k3 = torch.exp(ref - lp) - (ref - lp) - 1
     ratio = torch.exp(lp - lp.detach())  # 1, with the policy gradient's derivative: d ratio = d log pi
     per_token = -ratio * torch.tensor(adv.reshape(-1), dtype=torch.float32)[:, None] + beta * k3
@@ -234,6 +237,19 @@ def test_later_inner_iterations_are_off_policy_and_clipped(tiny_model_dir):
         assert not engine.model.training  # the training forward is the sampling policy: no dropout
     assert clipped[1, 64] == 0.0 and 0.0 < clipped[2, 64] <= 1.0, clipped  # a share of the batch's completion tokens
     assert clipped[2, 5] == pytest.approx(clipped[2, 64], abs=1e-9)  # counted over every micro-batch, not the last
+
+
+def test_the_frozen_sampling_policy_is_read_at_the_sampling_temperature(tiny_model_dir):
+    """mu = 2 at T = 0.7 with a step too small to move a float32 weight: pi_old (frozen before the first step)
+    and pi_theta are the same policy at the same temperature, so every ratio is 1 and no token is clipped even
+    at a clip range of 0.01 (pi_old read at another temperature than pi_theta would clip most of them)."""
+    engine = HFEngine(tiny_model_dir)
+    task = starts_with_digit()
+    grpo = _grpo(engine, engine.model, task, temperature=0.7, learning_rate=1e-30, num_iterations=2, epsilon=0.01)
+    before = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
+    out = grpo.step(task.problems("train", 6, seed=1), step=0)
+    assert out.grad_norm > 0 and all(torch.equal(p, before[n]) for n, p in engine.model.named_parameters())
+    assert out.clip_fraction == 0.0
 
 
 def test_a_non_finite_loss_or_weight_stops_the_step_naming_it(tiny_model_dir):

@@ -185,6 +185,25 @@ def test_lora_step_trains_only_the_adapters(tiny_model_dir):
         torch.testing.assert_close(delta, (4 / 2) * b @ a, rtol=1e-4, atol=1e-7)
 
 
+def test_lora_dropout_drops_the_adapters_input_in_the_update_only(tiny_model_dir):
+    """lora_dropout p: every LoRA dropout module drops with p, in the update's forwards only (the sampling
+    policy has none); on the same rollouts a step with p = 0.5 gets another gradient than one with p = 0, and
+    with p = 0 two steps from the same start get the same one."""
+    task = _starts_with_digit()
+    norms = {}
+    for p, run in ((0.0, "a"), (0.0, "b"), (0.5, "a")):
+        torch.manual_seed(0)
+        engine, grpo = _grpo(tiny_model_dir, task, use_peft=True, lora_r=2, lora_alpha=4, lora_dropout=p,
+                             lora_target_modules="q_proj,v_proj", num_generations=6, learning_rate=5e-2)
+        dropouts = [m for n, m in grpo.policy.named_modules() if n.endswith("lora_dropout.default")]
+        assert dropouts and all(getattr(m, "p", 0.0) == p for m in dropouts)
+        with grpo._training_forward():
+            assert all(m.training for m in dropouts)
+        assert not any(m.training for m in dropouts)
+        norms[(p, run)] = grpo.step(task.problems("train", 6, seed=1), 0).grad_norm
+    assert norms[(0.0, "a")] == norms[(0.0, "b")] != norms[(0.5, "a")]
+
+
 def _train(model_dir, out, extra=(), env_extra=None):
     args = [sys.executable, "-m", "escov.llm", "train", "--algo", "grpo", "--model", str(model_dir), "--out", str(out),
             "--steps", "4", "--batch_size", "2", "--train_pool", "8", "--threads", "1", "--max_completion_length", "6",

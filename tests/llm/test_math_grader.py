@@ -14,7 +14,7 @@ import pytest
 from escov.llm.tasks import get_task
 from escov.llm.tasks import math_grader
 from escov.llm.tasks.base import Task
-from escov.llm.tasks.math_grader import grade
+from escov.llm.tasks.math_grader import grade, last_boxed
 
 HOSTILE = [r"\boxed{9^{9^{9^{%d}}}}", r"\boxed{10^{10^{%d}}!}", r"The answer is $(10^%d)!$"]  # % (9, 10, 6): the issue's
 # without a budget, each of these keeps sympy busy for minutes; the liveness limit below is generous
@@ -437,3 +437,13 @@ def test_evaluations_report_the_answers_that_reached_the_safety_net(tiny_model_d
         math_grader._grade_text.cache_clear()
     assert result["grading_timeouts"] == timeouts
     assert result["pass_at_k"]["1"] == (0.0 if timeouts else 1.0)
+
+
+# ----------------------------------------------------------------------------- the math grader reads the last \boxed{}
+
+@pytest.mark.parametrize("first, last", [("41", "7"), ("7", "41")])
+def test_the_last_boxed_answer_is_graded_whatever_comes_before_it(first, last):
+    completion = rf"first try \boxed{{{first}}}, on reflection \boxed{{{last}}}"
+    assert last_boxed(completion) == last
+    assert grade("41", completion).correct == (last == "41")
+    assert grade("41", completion).correct == grade("41", rf"\boxed{{{last}}}").correct  # only the last one counts

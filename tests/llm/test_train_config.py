@@ -155,3 +155,84 @@ def test_settings_of_every_strategy_validate_without_torch_or_the_es_package():
     refused = found["refused"]
     assert len(refused) == 3 and all(m.startswith(e) for m, e in zip(refused, expected)), refused
     assert found["loaded"] == [], found["loaded"]
+
+
+# ----------------------------------------------------------------------------- the round trip, for generated configs
+
+def _values_of(name: str, f, default):  # -> a hypothesis strategy or None
+    """A hypothesis strategy of values of one setting near its default (most valid; the rest filtered);
+    None for a setting whose values are left to their own tests (file paths, reward functions)."""
+    from hypothesis import strategies as st
+
+    from escov.llm import config
+    from escov.llm.member_options import MEMBER_MODES
+    from escov.llm.tasks.reasoning_format import PROMPT_STYLES
+    from escov.llm.tracking import REPORT_TO
+
+    choices = {"algo": config.ALGOS, "budget": config.BUDGETS, "engine": config.ENGINES, "dtype": config.DTYPES,
+               "prompt_style": PROMPT_STYLES, "report_to": REPORT_TO, "device": ("auto", "cpu", "cuda", "cuda:1"),
+               "grpo.loss_type": config.LOSS_TYPES, "grpo.scale_rewards": config.SCALE_REWARDS,
+               "grpo.lr_scheduler_type": config.LR_SCHEDULERS, "grpo.lora_target_modules": ("", "q_proj,v_proj"),
+               "population.lowrank_layout": config.LOWRANK_LAYOUTS, "population.members": MEMBER_MODES,
+               "es.param_pattern": ("", r"mlp\.", "q_proj|v_proj"), "eval_ks": ((1,), (1, 4), (1, 16, 32)),
+               "threshold_keep": ((50.0,), (5.0, 22.0, 50.0)), "data_split": ("files", "first-8")}
+    if name in choices:
+        return st.sampled_from(choices[name])
+    if f.type == "bool":
+        return st.booleans()
+    if f.type == "int":
+        return st.integers(0, 2**31 - 1) if name == "seed" else st.integers(max(0, default // 2), 2 * default + 3)
+    if f.type == "float":
+        return st.floats(default / 2, default if default >= 1 else min(2 * default, 1.0)) if default > 0 \
+            else st.floats(0.0, 0.5)
+    return None  # file paths, model, out, reward functions: their own tests
+
+
+def _generated_configs():
+    import dataclasses
+
+    from hypothesis import strategies as st
+
+    from escov.llm.settings_help import settings as all_settings
+
+    values = {}
+    for name, f, _, _ in all_settings():
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        strategy = _values_of(name, f, default)
+        if strategy is not None:
+            values[name] = strategy.filter(lambda v, d=default: v != d)  # a changed setting
+
+    @st.composite
+    def configs(draw):
+        changed = draw(st.sets(st.sampled_from(sorted(values)), min_size=1, max_size=12))
+        data: dict = {}
+        for name in sorted(changed):
+            section, _, key = name.rpartition(".")
+            (data.setdefault(section, {}) if section else data)[key] = draw(values[name])
+        return data
+    return configs()
+
+
+def test_generated_configs_read_back_the_same_from_their_dict_and_from_config_json():
+    """from_dict(to_dict(c)) == c and the same through JSON (config.json: tuples become lists), for configs
+    that change 1 to 12 settings drawn from every setting of llm train (invalid combinations filtered)."""
+    import json
+
+    from hypothesis import assume, given, settings
+
+    @settings(max_examples=150, deadline=None)
+    @given(_generated_configs())
+    def round_trip(data):
+        try:
+            cfg = TrainConfig.from_dict(data)
+        except ValueError:
+            assume(False)
+        as_dict = cfg.to_dict()
+        for key, value in data.items():  # the drawn values are the config's (nothing dropped on the way)
+            given_values = value.items() if isinstance(value, dict) else [(None, value)]
+            for inner, v in given_values:
+                got = as_dict[key][inner] if inner else as_dict[key]
+                assert got == (tuple(v) if isinstance(v, list) else v), (key, inner)
+        assert TrainConfig.from_dict(as_dict) == cfg
+        assert TrainConfig.from_dict(json.loads(json.dumps(as_dict))) == cfg
+    round_trip()

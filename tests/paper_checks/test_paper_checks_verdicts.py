@@ -10,9 +10,9 @@ import pytest
 
 from escov.paper_checks.cli import main as cli_main
 from escov.paper_checks.evidence import variant
-from escov.paper_checks.real_checks import REAL_CHECKS
+from escov.paper_checks.real_checks import REAL_CHECKS, diff_between, diff_vs_base
 from escov.paper_checks.report import build_report, collect
-from escov.paper_checks.rundir import RunDirError, load_run
+from escov.paper_checks.rundir import Run, RunDirError, load_run
 from escov.paper_checks.verdict import FAILS, HOLDS, IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE
 from escov.theory.claims import BY_ID, CLAIMS
 
@@ -254,3 +254,39 @@ def test_runs_whose_untagged_es_settings_differ_are_not_pooled_in_one_row(tmp_pa
     rescaled = [make_run(tmp_path / "r", f"r{seed}", "es", seed, p_base, p_base,
                          es={"zscore": False, "center_scale": 2.0 + seed}) for seed in range(2)]
     assert len(collect(rescaled).by_variant("es[no-zscore,rescaled]")) == 2  # center_scale differs by design
+
+
+# ----------------------------------------------------------------------------- runs compared only on the same prompt ids
+
+N = 4
+
+
+def _run(seed: int, algo: str, base: list[int], final: list[int], ids=None) -> Run:
+    ids = ids or [f"p{i}" for i in range(len(base))]
+
+    def ev(counts):
+        return {"n": N, "ks": [1], "pass_at_k": {"1": float(np.mean(counts)) / N},
+                "per_problem": [{"id": i, "correct": c} for i, c in zip(ids, counts)]}
+    return Run(path=Path(f"{algo}{seed}"), config={"algo": algo, "seed": seed}, eval={"base": ev(base), "final": ev(final)})
+
+
+def test_a_difference_over_runs_on_the_same_prompts_equals_its_value_by_hand():
+    runs = [_run(0, "es", [0, 1, 2], [1, 1, 4]), _run(1, "es", [1, 1, 1], [2, 3, 1])]
+    by_hand = np.mean([(1 - 0) / N, 0, (4 - 2) / N, 1 / N, 2 / N, 0])  # Pass@1 = correct / n, per seed and prompt
+    assert diff_vs_base(runs, 1).mean == pytest.approx(by_hand)
+    other = [_run(0, "grpo", [0, 0, 0], [0, 1, 0]), _run(1, "grpo", [0, 0, 0], [1, 1, 1])]
+    by_hand = np.mean([(1 - 0) / N, (1 - 1) / N, (4 - 0) / N, (2 - 1) / N, (3 - 1) / N, (1 - 1) / N])  # finals, by seed
+    assert diff_between(runs, other, 1).mean == pytest.approx(by_hand)
+    assert diff_between(other, runs, 1).mean == pytest.approx(-by_hand)  # antisymmetric
+
+
+def test_runs_evaluated_on_other_prompt_ids_are_never_compared():
+    same = _run(0, "es", [0, 1, 2], [1, 1, 4])
+    moved = _run(1, "es", [1, 1, 1], [2, 3, 1], ids=["p0", "p1", "q9"])
+    assert diff_vs_base([same, moved], 1) is None
+    assert diff_vs_base([moved, same], 1) is None
+    grpo_moved = _run(0, "grpo", [0, 0, 0], [0, 1, 0], ids=["p0", "p1", "q9"])
+    assert diff_between([same], [grpo_moved], 1) is None and diff_between([grpo_moved], [same], 1) is None
+    mixed = _run(0, "es", [0, 1, 2], [1, 1, 4])
+    mixed.eval["final"]["per_problem"][2]["id"] = "q9"  # final on other prompts than its own base
+    assert diff_vs_base([mixed], 1) is None

@@ -2,6 +2,7 @@
 import contextlib
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -85,6 +86,19 @@ def test_run_one_with_seeds_and_list(tmp_path, capsys):
                  "--no-progress"]) == 0
     result = json.loads((tmp_path / "entropy_collapse.json").read_text())
     assert result["settings"]["seeds"] == 2
+
+
+def test_scale_sets_the_number_of_updates_and_no_progress_hides_the_bars(tmp_path, capsys):
+    """--scale 0.03: 3 updates per run (100 x 0.03), recorded with the scale; the bars go to stderr unless
+    --no-progress; --out is where the record is written."""
+    for progress in (True, False):
+        out = tmp_path / ("bars" if progress else "quiet")
+        capsys.readouterr()
+        assert main(["run", "entropy_collapse", "--seeds", "2", "--scale", "0.03", "--out", str(out),
+                     *([] if progress else ["--no-progress"])]) == 0
+        result = json.loads((out / "entropy_collapse.json").read_text())
+        assert result["scale"] == 0.03 and result["settings"]["steps"] == 3
+        assert bool(re.search(r"(it/s|s/it)\]", capsys.readouterr().err)) == progress  # the rate of every tqdm bar
 
 
 @pytest.mark.parametrize("argv", [["run", "no_such_experiment"], ["run", "pareto", "--seeds", "1"],

@@ -1,10 +1,12 @@
 """The shared decision rules and intervals over seeds (theory/decisions.py), against scipy and a
 Monte Carlo of the power line."""
+import itertools
+
 import numpy as np
 import pytest
 from scipy import stats as st
 
-from escov.theory.decisions import (FAILS, HOLDS, INCONCLUSIVE, detectable, directional, equivalence, over_seeds, ratio,
+from escov.theory.decisions import (FAILS, HOLDS, INCONCLUSIVE, combine, detectable, directional, equivalence, over_seeds, ratio,
                               welch)
 
 
@@ -127,3 +129,71 @@ def test_the_detectable_difference_at_its_edges_and_in_the_normal_limit():
     assert detectable(2.0, inf) == pytest.approx(2 * detectable(1.0, inf))
     assert t_quantile(inf, 0.975) == pytest.approx(st.norm.ppf(0.975), rel=1e-15)
     assert t_quantile(4.0, 0.975) == pytest.approx(st.t.ppf(0.975, 4.0), rel=1e-15)
+
+
+EPS = 1e-9
+
+
+# ----------------------------------------------------------------------------- combine: all parts hold, any fails
+
+@pytest.mark.parametrize("parts", [p for n in range(1, 4) for p in itertools.product((HOLDS, FAILS, INCONCLUSIVE), repeat=n)])
+def test_combine_holds_only_when_every_part_holds_and_fails_when_any_part_fails(parts):
+    expected = HOLDS if set(parts) == {HOLDS} else FAILS if FAILS in parts else INCONCLUSIVE
+    assert combine(list(parts)) == expected
+    assert combine(list(reversed(parts))) == expected  # the order of the parts does not matter
+
+
+def test_combine_of_no_parts_is_inconclusive():
+    assert combine([]) == INCONCLUSIVE
+
+
+# ----------------------------------------------------------------------------- each rule at, inside and outside each boundary
+
+M = 0.1
+
+
+@pytest.mark.parametrize("lo, hi, expected", [
+    (-M + EPS, M - EPS, HOLDS),            # just inside both margins
+    (-M, M - EPS, INCONCLUSIVE),           # at the lower margin
+    (-M + EPS, M, INCONCLUSIVE),           # at the upper margin
+    (-M - EPS, M - EPS, INCONCLUSIVE),     # just outside below
+    (-M + EPS, M + EPS, INCONCLUSIVE),     # just outside above
+    (M, M + 1, FAILS), (M - EPS, M + 1, INCONCLUSIVE),          # wholly above the margin, at and just inside it
+    (-M - 1, -M, FAILS), (-M - 1, -M + EPS, INCONCLUSIVE),      # wholly below, at and just inside
+    (-M - 1, M + 1, INCONCLUSIVE),         # wider than the band
+])
+def test_equivalence_at_each_margin_and_its_mirror(lo, hi, expected):
+    assert equivalence(lo, hi, M) == expected
+    assert equivalence(-hi, -lo, M) == expected  # the rule is symmetric about 0
+
+
+@pytest.mark.parametrize("lo, hi, expected", [
+    (EPS, 1, HOLDS), (0, 1, INCONCLUSIVE), (-EPS, 1, INCONCLUSIVE),
+    (-1, -EPS, FAILS), (-1, 0, INCONCLUSIVE), (-1, EPS, INCONCLUSIVE),
+])
+def test_directional_at_zero_on_both_sides_and_its_mirror(lo, hi, expected):
+    assert directional(lo, hi, 1) == expected
+    assert directional(-hi, -lo, -1) == expected  # a decrease claimed of -x is an increase claimed of x
+
+
+@pytest.mark.parametrize("lo, hi, expected", [  # paper range [2, 3] within a factor 2: band (1, 6)
+    (1 + EPS, 6 - EPS, HOLDS), (1, 5, INCONCLUSIVE), (2, 6, INCONCLUSIVE), (1 - EPS, 5, INCONCLUSIVE),
+    (6, 7, FAILS), (6 - EPS, 7, INCONCLUSIVE), (0.5, 1, FAILS), (0.5, 1 + EPS, INCONCLUSIVE),
+])
+def test_ratio_at_each_end_of_the_band_and_its_reciprocal(lo, hi, expected):
+    assert ratio(lo, hi, 2, 3, 2) == expected
+    assert ratio(1 / hi, 1 / lo, 1 / 3, 1 / 2, 2) == expected  # the ratio read the other way round
+
+
+# ----------------------------------------------------------------------------- over_seeds: its record at every size
+
+def test_over_seeds_records_one_seed_none_and_two_seeds_by_hand():
+    inf = float("inf")
+    one = over_seeds([0.4, float("nan")])  # a non-finite value is left out
+    assert one == {"mean": 0.4, "lo": -inf, "hi": inf, "se": inf, "df": 0.0, "seeds": 1, "detectable": inf}
+    with pytest.raises(ValueError, match="at least one finite value"):
+        over_seeds([float("nan")])
+    two = over_seeds([1, 3])  # mean 2, sample sd sqrt(2), se 1, df 1: t(0.975, 1) = 12.7062047
+    assert set(two) == set(one) and two["seeds"] == 2 and two["df"] == 1.0
+    assert two["mean"] == 2.0 and two["se"] == pytest.approx(1.0)
+    assert (two["lo"], two["hi"]) == pytest.approx((2 - 12.7062047, 2 + 12.7062047))

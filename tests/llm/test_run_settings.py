@@ -1,0 +1,151 @@
+"""The measurement settings of `llm train`, each at a non-default value, reach the record they shape:
+one short ES run on the tiny model (in this process) with every evaluation, probe, checkpoint and
+kept-completion setting changed, its records read back and compared with the settings; the count
+of completions each training step scores, against the count worked out from the settings."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from escov.llm import rundir
+from escov.llm.config import TrainConfig
+from escov.llm.train import train
+from tasks_for_tests import CountdownScoredBy, digit_share
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+CHANGED = dict(steps=2, batch_size=2, train_pool=5, threads=1, max_completion_length=5, seed=3, temperature=0.9,
+               checkpoint_every=3, checkpoint_dense=1, step_samples=3, probe_prompts=2, probe_members=3, probe_samples=2,
+               probe_center_samples=3, eval_problems=3, eval_samples=3, eval_ks=(1, 3), eval_temperature=0.7,
+               heldout_task="arithmetic", heldout_problems=2, threshold_keep=(50.0,), completions_kept=1,
+               completions_every=1)
+ES = {"population_size": 4, "sigma": 0.02, "alpha": 0.01}
+GRPO = {"num_generations": 2}  # N = 4 against G = 2: 2 ES iterations per GRPO step of budget
+
+
+def _config(model, out, **over) -> TrainConfig:
+    return TrainConfig.from_dict({"algo": "es", "model": str(model), "out": str(out), **CHANGED, **over,
+                                  "es": ES, "grpo": GRPO})
+
+
+@pytest.fixture(scope="module")
+def changed_run(tiny_model_dir, tmp_path_factory):
+    cfg = _config(tiny_model_dir, tmp_path_factory.mktemp("changed") / "run")
+    return cfg, train(cfg, show_progress=False)
+
+
+def test_evaluation_settings_shape_the_evaluations(changed_run):
+    cfg, run = changed_run
+    ev = rundir.read_eval(run)
+    for label in ("base", "final"):
+        assert (ev[label]["num_problems"], len(ev[label]["per_problem"])) == (cfg.eval_problems, cfg.eval_problems)
+        assert ev[label]["n"] == cfg.eval_samples and ev[label]["temperature"] == cfg.eval_temperature
+        assert set(ev[label]["pass_at_k"]) == {str(k) for k in cfg.eval_ks}
+        assert ev[label]["max_new_tokens"] == cfg.max_completion_length
+        assert ev[f"{label}_greedy"]["n"] == 1 and ev[f"{label}_greedy"]["temperature"] == 0.0
+        held = ev["heldout"][label]
+        assert (held["task"], held["num_problems"]) == (cfg.heldout_task, cfg.heldout_problems)
+    assert [t["keep_percent"] for t in ev["thresholded"]] == list(cfg.threshold_keep)
+
+
+def test_probe_settings_shape_the_probe(changed_run):
+    cfg, run = changed_run
+    measurements = rundir.read_probe(run)["measurements"]
+    for m in measurements:
+        assert (m["members"], m["samples_per_member"], m["center_samples"]) == \
+            (cfg.probe_members, cfg.probe_samples, cfg.probe_center_samples)
+        assert m["temperature"] == cfg.temperature and len(m["probe_problems"]) == cfg.probe_prompts
+
+
+def test_checkpoint_and_kept_completion_settings_shape_the_run_directory(changed_run):
+    cfg, run = changed_run
+    total = len(rundir.read_steps(run))
+    assert total == 4  # 2 GRPO steps of budget x 2 ES iterations each (N = 2 G: half a GRPO step's FLOPs)
+    due = {s for s in range(1, total + 1) if s % cfg.checkpoint_every == 0 or s <= cfg.checkpoint_dense} | {total}
+    assert set(rundir.checkpoint_steps(run)[0]) == due == {1, 3, 4}
+    kept = [json.loads(line) for line in (run / rundir.COMPLETIONS).read_text().splitlines()]
+    by_source: dict = {}
+    for record in kept:
+        by_source.setdefault((record["source"], record["step"]), []).append(record)
+    assert by_source and all(len(v) == cfg.completions_kept for v in by_source.values())
+    trained_on = [r["prompt"] for r in kept if r["source"] == "train"]  # completions_every = 1: every step's
+    assert len(trained_on) == total
+    pool = {str(p.prompt) for p in cfg.make_task().problems("train", cfg.train_pool, seed=cfg.seed)}
+    assert set(trained_on) <= pool  # the batches are drawn from the train_pool prompts of the run's seed
+    assert torch.get_num_threads() == cfg.threads
+
+
+def test_each_es_step_scores_the_members_and_step_samples_center_completions(tiny_model_dir, tmp_path):
+    """Completions scored by a run, counted by its reward: raising step_samples by 2 adds exactly
+    batch_size x 2 per ES iteration (the center's per-step samples), nothing else; the members score
+    batch_size x population_size x member_samples each iteration."""
+    counts = {}
+    for step_samples in (1, 3):
+        calls = []
+        cfg = _config(tiny_model_dir, tmp_path / f"s{step_samples}", step_samples=step_samples, probe=False,
+                      heldout_task="", checkpoint_dense=0, completions_kept=0, eval_problems=1, eval_samples=1,
+                      eval_ks=(1,), threshold_keep=(50.0,))
+        run = train(cfg, task=CountdownScoredBy("counted", lambda c: calls.append(c) or digit_share(c)),
+                    show_progress=False)
+        iterations = len(rundir.read_steps(run))
+        # base and final, sampled and greedy; each thresholded checkpoint sampled
+        evaluations = (2 * (cfg.eval_samples + 1) + len(cfg.threshold_keep) * cfg.eval_samples) * cfg.eval_problems
+        counts[step_samples] = len(calls)
+        assert len(calls) == evaluations + iterations * cfg.batch_size * (ES["population_size"] * 1 + step_samples)
+    assert counts[3] - counts[1] == iterations * cfg.batch_size * 2
+
+
+@pytest.mark.parametrize("inplace_bf16", [False, True])
+def test_a_bf16_run_measures_its_drift_from_the_base_as_its_own_weights_hold_it(tiny_model_dir, tmp_path, inplace_bf16):
+    """dtype bfloat16, with and without es.inplace_bf16, and a reward that never varies (so no update): the drift
+    is measured from theta_0 as the run holds it, fp32 beside the fp32 master (where it stays exactly 0), bf16(base)
+    in place (where it is the residue the paper's bf16 add and subtract leave), computed here from the saved weights."""
+    from safetensors.torch import load_file
+
+    cfg = _config(tiny_model_dir, tmp_path / "run", dtype="bfloat16", probe=False, heldout_task="", threshold_keep=(),
+                  eval_problems=1, eval_samples=1, eval_ks=(1,), checkpoint_dense=0, completions_kept=0)
+    cfg.es.inplace_bf16 = inplace_bf16
+    run = train(cfg, task=CountdownScoredBy("constant", lambda c: 0.5), show_progress=False)
+    rows = rundir.read_steps(run)
+    assert rows and all(r["es_update_norm"] == 0.0 for r in rows)
+    final = load_file(str(rundir.checkpoint_dir(run, rows[-1]["step"]) / "model.safetensors"))
+    base = load_file(str(tiny_model_dir / "model.safetensors"))
+    theta0 = {n: (t.to(torch.bfloat16) if inplace_bf16 else t).float() for n, t in base.items()}
+    num = sum(float(((final[n].float() - theta0[n]) ** 2).sum(dtype=torch.float64)) for n in final)
+    den = sum(float((theta0[n] ** 2).sum(dtype=torch.float64)) for n in final)
+    assert rows[-1]["drift_rel"] == pytest.approx((num / den) ** 0.5, rel=1e-6, abs=1e-12)
+    assert (rows[-1]["drift_rel"] > 0) == inplace_bf16
+
+
+VLLM_RUN = """
+import json, sys
+from escov.llm.config import TrainConfig
+from escov.llm.train import TrainingRun
+cfg = TrainConfig.from_dict(json.loads(sys.argv[1]))
+run = TrainingRun(cfg, show_progress=False)
+cache = run.engine.llm.llm_engine.vllm_config.cache_config
+print(json.dumps({"engine": type(run.engine).__name__, "gpu_memory_utilization": cache.gpu_memory_utilization}))
+"""
+
+
+# slow (70-80 s here, most of it vLLM's start in a fresh process: one vLLM engine per process, and the session
+# has one); the engine make_engine("vllm") builds is tested fast in tests/llm/test_vllm_engine.py
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
+def test_engine_vllm_starts_the_run_on_vllm_with_its_share_of_gpu_memory(tiny_model_dir, tmp_path):
+    data = {"algo": "es", "model": str(tiny_model_dir), "out": str(tmp_path / "run"), "engine": "vllm",
+            "gpu_memory_utilization": 0.35, "steps": 1, "batch_size": 2, "train_pool": 4, "threads": 1,
+            "max_completion_length": 4, "probe": False, "heldout_task": "", "threshold_keep": [], "eval_problems": 1,
+            "eval_samples": 1, "eval_ks": [1], "es": {"population_size": 4}, "grpo": {"num_generations": 2}}
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]), OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", VLLM_RUN, json.dumps(data)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"engine": "VLLMEngine", "gpu_memory_utilization": 0.35}
