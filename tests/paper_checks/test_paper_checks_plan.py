@@ -75,10 +75,18 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
 
 def test_the_quick_look_is_the_answer_at_a_smaller_design():
     """The small budget trains ES and GRPO as the answer does (its base, task, temperature, step sizes, steps, batch,
-    checkpoints and curve), on fewer seeds and test prompts, with enough seeds for a t interval over seeds."""
+    checkpoints and curve layout rule), on fewer seeds and test prompts, with enough seeds for a t interval over
+    seeds. Its curve starts from fewer evenly spread points; refinement must still support every level of ES vs
+    GRPO's common range on Pass@1 paths like the first answer run's (as the answer's plan does)."""
+    import known_frontier as kf
+    from escov.llm.curve import layout
+    from escov.llm.train import checkpoint_due
+    from escov.theory.matched import compared_levels
+
     quick, answer = BUDGETS["small"], BUDGETS["answer"]
     assert (quick.base_preset, quick.task, quick.es, quick.grpo) == (answer.base_preset, answer.task, answer.es, answer.grpo)
-    assert quick.curve | {"samples": answer.curve["samples"]} == answer.curve and quick.curve["samples"] >= 32
+    assert quick.curve | {k: answer.curve[k] for k in ("samples", "points")} == answer.curve
+    assert quick.curve["samples"] >= 32 and quick.curve["points"] <= answer.curve["points"]
     same = ("steps", "batch_size", "max_completion_length", "eval_temperature", "eval_samples", "checkpoint_every",
             "checkpoint_dense", "threads")
     assert {k: quick.common[k] for k in same} == {k: answer.common[k] for k in same}
@@ -87,6 +95,13 @@ def test_the_quick_look_is_the_answer_at_a_smaller_design():
     configs = [TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in plan(quick, Path("base"), None).items()]
     assert sorted(variant(c.to_dict()) for c in configs) == sorted(["es", "grpo"] * len(quick.seeds))
     assert all(c.eval_temperature == 0.6 and c.task == "countdown3" for c in configs)
+    cfg = configs[0]
+    checkpoints = [s for s in range(1, cfg.steps + 1) if checkpoint_due(cfg, s, cfg.steps)]
+    curves = [path[layout(checkpoints, lambda s, path=path: path[s],
+                          **{k: quick.curve[k] for k in ("points", "resolution", "max_points")})]
+              for path in (kf.slow(), kf.fast())]
+    _, _, levels, kept = compared_levels(curves, quick.curve["resolution"])
+    assert levels.size and kept.all()
 
 
 def test_a_schedules_second_method_is_checkpointed_densely_from_its_switch():
