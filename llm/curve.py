@@ -24,7 +24,10 @@ checkpoint_dense) gets measured points wherever its Pass@1 moves fast.
 
 Each point is a CurvePoint record in curve.json (llm/rundir.py), written as soon as it is measured
 (and sent to the run's tracker, `report_to`, as curve/sampled/... and curve/greedy/... at its step);
-points already there with the same settings are reused, so an interrupted curve continues where it
+The base (step 0) and the final checkpoint are the run's own evaluations (eval.json's base and final, with their
+greedy twins) whenever those were measured with the curve's settings (prompts, samples, temperature, Pass@k and
+completion length): the same measurement of the same model, not measured twice; such a point says so in `source`.
+Other points already there with the same settings are reused, so an interrupted curve continues where it
 stopped, and points outside the current layout (left by an earlier layout, e.g. before the run was
 resumed) are dropped. The sampling seed depends on (run seed, step), not on the method, so two
 methods' step-0 points on the same seed are the same measurement of the same base.
@@ -90,6 +93,32 @@ def layout(checkpoints: list[int], pass1_at: Callable[[int], float], *, points: 
     return sorted(measured)
 
 
+def evaluations_as_points(run_dir: Path, cfg, checkpoints: list[int], n_problems: int, samples: int,
+                          temperature: float) -> list[dict]:
+    """The run's own evaluations that are curve points of its test curve: eval.json's base (step 0) and final
+    (the last checkpoint, when it is the run's last step), each with its greedy evaluation, where the sampled one
+    was measured on the curve's prompts with its samples, temperature, Pass@k and completion length."""
+    from escov.llm import schedules
+
+    evals = rundir.read_eval(run_dir) or {}
+    last = sum(phase.steps for phase in schedules.plan(cfg))
+    steps = {"base": 0} | ({"final": last} if checkpoints and max(checkpoints) == last else {})
+    points = []
+    for label, step in steps.items():
+        sampled, greedy = evals.get(label), evals.get(f"{label}_greedy")
+        if (sampled is None or greedy is None or sampled["num_problems"] != n_problems or sampled["n"] != samples
+                or sampled["temperature"] != temperature or not set(KS) <= set(sampled["ks"])
+                or sampled["max_new_tokens"] != cfg.max_completion_length or greedy["num_problems"] != n_problems):
+            continue
+        points.append({"step": step, "sampled": _without_kept(sampled), "greedy": _without_kept(greedy),
+                       "source": f"eval.json {label}"})
+    return points
+
+
+def _without_kept(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k != "kept"}
+
+
 def _same_settings(point: dict, n_problems: int, samples: int, temperature: float, split: str) -> bool:
     s = point["sampled"]
     return (s["num_problems"] == n_problems and s["n"] == samples and s["temperature"] == temperature
@@ -126,6 +155,11 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     done = {p["step"]: p for p in rundir.read_curve(run_dir) or []
             if _same_settings(p, n_problems, samples, temperature, split)}
     checkpoints, _ = rundir.checkpoint_steps(run_dir)
+    if split == "test":
+        for point in evaluations_as_points(run_dir, cfg, checkpoints, n_problems, samples, temperature):
+            if point["step"] not in done:
+                rundir.record_curve_point(run_dir, point)
+                done[point["step"]] = point
     trackers = []   # the run's tracker, opened at the first point measured
 
     def pass1_at(step: int) -> float:

@@ -193,6 +193,7 @@ class CurvePoint(_CurvePointCore, total=False):
     with its samples per prompt, `greedy` at temperature 0 (one sample), on the same prompts: the test
     prompts, or (split "train") prompts of the training split, for choosing settings without the test set."""
     split: str  # "test" when absent
+    source: str  # "eval.json base" / "eval.json final": the run's own evaluation of that model, same settings
 
 
 class KeptCompletion(TypedDict):

@@ -186,3 +186,30 @@ def test_a_curve_reuses_a_point_only_at_its_own_temperature_and_sample_count(tin
         assert all(p["sampled"]["mean_token_entropy"] >= 0 for p in again), other
         assert all(p["sampled"]["temperature"] == other.get("temperature", 0.8) and
                    p["sampled"]["n"] == other.get("samples", 33) for p in again)
+
+
+def test_the_base_and_final_points_are_the_runs_own_evaluations_when_measured_alike(tiny_model_dir, tmp_path):
+    """A run evaluated with the curve's prompts, samples, temperature, Pass@k and completion length: the curve's
+    step 0 and last point are eval.json's base and final (with their greedy twins), marked as such, and only the
+    checkpoints between are measured; a curve with other settings measures every point itself."""
+    run = tmp_path / "run"
+    train(TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run), "eval_samples": 32,
+                                       "eval_ks": (1, 16, 32), "eval_temperature": 0.6}), show_progress=False)
+    evals = json.loads((run / rundir.EVAL).read_text())
+    points = evaluate_curve(run, points=8, samples=32, temperature=0.6)
+    assert [p["step"] for p in points] == [0, 2, 4]
+    for point, label in ((points[0], "base"), (points[-1], "final")):
+        assert point["source"] == f"eval.json {label}"
+        assert point["sampled"]["per_problem"] == evals[label]["per_problem"]
+        assert point["greedy"]["per_problem"] == evals[f"{label}_greedy"]["per_problem"]
+    assert "source" not in points[1]
+    # the middle point is the step-2 checkpoint measured with the curve's own seed
+    task, problems = get_task("countdown3"), eval_set(TrainConfig(task="countdown3", eval_problems=3)).problems
+    engine = make_engine("hf", rundir.checkpoint_dir(run, 2), dtype=torch.float32)
+    direct = evaluate(engine, task, problems, n=32, ks=[1, 16, 32], temperature=0.6, max_new_tokens=6,
+                      seed=derive_seed(0, 2, "curve") % 2**31, progress=False)
+    assert points[1]["sampled"]["per_problem"] == direct["per_problem"]
+    assert rundir.read_curve(run) == points
+    other = evaluate_curve(run, points=8, samples=33, temperature=0.6)
+    assert all("source" not in p and p["sampled"]["n"] == 33 for p in other)
+    assert other[0]["sampled"]["seed"] == derive_seed(0, 0, "curve") % 2**31
