@@ -112,7 +112,9 @@ def prepare(group: str) -> Path:
     text = "\n".join([
         "[tool.pytest.ini_options]",
         f"testpaths = {toml_list(pytest_cfg['testpaths'])}",
-        f"addopts = \"{pytest_cfg['addopts']}\"",
+        # in mutmut's process (-p no:xdist): the suite's default of one worker per CPU (tests/conftest.py) would
+        # run the tests where mutmut's trampolines cannot record them
+        f"addopts = \"{pytest_cfg['addopts']} -p no:xdist\"",
         f"markers = {toml_list(pytest_cfg['markers'])}",
         "",
         "[tool.mutmut]",

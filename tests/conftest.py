@@ -1,15 +1,22 @@
-"""Shared fixtures: the tiny test model (trained once per session), a random tiny Qwen2 (built once
-per session), one vLLM engine per session, one torch thread for the modules that ask for it, and the
-figures a test saves."""
+"""Shared fixtures: the tiny test model (trained once per run of the suite), a random tiny Qwen2 (built
+once per run), one vLLM engine per test process, one torch thread for the modules that ask for it, and the
+figures a test saves.
+
+The suite runs in parallel (pytest-xdist): `pytest -q` starts one test process (worker) per CPU available,
+and sends each test file whole to one worker (`--dist loadfile`), so a module's fixtures are built once.
+`pytest -n 0` (or `-p no:xdist`) runs everything in this process, as a single test is best run.
+"""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from hypothesis import settings
 
 # no timing assertions: hypothesis's default 200 ms deadline per example fails tests on a loaded CPU
@@ -23,17 +30,56 @@ settings.load_profile("escov")
 TEST_MODEL_ENV = "ESCOV_TEST_MODEL"
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory):
-    """A directory with the "test" preset of llm.tinymodel, trained (seconds) once per session, in a process of
-    its own (`python -m escov.llm pretrain --preset test --seed 0 --threads 1`).
+# ---- parallel runs (pytest-xdist) ----
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config):
+    """Parallel by default: `-n auto --dist loadfile` unless the command line chose a worker count, and
+    never in a worker, nor in a pytest that a test started (both see PYTEST_XDIST_WORKER): workers of
+    workers would multiply."""
+    if (config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None
+            and "PYTEST_XDIST_WORKER" not in os.environ):
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            config.option.dist = "loadfile"
+    return (yield)
 
-    It learns the prompt/answer formats but rarely a correct answer. Treat it as read-only.
-    """
-    given = os.environ.get(TEST_MODEL_ENV)
-    if given:
-        return Path(given)
-    out = tmp_path_factory.mktemp("tiny_model")
+
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: unknown when it is not loaded
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker per CPU this process may run on (PYTEST_XDIST_AUTO_NUM_WORKERS overrides)."""
+    given = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    return int(given) if given else len(os.sched_getaffinity(0))
+
+
+def pytest_configure(config):
+    """In a worker: a fair share of the CPUs for torch (N workers with all CPUs each would oversubscribe them),
+    also for the processes a test starts."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        threads = max(1, len(os.sched_getaffinity(0)) // workers)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def built_once(tmp_path_factory, name, build):
+    """The folder `build(folder)` fills, built once for all the suite's workers (the first to ask builds it
+    under a file lock, the others wait and reuse it) or, without workers, once in this process."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return build(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every worker of this run
+    done = shared / f"{name}.json"  # written once the build finished
+    with FileLock(str(shared / f"{name}.lock")):
+        if done.is_file():
+            return Path(json.loads(done.read_text())["path"])
+        folder = build(shared / name)
+        done.write_text(json.dumps({"path": str(folder)}))
+        return folder
+
+
+def _pretrain_test_preset(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
     # in a fresh process: a process that has started an in-process vLLM engine trains to other weights
     subprocess.run([sys.executable, "-m", "escov.llm", "pretrain", "--preset", "test", "--seed", "0", "--threads", "1",
                     "--out", str(out), "--no-progress"], check=True, capture_output=True, timeout=1800)
@@ -41,16 +87,30 @@ def tiny_model_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """A directory with the "test" preset of llm.tinymodel, trained (seconds) once per run of the suite, in a
+    process of its own (`python -m escov.llm pretrain --preset test --seed 0 --threads 1`).
+
+    It learns the prompt/answer formats but rarely a correct answer. Treat it as read-only.
+    """
+    given = os.environ.get(TEST_MODEL_ENV)
+    if given:
+        return Path(given)
+    return built_once(tmp_path_factory, "tiny_model", _pretrain_test_preset)
+
+
+@pytest.fixture(scope="session")
 def random_qwen2_dir(tmp_path_factory):
-    """A randomly initialized tiny Qwen2 (llm.random_models), built once per session. Read-only."""
+    """A randomly initialized tiny Qwen2 (llm.random_models), built once per run of the suite. Read-only."""
     from escov.llm.random_models import save_random_model
 
-    return save_random_model(tmp_path_factory.mktemp("random_qwen2"), "qwen2", "tiny")
+    return built_once(tmp_path_factory, "random_qwen2",
+                      lambda out: save_random_model(out, "qwen2", "tiny"))
 
 
 @pytest.fixture(scope="session")
 def vllm_engine(tiny_model_dir):
-    """One in-process VLLMEngine on the tiny model for the whole session (start-up takes ~10 s).
+    """One in-process VLLMEngine on the tiny model per test process (start-up takes ~10 s).
 
     Skips when vllm is not installed. A test that changes its weights must restore them.
     """
