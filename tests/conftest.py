@@ -54,7 +54,7 @@ def pytest_xdist_auto_num_workers(config):
 def pytest_configure(config):
     """In a worker: a fair share of the CPUs for torch (N workers with all CPUs each would oversubscribe them),
     also for the processes a test starts."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    workers = config.workerinput["workercount"] if hasattr(config, "workerinput") else 1
     if workers > 1:
         threads = max(1, len(os.sched_getaffinity(0)) // workers)
         os.environ["OMP_NUM_THREADS"] = str(threads)
@@ -63,10 +63,10 @@ def pytest_configure(config):
         torch.set_num_threads(threads)
 
 
-def built_once(tmp_path_factory, name, build):
+def built_once(config, tmp_path_factory, name, build):
     """The folder `build(folder)` fills, built once for all the suite's workers (the first to ask builds it
     under a file lock, the others wait and reuse it) or, without workers, once in this process."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    if not hasattr(config, "workerinput"):  # not an xdist worker
         return build(tmp_path_factory.mktemp(name))
     shared = tmp_path_factory.getbasetemp().parent  # the same folder for every worker of this run
     done = shared / f"{name}.json"  # written once the build finished
@@ -87,7 +87,7 @@ def _pretrain_test_preset(out: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory):
+def tiny_model_dir(pytestconfig, tmp_path_factory):
     """A directory with the "test" preset of llm.tinymodel, trained (seconds) once per run of the suite, in a
     process of its own (`python -m escov.llm pretrain --preset test --seed 0 --threads 1`).
 
@@ -96,15 +96,15 @@ def tiny_model_dir(tmp_path_factory):
     given = os.environ.get(TEST_MODEL_ENV)
     if given:
         return Path(given)
-    return built_once(tmp_path_factory, "tiny_model", _pretrain_test_preset)
+    return built_once(pytestconfig, tmp_path_factory, "tiny_model", _pretrain_test_preset)
 
 
 @pytest.fixture(scope="session")
-def random_qwen2_dir(tmp_path_factory):
+def random_qwen2_dir(pytestconfig, tmp_path_factory):
     """A randomly initialized tiny Qwen2 (llm.random_models), built once per run of the suite. Read-only."""
     from escov.llm.random_models import save_random_model
 
-    return built_once(tmp_path_factory, "random_qwen2",
+    return built_once(pytestconfig, tmp_path_factory, "random_qwen2",
                       lambda out: save_random_model(out, "qwen2", "tiny"))
 
 
