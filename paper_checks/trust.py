@@ -19,7 +19,8 @@ An eval.json is left out (the run keeps its metrics and probe) when
         (held-out: "heldout");
     an evaluation's per-problem counts do not give its Pass@k (theory.metrics.pass_at_k_counts).
 A curve.json is left out when a point's sampling seed (derive_seed(seed, step, "curve") mod 2^31) or
-completion length contradicts the run's settings, or its counts do not give its Pass@k.
+completion length contradicts the run's settings, or its counts do not give its Pass@k; a point whose source is
+the run's own evaluation (llm/curve.py: "eval.json base" or "eval.json final") when it is not that evaluation.
 Only fields that both sides hold are compared (run directories written by older code lack some).
 """
 from __future__ import annotations
@@ -145,6 +146,11 @@ def curve_contradiction(run: Run) -> str | None:
     """Why the run's curve.json cannot be its run's (None when nothing contradicts)."""
     configs = settings_ran_with(run)
     for point in run.curve or []:
+        if "source" in point:
+            why = _source_contradiction(run, point)
+            if why:
+                return why
+            continue
         for kind in ("sampled", "greedy"):
             evaluation = point.get(kind) or {}
             expected = [{k: v for k, v in (("seed", _curve_seed(c["seed"], point["step"])
@@ -158,6 +164,19 @@ def curve_contradiction(run: Run) -> str | None:
             mismatch = count_mismatch(evaluation)
             if mismatch:
                 return f"step {point['step']} {kind}: {mismatch}"
+    return None
+
+
+def _source_contradiction(run: Run, point: dict) -> str | None:
+    """Why a curve point that names the run's own evaluation as its source is not that evaluation."""
+    label = {"eval.json base": "base", "eval.json final": "final"}.get(point["source"])
+    if label is None:
+        return f"step {point['step']}: unknown source {point['source']!r}"
+    for kind, part in (("sampled", label), ("greedy", f"{label}_greedy")):
+        evaluation = (run.eval or {}).get(part)
+        if evaluation is None or (point.get(kind) or {}).get("per_problem") != evaluation.get("per_problem") \
+                or (point.get(kind) or {}).get("seed") != evaluation.get("seed"):
+            return f"step {point['step']} {kind}: its source is eval.json {part}, which it is not"
     return None
 
 

@@ -119,3 +119,25 @@ def test_a_claim_on_runs_whose_inputs_changed_mid_run_says_so(runs):
     (runs[0] / "config_history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history))
     verdict = real_verdict(BY_ID["drift_ratio"], collect(runs))
     assert "inputs changed mid-run: es0 (after step 4: code commit aaaa -> commit bbbb)" in verdict.note
+
+
+def test_a_curve_point_read_from_the_runs_own_evaluation_must_be_that_evaluation(runs):
+    """llm/curve.py takes the base and final points from eval.json when measured alike (source "eval.json base"
+    / "eval.json final"): such a point is accepted when it is that evaluation (its eval seed, not the curve's) and
+    named when its counts or seed are another's."""
+    from escov.paper_checks.trust import curve_contradiction
+
+    [run] = [r for r in collect(runs).runs if r.path == runs[0]]
+    for label in ("base", "final"):
+        run.eval[f"{label}_greedy"] = run.eval[label] | {"n": 1, "temperature": 0.0}
+    point = {"step": 0, "sampled": run.eval["base"], "greedy": run.eval["base_greedy"], "source": "eval.json base"}
+    run.curve = [point]
+    assert curve_contradiction(run) is None
+    other = [dict(row) for row in run.eval["base"]["per_problem"]]
+    other[0]["correct"] = other[0]["correct"] + 1
+    run.curve = [point | {"sampled": run.eval["base"] | {"per_problem": other}}]
+    assert curve_contradiction(run) == "step 0 sampled: its source is eval.json base, which it is not"
+    run.curve = [point | {"source": "eval.json final"}]
+    assert curve_contradiction(run) == "step 0 sampled: its source is eval.json final, which it is not"
+    run.curve = [point | {"source": "a notebook"}]
+    assert curve_contradiction(run) == "step 0: unknown source 'a notebook'"
