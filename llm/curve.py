@@ -1,12 +1,13 @@
 """Checkpoints evaluated along training: the data of the Pass@1-Pass@K frontier.
 
     python -m escov.llm curve RUN_DIR [--points 8] [--samples 32] [--temperature T] [--problems 64]
-                                [--resolution 0.06] [--max_points 40] [--split test|train]
+                                [--resolution 0.06] [--max_points 40] [--split test|validation|train]
 
 For a finished (or partial) run directory, the base model (step 0) and checkpoints are each
 evaluated on the same test prompts as the run's final evaluation (llm/problem_sets.py eval_set),
-or with `--split train` on prompts of the training split (drawn with TRAIN_CURVE_SEED, never a test
-prompt: what a sweep that chooses settings reads), twice:
+or with `--split validation` on the task's validation prompts, or with `--split train` on prompts of the
+training split (llm/problem_sets.py split_set; never a test prompt: what a sweep or a positive control that
+chooses settings reads), twice:
 
     sampled   `samples` (>= 32) completions per prompt at `temperature` (default: the run's
               eval_temperature; the paper: 32 at T = 0.6):
@@ -41,16 +42,13 @@ import numpy as np
 import torch
 
 from escov.llm import rundir
+from escov.llm.problem_sets import CURVE_SPLITS
 from escov.llm.rollout import derive_seed
 from escov.theory.matched import RESOLUTION
 
 POINTS, SAMPLES = 8, 32                     # the paper's Pass@32 (at the run's eval_temperature; the paper's 0.6)
 MAX_POINTS = 40                             # curve points at most, the base and refinements included
 KS = (1, 16, 32)
-SPLITS = ("test", "train")
-# the training-split prompts of a `--split train` curve: another draw than any run's training pool of seed 0-9
-# (llm/train.py draws it with the run's seed); a generated task's train split is large, so they rarely meet
-TRAIN_CURVE_SEED = 1_000_003
 
 
 def curve_steps(checkpoints: list[int], points: int) -> list[int]:
@@ -129,12 +127,12 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
                    n_problems: int | None = None, resolution: float = RESOLUTION, max_points: int = MAX_POINTS,
                    split: str = "test", progress: bool = False) -> list[dict]:
     """Measure the curve points of run_dir's layout that are not in its curve.json yet, drop the points
-    outside the layout; returns the layout's points in step order. split: "test" (the run's test prompts) or
-    "train" (training-split prompts drawn with TRAIN_CURVE_SEED); temperature None: the run's eval_temperature."""
+    outside the layout; returns the layout's points in step order. split: "test" (the run's test prompts),
+    "validation" or "train" (llm/problem_sets.py split_set); temperature None: the run's eval_temperature."""
     from escov.llm.config import load_config
     from escov.llm.engines import make_engine
     from escov.llm.evaluate import evaluate
-    from escov.llm.problem_sets import eval_set
+    from escov.llm.problem_sets import split_set
     from escov.llm.tracking import open_tracker
 
     run_dir = Path(run_dir)
@@ -143,15 +141,9 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     temperature = cfg.eval_temperature if temperature is None else temperature
     if samples < max(KS):
         raise ValueError(f"samples must be >= {max(KS)} (Pass@{max(KS)}), got {samples}")
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     n_problems = cfg.eval_problems if n_problems is None else n_problems
-    if split == "test":  # the run's own task (data, split, prompt style, reward) and test problems
-        test = eval_set(cfg, n_problems=n_problems)
-        task, problems = test.task, test.problems
-    else:
-        task = cfg.make_task()
-        problems = task.problems("train", n_problems, seed=TRAIN_CURVE_SEED)
+    measured = split_set(cfg, split, n_problems)  # the run's own task (data, split, prompt style, reward)
+    task, problems = measured.task, measured.problems
     done = {p["step"]: p for p in rundir.read_curve(run_dir) or []
             if _same_settings(p, n_problems, samples, temperature, split)}
     checkpoints, _ = rundir.checkpoint_steps(run_dir)
@@ -206,9 +198,9 @@ def add_arguments(parser) -> None:
                              f"(default: {RESOLUTION})")
     parser.add_argument("--max_points", "--max-points", dest="max_points", type=int, default=MAX_POINTS, metavar="N",
                         help=f"curve points at most, the base included (default: {MAX_POINTS})")
-    parser.add_argument("--split", choices=SPLITS, default="test",
-                        help="the run's test prompts (default), or prompts of the training split (for a sweep that "
-                             "chooses settings without looking at the test prompts)")
+    parser.add_argument("--split", choices=CURVE_SPLITS, default="test",
+                        help="the run's test prompts (default), or prompts of the validation or the training split "
+                             "(for a sweep or a control that chooses settings without looking at the test prompts)")
 
 
 def run_command(args) -> int:

@@ -2,8 +2,11 @@
 
     eval_set(cfg)      the run's task and its test problems: what every evaluation of the run reads
                        (llm/train.py before and after training, llm/curve.py along it), and what
-                       `python -m escov.llm eval` with the run's flags, the Lemma 1 grid
-                       (paper_checks/lemma_grid.py) and scripts/measure_bases.py evaluate
+                       `python -m escov.llm eval` with the run's flags and the Lemma 1 grid
+                       (paper_checks/lemma_grid.py) evaluate
+    split_set(cfg, split, n)  n problems of any split: the test problems (eval_set), the validation
+                       problems settings are chosen on (SELECTION_SPLIT: scripts/measure_bases.py, the premise
+                       control, `llm curve --split validation`), or training-split prompts of a curve
     heldout_set(cfg)   the forgetting check's task and problems (heldout_task, heldout_problems)
     probe_problems     the prompts of the Lemma 1 probe (probe_prompts)
     fit_to_data        problem counts left at their defaults lowered to what a data file holds
@@ -14,6 +17,11 @@ whatever the run's seed: every run and seed of a task is evaluated on the same p
 seeds are compared on equal footing (the sampling seeds still follow the run's seed). The held-out
 problems are drawn the same way from the held-out task; the probe's prompts are another draw of the
 test split (PROBE_PROBLEM_SEED).
+
+Splits (llm/tasks/base.py split_of): a generated task holds 90% of its instances in train, 5% in validation and
+5% in test. Every setting of a published answer (base recipe, step sizes, prompt counts, the premise's
+positive control) is chosen on train or validation prompts; the test prompts are read by the answer's runs
+alone (tests/test_selection_split.py checks the commands that choose settings against the answer's test ids).
 """
 from __future__ import annotations
 
@@ -28,6 +36,11 @@ if TYPE_CHECKING:
 
 EVAL_PROBLEM_SEED = 0
 PROBE_PROBLEM_SEED = 1
+# the training-split prompts of a curve read on train: another draw than any run's training pool of seed 0-9
+# (llm/train.py draws it with the run's seed); a generated task's train split is large, so they rarely meet
+TRAIN_CURVE_SEED = 1_000_003
+SELECTION_SPLIT = "validation"  # the split settings are chosen on (a base, the premise's positive control)
+CURVE_SPLITS = ("test", "validation", "train")  # the splits a curve or a base measurement can read
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,18 @@ def eval_set(cfg: TrainConfig, *, task: Task | None = None, n_problems: int | No
     problems: the first n_problems (default: cfg.eval_problems) of the test split, drawn with EVAL_PROBLEM_SEED."""
     n = cfg.eval_problems if n_problems is None else n_problems
     return _test_draw(cfg.make_task() if task is None else task, n)
+
+
+def split_set(cfg: TrainConfig, split: str, n_problems: int | None = None) -> ProblemSet:
+    """n_problems (default: cfg.eval_problems) problems of the run's task from one split: "test" is eval_set;
+    "validation" the split's first n drawn with EVAL_PROBLEM_SEED; "train" a draw with TRAIN_CURVE_SEED."""
+    if split not in CURVE_SPLITS:
+        raise ValueError(f"split must be one of {', '.join(CURVE_SPLITS)}, got {split!r}")
+    n = cfg.eval_problems if n_problems is None else n_problems
+    if split == "test":
+        return eval_set(cfg, n_problems=n)
+    task = cfg.make_task()
+    return ProblemSet(task, task.problems(split, n, seed=TRAIN_CURVE_SEED if split == "train" else EVAL_PROBLEM_SEED))
 
 
 def heldout_set(cfg: TrainConfig) -> ProblemSet | None:

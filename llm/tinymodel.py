@@ -42,8 +42,9 @@ PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 OFF_TARGET_TRIES = 50
 # how a corpus example writes its worked Countdown solution: "random", the random expression it was drawn as
 # (any order of the numbers, any tree); "canonical", the first (in sorted text) of its instance's distinct
-# solutions outside the rare family, so that every instance is always answered by one text
-SOLUTION_FORMS = ("random", "canonical")
+# solutions outside the rare family, so that every instance is always answered by one text; "dominant", the canonical
+# text with probability `dominant_share` and the random one otherwise (one dominant path per instance, rarer ones beside)
+SOLUTION_FORMS = ("random", "canonical", "dominant")
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ class Preset:
     rare_above: int = 0  # Countdown targets above this form the rare family (0: no rare family)
     rare_ops: str = ""  # solutions using any of these operators ("+-*/") form the rare family too
     rare_keep: float = 1.0  # probability that a worked solution of the rare family is kept
-    solution_form: str = "random"  # a worked solution as drawn ("random") or its instance's "canonical" one
+    solution_form: str = "random"  # a worked solution as drawn ("random"), its instance's "canonical" one, or "dominant"
+    dominant_share: float = 0.75  # under solution_form "dominant": probability that the canonical text is written
 
     def __post_init__(self):
         if not 0 <= self.rare_keep <= 1:
@@ -76,6 +78,8 @@ class Preset:
             raise ValueError(f"rare_above must be >= 0 (0: no rare family), got {self.rare_above}")
         if not set(self.rare_ops) <= set("+-*/"):
             raise ValueError(f"rare_ops must be operators among '+-*/', got {self.rare_ops!r}")
+        if not 0 <= self.dominant_share <= 1:
+            raise ValueError(f"dominant_share must be in [0, 1], got {self.dominant_share}")
         if self.solution_form not in SOLUTION_FORMS:
             raise ValueError(f"solution_form must be one of {', '.join(SOLUTION_FORMS)}, got {self.solution_form!r}")
 
@@ -141,7 +145,8 @@ def sample_example(rng: random.Random, preset: Preset, cd: countdown.Countdown,
         numbers, text, target = cd.sample_expression(rng, "train")
         if not in_rare_family(target, text, preset) or rng.random() < preset.rare_keep:
             break
-    if preset.solution_form == "canonical":
+    if preset.solution_form == "canonical" or (
+            preset.solution_form == "dominant" and rng.random() < preset.dominant_share):
         text = canonical_solution(numbers, target, preset)
     if rng.random() < preset.off_target_frac:
         for _ in range(OFF_TARGET_TRIES):  # another reachable target on the same numbers

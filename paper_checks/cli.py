@@ -5,6 +5,7 @@
     bases                                                            rebuild the quick look's shipped base
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
     pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
+    premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
 """
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     pil.add_argument("--seeds", type=int, default=4, help="pilot seeds (200, 201, ...; default 4)")
     pil.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
     pil.add_argument("--budget", choices=("answer", "answer-diffuse"), default="answer")
+    pre = sub.add_parser("premise-control", help="the premise's positive control: GRPO trained to its plateau, its "
+                                                 "Pass@32, no-correct share and distinct solutions against the base's on "
+                                                 "validation prompts (paper_checks/premise.py)")
+    pre.add_argument("--model", type=Path, required=True, help="the base model to test")
+    pre.add_argument("--out", type=Path, required=True)
+    pre.add_argument("--seeds", type=int, default=3, help="control seeds (300, 301, ...; default 3)")
+    pre.add_argument("--steps", type=int, default=None, help="GRPO steps (default: premise.CONTROL_STEPS)")
+    pre.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
     args = parser.parse_args(argv)
     if args.command == "bases":
         from escov.paper_checks.reproduce import ship_bases
@@ -67,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "pilot":
             from escov.paper_checks.pilot import main_args as pilot_main
             return pilot_main(args)
+        if args.command == "premise-control":
+            from escov.paper_checks.premise import main_args as premise_main
+            return premise_main(args)
         if args.command == "report":
             from escov.paper_checks.evidence import load_lemma_grid
             from escov.paper_checks.report import build_report

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 PILOT_SEEDS = (200, 201, 202, 203)   # not among the answer's seeds (0-...) nor the sweep's (100)
+CURVE_SPLIT = "train"                # the prompts its curves read (llm/problem_sets.py split_set): never a test prompt
 
 
 def pilot_runs(budget_name: str, model: Path, seeds: tuple[int, ...]) -> dict[str, dict]:
@@ -41,7 +42,7 @@ def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tup
     if len(seeds) < 2:
         raise ValueError(f"a pilot needs at least 2 seeds (a seed component), got {len(seeds)}")
     b = BUDGETS[budget_name]
-    curve = b.curve | {"n_problems": b.common["eval_problems"], "split": "train"}
+    curve = b.curve | {"n_problems": b.common["eval_problems"], "split": CURVE_SPLIT}
     runs = pilot_runs(budget_name, model, seeds)
     start = time.perf_counter()
     run_all(runs, out / "runs", curve, jobs, lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}"))
@@ -51,7 +52,7 @@ def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tup
     estimate, info = matched_difference(es, grpo, "pass@32", names=("ES", "GRPO"))
     if estimate is None:
         raise ValueError(f"the pilot's curves give no matched comparison: {info.get('reason', 'no common range')}")
-    record = {"budget": budget_name, "seeds": list(seeds), "prompts": b.common["eval_problems"], "split": "train",
+    record = {"budget": budget_name, "seeds": list(seeds), "prompts": b.common["eval_problems"], "split": CURVE_SPLIT,
               "samples": b.curve["samples"], "plan": info["plan"], "detectable": estimate.detectable,
               "range": info["range"], "points_in_range": {"ES": info["points_in_range_a"], "GRPO": info["points_in_range_b"]}}
     rundir.write_json(out / "pilot.json", record)

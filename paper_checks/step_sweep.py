@@ -37,6 +37,7 @@ MIN_POINTS = 5          # measured curve points each method needs inside the com
 ENTROPY_DROP = 0.10     # a fall: entropy at most 90% of the curve's maximum, after the maximum
 SWEEP_SEED = 100        # not one of the answer's seeds (0-7): other training prompts and sampling streams
 EVAL_PROBLEMS = 8       # the trainer's own final evaluation (test prompts), kept small and never read here
+CURVE_SPLIT = "train"   # the prompts its curves read (llm/problem_sets.py split_set): never a test prompt
 
 
 @dataclass(frozen=True)
@@ -166,13 +167,13 @@ def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None
     if not (Path(model) / "config.json").is_file():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")
     steps = ANSWER_STEPS if steps is None else steps
-    curve = (BUDGETS["answer"].curve if curve is None else curve) | {"n_problems": problems, "split": "train"}
+    curve = (BUDGETS["answer"].curve if curve is None else curve) | {"n_problems": problems, "split": CURVE_SPLIT}
     runs = sweep_runs(model, steps, settings)
     start = time.perf_counter()
     run_all(runs, out / "runs", curve, jobs, lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}"))
     traces = {name: Trace.of_curve(name, rundir.read_curve(out / "runs" / name)) for name in runs}
     chosen, pairs = choose(traces, settings)
-    record = {"base": base_record(model), "steps": steps, "problems": problems, "split": "train", "seed": SWEEP_SEED,
+    record = {"base": base_record(model), "steps": steps, "problems": problems, "split": CURVE_SPLIT, "seed": SWEEP_SEED,
               "rule": {"min_points": MIN_POINTS, "entropy_drop": ENTROPY_DROP},
               "settings": {n: {"algo": s.algo, "params": s.params, "reason": s.reason} for n, s in settings.items()},
               "curves": {n: {"steps": t.steps, "pass1": t.pass1, "entropy": t.entropy} for n, t in traces.items()},

@@ -5,8 +5,9 @@ per-prompt histogram of correct samples; one PNG with every base's histogram sid
     PYTHONPATH=. .venv/bin/python scripts/measure_bases.py --out runs/bases-measured \\
         default=runs/bases/default paper=runs/bases/paper [--tasks countdown3,countdown]
 
-Each base is evaluated on the first --problems test prompts a run of the task evaluates (llm/problem_sets.py
-eval_set; the answer budget's curves use them), --samples samples each (default 64, so "no correct sample"
+Each base is evaluated on the first --problems prompts of the task's validation split (llm/problem_sets.py
+split_set, SELECTION_SPLIT: a base recipe is chosen there, never on the answer's test prompts; `--split test` reads
+a run's test prompts, for a base already chosen), --samples samples each (default 64, so "no correct sample"
 is measured, not read off Pass@32). Results go to OUT/LABEL/TASK.json (the evaluation's eval.json record) and are reused
 when the weights and the settings are the same; OUT/bases.md holds the table, OUT/histograms.png the plot.
 
@@ -22,6 +23,8 @@ import json
 from pathlib import Path
 
 import numpy as np
+
+from escov.llm.problem_sets import CURVE_SPLITS, SELECTION_SPLIT
 
 TEMPERATURE = 0.6  # the paper's evaluation temperature
 KS = (1, 16, 32)
@@ -54,22 +57,28 @@ def weights_digest(model_dir: Path) -> str:
     return hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()[:16]
 
 
-def measure(model_dir: Path, task_name: str, problems: int, samples: int, out_file: Path) -> dict:
+def base_problems(task_name: str, problems: int, split: str):
+    """The ProblemSet a base is measured on: the first `problems` of the task's `split` (llm/problem_sets.py split_set)."""
+    from escov.llm.config import TrainConfig
+    from escov.llm.problem_sets import split_set
+
+    return split_set(TrainConfig(task=task_name, eval_problems=problems), split)
+
+
+def measure(model_dir: Path, task_name: str, problems: int, samples: int, out_file: Path, split: str = SELECTION_SPLIT) -> dict:
     """The evaluation record of one base on one task (reused from out_file when weights and settings match)."""
     settings = {"weights": weights_digest(model_dir), "task": task_name, "problems": problems, "samples": samples,
-                "temperature": TEMPERATURE, "max_new_tokens": MAX_NEW_TOKENS}
+                "temperature": TEMPERATURE, "max_new_tokens": MAX_NEW_TOKENS, "split": split}
     if out_file.exists():
         kept = json.loads(out_file.read_text())
         if kept.get("settings") == settings:
             return kept
-    from escov.llm.config import TrainConfig
     from escov.llm.engines import make_engine
     from escov.llm.evaluate import evaluate
-    from escov.llm.problem_sets import eval_set
 
-    test = eval_set(TrainConfig(task=task_name, eval_problems=problems))  # a run's test problems on this task
+    measured = base_problems(task_name, problems, split)
     with make_engine("hf", model_dir) as engine:
-        result = evaluate(engine, test.task, test.problems, n=samples, ks=list(KS), temperature=TEMPERATURE,
+        result = evaluate(engine, measured.task, measured.problems, n=samples, ks=list(KS), temperature=TEMPERATURE,
                           max_new_tokens=MAX_NEW_TOKENS, seed=0, progress=False)
     result["settings"] = settings
     out_file.parent.mkdir(parents=True, exist_ok=True)
@@ -136,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default="countdown3,countdown", help="comma-separated tasks")
     parser.add_argument("--problems", type=int, default=128)
     parser.add_argument("--samples", type=int, default=64)
+    parser.add_argument("--split", choices=CURVE_SPLITS, default=SELECTION_SPLIT,
+                        help=f"the prompts measured (default: {SELECTION_SPLIT}, where a base is chosen)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: fastest for tiny models on a shared CPU)")
     args = parser.parse_args(argv)
     if args.samples < max(KS):
@@ -147,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for label, folder in models:
         for task in tasks:
-            result = measure(folder, task, args.problems, args.samples, args.out / label / f"{task}.json")
+            result = measure(folder, task, args.problems, args.samples, args.out / label / f"{task}.json", args.split)
             rows.append((label, task, summary(result), pretrain_record(folder)))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
     text = table(rows)

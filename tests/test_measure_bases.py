@@ -35,10 +35,12 @@ def test_a_small_measurement_of_the_test_model(tiny_model_dir, tmp_path):
     assert code == 0 and (out / "histograms.png").stat().st_size > 0
     record = json.loads((out / "tiny" / "countdown3.json").read_text())
     assert record["num_problems"] == 4 and record["n"] == 32 and record["temperature"] == 0.6
-    # the test problems a run of the task evaluates (llm/problem_sets.py), its first 4
-    from escov.llm.config import TrainConfig
-    from escov.llm.problem_sets import eval_set
-    assert [p["id"] for p in record["per_problem"]] == eval_set(TrainConfig(task="countdown3", eval_problems=4)).ids
+    # the task's validation problems (where a base is chosen), its first 4; never the test problems
+    from escov.llm.tasks import get_task
+    task = get_task("countdown3")
+    ids = [p["id"] for p in record["per_problem"]]
+    assert ids == [p.id for p in task.problems("validation", 4, seed=0)] and record["settings"]["split"] == "validation"
+    assert not set(ids) & {p.id for p in task.problems("test", 4, seed=0)}
     assert record["settings"]["weights"] == measure_bases.weights_digest(Path(tiny_model_dir))
     assert "| tiny | countdown3 | " in (out / "bases.md").read_text()
     # a second call with the same weights and settings reuses the record; other settings measure again

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 
-from escov.llm.tasks.base import Problem, Task, check_count, check_split, split_of
+from escov.llm.tasks.base import Problem, Task, check_count, check_not_exhausted, check_split, split_of
 from escov.llm.tasks.countdown import MAX_COMPLETION_CHARS, extract_answer
 
 _INTEGER = re.compile(r"-?\d{1,12}")
@@ -50,10 +50,15 @@ class Arithmetic(Task):
         check_count(n)
         rng = random.Random(f"arithmetic/{split}/{seed}")
         out: dict[str, Problem] = {}
+        misses = 0
         while len(out) < n:
             question, result = self.sample_question(rng, split)
-            out.setdefault(question, Problem(id=f"arithmetic/{question}", prompt=format_prompt(question),
-                                             meta={"result": result}))
+            if question in out:
+                misses += 1
+                check_not_exhausted(misses, len(out), n, f"the {split} split of task arithmetic")
+                continue
+            misses = 0
+            out[question] = Problem(id=f"arithmetic/{question}", prompt=format_prompt(question), meta={"result": result})
         return list(out.values())
 
     def score(self, problem: Problem, completion: str) -> float:

@@ -1,6 +1,6 @@
 """The task interface shared by trainers and evaluation: problems with a prompt, a reward, an answer.
 
-A `Task` hands out `Problem`s for a split ("train" or "test"; the two never overlap), scores a
+A `Task` hands out `Problem`s for a split ("train", "validation" or "test"; no two overlap), scores a
 completion (the reward: 1 for correct, 0 for anything wrong or malformed, optionally a small
 format reward in between), and extracts a normalized final answer (for Maj@k and for counting
 distinct answers) and a Maj@k vote (`vote`; the answer unless the task says otherwise: Countdown
@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SPLITS = ("train", "test")
-TEST_FRACTION_BUCKETS = 10  # one bucket of ten (10%) of instance keys belongs to the test split
+SPLITS = ("train", "validation", "test")
+HELD_OUT_BUCKETS = 10  # one bucket of ten (10%) of instance keys is held out of training ...
+HELD_OUT_HALVES = 2    # ... and halved into the validation and the test split (5% each)
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,26 @@ def check_count(n: int) -> int:
 
 
 def split_of(key: str) -> str:
-    """Deterministic train/test assignment of an instance key (10% test), stable across runs."""
-    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
-    return "test" if int.from_bytes(digest, "little") % TEST_FRACTION_BUCKETS == 0 else "train"
+    """Deterministic split of an instance key, stable across runs: with h the key's 64-bit blake2b digest,
+    "train" when h mod 10 != 0 (90%); of the held-out tenth, "test" when (h div 10) mod 2 == 0 and
+    "validation" otherwise (5% each). Settings are chosen on validation (or train) prompts; test prompts
+    are read by the answer alone. The train split is the same as before validation existed, so the
+    pretraining corpus (drawn from train) is unchanged."""
+    digest = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
+    if digest % HELD_OUT_BUCKETS:
+        return "train"
+    return "test" if (digest // HELD_OUT_BUCKETS) % HELD_OUT_HALVES == 0 else "validation"
+
+
+MAX_DRAWS_WITHOUT_NEW = 20_000  # a generated split that yields no new problem in this many draws in a row is exhausted
+
+
+def check_not_exhausted(misses: int, found: int, wanted: int, what: str) -> None:
+    """ValueError when `misses` draws in a row gave no new problem: the split holds about `found` problems
+    (fewer than the `wanted`), and drawing on would never end."""
+    if misses >= MAX_DRAWS_WITHOUT_NEW:
+        raise ValueError(f"{what} holds only about {found} distinct problems ({MAX_DRAWS_WITHOUT_NEW} draws in a row "
+                         f"gave none new), {wanted} were requested: ask for {found} or fewer")
 
 
 def is_correct_reward(reward):

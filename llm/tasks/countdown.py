@@ -31,8 +31,8 @@ import math
 import random
 from fractions import Fraction
 
-from escov.llm.tasks.base import Problem, Task, check_count, check_split, split_of
-from escov.llm.tasks.data_files import check_fields, field, split_files
+from escov.llm.tasks.base import Problem, Task, check_count, check_not_exhausted, check_split, split_of
+from escov.llm.tasks.data_files import check_fields, field, no_split_data, split_files
 from escov.llm.tasks.reasoning_format import (MAX_COMPLETION_CHARS, PROMPT_STYLES, after_thinking, check_style,
                                         es_at_scale_format_score, last_tagged, raw_prompt)
 from escov.llm.tasks.rewards import ES_AT_SCALE_FORMAT_WEIGHT, check_reward
@@ -315,8 +315,7 @@ class Countdown(Task):
         check_count(n)
         if self.from_files:
             if split not in self.splits:
-                raise ValueError(f"task countdown has no {split} data: give "
-                                 f"{'data' if split == 'train' else 'test_data'} or a data_split such as 'paper'")
+                raise ValueError(no_split_data(self.name, split))
             pool = self.splits[split]
             if n > len(pool):
                 raise ValueError(f"n={n} problems requested but the {split} data holds {len(pool)}")
@@ -369,16 +368,21 @@ def _generated(settings: tuple, split: str, n: int, seed: int) -> tuple[Problem,
     task = Countdown(min_numbers, max_numbers, max_number, max_target, min_solutions, prompt_style=prompt_style)
     rng = random.Random(f"countdown/{split}/{seed}")
     out: list[Problem] = []
-    seen: set[tuple] = set()
+    seen: set[tuple] = set()  # instances drawn before, taken or with too few solutions
+    misses = 0
     while len(out) < n:
         numbers, _, target = task.sample_expression(rng, split)
         key = (tuple(sorted(numbers)), target)
         if key in seen:
+            misses += 1
+            check_not_exhausted(misses, len(out), n, f"the {split} split of task countdown "
+                                f"({min_numbers}-{max_numbers} numbers, at least {min_solutions} solutions)")
             continue
+        misses = 0
+        seen.add(key)
         solutions = distinct_solutions(numbers, target)
         if len(solutions) < min_solutions:
             continue
-        seen.add(key)
         out.append(Problem(
             id=f"countdown/{','.join(map(str, numbers))}={target}",
             prompt=format_prompt(numbers, target, prompt_style),

@@ -227,6 +227,17 @@ def _name(source) -> str:
     return "Dataset" if type(source).__name__ == "Dataset" else str(source)
 
 
+def no_split_data(task: str, split: str) -> str:
+    """The error for a split a data-file task does not have. Files give a train and a test split; the
+    validation split (base.split_of) exists for generated tasks only: with files, settings are chosen on
+    the train split."""
+    if split == "validation":
+        return (f"task {task!r} reads its problems from data files, which give a train and a test split but no "
+                f"validation split: choose settings on the train split (--split train)")
+    return (f"task {task!r} has no {split} data: give {'data' if split == 'train' else 'test_data'} "
+            f"or a data_split such as 'paper' or 'first-N'")
+
+
 def sample_split(task: str, splits: dict[str, list], split: str, n: int, seed: int, missing: str) -> list:
     """n problems of one split of a data-file task, drawn without replacement by a generator seeded with
     (task, split, seed); ValueError `missing` when the task has no data for the split, or when n exceeds

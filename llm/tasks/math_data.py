@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 
 from escov.llm.tasks.base import Problem, Task, check_count, check_split
-from escov.llm.tasks.data_files import check_fields, field, sample_split, split_files
+from escov.llm.tasks.data_files import check_fields, field, no_split_data, sample_split, split_files
 from escov.llm.tasks.math_grader import grade, gold_key
 from escov.llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, check_style, system_prompt
 from escov.llm.tasks.rewards import PAPER_BOXED_WRONG_REWARD, check_reward
@@ -110,7 +110,7 @@ class MathData(Task):
     def problems(self, split: str, n: int, seed: int) -> list[Problem]:
         check_split(split)
         check_count(n)
-        return sample_split(self.name, self.splits, split, n, seed, f"task {self.name!r} has no {split} data file")
+        return sample_split(self.name, self.splits, split, n, seed, no_split_data(self.name, split))
 
     def score(self, problem: Problem, completion: str) -> float:
         graded = grade(problem.meta["gold"], completion, max_chars=self.max_completion_chars)

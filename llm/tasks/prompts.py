@@ -22,7 +22,7 @@ answer of a completion, for Maj@k and distinct answers, is its text with whitesp
 from __future__ import annotations
 
 from escov.llm.tasks.base import Problem, Task, check_count, check_split
-from escov.llm.tasks.data_files import check_same_columns, field, sample_split, split_files
+from escov.llm.tasks.data_files import check_same_columns, field, no_split_data, sample_split, split_files
 from escov.llm.tasks.reasoning_format import chat_prompt
 from escov.llm.tasks.reward_function import ScoredByFunction, as_list, check_alone
 
@@ -82,9 +82,7 @@ class Prompts(Task):
     def problems(self, split: str, n: int, seed: int) -> list[Problem]:
         check_split(split)
         check_count(n)
-        return sample_split(self.name, self.splits, split, n, seed,
-                            f"task 'prompts' has no {split} data: give {'data' if split == 'train' else 'test_data'} "
-                            "or a data_split such as 'first-N'")
+        return sample_split(self.name, self.splits, split, n, seed, no_split_data(self.name, split))
 
     def score(self, problem: Problem, completion: str) -> float:
         raise ValueError("task 'prompts' is scored by a reward function (reward_function); build it with prompts_task")

@@ -189,16 +189,16 @@ def test_prompts_of_each_style_hold_the_numbers_and_target():
 
 
 def test_drawn_instances_use_numbers_from_1_and_values_up_to_the_largest_target_in_their_split():
-    """Over many draws of a small generator every edge is reached (numbers 1..3, values 1..5) and every
+    """Over many draws of a small generator every edge is reached (numbers 1..4, values 1..5) and every
     instance lies in the split it was drawn for (the split rule applied here to its sorted numbers)."""
     from escov.llm.tasks.countdown import split_of
 
-    task = Countdown(min_numbers=2, max_numbers=3, max_number=3, max_target=5, min_solutions=1)
+    task = Countdown(min_numbers=2, max_numbers=3, max_number=4, max_target=5, min_solutions=1)
     rng = random.Random(0)
-    for split in ("train", "test"):
+    for split in ("train", "validation", "test"):
         draws = [task.sample_expression(rng, split) for _ in range(150)]
         assert all(split_of(",".join(map(str, sorted(numbers)))) == split for numbers, _, _ in draws)
-        assert {x for numbers, _, _ in draws for x in numbers} == {1, 2, 3}
+        assert {x for numbers, _, _ in draws for x in numbers} == {1, 2, 3, 4}
         assert {value for _, _, value in draws} == {1, 2, 3, 4, 5}
         assert {len(numbers) for numbers, _, _ in draws} == {2, 3}
     assert {len(p.meta["numbers"]) for p in get_task("countdown").problems("test", 60, seed=0)} == {3, 4}
@@ -248,10 +248,10 @@ def test_file_problems_are_drawn_the_same_for_a_seed_and_a_missing_split_names_i
     assert len({tuple(p.id for p in task.problems("test", 5, seed=s)) for s in range(6)}) > 1
     with pytest.raises(ValueError) as err:
         task.problems("train", 1, seed=0)
-    assert str(err.value) == "task countdown has no train data: give data or a data_split such as 'paper'"
+    assert str(err.value) == "task 'countdown' has no train data: give data or a data_split such as 'paper' or 'first-N'"
     with pytest.raises(ValueError) as err:
         get_task("countdown", data=sample).problems("test", 1, seed=0)
-    assert str(err.value) == "task countdown has no test data: give test_data or a data_split such as 'paper'"
+    assert str(err.value) == "task 'countdown' has no test data: give test_data or a data_split such as 'paper' or 'first-N'"
 
 
 def test_the_answer_credit_of_each_convention_reads_past_the_thinking_its_style_expects():

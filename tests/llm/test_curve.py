@@ -162,8 +162,13 @@ def test_a_training_split_curve_never_reads_a_test_prompt_and_is_not_read_as_one
     on_test = evaluate_curve(run, points=2, samples=32, temperature=0.6, n_problems=6)
     assert {p["id"] for p in on_test[0]["sampled"]["per_problem"]} == test_ids
     assert all("split" not in p for p in rundir.read_curve(run)) and load_run(run).curve == on_test
-    with pytest.raises(ValueError, match="split must be one of test, train"):
-        evaluate_curve(run, split="validation")
+    on_validation = evaluate_curve(run, points=2, samples=32, temperature=0.6, n_problems=6, split="validation")
+    validation_ids = [p["id"] for p in on_validation[0]["sampled"]["per_problem"]]
+    assert validation_ids == [p.id for p in get_task("countdown3").problems("validation", 6, seed=EVAL_PROBLEM_SEED)]
+    assert not set(validation_ids) & (test_ids | set(train_ids))
+    assert all(p["split"] == "validation" for p in rundir.read_curve(run)) and load_run(run).curve is None
+    with pytest.raises(ValueError, match="split must be one of test, validation, train"):
+        evaluate_curve(run, split="heldout")
 
 
 def test_a_curve_reuses_a_point_only_at_its_own_temperature_and_sample_count(tiny_model_dir, tmp_path):

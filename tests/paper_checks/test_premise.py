@@ -1,0 +1,93 @@
+"""The premise's positive control (paper_checks/premise.py): its endpoints against independent arithmetic, its
+plateau and verdict rules on made-up curves, the prompt families against instances checked by hand, and one
+real control on the tiny model (validation prompts, curve records that say so)."""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from escov.paper_checks import premise
+
+N = 128
+
+
+def _point(step, counts, distinct):
+    rows = [{"id": f"p{i}", "correct": c, "distinct_correct_answers": d} for i, (c, d) in enumerate(zip(counts, distinct))]
+    return {"step": step, "sampled": {"n": N, "per_problem": rows, "pass_at_k": {"1": sum(counts) / (N * len(counts))}}}
+
+
+def _pass32(c):
+    return 1 - math.comb(N - c, 32) / math.comb(N, 32)
+
+
+def test_endpoints_are_plateau_minus_base_per_seed_and_prompt_and_lost_prompts_are_counted_by_family():
+    base = [[128, 1, 0, 40], [64, 2, 0, 30]]
+    top = [[128, 0, 0, 90], [128, 0, 5, 100]]
+    d_base, d_top = [[3, 1, 0, 4], [2, 1, 0, 5]], [[1, 0, 0, 2], [1, 0, 1, 1]]
+    pairs = [(_point(0, b, db), _point(300, t, dt)) for b, t, db, dt in zip(base, top, d_base, d_top)]
+    out = premise.endpoints(pairs, ["other", "rare-only", "other", "other"])
+    want = sum(_pass32(t) - _pass32(b) for bs, ts in zip(base, top) for b, t in zip(bs, ts)) / 8
+    assert out["pass@32"]["mean"] == pytest.approx(want)
+    assert out["no_correct"]["mean"] == pytest.approx((0 + 1 + 0 + 0 + 0 + 1 - 1 + 0) / 8)
+    # prompts 0 and 3 are solved by both points on both seeds: distinct changes (1-3, 2-4, 1-2, 1-5)
+    assert out["distinct"]["prompts"] == 2
+    assert out["distinct"]["mean"] == pytest.approx((-2 - 2 - 1 - 4) / 4)
+    assert out["distinct"]["base"] == pytest.approx((3 + 4 + 2 + 5) / 4)
+    fam = out["families"]
+    assert fam["rare-only"] == {"prompts": 1, "base_pass1": pytest.approx((1 + 2) / (2 * N)),
+                                "base_pass32": pytest.approx((_pass32(1) + _pass32(2)) / 2), "lost": 2, "gained": 0}
+    assert (fam["other"]["prompts"], fam["other"]["lost"], fam["other"]["gained"]) == (3, 0, 1)
+    assert out["lost_prompts"] == ["p1"]
+
+
+@pytest.mark.parametrize("pass1, reached", [
+    ([0.30, 0.50, 0.60, 0.650, 0.655, 0.658, 0.660], True),    # flat over the last third
+    ([0.30, 0.40, 0.45, 0.500, 0.550, 0.600, 0.650], False),   # still climbing
+    ([0.30, 0.60, 0.70, 0.700, 0.680, 0.670, 0.650], False),   # fell back from its highest
+])
+def test_a_plateau_is_flat_over_the_last_third_and_near_the_highest_pass1(pass1, reached):
+    steps = [0, 50, 100, 150, 200, 250, 300]
+    got = premise.plateau(steps, pass1)
+    assert got["reached"] is reached
+    assert got["rise_last_third"] == pytest.approx(pass1[-1] - pass1[4])  # step 200 = 2/3 of 300
+
+
+@pytest.mark.parametrize("lo, hi, word", [(-0.05, -0.01, "narrowed"), (0.01, 0.03, "widened"),
+                                          (-0.02, 0.01, "no_change_detected")])
+def test_the_verdict_reads_the_pass32_interval(lo, hi, word):
+    assert premise.verdict({"lo": lo, "hi": hi}) == word
+
+
+def test_a_prompt_is_rare_only_when_every_solution_uses_a_rare_operator():
+    from escov.llm.tinymodel import preset_with
+
+    rare = preset_with("paper")                   # rare_ops "/"
+    # 6/(1+1) = 3 is the only way to 3 (checked by hand: 6-1-1 = 4, 6*1*1 = 6, 6-1 = 5 with 1 gives 4, 5, 6...)
+    assert premise.family_of([1, 1, 6], 3, rare) == "rare-only"
+    assert premise.family_of([1, 2, 6], 2, rare) == "rare-only"   # 6/(1+2) and 6/2-1 only
+    assert premise.family_of([1, 2, 3], 6, rare) == "other"       # 1+2+3
+    assert premise.family_of([1, 1, 6], 3, preset_with("default")) == "other"  # no rare family
+    assert premise.family_of([1, 1, 6], 3, None) == "other"
+
+
+def test_the_control_trains_grpo_and_reads_validation_prompts_only(tiny_model_dir, tmp_path):
+    """A real control, tiny: two seeds, 2 steps, 4 validation prompts; its records name the split."""
+    code = ("from pathlib import Path; from escov.paper_checks import premise as p; "
+            f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), jobs=1, seeds=(300, 301), steps=2, "
+            "problems=4, checkpoint_every=1, curve=p.CONTROL_CURVE | {'samples': 32, 'points': 2, 'max_points': 3})")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)
+    record = json.loads((tmp_path / "control.json").read_text())
+    assert record["split"] == "validation" and record["seeds"] == [300, 301] and record["grpo"]["learning_rate"] == 1e-4
+    assert [p["step"] for p in record["curves"]["grpo-s300"]] == [0, 1, 2]
+    from escov.llm import rundir
+    from escov.llm.config import load_config
+    from escov.llm.problem_sets import split_set
+
+    run = tmp_path / "runs" / "grpo-s301"
+    ids = {r["id"] for p in rundir.read_curve(run) for r in p["sampled"]["per_problem"]}
+    assert all(p["split"] == "validation" for p in rundir.read_curve(run))
+    assert ids == set(split_set(load_config(run), "validation", 4).ids)
+    assert "Verdict" in (tmp_path / "control.md").read_text()
