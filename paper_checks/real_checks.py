@@ -41,11 +41,11 @@ registers = _REGISTRY.registers  # @registers(claim_id): the function is that cl
 
 
 def _missing(claim_id: str, what: str) -> Verdict:
-    return Verdict(claim_id, MISSING, "n/a", note=f"needs {what}", test=BY_ID[claim_id].test.describe())
+    return Verdict(claim_id, MISSING, "n/a", note=f"needs {what}", test=BY_ID[claim_id].describe_test())
 
 
-def _power(est: Estimate, claim_id: str, scale: float = 100.0, unit: str = " pts") -> str:
-    effect = BY_ID[claim_id].test.paper_effect
+def _power(est: Estimate, claim_id: str, scale: float = 100.0, unit: str = " pts", label: str = "") -> str:
+    effect = BY_ID[claim_id].test_of(label).paper_effect
     d = decimals(0.0, est.detectable * scale)   # two significant digits, at least two decimals
     found = ("no run-to-run variance (one seed)" if not math.isfinite(est.detectable)
              else f"{est.detectable * scale:.{d}f}{unit}")
@@ -54,17 +54,18 @@ def _power(est: Estimate, claim_id: str, scale: float = 100.0, unit: str = " pts
 
 def _verdict(claim_id: str, parts: list[tuple[str, Estimate]], *, scale: float = 100.0, unit: str = " pts",
              note: str = "", evidence: dict | None = None) -> Verdict:
-    """One verdict from labelled estimates, each decided by the claim's test, combined (all must hold)."""
-    test = BY_ID[claim_id].test
-    statuses = [test.decide(e.lo, e.hi) for _, e in parts]
+    """One verdict from labelled estimates, each decided by its part's test (Claim.test_of: the claim's test unless
+    the claim gives the part its own), combined (all must hold; any that fails, fails)."""
+    claim = BY_ID[claim_id]
+    statuses = [claim.test_of(label).decide(e.lo, e.hi) for label, e in parts]
     ours = "; ".join(f"{label} {fmt_interval(e.mean, e.lo, e.hi, scale, unit)}" for label, e in parts)
     interval = (parts[0][1].lo, parts[0][1].hi) if len(parts) == 1 else None
     if any(e.seeds < 2 for _, e in parts):
         note = (note + "; " if note else "") + "one seed: no run-to-run variance, so no decision"
     return Verdict(claim_id, combine(statuses), ours, interval=interval,
                    evidence=(evidence or {}) | {label: e.to_json() for label, e in parts}, note=note,
-                   test=test.describe(), design=" | ".join(sorted({e.design for _, e in parts})),
-                   power=" | ".join(f"{label}: {_power(e, claim_id, scale, unit)}" for label, e in parts))
+                   test=claim.describe_test(), design=" | ".join(sorted({e.design for _, e in parts})),
+                   power=" | ".join(f"{label}: {_power(e, claim_id, scale, unit, label)}" for label, e in parts))
 
 
 # ----------------------------------------------------------------------------- per-prompt data
@@ -293,18 +294,21 @@ def entropy_change(run: Run) -> float | None:
 
 @registers("entropy_collapse")
 def entropy_collapse(ev: Evidence) -> Verdict:
-    """GRPO's entropy falls (change < 0), and ES's change is above GRPO's."""
+    """Two parts, each by its own test (the claim's `parts`): GRPO's token entropy falls (the fall, -change, > 0
+    over seeds), and ES keeps its entropy (its relative change within +-ENTROPY_KEEP_MARGIN, the whole 95%
+    interval over seeds inside). Holds only when both hold; does not hold when either fails."""
     changes = {}
     for name in ("grpo", "es"):
         vals = [c for c in (entropy_change(r) for r in ev.by_variant(name)) if c is not None]
         if not vals:
             return _missing("entropy_collapse", f"{name} runs with per-step entropy in metrics.jsonl")
         changes[name] = vals
-    falls = seed_level(over_seeds(-np.array(changes["grpo"])))
-    more = seed_level(welch(changes["es"], changes["grpo"]))
-    return _verdict("entropy_collapse", [("GRPO entropy fall (-change)", falls), ("ES - GRPO change", more)],
-                    scale=100.0, unit="%", evidence={"grpo_relative_change": changes["grpo"], "es_relative_change": changes["es"]},
-                    note="relative change of per-step token entropy, first step vs the last fifth of steps")
+    (fall, _), (kept, keep_test) = BY_ID["entropy_collapse"].parts
+    parts = [(fall, seed_level(over_seeds(-np.array(changes["grpo"])))), (kept, seed_level(over_seeds(changes["es"])))]
+    return _verdict("entropy_collapse", parts, scale=100.0, unit="%",
+                    evidence={"grpo_relative_change": changes["grpo"], "es_relative_change": changes["es"]},
+                    note=f"relative change of per-step token entropy, first step vs the last fifth of steps; ES keeps its "
+                         f"entropy when its change's interval lies within +-{100 * keep_test.margin:g}%")
 
 
 def final_drift(run: Run) -> float | None:

@@ -175,7 +175,7 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
         levels["real"].plots = [plots[k] for k in c.plots if k in plots]
         if simulate_summary is not None:  # simulate plots sit beside its summary.json
             levels["simulate"].plots = [os.path.relpath(Path(simulate_summary).parent / p, out) for p in levels["simulate"].plots]
-        claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.test.describe(), "untestable": c.untestable,
+        claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.describe_test(), "untestable": c.untestable,
                        "levels": {k: v.to_json() for k, v in levels.items()}})
     questions = [{"id": qid, "question": q, **answer(qid, ev)} for qid, q in OPEN_QUESTIONS]
     report = {"purpose": purpose, "excluded": ev.excluded,
