@@ -21,7 +21,7 @@ import numpy as np
 from scipy.stats import norm
 
 from escov.paper_checks.design import Estimate, plan_text, seed_level, seeds_by_prompts
-from escov.paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
+from escov.paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass, variant
 from escov.paper_checks.lemma_grid import lemma1_decision
 from escov.paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
 from escov.paper_checks.registry import CheckRegistry
@@ -40,8 +40,39 @@ _REGISTRY = CheckRegistry(CLAIMS)
 registers = _REGISTRY.registers  # @registers(claim_id): the function is that claim's real-run check
 
 
-def _missing(claim_id: str, what: str) -> Verdict:
-    return Verdict(claim_id, MISSING, "n/a", note=f"needs {what}", test=BY_ID[claim_id].describe_test())
+# What a check reads, as needs (variant, measurement): measurement "" is the variant's runs themselves (their
+# metrics and their base and final evaluations); the others a run measures only when its settings ask for them.
+# A reproduction's budget plans a set of needs (`provided` over its planned runs); a check that lacks data whose
+# needs the budget does not plan is "not run in this budget" (report.real_verdict), otherwise "missing data".
+HELDOUT, PROBE, CURVE, SWEEP = "held-out evaluations", "the Lemma 1 probe", "a curve along training", "the population sweep"
+
+
+def thresholded(sparsity: float) -> str:
+    """The need of a checkpoint with `sparsity` percent of its update entries reverted (llm train's threshold_keep)."""
+    return f"a checkpoint thresholded at {sparsity:g}% sparsity"
+
+
+def provided(config: dict, *, curve: bool = False, sweep: bool = False) -> set[tuple[str, str]]:
+    """The needs one run gives the checks, from its full config (TrainConfig.to_dict, as config.json holds it):
+    its variant's runs, and the measurements its settings ask for; curve: a curve is evaluated along it; sweep: it
+    is a run of the population-size sweep."""
+    name = variant(config)
+    got = {(name, "")} | {(name, thresholded(100 - keep)) for keep in config.get("threshold_keep") or ()}
+    for wanted, need in ((config.get("heldout_task"), HELDOUT), (config.get("probe"), PROBE), (curve, CURVE), (sweep, SWEEP)):
+        if wanted:
+            got.add((name, need))
+    return got
+
+
+def describe_need(need) -> str:
+    name, measurement = need
+    return f"{name} runs" + (f" with {measurement}" if measurement else "")
+
+
+def _missing(claim_id: str, what: str, needs: tuple[tuple[str, str], ...] = ()) -> Verdict:
+    """No verdict for want of data: what the check needs in words, and as needs (in its evidence)."""
+    return Verdict(claim_id, MISSING, "n/a", note=f"needs {what}", evidence={"needs": [list(n) for n in needs]},
+                   test=BY_ID[claim_id].describe_test())
 
 
 def _power(est: Estimate, claim_id: str, scale: float = 100.0, unit: str = " pts", label: str = "") -> str:
@@ -111,7 +142,8 @@ def improves_over_base(ev: Evidence, claim_id: str, name: str) -> Verdict:
     for k in BY_ID[claim_id].pass_at_k:
         d = diff_vs_base(ev.by_variant(name), k)
         if d is None:
-            return _missing(claim_id, f"{name} runs with base and final evaluations on the same prompts (Pass@{k})")
+            return _missing(claim_id, f"{name} runs with base and final evaluations on the same prompts (Pass@{k})",
+                            ((name, ""),))
         parts.append((f"@{k}", d))
     return _verdict(claim_id, parts, note=f"{name} final minus base")
 
@@ -137,7 +169,8 @@ def es_passk_above_grpo(ev: Evidence) -> Verdict:
     for k in BY_ID["es_passk_above_grpo"].pass_at_k:
         d = diff_between(ev.by_variant("es"), ev.by_variant("grpo"), k)
         if d is None:
-            return _missing("es_passk_above_grpo", "es and grpo runs with the same seeds and test prompts")
+            return _missing("es_passk_above_grpo", "es and grpo runs with the same seeds and test prompts",
+                            (("es", ""), ("grpo", "")))
         parts.append((f"ES - GRPO @{k}", d))
     return _verdict("es_passk_above_grpo", parts)
 
@@ -150,7 +183,8 @@ def schedules_pareto(ev: Evidence) -> Verdict:
     for other in ("es", "grpo", "grpo-es"):
         d = diff_between(ev.by_variant("es-grpo"), ev.by_variant(other), k)
         if d is None:
-            return _missing("schedules_pareto", f"es-grpo and {other} runs with the same seeds and test prompts")
+            return _missing("schedules_pareto", f"es-grpo and {other} runs with the same seeds and test prompts",
+                            (("es-grpo", ""), (other, "")))
         parts.append((f"ES->GRPO - {other} @{k}", d))
     return _verdict("schedules_pareto", parts, note="holds when ES->GRPO is above every other method")
 
@@ -161,7 +195,8 @@ def zscore_essential(ev: Evidence) -> Verdict:
     of z-scoring itself); the same-alpha comparison (mostly a ~1/std(R) smaller step) is shown beside."""
     d = diff_between(ev.by_variant("es"), ev.by_variant("es[no-zscore,rescaled]"), 1)
     if d is None:
-        return _missing("zscore_essential", "es and es[no-zscore,rescaled] runs with the same seeds")
+        return _missing("zscore_essential", "es and es[no-zscore,rescaled] runs with the same seeds",
+                        (("es", ""), ("es[no-zscore,rescaled]", "")))
     same_alpha = diff_between(ev.by_variant("es"), ev.by_variant("es[no-zscore]"), 1)
     shown = (f"; at the same alpha (step size effect, not decided): {fmt_interval(same_alpha.mean, same_alpha.lo, same_alpha.hi)}"
              if same_alpha is not None else "")
@@ -175,7 +210,8 @@ def zscore_essential(ev: Evidence) -> Verdict:
 def one_point_vs_two_point(ev: Evidence) -> Verdict:
     d = diff_between(ev.by_variant("es"), ev.by_variant("es[two-point]"), 1)
     if d is None:
-        return _missing("one_point_vs_two_point", "es and es[two-point] runs with the same seeds")
+        return _missing("one_point_vs_two_point", "es and es[two-point] runs with the same seeds",
+                        (("es", ""), ("es[two-point]", "")))
     return _verdict("one_point_vs_two_point", [("one-point - two-point @1", d)],
                     note="holds when one-point loses at most 2 points, with the whole interval")
 
@@ -187,7 +223,7 @@ def no_forgetting(ev: Evidence) -> Verdict:
     for name in ("es", "grpo"):
         runs = [r for r in ev.by_variant(name) if heldout_of(r, "base") and heldout_of(r, "final")]
         if not runs:
-            return _missing("no_forgetting", f"{name} runs with held-out evaluations before and after")
+            return _missing("no_forgetting", f"{name} runs with held-out evaluations before and after", ((name, HELDOUT),))
         y = np.stack([per_problem_pass(heldout_of(r, "final"), 1) - per_problem_pass(heldout_of(r, "base"), 1) for r in runs])
         parts.append((f"{name.upper()} held-out @1", seeds_by_prompts(y, int(heldout_of(runs[0], "final")["n"]))))
     return _verdict("no_forgetting", parts)
@@ -205,8 +241,9 @@ def _matched_missing(claim_id: str, info: dict) -> Verdict:
     status = NOT_TESTABLE if info.get("not_testable") else INCONCLUSIVE if "range" in info else MISSING
     moved = (f"; Pass@1 moved ES {100 * info['moved_a']:+.1f} pts, GRPO {100 * info['moved_b']:+.1f} pts"
              if "moved_a" in info else "")
-    return Verdict(claim_id, status, "n/a", evidence={"matched": info}, note=info.get("reason", "") + moved,
-                   test=BY_ID[claim_id].test.describe())
+    return Verdict(claim_id, status, "n/a", evidence={"matched": info} | ({"needs": [["es", CURVE], ["grpo", CURVE]]}
+                                                                          if status == MISSING else {}),
+                   note=info.get("reason", "") + moved, test=BY_ID[claim_id].test.describe())
 
 
 def _range_note(info: dict) -> str:
@@ -301,7 +338,7 @@ def entropy_collapse(ev: Evidence) -> Verdict:
     for name in ("grpo", "es"):
         vals = [c for c in (entropy_change(r) for r in ev.by_variant(name)) if c is not None]
         if not vals:
-            return _missing("entropy_collapse", f"{name} runs with per-step entropy in metrics.jsonl")
+            return _missing("entropy_collapse", f"{name} runs with per-step entropy in metrics.jsonl", ((name, ""),))
         changes[name] = vals
     (fall, _), (kept, keep_test) = BY_ID["entropy_collapse"].parts
     parts = [(fall, seed_level(over_seeds(-np.array(changes["grpo"])))), (kept, seed_level(over_seeds(changes["es"])))]
@@ -323,7 +360,7 @@ def drift_ratio(ev: Evidence) -> Verdict:
     es = [x for x in map(final_drift, ev.by_variant("es")) if x is not None and x > 0]
     gr = [x for x in map(final_drift, ev.by_variant("grpo")) if x is not None and x > 0]
     if not es or not gr:
-        return _missing("drift_ratio", "es and grpo runs with drift_rel in metrics.jsonl")
+        return _missing("drift_ratio", "es and grpo runs with drift_rel in metrics.jsonl", (("es", ""), ("grpo", "")))
     log_ratio = welch(np.log(es), np.log(gr))
     est = Estimate(math.exp(log_ratio["mean"]), math.exp(log_ratio["lo"]) if math.isfinite(log_ratio["lo"]) else 0.0,
                    math.exp(log_ratio["hi"]) if math.isfinite(log_ratio["hi"]) else float("inf"),
@@ -366,10 +403,11 @@ def update_sparsity(ev: Evidence) -> Verdict:
         return {r.seed: 100 * a["share_nonzero_le_tau"][SPARSITY_TAU] for r in ev.by_variant(name) if (a := update_analysis_of(r))}
     es, null = shares("es"), shares("es[null]")
     if not es or not null:
-        return _missing("update_sparsity", "es and es[null] runs with update_analysis in eval.json")
+        return _missing("update_sparsity", "es and es[null] runs with update_analysis in eval.json",
+                        (("es", ""), ("es[null]", "")))
     seeds = sorted(set(es) & set(null))
     if not seeds:
-        return _missing("update_sparsity", "es and es[null] runs with the same seeds")
+        return _missing("update_sparsity", "es and es[null] runs with the same seeds", (("es", ""), ("es[null]", "")))
     d = seed_level(over_seeds([es[s] - null[s] for s in seeds]))
     analytic = [a for a in (analytic_tiny_share(r, float(SPARSITY_TAU)) for r in ev.by_variant("es")) if a is not None]
     lo_paper = min(v["share"][1] for v in paper.TABLE4_DRIFT.values())
@@ -394,7 +432,8 @@ def thresholded_pass1(ev: Evidence) -> Verdict:
         if rows and final:
             diffs.append(rows[0]["pass_at_1"] - final["pass_at_k"]["1"])
     if not diffs:
-        return _missing("thresholded_pass1", "es runs with a 78%-sparsity thresholded checkpoint evaluated")
+        return _missing("thresholded_pass1", "es runs with a 78%-sparsity thresholded checkpoint evaluated",
+                        (("es", thresholded(78)),))
     return _verdict("thresholded_pass1", [("Pass@1 change at 78% sparsity", seed_level(over_seeds(diffs)))],
                     evidence={"diffs": diffs}, note="interval over seeds")
 
@@ -435,7 +474,8 @@ def population_size(ev: Evidence) -> Verdict:
                 flops_gains[model] = np.array([smoothed_reward(by_n[hi_n][s], steps=flops_steps) - smoothed_reward(by_n[lo_n][s])
                                                for s in seeds])
     if len(gains) < 2:
-        return _missing("population_size", "ES runs at two or more population sizes (same seeds) for two or more models")
+        return _missing("population_size", "ES runs at two or more population sizes (same seeds) for two or more models",
+                        (("es", SWEEP),))
     small, large = min(gains, key=sizes.get), max(gains, key=sizes.get)
     flat = [m for m in (small, large)
             if np.ptp(np.concatenate([_series(r, "reward_mean") for by_seed in sweep[m].values() for r in by_seed.values()])) == 0]
@@ -549,7 +589,7 @@ def lemma2_real(ev: Evidence) -> Verdict:
         if ms and "lemma2" in ms[-1]:
             gaps.extend(np.array(ms[-1]["lemma2"]["distinct_members_pass"]) - np.array(ms[-1]["lemma2"]["same_policy_pass"]))
     if not gaps:
-        return _missing("lemma2", "probe.json with lemma2 estimates")
+        return _missing("lemma2", "probe.json with lemma2 estimates", (("es", PROBE),))
     gaps = np.array(gaps)
     return Verdict("lemma2", IDENTITY, f"P_pop - P_same: min {gaps.min():.3g}, mean {gaps.mean():.3g}",
                    evidence={"gaps": gaps.tolist()}, test=BY_ID["lemma2"].test.describe(),

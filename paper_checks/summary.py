@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 
 from escov.paper_checks.design import seeds_to_detect
-from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_TESTABLE, fmt_interval
+from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_RUN, NOT_TESTABLE, fmt_interval
 from escov.theory.claims import BY_ID
 
 SUMMARY_LINES = 25
@@ -141,7 +141,7 @@ def undecided_markdown(report: dict, published: dict | None) -> list[str]:
     rows = undecided_rows(report, published)
     untested = [f"- {c['id']}: {c['levels']['real']['status']}" + (f" ({c['levels']['real']['note']})"
                                                                  if c["levels"]["real"]["note"] else "")
-                for c in report["claims"] if c["levels"]["real"]["status"] in (MISSING, NOT_TESTABLE)
+                for c in report["claims"] if c["levels"]["real"]["status"] in (NOT_RUN, MISSING, NOT_TESTABLE)
                 and BY_ID[c["id"]].real]   # claims with no real-run check at all are theory's and simulate's
     if not rows and not untested:
         return []
