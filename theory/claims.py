@@ -127,19 +127,23 @@ class RegistryError(LookupError):
     """A claim names a check that does not exist, or has none or two: a bug in the registry, not missing data."""
 
 
+T2 = "Table 2 six-task average"   # how a claim labels the numbers of paper.TABLE2_EASY it quotes
+
+
 def _t2(method: str, model: str = "Qwen2.5-1.5B") -> str:
     return "/".join(f"{v:.1f}" for v in paper.TABLE2_EASY[model][method])
 
 
 def _t2_diff(a: str, b: str, model: str = "Qwen2.5-1.5B") -> str:
-    return "/".join(f"{x - y:+.1f}" for x, y in zip(paper.TABLE2_EASY[model][a], paper.TABLE2_EASY[model][b])) + " pts"
+    return ("/".join(f"{x - y:+.1f}" for x, y in zip(paper.TABLE2_EASY[model][a], paper.TABLE2_EASY[model][b]))
+            + f" pts ({model}, {T2})")
 
 
 def _t2_end(a: str, b: str, model: str = "Qwen2.5-1.5B") -> str:
     """The paper's nearest number to a matched comparison: a - b at the end of training (Table 2), where
     the two Pass@1 values differ by little."""
     d = [x - y for x, y in zip(paper.TABLE2_EASY[model][a], paper.TABLE2_EASY[model][b])]
-    return f"{model} {a} - {b} at the end: @16 {d[1]:+.1f}, @32 {d[2]:+.1f} pts, with Pass@1 {d[0]:+.1f} pts apart"
+    return f"{T2}, {model} {a} - {b} at the end: @16 {d[1]:+.1f}, @32 {d[2]:+.1f} pts, with Pass@1 {d[0]:+.1f} pts apart"
 
 
 # entropy_collapse's two parts: GRPO's relative entropy change is a fall (directional, < 0 read as fall > 0), and
@@ -157,10 +161,10 @@ CLAIMS: tuple[Claim, ...] = (
           "entropy curves (qualitative)", _ENTROPY_FALL, parts=_ENTROPY_PARTS,
           simulate="entropy_collapse", plots=("entropy",)),
     Claim("grpo_raises_pass1", "GRPO raises Pass@1 over the base",
-          f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('GRPO')} (Pass@1/16/32)", Test("directional", paper_effect=_t2_diff("GRPO", "Base")),
+          f"{T2}, Qwen2.5-1.5B {_t2('Base')} -> {_t2('GRPO')} (Pass@1/16/32)", Test("directional", paper_effect=_t2_diff("GRPO", "Base")),
           simulate="entropy_collapse", pass_at_k=(1,)),
     Claim("es_improves_over_base", "ES improves Pass@1, Pass@16 and Pass@32 over the base",
-          f"Qwen2.5-1.5B {_t2('Base')} -> {_t2('ES')}", Test("directional", paper_effect=_t2_diff("ES", "Base")),
+          f"{T2}, Qwen2.5-1.5B {_t2('Base')} -> {_t2('ES')}", Test("directional", paper_effect=_t2_diff("ES", "Base")),
           simulate="passk_vs_base", plots=("passk_curves",), pass_at_k=(1, 16, 32)),
     Claim("es_passk_above_grpo", "At the end of training, ES's Pass@16 and Pass@32 are above GRPO's",
           "all 3 models of Table 2 on Pass@16 and Pass@32", Test("directional", paper_effect=_t2_diff("ES", "GRPO")),

@@ -73,3 +73,16 @@ def test_a_claims_verdict_has_one_path_its_tests_decide():
     assert offenders == []
     calls, defs = _calls_and_defs(ROOT / "theory" / "claims.py")
     assert "decide" in defs and rules <= calls
+
+
+def test_claims_quoting_table_2_say_it_is_the_six_task_average():
+    """A claim's paper numbers from Table 2 (Qwen2.5-1.5B's base 41.0/75.4/80.2 and the rest) are the average over six
+    tasks; the claim's text says so wherever it quotes them, and so does every effect size taken from them."""
+    from escov.theory import paper
+    from escov.theory.claims import T2
+    triples = ["/".join(f"{v:.1f}" for v in values) for by_method in paper.TABLE2_EASY.values() for values in by_method.values()]
+    quoting = [c for c in CLAIMS if any(t in c.paper for t in triples)]
+    assert {c.id for c in quoting} >= {"grpo_raises_pass1", "es_improves_over_base"}
+    for c in quoting:
+        assert T2 in c.paper, c.id
+    assert T2 in BY_ID["matched_passk_above_grpo"].test.paper_effect and T2 in BY_ID["grpo_raises_pass1"].test.paper_effect
