@@ -523,6 +523,36 @@ def training_populations(ev: Evidence) -> dict | None:
     return training_summary(ratios, s_values, runs[0].config.get("es", {}).get("sigma"), runs[0].config.get("temperature"))
 
 
+def es_regime(ev: Evidence) -> dict:
+    """Where the main ES runs train, against Lemma 1's regime: their members' measured divergence
+    s = E_j KL(pi_j || pi_center) at the training sigma (probe.json, at each probed step, sequences sampled at the
+    run's temperature), beside the regime s <= LEMMA1_MAX_S the lemma (and the grid's verdict) claims.
+    {"measured": False, ...} when no main ES run probed its population at its own sigma."""
+    rows = [(run, m) for run in ev.by_variant("es") for m in (run.probe or {}).get("measurements", [])
+            if m.get("validity") and m.get("sigma") == run.config.get("es", {}).get("sigma")]
+    if not rows:
+        return {"measured": False, "s_limit": LEMMA1_MAX_S}
+    s = np.array([m["validity"]["measured"]["mean"] for _, m in rows], dtype=float)
+    return {"measured": True, "s_limit": LEMMA1_MAX_S, "sigma": rows[0][1]["sigma"],
+            "temperature": rows[0][0].config.get("temperature"), "runs": len({run.name for run, _ in rows}),
+            "steps": sorted({int(m["step"]) for _, m in rows}), "s": s.tolist(), "s_median": float(np.median(s)),
+            "s_min": float(s.min()), "s_max": float(s.max()), "inside": int(np.sum(s <= LEMMA1_MAX_S))}
+
+
+def es_regime_line(regime: dict) -> str:
+    """The report's line on ES's regime (es_regime), "not measured" without probes."""
+    if not regime["measured"]:
+        return (f"**ES's regime.** The ES members' divergence s = E KL(pi_member || pi_center) at the training sigma: "
+                f"not measured (no main ES run has a Lemma 1 probe, probe.json; `--budget answer` probes its runs). "
+                f"Lemma 1's regime: s <= {regime['s_limit']}.")
+    steps = regime["steps"]
+    return (f"**ES's regime.** The ES members' measured divergence s = E KL(pi_member || pi_center) at the training "
+            f"sigma {regime['sigma']:g} (sequences sampled at T = {regime['temperature']}): median {regime['s_median']:.2g}, "
+            f"range {regime['s_min']:.2g}-{regime['s_max']:.2g} over {len(regime['s'])} measurements of {regime['runs']} "
+            f"runs (steps {steps[0]}-{steps[-1]}); {regime['inside']} of {len(regime['s'])} inside Lemma 1's regime "
+            f"s <= {regime['s_limit']}, where the lemma and its grid's verdict apply.")
+
+
 @registers("lemma1")
 def lemma1_real(ev: Evidence) -> Verdict:
     """Lemma 1 on the real model (lemma1_verdict): from the grid's rows inside the regime when it has any, else

@@ -21,7 +21,7 @@ from escov.paper_checks.lemma_grid import summarize_grid
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
 from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS, QUESTION_NEEDS
 from escov.paper_checks.plots import PLOTS
-from escov.paper_checks.real_checks import REAL_CHECKS, describe_need
+from escov.paper_checks.real_checks import REAL_CHECKS, describe_need, es_regime, es_regime_line
 from escov.paper_checks.rundir import RunDirError, load_runs
 from escov.paper_checks.summary import summary_lines, undecided_markdown
 from escov.paper_checks.trust import screen
@@ -202,7 +202,7 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
     report = {"purpose": purpose, "excluded": ev.excluded,
               "runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
                        for r in ev.runs],
-              "bases": bases_of(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
+              "bases": bases_of(ev), "es_regime": es_regime(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
     report, non_finite = without_non_finite(report)
     report["non_finite"] = non_finite
@@ -250,6 +250,8 @@ def render_markdown(report: dict, published: dict | None = None) -> str:
             lines.append(f"| `{Path(b['model']).name}` | {b['task']} | {b['temperature']} | {b['samples']} x {b['problems']} | "
                          f"{b['seeds']} | {cells} | {share} |")
         lines.append("")
+    if report.get("es_regime"):
+        lines += [es_regime_line(report["es_regime"]), ""]
     if report["input_problems"]:
         lines += ["**Input problems** (claims that needed these are marked 'missing data'):", ""]
         lines += [f"- {p}" for p in report["input_problems"]] + [""]
