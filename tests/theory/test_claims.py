@@ -30,7 +30,7 @@ def _rule(test: ClaimTest, lo: float, hi: float) -> str:
 def test_every_claim_is_one_record_with_a_test_that_decides_by_its_kinds_rule():
     assert len(set(CLAIM_IDS)) == len(CLAIMS) and set(BY_ID) == set(CLAIM_IDS)
     for claim in CLAIMS:
-        for test in {id(t): t for t in (claim.test, claim.simulate_test)}.values():
+        for test in {id(t): t for t in (claim.test, claim.simulate_test, *dict(claim.parts).values())}.values():
             for lo, hi in itertools.combinations_with_replacement(ENDS, 2):
                 if test.kind == "ratio" and lo <= 0:
                     continue  # a ratio's interval is positive (drift_ratio maps a non-positive end to -inf)
