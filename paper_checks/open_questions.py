@@ -9,8 +9,8 @@ import numpy as np
 
 from escov.paper_checks.evidence import Evidence, eval_of
 from escov.paper_checks.matched import matched_difference
-from escov.paper_checks.real_checks import (KS, LEMMA1_MAX_S, SPARSITY_TAU, analytic_tiny_share, curves_of, diff_between, final_drift,
-                                      update_analysis_of)
+from escov.paper_checks.real_checks import (KS, LEMMA1_MAX_S, PROBE, SPARSITY_TAU, analytic_tiny_share, curves_of, diff_between,
+                                      final_drift, update_analysis_of)
 from escov.paper_checks.verdict import fmt_interval
 
 OPEN_QUESTIONS = (
@@ -19,6 +19,10 @@ OPEN_QUESTIONS = (
     ("null_controls", "Which of the paper's drift and sparsity numbers survive a random-z null and bf16 in-place perturbation?"),
     ("lemma1_validity", "Is Lemma 1 valid at the paper's sigma on a real model? The measured s = E KL(pi_{theta+sigma eps} || pi_theta)"),
 )
+
+# the runs each question reads beyond ES and GRPO (real_checks' needs): a budget that plans none of them says so
+QUESTION_NEEDS = {"mechanism": (("es[sampled]", ""),), "null_controls": (("es[null]", ""),),
+                  "lemma1_validity": (("es", PROBE),)}
 
 METHODS = ("base", "grpo", "es", "es[sampled]", "es-grpo", "grpo-es")
 

@@ -114,9 +114,29 @@ FRONTIER_PANELS = (("pass@32", "Pass@32"), ("pass@16", "Pass@16"), ("no_correct"
 POOLED_LEVELS = 12
 
 
+def panel_values(curve, key: str) -> np.ndarray:
+    """A frontier panel's value at each point of a curve: the mean over prompts of Pass@k or the no-correct share,
+    else the curve's own series (entropy, greedy accuracy)."""
+    return curve.metric(key).mean(1) if key.startswith("pass@") or key == "no_correct" else getattr(curve, key)
+
+
+def base_point(curves: dict[str, list], key: str) -> tuple[float, float]:
+    """The base's (Pass@1, panel value): each seed's step-0 point (the mean over its runs' curves: the runs of one
+    seed share their base evaluation), then the mean over seeds."""
+    by_seed: dict[int, list[tuple[float, float]]] = {}
+    for cs in curves.values():
+        for c in cs:
+            at0 = np.flatnonzero(c.steps == 0)
+            if at0.size:
+                by_seed.setdefault(c.seed, []).append((c.pass1[at0[0]], panel_values(c, key)[at0[0]]))
+    per_seed = np.array([np.mean(points, axis=0) for points in by_seed.values()])
+    return float(per_seed[:, 0].mean()), float(per_seed[:, 1].mean())
+
+
 def frontier(ev: Evidence, out: Path) -> str | None:
     """Along training (llm/curve.py): Pass@32, Pass@16, no-correct share, entropy and greedy accuracy
-    against sampled Pass@1, per seed (thin) and pooled over seeds (thick: at POOLED_LEVELS Pass@1 levels of the
+    against sampled Pass@1, the base as a star (base_point: the mean over seeds of their step-0 points), per seed
+    (thin) and pooled over seeds (thick: at POOLED_LEVELS Pass@1 levels of the
     range every seed's curve spans, the mean over seeds of each curve read where it first reaches the level, the
     reading of the matched claims; solid where every seed is supported there, dashed where not; a picture, not a
     test)."""
@@ -131,7 +151,7 @@ def frontier(ev: Evidence, out: Path) -> str | None:
     axes, legend_cell = grid.flat[:len(FRONTIER_PANELS)], grid.flat[-1]
     for ax, (key, ylabel) in zip(axes, FRONTIER_PANELS):
         for i, (name, cs) in enumerate(curves.items()):
-            ys = [c.metric(key).mean(1) if key.startswith("pass@") or key == "no_correct" else getattr(c, key) for c in cs]
+            ys = [panel_values(c, key) for c in cs]
             for c, y in zip(cs, ys):
                 ax.plot(c.pass1, y, color=f"C{i}", alpha=0.3, lw=0.8)
             lo, hi = common_range([c.pass1 for c in cs])
@@ -143,10 +163,8 @@ def frontier(ev: Evidence, out: Path) -> str | None:
             solid = np.array([all(supported(c.pass1, level) for c in cs) for level in levels], dtype=bool)
             ax.plot(levels, pooled, "--", color=f"C{i}", lw=1.2)
             ax.plot(levels, np.where(solid, pooled, np.nan), "-", color=f"C{i}", lw=2.2, label=f"{name} ({len(cs)} seeds)")
-        ax.scatter([np.mean([cs[0].pass1[0] for cs in curves.values()])],
-                   [np.mean([(cs[0].metric(key).mean(1) if key.startswith("pass@") or key == "no_correct"
-                              else getattr(cs[0], key))[0] for cs in curves.values()])], c="k", marker="*", s=100,
-                  label="base", zorder=5)
+        if any((c.steps == 0).any() for cs in curves.values() for c in cs):
+            ax.scatter(*base_point(curves, key), c="k", marker="*", s=100, label="base (mean over seeds)", zorder=5)
         ax.set(xlabel="sampled Pass@1", ylabel=ylabel, title=ylabel.split(" (")[0])
     legend_cell.axis("off")
     legend_cell.legend(*axes[0].get_legend_handles_labels(), loc="upper left", frameon=False,

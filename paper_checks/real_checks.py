@@ -21,7 +21,7 @@ import numpy as np
 from scipy.stats import norm
 
 from escov.paper_checks.design import Estimate, plan_text, seed_level, seeds_by_prompts
-from escov.paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass
+from escov.paper_checks.evidence import Evidence, eval_of, heldout_of, per_problem_pass, variant
 from escov.paper_checks.lemma_grid import lemma1_decision
 from escov.paper_checks.matched import Curve, curve_of, matched_difference, matched_seed_values
 from escov.paper_checks.registry import CheckRegistry
@@ -29,7 +29,7 @@ from escov.paper_checks.rundir import Run
 from escov.paper_checks.verdict import (IDENTITY, INCONCLUSIVE, MISSING, NOT_TESTABLE, OUTSIDE_REGIME, Verdict, decimals,
                                         fmt_interval)
 from escov.theory import paper
-from escov.theory.claims import BY_ID, CLAIMS, LEMMA1_MARGIN
+from escov.theory.claims import BY_ID, CLAIMS, LEMMA1_MARGIN, THRESHOLDED_PERCENT
 from escov.theory.decisions import FAILS, combine, over_seeds, welch
 from escov.theory.paper import LEMMA1_S_LIMIT
 
@@ -40,12 +40,43 @@ _REGISTRY = CheckRegistry(CLAIMS)
 registers = _REGISTRY.registers  # @registers(claim_id): the function is that claim's real-run check
 
 
-def _missing(claim_id: str, what: str) -> Verdict:
-    return Verdict(claim_id, MISSING, "n/a", note=f"needs {what}", test=BY_ID[claim_id].test.describe())
+# What a check reads, as needs (variant, measurement): measurement "" is the variant's runs themselves (their
+# metrics and their base and final evaluations); the others a run measures only when its settings ask for them.
+# A reproduction's budget plans a set of needs (`provided` over its planned runs); a check that lacks data whose
+# needs the budget does not plan is "not run in this budget" (report.real_verdict), otherwise "missing data".
+HELDOUT, PROBE, CURVE, SWEEP = "held-out evaluations", "the Lemma 1 probe", "a curve along training", "the population sweep"
 
 
-def _power(est: Estimate, claim_id: str, scale: float = 100.0, unit: str = " pts") -> str:
-    effect = BY_ID[claim_id].test.paper_effect
+def thresholded(sparsity: float) -> str:
+    """The need of a checkpoint with `sparsity` percent of its update entries reverted (llm train's threshold_keep)."""
+    return f"a checkpoint thresholded at {sparsity:g}% sparsity"
+
+
+def provided(config: dict, *, curve: bool = False, sweep: bool = False) -> set[tuple[str, str]]:
+    """The needs one run gives the checks, from its full config (TrainConfig.to_dict, as config.json holds it):
+    its variant's runs, and the measurements its settings ask for; curve: a curve is evaluated along it; sweep: it
+    is a run of the population-size sweep."""
+    name = variant(config)
+    got = {(name, "")} | {(name, thresholded(100 - keep)) for keep in config.get("threshold_keep") or ()}
+    for wanted, need in ((config.get("heldout_task"), HELDOUT), (config.get("probe"), PROBE), (curve, CURVE), (sweep, SWEEP)):
+        if wanted:
+            got.add((name, need))
+    return got
+
+
+def describe_need(need) -> str:
+    name, measurement = need
+    return f"{name} runs" + (f" with {measurement}" if measurement else "")
+
+
+def _missing(claim_id: str, what: str, needs: tuple[tuple[str, str], ...] = ()) -> Verdict:
+    """No verdict for want of data: what the check needs in words, and as needs (in its evidence)."""
+    return Verdict(claim_id, MISSING, "n/a", note=f"needs {what}", evidence={"needs": [list(n) for n in needs]},
+                   test=BY_ID[claim_id].describe_test())
+
+
+def _power(est: Estimate, claim_id: str, scale: float = 100.0, unit: str = " pts", label: str = "") -> str:
+    effect = BY_ID[claim_id].test_of(label).paper_effect
     d = decimals(0.0, est.detectable * scale)   # two significant digits, at least two decimals
     found = ("no run-to-run variance (one seed)" if not math.isfinite(est.detectable)
              else f"{est.detectable * scale:.{d}f}{unit}")
@@ -54,17 +85,18 @@ def _power(est: Estimate, claim_id: str, scale: float = 100.0, unit: str = " pts
 
 def _verdict(claim_id: str, parts: list[tuple[str, Estimate]], *, scale: float = 100.0, unit: str = " pts",
              note: str = "", evidence: dict | None = None) -> Verdict:
-    """One verdict from labelled estimates, each decided by the claim's test, combined (all must hold)."""
-    test = BY_ID[claim_id].test
-    statuses = [test.decide(e.lo, e.hi) for _, e in parts]
+    """One verdict from labelled estimates, each decided by its part's test (Claim.test_of: the claim's test unless
+    the claim gives the part its own), combined (all must hold; any that fails, fails)."""
+    claim = BY_ID[claim_id]
+    statuses = [claim.test_of(label).decide(e.lo, e.hi) for label, e in parts]
     ours = "; ".join(f"{label} {fmt_interval(e.mean, e.lo, e.hi, scale, unit)}" for label, e in parts)
     interval = (parts[0][1].lo, parts[0][1].hi) if len(parts) == 1 else None
     if any(e.seeds < 2 for _, e in parts):
         note = (note + "; " if note else "") + "one seed: no run-to-run variance, so no decision"
     return Verdict(claim_id, combine(statuses), ours, interval=interval,
                    evidence=(evidence or {}) | {label: e.to_json() for label, e in parts}, note=note,
-                   test=test.describe(), design=" | ".join(sorted({e.design for _, e in parts})),
-                   power=" | ".join(f"{label}: {_power(e, claim_id, scale, unit)}" for label, e in parts))
+                   test=claim.describe_test(), design=" | ".join(sorted({e.design for _, e in parts})),
+                   power=" | ".join(f"{label}: {_power(e, claim_id, scale, unit, label)}" for label, e in parts))
 
 
 # ----------------------------------------------------------------------------- per-prompt data
@@ -110,7 +142,8 @@ def improves_over_base(ev: Evidence, claim_id: str, name: str) -> Verdict:
     for k in BY_ID[claim_id].pass_at_k:
         d = diff_vs_base(ev.by_variant(name), k)
         if d is None:
-            return _missing(claim_id, f"{name} runs with base and final evaluations on the same prompts (Pass@{k})")
+            return _missing(claim_id, f"{name} runs with base and final evaluations on the same prompts (Pass@{k})",
+                            ((name, ""),))
         parts.append((f"@{k}", d))
     return _verdict(claim_id, parts, note=f"{name} final minus base")
 
@@ -136,7 +169,8 @@ def es_passk_above_grpo(ev: Evidence) -> Verdict:
     for k in BY_ID["es_passk_above_grpo"].pass_at_k:
         d = diff_between(ev.by_variant("es"), ev.by_variant("grpo"), k)
         if d is None:
-            return _missing("es_passk_above_grpo", "es and grpo runs with the same seeds and test prompts")
+            return _missing("es_passk_above_grpo", "es and grpo runs with the same seeds and test prompts",
+                            (("es", ""), ("grpo", "")))
         parts.append((f"ES - GRPO @{k}", d))
     return _verdict("es_passk_above_grpo", parts)
 
@@ -149,7 +183,8 @@ def schedules_pareto(ev: Evidence) -> Verdict:
     for other in ("es", "grpo", "grpo-es"):
         d = diff_between(ev.by_variant("es-grpo"), ev.by_variant(other), k)
         if d is None:
-            return _missing("schedules_pareto", f"es-grpo and {other} runs with the same seeds and test prompts")
+            return _missing("schedules_pareto", f"es-grpo and {other} runs with the same seeds and test prompts",
+                            (("es-grpo", ""), (other, "")))
         parts.append((f"ES->GRPO - {other} @{k}", d))
     return _verdict("schedules_pareto", parts, note="holds when ES->GRPO is above every other method")
 
@@ -160,7 +195,8 @@ def zscore_essential(ev: Evidence) -> Verdict:
     of z-scoring itself); the same-alpha comparison (mostly a ~1/std(R) smaller step) is shown beside."""
     d = diff_between(ev.by_variant("es"), ev.by_variant("es[no-zscore,rescaled]"), 1)
     if d is None:
-        return _missing("zscore_essential", "es and es[no-zscore,rescaled] runs with the same seeds")
+        return _missing("zscore_essential", "es and es[no-zscore,rescaled] runs with the same seeds",
+                        (("es", ""), ("es[no-zscore,rescaled]", "")))
     same_alpha = diff_between(ev.by_variant("es"), ev.by_variant("es[no-zscore]"), 1)
     shown = (f"; at the same alpha (step size effect, not decided): {fmt_interval(same_alpha.mean, same_alpha.lo, same_alpha.hi)}"
              if same_alpha is not None else "")
@@ -174,7 +210,8 @@ def zscore_essential(ev: Evidence) -> Verdict:
 def one_point_vs_two_point(ev: Evidence) -> Verdict:
     d = diff_between(ev.by_variant("es"), ev.by_variant("es[two-point]"), 1)
     if d is None:
-        return _missing("one_point_vs_two_point", "es and es[two-point] runs with the same seeds")
+        return _missing("one_point_vs_two_point", "es and es[two-point] runs with the same seeds",
+                        (("es", ""), ("es[two-point]", "")))
     return _verdict("one_point_vs_two_point", [("one-point - two-point @1", d)],
                     note="holds when one-point loses at most 2 points, with the whole interval")
 
@@ -186,7 +223,7 @@ def no_forgetting(ev: Evidence) -> Verdict:
     for name in ("es", "grpo"):
         runs = [r for r in ev.by_variant(name) if heldout_of(r, "base") and heldout_of(r, "final")]
         if not runs:
-            return _missing("no_forgetting", f"{name} runs with held-out evaluations before and after")
+            return _missing("no_forgetting", f"{name} runs with held-out evaluations before and after", ((name, HELDOUT),))
         y = np.stack([per_problem_pass(heldout_of(r, "final"), 1) - per_problem_pass(heldout_of(r, "base"), 1) for r in runs])
         parts.append((f"{name.upper()} held-out @1", seeds_by_prompts(y, int(heldout_of(runs[0], "final")["n"]))))
     return _verdict("no_forgetting", parts)
@@ -204,8 +241,9 @@ def _matched_missing(claim_id: str, info: dict) -> Verdict:
     status = NOT_TESTABLE if info.get("not_testable") else INCONCLUSIVE if "range" in info else MISSING
     moved = (f"; Pass@1 moved ES {100 * info['moved_a']:+.1f} pts, GRPO {100 * info['moved_b']:+.1f} pts"
              if "moved_a" in info else "")
-    return Verdict(claim_id, status, "n/a", evidence={"matched": info}, note=info.get("reason", "") + moved,
-                   test=BY_ID[claim_id].test.describe())
+    return Verdict(claim_id, status, "n/a", evidence={"matched": info} | ({"needs": [["es", CURVE], ["grpo", CURVE]]}
+                                                                          if status == MISSING else {}),
+                   note=info.get("reason", "") + moved, test=BY_ID[claim_id].test.describe())
 
 
 def _range_note(info: dict) -> str:
@@ -293,18 +331,21 @@ def entropy_change(run: Run) -> float | None:
 
 @registers("entropy_collapse")
 def entropy_collapse(ev: Evidence) -> Verdict:
-    """GRPO's entropy falls (change < 0), and ES's change is above GRPO's."""
+    """Two parts, each by its own test (the claim's `parts`): GRPO's token entropy falls (the fall, -change, > 0
+    over seeds), and ES keeps its entropy (its relative change within +-ENTROPY_KEEP_MARGIN, the whole 95%
+    interval over seeds inside). Holds only when both hold; does not hold when either fails."""
     changes = {}
     for name in ("grpo", "es"):
         vals = [c for c in (entropy_change(r) for r in ev.by_variant(name)) if c is not None]
         if not vals:
-            return _missing("entropy_collapse", f"{name} runs with per-step entropy in metrics.jsonl")
+            return _missing("entropy_collapse", f"{name} runs with per-step entropy in metrics.jsonl", ((name, ""),))
         changes[name] = vals
-    falls = seed_level(over_seeds(-np.array(changes["grpo"])))
-    more = seed_level(welch(changes["es"], changes["grpo"]))
-    return _verdict("entropy_collapse", [("GRPO entropy fall (-change)", falls), ("ES - GRPO change", more)],
-                    scale=100.0, unit="%", evidence={"grpo_relative_change": changes["grpo"], "es_relative_change": changes["es"]},
-                    note="relative change of per-step token entropy, first step vs the last fifth of steps")
+    (fall, _), (kept, keep_test) = BY_ID["entropy_collapse"].parts
+    parts = [(fall, seed_level(over_seeds(-np.array(changes["grpo"])))), (kept, seed_level(over_seeds(changes["es"])))]
+    return _verdict("entropy_collapse", parts, scale=100.0, unit="%",
+                    evidence={"grpo_relative_change": changes["grpo"], "es_relative_change": changes["es"]},
+                    note=f"relative change of per-step token entropy, first step vs the last fifth of steps; ES keeps its "
+                         f"entropy when its change's interval lies within +-{100 * keep_test.margin:g}%")
 
 
 def final_drift(run: Run) -> float | None:
@@ -319,7 +360,7 @@ def drift_ratio(ev: Evidence) -> Verdict:
     es = [x for x in map(final_drift, ev.by_variant("es")) if x is not None and x > 0]
     gr = [x for x in map(final_drift, ev.by_variant("grpo")) if x is not None and x > 0]
     if not es or not gr:
-        return _missing("drift_ratio", "es and grpo runs with drift_rel in metrics.jsonl")
+        return _missing("drift_ratio", "es and grpo runs with drift_rel in metrics.jsonl", (("es", ""), ("grpo", "")))
     log_ratio = welch(np.log(es), np.log(gr))
     est = Estimate(math.exp(log_ratio["mean"]), math.exp(log_ratio["lo"]) if math.isfinite(log_ratio["lo"]) else 0.0,
                    math.exp(log_ratio["hi"]) if math.isfinite(log_ratio["hi"]) else float("inf"),
@@ -362,10 +403,11 @@ def update_sparsity(ev: Evidence) -> Verdict:
         return {r.seed: 100 * a["share_nonzero_le_tau"][SPARSITY_TAU] for r in ev.by_variant(name) if (a := update_analysis_of(r))}
     es, null = shares("es"), shares("es[null]")
     if not es or not null:
-        return _missing("update_sparsity", "es and es[null] runs with update_analysis in eval.json")
+        return _missing("update_sparsity", "es and es[null] runs with update_analysis in eval.json",
+                        (("es", ""), ("es[null]", "")))
     seeds = sorted(set(es) & set(null))
     if not seeds:
-        return _missing("update_sparsity", "es and es[null] runs with the same seeds")
+        return _missing("update_sparsity", "es and es[null] runs with the same seeds", (("es", ""), ("es[null]", "")))
     d = seed_level(over_seeds([es[s] - null[s] for s in seeds]))
     analytic = [a for a in (analytic_tiny_share(r, float(SPARSITY_TAU)) for r in ev.by_variant("es")) if a is not None]
     lo_paper = min(v["share"][1] for v in paper.TABLE4_DRIFT.values())
@@ -381,18 +423,24 @@ def update_sparsity(ev: Evidence) -> Verdict:
 
 @registers("thresholded_pass1")
 def thresholded_pass1(ev: Evidence) -> Verdict:
-    """Pass@1 of the checkpoint keeping the largest ~22% of update entries minus the full final's,
-    per seed: within +-2 points (equivalence)."""
-    diffs = []
+    """Pass@1 of the checkpoint with the paper's sparsity (THRESHOLDED_PERCENT of the update entries reverted, the
+    largest kept) minus the full final's, per seed: within +-2 points (equivalence). Decided at that sparsity only,
+    the one the claim's statement names: runs thresholded at other sparsities are named, not read."""
+    diffs, measured = [], set()
     for run in ev.by_variant("es"):
-        rows = [t for t in (run.eval or {}).get("thresholded", []) if abs(t["sparsity_percent"] - 78) < 1e-6]
+        rows = (run.eval or {}).get("thresholded", [])
+        measured |= {t["sparsity_percent"] for t in rows}
+        at = [t for t in rows if abs(t["sparsity_percent"] - THRESHOLDED_PERCENT) < 1e-6]
         final = eval_of(run, "final")
-        if rows and final:
-            diffs.append(rows[0]["pass_at_1"] - final["pass_at_k"]["1"])
+        if at and final:
+            diffs.append(at[0]["pass_at_1"] - final["pass_at_k"]["1"])
     if not diffs:
-        return _missing("thresholded_pass1", "es runs with a 78%-sparsity thresholded checkpoint evaluated")
-    return _verdict("thresholded_pass1", [("Pass@1 change at 78% sparsity", seed_level(over_seeds(diffs)))],
-                    evidence={"diffs": diffs}, note="interval over seeds")
+        others = (f"; these runs thresholded ES at {', '.join(f'{p:g}%' for p in sorted(measured))} sparsity only"
+                  if measured else "")
+        return _missing("thresholded_pass1", f"es runs with a {THRESHOLDED_PERCENT:g}%-sparsity thresholded checkpoint "
+                                             f"evaluated{others}", (("es", thresholded(THRESHOLDED_PERCENT)),))
+    return _verdict("thresholded_pass1", [(f"Pass@1 change at {THRESHOLDED_PERCENT:g}% sparsity",
+                                           seed_level(over_seeds(diffs)))], evidence={"diffs": diffs}, note="interval over seeds")
 
 
 def smoothed_reward(run: Run, tail: float = 0.2, steps: int | None = None) -> float | None:
@@ -431,7 +479,8 @@ def population_size(ev: Evidence) -> Verdict:
                 flops_gains[model] = np.array([smoothed_reward(by_n[hi_n][s], steps=flops_steps) - smoothed_reward(by_n[lo_n][s])
                                                for s in seeds])
     if len(gains) < 2:
-        return _missing("population_size", "ES runs at two or more population sizes (same seeds) for two or more models")
+        return _missing("population_size", "ES runs at two or more population sizes (same seeds) for two or more models",
+                        (("es", SWEEP),))
     small, large = min(gains, key=sizes.get), max(gains, key=sizes.get)
     flat = [m for m in (small, large)
             if np.ptp(np.concatenate([_series(r, "reward_mean") for by_seed in sweep[m].values() for r in by_seed.values()])) == 0]
@@ -472,6 +521,36 @@ def training_populations(ev: Evidence) -> dict | None:
     if not ratios:
         return None
     return training_summary(ratios, s_values, runs[0].config.get("es", {}).get("sigma"), runs[0].config.get("temperature"))
+
+
+def es_regime(ev: Evidence) -> dict:
+    """Where the main ES runs train, against Lemma 1's regime: their members' measured divergence
+    s = E_j KL(pi_j || pi_center) at the training sigma (probe.json, at each probed step, sequences sampled at the
+    run's temperature), beside the regime s <= LEMMA1_MAX_S the lemma (and the grid's verdict) claims.
+    {"measured": False, ...} when no main ES run probed its population at its own sigma."""
+    rows = [(run, m) for run in ev.by_variant("es") for m in (run.probe or {}).get("measurements", [])
+            if m.get("validity") and m.get("sigma") == run.config.get("es", {}).get("sigma")]
+    if not rows:
+        return {"measured": False, "s_limit": LEMMA1_MAX_S}
+    s = np.array([m["validity"]["measured"]["mean"] for _, m in rows], dtype=float)
+    return {"measured": True, "s_limit": LEMMA1_MAX_S, "sigma": rows[0][1]["sigma"],
+            "temperature": rows[0][0].config.get("temperature"), "runs": len({run.name for run, _ in rows}),
+            "steps": sorted({int(m["step"]) for _, m in rows}), "s": s.tolist(), "s_median": float(np.median(s)),
+            "s_min": float(s.min()), "s_max": float(s.max()), "inside": int(np.sum(s <= LEMMA1_MAX_S))}
+
+
+def es_regime_line(regime: dict) -> str:
+    """The report's line on ES's regime (es_regime), "not measured" without probes."""
+    if not regime["measured"]:
+        return (f"**ES's regime.** The ES members' divergence s = E KL(pi_member || pi_center) at the training sigma: "
+                f"not measured (no main ES run has a Lemma 1 probe, probe.json; `--budget answer` probes its runs). "
+                f"Lemma 1's regime: s <= {regime['s_limit']}.")
+    steps = regime["steps"]
+    return (f"**ES's regime.** The ES members' measured divergence s = E KL(pi_member || pi_center) at the training "
+            f"sigma {regime['sigma']:g} (sequences sampled at T = {regime['temperature']}): median {regime['s_median']:.2g}, "
+            f"range {regime['s_min']:.2g}-{regime['s_max']:.2g} over {len(regime['s'])} measurements of {regime['runs']} "
+            f"runs (steps {steps[0]}-{steps[-1]}); {regime['inside']} of {len(regime['s'])} inside Lemma 1's regime "
+            f"s <= {regime['s_limit']}, where the lemma and its grid's verdict apply.")
 
 
 @registers("lemma1")
@@ -545,7 +624,7 @@ def lemma2_real(ev: Evidence) -> Verdict:
         if ms and "lemma2" in ms[-1]:
             gaps.extend(np.array(ms[-1]["lemma2"]["distinct_members_pass"]) - np.array(ms[-1]["lemma2"]["same_policy_pass"]))
     if not gaps:
-        return _missing("lemma2", "probe.json with lemma2 estimates")
+        return _missing("lemma2", "probe.json with lemma2 estimates", (("es", PROBE),))
     gaps = np.array(gaps)
     return Verdict("lemma2", IDENTITY, f"P_pop - P_same: min {gaps.min():.3g}, mean {gaps.mean():.3g}",
                    evidence={"gaps": gaps.tolist()}, test=BY_ID["lemma2"].test.describe(),

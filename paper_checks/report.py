@@ -19,13 +19,13 @@ from escov.llm.rundir import dumps
 from escov.paper_checks.evidence import Evidence, load_simulate_summary, load_theory_json, variant
 from escov.paper_checks.lemma_grid import summarize_grid
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
-from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS
+from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS, QUESTION_NEEDS
 from escov.paper_checks.plots import PLOTS
-from escov.paper_checks.real_checks import REAL_CHECKS
+from escov.paper_checks.real_checks import REAL_CHECKS, describe_need, es_regime, es_regime_line
 from escov.paper_checks.rundir import RunDirError, load_runs
 from escov.paper_checks.summary import summary_lines, undecided_markdown
 from escov.paper_checks.trust import screen
-from escov.paper_checks.verdict import MISSING, NOT_TESTABLE, Verdict
+from escov.paper_checks.verdict import MISSING, NOT_RUN, NOT_TESTABLE, Verdict
 from escov.theory.claims import CLAIMS, RegistryError
 
 
@@ -40,7 +40,10 @@ def needs_ks_note(ks: list[int]) -> str:
             f"(train with eval_ks including {', '.join(map(str, ks))} and eval_samples >= {max(ks)})")
 
 
-def real_verdict(claim, ev: Evidence) -> Verdict:
+def real_verdict(claim, ev: Evidence, planned: set[tuple[str, str]] | None = None) -> Verdict:
+    """The claim's real-run verdict. planned: the needs (real_checks.provided) of the runs the reproduction's budget
+    plans (None: no budget says); a check without data whose needs the budget does not plan is "not run in this
+    budget", one whose planned runs lack the data (absent, cut off, damaged) stays "missing data"."""
     if not claim.real:
         return Verdict(claim.id, NOT_TESTABLE, "n/a", note="checked exactly by theory and along training by simulate")
     check = REAL_CHECKS.get(claim.id)
@@ -48,10 +51,19 @@ def real_verdict(claim, ev: Evidence) -> Verdict:
         raise RegistryError(f"claim {claim.id!r} says a real-run check exists, but paper_checks.real_checks has none")
     if not ev.runs:
         return Verdict(claim.id, MISSING, "n/a", note="no run directories given")
-    verdict = _real_verdict(claim, check, ev)
+    verdict = not_run(_real_verdict(claim, check, ev), planned)
     changed = [f"{r.name} ({c})" for r in ev.runs for c in r.changed]
     if changed:  # the claim rests on runs whose settings or code changed mid-run
         verdict.note = (verdict.note + "; " if verdict.note else "") + "inputs changed mid-run: " + "; ".join(changed)
+    return verdict
+
+
+def not_run(verdict: Verdict, planned: set[tuple[str, str]] | None) -> Verdict:
+    """verdict, or "not run in this budget" when it lacks data that the budget's planned runs never give."""
+    unplanned = [n for n in verdict.evidence.get("needs", []) if planned is not None and tuple(n) not in planned]
+    if verdict.status == MISSING and unplanned:
+        verdict.status = NOT_RUN
+        verdict.note = f"this budget plans no {'; no '.join(map(describe_need, unplanned))} ({verdict.note})"
     return verdict
 
 
@@ -65,8 +77,14 @@ def _real_verdict(claim, check, ev: Evidence) -> Verdict:
         return Verdict(claim.id, MISSING, "n/a", note=f"run data incomplete for this check: {type(err).__name__}: {err}")
 
 
-def answer(qid: str, ev: Evidence) -> dict:
-    """An open question's answer; a run that lacks what it needs gives a 'missing data' answer, not a crash."""
+def answer(qid: str, ev: Evidence, planned: set[tuple[str, str]] | None = None) -> dict:
+    """An open question's answer; a run that lacks what it needs gives a 'missing data' answer, not a crash, and
+    a question whose runs the budget does not plan (planned, as in real_verdict) says so first."""
+    unplanned = [n for n in QUESTION_NEEDS.get(qid, ()) if planned is not None and n not in planned]
+    if unplanned:
+        found = answer(qid, ev)
+        return found | {"answer": f"{NOT_RUN} (this budget plans no {'; no '.join(map(describe_need, unplanned))}): "
+                                  f"{found['answer']}"}
     try:
         return ANSWERS[qid](ev)
     except KeyError as err:
@@ -110,12 +128,14 @@ def without_non_finite(data, path: str = "", found: list[str] | None = None):
 
 
 def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None,
-                 purpose: str = "", published: dict | None = None) -> dict:
+                 purpose: str = "", published: dict | None = None, planned: set[tuple[str, str]] | None = None) -> dict:
     """Write REPORT.md, report.json and the plots into out. Everything is built in a temporary folder
     beside out and moved in only when complete, so a failure leaves no partial report. purpose: what
     the reproduction's budget can decide, stated under the title ("" for none). published: the published
     answer's report.json (summary.load_published), set beside this report's figures in its summary
-    (report["summary"], which REPORT.md opens with) and its table of what would decide the rest."""
+    (report["summary"], which REPORT.md opens with) and its table of what would decide the rest. planned: the
+    needs the reproduction's budget plans (reproduce.planned_needs; None: no budget, as `paper_checks report`), so
+    that a claim whose runs the budget never plans reads "not run in this budget", not "missing data"."""
     out, run_dirs = Path(out), list(run_dirs)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a directory")
@@ -124,7 +144,7 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published)
+        report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published, planned)
         out.mkdir(exist_ok=True)
         for f in tmp.iterdir():
             os.replace(f, out / f.name)
@@ -163,7 +183,8 @@ def _no_correct(evaluation: dict) -> float:
     return float(np.mean([r["correct"] == 0 for r in rows])) if rows else float("nan")
 
 
-def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, purpose: str, published: dict | None) -> dict:
+def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, purpose: str, published: dict | None,
+           planned: set[tuple[str, str]] | None) -> dict:
     plots = {}
     for key, fn in PLOTS.items():
         name = fn(ev, tmp, lemma_grid) if key == "js" else fn(ev, tmp)
@@ -171,17 +192,17 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
             plots[key] = name
     claims = []
     for c in CLAIMS:
-        levels = {"theory": theory_verdict(c, ev), "simulate": simulate_verdict(c, ev), "real": real_verdict(c, ev)}
+        levels = {"theory": theory_verdict(c, ev), "simulate": simulate_verdict(c, ev), "real": real_verdict(c, ev, planned)}
         levels["real"].plots = [plots[k] for k in c.plots if k in plots]
         if simulate_summary is not None:  # simulate plots sit beside its summary.json
             levels["simulate"].plots = [os.path.relpath(Path(simulate_summary).parent / p, out) for p in levels["simulate"].plots]
-        claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.test.describe(), "untestable": c.untestable,
+        claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.describe_test(), "untestable": c.untestable,
                        "levels": {k: v.to_json() for k, v in levels.items()}})
-    questions = [{"id": qid, "question": q, **answer(qid, ev)} for qid, q in OPEN_QUESTIONS]
+    questions = [{"id": qid, "question": q, **answer(qid, ev, planned)} for qid, q in OPEN_QUESTIONS]
     report = {"purpose": purpose, "excluded": ev.excluded,
               "runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
                        for r in ev.runs],
-              "bases": bases_of(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
+              "bases": bases_of(ev), "es_regime": es_regime(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
     report, non_finite = without_non_finite(report)
     report["non_finite"] = non_finite
@@ -229,6 +250,8 @@ def render_markdown(report: dict, published: dict | None = None) -> str:
             lines.append(f"| `{Path(b['model']).name}` | {b['task']} | {b['temperature']} | {b['samples']} x {b['problems']} | "
                          f"{b['seeds']} | {cells} | {share} |")
         lines.append("")
+    if report.get("es_regime"):
+        lines += [es_regime_line(report["es_regime"]), ""]
     if report["input_problems"]:
         lines += ["**Input problems** (claims that needed these are marked 'missing data'):", ""]
         lines += [f"- {p}" for p in report["input_problems"]] + [""]

@@ -255,6 +255,23 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
     return runs
 
 
+def planned_needs(budget: Budget) -> set[tuple[str, str]]:
+    """What the budget's planned runs give the checks (real_checks.provided over every run of `plan`, with the
+    rescaled variant the plan adds once the main ES runs exist, and TrainConfig's defaults for what the budget
+    leaves unset): the report says "not run in this budget" for a claim that needs anything else."""
+    from escov.llm.config import TrainConfig
+    from escov.paper_checks.real_checks import provided
+
+    other = Path("base-sweep") if budget.sweep_populations else None
+    # any reward spread other than 1 gives center_scale != 1, the tag of the rescaled variant (evidence.ES_TAGS)
+    runs = plan(budget, Path("base"), other, {seed: 0.5 for seed in budget.seeds})
+    needs: set[tuple[str, str]] = set()
+    for name, cfg in runs.items():
+        full = TrainConfig.from_dict(cfg | {"out": name}, source=f"budget run {name}").to_dict()
+        needs |= provided(full, curve=budget.curve is not None, sweep=name.startswith("sweep-"))
+    return needs
+
+
 def _done(run_dir: Path) -> bool:
     """Whether a run has its final evaluation (a damaged eval.json: RunDirError naming it)."""
     from escov.llm.rundir import read_eval
@@ -530,7 +547,7 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     t_report, cpu_report = time.perf_counter(), cpu_seconds()
     report = build_report(sorted((out / "runs").iterdir()), out / REPORT_DIR, out / "theory.json",
                           out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose,
-                          published=load_published())
+                          published=load_published(), planned=planned_needs(budget))
     stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
                                               "job_seconds": round(time.perf_counter() - t_report, 1),
                                               "cpu_seconds": round(cpu_seconds() - cpu_report, 1), "jobs": 1}}

@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 
 from escov.paper_checks.design import seeds_to_detect
-from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_TESTABLE, fmt_interval
+from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_RUN, NOT_TESTABLE, fmt_interval
 from escov.theory.claims import BY_ID
 
 SUMMARY_LINES = 25
@@ -55,11 +55,11 @@ def _short(text: str, width: int = 118) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
-def part_status(claim_id: str, est: dict) -> str:
-    """One part's status by its claim's test (None bounds, written for infinite ones, decide nothing)."""
+def part_status(claim_id: str, label: str, est: dict) -> str:
+    """One part's status by its test (Claim.test_of; None bounds, written for infinite ones, decide nothing)."""
     if est["lo"] is None or est["hi"] is None:
         return INCONCLUSIVE
-    return BY_ID[claim_id].test.decide(est["lo"], est["hi"])
+    return BY_ID[claim_id].test_of(label).decide(est["lo"], est["hi"])
 
 
 def decided_parts(claim: dict) -> list[tuple[str, str]]:
@@ -68,7 +68,7 @@ def decided_parts(claim: dict) -> list[tuple[str, str]]:
     if real["status"] in (HOLDS, FAILS):
         return [(real["status"], f"{claim['id']}: {real['ours']}")]
     return [(status, f"{claim['id']}: {_segment(real['ours'], label)}")
-            for label, est in estimates(real).items() if (status := part_status(claim["id"], est)) in (HOLDS, FAILS)]
+            for label, est in estimates(real).items() if (status := part_status(claim["id"], label, est)) in (HOLDS, FAILS)]
 
 
 def _published_estimate(published: dict | None, claim_id: str, label: str) -> tuple[dict | None, str]:
@@ -76,34 +76,34 @@ def _published_estimate(published: dict | None, claim_id: str, label: str) -> tu
         if claim["id"] == claim_id:
             real = claim["levels"]["real"]
             est = estimates(real).get(label)
-            return est, (part_status(claim_id, est) if est else real["status"])
+            return est, (part_status(claim_id, label, est) if est else real["status"])
     return None, ""
 
 
-def effect_needed(claim_id: str, mean: float) -> float:
-    """How far an estimate lies from its test's decision boundary: what a design must detect to decide it
+def effect_needed(claim_id: str, label: str, mean: float) -> float:
+    """How far an estimate lies from its part's decision boundary: what a design must detect to decide it
     (directional: from the threshold; equivalence: inside the margin; 0 when it lies on the boundary's wrong side)."""
-    test = BY_ID[claim_id].test
+    test = BY_ID[claim_id].test_of(label)
     if test.kind == "equivalence":
         return max(0.0, test.margin - abs(mean))
     return abs(mean - test.threshold)
 
 
-def _scale(claim_id: str, est: dict) -> tuple[float, str]:
-    """How a part is printed: Pass@k and shares in points, entropy changes in %, nats as they are."""
-    unit = BY_ID[claim_id].test.unit
-    return (1.0, "") if unit == 1.0 else (100.0, "%" if claim_id == "entropy_collapse" else " pts")
+def _scale(claim_id: str, label: str) -> tuple[float, str]:
+    """How a part is printed, by its test's unit: Pass@k and shares in points, entropy changes in %, nats as they are."""
+    test = BY_ID[claim_id].test_of(label)
+    return test.unit, test.printed_unit
 
 
-def _fmt(claim_id: str, est: dict) -> str:
-    scale, unit = _scale(claim_id, est)
+def _fmt(claim_id: str, label: str, est: dict) -> str:
+    scale, unit = _scale(claim_id, label)
     if est["lo"] is None or est["hi"] is None:
         return f"{est['mean'] * scale:+.2f}{unit} (no interval)"
     return fmt_interval(est["mean"], est["lo"], est["hi"], scale, unit)
 
 
-def _detectable(claim_id: str, est: dict) -> str:
-    scale, unit = _scale(claim_id, est)
+def _detectable(claim_id: str, label: str, est: dict) -> str:
+    scale, unit = _scale(claim_id, label)
     d = est["detectable"]
     return "none (one seed)" if d is None or not math.isfinite(d) else f"{d * scale:.3g}{unit}"
 
@@ -121,16 +121,16 @@ def undecided_rows(report: dict, published: dict | None) -> list[dict]:
             rows.append({"claim": claim["id"], "part": "no estimate", "here": real["note"] or real["ours"], "design": "",
                          "detectable": "", "answer": "", "answer_detectable": "", "seeds_needed": ""})
         for label, est in estimates(real).items():
-            if part_status(claim["id"], est) != INCONCLUSIVE:
+            if part_status(claim["id"], label, est) != INCONCLUSIVE:
                 continue
             answer, answer_status = _published_estimate(published, claim["id"], label)
             seeds = ""
             if answer is not None and est["detectable"] is not None and math.isfinite(est["detectable"] or math.inf):
-                seeds = seeds_to_detect(est, effect_needed(claim["id"], answer["mean"]), most=MOST_SEEDS)
-            rows.append({"claim": claim["id"], "part": label, "here": _fmt(claim["id"], est), "design": est["design"],
-                         "detectable": _detectable(claim["id"], est),
-                         "answer": "" if answer is None else f"{_fmt(claim['id'], answer)}, {answer_status}",
-                         "answer_detectable": "" if answer is None else f"{_detectable(claim['id'], answer)} "
+                seeds = seeds_to_detect(est, effect_needed(claim["id"], label, answer["mean"]), most=MOST_SEEDS)
+            rows.append({"claim": claim["id"], "part": label, "here": _fmt(claim["id"], label, est), "design": est["design"],
+                         "detectable": _detectable(claim["id"], label, est),
+                         "answer": "" if answer is None else f"{_fmt(claim['id'], label, answer)}, {answer_status}",
+                         "answer_detectable": "" if answer is None else f"{_detectable(claim['id'], label, answer)} "
                                                                         f"({answer['design']})",
                          "seeds_needed": seeds})
     return rows
@@ -141,7 +141,7 @@ def undecided_markdown(report: dict, published: dict | None) -> list[str]:
     rows = undecided_rows(report, published)
     untested = [f"- {c['id']}: {c['levels']['real']['status']}" + (f" ({c['levels']['real']['note']})"
                                                                  if c["levels"]["real"]["note"] else "")
-                for c in report["claims"] if c["levels"]["real"]["status"] in (MISSING, NOT_TESTABLE)
+                for c in report["claims"] if c["levels"]["real"]["status"] in (NOT_RUN, MISSING, NOT_TESTABLE)
                 and BY_ID[c["id"]].real]   # claims with no real-run check at all are theory's and simulate's
     if not rows and not untested:
         return []
@@ -174,8 +174,8 @@ def _key_line(who: str, report: dict | None) -> str:
             if est is None:
                 note = real["note"].removeprefix(real["status"] + ": ")
                 return _short(f"  {who:10s} {real['status']}: {note}")
-            return (f"  {who:10s} {_fmt(KEY_CLAIM, est)}, {part_status(KEY_CLAIM, est)}; {est['design']}, "
-                    f"detectable {_detectable(KEY_CLAIM, est)}")
+            return (f"  {who:10s} {_fmt(KEY_CLAIM, KEY_PART, est)}, {part_status(KEY_CLAIM, KEY_PART, est)}; {est['design']}, "
+                    f"detectable {_detectable(KEY_CLAIM, KEY_PART, est)}")
     return f"  {who:10s} not in this report"
 
 

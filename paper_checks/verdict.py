@@ -3,7 +3,9 @@
 The decision rules themselves (directional, equivalence, ratio, identity) live in theory.decisions,
 shared with simulate, and a claim's Test (theory.claims) decides with them; the design that gives
 real-run intervals lives in paper_checks.design. The statuses are theory.decisions' verdict words and
-the three a level adds when it decides nothing: not testable, outside the lemma's regime, missing data.
+the ones a level adds when it decides nothing: not testable, outside the lemma's regime, missing data (the runs
+a check needs were planned, or no budget says what was planned, and their data are absent or damaged), and not
+run in this budget (the reproduction's budget plans none of the runs or measurements the check needs).
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from escov.theory.decisions import DECISIONS, FAILS, HOLDS, IDENTITY, INCONCLUSI
 NOT_TESTABLE = "not testable here"
 OUTSIDE_REGIME = "outside the lemma's regime"   # measured where the lemma does not claim to hold: no decision
 MISSING = "missing data"
-STATUSES = (*DECISIONS, NOT_TESTABLE, OUTSIDE_REGIME, MISSING)
-__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "IDENTITY", "NOT_TESTABLE", "OUTSIDE_REGIME", "MISSING", "STATUSES",
+NOT_RUN = "not run in this budget"
+STATUSES = (*DECISIONS, NOT_TESTABLE, OUTSIDE_REGIME, MISSING, NOT_RUN)
+__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "IDENTITY", "NOT_TESTABLE", "OUTSIDE_REGIME", "MISSING", "NOT_RUN", "STATUSES",
            "Verdict", "fmt_interval", "decimals"]
 
 

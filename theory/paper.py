@@ -1,5 +1,5 @@
-"""The paper, transcribed once (Ba et al. 2026, arXiv 2608.27351 v2): its settings, thresholds and
-reported numbers, for every level. docs/paper.md describes them in words.
+"""The paper, transcribed once (Ba et al. 2026, arXiv 2608.27351, the version VERSION of DATE): its settings,
+thresholds and reported numbers, for every level. docs/paper.md describes them in words.
 
 Settings (easy setting): ES with N = 32 members, sigma = 1.5e-3, alpha = 2.5e-4 (1/sigma folded in),
 z-scoring with eps 1e-8; GRPO with G = 8 samples per prompt, advantage eps 1e-4 (TRL). Table 4's
@@ -7,6 +7,8 @@ magnitude thresholds tau; Lemma 1 is claimed where its validity parameter s = (s
 small, read here as s <= 0.05. Reported Pass@K values are x100.
 """
 from __future__ import annotations
+
+ARXIV, VERSION, DATE = "2608.27351", "v1", "29 August 2026"   # the version transcribed, as the paper gives it
 
 # ----------------------------------------------------------------------------- settings and thresholds
 PAPER_POPULATION_SIZE = 32

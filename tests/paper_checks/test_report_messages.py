@@ -87,7 +87,7 @@ def test_frontier_legend_lies_outside_every_panel(tmp_path, p_base, figures):
     assert len(holders) == 1 and not holders[0].axison and not holders[0].lines and not fig.legends
     legend = holders[0].get_legend()
     box = legend.get_window_extent(renderer)
-    assert {t.get_text() for t in legend.get_texts()} == {"es (2 seeds)", "grpo (2 seeds)", "base"}
+    assert {t.get_text() for t in legend.get_texts()} == {"es (2 seeds)", "grpo (2 seeds)", "base (mean over seeds)"}
     panels = [ax for ax in fig.axes if ax is not holders[0]]
     assert panels and not any(box.overlaps(ax.get_window_extent(renderer)) for ax in panels)
 
@@ -128,3 +128,22 @@ def test_the_frontiers_pooled_line_is_the_seeds_read_at_matched_pass1_and_dashed
     assert y[5] == pytest.approx(np.mean(by_hand), abs=1e-12)
     x, y = solid["grpo"].get_data()
     assert dense[10].mean() - dense[0].mean() > RESOLUTION and np.isnan(y[1:-1]).all()   # seed 1 has its ends only
+
+
+def test_the_frontiers_base_marker_is_the_mean_over_seeds_of_their_step_0_points(tmp_path, p_base, figures):
+    """Two seeds whose base points differ (each seed samples its own base evaluation): the star of every panel sits
+    at the mean of the two seeds' step-0 points, read here from their curve.json by hand."""
+    dirs = [make_run(tmp_path, f"es{s}", "es", s, p_base, p_base,
+                     curve_p=[np.clip(scale * p_base + 0.05 * t, 0, 1) for t in range(4)])
+            for s, scale in ((0, 1.0), (1, 0.4))]
+    plots.frontier(collect(dirs), tmp_path)
+    firsts = [json.loads((d / "curve.json").read_text())["points"][0]["sampled"] for d in dirs]
+    assert firsts[0]["pass_at_k"]["1"] - firsts[1]["pass_at_k"]["1"] > 0.05   # the two bases differ
+    by_hand = {"pass@32": [np.mean(pass_at_k_counts(f["n"], [q["correct"] for q in f["per_problem"]], 32)) for f in firsts],
+               "entropy": [f["mean_token_entropy"] for f in firsts]}
+    panels = {ax.get_ylabel(): ax for ax in figures[-1].axes}
+    for key, ylabel in (("pass@32", "Pass@32"), ("entropy", "token entropy (nats)")):
+        (star,) = [c for c in panels[ylabel].collections if c.get_label() == "base (mean over seeds)"]
+        x, y = star.get_offsets()[0]
+        assert x == pytest.approx(np.mean([f["pass_at_k"]["1"] for f in firsts]), abs=1e-12)
+        assert y == pytest.approx(np.mean(by_hand[key]), abs=1e-12)

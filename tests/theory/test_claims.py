@@ -30,7 +30,7 @@ def _rule(test: ClaimTest, lo: float, hi: float) -> str:
 def test_every_claim_is_one_record_with_a_test_that_decides_by_its_kinds_rule():
     assert len(set(CLAIM_IDS)) == len(CLAIMS) and set(BY_ID) == set(CLAIM_IDS)
     for claim in CLAIMS:
-        for test in {id(t): t for t in (claim.test, claim.simulate_test)}.values():
+        for test in {id(t): t for t in (claim.test, claim.simulate_test, *dict(claim.parts).values())}.values():
             for lo, hi in itertools.combinations_with_replacement(ENDS, 2):
                 if test.kind == "ratio" and lo <= 0:
                     continue  # a ratio's interval is positive (drift_ratio maps a non-positive end to -inf)
@@ -73,3 +73,16 @@ def test_a_claims_verdict_has_one_path_its_tests_decide():
     assert offenders == []
     calls, defs = _calls_and_defs(ROOT / "theory" / "claims.py")
     assert "decide" in defs and rules <= calls
+
+
+def test_claims_quoting_table_2_say_it_is_the_six_task_average():
+    """A claim's paper numbers from Table 2 (Qwen2.5-1.5B's base 41.0/75.4/80.2 and the rest) are the average over six
+    tasks; the claim's text says so wherever it quotes them, and so does every effect size taken from them."""
+    from escov.theory import paper
+    from escov.theory.claims import T2
+    triples = ["/".join(f"{v:.1f}" for v in values) for by_method in paper.TABLE2_EASY.values() for values in by_method.values()]
+    quoting = [c for c in CLAIMS if any(t in c.paper for t in triples)]
+    assert {c.id for c in quoting} >= {"grpo_raises_pass1", "es_improves_over_base"}
+    for c in quoting:
+        assert T2 in c.paper, c.id
+    assert T2 in BY_ID["matched_passk_above_grpo"].test.paper_effect and T2 in BY_ID["grpo_raises_pass1"].test.paper_effect
