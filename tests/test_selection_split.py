@@ -52,6 +52,8 @@ def test_a_generated_split_asked_for_more_problems_than_it_holds_says_how_many_i
     with pytest.raises(ValueError, match=r"the test split of task countdown \(2-2 numbers, at least 1 solutions\) "
                                          r"holds only about \d+ distinct problems .* ask for \d+ or fewer"):
         task.problems("test", 500, seed=0)
+    with pytest.raises(ValueError, match=r"the validation split of task arithmetic holds only about \d+ distinct problems"):
+        get_task("arithmetic").problems("validation", 5000, seed=0)   # about 850 questions of 16,920 are validation
 
 
 def _measure_bases():
