@@ -14,7 +14,9 @@ method's count of measured points inside the range.
 
 Estimate: the per-(seed, prompt) value is the mean over the compared levels of y_A(L)[p] - y_B(L)[p],
 runs paired by seed; its interval comes from escov.paper_checks.design.seeds_by_prompts. One number per
-claim, so testing several levels is not a multiple comparison.
+claim, so testing several levels is not a multiple comparison. With at="top" the value is read at the
+highest supported level alone (AT_TOP): the highest Pass@1 both methods reach, where GRPO has sharpened most,
+not an average that starts one or two steps from the base where the difference must be about 0.
 
 Bias control, beside every difference: the method with more measured points in the range (over its
 runs) is thinned to the other's layout (per seed, for each point of the other run, its own point
@@ -36,6 +38,7 @@ from escov.theory.matched import RESOLUTION, compared_levels, differences_at, po
 from escov.theory.metrics import pass_at_k_counts
 
 MIN_RANGE = 0.02    # the common Pass@1 range must span at least 2 points
+AT_LEVELS, AT_TOP = "levels", "top"   # read over every supported level, or at the highest one alone
 NO_PAIRS = "no runs of both methods on the same seeds and prompts"
 
 
@@ -137,9 +140,11 @@ def _bias(pairs, values_of, levels, lo: float, hi: float) -> tuple[str, np.ndarr
     return "ab"[side], np.stack(shifts)
 
 
-def _supported_levels(a: list[Curve], b: list[Curve], resolution: float, names: tuple[str, str]):
-    """(pairs, info, the supported common levels) of two methods' curves; (None, info with "reason",
-    None) when no run pairs or no level passes the support rule."""
+def _supported_levels(a: list[Curve], b: list[Curve], resolution: float, names: tuple[str, str], at: str = AT_LEVELS):
+    """(pairs, info, the supported common levels: all of them, or with at=AT_TOP the highest) of two methods'
+    curves; (None, info with "reason", None) when no run pairs or no level passes the support rule."""
+    if at not in (AT_LEVELS, AT_TOP):
+        raise ValueError(f"at must be {AT_LEVELS!r} or {AT_TOP!r}, got {at!r}")
     pairs = paired(a, b)
     if not pairs:
         return None, {"pairs": 0, "reason": NO_PAIRS}, None
@@ -147,17 +152,19 @@ def _supported_levels(a: list[Curve], b: list[Curve], resolution: float, names: 
     reason = _not_compared(info, names)
     if reason is not None:
         return None, info | {"reason": reason, "not_testable": reason.startswith("not testable")}, None
+    if at == AT_TOP:
+        info["compared_levels"] = [max(info["compared_levels"])]
     return pairs, info, np.array(info["compared_levels"])
 
 
 def matched_difference(a: list[Curve], b: list[Curve], metric: str, *, resolution: float = RESOLUTION,
-                       names: tuple[str, str] = ("A", "B")) -> tuple[Estimate | None, dict]:
-    """Mean over the supported common Pass@1 levels of a - b in `metric`, per (seed, prompt), with its
-    interval; (None, info with "reason") when nothing can be compared. info also holds the range, the
+                       names: tuple[str, str] = ("A", "B"), at: str = AT_LEVELS) -> tuple[Estimate | None, dict]:
+    """Mean over the supported common Pass@1 levels (at=AT_TOP: the highest alone) of a - b in `metric`, per
+    (seed, prompt), with its interval; (None, info with "reason") when nothing can be compared. info also holds the range, the
     levels, which are supported, each method's measured points in range per run, the per-level mean
     difference, the bias control ("bias": the method thinned and its Estimate) and the design's plan (its
     variance components and the seeds a 2-point effect needs, design.plan)."""
-    pairs, info, levels = _supported_levels(a, b, resolution, names)
+    pairs, info, levels = _supported_levels(a, b, resolution, names, at)
     if pairs is None:
         return None, info
     diffs = np.stack([differences_at(levels, ca.pass1, ca.metric(metric), cb.pass1, cb.metric(metric)) for ca, cb in pairs])

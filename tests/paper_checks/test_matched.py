@@ -186,6 +186,30 @@ def test_spreading_method_has_higher_pass32_at_matched_pass1_both_ways(base_logi
     assert len(entropy) == 4
 
 
+def test_the_top_reading_is_the_highest_supported_level_alone_read_at_each_runs_first_crossing(base_logit):
+    """at="top": one level, the highest the levels reading supports; its value per (seed, prompt) spelled here
+    independently (linear interpolation of the per-prompt Pass@32 between the two points around the first
+    crossing of the level)."""
+    from escov.theory.metrics import pass_at_k_counts
+
+    rng = np.random.default_rng(0)
+    spread, sharp = _curves(_spreading, _sharpening, rng, base_logit)
+    _, every = matched_difference(spread, sharp, "pass@32")
+    top, info = matched_difference(spread, sharp, "pass@32", at="top")
+    level = max(every["compared_levels"])
+    assert info["compared_levels"] == [level] and len(every["compared_levels"]) > 1
+
+    def read(curve):
+        i = int(np.argmax(curve.pass1 >= level))
+        f = (level - curve.pass1[i - 1]) / (curve.pass1[i] - curve.pass1[i - 1])
+        rows = [pass_at_k_counts(curve.n, curve.counts[j], 32) for j in (i - 1, i)]
+        return rows[0] + f * (rows[1] - rows[0])
+
+    assert top.mean == pytest.approx(np.mean([read(a) - read(b) for a, b in zip(spread, sharp)]))
+    with pytest.raises(ValueError, match="at must be 'levels' or 'top'"):
+        matched_difference(spread, sharp, "pass@32", at="highest")
+
+
 def test_no_common_range_is_not_compared(base_logit):
     rng = np.random.default_rng(1)
     flat = lambda b, s, r: _points(np.repeat(_sigmoid(b)[None, :], DENSE_STEPS, 0), r)
