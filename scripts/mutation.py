@@ -57,7 +57,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 ("tests/llm/test_reward_conventions.py", "tests/llm/test_countdown.py", "tests/llm/test_countdown_files.py",
                  "tests/llm/test_math_grader.py", "tests/llm/test_safe_arith.py")),
     "noise": (("llm/es/noise.py",), ("tests/llm/test_es_noise.py",)),
-    "grpo": (("llm/grpo.py",), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
+    "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
     # again (20-30 s each); the reader and writer it checks end to end are tested in process by test_rundir_records.py
     "rundir": (("llm/rundir.py", "paper_checks/rundir.py"),
