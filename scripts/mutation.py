@@ -40,14 +40,14 @@ else:  # Python 3.10: the same parser, packaged as tomli (a dependency there)
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "mutants-work"
 DOC = ROOT / "docs" / "mutation.md"
-SOURCES = ("theory", "simulate", "llm", "paper_checks", "tests")
+LEVELS = ("theory", "simulate", "llm", "paper_checks")  # imported as escov.LEVEL (pyproject.toml's package-dir)
 
 # group -> (modules mutated, the group's own test files). The first file's first test must fail quickly when
 # every function of the modules raises (mutmut's forced-fail check runs the files in this order).
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "decisions": (("theory/decisions.py", "theory/claims.py", "paper_checks/verdict.py", "paper_checks/design.py"),
                   ("tests/theory/test_decisions.py", "tests/paper_checks/test_decide_combine.py", "tests/theory/test_claims.py",
-                   "tests/paper_checks/test_design_coverage.py")),
+                   "tests/paper_checks/test_design_coverage.py", "tests/paper_checks/test_design_planning.py")),
     "real_checks": (("paper_checks/real_checks.py",),
                     ("tests/paper_checks/test_paper_checks_verdicts.py", "tests/paper_checks/test_report_rendering.py")),
     "matched": (("theory/matched.py", "paper_checks/matched.py"),
@@ -102,10 +102,14 @@ def prepare(group: str) -> Path:
     modules, tests = GROUPS[group]
     work = WORK / group
     work.mkdir(parents=True, exist_ok=True)
-    for name in SOURCES:
-        link = work / name
-        if not link.is_symlink():
-            link.symlink_to(ROOT / name)
+    # the installed layout, escov/LEVEL/...: mutmut names a mutant by its file's path and runs it when the
+    # function's module (escov.llm.grpo, as the tests import it) has that name; the levels are also copied
+    # unmutated to the top (also_copy) for the tests that read the repository's files (test_claims.py)
+    (work / "escov").mkdir(exist_ok=True)
+    for link, target in [("escov/__init__.py", "escov/__init__.py"), ("tests", "tests"),
+                         *((f"escov/{level}", level) for level in LEVELS), *((level, level) for level in LEVELS)]:
+        if not (work / link).is_symlink():
+            (work / link).symlink_to(ROOT / target)
     pytest_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     deselect = [arg for test in DESELECTED if test.split("::")[0] in tests for arg in ("--deselect", test)]
     text = "\n".join([
@@ -117,7 +121,7 @@ def prepare(group: str) -> Path:
         f"markers = {toml_list(pytest_cfg['markers'])}",
         "",
         "[tool.mutmut]",
-        f"source_paths = {toml_list(SOURCES[:-1])}",
+        f"source_paths = {toml_list(['escov/__init__.py', *(f'escov/{level}' for level in LEVELS)])}",
         # one fork server imports the tests once and forks a child per mutant: without it every mutant
         # pays the import of torch, scipy and transformers (about 6 s) before its tests run
         'process_isolation = "forkserver"',
@@ -128,7 +132,8 @@ def prepare(group: str) -> Path:
         # (each mutant's tests run in a session of their own: the first use of a transformers model class
         # imports it, 3-4 s), so at its 1 s a mutant whose tests load the tiny model timed out before they ran
         "timeout_constant = 5.0",
-        f"only_mutate = {toml_list(modules)}",
+        f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
+        f"also_copy = {toml_list(LEVELS)}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
         f"pytest_add_cli_args = {toml_list(deselect)}",
         "",
@@ -202,7 +207,8 @@ def summary(groups: list[str], doc: str) -> tuple[str, list[str]]:
     table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     unexplained = []
     for group in groups:
-        for name, status in results(group):
+        for full_name, status in results(group):
+            name = full_name.removeprefix("escov.")  # docs/mutation.md names modules by their folder: llm.grpo
             row = table[RESULT.match(f"{name}: {status}").group(1)]
             row["mutants"] += 1
             if status in CAUGHT:
