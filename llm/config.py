@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from escov.llm.device import check_device_spec
+from escov.llm.grpo_losses import LOSSES
 from escov.llm.member_options import MEMBER_MODES, DistributedConfig, check_options
 from escov.llm.tasks.data_files import parse_fields, train_records_of
 from escov.llm.tasks.reasoning_format import PROMPT_STYLES
@@ -105,7 +106,6 @@ class ESConfig:
 
 # ----------------------------------------------------------------------------- [grpo]: llm/grpo.py
 
-LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")  # llm/grpo.py LOSSES: how the per-token terms are averaged
 SCALE_REWARDS = ("group", "batch", "none")  # what the centred rewards are divided by (TRL's names)
 # scale_rewards's former true / false (TRL takes both)
 SCALE_REWARDS_BOOL = {True: "group", False: "none", "true": "group", "false": "none"}
@@ -162,8 +162,8 @@ class GRPOConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0 or (low_open and v == 0):
                 raise ValueError(f"grpo.{name} must be a finite number {'> 0' if low_open else '>= 0'}, got {v!r}")
-        if self.loss_type not in LOSS_TYPES:
-            raise ValueError(f"grpo.loss_type must be one of {list(LOSS_TYPES)}, got {self.loss_type!r}")
+        if self.loss_type not in LOSSES:
+            raise ValueError(f"grpo.loss_type must be one of {list(LOSSES)}, got {self.loss_type!r}")
         for name, choices in (("scale_rewards", SCALE_REWARDS), ("lr_scheduler_type", LR_SCHEDULERS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"grpo.{name} must be one of {list(choices)}, got {getattr(self, name)!r}")

@@ -206,7 +206,7 @@ def parse_ks(text: str) -> list[int]:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Validate everything cheap first (task, data, n vs k, model directory), then load and evaluate."""
+    """Validate everything cheap first (n vs k, the device, task, data, model directory), then load and evaluate."""
     import torch
 
     from escov.llm.cli import progress_enabled
@@ -216,6 +216,7 @@ def run_command(args: argparse.Namespace) -> int:
     from escov.llm.problem_sets import eval_set, fit_to_data
 
     ks = check_eval_args(args.n, parse_ks(args.k))
+    device = resolve_device(args.device, "--device")  # before the task, the tokenizer and the model load
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {args.out} is a file, not a directory")
@@ -238,7 +239,6 @@ def run_command(args: argparse.Namespace) -> int:
     source = f"data file {args.data}" if args.data is not None else f"task {args.task} (test problems)"
     # before the model loads
     check_prompt_lengths({source: problems}, load_tokenizer(args.model), args.model, max_new_tokens)
-    device = resolve_device(args.device, "--device")
     with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed, device=device) as engine:
         result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
                           max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,

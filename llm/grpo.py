@@ -10,7 +10,7 @@ One step on a batch of B prompts:
         ratio_t = pi_theta(y_t | .) / pi_old(y_t | .)        (log-probs at the sampling temperature)
         l_t = -min(ratio_t A, clip(ratio_t, 1 - epsilon, 1 + epsilon_high) A) + beta * k3_t
         k3_t = exp(log pi_ref - log pi_theta) - (log pi_ref - log pi_theta) - 1   (KL to the frozen reference)
-    the loss averages l_t over the completions' tokens as loss_type says (LOSSES below);
+    the loss averages l_t over the completions' tokens as loss_type says (llm/grpo_losses.py);
     mask_truncated_completions: tokens of completions cut at max_completion_length get no term.
 
 TRL's std is Bessel-corrected (ddof 1); ours is the population std (ddof 0) of docs/paper.md, in every mode.
@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from escov.llm.config import SCALE_REWARDS_BOOL, GRPOConfig  # with every other setting (importable without torch)
+from escov.llm.grpo_losses import LOSSES
 from escov.llm.rollout import Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
 from escov.llm.tasks.base import Problem, Task
 from escov.theory.errors import NonFiniteError
@@ -67,28 +68,6 @@ def per_token_terms(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | N
         k3 = torch.exp(diff) - diff - 1
         per_token = per_token + cfg.beta * k3
     return per_token, k3, ratio
-
-
-def grpo_mean(per_token, mask, *, n_seq: int, n_tok: float, max_completion_length: int):
-    """"grpo": (1/S) sum_i (1/T_i) sum_t l_it, each completion's token mean (the paper's 1/T_i), then the mean
-    over the S completions of the batch."""
-    return ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)).sum() / n_seq
-
-
-def bnpo_mean(per_token, mask, *, n_seq: int, n_tok: float, max_completion_length: int):
-    """"bnpo" and "dapo": sum_it l_it / sum_i T_i, the mean over every completion token of the batch. (TRL:
-    bnpo divides by the tokens of its micro-batch, dapo by those of the whole generation batch; here the
-    batch is one update on one process, where the two are the same.)"""
-    return (per_token * mask).sum() / max(n_tok, 1.0)
-
-
-def dr_grpo_mean(per_token, mask, *, n_seq: int, n_tok: float, max_completion_length: int):
-    """"dr_grpo" (Dr. GRPO): sum_it l_it / (S * max_completion_length), a constant normalizer free of the
-    completions' lengths."""
-    return (per_token * mask).sum() / (n_seq * max_completion_length)
-
-
-LOSSES = {"grpo": grpo_mean, "bnpo": bnpo_mean, "dapo": bnpo_mean, "dr_grpo": dr_grpo_mean}
 
 
 def grpo_loss(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, adv: torch.Tensor, mask: torch.Tensor,

@@ -50,7 +50,7 @@ from escov.llm.es import ES, check_setup, make_es, select_parameters
 from escov.llm.es.factory import engine_settings
 from escov.llm.grpo import GRPO
 from escov.llm.interrupts import stop_if_requested
-from escov.llm.engines.base import load_tokenizer
+from escov.llm.engines.base import check_model_dir, load_tokenizer
 from escov.llm.lemma_measurements import measure_population
 from escov.llm.problem_sets import ProblemSet, eval_set, fit_to_data, heldout_set, probe_problems
 from escov.llm.prompt_lengths import check_prompt_lengths
@@ -93,6 +93,7 @@ class TrainingRun:
         cfg.device = resolve_device(cfg.device)  # config.json records the resolved device
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
+        check_model_dir(cfg.model)  # a missing or damaged model fails before the problems are generated (seconds)
         self.task = task if task is not None else cfg.make_task()
         for note in fit_to_data(cfg, self.task):  # before config.json is written: it records the sizes used
             print(f"note: {note}", file=sys.stderr, flush=True)

@@ -207,9 +207,8 @@ def seeds_to_detect(est: dict, effect: float, most: int = 64) -> int | None:
         half = (est["hi"] - est["lo"]) / 2
         t_s, t_p = t_quantile(seeds - 1, q), t_quantile(prompts - 1, q)
         v_s = min(se ** 2, max(0.0, (half ** 2 - t_p ** 2 * se ** 2) / (t_s ** 2 - t_p ** 2)))
-        df_scale = 1.0
     else:
-        v_s, t_p = se ** 2, 0.0
+        v_s = se ** 2
         df_scale = est["df"] / (seeds - 1)   # a Welch interval of two groups has more df than one group's S - 1
     v_p = se ** 2 - v_s
     for n in range(2, most + 1):

@@ -40,14 +40,14 @@ else:  # Python 3.10: the same parser, packaged as tomli (a dependency there)
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "mutants-work"
 DOC = ROOT / "docs" / "mutation.md"
-SOURCES = ("theory", "simulate", "llm", "paper_checks", "tests")
+LEVELS = ("theory", "simulate", "llm", "paper_checks")  # imported as escov.LEVEL (pyproject.toml's package-dir)
 
 # group -> (modules mutated, the group's own test files). The first file's first test must fail quickly when
 # every function of the modules raises (mutmut's forced-fail check runs the files in this order).
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "decisions": (("theory/decisions.py", "theory/claims.py", "paper_checks/verdict.py", "paper_checks/design.py"),
                   ("tests/theory/test_decisions.py", "tests/paper_checks/test_decide_combine.py", "tests/theory/test_claims.py",
-                   "tests/paper_checks/test_design_coverage.py")),
+                   "tests/paper_checks/test_design_coverage.py", "tests/paper_checks/test_design_planning.py")),
     "real_checks": (("paper_checks/real_checks.py",),
                     ("tests/paper_checks/test_paper_checks_verdicts.py", "tests/paper_checks/test_report_rendering.py")),
     "matched": (("theory/matched.py", "paper_checks/matched.py"),
@@ -57,7 +57,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 ("tests/llm/test_reward_conventions.py", "tests/llm/test_countdown.py", "tests/llm/test_countdown_files.py",
                  "tests/llm/test_math_grader.py", "tests/llm/test_safe_arith.py")),
     "noise": (("llm/es/noise.py",), ("tests/llm/test_es_noise.py",)),
-    "grpo": (("llm/grpo.py",), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
+    "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
     # again (20-30 s each); the reader and writer it checks end to end are tested in process by test_rundir_records.py
     "rundir": (("llm/rundir.py", "paper_checks/rundir.py"),
@@ -75,7 +75,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # there ran them again (the direct properties of test_safe_arith.py and test_countdown.py test those
 # functions). The math grader's load test and its evaluation test start fresh grading workers (and busy loops, or
 # a model) in each mutant's session: their grades come from the worker processes, which mutmut does not map.
-# The two vLLM tests of the es group start a vLLM engine (25-30 s) in each mutant's session; the
+# The vLLM test of the es group starts a vLLM engine (25-30 s) in each mutant's session; the
 # hugging-face tests reach the same center, plan and update.
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
@@ -83,7 +83,6 @@ DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_u
               "tests/llm/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
               "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
               "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
-              "tests/llm/test_es_engine.py::test_members_and_restore_on_vllm",
               "tests/llm/test_es_conformance.py::test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm")
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
@@ -103,10 +102,14 @@ def prepare(group: str) -> Path:
     modules, tests = GROUPS[group]
     work = WORK / group
     work.mkdir(parents=True, exist_ok=True)
-    for name in SOURCES:
-        link = work / name
-        if not link.is_symlink():
-            link.symlink_to(ROOT / name)
+    # the installed layout, escov/LEVEL/...: mutmut names a mutant by its file's path and runs it when the
+    # function's module (escov.llm.grpo, as the tests import it) has that name; the levels are also copied
+    # unmutated to the top (also_copy) for the tests that read the repository's files (test_claims.py)
+    (work / "escov").mkdir(exist_ok=True)
+    for link, target in [("escov/__init__.py", "escov/__init__.py"), ("tests", "tests"),
+                         *((f"escov/{level}", level) for level in LEVELS), *((level, level) for level in LEVELS)]:
+        if not (work / link).is_symlink():
+            (work / link).symlink_to(ROOT / target)
     pytest_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     deselect = [arg for test in DESELECTED if test.split("::")[0] in tests for arg in ("--deselect", test)]
     text = "\n".join([
@@ -118,7 +121,7 @@ def prepare(group: str) -> Path:
         f"markers = {toml_list(pytest_cfg['markers'])}",
         "",
         "[tool.mutmut]",
-        f"source_paths = {toml_list(SOURCES[:-1])}",
+        f"source_paths = {toml_list(['escov/__init__.py', *(f'escov/{level}' for level in LEVELS)])}",
         # one fork server imports the tests once and forks a child per mutant: without it every mutant
         # pays the import of torch, scipy and transformers (about 6 s) before its tests run
         'process_isolation = "forkserver"',
@@ -129,7 +132,8 @@ def prepare(group: str) -> Path:
         # (each mutant's tests run in a session of their own: the first use of a transformers model class
         # imports it, 3-4 s), so at its 1 s a mutant whose tests load the tiny model timed out before they ran
         "timeout_constant = 5.0",
-        f"only_mutate = {toml_list(modules)}",
+        f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
+        f"also_copy = {toml_list(LEVELS)}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
         f"pytest_add_cli_args = {toml_list(deselect)}",
         "",
@@ -203,7 +207,8 @@ def summary(groups: list[str], doc: str) -> tuple[str, list[str]]:
     table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     unexplained = []
     for group in groups:
-        for name, status in results(group):
+        for full_name, status in results(group):
+            name = full_name.removeprefix("escov.")  # docs/mutation.md names modules by their folder: llm.grpo
             row = table[RESULT.match(f"{name}: {status}").group(1)]
             row["mutants"] += 1
             if status in CAUGHT:

@@ -10,10 +10,12 @@ import sys
 import pytest
 import torch
 
+from escov.llm.cli import main as llm_main
 from escov.llm.config import TrainConfig
 from escov.llm.device import check_device_spec, check_resume_device, device_kind, resolve_device, resume_device
 from escov.llm.es.noise import PopulationNoise, noise
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the errors of a machine without CUDA")
 
 
@@ -83,11 +85,21 @@ def test_noise_on_an_explicit_cpu_device_is_the_default_stream_bit_for_bit():
 
 
 def _cli(*args):
+    """`python -m escov.llm ARGS` in a fresh process: the runs that train or evaluate (they set torch's threads)."""
     from pathlib import Path
     import os
 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     return subprocess.run([sys.executable, "-m", "escov.llm", *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def _refused(capsys, *args) -> str:
+    """The one-line error of `python -m escov.llm ARGS` refused with exit code 2, run in this process (the same
+    main; a refusal happens before anything is loaded, so a fresh process would only pay torch's import again)."""
+    with pytest.raises(SystemExit) as exit_:
+        llm_main(list(args))
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
 
 
 SMALL_RUN = ["--algo", "es", "--steps", "1", "--batch_size", "2", "--train_pool", "4", "--threads", "1",
@@ -98,36 +110,33 @@ SMALL_RUN = ["--algo", "es", "--steps", "1", "--batch_size", "2", "--train_pool"
 
 
 @no_cuda
-def test_a_run_records_its_resolved_device_and_a_resume_on_cuda_is_refused(tiny_model_dir, tmp_path):
+def test_a_run_records_its_resolved_device_and_a_resume_on_cuda_is_refused(tiny_model_dir, tmp_path, capsys):
     run = tmp_path / "run"
     done = _cli("train", *SMALL_RUN, "--model", str(tiny_model_dir), "--out", str(run), "--device", "auto")
     assert done.returncode == 0, done.stderr[-2000:]
     config = json.loads((run / "config.json").read_text())
     assert config["device"] == "cpu"  # "auto" resolved on this machine
-    refused = _cli("train", "--resume", str(run), "--device", "cuda")
-    assert refused.returncode == 2 and "CUDA is not available on this machine" in refused.stderr
+    assert "CUDA is not available on this machine" in _refused(capsys, "train", "--resume", str(run), "--device", "cuda")
     config["device"] = "cuda:0"  # as if the run had started on a GPU machine
     (run / "config.json").write_text(json.dumps(config))
-    refused = _cli("train", "--resume", str(run))
-    assert refused.returncode == 2 and "started on 'cuda:0' and would resume on 'cpu'" in refused.stderr
+    assert "started on 'cuda:0' and would resume on 'cpu'" in _refused(capsys, "train", "--resume", str(run))
     allowed = _cli("train", "--resume", str(run), "--allow_device_change", "true", "--re_evaluate")  # finished: evaluate again
     assert allowed.returncode == 0, allowed.stderr[-2000:]
     assert json.loads((run / "config.json").read_text())["device"] == "cpu"
-    misuse = _cli("train", *SMALL_RUN, "--model", str(tiny_model_dir), "--out", str(tmp_path / "b"),
-                  "--allow_device_change", "true")
-    assert misuse.returncode == 2 and "only applies with --resume" in misuse.stderr
+    assert "only applies with --resume" in _refused(capsys, "train", *SMALL_RUN, "--model", str(tiny_model_dir),
+                                                    "--out", str(tmp_path / "b"), "--allow_device_change", "true")
+    assert not (tmp_path / "b").exists()
 
 
 @no_cuda
-def test_eval_and_pretrain_refuse_cuda_on_this_machine_with_one_line_errors(tiny_model_dir, tmp_path):
-    ev = _cli("eval", "--model", str(tiny_model_dir), "--task", "countdown", "--n", "2", "--k", "1",
-              "--num-problems", "2", "--device", "cuda", "--out", str(tmp_path / "ev"))
-    assert ev.returncode == 2 and "--device 'cuda': CUDA is not available" in ev.stderr
-    pre = _cli("pretrain", "--preset", "test", "--out", str(tmp_path / "m"), "--device", "cuda:0")
-    assert pre.returncode == 2 and "--device 'cuda:0': CUDA is not available" in pre.stderr
-    ok = _cli("eval", "--model", str(tiny_model_dir), "--task", "countdown", "--n", "2", "--k", "1",
-              "--num-problems", "2", "--device", "cpu", "--no-progress", "--out", str(tmp_path / "ev"))
-    assert ok.returncode == 0, ok.stderr[-2000:]
+def test_eval_and_pretrain_refuse_cuda_on_this_machine_with_one_line_errors(tiny_model_dir, tmp_path, capsys):
+    flags = ["--model", str(tiny_model_dir), "--task", "countdown", "--n", "2", "--k", "1", "--num-problems", "2",
+             "--no-progress", "--out", str(tmp_path / "ev")]
+    assert "--device 'cuda': CUDA is not available" in _refused(capsys, "eval", *flags, "--device", "cuda")
+    assert "--device 'cuda:0': CUDA is not available" in _refused(capsys, "pretrain", "--preset", "test", "--out",
+                                                                   str(tmp_path / "m"), "--device", "cuda:0")
+    assert not (tmp_path / "ev").exists() and not (tmp_path / "m").exists()
+    assert llm_main(["eval", *flags, "--device", "cpu"]) == 0  # in this process: the eval sets no torch threads
     assert json.loads((tmp_path / "ev" / "eval.json").read_text())["device"] == "cpu"
 
 

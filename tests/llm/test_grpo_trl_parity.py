@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from escov.llm.grpo_losses import LOSSES
+
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("trl") is None, reason="trl is not installed")
 
 
@@ -71,7 +73,7 @@ def variant_trainers(batch, tmp_path_factory):
 
 @pytest.mark.parametrize("mask_truncated", [False, True])
 @pytest.mark.parametrize("epsilon_high", [None, 0.28])
-@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo"])
+@pytest.mark.parametrize("loss_type", list(LOSSES))
 def test_trl_variants_match_ours(batch, variant_trainers, loss_type, epsilon_high, mask_truncated):
     """Every loss_type x (epsilon_high or not) x scale_rewards x mask_truncated_completions: loss and gradient
     equal TRL's compute_loss on the identical batch, with the advantages of each scale_rewards mode."""

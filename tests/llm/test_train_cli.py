@@ -17,9 +17,10 @@ from escov.llm.cli import main as llm_main, progress_enabled
 from escov.llm.config import TrainConfig, config_from_args
 from escov.llm.settings_help import add_train_arguments
 from escov.llm.train_cli import start_line
-from test_train_run import _cfg, _cli, _flags, _outputs, _same
+from test_train_run import _cfg, _cli, _flags, _outputs, _run, _same
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _parse(argv):
@@ -168,17 +169,33 @@ def test_a_run_that_fails_before_training_leaves_no_folder(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def finished_es_run(tiny_model_dir, tmp_path_factory):
-    """An uninterrupted tiny ES run through the command, with progress bars off by TQDM_DISABLE."""
+    """An uninterrupted tiny ES run through the command, with progress bars off by TQDM_DISABLE: its folder,
+    stdout, stderr, and its outputs (_outputs) as the run wrote them, before a test evaluates it again."""
     run = tmp_path_factory.mktemp("cli") / "ref"
     proc = _cli(*_flags(_cfg(tiny_model_dir, run, "es")), env_extra={"TQDM_DISABLE": "1"},
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
-    return run, out, err
+    return run, out, err, _outputs(run)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(finished_es_run, tiny_model_dir, tmp_path_factory):
+    """The outputs of an uninterrupted run of an algorithm with the module's settings, made once (ES: the
+    module's finished run, not a second one)."""
+    made = {"es": finished_es_run[3]}
+
+    def outputs(algo):
+        if algo not in made:
+            run = tmp_path_factory.mktemp("ref") / algo
+            _run(_cfg(tiny_model_dir, run, algo))
+            made[algo] = _outputs(run)
+        return made[algo]
+    return outputs
 
 
 def test_start_line_and_summary_of_a_real_run(finished_es_run):
-    run, out, err = finished_es_run
+    run, out, err, _ = finished_es_run
     lines = out.splitlines()
     assert lines[0] == (f"llm train: es on countdown, model {json.loads((run / 'config.json').read_text())['model']}; "
                         f"budget 6 GRPO steps (flops) = ES 6 iterations (1-6); device cpu; output {run}")
@@ -191,12 +208,12 @@ def test_start_line_and_summary_of_a_real_run(finished_es_run):
     assert "it/s" not in err and "%|" not in err  # TQDM_DISABLE=1: no progress bars
 
 
-def test_resuming_a_finished_run_does_nothing_unless_asked(finished_es_run):
+def test_resuming_a_finished_run_does_nothing_unless_asked(finished_es_run, capsys):
     run = finished_es_run[0]
     before = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()}
-    done = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--resume", str(run)], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
-    assert done.returncode == 0 and f"{run} is finished" in done.stdout and "--re_evaluate" in done.stdout, done.stderr
+    assert llm_main(["train", "--resume", str(run)]) == 0  # in this process: a finished run is only read
+    said = capsys.readouterr().out
+    assert f"{run} is finished" in said and "--re_evaluate" in said
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} == before
     again = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--resume", str(run), "--re_evaluate", "--no-progress"],
                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
@@ -205,8 +222,8 @@ def test_resuming_a_finished_run_does_nothing_unless_asked(finished_es_run):
 
 
 @pytest.mark.parametrize("algo, signum", [("es", signal.SIGINT), pytest.param("grpo", signal.SIGTERM, marks=pytest.mark.slow)])
-def test_a_signal_stops_cleanly_and_the_resumed_run_matches_an_uninterrupted_one(tiny_model_dir, tmp_path, algo, signum):
-    reference = _cli(*_flags(_cfg(tiny_model_dir, tmp_path / "ref", algo)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def test_a_signal_stops_cleanly_and_the_resumed_run_matches_an_uninterrupted_one(tiny_model_dir, tmp_path, algo, signum,
+                                                                                uninterrupted):
     run = tmp_path / "stopped"
     proc = _cli(*_flags(_cfg(tiny_model_dir, run, algo)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     marker = run / "checkpoints" / "step-2" / "trainer_state.json"
@@ -223,10 +240,9 @@ def test_a_signal_stops_cleanly_and_the_resumed_run_matches_an_uninterrupted_one
         last.endswith(f"resume with: python -m escov.llm train --resume {run}"), last
     assert not (run / "checkpoints" / "step-6").exists() and "final" not in json.loads((run / "eval.json").read_text())
     resumed = _cli("--resume", str(run), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for p in (reference, resumed):
-        _, p_err = p.communicate(timeout=300)
-        assert p.returncode == 0, (p_err if isinstance(p_err, str) else p_err.decode())[-2000:]
-    expected = _outputs(tmp_path / "ref")
+    _, resumed_err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, resumed_err[-2000:]
+    expected = uninterrupted(algo)
     assert expected[0][-1]["drift_rel"] > 0, "a run that never moves the weights would test nothing"
     _same(expected, _outputs(run))
 

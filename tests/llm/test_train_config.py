@@ -171,7 +171,7 @@ def _values_of(name: str, f, default):  # -> a hypothesis strategy or None
 
     choices = {"algo": config.ALGOS, "budget": config.BUDGETS, "engine": config.ENGINES, "dtype": config.DTYPES,
                "prompt_style": PROMPT_STYLES, "report_to": REPORT_TO, "device": ("auto", "cpu", "cuda", "cuda:1"),
-               "grpo.loss_type": config.LOSS_TYPES, "grpo.scale_rewards": config.SCALE_REWARDS,
+               "grpo.loss_type": tuple(config.LOSSES), "grpo.scale_rewards": config.SCALE_REWARDS,
                "grpo.lr_scheduler_type": config.LR_SCHEDULERS, "grpo.lora_target_modules": ("", "q_proj,v_proj"),
                "population.lowrank_layout": config.LOWRANK_LAYOUTS, "population.members": MEMBER_MODES,
                "es.param_pattern": ("", r"mlp\.", "q_proj|v_proj"), "eval_ks": ((1,), (1, 4), (1, 16, 32)),

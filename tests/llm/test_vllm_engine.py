@@ -1,6 +1,7 @@
 """VLLMEngine against HFEngine on the tiny model: same greedy outputs and log-probs, the same
 sampling statistics within sampling error, and weight changes made through the engine that change
-vLLM's outputs exactly as they change the HF model's. One vLLM engine per session (conftest)."""
+vLLM's outputs exactly as they change the HF model's, ES's member weights and their restore. One vLLM
+engine per session (conftest)."""
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from escov.llm.engines.hf import HFEngine
+from escov.llm.es import ESConfig, make_es
 from escov.llm.tasks import get_task
 from escov.llm.tasks.countdown import Countdown
 
@@ -134,3 +136,23 @@ def test_bad_weight_names_and_shapes(vllm_engine):
         vllm_engine.load_weights([("model.norm.weight", torch.zeros(3))])
     with pytest.raises(ValueError, match="n "):
         vllm_engine.generate(["1,2->3:"], n=0, temperature=1.0, max_new_tokens=4, seed=0)
+
+
+def test_members_and_restore_on_vllm(vllm_engine, tiny_model_dir):
+    """On vLLM the member weights go in through load_weights; restoring the master gives the center back."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    master = {n: p.detach().clone() for n, p in model.named_parameters()}
+    task = get_task("countdown")
+    es = make_es(ESConfig(population_size=2, sigma=0.05, alpha=0.01), vllm_engine, task, list(master), master,
+                 max_new_tokens=8, seed=0)
+    texts = [p.prompt for p in task.problems("test", 8, seed=0)]
+    greedy = lambda: [row[0].text for row in vllm_engine.generate(texts, n=1, temperature=0.0, max_new_tokens=8, seed=0)]
+    before = greedy()
+    plan = es.plan(1)
+    es.center.perturb(plan, plan.members[0])
+    perturbed = greedy()
+    es.center.restore(plan, plan.members[0])
+    assert greedy() == before
+    assert perturbed != before

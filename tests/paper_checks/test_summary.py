@@ -1,16 +1,14 @@
 """A report's summary (paper_checks/summary.py): the console's last lines and the opening of REPORT.md, at most 25
 lines, with the claims decided here, the key figure beside the published one, the report's path and the command
-for the full answer; and the seeds that would detect an effect (design.seeds_to_detect)."""
+for the full answer. (design.seeds_to_detect, which REPORT.md quotes, is tested in test_design_planning.py.)"""
 import json
 
 import numpy as np
 import pytest
 
 from escov.paper_checks.cli import main as cli_main
-from escov.paper_checks.design import planned_detectable, seeds_by_prompts, variance_components
 from escov.paper_checks.summary import (FULL_ANSWER, KEY_CLAIM, KEY_PART, PUBLISHED, SUMMARY_LINES, load_published,
                                         summary_lines)
-from escov.theory.decisions import over_seeds
 from test_paper_checks_verdicts import make_run
 
 
@@ -64,32 +62,3 @@ def test_without_a_published_report_the_summary_says_so(tiny_report_dirs, tmp_pa
     from escov.paper_checks.report import build_report
     report = build_report(tiny_report_dirs, tmp_path / "report")
     assert "  published  not found (results/report.json)" in report["summary"]
-
-
-def test_an_estimate_is_its_own_design_at_its_seeds():
-    """seeds_to_detect splits an estimate's variance back into its seed and prompt parts: at its own seeds it
-    detects exactly its own detectable difference, one seed fewer does not."""
-    from escov.paper_checks.design import seeds_to_detect
-    rng = np.random.default_rng(3)
-    y = rng.normal(0, 0.05, (5, 1)) + rng.normal(0, 0.2, (1, 40)) + rng.normal(0, 0.1, (5, 40))
-    for est in (seeds_by_prompts(y, 32).to_json(), over_seeds(rng.normal(0.1, 0.05, 6)) | {"design": "6 seeds"}):
-        d = est["detectable"]
-        assert seeds_to_detect(est, d * (1 + 1e-9)) == est["seeds"]
-        assert seeds_to_detect(est, d * (1 - 1e-3)) > est["seeds"]
-        assert seeds_to_detect(est, d * 10) < est["seeds"] or est["seeds"] == 2
-
-
-def test_seeds_to_detect_reads_the_design_a_known_truth_needs():
-    """On designs drawn from known variance components, the seeds seeds_to_detect reads from a 4-seed estimate
-    are close to those planned_detectable gives from the true components (median over draws)."""
-    from escov.paper_checks.design import Components, seeds_to_detect
-    truth = Components(seed=0.004, prompt=0.01, residual=0.02, seeds=4, prompts=64)
-    target = planned_detectable(truth, 12, 64)   # the truth needs 12 seeds for this effect
-    rng = np.random.default_rng(7)
-    found = []
-    for _ in range(40):
-        y = (rng.normal(0, np.sqrt(truth.seed), (4, 1)) + rng.normal(0, np.sqrt(truth.prompt), (1, 64))
-             + rng.normal(0, np.sqrt(truth.residual), (4, 64)))
-        assert variance_components(y).seeds == 4
-        found.append(seeds_to_detect(seeds_by_prompts(y, 32).to_json(), target, most=200) or 201)
-    assert 8 <= np.median(found) <= 18, sorted(found)
