@@ -169,6 +169,6 @@ def test_the_answer_runs_from_the_paper_regime_base_and_again_from_the_diffuse_o
 
     answer, diffuse = BUDGETS["answer"], BUDGETS["answer-diffuse"]
     assert (answer.base_preset, diffuse.base_preset) == ("paper", "default")
-    assert (answer.common["eval_problems"], diffuse.common["eval_problems"]) == (256, 64)  # each base's own design
+    assert (answer.common["eval_problems"], diffuse.common["eval_problems"]) == (128, 64)  # each base's own design
     same_prompts = diffuse.common | {"eval_problems": answer.common["eval_problems"]}
     assert replace(diffuse, base_preset="paper", common=same_prompts) == answer   # nothing else differs
