@@ -34,7 +34,7 @@ def test_gsm8k_jsonl(tmp_path):
     assert task.score(by_gold["1234"], "\\boxed{1234}") == 1.0
     assert task.answer(p, "\\boxed{7}") == task.answer(p, "The answer is 7") == "7"
     assert task.answer(p, "no idea") is None
-    with pytest.raises(ValueError, match="no train data file"):
+    with pytest.raises(ValueError, match="has no train data: give data"):
         task.problems("train", 1, seed=0)
     with pytest.raises(ValueError, match="holds 2"):
         task.problems("test", 3, seed=0)

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 from escov.theory import decisions
-from escov.theory.claims import CLAIM_IDS, CLAIMS, RATIO_FACTOR
+from escov.theory.claims import BY_ID, CLAIM_IDS, CLAIMS, RATIO_FACTOR
 from escov.theory.claims import Test as ClaimTest
 from escov.theory.decisions import DECISIONS, IDENTITY, INCONCLUSIVE
 
