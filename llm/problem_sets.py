@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from escov.llm.tasks import get_task
+from escov.llm.tasks.base import SPLITS
 
 if TYPE_CHECKING:
     from escov.llm.config import TrainConfig
@@ -40,7 +41,7 @@ PROBE_PROBLEM_SEED = 1
 # (llm/train.py draws it with the run's seed); a generated task's train split is large, so they rarely meet
 TRAIN_CURVE_SEED = 1_000_003
 SELECTION_SPLIT = "validation"  # the split settings are chosen on (a base, the premise's positive control)
-CURVE_SPLITS = ("test", "validation", "train")  # the splits a curve or a base measurement can read
+CURVE_SPLITS = tuple(reversed(SPLITS))  # the splits a curve or a base measurement can read: all, test (the default) first
 
 
 @dataclass(frozen=True)

@@ -169,8 +169,7 @@ def run_control(model: Path, out: Path, *, jobs: int = 2, seeds: tuple[int, ...]
     curves = {name: sorted(rundir.read_curve(out / "runs" / name), key=lambda p: p["step"]) for name in runs}
     pairs = [(c[0], c[-1]) for c in curves.values()]
     preset = base_preset(model)
-    problems_read = [(r["id"]) for r in pairs[0][0]["sampled"]["per_problem"]]
-    families = _families(runs, problems_read, preset)
+    families = _families(runs, [r["id"] for r in pairs[0][0]["sampled"]["per_problem"]], preset)
     result = endpoints(pairs, families)
     record = {"base": base_record(model), "split": SELECTION_SPLIT, "prompts": problems, "samples": curve["samples"],
               "temperature": curve["temperature"], "seeds": list(seeds), "steps": steps,
@@ -195,7 +194,7 @@ def _families(runs: dict[str, dict], ids: list[str], preset) -> list[str]:
     from escov.llm.config import TrainConfig
     from escov.llm.problem_sets import SELECTION_SPLIT, split_set
 
-    cfg = TrainConfig.from_dict({k: v for k, v in next(iter(runs.values())).items()})
+    cfg = TrainConfig.from_dict(next(iter(runs.values())))
     by_id = {p.id: p for p in split_set(cfg, SELECTION_SPLIT, len(ids)).problems}
     return [family_of(by_id[i].meta["numbers"], by_id[i].meta["target"], preset) for i in ids]
 
