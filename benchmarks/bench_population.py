@@ -49,8 +49,8 @@ VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-sta
 
 def shipped_base() -> Path:
     """The quick look's base model as it ships with the repository (paper_checks/bases)."""
-    from escov.paper_checks.reproduce import SHIPPED_PRESETS, shipped_base_dir
-    path = shipped_base_dir(SHIPPED_PRESETS[0])
+    from escov.paper_checks.reproduce import SHIPPED_RECIPES, shipped_base_dir
+    path = shipped_base_dir(*SHIPPED_RECIPES[0])
     if not (path / "config.json").exists():
         raise SystemExit(f"no shipped base at {path} (torch or code changed): run python -m escov.paper_checks bases, "
                          "or give --model or --presets")

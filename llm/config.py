@@ -78,6 +78,7 @@ class ESConfig:
     null_control: bool = False       # z replaced by standardized random normals (no reward signal)
     inplace_bf16: bool = False       # the paper code's in-place add / subtract on bf16 engine weights
     noise_chunk: int = NOISE_CHUNK   # elements per noise-table slice (part of the noise's definition)
+    tag: str = ""                    # a label, nothing computed: reports name the run's variant es[...,TAG]
 
     def validate(self) -> None:
         n = self.population_size
@@ -98,6 +99,8 @@ class ESConfig:
         if self.member_temperature == 0 and self.member_samples != 1:
             raise ValueError(f"es.member_samples must be 1 with greedy rollouts (member_temperature 0), got {self.member_samples}")
         check_noise_chunk(self.noise_chunk)
+        if not isinstance(self.tag, str) or not re.fullmatch(r"[a-z0-9-]*", self.tag):
+            raise ValueError(f"es.tag must be lowercase letters, digits and '-', got {self.tag!r}")
         try:
             re.compile(self.param_pattern)
         except re.error as err:

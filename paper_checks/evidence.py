@@ -4,7 +4,8 @@ A run's variant is derived from its saved config, so a report never depends on d
 `es`, `grpo`, `es-grpo`, `grpo-es`, and ES variants with tags, e.g. `es[sampled]` (member rollouts
 sampled at a temperature), `es[no-zscore]` (centered rewards at the same alpha), `es[no-zscore,rescaled]` (centered, alpha
 rescaled to the z-scored update norm), `es[two-point]`, `es[null]` (random z), `es[bf16]`
-(the paper code's in-place bf16 perturbation), `es[rank-4]` (low-rank noise). Evaluating the
+(the paper code's in-place bf16 perturbation), `es[rank-4]` (low-rank noise), and the label a run gives itself (`es.tag`, e.g.
+`es[small-sigma]`). Evaluating the
 population in one batched generate or on Ray workers gives the same run, so it is no tag. The population-size sweep is told apart by the
 model and N, which are kept beside the variant.
 
@@ -48,6 +49,8 @@ def variant(config: dict) -> str:
     rank = config.get("population", {}).get("noise_rank", 0)
     if "es" in algo and rank:
         tags.append(f"rank-{rank}")
+    if "es" in algo and es.get("tag"):  # the run's own label (llm/config.py ESConfig.tag)
+        tags.append(es["tag"])
     return f"{algo}[{','.join(tags)}]" if tags else algo
 
 

@@ -45,7 +45,8 @@ NO_PAIRS = "no runs of both methods on the same seeds and prompts"
 @dataclass(frozen=True)
 class Curve:
     """One run's curve: steps (T,), mean sampled Pass@1 (T,), per-prompt correct counts (T, P) of n
-    samples, mean token entropy (T,), greedy accuracy (T,), the prompt ids and the seed."""
+    samples, mean token entropy (T,), greedy accuracy (T,), the prompt ids and the seed; per-prompt distinct
+    correct solutions (T, P), 0 where none is correct (None when a point lacks them)."""
     seed: int
     steps: np.ndarray
     pass1: np.ndarray
@@ -54,21 +55,27 @@ class Curve:
     entropy: np.ndarray
     greedy: np.ndarray
     ids: tuple[str, ...]
+    distinct: np.ndarray | None = None
 
     def metric(self, name: str) -> np.ndarray:
-        """(T, P) per-prompt values: "pass@K" or "no_correct"."""
+        """(T, P) per-prompt values: "pass@K", "no_correct" or "distinct" (distinct correct solutions)."""
         if name == "no_correct":
             return (self.counts == 0).astype(float)
+        if name == "distinct":
+            if self.distinct is None:
+                raise ValueError(f"seed {self.seed}: a curve point lacks per-prompt distinct_correct_answers")
+            return np.where(self.counts > 0, self.distinct, 0.0)
         if name.startswith("pass@"):
             k = int(name[5:])
             return np.stack([pass_at_k_counts(self.n, row, k) for row in self.counts])
-        raise ValueError(f"metric must be pass@K or no_correct, got {name!r}")
+        raise ValueError(f"metric must be pass@K, no_correct or distinct, got {name!r}")
 
     def subset(self, keep) -> "Curve":
         """The curve measured only at the points `keep` (indices, training order kept)."""
         idx = np.array(sorted(set(int(i) for i in keep)))
         return replace(self, steps=self.steps[idx], pass1=self.pass1[idx], counts=self.counts[idx],
-                       entropy=self.entropy[idx], greedy=self.greedy[idx])
+                       entropy=self.entropy[idx], greedy=self.greedy[idx],
+                       distinct=None if self.distinct is None else self.distinct[idx])
 
 
 def curve_of(points: list[dict], seed: int) -> Curve | None:
@@ -79,10 +86,13 @@ def curve_of(points: list[dict], seed: int) -> Curve | None:
     if any(tuple(p["id"] for p in pt["sampled"]["per_problem"]) != ids for pt in points):
         return None
     counts = np.array([[p["correct"] for p in pt["sampled"]["per_problem"]] for pt in points])
+    rows = [p for pt in points for p in pt["sampled"]["per_problem"]]
+    distinct = (np.array([[p["distinct_correct_answers"] for p in pt["sampled"]["per_problem"]] for pt in points], dtype=float)
+                if all("distinct_correct_answers" in p for p in rows) else None)
     return Curve(seed=seed, steps=np.array([pt["step"] for pt in points]),
                  pass1=np.array([pt["sampled"]["pass_at_k"]["1"] for pt in points]), counts=counts,
                  n=int(points[0]["sampled"]["n"]), entropy=np.array([pt["sampled"]["mean_token_entropy"] for pt in points]),
-                 greedy=np.array([pt["greedy"]["pass_at_k"]["1"] for pt in points]), ids=ids)
+                 greedy=np.array([pt["greedy"]["pass_at_k"]["1"] for pt in points]), ids=ids, distinct=distinct)
 
 
 def paired(a: list[Curve], b: list[Curve]) -> list[tuple[Curve, Curve]]:

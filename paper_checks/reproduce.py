@@ -9,6 +9,7 @@
     out/shared/               the base evaluation and step-0 probe, once per setting
                               (the runs of one seed from one base share them)
     out/lemma_grid.json       Lemma 1 over a grid of sigma and N on the base model
+    out/premise-control/      the premise's positive control, when the budget has one (paper_checks/premise.py)
     out/report/               REPORT.md, report.json, plots, run_info.json (with each stage's time)
 
 Each stage is skipped when its output is complete, so a rerun after an interruption only does what
@@ -52,6 +53,7 @@ from escov.llm.rundir import read_steps
 from escov.paper_checks.evidence import load_lemma_grid
 from escov.paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
 from escov.paper_checks.lemma_grid import GridDesign
+from escov.paper_checks.premise import CONTROL_GRPO
 from escov.paper_checks.report import build_report
 from escov.paper_checks.summary import load_published
 from escov.theory.budget import es_flops, grpo_flops
@@ -115,12 +117,42 @@ class Budget:
     schedules: bool = True                        # the sequential schedules es-grpo and grpo-es
     curve: dict | None = None                     # llm.curve.evaluate_curve settings; None: no curve
     purpose: str = ""                             # what its report can decide, stated in the report's header
+    base_settings: tuple[tuple[str, str], ...] = ()  # base_preset's fields replaced (`llm pretrain --set F=V`)
+    premise_control: bool = False                 # GRPO to its plateau on validation prompts first (premise.py)
 
 
 # ES members in one batched generate (the rewards and weights of member by member up to floating-point
 # near-ties; 2-2.5x faster here);
 # the bf16 variant perturbs the engine in place, member by member, as the paper's code does.
 BATCHED = {"batched": True}
+PAPER_REGIME = Budget(
+    base_preset="paper", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
+    common={"steps": ANSWER_STEPS, "batch_size": ANSWER_BATCH, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,
+            "eval_samples": 32, "eval_temperature": 0.6, "heldout_problems": 32, "threshold_keep": (50.0,),
+            "checkpoint_every": ANSWER_CHECKPOINT_EVERY, "checkpoint_dense": ANSWER_DENSE, "probe_every": ANSWER_STEPS // 4, "probe_prompts": 4,
+            "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
+    es=ANSWER_ES, grpo=ANSWER_GRPO,
+    sweep_populations=(), simulate_scale=0.5, grid=ANSWER_GRID,
+    es_variants=("es-sampled",), schedules=True, curve=ANSWER_CURVE)
+
+# The answer (docs/answer-budget.md, "The premise"): ES against GRPO on a base where GRPO narrows coverage, the
+# premise's positive control run first on validation prompts. Everything not named here is the paper-regime
+# budget's (its base preset, task, prompts, curves, ES step sizes, Lemma 1 grid):
+# - the base keeps each instance's canonical solution three times in four and other orders or trees otherwise, and
+#   a worked solution that divides with probability 0.02 (on validation prompts GRPO lowered Pass@32 from it by 6.8
+#   points [1.7, 11.8]; from 0.05 and 0.15 it did not);
+# - GRPO at the control's step (lr 1e-4) for PREMISE_STEPS steps: in the control its Pass@1 stopped rising by step
+#   100 (0.64-0.66 from step 50 on) and its Pass@32 stood 5-8 points below the base's from step 100; 150 rather than
+#   the control's 300 because ES (about 1.5 CPU-s a step here) could not run 300 steps on 8 seeds twice within the
+#   answer's 2 hours;
+# - ES at the paper-regime step sizes, and ES at SMALL_SIGMA (es-small-sigma), inside Lemma 1's regime;
+# - no schedules or ES with sampled members (their claims: results/paper-regime/).
+PREMISE_BASE = (("solution_form", "dominant"), ("rare_keep", "0.02"))
+PREMISE_STEPS = 150
+PREMISE_PURPOSE = ("This is the answer on a base where GRPO narrows coverage (the paper's premise): its positive "
+                   "control, GRPO trained to its plateau on validation prompts, is run first, then ES and GRPO on "
+                   f"{len(ANSWER_SEEDS)} seeds x {ANSWER_PROMPTS} test prompts for {PREMISE_STEPS} steps, with the "
+                   "endpoints registered in docs/answer-budget.md before the run (the record 'premise').")
 BUDGETS = {
     "full": Budget(
         base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
@@ -131,20 +163,16 @@ BUDGETS = {
         grpo={"num_generations": 8, "learning_rate": 1e-4},
         sweep_populations=(8, 16, 32, 64), simulate_scale=1.0,
         grid=ANSWER_GRID),
-    # the headline answer: sizes measured and chosen in docs/answer-budget.md; on the base in the paper's regime
-    "answer": Budget(
-        base_preset="paper", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
-        common={"steps": ANSWER_STEPS, "batch_size": ANSWER_BATCH, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,
-                "eval_samples": 32, "eval_temperature": 0.6, "heldout_problems": 32, "threshold_keep": (50.0,),
-                "checkpoint_every": ANSWER_CHECKPOINT_EVERY, "checkpoint_dense": ANSWER_DENSE, "probe_every": ANSWER_STEPS // 4, "probe_prompts": 4,
-                "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
-        es=ANSWER_ES, grpo=ANSWER_GRPO,
-        sweep_populations=(), simulate_scale=0.5, grid=ANSWER_GRID,
-        es_variants=("es-sampled",), schedules=True, curve=ANSWER_CURVE),
+    "answer": replace(PAPER_REGIME, base_settings=PREMISE_BASE, grpo=ANSWER_GRPO | CONTROL_GRPO,
+                      common=PAPER_REGIME.common | {"steps": PREMISE_STEPS, "probe_every": PREMISE_STEPS // 4},
+                      es_variants=("es-small-sigma",), schedules=False, premise_control=True, purpose=PREMISE_PURPOSE),
+    # the answer published before the premise could be tested: the base in the paper's Pass@1/Pass@32 regime,
+    # where GRPO did not narrow (results/paper-regime/)
+    "answer-paper-regime": PAPER_REGIME,
 }
 # the same answer from the diffuse base (Pass@1 about 0.12, Pass@32 about 0.90 at T = 0.6), reported beside it
-BUDGETS["answer-diffuse"] = replace(BUDGETS["answer"], base_preset="default",
-                                    common=BUDGETS["answer"].common | {"eval_problems": ANSWER_PROMPTS_DIFFUSE})
+BUDGETS["answer-diffuse"] = replace(PAPER_REGIME, base_preset="default",
+                                    common=PAPER_REGIME.common | {"eval_problems": ANSWER_PROMPTS_DIFFUSE})
 
 # The quick look (README's main job): the answer on its own base, task, temperature and step sizes, ES and GRPO
 # only, at a design sized to decide the large effects within 5 minutes on an idle 2-core machine, from the measured
@@ -172,9 +200,9 @@ QUICK_PURPOSE = ("This is the quick look: the answer's base, task (3-number Coun
                  "undecided part needs. The headline question, ES vs GRPO at matched Pass@1, is answered by the answer "
                  "budget: `python -m escov.paper_checks reproduce --budget answer` (docs/answer-budget.md).")
 BUDGETS["small"] = replace(
-    BUDGETS["answer"], seeds=QUICK_SEEDS, es_variants=(), schedules=False, simulate_scale=0.1, curve=QUICK_CURVE,
+    PAPER_REGIME, seeds=QUICK_SEEDS, es_variants=(), schedules=False, simulate_scale=0.1, curve=QUICK_CURVE,
     grid=SMALL_GRID, purpose=QUICK_PURPOSE,
-    common=BUDGETS["answer"].common | {"eval_problems": QUICK_PROMPTS, "heldout_task": "", "threshold_keep": (),
+    common=PAPER_REGIME.common | {"eval_problems": QUICK_PROMPTS, "heldout_task": "", "threshold_keep": (),
                                       "probe": False, "probe_every": 0})
 
 # The sweep only needs the training reward: its runs evaluate little.
@@ -186,12 +214,17 @@ THRESHOLDED = ("es", "es-null", "es-bf16", "grpo")
 # es-sampled); the others are not probed (the probe is a population measurement at every probed step).
 PROBED = ("es", "es-sampled")
 
+# ES inside Lemma 1's small-perturbation regime (members' divergence s <= 0.05): the Lemma 1 grid on the
+# paper-regime base measured s = 0.014 at sigma 2e-3 (4e-3: 0.046-0.049, the regime's edge; the runs' 2e-2: 3.7-4.1)
+SMALL_SIGMA = 2e-3
+
 # ES variants of the ablations and null controls: name -> ESConfig overrides. Every variant runs on
 # every seed of the budget, like the main runs. z-scoring is ablated two ways: centered rewards at the
 # same alpha (a ~1/std(R) smaller step), and centered at alpha rescaled to the z-scored update norm
 # (es-rescaled, added once the main runs give their reward spread: see rescaled_variant).
 ES_VARIANTS = {"es-sampled": {"member_temperature": 1.0, "member_samples": 1}, "es-nozscore": {"zscore": False},
-               "es-twopoint": {"antithetic": True}, "es-null": {"null_control": True}, "es-bf16": {"inplace_bf16": True}}
+               "es-twopoint": {"antithetic": True}, "es-null": {"null_control": True}, "es-bf16": {"inplace_bf16": True},
+               "es-small-sigma": {"sigma": SMALL_SIGMA, "tag": "small-sigma"}}
 
 
 def equal_update_budget(budget: Budget, population_size: int) -> int:
@@ -342,7 +375,8 @@ def _curve_done(run_dir: Path, curve: dict) -> bool:
 
 CACHE_ENV = "ESCOV_CACHE"  # folder of built base models (default ~/.cache/escov); see base_cache_key
 SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the quick look's base, built once: PRESET-KEY/
-SHIPPED_PRESETS = (BUDGETS["small"].base_preset,)            # the quick look's (and the answer's) base; it has no sweep
+# the bases a fresh clone takes from SHIPPED_BASES: the quick look's and the answer's (neither has a sweep base)
+SHIPPED_RECIPES = tuple(dict.fromkeys((BUDGETS[name].base_preset, BUDGETS[name].base_settings) for name in ("small", "answer")))
 
 
 def code_shape(source: str) -> str:
@@ -359,52 +393,59 @@ def code_shape(source: str) -> str:
     return ast.dump(tree)
 
 
-def base_cache_key(preset: str, seed: int = 0) -> str:
-    """What a pretrained base depends on: its preset's settings, the seed, the code that builds it
-    (tokenizer, corpus, training loop; as `code_shape`) and the torch version; sha256, first 16 hex digits."""
+def base_cache_key(preset: str, seed: int = 0, settings: tuple[tuple[str, str], ...] = ()) -> str:
+    """What a pretrained base depends on: its preset's settings (with `settings`, the `--set FIELD=VALUE` pairs
+    of `llm pretrain`, applied), the seed, the code that builds it (tokenizer, corpus, training loop; as
+    `code_shape`) and the torch version; sha256, first 16 hex digits."""
     import hashlib
     from dataclasses import asdict
 
     from escov.llm import tinymodel
     from escov.llm.tasks import arithmetic, countdown
 
-    parts = [json.dumps(asdict(tinymodel.PRESETS[preset]), sort_keys=True), str(seed), torch.__version__]
+    parts = [json.dumps(asdict(tinymodel.preset_with(preset, dict(settings))), sort_keys=True), str(seed), torch.__version__]
     parts += [code_shape(Path(m.__file__).read_text(encoding="utf-8")) for m in (tinymodel, countdown, arithmetic)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def shipped_base_dir(preset: str) -> Path:
-    """Where the preset's base for the current code and torch ships (SHIPPED_BASES/PRESET-KEY), if it does."""
-    return SHIPPED_BASES / f"{preset}-{base_cache_key(preset)}"
+def pretrain_command(preset: str, settings: tuple[tuple[str, str], ...] = (), out: str = "DIR") -> str:
+    """The command line that pretrains this base (one thread, seed 0: the shipped and cached bases' recipe)."""
+    sets = "".join(f" --set {name}={value}" for name, value in settings)
+    return f"python -m escov.llm pretrain --preset {preset}{sets} --seed 0 --threads 1 --out {out}"
+
+
+def shipped_base_dir(preset: str, settings: tuple[tuple[str, str], ...] = ()) -> Path:
+    """Where the base for the current code and torch ships (SHIPPED_BASES/PRESET-KEY), if it does."""
+    return SHIPPED_BASES / f"{preset}-{base_cache_key(preset, settings=settings)}"
 
 
 def base_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "escov") / "bases"
 
 
-def _pretrain(out_dir: Path, preset: str, progress: bool) -> Path:
-    """out_dir <- the preset's base model: copied from the shipped bases or the cache when built before
-    with the same settings (base_cache_key), else pretrained (`python -m escov.llm pretrain --preset PRESET
-    --seed 0 --threads 1 --out DIR` makes the same model) and stored in the cache."""
+def _pretrain(out_dir: Path, preset: str, progress: bool, settings: tuple[tuple[str, str], ...] = ()) -> Path:
+    """out_dir <- the base of the preset with `settings` applied: copied from the shipped bases or the cache when
+    built before with the same settings (base_cache_key), else pretrained (`pretrain_command` makes the same
+    model) and stored in the cache."""
     import shutil
 
     if (out_dir / "config.json").exists():
         return out_dir
-    shipped = shipped_base_dir(preset)
+    shipped = shipped_base_dir(preset, settings)
     cached = base_cache_dir() / shipped.name
     if (shipped / "config.json").exists():
         source = shipped
     else:
-        _build_base(cached, preset, progress)
+        _build_base(cached, preset, progress, settings)
         source = cached
     shutil.copytree(source, out_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns(SHIPPED_RECORD))
     print(f"base {preset}: {'the shipped' if source == shipped else 'the cached'} {source}", flush=True)
     return out_dir
 
 
-def _build_base(target: Path, preset: str, progress: bool) -> None:
-    """Pretrain the preset's base (seed 0, one thread) into target, unless it is there; built in a
-    side folder and renamed, so a half-built base is never taken for a built one."""
+def _build_base(target: Path, preset: str, progress: bool, settings: tuple[tuple[str, str], ...] = ()) -> None:
+    """Pretrain the base (seed 0, one thread) into target, unless it is there; built in a side folder and
+    renamed, so a half-built base is never taken for a built one."""
     import shutil
 
     from escov.llm.tinymodel import pretrain
@@ -414,33 +455,33 @@ def _build_base(target: Path, preset: str, progress: bool) -> None:
     building = target.with_name(f"{target.name}.building-{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
     torch.set_num_threads(1)
-    pretrain(building, preset=preset, seed=0, progress=progress)
+    pretrain(building, preset=preset, seed=0, progress=progress, overrides=dict(settings))
     try:
         building.rename(target)
     except OSError:  # another reproduction stored it first: the same model
         shutil.rmtree(building, ignore_errors=True)
 
 
-SHIPPED_RECORD = "shipped.json"  # beside a shipped base: its preset, key, torch version and command
+SHIPPED_RECORD = "shipped.json"  # beside a shipped base: its preset, settings, key, torch version and command
 
 
 def ship_bases(progress: bool = True) -> list[Path]:
-    """Build the shipped bases (SHIPPED_PRESETS) for the current code and torch, copied from the cache when built
-    there before with the same key, and remove every other folder of SHIPPED_BASES (stale keys, presets no longer
+    """Build the shipped bases (SHIPPED_RECIPES) for the current code and torch, copied from the cache when built
+    there before with the same key, and remove every other folder of SHIPPED_BASES (stale keys, bases no longer
     shipped): what `python -m escov.paper_checks bases` runs after the code that builds a base has changed."""
     import shutil
 
     kept = []
-    for preset in SHIPPED_PRESETS:
-        target = shipped_base_dir(preset)
+    for preset, settings in SHIPPED_RECIPES:
+        target = shipped_base_dir(preset, settings)
         cached = base_cache_dir() / target.name
         if not (target / "config.json").exists() and (cached / "config.json").exists():
             shutil.copytree(cached, target, dirs_exist_ok=True)
-        _build_base(target, preset, progress)
+        _build_base(target, preset, progress, settings)
         (target / "loss.png").unlink(missing_ok=True)  # kept small: pretrain.json holds the loss curve
         (target / SHIPPED_RECORD).write_text(json.dumps(
-            {"preset": preset, "key": target.name, "torch": torch.__version__,
-             "command": f"python -m escov.llm pretrain --preset {preset} --seed 0 --threads 1 --out DIR"}, indent=1) + "\n")
+            {"preset": preset, "settings": dict(settings), "key": target.name, "torch": torch.__version__,
+             "command": pretrain_command(preset, settings)}, indent=1) + "\n")
         kept.append(target)
     for stale in SHIPPED_BASES.iterdir():
         if stale.is_dir() and stale not in kept:
@@ -476,6 +517,17 @@ def _lemma_grid(path: Path, base: Path, budget: Budget, progress: bool) -> None:
     path.write_text(json.dumps(measure_grid(base, budget.grid, progress=progress, **grid_settings(budget))))
 
 
+PREMISE_DIR = "premise-control"  # out/premise-control/: the premise's positive control (paper_checks/premise.py)
+
+
+def _premise_control(base: Path, out: Path) -> None:
+    """The premise's positive control on the base, its runs one after another in this worker (one thread)."""
+    from escov.paper_checks.premise import run_control
+
+    torch.set_num_threads(1)
+    run_control(base, out, jobs=1, log=lambda msg: None)
+
+
 def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: bool) -> list[Job]:
     """Every stage not yet complete, as jobs for one pool: the bases, theory, simulate, the training
     runs, the rescaled runs (after the main ES runs they are scaled by) and the Lemma 1 grid (after
@@ -486,7 +538,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
     other = None if model is not None or not budget.sweep_populations else out / "base-sweep"
     wait_base: tuple[str, ...] = ()
     if model is None:
-        jobs.append(Job("pretrain base", "pretrain", lambda: (_pretrain, (base, budget.base_preset, progress))))
+        jobs.append(Job("pretrain base", "pretrain",
+                        lambda: (_pretrain, (base, budget.base_preset, progress, budget.base_settings))))
         wait_base = ("pretrain base",)
     wait_other: tuple[str, ...] = ()  # the sweep's runs on the other base wait for that base only
     if other is not None:
@@ -511,6 +564,9 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
             name = f"es-rescaled-s{seed}"
             if not (_done(out / "runs" / name) and (budget.curve is None or _curve_done(out / "runs" / name, budget.curve))):
                 jobs.append(Job(name, "rescaled runs", lambda seed=seed: rescaled_run(seed), after=(f"es-s{seed}",)))
+    control = out / PREMISE_DIR
+    if budget.premise_control and not (control / "control.json").exists():
+        jobs.append(Job("premise control", "premise control", lambda: (_premise_control, (base, control)), after=wait_base))
     grid_path = out / "lemma_grid.json"
     if not grid_path.exists():
         jobs.append(Job("Lemma 1 grid", "Lemma 1 grid", lambda: (_lemma_grid, (grid_path, base, budget, progress)),

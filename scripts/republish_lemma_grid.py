@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from escov.paper_checks.lemma_grid_publish import splice_markdown, splice_report
     from escov.paper_checks.plots import lemma1_grid_plot
     from escov.paper_checks.report import lemma1_training
-    from escov.paper_checks.reproduce import BUDGETS, base_cache_dir, base_cache_key, grid_settings
+    from escov.paper_checks.reproduce import BUDGETS, base_cache_dir, base_cache_key, grid_settings, pretrain_command
 
     if args.budget not in BUDGETS:
         parser.error(f"--budget must be one of {sorted(BUDGETS)}, got {args.budget!r}")
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         if not f.is_file():
             parser.error(f"--results {args.results}: {f.name} missing (publish a report there first)")
     start = time.perf_counter()
-    model = args.model or base_cache_dir() / f"{budget.base_preset}-{base_cache_key(budget.base_preset)}"
+    model = args.model or base_cache_dir() / f"{budget.base_preset}-{base_cache_key(budget.base_preset, settings=budget.base_settings)}"
     if args.pilot:
         if not (model / "config.json").is_file():
             parser.error(f"no base model at {model}: give --model DIR")
@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rows from {args.grid_json} (not measured again)", flush=True)
     else:
         if not (model / "config.json").is_file():
-            parser.error(f"no base model at {model}: give --model DIR, or build it with `python -m escov.llm pretrain "
-                         f"--preset {budget.base_preset} --seed 0 --threads 1 --out {model}`")
+            parser.error(f"no base model at {model}: give --model DIR, or build it with "
+                         f"`{pretrain_command(budget.base_preset, budget.base_settings, out=str(model))}`")
         torch.set_num_threads(args.threads or budget.common["threads"])
         rows = measure_grid(model, budget.grid, progress=not args.no_progress, **grid_settings(budget))
         if args.grid_json is not None:

@@ -131,6 +131,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
                         ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue",
                         BF16_DRIFT),
     "es.noise_chunk": (ES_NOISE + "test_noise_is_read_from_one_table_at_hashed_places",),
+    "es.tag": ("tests/paper_checks/test_paper_checks_plan.py::test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_needs",),
     # ---- llm train: [grpo]
     "grpo.num_generations": (GRPO_ENGINE + "test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand",),
     "grpo.learning_rate": (GRPO_ENGINE + "test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand",),
@@ -191,6 +192,8 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "budget.es_variants": (BUDGET + "test_schedules_switch_fraction_and_es_variants_choose_the_runs",),
     "budget.schedules": (BUDGET + "test_schedules_switch_fraction_and_es_variants_choose_the_runs",),
     "budget.curve": (BUDGET + "test_presets_scale_grid_and_curve_reach_their_jobs",),
+    "budget.base_settings": (BUDGET + "test_base_settings_and_the_premise_control_reach_their_jobs",),
+    "budget.premise_control": (BUDGET + "test_base_settings_and_the_premise_control_reach_their_jobs",),
     "budget.purpose": ("tests/paper_checks/test_jobs.py::test_the_small_budget_report_says_what_it_can_decide",),
     # ---- llm curve RUN_DIR (llm/curve.py)
     "curve --points": (CURVE + "test_resumed_run_keeps_only_the_current_layout",

@@ -2,6 +2,7 @@
 reproduction it plans: the runs of `plan` and the jobs of `reproduction_jobs`, read without running them."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,3 +63,18 @@ def test_presets_scale_grid_and_curve_reach_their_jobs(tmp_path):
     assert _args(jobs, "Lemma 1 grid")[1][2].grid == grid
     name, cfg, _, run_curve, _ = _args(jobs, "grpo-s5")[1]
     assert run_curve == curve and cfg["seed"] == 5
+
+
+def test_base_settings_and_the_premise_control_reach_their_jobs(tmp_path):
+    from escov.paper_checks import reproduce
+
+    budget = replace(CHANGED, base_settings=(("rare_keep", "0.5"),), premise_control=True)
+    jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
+    assert _args(jobs, "pretrain base")[1][3] == (("rare_keep", "0.5"),)
+    assert _args(jobs, "premise control") == (reproduce._premise_control, (tmp_path / "base", tmp_path / "premise-control"))
+    assert "premise control" not in {j.name for j in reproduction_jobs(CHANGED, tmp_path, None, progress=False)}
+    # the settings reach the pretraining and key the base apart from the plain preset's
+    assert reproduce.base_cache_key("test", settings=budget.base_settings) != reproduce.base_cache_key("test")
+    reproduce._build_base(tmp_path / "built", "test", False, budget.base_settings)
+    record = json.loads((tmp_path / "built" / "pretrain.json").read_text())
+    assert record["overrides"] == {"rare_keep": "0.5"} and record["config"]["rare_keep"] == 0.5

@@ -20,17 +20,19 @@ def p_base():
 
 
 def test_the_budgets_planned_needs_are_its_runs_and_their_measurements():
-    small, answer = planned_needs(BUDGETS["small"]), planned_needs(BUDGETS["answer"])
+    small, answer = planned_needs(BUDGETS["small"]), planned_needs(BUDGETS["answer-paper-regime"])
     # the quick look: ES and GRPO with curves, no held-out task, no thresholded checkpoints, no probe
     assert small == {("es", ""), ("grpo", ""), ("es", CURVE), ("grpo", CURVE)}
     # the answer: its schedules and sampled members; ES and GRPO thresholded at the sparsity its threshold_keep names
     assert {name for name, _ in answer} == {"es", "grpo", "es-grpo", "grpo-es", "es[sampled]"}
-    (keep,) = BUDGETS["answer"].common["threshold_keep"]
+    (keep,) = BUDGETS["answer-paper-regime"].common["threshold_keep"]
     assert {n for n in answer if "thresholded" in n[1]} == {("es", thresholded(100 - keep)), ("grpo", thresholded(100 - keep))}
     assert ("es", PROBE) in answer and ("grpo", PROBE) not in answer and ("es", HELDOUT) in answer
     # the full budget plans every ablation, null and the population sweep
     full = {name for name, _ in planned_needs(BUDGETS["full"])}
     assert {"es[null]", "es[two-point]", "es[no-zscore,rescaled]", "es[bf16]"} <= full
+    # the answer on the premise's base: ES, GRPO and ES inside Lemma 1's regime, no schedules
+    assert {name for name, _ in planned_needs(BUDGETS["answer"])} == {"es", "grpo", "es[small-sigma]"}
 
 
 def quick_look_run(root, name, algo, seed, p_base):

@@ -1,6 +1,7 @@
 """The reproduction plan covers every variant the claims need, with configs the trainer accepts."""
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from escov.llm import schedules
@@ -33,7 +34,7 @@ def test_plan_builds_valid_configs_for_every_variant():
 
 
 def test_answer_plan_is_the_headline_comparison_with_curves():
-    b = BUDGETS["answer"]
+    b = BUDGETS["answer-paper-regime"]
     runs = plan(b, Path("base"), None, reward_std={s: 0.04 for s in b.seeds})
     configs = [TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in runs.items()]
     assert {variant(c.to_dict()) for c in configs} == {"es", "grpo", "es[sampled]", "es-grpo", "grpo-es"}
@@ -53,7 +54,7 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
     from escov.llm.train import checkpoint_due
     from escov.theory.matched import compared_levels
 
-    b = BUDGETS["answer"]
+    b = BUDGETS["answer-paper-regime"]
     configs = {variant(cfg): TrainConfig.from_dict(cfg | {"out": "o"}) for cfg in plan(b, Path("base"), None).values()}
     paths = {"es": kf.slow(), "grpo": kf.fast(), "es[sampled]": kf.slow(end=0.23)}
     assert set(paths) | {"es-grpo", "grpo-es"} == set(configs)
@@ -73,6 +74,25 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
     assert levels.size and not kept.any()
 
 
+def test_the_answer_measures_es_and_grpo_where_they_are_compared_when_grpo_climbs_within_ten_steps():
+    """The answer's GRPO (lr 1e-4) rose from Pass@1 0.25 to 0.64 by step 50 in the premise control, the first
+    checkpoint it measured. On a path that climbs faster still (time constant 8 steps) and ES's straight line
+    to 0.5, the answer's checkpoints and curve layout support every level of their common range."""
+    from escov.llm.curve import layout
+    from escov.llm.train import checkpoint_due
+    from escov.theory.matched import compared_levels
+
+    b = BUDGETS["answer"]
+    cfg = TrainConfig.from_dict(plan(b, Path("base"), None)["grpo-s0"] | {"out": "o"})
+    t = np.arange(cfg.steps + 1)
+    paths = (0.25 + 0.39 * (1 - np.exp(-t / 8.0)), 0.25 + 0.25 * t / cfg.steps)
+    checkpoints = [s for s in range(1, cfg.steps + 1) if checkpoint_due(cfg, s, cfg.steps)]
+    curves = [path[layout(checkpoints, lambda s, path=path: path[s],
+                          **{k: b.curve[k] for k in ("points", "resolution", "max_points")})] for path in paths]
+    _, _, levels, kept = compared_levels(curves, b.curve["resolution"])
+    assert levels.size and kept.all() and levels.max() >= 0.45
+
+
 def test_the_quick_look_is_the_answer_at_a_smaller_design():
     """The small budget trains ES and GRPO as the answer does (its base, task, temperature, step sizes, steps, batch,
     checkpoints and curve layout rule), on fewer seeds and test prompts, with enough seeds for a t interval over
@@ -83,7 +103,7 @@ def test_the_quick_look_is_the_answer_at_a_smaller_design():
     from escov.llm.train import checkpoint_due
     from escov.theory.matched import compared_levels
 
-    quick, answer = BUDGETS["small"], BUDGETS["answer"]
+    quick, answer = BUDGETS["small"], BUDGETS["answer-paper-regime"]
     assert (quick.base_preset, quick.task, quick.es, quick.grpo) == (answer.base_preset, answer.task, answer.es, answer.grpo)
     assert quick.curve | {k: answer.curve[k] for k in ("samples", "points")} == answer.curve
     assert quick.curve["samples"] >= 32 and quick.curve["points"] <= answer.curve["points"]
@@ -109,7 +129,7 @@ def test_a_schedules_second_method_is_checkpointed_densely_from_its_switch():
     each phase (GRPO climbs fast wherever it starts), every checkpoint_every steps, and at the end."""
     from escov.llm.train import checkpoint_due
 
-    b = BUDGETS["answer"]
+    b = BUDGETS["answer-paper-regime"]
     for name, cfg in plan(b, Path("base"), None).items():
         if not name.startswith(("es-grpo-s0", "grpo-es-s0", "es-s0")):
             continue
@@ -164,11 +184,33 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
     assert not _curve_done(tmp_path, curve | {"samples": 32}), "points of other settings do not count"
 
 
-def test_the_answer_runs_from_the_paper_regime_base_and_again_from_the_diffuse_one():
+def test_the_paper_regime_answer_runs_from_the_paper_regime_base_and_again_from_the_diffuse_one():
     from dataclasses import replace
 
-    answer, diffuse = BUDGETS["answer"], BUDGETS["answer-diffuse"]
+    answer, diffuse = BUDGETS["answer-paper-regime"], BUDGETS["answer-diffuse"]
     assert (answer.base_preset, diffuse.base_preset) == ("paper", "default")
     assert (answer.common["eval_problems"], diffuse.common["eval_problems"]) == (128, 64)  # each base's own design
     same_prompts = diffuse.common | {"eval_problems": answer.common["eval_problems"]}
     assert replace(diffuse, base_preset="paper", common=same_prompts) == answer   # nothing else differs
+
+
+def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_needs():
+    from dataclasses import replace
+
+    from escov.paper_checks.premise import CONTROL_GRPO
+    from escov.paper_checks.reproduce import PREMISE_BASE, PREMISE_STEPS, SMALL_SIGMA
+
+    answer, regime = BUDGETS["answer"], BUDGETS["answer-paper-regime"]
+    # the base the positive control narrowed on, GRPO at the control's step, ES also inside Lemma 1's regime
+    assert dict(answer.base_settings) == {"solution_form": "dominant", "rare_keep": "0.02"} == dict(PREMISE_BASE)
+    assert answer.grpo["learning_rate"] == CONTROL_GRPO["learning_rate"] == 1e-4 and answer.premise_control
+    runs = plan(answer, Path("base"), None)
+    assert sorted({n.rsplit("-s", 1)[0] for n in runs}) == ["es", "es-small-sigma", "grpo"]
+    assert {runs[f"es-small-sigma-s{s}"]["es"]["sigma"] for s in answer.seeds} == {SMALL_SIGMA}
+    assert SMALL_SIGMA <= runs["es-s0"]["es"]["sigma"] / 5
+    configs = {n: TrainConfig.from_dict(c | {"out": n}) for n, c in runs.items()}
+    assert {variant(c.to_dict()) for c in configs.values()} == {"es", "es[small-sigma]", "grpo"}
+    assert all(c.steps == PREMISE_STEPS for c in configs.values())
+    same = replace(answer, base_settings=(), grpo=regime.grpo, es_variants=regime.es_variants, schedules=True,
+                   premise_control=False, purpose="", common=answer.common | {k: regime.common[k] for k in ("steps", "probe_every")})
+    assert same == regime   # nothing else differs
