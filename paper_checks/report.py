@@ -21,6 +21,8 @@ from escov.paper_checks.lemma_grid import summarize_grid
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
 from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS, QUESTION_NEEDS
 from escov.paper_checks.plots import PLOTS
+from escov.paper_checks.premise_record import premise_record
+from escov.paper_checks.premise_record import render as render_premise
 from escov.paper_checks.real_checks import REAL_CHECKS, describe_need, es_regime, es_regime_line
 from escov.paper_checks.rundir import RunDirError, load_runs
 from escov.paper_checks.summary import summary_lines, undecided_markdown
@@ -128,14 +130,17 @@ def without_non_finite(data, path: str = "", found: list[str] | None = None):
 
 
 def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None,
-                 purpose: str = "", published: dict | None = None, planned: set[tuple[str, str]] | None = None) -> dict:
+                 purpose: str = "", published: dict | None = None, planned: set[tuple[str, str]] | None = None,
+                 premise_control: dict | None = None) -> dict:
     """Write REPORT.md, report.json and the plots into out. Everything is built in a temporary folder
     beside out and moved in only when complete, so a failure leaves no partial report. purpose: what
     the reproduction's budget can decide, stated under the title ("" for none). published: the published
     answer's report.json (summary.load_published), set beside this report's figures in its summary
     (report["summary"], which REPORT.md opens with) and its table of what would decide the rest. planned: the
     needs the reproduction's budget plans (reproduce.planned_needs; None: no budget, as `paper_checks report`), so
-    that a claim whose runs the budget never plans reads "not run in this budget", not "missing data"."""
+    that a claim whose runs the budget never plans reads "not run in this budget", not "missing data". premise_control:
+    the premise's positive control (premise.py control.json); with it the report holds the record "premise"
+    (premise_record.py) and REPORT.md its section."""
     out, run_dirs = Path(out), list(run_dirs)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a directory")
@@ -144,7 +149,7 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published, planned)
+        report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published, planned, premise_control)
         out.mkdir(exist_ok=True)
         for f in tmp.iterdir():
             os.replace(f, out / f.name)
@@ -184,7 +189,7 @@ def _no_correct(evaluation: dict) -> float:
 
 
 def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, purpose: str, published: dict | None,
-           planned: set[tuple[str, str]] | None) -> dict:
+           planned: set[tuple[str, str]] | None, premise_control: dict | None = None) -> dict:
     plots = {}
     for key, fn in PLOTS.items():
         name = fn(ev, tmp, lemma_grid) if key == "js" else fn(ev, tmp)
@@ -204,6 +209,8 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
                        for r in ev.runs],
               "bases": bases_of(ev), "es_regime": es_regime(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
+    if premise_control is not None:
+        report["premise"] = premise_record(ev, premise_control, lemma_grid)
     report, non_finite = without_non_finite(report)
     report["non_finite"] = non_finite
     report["summary"] = summary_lines(report, out / "REPORT.md", published)
@@ -252,6 +259,8 @@ def render_markdown(report: dict, published: dict | None = None) -> str:
         lines.append("")
     if report.get("es_regime"):
         lines += [es_regime_line(report["es_regime"]), ""]
+    if report.get("premise"):
+        lines += render_premise(report["premise"])
     if report["input_problems"]:
         lines += ["**Input problems** (claims that needed these are marked 'missing data'):", ""]
         lines += [f"- {p}" for p in report["input_problems"]] + [""]

@@ -49,7 +49,7 @@ import numpy as np
 import torch
 
 from escov.llm.curve import MAX_POINTS
-from escov.llm.rundir import read_steps
+from escov.llm.rundir import read_json, read_steps
 from escov.paper_checks.evidence import load_lemma_grid
 from escov.paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
 from escov.paper_checks.lemma_grid import GridDesign
@@ -603,7 +603,8 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     t_report, cpu_report = time.perf_counter(), cpu_seconds()
     report = build_report(sorted((out / "runs").iterdir()), out / REPORT_DIR, out / "theory.json",
                           out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose,
-                          published=load_published(), planned=planned_needs(budget))
+                          published=load_published(), planned=planned_needs(budget),
+                          premise_control=read_json(out / PREMISE_DIR / "control.json") if budget.premise_control else None)
     stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
                                               "job_seconds": round(time.perf_counter() - t_report, 1),
                                               "cpu_seconds": round(cpu_seconds() - cpu_report, 1), "jobs": 1}}

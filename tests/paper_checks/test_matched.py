@@ -245,8 +245,15 @@ def test_a_curves_metrics_subsets_and_thinning_by_hand():
     c = _curve([0.2, 0.1, 0.3, 0.5, 0.9, 0.6, 0.7])
     assert c.metric("no_correct").tolist() == [[1, 0], [0, 1], [0, 0], [0, 0], [1, 1], [0, 0], [0, 0]]
     assert c.metric("pass@1")[1].tolist() == [1.0, 0.0] and c.metric("pass@4")[0].tolist() == [0.0, 1.0]
-    with pytest.raises(ValueError, match="metric must be pass@K or no_correct"):
+    with pytest.raises(ValueError, match="metric must be pass@K, no_correct or distinct"):
         c.metric("entropy")
+    with pytest.raises(ValueError, match="seed 0: a curve point lacks per-prompt distinct_correct_answers"):
+        c.metric("distinct")
+    # distinct solutions count only where a sample is correct (a stale count on an unsolved prompt reads 0)
+    from dataclasses import replace
+    d = replace(c, distinct=np.full((7, 2), 2.0)).metric("distinct")
+    assert d.tolist() == [[0, 2], [2, 0], [2, 2], [2, 2], [0, 0], [2, 2], [2, 2]]
+    assert replace(c, distinct=np.arange(14.0).reshape(7, 2)).subset([4, 1]).distinct.tolist() == [[2, 3], [8, 9]]
     sub = c.subset([4, 1, 1])
     assert (sub.steps.tolist(), sub.pass1.tolist(), sub.entropy.tolist(), sub.greedy.tolist()) == (
         [10, 40], [0.1, 0.9], [0.5, 2.0], [0.25, 1.0])
