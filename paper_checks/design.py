@@ -55,6 +55,7 @@ class Estimate:
     prompts: int = 0
     samples: int = 0
     detectable: float = float("inf")   # smallest true difference found at 80% power
+    v_seeds: float | None = None       # the seed part v_s of se^2 (seeds_by_prompts; None: not recorded)
 
     @property
     def design(self) -> str:
@@ -85,9 +86,9 @@ def seeds_by_prompts(values, samples: int, *, n_boot: int = N_BOOT, seed: int = 
     half = math.hypot(half_s, half_p)
     se = math.sqrt(v_s + v_p)
     if se == 0.0:  # every value the same: no variance to estimate, the mean is exact
-        return Estimate(mean, mean, mean, 0.0, float("inf"), n_seeds, n_prompts, samples, 0.0)
+        return Estimate(mean, mean, mean, 0.0, float("inf"), n_seeds, n_prompts, samples, 0.0, 0.0)
     df = effective_df(se, half)
-    return Estimate(mean, mean - half, mean + half, se, df, n_seeds, n_prompts, samples, detectable(se, df))
+    return Estimate(mean, mean - half, mean + half, se, df, n_seeds, n_prompts, samples, detectable(se, df), v_s)
 
 
 def seed_level(summary: dict) -> Estimate:
@@ -195,10 +196,11 @@ def plan_text(planned: dict, scale: float = 100.0, unit: str = " pts") -> str:
 
 def seeds_to_detect(est: dict, effect: float, most: int = 64) -> int | None:
     """The fewest seeds (2..most), at the same prompts, whose detectable difference is at most `effect`, from an
-    estimate written by seeds_by_prompts or a seed-level interval (Estimate.to_json). Its variance is split back
-    into the two parts of seeds_by_prompts, se^2 = v_s + v_p and half-width^2 = t_{S-1}^2 v_s + t_{P-1}^2 v_p (a
+    estimate written by seeds_by_prompts or a seed-level interval (Estimate.to_json). Its variance se^2 = v_s + v_p
+    is split into the two parts of seeds_by_prompts: v_s as recorded (v_seeds), else (an estimate written before it
+    was recorded) from half-width^2 = t_{S-1}^2 v_s + t_{P-1}^2 v_p, which fixes the split only when S != P (a
     seed-level estimate is all v_s); at S' seeds v_s becomes v_s S / S' and v_p is kept (its residual part, which
-    also falls with seeds, is not: the count errs high). None: not reached with `most` seeds."""
+    also falls with seeds, is not: the count errs high). None: not reached with `most` seeds, or the split unknown."""
     seeds, prompts, se = est["seeds"], est.get("prompts", 0), est["se"]
     if seeds < 2 or se is None or not math.isfinite(se) or effect <= 0:
         return None
@@ -206,7 +208,12 @@ def seeds_to_detect(est: dict, effect: float, most: int = 64) -> int | None:
     if prompts >= 2:
         half = (est["hi"] - est["lo"]) / 2
         t_s, t_p = t_quantile(seeds - 1, q), t_quantile(prompts - 1, q)
-        v_s = min(se ** 2, max(0.0, (half ** 2 - t_p ** 2 * se ** 2) / (t_s ** 2 - t_p ** 2)))
+        if est.get("v_seeds") is not None:
+            v_s = min(se ** 2, est["v_seeds"])
+        elif seeds == prompts:  # t_s = t_p: the half-width says nothing of the split
+            return None
+        else:
+            v_s = min(se ** 2, max(0.0, (half ** 2 - t_p ** 2 * se ** 2) / (t_s ** 2 - t_p ** 2)))
     else:
         v_s = se ** 2
         df_scale = est["df"] / (seeds - 1)   # a Welch interval of two groups has more df than one group's S - 1

@@ -82,6 +82,23 @@ def test_an_estimate_is_its_own_design_at_its_seeds():
         assert seeds_to_detect(est, d * 10) < est["seeds"] or est["seeds"] == 2
 
 
+
+def test_seeds_to_detect_reads_the_recorded_split_and_needs_it_when_seeds_equal_prompts():
+    """With as many seeds as prompts t_{S-1} = t_{P-1}, and the half-width cannot split se^2 into its seed and prompt
+    parts: the recorded v_seeds does (the seed means' variance / S, computed here by hand); without it, no count."""
+    rng = np.random.default_rng(5)
+    y = rng.normal(0, 0.05, (6, 1)) + rng.normal(0, 0.1, (1, 6)) + rng.normal(0, 0.1, (6, 6))
+    est = seeds_by_prompts(y, 32).to_json()
+    assert est["v_seeds"] == pytest.approx(y.mean(1).var(ddof=1) / 6, rel=1e-12)
+    d = est["detectable"]
+    assert seeds_to_detect(est, d * (1 + 1e-9)) == 6 and seeds_to_detect(est, d * (1 - 1e-3)) > 6
+    assert seeds_to_detect({k: v for k, v in est.items() if k != "v_seeds"}, d) is None
+    # an estimate written before v_seeds was recorded (S != P) reads the same count from its half-width
+    wide = seeds_by_prompts(np.hstack([y, y[:, :2]]), 32).to_json()
+    assert seeds_to_detect({k: v for k, v in wide.items() if k != "v_seeds"}, wide["detectable"] * 0.5) == \
+        seeds_to_detect(wide, wide["detectable"] * 0.5)
+
+
 def test_seeds_to_detect_reads_the_design_a_known_truth_needs():
     """On designs drawn from known variance components, the seeds seeds_to_detect reads from a 4-seed estimate
     are close to those planned_detectable gives from the true components (median over draws)."""
