@@ -55,7 +55,7 @@ from escov.paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
 from escov.paper_checks.lemma_grid import GridDesign
 from escov.paper_checks.premise import CONTROL_GRPO
 from escov.paper_checks.report import build_report
-from escov.paper_checks.summary import load_published
+from escov.paper_checks.summary import PUBLISHED, load_published
 from escov.theory.budget import es_flops, grpo_flops
 from escov.theory.matched import RESOLUTION
 
@@ -286,6 +286,17 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
                     add(f"sweep-{label}-N{n}-s{seed}", "es", seed, model_dir, {"population_size": n},
                         **SWEEP_EVAL | {"steps": equal_update_budget(budget, n)})
     return runs
+
+
+# The published report a budget's report is set beside (its summary's key figure, its table of what would decide the
+# rest): the one measured from the same base. results/report.json is the answer's.
+PUBLISHED_BY_BASE = {("paper", PREMISE_BASE): PUBLISHED, ("paper", ()): PUBLISHED.parent / "paper-regime" / "report.json",
+                     ("default", ()): PUBLISHED.parent / "diffuse" / "report.json"}
+
+
+def published_for(budget: Budget) -> Path:
+    """The published report from the budget's base (PUBLISHED_BY_BASE; the answer's for any other base)."""
+    return PUBLISHED_BY_BASE.get((budget.base_preset, budget.base_settings), PUBLISHED)
 
 
 def planned_needs(budget: Budget) -> set[tuple[str, str]]:
@@ -603,7 +614,7 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     t_report, cpu_report = time.perf_counter(), cpu_seconds()
     report = build_report(sorted((out / "runs").iterdir()), out / REPORT_DIR, out / "theory.json",
                           out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose,
-                          published=load_published(), planned=planned_needs(budget),
+                          published=load_published(published_for(budget)), planned=planned_needs(budget),
                           premise_control=read_json(out / PREMISE_DIR / "control.json") if budget.premise_control else None)
     stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
                                               "job_seconds": round(time.perf_counter() - t_report, 1),

@@ -76,3 +76,14 @@ def test_without_a_budget_nothing_is_said_to_be_not_run(tmp_path, p_base):
     report = build_report(dirs, tmp_path / "report")
     statuses = {c["levels"]["real"]["status"] for c in report["claims"]}
     assert NOT_RUN not in statuses and MISSING in statuses
+
+
+def test_each_budget_is_set_beside_the_report_published_from_its_base():
+    from escov.paper_checks.reproduce import published_for
+    from escov.paper_checks.summary import PUBLISHED
+
+    assert published_for(BUDGETS["answer"]) == PUBLISHED
+    assert published_for(BUDGETS["small"]) == published_for(BUDGETS["answer-paper-regime"]) == PUBLISHED.parent / "paper-regime" / "report.json"
+    assert published_for(BUDGETS["answer-diffuse"]) == PUBLISHED.parent / "diffuse" / "report.json"
+    for name in ("answer", "small", "answer-diffuse"):   # each a report the repository holds
+        assert published_for(BUDGETS[name]).is_file(), name
