@@ -1,8 +1,9 @@
 """`python -m escov.paper_checks reproduce|report` (also `escov paper_checks ...`).
 
-    reproduce --budget small|full|answer|answer-diffuse --out DIR [--model DIR] [--jobs N]   train what the checks need (cached), then report
+    reproduce --budget small|full|answer|answer-paper-regime|answer-diffuse --out DIR [--model DIR] [--jobs N]
+                                                                     train what the checks need (cached), then report
     report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
-    bases                                                            rebuild the quick look's shipped base
+    bases                                                            rebuild the shipped bases (quick look, answer)
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
     pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
     premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
@@ -33,14 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--simulate", type=Path, help="summary.json of `python -m escov.simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
     pro = sub.add_parser("reproduce", help="run the paper's experiments in miniature (cached), then report")
-    pro.add_argument("--budget", choices=("small", "full", "answer", "answer-diffuse"), default="small",
-                     help="small: the quick look, the answer's base and task at a smaller design; full: 4 seeds, longer; answer: ES vs GRPO at matched "
-                          "Pass@1 from the base in the paper's regime; answer-diffuse: the same from the diffuse base")
+    pro.add_argument("--budget", choices=("small", "full", "answer", "answer-paper-regime", "answer-diffuse"), default="small",
+                     help="small: the quick look, the paper-regime answer at a smaller design; full: 4 seeds, longer; answer: "
+                          "ES vs GRPO on a base where GRPO narrows coverage, its positive control first; answer-paper-regime: "
+                          "ES vs GRPO at matched Pass@1 from the base in the paper's Pass@1/Pass@32 regime; answer-diffuse: "
+                          "the same from the diffuse base")
     pro.add_argument("--jobs", type=int, default=None, help="training runs at a time, one thread each (default: cores)")
     pro.add_argument("--out", type=Path, required=True)
     pro.add_argument("--model", type=Path, help="start from this local model instead of pretraining the tiny one")
     pro.add_argument("--no-progress", action="store_true")
-    sub.add_parser("bases", help="pretrain the quick look's shipped base for the current code (paper_checks/bases)")
+    sub.add_parser("bases", help="pretrain the shipped bases (the quick look's and the answer's) for the current code (paper_checks/bases)")
     swp = sub.add_parser("sweep", help="the step-size sweep that chooses the answer budget's GRPO lr and ES sigma, "
                                        "alpha on training-split prompts (paper_checks/step_sweep.py)")
     swp.add_argument("--model", type=Path, required=True, help="the base model the answer budget trains from")
