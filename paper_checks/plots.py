@@ -15,7 +15,7 @@ from escov.paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
 from escov.theory.paper import PAPER_TAUS  # noqa: E402
 from escov.theory.matched import common_range, read_at, supported  # noqa: E402
 
-MAIN = ("grpo", "es", "es-grpo", "grpo-es", "es[sampled]")
+MAIN = ("grpo", "es", "es-grpo", "grpo-es", "es[sampled]", "es[small-sigma]")
 
 
 def _save(fig, out: Path, name: str) -> str:
@@ -304,6 +304,36 @@ def drift_per_layer(ev: Evidence, out: Path) -> str | None:
     legend_beside(ax)
     ax.set_title("Drift per layer at the end (first seed)")
     return _save(fig, out, "drift_per_layer.png")
+
+
+def premise_control_plot(pairs: list[tuple[dict, dict]], families: list[str], curves: dict[str, list[dict]],
+                         out: Path) -> str:
+    """The premise's positive control (premise.py): left, each prompt's success rate (correct / samples, mean over
+    the seeds) at the base and at GRPO's plateau, stacked by family; right, Pass@1 and Pass@32 along training per
+    run. Returns the file name (control.png)."""
+    fam = np.array(families)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    bins = np.linspace(0, 1, 11)
+    for offset, (label, which) in enumerate((("base", 0), ("plateau", 1))):
+        rates = np.mean([[r["correct"] / pair[which]["sampled"]["n"] for r in pair[which]["sampled"]["per_problem"]]
+                         for pair in pairs], axis=0)
+        width = (bins[1] - bins[0]) / 2.2
+        bottom = np.zeros(len(bins) - 1)
+        for i, name in enumerate(sorted(set(families))):
+            counts, _ = np.histogram(rates[fam == name], bins=bins)
+            left.bar(bins[:-1] + offset * width, counts, width=width, bottom=bottom, align="edge",
+                     color=f"C{2 * offset + i}", label=f"{label}: {name}")
+            bottom += counts
+    left.set_xlabel("per-prompt success rate (mean over seeds)")
+    left.set_ylabel("prompts")
+    left.set_title("prompts by success rate, base vs plateau")
+    left.legend(fontsize=8)
+    for i, (name, points) in enumerate(curves.items()):
+        steps = [p["step"] for p in points]
+        right.plot(steps, [p["pass1"] for p in points], color=f"C{i}", label=f"{name} Pass@1")
+        right.plot(steps, [p["pass32"] for p in points], "--", color=f"C{i}", label=f"{name} Pass@32")
+    _label(right, "step", "validation Pass@k", "GRPO to its plateau")
+    return _save(fig, out, "control.png")
 
 
 PLOTS = {"frontier": frontier, "passk_curves": passk_curves, "entropy": entropy_curves, "pareto": pareto_front,

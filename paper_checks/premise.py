@@ -28,7 +28,8 @@ one seed) are counted by family: `rare-only`, the prompts whose every solution (
 lies in the base corpus' rare family (llm/tinymodel.py in_rare_family: an operator of rare_ops, a target above
 rare_above), and `other`; the base's success rate is given per family too.
 
-Outputs: out/runs/NAME/ (run directories and their validation curves), out/control.json, out/control.md.
+Outputs: out/runs/NAME/ (run directories and their validation curves), out/control.json, out/control.md and
+out/control.png (each prompt's success rate at the base and the plateau by family; Pass@1 and Pass@32 along training).
 """
 from __future__ import annotations
 
@@ -154,6 +155,7 @@ def run_control(model: Path, out: Path, *, jobs: int = 2, seeds: tuple[int, ...]
     """Train and measure the control's runs (resumable: finished runs and curve points are kept), then read it."""
     from escov.llm import rundir
     from escov.llm.problem_sets import SELECTION_SPLIT
+    from escov.paper_checks.plots import premise_control_plot
     from escov.paper_checks.report import without_non_finite
     from escov.paper_checks.reproduce import run_all
     from escov.paper_checks.step_sweep import base_record
@@ -186,6 +188,7 @@ def run_control(model: Path, out: Path, *, jobs: int = 2, seeds: tuple[int, ...]
     record["non_finite"] = non_finite
     rundir.write_json(out / "control.json", record)
     (out / "control.md").write_text(render(record), encoding="utf-8")
+    premise_control_plot(pairs, families, record["curves"], out)
     return record
 
 

@@ -91,3 +91,4 @@ def test_the_control_trains_grpo_and_reads_validation_prompts_only(tiny_model_di
     assert all(p["split"] == "validation" for p in rundir.read_curve(run))
     assert ids == set(split_set(load_config(run), "validation", 4).ids)
     assert "Verdict" in (tmp_path / "control.md").read_text()
+    assert (tmp_path / "control.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
