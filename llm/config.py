@@ -612,6 +612,10 @@ def load_config(run_dir: str | Path) -> TrainConfig:
     """The resolved config saved in a run directory."""
     from escov.llm.rundir import CONFIG, read_config
 
-    data = read_config(run_dir)
-    data.pop("schedule", None)  # written beside the settings by the run (llm/schedules.py describe)
-    return TrainConfig.from_dict(data, source=str(Path(run_dir) / CONFIG))
+    return saved_config(read_config(run_dir), source=str(Path(run_dir) / CONFIG))
+
+
+def saved_config(data: dict, source: str = "config.json") -> TrainConfig:
+    """The TrainConfig of a run's config.json as read (its settings and the schedule the run wrote beside them,
+    llm/schedules.py describe, which is not a setting)."""
+    return TrainConfig.from_dict({k: v for k, v in data.items() if k != "schedule"}, source=source)

@@ -60,12 +60,12 @@ def _pairs(curves: list[Curve]) -> list[tuple[dict, dict]]:
 
 def _families(ev: Evidence, ids: tuple[str, ...]) -> list[str]:
     """Each test prompt's family (premise.family_of) on the runs' base and task."""
-    from escov.llm.config import TrainConfig
+    from escov.llm.config import saved_config
     from escov.llm.problem_sets import split_set
     from escov.paper_checks.premise import base_preset, family_of
 
     run = ev.by_variant("grpo")[0]
-    cfg = TrainConfig.from_dict(run.config)
+    cfg = saved_config(run.config, source=str(run.path / "config.json"))
     by_id = {p.id: p for p in split_set(cfg, TEST_SPLIT, len(ids)).problems}
     preset = base_preset(run.config["model"])
     return [family_of(by_id[i].meta["numbers"], by_id[i].meta["target"], preset) if i in by_id else "other" for i in ids]

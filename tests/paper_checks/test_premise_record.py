@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from escov.llm.config import TrainConfig
+from escov.llm.config import TrainConfig, saved_config
 from escov.llm.problem_sets import split_set
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.premise_record import MARGIN, _reading_b, premise_record, render
@@ -25,8 +25,10 @@ def pass32(c: int) -> float:
 
 
 def config(algo: str, seed: int, **es) -> dict:
-    return {"algo": algo, "model": str(BASE), "task": "countdown3", "seed": seed, "out": f"runs/{algo}-{seed}",
-            "eval_problems": PROMPTS, "es": {"population_size": 32, "sigma": 0.02, "alpha": 0.01} | es}
+    """A run's config.json as llm train writes it: every setting, and the schedule beside them."""
+    cfg = TrainConfig.from_dict({"algo": algo, "model": str(BASE), "task": "countdown3", "seed": seed, "out": f"runs/{algo}-{seed}",
+                                 "eval_problems": PROMPTS, "es": {"population_size": 32, "sigma": 0.02, "alpha": 0.01} | es})
+    return cfg.to_dict() | {"schedule": [{"algo": algo, "start": 0, "steps": STEPS}]}
 
 
 def curve(counts: np.ndarray, ids: list[str], distinct: np.ndarray) -> list[dict]:
@@ -47,7 +49,7 @@ def path(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 def runs():
     if not (BASE / "config.json").exists():
         pytest.skip("the answer's shipped base is not built for this torch and code")
-    ids = [p.id for p in split_set(TrainConfig.from_dict(config("grpo", 0)), "test", PROMPTS).problems]
+    ids = [p.id for p in split_set(saved_config(config("grpo", 0)), "test", PROMPTS).problems]
     rng = np.random.default_rng(0)
     base = rng.integers(1, 30, size=PROMPTS)
     out, counts = [], {}
