@@ -11,7 +11,8 @@ design seeds x test prompts (paper_checks/design.py seeds_by_prompts, 95%), read
                              Pass@32 interval lies wholly below 0 (premise.verdict); the plateau rule per run
     es_minus_grpo_top_level  (b) ES - GRPO Pass@32 at the highest Pass@1 level both reach (matched.py, at="top");
                              registered test: difference > 0; the equivalence margin MARGIN stated in advance
-    es_minus_grpo_end        (c) ES - GRPO Pass@32 at both runs' last checkpoints (equal training budgets)
+    es_minus_grpo_end        (c) ES - GRPO Pass@32 at both runs' last checkpoints (equal training budgets), with
+                             ES - GRPO Pass@1 there beside it (where on the Pass@1 axis the two compare)
     distinct_correct         (d) distinct correct solutions (canonical forms): GRPO's plateau - base over the
                              prompts both solve on every seed, and ES - GRPO per prompt at (b)'s level (0 where
                              a prompt is unsolved)
@@ -85,8 +86,10 @@ def end_difference(es: list[Curve], grpo: list[Curve]) -> dict | None:
     if len(pairs) < 2:
         return None
     values = np.stack([a.metric(PASS)[-1] - b.metric(PASS)[-1] for a, b in pairs])
+    pass1 = np.stack([a.metric("pass@1")[-1] - b.metric("pass@1")[-1] for a, b in pairs])
     steps = sorted({int(a.steps[-1]) for a, _ in pairs} | {int(b.steps[-1]) for _, b in pairs})
-    return _interval(seeds_by_prompts(values, pairs[0][0].n)) | {"steps": steps}
+    return _interval(seeds_by_prompts(values, pairs[0][0].n)) | {"steps": steps,
+                                                                 "pass1": _interval(seeds_by_prompts(pass1, pairs[0][0].n))}
 
 
 def small_sigma(ev: Evidence, lemma_grid: list[dict] | None) -> dict | None:
@@ -151,7 +154,7 @@ def render(record: dict) -> list[str]:
              f"prompts, registered before the run ({record['registered']}). Pass@32 and shares in points.", ""]
     c = record.get("positive_control")
     if c:
-        lines += [f"- Positive control ({c['seeds']} seeds x {c['prompts']} {record['selection_split']} prompts x "
+        lines += [f"- Positive control ({len(c['seeds'])} seeds x {c['prompts']} {record['selection_split']} prompts x "
                   f"{c['samples']} samples, GRPO {c['steps']} steps): **{c['verdict']}**; Pass@32 plateau - base "
                   f"{_pm(c[PASS])}, no-correct share {_pm(c['no_correct'])}; plateau reached on {c['plateau_reached']} "
                   f"of {c['runs']} runs."]
@@ -163,10 +166,12 @@ def render(record: dict) -> list[str]:
                  f"**{a['verdict']}** (plateau rule met on {reached} of {len(a['plateau'])} runs); lost seed x prompt: "
                  + ", ".join(f"{f} {v['lost']}" for f, v in a["families"].items()) + ".")
     b = record["es_minus_grpo_top_level"]
-    level = f" at Pass@1 {100 * b['level']:.1f}" if "level" in b else ""
-    lines.append(f"- (b) ES - GRPO Pass@32 at the highest common Pass@1 level{level}: {_pm(b)}"
+    level = f" ({100 * b['level']:.1f} points)" if "level" in b else ""
+    lines.append(f"- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach{level}: {_pm(b)}"
                  + (f" (**{b['reading']}**; margin {100 * record['margin']:.0f} points)" if "reading" in b else "") + ".")
-    lines.append(f"- (c) ES - GRPO Pass@32 at the end of equal budgets: {_pm(record['es_minus_grpo_end'])}.")
+    end = record["es_minus_grpo_end"]
+    lines.append(f"- (c) ES - GRPO Pass@32 at the end of equal budgets: {_pm(end)}"
+                 + (f", where ES - GRPO Pass@1 is {_pm(end['pass1'])}" if end else "") + ".")
     d = record["distinct_correct"]
     g = d["grpo_plateau_minus_base"]
     lines.append(f"- (d) Distinct correct solutions: GRPO plateau - base {_pm(g, 1.0)}"

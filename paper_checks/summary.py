@@ -26,7 +26,7 @@ SUMMARY_LINES = 25
 PUBLISHED = Path(__file__).resolve().parents[1] / "results" / "report.json"  # the published answer's report
 KEY_CLAIM, KEY_PART = "matched_passk_above_grpo", "ES - GRPO @32 at matched Pass@1"
 FULL_ANSWER = "python -m escov.paper_checks reproduce --budget answer --out runs/answer --jobs 2"
-FULL_ANSWER_TIME = "about 35 minutes on 2 cores"  # the published run: 33.5 min (results/run_info.json)
+FULL_ANSWER_TIME = "about 55 minutes on 2 cores"  # the published run: 53.9 min, 96.9 CPU-min (docs/answer-budget.md)
 MOST_SEEDS = 64   # seeds beyond this are "out of reach" in the table of what would decide a part
 
 

@@ -93,6 +93,7 @@ def test_each_endpoint_equals_its_value_from_the_counts(runs):
     end = record["es_minus_grpo_end"]
     assert end["mean"] == pytest.approx(np.mean([pass32(x) - pass32(y) for x, y in zip(e1.ravel(), g1.ravel())]), abs=1e-12)
     assert end["steps"] == [STEPS]
+    assert end["pass1"]["mean"] == pytest.approx(np.mean(e1 - g1) / N, abs=1e-12)
     # (b): the highest level both reach, below the lowest ES end (GRPO passes it on the way up); the matched
     # reading itself is checked against a closed form in test_matched.py
     b = record["es_minus_grpo_top_level"]
