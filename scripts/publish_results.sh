@@ -5,7 +5,7 @@
 # report.json and run_info.json (written when the reproduction finished). results/REPORT.md gets a
 # header with the exact command, the commit, the wall time and the machine; the simulate plots the
 # report links to are copied beside it and the links rewritten; the premise's positive control (control.json,
-# control.md), when the reproduction ran one, goes to RESULTS_DIR/premise-control/. BESIDE: folders under RESULTS_DIR that hold
+# control.md, control.png), when the reproduction ran one, goes to RESULTS_DIR/premise-control/. BESIDE: folders under RESULTS_DIR that hold
 # other published reports (e.g. the same answer from another base); their base models join RESULTS_DIR's
 # report.json "bases" entry, each base tagged with the report that measured it.
 set -euo pipefail
@@ -23,6 +23,7 @@ find "$report" -maxdepth 1 -name '*.png' -exec cp {} "$dest/" \;
 if [ -f "$out/premise-control/control.json" ]; then   # the premise's positive control, when the budget ran one
   mkdir -p "$dest/premise-control"
   cp "$out/premise-control/control.json" "$out/premise-control/control.md" "$dest/premise-control/"
+  [ ! -f "$out/premise-control/control.png" ] || cp "$out/premise-control/control.png" "$dest/premise-control/"
 fi
 if [ -d "$out/simulate" ]; then
   mkdir -p "$dest/simulate"

@@ -21,7 +21,7 @@ def test_publish_copies_the_report_with_its_header(tmp_path):
     (out / "report" / "frontier.png").write_bytes(b"png")
     (out / "simulate" / "entropy_collapse.png").write_bytes(b"png")
     (out / "premise-control" / "runs").mkdir(parents=True)
-    for name in ("control.json", "control.md"):
+    for name in ("control.json", "control.md", "control.png"):
         (out / "premise-control" / name).write_text(name)
     commit = git_commit()
     write_run_info(out / "report" / "run_info.json", "answer", 2, 125.0, "python -m escov.paper_checks reproduce --budget answer", commit)
@@ -36,7 +36,7 @@ def test_publish_copies_the_report_with_its_header(tmp_path):
     assert "](simulate/entropy_collapse.png)" in text and (dest / "simulate" / "entropy_collapse.png").exists()
     assert (dest / "frontier.png").exists() and (dest / "report.json").exists()
     assert not list(dest.rglob("*.safetensors"))
-    assert sorted(p.name for p in (dest / "premise-control").iterdir()) == ["control.json", "control.md"]
+    assert sorted(p.name for p in (dest / "premise-control").iterdir()) == ["control.json", "control.md", "control.png"]
     assert (dest / "premise-control" / "control.md").read_text() == "control.md"
 
 
