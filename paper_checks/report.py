@@ -158,6 +158,18 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     return report
 
 
+def shown_path(path) -> str | None:
+    """A path as a report writes it: relative to the working folder when it lies inside it (run configs hold
+    absolute paths; a published report names no machine's folders), else as given."""
+    if path is None:
+        return None
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve())) if p.is_absolute() else str(p)
+    except ValueError:
+        return str(p)
+
+
 def bases_of(ev: Evidence) -> list[dict]:
     """Each base model as its runs measured it (eval.json's "base"), per (model, task, sampling): Pass@k
     and the share of prompts with no correct sample, the mean over the seeds' evaluations (runs of one
@@ -167,7 +179,7 @@ def bases_of(ev: Evidence) -> list[dict]:
         base = (run.eval or {}).get("base")
         if not base or "pass_at_k" not in base:
             continue
-        key = (str(run.config.get("model")), run.task, base.get("temperature"), base.get("n"), base.get("num_problems"))
+        key = (shown_path(run.config.get("model")), run.task, base.get("temperature"), base.get("n"), base.get("num_problems"))
         groups.setdefault(key, {}).setdefault(run.seed, base)
     out = []
     for (model, task, temperature, n, problems), by_seed in sorted(groups.items(), key=lambda g: str(g[0])):
@@ -205,7 +217,8 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
                        "levels": {k: v.to_json() for k, v in levels.items()}})
     questions = [{"id": qid, "question": q, **answer(qid, ev, planned)} for qid, q in OPEN_QUESTIONS]
     report = {"purpose": purpose, "excluded": ev.excluded,
-              "runs": [{"path": str(r.path), "variant": variant(r.config), "seed": r.seed, "model": r.config.get("model")}
+              "runs": [{"path": shown_path(r.path), "variant": variant(r.config), "seed": r.seed,
+                        "model": shown_path(r.config.get("model"))}
                        for r in ev.runs],
               "bases": bases_of(ev), "es_regime": es_regime(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
