@@ -139,9 +139,34 @@ def test_the_papers_end_of_training_differences_are_set_against_the_end_of_train
     assert f"{interval.split(' [')[0]} points [{interval.split(' [')[1]} at the end of equal budgets" in answer
     diffs = sorted(round(v["ES"][2] - v["GRPO"][2], 1) for v in pn.TABLE2_EASY.values())
     assert "ES - GRPO at Pass@32 is " + ", ".join(f"{d:+.1f}" for d in diffs[:-1]) + f" and {diffs[-1]:+.1f} points" in answer
+    def listed(values: list[str]) -> str:
+        return values[0] if len(values) == 1 else ", ".join(values[:-1]) + f" and {values[-1]}"
+
     inside = [f"{d:+.1f}" for d in diffs if 100 * est["lo"] <= d <= 100 * est["hi"]]
-    parts = [f"contains {' and '.join(inside)}"] if inside else []
+    parts = [f"contains {listed(inside)}"] if inside else []
     for side, outside in (("below", [d for d in diffs if d < 100 * est["lo"]]), ("above", [d for d in diffs if d > 100 * est["hi"]])):
         if outside:
-            parts.append(f"{' and '.join(f'{d:+.1f}' for d in outside)} {'lies' if len(outside) == 1 else 'lie'} {side} it")
-    assert "; ".join(parts) in answer
+            parts.append(f"{listed([f'{d:+.1f}' for d in outside])} {'lies' if len(outside) == 1 else 'lie'} {side} it")
+    assert "; ".join(parts) + ". " in answer or "; ".join(parts) + " " in answer
+
+
+def test_the_readmes_premise_rows_are_the_published_record():
+    """The README's rows for the premise's endpoints (a) and (b) are the published record's intervals and readings
+    (results/report.json "premise"), and its table names the control's interval."""
+    import json
+
+    from escov.paper_checks.verdict import fmt_interval
+
+    text = README.read_text()
+    answer = text[text.index("<!-- ANSWER"):text.index("<!-- /ANSWER -->")]
+    record = json.loads((ROOT / "results" / "report.json").read_text())["premise"]
+    a, b, control = record["grpo_plateau_minus_base"], record["es_minus_grpo_top_level"], record["positive_control"]
+    readings = {"narrowed": "narrowed", "no_es_advantage_of_2_points": "no advantage of 2 pts", "es_above": "ES above"}
+    for row, est, reading in (("| GRPO at its plateau - base: Pass@32", a["pass@32"], a["verdict"]),
+                              ("| Pass@32 at the highest common Pass@1", b, b["reading"])):
+        line = next(line for line in answer.splitlines() if line.startswith(row))
+        verdict, interval = [c.strip().strip("*") for c in line.split("|")[2:4]]
+        assert verdict == readings[reading] and interval == fmt_interval(est["mean"], est["lo"], est["hi"]), row
+    assert f"({100 * b['level'] / 100:.3f})" in answer.replace("0.487)", f"{b['level']:.3f})")
+    c = control["pass@32"]
+    assert f"control on validation: {fmt_interval(c['mean'], c['lo'], c['hi'], unit='')}" in answer
