@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
             return pilot_main(args)
         if args.command == "premise-control":
             from escov.paper_checks.premise import main_args as premise_main
-            return premise_main(args)
+            from escov.paper_checks.reproduce import BUDGETS
+            return premise_main(args, BUDGETS["answer"])
         if args.command == "report":
             from escov.paper_checks.evidence import load_lemma_grid
             from escov.paper_checks.report import build_report

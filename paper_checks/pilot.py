@@ -35,7 +35,8 @@ def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tup
               jobs: int = 2, log=print) -> dict:
     from escov.llm import rundir
     from escov.paper_checks.matched import curve_of, matched_difference
-    from escov.paper_checks.reproduce import BUDGETS, run_all
+    from escov.paper_checks.reproduce import BUDGETS
+    from escov.paper_checks.training_runs import run_all
 
     if not (Path(model) / "config.json").is_file():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")

@@ -33,12 +33,12 @@ out/control.png (each prompt's success rate at the base and the plateau by famil
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 
+from escov.paper_checks.base_info import base_preset, base_record
 from escov.theory.matched import RESOLUTION
 
 CONTROL_SEEDS = (300, 301, 302)  # not the answer's (0-7), the sweep's (100) or the pilot's (200-203)
@@ -58,29 +58,16 @@ ENDPOINT_K = 32
 FAMILIES = ("rare-only", "other")
 
 
-def control_runs(model: Path, seeds: tuple[int, ...] = CONTROL_SEEDS, steps: int = CONTROL_STEPS,
+def control_runs(model: Path, budget, seeds: tuple[int, ...] = CONTROL_SEEDS, steps: int = CONTROL_STEPS,
                  grpo: dict | None = None, checkpoint_every: int = CONTROL_CHECKPOINT_EVERY) -> dict[str, dict]:
-    """The control's GRPO runs: the answer budget's settings, grpo's step, `steps` steps, a checkpoint every
-    `checkpoint_every`; the trainer's own final evaluation on a few test prompts is never read."""
-    from escov.paper_checks.reproduce import BUDGETS
-
-    b = BUDGETS["answer"]
+    """The control's GRPO runs: the budget's settings (reproduce.Budget: the answer's), grpo's step, `steps` steps, a
+    checkpoint every `checkpoint_every`; the trainer's own final evaluation on a few test prompts is never read."""
+    b = budget
     common = b.common | {"steps": steps, "checkpoint_every": checkpoint_every, "checkpoint_dense": 0, "probe_every": 0,
                          "heldout_task": "", "eval_problems": 8, "threshold_keep": ()}
     return {f"grpo-s{seed}": common | {"algo": "grpo", "model": str(model), "seed": seed, "task": b.task,
                                        "grpo": b.grpo | (CONTROL_GRPO if grpo is None else grpo)}
             for seed in seeds}
-
-
-def base_preset(model: Path):
-    """The tinymodel Preset the base was pretrained with (pretrain.json), or None for another model."""
-    from escov.llm.tinymodel import preset_with
-
-    path = Path(model) / "pretrain.json"
-    if not path.is_file():
-        return None
-    info = json.loads(path.read_text(encoding="utf-8"))
-    return preset_with(info["preset"], info.get("overrides") or {})
 
 
 def family_of(numbers: list[int], target: int, preset) -> str:
@@ -149,23 +136,22 @@ def verdict(interval: dict) -> str:
     return "no_change_detected"
 
 
-def run_control(model: Path, out: Path, *, jobs: int = 2, seeds: tuple[int, ...] = CONTROL_SEEDS,
+def run_control(model: Path, out: Path, budget, *, jobs: int = 2, seeds: tuple[int, ...] = CONTROL_SEEDS,
                 steps: int = CONTROL_STEPS, problems: int = CONTROL_PROMPTS, curve: dict | None = None,
                 checkpoint_every: int = CONTROL_CHECKPOINT_EVERY, log=print) -> dict:
     """Train and measure the control's runs (resumable: finished runs and curve points are kept), then read it."""
     from escov.llm import rundir
     from escov.llm.problem_sets import SELECTION_SPLIT
     from escov.paper_checks.plots import premise_control_plot
-    from escov.paper_checks.report import without_non_finite
-    from escov.paper_checks.reproduce import run_all
-    from escov.paper_checks.step_sweep import base_record
+    from escov.paper_checks.finite import without_non_finite
+    from escov.paper_checks.training_runs import run_all
 
     if not (Path(model) / "config.json").is_file():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")
     if len(seeds) < 2:
         raise ValueError(f"the control needs at least 2 seeds (a seed component), got {len(seeds)}")
     curve = (CONTROL_CURVE if curve is None else curve) | {"n_problems": problems, "split": SELECTION_SPLIT}
-    runs = control_runs(model, seeds, steps, checkpoint_every=checkpoint_every)
+    runs = control_runs(model, budget, seeds, steps, checkpoint_every=checkpoint_every)
     start = time.perf_counter()
     run_all(runs, out / "runs", curve, jobs, lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}"))
     curves = {name: sorted(rundir.read_curve(out / "runs" / name), key=lambda p: p["step"]) for name in runs}
@@ -240,9 +226,10 @@ def render(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main_args(args) -> int:
+def main_args(args, budget) -> int:
+    """`premise-control`: the control with the budget's settings (the CLI passes the answer's)."""
     seeds = tuple(range(CONTROL_SEEDS[0], CONTROL_SEEDS[0] + args.seeds))
-    run_control(args.model, args.out, jobs=args.jobs, seeds=seeds, steps=CONTROL_STEPS if args.steps is None else args.steps)
+    run_control(args.model, args.out, budget, jobs=args.jobs, seeds=seeds, steps=CONTROL_STEPS if args.steps is None else args.steps)
     print((args.out / "control.md").read_text(encoding="utf-8"))
     print(f"wrote {args.out / 'control.json'} and {args.out / 'control.md'}")
     return 0

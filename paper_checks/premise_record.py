@@ -63,7 +63,8 @@ def _families(ev: Evidence, ids: tuple[str, ...]) -> list[str]:
     """Each test prompt's family (premise.family_of) on the runs' base and task."""
     from escov.llm.config import saved_config
     from escov.llm.problem_sets import split_set
-    from escov.paper_checks.premise import base_preset, family_of
+    from escov.paper_checks.base_info import base_preset
+    from escov.paper_checks.premise import family_of
 
     run = ev.by_variant("grpo")[0]
     cfg = saved_config(run.config, source=str(run.path / "config.json"))

@@ -7,7 +7,6 @@ written as null and its path listed under "non_finite".
 """
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import tempfile
@@ -17,6 +16,7 @@ import numpy as np
 
 from escov.llm.rundir import dumps
 from escov.paper_checks.evidence import Evidence, load_simulate_summary, load_theory_json, variant
+from escov.paper_checks.finite import without_non_finite
 from escov.paper_checks.lemma_grid import summarize_grid
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
 from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS, QUESTION_NEEDS
@@ -111,22 +111,6 @@ def collect(run_dirs, theory_json=None, simulate_summary=None) -> Evidence:
         if path is not None:  # a file given explicitly must be usable: ValueError naming it otherwise
             setattr(ev, attr, loader(path))
     return ev
-
-
-def without_non_finite(data, path: str = "", found: list[str] | None = None):
-    """(data with every NaN / infinity replaced by None, the paths of the replaced values); numpy
-    scalars become Python numbers. report.json holds null there and lists the paths in "non_finite"."""
-    found = [] if found is None else found
-    if isinstance(data, np.generic):
-        data = data.item()
-    if isinstance(data, float) and not math.isfinite(data):
-        found.append(path or "(top level)")
-        return None, found
-    if isinstance(data, dict):
-        return {k: without_non_finite(v, f"{path}.{k}" if path else str(k), found)[0] for k, v in data.items()}, found
-    if isinstance(data, (list, tuple, np.ndarray)):
-        return [without_non_finite(v, f"{path}[{i}]", found)[0] for i, v in enumerate(data)], found
-    return data, found
 
 
 def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None,

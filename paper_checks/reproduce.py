@@ -56,6 +56,7 @@ from escov.paper_checks.lemma_grid import GridDesign
 from escov.paper_checks.premise import CONTROL_GRPO
 from escov.paper_checks.report import build_report
 from escov.paper_checks.summary import PUBLISHED, load_published
+from escov.paper_checks.training_runs import _curve_done, _done, _run_one, run_jobs_of
 from escov.theory.budget import es_flops, grpo_flops
 from escov.theory.matched import RESOLUTION
 
@@ -316,72 +317,6 @@ def planned_needs(budget: Budget) -> set[tuple[str, str]]:
     return needs
 
 
-def _done(run_dir: Path) -> bool:
-    """Whether a run has its final evaluation (a damaged eval.json: RunDirError naming it)."""
-    from escov.llm.rundir import read_eval
-
-    return "final" in (read_eval(run_dir) or {})
-
-
-def _run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None, shared: Path | None = None) -> str:
-    """Train (or resume) one run to its end, then evaluate its curve; in a worker process, on cfg's threads.
-    shared: the folder of step-0 measurements shared by runs from the same base (llm.train.train)."""
-    from escov.llm.config import TrainConfig
-    from escov.llm.train import train
-
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # its "Loading weights" bar, once per model load, would bury the stage lines
-    torch.set_num_threads(cfg["threads"])
-    if not _done(run_dir):
-        resume = (run_dir / "config.json").exists()
-        train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=False, shared=shared)
-    if curve is not None:
-        from escov.llm.curve import evaluate_curve
-        evaluate_curve(run_dir, **curve)
-    return name
-
-
-def run_all(runs: dict[str, dict], root: Path, curve: dict | None, jobs: int, log) -> None:
-    """Every run of `runs` under root/NAME, `jobs` at a time (separate processes; 1: in this process).
-    A failed run is named and the others go on; the first failure is raised at the end."""
-    todo = run_jobs_of(runs, root, curve)
-    if todo:
-        log(f"{len(todo)} of {len(runs)} runs to do, {jobs} at a time")
-        run_jobs(todo, jobs, log)
-
-
-def run_jobs_of(runs: dict[str, dict], root: Path, curve: dict | None, stage: str = "training runs",
-                after: tuple[str, ...] = (), shared: Path | None = None) -> list[Job]:
-    """A job per run of `runs` not yet finished (with its curve, when the budget has one)."""
-    return [Job(name, stage, lambda name=name, cfg=cfg: (_run_one, (name, cfg, root / name, curve, shared)), after)
-            for name, cfg in runs.items() if not (_done(root / name) and (curve is None or _curve_done(root / name, curve)))]
-
-
-def _curve_done(run_dir: Path, curve: dict) -> bool:
-    """Whether the run's curve holds every point of its layout (llm.curve.layout on the stored points)."""
-    from escov.llm import rundir
-    from escov.llm.curve import layout
-
-    stored = {p["step"]: p["sampled"]["pass_at_k"]["1"] for p in rundir.read_curve(run_dir) or []
-              if p["sampled"]["n"] == curve["samples"] and p["sampled"]["temperature"] == curve["temperature"]
-              and p.get("split", "test") == curve.get("split", "test")}
-
-    class Unmeasured(Exception):
-        pass
-
-    def recall(step: int) -> float:
-        if step not in stored:
-            raise Unmeasured
-        return stored[step]
-    try:
-        layout(rundir.checkpoint_steps(run_dir)[0], recall, **{k: curve[k] for k in ("points", "resolution", "max_points")
-                                                               if k in curve})
-    except Unmeasured:
-        return False
-    return True
-
-
 # ----------------------------------------------------------------------------- the base models, cached
 
 CACHE_ENV = "ESCOV_CACHE"  # folder of built base models (default ~/.cache/escov); see base_cache_key
@@ -531,12 +466,13 @@ def _lemma_grid(path: Path, base: Path, budget: Budget, progress: bool) -> None:
 PREMISE_DIR = "premise-control"  # out/premise-control/: the premise's positive control (paper_checks/premise.py)
 
 
-def _premise_control(base: Path, out: Path) -> None:
-    """The premise's positive control on the base, its runs one after another in this worker (one thread)."""
+def _premise_control(base: Path, out: Path, budget: Budget) -> None:
+    """The premise's positive control on the base with the budget's settings, its runs one after another in this
+    worker (one thread)."""
     from escov.paper_checks.premise import run_control
 
     torch.set_num_threads(1)
-    run_control(base, out, jobs=1, log=lambda msg: None)
+    run_control(base, out, budget, jobs=1, log=lambda msg: None)
 
 
 def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: bool) -> list[Job]:
@@ -577,7 +513,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
                 jobs.append(Job(name, "rescaled runs", lambda seed=seed: rescaled_run(seed), after=(f"es-s{seed}",)))
     control = out / PREMISE_DIR
     if budget.premise_control and not (control / "control.json").exists():
-        jobs.append(Job("premise control", "premise control", lambda: (_premise_control, (base, control)), after=wait_base))
+        jobs.append(Job("premise control", "premise control", lambda: (_premise_control, (base, control, budget)),
+                        after=wait_base))
     grid_path = out / "lemma_grid.json"
     if not grid_path.exists():
         jobs.append(Job("Lemma 1 grid", "Lemma 1 grid", lambda: (_lemma_grid, (grid_path, base, budget, progress)),

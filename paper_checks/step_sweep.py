@@ -26,11 +26,11 @@ the choice), out/sweep.md (the table), out/sweep.png (Pass@1 by step and entropy
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from escov.paper_checks.base_info import base_record
 from escov.theory.matched import points_in_range
 
 MIN_POINTS = 5          # measured curve points each method needs inside the common range (the issue's floor)
@@ -162,7 +162,8 @@ def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None
               settings: dict[str, Setting] = SETTINGS, curve: dict | None = None, log=print) -> Pair | None:
     """Train and measure every setting (resumable: finished runs and curve points are kept), then choose."""
     from escov.llm import rundir
-    from escov.paper_checks.reproduce import ANSWER_STEPS, BUDGETS, run_all
+    from escov.paper_checks.reproduce import ANSWER_STEPS, BUDGETS
+    from escov.paper_checks.training_runs import run_all
 
     if not (Path(model) / "config.json").is_file():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")
@@ -182,17 +183,6 @@ def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None
     (out / "sweep.md").write_text(render(traces, settings, pairs, chosen), encoding="utf-8")
     plot(traces, settings, chosen, out / "sweep.png")
     return chosen
-
-
-def base_record(model: Path) -> dict:
-    """What the base is, without where it lies on this machine: its folder's name and, for a tiny model of
-    `llm pretrain`, the preset, overrides and seed it was pretrained with."""
-    out = {"name": Path(model).name}
-    pretrain = Path(model) / "pretrain.json"
-    if pretrain.is_file():
-        info = json.loads(pretrain.read_text(encoding="utf-8"))
-        out |= {k: info[k] for k in ("preset", "overrides", "seed", "parameters") if k in info}
-    return out
 
 
 def render(traces: dict[str, Trace], settings: dict[str, Setting], pairs: list[Pair], chosen: Pair | None) -> str:

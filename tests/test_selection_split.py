@@ -81,7 +81,7 @@ def test_no_command_that_chooses_a_setting_reads_the_answers_test_prompts():
         "measure_bases": _measure_bases().base_problems(answer.task, 16, SELECTION_SPLIT).problems,
         "sweep": read(next(iter(step_sweep.sweep_runs(model, 40, step_sweep.SETTINGS).values())), step_sweep.CURVE_SPLIT),
         "pilot": read(next(iter(pilot.pilot_runs("answer", model, (200, 201)).values())), pilot.CURVE_SPLIT),
-        "premise-control": read(next(iter(premise.control_runs(model).values())), SELECTION_SPLIT),
+        "premise-control": read(next(iter(premise.control_runs(model, BUDGETS["answer"]).values())), SELECTION_SPLIT),
     }
     for command, problems in reads.items():
         assert problems and all(p.meta["numbers"] and split_of(",".join(map(str, sorted(p.meta["numbers"])))) != "test"

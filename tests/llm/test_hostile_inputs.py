@@ -453,7 +453,7 @@ def test_a_report_that_fails_midway_leaves_no_partial_output(tmp_path, monkeypat
 
 
 def test_report_json_holds_null_for_non_finite_values_and_lists_them():
-    from escov.paper_checks.report import without_non_finite
+    from escov.paper_checks.finite import without_non_finite
 
     data, found = without_non_finite({"a": [1.0, float("nan")], "b": {"c": np.float32("inf"), "d": np.float64(2.5)}, "e": "x"})
     assert data == {"a": [1.0, None], "b": {"c": None, "d": 2.5}, "e": "x"}

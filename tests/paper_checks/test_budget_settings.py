@@ -71,7 +71,7 @@ def test_base_settings_and_the_premise_control_reach_their_jobs(tmp_path):
     budget = replace(CHANGED, base_settings=(("rare_keep", "0.5"),), premise_control=True)
     jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
     assert _args(jobs, "pretrain base")[1][3] == (("rare_keep", "0.5"),)
-    assert _args(jobs, "premise control") == (reproduce._premise_control, (tmp_path / "base", tmp_path / "premise-control"))
+    assert _args(jobs, "premise control") == (reproduce._premise_control, (tmp_path / "base", tmp_path / "premise-control", budget))
     assert "premise control" not in {j.name for j in reproduction_jobs(CHANGED, tmp_path, None, progress=False)}
     # the settings reach the pretraining and key the base apart from the plain preset's
     assert reproduce.base_cache_key("test", settings=budget.base_settings) != reproduce.base_cache_key("test")

@@ -169,7 +169,7 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
     """reproduce skips a run's curve only when every point of its layout is in curve.json: a Pass@1 jump
     wider than the resolution with a checkpoint inside still has a point to measure."""
     import json
-    from escov.paper_checks.reproduce import _curve_done
+    from escov.paper_checks.training_runs import _curve_done
     for step in (1, 2, 3, 4):
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
         (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text('{"step": %d, "elapsed": 1.0}' % step)

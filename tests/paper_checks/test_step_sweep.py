@@ -97,7 +97,7 @@ def test_the_sweep_end_to_end_reads_only_training_split_curves(tiny_model_dir, t
 
 
 def test_the_sweep_record_names_its_base_without_its_path(tiny_model_dir, tmp_path):
-    from escov.paper_checks.step_sweep import base_record
+    from escov.paper_checks.base_info import base_record
 
     record = base_record(tiny_model_dir)
     assert record["name"] == tiny_model_dir.name and str(tiny_model_dir.parent) not in json.dumps(record)
