@@ -68,6 +68,10 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # where a resumed run continues from; its in-process tests train tiny runs (the CLI's resume cases run in
     # fresh processes in test_rundir_integrity.py)
     "resume": (("llm/resume.py",), ("tests/llm/test_resume_point.py",)),
+    # the premise's control and the report's premise record; the control's end-to-end test trains in a fresh
+    # process, which mutmut does not map (run_control's mutants read "not reached")
+    "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py"),
+                ("tests/paper_checks/test_premise_record.py", "tests/paper_checks/test_premise.py")),
 }
 # Left out of mutation runs: under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per
 # answer) does not hold and its lru_cache counts differ (the first two); the last two take 6-7 s each and
