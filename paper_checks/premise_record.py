@@ -53,7 +53,7 @@ def _pairs(curves: list[Curve]) -> list[tuple[dict, dict]]:
     """(base, last) per curve as the per-problem rows premise.endpoints reads."""
     def point(c: Curve, i: int) -> dict:
         distinct = c.metric("distinct")[i]
-        return {"step": int(c.steps[i]), "sampled": {"n": c.n, "per_problem": [
+        return {"sampled": {"n": c.n, "per_problem": [
             {"id": pid, "correct": int(k), "distinct_correct_answers": float(d)}
             for pid, k, d in zip(c.ids, c.counts[i], distinct)]}}
     return [(point(c, 0), point(c, len(c.steps) - 1)) for c in curves]

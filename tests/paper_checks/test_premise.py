@@ -93,3 +93,46 @@ def test_the_control_trains_grpo_and_reads_validation_prompts_only(tiny_model_di
     assert ids == set(split_set(load_config(run), "validation", 4).ids)
     assert "Verdict" in (tmp_path / "control.md").read_text()
     assert (tmp_path / "control.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("lo, hi, word", [(-0.05, 0.0, "no_change_detected"), (0.0, 0.05, "no_change_detected")])
+def test_an_interval_that_touches_zero_is_no_change(lo, hi, word):
+    assert premise.verdict({"lo": lo, "hi": hi}) == word
+
+
+def test_the_plateau_record_reads_the_last_third_from_the_last_step_and_its_rule_is_strict():
+    # 2/3 of step 30 is step 20 (index 4); 2/3 of the step before (20) would be 15 (index 3)
+    assert premise.plateau([0, 5, 10, 15, 20, 30], [0.0, 0.0, 0.0, 0.3, 0.5, 0.5]) == {
+        "step": 30, "pass1": 0.5, "highest": 0.5, "rise_last_third": 0.0, "reached": True}
+    # exactly PLATEAU_RISE below the highest (0.01 - 0.0 is 0.01 in floating point): not reached
+    assert premise.plateau([0, 1, 2], [0.0, premise.PLATEAU_RISE, 0.0])["reached"] is False
+    # rising exactly PLATEAU_RISE over the last third (from step 3, 2/3 of 4): not reached
+    got = premise.plateau([0, 3, 4], [0.0, 0.0, premise.PLATEAU_RISE])
+    assert got["rise_last_third"] == premise.PLATEAU_RISE and got["reached"] is False
+
+
+def test_endpoints_count_a_prompt_solved_once_and_leave_out_one_unsolved_at_the_base():
+    # p1 is solved by exactly one sample at both points; p0 is unsolved at seed 0's base, p3 at seed 1's
+    base, top = [[0, 1, 5, 10, 4], [2, 1, 6, 0, 4]], [[3, 1, 0, 20, 2], [2, 1, 0, 4, 2]]
+    d_base, d_top = [[0, 1, 2, 3, 2], [1, 1, 2, 0, 3]], [[1, 1, 0, 1, 1], [1, 1, 0, 2, 1]]
+    pairs = [(_point(0, b, db), _point(300, t, dt)) for b, t, db, dt in zip(base, top, d_base, d_top)]
+    out = premise.endpoints(pairs, ["other"] * 5)
+    # solved by both points on both seeds: p1 and p4 (distinct 1-1, 1-1, 1-2, 1-3)
+    assert {k: out["distinct"][k] for k in ("prompts", "mean", "base", "plateau", "samples")} == {
+        "prompts": 2, "mean": pytest.approx(-0.75), "base": pytest.approx(1.75), "plateau": pytest.approx(1.0), "samples": N}
+    assert out["pass@32"]["samples"] == out["no_correct"]["samples"] == N
+    assert out["no_correct"]["mean"] == pytest.approx((-1 + 1 + 1 - 1) / 10)
+    assert out["families"]["rare-only"] == {"prompts": 0, "base_pass1": None, "base_pass32": None, "lost": 0, "gained": 0}
+    assert out["families"]["other"] | {"base_pass1": 0, "base_pass32": 0} == {
+        "prompts": 5, "base_pass1": 0, "base_pass32": 0, "lost": 2, "gained": 2}
+    # fewer than two prompts solved throughout: no interval, the reason says so
+    one = [(_point(0, [0, 3], [0, 1]), _point(1, [0, 3], [0, 1])), (_point(0, [1, 3], [1, 1]), _point(1, [0, 3], [0, 1]))]
+    assert premise.endpoints(one, ["other", "other"])["distinct"] == {"prompts": 1, "reason": "fewer than 2 prompts solved"}
+
+
+def test_a_target_above_rare_above_makes_every_solution_rare():
+    from escov.llm.tinymodel import preset_with
+
+    above = preset_with("paper", {"rare_ops": "", "rare_above": "20"})
+    assert premise.family_of([4, 5, 1], 21, above) == "rare-only"     # 4*5+1
+    assert premise.family_of([4, 5, 1], 19, above) == "other"         # 4*5-1

@@ -126,3 +126,122 @@ def test_a_record_without_grpo_curves_says_so(runs):
     assert record["reason"] == "fewer than 2 GRPO runs with curves" and record["selection_split"] is None
     assert "fewer than 2 GRPO runs" in "\n".join(render(record))
 
+
+
+def _curve(seed: int, counts: list[list[int]]) -> "Curve":
+    from escov.paper_checks.matched import Curve
+
+    c = np.array(counts)
+    return Curve(seed=seed, steps=np.arange(len(c)) * 10, pass1=c.mean(1) / N, counts=c, n=N,
+                 entropy=np.zeros(len(c)), greedy=np.zeros(len(c)), ids=("p0", "p1"), distinct=np.minimum(c, 1.0))
+
+
+def test_the_end_difference_reads_the_last_points_of_two_seeds():
+    from escov.paper_checks.premise_record import end_difference
+
+    es = [_curve(0, [[1, 1], [2, 0], [4, 9]]), _curve(1, [[1, 1], [0, 0], [3, 0]])]
+    grpo = [_curve(0, [[1, 1], [40, 40], [5, 0]]), _curve(1, [[1, 1], [40, 40], [0, 2]])]
+    got = end_difference(es, grpo)
+    last = [(4, 5), (9, 0), (3, 0), (0, 2)]   # (ES, GRPO) at step 20, seed by seed, prompt by prompt
+    assert got["steps"] == [20]
+    assert got["mean"] == pytest.approx(np.mean([pass32(a) - pass32(b) for a, b in last]), abs=1e-12)
+    assert got["pass1"]["mean"] == pytest.approx(np.mean([(a - b) / N for a, b in last]), abs=1e-12)
+    assert end_difference(es[:1], grpo[:1]) is None
+
+
+def test_es_at_the_small_sigma_reads_its_last_point_against_its_base_and_needs_a_gain_above_zero(runs):
+    from escov.paper_checks.premise_record import small_sigma
+
+    run_list, counts = runs
+    small = [r for r in run_list if r.config["es"].get("tag")]
+    # the last point, not the one before it: a curve whose last point falls back to the base has no gain
+    flat = [Run(r.path, r.config, curve=r.curve[:-1] + [r.curve[0] | {"step": STEPS}]) for r in small]
+    got = small_sigma(Evidence(runs=flat), [{"sigma": 0.02, "s_measured": 3.0}])
+    assert got["pass1_gain"]["mean"] == 0.0 and got["pass1_gain"]["lo"] == 0.0 and got["learned"] is False
+    assert got["s_measured_median"] is None and got["runs"] == 3
+    assert small_sigma(Evidence(runs=flat[:2]), None)["runs"] == 2 and small_sigma(Evidence(runs=flat[:1]), None) is None
+
+
+def test_an_interval_keeps_its_mean_bounds_design_and_detectable_difference():
+    from escov.paper_checks.design import seeds_by_prompts
+    from escov.paper_checks.premise_record import _interval
+
+    est = seeds_by_prompts(np.array([[0.1, 0.3, 0.2], [0.2, 0.4, 0.1]]), 32)
+    assert _interval(None) is None
+    assert _interval(est) == {"mean": est.mean, "lo": est.lo, "hi": est.hi, "design": "2 seeds x 3 prompts x 32 samples",
+                              "detectable": est.detectable}
+
+
+def test_the_record_from_two_seeds_its_fixed_fields_and_a_comparison_that_cannot_be_made(runs):
+    run_list, _ = runs
+    two = [r for r in run_list if r.seed in (0, 1)]
+    control = {"split": "validation", "verdict": "narrowed", "base": {"name": "b0"}, "seeds": [1, 2], "prompts": 4,
+               "samples": 8, "steps": 3, "plateau": {"a": {"reached": True}},
+               "endpoints": {"pass@32": {"mean": -0.1}, "no_correct": {"mean": 0.1}, "distinct": {"mean": -1.0},
+                             "families": {"other": {"lost": 3}}}}
+    record = premise_record(Evidence(runs=two), control)
+    assert record["registered"] == "docs/answer-budget.md, 'The premise'" and record["margin"] == MARGIN
+    assert record["positive_control"] == {"verdict": "narrowed", "base": "b0", "seeds": [1, 2], "prompts": 4, "samples": 8,
+                                          "steps": 3, "plateau_reached": 1, "runs": 1, "pass@32": {"mean": -0.1},
+                                          "no_correct": {"mean": 0.1}, "distinct": {"mean": -1.0}, "lost_by_family": {"other": 3}}
+    assert set(record["grpo_plateau_minus_base"]["plateau"]) == {"seed 0", "seed 1"}
+    # ES curves that never reach GRPO's Pass@1 range: nothing to compare, the reason says why
+    low = [Run(r.path, r.config, curve=[p | {"sampled": p["sampled"] | {"pass_at_k": {"1": 0.0}}} for p in r.curve])
+           if r.algo == "es" else r for r in two]
+    record = premise_record(Evidence(runs=low), None)
+    reason = record["es_minus_grpo_top_level"]["reason"]
+    assert set(record["es_minus_grpo_top_level"]) == {"reason"} and "nothing to compare" in reason
+    assert record["distinct_correct"]["es_minus_grpo_top_level"] is None
+
+
+def test_the_families_are_those_of_the_test_problems_on_the_runs_base(runs):
+    from escov.llm.tinymodel import preset_with
+    from escov.paper_checks.premise import family_of
+    from escov.paper_checks.premise_record import _families
+
+    run_list, _ = runs
+    grpo = [r for r in run_list if r.algo == "grpo"]
+    # the curve's prompts, not the run's eval_problems, set how many test problems are read
+    wide = [Run(r.path, r.config | {"eval_problems": 2}, curve=r.curve) for r in grpo]
+    ids = tuple(p["id"] for p in grpo[0].curve[0]["sampled"]["per_problem"])
+    problems = split_set(saved_config(grpo[0].config), "test", PROMPTS).problems
+    preset = preset_with("paper", dict(PREMISE_BASE))
+    want = [family_of(p.meta["numbers"], p.meta["target"], preset) for p in problems]
+    assert "rare-only" in want and "other" in want
+    assert _families(Evidence(runs=wide), ids) == want
+
+
+def test_the_premise_section_reads_as_written():
+    record = {"selection_split": "validation", "test_split": "test", "registered": "R", "margin": 0.02,
+              "positive_control": {"seeds": [1, 2], "prompts": 4, "samples": 8, "steps": 3, "verdict": "narrowed",
+                                   "pass@32": {"mean": -0.05, "lo": -0.08, "hi": -0.02},
+                                   "no_correct": {"mean": 0.04, "lo": None, "hi": None}, "plateau_reached": 1, "runs": 2},
+              "grpo_plateau_minus_base": {"pass@32": {"mean": -0.03, "lo": -0.05, "hi": -0.01},
+                                          "no_correct": {"mean": 0.02, "lo": 0.0, "hi": 0.04}, "verdict": "narrowed",
+                                          "plateau": {"seed 0": {"reached": True}, "seed 1": {"reached": False}},
+                                          "families": {"rare-only": {"lost": 0}, "other": {"lost": 5}}},
+              "es_minus_grpo_top_level": {"mean": 0.001, "lo": -0.01, "hi": 0.012, "level": 0.4, "reading": "inconclusive"},
+              "es_minus_grpo_end": {"mean": 0.03, "lo": 0.01, "hi": 0.05, "pass1": {"mean": -0.1, "lo": -0.2, "hi": 0.0}},
+              "distinct_correct": {"grpo_plateau_minus_base": {"mean": -0.5, "lo": -0.7, "hi": -0.3, "base": 2.0,
+                                                               "plateau": 1.5, "prompts": 9},
+                                   "es_minus_grpo_top_level": None},
+              "es_small_sigma": {"sigma": 0.002, "s_measured_median": None, "pass1_gain": {"mean": 0.0, "lo": -0.01, "hi": 0.01},
+                                 "learned": False}}
+    assert render(record) == [
+        "## The premise: does GRPO narrow here, and what does ES keep?", "",
+        "Settings chosen on validation prompts; the endpoints below read the test prompts, registered before the run (R). "
+        "Pass@32 and shares in points.", "",
+        "- Positive control (2 seeds x 4 validation prompts x 8 samples, GRPO 3 steps): **narrowed**; Pass@32 plateau - base "
+        "-5.00 [-8.00, -2.00], no-correct share +4.00 (no interval); plateau reached on 1 of 2 runs.",
+        "- (a) GRPO at its last checkpoint - base: Pass@32 -3.00 [-5.00, -1.00], no-correct share +2.00 [+0.00, +4.00]: "
+        "**narrowed** (plateau rule met on 1 of 2 runs); lost seed x prompt: rare-only 0, other 5.",
+        "- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach (40.0 points): +0.10 [-1.00, +1.20] (**inconclusive**; "
+        "margin 2 points).",
+        "- (c) ES - GRPO Pass@32 at the end of equal budgets: +3.00 [+1.00, +5.00], where ES - GRPO Pass@1 is -10.00 "
+        "[-20.00, +0.00].",
+        "- (d) Distinct correct solutions: GRPO plateau - base -0.50 [-0.70, -0.30] (2.00 -> 1.50 per solved prompt, 9 "
+        "prompts); ES - GRPO per prompt at (b)'s level not measured.",
+        "- ES at sigma 0.002 (members' s not measured, Lemma 1's regime s <= 0.05): Pass@1 gain over the base +0.00 "
+        "[-1.00, +1.00]: no gain detected.", ""]
+    without = {k: v for k, v in record.items() if k not in ("positive_control", "grpo_plateau_minus_base")} | {"reason": "why"}
+    assert render(without)[-2:] == ["- why", ""]
