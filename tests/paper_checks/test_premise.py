@@ -136,3 +136,30 @@ def test_a_target_above_rare_above_makes_every_solution_rare():
     above = preset_with("paper", {"rare_ops": "", "rare_above": "20"})
     assert premise.family_of([4, 5, 1], 21, above) == "rare-only"     # 4*5+1
     assert premise.family_of([4, 5, 1], 19, above) == "other"         # 4*5-1
+
+
+def test_control_md_reads_as_written():
+    record = {"base": {"name": "b"}, "seeds": [300, 301], "prompts": 4, "split": "validation", "samples": 8,
+              "temperature": 0.6, "grpo": {"learning_rate": 1e-4}, "steps": 2, "verdict": "narrowed",
+              "curves": {"grpo-s300": [{"step": 0, "pass1": 0.25, "pass32": 0.75, "no_correct": 0.25, "entropy": 0.2},
+                                       {"step": 2, "pass1": 0.5, "pass32": 0.5, "no_correct": 0.5, "entropy": None}]},
+              "plateau": {"grpo-s300": {"reached": True}, "grpo-s301": {"reached": False}},
+              "endpoints": {"pass@32": {"mean": -0.25, "lo": -0.5, "hi": -0.125},
+                            "no_correct": {"mean": 0.25, "lo": None, "hi": None, "design": "2 seeds"},
+                            "distinct": {"mean": -1.0, "lo": -1.5, "hi": -0.5, "base": 2.0, "plateau": 1.0, "prompts": 3},
+                            "families": {"rare-only": {"prompts": 0}, "other": {"prompts": 4, "base_pass1": 0.25,
+                                                                                 "base_pass32": 0.75, "lost": 1, "gained": 0}}}}
+    assert premise.render(record) == "\n".join([
+        "# Premise control: GRPO from b to its plateau", "",
+        "2 seeds x 4 validation prompts x 8 samples at T = 0.6; GRPO {'learning_rate': 0.0001}, 2 steps.", "",
+        "| run | step | Pass@1 | Pass@32 | no correct | entropy |", "| --- | --- | --- | --- | --- | --- |",
+        "| grpo-s300 | 0 | 0.250 | 0.750 | 0.250 | 0.200 |", "| grpo-s300 | 2 | 0.500 | 0.500 | 0.500 |  |", "",
+        "Plateau reached (Pass@1 within 1 point of its highest and rising less over the last third) on 1 of 2 runs.", "",
+        "| endpoint (plateau - base, points) | mean [95% interval] |", "| --- | --- |",
+        "| Pass@32 | -25.00 [-50.00, -12.50] |", "| no-correct share | +25.00 [no interval: 2 seeds] |",
+        "| distinct correct solutions per solved prompt (2.00 -> 1.00, 3 prompts) | -1.00 [-1.50, -0.50] |", "",
+        "Verdict: **narrowed**.", "",
+        "| family | prompts | base Pass@1 | base Pass@32 | lost (seed x prompt) | gained |",
+        "| --- | --- | --- | --- | --- | --- |", "| other | 4 | 0.250 | 0.750 | 1 | 0 |"]) + "\n"
+    no_distinct = record | {"endpoints": record["endpoints"] | {"distinct": {"prompts": 1, "reason": "fewer than 2 prompts solved"}}}
+    assert "distinct correct" not in premise.render(no_distinct)
