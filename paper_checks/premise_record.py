@@ -70,7 +70,7 @@ def _families(ev: Evidence, ids: tuple[str, ...]) -> list[str]:
     cfg = saved_config(run.config, source=str(run.path / "config.json"))
     by_id = {p.id: p for p in split_set(cfg, TEST_SPLIT, len(ids)).problems}
     preset = base_preset(run.config["model"])
-    return [family_of(by_id[i].meta["numbers"], by_id[i].meta["target"], preset) if i in by_id else "other" for i in ids]
+    return [family_of(by_id[i].meta["numbers"], by_id[i].meta["target"], preset) for i in ids]
 
 
 def grpo_plateau_minus_base(ev: Evidence, grpo: list[Curve]) -> dict:

@@ -99,6 +99,11 @@ def test_each_endpoint_equals_its_value_from_the_counts(runs):
     b = record["es_minus_grpo_top_level"]
     assert counts[("grpo", False, 0)][0].mean() / N < b["level"] <= min(counts[("es", False, s)][-1].mean() / N for s in SEEDS)
     assert b["reading"] == _reading_b(b) and b["lo"] <= b["mean"] <= b["hi"]
+    from escov.paper_checks.matched import matched_difference
+    from escov.paper_checks.real_checks import curves_of
+    ev = Evidence(runs=run_list)
+    _, every = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "pass@32")
+    assert len(every["compared_levels"]) > 1 and b["level"] == max(every["compared_levels"])   # the top level alone
     # (d): GRPO's distinct count is 1 wherever solved, ES's 2: GRPO's plateau - base is 0 over the prompts both
     # solve, and ES - GRPO at (b)'s level is 1 on every prompt both solve there (all but a few GRPO is losing)
     d = record["distinct_correct"]
@@ -140,10 +145,10 @@ def test_the_end_difference_reads_the_last_points_of_two_seeds():
     from escov.paper_checks.premise_record import end_difference
 
     es = [_curve(0, [[1, 1], [2, 0], [4, 9]]), _curve(1, [[1, 1], [0, 0], [3, 0]])]
-    grpo = [_curve(0, [[1, 1], [40, 40], [5, 0]]), _curve(1, [[1, 1], [40, 40], [0, 2]])]
+    grpo = [_curve(0, [[1, 1], [40, 40], [9, 9], [5, 0]]), _curve(1, [[1, 1], [40, 40], [9, 9], [0, 2]])]
     got = end_difference(es, grpo)
-    last = [(4, 5), (9, 0), (3, 0), (0, 2)]   # (ES, GRPO) at step 20, seed by seed, prompt by prompt
-    assert got["steps"] == [20]
+    last = [(4, 5), (9, 0), (3, 0), (0, 2)]   # (ES at step 20, GRPO at step 30), seed by seed, prompt by prompt
+    assert got["steps"] == [20, 30]   # each method's last step, both named
     assert got["mean"] == pytest.approx(np.mean([pass32(a) - pass32(b) for a, b in last]), abs=1e-12)
     assert got["pass1"]["mean"] == pytest.approx(np.mean([(a - b) / N for a, b in last]), abs=1e-12)
     assert end_difference(es[:1], grpo[:1]) is None
