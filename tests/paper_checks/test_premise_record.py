@@ -250,3 +250,26 @@ def test_the_premise_section_reads_as_written():
         "[-1.00, +1.00]: no gain detected.", ""]
     without = {k: v for k, v in record.items() if k not in ("positive_control", "grpo_plateau_minus_base")} | {"reason": "why"}
     assert render(without)[-2:] == ["- why", ""]
+
+
+def test_a_reading_with_too_few_measured_points_names_each_methods_points(runs):
+    # each run measured only at its base and its end: ES's one segment spans more Pass@1 than the resolution
+    run_list, _ = runs
+    sparse = [Run(r.path, r.config, curve=[r.curve[0], r.curve[-1]]) for r in run_list if not r.config["es"].get("tag")]
+    record = premise_record(Evidence(runs=sparse), None)
+    reason = record["es_minus_grpo_top_level"]["reason"]
+    assert reason.startswith("not testable here") and "per run: ES [" in reason and ", GRPO [" in reason
+    assert record["distinct_correct"]["es_minus_grpo_top_level"] is None
+
+
+def test_es_at_the_small_sigma_gains_from_its_base_not_its_second_point(runs):
+    from escov.paper_checks.premise_record import small_sigma
+
+    run_list, counts = runs
+    small = [r for r in run_list if r.config["es"].get("tag")]
+    # a second point far above the base: the gain is last - base, whatever lies between
+    high = [Run(r.path, r.config, curve=[r.curve[0], curve(np.full((1, PROMPTS), N), [p["id"] for p in r.curve[0]["sampled"]["per_problem"]],
+                                                             np.ones((1, PROMPTS)))[0] | {"step": 1}, *r.curve[2:]]) for r in small]
+    got = small_sigma(Evidence(runs=high), None)
+    want = np.mean([(counts[("es", True, s)][-1] - counts[("es", True, s)][0]) / N for s in SEEDS])
+    assert got["pass1_gain"]["mean"] == pytest.approx(want, abs=1e-12)
