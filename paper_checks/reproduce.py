@@ -56,7 +56,7 @@ from escov.paper_checks.lemma_grid import GridDesign
 from escov.paper_checks.premise import CONTROL_GRPO
 from escov.paper_checks.report import build_report
 from escov.paper_checks.summary import PUBLISHED, load_published
-from escov.paper_checks.training_runs import _curve_done, _done, _run_one, run_jobs_of
+from escov.paper_checks.training_runs import complete, run_jobs_of, run_one
 from escov.theory.budget import es_flops, grpo_flops
 from escov.theory.matched import RESOLUTION
 
@@ -506,10 +506,10 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
         def rescaled_run(seed: int) -> tuple:
             name = f"es-rescaled-s{seed}"
             cfg = plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}")})[name]
-            return _run_one, (name, cfg, out / "runs" / name, budget.curve, shared)
+            return run_one, (name, cfg, out / "runs" / name, budget.curve, shared)
         for seed in budget.seeds:
             name = f"es-rescaled-s{seed}"
-            if not (_done(out / "runs" / name) and (budget.curve is None or _curve_done(out / "runs" / name, budget.curve))):
+            if not complete(out / "runs" / name, budget.curve):
                 jobs.append(Job(name, "rescaled runs", lambda seed=seed: rescaled_run(seed), after=(f"es-s{seed}",)))
     control = out / PREMISE_DIR
     if budget.premise_control and not (control / "control.json").exists():

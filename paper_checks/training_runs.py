@@ -10,14 +10,14 @@ import torch
 from escov.paper_checks.jobs import Job, run_jobs
 
 
-def _done(run_dir: Path) -> bool:
+def trained(run_dir: Path) -> bool:
     """Whether a run has its final evaluation (a damaged eval.json: RunDirError naming it)."""
     from escov.llm.rundir import read_eval
 
     return "final" in (read_eval(run_dir) or {})
 
 
-def _run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None, shared: Path | None = None) -> str:
+def run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None, shared: Path | None = None) -> str:
     """Train (or resume) one run to its end, then evaluate its curve; in a worker process, on cfg's threads.
     shared: the folder of step-0 measurements shared by runs from the same base (llm.train.train)."""
     from escov.llm.config import TrainConfig
@@ -27,7 +27,7 @@ def _run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None, shared: Pa
 
     hf_logging.disable_progress_bar()  # its "Loading weights" bar, once per model load, would bury the stage lines
     torch.set_num_threads(cfg["threads"])
-    if not _done(run_dir):
+    if not trained(run_dir):
         resume = (run_dir / "config.json").exists()
         train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=False, shared=shared)
     if curve is not None:
@@ -48,11 +48,16 @@ def run_all(runs: dict[str, dict], root: Path, curve: dict | None, jobs: int, lo
 def run_jobs_of(runs: dict[str, dict], root: Path, curve: dict | None, stage: str = "training runs",
                 after: tuple[str, ...] = (), shared: Path | None = None) -> list[Job]:
     """A job per run of `runs` not yet finished (with its curve, when the budget has one)."""
-    return [Job(name, stage, lambda name=name, cfg=cfg: (_run_one, (name, cfg, root / name, curve, shared)), after)
-            for name, cfg in runs.items() if not (_done(root / name) and (curve is None or _curve_done(root / name, curve)))]
+    return [Job(name, stage, lambda name=name, cfg=cfg: (run_one, (name, cfg, root / name, curve, shared)), after)
+            for name, cfg in runs.items() if not complete(root / name, curve)]
 
 
-def _curve_done(run_dir: Path, curve: dict) -> bool:
+def complete(run_dir: Path, curve: dict | None) -> bool:
+    """Whether a run is trained and, when there is a curve to measure, its curve is measured."""
+    return trained(run_dir) and (curve is None or curve_done(run_dir, curve))
+
+
+def curve_done(run_dir: Path, curve: dict) -> bool:
     """Whether the run's curve holds every point of its layout (llm.curve.layout on the stored points)."""
     from escov.llm import rundir
     from escov.llm.curve import layout

@@ -169,19 +169,19 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
     """reproduce skips a run's curve only when every point of its layout is in curve.json: a Pass@1 jump
     wider than the resolution with a checkpoint inside still has a point to measure."""
     import json
-    from escov.paper_checks.training_runs import _curve_done
+    from escov.paper_checks.training_runs import curve_done
     for step in (1, 2, 3, 4):
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
         (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text('{"step": %d, "elapsed": 1.0}' % step)
     curve = {"points": 2, "samples": 64, "temperature": 0.6, "resolution": 0.06, "max_points": 40}
     write = lambda pts: (tmp_path / "curve.json").write_text(json.dumps({"points": pts}))
     write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.15)])        # layout 0 1 4, no jump above 6 points
-    assert _curve_done(tmp_path, curve)
+    assert curve_done(tmp_path, curve)
     write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.40)])        # 1 -> 4 jumps 28 points: step 2 or 3 is due
-    assert not _curve_done(tmp_path, curve)
+    assert not curve_done(tmp_path, curve)
     write([_point(0, 0.10), _point(1, 0.12), _point(2, 0.2), _point(3, 0.3), _point(4, 0.40)])
-    assert _curve_done(tmp_path, curve)
-    assert not _curve_done(tmp_path, curve | {"samples": 32}), "points of other settings do not count"
+    assert curve_done(tmp_path, curve)
+    assert not curve_done(tmp_path, curve | {"samples": 32}), "points of other settings do not count"
 
 
 def test_the_paper_regime_answer_runs_from_the_paper_regime_base_and_again_from_the_diffuse_one():
