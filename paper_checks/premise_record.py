@@ -100,7 +100,7 @@ def small_sigma(ev: Evidence, lemma_grid: list[dict] | None) -> dict | None:
     if len(curves) < 2:
         return None
     sigma = runs[0].config["es"]["sigma"]
-    gain = seeds_by_prompts(np.stack([c.counts[-1] / c.n - c.counts[0] / c.n for c in curves]), curves[0].n)
+    gain = seeds_by_prompts(np.stack([c.metric("pass@1")[-1] - c.metric("pass@1")[0] for c in curves]), curves[0].n)
     s = [r["s_measured"] for r in lemma_grid or [] if np.isclose(r["sigma"], sigma) and r.get("s_measured") is not None]
     return {"sigma": sigma, "runs": len(curves), "s_measured_median": float(np.median(s)) if s else None,
             "pass1_gain": _interval(gain), "learned": bool(gain.lo > 0)}
