@@ -74,10 +74,13 @@ def test_a_prompt_is_rare_only_when_every_solution_uses_a_rare_operator():
 
 
 def test_the_control_trains_grpo_and_reads_validation_prompts_only(tiny_model_dir, tmp_path):
-    """A real control, tiny: two seeds, 2 steps, 4 validation prompts; its records name the split."""
-    code = ("from pathlib import Path; from escov.paper_checks import premise as p; "
+    """A real control, tiny: two seeds, 2 steps, 4 validation prompts; its records name the split. The answer's
+    budget with a training pool of 16 prompts and no population probe: generating the pool's 512 Countdown problems
+    and probing took most of the test's time, and the control reads neither."""
+    code = ("from dataclasses import replace; from pathlib import Path; from escov.paper_checks import premise as p; "
             "from escov.paper_checks.reproduce import BUDGETS; "
-            f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), BUDGETS['answer'], jobs=1, seeds=(300, 301), steps=2, "
+            "b = replace(BUDGETS['answer'], common=BUDGETS['answer'].common | {'train_pool': 16, 'probe': False}); "
+            f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), b, jobs=1, seeds=(300, 301), steps=2, "
             "problems=4, checkpoint_every=1, curve=p.CONTROL_CURVE | {'samples': 32, 'points': 2, 'max_points': 3})")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)
     record = json.loads((tmp_path / "control.json").read_text())
