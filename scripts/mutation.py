@@ -79,15 +79,12 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # there ran them again (the direct properties of test_safe_arith.py and test_countdown.py test those
 # functions). The math grader's load test and its evaluation test start fresh grading workers (and busy loops, or
 # a model) in each mutant's session: their grades come from the worker processes, which mutmut does not map.
-# The vLLM test of the es group starts a vLLM engine (25-30 s) in each mutant's session; the
-# hugging-face tests reach the same center, plan and update.
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
               "tests/llm/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
               "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
-              "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
-              "tests/llm/test_es_conformance.py::test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm")
+              "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution")
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"
