@@ -512,3 +512,15 @@ def test_a_task_scored_by_functions_keeps_the_tasks_problems():
 
     scored, plain = get_task("countdown", reward_function=zero), get_task("countdown")
     assert scored.problems("train", 3, seed=5) == plain.problems("train", 3, seed=5) != plain.problems("train", 3, seed=6)
+
+
+def test_a_task_scored_by_functions_keeps_the_tasks_answers(tmp_path):
+    """The math task's answer reads the problem's gold answer: the problem is passed on."""
+    def zero(prompts, completions, **kw):
+        return [0.0] * len(completions)
+
+    (tmp_path / "math.jsonl").write_text('{"problem": "What is 1 / 2?", "answer": "1/2"}\n')
+    scored = get_task("deepscaler", test_data=tmp_path / "math.jsonl", reward_function=zero)
+    plain = get_task("deepscaler", test_data=tmp_path / "math.jsonl")
+    one = plain.problems("test", 1, seed=0)[0]
+    assert scored.answer(one, "\\boxed{0.5}") == plain.answer(one, "\\boxed{0.5}") == plain.answer(one, "\\boxed{1/2}")
