@@ -76,6 +76,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # training runs of test_own_data_cli.py, nor test_own_data.py's `llm eval` in a fresh process)
     "contract": (("llm/tasks/reward_function.py",),
                  ("tests/llm/test_reward_contract.py", "tests/llm/test_own_data.py", "tests/llm/test_own_data_settings.py")),
+    # what a run was made from: the fingerprint functions on files written in process (not test_run_fingerprints.py:
+    # it trains a run and resumes copies of it, which every mutant's session would pay again)
+    "fingerprints": (("llm/fingerprints.py",), ("tests/llm/test_fingerprints.py",)),
 }
 # Left out of mutation runs: under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per
 # answer) does not hold and its lru_cache counts differ (the first two); the last two take 6-7 s each and
