@@ -134,6 +134,42 @@ def test_the_code_version_is_the_commit_of_the_checkout_holding_the_module(tmp_p
     assert fingerprints.code_version() == {"commit": head, "modified": True, "diff_sha256": sha(diff), "version": installed}
 
 
+def test_staged_and_binary_changes_count_and_an_undecodable_diff_is_read(tmp_path, monkeypatch):
+    root = _checkout(tmp_path / "repo")
+    (root / "weights.bin").write_bytes(b"\0\1\2")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "binary")
+    monkeypatch.setattr(fingerprints, "__file__", str(root / "llm" / "fingerprints.py"))
+    (root / "llm" / "fingerprints.py").write_text("# staged\n")
+    git(root, "add", "-A")  # a change staged for the next commit is a change of the code too
+    staged = fingerprints.code_version()
+    assert staged["modified"] is True and staged["diff_sha256"] is not None
+    git(root, "reset", "-q", "--hard")
+    hashes = set()
+    for content in (b"\0\1\3", b"\0\1\4"):  # two other binary contents: two other differences
+        (root / "weights.bin").write_bytes(content)
+        hashes.add(fingerprints.code_version()["diff_sha256"])
+    assert len(hashes) == 2 and None not in hashes
+    git(root, "reset", "-q", "--hard")
+    (root / "llm" / "fingerprints.py").write_bytes(b"# caf\xe9, not UTF-8\n")
+    latin = fingerprints.code_version()
+    assert latin["modified"] is True and len(latin["diff_sha256"]) == 64
+
+
+def test_outside_an_installed_package_the_version_is_unknown(tmp_path, monkeypatch):
+    import importlib.metadata
+
+    def not_installed(name):
+        raise PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    (tmp_path / "plain" / "llm").mkdir(parents=True)
+    monkeypatch.setattr(fingerprints, "__file__", str(tmp_path / "plain" / "llm" / "fingerprints.py"))
+    code = fingerprints.code_version()
+    assert code == {"commit": None, "modified": False, "diff_sha256": None, "version": "unknown"}
+    assert fingerprints.describe_code(code) == "version unknown"
+
+
 def test_no_commit_outside_a_checkout_of_the_source_tree(tmp_path, monkeypatch):
     try:
         installed = version("escov")
@@ -282,9 +318,10 @@ def started(project):
     return project / "run", inputs
 
 
-def resumed(**paths) -> TrainConfig:
-    """The settings as config.json gives them back to a resume (absolute paths), changed by `paths`."""
-    root = Path.cwd()
+def resumed(root: Path | None = None, **paths) -> TrainConfig:
+    """The settings as config.json gives them back to a resume (absolute paths into root, by default the working
+    folder, where the run started), changed by `paths`."""
+    root = root or Path.cwd()
     return cfg_of(**{"model": str(root / "model"), "data": str(root / "data/train.jsonl"),
                      "test_data": str(root / "data/test.jsonl"),
                      "reward_function": (f"{root / 'rewards.py'}:exact", "fp_pkg.sub:inner")} | paths)
@@ -301,7 +338,7 @@ def test_a_resume_points_each_setting_at_its_input_where_it_is_now(started, tmp_
     # the project moved as a whole: each input is found at its place relative to the run directory
     moved = tmp_path / "moved"
     root.rename(moved)
-    cfg = resumed()
+    cfg = resumed(root)  # config.json still names the old places
     fingerprints.check_inputs(moved / "run", cfg, inputs)
     assert (cfg.model, cfg.data, cfg.test_data) == (str(moved / "model"), str(moved / "data/train.jsonl"),
                                                     str(moved / "data/test.jsonl"))
@@ -373,6 +410,36 @@ def test_a_reward_module_without_a_file_is_compared_by_name(project):
     with pytest.raises(RunDirError) as err:
         fingerprints.check_inputs(run, cfg_of(model="", reward_function=("os:exit",)), inputs)
     assert str(err.value) == f"{run / 'config.json'}: reward_function is 'os:exit' but the run ran with 'sys:exit'"
+
+
+def test_a_reward_file_in_a_folder_whose_name_holds_a_colon(project, tmp_path):
+    (project / "a:b").mkdir()
+    (project / "a:b" / "colon.py").write_text("def f(prompts, completions, **kw):\n    return []\n")
+    assert fingerprints.reward_source("a:b/colon.py:f") == Path("a:b/colon.py")
+    run = project / "run"
+    run.mkdir()
+    cfg = cfg_of(reward_function=("a:b/colon.py:f",))
+    inputs = fingerprints.take_inputs(cfg, run)
+    assert cfg.reward_function == (f"{project / 'a:b' / 'colon.py'}:f",)
+    assert inputs["reward_function[0]"]["sha256"] == sha((project / "a:b" / "colon.py").read_bytes())
+    moved = tmp_path / "moved"
+    project.rename(moved)
+    fingerprints.check_inputs(moved / "run", cfg, inputs)  # cfg: the old absolute path, as config.json holds it
+    assert cfg.reward_function == (f"{moved / 'a:b' / 'colon.py'}:f",)
+
+
+def test_a_reward_module_without_a_file_does_not_end_the_checks_of_the_next(project, tmp_path):
+    run = project / "run"
+    run.mkdir()
+    cfg = cfg_of(reward_function=("sys:exit", "rewards.py:exact"))
+    inputs = fingerprints.take_inputs(cfg, run)
+    moved = tmp_path / "moved"
+    project.rename(moved)
+    fingerprints.check_inputs(moved / "run", cfg, inputs)
+    assert cfg.reward_function == ("sys:exit", f"{moved / 'rewards.py'}:exact")
+    (moved / "rewards.py").write_text("# changed\n")
+    with pytest.raises(RunDirError, match=r"rewards.py: reward function source changed since the run started"):
+        fingerprints.check_inputs(moved / "run", cfg, inputs)
 
 
 def write_run(run: Path, config: dict, manifest: dict | None = None, history: bool = False) -> None:
