@@ -2,7 +2,9 @@
 completion_ids, trainer_state, every column), several functions with reward_weights, None = does not
 apply, numpy arrays and callables, verl's compute_score adapted, and errors that name the function,
 the data row and the completion with the user's own traceback lines. Totals are checked against
-values computed by hand from TRL's rule (sum of w_j r_j over the functions that apply)."""
+values computed by hand from TRL's rule (sum of w_j r_j over the functions that apply). Then the contract call
+by call: the arguments of text and chat prompts, the frames and cuts of error messages, each refusal of a
+returned value, a path, a weight or a callable as its full message, and what the scored task keeps of its task."""
 import math
 import sys
 
