@@ -72,6 +72,13 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # process, which mutmut does not map (run_control's mutants read "not reached")
     "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py"),
                 ("tests/paper_checks/test_premise_record.py", "tests/paper_checks/test_premise.py")),
+    # user reward functions under TRL's and verl's contracts: the in-process tests that call them (not the CLI
+    # training runs of test_own_data_cli.py, nor test_own_data.py's `llm eval` in a fresh process)
+    "contract": (("llm/tasks/reward_function.py",),
+                 ("tests/llm/test_reward_contract.py", "tests/llm/test_own_data.py", "tests/llm/test_own_data_settings.py")),
+    # what a run was made from: the fingerprint functions on files written in process (not test_run_fingerprints.py:
+    # it trains a run and resumes copies of it, which every mutant's session would pay again)
+    "fingerprints": (("llm/fingerprints.py",), ("tests/llm/test_fingerprints.py",)),
 }
 # Left out of mutation runs: under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per
 # answer) does not hold and its lru_cache counts differ (the first two); the last two take 6-7 s each and
@@ -79,12 +86,15 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # there ran them again (the direct properties of test_safe_arith.py and test_countdown.py test those
 # functions). The math grader's load test and its evaluation test start fresh grading workers (and busy loops, or
 # a model) in each mutant's session: their grades come from the worker processes, which mutmut does not map.
+# The contract group's `llm eval` test scores in a fresh process (`python -m escov.llm eval`, 20-25 s), which
+# mutmut does not map.
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
               "tests/llm/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
               "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
-              "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution")
+              "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
+              "tests/llm/test_own_data.py::test_llm_eval_scores_a_verl_parquet_with_a_reward_function")
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"
