@@ -53,9 +53,18 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "matched": (("theory/matched.py", "paper_checks/matched.py"),
                 ("tests/paper_checks/test_matched.py", "tests/theory/test_matched_reading.py",
                  "tests/simulate/test_sim_matched.py")),
-    "graders": (("llm/tasks/countdown.py", "llm/tasks/math_grader.py", "llm/tasks/safe_arith.py", "llm/tasks/rewards.py"),
+    "graders": (("llm/tasks/countdown.py", "llm/tasks/safe_arith.py", "llm/tasks/rewards.py"),
                 ("tests/llm/test_reward_conventions.py", "tests/llm/test_countdown.py", "tests/llm/test_countdown_files.py",
-                 "tests/llm/test_math_grader.py", "tests/llm/test_safe_arith.py")),
+                 "tests/llm/test_safe_arith.py")),
+    # the math grader alone: its work budget (nodes, depth, symbols, exponents, value bits) came after the
+    # graders group's run, which keeps its results for the modules above
+    "grader": (("llm/tasks/math_grader.py",), ("tests/llm/test_math_grader.py",)),
+    # users' own data files and the math datasets: loading, field mapping, split rules, errors naming file and
+    # record; not test_own_data_cli.py (it trains, in fresh processes and in process) nor test_problem_sets.py
+    # (generated problems: it reaches data_files only through TrainConfig's defaults, and one test trains)
+    "data": (("llm/tasks/data_files.py", "llm/tasks/math_data.py"),
+             ("tests/llm/test_data_files.py", "tests/llm/test_math_data.py", "tests/llm/test_own_data.py",
+              "tests/llm/test_own_data_settings.py", "tests/llm/test_countdown_files.py")),
     "noise": (("llm/es/noise.py",), ("tests/llm/test_es_noise.py",)),
     "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
@@ -81,13 +90,15 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # a model) in each mutant's session: their grades come from the worker processes, which mutmut does not map.
 # The vLLM test of the es group starts a vLLM engine (25-30 s) in each mutant's session; the
 # hugging-face tests reach the same center, plan and update.
+# The data group's `llm eval` test scores a file in a fresh process.
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
               "tests/llm/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
               "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
               "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
-              "tests/llm/test_es_conformance.py::test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm")
+              "tests/llm/test_es_conformance.py::test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm",
+              "tests/llm/test_own_data.py::test_llm_eval_scores_a_verl_parquet_with_a_reward_function")
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"
