@@ -259,6 +259,41 @@ def test_the_workers_requests_parse_grade_and_keep_golds_within_the_cache(monkey
     assert list(golds) == ["a", "b", "41"]
 
 
+def test_the_workers_comparison_drops_an_answers_percent_sign_unless_the_gold_has_one():
+    r"""In the worker's own request (called here): 18\% is 18 for gold 18 (right) and for gold 0.18 (wrong, with
+    key 18); for gold 18\%, math-verify's rule: 0.18, 18 and 18\% are right, 19\% wrong. math-verify reads X\%
+    as X * UnevaluatedExpr(1/100): the sign is found in a parse and dropped from a product, text is kept."""
+    import sympy
+    from escov.llm.tasks.math_grader import _parse_and_compare, has_percent, without_percent
+
+    golds: dict = {}
+    assert _parse_and_compare(["grade", "$18$", r"\boxed{18\%}"], golds) == [True, "18"]
+    assert _parse_and_compare(["grade", "$0.18$", r"\boxed{18\%}"], golds) == [False, "18"]
+    for answer in (r"\boxed{0.18}", r"\boxed{18}", r"\boxed{18\%}"):
+        assert _parse_and_compare(["grade", r"$18\%$", answer], golds)[0], answer
+    assert _parse_and_compare(["grade", r"$18\%$", r"\boxed{19\%}"], golds) == [False, "19*(1/100)"]
+    percent = sympy.UnevaluatedExpr(sympy.Rational(1, 100))
+    six_percent = sympy.Mul(2, 3, percent, evaluate=False)
+    assert has_percent(["text", six_percent]) and not has_percent(["18%", sympy.Integer(18)])
+    assert without_percent(six_percent) == 6 and without_percent("18%") == "18%"
+    assert without_percent(sympy.Integer(18)) == 18
+
+
+def test_number_keys_are_exact_values():
+    """A decimal numeral's key is its exact fraction (sympy's printing); a float's key comes from the text
+    math-verify extracted (commas dropped), so 1,000.5 and 2001/2 are one vote; other expressions print as sympy."""
+    import sympy
+    from escov.llm.tasks.math_grader import _key, _number_key, gold_key
+
+    assert [_number_key(t) for t in ("0.75", "-2.50", "12", "-0")] == ["3/4", "-5/2", "12", "0"]
+    assert gold_key(" 0.125 ") == "1/8" and gold_key("-3") == "-3"
+    assert _key([sympy.Float("1000.5"), "1,000.5"]) == "2001/2"
+    assert _key([sympy.Float("2.5"), " 2.5 "]) == "5/2"
+    assert _key([sympy.Float("0.5"), "one half"]) == "1/2"        # text that is no numeral: the Float's own value
+    assert _key([sympy.Symbol("x") + 1, "x+1"]) == "x + 1"
+    assert _key([]) is None
+
+
 def test_the_last_box_is_read_across_spaces_and_up_to_its_length_limit():
     from escov.llm.tasks.math_grader import MAX_ANSWER_CHARS, last_boxed
 
