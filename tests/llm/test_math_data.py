@@ -133,6 +133,7 @@ def test_gold_answers_of_each_format_by_hand():
     from escov.llm.tasks.math_data import gold_answer
 
     assert gold_answer("gsm8k", {"question": "q", "answer": "a #### 2 #### 1,234 \n"}, "r") == ("q", "1234")
+    assert gold_answer("gsm8k", {"question": "q", "answer": "3+4=7\n####7"}, "r") == ("q", "7")
     assert gold_answer("deepscaler", {"problem": "p", "answer": 4}, "r") == ("p", "4")
     assert gold_answer("deepscaler", {"problem": "p", "answer": 2.5}, "r") == ("p", "2.5")
     assert gold_answer("deepscaler", {"problem": "p", "answer": " x^2 "}, "r") == ("p", "x^2")
@@ -220,3 +221,17 @@ def test_at_most_one_percent_of_golds_may_be_unparseable_and_three_are_shown(tmp
         warnings.simplefilter("always")
         assert get_task("deepscaler", test_data=write_jsonl(path, records)).size("test") == 198
     assert len(caught) == 1 and "2 of 200 gold answers" in str(caught[0].message)
+
+
+def test_problems_are_drawn_by_the_documented_generator_and_a_missing_split_is_named(tmp_path):
+    """A split's problems (in file order) drawn without replacement by random.Random('format/split/seed')."""
+    import random
+
+    records = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(8)]
+    task = get_task("gsm8k", test_data=write_jsonl(tmp_path / "g.jsonl", records))
+    in_order = [f"gsm8k/test/{i}" for i in range(8)]
+    for n, seed in [(3, 0), (8, 7)]:
+        assert [p.id for p in task.problems("test", n, seed)] == random.Random(f"gsm8k/test/{seed}").sample(in_order, n)
+    with pytest.raises(ValueError) as err:
+        task.problems("train", 1, seed=0)
+    assert str(err.value) == "task 'gsm8k' has no train data: give data or a data_split such as 'paper' or 'first-N'"
