@@ -111,6 +111,9 @@ def test_each_reward_convention_scores_boxed_unboxed_right_and_wrong_answers(tmp
         task = get_task("gsm8k", test_data=path, reward=reward, format_reward=format_reward)
         problem = task.problems("test", 1, seed=0)[0]
         assert [task.score(problem, a) for a in answers.values()] == scores, (reward, format_reward)
+    for reward, format_reward in [("paper-gsm8k", 0.25), ("escov", 1.0)]:  # a format reward only under escov, below 1
+        with pytest.raises(ValueError, match="format_reward"):
+            get_task("gsm8k", test_data=path, reward=reward, format_reward=format_reward)
 
 
 def test_the_completion_length_bound_is_the_tasks_own(tmp_path):
@@ -121,6 +124,7 @@ def test_the_completion_length_bound_is_the_tasks_own(tmp_path):
     assert (len(fits), len(over)) == (99, 101)
     assert task.score(problem, fits) == 1.0 and task.answer(problem, fits) == "7"
     assert task.score(problem, over) == 0.0 and task.answer(problem, over) is None
+    assert get_task("gsm8k", test_data=tmp_path / "g.jsonl", max_completion_chars=1).size("test") == 1  # the least
     for bad in (0, True, 1.5, "100"):
         with pytest.raises(ValueError) as err:
             get_task("gsm8k", test_data=tmp_path / "g.jsonl", max_completion_chars=bad)
