@@ -138,7 +138,7 @@ def test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine():
     assert math_grader.safety_net_hits() == before
 
 
-def test_an_answer_at_the_safety_net_is_wrong_counted_and_named(capfd):
+def test_an_answer_at_the_safety_net_is_wrong_counted_and_named(capfd, monkeypatch):
     """A worker whose safety net is far below the cost of an answer: the answer is wrong (None), counted
     once, named on stderr, and the worker goes on with the next answer."""
     grader = math_grader._Grader(safety_net_seconds=1e-4)
@@ -152,6 +152,9 @@ def test_an_answer_at_the_safety_net_is_wrong_counted_and_named(capfd):
         err = capfd.readouterr().err
         assert "sin^2 y" in err and "safety net" in err and "counted" in err
         assert grader.worker is worker  # its timer fired: the worker answered and goes on
+        monkeypatch.setattr(math_grader, "_GRADER", grader)  # grade() through it: no answer, a box, wrong
+        assert grade("1", r"\boxed{\sin^2 w+\cos^2 w}") == math_grader.Graded(False, True, None)
+        assert math_grader.safety_net_hits() == before + 2
     finally:
         grader.close()
 
@@ -223,6 +226,7 @@ def test_value_bits_bounds_each_kind_of_expression_by_its_closed_form():
         (sympy.Float(0), 0.0), (x, 0.0), (7, 0.0),
         (sympy.Pow(3, 10, evaluate=False), 2.0 * 2.0 ** 4),         # bits(3) = 2, bits(10) = 4
         (sympy.Pow(1, 5, evaluate=False), 1.0 * 2.0 ** 3),          # bits(1) = 1
+        (sympy.Pow(x, 10, evaluate=False), 1.0 * 2.0 ** 4),          # bits(x) = 0: max(0, 1)
         (sympy.Pow(2, 2 ** 70, evaluate=False), math.inf),          # 71 exponent bits
         (sympy.factorial(10, evaluate=False), 2.0 ** 4 * 4.0),
         (sympy.factorial(sympy.Integer(2) ** 70, evaluate=False), math.inf),
@@ -298,6 +302,8 @@ def test_the_last_box_is_read_across_spaces_and_up_to_its_length_limit():
     from escov.llm.tasks.math_grader import MAX_ANSWER_CHARS, last_boxed
 
     assert last_boxed(r"so \boxed {41}") == last_boxed("so \\boxed \n {41}") == last_boxed(r"\boxed{ 41 }") == "41"
+    assert last_boxed(r"so \boxed{\frac{1}{2}} or {3}") == r"\frac{1}{2}"     # braces matched, not the first }
+    assert last_boxed(r"\boxed{\frac{1}{2}") is None                           # never closed
     for no_box in (r"so \boxed", "so \\boxed  ", r"\boxed x{41}", r"\boxed{41", "no box"):
         assert last_boxed(no_box) is None, no_box
     longest = "1" * MAX_ANSWER_CHARS
@@ -312,6 +318,7 @@ def test_answer_text_is_the_box_or_the_tail_after_thinking_and_none_for_nothing(
     assert answer_text(r"so \boxed{41}", starts_in_think=True) == (None, False)    # the thinking never ends
     assert answer_text(r"a </think> so \boxed{41}", starts_in_think=True) == (r"\boxed{41}", True)
     assert answer_text("the answer is 41") == ("the answer is 41", False)
+    assert answer_text("y" * 600 + "41") == ("y" * 498 + "41", False)            # the last MAX_ANSWER_CHARS (500)
     for nothing in (r"so \boxed{ }", "   ", "<think> 41"):
         assert answer_text(nothing) == (None, False), nothing
     text = r"\boxed{41}"
