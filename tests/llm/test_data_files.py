@@ -133,7 +133,7 @@ def test_a_missing_file_a_hub_name_and_an_unknown_suffix_are_told_apart(tmp_path
     """A name with a data suffix (any case), an absolute path or one starting with '.' is a missing file; any
     other name is taken for a hub name (the offline error); an existing file of another suffix is refused."""
     monkeypatch.chdir(tmp_path)
-    for missing in ("d.JSON", "./d", str(tmp_path / "d")):
+    for missing in ("d.JSON", "d.jsonl", "./d", str(tmp_path / "d")):
         assert message_of(load_records, missing) == f"data file {missing!r} does not exist"
     assert message_of(load_records, "org/name") == (
         "data 'org/name' is neither a local file nor a folder: datasets are read offline, not downloaded; save it "
@@ -161,6 +161,8 @@ def test_json_text_errors_name_the_line(tmp_path):
     assert message_of(load_records, array) == f"data file {array} is not valid JSON (Expecting ':' delimiter at line 2)"
     array.write_text('{"a": 1}\n{"a": 2}\n')                 # .json holding JSON lines
     assert load_records(array) == [{"a": 1}, {"a": 2}]
+    path.write_text('[{"a": 1}]\n')                            # JSON lines: an array on a line is one record
+    assert message_of(load_records, path) == f"data file {path}: record 0 must be a JSON object, got list"
 
 
 def test_records_must_be_objects_of_valid_text(tmp_path):
@@ -264,3 +266,7 @@ def test_a_split_is_drawn_by_its_documented_generator_and_refused_when_absent_or
         "task 'gsm8k' has no train data: give data or a data_split such as 'paper' or 'first-N'")
     assert no_split_data("gsm8k", "test") == (
         "task 'gsm8k' has no test data: give test_data or a data_split such as 'paper' or 'first-N'")
+
+
+def test_an_empty_dataset_object_is_named_in_its_error():
+    assert message_of(load_records, datasets.Dataset.from_list([])) == "data file the given Dataset holds no records"
