@@ -105,10 +105,10 @@ def test_every_record_of_a_file_must_hold_every_column_of_that_file():
     from escov.llm.tasks.data_files import check_same_columns
 
     check_same_columns([("a", 0, {"x": 1}), ("a", 1, {"x": 2}), ("b", 0, {"y": 3})])  # files differ: fine
-    rows = [("a", 0, {"x": 1}), ("a", 1, {"x": 2}), ("a", 2, {"x": 3, "y": 4, "z": 5})]
+    rows = [("a", 0, {"x": 1}), ("a", 1, {"x": 2}), ("a", 2, {"x": 3, "y": 4}), ("a", 3, {"x": 3, "z": 5})]
     with pytest.raises(ValueError) as err:
         check_same_columns(rows)
-    assert str(err.value) == "data file a: record 0 lacks the column 'y' (record 2 holds it)"
+    assert str(err.value) == "data file a: record 0 lacks the column 'y' (record 2 holds it)"  # its first missing
 
 
 def test_a_split_source_is_named_by_the_file_its_records_come_from():
