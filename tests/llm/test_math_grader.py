@@ -281,6 +281,10 @@ def test_the_workers_comparison_drops_an_answers_percent_sign_unless_the_gold_ha
     assert has_percent(["text", six_percent]) and not has_percent(["18%", sympy.Integer(18)])
     assert without_percent(six_percent) == 6 and without_percent("18%") == "18%"
     assert without_percent(sympy.Integer(18)) == 18
+    # only the sign goes, as a factor 1 would: a product written unevaluated elsewhere stays as written (2*3, not 6)
+    sum_of_products = sympy.Add(sympy.Mul(2, 3, evaluate=False), sympy.Mul(5, percent, evaluate=False), evaluate=False)
+    assert without_percent(sum_of_products) == sum_of_products.xreplace({percent: sympy.Integer(1)})
+    assert without_percent(sum_of_products) != 11
 
 
 def test_number_keys_are_exact_values():
