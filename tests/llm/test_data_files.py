@@ -232,7 +232,7 @@ def test_split_rules_by_hand(tmp_path):
     from escov.llm.tasks.data_files import train_records_of
 
     assert [train_records_of(r) for r in ("files", "paper", "first-1", "first-12")] == [None, 200, 1, 12]
-    for bad in ("first-0", "first-", "first-x", "first--1", "12", "last-3", "Files"):
+    for bad in ("first-0", "first-", "first-x", "first--1", "first_10", "12", "last-3", "Files"):
         assert message_of(train_records_of, bad) == (
             f"data_split must be one of files | paper | first-N (N >= 1), got {bad!r}")
     path = tmp_path / "d.json"
