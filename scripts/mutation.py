@@ -53,9 +53,18 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "matched": (("theory/matched.py", "paper_checks/matched.py"),
                 ("tests/paper_checks/test_matched.py", "tests/theory/test_matched_reading.py",
                  "tests/simulate/test_sim_matched.py")),
-    "graders": (("llm/tasks/countdown.py", "llm/tasks/math_grader.py", "llm/tasks/safe_arith.py", "llm/tasks/rewards.py"),
+    "graders": (("llm/tasks/countdown.py", "llm/tasks/safe_arith.py", "llm/tasks/rewards.py"),
                 ("tests/llm/test_reward_conventions.py", "tests/llm/test_countdown.py", "tests/llm/test_countdown_files.py",
-                 "tests/llm/test_math_grader.py", "tests/llm/test_safe_arith.py")),
+                 "tests/llm/test_safe_arith.py")),
+    # the math grader alone: its work budget (nodes, depth, symbols, exponents, value bits) came after the
+    # graders group's run, which keeps its results for the modules above
+    "grader": (("llm/tasks/math_grader.py",), ("tests/llm/test_math_grader.py",)),
+    # users' own data files and the math datasets: loading, field mapping, split rules, errors naming file and
+    # record; not test_own_data_cli.py (it trains, in fresh processes and in process) nor test_problem_sets.py
+    # (generated problems: it reaches data_files only through TrainConfig's defaults, and one test trains)
+    "data": (("llm/tasks/data_files.py", "llm/tasks/math_data.py"),
+             ("tests/llm/test_data_files.py", "tests/llm/test_math_data.py", "tests/llm/test_own_data.py",
+              "tests/llm/test_own_data_settings.py", "tests/llm/test_countdown_files.py")),
     "noise": (("llm/es/noise.py",), ("tests/llm/test_es_noise.py",)),
     "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
@@ -86,8 +95,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # there ran them again (the direct properties of test_safe_arith.py and test_countdown.py test those
 # functions). The math grader's load test and its evaluation test start fresh grading workers (and busy loops, or
 # a model) in each mutant's session: their grades come from the worker processes, which mutmut does not map.
-# The contract group's `llm eval` test scores in a fresh process (`python -m escov.llm eval`, 20-25 s), which
-# mutmut does not map.
+# The `llm eval` test of the contract and data groups scores in a fresh process (`python -m escov.llm eval`,
+# 20-25 s), which mutmut does not map.
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
