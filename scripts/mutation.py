@@ -89,8 +89,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # it trains a run and resumes copies of it, which every mutant's session would pay again)
     "fingerprints": (("llm/fingerprints.py",), ("tests/llm/test_fingerprints.py",)),
 }
-# Left out of mutation runs: the math grader's over-budget answer (it waits for the worker's timer to fire) and its
-# lru_cache counts, which differ under mutmut's instrumentation (the first two); the Countdown tests take 6-7 s each and
+# Left out of mutation runs: the math grader's worker-replacement and cache-count tests, which do not hold under
+# mutmut's instrumentation (the first two); the Countdown tests take 6-7 s each and
 # reach every function of safe_arith and countdown through the problem generator, so every surviving mutant
 # there ran them again (the direct properties of test_safe_arith.py and test_countdown.py test those
 # functions). The math grader's load test and its evaluation test start fresh grading workers (and busy loops, or
