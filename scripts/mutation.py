@@ -72,6 +72,13 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # process, which mutmut does not map (run_control's mutants read "not reached")
     "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py"),
                 ("tests/paper_checks/test_premise_record.py", "tests/paper_checks/test_premise.py")),
+    # the report's assembly and its text; in process only (not test_report_eval_ks.py: its runs train in fresh
+    # processes), and of the whole-report tests only a few, since each draws every plot (3-9 s) for every mutant
+    "report": (("paper_checks/report.py",),
+               ("tests/paper_checks/test_report_rendering.py", "tests/paper_checks/test_lemma_grid_publish.py",
+                "tests/paper_checks/test_report_trust.py", "tests/paper_checks/test_report_paths.py",
+                "tests/paper_checks/test_registry.py", "tests/paper_checks/test_entropy_collapse.py",
+                "tests/llm/test_hostile_inputs.py")),
 }
 # Left out of mutation runs: under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per
 # answer) does not hold and its lru_cache counts differ (the first two); the last two take 6-7 s each and

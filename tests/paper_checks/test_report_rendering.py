@@ -2,6 +2,7 @@
 at a measured s above its regime labelled so (not "inconclusive"), and the claim registry's
 references checked (a reference to a check that does not exist is an error, not missing data)."""
 import json
+import math
 import re
 
 import numpy as np
@@ -259,3 +260,147 @@ def test_the_report_takes_simulates_verdict_words_as_they_are(tmp_path):
     _simulate_summary(tmp_path / "finding.json", lambda c: FINDING if c.id == "lemma1" else DECISIONS[0])
     with pytest.raises(RegistryError, match="lemma1"):
         build_report(runs, tmp_path / "report-finding", simulate_summary=tmp_path / "finding.json")
+
+
+def _level(status, ours="n/a", **extra):
+    return {"status": status, "ours": ours, "note": "", "plots": [], "evidence": {}} | extra
+
+
+def test_report_md_says_each_part_of_a_report_written_by_hand():
+    """render_markdown over a report.json written by hand: the summary in a code block, the purpose, the
+    exclusions, the runs per variant, the base models' table (Pass@k in points, a k a base lacks as nan, the
+    no-correct share as a percentage or n/a), the input problems, a claim's row and its section (an untestable
+    limit, each level's bullet with note, test, design and power, the real plots then the simulate plots) and an
+    open question's table."""
+    from escov.paper_checks.report import render_markdown
+
+    real = _level("holds", "19x [18, 20]", note="a note", test="ratio test", design="3 seeds x 64 prompts",
+                  plots=["drift.png"])
+    report = {
+        "summary": ["first line", "second line"], "purpose": "what it decides.",
+        "excluded": [{"what": "runs/es9", "reason": "a copy of runs/es0"}],
+        "runs": [{"variant": "grpo", "seed": 0}, {"variant": "es", "seed": 0}, {"variant": "es", "seed": 1}],
+        "bases": [{"model": "/models/paper-base", "task": "countdown", "temperature": 0.6, "samples": 32, "problems": 4,
+                   "seeds": 2, "pass_at_k": {"1": 0.0625, "32": 0.5}, "no_correct_share": 0.375},
+                  {"model": "diffuse", "task": "math", "temperature": 1.0, "samples": 8, "problems": 10, "seeds": 1,
+                   "pass_at_k": {"1": 0.25}, "no_correct_share": None}],
+        "input_problems": ["runs/x/eval.json: expected a JSON object"],
+        "claims": [{"id": "drift_ratio", "statement": "ES moves further", "paper": "Fig. 3", "test": "ratio > 1",
+                    "untestable": "one model only",
+                    "levels": {"theory": _level("holds"), "simulate": _level("inconclusive", plots=["../sim/drift.png"]),
+                               "real": real}}],
+        "open_questions": [{"id": "q", "question": "Which is wider?", "answer": "ES, by 2 points.",
+                            "table": [{"method": "es", "pass_at_1": 0.123456, "seed": None}]}],
+        "lemma_grid": []}
+    lines = render_markdown(report).split("\n")
+    assert lines[:5] == ["# ES vs GRPO: the paper's claims, checked", "", "```", "first line", "second line"]
+    assert lines[5:7] == ["```", ""] and lines[7].startswith("Verdicts come from the data of this report's inputs: ")
+    assert lines[7].endswith(" Pass@k in points (x100).") and lines[8] == ""
+
+    def block(*expected):  # expected lines, one after the other, somewhere in the text
+        at = lines.index(expected[0])
+        assert lines[at:at + len(expected)] == list(expected), lines[at:at + len(expected)]
+    block("**What this reproduction can decide.** what it decides.", "",
+          "**Left out of this report** (1, each with the reason):", "", "- `runs/es9`: a copy of runs/es0", "",
+          "Runs: `es` x2, `grpo` x1", "",
+          "Base models, as their runs measured them (mean over seeds):", "",
+          "| model | task | T | samples x prompts | seeds | Pass@1 | Pass@32 | no correct sample |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- |",
+          "| `paper-base` | countdown | 0.6 | 32 x 4 | 2 | 6.2 | 50.0 | 38% |",
+          "| `diffuse` | math | 1.0 | 8 x 10 | 1 | 25.0 | nan | n/a |", "",
+          "**Input problems** (claims that needed these are marked 'missing data'):", "",
+          "- runs/x/eval.json: expected a JSON object", "",
+          "## All claims", "", "| claim | paper | test | theory | simulate | real runs | real design |",
+          "| --- | --- | --- | --- | --- | --- | --- |",
+          "| [ES moves further](#drift_ratio) | Fig. 3 | ratio > 1 | holds | inconclusive | **holds**: 19x [18, 20] | "
+          "3 seeds x 64 prompts |", "")
+    block("## Open questions", "", "### Which is wider?", "", "ES, by 2 points.", "",
+          "| method | pass_at_1 | seed |", "| --- | --- | --- |", "| es | 0.1235 |  |", "")
+    block("## Claims one by one", "", "### ES moves further", '<a id="drift_ratio"></a>', "", "Paper: Fig. 3.", "",
+          "Limit of our miniature: one model only.", "", "- theory: **holds**: n/a", "- simulate: **inconclusive**: n/a",
+          "- real: **holds**: 19x [18, 20] (a note)", "  - test: ratio test", "  - design: 3 seeds x 64 prompts", "",
+          "![drift.png](drift.png)", "", "![../sim/drift.png](../sim/drift.png)", "", "")
+    assert render_markdown(report).endswith("![../sim/drift.png](../sim/drift.png)\n\n")
+    assert "Lemma 1 on the real model" not in render_markdown(report)
+
+
+def _grid_row(sigma, members, ratio, ci, s, fisher, share, draws=3, ratio_df=2, se_log=0.02, far=False):
+    """A Lemma 1 grid row written by hand; `far`: its JSsucc interval below 0, its JSpol - JSsucc interval below 0
+    and its Lemma 2 difference's interval above 0."""
+    ci3 = lambda mean, lo, hi: {"mean": mean, "ci": [lo, hi]}
+    side = ci3(2e-4, 1e-4, 3e-4)
+    return {"sigma": sigma, "members": members, "draws": draws, "measured": 0.004, "predicted": 0.005, "ratio": ratio,
+            "ratio_ci": ci, "ratio_se_log": se_log, "ratio_df": ratio_df, "s_measured": s, "fisher_trace": fisher,
+            "dpi_share": share,
+            "jssucc": ci3(-0.002, -0.003, -0.001) if far else ci3(0.001, -0.001, 0.003),
+            "jspol_minus_jssucc": ci3(-0.0015, -0.002, -0.001) if far else ci3(0.003, 0.001, 0.005),
+            "lemma2": {"gap": side, "local": side,
+                       "gap_minus_local": ci3(1.5e-4, 1e-4, 2e-4) if far else ci3(0.0, -1e-4, 1e-4)}}
+
+
+def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand():
+    """lemma_grid_lines over rows written by hand. N = 4 at sigma 1, 2, 4 (x 1e-3): ratios 1.02, 1.02 inside the
+    regime (s 0.01, 0.04; intervals within 1 +- 0.1) and 1.5 outside it (s 0.2, its interval wholly outside); N = 8 at
+    sigma 1e-3 (ratio 1.0, an interval reaching past 1 +- 0.1) and a row of nulls. By hand: the exponent inside the
+    regime is 2 (equal ratios at N = 4), with half-width t_2 / sqrt(sum w x^2), w = 1 / 0.02^2, x = +-log(2)/2;
+    over all of N = 4's sigmas 2 + log(1.5 / 1.02) / (2 log 2); the (1 - 1/N) factor at sigma 1e-3 is 1.02 / 1.0 with
+    half-width t_2 sqrt(0.02^2 + 0.05^2) on the log scale; tr I the probes' weighted mean (draws x (N - 1))."""
+    from scipy.stats import t as student_t
+
+    from escov.paper_checks.report import lemma_grid_lines
+
+    a = _grid_row(1e-3, 4, 1.02, [0.95, 1.05], 0.01, 2000.0, 0.75) | {
+        "task": "countdown", "temperature": 0.6, "max_new_tokens": 32, "prompts": 4, "samples": 2, "center_samples": 8}
+    e = _grid_row(2e-3, 4, 1.02, [0.95, 1.05], 0.04, 2000.0, 0.75)
+    b = _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 4000.0, 0.25, far=True)
+    c = _grid_row(1e-3, 8, 1.0, [0.85, 1.2], 0.02, 2000.0, 1.0, draws=2, ratio_df=4, se_log=0.05)
+    nulls = {"sigma": 2e-3, "members": 8, "measured": None, "predicted": None, "ratio": None, "ratio_ci": [None, None],
+             "s_measured": None}
+    training = {"sigma": 0.02, "temperature": 1.0, "s_median": 1.7, "s": [1.5, 1.7, 2.0]}
+    lines = lemma_grid_lines([a, e, b, c, nulls], training)
+    fisher = (9 * 2000 + 9 * 2000 + 9 * 4000 + 14 * 2000) / 41
+    assert lines[:2] == ["## Lemma 1 on the real model over a grid of sigma and N", ""]
+    intro = lines[2]
+    assert intro.startswith("On the runs' own task `countdown` at T = 0.6, 32 new tokens, 4 probe prompts, 2 samples "
+                            "per member and prompt. Each draw of a row is an antithetic pair of populations ")
+    assert f"from 8 center completions per prompt (whose mean" in intro and f"is {fisher:.4g} over the whole grid." in intro
+    assert intro.endswith("Rows with s <= 0.05 (in the regime) decide the verdict.") and lines[3] == ""
+    side = "0.0002 [0.0001, 0.0003]"
+    assert lines[4:12] == [
+        "| sigma | N | pairs | measured JSpol | predicted | ratio [95%] | width | s measured | in regime | "
+        "JSsucc (corrected) | JSpol - JSsucc [95%] | P_pop - P_same [95%] | N p(1-p)^(N-1) JSsucc [95%] |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| 0.001 | 4 | 3 | 0.004 | 0.005 | 1.020 [0.950, 1.050] | 0.100 | 0.01 | yes | 0.001 [-0.001, 0.003] | "
+        f"0.003 [0.001, 0.005] | {side} | {side} |",
+        f"| 0.002 | 4 | 3 | 0.004 | 0.005 | 1.020 [0.950, 1.050] | 0.100 | 0.04 | yes | 0.001 [-0.001, 0.003] | "
+        f"0.003 [0.001, 0.005] | {side} | {side} |",
+        f"| 0.004 | 4 | 3 | 0.004 | 0.005 | 1.500 [1.300, 1.700] | 0.400 | 0.2 | no | -0.002 [-0.003, -0.001] | "
+        f"-0.0015 [-0.002, -0.001] | {side} | {side} |",
+        f"| 0.001 | 8 | 2 | 0.004 | 0.005 | 1.000 [0.850, 1.200] | 0.350 | 0.02 | yes | 0.001 [-0.001, 0.003] | "
+        f"0.003 [0.001, 0.005] | {side} | {side} |",
+        "| 0.002 | 8 | 1 | n/a | n/a | n/a [n/a, n/a] | n/a | n/a | no | n/a | n/a | n/a | n/a |",
+        ""]
+    half = student_t.ppf(0.975, 2) / math.sqrt(2 * (math.log(2) / 2) ** 2 / 0.02 ** 2)
+    factor_half = student_t.ppf(0.975, 2) * math.hypot(0.02, 0.05)
+    assert lines[12:] == [
+        f"- Exponent of JSpol in sigma inside the regime (intercept per N, 2 rows): 2.000 [{2 - half:.3f}, {2 + half:.3f}] "
+        "(Lemma 1: 2)",
+        f"- N = 4: ratio within 1 +- 0.1 at sigma = [0.001, 0.002]; exponent over all its sigmas "
+        f"{2 + math.log(1.5 / 1.02) / (2 * math.log(2)):.2f}; the ratio leaves 1 +- 0.1 between s = 0.04 (last inside) "
+        "and s = 0.2 (first wholly outside)",
+        "- N = 8: ratio within 1 +- 0.1 at sigma = none",
+        f"- The (1 - 1/N) factor alone, N = 4 against N = 8 at sigma = [0.001] (tr I cancels): (JSpol_N / (1 - 1/N)) / "
+        f"(JSpol_8 / (1 - 1/8)) = 1.020 [{1.02 * math.exp(-factor_half):.3f}, {1.02 * math.exp(factor_half):.3f}]: "
+        "**inconclusive** (1 within +-0.1)",
+        "- The training runs (sigma = 0.02, sampled at T = 1) measured s = 1.7 (median of 3; range 1.5-2): outside the regime",
+        "- Data processing 0 <= JSsucc_N <= JSpol_N on the same populations: rows whose JSsucc interval lies below 0: 1 of 4; "
+        "rows whose JSpol - JSsucc interval lies below 0: 1 of 4; populations x prompts whose corrected point values "
+        "satisfy it: 69% (single populations are noisy: a point value below 0 is sampling error unless its row's "
+        "interval says so)",
+        "- Lemma 2 on the real population: P_pop - P_same against its local form N p_bar (1 - p_bar)^(N-1) JSsucc_N: "
+        "the difference's interval contains 0 in 3 of 4 rows"]
+    header = lines[4:6]
+    bare = lemma_grid_lines([nulls | {"sigma": 1e-3}], {"s_median": None})  # no task, no JSsucc, no training s
+    assert bare == ["## Lemma 1 on the real model over a grid of sigma and N", "", *header,
+                    "| 0.001 | 8 | 1 | n/a | n/a | n/a [n/a, n/a] | n/a | n/a | no | n/a | n/a | n/a | n/a |", "",
+                    "- N = 8: ratio within 1 +- 0.1 at sigma = none"]
