@@ -75,7 +75,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # the report's assembly and its text; in process only (not test_report_eval_ks.py: its runs train in fresh
     # processes), and of the whole-report tests only a few, since each draws every plot (3-9 s) for every mutant
     "report": (("paper_checks/report.py",),
-               ("tests/paper_checks/test_report_rendering.py", "tests/paper_checks/test_lemma_grid_publish.py",
+               ("tests/paper_checks/test_report_rendering.py", "tests/paper_checks/test_report_assembly.py",
+                "tests/paper_checks/test_lemma_grid_publish.py",
                 "tests/paper_checks/test_report_trust.py", "tests/paper_checks/test_report_paths.py",
                 "tests/paper_checks/test_registry.py", "tests/paper_checks/test_entropy_collapse.py",
                 "tests/llm/test_hostile_inputs.py")),

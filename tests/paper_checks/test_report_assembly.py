@@ -1,0 +1,121 @@
+"""How paper_checks/report.py assembles a report's verdicts and answers, on inputs written by hand: the Pass@k a
+claim reads that the runs' evaluations lack, a verdict turned "not run in this budget" only for needs the budget
+does not plan, an open question's answer when its runs are unplanned or its data incomplete, a real-run check that
+fails on a partial run, runs whose inputs changed mid-run, the lemma1 record's training summary, and paths as a
+report writes them."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from escov.paper_checks.evidence import Evidence
+from escov.paper_checks.open_questions import ANSWERS
+from escov.paper_checks.real_checks import REAL_CHECKS
+from escov.paper_checks.report import (answer, ks_missing, lemma1_training, needs_ks_note, not_run, real_verdict,
+                                       shown_path)
+from escov.paper_checks.rundir import Run
+from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN, NOT_TESTABLE, Verdict
+from escov.theory.claims import BY_ID
+
+
+def _run(name: str, ks_base=(1, 16), ks_final=(1, 16), changed=()) -> Run:
+    ev = {"base": {"pass_at_k": {str(k): 0.5 for k in ks_base}}, "final": {"pass_at_k": {str(k): 0.5 for k in ks_final}}}
+    return Run(Path("runs") / name, {"algo": "grpo", "seed": 0}, metrics=[{"step": 1}], eval=ev, changed=list(changed))
+
+
+def test_the_pass_at_k_missing_is_each_k_some_runs_base_or_final_evaluation_lacks():
+    ev = Evidence(runs=[_run("a", ks_final=(1, 16, 32)), _run("b", ks_base=(1, 16, 32)),
+                        Run(Path("runs/c"), {"algo": "es"}, eval=None), Run(Path("runs/d"), {"algo": "es"}, eval={"heldout": {}})])
+    assert ks_missing(ev, [1, 16]) == []
+    assert ks_missing(ev, [1, 16, 32, 64]) == [32, 64]     # a's base and b's final lack 32; every run lacks 64
+    assert ks_missing(Evidence(runs=[_run("a", ks_base=(1, 32), ks_final=(1, 16, 32))]), [16, 32]) == [16]
+    assert needs_ks_note([16, 32]) == ("needs Pass@16, Pass@32, which these runs' evaluations do not hold "
+                                       "(train with eval_ks including 16, 32 and eval_samples >= 32)")
+    assert needs_ks_note([64]) == ("needs Pass@64, which these runs' evaluations do not hold (train with eval_ks "
+                                   "including 64 and eval_samples >= 64)")
+
+
+def test_missing_data_reads_not_run_only_for_needs_the_budget_does_not_plan():
+    def missing():
+        return Verdict("drift_ratio", MISSING, "n/a", note="needs a probe", evidence={"needs": [["es", "a probe"], ["grpo", ""]]})
+    assert not_run(missing(), None).status == MISSING                       # no budget: nothing is "not run"
+    assert not_run(missing(), {("es", "a probe"), ("grpo", "")}).status == MISSING   # planned, yet missing
+    v = not_run(missing(), {("es", "a probe")})
+    assert (v.status, v.note) == (NOT_RUN, "this budget plans no grpo runs (needs a probe)")
+    v = not_run(missing(), set())
+    assert v.note == "this budget plans no es runs with a probe; no grpo runs (needs a probe)"
+    held = Verdict("drift_ratio", HOLDS, "19x", evidence={"needs": [["es", ""]]})
+    assert not_run(held, set()).status == HOLDS                              # a verdict with data stays as it is
+    assert not_run(Verdict("drift_ratio", MISSING, "n/a", note="x"), set()).status == MISSING  # no needs named
+
+
+def test_a_real_verdict_without_data_says_why(monkeypatch):
+    ev = Evidence(runs=[_run("a"), _run("b", changed=["lr at step 3"])])
+    v = real_verdict(BY_ID["dpi"], ev)   # no real-run check: theory and simulate check it
+    assert (v.claim_id, v.status, v.ours, v.note) == ("dpi", NOT_TESTABLE, "n/a",
+                                                       "checked exactly by theory and along training by simulate")
+    v = real_verdict(BY_ID["drift_ratio"], Evidence())
+    assert (v.claim_id, v.status, v.ours, v.note) == ("drift_ratio", MISSING, "n/a", "no run directories given")
+    v = real_verdict(BY_ID["es_passk_above_grpo"], ev)   # reads Pass@16 and Pass@32; the runs hold 1 and 16
+    assert (v.claim_id, v.status, v.ours) == ("es_passk_above_grpo", MISSING, "n/a")
+    assert v.note == needs_ks_note([32]) + "; inputs changed mid-run: b (lr at step 3)"
+
+    def partial(_ev):
+        raise KeyError("per_problem")
+    monkeypatch.setitem(REAL_CHECKS, "drift_ratio", partial)
+    v = real_verdict(BY_ID["drift_ratio"], Evidence(runs=[_run("a")]))
+    assert (v.claim_id, v.status, v.ours) == ("drift_ratio", MISSING, "n/a")
+    assert v.note == "run data incomplete for this check: KeyError: 'per_problem'"
+    monkeypatch.setitem(REAL_CHECKS, "drift_ratio", lambda _ev: Verdict("drift_ratio", HOLDS, "19x", note=""))
+    assert real_verdict(BY_ID["drift_ratio"], ev).note == "inputs changed mid-run: b (lr at step 3)"
+    monkeypatch.setitem(REAL_CHECKS, "drift_ratio", lambda _ev: Verdict("drift_ratio", MISSING, "n/a", note="needs x",
+                                                                        evidence={"needs": [["es", ""]]}))
+    v = real_verdict(BY_ID["drift_ratio"], Evidence(runs=[_run("a")]), planned=set())
+    assert (v.status, v.note) == (NOT_RUN, "this budget plans no es runs (needs x)")
+
+
+def test_an_open_questions_answer_names_what_is_missing(monkeypatch):
+    ev = Evidence(runs=[_run("a")])
+
+    def raises(err):
+        def fn(_ev):
+            raise err
+        return fn
+    for err, says in [(KeyError("32"), needs_ks_note([32])),
+                      (KeyError("per_problem"), "run data incomplete for this question (KeyError: 'per_problem')"),
+                      (KeyError(), "run data incomplete for this question (KeyError: )"),
+                      (TypeError("t"), "run data incomplete for this question (TypeError: t)"),
+                      (ValueError("v"), "run data incomplete for this question (ValueError: v)"),
+                      (ZeroDivisionError("z"), "run data incomplete for this question (ZeroDivisionError: z)"),
+                      (IndexError("i"), "run data incomplete for this question (IndexError: i)")]:
+        monkeypatch.setitem(ANSWERS, "zero_success", raises(err))
+        assert answer("zero_success", ev) == {"answer": f"{MISSING}: {says}", "table": []}
+    monkeypatch.setitem(ANSWERS, "mechanism", lambda _ev: {"answer": "greedy wins", "table": [{"a": 1}]})
+    assert answer("mechanism", ev) == answer("mechanism", ev, {("es[sampled]", "")}) == {"answer": "greedy wins",
+                                                                                         "table": [{"a": 1}]}
+    assert answer("mechanism", ev, set()) == {"answer": f"{NOT_RUN} (this budget plans no es[sampled] runs): greedy wins",
+                                              "table": [{"a": 1}]}
+    monkeypatch.setitem(ANSWERS, "lemma1_validity", lambda _ev: {"answer": "ok", "table": []})
+    assert answer("lemma1_validity", ev, set())["answer"] == f"{NOT_RUN} (this budget plans no es runs with the Lemma 1 probe): ok"
+
+
+def test_the_lemma1_records_training_summary_is_its_real_evidences():
+    def claim(cid, real):
+        return {"id": cid, "levels": {"real": real}}
+    training = {"s_median": 1.7, "s": [1.5, 1.7, 2.0]}
+    other = claim("drift_ratio", {"evidence": {"training": {"s_median": 9.0}}})
+    assert lemma1_training({"claims": [other, claim("lemma1", {"evidence": {"training": training}})]}) == training
+    assert lemma1_training({"claims": [claim("lemma1", {"evidence": {}})]}) is None
+    assert lemma1_training({"claims": [claim("lemma1", {})]}) is None
+    assert lemma1_training({"claims": [other]}) is None and lemma1_training({}) is None
+
+
+def test_a_path_is_written_relative_to_the_working_folder_only_inside_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert shown_path(None) is None
+    assert shown_path("runs/../es0") == os.path.join("runs", "..", "es0")   # relative: as given
+    assert shown_path(tmp_path / "runs" / "es0") == os.path.join("runs", "es0")
+    outside = tmp_path.parent / "elsewhere"
+    assert shown_path(outside) == str(outside)
