@@ -1,20 +1,16 @@
 """How paper_checks/report.py assembles a report's verdicts and answers, on inputs written by hand: the Pass@k a
 claim reads that the runs' evaluations lack, a verdict turned "not run in this budget" only for needs the budget
 does not plan, an open question's answer when its runs are unplanned or its data incomplete, a real-run check that
-fails on a partial run, runs whose inputs changed mid-run, the lemma1 record's training summary, and paths as a
-report writes them."""
+fails on a partial run, runs whose inputs changed mid-run, and the lemma1 record's training summary."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
 
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.open_questions import ANSWERS
 from escov.paper_checks.real_checks import REAL_CHECKS
-from escov.paper_checks.report import (answer, ks_missing, lemma1_training, needs_ks_note, not_run, real_verdict,
-                                       shown_path)
+from escov.paper_checks.report import answer, ks_missing, lemma1_training, needs_ks_note, not_run, real_verdict
 from escov.paper_checks.rundir import Run
 from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN, NOT_TESTABLE, Verdict
 from escov.theory.claims import BY_ID
@@ -111,11 +107,3 @@ def test_the_lemma1_records_training_summary_is_its_real_evidences():
     assert lemma1_training({"claims": [claim("lemma1", {})]}) is None
     assert lemma1_training({"claims": [other]}) is None and lemma1_training({}) is None
 
-
-def test_a_path_is_written_relative_to_the_working_folder_only_inside_it(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert shown_path(None) is None
-    assert shown_path("runs/../es0") == os.path.join("runs", "..", "es0")   # relative: as given
-    assert shown_path(tmp_path / "runs" / "es0") == os.path.join("runs", "es0")
-    outside = tmp_path.parent / "elsewhere"
-    assert shown_path(outside) == str(outside)
