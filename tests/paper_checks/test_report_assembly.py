@@ -1,19 +1,24 @@
 """How paper_checks/report.py assembles a report's verdicts and answers, on inputs written by hand: the Pass@k a
 claim reads that the runs' evaluations lack, a verdict turned "not run in this budget" only for needs the budget
 does not plan, an open question's answer when its runs are unplanned or its data incomplete, a real-run check that
-fails on a partial run, runs whose inputs changed mid-run, and the lemma1 record's training summary."""
+fails on a partial run, runs whose inputs changed mid-run, the lemma1 record's training summary; and a whole report
+written as the record it returns."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 
 from escov.paper_checks.evidence import Evidence
-from escov.paper_checks.open_questions import ANSWERS
+from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS
 from escov.paper_checks.real_checks import REAL_CHECKS
-from escov.paper_checks.report import answer, ks_missing, lemma1_training, needs_ks_note, not_run, real_verdict
+from escov.paper_checks.report import (answer, build_report, ks_missing, lemma1_training, needs_ks_note, not_run,
+                                       real_verdict, render_markdown)
 from escov.paper_checks.rundir import Run
 from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN, NOT_TESTABLE, Verdict
-from escov.theory.claims import BY_ID
+from escov.theory.claims import BY_ID, CLAIMS
+from test_paper_checks_verdicts import make_run
 
 
 def _run(name: str, ks_base=(1, 16), ks_final=(1, 16), changed=()) -> Run:
@@ -107,3 +112,39 @@ def test_the_lemma1_records_training_summary_is_its_real_evidences():
     assert lemma1_training({"claims": [claim("lemma1", {})]}) is None
     assert lemma1_training({"claims": [other]}) is None and lemma1_training({}) is None
 
+
+
+def test_a_report_writes_the_record_it_returns_and_its_markdown(tmp_path):
+    """build_report over one ES and one GRPO run: report.json holds the returned record, REPORT.md its rendering,
+    nothing else is left beside the report; the record lists the runs, every claim in the registry's order with
+    its statement, paper figure and test, every open question, each drawn plot as a file, a claim's real-run plots
+    as the registry names them, and (one seed a side) intervals over seeds that are not finite as null, listed."""
+    p = np.random.default_rng(0).uniform(0.02, 0.5, 40)
+    dirs = [make_run(tmp_path / "runs", f"{a}0", a, 0, p, np.clip(p + 0.1, 0, 1)) for a in ("es", "grpo")]
+    out = tmp_path / "rep"
+    report = build_report(dirs, out, purpose="what it decides")
+    text = (out / "report.json").read_text(encoding="utf-8")
+    assert json.loads(text) == report and "NaN" not in text
+    assert (out / "REPORT.md").read_text(encoding="utf-8") == render_markdown(report)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["rep", "runs"]   # no temporary folder left beside it
+    assert (report["purpose"], report["excluded"], report["input_problems"], report["lemma_grid"]) == ("what it decides", [], [], [])
+    assert report["runs"] == [{"path": str(dirs[0]), "variant": "es", "seed": 0, "model": "base"},
+                              {"path": str(dirs[1]), "variant": "grpo", "seed": 0, "model": "base"}]
+    assert [(b["model"], b["seeds"]) for b in report["bases"]] == [("base", 1)] and "premise" not in report
+    assert report["es_regime"] == {"measured": False, "s_limit": 0.05}
+    assert "drift_per_layer" in report["plots"] and "js" not in report["plots"]   # no grid: no Lemma 1 plot
+    assert all((out / name).is_file() for name in report["plots"].values())
+    assert [c["id"] for c in report["claims"]] == [c.id for c in CLAIMS]
+    for c in report["claims"]:
+        claim = BY_ID[c["id"]]
+        assert (c["statement"], c["paper"], c["test"], c["untestable"]) == (claim.statement, claim.paper,
+                                                                             claim.describe_test(), claim.untestable)
+        assert set(c["levels"]) == {"theory", "simulate", "real"}
+        assert c["levels"]["real"]["plots"] == [report["plots"][k] for k in claim.plots if k in report["plots"]]
+    real = {c["id"]: c["levels"]["real"] for c in report["claims"]}
+    assert real["drift_ratio"]["plots"] == ["drift_per_layer.png"] and real["lemma1"]["plots"] == []
+    at = [c.id for c in CLAIMS].index("drift_ratio")   # one seed: its interval's upper end is infinite
+    assert real["drift_ratio"]["interval"][1] is None and f"claims[{at}].levels.real.interval[1]" in report["non_finite"]
+    assert [(q["id"], q["question"]) for q in report["open_questions"]] == list(OPEN_QUESTIONS)
+    assert all({"answer", "table"} <= set(q) for q in report["open_questions"])
+    assert isinstance(report["summary"], list) and report["summary"]
