@@ -328,7 +328,7 @@ def _grid_row(sigma, members, ratio, ci, s, fisher, share, draws=3, ratio_df=2, 
     """A Lemma 1 grid row written by hand; `far`: its JSsucc interval below 0, its JSpol - JSsucc interval below 0
     and its Lemma 2 difference's interval above 0."""
     ci3 = lambda mean, lo, hi: {"mean": mean, "ci": [lo, hi]}
-    side = ci3(2e-4, 1e-4, 3e-4)
+    side = ci3(2e-5, 1e-5, 3e-5)
     return {"sigma": sigma, "members": members, "draws": draws, "measured": 0.004, "predicted": 0.005, "ratio": ratio,
             "ratio_ci": ci, "ratio_se_log": se_log, "ratio_df": ratio_df, "s_measured": s, "fisher_trace": fisher,
             "dpi_share": share,
@@ -365,7 +365,7 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
                             "per member and prompt. Each draw of a row is an antithetic pair of populations ")
     assert f"from 8 center completions per prompt (whose mean" in intro and f"is {fisher:.4g} over the whole grid." in intro
     assert intro.endswith("Rows with s <= 0.05 (in the regime) decide the verdict.") and lines[3] == ""
-    side = "0.0002 [0.0001, 0.0003]"
+    side = "2e-05 [1e-05, 3e-05]"  # in exponent form below 1e-4
     assert lines[4:12] == [
         "| sigma | N | pairs | measured JSpol | predicted | ratio [95%] | width | s measured | in regime | "
         "JSsucc (corrected) | JSpol - JSsucc [95%] | P_pop - P_same [95%] | N p(1-p)^(N-1) JSsucc [95%] |",
