@@ -404,3 +404,37 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
     assert bare == ["## Lemma 1 on the real model over a grid of sigma and N", "", *header,
                     "| 0.001 | 8 | 1 | n/a | n/a | n/a [n/a, n/a] | n/a | n/a | no | n/a | n/a | n/a | n/a |", "",
                     "- N = 8: ratio within 1 +- 0.1 at sigma = none"]
+
+
+def test_base_models_are_one_entry_per_model_task_and_sampling_in_order():
+    """bases_of on runs written by hand: runs without a base evaluation (or one without Pass@k) are passed over; a
+    seed's first run gives its base (another run of the seed is not counted again); a seed of None is a seed; another
+    temperature, sample count or prompt count is another entry; entries sorted by their key as text; Pass@k over
+    the seeds that hold each k, in order of k; each seed's values kept beside the mean."""
+    from pathlib import Path
+
+    from escov.paper_checks.report import bases_of
+    from escov.paper_checks.rundir import Run
+
+    def base(ks, correct, temperature=0.6, n=32, problems=4):
+        return {"base": {"temperature": temperature, "n": n, "num_problems": problems, "pass_at_k": ks,
+                         "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(correct)]}}
+
+    def run(seed, evaluation):
+        return Run(Path(f"runs/{seed}"), {"model": "m", "task": "countdown", "seed": seed}, eval=evaluation)
+    first = base({"1": 0.1, "4": 0.3, "32": 0.5}, [0, 1, 2, 3])
+    unseeded = base({"1": 0.3, "32": 0.7}, [0, 0, 1, 1])
+    runs = [run(0, None), run(0, {"final": first["base"]}), run(0, {"base": {"n": 32}}), run(1, first), run(None, unseeded),
+            run(1, base({"1": 0.9, "32": 0.9}, [5, 5, 5, 5])), run(1, base({"1": 0.2}, [], temperature=1.0)),
+            run(1, base({"1": 0.2}, [0, 1], n=64)), run(1, base({"1": 0.2}, [0, 1], problems=8))]
+    bases = bases_of(Evidence(runs=runs))
+    assert [(b["temperature"], b["samples"], b["problems"]) for b in bases] == [(0.6, 32, 4), (0.6, 32, 8), (0.6, 64, 4),
+                                                                               (1.0, 32, 4)]
+    both = bases[0]
+    assert (both["model"], both["task"], both["seeds"]) == ("m", "countdown", 2)
+    assert list(both["pass_at_k"]) == ["1", "4", "32"]
+    assert both["pass_at_k"] == {"1": pytest.approx(0.2), "4": pytest.approx(0.3), "32": pytest.approx(0.6)}
+    assert both["no_correct_share"] == pytest.approx((1 / 4 + 2 / 4) / 2)
+    assert both["per_seed"] == [{"seed": 1, "pass_at_k": first["base"]["pass_at_k"], "no_correct_share": 0.25},
+                                {"seed": None, "pass_at_k": unseeded["base"]["pass_at_k"], "no_correct_share": 0.5}]
+    assert np.isnan(bases[3]["no_correct_share"])   # no per-problem counts
