@@ -9,13 +9,14 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS
 from escov.paper_checks.real_checks import REAL_CHECKS
-from escov.paper_checks.report import (answer, build_report, ks_missing, lemma1_training, needs_ks_note, not_run,
+from escov.paper_checks.report import (answer, build_report, collect, ks_missing, lemma1_training, needs_ks_note, not_run,
                                        real_verdict, render_markdown)
-from escov.paper_checks.rundir import Run
+from escov.paper_checks.rundir import Run, RunDirError
 from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN, NOT_TESTABLE, Verdict
 from escov.theory.claims import BY_ID, CLAIMS
 from test_paper_checks_verdicts import make_run
@@ -121,12 +122,12 @@ def test_a_report_writes_the_record_it_returns_and_its_markdown(tmp_path):
     as the registry names them, and (one seed a side) intervals over seeds that are not finite as null, listed."""
     p = np.random.default_rng(0).uniform(0.02, 0.5, 40)
     dirs = [make_run(tmp_path / "runs", f"{a}0", a, 0, p, np.clip(p + 0.1, 0, 1)) for a in ("es", "grpo")]
-    out = tmp_path / "rep"
+    out = tmp_path / "new" / "rep"   # its parent made too
     report = build_report(dirs, out, purpose="what it decides")
     text = (out / "report.json").read_text(encoding="utf-8")
     assert json.loads(text) == report and "NaN" not in text
     assert (out / "REPORT.md").read_text(encoding="utf-8") == render_markdown(report)
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["rep", "runs"]   # no temporary folder left beside it
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["new", "runs"] and list(out.parent.iterdir()) == [out]  # nothing else
     assert (report["purpose"], report["excluded"], report["input_problems"], report["lemma_grid"]) == ("what it decides", [], [], [])
     assert report["runs"] == [{"path": str(dirs[0]), "variant": "es", "seed": 0, "model": "base"},
                               {"path": str(dirs[1]), "variant": "grpo", "seed": 0, "model": "base"}]
@@ -148,3 +149,37 @@ def test_a_report_writes_the_record_it_returns_and_its_markdown(tmp_path):
     assert [(q["id"], q["question"]) for q in report["open_questions"]] == list(OPEN_QUESTIONS)
     assert all({"answer", "table"} <= set(q) for q in report["open_questions"])
     assert isinstance(report["summary"], list) and report["summary"]
+    again = build_report(dirs[:1], out)   # rebuilt into its folder, without a purpose: replaced
+    assert again["purpose"] == "" and json.loads((out / "report.json").read_text(encoding="utf-8")) == again
+    assert [r["variant"] for r in again["runs"]] == ["es"] and "**What this reproduction can decide.**" not in (
+        out / "REPORT.md").read_text(encoding="utf-8")
+
+
+def test_the_evidence_is_the_usable_runs_and_the_side_files_given(tmp_path):
+    """collect: a run with metrics and no evaluation is usable; a theory and a simulate file given are read into
+    the evidence; with no usable run the error names how many were given and each one's problem, separated by
+    "; ", cut at 1500 characters."""
+    run = tmp_path / "es0"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"algo": "es", "task": "countdown", "seed": 0}))
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward_mean": 0.5}) + "\n")
+    theory = [{"name": "lemma1/exact", "holds": True}]
+    (tmp_path / "theory.json").write_text(json.dumps(theory))
+    (tmp_path / "summary.json").write_text(json.dumps({"experiments": {"x": {"name": "x", "claims": []}}}))
+    ev = collect([run], tmp_path / "theory.json", tmp_path / "summary.json")
+    assert [(r.name, r.eval) for r in ev.runs] == [("es0", None)] and ev.excluded == []
+    assert ev.problems == [f"{run / 'eval.json'}: missing"]   # said, not fatal
+    assert ev.theory == theory and ev.simulate == {"x": {"name": "x", "claims": []}}
+    without = collect([run])
+    assert (without.theory, without.simulate) == (None, None)
+
+    absent = [tmp_path / "a", tmp_path / "b"]
+    with pytest.raises(RunDirError) as err:
+        collect(absent)
+    head = "no usable run directory among the 2 given (none has a readable config.json with metrics or evaluations): "
+    assert str(err.value).startswith(head) and str(err.value).count("; ") == 1
+    assert all(str(a) in part for a, part in zip(absent, str(err.value)[len(head):].split("; ")))
+    many = [tmp_path / f"missing-run-directory-{i:03d}" for i in range(60)]
+    with pytest.raises(RunDirError) as err:
+        collect(many)
+    assert str(err.value).startswith(head.replace(" 2 ", " 60 ")) and len(str(err.value)) == len(head) + 1 + 1500
