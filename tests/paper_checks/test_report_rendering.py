@@ -438,3 +438,28 @@ def test_base_models_are_one_entry_per_model_task_and_sampling_in_order():
     assert both["per_seed"] == [{"seed": 1, "pass_at_k": first["base"]["pass_at_k"], "no_correct_share": 0.25},
                                 {"seed": None, "pass_at_k": unseeded["base"]["pass_at_k"], "no_correct_share": 0.5}]
     assert np.isnan(bases[3]["no_correct_share"])   # no per-problem counts
+
+
+def test_report_md_places_each_sections_own_text_in_order():
+    """render_markdown over the published report.json: ES's regime line, the premise record's section, the table of
+    what would decide the rest (against the published answer given), the Lemma 1 grid's section with the training
+    runs' s, each as its own renderer writes it, one after the other."""
+    from escov.paper_checks.premise_record import render as render_premise
+    from escov.paper_checks.real_checks import es_regime_line
+    from escov.paper_checks.report import lemma1_training, lemma_grid_lines, render_markdown
+    from escov.paper_checks.summary import PUBLISHED, undecided_markdown
+
+    report = json.loads(PUBLISHED.read_text(encoding="utf-8"))
+    published = json.loads(PUBLISHED.read_text(encoding="utf-8"))   # set beside itself: each part's answer filled in
+    assert undecided_markdown(report, published) != undecided_markdown(report, None)
+    training = lemma1_training(report)
+    assert training and report["es_regime"] and report["premise"] and report["lemma_grid"]
+    text = render_markdown(report, published)
+    sections = [[es_regime_line(report["es_regime"]), ""], render_premise(report["premise"]),
+                ["## All claims"], undecided_markdown(report, published),
+                lemma_grid_lines(report["lemma_grid"], training) + [""], ["## Claims one by one"]]
+    at = 0
+    for lines in sections:
+        block = "\n".join(lines)
+        assert text.find(block, at) > at, lines[:2]
+        at = text.find(block, at) + len(block)
