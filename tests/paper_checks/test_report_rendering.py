@@ -324,7 +324,7 @@ def test_report_md_says_each_part_of_a_report_written_by_hand():
     assert "Lemma 1 on the real model" not in render_markdown(report)
 
 
-def _grid_row(sigma, members, ratio, ci, s, fisher, share, draws=3, ratio_df=2, se_log=0.02, far=False):
+def _grid_row(sigma, members, ratio, ci, s, fisher, share, draws=3, ratio_df=2, se_log=0.02, far=False, gap_lo=-1e-4):
     """A Lemma 1 grid row written by hand; `far`: its JSsucc interval below 0, its JSpol - JSsucc interval below 0
     and its Lemma 2 difference's interval above 0."""
     ci3 = lambda mean, lo, hi: {"mean": mean, "ci": [lo, hi]}
@@ -335,13 +335,14 @@ def _grid_row(sigma, members, ratio, ci, s, fisher, share, draws=3, ratio_df=2, 
             "jssucc": ci3(-0.002, -0.003, -0.001) if far else ci3(0.001, -0.001, 0.003),
             "jspol_minus_jssucc": ci3(-0.0015, -0.002, -0.001) if far else ci3(0.003, 0.001, 0.005),
             "lemma2": {"gap": side, "local": side,
-                       "gap_minus_local": ci3(1.5e-4, 1e-4, 2e-4) if far else ci3(0.0, -1e-4, 1e-4)}}
+                       "gap_minus_local": ci3(1.5e-4, 1e-4, 2e-4) if far else ci3(0.0, gap_lo, 1e-4)}}
 
 
 def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand():
     """lemma_grid_lines over rows written by hand. N = 4 at sigma 1, 2, 4 (x 1e-3): ratios 1.02, 1.02 inside the
-    regime (s 0.01, 0.04; intervals within 1 +- 0.1) and 1.5 outside it (s 0.2, its interval wholly outside); N = 8 at
-    sigma 1e-3 (ratio 1.0, an interval reaching past 1 +- 0.1) and a row of nulls. By hand: the exponent inside the
+    regime (s 0.01 and 0.05, the regime's edge; intervals within 1 +- 0.1) and 1.5 outside it (s 0.2, its interval wholly outside); N = 8 at
+    sigma 1e-3 (ratio 1.0, an interval reaching past 1 +- 0.1; its Lemma 2 interval starts at 0, so holds 0) and a row
+    of nulls. By hand: the exponent inside the
     regime is 2 (equal ratios at N = 4), with half-width t_2 / sqrt(sum w x^2), w = 1 / 0.02^2, x = +-log(2)/2;
     over all of N = 4's sigmas 2 + log(1.5 / 1.02) / (2 log 2); the (1 - 1/N) factor at sigma 1e-3 is 1.02 / 1.0 with
     half-width t_2 sqrt(0.02^2 + 0.05^2) on the log scale; tr I the probes' weighted mean (draws x (N - 1))."""
@@ -351,9 +352,9 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
 
     a = _grid_row(1e-3, 4, 1.02, [0.95, 1.05], 0.01, 2000.0, 0.75) | {
         "task": "countdown", "temperature": 0.6, "max_new_tokens": 32, "prompts": 4, "samples": 2, "center_samples": 8}
-    e = _grid_row(2e-3, 4, 1.02, [0.95, 1.05], 0.04, 2000.0, 0.75)
+    e = _grid_row(2e-3, 4, 1.02, [0.95, 1.05], 0.05, 2000.0, 0.75)   # at the regime's edge: inside
     b = _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 4000.0, 0.25, far=True)
-    c = _grid_row(1e-3, 8, 1.0, [0.85, 1.2], 0.02, 2000.0, 1.0, draws=2, ratio_df=4, se_log=0.05)
+    c = _grid_row(1e-3, 8, 1.0, [0.85, 1.2], 0.02, 2000.0, 1.0, draws=2, ratio_df=4, se_log=0.05, gap_lo=0.0)  # 0 in it
     nulls = {"sigma": 2e-3, "members": 8, "measured": None, "predicted": None, "ratio": None, "ratio_ci": [None, None],
              "s_measured": None}
     training = {"sigma": 0.02, "temperature": 1.0, "s_median": 1.7, "s": [1.5, 1.7, 2.0]}
@@ -372,7 +373,7 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         f"| 0.001 | 4 | 3 | 0.004 | 0.005 | 1.020 [0.950, 1.050] | 0.100 | 0.01 | yes | 0.001 [-0.001, 0.003] | "
         f"0.003 [0.001, 0.005] | {side} | {side} |",
-        f"| 0.002 | 4 | 3 | 0.004 | 0.005 | 1.020 [0.950, 1.050] | 0.100 | 0.04 | yes | 0.001 [-0.001, 0.003] | "
+        f"| 0.002 | 4 | 3 | 0.004 | 0.005 | 1.020 [0.950, 1.050] | 0.100 | 0.05 | yes | 0.001 [-0.001, 0.003] | "
         f"0.003 [0.001, 0.005] | {side} | {side} |",
         f"| 0.004 | 4 | 3 | 0.004 | 0.005 | 1.500 [1.300, 1.700] | 0.400 | 0.2 | no | -0.002 [-0.003, -0.001] | "
         f"-0.0015 [-0.002, -0.001] | {side} | {side} |",
@@ -386,7 +387,7 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
         f"- Exponent of JSpol in sigma inside the regime (intercept per N, 2 rows): 2.000 [{2 - half:.3f}, {2 + half:.3f}] "
         "(Lemma 1: 2)",
         f"- N = 4: ratio within 1 +- 0.1 at sigma = [0.001, 0.002]; exponent over all its sigmas "
-        f"{2 + math.log(1.5 / 1.02) / (2 * math.log(2)):.2f}; the ratio leaves 1 +- 0.1 between s = 0.04 (last inside) "
+        f"{2 + math.log(1.5 / 1.02) / (2 * math.log(2)):.2f}; the ratio leaves 1 +- 0.1 between s = 0.05 (last inside) "
         "and s = 0.2 (first wholly outside)",
         "- N = 8: ratio within 1 +- 0.1 at sigma = none",
         f"- The (1 - 1/N) factor alone, N = 4 against N = 8 at sigma = [0.001] (tr I cancels): (JSpol_N / (1 - 1/N)) / "
