@@ -4,6 +4,7 @@ references checked (a reference to a check that does not exist is an error, not 
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -412,8 +413,6 @@ def test_base_models_are_one_entry_per_model_task_and_sampling_in_order():
     seed's first run gives its base (another run of the seed is not counted again); a seed of None is a seed; another
     temperature, sample count or prompt count is another entry; entries sorted by their key as text; Pass@k over
     the seeds that hold each k, in order of k; each seed's values kept beside the mean."""
-    from pathlib import Path
-
     from escov.paper_checks.report import bases_of
     from escov.paper_checks.rundir import Run
 
@@ -448,10 +447,11 @@ def test_report_md_places_each_sections_own_text_in_order():
     from escov.paper_checks.premise_record import render as render_premise
     from escov.paper_checks.real_checks import es_regime_line
     from escov.paper_checks.report import lemma1_training, lemma_grid_lines, render_markdown
-    from escov.paper_checks.summary import PUBLISHED, undecided_markdown
+    from escov.paper_checks.summary import undecided_markdown
 
-    report = json.loads(PUBLISHED.read_text(encoding="utf-8"))
-    published = json.loads(PUBLISHED.read_text(encoding="utf-8"))   # set beside itself: each part's answer filled in
+    path = Path(__file__).resolve().parents[2] / "results" / "report.json"   # the published report
+    report = json.loads(path.read_text(encoding="utf-8"))
+    published = json.loads(path.read_text(encoding="utf-8"))   # set beside itself: each part's answer filled in
     assert undecided_markdown(report, published) != undecided_markdown(report, None)
     training = lemma1_training(report)
     assert training and report["es_regime"] and report["premise"] and report["lemma_grid"]
