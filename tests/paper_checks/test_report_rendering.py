@@ -270,7 +270,8 @@ def _level(status, ours="n/a", **extra):
 def test_report_md_says_each_part_of_a_report_written_by_hand():
     """render_markdown over a report.json written by hand: the summary in a code block, the purpose, the
     exclusions, the runs per variant, the base models' table (Pass@k in points, a k a base lacks as nan, the
-    no-correct share as a percentage or n/a), the input problems, a claim's row and its section (an untestable
+    no-correct share as a percentage or n/a), the input problems, the claims' rows (a real-run figure after its
+    status, none when it is n/a) and a claim's section (an untestable
     limit, each level's bullet with note, test, design and power, the real plots then the simulate plots) and an
     open question's table."""
     from escov.paper_checks.report import render_markdown
@@ -286,7 +287,10 @@ def test_report_md_says_each_part_of_a_report_written_by_hand():
                   {"model": "diffuse", "task": "math", "temperature": 1.0, "samples": 8, "problems": 10, "seeds": 1,
                    "pass_at_k": {"1": 0.25}, "no_correct_share": None}],
         "input_problems": ["runs/x/eval.json: expected a JSON object"],
-        "claims": [{"id": "drift_ratio", "statement": "ES moves further", "paper": "Fig. 3", "test": "ratio > 1",
+        "claims": [{"id": "lemma1", "statement": "JSpol as predicted", "paper": "Lemma 1", "test": "ratio within 10%",
+                    "untestable": "", "levels": {"theory": _level("holds"), "simulate": _level("holds"),
+                                                 "real": _level("inconclusive")}},
+                   {"id": "drift_ratio", "statement": "ES moves further", "paper": "Fig. 3", "test": "ratio > 1",
                     "untestable": "one model only",
                     "levels": {"theory": _level("holds"), "simulate": _level("inconclusive", plots=["../sim/drift.png"]),
                                "real": real}}],
@@ -313,11 +317,14 @@ def test_report_md_says_each_part_of_a_report_written_by_hand():
           "- runs/x/eval.json: expected a JSON object", "",
           "## All claims", "", "| claim | paper | test | theory | simulate | real runs | real design |",
           "| --- | --- | --- | --- | --- | --- | --- |",
+          "| [JSpol as predicted](#lemma1) | Lemma 1 | ratio within 10% | holds | holds | inconclusive |  |",   # no figure
           "| [ES moves further](#drift_ratio) | Fig. 3 | ratio > 1 | holds | inconclusive | **holds**: 19x [18, 20] | "
           "3 seeds x 64 prompts |", "")
     block("## Open questions", "", "### Which is wider?", "", "ES, by 2 points.", "",
           "| method | pass_at_1 | seed |", "| --- | --- | --- |", "| es | 0.1235 |  |", "")
-    block("## Claims one by one", "", "### ES moves further", '<a id="drift_ratio"></a>', "", "Paper: Fig. 3.", "",
+    block("## Claims one by one", "", "### JSpol as predicted", '<a id="lemma1"></a>', "", "Paper: Lemma 1.", "",
+          "- theory: **holds**: n/a", "- simulate: **holds**: n/a", "- real: **inconclusive**: n/a", "",
+          "### ES moves further", '<a id="drift_ratio"></a>', "", "Paper: Fig. 3.", "",
           "Limit of our miniature: one model only.", "", "- theory: **holds**: n/a", "- simulate: **inconclusive**: n/a",
           "- real: **holds**: 19x [18, 20] (a note)", "  - test: ratio test", "  - design: 3 seeds x 64 prompts", "",
           "![drift.png](drift.png)", "", "![../sim/drift.png](../sim/drift.png)", "", "")
