@@ -119,7 +119,8 @@ def prepare(group: str) -> Path:
     # unmutated to the top (also_copy) for the tests that read the repository's files (test_claims.py)
     (work / "escov").mkdir(exist_ok=True)
     for link, target in [("escov/__init__.py", "escov/__init__.py"), ("tests", "tests"),
-                         *((f"escov/{level}", level) for level in LEVELS), *((level, level) for level in LEVELS)]:
+                         *((f"escov/{level}", level) for level in LEVELS), *((level, level) for level in LEVELS),
+                         ("results", "results")]:
         if not (work / link).is_symlink():
             (work / link).symlink_to(ROOT / target)
     pytest_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
@@ -145,7 +146,8 @@ def prepare(group: str) -> Path:
         # imports it, 3-4 s), so at its 1 s a mutant whose tests load the tiny model timed out before they ran
         "timeout_constant = 5.0",
         f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
-        f"also_copy = {toml_list(LEVELS)}",
+        # and results/, whose published report test_report_rendering.py reads beside the tests
+        f"also_copy = {toml_list([*LEVELS, 'results'])}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
         f"pytest_add_cli_args = {toml_list(deselect)}",
         "",
