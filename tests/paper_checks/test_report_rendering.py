@@ -358,16 +358,16 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
 
     from escov.paper_checks.report import lemma_grid_lines
 
-    a = _grid_row(1e-3, 4, 1.02, [0.95, 1.05], 0.01, 2000.0, 0.75) | {
+    a = _grid_row(1e-3, 4, 1.02, [0.95, 1.05], 0.01, 20000.0, 0.75) | {
         "task": "countdown", "temperature": 0.6, "max_new_tokens": 32, "prompts": 4, "samples": 2, "center_samples": 8}
-    e = _grid_row(2e-3, 4, 1.02, [0.95, 1.05], 0.05, 2000.0, 0.75)   # at the regime's edge: inside
-    b = _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 4000.0, 0.25, far=True)
-    c = _grid_row(1e-3, 8, 1.0, [0.85, 1.2], 0.02, 2000.0, 1.0, draws=2, ratio_df=4, se_log=0.05, gap_lo=0.0)  # 0 in it
+    e = _grid_row(2e-3, 4, 1.02, [0.95, 1.05], 0.05, 20000.0, 0.75)   # at the regime's edge: inside
+    b = _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 40000.0, 0.25, far=True)
+    c = _grid_row(1e-3, 8, 1.0, [0.85, 1.2], 0.02, 20000.0, 1.0, draws=2, ratio_df=4, se_log=0.05, gap_lo=0.0)  # 0 in it
     nulls = {"sigma": 2e-3, "members": 8, "measured": None, "predicted": None, "ratio": None, "ratio_ci": [None, None],
              "s_measured": None}
     training = {"sigma": 0.02, "temperature": 1.0, "s_median": 1.7, "s": [1.5, 1.7, 2.0]}
     lines = lemma_grid_lines([a, e, b, c, nulls], training)
-    fisher = (9 * 2000 + 9 * 2000 + 9 * 4000 + 14 * 2000) / 41
+    fisher = (9 * 20000 + 9 * 20000 + 9 * 40000 + 14 * 20000) / 41   # 2.439e+04
     assert lines[:2] == ["## Lemma 1 on the real model over a grid of sigma and N", ""]
     intro = lines[2]
     assert intro.startswith("On the runs' own task `countdown` at T = 0.6, 32 new tokens, 4 probe prompts, 2 samples "
