@@ -409,9 +409,11 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
         "- Lemma 2 on the real population: P_pop - P_same against its local form N p_bar (1 - p_bar)^(N-1) JSsucc_N: "
         "the difference's interval contains 0 in 3 of 4 rows"]
     header = lines[4:6]
-    bare = lemma_grid_lines([nulls | {"sigma": 1e-3}], {"s_median": None})  # no task, no JSsucc, no training s
+    # no task, no JSsucc, no training s; values below 1e-4 in exponent form, one end of the interval unknown
+    tiny = nulls | {"sigma": 5e-5, "measured": 4e-5, "predicted": 5e-5, "ratio_ci": [0.9, None]}
+    bare = lemma_grid_lines([tiny], {"s_median": None})
     assert bare == ["## Lemma 1 on the real model over a grid of sigma and N", "", *header,
-                    "| 0.001 | 8 | 1 | n/a | n/a | n/a [n/a, n/a] | n/a | n/a | no | n/a | n/a | n/a | n/a |", "",
+                    "| 5e-05 | 8 | 1 | 4e-05 | 5e-05 | n/a [0.900, n/a] | n/a | n/a | no | n/a | n/a | n/a | n/a |", "",
                     "- N = 8: ratio within 1 +- 0.1 at sigma = none"]
 
 
