@@ -410,10 +410,10 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
         "the difference's interval contains 0 in 3 of 4 rows"]
     header = lines[4:6]
     # no task, no JSsucc, no training s; values below 1e-4 in exponent form, one end of the interval unknown
-    tiny = nulls | {"sigma": 5e-5, "measured": 4e-5, "predicted": 5e-5, "ratio_ci": [0.9, None]}
+    tiny = nulls | {"sigma": 5e-5, "measured": 4e-5, "predicted": 5e-5, "ratio_ci": [0.9, None], "s_measured": 2e-5}
     bare = lemma_grid_lines([tiny], {"s_median": None})
     assert bare == ["## Lemma 1 on the real model over a grid of sigma and N", "", *header,
-                    "| 5e-05 | 8 | 1 | 4e-05 | 5e-05 | n/a [0.900, n/a] | n/a | n/a | no | n/a | n/a | n/a | n/a |", "",
+                    "| 5e-05 | 8 | 1 | 4e-05 | 5e-05 | n/a [0.900, n/a] | n/a | 2e-05 | yes | n/a | n/a | n/a | n/a |", "",
                     "- N = 8: ratio within 1 +- 0.1 at sigma = none"]
 
 
