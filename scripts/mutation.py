@@ -88,6 +88,14 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # what a run was made from: the fingerprint functions on files written in process (not test_run_fingerprints.py:
     # it trains a run and resumes copies of it, which every mutant's session would pay again)
     "fingerprints": (("llm/fingerprints.py",), ("tests/llm/test_fingerprints.py",)),
+    # the report's assembly and its text; in process only (not test_report_eval_ks.py: its runs train in fresh
+    # processes), and of the whole-report tests only a few, since each draws every plot (3-9 s) for every mutant
+    "report": (("paper_checks/report.py",),
+               ("tests/paper_checks/test_report_rendering.py", "tests/paper_checks/test_report_assembly.py",
+                "tests/paper_checks/test_lemma_grid_publish.py",
+                "tests/paper_checks/test_report_trust.py", "tests/paper_checks/test_report_paths.py",
+                "tests/paper_checks/test_registry.py", "tests/paper_checks/test_entropy_collapse.py",
+                "tests/llm/test_hostile_inputs.py")),
 }
 # Left out of mutation runs: the math grader's worker-replacement and cache-count tests, which do not hold under
 # mutmut's instrumentation (the first two); the Countdown tests take 6-7 s each and
@@ -127,7 +135,8 @@ def prepare(group: str) -> Path:
     # unmutated to the top (also_copy) for the tests that read the repository's files (test_claims.py)
     (work / "escov").mkdir(exist_ok=True)
     for link, target in [("escov/__init__.py", "escov/__init__.py"), ("tests", "tests"),
-                         *((f"escov/{level}", level) for level in LEVELS), *((level, level) for level in LEVELS)]:
+                         *((f"escov/{level}", level) for level in LEVELS), *((level, level) for level in LEVELS),
+                         ("results", "results")]:
         if not (work / link).is_symlink():
             (work / link).symlink_to(ROOT / target)
     pytest_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
@@ -153,7 +162,8 @@ def prepare(group: str) -> Path:
         # imports it, 3-4 s), so at its 1 s a mutant whose tests load the tiny model timed out before they ran
         "timeout_constant = 5.0",
         f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
-        f"also_copy = {toml_list(LEVELS)}",
+        # and results/, whose published report test_report_rendering.py reads beside the tests
+        f"also_copy = {toml_list([*LEVELS, 'results'])}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
         f"pytest_add_cli_args = {toml_list(deselect)}",
         "",

@@ -2,7 +2,9 @@
 at a measured s above its regime labelled so (not "inconclusive"), and the claim registry's
 references checked (a reference to a check that does not exist is an error, not missing data)."""
 import json
+import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -259,3 +261,215 @@ def test_the_report_takes_simulates_verdict_words_as_they_are(tmp_path):
     _simulate_summary(tmp_path / "finding.json", lambda c: FINDING if c.id == "lemma1" else DECISIONS[0])
     with pytest.raises(RegistryError, match="lemma1"):
         build_report(runs, tmp_path / "report-finding", simulate_summary=tmp_path / "finding.json")
+
+
+def _level(status, ours="n/a", **extra):
+    return {"status": status, "ours": ours, "note": "", "plots": [], "evidence": {}} | extra
+
+
+def test_report_md_says_each_part_of_a_report_written_by_hand():
+    """render_markdown over a report.json written by hand: the summary in a code block, the purpose, the
+    exclusions, the runs per variant, the base models' table (Pass@k in points, a k a base lacks as nan, the
+    no-correct share as a percentage or n/a), the input problems, the claims' rows (a real-run figure after its
+    status, none when it is n/a) and a claim's section (an untestable
+    limit, each level's bullet with note, test, design and power, the real plots then the simulate plots) and an
+    open question's table."""
+    from escov.paper_checks.report import render_markdown
+
+    real = _level("holds", "19x [18, 20]", note="a note", test="ratio test", design="3 seeds x 64 prompts",
+                  plots=["drift.png"])
+    report = {
+        "summary": ["first line", "second line"], "purpose": "what it decides.",
+        "excluded": [{"what": "runs/es9", "reason": "a copy of runs/es0"}],
+        "runs": [{"variant": "grpo", "seed": 0}, {"variant": "es", "seed": 0}, {"variant": "es", "seed": 1}],
+        "bases": [{"model": "/models/paper-base", "task": "countdown", "temperature": 0.6, "samples": 32, "problems": 4,
+                   "seeds": 2, "pass_at_k": {"1": 0.0625, "32": 0.5}, "no_correct_share": 0.375},
+                  {"model": "diffuse", "task": "math", "temperature": 1.0, "samples": 8, "problems": 10, "seeds": 1,
+                   "pass_at_k": {"1": 0.25}, "no_correct_share": None}],
+        "input_problems": ["runs/x/eval.json: expected a JSON object"],
+        "claims": [{"id": "lemma1", "statement": "JSpol as predicted", "paper": "Lemma 1", "test": "ratio within 10%",
+                    "untestable": "", "levels": {"theory": _level("holds"), "simulate": _level("holds"),
+                                                 "real": _level("inconclusive")}},
+                   {"id": "drift_ratio", "statement": "ES moves further", "paper": "Fig. 3", "test": "ratio > 1",
+                    "untestable": "one model only",
+                    "levels": {"theory": _level("holds"), "simulate": _level("inconclusive", plots=["../sim/drift.png"]),
+                               "real": real}}],
+        "open_questions": [{"id": "q", "question": "Which is wider?", "answer": "ES, by 2 points.",
+                            "table": [{"method": "es", "pass_at_1": 0.123456, "seed": None}]}],
+        "lemma_grid": []}
+    lines = render_markdown(report).split("\n")
+    assert lines[:5] == ["# ES vs GRPO: the paper's claims, checked", "", "```", "first line", "second line"]
+    assert lines[5:7] == ["```", ""] and lines[7].startswith("Verdicts come from the data of this report's inputs: ")
+    assert lines[7].endswith(" Pass@k in points (x100).") and lines[8] == ""
+
+    def block(*expected):  # expected lines, one after the other, somewhere in the text
+        at = lines.index(expected[0])
+        assert lines[at:at + len(expected)] == list(expected), lines[at:at + len(expected)]
+    block("**What this reproduction can decide.** what it decides.", "",
+          "**Left out of this report** (1, each with the reason):", "", "- `runs/es9`: a copy of runs/es0", "",
+          "Runs: `es` x2, `grpo` x1", "",
+          "Base models, as their runs measured them (mean over seeds):", "",
+          "| model | task | T | samples x prompts | seeds | Pass@1 | Pass@32 | no correct sample |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- |",
+          "| `paper-base` | countdown | 0.6 | 32 x 4 | 2 | 6.2 | 50.0 | 38% |",
+          "| `diffuse` | math | 1.0 | 8 x 10 | 1 | 25.0 | nan | n/a |", "",
+          "**Input problems** (claims that needed these are marked 'missing data'):", "",
+          "- runs/x/eval.json: expected a JSON object", "",
+          "## All claims", "", "| claim | paper | test | theory | simulate | real runs | real design |",
+          "| --- | --- | --- | --- | --- | --- | --- |",
+          "| [JSpol as predicted](#lemma1) | Lemma 1 | ratio within 10% | holds | holds | inconclusive |  |",   # no figure
+          "| [ES moves further](#drift_ratio) | Fig. 3 | ratio > 1 | holds | inconclusive | **holds**: 19x [18, 20] | "
+          "3 seeds x 64 prompts |", "")
+    block("## Open questions", "", "### Which is wider?", "", "ES, by 2 points.", "",
+          "| method | pass_at_1 | seed |", "| --- | --- | --- |", "| es | 0.1235 |  |", "")
+    block("## Claims one by one", "", "### JSpol as predicted", '<a id="lemma1"></a>', "", "Paper: Lemma 1.", "",
+          "- theory: **holds**: n/a", "- simulate: **holds**: n/a", "- real: **inconclusive**: n/a", "",
+          "### ES moves further", '<a id="drift_ratio"></a>', "", "Paper: Fig. 3.", "",
+          "Limit of our miniature: one model only.", "", "- theory: **holds**: n/a", "- simulate: **inconclusive**: n/a",
+          "- real: **holds**: 19x [18, 20] (a note)", "  - test: ratio test", "  - design: 3 seeds x 64 prompts", "",
+          "![drift.png](drift.png)", "", "![../sim/drift.png](../sim/drift.png)", "", "")
+    assert render_markdown(report).endswith("![../sim/drift.png](../sim/drift.png)\n\n")
+    assert "Lemma 1 on the real model" not in render_markdown(report)
+
+
+def _grid_row(sigma, members, ratio, ci, s, fisher, share, draws=3, ratio_df=2, se_log=0.02, far=False, gap_lo=-1e-4):
+    """A Lemma 1 grid row written by hand; `far`: its JSsucc interval below 0, its JSpol - JSsucc interval below 0
+    and its Lemma 2 difference's interval above 0."""
+    ci3 = lambda mean, lo, hi: {"mean": mean, "ci": [lo, hi]}
+    side = ci3(2e-5, 1e-5, 3e-5)
+    return {"sigma": sigma, "members": members, "draws": draws, "measured": 0.004, "predicted": 0.005, "ratio": ratio,
+            "ratio_ci": ci, "ratio_se_log": se_log, "ratio_df": ratio_df, "s_measured": s, "fisher_trace": fisher,
+            "dpi_share": share,
+            "jssucc": ci3(-0.002, -0.003, -0.001) if far else ci3(0.001, -0.001, 0.003),
+            "jspol_minus_jssucc": ci3(-0.0015, -0.002, -0.001) if far else ci3(0.003, 0.001, 0.005),
+            "lemma2": {"gap": side, "local": side,
+                       "gap_minus_local": ci3(1.5e-4, 1e-4, 2e-4) if far else ci3(0.0, gap_lo, 1e-4)}}
+
+
+def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand():
+    """lemma_grid_lines over rows written by hand. N = 4 at sigma 1, 2, 4 (x 1e-3): ratios 1.02, 1.02 inside the
+    regime (s 0.01 and 0.05, the regime's edge; intervals within 1 +- 0.1) and 1.5 outside it (s 0.2, its interval wholly outside); N = 8 at
+    sigma 1e-3 (ratio 1.0, an interval reaching past 1 +- 0.1; its Lemma 2 interval starts at 0, so holds 0) and a row
+    of nulls. By hand: the exponent inside the
+    regime is 2 (equal ratios at N = 4), with half-width t_2 / sqrt(sum w x^2), w = 1 / 0.02^2, x = +-log(2)/2;
+    over all of N = 4's sigmas 2 + log(1.5 / 1.02) / (2 log 2); the (1 - 1/N) factor at sigma 1e-3 is 1.02 / 1.0 with
+    half-width t_2 sqrt(0.02^2 + 0.05^2) on the log scale; tr I the probes' weighted mean (draws x (N - 1))."""
+    from scipy.stats import t as student_t
+
+    from escov.paper_checks.report import lemma_grid_lines
+
+    a = _grid_row(1e-3, 4, 1.02, [0.95, 1.05], 0.01, 20000.0, 0.75) | {
+        "task": "countdown", "temperature": 0.6, "max_new_tokens": 32, "prompts": 4, "samples": 2, "center_samples": 8}
+    e = _grid_row(2e-3, 4, 1.02, [0.95, 1.05], 0.05, 20000.0, 0.75)   # at the regime's edge: inside
+    b = _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 40000.0, 0.25, far=True)
+    c = _grid_row(1e-3, 8, 1.0, [0.85, 1.2], 0.02, 20000.0, 1.0, draws=2, ratio_df=4, se_log=0.05, gap_lo=0.0)  # 0 in it
+    nulls = {"sigma": 2e-3, "members": 8, "measured": None, "predicted": None, "ratio": None, "ratio_ci": [None, None],
+             "s_measured": None}
+    training = {"sigma": 0.02, "temperature": 1.0, "s_median": 1.7, "s": [1.5, 1.7, 2.0]}
+    lines = lemma_grid_lines([a, e, b, c, nulls], training)
+    fisher = (9 * 20000 + 9 * 20000 + 9 * 40000 + 14 * 20000) / 41   # 2.439e+04
+    assert lines[:2] == ["## Lemma 1 on the real model over a grid of sigma and N", ""]
+    intro = lines[2]
+    assert intro.startswith("On the runs' own task `countdown` at T = 0.6, 32 new tokens, 4 probe prompts, 2 samples "
+                            "per member and prompt. Each draw of a row is an antithetic pair of populations ")
+    assert f"from 8 center completions per prompt (whose mean" in intro and f"is {fisher:.4g} over the whole grid." in intro
+    assert intro.endswith("Rows with s <= 0.05 (in the regime) decide the verdict.") and lines[3] == ""
+    side = "2e-05 [1e-05, 3e-05]"  # in exponent form below 1e-4
+    assert lines[4:12] == [
+        "| sigma | N | pairs | measured JSpol | predicted | ratio [95%] | width | s measured | in regime | "
+        "JSsucc (corrected) | JSpol - JSsucc [95%] | P_pop - P_same [95%] | N p(1-p)^(N-1) JSsucc [95%] |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| 0.001 | 4 | 3 | 0.004 | 0.005 | 1.020 [0.950, 1.050] | 0.100 | 0.01 | yes | 0.001 [-0.001, 0.003] | "
+        f"0.003 [0.001, 0.005] | {side} | {side} |",
+        f"| 0.002 | 4 | 3 | 0.004 | 0.005 | 1.020 [0.950, 1.050] | 0.100 | 0.05 | yes | 0.001 [-0.001, 0.003] | "
+        f"0.003 [0.001, 0.005] | {side} | {side} |",
+        f"| 0.004 | 4 | 3 | 0.004 | 0.005 | 1.500 [1.300, 1.700] | 0.400 | 0.2 | no | -0.002 [-0.003, -0.001] | "
+        f"-0.0015 [-0.002, -0.001] | {side} | {side} |",
+        f"| 0.001 | 8 | 2 | 0.004 | 0.005 | 1.000 [0.850, 1.200] | 0.350 | 0.02 | yes | 0.001 [-0.001, 0.003] | "
+        f"0.003 [0.001, 0.005] | {side} | {side} |",
+        "| 0.002 | 8 | 1 | n/a | n/a | n/a [n/a, n/a] | n/a | n/a | no | n/a | n/a | n/a | n/a |",
+        ""]
+    half = student_t.ppf(0.975, 2) / math.sqrt(2 * (math.log(2) / 2) ** 2 / 0.02 ** 2)
+    factor_half = student_t.ppf(0.975, 2) * math.hypot(0.02, 0.05)
+    assert lines[12:] == [
+        f"- Exponent of JSpol in sigma inside the regime (intercept per N, 2 rows): 2.000 [{2 - half:.3f}, {2 + half:.3f}] "
+        "(Lemma 1: 2)",
+        f"- N = 4: ratio within 1 +- 0.1 at sigma = [0.001, 0.002]; exponent over all its sigmas "
+        f"{2 + math.log(1.5 / 1.02) / (2 * math.log(2)):.2f}; the ratio leaves 1 +- 0.1 between s = 0.05 (last inside) "
+        "and s = 0.2 (first wholly outside)",
+        "- N = 8: ratio within 1 +- 0.1 at sigma = none",
+        f"- The (1 - 1/N) factor alone, N = 4 against N = 8 at sigma = [0.001] (tr I cancels): (JSpol_N / (1 - 1/N)) / "
+        f"(JSpol_8 / (1 - 1/8)) = 1.020 [{1.02 * math.exp(-factor_half):.3f}, {1.02 * math.exp(factor_half):.3f}]: "
+        "**inconclusive** (1 within +-0.1)",
+        "- The training runs (sigma = 0.02, sampled at T = 1) measured s = 1.7 (median of 3; range 1.5-2): outside the regime",
+        "- Data processing 0 <= JSsucc_N <= JSpol_N on the same populations: rows whose JSsucc interval lies below 0: 1 of 4; "
+        "rows whose JSpol - JSsucc interval lies below 0: 1 of 4; populations x prompts whose corrected point values "
+        "satisfy it: 69% (single populations are noisy: a point value below 0 is sampling error unless its row's "
+        "interval says so)",
+        "- Lemma 2 on the real population: P_pop - P_same against its local form N p_bar (1 - p_bar)^(N-1) JSsucc_N: "
+        "the difference's interval contains 0 in 3 of 4 rows"]
+    header = lines[4:6]
+    # no task, no JSsucc, no training s; values below 1e-4 in exponent form, one end of the interval unknown
+    tiny = nulls | {"sigma": 5e-5, "measured": 4e-5, "predicted": 5e-5, "ratio_ci": [0.9, None], "s_measured": 2e-5}
+    bare = lemma_grid_lines([tiny], {"s_median": None})
+    assert bare == ["## Lemma 1 on the real model over a grid of sigma and N", "", *header,
+                    "| 5e-05 | 8 | 1 | 4e-05 | 5e-05 | n/a [0.900, n/a] | n/a | 2e-05 | yes | n/a | n/a | n/a | n/a |", "",
+                    "- N = 8: ratio within 1 +- 0.1 at sigma = none"]
+
+
+def test_base_models_are_one_entry_per_model_task_and_sampling_in_order():
+    """bases_of on runs written by hand: runs without a base evaluation (or one without Pass@k) are passed over; a
+    seed's first run gives its base (another run of the seed is not counted again); a seed of None is a seed; another
+    temperature, sample count or prompt count is another entry; entries sorted by their key as text; Pass@k over
+    the seeds that hold each k, in order of k; each seed's values kept beside the mean."""
+    from escov.paper_checks.report import bases_of
+    from escov.paper_checks.rundir import Run
+
+    def base(ks, correct, temperature=0.6, n=32, problems=4):
+        return {"base": {"temperature": temperature, "n": n, "num_problems": problems, "pass_at_k": ks,
+                         "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(correct)]}}
+
+    def run(seed, evaluation):
+        return Run(Path(f"runs/{seed}"), {"model": "m", "task": "countdown", "seed": seed}, eval=evaluation)
+    first = base({"1": 0.1, "4": 0.3, "32": 0.5}, [0, 1, 2, 3])
+    unseeded = base({"1": 0.3, "32": 0.7}, [0, 0, 1, 1])
+    runs = [run(0, None), run(0, {"final": first["base"]}), run(0, {"base": {"n": 32}}), run(1, first), run(None, unseeded),
+            run(1, base({"1": 0.9, "32": 0.9}, [5, 5, 5, 5])), run(1, base({"1": 0.2}, [], temperature=1.0)),
+            run(1, base({"1": 0.2}, [0, 1], n=64)), run(1, base({"1": 0.2}, [0, 1], problems=8))]
+    bases = bases_of(Evidence(runs=runs))
+    assert [(b["temperature"], b["samples"], b["problems"]) for b in bases] == [(0.6, 32, 4), (0.6, 32, 8), (0.6, 64, 4),
+                                                                               (1.0, 32, 4)]
+    both = bases[0]
+    assert (both["model"], both["task"], both["seeds"]) == ("m", "countdown", 2)
+    assert list(both["pass_at_k"]) == ["1", "4", "32"]
+    assert both["pass_at_k"] == {"1": pytest.approx(0.2), "4": pytest.approx(0.3), "32": pytest.approx(0.6)}
+    assert both["no_correct_share"] == pytest.approx((1 / 4 + 2 / 4) / 2)
+    assert both["per_seed"] == [{"seed": 1, "pass_at_k": first["base"]["pass_at_k"], "no_correct_share": 0.25},
+                                {"seed": None, "pass_at_k": unseeded["base"]["pass_at_k"], "no_correct_share": 0.5}]
+    assert np.isnan(bases[3]["no_correct_share"])   # no per-problem counts
+
+
+def test_report_md_places_each_sections_own_text_in_order():
+    """render_markdown over the published report.json: ES's regime line, the premise record's section, the table of
+    what would decide the rest (against the published answer given), the Lemma 1 grid's section with the training
+    runs' s, each as its own renderer writes it, one after the other."""
+    from escov.paper_checks.premise_record import render as render_premise
+    from escov.paper_checks.real_checks import es_regime_line
+    from escov.paper_checks.report import lemma1_training, lemma_grid_lines, render_markdown
+    from escov.paper_checks.summary import undecided_markdown
+
+    path = Path(__file__).resolve().parents[2] / "results" / "report.json"   # the published report
+    report = json.loads(path.read_text(encoding="utf-8"))
+    published = json.loads(path.read_text(encoding="utf-8"))   # set beside itself: each part's answer filled in
+    assert undecided_markdown(report, published) != undecided_markdown(report, None)
+    training = lemma1_training(report)
+    assert training and report["es_regime"] and report["premise"] and report["lemma_grid"]
+    text = render_markdown(report, published)
+    sections = [[es_regime_line(report["es_regime"]), ""], render_premise(report["premise"]),
+                ["## All claims"], undecided_markdown(report, published),
+                lemma_grid_lines(report["lemma_grid"], training) + [""], ["## Claims one by one"]]
+    at = 0
+    for lines in sections:
+        block = "\n".join(lines)
+        assert text.find(block, at) > at, lines[:2]
+        at = text.find(block, at) + len(block)

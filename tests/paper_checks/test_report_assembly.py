@@ -1,0 +1,185 @@
+"""How paper_checks/report.py assembles a report's verdicts and answers, on inputs written by hand: the Pass@k a
+claim reads that the runs' evaluations lack, a verdict turned "not run in this budget" only for needs the budget
+does not plan, an open question's answer when its runs are unplanned or its data incomplete, a real-run check that
+fails on a partial run, runs whose inputs changed mid-run, the lemma1 record's training summary; and a whole report
+written as the record it returns."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from escov.paper_checks.evidence import Evidence
+from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS
+from escov.paper_checks.real_checks import REAL_CHECKS
+from escov.paper_checks.report import (answer, build_report, collect, ks_missing, lemma1_training, needs_ks_note, not_run,
+                                       real_verdict, render_markdown)
+from escov.paper_checks.rundir import Run, RunDirError
+from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN, NOT_TESTABLE, Verdict
+from escov.theory.claims import BY_ID, CLAIMS
+from test_paper_checks_verdicts import make_run
+
+
+def _run(name: str, ks_base=(1, 16), ks_final=(1, 16), changed=()) -> Run:
+    ev = {"base": {"pass_at_k": {str(k): 0.5 for k in ks_base}}, "final": {"pass_at_k": {str(k): 0.5 for k in ks_final}}}
+    return Run(Path("runs") / name, {"algo": "grpo", "seed": 0}, metrics=[{"step": 1}], eval=ev, changed=list(changed))
+
+
+def test_the_pass_at_k_missing_is_each_k_some_runs_base_or_final_evaluation_lacks():
+    ev = Evidence(runs=[_run("a", ks_final=(1, 16, 32)), _run("b", ks_base=(1, 16, 32)),
+                        Run(Path("runs/c"), {"algo": "es"}, eval=None), Run(Path("runs/d"), {"algo": "es"}, eval={"heldout": {}})])
+    assert ks_missing(ev, [1, 16]) == []
+    assert ks_missing(ev, [1, 16, 32, 64]) == [32, 64]     # a's base and b's final lack 32; every run lacks 64
+    assert ks_missing(Evidence(runs=[_run("a", ks_base=(1, 32), ks_final=(1, 16, 32))]), [16, 32]) == [16]
+    assert needs_ks_note([16, 32]) == ("needs Pass@16, Pass@32, which these runs' evaluations do not hold "
+                                       "(train with eval_ks including 16, 32 and eval_samples >= 32)")
+    assert needs_ks_note([64]) == ("needs Pass@64, which these runs' evaluations do not hold (train with eval_ks "
+                                   "including 64 and eval_samples >= 64)")
+
+
+def test_missing_data_reads_not_run_only_for_needs_the_budget_does_not_plan():
+    def missing():
+        return Verdict("drift_ratio", MISSING, "n/a", note="needs a probe", evidence={"needs": [["es", "a probe"], ["grpo", ""]]})
+    assert not_run(missing(), None).status == MISSING                       # no budget: nothing is "not run"
+    assert not_run(missing(), {("es", "a probe"), ("grpo", "")}).status == MISSING   # planned, yet missing
+    v = not_run(missing(), {("es", "a probe")})
+    assert (v.status, v.note) == (NOT_RUN, "this budget plans no grpo runs (needs a probe)")
+    v = not_run(missing(), set())
+    assert v.note == "this budget plans no es runs with a probe; no grpo runs (needs a probe)"
+    held = Verdict("drift_ratio", HOLDS, "19x", evidence={"needs": [["es", ""]]})
+    assert not_run(held, set()).status == HOLDS                              # a verdict with data stays as it is
+    assert not_run(Verdict("drift_ratio", MISSING, "n/a", note="x"), set()).status == MISSING  # no needs named
+
+
+def test_a_real_verdict_without_data_says_why(monkeypatch):
+    ev = Evidence(runs=[_run("a"), _run("b", changed=["lr at step 3"])])
+    v = real_verdict(BY_ID["dpi"], ev)   # no real-run check: theory and simulate check it
+    assert (v.claim_id, v.status, v.ours, v.note) == ("dpi", NOT_TESTABLE, "n/a",
+                                                       "checked exactly by theory and along training by simulate")
+    v = real_verdict(BY_ID["drift_ratio"], Evidence())
+    assert (v.claim_id, v.status, v.ours, v.note) == ("drift_ratio", MISSING, "n/a", "no run directories given")
+    v = real_verdict(BY_ID["es_passk_above_grpo"], ev)   # reads Pass@16 and Pass@32; the runs hold 1 and 16
+    assert (v.claim_id, v.status, v.ours) == ("es_passk_above_grpo", MISSING, "n/a")
+    assert v.note == needs_ks_note([32]) + "; inputs changed mid-run: b (lr at step 3)"
+
+    def partial(_ev):
+        raise KeyError("per_problem")
+    monkeypatch.setitem(REAL_CHECKS, "drift_ratio", partial)
+    v = real_verdict(BY_ID["drift_ratio"], Evidence(runs=[_run("a")]))
+    assert (v.claim_id, v.status, v.ours) == ("drift_ratio", MISSING, "n/a")
+    assert v.note == "run data incomplete for this check: KeyError: 'per_problem'"
+    monkeypatch.setitem(REAL_CHECKS, "drift_ratio", lambda _ev: Verdict("drift_ratio", HOLDS, "19x", note=""))
+    assert real_verdict(BY_ID["drift_ratio"], ev).note == "inputs changed mid-run: b (lr at step 3)"
+    monkeypatch.setitem(REAL_CHECKS, "drift_ratio", lambda _ev: Verdict("drift_ratio", MISSING, "n/a", note="needs x",
+                                                                        evidence={"needs": [["es", ""]]}))
+    v = real_verdict(BY_ID["drift_ratio"], Evidence(runs=[_run("a")]), planned=set())
+    assert (v.status, v.note) == (NOT_RUN, "this budget plans no es runs (needs x)")
+
+
+def test_an_open_questions_answer_names_what_is_missing(monkeypatch):
+    ev = Evidence(runs=[_run("a")])
+
+    def raises(err):
+        def fn(_ev):
+            raise err
+        return fn
+    for err, says in [(KeyError("32"), needs_ks_note([32])),
+                      (KeyError("per_problem"), "run data incomplete for this question (KeyError: 'per_problem')"),
+                      (KeyError(), "run data incomplete for this question (KeyError: )"),
+                      (TypeError("t"), "run data incomplete for this question (TypeError: t)"),
+                      (ValueError("v"), "run data incomplete for this question (ValueError: v)"),
+                      (ZeroDivisionError("z"), "run data incomplete for this question (ZeroDivisionError: z)"),
+                      (IndexError("i"), "run data incomplete for this question (IndexError: i)")]:
+        monkeypatch.setitem(ANSWERS, "zero_success", raises(err))
+        assert answer("zero_success", ev) == {"answer": f"{MISSING}: {says}", "table": []}
+    monkeypatch.setitem(ANSWERS, "mechanism", lambda _ev: {"answer": "greedy wins", "table": [{"a": 1}]})
+    assert answer("mechanism", ev) == answer("mechanism", ev, {("es[sampled]", "")}) == {"answer": "greedy wins",
+                                                                                         "table": [{"a": 1}]}
+    assert answer("mechanism", ev, set()) == {"answer": f"{NOT_RUN} (this budget plans no es[sampled] runs): greedy wins",
+                                              "table": [{"a": 1}]}
+    monkeypatch.setitem(ANSWERS, "lemma1_validity", lambda _ev: {"answer": "ok", "table": []})
+    assert answer("lemma1_validity", ev, set())["answer"] == f"{NOT_RUN} (this budget plans no es runs with the Lemma 1 probe): ok"
+
+
+def test_the_lemma1_records_training_summary_is_its_real_evidences():
+    def claim(cid, real):
+        return {"id": cid, "levels": {"real": real}}
+    training = {"s_median": 1.7, "s": [1.5, 1.7, 2.0]}
+    other = claim("drift_ratio", {"evidence": {"training": {"s_median": 9.0}}})
+    assert lemma1_training({"claims": [other, claim("lemma1", {"evidence": {"training": training}})]}) == training
+    assert lemma1_training({"claims": [claim("lemma1", {"evidence": {}})]}) is None
+    assert lemma1_training({"claims": [claim("lemma1", {})]}) is None
+    assert lemma1_training({"claims": [other]}) is None and lemma1_training({}) is None
+
+
+
+def test_a_report_writes_the_record_it_returns_and_its_markdown(tmp_path):
+    """build_report over one ES and one GRPO run: report.json holds the returned record, REPORT.md its rendering,
+    nothing else is left beside the report; the record lists the runs, every claim in the registry's order with
+    its statement, paper figure and test, every open question, each drawn plot as a file, a claim's real-run plots
+    as the registry names them, and (one seed a side) intervals over seeds that are not finite as null, listed."""
+    p = np.random.default_rng(0).uniform(0.02, 0.5, 40)
+    dirs = [make_run(tmp_path / "runs", f"{a}0", a, 0, p, np.clip(p + 0.1, 0, 1)) for a in ("es", "grpo")]
+    out = tmp_path / "new" / "rep"   # its parent made too
+    report = build_report(dirs, out, purpose="what it decides")
+    text = (out / "report.json").read_text(encoding="utf-8")
+    assert json.loads(text) == report and "NaN" not in text
+    assert (out / "REPORT.md").read_text(encoding="utf-8") == render_markdown(report)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["new", "runs"] and list(out.parent.iterdir()) == [out]  # nothing else
+    assert (report["purpose"], report["excluded"], report["input_problems"], report["lemma_grid"]) == ("what it decides", [], [], [])
+    assert report["runs"] == [{"path": str(dirs[0]), "variant": "es", "seed": 0, "model": "base"},
+                              {"path": str(dirs[1]), "variant": "grpo", "seed": 0, "model": "base"}]
+    assert [(b["model"], b["seeds"]) for b in report["bases"]] == [("base", 1)] and "premise" not in report
+    assert report["es_regime"] == {"measured": False, "s_limit": 0.05}
+    assert "drift_per_layer" in report["plots"] and "js" not in report["plots"]   # no grid: no Lemma 1 plot
+    assert all((out / name).is_file() for name in report["plots"].values())
+    assert [c["id"] for c in report["claims"]] == [c.id for c in CLAIMS]
+    for c in report["claims"]:
+        claim = BY_ID[c["id"]]
+        assert (c["statement"], c["paper"], c["test"], c["untestable"]) == (claim.statement, claim.paper,
+                                                                             claim.describe_test(), claim.untestable)
+        assert set(c["levels"]) == {"theory", "simulate", "real"}
+        assert c["levels"]["real"]["plots"] == [report["plots"][k] for k in claim.plots if k in report["plots"]]
+    real = {c["id"]: c["levels"]["real"] for c in report["claims"]}
+    assert real["drift_ratio"]["plots"] == ["drift_per_layer.png"] and real["lemma1"]["plots"] == []
+    at = [c.id for c in CLAIMS].index("drift_ratio")   # one seed: its interval's upper end is infinite
+    assert real["drift_ratio"]["interval"][1] is None and f"claims[{at}].levels.real.interval[1]" in report["non_finite"]
+    assert [(q["id"], q["question"]) for q in report["open_questions"]] == list(OPEN_QUESTIONS)
+    assert all({"answer", "table"} <= set(q) for q in report["open_questions"])
+    assert isinstance(report["summary"], list) and report["summary"]
+    again = build_report(dirs[:1], out)   # rebuilt into its folder, without a purpose: replaced
+    assert again["purpose"] == "" and json.loads((out / "report.json").read_text(encoding="utf-8")) == again
+    assert [r["variant"] for r in again["runs"]] == ["es"] and "**What this reproduction can decide.**" not in (
+        out / "REPORT.md").read_text(encoding="utf-8")
+
+
+def test_the_evidence_is_the_usable_runs_and_the_side_files_given(tmp_path):
+    """collect: a run with metrics and no evaluation is usable; a theory and a simulate file given are read into
+    the evidence; with no usable run the error names how many were given and each one's problem, separated by
+    "; ", cut at 1500 characters."""
+    run = tmp_path / "es0"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"algo": "es", "task": "countdown", "seed": 0}))
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward_mean": 0.5}) + "\n")
+    theory = [{"name": "lemma1/exact", "holds": True}]
+    (tmp_path / "theory.json").write_text(json.dumps(theory))
+    (tmp_path / "summary.json").write_text(json.dumps({"experiments": {"x": {"name": "x", "claims": []}}}))
+    ev = collect([run], tmp_path / "theory.json", tmp_path / "summary.json")
+    assert [(r.name, r.eval) for r in ev.runs] == [("es0", None)] and ev.excluded == []
+    assert ev.problems == [f"{run / 'eval.json'}: missing"]   # said, not fatal
+    assert ev.theory == theory and ev.simulate == {"x": {"name": "x", "claims": []}}
+    without = collect([run])
+    assert (without.theory, without.simulate) == (None, None)
+
+    absent = [tmp_path / "a", tmp_path / "b"]
+    with pytest.raises(RunDirError) as err:
+        collect(absent)
+    head = "no usable run directory among the 2 given (none has a readable config.json with metrics or evaluations): "
+    assert str(err.value).startswith(head) and str(err.value).count("; ") == 1
+    assert all(str(a) in part for a, part in zip(absent, str(err.value)[len(head):].split("; ")))
+    many = [tmp_path / f"missing-run-directory-{i:03d}" for i in range(60)]
+    with pytest.raises(RunDirError) as err:
+        collect(many)
+    assert str(err.value).startswith(head.replace(" 2 ", " 60 ")) and len(str(err.value)) == len(head) + 1 + 1500
