@@ -48,8 +48,11 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "decisions": (("theory/decisions.py", "theory/claims.py", "paper_checks/verdict.py", "paper_checks/design.py"),
                   ("tests/theory/test_decisions.py", "tests/paper_checks/test_decide_combine.py", "tests/theory/test_claims.py",
                    "tests/paper_checks/test_design_coverage.py", "tests/paper_checks/test_design_planning.py")),
+    # the checks on runs built in memory first (test_real_checks.py: no run directory, no report); the report tests that
+    # assemble a whole report (plots, the simulate level) are left out below
     "real_checks": (("paper_checks/real_checks.py",),
-                    ("tests/paper_checks/test_paper_checks_verdicts.py", "tests/paper_checks/test_report_rendering.py")),
+                    ("tests/paper_checks/test_real_checks.py", "tests/paper_checks/test_paper_checks_verdicts.py",
+                     "tests/paper_checks/test_report_rendering.py")),
     "matched": (("theory/matched.py", "paper_checks/matched.py"),
                 ("tests/paper_checks/test_matched.py", "tests/theory/test_matched_reading.py",
                  "tests/simulate/test_sim_matched.py")),
@@ -80,14 +83,23 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # functions). The math grader's load test and its evaluation test start fresh grading workers (and busy loops, or
 # a model) in each mutant's session: their grades come from the worker processes, which mutmut does not map.
 # The vLLM test of the es group starts a vLLM engine (25-30 s) in each mutant's session; the
-# hugging-face tests reach the same center, plan and update.
+# hugging-face tests reach the same center, plan and update. The last three write whole reports (plots, the
+# simulate level, the command line: 4-15 s each) and reach every real check on the way, so each surviving mutant of
+# real_checks ran them again; they test the report's assembly, and test_real_checks.py reads the checks' values.
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
               "tests/llm/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
               "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
               "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
-              "tests/llm/test_es_conformance.py::test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm")
+              "tests/llm/test_es_conformance.py::test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm",
+              "tests/paper_checks/test_report_rendering.py::test_the_report_takes_simulates_verdict_words_as_they_are",
+              "tests/paper_checks/test_paper_checks_verdicts.py::test_report_command_writes_markdown_json_and_plots",
+              "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed")
+# Modules a group's tests import late, on the way (the report's input screen, paper_checks/trust.py, imports
+# llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
+# mutant's session (about 10 s of CPU each, which mutmut's time limit, estimated from one session, does not expect).
+PRELOAD = {"real_checks": ("escov.llm.rollout",)}
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"
@@ -115,7 +127,8 @@ def prepare(group: str) -> Path:
         if not (work / link).is_symlink():
             (work / link).symlink_to(ROOT / target)
     pytest_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    deselect = [arg for test in DESELECTED if test.split("::")[0] in tests for arg in ("--deselect", test)]
+    cli_args = [arg for test in DESELECTED if test.split("::")[0] in tests for arg in ("--deselect", test)]
+    cli_args += [arg for module in PRELOAD.get(group, ()) for arg in ("-p", module)]
     text = "\n".join([
         "[tool.pytest.ini_options]",
         f"testpaths = {toml_list(pytest_cfg['testpaths'])}",
@@ -139,7 +152,7 @@ def prepare(group: str) -> Path:
         f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
         f"also_copy = {toml_list(LEVELS)}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
-        f"pytest_add_cli_args = {toml_list(deselect)}",
+        f"pytest_add_cli_args = {toml_list(cli_args)}",
         "",
     ])
     cfg = work / "pyproject.toml"
