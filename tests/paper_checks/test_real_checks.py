@@ -590,3 +590,151 @@ def test_es_regime_reads_the_members_divergence_at_the_training_sigma():
     assert es_regime_line(bare) == (
         "**ES's regime.** The ES members' divergence s = E KL(pi_member || pi_center) at the training sigma: not measured "
         "(no main ES run has a Lemma 1 probe, probe.json; `--budget answer` probes its runs). Lemma 1's regime: s <= 0.05.")
+
+
+# ----------------------------------------------------------------------------- Pass@k against the base and between methods
+
+def passk(counts, n: int = 32, ks=(1, 16, 32)) -> dict:
+    """An evaluation whose prompts have these correct counts of n samples."""
+    return {"n": n, "ks": list(ks), "pass_at_k": {str(k): 0.0 for k in ks},
+            "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(counts)]}
+
+
+def evaluated(name: str, algo: str, seed: int, base, final, **kw) -> Run:
+    return run(name, algo, seed, ev={"base": passk(base, **kw), "final": passk(final, **kw)})
+
+
+def test_a_method_over_its_base_reads_every_k_of_the_claim():
+    """Every prompt from 0 of 32 correct to all 32: +100 points at each k, exactly, on every seed."""
+    ev = Evidence(runs=[evaluated(f"es{s}", "es", s, [0] * 4, [32] * 4) for s in range(2)]
+                  + [evaluated(f"grpo{s}", "grpo", s, [32] * 4, [0] * 4) for s in range(2)])
+    v = REAL_CHECKS["es_improves_over_base"](ev)
+    assert (v.claim_id, v.status, v.interval) == ("es_improves_over_base", HOLDS, None)
+    assert v.ours == "; ".join(f"@{k} +100.00 pts [+100.00, +100.00]" for k in (1, 16, 32))
+    assert v.note == "es final minus base" and v.design == "2 seeds x 4 prompts x 32 samples"
+    assert v.test == "directional: difference > 0" and v.power.count("detectable at 80% power") == 3
+    below = REAL_CHECKS["grpo_passk_below_base"](ev)
+    assert (below.claim_id, below.status, below.note) == ("grpo_passk_below_base", HOLDS, "grpo final minus base")
+    assert below.ours == "@16 -100.00 pts [-100.00, -100.00]; @32 -100.00 pts [-100.00, -100.00]"
+    raises = REAL_CHECKS["grpo_raises_pass1"](ev)
+    assert (raises.claim_id, raises.status, raises.interval) == ("grpo_raises_pass1", FAILS, (-1.0, -1.0))
+    only_pass1 = Evidence(runs=[evaluated("es0", "es", 0, [0] * 4, [32] * 4, ks=(1,))])
+    missing(REAL_CHECKS["es_improves_over_base"](only_pass1), "es_improves_over_base",
+            "es runs with base and final evaluations on the same prompts (Pass@16)", [["es", ""]])
+    missing(REAL_CHECKS["grpo_raises_pass1"](Evidence(runs=[])), "grpo_raises_pass1",
+            "grpo runs with base and final evaluations on the same prompts (Pass@1)", [["grpo", ""]])
+
+
+def test_methods_compared_at_the_end_are_paired_by_seed():
+    """ES solves every prompt in all 32 samples, GRPO in none (seed 1's GRPO run is missing: seed 0 alone is read)."""
+    runs = [evaluated(f"es{s}", "es", s, [0] * 4, [32] * 4) for s in range(2)] + [evaluated("grpo0", "grpo", 0, [0] * 4, [0] * 4)]
+    v = REAL_CHECKS["es_passk_above_grpo"](Evidence(runs=runs))
+    assert (v.claim_id, v.status, v.design) == ("es_passk_above_grpo", INCONCLUSIVE, "1 seeds x 4 prompts x 32 samples")
+    assert v.ours == "ES - GRPO @16 +100.00 pts [-inf, +inf]; ES - GRPO @32 +100.00 pts [-inf, +inf]"
+    runs.append(evaluated("grpo1", "grpo", 1, [0] * 4, [0] * 4))
+    assert REAL_CHECKS["es_passk_above_grpo"](Evidence(runs=runs)).status == HOLDS
+    missing(REAL_CHECKS["es_passk_above_grpo"](Evidence(runs=runs[:2])), "es_passk_above_grpo",
+            "es and grpo runs with the same seeds and test prompts", [["es", ""], ["grpo", ""]])
+
+
+def test_the_es_grpo_schedule_must_be_above_every_other_method():
+    top = [evaluated(f"esgrpo{s}", "es-grpo", s, [0] * 4, [32] * 4) for s in range(2)]
+    others = {name: [evaluated(f"{name}{s}", name, s, [0] * 4, [0] * 4) for s in range(2)] for name in ("es", "grpo", "grpo-es")}
+    v = REAL_CHECKS["schedules_pareto"](Evidence(runs=top + [r for rs in others.values() for r in rs]))
+    assert v.status == HOLDS and v.note == "holds when ES->GRPO is above every other method"
+    assert v.ours == "; ".join(f"ES->GRPO - {o} @32 +100.00 pts [+100.00, +100.00]" for o in ("es", "grpo", "grpo-es"))
+    tie = [evaluated(f"grpoes{s}", "grpo-es", s, [0] * 4, [32] * 4) for s in range(2)]
+    assert REAL_CHECKS["schedules_pareto"](Evidence(runs=top + others["es"] + others["grpo"] + tie)).status == INCONCLUSIVE
+    missing(REAL_CHECKS["schedules_pareto"](Evidence(runs=top + others["es"] + others["grpo-es"])), "schedules_pareto",
+            "es-grpo and grpo runs with the same seeds and test prompts", [["es-grpo", ""], ["grpo", ""]])
+
+
+def heldout(name: str, algo: str, seed: int, before: int, after: int) -> Run:
+    ev = {"heldout": {"base": pass1(*[before] * 3, n=64), "final": pass1(*[after] * 3, n=64)}}
+    return run(name, algo, seed, ev=ev)
+
+
+def test_no_forgetting_reads_the_held_out_change_of_es_and_of_grpo():
+    """Held-out Pass@1 after minus before on every prompt (64 samples): ES 1/64 lower (no loss beyond 2 points),
+    GRPO 1/64 or 19/64 lower."""
+    es = [heldout(f"es{s}", "es", s, 38, 37) for s in range(2)]
+    v = REAL_CHECKS["no_forgetting"](Evidence(runs=es + [heldout(f"grpo{s}", "grpo", s, 38, 37) for s in range(2)]))
+    assert v.status == HOLDS
+    assert v.ours == "ES held-out @1 -1.56 pts [-1.56, -1.56]; GRPO held-out @1 -1.56 pts [-1.56, -1.56]"
+    assert v.design == "2 seeds x 3 prompts x 64 samples"
+    forgets = REAL_CHECKS["no_forgetting"](Evidence(runs=es + [heldout(f"grpo{s}", "grpo", s, 38, 19) for s in range(2)]))
+    assert forgets.status == FAILS and forgets.ours.endswith("GRPO held-out @1 -29.69 pts [-29.69, -29.69]")
+    from escov.paper_checks.real_checks import HELDOUT
+    half = run("grpo0", "grpo", 0, ev={"heldout": {"base": pass1(1, 1, n=4)}})
+    missing(REAL_CHECKS["no_forgetting"](Evidence(runs=es + [half])), "no_forgetting",
+            "grpo runs with held-out evaluations before and after", [["grpo", HELDOUT]])
+    missing(REAL_CHECKS["no_forgetting"](Evidence(runs=[])), "no_forgetting",
+            "es runs with held-out evaluations before and after", [["es", HELDOUT]])
+
+
+# ----------------------------------------------------------------------------- per-run numbers
+
+def entropies(*values):
+    return [{"step": i + 1, "entropy": h} for i, h in enumerate(values)]
+
+
+def test_entropy_collapse_needs_grpos_fall_and_es_kept_within_its_margin():
+    """Relative changes by hand (first step against the last fifth, here the last step of 5): GRPO -50, -40, -45%,
+    ES +1, -2, 0%."""
+    grpo = [run(f"grpo{s}", "grpo", s, metrics=entropies(1.0, 1, 1, 1, h)) for s, h in enumerate((0.5, 0.6, 0.55))]
+    es = [run(f"es{s}", "es", s, metrics=entropies(2.0, 1, 1, 1, h)) for s, h in enumerate((2.02, 1.96, 2.0))]
+    v = REAL_CHECKS["entropy_collapse"](Evidence(runs=grpo + es + [run("es9", "es", 9, metrics=entropies(0.0, 1.0))]))
+    (fall, _), (kept, _) = BY_ID["entropy_collapse"].parts
+    f_mean, f_lo, f_hi = t_interval([50.0, 40.0, 45.0])
+    k_mean, k_lo, k_hi = t_interval([1.0, -2.0, 0.0])
+    assert v.status == HOLDS and v.interval is None
+    assert v.ours == f"{fall} {f_mean:+.2f}% [{f_lo:+.2f}, {f_hi:+.2f}]; {kept} {k_mean:+.2f}% [{k_lo:+.2f}, {k_hi:+.2f}]"
+    assert v.evidence["grpo_relative_change"] == pytest.approx([-0.5, -0.4, -0.45])
+    assert v.evidence["es_relative_change"] == pytest.approx([0.01, -0.02, 0.0])
+    assert v.note == ("relative change of per-step token entropy, first step vs the last fifth of steps; ES keeps its "
+                      "entropy when its change's interval lies within +-10%")
+    assert v.test == BY_ID["entropy_collapse"].describe_test()
+    missing(REAL_CHECKS["entropy_collapse"](Evidence(runs=es)), "entropy_collapse",
+            "grpo runs with per-step entropy in metrics.jsonl", [["grpo", ""]])
+    missing(REAL_CHECKS["entropy_collapse"](Evidence(runs=grpo + [run("es0", metrics=entropies(1.0))])), "entropy_collapse",
+            "es runs with per-step entropy in metrics.jsonl", [["es", ""]])
+
+
+def test_a_runs_smoothed_reward_size_and_final_drift_by_hand():
+    from escov.paper_checks.real_checks import final_drift, model_size, smoothed_reward
+
+    r = run("es0", metrics=[{"step": i + 1, "reward_mean": x, "drift_rel": x / 10} for i, x in enumerate(range(1, 11))]
+            + [{"step": 11, "reward_mean": None}])
+    assert smoothed_reward(r) == pytest.approx(9.5)            # the last 2 of 10 steps
+    assert smoothed_reward(r, tail=0.5) == pytest.approx(8.0)  # the last 5
+    assert smoothed_reward(r, steps=4) == pytest.approx(4.0)   # of the first 4: the last max(1, 0) = 1
+    assert smoothed_reward(run("es1")) is None and final_drift(run("es1")) is None
+    assert final_drift(r) == pytest.approx(1.0)
+    assert model_size(run("es0", ev={"update_analysis": {"entries": 1234}})) == 1234
+    assert model_size(run("es0", ev={})) is None and model_size(run("es0")) is None
+
+
+def test_thresholded_pass1_reads_the_named_sparsity_only():
+    """Pass@1 at 78% sparsity minus the final's, per seed (a row at 50% is not read): +0.4, -0.2, +0.1 points."""
+    from escov.paper_checks.real_checks import thresholded
+    from escov.theory.claims import THRESHOLDED_PERCENT
+
+    def es_run(seed, change, sparsities=(50.0, THRESHOLDED_PERCENT + 1e-9)):
+        rows = [{"sparsity_percent": p, "pass_at_1": 0.5 + (change if abs(p - THRESHOLDED_PERCENT) < 1e-3 else -0.3)}
+                for p in sparsities]
+        return run(f"es{seed}", seed=seed, ev={"final": {"pass_at_k": {"1": 0.5}}, "thresholded": rows})
+    changes = [0.004, -0.002, 0.001]
+    v = REAL_CHECKS["thresholded_pass1"](Evidence(runs=[es_run(s, c) for s, c in enumerate(changes)]
+                                                  + [run("es9", seed=9, ev={"thresholded": [{"sparsity_percent": 78.0, "pass_at_1": 0.0}]})]))
+    mean, lo, hi = t_interval(changes)
+    assert v.status == HOLDS and v.interval == pytest.approx((lo, hi))
+    assert v.evidence["diffs"] == pytest.approx(changes)
+    assert v.ours == f"Pass@1 change at 78% sparsity {100 * mean:+.2f} pts [{100 * lo:+.2f}, {100 * hi:+.2f}]"
+    assert v.note == "interval over seeds" and v.design == "3 seeds"
+    need = [["es", thresholded(THRESHOLDED_PERCENT)]]
+    elsewhere = [es_run(0, 0.0, (90.0, 50.0)), es_run(1, 0.0, (50.0,)), es_run(2, 0.0, (THRESHOLDED_PERCENT + 2e-6,))]
+    missing(REAL_CHECKS["thresholded_pass1"](Evidence(runs=elsewhere)), "thresholded_pass1",
+            f"es runs with a 78%-sparsity thresholded checkpoint evaluated; these runs thresholded ES at 50%, 78%, 90% "
+            f"sparsity only", need)
+    missing(REAL_CHECKS["thresholded_pass1"](Evidence(runs=[run("es0", ev={"final": {"pass_at_k": {"1": 0.5}}})])),
+            "thresholded_pass1", "es runs with a 78%-sparsity thresholded checkpoint evaluated", need)
