@@ -83,9 +83,10 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # functions). The math grader's load test and its evaluation test start fresh grading workers (and busy loops, or
 # a model) in each mutant's session: their grades come from the worker processes, which mutmut does not map.
 # The vLLM test of the es group starts a vLLM engine (25-30 s) in each mutant's session; the
-# hugging-face tests reach the same center, plan and update. The last three write whole reports (plots, the
-# simulate level, the command line: 4-15 s each) and reach every real check on the way, so each surviving mutant of
-# real_checks ran them again; they test the report's assembly, and test_real_checks.py reads the checks' values.
+# hugging-face tests reach the same center, plan and update. The last four reach every real check on the way: three
+# write whole reports (plots, the simulate level, the command line: 4-15 s each), one collects 20 run directories
+# and runs every check on them (2 s), so each mutant of real_checks ran them again; they test the report's assembly
+# and the checks at no effect, and test_real_checks.py reads each check's values directly (0.3 s in all per function).
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
@@ -95,7 +96,8 @@ DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_u
               "tests/llm/test_es_conformance.py::test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm",
               "tests/paper_checks/test_report_rendering.py::test_the_report_takes_simulates_verdict_words_as_they_are",
               "tests/paper_checks/test_paper_checks_verdicts.py::test_report_command_writes_markdown_json_and_plots",
-              "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed")
+              "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed",
+              "tests/paper_checks/test_paper_checks_verdicts.py::test_zero_effect_gives_inconclusive_for_every_real_check")
 # Modules a group's tests import late, on the way (the report's input screen, paper_checks/trust.py, imports
 # llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
 # mutant's session (about 10 s of CPU each, which mutmut's time limit, estimated from one session, does not expect).

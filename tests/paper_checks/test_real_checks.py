@@ -587,8 +587,14 @@ def test_es_regime_reads_the_members_divergence_at_the_training_sigma():
         "**ES's regime.** The ES members' measured divergence s = E KL(pi_member || pi_center) at the training sigma "
         "0.001 (sequences sampled at T = 0.7): median 0.17, range 0.01-1.7 over 4 measurements of 2 runs (steps 10-30); "
         "2 of 4 inside Lemma 1's regime s <= 0.05, where the lemma and its grid's verdict apply.")
+    one = es_regime(Evidence(runs=[probed("es0", 0, [measurement(10, 0.02)]), probed("es1", 1, [])]))
+    assert (one["sigma"], one["temperature"], one["runs"], one["steps"], one["s"]) == (1e-3, 0.7, 1, [10], [0.02])
+    unprobed = probed("es2", 2, [])
+    unprobed.probe = {}   # a probe file without measurements
+    no_es_settings = Run(Path("es0"), {"algo": "es", "seed": 0}, probe={"measurements": [measurement(10, 0.02)]})
+    for unmeasured in (runs[2:], [unprobed], [no_es_settings]):
+        assert es_regime(Evidence(runs=unmeasured)) == {"measured": False, "s_limit": 0.05}
     bare = es_regime(Evidence(runs=runs[2:]))
-    assert bare == {"measured": False, "s_limit": 0.05}
     assert es_regime_line(bare) == (
         "**ES's regime.** The ES members' divergence s = E KL(pi_member || pi_center) at the training sigma: not measured "
         "(no main ES run has a Lemma 1 probe, probe.json; `--budget answer` probes its runs). Lemma 1's regime: s <= 0.05.")
