@@ -454,6 +454,13 @@ def test_the_training_populations_give_one_ratio_per_run_and_every_measured_s():
     assert got == {"sigma": 1e-3, "temperature": 0.7, "ratios": pytest.approx([2.5, 1.0]), "s": [0.01, 0.03, 0.02],
                    "s_median": pytest.approx(0.02)}
     assert training_populations(Evidence(runs=runs[2:])) is None
+    unprobed = probed("es3", 3, [])
+    unprobed.probe = {}   # a probe file without measurements
+    assert training_populations(Evidence(runs=[unprobed])) is None
+    one = training_populations(Evidence(runs=[probed("es1", 1, [measurement(10, 0.02, 1e-4)]), unprobed]))
+    assert (one["sigma"], one["temperature"], one["ratios"]) == (1e-3, 0.7, [1.0])
+    no_es_settings = Run(Path("es0"), {"algo": "es", "seed": 0}, probe={"measurements": [measurement(10, 0.02, 1e-4)]})
+    assert training_populations(Evidence(runs=[no_es_settings]))["sigma"] is None
     assert training_summary([1.0], [], None, None) == {"sigma": None, "temperature": None, "ratios": [1.0], "s": [],
                                                        "s_median": None}
 
@@ -537,13 +544,14 @@ def test_lemma1_from_the_grid_pools_the_rows_inside_the_regime():
                        f"paper: ratio 1, exact up to O(sigma^4)")
     assert v.test == BY_ID["lemma1"].test.describe() and v.evidence["training"] is None
     assert v.evidence["grid_decision"]["status"] == HOLDS and len(v.evidence["grid_decision"]["rows"]) == 2
-    out = lemma1_verdict([grid_row(4, 1e-3, 1.0), grid_row(16, 2e-3, 1.3, ci=(1.2, 1.4), se_log=0.05)],
-                         training([1.5, 1.7, 1.6], [0.2, 0.3, 0.25]))
+    out = lemma1_verdict([grid_row(4, 1e-3, 1.0), grid_row(16, 2e-3, 1.3, ci=(1.2, 1.4), se_log=0.05),
+                          grid_row(8, 1e-3, 0.7, ci=(0.6, 0.8))], training([1.5, 1.7, 1.6], [0.2, 0.3, 0.25]))
     assert out.status == FAILS
     assert out.power.startswith("pooled interval width ") and "; rows' widths 0.040-0.200 (margin" in out.power
+    assert out.ours.endswith(", N=8 sigma=0.001: 0.700 [0.600, 0.800]")
     from escov.paper_checks.real_checks import _training_text
     assert out.note == ("holds when the pooled interval lies within 1 +- 0.1 and no in-regime row lies wholly outside it; "
-                        "rows wholly outside: N=16 sigma=0.002; " + _training_text(training([1.5, 1.7, 1.6], [0.2, 0.3, 0.25])))
+                        "rows wholly outside: N=16 sigma=0.002, N=8 sigma=0.001; " + _training_text(training([1.5, 1.7, 1.6], [0.2, 0.3, 0.25])))
     assert out.evidence["training"]["ratios"] == [1.5, 1.7, 1.6]
     bare = {k: v for k, v in grid_row(4, 1e-3, 1.0).items() if k not in ("task", "temperature", "prompts", "samples",
                                                                           "center_samples")}
