@@ -790,3 +790,12 @@ def test_population_size_at_equal_flops_reads_at_least_one_step():
     assert v.evidence["equal_flops_gains"] == {"small": pytest.approx([0.1 - 0.20, 0.1 - 0.22, 0.1 - 0.21]),
                                                "large": pytest.approx([0.1 - 0.30, 0.1 - 0.31, 0.1 - 0.29])}
     assert "gain N=2->32" in v.ours
+
+
+def test_population_size_without_a_reward_signal_in_either_model_names_both():
+    flat = {key: {n: {s: (0.1, 0.1) for s in range(3)} for n in (8, 32)} for key in SWEEP}
+    v = REAL_CHECKS["population_size"](Evidence(runs=sweep_runs(flat)))
+    assert v.status == INCONCLUSIVE
+    assert v.note == ("Table 6 protocol: equal updates; two tiny models stand in for 0.5B-3B; 300-parameter model, "
+                      "1,000-parameter model: the same training reward at every step of every run (no reward signal), "
+                      "so no decision")
