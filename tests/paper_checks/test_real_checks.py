@@ -799,3 +799,9 @@ def test_population_size_without_a_reward_signal_in_either_model_names_both():
     assert v.note == ("Table 6 protocol: equal updates; two tiny models stand in for 0.5B-3B; 300-parameter model, "
                       "1,000-parameter model: the same training reward at every step of every run (no reward signal), "
                       "so no decision")
+
+
+def test_no_forgetting_of_one_seed_a_side_is_not_decided():
+    v = REAL_CHECKS["no_forgetting"](Evidence(runs=[heldout("es0", "es", 0, 38, 37), heldout("grpo0", "grpo", 0, 38, 19)]))
+    assert v.status == INCONCLUSIVE and v.design == "1 seeds x 3 prompts x 64 samples"
+    assert v.note == "one seed: no run-to-run variance, so no decision"
