@@ -805,3 +805,13 @@ def test_no_forgetting_of_one_seed_a_side_is_not_decided():
     v = REAL_CHECKS["no_forgetting"](Evidence(runs=[heldout("es0", "es", 0, 38, 37), heldout("grpo0", "grpo", 0, 38, 19)]))
     assert v.status == INCONCLUSIVE and v.design == "1 seeds x 3 prompts x 64 samples"
     assert v.note == "one seed: no run-to-run variance, so no decision"
+
+
+def test_a_run_without_its_base_or_final_evaluation_is_not_compared_with_its_base():
+    from escov.paper_checks.real_checks import diff_vs_base
+
+    whole = evaluated("es0", "es", 0, [0] * 4, [32] * 4)
+    no_base = run("es1", seed=1, ev={"final": passk([0] * 4)})
+    no_final = run("es2", seed=2, ev={"base": passk([32] * 4)})
+    assert diff_vs_base([no_base, no_final], 1) is None
+    assert diff_vs_base([no_base, whole, no_final], 1).seeds == 1
