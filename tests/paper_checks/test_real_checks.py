@@ -815,3 +815,11 @@ def test_a_run_without_its_base_or_final_evaluation_is_not_compared_with_its_bas
     no_final = run("es2", seed=2, ev={"base": passk([32] * 4)})
     assert diff_vs_base([no_base, no_final], 1) is None
     assert diff_vs_base([no_base, whole, no_final], 1).seeds == 1
+
+
+def test_a_drift_ratio_whose_lower_end_underflows_is_still_a_verdict():
+    """Log ratios -545, -400, -255 against GRPO's 0: the interval's lower end exp(-760) is 0.0 in floating point, its
+    upper end exp(-40) is not; the test of a ratio needs a positive lower end, so the check must not hand it 0."""
+    es = [math.exp(-545), math.exp(-400), math.exp(-255)]
+    v = REAL_CHECKS["drift_ratio"](Evidence(runs=drift_runs(es, [1.0, 1.0, 1.0])))
+    assert v.interval[0] == 0.0 and 0 < v.interval[1] < 1e-10 and v.status in (INCONCLUSIVE, FAILS)
