@@ -293,7 +293,7 @@ def test_the_bias_control_text_names_the_thinned_side_and_its_interval():
     assert _bias_text(info, 1.0, " nats") == " (bias control, GRPO thinned to ES's layout against itself: +0.010 nats [-0.020, +0.040])"
 
 
-def curve_run(name: str, algo: str, seed: int, never_solved: int, entropy: float, n: int = 64) -> Run:
+def curve_run(name: str, algo: str, seed: int, never_solved: int, entropy: float, n: int = 64, bend: float = 0.0) -> Run:
     """A run whose curve (n samples a prompt, 40 prompts, 11 points) rises in Pass@1 by 2 / 64 of the solved prompts a
     point while `never_solved` prompts stay at 0 correct and the token entropy stays at `entropy` (as
     test_report_rendering's, in memory)."""
@@ -302,7 +302,7 @@ def curve_run(name: str, algo: str, seed: int, never_solved: int, entropy: float
     points = []
     for t in range(11):
         counts = np.array([0] * never_solved + [round((4 + 2 * t) * n / 64)] * (40 - never_solved))
-        sampled = {"n": n, "ks": [1, 16, 32], "temperature": 0.6, "mean_token_entropy": entropy,
+        sampled = {"n": n, "ks": [1, 16, 32], "temperature": 0.6, "mean_token_entropy": entropy + bend * t * t,
                    "pass_at_k": {str(k): float(pass_at_k_counts(n, counts, k).mean()) for k in (1, 16, 32)},
                    "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]}
         points.append({"step": 5 * t, "sampled": sampled, "greedy": {"n": 1, "ks": [1], "pass_at_k": {"1": 0.0}}})
@@ -823,3 +823,22 @@ def test_a_drift_ratio_whose_lower_end_underflows_is_still_a_verdict():
     es = [math.exp(-545), math.exp(-400), math.exp(-255)]
     v = REAL_CHECKS["drift_ratio"](Evidence(runs=drift_runs(es, [1.0, 1.0, 1.0])))
     assert v.interval[0] == 0.0 and 0 < v.interval[1] < 1e-10 and v.status in (INCONCLUSIVE, FAILS)
+
+
+def test_matched_entropy_prints_its_bias_control_in_nats():
+    """GRPO's entropy bends along training (1 + 0.01 t^2): thinning its curve to ES's layout moves it, so the bias
+    control is not 0, and it is printed in nats (scale 1), as the estimate beside it."""
+    from escov.paper_checks.real_checks import _bias_text
+
+    ev = Evidence(runs=[curve_run(f"es{s}", "es", s, 0, 1.05) for s in range(3)]
+                  + [curve_run(f"grpo{s}", "grpo", s, 8, 1.0, bend=0.01 * (1 + s)) for s in range(3)])
+    v = REAL_CHECKS["matched_entropy"](ev)
+    info = v.evidence["matched"]
+    assert abs(info["bias"]["estimate"]["mean"]) > 1e-3
+    assert v.ours.endswith(_bias_text(info, 1.0, "")) and v.ours.count(" (bias control, ") == 1
+
+
+def test_methods_evaluated_with_other_sample_counts_are_described_by_the_first_methods():
+    runs = [run(f"es{s}", seed=s, ev={"final": pass1(50, 50, 50, n=100)}) for s in (0, 1)]
+    runs += [run(f"two{s}", seed=s, es={"antithetic": True}, ev={"final": pass1(25, 25, 25, n=50)}) for s in (0, 1)]
+    assert REAL_CHECKS["one_point_vs_two_point"](Evidence(runs=runs)).design == "2 seeds x 3 prompts x 100 samples"
