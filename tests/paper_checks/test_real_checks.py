@@ -776,6 +776,7 @@ def test_matched_passk_reads_both_ks_each_with_its_bias_control_and_the_pass32_p
     assert v.ours == "; ".join(f"{label} {fmt_interval(v.evidence[label]['mean'], v.evidence[label]['lo'], v.evidence[label]['hi'])}"
                                f"{_bias_text(infos[f'pass@{k}'])}" for label, k in zip(labels, (16, 32)))
     assert infos["pass@16"]["bias"]["estimate"] != infos["pass@32"]["bias"]["estimate"]   # each k's own control
+    assert v.ours.count(" (bias control, GRPO thinned to ES's layout against itself: ") == 2
     planned = plan_text(infos["pass@32"]["plan"])
     assert planned and v.note == _range_note(infos["pass@32"]) + "; Pass@32: " + planned
     assert v.design == "3 seeds x 40 prompts x 64 samples"
@@ -842,3 +843,13 @@ def test_methods_evaluated_with_other_sample_counts_are_described_by_the_first_m
     runs = [run(f"es{s}", seed=s, ev={"final": pass1(50, 50, 50, n=100)}) for s in (0, 1)]
     runs += [run(f"two{s}", seed=s, es={"antithetic": True}, ev={"final": pass1(25, 25, 25, n=50)}) for s in (0, 1)]
     assert REAL_CHECKS["one_point_vs_two_point"](Evidence(runs=runs)).design == "2 seeds x 3 prompts x 100 samples"
+
+
+def test_matched_passk_of_one_seed_has_no_plan_to_state():
+    """A design plan needs two seeds: with one, the note is the range's alone."""
+    from escov.paper_checks.real_checks import _range_note
+
+    v = REAL_CHECKS["matched_passk_above_grpo"](Evidence(runs=[curve_run("es0", "es", 0, 0, 1.0),
+                                                               curve_run("grpo0", "grpo", 0, 8, 1.0)]))
+    assert v.evidence["matched"]["pass@32"]["plan"] == {} and v.note == _range_note(v.evidence["matched"]["pass@32"]) + \
+        "; one seed: no run-to-run variance, so no decision"
