@@ -278,8 +278,8 @@ def test_the_range_note_says_the_levels_the_points_and_the_movement():
     from escov.paper_checks.real_checks import _range_note
 
     info = {"range": [0.2, 0.455], "levels": [0.22, 0.26, 0.30, 0.34], "compared_levels": [0.22, 0.30], "resolution": 0.025,
-            "points_in_range_a": [3, 4], "points_in_range_b": [5, 6], "moved_a": 0.3, "moved_b": -0.025}
-    tail = "; measured points in the range per run: ES [3, 4], GRPO [5, 6]; Pass@1 moved ES +30.0, GRPO -2.5 pts"
+            "points_in_range_a": [3, 4], "points_in_range_b": [5, 6], "moved_a": 0.3, "moved_b": -0.1}
+    tail = "; measured points in the range per run: ES [3, 4], GRPO [5, 6]; Pass@1 moved ES +30.0, GRPO -10.0 pts"
     assert _range_note(info) == ("mean over 2 Pass@1 levels in the common range 20.0-45.5 pts (2 left out: a measured gap "
                                  "wider than 2.5 pts)" + tail)
     assert _range_note(info | {"compared_levels": info["levels"]}) == "mean over 4 Pass@1 levels in the common range 20.0-45.5 pts" + tail
@@ -853,3 +853,10 @@ def test_matched_passk_of_one_seed_has_no_plan_to_state():
                                                                curve_run("grpo0", "grpo", 0, 8, 1.0)]))
     assert v.evidence["matched"]["pass@32"]["plan"] == {} and v.note == _range_note(v.evidence["matched"]["pass@32"]) + \
         "; one seed: no run-to-run variance, so no decision"
+
+
+def test_matched_curves_are_paired_by_their_runs_seeds():
+    """GRPO's entropy 1.00, 1.01, 1.02 for seeds 0, 1, 2 against ES's 1.05: per seed 0.05, 0.04, 0.03."""
+    ev = Evidence(runs=[curve_run(f"es{s}", "es", s, 0, 1.05) for s in range(3)]
+                  + [curve_run(f"grpo{s}", "grpo", s, 8, 1.0 + 0.01 * s) for s in range(3)])
+    assert REAL_CHECKS["matched_entropy"](ev).evidence["per_seed"] == pytest.approx([0.05, 0.04, 0.03])
