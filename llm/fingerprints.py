@@ -164,7 +164,7 @@ def _resolved(name: str, value: str) -> tuple[str, Path | None]:
         source = reward_source(value)
     except ValueError:  # not importable: the task names it when it loads the function
         source = None
-    if source is None:
+    if source is None or not source.is_file():  # no file (a built-in module, a missing file.py): the task names it
         return value, None
     source = source.resolve()
     if module.endswith(".py") or "." not in module and source.suffix == ".py" and source.name != "__init__.py":

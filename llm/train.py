@@ -94,6 +94,10 @@ class TrainingRun:
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
         check_model_dir(cfg.model)  # a missing or damaged model fails before the problems are generated (seconds)
+        # what the ES strategy needs of this machine and of the engine (llm/es/factory.py): refused before the
+        # problems are generated (seconds) and the engine starts
+        has_es = "es" in cfg.algo.split("-")
+        engine_kwargs = engine_settings(cfg.es, cfg.population, cfg.distributed()) if has_es else {}
         self.task = task if task is not None else cfg.make_task()
         for note in fit_to_data(cfg, self.task):  # before config.json is written: it records the sizes used
             print(f"note: {note}", file=sys.stderr, flush=True)
@@ -106,9 +110,6 @@ class TrainingRun:
                              "(workers > 1 or ray_address) shorten the prompts in the data instead")
         self.phases = schedules.plan(cfg)
         self.total_steps = self.phases[-1].start + self.phases[-1].steps
-        # what the ES strategy needs of the engine (llm/es/factory.py), checked before the engine starts
-        has_es = any(p.algo == "es" for p in self.phases)
-        engine_kwargs = engine_settings(cfg.es, cfg.population, cfg.distributed()) if has_es else {}
         if cfg.engine == "vllm":
             engine_kwargs = engine_kwargs | {"gpu_memory_utilization": cfg.gpu_memory_utilization}
         self.engine = make_engine(cfg.engine, cfg.model, dtype=getattr(torch, cfg.dtype), seed=cfg.seed,
@@ -125,7 +126,7 @@ class TrainingRun:
         self.hf_model.train(False)
         self.all_names = [n for n, _ in self.hf_model.named_parameters()]
         self.es_names = select_parameters(self.hf_model.named_parameters(), cfg.es.param_pattern)
-        if any(p.algo == "es" for p in self.phases):  # population / Ray settings fail here, before any work
+        if has_es:  # population / Ray settings fail here, before any work
             check_setup(self.hf_model, self.es_names, cfg.es, cfg.population, cfg.distributed(), cfg.engine)
         # theta_0, read tensor by tensor when needed; in-place bf16 ES starts from bf16(base)
         self.base = drift.SavedWeights(cfg.model, getattr(torch, cfg.dtype) if cfg.es.inplace_bf16 else torch.float32)

@@ -146,11 +146,12 @@ def choose(traces: dict[str, Trace], settings: dict[str, Setting], min_points: i
     return min(ok, key=rank), pairs
 
 
-def sweep_runs(model: Path, steps: int, settings: dict[str, Setting]) -> dict[str, dict]:
-    """The run configurations: the answer budget's shape, on SWEEP_SEED, each with its setting."""
+def sweep_runs(model: Path, steps: int, settings: dict[str, Setting], budget=None) -> dict[str, dict]:
+    """The run configurations: the budget's shape (reproduce.Budget; default the answer's), on SWEEP_SEED, each
+    with its setting."""
     from escov.paper_checks.reproduce import BUDGETS
 
-    b = BUDGETS["answer"]
+    b = BUDGETS["answer"] if budget is None else budget
     common = b.common | {"steps": steps, "probe_every": 0, "heldout_task": "", "eval_problems": EVAL_PROBLEMS}
     return {name: common | {"algo": s.algo, "model": str(model), "seed": SWEEP_SEED, "task": b.task,
                             "es": b.es | (s.params if s.algo == "es" else {}),
@@ -159,8 +160,9 @@ def sweep_runs(model: Path, steps: int, settings: dict[str, Setting]) -> dict[st
 
 
 def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None, problems: int = 64,
-              settings: dict[str, Setting] = SETTINGS, curve: dict | None = None, log=print) -> Pair | None:
-    """Train and measure every setting (resumable: finished runs and curve points are kept), then choose."""
+              settings: dict[str, Setting] = SETTINGS, curve: dict | None = None, budget=None, log=print) -> Pair | None:
+    """Train and measure every setting (resumable: finished runs and curve points are kept), then choose; the runs
+    have the shape of `budget` (default: the answer's, sweep_runs)."""
     from escov.llm import rundir
     from escov.paper_checks.reproduce import ANSWER_STEPS, BUDGETS
     from escov.paper_checks.training_runs import run_all
@@ -169,7 +171,7 @@ def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None
         raise ValueError(f"--model {model}: not a model directory (no config.json)")
     steps = ANSWER_STEPS if steps is None else steps
     curve = (BUDGETS["answer"].curve if curve is None else curve) | {"n_problems": problems, "split": CURVE_SPLIT}
-    runs = sweep_runs(model, steps, settings)
+    runs = sweep_runs(model, steps, settings, budget)
     start = time.perf_counter()
     run_all(runs, out / "runs", curve, jobs, lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}"))
     traces = {name: Trace.of_curve(name, rundir.read_curve(out / "runs" / name)) for name in runs}

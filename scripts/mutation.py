@@ -56,9 +56,18 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "matched": (("theory/matched.py", "paper_checks/matched.py"),
                 ("tests/paper_checks/test_matched.py", "tests/theory/test_matched_reading.py",
                  "tests/simulate/test_sim_matched.py")),
-    "graders": (("llm/tasks/countdown.py", "llm/tasks/math_grader.py", "llm/tasks/safe_arith.py", "llm/tasks/rewards.py"),
+    "graders": (("llm/tasks/countdown.py", "llm/tasks/safe_arith.py", "llm/tasks/rewards.py"),
                 ("tests/llm/test_reward_conventions.py", "tests/llm/test_countdown.py", "tests/llm/test_countdown_files.py",
-                 "tests/llm/test_math_grader.py", "tests/llm/test_safe_arith.py")),
+                 "tests/llm/test_safe_arith.py")),
+    # the math grader alone: its work budget (nodes, depth, symbols, exponents, value bits) came after the
+    # graders group's run, which keeps its results for the modules above
+    "grader": (("llm/tasks/math_grader.py",), ("tests/llm/test_math_grader.py",)),
+    # users' own data files and the math datasets: loading, field mapping, split rules, errors naming file and
+    # record; not test_own_data_cli.py (it trains, in fresh processes and in process) nor test_problem_sets.py
+    # (generated problems: it reaches data_files only through TrainConfig's defaults, and one test trains)
+    "data": (("llm/tasks/data_files.py", "llm/tasks/math_data.py"),
+             ("tests/llm/test_data_files.py", "tests/llm/test_math_data.py", "tests/llm/test_own_data.py",
+              "tests/llm/test_own_data_settings.py", "tests/llm/test_countdown_files.py")),
     "noise": (("llm/es/noise.py",), ("tests/llm/test_es_noise.py",)),
     "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
@@ -75,6 +84,13 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # process, which mutmut does not map (run_control's mutants read "not reached")
     "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py"),
                 ("tests/paper_checks/test_premise_record.py", "tests/paper_checks/test_premise.py")),
+    # user reward functions under TRL's and verl's contracts: the in-process tests that call them (not the CLI
+    # training runs of test_own_data_cli.py, nor test_own_data.py's `llm eval` in a fresh process)
+    "contract": (("llm/tasks/reward_function.py",),
+                 ("tests/llm/test_reward_contract.py", "tests/llm/test_own_data.py", "tests/llm/test_own_data_settings.py")),
+    # what a run was made from: the fingerprint functions on files written in process (not test_run_fingerprints.py:
+    # it trains a run and resumes copies of it, which every mutant's session would pay again)
+    "fingerprints": (("llm/fingerprints.py",), ("tests/llm/test_fingerprints.py",)),
 }
 # Left out of mutation runs: under mutmut's instrumentation the math grader's wall-clock budget (0.4 s per
 # answer) does not hold and its lru_cache counts differ (the first two); the last two take 6-7 s each and
@@ -82,18 +98,18 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # there ran them again (the direct properties of test_safe_arith.py and test_countdown.py test those
 # functions). The math grader's load test and its evaluation test start fresh grading workers (and busy loops, or
 # a model) in each mutant's session: their grades come from the worker processes, which mutmut does not map.
-# The vLLM test of the es group starts a vLLM engine (25-30 s) in each mutant's session; the
-# hugging-face tests reach the same center, plan and update. The last four reach every real check on the way: three
-# write whole reports (plots, the simulate level, the command line: 4-15 s each), one collects 20 run directories
-# and runs every check on them (2 s), so each mutant of real_checks ran them again; they test the report's assembly
-# and the checks at no effect, and test_real_checks.py reads each check's values directly (0.3 s in all per function).
+# The `llm eval` test of the contract and data groups scores in a fresh process (`python -m escov.llm eval`,
+# 20-25 s), which mutmut does not map. The last four reach every real check on the way: three write whole reports
+# (plots, the simulate level, the command line: 4-15 s each), one collects 20 run directories and runs every check
+# on them (2 s), so each mutant of real_checks ran them again; they test the report's assembly and the checks at no
+# effect, and test_real_checks.py reads each check's values directly (0.3 s in all per function).
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
               "tests/llm/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
               "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
               "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
-              "tests/llm/test_es_conformance.py::test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm",
+              "tests/llm/test_own_data.py::test_llm_eval_scores_a_verl_parquet_with_a_reward_function",
               "tests/paper_checks/test_report_rendering.py::test_the_report_takes_simulates_verdict_words_as_they_are",
               "tests/paper_checks/test_paper_checks_verdicts.py::test_report_command_writes_markdown_json_and_plots",
               "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed",

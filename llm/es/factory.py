@@ -51,7 +51,6 @@ def setup_batched(model, names, population, distributed) -> None:
 def setup_ray(model, names, population, distributed) -> None:
     if population.batched:
         check_supported(model, names)
-    check_ray(distributed)
 
 
 def setup_vllm_lora(model, names, population, distributed) -> None:
@@ -63,7 +62,7 @@ def setup_vllm_lora(model, names, population, distributed) -> None:
                          f"{bad[:3]}{'...' if len(bad) > 3 else ''} (set es.param_pattern to it)")
 
 
-def machine_vllm_inplace() -> None:
+def machine_vllm_inplace(distributed) -> None:
     if not torch.cuda.is_available():
         raise ValueError("population.members vllm_inplace needs vLLM on a CUDA GPU (this machine has none): vLLM's "
                          "CPU build repacks linear weights, so in-place edits never reach generation; use "
@@ -80,14 +79,15 @@ class Strategy:
     """A member-evaluation strategy's declaration (its engine and option rules: llm/member_options.py)."""
     setup: Callable | None = None                # (HF model, names, population, distributed): model / cluster rules
     engine_settings: Callable = lambda cfg, population: {}  # extra keyword arguments of make_engine
-    machine: Callable | None = None              # (): what this machine must offer, checked before the engine starts
+    machine: Callable | None = None              # (distributed): what this machine must offer, checked before the
+                                                 # problems are generated and the engine starts
 
 
 # the hooks of the strategies that have any; the strategies themselves are named once, in
 # llm/member_options.py OPTION_RULES, and one without hooks here gets none (Strategy())
 HOOKS = {
     "batched_hf": Strategy(setup_batched),
-    "ray": Strategy(setup_ray),
+    "ray": Strategy(setup_ray, machine=check_ray),  # Ray installed, its cluster reachable
     "vllm_lora": Strategy(setup_vllm_lora, lora_engine_settings),
     "vllm_inplace": Strategy(None, lambda cfg, population: dict(ENGINE_KWARGS), machine_vllm_inplace),
 }
@@ -114,7 +114,7 @@ def engine_settings(cfg: ESConfig, population: PopulationConfig, distributed: Di
     machine offers what it needs (both before the engine starts)."""
     strategy = STRATEGIES[strategy_name(population, distributed)]
     if strategy.machine is not None:
-        strategy.machine()
+        strategy.machine(distributed)
     return strategy.engine_settings(cfg, population)
 
 

@@ -249,11 +249,8 @@ class RewardFunctions:
             else:
                 values = self._call_trl(j, problems, completions, completion_ids, step)
             parts[self.names[j]] = self._check(j, values, n, problems, completions)
-        if parts:
-            stacked = np.stack([parts[name] * w for name, w in zip(self.names, self.weights)])
-            total = np.nansum(stacked, axis=0)
-        else:
-            total = np.zeros(n)
+        # there is at least one function (__init__): a completion none applies to sums to 0
+        total = np.nansum(np.stack([parts[name] * w for name, w in zip(self.names, self.weights)]), axis=0)
         return RewardScores(total=total, parts=parts)
 
     def _call_trl(self, j: int, problems, completions, completion_ids, step: int):
@@ -301,7 +298,8 @@ class RewardFunctions:
                 f"{_user_frames(err)}")
 
     def _check(self, j: int, values, n: int, problems, completions) -> np.ndarray:
-        """The rewards as floats (None and NaN: NaN, does not apply); RewardFunctionError for anything else."""
+        """The rewards as floats (None and NaN: NaN, does not apply); RewardFunctionError for anything else.
+        verl's values come as a list of n, one call's each: only their entries can be wrong."""
         label = self.label(j)
         if isinstance(values, np.ndarray):
             values = values.tolist() if values.ndim == 1 else values
@@ -317,9 +315,6 @@ class RewardFunctions:
                 else:
                     out[i] = float(r)
             return out
-        if self.verl[j]:
-            raise RewardFunctionError(f"{SETTING} {label!r} (verl's compute_score) must return a number, "
-                                      f"got {values!r:.80}")
         raise RewardFunctionError(f"{SETTING} {label!r} must return a list of {n} numbers (one per completion), "
                                   f"got {str(values)[:80]}")
 

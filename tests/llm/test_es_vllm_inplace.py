@@ -8,7 +8,8 @@ against theta + s sigma eps computed here from escov.llm.es.noise, exact restore
 closed form and bit for bit against the reload path's update (the same MasterCenter class); the
 option rules and the refusal on a
 machine without CUDA. What does not run here: the extension inside a real vLLM worker (vLLM's CPU
-build repacks linear weights) -- that is tests/llm/test_gpu.py, marked `gpu`."""
+build repacks linear weights) -- that is tests/llm/test_gpu.py, marked `gpu`; the strategy's refusal of
+vLLM's CPU build is tested on the suite's vLLM engine, in tests/llm/test_vllm_engine.py."""
 import copy
 import os
 import subprocess
@@ -206,12 +207,3 @@ def test_vllm_inplace_is_refused_on_a_machine_without_cuda_before_any_work(tiny_
                            "--es.population_size", "4"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 2 and "needs vLLM on a CUDA GPU" in done.stderr, done.stderr[-1500:]
     assert not (out / "eval.json").exists()
-
-
-@pytest.mark.vllm
-def test_the_strategy_refuses_vllms_cpu_build(vllm_engine):
-    assert vllm_engine.cpu
-    master = {n: t.float() for n, t in vllm_engine.weights.items()}
-    with pytest.raises(ValueError, match="vLLM's CPU build repacks linear"):
-        make_es(ESConfig(population_size=4), vllm_engine, None, list(master), master, max_new_tokens=4, seed=0,
-                population=PopulationConfig(members="vllm_inplace"))

@@ -138,7 +138,7 @@ def test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine():
     assert math_grader.safety_net_hits() == before
 
 
-def test_an_answer_at_the_safety_net_is_wrong_counted_and_named(capfd):
+def test_an_answer_at_the_safety_net_is_wrong_counted_and_named(capfd, monkeypatch):
     """A worker whose safety net is far below the cost of an answer: the answer is wrong (None), counted
     once, named on stderr, and the worker goes on with the next answer."""
     grader = math_grader._Grader(safety_net_seconds=1e-4)
@@ -152,6 +152,9 @@ def test_an_answer_at_the_safety_net_is_wrong_counted_and_named(capfd):
         err = capfd.readouterr().err
         assert "sin^2 y" in err and "safety net" in err and "counted" in err
         assert grader.worker is worker  # its timer fired: the worker answered and goes on
+        monkeypatch.setattr(math_grader, "_GRADER", grader)  # grade() through it: no answer, a box, wrong
+        assert grade("1", r"\boxed{\sin^2 w+\cos^2 w}") == math_grader.Graded(False, True, None)
+        assert math_grader.safety_net_hits() == before + 2
     finally:
         grader.close()
 
@@ -223,6 +226,7 @@ def test_value_bits_bounds_each_kind_of_expression_by_its_closed_form():
         (sympy.Float(0), 0.0), (x, 0.0), (7, 0.0),
         (sympy.Pow(3, 10, evaluate=False), 2.0 * 2.0 ** 4),         # bits(3) = 2, bits(10) = 4
         (sympy.Pow(1, 5, evaluate=False), 1.0 * 2.0 ** 3),          # bits(1) = 1
+        (sympy.Pow(x, 10, evaluate=False), 1.0 * 2.0 ** 4),          # bits(x) = 0: max(0, 1)
         (sympy.Pow(2, 2 ** 70, evaluate=False), math.inf),          # 71 exponent bits
         (sympy.factorial(10, evaluate=False), 2.0 ** 4 * 4.0),
         (sympy.factorial(sympy.Integer(2) ** 70, evaluate=False), math.inf),
@@ -259,10 +263,51 @@ def test_the_workers_requests_parse_grade_and_keep_golds_within_the_cache(monkey
     assert list(golds) == ["a", "b", "41"]
 
 
+def test_the_workers_comparison_drops_an_answers_percent_sign_unless_the_gold_has_one():
+    r"""In the worker's own request (called here): 18\% is 18 for gold 18 (right) and for gold 0.18 (wrong, with
+    key 18); for gold 18\%, math-verify's rule: 0.18, 18 and 18\% are right, 19\% wrong. math-verify reads X\%
+    as X * UnevaluatedExpr(1/100): the sign is found in a parse and dropped from a product, text is kept."""
+    import sympy
+    from escov.llm.tasks.math_grader import _parse_and_compare, has_percent, without_percent
+
+    golds: dict = {}
+    assert _parse_and_compare(["grade", "$18$", r"\boxed{18\%}"], golds) == [True, "18"]
+    assert _parse_and_compare(["grade", "$0.18$", r"\boxed{18\%}"], golds) == [False, "18"]
+    for answer in (r"\boxed{0.18}", r"\boxed{18}", r"\boxed{18\%}"):
+        assert _parse_and_compare(["grade", r"$18\%$", answer], golds)[0], answer
+    assert _parse_and_compare(["grade", r"$18\%$", r"\boxed{19\%}"], golds) == [False, "19*(1/100)"]
+    percent = sympy.UnevaluatedExpr(sympy.Rational(1, 100))
+    six_percent = sympy.Mul(2, 3, percent, evaluate=False)
+    assert has_percent(["text", six_percent]) and not has_percent(["18%", sympy.Integer(18)])
+    assert without_percent(six_percent) == 6 and without_percent("18%") == "18%"
+    assert without_percent(sympy.Integer(18)) == 18
+    # only the sign goes, as a factor 1 would: a product written unevaluated elsewhere stays as written (2*3, not 6)
+    sum_of_products = sympy.Add(sympy.Mul(2, 3, evaluate=False), sympy.Mul(5, percent, evaluate=False), evaluate=False)
+    assert without_percent(sum_of_products) == sum_of_products.xreplace({percent: sympy.Integer(1)})
+    assert without_percent(sum_of_products) != 11
+
+
+def test_number_keys_are_exact_values():
+    """A decimal numeral's key is its exact fraction (sympy's printing); a float's key comes from the text
+    math-verify extracted (commas dropped), so 1,000.5 and 2001/2 are one vote; other expressions print as sympy."""
+    import sympy
+    from escov.llm.tasks.math_grader import _key, _number_key, gold_key
+
+    assert [_number_key(t) for t in ("0.75", "-2.50", "12", "-0")] == ["3/4", "-5/2", "12", "0"]
+    assert gold_key(" 0.125 ") == "1/8" and gold_key("-3") == "-3"
+    assert _key([sympy.Float("1000.5"), "1,000.5"]) == "2001/2"
+    assert _key([sympy.Float("2.5"), " 2.5 "]) == "5/2"
+    assert _key([sympy.Float("0.5"), "one half"]) == "1/2"        # text that is no numeral: the Float's own value
+    assert _key([sympy.Symbol("x") + 1, "x+1"]) == "x + 1"
+    assert _key([]) is None
+
+
 def test_the_last_box_is_read_across_spaces_and_up_to_its_length_limit():
     from escov.llm.tasks.math_grader import MAX_ANSWER_CHARS, last_boxed
 
     assert last_boxed(r"so \boxed {41}") == last_boxed("so \\boxed \n {41}") == last_boxed(r"\boxed{ 41 }") == "41"
+    assert last_boxed(r"so \boxed{\frac{1}{2}} or {3}") == r"\frac{1}{2}"     # braces matched, not the first }
+    assert last_boxed(r"\boxed{\frac{1}{2}") is None                           # never closed
     for no_box in (r"so \boxed", "so \\boxed  ", r"\boxed x{41}", r"\boxed{41", "no box"):
         assert last_boxed(no_box) is None, no_box
     longest = "1" * MAX_ANSWER_CHARS
@@ -277,6 +322,7 @@ def test_answer_text_is_the_box_or_the_tail_after_thinking_and_none_for_nothing(
     assert answer_text(r"so \boxed{41}", starts_in_think=True) == (None, False)    # the thinking never ends
     assert answer_text(r"a </think> so \boxed{41}", starts_in_think=True) == (r"\boxed{41}", True)
     assert answer_text("the answer is 41") == ("the answer is 41", False)
+    assert answer_text("y" * 600 + "41") == ("y" * 498 + "41", False)            # the last MAX_ANSWER_CHARS (500)
     for nothing in (r"so \boxed{ }", "   ", "<think> 41"):
         assert answer_text(nothing) == (None, False), nothing
     text = r"\boxed{41}"

@@ -63,11 +63,19 @@ def test_save_to_disk_folders_and_dataset_objects_give_the_file_records(tmp_path
     dataset.save_to_disk(tmp_path / "saved")
     assert load_records(tmp_path / "saved") == load_records(verl_parquet) == load_records(dataset) == VERL
     datasets.DatasetDict({"train": dataset, "test": dataset}).save_to_disk(tmp_path / "dict")
-    with pytest.raises(ValueError, match=r"holds the splits \['test', 'train'\]; give one split's folder"):
+    with pytest.raises(ValueError) as err:
         load_records(tmp_path / "dict")
+    assert str(err.value) == (f"data folder {tmp_path / 'dict'} holds the splits ['test', 'train']; give one split's "
+                              f"folder, e.g. {tmp_path / 'dict' / 'test'}")
     (tmp_path / "plain").mkdir()
-    with pytest.raises(ValueError, match="is not a folder written by datasets' save_to_disk"):
+    with pytest.raises(Exception) as datasets_error:  # what datasets says of the folder, cut to 120 characters
+        datasets.load_from_disk(str(tmp_path / "plain"))
+    said = str(datasets_error.value)
+    assert len(said) > 120
+    with pytest.raises(ValueError) as err:
         load_records(tmp_path / "plain")
+    assert str(err.value) == (f"data folder {tmp_path / 'plain'} is not a folder written by datasets' save_to_disk "
+                              f"({type(datasets_error.value).__name__}: {said[:120]})")
 
 
 def test_a_hub_name_is_a_one_line_offline_error():

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es import ESConfig, make_es
+from escov.llm.es.options import PopulationConfig
 from escov.llm.tasks import get_task
 from escov.llm.tasks.countdown import Countdown
 
@@ -156,3 +157,13 @@ def test_members_and_restore_on_vllm(vllm_engine, tiny_model_dir):
     es.center.restore(plan, plan.members[0])
     assert greedy() == before
     assert perturbed != before
+
+
+def test_es_in_place_inside_vllm_is_refused_on_its_cpu_build(vllm_engine):
+    """ES members written in place inside vLLM's workers (llm/es/vllm_inplace.py) would never reach generation on
+    vLLM's CPU build, which repacks the linear weights: the strategy refuses it, naming why."""
+    assert vllm_engine.cpu
+    master = {n: t.float() for n, t in vllm_engine.weights.items()}
+    with pytest.raises(ValueError, match="vLLM's CPU build repacks linear"):
+        make_es(ESConfig(population_size=4), vllm_engine, None, list(master), master, max_new_tokens=4, seed=0,
+                population=PopulationConfig(members="vllm_inplace"))

@@ -74,10 +74,13 @@ def test_a_prompt_is_rare_only_when_every_solution_uses_a_rare_operator():
 
 
 def test_the_control_trains_grpo_and_reads_validation_prompts_only(tiny_model_dir, tmp_path):
-    """A real control, tiny: two seeds, 2 steps, 4 validation prompts; its records name the split."""
-    code = ("from pathlib import Path; from escov.paper_checks import premise as p; "
+    """A real control, tiny: two seeds, 2 steps, 4 validation prompts; its records name the split. The answer's
+    budget with a training pool of 16 prompts and no population probe: generating the pool's 512 Countdown problems
+    and probing took most of the test's time, and the control reads neither."""
+    code = ("from dataclasses import replace; from pathlib import Path; from escov.paper_checks import premise as p; "
             "from escov.paper_checks.reproduce import BUDGETS; "
-            f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), BUDGETS['answer'], jobs=1, seeds=(300, 301), steps=2, "
+            "b = replace(BUDGETS['answer'], common=BUDGETS['answer'].common | {'train_pool': 16, 'probe': False}); "
+            f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), b, jobs=1, seeds=(300, 301), steps=2, "
             "problems=4, checkpoint_every=1, curve=p.CONTROL_CURVE | {'samples': 32, 'points': 2, 'max_points': 3})")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)
     record = json.loads((tmp_path / "control.json").read_text())
@@ -100,6 +103,13 @@ def test_an_interval_that_touches_zero_is_no_change(lo, hi, word):
     assert premise.verdict({"lo": lo, "hi": hi}) == word
 
 
+def test_the_controls_estimates_are_written_in_points_or_without_an_interval_naming_the_design():
+    assert premise._pm({"mean": -0.0677, "lo": -0.1184, "hi": -0.017}) == "-6.77 [-11.84, -1.70]"
+    assert premise._pm({"mean": 0.5, "lo": 0.25, "hi": 0.75}, 1.0) == "+0.50 [+0.25, +0.75]"
+    for lo, hi in ((None, None), (-0.01, None), (None, 0.01)):   # either end missing: no interval
+        assert premise._pm({"mean": 0.01, "lo": lo, "hi": hi, "design": "1 seeds"}) == "+1.00 [no interval: 1 seeds]"
+
+
 def test_the_plateau_record_reads_the_last_third_from_the_last_step_and_its_rule_is_strict():
     # 2/3 of step 30 is step 20 (index 4); 2/3 of the step before (20) would be 15 (index 3)
     assert premise.plateau([0, 5, 10, 15, 20, 30], [0.0, 0.0, 0.0, 0.3, 0.5, 0.5]) == {
@@ -113,7 +123,8 @@ def test_the_plateau_record_reads_the_last_third_from_the_last_step_and_its_rule
 
 def test_endpoints_count_a_prompt_solved_once_and_leave_out_one_unsolved_at_the_base():
     # p1 is solved by exactly one sample at both points; p0 is unsolved at seed 0's base, p3 at seed 1's
-    base, top = [[0, 1, 5, 10, 4], [2, 1, 6, 0, 4]], [[3, 1, 0, 20, 2], [2, 1, 0, 4, 2]]
+    # p0 is gained on seed 0 with a single correct sample, p3 on seed 1 with four
+    base, top = [[0, 1, 5, 10, 4], [2, 1, 6, 0, 4]], [[1, 1, 0, 20, 2], [2, 1, 0, 4, 2]]
     d_base, d_top = [[0, 1, 2, 3, 2], [1, 1, 2, 0, 3]], [[1, 1, 0, 1, 1], [1, 1, 0, 2, 1]]
     pairs = [(_point(0, b, db), _point(300, t, dt)) for b, t, db, dt in zip(base, top, d_base, d_top)]
     out = premise.endpoints(pairs, ["other"] * 5)

@@ -12,7 +12,7 @@ import pytest
 from escov.llm.config import TrainConfig, saved_config
 from escov.llm.problem_sets import split_set
 from escov.paper_checks.evidence import Evidence
-from escov.paper_checks.premise_record import MARGIN, _reading_b, premise_record, render
+from escov.paper_checks.premise_record import MARGIN, _pm, _reading_b, premise_record, render
 from escov.paper_checks.reproduce import PREMISE_BASE, shipped_base_dir
 from escov.paper_checks.rundir import Run
 
@@ -110,6 +110,11 @@ def test_each_endpoint_equals_its_value_from_the_counts(runs):
     assert d["grpo_plateau_minus_base"]["mean"] == pytest.approx(0.0, abs=1e-12)
     assert d["grpo_plateau_minus_base"]["prompts"] == PROMPTS // 2
     assert 0.9 < d["es_minus_grpo_top_level"]["mean"] <= 2.0
+    # read at (b)'s level alone, as (b) is: the mean over every supported level differs on these curves
+    es_curves, grpo_curves = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
+    top, _ = matched_difference(es_curves, grpo_curves, "distinct", at="top")
+    over_levels, _ = matched_difference(es_curves, grpo_curves, "distinct")
+    assert d["es_minus_grpo_top_level"]["mean"] == top.mean != pytest.approx(over_levels.mean, abs=1e-3)
     # ES at the small sigma: its Pass@1 gain and the grid's median s at that sigma
     s = record["es_small_sigma"]
     gain = np.mean([(counts[("es", True, k)][-1] - counts[("es", True, k)][0]) / N for k in SEEDS])
@@ -250,6 +255,42 @@ def test_the_premise_section_reads_as_written():
         "[-1.00, +1.00]: no gain detected.", ""]
     without = {k: v for k, v in record.items() if k not in ("positive_control", "grpo_plateau_minus_base")} | {"reason": "why"}
     assert render(without)[-2:] == ["- why", ""]
+
+
+def test_the_premise_section_reads_as_written_without_a_level_an_end_or_counts():
+    """The other side of each optional part: (b) not testable (its reason, no level, no reading), no end difference,
+    distinct counts without their base and plateau, a measured s and a learning small sigma; a 2.5-point margin."""
+    record = {"selection_split": "validation", "test_split": "test", "registered": "R", "margin": 0.025,
+              "grpo_plateau_minus_base": {"pass@32": {"mean": -0.03, "lo": -0.05, "hi": -0.01},
+                                          "no_correct": {"mean": None, "reason": "no prompts"}, "verdict": "narrowed",
+                                          "plateau": {"seed 0": {"reached": True}}, "families": {"other": {"lost": 1}}},
+              "es_minus_grpo_top_level": {"reason": "nothing to compare"},
+              "es_minus_grpo_end": None,
+              "distinct_correct": {"grpo_plateau_minus_base": {"mean": None, "reason": "fewer than 2 prompts solved"},
+                                   "es_minus_grpo_top_level": {"mean": 0.06, "lo": -0.07, "hi": 0.18}},
+              "es_small_sigma": {"sigma": 0.002, "s_measured_median": 0.0091, "pass1_gain": {"mean": 0.167, "lo": 0.114, "hi": 0.219},
+                                 "learned": True}}
+    assert render(record)[4:] == [
+        "- (a) GRPO at its last checkpoint - base: Pass@32 -3.00 [-5.00, -1.00], no-correct share no prompts: "
+        "**narrowed** (plateau rule met on 1 of 1 runs); lost seed x prompt: other 1.",
+        "- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach: nothing to compare.",
+        "- (c) ES - GRPO Pass@32 at the end of equal budgets: not measured.",
+        "- (d) Distinct correct solutions: GRPO plateau - base fewer than 2 prompts solved; ES - GRPO per prompt at "
+        "(b)'s level +0.06 [-0.07, +0.18].",
+        "- ES at sigma 0.002 (members' s 0.009, Lemma 1's regime s <= 0.05): Pass@1 gain over the base +16.70 "
+        "[+11.40, +21.90]: learned.", ""]
+    with_reading = record | {"es_minus_grpo_top_level": {"mean": 0.001, "lo": -0.01, "hi": 0.012, "level": 0.4,
+                                                         "reading": "inconclusive"}}
+    assert render(with_reading)[5].endswith("(40.0 points): +0.10 [-1.00, +1.20] (**inconclusive**; margin 2 points).")
+
+
+def test_an_estimate_is_written_in_points_with_its_interval_or_why_it_has_none():
+    assert _pm(None) == _pm({}) == "not measured"
+    assert _pm({"mean": None, "reason": "too few points"}) == "too few points"
+    assert _pm({"mean": None}) == "no interval"
+    assert _pm({"mean": 0.0123, "lo": None, "hi": None}) == "+1.23 (no interval)"
+    assert _pm({"mean": -0.0123, "lo": -0.03, "hi": 0.005}) == "-1.23 [-3.00, +0.50]"
+    assert _pm({"mean": 0.5, "lo": 0.25, "hi": 0.75}, 1.0) == "+0.50 [+0.25, +0.75]"
 
 
 def test_a_reading_with_too_few_measured_points_names_each_methods_points(runs):

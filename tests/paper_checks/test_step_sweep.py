@@ -2,12 +2,13 @@
 of each boundary, and the sweep end to end on the tiny model: training-split curves only, a choice or the
 conditions each pair missed."""
 import json
+from dataclasses import replace
 
 import pytest
 
 from escov.paper_checks.step_sweep import (ENTROPY_DROP, MIN_POINTS, SETTINGS, SWEEP_SEED, Setting, Trace, choose,
                                      common_range, entropy_fall, judge, points_inside, run_sweep, sweep_runs)
-from escov.paper_checks.reproduce import ANSWER_SEEDS
+from escov.paper_checks.reproduce import ANSWER_SEEDS, BUDGETS
 
 
 def trace(name, pass1, entropy=None):
@@ -84,7 +85,12 @@ def test_the_sweep_runs_are_the_answer_shape_on_a_seed_of_their_own(tmp_path):
 def test_the_sweep_end_to_end_reads_only_training_split_curves(tiny_model_dir, tmp_path):
     settings = {"g": Setting("grpo", {"learning_rate": 3e-2}, "fast"), "e": Setting("es", {"sigma": 0.05, "alpha": 0.05}, "fast")}
     curve = {"points": 2, "samples": 32, "temperature": 0.6, "resolution": 0.99, "max_points": 3}
-    chosen = run_sweep(tiny_model_dir, tmp_path, jobs=1, steps=2, problems=3, settings=settings, curve=curve, log=lambda m: None)
+    # the answer's budget with a 16-prompt training pool and no population probe (the sweep reads neither; generating
+    # the pool's 512 problems and probing took most of the test's time)
+    budget = replace(BUDGETS["answer"], common=BUDGETS["answer"].common | {"train_pool": 16, "probe": False})
+    chosen = run_sweep(tiny_model_dir, tmp_path, jobs=1, steps=2, problems=3, settings=settings, curve=curve, budget=budget,
+                       log=lambda m: None)
+    assert json.loads((tmp_path / "runs" / "g" / "config.json").read_text())["train_pool"] == 16   # the budget given
     record = json.loads((tmp_path / "sweep.json").read_text())
     assert chosen is None and record["chosen"] is None      # 3 curve points each cannot hold 5 in a range
     assert record["split"] == "train" and set(record["curves"]) == {"g", "e"}
