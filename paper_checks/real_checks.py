@@ -1,6 +1,6 @@
 """Verdicts on the paper's claims from real training runs (run directories of `python -m escov.llm train`).
 
-Each check takes the Evidence and returns a Verdict for the claim it registers on (`@registers(claim_id)`,
+Each check takes the Evidence and returns a Verdict for the claim it registers on (`registers(claim_id)(check)`,
 paper_checks.registry), decided by the claim's Test (theory.claims) on an interval from one design:
 
 - per-prompt comparisons (Pass@k final - base, method - method): paper_checks.design.seeds_by_prompts,
@@ -37,7 +37,9 @@ KS = (1, 16, 32)
 LEMMA1_MAX_S = LEMMA1_S_LIMIT  # Lemma 1 is claimed where s = E KL(pi_{theta+sigma eps} || pi_theta) is small
 SPARSITY_TAU = "0.0015"
 _REGISTRY = CheckRegistry(CLAIMS)
-registers = _REGISTRY.registers  # @registers(claim_id): the function is that claim's real-run check
+# registers(claim_id)(check), written after each check: the check is that claim's real-run check. Not as a decorator:
+# mutation testing (scripts/mutation.py, mutmut) leaves every decorated function unmutated, and these are the verdicts
+registers = _REGISTRY.registers
 
 
 # What a check reads, as needs (variant, measurement): measurement "" is the variant's runs themselves (their
@@ -148,22 +150,21 @@ def improves_over_base(ev: Evidence, claim_id: str, name: str) -> Verdict:
     return _verdict(claim_id, parts, note=f"{name} final minus base")
 
 
-@registers("es_improves_over_base")
 def es_improves_over_base(ev: Evidence) -> Verdict:
     return improves_over_base(ev, "es_improves_over_base", "es")
+registers("es_improves_over_base")(es_improves_over_base)
 
 
-@registers("grpo_raises_pass1")
 def grpo_raises_pass1(ev: Evidence) -> Verdict:
     return improves_over_base(ev, "grpo_raises_pass1", "grpo")
+registers("grpo_raises_pass1")(grpo_raises_pass1)
 
 
-@registers("grpo_passk_below_base")
 def grpo_passk_below_base(ev: Evidence) -> Verdict:
     return improves_over_base(ev, "grpo_passk_below_base", "grpo")
+registers("grpo_passk_below_base")(grpo_passk_below_base)
 
 
-@registers("es_passk_above_grpo")
 def es_passk_above_grpo(ev: Evidence) -> Verdict:
     parts = []
     for k in BY_ID["es_passk_above_grpo"].pass_at_k:
@@ -173,9 +174,9 @@ def es_passk_above_grpo(ev: Evidence) -> Verdict:
                             (("es", ""), ("grpo", "")))
         parts.append((f"ES - GRPO @{k}", d))
     return _verdict("es_passk_above_grpo", parts)
+registers("es_passk_above_grpo")(es_passk_above_grpo)
 
 
-@registers("schedules_pareto")
 def schedules_pareto(ev: Evidence) -> Verdict:
     """ES->GRPO's Pass@32 above each of ES, GRPO and GRPO->ES (every comparison must hold)."""
     parts = []
@@ -187,9 +188,9 @@ def schedules_pareto(ev: Evidence) -> Verdict:
                             (("es-grpo", ""), (other, "")))
         parts.append((f"ES->GRPO - {other} @{k}", d))
     return _verdict("schedules_pareto", parts, note="holds when ES->GRPO is above every other method")
+registers("schedules_pareto")(schedules_pareto)
 
 
-@registers("zscore_essential")
 def zscore_essential(ev: Evidence) -> Verdict:
     """z-scored ES against centered rewards at alpha rescaled to the z-scored update norm (the effect
     of z-scoring itself); the same-alpha comparison (mostly a ~1/std(R) smaller step) is shown beside."""
@@ -204,9 +205,9 @@ def zscore_essential(ev: Evidence) -> Verdict:
                  note="the effect of z-scoring at equal update norm" + shown,
                  evidence={"same_alpha": same_alpha.to_json() if same_alpha is not None else None})
     return v
+registers("zscore_essential")(zscore_essential)
 
 
-@registers("one_point_vs_two_point")
 def one_point_vs_two_point(ev: Evidence) -> Verdict:
     d = diff_between(ev.by_variant("es"), ev.by_variant("es[two-point]"), 1)
     if d is None:
@@ -214,9 +215,9 @@ def one_point_vs_two_point(ev: Evidence) -> Verdict:
                         (("es", ""), ("es[two-point]", "")))
     return _verdict("one_point_vs_two_point", [("one-point - two-point @1", d)],
                     note="holds when one-point loses at most 2 points, with the whole interval")
+registers("one_point_vs_two_point")(one_point_vs_two_point)
 
 
-@registers("no_forgetting")
 def no_forgetting(ev: Evidence) -> Verdict:
     """Held-out Pass@1 after minus before, for ES and for GRPO: no loss beyond 2 points."""
     parts = []
@@ -227,6 +228,7 @@ def no_forgetting(ev: Evidence) -> Verdict:
         y = np.stack([per_problem_pass(heldout_of(r, "final"), 1) - per_problem_pass(heldout_of(r, "base"), 1) for r in runs])
         parts.append((f"{name.upper()} held-out @1", seeds_by_prompts(y, int(heldout_of(runs[0], "final")["n"]))))
     return _verdict("no_forgetting", parts)
+registers("no_forgetting")(no_forgetting)
 
 
 # ----------------------------------------------------------------------------- at matched Pass@1
@@ -262,7 +264,6 @@ def _bias_text(info: dict, scale: float = 100.0, unit: str = " pts") -> str:
             f"{fmt_interval(e['mean'], e['lo'], e['hi'], scale, unit)})")
 
 
-@registers("matched_passk_above_grpo")
 def matched_passk_above_grpo(ev: Evidence) -> Verdict:
     es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
     parts, infos = [], {}
@@ -278,9 +279,9 @@ def matched_passk_above_grpo(ev: Evidence) -> Verdict:
     v.ours = "; ".join(f"{label} {fmt_interval(e.mean, e.lo, e.hi)}{_bias_text(infos[f'pass@{k}'])}"
                        for (label, e), k in zip(parts, (16, 32)))
     return v
+registers("matched_passk_above_grpo")(matched_passk_above_grpo)
 
 
-@registers("matched_no_correct")
 def matched_no_correct(ev: Evidence) -> Verdict:
     es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
     d, info = matched_difference(es, grpo, "no_correct", names=("ES", "GRPO"))
@@ -296,9 +297,9 @@ def matched_no_correct(ev: Evidence) -> Verdict:
                  evidence={"matched": info})
     v.ours += _bias_text(info)
     return v
+registers("matched_no_correct")(matched_no_correct)
 
 
-@registers("matched_entropy")
 def matched_entropy(ev: Evidence) -> Verdict:
     values, info = matched_seed_values(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "entropy",
                                        names=("ES", "GRPO"))
@@ -312,6 +313,7 @@ def matched_entropy(ev: Evidence) -> Verdict:
                  note="per seed, mean over the compared Pass@1 levels; an interval over seeds; " + _range_note(info))
     v.ours += _bias_text(info, 1.0, "")
     return v
+registers("matched_entropy")(matched_entropy)
 
 
 # ----------------------------------------------------------------------------- per-run numbers
@@ -329,7 +331,6 @@ def entropy_change(run: Run) -> float | None:
     return float(tail.mean() / h[0] - 1.0)
 
 
-@registers("entropy_collapse")
 def entropy_collapse(ev: Evidence) -> Verdict:
     """Two parts, each by its own test (the claim's `parts`): GRPO's token entropy falls (the fall, -change, > 0
     over seeds), and ES keeps its entropy (its relative change within +-ENTROPY_KEEP_MARGIN, the whole 95%
@@ -346,6 +347,7 @@ def entropy_collapse(ev: Evidence) -> Verdict:
                     evidence={"grpo_relative_change": changes["grpo"], "es_relative_change": changes["es"]},
                     note=f"relative change of per-step token entropy, first step vs the last fifth of steps; ES keeps its "
                          f"entropy when its change's interval lies within +-{100 * keep_test.margin:g}%")
+registers("entropy_collapse")(entropy_collapse)
 
 
 def final_drift(run: Run) -> float | None:
@@ -353,7 +355,6 @@ def final_drift(run: Run) -> float | None:
     return float(d[-1]) if d.size else None
 
 
-@registers("drift_ratio")
 def drift_ratio(ev: Evidence) -> Verdict:
     """ES / GRPO relative drift (geometric mean over seeds, Welch interval of the log ratio) against the
     paper's 40.7-44.1x; the random-z null's drift relative to real ES is shown beside."""
@@ -377,6 +378,7 @@ def drift_ratio(ev: Evidence) -> Verdict:
                    interval=(est.lo, est.hi), evidence={"es": es, "grpo": gr, "null": null},
                    note="geometric mean over seeds; Welch t interval of the log ratio", test=test.describe(),
                    design=est.design, power=f"interval width on the log scale {log_ratio['hi'] - log_ratio['lo']:.2f}; paper: {test.paper_effect}")
+registers("drift_ratio")(drift_ratio)
 
 
 def update_analysis_of(run: Run) -> dict | None:
@@ -395,7 +397,6 @@ def analytic_tiny_share(run: Run, tau: float) -> float | None:
     return float(2 * norm.cdf(tau / sd) - 1)
 
 
-@registers("update_sparsity")
 def update_sparsity(ev: Evidence) -> Verdict:
     """Share of non-zero update entries with |delta| <= 1.5e-3: real ES minus the random-z null of the
     same seed; holds only when real ES has more tiny entries than the null beyond the interval."""
@@ -419,9 +420,9 @@ def update_sparsity(ev: Evidence) -> Verdict:
                  evidence={"es": es, "null": null, "analytic": analytic, "paper_range": [lo_paper, hi_paper]},
                  note=f"{text}; paper {lo_paper}%-{hi_paper}%; paired by seed")
     return v
+registers("update_sparsity")(update_sparsity)
 
 
-@registers("thresholded_pass1")
 def thresholded_pass1(ev: Evidence) -> Verdict:
     """Pass@1 of the checkpoint with the paper's sparsity (THRESHOLDED_PERCENT of the update entries reverted, the
     largest kept) minus the full final's, per seed: within +-2 points (equivalence). Decided at that sparsity only,
@@ -441,6 +442,7 @@ def thresholded_pass1(ev: Evidence) -> Verdict:
                                              f"evaluated{others}", (("es", thresholded(THRESHOLDED_PERCENT)),))
     return _verdict("thresholded_pass1", [(f"Pass@1 change at {THRESHOLDED_PERCENT:g}% sparsity",
                                            seed_level(over_seeds(diffs)))], evidence={"diffs": diffs}, note="interval over seeds")
+registers("thresholded_pass1")(thresholded_pass1)
 
 
 def smoothed_reward(run: Run, tail: float = 0.2, steps: int | None = None) -> float | None:
@@ -454,7 +456,6 @@ def model_size(run: Run) -> int | None:
     return ((run.eval or {}).get("update_analysis") or {}).get("entries")
 
 
-@registers("population_size")
 def population_size(ev: Evidence) -> Verdict:
     """Larger models need smaller N (Table 6: equal updates): the smoothed-reward gain from the smallest
     to the largest N, paired by seed within a model, is larger for the smaller model (Welch across the
@@ -498,6 +499,7 @@ def population_size(ev: Evidence) -> Verdict:
         v.note += "; " + ", ".join(f"{sizes[m]:,}-parameter model" for m in flat) + \
             ": the same training reward at every step of every run (no reward signal), so no decision"
     return v
+registers("population_size")(population_size)
 
 
 # ----------------------------------------------------------------------------- the lemmas on real populations
@@ -553,11 +555,11 @@ def es_regime_line(regime: dict) -> str:
             f"s <= {regime['s_limit']}, where the lemma and its grid's verdict apply.")
 
 
-@registers("lemma1")
 def lemma1_real(ev: Evidence) -> Verdict:
     """Lemma 1 on the real model (lemma1_verdict): from the grid's rows inside the regime when it has any, else
     from the training runs' own populations (decided only inside the regime)."""
     return lemma1_verdict(ev.lemma_grid or [], training_populations(ev))
+registers("lemma1")(lemma1_real)
 
 
 def _training_text(training: dict) -> str:
@@ -615,7 +617,6 @@ def lemma1_verdict(grid: list[dict], training: dict | None) -> Verdict:
     return v
 
 
-@registers("lemma2")
 def lemma2_real(ev: Evidence) -> Verdict:
     """P_pop - P_same on the measured member success rates: >= 0 for every p by Maclaurin's inequality."""
     gaps = []
@@ -629,6 +630,7 @@ def lemma2_real(ev: Evidence) -> Verdict:
     return Verdict("lemma2", IDENTITY, f"P_pop - P_same: min {gaps.min():.3g}, mean {gaps.mean():.3g}",
                    evidence={"gaps": gaps.tolist()}, test=BY_ID["lemma2"].test.describe(),
                    note="true for any success rates (Maclaurin's inequality): shown, not evidence for the paper")
+registers("lemma2")(lemma2_real)
 
 
 REAL_CHECKS = _REGISTRY.complete()  # {claim id: check}; a claim left without one stops the import here

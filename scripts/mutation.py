@@ -48,8 +48,11 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "decisions": (("theory/decisions.py", "theory/claims.py", "paper_checks/verdict.py", "paper_checks/design.py"),
                   ("tests/theory/test_decisions.py", "tests/paper_checks/test_decide_combine.py", "tests/theory/test_claims.py",
                    "tests/paper_checks/test_design_coverage.py", "tests/paper_checks/test_design_planning.py")),
+    # the checks on runs built in memory first (test_real_checks.py: no run directory, no report); the report tests that
+    # assemble a whole report (plots, the simulate level) are left out below
     "real_checks": (("paper_checks/real_checks.py",),
-                    ("tests/paper_checks/test_paper_checks_verdicts.py", "tests/paper_checks/test_report_rendering.py")),
+                    ("tests/paper_checks/test_real_checks.py", "tests/paper_checks/test_paper_checks_verdicts.py",
+                     "tests/paper_checks/test_report_rendering.py")),
     "matched": (("theory/matched.py", "paper_checks/matched.py"),
                 ("tests/paper_checks/test_matched.py", "tests/theory/test_matched_reading.py",
                  "tests/simulate/test_sim_matched.py")),
@@ -104,14 +107,25 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # functions). The math grader's load test and its evaluation test start fresh grading workers (and busy loops, or
 # a model) in each mutant's session: their grades come from the worker processes, which mutmut does not map.
 # The `llm eval` test of the contract and data groups scores in a fresh process (`python -m escov.llm eval`,
-# 20-25 s), which mutmut does not map.
+# 20-25 s), which mutmut does not map. The last four reach every real check on the way: three write whole reports
+# (plots, the simulate level, the command line: 4-15 s each), one collects 20 run directories and runs every check
+# on them (2 s), so each mutant of real_checks ran them again; they test the report's assembly and the checks at no
+# effect, and test_real_checks.py reads each check's values directly (0.3 s in all per function).
 DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
               "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
               "tests/llm/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
               "tests/llm/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
               "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
               "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
-              "tests/llm/test_own_data.py::test_llm_eval_scores_a_verl_parquet_with_a_reward_function")
+              "tests/llm/test_own_data.py::test_llm_eval_scores_a_verl_parquet_with_a_reward_function",
+              "tests/paper_checks/test_report_rendering.py::test_the_report_takes_simulates_verdict_words_as_they_are",
+              "tests/paper_checks/test_paper_checks_verdicts.py::test_report_command_writes_markdown_json_and_plots",
+              "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed",
+              "tests/paper_checks/test_paper_checks_verdicts.py::test_zero_effect_gives_inconclusive_for_every_real_check")
+# Modules a group's tests import late, on the way (the report's input screen, paper_checks/trust.py, imports
+# llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
+# mutant's session (about 10 s of CPU each, which mutmut's time limit, estimated from one session, does not expect).
+PRELOAD = {"real_checks": ("escov.llm.rollout",)}
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"
@@ -140,7 +154,8 @@ def prepare(group: str) -> Path:
         if not (work / link).is_symlink():
             (work / link).symlink_to(ROOT / target)
     pytest_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    deselect = [arg for test in DESELECTED if test.split("::")[0] in tests for arg in ("--deselect", test)]
+    cli_args = [arg for test in DESELECTED if test.split("::")[0] in tests for arg in ("--deselect", test)]
+    cli_args += [arg for module in PRELOAD.get(group, ()) for arg in ("-p", module)]
     text = "\n".join([
         "[tool.pytest.ini_options]",
         f"testpaths = {toml_list(pytest_cfg['testpaths'])}",
@@ -165,7 +180,7 @@ def prepare(group: str) -> Path:
         # and results/, whose published report test_report_rendering.py reads beside the tests
         f"also_copy = {toml_list([*LEVELS, 'results'])}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
-        f"pytest_add_cli_args = {toml_list(deselect)}",
+        f"pytest_add_cli_args = {toml_list(cli_args)}",
         "",
     ])
     cfg = work / "pyproject.toml"

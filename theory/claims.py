@@ -14,7 +14,7 @@ its direction); by default it is the claim's test.
 
 Adding a claim is one record in CLAIMS. A claim that a level cannot test has no entry for that level
 (theory=None, simulate=None, real=False), and the report says so. A claim with real=True needs one
-real-run check registered on its id (paper_checks.real_checks, `@registers(claim_id)`): a claim left
+real-run check registered on its id (paper_checks.real_checks, `registers(claim_id)(check)`): a claim left
 without one, or with two, stops the import of paper_checks.real_checks with a RegistryError. The
 simulate experiment named writes its summary entry for the claim from this record (statement, paper
 and test are the record's own objects). A reference that names no check is a bug of this registry,
