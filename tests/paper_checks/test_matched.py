@@ -344,3 +344,18 @@ def test_a_matched_difference_reads_its_samples_from_a_and_its_levels_by_level()
     levels = info["compared_levels"]
     assert len(levels) > 1 and len(info["per_level_mean"]) == len(levels) == len(info["bias"]["per_level_mean"])
     assert info["per_level_mean"] == [0.0] * len(levels) and info["bias"]["per_level_mean"] == [0.0] * len(levels)
+
+
+def test_a_curve_reads_each_points_distinct_correct_counts_as_floats_or_none_when_one_is_missing():
+    """curve.json's per-prompt distinct_correct_answers, as written (integers here), become the curve's (points x
+    prompts) float array, which its "distinct" metric reads; a curve any of whose rows lacks the count has none."""
+    def point(step, correct, distinct):
+        rows = [{"id": f"p{i}", "correct": c} | ({} if d is None else {"distinct_correct_answers": d})
+                for i, (c, d) in enumerate(zip(correct, distinct))]
+        return {"step": step, "sampled": {"n": 8, "pass_at_k": {"1": sum(correct) / 16}, "mean_token_entropy": 1.0,
+                                          "per_problem": rows}, "greedy": {"pass_at_k": {"1": 0.0}}}
+
+    c = curve_of([point(0, [1, 0], [1, 0]), point(5, [4, 2], [3, 2])], 0)
+    assert c.distinct.dtype == np.float64 and c.distinct.tolist() == [[1.0, 0.0], [3.0, 2.0]]
+    assert c.metric("distinct").tolist() == [[1.0, 0.0], [3.0, 2.0]]
+    assert curve_of([point(0, [1, 0], [1, 0]), point(5, [4, 2], [3, None])], 0).distinct is None
