@@ -383,11 +383,15 @@ def lemma_grid_lines(grid: list[dict], training: dict | None = None) -> list[str
                      f"{d['rows_jssucc_above_jspol']} of {d['rows']}; populations x prompts whose corrected point values satisfy "
                      f"it: {100 * d['share_of_populations_x_prompts']:.0f}% (single populations are noisy: a point value "
                      f"below 0 is sampling error unless its row's interval says so)")
-        agree = [r for r in grid if r.get("lemma2") and r["lemma2"]["gap_minus_local"]["ci"][0] is not None
-                 and r["lemma2"]["gap_minus_local"]["ci"][0] <= 0 <= r["lemma2"]["gap_minus_local"]["ci"][1]]
+        agree = [r for r in grid if r.get("lemma2") and _holds_zero(r["lemma2"]["gap_minus_local"]["ci"])]
         lines.append(f"- Lemma 2 on the real population: P_pop - P_same against its local form N p_bar (1 - p_bar)^(N-1) JSsucc_N: "
                      f"the difference's interval contains 0 in {len(agree)} of {d['rows']} rows")
     return lines
+
+
+def _holds_zero(ci) -> bool:
+    """Whether the interval [lo, hi] holds 0; False when an end is unknown (null in report.json)."""
+    return None not in ci and ci[0] <= 0 <= ci[1]
 
 
 def _num(value, spec: str) -> str:

@@ -183,3 +183,22 @@ def test_the_evidence_is_the_usable_runs_and_the_side_files_given(tmp_path):
     with pytest.raises(RunDirError) as err:
         collect(many)
     assert str(err.value).startswith(head.replace(" 2 ", " 60 ")) and len(str(err.value)) == len(head) + 1 + 1500
+
+
+def test_with_a_lemma_grid_the_reports_lemma1_figure_is_the_grids_and_without_one_the_runs_probes(tmp_path, figures):
+    """build_report hands its grid to the Lemma 1 figure: with one, the two panels of paper_checks/plots.py's
+    lemma1_grid_plot (JSpol against sigma, the ratio against s); without one, the runs' probe prompts, which these
+    runs lack (no figure)."""
+    from test_report_rendering import _grid_row
+
+    def titles(figure) -> set[str]:
+        return {ax.get_title() for ax in figure.axes}
+    runs = [make_run(tmp_path / "runs", f"{algo}0", algo, 0, [0.2] * 8, [0.3] * 8) for algo in ("es", "grpo")]
+    grid = [_grid_row(1e-3, 4, 1.0, [0.95, 1.05], 0.01, 20000.0, 0.75), _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 20000.0, 0.5)]
+    with_grid = build_report(runs, tmp_path / "with-grid", lemma_grid=grid)
+    assert with_grid["plots"]["js"] == "js_measured_vs_predicted.png"
+    assert "where the O(sigma^4) term takes over" in set().union(*map(titles, figures))
+    figures.clear()
+    without = build_report(runs, tmp_path / "without", lemma_grid=None)
+    assert "js" not in without["plots"]
+    assert "where the O(sigma^4) term takes over" not in set().union(*map(titles, figures))

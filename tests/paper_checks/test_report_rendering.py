@@ -417,6 +417,25 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
                     "- N = 8: ratio within 1 +- 0.1 at sigma = none"]
 
 
+def test_the_lemma_grid_summary_at_its_edges():
+    """lemma_grid_lines where the summary's readings are at their edges: the last s inside 1 +- 0.1 below 1e-4
+    (exponent form, as the table writes it), a data-processing share whose percentage rounds at its unit (70%),
+    and Lemma 2 intervals ending exactly at 0 (holds it) or with an end unknown (holds nothing, read without error)."""
+    from escov.paper_checks.report import lemma_grid_lines
+
+    def lemma2(lo, hi):
+        return {"gap": {"mean": 0.0, "ci": [0.0, 0.0]}, "local": {"mean": 0.0, "ci": [0.0, 0.0]},
+                "gap_minus_local": {"mean": 0.0, "ci": [lo, hi]}}
+    inside = _grid_row(1e-3, 4, 1.0, [0.95, 1.05], 2e-5, 20000.0, 0.7) | {"lemma2": lemma2(-1e-4, 0.0)}
+    outside = _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 20000.0, 0.7) | {"lemma2": lemma2(None, 1e-4)}
+    open_end = _grid_row(1e-3, 8, 1.0, [0.95, 1.05], 2e-5, 20000.0, 0.7) | {"lemma2": lemma2(-1e-4, None)}
+    lines = lemma_grid_lines([inside, outside, open_end], {"s_median": None})
+    assert any("the ratio leaves 1 +- 0.1 between s = 2e-05 (last inside) and s = 0.2 (first wholly outside)" in line
+               for line in lines), lines
+    assert any("populations x prompts whose corrected point values satisfy it: 70% (" in line for line in lines), lines
+    assert lines[-1].endswith("the difference's interval contains 0 in 1 of 3 rows")
+
+
 def test_base_models_are_one_entry_per_model_task_and_sampling_in_order():
     """bases_of on runs written by hand: runs without a base evaluation (or one without Pass@k) are passed over; a
     seed's first run gives its base (another run of the seed is not counted again); a seed of None is a seed; another
