@@ -41,7 +41,36 @@ def pytest_cmdline_main(config):
         config.option.numprocesses = "auto"
         if config.option.dist == "no":
             config.option.dist = "loadfile"
+            config.option.loadscopereorder = False  # hand out files in the order below, not by their test counts
     return (yield)
+
+
+# ---- the order in which files reach the workers ----
+# A worker takes the next file when it finishes one, so the run ends when the last file handed out ends: the
+# costliest files go first (longest processing time first), and the cheap ones fill in at the end. The costs
+# are seconds per file, measured with `pytest --durations=0` and summed by scripts/test_file_costs.py; a file
+# not listed costs 0 and keeps its place. Only the order depends on them.
+FILE_COSTS = Path(__file__).with_name("file_costs.txt")
+
+
+def file_costs(table: Path = FILE_COSTS) -> dict[str, float]:
+    """{test file relative to tests/: seconds} from `table` (lines "SECONDS PATH"; none when it is absent)."""
+    if not table.is_file():
+        return {}
+    rows = (line.split() for line in table.read_text().splitlines() if line.strip() and not line.startswith("#"))
+    return {path: float(seconds) for seconds, path in rows}
+
+
+def costliest_files_first(items: list, costs: dict[str, float]) -> None:
+    """Sort `items` in place by their file's cost, highest first; a file's tests stay together and in order."""
+    here = Path(__file__).parent
+    first_seen: dict[Path, int] = {}
+    for item in items:
+        first_seen.setdefault(item.path, len(first_seen))
+
+    def cost(path: Path) -> float:
+        return costs.get(path.relative_to(here).as_posix(), 0.0) if path.is_relative_to(here) else 0.0
+    items.sort(key=lambda item: (-cost(item.path), first_seen[item.path]))
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of xdist's: unknown when it is not loaded
@@ -110,7 +139,10 @@ def random_qwen2_dir(pytestconfig, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def vllm_engine(tiny_model_dir):
-    """One in-process VLLMEngine on the tiny model per test process (start-up takes ~10 s).
+    """One in-process VLLMEngine on the tiny model per test process, eager (no torch.compile): it starts in
+    ~11 s where compiling takes ~35 s more here (over a minute with an empty compile cache). vLLM's default,
+    compiled, is the engine tests/llm/test_es_vllm_lora.py starts: its member-by-member run there writes
+    every member's weights into the compiled model and must score as the LoRA members do.
 
     Skips when vllm is not installed. A test that changes its weights must restore them.
     """
@@ -120,7 +152,7 @@ def vllm_engine(tiny_model_dir):
 
     from escov.llm.engines.vllm_engine import VLLMEngine
 
-    engine = VLLMEngine(tiny_model_dir, dtype=torch.float32, seed=0)
+    engine = VLLMEngine(tiny_model_dir, dtype=torch.float32, seed=0, enforce_eager=True)
     yield engine
     engine.close()
 
@@ -153,9 +185,10 @@ def figures(monkeypatch):
     return saved
 
 
-# ---- the `gpu` marker (issue 15): skipped cleanly where CUDA is not available, unless the CPU stand-in
-# (ESCOV_GPU_STANDIN=cpu, llm/gpu_standin.py) runs them on the CPU ----
+# ---- after collection: the files' order (above), and the `gpu` marker (issue 15): skipped cleanly where CUDA is
+# not available, unless the CPU stand-in (ESCOV_GPU_STANDIN=cpu, llm/gpu_standin.py) runs them on the CPU ----
 def pytest_collection_modifyitems(config, items):
+    costliest_files_first(items, file_costs())
     gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return

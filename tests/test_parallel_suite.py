@@ -1,5 +1,6 @@
 """The suite's parallel defaults (tests/conftest.py): `pytest -q` runs one worker per CPU, each test file whole
-on one worker, a shared folder is built once for all workers, and `-n 0` runs in one process."""
+on one worker, the costliest files (tests/file_costs.txt) first, a shared folder is built once for all workers,
+and `-n 0` runs in one process."""
 from __future__ import annotations
 
 import os
@@ -8,6 +9,8 @@ import sys
 from pathlib import Path
 
 CONFTEST = Path(__file__).with_name("conftest.py")
+FILE_COSTS = Path(__file__).with_name("file_costs.txt")
+ROOT = Path(__file__).resolve().parents[1]
 
 # appended to a copy of the suite's conftest: a folder built once (each build adds a line to builds.txt),
 # and each test writes which worker ran it
@@ -34,12 +37,15 @@ def test_{i}_{j}(probe_dir):
 '''
 
 
-def _run_probe_suite(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, set[str]]]:
-    """Run a 6-file suite with the suite's conftest; (the builds of the shared folder, file -> workers)."""
+def _run_probe_suite(tmp_path: Path, *args: str, costs: str | None = None) -> tuple[list[str], dict[str, set[str]]]:
+    """Run a 6-file suite with the suite's conftest (and `costs` as its cost table); (the builds of the shared
+    folder, file -> workers). The files each worker ran, in order, are in tmp_path/log/ran.txt."""
     suite, log = tmp_path / "suite", tmp_path / "log"
     (suite / "tests").mkdir(parents=True)
     log.mkdir()
     (suite / "tests" / "conftest.py").write_text(CONFTEST.read_text() + PROBE)
+    if costs is not None:
+        (suite / "tests" / FILE_COSTS.name).write_text(costs)
     for i in range(6):
         (suite / "tests" / f"test_file_{i}.py").write_text("".join(TEST_FILE.format(i=i, j=j) for j in range(3)))
     # this test may itself run in a worker: the probe suite must not read that as being started by a test
@@ -56,13 +62,51 @@ def _run_probe_suite(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, s
     return (log / "builds.txt").read_text().split(), workers
 
 
-def test_the_default_run_uses_the_workers_sends_each_file_to_one_and_builds_shared_folders_once(tmp_path):
-    builds, workers = _run_probe_suite(tmp_path)
+def test_the_default_run_uses_the_workers_sends_each_file_to_one_costliest_first_and_builds_shared_folders_once(
+        tmp_path):
+    """Every file has 3 tests, so xdist alone would hand them out in file order (0, 1, ...); with a cost table the
+    two costliest files listed (5 and 4) are the first file of each worker, and a file not listed costs nothing."""
+    builds, workers = _run_probe_suite(tmp_path, costs="# seconds path\n9.5 test_file_5.py\n8 test_file_4.py\n"
+                                                       "0.5 test_file_0.py\n")
     assert len(builds) == 1 and builds[0].startswith("gw"), builds
     assert all(len(ran_on) == 1 for ran_on in workers.values()), workers  # each file on one worker
     assert set().union(*workers.values()) == {"gw0", "gw1"}, workers  # both workers ran files
+    first_of: dict[str, str] = {}
+    for line in (tmp_path / "log" / "ran.txt").read_text().splitlines():
+        name, worker = line.split()
+        first_of.setdefault(worker, name)
+    assert sorted(first_of.values()) == ["test_file_4", "test_file_5"], first_of
 
 
 def test_n_0_runs_everything_in_one_process(tmp_path):
     builds, workers = _run_probe_suite(tmp_path, "-n", "0")
     assert builds == ["master"] and set().union(*workers.values()) == {"master"}
+
+
+def test_every_file_of_the_cost_table_is_a_test_file_of_the_suite():
+    """A renamed or deleted file would silently lose its place at the front."""
+    from conftest import file_costs
+
+    costs = file_costs()
+    assert len(costs) >= 10 and all(seconds > 0 for seconds in costs.values())
+    missing = [path for path in costs if not (FILE_COSTS.parent / path).is_file()]
+    assert not missing, f"{FILE_COSTS}: not test files: {missing} (rerun scripts/test_file_costs.py)"
+
+
+def test_the_cost_script_sums_setup_call_and_teardown_per_file(tmp_path):
+    log = tmp_path / "durations.log"
+    log.write_text("============ slowest durations ============\n"
+                   "12.50s call     tests/llm/test_a.py::test_one[x-1]\n"
+                   "4.00s setup    tests/llm/test_a.py::test_one[x-1]\n"
+                   "2.25s call     tests/test_b.py::test_two\n"
+                   "1.00s teardown tests/test_b.py::test_two\n"
+                   "1.00s call     tests/test_c.py::test_three\n"
+                   "(12 durations < 0.005s hidden.  Use -vv to show these durations.)\n")
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "test_file_costs.py"), str(log)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if not line.startswith("#")]
+    assert rows == [["16.5", "llm/test_a.py"], ["3.2", "test_b.py"]]  # test_c.py: under 3 s, left to its place
+    missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "test_file_costs.py"), str(tmp_path / "no.log")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no.log" in missing.stderr

@@ -14,9 +14,10 @@ from escov.llm.tasks.countdown import Countdown, _simplest_between, distinct_sol
 
 
 def all_expressions(numbers):
-    """Every fully parenthesized expression using each number once: (text, Fraction value or None)."""
+    """Every fully parenthesized expression using each number once: (text, Fraction value or None, the same
+    expression over one symbol per number, as text for sympy: parsed only where the value hits a target)."""
     if len(numbers) == 1:
-        yield str(numbers[0]), Fraction(numbers[0]), sympy.Symbol(f"x{numbers[0]}")
+        yield str(numbers[0]), Fraction(numbers[0]), f"x{numbers[0]}"
         return
     for perm in set(itertools.permutations(numbers)):
         for cut in range(1, len(perm)):
@@ -27,8 +28,7 @@ def all_expressions(numbers):
                             v = None
                         else:
                             v = {"+": lv + rv, "-": lv - rv, "*": lv * rv, "/": lv / rv if rv else None}[op]
-                        s = {"+": ls + rs, "-": ls - rs, "*": ls * rs, "/": ls / rs}[op]
-                        yield f"({lt}{op}{rt})", v, s
+                        yield f"({lt}{op}{rt})", v, f"({ls}{op}{rs})"
 
 
 @settings(max_examples=8, deadline=None)
@@ -38,7 +38,7 @@ def test_distinct_solutions_match_brute_force(numbers, target):
     brute = {}
     for text, value, sym in all_expressions(tuple(numbers)):
         if value == target:
-            brute.setdefault(sympy.srepr(sympy.cancel(sym)), text)
+            brute.setdefault(sympy.srepr(sympy.cancel(sympy.sympify(sym))), text)
     found = distinct_solutions(numbers, target)
     assert len(found) == len(brute)
     for text in found:
@@ -286,7 +286,7 @@ def test_distinct_solutions_of_small_instances_match_brute_force_at_every_reacha
     brute: dict[int, dict] = {}
     for text, value, sym in all_expressions(numbers):
         if value is not None and value > 0 and value.denominator == 1:
-            brute.setdefault(int(value), {}).setdefault(sympy.srepr(sympy.cancel(sym)), text)
+            brute.setdefault(int(value), {}).setdefault(sympy.srepr(sympy.cancel(sympy.sympify(sym))), text)
     unreachable = next(t for t in itertools.count(1) if t not in brute)
     for target in sorted(brute) + [unreachable]:
         found = distinct_solutions(list(numbers), target)

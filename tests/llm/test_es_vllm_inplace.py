@@ -11,11 +11,7 @@ machine without CUDA. What does not run here: the extension inside a real vLLM w
 build repacks linear weights) -- that is tests/llm/test_gpu.py, marked `gpu`; the strategy's refusal of
 vLLM's CPU build is tested on the suite's vLLM engine, in tests/llm/test_vllm_engine.py."""
 import copy
-import os
-import subprocess
-import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -196,14 +192,14 @@ def test_the_validator_names_what_does_not_go_with_vllm_inplace(over, engine, di
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal of a machine without CUDA")
-def test_vllm_inplace_is_refused_on_a_machine_without_cuda_before_any_work(tiny_model_dir, tmp_path):
+def test_vllm_inplace_is_refused_on_a_machine_without_cuda_before_any_work(tiny_model_dir, tmp_path, capsys):
+    from escov.llm.cli import main
+
     with pytest.raises(ValueError, match="needs vLLM on a CUDA GPU"):
         engine_settings(ESConfig(population_size=4), PopulationConfig(members="vllm_inplace"), None)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     out = tmp_path / "run"
-    # the timeout only guards against a hang: on a loaded 2-core machine the start alone took over 120 s
-    done = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--algo", "es", "--engine", "vllm", "--model",
-                           str(tiny_model_dir), "--out", str(out), "--population.members", "vllm_inplace",
-                           "--es.population_size", "4"], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 2 and "needs vLLM on a CUDA GPU" in done.stderr, done.stderr[-1500:]
-    assert not (out / "eval.json").exists()
+    with pytest.raises(SystemExit) as exit_:  # in this process: refused before an engine starts or a file is written
+        main(["train", "--algo", "es", "--engine", "vllm", "--model", str(tiny_model_dir), "--out", str(out),
+              "--population.members", "vllm_inplace", "--es.population_size", "4"])
+    assert exit_.value.code == 2 and "needs vLLM on a CUDA GPU" in capsys.readouterr().err
+    assert not out.exists()

@@ -56,7 +56,8 @@ def test_lora_checks_in_a_fresh_process():
 
 @pytest.fixture(scope="module")
 def lora_engine(model_dir_head32):
-    """vLLM with LoRA on, as the vllm_lora strategy declares it for MEMBERS members of rank RANK."""
+    """vLLM with LoRA on, as the vllm_lora strategy declares it for MEMBERS members of rank RANK; compiled, as
+    vLLM starts by default (the suite's shared engine in conftest.py is eager)."""
     from escov.llm.engines.vllm_engine import VLLMEngine
     from escov.llm.es.factory import engine_settings
 

@@ -145,15 +145,17 @@ def test_bad_population_settings_fail_before_any_work(tiny_model_dir, tmp_path, 
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
 
 
-def test_workers_without_ray_installed_is_a_usage_error_before_any_work(tiny_model_dir, tmp_path):
-    """A fresh process in which `import ray` fails (sys.modules entry None, as for a missing package)."""
+def test_workers_without_ray_installed_is_a_usage_error_before_any_work(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    """`llm train` in this process with `import ray` failing (sys.modules entry None, as for a missing package):
+    refused with exit code 2 before anything is loaded or written."""
+    from escov.llm.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)
     cfg = _cfg(tiny_model_dir, tmp_path / "noray", "es", workers=2)
-    code = ("import sys; sys.modules['ray'] = None; from escov.llm.cli import main; "
-            f"raise SystemExit(main(['train', *{_flags(cfg)!r}]))")
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and "needs Ray: pip install" in done.stderr, done.stderr[-2000:]
-    assert not (tmp_path / "noray" / "metrics.jsonl").exists()
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", *_flags(cfg)])
+    assert exit_.value.code == 2 and "needs Ray: pip install" in capsys.readouterr().err
+    assert not (tmp_path / "noray").exists()
 
 
 def test_non_finite_reward_stops_the_run_naming_step_and_quantity(tiny_model_dir, tmp_path):
@@ -199,8 +201,9 @@ KILL_POINTS = {  # ESCOV_TEST_STOP_AT value -> where an es-grpo run (ES steps 1-
     "final-population": "during the final stage: final population written, final evaluation not",
     "final-eval": "during the final evaluation: computed, eval.json not written",
 }
-# the others run with -m slow; the fallback test below resumes at the phase switch (checkpoint 3)
-FAST_POINTS = ("step-5", "checkpoint-6")
+# the others run with -m slow. The fallback test below resumes mid-GRPO from checkpoint 4, with its optimizer state,
+# as step-5 would; tests/llm/test_resume_point.py resumes a schedule stopped at its phase switch
+FAST_POINTS = ("checkpoint-6",)
 
 
 def _every_output(run: Path) -> dict:
@@ -286,16 +289,16 @@ def test_a_kill_9_from_outside_mid_run_resumes_to_every_file_of_the_uninterrupte
 def test_a_checkpoint_that_fails_to_load_falls_back_to_the_previous_one_naming_it(
         tiny_model_dir, tmp_path, uninterrupted_es_grpo):
     run = tmp_path / "run"
-    _killed_at("step-5", _cfg(tiny_model_dir, run, "es-grpo"))
-    damaged = run / "checkpoints" / "step-4" / "model.safetensors"
+    _killed_at("checkpoint-6", _cfg(tiny_model_dir, run, "es-grpo"))
+    damaged = run / "checkpoints" / "step-6" / "model.safetensors"
     damaged.write_bytes(damaged.read_bytes()[:100])  # truncated
     (run / "checkpoints" / "step-abc").mkdir()  # a stray folder does not block resuming
     proc = _cli("--resume", str(run), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err.decode()[-2000:]
-    assert f"checkpoint {run / 'checkpoints' / 'step-4'} failed to load ({damaged}" in err.decode()
+    assert f"checkpoint {run / 'checkpoints' / 'step-6'} failed to load ({damaged}" in err.decode()
     assert "step-abc is not a checkpoint" in err.decode()
     shutil.rmtree(run / "checkpoints" / "step-abc")
-    assert (run / "checkpoints" / "step-4.damaged").is_dir()
-    shutil.rmtree(run / "checkpoints" / "step-4.damaged")
-    assert _every_output(run) == uninterrupted_es_grpo  # resumed from step 3, the phase switch
+    assert (run / "checkpoints" / "step-6.damaged").is_dir()
+    shutil.rmtree(run / "checkpoints" / "step-6.damaged")
+    assert _every_output(run) == uninterrupted_es_grpo  # resumed from step 4 mid-GRPO: steps 5 and 6 run again
