@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import known_frontier as kf
-from escov.paper_checks.design import seeds_by_prompts
+from escov.paper_checks.design import plan, seeds_by_prompts
 from escov.paper_checks.matched import MIN_RANGE, curve_of, matched_difference, matched_seed_values, paired, thinned
 from escov.theory.claims import BY_ID
 from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE, combine, directional
@@ -205,7 +205,14 @@ def test_the_top_reading_is_the_highest_supported_level_alone_read_at_each_runs_
         rows = [pass_at_k_counts(curve.n, curve.counts[j], 32) for j in (i - 1, i)]
         return rows[0] + f * (rows[1] - rows[0])
 
-    assert top.mean == pytest.approx(np.mean([read(a) - read(b) for a, b in zip(spread, sharp)]))
+    values = np.array([read(a) - read(b) for a, b in zip(spread, sharp)])   # [seed, prompt]
+    assert top.mean == pytest.approx(values.mean())
+    # the design's plan is read from the same (seed, prompt) values (paper_checks/design.py)
+    planned = plan(values)
+    got, want = info["plan"]["components"], planned["components"]
+    assert got.keys() == want.keys() and got.pop("shares") == pytest.approx(want.pop("shares"))
+    assert got == pytest.approx(want)
+    assert info["plan"]["seeds_needed"] == planned["seeds_needed"] and info["plan"]["target"] == planned["target"]
     with pytest.raises(ValueError, match="at must be 'levels' or 'top'"):
         matched_difference(spread, sharp, "pass@32", at="highest")
 
