@@ -16,6 +16,7 @@ import pytest
 
 from escov.llm import rundir
 from escov.paper_checks.rundir import load_run
+from test_device import _refused
 from test_train_run import _cfg, _cli, _flags, _strip_timing
 
 TWO_STEPS = dict(steps=2, checkpoint_every=1)  # ES: checkpoints step-1 and step-2
@@ -60,7 +61,7 @@ def copy_of(tmp_path):
 
 # ----------------------------------------------------------------------------- one writer at a time
 
-def test_a_second_writer_is_refused_in_one_line_and_a_dead_writers_lock_is_taken_over(tiny_model_dir, tmp_path):
+def test_a_second_writer_is_refused_in_one_line_and_a_dead_writers_lock_is_taken_over(tiny_model_dir, tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from escov.llm.rundir import WriterLock; "
@@ -68,9 +69,8 @@ def test_a_second_writer_is_refused_in_one_line_and_a_dead_writers_lock_is_taken
                               stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=os.getcwd()))
     try:
         assert holder.stdout.readline().strip() == b"held"
-        code, err = _train(*_flags(_cfg(tiny_model_dir, run, "es", **TWO_STEPS)))
-        assert code != 0
-        line = _error_line(err)
+        # refused before anything loads: in this process, through the same main as `python -m escov.llm`
+        line = _error_line(_refused(capsys, "train", *_flags(_cfg(tiny_model_dir, run, "es", **TWO_STEPS))))
         assert str(run / rundir.LOCK) in line and f"pid {holder.pid}" in line
         assert sorted(p.name for p in run.iterdir()) == [rundir.LOCK]  # the second writer wrote nothing
         assert rundir.in_use(run)["pid"] == holder.pid
