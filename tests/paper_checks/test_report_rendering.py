@@ -13,7 +13,7 @@ from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
 from escov.paper_checks.real_checks import REAL_CHECKS, lemma1_real
 from escov.paper_checks.report import collect, real_verdict, render_tables
-from escov.paper_checks.verdict import OUTSIDE_REGIME
+from escov.paper_checks.verdict import NOT_RUN, OUTSIDE_REGIME
 from escov.theory.claims import BY_ID, CLAIMS, Claim, RegistryError
 from escov.theory.claims import Test as ClaimTest
 from test_paper_checks_verdicts import make_run
@@ -235,8 +235,10 @@ def _simulate_summary(path, verdict_of) -> None:
 
 def test_the_report_takes_simulates_verdict_words_as_they_are(tmp_path):
     """One vocabulary: each claim's simulate level is the verdict its entry carries, word for word, with the
-    record's statement and test beside it; a summary in other words (an older simulate's "reproduced") is a
-    one-line error naming the file, and a claim's entry that decides nothing is a registry bug."""
+    record's statement and test beside it, and its experiment's plot as a path from the report's folder to the
+    summary's; a summary in other words (an older simulate's "reproduced") is a one-line error naming the file,
+    and a claim's entry that decides nothing is a registry bug. Given a budget that plans nothing, a real level whose
+    runs lack what it needs reads "not run in this budget"."""
     from escov.paper_checks.report import build_report
     from escov.theory.decisions import DECISIONS, FINDING
 
@@ -244,16 +246,18 @@ def test_the_report_takes_simulates_verdict_words_as_they_are(tmp_path):
     runs = [make_run(tmp_path / "runs", f"{a}{s}", a, s, p, p) for a in ("es", "grpo") for s in (0, 1)]
     cycle = {c.id: DECISIONS[i % len(DECISIONS)] for i, c in enumerate(c for c in CLAIMS if c.simulate)}
     _simulate_summary(tmp_path / "summary.json", lambda c: cycle[c.id])
-    report = build_report(runs, tmp_path / "report", simulate_summary=tmp_path / "summary.json")
+    report = build_report(runs, tmp_path / "report", simulate_summary=tmp_path / "summary.json", planned=set())
     for c in report["claims"]:
         level = c["levels"]["simulate"]
         if c["id"] in cycle:
             assert level["status"] == cycle[c["id"]], c["id"]
             assert level["ours"] == f"{c['statement']}: the analogue's numbers for {c['id']}"
             assert level["test"] == BY_ID[c["id"]].simulate_test.describe()
+            assert level["plots"] == [f"../{BY_ID[c['id']].simulate}.png"]  # report/ and summary.json's folder
         else:
             assert level["status"] == "not testable here"
     assert {cycle[c] for c in cycle} == set(DECISIONS)  # every word passed through
+    assert any(c["levels"]["real"]["status"] == NOT_RUN for c in report["claims"])  # a need no run of the budget has
 
     _simulate_summary(tmp_path / "old.json", lambda c: "reproduced")
     with pytest.raises(ValueError, match=r"old\.json: experiment '\w+' has verdicts \['reproduced'\]"):
