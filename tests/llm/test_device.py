@@ -4,8 +4,6 @@ explicit "cpu" that records it and refuses a resume on CUDA that this machine la
 On a machine without CUDA (the CPU CI) every CUDA request must fail with a one-line error; the
 CUDA side itself runs in the tests marked `gpu` (tests/llm/test_gpu.py)."""
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -84,14 +82,6 @@ def test_noise_on_an_explicit_cpu_device_is_the_default_stream_bit_for_bit():
     assert torch.allclose(pop.combined(5, "w", shape, coef), expected, atol=1e-6)
 
 
-def _cli(*args):
-    """`python -m escov.llm ARGS` in a fresh process: the runs that train or evaluate (they set torch's threads)."""
-    from pathlib import Path
-    import os
-
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    return subprocess.run([sys.executable, "-m", "escov.llm", *args], env=env, capture_output=True, text=True, timeout=300)
-
 
 def _refused(capsys, *args) -> str:
     """The one-line error of `python -m escov.llm ARGS` refused with exit code 2, run in this process (the same
@@ -112,16 +102,17 @@ SMALL_RUN = ["--algo", "es", "--steps", "1", "--batch_size", "2", "--train_pool"
 @no_cuda
 def test_a_run_records_its_resolved_device_and_a_resume_on_cuda_is_refused(tiny_model_dir, tmp_path, capsys):
     run = tmp_path / "run"
-    done = _cli("train", *SMALL_RUN, "--model", str(tiny_model_dir), "--out", str(run), "--device", "auto")
-    assert done.returncode == 0, done.stderr[-2000:]
+    # the runs train in this process (their --threads 1 is the module's one torch thread, set back after it)
+    assert llm_main(["train", *SMALL_RUN, "--model", str(tiny_model_dir), "--out", str(run), "--device", "auto",
+                     "--no-progress"]) == 0
     config = json.loads((run / "config.json").read_text())
     assert config["device"] == "cpu"  # "auto" resolved on this machine
     assert "CUDA is not available on this machine" in _refused(capsys, "train", "--resume", str(run), "--device", "cuda")
     config["device"] = "cuda:0"  # as if the run had started on a GPU machine
     (run / "config.json").write_text(json.dumps(config))
     assert "started on 'cuda:0' and would resume on 'cpu'" in _refused(capsys, "train", "--resume", str(run))
-    allowed = _cli("train", "--resume", str(run), "--allow_device_change", "true", "--re_evaluate")  # finished: evaluate again
-    assert allowed.returncode == 0, allowed.stderr[-2000:]
+    assert llm_main(["train", "--resume", str(run), "--allow_device_change", "true", "--re_evaluate",  # finished: evaluate again
+                     "--no-progress"]) == 0
     assert json.loads((run / "config.json").read_text())["device"] == "cpu"
     assert "only applies with --resume" in _refused(capsys, "train", *SMALL_RUN, "--model", str(tiny_model_dir),
                                                     "--out", str(tmp_path / "b"), "--allow_device_change", "true")

@@ -173,19 +173,17 @@ def test_reward_function_is_a_setting_recorded_for_resume(tmp_path, rewards_modu
         TrainConfig(model="m", out="o", reward_function="m.f")
 
 
-def test_llm_eval_scores_a_verl_parquet_with_a_reward_function(tiny_model_dir, tmp_path, verl_parquet):
-    """`llm eval --task prompts --reward_function`: the rewards are the function's (a constant 1 here: all correct)."""
-    import os
-    import subprocess
+def test_llm_eval_scores_a_verl_parquet_with_a_reward_function(tiny_model_dir, tmp_path, verl_parquet, monkeypatch):
+    """`llm eval --task prompts --reward_function`: the rewards are the function's (a constant 1 here: all correct).
+    In this process, through the command's main (an evaluation sets no torch threads)."""
+    from escov.llm.cli import main as llm_main
 
     (tmp_path / "always.py").write_text("def one(prompts, completions, **kw):\n    return [1.0] * len(completions)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), str(tmp_path)]))
-    proc = subprocess.run([sys.executable, "-m", "escov.llm", "eval", "--model", str(tiny_model_dir), "--task", "prompts",
-                           "--test_data", str(verl_parquet), "--eval_problems", str(len(VERL)),
-                           "--reward_function", "always:one", "--n", "2", "--k", "1",
-                           "--max-new-tokens", "4", "--out", str(tmp_path / "ev"), "--no-progress"],
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    monkeypatch.syspath_prepend(str(tmp_path))  # where the command finds module "always", as PYTHONPATH would
+    assert llm_main(["eval", "--model", str(tiny_model_dir), "--task", "prompts", "--test_data", str(verl_parquet),
+                     "--eval_problems", str(len(VERL)), "--reward_function", "always:one", "--n", "2", "--k", "1",
+                     "--max-new-tokens", "4", "--out", str(tmp_path / "ev"), "--no-progress"]) == 0
+    sys.modules.pop("always", None)  # this test's module, not another's
     result = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert result["num_problems"] == len(VERL) and result["pass_at_k"]["1"] == 1.0
     assert result["reward_function"] == ["always:one"]
