@@ -110,3 +110,32 @@ def test_the_cost_script_sums_setup_call_and_teardown_per_file(tmp_path):
     missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "test_file_costs.py"), str(tmp_path / "no.log")],
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no.log" in missing.stderr
+
+
+def test_while_the_first_file_builds_the_tiny_model_the_second_is_the_costliest_that_needs_none():
+    """costliest_files_first on collected items (a path and the fixtures each test uses): by cost, except that the
+    costliest file without tiny_model_dir moves up to second when the two costliest both need it."""
+    from types import SimpleNamespace
+
+    from conftest import costliest_files_first
+
+    here = CONFTEST.parent
+
+    def items(*spec):
+        return [SimpleNamespace(path=here / name, fixturenames=fixtures, name=f"{name}::{i}")
+                for name, count, fixtures in spec for i in range(count)]
+
+    def files(ordered):
+        return list(dict.fromkeys(item.path.name for item in ordered))
+    costs = {"a.py": 90.0, "b.py": 80.0, "c.py": 70.0, "d.py": 60.0}
+    model, free = ["tiny_model_dir", "tmp_path"], ["tmp_path"]
+    collected = items(("d.py", 1, free), ("c.py", 2, free), ("b.py", 2, model), ("a.py", 3, model), ("e.py", 1, free))
+    costliest_files_first(collected, costs)
+    assert files(collected) == ["a.py", "c.py", "b.py", "d.py", "e.py"]
+    assert [item.name for item in collected[:3]] == ["a.py::0", "a.py::1", "a.py::2"]  # a file's tests in their order
+    plain = items(("e.py", 1, free), ("b.py", 1, free), ("a.py", 1, model), ("c.py", 1, model))
+    costliest_files_first(plain, costs)
+    assert files(plain) == ["a.py", "b.py", "c.py", "e.py"]  # the second needs no model: the costs' order
+    every = items(("b.py", 1, model), ("a.py", 1, model), ("c.py", 1, model))
+    costliest_files_first(every, costs)
+    assert files(every) == ["a.py", "b.py", "c.py"]  # no file without the model: the costs' order
