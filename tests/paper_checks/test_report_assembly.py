@@ -202,3 +202,44 @@ def test_with_a_lemma_grid_the_reports_lemma1_figure_is_the_grids_and_without_on
     without = build_report(runs, tmp_path / "without", lemma_grid=None)
     assert "js" not in without["plots"]
     assert "where the O(sigma^4) term takes over" not in set().union(*map(titles, figures))
+
+
+def test_a_report_with_every_input_hands_each_to_its_part(tmp_path):
+    """build_report given a lemma grid, a published answer, the premise's control, a simulate summary and a budget:
+    each part of the record is what its own function makes of that input (computed here from the same evidence),
+    report.json is the record (indented) and REPORT.md its rendering beside the published answer."""
+    from escov.paper_checks.finite import without_non_finite
+    from escov.paper_checks.premise_record import premise_record
+    from escov.paper_checks.summary import summary_lines
+    from test_report_rendering import _grid_row, _simulate_summary
+
+    p = np.random.default_rng(1).uniform(0.02, 0.5, 40)
+    dirs = [make_run(tmp_path / "runs", f"{a}{s}", a, s, p, np.clip(p + 0.1, 0, 1)) for a in ("es", "grpo") for s in (0, 1)]
+    published = build_report(dirs[:2], tmp_path / "published")
+    paired = {"center_samples": 8, "task": "countdown", "temperature": 0.6, "max_new_tokens": 32, "prompts": 4,
+              "samples": 2}  # rows that the verdict and the grid section read
+    grid = [_grid_row(1e-3, 4, 1.0, [0.95, 1.05], 0.01, 20000.0, 0.75) | paired,
+            _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 20000.0, 0.5) | paired]
+    control = {"split": "validation", "verdict": "narrowed", "base": {"name": "b"}, "seeds": [300, 301], "prompts": 128,
+               "samples": 128, "steps": 300, "plateau": {"a": {"reached": True}},
+               "endpoints": {"pass@32": {"mean": -0.07, "lo": -0.12, "hi": -0.02}, "no_correct": {"mean": 0.06},
+                             "distinct": {"mean": -0.9}, "families": {"other": {"lost": 29}}}}
+    _simulate_summary(tmp_path / "summary.json", lambda c: "holds")
+    out = tmp_path / "report"
+    report = build_report(dirs, out, simulate_summary=tmp_path / "summary.json", lemma_grid=grid, purpose="all of it",
+                          published=published, planned=set(), premise_control=control)
+    text = (out / "report.json").read_text(encoding="utf-8")
+    assert json.loads(text) == report and text.startswith('{\n "purpose": "all of it",')   # indented by one space
+    assert (out / "REPORT.md").read_text(encoding="utf-8") == render_markdown(report, published)
+    ev = collect(dirs, None, tmp_path / "summary.json")
+    ev.lemma_grid = grid
+    finite = lambda part: without_non_finite({"part": part})[0]["part"]
+    assert report["premise"] == finite(premise_record(ev, control, grid)) and report["lemma_grid"] == finite(grid)
+    assert report["open_questions"] == finite([{"id": qid, "question": q, **answer(qid, ev, set())} for qid, q in OPEN_QUESTIONS])
+    lemma1 = next(c for c in report["claims"] if c["id"] == "lemma1")["levels"]["real"]
+    assert lemma1 == finite(real_verdict(BY_ID["lemma1"], ev, set()).to_json()) | {"plots": ["js_measured_vs_predicted.png"]}
+    assert lemma1["design"].startswith("grid: 1 of 2 rows inside")   # decided on the grid, not the runs' probes
+    unsummarized = {k: v for k, v in report.items() if k != "summary"}
+    assert report["summary"] == summary_lines(unsummarized, out / "REPORT.md", published)
+    assert report["summary"] != summary_lines(unsummarized, out / "REPORT.md", None)   # the published answer is read
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["published", "report", "runs", "summary.json"]
