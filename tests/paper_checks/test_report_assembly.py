@@ -33,6 +33,9 @@ def test_the_pass_at_k_missing_is_each_k_some_runs_base_or_final_evaluation_lack
     assert ks_missing(ev, [1, 16]) == []
     assert ks_missing(ev, [1, 16, 32, 64]) == [32, 64]     # a's base and b's final lack 32; every run lacks 64
     assert ks_missing(Evidence(runs=[_run("a", ks_base=(1, 32), ks_final=(1, 16, 32))]), [16, 32]) == [16]
+    assert ks_missing(Evidence(runs=[_run("a", ks_base=(1, 16, 32), ks_final=(1, 16))]), [16, 32]) == [32]  # final alone
+    no_ks = Run(Path("runs/e"), {"algo": "es"}, eval={"base": {"n": 4}, "final": {"pass_at_k": {"1": 0.5}}})
+    assert ks_missing(Evidence(runs=[no_ks]), [1, 16]) == [1, 16]   # an evaluation without Pass@k lacks every k
     assert needs_ks_note([16, 32]) == ("needs Pass@16, Pass@32, which these runs' evaluations do not hold "
                                        "(train with eval_ks including 16, 32 and eval_samples >= 32)")
     assert needs_ks_note([64]) == ("needs Pass@64, which these runs' evaluations do not hold (train with eval_ks "
@@ -72,6 +75,8 @@ def test_a_real_verdict_without_data_says_why(monkeypatch):
     assert v.note == "run data incomplete for this check: KeyError: 'per_problem'"
     monkeypatch.setitem(REAL_CHECKS, "drift_ratio", lambda _ev: Verdict("drift_ratio", HOLDS, "19x", note=""))
     assert real_verdict(BY_ID["drift_ratio"], ev).note == "inputs changed mid-run: b (lr at step 3)"
+    two = Evidence(runs=[_run("b", changed=["lr at step 3"]), _run("c", changed=["seed at step 5"])])
+    assert real_verdict(BY_ID["drift_ratio"], two).note == "inputs changed mid-run: b (lr at step 3); c (seed at step 5)"
     monkeypatch.setitem(REAL_CHECKS, "drift_ratio", lambda _ev: Verdict("drift_ratio", MISSING, "n/a", note="needs x",
                                                                         evidence={"needs": [["es", ""]]}))
     v = real_verdict(BY_ID["drift_ratio"], Evidence(runs=[_run("a")]), planned=set())
@@ -178,7 +183,7 @@ def test_the_evidence_is_the_usable_runs_and_the_side_files_given(tmp_path):
         collect(absent)
     head = "no usable run directory among the 2 given (none has a readable config.json with metrics or evaluations): "
     assert str(err.value).startswith(head) and str(err.value).count("; ") == 1
-    assert all(str(a) in part for a, part in zip(absent, str(err.value)[len(head):].split("; ")))
+    assert str(err.value)[len(head):].split("; ") == [f"run directory {a} does not exist or is not a directory" for a in absent]
     many = [tmp_path / f"missing-run-directory-{i:03d}" for i in range(60)]
     with pytest.raises(RunDirError) as err:
         collect(many)

@@ -23,3 +23,4 @@ def test_absolute_paths_inside_the_working_folder_are_written_relative_to_it(tmp
     # a path outside the working folder, or relative, is written as given
     assert shown_path(tmp_path.parent / "elsewhere") == str(tmp_path.parent / "elsewhere")
     assert shown_path("runs/x") == "runs/x" and shown_path(None) is None
+    assert shown_path("runs/../x") == "runs/../x"   # as given, not resolved

@@ -281,13 +281,13 @@ def test_report_md_says_each_part_of_a_report_written_by_hand():
     from escov.paper_checks.report import render_markdown
 
     real = _level("holds", "19x [18, 20]", note="a note", test="ratio test", design="3 seeds x 64 prompts",
-                  plots=["drift.png"])
+                  power="detects 2 points at 80%", plots=["drift.png"])
     report = {
         "summary": ["first line", "second line"], "purpose": "what it decides.",
         "excluded": [{"what": "runs/es9", "reason": "a copy of runs/es0"}],
         "runs": [{"variant": "grpo", "seed": 0}, {"variant": "es", "seed": 0}, {"variant": "es", "seed": 1}],
         "bases": [{"model": "/models/paper-base", "task": "countdown", "temperature": 0.6, "samples": 32, "problems": 4,
-                   "seeds": 2, "pass_at_k": {"1": 0.0625, "32": 0.5}, "no_correct_share": 0.375},
+                   "seeds": 2, "pass_at_k": {"1": 0.0625, "32": 0.5}, "no_correct_share": 0.7},
                   {"model": "diffuse", "task": "math", "temperature": 1.0, "samples": 8, "problems": 10, "seeds": 1,
                    "pass_at_k": {"1": 0.25}, "no_correct_share": None}],
         "input_problems": ["runs/x/eval.json: expected a JSON object"],
@@ -303,8 +303,16 @@ def test_report_md_says_each_part_of_a_report_written_by_hand():
         "lemma_grid": []}
     lines = render_markdown(report).split("\n")
     assert lines[:5] == ["# ES vs GRPO: the paper's claims, checked", "", "```", "first line", "second line"]
-    assert lines[5:7] == ["```", ""] and lines[7].startswith("Verdicts come from the data of this report's inputs: ")
-    assert lines[7].endswith(" Pass@k in points (x100).") and lines[8] == ""
+    assert lines[5:7] == ["```", ""] and lines[8] == ""
+    assert lines[7] == (  # what every reader of REPORT.md is told about the tests and intervals, word for word
+        "Verdicts come from the data of this report's inputs: `theory` (exact checks on toy policies), `simulate` "
+        "(bandit analogues, over seeds) and `real` (training runs of causal LMs). Each claim states its test: "
+        "directional (the 95% interval of a difference lies on the claimed side), equivalence (the whole interval "
+        "inside a stated margin), ratio (against the paper's figure), or identity (true for every input: shown, never "
+        "counted as evidence). Real-run intervals come from one design, seeds x test prompts shared by every run "
+        "(resampled jointly, so differences are paired by prompt) x samples, with Student t over seeds; per-run "
+        "numbers use t over seeds. Beside each interval: its design and the smallest difference it detects at 80% "
+        "power, next to the paper's effect. Pass@k in points (x100).")
 
     def block(*expected):  # expected lines, one after the other, somewhere in the text
         at = lines.index(expected[0])
@@ -315,7 +323,7 @@ def test_report_md_says_each_part_of_a_report_written_by_hand():
           "Base models, as their runs measured them (mean over seeds):", "",
           "| model | task | T | samples x prompts | seeds | Pass@1 | Pass@32 | no correct sample |",
           "| --- | --- | --- | --- | --- | --- | --- | --- |",
-          "| `paper-base` | countdown | 0.6 | 32 x 4 | 2 | 6.2 | 50.0 | 38% |",
+          "| `paper-base` | countdown | 0.6 | 32 x 4 | 2 | 6.2 | 50.0 | 70% |",
           "| `diffuse` | math | 1.0 | 8 x 10 | 1 | 25.0 | nan | n/a |", "",
           "**Input problems** (claims that needed these are marked 'missing data'):", "",
           "- runs/x/eval.json: expected a JSON object", "",
@@ -330,7 +338,8 @@ def test_report_md_says_each_part_of_a_report_written_by_hand():
           "- theory: **holds**: n/a", "- simulate: **holds**: n/a", "- real: **inconclusive**: n/a", "",
           "### ES moves further", '<a id="drift_ratio"></a>', "", "Paper: Fig. 3.", "",
           "Limit of our miniature: one model only.", "", "- theory: **holds**: n/a", "- simulate: **inconclusive**: n/a",
-          "- real: **holds**: 19x [18, 20] (a note)", "  - test: ratio test", "  - design: 3 seeds x 64 prompts", "",
+          "- real: **holds**: 19x [18, 20] (a note)", "  - test: ratio test", "  - design: 3 seeds x 64 prompts",
+          "  - power: detects 2 points at 80%", "",
           "![drift.png](drift.png)", "", "![../sim/drift.png](../sim/drift.png)", "", "")
     assert render_markdown(report).endswith("![../sim/drift.png](../sim/drift.png)\n\n")
     assert "Lemma 1 on the real model" not in render_markdown(report)
@@ -458,10 +467,13 @@ def test_base_models_are_one_entry_per_model_task_and_sampling_in_order():
     unseeded = base({"1": 0.3, "32": 0.7}, [0, 0, 1, 1])
     runs = [run(0, None), run(0, {"final": first["base"]}), run(0, {"base": {"n": 32}}), run(1, first), run(None, unseeded),
             run(1, base({"1": 0.9, "32": 0.9}, [5, 5, 5, 5])), run(1, base({"1": 0.2}, [], temperature=1.0)),
-            run(1, base({"1": 0.2}, [0, 1], n=64)), run(1, base({"1": 0.2}, [0, 1], problems=8))]
+            run(1, base({"1": 0.2}, [0, 1], n=64)), run(1, base({"1": 0.2}, [0, 1], problems=8)),
+            run(2, base({"1": 0.2}, [0, 1], problems=16))]
     bases = bases_of(Evidence(runs=runs))
-    assert [(b["temperature"], b["samples"], b["problems"]) for b in bases] == [(0.6, 32, 4), (0.6, 32, 8), (0.6, 64, 4),
-                                                                               (1.0, 32, 4)]
+    # as text, "16" before "4" before "8" (numbers would put 4, 8, 16)
+    assert [(b["temperature"], b["samples"], b["problems"]) for b in bases] == [(0.6, 32, 16), (0.6, 32, 4), (0.6, 32, 8),
+                                                                               (0.6, 64, 4), (1.0, 32, 4)]
+    bases = bases[1:]
     both = bases[0]
     assert (both["model"], both["task"], both["seeds"]) == ("m", "countdown", 2)
     assert list(both["pass_at_k"]) == ["1", "4", "32"]
@@ -491,6 +503,7 @@ def test_report_md_places_each_sections_own_text_in_order():
     sections = [[es_regime_line(report["es_regime"]), ""], render_premise(report["premise"]),
                 ["## All claims"], undecided_markdown(report, published),
                 lemma_grid_lines(report["lemma_grid"], training) + [""], ["## Claims one by one"]]
+    assert f"\n{es_regime_line(report['es_regime'])}\n\n" in text   # its own paragraph
     at = 0
     for lines in sections:
         block = "\n".join(lines)
