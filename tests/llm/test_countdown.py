@@ -14,12 +14,12 @@ from escov.llm.tasks import get_task
 from escov.llm.tasks.countdown import Countdown, _simplest_between, distinct_solutions, extract_answer, score
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=16)  # one 4-number enumeration reuses its 14 parts; older examples are let go
 def all_expressions(numbers: tuple) -> tuple:
     """Every fully parenthesized expression using each number once: (text, Fraction value or None, the same
     expression over one symbol per number, as text for sympy: parsed only where the value hits a target). The
     outermost operation splits the numbers into a left part (every subset of their positions) and the rest, each
-    part's expressions enumerated the same way; a tuple of numbers is enumerated once per session."""
+    part's expressions enumerated the same way (and kept while the next ones are enumerated)."""
     if len(numbers) == 1:
         return ((str(numbers[0]), Fraction(numbers[0]), f"x{numbers[0]}"),)
     out = []
