@@ -7,6 +7,7 @@ test notices. docs/mutation.md lists the survivors with a reason for each.
     python scripts/mutation.py graders noise        # some groups
     python scripts/mutation.py --retest graders     # only the mutants left uncaught (or timed out) last time
     python scripts/mutation.py --summary            # the per-module table of the last runs only
+    python scripts/mutation.py report --only 'paper_checks.report.x_build_report__*'   # one function's mutants
 
 Each group runs in its own work folder, mutants-work/GROUP/ (ignored by git): links to the sources and
 tests, and a pyproject.toml whose [tool.mutmut] names the group's modules and its own test files. mutmut
@@ -204,13 +205,16 @@ def test_model() -> Path:
     return out
 
 
-def run_group(group: str, jobs: int, retest: bool) -> float:
+def run_group(group: str, jobs: int, retest: bool, only: tuple[str, ...] = ()) -> float:
     """mutmut run in the group's folder (niced); the seconds it took. Its output goes to run.log there.
     With retest, only the mutants of the last run that no test caught, or that timed out (on a loaded machine
-    a slow test can look hung), are tried again (after tests were added)."""
+    a slow test can look hung), are tried again (after tests were added). only: mutmut's names of the mutants to
+    try, as in docs/mutation.md (a `*` spans any text), e.g. every mutant of one function on a fresh checkout;
+    the group's other mutants then read "not checked"."""
     names = [name for name, status in results(group) if status not in CAUGHT or status == "timeout"] if retest else []
     if retest and not names:
         return 0.0
+    names += [f"escov.{pattern.removeprefix('escov.')}" for pattern in only]
     work = prepare(group)
     # one thread per mutant: mutmut's timeout is a CPU-time limit, and torch's worker threads waiting for a
     # busy core spend CPU time, so on a loaded 2-core machine a multi-threaded test counted as hung
@@ -299,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
     parser.add_argument("--retest", action="store_true",
                         help="try again only the mutants the last run left uncaught or timed out (after adding tests)")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="try only the mutants of this name as docs/mutation.md writes it (a * spans any text; "
+                             "repeatable), e.g. 'paper_checks.report.x__build__*'")
     args = parser.parse_args(argv)
     unknown = [g for g in args.groups if g not in GROUPS]
     if unknown:
@@ -307,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.summary:
         for group in groups:
             print(f"{group}: {', '.join(GROUPS[group][0])} against {len(GROUPS[group][1])} test files", flush=True)
-            seconds = run_group(group, args.jobs, args.retest)
+            seconds = run_group(group, args.jobs, args.retest, tuple(args.only))
             print(f"{group}: {seconds / 60:.1f} min", flush=True)
     table, unexplained = summary(list(GROUPS) if args.summary else groups, DOC.read_text(encoding="utf-8"))
     print(table)

@@ -6,6 +6,7 @@ written as the record it returns."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from escov.paper_checks.rundir import Run, RunDirError
 from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN, NOT_TESTABLE, Verdict
 from escov.theory.claims import BY_ID, CLAIMS
 from test_paper_checks_verdicts import make_run
+from test_premise_record import runs  # noqa: F401  (the fixture: runs with curves)
 
 
 def _run(name: str, ks_base=(1, 16), ks_final=(1, 16), changed=()) -> Run:
@@ -120,14 +122,17 @@ def test_the_lemma1_records_training_summary_is_its_real_evidences():
 
 
 
-def test_a_report_writes_the_record_it_returns_and_its_markdown(tmp_path):
+def test_a_report_writes_the_record_it_returns_and_its_markdown(tmp_path, monkeypatch):
     """build_report over one ES and one GRPO run: report.json holds the returned record, REPORT.md its rendering,
-    nothing else is left beside the report; the record lists the runs, every claim in the registry's order with
-    its statement, paper figure and test, every open question, each drawn plot as a file, a claim's real-run plots
-    as the registry names them, and (one seed a side) intervals over seeds that are not finite as null, listed."""
+    nothing else is left beside the report, whose missing parents are made, and nothing is built in the system's
+    temporary folder (the report is built beside its folder, so that moving it in is a rename); the record lists
+    the runs, every claim in the registry's order with its statement, paper figure and test, every open question,
+    each drawn plot as a file, a claim's real-run plots as the registry names them, and (one seed a side)
+    intervals over seeds that are not finite as null, listed."""
     p = np.random.default_rng(0).uniform(0.02, 0.5, 40)
     dirs = [make_run(tmp_path / "runs", f"{a}0", a, 0, p, np.clip(p + 0.1, 0, 1)) for a in ("es", "grpo")]
-    out = tmp_path / "new" / "rep"   # its parent made too
+    out = tmp_path / "new" / "deeper" / "rep"   # two missing parents made too
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-system-temporary-folder"))   # absent: using it fails
     report = build_report(dirs, out, purpose="what it decides")
     text = (out / "report.json").read_text(encoding="utf-8")
     assert json.loads(text) == report and "NaN" not in text
@@ -241,10 +246,42 @@ def test_a_report_with_every_input_hands_each_to_its_part(tmp_path):
     finite = lambda part: without_non_finite({"part": part})[0]["part"]
     assert report["premise"] == finite(premise_record(ev, control, grid)) and report["lemma_grid"] == finite(grid)
     assert report["open_questions"] == finite([{"id": qid, "question": q, **answer(qid, ev, set())} for qid, q in OPEN_QUESTIONS])
+    for c in report["claims"]:   # each real level is its verdict under the budget given (planned nothing: "not run")
+        real_plots = [report["plots"][k] for k in BY_ID[c["id"]].plots if k in report["plots"]]
+        assert c["levels"]["real"] == finite(real_verdict(BY_ID[c["id"]], ev, set()).to_json()) | {"plots": real_plots}, c["id"]
+        if BY_ID[c["id"]].simulate:   # its experiment's plot, from report/ to the summary's folder
+            assert c["levels"]["simulate"]["plots"] == [f"../{BY_ID[c['id']].simulate}.png"], c["id"]
+    assert any(c["levels"]["real"]["status"] == NOT_RUN for c in report["claims"])
+    assert any(c["levels"]["real"]["status"] not in (NOT_RUN, MISSING, NOT_TESTABLE) for c in report["claims"])
     lemma1 = next(c for c in report["claims"] if c["id"] == "lemma1")["levels"]["real"]
-    assert lemma1 == finite(real_verdict(BY_ID["lemma1"], ev, set()).to_json()) | {"plots": ["js_measured_vs_predicted.png"]}
+    assert lemma1["plots"] == ["js_measured_vs_predicted.png"]
     assert lemma1["design"].startswith("grid: 1 of 2 rows inside")   # decided on the grid, not the runs' probes
     unsummarized = {k: v for k, v in report.items() if k != "summary"}
     assert report["summary"] == summary_lines(unsummarized, out / "REPORT.md", published)
     assert report["summary"] != summary_lines(unsummarized, out / "REPORT.md", None)   # the published answer is read
     assert sorted(f.name for f in tmp_path.iterdir()) == ["published", "report", "runs", "summary.json"]
+
+
+def test_a_reports_premise_record_reads_the_lemma_grid_beside_runs_with_curves(tmp_path, monkeypatch, runs):
+    """Given the premise's control, runs with curves (ES at a small sigma among them) and a Lemma 1 grid, the
+    report's premise record is premise_record's of the same evidence and grid: ES at the small sigma carries the
+    grid's median s at its sigma (the plots are left out: they read nothing of the premise)."""
+    from escov.paper_checks import report as report_module
+    from escov.paper_checks.finite import without_non_finite
+    from escov.paper_checks.premise_record import premise_record
+
+    from test_report_rendering import _grid_row
+
+    run_list, _ = runs
+    grid = [_grid_row(0.002, 4, 1.0, [0.95, 1.05], s, 20000.0, 0.75) for s in (0.01, 0.03, 0.02)]
+    grid.append(_grid_row(0.02, 4, 1.5, [1.3, 1.7], 3.0, 20000.0, 0.5))
+    control = {"split": "validation", "verdict": "narrowed", "base": {"name": "b"}, "seeds": [300, 301], "prompts": 128,
+               "samples": 128, "steps": 300, "plateau": {"a": {"reached": True}},
+               "endpoints": {"pass@32": {"mean": -0.07, "lo": -0.12, "hi": -0.02}, "no_correct": {"mean": 0.06},
+                             "distinct": {"mean": -0.9}, "families": {"other": {"lost": 29}}}}
+    monkeypatch.setattr(report_module, "PLOTS", {})
+    ev = Evidence(runs=run_list)
+    (tmp_path / "tmp").mkdir()
+    report = report_module._build(ev, tmp_path / "tmp", tmp_path / "report", None, grid, "", None, None, control)
+    assert report["premise"] == without_non_finite({"p": premise_record(ev, control, grid)})[0]["p"]
+    assert report["premise"]["es_small_sigma"]["s_measured_median"] == 0.02   # the grid's median at sigma 0.002
