@@ -92,6 +92,15 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # what a run was made from: the fingerprint functions on files written in process (not test_run_fingerprints.py:
     # it trains a run and resumes copies of it, which every mutant's session would pay again)
     "fingerprints": (("llm/fingerprints.py",), ("tests/llm/test_fingerprints.py",)),
+    # the numbers every level reads: Pass@k's unbiased estimator, Maj@k, entropies, the generalized Jensen-Shannon
+    # divergences (JSpol, JSsucc) and their input checks
+    "metrics": (("theory/metrics.py",), ("tests/theory/test_theory_metrics.py",)),
+    # the Lemma 1 grid on the real model: each row's ratio and interval, the pooled ratio, the decision, the draws a
+    # width needs, the summary's exponents (one small grid is measured on the tests' tiny model)
+    "lemma_grid": (("paper_checks/lemma_grid.py",), ("tests/paper_checks/test_lemma_grid.py",)),
+    # an evaluation's numbers: Pass@k, Maj@k, no-correct share, entropy and distinct answers per prompt from the
+    # samples of a real engine (the `llm eval` command runs in fresh processes, which mutmut does not map)
+    "evaluate": (("llm/evaluate.py",), ("tests/llm/test_evaluate.py",)),
     # the report's assembly and its text; in process only (not test_report_eval_ks.py: its runs train in fresh
     # processes), and of the whole-report tests only a few, since each draws every plot (3-9 s) for every mutant
     "report": (("paper_checks/report.py",),
