@@ -65,7 +65,7 @@ def pass_at_k_counts(n: int, c, k: int) -> np.ndarray:
     if k > n:
         raise ValueError(f"k must be <= n (number of samples), got k={k} > n={n}")
     c = np.asarray(c)
-    if c.size and (not np.issubdtype(c.dtype, np.integer)):
+    if not np.issubdtype(c.dtype, np.integer):  # an empty list is a float array: no counts, nothing to refuse
         if not np.all(c == np.round(c)):
             raise ValueError("c must hold integers (correct-sample counts)")
         c = c.astype(int)
