@@ -96,8 +96,11 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # divergences (JSpol, JSsucc) and their input checks
     "metrics": (("theory/metrics.py",), ("tests/theory/test_theory_metrics.py",)),
     # the Lemma 1 grid on the real model: each row's ratio and interval, the pooled ratio, the decision, the draws a
-    # width needs, the summary's exponents (one small grid is measured on the tests' tiny model)
-    "lemma_grid": (("paper_checks/lemma_grid.py",), ("tests/paper_checks/test_lemma_grid.py",)),
+    # width needs, the summary's exponents (one small grid is measured on the tests' tiny model); the report's grid
+    # section, whose numbers test_report_rendering.py computes by hand from rows written there
+    "lemma_grid": (("paper_checks/lemma_grid.py",), ("tests/paper_checks/test_lemma_grid.py",
+                                                     "tests/paper_checks/test_report_rendering.py",
+                                                     "tests/paper_checks/test_lemma_grid_publish.py")),
     # an evaluation's numbers: Pass@k, Maj@k, no-correct share, entropy and distinct answers per prompt from the
     # samples of a real engine (the `llm eval` command runs in fresh processes, which mutmut does not map)
     "evaluate": (("llm/evaluate.py",), ("tests/llm/test_evaluate.py",)),
