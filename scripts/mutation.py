@@ -100,10 +100,11 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # section, whose numbers test_report_rendering.py computes by hand from rows written there
     "lemma_grid": (("paper_checks/lemma_grid.py",), ("tests/paper_checks/test_lemma_grid.py",
                                                      "tests/paper_checks/test_report_rendering.py",
-                                                     "tests/paper_checks/test_lemma_grid_publish.py")),
+                                                     "tests/paper_checks/test_lemma_grid_publish.py",
+                                                     "tests/paper_checks/test_lemma_grid_measurement.py")),
     # an evaluation's numbers: Pass@k, Maj@k, no-correct share, entropy and distinct answers per prompt from the
     # samples of a real engine (the `llm eval` command runs in fresh processes, which mutmut does not map)
-    "evaluate": (("llm/evaluate.py",), ("tests/llm/test_evaluate.py",)),
+    "evaluate": (("llm/evaluate.py",), ("tests/llm/test_evaluate.py", "tests/llm/test_evaluate_record.py")),
     # the report's assembly and its text; in process only (not test_report_eval_ks.py: its runs train in fresh
     # processes), and of the whole-report tests only a few, since each draws every plot (3-9 s) for every mutant
     "report": (("paper_checks/report.py",),
