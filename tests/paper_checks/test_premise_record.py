@@ -69,7 +69,7 @@ def runs():
 
 def test_each_endpoint_equals_its_value_from_the_counts(runs):
     run_list, counts = runs
-    grid = [{"sigma": 0.002, "s_measured": s} for s in (0.01, 0.03, 0.02)] + [{"sigma": 0.02, "s_measured": 3.0}]
+    grid = [{"sigma": 0.002, "s_measured": s} for s in (0.01, 0.06, 0.02)] + [{"sigma": 0.02, "s_measured": 3.0}]   # median 0.02, mean 0.03
     control = {"split": "validation", "verdict": "narrowed", "base": {"name": "b"}, "seeds": [300, 301], "prompts": 128,
                "samples": 128, "steps": 300, "plateau": {"a": {"reached": True}, "b": {"reached": False}},
                "endpoints": {"pass@32": {"mean": -0.07, "lo": -0.12, "hi": -0.02}, "no_correct": {"mean": 0.06},

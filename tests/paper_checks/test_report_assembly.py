@@ -24,6 +24,13 @@ from test_paper_checks_verdicts import make_run
 from test_premise_record import runs  # noqa: F401  (the fixture: runs with curves)
 
 
+# the premise's positive control (premise.py's control.json) as the report reads it
+CONTROL = {"split": "validation", "verdict": "narrowed", "base": {"name": "b"}, "seeds": [300, 301], "prompts": 128,
+           "samples": 128, "steps": 300, "plateau": {"a": {"reached": True}},
+           "endpoints": {"pass@32": {"mean": -0.07, "lo": -0.12, "hi": -0.02}, "no_correct": {"mean": 0.06},
+                         "distinct": {"mean": -0.9}, "families": {"other": {"lost": 29}}}}
+
+
 def _run(name: str, ks_base=(1, 16), ks_final=(1, 16), changed=()) -> Run:
     ev = {"base": {"pass_at_k": {str(k): 0.5 for k in ks_base}}, "final": {"pass_at_k": {str(k): 0.5 for k in ks_final}}}
     return Run(Path("runs") / name, {"algo": "grpo", "seed": 0}, metrics=[{"step": 1}], eval=ev, changed=list(changed))
@@ -230,21 +237,17 @@ def test_a_report_with_every_input_hands_each_to_its_part(tmp_path):
               "samples": 2}  # rows that the verdict and the grid section read
     grid = [_grid_row(1e-3, 4, 1.0, [0.95, 1.05], 0.01, 20000.0, 0.75) | paired,
             _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 20000.0, 0.5) | paired]
-    control = {"split": "validation", "verdict": "narrowed", "base": {"name": "b"}, "seeds": [300, 301], "prompts": 128,
-               "samples": 128, "steps": 300, "plateau": {"a": {"reached": True}},
-               "endpoints": {"pass@32": {"mean": -0.07, "lo": -0.12, "hi": -0.02}, "no_correct": {"mean": 0.06},
-                             "distinct": {"mean": -0.9}, "families": {"other": {"lost": 29}}}}
     _simulate_summary(tmp_path / "summary.json", lambda c: "holds")
     out = tmp_path / "report"
     report = build_report(dirs, out, simulate_summary=tmp_path / "summary.json", lemma_grid=grid, purpose="all of it",
-                          published=published, planned=set(), premise_control=control)
+                          published=published, planned=set(), premise_control=CONTROL)
     text = (out / "report.json").read_text(encoding="utf-8")
     assert json.loads(text) == report and text.startswith('{\n "purpose": "all of it",')   # indented by one space
     assert (out / "REPORT.md").read_text(encoding="utf-8") == render_markdown(report, published)
     ev = collect(dirs, None, tmp_path / "summary.json")
     ev.lemma_grid = grid
     finite = lambda part: without_non_finite({"part": part})[0]["part"]
-    assert report["premise"] == finite(premise_record(ev, control, grid)) and report["lemma_grid"] == finite(grid)
+    assert report["premise"] == finite(premise_record(ev, CONTROL, grid)) and report["lemma_grid"] == finite(grid)
     assert report["open_questions"] == finite([{"id": qid, "question": q, **answer(qid, ev, set())} for qid, q in OPEN_QUESTIONS])
     for c in report["claims"]:   # each real level is its verdict under the budget given (planned nothing: "not run")
         real_plots = [report["plots"][k] for k in BY_ID[c["id"]].plots if k in report["plots"]]
@@ -273,15 +276,11 @@ def test_a_reports_premise_record_reads_the_lemma_grid_beside_runs_with_curves(t
     from test_report_rendering import _grid_row
 
     run_list, _ = runs
-    grid = [_grid_row(0.002, 4, 1.0, [0.95, 1.05], s, 20000.0, 0.75) for s in (0.01, 0.03, 0.02)]
+    grid = [_grid_row(0.002, 4, 1.0, [0.95, 1.05], s, 20000.0, 0.75) for s in (0.01, 0.06, 0.02)]   # mean 0.03
     grid.append(_grid_row(0.02, 4, 1.5, [1.3, 1.7], 3.0, 20000.0, 0.5))
-    control = {"split": "validation", "verdict": "narrowed", "base": {"name": "b"}, "seeds": [300, 301], "prompts": 128,
-               "samples": 128, "steps": 300, "plateau": {"a": {"reached": True}},
-               "endpoints": {"pass@32": {"mean": -0.07, "lo": -0.12, "hi": -0.02}, "no_correct": {"mean": 0.06},
-                             "distinct": {"mean": -0.9}, "families": {"other": {"lost": 29}}}}
     monkeypatch.setattr(report_module, "PLOTS", {})
     ev = Evidence(runs=run_list)
     (tmp_path / "tmp").mkdir()
-    report = report_module._build(ev, tmp_path / "tmp", tmp_path / "report", None, grid, "", None, None, control)
-    assert report["premise"] == without_non_finite({"p": premise_record(ev, control, grid)})[0]["p"]
+    report = report_module._build(ev, tmp_path / "tmp", tmp_path / "report", None, grid, "", None, None, CONTROL)
+    assert report["premise"] == without_non_finite({"p": premise_record(ev, CONTROL, grid)})[0]["p"]
     assert report["premise"]["es_small_sigma"]["s_measured_median"] == 0.02   # the grid's median at sigma 0.002
