@@ -31,6 +31,7 @@ from escov.llm.member_options import MEMBER_MODES, DistributedConfig, check_opti
 from escov.llm.tasks.data_files import parse_fields, train_records_of
 from escov.llm.tasks.reasoning_format import PROMPT_STYLES
 from escov.llm.tasks import TASKS
+from escov.llm.tasks.correctness import check_correct_settings
 from escov.llm.tasks.reward_function import check_alone, check_path, check_weights
 from escov.llm.tasks.rewards import REWARDS, check_reward
 from escov.llm.tracking import REPORT_TO
@@ -251,6 +252,8 @@ class TrainConfig:
     # ---- reward functions and user data (llm/tasks/reward_function.py; rules in check_reward_settings) ----
     reward_function: tuple[str, ...] = ()  # "module:function" / "file.py:function", TRL's signature or verl's; repeat for several
     reward_weights: tuple[float, ...] = ()  # weight of each reward function (default 1 each); repeat the flag
+    correct_reward: str = ""         # correct (Pass@k, Maj@k): a function's name | total | verifier; "": verifier, else 1st
+    correct_threshold: float = 1.0   # a completion is correct when correct_reward's reward is >= this
     out: str = ""                    # run directory
     seed: int = 0                    # every random draw of the run derives from it (sampling, noise, batches)
     steps: int = 40                  # budget in GRPO steps; ES runs steps x cost(GRPO step) / cost(ES step) iterations (see below)
@@ -355,9 +358,11 @@ class TrainConfig:
         given = {"data": self.data or None, "test_data": self.test_data or None, "data_split": self.data_split,
                  "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
                  "format_reward": self.format_reward, "reward_function": list(self.reward_function),
-                 "reward_weights": list(self.reward_weights)}
+                 "reward_weights": list(self.reward_weights), "correct_reward": self.correct_reward,
+                 "correct_threshold": self.correct_threshold}
         defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
-                    "reward": "escov", "format_reward": 0.0, "reward_function": [], "reward_weights": []}
+                    "reward": "escov", "format_reward": 0.0, "reward_function": [], "reward_weights": [],
+                    "correct_reward": "", "correct_threshold": 1.0}
         return {k: v for k, v in given.items() if v != defaults[k]}
 
     def make_task(self):
@@ -512,6 +517,7 @@ def check_reward_settings(cfg: "TrainConfig") -> bool:
     for path in cfg.reward_function:
         check_path(path)
     check_weights(list(cfg.reward_function), list(cfg.reward_weights))
+    check_correct_settings(cfg.correct_reward, cfg.correct_threshold, bool(cfg.reward_function) or cfg.task == "prompts")
     if cfg.reward_function or cfg.task == "prompts":
         check_alone(list(cfg.reward_function), cfg.reward, cfg.format_reward)
         if not cfg.reward_function:

@@ -1,7 +1,8 @@
 """Pass@k evaluation of an engine on a task, and the `python -m escov.llm eval` command.
 
 For each problem, n completions are sampled and scored (one reward call for all of them); with c of
-them correct (reward >= correct_threshold = 1):
+them correct (as the task decides, llm/tasks/base.py correct_of: reward >= 1, or with reward functions the
+run's correct_reward >= correct_threshold, llm/tasks/correctness.py; recorded as "correct"):
 - pass_at_k[k]: unbiased Pass@k, 1 - C(n-c, k) / C(n, k), averaged over problems (theory.metrics);
 - maj_at_k[k]: majority vote over k of the n samples' votes (Task.vote: the normalized answer; for
   Countdown the value the answer evaluates to, so all correct answers agree; theory.metrics.maj_at_k);
@@ -13,6 +14,9 @@ them correct (reward >= correct_threshold = 1):
 - distinct_correct_answers: distinct normalized correct answers per solved prompt (for Countdown,
   expressions distinct up to commutativity/associativity: the number of reasoning paths), and
   distinct_correct_texts: distinct correct completion strings per solved prompt;
+- total_reaches_threshold_not_correct: completions whose weighted total reward reaches the threshold
+  although the chosen reward calls them wrong (a format reward or a bonus the rule leaves out; 0 when
+  the total decides);
 - per_problem: id, correct count, distinct correct answers and texts;
 - grading_timeouts: answers graded wrong because their grading reached the math grader's wall-clock
   safety net (llm/tasks/math_grader.py; 0 unless the machine stalls: what is too expensive to check is
@@ -36,13 +40,12 @@ from tqdm import tqdm
 
 from escov.llm.reward_stats import reward_stats
 from escov.llm.rollout import mean_token_entropy
-from escov.llm.tasks.base import is_correct_reward
+from escov.llm.tasks.base import CORRECT_THRESHOLD, correct_of, is_correct_reward
 from escov.theory.errors import NonFiniteError
 from escov.llm.rundir import dumps
 from escov.llm.tasks.math_grader import safety_net_hits
 from escov.theory.metrics import maj_at_k, pass_at_k_counts
 
-CORRECT_THRESHOLD = 1.0  # a completion is correct (Pass@k, Maj@k) when its reward is >= this (llm/tasks/base.py)
 SAMPLES_PER_CALL = 256  # completions generated per engine call (prompts per call = this // n)
 
 
@@ -87,9 +90,11 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
     if not np.all(np.isfinite(rewards)):
         bad = float(rewards[~np.isfinite(rewards)][0])
         raise NonFiniteError(f"step {step}: reward is not finite ({bad}) for task {task.name} (evaluation)")
+    rule = getattr(task, "correctness", None)  # reward functions: the run's rule (llm/tasks/correctness.py)
+    threshold = rule.threshold if rule is not None else CORRECT_THRESHOLD
+    is_correct = correct_of(scores).reshape(len(problems), n)
     per_problem, counts, maj = [], [], {k: [] for k in ks}
-    for p, row, row_rewards in zip(problems, completions, rewards):
-        correct = [bool(is_correct_reward(r)) for r in row_rewards]
+    for p, row, correct in zip(problems, completions, is_correct.tolist()):
         answers = [task.answer(p, c.text) for c in row]
         votes = [task.vote(p, c.text) for c in row]
         for k in ks:
@@ -103,11 +108,14 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
     lengths = np.array([[len(c.token_ids) for c in row] for row in completions])
     result = {
         "task": task.name, "num_problems": len(problems), "n": n, "ks": ks, "temperature": temperature,
-        "top_p": top_p, "max_new_tokens": max_new_tokens, "seed": seed, "correct_threshold": CORRECT_THRESHOLD,
+        "top_p": top_p, "max_new_tokens": max_new_tokens, "seed": seed,
+        "correct": rule.describe() if rule is not None else f"reward >= {CORRECT_THRESHOLD:g}",
+        "correct_threshold": threshold,
+        "total_reaches_threshold_not_correct": int(np.sum(is_correct_reward(rewards, threshold) & ~is_correct)),
         "pass_at_k": {str(k): float(pass_at_k_counts(n, counts, k).mean()) for k in ks},
         "maj_at_k": {str(k): float(np.mean(maj[k])) for k in ks},
         "mean_token_entropy": mean_token_entropy(completions, temperature),
-        **reward_stats(rewards, parts, lengths, problems),
+        **reward_stats(rewards, parts, lengths, problems, is_correct),
         "truncated_fraction": float(np.mean([c.finish_reason == "length" for _, c in flat])),
         "solved_fraction": len(solved) / len(problems),
         "distinct_correct_answers": float(np.mean([r["distinct_correct_answers"] for r in solved])) if solved else 0.0,
@@ -120,6 +128,26 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
         result["kept"] = [{"prompt": str(p.prompt), "completion": row[0].text, "reward": float(r[0])}
                           for p, row, r in zip(problems[:keep], completions, rewards)]
     return result
+
+
+def evaluation_warnings(result: dict) -> list[str]:
+    """What an evaluation shows to be wrong with the rewards: a reward function that applied to none of its
+    completions (every value None or NaN: it adds nothing and, when it decides correctness, nothing is correct),
+    and completions whose weighted total reaches the threshold while the chosen reward calls them wrong."""
+    out, n = [], result["num_problems"] * result["n"]
+    for name, stats in result.get("rewards", {}).items():
+        if stats.get("applied") == 0:
+            decides = " and it decides what is correct, so nothing is" if result.get("correct", "").startswith(
+                f"{name} >=") else ""
+            out.append(f"reward function {name!r} applied to none of the {n} completions of the evaluation (it "
+                       f"returned None or NaN for every one): it adds nothing to the total{decides}; check its "
+                       "column names and what it returns")
+    wrong = result.get("total_reaches_threshold_not_correct", 0)
+    if wrong:
+        out.append(f"{wrong} of {n} completions reach a weighted total >= {result['correct_threshold']:g} without "
+                   f"being correct by {result['correct']} (Pass@k and Maj@k count only the latter; set "
+                   "correct_reward = \"total\" to count the total)")
+    return out
 
 
 # ----------------------------------------------------------------------------- command line
@@ -251,6 +279,8 @@ def run_command(args: argparse.Namespace) -> int:
     out_file.write_text(dumps(result, str(out_file), indent=1), encoding="utf-8")
     plot(result, out / "eval.png")
     print(summary(result))
+    for warning in evaluation_warnings(result):
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
     print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")
     return 0
 
@@ -261,7 +291,7 @@ def summary(result: dict) -> str:
     from escov.llm.reward_stats import summary_line
 
     return (f"{result['task']}: {result['num_problems']} problems x {result['n']} samples at T={result['temperature']}"
-            f" (correct: reward >= {result['correct_threshold']:g})\n"
+            f" (correct: {result.get('correct', 'reward >= 1')})\n"
             f"  {passes}\n  {majs}\n"
             f"  token entropy {result['mean_token_entropy']:.3f} nats  truncated {result['truncated_fraction']:.3f}\n"
             f"  {summary_line(result)}\n"

@@ -258,7 +258,8 @@ class TrainingRun:
                 {"prompt": str(p.prompt), "completion": samples[0].text, "reward": float(rewards[0])}
                 for p, samples, rewards in zip(problems[:cfg.completions_kept], center.completions, center.rewards)])
         stats = reward_stats(center.rewards, center.parts,
-                             np.array([[len(c.token_ids) for c in r] for r in center.completions]), problems)
+                             np.array([[len(c.token_ids) for c in r] for r in center.completions]), problems,
+                             center.correct)
         stats.pop("reward_mean")  # the row's reward_mean is the trainer's (ES: member fitness); the center's is above
         total, layers = drift.relative_drift(self.weights(copy=False), self.base)
         seconds = time.perf_counter() - t0
@@ -402,7 +403,7 @@ def plot_curves(run_dir: Path) -> None:
 # the settings the base evaluation and the step-0 probe depend on (besides the model's weights)
 _RUN_KEYS = ("engine", "dtype", "device", "threads", "task", "data", "test_data", "data_split", "data_fields",
              "prompt_style", "reward", "format_reward", "seed", "max_completion_length", "es.inplace_bf16")
-REWARD_KEYS = ("reward_function", "reward_weights")
+REWARD_KEYS = ("reward_function", "reward_weights", "correct_reward")
 BASE_EVAL_KEYS = _RUN_KEYS + ("eval_problems", "eval_samples", "eval_ks", "eval_temperature", "heldout_task",
                               "heldout_problems", "completions_kept")
 PROBE_KEYS = _RUN_KEYS + ("probe_prompts", "probe_members", "probe_samples", "probe_center_samples", "temperature",
@@ -417,6 +418,8 @@ def measurement_key(cfg: TrainConfig, keys: tuple[str, ...]) -> str:
     # the reward functions score every measurement; keyed only when given, so the keys of runs without them
     # (every paper task) stay as they were
     values |= {k: flat[k] for k in REWARD_KEYS if flat.get(k)}
+    if flat.get("correct_threshold", 1.0) != 1.0:
+        values["correct_threshold"] = flat["correct_threshold"]
     digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode())
     for f in sorted(Path(cfg.model).glob("*.safetensors")):
         digest.update(f.read_bytes())
@@ -576,6 +579,10 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
         ev = {"base": run.record("base", 0, measured["base"]), "base_greedy": run.record("base_greedy", 0, measured["base_greedy"])}
         if cfg.heldout_task:
             ev["heldout"] = {"base": run.record("heldout_base", 0, measured["heldout_base"])}
+        from escov.llm.evaluate import evaluation_warnings
+
+        for warning in evaluation_warnings(ev["base"]):  # a reward that never applies, a total that passes alone
+            print(f"warning: base evaluation: {warning}", file=sys.stderr, flush=True)
         rundir.write_eval(out, {"fingerprint": run.fingerprint()} | ev)
         done = 0
     else:

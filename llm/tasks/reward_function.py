@@ -31,7 +31,8 @@ and `extra_info`; it may return a number or a dict holding "score" (as verl allo
 
 A function that raises stops the run with one line naming the function, the data row, the
 completion and the function's own traceback lines. A completion counts as correct (Pass@k, Maj@k)
-when its total reward is >= 1, as under every reward convention (llm/tasks/base.py). Paths are
+by the run's `correct_reward` and `correct_threshold` (llm/tasks/correctness.py; default: a built-in
+task's verifier, else the first function's reward >= 1), not by the weighted total. Paths are
 recorded in config.json (resume imports them again); the functions themselves never are.
 """
 from __future__ import annotations
@@ -49,7 +50,8 @@ from typing import Callable
 
 import numpy as np
 
-from escov.llm.tasks.base import Problem, RewardScores, Task
+from escov.llm.tasks.base import CORRECT_THRESHOLD, Problem, RewardScores, Task
+from escov.llm.tasks.correctness import VERIFIER
 
 SETTING = "reward_function"
 VERL_PARAMETER = "solution_str"  # verl's compute_score(data_source, solution_str, ground_truth, extra_info)
@@ -325,9 +327,14 @@ class ScoredByFunction(Task):
     The functions see each problem's data columns: `meta["columns"]` for records read from data
     files by the `prompts` task, else the problem's meta (Countdown: numbers, target; math: gold)."""
 
-    def __init__(self, task: Task, functions, weights=None):
+    def __init__(self, task: Task, functions, weights=None, correct_reward: str = "",
+                 correct_threshold: float = CORRECT_THRESHOLD):
+        from escov.llm.tasks.correctness import resolve
+
         self.task, self.name = task, task.name
         self.rewards = RewardFunctions(functions, weights)  # fails here, before any model loads
+        # which completions are correct (llm/tasks/correctness.py): the task's verifier, else the first function
+        self.correctness = resolve(correct_reward, correct_threshold, self.rewards.names, task.has_verifier)
 
     @property
     def reward_names(self) -> list[str]:
@@ -344,7 +351,13 @@ class ScoredByFunction(Task):
 
     def score_batch(self, problems: list[Problem], completions: list[str], completion_ids=None,
                     step: int = 0) -> RewardScores:
-        return self.rewards.score(problems, completions, completion_ids, step)
+        """The functions' rewards, with each completion's correctness under the run's rule (self.correctness)."""
+        scores = self.rewards.score(problems, completions, completion_ids, step)
+        verifier = None
+        if self.correctness.reward == VERIFIER:
+            verifier = np.array([float(self.task.score(p, c)) for p, c in zip(problems, completions)])
+        scores.correct = self.correctness.decide(scores.total, scores.parts, verifier)
+        return scores
 
     def answer(self, problem: Problem, completion: str) -> str | None:
         return self.task.answer(problem, completion)

@@ -175,16 +175,22 @@ def test_reward_statistics_by_hand():
     problems = [Problem("a", "p", {"columns": {"data_source": "x"}}), Problem("b", "q", {"columns": {"data_source": "y"}})]
     rewards = np.array([[1.0, 1.0, 1.0], [0.0, 2.0, 1.0]])
     parts = {"f": np.array([[1.0, np.nan, 1.0], [np.nan, np.nan, np.nan]])}
-    stats = reward_stats(rewards, parts, np.array([[1, 2, 3], [4, 5, 6]]), problems)
+    correct = np.array([[True, True, True], [False, True, True]])  # total >= 1, by hand
+    stats = reward_stats(rewards, parts, np.array([[1, 2, 3], [4, 5, 6]]), problems, correct)
     assert stats["reward_mean"] == 1.0 and stats["reward_std"] == pytest.approx(np.std([1, 1, 1, 0, 2, 1]))
     assert stats["rewards"] == {"f": {"mean": 1.0, "std": 0.0, "applied": pytest.approx(2 / 6)}}
     assert stats["reward_zero_std_share"] == 0.5 and stats["mean_response_tokens"] == 3.5
     assert stats["by_data_source"] == {"x": {"reward_mean": 1.0, "reward_std": 0.0, "pass_at_1": 1.0, "prompts": 1},
                                        "y": {"reward_mean": 1.0, "reward_std": pytest.approx(np.std([0, 2, 1])),
                                              "pass_at_1": pytest.approx(2 / 3), "prompts": 1}}
-    one_of_three = reward_stats(np.array([[1.0, 1.0], [0.0, 1.0], [2.0, 5.0]]), {}, np.ones((3, 2)), [Problem("d", "s")] * 3)
+    # the share correct per source follows the task's decision, not the total (a format reward can pass the total)
+    chosen = reward_stats(rewards, parts, np.ones((2, 3)), problems, np.array([[False, False, True], [False] * 3]))
+    assert chosen["by_data_source"]["x"]["pass_at_1"] == pytest.approx(1 / 3)
+    assert chosen["by_data_source"]["y"]["pass_at_1"] == 0.0
+    one_of_three = reward_stats(np.array([[1.0, 1.0], [0.0, 1.0], [2.0, 5.0]]), {}, np.ones((3, 2)), [Problem("d", "s")] * 3,
+                                np.ones((3, 2), dtype=bool))
     assert one_of_three["reward_zero_std_share"] == pytest.approx(1 / 3)  # only the first prompt's samples agree
-    never = reward_stats(rewards, {"g": np.full((2, 3), np.nan)}, np.ones((2, 3)), [Problem("c", "r")] * 2)
+    never = reward_stats(rewards, {"g": np.full((2, 3), np.nan)}, np.ones((2, 3)), [Problem("c", "r")] * 2, correct)
     assert never["rewards"]["g"] == {"mean": None, "std": None, "applied": 0.0} and "by_data_source" not in never
 
 
