@@ -68,7 +68,9 @@ CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer_state.json"
 WEIGHTS = "model.safetensors"
 OPTIMIZER = "optimizer.pt"
-ADAPTER = "adapter.safetensors"  # GRPO with use_peft: the LoRA adapters inside a phase (llm/grpo_lora.py)
+ADAPTER = "adapter"  # GRPO with use_peft: the LoRA adapters inside a phase, a PEFT adapter folder (llm/grpo_lora.py)
+ADAPTER_CONFIG, ADAPTER_WEIGHTS = "adapter_config.json", "adapter_model.safetensors"  # peft's file names
+LEGACY_ADAPTER = "adapter.safetensors"  # the adapters of checkpoints written before the adapter folder
 CHECKPOINT_NAME = re.compile(r"step-(\d+)")
 MANIFEST = "inputs.json"
 
@@ -105,7 +107,12 @@ class StepMetrics(_StepMetricsCore, total=False):
     grpo_loss: float
     grpo_kl: float
     grpo_clip_fraction: float
+    grpo_clip_low_share: float     # tokens whose lower clip binds (ratio < 1 - epsilon, A < 0): TRL's clip_ratio/low
+    grpo_clip_high_share: float    # ... upper clip (ratio > 1 + epsilon_high, A > 0): TRL's clip_ratio/high
     grpo_grad_norm: float
+    learning_rate: float           # GRPO: the learning rate of the step's last optimizer step (after the schedule)
+    truncated_share: float         # share of the step's samples cut at max_completion_length
+    validation: dict               # eval_steps: the test problems' evaluation after this step (llm/train.py)
     # what the reward does on the step's samples (ES: the center's step_samples; GRPO: the rollouts; llm/reward_stats.py)
     reward_std: float
     rewards: dict                  # reward function name -> {"mean", "std", "applied"} (reward functions only)
@@ -144,6 +151,8 @@ class Evaluation(_EvaluationCore, total=False):
     grading_timeouts or the reward's statistics (llm/reward_stats.py) were recorded lack them."""
     grading_timeouts: int          # answers graded wrong at the math grader's wall-clock safety net
     correct_threshold: float
+    correct: str                   # the rule: "reward >= 1", or with reward functions "accuracy >= 1", "total >= 0.9"
+    total_reaches_threshold_not_correct: int
     reward_mean: float
     reward_std: float
     rewards: dict
@@ -580,7 +589,7 @@ def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weight
     import torch
     from safetensors.torch import save_file
 
-    needed = checkpoint_bytes(model_dir, weights, optimizer_state) + sum(t.numel() * 4 for t in (adapter or {}).values())
+    needed = checkpoint_bytes(model_dir, weights, optimizer_state) + sum(t.numel() * 4 for t in (adapter or ({}, {}))[1].values())
     with writing(tmp, needed=needed):
         tmp.mkdir(parents=True)
         for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
@@ -593,8 +602,12 @@ def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weight
                   metadata={"format": "pt"})
         if optimizer_state is not None:
             torch.save(optimizer_state, tmp / OPTIMIZER)
-        if adapter is not None:
-            save_file({n: t.detach().float().contiguous() for n, t in adapter.items()}, str(tmp / ADAPTER))
+        if adapter is not None:  # (adapter_config.json's content, tensors by peft's saved names)
+            config, tensors = adapter
+            (tmp / ADAPTER).mkdir()
+            write_json(tmp / ADAPTER / ADAPTER_CONFIG, config)
+            save_file({n: t.detach().float().contiguous() for n, t in tensors.items()}, str(tmp / ADAPTER / ADAPTER_WEIGHTS),
+                      metadata={"format": "pt"})
         write_json(tmp / TRAINER_STATE, check_record(TrainerState, state | {"step": step}, str(tmp / TRAINER_STATE)))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
@@ -644,12 +657,15 @@ def load_checkpoint(path: Path, shapes: dict, with_optimizer: bool) -> tuple[dic
 
 
 def load_adapter(path: Path) -> dict:
-    """The LoRA adapters of checkpoints/step-N (adapter.safetensors), finite; RunDirError naming the file otherwise."""
+    """The LoRA adapters of checkpoints/step-N (adapter/adapter_model.safetensors; adapter.safetensors in older
+    checkpoints), finite; RunDirError naming the file otherwise."""
     import torch
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    file = Path(path) / ADAPTER
+    file = Path(path) / ADAPTER / ADAPTER_WEIGHTS
+    if not file.exists() and (Path(path) / LEGACY_ADAPTER).exists():
+        file = Path(path) / LEGACY_ADAPTER
     try:
         adapter = load_file(str(file))
     except (SafetensorError, OSError) as err:
