@@ -280,6 +280,7 @@ class TrainConfig:
     eval_samples: int = 32           # samples per problem (paper: 32)
     eval_temperature: float = 1.0    # paper: 0.6; the tiny model is trained at 1.0
     eval_ks: tuple[int, ...] = (1, 16, 32)  # k of Pass@k and Maj@k in the evaluations (each <= eval_samples)
+    eval_steps: int = 0              # also evaluate the test problems every N steps (TRL's eval_steps; 0: before and after)
     heldout_task: str = "arithmetic"  # forgetting: evaluated before and after ("" to skip)
     heldout_problems: int = 64       # forgetting: test problems of heldout_task
     threshold_keep: tuple[float, ...] = (5.0, 22.0, 50.0)  # % of update entries kept in thresholded checkpoints
@@ -313,6 +314,7 @@ class TrainConfig:
         _int_at_least("seed", self.seed, 0)
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("probe_every", self.probe_every, 0)
+        _int_at_least("eval_steps", self.eval_steps, 0)
         if self.probe_every and not self.probe:
             raise ValueError(f"probe_every = {self.probe_every} needs probe = true")
         _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)

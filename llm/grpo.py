@@ -87,6 +87,16 @@ def clipped_share_sum(ratio: torch.Tensor, mask: torch.Tensor, cfg: GRPOConfig) 
     return float((((ratio - 1 > cfg.clip_high) | (1 - ratio > cfg.epsilon)).float() * mask).sum())
 
 
+def clip_region_sums(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                     cfg: GRPOConfig) -> tuple[float, float]:
+    """The completion tokens whose clip binds (TRL's clip_ratio/low and /high): ratio < 1 - epsilon with A < 0,
+    and ratio > 1 + epsilon_high with A > 0 (adv [S], ratio and mask [S, T])."""
+    a = adv[:, None]
+    low = ((ratio < 1 - cfg.epsilon) & (a < 0)).float() * mask
+    high = ((ratio > 1 + cfg.clip_high) & (a > 0)).float() * mask
+    return float(low.sum()), float(high.sum())
+
+
 def truncated_rows(completions) -> torch.Tensor:
     """1.0 for each completion that stopped on an end-of-sequence token, 0.0 for one cut at the length limit."""
     return torch.tensor([0.0 if c.finish_reason == "length" else 1.0 for c in completions])
@@ -121,6 +131,9 @@ class GRPOStep:
     clip_fraction: float      # share of completion tokens whose ratio was clipped (last inner iteration)
     grad_norm: float          # before clipping (last inner iteration)
     seconds: float
+    clip_low: float = 0.0     # share whose lower clip binds (ratio < 1 - epsilon, A < 0; last inner iteration)
+    clip_high: float = 0.0    # share whose upper clip binds (ratio > 1 + epsilon_high, A > 0)
+    learning_rate: float = 0.0  # the learning rate of the step's last optimizer step
 
 
 @contextlib.contextmanager
@@ -217,7 +230,7 @@ class GRPO:
         with self._training_forward(), _seeded(derive_seed(self.seed, step, "grpo-dropout"), self.policy):
             for i in range(cfg.num_iterations):
                 self.optimizer.zero_grad(set_to_none=True)
-                total_loss, kl_sum, clipped = 0.0, 0.0, 0.0
+                total_loss, kl_sum, clipped, low, high = 0.0, 0.0, 0.0, 0.0, 0.0
                 for s in self._micro_batches(n_seq):
                     logp = completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature)
                     m = tmask[s]
@@ -231,6 +244,8 @@ class GRPO:
                     loss.backward()
                     total_loss += float(loss.detach())
                     clipped += clipped_share_sum(ratio, m, cfg)
+                    low_s, high_s = clip_region_sums(ratio.detach(), adv[s], m, cfg)
+                    low, high = low + low_s, high + high_s
                 params = [p for p in self.policy.parameters() if p.grad is not None]
                 limit = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(params, limit))
@@ -255,4 +270,5 @@ class GRPO:
         if not self.shares_engine_model:
             self.engine.load_weights((n, p.detach()) for n, p in self.model.named_parameters())
         return GRPOStep(rollouts=out, loss=total_loss, kl=kl_sum / max(n_tok, 1.0), clip_fraction=clipped / max(n_tok, 1.0),
-                        grad_norm=grad_norm, seconds=time.perf_counter() - t0)
+                        grad_norm=grad_norm, seconds=time.perf_counter() - t0, clip_low=low / max(n_tok, 1.0),
+                        clip_high=high / max(n_tok, 1.0), learning_rate=self.optimizer.param_groups[0]["lr"])

@@ -73,3 +73,17 @@ def summary_line(stats: dict) -> str:
     for source, s in stats.get("by_data_source", {}).items():
         line += f"\n    {source}: reward {s['reward_mean']:.3f}  pass@1 {s['pass_at_1']:.3f} ({s['prompts']} prompts)"
     return line
+
+
+def change_line(base: dict, final: dict) -> str:
+    """One line, base -> final: total reward mean, each function's mean, completion length (n/a where unknown)."""
+    def num(stats: dict, *path) -> str:
+        for key in path:
+            stats = stats.get(key) if isinstance(stats, dict) else None
+        return "n/a" if stats is None else f"{stats:.3f}"
+
+    parts = [f"reward {num(base, 'reward_mean')} -> {num(final, 'reward_mean')}"]
+    for name in final.get("rewards", {}):
+        parts.append(f"{name} {num(base, 'rewards', name, 'mean')} -> {num(final, 'rewards', name, 'mean')}")
+    parts.append(f"length {num(base, 'mean_response_tokens')} -> {num(final, 'mean_response_tokens')} tokens")
+    return "  ".join(parts)

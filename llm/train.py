@@ -17,8 +17,8 @@ Run directory (the interface to paper_checks):
                        accuracy before / after (base_greedy, final_greedy), held-out task before /
                        after, update analysis and magnitude-thresholded checkpoints
     checkpoints/step-N/  save_pretrained format (fp32 model.safetensors + config + tokenizer) and
-                       trainer_state.json (+ optimizer.pt inside a GRPO phase, + adapter.safetensors with
-                       grpo.use_peft), written atomically, after
+                       trainer_state.json (+ optimizer.pt inside a GRPO phase, + adapter/, a PEFT adapter
+                       folder, with grpo.use_peft), written atomically, after
                        the steps checkpoint_due names (and at a phase switch)
     curves.png, drift_hist.png
 
@@ -219,7 +219,9 @@ class TrainingRun:
         if isinstance(self.trainer, GRPO) and self.cfg.grpo.use_peft:
             from escov.llm import grpo_lora
 
-            adapter = grpo_lora.adapter_state(self.trainer.policy)
+            start = self.trainer_phase.start
+            base = self.cfg.model if start == 0 else rundir.checkpoint_dir(self.dir, start)  # the phase's W0
+            adapter = (grpo_lora.adapter_config(self.trainer.policy, base), grpo_lora.adapter_state(self.trainer.policy))
         state = {"elapsed": elapsed, "settings_sha256": self.manifest.get("settings_sha256", "")}
         path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), state, opt, adapter)
         stop_point(f"checkpoint-{step}")
@@ -252,7 +254,8 @@ class TrainingRun:
             center, n_tokens = out.rollouts, out.rollouts.n_tokens
             row |= {"reward_mean": float(center.rewards.mean()), "center_reward_mean": float(center.rewards.mean())}
             extra = {"grpo_loss": out.loss, "grpo_kl": out.kl, "grpo_clip_fraction": out.clip_fraction,
-                     "grpo_grad_norm": out.grad_norm}
+                     "grpo_clip_low_share": out.clip_low, "grpo_clip_high_share": out.clip_high,
+                     "grpo_grad_norm": out.grad_norm, "learning_rate": out.learning_rate}
         if cfg.completions_every and (step + 1) % cfg.completions_every == 0:
             self.keep_completions("train", step + 1, [
                 {"prompt": str(p.prompt), "completion": samples[0].text, "reward": float(rewards[0])}
@@ -265,6 +268,7 @@ class TrainingRun:
         seconds = time.perf_counter() - t0
         row |= {"pass_at_1": float(center.correct.mean()), "no_correct_share": float((~center.correct.any(axis=1)).mean()),
                 "entropy": center.token_entropy(), "drift_rel": total, "drift_layers": layers, **stats, **extra,
+                "truncated_share": float(np.mean([c.finish_reason == "length" for r in center.completions for c in r])),
                 "step_seconds": seconds, "tokens_per_s": n_tokens / max(seconds, 1e-12),
                 "grading_timeouts": safety_net_hits() - hits_before}
         return row
@@ -376,6 +380,16 @@ def _final_stage(run: TrainingRun) -> None:
     rundir.write_eval(run.dir, ev)
     drift.plot_histogram(ev["update_analysis"], run.dir / "drift_hist.png", f"{cfg.algo}: update magnitudes")
     plot_curves(run.dir)
+
+
+VALIDATION_KEYS = ("num_problems", "n", "temperature", "correct", "pass_at_k", "maj_at_k", "reward_mean", "rewards",
+                   "truncated_fraction", "solved_fraction")
+
+
+def validation_summary(result: dict) -> dict:
+    """What a metrics.jsonl row keeps of an eval_steps evaluation (the test problems at eval_temperature, the
+    same samples' seeds as the base and final evaluations): its rates and reward means, not its per-problem rows."""
+    return {k: result[k] for k in VALIDATION_KEYS if k in result}
 
 
 def plot_curves(run_dir: Path) -> None:
@@ -612,6 +626,9 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
                 run.start_phase(phase, run.weights())
             row = run.step(step)
             step += 1
+            if cfg.eval_steps and step % cfg.eval_steps == 0 and step < run.total_steps:  # TRL's periodic evaluation
+                row["validation"] = validation_summary(run.measure("validation", step, run.test, cfg.eval_samples,
+                                                                   cfg.eval_ks, "eval"))
             row["wall_seconds"] = time.perf_counter() - t_start
             rundir.append_step(out, row)
             run.tracker.log_record("train", row, step)

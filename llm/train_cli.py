@@ -157,18 +157,20 @@ def resume_hint(out: Path, what: str) -> str:
 def summary(out: Path) -> str:
     """The final metrics (base -> final) and every file of the run directory."""
     from escov.llm import rundir
-    from escov.llm.reward_stats import summary_line
+    from escov.llm.reward_stats import change_line, summary_line
 
     ev = rundir.read_eval(out) or {}
     lines = [f"finished: {out}"]
     if "final" in ev:
         passes = "  ".join(f"Pass@{k} {ev['base']['pass_at_k'][k]:.3f} -> {v:.3f}" for k, v in ev["final"]["pass_at_k"].items())
-        threshold = (f"; correct: reward >= {ev['final']['correct_threshold']:g}"
+        threshold = (f"; correct: {ev['final']['correct']}" if "correct" in ev["final"]
+                     else f"; correct: reward >= {ev['final']['correct_threshold']:g}"
                      if "correct_threshold" in ev["final"] else "")
         lines.append(f"  {ev['final']['task']} (base -> final, T={ev['final']['temperature']}{threshold}): {passes}")
         lines.append(f"  greedy accuracy {ev['base_greedy']['pass_at_k']['1']:.3f} -> {ev['final_greedy']['pass_at_k']['1']:.3f}"
                      f"  token entropy {ev['base']['mean_token_entropy']:.3f} -> {ev['final']['mean_token_entropy']:.3f}")
         if "reward_mean" in ev["final"]:
+            lines.append(f"  base -> final: {change_line(ev['base'], ev['final'])}")
             lines.append(f"  final: {summary_line(ev['final'])}")
         held = ev.get("heldout", {})
         if "final" in held:
