@@ -155,7 +155,7 @@ def evaluation_warnings(result: dict) -> list[str]:
 # the settings `llm eval` shares with `llm train`: the same flags, defaults and help (llm/config.py TrainConfig),
 # so that `llm eval` with a run's flags evaluates the run's task and test problems (llm/problem_sets.py eval_set)
 TASK_SETTINGS = ("task", "data", "test_data", "data_split", "data_fields", "prompt_style", "reward", "reward_function",
-                 "reward_weights", "eval_problems")
+                 "reward_weights", "correct_reward", "correct_threshold", "eval_problems")
 
 
 class _AddToTuple(argparse.Action):
@@ -175,7 +175,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from escov.llm.tasks.reasoning_format import PROMPT_STYLES
     from escov.llm.tasks.rewards import REWARDS
 
-    parser.add_argument("--model", required=True, help="local model directory (save_pretrained format)")
+    parser.add_argument("--model", help="local model directory (save_pretrained format); or give --run")
+    parser.add_argument("--run", dest="run_dir", metavar="RUN_DIR",
+                        help="evaluate a run's last checkpoint as the run evaluated it (its task, test problems, "
+                             "samples, T and sampling seed), compared with its eval.json (llm/eval_run.py)")
+    parser.add_argument("--checkpoint", type=int, metavar="STEP",
+                        help="with --run: checkpoint step-STEP instead of the last (0: the base model)")
     train_fields, described = {f.name: f for f in dataclasses.fields(TrainConfig)}, field_descriptions(TrainConfig)
     old_spellings = {"data_split": ["--data-split"], "prompt_style": ["--prompt-style"],
                      "eval_problems": ["--num-problems"], "data_fields": ["--data-fields"]}
@@ -188,7 +193,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 metavar=REPEATED_FLAGS[name], type=float if "float" in f.type else str, help=help_text)
             continue
         parser.add_argument(f"--{name}", *old_spellings.get(name, []), dest=name, default=f.default,
-                            type=int if f.type == "int" else str, choices=choices.get(name), help=help_text)
+                            type={"int": int, "float": float}.get(f.type, str), choices=choices.get(name),
+                            help=help_text)
     samples, ks = train_fields["eval_samples"].default, ",".join(map(str, train_fields["eval_ks"].default))
     temperature, length = train_fields["eval_temperature"].default, train_fields["max_completion_length"].default
     parser.add_argument("--engine", default="hf", choices=ENGINES, help="generation engine (default: hf)")
@@ -217,15 +223,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="auto (CUDA when available) | cpu | cuda | cuda:N (HF engine) (default: auto)")
 
 
-def run_settings(args: argparse.Namespace):
-    """The run settings the flags give (TrainConfig, flag names in its errors), of which eval_set takes the
-    task and test problems."""
-    from escov.llm.config import TrainConfig
-
-    return TrainConfig.from_dict({name: getattr(args, name) for name in TASK_SETTINGS} | {"seed": args.seed},
-                                 source="flags")
-
-
 def parse_ks(text: str) -> list[int]:
     try:
         return [int(k) for k in text.split(",")]
@@ -233,17 +230,45 @@ def parse_ks(text: str) -> list[int]:
         raise ValueError(f"--k must be comma-separated integers, got {text!r}") from None
 
 
+def flags_plan(args: argparse.Namespace, defaults: dict):
+    """The plan of `llm eval --model DIR` with the flags' task and sampling: a single --data file is read as the test
+    file, and the whole test split of a data file is evaluated unless --eval_problems is given."""
+    from escov.llm.config import TrainConfig
+    from escov.llm.eval_run import EvalPlan
+
+    if args.model is None:
+        raise ValueError("give --model DIR (a model directory) or --run RUN_DIR (a run of `llm train`)")
+    if args.checkpoint is not None:
+        raise ValueError("--checkpoint picks a checkpoint of --run; with --model give the checkpoint's folder")
+    settings = {name: getattr(args, name) for name in TASK_SETTINGS} | {"seed": args.seed}
+    if settings["data"] and not settings["test_data"] and settings["data_split"] == "files":
+        settings |= {"data": "", "test_data": settings["data"]}  # one file to evaluate: its records are the test
+    cfg = TrainConfig.from_dict(settings, source="flags")
+    if args.eval_problems == defaults["eval_problems"]:
+        held = cfg.make_task().size("test")
+        if held:  # a data file: all of its test split
+            cfg.eval_problems = held
+    return EvalPlan(cfg=cfg, model=args.model, n=args.n, ks=check_eval_args(args.n, parse_ks(args.k)),
+                    temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed, top_p=args.top_p,
+                    engine=args.engine, dtype=args.dtype)
+
+
 def run_command(args: argparse.Namespace) -> int:
-    """Validate everything cheap first (n vs k, the device, task, data, model directory), then load and evaluate."""
+    """Validate everything cheap first (n vs k, the device, task, data, model directory), say what is evaluated,
+    then load and evaluate."""
     import torch
 
     from escov.llm.cli import progress_enabled
     from escov.llm.device import resolve_device
     from escov.llm.engines import make_engine
-    from escov.llm.engines.base import check_model_dir, check_sampling_args
-    from escov.llm.problem_sets import eval_set, fit_to_data
+    from escov.llm.engines.base import check_model_dir, check_sampling_args, load_tokenizer
+    from escov.llm.eval_run import comparison, flag_defaults, run_plan, seed_hint
+    from escov.llm.problem_sets import eval_set
+    from escov.llm.prompt_lengths import check_prompt_lengths
 
-    ks = check_eval_args(args.n, parse_ks(args.k))
+    defaults = flag_defaults(add_arguments)
+    plan = run_plan(args, defaults, TASK_SETTINGS) if args.run_dir is not None else flags_plan(args, defaults)
+    check_eval_args(plan.n, plan.ks)
     device = resolve_device(args.device, "--device")  # before the task, the tokenizer and the model load
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -252,33 +277,38 @@ def run_command(args: argparse.Namespace) -> int:
     if written and not args.overwrite:
         raise ValueError(f"--out {args.out} already holds {', '.join(f.name for f in written)}; "
                          "give another --out, or --overwrite to replace them")
-    cfg = run_settings(args)
-    task = cfg.make_task()
-    for note in fit_to_data(cfg, task):  # eval_problems left at its default fits a small test file, as in train
-        print(f"note: {note}", file=sys.stderr, flush=True)
-    test = eval_set(cfg, task=task)  # the task and test problems a run with these flags evaluates
+    test = eval_set(plan.cfg)  # the task and test problems a run with these settings evaluates
     task, problems = test.task, test.problems
-    max_new_tokens = args.max_new_tokens
-    check_sampling_args(args.n, args.temperature, max_new_tokens, args.top_p)
-    check_model_dir(args.model)
-    from escov.llm.engines.base import load_tokenizer
-    from escov.llm.prompt_lengths import check_prompt_lengths
-
-    source = f"data file {args.data}" if args.data is not None else f"task {args.task} (test problems)"
+    check_sampling_args(plan.n, plan.temperature, plan.max_new_tokens, plan.top_p)
+    check_model_dir(plan.model, "--model" if args.run_dir is None else "--run", weights=False)
+    cfg = plan.cfg
+    source = f"data file {cfg.test_data or cfg.data}" if cfg.test_data or cfg.data else f"task {cfg.task}"
     # before the model loads
-    check_prompt_lengths({source: problems}, load_tokenizer(args.model), args.model, max_new_tokens)
-    with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed, device=device) as engine:
-        result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
-                          max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,
-                          progress=progress_enabled(args.no_progress))
-    result = {"model": str(args.model), "engine": args.engine, "device": device} \
-        | {name: getattr(args, name) for name in TASK_SETTINGS if name != "eval_problems"} | result
-    out = Path(args.out)
+    check_prompt_lengths({source: problems}, load_tokenizer(plan.model), plan.model, plan.max_new_tokens)
+    print(f"llm eval: {len(problems)} test problems of {source} x {plan.n} samples at T={plan.temperature:g}, up to "
+          f"{plan.max_new_tokens} new tokens, seed {plan.seed}" + (f"; {plan.note}" if plan.note else ""), flush=True)
+    if plan.threads is not None:
+        torch.set_num_threads(plan.threads)
+    if not progress_enabled(args.no_progress):  # transformers' "Loading weights" bar too
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    with make_engine(plan.engine, plan.model, dtype=getattr(torch, plan.dtype), seed=plan.seed,
+                     device=device) as engine:
+        result = evaluate(engine, task, problems, n=plan.n, ks=plan.ks, temperature=plan.temperature,
+                          max_new_tokens=plan.max_new_tokens, seed=plan.seed, top_p=plan.top_p,
+                          progress=progress_enabled(args.no_progress), step=plan.step)
+    recorded = {name: getattr(cfg, name) for name in TASK_SETTINGS if name != "eval_problems"}
+    result = {"model": str(plan.model), "engine": plan.engine, "device": device} | recorded \
+        | ({"run": str(args.run_dir), "checkpoint_step": plan.step} if args.run_dir is not None else {}) | result
     out.mkdir(parents=True, exist_ok=True)
     out_file = out / "eval.json"
     out_file.write_text(dumps(result, str(out_file), indent=1), encoding="utf-8")
     plot(result, out / "eval.png")
     print(summary(result))
+    for line in (comparison(result, plan.recorded, plan.recorded_name), seed_hint(plan.model, plan.seed)):
+        if line:
+            print(line)
     for warning in evaluation_warnings(result):
         print(f"warning: {warning}", file=sys.stderr, flush=True)
     print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")

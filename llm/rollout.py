@@ -22,13 +22,20 @@ from escov.theory.errors import NonFiniteError
 if TYPE_CHECKING:
     from escov.llm.engines.base import Completion, Engine
 
-__all__ = ["NonFiniteError", "derive_seed", "Rollouts", "rollout", "score_completions", "mean_token_entropy"]
+__all__ = ["NonFiniteError", "derive_seed", "evaluation_seed", "Rollouts", "rollout", "score_completions",
+           "mean_token_entropy"]
 
 
 def derive_seed(*parts: object) -> int:
     """A 63-bit seed from any tuple of labels (e.g. run seed, step, purpose), stable across runs and machines."""
     digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & ((1 << 63) - 1)
+
+
+def evaluation_seed(run_seed: int, label: str = "eval") -> int:
+    """The sampling seed of a run's evaluations (base, final, eval_steps; label "heldout" for the held-out task):
+    what `llm eval --run` uses to reproduce them."""
+    return derive_seed(run_seed, label) % 2**31
 
 
 def mean_token_entropy(completions: list[list[Completion]], temperature: float) -> float:

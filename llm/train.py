@@ -55,7 +55,7 @@ from escov.llm.lemma_measurements import measure_population
 from escov.llm.problem_sets import ProblemSet, eval_set, fit_to_data, heldout_set, probe_problems
 from escov.llm.prompt_lengths import check_prompt_lengths
 from escov.llm.reward_stats import reward_stats
-from escov.llm.rollout import NonFiniteError, derive_seed, rollout
+from escov.llm.rollout import NonFiniteError, derive_seed, evaluation_seed, rollout
 from escov.llm.resume import resume_point
 from escov.llm.tasks.base import Task
 from escov.llm.tasks.math_grader import safety_net_hits
@@ -93,7 +93,9 @@ class TrainingRun:
         cfg.device = resolve_device(cfg.device)  # config.json records the resolved device
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
-        check_model_dir(cfg.model)  # a missing or damaged model fails before the problems are generated (seconds)
+        # a missing or damaged model fails before the problems are generated (seconds); missing weights before the
+        # engine loads them (the engine checks), after the prompts
+        check_model_dir(cfg.model, weights=False)
         # what the ES strategy needs of this machine and of the engine (llm/es/factory.py): refused before the
         # problems are generated (seconds) and the engine starts
         has_es = "es" in cfg.algo.split("-")
@@ -324,7 +326,7 @@ class TrainingRun:
 
         temperature = self.cfg.eval_temperature if temperature is None else temperature
         return evaluate(self.engine, problems.task, problems.problems, n=n, ks=list(ks), temperature=temperature,
-                        max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,
+                        max_new_tokens=self.cfg.max_completion_length, seed=evaluation_seed(self.cfg.seed, seed_label),
                         progress=self.show_progress, keep=keep, step=step)
 
 
@@ -383,7 +385,7 @@ def _final_stage(run: TrainingRun) -> None:
 
 
 VALIDATION_KEYS = ("num_problems", "n", "temperature", "correct", "pass_at_k", "maj_at_k", "reward_mean", "rewards",
-                   "truncated_fraction", "solved_fraction")
+                   "mean_token_entropy", "truncated_fraction", "solved_fraction")
 
 
 def validation_summary(result: dict) -> dict:
