@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--theory", type=Path, help="JSON of `python -m escov.theory --json`")
     rep.add_argument("--simulate", type=Path, help="summary.json of `python -m escov.simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
+    rep.add_argument("--claims", action="store_true",
+                     help="also check the paper's claims on runs of your own data or rewards (by default their "
+                          "report compares the runs' groups: paper_checks/own_runs.py)")
     pro = sub.add_parser("reproduce", help="run the paper's experiments in miniature (cached), then report")
     pro.add_argument("--budget", choices=("small", "full", "answer", "answer-paper-regime", "answer-diffuse"), default="small",
                      help="small: the quick look, the paper-regime answer at a smaller design; full: 4 seeds, longer; answer: "
@@ -88,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             from escov.paper_checks.report import build_report
             from escov.paper_checks.summary import load_published
             grid = load_lemma_grid(args.lemma_grid) if args.lemma_grid else None
-            report = build_report(args.runs, args.out, args.theory, args.simulate, grid, published=load_published())
+            report = build_report(args.runs, args.out, args.theory, args.simulate, grid, published=load_published(),
+                                  claims=True if args.claims else None)
         else:
             from escov.paper_checks.reproduce import reproduce
             report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs,

@@ -73,7 +73,8 @@ def _inputs_key(run: Run) -> tuple:
     recorded = recorded_inputs(run)
     if recorded is not None:
         return ("sha256",) + tuple(sorted(recorded.items()))
-    return ("paths",) + tuple((name, run.config.get(name)) for name in PATH_SETTINGS)
+    paths = ((name, run.config.get(name)) for name in PATH_SETTINGS)  # reward_function: a list of paths
+    return ("paths",) + tuple((name, tuple(v) if isinstance(v, list) else v) for name, v in paths)
 
 
 def expected_evaluation(config: dict, part: str) -> dict:
