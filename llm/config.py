@@ -117,6 +117,9 @@ SCALE_REWARDS_BOOL = {True: "group", False: "none", "true": "group", "false": "n
 LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
 
 
+LORA_SETTINGS = ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules")  # read only with use_peft
+
+
 @dataclass
 class GRPOConfig:
     num_generations: int = 8         # G completions per prompt (paper 8)
@@ -191,6 +194,10 @@ class GRPOConfig:
         targets = self.lora_target_modules
         if not isinstance(targets, str) or not re.fullmatch(r"([\w.]+(,[\w.]+)*)?", targets):
             raise ValueError(f"grpo.lora_target_modules must be comma-separated module names, got {targets!r}")
+        lora = [n for n in LORA_SETTINGS if getattr(self, n) != GRPOConfig.__dataclass_fields__[n].default]
+        if lora and not self.use_peft:
+            raise ValueError(f"grpo.{lora[0]} = {getattr(self, lora[0])!r} does nothing without grpo.use_peft = true "
+                             "(--use_peft true trains LoRA adapters); give both, or drop it")
 
 
 # ----------------------------------------------------------------------------- [population]: llm/es/options.py
@@ -241,7 +248,7 @@ class PopulationConfig:
 class TrainConfig:
     algo: str = "es"                 # es | grpo | es-grpo (ES then GRPO) | grpo-es
     model: str = ""                  # base model directory (save_pretrained format)
-    task: str = "countdown"          # countdown | countdown3 | arithmetic | gsm8k | deepscaler (llm/tasks/)
+    task: str = "countdown"          # countdown | countdown3 | arithmetic | gsm8k | deepscaler | prompts (your data)
     data: str = ""                   # train data file (.json/.jsonl/.parquet; llm/tasks/data_files.py); "": generated problems
     test_data: str = ""              # test data file
     data_split: str = "files"        # files (data = train, test_data = test) | paper (data: first 200 train, rest test) | first-N
@@ -567,10 +574,14 @@ def _parse_flag(text: str, typ: str) -> Any:
         if text.lower() not in ("true", "false"):
             raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
         return text.lower() == "true"
-    if typ == "int":
-        return int(text)
-    if typ == "float":
-        return float(text)
+    try:
+        if typ == "int":
+            return int(text)
+        if typ == "float":
+            return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if typ == 'int' else 'a number'}, "
+                                         f"got {text!r}") from None
     return text
 
 
@@ -610,6 +621,11 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             data[key] = value
     cfg = TrainConfig.from_dict(data, source=str(args.config or "flags"))
     check_flags_apply(cfg, set(setting_flags(args)))
+    unread = sorted(k for k in data.get("grpo", {}) if not flag_applies(f"grpo.{k}", cfg.algo)) if args.config else []
+    if unread:  # a [grpo] table in a TOML file of an ES run (flags set from the command line were checked above)
+        raise ValueError(f"{args.config}: [grpo] {', '.join(unread)} {'does' if len(unread) == 1 else 'do'} nothing "
+                         f"with algo = {cfg.algo!r} (read by algo grpo, es-grpo, grpo-es); drop "
+                         f"{'it' if len(unread) == 1 else 'them'}")
     for name in ("model", "out"):
         if not getattr(cfg, name):
             raise ValueError(f"{name} is required (flag --{name} or key {name!r} in the config file)")

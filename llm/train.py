@@ -103,6 +103,10 @@ class TrainingRun:
         self.task = task if task is not None else cfg.make_task()
         for note in fit_to_data(cfg, self.task):  # before config.json is written: it records the sizes used
             print(f"note: {note}", file=sys.stderr, flush=True)
+        if cfg.data and cfg.test_data and Path(cfg.data).exists() and Path(cfg.test_data).exists() \
+                and os.path.samefile(cfg.data, cfg.test_data):
+            print(f"warning: data and test_data are the same file ({cfg.test_data}): the test problems are training "
+                  "problems, so the evaluations measure memorization, not generalization", file=sys.stderr, flush=True)
         self.test = eval_set(cfg, task=self.task)  # the run's test problems (llm/problem_sets.py)
         # every prompt the run can use fits the model's context (or is cut to fit), checked before the model loads
         cut = check_prompt_lengths(prompt_sources(cfg, self.task), load_tokenizer(cfg.model), cfg.model,
@@ -247,10 +251,10 @@ class TrainingRun:
                      "es_zero_update": zero_update}
             if zero_update and not self.warned_zero_update:
                 self.warned_zero_update = True
-                print(f"warning: ES iteration {step + 1}: all {len(out.rewards)} members got the same reward "
-                      f"({float(out.rewards[0]):.4g}), so the update is zero; the final summary counts such iterations "
-                      "(a reward that varies between members, or more prompts per batch, gives ES a signal)",
-                      file=sys.stderr, flush=True)
+                tqdm.write(f"warning: ES iteration {step + 1}: all {len(out.rewards)} members got the same reward "
+                           f"({float(out.rewards[0]):.4g}), so the update is zero; the final summary counts such "
+                           "iterations (a reward that varies between members, or more prompts per batch, gives ES a "
+                           "signal)", file=sys.stderr)  # above the progress bar, not inside it
         else:
             out = self.trainer.step(problems, step)
             center, n_tokens = out.rollouts, out.rollouts.n_tokens
@@ -495,7 +499,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     check_out_dir(out)
     tracking.check_backend(cfg.report_to)  # a missing backend stops the run before anything starts
     if not resume and out.exists() and not rundir.is_empty(out):  # checked again inside the lock
-        raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
+        raise ValueError(not_empty(out))
     created = next((p for p in reversed([out, *out.parents]) if not p.exists()), None)
     try:
         return _train(cfg, task, resume, show_progress, shared)
@@ -504,6 +508,14 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
                 and not any((out / rundir.CHECKPOINTS).iterdir() if (out / rundir.CHECKPOINTS).is_dir() else ()):
             shutil.rmtree(created)  # nothing a resume or the error message could point to
         raise
+
+
+def not_empty(out: Path) -> str:
+    """Why a new run cannot start in out: a run is there (--resume continues it), or other files are."""
+    if (out / rundir.CONFIG).is_file() and "algo" in rundir.read_json(out / rundir.CONFIG):
+        return f"out directory {out} holds a run already; use --resume {out} to continue it, or give another --out"
+    return (f"--out {out} is a folder with other files in it (not a run of `llm train`); give a new or empty "
+            "folder")
 
 
 def check_out_dir(out: Path) -> None:
@@ -524,7 +536,7 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
     """train() inside the run directory's lock."""
     out = Path(cfg.out)
     if not resume and not rundir.is_empty(out):
-        raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
+        raise ValueError(not_empty(out))
     recorded = rundir.read_manifest(out) if resume else None
     inputs = fingerprints.take_inputs(cfg, out)  # paths made absolute before anything reads them
     run = TrainingRun(cfg, task, show_progress)

@@ -55,6 +55,9 @@ def run_command(args: argparse.Namespace) -> int:
         for flag in ("allow_device_change", "allow_config_change", "re_evaluate"):
             if getattr(args, flag):
                 raise ValueError(f"--{flag} only applies with --resume")
+        from escov.llm.settings_help import check_aliases
+
+        check_aliases(args)
         cfg = config_from_args(args)
         out = Path(cfg.out)
     show_progress = progress_enabled(args.no_progress)
@@ -92,6 +95,9 @@ def _resume(out: Path, args: argparse.Namespace, show_progress: bool) -> bool:
     from escov.llm.device import resume_device
     from escov.llm.train import resume
 
+    if (out / rundir.CONFIG).is_file() and "algo" not in (rundir.read_config(out)):
+        raise ValueError(f"--resume {out}: not a run directory of `llm train` (its config.json is a model's; "
+                         f"give it as --model to start a run)")
     cfg = load_config(out)
     resume_device(cfg.device, args.device, args.allow_device_change, f"--resume {out}")  # a refused device: an error first
     if is_finished(out) and not args.re_evaluate:

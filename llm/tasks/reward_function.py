@@ -128,6 +128,13 @@ def load_function(path: str) -> Callable:
     except ValueError:
         raise
     except ModuleNotFoundError as e:
+        parents = {".".join(module_name.split(".")[:i]) for i in range(1, module_name.count(".") + 2)}
+        if e.name and e.name not in parents and not module_name.endswith(".py"):
+            raise ValueError(f"{SETTING} {path!r}: {module_name!r} was found, but it imports {e.name!r}, which is not "
+                             f"installed (pip install it into this environment)") from None
+        if e.name and module_name.endswith(".py"):
+            raise ValueError(f"{SETTING} {path!r}: {module_name!r} imports {e.name!r}, which is not installed "
+                             "(pip install it into this environment)") from None
         raise ValueError(f"{SETTING} {path!r}: cannot import {module_name!r} ({e}); a module is looked up on the "
                          f"Python path and in the current folder; for a file elsewhere give "
                          f"'path/to/{module_name.split('.')[-1]}.py:{name}'") from None
@@ -286,11 +293,19 @@ class RewardFunctions:
         model = columns.get("reward_model")
         truth = model["ground_truth"] if isinstance(model, dict) and "ground_truth" in model \
             else columns.get("ground_truth")
+        if truth is None and "ground_truth" not in columns and not (isinstance(model, dict) and "ground_truth" in model):
+            raise RewardFunctionError(f"{SETTING} {self.label(j)!r} has verl's signature, which needs a ground truth, "
+                                      f"but {_row(problem, completion).split(',')[0]} has neither reward_model.ground_truth "
+                                      "nor a ground_truth column (map one: --data_fields ground_truth=COLUMN)")
         try:
             value = self.functions[j](data_source=columns.get("data_source"), solution_str=completion,
                                       ground_truth=truth, extra_info=columns.get("extra_info"))
         except Exception as err:
             raise RewardFunctionError(self._raised(j, err, problem, completion)) from None
+        if isinstance(value, dict) and "score" not in value:
+            raise RewardFunctionError(f"{SETTING} {self.label(j)!r} returned a dict without 'score' "
+                                      f"({sorted(value)[:5]}) on {_row(problem, completion)}; verl reads the reward "
+                                      "from its 'score'")
         return value.get("score") if isinstance(value, dict) else value
 
     def _raised(self, j: int, err: BaseException, problem: Problem, completion: str, batch: bool = False) -> str:
