@@ -261,6 +261,7 @@ class TrainConfig:
     reward_weights: tuple[float, ...] = ()  # weight of each reward function (default 1 each); repeat the flag
     correct_reward: str = ""         # correct (Pass@k, Maj@k): a function's name | total | verifier; "": verifier, else 1st
     correct_threshold: float = 1.0   # a completion is correct when correct_reward's reward is >= this
+    reward_timeout: float = 0.0      # seconds one reward function call may take (0: no limit); longer stops the run
     out: str = ""                    # run directory
     seed: int = 0                    # every random draw of the run derives from it (sampling, noise, batches)
     steps: int = 40                  # budget in GRPO steps; ES runs steps x cost(GRPO step) / cost(ES step) iterations (see below)
@@ -322,6 +323,11 @@ class TrainConfig:
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("probe_every", self.probe_every, 0)
         _int_at_least("eval_steps", self.eval_steps, 0)
+        if isinstance(self.reward_timeout, bool) or not isinstance(self.reward_timeout, (int, float)) \
+                or not 0 <= self.reward_timeout < math.inf:
+            raise ValueError(f"reward_timeout must be a number of seconds >= 0 (0: no limit), got {self.reward_timeout!r}")
+        if self.reward_timeout and not (self.reward_function or self.task == "prompts"):
+            raise ValueError("reward_timeout limits reward functions (reward_function); the task's own reward has none")
         if self.probe_every and not self.probe:
             raise ValueError(f"probe_every = {self.probe_every} needs probe = true")
         _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)
@@ -368,10 +374,10 @@ class TrainConfig:
                  "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
                  "format_reward": self.format_reward, "reward_function": list(self.reward_function),
                  "reward_weights": list(self.reward_weights), "correct_reward": self.correct_reward,
-                 "correct_threshold": self.correct_threshold}
+                 "correct_threshold": self.correct_threshold, "reward_timeout": self.reward_timeout}
         defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
                     "reward": "escov", "format_reward": 0.0, "reward_function": [], "reward_weights": [],
-                    "correct_reward": "", "correct_threshold": 1.0}
+                    "correct_reward": "", "correct_threshold": 1.0, "reward_timeout": 0.0}
         return {k: v for k, v in given.items() if v != defaults[k]}
 
     def make_task(self):

@@ -155,7 +155,7 @@ def evaluation_warnings(result: dict) -> list[str]:
 # the settings `llm eval` shares with `llm train`: the same flags, defaults and help (llm/config.py TrainConfig),
 # so that `llm eval` with a run's flags evaluates the run's task and test problems (llm/problem_sets.py eval_set)
 TASK_SETTINGS = ("task", "data", "test_data", "data_split", "data_fields", "prompt_style", "reward", "reward_function",
-                 "reward_weights", "correct_reward", "correct_threshold", "eval_problems")
+                 "reward_weights", "correct_reward", "correct_threshold", "reward_timeout", "eval_problems")
 
 
 class _AddToTuple(argparse.Action):

@@ -42,7 +42,7 @@ def run_command(args: argparse.Namespace) -> int:
     128 + signal number when a signal did."""
     from escov.llm.cli import progress_enabled
     from escov.llm.config import config_from_args, setting_flags
-    from escov.llm.interrupts import Interrupted, stop_on_signals
+    from escov.llm.interrupts import Interrupted, InterruptedAtOnce, stop_on_signals
     from escov.llm.rollout import NonFiniteError
 
     if args.resume:
@@ -81,7 +81,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 1
     except OSError as err:  # a write outside llm/rundir.py (a plot): a full disk is one line naming the file
         raise ValueError(f"{err.filename or out}: cannot be written ({err.strerror or err})") from None
-    except Interrupted as err:
+    except (Interrupted, InterruptedAtOnce) as err:
         print(resume_hint(out, str(err)), file=sys.stderr, flush=True)
         return err.exit_code
     print(summary(out), flush=True)

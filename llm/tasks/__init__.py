@@ -17,7 +17,7 @@ DATA_KWARGS = ("data", "test_data", "data_split", "fields")
 
 
 def get_task(name: str, reward_function=(), reward_weights=None, correct_reward: str = "",
-             correct_threshold: float = 1.0, **kwargs) -> Task:
+             correct_threshold: float = 1.0, reward_timeout: float = 0.0, **kwargs) -> Task:
     """The task called `name` (one of TASKS); kwargs go to its constructor. With `reward_function`
     (import paths or callables, one or a list) the task's reward is theirs, weighted by reward_weights, and
     correct_reward / correct_threshold choose what counts as correct (llm/tasks/correctness.py)."""
@@ -25,7 +25,8 @@ def get_task(name: str, reward_function=(), reward_weights=None, correct_reward:
     from escov.llm.tasks.reward_function import as_list
 
     check_correct_settings(correct_reward, correct_threshold, bool(as_list(reward_function)) or name == "prompts")
-    correct = {"correct_reward": correct_reward, "correct_threshold": correct_threshold}
+    correct = {"correct_reward": correct_reward, "correct_threshold": correct_threshold,
+               "reward_timeout": reward_timeout}
     if name == "prompts":
         from escov.llm.tasks.prompts import prompts_task
         return prompts_task(reward_function, reward_weights=reward_weights, **correct, **kwargs)

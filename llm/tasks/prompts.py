@@ -33,7 +33,7 @@ PROMPT_FIELD = "prompt"
 def prompts_task(reward_function, data=None, test_data=None, data_split: str = "files",
                  fields: dict[str, str] | None = None, prompt_style: str = "plain", reward: str = "escov",
                  format_reward: float = 0.0, reward_weights=None, correct_reward: str = "",
-                 correct_threshold: float = 1.0) -> Task:
+                 correct_threshold: float = 1.0, reward_timeout: float = 0.0) -> Task:
     """The `prompts` task over data files, scored by the reward functions (import paths or callables,
     weighted by reward_weights; llm/tasks/reward_function.py) (the
     built-in tasks' prompt styles and reward conventions do not apply: they must stay at their defaults)."""
@@ -44,7 +44,7 @@ def prompts_task(reward_function, data=None, test_data=None, data_split: str = "
     if prompt_style != "plain":
         raise ValueError("task 'prompts' feeds the data's prompts as they are; prompt_style is for built-in tasks")
     return ScoredByFunction(Prompts(data, test_data, data_split, fields), reward_function, reward_weights,
-                            correct_reward, correct_threshold)
+                            correct_reward, correct_threshold, reward_timeout)
 
 
 class Prompts(Task):

@@ -37,12 +37,15 @@ recorded in config.json (resume imports them again); the functions themselves ne
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
 import math
 import os
+import signal
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,6 +195,31 @@ class RewardFunctionError(ValueError):
     """A reward function raised or returned something unusable; the message is one line."""
 
 
+class RewardTimeout(BaseException):
+    """A reward function call outlived reward_timeout (a BaseException: the function's `except Exception` does not
+    swallow it)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise RewardTimeout in the block after `seconds` (0: no limit). SIGALRM's timer works in the main thread only
+    (where `llm train` calls the rewards); elsewhere, and where the platform has no SIGALRM, the block is not limited."""
+    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise RewardTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _user_frames(err: BaseException) -> str:
     """The traceback lines of the user's code (the frames below this module's call), most recent last."""
     here = Path(__file__).resolve()
@@ -218,7 +246,10 @@ def _row(problem: Problem, completion: str) -> str:
 class RewardFunctions:
     """Reward functions (import paths or callables) with their weights, called once per batch (TRL's contract)."""
 
-    def __init__(self, functions, weights=None):
+    def __init__(self, functions, weights=None, timeout: float = 0.0):
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 <= timeout < math.inf:
+            raise ValueError(f"reward_timeout must be a number of seconds >= 0 (0: no limit), got {timeout!r}")
+        self.timeout = float(timeout)
         given = as_list(functions)
         if not given:
             raise ValueError(f"{SETTING}: give at least one reward function ('module:function')")
@@ -237,7 +268,7 @@ class RewardFunctions:
         self.verl = [is_verl(f) for f in self.functions]
 
     def __getstate__(self):  # processes that receive the task (Ray) import the functions again
-        return {"specs": self.specs, "weights": self.weights}
+        return {"specs": self.specs, "weights": self.weights, "timeout": self.timeout}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -279,7 +310,11 @@ class RewardFunctions:
 
         everything = list(range(len(completions)))
         try:
-            return call(everything)
+            with time_limit(self.timeout):
+                return call(everything)
+        except RewardTimeout:
+            raise RewardFunctionError(self._timed_out(j, f"the batch of {len(completions)} completions starting at "
+                                                         f"{_row(problems[0], completions[0])}")) from None
         except Exception as err:  # the user's code: find the row that raises, name it with its own traceback
             for i in everything:
                 try:
@@ -298,8 +333,11 @@ class RewardFunctions:
                                       f"but {_row(problem, completion).split(',')[0]} has neither reward_model.ground_truth "
                                       "nor a ground_truth column (map one: --data_fields ground_truth=COLUMN)")
         try:
-            value = self.functions[j](data_source=columns.get("data_source"), solution_str=completion,
-                                      ground_truth=truth, extra_info=columns.get("extra_info"))
+            with time_limit(self.timeout):
+                value = self.functions[j](data_source=columns.get("data_source"), solution_str=completion,
+                                          ground_truth=truth, extra_info=columns.get("extra_info"))
+        except RewardTimeout:
+            raise RewardFunctionError(self._timed_out(j, _row(problem, completion))) from None
         except Exception as err:
             raise RewardFunctionError(self._raised(j, err, problem, completion)) from None
         if isinstance(value, dict) and "score" not in value:
@@ -307,6 +345,10 @@ class RewardFunctions:
                                       f"({sorted(value)[:5]}) on {_row(problem, completion)}; verl reads the reward "
                                       "from its 'score'")
         return value.get("score") if isinstance(value, dict) else value
+
+    def _timed_out(self, j: int, where: str) -> str:
+        return (f"{SETTING} {self.label(j)!r} did not return within reward_timeout = {self.timeout:g} s on {where}; "
+                "a reward that waits on something (a server, a lock) should give up itself, or raise the limit")
 
     def _raised(self, j: int, err: BaseException, problem: Problem, completion: str, batch: bool = False) -> str:
         where = f"the batch starting at {_row(problem, completion)}" if batch else _row(problem, completion)
@@ -343,11 +385,11 @@ class ScoredByFunction(Task):
     files by the `prompts` task, else the problem's meta (Countdown: numbers, target; math: gold)."""
 
     def __init__(self, task: Task, functions, weights=None, correct_reward: str = "",
-                 correct_threshold: float = CORRECT_THRESHOLD):
+                 correct_threshold: float = CORRECT_THRESHOLD, reward_timeout: float = 0.0):
         from escov.llm.tasks.correctness import resolve
 
         self.task, self.name = task, task.name
-        self.rewards = RewardFunctions(functions, weights)  # fails here, before any model loads
+        self.rewards = RewardFunctions(functions, weights, reward_timeout)  # fails here, before any model loads
         # which completions are correct (llm/tasks/correctness.py): the task's verifier, else the first function
         self.correctness = resolve(correct_reward, correct_threshold, self.rewards.names, task.has_verifier)
 
