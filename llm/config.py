@@ -15,6 +15,7 @@ needs one. This module imports no torch: `llm train --help` answers without it.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import dataclasses
 import math
 import re
@@ -306,6 +307,10 @@ class TrainConfig:
     population: PopulationConfig = field(default_factory=PopulationConfig)
 
     def __post_init__(self) -> None:
+        if self.task == "prompts" and not _FROM_SETTINGS.get():  # the Python API: the CLI's defaults for your data
+            for name, value in USER_DATA_DEFAULTS.items():
+                if getattr(self, name) == TrainConfig.__dataclass_fields__[name].default:
+                    setattr(self, name, value)
         normalize_reward_settings(self)
         self.validate()
 
@@ -404,6 +409,7 @@ class TrainConfig:
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> "TrainConfig":
         """Build from nested dicts (TOML tables / config.json); unknown keys and bad values raise
         ValueError, its message starting with the source."""
+        token = _FROM_SETTINGS.set(True)  # the settings as given (user_data_defaults below fills what is not)
         try:
             data = user_data_defaults(_renamed(_table(data, source), source))
             kwargs = _known(cls, data, source, sections=SECTIONS)
@@ -421,7 +427,13 @@ class TrainConfig:
             if str(err).startswith(source):
                 raise
             raise ValueError(f"{source}: {err}") from None
+        finally:
+            _FROM_SETTINGS.reset(token)
 
+
+# set while TrainConfig.from_dict builds a config: its settings are taken as given (a TrainConfig built directly,
+# from Python, with task "prompts" gets USER_DATA_DEFAULTS for the measurements left at their defaults)
+_FROM_SETTINGS: contextvars.ContextVar[bool] = contextvars.ContextVar("from_settings", default=False)
 
 # settings renamed so that a name says one thing (old name -> new name); config files and run
 # directories written with the old name still read

@@ -71,6 +71,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
                        "tests/llm/test_correctness.py::test_a_builtin_task_with_reward_functions_is_graded_by_its_verifier"),
     "correct_threshold": ("tests/llm/test_correctness.py::test_a_length_penalty_with_a_threshold_counts_exact_answers",),
     "eval_steps": ("tests/llm/test_grpo_user_metrics.py::test_eval_steps_validates_every_n_steps_with_the_final_evaluations_samples",),
+    "reward_timeout": ("tests/llm/test_true_culprits.py::test_a_reward_call_over_reward_timeout_stops_naming_the_function",),
     "out": ("tests/llm/test_train_run.py::test_run_directory_contents",),
     "seed": (GRPO_ENGINE + "test_a_steps_samples_are_drawn_from_the_run_seed_and_the_step",
              ES_ENGINE + "test_a_plans_seeds_follow_the_documented_derivation",
