@@ -28,12 +28,12 @@ SUBCOMMANDS = {
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with errors in the project's voice: one line naming the command and what is wrong, and where the
-    flags are listed (no usage block of every flag before it)."""
+    """argparse with errors in the project's voice: one line naming the command and what is wrong (no usage block of
+    every flag before it: `--help` lists them)."""
 
     def error(self, message: str):
         message = message.replace("invalid <lambda> value", "invalid value")
-        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists every flag)\n")
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

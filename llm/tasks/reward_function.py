@@ -133,8 +133,11 @@ def load_function(path: str) -> Callable:
     except ModuleNotFoundError as e:
         parents = {".".join(module_name.split(".")[:i]) for i in range(1, module_name.count(".") + 2)}
         if e.name and e.name not in parents and not module_name.endswith(".py"):
-            raise ValueError(f"{SETTING} {path!r}: {module_name!r} was found, but it imports {e.name!r}, which is not "
-                             f"installed (pip install it into this environment)") from None
+            local = Path(f"{e.name.split('.')[0]}.py").is_file() or Path(e.name.split(".")[0]).is_dir()
+            why = ("is a file of the current folder, not on the Python path (PYTHONPATH=. puts it there)" if local
+                   else "is not installed (pip install it into this environment)")
+            raise ValueError(f"{SETTING} {path!r}: {module_name!r} was found, but it imports {e.name!r}, which "
+                             f"{why}") from None
         if e.name and module_name.endswith(".py"):
             raise ValueError(f"{SETTING} {path!r}: {module_name!r} imports {e.name!r}, which is not installed "
                              "(pip install it into this environment)") from None
