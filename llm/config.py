@@ -260,7 +260,7 @@ class TrainConfig:
     # ---- reward functions and user data (llm/tasks/reward_function.py; rules in check_reward_settings) ----
     reward_function: tuple[str, ...] = ()  # "module:function" / "file.py:function", TRL's signature or verl's; repeat for several
     reward_weights: tuple[float, ...] = ()  # weight of each reward function (default 1 each); repeat the flag
-    correct_reward: str = ""         # correct (Pass@k, Maj@k): a function's name | total | verifier; "": verifier, else 1st
+    correct_reward: str = ""         # what is correct: a reward function | total | verifier; "": verifier, else 1st
     correct_threshold: float = 1.0   # a completion is correct when correct_reward's reward is >= this
     reward_timeout: float = 0.0      # seconds one reward function call may take (0: no limit); longer stops the run
     out: str = ""                    # run directory
@@ -289,7 +289,7 @@ class TrainConfig:
     eval_samples: int = 32           # samples per problem (paper: 32)
     eval_temperature: float = 1.0    # paper: 0.6; the tiny model is trained at 1.0
     eval_ks: tuple[int, ...] = (1, 16, 32)  # k of Pass@k and Maj@k in the evaluations (each <= eval_samples)
-    eval_steps: int = 0              # also evaluate the test problems every N steps (TRL's eval_steps; 0: before and after)
+    eval_steps: int = 0              # also evaluate the test problems every N steps (TRL's; 0: before and after only)
     heldout_task: str = "arithmetic"  # forgetting: evaluated before and after ("" to skip)
     heldout_problems: int = 64       # forgetting: test problems of heldout_task
     threshold_keep: tuple[float, ...] = (5.0, 22.0, 50.0)  # % of update entries kept in thresholded checkpoints
@@ -330,7 +330,8 @@ class TrainConfig:
         _int_at_least("eval_steps", self.eval_steps, 0)
         if isinstance(self.reward_timeout, bool) or not isinstance(self.reward_timeout, (int, float)) \
                 or not 0 <= self.reward_timeout < math.inf:
-            raise ValueError(f"reward_timeout must be a number of seconds >= 0 (0: no limit), got {self.reward_timeout!r}")
+            raise ValueError(f"reward_timeout must be a number of seconds >= 0 (0: no limit), "
+                             f"got {self.reward_timeout!r}")
         if self.reward_timeout and not (self.reward_function or self.task == "prompts"):
             raise ValueError("reward_timeout limits reward functions (reward_function); the task's own reward has none")
         if self.probe_every and not self.probe:
@@ -544,7 +545,8 @@ def check_reward_settings(cfg: "TrainConfig") -> bool:
     for path in cfg.reward_function:
         check_path(path)
     check_weights(list(cfg.reward_function), list(cfg.reward_weights))
-    check_correct_settings(cfg.correct_reward, cfg.correct_threshold, bool(cfg.reward_function) or cfg.task == "prompts")
+    uses_functions = bool(cfg.reward_function) or cfg.task == "prompts"
+    check_correct_settings(cfg.correct_reward, cfg.correct_threshold, uses_functions)
     if cfg.reward_function or cfg.task == "prompts":
         check_alone(list(cfg.reward_function), cfg.reward, cfg.format_reward)
         if not cfg.reward_function:

@@ -64,7 +64,8 @@ def run_plan(args: argparse.Namespace, defaults: dict, task_settings: tuple[str,
     given = [FLAG_NAMES.get(name, name) for name in (*task_settings, *RUN_OWNED, "model")
              if getattr(args, name) != defaults[name]]
     if given:
-        raise ValueError(f"--run evaluates as the run did, with its own settings; drop {', '.join('--' + g for g in given)}")
+        flags = ", ".join("--" + g for g in given)
+        raise ValueError(f"--run evaluates as the run did, with its own settings; drop {flags}")
     cfg = load_config(run)
     steps, _ = rundir.checkpoint_steps(run)
     step = steps[0] if steps and args.checkpoint is None else args.checkpoint

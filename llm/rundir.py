@@ -589,7 +589,9 @@ def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weight
     import torch
     from safetensors.torch import save_file
 
-    needed = checkpoint_bytes(model_dir, weights, optimizer_state) + sum(t.numel() * 4 for t in (adapter or ({}, {}))[1].values())
+    adapter_tensors = adapter[1] if adapter is not None else {}
+    needed = checkpoint_bytes(model_dir, weights, optimizer_state) + sum(t.numel() * 4
+                                                                         for t in adapter_tensors.values())
     with writing(tmp, needed=needed):
         tmp.mkdir(parents=True)
         for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
@@ -606,8 +608,8 @@ def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weight
             config, tensors = adapter
             (tmp / ADAPTER).mkdir()
             write_json(tmp / ADAPTER / ADAPTER_CONFIG, config)
-            save_file({n: t.detach().float().contiguous() for n, t in tensors.items()}, str(tmp / ADAPTER / ADAPTER_WEIGHTS),
-                      metadata={"format": "pt"})
+            save_file({n: t.detach().float().contiguous() for n, t in tensors.items()},
+                      str(tmp / ADAPTER / ADAPTER_WEIGHTS), metadata={"format": "pt"})
         write_json(tmp / TRAINER_STATE, check_record(TrainerState, state | {"step": step}, str(tmp / TRAINER_STATE)))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)

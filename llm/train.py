@@ -227,7 +227,8 @@ class TrainingRun:
 
             start = self.trainer_phase.start
             base = self.cfg.model if start == 0 else rundir.checkpoint_dir(self.dir, start)  # the phase's W0
-            adapter = (grpo_lora.adapter_config(self.trainer.policy, base), grpo_lora.adapter_state(self.trainer.policy))
+            policy = self.trainer.policy
+            adapter = (grpo_lora.adapter_config(policy, base), grpo_lora.adapter_state(policy))
         state = {"elapsed": elapsed, "settings_sha256": self.manifest.get("settings_sha256", "")}
         path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), state, opt, adapter)
         stop_point(f"checkpoint-{step}")

@@ -100,8 +100,8 @@ def compare_group(group: Group) -> dict | None:
     if not runs:
         return None
     base, final = [eval_of(r, "base") for r in runs], [eval_of(r, "final") for r in runs]
-    out = {"group": group.name, "seeds": sorted(r.seed for r in runs), "correct": final[0].get("correct", "reward >= 1"),
-           "rewards": {}, "pass_at_k": {}}
+    out = {"group": group.name, "seeds": sorted(r.seed for r in runs),
+           "correct": final[0].get("correct", "reward >= 1"), "rewards": {}, "pass_at_k": {}}
     for name in final[0].get("rewards", {}):
         pairs = [(b.get("rewards", {}).get(name, {}).get("mean"), f["rewards"].get(name, {}).get("mean"))
                  for b, f in zip(base, final)]
@@ -149,7 +149,8 @@ def render(section: dict) -> list[str]:
     lines.append("")
     for c in section["comparison"]:
         lines += [f"### `{c['group']}`: base -> final ({len(c['seeds'])} seed{'s' * (len(c['seeds']) != 1)}; "
-                  f"correct: {c['correct']})", "", "| measure | base | final | change [95%] |", "| --- | --- | --- | --- |"]
+                  f"correct: {c['correct']})", "", "| measure | base | final | change [95%] |",
+                  "| --- | --- | --- | --- |"]
         for name, r in c["rewards"].items():
             lines.append(f"| reward `{name}` (mean) | {r['base']:.3f} | {r['final']:.3f} | "
                          f"{r['change']['mean']:+.3f} {_interval(r['change'])} |")

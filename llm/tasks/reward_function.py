@@ -206,7 +206,8 @@ class RewardTimeout(BaseException):
 @contextlib.contextmanager
 def time_limit(seconds: float):
     """Raise RewardTimeout in the block after `seconds` (0: no limit). SIGALRM's timer works in the main thread only
-    (where `llm train` calls the rewards); elsewhere, and where the platform has no SIGALRM, the block is not limited."""
+    (where `llm train` calls the rewards); elsewhere, and where the platform has no SIGALRM, the block is not
+    limited."""
     if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
         yield
         return
@@ -331,10 +332,11 @@ class RewardFunctions:
         model = columns.get("reward_model")
         truth = model["ground_truth"] if isinstance(model, dict) and "ground_truth" in model \
             else columns.get("ground_truth")
-        if truth is None and "ground_truth" not in columns and not (isinstance(model, dict) and "ground_truth" in model):
+        held = "ground_truth" in columns or (isinstance(model, dict) and "ground_truth" in model)
+        if truth is None and not held:
             raise RewardFunctionError(f"{SETTING} {self.label(j)!r} has verl's signature, which needs a ground truth, "
-                                      f"but {_row(problem, completion).split(',')[0]} has neither reward_model.ground_truth "
-                                      "nor a ground_truth column (map one: --data_fields ground_truth=COLUMN)")
+                                      f"but data row {problem.id} has neither reward_model.ground_truth nor a "
+                                      "ground_truth column (map one: --data_fields ground_truth=COLUMN)")
         try:
             with time_limit(self.timeout):
                 value = self.functions[j](data_source=columns.get("data_source"), solution_str=completion,

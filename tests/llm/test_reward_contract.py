@@ -187,8 +187,8 @@ def test_reward_statistics_by_hand():
     chosen = reward_stats(rewards, parts, np.ones((2, 3)), problems, np.array([[False, False, True], [False] * 3]))
     assert chosen["by_data_source"]["x"]["pass_at_1"] == pytest.approx(1 / 3)
     assert chosen["by_data_source"]["y"]["pass_at_1"] == 0.0
-    one_of_three = reward_stats(np.array([[1.0, 1.0], [0.0, 1.0], [2.0, 5.0]]), {}, np.ones((3, 2)), [Problem("d", "s")] * 3,
-                                np.ones((3, 2), dtype=bool))
+    one_of_three = reward_stats(np.array([[1.0, 1.0], [0.0, 1.0], [2.0, 5.0]]), {}, np.ones((3, 2)),
+                                [Problem("d", "s")] * 3, np.ones((3, 2), dtype=bool))
     assert one_of_three["reward_zero_std_share"] == pytest.approx(1 / 3)  # only the first prompt's samples agree
     never = reward_stats(rewards, {"g": np.full((2, 3), np.nan)}, np.ones((2, 3)), [Problem("c", "r")] * 2, correct)
     assert never["rewards"]["g"] == {"mean": None, "std": None, "applied": 0.0} and "by_data_source" not in never

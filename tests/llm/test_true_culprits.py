@@ -87,7 +87,8 @@ def test_verl_rewards_without_score_or_ground_truth_are_named(folder):
     bare = Problem("prompts/test/5", "p", {"columns": {"answer": "6"}})
     with pytest.raises(RewardFunctionError, match=r"has verl's signature, which needs a ground truth, but data row "
                                                   r"prompts/test/5 has neither reward_model.ground_truth nor a "
-                                                  r"ground_truth column \(map one: --data_fields ground_truth=COLUMN\)"):
+                                                  r"ground_truth column \(map one: --data_fields "
+                                                  r"ground_truth=COLUMN\)"):
         RewardFunctions(["my_rewards:verl_ok"]).score([bare], ["6"])
 
 
@@ -101,7 +102,8 @@ def test_a_single_json_object_and_a_missing_dependency_are_named(folder):
     with pytest.raises(ValueError) as err:
         RewardFunctions(["needs_missing:f"])
     assert str(err.value) == ("reward_function 'needs_missing:f': 'needs_missing' was found, but it imports "
-                              "'surely_not_installed_pkg', which is not installed (pip install it into this environment)")
+                              "'surely_not_installed_pkg', which is not installed (pip install it into this "
+                              "environment)")
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -133,7 +135,8 @@ def test_resume_on_a_model_and_out_holding_other_files_name_the_folder(folder, t
     (folder / "notes").mkdir()
     (folder / "notes" / "todo.txt").write_text("x")
     err = _err(["train", "--model", str(tiny_model_dir), "--out", "notes", "--steps", "1"], capsys)
-    assert "--out notes is a folder with other files in it (not a run of `llm train`); give a new or empty folder" in err
+    assert ("--out notes is a folder with other files in it (not a run of `llm train`); give a new or empty "
+            "folder") in err
 
 
 def test_train_data_equal_to_test_data_is_warned(folder, tiny_model_dir, capsys):
@@ -149,8 +152,9 @@ def test_train_data_equal_to_test_data_is_warned(folder, tiny_model_dir, capsys)
 def test_a_hung_reward_stops_at_the_second_ctrl_c_and_leaves_no_folder(folder, tiny_model_dir):
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, "-m", "escov.llm", "train", "--task", "prompts", "--test_data", "d.jsonl",
-                             "--data", "d.jsonl", "--reward_function", "my_rewards:hangs", "--model", str(tiny_model_dir),
-                             "--out", "run", "--steps", "1", "--eval_samples", "2", "--eval_ks", "1", "--no-progress"],
+                             "--data", "d.jsonl", "--reward_function", "my_rewards:hangs",
+                             "--model", str(tiny_model_dir), "--out", "run", "--steps", "1", "--eval_samples", "2",
+                             "--eval_ks", "1", "--no-progress"],
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=folder)
     deadline = time.monotonic() + 120
     while not (folder / "called").exists():  # the base evaluation calls the reward, which never returns
