@@ -94,12 +94,13 @@ def test_the_console_script_records_a_reward_module_of_the_current_folder_and_re
     records = [{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)]
     (project / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (project / "my_rewards.py").write_text(REWARDS)
-    done = _escov(script, project, "llm", "train", "--model", str(tiny_model_dir), "--out", "run", "--task", "prompts",
-                  "--data", "train.jsonl", "--data_split", "first-4", "--reward_function", "my_rewards:exact", "--algo", "es", "--steps", "1",
-                  "--checkpoint_every", "1", "--batch_size", "2", "--train_pool", "4", "--threads", "1",
-                  "--max_completion_length", "4", "--step_samples", "2", "--probe", "false", "--eval_problems", "2",
-                  "--eval_samples", "2", "--eval_ks", "1", "--heldout_task", "", "--threshold_keep", "",
-                  "--es.population_size", "2", "--no-progress")
+    done = _escov(script, project, "llm", "train", "--model", str(tiny_model_dir), "--out", "run",
+                  "--task", "prompts", "--data", "train.jsonl", "--data_split", "first-4",
+                  "--reward_function", "my_rewards:exact", "--algo", "es", "--steps", "1", "--checkpoint_every", "1",
+                  "--batch_size", "2", "--train_pool", "4", "--threads", "1", "--max_completion_length", "4",
+                  "--step_samples", "2", "--probe", "false", "--eval_problems", "2", "--eval_samples", "2",
+                  "--eval_ks", "1", "--heldout_task", "", "--threshold_keep", "", "--es.population_size", "2",
+                  "--no-progress")
     assert done.returncode == 0, done.stderr[-2000:]
 
     source = (project / "my_rewards.py").resolve()
