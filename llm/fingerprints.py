@@ -1,6 +1,6 @@
 """What a run was made from, so that a resume or a report can refuse what changed.
 
-A run directory's inputs.json (written by llm/train.py, read and written through llm/rundir.py) records:
+A run directory's inputs.json (written by llm/train.py, read and written through llm/rundir/) records:
 
     code             {"commit", "modified", "diff_sha256", "version"}: the git commit of the source tree when
                      escov runs from a git checkout (modified: tracked files differ from the commit, with the

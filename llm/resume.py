@@ -1,6 +1,6 @@
 """Where a run continues from: the newest checkpoint that loads and that every earlier metrics row leads up to.
 
-A run directory (llm/rundir.py) holds checkpoints/step-N for the steps llm.train.checkpoint_due names. On
+A run directory (llm/rundir/) holds checkpoints/step-N for the steps llm.train.checkpoint_due names. On
 resume, each is tried newest first:
 
     rows       metrics.jsonl must hold a row for every step up to N; when it lacks some, the checkpoint is

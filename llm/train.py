@@ -8,7 +8,7 @@ Run directory (the interface to paper_checks):
                        phase's steps
     inputs.json        what the run was made from: code version, settings hash, each input's paths and sha256
                        (llm/fingerprints.py); a resume refuses a changed input and records a change of code
-    metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
+    metrics.jsonl      one StepMetrics record per step (llm/rundir/records.py: every file's records)
     probe.json         {"measurements": [...]}: the Lemma 1 probe before training, every probe_every steps, at the end
                        (none with probe = false)
     completions.jsonl  prompts, completions and rewards kept at each evaluation (and every completions_every steps)

@@ -73,7 +73,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
     # again (20-30 s each); the reader and writer it checks end to end are tested in process by test_rundir_records.py
-    "rundir": (("llm/rundir.py", "paper_checks/rundir.py"),
+    "rundir": (("llm/rundir/records.py", "llm/rundir/jsonio.py", "llm/rundir/disk.py", "llm/rundir/files.py",
+                "llm/rundir/config_files.py", "llm/rundir/checkpoints.py", "llm/rundir/lock.py",
+                "llm/rundir/integrity.py", "paper_checks/rundir.py"),
                ("tests/llm/test_rundir_records.py", "tests/llm/test_hostile_inputs.py")),
     # the ES update, the member weights and their restore: every test here runs the step in process
     "es": (("llm/es/algorithm.py", "llm/es/center.py", "llm/es/plan.py"),
