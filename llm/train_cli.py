@@ -20,8 +20,8 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting (llm/config.py), plus --config, --resume and the flags of the command itself."""
-    from escov.llm.config import _parse_flag
+    """One flag per setting (llm/settings/), plus --config, --resume and the flags of the command itself."""
+    from escov.llm.settings.sources import _parse_flag
     from escov.llm.settings_help import add_train_arguments
 
     add_train_arguments(parser)
