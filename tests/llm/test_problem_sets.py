@@ -11,7 +11,7 @@ from escov.llm.cli import main as llm_main
 from escov.llm.config import TrainConfig
 from escov.llm.problem_sets import eval_set, heldout_set, probe_problems
 from escov.llm.tasks import get_task
-from escov.paper_checks.reproduce import BUDGETS, plan
+from escov.paper_checks.reproduce.reproduction import BUDGETS, plan
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -1,4 +1,4 @@
-"""Each setting of a reproduction's budget (paper_checks/reproduce.py Budget), changed, changes the
+"""Each setting of a reproduction's budget (paper_checks/reproduce/reproduction.py Budget), changed, changes the
 reproduction it plans: the runs of `plan` and the jobs of `reproduction_jobs`, read without running them."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from escov.paper_checks.lemma_grid import GridDesign
-from escov.paper_checks.reproduce import BUDGETS, ES_VARIANTS, plan, reproduction_jobs
+from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
+from escov.paper_checks.reproduce.reproduction import BUDGETS, ES_VARIANTS, plan, reproduction_jobs
 
 SMALL = BUDGETS["small"]
 CHANGED = replace(SMALL, seeds=(5, 7), task="countdown", switch_fraction=0.25, schedules=True,
@@ -66,7 +66,7 @@ def test_presets_scale_grid_and_curve_reach_their_jobs(tmp_path):
 
 
 def test_base_settings_and_the_premise_control_reach_their_jobs(tmp_path):
-    from escov.paper_checks import reproduce
+    from escov.paper_checks.reproduce import reproduction as reproduce
 
     budget = replace(CHANGED, base_settings=(("rare_keep", "0.5"),), premise_control=True)
     jobs = reproduction_jobs(budget, tmp_path, None, progress=False)

@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from escov.paper_checks import plots, reproduce
+from escov.paper_checks import plots
+from escov.paper_checks.reproduce import reproduction as reproduce
 from escov.paper_checks.cli import main as cli_main
 from escov.paper_checks.report import build_report, collect
 from escov.theory.metrics import pass_at_k_counts

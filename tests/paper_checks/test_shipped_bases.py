@@ -1,4 +1,4 @@
-"""The shipped bases (paper_checks/bases): the quick look's and the answer's, one per recipe (a preset and the
+"""The shipped bases (paper_checks/reproduce/bases): the quick look's and the answer's, one per recipe (a preset and the
 fields it replaces) for the current code and torch, nothing else in the folder, taken by a reproduction instead of
 pretraining, and (slow) equal to what the stated command builds."""
 import json
@@ -8,8 +8,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from escov.paper_checks import reproduce
-from escov.paper_checks.reproduce import BUDGETS, SHIPPED_BASES, SHIPPED_RECIPES, SHIPPED_RECORD, base_cache_key
+from escov.paper_checks.reproduce import reproduction as reproduce
+from escov.paper_checks.reproduce.reproduction import BUDGETS, SHIPPED_BASES, SHIPPED_RECIPES, SHIPPED_RECORD, base_cache_key
 
 QUICK = BUDGETS["small"].base_preset
 ANSWER = (BUDGETS["answer"].base_preset, BUDGETS["answer"].base_settings)
@@ -43,7 +43,7 @@ def test_each_shipped_base_is_keyed_by_the_current_code(preset, settings):
 
 
 def test_only_the_quick_looks_and_the_answers_bases_ship():
-    # the repository stays small: a base no budget takes from paper_checks/bases is not kept there
+    # the repository stays small: a base no budget takes from paper_checks/reproduce/bases is not kept there
     assert SHIPPED_RECIPES == ((QUICK, ()), ANSWER) and ANSWER[1]  # two recipes: the answer replaces fields
     assert not BUDGETS["small"].sweep_populations and not BUDGETS["answer"].sweep_populations
     assert len(list(SHIPPED_BASES.iterdir())) == len(SHIPPED_RECIPES)

@@ -9,19 +9,19 @@
     out/shared/               the base evaluation and step-0 probe, once per setting
                               (the runs of one seed from one base share them)
     out/lemma_grid.json       Lemma 1 over a grid of sigma and N on the base model
-    out/premise-control/      the premise's positive control, when the budget has one (paper_checks/premise.py)
+    out/premise-control/      the premise's positive control, when the budget has one (reproduce/premise_control.py)
     out/report/               REPORT.md, report.json, plots, run_info.json (with each stage's time)
 
 Each stage is skipped when its output is complete, so a rerun after an interruption only does what
 is left (an interrupted training run resumes from its last checkpoint, an interrupted curve from its
-last point). Every stage is a job of one pool (paper_checks/jobs.py) that runs `jobs` at a time,
+last point). Every stage is a job of one pool (paper_checks/reproduce/jobs.py) that runs `jobs` at a time,
 each in its own process on one thread (`--jobs`, default: the machine's cores): the two bases, theory
 and simulate side by side, then the training runs, with the rescaled runs (after the main ES runs
 whose reward spread they use) and the Lemma 1 grid among them, so no core waits for a stage to end.
 
 The pretrained bases are keyed by their preset's settings, the seed, the torch version and the source
 of the code that builds them (base_cache_key). A base is taken from the first of: the repository's
-shipped bases (paper_checks/bases/PRESET-KEY: the `paper` preset's, the base of the quick look and of the
+shipped bases (paper_checks/reproduce/bases/PRESET-KEY: the `paper` preset's, the base of the quick look and of the
 answer, 1.1 MB, so a fresh clone does not pretrain for 9 minutes; `python -m escov.paper_checks bases` rebuilds
 it after that code changes), the cache outside the output folder ($ESCOV_CACHE/bases, default
 ~/.cache/escov/bases), or pretraining (then stored in the cache). `python -m escov.llm pretrain --preset paper
@@ -51,12 +51,12 @@ import torch
 from escov.llm.curve import MAX_POINTS
 from escov.llm.rundir import read_json, read_steps
 from escov.paper_checks.evidence import load_lemma_grid
-from escov.paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
-from escov.paper_checks.lemma_grid import GridDesign
-from escov.paper_checks.premise import CONTROL_GRPO
+from escov.paper_checks.reproduce.jobs import Job, cpu_seconds, run_jobs, stage_times
+from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
+from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
 from escov.paper_checks.report import build_report
 from escov.paper_checks.summary import PUBLISHED, load_published
-from escov.paper_checks.training_runs import complete, run_jobs_of, run_one
+from escov.paper_checks.reproduce.training_runs import complete, run_jobs_of, run_one
 from escov.theory.budget import es_flops, grpo_flops
 from escov.theory.matched import RESOLUTION
 
@@ -111,7 +111,7 @@ class Budget:
     grpo: dict
     sweep_populations: tuple[int, ...]
     simulate_scale: float
-    grid: GridDesign                 # the Lemma 1 grid on the base (paper_checks/lemma_grid.py)
+    grid: GridDesign                 # the Lemma 1 grid on the base (reproduce/lemma_grid_measurement.py)
     switch_fraction: float = 0.5
     task: str = "countdown"
     es_variants: tuple[str, ...] | None = None   # names of ES_VARIANTS to run (None: all of them)
@@ -458,18 +458,18 @@ def grid_settings(budget: Budget) -> dict:
 
 
 def _lemma_grid(path: Path, base: Path, budget: Budget, progress: bool) -> None:
-    from escov.paper_checks.lemma_grid import measure_grid
+    from escov.paper_checks.reproduce.lemma_grid_measurement import measure_grid
     torch.set_num_threads(budget.common["threads"])
     path.write_text(json.dumps(measure_grid(base, budget.grid, progress=progress, **grid_settings(budget))))
 
 
-PREMISE_DIR = "premise-control"  # out/premise-control/: the premise's positive control (paper_checks/premise.py)
+PREMISE_DIR = "premise-control"  # out/premise-control/: the premise's positive control (reproduce/premise_control.py)
 
 
 def _premise_control(base: Path, out: Path, budget: Budget) -> None:
     """The premise's positive control on the base with the budget's settings, its runs one after another in this
     worker (one thread)."""
-    from escov.paper_checks.premise import run_control
+    from escov.paper_checks.reproduce.premise_control import run_control
 
     torch.set_num_threads(1)
     run_control(base, out, budget, jobs=1, log=lambda msg: None)
