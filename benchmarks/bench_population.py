@@ -49,7 +49,7 @@ VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-sta
 
 def shipped_base() -> Path:
     """The quick look's base model as it ships with the repository (paper_checks/reproduce/bases)."""
-    from escov.paper_checks.reproduce.reproduction import SHIPPED_RECIPES, shipped_base_dir
+    from escov.paper_checks.reproduce.bases import SHIPPED_RECIPES, shipped_base_dir
     path = shipped_base_dir(*SHIPPED_RECIPES[0])
     if not (path / "config.json").exists():
         raise SystemExit(f"no shipped base at {path} (torch or code changed): run python -m escov.paper_checks bases, "

@@ -209,7 +209,7 @@ def test_model() -> Path:
     tests run in a pytest session of their own, where the fixture would pretrain it again (seconds) inside
     mutmut's time limit, which counts only the tests' calls: every such mutant would count as caught by a
     timeout before any test ran."""
-    from escov.paper_checks.reproduce.reproduction import base_cache_key
+    from escov.paper_checks.reproduce.bases import base_cache_key
 
     out = WORK / f"test-model-{base_cache_key('test')}"
     if not (out / "config.json").exists():

@@ -67,7 +67,7 @@ def test_no_command_that_chooses_a_setting_reads_the_answers_test_prompts():
     """Each command's prompts (the first 16 of what it reads: the draws differ only in length) lie in number sets
     outside the test split, by the split rule checked above, so none is one of the answer's test prompts."""
     from escov.paper_checks.reproduce import pilot, premise_control, step_sweep
-    from escov.paper_checks.reproduce.reproduction import BUDGETS
+    from escov.paper_checks.reproduce.budgets import BUDGETS
 
     answer = BUDGETS["answer"]
     answer_cfg = TrainConfig.from_dict(answer.common | {"task": answer.task, "model": "base", "out": "run"})

@@ -51,7 +51,7 @@ def run(args, argv: list[str] | None) -> int | tuple[dict, Path]:
     """Run the experiment command `args.command`: its exit status, or for `reproduce` its report and the folder
     the report is in (paper_checks/cli.py prints its summary)."""
     if args.command == "bases":
-        from escov.paper_checks.reproduce.reproduction import ship_bases
+        from escov.paper_checks.reproduce.bases import ship_bases
         for path in ship_bases():
             print(f"shipped base: {path}")
         return 0
@@ -63,7 +63,7 @@ def run(args, argv: list[str] | None) -> int | tuple[dict, Path]:
         return pilot_main(args)
     if args.command == "premise-control":
         from escov.paper_checks.reproduce.premise_control import main_args as premise_main
-        from escov.paper_checks.reproduce.reproduction import BUDGETS
+        from escov.paper_checks.reproduce.budgets import BUDGETS
         return premise_main(args, BUDGETS["answer"])
     from escov.paper_checks.reproduce.reproduction import REPORT_DIR, reproduce
     report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs,

@@ -42,7 +42,7 @@ CONTROL_CURVE = {"points": CONTROL_STEPS // CONTROL_CHECKPOINT_EVERY, "samples":
 
 def control_runs(model: Path, budget, seeds: tuple[int, ...] = CONTROL_SEEDS, steps: int = CONTROL_STEPS,
                  grpo: dict | None = None, checkpoint_every: int = CONTROL_CHECKPOINT_EVERY) -> dict[str, dict]:
-    """The control's GRPO runs: the budget's settings (reproduction.Budget: the answer's), grpo's step, `steps` steps, a
+    """The control's GRPO runs: the budget's settings (budgets.Budget: the answer's), grpo's step, `steps` steps, a
     checkpoint every `checkpoint_every`; the trainer's own final evaluation on a few test prompts is never read."""
     b = budget
     common = b.common | {"steps": steps, "checkpoint_every": checkpoint_every, "checkpoint_dense": 0, "probe_every": 0,

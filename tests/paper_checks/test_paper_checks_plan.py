@@ -7,7 +7,8 @@ import pytest
 from escov.llm import schedules
 from escov.llm.config import TrainConfig
 from escov.paper_checks.evidence import variant
-from escov.paper_checks.reproduce.reproduction import BUDGETS, plan
+from escov.paper_checks.reproduce.budgets import BUDGETS
+from escov.paper_checks.reproduce.plan import plan
 
 
 def test_plan_builds_valid_configs_for_every_variant():
@@ -198,7 +199,7 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
     from dataclasses import replace
 
     from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
-    from escov.paper_checks.reproduce.reproduction import PREMISE_BASE, PREMISE_STEPS, SMALL_SIGMA
+    from escov.paper_checks.reproduce.budgets import PREMISE_BASE, PREMISE_STEPS, SMALL_SIGMA
 
     answer, regime = BUDGETS["answer"], BUDGETS["answer-paper-regime"]
     # the base the positive control narrowed on, GRPO at the control's step, ES also inside Lemma 1's regime

@@ -8,7 +8,7 @@ import pytest
 
 from escov.paper_checks.reproduce.step_sweep import (ENTROPY_DROP, MIN_POINTS, SETTINGS, SWEEP_SEED, Setting, Trace, choose,
                                      common_range, entropy_fall, judge, points_inside, run_sweep, sweep_runs)
-from escov.paper_checks.reproduce.reproduction import ANSWER_SEEDS, BUDGETS
+from escov.paper_checks.reproduce.budgets import ANSWER_SEEDS, BUDGETS
 
 
 def trace(name, pass1, entropy=None):
