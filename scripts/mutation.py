@@ -51,7 +51,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                    "tests/paper_checks/test_design_coverage.py", "tests/paper_checks/test_design_planning.py")),
     # the checks on runs built in memory first (test_real_checks.py: no run directory, no report); the report tests that
     # assemble a whole report (plots, the simulate level) are left out below
-    "real_checks": (("paper_checks/real_checks.py",),
+    "real_checks": (("paper_checks/real_checks/decide.py", "paper_checks/real_checks/needs.py", "paper_checks/real_checks/passk.py",
+                     "paper_checks/real_checks/at_matched.py", "paper_checks/real_checks/per_run.py",
+                     "paper_checks/real_checks/lemmas.py"),
                     ("tests/paper_checks/test_real_checks.py", "tests/paper_checks/test_paper_checks_verdicts.py",
                      "tests/paper_checks/test_report_rendering.py")),
     "matched": (("theory/matched.py", "paper_checks/matched.py"),
