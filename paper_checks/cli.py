@@ -7,6 +7,8 @@
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
     pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
     premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
+    coverage SOURCE... --reference NAME [--json OUT] [--plots DIR]     Pass@k to n, k*, solvability of any completions
+                                                                     (also `escov coverage`; docs/coverage.md)
 """
 from __future__ import annotations
 
@@ -24,6 +26,10 @@ def _print_summary(report: dict, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["coverage"]:  # its own parser (paper_checks/coverage/cli.py)
+        from escov.paper_checks.coverage.cli import main as coverage_main
+        return coverage_main(given[1:])
     parser = argparse.ArgumentParser(prog="python -m escov.paper_checks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -43,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     pro.add_argument("--out", type=Path, required=True)
     pro.add_argument("--model", type=Path, help="start from this local model instead of pretraining the tiny one")
     pro.add_argument("--no-progress", action="store_true")
+    sub.add_parser("coverage", help="Pass@k to n, k*, solvability sets of any trainer's completions (docs/coverage.md)")
     sub.add_parser("bases", help="pretrain the shipped bases (the quick look's and the answer's) for the current code (paper_checks/bases)")
     swp = sub.add_parser("sweep", help="the step-size sweep that chooses the answer budget's GRPO lr and ES sigma, "
                                        "alpha on training-split prompts (paper_checks/step_sweep.py)")
