@@ -22,10 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from escov.paper_checks.coverage.table import Coverage, InputError
-from escov.theory.coverage import (answer_entropy, cover_at_tau, crossing_k, distinct_correct, k_grid,
-                                   pass_at_k_table, percentile_interval, problem_bootstrap_indices, solvability)
+from escov.theory.coverage import (
+    answer_entropy,
+    cover_at_tau,
+    crossing_k,
+    distinct_correct,
+    k_grid,
+    pass_at_k_table,
+    percentile_interval,
+    problem_bootstrap_indices,
+    solvability,
+)
 from escov.theory.metrics import maj_at_k
 
 TAUS = (0.25, 0.5, 0.75)

@@ -5,7 +5,7 @@ Each source is `[NAME=]PATH`; NAME, when given, is the model of every row the so
     plain        .jsonl / .csv / .parquet (or a .json list of records): columns prompt_id, and correct (0/1) or
                  reward (correct when reward >= --reward-threshold, default 1, escov's and TRL recipes' convention),
                  or completion (scored by --task / --reward-function); optional model, seed, step, sample,
-                 solution_id or answer (its canonical solution), vote. Without `sample`, a prompt's samples are
+                 solution_id (its canonical solution or final answer), vote. Without `sample`, a prompt's samples are
                  numbered in file order. A `step` column without `model` makes each step a model ("step 40").
     trl          TRL's GRPOTrainer with log_completions=True: OUTPUT_DIR/completions/completions_<step>.parquet
                  (columns step, prompt, completion, one column per reward function named after it, advantage;
@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from escov.paper_checks.coverage.table import InputError, ModelCounts
 
 FORMATS = ("auto", "plain", "trl", "verl", "es-at-scale", "escov")
@@ -134,8 +133,8 @@ def _steps_as_models(df: pd.DataFrame) -> pd.DataFrame:
 
 def plain(path: Path) -> pd.DataFrame:
     df = read_records(path)
-    if "solution_id" in df.columns and "answer" not in df.columns:
-        df = df.rename(columns={"solution_id": "answer"})
+    if "solution_id" in df.columns:
+        df = df.rename(columns={"solution_id": "solution"})
     return _steps_as_models(df)
 
 

@@ -1,7 +1,7 @@
 """Scoring completions that come without a `correct` column: a task's verifier or a user's reward functions.
 
     --task NAME             one of escov's tasks (llm/tasks): its verifier scores each completion, and its
-                            canonical answer and Maj@k vote fill `answer` and `vote`. The rows hold the fields
+                            canonical answer and Maj@k vote fill `solution` and `vote`. The rows hold the fields
                             the task's verifier reads (Countdown: numbers, target; gsm8k/deepscaler: gold), and
                             the prompt style and reward convention are --prompt-style / --reward (escov's names).
     --reward-function F     reward functions as `llm train` takes them (TRL's batch contract, or verl's
@@ -13,10 +13,9 @@ Both import escov.llm's tasks lazily (they are only needed here); nothing loads 
 from __future__ import annotations
 
 import pandas as pd
-
 from escov.paper_checks.coverage.table import InputError
 
-SKIPPED = ("at", "model", "seed", "sample", "correct", "reward", "answer", "vote", "prompt", "completion")
+SKIPPED = ("at", "model", "seed", "sample", "correct", "reward", "solution", "vote", "prompt", "completion")
 
 
 def _meta(row: dict, task_name: str | None) -> dict:
@@ -35,7 +34,7 @@ def _need(df: pd.DataFrame, columns: tuple, why: str) -> None:
 
 
 def score_with_task(df: pd.DataFrame, task_name: str, threshold: float, **task_kwargs) -> pd.DataFrame:
-    """correct, answer and vote of every row from the task's verifier (rows grouped by their verifier fields)."""
+    """correct, solution and vote of every row from the task's verifier (rows grouped by their verifier fields)."""
     from escov.llm.tasks import get_task
     from escov.llm.tasks.base import Problem
 
@@ -52,7 +51,7 @@ def score_with_task(df: pd.DataFrame, task_name: str, threshold: float, **task_k
             votes.append(task.vote(problem, text))
         except (ValueError, TypeError, KeyError) as err:
             raise InputError(f"{row['at']}: the {task_name} verifier cannot read this row: {err}") from None
-    return df.assign(correct=correct, answer=answers, vote=votes)
+    return df.assign(correct=correct, solution=answers, vote=votes)
 
 
 def score_with_functions(df: pd.DataFrame, functions: list[str], weights: list[float] | None,

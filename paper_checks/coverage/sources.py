@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from escov.paper_checks.coverage import reader
 from escov.paper_checks.coverage.table import Coverage, InputError
 
@@ -49,7 +48,8 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
         df["seed"] = 0
     bad = pd.to_numeric(df["seed"], errors="coerce").isna()
     if bad.any():
-        raise InputError(f"{df['at'][bad].iloc[0]}, column 'seed': expected an integer, got {df['seed'][bad].iloc[0]!r}")
+        raise InputError(f"{df['at'][bad].iloc[0]}, column 'seed': expected an integer, "
+                         f"got {df['seed'][bad].iloc[0]!r}")
     df["seed"] = df["seed"].astype(np.int64)
     df["prompt_id"] = df["prompt_id"].map(lambda p: p if isinstance(p, str) else reader._text(p))
     if "sample" not in df.columns:
@@ -85,7 +85,7 @@ def load(specs: list[str], options: ReadOptions) -> Coverage:
     label = ", ".join(str(reader.split_source(s)[1]) for s in specs)
     models = {}
     if frames:
-        keep = [c for c in ("model", "seed", "prompt_id", "sample", "correct", "at", "answer", "vote")
+        keep = [c for c in ("model", "seed", "prompt_id", "sample", "correct", "at", "solution", "vote")
                 if any(c in f.columns for f in frames)]
         table = pd.concat([f.reindex(columns=keep) for f in frames], ignore_index=True)
         models = dict(Coverage.from_rows(table, label).models)

@@ -1,4 +1,4 @@
-"""The analyzer's one stored table: (model, seed, prompt, sample, correct, answer, vote), checked, then counted.
+"""The analyzer's one stored table: (model, seed, prompt, sample, correct, solution, vote), checked, then counted.
 
 Readers (reader.py) hand over a pandas DataFrame with the columns below (`at` names each row's
 file and place in it, "table.jsonl line 12"); `Coverage.from_rows` checks it and counts it. A source that
@@ -9,8 +9,9 @@ stores counts only (an escov eval.json) builds the counts directly (`ModelCounts
     prompt_id  str  the prompt
     sample     str  the sample's id within (model, seed, prompt); unique there
     correct    int  1 when the completion is correct, else 0
-    answer     object (optional) its canonical solution (None: none), for distinct solutions and answer entropy
-    vote       object (optional) its Maj@k vote (the answer when the task defines no other)
+    solution   object (optional) its canonical solution or final answer (None: none), for distinct solutions
+               and answer entropy (a source's `solution_id` column)
+    vote       object (optional) its Maj@k vote (the solution when the task defines no other)
 
 Every check names the file, the row and the column and what was expected (InputError, one line).
 """
@@ -36,7 +37,7 @@ class ModelCounts:
     prompt_ids: list
     counts: np.ndarray                      # [seeds, prompts] int
     seeds: list = field(default_factory=lambda: [0])
-    answers: list | None = None             # [seed][prompt] -> (answers, correct flags, votes) of its n samples
+    answers: list | None = None             # [seed][prompt] -> (solutions, correct flags, votes) of its n samples
 
 
 def _binary(values: pd.Series, at: pd.Series) -> np.ndarray:
@@ -44,7 +45,9 @@ def _binary(values: pd.Series, at: pd.Series) -> np.ndarray:
     bad = ~numeric.isin([0, 1])
     if bad.any():
         i = int(np.argmax(bad.to_numpy()))
-        raise InputError(f"{at.iloc[i]}, column 'correct': expected 0 or 1, got {values.iloc[i]!r}")
+        value = values.iloc[i]
+        raise InputError(f"{at.iloc[i]}, column 'correct': expected 0 or 1, "
+                         f"got {value.item() if isinstance(value, np.generic) else value!r}")
     return numeric.to_numpy().astype(np.int64)
 
 
@@ -56,7 +59,8 @@ def _check_unique_samples(df: pd.DataFrame) -> None:
         second = rows[(rows.model == first.model) & (rows.seed == first.seed) & (rows.prompt_id == first.prompt_id)
                       & (rows["sample"] == first["sample"])].iloc[1]
         raise InputError(f"{second['at']}, column 'sample': duplicate sample id {first['sample']!r} of "
-                         f"prompt {first.prompt_id!r} (model {first.model!r}, seed {first.seed}); first at {first['at']}")
+                         f"prompt {first.prompt_id!r} (model {first.model!r}, seed {first.seed}); "
+                         f"first at {first['at']}")
 
 
 def _one_sample_count(df: pd.DataFrame, source: str) -> int:
@@ -97,7 +101,7 @@ class Coverage:
             df[column] = df[column].astype(str)
         _check_unique_samples(df)
         n = _one_sample_count(df, source)
-        with_answers = "answer" in df.columns
+        with_answers = "solution" in df.columns
         models = {}
         for name, rows in df.groupby("model", sort=False):
             seeds = sorted(rows.seed.unique().tolist())
@@ -140,10 +144,10 @@ class Coverage:
 
 
 def _answers(rows: pd.DataFrame, seeds: list, prompts: list) -> list:
-    """[seed][prompt] -> (answers, correct flags, votes), in row order."""
-    votes = rows["vote"] if "vote" in rows.columns else rows["answer"]
+    """[seed][prompt] -> (solutions, correct flags, votes), in row order."""
+    votes = rows["vote"] if "vote" in rows.columns else rows["solution"]
     out = {(s, p): ([], [], []) for s in seeds for p in prompts}
-    for s, p, a, c, v in zip(rows.seed, rows.prompt_id, rows.answer, rows.correct, votes):
+    for s, p, a, c, v in zip(rows.seed, rows.prompt_id, rows.solution, rows.correct, votes):
         slot = out[(s, p)]
         slot[0].append(None if _missing(a) else a)
         slot[1].append(bool(c))

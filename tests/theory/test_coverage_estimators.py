@@ -5,10 +5,18 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from escov.theory.coverage import (
+    answer_entropy,
+    cover_at_tau,
+    crossing_k,
+    distinct_correct,
+    k_grid,
+    pass_at_k_table,
+    percentile_interval,
+    problem_bootstrap_indices,
+    solvability,
+)
 from scipy.stats import entropy as scipy_entropy
-
-from escov.theory.coverage import (answer_entropy, cover_at_tau, crossing_k, distinct_correct, k_grid,
-                                   pass_at_k_table, percentile_interval, problem_bootstrap_indices, solvability)
 
 
 def brute_pass_at_k(flags: list[int], k: int) -> float:

@@ -1,15 +1,14 @@
 """The analyzer's problem-bootstrap intervals on 1000 simulated data sets whose true population Pass@k,
 Cover@tau and k* are known (computed by quadrature over the prompt distribution, not by the analyzer).
 
-Prompts: the reference's success rate p ~ Beta(0.5, 2); the model sharpens half the prompts
-(p -> 1 - (1 - p)^4) and loses the others (p -> p / 10), each prompt's fate drawn at random, the pattern of Yue et al. 2025; the
-population truths are integrals over p and over the two halves."""
+Prompts: the reference's success rate p ~ Beta(0.5, 2); the model sharpens each prompt with
+probability 1/2 (p -> 1 - (1 - p)^4) and loses it otherwise (p -> p / 10), the pattern of Yue et al.
+2025; the population truths are integrals over p, averaged over the two fates."""
 import numpy as np
 import pytest
-from scipy import integrate, stats
-
 from escov.paper_checks.coverage.measure import bootstrap_weights
 from escov.theory.coverage import cover_at_tau, crossing_k, k_grid, pass_at_k_table, percentile_interval
+from scipy import integrate, stats
 
 A, B = 0.5, 2.0
 PROMPTS, N, REPLICATES, DATASETS = 200, 32, 500, 1000
