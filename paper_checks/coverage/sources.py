@@ -52,8 +52,6 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
                          f"got {df['seed'][bad].iloc[0]!r}")
     df["seed"] = df["seed"].astype(np.int64)
     df["prompt_id"] = df["prompt_id"].map(lambda p: p if isinstance(p, str) else reader._text(p))
-    if "sample" not in df.columns:
-        df["sample"] = df.groupby(["model", "seed", "prompt_id"], sort=False).cumcount()
     if options.task:
         from escov.paper_checks.coverage.scoring import score_with_task
         return score_with_task(df, options.task, options.threshold, **options.task_kwargs)
@@ -85,9 +83,14 @@ def load(specs: list[str], options: ReadOptions) -> Coverage:
     label = ", ".join(str(reader.split_source(s)[1]) for s in specs)
     models = {}
     if frames:
-        keep = [c for c in ("model", "seed", "prompt_id", "sample", "correct", "at", "solution", "vote")
-                if any(c in f.columns for f in frames)]
+        keep = ["model", "seed", "prompt_id", "sample", "correct", "at"] + [
+            c for c in ("solution", "vote") if any(c in f.columns for f in frames)]
         table = pd.concat([f.reindex(columns=keep) for f in frames], ignore_index=True)
+        table["sample"] = table["sample"].astype(object)
+        unnumbered = table["sample"].isna()
+        if unnumbered.any():  # samples without ids: numbered in file order within (model, seed, prompt), all files
+            auto = table[unnumbered].groupby(["model", "seed", "prompt_id"], sort=False).cumcount()
+            table.loc[unnumbered, "sample"] = ["#" + str(i) for i in auto]
         models = dict(Coverage.from_rows(table, label).models)
     for m in counted:
         if m.name in models:
