@@ -45,6 +45,7 @@ __all__ = ["MAX_COMPLETION_CHARS", "PROMPT_STYLES", "Countdown", "distinct_solut
 
 TARGET_TOLERANCE = 1e-12
 FIELDS = ("numbers", "target")
+VERDICTS_CACHED = 1 << 16  # answers whose verdict score() remembers (_verdict), per instance and process
 _OPS = ("+", "-", "*", "/")
 _ES_AT_SCALE_CHARS = frozenset("0123456789+-*/() ")
 _INSTRUCT = ("Using the numbers {numbers}, create an equation that equals {target}. You can use "
@@ -140,21 +141,27 @@ def score(completion: str, numbers: list[int], target, format_reward: float = 0.
     answer = extract_answer(completion, style)
     if answer is None:
         return 0.0
-    try:
-        tree = parse_expression(answer)
-        correct = sorted(literals(tree)) == sorted(numbers) and evaluate(tree) == value
-    except UnsafeExpression:
+    correct = _verdict(answer, tuple(sorted(numbers)), value)
+    if correct is None:
         return 0.0
     return 1.0 if correct else format_reward
 
 
 def _hits(answer: str, numbers, value: Fraction) -> bool:
     """The answer uses each number once and equals value (False for anything that is not an expression)."""
+    return _verdict(answer.strip(), tuple(sorted(numbers)), value) is True
+
+
+@functools.lru_cache(maxsize=VERDICTS_CACHED)
+def _verdict(answer: str, numbers: tuple[int, ...], value: Fraction) -> bool | None:
+    """None when the answer is not a whitelisted expression (or its evaluation is refused: division by zero,
+    magnitude); else whether it uses the sorted `numbers` once each and evaluates to value. A pure function of
+    its arguments, cached: the samples of one prompt repeat their answers (scores unchanged, only faster)."""
     try:
-        tree = parse_expression(answer.strip())
-        return sorted(literals(tree)) == sorted(numbers) and evaluate(tree) == value
+        tree = parse_expression(answer)
+        return sorted(literals(tree)) == list(numbers) and evaluate(tree) == value
     except UnsafeExpression:
-        return False
+        return None
 
 
 def random_expression(numbers: list[int], rng: random.Random) -> tuple[str, Fraction] | None:
