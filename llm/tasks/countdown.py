@@ -36,9 +36,9 @@ from escov.llm.tasks.data_files import check_fields, field, no_split_data, split
 from escov.llm.tasks.reasoning_format import (MAX_COMPLETION_CHARS, PROMPT_STYLES, after_thinking, check_style,
                                         es_at_scale_format_score, last_tagged, raw_prompt)
 from escov.llm.tasks.rewards import ES_AT_SCALE_FORMAT_WEIGHT, check_reward
-from escov.llm.tasks.safe_arith import (LEAF_PRECEDENCE, PRECEDENCE, Canon, UnsafeExpression, apply_op,
-                                  canonical, combine, evaluate, join_text, leaf, literals,
-                                  parse_expression)
+from escov.llm.tasks.safe_arith import (DIGIT_RUN, LEAF_PRECEDENCE, MAX_LITERAL_DIGITS, PRECEDENCE, Canon,
+                                  UnsafeExpression, apply_op, canonical, combine, evaluate, join_text, leaf,
+                                  literals, parse_expression)
 
 __all__ = ["MAX_COMPLETION_CHARS", "PROMPT_STYLES", "Countdown", "distinct_solutions", "extract_answer",
            "format_prompt", "parse_target", "score"]
@@ -141,6 +141,8 @@ def score(completion: str, numbers: list[int], target, format_reward: float = 0.
     answer = extract_answer(completion, style)
     if answer is None:
         return 0.0
+    if not format_reward and not _digit_runs_are(answer, numbers):
+        return 0.0  # refused or wrong: 0 either way (a parsed expression's literals are its digit runs)
     correct = _verdict(answer, tuple(sorted(numbers)), value)
     if correct is None:
         return 0.0
@@ -150,6 +152,15 @@ def score(completion: str, numbers: list[int], target, format_reward: float = 0.
 def _hits(answer: str, numbers, value: Fraction) -> bool:
     """The answer uses each number once and equals value (False for anything that is not an expression)."""
     return _verdict(answer.strip(), tuple(sorted(numbers)), value) is True
+
+
+def _digit_runs_are(answer: str, numbers) -> bool:
+    """Whether the answer's maximal digit runs, read as integers, are the numbers (as a multiset); runs too
+    long to be literals make it False. An expression the parser accepts has exactly its digit runs as literals."""
+    runs = DIGIT_RUN.findall(answer)
+    if len(runs) != len(numbers) or any(len(r) > MAX_LITERAL_DIGITS for r in runs):
+        return False
+    return sorted(map(int, runs)) == sorted(numbers)
 
 
 @functools.lru_cache(maxsize=VERDICTS_CACHED)

@@ -31,7 +31,7 @@ MAX_NODES = 64
 MAX_MAGNITUDE = 10**18
 
 _ALLOWED_CHARS = frozenset("0123456789+-*/() ")
-_DIGIT_RUN = re.compile(r"\d+")
+DIGIT_RUN = re.compile(r"\d+")
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _TOO_BIG = f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size"
 PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
@@ -53,7 +53,7 @@ def parse_expression(text: str) -> ast.expr:
     bad = set(text) - _ALLOWED_CHARS
     if bad:
         raise UnsafeExpression(f"characters outside the whitelist: {sorted(bad)!r}")
-    if any(len(run) > MAX_LITERAL_DIGITS for run in _DIGIT_RUN.findall(text)):
+    if any(len(run) > MAX_LITERAL_DIGITS for run in DIGIT_RUN.findall(text)):
         raise UnsafeExpression(f"a literal has more than {MAX_LITERAL_DIGITS} digits")
     try:
         tree = ast.parse(text.strip(), mode="eval")

@@ -23,11 +23,12 @@ Each source is `[NAME=]PATH`; NAME, when given, is the model of every row the so
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from escov.paper_checks.coverage.table import InputError, ModelCounts
+from escov.paper_checks.coverage.table import InputError, ModelCounts, place
 
 FORMATS = ("auto", "plain", "trl", "verl", "es-at-scale", "escov")
 TRL_FIXED = ("step", "prompt", "completion", "advantage", "image")
@@ -82,6 +83,9 @@ def _read_json(path: Path):
 def read_records(path: Path) -> pd.DataFrame:
     """A .jsonl/.csv/.parquet/.json table as a DataFrame with its rows' places in column `at`."""
     if path.suffix == ".jsonl":
+        fast = _jsonl_by_arrow(path)
+        if fast is not None:
+            return fast
         rows = []
         with open(path, encoding="utf-8") as f:
             for i, line in enumerate(f, 1):
@@ -93,25 +97,42 @@ def read_records(path: Path) -> pd.DataFrame:
                     raise InputError(f"{path} line {i}: not JSON ({err.msg})") from None
                 if not isinstance(row, dict):
                     raise InputError(f"{path} line {i}: expected a JSON object, got {type(row).__name__}")
-                row["at"] = f"line {i}"
+                row["pos"] = i
                 rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows).assign(src=f"{path} line")
     if path.suffix == ".csv":
         df = pd.read_csv(path)
-        df["at"] = [f"line {i + 2}" for i in range(len(df))]
-        return df
+        return df.assign(src=f"{path} line", pos=np.arange(2, len(df) + 2))
     if path.suffix == ".parquet":
         df = pd.read_parquet(path)
-        df["at"] = [f"row {i + 1}" for i in range(len(df))]
-        return df
+        return df.assign(src=f"{path} row", pos=np.arange(1, len(df) + 1))
     if path.suffix == ".json":
         data = _read_json(path)
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise InputError(f"{path}: expected a JSON list of records")
         df = pd.DataFrame(data)
-        df["at"] = [f"record {i + 1}" for i in range(len(df))]
-        return df
+        return df.assign(src=f"{path} record", pos=np.arange(1, len(df) + 1))
     raise InputError(f"{path}: unknown table type {path.suffix!r} (expected .jsonl, .csv, .parquet or .json)")
+
+
+def _jsonl_by_arrow(path: Path) -> pd.DataFrame | None:
+    """The table by pyarrow's JSON reader (C++, tens of times faster) when the file has no blank line (so that
+    row i is line i + 1); None when it cannot read it, and the line-by-line reader then names the bad line."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    data = path.read_bytes()
+    body = data.rstrip(b" \t\r\n")
+    if not body or re.search(rb"(^|\n)[ \t\r]*\n", body):
+        return None
+    try:
+        table = pj.read_json(pa.BufferReader(data))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != body.count(b"\n") + 1:
+        return None
+    df = table.to_pandas()
+    return df.assign(src=f"{path} line", pos=np.arange(1, len(df) + 1))
 
 
 def _text(value) -> str:
@@ -141,16 +162,11 @@ def plain(path: Path) -> pd.DataFrame:
 def trl(path: Path, reward_columns: list[str]) -> pd.DataFrame:
     files = sorted(path.glob("completions/completions_*.parquet")) or sorted(path.glob("completions_*.parquet")) \
         if path.is_dir() else [path]
-    frames = []
-    for file in files:
-        df = read_records(file)
-        df["at"] = [f"{file} {a}" for a in df["at"]]
-        frames.append(df)
-    df = pd.concat(frames, ignore_index=True)
+    df = pd.concat([read_records(file) for file in files], ignore_index=True)
     for column in ("step", "prompt", "completion"):
         if column not in df.columns:
             raise InputError(f"{files[0]}: column {column!r} is missing (not a TRL completions log)")
-    candidates = [c for c in df.columns if c not in TRL_FIXED + ("at",) and pd.api.types.is_numeric_dtype(df[c])]
+    candidates = [c for c in df.columns if c not in TRL_FIXED + ("src", "pos") and pd.api.types.is_numeric_dtype(df[c])]
     chosen = reward_columns or (candidates if len(candidates) == 1 else [])
     if not chosen and "correct" not in df.columns:
         raise InputError(f"{files[0]}: cannot tell the reward column among {candidates}; name it with --reward-column")
@@ -166,12 +182,7 @@ def trl(path: Path, reward_columns: list[str]) -> pd.DataFrame:
 
 def verl(path: Path) -> pd.DataFrame:
     files = sorted(path.glob("*.jsonl"), key=lambda p: (len(p.stem), p.stem)) if path.is_dir() else [path]
-    frames = []
-    for file in files:
-        df = read_records(file)
-        df["at"] = [f"{file} {a}" for a in df["at"]]
-        frames.append(df)
-    df = pd.concat(frames, ignore_index=True)
+    df = pd.concat([read_records(file) for file in files], ignore_index=True)
     for column in ("input", "output", "score"):
         if column not in df.columns:
             raise InputError(f"{files[0]}: column {column!r} is missing (not a verl generations dump)")
@@ -191,7 +202,7 @@ def es_at_scale(path: Path) -> pd.DataFrame:
     answer = [info.get("answer_reward") if isinstance(info, dict) else None for info in df["reward_info"]]
     bad = [i for i, a in enumerate(answer) if not isinstance(a, (int, float))]
     if bad:
-        raise InputError(f"{df['at'].iloc[bad[0]]}, column 'reward_info': expected answer_reward, a number")
+        raise InputError(f"{place(df, bad[0])}, column 'reward_info': expected answer_reward, a number")
     df["correct"] = [int(a > 0) for a in answer]
     df["prompt_id"], df["completion"] = df["input_text"].map(_text), df["generated_text"].map(_text)
     return df

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pandas as pd
 from escov.paper_checks.coverage.table import InputError
 
-SKIPPED = ("at", "model", "seed", "sample", "correct", "reward", "solution", "vote", "prompt", "completion")
+SKIPPED = ("src", "pos", "model", "seed", "sample", "correct", "reward", "solution", "vote", "prompt", "completion")
 
 
 def _meta(row: dict, task_name: str | None) -> dict:
@@ -30,7 +30,7 @@ def _meta(row: dict, task_name: str | None) -> dict:
 def _need(df: pd.DataFrame, columns: tuple, why: str) -> None:
     for c in columns:
         if c not in df.columns:
-            raise InputError(f"{df['at'].iloc[0].rsplit(' ', 2)[0]}: column {c!r} is missing ({why})")
+            raise InputError(f"{df['src'].iloc[0].rsplit(' ', 1)[0]}: column {c!r} is missing ({why})")
 
 
 def score_with_task(df: pd.DataFrame, task_name: str, threshold: float, **task_kwargs) -> pd.DataFrame:
@@ -50,7 +50,8 @@ def score_with_task(df: pd.DataFrame, task_name: str, threshold: float, **task_k
             answers.append(task.answer(problem, text))
             votes.append(task.vote(problem, text))
         except (ValueError, TypeError, KeyError) as err:
-            raise InputError(f"{row['at']}: the {task_name} verifier cannot read this row: {err}") from None
+            raise InputError(f"{row['src']} {row['pos']}: the {task_name} verifier cannot read this row: "
+                             f"{err}") from None
     return df.assign(correct=correct, solution=answers, vote=votes)
 
 

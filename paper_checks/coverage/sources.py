@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from escov.paper_checks.coverage import reader
-from escov.paper_checks.coverage.table import Coverage, InputError
+from escov.paper_checks.coverage.table import Coverage, InputError, place
 
 DEFAULT_THRESHOLD = 1.0  # a completion is correct when its reward is >= 1 (llm/tasks/base.py)
 
@@ -28,9 +28,7 @@ def _rows(path: Path, fmt: str, options: ReadOptions) -> pd.DataFrame:
         return reader.trl(path, options.reward_columns)
     if fmt == "verl":
         return reader.verl(path)
-    df = reader.es_at_scale(path) if fmt == "es-at-scale" else reader.plain(path)
-    df["at"] = [f"{path} {a}" for a in df["at"]]
-    return df
+    return reader.es_at_scale(path) if fmt == "es-at-scale" else reader.plain(path)
 
 
 def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptions) -> pd.DataFrame:
@@ -48,10 +46,11 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
         df["seed"] = 0
     bad = pd.to_numeric(df["seed"], errors="coerce").isna()
     if bad.any():
-        raise InputError(f"{df['at'][bad].iloc[0]}, column 'seed': expected an integer, "
+        raise InputError(f"{place(df, int(np.argmax(bad.to_numpy())))}, column 'seed': expected an integer, "
                          f"got {df['seed'][bad].iloc[0]!r}")
     df["seed"] = df["seed"].astype(np.int64)
-    df["prompt_id"] = df["prompt_id"].map(lambda p: p if isinstance(p, str) else reader._text(p))
+    if not pd.api.types.is_string_dtype(df["prompt_id"]):
+        df["prompt_id"] = df["prompt_id"].map(lambda p: p if isinstance(p, str) else reader._text(p))
     if options.task:
         from escov.paper_checks.coverage.scoring import score_with_task
         return score_with_task(df, options.task, options.threshold, **options.task_kwargs)
@@ -65,7 +64,7 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
         reward = pd.to_numeric(df["reward"], errors="coerce")
         if reward.isna().any():
             i = int(np.argmax(reward.isna().to_numpy()))
-            raise InputError(f"{df['at'].iloc[i]}, column 'reward': expected a number, got {df['reward'].iloc[i]!r}")
+            raise InputError(f"{place(df, i)}, column 'reward': expected a number, got {df['reward'].iloc[i]!r}")
         df["correct"] = (reward >= options.threshold).astype(int)
     return df
 
@@ -83,7 +82,7 @@ def load(specs: list[str], options: ReadOptions) -> Coverage:
     label = ", ".join(str(reader.split_source(s)[1]) for s in specs)
     models = {}
     if frames:
-        keep = ["model", "seed", "prompt_id", "sample", "correct", "at"] + [
+        keep = ["model", "seed", "prompt_id", "sample", "correct", "src", "pos"] + [
             c for c in ("solution", "vote") if any(c in f.columns for f in frames)]
         table = pd.concat([f.reindex(columns=keep) for f in frames], ignore_index=True)
         table["sample"] = table["sample"].astype(object)

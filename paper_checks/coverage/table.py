@@ -1,7 +1,7 @@
 """The analyzer's one stored table: (model, seed, prompt, sample, correct, solution, vote), checked, then counted.
 
-Readers (reader.py) hand over a pandas DataFrame with the columns below (`at` names each row's
-file and place in it, "table.jsonl line 12"); `Coverage.from_rows` checks it and counts it. A source that
+Readers (reader.py) hand over a pandas DataFrame with the columns below (`src` and `pos` name each row's
+file and place in it: "table.jsonl line" and 12); `Coverage.from_rows` checks it and counts it. A source that
 stores counts only (an escov eval.json) builds the counts directly (`ModelCounts`).
 
     model      str  the model (or checkpoint) that wrote the completion; "model" when the file names none
@@ -22,11 +22,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-REQUIRED = ("model", "seed", "prompt_id", "sample", "correct", "at")
+REQUIRED = ("model", "seed", "prompt_id", "sample", "correct", "src", "pos")
 
 
 class InputError(ValueError):
     """Bad input: the message is one line naming the file, the row and the column."""
+
+
+def place(df: pd.DataFrame, i: int) -> str:
+    """Where row i (by position) of a table came from: "table.jsonl line 12"."""
+    return f"{df['src'].iloc[i]} {df['pos'].iloc[i]}"
 
 
 @dataclass
@@ -40,13 +45,18 @@ class ModelCounts:
     answers: list | None = None             # [seed][prompt] -> (solutions, correct flags, votes) of its n samples
 
 
-def _binary(values: pd.Series, at: pd.Series) -> np.ndarray:
-    numeric = pd.to_numeric(values.map(lambda v: int(v) if isinstance(v, (bool, np.bool_)) else v), errors="coerce")
+def _binary(df: pd.DataFrame) -> np.ndarray:
+    values = df["correct"]
+    if pd.api.types.is_bool_dtype(values):
+        values = values.astype(np.int64)
+    elif values.dtype == object:
+        values = values.map(lambda v: int(v) if isinstance(v, (bool, np.bool_)) else v)
+    numeric = pd.to_numeric(values, errors="coerce")
     bad = ~numeric.isin([0, 1])
     if bad.any():
         i = int(np.argmax(bad.to_numpy()))
-        value = values.iloc[i]
-        raise InputError(f"{at.iloc[i]}, column 'correct': expected 0 or 1, "
+        value = df["correct"].iloc[i]
+        raise InputError(f"{place(df, i)}, column 'correct': expected 0 or 1, "
                          f"got {value.item() if isinstance(value, np.generic) else value!r}")
     return numeric.to_numpy().astype(np.int64)
 
@@ -56,11 +66,11 @@ def _check_unique_samples(df: pd.DataFrame) -> None:
     if dup.any():
         rows = df[dup]
         first = rows.iloc[0]
-        second = rows[(rows.model == first.model) & (rows.seed == first.seed) & (rows.prompt_id == first.prompt_id)
-                      & (rows["sample"] == first["sample"])].iloc[1]
-        raise InputError(f"{second['at']}, column 'sample': duplicate sample id {first['sample']!r} of "
+        same = rows[(rows.model == first.model) & (rows.seed == first.seed) & (rows.prompt_id == first.prompt_id)
+                    & (rows["sample"] == first["sample"])]
+        raise InputError(f"{place(same, 1)}, column 'sample': duplicate sample id {first['sample']!r} of "
                          f"prompt {first.prompt_id!r} (model {first.model!r}, seed {first.seed}); "
-                         f"first at {first['at']}")
+                         f"first at {place(same, 0)}")
 
 
 def _one_sample_count(df: pd.DataFrame, source: str) -> int:
@@ -68,7 +78,8 @@ def _one_sample_count(df: pd.DataFrame, source: str) -> int:
     if sizes.nunique() > 1:
         common = int(sizes.mode().iloc[0])
         (model, seed, prompt), size = next((key, s) for key, s in sizes.items() if s != common)
-        last = df[(df.model == model) & (df.seed == seed) & (df.prompt_id == prompt)]["at"].iloc[-1]
+        rows = df[(df.model == model) & (df.seed == seed) & (df.prompt_id == prompt)]
+        last = place(rows, len(rows) - 1)
         raise InputError(f"{source}: mixed sample counts: prompt {prompt!r} of model {model!r} (seed {seed}) has "
                          f"{size} samples (its last at {last}), the others {common}; every prompt needs the same n")
     return int(sizes.iloc[0])
@@ -93,32 +104,33 @@ class Coverage:
         if df.empty:
             raise InputError(f"{source}: no rows")
         df = df.copy()
-        df["correct"] = _binary(df["correct"], df["at"])
+        df["correct"] = _binary(df)
         for column in ("prompt_id", "sample", "model"):
             na = df[column].isna()
             if na.any():
-                raise InputError(f"{df['at'][na].iloc[0]}, column {column!r}: expected a value, got none")
-            df[column] = df[column].astype(str)
+                raise InputError(f"{place(df, int(np.argmax(na.to_numpy())))}, column {column!r}: expected a value, "
+                                 "got none")
+            if not pd.api.types.is_string_dtype(df[column]):
+                df[column] = df[column].astype(str)
         _check_unique_samples(df)
         n = _one_sample_count(df, source)
         with_answers = "solution" in df.columns
         models = {}
         for name, rows in df.groupby("model", sort=False):
-            seeds = sorted(rows.seed.unique().tolist())
-            prompts = list(dict.fromkeys(rows.prompt_id))
-            col = {p: i for i, p in enumerate(prompts)}
-            counts = np.zeros((len(seeds), len(prompts)), dtype=np.int64)
-            per_seed = {s: i for i, s in enumerate(seeds)}
-            np.add.at(counts, (rows.seed.map(per_seed).to_numpy(), rows.prompt_id.map(col).to_numpy()),
-                      rows.correct.to_numpy())
-            for s, seed_rows in rows.groupby("seed"):
-                have = set(seed_rows.prompt_id)
-                if len(have) != len(prompts):
-                    lacking = next(p for p in prompts if p not in have)
-                    raise InputError(f"{source}: model {name!r} seed {s} has no samples of prompt {lacking!r} that "
-                                     "its other seeds have")
+            prompt_codes, prompt_index = pd.factorize(rows["prompt_id"])
+            seed_codes, seed_index = pd.factorize(rows["seed"], sort=True)
+            prompts, seeds = [str(p) for p in prompt_index], [int(s) for s in seed_index]
+            cell = seed_codes * len(prompts) + prompt_codes
+            size = len(seeds) * len(prompts)
+            counts = np.bincount(cell, weights=rows["correct"].to_numpy(), minlength=size).astype(np.int64)
+            present = np.bincount(cell, minlength=size) > 0
+            if not present.all():
+                s, p = divmod(int(np.argmin(present)), len(prompts))
+                raise InputError(f"{source}: model {name!r} seed {seeds[s]} has no samples of prompt {prompts[p]!r} "
+                                 "that its other seeds have")
             answers = _answers(rows, seeds, prompts) if with_answers else None
-            models[name] = ModelCounts(str(name), n, prompts, counts, [int(s) for s in seeds], answers)
+            models[name] = ModelCounts(str(name), n, prompts, counts.reshape(len(seeds), len(prompts)), seeds,
+                                       answers)
         return cls(source, models).checked()
 
     def checked(self) -> "Coverage":
