@@ -42,8 +42,7 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
         df["model"] = name
     elif "model" not in df.columns:
         df["model"] = "model"
-    if "seed" not in df.columns:
-        df["seed"] = 0
+    df["seed"] = df["seed"].fillna(0) if "seed" in df.columns else 0  # a row without a seed: seed 0
     bad = pd.to_numeric(df["seed"], errors="coerce").isna()
     if bad.any():
         raise InputError(f"{place(df, int(np.argmax(bad.to_numpy())))}, column 'seed': expected an integer, "

@@ -181,3 +181,34 @@ def test_damaged_json_line(tmp_path, capsys):
     text = "".join(json.dumps(r) + "\n" for r in good_rows())
     err = run_bad(tmp_path, capsys, text + '{"model": "base", "prompt_id"\n')
     assert "bad.jsonl line 25: not JSON" in err
+
+
+def test_reading_and_measuring_loads_no_torch(known, tmp_path):
+    *_, folder = known
+    code = ("import sys; from escov.paper_checks.coverage.cli import main; "
+            f"assert main([{str(folder / 'table.jsonl')!r}, '--json', {str(tmp_path / 'o.json')!r}, "
+            f"'--plots', {str(tmp_path)!r}]) == 0; "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_several_seeds_average_within_prompts(tmp_path):
+    """Two seeds of one model: Pass@k is the mean over seeds and prompts; solvability is averaged over the
+    seed pairs (here one seed solves prompt q1 and the other does not: lost 0.5 on average)."""
+    rows = []
+    for seed, flags in ((0, {"q0": [1, 0], "q1": [1, 1]}), (1, {"q0": [0, 0], "q1": [1, 0]})):
+        rows += [{"model": "rl", "seed": seed, "prompt_id": p, "sample": s, "correct": f}
+                 for p, fl in flags.items() for s, f in enumerate(fl)]
+    rows += [{"model": "base", "prompt_id": p, "sample": s, "correct": f}
+             for p, fl in {"q0": [1, 0], "q1": [0, 0]}.items() for s, f in enumerate(fl)]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main([str(tmp_path / "t.jsonl"), "--json", str(tmp_path / "o.json"), "--replicates", "200"]) == 0
+    rl = json.loads((tmp_path / "o.json").read_text())["models"]["rl"]
+    assert rl["seeds"] == [0, 1]
+    assert rl["pass_at_k"]["1"]["mean"] == pytest.approx((0.5 + 1.0 + 0.0 + 0.5) / 4)
+    assert rl["pass_at_k"]["2"]["mean"] == pytest.approx((1 + 1 + 0 + 1) / 4)
+    # seed 0: solves q0, q1 (base: q0) -> preserved 1, gained 1; seed 1: solves q1 -> preserved 0, gained 1, lost 1
+    assert rl["solvability"]["preserved"] == 0.5 and rl["solvability"]["gained"] == 1.0
+    assert rl["solvability"]["lost"] == 0.5
