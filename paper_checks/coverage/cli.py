@@ -44,7 +44,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--replicates", type=int, default=REPLICATES, help=f"bootstrap replicates (default {REPLICATES})")
     p.add_argument("--confidence", type=float, default=CONFIDENCE, help=f"interval level (default {CONFIDENCE})")
     p.add_argument("--bootstrap-seed", type=int, default=0)
-    p.add_argument("--reward-column", action="append", default=[], help="TRL logs: the reward column (repeat: summed)")
+    p.add_argument("--reward-column", action="append", default=[],
+                   help="the reward column (repeat: summed; TRL logs name one per reward function)")
     p.add_argument("--reward-threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"a reward >= this is correct (default {DEFAULT_THRESHOLD})")
     p.add_argument("--task", help="score completions with this escov task's verifier (countdown, gsm8k, ...)")

@@ -2,8 +2,9 @@
 
 Each source is `[NAME=]PATH`; NAME, when given, is the model of every row the source holds.
 
-    plain        .jsonl / .csv / .parquet (or a .json list of records): columns prompt_id, and correct (0/1) or
-                 reward (correct when reward >= --reward-threshold, default 1, escov's and TRL recipes' convention),
+    plain        .jsonl / .csv / .parquet (or a .json list of records): columns prompt_id (or prompt, its text the
+                 id), and correct (0/1) or reward (or --reward-column's, summed when repeated; correct when the
+                 reward >= --reward-threshold, default 1, escov's and TRL recipes' convention),
                  or completion (scored by --task / --reward-function); optional model, seed, step, sample,
                  solution_id (its canonical solution or final answer), vote. Without `sample`, a prompt's samples are
                  numbered in file order. A `step` column without `model` makes each step a model ("step 40").

@@ -35,6 +35,13 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
     """Defaults (model, seed, sample) and the correct column, from a task, reward functions or a reward."""
     if df.empty:
         raise InputError(f"{path}: no rows")
+    if "prompt_id" not in df.columns and "prompt" in df.columns:  # TRL's layout: the prompt is its own id
+        df["prompt_id"] = df["prompt"].map(reader._text)
+    if options.reward_columns and "reward" not in df.columns:
+        missing = [c for c in options.reward_columns if c not in df.columns]
+        if missing:
+            raise InputError(f"{path}: --reward-column {missing[0]!r} is not a column (columns: {list(df.columns)})")
+        df["reward"] = df[options.reward_columns].sum(axis=1, min_count=1)
     if "prompt_id" not in df.columns:
         raise InputError(f"{path}: column 'prompt_id' is missing (each row needs prompt_id, and correct, a reward, "
                          "or a completion with --task/--reward-function)")

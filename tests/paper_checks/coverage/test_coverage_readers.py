@@ -134,3 +134,20 @@ def test_solution_ids_give_distinct_solutions_and_answer_entropy(tmp_path):
     assert report["models"]["base"]["answer_entropy"]["mean"] == pytest.approx(np.log(4))
     assert report["models"]["rl"]["answer_entropy"]["mean"] == pytest.approx(-(0.75 * np.log(0.75) + 0.25 * np.log(0.25)))
     assert report["models"]["rl"]["maj_at_k"]["4"]["mean"] == 1.0  # "a" wins the vote and is correct
+
+
+def test_the_readme_command_on_trl_style_files(tmp_path, capsys):
+    """The README's command: one file per model in TRL's completion-log layout (prompt, completion, a reward
+    column named after its function), the reward column named on the command line."""
+    from escov.paper_checks.coverage.cli import main
+
+    for model, flags_of in (("base", CORRECT), ("grpo", {"q0": [1, 1, 1, 1], "q1": [0, 0, 0, 0], "q2": [0] * 4})):
+        rows = [{"step": 0, "prompt": [{"role": "user", "content": p}], "completion": "x", "format_reward": 0.5,
+                 "accuracy_reward": float(f), "advantage": 0.0} for p, flags in flags_of.items() for f in flags]
+        pd.DataFrame(rows).to_parquet(tmp_path / f"{model}.parquet")
+    assert main([f"base={tmp_path / 'base.parquet'}", f"grpo={tmp_path / 'grpo.parquet'}", "--reference", "base",
+                 "--reward-column", "accuracy_reward", "--json", str(tmp_path / "cov.json")]) == 0
+    out = json.loads((tmp_path / "cov.json").read_text())
+    assert out["models"]["base"]["pass_at_k"]["4"]["mean"] == pytest.approx(2 / 3)
+    assert out["models"]["grpo"]["solvability"] == {"preserved": 1, "gained": 0, "lost": 1, "neither": 1,
+                                                    "srr": 0.5, "ndr": 0.0, "nscr": -0.5}
