@@ -8,11 +8,18 @@ import random
 from fractions import Fraction
 
 import pytest
-
 from escov.llm.tasks import countdown, safe_arith
-from escov.llm.tasks.countdown import extract_answer, score
-from escov.llm.tasks.safe_arith import (MAX_CHARS, MAX_LITERAL_DIGITS, MAX_MAGNITUDE, MAX_NODES, UnsafeExpression,
-                                        evaluate, literals, parse_expression)
+from escov.llm.tasks.countdown import extract_answer, score, score_batch
+from escov.llm.tasks.safe_arith import (
+    MAX_CHARS,
+    MAX_LITERAL_DIGITS,
+    MAX_MAGNITUDE,
+    MAX_NODES,
+    UnsafeExpression,
+    evaluate,
+    literals,
+    parse_expression,
+)
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 ALPHABET = "0123456789+-*/() "
@@ -109,7 +116,9 @@ def corrupt(rng, text):
     i = rng.randrange(len(text) + 1)
     kind = rng.randrange(3)
     c = rng.choice(ALPHABET)
-    return text[:i] + c + text[i:] if kind == 0 else text[:i] + text[i + 1:] if kind == 1 else text[:i] + c + text[i + 1:]
+    if kind == 0:
+        return text[:i] + c + text[i:]
+    return text[:i] + text[i + 1:] if kind == 1 else text[:i] + c + text[i + 1:]
 
 
 def strings(seed, count):
@@ -152,6 +161,7 @@ def test_scores_are_the_previous_ones_on_random_completions(format_reward):
     rng = random.Random(1)
     instances = [([3, 7, 25, 50], 46), ([2, 3, 4], 10), ([1, 1, 5], "2.5"), ([6, 4], 24), ([999999999999, 1], 1)]
     texts = strings(2, 20_000)
+    batches = {}
     for i, text in enumerate(texts):
         numbers, target = instances[i % len(instances)]
         if rng.random() < 0.3:  # an answer made of the instance's own numbers: often right
@@ -161,12 +171,17 @@ def test_scores_are_the_previous_ones_on_random_completions(format_reward):
         for _ in range(2):  # the second call may come from the remembered verdict
             assert score(completion, numbers, target, format_reward) == \
                 old_score(completion, numbers, target, format_reward), completion
+        batches.setdefault(i % len(instances), []).append(completion)
+    for j, completions in batches.items():  # score_batch: one instance's completions at once
+        numbers, target = instances[j]
+        assert score_batch(completions, numbers, target, format_reward) == \
+            [old_score(c, numbers, target, format_reward) for c in completions]
 
 
 def test_every_refusal_of_evaluate_keeps_its_words():
-    for text, message in (("4/(2-2)", "division by zero"),
-                          ("999999999999*999999999999", f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size"),
-                          ("1/(1000000000*1000000000+1)", f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size")):
+    too_big = f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size"
+    for text, message in (("4/(2-2)", "division by zero"), ("999999999999*999999999999", too_big),
+                          ("1/(1000000000*1000000000+1)", too_big)):
         with pytest.raises(UnsafeExpression) as err:
             evaluate(parse_expression(text))
         assert str(err.value) == message
