@@ -115,7 +115,7 @@ def check_ks(ks, n: int, source: str) -> list[int]:
     return ks
 
 
-def measure(cov: Coverage, options: MeasureOptions, progress=None) -> dict:
+def measure(cov: Coverage, options: MeasureOptions) -> dict:
     """The report of every model against options.reference (module docstring)."""
     if options.reference not in cov.models:
         raise InputError(f"--reference {options.reference!r}: no such model in {cov.source} "
@@ -145,6 +145,4 @@ def measure(cov: Coverage, options: MeasureOptions, progress=None) -> dict:
             entry["crossing"] = _crossing(ks, curves[name], curves[options.reference], weights, options.confidence)
             entry["solvability"] = _solvability(counts, cov.aligned(options.reference))
         report["models"][name] = entry
-        if progress is not None:
-            progress(name)
     return report

@@ -8,12 +8,14 @@
                             compute_score; llm/tasks/reward_function.py): called once per prompt's samples with the
                             row's other columns as keyword lists; the weighted total >= --reward-threshold is correct.
 
-Both import escov.llm's tasks lazily (they are only needed here); nothing loads torch.
+Both import escov.llm's tasks lazily (they are only needed here); nothing loads torch. A progress bar shows on a
+terminal (tqdm; TQDM_DISABLE=1 hides it).
 """
 from __future__ import annotations
 
 import pandas as pd
 from escov.paper_checks.coverage.table import InputError
+from tqdm import tqdm
 
 SKIPPED = ("src", "pos", "model", "seed", "sample", "correct", "reward", "solution", "vote", "prompt", "completion")
 
@@ -42,7 +44,7 @@ def score_with_task(df: pd.DataFrame, task_name: str, threshold: float, **task_k
     fields = {"countdown": ("numbers", "target"), "countdown3": ("numbers", "target")}.get(task_name, ("gold",))
     _need(df, ("prompt_id", "completion") + fields, f"--task {task_name} scores each completion with them")
     correct, answers, votes = [], [], []
-    for row in df.to_dict("records"):
+    for row in tqdm(df.to_dict("records"), desc=f"scoring with {task_name}", unit="completion", disable=None):
         try:
             problem = Problem(str(row["prompt_id"]), str(row.get("prompt", "")), _meta(row, task_name))
             text = row["completion"] if isinstance(row["completion"], str) else ""
@@ -64,7 +66,9 @@ def score_with_functions(df: pd.DataFrame, functions: list[str], weights: list[f
     _need(df, ("prompt_id", "completion"), "--reward-function scores each completion")
     rewards = RewardFunctions(functions, weights or None)
     correct = pd.Series(0, index=df.index)
-    for _, rows in df.groupby("prompt_id", sort=False):
+    groups = df.groupby("prompt_id", sort=False)
+    for _, rows in tqdm(groups, total=groups.ngroups, desc="scoring with reward functions", unit="prompt",
+                        disable=None):
         records = rows.to_dict("records")
         problems = [Problem(str(r["prompt_id"]), str(r.get("prompt", r["prompt_id"])), {"columns": _meta(r, None)})
                     for r in records]
