@@ -69,15 +69,15 @@ def main(argv: list[str] | None = None) -> int:
         report = measure(coverage, MeasureOptions(args.reference, tuple(args.k) if args.k else None,
                                                   tuple(args.tau), args.replicates, args.confidence,
                                                   args.bootstrap_seed))
-        if args.json:
-            from escov.llm.rundir import write_json
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            write_json(args.json, report)
         if args.plots:
             from escov.paper_checks.coverage.plots import passk_curves, solvability_bars
             args.plots.mkdir(parents=True, exist_ok=True)
             passk_curves(report, args.plots)
             solvability_bars(report, args.plots)
+        if args.json:  # last, and whole or not at all (a temporary file renamed into place)
+            from escov.llm.rundir import write_json
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            write_json(args.json, report)
     except (ValueError, OSError) as err:  # InputError, a reward function's error, an unreadable file: one line
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
