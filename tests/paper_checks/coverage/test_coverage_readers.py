@@ -6,7 +6,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from escov.paper_checks.coverage.reader import detect
 from escov.paper_checks.coverage.sources import ReadOptions, load
 from escov.paper_checks.coverage.table import InputError
@@ -132,7 +131,8 @@ def test_solution_ids_give_distinct_solutions_and_answer_entropy(tmp_path):
     assert report["models"]["base"]["distinct_correct"]["mean"] == 3
     assert report["models"]["rl"]["distinct_correct"]["mean"] == 1
     assert report["models"]["base"]["answer_entropy"]["mean"] == pytest.approx(np.log(4))
-    assert report["models"]["rl"]["answer_entropy"]["mean"] == pytest.approx(-(0.75 * np.log(0.75) + 0.25 * np.log(0.25)))
+    rl_entropy = -(0.75 * np.log(0.75) + 0.25 * np.log(0.25))
+    assert report["models"]["rl"]["answer_entropy"]["mean"] == pytest.approx(rl_entropy)
     assert report["models"]["rl"]["maj_at_k"]["4"]["mean"] == 1.0  # "a" wins the vote and is correct
 
 
