@@ -34,12 +34,12 @@ from escov.theory.coverage import (
     problem_bootstrap_indices,
     solvability,
 )
-from escov.theory.metrics import maj_at_k
+from escov.theory.metrics import maj_at_ks
 
 TAUS = (0.25, 0.5, 0.75)
 REPLICATES = 1000
 CONFIDENCE = 0.95
-MAJ_SUBSETS = 64  # random k-subsets per prompt for Maj@k at k < n (theory.metrics.maj_at_k)
+MAJ_SUBSETS = 64  # random k-subsets per prompt for Maj@k at k < n (theory.metrics.maj_at_ks)
 
 
 @dataclass
@@ -96,7 +96,7 @@ def _answer_measures(answers: list, n: int, ks, weights, confidence) -> dict:
     distinct, entropy = np.zeros(prompts), np.zeros(prompts)
     for per_prompt in answers:
         for p, (ans, ok, votes) in enumerate(per_prompt):
-            maj[p] += [maj_at_k(votes, ok, k, n_subsets=MAJ_SUBSETS, seed=p) for k in ks]
+            maj[p] += maj_at_ks(votes, ok, ks, n_subsets=MAJ_SUBSETS, seed=p)
             distinct[p] += distinct_correct(ans, ok)
             entropy[p] += answer_entropy(ans)
     maj, distinct, entropy = maj / seeds, distinct / seeds, entropy / seeds

@@ -159,7 +159,8 @@ def _answers(rows: pd.DataFrame, seeds: list, prompts: list) -> list:
     """[seed][prompt] -> (solutions, correct flags, votes), in row order."""
     votes = rows["vote"] if "vote" in rows.columns else rows["solution"]
     out = {(s, p): ([], [], []) for s in seeds for p in prompts}
-    for s, p, a, c, v in zip(rows.seed, rows.prompt_id, rows.solution, rows.correct, votes):
+    columns = (rows["seed"], rows["prompt_id"], rows["solution"], rows["correct"], votes)
+    for s, p, a, c, v in zip(*(c.to_numpy(dtype=object) for c in columns)):
         slot = out[(s, p)]
         slot[0].append(None if _missing(a) else a)
         slot[1].append(bool(c))

@@ -134,3 +134,17 @@ def test_bootstrap_indices_and_percentiles():
     assert np.array_equal(idx, problem_bootstrap_indices(7, 5000, seed=0))
     lo, hi = percentile_interval(np.arange(1001), 0.95)
     assert (lo, hi) == pytest.approx((25.0, 975.0))
+
+
+def test_maj_at_ks_is_maj_at_k_draw_for_draw_and_the_full_vote_at_n():
+    from escov.theory.metrics import maj_at_k, maj_at_ks
+
+    rng = np.random.default_rng(5)
+    answers = [None if a == 4 else int(a) for a in rng.integers(0, 5, 24)]
+    correct = [a == 1 for a in answers]
+    ks = [1, 2, 4, 8, 16, 24]
+    got = maj_at_ks(answers, correct, ks, n_subsets=32, seed=3)
+    assert got.tolist() == [maj_at_k(answers, correct, k, n_subsets=32, seed=3) for k in ks]
+    votes = [answers.count(a) for a in range(4)]  # k = n: the plain majority over all 24 samples
+    winners = [a for a in range(4) if votes[a] == max(votes)]
+    assert got[-1] == sum(a == 1 for a in winners) / len(winners)
