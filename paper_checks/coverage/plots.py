@@ -52,7 +52,7 @@ def solvability_bars(report: dict, out: Path) -> Path | None:
         values = [report["models"][m]["solvability"][key] for m in names]
         ax.barh(names, values, left=left, color=color, label=key)
         left = [a + b for a, b in zip(left, values)]
-    ax.set_xlabel(f"prompts solved at k = {report['n']} (of {report['prompts']})")
+    ax.set_xlabel(f"prompts solved by either model at k = {report['n']} (of {report['prompts']})")
     ax.set_title(f"solvability against {report['reference']}", fontsize=11)
     legend_beside(ax)
     fig.tight_layout()
