@@ -7,6 +7,8 @@
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
     pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
     premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
+    coverage SOURCE... --reference NAME [--json OUT] [--plots DIR]     Pass@k to n, k*, solvability of any completions
+                                                                     (also `escov coverage`; docs/coverage.md)
 """
 from __future__ import annotations
 
@@ -25,6 +27,10 @@ def _print_summary(report: dict, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["coverage"]:  # its own parser (paper_checks/coverage/cli.py)
+        from escov.paper_checks.coverage.cli import main as coverage_main
+        return coverage_main(given[1:])
     parser = argparse.ArgumentParser(prog="python -m escov.paper_checks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -35,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--simulate", type=Path, help="summary.json of `python -m escov.simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
     add_commands(sub)  # reproduce, bases, sweep, pilot, premise-control (paper_checks/reproduce/cli.py)
+    sub.add_parser("coverage", help="Pass@k to n, k*, solvability sets of any trainer's completions (docs/coverage.md)")
     args = parser.parse_args(argv)
     try:
         if args.command in COMMANDS:
