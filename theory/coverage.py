@@ -10,7 +10,8 @@ Chen et al. 2021 in its stable product form, exact for n in the thousands).
   prompts on which at least a fraction tau of the n completions is correct; its mean over prompts is
   unbiased for the n-sample Cover@tau E_prompt P(Binomial(n, p) >= tau n)).
 - crossing_k(ks, model, reference): the budget k* at which the reference's Pass@k curve overtakes the
-  model's (Yue et al. 2025), interpolated on log2 k (definition in its docstring).
+  model's (Yue et al. 2025): the first evaluated budget where it leads, or (interpolate=True) the point
+  between that budget and the one before where the straight line on log2 k crosses 0 (its docstring).
 - solvability(c_model, c_reference): the Invisible Leash (Wu et al. 2025) sets at k = n, with SRR, NDR, NSCR.
 - problem_bootstrap_indices(prompts, replicates, seed): prompt resamples shared by every model and seed.
 - percentile_interval(replicates, confidence): the percentile interval of bootstrap replicates.
@@ -48,15 +49,16 @@ def cover_at_tau(counts, n: int, tau: float) -> np.ndarray:
     return (np.asarray(counts) >= tau * n - TAU_ATOL).astype(float)
 
 
-def crossing_k(ks: Sequence[int], model, reference) -> np.ndarray:
+def crossing_k(ks: Sequence[int], model, reference, interpolate: bool = False) -> np.ndarray:
     """The budget at which the reference's Pass@k curve overtakes the model's; NaN where it never does.
 
     ks: increasing budgets; model, reference: Pass@k curves [..., len(ks)] (any leading axes, e.g.
     bootstrap replicates). With d(k) = reference(k) - model(k), the crossing is at the first grid
     budget k_j with d(k_j) > 0 (strictly: two curves that both reach 1 never cross):
-      - j = 0 (the reference leads from k = 1 on): k* = 1;
-      - otherwise k* is where the straight line through (log2 k_{j-1}, d_{j-1}) and (log2 k_j, d_j)
-        is 0: log2 k* = log2 k_{j-1} + (log2 k_j - log2 k_{j-1}) * (-d_{j-1}) / (d_j - d_{j-1}),
+      - interpolate=False: k* = k_j, the first evaluated budget at which the reference leads;
+      - interpolate=True and j = 0 (the reference leads from k = 1 on): k* = 1;
+      - interpolate=True and j > 0: k* is where the straight line through (log2 k_{j-1}, d_{j-1}) and
+        (log2 k_j, d_j) is 0: log2 k* = log2 k_{j-1} + (log2 k_j - log2 k_{j-1}) * (-d_{j-1}) / (d_j - d_{j-1}),
         a real number in (k_{j-1}, k_j] (k* = k_{j-1} exactly when d_{j-1} = 0);
       - no grid budget with d > 0: NaN ("no crossing up to n").
     """
@@ -71,7 +73,7 @@ def crossing_k(ks: Sequence[int], model, reference) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(j > 0, -d_prev / (d_j - d_prev), 0.0)
     log_star = np.where(j > 0, logk[prev] + (logk[j] - logk[prev]) * frac, 0.0)
-    return np.where(any_ahead, np.exp2(log_star), np.nan)
+    return np.where(any_ahead, np.exp2(log_star) if interpolate else np.exp2(logk[j]), np.nan)
 
 
 def solvability(model_counts, reference_counts) -> dict:

@@ -7,14 +7,16 @@ SOURCE is [NAME=]PATH: a JSONL/CSV/parquet table (prompt_id, correct or reward o
 step, sample, solution_id), TRL's completions log, verl's validation dumps, es-at-scale's eval_detailed_results.json
 or an escov run directory (paper_checks/coverage/reader.py).
 
-Definitions, as written to OUT.json["models"][MODEL]:
+Definitions, as written to OUT.json["models"][MODEL] (and, for each model but the reference, OUT.json[MODEL]):
   pass_at_k     {"1": {mean, lo, hi}, "2": ..., "4": ..., str(n): ...}: keys are the budgets as strings of integers,
                 the powers of two up to n and n itself; mean is the unbiased estimator 1 - C(n-c, k)/C(n, k)
                 averaged over prompts; lo, hi the 95% percentile problem-bootstrap interval (prompts resampled).
-  crossing      {k_star, lo, hi, no_crossing_share}: where the reference's Pass@k curve overtakes the model's
-                (Yue et al. 2025). With d(k) = reference - model on that grid, k_star is the first grid budget
-                with d > 0, interpolated linearly in log2 k between it and the previous budget (1 when the
-                reference leads at k = 1; a real number, not rounded); null when d > 0 nowhere up to n.
+  crossing      {k_star, lo, hi, no_crossing_share, k_star_interpolated}: where the reference's Pass@k curve
+                overtakes the model's (Yue et al. 2025). With d(k) = reference - model on that grid, k_star is
+                the first grid budget with d > 0 (an integer of the grid); null when d > 0 nowhere up to n.
+                lo, hi: the percentile problem-bootstrap interval of k_star. k_star_interpolated: the same
+                crossing read between that budget and the previous one, linearly in log2 k (1 when the
+                reference leads at k = 1).
   solvability   {preserved, gained, lost, neither, srr, ndr, nscr}: prompts solved (at least one correct of n)
                 by both / the model only / the reference only / neither at k = n; SRR = P/(P+S),
                 NDR = E/(P+E), NSCR = (E-S)/(P+E+S) with P preserved, E gained, S lost.

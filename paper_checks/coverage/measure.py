@@ -9,8 +9,10 @@ The report (a dict, written as OUT.json):
                                    over prompts (and seeds), with its percentile problem-bootstrap interval
         cover_at_tau               {"0.5": {mean, lo, hi}, ...}: the share of prompts with c / n >= tau
         maj_at_k, distinct_correct, answer_entropy    {mean, lo, hi} each (maj_at_k by k), when answers are known
-        crossing (not the reference)   {k_star, lo, hi, no_crossing_share}: k_star is theory.coverage.crossing_k of
-                                   the two mean curves (null: the reference never overtakes up to n); lo, hi the
+        crossing (not the reference)   {k_star, lo, hi, no_crossing_share, k_star_interpolated}: k_star is
+                                   theory.coverage.crossing_k of the two mean curves, the first evaluated budget at
+                                   which the reference leads (null: it never overtakes up to n); k_star_interpolated
+                                   the same crossing read between budgets on log2 k; lo, hi the
                                    percentile interval of the replicates' k*, a replicate with no crossing counting
                                    as k* = infinity (hi null: beyond n in more than (1 - confidence) / 2 of them)
         solvability (not the reference) {preserved, gained, lost, neither, srr, ndr, nscr} at k = n
@@ -68,13 +70,16 @@ def _summary(per_prompt: np.ndarray, weights: np.ndarray, confidence: float) -> 
 def _crossing(ks, model_pp, reference_pp, weights, confidence) -> dict:
     """k* of the mean curves and the percentile interval of the replicates' k* (no crossing = infinity)."""
     prompts = model_pp.shape[0]
-    point = crossing_k(ks, model_pp.mean(axis=0), reference_pp.mean(axis=0))
+    model_curve, reference_curve = model_pp.mean(axis=0), reference_pp.mean(axis=0)
+    point = crossing_k(ks, model_curve, reference_curve)
     reps = crossing_k(ks, weights @ model_pp / prompts, weights @ reference_pp / prompts)
     none = np.isnan(reps)
     a = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(np.where(none, np.inf, reps), [a, 1.0 - a], method="inverted_cdf")
     finite = [None if not np.isfinite(v) else float(v) for v in (point, lo, hi)]
-    return {"k_star": finite[0], "lo": finite[1], "hi": finite[2], "no_crossing_share": float(none.mean())}
+    between = crossing_k(ks, model_curve, reference_curve, interpolate=True)
+    return {"k_star": finite[0], "lo": finite[1], "hi": finite[2], "no_crossing_share": float(none.mean()),
+            "k_star_interpolated": None if np.isnan(between) else float(between)}
 
 
 def _solvability(model_counts: np.ndarray, reference_counts: np.ndarray) -> dict:
@@ -145,4 +150,6 @@ def measure(cov: Coverage, options: MeasureOptions) -> dict:
             entry["crossing"] = _crossing(ks, curves[name], curves[options.reference], weights, options.confidence)
             entry["solvability"] = _solvability(counts, cov.aligned(options.reference))
         report["models"][name] = entry
+    for name in names[1:]:  # each compared model also at the top level, as the interface states it (OUT[MODEL])
+        report.setdefault(name, report["models"][name])  # a name equal to a report field stays under "models" only
     return report

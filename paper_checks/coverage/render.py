@@ -29,7 +29,7 @@ def text_table(report: dict) -> list[str]:
         if "crossing" not in entry:
             continue
         c, s = entry["crossing"], entry["solvability"]
-        star = "no crossing up to n" if c["k_star"] is None else f"k* = {c['k_star']:.3g}"
+        star = "no crossing up to n" if c["k_star"] is None else f"k* = {c['k_star']:.0f}"
         lines.append(f"{name} vs {report['reference']}: {star} [{_k(c['lo'])}, {_k(c['hi'])}] "
                      f"(no crossing in {100 * c['no_crossing_share']:.0f}% of replicates); at k = {n}: "
                      f"preserved {s['preserved']:g}, gained {s['gained']:g}, lost {s['lost']:g}, "

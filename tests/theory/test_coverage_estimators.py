@@ -86,23 +86,30 @@ def test_crossing_interpolates_on_log2_k():
     model = np.array([0.5, 0.6, 0.7, 0.75, 0.8])
     reference = np.array([0.2, 0.4, 0.6, 0.9, 0.95])   # d = -0.3, -0.2, -0.1, +0.15, +0.15
     # the line through (2, -0.1) and (3, 0.15) is 0 at log2 k = 2 + 0.1 / 0.25 = 2.4
-    assert crossing_k(ks, model, reference) == pytest.approx(2 ** 2.4)
+    assert crossing_k(ks, model, reference, interpolate=True) == pytest.approx(2 ** 2.4)
+    assert crossing_k(ks, model, reference) == 8.0  # the first evaluated budget where the reference leads
 
 
 def test_crossing_edge_cases():
     ks = [1, 2, 4]
     assert np.isnan(crossing_k(ks, [0.5, 0.7, 1.0], [0.2, 0.4, 1.0]))       # both reach 1: a tie, no crossing
-    assert crossing_k(ks, [0.1, 0.2, 0.3], [0.2, 0.3, 0.4]) == 1.0            # the reference leads from k = 1
-    assert crossing_k(ks, [0.5, 0.6, 0.7], [0.4, 0.6, 0.8]) == 2.0            # d = 0 at k = 2, > 0 at 4: k* = 2
-    assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6]) == pytest.approx(2 ** 1.5)  # d: -0.1, -0.1, +0.1
+    assert np.isnan(crossing_k(ks, [0.5, 0.7, 1.0], [0.2, 0.4, 1.0], interpolate=True))
+    for interpolate in (False, True):                                         # the reference leads from k = 1
+        assert crossing_k(ks, [0.1, 0.2, 0.3], [0.2, 0.3, 0.4], interpolate=interpolate) == 1.0
+    assert crossing_k(ks, [0.5, 0.6, 0.7], [0.4, 0.6, 0.8], interpolate=True) == 2.0  # d = 0 at k = 2, > 0 at 4
+    assert crossing_k(ks, [0.5, 0.6, 0.7], [0.4, 0.6, 0.8]) == 4.0                   # ... first leads at 4
+    assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6], interpolate=True) == pytest.approx(2 ** 1.5)
+    assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6]) == 4.0                   # d: -0.1, -0.1, +0.1
 
 
 def test_crossing_is_vectorized_over_replicates():
     ks = [1, 2, 4, 8]
     model = np.array([[0.5, 0.6, 0.7, 0.8], [0.5, 0.6, 0.7, 0.8]])
     reference = np.array([[0.2, 0.4, 0.6, 0.9], [0.1, 0.2, 0.3, 0.4]])
-    got = crossing_k(ks, model, reference)
+    got = crossing_k(ks, model, reference, interpolate=True)
     assert got[0] == pytest.approx(2 ** (2 + 0.1 / 0.2)) and np.isnan(got[1])
+    got = crossing_k(ks, model, reference)
+    assert got[0] == 8.0 and np.isnan(got[1])
 
 
 def test_solvability_equals_set_algebra():

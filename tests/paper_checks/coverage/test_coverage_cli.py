@@ -33,11 +33,14 @@ def exact_pass_at_k(counts, n: int, k: int) -> float:
     return float(sum(1 - Fraction(math.comb(n - int(c), k), math.comb(n, k)) for c in counts) / len(counts))
 
 
-def k_star(ks, model, reference):
-    """The documented definition, written out: the first grid k where the reference leads, on log2 k."""
+def k_star(ks, model, reference, interpolate=False):
+    """The documented definition, written out: the first grid k where the reference leads (or, interpolated,
+    where the line on log2 k between it and the budget before crosses 0)."""
     for j, k in enumerate(ks):
         d = reference[j] - model[j]
         if d > 0:
+            if not interpolate:
+                return k
             if j == 0:
                 return 1.0
             d0 = reference[j - 1] - model[j - 1]
@@ -78,10 +81,14 @@ def test_crossing_as_documented(known):
     ks = out["ks"]
     curves = {m: [exact_pass_at_k(counts[m], n, k) for k in ks] for m in counts}
     grpo = out["models"]["grpo"]["crossing"]
-    assert grpo["k_star"] == pytest.approx(k_star(ks, curves["grpo"], curves["base"]), rel=1e-9)
+    assert grpo["k_star"] == k_star(ks, curves["grpo"], curves["base"]) and grpo["k_star"] in ks
+    assert grpo["k_star_interpolated"] == pytest.approx(k_star(ks, curves["grpo"], curves["base"], True), rel=1e-9)
+    assert grpo["k_star_interpolated"] <= grpo["k_star"]
+    assert out["grpo"] == out["models"]["grpo"] and "base" not in out  # each compared model at the top level too
     assert grpo["lo"] <= grpo["k_star"] <= (grpo["hi"] if grpo["hi"] is not None else math.inf)
     es = out["models"]["es"]["crossing"]
     assert es["k_star"] is None and k_star(ks, curves["es"], curves["base"]) is None
+    assert es["k_star_interpolated"] is None
     assert "crossing" not in out["models"]["base"]
 
 
