@@ -62,8 +62,8 @@ def run(args, argv: list[str] | None) -> int | tuple[dict, Path]:
         from escov.paper_checks.reproduce.pilot import main_args as pilot_main
         return pilot_main(args)
     if args.command == "premise-control":
-        from escov.paper_checks.reproduce.premise_control import main_args as premise_main
         from escov.paper_checks.reproduce.budgets import BUDGETS
+        from escov.paper_checks.reproduce.premise_control import main_args as premise_main
         return premise_main(args, BUDGETS["answer"])
     from escov.paper_checks.reproduce.reproduction import REPORT_DIR, reproduce
     report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs,

@@ -58,8 +58,8 @@ def run_control(model: Path, out: Path, budget, *, jobs: int = 2, seeds: tuple[i
     """Train and measure the control's runs (resumable: finished runs and curve points are kept), then read it."""
     from escov.llm import rundir
     from escov.llm.problem_sets import SELECTION_SPLIT
-    from escov.paper_checks.plots import premise_control_plot
     from escov.paper_checks.finite import without_non_finite
+    from escov.paper_checks.plots import premise_control_plot
     from escov.paper_checks.reproduce.training_runs import run_all
 
     if not (Path(model) / "config.json").is_file():

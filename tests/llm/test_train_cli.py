@@ -17,7 +17,7 @@ from escov.llm.cli import main as llm_main, progress_enabled
 from escov.llm.config import TrainConfig, config_from_args
 from escov.llm.settings_help import add_train_arguments
 from escov.llm.train_cli import start_line
-from test_train_run import _cfg, _cli, _flags, _outputs, _run, _same
+from tests.llm.test_train_run import _cfg, _cli, _flags, _outputs, _run, _same
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -12,7 +12,7 @@ from escov.paper_checks.report import build_report
 from escov.paper_checks.reproduce.budgets import BUDGETS
 from escov.paper_checks.reproduce.plan import planned_needs
 from escov.paper_checks.verdict import MISSING, NOT_RUN
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 @pytest.fixture

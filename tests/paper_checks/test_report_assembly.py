@@ -20,8 +20,8 @@ from escov.paper_checks.report import (answer, build_report, collect, ks_missing
 from escov.paper_checks.rundir import Run, RunDirError
 from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN, NOT_TESTABLE, Verdict
 from escov.theory.claims import BY_ID, CLAIMS
-from test_paper_checks_verdicts import make_run
-from test_premise_record import runs  # noqa: F401  (the fixture: runs with curves)
+from tests.paper_checks.test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_premise_record import runs  # noqa: F401  (the fixture: runs with curves)
 
 
 # the premise's positive control (premise.py's control.json) as the report reads it
@@ -206,7 +206,7 @@ def test_with_a_lemma_grid_the_reports_lemma1_figure_is_the_grids_and_without_on
     """build_report hands its grid to the Lemma 1 figure: with one, the two panels of paper_checks/plots.py's
     lemma1_grid_plot (JSpol against sigma, the ratio against s); without one, the runs' probe prompts, which these
     runs lack (no figure)."""
-    from test_report_rendering import _grid_row
+    from tests.paper_checks.test_report_rendering import _grid_row
 
     def titles(figure) -> set[str]:
         return {ax.get_title() for ax in figure.axes}
@@ -228,7 +228,7 @@ def test_a_report_with_every_input_hands_each_to_its_part(tmp_path):
     from escov.paper_checks.finite import without_non_finite
     from escov.paper_checks.premise_record import premise_record
     from escov.paper_checks.summary import summary_lines
-    from test_report_rendering import _grid_row, _simulate_summary
+    from tests.paper_checks.test_report_rendering import _grid_row, _simulate_summary
 
     p = np.random.default_rng(1).uniform(0.02, 0.5, 40)
     dirs = [make_run(tmp_path / "runs", f"{a}{s}", a, s, p, np.clip(p + 0.1, 0, 1)) for a in ("es", "grpo") for s in (0, 1)]
@@ -273,7 +273,7 @@ def test_a_reports_premise_record_reads_the_lemma_grid_beside_runs_with_curves(t
     from escov.paper_checks.finite import without_non_finite
     from escov.paper_checks.premise_record import premise_record
 
-    from test_report_rendering import _grid_row
+    from tests.paper_checks.test_report_rendering import _grid_row
 
     run_list, _ = runs
     grid = [_grid_row(0.002, 4, 1.0, [0.95, 1.05], s, 20000.0, 0.75) for s in (0.01, 0.06, 0.02)]   # mean 0.03

@@ -13,7 +13,7 @@ from escov.paper_checks.reproduce import reproduction
 from escov.paper_checks.cli import main as cli_main
 from escov.paper_checks.report import build_report, collect
 from escov.theory.metrics import pass_at_k_counts
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 @pytest.fixture

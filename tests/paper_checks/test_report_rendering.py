@@ -16,7 +16,7 @@ from escov.paper_checks.report import collect, real_verdict, render_tables
 from escov.paper_checks.verdict import NOT_RUN, OUTSIDE_REGIME
 from escov.theory.claims import BY_ID, CLAIMS, Claim, RegistryError
 from escov.theory.claims import Test as ClaimTest
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 def test_rows_with_other_fields_get_their_own_table_and_none_is_cut():

@@ -12,7 +12,7 @@ from escov.llm.es import ESConfig, make_es, select_parameters
 from escov.llm.es.noise import noise
 from escov.llm.rollout import derive_seed
 from escov.llm.tasks import get_task
-from tasks_for_tests import CountdownScoredBy, digit_share_task
+from tests.llm.tasks_for_tests import CountdownScoredBy, digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

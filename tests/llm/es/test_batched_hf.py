@@ -13,7 +13,7 @@ from escov.llm.es import ESConfig, PopulationConfig, make_es, select_parameters
 from escov.llm.es.batched_hf import BatchedHF, PopulationWeights, generate_population, population_forward
 from escov.llm.es.members import OneByOne
 from escov.llm.es.noise import PopulationNoise, check_rank
-from tasks_for_tests import digit_share_task
+from tests.llm.tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SIGMA = 3e-2

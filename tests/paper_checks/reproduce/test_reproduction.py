@@ -7,7 +7,7 @@ from pathlib import Path
 
 from escov.paper_checks.reproduce.reproduction import git_commit, write_run_info
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_publish_copies_the_report_with_its_header(tmp_path):

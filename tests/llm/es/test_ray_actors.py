@@ -12,8 +12,8 @@ from escov.llm.engines.hf import HFEngine
 from escov.llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
 from escov.llm.tasks import get_task
 
-import tasks_for_tests
-from tasks_for_tests import digit_share_task
+from tests.llm import tasks_for_tests
+from tests.llm.tasks_for_tests import digit_share_task
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread")]
 BATCHED = PopulationConfig(batched=True)  # each actor evaluates its members in one batched generate

@@ -16,8 +16,8 @@ import pytest
 
 from escov.llm import rundir
 from escov.paper_checks.rundir import load_run
-from test_device import _refused
-from test_train_run import _cfg, _cli, _flags, _strip_timing
+from tests.llm.test_device import _refused
+from tests.llm.test_train_run import _cfg, _cli, _flags, _strip_timing
 
 TWO_STEPS = dict(steps=2, checkpoint_every=1)  # ES: checkpoints step-1 and step-2
 

@@ -50,7 +50,7 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
     with sampled members in straight lines to 32 and 23): every level of every pair's common range is
     supported (theory.matched). The first run's plan (a checkpoint every 5 steps, 8 curve points) on the
     same paths supports no level between ES and GRPO."""
-    import known_frontier as kf
+    from tests.paper_checks import known_frontier as kf
     from escov.llm.curve import curve_steps, layout
     from escov.llm.train import checkpoint_due
     from escov.theory.matched import compared_levels
@@ -99,7 +99,7 @@ def test_the_quick_look_is_the_answer_at_a_smaller_design():
     checkpoints and curve layout rule), on fewer seeds and test prompts, with enough seeds for a t interval over
     seeds. Its curve starts from fewer evenly spread points; refinement must still support every level of ES vs
     GRPO's common range on Pass@1 paths like the first answer run's (as the answer's plan does)."""
-    import known_frontier as kf
+    from tests.paper_checks import known_frontier as kf
     from escov.llm.curve import layout
     from escov.llm.train import checkpoint_due
     from escov.theory.matched import compared_levels

@@ -1,7 +1,7 @@
 """A low-rank ES population as LoRA adapters in one vLLM generate (CPU build): the same greedy completions
 as the HF engine with each member's weights written member by member, and, as a member-evaluation strategy
 (vllm_lora), the same rewards and update as one_by_one on the same vLLM engine, greedy and sampled (the other
-strategies' conformance: tests/llm/test_es_conformance.py). One vLLM engine, in a fresh process, serves both."""
+strategies' conformance: tests/llm/es/test_conformance.py). One vLLM engine, in a fresh process, serves both."""
 import os
 import subprocess
 import sys
@@ -14,7 +14,7 @@ from escov.llm.engines.hf import HFEngine
 from escov.llm.es import ESConfig, PopulationConfig, make_es, select_parameters
 from escov.llm.es.noise import PopulationNoise
 from escov.llm.tasks import get_task
-from tasks_for_tests import digit_share_task
+from tests.llm.tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")

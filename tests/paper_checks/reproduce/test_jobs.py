@@ -62,7 +62,7 @@ def test_the_small_budget_report_says_what_it_can_decide(tmp_path):
 
     from escov.paper_checks.report import build_report
     from escov.paper_checks.reproduce.budgets import BUDGETS
-    from test_paper_checks_verdicts import make_run  # a report needs at least one usable run directory
+    from tests.paper_checks.test_paper_checks_verdicts import make_run  # a report needs at least one usable run directory
     run = make_run(tmp_path / "runs", "es-s0", "es", 0, np.full(8, 0.3), np.full(8, 0.3))
     build_report([run], tmp_path / "report", purpose=BUDGETS["small"].purpose)
     head = (tmp_path / "report" / "REPORT.md").read_text().split("## All claims")[0]

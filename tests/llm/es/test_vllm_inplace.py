@@ -9,7 +9,7 @@ closed form and bit for bit against the reload path's update (the same MasterCen
 option rules and the refusal on a
 machine without CUDA. What does not run here: the extension inside a real vLLM worker (vLLM's CPU
 build repacks linear weights) -- that is tests/llm/test_gpu.py, marked `gpu`; the strategy's refusal of
-vLLM's CPU build is tested on the suite's vLLM engine, in tests/llm/test_vllm_engine.py."""
+vLLM's CPU build is tested on the suite's vLLM engine, in tests/llm/engines/test_vllm_engine.py."""
 import copy
 import types
 

@@ -13,7 +13,7 @@ import sympy
 from escov.llm.tasks import get_task
 from escov.llm.tasks.countdown import parse_target, score
 
-SAMPLE = Path(__file__).parents[1] / "data" / "countdown_sample.json"
+SAMPLE = Path(__file__).parents[2] / "data" / "countdown_sample.json"
 RECORDS = json.loads(SAMPLE.read_text())
 
 

@@ -15,7 +15,7 @@ from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN
 from escov.theory import paper
 from escov.theory.claims import BY_ID, THRESHOLDED_PERCENT
 from escov.theory.decisions import over_seeds
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 @pytest.fixture

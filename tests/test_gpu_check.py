@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 PARTS = ["gpu_tests_hf", "hf_qwen2.5-0.5b", "hf_qwen2.5-1.5b", "gpu_tests_ray", "gpu_tests_vllm",
          "vllm_qwen2.5-0.5b", "vllm_qwen2.5-1.5b"]

@@ -249,7 +249,7 @@ def test_a_tasks_score_is_the_reward_under_its_own_settings(style, reward, forma
 def test_file_problems_are_drawn_the_same_for_a_seed_and_a_missing_split_names_its_setting():
     from pathlib import Path
 
-    sample = Path(__file__).parents[1] / "data" / "countdown_sample.json"
+    sample = Path(__file__).parents[2] / "data" / "countdown_sample.json"
     task = get_task("countdown", test_data=sample)
     ids = [p.id for p in task.problems("test", 5, seed=3)]
     assert ids == [p.id for p in get_task("countdown", test_data=sample).problems("test", 5, seed=3)]

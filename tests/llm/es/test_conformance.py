@@ -3,10 +3,10 @@
 Each strategy gets the same plan from ES (llm/es/plan.py) and must hand back the same member rewards,
 so the same z and, bit for bit, the same updated center, for greedy and for sampled members (sampled
 members draw from their own rollout seeds on every path). On this CPU: one_by_one, batched_hf and ray
-on the HF engine (ray with sampled members here; with greedy members in tests/llm/test_es_ray_actors.py,
+on the HF engine (ray with sampled members here; with greedy members in tests/llm/es/test_ray_actors.py,
 which starts its actors once for all its checks); vllm_lora on vLLM's CPU build against one_by_one on the same vLLM engine (vLLM
 samples with its own generator, so sampled members are compared on one engine kind), in
-tests/llm/test_es_vllm_lora.py, which starts that engine once for all its checks. vllm_inplace needs
+tests/llm/es/test_vllm_lora.py, which starts that engine once for all its checks. vllm_inplace needs
 CUDA: tests/llm/test_gpu.py (scripts/gpu_check.sh)."""
 import importlib.util
 
@@ -16,7 +16,7 @@ import torch
 
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
-from tasks_for_tests import digit_share_task
+from tests.llm.tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SAMPLING = {"greedy": {}, "sampled": {"member_temperature": 1.0, "member_samples": 2}}
@@ -43,7 +43,7 @@ def _run(model_dir, es_over: dict, population, distributed, steps: int = STEPS):
 
 @pytest.fixture(scope="module")
 def ray_local():
-    import tasks_for_tests
+    from tests.llm import tasks_for_tests
 
     ray = pytest.importorskip("ray")
     ray.cloudpickle.register_pickle_by_value(tasks_for_tests)  # actors cannot import the tests' task module

@@ -13,7 +13,7 @@ from escov.paper_checks.report import collect
 from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE
 from escov.theory.claims import BY_ID, ENTROPY_KEEP_MARGIN
 from escov.theory.decisions import over_seeds, t_interval
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 STEPS = 10   # make_run writes 10 steps, entropy linear from its start to its end
 
