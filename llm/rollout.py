@@ -8,7 +8,6 @@ error, named with the step.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from escov.llm.seeds import derive_seed  # re-exported: the rule lives in llm/seeds.py (no torch)
 from escov.llm.tasks.base import Problem, Task, is_correct_reward
 from escov.theory.errors import NonFiniteError
 
@@ -23,12 +23,6 @@ if TYPE_CHECKING:
     from escov.llm.engines.base import Completion, Engine
 
 __all__ = ["NonFiniteError", "derive_seed", "Rollouts", "rollout", "score_completions", "mean_token_entropy"]
-
-
-def derive_seed(*parts: object) -> int:
-    """A 63-bit seed from any tuple of labels (e.g. run seed, step, purpose), stable across runs and machines."""
-    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
 
 
 def mean_token_entropy(completions: list[list[Completion]], temperature: float) -> float:

@@ -39,13 +39,13 @@ TOLERANCE = 1e-9  # Pass@k recomputed from the counts and the value written besi
 
 
 def _eval_seed(seed: int, label: str) -> int:
-    from escov.llm.rollout import derive_seed  # the rule llm/train.py samples its evaluations with
+    from escov.llm.seeds import derive_seed  # the rule llm/train.py samples its evaluations with
 
     return derive_seed(seed, label) % 2**31
 
 
 def _curve_seed(seed: int, step: int) -> int:
-    from escov.llm.rollout import derive_seed  # the rule llm/curve.py samples its points with
+    from escov.llm.seeds import derive_seed  # the rule llm/curve.py samples its points with
 
     return derive_seed(seed, step, "curve") % 2**31
 

@@ -315,8 +315,6 @@ def test_importing_the_report_loads_no_torch():
     assert _torch_loaded() == [False]
 
 
-@pytest.mark.xfail(strict=True, reason="trust.py's evaluation-seed rule imports llm.rollout.derive_seed, and "
-                                       "llm/rollout.py imports torch: the rule needs a torch-free home in llm/")
 def test_building_a_reports_verdicts_loads_no_torch(tmp_path):
     runs = [make_run(tmp_path, f"{algo}-s{seed}", algo, seed, np.full(40, 0.3), np.full(40, 0.4))
             for algo in ("es", "grpo") for seed in (0, 1)]
