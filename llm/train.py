@@ -252,7 +252,7 @@ class TrainingRun:
             center, n_tokens = out.rollouts, out.rollouts.n_tokens
             row |= {"reward_mean": float(center.rewards.mean()), "center_reward_mean": float(center.rewards.mean())}
             extra = {"grpo_loss": out.loss, "grpo_kl": out.kl, "grpo_clip_fraction": out.clip_fraction,
-                     "grpo_grad_norm": out.grad_norm}
+                     "grpo_grad_norm": out.grad_norm} | ({"grpo_variants": out.variants} if out.variants else {})
         if cfg.completions_every and (step + 1) % cfg.completions_every == 0:
             self.keep_completions("train", step + 1, [
                 {"prompt": str(p.prompt), "completion": samples[0].text, "reward": float(rewards[0])}
