@@ -172,3 +172,51 @@ def test_outcome_bonus_is_c_over_root_count_of_the_answer_so_far():
     np.testing.assert_allclose(second, [[0.5 / math.sqrt(2), 0.5, 0.5 / 2, 0.5 / 2]])
     other = outcome_bonus([["1"]], ["q"], 0.5, state)  # counts are per prompt
     np.testing.assert_allclose(other, [[0.5]])
+
+
+def test_sapo_temperatures_set_the_soft_gate():
+    """sapo: l_t = -(4 / tau) sigmoid(tau (w_t - 1)) A, tau = sapo_temperature_pos for A > 0, _neg otherwise,
+    averaged as grpo (per completion, then over completions); written out token by token."""
+    logp, old, adv, mask = _batch(seed=7)
+    cfg = GRPOConfig(loss_type="sapo", sapo_temperature_pos=2.0, sapo_temperature_neg=0.5, beta=0.0)
+    cfg.validate()
+    rows = []
+    for i in range(3):
+        tau = 2.0 if adv[i] > 0 else 0.5
+        terms = [-(4 / tau) / (1 + math.exp(-tau * (math.exp(lp - o) - 1))) * float(adv[i])
+                 for lp, o, m in zip(logp[i].tolist(), old[i].tolist(), mask[i].tolist()) if m]
+        rows.append(sum(terms) / len(terms))
+    loss, _, _ = grpo_loss(logp, old, None, adv, mask, cfg, n_seq=3, n_tok=float(mask.sum()))
+    assert float(loss) == pytest.approx(sum(rows) / 3, rel=1e-12)
+
+
+@pytest.mark.parametrize("estimator", ["grpo_passk", "passk_analytic"])
+def test_a_steps_advantages_follow_the_estimator(tiny_model_dir, estimator):
+    """One on-policy GRPO step (beta 0, loss grpo): every token's term is -A of its completion, so the loss is
+    -mean(A); A from the step's own rewards by the estimator's formula, computed here by hand."""
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.grpo import GRPO
+    from tasks_for_tests import CountdownScoredBy, digit_share
+
+    task = CountdownScoredBy("digit-share", digit_share)  # correct: every character a digit
+    engine = HFEngine(str(tiny_model_dir))
+    cfg = GRPOConfig(num_generations=6, learning_rate=1e-4, beta=0.0, adv_estimator=estimator,
+                     **({"pass_k": 3} if estimator == "passk_analytic" else {}))
+    cfg.validate()
+    grpo = GRPO(cfg, engine, task, engine.model, None, engine.prompt_token_ids, temperature=1.0, max_new_tokens=6,
+                seed=1, pad_id=engine.tokenizer.pad_token_id)
+    out = grpo.step(task.problems("train", 4, seed=2), 0)
+    by_hand = []
+    for row, ok in zip(out.rollouts.rewards.tolist(), (out.rollouts.rewards >= 1.0).tolist()):
+        if estimator == "grpo_passk":
+            best, gap = row.index(max(row)), max(row) - sorted(row)[-2]
+            by_hand += [gap / (statistics.stdev(row) + 1e-6) if i == best else 0.0 for i in range(6)]
+        else:
+            c = sum(ok)
+            mean = 1 - math.comb(6 - c, 3) / math.comb(6, 3)
+            sd = math.sqrt(mean * (1 - mean))
+            wrong = (1 - mean - math.comb(6 - c - 1, 2) / math.comb(5, 2)) / sd if sd else 0.0
+            by_hand += [((1 - mean) / sd if sd else 0.0) if o else wrong for o in ok]
+    assert any(by_hand), out.rollouts.rewards  # the step had a signal
+    assert out.loss == pytest.approx(-statistics.fmean(by_hand), rel=1e-5, abs=1e-7)
+    assert out.variants["adv_nonzero_share"] == pytest.approx(np.mean(np.array(by_hand) != 0))
