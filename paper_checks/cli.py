@@ -7,6 +7,7 @@
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
     pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
     premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
+    grpo-variants --answer DIR [--candidates A,B] [--jobs N]          ES against the best coverage-keeping GRPO variant
 """
 from __future__ import annotations
 
@@ -66,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     pre.add_argument("--seeds", type=int, default=3, help="control seeds (300, 301, ...; default 3)")
     pre.add_argument("--steps", type=int, default=None, help="GRPO steps (default: premise.CONTROL_STEPS)")
     pre.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
+    gv = sub.add_parser("grpo-variants", help="ES against the best coverage-keeping GRPO variant, chosen on validation "
+                                              "prompts, after the answer (paper_checks/grpo_variants.py)")
+    gv.add_argument("--answer", type=Path, required=True, help="the answer's out directory (reproduce --budget answer)")
+    gv.add_argument("--candidates", default="", help="comma-separated names of grpo_variants.CANDIDATES (default: all)")
+    gv.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
     args = parser.parse_args(argv)
     if args.command == "bases":
         from escov.paper_checks.reproduce import ship_bases
@@ -83,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
             from escov.paper_checks.premise import main_args as premise_main
             from escov.paper_checks.reproduce import BUDGETS
             return premise_main(args, BUDGETS["answer"])
+        if args.command == "grpo-variants":
+            from escov.paper_checks.grpo_variants import main_args as variants_main
+            from escov.paper_checks.reproduce import BUDGETS, PREMISE_DIR, REPORT_DIR
+            return variants_main(args, BUDGETS["answer"], PREMISE_DIR, REPORT_DIR)
         if args.command == "report":
             from escov.paper_checks.evidence import load_lemma_grid
             from escov.paper_checks.report import build_report

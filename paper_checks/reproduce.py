@@ -53,6 +53,7 @@ from escov.llm.rundir import read_json, read_steps
 from escov.paper_checks.evidence import load_lemma_grid
 from escov.paper_checks.jobs import Job, cpu_seconds, run_jobs, stage_times
 from escov.paper_checks.lemma_grid import GridDesign
+from escov.paper_checks.grpo_variants import VARIANTS_DIR, attach as attach_variants
 from escov.paper_checks.premise import CONTROL_GRPO
 from escov.paper_checks.report import build_report
 from escov.paper_checks.summary import PUBLISHED, load_published
@@ -553,6 +554,8 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
                           out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose,
                           published=load_published(published_for(budget)), planned=planned_needs(budget),
                           premise_control=read_json(out / PREMISE_DIR / "control.json") if budget.premise_control else None)
+    if (out / VARIANTS_DIR / "grpo_variants.json").is_file():  # the arm run after the answer (grpo_variants.py)
+        attach_variants(out / REPORT_DIR, read_json(out / VARIANTS_DIR / "grpo_variants.json"))
     stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
                                               "job_seconds": round(time.perf_counter() - t_report, 1),
                                               "cpu_seconds": round(cpu_seconds() - cpu_report, 1), "jobs": 1}}
