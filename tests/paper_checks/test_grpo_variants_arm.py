@@ -24,12 +24,12 @@ def _p32(c, n=64):
 
 def test_choose_reads_each_candidate_at_grpos_plateau_pass1_and_skips_one_that_never_gets_there():
     """Plain GRPO ends at Pass@1 0.5 and 0.6: the level is 0.55. Candidate "keeps" crosses it between points 1 and 2
-    (weight 0.25 on point 2) on both seeds, "loses" too with lower counts; "stalls" never reaches 0.55 and keeps
-    everything: it must not win."""
+    (weight 0.25 on point 2) on both seeds, "loses" too with lower counts; "stalls" keeps everything but reaches
+    0.55 on one seed only: it must not win."""
     plain = [_curve(0, [0.2, 0.5], [[10, 2], [6, 1]]), _curve(1, [0.2, 0.6], [[10, 2], [6, 0]])]
     keeps = [_curve(s, [0.2, 0.5, 0.7], [[10, 2], [9, 2], [8, 1]]) for s in (0, 1)]
     loses = [_curve(s, [0.2, 0.45, 0.65], [[10, 2], [5, 1], [3, 0]]) for s in (0, 1)]
-    stalls = [_curve(s, [0.2, 0.3, 0.5], [[10, 2], [10, 2], [10, 2]]) for s in (0, 1)]
+    stalls = [_curve(0, [0.2, 0.3, 0.5], [[10, 2], [10, 2], [10, 2]]), _curve(1, [0.2, 0.3, 0.6], [[10, 2]] * 3)]
     got = grpo_variants.choose(plain, {"loses": loses, "keeps": keeps, "stalls": stalls})
     assert got["level"] == pytest.approx(0.55)
 
