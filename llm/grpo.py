@@ -239,7 +239,7 @@ class GRPO:
                              for s in self._micro_batches(n_seq)]) if cfg.num_iterations > 1 else None
             ref = torch.cat([completion_logprobs(self.reference, seq[s], attention[s], mask[s], self.temperature)
                              for s in self._micro_batches(n_seq)]) if cfg.beta > 0 else None
-        control = EntropyControl(cfg, self._variant_state().setdefault("entropy", {}))
+        control = EntropyControl(cfg, lambda: self._variant_state().setdefault("entropy", {}))
         wants_entropy = control.enabled or cfg.top_entropy_quantile < 1.0
         cov_generator = torch.Generator().manual_seed(derive_seed(self.seed, step, "grpo-clip-cov") % 2**63)
         with self._training_forward(), _seeded(derive_seed(self.seed, step, "grpo-dropout"), self.policy):

@@ -20,6 +20,7 @@ whole batch of the update (micro_batch_size stays a memory setting), the same wh
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 
@@ -37,13 +38,13 @@ def high_entropy_mask(entropy: torch.Tensor, mask: torch.Tensor, quantile: float
 class EntropyControl:
     """The entropy coefficient across a phase's optimizer steps; its state is a dict of floats kept in the
     optimizer's state (checkpointed with it): {"coef": current coefficient, "last": the last measured mean
-    entropy, inf before any}."""
+    entropy, inf before any}. state: gives that dict, asked for only when the bonus is on."""
 
-    def __init__(self, cfg, state: dict):
+    def __init__(self, cfg, state: Callable[[], dict]):
         self.cfg = cfg
-        self.state = state
-        state.setdefault("coef", float(cfg.entropy_coef))
-        state.setdefault("last", math.inf)
+        self.state = state() if self.enabled else {}
+        self.state.setdefault("coef", float(cfg.entropy_coef))
+        self.state.setdefault("last", math.inf)
 
     @property
     def enabled(self) -> bool:

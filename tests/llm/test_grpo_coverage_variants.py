@@ -140,7 +140,7 @@ def test_adaptive_entropy_coefficient_follows_trls_rule():
     cfg = GRPOConfig(entropy_coef=0.01, use_adaptive_entropy=True, entropy_coef_min=0.0, entropy_coef_max=0.02,
                      entropy_coef_delta=0.006, entropy_target=0.5)
     cfg.validate()
-    control = EntropyControl(cfg, {})
+    control = EntropyControl(cfg, dict)
     applied = []
     for measured in (0.9, 0.5, 0.3, 0.2, 0.8, 0.1):  # 0.5: at the target counts as below
         applied.append(control.applied())

@@ -117,3 +117,14 @@ def test_the_variants_state_survives_a_checkpoint_of_the_optimizer(tiny_model_di
     second = grpo()
     second.optimizer.load_state_dict(torch.load(buffer, weights_only=True))
     assert second.optimizer.param_groups[0]["escov_variants"] == state
+
+
+def test_plain_grpo_keeps_no_variant_state(tiny_model_dir):
+    """With every variant off, the optimizer state holds nothing of theirs (plain runs' checkpoints as before)."""
+    task = CountdownScoredBy("first-char-digit", lambda c: 1.0 if c[:1].isdigit() else 0.0)
+    engine = HFEngine(str(tiny_model_dir))
+    cfg = GRPOConfig(num_generations=4, learning_rate=1e-2, beta=0.0)
+    grpo = GRPO(cfg, engine, task, engine.model, None, engine.prompt_token_ids, temperature=1.0, max_new_tokens=4,
+                seed=0, pad_id=engine.tokenizer.pad_token_id)
+    out = grpo.step(task.problems("train", 2, 0), 0)
+    assert "escov_variants" not in grpo.optimizer.state_dict()["param_groups"][0] and out.variants == {}
