@@ -160,8 +160,8 @@ class GRPOConfig:
     clip_cov_ub: float = 5.0         # verl, loss_type clip_cov: covariance upper bound of the candidates
     kl_cov_ratio: float = 0.0002     # verl, loss_type kl_cov: share of tokens (largest covariance) KL-penalized
     ppo_kl_coef: float = 1.0         # verl, loss_type kl_cov: weight of |log pi - log pi_old| on those tokens
-    adv_estimator: str = "grpo"      # grpo | grpo_passk (verl: a group's best gets r_max - r_second) | passk_analytic
-    pass_k: int = 4                  # adv_estimator passk_analytic (Chen et al. 2025): the k of the Pass@k optimised
+    adv_estimator: str = "grpo"      # grpo | grpo_passk (verl: the best gets r_max - r_second) | passk_analytic | pkpo
+    pass_k: int = 4                  # adv_estimator passk_analytic (Chen et al. 2025), pkpo (PKPO): the k of Pass@k
     zero_success_gating: bool = False  # update only on prompts never solved at an earlier step of the phase
     outcome_bonus_coef: float = 0.0  # outcome-based exploration (Song et al. 2025): reward + c / sqrt(n(answer)); 0: off
 

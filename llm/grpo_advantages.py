@@ -12,6 +12,13 @@ advantage per completion.
                     sigma = sqrt(Rbar (1 - Rbar)); a correct completion gets (1 - Rbar) / sigma, a wrong one
                     (1 - Rbar - C(G - c - 1, k - 1) / C(G - 1, k - 1)) / sigma; sigma = 0 (c = 0, or every
                     k-subset holds a correct one) gives 0. It reads correctness, not the reward.
+    pkpo            PKPO (Walder & Karkhanis 2025, "Pass@K policy optimization"): the unbiased Pass@k gradient
+                    sum_i s_i grad log pi(y_i), s_i = (1 / C(G, k)) sum over the k-subsets S holding i of max_S r
+                    (any rewards, not only 0/1; from the sorted rewards r_(1) <= ... <= r_(G), i at rank p:
+                    s_i = (r_(p) C(p - 1, k - 1) + sum_{q > p} r_(q) C(q - 2, k - 2)) / C(G, k)), minus a
+                    leave-one-out baseline (k / G) b_i, b_i the unbiased Pass@k of the other G - 1 completions,
+                    which does not depend on y_i and so keeps the estimate unbiased (an all-equal group gets 0);
+                    scale_rewards none leaves it so, group divides it by the group's std + 1e-4 as grpo does.
 """
 from __future__ import annotations
 
@@ -66,10 +73,46 @@ def passk_analytic_advantages(correct: np.ndarray, k: int) -> np.ndarray:
     return adv
 
 
+def max_of_k_weights(rewards: np.ndarray, k: int) -> np.ndarray:
+    """s_i of each row: the mean over the k-subsets of the row of max_S r, summed over the subsets holding i,
+    divided by C(G, k) (the sorted-rank formula of the module docstring)."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    g = rewards.shape[1]
+    out = np.zeros_like(rewards)
+    for row, values in zip(out, rewards):
+        order = np.argsort(values, kind="stable")
+        ranked = values[order]
+        for p in range(1, g + 1):  # 1-based rank
+            above = sum(ranked[q - 1] * comb(q - 2, k - 2) for q in range(p + 1, g + 1)) if k >= 2 else 0.0
+            row[order[p - 1]] = (ranked[p - 1] * comb(p - 1, k - 1) + above) / comb(g, k)
+    return out
+
+
+def pass_at_k_of(rewards: np.ndarray, k: int) -> np.ndarray:
+    """The unbiased estimate of E[max of k draws] from each row: (1 / C(m, k)) sum over k-subsets of max_S r."""
+    rewards = np.sort(np.asarray(rewards, dtype=np.float64), axis=1)
+    m = rewards.shape[1]
+    weights = np.array([comb(q - 1, k - 1) for q in range(1, m + 1)], dtype=np.float64) / comb(m, k)
+    return rewards @ weights
+
+
+def pkpo_advantages(rewards: np.ndarray, k: int, scale: bool) -> np.ndarray:
+    """PKPO's s_i minus (k / G) x the leave-one-out Pass@k of the other completions (module docstring)."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    g = rewards.shape[1]
+    if not 1 <= k <= g - 1:
+        raise ValueError(f"pkpo needs pass_k in [1, {g - 1}] (a leave-one-out baseline of the group), got {k}")
+    others = np.stack([pass_at_k_of(np.delete(rewards, i, axis=1), k) for i in range(g)], axis=1)
+    adv = max_of_k_weights(rewards, k) - k / g * others
+    return adv / (rewards.std(axis=1, keepdims=True) + GRPO_ADVANTAGE_EPS) if scale else adv
+
+
 def advantages(rewards: np.ndarray, correct: np.ndarray, cfg) -> np.ndarray:
     """The [B, G] advantages of cfg.adv_estimator (with cfg.scale_rewards and cfg.pass_k)."""
     if cfg.adv_estimator == "grpo_passk":
         return grpo_passk_advantages(rewards, scale=cfg.scale_rewards == "group")
     if cfg.adv_estimator == "passk_analytic":
         return passk_analytic_advantages(correct, cfg.pass_k)
+    if cfg.adv_estimator == "pkpo":
+        return pkpo_advantages(rewards, cfg.pass_k, scale=cfg.scale_rewards == "group")
     return group_advantages(rewards, cfg.scale_rewards)

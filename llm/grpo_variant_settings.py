@@ -14,7 +14,7 @@ import dataclasses
 import math
 
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")  # TRL: per-token ratios | GSPO's one ratio per sequence
-ADV_ESTIMATORS = ("grpo", "grpo_passk", "passk_analytic")  # llm/grpo_advantages.py
+ADV_ESTIMATORS = ("grpo", "grpo_passk", "passk_analytic", "pkpo")  # llm/grpo_advantages.py
 COVARIANCE_LOSSES = ("clip_cov", "kl_cov")  # llm/grpo_covariance.py: per-token covariance selection
 CLIPPED_LOSSES = ("grpo", "bnpo", "dr_grpo", "dapo")  # PPO's clipped ratio; llm/grpo_objectives.py
 
@@ -32,7 +32,7 @@ _OWNED = {
     "entropy_coef_max": (lambda c: c.use_adaptive_entropy, "grpo.use_adaptive_entropy true"),
     "entropy_coef_delta": (lambda c: c.use_adaptive_entropy, "grpo.use_adaptive_entropy true"),
     "entropy_target": (lambda c: c.use_adaptive_entropy, "grpo.use_adaptive_entropy true"),
-    "pass_k": (lambda c: c.adv_estimator == "passk_analytic", "grpo.adv_estimator passk_analytic"),
+    "pass_k": (lambda c: c.adv_estimator in ("passk_analytic", "pkpo"), "grpo.adv_estimator passk_analytic or pkpo"),
 }
 
 
@@ -75,9 +75,12 @@ def check_variant_settings(cfg) -> None:
     if cfg.importance_sampling_level == "sequence" and cfg.loss_type in COVARIANCE_LOSSES:
         raise ValueError(f"grpo.loss_type {cfg.loss_type} selects single tokens by their covariance: it needs "
                          "grpo.importance_sampling_level token, got sequence")
-    if cfg.adv_estimator == "grpo_passk" and cfg.scale_rewards == "batch":
-        raise ValueError("grpo.adv_estimator grpo_passk divides by its group's std (grpo.scale_rewards group) or by "
-                         "nothing (none): grpo.scale_rewards batch has no meaning there")
+    if cfg.adv_estimator in ("grpo_passk", "pkpo") and cfg.scale_rewards == "batch":
+        raise ValueError(f"grpo.adv_estimator {cfg.adv_estimator} divides by its group's std (grpo.scale_rewards "
+                         "group) or by nothing (none): grpo.scale_rewards batch has no meaning there")
+    if cfg.adv_estimator == "pkpo" and cfg.pass_k > cfg.num_generations - 1:
+        raise ValueError(f"grpo.adv_estimator pkpo's leave-one-out baseline needs grpo.pass_k <= grpo.num_generations"
+                         f" - 1 = {cfg.num_generations - 1}, got {cfg.pass_k}")
     if cfg.adv_estimator == "passk_analytic" and cfg.scale_rewards != "group":
         raise ValueError(f"grpo.adv_estimator passk_analytic is standardized by its own closed-form std: it needs "
                          f"grpo.scale_rewards group, got {cfg.scale_rewards}")

@@ -82,7 +82,8 @@ VARIANTS_HELP = (
     "high-entropy-token updates (--top_entropy_quantile; TRL, the 80/20 forking-token rule); sequence-level "
     "importance sampling (--importance_sampling_level sequence; TRL, GSPO); --loss_type cispo (TRL, MiniMax-M1) and "
     "sapo (TRL, --sapo_temperature_pos/neg); Pass@k advantages (--adv_estimator grpo_passk, verl; passk_analytic "
-    "with --pass_k, Chen et al. 2025); covariance-based entropy control (--loss_type clip_cov with "
+    "with --pass_k, Chen et al. 2025; pkpo, PKPO's unbiased Pass@k gradient, Walder & Karkhanis 2025); "
+    "covariance-based entropy control (--loss_type clip_cov with "
     "--clip_cov_ratio/lb/ub, kl_cov with --kl_cov_ratio, --ppo_kl_coef; verl, Cui et al. 2025); zero-success gating "
     "(--zero_success_gating true); outcome-based exploration (--outcome_bonus_coef; Song, Kempe, Munos 2025).")
 

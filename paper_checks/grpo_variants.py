@@ -45,6 +45,7 @@ CANDIDATES = {
     "sapo": {"loss_type": "sapo"},
     "grpo-passk": {"adv_estimator": "grpo_passk"},
     "passk-analytic": {"adv_estimator": "passk_analytic", "pass_k": 4},
+    "pkpo": {"adv_estimator": "pkpo", "pass_k": 4, "scale_rewards": "none"},  # the unbiased form
     "clip-cov": {"loss_type": "clip_cov"},
     "kl-cov": {"loss_type": "kl_cov"},
     "zero-success-gating": {"zero_success_gating": True},

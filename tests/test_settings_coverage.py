@@ -184,6 +184,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "grpo.ppo_kl_coef": (COVERAGE + "test_kl_cov_penalizes_the_tokens_of_largest_covariance",),
     "grpo.adv_estimator": (COVERAGE + "test_grpo_passk_gives_the_gap_to_the_best_alone",
                            COVERAGE + "test_passk_analytic_equals_the_mean_over_k_subsets",
+                           COVERAGE + "test_pkpo_is_an_unbiased_gradient_of_pass_at_k",
                            COVERAGE + "test_a_steps_advantages_follow_the_estimator"),
     "grpo.pass_k": (COVERAGE + "test_passk_analytic_equals_the_mean_over_k_subsets",
                     COVERAGE + "test_a_steps_advantages_follow_the_estimator"),

@@ -13,7 +13,8 @@ import torch
 
 from escov.llm.config import GRPOConfig
 from escov.llm.grpo import grpo_loss
-from escov.llm.grpo_advantages import grpo_passk_advantages, passk_analytic_advantages
+from escov.llm.grpo_advantages import (grpo_passk_advantages, max_of_k_weights, passk_analytic_advantages,
+                                       pkpo_advantages)
 from escov.llm.grpo_entropy import EntropyControl, high_entropy_mask
 from escov.llm.grpo_exploration import gate_solved, outcome_bonus
 
@@ -47,6 +48,36 @@ def test_passk_analytic_equals_the_mean_over_k_subsets(g, k):
         for i in range(g):
             want = 0.0 if std == 0 else statistics.fmean((value[s] - mean) / std for s in subsets if i in s)
             assert adv[i] == pytest.approx(want, abs=1e-12), (row, i)
+
+
+@pytest.mark.parametrize("g,k", [(4, 1), (5, 2), (6, 3), (4, 4)])
+def test_pkpo_weights_are_the_sum_over_k_subsets_of_their_max(g, k):
+    """s_i = (1 / C(G, k)) sum over the k-subsets holding i of max_S r, by enumeration (rewards with ties)."""
+    rewards = np.random.default_rng(g + k).choice([0.0, 0.25, 0.5, 1.0], size=(5, g))
+    got = max_of_k_weights(rewards, k)
+    for row, s in zip(rewards, got):
+        for i in range(g):
+            want = sum(max(row[list(S)]) for S in itertools.combinations(range(g), k) if i in S) / math.comb(g, k)
+            assert s[i] == pytest.approx(want, abs=1e-12)
+
+
+def test_pkpo_is_an_unbiased_gradient_of_pass_at_k():
+    """Exactly, by enumeration: a categorical policy over 3 answers with rewards 0, 0.3, 1; the expectation over
+    every group of G = 4 draws of sum_i A_i grad log p(y_i) equals the gradient of E[max of k = 2 draws]
+    (autograd on its closed form). The leave-one-out baseline keeps it unbiased; an all-equal group gets 0."""
+    theta = torch.tensor([0.3, -0.2, 0.1], dtype=torch.float64, requires_grad=True)
+    r = np.array([0.0, 0.3, 1.0])
+    p = torch.softmax(theta, 0)
+    target = sum(p[a] * p[b] * max(r[a], r[b]) for a in range(3) for b in range(3))
+    (want,) = torch.autograd.grad(target, theta)
+    probs = p.detach().numpy()
+    got = np.zeros(3)
+    for ys in itertools.product(range(3), repeat=4):
+        adv = pkpo_advantages(r[list(ys)][None, :], 2, scale=False)[0]
+        weight = np.prod(probs[list(ys)])
+        got += weight * sum(a * (np.eye(3)[y] - probs) for a, y in zip(adv, ys))
+    np.testing.assert_allclose(got, want.numpy(), atol=1e-12)
+    assert np.all(pkpo_advantages(np.full((1, 4), 0.3), 2, scale=False) == pytest.approx(0.0, abs=1e-15))
 
 
 # ----------------------------------------------------------------------------- verl's covariance losses

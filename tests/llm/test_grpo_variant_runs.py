@@ -32,6 +32,7 @@ SPELLINGS = {
     "--loss_type clip_cov": ("cov_share",),
     "--loss_type kl_cov": ("cov_share",),
     "--loss_type dapo --entropy_coef 0.01 --adv_estimator grpo_passk": ("entropy", "entropy_coef", "adv_nonzero_share"),
+    "--adv_estimator pkpo --pass_k 2 --zero_success_gating true": ("adv_nonzero_share", "gated_share"),
 }
 
 
@@ -41,8 +42,8 @@ def test_help_names_every_variant():
     text = " ".join(trl_epilog().split())
     for name in ("--entropy_coef", "--use_adaptive_entropy", "--entropy_coef_min/max/delta", "--top_entropy_quantile",
                  "--importance_sampling_level sequence", "GSPO", "cispo", "sapo", "grpo_passk", "passk_analytic",
-                 "clip_cov", "kl_cov", "--zero_success_gating", "--outcome_bonus_coef", "Chen et al. 2025",
-                 "Song, Kempe, Munos 2025", "verl", "TRL"):
+                 "pkpo", "PKPO", "clip_cov", "kl_cov", "--zero_success_gating", "--outcome_bonus_coef",
+                 "Chen et al. 2025", "Walder & Karkhanis 2025", "Song, Kempe, Munos 2025", "verl", "TRL"):
         assert name in text, name
 
 
@@ -56,7 +57,7 @@ def test_a_grpo_run_with_each_variant_finishes_and_logs_its_statistics(tiny_mode
     assert all(np.isfinite(v) for v in stats.values())
     config = json.loads((run / "config.json").read_text())["grpo"]
     for flag, value in zip(spelling.split()[::2], spelling.split()[1::2]):
-        assert str(config[flag.lstrip("-")]) == value, (flag, config)
+        assert str(config[flag.lstrip("-")]).lower() == value, (flag, config)
     if "entropy_coef" in stats:
         assert stats["entropy_coef"] == 0.01 and stats["entropy"] > 0
     if "token_share" in stats:
@@ -76,6 +77,8 @@ def test_a_grpo_run_with_each_variant_finishes_and_logs_its_statistics(tiny_mode
     ("--sapo_temperature_neg 2", ("sapo_temperature_neg", "loss_type sapo")),
     ("--entropy_target 0.5 --entropy_coef 0.01", ("entropy_target", "use_adaptive_entropy")),
     ("--pass_k 2", ("pass_k", "adv_estimator passk_analytic")),
+    ("--adv_estimator pkpo --pass_k 4", ("pkpo", "pass_k", "num_generations")),
+    ("--adv_estimator pkpo --scale_rewards batch", ("pkpo", "scale_rewards batch")),
     ("--adv_estimator passk_analytic --pass_k 9", ("pass_k", "num_generations")),
     ("--clip_cov_lb 6 --loss_type clip_cov", ("clip_cov_lb", "clip_cov_ub")),
 ])
