@@ -23,7 +23,7 @@ between them, the checkpoint nearest the middle of the widest such segment is me
 at most the same resolution, so a run trained with dense early checkpoints (TrainConfig
 checkpoint_dense) gets measured points wherever its Pass@1 moves fast.
 
-Each point is a CurvePoint record in curve.json (llm/rundir.py), written as soon as it is measured
+Each point is a CurvePoint record in curve.json (llm/rundir/), written as soon as it is measured
 (and sent to the run's tracker, `report_to`, as curve/sampled/... and curve/greedy/... at its step);
 The base (step 0) and the final checkpoint are the run's own evaluations (eval.json's base and final, with their
 greedy twins) whenever those were measured with the curve's settings (prompts, samples, temperature, Pass@k and

@@ -124,7 +124,7 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
 
 # ----------------------------------------------------------------------------- command line
 
-# the settings `llm eval` shares with `llm train`: the same flags, defaults and help (llm/config.py TrainConfig),
+# the settings `llm eval` shares with `llm train`: the same flags, defaults and help (llm/settings/ TrainConfig),
 # so that `llm eval` with a run's flags evaluates the run's task and test problems (llm/problem_sets.py eval_set)
 TASK_SETTINGS = ("task", "data", "test_data", "data_split", "data_fields", "prompt_style", "reward", "reward_function",
                  "reward_weights", "eval_problems")

@@ -1,6 +1,6 @@
 """What a run was made from, so that a resume or a report can refuse what changed.
 
-A run directory's inputs.json (written by llm/train.py, read and written through llm/rundir.py) records:
+A run directory's inputs.json (written by llm/train.py, read and written through llm/rundir/) records:
 
     code             {"commit", "modified", "diff_sha256", "version"}: the git commit of the source tree when
                      escov runs from a git checkout (modified: tracked files differ from the commit, with the
@@ -23,16 +23,15 @@ in config_history.jsonl with the step the run continues from.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
-from pathlib import Path
-
 import sys
+from pathlib import Path
 
 from escov.llm import rundir
 from escov.llm.rundir import CONFIG, CONFIG_HISTORY, MANIFEST, NOT_COMPARED, PATH_SETTINGS, RunDirError
+from escov.llm.tasks import user_modules
 
 SHORT = 12  # hex digits of a hash shown in messages
 CHUNK = 1 << 20
@@ -139,19 +138,14 @@ def describe_code(code: dict | None) -> str:
 # ----------------------------------------------------------------------------- the inputs
 
 def reward_source(spec: str) -> Path | None:
-    """The source file of a reward function 'file.py:function' or 'module:function' (None when the
-    module has no file, e.g. a built-in)."""
+    """The source file of a reward function 'file.py:function' or 'module:function', found as the task
+    finds it when it imports the function (llm/tasks/user_modules.py; None when the module has no file,
+    e.g. a built-in)."""
     module, _, _ = spec.rpartition(":")
-    if module.endswith(".py"):
-        return Path(module)
     try:
-        found = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        found = None
-    if found is None:
-        raise ValueError(f"reward_function {spec!r}: no module {module!r} on the Python path "
-                         "(give 'path/to/file.py:function')")
-    return Path(found.origin) if found.origin and Path(found.origin).is_file() else None
+        return user_modules.source_file(module)
+    except ValueError as err:
+        raise ValueError(f"reward_function {spec!r}: {err} (give 'path/to/file.py:function')") from None
 
 
 def _resolved(name: str, value: str) -> tuple[str, Path | None]:

@@ -146,6 +146,23 @@ class GRPOStep:
     seconds: float
     variants: dict = field(default_factory=dict)  # the variants' statistics (docs/training.md), last inner iteration
 
+    @property
+    def samples(self) -> Rollouts:
+        """The samples the step's metrics describe: its rollouts, from the policy before the update."""
+        return self.rollouts
+
+    @property
+    def generated_tokens(self) -> int:
+        return self.rollouts.n_tokens
+
+    def metrics(self) -> dict:
+        """The step's own fields of its metrics.jsonl row (StepMetrics, llm/rundir/records.py): the rollouts'
+        mean reward (as reward_mean and center_reward_mean: the policy is the center) and the grpo_* fields."""
+        reward = float(self.rollouts.rewards.mean())
+        return {"reward_mean": reward, "center_reward_mean": reward, "grpo_loss": self.loss, "grpo_kl": self.kl,
+                "grpo_clip_fraction": self.clip_fraction, "grpo_grad_norm": self.grad_norm} \
+            | ({"grpo_variants": self.variants} if self.variants else {})
+
 
 @contextlib.contextmanager
 def _seeded(seed: int, model: torch.nn.Module):
@@ -193,6 +210,31 @@ class GRPO:
     def state_is_intact(self) -> bool:
         """Whether policy and optimizer are still those before the current step (no optimizer step taken)."""
         return self.optimizer_steps == 0
+
+    def center_weights(self, copy: bool = True) -> dict[str, torch.Tensor]:
+        """Weights held outside the run's model: none (the policy is the model, LoRA's merged weights included)."""
+        return {}
+
+    def checkpoint_state(self) -> tuple[dict, dict | None]:
+        """What a checkpoint keeps besides the weights: the optimizer state, and the LoRA adapters with use_peft."""
+        adapter = None
+        if self.cfg.use_peft:
+            from escov.llm import grpo_lora
+
+            adapter = grpo_lora.adapter_state(self.policy)
+        return self.optimizer.state_dict(), adapter
+
+    def restore_state(self, optimizer_state: dict) -> None:
+        """Continue from a checkpoint's state (checkpoint_state's, the adapters under "adapter" with use_peft)."""
+        optimizer_state = dict(optimizer_state)
+        if self.cfg.use_peft:
+            from escov.llm import grpo_lora
+
+            grpo_lora.load_adapter_state(self.policy, optimizer_state.pop("adapter"), "resumed checkpoint")
+        self.optimizer.load_state_dict(optimizer_state)
+
+    def close(self) -> None:
+        """Nothing to release (ES's Ray actors have their counterpart)."""
 
     def _micro_batches(self, n: int):
         return [slice(i, min(i + self.cfg.micro_batch_size, n)) for i in range(0, n, self.cfg.micro_batch_size)]

@@ -1,6 +1,6 @@
 """GRPO's loss types (`grpo.loss_type`, named as in TRL, or verl where TRL lacks one): how the per-token terms
 l_it of a batch of S completions (T_i tokens each) are averaged into the loss. The one list of loss types;
-llm/config.py validates the setting against it and llm/grpo.py computes with it. Each rule uses only tensor methods, so
+llm/settings/ validates the setting against it and llm/grpo.py computes with it. Each rule uses only tensor methods, so
 this module imports no torch (settings are validated without it)."""
 from __future__ import annotations
 

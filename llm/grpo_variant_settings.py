@@ -1,7 +1,7 @@
 """The settings of GRPO's coverage-keeping variants (llm/grpo_objectives.py, llm/grpo_covariance.py,
 llm/grpo_entropy.py, llm/grpo_advantages.py, llm/grpo_exploration.py): their choices, their ranges, and the
-combinations refused. GRPOConfig.validate (llm/config.py) calls check_variant_settings; like the rest of the
-settings, this module imports no torch.
+combinations refused. GRPOConfig.validate (llm/settings/grpo_config.py) calls check_variant_settings; like the
+rest of the settings, this module imports no torch.
 
 Each variant's settings carry its source's name and default (TRL 1.16's GRPOConfig where TRL has the variant,
 verl 0.9's core_algos otherwise), so that every default leaves plain GRPO unchanged. A setting that belongs to

@@ -1,7 +1,7 @@
 """What `llm train --help` says about each setting, TRL's names for our settings, and the flags of
 `llm train` built from both (`add_train_arguments`).
 
-A setting's description is the comment on its field's line in llm/config.py
+A setting's description is the comment on its field's line in llm/settings/
 (`sigma: float = PAPER_SIGMA  # perturbation scale`); its default is the field's default. Both are
 read from the dataclasses themselves, so the help, the settings table (`settings_table`) and the
 code cannot disagree. Nothing here imports torch.
@@ -20,7 +20,8 @@ import io
 import textwrap
 import tokenize
 
-from escov.llm.config import REPEATED_FLAGS, SECTIONS, ESConfig, GRPOConfig, PopulationConfig, TrainConfig, _parse_flag
+from escov.llm.settings import REPEATED_FLAGS, SECTIONS, ESConfig, GRPOConfig, PopulationConfig, TrainConfig
+from escov.llm.settings.sources import _parse_flag
 
 # (flag prefix, dataclass, heading of its group in --help)
 TABLES = (("", TrainConfig, "run settings (top-level keys of a --config TOML file)"),
@@ -190,7 +191,7 @@ def add_trl_names(parser: argparse.ArgumentParser) -> None:
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per setting (`--steps`, `--es.sigma`, `--grpo.beta`, ...) with its description and default,
-    TRL's names for them, plus --config and --resume (llm/config.py config_from_args reads them)."""
+    TRL's names for them, plus --config and --resume (llm/settings/sources.py config_from_args reads them)."""
     parser.add_argument("--config", help="TOML file of settings (flags override it)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
     groups: dict[str, argparse._ArgumentGroup] = {}

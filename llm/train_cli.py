@@ -20,8 +20,8 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting (llm/config.py), plus --config, --resume and the flags of the command itself."""
-    from escov.llm.config import _parse_flag
+    """One flag per setting (llm/settings/), plus --config, --resume and the flags of the command itself."""
+    from escov.llm.settings.sources import _parse_flag
     from escov.llm.settings_help import add_train_arguments
 
     add_train_arguments(parser)
@@ -76,7 +76,7 @@ def run_command(args: argparse.Namespace) -> int:
     except NonFiniteError as err:
         print(f"error: {err}", flush=True)
         return 1
-    except OSError as err:  # a write outside llm/rundir.py (a plot): a full disk is one line naming the file
+    except OSError as err:  # a write outside llm/rundir/ (a plot): a full disk is one line naming the file
         raise ValueError(f"{err.filename or out}: cannot be written ({err.strerror or err})") from None
     except Interrupted as err:
         print(resume_hint(out, str(err)), file=sys.stderr, flush=True)

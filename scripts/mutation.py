@@ -51,7 +51,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                    "tests/paper_checks/test_design_coverage.py", "tests/paper_checks/test_design_planning.py")),
     # the checks on runs built in memory first (test_real_checks.py: no run directory, no report); the report tests that
     # assemble a whole report (plots, the simulate level) are left out below
-    "real_checks": (("paper_checks/real_checks.py",),
+    "real_checks": (("paper_checks/real_checks/decide.py", "paper_checks/real_checks/needs.py", "paper_checks/real_checks/passk.py",
+                     "paper_checks/real_checks/at_matched.py", "paper_checks/real_checks/per_run.py",
+                     "paper_checks/real_checks/lemmas.py"),
                     ("tests/paper_checks/test_real_checks.py", "tests/paper_checks/test_paper_checks_verdicts.py",
                      "tests/paper_checks/test_report_rendering.py")),
     "matched": (("theory/matched.py", "paper_checks/matched.py"),
@@ -77,7 +79,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                       ("tests/llm/test_grpo_coverage_variants.py", "tests/llm/test_grpo_variant_runs.py")),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
     # again (20-30 s each); the reader and writer it checks end to end are tested in process by test_rundir_records.py
-    "rundir": (("llm/rundir.py", "paper_checks/rundir.py"),
+    "rundir": (("llm/rundir/records.py", "llm/rundir/jsonio.py", "llm/rundir/disk.py", "llm/rundir/files.py",
+                "llm/rundir/config_files.py", "llm/rundir/checkpoints.py", "llm/rundir/lock.py",
+                "llm/rundir/integrity.py", "paper_checks/rundir.py"),
                ("tests/llm/test_rundir_records.py", "tests/llm/test_hostile_inputs.py")),
     # the ES update, the member weights and their restore: every test here runs the step in process
     "es": (("llm/es/algorithm.py", "llm/es/center.py", "llm/es/plan.py"),
@@ -87,7 +91,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "resume": (("llm/resume.py",), ("tests/llm/test_resume_point.py",)),
     # the premise's control and the report's premise record; the control's end-to-end test trains in a fresh
     # process, which mutmut does not map (run_control's mutants read "not reached")
-    "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py"),
+    "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py", "paper_checks/reproduce/premise_control.py"),
                 ("tests/paper_checks/test_premise_record.py", "tests/paper_checks/test_premise.py")),
     # user reward functions under TRL's and verl's contracts: the in-process tests that call them (not the CLI
     # training runs of test_own_data_cli.py, nor test_own_data.py's `llm eval` in a fresh process)
@@ -102,7 +106,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # the Lemma 1 grid on the real model: each row's ratio and interval, the pooled ratio, the decision, the draws a
     # width needs, the summary's exponents (one small grid is measured on the tests' tiny model); the report's grid
     # section, whose numbers test_report_rendering.py computes by hand from rows written there
-    "lemma_grid": (("paper_checks/lemma_grid.py",), ("tests/paper_checks/test_lemma_grid.py",
+    "lemma_grid": (("paper_checks/lemma_grid.py", "paper_checks/reproduce/lemma_grid_measurement.py"), ("tests/paper_checks/test_lemma_grid.py",
                                                      "tests/paper_checks/test_report_rendering.py",
                                                      "tests/paper_checks/test_lemma_grid_publish.py",
                                                      "tests/paper_checks/test_lemma_grid_measurement.py")),
@@ -209,11 +213,11 @@ def prepare(group: str) -> Path:
 
 def test_model() -> Path:
     """The tests' tiny model (the "test" preset, pretrained as tests/conftest.py does), built once per version of
-    the code that builds it (paper_checks.reproduce.base_cache_key) from the unmutated sources. Each mutant's
+    the code that builds it (paper_checks.reproduce.reproduction.base_cache_key) from the unmutated sources. Each mutant's
     tests run in a pytest session of their own, where the fixture would pretrain it again (seconds) inside
     mutmut's time limit, which counts only the tests' calls: every such mutant would count as caught by a
     timeout before any test ran."""
-    from escov.paper_checks.reproduce import base_cache_key
+    from escov.paper_checks.reproduce.bases import base_cache_key
 
     out = WORK / f"test-model-{base_cache_key('test')}"
     if not (out / "config.json").exists():

@@ -96,6 +96,22 @@ def test_levels_import_downward_only():
             assert not wrong, f"{path.relative_to(ROOT)} imports {wrong} from a level above {level}"
 
 
+EXPERIMENTS = "paper_checks/reproduce"  # the experiment side: budgets, bases, jobs, runs, sweep, pilot, control, grid
+ENTRY_POINTS = ("paper_checks/cli.py",)   # the command line of both sides: `report` here, the rest in EXPERIMENTS/cli.py
+
+
+def test_the_verdicts_never_import_the_experiments():
+    """paper_checks/ decides verdicts from run directories; paper_checks/reproduce/ runs the experiments that write
+    them, on the floor above: no verdict module imports it (only the command line that offers both does)."""
+    verdicts = [p for p in _files("paper_checks") if not p.is_relative_to(ROOT / EXPERIMENTS)
+                and p.relative_to(ROOT).as_posix() not in ENTRY_POINTS]
+    assert len(verdicts) >= 15 and ROOT / "paper_checks" / "report.py" in verdicts
+    experiment = "escov." + EXPERIMENTS.replace("/", ".")
+    for path in verdicts:
+        wrong = sorted(m for m in _imports(path) if m == experiment or m.startswith(experiment + "."))
+        assert not wrong, f"{path.relative_to(ROOT)} imports {wrong} from the experiment side ({EXPERIMENTS}/)"
+
+
 def test_no_file_imports_a_level_by_its_bare_name():
     """`import llm` would find another installed package (or this checkout only when run from its root)."""
     files = [p for d in (*LEVELS, "escov", "tests", "scripts", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))]

@@ -2,7 +2,7 @@
 
 The settings are read from the code, not listed here by hand: `llm train`'s (llm/settings_help.py, from the
 TrainConfig dataclasses), the Ray actors' (llm/member_options.py DistributedConfig), a reproduction's budget
-(paper_checks/reproduce.py Budget), `llm curve`'s flags (llm/curve.py) and `simulate run`'s (simulate/cli.py).
+(paper_checks/reproduce/budgets.py Budget), `llm curve`'s flags (llm/curve.py) and `simulate run`'s (simulate/cli.py).
 SETTING_TESTS maps each to the tests that change it and assert its effect (a record, a number computed
 independently, the unit the setting feeds), not only that the run finishes; INTERACTIONS names the cases of
 settings that act together. A new setting without an entry fails here, and so does an entry naming a test
@@ -21,7 +21,7 @@ import pytest
 from escov.llm import curve
 from escov.llm.member_options import DistributedConfig
 from escov.llm.settings_help import settings as train_settings
-from escov.paper_checks.reproduce import Budget
+from escov.paper_checks.reproduce.budgets import Budget
 from escov.simulate.cli import build_parser as simulate_parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,7 +208,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "distributed.actor_timeout_s": (RAY + "test_a_call_not_answered_within_the_actor_timeout_drops_the_actor",),
     "distributed.gpus_per_worker": ("tests/llm/test_device.py::test_ray_actors_reserve_one_gpu_each_on_a_cuda_run_and_none_on_the_cpu",
                                     "tests/llm/test_gpu.py::test_ray_actors_sharing_the_gpu_train_the_single_process_weights"),
-    # ---- a reproduction's budget (paper_checks/reproduce.py Budget)
+    # ---- a reproduction's budget (paper_checks/reproduce/budgets.py Budget)
     "budget.base_preset": (BUDGET + "test_presets_scale_grid_and_curve_reach_their_jobs",),
     "budget.sweep_preset": (BUDGET + "test_presets_scale_grid_and_curve_reach_their_jobs",),
     "budget.seeds": (BUDGET + "test_seeds_task_and_the_shared_settings_reach_every_run",),

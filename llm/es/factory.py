@@ -154,11 +154,11 @@ def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, t
 def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master: dict[str, torch.Tensor] | None, *,
             max_new_tokens: int, seed: int, population: PopulationConfig | None = None,
             distributed: DistributedConfig | None = None, model_dir: str | None = None,
-            weights: dict[str, torch.Tensor] | None = None) -> ES:
+            weights: dict[str, torch.Tensor] | None = None, sample_center=None) -> ES:
     """ES on the engine; master: fp32 center of the perturbed parameters (None with es.inplace_bf16).
 
     With Ray workers, model_dir (each actor loads its own replica) and weights (the full center the actors
-    start from; default: the engine's own HF module) go to the actors."""
+    start from; default: the engine's own HF module) go to the actors. sample_center: see ES."""
     population = population if population is not None else PopulationConfig()
     check_options(cfg, population, engine_kind(engine), distributed)
     name = strategy_name(population, distributed)
@@ -194,4 +194,4 @@ def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master:
             weights = {n: p.detach().float().clone() for n, p in module.named_parameters()}
         members = RayActors(task, sampling, center, functools.partial(local_evaluation, cfg, population),
                             model_dir=model_dir, weights=weights, distributed=distributed)
-    return ES(cfg, center, members, seed=seed)
+    return ES(cfg, center, members, seed=seed, sample_center=sample_center)

@@ -240,8 +240,8 @@ def test_a_reward_functions_source_is_its_file_or_its_modules_file(project):
                          (":f", "")):
         with pytest.raises(ValueError) as err:
             fingerprints.reward_source(spec)
-        assert str(err.value) == (f"reward_function {spec!r}: no module {module!r} on the Python path "
-                                  "(give 'path/to/file.py:function')")
+        assert str(err.value) == (f"reward_function {spec!r}: no module {module!r} on the Python path nor in the "
+                                  "current folder (give 'path/to/file.py:function')")
 
 
 def cfg_of(**paths) -> TrainConfig:

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 import pytest
 
 from escov.llm import rundir
-from escov.llm.rundir import RunDirError
+from escov.llm.rundir import RunDirError, integrity
 
 ROW = {"step": 1, "phase": "es", "reward_mean": 0.5, "center_reward_mean": 0.4, "pass_at_1": 0.1, "no_correct_share": 0.5,
        "entropy": 1.2, "drift_rel": 1e-3, "drift_layers": {"layer.0": 1e-3}, "step_seconds": 1.0, "tokens_per_s": 9.0,
@@ -112,7 +112,7 @@ def test_rows_missing_through_a_step_name_repeats_and_gaps(tmp_path):
 
 @pytest.mark.parametrize("steps, text", [([1, 2, 3, 5], "1-3, 5"), ([7], "7"), ([], ""), ([2, 3, 9, 10, 11, 20], "2-3, 9-11, 20")])
 def test_ranges_are_written_as_runs_of_consecutive_steps(steps, text):
-    assert rundir._ranges(steps) == text
+    assert integrity._ranges(steps) == text
 
 
 # ----------------------------------------------------------------------------- the settings a run started with

@@ -1,4 +1,4 @@
-"""Each setting of a reproduction's budget (paper_checks/reproduce.py Budget), changed, changes the
+"""Each setting of a reproduction's budget (paper_checks/reproduce/budgets.py Budget), changed, changes the
 reproduction it plans: the runs of `plan` and the jobs of `reproduction_jobs`, read without running them."""
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from escov.paper_checks.lemma_grid import GridDesign
-from escov.paper_checks.reproduce import BUDGETS, ES_VARIANTS, plan, reproduction_jobs
+from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
+from escov.paper_checks.reproduce.budgets import BUDGETS, ES_VARIANTS
+from escov.paper_checks.reproduce.plan import plan
+from escov.paper_checks.reproduce.reproduction import reproduction_jobs
 
 SMALL = BUDGETS["small"]
 CHANGED = replace(SMALL, seeds=(5, 7), task="countdown", switch_fraction=0.25, schedules=True,
@@ -66,15 +68,15 @@ def test_presets_scale_grid_and_curve_reach_their_jobs(tmp_path):
 
 
 def test_base_settings_and_the_premise_control_reach_their_jobs(tmp_path):
-    from escov.paper_checks import reproduce
+    from escov.paper_checks.reproduce import bases, reproduction
 
     budget = replace(CHANGED, base_settings=(("rare_keep", "0.5"),), premise_control=True)
     jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
     assert _args(jobs, "pretrain base")[1][3] == (("rare_keep", "0.5"),)
-    assert _args(jobs, "premise control") == (reproduce._premise_control, (tmp_path / "base", tmp_path / "premise-control", budget))
+    assert _args(jobs, "premise control") == (reproduction._premise_control, (tmp_path / "base", tmp_path / "premise-control", budget))
     assert "premise control" not in {j.name for j in reproduction_jobs(CHANGED, tmp_path, None, progress=False)}
     # the settings reach the pretraining and key the base apart from the plain preset's
-    assert reproduce.base_cache_key("test", settings=budget.base_settings) != reproduce.base_cache_key("test")
-    reproduce._build_base(tmp_path / "built", "test", False, budget.base_settings)
+    assert bases.base_cache_key("test", settings=budget.base_settings) != bases.base_cache_key("test")
+    bases._build_base(tmp_path / "built", "test", False, budget.base_settings)
     record = json.loads((tmp_path / "built" / "pretrain.json").read_text())
     assert record["overrides"] == {"rare_keep": "0.5"} and record["config"]["rare_keep"] == 0.5

@@ -1,4 +1,4 @@
-"""The answer's extra arm (paper_checks/grpo_variants.py): the choice of the coverage-keeping GRPO variant on curves
+"""The answer's extra arm (paper_checks/reproduce/grpo_variants.py): the choice of the coverage-keeping GRPO variant on curves
 whose reading is worked by hand, and the whole path on a tiny design of the tiny model (seconds, not the real run)."""
 import json
 from dataclasses import replace
@@ -7,8 +7,8 @@ from math import comb
 import numpy as np
 import pytest
 
-from escov.paper_checks import grpo_variants
 from escov.paper_checks.matched import Curve
+from escov.paper_checks.reproduce import grpo_variants
 
 
 def _curve(seed, pass1, counts, n=64):
@@ -52,9 +52,10 @@ def test_the_arm_runs_end_to_end_on_a_tiny_design(tiny_model_dir, tmp_path):
     import torch
 
     from escov.llm.rundir import read_json, write_json
-    from escov.paper_checks.premise import run_control
-    from escov.paper_checks.reproduce import BUDGETS, PREMISE_DIR, REPORT_DIR
-    from escov.paper_checks.training_runs import run_all
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.premise_control import run_control
+    from escov.paper_checks.reproduce.reproduction import PREMISE_DIR, REPORT_DIR
+    from escov.paper_checks.reproduce.training_runs import run_all
 
     torch.set_num_threads(1)
     curve = {"points": 2, "samples": 32, "temperature": 1.0, "resolution": 0.99, "max_points": 3}

@@ -1,10 +1,10 @@
-"""paper_checks/jobs.py: a job starts only after the jobs it waits for (and can read their output),
+"""paper_checks/reproduce/jobs.py: a job starts only after the jobs it waits for (and can read their output),
 a failure skips only its dependents, and the stage sums add up the jobs' own times."""
 from pathlib import Path
 
 import pytest
 
-from escov.paper_checks.jobs import Job, JobTime, check_order, run_jobs, stage_times
+from escov.paper_checks.reproduce.jobs import Job, JobTime, check_order, run_jobs, stage_times
 
 
 def _chain(tmp_path: Path) -> list[Job]:
@@ -61,7 +61,7 @@ def test_the_small_budget_report_says_what_it_can_decide(tmp_path):
     import numpy as np
 
     from escov.paper_checks.report import build_report
-    from escov.paper_checks.reproduce import BUDGETS
+    from escov.paper_checks.reproduce.budgets import BUDGETS
     from test_paper_checks_verdicts import make_run  # a report needs at least one usable run directory
     run = make_run(tmp_path / "runs", "es-s0", "es", 0, np.full(8, 0.3), np.full(8, 0.3))
     build_report([run], tmp_path / "report", purpose=BUDGETS["small"].purpose)
@@ -72,7 +72,9 @@ def test_the_small_budget_report_says_what_it_can_decide(tmp_path):
 
 
 def test_a_full_reproduction_is_one_pool_with_its_dependencies(tmp_path):
-    from escov.paper_checks.reproduce import BUDGETS, plan, reproduction_jobs
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.plan import plan
+    from escov.paper_checks.reproduce.reproduction import reproduction_jobs
     budget = BUDGETS["full"]
     jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
     check_order(jobs)
@@ -89,7 +91,9 @@ def test_a_full_reproduction_is_one_pool_with_its_dependencies(tmp_path):
 
 
 def test_the_quick_look_is_one_pool_of_its_base_theory_simulate_runs_and_grid(tmp_path):
-    from escov.paper_checks.reproduce import BUDGETS, plan, reproduction_jobs
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.plan import plan
+    from escov.paper_checks.reproduce.reproduction import reproduction_jobs
     budget = BUDGETS["small"]
     jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
     check_order(jobs)

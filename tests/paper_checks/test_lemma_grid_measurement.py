@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from escov.paper_checks.lemma_grid import GridDesign, grid_row, measure_grid
+from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign, grid_row, measure_grid
 from escov.theory.paper import LEMMA1_S_LIMIT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

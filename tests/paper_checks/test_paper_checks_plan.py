@@ -7,7 +7,8 @@ import pytest
 from escov.llm import schedules
 from escov.llm.config import TrainConfig
 from escov.paper_checks.evidence import variant
-from escov.paper_checks.reproduce import BUDGETS, plan
+from escov.paper_checks.reproduce.budgets import BUDGETS
+from escov.paper_checks.reproduce.plan import plan
 
 
 def test_plan_builds_valid_configs_for_every_variant():
@@ -150,7 +151,7 @@ def test_rescaled_variant_waits_for_the_main_runs():
 
 
 def test_unknown_budget_is_an_error(tmp_path):
-    from escov.paper_checks.reproduce import reproduce
+    from escov.paper_checks.reproduce.reproduction import reproduce
     with pytest.raises(ValueError, match="budget"):
         reproduce("huge", tmp_path)
     with pytest.raises(ValueError, match="config.json"):
@@ -169,7 +170,7 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
     """reproduce skips a run's curve only when every point of its layout is in curve.json: a Pass@1 jump
     wider than the resolution with a checkpoint inside still has a point to measure."""
     import json
-    from escov.paper_checks.training_runs import curve_done
+    from escov.paper_checks.reproduce.training_runs import curve_done
     for step in (1, 2, 3, 4):
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
         (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text('{"step": %d, "elapsed": 1.0}' % step)
@@ -197,8 +198,8 @@ def test_the_paper_regime_answer_runs_from_the_paper_regime_base_and_again_from_
 def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_needs():
     from dataclasses import replace
 
-    from escov.paper_checks.premise import CONTROL_GRPO
-    from escov.paper_checks.reproduce import PREMISE_BASE, PREMISE_STEPS, SMALL_SIGMA
+    from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
+    from escov.paper_checks.reproduce.budgets import PREMISE_BASE, PREMISE_STEPS, SMALL_SIGMA
 
     answer, regime = BUDGETS["answer"], BUDGETS["answer-paper-regime"]
     # the base the positive control narrowed on, GRPO at the control's step, ES also inside Lemma 1's regime

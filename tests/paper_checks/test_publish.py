@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from escov.paper_checks.reproduce import git_commit, write_run_info
+from escov.paper_checks.reproduce.reproduction import git_commit, write_run_info
 
 ROOT = Path(__file__).resolve().parents[2]
 

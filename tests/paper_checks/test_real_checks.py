@@ -256,26 +256,27 @@ def test_population_size_needs_two_models_each_at_two_population_sizes_on_shared
 def test_a_matched_reading_without_a_comparison_says_why_by_its_status():
     """Not testable (no supported level), inconclusive (a common range but nothing compared), or missing runs (no
     pairs: the curves it needs named); the movement of each method's Pass@1 after the reason when it is known."""
-    from escov.paper_checks.real_checks import CURVE, _matched_missing
+    from escov.paper_checks.real_checks import CURVE
+    from escov.paper_checks.real_checks.at_matched import _matched_missing
 
-    v = _matched_missing("matched_entropy", {"pairs": 0, "reason": "no runs of both methods"})
+    v = _matched_missing(BY_ID["matched_entropy"], {"pairs": 0, "reason": "no runs of both methods"})
     assert (v.claim_id, v.status, v.ours, v.note) == ("matched_entropy", MISSING, "n/a", "no runs of both methods")
     assert v.evidence == {"matched": {"pairs": 0, "reason": "no runs of both methods"},
                           "needs": [["es", CURVE], ["grpo", CURVE]]}
     assert v.test == BY_ID["matched_entropy"].test.describe() and v.interval is None
     info = {"range": [0.2, 0.21], "reason": "too narrow", "moved_a": 0.123, "moved_b": -0.05, "not_testable": False}
-    v = _matched_missing("matched_no_correct", info)
+    v = _matched_missing(BY_ID["matched_no_correct"], info)
     assert (v.status, v.note, v.evidence) == (INCONCLUSIVE, "too narrow; Pass@1 moved ES +12.3 pts, GRPO -5.0 pts",
                                               {"matched": info})
     assert v.test == BY_ID["matched_no_correct"].test.describe()
-    v = _matched_missing("matched_passk_above_grpo", info | {"not_testable": True, "reason": "too few points"})
+    v = _matched_missing(BY_ID["matched_passk_above_grpo"], info | {"not_testable": True, "reason": "too few points"})
     assert (v.status, v.note) == ("not testable here", "too few points; Pass@1 moved ES +12.3 pts, GRPO -5.0 pts")
     assert "needs" not in v.evidence
-    assert _matched_missing("matched_entropy", {"range": [0, 1]}).note == ""
+    assert _matched_missing(BY_ID["matched_entropy"], {"range": [0, 1]}).note == ""
 
 
 def test_the_range_note_says_the_levels_the_points_and_the_movement():
-    from escov.paper_checks.real_checks import _range_note
+    from escov.paper_checks.real_checks.at_matched import _range_note
 
     info = {"range": [0.2, 0.455], "levels": [0.22, 0.26, 0.30, 0.34], "compared_levels": [0.22, 0.30], "resolution": 0.025,
             "points_in_range_a": [3, 4], "points_in_range_b": [5, 6], "moved_a": 0.3, "moved_b": -0.1}
@@ -286,7 +287,7 @@ def test_the_range_note_says_the_levels_the_points_and_the_movement():
 
 
 def test_the_bias_control_text_names_the_thinned_side_and_its_interval():
-    from escov.paper_checks.real_checks import _bias_text
+    from escov.paper_checks.real_checks.at_matched import _bias_text
 
     info = {"bias": {"thinned": "GRPO", "to_layout_of": "ES", "estimate": {"mean": 0.01, "lo": -0.02, "hi": 0.04}}}
     assert _bias_text(info) == " (bias control, GRPO thinned to ES's layout against itself: +1.00 pts [-2.00, +4.00])"
@@ -319,7 +320,7 @@ def curve_runs(n: int = 64, es_entropy=(1.05, 1.05, 1.05)) -> Evidence:
 
 @pytest.mark.parametrize("n", [33, 64])
 def test_matched_no_correct_is_decided_with_more_samples_than_the_largest_k(n):
-    from escov.paper_checks.real_checks import _range_note
+    from escov.paper_checks.real_checks.at_matched import _range_note
 
     v = REAL_CHECKS["matched_no_correct"](curve_runs(n))
     assert (v.claim_id, v.status) == ("matched_no_correct", HOLDS)   # -20 points at every level: fewer under ES
@@ -344,7 +345,7 @@ def test_matched_no_correct_with_at_most_32_samples_is_the_pass_at_n_reading_aga
 def test_matched_entropy_is_a_t_interval_over_the_seeds_mean_differences():
     """ES's entropy 1.05, 1.07, 1.06 by seed against GRPO's 1.00, constant along training: per seed 0.05, 0.07, 0.06 at
     every level; a t interval over the three; the bias control of a constant series is exactly 0."""
-    from escov.paper_checks.real_checks import _range_note
+    from escov.paper_checks.real_checks.at_matched import _range_note
 
     v = REAL_CHECKS["matched_entropy"](curve_runs(64, (1.05, 1.07, 1.06)))
     mean, lo, hi = t_interval([0.05, 0.07, 0.06])
@@ -504,7 +505,7 @@ def test_lemma1_real_reads_the_evidences_grid_and_training_populations():
 
 
 def test_the_training_text_says_where_the_runs_populations_sit():
-    from escov.paper_checks.real_checks import _training_text
+    from escov.paper_checks.real_checks.lemmas import _training_text
 
     mean, lo, hi = t_interval([0.5, 0.7, 0.6])
     assert 0.1 <= hi - lo < 1
@@ -549,7 +550,7 @@ def test_lemma1_from_the_grid_pools_the_rows_inside_the_regime():
     assert out.status == FAILS
     assert out.power.startswith("pooled interval width ") and "; rows' widths 0.040-0.200 (margin" in out.power
     assert out.ours.endswith(", N=8 sigma=0.001: 0.700 [0.600, 0.800]")
-    from escov.paper_checks.real_checks import _training_text
+    from escov.paper_checks.real_checks.lemmas import _training_text
     assert out.note == ("holds when the pooled interval lies within 1 +- 0.1 and no in-regime row lies wholly outside it; "
                         "rows wholly outside: N=16 sigma=0.002, N=8 sigma=0.001; " + _training_text(training([1.5, 1.7, 1.6], [0.2, 0.3, 0.25])))
     assert out.evidence["training"]["ratios"] == [1.5, 1.7, 1.6]
@@ -763,7 +764,7 @@ def test_matched_passk_reads_both_ks_each_with_its_bias_control_and_the_pass32_p
     """GRPO never solves 8 of 40 prompts, ES solves them all: above at matched Pass@1 for k = 16 and 32. Each k's text
     is its estimate and its own bias control; the note is the range's and Pass@32's plan."""
     from escov.paper_checks.design import plan_text
-    from escov.paper_checks.real_checks import _bias_text, _range_note
+    from escov.paper_checks.real_checks.at_matched import _bias_text, _range_note
     from escov.paper_checks.verdict import fmt_interval
 
     v = REAL_CHECKS["matched_passk_above_grpo"](curve_runs(64))
@@ -829,7 +830,7 @@ def test_a_drift_ratio_whose_lower_end_underflows_is_still_a_verdict():
 def test_matched_entropy_prints_its_bias_control_in_nats():
     """GRPO's entropy bends along training (1 + 0.01 t^2): thinning its curve to ES's layout moves it, so the bias
     control is not 0, and it is printed in nats (scale 1), as the estimate beside it."""
-    from escov.paper_checks.real_checks import _bias_text
+    from escov.paper_checks.real_checks.at_matched import _bias_text
 
     ev = Evidence(runs=[curve_run(f"es{s}", "es", s, 0, 1.05) for s in range(3)]
                   + [curve_run(f"grpo{s}", "grpo", s, 8, 1.0, bend=0.01 * (1 + s)) for s in range(3)])
@@ -847,7 +848,7 @@ def test_methods_evaluated_with_other_sample_counts_are_described_by_the_first_m
 
 def test_matched_passk_of_one_seed_has_no_plan_to_state():
     """A design plan needs two seeds: with one, the note is the range's alone."""
-    from escov.paper_checks.real_checks import _range_note
+    from escov.paper_checks.real_checks.at_matched import _range_note
 
     v = REAL_CHECKS["matched_passk_above_grpo"](Evidence(runs=[curve_run("es0", "es", 0, 0, 1.0),
                                                                curve_run("grpo0", "grpo", 0, 8, 1.0)]))

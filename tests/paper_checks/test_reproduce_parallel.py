@@ -5,7 +5,7 @@ import json
 import pytest
 
 from escov.llm import rundir
-from escov.paper_checks.training_runs import run_all
+from escov.paper_checks.reproduce.training_runs import run_all
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""The step-size sweep's rule (paper_checks/step_sweep.py) on curves with a known answer, at and on both sides
+"""The step-size sweep's rule (paper_checks/reproduce/step_sweep.py) on curves with a known answer, at and on both sides
 of each boundary, and the sweep end to end on the tiny model: training-split curves only, a choice or the
 conditions each pair missed."""
 import json
@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from escov.paper_checks.step_sweep import (ENTROPY_DROP, MIN_POINTS, SETTINGS, SWEEP_SEED, Setting, Trace, choose,
+from escov.paper_checks.reproduce.step_sweep import (ENTROPY_DROP, MIN_POINTS, SETTINGS, SWEEP_SEED, Setting, Trace, choose,
                                      common_range, entropy_fall, judge, points_inside, run_sweep, sweep_runs)
-from escov.paper_checks.reproduce import ANSWER_SEEDS, BUDGETS
+from escov.paper_checks.reproduce.budgets import ANSWER_SEEDS, BUDGETS
 
 
 def trace(name, pass1, entropy=None):

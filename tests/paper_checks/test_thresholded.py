@@ -9,7 +9,8 @@ import pytest
 
 from escov.paper_checks.real_checks import REAL_CHECKS
 from escov.paper_checks.report import build_report, collect
-from escov.paper_checks.reproduce import BUDGETS, planned_needs
+from escov.paper_checks.reproduce.budgets import BUDGETS
+from escov.paper_checks.reproduce.plan import planned_needs
 from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN
 from escov.theory import paper
 from escov.theory.claims import BY_ID, THRESHOLDED_PERCENT

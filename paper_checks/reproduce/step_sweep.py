@@ -147,9 +147,9 @@ def choose(traces: dict[str, Trace], settings: dict[str, Setting], min_points: i
 
 
 def sweep_runs(model: Path, steps: int, settings: dict[str, Setting], budget=None) -> dict[str, dict]:
-    """The run configurations: the budget's shape (reproduce.Budget; default the answer's), on SWEEP_SEED, each
+    """The run configurations: the budget's shape (budgets.Budget; default the answer's), on SWEEP_SEED, each
     with its setting."""
-    from escov.paper_checks.reproduce import BUDGETS
+    from escov.paper_checks.reproduce.budgets import BUDGETS
 
     b = BUDGETS["answer"] if budget is None else budget
     common = b.common | {"steps": steps, "probe_every": 0, "heldout_task": "", "eval_problems": EVAL_PROBLEMS}
@@ -164,8 +164,8 @@ def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None
     """Train and measure every setting (resumable: finished runs and curve points are kept), then choose; the runs
     have the shape of `budget` (default: the answer's, sweep_runs)."""
     from escov.llm import rundir
-    from escov.paper_checks.reproduce import ANSWER_STEPS, BUDGETS
-    from escov.paper_checks.training_runs import run_all
+    from escov.paper_checks.reproduce.budgets import ANSWER_STEPS, BUDGETS
+    from escov.paper_checks.reproduce.training_runs import run_all
 
     if not (Path(model) / "config.json").is_file():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")

@@ -1,13 +1,13 @@
 """Training runs of a reproduction, its sweep, its pilot or the premise's control: each trained (or resumed) to its end
 in a run directory, then its curve evaluated (llm/curve.py), `jobs` at a time in separate processes
-(paper_checks/jobs.py); a run whose final evaluation and curve are complete is skipped."""
+(paper_checks/reproduce/jobs.py); a run whose final evaluation and curve are complete is skipped."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import torch
 
-from escov.paper_checks.jobs import Job, run_jobs
+from escov.paper_checks.reproduce.jobs import Job, run_jobs
 
 
 def trained(run_dir: Path) -> bool:

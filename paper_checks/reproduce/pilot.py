@@ -22,7 +22,7 @@ CURVE_SPLIT = "train"                # the prompts its curves read (llm/problem_
 
 def pilot_runs(budget_name: str, model: Path, seeds: tuple[int, ...]) -> dict[str, dict]:
     """The budget's main ES and GRPO runs on the pilot seeds (no probe, no held-out task)."""
-    from escov.paper_checks.reproduce import BUDGETS
+    from escov.paper_checks.reproduce.budgets import BUDGETS
 
     b = BUDGETS[budget_name]
     common = b.common | {"probe_every": 0, "heldout_task": ""}
@@ -35,8 +35,8 @@ def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tup
               jobs: int = 2, log=print) -> dict:
     from escov.llm import rundir
     from escov.paper_checks.matched import curve_of, matched_difference
-    from escov.paper_checks.reproduce import BUDGETS
-    from escov.paper_checks.training_runs import run_all
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.training_runs import run_all
 
     if not (Path(model) / "config.json").is_file():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")

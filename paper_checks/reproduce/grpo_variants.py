@@ -4,7 +4,7 @@ GRPO?"), on the premise's base, after the answer ran.
     python -m escov.paper_checks grpo-variants --answer runs/answer-premise [--jobs 2] [--candidates a,b]
 
 Selection, on validation prompts only (llm/problem_sets.py SELECTION_SPLIT; the premise control's design,
-paper_checks/premise.py): plain GRPO (the control's runs, reused when the answer's out/premise-control/ holds them)
+paper_checks/reproduce/premise_control.py): plain GRPO (the control's runs, reused when the answer's out/premise-control/ holds them)
 and every candidate of CANDIDATES (docs/training.md: each variant at its source's recommended setting), trained
 from the base with the control's step, steps and seeds. GRPO's plateau Pass@1 L is the mean over seeds of plain
 GRPO's Pass@1 at its last checkpoint. A candidate's score is its Pass@32 read at its curve's first crossing of L
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from escov.paper_checks.premise import (CONTROL_CHECKPOINT_EVERY, CONTROL_CURVE, CONTROL_GRPO, CONTROL_PROMPTS,
-                                        CONTROL_SEEDS, CONTROL_STEPS, control_runs)
+from escov.paper_checks.reproduce.premise_control import (CONTROL_CHECKPOINT_EVERY, CONTROL_CURVE, CONTROL_GRPO,
+                                                         CONTROL_PROMPTS, CONTROL_SEEDS, CONTROL_STEPS, control_runs)
 from escov.theory.matched import read_at
 
 # each coverage-keeping variant at the setting its source recommends (docs/training.md); name -> [grpo] settings
@@ -170,13 +170,13 @@ def attach(report_dir: Path, rec: dict) -> None:
 def run(answer: Path, budget, *, premise_dir: str, report_dir: str, design: Design = Design(),
         candidates: dict[str, dict] | None = None, jobs: int = 2, log=print) -> dict:
     """Selection, test runs and the record, into answer/grpo-variants/ and the answer's report (resumable);
-    premise_dir, report_dir: where the reproduction keeps the premise control and the report (reproduce.py)."""
+    premise_dir, report_dir: where the reproduction keeps the premise control and the report (reproduction.py)."""
     from escov.llm.problem_sets import SELECTION_SPLIT
     from escov.llm.rundir import read_curve, write_json
     from escov.paper_checks.evidence import variant
     from escov.paper_checks.finite import without_non_finite
     from escov.paper_checks.matched import curve_of
-    from escov.paper_checks.training_runs import run_all
+    from escov.paper_checks.reproduce.training_runs import run_all
 
     answer, candidates = Path(answer), CANDIDATES if candidates is None else candidates
     control = answer / premise_dir / "control.json"
