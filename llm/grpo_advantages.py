@@ -25,6 +25,7 @@ from __future__ import annotations
 from math import comb
 
 import numpy as np
+
 from escov.llm.config import SCALE_REWARDS_BOOL
 from escov.theory.paper import GRPO_ADVANTAGE_EPS
 from escov.theory.standardize import standardize

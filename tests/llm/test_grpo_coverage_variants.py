@@ -13,11 +13,14 @@ import torch
 
 from escov.llm.config import GRPOConfig
 from escov.llm.grpo import grpo_loss
-from escov.llm.grpo_advantages import (grpo_passk_advantages, max_of_k_weights, passk_analytic_advantages,
-                                       pkpo_advantages)
+from escov.llm.grpo_advantages import (
+    grpo_passk_advantages,
+    max_of_k_weights,
+    passk_analytic_advantages,
+    pkpo_advantages,
+)
 from escov.llm.grpo_entropy import EntropyControl, high_entropy_mask
 from escov.llm.grpo_exploration import gate_solved, outcome_bonus
-
 
 # ----------------------------------------------------------------------------- advantages
 
@@ -225,9 +228,10 @@ def test_sapo_temperatures_set_the_soft_gate():
 def test_a_steps_advantages_follow_the_estimator(tiny_model_dir, estimator):
     """One on-policy GRPO step (beta 0, loss grpo): every token's term is -A of its completion, so the loss is
     -mean(A); A from the step's own rewards by the estimator's formula, computed here by hand."""
+    from tasks_for_tests import CountdownScoredBy, digit_share
+
     from escov.llm.engines.hf import HFEngine
     from escov.llm.grpo import GRPO
-    from tasks_for_tests import CountdownScoredBy, digit_share
 
     task = CountdownScoredBy("digit-share", digit_share)  # correct: every character a digit
     engine = HFEngine(str(tiny_model_dir))

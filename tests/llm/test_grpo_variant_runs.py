@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pytest
 import torch
+from tasks_for_tests import CountdownScoredBy
 
 from escov.llm.cli import main as llm_main
 from escov.llm.config import GRPOConfig
 from escov.llm.engines.hf import HFEngine
 from escov.llm.grpo import GRPO
 from escov.llm.settings_help import trl_epilog
-from tasks_for_tests import CountdownScoredBy
 
 RUN = ["train", "--algo", "grpo", "--steps", "1", "--batch_size", "2", "--train_pool", "4", "--threads", "1",
        "--max_completion_length", "5", "--probe", "false", "--eval_problems", "2", "--eval_samples", "2",

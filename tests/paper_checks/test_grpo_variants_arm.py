@@ -1,5 +1,5 @@
-"""The answer's extra arm (paper_checks/reproduce/grpo_variants.py): the choice of the coverage-keeping GRPO variant on curves
-whose reading is worked by hand, and the whole path on a tiny design of the tiny model (seconds, not the real run)."""
+"""The answer's extra arm (paper_checks/reproduce/grpo_variants.py): the choice of the coverage-keeping GRPO variant
+on curves whose reading is worked by hand, and the whole path on a tiny design of the tiny model (not the real run)."""
 import json
 from dataclasses import replace
 from math import comb
