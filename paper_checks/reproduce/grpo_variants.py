@@ -4,13 +4,13 @@ GRPO?"), on the premise's base, after the answer ran.
     python -m escov.paper_checks grpo-variants --answer runs/answer-premise [--jobs 2] [--candidates a,b]
 
 Selection, on validation prompts only (llm/problem_sets.py SELECTION_SPLIT; the premise control's design,
-paper_checks/reproduce/premise_control.py): plain GRPO (the control's runs, reused from the answer's out/premise-
-control/) and every candidate of CANDIDATES (docs/training.md: each variant at its source's recommended setting),
-trained from the base with the control's step, steps and seeds. GRPO's plateau Pass@1 L is the mean over seeds of
-plain GRPO's Pass@1 at its last checkpoint. A candidate's score is its Pass@32 read at its curve's first crossing
-of L (theory/matched.py read_at), minus its base's, averaged over seeds and prompts: how much coverage it keeps at
-the Pass@1 GRPO reaches. A candidate counts only when every seed's curve reaches L (one that does not learn that
-far keeps coverage by not learning). The chosen variant has the highest score (ties: CANDIDATES' order).
+paper_checks/reproduce/premise_control.py): plain GRPO (the control's runs, reused from the answer's
+out/premise-control/) and every candidate of CANDIDATES (docs/training.md: each variant at its source's recommended
+setting), trained from the base with the control's step, steps and seeds. GRPO's plateau Pass@1 L is the mean over
+seeds of plain GRPO's Pass@1 at its last checkpoint. A candidate's score is its Pass@32 read at its curve's first
+crossing of L (theory/matched.py read_at), minus its base's, averaged over seeds and prompts: how much coverage it
+keeps at the Pass@1 GRPO reaches. A candidate counts only when every seed's curve reaches L (one that does not
+learn that far keeps coverage by not learning). The chosen variant has the highest score (ties: CANDIDATES' order).
 
 Test, on the answer's test prompts: the chosen variant run as the answer's GRPO runs are (their saved settings,
 seeds and curve), its settings added. The record `grpo_variants` (report.json) holds, each a seeds x prompts
