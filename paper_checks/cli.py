@@ -7,6 +7,7 @@
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
     pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
     premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
+    grpo-variants --answer DIR [--candidates A,B] [--jobs N]          ES against the best coverage-keeping GRPO variant
     coverage SOURCE... --reference NAME [--json OUT] [--plots DIR]     Pass@k to n, k*, solvability of any completions
                                                                      (also `escov coverage`; docs/coverage.md)
 """
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--theory", type=Path, help="JSON of `python -m escov.theory --json`")
     rep.add_argument("--simulate", type=Path, help="summary.json of `python -m escov.simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
-    add_commands(sub)  # reproduce, bases, sweep, pilot, premise-control (paper_checks/reproduce/cli.py)
+    add_commands(sub)  # reproduce, bases, sweep, pilot, premise-control, grpo-variants (paper_checks/reproduce/cli.py)
     sub.add_parser("coverage", help="Pass@k to n, k*, solvability sets of any trainer's completions (docs/coverage.md)")
     args = parser.parse_args(argv)
     try:

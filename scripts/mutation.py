@@ -74,6 +74,10 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # came from the layout)
     "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), (),
              ("tests/llm/test_grpo_trl_parity.py", "tests/llm/test_grpo_variants.py")),
+    # GRPO's coverage-keeping variants against hand computations (not the TRL parity: each mutant would build TRL)
+    "grpo_variants": (("llm/grpo_advantages.py", "llm/grpo_covariance.py", "llm/grpo_entropy.py",
+                       "llm/grpo_exploration.py", "llm/grpo_objectives.py", "llm/grpo_variant_settings.py"),
+                      ("tests/llm/test_grpo_coverage_variants.py", "tests/llm/test_grpo_variant_runs.py"), ()),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
     # again (20-30 s each); the reader and writer it checks end to end are tested in process by test_rundir_records.py
     "rundir": (("llm/rundir/records.py", "llm/rundir/jsonio.py", "llm/rundir/disk.py", "llm/rundir/files.py",

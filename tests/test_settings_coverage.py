@@ -44,6 +44,9 @@ CURVE = "tests/llm/test_curve.py::"
 TRACKING = "tests/llm/test_tracking.py::"
 BUDGET = "tests/paper_checks/reproduce/test_budgets.py::"
 LORA = VARIANTS + "test_lora_step_trains_only_the_adapters"
+COVERAGE = "tests/llm/test_grpo_coverage_variants.py::"
+VARIANT_RUNS = "tests/llm/test_grpo_variant_runs.py::"
+VARIANT_STATE = VARIANT_RUNS + "test_the_variants_state_survives_a_checkpoint_of_the_optimizer"
 CURVE_REUSE = CURVE + "test_a_curve_reuses_a_point_only_at_its_own_temperature_and_sample_count"
 
 SETTING_TESTS: dict[str, tuple[str, ...]] = {
@@ -160,6 +163,35 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "grpo.lora_dropout": (VARIANTS + "test_lora_dropout_drops_the_adapters_input_in_the_update_only",),
     "grpo.lora_target_modules": (LORA,),
     "grpo.gradient_checkpointing": (VARIANTS + "test_gradient_checkpointing_gives_the_same_loss_and_gradient",),
+    # ---- llm train: [grpo], the coverage-keeping variants
+    "grpo.entropy_coef": (PARITY + "test_trl_entropy_options_and_sequence_level_match_ours",
+                          VARIANT_RUNS + "test_a_grpo_run_with_each_variant_finishes_and_logs_its_statistics"),
+    "grpo.use_adaptive_entropy": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule", VARIANT_STATE),
+    "grpo.entropy_coef_min": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule",),
+    "grpo.entropy_coef_max": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule",),
+    "grpo.entropy_coef_delta": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule",),
+    "grpo.entropy_target": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule", VARIANT_STATE),
+    "grpo.top_entropy_quantile": (PARITY + "test_trl_entropy_options_and_sequence_level_match_ours",
+                                  COVERAGE + "test_high_entropy_mask_keeps_the_top_quantile"),
+    "grpo.importance_sampling_level": (PARITY + "test_trl_entropy_options_and_sequence_level_match_ours",),
+    "grpo.sapo_temperature_pos": (COVERAGE + "test_sapo_temperatures_set_the_soft_gate",),
+    "grpo.sapo_temperature_neg": (COVERAGE + "test_sapo_temperatures_set_the_soft_gate",),
+    "grpo.clip_cov_ratio": (COVERAGE + "test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_band",
+                            COVERAGE + "test_clip_cov_draws_its_share_among_the_candidates_alone"),
+    "grpo.clip_cov_lb": (COVERAGE + "test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_band",),
+    "grpo.clip_cov_ub": (COVERAGE + "test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_band",),
+    "grpo.kl_cov_ratio": (COVERAGE + "test_kl_cov_penalizes_the_tokens_of_largest_covariance",),
+    "grpo.ppo_kl_coef": (COVERAGE + "test_kl_cov_penalizes_the_tokens_of_largest_covariance",),
+    "grpo.adv_estimator": (COVERAGE + "test_grpo_passk_gives_the_gap_to_the_best_alone",
+                           COVERAGE + "test_passk_analytic_equals_the_mean_over_k_subsets",
+                           COVERAGE + "test_pkpo_is_an_unbiased_gradient_of_pass_at_k",
+                           COVERAGE + "test_a_steps_advantages_follow_the_estimator"),
+    "grpo.pass_k": (COVERAGE + "test_passk_analytic_equals_the_mean_over_k_subsets",
+                    COVERAGE + "test_a_steps_advantages_follow_the_estimator"),
+    "grpo.zero_success_gating": (COVERAGE + "test_zero_success_gating_updates_only_prompts_never_solved_before",
+                                 VARIANT_STATE),
+    "grpo.outcome_bonus_coef": (COVERAGE + "test_outcome_bonus_is_c_over_root_count_of_the_answer_so_far",
+                                VARIANT_STATE),
     # ---- llm train: [population]
     "population.batched": (BATCHED + "test_batched_es_step_equals_the_trainers_member_by_member_step",),
     "population.noise_rank": (BATCHED + "test_lowrank_noise_has_rank_r_and_unit_variance_entries",

@@ -55,6 +55,7 @@ class StepMetrics(_StepMetricsCore, total=False):
     grpo_kl: float
     grpo_clip_fraction: float
     grpo_grad_norm: float
+    grpo_variants: dict            # the GRPO variants' statistics (llm/grpo.py GRPOStep.variants; docs/training.md)
     # what the reward does on the step's samples (ES: the center's step_samples; GRPO: the rollouts;
     # llm/reward_stats.py)
     reward_std: float

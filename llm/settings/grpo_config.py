@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from escov.llm.grpo_losses import LOSSES
+from escov.llm.grpo_variant_settings import check_variant_settings
 
 SCALE_REWARDS = ("group", "batch", "none")  # what the centred rewards are divided by (TRL's names)
 # scale_rewards's former true / false (TRL takes both)
@@ -23,7 +24,7 @@ class GRPOConfig:
     beta: float = 0.001              # KL penalty to the frozen reference (paper 0.001); 0: no reference
     epsilon: float = 0.2             # PPO clip range (paper 0.2)
     num_iterations: int = 1          # mu: optimizer steps per batch of rollouts
-    loss_type: str = "grpo"          # grpo: mean over completions of their token mean | bnpo, dapo: token mean of the batch | dr_grpo: token sum / (completions x max_completion_length)
+    loss_type: str = "grpo"          # grpo: mean over completions of their token mean | bnpo, dapo: token mean of the batch | dr_grpo: token sum / (completions x max_completion_length) | cispo, sapo, clip_cov, kl_cov
     scale_rewards: str = "group"     # advantages (r - group mean) divided by the std of the group | batch | none (true = group, false = none)
     max_grad_norm: float = 1.0       # gradient clipping (0: none)
     weight_decay: float = 0.0        # AdamW weight decay
@@ -43,6 +44,26 @@ class GRPOConfig:
     lora_dropout: float = 0.05       # dropout on the LoRA branch's input during the update
     lora_target_modules: str = ""    # comma-separated module names ("q_proj,v_proj"); "": peft's default for the architecture
     gradient_checkpointing: bool = False  # recompute activations in the backward pass (less memory, same gradient)
+    # ---- coverage-keeping variants (docs/training.md; names and defaults: TRL 1.16, else verl 0.9) ----
+    entropy_coef: float = 0.0        # TRL: loss - entropy_coef x mean token entropy (entropy bonus); 0: none
+    use_adaptive_entropy: bool = False  # TRL (Skywork-OR1): entropy_coef +- entropy_coef_delta each optimizer step
+    entropy_coef_min: float = 0.0    # TRL, adaptive entropy: lower bound of the coefficient
+    entropy_coef_max: float = 1.0    # TRL, adaptive entropy: upper bound of the coefficient
+    entropy_coef_delta: float = 0.005  # TRL, adaptive entropy: the coefficient's step
+    entropy_target: float = 0.2      # TRL, adaptive entropy: the bonus acts while mean token entropy (nats) <= this
+    top_entropy_quantile: float = 1.0  # TRL (80/20 rule): only this top share of tokens by entropy gets a loss
+    importance_sampling_level: str = "token"  # TRL: token | sequence (GSPO: one geometric-mean ratio per completion)
+    sapo_temperature_pos: float = 1.0  # TRL, loss_type sapo: soft-gate temperature for advantages > 0
+    sapo_temperature_neg: float = 1.05  # TRL, loss_type sapo: soft-gate temperature for advantages <= 0
+    clip_cov_ratio: float = 0.0002   # verl, loss_type clip_cov: share of tokens whose gradient is cut
+    clip_cov_lb: float = 1.0         # verl, loss_type clip_cov: covariance lower bound of the candidates
+    clip_cov_ub: float = 5.0         # verl, loss_type clip_cov: covariance upper bound of the candidates
+    kl_cov_ratio: float = 0.0002     # verl, loss_type kl_cov: share of tokens (largest covariance) KL-penalized
+    ppo_kl_coef: float = 1.0         # verl, loss_type kl_cov: weight of |log pi - log pi_old| on those tokens
+    adv_estimator: str = "grpo"      # grpo | grpo_passk (verl: the best gets r_max - r_second) | passk_analytic | pkpo
+    pass_k: int = 4                  # adv_estimator passk_analytic (Chen et al. 2025), pkpo (PKPO): the k of Pass@k
+    zero_success_gating: bool = False  # update only on prompts never solved at an earlier step of the phase
+    outcome_bonus_coef: float = 0.0  # outcome-based exploration (Song et al. 2025): reward + c / sqrt(n(answer)); 0: off
 
     def __post_init__(self) -> None:
         if isinstance(self.scale_rewards, (bool, str)):
@@ -90,3 +111,4 @@ class GRPOConfig:
         targets = self.lora_target_modules
         if not isinstance(targets, str) or not re.fullmatch(r"([\w.]+(,[\w.]+)*)?", targets):
             raise ValueError(f"grpo.lora_target_modules must be comma-separated module names, got {targets!r}")
+        check_variant_settings(self)  # llm/grpo_variant_settings.py

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-COMMANDS = ("reproduce", "bases", "sweep", "pilot", "premise-control")
+COMMANDS = ("reproduce", "bases", "sweep", "pilot", "premise-control", "grpo-variants")
 
 
 def add_commands(sub) -> None:
@@ -45,6 +45,11 @@ def add_commands(sub) -> None:
     pre.add_argument("--seeds", type=int, default=3, help="control seeds (300, 301, ...; default 3)")
     pre.add_argument("--steps", type=int, default=None, help="GRPO steps (default: premise_control.CONTROL_STEPS)")
     pre.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
+    gv = sub.add_parser("grpo-variants", help="ES against the best coverage-keeping GRPO variant, chosen on validation "
+                                              "prompts, after the answer (paper_checks/reproduce/grpo_variants.py)")
+    gv.add_argument("--answer", type=Path, required=True, help="the answer's out directory (reproduce --budget answer)")
+    gv.add_argument("--candidates", default="", help="comma-separated names of grpo_variants.CANDIDATES (default: all)")
+    gv.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
 
 
 def run(args, argv: list[str] | None) -> int | tuple[dict, Path]:
@@ -65,6 +70,11 @@ def run(args, argv: list[str] | None) -> int | tuple[dict, Path]:
         from escov.paper_checks.reproduce.budgets import BUDGETS
         from escov.paper_checks.reproduce.premise_control import main_args as premise_main
         return premise_main(args, BUDGETS["answer"])
+    if args.command == "grpo-variants":
+        from escov.paper_checks.reproduce.budgets import BUDGETS
+        from escov.paper_checks.reproduce.grpo_variants import main_args as variants_main
+        from escov.paper_checks.reproduce.reproduction import PREMISE_DIR, REPORT_DIR
+        return variants_main(args, BUDGETS["answer"], PREMISE_DIR, REPORT_DIR)
     from escov.paper_checks.reproduce.reproduction import REPORT_DIR, reproduce
     report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs,
                        command="python -m escov.paper_checks " + " ".join(sys.argv[1:] if argv is None else argv))

@@ -35,6 +35,8 @@ from escov.paper_checks.evidence import load_lemma_grid
 from escov.paper_checks.report import build_report
 from escov.paper_checks.reproduce.bases import obtain_base
 from escov.paper_checks.reproduce.budgets import BUDGETS, Budget, published_for
+from escov.paper_checks.reproduce.grpo_variants import VARIANTS_DIR
+from escov.paper_checks.reproduce.grpo_variants import attach as attach_variants
 from escov.paper_checks.reproduce.jobs import Job, cpu_seconds, run_jobs, stage_times
 from escov.paper_checks.reproduce.plan import mean_reward_std, plan, planned_needs
 from escov.paper_checks.reproduce.training_runs import complete, run_jobs_of, run_one
@@ -161,6 +163,8 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
                           out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose,
                           published=load_published(published_for(budget)), planned=planned_needs(budget),
                           premise_control=read_json(out / PREMISE_DIR / "control.json") if budget.premise_control else None)
+    if (out / VARIANTS_DIR / "grpo_variants.json").is_file():  # the arm run after the answer (grpo_variants.py)
+        attach_variants(out / REPORT_DIR, read_json(out / VARIANTS_DIR / "grpo_variants.json"))
     stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
                                               "job_seconds": round(time.perf_counter() - t_report, 1),
                                               "cpu_seconds": round(cpu_seconds() - cpu_report, 1), "jobs": 1}}
