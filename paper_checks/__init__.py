@@ -24,5 +24,6 @@ imports (tests/test_layout.py).
     report.py           the report: every claim at every level, the open questions, plots; REPORT.md + report.json
     base_info.py        what a base model is, from its folder (pretrain.json)
     finite.py           JSON records without NaN or infinity (null there, the paths listed beside)
+    coverage/           `escov coverage`: Pass@k to n, k*, solvability sets of any trainer's completions
     reproduce/          the experiments: budgets, bases, jobs, training runs, sweep, pilot, control, grid measurement
 """
