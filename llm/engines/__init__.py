@@ -1,4 +1,9 @@
-"""Generation engines with one interface (`llm.engines.base.Engine`): HFEngine and VLLMEngine."""
+"""Generation engines with one interface (`llm.engines.base.Engine`): HFEngine and VLLMEngine.
+
+    base.py         the Engine interface both share, and the helpers both use (tokenizer, model checks)
+    hf.py           HFEngine: batched sampling on a transformers causal LM with a KV cache and left padding
+    vllm_engine.py  VLLMEngine: vLLM's offline `LLM` in-process, with in-place weight updates
+"""
 from __future__ import annotations
 
 import torch
