@@ -9,8 +9,7 @@ from __future__ import annotations
 import torch
 
 from escov.llm.engines.base import Completion, Engine
-
-ENGINES = ("hf", "vllm")
+from escov.llm.settings.train_config import ENGINES  # the values of the engine setting, defined with it
 
 
 def make_engine(kind: str, model_dir, *, dtype: torch.dtype = torch.float32, seed: int = 0, device: str = "cpu",
