@@ -39,11 +39,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from escov.llm import rundir
 from escov.llm.problem_sets import CURVE_SPLITS
-from escov.llm.rollout import derive_seed
 from escov.theory.matched import RESOLUTION
 
 POINTS, SAMPLES = 8, 32                     # the paper's Pass@32 (at the run's eval_temperature; the paper's 0.6)
@@ -129,10 +127,13 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     """Measure the curve points of run_dir's layout that are not in its curve.json yet, drop the points
     outside the layout; returns the layout's points in step order. split: "test" (the run's test prompts),
     "validation" or "train" (llm/problem_sets.py split_set); temperature None: the run's eval_temperature."""
+    import torch
+
     from escov.llm.config import load_config
     from escov.llm.engines import make_engine
     from escov.llm.evaluate import evaluate
     from escov.llm.problem_sets import split_set
+    from escov.llm.rollout import derive_seed
     from escov.llm.tracking import open_tracker
 
     run_dir = Path(run_dir)
