@@ -5,6 +5,7 @@
     random_models.py      randomly initialized Qwen2 / Llama models built in code (the paper's shapes, no download)
     engines/              generation behind one interface: HF and vLLM (engines/__init__.py maps them)
     rollout.py            roll a policy out on problems, score the completions, token entropy, log-probs
+    seeds.py              derive_seed: the one rule turning labels into a seed (no torch)
     reward_stats.py       what the reward does on a batch: mean, spread, each reward function, by data source
     evaluate.py           Pass@k / Maj@k evaluation, and `python -m escov.llm eval`
     problem_sets.py       the problems a run is measured on (test, held-out, probe), defined once from its settings
@@ -13,6 +14,12 @@
     member_options.py     how ES evaluates its members, as settings: Ray workers, the strategy rule, option rules
     grpo.py               GRPO on an engine, settings and variants named as in TRL
     grpo_losses.py        GRPO's loss types (grpo.loss_type): how per-token terms are averaged
+    grpo_objectives.py    GRPO's per-token policy terms per loss type (TRL's; cispo, sapo; GSPO's sequence level)
+    grpo_covariance.py    covariance-based entropy control: loss types clip_cov and kl_cov (verl)
+    grpo_entropy.py       high-entropy token selection and the entropy bonus, fixed or adaptive (TRL)
+    grpo_advantages.py    GRPO's advantage estimators: grpo, grpo_passk, passk_analytic, pkpo
+    grpo_exploration.py   zero-success gating and the outcome bonus, with the state they keep across steps
+    grpo_variant_settings.py  the variants' settings, ranges and refused combinations (no torch)
     grpo_lora.py          LoRA adapters (peft) for GRPO: the trained module, merged weights, adapter state
     trl_reference.py      our GRPO loss against TRL's GRPOTrainer on one identical batch
     schedules.py          which algorithm runs at which step: single runs, ES->GRPO, GRPO->ES; the budgets

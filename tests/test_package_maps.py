@@ -10,8 +10,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = ("theory", "simulate", "llm", "paper_checks")
-# paper_checks/ is being split into the verdicts and the experiments; its maps come with that change
-PENDING = ("paper_checks",)
 
 
 def packages() -> list[Path]:
@@ -30,10 +28,7 @@ def unnamed(docstring: str, names: list[str]) -> list[str]:
     return [n for n in names if n not in starts]
 
 
-@pytest.mark.parametrize("package", [pytest.param(
-    p, id=str(p.relative_to(ROOT)),
-    marks=[pytest.mark.xfail(reason="its map comes with the split of paper_checks/", strict=False)]
-    if p.relative_to(ROOT).parts[0] in PENDING else []) for p in packages()])
+@pytest.mark.parametrize("package", [pytest.param(p, id=str(p.relative_to(ROOT))) for p in packages()])
 def test_every_package_docstring_names_each_of_its_modules_on_a_line(package):
     docstring = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
     missing = unnamed(docstring, rooms(package))

@@ -8,6 +8,7 @@
     autoregressive.py  a small autoregressive toy: sequences of L tokens, the chain-rule Fisher trace
     grpo.py            the GRPO side: its expected update for binary rewards and its entropy change
     metrics.py         metrics every level shares (pass@k, maj@k, entropy, JS, ...)
+    coverage.py        coverage measures: Pass@k grid, Cover@tau, crossing k*, solvability sets, answer diversity
     standardize.py     z-scoring a group of rewards: ES member fitness and GRPO group advantages
     matched.py         two training curves compared at matched Pass@1 (the reading every level uses)
     decisions.py       decision rules every level shares: an interval in, a verdict out
