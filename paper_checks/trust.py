@@ -25,6 +25,7 @@ Only fields that both sides hold are compared (run directories written by older 
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -73,7 +74,7 @@ def _inputs_key(run: Run) -> tuple:
     recorded = recorded_inputs(run)
     if recorded is not None:
         return ("sha256",) + tuple(sorted(recorded.items()))
-    return ("paths",) + tuple((name, run.config.get(name)) for name in PATH_SETTINGS)
+    return ("paths",) + tuple((name, json.dumps(run.config.get(name), sort_keys=True)) for name in PATH_SETTINGS)
 
 
 def expected_evaluation(config: dict, part: str) -> dict:
