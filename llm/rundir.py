@@ -50,6 +50,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import sys
 import time
 import typing
@@ -159,6 +160,7 @@ class Thresholded(TypedDict):
 
 class EvalFile(TypedDict, total=False):
     fingerprint: dict              # {"settings_sha256", "inputs": {name: sha256}, "final_weights_sha256"}
+    base_fingerprint: dict         # the same, written with the base evaluation and kept (llm/witnesses.py)
     base: Evaluation
     base_greedy: Evaluation
     final: Evaluation
@@ -194,6 +196,7 @@ class CurvePoint(_CurvePointCore, total=False):
     prompts, or (split "train") prompts of the training split, for choosing settings without the test set."""
     split: str  # "test" when absent
     source: str  # "eval.json base" / "eval.json final": the run's own evaluation of that model, same settings
+    fingerprint: dict  # {"settings_sha256", "weights_sha256"}: the run's settings, the weight files measured
 
 
 class KeptCompletion(TypedDict):
@@ -281,10 +284,24 @@ def write_json(path: Path, data: Any) -> None:
         os.replace(tmp, path)
 
 
+MAX_FILE_BYTES = 1 << 30  # a run file larger than 1 GiB is not one (a link to an endless or foreign file)
+
+
 def read_text(path: Path) -> str:
-    """The UTF-8 text of a file; RunDirError naming it when it cannot be read or is not UTF-8."""
+    """The UTF-8 text of a file; RunDirError naming it when it cannot be read, is not a regular file (a device, a
+    pipe: perhaps endless), is larger than MAX_FILE_BYTES or is not UTF-8."""
     try:
-        return Path(path).read_bytes().decode("utf-8")
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise RunDirError(f"{path}: not a regular file (a device or a pipe?); a run file is a plain file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise RunDirError(f"{path}: {info.st_size / 2**20:.0f} MB, larger than a run file can be "
+                              f"({MAX_FILE_BYTES / 2**20:.0f} MB)")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise RunDirError(f"{path}: larger than a run file can be ({MAX_FILE_BYTES / 2**20:.0f} MB)")
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise RunDirError(f"{path}: not UTF-8 text (byte {err.start})") from None
     except OSError as err:
@@ -756,8 +773,10 @@ def in_use(run: Path) -> dict | None:
 
 
 def is_empty(run: Path) -> bool:
-    """True when `run` holds nothing but its lock file (a directory a new run may start in)."""
-    return not any(p.name != LOCK for p in Path(run).iterdir())
+    """True when `run` holds nothing but its lock file and temporary files of atomic writes (JSON files, metrics
+    rewrites: `NAME.tmp`) a kill cut short before their rename (a directory a new run may start in: a kill during
+    the first config.json write leaves only config.json.tmp)."""
+    return not any(p.name != LOCK and not (p.is_file() and p.name.endswith(".tmp")) for p in Path(run).iterdir())
 
 
 # ----------------------------------------------------------------------------- the settings a run started with
@@ -787,11 +806,16 @@ def config_history(run: Path) -> list[dict]:
     if not path.exists():
         return []
     records = []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    text = read_text(path)
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         try:
             record = json.loads(line, parse_constant=_no_constant)
         except ValueError:
-            raise RunDirError(f"{path}: line {number}: not a JSON record") from None
+            if number == len(lines) and not text.endswith("\n"):
+                break  # the last record, cut off by a kill while it was written: never written (_append_history cuts it)
+            raise RunDirError(f"{path}: line {number}: not a JSON record (restore the line, or delete it when it is "
+                              "the last: a resume then asks for --allow_config_change to record the change again)") from None
         if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
             raise RunDirError(f"{path}: line {number}: expected a record with a 'config' object")
         records.append(record)
@@ -844,6 +868,10 @@ def record_code_change(run: Path, config: dict, was: str, now: str, from_step: i
 def _append_history(run: Path, record: dict) -> None:
     path = Path(run) / CONFIG_HISTORY
     line = dumps(record, str(path))  # before the file is opened: a refused record leaves no empty history behind
+    text = read_text(path) if path.exists() else ""
+    if text and not text.endswith("\n"):  # a record a kill cut off (config_history drops it): cut before appending
+        with writing(path):
+            path.write_text(text[:text.rfind("\n") + 1], encoding="utf-8")
     with writing(path), open(path, "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
         fh.flush()

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from escov.llm import drift, fingerprints, rundir, schedules, tracking
+from escov.llm import drift, fingerprints, rundir, schedules, tracking, witnesses
 from escov.llm.config import TrainConfig, load_config
 from escov.llm.device import resolve_device, resume_device
 from escov.llm.es import ES, check_setup, make_es, select_parameters
@@ -371,6 +371,8 @@ def _final_stage(run: TrainingRun) -> None:
         ev["thresholded"].append({"keep_percent": q, "sparsity_percent": 100 - q, "pass_at_1": res["pass_at_k"]["1"]})
     run.set_weights(final)
     stop_if_requested(during)
+    if "fingerprint" in ev:  # an eval.json of older code: its base evaluation's fingerprint kept as the witness
+        ev.setdefault("base_fingerprint", {k: v for k, v in ev["fingerprint"].items() if k != "final_weights_sha256"})
     ev["fingerprint"] = run.fingerprint(final)
     rundir.write_eval(run.dir, ev)
     drift.plot_histogram(ev["update_analysis"], run.dir / "drift_hist.png", f"{cfg.algo}: update magnitudes")
@@ -526,15 +528,34 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
               file=sys.stderr)
         rundir.record_code_change(out, config, was, now, from_step)
     rundir.write_manifest(out, run.manifest)
-    # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over)
-    purge_from = None if not resume else 0 if point is None else point[0] + 1
+    # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over); resumed after
+    # the last step, those of the last step too (the final stage's, which it measures again; the rest relogged)
+    last_step = point is not None and point[0] == run.total_steps
+    purge_from = None if not resume else 0 if point is None else point[0] + (0 if last_step else 1)
     run.tracker = tracking.open_tracker(cfg.report_to, out, cfg.to_dict(), purge_from)
+    if last_step:
+        relog_step(run, point[0])
     try:
         _train_loop(run, point, shared)
         _final_stage(run)
     finally:
         run.tracker.close()
     return out
+
+
+def relog_step(run: TrainingRun, step: int) -> None:
+    """Send the tracker a step's records again from the run directory (its metrics row, probe measurement and kept
+    training completions): a resume after the last step hides that step's events, to measure the final stage again."""
+    for row in rundir.read_steps(run.dir):
+        if row["step"] == step:
+            run.tracker.log_record("train", row, step)
+    for measurement in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]:
+        if measurement["step"] == step:
+            run.tracker.log_record("probe", measurement, step)
+    kept = [{k: r[k] for k in ("prompt", "completion", "reward")} for r in rundir.read_completions(run.dir)
+            if r["step"] == step and r["source"] == "train"]
+    if kept:
+        run.tracker.log_completions("train", kept, step)
 
 
 def drop_later_checkpoints(out: Path, step: int) -> None:
@@ -568,7 +589,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
     cfg, out = run.cfg, run.dir
     elapsed, optimizer_state = 0.0, None
     if point is None:
-        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS):
+        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS, rundir.CURVE):
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
@@ -576,13 +597,15 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
         ev = {"base": run.record("base", 0, measured["base"]), "base_greedy": run.record("base_greedy", 0, measured["base_greedy"])}
         if cfg.heldout_task:
             ev["heldout"] = {"base": run.record("heldout_base", 0, measured["heldout_base"])}
-        rundir.write_eval(out, {"fingerprint": run.fingerprint()} | ev)
+        fingerprint = run.fingerprint()  # base_fingerprint: kept, a witness of inputs.json (llm/witnesses.py)
+        rundir.write_eval(out, {"fingerprint": fingerprint, "base_fingerprint": fingerprint} | ev)
         done = 0
     else:
         done, weights, elapsed, optimizer_state = point
         rundir.keep_steps(out, done)
         rundir.keep_probe(out, done)
         rundir.keep_completions(out, done)
+        rundir.keep_curve(out, [p["step"] for p in rundir.read_curve(out) or [] if p["step"] <= done])  # later: retrained
         rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
         phase = schedules.phase_at(run.phases, done)
@@ -639,6 +662,7 @@ def resume(run_dir: str | Path, show_progress: bool = True, device: str | None =
     content changed (inputs.json, llm/fingerprints.py), always."""
     changes = rundir.check_settings_fixed(run_dir, allow_config_change)
     recorded = fingerprints.check_settings_hash(run_dir, allow_config_change)
+    witnesses.check(run_dir)  # each checkpoint's settings, eval.json's base fingerprint against the records
     for name, was, now in changes:
         print(f"note: {name} changes from {was!r} to {now!r} for the rest of the run (recorded in "
               f"{rundir.CONFIG_HISTORY})", file=sys.stderr)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from escov.llm import rundir
+from escov.llm import fingerprints, rundir
 from escov.llm.config import TrainConfig
 from escov.llm.rundir import RunDirError
 from escov.llm.train import resume, train
@@ -157,3 +157,66 @@ def test_an_edited_base_config_or_an_added_chat_template_is_refused_on_resume(co
 
 def _edit_json(path: Path, change) -> None:
     path.write_text(json.dumps(change(json.loads(path.read_text()))))
+
+
+# ----------------------------------------------------------------------------- records against their witnesses
+
+def test_config_and_its_history_edited_together_are_refused_on_resume(copy):
+    """A different sigma written into config.json and into config_history.jsonl's record alike: the checkpoints
+    were trained with the recorded settings (their trainer_state.json says so)."""
+    run = copy / "run"
+    _edit_json(run / rundir.CONFIG, lambda c: c | {"es": c["es"] | {"sigma": 0.07}})
+    [record] = rundir.config_history(run)
+    record["config"]["es"]["sigma"] = 0.07
+    (run / rundir.CONFIG_HISTORY).write_text(json.dumps(record) + "\n")
+    with pytest.raises(RunDirError) as err:
+        resume(run, show_progress=False)
+    state = rundir.checkpoint_dir(run, 1) / rundir.TRAINER_STATE
+    assert str(err.value).startswith(f"{state}: checkpoint step-1 was trained with settings sha256 ")
+    assert "config.json and config_history.jsonl edited by hand?" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_data_file_changed_with_its_new_hash_written_into_inputs_json_is_refused(copy):
+    run = copy / "run"
+    data = copy / "data/train.jsonl"
+    was = sha(data)
+    data.write_text(data.read_text().replace("1+1=", "1+2="))
+    manifest = json.loads((run / rundir.MANIFEST).read_text())
+    manifest["inputs"]["data"]["sha256"] = sha(data)
+    (run / rundir.MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(RunDirError) as err:
+        resume(run, show_progress=False)
+    assert str(err.value) == (f"{run / rundir.MANIFEST}: data has sha256 {sha(data)[:12]}, but the base evaluation "
+                              f"(eval.json base_fingerprint) was made from {was[:12]} (inputs.json edited by hand?)")
+
+
+def test_llm_curve_refuses_a_changed_input_as_a_resume_does(copy):
+    from escov.llm.curve import evaluate_curve
+
+    data = copy / "data/test.jsonl"
+    was = sha(data)
+    data.write_text(data.read_text().replace("11+1=", "11+2="))
+    with pytest.raises(RunDirError) as err:
+        evaluate_curve(copy / "run", points=1, samples=32, n_problems=2)
+    assert str(err.value).startswith(f"{data}: test_data file changed since the run started (sha256 {was[:12]} -> ")
+    assert not (copy / "run" / rundir.CURVE).exists()  # nothing measured
+
+
+def test_a_resume_drops_the_curve_points_after_the_step_it_continues_from(copy):
+    """Metrics rows after step 1 lost: the resume continues from checkpoint step-1 with another sigma and trains the
+    later steps again; curve.json's point of the last step measured the old weights and goes."""
+    from escov.llm.curve import evaluate_curve
+
+    run = copy / "run"
+    evaluate_curve(run, points=2, samples=32, n_problems=2)
+    last = rundir.checkpoint_steps(run)[0][0]
+    assert [p["step"] for p in rundir.read_curve(run)] == [0, 1, last]
+    old = rundir.read_curve(run)[2]["fingerprint"]["weights_sha256"]
+    assert old == fingerprints.weights_sha256(rundir.checkpoint_dir(run, last))  # the weights it measured
+    (run / rundir.METRICS).write_text((run / rundir.METRICS).read_text().splitlines()[0] + "\n")
+    _edit_json(run / rundir.CONFIG, lambda c: c | {"es": c["es"] | {"sigma": 0.1}})
+    resume(run, show_progress=False, allow_config_change=True)
+    assert [p["step"] for p in rundir.read_curve(run)] == [0, 1]
+    points = evaluate_curve(run, points=2, samples=32, n_problems=2)  # measured again, on the new weights
+    assert points[2]["fingerprint"]["weights_sha256"] == fingerprints.weights_sha256(rundir.checkpoint_dir(run, last))
+    assert points[2]["fingerprint"]["weights_sha256"] != old

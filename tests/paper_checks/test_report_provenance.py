@@ -84,3 +84,49 @@ def test_a_run_from_before_inputs_json_is_reported_by_the_command_line(runs, tmp
     assert report["excluded"] == []  # nothing to compare with: an older run's records are all read
     ev = collect(runs)
     assert [r.path for r in ev.runs] == list(runs) and all(r.eval and r.curve for r in ev.runs)
+
+
+def test_a_same_seed_eval_json_without_its_fingerprint_is_left_out(runs):
+    """GRPO's evaluation of the same seed, same evaluation settings, its fingerprints removed, put in the ES run:
+    every setting it holds is the ES run's, only a fingerprint could tell; the ES run records its inputs."""
+    es, grpo = runs
+    ev = json.loads((grpo / rundir.EVAL).read_text())
+    for key in ("fingerprint", "base_fingerprint"):
+        ev.pop(key, None)
+    (es / rundir.EVAL).write_text(json.dumps(ev))
+    collected = collect(runs)
+    [excluded] = collected.excluded
+    assert excluded == {"what": str(es / rundir.EVAL), "reason": "has no fingerprint, though the run records its "
+                        "inputs (inputs.json): nothing tells it from another run's; left out (not this run's evaluation)"}
+    assert next(r for r in collected.runs if r.path == es).eval is None
+
+
+def test_a_same_seed_curve_json_of_another_run_is_left_out(runs):
+    es, grpo = runs
+    shutil.copy(grpo / rundir.CURVE, es / rundir.CURVE)
+    [excluded] = collect(runs).excluded
+    assert excluded["what"] == str(es / rundir.CURVE)
+    assert excluded["reason"].startswith("step 0: measured with other settings (sha256 ")
+    # without its fingerprints, it is left out all the same
+    _edit_json(es / rundir.CURVE, lambda c: [p.pop("fingerprint") for p in c["points"]])
+    [excluded] = collect(runs).excluded
+    assert excluded["reason"].startswith("step 0: has no fingerprint, though the run records its inputs")
+
+
+def test_a_curve_point_of_other_base_weights_is_named(runs):
+    es, _ = runs
+    _edit_json(es / rundir.CURVE, lambda c: c["points"][0]["fingerprint"].update(weights_sha256="ab" * 32))
+    [excluded] = collect(runs).excluded
+    assert excluded["reason"].startswith("step 0: measured other weights (sha256 abababababab) than the run's base ")
+
+
+def test_records_that_contradict_their_witnesses_are_named_in_the_report(runs):
+    """config.json and config_history.jsonl edited together: the checkpoints' settings hashes name it."""
+    es, _ = runs
+    _edit_json(es / rundir.CONFIG, lambda c: c["es"].update(sigma=0.07))
+    [record] = rundir.config_history(es)
+    record["config"]["es"]["sigma"] = 0.07
+    (es / rundir.CONFIG_HISTORY).write_text(json.dumps(record) + "\n")
+    [run] = [r for r in collect(runs).runs if r.path == es]
+    state = rundir.checkpoint_dir(es, 1) / rundir.TRAINER_STATE
+    assert any(p.startswith(f"{state}: checkpoint step-1 was trained with settings sha256") for p in run.problems)
