@@ -852,6 +852,7 @@ def record_settings(run: Path, config: dict, from_step: int = 0) -> None:
     first record is the settings a run starts with), with the changed settings and the step of the
     checkpoint the run continues from."""
     history = config_history(run)
+    _drop_cut_line(Path(run) / CONFIG_HISTORY)
     changes = setting_changes(history[-1]["config"], config, ignore=NOT_COMPARED) if history else []
     if history and not changes:
         return
@@ -865,13 +866,19 @@ def record_code_change(run: Path, config: dict, was: str, now: str, from_step: i
                           "from_step": from_step})
 
 
+def _drop_cut_line(path: Path) -> None:
+    """Remove a last line without its newline from config_history.jsonl: a record a kill cut off while it was
+    written (config_history skips it), so that the next record starts a line of its own."""
+    text = read_text(path) if path.exists() else ""
+    if text and not text.endswith("\n"):
+        with writing(path):
+            path.write_text(text[:text.rfind("\n") + 1], encoding="utf-8")
+
+
 def _append_history(run: Path, record: dict) -> None:
     path = Path(run) / CONFIG_HISTORY
     line = dumps(record, str(path))  # before the file is opened: a refused record leaves no empty history behind
-    text = read_text(path) if path.exists() else ""
-    if text and not text.endswith("\n"):  # a record a kill cut off (config_history drops it): cut before appending
-        with writing(path):
-            path.write_text(text[:text.rfind("\n") + 1], encoding="utf-8")
+    _drop_cut_line(path)
     with writing(path), open(path, "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
         fh.flush()
@@ -939,6 +946,17 @@ def integrity_problems(run: Path, config: dict, rows: list[dict], finished: bool
         problems.append(f"{run / LOCK}: a run is still writing this directory (pid {holder.get('pid', '?')} on "
                         f"{holder.get('host', '?')})")
     return problems
+
+
+def grading_timeouts(rows: list[dict], ev: dict | None) -> int:
+    """Answers a run graded wrong at the math grader's wall-clock safety net (llm/tasks/math_grader.py): the
+    `grading_timeouts` of its metrics rows and of its evaluations (0 unless the machine stalled)."""
+    ev = ev if isinstance(ev, dict) else {}
+    evaluations = [ev.get(p) for p in ("base", "base_greedy", "final", "final_greedy")]
+    evaluations += list((ev.get("heldout") or {}).values()) if isinstance(ev.get("heldout"), dict) else []
+    counts = [r.get("grading_timeouts") for r in rows] + [e.get("grading_timeouts") for e in evaluations
+                                                           if isinstance(e, dict)]
+    return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
 
 
 def rows_missing_through(run: Path, step: int) -> str | None:

@@ -3,7 +3,8 @@ contradict the Pass@k beside them.
 
     screen(runs) -> (the runs counted, the exclusions [{"what", "reason"}])
 
-Duplicates (the later one given is left out, the first kept):
+Duplicates (the later one given is left out, the first kept, unless the later holds more of the run: a final
+evaluation, then more metrics rows, curve points, probe measurements; a partial copy given first is left out):
     the same directory given twice (the same resolved path);
     the same settings, seed and inputs as another run: config.json's settings hash (llm/fingerprints.py
         settings_sha256; seed included, out and device not) and inputs.json's content hashes (for a run
@@ -227,6 +228,19 @@ def _final_weights(run: Run) -> str | None:
     return digest if digest and moved else None
 
 
+def completeness(run: Run) -> tuple:
+    """How much of a run a directory holds, to choose among copies: a final evaluation, metrics rows, curve points,
+    probe measurements."""
+    return (bool(run.eval and "final" in run.eval), len(run.metrics), len(run.curve or []),
+            len((run.probe or {}).get("measurements") or []))
+
+
+def _held(run: Run) -> str:
+    final, rows, points, probes = completeness(run)
+    return (f"{'a' if final else 'no'} final evaluation, {rows} metrics rows, {points} curve points, "
+            f"{probes} probe measurements")
+
+
 def screen(runs: list[Run]) -> tuple[list[Run], list[dict]]:
     """The runs a report counts and what it leaves out, each {"what": path, "reason": ...} (see the module
     docstring). A run's contradicting eval.json or curve.json is dropped from it (run.eval / run.curve = None)."""
@@ -244,9 +258,15 @@ def screen(runs: list[Run]) -> tuple[list[Run], list[dict]]:
         settings = (settings_sha256(run.config), _inputs_key(run))
         if settings in seen_settings:
             first = seen_settings[settings]
-            excluded.append({"what": str(run.path), "reason": f"the same settings, seed ({run.seed}) and inputs as "
-                                                              f"{first.path} (a copy or a rerun of it); counted once"})
-            continue
+            if completeness(run) <= completeness(first):
+                excluded.append({"what": str(run.path), "reason": f"the same settings, seed ({run.seed}) and inputs "
+                                 f"as {first.path} (a copy or a rerun of it); counted once"})
+                continue
+            kept.remove(first)  # a partial copy given first: the complete one counts
+            seen_weights = {w: r for w, r in seen_weights.items() if r is not first}
+            excluded.append({"what": str(first.path), "reason": f"the same settings, seed ({run.seed}) and inputs as "
+                             f"{run.path}, which holds more of the run ({_held(run)}, here {_held(first)}); counted "
+                             "once, as the more complete"})
         if run.eval:
             why = eval_contradiction(run)
             if why:

@@ -130,3 +130,23 @@ def test_records_that_contradict_their_witnesses_are_named_in_the_report(runs):
     [run] = [r for r in collect(runs).runs if r.path == es]
     state = rundir.checkpoint_dir(es, 1) / rundir.TRAINER_STATE
     assert any(p.startswith(f"{state}: checkpoint step-1 was trained with settings sha256") for p in run.problems)
+
+
+def test_a_partial_copy_given_first_gives_way_to_the_complete_run(runs, tmp_path):
+    """A copy of the ES run taken mid-run (one metrics row, no final evaluation, no curve) given before the run: the
+    complete one counts, the partial copy is left out naming both."""
+    es, grpo = runs
+    partial = tmp_path / "es-partial"
+    shutil.copytree(es, partial)
+    (partial / rundir.METRICS).write_text((partial / rundir.METRICS).read_text().splitlines()[0] + "\n")
+    for name in (rundir.EVAL, rundir.CURVE):
+        (partial / name).unlink()
+    collected = collect([partial, es, grpo])
+    assert [r.path for r in collected.runs] == [es, grpo]
+    held = len(rundir.read_steps(es)), len(rundir.read_curve(es))
+    assert collected.excluded == [{"what": str(partial), "reason": (
+        f"the same settings, seed (0) and inputs as {es}, which holds more of the run (a final evaluation, {held[0]} "
+        f"metrics rows, {held[1]} curve points, 0 probe measurements, here no final evaluation, 1 metrics rows, 0 "
+        "curve points, 0 probe measurements); counted once, as the more complete")}]
+    # given the other way round, the partial copy is the one left out, as any copy
+    assert [e["what"] for e in collect([es, partial, grpo]).excluded] == [str(partial)]
