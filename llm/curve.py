@@ -34,8 +34,8 @@ as `--resume` checks it (llm/fingerprints.py, llm/witnesses.py): edited settings
 base model are refused in one line. Other points already there with the same settings and the fingerprint of the
 weights there now are reused, so an interrupted curve continues where it stopped, and points outside the current
 layout (left by an earlier layout, e.g. before the run was resumed) are dropped; a resumed run drops the points
-after the step it continues from (it trains those checkpoints again). The sampling seed depends on (run seed, step), not on the method, so two
-methods' step-0 points on the same seed are the same measurement of the same base.
+after the step it continues from (it trains those checkpoints again). The sampling seed depends on (run seed,
+step), not on the method, so two methods' step-0 points on the same seed are the same measurement of the same base.
 """
 from __future__ import annotations
 
