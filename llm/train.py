@@ -533,7 +533,7 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
     last_step = point is not None and point[0] == run.total_steps
     purge_from = None if not resume else 0 if point is None else point[0] + (0 if last_step else 1)
     run.tracker = tracking.open_tracker(cfg.report_to, out, cfg.to_dict(), purge_from)
-    if last_step:
+    if last_step and cfg.report_to == "tensorboard":  # the others keep what they were sent (W&B: steps seen once)
         relog_step(run, point[0])
     try:
         _train_loop(run, point, shared)
