@@ -813,9 +813,8 @@ def config_history(run: Path) -> list[dict]:
             record = json.loads(line, parse_constant=_no_constant)
         except ValueError:
             if number == len(lines) and not text.endswith("\n"):
-                break  # the last record, cut off by a kill while it was written: never written (_append_history cuts it)
-            raise RunDirError(f"{path}: line {number}: not a JSON record (restore the line, or delete it when it is "
-                              "the last: a resume then asks for --allow_config_change to record the change again)") from None
+                break  # the last record, cut off by a kill while it was written: never written (_drop_cut_line)
+            raise RunDirError(f"{path}: line {number}: not a JSON record") from None
         if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
             raise RunDirError(f"{path}: line {number}: expected a record with a 'config' object")
         records.append(record)

@@ -605,7 +605,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
         rundir.keep_steps(out, done)
         rundir.keep_probe(out, done)
         rundir.keep_completions(out, done)
-        rundir.keep_curve(out, [p["step"] for p in rundir.read_curve(out) or [] if p["step"] <= done])  # later: retrained
+        rundir.keep_curve(out, [p["step"] for p in rundir.read_curve(out) or [] if p["step"] <= done])  # later: again
         rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
         phase = schedules.phase_at(run.phases, done)

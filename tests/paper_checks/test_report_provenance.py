@@ -97,7 +97,8 @@ def test_a_same_seed_eval_json_without_its_fingerprint_is_left_out(runs):
     collected = collect(runs)
     [excluded] = collected.excluded
     assert excluded == {"what": str(es / rundir.EVAL), "reason": "has no fingerprint, though the run records its "
-                        "inputs (inputs.json): nothing tells it from another run's; left out (not this run's evaluation)"}
+                        "inputs (inputs.json): nothing tells it from another run's; left out (not this run's "
+                        "evaluation)"}
     assert next(r for r in collected.runs if r.path == es).eval is None
 
 
