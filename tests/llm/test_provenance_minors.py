@@ -65,7 +65,7 @@ def test_a_cut_last_line_of_config_history_is_dropped_and_the_run_resumes(copy):
         rundir.config_history(run)
 
 
-def test_a_folder_left_by_a_kill_in_the_first_config_write_takes_a_new_run(project, tmp_path, monkeypatch):  # noqa: F811
+def test_a_kill_in_the_first_config_write_leaves_a_folder_a_new_run_takes(project, tmp_path, monkeypatch):  # noqa: F811
     """What the kill leaves: the lock file of the dead writer and config.json.tmp, half written."""
     out = tmp_path / "run"
     out.mkdir()
