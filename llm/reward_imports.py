@@ -6,8 +6,9 @@ identity (llm/fingerprints.py hashes each one), so that editing a helper the rew
 Found by reading, not by running: every `import a.b` and `from a.b import c` statement anywhere in the file (inside
 functions too) names the modules a, a.b and, when it is a module, a.b.c; a relative import (`from . import x`)
 is taken from the package of the module it is in (`package`: the reward's own package, for a 'pkg.mod:function'
-reward). Each name is looked up as Python would import it now, on sys.path then the current folder (where
-llm/tasks/reward_function.py also looks), without importing anything; a package counts with its __init__.py.
+reward). Each name is looked up as Python would import it now, on sys.path, then in the current folder (where
+llm/tasks/reward_function.py also looks), then in the reward file's own folder (which a reward file may put on
+sys.path itself), without importing anything; a package counts with its __init__.py.
 A reward named 'pkg.mod:function' brings in its packages (pkg/__init__.py). A module found is kept when its
 file lies outside the Python installation (the standard library, site-packages, the user's site-packages) and is
 not escov's (its version is the run's `code`), and the modules it imports are followed in turn. Not covered:
@@ -84,7 +85,7 @@ def imported_files(source: str | Path, module: str = "") -> dict[str, Path]:
     and escov, followed through the modules they import (see the module docstring); module: the source's own
     dotted name ('pkg.mod' for a package reward, '' for a file given by its path)."""
     excluded = _installation()
-    search = list(sys.path) + [os.getcwd()]
+    search = list(sys.path) + [os.getcwd(), str(Path(source).resolve().parent)]  # last: a folder the file adds itself
     found: dict[str, Path] = {}
     queue = [(Path(source), module, Path(source).name == "__init__.py")]
     seen = {module} if module else set()
