@@ -35,6 +35,8 @@
     interrupts.py         Ctrl-C and SIGTERM: stop at the next safe point
     rundir/               the run directory: its one writer and reader (rundir/__init__.py maps it)
     fingerprints.py       what a run was made from (inputs.json): a resume refuses what changed
+    reward_imports.py     the modules a reward file brings in from outside the installation, found and hashed
+    witnesses.py          a run's records checked against each other: checkpoints' settings, eval.json's base
     drift.py              how far training moved the weights: drift, update magnitudes, thresholded checkpoints
     lemma_measurements.py  the paper's population measurements (Lemmas 1 and 2) on a real model: probe.json
     curve.py              checkpoints evaluated along training (curve.json), `python -m escov.llm curve`
