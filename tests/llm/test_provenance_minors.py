@@ -19,8 +19,8 @@ from escov.llm import rundir
 from escov.llm.config import TrainConfig
 from escov.llm.rundir import RunDirError
 from escov.llm.train import resume, train
-from test_provenance_resume import RUN, copy, project  # noqa: F401 (fixtures)
-from test_train_run import _cfg, _cli, _flags
+from tests.llm.test_provenance_resume import RUN, copy, project  # noqa: F401 (fixtures)
+from tests.llm.test_train_run import _cfg, _cli, _flags
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
