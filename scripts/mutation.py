@@ -88,7 +88,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # the premise's control and the report's premise record; the control's end-to-end test trains in a fresh
     # process, which mutmut does not map (run_control's mutants read "not reached")
     "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py", "paper_checks/reproduce/premise_control.py"),
-                ("tests/paper_checks/test_premise_record.py", "tests/paper_checks/test_premise.py")),
+                ("tests/paper_checks/test_premise_record.py", "tests/paper_checks/test_premise.py",
+                 "tests/paper_checks/reproduce/test_premise_control.py")),
     # user reward functions under TRL's and verl's contracts: the in-process tests that call them (not the CLI
     # training runs of test_own_data_cli.py, nor test_own_data.py's `llm eval` in a fresh process)
     "contract": (("llm/tasks/reward_function.py",),
@@ -117,6 +118,31 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 "tests/paper_checks/test_report_trust.py", "tests/paper_checks/test_report_paths.py",
                 "tests/paper_checks/test_registry.py", "tests/paper_checks/test_entropy_collapse.py",
                 "tests/llm/test_hostile_inputs.py")),
+    # the report's trust screen: evaluations and curve points against their run's settings, one field at a time
+    "trust": (("paper_checks/trust.py",), ("tests/paper_checks/test_trust.py", "tests/paper_checks/test_report_trust.py")),
+    # the summary's decided parts and its design numbers (the effect needed, the seeds needed)
+    "summary": (("paper_checks/summary.py",),
+                ("tests/paper_checks/test_summary_design_numbers.py", "tests/paper_checks/test_summary.py")),
+    # curve layout, reuse of eval.json and splits (each test trains a tiny run in process)
+    "curve": (("llm/curve.py",), ("tests/llm/test_curve_splits.py", "tests/llm/test_curve.py")),
+    # which prompts each split holds, for generated and users' data
+    "problem_sets": (("llm/problem_sets.py",), ("tests/llm/test_problem_sets.py", "tests/test_selection_split.py")),
+    # which member strategy runs from the settings, alone and in combination
+    "member_options": (("llm/member_options.py",), ("tests/llm/test_train_config.py", "tests/test_settings_coverage.py")),
+    # the population measurements' estimators, standard errors and intervals (coverage and width)
+    "lemma_measurements": (("llm/lemma_measurements.py",),
+                           ("tests/llm/test_lemma_measurement_intervals.py", "tests/llm/test_lemma_measurements.py",
+                            "tests/llm/test_lemma_measurements_dtype.py")),
+    "pilot": (("paper_checks/reproduce/pilot.py",), ("tests/paper_checks/test_pilot.py",)),
+    "sweep": (("paper_checks/reproduce/step_sweep.py",), ("tests/paper_checks/test_step_sweep.py",)),
+    # which runs are complete (trained, their curve measured on the curve's split) and how they are handed out
+    "training_runs": (("paper_checks/reproduce/training_runs.py",),
+                      ("tests/llm/test_curve_splits.py", "tests/paper_checks/test_reproduce_parallel.py")),
+    "plan": (("paper_checks/reproduce/plan.py",),
+             ("tests/paper_checks/test_paper_checks_plan.py", "tests/paper_checks/test_not_run_in_budget.py",
+              "tests/paper_checks/test_budget_settings.py")),
+    # the GRPO clip statistics under epsilon_high
+    "grpo_clip": (("llm/grpo.py",), ("tests/llm/test_grpo_clip_share.py", "tests/llm/test_grpo_loss.py")),
 }
 # Left out of mutation runs: the math grader's worker-replacement and cache-count tests, which do not hold under
 # mutmut's instrumentation (the first two); the Countdown tests take 6-7 s each and
