@@ -119,7 +119,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 "tests/paper_checks/test_registry.py", "tests/paper_checks/test_entropy_collapse.py",
                 "tests/llm/test_hostile_inputs.py")),
     # the report's trust screen: evaluations and curve points against their run's settings, one field at a time
-    "trust": (("paper_checks/trust.py",), ("tests/paper_checks/test_trust.py", "tests/paper_checks/test_report_trust.py")),
+    "trust": (("paper_checks/trust.py",),
+              ("tests/paper_checks/test_trust.py", "tests/paper_checks/test_report_trust.py")),
     # the summary's decided parts and its design numbers (the effect needed, the seeds needed)
     "summary": (("paper_checks/summary.py",),
                 ("tests/paper_checks/test_summary_design_numbers.py", "tests/paper_checks/test_summary.py")),
@@ -128,7 +129,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # which prompts each split holds, for generated and users' data
     "problem_sets": (("llm/problem_sets.py",), ("tests/llm/test_problem_sets.py", "tests/test_selection_split.py")),
     # which member strategy runs from the settings, alone and in combination
-    "member_options": (("llm/member_options.py",), ("tests/llm/test_train_config.py", "tests/test_settings_coverage.py")),
+    "member_options": (("llm/member_options.py",),
+                       ("tests/llm/test_train_config.py", "tests/test_settings_coverage.py")),
     # the population measurements' estimators, standard errors and intervals (coverage and width)
     "lemma_measurements": (("llm/lemma_measurements.py",),
                            ("tests/llm/test_lemma_measurement_intervals.py", "tests/llm/test_lemma_measurements.py",
