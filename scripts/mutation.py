@@ -136,7 +136,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                            ("tests/llm/test_lemma_measurement_intervals.py", "tests/llm/test_lemma_measurements.py",
                             "tests/llm/test_lemma_measurements_dtype.py")),
     "pilot": (("paper_checks/reproduce/pilot.py",), ("tests/paper_checks/test_pilot.py",)),
-    "sweep": (("paper_checks/reproduce/step_sweep.py",), ("tests/paper_checks/test_step_sweep.py",)),
+    "sweep": (("paper_checks/reproduce/step_sweep.py",),
+              ("tests/paper_checks/reproduce/test_step_sweep_choice.py", "tests/paper_checks/test_step_sweep.py")),
     # which runs are complete (trained, their curve measured on the curve's split) and how they are handed out
     "training_runs": (("paper_checks/reproduce/training_runs.py",),
                       ("tests/llm/test_curve_splits.py", "tests/paper_checks/test_reproduce_parallel.py")),
