@@ -1,0 +1,29 @@
+"""The reproduction's plan (paper_checks/reproduce/plan.py equal_update_budget) with sampled members, against FLOPs
+counted by hand, and the pilot's runs (paper_checks/reproduce/pilot.py pilot_runs): the answer's ES and GRPO on the
+pilot seeds, without the probe or the held-out task."""
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from escov.paper_checks.reproduce.budgets import BUDGETS
+from escov.paper_checks.reproduce.pilot import PILOT_SEEDS, pilot_runs
+from escov.paper_checks.reproduce.plan import equal_update_budget
+
+
+@pytest.mark.parametrize("population, steps", [(16, 20), (32, 40), (64, 80)])
+def test_equal_updates_count_each_members_samples(population, steps):
+    """40 GRPO-step budget, G = 8, one iteration: (2 + 6) 8 = 64 per step; ES N = 32 with m = 2 samples per member:
+    2 N m = 128 per update, so 40 x 64 / 128 = 20 updates; at population N' those cost 20 x 2 N' 2 / 64 steps."""
+    b = BUDGETS["answer"]
+    budget = replace(b, common=b.common | {"steps": 40}, es=b.es | {"population_size": 32, "member_samples": 2},
+                     grpo=b.grpo | {"num_generations": 8, "num_iterations": 1})
+    assert equal_update_budget(budget, population) == steps
+
+
+def test_the_pilot_runs_have_no_probe_and_no_held_out_task():
+    runs = pilot_runs("answer", Path("base"), PILOT_SEEDS[:2])
+    assert sorted(runs) == sorted(f"{a}-s{s}" for a in ("es", "grpo") for s in PILOT_SEEDS[:2])
+    for name, cfg in runs.items():
+        assert cfg["probe_every"] == 0 and cfg["heldout_task"] == "" and cfg["algo"] == name.split("-")[0]
+        assert cfg["es"] == BUDGETS["answer"].es and cfg["grpo"] == BUDGETS["answer"].grpo
