@@ -143,8 +143,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "training_runs": (("paper_checks/reproduce/training_runs.py",),
                       ("tests/llm/test_curve_splits.py", "tests/paper_checks/test_reproduce_parallel.py")),
     "plan": (("paper_checks/reproduce/plan.py",),
-             ("tests/paper_checks/reproduce/test_plan_and_pilot_runs.py", "tests/paper_checks/test_paper_checks_plan.py",
-              "tests/paper_checks/test_not_run_in_budget.py", "tests/paper_checks/test_budget_settings.py")),
+             ("tests/paper_checks/reproduce/test_plan_and_pilot_runs.py",
+              "tests/paper_checks/test_paper_checks_plan.py", "tests/paper_checks/test_not_run_in_budget.py",
+              "tests/paper_checks/test_budget_settings.py")),
     # the GRPO clip statistics under epsilon_high
     "grpo_clip": (("llm/grpo.py",), ("tests/llm/test_grpo_clip_share.py", "tests/llm/test_grpo_loss.py")),
 }
