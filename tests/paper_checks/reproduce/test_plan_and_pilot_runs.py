@@ -27,3 +27,16 @@ def test_the_pilot_runs_have_no_probe_and_no_held_out_task():
     for name, cfg in runs.items():
         assert cfg["probe_every"] == 0 and cfg["heldout_task"] == "" and cfg["algo"] == name.split("-")[0]
         assert cfg["es"] == BUDGETS["answer"].es and cfg["grpo"] == BUDGETS["answer"].grpo
+
+
+def test_the_mean_reward_spread_skips_the_steps_without_one(tmp_path):
+    """Steps whose members all scored alike (es_reward_std 0: no update) are not averaged in: (0.2 + 0.4) / 2."""
+    from escov.llm.rundir import append_step
+    from escov.paper_checks.reproduce.plan import mean_reward_std
+
+    core = {"phase": "es", "reward_mean": 0.5, "center_reward_mean": 0.5, "pass_at_1": 0.5, "no_correct_share": 0.0,
+            "entropy": 1.0, "drift_rel": 0.0, "drift_layers": {}, "step_seconds": 1.0, "tokens_per_s": 1.0,
+            "wall_seconds": 1.0}
+    for step, spread in enumerate((0.0, 0.2, 0.0, 0.4), start=1):
+        append_step(tmp_path, core | {"step": step, "es_reward_std": spread})
+    assert mean_reward_std(tmp_path) == pytest.approx(0.3)
