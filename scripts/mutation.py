@@ -109,7 +109,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                                      "tests/paper_checks/test_lemma_grid_measurement.py")),
     # an evaluation's numbers: Pass@k, Maj@k, no-correct share, entropy and distinct answers per prompt from the
     # samples of a real engine (the `llm eval` command runs in fresh processes, which mutmut does not map)
-    "evaluate": (("llm/evaluate.py",), ("tests/llm/test_evaluate.py", "tests/llm/test_evaluate_record.py")),
+    "evaluate": (("llm/evaluate.py",), ("tests/llm/test_evaluate.py", "tests/llm/test_evaluate_record.py",
+                                        "tests/llm/test_evaluate_cli.py")),
     # the report's assembly and its text; in process only (not test_report_eval_ks.py: its runs train in fresh
     # processes), and of the whole-report tests only a few, since each draws every plot (3-9 s) for every mutant
     "report": (("paper_checks/report.py",),
