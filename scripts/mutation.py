@@ -113,13 +113,36 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
                    ()),
     # an evaluation's numbers: Pass@k, Maj@k, no-correct share, entropy and distinct answers per prompt from the
     # samples of a real engine (the `llm eval` command runs in fresh processes, which mutmut does not map)
-    "evaluate": (("llm/evaluate.py",), (), ()),
+    "evaluate": (("llm/evaluate.py",), ("tests/llm/test_evaluate_cli.py",), ()),
     # the report's assembly and its text; in process only (not test_report_eval_ks.py: its runs train in fresh
     # processes), and of the whole-report tests only a few, since each draws every plot (3-9 s) for every mutant
     "report": (("paper_checks/report.py",),
                ("tests/paper_checks/test_lemma_grid_publish.py", "tests/paper_checks/test_registry.py",
                 "tests/paper_checks/real_checks/test_entropy_collapse.py", "tests/llm/test_hostile_inputs.py"),
                ("tests/paper_checks/test_report_eval_ks.py", "tests/paper_checks/test_report_messages.py")),
+    # the report's trust screen: evaluations and curve points against their run's settings, one field at a time
+    "trust": (("paper_checks/trust.py",), ("tests/paper_checks/test_report_trust.py",), ()),
+    # the summary's decided parts and its design numbers (the effect needed, the seeds needed)
+    "summary": (("paper_checks/summary.py",), (), ()),
+    # curve layout, reuse of eval.json and splits (each test trains a tiny run in process)
+    "curve": (("llm/curve.py",), (), ()),
+    # which prompts each split holds, for generated and users' data
+    "problem_sets": (("llm/problem_sets.py",), ("tests/test_selection_split.py",), ()),
+    # which member strategy runs from the settings, alone and in combination
+    "member_options": (("llm/member_options.py",), ("tests/llm/test_train_config.py", "tests/test_settings_coverage.py"),
+                       ()),
+    # the population measurements' estimators, standard errors and intervals (coverage and width)
+    "lemma_measurements": (("llm/lemma_measurements.py",), ("tests/llm/test_lemma_measurement_intervals.py",), ()),
+    "pilot": (("paper_checks/reproduce/pilot.py",), ("tests/paper_checks/reproduce/test_plan_and_pilot_runs.py",), ()),
+    "sweep": (("paper_checks/reproduce/step_sweep.py",), ("tests/paper_checks/reproduce/test_step_sweep_choice.py",),
+              ()),
+    # which runs are complete (trained, their curve measured on the curve's split) and how they are handed out
+    "training_runs": (("paper_checks/reproduce/training_runs.py",), ("tests/llm/test_curve_splits.py",), ()),
+    "plan": (("paper_checks/reproduce/plan.py",),
+             ("tests/paper_checks/reproduce/test_plan_and_pilot_runs.py", "tests/paper_checks/test_not_run_in_budget.py",
+              "tests/paper_checks/reproduce/test_budgets.py"), ()),
+    # the GRPO clip statistics under epsilon_high
+    "grpo_clip": (("llm/grpo.py",), ("tests/llm/test_grpo_clip_share.py", "tests/llm/test_grpo_loss.py"), ()),
 }
 
 

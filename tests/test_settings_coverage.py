@@ -48,6 +48,10 @@ COVERAGE = "tests/llm/test_grpo_coverage_variants.py::"
 VARIANT_RUNS = "tests/llm/test_grpo_variant_runs.py::"
 VARIANT_STATE = VARIANT_RUNS + "test_the_variants_state_survives_a_checkpoint_of_the_optimizer"
 CURVE_REUSE = CURVE + "test_a_curve_reuses_a_point_only_at_its_own_temperature_and_sample_count"
+STRATEGY = "tests/llm/test_member_options.py::test_the_strategy_follows_workers_address_and_batched_together"
+FIT_PROBE = "tests/llm/test_problem_sets_fit.py::test_the_probes_prompts_are_fitted_only_when_the_probe_runs"
+FIT_PROBE_GIVEN = ("tests/llm/test_problem_sets_fit.py::"
+                   "test_a_probe_count_given_explicitly_is_refused_only_when_the_probe_runs")
 
 SETTING_TESTS: dict[str, tuple[str, ...]] = {
     # ---- llm train: the run
@@ -57,7 +61,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "task": (CURVE + "test_curve_of_a_real_run",),
     "data": ("tests/llm/tasks/test_data_files.py::test_train_config_passes_data_settings_to_the_task",
              CURVE + "test_curve_of_a_run_trained_on_a_data_file_evaluates_the_runs_own_test_records"),
-    "test_data": ("tests/llm/tasks/test_data_files.py::test_train_config_passes_data_settings_to_the_task",),
+    "test_data": ("tests/llm/tasks/test_data_files.py::test_train_config_passes_data_settings_to_the_task", FIT_PROBE),
     "data_split": ("tests/llm/tasks/test_data_files.py::test_split_rules",
                    CURVE + "test_curve_of_a_run_trained_on_a_data_file_evaluates_the_runs_own_test_records"),
     "data_fields": ("tests/llm/tasks/test_data_files.py::test_field_mapping_reads_other_column_names",
@@ -94,10 +98,11 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "checkpoint_every": (RUNDIR, "tests/llm/test_train_run.py::test_run_directory_contents"),
     "checkpoint_dense": (RUNDIR, "tests/paper_checks/reproduce/test_plan.py::test_a_schedules_second_method_is_checkpointed_densely_from_its_switch"),
     "probe": ("tests/llm/test_shared_measurements.py::test_a_run_without_the_probe_measures_the_rest_alike",
-              "tests/llm/test_own_data_settings.py::test_the_papers_measurements_are_off_on_your_data_unless_asked_for"),
+              "tests/llm/test_own_data_settings.py::test_the_papers_measurements_are_off_on_your_data_unless_asked_for",
+              FIT_PROBE, FIT_PROBE_GIVEN),
     "probe_every": (TRACKING + "test_evaluations_and_population_measurements_are_scalars_when_measured",),
     "step_samples": (COUNTED,),
-    "probe_prompts": (PROBE,),
+    "probe_prompts": (PROBE, FIT_PROBE, FIT_PROBE_GIVEN),
     "probe_members": (PROBE,),
     "probe_samples": (PROBE,),
     "probe_center_samples": (PROBE,),
@@ -193,16 +198,17 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "grpo.outcome_bonus_coef": (COVERAGE + "test_outcome_bonus_is_c_over_root_count_of_the_answer_so_far",
                                 VARIANT_STATE),
     # ---- llm train: [population]
-    "population.batched": (BATCHED + "test_batched_es_step_equals_the_trainers_member_by_member_step",),
+    "population.batched": (BATCHED + "test_batched_es_step_equals_the_trainers_member_by_member_step", STRATEGY),
     "population.noise_rank": (BATCHED + "test_lowrank_noise_has_rank_r_and_unit_variance_entries",
                               ES_NOISE + "test_low_rank_members_and_updates_equal_their_factors_product"),
     "population.max_rows": (BATCHED + "test_rollouts_identical_to_member_by_member",),
     "population.lowrank_layout": (BATCHED + "test_lowrank_layout_auto_stacks_while_the_stacked_matrices_fit",),
     "population.keep_noise_mb": (BATCHED + "test_kept_noise_gives_the_update_drawn_again_from_the_seeds_within_its_budget",),
-    "population.members": ("tests/llm/es/test_conformance.py::test_every_hf_strategy_gives_one_by_ones_rewards_and_update",),
+    "population.members": ("tests/llm/es/test_conformance.py::test_every_hf_strategy_gives_one_by_ones_rewards_and_update",
+                           STRATEGY),
     # ---- the Ray actors (llm/member_options.py DistributedConfig, filled from workers, ray_address, threads, device)
-    "distributed.workers": (RAY + "test_two_actors_equal_single_process_and_dead_actor_members_rerun",),
-    "distributed.address": (RAY + "test_errors_before_any_work",),
+    "distributed.workers": (RAY + "test_two_actors_equal_single_process_and_dead_actor_members_rerun", STRATEGY),
+    "distributed.address": (RAY + "test_errors_before_any_work", STRATEGY),
     "distributed.cpus_per_worker": (RAY + "test_two_actors_equal_single_process_and_dead_actor_members_rerun",),
     "distributed.threads_per_worker": (RAY + "test_two_actors_equal_single_process_and_dead_actor_members_rerun",),
     "distributed.actor_timeout_s": (RAY + "test_a_call_not_answered_within_the_actor_timeout_drops_the_actor",),
@@ -250,7 +256,18 @@ INTERACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
         (ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue", BF16_DRIFT),
     ("curve --temperature", "curve --samples"): (CURVE_REUSE,),
     ("seed", "es.zscore"): (ES_ENGINE + "test_the_seed_and_the_reward_standardisation_together_decide_the_update",),
+    # which member strategy runs: a cluster address with one worker is Ray; batched counts only without workers
+    ("distributed.workers", "distributed.address"): (STRATEGY,),
+    ("distributed.workers", "population.batched"): (STRATEGY,),
+    ("population.members", "population.batched"): (STRATEGY,),
+    # which prompt counts are fitted to a user's data: the probe's only when the probe runs
+    ("probe", "test_data"): (FIT_PROBE,),
+    ("probe", "probe_prompts"): (FIT_PROBE, FIT_PROBE_GIVEN),
 }
+# settings whose effect shows only in combination: each pair must have a test of the pair in INTERACTIONS
+MUST_INTERACT = (("distributed.workers", "distributed.address"), ("distributed.workers", "population.batched"),
+                 ("probe", "test_data"), ("probe", "probe_prompts"), ("dtype", "es.inplace_bf16"),
+                 ("curve --temperature", "curve --samples"))
 
 
 def _flags(parser: argparse.ArgumentParser, group: str) -> list[str]:
@@ -311,3 +328,8 @@ def test_every_interacting_pair_is_made_of_documented_settings():
     assert all(a in settings and b in settings for a, b in INTERACTIONS), list(INTERACTIONS)
     for (a, b), tests in INTERACTIONS.items():  # the pair's cases are also tests of each setting
         assert tests and all(t in SETTING_TESTS[a] and t in SETTING_TESTS[b] for t in tests), (a, b)
+
+
+def test_settings_that_act_only_together_have_a_test_of_the_pair():
+    absent = [pair for pair in MUST_INTERACT if not INTERACTIONS.get(pair)]
+    assert not absent, f"pairs of settings whose effect shows only together, without a test of the pair: {absent}"
