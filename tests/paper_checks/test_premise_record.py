@@ -13,7 +13,8 @@ from escov.llm.config import TrainConfig, saved_config
 from escov.llm.problem_sets import split_set
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.premise_record import MARGIN, _pm, _reading_b, premise_record, render
-from escov.paper_checks.reproduce import PREMISE_BASE, shipped_base_dir
+from escov.paper_checks.reproduce.bases import shipped_base_dir
+from escov.paper_checks.reproduce.budgets import PREMISE_BASE
 from escov.paper_checks.rundir import Run
 
 N, PROMPTS, SEEDS, STEPS = 64, 12, (0, 1, 2), 30
@@ -314,3 +315,23 @@ def test_es_at_the_small_sigma_gains_from_its_base_not_its_second_point(runs):
     got = small_sigma(Evidence(runs=high), None)
     want = np.mean([(counts[("es", True, s)][-1] - counts[("es", True, s)][0]) / N for s in SEEDS])
     assert got["pass1_gain"]["mean"] == pytest.approx(want, abs=1e-12)
+
+
+def test_es_at_the_small_sigma_has_learned_only_when_its_whole_interval_lies_above_zero(runs):
+    """Gains of +6, 0 and -1 correct of N on every prompt, seed by seed: a mean above zero whose 95% interval over
+    three seeds (t on 2 df) reaches below it is no evidence of learning."""
+    from escov.paper_checks.premise_record import small_sigma
+
+    run_list, _ = runs
+    small = [r for r in run_list if r.config["es"].get("tag")]
+
+    def moved(r, d):
+        first = r.curve[0]
+        rows = [row | {"correct": row["correct"] + d} for row in first["sampled"]["per_problem"]]
+        pass1 = {"1": float(np.mean([row["correct"] for row in rows]) / N)}
+        return Run(r.path, r.config, curve=[first, first | {"step": STEPS, "sampled": first["sampled"] | {
+            "per_problem": rows, "pass_at_k": pass1}}])
+    got = small_sigma(Evidence(runs=[moved(r, d) for r, d in zip(small, (6, 0, -1))]), None)
+    gain = got["pass1_gain"]
+    assert gain["mean"] == pytest.approx(5 / 3 / N, abs=1e-12) and gain["lo"] < 0 < gain["mean"]
+    assert got["learned"] is False

@@ -1,0 +1,82 @@
+"""Every standard error and interval of llm/lemma_measurements.py on synthetic data with a known truth: coverage near
+95% AND width as the closed form says (an interval too wide is as wrong as one too narrow), at a small and a large
+population, so that an error growing with the population size shows; then the aggregate intervals of a real
+measure_population (tiny model, HF engine) recomputed from its per-prompt records."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from escov.llm.lemma_measurements import Z95, _mean_ci, measure_population, stratified_mean
+
+REPS = 2000
+
+
+@pytest.mark.parametrize("members, m", [(2, 30), (16, 5)])
+def test_the_stratified_standard_error_is_the_spread_of_the_stratified_mean(members, m):
+    """terms[j, s] ~ N(mu_j, sd_j^2), m per member: the mean of the N m terms has variance sum_j sd_j^2 / (N^2 m)."""
+    rng = np.random.default_rng(members)
+    mu = rng.normal(0, 3, size=members)  # member means far apart: pooling them would inflate the error
+    sd = rng.uniform(0.5, 2.0, size=members)
+    truth, true_var = mu.mean(), float((sd ** 2).sum() / (members ** 2 * m))
+    covered, se_sq = 0, []
+    for _ in range(REPS):
+        mean, se = stratified_mean(mu[:, None] + sd[:, None] * rng.normal(size=(members, m)))
+        covered += abs(mean - truth) <= Z95 * se
+        se_sq.append(se ** 2)
+    assert 0.93 <= covered / REPS <= 0.97
+    assert np.mean(se_sq) / true_var == pytest.approx(1.0, abs=0.05)  # unbiased for the variance: the width
+
+
+def test_a_single_sample_per_member_has_no_standard_error():
+    assert math.isnan(stratified_mean(np.ones((4, 1)))[1])
+
+
+@pytest.mark.parametrize("n", [5, 40])
+def test_the_mean_over_prompts_has_the_normal_interval_of_its_standard_error(n):
+    rng = np.random.default_rng(n)
+    covered, half_sq = 0, []
+    for _ in range(REPS):
+        ci = _mean_ci(7.0 + 2.0 * rng.normal(size=n))
+        covered += ci["ci95"][0] <= 7.0 <= ci["ci95"][1]
+        assert ci["mean"] == pytest.approx(sum(ci["ci95"]) / 2)
+        half_sq.append(((ci["ci95"][1] - ci["ci95"][0]) / 2 / Z95) ** 2)
+    # a z interval on n - 1 degrees of freedom: t's coverage is 95%, z's a little less at n = 5 (P(|t_4| < 1.96))
+    expected = {5: 0.8787, 40: 0.9429}[n]
+    assert covered / REPS == pytest.approx(expected, abs=0.02)
+    assert np.mean(half_sq) * n / 4.0 == pytest.approx(1.0, abs=0.05)  # E se^2 = sigma^2 / n
+    assert _mean_ci(np.array([3.0])) == {"mean": 3.0, "ci95": None}
+
+
+def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_records(tiny_model_dir, one_torch_thread):
+    """jspol: the mean over P prompts of independent per-prompt estimates, se = sqrt(sum se_i^2) / P; fisher_trace
+    and validity: the normal interval of the per-prompt values' spread; both centred on the per-prompt mean."""
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.tasks import get_task
+
+    engine = HFEngine(tiny_model_dir, dtype=torch.float32)
+    scorer = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    task = get_task("countdown")
+    center = {n: p.detach().float().clone() for n, p in scorer.named_parameters()}
+    m = measure_population(engine=engine, scorer=scorer, task=task, problems=task.problems("test", 3, seed=0),
+                           encode=engine.prompt_token_ids, pad_id=engine.tokenizer.pad_token_id, center=center,
+                           sigma=1e-2, members=3, samples=3, center_samples=3, temperature=1.0, max_new_tokens=4,
+                           seed=0, step=0)
+    rows = m["per_prompt"]
+    js = [r["jspol"] for r in rows]
+    half = Z95 * math.sqrt(sum(r["jspol_se"] ** 2 for r in rows)) / 3
+    assert m["jspol"]["ci95"] == pytest.approx([np.mean(js) - half, np.mean(js) + half])
+    assert all(r["jspol_se"] > 0 for r in rows)
+    for key, values in (("fisher_trace", [r["fisher_trace"] for r in rows]),
+                        ("validity", [r["validity_measured"] for r in rows])):
+        got = m[key] if key == "fisher_trace" else m[key]["measured"]
+        h = Z95 * float(np.std(values, ddof=1)) / math.sqrt(3)
+        assert got["mean"] == pytest.approx(np.mean(values))
+        assert got["ci95"] == pytest.approx([np.mean(values) - h, np.mean(values) + h])
+    for r in rows:  # Lemma 1's prediction: (sigma^2 / 2)(1 - 1/N) tr I_x
+        assert r["lemma1_prediction"] == pytest.approx(0.5 * 1e-4 * (1 - 1 / 3) * r["fisher_trace"])
+        assert r["validity_predicted"] == pytest.approx(0.5 * 1e-4 * r["fisher_trace"])
+        assert r["fisher_trace_se"] > 0
+    assert m["lemma1_prediction"] == pytest.approx(np.mean([r["lemma1_prediction"] for r in rows]))
