@@ -97,11 +97,11 @@ def test_a_run_directory_given_as_model_names_run(run, tmp_path):
 def test_a_data_file_is_evaluated_whole_without_training_notes(tiny_model_dir, tmp_path, monkeypatch):
     rows = [{"prompt": f"{i} + 1 =", "answer": str(i + 1)} for i in range(70)]  # more than eval_problems' 64
     (tmp_path / "all.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "my_rewards.py").write_text("def exact(prompts, completions, answer, **kw):\n"
-                                            "    return [float(c.strip() == a) for c, a in zip(completions, answer)]\n")
+    (tmp_path / "eval_run_rewards.py").write_text("def exact(prompts, completions, answer, **kw):\n"
+                                                  "    return [float(c.strip() == a) for c, a in zip(completions, answer)]\n")
     monkeypatch.chdir(tmp_path)
     code, printed, err = _main(["eval", "--model", str(tiny_model_dir), "--task", "prompts", "--data", "all.jsonl",
-                                "--reward_function", "my_rewards:exact", "--eval_samples", "1", "--eval_ks", "1",
+                                "--reward_function", "eval_run_rewards:exact", "--eval_samples", "1", "--eval_ks", "1",
                                 "--max_completion_length", "3", "--out", "ev", "--no-progress"])
     assert code == 0, err[-2000:]
     assert printed.splitlines()[0].startswith("llm eval: 70 test problems of data file all.jsonl x 1 samples at T=1")
