@@ -65,6 +65,8 @@ def test_a_run_without_the_probe_measures_the_rest_alike(tiny_model_dir, tmp_pat
     assert (runs[True] / "probe.json").exists() and not (runs[False] / "probe.json").exists()
     evals = [_untimed(json.loads((runs[p] / "eval.json").read_text())) for p in (True, False)]
     fingerprints = [ev.pop("fingerprint") for ev in evals]  # the settings differ (probe), so their hashes do
+    base_prints = [ev.pop("base_fingerprint") for ev in evals]  # the base evaluation's witness: its own run's settings
+    assert base_prints[0]["settings_sha256"] != base_prints[1]["settings_sha256"]
     assert evals[0] == evals[1]
     assert fingerprints[0]["settings_sha256"] != fingerprints[1]["settings_sha256"]
     assert fingerprints[0]["final_weights_sha256"] == fingerprints[1]["final_weights_sha256"]
