@@ -27,9 +27,10 @@ All-equal rewards give z = 0, so a zero update (never NaN).
 """
 from __future__ import annotations
 
+import functools
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
@@ -37,8 +38,8 @@ import torch
 
 from escov.llm.config import ESConfig  # defined with every other setting (importable without torch)
 from escov.llm.es.center import Center
-from escov.llm.es.members import MemberEvaluator
-from escov.llm.es.plan import IterationPlan
+from escov.llm.es.members import MemberEvaluator, weight_hash
+from escov.llm.es.plan import IterationPlan, Update
 from escov.llm.rollout import derive_seed
 from escov.llm.tasks.base import Problem
 from escov.theory.errors import NonFiniteError
@@ -71,6 +72,9 @@ class ESStep:
     n_tokens: int             # generated tokens
     weight_seconds: float     # time spent perturbing, restoring and updating weights
     seconds: float            # the whole iteration
+    update: Update | None = None  # what was applied (the replay log's record: llm/replay_log.py)
+    center_sha256: str = ""   # SHA-256 of the center after the update (members.weight_hash)
+    traffic: dict = field(default_factory=dict)  # bytes to and from each Ray actor (es/traffic.py; {} in one process)
 
 
 class ES:
@@ -80,10 +84,16 @@ class ES:
     def __init__(self, cfg: ESConfig, center: Center, members: MemberEvaluator, *, seed: int):
         self.cfg, self.center, self.members, self.seed = cfg, center, members, seed
 
+    @staticmethod
+    def planner(cfg: ESConfig, seed: int):
+        """planner(step, sigma=...): the plan of an iteration of a run with this seed and these options (the
+        rule Ray actors rebuild a plan with)."""
+        return functools.partial(IterationPlan.derive, seed, population_size=cfg.population_size,
+                                 antithetic=cfg.antithetic)
+
     def plan(self, step: int) -> IterationPlan:
         """Everything about iteration `step` decided before any member is evaluated."""
-        return IterationPlan.derive(self.seed, step, sigma=self.cfg.sigma, population_size=self.cfg.population_size,
-                                    antithetic=self.cfg.antithetic)
+        return self.planner(self.cfg, self.seed)(step, sigma=self.cfg.sigma)
 
     # -- one iteration -----------------------------------------------------------------------
     def fitness(self, rewards: np.ndarray, step: int) -> np.ndarray:
@@ -115,7 +125,8 @@ class ES:
         weight_s += time.perf_counter() - tw
         self.members.after_update(update)
         return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
-                      seconds=time.perf_counter() - t0)
+                      seconds=time.perf_counter() - t0, update=update, center_sha256=weight_hash(self.center.weights()),
+                      traffic=self.members.traffic())
 
     def center_weights(self, copy: bool = True) -> dict[str, torch.Tensor]:
         """The current center of the perturbed parameters (fp32; copy=False: the master itself when it is fp32)."""

@@ -36,7 +36,7 @@ from escov.llm.es.ray_actors import RayActors
 from escov.llm.es.vllm_inplace import ENGINE_KWARGS, VLLMInPlace
 from escov.llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA
 from escov.llm.member_options import OPTION_RULES, VLLM_LORA_RANKS, DistributedConfig, check_options, strategy_name
-from escov.llm.tasks.base import Task
+from escov.llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
     from escov.llm.engines.base import Engine
@@ -154,11 +154,12 @@ def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, t
 def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master: dict[str, torch.Tensor] | None, *,
             max_new_tokens: int, seed: int, population: PopulationConfig | None = None,
             distributed: DistributedConfig | None = None, model_dir: str | None = None,
-            weights: dict[str, torch.Tensor] | None = None) -> ES:
+            weights: dict[str, torch.Tensor] | None = None, problem_pool: list[Problem] | None = None) -> ES:
     """ES on the engine; master: fp32 center of the perturbed parameters (None with es.inplace_bf16).
 
-    With Ray workers, model_dir (each actor loads its own replica) and weights (the full center the actors
-    start from; default: the engine's own HF module) go to the actors."""
+    With Ray workers, model_dir (each actor loads its own replica), weights (the full center the actors
+    start from; default: the engine's own HF module) and problem_pool (the problems the batches come from,
+    so that a batch crosses as positions) go to the actors."""
     population = population if population is not None else PopulationConfig()
     check_options(cfg, population, engine_kind(engine), distributed)
     name = strategy_name(population, distributed)
@@ -193,5 +194,6 @@ def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master:
                 raise ValueError("weights (the full center for the actors) are required with a non-HF driver engine")
             weights = {n: p.detach().float().clone() for n, p in module.named_parameters()}
         members = RayActors(task, sampling, center, functools.partial(local_evaluation, cfg, population),
-                            model_dir=model_dir, weights=weights, distributed=distributed)
+                            model_dir=model_dir, weights=weights, distributed=distributed,
+                            planner=ES.planner(cfg, seed), pool=problem_pool)
     return ES(cfg, center, members, seed=seed)
