@@ -28,13 +28,15 @@ adds the checks that need the model (`check_setup`).
 """
 from __future__ import annotations
 
+import os
 import socket
+from pathlib import Path
 
 from escov.llm.config import PopulationConfig  # defined with every other setting (importable without torch)
 from escov.llm.member_options import DistributedConfig, strategy_name, uses_workers  # settings, without torch
 
 __all__ = ["PopulationConfig", "DistributedConfig", "strategy_name", "uses_workers", "RayMissing", "import_ray",
-           "check_address", "check_ray"]
+           "check_address", "check_ray", "token_auth_as_ray_start"]
 
 
 class RayMissing(ImportError, ValueError):
@@ -68,3 +70,14 @@ def check_ray(dist: DistributedConfig):
     ray = import_ray()
     check_address(dist.address)
     return ray
+
+
+def token_auth_as_ray_start() -> None:
+    """Connect to a cluster with Ray's token authentication when `ray start` would have turned it on: RAY_AUTH_MODE
+    unset and a token at hand (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token). `ray start` then
+    requires the token, but `ray.init(address=...)` sends it only when RAY_AUTH_MODE says "token"."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH", Path.home() / ".ray" / "auth_token"))
+    if os.environ.get("RAY_AUTH_TOKEN") or path.is_file():
+        os.environ["RAY_AUTH_MODE"] = "token"

@@ -25,6 +25,7 @@ traceback).
 """
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import numpy as np
@@ -32,7 +33,7 @@ import torch
 
 from escov.llm.es.center import MasterCenter
 from escov.llm.es.members import MemberEvaluator, Sampling, weight_hash
-from escov.llm.es.options import DistributedConfig, check_ray
+from escov.llm.es.options import DistributedConfig, check_ray, token_auth_as_ray_start
 from escov.llm.es.plan import IterationPlan, Update
 from escov.llm.es.traffic import Traffic, serialized_bytes
 from escov.llm.tasks.base import Problem, Task
@@ -91,6 +92,7 @@ class RayActors(MemberEvaluator):
         weights = {n: t.cpu() for n, t in (weights | {n: master[n] for n in names}).items()}  # crosses to the actors
         if not ray.is_initialized():
             if self.dist.address:
+                token_auth_as_ray_start()
                 ray.init(address=self.dist.address, log_to_driver=False)
             else:
                 ray.init(num_cpus=max(1, int(np.ceil(self.dist.workers * self.dist.cpus_per_worker))),
@@ -180,6 +182,8 @@ class RayActors(MemberEvaluator):
                     target = self.alive[len(self.reruns) % len(self.alive)]
                     pending.setdefault(target, []).extend(block)
                     self.reruns.append({"step": step, "worker": w, "members": block, "rerun_on": target})
+                    print(f"warning: ES step {step + 1}: Ray actor {w} is lost ({self.deaths[w][:200]}); its members "
+                          f"{block[0]}-{block[-1]} run again on actor {target}", file=sys.stderr, flush=True)
                     continue
                 rewards[[position[m] for m in block]], tokens = result[0], tokens + result[1]
         return rewards, tokens, 0.0
