@@ -28,9 +28,7 @@ adds the checks that need the model (`check_setup`).
 """
 from __future__ import annotations
 
-import os
 import socket
-from pathlib import Path
 
 from escov.llm.config import PopulationConfig  # defined with every other setting (importable without torch)
 from escov.llm.member_options import DistributedConfig, strategy_name, uses_workers  # settings, without torch
@@ -73,11 +71,14 @@ def check_ray(dist: DistributedConfig):
 
 
 def token_auth_as_ray_start() -> None:
-    """Connect to a cluster with Ray's token authentication when `ray start` would have turned it on: RAY_AUTH_MODE
-    unset and a token at hand (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token). `ray start` then
-    requires the token, but `ray.init(address=...)` sends it only when RAY_AUTH_MODE says "token"."""
-    if "RAY_AUTH_MODE" in os.environ:
+    """Connect to a cluster with Ray's token authentication when `ray start` turned it on: RAY_AUTH_MODE unset and a
+    token at hand (~/.ray/auth_token, which a local `ray.init()` writes). `ray start` then requires the token, but
+    `ray.init(address=...)` sends it only in token mode; Ray's own rule for `ray start` decides (nothing to do on a
+    Ray without token authentication)."""
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:
         return
-    path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH", Path.home() / ".ray" / "auth_token"))
-    if os.environ.get("RAY_AUTH_TOKEN") or path.is_file():
-        os.environ["RAY_AUTH_MODE"] = "token"
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)

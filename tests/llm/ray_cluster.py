@@ -40,10 +40,13 @@ def free_port() -> int:
 class LocalCluster:
     """Nodes started by `add_node`; `address` is the head's "ip:port"; `stop` ends them all (idempotent)."""
 
-    def __init__(self, object_store_bytes: int = 80 * 2 ** 20):
+    def __init__(self, object_store_bytes: int = 80 * 2 ** 20, auth_mode: str = "disabled"):
+        """auth_mode: RAY_AUTH_MODE of the nodes and of `env`, the environment for processes that connect
+        ("disabled": the cluster ignores any token another Ray user of the machine left in ~/.ray)."""
         self.temp = tempfile.mkdtemp(prefix="escov-ray-")  # short: Ray's socket paths live under it
         self.store, self.nodes, self.address, self.last_error = object_store_bytes, [], "", ""
-        self.env = os.environ | {"PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1"}
+        self.env = os.environ | {"PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1",
+                                 "RAY_AUTH_MODE": auth_mode}
         self.env.pop("RAY_ADDRESS", None)
 
     def add_node(self, cpus: int, timeout_s: float = 90.0) -> subprocess.Popen:

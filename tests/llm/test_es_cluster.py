@@ -28,14 +28,17 @@ FLAGS = ["--algo", "es", "--task", "countdown", "--steps", str(STEPS), "--batch_
          "--population.batched", "true", "--no-progress"]
 
 
-def _env() -> dict:
-    return os.environ | {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1"}
+def _env(cluster: LocalCluster | None = None) -> dict:
+    return (cluster.env if cluster is not None else os.environ) | {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
+                                                                   "TQDM_DISABLE": "1"}
 
 
-def _train(model_dir, out: Path, *extra: str, **popen) -> subprocess.Popen:
+def _train(model_dir, out: Path, *extra: str, cluster: LocalCluster | None = None) -> subprocess.Popen:
+    """`llm train` in a process of its own; with a cluster: over it (--workers 2), in its environment."""
+    extra += ("--ray_address", cluster.address, "--workers", "2") if cluster is not None else ()
     return subprocess.Popen([sys.executable, "-m", "escov.llm", "train", "--model", str(model_dir), "--out", str(out),
-                             *FLAGS, *extra], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            **popen)
+                             *FLAGS, *extra], env=_env(cluster), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
 
 
 def _finish(proc: subprocess.Popen, timeout: float = 400) -> str:
@@ -84,7 +87,7 @@ def one_process(tiny_model_dir, tmp_path_factory):
 def test_two_nodes_train_the_one_process_weights_with_a_kilobyte_per_actor_and_replay(tiny_model_dir, cluster,
                                                                                        one_process, tmp_path):
     run = tmp_path / "cluster"
-    _finish(_train(tiny_model_dir, run, "--ray_address", cluster.address, "--workers", "2"))
+    _finish(_train(tiny_model_dir, run, cluster=cluster))
     reference, rows = _rows(one_process), _rows(run)
     rewards = [r["es_rewards"] for r in reference]
     assert any(len(set(r)) > 1 for r in rewards), "members that all score the same would test nothing"
@@ -114,7 +117,7 @@ def test_a_node_lost_in_the_middle_of_the_run_leaves_it_going_with_the_same_weig
     written: the run goes on, the lost actor's members run again on the head node's actor, and the final weights
     are the one-process run's."""
     run = tmp_path / "lost-node"
-    proc = _train(tiny_model_dir, run, "--ray_address", cluster.address, "--workers", "2")
+    proc = _train(tiny_model_dir, run, cluster=cluster)
     deadline = time.monotonic() + 300
     while not (run / "metrics.jsonl").is_file() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
