@@ -1,8 +1,9 @@
 """A Ray cluster of several nodes on this machine, started the usual way (`ray start --head`, then `ray start
 --address`) and stopped again by the tests that use it: each node with its own raylet, object store and CPUs,
 all on ports and in a temporary folder of their own, so that other Ray instances on the machine are never
-touched. Each `ray start --block` runs in a session (process group) of its own, and stopping a node signals that
-group only: never `ray stop`, which stops every Ray process of the user."""
+touched. Each `ray start --block` runs in a session of its own (its raylet, object store and workers inherit it,
+though each worker makes its own process group), and stopping a node signals the processes of that session only:
+never `ray stop`, which stops every Ray process of the user."""
 from __future__ import annotations
 
 import os
@@ -95,28 +96,46 @@ class LocalCluster:
         return " | ".join(p.read_text()[-400:] for p in sorted(Path(self.temp).glob("node-*.log")))
 
     def kill_node(self, node: subprocess.Popen) -> None:
-        """SIGKILL the node's whole process group (its raylet, object store and workers), as a lost machine."""
-        with_errors_ignored(os.killpg, node.pid, signal.SIGKILL)
+        """SIGKILL every process of the node's session (its raylet, object store and workers), as a lost machine."""
+        signal_session(node.pid, signal.SIGKILL)
         node.wait(timeout=30)
 
     def stop(self) -> None:
-        """SIGTERM each node's process group (the workers last), then SIGKILL what is left; the temporary folder goes."""
+        """SIGTERM each node's session (the workers' nodes first), then SIGKILL what is left; the temporary folder
+        goes."""
         for node in reversed(self.nodes):
-            with_errors_ignored(os.killpg, node.pid, signal.SIGTERM)
+            signal_session(node.pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
         for node in reversed(self.nodes):
             try:
                 node.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-            with_errors_ignored(os.killpg, node.pid, signal.SIGKILL)  # raylet and co. outlive `ray start`'s exit
-            with_errors_ignored(node.wait, 10)
+            signal_session(node.pid, signal.SIGKILL)  # raylet and co. outlive `ray start`'s exit
+            try:
+                node.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         self.nodes = []
         shutil.rmtree(self.temp, ignore_errors=True)
 
 
-def with_errors_ignored(call, *args) -> None:
-    try:
-        call(*args)
-    except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
-        pass
+def session_pids(session: int) -> list[int]:
+    """The processes of a session (the session id is field 6 of /proc/PID/stat)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[3]) == session:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def signal_session(session: int, sig: int) -> None:
+    for pid in session_pids(session):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
