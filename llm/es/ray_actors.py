@@ -98,6 +98,7 @@ class RayActors(MemberEvaluator):
                 ray.init(num_cpus=max(1, int(np.ceil(self.dist.workers * self.dist.cpus_per_worker))),
                          include_dashboard=False, log_to_driver=False, object_store_memory=200 * 1024 ** 2)
         self.ray = ray
+        self._check_resources()
         actor = ray.remote(num_cpus=self.dist.cpus_per_worker, num_gpus=self.dist.gpus_per_worker,
                            max_restarts=0)(ESWorker)
         start = {"weights": weights, "pool": self.pool}
@@ -112,6 +113,15 @@ class RayActors(MemberEvaluator):
         self.reruns: list[dict] = []  # {"step", "worker", "members", "rerun_on"} for every re-run block
         self.deaths: dict[int, str] = {}  # worker -> why it was dropped (the error Ray raised, or the timeout)
         self._check_replicas(-1, master, {w: self._call(w, "weight_hash") for w in self.alive})
+
+    def _check_resources(self) -> None:
+        """ValueError when the cluster has fewer CPUs (GPUs) than the K actors reserve: they would never start."""
+        total, d = self.ray.cluster_resources(), self.dist
+        for kind, each, flag in (("CPU", d.cpus_per_worker, "--threads"), ("GPU", d.gpus_per_worker, "--device")):
+            if each > 0 and total.get(kind, 0.0) + 1e-9 < d.workers * each:
+                raise ValueError(f"the Ray cluster has {total.get(kind, 0.0):g} {kind}s; {d.workers} actors reserving "
+                                 f"{each:g} each ({flag}) need {d.workers * each:g}: start its nodes with more "
+                                 f"(ray start --num-cpus / --num-gpus), or lower --workers or {flag}")
 
     # -- calls, counted -----------------------------------------------------------------------
     def _call(self, worker: int, method: str, *args):
