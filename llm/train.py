@@ -50,7 +50,6 @@ from escov.llm.config import TrainConfig, load_config
 from escov.llm.device import resolve_device, resume_device
 from escov.llm.es import ES, check_setup, make_es, select_parameters
 from escov.llm.es.factory import engine_settings
-from escov.llm.es.members import weight_hash
 from escov.llm.grpo import GRPO
 from escov.llm.interrupts import stop_if_requested
 from escov.llm.engines.base import check_model_dir, load_tokenizer
@@ -193,7 +192,7 @@ class TrainingRun:
                                    problem_pool=self.pool)
             if not inside:
                 replay_log.append_record(self.dir, {"start_step": phase.start,
-                                                    "center_sha256": weight_hash(self.trainer.center.weights())})
+                                                    "center_sha256": self.trainer.center.sha256()})
         else:
             reference, lora_base = None, None
             start_dir = cfg.model if phase.start == 0 else rundir.checkpoint_dir(self.dir, phase.start)

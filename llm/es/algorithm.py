@@ -38,7 +38,7 @@ import torch
 
 from escov.llm.config import ESConfig  # defined with every other setting (importable without torch)
 from escov.llm.es.center import Center
-from escov.llm.es.members import MemberEvaluator, weight_hash
+from escov.llm.es.members import MemberEvaluator
 from escov.llm.es.plan import IterationPlan, Update
 from escov.llm.rollout import derive_seed
 from escov.llm.tasks.base import Problem
@@ -125,7 +125,7 @@ class ES:
         weight_s += time.perf_counter() - tw
         self.members.after_update(update)
         return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
-                      seconds=time.perf_counter() - t0, update=update, center_sha256=weight_hash(self.center.weights()),
+                      seconds=time.perf_counter() - t0, update=update, center_sha256=self.center.sha256(),
                       traffic=self.members.traffic())
 
     def center_weights(self, copy: bool = True) -> dict[str, torch.Tensor]:

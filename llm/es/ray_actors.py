@@ -112,7 +112,7 @@ class RayActors(MemberEvaluator):
         self.alive = list(range(self.dist.workers))
         self.reruns: list[dict] = []  # {"step", "worker", "members", "rerun_on"} for every re-run block
         self.deaths: dict[int, str] = {}  # worker -> why it was dropped (the error Ray raised, or the timeout)
-        self._check_replicas(-1, master, {w: self._call(w, "weight_hash") for w in self.alive})
+        self._check_replicas(-1, {w: self._call(w, "weight_hash") for w in self.alive})
 
     def _check_resources(self) -> None:
         """ValueError when the cluster has fewer CPUs (GPUs) than the K actors reserve: they would never start."""
@@ -153,8 +153,8 @@ class RayActors(MemberEvaluator):
         """Why each dropped actor died, for the error that ends a step."""
         return "; ".join(f"worker {w}: {why}" for w, why in sorted(self.deaths.items())) or "no cause recorded"
 
-    def _check_replicas(self, step: int, master: dict[str, torch.Tensor], refs: dict[int, object]) -> None:
-        expected = weight_hash(master)
+    def _check_replicas(self, step: int, refs: dict[int, object]) -> None:
+        expected = self.center.sha256()
         hashes = {w: self._get(w, ref) for w, ref in refs.items()}
         diverged = [w for w, h in hashes.items() if h is not None and h != expected]
         if diverged:
@@ -200,8 +200,7 @@ class RayActors(MemberEvaluator):
 
     def after_update(self, update: Update) -> None:
         """Every live replica applies the same update; their weight hashes must equal the driver's."""
-        self._check_replicas(update.step, self.center.master,
-                             {w: self._call(w, "update", update) for w in self.alive})
+        self._check_replicas(update.step, {w: self._call(w, "update", update) for w in self.alive})
 
     def close(self) -> None:
         """Stop the actors (the Ray runtime itself is left running for the caller)."""
