@@ -111,6 +111,7 @@ def test_two_nodes_train_the_one_process_weights_with_a_kilobyte_per_actor_and_r
     assert not _equal(load_file(rebuilt / "model.safetensors"), _weights(one_process, STEPS))  # step 2, not 4
 
 
+@pytest.mark.slow  # 45 s more here; a killed actor's members re-run: test_es_ray_actors.py, in the fast suite
 def test_a_node_lost_in_the_middle_of_the_run_leaves_it_going_with_the_same_weights(tiny_model_dir, cluster,
                                                                                     one_process, tmp_path):
     """The second node (raylet, object store, the actor living there) is SIGKILLed once the run's first row is
