@@ -96,3 +96,23 @@ def test_reading_a_damaged_line_names_the_file_and_line(run, tmp_path):
     (copy / replay_log.REPLAY).write_text(lines[0] + "{not json\n" + "".join(lines[1:]))
     with pytest.raises(RunDirError, match=r"replay.jsonl: line 2: not a JSON record"):
         replay_log.read_records(copy)
+
+
+def test_an_es_phase_after_grpo_is_rebuilt_from_the_checkpoint_it_started_from(tiny_model_dir, tmp_path, capsys):
+    """grpo-es: the ES phase starts from the GRPO phase's last checkpoint (PhaseStart start_step > 0), which replay
+    reads, and the step before it is refused (GRPO steps are not in the log)."""
+    run = tmp_path / "run"
+    flags = [f for f in FLAGS if f not in ("es",)]
+    flags[flags.index("--algo") + 1:flags.index("--algo") + 1] = ["grpo-es"]
+    subprocess.run([sys.executable, "-m", "escov.llm", "train", "--model", str(tiny_model_dir), "--out", str(run),
+                    *flags, "--switch_step", "1", "--grpo.num_generations", "4", "--grpo.learning_rate", "3e-3"],
+                   check=True, capture_output=True, env={"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
+                                                         "PATH": "/usr/bin:/bin", "TQDM_DISABLE": "1"})
+    records = replay_log.read_records(run)
+    start = records[0]["start_step"]
+    assert start > 0 and "step" not in records[0]
+    last = records[-1]["step"]
+    assert main(["replay", str(run), "--step", str(last), "--out", str(tmp_path / "last")]) == 0
+    assert (tmp_path / "last" / "model.safetensors").read_bytes() == \
+        (run / "checkpoints" / f"step-{last}" / "model.safetensors").read_bytes()
+    assert "no ES phase starts at or before step" in _refused(capsys, run, "--step", start - 1, "--out", tmp_path / "x")
