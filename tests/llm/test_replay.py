@@ -75,7 +75,8 @@ def test_a_missing_or_cut_log_a_changed_base_or_coefficient_is_one_clear_line(ru
     record = json.loads(lines[2])
     record["coefficients"][0] += 1e-4  # step 2's first coefficient off (1e-12 would vanish in fp32 arithmetic)
     log.write_text("".join(lines[:2]) + json.dumps(record) + "\n" + "".join(lines[3:]))
-    assert "step 2: the rebuilt center's SHA-256 differs" in _refused(capsys, copy, "--step", 3, "--out", tmp_path / "c")
+    message = _refused(capsys, copy, "--step", 3, "--out", tmp_path / "c")
+    assert "step 2: the rebuilt center's SHA-256 differs" in message
     log.unlink()
     assert "replay.jsonl: missing" in _refused(capsys, copy, "--step", 1, "--out", tmp_path / "d")
     other = tmp_path / "other-base"
