@@ -4,7 +4,7 @@
     python benchmarks/bench_population.py --presets test,default  # random-init models of these shapes
     python benchmarks/bench_population.py --model RUN/checkpoints/step-40 --members 16 --repeats 5
 
-The default model is the quick look's shipped base (paper_checks/bases: the `paper` preset, the default's
+The default model is the quick look's shipped base (paper_checks/reproduce/bases: the `paper` preset, the default's
 shape, trained), so members' rewards differ and the ES update does real work. On a random-init model every
 member scores 0, the update is zero and its cost is not measured: the benchmark counts such updates
 and says so.
@@ -48,8 +48,8 @@ VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-sta
 
 
 def shipped_base() -> Path:
-    """The quick look's base model as it ships with the repository (paper_checks/bases)."""
-    from escov.paper_checks.reproduce import SHIPPED_RECIPES, shipped_base_dir
+    """The quick look's base model as it ships with the repository (paper_checks/reproduce/bases)."""
+    from escov.paper_checks.reproduce.bases import SHIPPED_RECIPES, shipped_base_dir
     path = shipped_base_dir(*SHIPPED_RECIPES[0])
     if not (path / "config.json").exists():
         raise SystemExit(f"no shipped base at {path} (torch or code changed): run python -m escov.paper_checks bases, "

@@ -28,7 +28,7 @@ def check_device_spec(spec: object, flag: str = "device") -> str:
 
 def resolve_device(spec: str, flag: str = "device") -> str:
     """"cpu" or "cuda:N" for a spec; ValueError when it asks for CUDA this machine does not have."""
-    import torch  # here, not at the top: the settings (llm/config.py) import this module without torch
+    import torch  # here, not at the top: the settings (llm/settings/) import this module without torch
 
     check_device_spec(spec, flag)
     if spec == "auto":

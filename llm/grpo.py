@@ -13,6 +13,12 @@ One step on a batch of B prompts:
     the loss averages l_t over the completions' tokens as loss_type says (llm/grpo_losses.py);
     mask_truncated_completions: tokens of completions cut at max_completion_length get no term.
 
+The coverage-keeping variants (docs/training.md) change parts of this: the advantages (adv_estimator,
+llm/grpo_advantages.py; outcome bonus and zero-success gating, llm/grpo_exploration.py), the policy term and
+its ratio (loss_type cispo / sapo and importance_sampling_level, llm/grpo_objectives.py; clip_cov / kl_cov,
+llm/grpo_covariance.py), and entropy (top_entropy_quantile's token selection, the entropy bonus,
+llm/grpo_entropy.py). Their statistics go to GRPOStep.variants.
+
 TRL's std is Bessel-corrected (ddof 1); ours is the population std (ddof 0) of docs/paper.md, in every mode.
 The policy's training forward is an HF model in fp32. When the engine is an HFEngine holding the
 same module, the two share it; otherwise the updated weights are written into the engine with
@@ -25,61 +31,78 @@ import contextlib
 import copy
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from escov.llm.config import SCALE_REWARDS_BOOL, GRPOConfig  # with every other setting (importable without torch)
+from escov.llm.config import GRPOConfig  # with every other setting (importable without torch)
+from escov.llm.grpo_advantages import advantages, group_advantages  # noqa: F401 (group_advantages: re-exported)
+from escov.llm.grpo_covariance import clip_cov_terms, kl_cov_terms
+from escov.llm.grpo_entropy import EntropyControl, high_entropy_mask
+from escov.llm.grpo_exploration import gate_solved, outcome_bonus
 from escov.llm.grpo_losses import LOSSES
+from escov.llm.grpo_objectives import policy_terms
 from escov.llm.rollout import Rollouts, completion_logprobs, derive_seed, pad_batch, rollout
 from escov.llm.tasks.base import Problem, Task
 from escov.theory.errors import NonFiniteError
-from escov.theory.paper import GRPO_ADVANTAGE_EPS
-from escov.theory.standardize import standardize
 
 if TYPE_CHECKING:
     from escov.llm.engines.base import Engine
 
 
-def group_advantages(rewards: np.ndarray, scale_rewards: str | bool = "group") -> np.ndarray:
-    """rewards [B, G] -> (r - group mean) / (s + 1e-4), exactly 0 for an all-equal group, where s is the
-    group's population std ("group", or True), the whole batch's ("batch"); "none" (or False): r - group mean."""
-    mode = SCALE_REWARDS_BOOL.get(scale_rewards, scale_rewards)
-    if mode == "batch":
-        centred = standardize(rewards, scale=False)
-        return centred / (np.asarray(rewards, dtype=np.float64).std() + GRPO_ADVANTAGE_EPS)
-    return standardize(rewards, GRPO_ADVANTAGE_EPS, scale=mode == "group")
-
-
 # ----------------------------------------------------------------------------- the loss
 
-def per_token_terms(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, adv: torch.Tensor,
-                    cfg: GRPOConfig):
-    """l_t = -min(ratio_t A, clip(ratio_t, 1 - epsilon, 1 + epsilon_high) A) + beta k3_t for [S, T] log-probs
-    and advantages [S]; returns (l, k3 or None, ratio)."""
-    ratio = torch.exp(logp - old)
-    a = adv[:, None]
-    per_token = -torch.min(ratio * a, torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.clip_high) * a)
+@dataclass
+class LossParts:
+    loss: torch.Tensor
+    terms: torch.Tensor        # l_t, [S, T] (sequence-level terms without a KL term: [S, 1])
+    k3: torch.Tensor | None    # the KL estimate per token (None without reference)
+    ratio: torch.Tensor        # the importance weight per token ([S, 1] at the sequence level)
+    cov_share: float           # clip_cov / kl_cov: share of the micro-batch's tokens cut or penalized
+
+
+def grpo_loss_parts(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, adv: torch.Tensor,
+                    mask: torch.Tensor, cfg: GRPOConfig, *, n_seq: int, n_tok: float, max_completion_length: int = 0,
+                    entropy: torch.Tensor | None = None, selected: torch.Tensor | None = None, n_selected: float = 0.0,
+                    entropy_coef: float = 0.0, generator: torch.Generator | None = None) -> LossParts:
+    """The loss of a (micro-)batch, normalized for the whole batch: the loss type's policy terms
+    (llm/grpo_objectives.py, llm/grpo_covariance.py) times the selected tokens (top_entropy_quantile; None: all),
+    plus beta k3, averaged as loss_type says (llm/grpo_losses.py), minus entropy_coef x sum(entropy x selected
+    mask) / n_selected (the whole batch's selected tokens; llm/grpo_entropy.py)."""
+    if cfg.loss_type == "dr_grpo" and max_completion_length < 1:
+        raise ValueError("loss_type dr_grpo needs max_completion_length >= 1")
+    share = 0.0
+    if cfg.loss_type == "clip_cov":
+        terms, ratio, share = clip_cov_terms(logp, old, adv, mask, cfg, generator or torch.Generator().manual_seed(0))
+    elif cfg.loss_type == "kl_cov":
+        terms, ratio, share = kl_cov_terms(logp, old, adv, mask, cfg)
+    else:
+        terms, ratio = policy_terms(logp, old, adv, mask, cfg)
+    if selected is not None:
+        terms = terms * selected
     k3 = None
     if ref is not None:
         diff = ref - logp
         k3 = torch.exp(diff) - diff - 1
-        per_token = per_token + cfg.beta * k3
-    return per_token, k3, ratio
+        terms = terms + cfg.beta * k3
+    loss = LOSSES[cfg.loss_type](terms, mask, n_seq=n_seq, n_tok=n_tok, max_completion_length=max_completion_length)
+    if entropy_coef:
+        kept = mask if selected is None else mask * selected
+        loss = loss - entropy_coef * (entropy * kept).sum() / max(n_selected, 1.0)
+    return LossParts(loss, terms, k3, ratio, share)
 
 
 def grpo_loss(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor | None, adv: torch.Tensor, mask: torch.Tensor,
-              cfg: GRPOConfig, *, n_seq: int, n_tok: float, max_completion_length: int = 0):
-    """The clipped GRPO objective of a (micro-)batch, normalized for the whole batch of n_seq completions
+              cfg: GRPOConfig, *, n_seq: int, n_tok: float, max_completion_length: int = 0, **variant):
+    """The GRPO objective of a (micro-)batch, normalized for the whole batch of n_seq completions
     (n_tok completion tokens; max_completion_length: dr_grpo's normalizer). logp, old, ref, mask: [S, T] per
-    completion token; adv: [S]. Returns (loss, k3 per token or None, ratio)."""
-    if cfg.loss_type == "dr_grpo" and max_completion_length < 1:
-        raise ValueError("loss_type dr_grpo needs max_completion_length >= 1")
-    per_token, k3, ratio = per_token_terms(logp, old, ref, adv, cfg)
-    loss = LOSSES[cfg.loss_type](per_token, mask, n_seq=n_seq, n_tok=n_tok, max_completion_length=max_completion_length)
-    return loss, k3, ratio
+    completion token; adv: [S]; variant: grpo_loss_parts's entropy settings. Returns (loss, k3 per token or
+    None, ratio)."""
+    parts = grpo_loss_parts(logp, old, ref, adv, mask, cfg, n_seq=n_seq, n_tok=n_tok,
+                            max_completion_length=max_completion_length, **variant)
+    return parts.loss, parts.k3, parts.ratio
 
 
 def clipped_share_sum(ratio: torch.Tensor, mask: torch.Tensor, cfg: GRPOConfig) -> float:
@@ -121,6 +144,29 @@ class GRPOStep:
     clip_fraction: float      # share of completion tokens whose ratio was clipped (last inner iteration)
     grad_norm: float          # before clipping (last inner iteration)
     seconds: float
+    variants: dict = field(default_factory=dict)  # the variants' statistics (docs/training.md), last inner iteration
+
+    @property
+    def samples(self) -> Rollouts:
+        """The samples the step's metrics describe: its rollouts, from the policy before the update."""
+        return self.rollouts
+
+    @property
+    def generated_tokens(self) -> int:
+        return self.rollouts.n_tokens
+
+    @property
+    def replay(self) -> None:
+        """The step's replay.jsonl record: none (the replay log holds ES's updates only, llm/replay_log.py)."""
+        return None
+
+    def metrics(self) -> dict:
+        """The step's own fields of its metrics.jsonl row (StepMetrics, llm/rundir/records.py): the rollouts'
+        mean reward (as reward_mean and center_reward_mean: the policy is the center) and the grpo_* fields."""
+        reward = float(self.rollouts.rewards.mean())
+        return {"reward_mean": reward, "center_reward_mean": reward, "grpo_loss": self.loss, "grpo_kl": self.kl,
+                "grpo_clip_fraction": self.clip_fraction, "grpo_grad_norm": self.grad_norm} \
+            | ({"grpo_variants": self.variants} if self.variants else {})
 
 
 @contextlib.contextmanager
@@ -170,6 +216,31 @@ class GRPO:
         """Whether policy and optimizer are still those before the current step (no optimizer step taken)."""
         return self.optimizer_steps == 0
 
+    def center_weights(self, copy: bool = True) -> dict[str, torch.Tensor]:
+        """Weights held outside the run's model: none (the policy is the model, LoRA's merged weights included)."""
+        return {}
+
+    def checkpoint_state(self) -> tuple[dict, dict | None]:
+        """What a checkpoint keeps besides the weights: the optimizer state, and the LoRA adapters with use_peft."""
+        adapter = None
+        if self.cfg.use_peft:
+            from escov.llm import grpo_lora
+
+            adapter = grpo_lora.adapter_state(self.policy)
+        return self.optimizer.state_dict(), adapter
+
+    def restore_state(self, optimizer_state: dict) -> None:
+        """Continue from a checkpoint's state (checkpoint_state's, the adapters under "adapter" with use_peft)."""
+        optimizer_state = dict(optimizer_state)
+        if self.cfg.use_peft:
+            from escov.llm import grpo_lora
+
+            grpo_lora.load_adapter_state(self.policy, optimizer_state.pop("adapter"), "resumed checkpoint")
+        self.optimizer.load_state_dict(optimizer_state)
+
+    def close(self) -> None:
+        """Nothing to release (ES's Ray actors have their counterpart)."""
+
     def _micro_batches(self, n: int):
         return [slice(i, min(i + self.cfg.micro_batch_size, n)) for i in range(0, n, self.cfg.micro_batch_size)]
 
@@ -199,7 +270,8 @@ class GRPO:
                       max_new_tokens=self.max_new_tokens, seed=derive_seed(self.seed, step, "grpo-rollout"), step=step,
                       **self.sampling)
         device = next(self.policy.parameters()).device  # the run's device (llm/device.py)
-        adv = torch.tensor(group_advantages(out.rewards, cfg.scale_rewards).reshape(-1), dtype=torch.float32, device=device)
+        adv_np, variants = self._advantages(problems, out)
+        adv = torch.tensor(adv_np.reshape(-1), dtype=torch.float32, device=device)
         prompt_ids = [self.encode(p.prompt) for p in problems for _ in range(cfg.num_generations)]
         completions = [c for row in out.completions for c in row]
         padded = pad_batch(prompt_ids, [c.token_ids for c in completions], self.pad_id)
@@ -214,23 +286,40 @@ class GRPO:
                              for s in self._micro_batches(n_seq)]) if cfg.num_iterations > 1 else None
             ref = torch.cat([completion_logprobs(self.reference, seq[s], attention[s], mask[s], self.temperature)
                              for s in self._micro_batches(n_seq)]) if cfg.beta > 0 else None
+        control = EntropyControl(cfg, lambda: self._variant_state().setdefault("entropy", {}))
+        wants_entropy = control.enabled or cfg.top_entropy_quantile < 1.0
+        cov_generator = torch.Generator().manual_seed(derive_seed(self.seed, step, "grpo-clip-cov") % 2**63)
         with self._training_forward(), _seeded(derive_seed(self.seed, step, "grpo-dropout"), self.policy):
             for i in range(cfg.num_iterations):
                 self.optimizer.zero_grad(set_to_none=True)
-                total_loss, kl_sum, clipped = 0.0, 0.0, 0.0
+                total_loss, kl_sum, clipped, entropy_sum, cov_sum, ratio_sum, capped = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+                selected = self._selected_tokens(seq, attention, mask, tmask)
+                n_selected = n_tok if selected is None else float(selected.sum())
+                coef = control.applied() if control.enabled else 0.0
                 for s in self._micro_batches(n_seq):
-                    logp = completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature)
+                    logp = completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature,
+                                               with_entropy=wants_entropy)
+                    logp, entropy = logp if wants_entropy else (logp, None)
                     m = tmask[s]
                     old_s = old[s] if old is not None else logp.detach()
-                    loss, k3, ratio = grpo_loss(logp, old_s, ref[s] if ref is not None else None, adv[s], m, cfg,
-                                                n_seq=n_seq, n_tok=n_tok, max_completion_length=self.max_new_tokens)
-                    if k3 is not None:
-                        kl_sum += float((k3.detach() * m).sum())
+                    parts = grpo_loss_parts(logp, old_s, ref[s] if ref is not None else None, adv[s], m, cfg,
+                                            n_seq=n_seq, n_tok=n_tok, max_completion_length=self.max_new_tokens,
+                                            entropy=entropy, selected=None if selected is None else selected[s],
+                                            n_selected=n_selected, entropy_coef=coef, generator=cov_generator)
+                    loss = parts.loss
+                    if parts.k3 is not None:
+                        kl_sum += float((parts.k3.detach() * m).sum())
                     if not torch.isfinite(loss):
                         raise NonFiniteError(f"step {step}: GRPO loss is not finite ({float(loss)})")
                     loss.backward()
                     total_loss += float(loss.detach())
-                    clipped += clipped_share_sum(ratio, m, cfg)
+                    clipped += clipped_share_sum(parts.ratio, m, cfg)
+                    cov_sum += parts.cov_share * float(m.sum())
+                    ratio_sum += float((parts.ratio.detach() * m).sum())
+                    capped += float((((parts.ratio > cfg.clip_high) & (adv[s][:, None] > 0)).float() * m).sum())
+                    if entropy is not None:
+                        kept = m if selected is None else m * selected[s]
+                        entropy_sum += float((entropy.detach() * kept).sum())
                 params = [p for p in self.policy.parameters() if p.grad is not None]
                 limit = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(params, limit))
@@ -241,6 +330,20 @@ class GRPO:
                     group["lr"] = cfg.learning_rate * lr_factor(cfg, k, self.schedule_steps)
                 self.optimizer.step()
                 self.optimizer_steps += 1
+                if wants_entropy:
+                    control.measured(entropy_sum / max(n_selected, 1.0))
+        if wants_entropy:
+            variants["entropy"] = entropy_sum / max(n_selected, 1.0)
+        if control.enabled:
+            variants["entropy_coef"] = coef
+        if cfg.top_entropy_quantile < 1.0:
+            variants["token_share"] = n_selected / max(n_tok, 1.0)
+        if cfg.loss_type in ("clip_cov", "kl_cov"):
+            variants["cov_share"] = cov_sum / max(n_tok, 1.0)
+        if cfg.importance_sampling_level == "sequence" or cfg.loss_type in ("cispo", "sapo"):
+            variants["ratio_mean"] = ratio_sum / max(n_tok, 1.0)  # the importance weight's token mean
+        if cfg.loss_type == "cispo":
+            variants["cispo_clip_ratio"] = capped / max(n_tok, 1.0)  # TRL's: w > epsilon_high with A > 0
         for name, p in self.policy.named_parameters():
             if not torch.isfinite(p).all():
                 raise NonFiniteError(f"step {step}: weight {name} is not finite after the GRPO update")
@@ -255,4 +358,36 @@ class GRPO:
         if not self.shares_engine_model:
             self.engine.load_weights((n, p.detach()) for n, p in self.model.named_parameters())
         return GRPOStep(rollouts=out, loss=total_loss, kl=kl_sum / max(n_tok, 1.0), clip_fraction=clipped / max(n_tok, 1.0),
-                        grad_norm=grad_norm, seconds=time.perf_counter() - t0)
+                        grad_norm=grad_norm, seconds=time.perf_counter() - t0, variants=variants)
+
+    # -- the variants' parts of a step (docs/training.md) ----------------------------------------------------
+    def _variant_state(self) -> dict:
+        """What the variants keep across the phase's steps (adaptive entropy coefficient, solved prompts, answer
+        counts): plain values inside the optimizer's first parameter group, so that checkpoints keep them."""
+        return self.optimizer.param_groups[0].setdefault("escov_variants", {})
+
+    def _advantages(self, problems: list[Problem], out: Rollouts) -> tuple[np.ndarray, dict]:
+        """[B, G] advantages of the step (adv_estimator, outcome bonus, zero-success gating) and their statistics."""
+        cfg, prompts, stats = self.cfg, [str(p.prompt) for p in problems], {}
+        rewards = out.rewards
+        if cfg.outcome_bonus_coef > 0:
+            answers = [[self.task.vote(p, c.text) for c in row] for p, row in zip(problems, out.completions)]
+            bonus = outcome_bonus(answers, prompts, cfg.outcome_bonus_coef, self._variant_state())
+            rewards = rewards + bonus
+            stats["outcome_bonus_mean"] = float(bonus.mean())
+        adv = advantages(rewards, out.correct, cfg)
+        if cfg.zero_success_gating:
+            adv, stats["gated_share"] = gate_solved(adv, prompts, out.correct, self._variant_state())
+        if cfg.adv_estimator != "grpo" or cfg.zero_success_gating:
+            stats["adv_nonzero_share"] = float((adv != 0).mean())
+        return adv, stats
+
+    def _selected_tokens(self, seq, attention, mask, tmask) -> torch.Tensor | None:
+        """top_entropy_quantile < 1: the batch's tokens of highest entropy under the current policy (a forward
+        without gradient over the whole batch; llm/grpo_entropy.py), else None (every token)."""
+        if self.cfg.top_entropy_quantile >= 1.0:
+            return None
+        with torch.no_grad():
+            entropy = torch.cat([completion_logprobs(self.policy, seq[s], attention[s], mask[s], self.temperature,
+                                                     with_entropy=True)[1] for s in self._micro_batches(len(seq))])
+        return high_entropy_mask(entropy, tmask, self.cfg.top_entropy_quantile).to(tmask.dtype)

@@ -1,6 +1,6 @@
-"""GRPO's loss types (`grpo.loss_type`, named as in TRL): how the per-token terms l_it of a batch of S
-completions (T_i tokens each) are averaged into the loss. The one list of loss types; llm/config.py
-validates the setting against it and llm/grpo.py computes with it. Each rule uses only tensor methods, so
+"""GRPO's loss types (`grpo.loss_type`, named as in TRL, or verl where TRL lacks one): how the per-token terms
+l_it of a batch of S completions (T_i tokens each) are averaged into the loss. The one list of loss types;
+llm/settings/ validates the setting against it and llm/grpo.py computes with it. Each rule uses only tensor methods, so
 this module imports no torch (settings are validated without it)."""
 from __future__ import annotations
 
@@ -24,4 +24,7 @@ def dr_grpo_mean(per_token, mask, *, n_seq: int, n_tok: float, max_completion_le
     return (per_token * mask).sum() / (n_seq * max_completion_length)
 
 
-LOSSES = {"grpo": grpo_mean, "bnpo": bnpo_mean, "dr_grpo": dr_grpo_mean, "dapo": bnpo_mean}
+# cispo: TRL averages it as dapo; sapo as grpo; clip_cov and kl_cov: verl's default "token-mean" (bnpo's). The
+# per-token terms of each: llm/grpo_objectives.py, llm/grpo_covariance.py
+LOSSES = {"grpo": grpo_mean, "bnpo": bnpo_mean, "dr_grpo": dr_grpo_mean, "dapo": bnpo_mean, "cispo": bnpo_mean,
+          "sapo": grpo_mean, "clip_cov": bnpo_mean, "kl_cov": bnpo_mean}

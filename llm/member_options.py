@@ -1,6 +1,6 @@
 """How ES evaluates its members, as settings: the Ray workers (`DistributedConfig`), the rule that turns
 the settings into a member-evaluation strategy (`strategy_name`), and each strategy's option rules
-(`check_options`). Imports no torch and no llm.es module, so llm/config.py validates a run's settings
+(`check_options`). Imports no torch and no llm.es module, so llm/settings/ validates a run's settings
 with it before anything heavy loads.
 
 The strategies (their code: llm/es/factory.py, which adds what needs a model or the machine: the

@@ -120,3 +120,22 @@ def fit_to_data(cfg: TrainConfig, task: Task) -> list[str]:
         raise ValueError(f"batch_size = {cfg.batch_size} but the training pool holds {cfg.train_pool} prompts: "
                          f"give --batch_size {cfg.train_pool} or less")
     return notes
+
+
+def prompt_sources(cfg: TrainConfig, task: Task) -> dict[str, list]:
+    """The prompts a run can use, by where they come from (llm/prompt_lengths.py checks them): every record
+    of its data files; for generated problems the train pool, the evaluation and probe problems; the
+    held-out task's evaluation problems."""
+    from escov.llm.tasks.data_files import split_source
+
+    sources: dict[str, list] = {}
+    for split, used in (("train", lambda: task.problems("train", cfg.train_pool, seed=cfg.seed)),
+                        ("test", lambda: eval_set(cfg, task=task).problems + probe_problems(cfg, task))):
+        size = task.size(split)
+        if size == 0:
+            continue
+        name = split_source(cfg.data, cfg.test_data, cfg.data_split, split) or f"task {task.name} ({split} problems)"
+        sources.setdefault(name, []).extend(task.problems(split, size, seed=0) if size is not None else used())
+    if (heldout := heldout_set(cfg)) is not None:
+        sources[f"held-out task {cfg.heldout_task}"] = heldout.problems
+    return sources

@@ -42,6 +42,15 @@ def _phase_records(records: list[dict], step: int, where: Path) -> tuple[dict, l
     return records[first], updates
 
 
+def update_from(record: dict):
+    """The llm.es.plan.Update an ESUpdate record of replay.jsonl holds (0-based step, as ES numbers its
+    iterations)."""
+    from escov.llm.es.plan import Update
+
+    return Update(record["step"] - 1, record["noise_seed"], tuple(float(c) for c in record["coefficients"]),
+                  float(record["alpha"]), record["population_size"])
+
+
 def rebuild(run: Path, step: int, model: Path | None = None) -> tuple[dict, Path]:
     """(every weight of the run at ES step `step` as fp32 CPU tensors, the base model folder), each step's
     center checked against the log. model: where the base model is now (default: the run's config)."""
@@ -84,7 +93,7 @@ def rebuild(run: Path, step: int, model: Path | None = None) -> tuple[dict, Path
         raise ValueError(f"{origin}: its weights differ from those the run started ES from at step "
                          f"{start['start_step']} (SHA-256 of the perturbed parameters, {where})")
     for record in updates:
-        center.apply(replay_log.update_from(record))
+        center.apply(update_from(record))
         if weight_hash(center.master) != record["center_sha256"]:
             raise ValueError(f"{where}: step {record['step']}: the rebuilt center's SHA-256 differs from the log's "
                              "(other code, torch build or threads than the run's?)")

@@ -81,14 +81,6 @@ def _no_constant(name: str):
     raise ValueError(f"holds {name}")
 
 
-def update_from(record: dict):
-    """The llm.es.plan.Update an ESUpdate record holds (0-based step, as ES numbers its iterations)."""
-    from escov.llm.es.plan import Update
-
-    return Update(record["step"] - 1, record["noise_seed"], tuple(float(c) for c in record["coefficients"]),
-                  float(record["alpha"]), record["population_size"])
-
-
 def record_of(step: int, update, sigma: float, center_sha256: str) -> ESUpdate:
     """The ESUpdate record of step `step` (1-based) from the Update ES applied."""
     return {"step": step, "noise_seed": update.noise_seed, "sigma": float(sigma), "alpha": update.alpha,

@@ -1,6 +1,6 @@
 """Where a run continues from: the newest checkpoint that loads and that every earlier metrics row leads up to.
 
-A run directory (llm/rundir.py) holds checkpoints/step-N for the steps llm.train.checkpoint_due names. On
+A run directory (llm/rundir/) holds checkpoints/step-N for the steps llm.train.checkpoint_due names. On
 resume, each is tried newest first:
 
     rows       metrics.jsonl must hold a row for every step up to N; when it lacks some, the checkpoint is
@@ -16,13 +16,16 @@ starts over.
 """
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from escov.llm import rundir, schedules
+from escov.llm import rundir, schedules, tracking
 from escov.llm.rundir import RunDirError
 
 if TYPE_CHECKING:
+    from escov.llm.config import TrainConfig
     from escov.llm.train import TrainingRun
 
 
@@ -65,3 +68,43 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
         raise RunDirError(f"{run.dir / rundir.METRICS}: {rows_missing}, and no checkpoint precedes them; resuming "
                           "would leave the run without those rows (start the run again in a new directory)")
     return None
+
+
+def relog_step(run: TrainingRun, step: int) -> None:
+    """Send the tracker a step's records again from the run directory (its metrics row, probe measurement and kept
+    training completions): a resume after the last step hides that step's events, to measure the final stage again."""
+    for row in rundir.read_steps(run.dir):
+        if row["step"] == step:
+            run.tracker.log_record("train", row, step)
+    for measurement in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]:
+        if measurement["step"] == step:
+            run.tracker.log_record("probe", measurement, step)
+    kept = [{k: r[k] for k in ("prompt", "completion", "reward")} for r in rundir.read_completions(run.dir)
+            if r["step"] == step and r["source"] == "train"]
+    if kept:
+        run.tracker.log_completions("train", kept, step)
+
+
+def drop_later_checkpoints(out: Path, step: int) -> None:
+    """Remove the checkpoints after `step`, the one a resume continues from: the resumed run trains them
+    again (with the same settings it writes the same weights; with changed settings, others)."""
+    for later in rundir.checkpoint_steps(out)[0]:
+        if later > step:
+            shutil.rmtree(rundir.checkpoint_dir(out, later))
+            print(f"note: checkpoint step-{later} removed: the run continues from step {step} and trains it again",
+                  file=sys.stderr)
+
+
+def name_missing_side_records(cfg: TrainConfig, out: Path, step: int) -> None:
+    """Warn, naming each, about the side records a resumed run lacks (deleted since): their records up
+    to `step` are lost; the resumed run writes those after it."""
+    if step == 0:
+        return
+    missing = []
+    if cfg.completions_kept and not (out / rundir.COMPLETIONS).exists():
+        missing.append(out / rundir.COMPLETIONS)
+    if cfg.report_to == "tensorboard" and not (out / tracking.TENSORBOARD_DIR).is_dir():
+        missing.append(out / tracking.TENSORBOARD_DIR)
+    for path in missing:
+        print(f"warning: {path} is missing: its records of steps 0-{step} are lost; the resumed run writes only "
+              f"those after step {step}", file=sys.stderr)

@@ -8,7 +8,6 @@ error, named with the step.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from escov.llm.seeds import derive_seed  # re-exported: the rule lives in llm/seeds.py (no torch)
 from escov.llm.tasks.base import Problem, Task, is_correct_reward
 from escov.theory.errors import NonFiniteError
 
@@ -23,12 +23,6 @@ if TYPE_CHECKING:
     from escov.llm.engines.base import Completion, Engine
 
 __all__ = ["NonFiniteError", "derive_seed", "Rollouts", "rollout", "score_completions", "mean_token_entropy"]
-
-
-def derive_seed(*parts: object) -> int:
-    """A 63-bit seed from any tuple of labels (e.g. run seed, step, purpose), stable across runs and machines."""
-    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
 
 
 def mean_token_entropy(completions: list[list[Completion]], temperature: float) -> float:
@@ -89,16 +83,20 @@ def score_completions(task: Task, problems: list[Problem], completions: list[lis
 # ----------------------------------------------------------------------------- log-probs of completions
 
 def completion_logprobs(model: torch.nn.Module, sequences: torch.Tensor, attention: torch.Tensor,
-                        completion_mask: torch.Tensor, temperature: float) -> torch.Tensor:
-    """log pi(y_t | x, y_<t) at the temperature for every position (0 where completion_mask is 0).
+                        completion_mask: torch.Tensor, temperature: float, with_entropy: bool = False):
+    """log pi(y_t | x, y_<t) at the temperature for every position (0 where completion_mask is 0); with_entropy:
+    also the entropy -sum_v pi(v | x, y_<t) log pi(v | x, y_<t) of that law (nats, 0 off the completion).
 
     sequences [S, L] = prompt then completion then padding; position t is predicted from t - 1. The
     inputs move to the model's device; the result is on it."""
     device = next(model.parameters()).device
     sequences, attention, completion_mask = sequences.to(device), attention.to(device), completion_mask.to(device)
     logits = model(input_ids=sequences, attention_mask=attention, use_cache=False).logits[:, :-1].float() / temperature
-    logp = torch.gather(F.log_softmax(logits, dim=-1), 2, sequences[:, 1:, None]).squeeze(2)
-    return logp * completion_mask[:, 1:]
+    log_law = F.log_softmax(logits, dim=-1)
+    logp = torch.gather(log_law, 2, sequences[:, 1:, None]).squeeze(2) * completion_mask[:, 1:]
+    if not with_entropy:
+        return logp
+    return logp, -(log_law.exp() * log_law).sum(-1) * completion_mask[:, 1:]
 
 
 def pad_batch(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int):

@@ -1,7 +1,7 @@
 """What `llm train --help` says about each setting, TRL's names for our settings, and the flags of
 `llm train` built from both (`add_train_arguments`).
 
-A setting's description is the comment on its field's line in llm/config.py
+A setting's description is the comment on its field's line in llm/settings/
 (`sigma: float = PAPER_SIGMA  # perturbation scale`); its default is the field's default. Both are
 read from the dataclasses themselves, so the help, the settings table (`settings_table`) and the
 code cannot disagree. Nothing here imports torch.
@@ -20,7 +20,8 @@ import io
 import textwrap
 import tokenize
 
-from escov.llm.config import REPEATED_FLAGS, SECTIONS, ESConfig, GRPOConfig, PopulationConfig, TrainConfig, _parse_flag
+from escov.llm.settings import REPEATED_FLAGS, SECTIONS, ESConfig, GRPOConfig, PopulationConfig, TrainConfig
+from escov.llm.settings.sources import _parse_flag
 
 # (flag prefix, dataclass, heading of its group in --help)
 TABLES = (("", TrainConfig, "run settings (top-level keys of a --config TOML file)"),
@@ -53,12 +54,39 @@ TRL_ALIASES = {
     "lora_dropout": "grpo.lora_dropout",
     "lora_target_modules": "grpo.lora_target_modules",
     "gradient_checkpointing": "grpo.gradient_checkpointing",
+    "entropy_coef": "grpo.entropy_coef",
+    "use_adaptive_entropy": "grpo.use_adaptive_entropy",
+    "entropy_coef_min": "grpo.entropy_coef_min",
+    "entropy_coef_max": "grpo.entropy_coef_max",
+    "entropy_coef_delta": "grpo.entropy_coef_delta",
+    "entropy_target": "grpo.entropy_target",
+    "top_entropy_quantile": "grpo.top_entropy_quantile",
+    "importance_sampling_level": "grpo.importance_sampling_level",
+    "sapo_temperature_pos": "grpo.sapo_temperature_pos",
+    "sapo_temperature_neg": "grpo.sapo_temperature_neg",
     "max_steps": "steps",
     "output_dir": "out",
     "save_steps": "checkpoint_every",
     "vllm_gpu_memory_utilization": "gpu_memory_utilization",
     "model_name_or_path": "model",
 }
+
+# verl's names (core_algos, algorithm.adv_estimator and actor.policy_loss), taken as flags alone too
+VERL_ALIASES = {name: f"grpo.{name}" for name in (
+    "adv_estimator", "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio", "ppo_kl_coef")}
+# the other variants' settings by their own names (docs/training.md)
+VARIANT_ALIASES = {name: f"grpo.{name}" for name in ("pass_k", "zero_success_gating", "outcome_bonus_coef")}
+
+VARIANTS_HELP = (
+    "GRPO's coverage-keeping variants (docs/training.md), combinable: entropy bonus, fixed (--entropy_coef) or "
+    "adaptive (--use_adaptive_entropy, --entropy_coef_min/max/delta, --entropy_target; TRL, Skywork-OR1); "
+    "high-entropy-token updates (--top_entropy_quantile; TRL, the 80/20 forking-token rule); sequence-level "
+    "importance sampling (--importance_sampling_level sequence; TRL, GSPO); --loss_type cispo (TRL, MiniMax-M1) and "
+    "sapo (TRL, --sapo_temperature_pos/neg); Pass@k advantages (--adv_estimator grpo_passk, verl; passk_analytic "
+    "with --pass_k, Chen et al. 2025; pkpo, PKPO's unbiased Pass@k gradient, Walder & Karkhanis 2025); "
+    "covariance-based entropy control (--loss_type clip_cov with "
+    "--clip_cov_ratio/lb/ub, kl_cov with --kl_cov_ratio, --ppo_kl_coef; verl, Cui et al. 2025); zero-success gating "
+    "(--zero_success_gating true); outcome-based exploration (--outcome_bonus_coef; Song, Kempe, Munos 2025).")
 
 # TRL name -> what to use here, where there is no exact counterpart
 TRL_POINTERS = {
@@ -130,11 +158,13 @@ def trl_epilog() -> str:
     """The closing part of `llm train --help`: TRL's names and what --steps means."""
     known = {name for name, *_ in settings()}
     aliases = ", ".join(f"--{trl} (--{ours})" for trl, ours in TRL_ALIASES.items() if trl not in known)
+    short = ", ".join(f"--{name}" for name in {**VERL_ALIASES, **VARIANT_ALIASES})
     return ("--steps is a budget counted in GRPO steps: an ES phase runs steps x cost(GRPO step) / cost(ES step) "
             "iterations (llm/schedules.py; under the default FLOP budget one ES iteration per GRPO step when "
             "es.population_size = 4 x grpo.num_generations, 4 per step with 8 members against 8 generations). "
             "The run's first line says how many iterations it will run.\n\n"
-            f"TRL's names are accepted for: {aliases}.")
+            f"TRL's names are accepted for: {aliases}.\n\n"
+            f"{VARIANTS_HELP} verl's and the variants' own names are accepted alone too: {short}.")
 
 
 class _PointToOurs(argparse.Action):
@@ -148,7 +178,7 @@ def add_trl_names(parser: argparse.ArgumentParser) -> None:
     """TRL's names on a parser that has one flag per setting: aliases set our setting, pointers stop
     with a message; the --help epilog lists them and says what --steps counts."""
     ours = {a.dest: a for a in parser._actions}
-    for trl, name in TRL_ALIASES.items():
+    for trl, name in {**TRL_ALIASES, **VERL_ALIASES, **VARIANT_ALIASES}.items():
         if trl not in ours:  # a setting of ours by the same name wins
             parser.add_argument(f"--{trl}", dest=name, default=None, type=ours[name].type, metavar=ours[name].metavar,
                                 help=argparse.SUPPRESS)
@@ -161,7 +191,7 @@ def add_trl_names(parser: argparse.ArgumentParser) -> None:
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per setting (`--steps`, `--es.sigma`, `--grpo.beta`, ...) with its description and default,
-    TRL's names for them, plus --config and --resume (llm/config.py config_from_args reads them)."""
+    TRL's names for them, plus --config and --resume (llm/settings/sources.py config_from_args reads them)."""
     parser.add_argument("--config", help="TOML file of settings (flags override it)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
     groups: dict[str, argparse._ArgumentGroup] = {}

@@ -2,7 +2,7 @@
 
     report_to = "none" | "tensorboard" | "wandb" | "trackio"
 
-The run directory stays the record (llm/rundir.py); a tracker is a view of it. Everything is
+The run directory stays the record (llm/rundir/); a tracker is a view of it. Everything is
 offline: TensorBoard event files go to RUN_DIR/tensorboard/ (`tensorboard --logdir RUN_DIR`),
 W&B runs in offline mode under RUN_DIR/wandb/ (unless WANDB_MODE says otherwise; `wandb sync`
 uploads later), trackio keeps its local database (it uploads only when told to). Each backend is
@@ -10,7 +10,7 @@ a dependency extra: `pip install -e ".[tensorboard]"` (installed by scripts/setu
 `".[wandb]"`, `".[trackio]"`; a missing one is a one-line error naming the extra.
 
 Names (stable; "/" separates a tracker's groups), each logged at a training step:
-    train/<field>                   every number of a metrics.jsonl row (llm/rundir.py StepMetrics),
+    train/<field>                   every number of a metrics.jsonl row (llm/rundir/records.py StepMetrics),
                                     train/drift_layers/<group> for the per-layer drift,
                                     train/rewards/<function>/mean (and std, applied) for each reward
                                     function, train/by_data_source/<source>/<metric>, at the row's step

@@ -8,7 +8,7 @@ Run directory (the interface to paper_checks):
                        phase's steps
     inputs.json        what the run was made from: code version, settings hash, each input's paths and sha256
                        (llm/fingerprints.py); a resume refuses a changed input and records a change of code
-    metrics.jsonl      one StepMetrics record per step (llm/rundir.py: every file's records)
+    metrics.jsonl      one StepMetrics record per step (llm/rundir/records.py: every file's records)
     replay.jsonl       ES: each phase's start and each step's update (seed, coefficients, alpha, the center's
                        SHA-256): `llm replay` rebuilds the weights at any ES step from it (llm/replay_log.py)
     probe.json         {"measurements": [...]}: the Lemma 1 probe before training, every probe_every steps, at the end
@@ -31,12 +31,8 @@ deterministic, and a run resumed from its last checkpoint ends with the same wei
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
 import shutil
-import signal
 import sys
 import time
 from pathlib import Path
@@ -45,41 +41,25 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from escov.llm import drift, fingerprints, replay_log, rundir, schedules, tracking
+from escov.llm import drift, fingerprints, replay_log, rundir, schedules, tracking, witnesses
 from escov.llm.config import TrainConfig, load_config
 from escov.llm.device import resolve_device, resume_device
+from escov.llm.engines.base import check_model_dir, load_tokenizer
 from escov.llm.es import ES, check_setup, make_es, select_parameters
 from escov.llm.es.factory import engine_settings
 from escov.llm.grpo import GRPO
 from escov.llm.interrupts import stop_if_requested
-from escov.llm.engines.base import check_model_dir, load_tokenizer
 from escov.llm.lemma_measurements import measure_population
-from escov.llm.problem_sets import ProblemSet, eval_set, fit_to_data, heldout_set, probe_problems
+from escov.llm.problem_sets import ProblemSet, eval_set, fit_to_data, probe_problems, prompt_sources
 from escov.llm.prompt_lengths import check_prompt_lengths
+from escov.llm.resume import drop_later_checkpoints, name_missing_side_records, relog_step, resume_point
 from escov.llm.reward_stats import reward_stats
-from escov.llm.rollout import NonFiniteError, derive_seed, rollout
-from escov.llm.resume import resume_point
+from escov.llm.rollout import NonFiniteError, Rollouts, derive_seed, rollout
+from escov.llm.run_stages import FINAL_SOURCES, base_evaluation, final_stage, plot_curves  # noqa: F401 (plot_curves)
+from escov.llm.shared_measurements import BASE_EVAL_KEYS, PROBE_KEYS, measurement_key, shared_measurement
+from escov.llm.stop_points import STOP_ENV, stop_point  # noqa: F401 (STOP_ENV: named here before)
 from escov.llm.tasks.base import Task
 from escov.llm.tasks.math_grader import safety_net_hits
-
-FINAL_SOURCES = ("eval/final", "eval/final_greedy", "eval/heldout_final")  # kept completions of the final stage
-
-
-# ----------------------------------------------------------------------------- stop points for tests
-
-STOP_ENV = "ESCOV_TEST_STOP_AT"  # tests: kill -9 this process at the named point of the run
-
-
-def stop_point(name: str) -> None:
-    """Kill this process (SIGKILL, as a crash would) when ESCOV_TEST_STOP_AT names this point:
-    "start" (base evaluation and step-0 probe written), "step-N" (metrics row N appended, its
-    checkpoint not yet written), "checkpoint-N" (checkpoint N written; at a phase switch, before the
-    next phase starts), "final-population", "final-eval" (final evaluation done, eval.json not written)."""
-    if os.environ.get(STOP_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-# ----------------------------------------------------------------------------- problem counts that fit the data
 
 # ----------------------------------------------------------------------------- the run
 
@@ -142,8 +122,8 @@ class TrainingRun:
         self.replay_record: dict | None = None  # ES: the last step's replay.jsonl record, appended after its row
 
     def close_trainer(self) -> None:
-        """Stop the Ray actors of a distributed ES phase (nothing to release otherwise)."""
-        if isinstance(self.trainer, ES):
+        """Release what the trainer holds (the Ray actors of a distributed ES phase; nothing otherwise)."""
+        if self.trainer is not None:
             self.trainer.close()
 
     # -- weights ---------------------------------------------------------------------------
@@ -153,7 +133,7 @@ class TrainingRun:
     def weights(self, copy: bool = True) -> dict[str, torch.Tensor]:
         """Current center weights (fp32 for every parameter); copy=False may return live tensors."""
         live = {n: p.detach() for n, p in self.hf_model.named_parameters()}
-        if isinstance(self.trainer, ES):
+        if self.trainer is not None:  # weights the trainer holds outside the HF module (ES: its center)
             live |= self.trainer.center_weights(copy=False)
         return {n: (live[n].float().clone() if copy else live[n]) for n in self.all_names}
 
@@ -189,7 +169,7 @@ class TrainingRun:
             self.trainer = make_es(cfg.es, self.engine, self.task, self.es_names, master,
                                    max_new_tokens=cfg.max_completion_length, seed=cfg.seed, population=cfg.population,
                                    distributed=cfg.distributed(), model_dir=cfg.model, weights=weights,
-                                   problem_pool=self.pool)
+                                   problem_pool=self.pool, sample_center=self.step_samples)
             if not inside:
                 replay_log.append_record(self.dir, {"start_step": phase.start,
                                                     "center_sha256": self.trainer.center.sha256()})
@@ -207,13 +187,7 @@ class TrainingRun:
                                 seed=cfg.seed, pad_id=self.pad_id, phase_start=phase.start, phase_steps=phase.steps,
                                 lora_base=lora_base)
             if optimizer_state is not None:
-                optimizer_state = dict(optimizer_state)
-                if cfg.grpo.use_peft:
-                    from escov.llm import grpo_lora
-
-                    grpo_lora.load_adapter_state(self.trainer.policy, optimizer_state.pop("adapter"),
-                                                 "resumed checkpoint")
-                self.trainer.optimizer.load_state_dict(optimizer_state)
+                self.trainer.restore_state(optimizer_state)
         self.trainer_phase = phase
 
     def fingerprint(self, final: dict | None = None) -> dict:
@@ -223,46 +197,37 @@ class TrainingRun:
         return record | ({"final_weights_sha256": fingerprints.tensors_sha256(final)} if final is not None else {})
 
     def checkpoint(self, step: int, elapsed: float) -> Path:
-        opt = self.trainer.optimizer.state_dict() if isinstance(self.trainer, GRPO) else None
-        adapter = None
-        if isinstance(self.trainer, GRPO) and self.cfg.grpo.use_peft:
-            from escov.llm import grpo_lora
-
-            adapter = grpo_lora.adapter_state(self.trainer.policy)
+        opt, adapter = self.trainer.checkpoint_state() if self.trainer is not None else (None, None)
         state = {"elapsed": elapsed, "settings_sha256": self.manifest.get("settings_sha256", "")}
         path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), state, opt, adapter)
         stop_point(f"checkpoint-{step}")
         return path
 
     # -- one step --------------------------------------------------------------------------
+    def step_samples(self, problems: list, step: int) -> Rollouts:
+        """ES: step_samples samples per batch prompt from the center before its update (the step's metrics)."""
+        cfg = self.cfg
+        return rollout(self.engine, self.task, problems, n=cfg.step_samples, temperature=cfg.temperature,
+                       max_new_tokens=cfg.max_completion_length, seed=derive_seed(cfg.seed, step, "step-samples"),
+                       step=step)
+
     def step(self, step: int) -> dict:
+        """One step of the active trainer; its metrics.jsonl row (the trainer's step result gives its own fields:
+        es_* or grpo_*, and the samples the row describes)."""
         cfg, problems = self.cfg, self.batch(step)
         t0, hits_before = time.perf_counter(), safety_net_hits()
         row: dict = {"step": step + 1, "phase": self.trainer_phase.algo}
-        if isinstance(self.trainer, ES):
-            center = rollout(self.engine, self.task, problems, n=cfg.step_samples, temperature=cfg.temperature,
-                             max_new_tokens=cfg.max_completion_length, seed=derive_seed(cfg.seed, step, "step-samples"),
-                             step=step)
-            out = self.trainer.step(problems, step)
-            n_tokens = center.n_tokens + out.n_tokens
-            row |= {"reward_mean": float(out.rewards.mean()), "center_reward_mean": float(center.rewards.mean())}
-            zero_update = bool(np.ptp(out.rewards) == 0)
-            extra = {"es_reward_std": float(out.rewards.std()), "es_rewards": out.rewards.tolist(),
-                     "es_update_norm": out.update_norm, "es_weight_share": out.weight_seconds / max(out.seconds, 1e-12),
-                     "es_zero_update": zero_update, **out.traffic}
-            self.replay_record = replay_log.record_of(step + 1, out.update, cfg.es.sigma, out.center_sha256)
-            if zero_update and not self.warned_zero_update:
-                self.warned_zero_update = True
-                print(f"warning: ES iteration {step + 1}: all {len(out.rewards)} members got the same reward "
-                      f"({float(out.rewards[0]):.4g}), so the update is zero; the final summary counts such iterations "
-                      "(a reward that varies between members, or more prompts per batch, gives ES a signal)",
-                      file=sys.stderr, flush=True)
-        else:
-            out = self.trainer.step(problems, step)
-            center, n_tokens = out.rollouts, out.rollouts.n_tokens
-            row |= {"reward_mean": float(center.rewards.mean()), "center_reward_mean": float(center.rewards.mean())}
-            extra = {"grpo_loss": out.loss, "grpo_kl": out.kl, "grpo_clip_fraction": out.clip_fraction,
-                     "grpo_grad_norm": out.grad_norm}
+        out = self.trainer.step(problems, step)
+        center, n_tokens, extra = out.samples, out.generated_tokens, out.metrics()
+        row |= {k: extra.pop(k) for k in ("reward_mean", "center_reward_mean")}
+        if extra.get("es_zero_update") and not self.warned_zero_update:
+            self.warned_zero_update = True
+            member_rewards = extra["es_rewards"]
+            print(f"warning: ES iteration {step + 1}: all {len(member_rewards)} members got the same reward "
+                  f"({float(member_rewards[0]):.4g}), so the update is zero; the final summary counts such iterations "
+                  "(a reward that varies between members, or more prompts per batch, gives ES a signal)",
+                  file=sys.stderr, flush=True)
+        self.replay_record = out.replay
         if cfg.completions_every and (step + 1) % cfg.completions_every == 0:
             self.keep_completions("train", step + 1, [
                 {"prompt": str(p.prompt), "completion": samples[0].text, "reward": float(rewards[0])}
@@ -331,136 +296,6 @@ class TrainingRun:
         return evaluate(self.engine, problems.task, problems.problems, n=n, ks=list(ks), temperature=temperature,
                         max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,
                         progress=self.show_progress, keep=keep, step=step)
-
-
-def prompt_sources(cfg: TrainConfig, task: Task) -> dict[str, list]:
-    """The prompts a run can use, by where they come from (llm/prompt_lengths.py checks them): every record
-    of its data files; for generated problems the train pool, the evaluation and probe problems; the
-    held-out task's evaluation problems."""
-    from escov.llm.tasks.data_files import split_source
-
-    sources: dict[str, list] = {}
-    for split, used in (("train", lambda: task.problems("train", cfg.train_pool, seed=cfg.seed)),
-                        ("test", lambda: eval_set(cfg, task=task).problems + probe_problems(cfg, task))):
-        size = task.size(split)
-        if size == 0:
-            continue
-        name = split_source(cfg.data, cfg.test_data, cfg.data_split, split) or f"task {task.name} ({split} problems)"
-        sources.setdefault(name, []).extend(task.problems(split, size, seed=0) if size is not None else used())
-    if (heldout := heldout_set(cfg)) is not None:
-        sources[f"held-out task {cfg.heldout_task}"] = heldout.problems
-    return sources
-
-
-def _final_stage(run: TrainingRun) -> None:
-    """After the last step (the engine holds the final weights): the probe, final and held-out
-    evaluation, update analysis, plots."""
-    cfg, last = run.cfg, run.total_steps
-    if cfg.probe and not any(m["step"] == last for m in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]):
-        run.record_probe(last)
-    stop_point("final-population")
-    stop_if_requested("after the final population measurement, before the final evaluation")
-    rundir.keep_completions(run.dir, last, drop_sources=FINAL_SOURCES)  # a resumed final stage measures them again
-    ev = rundir.read_eval(run.dir) or {}
-    during = "during the final evaluation (eval.json keeps no final one: a resume measures it again)"
-    ev["final"] = run.measure("final", last, run.test, cfg.eval_samples, cfg.eval_ks, "eval")
-    stop_if_requested(during)
-    ev["final_greedy"] = run.measure("final_greedy", last, run.test, 1, (1,), "eval", temperature=0.0)
-    stop_point("final-eval")
-    stop_if_requested(during)
-    if (heldout := heldout_set(cfg)) is not None:
-        ev.setdefault("heldout", {})["final"] = run.measure("heldout_final", last, heldout, cfg.eval_samples,
-                                                             cfg.eval_ks, "heldout")
-    final = run.cpu_weights()
-    base = {n: run.base[n] for n in run.all_names}
-    ev["update_analysis"] = drift.update_analysis(final, base, alpha=cfg.es.alpha)
-    ev["thresholded"] = []
-    for q in cfg.threshold_keep:
-        run.set_weights(drift.thresholded(final, base, q))
-        res = run.evaluate(run.test, min(cfg.eval_samples, 8), (1,), "eval", step=last)
-        ev["thresholded"].append({"keep_percent": q, "sparsity_percent": 100 - q, "pass_at_1": res["pass_at_k"]["1"]})
-    run.set_weights(final)
-    stop_if_requested(during)
-    ev["fingerprint"] = run.fingerprint(final)
-    rundir.write_eval(run.dir, ev)
-    drift.plot_histogram(ev["update_analysis"], run.dir / "drift_hist.png", f"{cfg.algo}: update magnitudes")
-    plot_curves(run.dir)
-
-
-def plot_curves(run_dir: Path) -> None:
-    """reward, sampled Pass@1, entropy and drift against step."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from escov.llm.plot_axes import step_axis
-
-    rows = rundir.read_steps(run_dir)
-    fig, axes = plt.subplots(1, 4, figsize=(12, 3))
-    for ax, key in zip(axes, ("reward_mean", "pass_at_1", "entropy", "drift_rel")):
-        ax.plot([r["step"] for r in rows], [r[key] for r in rows], "o-" if len(rows) < 30 else "-", ms=3)
-        ax.set_title(key)
-        ax.set_xlabel("step")
-        step_axis(ax)
-    fig.tight_layout()
-    fig.savefig(run_dir / "curves.png", dpi=110)
-    plt.close(fig)
-
-
-# ----------------------------------------------------------------------------- measurements shared by runs
-
-# the settings the base evaluation and the step-0 probe depend on (besides the model's weights)
-_RUN_KEYS = ("engine", "dtype", "device", "threads", "task", "data", "test_data", "data_split", "data_fields",
-             "prompt_style", "reward", "format_reward", "seed", "max_completion_length", "es.inplace_bf16")
-REWARD_KEYS = ("reward_function", "reward_weights")
-BASE_EVAL_KEYS = _RUN_KEYS + ("eval_problems", "eval_samples", "eval_ks", "eval_temperature", "heldout_task",
-                              "heldout_problems", "completions_kept")
-PROBE_KEYS = _RUN_KEYS + ("probe_prompts", "probe_members", "probe_samples", "probe_center_samples", "temperature",
-                          "es.sigma", "es.param_pattern")
-
-
-def measurement_key(cfg: TrainConfig, keys: tuple[str, ...]) -> str:
-    """sha256 (first 16 hex digits) of the named settings and of the base model's weight files: runs
-    from the same base with these settings measure the same thing at step 0."""
-    flat = cfg.to_dict()
-    values = {k: (flat[k.split(".")[0]][k.split(".")[1]] if "." in k else flat.get(k)) for k in keys}
-    # the reward functions score every measurement; keyed only when given, so the keys of runs without them
-    # (every paper task) stay as they were
-    values |= {k: flat[k] for k in REWARD_KEYS if flat.get(k)}
-    digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode())
-    for f in sorted(Path(cfg.model).glob("*.safetensors")):
-        digest.update(f.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def shared_measurement(shared: Path | None, kind: str, key: str, measure) -> dict:
-    """measure(), or what an earlier run stored for (kind, key) in the folder `shared` (None: no sharing);
-    stored there once measured."""
-    if shared is None:
-        return measure()
-    path = Path(shared) / f"{kind}-{key}.json"
-    if path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
-    value = measure()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}")  # runs of one pool may store the same key at once
-    rundir.write_json(tmp, value)
-    os.replace(tmp, path)
-    return value
-
-
-def base_evaluation(run: TrainingRun) -> dict:
-    """The before-training evaluations by label (the engine holds the base weights), each with its kept
-    completions (those with a finite reward: the ones completions.jsonl takes)."""
-    cfg = run.cfg
-    keep = cfg.completions_kept
-    measured = {"base": run.evaluate(run.test, cfg.eval_samples, cfg.eval_ks, "eval", keep=keep),
-                "base_greedy": run.evaluate(run.test, 1, (1,), "eval", temperature=0.0, keep=keep)}
-    if (heldout := heldout_set(cfg)) is not None:
-        measured["heldout_base"] = run.evaluate(heldout, cfg.eval_samples, cfg.eval_ks, "heldout", keep=keep)
-    for result in measured.values():
-        result["kept"] = [k for k in result.get("kept", []) if math.isfinite(k["reward"])]
-    return measured
 
 
 def checkpoint_due(cfg: TrainConfig, step: int, total_steps: int) -> bool:
@@ -536,40 +371,19 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
               file=sys.stderr)
         rundir.record_code_change(out, config, was, now, from_step)
     rundir.write_manifest(out, run.manifest)
-    # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over)
-    purge_from = None if not resume else 0 if point is None else point[0] + 1
+    # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over); resumed after
+    # the last step, those of the last step too (the final stage's, which it measures again; the rest relogged)
+    last_step = point is not None and point[0] == run.total_steps
+    purge_from = None if not resume else 0 if point is None else point[0] + (0 if last_step else 1)
     run.tracker = tracking.open_tracker(cfg.report_to, out, cfg.to_dict(), purge_from)
+    if last_step and cfg.report_to == "tensorboard":  # the others keep what they were sent (W&B: steps seen once)
+        relog_step(run, point[0])
     try:
         _train_loop(run, point, shared)
-        _final_stage(run)
+        final_stage(run)
     finally:
         run.tracker.close()
     return out
-
-
-def drop_later_checkpoints(out: Path, step: int) -> None:
-    """Remove the checkpoints after `step`, the one a resume continues from: the resumed run trains them
-    again (with the same settings it writes the same weights; with changed settings, others)."""
-    for later in rundir.checkpoint_steps(out)[0]:
-        if later > step:
-            shutil.rmtree(rundir.checkpoint_dir(out, later))
-            print(f"note: checkpoint step-{later} removed: the run continues from step {step} and trains it again",
-                  file=sys.stderr)
-
-
-def name_missing_side_records(cfg: TrainConfig, out: Path, step: int) -> None:
-    """Warn, naming each, about the side records a resumed run lacks (deleted since): their records up
-    to `step` are lost; the resumed run writes those after it."""
-    if step == 0:
-        return
-    missing = []
-    if cfg.completions_kept and not (out / rundir.COMPLETIONS).exists():
-        missing.append(out / rundir.COMPLETIONS)
-    if cfg.report_to == "tensorboard" and not (out / tracking.TENSORBOARD_DIR).is_dir():
-        missing.append(out / tracking.TENSORBOARD_DIR)
-    for path in missing:
-        print(f"warning: {path} is missing: its records of steps 0-{step} are lost; the resumed run writes only "
-              f"those after step {step}", file=sys.stderr)
 
 
 def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
@@ -578,7 +392,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
     cfg, out = run.cfg, run.dir
     elapsed, optimizer_state = 0.0, None
     if point is None:
-        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS,
+        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS, rundir.CURVE,
                   replay_log.REPLAY):
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
@@ -587,7 +401,8 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
         ev = {"base": run.record("base", 0, measured["base"]), "base_greedy": run.record("base_greedy", 0, measured["base_greedy"])}
         if cfg.heldout_task:
             ev["heldout"] = {"base": run.record("heldout_base", 0, measured["heldout_base"])}
-        rundir.write_eval(out, {"fingerprint": run.fingerprint()} | ev)
+        fingerprint = run.fingerprint()  # base_fingerprint: kept, a witness of inputs.json (llm/witnesses.py)
+        rundir.write_eval(out, {"fingerprint": fingerprint, "base_fingerprint": fingerprint} | ev)
         done = 0
     else:
         done, weights, elapsed, optimizer_state = point
@@ -595,6 +410,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
         replay_log.keep_records(out, done)
         rundir.keep_probe(out, done)
         rundir.keep_completions(out, done)
+        rundir.keep_curve(out, [p["step"] for p in rundir.read_curve(out) or [] if p["step"] <= done])  # later: again
         rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
         phase = schedules.phase_at(run.phases, done)
@@ -654,6 +470,7 @@ def resume(run_dir: str | Path, show_progress: bool = True, device: str | None =
     content changed (inputs.json, llm/fingerprints.py), always."""
     changes = rundir.check_settings_fixed(run_dir, allow_config_change)
     recorded = fingerprints.check_settings_hash(run_dir, allow_config_change)
+    witnesses.check(run_dir)  # each checkpoint's settings, eval.json's base fingerprint against the records
     for name, was, now in changes:
         print(f"note: {name} changes from {was!r} to {now!r} for the rest of the run (recorded in "
               f"{rundir.CONFIG_HISTORY})", file=sys.stderr)

@@ -41,8 +41,10 @@ def step_problems(s: Settings, steps: int):
 
 def trl_config(s: Settings, out_dir: str, *, loss_type: str | None = None, beta: float | None = None,
                bias_correction_kl: bool = False, max_steps: int = 1, epsilon_high: float | None = None,
-               scale_rewards: str = "group", mask_truncated: bool = False):
-    """TRL's GRPOConfig meaning the same as our GRPOConfig (see the module docstring for the mapping)."""
+               scale_rewards: str = "group", mask_truncated: bool = False, variant: dict | None = None):
+    """TRL's GRPOConfig meaning the same as our GRPOConfig (see the module docstring for the mapping); variant:
+    settings of TRL's variants that our GRPOConfig names alike (entropy_coef, top_entropy_quantile,
+    importance_sampling_level, sapo_temperature_pos, ...)."""
     from trl import GRPOConfig as TRLGRPOConfig
 
     return TRLGRPOConfig(
@@ -54,8 +56,9 @@ def trl_config(s: Settings, out_dir: str, *, loss_type: str | None = None, beta:
         learning_rate=s.learning_rate, lr_scheduler_type="constant", weight_decay=0.0,
         max_grad_norm=s.max_grad_norm, beta=s.beta if beta is None else beta, epsilon=s.epsilon,
         loss_type=s.loss_type if loss_type is None else loss_type, scale_rewards=scale_rewards,
-        epsilon_high=epsilon_high, importance_sampling_level="token", mask_truncated_completions=mask_truncated,
-        use_bias_correction_kl=bias_correction_kl, gradient_checkpointing=False, shuffle_dataset=False)
+        epsilon_high=epsilon_high, mask_truncated_completions=mask_truncated,
+        use_bias_correction_kl=bias_correction_kl, gradient_checkpointing=False, shuffle_dataset=False,
+        **{"importance_sampling_level": "token"} | (variant or {}))
 
 
 def trl_trainer(s: Settings, model, task, problems, out_dir: str, callbacks=(), rewards_seen: list | None = None,
@@ -149,15 +152,18 @@ def trl_masked_truncated(trainer, trl_inputs: dict) -> dict:
 
 def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, adv, loss_type: str, beta: float,
               bias_kl: bool, on_policy: bool, *, epsilon_high: float | None = None, mask_truncated: bool = False,
-              completions=None, trainer=None) -> dict:
+              completions=None, trainer=None, variant: dict | None = None) -> dict:
     """Our loss and TRL's (GRPOTrainer.compute_loss) on the identical batch with advantages adv, and their gradients.
     bias_kl: TRL's use_bias_correction_kl; on_policy: old log-probs are the policy's own (else the base model's);
     epsilon_high: the upper clip (None: epsilon); mask_truncated: mask_truncated_completions, ours from the
     completions' finish reasons, TRL's from its rule on the completion ids; trainer: a GRPOTrainer made by
-    trl_trainer with the same settings (else one is made here)."""
+    trl_trainer with the same settings (else one is made here); variant: TRL's variant settings by their names,
+    which are ours too (the entropy bonus is TRL's static one: trainer made with use_adaptive_entropy keeps its
+    coefficient 0 until an entropy is measured, as ours does)."""
     import torch
 
     from escov.llm.grpo import GRPOConfig, grpo_loss, truncated_rows
+    from escov.llm.grpo_entropy import high_entropy_mask
     from escov.llm.rollout import completion_logprobs
 
     tmask = ours_batch["mask"][:, 1:]
@@ -166,17 +172,25 @@ def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, a
     policy = perturbed(s.model, s.policy_scale, s.seed + 1)
     cfg = GRPOConfig(num_generations=s.num_generations, learning_rate=s.learning_rate, beta=beta,
                      epsilon=s.epsilon, loss_type=loss_type, epsilon_high=epsilon_high or 0.0,
-                     mask_truncated_completions=mask_truncated)
-    logp = completion_logprobs(policy, ours_batch["seq"], ours_batch["attention"], ours_batch["mask"], s.temperature)
+                     mask_truncated_completions=mask_truncated, **(variant or {}))
+    logp, entropy = completion_logprobs(policy, ours_batch["seq"], ours_batch["attention"], ours_batch["mask"],
+                                        s.temperature, with_entropy=True)
     old = logp.detach() if on_policy else ours_batch["old"]  # GRPO.step's old log-probs when num_iterations = 1
+    selected = None
+    if cfg.top_entropy_quantile < 1.0:
+        selected = high_entropy_mask(entropy.detach(), tmask, cfg.top_entropy_quantile).to(tmask.dtype)
+    coef = 0.0 if cfg.use_adaptive_entropy else cfg.entropy_coef
     loss_ours, _, ratio = grpo_loss(logp, old, ours_batch["ref"], adv, tmask, cfg,
-                                    n_seq=len(adv), n_tok=float(tmask.sum()), max_completion_length=s.max_new_tokens)
+                                    n_seq=len(adv), n_tok=float(tmask.sum()), max_completion_length=s.max_new_tokens,
+                                    entropy=entropy, selected=selected, entropy_coef=coef,
+                                    n_selected=float((tmask if selected is None else tmask * selected).sum()))
     loss_ours.backward()
     g_ours = gradients(policy)
     with tempfile.TemporaryDirectory() as tmp:
         if trainer is None:
             trainer = trl_trainer(s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems, tmp,
-                                  loss_type=loss_type, beta=beta, bias_correction_kl=bias_kl, epsilon_high=epsilon_high)
+                                  loss_type=loss_type, beta=beta, bias_correction_kl=bias_kl, epsilon_high=epsilon_high,
+                                  variant=variant)
         # eval mode: normalizer 1, as in training with gradient_accumulation_steps = 1 (the attribute TRL reads
         # in train mode exists only inside Trainer.train); no dropout, as GRPO.step
         trainer.model.train(False)
@@ -194,6 +208,8 @@ def loss_case(s: Settings, task, problems, ours_batch: dict, trl_inputs: dict, a
     ref_norm = torch.cat([g_ours[n].flatten() for n in names]).norm()
     lo, lt = float(loss_ours.detach()), float(loss_trl.detach())
     return {"loss_type": loss_type, "beta": beta, "use_bias_correction_kl": bias_kl, "on_policy": on_policy,
+            "variant": dict(variant or {}),
+            "selected_share": 1.0 if selected is None else float((tmask * selected).sum() / tmask.sum()),
             "epsilon_high": epsilon_high, "mask_truncated": mask_truncated, "tokens": float(tmask.sum()),
             "loss_ours": lo, "loss_trl": lt, "loss_abs_diff": abs(lt - lo), "loss_rel_diff": abs(lt - lo) / max(abs(lo), 1e-30),
             "grad_norm_ours": float(ref_norm), "grad_max_abs_diff": float(diff.abs().max()),

@@ -7,6 +7,9 @@
     sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
     pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
     premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
+    grpo-variants --answer DIR [--candidates A,B] [--jobs N]          ES against the best coverage-keeping GRPO variant
+    coverage SOURCE... --reference NAME [--json OUT] [--plots DIR]     Pass@k to n, k*, solvability of any completions
+                                                                     (also `escov coverage`; docs/coverage.md)
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from escov.paper_checks.reproduce.cli import COMMANDS, add_commands, run
 from escov.paper_checks.rundir import RunDirError
 
 
@@ -24,6 +28,10 @@ def _print_summary(report: dict, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["coverage"]:  # its own parser (paper_checks/coverage/cli.py)
+        from escov.paper_checks.coverage.cli import main as coverage_main
+        return coverage_main(given[1:])
     parser = argparse.ArgumentParser(prog="python -m escov.paper_checks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -33,74 +41,26 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--theory", type=Path, help="JSON of `python -m escov.theory --json`")
     rep.add_argument("--simulate", type=Path, help="summary.json of `python -m escov.simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
-    pro = sub.add_parser("reproduce", help="run the paper's experiments in miniature (cached), then report")
-    pro.add_argument("--budget", choices=("small", "full", "answer", "answer-paper-regime", "answer-diffuse"), default="small",
-                     help="small: the quick look, the paper-regime answer at a smaller design; full: 4 seeds, longer; answer: "
-                          "ES vs GRPO on a base where GRPO narrows coverage, its positive control first; answer-paper-regime: "
-                          "ES vs GRPO at matched Pass@1 from the base in the paper's Pass@1/Pass@32 regime; answer-diffuse: "
-                          "the same from the diffuse base")
-    pro.add_argument("--jobs", type=int, default=None, help="training runs at a time, one thread each (default: cores)")
-    pro.add_argument("--out", type=Path, required=True)
-    pro.add_argument("--model", type=Path, help="start from this local model instead of pretraining the tiny one")
-    pro.add_argument("--no-progress", action="store_true")
-    sub.add_parser("bases", help="pretrain the shipped bases (the quick look's and the answer's) for the current code (paper_checks/bases)")
-    swp = sub.add_parser("sweep", help="the step-size sweep that chooses the answer budget's GRPO lr and ES sigma, "
-                                       "alpha on training-split prompts (paper_checks/step_sweep.py)")
-    swp.add_argument("--model", type=Path, required=True, help="the base model the answer budget trains from")
-    swp.add_argument("--out", type=Path, required=True)
-    swp.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
-    swp.add_argument("--steps", type=int, default=None, help="training steps per run (default: the answer budget's)")
-    swp.add_argument("--problems", type=int, default=64, help="training-split prompts of each curve (default 64)")
-    pil = sub.add_parser("pilot", help="the variance components of the answer's matched difference on training-split "
-                                       "prompts, and the seeds a 2-point effect needs (paper_checks/pilot.py)")
-    pil.add_argument("--model", type=Path, required=True, help="the base model the answer budget trains from")
-    pil.add_argument("--out", type=Path, required=True)
-    pil.add_argument("--seeds", type=int, default=4, help="pilot seeds (200, 201, ...; default 4)")
-    pil.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
-    pil.add_argument("--budget", choices=("answer", "answer-diffuse"), default="answer")
-    pre = sub.add_parser("premise-control", help="the premise's positive control: GRPO trained to its plateau, its "
-                                                 "Pass@32, no-correct share and distinct solutions against the base's on "
-                                                 "validation prompts (paper_checks/premise.py)")
-    pre.add_argument("--model", type=Path, required=True, help="the base model to test")
-    pre.add_argument("--out", type=Path, required=True)
-    pre.add_argument("--seeds", type=int, default=3, help="control seeds (300, 301, ...; default 3)")
-    pre.add_argument("--steps", type=int, default=None, help="GRPO steps (default: premise.CONTROL_STEPS)")
-    pre.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
+    add_commands(sub)  # reproduce, bases, sweep, pilot, premise-control, grpo-variants (paper_checks/reproduce/cli.py)
+    sub.add_parser("coverage", help="Pass@k to n, k*, solvability sets of any trainer's completions (docs/coverage.md)")
     args = parser.parse_args(argv)
-    if args.command == "bases":
-        from escov.paper_checks.reproduce import ship_bases
-        for path in ship_bases():
-            print(f"shipped base: {path}")
-        return 0
     try:
-        if args.command == "sweep":
-            from escov.paper_checks.step_sweep import main_args
-            return main_args(args)
-        if args.command == "pilot":
-            from escov.paper_checks.pilot import main_args as pilot_main
-            return pilot_main(args)
-        if args.command == "premise-control":
-            from escov.paper_checks.premise import main_args as premise_main
-            from escov.paper_checks.reproduce import BUDGETS
-            return premise_main(args, BUDGETS["answer"])
-        if args.command == "report":
+        if args.command in COMMANDS:
+            done = run(args, argv)
+            if isinstance(done, int):
+                return done
+            report, out = done
+        else:
             from escov.paper_checks.evidence import load_lemma_grid
             from escov.paper_checks.report import build_report
             from escov.paper_checks.summary import load_published
             grid = load_lemma_grid(args.lemma_grid) if args.lemma_grid else None
             report = build_report(args.runs, args.out, args.theory, args.simulate, grid, published=load_published())
-        else:
-            from escov.paper_checks.reproduce import reproduce
-            report = reproduce(args.budget, args.out, model=args.model, progress=not args.no_progress, jobs=args.jobs,
-                                command="python -m escov.paper_checks " + " ".join(sys.argv[1:] if argv is None else argv))
+            out = args.out
     except (RunDirError, ValueError, OSError) as err:  # damaged or missing inputs: one line naming the file
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if args.command == "reproduce":
-        from escov.paper_checks.reproduce import REPORT_DIR
-        _print_summary(report, args.out / REPORT_DIR)
-    else:
-        _print_summary(report, args.out)
+    _print_summary(report, out)
     return 0
 
 

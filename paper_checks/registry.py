@@ -4,7 +4,7 @@ with real=True, none for any other.
     registry = CheckRegistry(CLAIMS)
 
     @registry.registers("drift_ratio")
-    def drift_ratio(ev: Evidence) -> Verdict: ...
+    def drift_ratio(ev: Evidence, claim: Claim) -> Verdict: ...   # receives its claim record (REAL_CHECKS binds it)
 
     CHECKS = registry.complete()        # {claim id: check}, in the registry's order
 
@@ -47,5 +47,5 @@ class CheckRegistry:
         for claim in self.claims.values():
             if claim.real and claim.id not in self.checks:
                 raise RegistryError(f"claim {claim.id!r} needs a real-run check (real=True in theory/claims.py), but "
-                                    f"none registers on it (registers({claim.id!r})(check) in paper_checks/real_checks.py)")
+                                    f"none registers on it (registers({claim.id!r})(check) in paper_checks/real_checks/)")
         return {cid: self.checks[cid] for cid in self.claims if cid in self.checks}

@@ -121,7 +121,7 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     the reproduction's budget can decide, stated under the title ("" for none). published: the published
     answer's report.json (summary.load_published), set beside this report's figures in its summary
     (report["summary"], which REPORT.md opens with) and its table of what would decide the rest. planned: the
-    needs the reproduction's budget plans (reproduce.planned_needs; None: no budget, as `paper_checks report`), so
+    needs the reproduction's budget plans (reproduce.plan.planned_needs; None: no budget, as `paper_checks report`), so
     that a claim whose runs the budget never plans reads "not run in this budget", not "missing data". premise_control:
     the premise's positive control (premise.py control.json); with it the report holds the record "premise"
     (premise_record.py) and REPORT.md its section."""

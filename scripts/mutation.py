@@ -43,77 +43,111 @@ WORK = ROOT / "mutants-work"
 DOC = ROOT / "docs" / "mutation.md"
 LEVELS = ("theory", "simulate", "llm", "paper_checks")  # imported as escov.LEVEL (pyproject.toml's package-dir)
 
-# group -> (modules mutated, the group's own test files). The first file's first test must fail quickly when
-# every function of the modules raises (mutmut's forced-fail check runs the files in this order).
-GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "decisions": (("theory/decisions.py", "theory/claims.py", "paper_checks/verdict.py", "paper_checks/design.py"),
-                  ("tests/theory/test_decisions.py", "tests/paper_checks/test_decide_combine.py", "tests/theory/test_claims.py",
-                   "tests/paper_checks/test_design_coverage.py", "tests/paper_checks/test_design_planning.py")),
-    # the checks on runs built in memory first (test_real_checks.py: no run directory, no report); the report tests that
-    # assemble a whole report (plots, the simulate level) are left out below
-    "real_checks": (("paper_checks/real_checks.py",),
-                    ("tests/paper_checks/test_real_checks.py", "tests/paper_checks/test_paper_checks_verdicts.py",
-                     "tests/paper_checks/test_report_rendering.py")),
-    "matched": (("theory/matched.py", "paper_checks/matched.py"),
-                ("tests/paper_checks/test_matched.py", "tests/theory/test_matched_reading.py",
-                 "tests/simulate/test_sim_matched.py")),
-    "graders": (("llm/tasks/countdown.py", "llm/tasks/safe_arith.py", "llm/tasks/rewards.py"),
-                ("tests/llm/test_reward_conventions.py", "tests/llm/test_countdown.py", "tests/llm/test_countdown_files.py",
-                 "tests/llm/test_safe_arith.py")),
+# A group's test files come from the layout (tests/test_layout.py): each module's tests are the files beside it in
+# tests/ named after it (tests/llm/es/test_noise.py for llm/es/noise.py; test_M.py or test_M_ASPECT.py), in the order of
+# the modules. group -> (modules mutated, further test files the group runs after those, test files named after a
+# module that the group leaves out). The first file's first test must fail quickly when every function of the modules
+# raises (mutmut's forced-fail check runs the files in this order).
+GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "decisions": (("theory/decisions.py", "theory/claims.py", "paper_checks/verdict.py", "paper_checks/design.py"), (),
+                  ()),
+    # the checks on runs built in memory first (real_checks/test_checks.py: no run directory, no report); the report
+    # tests that assemble a whole report (plots, the simulate level) are left out below
+    "real_checks": (tuple(f"paper_checks/real_checks/{m}.py"
+                          for m in ("decide", "needs", "passk", "at_matched", "per_run", "lemmas")),
+                    ("tests/paper_checks/real_checks/test_checks.py",
+                     "tests/paper_checks/test_paper_checks_verdicts.py",
+                     "tests/paper_checks/test_report_rendering.py"), ()),
+    "matched": (("paper_checks/matched.py", "theory/matched.py"), ("tests/simulate/experiments/test_matched.py",), ()),
+    "graders": (("llm/tasks/rewards.py", "llm/tasks/countdown.py", "llm/tasks/safe_arith.py"), (), ()),
     # the math grader alone: its work budget (nodes, depth, symbols, exponents, value bits) came after the
     # graders group's run, which keeps its results for the modules above
-    "grader": (("llm/tasks/math_grader.py",), ("tests/llm/test_math_grader.py",)),
+    "grader": (("llm/tasks/math_grader.py",), (), ()),
     # users' own data files and the math datasets: loading, field mapping, split rules, errors naming file and
     # record; not test_own_data_cli.py (it trains, in fresh processes and in process) nor test_problem_sets.py
     # (generated problems: it reaches data_files only through TrainConfig's defaults, and one test trains)
     "data": (("llm/tasks/data_files.py", "llm/tasks/math_data.py"),
-             ("tests/llm/test_data_files.py", "tests/llm/test_math_data.py", "tests/llm/test_own_data.py",
-              "tests/llm/test_own_data_settings.py", "tests/llm/test_countdown_files.py")),
-    "noise": (("llm/es/noise.py",), ("tests/llm/test_es_noise.py",)),
-    "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), ("tests/llm/test_grpo_loss.py", "tests/llm/test_grpo_engine.py")),
+             ("tests/llm/tasks/test_own_data.py", "tests/llm/test_own_data_settings.py",
+              "tests/llm/tasks/test_countdown_files.py"), ()),
+    "noise": (("llm/es/noise.py",), (), ()),
+    # not the parity test against TRL's trainer nor the variants' tests (both were outside the group before its tests
+    # came from the layout)
+    "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), (),
+             ("tests/llm/test_grpo_trl_parity.py", "tests/llm/test_grpo_variants.py")),
+    # GRPO's coverage-keeping variants against hand computations (not the TRL parity: each mutant would build TRL)
+    "grpo_variants": (("llm/grpo_advantages.py", "llm/grpo_covariance.py", "llm/grpo_entropy.py",
+                       "llm/grpo_exploration.py", "llm/grpo_objectives.py", "llm/grpo_variant_settings.py"),
+                      ("tests/llm/test_grpo_coverage_variants.py", "tests/llm/test_grpo_variant_runs.py"), ()),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
     # again (20-30 s each); the reader and writer it checks end to end are tested in process by test_rundir_records.py
-    "rundir": (("llm/rundir.py", "paper_checks/rundir.py"),
-               ("tests/llm/test_rundir_records.py", "tests/llm/test_hostile_inputs.py")),
+    "rundir": (("llm/rundir/records.py", "llm/rundir/jsonio.py", "llm/rundir/disk.py", "llm/rundir/files.py",
+                "llm/rundir/config_files.py", "llm/rundir/checkpoints.py", "llm/rundir/lock.py",
+                "llm/rundir/integrity.py", "paper_checks/rundir.py"),
+               ("tests/llm/rundir/test_rundir_records.py", "tests/llm/test_hostile_inputs.py"),
+               ("tests/llm/rundir/test_rundir_integrity.py",)),
     # the ES update, the member weights and their restore: every test here runs the step in process
     "es": (("llm/es/algorithm.py", "llm/es/center.py", "llm/es/plan.py"),
-           ("tests/llm/test_es_engine.py", "tests/llm/test_es_batched_hf.py", "tests/llm/test_es_conformance.py")),
+           ("tests/llm/es/test_batched_hf.py", "tests/llm/es/test_conformance.py"), ()),
     # where a resumed run continues from; its in-process tests train tiny runs (the CLI's resume cases run in
     # fresh processes in test_rundir_integrity.py)
-    "resume": (("llm/resume.py",), ("tests/llm/test_resume_point.py",)),
+    "resume": (("llm/resume.py",), (), ()),
     # the premise's control and the report's premise record; the control's end-to-end test trains in a fresh
     # process, which mutmut does not map (run_control's mutants read "not reached")
-    "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py"),
-                ("tests/paper_checks/test_premise_record.py", "tests/paper_checks/test_premise.py")),
+    "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py",
+                 "paper_checks/reproduce/premise_control.py"), (), ()),
     # user reward functions under TRL's and verl's contracts: the in-process tests that call them (not the CLI
     # training runs of test_own_data_cli.py, nor test_own_data.py's `llm eval` in a fresh process)
     "contract": (("llm/tasks/reward_function.py",),
-                 ("tests/llm/test_reward_contract.py", "tests/llm/test_own_data.py", "tests/llm/test_own_data_settings.py")),
+                 ("tests/llm/tasks/test_own_data.py", "tests/llm/test_own_data_settings.py"), ()),
     # what a run was made from: the fingerprint functions on files written in process (not test_run_fingerprints.py:
     # it trains a run and resumes copies of it, which every mutant's session would pay again)
-    "fingerprints": (("llm/fingerprints.py",), ("tests/llm/test_fingerprints.py",)),
+    "fingerprints": (("llm/fingerprints.py",), (), ()),
     # the numbers every level reads: Pass@k's unbiased estimator, Maj@k, entropies, the generalized Jensen-Shannon
     # divergences (JSpol, JSsucc) and their input checks
-    "metrics": (("theory/metrics.py",), ("tests/theory/test_theory_metrics.py",)),
+    "metrics": (("theory/metrics.py",), (), ()),
     # the Lemma 1 grid on the real model: each row's ratio and interval, the pooled ratio, the decision, the draws a
     # width needs, the summary's exponents (one small grid is measured on the tests' tiny model); the report's grid
     # section, whose numbers test_report_rendering.py computes by hand from rows written there
-    "lemma_grid": (("paper_checks/lemma_grid.py",), ("tests/paper_checks/test_lemma_grid.py",
-                                                     "tests/paper_checks/test_report_rendering.py",
-                                                     "tests/paper_checks/test_lemma_grid_publish.py",
-                                                     "tests/paper_checks/test_lemma_grid_measurement.py")),
+    "lemma_grid": (("paper_checks/lemma_grid.py", "paper_checks/reproduce/lemma_grid_measurement.py"),
+                   ("tests/paper_checks/test_report_rendering.py", "tests/paper_checks/test_lemma_grid_publish.py"),
+                   ()),
     # an evaluation's numbers: Pass@k, Maj@k, no-correct share, entropy and distinct answers per prompt from the
     # samples of a real engine (the `llm eval` command runs in fresh processes, which mutmut does not map)
-    "evaluate": (("llm/evaluate.py",), ("tests/llm/test_evaluate.py", "tests/llm/test_evaluate_record.py")),
+    "evaluate": (("llm/evaluate.py",), (), ()),
     # the report's assembly and its text; in process only (not test_report_eval_ks.py: its runs train in fresh
     # processes), and of the whole-report tests only a few, since each draws every plot (3-9 s) for every mutant
     "report": (("paper_checks/report.py",),
-               ("tests/paper_checks/test_report_rendering.py", "tests/paper_checks/test_report_assembly.py",
-                "tests/paper_checks/test_lemma_grid_publish.py",
-                "tests/paper_checks/test_report_trust.py", "tests/paper_checks/test_report_paths.py",
-                "tests/paper_checks/test_registry.py", "tests/paper_checks/test_entropy_collapse.py",
-                "tests/llm/test_hostile_inputs.py")),
+               ("tests/paper_checks/test_lemma_grid_publish.py", "tests/paper_checks/test_registry.py",
+                "tests/paper_checks/real_checks/test_entropy_collapse.py", "tests/llm/test_hostile_inputs.py"),
+               ("tests/paper_checks/test_report_eval_ks.py", "tests/paper_checks/test_report_messages.py")),
 }
+
+
+def _layout():
+    """tests/test_layout.py, where the naming rule of test files is defined (loaded from its file: tests/ is not
+    on the path of a script)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("escov_test_layout", ROOT / "tests" / "test_layout.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tests_of(module: str) -> list[str]:
+    """The test files named after a module (LEVEL/.../NAME.py), beside it in tests/ (tests/test_layout.py's rule)."""
+    path = ROOT / module
+    folder = ROOT / "tests" / path.parent.relative_to(ROOT)
+    named_after = _layout().named_after
+    return [t.relative_to(ROOT).as_posix() for t in sorted(folder.glob("test_*.py"))
+            if named_after(t, path.parent) == path.stem]
+
+
+def group_tests(group: str) -> tuple[str, ...]:
+    """The group's test files: each module's (tests_of) but those it leaves out, then its further ones."""
+    modules, further, left_out = GROUPS[group]
+    named = [t for m in modules for t in tests_of(m) if t not in left_out]
+    return tuple(dict.fromkeys(named + list(further)))
 # Left out of mutation runs: the math grader's worker-replacement and cache-count tests, which do not hold under
 # mutmut's instrumentation (the first two); the Countdown tests take 6-7 s each and
 # reach every function of safe_arith and countdown through the problem generator, so every surviving mutant
@@ -124,14 +158,14 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # 20-25 s), which mutmut does not map. The last four reach every real check on the way: three write whole reports
 # (plots, the simulate level, the command line: 4-15 s each), one collects 20 run directories and runs every check
 # on them (2 s), so each mutant of real_checks ran them again; they test the report's assembly and the checks at no
-# effect, and test_real_checks.py reads each check's values directly (0.3 s in all per function).
-DESELECTED = ("tests/llm/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
-              "tests/llm/test_math_grader.py::test_each_sample_is_parsed_once",
-              "tests/llm/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
-              "tests/llm/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
-              "tests/llm/test_countdown.py::test_distinct_solutions_match_brute_force",
-              "tests/llm/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
-              "tests/llm/test_own_data.py::test_llm_eval_scores_a_verl_parquet_with_a_reward_function",
+# effect, and paper_checks/real_checks/test_checks.py reads each check's values directly (0.3 s in all per function).
+DESELECTED = ("tests/llm/tasks/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
+              "tests/llm/tasks/test_math_grader.py::test_each_sample_is_parsed_once",
+              "tests/llm/tasks/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
+              "tests/llm/tasks/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
+              "tests/llm/tasks/test_countdown.py::test_distinct_solutions_match_brute_force",
+              "tests/llm/tasks/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
+              "tests/llm/tasks/test_own_data.py::test_llm_eval_scores_a_verl_parquet_with_a_reward_function",
               "tests/paper_checks/test_report_rendering.py::test_the_report_takes_simulates_verdict_words_as_they_are",
               "tests/paper_checks/test_paper_checks_verdicts.py::test_report_command_writes_markdown_json_and_plots",
               "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed",
@@ -155,7 +189,7 @@ def toml_list(items) -> str:
 def prepare(group: str) -> Path:
     """mutants-work/GROUP/: links to the sources and tests, and the group's pyproject.toml (the project's
     pytest settings and the group's [tool.mutmut])."""
-    modules, tests = GROUPS[group]
+    modules, tests = GROUPS[group][0], group_tests(group)
     work = WORK / group
     work.mkdir(parents=True, exist_ok=True)
     # the installed layout, escov/LEVEL/...: mutmut names a mutant by its file's path and runs it when the
@@ -205,11 +239,11 @@ def prepare(group: str) -> Path:
 
 def test_model() -> Path:
     """The tests' tiny model (the "test" preset, pretrained as tests/conftest.py does), built once per version of
-    the code that builds it (paper_checks.reproduce.base_cache_key) from the unmutated sources. Each mutant's
+    the code that builds it (paper_checks.reproduce.reproduction.base_cache_key) from the unmutated sources. Each mutant's
     tests run in a pytest session of their own, where the fixture would pretrain it again (seconds) inside
     mutmut's time limit, which counts only the tests' calls: every such mutant would count as caught by a
     timeout before any test ran."""
-    from escov.paper_checks.reproduce import base_cache_key
+    from escov.paper_checks.reproduce.bases import base_cache_key
 
     out = WORK / f"test-model-{base_cache_key('test')}"
     if not (out / "config.json").exists():
@@ -326,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     groups = args.groups or list(GROUPS)
     if not args.summary:
         for group in groups:
-            print(f"{group}: {', '.join(GROUPS[group][0])} against {len(GROUPS[group][1])} test files", flush=True)
+            print(f"{group}: {', '.join(GROUPS[group][0])} against {len(group_tests(group))} test files", flush=True)
             seconds = run_group(group, args.jobs, args.retest, tuple(args.only))
             print(f"{group}: {seconds / 60:.1f} min", flush=True)
     table, unexplained = summary(list(GROUPS) if args.summary else groups, DOC.read_text(encoding="utf-8"))

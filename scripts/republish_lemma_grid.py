@@ -5,7 +5,7 @@
     python scripts/republish_lemma_grid.py --pilot [--budget answer] [--model DIR]   # size the grid, change nothing
 
 The full reproduction that wrote results/ takes hours; the grid alone takes minutes. This script measures the
-budget's grid (paper_checks/reproduce.py: BUDGETS[budget].grid, on grid_settings(budget): the runs' own task,
+budget's grid (paper_checks/reproduce/budgets.py: BUDGETS[budget].grid, on grid_settings(budget): the runs' own task,
 evaluation temperature and completion length) on the budget's base and replaces, in the results folder:
 
 - report.json: `lemma_grid` and the lemma1 claim's real-run verdict (paper_checks/lemma_grid_publish.py);
@@ -13,7 +13,7 @@ evaluation temperature and completion length) on the budget's base and replaces,
 - js_measured_vs_predicted.png, redrawn from the new rows.
 
 The base: --model DIR, else the one the reproduction cached for the budget's preset ($ESCOV_CACHE/bases/PRESET-KEY,
-default ~/.cache/escov/bases; see paper_checks/reproduce.py, base_cache_key). It is read, never pretrained here:
+default ~/.cache/escov/bases; see paper_checks/reproduce/bases.py, base_cache_key). It is read, never pretrained here:
 without it the script stops and says how to build it. --grid-json FILE keeps the measured rows there and, when
 FILE exists already, splices those rows without measuring again. The wall time is printed at the end.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 def pilot_design(budget_grid):
     """The pilot: the budget's probe prompts, samples and center samples, two sigmas inside the regime at every N,
     three draws each."""
-    from escov.paper_checks.lemma_grid import GridDesign
+    from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
 
     return GridDesign(sigmas=(1e-3, 4e-3), members=budget_grid.members, draws={n: 3 for n in budget_grid.members},
                       prompts=budget_grid.prompts, samples=budget_grid.samples, center_samples=budget_grid.center_samples)
@@ -42,7 +42,7 @@ def pilot_design(budget_grid):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--budget", default="answer", help="a budget of paper_checks/reproduce.py (default: answer)")
+    parser.add_argument("--budget", default="answer", help="a budget of paper_checks/reproduce/budgets.py (default: answer)")
     parser.add_argument("--model", type=Path, help="the base model directory (default: the reproduction's cached base)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="the published report's folder")
     parser.add_argument("--grid-json", type=Path, help="where to keep the measured rows (reused when it exists)")
@@ -56,11 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     from escov.llm.config import TrainConfig
     from escov.llm.rundir import dumps
     from escov.paper_checks.evidence import load_lemma_grid
-    from escov.paper_checks.lemma_grid import draws_needed, measure_grid
+    from escov.paper_checks.lemma_grid import draws_needed
+    from escov.paper_checks.reproduce.lemma_grid_measurement import measure_grid
     from escov.paper_checks.lemma_grid_publish import splice_markdown, splice_report
     from escov.paper_checks.plots import lemma1_grid_plot
     from escov.paper_checks.report import lemma1_training
-    from escov.paper_checks.reproduce import BUDGETS, base_cache_dir, base_cache_key, grid_settings, pretrain_command
+    from escov.paper_checks.reproduce.bases import base_cache_dir, base_cache_key, pretrain_command
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.reproduction import grid_settings
 
     if args.budget not in BUDGETS:
         parser.error(f"--budget must be one of {sorted(BUDGETS)}, got {args.budget!r}")

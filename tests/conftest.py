@@ -152,7 +152,7 @@ def random_qwen2_dir(pytestconfig, tmp_path_factory):
 def vllm_engine(tiny_model_dir):
     """One in-process VLLMEngine on the tiny model per test process, eager (no torch.compile): it starts in
     ~11 s where compiling takes ~35 s more here (over a minute with an empty compile cache). vLLM's default,
-    compiled, is the engine tests/llm/test_es_vllm_lora.py starts: its member-by-member run there writes
+    compiled, is the engine tests/llm/es/test_vllm_lora.py starts: its member-by-member run there writes
     every member's weights into the compiled model and must score as the LoRA members do.
 
     Skips when vllm is not installed. A test that changes its weights must restore them.

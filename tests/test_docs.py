@@ -170,3 +170,5 @@ def test_the_readmes_premise_rows_are_the_published_record():
     assert f"({100 * b['level'] / 100:.3f})" in answer.replace("0.487)", f"{b['level']:.3f})")
     c = control["pass@32"]
     assert f"control on validation: {fmt_interval(c['mean'], c['lo'], c['hi'], unit='')}" in answer
+
+

@@ -96,6 +96,22 @@ def test_levels_import_downward_only():
             assert not wrong, f"{path.relative_to(ROOT)} imports {wrong} from a level above {level}"
 
 
+EXPERIMENTS = "paper_checks/reproduce"  # the experiment side: budgets, bases, jobs, runs, sweep, pilot, control, grid
+ENTRY_POINTS = ("paper_checks/cli.py",)   # both sides' command line: `report` here, the rest in EXPERIMENTS/cli.py
+
+
+def test_the_verdicts_never_import_the_experiments():
+    """paper_checks/ decides verdicts from run directories; paper_checks/reproduce/ runs the experiments that write
+    them, on the floor above: no verdict module imports it (only the command line that offers both does)."""
+    verdicts = [p for p in _files("paper_checks") if not p.is_relative_to(ROOT / EXPERIMENTS)
+                and p.relative_to(ROOT).as_posix() not in ENTRY_POINTS]
+    assert len(verdicts) >= 15 and ROOT / "paper_checks" / "report.py" in verdicts
+    experiment = "escov." + EXPERIMENTS.replace("/", ".")
+    for path in verdicts:
+        wrong = sorted(m for m in _imports(path) if m == experiment or m.startswith(experiment + "."))
+        assert not wrong, f"{path.relative_to(ROOT)} imports {wrong} from the experiment side ({EXPERIMENTS}/)"
+
+
 def test_no_file_imports_a_level_by_its_bare_name():
     """`import llm` would find another installed package (or this checkout only when run from its root)."""
     files = [p for d in (*LEVELS, "escov", "tests", "scripts", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))]
@@ -158,3 +174,100 @@ def test_tomllib_comes_with_the_tomli_fallback_the_python_floor_needs():
             or isinstance(n, ast.ImportFrom) and n.module == "tomllib")]
         where = f"{path.relative_to(ROOT)}:{bare[0]}" if bare else ""
         assert not bare, f"{where} imports tomllib without the tomli fallback (Python < 3.11)"
+
+
+# ---- tests beside their modules: tests/LEVEL/SUB/... mirrors the package LEVEL/SUB/ ----
+TESTS = ROOT / "tests"
+
+
+def _level_test_files(tests: Path = TESTS) -> list[Path]:
+    """The test files under a level's folder of tests/ (the files directly in tests/ check the project as a whole)."""
+    return sorted(p for p in tests.rglob("test_*.py") if p.parent != tests)
+
+
+def _module_names(package: Path) -> set[str]:
+    """The modules and subpackages of a package folder, by name (llm/es -> {algorithm, ..., vllm_lora})."""
+    return ({p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
+            | {p.name for p in package.iterdir() if (p / "__init__.py").is_file()})
+
+
+def named_after(test: Path, package: Path) -> str | None:
+    """The module (or subpackage) of `package` a test file is named after: test_M.py or test_M_ASPECT.py, the longest
+    M that fits (test_grpo_losses.py is grpo_losses', not grpo's); None when it names none."""
+    fits = [m for m in _module_names(package) if test.stem == f"test_{m}" or test.stem.startswith(f"test_{m}_")]
+    return max(fits, key=len) if fits else None
+
+
+def layout_errors(tests: Path = TESTS, root: Path = ROOT) -> list[str]:
+    """Where test files stray from the package they specify: a folder of tests/ that is no package folder of the
+    repository; a file named after a subpackage (it belongs in that subpackage's folder), or after a module of a
+    subpackage and none of its own folder; a file named after nothing there that never names its package
+    (escov.LEVEL.SUB: an import, or its command line)."""
+    errors = []
+    for test in _level_test_files(tests):
+        where = test.parent.relative_to(tests)
+        package = root / where
+        shown = test.relative_to(tests.parent).as_posix()
+        if where.parts[0] not in LEVELS or not (package / "__init__.py").is_file():
+            errors.append(f"{shown}: {where.as_posix()}/ is not a package folder of the repository")
+            continue
+        name = named_after(test, package)
+        subpackages = sorted(p for p in package.iterdir() if (p / "__init__.py").is_file())
+        if name is not None and (package / name / "__init__.py").is_file():
+            below = (where / name).as_posix()
+            errors.append(f"{shown}: named after the subpackage {name}: it belongs in tests/{below}/")
+        elif name is None:
+            deeper = [f"{sub.name}.{m}" for sub in subpackages if (m := named_after(test, sub))]
+            dotted = "escov." + ".".join(where.parts)
+            if deeper:
+                errors.append(f"{shown}: named after {deeper[0]}: it belongs in tests/{where.as_posix()}/"
+                              f"{deeper[0].split('.')[0]}/")
+            elif dotted not in test.read_text(encoding="utf-8"):
+                errors.append(f"{shown}: named after no module of {where.as_posix()}/ and never names {dotted}")
+    return errors
+
+
+def test_every_test_file_sits_beside_the_package_it_specifies():
+    assert len(_level_test_files()) > 100
+    errors = layout_errors()
+    assert not errors, "\n".join(errors)
+
+
+def test_every_test_folder_is_a_package_so_same_named_files_in_two_folders_do_not_clash():
+    """pytest's default import mode names a test module by its package path (tests.llm.es.test_noise): without an
+    __init__.py two test_cli.py files would clash."""
+    folders = {p.parent for p in TESTS.rglob("test_*.py")}
+    missing = sorted(f.relative_to(ROOT).as_posix() for f in folders if not (f / "__init__.py").is_file())
+    assert not missing, f"test folders without __init__.py: {missing}"
+
+
+def test_the_layout_rule_catches_a_test_in_the_wrong_folder(tmp_path):
+    """Known truth on a made-up repository: lv/ with modules a and b and a subpackage sub/ with module c."""
+    def write(name, text=""):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    for name in ("lv/__init__.py", "lv/a.py", "lv/b_c.py", "lv/sub/__init__.py", "lv/sub/c.py"):
+        write(name)
+    for name in ("tests/lv/test_a.py", "tests/lv/test_a_more.py", "tests/lv/test_b_c_x.py", "tests/lv/sub/test_c.py",
+                 "tests/lv/test_whole.py"):
+        write(name, "from escov.lv import a\n")
+    write("tests/lv/sub/test_other.py", "from escov.lv.sub import c\n")
+    import tests.test_layout as layout
+
+    levels = layout.LEVELS
+    layout.LEVELS = (*levels, "lv")
+    try:
+        assert layout_errors(tmp_path / "tests", tmp_path) == []
+        assert named_after(tmp_path / "tests/lv/test_b_c_x.py", tmp_path / "lv") == "b_c"
+        write("tests/lv/test_sub_c.py", "from escov.lv.sub import c\n")      # named after the subpackage
+        write("tests/lv/test_c.py", "from escov.lv.sub import c\n")          # after a module of the subpackage
+        write("tests/lv/sub/test_loose.py", "from escov.lv import a\n")      # names neither c nor escov.lv.sub
+        write("tests/nowhere/test_x.py", "")                                 # no package lv/nowhere
+        assert layout_errors(tmp_path / "tests", tmp_path) == [
+            "tests/lv/sub/test_loose.py: named after no module of lv/sub/ and never names escov.lv.sub",
+            "tests/lv/test_c.py: named after sub.c: it belongs in tests/lv/sub/",
+            "tests/lv/test_sub_c.py: named after the subpackage sub: it belongs in tests/lv/sub/",
+            "tests/nowhere/test_x.py: nowhere/ is not a package folder of the repository"]
+    finally:
+        layout.LEVELS = levels

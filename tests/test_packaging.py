@@ -18,6 +18,6 @@ def test_the_wheel_has_one_top_level_name_and_every_package(tmp_path):
     assert top == {"escov"}, f"the wheel installs {sorted(top)}"
     folders = {str(p.parent.relative_to(ROOT)) for level in LEVELS for p in (ROOT / level).rglob("__init__.py")}
     assert {f"escov/{f}/__init__.py" for f in folders} <= set(names), "a package folder is missing from pyproject.toml"
-    assert any(n.startswith("escov/paper_checks/bases/") and n.endswith("model.safetensors") for n in names)
+    assert any(n.startswith("escov/paper_checks/reproduce/bases/") and n.endswith("model.safetensors") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "escov = escov.paper_checks.console:main" in zipfile.ZipFile(wheel).read(entry).decode()

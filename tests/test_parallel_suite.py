@@ -85,7 +85,7 @@ def test_n_0_runs_everything_in_one_process(tmp_path):
 
 def test_every_file_of_the_cost_table_is_a_test_file_of_the_suite():
     """A renamed or deleted file would silently lose its place at the front."""
-    from conftest import file_costs
+    from tests.conftest import file_costs
 
     costs = file_costs()
     assert len(costs) >= 10 and all(seconds > 0 for seconds in costs.values())
@@ -117,7 +117,7 @@ def test_while_the_first_file_builds_the_tiny_model_the_second_is_the_costliest_
     costliest file without tiny_model_dir moves up to second when the two costliest both need it."""
     from types import SimpleNamespace
 
-    from conftest import costliest_files_first
+    from tests.conftest import costliest_files_first
 
     here = CONFTEST.parent
 

@@ -66,8 +66,8 @@ def _measure_bases():
 def test_no_command_that_chooses_a_setting_reads_the_answers_test_prompts():
     """Each command's prompts (the first 16 of what it reads: the draws differ only in length) lie in number sets
     outside the test split, by the split rule checked above, so none is one of the answer's test prompts."""
-    from escov.paper_checks import pilot, premise, step_sweep
-    from escov.paper_checks.reproduce import BUDGETS
+    from escov.paper_checks.reproduce import pilot, premise_control, step_sweep
+    from escov.paper_checks.reproduce.budgets import BUDGETS
 
     answer = BUDGETS["answer"]
     answer_cfg = TrainConfig.from_dict(answer.common | {"task": answer.task, "model": "base", "out": "run"})
@@ -81,7 +81,7 @@ def test_no_command_that_chooses_a_setting_reads_the_answers_test_prompts():
         "measure_bases": _measure_bases().base_problems(answer.task, 16, SELECTION_SPLIT).problems,
         "sweep": read(next(iter(step_sweep.sweep_runs(model, 40, step_sweep.SETTINGS).values())), step_sweep.CURVE_SPLIT),
         "pilot": read(next(iter(pilot.pilot_runs("answer", model, (200, 201)).values())), pilot.CURVE_SPLIT),
-        "premise-control": read(next(iter(premise.control_runs(model, BUDGETS["answer"]).values())), SELECTION_SPLIT),
+        "premise-control": read(next(iter(premise_control.control_runs(model, BUDGETS["answer"]).values())), SELECTION_SPLIT),
     }
     for command, problems in reads.items():
         assert problems and all(p.meta["numbers"] and split_of(",".join(map(str, sorted(p.meta["numbers"])))) != "test"

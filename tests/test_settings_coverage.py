@@ -2,7 +2,7 @@
 
 The settings are read from the code, not listed here by hand: `llm train`'s (llm/settings_help.py, from the
 TrainConfig dataclasses), the Ray actors' (llm/member_options.py DistributedConfig), a reproduction's budget
-(paper_checks/reproduce.py Budget), `llm curve`'s flags (llm/curve.py) and `simulate run`'s (simulate/cli.py).
+(paper_checks/reproduce/budgets.py Budget), `llm curve`'s flags (llm/curve.py) and `simulate run`'s (simulate/cli.py).
 SETTING_TESTS maps each to the tests that change it and assert its effect (a record, a number computed
 independently, the unit the setting feeds), not only that the run finishes; INTERACTIONS names the cases of
 settings that act together. A new setting without an entry fails here, and so does an entry naming a test
@@ -21,7 +21,7 @@ import pytest
 from escov.llm import curve
 from escov.llm.member_options import DistributedConfig
 from escov.llm.settings_help import settings as train_settings
-from escov.paper_checks.reproduce import Budget
+from escov.paper_checks.reproduce.budgets import Budget
 from escov.simulate.cli import build_parser as simulate_parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,17 +33,20 @@ RUNDIR = RUN + "test_checkpoint_and_kept_completion_settings_shape_the_run_direc
 COUNTED = RUN + "test_each_es_step_scores_the_members_and_step_samples_center_completions"
 BF16_DRIFT = RUN + "test_a_bf16_run_measures_its_drift_from_the_base_as_its_own_weights_hold_it"
 VLLM_RUN = RUN + "test_engine_vllm_starts_the_run_on_vllm_with_its_share_of_gpu_memory"  # slow: vLLM's start
-ES_ENGINE = "tests/llm/test_es_engine.py::"
-ES_NOISE = "tests/llm/test_es_noise.py::"
+ES_ENGINE = "tests/llm/es/test_algorithm.py::"
+ES_NOISE = "tests/llm/es/test_noise.py::"
 GRPO_ENGINE = "tests/llm/test_grpo_engine.py::"
 VARIANTS = "tests/llm/test_grpo_variants.py::"
 PARITY = "tests/llm/test_grpo_trl_parity.py::"
-BATCHED = "tests/llm/test_es_batched_hf.py::"
-RAY = "tests/llm/test_es_ray_actors.py::"
+BATCHED = "tests/llm/es/test_batched_hf.py::"
+RAY = "tests/llm/es/test_ray_actors.py::"
 CURVE = "tests/llm/test_curve.py::"
 TRACKING = "tests/llm/test_tracking.py::"
-BUDGET = "tests/paper_checks/test_budget_settings.py::"
+BUDGET = "tests/paper_checks/reproduce/test_budgets.py::"
 LORA = VARIANTS + "test_lora_step_trains_only_the_adapters"
+COVERAGE = "tests/llm/test_grpo_coverage_variants.py::"
+VARIANT_RUNS = "tests/llm/test_grpo_variant_runs.py::"
+VARIANT_STATE = VARIANT_RUNS + "test_the_variants_state_survives_a_checkpoint_of_the_optimizer"
 CURVE_REUSE = CURVE + "test_a_curve_reuses_a_point_only_at_its_own_temperature_and_sample_count"
 
 SETTING_TESTS: dict[str, tuple[str, ...]] = {
@@ -52,21 +55,21 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
              "tests/llm/test_resume_point.py::test_a_schedule_stopped_at_its_switch_resumes_there"),
     "model": (CURVE + "test_curve_of_a_real_run",),
     "task": (CURVE + "test_curve_of_a_real_run",),
-    "data": ("tests/llm/test_data_files.py::test_train_config_passes_data_settings_to_the_task",
+    "data": ("tests/llm/tasks/test_data_files.py::test_train_config_passes_data_settings_to_the_task",
              CURVE + "test_curve_of_a_run_trained_on_a_data_file_evaluates_the_runs_own_test_records"),
-    "test_data": ("tests/llm/test_data_files.py::test_train_config_passes_data_settings_to_the_task",),
-    "data_split": ("tests/llm/test_data_files.py::test_split_rules",
+    "test_data": ("tests/llm/tasks/test_data_files.py::test_train_config_passes_data_settings_to_the_task",),
+    "data_split": ("tests/llm/tasks/test_data_files.py::test_split_rules",
                    CURVE + "test_curve_of_a_run_trained_on_a_data_file_evaluates_the_runs_own_test_records"),
-    "data_fields": ("tests/llm/test_data_files.py::test_field_mapping_reads_other_column_names",
-                    "tests/llm/test_data_files.py::test_train_config_passes_data_settings_to_the_task"),
-    "prompt_style": ("tests/llm/test_countdown.py::test_prompts_of_each_style_hold_the_numbers_and_target",
-                     "tests/llm/test_data_files.py::test_train_config_passes_data_settings_to_the_task"),
-    "reward": ("tests/llm/test_countdown.py::test_a_tasks_score_is_the_reward_under_its_own_settings",
-               "tests/llm/test_reward_conventions.py::test_es_at_scale_countdown_reward"),
-    "format_reward": ("tests/llm/test_countdown.py::test_format_reward_only_for_wellformed_wrong_answers",),
-    "reward_function": ("tests/llm/test_own_data.py::test_a_reward_function_gets_trl_arguments_and_its_rewards_are_the_tasks",
+    "data_fields": ("tests/llm/tasks/test_data_files.py::test_field_mapping_reads_other_column_names",
+                    "tests/llm/tasks/test_data_files.py::test_train_config_passes_data_settings_to_the_task"),
+    "prompt_style": ("tests/llm/tasks/test_countdown.py::test_prompts_of_each_style_hold_the_numbers_and_target",
+                     "tests/llm/tasks/test_data_files.py::test_train_config_passes_data_settings_to_the_task"),
+    "reward": ("tests/llm/tasks/test_countdown.py::test_a_tasks_score_is_the_reward_under_its_own_settings",
+               "tests/llm/tasks/test_rewards.py::test_es_at_scale_countdown_reward"),
+    "format_reward": ("tests/llm/tasks/test_countdown.py::test_format_reward_only_for_wellformed_wrong_answers",),
+    "reward_function": ("tests/llm/tasks/test_own_data.py::test_a_reward_function_gets_trl_arguments_and_its_rewards_are_the_tasks",
                         TRACKING + "test_every_step_metric_is_a_tensorboard_scalar_at_its_step"),
-    "reward_weights": ("tests/llm/test_reward_contract.py::test_two_weighted_functions_none_entries_and_numpy_arrays_give_trls_total",),
+    "reward_weights": ("tests/llm/tasks/test_reward_function.py::test_two_weighted_functions_none_entries_and_numpy_arrays_give_trls_total",),
     "out": ("tests/llm/test_train_run.py::test_run_directory_contents",),
     "seed": (GRPO_ENGINE + "test_a_steps_samples_are_drawn_from_the_run_seed_and_the_step",
              ES_ENGINE + "test_a_plans_seeds_follow_the_documented_derivation",
@@ -79,9 +82,9 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "train_pool": (RUNDIR, "tests/llm/test_own_data_settings.py::test_problem_counts_fit_a_small_file_or_name_the_flag"),
     "temperature": (PROBE, GRPO_ENGINE + "test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand",
                     GRPO_ENGINE + "test_the_frozen_sampling_policy_is_read_at_the_sampling_temperature"),
-    "max_completion_length": (EVAL, "tests/llm/test_hf_engine.py::test_max_new_tokens_and_length_finish"),
+    "max_completion_length": (EVAL, "tests/llm/engines/test_hf.py::test_max_new_tokens_and_length_finish"),
     "truncate_prompts": ("tests/llm/test_load_checks.py::test_truncate_prompts_cuts_them_to_their_last_tokens_and_says_so",),
-    "engine": ("tests/llm/test_vllm_engine.py::test_same_statistics_as_hf_within_sampling_error", VLLM_RUN,
+    "engine": ("tests/llm/engines/test_vllm_engine.py::test_same_statistics_as_hf_within_sampling_error", VLLM_RUN,
                "tests/llm/test_gpu.py::test_an_es_then_grpo_run_keeps_every_tensor_on_cuda"),
     "dtype": (ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue", BF16_DRIFT,
               "tests/llm/test_gpu.py::test_an_es_then_grpo_run_keeps_every_tensor_on_cuda",
@@ -89,7 +92,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
               "tests/llm/test_train_drift.py::test_saved_weights_as_a_bf16_engine_stores_them"),
     "threads": (RUNDIR,),
     "checkpoint_every": (RUNDIR, "tests/llm/test_train_run.py::test_run_directory_contents"),
-    "checkpoint_dense": (RUNDIR, "tests/paper_checks/test_paper_checks_plan.py::test_a_schedules_second_method_is_checkpointed_densely_from_its_switch"),
+    "checkpoint_dense": (RUNDIR, "tests/paper_checks/reproduce/test_plan.py::test_a_schedules_second_method_is_checkpointed_densely_from_its_switch"),
     "probe": ("tests/llm/test_shared_measurements.py::test_a_run_without_the_probe_measures_the_rest_alike",
               "tests/llm/test_own_data_settings.py::test_the_papers_measurements_are_off_on_your_data_unless_asked_for"),
     "probe_every": (TRACKING + "test_evaluations_and_population_measurements_are_scalars_when_measured",),
@@ -131,7 +134,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
                         ES_ENGINE + "test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue",
                         BF16_DRIFT),
     "es.noise_chunk": (ES_NOISE + "test_noise_is_read_from_one_table_at_hashed_places",),
-    "es.tag": ("tests/paper_checks/test_paper_checks_plan.py::test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_needs",),
+    "es.tag": ("tests/paper_checks/reproduce/test_plan.py::test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_needs",),
     # ---- llm train: [grpo]
     "grpo.num_generations": (GRPO_ENGINE + "test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand",),
     "grpo.learning_rate": (GRPO_ENGINE + "test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand",),
@@ -148,7 +151,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "grpo.micro_batch_size": (GRPO_ENGINE + "test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand",),
     "grpo.epsilon_high": (PARITY + "test_trl_variants_match_ours", PARITY + "test_variants_differ_from_the_default"),
     "grpo.mask_truncated_completions": (PARITY + "test_trl_variants_match_ours", PARITY + "test_variants_differ_from_the_default"),
-    "grpo.top_p": ("tests/llm/test_hf_engine.py::test_top_p_samples_only_from_the_nucleus",),
+    "grpo.top_p": ("tests/llm/engines/test_hf.py::test_top_p_samples_only_from_the_nucleus",),
     "grpo.top_k": (VARIANTS + "test_top_k_and_min_p_sample_the_restricted_law", VARIANTS + "test_top_k_reaches_the_rollouts"),
     "grpo.min_p": (VARIANTS + "test_top_k_and_min_p_sample_the_restricted_law",),
     "grpo.lr_scheduler_type": (VARIANTS + "test_lr_factor_is_transformers_schedule", VARIANTS + "test_grpo_steps_use_the_scheduled_lr"),
@@ -160,6 +163,35 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "grpo.lora_dropout": (VARIANTS + "test_lora_dropout_drops_the_adapters_input_in_the_update_only",),
     "grpo.lora_target_modules": (LORA,),
     "grpo.gradient_checkpointing": (VARIANTS + "test_gradient_checkpointing_gives_the_same_loss_and_gradient",),
+    # ---- llm train: [grpo], the coverage-keeping variants
+    "grpo.entropy_coef": (PARITY + "test_trl_entropy_options_and_sequence_level_match_ours",
+                          VARIANT_RUNS + "test_a_grpo_run_with_each_variant_finishes_and_logs_its_statistics"),
+    "grpo.use_adaptive_entropy": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule", VARIANT_STATE),
+    "grpo.entropy_coef_min": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule",),
+    "grpo.entropy_coef_max": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule",),
+    "grpo.entropy_coef_delta": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule",),
+    "grpo.entropy_target": (COVERAGE + "test_adaptive_entropy_coefficient_follows_trls_rule", VARIANT_STATE),
+    "grpo.top_entropy_quantile": (PARITY + "test_trl_entropy_options_and_sequence_level_match_ours",
+                                  COVERAGE + "test_high_entropy_mask_keeps_the_top_quantile"),
+    "grpo.importance_sampling_level": (PARITY + "test_trl_entropy_options_and_sequence_level_match_ours",),
+    "grpo.sapo_temperature_pos": (COVERAGE + "test_sapo_temperatures_set_the_soft_gate",),
+    "grpo.sapo_temperature_neg": (COVERAGE + "test_sapo_temperatures_set_the_soft_gate",),
+    "grpo.clip_cov_ratio": (COVERAGE + "test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_band",
+                            COVERAGE + "test_clip_cov_draws_its_share_among_the_candidates_alone"),
+    "grpo.clip_cov_lb": (COVERAGE + "test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_band",),
+    "grpo.clip_cov_ub": (COVERAGE + "test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_band",),
+    "grpo.kl_cov_ratio": (COVERAGE + "test_kl_cov_penalizes_the_tokens_of_largest_covariance",),
+    "grpo.ppo_kl_coef": (COVERAGE + "test_kl_cov_penalizes_the_tokens_of_largest_covariance",),
+    "grpo.adv_estimator": (COVERAGE + "test_grpo_passk_gives_the_gap_to_the_best_alone",
+                           COVERAGE + "test_passk_analytic_equals_the_mean_over_k_subsets",
+                           COVERAGE + "test_pkpo_is_an_unbiased_gradient_of_pass_at_k",
+                           COVERAGE + "test_a_steps_advantages_follow_the_estimator"),
+    "grpo.pass_k": (COVERAGE + "test_passk_analytic_equals_the_mean_over_k_subsets",
+                    COVERAGE + "test_a_steps_advantages_follow_the_estimator"),
+    "grpo.zero_success_gating": (COVERAGE + "test_zero_success_gating_updates_only_prompts_never_solved_before",
+                                 VARIANT_STATE),
+    "grpo.outcome_bonus_coef": (COVERAGE + "test_outcome_bonus_is_c_over_root_count_of_the_answer_so_far",
+                                VARIANT_STATE),
     # ---- llm train: [population]
     "population.batched": (BATCHED + "test_batched_es_step_equals_the_trainers_member_by_member_step",),
     "population.noise_rank": (BATCHED + "test_lowrank_noise_has_rank_r_and_unit_variance_entries",
@@ -167,7 +199,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "population.max_rows": (BATCHED + "test_rollouts_identical_to_member_by_member",),
     "population.lowrank_layout": (BATCHED + "test_lowrank_layout_auto_stacks_while_the_stacked_matrices_fit",),
     "population.keep_noise_mb": (BATCHED + "test_kept_noise_gives_the_update_drawn_again_from_the_seeds_within_its_budget",),
-    "population.members": ("tests/llm/test_es_conformance.py::test_every_hf_strategy_gives_one_by_ones_rewards_and_update",),
+    "population.members": ("tests/llm/es/test_conformance.py::test_every_hf_strategy_gives_one_by_ones_rewards_and_update",),
     # ---- the Ray actors (llm/member_options.py DistributedConfig, filled from workers, ray_address, threads, device)
     "distributed.workers": (RAY + "test_two_actors_equal_single_process_and_dead_actor_members_rerun",),
     "distributed.address": (RAY + "test_errors_before_any_work",),
@@ -176,7 +208,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "distributed.actor_timeout_s": (RAY + "test_a_call_not_answered_within_the_actor_timeout_drops_the_actor",),
     "distributed.gpus_per_worker": ("tests/llm/test_device.py::test_ray_actors_reserve_one_gpu_each_on_a_cuda_run_and_none_on_the_cpu",
                                     "tests/llm/test_gpu.py::test_ray_actors_sharing_the_gpu_train_the_single_process_weights"),
-    # ---- a reproduction's budget (paper_checks/reproduce.py Budget)
+    # ---- a reproduction's budget (paper_checks/reproduce/budgets.py Budget)
     "budget.base_preset": (BUDGET + "test_presets_scale_grid_and_curve_reach_their_jobs",),
     "budget.sweep_preset": (BUDGET + "test_presets_scale_grid_and_curve_reach_their_jobs",),
     "budget.seeds": (BUDGET + "test_seeds_task_and_the_shared_settings_reach_every_run",),
@@ -194,7 +226,7 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "budget.curve": (BUDGET + "test_presets_scale_grid_and_curve_reach_their_jobs",),
     "budget.base_settings": (BUDGET + "test_base_settings_and_the_premise_control_reach_their_jobs",),
     "budget.premise_control": (BUDGET + "test_base_settings_and_the_premise_control_reach_their_jobs",),
-    "budget.purpose": ("tests/paper_checks/test_jobs.py::test_the_small_budget_report_says_what_it_can_decide",),
+    "budget.purpose": ("tests/paper_checks/reproduce/test_jobs.py::test_the_small_budget_report_says_what_it_can_decide",),
     # ---- llm curve RUN_DIR (llm/curve.py)
     "curve --points": (CURVE + "test_resumed_run_keeps_only_the_current_layout",
                        CURVE + "test_curve_steps_spread_and_keep_the_last"),
@@ -206,10 +238,10 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "curve --split": (CURVE + "test_a_training_split_curve_never_reads_a_test_prompt_and_is_not_read_as_one",),
     "curve --no_progress": ("tests/llm/test_train_cli.py::test_progress_switches",),
     # ---- simulate run NAME (simulate/cli.py)
-    "simulate --out": ("tests/simulate/test_sim_experiments.py::test_scale_sets_the_number_of_updates_and_no_progress_hides_the_bars",),
-    "simulate --scale": ("tests/simulate/test_sim_experiments.py::test_scale_sets_the_number_of_updates_and_no_progress_hides_the_bars",),
-    "simulate --no_progress": ("tests/simulate/test_sim_experiments.py::test_scale_sets_the_number_of_updates_and_no_progress_hides_the_bars",),
-    "simulate --seeds": ("tests/simulate/test_sim_experiments.py::test_run_one_with_seeds_and_list",),
+    "simulate --out": ("tests/simulate/experiments/test_experiments.py::test_scale_sets_the_number_of_updates_and_no_progress_hides_the_bars",),
+    "simulate --scale": ("tests/simulate/experiments/test_experiments.py::test_scale_sets_the_number_of_updates_and_no_progress_hides_the_bars",),
+    "simulate --no_progress": ("tests/simulate/experiments/test_experiments.py::test_scale_sets_the_number_of_updates_and_no_progress_hides_the_bars",),
+    "simulate --seeds": ("tests/simulate/experiments/test_experiments.py::test_run_one_with_seeds_and_list",),
 }
 
 # settings whose effects depend on each other: each pair has a case of its own

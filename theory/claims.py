@@ -42,7 +42,7 @@ tolerance for "equal to a reference" elsewhere (LEMMA1_MARGIN), and it is under 
 the project's published designs (23-26% over 40 steps), so a change inside it cannot be a collapse of the size
 the claim sets it against. Stated on 2026-12-03, after the published runs; ES's own numbers did not enter it.
 
-The rule on synthetic per-seed changes of known mean (tests/paper_checks/test_entropy_collapse.py): with the true
+The rule on synthetic per-seed changes of known mean (tests/paper_checks/real_checks/test_entropy_collapse.py): with the true
 change at the margin, "holds" comes out in at most 2.5% of replications (measured 2.1-2.5% at 4-64 seeds and a
 per-seed sd of 5-10%); with the true change 0 it holds in 99.5% at 8 seeds and a per-seed sd of 5%, but ES's runs
 vary more: at the published answer's sd (23% per seed) it holds in 0.4% at 8 seeds, 30% at 32, 84% at 64."""

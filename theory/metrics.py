@@ -6,7 +6,7 @@ ValueError that names the offending argument; nothing is silently clipped.
 - pass_at_k(n, c, k): unbiased Pass@k from n samples with c correct (Chen et al. 2021),
   1 - C(n-c, k) / C(n, k) = 1 - prod_{i=n-c+1}^{n} (1 - k / i)   (stable product form).
 - pass_at_k_from_p(p, k): exact Pass@k of a policy with success probability p, 1 - (1 - p)^k.
-- maj_at_k: majority-vote accuracy over k of the n sampled answers.
+- maj_at_k: majority-vote accuracy over k of the n sampled answers; maj_at_ks: at several k from one draw.
 - entropy(probs): H(pi) = -sum_y pi(y) log pi(y).
 - generalized_js(probs, weights): H(sum_i w_i pi_i) - sum_i w_i H(pi_i) = sum_i w_i KL(pi_i || pi_bar).
 - jssucc(p): h(p_bar) - (1/N) sum_i h(p_i), the JS divergence of the members' Bernoulli projections.
@@ -103,26 +103,44 @@ def maj_at_k(answers: Sequence[Hashable | None], correct: Sequence[bool], k: int
     (#correct tied answers) / t. With k == n the vote is over all samples; with k < n it is
     averaged over n_subsets random size-k subsets drawn without replacement (seeded).
     """
+    return float(maj_at_ks(answers, correct, [k], n_subsets=n_subsets, seed=seed)[0])
+
+
+def maj_at_ks(answers: Sequence[Hashable | None], correct: Sequence[bool], ks: Sequence[int], *,
+              n_subsets: int = 256, seed: int = 0) -> np.ndarray:
+    """maj_at_k at each k of ks, the subsets of every k < n the first k of one seeded draw of n_subsets
+    random orders of the samples (so maj_at_ks(..., [k])[0] is maj_at_k(..., k), draw for draw)."""
     n = len(answers)
     if len(correct) != n:
         raise ValueError(f"correct must have one flag per answer: {len(correct)} != {n}")
-    k = _check_int("k", k, 1)
-    if k > n:
-        raise ValueError(f"k must be <= n (number of samples), got k={k} > n={n}")
+    ks = [_check_int("k", k, 1) for k in ks]
+    for k in ks:
+        if k > n:
+            raise ValueError(f"k must be <= n (number of samples), got k={k} > n={n}")
     labels: dict = {}  # answer -> its index; an answer is correct if any of its samples is
     ids = np.array([-1 if a is None else labels.setdefault(a, len(labels)) for a in answers], dtype=np.int64)
     answer_ok = np.zeros(len(labels), dtype=bool)
     for i, ok in zip(ids, correct):
         if i >= 0 and ok:
             answer_ok[i] = True
-    if k == n:
-        subsets = np.arange(n)[None, :]
-    else:
-        # n_subsets uniform random k-subsets: the first k of independent uniform random orders
-        subsets = np.random.default_rng(seed).random((n_subsets, n)).argsort(axis=1, kind="stable")[:, :k]
+    orders = None
+    out = np.empty(len(ks))
+    for j, k in enumerate(ks):
+        if k == n:
+            subsets = np.arange(n)[None, :]
+        else:
+            if orders is None:  # n_subsets uniform random orders; the first k of each is a uniform k-subset
+                orders = np.random.default_rng(seed).random((n_subsets, n)).argsort(axis=1, kind="stable")
+            subsets = orders[:, :k]
+        out[j] = _vote_credit(ids, answer_ok, subsets)
+    return out
+
+
+def _vote_credit(ids: np.ndarray, answer_ok: np.ndarray, subsets: np.ndarray) -> float:
+    """The mean over subsets of the majority vote's credit (ids: each sample's answer index, -1 for none)."""
     # every subset's vote at once: counts[s, a] = samples of answer a drawn in subset s (no answer: not counted)
     picked = ids[subsets] + 1  # column 0 counts the samples with no answer
-    width = len(labels) + 1
+    width = len(answer_ok) + 1
     flat = (np.arange(len(subsets))[:, None] * width + picked).ravel()
     counts = np.bincount(flat, minlength=len(subsets) * width).reshape(len(subsets), width)[:, 1:]
     top = counts.max(axis=1, initial=0)

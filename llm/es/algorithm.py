@@ -31,7 +31,7 @@ import functools
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -39,8 +39,9 @@ import torch
 from escov.llm.config import ESConfig  # defined with every other setting (importable without torch)
 from escov.llm.es.center import Center
 from escov.llm.es.members import MemberEvaluator
-from escov.llm.es.plan import IterationPlan, Update
-from escov.llm.rollout import derive_seed
+from escov.llm.es.plan import IterationPlan
+from escov.llm.replay_log import ESUpdate, record_of
+from escov.llm.rollout import Rollouts, derive_seed
 from escov.llm.tasks.base import Problem
 from escov.theory.errors import NonFiniteError
 from escov.theory.paper import ES_ZSCORE_EPS
@@ -71,18 +72,40 @@ class ESStep:
     update_norm: float        # ||theta_new - theta_old|| (fp32)
     n_tokens: int             # generated tokens
     weight_seconds: float     # time spent perturbing, restoring and updating weights
-    seconds: float            # the whole iteration
-    update: Update | None = None  # what was applied (the replay log's record: llm/replay_log.py)
-    center_sha256: str = ""   # SHA-256 of the center after the update (members.weight_hash)
+    seconds: float            # the whole iteration (the center's samples not included)
+    center: Rollouts | None = None  # samples from the center before the update (ES's sample_center), or None
+    replay: ESUpdate | None = None  # the update applied and the center's SHA-256 after it: replay.jsonl's record
     traffic: dict = field(default_factory=dict)  # bytes to and from each Ray actor (es/traffic.py; {} in one process)
+
+    @property
+    def samples(self) -> Rollouts | None:
+        """The samples the step's metrics describe: the center's, before the update."""
+        return self.center
+
+    @property
+    def generated_tokens(self) -> int:
+        """Every token the step generated: the members' and the center's samples'."""
+        return self.n_tokens + (self.center.n_tokens if self.center is not None else 0)
+
+    def metrics(self) -> dict:
+        """The step's own fields of its metrics.jsonl row (StepMetrics, llm/rundir/records.py): the members'
+        mean fitness as reward_mean, the center's samples' mean reward, and the es_* fields (needs `center`)."""
+        return {"reward_mean": float(self.rewards.mean()), "center_reward_mean": float(self.center.rewards.mean()),
+                "es_reward_std": float(self.rewards.std()), "es_rewards": self.rewards.tolist(),
+                "es_update_norm": self.update_norm, "es_weight_share": self.weight_seconds / max(self.seconds, 1e-12),
+                "es_zero_update": bool(np.ptp(self.rewards) == 0), **self.traffic}
 
 
 class ES:
     """ES on a center (center.py: the fp32 master, or the engine's own bf16 weights in place) whose
-    members are evaluated by a strategy (members.py and its siblings); seed: the run's seed."""
+    members are evaluated by a strategy (members.py and its siblings); seed: the run's seed.
+    sample_center(problems, step): samples from the center drawn at the start of each step, before the
+    members (a training run's per-step metrics); None: none."""
 
-    def __init__(self, cfg: ESConfig, center: Center, members: MemberEvaluator, *, seed: int):
+    def __init__(self, cfg: ESConfig, center: Center, members: MemberEvaluator, *, seed: int,
+                 sample_center: Callable[[list[Problem], int], Rollouts] | None = None):
         self.cfg, self.center, self.members, self.seed = cfg, center, members, seed
+        self.sample_center = sample_center
 
     @staticmethod
     def planner(cfg: ESConfig, seed: int):
@@ -114,6 +137,7 @@ class ES:
 
     def step(self, problems: list[Problem], step: int) -> ESStep:
         """Evaluate the N members on the batch, standardize their fitness and update the center."""
+        center = self.sample_center(problems, step) if self.sample_center is not None else None
         t0 = time.perf_counter()
         self.center.begin()
         plan = self.plan(step)
@@ -125,7 +149,8 @@ class ES:
         weight_s += time.perf_counter() - tw
         self.members.after_update(update)
         return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
-                      seconds=time.perf_counter() - t0, update=update, center_sha256=self.center.sha256(),
+                      seconds=time.perf_counter() - t0, center=center,
+                      replay=record_of(step + 1, update, self.cfg.sigma, self.center.sha256()),
                       traffic=self.members.traffic())
 
     def center_weights(self, copy: bool = True) -> dict[str, torch.Tensor]:
@@ -138,6 +163,10 @@ class ES:
         (an update stopped by a non-finite tensor may have written the tensors before it; in place in
         bf16 the center is never restored exactly)."""
         return self.center.exact_restore and not self.center.modified
+
+    def checkpoint_state(self) -> tuple[None, None]:
+        """What a checkpoint keeps besides the weights: nothing (no optimizer state, no adapters)."""
+        return None, None
 
     def close(self) -> None:
         """Release what the member evaluation holds (Ray actors); a no-op otherwise."""

@@ -1,6 +1,6 @@
 """How ES evaluates its population: the settings explained, and the Ray checks that need the machine.
 
-`PopulationConfig` (the `[population]` table of a run's config, defined in llm/config.py):
+`PopulationConfig` (the `[population]` table of a run's config, defined in llm/settings/population_config.py):
 
     batched     the N members' rollouts come from one population-batched generate on the HF engine
                 (batched_hf.py): member weights built once per iteration from the seeds, then one
@@ -18,7 +18,7 @@
     lowrank_layout  low rank, batched: "factored" x W^T + (x B_m) A_m^T per layer (memory N r (in + out)
                 per matrix, three matmuls); "stacked" W_m built once per iteration, one grouped matmul, as
                 with full rank (memory N in out); "auto": stacked while the stacked matrices take at most
-                llm.config.STACK_AUTO_BYTES (on a CPU, small layers are faster stacked), factored beyond.
+                llm.settings.STACK_AUTO_BYTES (on a CPU, small layers are faster stacked), factored beyond.
 
 `DistributedConfig` (the Ray actors that evaluate the members: ray_actors.py), `strategy_name` (the
 one rule that turns these settings into a strategy) and every strategy's rules on the options

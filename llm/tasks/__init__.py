@@ -7,6 +7,19 @@ fields={...})` (llm/tasks/data_files.py); `prompt_style` (llm/tasks/reasoning_fo
 (llm/tasks/reward_function.py; also a callable, or a list of either, with `reward_weights`) replaces
 any task's reward by functions of TRL's signature; the `prompts` task (llm/tasks/prompts.py) is your
 own data, scored by such functions.
+
+    base.py              the task interface: problems with a prompt, a reward, an answer
+    countdown.py         Countdown: the given numbers, each once, with + - * / to hit the target
+    arithmetic.py        held-out arithmetic, the forgetting probe ("47+58=" -> "105")
+    math_data.py         GSM8K / DeepScaleR-style math files, graded with math-verify
+    math_grader.py       bounded grading of math answers in a worker process
+    safe_arith.py        exact evaluation of untrusted arithmetic text (whitelist ast, Fractions)
+    data_files.py        records from local data files and datasets folders; which make train and test
+    prompts.py           your own prompts, scored by your own reward function: the `prompts` task
+    reasoning_format.py  prompt styles, and where in a completion the answer may sit
+    rewards.py           reward conventions: how a graded completion becomes a reward (`reward`)
+    reward_function.py   rewards written as Python functions, called as TRL's GRPOTrainer calls them
+    user_modules.py      where a user's module is found, for importing it and for hashing its source
 """
 from __future__ import annotations
 

@@ -41,7 +41,6 @@ import importlib.util
 import inspect
 import math
 import os
-import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +48,7 @@ from typing import Callable
 
 import numpy as np
 
+from escov.llm.tasks import user_modules
 from escov.llm.tasks.base import Problem, RewardScores, Task
 
 SETTING = "reward_function"
@@ -95,34 +95,20 @@ def check_alone(functions, reward: str = "escov", format_reward: float = 0.0) ->
                          f"got reward={reward!r}, format_reward={format_reward!r}")
 
 
-def _import_module(module_name: str):
-    """The module, looked up on the Python path and then in the current folder."""
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        if err.name != module_name.split(".")[0] or os.getcwd() in sys.path:
-            raise
-    sys.path.insert(0, os.getcwd())  # `escov llm train` (the console script) does not put it there itself
-    try:
-        return importlib.import_module(module_name)
-    finally:
-        sys.path.remove(os.getcwd())
-
-
 def load_function(path: str) -> Callable:
     """The function an import path names; ValueError naming the setting and the path otherwise."""
     check_path(path)
     module_name, _, name = path.rpartition(":")
     try:
         if module_name.endswith(".py"):
-            file = Path(module_name)
+            file = user_modules.source_file(module_name)
             if not file.is_file():
                 raise ValueError(f"{SETTING} {path!r}: no such file {file}")
             spec = importlib.util.spec_from_file_location(f"escov_reward_{file.stem}", file)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
-            module = _import_module(module_name)
+            module = user_modules.import_module(module_name)
     except ValueError:
         raise
     except ModuleNotFoundError as e:

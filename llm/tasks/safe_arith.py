@@ -20,6 +20,7 @@ functions of their literals; one canonical form is one "reasoning path".
 from __future__ import annotations
 
 import ast
+import math
 import re
 from fractions import Fraction
 from typing import NamedTuple
@@ -30,8 +31,9 @@ MAX_NODES = 64
 MAX_MAGNITUDE = 10**18
 
 _ALLOWED_CHARS = frozenset("0123456789+-*/() ")
-_DIGIT_RUN = re.compile(r"\d+")
+DIGIT_RUN = re.compile(r"\d+")
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_TOO_BIG = f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size"
 PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 LEAF_PRECEDENCE = 3
 
@@ -51,30 +53,35 @@ def parse_expression(text: str) -> ast.expr:
     bad = set(text) - _ALLOWED_CHARS
     if bad:
         raise UnsafeExpression(f"characters outside the whitelist: {sorted(bad)!r}")
-    if any(len(run) > MAX_LITERAL_DIGITS for run in _DIGIT_RUN.findall(text)):
+    if any(len(run) > MAX_LITERAL_DIGITS for run in DIGIT_RUN.findall(text)):
         raise UnsafeExpression(f"a literal has more than {MAX_LITERAL_DIGITS} digits")
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise UnsafeExpression(f"not an arithmetic expression: {type(e).__name__}") from None
-    nodes = 0
-    for node in ast.walk(tree.body):
-        if isinstance(node, ast.operator):  # the op field of a BinOp, checked with its BinOp
-            continue
-        nodes += 1
-        if nodes > MAX_NODES:
-            raise UnsafeExpression(f"more than {MAX_NODES} syntax nodes")
-        if isinstance(node, ast.BinOp):
-            if type(node.op) not in _BINOPS:
-                raise UnsafeExpression(f"operator {type(node.op).__name__} is not allowed")
-        elif not (isinstance(node, ast.Constant) and type(node.value) is int):
-            raise UnsafeExpression(f"syntax {type(node).__name__} is not allowed (integers and + - * / only)")
+    _check_nodes(tree.body, 0)
     return tree.body
+
+
+def _check_nodes(node: ast.expr, seen: int) -> int:
+    """The nodes counted so far once node's subtree is (depth first; a BinOp's operator is checked with it,
+    not counted), after checking each is an integer literal or a binary + - * / and that there are at most
+    MAX_NODES; UnsafeExpression otherwise. The count stops the descent, so it recurses at most MAX_NODES deep."""
+    seen += 1
+    if seen > MAX_NODES:
+        raise UnsafeExpression(f"more than {MAX_NODES} syntax nodes")
+    if isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINOPS:
+            raise UnsafeExpression(f"operator {type(node.op).__name__} is not allowed")
+        return _check_nodes(node.right, _check_nodes(node.left, seen))
+    if not (isinstance(node, ast.Constant) and type(node.value) is int):
+        raise UnsafeExpression(f"syntax {type(node).__name__} is not allowed (integers and + - * / only)")
+    return seen
 
 
 def _checked(value: Fraction) -> Fraction:
     if abs(value.numerator) > MAX_MAGNITUDE or value.denominator > MAX_MAGNITUDE:
-        raise UnsafeExpression(f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size")
+        raise UnsafeExpression(_TOO_BIG)
     return value
 
 
@@ -92,10 +99,36 @@ def apply_op(op: str, a: Fraction, b: Fraction) -> Fraction:
 
 
 def evaluate(node: ast.expr) -> Fraction:
-    """Exact value of a tree returned by `parse_expression`."""
+    """Exact value of a tree returned by `parse_expression` (apply_op's arithmetic and bounds, on integer pairs)."""
+    p, q = _rational(node)
+    return Fraction(p, q)
+
+
+def _rational(node: ast.expr) -> tuple[int, int]:
+    """(p, q), q > 0, in lowest terms: the value of node, each operation as apply_op does it (left operand
+    first, then the right, then division by zero, then the magnitude bound) on ints instead of Fractions."""
     if isinstance(node, ast.Constant):
-        return _checked(Fraction(node.value))
-    return apply_op(_BINOPS[type(node.op)], evaluate(node.left), evaluate(node.right))
+        if abs(node.value) > MAX_MAGNITUDE:
+            raise UnsafeExpression(_TOO_BIG)
+        return node.value, 1
+    a, b = _rational(node.left)
+    c, d = _rational(node.right)
+    op = type(node.op)
+    if op is ast.Add:
+        p, q = a * d + c * b, b * d
+    elif op is ast.Sub:
+        p, q = a * d - c * b, b * d
+    elif op is ast.Mult:
+        p, q = a * c, b * d
+    else:
+        if c == 0:
+            raise UnsafeExpression("division by zero")
+        p, q = (a * d, b * c) if c > 0 else (-a * d, -b * c)
+    g = math.gcd(p, q)
+    p, q = p // g, q // g
+    if abs(p) > MAX_MAGNITUDE or q > MAX_MAGNITUDE:
+        raise UnsafeExpression(_TOO_BIG)
+    return p, q
 
 
 def evaluate_expression(text: str) -> Fraction:

@@ -19,8 +19,8 @@ from escov.llm import gpu_standin
 from escov.llm.config import TrainConfig
 from escov.llm.es import ESConfig, PopulationConfig, make_es
 from escov.llm.es.noise import noise
-import tasks_for_tests
-from tasks_for_tests import digit_share_task
+from tests.llm import tasks_for_tests
+from tests.llm.tasks_for_tests import digit_share_task
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("one_torch_thread")]
 DEVICE = gpu_standin.device()  # "cuda:0", or "cpu" under the stand-in
@@ -79,7 +79,7 @@ def test_an_es_then_grpo_run_keeps_every_tensor_on_cuda(tiny_model_dir, tmp_path
 @pytest.mark.vllm
 @pytest.mark.parametrize("sampling", [{}, {"member_temperature": 1.0, "member_samples": 2}], ids=["greedy", "sampled"])
 def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir, sampling):
-    """The GPU part of tests/llm/test_es_conformance.py: in place gives one_by_one's rewards and update;
+    """The GPU part of tests/llm/es/test_conformance.py: in place gives one_by_one's rewards and update;
     sampled members draw from their own rollout seeds on both paths."""
     pytest.importorskip("vllm")
     from escov.llm.engines.vllm_engine import VLLMEngine

@@ -10,7 +10,7 @@ from transformers import AutoModelForCausalLM
 from escov.llm.engines.hf import HFEngine
 from escov.llm.grpo import GRPO, GRPOConfig, group_advantages
 from escov.llm.rollout import completion_logprobs, pad_batch
-from tasks_for_tests import CountdownScoredBy
+from tests.llm.tasks_for_tests import CountdownScoredBy
 from escov.theory.errors import NonFiniteError
 
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from escov.llm.grpo_losses import LOSSES
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("trl") is None, reason="trl is not installed")
 
@@ -52,34 +51,39 @@ def test_trl_bias_corrected_kl_changes_the_gradient(batch):
 # ----------------------------------------------------------------------------- TRL's variants
 
 SCALES = ("group", "batch", "none")
+TRL_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo")  # ours that TRL 1.16 has (not clip_cov, kl_cov)
 
 
 @pytest.fixture(scope="module")
 def variant_trainers(batch, tmp_path_factory):
-    """One TRL GRPOTrainer per (loss_type, epsilon_high), made on demand and kept for the module."""
+    """One TRL GRPOTrainer per (loss_type, epsilon_high, variant settings), made on demand and kept for the module."""
     from escov.llm.trl_reference import perturbed, trl_trainer
 
     s, task, problems, *_ = batch
     made = {}
 
-    def get(loss_type, epsilon_high):
-        if (loss_type, epsilon_high) not in made:
-            made[loss_type, epsilon_high] = trl_trainer(
+    def get(loss_type, epsilon_high, variant=None):
+        key = (loss_type, epsilon_high, tuple(sorted((variant or {}).items())))
+        if key not in made:
+            made[key] = trl_trainer(
                 s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems,
-                str(tmp_path_factory.mktemp("trl")), loss_type=loss_type, beta=0.04, epsilon_high=epsilon_high)
-        return made[loss_type, epsilon_high]
+                str(tmp_path_factory.mktemp("trl")), loss_type=loss_type, beta=0.04, epsilon_high=epsilon_high,
+                variant=variant)
+        return made[key]
     return get
 
 
 @pytest.mark.parametrize("mask_truncated", [False, True])
 @pytest.mark.parametrize("epsilon_high", [None, 0.28])
-@pytest.mark.parametrize("loss_type", list(LOSSES))
+@pytest.mark.parametrize("loss_type", TRL_LOSS_TYPES)
 def test_trl_variants_match_ours(batch, variant_trainers, loss_type, epsilon_high, mask_truncated):
     """Every loss_type x (epsilon_high or not) x scale_rewards x mask_truncated_completions: loss and gradient
     equal TRL's compute_loss on the identical batch, with the advantages of each scale_rewards mode."""
     from escov.llm.grpo import group_advantages
     from escov.llm.trl_reference import loss_case
 
+    if loss_type == "sapo" and epsilon_high:
+        pytest.skip("sapo has no clip range: grpo.epsilon_high is refused with it")
     s, task, problems, ours, trl_inputs, _ = batch
     rewards = np.random.default_rng(1).choice([0.0, 0.5, 1.0], size=(s.batch, s.num_generations))
     finished = [c.finish_reason == "stop" for c in ours["completions"]]
@@ -94,6 +98,36 @@ def test_trl_variants_match_ours(batch, variant_trainers, loss_type, epsilon_hig
         assert r["loss_rel_diff"] < 1e-4 and r["grad_rel_diff"] < 1e-4, (scale, r)
         seen.append(r["loss_ours"])
     assert len(set(seen)) == 3  # the three advantage scalings give three different losses
+
+
+# TRL's coverage-keeping options, each on the token and the sequence level (GSPO), with the loss types that take them
+OPTIONS = {"none": {}, "entropy_coef": {"entropy_coef": 0.1}, "top_entropy_quantile": {"top_entropy_quantile": 0.2},
+           "both": {"entropy_coef": 0.1, "top_entropy_quantile": 0.2}}
+
+
+@pytest.mark.parametrize("option", list(OPTIONS))
+@pytest.mark.parametrize("level", ["token", "sequence"])
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo", "cispo", "sapo"])
+def test_trl_entropy_options_and_sequence_level_match_ours(batch, variant_trainers, loss_type, level, option):
+    """entropy_coef, top_entropy_quantile (both, or neither) x importance_sampling_level x the loss types: loss and
+    gradient equal TRL's compute_loss; each option moves the loss off the loss without it, and the sequence level
+    moves it off the token level (off-policy ratios)."""
+    from escov.llm.trl_reference import loss_case
+
+    s, task, problems, ours, trl_inputs, adv = batch
+    epsilon_high = 1.1 if loss_type == "cispo" else None  # cispo's cap: some ratios above it, some below
+    variant = OPTIONS[option] | {"importance_sampling_level": level}
+    r = loss_case(s, task, problems, ours, trl_inputs, adv, loss_type, 0.04, False, False, epsilon_high=epsilon_high,
+                  trainer=variant_trainers(loss_type, epsilon_high, variant), variant=variant)
+    assert r["loss_rel_diff"] < 1e-4 and r["grad_rel_diff"] < 1e-4, r
+    if "top_entropy_quantile" in variant:
+        assert 0.15 < r["selected_share"] < 0.3, r  # about the top 20% of the tokens by entropy
+    plain = {"importance_sampling_level": "token"}
+    if variant != plain:
+        base = loss_case(s, task, problems, ours, trl_inputs, adv, loss_type, 0.04, False, False,
+                         epsilon_high=epsilon_high, trainer=variant_trainers(loss_type, epsilon_high, plain),
+                         variant=plain)
+        assert abs(base["loss_ours"] - r["loss_ours"]) > 1e-6 * abs(base["loss_ours"]), (base, r)
 
 
 def test_variants_differ_from_the_default(batch, variant_trainers):

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from escov.llm.config import GRPOConfig
 from escov.llm.engines.hf import HFEngine, sample_next
 from escov.llm.grpo import GRPO, grpo_loss, lr_factor
-from tasks_for_tests import CountdownScoredBy
+from tests.llm.tasks_for_tests import CountdownScoredBy
 
 
 def test_default_loss_is_pinned():

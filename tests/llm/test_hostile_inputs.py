@@ -23,7 +23,7 @@ from escov.llm.rundir import RunDirError
 from escov.llm.tasks import get_task
 from escov.paper_checks.cli import main as paper_checks_main
 from escov.theory.metrics import pass_at_k_counts
-from tasks_for_tests import CountdownScoredBy
+from tests.llm.tasks_for_tests import CountdownScoredBy
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -11,7 +11,8 @@ from escov.llm.cli import main as llm_main
 from escov.llm.config import TrainConfig
 from escov.llm.problem_sets import eval_set, heldout_set, probe_problems
 from escov.llm.tasks import get_task
-from escov.paper_checks.reproduce import BUDGETS, plan
+from escov.paper_checks.reproduce.budgets import BUDGETS
+from escov.paper_checks.reproduce.plan import plan
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

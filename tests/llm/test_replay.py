@@ -13,8 +13,7 @@ from safetensors.torch import load_file, save_file
 from escov.llm import replay_log
 from escov.llm.cli import main
 from escov.llm.rundir import RunDirError
-
-from ray_cluster import REPO
+from tests.llm.es.ray_cluster import REPO
 
 STEPS = 3
 FLAGS = ["--algo", "es", "--task", "countdown", "--steps", str(STEPS), "--batch_size", "2", "--train_pool", "8",

@@ -17,7 +17,7 @@ import torch
 from escov.llm import rundir
 from escov.llm.config import TrainConfig
 from escov.llm.train import train
-from tasks_for_tests import CountdownScoredBy, digit_share
+from tests.llm.tasks_for_tests import CountdownScoredBy, digit_share
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -136,7 +136,7 @@ print(json.dumps({"engine": type(run.engine).__name__, "gpu_memory_utilization":
 
 
 # slow (70-80 s here, most of it vLLM's start in a fresh process: one vLLM engine per process, and the session
-# has one); the engine make_engine("vllm") builds is tested fast in tests/llm/test_vllm_engine.py
+# has one); the engine make_engine("vllm") builds is tested fast in tests/llm/engines/test_vllm_engine.py
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
 def test_engine_vllm_starts_the_run_on_vllm_with_its_share_of_gpu_memory(tiny_model_dir, tmp_path):

@@ -17,7 +17,7 @@ from escov.llm.cli import main as llm_main, progress_enabled
 from escov.llm.config import TrainConfig, config_from_args
 from escov.llm.settings_help import add_train_arguments
 from escov.llm.train_cli import start_line
-from test_train_run import _cfg, _cli, _flags, _outputs, _run, _same
+from tests.llm.test_train_run import _cfg, _cli, _flags, _outputs, _run, _same
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -53,6 +53,17 @@ def test_help_shows_each_description_and_default_without_importing_torch():
     assert "--eval_ks INTS k of Pass@k and Maj@k in the evaluations (each <= eval_samples) (default: 1,16,32)" in text
     assert "--steps is a budget counted in GRPO steps" in text  # and what it gives ES
     assert "--learning_rate (--grpo.learning_rate)" in text
+
+
+@pytest.mark.parametrize("command, flags", [("eval", ("--model", "--eval_samples", "--reward_function", "--device")),
+                                            ("curve", ("run_dir", "--points", "--split", "--max_points"))])
+def test_eval_and_curve_help_answer_without_importing_torch(command, flags):
+    """As `llm train --help`: the parser is built and printed before anything imports torch (seconds saved)."""
+    done = _python(f"import sys\nfrom escov.llm.cli import main\ntry:\n    main([{command!r}, '--help'])\n"
+                   "except SystemExit as e:\n    print('EXIT', e.code)\nprint('TORCH', 'torch' in sys.modules)")
+    text = " ".join(done.stdout.split())
+    assert "EXIT 0" in text and "TORCH False" in text, done.stderr[-2000:]
+    assert all(flag in text for flag in flags), text[:2000]
 
 
 def test_settings_table_has_one_row_per_setting_with_its_default():

@@ -21,7 +21,7 @@ from escov.llm.rollout import NonFiniteError
 from escov.llm import rundir
 from escov.llm.rundir import TIMING_KEYS
 from escov.llm.train import train
-from tasks_for_tests import CountdownScoredBy
+from tests.llm.tasks_for_tests import CountdownScoredBy
 
 SMALL = dict(steps=6, switch_step=3, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
              step_samples=2, probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=2,
@@ -110,8 +110,8 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
     assert all(rundir.check_record(rundir.StepMetrics, r, "row") for r in rows)  # complete records, es_* fields typed
 
 
-# slow (44-70 s here): the same equalities are checked in process, in the fast suite, by test_es_batched_hf.py
-# (batched and low-rank batched against member by member) and test_es_ray_actors.py (two actors)
+# slow (44-70 s here): the same equalities are checked in process, in the fast suite, by llm/es/test_batched_hf.py
+# (batched and low-rank batched against member by member) and llm/es/test_ray_actors.py (two actors)
 @pytest.mark.slow
 @pytest.mark.ray
 def test_batched_population_and_ray_workers_train_the_member_by_member_weights(tiny_model_dir, tmp_path):

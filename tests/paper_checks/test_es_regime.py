@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from escov.paper_checks.report import build_report
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 @pytest.fixture

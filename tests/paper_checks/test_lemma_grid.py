@@ -10,9 +10,9 @@ import pytest
 from scipy import stats as st
 
 from escov.paper_checks.evidence import load_lemma_grid
-from escov.paper_checks.lemma_grid import (TARGET_WIDTH, GridDesign, _mean_ci, _n_factor, _slope, draws_for_width,
-                                           draws_needed, lemma1_decision, measure_grid, pooled_ratio, row_statistics,
-                                           summarize_grid)
+from escov.paper_checks.lemma_grid import (TARGET_WIDTH, _n_factor, _slope, draws_for_width, draws_needed, lemma1_decision,
+                                           pooled_ratio, row_statistics, summarize_grid)
+from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign, _mean_ci, measure_grid
 from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -18,7 +18,7 @@ refining wide Pass@1 jumps). Checked, by replication:
 import numpy as np
 import pytest
 
-import known_frontier as kf
+from tests.paper_checks import known_frontier as kf
 from escov.paper_checks.design import plan, seeds_by_prompts
 from escov.paper_checks.matched import MIN_RANGE, curve_of, matched_difference, matched_seed_values, paired, thinned
 from escov.theory.claims import BY_ID

@@ -9,9 +9,10 @@ import pytest
 
 from escov.paper_checks.real_checks import CURVE, HELDOUT, PROBE, thresholded
 from escov.paper_checks.report import build_report
-from escov.paper_checks.reproduce import BUDGETS, planned_needs
+from escov.paper_checks.reproduce.budgets import BUDGETS
+from escov.paper_checks.reproduce.plan import planned_needs
 from escov.paper_checks.verdict import MISSING, NOT_RUN
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def test_without_a_budget_nothing_is_said_to_be_not_run(tmp_path, p_base):
 
 
 def test_each_budget_is_set_beside_the_report_published_from_its_base():
-    from escov.paper_checks.reproduce import published_for
+    from escov.paper_checks.reproduce.budgets import published_for
     from escov.paper_checks.summary import PUBLISHED
 
     assert published_for(BUDGETS["answer"]) == PUBLISHED

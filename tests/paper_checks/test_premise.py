@@ -77,8 +77,8 @@ def test_the_control_trains_grpo_and_reads_validation_prompts_only(tiny_model_di
     """A real control, tiny: two seeds, 2 steps, 4 validation prompts; its records name the split. The answer's
     budget with a training pool of 16 prompts and no population probe: generating the pool's 512 Countdown problems
     and probing took most of the test's time, and the control reads neither."""
-    code = ("from dataclasses import replace; from pathlib import Path; from escov.paper_checks import premise as p; "
-            "from escov.paper_checks.reproduce import BUDGETS; "
+    code = ("from dataclasses import replace; from pathlib import Path; from escov.paper_checks.reproduce import premise_control as p; "
+            "from escov.paper_checks.reproduce.budgets import BUDGETS; "
             "b = replace(BUDGETS['answer'], common=BUDGETS['answer'].common | {'train_pool': 16, 'probe': False}); "
             f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), b, jobs=1, seeds=(300, 301), steps=2, "
             "problems=4, checkpoint_every=1, curve=p.CONTROL_CURVE | {'samples': 32, 'points': 2, 'max_points': 3})")

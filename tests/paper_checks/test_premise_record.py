@@ -13,7 +13,8 @@ from escov.llm.config import TrainConfig, saved_config
 from escov.llm.problem_sets import split_set
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.premise_record import MARGIN, _pm, _reading_b, premise_record, render
-from escov.paper_checks.reproduce import PREMISE_BASE, shipped_base_dir
+from escov.paper_checks.reproduce.bases import shipped_base_dir
+from escov.paper_checks.reproduce.budgets import PREMISE_BASE
 from escov.paper_checks.rundir import Run
 
 N, PROMPTS, SEEDS, STEPS = 64, 12, (0, 1, 2), 30

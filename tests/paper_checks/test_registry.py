@@ -15,7 +15,7 @@ from escov.paper_checks.report import collect, real_verdict
 from escov.paper_checks.verdict import MISSING
 from escov.theory.claims import BY_ID, CLAIMS, Claim, RegistryError
 from escov.theory.claims import Test as ClaimTest
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 A = Claim("claim_a", "a holds", "none", ClaimTest("directional"))
 B = Claim("claim_b", "b holds", "none", ClaimTest("directional"))

@@ -20,8 +20,8 @@ from escov.paper_checks.report import (answer, build_report, collect, ks_missing
 from escov.paper_checks.rundir import Run, RunDirError
 from escov.paper_checks.verdict import HOLDS, MISSING, NOT_RUN, NOT_TESTABLE, Verdict
 from escov.theory.claims import BY_ID, CLAIMS
-from test_paper_checks_verdicts import make_run
-from test_premise_record import runs  # noqa: F401  (the fixture: runs with curves)
+from tests.paper_checks.test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_premise_record import runs  # noqa: F401  (the fixture: runs with curves)
 
 
 # the premise's positive control (premise.py's control.json) as the report reads it
@@ -206,7 +206,7 @@ def test_with_a_lemma_grid_the_reports_lemma1_figure_is_the_grids_and_without_on
     """build_report hands its grid to the Lemma 1 figure: with one, the two panels of paper_checks/plots.py's
     lemma1_grid_plot (JSpol against sigma, the ratio against s); without one, the runs' probe prompts, which these
     runs lack (no figure)."""
-    from test_report_rendering import _grid_row
+    from tests.paper_checks.test_report_rendering import _grid_row
 
     def titles(figure) -> set[str]:
         return {ax.get_title() for ax in figure.axes}
@@ -228,7 +228,7 @@ def test_a_report_with_every_input_hands_each_to_its_part(tmp_path):
     from escov.paper_checks.finite import without_non_finite
     from escov.paper_checks.premise_record import premise_record
     from escov.paper_checks.summary import summary_lines
-    from test_report_rendering import _grid_row, _simulate_summary
+    from tests.paper_checks.test_report_rendering import _grid_row, _simulate_summary
 
     p = np.random.default_rng(1).uniform(0.02, 0.5, 40)
     dirs = [make_run(tmp_path / "runs", f"{a}{s}", a, s, p, np.clip(p + 0.1, 0, 1)) for a in ("es", "grpo") for s in (0, 1)]
@@ -273,7 +273,7 @@ def test_a_reports_premise_record_reads_the_lemma_grid_beside_runs_with_curves(t
     from escov.paper_checks.finite import without_non_finite
     from escov.paper_checks.premise_record import premise_record
 
-    from test_report_rendering import _grid_row
+    from tests.paper_checks.test_report_rendering import _grid_row
 
     run_list, _ = runs
     grid = [_grid_row(0.002, 4, 1.0, [0.95, 1.05], s, 20000.0, 0.75) for s in (0.01, 0.06, 0.02)]   # mean 0.03
@@ -284,3 +284,38 @@ def test_a_reports_premise_record_reads_the_lemma_grid_beside_runs_with_curves(t
     report = report_module._build(ev, tmp_path / "tmp", tmp_path / "report", None, grid, "", None, None, CONTROL)
     assert report["premise"] == without_non_finite({"p": premise_record(ev, CONTROL, grid)})[0]["p"]
     assert report["premise"]["es_small_sigma"]["s_measured_median"] == 0.02   # the grid's median at sigma 0.002
+
+
+_NO_TORCH = """import sys
+from pathlib import Path
+from escov.paper_checks import report
+loaded = ["torch" in sys.modules]
+if len(sys.argv) > 1:
+    ev = report.collect([Path(p) for p in sys.argv[1:]])
+    verdicts = [report.real_verdict(c, ev) for c in report.CLAIMS if c.real]
+    loaded.append("torch" in sys.modules)
+print(loaded)
+"""
+
+
+def _torch_loaded(*run_dirs: Path) -> list[bool]:
+    """In a fresh process: whether torch is loaded after importing paper_checks/report.py, and (with run directories)
+    after building every real claim's verdict from them."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _NO_TORCH, *map(str, run_dirs)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    return json.loads(done.stdout.strip().lower())
+
+
+def test_importing_the_report_loads_no_torch():
+    """Reading a report (seconds) never pays for the experiments' libraries (paper_checks/reproduce/ and llm's
+    training: torch, several seconds to import)."""
+    assert _torch_loaded() == [False]
+
+
+def test_building_a_reports_verdicts_loads_no_torch(tmp_path):
+    runs = [make_run(tmp_path, f"{algo}-s{seed}", algo, seed, np.full(40, 0.3), np.full(40, 0.4))
+            for algo in ("es", "grpo") for seed in (0, 1)]
+    assert _torch_loaded(*runs) == [False, False]

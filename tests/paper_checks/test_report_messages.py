@@ -8,11 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from escov.paper_checks import plots, reproduce
+from escov.paper_checks import plots
+from escov.paper_checks.reproduce import reproduction
 from escov.paper_checks.cli import main as cli_main
 from escov.paper_checks.report import build_report, collect
 from escov.theory.metrics import pass_at_k_counts
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 @pytest.fixture
@@ -57,9 +58,9 @@ def test_reproduce_names_the_report_it_wrote(tmp_path, p_base, monkeypatch, caps
     dirs = [make_run(tmp_path / "runs", f"{a}0", a, 0, p_base, p_base) for a in ("es", "grpo")]
 
     def report_only(budget, out, **kwargs):  # the training runs replaced by ready-made ones; the report is real
-        return build_report(dirs, out / reproduce.REPORT_DIR)
+        return build_report(dirs, out / reproduction.REPORT_DIR)
 
-    monkeypatch.setattr(reproduce, "reproduce", report_only)
+    monkeypatch.setattr(reproduction, "reproduce", report_only)
     assert cli_main(["reproduce", "--budget", "small", "--out", str(tmp_path / "small")]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     written = tmp_path / "small" / "report" / "REPORT.md"

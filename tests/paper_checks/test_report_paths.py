@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from escov.paper_checks.report import build_report, shown_path
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 def test_absolute_paths_inside_the_working_folder_are_written_relative_to_it(tmp_path, monkeypatch):

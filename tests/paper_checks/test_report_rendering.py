@@ -11,12 +11,12 @@ import pytest
 
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
-from escov.paper_checks.real_checks import REAL_CHECKS, lemma1_real
+from escov.paper_checks.real_checks import REAL_CHECKS
 from escov.paper_checks.report import collect, real_verdict, render_tables
 from escov.paper_checks.verdict import NOT_RUN, OUTSIDE_REGIME
 from escov.theory.claims import BY_ID, CLAIMS, Claim, RegistryError
 from escov.theory.claims import Test as ClaimTest
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 def test_rows_with_other_fields_get_their_own_table_and_none_is_cut():
@@ -34,10 +34,10 @@ def test_rows_with_other_fields_get_their_own_table_and_none_is_cut():
 def test_lemma1_above_its_regime_says_so_with_s(tmp_path):
     p = np.full(16, 0.3)
     dirs = [make_run(tmp_path, f"es{s}", "es", s, p, p, lemma1_ratio=1.2, s_measured=0.19) for s in range(3)]
-    v = lemma1_real(collect(dirs))
+    v = REAL_CHECKS["lemma1"](collect(dirs))
     assert v.status == OUTSIDE_REGIME and "s = 0.19" in v.ours and "0.05" in v.note
     inside = [make_run(tmp_path / "in", f"es{s}", "es", s, p, p, lemma1_ratio=1.0 + 0.01 * s) for s in range(3)]
-    assert lemma1_real(collect(inside)).status != OUTSIDE_REGIME
+    assert REAL_CHECKS["lemma1"](collect(inside)).status != OUTSIDE_REGIME
 
 
 def test_registry_references_exist():
@@ -107,12 +107,12 @@ def test_report_json_records_each_base_model_over_its_seeds(tmp_path):
 def test_a_small_detectable_difference_keeps_two_significant_digits():
     """A power line in nats (scale 1) printed to two decimals read 0.00 for 0.00081."""
     from escov.paper_checks.design import Estimate
-    from escov.paper_checks.real_checks import _power
+    from escov.paper_checks.real_checks.decide import power_line
 
-    assert "detectable at 80% power: 0.00081;" in _power(Estimate(0, 0, 0, 3e-4, 10, 8, detectable=0.00081),
-                                                          "matched_entropy", 1.0, "")
-    assert "detectable at 80% power: 6.29 pts;" in _power(Estimate(0, 0, 0, 0.02, 10, 8, detectable=0.0629),
-                                                           "matched_passk_above_grpo")
+    assert "detectable at 80% power: 0.00081;" in power_line(Estimate(0, 0, 0, 3e-4, 10, 8, detectable=0.00081),
+                                                              BY_ID["matched_entropy"], 1.0, "")
+    assert "detectable at 80% power: 6.29 pts;" in power_line(Estimate(0, 0, 0, 0.02, 10, 8, detectable=0.0629),
+                                                               BY_ID["matched_passk_above_grpo"])
 
 
 def _curve_run(root, name, algo, seed, never_solved, entropy):
@@ -181,26 +181,26 @@ def test_a_verdict_from_labelled_estimates_says_each_and_holds_only_when_all_do(
     the interval is kept only for a single part; parts combine to 'holds' only when every part holds; one-seed
     estimates are said to be so after the caller's note; design and power list every part."""
     from escov.paper_checks.design import Estimate
-    from escov.paper_checks.real_checks import _verdict
+    from escov.paper_checks.real_checks.decide import decided
     from escov.paper_checks.verdict import HOLDS, INCONCLUSIVE
 
     up = Estimate(0.05, 0.02, 0.08, 0.015, 10.0, seeds=4, prompts=64, samples=32, detectable=0.0412)
     unsure = Estimate(0.01, -0.02, 0.04, 0.015, 10.0, seeds=2, prompts=64, samples=32, detectable=0.0412)
-    one = _verdict("es_improves_over_base", [("@1", up)], note="a note")
+    one = decided(BY_ID["es_improves_over_base"], [("@1", up)], note="a note")
     assert (one.claim_id, one.status, one.interval) == ("es_improves_over_base", HOLDS, (0.02, 0.08))
     assert one.ours == "@1 +5.00 pts [+2.00, +8.00]" and one.note == "a note"   # two decimals at least
     assert one.design == "4 seeds x 64 prompts x 32 samples"
     assert one.power.startswith("@1: detectable at 80% power: 4.12 pts; paper: ")
     assert one.evidence["@1"]["mean"] == 0.05 and one.test
-    both = _verdict("es_improves_over_base", [("@1", up), ("@32", unsure)], scale=1.0, unit=" nats")
+    both = decided(BY_ID["es_improves_over_base"], [("@1", up), ("@32", unsure)], scale=1.0, unit=" nats")
     assert (both.status, both.interval) == (INCONCLUSIVE, None)   # all must hold
     assert both.ours == "@1 +0.050 nats [+0.020, +0.080]; @32 +0.010 nats [-0.020, +0.040]"
     assert both.design == "2 seeds x 64 prompts x 32 samples | 4 seeds x 64 prompts x 32 samples"
     assert both.power.count(" | @32: detectable at 80% power: 0.041 nats; paper: ") == 1 and both.note == ""
     alone = Estimate(0.05, float("-inf"), float("inf"), float("inf"), 0.0, seeds=1)
-    single = _verdict("es_improves_over_base", [("@1", alone)], note="before")
+    single = decided(BY_ID["es_improves_over_base"], [("@1", alone)], note="before")
     assert single.note == "before; one seed: no run-to-run variance, so no decision"
-    assert _verdict("es_improves_over_base", [("@1", alone)]).note == "one seed: no run-to-run variance, so no decision"
+    assert decided(BY_ID["es_improves_over_base"], [("@1", alone)]).note == "one seed: no run-to-run variance, so no decision"
     assert "detectable at 80% power: no run-to-run variance (one seed)" in single.power
 
 

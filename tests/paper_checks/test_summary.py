@@ -9,7 +9,7 @@ import pytest
 from escov.paper_checks.cli import main as cli_main
 from escov.paper_checks.summary import (FULL_ANSWER, KEY_CLAIM, KEY_PART, PUBLISHED, SUMMARY_LINES, load_published,
                                         summary_lines)
-from test_paper_checks_verdicts import make_run
+from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 
 @pytest.fixture

@@ -1,0 +1,17 @@
+"""The experiments behind the verdicts and their command lines, on the floor above the verdicts (paper_checks/), which
+never import it: a report is built from the run directories these write.
+
+    cli.py              the experiment commands: reproduce, bases, sweep, pilot, premise-control, grpo-variants
+    reproduction.py     `reproduce`: each stage a job (bases, theory, simulate, runs, grid, control), then the report
+    budgets.py          the budgets (small, full, answer, ...): sizes, settings, ES variants, their published report
+    plan.py             the runs a budget plans, the sweep's equal update budgets, what those runs give the checks
+    bases.py            the base models: shipped in bases/, cached, or pretrained; `bases` rebuilds the shipped ones
+    bases/              the shipped base models (PRESET-KEY/), so a fresh clone does not pretrain them
+    jobs.py             a pool of jobs with dependencies, each timed, `jobs` at a time in separate processes
+    training_runs.py    training runs trained (or resumed) to their end, then their curves evaluated
+    step_sweep.py       `sweep`: the step sizes of the answer budget, chosen on training prompts
+    pilot.py            `pilot`: the answer's design sized from variance components on training prompts
+    premise_control.py  `premise-control`: GRPO trained to its plateau on validation prompts, read by premise.py
+    lemma_grid_measurement.py  the Lemma 1 grid measured on a base model, read by lemma_grid.py
+    grpo_variants.py    `grpo-variants`: the coverage-keeping GRPO variant chosen on validation, then ES against it
+"""

@@ -1,0 +1,198 @@
+"""The budgets of a reproduction (`python -m escov.paper_checks reproduce --budget NAME`): each a Budget of sizes
+and settings shared by its runs, the ES variants its runs choose from, and the published report each is set beside.
+
+Budgets: `small` (the quick look: the answer's base, task and step sizes, ES and GRPO on 4 seeds x 64
+prompts, sized to decide the large effects), `full` (every claim's runs, 4 seeds, longer), and `answer`: the
+headline question only (ES vs GRPO at matched Pass@1, with the schedules and ES with sampled members
+beside them), on the 3-number Countdown task whose base lies near the paper's bases, with checkpoints
+evaluated along training at the paper's T = 0.6 (64 samples per prompt), placed by Pass@1 so that every
+method has measured points across the compared range (ANSWER_CURVE, llm/curve.py); its seeds and test
+prompts are sized in docs/answer-budget.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from escov.llm.curve import MAX_POINTS
+from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
+from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
+from escov.paper_checks.summary import PUBLISHED
+from escov.theory.matched import RESOLUTION
+
+SEEDS_FULL = (0, 1, 2, 3)
+# the answer budget (docs/answer-budget.md: measured cost per run, and the power it gives)
+ANSWER_SEEDS = tuple(range(8))
+ANSWER_STEPS = 40
+# test prompts per base, each sized from its own measured variance components (docs/answer-budget.md): from
+# the paper-regime base 98% of the matched Pass@32 difference's variance is prompts, and 64 prompts detect only
+# 3.3 points (2 needs about 256, more than countdown3's test split now holds: about 152 since the held-out tenth
+# was halved into validation and test, so 128, drawn in about 20 s); from the diffuse base 64 prompts already
+# detect 1.7 points
+ANSWER_PROMPTS, ANSWER_PROMPTS_DIFFUSE = 128, 64
+ANSWER_BATCH = 16
+# the step sizes chosen by `python -m escov.paper_checks sweep` on the paper-regime base (training-split curves; its
+# record: results/step-sweep/): of the pairs meeting the rule, the widest common Pass@1 range (0.34-0.69), then
+# the most curve points in it
+ANSWER_ES = {"population_size": 32, "sigma": 0.02, "alpha": 0.01}
+ANSWER_GRPO = {"num_generations": 8, "learning_rate": 3e-5}
+# Curves measured where they are compared (theory.matched's support rule): a checkpoint after each of the
+# first ANSWER_DENSE steps, where GRPO's Pass@1 climbs (the first answer run: 13 to 30 points in 5 steps), then
+# every ANSWER_CHECKPOINT_EVERY; llm curve refines any segment whose Pass@1 jump exceeds the resolution. 64
+# samples per prompt, so the no-correct share is measured beside Pass@32 rather than being 1 - Pass@32.
+# Disk: 25 checkpoints per run (about 1 MB of weights each, 3 MB with GRPO's optimizer state).
+# Every 2 after that: with every 5 (the first run from the paper-regime base) GRPO and ES moved more than the
+# resolution between checkpoints above Pass@1 0.45, so 3 of the 5 compared levels had no support.
+ANSWER_DENSE, ANSWER_CHECKPOINT_EVERY = 10, 2
+ANSWER_CURVE = {"points": 8, "samples": 64, "temperature": 0.6, "resolution": RESOLUTION, "max_points": MAX_POINTS}
+
+
+# The Lemma 1 grid of each budget, on the runs' own task, temperature and completion length (grid_settings).
+# The answer's: sized in docs/answer-budget.md ("The Lemma 1 grid") from a pilot on the answer's base (countdown3,
+# T = 0.6): each draw an antithetic pair of populations measured against its own members' prediction, so a row's
+# spread is the estimators' (JSpol by the chain rule, Q from 8 center completions per prompt), not the noise's.
+# Measured: 5.5 CPU-minutes on one thread; 3 in-regime rows narrower than 0.1 (docs/answer-budget.md).
+ANSWER_GRID = GridDesign(sigmas=(1e-3, 2e-3, 4e-3, 2e-2), members=(2, 4, 16, 32), draws={2: 8, 4: 6, 16: 4, 32: 3},
+                         prompts=8, samples=2, center_samples=8, sigmas_of={16: (1e-3, 4e-3, 2e-2), 32: (1e-3,)})
+# the small budget's: a quick look on its own task; 23 CPU-s on the answer's base (39 s of wall time, loaded machine)
+SMALL_GRID = GridDesign(sigmas=(1e-3, 4e-3, 2e-2), members=(2, 4), draws={2: 3, 4: 3}, prompts=4, samples=2,
+                        center_samples=4)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Sizes of one reproduction; `common` holds TrainConfig settings shared by every run."""
+    base_preset: str
+    sweep_preset: str
+    seeds: tuple[int, ...]
+    common: dict
+    es: dict
+    grpo: dict
+    sweep_populations: tuple[int, ...]
+    simulate_scale: float
+    grid: GridDesign                 # the Lemma 1 grid on the base (reproduce/lemma_grid_measurement.py)
+    switch_fraction: float = 0.5
+    task: str = "countdown"
+    es_variants: tuple[str, ...] | None = None   # names of ES_VARIANTS to run (None: all of them)
+    schedules: bool = True                        # the sequential schedules es-grpo and grpo-es
+    curve: dict | None = None                     # llm.curve.evaluate_curve settings; None: no curve
+    purpose: str = ""                             # what its report can decide, stated in the report's header
+    base_settings: tuple[tuple[str, str], ...] = ()  # base_preset's fields replaced (`llm pretrain --set F=V`)
+    premise_control: bool = False                 # GRPO to its plateau on validation prompts first (premise.py)
+
+
+# ES members in one batched generate (the rewards and weights of member by member up to floating-point
+# near-ties; 2-2.5x faster here);
+# the bf16 variant perturbs the engine in place, member by member, as the paper's code does.
+BATCHED = {"batched": True}
+PAPER_REGIME = Budget(
+    base_preset="paper", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
+    common={"steps": ANSWER_STEPS, "batch_size": ANSWER_BATCH, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,
+            "eval_samples": 32, "eval_temperature": 0.6, "heldout_problems": 32, "threshold_keep": (50.0,),
+            "checkpoint_every": ANSWER_CHECKPOINT_EVERY, "checkpoint_dense": ANSWER_DENSE, "probe_every": ANSWER_STEPS // 4, "probe_prompts": 4,
+            "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
+    es=ANSWER_ES, grpo=ANSWER_GRPO,
+    sweep_populations=(), simulate_scale=0.5, grid=ANSWER_GRID,
+    es_variants=("es-sampled",), schedules=True, curve=ANSWER_CURVE)
+
+# The answer (docs/answer-budget.md, "The premise"): ES against GRPO on a base where GRPO narrows coverage, the
+# premise's positive control run first on validation prompts. Everything not named here is the paper-regime
+# budget's (its base preset, task, prompts, curves, ES step sizes, Lemma 1 grid):
+# - the base keeps each instance's canonical solution three times in four and other orders or trees otherwise, and
+#   a worked solution that divides with probability 0.02 (on validation prompts GRPO lowered Pass@32 from it by 6.8
+#   points [1.7, 11.8]; from 0.05 and 0.15 it did not);
+# - GRPO at the control's step (lr 1e-4) for PREMISE_STEPS steps: in the control its Pass@1 stopped rising by step
+#   100 (0.64-0.66 from step 50 on) and its Pass@32 stood 5-8 points below the base's from step 100; 150 rather than
+#   the control's 300 because ES (about 1.5 CPU-s a step here) could not run 300 steps on 8 seeds twice within the
+#   answer's 2 hours;
+# - ES at the paper-regime step sizes, and ES at SMALL_SIGMA (es-small-sigma), inside Lemma 1's regime;
+# - no schedules or ES with sampled members (their claims: results/paper-regime/).
+PREMISE_BASE = (("solution_form", "dominant"), ("rare_keep", "0.02"))
+PREMISE_STEPS = 150
+PREMISE_PURPOSE = ("This is the answer on a base where GRPO narrows coverage (the paper's premise): its positive "
+                   "control, GRPO trained to its plateau on validation prompts, is run first, then ES and GRPO on "
+                   f"{len(ANSWER_SEEDS)} seeds x {ANSWER_PROMPTS} test prompts for {PREMISE_STEPS} steps, with the "
+                   "endpoints registered in docs/answer-budget.md before the run (the record 'premise').")
+BUDGETS = {
+    "full": Budget(
+        base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
+        common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
+                "heldout_problems": 200, "checkpoint_every": 25, "probe_every": 50, "threads": 1,
+                "population": BATCHED},
+        es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
+        grpo={"num_generations": 8, "learning_rate": 1e-4},
+        sweep_populations=(8, 16, 32, 64), simulate_scale=1.0,
+        grid=ANSWER_GRID),
+    "answer": replace(PAPER_REGIME, base_settings=PREMISE_BASE, grpo=ANSWER_GRPO | CONTROL_GRPO,
+                      common=PAPER_REGIME.common | {"steps": PREMISE_STEPS, "probe_every": PREMISE_STEPS // 4},
+                      es_variants=("es-small-sigma",), schedules=False, premise_control=True, purpose=PREMISE_PURPOSE),
+    # the answer published before the premise could be tested: the base in the paper's Pass@1/Pass@32 regime,
+    # where GRPO did not narrow (results/paper-regime/)
+    "answer-paper-regime": PAPER_REGIME,
+}
+# the same answer from the diffuse base (Pass@1 about 0.12, Pass@32 about 0.90 at T = 0.6), reported beside it
+BUDGETS["answer-diffuse"] = replace(PAPER_REGIME, base_preset="default",
+                                    common=PAPER_REGIME.common | {"eval_problems": ANSWER_PROMPTS_DIFFUSE})
+
+# The quick look (README's main job): the answer on its own base, task, temperature and step sizes, ES and GRPO
+# only, at a design sized to decide the large effects within 5 minutes on an idle 2-core machine, from the measured
+# variances of the answer (results/report.json) and of the quick look's first, 6-seed design (docs/paper-checks.md):
+# - seeds: 4. GRPO's entropy fall read +23.8% with a per-seed sd of 7.0% at 6 seeds (the answer's runs: sd 16.4%
+#   around 25.6%), so at 4 seeds its t interval (t = 3.18) keeps a lower end near +12%; GRPO's Pass@1 gain (+31.6
+#   points at 6 seeds, 96% of its variance from prompts) keeps a lower end near +20; the drift ratio (sd 0.024 of
+#   GRPO's log drift) stays below the paper's range / 2 = 20.35x from 4 seeds. Each seed costs two runs (~60 CPU-s each);
+# - prompts: GRPO's Pass@1 gain (+32 points, its variance 96% prompts at 256) keeps a lower end above +20 points
+#   at 64 prompts; the matched Pass@32 difference detects about 3 points at 4 x 64 (the answer: 1.4 at 8 x 256);
+# - steps: the answer's 40, because the drift ratio and the entropy fall change with the number of steps;
+# - curves: 32 samples per prompt instead of 64 (the curve is about half of a run's cost), so the no-correct share
+#   is 1 - Pass@32 there and matched_no_correct is not decided; 4 evenly spread checkpoints before refinement
+#   (the answer: 8): refinement still measures every segment whose Pass@1 jump exceeds the resolution, so the
+#   matched reading keeps its support where it compares (theory.matched);
+# - simulate at a tenth of its scale; the Lemma 1 grid SMALL_GRID; no held-out task, thresholded checkpoints or
+#   Lemma 1 probe (what they decide needs the answer's design or the full budget's runs).
+QUICK_SEEDS = tuple(range(4))
+QUICK_PROMPTS = 64
+QUICK_CURVE = ANSWER_CURVE | {"samples": 32, "points": 4}
+QUICK_PURPOSE = ("This is the quick look: the answer's base, task (3-number Countdown), temperature (0.6) and step sizes "
+                 f"for ES and GRPO, on {len(QUICK_SEEDS)} seeds x {QUICK_PROMPTS} test prompts instead of the answer's "
+                 f"{len(ANSWER_SEEDS)} x {ANSWER_PROMPTS}, sized so that the large effects are decided (GRPO's Pass@1 "
+                 "gain, its entropy fall, the drift ratio); the table 'What would decide the rest' gives the design each "
+                 "undecided part needs. The headline question, ES vs GRPO at matched Pass@1, is answered by the answer "
+                 "budget: `python -m escov.paper_checks reproduce --budget answer` (docs/answer-budget.md).")
+BUDGETS["small"] = replace(
+    PAPER_REGIME, seeds=QUICK_SEEDS, es_variants=(), schedules=False, simulate_scale=0.1, curve=QUICK_CURVE,
+    grid=SMALL_GRID, purpose=QUICK_PURPOSE,
+    common=PAPER_REGIME.common | {"eval_problems": QUICK_PROMPTS, "heldout_task": "", "threshold_keep": (),
+                                      "probe": False, "probe_every": 0})
+
+# The sweep only needs the training reward: its runs evaluate little.
+SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": ()}
+# The runs whose magnitude-thresholded checkpoints a check or plot reads (thresholded_pass1: es; the
+# update-magnitude plot: es, es-null, es-bf16, grpo); the others skip those evaluations.
+THRESHOLDED = ("es", "es-null", "es-bf16", "grpo")
+# The runs whose Lemma 1 probe a check or the open questions read (lemma1, lemma2: es; greedy vs sampled: es,
+# es-sampled); the others are not probed (the probe is a population measurement at every probed step).
+PROBED = ("es", "es-sampled")
+
+# ES inside Lemma 1's small-perturbation regime (members' divergence s <= 0.05): the Lemma 1 grid on the
+# paper-regime base measured s = 0.014 at sigma 2e-3 (4e-3: 0.046-0.049, the regime's edge; the runs' 2e-2: 3.7-4.1)
+SMALL_SIGMA = 2e-3
+
+# ES variants of the ablations and null controls: name -> ESConfig overrides. Every variant runs on
+# every seed of the budget, like the main runs. z-scoring is ablated two ways: centered rewards at the
+# same alpha (a ~1/std(R) smaller step), and centered at alpha rescaled to the z-scored update norm
+# (es-rescaled, added once the main runs give their reward spread: see rescaled_variant).
+ES_VARIANTS = {"es-sampled": {"member_temperature": 1.0, "member_samples": 1}, "es-nozscore": {"zscore": False},
+               "es-twopoint": {"antithetic": True}, "es-null": {"null_control": True}, "es-bf16": {"inplace_bf16": True},
+               "es-small-sigma": {"sigma": SMALL_SIGMA, "tag": "small-sigma"}}
+
+
+# The published report a budget's report is set beside (its summary's key figure, its table of what would decide the
+# rest): the one measured from the same base. results/report.json is the answer's.
+PUBLISHED_BY_BASE = {("paper", PREMISE_BASE): PUBLISHED, ("paper", ()): PUBLISHED.parent / "paper-regime" / "report.json",
+                     ("default", ()): PUBLISHED.parent / "diffuse" / "report.json"}
+
+
+def published_for(budget: Budget) -> Path:
+    """The published report from the budget's base (PUBLISHED_BY_BASE; the answer's for any other base)."""
+    return PUBLISHED_BY_BASE.get((budget.base_preset, budget.base_settings), PUBLISHED)

@@ -1,0 +1,257 @@
+"""GRPO's coverage-keeping variants that TRL does not have (verl's grpo_passk, clip_cov, kl_cov; Chen et al.'s
+Pass@k advantage; zero-success gating; the outcome bonus), and TRL's adaptive entropy rule and token selection,
+against hand computations from their formulas (numpy, enumeration, plain Python), never against the code's own
+output. verl is not installed here (its core_algos needs tensordict and omegaconf, which pin torch); TRL's options
+are compared with TRL itself in tests/llm/test_grpo_trl_parity.py."""
+import itertools
+import math
+import statistics
+
+import numpy as np
+import pytest
+import torch
+
+from escov.llm.config import GRPOConfig
+from escov.llm.grpo import grpo_loss
+from escov.llm.grpo_advantages import (
+    grpo_passk_advantages,
+    max_of_k_weights,
+    passk_analytic_advantages,
+    pkpo_advantages,
+)
+from escov.llm.grpo_entropy import EntropyControl, high_entropy_mask
+from escov.llm.grpo_exploration import gate_solved, outcome_bonus
+
+# ----------------------------------------------------------------------------- advantages
+
+def test_grpo_passk_gives_the_gap_to_the_best_alone():
+    rewards = np.array([[0.2, 0.9, 0.5, 0.1], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.3, 1.0, 0.0]])
+    plain = grpo_passk_advantages(rewards, scale=False)
+    np.testing.assert_allclose(plain, [[0, 0.4, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0.7, 0]], atol=1e-15)
+    scaled = grpo_passk_advantages(rewards, scale=True)
+    assert scaled[0, 1] == pytest.approx(0.4 / (statistics.stdev([0.2, 0.9, 0.5, 0.1]) + 1e-6), rel=1e-12)
+    assert scaled[3, 2] == pytest.approx(0.7 / (statistics.stdev([0.0, 0.3, 1.0, 0.0]) + 1e-6), rel=1e-12)
+    assert np.count_nonzero(scaled) == 2  # tied bests and an all-equal group: nothing
+
+
+@pytest.mark.parametrize("g,k", [(4, 1), (4, 2), (6, 3), (8, 4), (5, 5)])
+def test_passk_analytic_equals_the_mean_over_k_subsets(g, k):
+    """Chen et al.'s closed form against its definition: every k-subset of the group is a Pass@k draw with reward
+    max_j c_j; a completion's advantage is the mean, over the subsets holding it, of (reward - mean) / std over
+    all subsets."""
+    rng = np.random.default_rng(g * 10 + k)
+    correct = np.array([np.arange(g) < c for c in range(g + 1)])
+    correct = np.array([rng.permutation(row) for row in correct])
+    got = passk_analytic_advantages(correct, k)
+    for row, adv in zip(correct, got):
+        subsets = list(itertools.combinations(range(g), k))
+        value = {s: float(row[list(s)].any()) for s in subsets}
+        mean = statistics.fmean(value.values())
+        std = statistics.pstdev(value.values())
+        for i in range(g):
+            want = 0.0 if std == 0 else statistics.fmean((value[s] - mean) / std for s in subsets if i in s)
+            assert adv[i] == pytest.approx(want, abs=1e-12), (row, i)
+
+
+@pytest.mark.parametrize("g,k", [(4, 1), (5, 2), (6, 3), (4, 4)])
+def test_pkpo_weights_are_the_sum_over_k_subsets_of_their_max(g, k):
+    """s_i = (1 / C(G, k)) sum over the k-subsets holding i of max_S r, by enumeration (rewards with ties)."""
+    rewards = np.random.default_rng(g + k).choice([0.0, 0.25, 0.5, 1.0], size=(5, g))
+    got = max_of_k_weights(rewards, k)
+    for row, s in zip(rewards, got):
+        for i in range(g):
+            want = sum(max(row[list(S)]) for S in itertools.combinations(range(g), k) if i in S) / math.comb(g, k)
+            assert s[i] == pytest.approx(want, abs=1e-12)
+
+
+def test_pkpo_is_an_unbiased_gradient_of_pass_at_k():
+    """Exactly, by enumeration: a categorical policy over 3 answers with rewards 0, 0.3, 1; the expectation over
+    every group of G = 4 draws of sum_i A_i grad log p(y_i) equals the gradient of E[max of k = 2 draws]
+    (autograd on its closed form). The leave-one-out baseline keeps it unbiased; an all-equal group gets 0."""
+    theta = torch.tensor([0.3, -0.2, 0.1], dtype=torch.float64, requires_grad=True)
+    r = np.array([0.0, 0.3, 1.0])
+    p = torch.softmax(theta, 0)
+    target = sum(p[a] * p[b] * max(r[a], r[b]) for a in range(3) for b in range(3))
+    (want,) = torch.autograd.grad(target, theta)
+    probs = p.detach().numpy()
+    got = np.zeros(3)
+    for ys in itertools.product(range(3), repeat=4):
+        adv = pkpo_advantages(r[list(ys)][None, :], 2, scale=False)[0]
+        weight = np.prod(probs[list(ys)])
+        got += weight * sum(a * (np.eye(3)[y] - probs) for a, y in zip(adv, ys))
+    np.testing.assert_allclose(got, want.numpy(), atol=1e-12)
+    assert np.all(pkpo_advantages(np.full((1, 4), 0.3), 2, scale=False) == pytest.approx(0.0, abs=1e-15))
+
+
+# ----------------------------------------------------------------------------- verl's covariance losses
+
+def _batch(seed=0, s=3, t=5):
+    g = torch.Generator().manual_seed(seed)
+    logp = -torch.rand(s, t, generator=g, dtype=torch.float64) * 3
+    old = logp + 0.3 * torch.randn(s, t, generator=g, dtype=torch.float64)
+    adv = torch.tensor([2.0, -1.5, 0.5], dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], dtype=torch.float64)
+    return logp, old, adv, mask
+
+
+def _covariances(logp, adv, mask):
+    lp, m = logp.numpy(), mask.numpy() > 0
+    a = np.broadcast_to(adv.numpy()[:, None], lp.shape)
+    return (a - a[m].mean()) * (lp - lp[m].mean()), a, lp, m
+
+
+def test_kl_cov_penalizes_the_tokens_of_largest_covariance():
+    """kl_cov with kl_cov_ratio 0.25 over 11 tokens: the floor(2.75) = 2 tokens of largest cov_t get
+    -A w + ppo_kl_coef |logp - old|, the rest -A w, unclipped; the token mean over the batch."""
+    logp, old, adv, mask = _batch()
+    cfg = GRPOConfig(loss_type="kl_cov", kl_cov_ratio=0.25, ppo_kl_coef=0.7, beta=0.0)
+    cov, a, lp, m = _covariances(logp, adv, mask)
+    top = sorted(zip(cov[m], zip(*np.nonzero(m))), reverse=True)[:2]
+    w = np.exp(lp - old.numpy())
+    terms = -a * w
+    for _, (i, j) in top:
+        terms[i, j] += 0.7 * abs(lp[i, j] - old.numpy()[i, j])
+    loss, _, _ = grpo_loss(logp, old, None, adv, mask, cfg, n_seq=3, n_tok=float(mask.sum()))
+    assert float(loss) == pytest.approx(terms[m].sum() / m.sum(), rel=1e-12)
+
+
+def test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_band():
+    """clip_cov with a band that holds a known set of tokens and a ratio that cuts all of them: those tokens'
+    terms are 0, the rest are PPO's clipped terms; the cut tokens get no gradient."""
+    logp, old, adv, mask = _batch(seed=3)
+    cov, a, lp, m = _covariances(logp, adv, mask)
+    w = np.exp(lp - old.numpy())
+    unclipped, clipped = -a * w, -a * np.clip(w, 0.8, 1.2)
+    band = np.sort(cov[m & ~(clipped > unclipped)])
+    lb, ub = band[-4] - 1e-9, band[-1] + 1e-9  # the 4 unclipped tokens of largest covariance
+    cfg = GRPOConfig(loss_type="clip_cov", clip_cov_ratio=0.4, clip_cov_lb=float(lb), clip_cov_ub=float(ub), beta=0.0)
+    cut = m & ~(clipped > unclipped) & (cov > lb) & (cov < ub)
+    assert cut.sum() == 4 and int(0.4 * m.sum()) >= 4  # floor(0.4 x 11) = 4: every candidate is cut
+    expected = np.where(cut, 0.0, np.maximum(unclipped, clipped))[m].sum() / m.sum()
+    theta = logp.clone().requires_grad_(True)
+    loss, _, _ = grpo_loss(theta, old, None, adv, mask, cfg, n_seq=3, n_tok=float(mask.sum()),
+                           generator=torch.Generator().manual_seed(0))
+    assert float(loss) == pytest.approx(expected, rel=1e-12)
+    (grad,) = torch.autograd.grad(loss, theta)
+    assert np.all(grad.numpy()[cut] == 0.0) and np.count_nonzero(grad.numpy()[m & ~cut]) > 0
+
+
+def test_clip_cov_draws_its_share_among_the_candidates_alone():
+    """With more candidates than floor(ratio N), exactly that many are cut, all among the candidates, and the
+    seeded draw decides which."""
+    logp, old, adv, mask = _batch(seed=5)
+    cfg = GRPOConfig(loss_type="clip_cov", clip_cov_ratio=0.2, clip_cov_lb=-100.0, clip_cov_ub=100.0, beta=0.0)
+    from escov.llm.grpo_covariance import clip_cov_terms
+
+    cov, a, lp, m = _covariances(logp, adv, mask)
+    w = np.exp(lp - old.numpy())
+    candidates = m & ~(-a * np.clip(w, 0.8, 1.2) > -a * w)
+    cuts = []
+    for seed in range(6):
+        terms, _, share = clip_cov_terms(logp, old, adv, mask, cfg, torch.Generator().manual_seed(seed))
+        zero = (terms.numpy() == 0) & m
+        assert zero.sum() == 2 and share == pytest.approx(2 / 11) and np.all(candidates[zero])
+        cuts.append(tuple(np.flatnonzero(zero)))
+    assert len(set(cuts)) > 1
+
+
+# ----------------------------------------------------------------------------- entropy (TRL's rules)
+
+def test_high_entropy_mask_keeps_the_top_quantile():
+    entropy = torch.tensor([[0.1, 0.5, 2.0, 0.0], [1.5, 0.7, 0.2, 3.0]])
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.float64)
+    values = np.array([0.1, 0.5, 2.0, 1.5, 0.7, 0.2, 3.0])
+    threshold = np.quantile(values, 0.7)  # top 30%
+    kept = high_entropy_mask(entropy, mask, 0.3)
+    assert kept.tolist() == [[bool(v >= threshold) for v in (0.1, 0.5, 2.0)] + [False],
+                             [bool(v >= threshold) for v in (1.5, 0.7, 0.2, 3.0)]]
+    assert int(kept.sum()) == 2  # the 0.7 quantile interpolates to 1.6: 2.0 and 3.0
+
+
+def test_adaptive_entropy_coefficient_follows_trls_rule():
+    """Skywork-OR1 as TRL: the bonus is off until an entropy at or below the target is measured; the coefficient
+    moves by delta each optimizer step toward more bonus below the target, less above, inside [min, max]."""
+    cfg = GRPOConfig(entropy_coef=0.01, use_adaptive_entropy=True, entropy_coef_min=0.0, entropy_coef_max=0.02,
+                     entropy_coef_delta=0.006, entropy_target=0.5)
+    cfg.validate()
+    control = EntropyControl(cfg, dict)
+    applied = []
+    for measured in (0.9, 0.5, 0.3, 0.2, 0.8, 0.1):  # 0.5: at the target counts as below
+        applied.append(control.applied())
+        control.measured(measured)
+    # coef after each: 0.004, 0.010, 0.016, 0.020 (max), 0.014, 0.020; applied only after a measure <= 0.5
+    assert applied == pytest.approx([0.0, 0.0, 0.010, 0.016, 0.020, 0.0])
+    assert control.state["coef"] == pytest.approx(0.020)
+
+
+# ----------------------------------------------------------------------------- exploration across steps
+
+def test_zero_success_gating_updates_only_prompts_never_solved_before():
+    state = {}
+    adv = np.ones((3, 2))
+    out, share = gate_solved(adv, ["a", "b", "c"], np.array([[0, 1], [0, 0], [0, 0]], bool), state)
+    assert share == 0.0 and np.all(out == 1.0)  # nothing solved before the first step
+    out, share = gate_solved(adv, ["a", "b", "c"], np.array([[0, 0], [1, 0], [0, 0]], bool), state)
+    assert out.tolist() == [[0, 0], [1, 1], [1, 1]] and share == pytest.approx(1 / 3)
+    out, _ = gate_solved(adv[:2], ["b", "c"], np.zeros((2, 2), bool), state)
+    assert out.tolist() == [[0, 0], [1, 1]]
+    assert state["solved"] == ["a", "b"]
+
+
+def test_outcome_bonus_is_c_over_root_count_of_the_answer_so_far():
+    state = {}
+    first = outcome_bonus([["1", "1", None, "2"]], ["p"], 0.5, state)
+    np.testing.assert_allclose(first, [[0.5 / math.sqrt(2), 0.5 / math.sqrt(2), 0.0, 0.5]])
+    second = outcome_bonus([["2", "3", "1", "1"]], ["p"], 0.5, state)
+    np.testing.assert_allclose(second, [[0.5 / math.sqrt(2), 0.5, 0.5 / 2, 0.5 / 2]])
+    other = outcome_bonus([["1"]], ["q"], 0.5, state)  # counts are per prompt
+    np.testing.assert_allclose(other, [[0.5]])
+
+
+def test_sapo_temperatures_set_the_soft_gate():
+    """sapo: l_t = -(4 / tau) sigmoid(tau (w_t - 1)) A, tau = sapo_temperature_pos for A > 0, _neg otherwise,
+    averaged as grpo (per completion, then over completions); written out token by token."""
+    logp, old, adv, mask = _batch(seed=7)
+    cfg = GRPOConfig(loss_type="sapo", sapo_temperature_pos=2.0, sapo_temperature_neg=0.5, beta=0.0)
+    cfg.validate()
+    rows = []
+    for i in range(3):
+        tau = 2.0 if adv[i] > 0 else 0.5
+        terms = [-(4 / tau) / (1 + math.exp(-tau * (math.exp(lp - o) - 1))) * float(adv[i])
+                 for lp, o, m in zip(logp[i].tolist(), old[i].tolist(), mask[i].tolist()) if m]
+        rows.append(sum(terms) / len(terms))
+    loss, _, _ = grpo_loss(logp, old, None, adv, mask, cfg, n_seq=3, n_tok=float(mask.sum()))
+    assert float(loss) == pytest.approx(sum(rows) / 3, rel=1e-12)
+
+
+@pytest.mark.parametrize("estimator", ["grpo_passk", "passk_analytic"])
+def test_a_steps_advantages_follow_the_estimator(tiny_model_dir, estimator):
+    """One on-policy GRPO step (beta 0, loss grpo): every token's term is -A of its completion, so the loss is
+    -mean(A); A from the step's own rewards by the estimator's formula, computed here by hand."""
+    from tests.llm.tasks_for_tests import CountdownScoredBy, digit_share
+
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.grpo import GRPO
+
+    task = CountdownScoredBy("digit-share", digit_share)  # correct: every character a digit
+    engine = HFEngine(str(tiny_model_dir))
+    cfg = GRPOConfig(num_generations=6, learning_rate=1e-4, beta=0.0, adv_estimator=estimator,
+                     **({"pass_k": 3} if estimator == "passk_analytic" else {}))
+    cfg.validate()
+    grpo = GRPO(cfg, engine, task, engine.model, None, engine.prompt_token_ids, temperature=1.0, max_new_tokens=6,
+                seed=1, pad_id=engine.tokenizer.pad_token_id)
+    out = grpo.step(task.problems("train", 4, seed=2), 0)
+    by_hand = []
+    for row, ok in zip(out.rollouts.rewards.tolist(), (out.rollouts.rewards >= 1.0).tolist()):
+        if estimator == "grpo_passk":
+            best, gap = row.index(max(row)), max(row) - sorted(row)[-2]
+            by_hand += [gap / (statistics.stdev(row) + 1e-6) if i == best else 0.0 for i in range(6)]
+        else:
+            c = sum(ok)
+            mean = 1 - math.comb(6 - c, 3) / math.comb(6, 3)
+            sd = math.sqrt(mean * (1 - mean))
+            wrong = (1 - mean - math.comb(6 - c - 1, 2) / math.comb(5, 2)) / sd if sd else 0.0
+            by_hand += [((1 - mean) / sd if sd else 0.0) if o else wrong for o in ok]
+    assert any(by_hand), out.rollouts.rewards  # the step had a signal
+    assert out.loss == pytest.approx(-statistics.fmean(by_hand), rel=1e-5, abs=1e-7)
+    assert out.variants["adv_nonzero_share"] == pytest.approx(np.mean(np.array(by_hand) != 0))

@@ -1,0 +1,100 @@
+"""The shipped bases (paper_checks/reproduce/bases): the quick look's and the answer's, one per recipe (a preset and the
+fields it replaces) for the current code and torch, nothing else in the folder, taken by a reproduction instead of
+pretraining, and (slow) equal to what the stated command builds."""
+import json
+import os
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from escov.paper_checks.reproduce import bases
+from escov.paper_checks.reproduce.bases import SHIPPED_BASES, SHIPPED_RECIPES, SHIPPED_RECORD, base_cache_key
+from escov.paper_checks.reproduce.budgets import BUDGETS
+
+QUICK = BUDGETS["small"].base_preset
+ANSWER = (BUDGETS["answer"].base_preset, BUDGETS["answer"].base_settings)
+
+
+def shipped_record(preset: str, settings: tuple = ()) -> dict:
+    folders = [f for f in sorted(SHIPPED_BASES.iterdir())
+               if json.loads((f / SHIPPED_RECORD).read_text())["settings"] == dict(settings)
+               and json.loads((f / SHIPPED_RECORD).read_text())["preset"] == preset]
+    assert len(folders) == 1, f"expected one shipped {preset} {dict(settings)} base, found {[f.name for f in folders]}"
+    return json.loads((folders[0] / SHIPPED_RECORD).read_text()) | {"folder": folders[0]}
+
+
+@pytest.mark.parametrize("preset,settings", SHIPPED_RECIPES)
+def test_each_shipped_base_is_keyed_by_the_current_code(preset, settings):
+    record = shipped_record(preset, settings)
+    assert record["preset"] == preset and record["folder"].name == record["key"]
+    sets = "".join(f" --set {k}={v}" for k, v in settings)
+    assert record["command"] == f"python -m escov.llm pretrain --preset {preset}{sets} --seed 0 --threads 1 --out DIR"
+    if record["torch"] != torch.__version__:
+        pytest.skip(f"the shipped bases were built with torch {record['torch']}, this is {torch.__version__}")
+    # fails when the code that builds a base changed without `python -m escov.paper_checks bases`
+    assert record["key"] == f"{preset}-{base_cache_key(preset, settings=settings)}", \
+        "stale shipped base: run python -m escov.paper_checks bases"
+    pretrain = json.loads((record["folder"] / "pretrain.json").read_text())
+    assert pretrain["preset"] == preset and pretrain["seed"] == 0 and pretrain["overrides"] == dict(settings)
+    assert all(pretrain["config"][k] == type(pretrain["config"][k])(v) for k, v in settings)
+    weights = load_file(record["folder"] / "model.safetensors")
+    assert sum(t.numel() for t in weights.values()) == pretrain["parameters"]
+    assert all(torch.isfinite(t).all() for t in weights.values())
+
+
+def test_only_the_quick_looks_and_the_answers_bases_ship():
+    # the repository stays small: a base no budget takes from paper_checks/reproduce/bases is not kept there
+    assert SHIPPED_RECIPES == ((QUICK, ()), ANSWER) and ANSWER[1]  # two recipes: the answer replaces fields
+    assert not BUDGETS["small"].sweep_populations and not BUDGETS["answer"].sweep_populations
+    assert len(list(SHIPPED_BASES.iterdir())) == len(SHIPPED_RECIPES)
+    assert base_cache_key(*ANSWER[:1], settings=ANSWER[1]) != base_cache_key(QUICK)
+    assert sum(f.stat().st_size for f in SHIPPED_BASES.rglob("*") if f.is_file()) < 3e6
+
+
+def test_a_reproduction_copies_the_shipped_base_instead_of_pretraining(tmp_path, monkeypatch, capsys):
+    record = shipped_record(QUICK)
+    if record["key"] != f"{QUICK}-{base_cache_key(QUICK)}":
+        pytest.skip("no shipped base for this torch and code")
+    monkeypatch.setenv(bases.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(bases, "_build_base", lambda *a: pytest.fail("pretrained although a base is shipped"))
+    out = bases.obtain_base(tmp_path / "base", QUICK, progress=False)
+    assert (out / "model.safetensors").read_bytes() == (record["folder"] / "model.safetensors").read_bytes()
+    assert not (out / SHIPPED_RECORD).exists() and not (tmp_path / "cache").exists()
+    assert "the shipped" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset,settings", SHIPPED_RECIPES)
+def test_the_stated_command_builds_the_shipped_base(tmp_path, preset, settings):
+    # pretraining is deterministic on one machine; another CPU may round differently, so this holds
+    # where the bases were built (about 9 minutes each on one thread)
+    from escov.llm.tinymodel import pretrain
+    record = shipped_record(preset, settings)
+    torch.set_num_threads(1)
+    pretrain(tmp_path / preset, preset=preset, seed=0, progress=False, overrides=dict(settings))
+    built, shipped = load_file(tmp_path / preset / "model.safetensors"), load_file(record["folder"] / "model.safetensors")
+    assert built.keys() == shipped.keys()
+    assert all(torch.equal(built[k], shipped[k]) for k in built), f"differs from the shipped base (CPU: {os.cpu_count()} cores)"
+
+
+def test_shipping_copies_a_cached_base_and_removes_every_other_folder(tmp_path, monkeypatch):
+    import shutil
+
+    from escov.llm import tinymodel
+    record = shipped_record(QUICK)
+    shipped, cache = tmp_path / "bases", tmp_path / "cache"
+    monkeypatch.setattr(bases, "SHIPPED_BASES", shipped)
+    monkeypatch.setenv(bases.CACHE_ENV, str(cache))
+    monkeypatch.setattr(tinymodel, "pretrain", lambda *a, **k: pytest.fail("pretrained although the cache holds the base"))
+    key = bases.shipped_base_dir(QUICK).name
+    shutil.copytree(record["folder"], cache / "bases" / key, ignore=shutil.ignore_patterns(SHIPPED_RECORD))
+    answer_key = bases.shipped_base_dir(ANSWER[0], ANSWER[1]).name
+    shutil.copytree(shipped_record(*ANSWER)["folder"], cache / "bases" / answer_key,
+                    ignore=shutil.ignore_patterns(SHIPPED_RECORD))
+    (shipped / "small-0123456789abcdef").mkdir(parents=True)   # a preset no budget ships any more
+    (shipped / f"{QUICK}-0000000000000000").mkdir()              # the same preset at a stale key
+    assert bases.ship_bases(progress=False) == [shipped / key, shipped / answer_key]
+    assert sorted(p.name for p in shipped.iterdir()) == sorted([key, answer_key])
+    assert (shipped / key / "model.safetensors").read_bytes() == (record["folder"] / "model.safetensors").read_bytes()
+    assert json.loads((shipped / key / SHIPPED_RECORD).read_text())["key"] == key

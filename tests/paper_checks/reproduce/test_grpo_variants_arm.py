@@ -1,0 +1,103 @@
+"""The answer's extra arm (paper_checks/reproduce/grpo_variants.py): the choice of the coverage-keeping GRPO variant
+on curves whose reading is worked by hand, and the whole path on a tiny design of the tiny model (not the real run)."""
+import json
+from dataclasses import replace
+from math import comb
+
+import numpy as np
+import pytest
+
+from escov.paper_checks.matched import Curve
+from escov.paper_checks.reproduce import grpo_variants
+
+
+def _curve(seed, pass1, counts, n=64):
+    t = len(pass1)
+    counts = np.array(counts)
+    return Curve(seed=seed, steps=np.arange(t) * 10, pass1=np.array(pass1, dtype=float), counts=counts, n=n,
+                 entropy=np.zeros(t), greedy=np.zeros(t), ids=tuple(f"p{i}" for i in range(counts.shape[1])))
+
+
+def _p32(c, n=64):
+    return 1 - comb(n - c, 32) / comb(n, 32)
+
+
+def test_choose_reads_each_candidate_at_grpos_plateau_pass1_and_skips_one_that_never_gets_there():
+    """Plain GRPO ends at Pass@1 0.5 and 0.6: the level is 0.55. Candidate "keeps" crosses it between points 1 and 2
+    (weight 0.25 on point 2) on both seeds, "loses" too with lower counts; "stalls" keeps everything but reaches
+    0.55 on one seed only: it must not win."""
+    plain = [_curve(0, [0.2, 0.5], [[10, 2], [6, 1]]), _curve(1, [0.2, 0.6], [[10, 2], [6, 0]])]
+    keeps = [_curve(s, [0.2, 0.5, 0.7], [[10, 2], [9, 2], [8, 1]]) for s in (0, 1)]
+    loses = [_curve(s, [0.2, 0.45, 0.65], [[10, 2], [5, 1], [3, 0]]) for s in (0, 1)]
+    stalls = [_curve(0, [0.2, 0.3, 0.5], [[10, 2], [10, 2], [10, 2]]), _curve(1, [0.2, 0.3, 0.6], [[10, 2]] * 3)]
+    got = grpo_variants.choose(plain, {"loses": loses, "keeps": keeps, "stalls": stalls})
+    assert got["level"] == pytest.approx(0.55)
+
+    def at(c1, c2, w):  # per prompt, interpolated, minus the base's
+        return [(1 - w) * _p32(a) + w * _p32(b) - _p32(base) for a, b, base in zip(c1, c2, (10, 2))]
+    assert got["candidates"]["keeps"]["pass32_minus_base"] == pytest.approx(np.mean(at((9, 2), (8, 1), 0.25)))
+    assert got["candidates"]["loses"]["pass32_minus_base"] == pytest.approx(np.mean(at((5, 1), (3, 0), 0.5)))
+    assert got["candidates"]["stalls"] == {"seeds": 2, "pass32_minus_base": None, "reaches": False}
+    assert got["chosen"] == "keeps" and got["reason"] is None
+    assert got["plain_pass32_minus_base"] == pytest.approx(
+        np.mean([_p32(6) - _p32(10), _p32(1) - _p32(2), _p32(6) - _p32(10), _p32(0) - _p32(2)]))
+    none = grpo_variants.choose(plain, {"stalls": stalls})
+    assert none["chosen"] is None and "0.550" in none["reason"]
+
+
+def test_the_arm_runs_end_to_end_on_a_tiny_design(tiny_model_dir, tmp_path):
+    """A tiny answer (its premise control on validation prompts, two GRPO and two ES runs on test prompts), then the
+    arm with two candidates: the selection reads validation curves only, the chosen variant runs as the answer's
+    GRPO runs with its settings added, and report.json gains the `grpo_variants` record with its endpoints."""
+    import torch
+
+    from escov.llm.rundir import read_json, write_json
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.premise_control import run_control
+    from escov.paper_checks.reproduce.reproduction import PREMISE_DIR, REPORT_DIR
+    from escov.paper_checks.reproduce.training_runs import run_all
+
+    torch.set_num_threads(1)
+    curve = {"points": 2, "samples": 32, "temperature": 1.0, "resolution": 0.99, "max_points": 3}
+    common = {"steps": 2, "batch_size": 2, "max_completion_length": 5, "eval_problems": 3, "eval_samples": 2,
+              "eval_ks": (1,), "heldout_task": "", "threshold_keep": (), "probe": False, "checkpoint_every": 1,
+              "checkpoint_dense": 0, "threads": 1, "step_samples": 1}
+    budget = replace(BUDGETS["answer"], common=common, curve=curve, grpo={"num_generations": 4},
+                     es={"population_size": 4, "sigma": 0.02, "alpha": 0.01})
+    design = grpo_variants.Design(seeds=(300, 301), steps=2, checkpoint_every=1, prompts=3,
+                                  curve=tuple(curve.items()))
+    answer = tmp_path / "answer"
+    run_control(tiny_model_dir, answer / PREMISE_DIR, budget, jobs=1, seeds=design.seeds, steps=2, problems=3,
+                curve=curve, checkpoint_every=1, log=lambda msg: None)
+    runs = {f"{algo}-s{seed}": common | {"algo": algo, "model": str(tiny_model_dir), "seed": seed, "task": budget.task,
+                                         "grpo": budget.grpo, "es": budget.es}
+            for algo in ("grpo", "es") for seed in (0, 1)}
+    run_all(runs, answer / "runs", curve, 1, lambda msg: None)
+    (answer / REPORT_DIR).mkdir()
+    write_json(answer / REPORT_DIR / "report.json", {"claims": []})
+    (answer / REPORT_DIR / "REPORT.md").write_text("# report\n", encoding="utf-8")
+    candidates = {"entropy-bonus": {"entropy_coef": 0.01}, "kl-cov": {"loss_type": "kl_cov"}}
+    rec = grpo_variants.run(answer, budget, premise_dir=PREMISE_DIR, report_dir=REPORT_DIR, design=design,
+                            candidates=candidates, jobs=1, log=lambda msg: None)
+
+    selection = read_json(answer / grpo_variants.VARIANTS_DIR / "selection.json")
+    assert set(selection["candidates"]) == set(candidates)
+    for name in candidates:  # selection curves read validation prompts, never test ones
+        for seed in design.seeds:
+            cfg = read_json(answer / grpo_variants.VARIANTS_DIR / "selection" / f"{name}-s{seed}" / "config.json")
+            assert all(cfg["grpo"][k] == v for k, v in candidates[name].items())
+    report = read_json(answer / REPORT_DIR / "report.json")
+    assert report["grpo_variants"] == json.loads(json.dumps(rec)) and report["claims"] == []
+    assert "## Than which GRPO?" in (answer / REPORT_DIR / "REPORT.md").read_text(encoding="utf-8")
+    if rec["chosen"] is None:
+        assert "reason" in rec
+        return
+    assert rec["settings"] == candidates[rec["chosen"]]
+    for seed in (0, 1):
+        cfg = read_json(answer / grpo_variants.VARIANTS_DIR / "test-runs" / f"grpo[{rec['chosen']}]-s{seed}"
+                        / "config.json")
+        assert cfg["seed"] == seed and all(cfg["grpo"][k] == v for k, v in rec["settings"].items())
+    assert rec["variant_plateau_minus_base"]["verdict"] in ("narrowed", "widened", "no_change_detected")
+    assert "pass@32" in rec["variant_plateau_minus_base"]
+    matched = rec["es_minus_variant_matched"]
+    assert "reason" in matched or {"mean", "lo", "hi", "level", "reading"} <= set(matched)
