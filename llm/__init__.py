@@ -40,9 +40,11 @@
     drift.py              how far training moved the weights: drift, update magnitudes, thresholded checkpoints
     lemma_measurements.py  the paper's population measurements (Lemmas 1 and 2) on a real model: probe.json
     curve.py              checkpoints evaluated along training (curve.json), `python -m escov.llm curve`
+    replay_log.py         ES's replay log (replay.jsonl): each phase's start and each step's update
+    replay.py             `python -m escov.llm replay`: the weights of any ES step rebuilt from the base and the log
     tracking.py           TensorBoard / W&B / trackio views of a run's measurements (report_to)
     plot_axes.py          axes every plot shares: Pass@k and step axes ticked where the data are
     gpu_standin.py        the CPU stand-in for the GPU checks (ESCOV_GPU_STANDIN=cpu)
-    cli.py                `python -m escov.llm SUBCOMMAND` (pretrain, eval, train, curve)
+    cli.py                `python -m escov.llm SUBCOMMAND` (pretrain, eval, train, curve, replay)
     train_cli.py          the `llm train` command: flags, a start line, the run, a summary
 """

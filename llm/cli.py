@@ -3,6 +3,7 @@
     python -m escov.llm pretrain --out DIR [--preset default|test]           # build and train the tiny base model
     python -m escov.llm eval --model DIR --task countdown --n 32 --k 1,16,32  # Pass@k, Maj@k, entropy -> eval.json
     python -m escov.llm curve RUN_DIR --points 8                              # checkpoints along training -> curve.json
+    python -m escov.llm replay RUN_DIR --step 20 --out DIR                    # an ES checkpoint from replay.jsonl
 
 A subcommand is a module with `add_arguments(parser)` and `run_command(args) -> int` (exit code),
 imported only when it runs. Bad input (including a damaged file, named in the message) raises
@@ -24,6 +25,7 @@ SUBCOMMANDS = {
     # ---- trainers (ES / GRPO) ----
     "train": ("escov.llm.train_cli", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),
     "curve": ("escov.llm.curve", "evaluate a run's checkpoints along training (sampled Pass@k and greedy) -> curve.json"),
+    "replay": ("escov.llm.replay", "rebuild an ES run's weights at a step from its base model and replay.jsonl"),
 }
 
 

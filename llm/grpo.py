@@ -155,6 +155,11 @@ class GRPOStep:
     def generated_tokens(self) -> int:
         return self.rollouts.n_tokens
 
+    @property
+    def replay(self) -> None:
+        """The step's replay.jsonl record: none (the replay log holds ES's updates only, llm/replay_log.py)."""
+        return None
+
     def metrics(self) -> dict:
         """The step's own fields of its metrics.jsonl row (StepMetrics, llm/rundir/records.py): the rollouts'
         mean reward (as reward_mean and center_reward_mean: the policy is the center) and the grpo_* fields."""

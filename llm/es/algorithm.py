@@ -27,9 +27,10 @@ All-equal rewards give z = 0, so a zero update (never NaN).
 """
 from __future__ import annotations
 
+import functools
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
@@ -39,6 +40,7 @@ from escov.llm.config import ESConfig  # defined with every other setting (impor
 from escov.llm.es.center import Center
 from escov.llm.es.members import MemberEvaluator
 from escov.llm.es.plan import IterationPlan
+from escov.llm.replay_log import ESUpdate, record_of
 from escov.llm.rollout import Rollouts, derive_seed
 from escov.llm.tasks.base import Problem
 from escov.theory.errors import NonFiniteError
@@ -72,6 +74,8 @@ class ESStep:
     weight_seconds: float     # time spent perturbing, restoring and updating weights
     seconds: float            # the whole iteration (the center's samples not included)
     center: Rollouts | None = None  # samples from the center before the update (ES's sample_center), or None
+    replay: ESUpdate | None = None  # the update applied and the center's SHA-256 after it: replay.jsonl's record
+    traffic: dict = field(default_factory=dict)  # bytes to and from each Ray actor (es/traffic.py; {} in one process)
 
     @property
     def samples(self) -> Rollouts | None:
@@ -89,7 +93,7 @@ class ESStep:
         return {"reward_mean": float(self.rewards.mean()), "center_reward_mean": float(self.center.rewards.mean()),
                 "es_reward_std": float(self.rewards.std()), "es_rewards": self.rewards.tolist(),
                 "es_update_norm": self.update_norm, "es_weight_share": self.weight_seconds / max(self.seconds, 1e-12),
-                "es_zero_update": bool(np.ptp(self.rewards) == 0)}
+                "es_zero_update": bool(np.ptp(self.rewards) == 0), **self.traffic}
 
 
 class ES:
@@ -103,10 +107,16 @@ class ES:
         self.cfg, self.center, self.members, self.seed = cfg, center, members, seed
         self.sample_center = sample_center
 
+    @staticmethod
+    def planner(cfg: ESConfig, seed: int):
+        """planner(step, sigma=...): the plan of an iteration of a run with this seed and these options (the
+        rule Ray actors rebuild a plan with)."""
+        return functools.partial(IterationPlan.derive, seed, population_size=cfg.population_size,
+                                 antithetic=cfg.antithetic)
+
     def plan(self, step: int) -> IterationPlan:
         """Everything about iteration `step` decided before any member is evaluated."""
-        return IterationPlan.derive(self.seed, step, sigma=self.cfg.sigma, population_size=self.cfg.population_size,
-                                    antithetic=self.cfg.antithetic)
+        return self.planner(self.cfg, self.seed)(step, sigma=self.cfg.sigma)
 
     # -- one iteration -----------------------------------------------------------------------
     def fitness(self, rewards: np.ndarray, step: int) -> np.ndarray:
@@ -139,7 +149,9 @@ class ES:
         weight_s += time.perf_counter() - tw
         self.members.after_update(update)
         return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
-                      seconds=time.perf_counter() - t0, center=center)
+                      seconds=time.perf_counter() - t0, center=center,
+                      replay=record_of(step + 1, update, self.cfg.sigma, self.center.sha256()),
+                      traffic=self.members.traffic())
 
     def center_weights(self, copy: bool = True) -> dict[str, torch.Tensor]:
         """The current center of the perturbed parameters (fp32; copy=False: the master itself when it is fp32)."""

@@ -63,6 +63,15 @@ class Center(ABC):
         """A new iteration: nothing of the center written yet."""
         self._modified = False
 
+    def sha256(self) -> str:
+        """SHA-256 of the center (members.weight_hash), computed once per update (what replicas are checked against
+        and the replay log records)."""
+        if getattr(self, "_sha256", None) is None:
+            from escov.llm.es.members import weight_hash
+
+            self._sha256 = weight_hash(self.weights())
+        return self._sha256
+
 
 class MasterCenter(Center):
     """fp32 master theta; members written as theta + s sigma E_d, restored by copying theta."""
@@ -87,7 +96,7 @@ class MasterCenter(Center):
         self._load((name, self.master[name]) for name in self.names)
 
     def apply(self, update: Update) -> float:
-        sq_norm = 0.0
+        sq_norm, self._sha256 = 0.0, None
         with torch.no_grad():
             for name in self.names:  # tensor by tensor: one tensor of scratch memory, no second model
                 theta = self.master[name]
@@ -119,6 +128,7 @@ class InPlaceBF16(Center):
         self._modified = False
 
     def _add(self, plan: IterationPlan, member: Member, sign: float) -> None:
+        self._sha256 = None
         with torch.no_grad():
             for name in self.names:
                 p = self.live[name]
@@ -132,7 +142,7 @@ class InPlaceBF16(Center):
         self._add(plan, member, -1.0)
 
     def apply(self, update: Update) -> float:
-        sq_norm = 0.0
+        sq_norm, self._sha256 = 0.0, None
         n = update.population_size
         with torch.no_grad():
             for name in self.names:  # member by member, each add rounded to bf16

@@ -37,7 +37,7 @@ from escov.llm.es.ray_actors import RayActors
 from escov.llm.es.vllm_inplace import ENGINE_KWARGS, VLLMInPlace
 from escov.llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA
 from escov.llm.member_options import OPTION_RULES, VLLM_LORA_RANKS, DistributedConfig, check_options, strategy_name
-from escov.llm.tasks.base import Task
+from escov.llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
     from escov.llm.engines.base import Engine
@@ -78,7 +78,8 @@ def lora_engine_settings(cfg: ESConfig, population: PopulationConfig) -> dict:
 @dataclass(frozen=True)
 class MemberBuild:
     """What a strategy's constructor gets: the options, the engine, the task, the members' sampling, the center,
-    and (Ray) the model directory and full weights each actor starts from."""
+    and (Ray) the run's seed (the actors rebuild each iteration's plan from it), the model directory and full
+    weights each actor starts from, and the problems the batches come from (a batch crosses as positions)."""
     cfg: ESConfig
     population: PopulationConfig
     engine: Engine
@@ -89,6 +90,8 @@ class MemberBuild:
     distributed: DistributedConfig | None
     model_dir: str | None
     weights: dict[str, torch.Tensor] | None
+    seed: int = 0
+    problem_pool: list[Problem] | None = None
 
 
 def build_one_by_one(b: MemberBuild) -> MemberEvaluator:
@@ -109,7 +112,8 @@ def build_ray(b: MemberBuild) -> MemberEvaluator:
             raise ValueError("weights (the full center for the actors) are required with a non-HF driver engine")
         weights = {n: p.detach().float().clone() for n, p in module.named_parameters()}
     return RayActors(b.task, b.sampling, b.center, functools.partial(local_evaluation, b.cfg, b.population),
-                     model_dir=b.model_dir, weights=weights, distributed=b.distributed)
+                     model_dir=b.model_dir, weights=weights, distributed=b.distributed,
+                     planner=ES.planner(b.cfg, b.seed), pool=b.problem_pool)
 
 
 def build_vllm_lora(b: MemberBuild) -> MemberEvaluator:
@@ -204,11 +208,13 @@ def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, t
 def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master: dict[str, torch.Tensor] | None, *,
             max_new_tokens: int, seed: int, population: PopulationConfig | None = None,
             distributed: DistributedConfig | None = None, model_dir: str | None = None,
-            weights: dict[str, torch.Tensor] | None = None, sample_center=None) -> ES:
+            weights: dict[str, torch.Tensor] | None = None, problem_pool: list[Problem] | None = None,
+            sample_center=None) -> ES:
     """ES on the engine; master: fp32 center of the perturbed parameters (None with es.inplace_bf16).
 
-    With Ray workers, model_dir (each actor loads its own replica) and weights (the full center the actors
-    start from; default: the engine's own HF module) go to the actors. sample_center: see ES."""
+    With Ray workers, model_dir (each actor loads its own replica), weights (the full center the actors
+    start from; default: the engine's own HF module) and problem_pool (the problems the batches come from,
+    so that a batch crosses as positions) go to the actors. sample_center: see ES."""
     population = population if population is not None else PopulationConfig()
     check_options(cfg, population, engine_kind(engine), distributed)
     strategy = STRATEGIES[strategy_name(population, distributed)]
@@ -229,5 +235,5 @@ def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master:
         center = MasterCenter({n: master[n] for n in names}, noise, load)
     check_rank(population.noise_rank, {n: tuple(t.shape) for n, t in center.weights().items()})
     members = strategy.build(MemberBuild(cfg, population, engine, task, sampling, center, names, distributed,
-                                         model_dir, weights))
+                                         model_dir, weights, seed, problem_pool))
     return ES(cfg, center, members, seed=seed, sample_center=sample_center)

@@ -62,6 +62,10 @@ class MemberEvaluator(ABC):
     def after_update(self, update: Update) -> None:
         """Called after ES applied the update to its center (replicas elsewhere apply the same one)."""
 
+    def traffic(self) -> dict[str, float]:
+        """Bytes sent to and from the replicas elsewhere since the last call (Ray actors: es/traffic.py); {} here."""
+        return {}
+
     def close(self) -> None:
         """Release what the strategy holds."""
 

@@ -34,7 +34,7 @@ from escov.llm.config import PopulationConfig  # defined with every other settin
 from escov.llm.member_options import DistributedConfig, strategy_name, uses_workers  # settings, without torch
 
 __all__ = ["PopulationConfig", "DistributedConfig", "strategy_name", "uses_workers", "RayMissing", "import_ray",
-           "check_address", "check_ray"]
+           "check_address", "check_ray", "token_auth_as_ray_start"]
 
 
 class RayMissing(ImportError, ValueError):
@@ -68,3 +68,17 @@ def check_ray(dist: DistributedConfig):
     ray = import_ray()
     check_address(dist.address)
     return ray
+
+
+def token_auth_as_ray_start() -> None:
+    """Connect to a cluster with Ray's token authentication when `ray start` turned it on: RAY_AUTH_MODE unset and a
+    token at hand (~/.ray/auth_token, which a local `ray.init()` writes). `ray start` then requires the token, but
+    `ray.init(address=...)` sends it only in token mode; Ray's own rule for `ray start` decides (nothing to do on a
+    Ray without token authentication)."""
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)

@@ -64,6 +64,12 @@ class StepMetrics(_StepMetricsCore, total=False):
     mean_response_tokens: float
     by_data_source: dict           # data_source -> {"reward_mean", "reward_std", "pass_at_1", "prompts"}
     es_zero_update: bool           # ES: every member's reward was equal, so the update was zero
+    # ES on Ray actors (llm/es/traffic.py): bytes to and from one actor in the step (the first step after the actors
+    # start, of a run, a resume or an ES phase, includes the weights and train pool each actor starts from)
+    actor_bytes: float             # mean over the actors of bytes to + from
+    actor_bytes_to: float
+    actor_bytes_from: float
+    actor_bytes_max: float         # the largest one actor's to + from
 
 
 TIMING_KEYS = ("step_seconds", "wall_seconds", "tokens_per_s", "es_weight_share")  # differ between equal runs

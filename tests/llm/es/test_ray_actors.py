@@ -119,3 +119,11 @@ def test_a_call_not_answered_within_the_actor_timeout_drops_the_actor(tiny_model
     with pytest.raises(RuntimeError, match="every Ray actor is dead.*GetTimeoutError"):
         make_es(cfg, engine, task, names, master, max_new_tokens=4, seed=0, model_dir=tiny_model_dir,
                 distributed=DistributedConfig(workers=2, actor_timeout_s=1e-3))
+
+
+def test_a_cluster_too_small_for_the_actors_is_refused_before_any_starts(tiny_model_dir, ray_local):
+    """Two actors reserving 2 CPUs each on the 2-CPU Ray of this module would wait forever for their CPUs."""
+    cfg, engine, task, names, master = _parts(tiny_model_dir)
+    with pytest.raises(ValueError, match=r"the Ray cluster has 2 CPUs; 2 actors reserving 2 each \(--threads\) need 4"):
+        make_es(cfg, engine, task, names, master, max_new_tokens=4, seed=0, model_dir=tiny_model_dir,
+                distributed=DistributedConfig(workers=2, cpus_per_worker=2.0))
