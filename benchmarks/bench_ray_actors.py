@@ -14,6 +14,7 @@ and prints the median seconds per iteration, the speed-up over one actor (T_1 / 
 later), and the machine's load average before and after (the machine may be shared: read ratios, not seconds).
 On a random-init model every member scores the same, so the update is zero (its cost is left out alike everywhere).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,11 +36,24 @@ def build(model_dir: str, members: int, workers: int, tokens: int, pool, address
     cfg = ESConfig(population_size=members, sigma=0.02, alpha=0.01, member_temperature=1.0, member_samples=1)
     names = select_parameters(engine.model.named_parameters(), "")
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-    dist = DistributedConfig(workers=workers, address=address, cpus_per_worker=1.0, threads_per_worker=1) \
-        if workers else None
-    return make_es(cfg, engine, get_task("countdown"), names, master, max_new_tokens=tokens, seed=0,
-                   population=PopulationConfig(batched=True), distributed=dist, model_dir=model_dir,
-                   problem_pool=pool)
+    dist = (
+        DistributedConfig(workers=workers, address=address, cpus_per_worker=1.0, threads_per_worker=1)
+        if workers
+        else None
+    )
+    return make_es(
+        cfg,
+        engine,
+        get_task("countdown"),
+        names,
+        master,
+        max_new_tokens=tokens,
+        seed=0,
+        population=PopulationConfig(batched=True),
+        distributed=dist,
+        model_dir=model_dir,
+        problem_pool=pool,
+    )
 
 
 def main() -> None:
@@ -60,7 +74,7 @@ def main() -> None:
     model = args.model or str(random_model(Path(tempfile.mkdtemp()) / "model", preset=args.preset))
     counts = [int(k) for k in args.actors.split(",")]
     params = sum(t.numel() for t in HFEngine(model).model.parameters())
-    ray.init(num_cpus=sum(counts), include_dashboard=False, log_to_driver=False, object_store_memory=200 * 2 ** 20)
+    ray.init(num_cpus=sum(counts), include_dashboard=False, log_to_driver=False, object_store_memory=200 * 2**20)
     pool = get_task("countdown").problems("train", 64, seed=0)
     load_before = os.getloadavg()
     ways = {"one process": build(model, args.members, 0, args.tokens, pool)}
@@ -81,9 +95,11 @@ def main() -> None:
         es.close()
     ray.shutdown()
     median = {name: statistics.median(s) for name, s in seconds.items()}
-    print(f"model {model} ({params:,} parameters), N = {args.members}, {args.prompts} prompts x {args.tokens} tokens, "
-          f"{args.repeats} timed iterations each; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, "
-          f"{os.cpu_count()} CPUs")
+    print(
+        f"model {model} ({params:,} parameters), N = {args.members}, {args.prompts} prompts x {args.tokens} tokens, "
+        f"{args.repeats} timed iterations each; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, "
+        f"{os.cpu_count()} CPUs"
+    )
     t1 = median[f"ray {counts[0]}"] * counts[0]
     print(f"{'way':>12} {'s/iter':>8} {'speed-up':>9} {'efficiency':>11} {'bytes/actor first':>18} {'later':>7}")
     for name, t in median.items():

@@ -11,6 +11,7 @@ the grid. When only the grid is measured again (scripts/republish_lemma_grid.py)
 
 Every other key of report.json and every other line of REPORT.md stays as it was.
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,9 @@ def _claim_index(report: dict) -> int:
     raise ValueError(f"report.json has no {CLAIM!r} claim")
 
 
-def splice_report(report: dict, grid: list[dict], training_sigma: float | None = None,
-                  training_temperature: float | None = None) -> dict:
+def splice_report(
+    report: dict, grid: list[dict], training_sigma: float | None = None, training_temperature: float | None = None
+) -> dict:
     """A copy of report (report.json's data) with `lemma_grid` = grid and the lemma1 claim's real-run level
     decided again from it. The training runs' summary comes from the old level's evidence ("training", or its
     per-run "ratios" and "s" with the given sigma and temperature)."""
@@ -83,7 +85,7 @@ def splice_markdown(text: str, report: dict) -> str:
     if nxt is None:
         raise ValueError(f"REPORT.md: no {NEXT_SECTION!r} heading")
     if heads:
-        lines[heads[0]:nxt] = section
+        lines[heads[0] : nxt] = section
     else:
         lines[nxt:nxt] = section
     return "\n".join(lines)

@@ -1,4 +1,5 @@
 """theory.standardize, the one z-scoring of every level: its properties as the math states them."""
+
 import statistics
 
 import numpy as np
