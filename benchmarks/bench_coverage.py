@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from common import peak_mb
+
 from escov.llm.tasks import countdown
 from escov.paper_checks.coverage.measure import MeasureOptions, measure
 from escov.paper_checks.coverage.sources import ReadOptions, load

@@ -36,14 +36,13 @@ import time
 from pathlib import Path
 
 import torch
+from common import random_model
 
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es import ES, ESConfig, PopulationConfig, make_es, select_parameters
 from escov.llm.es.batched_hf import PopulationWeights, generate_population
 from escov.llm.rollout import rollout
 from escov.llm.tasks import get_task
-
-from common import random_model
 
 VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-stacked")
 

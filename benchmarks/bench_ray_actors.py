@@ -67,7 +67,6 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     import ray
-
     from common import random_model
 
     torch.set_num_threads(1)

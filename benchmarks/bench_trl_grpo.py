@@ -45,9 +45,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import peak_mb  # noqa: E402
+
 from escov.llm.trl_reference import (
     Settings,
-    gradients,
     identical_batch,
     loss_case,
     perturbed,  # noqa: E402
@@ -123,7 +123,6 @@ def worker_ours(s: Settings, steps: int) -> None:
 def worker_trl(s: Settings, steps: int) -> None:
     import torch
     from transformers import AutoModelForCausalLM, TrainerCallback
-
     from trl import GRPOTrainer  # noqa: F401  imported before the baseline, as llm in worker_ours (it imports vllm
     #                              when vllm is installed: that cost is in TRL's baseline, not in its training memory)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import copy
 
-from escov.paper_checks.real_checks import lemma1_verdict, training_summary
 from escov.paper_checks.finite import without_non_finite
+from escov.paper_checks.real_checks import lemma1_verdict, training_summary
 from escov.paper_checks.report import claim_row, lemma1_training, lemma_grid_lines, level_lines
 
 CLAIM = "lemma1"

@@ -13,8 +13,8 @@ import numpy as np  # noqa: E402
 
 from escov.llm.plot_axes import label_k_axis, legend_beside, step_axis  # noqa: E402
 from escov.paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
-from escov.theory.paper import PAPER_TAUS  # noqa: E402
 from escov.theory.matched import common_range, read_at, supported  # noqa: E402
+from escov.theory.paper import PAPER_TAUS  # noqa: E402
 
 MAIN = ("grpo", "es", "es-grpo", "grpo-es", "es[sampled]", "es[small-sigma]")
 

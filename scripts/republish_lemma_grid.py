@@ -68,12 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     from escov.llm.rundir import dumps
     from escov.paper_checks.evidence import load_lemma_grid
     from escov.paper_checks.lemma_grid import draws_needed
-    from escov.paper_checks.reproduce.lemma_grid_measurement import measure_grid
     from escov.paper_checks.lemma_grid_publish import splice_markdown, splice_report
     from escov.paper_checks.plots import lemma1_grid_plot
     from escov.paper_checks.report import lemma1_training
     from escov.paper_checks.reproduce.bases import base_cache_dir, base_cache_key, pretrain_command
     from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.lemma_grid_measurement import measure_grid
     from escov.paper_checks.reproduce.reproduction import grid_settings
 
     if args.budget not in BUDGETS:

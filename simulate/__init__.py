@@ -26,7 +26,7 @@ from .es import ESConfig  # noqa: E402
 from .grpo import GRPOConfig  # noqa: E402
 from .measure import MeasureConfig  # noqa: E402
 from .schedules import BUDGETS, grpo_budget, schedule  # noqa: E402
-from .train import NonFiniteError, BanditRun, train  # noqa: E402
+from .train import BanditRun, NonFiniteError, train  # noqa: E402
 
 __all__ = [
     "BanditTask",

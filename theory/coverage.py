@@ -24,6 +24,7 @@ from collections import Counter
 from typing import Hashable, Sequence
 
 import numpy as np
+
 from escov.theory.metrics import pass_at_k_counts
 
 TAU_ATOL = 1e-12  # c / n >= tau is decided as c >= tau n - TAU_ATOL: tau = 0.3 with n = 10 counts c = 3

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from escov.paper_checks.coverage.table import Coverage, InputError
 from escov.theory.coverage import (
     answer_entropy,

@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
 from escov.llm.plot_axes import label_k_axis, legend_beside  # noqa: E402
 
 PASSK_PNG = "coverage_passk.png"

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from escov.paper_checks.coverage.table import InputError, ModelCounts, place
 
 FORMATS = ("auto", "plain", "trl", "verl", "es-at-scale", "escov")

@@ -15,8 +15,9 @@ terminal (tqdm; TQDM_DISABLE=1 hides it).
 from __future__ import annotations
 
 import pandas as pd
-from escov.paper_checks.coverage.table import InputError
 from tqdm import tqdm
+
+from escov.paper_checks.coverage.table import InputError
 
 SKIPPED = ("src", "pos", "model", "seed", "sample", "correct", "reward", "solution", "vote", "prompt", "completion")
 

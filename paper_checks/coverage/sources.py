@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from escov.paper_checks.coverage import reader
 from escov.paper_checks.coverage.table import Coverage, InputError, place
 

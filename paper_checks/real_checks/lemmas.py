@@ -146,7 +146,7 @@ def lemma1_verdict(grid: list[dict], training: dict | None, claim: Claim = BY_ID
         note = (
             f"holds when the pooled interval lies within 1 +- {LEMMA1_MARGIN} and no in-regime row lies wholly outside it"
             + (
-                f"; rows wholly outside: " + ", ".join(f"N={d['members']} sigma={d['sigma']:g}" for d in rows_out)
+                "; rows wholly outside: " + ", ".join(f"N={d['members']} sigma={d['sigma']:g}" for d in rows_out)
                 if rows_out
                 else ""
             )

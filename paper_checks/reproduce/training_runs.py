@@ -21,10 +21,10 @@ def trained(run_dir: Path) -> bool:
 def run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None, shared: Path | None = None) -> str:
     """Train (or resume) one run to its end, then evaluate its curve; in a worker process, on cfg's threads.
     shared: the folder of step-0 measurements shared by runs from the same base (llm.train.train)."""
+    from transformers.utils import logging as hf_logging
+
     from escov.llm.config import TrainConfig
     from escov.llm.train import train
-
-    from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # its "Loading weights" bar, once per model load, would bury the stage lines
     torch.set_num_threads(cfg["threads"])

@@ -27,12 +27,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..bandit import TaskShape  # noqa: E402
-from ..es import ESConfig  # noqa: E402
-from ..grpo import GRPOConfig  # noqa: E402
 from escov.theory.claims import Claim, Test  # noqa: E402
 from escov.theory.decisions import DECISIONS, FINDING, over_seeds  # noqa: E402
 from escov.theory.matched import compared_levels, differences_at, read_at  # noqa: E402
+
+from ..bandit import TaskShape  # noqa: E402
+from ..es import ESConfig  # noqa: E402
+from ..grpo import GRPOConfig  # noqa: E402
 
 SHAPE = TaskShape()
 GRPO = GRPOConfig()

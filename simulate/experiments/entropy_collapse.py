@@ -19,12 +19,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..bandit import make_task
-from ..measure import DEFAULT_KS
-from ..train import train
 from escov.theory.claims import BY_ID
 from escov.theory.decisions import FINDING, combine
 
+from ..bandit import make_task
+from ..measure import DEFAULT_KS
+from ..train import train
 from .common import (
     ES,
     GRPO,

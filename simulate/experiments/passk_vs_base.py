@@ -17,11 +17,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..bandit import make_task
-from ..train import train
 from escov.theory.claims import BY_ID
 from escov.theory.decisions import INCONCLUSIVE, combine
 
+from ..bandit import make_task
+from ..train import train
 from .common import ES, GRPO, SHAPE, STEPS, claim, decided, save, scaled, settings, stats
 
 NAME = "passk_vs_base"

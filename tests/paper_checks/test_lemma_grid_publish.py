@@ -5,9 +5,9 @@ import copy
 
 import numpy as np
 
-from escov.paper_checks.reproduce.lemma_grid_measurement import grid_row
 from escov.paper_checks.lemma_grid_publish import splice_markdown, splice_report
 from escov.paper_checks.report import render_markdown
+from escov.paper_checks.reproduce.lemma_grid_measurement import grid_row
 from escov.theory.decisions import HOLDS
 
 

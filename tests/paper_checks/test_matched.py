@@ -19,12 +19,12 @@ refining wide Pass@1 jumps). Checked, by replication:
 import numpy as np
 import pytest
 
-from tests.paper_checks import known_frontier as kf
 from escov.paper_checks.design import plan, seeds_by_prompts
 from escov.paper_checks.matched import MIN_RANGE, curve_of, matched_difference, matched_seed_values, paired, thinned
 from escov.theory.claims import BY_ID
 from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE, combine, directional
 from escov.theory.matched import RESOLUTION
+from tests.paper_checks import known_frontier as kf
 
 TEST = BY_ID["matched_passk_above_grpo"].test
 KS = (16, 32)

@@ -33,7 +33,6 @@ from escov.theory.claims import BY_ID, CLAIMS
 from tests.paper_checks.test_paper_checks_verdicts import make_run
 from tests.paper_checks.test_premise_record import runs  # noqa: F401  (the fixture: runs with curves)
 
-
 # the premise's positive control (premise.py's control.json) as the report reads it
 CONTROL = {
     "split": "validation",
@@ -378,7 +377,6 @@ def test_a_reports_premise_record_reads_the_lemma_grid_beside_runs_with_curves(t
     from escov.paper_checks import report as report_module
     from escov.paper_checks.finite import without_non_finite
     from escov.paper_checks.premise_record import premise_record
-
     from tests.paper_checks.test_report_rendering import _grid_row
 
     run_list, _ = runs

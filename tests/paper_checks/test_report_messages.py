@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from escov.paper_checks import plots
-from escov.paper_checks.reproduce import reproduction
 from escov.paper_checks.cli import main as cli_main
 from escov.paper_checks.report import build_report, collect
+from escov.paper_checks.reproduce import reproduction
 from escov.theory.metrics import pass_at_k_counts
 from tests.paper_checks.test_paper_checks_verdicts import make_run
 

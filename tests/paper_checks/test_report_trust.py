@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from escov.llm.rollout import derive_seed
-from escov.theory.claims import BY_ID
 from escov.paper_checks.real_checks import REAL_CHECKS
 from escov.paper_checks.report import build_report, collect, real_verdict
+from escov.theory.claims import BY_ID
 from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 SETTINGS = {"eval_samples": 32, "eval_temperature": 1.0, "eval_ks": [1, 16, 32], "max_completion_length": 24}

@@ -6,6 +6,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from scipy.stats import entropy as scipy_entropy
+
 from escov.theory.coverage import (
     answer_entropy,
     cover_at_tau,
@@ -17,7 +19,6 @@ from escov.theory.coverage import (
     problem_bootstrap_indices,
     solvability,
 )
-from scipy.stats import entropy as scipy_entropy
 
 
 def brute_pass_at_k(flags: list[int], k: int) -> float:

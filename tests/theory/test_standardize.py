@@ -4,7 +4,8 @@ import statistics
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from escov.theory.standardize import standardize
 

@@ -7,9 +7,10 @@ probability 1/2 (p -> 1 - (1 - p)^4) and loses it otherwise (p -> p / 10), the p
 
 import numpy as np
 import pytest
+from scipy import integrate, stats
+
 from escov.paper_checks.coverage.measure import bootstrap_weights
 from escov.theory.coverage import cover_at_tau, crossing_k, k_grid, pass_at_k_table, percentile_interval
-from scipy import integrate, stats
 
 A, B = 0.5, 2.0
 PROMPTS, N, REPLICATES, DATASETS = 200, 32, 500, 1000

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from escov.paper_checks.coverage.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]

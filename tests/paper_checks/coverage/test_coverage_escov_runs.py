@@ -5,6 +5,7 @@ per-problem counts, and its Pass@k is evaluate()'s own (both the estimator of th
 import json
 
 import pytest
+
 from escov.llm.engines.hf import HFEngine
 from escov.llm.evaluate import evaluate
 from escov.llm.rundir import write_json

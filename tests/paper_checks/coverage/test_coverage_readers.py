@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+
 from escov.paper_checks.coverage.reader import detect
 from escov.paper_checks.coverage.sources import ReadOptions, load
 from escov.paper_checks.coverage.table import InputError

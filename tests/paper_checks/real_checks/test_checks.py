@@ -1087,8 +1087,8 @@ def test_thresholded_pass1_reads_the_named_sparsity_only():
     missing(
         REAL_CHECKS["thresholded_pass1"](Evidence(runs=elsewhere)),
         "thresholded_pass1",
-        f"es runs with a 78%-sparsity thresholded checkpoint evaluated; these runs thresholded ES at 50%, 78%, 90% "
-        f"sparsity only",
+        "es runs with a 78%-sparsity thresholded checkpoint evaluated; these runs thresholded ES at 50%, 78%, 90% "
+        "sparsity only",
         need,
     )
     missing(

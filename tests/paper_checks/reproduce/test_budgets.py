@@ -7,8 +7,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
 from escov.paper_checks.reproduce.budgets import BUDGETS, ES_VARIANTS
+from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
 from escov.paper_checks.reproduce.plan import plan
 from escov.paper_checks.reproduce.reproduction import reproduction_jobs
 

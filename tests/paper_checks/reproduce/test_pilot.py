@@ -3,8 +3,8 @@ on training-split prompts only; bad inputs named in one line."""
 
 import pytest
 
-from escov.paper_checks.reproduce.pilot import PILOT_SEEDS, pilot_runs, run_pilot
 from escov.paper_checks.reproduce.budgets import ANSWER_SEEDS, BUDGETS
+from escov.paper_checks.reproduce.pilot import PILOT_SEEDS, pilot_runs, run_pilot
 from escov.paper_checks.reproduce.step_sweep import SWEEP_SEED
 
 

@@ -67,10 +67,10 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
     with sampled members in straight lines to 32 and 23): every level of every pair's common range is
     supported (theory.matched). The first run's plan (a checkpoint every 5 steps, 8 curve points) on the
     same paths supports no level between ES and GRPO."""
-    from tests.paper_checks import known_frontier as kf
     from escov.llm.curve import curve_steps, layout
     from escov.llm.train import checkpoint_due
     from escov.theory.matched import compared_levels
+    from tests.paper_checks import known_frontier as kf
 
     b = BUDGETS["answer-paper-regime"]
     configs = {variant(cfg): TrainConfig.from_dict(cfg | {"out": "o"}) for cfg in plan(b, Path("base"), None).values()}
@@ -126,10 +126,10 @@ def test_the_quick_look_is_the_answer_at_a_smaller_design():
     checkpoints and curve layout rule), on fewer seeds and test prompts, with enough seeds for a t interval over
     seeds. Its curve starts from fewer evenly spread points; refinement must still support every level of ES vs
     GRPO's common range on Pass@1 paths like the first answer run's (as the answer's plan does)."""
-    from tests.paper_checks import known_frontier as kf
     from escov.llm.curve import layout
     from escov.llm.train import checkpoint_due
     from escov.theory.matched import compared_levels
+    from tests.paper_checks import known_frontier as kf
 
     quick, answer = BUDGETS["small"], BUDGETS["answer-paper-regime"]
     assert (quick.base_preset, quick.task, quick.es, quick.grpo) == (
@@ -248,6 +248,7 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
     """reproduce skips a run's curve only when every point of its layout is in curve.json: a Pass@1 jump
     wider than the resolution with a checkpoint inside still has a point to measure."""
     import json
+
     from escov.paper_checks.reproduce.training_runs import curve_done
 
     for step in (1, 2, 3, 4):
@@ -279,8 +280,8 @@ def test_the_paper_regime_answer_runs_from_the_paper_regime_base_and_again_from_
 def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_needs():
     from dataclasses import replace
 
-    from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
     from escov.paper_checks.reproduce.budgets import PREMISE_BASE, PREMISE_STEPS, SMALL_SIGMA
+    from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
 
     answer, regime = BUDGETS["answer"], BUDGETS["answer-paper-regime"]
     # the base the positive control narrowed on, GRPO at the control's step, ES also inside Lemma 1's regime

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from escov.paper_checks.reproduce.budgets import ANSWER_SEEDS, BUDGETS
 from escov.paper_checks.reproduce.step_sweep import (
     ENTROPY_DROP,
     MIN_POINTS,
@@ -22,7 +23,6 @@ from escov.paper_checks.reproduce.step_sweep import (
     run_sweep,
     sweep_runs,
 )
-from escov.paper_checks.reproduce.budgets import ANSWER_SEEDS, BUDGETS
 
 
 def trace(name, pass1, entropy=None):

@@ -5,7 +5,6 @@ import io
 import json
 import re
 
-import numpy as np
 import pytest
 
 from escov.simulate.cli import main, run_all
