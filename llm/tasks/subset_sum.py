@@ -32,7 +32,7 @@ from escov.llm.tasks.rewards import check_reward
 MAX_ANSWER_CHARS = 256       # a longer answer (spaces removed) is wrong without being read
 MAX_NUMBERS = 16             # m of a generated instance (2^m subsets are enumerated)
 STRATEGIES = ("dominant", "rare")
-_ANSWER = re.compile(r"\d{1,6}(?:[,+]\d{1,6})*")
+_ANSWER = re.compile(r"[1-9]\d{0,5}(?:[,+][1-9]\d{0,5})*")  # positive integers, no leading zero
 _SPACE = re.compile(r"\s+")
 
 
@@ -79,7 +79,7 @@ def random_guess_rate(numbers, target: int) -> Fraction:
 
 def parse_answer(completion) -> tuple[int, ...] | None:
     """The numbers a completion chooses, sorted, or None when it is not a list of numbers joined by "," or "+"
-    (too long, empty, anything else). Never evaluates anything."""
+    (too long, empty, a leading zero, anything else). Never evaluates anything."""
     if not isinstance(completion, str) or len(completion) > MAX_COMPLETION_CHARS:
         return None
     text = _SPACE.sub("", completion)

@@ -3,6 +3,7 @@ the winding class against an angle sum, hostile outputs, split disjointness, and
 import itertools
 import math
 import random
+from fractions import Fraction
 
 import pytest
 
@@ -70,7 +71,7 @@ def test_enumeration_distance_and_guess_rate_match_brute_force_over_all_move_str
         assert shortest_distance(grid) == d
         assert shortest_paths(grid) == hits
         assert count_shortest_paths(grid) == len(hits)
-        assert random_guess_rate(grid) == len(hits) / 4 ** d
+        assert random_guess_rate(grid) == Fraction(len(hits), 4 ** d)
         checked += 1
 
 
