@@ -28,10 +28,14 @@ Each point is a CurvePoint record in curve.json (llm/rundir/), written as soon a
 The base (step 0) and the final checkpoint are the run's own evaluations (eval.json's base and final, with their
 greedy twins) whenever those were measured with the curve's settings (prompts, samples, temperature, Pass@k and
 completion length): the same measurement of the same model, not measured twice; such a point says so in `source`.
-Other points already there with the same settings are reused, so an interrupted curve continues where it
-stopped, and points outside the current layout (left by an earlier layout, e.g. before the run was
-resumed) are dropped. The sampling seed depends on (run seed, step), not on the method, so two
-methods' step-0 points on the same seed are the same measurement of the same base.
+Each point records its `fingerprint`: the run's settings hash and the sha256 of the weight files it measured
+(the base model's, or the checkpoint's; llm/fingerprints.py weights_sha256). Before measuring, the run is checked
+as `--resume` checks it (llm/fingerprints.py, llm/witnesses.py): edited settings, a changed data file, reward or
+base model are refused in one line. Other points already there with the same settings and the fingerprint of the
+weights there now are reused, so an interrupted curve continues where it stopped, and points outside the current
+layout (left by an earlier layout, e.g. before the run was resumed) are dropped; a resumed run drops the points
+after the step it continues from (it trains those checkpoints again). The sampling seed depends on (run seed,
+step), not on the method, so two methods' step-0 points on the same seed are the same measurement of the same base.
 """
 from __future__ import annotations
 
@@ -39,11 +43,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
-from escov.llm import rundir
+from escov.llm import fingerprints, rundir, witnesses
 from escov.llm.problem_sets import CURVE_SPLITS
-from escov.llm.rollout import derive_seed
 from escov.theory.matched import RESOLUTION
 
 POINTS, SAMPLES = 8, 32                     # the paper's Pass@32 (at the run's eval_temperature; the paper's 0.6)
@@ -109,8 +111,27 @@ def evaluations_as_points(run_dir: Path, cfg, checkpoints: list[int], n_problems
                 or sampled["max_new_tokens"] != cfg.max_completion_length or greedy["num_problems"] != n_problems):
             continue
         points.append({"step": step, "sampled": _without_kept(sampled), "greedy": _without_kept(greedy),
-                       "source": f"eval.json {label}"})
+                       "source": f"eval.json {label}", "fingerprint": point_fingerprint(run_dir, cfg, step)})
     return points
+
+
+def point_fingerprint(run_dir: Path, cfg, step: int) -> dict:
+    """What a curve point measured: the run's settings hash and the sha256 of the weight files of its step (the
+    base model at step 0, else the checkpoint)."""
+    model_dir = cfg.model if step == 0 else rundir.checkpoint_dir(run_dir, step)
+    return {"settings_sha256": fingerprints.settings_sha256(rundir.read_config(run_dir)),
+            "weights_sha256": fingerprints.weights_sha256(model_dir)}
+
+
+def check_run(run_dir: Path, cfg) -> None:
+    """What `--resume` refuses, refused before a curve measures anything (RunDirError, one line): settings edited
+    in config.json, records that contradict their witnesses, an input whose content changed (cfg's paths are
+    pointed at where each input is now)."""
+    rundir.check_settings_fixed(run_dir, allow_change=False)
+    recorded = fingerprints.check_settings_hash(run_dir, allow_change=False)
+    witnesses.check(run_dir)
+    if recorded is not None:
+        fingerprints.check_inputs(run_dir, cfg, recorded["inputs"])
 
 
 def _without_kept(record: dict) -> dict:
@@ -129,14 +150,18 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     """Measure the curve points of run_dir's layout that are not in its curve.json yet, drop the points
     outside the layout; returns the layout's points in step order. split: "test" (the run's test prompts),
     "validation" or "train" (llm/problem_sets.py split_set); temperature None: the run's eval_temperature."""
+    import torch
+
     from escov.llm.config import load_config
     from escov.llm.engines import make_engine
     from escov.llm.evaluate import evaluate
     from escov.llm.problem_sets import split_set
+    from escov.llm.rollout import derive_seed
     from escov.llm.tracking import open_tracker
 
     run_dir = Path(run_dir)
     cfg = load_config(run_dir)
+    check_run(run_dir, cfg)
     torch.set_num_threads(cfg.threads)
     temperature = cfg.eval_temperature if temperature is None else temperature
     if samples < max(KS):
@@ -145,7 +170,8 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     measured = split_set(cfg, split, n_problems)  # the run's own task (data, split, prompt style, reward)
     task, problems = measured.task, measured.problems
     done = {p["step"]: p for p in rundir.read_curve(run_dir) or []
-            if _same_settings(p, n_problems, samples, temperature, split)}
+            if _same_settings(p, n_problems, samples, temperature, split)
+            and p.get("fingerprint") == point_fingerprint(run_dir, cfg, p["step"])}  # the same weights, measured alike
     checkpoints, _ = rundir.checkpoint_steps(run_dir)
     if split == "test":
         for point in evaluations_as_points(run_dir, cfg, checkpoints, n_problems, samples, temperature):
@@ -162,7 +188,8 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
             common = {"max_new_tokens": cfg.max_completion_length, "seed": seed, "progress": progress}
             point = {"step": step,
                      "sampled": evaluate(engine, task, problems, n=samples, ks=list(KS), temperature=temperature, **common),
-                     "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common)}
+                     "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common),
+                     "fingerprint": point_fingerprint(run_dir, cfg, step)}
             if split != "test":  # a test curve's record stays as it was
                 point["split"] = split
             rundir.record_curve_point(run_dir, point)

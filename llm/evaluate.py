@@ -35,12 +35,10 @@ import numpy as np
 from tqdm import tqdm
 
 from escov.llm.reward_stats import reward_stats
-from escov.llm.rollout import mean_token_entropy
-from escov.llm.tasks.base import is_correct_reward
-from escov.theory.errors import NonFiniteError
 from escov.llm.rundir import dumps
+from escov.llm.tasks.base import is_correct_reward
 from escov.llm.tasks.math_grader import safety_net_hits
-from escov.theory.metrics import maj_at_k, pass_at_k_counts
+from escov.theory.errors import NonFiniteError
 
 CORRECT_THRESHOLD = 1.0  # a completion is correct (Pass@k, Maj@k) when its reward is >= this (llm/tasks/base.py)
 SAMPLES_PER_CALL = 256  # completions generated per engine call (prompts per call = this // n)
@@ -66,6 +64,10 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
              top_p: float = 1.0, progress: bool = True, keep: int = 0, step: int = 0) -> dict:
     """Sample n completions per problem and compute the metrics in the module docstring (step: the
     training step the reward functions are told, as trainer_state.global_step)."""
+    # here, not at the top: `llm eval --help` imports this module without torch (rollout) or scipy (metrics)
+    from escov.llm.rollout import mean_token_entropy
+    from escov.theory.metrics import maj_at_k, pass_at_k_counts
+
     ks = check_eval_args(n, ks)
     if not problems:
         raise ValueError("problems must be a non-empty list")
@@ -140,8 +142,7 @@ class _AddToTuple(argparse.Action):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     import dataclasses
 
-    from escov.llm.config import REPEATED_FLAGS, TrainConfig
-    from escov.llm.engines import ENGINES
+    from escov.llm.config import ENGINES, REPEATED_FLAGS, TrainConfig
     from escov.llm.settings_help import field_descriptions, help_line
     from escov.llm.tasks import TASKS
     from escov.llm.tasks.reasoning_format import PROMPT_STYLES

@@ -13,8 +13,13 @@ A run directory's inputs.json (written by llm/train.py, read and written through
                       "from_run": that path relative to the run directory, "sha256": the content hash}
 
 Content hashes: a file's bytes; a folder's files (names relative to it, then bytes, in name order); the
-base model's weight files (*.safetensors, else *.bin); the reward function's source file (module:function:
-the file the module imports from). config.json stores the resolved absolute paths, so `--resume` works from
+base model's weight files (*.safetensors, else *.bin), and under "files" each other file of its folder that
+loading reads ({name: sha256}: config.json, generation_config.json, the tokenizer files, a chat template; every
+top-level file but weights and documentation, model_files); the reward function's source file (module:function:
+the file the module imports from), and under "imports" each module it brings in from outside the Python
+installation ({module: {"path", "from_run", "sha256"}}; llm/reward_imports.py says which). A reward named by a
+package path ('pkg.mod:function') is pinned to the content of the file it resolved to: a resume from a folder
+where pkg.mod is another file is refused. config.json stores the resolved absolute paths, so `--resume` works from
 any folder; a moved run directory finds each input at its absolute path, else at the same place relative to
 the run directory (a project folder moved as a whole). A resume refuses an input whose hash changed, in one
 line naming the file and the two hash prefixes; a change of code version is allowed, printed and recorded
@@ -29,7 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from escov.llm import rundir
+from escov.llm import reward_imports, rundir
 from escov.llm.rundir import CONFIG, CONFIG_HISTORY, MANIFEST, NOT_COMPARED, PATH_SETTINGS, RunDirError
 from escov.llm.tasks import user_modules
 
@@ -72,6 +77,16 @@ def weights_sha256(model_dir: str | Path) -> str:
         digest.update(f.name.encode() + b"\0")
         _update_with_file(digest, f)
     return digest.hexdigest()
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".h5", ".msgpack", ".onnx")
+
+
+def model_files(model_dir: str | Path) -> list[Path]:
+    """The files of a model folder that loading reads besides its weights: every top-level file except weight
+    files (WEIGHT_SUFFIXES) and documentation (*.md, LICENSE*, dot files), in name order."""
+    return sorted(f for f in Path(model_dir).iterdir() if f.is_file() and f.suffix not in WEIGHT_SUFFIXES
+                  and f.suffix != ".md" and not f.name.startswith((".", "LICENSE")))
 
 
 def tensors_sha256(weights: dict) -> str:
@@ -170,6 +185,19 @@ def _sha256(name: str, path: Path) -> str:
     return weights_sha256(path) if name == "model" else content_sha256(path)
 
 
+def _extra(name: str, value: str, path: Path, run_dir: Path) -> dict:
+    """What an input's record holds besides its hash: a model's other files read on loading ("files"), a reward
+    source's imported modules ("imports")."""
+    if name == "model" and path.is_dir():
+        return {"files": {f.name: content_sha256(f) for f in model_files(path)}}
+    if name == "reward_function":
+        module = value.rpartition(":")[0]
+        found = reward_imports.imported_files(path, "" if module.endswith(".py") else module)
+        return {"imports": {m: {"path": str(f), "from_run": os.path.relpath(f, run_dir), "sha256": content_sha256(f)}
+                            for m, f in found.items()}}
+    return {}
+
+
 def _entries(name: str, value) -> list[tuple[str, str]]:
     """(record name, path as given) for each path a setting holds: reward_function holds several, recorded
     as reward_function[0], reward_function[1], ...; the others one (or none when empty)."""
@@ -191,6 +219,7 @@ def take_inputs(cfg, run_dir: str | Path) -> dict:
             inputs[key] = {"given": given, "path": None if path is None else str(path),
                            "from_run": None if path is None else os.path.relpath(path, run_dir),
                            "sha256": None if path is None else _sha256(name, path)}
+            inputs[key] |= {} if path is None else _extra(name, value, path, run_dir)
         if values:
             setattr(cfg, name, tuple(values) if name == "reward_function" else values[0])
     return inputs
@@ -237,14 +266,21 @@ def check_inputs(run_dir: str | Path, cfg, recorded: dict) -> None:
                     raise RunDirError(f"{run_dir / CONFIG}: {name} is {now!r} but the run ran with {record['given']!r}")
                 values.append(now)
                 continue
-            path = _locate(run_dir, name, record)
+            module = now.rpartition(":")[0] if name == "reward_function" else ""
+            by_name = bool(module) and not module.endswith(".py")  # imported by its name: pinned to its content
+            path = _imported_now(run_dir, key, now, record) if by_name else _locate(run_dir, name, record)
             digest = _sha256(name, path)
+            if digest != record["sha256"] and by_name and path != Path(record["path"]).resolve():
+                raise RunDirError(f"{path}: {key} {now!r} now imports this file, not the one the run used "
+                                  f"({record['path']}; sha256 {record['sha256'][:SHORT]} -> {digest[:SHORT]}); "
+                                  "resume from the folder the run was started from (a resumed run keeps its inputs)")
             if digest != record["sha256"]:
                 what = {"model": "base model weights", "reward_function": "reward function source"}.get(
                     name, f"{name} file")
                 raise RunDirError(f"{path}: {what} changed since the run started (sha256 {record['sha256'][:SHORT]} "
                                   f"-> {digest[:SHORT]}); a resumed run keeps its inputs (restore it, or start a new "
                                   "run)")
+            _check_extra(run_dir, key, "" if not by_name else module, path, record)
             if name == "reward_function":
                 module, _, function = now.rpartition(":")
                 values.append(f"{path}:{function}" if module.endswith(".py") else now)
@@ -252,6 +288,48 @@ def check_inputs(run_dir: str | Path, cfg, recorded: dict) -> None:
                 values.append(str(path))
         if values:
             setattr(cfg, name, tuple(values) if name == "reward_function" else values[0])
+
+
+def _imported_now(run_dir: Path, key: str, spec: str, record: dict) -> Path:
+    """The file a reward named by its import path ('pkg.mod:function') imports now; RunDirError when none."""
+    try:
+        source = reward_source(spec)
+    except ValueError as err:
+        source, why = None, str(err)
+    else:
+        why = "no source file"
+    if source is None or not source.is_file():
+        raise RunDirError(f"{run_dir / CONFIG}: {key} {spec!r} cannot be imported now ({why}); the run used "
+                          f"{record['path']}: resume from the folder the run was started from")
+    return source.resolve()
+
+
+def _check_extra(run_dir: Path, key: str, module: str, path: Path, record: dict) -> None:
+    """The base model's other files and a reward source's imported modules against their record (a record
+    written before they were recorded has none: nothing to compare); RunDirError naming the first that differs."""
+    keep = "a resumed run keeps its inputs (restore it, or start a new run)"
+    if "files" in record and path.is_dir():
+        now = {f.name: content_sha256(f) for f in model_files(path)}
+        for name in sorted(set(now) | set(record["files"])):
+            was, digest = record["files"].get(name), now.get(name)
+            if was != digest:
+                change = ("added" if was is None else "removed" if digest is None
+                          else f"changed (sha256 {was[:SHORT]} -> {digest[:SHORT]})")
+                raise RunDirError(f"{path / name}: base model file {change} since the run started; {keep}")
+    if "imports" in record:
+        now = reward_imports.imported_files(path, module)
+        for name in sorted(set(now) | set(record["imports"])):
+            was = record["imports"].get(name)
+            if name not in now:
+                raise RunDirError(f"{path}: {key} imports module {name}, which is not found now (the run used "
+                                  f"{was['path']}); {keep}")
+            digest = content_sha256(now[name])
+            if was is None:
+                raise RunDirError(f"{now[name]}: module {name}, imported by {key} ({path.name}), was not among its "
+                                  f"imports when the run started; {keep}")
+            if digest != was["sha256"]:
+                raise RunDirError(f"{now[name]}: module {name}, imported by {key} ({path.name}), changed since the "
+                                  f"run started (sha256 {was['sha256'][:SHORT]} -> {digest[:SHORT]}); {keep}")
 
 
 def check_settings_hash(run_dir: str | Path, allow_change: bool) -> dict | None:

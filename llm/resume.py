@@ -70,6 +70,21 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
     return None
 
 
+def relog_step(run: TrainingRun, step: int) -> None:
+    """Send the tracker a step's records again from the run directory (its metrics row, probe measurement and kept
+    training completions): a resume after the last step hides that step's events, to measure the final stage again."""
+    for row in rundir.read_steps(run.dir):
+        if row["step"] == step:
+            run.tracker.log_record("train", row, step)
+    for measurement in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]:
+        if measurement["step"] == step:
+            run.tracker.log_record("probe", measurement, step)
+    kept = [{k: r[k] for k in ("prompt", "completion", "reward")} for r in rundir.read_completions(run.dir)
+            if r["step"] == step and r["source"] == "train"]
+    if kept:
+        run.tracker.log_completions("train", kept, step)
+
+
 def drop_later_checkpoints(out: Path, step: int) -> None:
     """Remove the checkpoints after `step`, the one a resume continues from: the resumed run trains them
     again (with the same settings it writes the same weights; with changed settings, others)."""

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from escov.llm import drift, fingerprints, rundir, schedules, tracking
+from escov.llm import drift, fingerprints, rundir, schedules, tracking, witnesses
 from escov.llm.config import TrainConfig, load_config
 from escov.llm.device import resolve_device, resume_device
 from escov.llm.engines.base import check_model_dir, load_tokenizer
@@ -50,7 +50,7 @@ from escov.llm.interrupts import stop_if_requested
 from escov.llm.lemma_measurements import measure_population
 from escov.llm.problem_sets import ProblemSet, eval_set, fit_to_data, probe_problems, prompt_sources
 from escov.llm.prompt_lengths import check_prompt_lengths
-from escov.llm.resume import drop_later_checkpoints, name_missing_side_records, resume_point
+from escov.llm.resume import drop_later_checkpoints, name_missing_side_records, relog_step, resume_point
 from escov.llm.reward_stats import reward_stats
 from escov.llm.rollout import NonFiniteError, Rollouts, derive_seed, rollout
 from escov.llm.run_stages import FINAL_SOURCES, base_evaluation, final_stage, plot_curves  # noqa: F401 (plot_curves)
@@ -362,9 +362,13 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
               file=sys.stderr)
         rundir.record_code_change(out, config, was, now, from_step)
     rundir.write_manifest(out, run.manifest)
-    # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over)
-    purge_from = None if not resume else 0 if point is None else point[0] + 1
+    # a resumed run hides the tracker's events after its checkpoint (all of them when it starts over); resumed after
+    # the last step, those of the last step too (the final stage's, which it measures again; the rest relogged)
+    last_step = point is not None and point[0] == run.total_steps
+    purge_from = None if not resume else 0 if point is None else point[0] + (0 if last_step else 1)
     run.tracker = tracking.open_tracker(cfg.report_to, out, cfg.to_dict(), purge_from)
+    if last_step and cfg.report_to == "tensorboard":  # the others keep what they were sent (W&B: steps seen once)
+        relog_step(run, point[0])
     try:
         _train_loop(run, point, shared)
         final_stage(run)
@@ -379,7 +383,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
     cfg, out = run.cfg, run.dir
     elapsed, optimizer_state = 0.0, None
     if point is None:
-        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS):
+        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS, rundir.CURVE):
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
@@ -387,13 +391,15 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
         ev = {"base": run.record("base", 0, measured["base"]), "base_greedy": run.record("base_greedy", 0, measured["base_greedy"])}
         if cfg.heldout_task:
             ev["heldout"] = {"base": run.record("heldout_base", 0, measured["heldout_base"])}
-        rundir.write_eval(out, {"fingerprint": run.fingerprint()} | ev)
+        fingerprint = run.fingerprint()  # base_fingerprint: kept, a witness of inputs.json (llm/witnesses.py)
+        rundir.write_eval(out, {"fingerprint": fingerprint, "base_fingerprint": fingerprint} | ev)
         done = 0
     else:
         done, weights, elapsed, optimizer_state = point
         rundir.keep_steps(out, done)
         rundir.keep_probe(out, done)
         rundir.keep_completions(out, done)
+        rundir.keep_curve(out, [p["step"] for p in rundir.read_curve(out) or [] if p["step"] <= done])  # later: again
         rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
         phase = schedules.phase_at(run.phases, done)
@@ -450,6 +456,7 @@ def resume(run_dir: str | Path, show_progress: bool = True, device: str | None =
     content changed (inputs.json, llm/fingerprints.py), always."""
     changes = rundir.check_settings_fixed(run_dir, allow_config_change)
     recorded = fingerprints.check_settings_hash(run_dir, allow_config_change)
+    witnesses.check(run_dir)  # each checkpoint's settings, eval.json's base fingerprint against the records
     for name, was, now in changes:
         print(f"note: {name} changes from {was!r} to {now!r} for the rest of the run (recorded in "
               f"{rundir.CONFIG_HISTORY})", file=sys.stderr)

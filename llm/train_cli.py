@@ -93,6 +93,7 @@ def _resume(out: Path, args: argparse.Namespace, show_progress: bool) -> bool:
     from escov.llm.train import resume
 
     cfg = load_config(out)
+    cfg.out = str(out)  # where the run is now (config.json names where it began)
     resume_device(cfg.device, args.device, args.allow_device_change, f"--resume {out}")  # a refused device: an error first
     if is_finished(out) and not args.re_evaluate:
         print(f"{out} is finished ({total_steps(cfg)} steps, final evaluation in {out / rundir.EVAL}); nothing to do. "
@@ -178,6 +179,11 @@ def summary(out: Path) -> str:
     zero = sum(bool(r.get("es_zero_update")) for r in es_rows)
     if zero:
         lines.append(f"  ES: {zero} of {len(es_rows)} iterations had all members' rewards equal: a zero update")
+    timeouts = rundir.grading_timeouts(rundir.read_steps(out) if (out / rundir.METRICS).exists() else [], ev)
+    if timeouts:
+        lines.append(f"  warning: {timeouts} answer{'s' * (timeouts > 1)} graded wrong at the math grader's "
+                     "wall-clock safety net (grading_timeouts in metrics.jsonl and eval.json): the machine stalled, "
+                     "and those grades depend on its load")
     steps, _ = rundir.checkpoint_steps(out)
     files = sorted(p.name for p in out.iterdir() if p.is_file() and not p.name.startswith("."))
     lines.append(f"  wrote {', '.join(files)}")

@@ -7,14 +7,15 @@ files are in llm/rundir.py. Reading never crashes on a partial run: what is miss
 with the file named, and skipped, so that a report can mark the claims that needed it. So is what
 makes the data untrustworthy though every file reads (llm/rundir.py integrity_problems): metrics
 rows not exactly steps 1..n, config.json edited since the run wrote it, settings changed mid-run, a
-run still writing the directory.
+run still writing the directory, records that contradict their witnesses (llm/witnesses.py: a checkpoint's
+settings hash, eval.json's base fingerprint), answers graded at the math grader's wall-clock safety net.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from escov.llm import rundir
+from escov.llm import rundir, witnesses
 from escov.llm.rundir import RunDirError
 
 
@@ -66,6 +67,12 @@ def load_run(path: str | Path) -> Run:
     run = Run(path=path, config=config, metrics=metrics, eval=ev, probe=probe, curve=curve, problems=problems)
     finished = isinstance(run.eval, dict) and "final" in run.eval
     problems += rundir.integrity_problems(path, config, run.metrics, finished)
+    problems += witnesses.problems(path)  # records that contradict their witnesses (llm/witnesses.py)
+    timeouts = rundir.grading_timeouts(run.metrics, run.eval)
+    if timeouts:
+        problems.append(f"{path}: {timeouts} answer{'s' * (timeouts > 1)} graded wrong at the math grader's wall-clock "
+                        "safety net (grading_timeouts in metrics.jsonl and eval.json): grades that depend on the "
+                        "machine's load")
     run.changed = changes_mid_run(path)
     return run
 

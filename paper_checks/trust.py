@@ -3,7 +3,8 @@ contradict the Pass@k beside them.
 
     screen(runs) -> (the runs counted, the exclusions [{"what", "reason"}])
 
-Duplicates (the later one given is left out, the first kept):
+Duplicates (the later one given is left out, the first kept, unless the later holds more of the run: a final
+evaluation, then more metrics rows, curve points, probe measurements; a partial copy given first is left out):
     the same directory given twice (the same resolved path);
     the same settings, seed and inputs as another run: config.json's settings hash (llm/fingerprints.py
         settings_sha256; seed included, out and device not) and inputs.json's content hashes (for a run
@@ -11,20 +12,25 @@ Duplicates (the later one given is left out, the first kept):
     the same final weights (eval.json's fingerprint) as another run whose weights moved (drift > 0 in its
         last metrics row; runs whose updates were all zero all end at the base weights, by construction).
 An eval.json is left out (the run keeps its metrics and probe) when
-    its fingerprint's settings hash is not one the run ran with (config.json or a config_history.jsonl
-        record), or its input hashes are not inputs.json's;
+    it has no fingerprint though the run records its inputs (inputs.json: code that writes both made it), so that
+        nothing tells it from another run's;
+    its fingerprint's (or its base evaluation's, base_fingerprint) settings hash is not one the run ran with
+        (config.json or a config_history.jsonl record), or its input hashes are not inputs.json's;
     an evaluation's samples, temperature, ks, completion length or sampling seed are not what the run's
         settings give (any setting the run ran with): base/final at eval_samples and eval_temperature, the
         greedy ones at 1 sample and temperature 0, sampled with seed derive_seed(seed, "eval") mod 2^31
         (held-out: "heldout");
     an evaluation's per-problem counts do not give its Pass@k (theory.metrics.pass_at_k_counts).
-A curve.json is left out when a point's sampling seed (derive_seed(seed, step, "curve") mod 2^31) or
+A curve.json is left out when a point has no fingerprint though the run records its inputs, when a point's
+fingerprint names settings the run never ran with, or (step 0) other weights than the base model's in inputs.json;
+when a point's sampling seed (derive_seed(seed, step, "curve") mod 2^31) or
 completion length contradicts the run's settings, or its counts do not give its Pass@k; a point whose source is
 the run's own evaluation (llm/curve.py: "eval.json base" or "eval.json final") when it is not that evaluation.
 Only fields that both sides hold are compared (run directories written by older code lack some).
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -73,7 +79,7 @@ def _inputs_key(run: Run) -> tuple:
     recorded = recorded_inputs(run)
     if recorded is not None:
         return ("sha256",) + tuple(sorted(recorded.items()))
-    return ("paths",) + tuple((name, run.config.get(name)) for name in PATH_SETTINGS)
+    return ("paths",) + tuple((name, json.dumps(run.config.get(name), sort_keys=True)) for name in PATH_SETTINGS)
 
 
 def expected_evaluation(config: dict, part: str) -> dict:
@@ -115,21 +121,20 @@ def count_mismatch(evaluation: dict) -> str | None:
     return None
 
 
+UNFINGERPRINTED = "has no fingerprint, though the run records its inputs ({}): nothing tells it from another run's"
+
+
 def eval_contradiction(run: Run) -> str | None:
     """Why the run's eval.json cannot be its run's (None when nothing contradicts)."""
     ev, configs = run.eval, settings_ran_with(run)
-    fingerprint = ev.get("fingerprint") if isinstance(ev.get("fingerprint"), dict) else None
-    if fingerprint and fingerprint.get("settings_sha256"):
-        hashes = {settings_sha256(c) for c in configs}
-        if fingerprint["settings_sha256"] not in hashes:
-            return (f"made with other settings (sha256 {fingerprint['settings_sha256'][:SHORT]}) than the run's "
-                    f"{run.path / rundir.CONFIG} ({settings_sha256(run.config)[:SHORT]})")
     recorded = recorded_inputs(run)
-    if fingerprint and isinstance(fingerprint.get("inputs"), dict) and recorded is not None:
-        for name, digest in fingerprint["inputs"].items():
-            if recorded.get(name) != digest:
-                return (f"made from another {name} (sha256 {str(digest)[:SHORT]}) than the run's {rundir.MANIFEST} "
-                        f"({str(recorded.get(name))[:SHORT]})")
+    fingerprint = ev.get("fingerprint") if isinstance(ev.get("fingerprint"), dict) else None
+    if recorded is not None and not (fingerprint or {}).get("settings_sha256"):
+        return UNFINGERPRINTED.format(rundir.MANIFEST)
+    for kind, record in (("", fingerprint), ("base evaluation ", ev.get("base_fingerprint"))):
+        why = _fingerprint_contradiction(run, record if isinstance(record, dict) else None, configs, recorded)
+        if why:
+            return kind + why
     for part, evaluation in _evaluations(ev):
         expected = [expected_evaluation(c, part) for c in configs]
         if not any(all(evaluation.get(k, v) == v for k, v in e.items()) for e in expected):
@@ -142,10 +147,45 @@ def eval_contradiction(run: Run) -> str | None:
     return None
 
 
+def _fingerprint_contradiction(run: Run, fingerprint: dict | None, configs: list[dict], recorded: dict | None):
+    """Why an eval.json fingerprint is not the run's: other settings, or other inputs than inputs.json's."""
+    if fingerprint and fingerprint.get("settings_sha256"):
+        hashes = {settings_sha256(c) for c in configs}
+        if fingerprint["settings_sha256"] not in hashes:
+            return (f"made with other settings (sha256 {fingerprint['settings_sha256'][:SHORT]}) than the run's "
+                    f"{run.path / rundir.CONFIG} ({settings_sha256(run.config)[:SHORT]})")
+    if fingerprint and isinstance(fingerprint.get("inputs"), dict) and recorded is not None:
+        for name, digest in fingerprint["inputs"].items():
+            if recorded.get(name) != digest:
+                return (f"made from another {name} (sha256 {str(digest)[:SHORT]}) than the run's {rundir.MANIFEST} "
+                        f"({str(recorded.get(name))[:SHORT]})")
+    return None
+
+
+def _point_contradiction(run: Run, point: dict, hashes: set[str], recorded: dict | None) -> str | None:
+    """Why a curve point's fingerprint is not the run's (a run that records its inputs fingerprints every point)."""
+    fingerprint = point.get("fingerprint")
+    if recorded is None:
+        return None
+    if not isinstance(fingerprint, dict) or not fingerprint.get("settings_sha256"):
+        return f"step {point['step']}: " + UNFINGERPRINTED.format(rundir.MANIFEST) + " (llm curve measures it again)"
+    if fingerprint["settings_sha256"] not in hashes:
+        return (f"step {point['step']}: measured with other settings (sha256 {fingerprint['settings_sha256'][:SHORT]}) "
+                f"than the run's {rundir.CONFIG} ({settings_sha256(run.config)[:SHORT]})")
+    if point["step"] == 0 and recorded.get("model") and fingerprint.get("weights_sha256") != recorded["model"]:
+        return (f"step 0: measured other weights (sha256 {str(fingerprint.get('weights_sha256'))[:SHORT]}) than the "
+                f"run's base model in {rundir.MANIFEST} ({recorded['model'][:SHORT]})")
+    return None
+
+
 def curve_contradiction(run: Run) -> str | None:
     """Why the run's curve.json cannot be its run's (None when nothing contradicts)."""
     configs = settings_ran_with(run)
+    hashes, recorded = {settings_sha256(c) for c in configs}, recorded_inputs(run)
     for point in run.curve or []:
+        why = _point_contradiction(run, point, hashes, recorded)
+        if why:
+            return why
         if "source" in point:
             why = _source_contradiction(run, point)
             if why:
@@ -188,6 +228,19 @@ def _final_weights(run: Run) -> str | None:
     return digest if digest and moved else None
 
 
+def completeness(run: Run) -> tuple:
+    """How much of a run a directory holds, to choose among copies: a final evaluation, metrics rows, curve points,
+    probe measurements."""
+    return (bool(run.eval and "final" in run.eval), len(run.metrics), len(run.curve or []),
+            len((run.probe or {}).get("measurements") or []))
+
+
+def _held(run: Run) -> str:
+    final, rows, points, probes = completeness(run)
+    return (f"{'a' if final else 'no'} final evaluation, {rows} metrics rows, {points} curve points, "
+            f"{probes} probe measurements")
+
+
 def screen(runs: list[Run]) -> tuple[list[Run], list[dict]]:
     """The runs a report counts and what it leaves out, each {"what": path, "reason": ...} (see the module
     docstring). A run's contradicting eval.json or curve.json is dropped from it (run.eval / run.curve = None)."""
@@ -205,9 +258,15 @@ def screen(runs: list[Run]) -> tuple[list[Run], list[dict]]:
         settings = (settings_sha256(run.config), _inputs_key(run))
         if settings in seen_settings:
             first = seen_settings[settings]
-            excluded.append({"what": str(run.path), "reason": f"the same settings, seed ({run.seed}) and inputs as "
-                                                              f"{first.path} (a copy or a rerun of it); counted once"})
-            continue
+            if completeness(run) <= completeness(first):
+                excluded.append({"what": str(run.path), "reason": f"the same settings, seed ({run.seed}) and inputs "
+                                 f"as {first.path} (a copy or a rerun of it); counted once"})
+                continue
+            kept.remove(first)  # a partial copy given first: the complete one counts
+            seen_weights = {w: r for w, r in seen_weights.items() if r is not first}
+            excluded.append({"what": str(first.path), "reason": f"the same settings, seed ({run.seed}) and inputs as "
+                             f"{run.path}, which holds more of the run ({_held(run)}, here {_held(first)}); counted "
+                             "once, as the more complete"})
         if run.eval:
             why = eval_contradiction(run)
             if why:

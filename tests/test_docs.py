@@ -172,29 +172,3 @@ def test_the_readmes_premise_rows_are_the_published_record():
     assert f"control on validation: {fmt_interval(c['mean'], c['lo'], c['hi'], unit='')}" in answer
 
 
-# the packages whose __init__ docstring maps the package (llm/es/ first): one line per module, "    NAME.py  what it
-# holds" (a subpackage: "    NAME/"); the other packages join this list as their maps are written
-MAPPED_PACKAGES = ("llm/es", "paper_checks", "paper_checks/reproduce", "paper_checks/real_checks")
-
-
-def package_map_gaps(folder: Path) -> list[str]:
-    """The modules and subpackages of a package folder its __init__ docstring lists on no line of their own."""
-    import ast
-
-    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
-    listed = {line.split()[0] for line in doc.splitlines() if line.startswith("    ") and line.strip()}
-    parts = ({p.name for p in folder.glob("*.py") if p.name != "__init__.py"}
-             | {f"{p.name}/" for p in folder.iterdir() if (p / "__init__.py").is_file()})
-    return sorted(parts - listed)
-
-
-def test_each_mapped_package_names_each_of_its_modules_in_its_docstring(tmp_path):
-    for package in MAPPED_PACKAGES:
-        gaps = package_map_gaps(ROOT / package)
-        assert not gaps, f"{package}/__init__.py's docstring does not list {gaps} (one line each: '    NAME.py  ...')"
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "__init__.py").write_text("")
-    (tmp_path / "a.py").write_text("")
-    (tmp_path / "b.py").write_text("")
-    (tmp_path / "__init__.py").write_text('"""A package.\n\n    a.py   the first\n\nb.py is named in prose only."""\n')
-    assert package_map_gaps(tmp_path) == ["b.py", "sub/"]

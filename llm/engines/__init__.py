@@ -1,11 +1,15 @@
-"""Generation engines with one interface (`llm.engines.base.Engine`): HFEngine and VLLMEngine."""
+"""Generation engines with one interface (`llm.engines.base.Engine`): HFEngine and VLLMEngine.
+
+    base.py         the Engine interface both share, and the helpers both use (tokenizer, model checks)
+    hf.py           HFEngine: batched sampling on a transformers causal LM with a KV cache and left padding
+    vllm_engine.py  VLLMEngine: vLLM's offline `LLM` in-process, with in-place weight updates
+"""
 from __future__ import annotations
 
 import torch
 
 from escov.llm.engines.base import Completion, Engine
-
-ENGINES = ("hf", "vllm")
+from escov.llm.settings.train_config import ENGINES  # the values of the engine setting, defined with it
 
 
 def make_engine(kind: str, model_dir, *, dtype: torch.dtype = torch.float32, seed: int = 0, device: str = "cpu",

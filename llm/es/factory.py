@@ -3,8 +3,9 @@
 One setting chooses the strategy (population.members; "auto" by default: llm/member_options.py
 strategy_name). The engine each strategy needs and its rules on the options are settings, checked with
 every other setting (llm/member_options.py `check_options`, without torch); each strategy named there
-declares here, in HOOKS, what needs a model or the machine: its setup checks on the model and the Ray
-cluster, the engine settings it needs and what the machine must offer (both before the engine starts):
+has one row here, in STRATEGIES: the class that evaluates its members and its constructor, its setup
+checks on the model and the Ray cluster, the engine settings it needs and what the machine must offer
+(both before the engine starts), and whether the center writes each member into the engine:
 
     one_by_one    OneByOne     any engine    each member written into the engine in turn
     batched_hf    BatchedHF    hf            one population-batched generate
@@ -75,26 +76,75 @@ def lora_engine_settings(cfg: ESConfig, population: PopulationConfig) -> dict:
 
 
 @dataclass(frozen=True)
+class MemberBuild:
+    """What a strategy's constructor gets: the options, the engine, the task, the members' sampling, the center,
+    and (Ray) the model directory and full weights each actor starts from."""
+    cfg: ESConfig
+    population: PopulationConfig
+    engine: Engine
+    task: Task
+    sampling: Sampling
+    center: Center
+    names: list[str]
+    distributed: DistributedConfig | None
+    model_dir: str | None
+    weights: dict[str, torch.Tensor] | None
+
+
+def build_one_by_one(b: MemberBuild) -> MemberEvaluator:
+    return local_members(b.cfg, b.population, b.engine, b.task, b.sampling, b.center, batched=False)
+
+
+def build_batched(b: MemberBuild) -> MemberEvaluator:
+    return local_members(b.cfg, b.population, b.engine, b.task, b.sampling, b.center, batched=True)
+
+
+def build_ray(b: MemberBuild) -> MemberEvaluator:
+    if b.model_dir is None:
+        raise ValueError("model_dir is required with Ray workers (each actor loads its own replica)")
+    weights = b.weights
+    if weights is None:
+        module = b.engine.live_module()
+        if module is None:
+            raise ValueError("weights (the full center for the actors) are required with a non-HF driver engine")
+        weights = {n: p.detach().float().clone() for n, p in module.named_parameters()}
+    return RayActors(b.task, b.sampling, b.center, functools.partial(local_evaluation, b.cfg, b.population),
+                     model_dir=b.model_dir, weights=weights, distributed=b.distributed)
+
+
+def build_vllm_lora(b: MemberBuild) -> MemberEvaluator:
+    return VLLMLoRA(b.engine, b.task, b.sampling, b.center.noise, b.names, b.cfg.population_size)
+
+
+def build_vllm_inplace(b: MemberBuild) -> MemberEvaluator:
+    return VLLMInPlace(b.engine, b.task, b.sampling, b.center)
+
+
+@dataclass(frozen=True)
 class Strategy:
-    """A member-evaluation strategy's declaration (its engine and option rules: llm/member_options.py)."""
+    """A member-evaluation strategy's row (its engine and option rules: llm/member_options.py OPTION_RULES)."""
+    evaluator: type                              # the MemberEvaluator class that evaluates its members
+    build: Callable[[MemberBuild], MemberEvaluator]  # its constructor
     setup: Callable | None = None                # (HF model, names, population, distributed): model / cluster rules
     engine_settings: Callable = lambda cfg, population: {}  # extra keyword arguments of make_engine
     machine: Callable | None = None              # (distributed): what this machine must offer, checked before the
                                                  # problems are generated and the engine starts
+    center_loads: bool = True                    # the center writes each member through engine.load_weights
+                                                 # (False: the strategy writes the members itself)
 
 
-# the hooks of the strategies that have any; the strategies themselves are named once, in
-# llm/member_options.py OPTION_RULES, and one without hooks here gets none (Strategy())
-HOOKS = {
-    "batched_hf": Strategy(setup_batched),
-    "ray": Strategy(setup_ray, machine=check_ray),  # Ray installed, its cluster reachable
-    "vllm_lora": Strategy(setup_vllm_lora, lora_engine_settings),
-    "vllm_inplace": Strategy(None, lambda cfg, population: dict(ENGINE_KWARGS), machine_vllm_inplace),
+# every strategy, once; llm/member_options.py OPTION_RULES holds their rules on the settings (no torch there)
+STRATEGIES = {
+    "one_by_one": Strategy(OneByOne, build_one_by_one),
+    "batched_hf": Strategy(BatchedHF, build_batched, setup_batched),
+    "ray": Strategy(RayActors, build_ray, setup_ray, machine=check_ray),  # Ray installed, its cluster reachable
+    "vllm_lora": Strategy(VLLMLoRA, build_vllm_lora, setup_vllm_lora, lora_engine_settings),
+    "vllm_inplace": Strategy(VLLMInPlace, build_vllm_inplace, None, lambda cfg, population: dict(ENGINE_KWARGS),
+                             machine_vllm_inplace, center_loads=False),  # the workers write the members themselves
 }
-if set(HOOKS) - set(OPTION_RULES):
-    raise ImportError(f"llm/es/factory.py HOOKS names strategies that llm/member_options.py OPTION_RULES does not "
-                      f"hold: {sorted(set(HOOKS) - set(OPTION_RULES))}")
-STRATEGIES = {name: HOOKS.get(name, Strategy()) for name in OPTION_RULES}
+if set(STRATEGIES) != set(OPTION_RULES):
+    raise ImportError(f"llm/es/factory.py STRATEGIES and llm/member_options.py OPTION_RULES must name the same "
+                      f"strategies: {sorted(set(STRATEGIES) ^ set(OPTION_RULES))} differ")
 
 
 def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,
@@ -161,7 +211,7 @@ def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master:
     start from; default: the engine's own HF module) go to the actors. sample_center: see ES."""
     population = population if population is not None else PopulationConfig()
     check_options(cfg, population, engine_kind(engine), distributed)
-    name = strategy_name(population, distributed)
+    strategy = STRATEGIES[strategy_name(population, distributed)]
     sampling = Sampling(cfg.member_samples, cfg.member_temperature, max_new_tokens)
     if cfg.inplace_bf16:
         module = engine.live_module()
@@ -175,23 +225,9 @@ def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master:
             raise ValueError("master must hold fp32 weights for exactly the perturbed parameter names")
         device = next(iter(master.values())).device
         noise = population_noise(cfg, population, device)  # drawn where the weights it perturbs live
-        load = None if name == "vllm_inplace" else engine.load_weights  # in place: the workers write themselves
+        load = engine.load_weights if strategy.center_loads else None  # in place: the workers write themselves
         center = MasterCenter({n: master[n] for n in names}, noise, load)
     check_rank(population.noise_rank, {n: tuple(t.shape) for n, t in center.weights().items()})
-    if name in ("one_by_one", "batched_hf"):
-        members = local_members(cfg, population, engine, task, sampling, center, batched=name == "batched_hf")
-    elif name == "vllm_inplace":
-        members = VLLMInPlace(engine, task, sampling, center)
-    elif name == "vllm_lora":
-        members = VLLMLoRA(engine, task, sampling, center.noise, names, cfg.population_size)
-    else:
-        if model_dir is None:
-            raise ValueError("model_dir is required with Ray workers (each actor loads its own replica)")
-        if weights is None:
-            module = engine.live_module()
-            if module is None:
-                raise ValueError("weights (the full center for the actors) are required with a non-HF driver engine")
-            weights = {n: p.detach().float().clone() for n, p in module.named_parameters()}
-        members = RayActors(task, sampling, center, functools.partial(local_evaluation, cfg, population),
-                            model_dir=model_dir, weights=weights, distributed=distributed)
+    members = strategy.build(MemberBuild(cfg, population, engine, task, sampling, center, names, distributed,
+                                         model_dir, weights))
     return ES(cfg, center, members, seed=seed, sample_center=sample_center)

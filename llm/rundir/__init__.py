@@ -95,8 +95,8 @@ from escov.llm.rundir.files import (
     write_eval,
     write_manifest,
 )
-from escov.llm.rundir.integrity import integrity_problems, rows_missing_through, step_problems
-from escov.llm.rundir.jsonio import check_finite, dumps, read_json, read_text, write_json
+from escov.llm.rundir.integrity import grading_timeouts, integrity_problems, rows_missing_through, step_problems
+from escov.llm.rundir.jsonio import MAX_FILE_BYTES, check_finite, dumps, read_json, read_text, write_json
 from escov.llm.rundir.lock import LOCK, RunDirBusy, WriterLock, in_use, is_empty, lock_holder
 from escov.llm.rundir.records import (
     ADAPTER,
@@ -133,7 +133,7 @@ __all__ = ["ADAPTER", "CHECKPOINTS", "CHECKPOINT_NAME", "COMPLETIONS", "CONFIG",
            "RunDirBusy", "RunDirError", "StepMetrics", "TIMING_KEYS", "TRAINER_STATE", "Thresholded", "TrainerState",
            "WEIGHTS", "WriterLock", "append_completions", "append_step", "check_eval_file", "check_finite",
            "check_record", "check_settings_fixed", "checkpoint_bytes", "checkpoint_dir", "checkpoint_steps",
-           "config_history", "dumps", "flat_settings", "free_bytes", "in_use", "integrity_problems", "is_empty",
+           "config_history", "dumps", "grading_timeouts", "MAX_FILE_BYTES", "flat_settings", "free_bytes", "in_use", "integrity_problems", "is_empty",
            "keep_completions", "keep_curve", "keep_probe", "keep_steps", "load_adapter", "load_checkpoint",
            "lock_holder", "probe_path", "read_completions", "read_config", "read_curve", "read_eval", "read_json",
            "read_manifest", "read_probe", "read_steps", "read_text", "record_code_change", "record_curve_point",

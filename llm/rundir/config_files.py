@@ -55,10 +55,14 @@ def config_history(run: Path) -> list[dict]:
     if not path.exists():
         return []
     records = []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    text = read_text(path)
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         try:
             record = json.loads(line, parse_constant=_no_constant)
         except ValueError:
+            if number == len(lines) and not text.endswith("\n"):
+                break  # the last record, cut off by a kill while it was written: never written (_drop_cut_line)
             raise RunDirError(f"{path}: line {number}: not a JSON record") from None
         if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
             raise RunDirError(f"{path}: line {number}: expected a record with a 'config' object")
@@ -96,6 +100,7 @@ def record_settings(run: Path, config: dict, from_step: int = 0) -> None:
     first record is the settings a run starts with), with the changed settings and the step of the
     checkpoint the run continues from."""
     history = config_history(run)
+    _drop_cut_line(Path(run) / CONFIG_HISTORY)
     changes = setting_changes(history[-1]["config"], config, ignore=NOT_COMPARED) if history else []
     if history and not changes:
         return
@@ -109,9 +114,19 @@ def record_code_change(run: Path, config: dict, was: str, now: str, from_step: i
                           "from_step": from_step})
 
 
+def _drop_cut_line(path: Path) -> None:
+    """Remove a last line without its newline from config_history.jsonl: a record a kill cut off while it was
+    written (config_history skips it), so that the next record starts a line of its own."""
+    text = read_text(path) if path.exists() else ""
+    if text and not text.endswith("\n"):
+        with writing(path):
+            path.write_text(text[:text.rfind("\n") + 1], encoding="utf-8")
+
+
 def _append_history(run: Path, record: dict) -> None:
     path = Path(run) / CONFIG_HISTORY
     line = dumps(record, str(path))  # before the file is opened: a refused record leaves no empty history behind
+    _drop_cut_line(path)
     with writing(path), open(path, "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
         fh.flush()

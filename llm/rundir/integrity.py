@@ -72,6 +72,17 @@ def integrity_problems(run: Path, config: dict, rows: list[dict], finished: bool
     return problems
 
 
+def grading_timeouts(rows: list[dict], ev: dict | None) -> int:
+    """Answers a run graded wrong at the math grader's wall-clock safety net (llm/tasks/math_grader.py): the
+    `grading_timeouts` of its metrics rows and of its evaluations (0 unless the machine stalled)."""
+    ev = ev if isinstance(ev, dict) else {}
+    evaluations = [ev.get(p) for p in ("base", "base_greedy", "final", "final_greedy")]
+    evaluations += list((ev.get("heldout") or {}).values()) if isinstance(ev.get("heldout"), dict) else []
+    counts = [r.get("grading_timeouts") for r in rows] + [e.get("grading_timeouts") for e in evaluations
+                                                           if isinstance(e, dict)]
+    return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
+
+
 def rows_missing_through(run: Path, step: int) -> str | None:
     """Whether metrics.jsonl holds the rows of steps 1..step exactly once each (what resuming from
     checkpoint `step` needs; later rows are dropped by keep_steps): None, or what is wrong."""

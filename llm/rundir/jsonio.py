@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,24 @@ def write_json(path: Path, data: Any) -> None:
         os.replace(tmp, path)
 
 
+MAX_FILE_BYTES = 1 << 30  # a run file larger than 1 GiB is not one (a link to an endless or foreign file)
+
+
 def read_text(path: Path) -> str:
-    """The UTF-8 text of a file; RunDirError naming it when it cannot be read or is not UTF-8."""
+    """The UTF-8 text of a file; RunDirError naming it when it cannot be read, is not a regular file (a device, a
+    pipe: perhaps endless), is larger than MAX_FILE_BYTES or is not UTF-8."""
     try:
-        return Path(path).read_bytes().decode("utf-8")
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise RunDirError(f"{path}: not a regular file (a device or a pipe?); a run file is a plain file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise RunDirError(f"{path}: {info.st_size / 2**20:.0f} MB, larger than a run file can be "
+                              f"({MAX_FILE_BYTES / 2**20:.0f} MB)")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise RunDirError(f"{path}: larger than a run file can be ({MAX_FILE_BYTES / 2**20:.0f} MB)")
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise RunDirError(f"{path}: not UTF-8 text (byte {err.start})") from None
     except OSError as err:

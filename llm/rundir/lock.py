@@ -95,5 +95,7 @@ def in_use(run: Path) -> dict | None:
 
 
 def is_empty(run: Path) -> bool:
-    """True when `run` holds nothing but its lock file (a directory a new run may start in)."""
-    return not any(p.name != LOCK for p in Path(run).iterdir())
+    """True when `run` holds nothing but its lock file and temporary files of atomic writes (JSON files, metrics
+    rewrites: `NAME.tmp`) a kill cut short before their rename (a directory a new run may start in: a kill during
+    the first config.json write leaves only config.json.tmp)."""
+    return not any(p.name != LOCK and not (p.is_file() and p.name.endswith(".tmp")) for p in Path(run).iterdir())

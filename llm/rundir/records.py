@@ -110,6 +110,7 @@ class Thresholded(TypedDict):
 
 class EvalFile(TypedDict, total=False):
     fingerprint: dict              # {"settings_sha256", "inputs": {name: sha256}, "final_weights_sha256"}
+    base_fingerprint: dict         # the same, written with the base evaluation and kept (llm/witnesses.py)
     base: Evaluation
     base_greedy: Evaluation
     final: Evaluation
@@ -145,6 +146,7 @@ class CurvePoint(_CurvePointCore, total=False):
     prompts, or (split "train") prompts of the training split, for choosing settings without the test set."""
     split: str  # "test" when absent
     source: str  # "eval.json base" / "eval.json final": the run's own evaluation of that model, same settings
+    fingerprint: dict  # {"settings_sha256", "weights_sha256"}: the run's settings, the weight files measured
 
 
 class KeptCompletion(TypedDict):

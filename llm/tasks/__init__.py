@@ -8,6 +8,22 @@ fields={...})` (llm/tasks/data_files.py); `prompt_style` (llm/tasks/reasoning_fo
 any task's reward by functions of TRL's signature; the `prompts` task (llm/tasks/prompts.py) is your
 own data, scored by such functions. `grid_paths` and `subset_sum` are generated tasks whose correct
 solutions and their strategies are enumerated exactly.
+
+    base.py              the task interface: problems with a prompt, a reward, an answer
+    countdown.py         Countdown: the given numbers, each once, with + - * / to hit the target
+    grid_paths.py        grid paths: a shortest path of U/D/L/R moves, every one enumerated, winding classes
+    subset_sum.py        subset sum: numbers summing to a target, every solution enumerated, planted strategies
+    solution_coverage.py exact coverage measures of the counted tasks: solution and class shares, rare share
+    arithmetic.py        held-out arithmetic, the forgetting probe ("47+58=" -> "105")
+    math_data.py         GSM8K / DeepScaleR-style math files, graded with math-verify
+    math_grader.py       bounded grading of math answers in a worker process
+    safe_arith.py        exact evaluation of untrusted arithmetic text (whitelist ast, Fractions)
+    data_files.py        records from local data files and datasets folders; which make train and test
+    prompts.py           your own prompts, scored by your own reward function: the `prompts` task
+    reasoning_format.py  prompt styles, and where in a completion the answer may sit
+    rewards.py           reward conventions: how a graded completion becomes a reward (`reward`)
+    reward_function.py   rewards written as Python functions, called as TRL's GRPOTrainer calls them
+    user_modules.py      where a user's module is found, for importing it and for hashing its source
 """
 from __future__ import annotations
 

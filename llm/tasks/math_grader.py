@@ -14,9 +14,11 @@ graded (main thread, worker threads, subprocesses, Ray actors), goes through one
    lines over its stdin and stdout) parses the answer and compares it with the gold:
    `verify(parse(gold), parse(answer))`, gold first. The answer is parsed (at most MAX_ANSWER_CHARS
    characters) and, before any comparison, checked against the work bounds (`too_expensive`: tree
-   nodes, nesting depth, distinct symbols, exponents of symbolic powers, and numbers of more than
-   `MAX_VALUE_BITS` bits, e.g. towers of powers and factorials of large numbers: one long C call
-   each, which no signal interrupts); an answer over a bound is wrong, whatever the machine's load.
+   nodes, nesting depth, distinct symbols, exponents of symbolic powers, sums and products (\\sum,
+   \\prod) of more than `MAX_TERMS` terms or over limits that are not integers, and numbers of more than
+   `MAX_VALUE_BITS` bits, e.g. towers of powers, factorials and binomials of large numbers, long products:
+   one long C call each, which no signal interrupts); an answer over a bound is wrong, whatever the
+   machine's load.
    Inside the bounds an answer takes well under a second of CPU time (tests/llm/test_math_grader.py).
    A wall-clock timer of `SAFETY_NET_SECONDS` (the worker's main thread, where signals work) stays
    only as a safety net far above that cost: an answer that reaches it is wrong, and it is never
@@ -68,6 +70,7 @@ MAX_NODES = 120               # nodes of its expression tree
 MAX_DEPTH = 16                # nesting depth of that tree
 MAX_SYMBOLS = 8               # distinct symbols
 MAX_SYMBOLIC_EXPONENT = 64    # |n| of an integer power n of an expression with symbols ((x+1)^n expands to n+1 terms)
+MAX_TERMS = 1000              # terms of a sum or product (\sum, \prod: each term is evaluated)
 OVER_BUDGET = "over-budget"   # the worker's reply when its timer fired
 MISSING = "missing"           # the worker's first line when it cannot import math-verify (instead of "ready")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
@@ -166,35 +169,69 @@ def _key(parsed) -> str | None:
     return str(expr)
 
 
-def value_bits(expr) -> float:
+def value_bits(expr, bound: dict | None = None) -> float:
     """An upper bound on the bits of the numbers that evaluating `expr` can make (inf when huge).
 
-    Integers: their bits; b^e: |e| * bits(b), with e's own size bounding |e|; n!: n log2 n; sums
-    and products: the sum over their arguments (so for any other function too). Symbols count 0.
+    Integers: their bits; b^e: |e| * bits(b), with e's own size bounding |e|; n!: n log2 n; a binomial
+    C(n, k) and rising or falling factorials as n! with n of the bits of all their arguments; a sum or product
+    over integer ranges (\\sum, \\prod; `sum_or_product_range`) of t terms: its term's bits (its variables at
+    the bits of their largest limit) + log2 t, or t times them; over a range that is not a given integer range:
+    inf; sums and products of expressions: the sum over their arguments (so for any other function too).
+    Symbols count 0 (`bound`: the bits of the variables of an enclosing sum or product).
     """
     import sympy
-    from sympy.functions.combinatorial.factorials import factorial, factorial2, subfactorial
+    from sympy import FallingFactorial, RisingFactorial, binomial, factorial, factorial2, subfactorial
 
-    if not isinstance(expr, sympy.Basic) or isinstance(expr, sympy.Symbol):
+    bound = bound or {}
+    if isinstance(expr, sympy.Symbol):
+        return bound.get(expr, 0.0)
+    if not isinstance(expr, sympy.Basic):
         return 0.0
+    if isinstance(expr, (sympy.Sum, sympy.Product)):
+        terms = sum_or_product_range(expr)
+        if terms is None or terms > MAX_TERMS:
+            return math.inf
+        inner = bound | {limit[0]: max(value_bits(limit[1], bound), value_bits(limit[2], bound))
+                         for limit in expr.limits}
+        term = max(value_bits(expr.function, inner), 1.0)
+        return term + math.log2(max(terms, 1)) if isinstance(expr, sympy.Sum) else term * max(terms, 1)
+    if isinstance(expr, (binomial, RisingFactorial, FallingFactorial)):
+        n = sum((value_bits(arg, bound) for arg in expr.args), 0.0)
+        return math.inf if n > 64 else 2.0 ** n * max(n, 1.0)
     if isinstance(expr, sympy.Rational):
         return float(max(abs(expr.p), expr.q).bit_length())
     if isinstance(expr, sympy.Float):
         return float(abs(expr._mpf_[2]) + expr._mpf_[3]) if expr._mpf_[1] else 0.0
     if isinstance(expr, sympy.Pow):
-        base, exponent = value_bits(expr.base), value_bits(expr.exp)
+        base, exponent = value_bits(expr.base, bound), value_bits(expr.exp, bound)
         return math.inf if exponent > 64 else max(base, 1.0) * 2.0 ** exponent
     if isinstance(expr, (factorial, factorial2, subfactorial, sympy.gamma)):
-        n = value_bits(expr.args[0])
+        n = value_bits(expr.args[0], bound)
         return math.inf if n > 64 else 2.0 ** n * max(n, 1.0)
-    return sum((value_bits(arg) for arg in expr.args), 0.0)
+    return sum((value_bits(arg, bound) for arg in expr.args), 0.0)
+
+
+def sum_or_product_range(expr) -> int | None:
+    """The number of terms of a sum or product (the product of its limits' ranges), None when a limit is not a
+    given integer (a symbol, infinity) or the range is too long to count."""
+    import sympy
+
+    terms = 1
+    for limit in expr.limits:
+        if len(limit) != 3 or not all(isinstance(v, sympy.Integer) for v in limit[1:]):
+            return None
+        terms *= max(int(limit[2]) - int(limit[1]) + 1, 0)
+        if terms > MAX_TERMS:
+            return None
+    return terms
 
 
 def too_expensive(expr) -> str | None:
     """Which work bound an answer's parsed expression is over (None: within all of them), decided from its
     tree alone, before any comparison: more than MAX_NODES nodes (the walk stops there), deeper than
     MAX_DEPTH, more than MAX_SYMBOLS distinct symbols, an integer power of an expression with symbols
-    above MAX_SYMBOLIC_EXPONENT in size, or numbers of more than MAX_VALUE_BITS bits (value_bits).
+    above MAX_SYMBOLIC_EXPONENT in size, a sum or product (\\sum, \\prod) not over at most MAX_TERMS terms
+    between integers, or numbers of more than MAX_VALUE_BITS bits (value_bits).
     Values that are not sympy expressions (text) are within the bounds."""
     import sympy
 
@@ -215,6 +252,8 @@ def too_expensive(expr) -> str | None:
         if (isinstance(node, sympy.Pow) and isinstance(node.exp, sympy.Integer)
                 and abs(node.exp) > MAX_SYMBOLIC_EXPONENT and node.base.free_symbols):
             return f"a power of an expression with symbols above {MAX_SYMBOLIC_EXPONENT}"
+        if isinstance(node, (sympy.Sum, sympy.Product)) and sum_or_product_range(node) is None:
+            return f"a sum or product not over at most {MAX_TERMS} terms between given integers"
         stack.extend((arg, depth + 1) for arg in node.args if isinstance(arg, sympy.Basic))
     if value_bits(expr) > MAX_VALUE_BITS:  # after the walk: it bounds value_bits' own recursion
         return f"numbers of more than {MAX_VALUE_BITS} bits"

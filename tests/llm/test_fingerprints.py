@@ -258,20 +258,25 @@ def test_each_path_setting_is_made_absolute_and_hashed_by_its_content(project):
     inputs = fingerprints.take_inputs(cfg, "run")
     run = project / "run"
 
-    def record(given, path, digest):
-        return {"given": given, "path": str(path), "from_run": os.path.relpath(path, run), "sha256": digest}
+    def record(given, path, digest, **extra):
+        return {"given": given, "path": str(path), "from_run": os.path.relpath(path, run), "sha256": digest} | extra
+
+    init = project / "fp_pkg/__init__.py"  # a package's module brings in its package (imports: llm/reward_imports.py)
+    package = {"fp_pkg": {"path": str(init), "from_run": os.path.relpath(init, run), "sha256": sha(init.read_bytes())}}
 
     assert inputs == {
-        "model": record("model", project / "model", sha(b"model.safetensors\0weights")),
+        "model": record("model", project / "model", sha(b"model.safetensors\0weights"),
+                        files={"config.json": sha(b"{}")}),
         "data": record("data/train.jsonl", project / "data/train.jsonl", sha(b'{"prompt": "1+1=", "answer": "2"}\n')),
         "test_data": record("data/test.jsonl", project / "data/test.jsonl", sha(b'{"prompt": "2+2=", "answer": "4"}\n')),
-        "reward_function[0]": record("rewards.py:exact", project / "rewards.py", sha((project / "rewards.py").read_bytes())),
+        "reward_function[0]": record("rewards.py:exact", project / "rewards.py",
+                                     sha((project / "rewards.py").read_bytes()), imports={}),
         "reward_function[1]": record("fp_top_rewards:top", project / "fp_top_rewards.py",
-                                     sha((project / "fp_top_rewards.py").read_bytes())),
+                                     sha((project / "fp_top_rewards.py").read_bytes()), imports={}),
         "reward_function[2]": record("fp_pkg.sub:inner", project / "fp_pkg/sub.py",
-                                     sha((project / "fp_pkg/sub.py").read_bytes())),
+                                     sha((project / "fp_pkg/sub.py").read_bytes()), imports=package),
         "reward_function[3]": record("fp_pkg:init", project / "fp_pkg/__init__.py",
-                                     sha((project / "fp_pkg/__init__.py").read_bytes())),
+                                     sha((project / "fp_pkg/__init__.py").read_bytes()), imports={}),
     }
     assert inputs["reward_function[0]"]["from_run"] == os.path.join("..", "rewards.py")
     # config.json's paths from now on: absolute; a file or a top-level module by its file, a package's module by name
@@ -327,7 +332,7 @@ def resumed(root: Path | None = None, **paths) -> TrainConfig:
                      "reward_function": (f"{root / 'rewards.py'}:exact", "fp_pkg.sub:inner")} | paths)
 
 
-def test_a_resume_points_each_setting_at_its_input_where_it_is_now(started, tmp_path):
+def test_a_resume_points_each_setting_at_its_input_where_it_is_now(started, tmp_path, monkeypatch):
     run, inputs = started
     cfg = resumed()
     fingerprints.check_inputs(run, cfg, inputs)
@@ -339,6 +344,9 @@ def test_a_resume_points_each_setting_at_its_input_where_it_is_now(started, tmp_
     moved = tmp_path / "moved"
     root.rename(moved)
     cfg = resumed(root)  # config.json still names the old places
+    monkeypatch.syspath_prepend(str(moved))  # resumed from the moved project's folder: its fp_pkg is imported
+    for name in ("fp_pkg", "fp_pkg.sub"):
+        sys.modules.pop(name, None)
     fingerprints.check_inputs(moved / "run", cfg, inputs)
     assert (cfg.model, cfg.data, cfg.test_data) == (str(moved / "model"), str(moved / "data/train.jsonl"),
                                                     str(moved / "data/test.jsonl"))

@@ -228,7 +228,7 @@ def test_sapo_temperatures_set_the_soft_gate():
 def test_a_steps_advantages_follow_the_estimator(tiny_model_dir, estimator):
     """One on-policy GRPO step (beta 0, loss grpo): every token's term is -A of its completion, so the loss is
     -mean(A); A from the step's own rewards by the estimator's formula, computed here by hand."""
-    from tasks_for_tests import CountdownScoredBy, digit_share
+    from tests.llm.tasks_for_tests import CountdownScoredBy, digit_share
 
     from escov.llm.engines.hf import HFEngine
     from escov.llm.grpo import GRPO

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from tasks_for_tests import CountdownScoredBy
+from tests.llm.tasks_for_tests import CountdownScoredBy
 
 from escov.llm.cli import main as llm_main
 from escov.llm.config import GRPOConfig

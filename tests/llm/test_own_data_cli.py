@@ -156,7 +156,9 @@ def test_the_readme_command_trains_on_48_rows_and_reports_each_reward(own_data, 
     run = own_data / "runs" / "mine"
     names = ["accuracy", "digits"] if rewards is TWO_FUNCTIONS else ["compute_score"]
     config = json.loads((run / "config.json").read_text())
-    assert config["reward_function"] == [r for r in rewards if r.startswith("my_rewards")]
+    # found in the current folder (not on the Python path here, as under the `escov` script): named by its file
+    source = (own_data / "my_rewards.py").resolve()
+    assert config["reward_function"] == [f"{source}:{r.split(':')[1]}" for r in rewards if r.startswith("my_rewards")]
     assert (config["probe"], config["heldout_task"], config["threshold_keep"]) == (False, "", [])
     row = _lines(run / "metrics.jsonl")[0]
     assert sorted(row["rewards"]) == names and sorted(row["by_data_source"]) == ["add", "sub"]
@@ -184,8 +186,9 @@ def test_a_reward_that_raises_is_one_line_naming_it_and_leaves_nothing(own_data,
         _readme_run(tiny_model_dir, "grpo", ["--reward_function", "my_rewards:raises"], capsys)
     assert stop.value.code == 2
     error = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
-    assert len(error) == 1 and "reward_function 'my_rewards:raises' raised ZeroDivisionError: float division by zero on data " \
-                               "row prompts/test/5, completion " in error[0]
+    source = (own_data / "my_rewards.py").resolve()
+    assert len(error) == 1 and f"reward_function '{source}:raises' raised ZeroDivisionError: float division by zero on " \
+                               "data row prompts/test/5, completion " in error[0]
     assert 'File "my_rewards.py", line 16, in raises' in error[0]
     assert not (own_data / "runs" / "mine").exists()
 

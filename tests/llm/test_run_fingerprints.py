@@ -78,8 +78,9 @@ def test_inputs_json_records_code_data_reward_and_model(project):
     for name, given, path in (("data", "data/train.jsonl", project / "data/train.jsonl"),
                               ("test_data", "data/test.jsonl", project / "data/test.jsonl"),
                               ("reward_function[0]", "rewards.py:exact", project / "rewards.py")):
+        extra = {"imports": {}} if name.startswith("reward_function") else {}  # it imports no module of its own
         assert inputs[name] == {"given": given, "path": str(path), "sha256": sha(path),
-                                "from_run": str(Path("..") / path.relative_to(project))}
+                                "from_run": str(Path("..") / path.relative_to(project))} | extra
     assert config["data"] == str(project / "data/train.jsonl")  # config.json: absolute, usable from any folder
     assert config["reward_function"] == [f"{project / 'rewards.py'}:exact"]
     by_hand = hashlib.sha256(b"model.safetensors\0" + (project / "model/model.safetensors").read_bytes()).hexdigest()

@@ -55,6 +55,17 @@ def test_help_shows_each_description_and_default_without_importing_torch():
     assert "--learning_rate (--grpo.learning_rate)" in text
 
 
+@pytest.mark.parametrize("command, flags", [("eval", ("--model", "--eval_samples", "--reward_function", "--device")),
+                                            ("curve", ("run_dir", "--points", "--split", "--max_points"))])
+def test_eval_and_curve_help_answer_without_importing_torch(command, flags):
+    """As `llm train --help`: the parser is built and printed before anything imports torch (seconds saved)."""
+    done = _python(f"import sys\nfrom escov.llm.cli import main\ntry:\n    main([{command!r}, '--help'])\n"
+                   "except SystemExit as e:\n    print('EXIT', e.code)\nprint('TORCH', 'torch' in sys.modules)")
+    text = " ".join(done.stdout.split())
+    assert "EXIT 0" in text and "TORCH False" in text, done.stderr[-2000:]
+    assert all(flag in text for flag in flags), text[:2000]
+
+
 def test_settings_table_has_one_row_per_setting_with_its_default():
     lines = settings_help.settings_table().splitlines()
     assert len(lines) == 2 + len(settings_help.settings())

@@ -16,6 +16,7 @@ import torch
 
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
+from escov.llm.es.factory import STRATEGIES
 from tests.llm.tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -33,6 +34,7 @@ def _run(model_dir, es_over: dict, population, distributed, steps: int = STEPS):
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
     es = make_es(cfg, engine, digit_share_task(), names, master, max_new_tokens=12, seed=7, population=population,
                  distributed=distributed, model_dir=str(model_dir))
+    assert type(es.members) is STRATEGIES[population.members].evaluator  # the strategy table says what it builds
     problems = digit_share_task().problems("train", 4, 2)
     try:
         out = [es.step(problems, s) for s in range(steps)]

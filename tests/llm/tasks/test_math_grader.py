@@ -493,3 +493,33 @@ def test_the_last_boxed_answer_is_graded_whatever_comes_before_it(first, last):
     assert last_boxed(completion) == last
     assert grade("41", completion).correct == (last == "41")
     assert grade("41", completion).correct == grade("41", rf"\boxed{{{last}}}").correct  # only the last one counts
+
+
+def test_sums_products_and_binomials_are_bounded_by_their_size_not_by_the_clock():
+    """\\sum, \\prod and \\binom answers: within the bounds graded by value (sum_{k=1}^{100} k = 5050, C(10, 3) =
+    120, prod_{k=1}^{6} k = 720), over them wrong at once, never at the safety net: a sum of 10^9 terms, a sum
+    over a symbolic range, a product whose value has too many bits (1000^1000 by its terms' bounds), C(10^9, 5 10^8)."""
+    import math
+
+    import sympy
+    from escov.llm.tasks.math_grader import MAX_TERMS, MAX_VALUE_BITS, too_expensive, value_bits
+
+    k, n = sympy.symbols("k n")
+    assert value_bits(sympy.Sum(k, (k, 1, 100))) == 7.0 + math.log2(100)        # the largest term, 100: 7 bits
+    assert value_bits(sympy.Product(k, (k, 1, 6))) == 3.0 * 6                     # 6 terms of at most 3 bits
+    assert value_bits(sympy.Sum(k, (k, 1, MAX_TERMS + 1))) == math.inf
+    assert value_bits(sympy.Sum(k, (k, 1, n))) == math.inf
+    assert value_bits(sympy.binomial(2 ** 9, 2 ** 8, evaluate=False)) == 2.0 ** 19 * 19  # 10 + 9 argument bits
+    assert too_expensive(sympy.Sum(k, (k, 1, MAX_TERMS))) is None
+    assert too_expensive(sympy.Sum(k, (k, 1, MAX_TERMS + 1))) == (f"a sum or product not over at most {MAX_TERMS} "
+                                                                   "terms between given integers")
+    assert value_bits(sympy.Product(k ** k, (k, 1, 1000))) > MAX_VALUE_BITS
+    before = math_grader.safety_net_hits()
+    for gold, answer in (("5050", r"\boxed{\sum_{k=1}^{100} k}"), ("120", r"\boxed{\binom{10}{3}}"),
+                         ("720", r"\boxed{\prod_{k=1}^{6} k}")):
+        assert grade(gold, answer).correct, answer
+    for answer in (r"\boxed{\sum_{k=1}^{10^{9}} k}", r"\boxed{\sum_{k=1}^{n} k^{k}}",
+                   r"\boxed{\prod_{k=1}^{1000} k^{k}}", r"\boxed{\binom{10^{9}}{5 \cdot 10^{8}}}"):
+        graded = grade("7", answer)
+        assert not graded.correct and graded.key is None, answer
+    assert math_grader.safety_net_hits() == before  # decided by the bounds, not by the clock
