@@ -54,8 +54,8 @@ class PlantedCorpus:
 # name -> (the model's shape and schedule: a tinymodel preset with fields replaced, the corpus); a first look at the
 # smallest sensible size (docs/llm.md, "Planted strategies"), not a recipe chosen on validation
 PLANTED_PRESETS = {
-    "grid_paths": (("small", {"steps": 400, "batch_size": 64, "warmup_steps": 40}), PlantedCorpus("grid_paths")),
-    "subset_sum": (("small", {"steps": 400, "batch_size": 64, "warmup_steps": 40}), PlantedCorpus("subset_sum")),
+    "grid_paths": (("small", {"steps": 700, "batch_size": 64, "warmup_steps": 40}), PlantedCorpus("grid_paths")),
+    "subset_sum": (("small", {"steps": 700, "batch_size": 64, "warmup_steps": 40}), PlantedCorpus("subset_sum")),
 }
 
 
