@@ -2,6 +2,8 @@
 
     tasks/                tasks with verifiable rewards, data files, reward conventions (tasks/__init__.py maps them)
     tinymodel.py          the project's own tiny pretrained base model: tokenizer, corpus, presets, training
+    tinymodel_planted.py  tiny bases on grid_paths / subset_sum with one strategy dominant, one rare (pretrain-planted)
+    planted_base.py       a planted base's first look: Pass@k overall and on rare-only prompts, exact coverage
     random_models.py      randomly initialized Qwen2 / Llama models built in code (the paper's shapes, no download)
     engines/              generation behind one interface: HF and vLLM (engines/__init__.py maps them)
     rollout.py            roll a policy out on problems, score the completions, token entropy, log-probs

@@ -1,6 +1,7 @@
 """Command line of the `llm` level: `python -m escov.llm SUBCOMMAND ...` (or `escov llm SUBCOMMAND ...`).
 
     python -m escov.llm pretrain --out DIR [--preset default|test]           # build and train the tiny base model
+    python -m escov.llm pretrain-planted --out DIR --preset grid_paths      # a base with planted strategies
     python -m escov.llm eval --model DIR --task countdown --n 32 --k 1,16,32  # Pass@k, Maj@k, entropy -> eval.json
     python -m escov.llm curve RUN_DIR --points 8                              # checkpoints along training -> curve.json
     python -m escov.llm replay RUN_DIR --step 20 --out DIR                    # an ES checkpoint from replay.jsonl
@@ -21,6 +22,8 @@ import sys
 # name -> (module, one-line help). Register new subcommands here, and only here.
 SUBCOMMANDS = {
     "pretrain": ("escov.llm.tinymodel", "build and train the project's tiny base model (save_pretrained format)"),
+    "pretrain-planted": ("escov.llm.tinymodel_planted",
+                         "train a tiny base on grid_paths or subset_sum with one strategy dominant, one rare"),
     "eval": ("escov.llm.evaluate", "Pass@k / Maj@k / entropy evaluation of a model on a task; writes eval.json"),
     # ---- trainers (ES / GRPO) ----
     "train": ("escov.llm.train_cli", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),

@@ -30,7 +30,7 @@ SECTIONS = ("es", "grpo", "population")
 class TrainConfig:
     algo: str = "es"                 # es | grpo | es-grpo (ES then GRPO) | grpo-es
     model: str = ""                  # base model directory (save_pretrained format)
-    task: str = "countdown"          # countdown | countdown3 | arithmetic | gsm8k | deepscaler (llm/tasks/)
+    task: str = "countdown"          # llm.tasks.TASKS: countdown, countdown3, grid_paths, subset_sum, gsm8k, ...
     data: str = ""                   # train data file (.json/.jsonl/.parquet; llm/tasks/data_files.py); "": generated problems
     test_data: str = ""              # test data file
     data_split: str = "files"        # files (data = train, test_data = test) | paper (data: first 200 train, rest test) | first-N

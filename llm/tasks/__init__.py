@@ -1,4 +1,4 @@
-"""Tasks with verifiable rewards: Countdown, held-out arithmetic, GSM8K and DeepScaleR files.
+"""Tasks with verifiable rewards: Countdown, grid paths, subset sum, held-out arithmetic, GSM8K and DeepScaleR files.
 
 `get_task(name, **kwargs)` builds one by name; each is a `llm.tasks.base.Task`. Data files:
 `get_task("countdown" | "gsm8k" | "deepscaler", data=TRAIN_FILE, test_data=TEST_FILE, data_split=...,
@@ -6,10 +6,14 @@ fields={...})` (llm/tasks/data_files.py); `prompt_style` (llm/tasks/reasoning_fo
 (llm/tasks/rewards.py) choose the prompt and the reward convention. `reward_function="module:function"`
 (llm/tasks/reward_function.py; also a callable, or a list of either, with `reward_weights`) replaces
 any task's reward by functions of TRL's signature; the `prompts` task (llm/tasks/prompts.py) is your
-own data, scored by such functions.
+own data, scored by such functions. `grid_paths` and `subset_sum` are generated tasks whose correct
+solutions and their strategies are enumerated exactly.
 
     base.py              the task interface: problems with a prompt, a reward, an answer
     countdown.py         Countdown: the given numbers, each once, with + - * / to hit the target
+    grid_paths.py        grid paths: a shortest path of U/D/L/R moves, every one enumerated, winding classes
+    subset_sum.py        subset sum: numbers summing to a target, every solution enumerated, planted strategies
+    solution_coverage.py exact coverage measures of the counted tasks: solution and class shares, rare share
     arithmetic.py        held-out arithmetic, the forgetting probe ("47+58=" -> "105")
     math_data.py         GSM8K / DeepScaleR-style math files, graded with math-verify
     math_grader.py       bounded grading of math answers in a worker process
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 from escov.llm.tasks.base import Problem, Task
 
-TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler", "countdown3", "prompts")
+TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler", "countdown3", "prompts", "grid_paths", "subset_sum")
 DATA_KWARGS = ("data", "test_data", "data_split", "fields")
 
 
@@ -54,14 +58,22 @@ def _builtin_task(name: str, **kwargs) -> Task:
     if name == "countdown3":  # 3-number instances only: the easier base (its Pass@32 in the paper's range; Pass@1 below it)
         from escov.llm.tasks.countdown import Countdown
         return Countdown(min_numbers=3, max_numbers=3, **kwargs)
-    if name == "arithmetic":
-        from escov.llm.tasks.arithmetic import Arithmetic
+    if name in ("arithmetic", "grid_paths", "subset_sum"):
         given = sorted(k for k in kwargs if k in DATA_KWARGS and kwargs[k] not in (None, "files"))
         if given:
-            raise ValueError(f"task 'arithmetic' generates its problems; it takes no {given}")
+            raise ValueError(f"task {name!r} generates its problems; it takes no {given}")
         if kwargs.get("prompt_style", "plain") != "plain" or kwargs.get("reward", "escov") != "escov":
-            raise ValueError("task 'arithmetic' has only the plain prompt style and the escov reward")
+            raise ValueError(f"task {name!r} has only the plain prompt style and the escov reward")
+        kwargs = {k: v for k, v in kwargs.items() if k not in DATA_KWARGS}
+    if name == "arithmetic":
+        from escov.llm.tasks.arithmetic import Arithmetic
         return Arithmetic()
+    if name == "grid_paths":
+        from escov.llm.tasks.grid_paths import GridPaths
+        return GridPaths(**kwargs)
+    if name == "subset_sum":
+        from escov.llm.tasks.subset_sum import SubsetSum
+        return SubsetSum(**kwargs)
     if name in ("gsm8k", "deepscaler"):
         from escov.llm.tasks.math_data import MathData
         return MathData(name, **kwargs)

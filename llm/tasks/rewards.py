@@ -17,7 +17,7 @@ A completion is correct exactly when its reward is >= 1 under every convention (
 from __future__ import annotations
 
 REWARDS = {
-    "escov": ("countdown", "countdown3", "arithmetic", "gsm8k", "deepscaler"),
+    "escov": ("countdown", "countdown3", "arithmetic", "gsm8k", "deepscaler", "grid_paths", "subset_sum"),
     "es-at-scale-countdown": ("countdown", "countdown3"),
     "paper-gsm8k": ("gsm8k", "deepscaler"),
 }
