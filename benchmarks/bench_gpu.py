@@ -228,7 +228,8 @@ def hf_part(args, dev: Device, figures: Figures) -> None:
         ("es_hf_batched", PopulationConfig(batched=True, max_rows=rows)),
     ):
         master = {k: p.detach().float().clone() for k, p in hf.model.named_parameters()}  # ES's own fp32 center
-        make = lambda max_new_tokens: make_es(
+        # master and population bound now: the closure must not look up names this loop deletes or rebinds
+        make = lambda max_new_tokens, master=master, population=population: make_es(
             cfg, hf, task, names, master, max_new_tokens=max_new_tokens or t_new, seed=0, population=population
         )
         es, _ = measure_es(prefix, make, problems, dev, figures)
@@ -338,7 +339,7 @@ def vllm_part(args, dev: Device, figures: Figures) -> None:
         inplace_master = {k: es.center.master[k].cpu() for k in names}
         del es
         reload = make("auto", None)
-        reload_step, figures["es_vllm_reload_s"] = dev.timed(lambda: reload.step(problems, 1))
+        reload_step, figures["es_vllm_reload_s"] = dev.timed(lambda es_reload=reload: es_reload.step(problems, 1))
         reload.center.apply(reload.plan(1).update(reload_step.z, reload.cfg.alpha))
         figures["es_inplace_over_reload"] = figures["es_vllm_inplace_s"] / figures["es_vllm_reload_s"]
         figures["inplace_vs_reload"] = {

@@ -90,7 +90,8 @@ def main() -> None:
         results.append(res)
         r = res["population_reward"]
         print(
-            f"rank {rank or 'full':>4}: population reward first 5 iters {np.mean(r[:5]):.3f} -> last 5 {np.mean(r[-5:]):.3f} | "
+            f"rank {rank or 'full':>4}: population reward first 5 iters {np.mean(r[:5]):.3f} -> "
+            f"last 5 {np.mean(r[-5:]):.3f} | "
             f"test greedy {res['test_greedy_before']:.3f} -> {res['test_greedy_after']:.3f} | "
             f"{res['seconds_per_iteration']:.2f} s/iteration",
             flush=True,

@@ -514,16 +514,19 @@ def main(argv=None) -> int:
         f"{args.rounds} process(es) x {args.iterations} timed iterations each"
     )
     print(
-        f"{'implementation':>17} {'s/iter':>7} {'/ours':>6} {'peak MB':>8} {'/ours':>6} {'above base MB':>14} {'/ours':>6}"
+        f"{'implementation':>17} {'s/iter':>7} {'/ours':>6} {'peak MB':>8} {'/ours':>6} "
+        f"{'above base MB':>14} {'/ours':>6}"
     )
     for kind, r in results.items():
         print(
-            f"{kind:>17} {r['seconds_per_iteration']:7.3f} {r['seconds_per_iteration'] / ours['seconds_per_iteration']:6.2f} "
+            f"{kind:>17} {r['seconds_per_iteration']:7.3f} "
+            f"{r['seconds_per_iteration'] / ours['seconds_per_iteration']:6.2f} "
             f"{r['peak_mb']:8.1f} {r['peak_mb'] / ours['peak_mb']:6.3f} {r['above_baseline_mb']:14.1f} "
             f"{r['above_baseline_mb'] / ours['above_baseline_mb']:6.2f}"
         )
     print(
-        f"stock CPU vLLM: named_parameters() hold {ours['live_parameter_elements']:,} of {ours['parameters']:,} weights "
+        f"stock CPU vLLM: named_parameters() hold {ours['live_parameter_elements']:,} of "
+        f"{ours['parameters']:,} weights "
         f"(what in-place perturbation reaches); plain GEMM: {results['ours-plain-gemm']['live_parameter_elements']:,}"
     )
     for kind in OUTSIDE:
@@ -531,9 +534,11 @@ def main(argv=None) -> int:
         if m:
             print(
                 f"{kind} vs ours on its noise: rewards equal {m['rewards_equal']} | update max |diff| "
-                f"{m['max_abs_diff']:.3g} (max |update| {m['max_abs_update']:.3g}), ||diff||/||update|| {m['rel_diff']:.3g}, "
+                f"{m['max_abs_diff']:.3g} (max |update| {m['max_abs_update']:.3g}), "
+                f"||diff||/||update|| {m['rel_diff']:.3g}, "
                 f"cosine {m['cosine']:.9f}, bit-identical {m['identical']} | HF tensors whose noise equals another "
-                f"tensor's: {m['hf_tensors_with_noise_equal_to_another_tensor'][0]}/{m['hf_tensors_with_noise_equal_to_another_tensor'][1]}"
+                f"tensor's: {m['hf_tensors_with_noise_equal_to_another_tensor'][0]}/"
+                f"{m['hf_tensors_with_noise_equal_to_another_tensor'][1]}"
             )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

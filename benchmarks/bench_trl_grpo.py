@@ -205,7 +205,8 @@ def bench_steps(s: Settings, repeats: int) -> dict:
 
 
 def compare_advantages(s: Settings, task, problems) -> dict:
-    """TRL's advantages from its own generate-and-score path on one batch, against group_advantages of the same rewards."""
+    """TRL's advantages from its own generate-and-score path on one batch, against group_advantages of the same
+    rewards."""
     import numpy as np
 
     from escov.llm.grpo import group_advantages
@@ -299,10 +300,11 @@ def print_steps(s: Settings, res: dict) -> None:
             f"mean completion {length:.1f} tokens, mean reward {reward:.3f})   peak RSS {r['peak_mb']:7.1f} MB, "
             f"above its baseline after imports {r['peak_mb'] - r['baseline_mb']:6.1f} MB"
         )
+    above = {k: res[k]["peak_mb"] - res[k]["baseline_mb"] for k in ("trl", "ours")}
     print(
         f"  TRL / ours: step time {med['trl'] / med['ours']:.2f}x, peak RSS "
         f"{res['trl']['peak_mb'] / res['ours']['peak_mb']:.2f}x, above baseline "
-        f"{(res['trl']['peak_mb'] - res['trl']['baseline_mb']) / (res['ours']['peak_mb'] - res['ours']['baseline_mb']):.2f}x"
+        f"{above['trl'] / above['ours']:.2f}x"
     )
 
 
@@ -310,13 +312,16 @@ def print_losses(s: Settings, rep: dict) -> None:
     a = rep["advantages"]
     print(
         f"\n2. loss on an identical batch ({rep['completion_tokens']} completion tokens; policy and reference "
-        f"perturbed copies of the base at {s.policy_scale} / {s.ref_scale} x mean|w|; old log-probs: the base, or the policy itself (on-policy, as every step with num_iterations = 1))"
+        f"perturbed copies of the base at {s.policy_scale} / {s.ref_scale} x mean|w|; old log-probs: the base, "
+        "or the policy itself (on-policy, as every step with num_iterations = 1))"
     )
     print(
         f"  advantages: TRL's own generate-and-score on the batch against our group_advantages of the same rewards "
         f"({a['groups_with_spread']} of {a['groups']} groups with spread): "
-        f"max |A_trl - A_ours| = {a['max_abs_diff']:.4f}, median A_trl / A_ours = {a['median_ratio_trl_over_ours']:.4f} "
-        f"(sqrt((G-1)/G) = {a['sqrt((G-1)/G)']:.4f}: TRL's std is Bessel-corrected); both losses below get our advantages"
+        f"max |A_trl - A_ours| = {a['max_abs_diff']:.4f}, "
+        f"median A_trl / A_ours = {a['median_ratio_trl_over_ours']:.4f} "
+        f"(sqrt((G-1)/G) = {a['sqrt((G-1)/G)']:.4f}: TRL's std is Bessel-corrected); "
+        "both losses below get our advantages"
     )
     print(
         f"  {'loss_type':>9} {'beta':>6} {'bias_kl':>7} {'old':>6} {'clip':>6} {'loss ours':>13} {'loss TRL':>13} "

@@ -236,7 +236,8 @@ class Check:
         """Why no part can run here (missing requirement, no CUDA), or None."""
         missing = [m for m in REQUIRED if versions.get(m) is None]
         if missing:
-            return f"{', '.join(missing)} not importable by {sys.executable} ({versions.get('torch_error') or versions.get('probe_error') or 'not installed'})"
+            why = versions.get("torch_error") or versions.get("probe_error") or "not installed"
+            return f"{', '.join(missing)} not importable by {sys.executable} ({why})"
         if versions.get("torch_error"):
             return f"import torch failed: {versions['torch_error']}"
         if not versions.get("cuda_available") and not self.standin:

@@ -117,7 +117,8 @@ class Components:
     interaction and the sampling noise, which one value per cell cannot separate), estimated by the two-way
     analysis of variance without replication (method of moments, negative estimates set to 0):
 
-        MS_seed = P Var_s(mean_p Y),  MS_prompt = S Var_p(mean_s Y),  MS_res = sum (Y - row - col + grand)^2 / ((S-1)(P-1))
+        MS_seed = P Var_s(mean_p Y),  MS_prompt = S Var_p(mean_s Y),
+        MS_res = sum (Y - row - col + grand)^2 / ((S-1)(P-1))
         residual = MS_res,  seed = (MS_seed - MS_res) / P,  prompt = (MS_prompt - MS_res) / S
     """
 

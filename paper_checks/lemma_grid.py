@@ -15,7 +15,8 @@ population (1/(N - 1)) sum_j d_j^T I_x d_j is an unbiased estimate of tr I_x.
 
 Decision (lemma1_decision). Lemma 1 is claimed where s <= LEMMA1_S_LIMIT. The rows inside the regime are
 pooled (the plain mean of their log ratios: weights from the rows' own estimated errors, a few draws each, make
-the pooled interval undercover, 0.87-0.91 instead of 0.95 on synthetic rows) and the pooled ratio is an equivalence test of ratio - 1
+the pooled interval undercover, 0.87-0.91 instead of 0.95 on synthetic rows) and the pooled ratio is an
+equivalence test of ratio - 1
 within +-TOLERANCE (Lemma 1's test, theory.claims): inside -> holds, wholly outside -> does not hold, else
 inconclusive; any single in-regime row whose interval lies wholly outside 1 +- TOLERANCE also gives "does not
 hold". Rows without the fields pooling reads (a grid written before they were recorded) decide nothing.

@@ -205,7 +205,8 @@ def matched_difference(
     at: str = AT_LEVELS,
 ) -> tuple[Estimate | None, dict]:
     """Mean over the supported common Pass@1 levels (at=AT_TOP: the highest alone) of a - b in `metric`, per
-    (seed, prompt), with its interval; (None, info with "reason") when nothing can be compared. info also holds the range, the
+    (seed, prompt), with its interval; (None, info with "reason") when nothing can be compared. info also holds the
+    range, the
     levels, which are supported, each method's measured points in range per run, the per-level mean
     difference, the bias control ("bias": the method thinned and its Estimate) and the design's plan (its
     variance components and the seeds a 2-point effect needs, design.plan)."""

@@ -27,7 +27,8 @@ OPEN_QUESTIONS = (
     ("mechanism", "Does ES's Pass@K behaviour come from population diversity or from greedy member rollouts?"),
     (
         "zero_success",
-        "Cross-prompt structure: the share of test prompts with no correct sample among 32, before and after each method",
+        "Cross-prompt structure: the share of test prompts with no correct sample among 32, "
+        "before and after each method",
     ),
     (
         "null_controls",
@@ -35,7 +36,8 @@ OPEN_QUESTIONS = (
     ),
     (
         "lemma1_validity",
-        "Is Lemma 1 valid at the paper's sigma on a real model? The measured s = E KL(pi_{theta+sigma eps} || pi_theta)",
+        "Is Lemma 1 valid at the paper's sigma on a real model? "
+        "The measured s = E KL(pi_{theta+sigma eps} || pi_theta)",
     ),
 )
 
@@ -131,7 +133,8 @@ def zero_success(ev: Evidence) -> dict:
     }
     same = [n for n in samples if n <= max(KS)]
     note = (
-        f" (with {same[0]} samples per prompt this share is 1 - Pass@{same[0]}: the same measurement as Pass@{same[0]}, "
+        f" (with {same[0]} samples per prompt this share is 1 - Pass@{same[0]}: "
+        f"the same measurement as Pass@{same[0]}, "
         f"not a second one)"
         if same
         else ""

@@ -175,6 +175,7 @@ def render(record: dict) -> str:
     for name, f in e["families"].items():
         if f["prompts"]:
             lines.append(
-                f"| {name} | {f['prompts']} | {f['base_pass1']:.3f} | {f['base_pass32']:.3f} | {f['lost']} | {f['gained']} |"
+                f"| {name} | {f['prompts']} | {f['base_pass1']:.3f} | {f['base_pass32']:.3f} | "
+                f"{f['lost']} | {f['gained']} |"
             )
     return "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
 """Reading run directories written by `python -m escov.llm train` (the interface between llm and paper_checks).
 
 A run directory holds `config.json`, `metrics.jsonl` (one JSON object per step), `eval.json`,
-`probe.json` (or an older run's `population.json`), `curve.json` and `checkpoints/step-N/`; its records and the one reader and writer of its
+`probe.json` (or an older run's `population.json`), `curve.json` and `checkpoints/step-N/`; its records and the one
+reader and writer of its
 files are in llm/rundir.py. Reading never crashes on a partial run: what is missing or damaged
 (a file that is not UTF-8 or not JSON, a record of the wrong shape) is recorded in `Run.problems`,
 with the file named, and skipped, so that a report can mark the claims that needed it. So is what

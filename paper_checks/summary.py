@@ -97,7 +97,8 @@ def effect_needed(claim_id: str, label: str, mean: float) -> float:
 
 
 def _scale(claim_id: str, label: str) -> tuple[float, str]:
-    """How a part is printed, by its test's unit: Pass@k and shares in points, entropy changes in %, nats as they are."""
+    """How a part is printed, by its test's unit: Pass@k and shares in points, entropy changes in %, nats as they
+    are."""
     test = BY_ID[claim_id].test_of(label)
     return test.unit, test.printed_unit
 
@@ -214,7 +215,8 @@ def _key_line(who: str, report: dict | None) -> str:
                 note = real["note"].removeprefix(real["status"] + ": ")
                 return _short(f"  {who:10s} {real['status']}: {note}")
             return (
-                f"  {who:10s} {_fmt(KEY_CLAIM, KEY_PART, est)}, {part_status(KEY_CLAIM, KEY_PART, est)}; {est['design']}, "
+                f"  {who:10s} {_fmt(KEY_CLAIM, KEY_PART, est)}, {part_status(KEY_CLAIM, KEY_PART, est)}; "
+                f"{est['design']}, "
                 f"detectable {_detectable(KEY_CLAIM, KEY_PART, est)}"
             )
     return f"  {who:10s} not in this report"

@@ -6,7 +6,8 @@
 ES on a CPU is deterministic: the same settings on the same machine give the same weights to the
 last bit. A change that only moves code (who derives the seeds, which class holds the update) must
 leave every run below bit-identical, so published runs stay valid. Each variant is a short
-`python -m escov.llm train` (a budget of 3 GRPO steps: 12 ES steps; 4 prompts, 8 members) on the tiny "test" model, in its own process;
+`python -m escov.llm train` (a budget of 3 GRPO steps: 12 ES steps; 4 prompts, 8 members) on the tiny "test" model,
+in its own process;
 the hash covers every tensor of the last checkpoint, by name. Hashes depend on the machine (its
 torch build and CPU), so record them on the machine that checks them; scripts/es_weight_hashes.json
 holds those of the 2-core development CPU since ES reads its noise from a table (llm/es/noise.py), which

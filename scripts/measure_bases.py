@@ -63,7 +63,8 @@ def weights_digest(model_dir: Path) -> str:
 
 
 def base_problems(task_name: str, problems: int, split: str):
-    """The ProblemSet a base is measured on: the first `problems` of the task's `split` (llm/problem_sets.py split_set)."""
+    """The ProblemSet a base is measured on: the first `problems` of the task's `split` (llm/problem_sets.py
+    split_set)."""
     from escov.llm.config import TrainConfig
     from escov.llm.problem_sets import split_set
 

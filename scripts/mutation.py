@@ -342,7 +342,8 @@ def prepare(group: str) -> Path:
 
 def test_model() -> Path:
     """The tests' tiny model (the "test" preset, pretrained as tests/conftest.py does), built once per version of
-    the code that builds it (paper_checks.reproduce.reproduction.base_cache_key) from the unmutated sources. Each mutant's
+    the code that builds it (paper_checks.reproduce.reproduction.base_cache_key) from the unmutated sources. Each
+    mutant's
     tests run in a pytest session of their own, where the fixture would pretrain it again (seconds) inside
     mutmut's time limit, which counts only the tests' calls: every such mutant would count as caught by a
     timeout before any test ran."""

@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads or budget.common["threads"])
         rows = measure_grid(model, pilot_design(budget.grid), progress=not args.no_progress, **grid_settings(budget))
         print(
-            f"pilot: {(time.perf_counter() - start) / 60:.1f} min (CPU {time.process_time() / 60:.1f} min); draws for a "
+            f"pilot: {(time.perf_counter() - start) / 60:.1f} min (CPU {time.process_time() / 60:.1f} min); "
+            "draws for a "
             f"ratio interval 0.1 wide:"
         )
         for r in draws_needed(rows):

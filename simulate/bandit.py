@@ -10,7 +10,8 @@ stands in for model size; `feature_dim=None` gives independent logits (Phi = ide
 The base policy is designed prompt by prompt: success probability p(x) ~ Beta(m c, (1 - m) c)
 (mean m = `base_pass1`, concentration c = `difficulty_concentration`); one common correct path
 holds (1 - rare_share) of p(x), the rare correct paths split the rest; `n_tempting` wrong paths
-hold `tempting_share` of the failure mass (all of it if they are the only wrong paths). Every path keeps a floor of `floor / V` mass.
+hold `tempting_share` of the failure mass (all of it if they are the only wrong paths). Every path keeps a floor of
+`floor / V` mass.
 theta_0 is the least-squares fit of the designed log-probabilities and the frozen bias b(x) is the
 residual, so pi_{theta_0} is exactly the design (b = 0 for independent logits). `theta0_offset`
 adds an N(0, theta0_offset^2) vector to theta_0 (b cancels it): the policy is unchanged, only the

@@ -12,7 +12,8 @@ For two-point runs the same sum is (alpha/N) sum_{pairs} (z_i+ - z_i-) eps_i.
 `null_control=True` replaces z by standardized N(0, 1) draws: the same noise, no reward signal (and no
 update where all rewards are equal, as real ES).
 `inplace_bf16=True` emulates in-place perturb / restore / update of bfloat16 weights (see bf16.py).
-Expectation (zscore off, center_scale 1): E[alpha (1/N) sum (R_i - mean R) eps_i] ~ E[alpha (1/N) sum R_i eps_i] = alpha sigma grad F_sigma(theta), with
+Expectation (zscore off, center_scale 1):
+E[alpha (1/N) sum (R_i - mean R) eps_i] ~ E[alpha (1/N) sum R_i eps_i] = alpha sigma grad F_sigma(theta), with
 F_sigma(theta) = E_eps F(theta + sigma eps) the Gaussian-smoothed reward.
 """
 

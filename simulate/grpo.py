@@ -1,7 +1,8 @@
 """GRPO on the bandit, with exact (analytic) gradients of the sampled surrogate.
 
 One step, for each seed: draw G paths y_1..y_G ~ pi_old(.|x) (temperature T) for each batch prompt,
-    A_g = (r_g - mean r) / std r    (population std, A = 0 for a group of equal rewards; `scale_rewards=False`: r_g - mean r)
+    A_g = (r_g - mean r) / std r    (population std, A = 0 for a group of equal rewards;
+                                     `scale_rewards=False`: r_g - mean r)
 then `num_iterations` (mu) ascent steps on the PPO-clipped surrogate
     L(theta) = 1/(B G) sum_{x,g} min(rho_g A_g, clip(rho_g, 1-eps, 1+eps) A_g) - beta/B sum_x KL(pi_theta || pi_ref),
     rho_g = pi_theta(y_g|x) / pi_old(y_g|x),

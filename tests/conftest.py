@@ -25,7 +25,8 @@ settings.register_profile("escov", deadline=None)
 settings.load_profile("escov")
 
 
-# A folder holding the "test" preset already pretrained (`python -m escov.llm pretrain --preset test --seed 0 --threads 1`),
+# A folder holding the "test" preset already pretrained
+# (`python -m escov.llm pretrain --preset test --seed 0 --threads 1`),
 # used instead of pretraining one: scripts/mutation.py sets it, because each mutant's tests run in a session of
 # their own, and mutmut's time limit per mutant counts the tests' calls, not the session's fixtures
 TEST_MODEL_ENV = "ESCOV_TEST_MODEL"

@@ -1,7 +1,8 @@
 """scripts/gpu_check.sh tried on the CPU: the dry run (every part "not measurable: no CUDA", exit code 2,
 the JSON written), the interpreter it chooses without $PYTHON, a Python without torch, parts cut by
 their time budgets (the JSON still written, later parts "not run"), a part's figures kept across a
-SIGKILL, and (slow) the CPU stand-in running every part: figures with reward spread at the real vocabulary, the Ray test passing, vLLM in place
+SIGKILL, and (slow) the CPU stand-in running every part: figures with reward spread at the real vocabulary, the Ray
+test passing, vLLM in place
 "not measurable"."""
 
 import json

@@ -43,7 +43,8 @@ tolerance for "equal to a reference" elsewhere (LEMMA1_MARGIN), and it is under 
 the project's published designs (23-26% over 40 steps), so a change inside it cannot be a collapse of the size
 the claim sets it against. Stated on 2026-12-03, after the published runs; ES's own numbers did not enter it.
 
-The rule on synthetic per-seed changes of known mean (tests/paper_checks/real_checks/test_entropy_collapse.py): with the true
+The rule on synthetic per-seed changes of known mean (tests/paper_checks/real_checks/test_entropy_collapse.py): with
+the true
 change at the margin, "holds" comes out in at most 2.5% of replications (measured 2.1-2.5% at 4-64 seeds and a
 per-seed sd of 5-10%); with the true change 0 it holds in 99.5% at 8 seeds and a per-seed sd of 5%, but ES's runs
 vary more: at the published answer's sd (23% per seed) it holds in 0.4% at 8 seeds, 30% at 32, 84% at 64."""
@@ -243,7 +244,8 @@ CLAIMS: tuple[Claim, ...] = (
         f"Table 3: ES->GRPO {paper.TABLE3_HARD['ES->GRPO'][2]} Pass@32 (best)",
         Test(
             "directional",
-            paper_effect=f"{paper.TABLE3_HARD['ES->GRPO'][2] - paper.TABLE3_HARD['ES'][2]:+.1f} pts @32 over the next best",
+            paper_effect=f"{paper.TABLE3_HARD['ES->GRPO'][2] - paper.TABLE3_HARD['ES'][2]:+.1f} pts @32 "
+            "over the next best",
         ),
         plots=("pareto",),
         pass_at_k=(32,),
@@ -260,7 +262,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "update_sparsity",
         "Most non-zero ES update entries are tiny (|delta| <= 1.5e-3), beyond what a random-z null gives",
-        f"{min(v['share'][1] for v in paper.TABLE4_DRIFT.values())}%-{max(v['share'][1] for v in paper.TABLE4_DRIFT.values())}% of entries",
+        f"{min(v['share'][1] for v in paper.TABLE4_DRIFT.values())}%-"
+        f"{max(v['share'][1] for v in paper.TABLE4_DRIFT.values())}% of entries",
         Test("directional", paper_effect="not reported against a null"),
         simulate="drift_sparsity",
         plots=("update_magnitudes",),
@@ -273,7 +276,8 @@ CLAIMS: tuple[Claim, ...] = (
         Test(
             "equivalence",
             margin=KEEP_MARGIN,
-            paper_effect=f"{min(paper.THRESHOLDED_PASS1_CHANGE):+.2f} to {max(paper.THRESHOLDED_PASS1_CHANGE):+.2f} pts",
+            paper_effect=f"{min(paper.THRESHOLDED_PASS1_CHANGE):+.2f} to "
+            f"{max(paper.THRESHOLDED_PASS1_CHANGE):+.2f} pts",
         ),
         simulate="drift_sparsity",
         plots=("update_magnitudes",),

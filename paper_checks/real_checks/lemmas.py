@@ -88,7 +88,8 @@ def es_regime_line(regime: dict) -> str:
     steps = regime["steps"]
     return (
         f"**ES's regime.** The ES members' measured divergence s = E KL(pi_member || pi_center) at the training "
-        f"sigma {regime['sigma']:g} (sequences sampled at T = {regime['temperature']}): median {regime['s_median']:.2g}, "
+        f"sigma {regime['sigma']:g} (sequences sampled at T = {regime['temperature']}): "
+        f"median {regime['s_median']:.2g}, "
         f"range {regime['s_min']:.2g}-{regime['s_max']:.2g} over {len(regime['s'])} measurements of {regime['runs']} "
         f"runs (steps {steps[0]}-{steps[-1]}); {regime['inside']} of {len(regime['s'])} inside Lemma 1's regime "
         f"s <= {regime['s_limit']}, where the lemma and its grid's verdict apply."
@@ -144,7 +145,8 @@ def lemma1_verdict(grid: list[dict], training: dict | None, claim: Claim = BY_ID
         )
         rows_out = [d for d in decision["rows"] if d["status"] == FAILS]
         note = (
-            f"holds when the pooled interval lies within 1 +- {LEMMA1_MARGIN} and no in-regime row lies wholly outside it"
+            f"holds when the pooled interval lies within 1 +- {LEMMA1_MARGIN} and no in-regime row lies wholly "
+            "outside it"
             + (
                 "; rows wholly outside: " + ", ".join(f"N={d['members']} sigma={d['sigma']:g}" for d in rows_out)
                 if rows_out
@@ -160,7 +162,8 @@ def lemma1_verdict(grid: list[dict], training: dict | None, claim: Claim = BY_ID
                     key=lambda t: int(t[2 : t.index(":")]),
                 )
             )
-            + f" x {first.get('prompts', '?')} prompts x {first.get('samples', '?')} samples per member, each pair against "
+            + f" x {first.get('prompts', '?')} prompts x {first.get('samples', '?')} samples per member, "
+            "each pair against "
             f"the prediction for its own members from {first.get('center_samples', '?')} center completions per prompt"
         )
         power = (

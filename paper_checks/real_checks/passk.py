@@ -129,7 +129,8 @@ def zscore_essential(ev: Evidence, claim: Claim) -> Verdict:
         )
     same_alpha = diff_between(ev.by_variant("es"), ev.by_variant("es[no-zscore]"), 1)
     shown = (
-        f"; at the same alpha (step size effect, not decided): {fmt_interval(same_alpha.mean, same_alpha.lo, same_alpha.hi)}"
+        "; at the same alpha (step size effect, not decided): "
+        f"{fmt_interval(same_alpha.mean, same_alpha.lo, same_alpha.hi)}"
         if same_alpha is not None
         else ""
     )

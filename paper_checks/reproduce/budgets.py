@@ -197,7 +197,8 @@ BUDGETS["answer-diffuse"] = replace(
 # - seeds: 4. GRPO's entropy fall read +23.8% with a per-seed sd of 7.0% at 6 seeds (the answer's runs: sd 16.4%
 #   around 25.6%), so at 4 seeds its t interval (t = 3.18) keeps a lower end near +12%; GRPO's Pass@1 gain (+31.6
 #   points at 6 seeds, 96% of its variance from prompts) keeps a lower end near +20; the drift ratio (sd 0.024 of
-#   GRPO's log drift) stays below the paper's range / 2 = 20.35x from 4 seeds. Each seed costs two runs (~60 CPU-s each);
+#   GRPO's log drift) stays below the paper's range / 2 = 20.35x from 4 seeds. Each seed costs two runs
+#   (~60 CPU-s each);
 # - prompts: GRPO's Pass@1 gain (+32 points, its variance 96% prompts at 256) keeps a lower end above +20 points
 #   at 64 prompts; the matched Pass@32 difference detects about 3 points at 4 x 64 (the answer: 1.4 at 8 x 256);
 # - steps: the answer's 40, because the drift ratio and the entropy fall change with the number of steps;

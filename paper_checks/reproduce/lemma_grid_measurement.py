@@ -8,10 +8,12 @@ an antithetic pair of populations (members theta + sigma eps_j and theta - sigma
 the noise, which spread one population's JSpol_N around its second-order value by O(sigma) of it, cancel in the
 pair's mean), measured twice (llm.lemma_measurements):
 
-- JSpol_N of each population of the pair, from `samples` completions per member and prompt (population_samples: the chain-rule
+- JSpol_N of each population of the pair, from `samples` completions per member and prompt (population_samples: the
+  chain-rule
   estimator, every position's token averaged exactly over the vocabulary), its s = E_j KL(pi_j || pi_theta) and
   the verifier-projected side;
-- Lemma 1's prediction for the pair's members (the same for both), Q = (sigma^2 / 2)(1/N) sum_j d_j^T I_x d_j with d_j = eps_j - eps_bar,
+- Lemma 1's prediction for the pair's members (the same for both), Q = (sigma^2 / 2)(1/N) sum_j d_j^T I_x d_j with
+  d_j = eps_j - eps_bar,
   from `center_samples` fresh center completions per prompt (direction_gram: exact along the members' directions,
   so only the completions are sampled). Over the noise, E Q = (sigma^2 / 2)(1 - 1/N) tr I_x, Lemma 1's prediction.
 

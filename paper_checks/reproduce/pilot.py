@@ -86,7 +86,8 @@ def main_args(args) -> int:
         args.model, args.out, budget_name=args.budget, seeds=tuple(range(200, 200 + args.seeds)), jobs=args.jobs
     )
     print(
-        f"pilot: {len(record['seeds'])} seeds x {record['prompts']} training-split prompts x {record['samples']} samples; "
+        f"pilot: {len(record['seeds'])} seeds x {record['prompts']} training-split prompts x "
+        f"{record['samples']} samples; "
         f"Pass@32 at matched Pass@1 over {record['range'][0]:.3f}-{record['range'][1]:.3f}: detectable at 80% power "
         f"{100 * record['detectable']:.2f} pts"
     )

@@ -41,7 +41,8 @@ def plan(
     """Every run of a reproduction: run name -> TrainConfig as a dict (without `out`).
 
     reward_std: seed -> mean std(R) of that seed's main ES run; with it the plan also holds the
-    rescaled centered variant of the seeds it names (center_scale = 1 / std, so its update has the z-scored norm on average)."""
+    rescaled centered variant of the seeds it names (center_scale = 1 / std, so its update has the z-scored norm on
+    average)."""
     runs: dict[str, dict] = {}
 
     def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:

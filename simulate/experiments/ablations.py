@@ -148,7 +148,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
             },
             zs_verdict,
             f"Pass@1 gain z-scored {fmt(delta('greedy', 'pass@1'))}, centered at the same alpha "
-            f"{fmt(delta('no_zscore', 'pass@1'))} (step size effect: {same_alpha}), centered at alpha x {center_scale:.3g} "
+            f"{fmt(delta('no_zscore', 'pass@1'))} (step size effect: {same_alpha}), "
+            f"centered at alpha x {center_scale:.3g} "
             f"{fmt(delta('centered_rescaled', 'pass@1'))} (z-scoring's own effect, against centered rewards at the "
             f"z-scored update norm: {zs_text})",
         )
@@ -174,7 +175,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
             },
             tp_verdict,
             f"sampled rollouts: Pass@1 gain one-point {fmt(delta('sampled', 'pass@1'))}, two-point "
-            f"{fmt(delta('sampled_two_point', 'pass@1'))} (one - two > {one_point.simulate_test.threshold:g}: {tp_text}); "
+            f"{fmt(delta('sampled_two_point', 'pass@1'))} "
+            f"(one - two > {one_point.simulate_test.threshold:g}: {tp_text}); "
             f"corr(R+, R-) sampled {fmt(corr_sampled)}, sampled with a common seed {fmt(corr_common)}, "
             f"greedy {fmt(corr_greedy)}",
         )

@@ -103,7 +103,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                 "drift_per_pass@1_gain": {k: stats(drift[k] / gain[k]) for k in ("GRPO", "ES")},
             },
             drift_verdict,
-            f"log(ES / GRPO) {e}; D_rel GRPO {fmt(drift['GRPO'], 4)}, ES {fmt(drift['ES'], 4)}, null ES {fmt(drift['ES null'], 4)}; "
+            f"log(ES / GRPO) {e}; D_rel GRPO {fmt(drift['GRPO'], 4)}, ES {fmt(drift['ES'], 4)}, "
+            f"null ES {fmt(drift['ES null'], 4)}; "
             f"ES / GRPO {fmt(ratio, 2)}x; null / ES {fmt(null_ratio, 2)}; Pass@1 gain GRPO {fmt(gain['GRPO'])}, "
             f"ES {fmt(gain['ES'])}; D_rel per unit of Pass@1 gain GRPO {fmt(drift['GRPO'] / gain['GRPO'], 2)}, "
             f"ES {fmt(drift['ES'] / gain['ES'], 2)}; "
@@ -126,7 +127,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                 "gaussian_reference": [float(x) for x in (0.6827, 0.8664, 0.9545)],
             },
             sparse_verdict,
-            f"ES - null share at tau = 1.5 x RMS(null delta), per seed: {sparse_text}; shares at tau = 1 / 1.5 / 2 x RMS(null delta): "
+            f"ES - null share at tau = 1.5 x RMS(null delta), per seed: {sparse_text}; "
+            f"shares at tau = 1 / 1.5 / 2 x RMS(null delta): "
             + "; ".join(f"{k} " + "/".join(f"{100 * s:.1f}" for s in v) + "%" for k, v in share.items())
             + f"; largest ES-vs-null gap {100 * gap:.1f} points (a Gaussian gives 68.3/86.6/95.4%)",
         )
@@ -155,7 +157,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                 "keep": list(KEEP),
             },
             keep_verdict,
-            f"largest 22% minus full update, Pass@1: {e}; Pass@1 gain over base: full ES update {fmt(full_gain)}, largest 22% {fmt(top_gain)}, random 22% "
+            f"largest 22% minus full update, Pass@1: {e}; Pass@1 gain over base: full ES update {fmt(full_gain)}, "
+            f"largest 22% {fmt(top_gain)}, random 22% "
             f"{fmt(rand_gain)}; null's largest 22% {fmt(curves['ES null'][i22])}",
         )
     )

@@ -120,7 +120,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
                 "centre_pass@N_minus_p_same": stats(centre_gap),
             },
             IDENTITY if viol2 == 0 else FAILS,
-            f"at every step, the deployed centre's own Pass@N beside; true for any success rates (Maclaurin's inequality); "
+            f"at every step, the deployed centre's own Pass@N beside; "
+            "true for any success rates (Maclaurin's inequality); "
             f"{viol2} violations; local form N p_bar (1 - p_bar)^(N-1) JSsucc_N; "
             f"P_pop - P_same {fmt(gap.mean(0), 5)} (local form minus exact {fmt(local_err, 5)}); "
             f"centre Pass@N - P_same {fmt(centre_gap, 5)}: the population's gain over P_same is "
@@ -186,7 +187,8 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
             verdict = INCONCLUSIVE if k == PROP1_KS[0] else FINDING
         why = (
             f"at K = {k}, with pi_w the fitness-weighted mixture (a sufficient condition); "
-            f"a theorem (Pinsker, data processing), true wherever its assumption holds; assumption holds in {n_assume} of {main.steps * seeds} step-seeds (conclusion in {n_conclude} of them); "
+            f"a theorem (Pinsker, data processing), true wherever its assumption holds; "
+            f"assumption holds in {n_assume} of {main.steps * seeds} step-seeds (conclusion in {n_conclude} of them); "
             f"J_{k} rises in {rises:.0%} of steps; mixture margin J_K(pi_w) - J_K(theta) "
             f"{fmt((rows['j_w'] - rows['j_now']).mean(0), 5)} against K sqrt(eps_succ/2) "
             f"{fmt(k * np.sqrt(rows['eps'].mean(0) / 2), 5)}"

@@ -45,7 +45,8 @@ def paper_pattern(model: str = "Qwen2.5-1.5B") -> str:
     schedules = [t[m] for m in ("ES->GRPO", "GRPO->ES")]
     span = [f"{min(v[i] for v in schedules):.1f}-{max(v[i] for v in schedules):.1f}" for i in (0, 2)]
     return (
-        f"Table 2 (easy, six-task average): e.g. {model} Pass@1 GRPO {t['GRPO'][0]:.1f} > ES {t['ES'][0]:.1f}, Pass@32 ES "
+        f"Table 2 (easy, six-task average): e.g. {model} Pass@1 GRPO {t['GRPO'][0]:.1f} > ES {t['ES'][0]:.1f}, "
+        "Pass@32 ES "
         f"{t['ES'][2]:.1f} > GRPO {t['GRPO'][2]:.1f}; schedules {span[0]} / {span[1]}"
     )
 

@@ -188,7 +188,8 @@ def test_seeds_to_detect_rescales_the_seed_variance_of_a_seeds_by_prompts_estima
 
 @pytest.mark.parametrize("se", [1.0, 0.3])
 def test_seeds_to_detect_of_a_seed_level_estimate(se):
-    """A seed-level estimate (S = 4 seeds, Welch df 5.2) is all seed variance: at n seeds se sqrt(S / n), df 5.2 (n - 1) / 3."""
+    """A seed-level estimate (S = 4 seeds, Welch df 5.2) is all seed variance: at n seeds se sqrt(S / n),
+    df 5.2 (n - 1) / 3."""
     est = {"seeds": 4, "se": se, "df": 5.2}
     at = {n: detectable(se * math.sqrt(4 / n), 5.2 * (n - 1) / 3) for n in range(2, 21)}
     for n in range(2, 21):

@@ -220,7 +220,8 @@ def test_draws_for_width_is_the_fewest_that_reach_the_width():
 
 
 def _width(d: int, cv: float) -> float:
-    """The ratio interval's width on d draws of log-scale sd cv: exp(h) - exp(-h) = 2 sinh(h), h = t_{d-1} cv / sqrt(d)."""
+    """The ratio interval's width on d draws of log-scale sd cv: exp(h) - exp(-h) = 2 sinh(h),
+    h = t_{d-1} cv / sqrt(d)."""
     return 2 * math.sinh(st.t.ppf(0.975, d - 1) * cv / math.sqrt(d))
 
 
@@ -608,7 +609,8 @@ def test_grid_on_the_tiny_model_records_its_task_and_settings(tiny_model_dir, tm
         assert r["ratio"] == pytest.approx(math.exp(np.mean(np.log(r["ratios"]))))
         assert r["in_regime"] == (r["s_measured"] <= 0.05)
         assert set(r["lemma2"]) == {"gap", "local", "gap_minus_local"} and 0 <= r["dpi_share"] <= 1
-        # the prediction for N = 2 is (sigma^2 / 2) (1/2) (d^T I d) / 2 with d = eps_1 - eps_2, tr I's estimate d^T I d / 2
+        # the prediction for N = 2 is (sigma^2 / 2) (1/2) (d^T I d) / 2 with d = eps_1 - eps_2,
+        # tr I's estimate d^T I d / 2
         assert r["predicted"] == pytest.approx(0.25 * r["sigma"] ** 2 * r["fisher_trace"])
     assert rows[0]["ratios"] != rows[1]["ratios"]
     (tmp_path / "grid.json").write_text(json.dumps(rows))  # the report's reader accepts what the grid writes

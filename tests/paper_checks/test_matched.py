@@ -16,6 +16,8 @@ refining wide Pass@1 jumps). Checked, by replication:
   it), both ways; runs whose Pass@1 ranges do not overlap are not compared.
 """
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 
@@ -25,6 +27,9 @@ from escov.theory.claims import BY_ID
 from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE, combine, directional
 from escov.theory.matched import RESOLUTION
 from tests.paper_checks import known_frontier as kf
+
+if TYPE_CHECKING:
+    from escov.paper_checks.matched import Curve
 
 TEST = BY_ID["matched_passk_above_grpo"].test
 KS = (16, 32)

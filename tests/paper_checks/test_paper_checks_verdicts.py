@@ -405,7 +405,7 @@ def test_runs_whose_untagged_es_settings_differ_are_not_pooled_in_one_row(tmp_pa
     assert len(collect(rescaled).by_variant("es[no-zscore,rescaled]")) == 2  # center_scale differs by design
 
 
-# ----------------------------------------------------------------------------- runs compared only on the same prompt ids
+# ---------------------------------------------------------------------------- runs compared only on the same prompt ids
 
 N = 4
 

@@ -89,7 +89,8 @@ def test_the_control_trains_grpo_and_reads_validation_prompts_only(tiny_model_di
     budget with a training pool of 16 prompts and no population probe: generating the pool's 512 Countdown problems
     and probing took most of the test's time, and the control reads neither."""
     code = (
-        "from dataclasses import replace; from pathlib import Path; from escov.paper_checks.reproduce import premise_control as p; "
+        "from dataclasses import replace; from pathlib import Path; "
+        "from escov.paper_checks.reproduce import premise_control as p; "
         "from escov.paper_checks.reproduce.budgets import BUDGETS; "
         "b = replace(BUDGETS['answer'], common=BUDGETS['answer'].common | {'train_pool': 16, 'probe': False}); "
         f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), b, jobs=1, seeds=(300, 301), steps=2, "
@@ -230,7 +231,8 @@ def test_control_md_reads_as_written():
                 "| grpo-s300 | 0 | 0.250 | 0.750 | 0.250 | 0.200 |",
                 "| grpo-s300 | 2 | 0.500 | 0.500 | 0.500 |  |",
                 "",
-                "Plateau reached (Pass@1 within 1 point of its highest and rising less over the last third) on 1 of 2 runs.",
+                "Plateau reached (Pass@1 within 1 point of its highest and rising less over the last third) "
+                "on 1 of 2 runs.",
                 "",
                 "| endpoint (plateau - base, points) | mean [95% interval] |",
                 "| --- | --- |",

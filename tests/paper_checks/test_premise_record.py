@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -17,6 +18,9 @@ from escov.paper_checks.premise_record import MARGIN, _pm, _reading_b, premise_r
 from escov.paper_checks.reproduce.bases import shipped_base_dir
 from escov.paper_checks.reproduce.budgets import PREMISE_BASE
 from escov.paper_checks.rundir import Run
+
+if TYPE_CHECKING:
+    from escov.paper_checks.matched import Curve
 
 N, PROMPTS, SEEDS, STEPS = 64, 12, (0, 1, 2), 30
 BASE = shipped_base_dir("paper", PREMISE_BASE)
@@ -372,14 +376,18 @@ def test_the_premise_section_reads_as_written():
     assert render(record) == [
         "## The premise: does GRPO narrow here, and what does ES keep?",
         "",
-        "Settings chosen on validation prompts; the endpoints below read the test prompts, registered before the run (R). "
+        "Settings chosen on validation prompts; the endpoints below read the test prompts, "
+        "registered before the run (R). "
         "Pass@32 and shares in points.",
         "",
-        "- Positive control (2 seeds x 4 validation prompts x 8 samples, GRPO 3 steps): **narrowed**; Pass@32 plateau - base "
+        "- Positive control (2 seeds x 4 validation prompts x 8 samples, GRPO 3 steps): **narrowed**; "
+        "Pass@32 plateau - base "
         "-5.00 [-8.00, -2.00], no-correct share +4.00 (no interval); plateau reached on 1 of 2 runs.",
-        "- (a) GRPO at its last checkpoint - base: Pass@32 -3.00 [-5.00, -1.00], no-correct share +2.00 [+0.00, +4.00]: "
+        "- (a) GRPO at its last checkpoint - base: Pass@32 -3.00 [-5.00, -1.00], "
+        "no-correct share +2.00 [+0.00, +4.00]: "
         "**narrowed** (plateau rule met on 1 of 2 runs); lost seed x prompt: rare-only 0, other 5.",
-        "- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach (40.0 points): +0.10 [-1.00, +1.20] (**inconclusive**; "
+        "- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach (40.0 points): +0.10 [-1.00, +1.20] "
+        "(**inconclusive**; "
         "margin 2 points).",
         "- (c) ES - GRPO Pass@32 at the end of equal budgets: +3.00 [+1.00, +5.00], where ES - GRPO Pass@1 is -10.00 "
         "[-20.00, +0.00].",

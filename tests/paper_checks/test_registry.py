@@ -82,7 +82,9 @@ def test_an_incomplete_registry_stops_the_import_of_its_module(tmp_path):
         textwrap.dedent("""
         from escov.paper_checks.registry import CheckRegistry
         from escov.theory.claims import Claim, Test as ClaimTest
-        registry = CheckRegistry((Claim("kept", "s", "p", ClaimTest("directional")), Claim("forgotten", "s", "p", ClaimTest("directional"))))
+        registry = CheckRegistry(
+            (Claim("kept", "s", "p", ClaimTest("directional")), Claim("forgotten", "s", "p", ClaimTest("directional")))
+        )
 
         @registry.registers("kept")
         def kept(ev):

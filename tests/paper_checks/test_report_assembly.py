@@ -290,16 +290,16 @@ def test_with_a_lemma_grid_the_reports_lemma1_figure_is_the_grids_and_without_on
     def titles(figure) -> set[str]:
         return {ax.get_title() for ax in figure.axes}
 
-    runs = [make_run(tmp_path / "runs", f"{algo}0", algo, 0, [0.2] * 8, [0.3] * 8) for algo in ("es", "grpo")]
+    run_dirs = [make_run(tmp_path / "runs", f"{algo}0", algo, 0, [0.2] * 8, [0.3] * 8) for algo in ("es", "grpo")]
     grid = [
         _grid_row(1e-3, 4, 1.0, [0.95, 1.05], 0.01, 20000.0, 0.75),
         _grid_row(4e-3, 4, 1.5, [1.3, 1.7], 0.2, 20000.0, 0.5),
     ]
-    with_grid = build_report(runs, tmp_path / "with-grid", lemma_grid=grid)
+    with_grid = build_report(run_dirs, tmp_path / "with-grid", lemma_grid=grid)
     assert with_grid["plots"]["js"] == "js_measured_vs_predicted.png"
     assert "where the O(sigma^4) term takes over" in set().union(*map(titles, figures))
     figures.clear()
-    without = build_report(runs, tmp_path / "without", lemma_grid=None)
+    without = build_report(run_dirs, tmp_path / "without", lemma_grid=None)
     assert "js" not in without["plots"]
     assert "where the O(sigma^4) term takes over" not in set().union(*map(titles, figures))
 
@@ -370,7 +370,11 @@ def test_a_report_with_every_input_hands_each_to_its_part(tmp_path):
     assert sorted(f.name for f in tmp_path.iterdir()) == ["published", "report", "runs", "summary.json"]
 
 
-def test_a_reports_premise_record_reads_the_lemma_grid_beside_runs_with_curves(tmp_path, monkeypatch, runs):
+def test_a_reports_premise_record_reads_the_lemma_grid_beside_runs_with_curves(
+    tmp_path,
+    monkeypatch,
+    runs,  # noqa: F811  (the fixture imported from test_premise_record)
+):
     """Given the premise's control, runs with curves (ES at a small sigma among them) and a Lemma 1 grid, the
     report's premise record is premise_record's of the same evidence and grid: ES at the small sigma carries the
     grid's median s at its sigma (the plots are left out: they read nothing of the premise)."""
@@ -421,9 +425,9 @@ def test_importing_the_report_loads_no_torch():
 
 
 def test_building_a_reports_verdicts_loads_no_torch(tmp_path):
-    runs = [
+    run_dirs = [
         make_run(tmp_path, f"{algo}-s{seed}", algo, seed, np.full(40, 0.3), np.full(40, 0.4))
         for algo in ("es", "grpo")
         for seed in (0, 1)
     ]
-    assert _torch_loaded(*runs) == [False, False]
+    assert _torch_loaded(*run_dirs) == [False, False]

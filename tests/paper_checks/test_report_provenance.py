@@ -179,8 +179,10 @@ def test_a_partial_copy_given_first_gives_way_to_the_complete_run(runs, tmp_path
         {
             "what": str(partial),
             "reason": (
-                f"the same settings, seed (0) and inputs as {es}, which holds more of the run (a final evaluation, {held[0]} "
-                f"metrics rows, {held[1]} curve points, 0 probe measurements, here no final evaluation, 1 metrics rows, 0 "
+                f"the same settings, seed (0) and inputs as {es}, which holds more of the run "
+                f"(a final evaluation, {held[0]} "
+                f"metrics rows, {held[1]} curve points, 0 probe measurements, here no final evaluation, "
+                "1 metrics rows, 0 "
                 "curve points, 0 probe measurements); counted once, as the more complete"
             ),
         }

@@ -519,7 +519,8 @@ def _grid_row(sigma, members, ratio, ci, s, fisher, share, draws=3, ratio_df=2, 
 
 def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand():
     """lemma_grid_lines over rows written by hand. N = 4 at sigma 1, 2, 4 (x 1e-3): ratios 1.02, 1.02 inside the
-    regime (s 0.01 and 0.05, the regime's edge; intervals within 1 +- 0.1) and 1.5 outside it (s 0.2, its interval wholly outside); N = 8 at
+    regime (s 0.01 and 0.05, the regime's edge; intervals within 1 +- 0.1) and 1.5 outside it (s 0.2, its interval
+    wholly outside); N = 8 at
     sigma 1e-3 (ratio 1.0, an interval reaching past 1 +- 0.1; its Lemma 2 interval starts at 0, so holds 0) and a row
     of nulls. By hand: the exponent inside the
     regime is 2 (equal ratios at N = 4), with half-width t_2 / sqrt(sum w x^2), w = 1 / 0.02^2, x = +-log(2)/2;
@@ -584,7 +585,8 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
     half = student_t.ppf(0.975, 2) / math.sqrt(2 * (math.log(2) / 2) ** 2 / 0.02**2)
     factor_half = student_t.ppf(0.975, 2) * math.hypot(0.02, 0.05)
     assert lines[12:] == [
-        f"- Exponent of JSpol in sigma inside the regime (intercept per N, 2 rows): 2.000 [{2 - half:.3f}, {2 + half:.3f}] "
+        "- Exponent of JSpol in sigma inside the regime (intercept per N, 2 rows): "
+        f"2.000 [{2 - half:.3f}, {2 + half:.3f}] "
         "(Lemma 1: 2)",
         f"- N = 4: ratio within 1 +- 0.1 at sigma = [0.001, 0.002]; exponent over all its sigmas "
         f"{2 + math.log(1.5 / 1.02) / (2 * math.log(2)):.2f}; the ratio leaves 1 +- 0.1 between s = 0.05 (last inside) "
@@ -593,8 +595,10 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
         f"- The (1 - 1/N) factor alone, N = 4 against N = 8 at sigma = [0.001] (tr I cancels): (JSpol_N / (1 - 1/N)) / "
         f"(JSpol_8 / (1 - 1/8)) = 1.020 [{1.02 * math.exp(-factor_half):.3f}, {1.02 * math.exp(factor_half):.3f}]: "
         "**inconclusive** (1 within +-0.1)",
-        "- The training runs (sigma = 0.02, sampled at T = 1) measured s = 1.7 (median of 3; range 1.5-2): outside the regime",
-        "- Data processing 0 <= JSsucc_N <= JSpol_N on the same populations: rows whose JSsucc interval lies below 0: 1 of 4; "
+        "- The training runs (sigma = 0.02, sampled at T = 1) measured s = 1.7 (median of 3; range 1.5-2): "
+        "outside the regime",
+        "- Data processing 0 <= JSsucc_N <= JSpol_N on the same populations: "
+        "rows whose JSsucc interval lies below 0: 1 of 4; "
         "rows whose JSpol - JSsucc interval lies below 0: 1 of 4; populations x prompts whose corrected point values "
         "satisfy it: 69% (single populations are noisy: a point value below 0 is sampling error unless its row's "
         "interval says so)",

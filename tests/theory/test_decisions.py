@@ -77,7 +77,7 @@ def test_detectable_difference_has_80_percent_power(n):
     assert abs(exact - 0.80) < 1e-6 and abs(power - 0.80) < 0.02
 
 
-# ----------------------------------------------------------------------------- the records at every size, each rule's domain
+# ------------------------------------------------------------------------ the records at every size, each rule's domain
 
 
 def test_welch_with_fewer_than_two_seeds_on_a_side_is_undecidable_and_with_two_is_an_interval():
@@ -177,7 +177,7 @@ def test_combine_of_no_parts_is_inconclusive():
     assert combine([]) == INCONCLUSIVE
 
 
-# ----------------------------------------------------------------------------- each rule at, inside and outside each boundary
+# ----------------------------------------------------------------------- each rule at, inside and outside each boundary
 
 M = 0.1
 

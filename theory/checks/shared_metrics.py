@@ -55,7 +55,8 @@ def pass_at_k_checks(rng: np.random.Generator) -> list[dict]:
             0.0,
             worst,
             worst < 1e-12,
-            detail=f"max |pass_at_k - share of all size-k subsets with a correct sample| over {cases} (n, c, k), n <= {CFG.brute_force_n}",
+            detail=f"max |pass_at_k - share of all size-k subsets with a correct sample| over {cases} (n, c, k), "
+            f"n <= {CFG.brute_force_n}",
         ),
         check_result(
             "metrics/pass_at_k_unbiased",

@@ -588,7 +588,7 @@ def test_a_runs_config_provides_its_variant_and_the_measurements_it_asks_for():
     )
 
 
-# ----------------------------------------------------------------------------- Lemma 1 and Lemma 2 on the runs' populations
+# ------------------------------------------------------------------------- Lemma 1 and Lemma 2 on the runs' populations
 
 
 def probed(name: str, seed: int, measurements: list[dict], algo: str = "es", sigma: float = 1e-3) -> Run:
@@ -733,7 +733,8 @@ def grid_row(members: int, sigma: float, ratio: float, *, s: float = 0.01, ci=No
 
 
 def test_lemma1_from_the_grid_pools_the_rows_inside_the_regime():
-    """Two rows inside s <= 0.05 (ratios 1.00 and 1.02, log se 0.01, 10 df each) and one outside: the pooled ratio is the
+    """Two rows inside s <= 0.05 (ratios 1.00 and 1.02, log se 0.01, 10 df each) and one outside: the pooled ratio is
+    the
     geometric mean with a t interval on (se1^2 + se2^2) / 4 at Welch-Satterthwaite df 20; N sorted as numbers."""
     from escov.paper_checks.real_checks import lemma1_verdict
 
@@ -857,7 +858,8 @@ def test_es_regime_reads_the_members_divergence_at_the_training_sigma():
     }
     assert es_regime_line(regime) == (
         "**ES's regime.** The ES members' measured divergence s = E KL(pi_member || pi_center) at the training sigma "
-        "0.001 (sequences sampled at T = 0.7): median 0.17, range 0.01-1.7 over 4 measurements of 2 runs (steps 10-30); "
+        "0.001 (sequences sampled at T = 0.7): median 0.17, range 0.01-1.7 over 4 measurements of 2 runs "
+        "(steps 10-30); "
         "2 of 4 inside Lemma 1's regime s <= 0.05, where the lemma and its grid's verdict apply."
     )
     one = es_regime(Evidence(runs=[probed("es0", 0, [measurement(10, 0.02)]), probed("es1", 1, [])]))
@@ -869,12 +871,14 @@ def test_es_regime_reads_the_members_divergence_at_the_training_sigma():
         assert es_regime(Evidence(runs=unmeasured)) == {"measured": False, "s_limit": 0.05}
     bare = es_regime(Evidence(runs=runs[2:]))
     assert es_regime_line(bare) == (
-        "**ES's regime.** The ES members' divergence s = E KL(pi_member || pi_center) at the training sigma: not measured "
-        "(no main ES run has a Lemma 1 probe, probe.json; `--budget answer` probes its runs). Lemma 1's regime: s <= 0.05."
+        "**ES's regime.** The ES members' divergence s = E KL(pi_member || pi_center) at the training sigma: "
+        "not measured "
+        "(no main ES run has a Lemma 1 probe, probe.json; `--budget answer` probes its runs). "
+        "Lemma 1's regime: s <= 0.05."
     )
 
 
-# ----------------------------------------------------------------------------- Pass@k against the base and between methods
+# -------------------------------------------------------------------------- Pass@k against the base and between methods
 
 
 def passk(counts, n: int = 32, ks=(1, 16, 32)) -> dict:
