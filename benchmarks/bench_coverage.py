@@ -7,7 +7,7 @@
    measure.measure, rundir.write_json; 1000 bootstrap replicates, Pass@k at k = 1 ... 1024, k*, Cover@tau,
    solvability): wall seconds
    of reading and checking the table, of measuring, and in all; peak memory. Target: <= 60 s on 2 cores.
-2. The Countdown verifier (llm.tasks.countdown.score_batch, 1024 completions of an instance a call, as a
+2. The Countdown verifier (llm.tasks.countdown_verdicts.score_batch, 1024 completions of an instance a call, as a
    prompt's samples are scored) on COMPLETIONS completions: all distinct (the remembered verdicts cleared
    first, so none is reused), and as one model's samples are (1024 per prompt, answers drawn from the
    prompt's 40 most frequent ones with Zipf weights, a fifth malformed). Completions a second, of wall
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from common import peak_mb
 
-from escov.llm.tasks import countdown
+from escov.llm.tasks import countdown_verdicts
 from escov.paper_checks.coverage.measure import MeasureOptions, measure
 from escov.paper_checks.coverage.sources import ReadOptions, load
 
@@ -113,10 +113,10 @@ def bench_verifier(completions: int) -> dict:
         ("distinct", distinct_completions(completions)),
         ("sampled", sampled_completions(completions)),
     ):
-        countdown._verdict.cache_clear()
+        countdown_verdicts._verdict.cache_clear()
         start, cpu = time.perf_counter(), time.process_time()
         correct = sum(
-            sum(countdown.score_batch(texts[i : i + 1024], NUMBERS, TARGET)) for i in range(0, len(texts), 1024)
+            sum(countdown_verdicts.score_batch(texts[i : i + 1024], NUMBERS, TARGET)) for i in range(0, len(texts), 1024)
         )
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
         rates[label] = {

@@ -11,6 +11,7 @@ solutions and their strategies are enumerated exactly.
 
     base.py              the task interface: problems with a prompt, a reward, an answer
     countdown.py         Countdown: the given numbers, each once, with + - * / to hit the target
+    countdown_verdicts.py  Countdown's reward for many completions at once, fast (the coverage analyzer's scorer)
     grid_paths.py        grid paths: a shortest path of U/D/L/R moves, every one enumerated, winding classes
     subset_sum.py        subset sum: numbers summing to a target, every solution enumerated, planted strategies
     solution_coverage.py exact coverage measures of the counted tasks: solution and class shares, rare share

@@ -36,16 +36,15 @@ from escov.llm.tasks.data_files import check_fields, field, no_split_data, split
 from escov.llm.tasks.reasoning_format import (MAX_COMPLETION_CHARS, PROMPT_STYLES, after_thinking, check_style,
                                         es_at_scale_format_score, last_tagged, raw_prompt)
 from escov.llm.tasks.rewards import ES_AT_SCALE_FORMAT_WEIGHT, check_reward
-from escov.llm.tasks.safe_arith import (DIGIT_RUN, LEAF_PRECEDENCE, MAX_LITERAL_DIGITS, PRECEDENCE, Canon,
-                                  UnsafeExpression, apply_op, canonical, combine, evaluate, join_text, leaf,
-                                  literals, parse_expression)
+from escov.llm.tasks.safe_arith import (LEAF_PRECEDENCE, PRECEDENCE, Canon, UnsafeExpression, apply_op,
+                                  canonical, combine, evaluate, join_text, leaf, literals,
+                                  parse_expression)
 
 __all__ = ["MAX_COMPLETION_CHARS", "PROMPT_STYLES", "Countdown", "distinct_solutions", "extract_answer",
-           "format_prompt", "parse_target", "score", "score_batch"]
+           "format_prompt", "parse_target", "score"]
 
 TARGET_TOLERANCE = 1e-12
 FIELDS = ("numbers", "target")
-VERDICTS_CACHED = 1 << 16  # answers whose verdict score() remembers (_verdict), per instance and process
 _OPS = ("+", "-", "*", "/")
 _ES_AT_SCALE_CHARS = frozenset("0123456789+-*/() ")
 _INSTRUCT = ("Using the numbers {numbers}, create an equation that equals {target}. You can use "
@@ -138,59 +137,24 @@ def score(completion: str, numbers: list[int], target, format_reward: float = 0.
         answer_ok = bool(content) and set(content) <= _ES_AT_SCALE_CHARS and _hits(content, numbers, value)
         fmt = es_at_scale_format_score(completion, starts_in_think=style == "paper")
         return ES_AT_SCALE_FORMAT_WEIGHT * fmt + float(answer_ok)
-    return _escov_reward(completion, tuple(sorted(numbers)), value, format_reward, style)
-
-
-def score_batch(completions, numbers: list[int], target, format_reward: float = 0.0, *, style: str = "plain",
-                reward: str = "escov") -> list[float]:
-    """score() of each of an instance's completions (the instance and the convention are checked once)."""
-    value = _check_instance(numbers, target)
-    check_reward(reward, "countdown", format_reward)
-    if reward != "escov":
-        return [score(c, numbers, target, format_reward, style=style, reward=reward) for c in completions]
-    key = tuple(sorted(numbers))
-    return [_escov_reward(c, key, value, format_reward, style) for c in completions]
-
-
-def _escov_reward(completion, numbers: tuple[int, ...], value: Fraction, format_reward: float, style: str) -> float:
-    """The escov reward of one completion; numbers sorted."""
-    if not isinstance(completion, str) or len(completion) > MAX_COMPLETION_CHARS:
-        return 0.0
     answer = extract_answer(completion, style)
     if answer is None:
         return 0.0
-    if not format_reward and not _digit_runs_are(answer, numbers):
-        return 0.0  # refused or wrong: 0 either way (a parsed expression's literals are its digit runs)
-    correct = _verdict(answer, numbers, value)
-    if correct is None:
+    try:
+        tree = parse_expression(answer)
+        correct = sorted(literals(tree)) == sorted(numbers) and evaluate(tree) == value
+    except UnsafeExpression:
         return 0.0
     return 1.0 if correct else format_reward
 
 
 def _hits(answer: str, numbers, value: Fraction) -> bool:
     """The answer uses each number once and equals value (False for anything that is not an expression)."""
-    return _verdict(answer.strip(), tuple(sorted(numbers)), value) is True
-
-
-def _digit_runs_are(answer: str, numbers: tuple[int, ...]) -> bool:
-    """Whether the answer's maximal digit runs, read as integers and sorted, are the sorted numbers; runs too
-    long to be literals make it False. An expression the parser accepts has exactly its digit runs as literals."""
-    runs = DIGIT_RUN.findall(answer)
-    if len(runs) != len(numbers) or any(len(r) > MAX_LITERAL_DIGITS for r in runs):
-        return False
-    return tuple(sorted(map(int, runs))) == numbers
-
-
-@functools.lru_cache(maxsize=VERDICTS_CACHED)
-def _verdict(answer: str, numbers: tuple[int, ...], value: Fraction) -> bool | None:
-    """None when the answer is not a whitelisted expression (or its evaluation is refused: division by zero,
-    magnitude); else whether it uses the sorted `numbers` once each and evaluates to value. A pure function of
-    its arguments, cached: the samples of one prompt repeat their answers (scores unchanged, only faster)."""
     try:
-        tree = parse_expression(answer)
-        return sorted(literals(tree)) == list(numbers) and evaluate(tree) == value
+        tree = parse_expression(answer.strip())
+        return sorted(literals(tree)) == sorted(numbers) and evaluate(tree) == value
     except UnsafeExpression:
-        return None
+        return False
 
 
 def random_expression(numbers: list[int], rng: random.Random) -> tuple[str, Fraction] | None:

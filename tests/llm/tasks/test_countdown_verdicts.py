@@ -1,5 +1,5 @@
-"""The faster Countdown verifier (a depth-first node check, evaluation on integer pairs, remembered verdicts)
-gives every verdict, tree and value the previous implementation gave, and refuses what it refused: that
+"""The faster Countdown verifier (a depth-first node check, evaluation on integer pairs; in
+llm/tasks/countdown_verdicts.py, remembered verdicts and a digit-run pre-check) gives every verdict, tree and value the previous implementation gave, and refuses what it refused: that
 implementation is copied below, verbatim in substance, and both are run on tens of thousands of random
 strings. A refusal's words are the same where the text breaks one rule; where it breaks several the new
 check names the first in depth-first order (the old one in breadth-first order)."""
@@ -9,7 +9,8 @@ from fractions import Fraction
 
 import pytest
 from escov.llm.tasks import countdown, safe_arith
-from escov.llm.tasks.countdown import extract_answer, score, score_batch
+from escov.llm.tasks.countdown import extract_answer, score
+from escov.llm.tasks.countdown_verdicts import score_batch
 from escov.llm.tasks.safe_arith import (
     MAX_CHARS,
     MAX_LITERAL_DIGITS,
