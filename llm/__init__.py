@@ -10,6 +10,7 @@
     seeds.py              derive_seed: the one rule turning labels into a seed (no torch)
     reward_stats.py       what the reward does on a batch: mean, spread, each reward function, by data source
     evaluate.py           Pass@k / Maj@k evaluation, and `python -m escov.llm eval`
+eval_run.py           `llm eval --run`: a run's checkpoint evaluated as the run did, compared with eval.json
     problem_sets.py       the problems a run is measured on (test, held-out, probe), defined once from its settings
     prompt_lengths.py     prompts checked against the model's context before any model loads
     es/                   Evolution Strategies: the algorithm and its member-evaluation strategies (es/__init__.py)

@@ -32,10 +32,20 @@ SUBCOMMANDS = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with errors in the project's voice: one line naming the command and what is wrong (no usage block of
+    every flag before it: `--help` lists them)."""
+
+    def error(self, message: str):
+        message = message.replace("invalid <lambda> value", "invalid value")
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m escov.llm", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}")
+    parser = Parser(prog="python -m escov.llm", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}",
+                                parser_class=Parser)
     chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)  # a flag is spelt out
@@ -55,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except ValueError as err:
-        parser.error(str(err))  # exits with code 2
+        (sub.choices[chosen] if chosen else parser).error(str(err))  # exits with code 2
 
 
 def progress_enabled(no_progress: bool) -> bool:

@@ -1,7 +1,8 @@
 """Pass@k evaluation of an engine on a task, and the `python -m escov.llm eval` command.
 
 For each problem, n completions are sampled and scored (one reward call for all of them); with c of
-them correct (reward >= correct_threshold = 1):
+them correct (as the task decides, llm/tasks/base.py correct_of: reward >= 1, or with reward functions the
+run's correct_reward >= correct_threshold, llm/tasks/correctness.py; recorded as "correct"):
 - pass_at_k[k]: unbiased Pass@k, 1 - C(n-c, k) / C(n, k), averaged over problems (theory.metrics);
 - maj_at_k[k]: majority vote over k of the n samples' votes (Task.vote: the normalized answer; for
   Countdown the value the answer evaluates to, so all correct answers agree; theory.metrics.maj_at_k);
@@ -13,6 +14,9 @@ them correct (reward >= correct_threshold = 1):
 - distinct_correct_answers: distinct normalized correct answers per solved prompt (for Countdown,
   expressions distinct up to commutativity/associativity: the number of reasoning paths), and
   distinct_correct_texts: distinct correct completion strings per solved prompt;
+- total_reaches_threshold_not_correct: completions whose weighted total reward reaches the threshold
+  although the chosen reward calls them wrong (a format reward or a bonus the rule leaves out; 0 when
+  the total decides);
 - per_problem: id, correct count, distinct correct answers and texts;
 - grading_timeouts: answers graded wrong because their grading reached the math grader's wall-clock
   safety net (llm/tasks/math_grader.py; 0 unless the machine stalls: what is too expensive to check is
@@ -36,11 +40,10 @@ from tqdm import tqdm
 
 from escov.llm.reward_stats import reward_stats
 from escov.llm.rundir import dumps
-from escov.llm.tasks.base import is_correct_reward
+from escov.llm.tasks.base import CORRECT_THRESHOLD, correct_of, is_correct_reward
 from escov.llm.tasks.math_grader import safety_net_hits
 from escov.theory.errors import NonFiniteError
 
-CORRECT_THRESHOLD = 1.0  # a completion is correct (Pass@k, Maj@k) when its reward is >= this (llm/tasks/base.py)
 SAMPLES_PER_CALL = 256  # completions generated per engine call (prompts per call = this // n)
 
 
@@ -89,9 +92,11 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
     if not np.all(np.isfinite(rewards)):
         bad = float(rewards[~np.isfinite(rewards)][0])
         raise NonFiniteError(f"step {step}: reward is not finite ({bad}) for task {task.name} (evaluation)")
+    rule = getattr(task, "correctness", None)  # reward functions: the run's rule (llm/tasks/correctness.py)
+    threshold = rule.threshold if rule is not None else CORRECT_THRESHOLD
+    is_correct = correct_of(scores).reshape(len(problems), n)
     per_problem, counts, maj = [], [], {k: [] for k in ks}
-    for p, row, row_rewards in zip(problems, completions, rewards):
-        correct = [bool(is_correct_reward(r)) for r in row_rewards]
+    for p, row, correct in zip(problems, completions, is_correct.tolist()):
         answers = [task.answer(p, c.text) for c in row]
         votes = [task.vote(p, c.text) for c in row]
         for k in ks:
@@ -105,11 +110,14 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
     lengths = np.array([[len(c.token_ids) for c in row] for row in completions])
     result = {
         "task": task.name, "num_problems": len(problems), "n": n, "ks": ks, "temperature": temperature,
-        "top_p": top_p, "max_new_tokens": max_new_tokens, "seed": seed, "correct_threshold": CORRECT_THRESHOLD,
+        "top_p": top_p, "max_new_tokens": max_new_tokens, "seed": seed,
+        "correct": rule.describe() if rule is not None else f"reward >= {CORRECT_THRESHOLD:g}",
+        "correct_threshold": threshold,
+        "total_reaches_threshold_not_correct": int(np.sum(is_correct_reward(rewards, threshold) & ~is_correct)),
         "pass_at_k": {str(k): float(pass_at_k_counts(n, counts, k).mean()) for k in ks},
         "maj_at_k": {str(k): float(np.mean(maj[k])) for k in ks},
         "mean_token_entropy": mean_token_entropy(completions, temperature),
-        **reward_stats(rewards, parts, lengths, problems),
+        **reward_stats(rewards, parts, lengths, problems, is_correct),
         "truncated_fraction": float(np.mean([c.finish_reason == "length" for _, c in flat])),
         "solved_fraction": len(solved) / len(problems),
         "distinct_correct_answers": float(np.mean([r["distinct_correct_answers"] for r in solved])) if solved else 0.0,
@@ -124,12 +132,32 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
     return result
 
 
+def evaluation_warnings(result: dict) -> list[str]:
+    """What an evaluation shows to be wrong with the rewards: a reward function that applied to none of its
+    completions (every value None or NaN: it adds nothing and, when it decides correctness, nothing is correct),
+    and completions whose weighted total reaches the threshold while the chosen reward calls them wrong."""
+    out, n = [], result["num_problems"] * result["n"]
+    for name, stats in result.get("rewards", {}).items():
+        if stats.get("applied") == 0:
+            decides = " and it decides what is correct, so nothing is" if result.get("correct", "").startswith(
+                f"{name} >=") else ""
+            out.append(f"reward function {name!r} applied to none of the {n} completions of the evaluation (it "
+                       f"returned None or NaN for every one): it adds nothing to the total{decides}; check its "
+                       "column names and what it returns")
+    wrong = result.get("total_reaches_threshold_not_correct", 0)
+    if wrong:
+        out.append(f"{wrong} of {n} completions reach a weighted total >= {result['correct_threshold']:g} without "
+                   f"being correct by {result['correct']} (Pass@k and Maj@k count only the latter; set "
+                   "correct_reward = \"total\" to count the total)")
+    return out
+
+
 # ----------------------------------------------------------------------------- command line
 
 # the settings `llm eval` shares with `llm train`: the same flags, defaults and help (llm/settings/ TrainConfig),
 # so that `llm eval` with a run's flags evaluates the run's task and test problems (llm/problem_sets.py eval_set)
 TASK_SETTINGS = ("task", "data", "test_data", "data_split", "data_fields", "prompt_style", "reward", "reward_function",
-                 "reward_weights", "eval_problems")
+                 "reward_weights", "correct_reward", "correct_threshold", "reward_timeout", "eval_problems")
 
 
 class _AddToTuple(argparse.Action):
@@ -148,7 +176,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from escov.llm.tasks.reasoning_format import PROMPT_STYLES
     from escov.llm.tasks.rewards import REWARDS
 
-    parser.add_argument("--model", required=True, help="local model directory (save_pretrained format)")
+    parser.add_argument("--model", help="local model directory (save_pretrained format); or give --run")
+    parser.add_argument("--run", dest="run_dir", metavar="RUN_DIR",
+                        help="evaluate a run's last checkpoint as the run evaluated it (its task, test problems, "
+                             "samples, T and sampling seed), compared with its eval.json (llm/eval_run.py)")
+    parser.add_argument("--checkpoint", type=int, metavar="STEP",
+                        help="with --run: checkpoint step-STEP instead of the last (0: the base model)")
     train_fields, described = {f.name: f for f in dataclasses.fields(TrainConfig)}, field_descriptions(TrainConfig)
     old_spellings = {"data_split": ["--data-split"], "prompt_style": ["--prompt-style"],
                      "eval_problems": ["--num-problems"], "data_fields": ["--data-fields"]}
@@ -161,7 +194,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 metavar=REPEATED_FLAGS[name], type=float if "float" in f.type else str, help=help_text)
             continue
         parser.add_argument(f"--{name}", *old_spellings.get(name, []), dest=name, default=f.default,
-                            type=int if f.type == "int" else str, choices=choices.get(name), help=help_text)
+                            type={"int": int, "float": float}.get(f.type, str), choices=choices.get(name),
+                            help=help_text)
     samples, ks = train_fields["eval_samples"].default, ",".join(map(str, train_fields["eval_ks"].default))
     temperature, length = train_fields["eval_temperature"].default, train_fields["max_completion_length"].default
     parser.add_argument("--engine", default="hf", choices=ENGINES, help="generation engine (default: hf)")
@@ -190,15 +224,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="auto (CUDA when available) | cpu | cuda | cuda:N (HF engine) (default: auto)")
 
 
-def run_settings(args: argparse.Namespace):
-    """The run settings the flags give (TrainConfig, flag names in its errors), of which eval_set takes the
-    task and test problems."""
-    from escov.llm.config import TrainConfig
-
-    return TrainConfig.from_dict({name: getattr(args, name) for name in TASK_SETTINGS} | {"seed": args.seed},
-                                 source="flags")
-
-
 def parse_ks(text: str) -> list[int]:
     try:
         return [int(k) for k in text.split(",")]
@@ -206,17 +231,45 @@ def parse_ks(text: str) -> list[int]:
         raise ValueError(f"--k must be comma-separated integers, got {text!r}") from None
 
 
+def flags_plan(args: argparse.Namespace, defaults: dict):
+    """The plan of `llm eval --model DIR` with the flags' task and sampling: a single --data file is read as the test
+    file, and the whole test split of a data file is evaluated unless --eval_problems is given."""
+    from escov.llm.config import TrainConfig
+    from escov.llm.eval_run import EvalPlan
+
+    if args.model is None:
+        raise ValueError("give --model DIR (a model directory) or --run RUN_DIR (a run of `llm train`)")
+    if args.checkpoint is not None:
+        raise ValueError("--checkpoint picks a checkpoint of --run; with --model give the checkpoint's folder")
+    settings = {name: getattr(args, name) for name in TASK_SETTINGS} | {"seed": args.seed}
+    if settings["data"] and not settings["test_data"] and settings["data_split"] == "files":
+        settings |= {"data": "", "test_data": settings["data"]}  # one file to evaluate: its records are the test
+    cfg = TrainConfig.from_dict(settings, source="flags")
+    if args.eval_problems == defaults["eval_problems"]:
+        held = cfg.make_task().size("test")
+        if held:  # a data file: all of its test split
+            cfg.eval_problems = held
+    return EvalPlan(cfg=cfg, model=args.model, n=args.n, ks=check_eval_args(args.n, parse_ks(args.k)),
+                    temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed, top_p=args.top_p,
+                    engine=args.engine, dtype=args.dtype)
+
+
 def run_command(args: argparse.Namespace) -> int:
-    """Validate everything cheap first (n vs k, the device, task, data, model directory), then load and evaluate."""
+    """Validate everything cheap first (n vs k, the device, task, data, model directory), say what is evaluated,
+    then load and evaluate."""
     import torch
 
     from escov.llm.cli import progress_enabled
     from escov.llm.device import resolve_device
     from escov.llm.engines import make_engine
-    from escov.llm.engines.base import check_model_dir, check_sampling_args
-    from escov.llm.problem_sets import eval_set, fit_to_data
+    from escov.llm.engines.base import check_model_dir, check_sampling_args, load_tokenizer
+    from escov.llm.eval_run import comparison, flag_defaults, run_plan, seed_hint
+    from escov.llm.problem_sets import eval_set
+    from escov.llm.prompt_lengths import check_prompt_lengths
 
-    ks = check_eval_args(args.n, parse_ks(args.k))
+    defaults = flag_defaults(add_arguments)
+    plan = run_plan(args, defaults, TASK_SETTINGS) if args.run_dir is not None else flags_plan(args, defaults)
+    check_eval_args(plan.n, plan.ks)
     device = resolve_device(args.device, "--device")  # before the task, the tokenizer and the model load
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -225,33 +278,40 @@ def run_command(args: argparse.Namespace) -> int:
     if written and not args.overwrite:
         raise ValueError(f"--out {args.out} already holds {', '.join(f.name for f in written)}; "
                          "give another --out, or --overwrite to replace them")
-    cfg = run_settings(args)
-    task = cfg.make_task()
-    for note in fit_to_data(cfg, task):  # eval_problems left at its default fits a small test file, as in train
-        print(f"note: {note}", file=sys.stderr, flush=True)
-    test = eval_set(cfg, task=task)  # the task and test problems a run with these flags evaluates
+    test = eval_set(plan.cfg)  # the task and test problems a run with these settings evaluates
     task, problems = test.task, test.problems
-    max_new_tokens = args.max_new_tokens
-    check_sampling_args(args.n, args.temperature, max_new_tokens, args.top_p)
-    check_model_dir(args.model)
-    from escov.llm.engines.base import load_tokenizer
-    from escov.llm.prompt_lengths import check_prompt_lengths
-
-    source = f"data file {args.data}" if args.data is not None else f"task {args.task} (test problems)"
+    check_sampling_args(plan.n, plan.temperature, plan.max_new_tokens, plan.top_p)
+    check_model_dir(plan.model, "--model" if args.run_dir is None else "--run", weights=False)
+    cfg = plan.cfg
+    source = f"data file {cfg.test_data or cfg.data}" if cfg.test_data or cfg.data else f"task {cfg.task}"
     # before the model loads
-    check_prompt_lengths({source: problems}, load_tokenizer(args.model), args.model, max_new_tokens)
-    with make_engine(args.engine, args.model, dtype=getattr(torch, args.dtype), seed=args.seed, device=device) as engine:
-        result = evaluate(engine, task, problems, n=args.n, ks=ks, temperature=args.temperature,
-                          max_new_tokens=max_new_tokens, seed=args.seed, top_p=args.top_p,
-                          progress=progress_enabled(args.no_progress))
-    result = {"model": str(args.model), "engine": args.engine, "device": device} \
-        | {name: getattr(args, name) for name in TASK_SETTINGS if name != "eval_problems"} | result
-    out = Path(args.out)
+    check_prompt_lengths({source: problems}, load_tokenizer(plan.model), plan.model, plan.max_new_tokens)
+    print(f"llm eval: {len(problems)} test problems of {source} x {plan.n} samples at T={plan.temperature:g}, up to "
+          f"{plan.max_new_tokens} new tokens, seed {plan.seed}" + (f"; {plan.note}" if plan.note else ""), flush=True)
+    if plan.threads is not None:
+        torch.set_num_threads(plan.threads)
+    if not progress_enabled(args.no_progress):  # transformers' "Loading weights" bar too
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    with make_engine(plan.engine, plan.model, dtype=getattr(torch, plan.dtype), seed=plan.seed,
+                     device=device) as engine:
+        result = evaluate(engine, task, problems, n=plan.n, ks=plan.ks, temperature=plan.temperature,
+                          max_new_tokens=plan.max_new_tokens, seed=plan.seed, top_p=plan.top_p,
+                          progress=progress_enabled(args.no_progress), step=plan.step)
+    recorded = {name: getattr(cfg, name) for name in TASK_SETTINGS if name != "eval_problems"}
+    result = {"model": str(plan.model), "engine": plan.engine, "device": device} | recorded \
+        | ({"run": str(args.run_dir), "checkpoint_step": plan.step} if args.run_dir is not None else {}) | result
     out.mkdir(parents=True, exist_ok=True)
     out_file = out / "eval.json"
     out_file.write_text(dumps(result, str(out_file), indent=1), encoding="utf-8")
     plot(result, out / "eval.png")
     print(summary(result))
+    for line in (comparison(result, plan.recorded, plan.recorded_name), seed_hint(plan.model, plan.seed)):
+        if line:
+            print(line)
+    for warning in evaluation_warnings(result):
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
     print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")
     return 0
 
@@ -262,7 +322,7 @@ def summary(result: dict) -> str:
     from escov.llm.reward_stats import summary_line
 
     return (f"{result['task']}: {result['num_problems']} problems x {result['n']} samples at T={result['temperature']}"
-            f" (correct: reward >= {result['correct_threshold']:g})\n"
+            f" (correct: {result.get('correct', 'reward >= 1')})\n"
             f"  {passes}\n  {majs}\n"
             f"  token entropy {result['mean_token_entropy']:.3f} nats  truncated {result['truncated_fraction']:.3f}\n"
             f"  {summary_line(result)}\n"

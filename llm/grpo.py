@@ -110,6 +110,16 @@ def clipped_share_sum(ratio: torch.Tensor, mask: torch.Tensor, cfg: GRPOConfig) 
     return float((((ratio - 1 > cfg.clip_high) | (1 - ratio > cfg.epsilon)).float() * mask).sum())
 
 
+def clip_region_sums(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                     cfg: GRPOConfig) -> tuple[float, float]:
+    """The completion tokens whose clip binds (TRL's clip_ratio/low and /high): ratio < 1 - epsilon with A < 0,
+    and ratio > 1 + epsilon_high with A > 0 (adv [S], ratio and mask [S, T])."""
+    a = adv[:, None]
+    low = ((ratio < 1 - cfg.epsilon) & (a < 0)).float() * mask
+    high = ((ratio > 1 + cfg.clip_high) & (a > 0)).float() * mask
+    return float(low.sum()), float(high.sum())
+
+
 def truncated_rows(completions) -> torch.Tensor:
     """1.0 for each completion that stopped on an end-of-sequence token, 0.0 for one cut at the length limit."""
     return torch.tensor([0.0 if c.finish_reason == "length" else 1.0 for c in completions])
@@ -144,6 +154,9 @@ class GRPOStep:
     clip_fraction: float      # share of completion tokens whose ratio was clipped (last inner iteration)
     grad_norm: float          # before clipping (last inner iteration)
     seconds: float
+    clip_low: float = 0.0     # share whose lower clip binds (ratio < 1 - epsilon, A < 0; last inner iteration)
+    clip_high: float = 0.0    # share whose upper clip binds (ratio > 1 + epsilon_high, A > 0)
+    learning_rate: float = 0.0  # the learning rate of the step's last optimizer step
     variants: dict = field(default_factory=dict)  # the variants' statistics (docs/training.md), last inner iteration
 
     @property
@@ -162,10 +175,13 @@ class GRPOStep:
 
     def metrics(self) -> dict:
         """The step's own fields of its metrics.jsonl row (StepMetrics, llm/rundir/records.py): the rollouts'
-        mean reward (as reward_mean and center_reward_mean: the policy is the center) and the grpo_* fields."""
+        mean reward (as reward_mean and center_reward_mean: the policy is the center), the grpo_* fields (the clip
+        shares: TRL's clip_ratio/low and /high) and the learning rate of the step's last optimizer step."""
         reward = float(self.rollouts.rewards.mean())
         return {"reward_mean": reward, "center_reward_mean": reward, "grpo_loss": self.loss, "grpo_kl": self.kl,
-                "grpo_clip_fraction": self.clip_fraction, "grpo_grad_norm": self.grad_norm} \
+                "grpo_clip_fraction": self.clip_fraction, "grpo_clip_low_share": self.clip_low,
+                "grpo_clip_high_share": self.clip_high, "grpo_grad_norm": self.grad_norm,
+                "learning_rate": self.learning_rate} \
             | ({"grpo_variants": self.variants} if self.variants else {})
 
 
@@ -220,13 +236,15 @@ class GRPO:
         """Weights held outside the run's model: none (the policy is the model, LoRA's merged weights included)."""
         return {}
 
-    def checkpoint_state(self) -> tuple[dict, dict | None]:
-        """What a checkpoint keeps besides the weights: the optimizer state, and the LoRA adapters with use_peft."""
+    def checkpoint_state(self, base: str = "") -> tuple[dict, tuple[dict, dict] | None]:
+        """What a checkpoint keeps besides the weights: the optimizer state, and with use_peft the LoRA adapters as
+        a PEFT adapter folder's (adapter_config.json's content for base model `base`, the phase's starting weights;
+        the tensors by peft's saved names)."""
         adapter = None
         if self.cfg.use_peft:
             from escov.llm import grpo_lora
 
-            adapter = grpo_lora.adapter_state(self.policy)
+            adapter = (grpo_lora.adapter_config(self.policy, base), grpo_lora.adapter_state(self.policy))
         return self.optimizer.state_dict(), adapter
 
     def restore_state(self, optimizer_state: dict) -> None:
@@ -293,6 +311,7 @@ class GRPO:
             for i in range(cfg.num_iterations):
                 self.optimizer.zero_grad(set_to_none=True)
                 total_loss, kl_sum, clipped, entropy_sum, cov_sum, ratio_sum, capped = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+                low, high = 0.0, 0.0
                 selected = self._selected_tokens(seq, attention, mask, tmask)
                 n_selected = n_tok if selected is None else float(selected.sum())
                 coef = control.applied() if control.enabled else 0.0
@@ -314,6 +333,8 @@ class GRPO:
                     loss.backward()
                     total_loss += float(loss.detach())
                     clipped += clipped_share_sum(parts.ratio, m, cfg)
+                    low_s, high_s = clip_region_sums(parts.ratio.detach(), adv[s], m, cfg)
+                    low, high = low + low_s, high + high_s
                     cov_sum += parts.cov_share * float(m.sum())
                     ratio_sum += float((parts.ratio.detach() * m).sum())
                     capped += float((((parts.ratio > cfg.clip_high) & (adv[s][:, None] > 0)).float() * m).sum())
@@ -358,7 +379,9 @@ class GRPO:
         if not self.shares_engine_model:
             self.engine.load_weights((n, p.detach()) for n, p in self.model.named_parameters())
         return GRPOStep(rollouts=out, loss=total_loss, kl=kl_sum / max(n_tok, 1.0), clip_fraction=clipped / max(n_tok, 1.0),
-                        grad_norm=grad_norm, seconds=time.perf_counter() - t0, variants=variants)
+                        grad_norm=grad_norm, seconds=time.perf_counter() - t0, variants=variants,
+                        clip_low=low / max(n_tok, 1.0), clip_high=high / max(n_tok, 1.0),
+                        learning_rate=self.optimizer.param_groups[0]["lr"])
 
     # -- the variants' parts of a step (docs/training.md) ----------------------------------------------------
     def _variant_state(self) -> dict:

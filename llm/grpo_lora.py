@@ -5,7 +5,12 @@ a target module's weight is W0 + (alpha / r) B A, with A [r, in] drawn by peft a
 start, so the phase starts from W0 exactly. After each optimizer step the merged weights W0 + (alpha / r) B A
 go to the run's model (and engine): checkpoints, evaluation and ES phases see plain weights under their
 own names, and `llm eval` loads a checkpoint like any other. A checkpoint inside a LoRA phase also keeps
-the adapters (adapter.safetensors: A and B by peft's names), so that a resumed phase continues from them.
+the adapters as a PEFT adapter folder, checkpoints/step-N/adapter/ (adapter_config.json and
+adapter_model.safetensors under peft's saved names, without the adapter's name `.default.`; its
+base_model_name_or_path is the phase's starting model): `PeftModel.from_pretrained(base,
+"checkpoints/step-N/adapter")` gives the merged weights' model, and a resumed phase continues from it. The
+folder is not the checkpoint's root: transformers' `from_pretrained(checkpoint)` applies an adapter_config.json
+it finds there on top of the weights beside it, which are already merged (the delta would count twice).
 """
 from __future__ import annotations
 
@@ -43,14 +48,30 @@ def merged_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
                 for name, layer in lora_layers(model).items()}
 
 
+ADAPTER_NAME = "default"  # peft's name of the one adapter; its saved files leave it out of the tensors' names
+
+
+def saved_name(name: str) -> str:
+    """A LoRA parameter's name as peft saves it: `...q_proj.lora_A.default.weight` -> `...q_proj.lora_A.weight`."""
+    return name.replace(f".{ADAPTER_NAME}.", ".")
+
+
 def adapter_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The trained adapter tensors (A and B of every layer) by their peft names, as CPU copies."""
-    return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
+    """The trained adapter tensors (A and B of every layer) by peft's saved names, as CPU copies."""
+    return {saved_name(n): p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def adapter_config(model: torch.nn.Module, base: str) -> dict:
+    """adapter_config.json of the model's adapter (peft's LoraConfig as peft writes it), for base model `base`."""
+    config = model.peft_config[ADAPTER_NAME].to_dict() | {"base_model_name_or_path": str(base)}
+    return {k: sorted(v) if isinstance(v, set) else v for k, v in config.items()}
 
 
 def load_adapter_state(model: torch.nn.Module, state: dict[str, torch.Tensor], where: str) -> None:
-    """Copy adapter tensors into the model; ValueError naming `where` when names or shapes differ."""
-    live = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    """Copy adapter tensors (by peft's saved names, or by the live names of checkpoints written before the
+    adapter folder) into the model; ValueError naming `where` when names or shapes differ."""
+    live = {saved_name(n): p for n, p in model.named_parameters() if p.requires_grad}
+    state = {saved_name(n): t for n, t in state.items()}
     if set(live) != set(state):
         raise ValueError(f"{where}: adapters {sorted(set(live) ^ set(state))[:3]} differ from the run's LoRA settings")
     with torch.no_grad():

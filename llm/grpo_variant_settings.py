@@ -63,7 +63,9 @@ def check_variant_settings(cfg) -> None:
     for name in ("clip_cov_lb", "clip_cov_ub"):
         _number(cfg, name, -math.inf)
     _number(cfg, "entropy_coef_max", cfg.entropy_coef_min)
-    if isinstance(cfg.pass_k, bool) or not isinstance(cfg.pass_k, int) or not 1 <= cfg.pass_k <= cfg.num_generations:
+    reads_k = _OWNED["pass_k"][0](cfg)  # k <= G where an estimator reads it; the default k = 4 stands beside any G
+    if isinstance(cfg.pass_k, bool) or not isinstance(cfg.pass_k, int) or cfg.pass_k < 1 \
+            or (reads_k and cfg.pass_k > cfg.num_generations):
         raise ValueError(f"grpo.pass_k must be an integer in [1, grpo.num_generations={cfg.num_generations}], "
                          f"got {cfg.pass_k!r}")
     defaults = {f.name: f.default for f in dataclasses.fields(cfg)}

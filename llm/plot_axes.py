@@ -33,5 +33,6 @@ def step_axis(ax) -> None:
 
 
 def legend_beside(ax, **kwargs) -> None:
-    """The legend to the right of the axes, clear of the data."""
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **kwargs)
+    """The legend to the right of the axes, clear of the data (none when no line has a label: matplotlib would warn)."""
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **kwargs)

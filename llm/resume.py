@@ -12,7 +12,7 @@ resume, each is tried newest first:
     in range   a checkpoint beyond the run's steps is damaged in the same sense
 
 Folders under checkpoints/ that are not step-N are named and ignored. With no usable checkpoint the run
-starts over.
+starts over. A new run refused a folder that is not empty is told why (not_empty: a run to resume, or other files).
 """
 from __future__ import annotations
 
@@ -108,3 +108,11 @@ def name_missing_side_records(cfg: TrainConfig, out: Path, step: int) -> None:
     for path in missing:
         print(f"warning: {path} is missing: its records of steps 0-{step} are lost; the resumed run writes only "
               f"those after step {step}", file=sys.stderr)
+
+
+def not_empty(out: Path) -> str:
+    """Why a new run cannot start in out: a run is there (--resume continues it), or other files are."""
+    if (out / rundir.CONFIG).is_file() and "algo" in rundir.read_json(out / rundir.CONFIG):
+        return f"out directory {out} holds a run already; use --resume {out} to continue it, or give another --out"
+    return (f"--out {out} is a folder with other files in it (not a run of `llm train`); give a new or empty "
+            "folder")

@@ -7,7 +7,7 @@
     reward_zero_std_share          share of prompts whose samples all got the same total reward (TRL's
                                    frac_reward_zero_std: GRPO learns nothing from such a group)
     mean_response_tokens           mean completion length in tokens
-    pass_at_1                      share of completions whose total reward is >= 1 (correct)
+    pass_at_1                      share of completions that are correct (llm/tasks/base.py correct_of)
     by_data_source/<source>/...    reward_mean, reward_std, pass_at_1 and prompts of each `data_source`
                                    value, when the data has that column (verl's)
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from escov.llm.tasks.base import Problem, is_correct_reward
+from escov.llm.tasks.base import Problem
 
 DATA_SOURCE = "data_source"  # verl's column naming where a record comes from
 
@@ -38,9 +38,11 @@ def _mean_std(values: np.ndarray) -> dict:
     return {"mean": float(kept.mean()), "std": float(kept.std())}
 
 
-def reward_stats(rewards: np.ndarray, parts: dict, lengths: np.ndarray, problems: list[Problem]) -> dict:
-    """The statistics of the module docstring for rewards, parts' arrays and lengths of shape [prompt, sample]."""
-    rewards = np.asarray(rewards, dtype=float)
+def reward_stats(rewards: np.ndarray, parts: dict, lengths: np.ndarray, problems: list[Problem],
+                 correct: np.ndarray) -> dict:
+    """The statistics of the module docstring for rewards, parts' arrays, lengths and correct (bool, as the
+    task decided: llm/tasks/base.py correct_of) of shape [prompt, sample]."""
+    rewards, correct = np.asarray(rewards, dtype=float), np.asarray(correct, dtype=bool)
     out = {"reward_mean": float(rewards.mean()), "reward_std": float(rewards.std())}
     if parts:
         out["rewards"] = {name: _mean_std(np.asarray(v, dtype=float).ravel())
@@ -55,7 +57,7 @@ def reward_stats(rewards: np.ndarray, parts: dict, lengths: np.ndarray, problems
             rows = np.array([s == source for s in sources])
             r = rewards[rows]
             out["by_data_source"][source] = {"reward_mean": float(r.mean()), "reward_std": float(r.std()),
-                                             "pass_at_1": float(np.mean(is_correct_reward(r))),
+                                             "pass_at_1": float(np.mean(correct[rows])),
                                              "prompts": int(rows.sum())}
     return out
 
@@ -71,3 +73,17 @@ def summary_line(stats: dict) -> str:
     for source, s in stats.get("by_data_source", {}).items():
         line += f"\n    {source}: reward {s['reward_mean']:.3f}  pass@1 {s['pass_at_1']:.3f} ({s['prompts']} prompts)"
     return line
+
+
+def change_line(base: dict, final: dict) -> str:
+    """One line, base -> final: total reward mean, each function's mean, completion length (n/a where unknown)."""
+    def num(stats: dict, *path) -> str:
+        for key in path:
+            stats = stats.get(key) if isinstance(stats, dict) else None
+        return "n/a" if stats is None else f"{stats:.3f}"
+
+    parts = [f"reward {num(base, 'reward_mean')} -> {num(final, 'reward_mean')}"]
+    for name in final.get("rewards", {}):
+        parts.append(f"{name} {num(base, 'rewards', name, 'mean')} -> {num(final, 'rewards', name, 'mean')}")
+    parts.append(f"length {num(base, 'mean_response_tokens')} -> {num(final, 'mean_response_tokens')} tokens")
+    return "  ".join(parts)

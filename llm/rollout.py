@@ -3,8 +3,8 @@ with an HF model (shared by ES, GRPO and the population measurements).
 
 A completion's reward is the task's verifier score (0 for anything that fails to parse), computed for
 the whole batch in one call (Task.score_batch: reward functions get TRL's batched call); it is
-correct when the reward is at least 1 (`llm.tasks.base.is_correct_reward`). A non-finite reward is an
-error, named with the step.
+correct as the task decides (`llm.tasks.base.correct_of`: reward >= 1, or the run's correct_reward). A
+non-finite reward is an error, named with the step.
 """
 from __future__ import annotations
 
@@ -16,13 +16,20 @@ import torch
 import torch.nn.functional as F
 
 from escov.llm.seeds import derive_seed  # re-exported: the rule lives in llm/seeds.py (no torch)
-from escov.llm.tasks.base import Problem, Task, is_correct_reward
+from escov.llm.tasks.base import Problem, Task, correct_of
 from escov.theory.errors import NonFiniteError
 
 if TYPE_CHECKING:
     from escov.llm.engines.base import Completion, Engine
 
-__all__ = ["NonFiniteError", "derive_seed", "Rollouts", "rollout", "score_completions", "mean_token_entropy"]
+__all__ = ["NonFiniteError", "derive_seed", "evaluation_seed", "Rollouts", "rollout", "score_completions",
+           "mean_token_entropy"]
+
+
+def evaluation_seed(run_seed: int, label: str = "eval") -> int:
+    """The sampling seed of a run's evaluations (base, final, eval_steps; label "heldout" for the held-out task):
+    what `llm eval --run` uses to reproduce them."""
+    return derive_seed(run_seed, label) % 2**31
 
 
 def mean_token_entropy(completions: list[list[Completion]], temperature: float) -> float:
@@ -75,7 +82,7 @@ def score_completions(task: Task, problems: list[Problem], completions: list[lis
     if not np.all(np.isfinite(rewards)):
         bad = float(rewards[~np.isfinite(rewards)][0])
         raise NonFiniteError(f"step {step}: reward is not finite ({bad}) for task {task.name}")
-    return Rollouts(completions=completions, rewards=rewards, correct=is_correct_reward(rewards),
+    return Rollouts(completions=completions, rewards=rewards, correct=correct_of(scores).reshape(shape),
                     temperature=temperature,
                     parts={k: np.asarray(v, dtype=float).reshape(shape) for k, v in scores.parts.items()})
 

@@ -1,9 +1,11 @@
 """The stages of a run around its steps: the base evaluation before training (llm/shared_measurements.py
-lets runs share it), and the final stage after the last step (the probe, the final and held-out evaluations,
-the update analysis, the magnitude-thresholded checkpoints and the plots), written to eval.json."""
+lets runs share it), the validation every eval_steps steps (TRL's periodic evaluation, in metrics.jsonl), and
+the final stage after the last step (the probe, the final and held-out evaluations, the update analysis, the
+magnitude-thresholded checkpoints and the plots), written to eval.json."""
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +32,28 @@ def base_evaluation(run: TrainingRun) -> dict:
     for result in measured.values():
         result["kept"] = [k for k in result.get("kept", []) if math.isfinite(k["reward"])]
     return measured
+
+
+def warn_base_evaluation(result: dict) -> None:
+    """What the base evaluation shows to be wrong with the rewards (a reward that never applies, a total that
+    passes alone; llm/evaluate.py evaluation_warnings), on stderr."""
+    from escov.llm.evaluate import evaluation_warnings
+
+    for warning in evaluation_warnings(result):
+        print(f"warning: base evaluation: {warning}", file=sys.stderr, flush=True)
+
+
+VALIDATION_KEYS = ("num_problems", "n", "temperature", "correct", "pass_at_k", "maj_at_k", "reward_mean", "rewards",
+                   "mean_token_entropy", "truncated_fraction", "solved_fraction")
+
+
+def validation(run: TrainingRun, step: int) -> dict:
+    """What a metrics.jsonl row keeps of the eval_steps evaluation after `step` (the test problems at
+    eval_temperature, the same samples' seeds as the base and final evaluations): its rates and reward means,
+    not its per-problem rows."""
+    cfg = run.cfg
+    result = run.measure("validation", step, run.test, cfg.eval_samples, cfg.eval_ks, "eval")
+    return {k: result[k] for k in VALIDATION_KEYS if k in result}
 
 
 def final_stage(run: TrainingRun) -> None:

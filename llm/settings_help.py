@@ -100,7 +100,14 @@ TRL_POINTERS = {
     "bf16": "use --dtype bfloat16 (trainers keep fp32 master weights)",
     "resume_from_checkpoint": "use --resume RUN_DIR (the run continues from its newest checkpoint)",
     "dataset_name": "use --data FILE (a local .json/.jsonl/.parquet file) and --test_data FILE",
+    "log_completions": "completions.jsonl keeps the first completion of --completions_kept prompts at every "
+                       "evaluation, and of the training batch every --completions_every steps",
+    "lr": "use --learning_rate (TRL's name, and ours: --grpo.learning_rate)",
+    "repetition_penalty": "not offered: completions are sampled from the model's own distribution at --temperature "
+                          "(--top_p, --top_k, --min_p restrict it), as GRPO's log-probabilities assume",
 }
+# our integer settings with a share of the same name elsewhere: a fraction given to them points there
+FRACTION_POINTERS = {"grpo.warmup_steps": "--warmup_ratio"}
 
 
 def field_descriptions(cls) -> dict[str, str]:
@@ -167,6 +174,25 @@ def trl_epilog() -> str:
             f"{VARIANTS_HELP} verl's and the variants' own names are accepted alone too: {short}.")
 
 
+class _Alias(argparse.Action):
+    """A TRL name for a setting of ours: sets it, and refuses it beside our own flag with another value
+    (`--steps 1 --max_steps 2` would otherwise run whichever came last)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(namespace, self.dest, None)
+        if given is not None and given != values:
+            parser.error(f"{option_string} is TRL's name for --{self.dest}, given {given} already; give one of them")
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"_alias_{self.dest}", (option_string, values))
+
+
+def check_aliases(args: argparse.Namespace) -> None:
+    """ValueError when our flag, given after its TRL alias, changed the alias's value."""
+    for name, (option, value) in [(k[len("_alias_"):], v) for k, v in vars(args).items() if k.startswith("_alias_")]:
+        if getattr(args, name) != value:
+            raise ValueError(f"{option} is TRL's name for --{name}, given {getattr(args, name)} too; give one of them")
+
+
 class _PointToOurs(argparse.Action):
     """A TRL flag with no exact counterpart: a usage error saying what to use instead."""
 
@@ -181,12 +207,23 @@ def add_trl_names(parser: argparse.ArgumentParser) -> None:
     for trl, name in {**TRL_ALIASES, **VERL_ALIASES, **VARIANT_ALIASES}.items():
         if trl not in ours:  # a setting of ours by the same name wins
             parser.add_argument(f"--{trl}", dest=name, default=None, type=ours[name].type, metavar=ours[name].metavar,
-                                help=argparse.SUPPRESS)
+                                action=_Alias, help=argparse.SUPPRESS)
     for trl in TRL_POINTERS:
         if trl not in ours:
             parser.add_argument(f"--{trl}", nargs="?", action=_PointToOurs, help=argparse.SUPPRESS)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "\n\n".join(textwrap.fill(p, 100) for p in trl_epilog().split("\n\n"))
+
+
+def _flag_value(text: str, typ: str, name: str):
+    """_parse_flag, with a pointer where a share was given to a count (--warmup_steps 0.1: --warmup_ratio)."""
+    try:
+        return _parse_flag(text, typ)
+    except argparse.ArgumentTypeError:
+        if name in FRACTION_POINTERS:
+            raise argparse.ArgumentTypeError(f"expected a number of steps, got {text!r}; for a share of the steps "
+                                             f"use {FRACTION_POINTERS[name]} {text}") from None
+        raise
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -201,6 +238,6 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
             if f.type.startswith("tuple") else f.type.upper()
         group.add_argument(f"--{name}", dest=name, default=None, metavar=REPEATED_FLAGS.get(name, metavar),
                            action="append" if name in REPEATED_FLAGS else "store",
-                           type=lambda text, t=f.type: _parse_flag(text, t),
+                           type=lambda text, t=f.type, n=name: _flag_value(text, t, n),
                            help=help_line(f, description).replace("%", "%%"))
     add_trl_names(parser)

@@ -14,7 +14,7 @@ from escov.llm.config import TrainConfig
 # the settings the base evaluation and the step-0 probe depend on (besides the model's weights)
 _RUN_KEYS = ("engine", "dtype", "device", "threads", "task", "data", "test_data", "data_split", "data_fields",
              "prompt_style", "reward", "format_reward", "seed", "max_completion_length", "es.inplace_bf16")
-REWARD_KEYS = ("reward_function", "reward_weights")
+REWARD_KEYS = ("reward_function", "reward_weights", "correct_reward")
 BASE_EVAL_KEYS = _RUN_KEYS + ("eval_problems", "eval_samples", "eval_ks", "eval_temperature", "heldout_task",
                               "heldout_problems", "completions_kept")
 PROBE_KEYS = _RUN_KEYS + ("probe_prompts", "probe_members", "probe_samples", "probe_center_samples", "temperature",
@@ -29,6 +29,8 @@ def measurement_key(cfg: TrainConfig, keys: tuple[str, ...]) -> str:
     # the reward functions score every measurement; keyed only when given, so the keys of runs without them
     # (every paper task) stay as they were
     values |= {k: flat[k] for k in REWARD_KEYS if flat.get(k)}
+    if flat.get("correct_threshold", 1.0) != 1.0:
+        values["correct_threshold"] = flat["correct_threshold"]
     digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode())
     for f in sorted(Path(cfg.model).glob("*.safetensors")):
         digest.update(f.read_bytes())

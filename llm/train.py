@@ -19,8 +19,8 @@ Run directory (the interface to paper_checks):
                        accuracy before / after (base_greedy, final_greedy), held-out task before /
                        after, update analysis and magnitude-thresholded checkpoints
     checkpoints/step-N/  save_pretrained format (fp32 model.safetensors + config + tokenizer) and
-                       trainer_state.json (+ optimizer.pt inside a GRPO phase, + adapter.safetensors with
-                       grpo.use_peft), written atomically, after
+                       trainer_state.json (+ optimizer.pt inside a GRPO phase, + adapter/, a PEFT adapter
+                       folder, with grpo.use_peft), written atomically, after
                        the steps checkpoint_due names (and at a phase switch)
     curves.png, drift_hist.png
 
@@ -32,6 +32,7 @@ deterministic, and a run resumed from its last checkpoint ends with the same wei
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import sys
 import time
@@ -41,7 +42,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from escov.llm import drift, fingerprints, replay_log, rundir, schedules, tracking, witnesses
+from escov.llm import drift, fingerprints, replay_log, run_stages, rundir, schedules, tracking, witnesses
 from escov.llm.config import TrainConfig, load_config
 from escov.llm.device import resolve_device, resume_device
 from escov.llm.engines.base import check_model_dir, load_tokenizer
@@ -52,9 +53,9 @@ from escov.llm.interrupts import stop_if_requested
 from escov.llm.lemma_measurements import measure_population
 from escov.llm.problem_sets import ProblemSet, eval_set, fit_to_data, probe_problems, prompt_sources
 from escov.llm.prompt_lengths import check_prompt_lengths
-from escov.llm.resume import drop_later_checkpoints, name_missing_side_records, relog_step, resume_point
+from escov.llm.resume import drop_later_checkpoints, name_missing_side_records, not_empty, relog_step, resume_point
 from escov.llm.reward_stats import reward_stats
-from escov.llm.rollout import NonFiniteError, Rollouts, derive_seed, rollout
+from escov.llm.rollout import NonFiniteError, Rollouts, derive_seed, evaluation_seed, rollout
 from escov.llm.run_stages import FINAL_SOURCES, base_evaluation, final_stage, plot_curves  # noqa: F401 (plot_curves)
 from escov.llm.shared_measurements import BASE_EVAL_KEYS, PROBE_KEYS, measurement_key, shared_measurement
 from escov.llm.stop_points import STOP_ENV, stop_point  # noqa: F401 (STOP_ENV: named here before)
@@ -75,7 +76,9 @@ class TrainingRun:
         cfg.device = resolve_device(cfg.device)  # config.json records the resolved device
         self.device = torch.device(cfg.device)
         self.cfg, self.dir, self.show_progress = cfg, Path(cfg.out), show_progress
-        check_model_dir(cfg.model)  # a missing or damaged model fails before the problems are generated (seconds)
+        # a missing or damaged model fails before the problems are generated (seconds); missing weights before the
+        # engine loads them (the engine checks), after the prompts
+        check_model_dir(cfg.model, weights=False)
         # what the ES strategy needs of this machine and of the engine (llm/es/factory.py): refused before the
         # problems are generated (seconds) and the engine starts
         has_es = "es" in cfg.algo.split("-")
@@ -83,6 +86,10 @@ class TrainingRun:
         self.task = task if task is not None else cfg.make_task()
         for note in fit_to_data(cfg, self.task):  # before config.json is written: it records the sizes used
             print(f"note: {note}", file=sys.stderr, flush=True)
+        if cfg.data and cfg.test_data and Path(cfg.data).exists() and Path(cfg.test_data).exists() \
+                and os.path.samefile(cfg.data, cfg.test_data):
+            print(f"warning: data and test_data are the same file ({cfg.test_data}): the test problems are training "
+                  "problems, so the evaluations measure memorization, not generalization", file=sys.stderr, flush=True)
         self.test = eval_set(cfg, task=self.task)  # the run's test problems (llm/problem_sets.py)
         # every prompt the run can use fits the model's context (or is cut to fit), checked before the model loads
         cut = check_prompt_lengths(prompt_sources(cfg, self.task), load_tokenizer(cfg.model), cfg.model,
@@ -197,7 +204,11 @@ class TrainingRun:
         return record | ({"final_weights_sha256": fingerprints.tensors_sha256(final)} if final is not None else {})
 
     def checkpoint(self, step: int, elapsed: float) -> Path:
-        opt, adapter = self.trainer.checkpoint_state() if self.trainer is not None else (None, None)
+        opt, adapter = None, None
+        if self.trainer is not None:  # a PEFT adapter's base model: the phase's starting weights (W0)
+            start = self.trainer_phase.start
+            base = self.cfg.model if start == 0 else rundir.checkpoint_dir(self.dir, start)
+            opt, adapter = self.trainer.checkpoint_state(str(base))
         state = {"elapsed": elapsed, "settings_sha256": self.manifest.get("settings_sha256", "")}
         path = rundir.save_checkpoint(self.dir, Path(self.cfg.model), step, self.cpu_weights(), state, opt, adapter)
         stop_point(f"checkpoint-{step}")
@@ -223,22 +234,24 @@ class TrainingRun:
         if extra.get("es_zero_update") and not self.warned_zero_update:
             self.warned_zero_update = True
             member_rewards = extra["es_rewards"]
-            print(f"warning: ES iteration {step + 1}: all {len(member_rewards)} members got the same reward "
-                  f"({float(member_rewards[0]):.4g}), so the update is zero; the final summary counts such iterations "
-                  "(a reward that varies between members, or more prompts per batch, gives ES a signal)",
-                  file=sys.stderr, flush=True)
+            tqdm.write(f"warning: ES iteration {step + 1}: all {len(member_rewards)} members got the same reward "
+                       f"({float(member_rewards[0]):.4g}), so the update is zero; the final summary counts such "
+                       "iterations (a reward that varies between members, or more prompts per batch, gives ES a "
+                       "signal)", file=sys.stderr)  # above the progress bar, not inside it
         self.replay_record = out.replay
         if cfg.completions_every and (step + 1) % cfg.completions_every == 0:
             self.keep_completions("train", step + 1, [
                 {"prompt": str(p.prompt), "completion": samples[0].text, "reward": float(rewards[0])}
                 for p, samples, rewards in zip(problems[:cfg.completions_kept], center.completions, center.rewards)])
         stats = reward_stats(center.rewards, center.parts,
-                             np.array([[len(c.token_ids) for c in r] for r in center.completions]), problems)
+                             np.array([[len(c.token_ids) for c in r] for r in center.completions]), problems,
+                             center.correct)
         stats.pop("reward_mean")  # the row's reward_mean is the trainer's (ES: member fitness); the center's is above
         total, layers = drift.relative_drift(self.weights(copy=False), self.base)
         seconds = time.perf_counter() - t0
         row |= {"pass_at_1": float(center.correct.mean()), "no_correct_share": float((~center.correct.any(axis=1)).mean()),
                 "entropy": center.token_entropy(), "drift_rel": total, "drift_layers": layers, **stats, **extra,
+                "truncated_share": float(np.mean([c.finish_reason == "length" for r in center.completions for c in r])),
                 "step_seconds": seconds, "tokens_per_s": n_tokens / max(seconds, 1e-12),
                 "grading_timeouts": safety_net_hits() - hits_before}
         return row
@@ -294,7 +307,7 @@ class TrainingRun:
 
         temperature = self.cfg.eval_temperature if temperature is None else temperature
         return evaluate(self.engine, problems.task, problems.problems, n=n, ks=list(ks), temperature=temperature,
-                        max_new_tokens=self.cfg.max_completion_length, seed=derive_seed(self.cfg.seed, seed_label) % 2**31,
+                        max_new_tokens=self.cfg.max_completion_length, seed=evaluation_seed(self.cfg.seed, seed_label),
                         progress=self.show_progress, keep=keep, step=step)
 
 
@@ -321,7 +334,7 @@ def train(cfg: TrainConfig, task: Task | None = None, resume: bool = False, show
     check_out_dir(out)
     tracking.check_backend(cfg.report_to)  # a missing backend stops the run before anything starts
     if not resume and out.exists() and not rundir.is_empty(out):  # checked again inside the lock
-        raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
+        raise ValueError(not_empty(out))
     created = next((p for p in reversed([out, *out.parents]) if not p.exists()), None)
     try:
         return _train(cfg, task, resume, show_progress, shared)
@@ -350,7 +363,7 @@ def _train_locked(cfg: TrainConfig, task: Task | None, resume: bool, show_progre
     """train() inside the run directory's lock."""
     out = Path(cfg.out)
     if not resume and not rundir.is_empty(out):
-        raise ValueError(f"out directory {out} is not empty; use --resume {out} to continue it")
+        raise ValueError(not_empty(out))
     recorded = rundir.read_manifest(out) if resume else None
     inputs = fingerprints.take_inputs(cfg, out)  # paths made absolute before anything reads them
     run = TrainingRun(cfg, task, show_progress)
@@ -401,6 +414,7 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
         ev = {"base": run.record("base", 0, measured["base"]), "base_greedy": run.record("base_greedy", 0, measured["base_greedy"])}
         if cfg.heldout_task:
             ev["heldout"] = {"base": run.record("heldout_base", 0, measured["heldout_base"])}
+        run_stages.warn_base_evaluation(ev["base"])
         fingerprint = run.fingerprint()  # base_fingerprint: kept, a witness of inputs.json (llm/witnesses.py)
         rundir.write_eval(out, {"fingerprint": fingerprint, "base_fingerprint": fingerprint} | ev)
         done = 0
@@ -433,6 +447,8 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
                 run.start_phase(phase, run.weights())
             row = run.step(step)
             step += 1
+            if cfg.eval_steps and step % cfg.eval_steps == 0 and step < run.total_steps:  # TRL's periodic evaluation
+                row["validation"] = run_stages.validation(run, step)
             row["wall_seconds"] = time.perf_counter() - t_start
             rundir.append_step(out, row)
             if run.replay_record is not None:

@@ -42,7 +42,7 @@ def run_command(args: argparse.Namespace) -> int:
     128 + signal number when a signal did."""
     from escov.llm.cli import progress_enabled
     from escov.llm.config import config_from_args, setting_flags
-    from escov.llm.interrupts import Interrupted, stop_on_signals
+    from escov.llm.interrupts import Interrupted, InterruptedAtOnce, stop_on_signals
     from escov.llm.rollout import NonFiniteError
 
     if args.resume:
@@ -55,6 +55,9 @@ def run_command(args: argparse.Namespace) -> int:
         for flag in ("allow_device_change", "allow_config_change", "re_evaluate"):
             if getattr(args, flag):
                 raise ValueError(f"--{flag} only applies with --resume")
+        from escov.llm.settings_help import check_aliases
+
+        check_aliases(args)
         cfg = config_from_args(args)
         out = Path(cfg.out)
     show_progress = progress_enabled(args.no_progress)
@@ -78,7 +81,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 1
     except OSError as err:  # a write outside llm/rundir/ (a plot): a full disk is one line naming the file
         raise ValueError(f"{err.filename or out}: cannot be written ({err.strerror or err})") from None
-    except Interrupted as err:
+    except (Interrupted, InterruptedAtOnce) as err:
         print(resume_hint(out, str(err)), file=sys.stderr, flush=True)
         return err.exit_code
     print(summary(out), flush=True)
@@ -92,6 +95,9 @@ def _resume(out: Path, args: argparse.Namespace, show_progress: bool) -> bool:
     from escov.llm.device import resume_device
     from escov.llm.train import resume
 
+    if (out / rundir.CONFIG).is_file() and "algo" not in (rundir.read_config(out)):
+        raise ValueError(f"--resume {out}: not a run directory of `llm train` (its config.json is a model's; "
+                         f"give it as --model to start a run)")
     cfg = load_config(out)
     cfg.out = str(out)  # where the run is now (config.json names where it began)
     resume_device(cfg.device, args.device, args.allow_device_change, f"--resume {out}")  # a refused device: an error first
@@ -158,18 +164,20 @@ def resume_hint(out: Path, what: str) -> str:
 def summary(out: Path) -> str:
     """The final metrics (base -> final) and every file of the run directory."""
     from escov.llm import rundir
-    from escov.llm.reward_stats import summary_line
+    from escov.llm.reward_stats import change_line, summary_line
 
     ev = rundir.read_eval(out) or {}
     lines = [f"finished: {out}"]
     if "final" in ev:
         passes = "  ".join(f"Pass@{k} {ev['base']['pass_at_k'][k]:.3f} -> {v:.3f}" for k, v in ev["final"]["pass_at_k"].items())
-        threshold = (f"; correct: reward >= {ev['final']['correct_threshold']:g}"
+        threshold = (f"; correct: {ev['final']['correct']}" if "correct" in ev["final"]
+                     else f"; correct: reward >= {ev['final']['correct_threshold']:g}"
                      if "correct_threshold" in ev["final"] else "")
         lines.append(f"  {ev['final']['task']} (base -> final, T={ev['final']['temperature']}{threshold}): {passes}")
         lines.append(f"  greedy accuracy {ev['base_greedy']['pass_at_k']['1']:.3f} -> {ev['final_greedy']['pass_at_k']['1']:.3f}"
                      f"  token entropy {ev['base']['mean_token_entropy']:.3f} -> {ev['final']['mean_token_entropy']:.3f}")
         if "reward_mean" in ev["final"]:
+            lines.append(f"  base -> final: {change_line(ev['base'], ev['final'])}")
             lines.append(f"  final: {summary_line(ev['final'])}")
         held = ev.get("heldout", {})
         if "final" in held:

@@ -22,6 +22,7 @@ imports (tests/test_layout.py).
     summary.py          the lines REPORT.md opens with and a reproduction's console ends on
     plots.py            the report's plots, each drawn from run directories
     report.py           the report: every claim at every level, the open questions, plots; REPORT.md + report.json
+    own_runs.py         the report of runs on your own data or rewards: the runs' groups compared, no claims
     base_info.py        what a base model is, from its folder (pretrain.json)
     finite.py           JSON records without NaN or infinity (null there, the paths listed beside)
     coverage/           `escov coverage`: Pass@k to n, k*, solvability sets of any trainer's completions

@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--theory", type=Path, help="JSON of `python -m escov.theory --json`")
     rep.add_argument("--simulate", type=Path, help="summary.json of `python -m escov.simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
+    rep.add_argument("--claims", action="store_true",
+                     help="also check the paper's claims on runs of your own data or rewards (by default their "
+                          "report compares the runs' groups: paper_checks/own_runs.py)")
     add_commands(sub)  # reproduce, bases, sweep, pilot, premise-control, grpo-variants (paper_checks/reproduce/cli.py)
     sub.add_parser("coverage", help="Pass@k to n, k*, solvability sets of any trainer's completions (docs/coverage.md)")
     args = parser.parse_args(argv)
@@ -55,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             from escov.paper_checks.report import build_report
             from escov.paper_checks.summary import load_published
             grid = load_lemma_grid(args.lemma_grid) if args.lemma_grid else None
-            report = build_report(args.runs, args.out, args.theory, args.simulate, grid, published=load_published())
+            report = build_report(args.runs, args.out, args.theory, args.simulate, grid, published=load_published(),
+                                  claims=True if args.claims else None)
             out = args.out
     except (RunDirError, ValueError, OSError) as err:  # damaged or missing inputs: one line naming the file
         print(f"error: {err}", file=sys.stderr)

@@ -41,8 +41,25 @@ def untagged_settings(config: dict) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in es.items() if k not in POOLED_ES_SETTINGS))
 
 
+def grpo_tags(grpo: dict) -> list[str]:
+    """TRL's GRPO variants a run's [grpo] table sets (the paper's GRPO has none): the loss type when not grpo,
+    dapo's upper clip, the reward scaling when not by group, masked truncation, a schedule, LoRA and its rank."""
+    tags = [grpo["loss_type"]] if grpo.get("loss_type", "grpo") != "grpo" else []
+    if grpo.get("epsilon_high"):
+        tags.append(f"clip-high-{grpo['epsilon_high']:g}")
+    if grpo.get("scale_rewards", "group") not in ("group", True):
+        tags.append(f"scale-{grpo['scale_rewards']}")
+    if grpo.get("mask_truncated_completions"):
+        tags.append("mask-truncated")
+    if grpo.get("lr_scheduler_type", "constant") != "constant":
+        tags.append(grpo["lr_scheduler_type"])
+    if grpo.get("use_peft"):
+        tags.append(f"lora-r{grpo.get('lora_r', 16)}")
+    return tags
+
+
 def variant(config: dict) -> str:
-    """The method a run config describes: algo plus the ES options that change it."""
+    """The method a run config describes: algo plus the ES options and GRPO variants that change it."""
     algo = config.get("algo", "unknown")
     es = config.get("es", {})
     tags = [tag for key, test, tag in ES_TAGS if key in es and test(es[key])] if "es" in algo else []
@@ -51,6 +68,8 @@ def variant(config: dict) -> str:
         tags.append(f"rank-{rank}")
     if "es" in algo and es.get("tag"):  # the run's own label (llm/config.py ESConfig.tag)
         tags.append(es["tag"])
+    if "grpo" in algo:
+        tags += grpo_tags(config.get("grpo", {}))
     return f"{algo}[{','.join(tags)}]" if tags else algo
 
 

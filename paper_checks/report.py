@@ -20,6 +20,8 @@ from escov.paper_checks.finite import without_non_finite
 from escov.paper_checks.lemma_grid import summarize_grid
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
 from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS, QUESTION_NEEDS
+from escov.paper_checks.own_runs import is_own_run, own_runs_section
+from escov.paper_checks.own_runs import render as render_own
 from escov.paper_checks.plots import PLOTS
 from escov.paper_checks.premise_record import premise_record
 from escov.paper_checks.premise_record import render as render_premise
@@ -115,7 +117,7 @@ def collect(run_dirs, theory_json=None, simulate_summary=None) -> Evidence:
 
 def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None,
                  purpose: str = "", published: dict | None = None, planned: set[tuple[str, str]] | None = None,
-                 premise_control: dict | None = None) -> dict:
+                 premise_control: dict | None = None, claims: bool | None = None) -> dict:
     """Write REPORT.md, report.json and the plots into out. Everything is built in a temporary folder
     beside out and moved in only when complete, so a failure leaves no partial report. purpose: what
     the reproduction's budget can decide, stated under the title ("" for none). published: the published
@@ -124,7 +126,8 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     needs the reproduction's budget plans (reproduce.plan.planned_needs; None: no budget, as `paper_checks report`), so
     that a claim whose runs the budget never plans reads "not run in this budget", not "missing data". premise_control:
     the premise's positive control (premise.py control.json); with it the report holds the record "premise"
-    (premise_record.py) and REPORT.md its section."""
+    (premise_record.py) and REPORT.md its section. claims: whether the paper's claims are checked (None: unless a
+    run is on the user's own data or rewards, paper_checks/own_runs.py, whose report compares the runs' groups)."""
     out, run_dirs = Path(out), list(run_dirs)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a directory")
@@ -133,12 +136,43 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published, planned, premise_control)
+        own = any(is_own_run(r.config) for r in ev.runs)
+        if own and not (claims is True):
+            report = _build_own(ev, tmp, out)
+        else:
+            report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published, planned, premise_control)
+            if own:
+                report["own_runs"] = own_runs_section(ev.runs, shown_path)
+                (tmp / "report.json").write_text(dumps(without_non_finite(report)[0], str(out / "report.json"),
+                                                       indent=1), encoding="utf-8")
+                with open(tmp / "REPORT.md", "a", encoding="utf-8") as md:
+                    md.write("\n".join(render_own(report["own_runs"])) + "\n")
         out.mkdir(exist_ok=True)
         for f in tmp.iterdir():
             os.replace(f, out / f.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return report
+
+
+def _build_own(ev: Evidence, tmp: Path, out: Path) -> dict:
+    """The report of runs on the user's own data or rewards: their groups and each group's base -> final, without
+    the paper's claims (build_report(..., claims=True) adds them)."""
+    report = {"excluded": ev.excluded, "input_problems": ev.problems, "own_runs": own_runs_section(ev.runs, shown_path)}
+    report, non_finite = without_non_finite(report)
+    report["non_finite"] = non_finite
+    groups = report["own_runs"]["groups"]
+    listed = "; ".join(f"{g['name']} x{len(g['runs'])}" for g in groups)
+    report["summary"] = [f"Your runs: {len(ev.runs)} in {len(groups)} group{'s' * (len(groups) != 1)} ({listed}); "
+                         f"base -> final per group: {out / 'REPORT.md'} (the paper's claims: --claims)"]
+    (tmp / "report.json").write_text(dumps(report, str(out / "report.json"), indent=1), encoding="utf-8")
+    lines = ["# Your runs, compared", ""]
+    if report["excluded"]:
+        lines += [f"**Left out of this report** ({len(report['excluded'])}, each with the reason):", ""]
+        lines += [f"- `{e['what']}`: {e['reason']}" for e in report["excluded"]] + [""]
+    if report["input_problems"]:
+        lines += ["**Input problems:**", ""] + [f"- {p}" for p in report["input_problems"]] + [""]
+    (tmp / "REPORT.md").write_text("\n".join(lines + render_own(report["own_runs"])) + "\n", encoding="utf-8")
     return report
 
 
@@ -204,6 +238,7 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
               "runs": [{"path": shown_path(r.path), "variant": variant(r.config), "seed": r.seed,
                         "model": shown_path(r.config.get("model"))}
                        for r in ev.runs],
+              "groups": own_runs_section(ev.runs, shown_path)["groups"],
               "bases": bases_of(ev), "es_regime": es_regime(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
     if premise_control is not None:
@@ -238,7 +273,9 @@ def render_markdown(report: dict, published: dict | None = None) -> str:
     if report.get("excluded"):
         lines += [f"**Left out of this report** ({len(report['excluded'])}, each with the reason):", ""]
         lines += [f"- `{e['what']}`: {e['reason']}" for e in report["excluded"]] + [""]
-    if report["runs"]:
+    if report.get("groups"):  # groups of equal settings (paper_checks/own_runs.py): different settings are never seeds
+        lines += ["Runs: " + ", ".join(f"`{g['name']}` x{len(g['runs'])}" for g in report["groups"]), ""]
+    elif report["runs"]:  # a report.json written before the groups
         by = {}
         for r in report["runs"]:
             by.setdefault(r["variant"], []).append(r["seed"])

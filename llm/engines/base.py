@@ -101,10 +101,14 @@ MODEL_JSON_FILES = ("config.json", "generation_config.json", "tokenizer.json", "
                     "special_tokens_map.json", "model.safetensors.index.json")
 
 
-def check_model_dir(model_dir) -> Path:
-    """The path of a local model directory, or ValueError naming the file that is wrong: config.json
-    missing or not a JSON object, a JSON file of the model or tokenizer that is not UTF-8 JSON, a
-    safetensors file whose header is damaged or that is truncated."""
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.gguf")  # files a model directory keeps its weights in
+
+
+def check_model_dir(model_dir, flag: str = "--model", weights: bool = True) -> Path:
+    """The path of a local model directory, or ValueError naming the flag and the file that is wrong: config.json
+    missing or not a JSON object, a run directory of `llm train` (its config.json holds settings), no weight
+    files (unless weights is False: a check before the prompts are, which need only the tokenizer), a JSON file of
+    the model or tokenizer that is not UTF-8 JSON, a safetensors file whose header is damaged or that is truncated."""
     from safetensors import SafetensorError, safe_open
 
     from escov.llm.rundir import read_json
@@ -120,6 +124,13 @@ def check_model_dir(model_dir) -> Path:
     for name in MODEL_JSON_FILES:
         if (path / name).is_file() and not isinstance(read_json(path / name), dict):
             raise ValueError(f"{path / name}: expected a JSON object")
+    settings = read_json(path / "config.json")
+    if "algo" in settings and "model" in settings and (path / "checkpoints").is_dir():
+        raise ValueError(f"{flag} {model_dir} is a run directory of `llm train`, not a model: give one of its "
+                         f"checkpoints ({path / 'checkpoints' / 'step-N'}), or `llm eval --run {model_dir}`")
+    if weights and not any(next(path.glob(pattern), None) for pattern in WEIGHT_PATTERNS):
+        raise ValueError(f"{flag} {model_dir}: the model directory holds no weights (no {', '.join(WEIGHT_PATTERNS)} "
+                         "file beside its config.json)")
     for weights in sorted(path.glob("*.safetensors")):
         try:
             with safe_open(weights, "pt") as fh:
@@ -133,7 +144,7 @@ def load_tokenizer(model_dir):
     """AutoTokenizer of a model directory. Documented fallback: with no pad token, pad with EOS."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(check_model_dir(model_dir)))
+    tokenizer = AutoTokenizer.from_pretrained(str(check_model_dir(model_dir, weights=False)))
     return with_pad_token(tokenizer)
 
 

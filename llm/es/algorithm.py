@@ -164,8 +164,8 @@ class ES:
         bf16 the center is never restored exactly)."""
         return self.center.exact_restore and not self.center.modified
 
-    def checkpoint_state(self) -> tuple[None, None]:
-        """What a checkpoint keeps besides the weights: nothing (no optimizer state, no adapters)."""
+    def checkpoint_state(self, base: str = "") -> tuple[None, None]:
+        """What a checkpoint keeps besides the weights: nothing (no optimizer state, no adapters; base unused)."""
         return None, None
 
     def close(self) -> None:

@@ -10,8 +10,11 @@ from escov.llm.rundir.disk import writing
 from escov.llm.rundir.jsonio import read_json, write_json
 from escov.llm.rundir.records import (
     ADAPTER,
+    ADAPTER_CONFIG,
+    ADAPTER_WEIGHTS,
     CHECKPOINT_NAME,
     CHECKPOINTS,
+    LEGACY_ADAPTER,
     OPTIMIZER,
     TRAINER_STATE,
     WEIGHTS,
@@ -66,8 +69,9 @@ def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weight
     import torch
     from safetensors.torch import save_file
 
+    adapter_tensors = adapter[1] if adapter is not None else {}
     needed = (checkpoint_bytes(model_dir, weights, optimizer_state)
-              + sum(t.numel() * 4 for t in (adapter or {}).values()))
+              + sum(t.numel() * 4 for t in adapter_tensors.values()))
     with writing(tmp, needed=needed):
         tmp.mkdir(parents=True)
         for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
@@ -80,8 +84,12 @@ def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weight
                   metadata={"format": "pt"})
         if optimizer_state is not None:
             torch.save(optimizer_state, tmp / OPTIMIZER)
-        if adapter is not None:
-            save_file({n: t.detach().float().contiguous() for n, t in adapter.items()}, str(tmp / ADAPTER))
+        if adapter is not None:  # (adapter_config.json's content, tensors by peft's saved names)
+            config, tensors = adapter
+            (tmp / ADAPTER).mkdir()
+            write_json(tmp / ADAPTER / ADAPTER_CONFIG, config)
+            save_file({n: t.detach().float().contiguous() for n, t in tensors.items()},
+                      str(tmp / ADAPTER / ADAPTER_WEIGHTS), metadata={"format": "pt"})
         write_json(tmp / TRAINER_STATE, check_record(TrainerState, state | {"step": step}, str(tmp / TRAINER_STATE)))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
@@ -134,12 +142,15 @@ def load_checkpoint(path: Path, shapes: dict, with_optimizer: bool) -> tuple[dic
 
 
 def load_adapter(path: Path) -> dict:
-    """The LoRA adapters of checkpoints/step-N (adapter.safetensors), finite; RunDirError naming the file otherwise."""
+    """The LoRA adapters of checkpoints/step-N (adapter/adapter_model.safetensors; adapter.safetensors in older
+    checkpoints), finite; RunDirError naming the file otherwise."""
     import torch
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    file = Path(path) / ADAPTER
+    file = Path(path) / ADAPTER / ADAPTER_WEIGHTS
+    if not file.exists() and (Path(path) / LEGACY_ADAPTER).exists():
+        file = Path(path) / LEGACY_ADAPTER
     try:
         adapter = load_file(str(file))
     except (SafetensorError, OSError) as err:

@@ -17,7 +17,9 @@ CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer_state.json"
 WEIGHTS = "model.safetensors"
 OPTIMIZER = "optimizer.pt"
-ADAPTER = "adapter.safetensors"  # GRPO with use_peft: the LoRA adapters inside a phase (llm/grpo_lora.py)
+ADAPTER = "adapter"  # GRPO with use_peft: the LoRA adapters inside a phase, a PEFT adapter folder (llm/grpo_lora.py)
+ADAPTER_CONFIG, ADAPTER_WEIGHTS = "adapter_config.json", "adapter_model.safetensors"  # peft's file names
+LEGACY_ADAPTER = "adapter.safetensors"  # the adapters of checkpoints written before the adapter folder
 CHECKPOINT_NAME = re.compile(r"step-(\d+)")
 MANIFEST = "inputs.json"
 
@@ -54,7 +56,12 @@ class StepMetrics(_StepMetricsCore, total=False):
     grpo_loss: float
     grpo_kl: float
     grpo_clip_fraction: float
+    grpo_clip_low_share: float     # tokens whose lower clip binds (ratio < 1 - epsilon, A < 0): TRL's clip_ratio/low
+    grpo_clip_high_share: float    # ... upper clip (ratio > 1 + epsilon_high, A > 0): TRL's clip_ratio/high
     grpo_grad_norm: float
+    learning_rate: float           # GRPO: the learning rate of the step's last optimizer step (after the schedule)
+    truncated_share: float         # share of the step's samples cut at max_completion_length
+    validation: dict               # eval_steps: the test problems' evaluation after this step (llm/train.py)
     grpo_variants: dict            # the GRPO variants' statistics (llm/grpo.py GRPOStep.variants; docs/training.md)
     # what the reward does on the step's samples (ES: the center's step_samples; GRPO: the rollouts;
     # llm/reward_stats.py)
@@ -101,6 +108,8 @@ class Evaluation(_EvaluationCore, total=False):
     grading_timeouts or the reward's statistics (llm/reward_stats.py) were recorded lack them."""
     grading_timeouts: int          # answers graded wrong at the math grader's wall-clock safety net
     correct_threshold: float
+    correct: str                   # the rule: "reward >= 1", or with reward functions "accuracy >= 1", "total >= 0.9"
+    total_reaches_threshold_not_correct: int
     reward_mean: float
     reward_std: float
     rewards: dict

@@ -15,6 +15,7 @@ SCALE_REWARDS = ("group", "batch", "none")  # what the centred rewards are divid
 SCALE_REWARDS_BOOL = {True: "group", False: "none", "true": "group", "false": "none"}
 # llm/grpo.py lr_factor: transformers' schedules of these names
 LR_SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
+LORA_SETTINGS = ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules")  # read only with use_peft
 
 
 @dataclass
@@ -111,4 +112,8 @@ class GRPOConfig:
         targets = self.lora_target_modules
         if not isinstance(targets, str) or not re.fullmatch(r"([\w.]+(,[\w.]+)*)?", targets):
             raise ValueError(f"grpo.lora_target_modules must be comma-separated module names, got {targets!r}")
+        lora = [n for n in LORA_SETTINGS if getattr(self, n) != GRPOConfig.__dataclass_fields__[n].default]
+        if lora and not self.use_peft:
+            raise ValueError(f"grpo.{lora[0]} = {getattr(self, lora[0])!r} does nothing without grpo.use_peft = true "
+                             "(--use_peft true trains LoRA adapters); give both, or drop it")
         check_variant_settings(self)  # llm/grpo_variant_settings.py

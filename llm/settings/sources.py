@@ -58,10 +58,14 @@ def _parse_flag(text: str, typ: str) -> Any:
         if text.lower() not in ("true", "false"):
             raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
         return text.lower() == "true"
-    if typ == "int":
-        return int(text)
-    if typ == "float":
-        return float(text)
+    try:
+        if typ == "int":
+            return int(text)
+        if typ == "float":
+            return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if typ == 'int' else 'a number'}, "
+                                         f"got {text!r}") from None
     return text
 
 
@@ -101,6 +105,11 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             data[key] = value
     cfg = TrainConfig.from_dict(data, source=str(args.config or "flags"))
     check_flags_apply(cfg, set(setting_flags(args)))
+    unread = sorted(k for k in data.get("grpo", {}) if not flag_applies(f"grpo.{k}", cfg.algo)) if args.config else []
+    if unread:  # a [grpo] table in a TOML file of an ES run (flags set from the command line were checked above)
+        raise ValueError(f"{args.config}: [grpo] {', '.join(unread)} {'does' if len(unread) == 1 else 'do'} nothing "
+                         f"with algo = {cfg.algo!r} (read by algo grpo, es-grpo, grpo-es); drop "
+                         f"{'it' if len(unread) == 1 else 'them'}")
     for name in ("model", "out"):
         if not getattr(cfg, name):
             raise ValueError(f"{name} is required (flag --{name} or key {name!r} in the config file)")

@@ -2,7 +2,9 @@
 `[grpo]` and `[population]` tables inside; `from_dict` reads them from TOML tables or a config.json."""
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +13,12 @@ from escov.llm.member_options import DistributedConfig, check_options
 from escov.llm.settings.es_config import ESConfig
 from escov.llm.settings.grpo_config import SCALE_REWARDS_BOOL, GRPOConfig
 from escov.llm.settings.population_config import PopulationConfig
-from escov.llm.settings.user_data import check_reward_settings, normalize_reward_settings, user_data_defaults
+from escov.llm.settings.user_data import (
+    USER_DATA_DEFAULTS,
+    check_reward_settings,
+    normalize_reward_settings,
+    user_data_defaults,
+)
 from escov.llm.settings.values import _choice, _int_at_least, _known, _positive, _renamed, _table
 from escov.llm.tasks import TASKS
 from escov.llm.tasks.data_files import parse_fields, train_records_of
@@ -30,7 +37,7 @@ SECTIONS = ("es", "grpo", "population")
 class TrainConfig:
     algo: str = "es"                 # es | grpo | es-grpo (ES then GRPO) | grpo-es
     model: str = ""                  # base model directory (save_pretrained format)
-    task: str = "countdown"          # llm.tasks.TASKS: countdown, countdown3, grid_paths, subset_sum, gsm8k, ...
+    task: str = "countdown"          # countdown | countdown3 | grid_paths | subset_sum | arithmetic | gsm8k | deepscaler | prompts (your data)
     data: str = ""                   # train data file (.json/.jsonl/.parquet; llm/tasks/data_files.py); "": generated problems
     test_data: str = ""              # test data file
     data_split: str = "files"        # files (data = train, test_data = test) | paper (data: first 200 train, rest test) | first-N
@@ -41,6 +48,9 @@ class TrainConfig:
     # ---- reward functions and user data (llm/tasks/reward_function.py; rules in check_reward_settings) ----
     reward_function: tuple[str, ...] = ()  # "module:function" / "file.py:function", TRL's signature or verl's; repeat for several
     reward_weights: tuple[float, ...] = ()  # weight of each reward function (default 1 each); repeat the flag
+    correct_reward: str = ""         # what is correct: a reward function | total | verifier; "": verifier, else 1st
+    correct_threshold: float = 1.0   # a completion is correct when correct_reward's reward is >= this
+    reward_timeout: float = 0.0      # seconds one reward function call may take (0: no limit); longer stops the run
     out: str = ""                    # run directory
     seed: int = 0                    # every random draw of the run derives from it (sampling, noise, batches)
     steps: int = 40                  # budget in GRPO steps; ES runs steps x cost(GRPO step) / cost(ES step) iterations (see below)
@@ -67,6 +77,7 @@ class TrainConfig:
     eval_samples: int = 32           # samples per problem (paper: 32)
     eval_temperature: float = 1.0    # paper: 0.6; the tiny model is trained at 1.0
     eval_ks: tuple[int, ...] = (1, 16, 32)  # k of Pass@k and Maj@k in the evaluations (each <= eval_samples)
+    eval_steps: int = 0              # also evaluate the test problems every N steps (TRL's; 0: before and after only)
     heldout_task: str = "arithmetic"  # forgetting: evaluated before and after ("" to skip)
     heldout_problems: int = 64       # forgetting: test problems of heldout_task
     threshold_keep: tuple[float, ...] = (5.0, 22.0, 50.0)  # % of update entries kept in thresholded checkpoints
@@ -84,6 +95,10 @@ class TrainConfig:
     population: PopulationConfig = field(default_factory=PopulationConfig)
 
     def __post_init__(self) -> None:
+        if self.task == "prompts" and not _FROM_SETTINGS.get():  # the Python API: the CLI's defaults for your data
+            for name, value in USER_DATA_DEFAULTS.items():
+                if getattr(self, name) == TrainConfig.__dataclass_fields__[name].default:
+                    setattr(self, name, value)
         normalize_reward_settings(self)
         self.validate()
 
@@ -100,6 +115,13 @@ class TrainConfig:
         _int_at_least("seed", self.seed, 0)
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("probe_every", self.probe_every, 0)
+        _int_at_least("eval_steps", self.eval_steps, 0)
+        if isinstance(self.reward_timeout, bool) or not isinstance(self.reward_timeout, (int, float)) \
+                or not 0 <= self.reward_timeout < math.inf:
+            raise ValueError(f"reward_timeout must be a number of seconds >= 0 (0: no limit), "
+                             f"got {self.reward_timeout!r}")
+        if self.reward_timeout and not (self.reward_function or self.task == "prompts"):
+            raise ValueError("reward_timeout limits reward functions (reward_function); the task's own reward has none")
         if self.probe_every and not self.probe:
             raise ValueError(f"probe_every = {self.probe_every} needs probe = true")
         _int_at_least("checkpoint_dense", self.checkpoint_dense, 0)
@@ -145,9 +167,11 @@ class TrainConfig:
         given = {"data": self.data or None, "test_data": self.test_data or None, "data_split": self.data_split,
                  "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
                  "format_reward": self.format_reward, "reward_function": list(self.reward_function),
-                 "reward_weights": list(self.reward_weights)}
+                 "reward_weights": list(self.reward_weights), "correct_reward": self.correct_reward,
+                 "correct_threshold": self.correct_threshold, "reward_timeout": self.reward_timeout}
         defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
-                    "reward": "escov", "format_reward": 0.0, "reward_function": [], "reward_weights": []}
+                    "reward": "escov", "format_reward": 0.0, "reward_function": [], "reward_weights": [],
+                    "correct_reward": "", "correct_threshold": 1.0, "reward_timeout": 0.0}
         return {k: v for k, v in given.items() if v != defaults[k]}
 
     def make_task(self):
@@ -174,6 +198,7 @@ class TrainConfig:
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> "TrainConfig":
         """Build from nested dicts (TOML tables / config.json); unknown keys and bad values raise
         ValueError, its message starting with the source."""
+        token = _FROM_SETTINGS.set(True)  # the settings as given (user_data_defaults below fills what is not)
         try:
             data = user_data_defaults(_renamed(_table(data, source), source))
             kwargs = _known(cls, data, source, sections=SECTIONS)
@@ -191,3 +216,10 @@ class TrainConfig:
             if str(err).startswith(source):
                 raise
             raise ValueError(f"{source}: {err}") from None
+        finally:
+            _FROM_SETTINGS.reset(token)
+
+
+# set while TrainConfig.from_dict builds a config: its settings are taken as given (a TrainConfig built directly,
+# from Python, with task "prompts" gets USER_DATA_DEFAULTS for the measurements left at their defaults)
+_FROM_SETTINGS: contextvars.ContextVar[bool] = contextvars.ContextVar("from_settings", default=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from escov.llm.tasks.correctness import check_correct_settings
 from escov.llm.tasks.reward_function import check_alone, check_path, check_weights
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ def check_reward_settings(cfg: "TrainConfig") -> bool:
     for path in cfg.reward_function:
         check_path(path)
     check_weights(list(cfg.reward_function), list(cfg.reward_weights))
+    uses_functions = bool(cfg.reward_function) or cfg.task == "prompts"
+    check_correct_settings(cfg.correct_reward, cfg.correct_threshold, uses_functions)
     if cfg.reward_function or cfg.task == "prompts":
         check_alone(list(cfg.reward_function), cfg.reward, cfg.format_reward)
         if not cfg.reward_function:

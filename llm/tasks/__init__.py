@@ -10,6 +10,7 @@ own data, scored by such functions. `grid_paths` and `subset_sum` are generated 
 solutions and their strategies are enumerated exactly.
 
     base.py              the task interface: problems with a prompt, a reward, an answer
+    correctness.py       what is correct with reward functions: correct_reward >= correct_threshold
     countdown.py         Countdown: the given numbers, each once, with + - * / to hit the target
     countdown_verdicts.py  Countdown's reward for many completions at once, fast (the coverage analyzer's scorer)
     grid_paths.py        grid paths: a shortest path of U/D/L/R moves, every one enumerated, winding classes
@@ -34,19 +35,25 @@ TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler", "countdown3", "prompt
 DATA_KWARGS = ("data", "test_data", "data_split", "fields")
 
 
-def get_task(name: str, reward_function=(), reward_weights=None, **kwargs) -> Task:
+def get_task(name: str, reward_function=(), reward_weights=None, correct_reward: str = "",
+             correct_threshold: float = 1.0, reward_timeout: float = 0.0, **kwargs) -> Task:
     """The task called `name` (one of TASKS); kwargs go to its constructor. With `reward_function`
-    (import paths or callables, one or a list) the task's reward is theirs, weighted by reward_weights."""
+    (import paths or callables, one or a list) the task's reward is theirs, weighted by reward_weights, and
+    correct_reward / correct_threshold choose what counts as correct (llm/tasks/correctness.py)."""
+    from escov.llm.tasks.correctness import check_correct_settings
     from escov.llm.tasks.reward_function import as_list
 
+    check_correct_settings(correct_reward, correct_threshold, bool(as_list(reward_function)) or name == "prompts")
+    correct = {"correct_reward": correct_reward, "correct_threshold": correct_threshold,
+               "reward_timeout": reward_timeout}
     if name == "prompts":
         from escov.llm.tasks.prompts import prompts_task
-        return prompts_task(reward_function, reward_weights=reward_weights, **kwargs)
+        return prompts_task(reward_function, reward_weights=reward_weights, **correct, **kwargs)
     if as_list(reward_function):
         from escov.llm.tasks.reward_function import ScoredByFunction, check_alone
 
         check_alone(reward_function, kwargs.get("reward", "escov"), kwargs.get("format_reward", 0.0))
-        return ScoredByFunction(_builtin_task(name, **kwargs), reward_function, reward_weights)
+        return ScoredByFunction(_builtin_task(name, **kwargs), reward_function, reward_weights, **correct)
     if reward_weights:
         raise ValueError("reward_weights are given without a reward_function")
     return _builtin_task(name, **kwargs)

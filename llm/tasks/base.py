@@ -4,7 +4,9 @@ A `Task` hands out `Problem`s for a split ("train", "validation" or "test"; no t
 completion (the reward: 1 for correct, 0 for anything wrong or malformed, optionally a small
 format reward in between), and extracts a normalized final answer (for Maj@k and for counting
 distinct answers) and a Maj@k vote (`vote`; the answer unless the task says otherwise: Countdown
-votes on values). A completion is correct when its reward is >= 1.
+votes on values). A completion is correct when its reward is >= 1 (CORRECT_THRESHOLD); with reward
+functions the run chooses the reward and threshold that decide it (llm/tasks/correctness.py) and
+RewardScores.correct carries the decision: `correct_of` is the one rule every measurement reads.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ class RewardScores:
     functions (llm/tasks/reward_function.py), each function's own rewards by name (NaN: does not apply)."""
     total: np.ndarray                                # [n]
     parts: dict = field(default_factory=dict)         # name -> [n]
+    correct: np.ndarray | None = None                 # [n] bool, when the task decides it otherwise than total >= 1
 
 
 def check_split(split: str) -> str:
@@ -69,14 +72,27 @@ def check_not_exhausted(misses: int, found: int, wanted: int, what: str) -> None
                          f"gave none new), {wanted} were requested: ask for {found} or fewer")
 
 
-def is_correct_reward(reward):
-    """Whether a reward (or an array of them) means a correct answer: reward >= 1 (a well-formed wrong
-    answer may earn a format reward below 1)."""
-    return reward >= 1.0
+CORRECT_THRESHOLD = 1.0  # a built-in task's completion is correct when its reward is >= this
+
+
+def is_correct_reward(reward, threshold: float = CORRECT_THRESHOLD):
+    """Whether a reward (or an array of them) means a correct answer: reward >= threshold (a well-formed
+    wrong answer may earn a format reward below 1)."""
+    return np.asarray(reward, dtype=float) >= threshold
+
+
+def correct_of(scores: RewardScores) -> np.ndarray:
+    """Which completions of a batch are correct (bool [n]): the task's decision (scores.correct) when it made
+    one, else total >= CORRECT_THRESHOLD. Pass@k, Maj@k, the solved share, per-step Pass@1 and every verdict
+    read this."""
+    if scores.correct is not None:
+        return np.asarray(scores.correct, dtype=bool)
+    return is_correct_reward(scores.total)
 
 
 class Task(ABC):
     name: str
+    has_verifier = True  # whether score() grades a completion itself (the `prompts` task's reward functions do)
 
     @abstractmethod
     def problems(self, split: str, n: int, seed: int) -> list[Problem]:
@@ -111,4 +127,4 @@ class Task(ABC):
         return self.answer(problem, completion)
 
     def is_correct(self, problem: Problem, completion: str) -> bool:
-        return bool(is_correct_reward(self.score(problem, completion)))
+        return bool(correct_of(self.score_batch([problem], [completion]))[0])

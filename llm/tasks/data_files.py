@@ -66,6 +66,16 @@ def load_records(path) -> list[dict]:
             except json.JSONDecodeError as e:
                 raise ValueError(f"data file {p} is not valid JSON ({e.msg} at line {e.lineno})") from None
         else:
+            if suffix == ".json" and text.lstrip().startswith("{"):
+                try:
+                    whole = json.loads(text)
+                except json.JSONDecodeError:
+                    whole = None  # JSON lines in a .json file (as datasets writes them)
+                if isinstance(whole, dict) and "\n" in text.strip():
+                    lists = [k for k, v in whole.items() if isinstance(v, list)]
+                    hint = f" (its key {lists[0]!r} holds a list: save that list as the file)" if lists else ""
+                    raise ValueError(f"data file {p} holds one JSON object, not records{hint}; give a list of records "
+                                     "[{...}, {...}] (.json) or one record per line (.jsonl)")
             records = []
             for line_no, line in enumerate(text.splitlines(), 1):
                 if line.strip():

@@ -16,7 +16,8 @@ record and the column it lacks). Every other column goes to the reward function 
 argument (TRL's convention), nested
 values as they are (`reward_model={"ground_truth": ..., ...}`), and each other name of the field
 mapping as well: `answer=reward_model.ground_truth` adds `answer`, read by dotted path.
-The reward is the functions' weighted sum (llm/tasks/reward_function.py; correct means reward >= 1). The final
+The reward is the functions' weighted sum (llm/tasks/reward_function.py); correct means the first function's
+reward >= 1 unless correct_reward / correct_threshold say otherwise (llm/tasks/correctness.py). The final
 answer of a completion, for Maj@k and distinct answers, is its text with whitespace collapsed.
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ PROMPT_FIELD = "prompt"
 
 def prompts_task(reward_function, data=None, test_data=None, data_split: str = "files",
                  fields: dict[str, str] | None = None, prompt_style: str = "plain", reward: str = "escov",
-                 format_reward: float = 0.0, reward_weights=None) -> Task:
+                 format_reward: float = 0.0, reward_weights=None, correct_reward: str = "",
+                 correct_threshold: float = 1.0, reward_timeout: float = 0.0) -> Task:
     """The `prompts` task over data files, scored by the reward functions (import paths or callables,
     weighted by reward_weights; llm/tasks/reward_function.py) (the
     built-in tasks' prompt styles and reward conventions do not apply: they must stay at their defaults)."""
@@ -41,12 +43,14 @@ def prompts_task(reward_function, data=None, test_data=None, data_split: str = "
     check_alone(reward_function, reward, format_reward)
     if prompt_style != "plain":
         raise ValueError("task 'prompts' feeds the data's prompts as they are; prompt_style is for built-in tasks")
-    return ScoredByFunction(Prompts(data, test_data, data_split, fields), reward_function, reward_weights)
+    return ScoredByFunction(Prompts(data, test_data, data_split, fields), reward_function, reward_weights,
+                            correct_reward, correct_threshold, reward_timeout)
 
 
 class Prompts(Task):
     """Prompts read from data files (no reward of its own: prompts_task adds the reward function)."""
     name = "prompts"
+    has_verifier = False
 
     def __init__(self, data=None, test_data=None, data_split: str = "files", fields: dict[str, str] | None = None):
         if data is None and test_data is None:

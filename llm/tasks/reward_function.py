@@ -31,16 +31,20 @@ and `extra_info`; it may return a number or a dict holding "score" (as verl allo
 
 A function that raises stops the run with one line naming the function, the data row, the
 completion and the function's own traceback lines. A completion counts as correct (Pass@k, Maj@k)
-when its total reward is >= 1, as under every reward convention (llm/tasks/base.py). Paths are
+by the run's `correct_reward` and `correct_threshold` (llm/tasks/correctness.py; default: a built-in
+task's verifier, else the first function's reward >= 1), not by the weighted total. Paths are
 recorded in config.json (resume imports them again); the functions themselves never are.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
 import math
 import os
+import signal
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +53,8 @@ from typing import Callable
 import numpy as np
 
 from escov.llm.tasks import user_modules
-from escov.llm.tasks.base import Problem, RewardScores, Task
+from escov.llm.tasks.base import CORRECT_THRESHOLD, Problem, RewardScores, Task
+from escov.llm.tasks.correctness import VERIFIER
 
 SETTING = "reward_function"
 VERL_PARAMETER = "solution_str"  # verl's compute_score(data_source, solution_str, ground_truth, extra_info)
@@ -112,6 +117,16 @@ def load_function(path: str) -> Callable:
     except ValueError:
         raise
     except ModuleNotFoundError as e:
+        parents = {".".join(module_name.split(".")[:i]) for i in range(1, module_name.count(".") + 2)}
+        if e.name and e.name not in parents and not module_name.endswith(".py"):
+            local = Path(f"{e.name.split('.')[0]}.py").is_file() or Path(e.name.split(".")[0]).is_dir()
+            why = ("is a file of the current folder, not on the Python path (PYTHONPATH=. puts it there)" if local
+                   else "is not installed (pip install it into this environment)")
+            raise ValueError(f"{SETTING} {path!r}: {module_name!r} was found, but it imports {e.name!r}, which "
+                             f"{why}") from None
+        if e.name and module_name.endswith(".py"):
+            raise ValueError(f"{SETTING} {path!r}: {module_name!r} imports {e.name!r}, which is not installed "
+                             "(pip install it into this environment)") from None
         raise ValueError(f"{SETTING} {path!r}: cannot import {module_name!r} ({e}); a module is looked up on the "
                          f"Python path and in the current folder; for a file elsewhere give "
                          f"'path/to/{module_name.split('.')[-1]}.py:{name}'") from None
@@ -169,6 +184,32 @@ class RewardFunctionError(ValueError):
     """A reward function raised or returned something unusable; the message is one line."""
 
 
+class RewardTimeout(BaseException):
+    """A reward function call outlived reward_timeout (a BaseException: the function's `except Exception` does not
+    swallow it)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise RewardTimeout in the block after `seconds` (0: no limit). SIGALRM's timer works in the main thread only
+    (where `llm train` calls the rewards); elsewhere, and where the platform has no SIGALRM, the block is not
+    limited."""
+    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise RewardTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _user_frames(err: BaseException) -> str:
     """The traceback lines of the user's code (the frames below this module's call), most recent last."""
     here = Path(__file__).resolve()
@@ -195,7 +236,10 @@ def _row(problem: Problem, completion: str) -> str:
 class RewardFunctions:
     """Reward functions (import paths or callables) with their weights, called once per batch (TRL's contract)."""
 
-    def __init__(self, functions, weights=None):
+    def __init__(self, functions, weights=None, timeout: float = 0.0):
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 <= timeout < math.inf:
+            raise ValueError(f"reward_timeout must be a number of seconds >= 0 (0: no limit), got {timeout!r}")
+        self.timeout = float(timeout)
         given = as_list(functions)
         if not given:
             raise ValueError(f"{SETTING}: give at least one reward function ('module:function')")
@@ -214,7 +258,7 @@ class RewardFunctions:
         self.verl = [is_verl(f) for f in self.functions]
 
     def __getstate__(self):  # processes that receive the task (Ray) import the functions again
-        return {"specs": self.specs, "weights": self.weights}
+        return {"specs": self.specs, "weights": self.weights, "timeout": self.timeout}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -256,7 +300,11 @@ class RewardFunctions:
 
         everything = list(range(len(completions)))
         try:
-            return call(everything)
+            with time_limit(self.timeout):
+                return call(everything)
+        except RewardTimeout:
+            raise RewardFunctionError(self._timed_out(j, f"the batch of {len(completions)} completions starting at "
+                                                         f"{_row(problems[0], completions[0])}")) from None
         except Exception as err:  # the user's code: find the row that raises, name it with its own traceback
             for i in everything:
                 try:
@@ -270,12 +318,28 @@ class RewardFunctions:
         model = columns.get("reward_model")
         truth = model["ground_truth"] if isinstance(model, dict) and "ground_truth" in model \
             else columns.get("ground_truth")
+        held = "ground_truth" in columns or (isinstance(model, dict) and "ground_truth" in model)
+        if truth is None and not held:
+            raise RewardFunctionError(f"{SETTING} {self.label(j)!r} has verl's signature, which needs a ground truth, "
+                                      f"but data row {problem.id} has neither reward_model.ground_truth nor a "
+                                      "ground_truth column (map one: --data_fields ground_truth=COLUMN)")
         try:
-            value = self.functions[j](data_source=columns.get("data_source"), solution_str=completion,
-                                      ground_truth=truth, extra_info=columns.get("extra_info"))
+            with time_limit(self.timeout):
+                value = self.functions[j](data_source=columns.get("data_source"), solution_str=completion,
+                                          ground_truth=truth, extra_info=columns.get("extra_info"))
+        except RewardTimeout:
+            raise RewardFunctionError(self._timed_out(j, _row(problem, completion))) from None
         except Exception as err:
             raise RewardFunctionError(self._raised(j, err, problem, completion)) from None
+        if isinstance(value, dict) and "score" not in value:
+            raise RewardFunctionError(f"{SETTING} {self.label(j)!r} returned a dict without 'score' "
+                                      f"({sorted(value)[:5]}) on {_row(problem, completion)}; verl reads the reward "
+                                      "from its 'score'")
         return value.get("score") if isinstance(value, dict) else value
+
+    def _timed_out(self, j: int, where: str) -> str:
+        return (f"{SETTING} {self.label(j)!r} did not return within reward_timeout = {self.timeout:g} s on {where}; "
+                "a reward that waits on something (a server, a lock) should give up itself, or raise the limit")
 
     def _raised(self, j: int, err: BaseException, problem: Problem, completion: str, batch: bool = False) -> str:
         where = f"the batch starting at {_row(problem, completion)}" if batch else _row(problem, completion)
@@ -311,9 +375,14 @@ class ScoredByFunction(Task):
     The functions see each problem's data columns: `meta["columns"]` for records read from data
     files by the `prompts` task, else the problem's meta (Countdown: numbers, target; math: gold)."""
 
-    def __init__(self, task: Task, functions, weights=None):
+    def __init__(self, task: Task, functions, weights=None, correct_reward: str = "",
+                 correct_threshold: float = CORRECT_THRESHOLD, reward_timeout: float = 0.0):
+        from escov.llm.tasks.correctness import resolve
+
         self.task, self.name = task, task.name
-        self.rewards = RewardFunctions(functions, weights)  # fails here, before any model loads
+        self.rewards = RewardFunctions(functions, weights, reward_timeout)  # fails here, before any model loads
+        # which completions are correct (llm/tasks/correctness.py): the task's verifier, else the first function
+        self.correctness = resolve(correct_reward, correct_threshold, self.rewards.names, task.has_verifier)
 
     @property
     def reward_names(self) -> list[str]:
@@ -330,7 +399,13 @@ class ScoredByFunction(Task):
 
     def score_batch(self, problems: list[Problem], completions: list[str], completion_ids=None,
                     step: int = 0) -> RewardScores:
-        return self.rewards.score(problems, completions, completion_ids, step)
+        """The functions' rewards, with each completion's correctness under the run's rule (self.correctness)."""
+        scores = self.rewards.score(problems, completions, completion_ids, step)
+        verifier = None
+        if self.correctness.reward == VERIFIER:
+            verifier = np.array([float(self.task.score(p, c)) for p, c in zip(problems, completions)])
+        scores.correct = self.correctness.decide(scores.total, scores.parts, verifier)
+        return scores
 
     def answer(self, problem: Problem, completion: str) -> str | None:
         return self.task.answer(problem, completion)

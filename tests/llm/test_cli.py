@@ -56,7 +56,8 @@ def write_jsonl(path, records):
     (["--task", "gsm8k", "--test_data", "EMPTY"], "holds no records"),
     (["--task", "gsm8k", "--test_data", "BAD"], "record 1 lacks the field 'answer'"),
     (["--task", "deepscaler", "--test_data", "BAD"], "record 0 lacks the field 'problem'"),
-    (["--task", "gsm8k", "--data", "GSM"], "task 'gsm8k' has no test data: give test_data"),  # --data: a run's train file
+    # --data alone is the file to evaluate (all of it): the missing model is the first bad input
+    (["--task", "gsm8k", "--data", "GSM"], "model directory"),
 ])
 def test_bad_input_fails_before_loading_a_model(tmp_path, capsys, extra, message):
     """The model path does not exist either: the reported error is about the first bad input, so

@@ -255,3 +255,11 @@ def test_a_steps_advantages_follow_the_estimator(tiny_model_dir, estimator):
     assert any(by_hand), out.rollouts.rewards  # the step had a signal
     assert out.loss == pytest.approx(-statistics.fmean(by_hand), rel=1e-5, abs=1e-7)
     assert out.variants["adv_nonzero_share"] == pytest.approx(np.mean(np.array(by_hand) != 0))
+
+
+def test_pass_k_is_bounded_by_g_only_where_an_estimator_reads_it():
+    GRPOConfig(num_generations=2).validate()  # the default k = 4, unread by adv_estimator grpo, beside G = 2
+    with pytest.raises(ValueError, match=r"grpo.pass_k must be an integer in \[1, grpo.num_generations=2\], got 4"):
+        GRPOConfig(num_generations=2, adv_estimator="passk_analytic").validate()
+    with pytest.raises(ValueError, match="grpo.pass_k must be an integer"):
+        GRPOConfig(pass_k=0).validate()

@@ -237,8 +237,8 @@ def test_lora_changes_only_the_adapted_matrices_by_rank_r_and_eval_loads_it(tiny
     for n in changed:
         s = torch.linalg.svdvals((final[n] - base[n]).double())
         assert int((s > 1e-6 * s[0]).sum()) <= 2, (n, s[:4])
-    adapter = load_file(str(tmp_path / "run" / "checkpoints" / "step-2" / "adapter.safetensors"))
-    assert adapter and all("lora_" in n for n in adapter)
+    adapter = load_file(str(tmp_path / "run" / "checkpoints" / "step-2" / "adapter" / "adapter_model.safetensors"))
+    assert adapter and all("lora_" in n and ".default." not in n for n in adapter)
     ev = subprocess.run([sys.executable, "-m", "escov.llm", "eval", "--model", str(tmp_path / "run" / "checkpoints" / "step-4"),
                          "--task", "countdown", "--eval_samples", "2", "--eval_ks", "1", "--eval_problems", "2",
                          "--max_completion_length", "6", "--out", str(tmp_path / "eval"), "--no-progress"],

@@ -221,7 +221,7 @@ def test_llm_eval_reports_the_rewards_reads_data_fields_and_refuses_to_overwrite
     result = json.loads((own_data / "ev" / "eval.json").read_text())
     assert sorted(result["rewards"]) == ["accuracy", "digits"] and result["max_new_tokens"] == 24  # train's default
     assert result["temperature"] == 1.0 and result["data_fields"] == "answer=reward_model.ground_truth"
-    assert "(correct: reward >= 1)" in printed and "accuracy " in printed and "add: reward" in printed
+    assert "(correct: accuracy >= 1)" in printed and "accuracy " in printed and "add: reward" in printed
     with pytest.raises(SystemExit):
         main(args)
     assert "--out ev already holds eval.json, eval.png; give another --out, or --overwrite" in capsys.readouterr().err

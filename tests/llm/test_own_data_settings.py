@@ -62,6 +62,18 @@ def test_the_papers_measurements_are_off_on_your_data_unless_asked_for(tmp_path)
     assert (paper.probe, paper.heldout_task, paper.threshold_keep) == (True, "arithmetic", (5.0, 22.0, 50.0))
 
 
+def test_the_python_api_has_the_command_lines_defaults_for_your_data():
+    mine = TrainConfig(task="prompts", reward_function=("r:a",))
+    assert (mine.probe, mine.heldout_task, mine.threshold_keep) == (False, "", ())
+    asked = TrainConfig(task="prompts", reward_function=("r:a",), heldout_task="gsm8k", threshold_keep=(50.0,))
+    assert (asked.probe, asked.heldout_task, asked.threshold_keep) == (False, "gsm8k", (50.0,))
+    again = TrainConfig.from_dict(mine.to_dict())  # a run's config.json: its settings as recorded
+    assert (again.probe, again.heldout_task) == (False, "")
+    resumed = TrainConfig.from_dict(mine.to_dict() | {"probe": True})
+    assert resumed.probe is True  # recorded as true: kept
+    assert TrainConfig(task="countdown").probe is True
+
+
 def test_flags_the_algorithm_never_reads_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"^--workers does nothing with --algo grpo: it is read only by --algo es"):
         parse(["--algo", "grpo", "--workers", "2"], tmp_path)

@@ -186,8 +186,9 @@ def test_non_finite_weight_stops_the_run_and_keeps_the_last_good_checkpoint(tiny
 def test_existing_run_directory_is_not_overwritten(tiny_model_dir, tmp_path):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "x").write_text("keep")
-    with pytest.raises(ValueError, match="--resume"):
-        train(_cfg(tiny_model_dir, tmp_path / "busy", "es"), show_progress=False)
+    with pytest.raises(ValueError, match=r"is a folder with other files in it \(not a run of `llm train`\)"):
+        train(_cfg(tiny_model_dir, tmp_path / "busy", "es"), show_progress=False)  # not "--resume": it is no run
+    assert (tmp_path / "busy" / "x").read_text() == "keep"
 
 
 # ----------------------------------------------------------------------------- resume at every point

@@ -175,16 +175,22 @@ def test_reward_statistics_by_hand():
     problems = [Problem("a", "p", {"columns": {"data_source": "x"}}), Problem("b", "q", {"columns": {"data_source": "y"}})]
     rewards = np.array([[1.0, 1.0, 1.0], [0.0, 2.0, 1.0]])
     parts = {"f": np.array([[1.0, np.nan, 1.0], [np.nan, np.nan, np.nan]])}
-    stats = reward_stats(rewards, parts, np.array([[1, 2, 3], [4, 5, 6]]), problems)
+    correct = np.array([[True, True, True], [False, True, True]])  # total >= 1, by hand
+    stats = reward_stats(rewards, parts, np.array([[1, 2, 3], [4, 5, 6]]), problems, correct)
     assert stats["reward_mean"] == 1.0 and stats["reward_std"] == pytest.approx(np.std([1, 1, 1, 0, 2, 1]))
     assert stats["rewards"] == {"f": {"mean": 1.0, "std": 0.0, "applied": pytest.approx(2 / 6)}}
     assert stats["reward_zero_std_share"] == 0.5 and stats["mean_response_tokens"] == 3.5
     assert stats["by_data_source"] == {"x": {"reward_mean": 1.0, "reward_std": 0.0, "pass_at_1": 1.0, "prompts": 1},
                                        "y": {"reward_mean": 1.0, "reward_std": pytest.approx(np.std([0, 2, 1])),
                                              "pass_at_1": pytest.approx(2 / 3), "prompts": 1}}
-    one_of_three = reward_stats(np.array([[1.0, 1.0], [0.0, 1.0], [2.0, 5.0]]), {}, np.ones((3, 2)), [Problem("d", "s")] * 3)
+    # the share correct per source follows the task's decision, not the total (a format reward can pass the total)
+    chosen = reward_stats(rewards, parts, np.ones((2, 3)), problems, np.array([[False, False, True], [False] * 3]))
+    assert chosen["by_data_source"]["x"]["pass_at_1"] == pytest.approx(1 / 3)
+    assert chosen["by_data_source"]["y"]["pass_at_1"] == 0.0
+    one_of_three = reward_stats(np.array([[1.0, 1.0], [0.0, 1.0], [2.0, 5.0]]), {}, np.ones((3, 2)),
+                                [Problem("d", "s")] * 3, np.ones((3, 2), dtype=bool))
     assert one_of_three["reward_zero_std_share"] == pytest.approx(1 / 3)  # only the first prompt's samples agree
-    never = reward_stats(rewards, {"g": np.full((2, 3), np.nan)}, np.ones((2, 3)), [Problem("c", "r")] * 2)
+    never = reward_stats(rewards, {"g": np.full((2, 3), np.nan)}, np.ones((2, 3)), [Problem("c", "r")] * 2, correct)
     assert never["rewards"]["g"] == {"mean": None, "std": None, "applied": 0.0} and "by_data_source" not in never
 
 
@@ -363,11 +369,13 @@ def test_returned_values_that_are_not_one_reward_per_completion_are_named():
         f"reward_function '<lambda>' returned {np.bool_(False)!r} on data row row-0")
     assert raised(lambda prompts, completions, **kw: ["9" * 100, 1.0], two, ["x", "y"]).startswith(
         f"reward_function '<lambda>' returned '{'9' * 59} on data row row-0")  # the value cut to 60 characters
-    assert raised(lambda data_source, solution_str, ground_truth, extra_info: "1", two, ["x", "y"]) == (
+    verl_two = [problem(0, ground_truth="1"), problem(1, ground_truth="2")]  # verl's functions need a ground truth
+    assert raised(lambda data_source, solution_str, ground_truth, extra_info: "1", verl_two, ["x", "y"]) == (
         "reward_function '<lambda>' returned '1' on data row row-0, completion 'x'; every reward must be a finite "
         "number or None (does not apply)")  # verl's, per completion
-    unscored = RewardFunctions(lambda data_source, solution_str, ground_truth, extra_info: {"acc": 1}).score(two, ["x", "y"])
-    assert np.isnan(unscored.parts["<lambda>"]).all()  # a verl dict without "score": does not apply
+    assert raised(lambda data_source, solution_str, ground_truth, extra_info: {"acc": 1}, verl_two, ["x", "y"]) == (
+        "reward_function '<lambda>' returned a dict without 'score' (['acc']) on data row row-0, completion 'x'; "
+        "verl reads the reward from its 'score'")  # not read as "does not apply"
     nan_and_int = RewardFunctions(lambda prompts, completions, **kw: [float("nan"), np.int64(3)]).score(two, ["x", "y"])
     assert np.isnan(nan_and_int.parts["<lambda>"][0]) and nan_and_int.total.tolist() == [0.0, 3.0]
 
@@ -500,8 +508,9 @@ def test_only_the_module_itself_is_looked_up_in_the_current_folder(tmp_path, mon
     monkeypatch.setattr(sys, "path", [str(tmp_path / "lib")] + [p for p in sys.path if p not in ("", str(tmp_path))])
     try:
         # a module on the Python path whose own import fails is not retried with the current folder's modules
-        with pytest.raises(ValueError, match=r"^reward_function 'needs_helper:f': cannot import 'needs_helper' \(No "
-                                             r"module named 'cwd_helper'\)"):
+        with pytest.raises(ValueError, match=r"^reward_function 'needs_helper:f': 'needs_helper' was found, but it "
+                                             r"imports 'cwd_helper', which is a file of the current folder, not on "
+                                             r"the Python path"):
             load_function("needs_helper:f")
         assert load_function("cwd_pkg.mod:g").__name__ == "g"  # a package in the current folder
         assert str(tmp_path) not in sys.path  # the current folder is not left on the path
