@@ -112,15 +112,26 @@ FRACTION_POINTERS = {"grpo.warmup_steps": "--warmup_ratio"}
 
 def field_descriptions(cls) -> dict[str, str]:
     """{field name: the comment on its line} for a dataclass whose fields are written one per line
-    (a field without a comment is left out)."""
+    (a field without a comment is left out). A comment continues on the comment-only lines right below it that
+    start in its column (a description too long for one line of 120 characters)."""
     source = textwrap.dedent(inspect.getsource(cls))
-    comments = {tok.start[0]: tok.string.lstrip("#").strip()
-                for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    comments = {tok.start[0]: (tok.start[1], tok.string.lstrip("#").strip())
+                for tok in tokens if tok.type == tokenize.COMMENT}
+    code_lines = {tok.start[0] for tok in tokens
+                  if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)}
     body = ast.parse(source).body[0].body
     found = {}
     for node in body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            text = comments.get(node.end_lineno) or comments.get(node.lineno)
+            line = node.end_lineno if node.end_lineno in comments else node.lineno
+            if line not in comments:
+                continue
+            column, text = comments[line]
+            following = line + 1
+            while following in comments and following not in code_lines and comments[following][0] == column:
+                text += " " + comments[following][1]
+                following += 1
             if text:
                 found[node.target.id] = text
     return found
