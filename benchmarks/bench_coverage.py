@@ -116,7 +116,8 @@ def bench_verifier(completions: int) -> dict:
         countdown_verdicts._verdict.cache_clear()
         start, cpu = time.perf_counter(), time.process_time()
         correct = sum(
-            sum(countdown_verdicts.score_batch(texts[i : i + 1024], NUMBERS, TARGET)) for i in range(0, len(texts), 1024)
+            sum(countdown_verdicts.score_batch(texts[i : i + 1024], NUMBERS, TARGET))
+            for i in range(0, len(texts), 1024)
         )
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
         rates[label] = {

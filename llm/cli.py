@@ -11,6 +11,7 @@ imported only when it runs. Bad input (including a damaged file, named in the me
 ValueError, reported as a usage error (exit code 2); a non-finite value that would have been written
 raises NonFiniteError (exit code 1).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,12 +23,17 @@ import sys
 # name -> (module, one-line help). Register new subcommands here, and only here.
 SUBCOMMANDS = {
     "pretrain": ("escov.llm.tinymodel", "build and train the project's tiny base model (save_pretrained format)"),
-    "pretrain-planted": ("escov.llm.tinymodel_planted",
-                         "train a tiny base on grid_paths or subset_sum with one strategy dominant, one rare"),
+    "pretrain-planted": (
+        "escov.llm.tinymodel_planted",
+        "train a tiny base on grid_paths or subset_sum with one strategy dominant, one rare",
+    ),
     "eval": ("escov.llm.evaluate", "Pass@k / Maj@k / entropy evaluation of a model on a task; writes eval.json"),
     # ---- trainers (ES / GRPO) ----
     "train": ("escov.llm.train_cli", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),
-    "curve": ("escov.llm.curve", "evaluate a run's checkpoints along training (sampled Pass@k and greedy) -> curve.json"),
+    "curve": (
+        "escov.llm.curve",
+        "evaluate a run's checkpoints along training (sampled Pass@k and greedy) -> curve.json",
+    ),
     "replay": ("escov.llm.replay", "rebuild an ES run's weights at a step from its base model and replay.jsonl"),
 }
 
@@ -44,8 +50,9 @@ class Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = Parser(prog="python -m escov.llm", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}",
-                                parser_class=Parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}", parser_class=Parser
+    )
     chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)  # a flag is spelt out

@@ -7,6 +7,7 @@ strategy; from the exact enumeration), how many prompts are rare-only, the mean 
 solution set and of the strategy classes found in the n samples, and the rare strategy's share of the
 correct samples on prompts both strategies solve.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,15 @@ from escov.llm.tasks.solution_coverage import classes_found_share, enumerated, r
 from escov.theory.metrics import pass_at_k_counts
 
 
-def measure_base(model_dir, task_name: str, prompts: int = 64, n: int = 32, temperature: float = 1.0,
-                 seed: int = 0, max_new_tokens: int = 24) -> dict:
+def measure_base(
+    model_dir,
+    task_name: str,
+    prompts: int = 64,
+    n: int = 32,
+    temperature: float = 1.0,
+    seed: int = 0,
+    max_new_tokens: int = 24,
+) -> dict:
     """The first-look record of a base on `prompts` validation prompts of the task (module docstring)."""
     from escov.llm.engines import make_engine
     from escov.llm.rollout import rollout
@@ -25,8 +33,9 @@ def measure_base(model_dir, task_name: str, prompts: int = 64, n: int = 32, temp
     task = get_task(task_name)
     problems = task.problems("validation", prompts, seed=0)
     engine = make_engine("hf", model_dir)
-    out = rollout(engine, task, problems, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed,
-                  step=0)
+    out = rollout(
+        engine, task, problems, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, step=0
+    )
     counts = out.correct.sum(axis=1)
     rare_only, both, solution_shares, class_shares, strategies = [], [], [], [], []
     for problem, row, correct in zip(problems, out.completions, out.correct):
@@ -41,11 +50,20 @@ def measure_base(model_dir, task_name: str, prompts: int = 64, n: int = 32, temp
     rare_only = np.array(rare_only)
 
     def passes(mask) -> dict:
-        return {str(k): float(pass_at_k_counts(n, counts[mask], k).mean()) if mask.any() else float("nan")
-                for k in (1, n)}
+        return {
+            str(k): float(pass_at_k_counts(n, counts[mask], k).mean()) if mask.any() else float("nan") for k in (1, n)
+        }
 
-    return {"task": task_name, "prompts": prompts, "n": n, "temperature": temperature,
-            "pass_at_k": passes(np.ones(len(problems), bool)), "rare_only_prompts": int(rare_only.sum()),
-            "rare_only_pass_at_k": passes(rare_only), "solution_share_found": float(np.mean(solution_shares)),
-            "class_share_found": float(np.mean(class_shares)),
-            "rare_share_on_both": rare_share_on_both(strategies, both), "both_prompts": int(np.sum(both))}
+    return {
+        "task": task_name,
+        "prompts": prompts,
+        "n": n,
+        "temperature": temperature,
+        "pass_at_k": passes(np.ones(len(problems), bool)),
+        "rare_only_prompts": int(rare_only.sum()),
+        "rare_only_pass_at_k": passes(rare_only),
+        "solution_share_found": float(np.mean(solution_shares)),
+        "class_share_found": float(np.mean(class_shares)),
+        "rare_share_on_both": rare_share_on_both(strategies, both),
+        "both_prompts": int(np.sum(both)),
+    }

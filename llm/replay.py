@@ -14,6 +14,7 @@ model and its replay log (replay.jsonl, llm/replay_log.py), bit for bit.
 So a run that keeps only replay.jsonl (and its base) keeps every ES checkpoint. Any failure is one line naming
 the file and the step. The paper's in-place bf16 arithmetic (es.inplace_bf16) is not rebuilt.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,13 +33,15 @@ def _phase_records(records: list[dict], step: int, where: Path) -> tuple[dict, l
         raise RunDirError(f"{where}: no ES phase starts at or before step {step}")
     first = starts[-1]
     begin = records[first]["start_step"]
-    updates = [r for r in records[first + 1:] if "step" in r and r["step"] <= step]
+    updates = [r for r in records[first + 1 :] if "step" in r and r["step"] <= step]
     if step > last:
         raise RunDirError(f"{where}: the log ends at step {last} (cut off, or the run has not reached step {step})")
     if [r["step"] for r in updates] != list(range(begin + 1, step + 1)):
         got = [r["step"] for r in updates]
-        raise RunDirError(f"{where}: step {step} lies outside the ES phase starting at step {begin}, or the log lacks "
-                          f"some of its updates (steps {begin + 1}-{step} expected, {len(got)} found)")
+        raise RunDirError(
+            f"{where}: step {step} lies outside the ES phase starting at step {begin}, or the log lacks "
+            f"some of its updates (steps {begin + 1}-{step} expected, {len(got)} found)"
+        )
     return records[first], updates
 
 
@@ -47,8 +50,13 @@ def update_from(record: dict):
     iterations)."""
     from escov.llm.es.plan import Update
 
-    return Update(record["step"] - 1, record["noise_seed"], tuple(float(c) for c in record["coefficients"]),
-                  float(record["alpha"]), record["population_size"])
+    return Update(
+        record["step"] - 1,
+        record["noise_seed"],
+        tuple(float(c) for c in record["coefficients"]),
+        float(record["alpha"]),
+        record["population_size"],
+    )
 
 
 def rebuild(run: Path, step: int, model: Path | None = None) -> tuple[dict, Path]:
@@ -86,17 +94,24 @@ def rebuild(run: Path, step: int, model: Path | None = None) -> tuple[dict, Path
     else:
         weights = rundir.load_checkpoint(rundir.checkpoint_dir(run, start["start_step"]), shapes, False)[0]
     device = torch.device(cfg.device)
-    center = MasterCenter({n: weights[n].to(device, torch.float32, copy=True) for n in es_names},
-                          population_noise(cfg.es, cfg.population, device), None)
+    center = MasterCenter(
+        {n: weights[n].to(device, torch.float32, copy=True) for n in es_names},
+        population_noise(cfg.es, cfg.population, device),
+        None,
+    )
     if weight_hash(center.master) != start["center_sha256"]:
         origin = base if start["start_step"] == 0 else rundir.checkpoint_dir(run, start["start_step"])
-        raise ValueError(f"{origin}: its weights differ from those the run started ES from at step "
-                         f"{start['start_step']} (SHA-256 of the perturbed parameters, {where})")
+        raise ValueError(
+            f"{origin}: its weights differ from those the run started ES from at step "
+            f"{start['start_step']} (SHA-256 of the perturbed parameters, {where})"
+        )
     for record in updates:
         center.apply(update_from(record))
         if weight_hash(center.master) != record["center_sha256"]:
-            raise ValueError(f"{where}: step {record['step']}: the rebuilt center's SHA-256 differs from the log's "
-                             "(other code, torch build or threads than the run's?)")
+            raise ValueError(
+                f"{where}: step {record['step']}: the rebuilt center's SHA-256 differs from the log's "
+                "(other code, torch build or threads than the run's?)"
+            )
     return weights | {n: t.cpu() for n, t in center.master.items()}, base
 
 
@@ -131,8 +146,9 @@ def compare(run: Path, step: int, sha: str, shapes: dict) -> list[str]:
     final = ((rundir.read_eval(run) or {}).get("fingerprint") or {}).get("final_weights_sha256")
     if final and step == max((r["step"] for r in rundir.read_steps(run)), default=-1):
         if final != sha:
-            raise ValueError(f"{run / rundir.EVAL}: final_weights_sha256 differs from the rebuilt weights of step "
-                             f"{step}")
+            raise ValueError(
+                f"{run / rundir.EVAL}: final_weights_sha256 differs from the rebuilt weights of step {step}"
+            )
         checked.append(f"{run / rundir.EVAL} final_weights_sha256")
     return checked
 
@@ -141,8 +157,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("run_dir", type=Path, help="an ES run directory of `python -m escov.llm train`")
     parser.add_argument("--step", type=int, required=True, help="the ES step whose weights are rebuilt")
     parser.add_argument("--out", type=Path, required=True, help="the folder written (a checkpoint's layout)")
-    parser.add_argument("--model", type=Path, default=None,
-                        help="where the run's base model is now (default: the path its config.json records)")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="where the run's base model is now (default: the path its config.json records)",
+    )
 
 
 def run_command(args) -> int:
@@ -156,6 +176,8 @@ def run_command(args) -> int:
     manifest = rundir.read_manifest(args.run_dir) or {}
     state = {"elapsed": 0.0} | ({"settings_sha256": manifest["settings_sha256"]} if manifest else {})
     write_model(args.out, base, args.step, weights, state)
-    print(f"step {args.step} rebuilt from {base} and {replay_log.REPLAY}: weights sha256 {sha[:16]}, written to "
-          f"{args.out}; equal to {', '.join(checked) if checked else 'no stored copy (none kept)'}")
+    print(
+        f"step {args.step} rebuilt from {base} and {replay_log.REPLAY}: weights sha256 {sha[:16]}, written to "
+        f"{args.out}; equal to {', '.join(checked) if checked else 'no stored copy (none kept)'}"
+    )
     return 0

@@ -17,6 +17,7 @@ Float values are written as JSON numbers, whose text gives back the same float64
 metrics.jsonl, the log is appended to line by line (flushed), a kill may cut its last line, and a resume
 keeps the records up to its checkpoint (`keep_records`). Reading it loads no torch.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,18 +32,18 @@ REPLAY = "replay.jsonl"
 
 
 class PhaseStart(TypedDict):
-    start_step: int                # the step the ES phase starts after (0: from the base model)
-    center_sha256: str             # its starting center's perturbed parameters (weight_hash)
+    start_step: int  # the step the ES phase starts after (0: from the base model)
+    center_sha256: str  # its starting center's perturbed parameters (weight_hash)
 
 
 class ESUpdate(TypedDict):
-    step: int                      # 1-based: the update of step `step`
-    noise_seed: int                # E_d of the step are drawn from it (llm/es/noise.py)
-    sigma: float                   # the members' noise scale (not needed to apply the update; recorded for reading)
+    step: int  # 1-based: the update of step `step`
+    noise_seed: int  # E_d of the step are drawn from it (llm/es/noise.py)
+    sigma: float  # the members' noise scale (not needed to apply the update; recorded for reading)
     alpha: float
-    population_size: int           # N
-    coefficients: list             # c_d, one per direction
-    center_sha256: str             # the center after the update (weight_hash)
+    population_size: int  # N
+    coefficients: list  # c_d, one per direction
+    center_sha256: str  # the center after the update (weight_hash)
 
 
 def append_record(run: Path, record: dict) -> None:
@@ -83,9 +84,15 @@ def _no_constant(name: str):
 
 def record_of(step: int, update, sigma: float, center_sha256: str) -> ESUpdate:
     """The ESUpdate record of step `step` (1-based) from the Update ES applied."""
-    return {"step": step, "noise_seed": update.noise_seed, "sigma": float(sigma), "alpha": update.alpha,
-            "population_size": update.population_size, "coefficients": list(update.coefficients),
-            "center_sha256": center_sha256}
+    return {
+        "step": step,
+        "noise_seed": update.noise_seed,
+        "sigma": float(sigma),
+        "alpha": update.alpha,
+        "population_size": update.population_size,
+        "coefficients": list(update.coefficients),
+        "center_sha256": center_sha256,
+    }
 
 
 def keep_records(run: Path, step: int) -> None:

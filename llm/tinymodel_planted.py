@@ -22,6 +22,7 @@ The model, tokenizer and schedule are llm/tinymodel.py's (a `Preset` for the sha
 loop lives here, beside that of `llm pretrain`, so that the Countdown bases' cache key (which hashes tinymodel.py's
 code; paper_checks/reproduce/bases.py) is unchanged by the planted corpora.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,9 +39,10 @@ PLANTED_TASKS = ("grid_paths", "subset_sum")
 @dataclass(frozen=True)
 class PlantedCorpus:
     """The corpus of a planted base: its task and how rare the rare strategy is (module docstring)."""
+
     corpus_task: str
     rare_share: float = 0.1  # the rare strategy's share of worked solutions on instances both strategies solve
-    rare_keep: float = 0.3   # probability that an instance only the rare strategy solves is kept
+    rare_keep: float = 0.3  # probability that an instance only the rare strategy solves is kept
     arithmetic_frac: float = 0.1  # share of examples that are held-out arithmetic (the forgetting probe)
 
     def __post_init__(self):
@@ -78,13 +80,18 @@ def solutions_by_strategy(task, rng: random.Random, split: str = "train") -> tup
     if isinstance(task, grid_paths.GridPaths):
         grid = task.sample_grid(rng, split)
         paths = grid_paths.shortest_paths(grid)
-        return (grid_paths.format_prompt(grid), [p for p in paths if grid_paths.strategy(p) == "dominant"],
-                [p for p in paths if grid_paths.strategy(p) == "rare"])
+        return (
+            grid_paths.format_prompt(grid),
+            [p for p in paths if grid_paths.strategy(p) == "dominant"],
+            [p for p in paths if grid_paths.strategy(p) == "rare"],
+        )
     numbers, target = task.sample_instance(rng, split)
     chosen = subset_sum.solutions(numbers, target)
-    return (subset_sum.format_prompt(numbers, target),
-            [subset_text(c) for c in chosen if subset_sum.strategy(numbers, c) == "dominant"],
-            [subset_text(c) for c in chosen if subset_sum.strategy(numbers, c) == "rare"])
+    return (
+        subset_sum.format_prompt(numbers, target),
+        [subset_text(c) for c in chosen if subset_sum.strategy(numbers, c) == "dominant"],
+        [subset_text(c) for c in chosen if subset_sum.strategy(numbers, c) == "rare"],
+    )
 
 
 def sample_planted_example(rng: random.Random, preset, task, ar: arithmetic.Arithmetic) -> tuple[str, str]:
@@ -123,8 +130,14 @@ def planted_settings(name: str, overrides: dict[str, str] | None = None):
     return preset_with(shape_name, shape_over), replace(corpus, **changed)
 
 
-def pretrain_planted(out_dir, preset: str, seed: int = 0, progress: bool = True, threads: int = 1,
-                     overrides: dict[str, str] | None = None) -> dict:
+def pretrain_planted(
+    out_dir,
+    preset: str,
+    seed: int = 0,
+    progress: bool = True,
+    threads: int = 1,
+    overrides: dict[str, str] | None = None,
+) -> dict:
     """Train a planted base from random init on CPU and save it (model, tokenizer, pretrain.json, loss.png)."""
     import torch
     import torch.nn.functional as F
@@ -143,16 +156,19 @@ def pretrain_planted(out_dir, preset: str, seed: int = 0, progress: bool = True,
         tokenizer = build_tokenizer()
         model = build_model(shape, tokenizer)
         model.train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=shape.lr, betas=(0.9, 0.95),
-                                      weight_decay=shape.weight_decay)
+        optimizer = torch.optim.AdamW(
+            model.parameters(), lr=shape.lr, betas=(0.9, 0.95), weight_decay=shape.weight_decay
+        )
         task, ar = planted_task(corpus.corpus_task), arithmetic.Arithmetic()
         losses, start = [], time.perf_counter()
         for step in tqdm(range(shape.steps), desc=f"pretrain-planted {preset}", disable=not progress, unit="step"):
-            ids, mask, labels = encode_batch(tokenizer, [sample_planted_example(rng, corpus, task, ar)
-                                                         for _ in range(shape.batch_size)])
+            ids, mask, labels = encode_batch(
+                tokenizer, [sample_planted_example(rng, corpus, task, ar) for _ in range(shape.batch_size)]
+            )
             logits = model(input_ids=ids, attention_mask=mask).logits
-            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
-                                   ignore_index=-100)
+            loss = F.cross_entropy(
+                logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100
+            )
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(step, shape)
             optimizer.zero_grad(set_to_none=True)
@@ -168,10 +184,18 @@ def pretrain_planted(out_dir, preset: str, seed: int = 0, progress: bool = True,
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     n_params = sum(p.numel() for p in model.parameters())
-    stats = {"preset": preset, "planted": True, "overrides": dict(overrides or {}), "config": asdict(shape),
-             "corpus": asdict(corpus), "seed": seed, "parameters": n_params,
-             "train_seconds": round(time.perf_counter() - start, 2),
-             "final_loss": sum(losses[-50:]) / len(losses[-50:]), "loss": losses}
+    stats = {
+        "preset": preset,
+        "planted": True,
+        "overrides": dict(overrides or {}),
+        "config": asdict(shape),
+        "corpus": asdict(corpus),
+        "seed": seed,
+        "parameters": n_params,
+        "train_seconds": round(time.perf_counter() - start, 2),
+        "final_loss": sum(losses[-50:]) / len(losses[-50:]),
+        "loss": losses,
+    }
     (out / "pretrain.json").write_text(json.dumps(stats, indent=1))
     _plot_loss(losses, out / "loss.png", f"pretrain-planted {preset}: {n_params / 1e6:.2f}M parameters")
     return stats
@@ -182,9 +206,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", required=True, choices=sorted(PLANTED_PRESETS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
-                        help="replace a shape field (llm pretrain's) or a corpus field (rare_share, rare_keep, "
-                             "arithmetic_frac) for this run (repeatable; pretrain.json records them)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        dest="overrides",
+        help="replace a shape field (llm pretrain's) or a corpus field (rare_share, rare_keep, "
+        "arithmetic_frac) for this run (repeatable; pretrain.json records them)",
+    )
     parser.add_argument("--no-progress", action="store_true")
 
 
@@ -192,8 +222,16 @@ def run_command(args) -> int:
     from escov.llm.cli import progress_enabled
     from escov.llm.tinymodel import parse_overrides
 
-    stats = pretrain_planted(args.out, args.preset, seed=args.seed, progress=progress_enabled(args.no_progress),
-                             threads=args.threads, overrides=parse_overrides(args.overrides))
-    print(f"{args.preset}: {stats['parameters']:,} parameters, {stats['train_seconds']:.0f} s, "
-          f"final loss {stats['final_loss']:.3f}; saved to {args.out}")
+    stats = pretrain_planted(
+        args.out,
+        args.preset,
+        seed=args.seed,
+        progress=progress_enabled(args.no_progress),
+        threads=args.threads,
+        overrides=parse_overrides(args.overrides),
+    )
+    print(
+        f"{args.preset}: {stats['parameters']:,} parameters, {stats['train_seconds']:.0f} s, "
+        f"final loss {stats['final_loss']:.3f}; saved to {args.out}"
+    )
     return 0

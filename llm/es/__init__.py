@@ -16,9 +16,20 @@
 The settings (ESConfig, PopulationConfig: llm/settings/) and the strategies' rules on them
 (DistributedConfig, strategy_name, check_options: llm/member_options.py) import no torch.
 """
+
 from escov.llm.es.algorithm import ES, ESConfig, ESStep, select_parameters, standardize
 from escov.llm.es.factory import check_options, check_setup, make_es
 from escov.llm.es.options import DistributedConfig, PopulationConfig
 
-__all__ = ["ES", "ESConfig", "ESStep", "select_parameters", "standardize", "make_es", "PopulationConfig",
-           "check_options", "check_setup", "DistributedConfig"]
+__all__ = [
+    "ES",
+    "ESConfig",
+    "ESStep",
+    "select_parameters",
+    "standardize",
+    "make_es",
+    "PopulationConfig",
+    "check_options",
+    "check_setup",
+    "DistributedConfig",
+]

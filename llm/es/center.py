@@ -16,6 +16,7 @@ Two kinds, one class each; ES (algorithm.py), the Ray replicas (ray_actors.py) a
 `load` writes (name, tensor) pairs into wherever the model lives: an engine's load_weights, the views
 into a vLLM worker's parameters, or nothing (a center whose model is updated elsewhere).
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -84,9 +85,14 @@ class MasterCenter(Center):
 
     def perturb(self, plan: IterationPlan, member: Member) -> None:
         scale = member.sign * plan.sigma
-        self._load((name, self.master[name] + scale * self.noise.direction(plan.noise_seed, member.direction, name,
-                                                                             self.master[name].shape))
-                   for name in self.names)
+        self._load(
+            (
+                name,
+                self.master[name]
+                + scale * self.noise.direction(plan.noise_seed, member.direction, name, self.master[name].shape),
+            )
+            for name in self.names
+        )
 
     def restore(self, plan: IterationPlan, member: Member) -> None:
         self.load_center()
@@ -100,15 +106,16 @@ class MasterCenter(Center):
         with torch.no_grad():
             for name in self.names:  # tensor by tensor: one tensor of scratch memory, no second model
                 theta = self.master[name]
-                new = theta + update.scale * self.noise.combined(update.noise_seed, name, theta.shape,
-                                                                 update.coefficients)
+                new = theta + update.scale * self.noise.combined(
+                    update.noise_seed, name, theta.shape, update.coefficients
+                )
                 if not torch.isfinite(new).all():
                     raise NonFiniteError(f"step {update.step}: weight {name} is not finite after the ES update")
                 sq_norm += float(((new - theta) ** 2).sum())
                 theta.copy_(new)
                 self._modified = True
         self.load_center()
-        return sq_norm ** 0.5
+        return sq_norm**0.5
 
     def weights(self) -> dict[str, torch.Tensor]:
         return self.master
@@ -132,8 +139,10 @@ class InPlaceBF16(Center):
         with torch.no_grad():
             for name in self.names:
                 p = self.live[name]
-                p.add_(self.noise.direction(plan.noise_seed, member.direction, name, p.shape).to(p.dtype),
-                       alpha=sign * member.sign * plan.sigma)
+                p.add_(
+                    self.noise.direction(plan.noise_seed, member.direction, name, p.shape).to(p.dtype),
+                    alpha=sign * member.sign * plan.sigma,
+                )
 
     def perturb(self, plan: IterationPlan, member: Member) -> None:
         self._add(plan, member, 1.0)
@@ -150,13 +159,15 @@ class InPlaceBF16(Center):
                 before = p.float()
                 for d, c in enumerate(update.coefficients):
                     if c != 0.0:
-                        p.add_(self.noise.direction(update.noise_seed, d, name, p.shape).to(p.dtype),
-                               alpha=update.alpha * c / n)
+                        p.add_(
+                            self.noise.direction(update.noise_seed, d, name, p.shape).to(p.dtype),
+                            alpha=update.alpha * c / n,
+                        )
                         self._modified = True
                 sq_norm += float(((p.float() - before) ** 2).sum())
                 if not torch.isfinite(p).all():
                     raise NonFiniteError(f"step {update.step}: weight {name} is not finite after the ES update")
-        return sq_norm ** 0.5
+        return sq_norm**0.5
 
     def weights(self) -> dict[str, torch.Tensor]:
         return self.live

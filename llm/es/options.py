@@ -26,6 +26,7 @@ one rule that turns these settings into a strategy) and every strategy's rules o
 What needs the machine stays here: Ray installed and its cluster reachable (`check_ray`); factory.py
 adds the checks that need the model (`check_setup`).
 """
+
 from __future__ import annotations
 
 import socket
@@ -33,8 +34,17 @@ import socket
 from escov.llm.config import PopulationConfig  # defined with every other setting (importable without torch)
 from escov.llm.member_options import DistributedConfig, strategy_name, uses_workers  # settings, without torch
 
-__all__ = ["PopulationConfig", "DistributedConfig", "strategy_name", "uses_workers", "RayMissing", "import_ray",
-           "check_address", "check_ray", "token_auth_as_ray_start"]
+__all__ = [
+    "PopulationConfig",
+    "DistributedConfig",
+    "strategy_name",
+    "uses_workers",
+    "RayMissing",
+    "import_ray",
+    "check_address",
+    "check_ray",
+    "token_auth_as_ray_start",
+]
 
 
 class RayMissing(ImportError, ValueError):

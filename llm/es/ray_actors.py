@@ -23,6 +23,7 @@ iteration, never silently lost (`RayActors.reruns` records it); with no actor le
 each actor's cause of death (`RayActors.deaths`: the error Ray raised, which carries a failed constructor's
 traceback).
 """
+
 from __future__ import annotations
 
 import sys
@@ -47,8 +48,18 @@ class ESWorker:
     and center (factory.py: one by one or batched, as the driver's options ask); `planner` rebuilds an
     iteration's plan; start["pool"]: the problems a batch names by position."""
 
-    def __init__(self, model_dir: str, task: Task, names: list[str], sampling: Sampling, local, planner: Planner,
-                 start: dict, threads: int, device: str = "cpu"):
+    def __init__(
+        self,
+        model_dir: str,
+        task: Task,
+        names: list[str],
+        sampling: Sampling,
+        local,
+        planner: Planner,
+        start: dict,
+        threads: int,
+        device: str = "cpu",
+    ):
         from escov.llm.engines.hf import HFEngine
 
         torch.set_num_threads(threads)
@@ -77,9 +88,19 @@ class ESWorker:
 class RayActors(MemberEvaluator):
     """Member evaluation on K Ray actors; the driver's ES keeps the center replica and applies the update."""
 
-    def __init__(self, task: Task, sampling: Sampling, center: MasterCenter, local, *, model_dir: str,
-                 weights: dict[str, torch.Tensor], distributed: DistributedConfig, planner: Planner,
-                 pool: list[Problem] | None = None):
+    def __init__(
+        self,
+        task: Task,
+        sampling: Sampling,
+        center: MasterCenter,
+        local,
+        *,
+        model_dir: str,
+        weights: dict[str, torch.Tensor],
+        distributed: DistributedConfig,
+        planner: Planner,
+        pool: list[Problem] | None = None,
+    ):
         """weights: the full center the actors start from (center: the driver's fp32 perturbed parameters);
         local(engine, task, sampling, master, device) -> (center, members): each actor's own evaluation;
         planner: ES's rule for an iteration's plan; pool: the problems the batches are drawn from (sent once)."""
@@ -95,12 +116,17 @@ class RayActors(MemberEvaluator):
                 token_auth_as_ray_start()
                 ray.init(address=self.dist.address, log_to_driver=False)
             else:
-                ray.init(num_cpus=max(1, int(np.ceil(self.dist.workers * self.dist.cpus_per_worker))),
-                         include_dashboard=False, log_to_driver=False, object_store_memory=200 * 1024 ** 2)
+                ray.init(
+                    num_cpus=max(1, int(np.ceil(self.dist.workers * self.dist.cpus_per_worker))),
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    object_store_memory=200 * 1024**2,
+                )
         self.ray = ray
         self._check_resources()
-        actor = ray.remote(num_cpus=self.dist.cpus_per_worker, num_gpus=self.dist.gpus_per_worker,
-                           max_restarts=0)(ESWorker)
+        actor = ray.remote(num_cpus=self.dist.cpus_per_worker, num_gpus=self.dist.gpus_per_worker, max_restarts=0)(
+            ESWorker
+        )
         start = {"weights": weights, "pool": self.pool}
         shared = ray.put(start)
         device = "cuda" if self.dist.gpus_per_worker > 0 else "cpu"
@@ -119,9 +145,11 @@ class RayActors(MemberEvaluator):
         total, d = self.ray.cluster_resources(), self.dist
         for kind, each, flag in (("CPU", d.cpus_per_worker, "--threads"), ("GPU", d.gpus_per_worker, "--device")):
             if each > 0 and total.get(kind, 0.0) + 1e-9 < d.workers * each:
-                raise ValueError(f"the Ray cluster has {total.get(kind, 0.0):g} {kind}s; {d.workers} actors reserving "
-                                 f"{each:g} each ({flag}) need {d.workers * each:g}: start its nodes with more "
-                                 f"(ray start --num-cpus / --num-gpus), or lower --workers or {flag}")
+                raise ValueError(
+                    f"the Ray cluster has {total.get(kind, 0.0):g} {kind}s; {d.workers} actors reserving "
+                    f"{each:g} each ({flag}) need {d.workers * each:g}: start its nodes with more "
+                    f"(ray start --num-cpus / --num-gpus), or lower --workers or {flag}"
+                )
 
     # -- calls, counted -----------------------------------------------------------------------
     def _call(self, worker: int, method: str, *args):
@@ -158,8 +186,10 @@ class RayActors(MemberEvaluator):
         hashes = {w: self._get(w, ref) for w, ref in refs.items()}
         diverged = [w for w, h in hashes.items() if h is not None and h != expected]
         if diverged:
-            raise RuntimeError(f"step {step}: the replicas of workers {diverged} differ from the driver's weights "
-                               f"(hash {expected[:12]}); the update is no longer reproducible on every replica")
+            raise RuntimeError(
+                f"step {step}: the replicas of workers {diverged} differ from the driver's weights "
+                f"(hash {expected[:12]}); the update is no longer reproducible on every replica"
+            )
         if not self.alive:
             raise RuntimeError(f"step {step}: every Ray actor is dead; {self.death_causes()}")
 
@@ -173,27 +203,36 @@ class RayActors(MemberEvaluator):
         """Each actor evaluates its block of the plan; a dead actor's block runs again on a live one."""
         step, members = plan.step, [m.index for m in plan.members]
         if self.planner(step, sigma=plan.sigma).subset(members) != plan:
-            raise RuntimeError(f"step {step}: ES's plan is not the one its Ray actors rebuild from (step, sigma); "
-                               "the planner handed to RayActors must be the rule ES plans with")
+            raise RuntimeError(
+                f"step {step}: ES's plan is not the one its Ray actors rebuild from (step, sigma); "
+                "the planner handed to RayActors must be the rule ES plans with"
+            )
         batch = [self.position.get(id(p), p) for p in problems]
         position = {m: i for i, m in enumerate(members)}
         rewards, tokens = np.full(len(members), np.nan), 0
         pending = self.member_blocks(members)
         while pending:
-            refs = {w: (block, self._call(w, "rewards", step, plan.sigma, block, batch))
-                    for w, block in pending.items()}
+            refs = {
+                w: (block, self._call(w, "rewards", step, plan.sigma, block, batch)) for w, block in pending.items()
+            }
             pending = {}
             for w, (block, ref) in refs.items():
                 result = self._get(w, ref)
                 if result is None:  # dead: its members run again on a live actor
                     if not self.alive:
-                        raise RuntimeError(f"step {step}: every Ray actor is dead; members {block} have no rewards; "
-                                           f"{self.death_causes()}")
+                        raise RuntimeError(
+                            f"step {step}: every Ray actor is dead; members {block} have no rewards; "
+                            f"{self.death_causes()}"
+                        )
                     target = self.alive[len(self.reruns) % len(self.alive)]
                     pending.setdefault(target, []).extend(block)
                     self.reruns.append({"step": step, "worker": w, "members": block, "rerun_on": target})
-                    print(f"warning: ES step {step + 1}: Ray actor {w} is lost ({self.deaths[w][:200]}); its members "
-                          f"{block[0]}-{block[-1]} run again on actor {target}", file=sys.stderr, flush=True)
+                    print(
+                        f"warning: ES step {step + 1}: Ray actor {w} is lost ({self.deaths[w][:200]}); its members "
+                        f"{block[0]}-{block[-1]} run again on actor {target}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     continue
                 rewards[[position[m] for m in block]], tokens = result[0], tokens + result[1]
         return rewards, tokens, 0.0

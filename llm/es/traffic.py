@@ -15,6 +15,7 @@ few hundred bytes per call whatever the model or the population, and Ray's heart
 
 The iteration's actors are those it sent anything to (a dead actor's share counts up to its death).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -62,8 +63,12 @@ class Traffic:
             return {}
         totals = [self.to[w] + self.back[w] for w in workers]
         k = len(workers)
-        out = {"actor_bytes": sum(totals) / k, "actor_bytes_to": sum(self.to[w] for w in workers) / k,
-               "actor_bytes_from": sum(self.back[w] for w in workers) / k, "actor_bytes_max": float(max(totals))}
+        out = {
+            "actor_bytes": sum(totals) / k,
+            "actor_bytes_to": sum(self.to[w] for w in workers) / k,
+            "actor_bytes_from": sum(self.back[w] for w in workers) / k,
+            "actor_bytes_max": float(max(totals)),
+        }
         self.to.clear()
         self.back.clear()
         return out

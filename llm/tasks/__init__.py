@@ -27,6 +27,7 @@ solutions and their strategies are enumerated exactly.
     reward_function.py   rewards written as Python functions, called as TRL's GRPOTrainer calls them
     user_modules.py      where a user's module is found, for importing it and for hashing its source
 """
+
 from __future__ import annotations
 
 from escov.llm.tasks.base import Problem, Task
@@ -35,8 +36,15 @@ TASKS = ("countdown", "arithmetic", "gsm8k", "deepscaler", "countdown3", "prompt
 DATA_KWARGS = ("data", "test_data", "data_split", "fields")
 
 
-def get_task(name: str, reward_function=(), reward_weights=None, correct_reward: str = "",
-             correct_threshold: float = 1.0, reward_timeout: float = 0.0, **kwargs) -> Task:
+def get_task(
+    name: str,
+    reward_function=(),
+    reward_weights=None,
+    correct_reward: str = "",
+    correct_threshold: float = 1.0,
+    reward_timeout: float = 0.0,
+    **kwargs,
+) -> Task:
     """The task called `name` (one of TASKS); kwargs go to its constructor. With `reward_function`
     (import paths or callables, one or a list) the task's reward is theirs, weighted by reward_weights, and
     correct_reward / correct_threshold choose what counts as correct (llm/tasks/correctness.py)."""
@@ -44,10 +52,14 @@ def get_task(name: str, reward_function=(), reward_weights=None, correct_reward:
     from escov.llm.tasks.reward_function import as_list
 
     check_correct_settings(correct_reward, correct_threshold, bool(as_list(reward_function)) or name == "prompts")
-    correct = {"correct_reward": correct_reward, "correct_threshold": correct_threshold,
-               "reward_timeout": reward_timeout}
+    correct = {
+        "correct_reward": correct_reward,
+        "correct_threshold": correct_threshold,
+        "reward_timeout": reward_timeout,
+    }
     if name == "prompts":
         from escov.llm.tasks.prompts import prompts_task
+
         return prompts_task(reward_function, reward_weights=reward_weights, **correct, **kwargs)
     if as_list(reward_function):
         from escov.llm.tasks.reward_function import ScoredByFunction, check_alone
@@ -62,9 +74,13 @@ def get_task(name: str, reward_function=(), reward_weights=None, correct_reward:
 def _builtin_task(name: str, **kwargs) -> Task:
     if name == "countdown":
         from escov.llm.tasks.countdown import Countdown
+
         return Countdown(**kwargs)
-    if name == "countdown3":  # 3-number instances only: the easier base (its Pass@32 in the paper's range; Pass@1 below it)
+    if (
+        name == "countdown3"
+    ):  # 3-number instances only: the easier base (its Pass@32 in the paper's range; Pass@1 below it)
         from escov.llm.tasks.countdown import Countdown
+
         return Countdown(min_numbers=3, max_numbers=3, **kwargs)
     if name in ("arithmetic", "grid_paths", "subset_sum"):
         given = sorted(k for k in kwargs if k in DATA_KWARGS and kwargs[k] not in (None, "files"))
@@ -75,15 +91,19 @@ def _builtin_task(name: str, **kwargs) -> Task:
         kwargs = {k: v for k, v in kwargs.items() if k not in DATA_KWARGS}
     if name == "arithmetic":
         from escov.llm.tasks.arithmetic import Arithmetic
+
         return Arithmetic()
     if name == "grid_paths":
         from escov.llm.tasks.grid_paths import GridPaths
+
         return GridPaths(**kwargs)
     if name == "subset_sum":
         from escov.llm.tasks.subset_sum import SubsetSum
+
         return SubsetSum(**kwargs)
     if name in ("gsm8k", "deepscaler"):
         from escov.llm.tasks.math_data import MathData
+
         return MathData(name, **kwargs)
     raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}")
 

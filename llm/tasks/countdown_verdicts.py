@@ -11,6 +11,7 @@ It lives beside countdown.py, not in it: the shipped base models' cache key hash
 (llm/tinymodel.py, llm/tasks/countdown.py, llm/tasks/arithmetic.py; paper_checks/reproduce/bases.py), and a faster
 scorer does not change a base.
 """
+
 from __future__ import annotations
 
 import functools

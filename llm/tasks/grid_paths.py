@@ -26,6 +26,7 @@ its success rate is exactly (#shortest paths) / 4^d (`random_guess_rate`).
 Splits: the instance key is the prompt's grid text; base.split_of(key) puts it in train (90%), validation or
 test (5% each), so no grid is in two splits. Reward `escov` only, prompt style `plain` only, generated only.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,9 +42,9 @@ from escov.llm.tasks.rewards import check_reward
 
 MOVES = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 FREE, BLOCKED, START, GOAL, ROW_SEP, END = ".", "#", "S", "G", "|", ":"
-MAX_ANSWER_CHARS = 256       # a longer answer (after stripping) is wrong without being read
-MAX_LISTED = 100_000         # shortest_paths refuses instances with more shortest paths than this
-MAX_SIDE = 12                # rows and columns of a generated grid
+MAX_ANSWER_CHARS = 256  # a longer answer (after stripping) is wrong without being read
+MAX_LISTED = 100_000  # shortest_paths refuses instances with more shortest paths than this
+MAX_SIDE = 12  # rows and columns of a generated grid
 STRATEGIES = ("dominant", "rare")
 _PATH = re.compile(r"[UDLR]+")
 
@@ -70,8 +71,12 @@ class Grid:
 def parse_grid(text: str) -> Grid:
     """The Grid a prompt's text writes (with or without the final ":"); ValueError when it is not one."""
     rows = text.removesuffix(END).split(ROW_SEP)
-    if not rows or len({len(r) for r in rows}) != 1 or not rows[0] or set("".join(rows)) - set(FREE + BLOCKED +
-                                                                                              START + GOAL):
+    if (
+        not rows
+        or len({len(r) for r in rows}) != 1
+        or not rows[0]
+        or set("".join(rows)) - set(FREE + BLOCKED + START + GOAL)
+    ):
         raise ValueError(f"not a grid (equal rows of '.#SG' joined by '|'): {text!r}")
     cells = {(r, c): ch for r, row in enumerate(rows) for c, ch in enumerate(row)}
     starts = [k for k, v in cells.items() if v == START]
@@ -112,12 +117,16 @@ def count_shortest_paths(grid: Grid) -> int:
     if found is None:
         return 0
     from_start, to_goal, d = found
-    layer = sorted((cell for cell in from_start if from_start[cell] + to_goal.get(cell, d + 1) == d),
-                   key=from_start.get)
+    layer = sorted(
+        (cell for cell in from_start if from_start[cell] + to_goal.get(cell, d + 1) == d), key=from_start.get
+    )
     ways = {grid.start: 1}
     for cell in layer[1:]:
-        ways[cell] = sum(ways.get((cell[0] - dr, cell[1] - dc), 0) for dr, dc in MOVES.values()
-                         if from_start.get((cell[0] - dr, cell[1] - dc)) == from_start[cell] - 1)
+        ways[cell] = sum(
+            ways.get((cell[0] - dr, cell[1] - dc), 0)
+            for dr, dc in MOVES.values()
+            if from_start.get((cell[0] - dr, cell[1] - dc)) == from_start[cell] - 1
+        )
     return ways[grid.goal]
 
 
@@ -188,7 +197,7 @@ def strategy(moves: str) -> str:
 def random_guess_rate(grid: Grid) -> Fraction:
     """Success rate of a uniform guess among the 4^d move strings of length d = d(S, G): #shortest paths / 4^d."""
     d = shortest_distance(grid)
-    return Fraction(0) if d is None else Fraction(count_shortest_paths(grid), 4 ** d)
+    return Fraction(0) if d is None else Fraction(count_shortest_paths(grid), 4**d)
 
 
 def parse_answer(completion) -> str | None:
@@ -213,9 +222,17 @@ def format_prompt(grid: Grid) -> str:
 class GridPaths(Task):
     name = "grid_paths"
 
-    def __init__(self, rows: int = 5, cols: int = 5, n_blocked: int = 3, min_distance: int = 4,
-                 min_solutions: int = 2, reward: str = "escov", format_reward: float = 0.0,
-                 prompt_style: str = "plain"):
+    def __init__(
+        self,
+        rows: int = 5,
+        cols: int = 5,
+        n_blocked: int = 3,
+        min_distance: int = 4,
+        min_solutions: int = 2,
+        reward: str = "escov",
+        format_reward: float = 0.0,
+        prompt_style: str = "plain",
+    ):
         if not (2 <= rows <= MAX_SIDE and 2 <= cols <= MAX_SIDE):
             raise ValueError(f"rows and cols must lie in [2, {MAX_SIDE}], got {rows}, {cols}")
         if not 0 <= n_blocked <= rows * cols - 2:
@@ -224,8 +241,9 @@ class GridPaths(Task):
             raise ValueError(f"min_distance and min_solutions must be >= 1, got {min_distance}, {min_solutions}")
         check_reward(reward, self.name, format_reward)
         if format_reward or prompt_style != "plain":
-            raise ValueError("task 'grid_paths' has only the plain prompt style and the escov reward without "
-                             "format_reward")
+            raise ValueError(
+                "task 'grid_paths' has only the plain prompt style and the escov reward without format_reward"
+            )
         self.settings = (rows, cols, n_blocked, min_distance, min_solutions)
 
     def sample_grid(self, rng: random.Random, split: str) -> Grid:
@@ -269,7 +287,9 @@ def _generated(settings: tuple, split: str, n: int, seed: int) -> tuple[Problem,
             check_not_exhausted(misses, len(out), n, f"the {split} split of task grid_paths")
             continue
         misses = 0
-        out[key] = Problem(id=f"grid_paths/{key}", prompt=format_prompt(grid),
-                           meta={"grid": key, "distance": shortest_distance(grid),
-                                 "n_solutions": count_shortest_paths(grid)})
+        out[key] = Problem(
+            id=f"grid_paths/{key}",
+            prompt=format_prompt(grid),
+            meta={"grid": key, "distance": shortest_distance(grid), "n_solutions": count_shortest_paths(grid)},
+        )
     return tuple(out.values())

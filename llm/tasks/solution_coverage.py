@@ -15,6 +15,7 @@ of n samples:
 grid_paths, the move string -> (its winding class, first-move strategy); subset_sum, the sorted subset ->
 ((strategy, subset size), strategy).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,6 +59,8 @@ def enumerated(task: str, meta: dict) -> dict[str, tuple]:
         return {p: (grid_paths.winding_class(grid, p), grid_paths.strategy(p)) for p in grid_paths.shortest_paths(grid)}
     if task == "subset_sum":
         numbers = meta["numbers"]
-        return {subset_sum.canonical(c): ((subset_sum.strategy(numbers, c), len(c)), subset_sum.strategy(numbers, c))
-                for c in subset_sum.solutions(numbers, meta["target"])}
+        return {
+            subset_sum.canonical(c): ((subset_sum.strategy(numbers, c), len(c)), subset_sum.strategy(numbers, c))
+            for c in subset_sum.solutions(numbers, meta["target"])
+        }
     raise ValueError(f"exact coverage needs one of the tasks {', '.join(COVERAGE_TASKS)}, got {task!r}")

@@ -18,6 +18,7 @@ is exactly #(position subsets summing to the target) / (2^m - 1) (`random_guess_
 Splits: the instance key is "sorted numbers=target"; base.split_of(key) puts it in train (90%), validation
 or test (5% each), so no instance is in two splits. Reward `escov` only, prompt style `plain`, generated only.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,8 +30,8 @@ from escov.llm.tasks.base import Problem, Task, check_count, check_not_exhausted
 from escov.llm.tasks.reasoning_format import MAX_COMPLETION_CHARS
 from escov.llm.tasks.rewards import check_reward
 
-MAX_ANSWER_CHARS = 256       # a longer answer (spaces removed) is wrong without being read
-MAX_NUMBERS = 16             # m of a generated instance (2^m subsets are enumerated)
+MAX_ANSWER_CHARS = 256  # a longer answer (spaces removed) is wrong without being read
+MAX_NUMBERS = 16  # m of a generated instance (2^m subsets are enumerated)
 STRATEGIES = ("dominant", "rare")
 _ANSWER = re.compile(r"[1-9]\d{0,5}(?:[,+][1-9]\d{0,5})*")  # positive integers, no leading zero
 _SPACE = re.compile(r"\s+")
@@ -66,7 +67,7 @@ def solutions(numbers, target: int) -> list[tuple[int, ...]]:
 
 
 def strategy(numbers, chosen) -> str:
-    """"dominant" when the chosen numbers contain the largest given number, else "rare"."""
+    """ "dominant" when the chosen numbers contain the largest given number, else "rare"."""
     return "dominant" if max(numbers) in chosen else "rare"
 
 
@@ -109,16 +110,24 @@ def score(completion, numbers, target: int) -> float:
 class SubsetSum(Task):
     name = "subset_sum"
 
-    def __init__(self, m: int = 5, max_number: int = 20, min_solutions: int = 1, reward: str = "escov",
-                 format_reward: float = 0.0, prompt_style: str = "plain"):
+    def __init__(
+        self,
+        m: int = 5,
+        max_number: int = 20,
+        min_solutions: int = 1,
+        reward: str = "escov",
+        format_reward: float = 0.0,
+        prompt_style: str = "plain",
+    ):
         if not 2 <= m <= MAX_NUMBERS:
             raise ValueError(f"m must lie in [2, {MAX_NUMBERS}], got {m}")
         if max_number < 1 or min_solutions < 1:
             raise ValueError(f"max_number and min_solutions must be >= 1, got {max_number}, {min_solutions}")
         check_reward(reward, self.name, format_reward)
         if format_reward or prompt_style != "plain":
-            raise ValueError("task 'subset_sum' has only the plain prompt style and the escov reward without "
-                             "format_reward")
+            raise ValueError(
+                "task 'subset_sum' has only the plain prompt style and the escov reward without format_reward"
+            )
         self.settings = (m, max_number, min_solutions)
 
     def sample_instance(self, rng: random.Random, split: str) -> tuple[list[int], int]:
@@ -160,7 +169,9 @@ def _generated(settings: tuple, split: str, n: int, seed: int) -> tuple[Problem,
             check_not_exhausted(misses, len(out), n, f"the {split} split of task subset_sum")
             continue
         misses = 0
-        out[key] = Problem(id=f"subset_sum/{key}", prompt=format_prompt(numbers, target),
-                           meta={"numbers": numbers, "target": target,
-                                 "n_solutions": len(solutions(numbers, target))})
+        out[key] = Problem(
+            id=f"subset_sum/{key}",
+            prompt=format_prompt(numbers, target),
+            meta={"numbers": numbers, "target": target, "n_solutions": len(solutions(numbers, target))},
+        )
     return tuple(out.values())

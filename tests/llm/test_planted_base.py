@@ -1,5 +1,6 @@
 """A planted base's first look on the tiny test model: the rare-only and both-solve prompt counts against a count
 made here from brute-force subsets, and every rate a probability."""
+
 import itertools
 
 from escov.llm.planted_base import measure_base
@@ -17,5 +18,7 @@ def test_measure_base_counts_rare_only_prompts_and_gives_rates(tiny_model_dir):
         both += uses_top == {True, False}
     assert (record["rare_only_prompts"], record["both_prompts"]) == (rare_only, both)
     assert set(record["pass_at_k"]) == {"1", "2"}
-    assert all(0 <= v <= 1 for v in (*record["pass_at_k"].values(), record["solution_share_found"],
-                                     record["class_share_found"]))
+    assert all(
+        0 <= v <= 1
+        for v in (*record["pass_at_k"].values(), record["solution_share_found"], record["class_share_found"])
+    )

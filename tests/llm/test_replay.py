@@ -1,6 +1,7 @@
 """`llm replay` (llm/replay.py) and replay.jsonl (llm/replay_log.py): every checkpoint of a short ES run rebuilt
 bit for bit from the base model and the log alone (the run's checkpoints removed first), the log's size per
 iteration, and one clear line when the log is missing or cut off, when the base or a coefficient differs."""
+
 import json
 import shutil
 import subprocess
@@ -16,12 +17,55 @@ from escov.llm.rundir import RunDirError
 from tests.llm.es.ray_cluster import REPO
 
 STEPS = 3
-FLAGS = ["--algo", "es", "--task", "countdown", "--steps", str(STEPS), "--batch_size", "2", "--train_pool", "8",
-         "--threads", "1", "--max_completion_length", "6", "--checkpoint_every", "1", "--step_samples", "1",
-         "--probe", "false", "--eval_problems", "2", "--eval_samples", "2", "--eval_ks", "1", "--heldout_task", "",
-         "--threshold_keep", "50", "--format_reward", "0.1", "--es.population_size", "32", "--es.sigma", "0.02",
-         "--es.alpha", "0.01", "--es.member_temperature", "1.0", "--es.member_samples", "1", "--es.antithetic", "true",
-         "--population.batched", "true", "--no-progress"]
+FLAGS = [
+    "--algo",
+    "es",
+    "--task",
+    "countdown",
+    "--steps",
+    str(STEPS),
+    "--batch_size",
+    "2",
+    "--train_pool",
+    "8",
+    "--threads",
+    "1",
+    "--max_completion_length",
+    "6",
+    "--checkpoint_every",
+    "1",
+    "--step_samples",
+    "1",
+    "--probe",
+    "false",
+    "--eval_problems",
+    "2",
+    "--eval_samples",
+    "2",
+    "--eval_ks",
+    "1",
+    "--heldout_task",
+    "",
+    "--threshold_keep",
+    "50",
+    "--format_reward",
+    "0.1",
+    "--es.population_size",
+    "32",
+    "--es.sigma",
+    "0.02",
+    "--es.alpha",
+    "0.01",
+    "--es.member_temperature",
+    "1.0",
+    "--es.member_samples",
+    "1",
+    "--es.antithetic",
+    "true",
+    "--population.batched",
+    "true",
+    "--no-progress",
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +73,12 @@ def run(tiny_model_dir, tmp_path_factory):
     """A 3-step ES run (N = 32 in antithetic pairs), checkpoints after every step, moved aside to `kept`."""
     root = tmp_path_factory.mktemp("replay")
     out = root / "run"
-    subprocess.run([sys.executable, "-m", "escov.llm", "train", "--model", str(tiny_model_dir), "--out", str(out),
-                    *FLAGS], check=True, capture_output=True, env={"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
-                                                                    "PATH": "/usr/bin:/bin", "TQDM_DISABLE": "1"})
+    subprocess.run(
+        [sys.executable, "-m", "escov.llm", "train", "--model", str(tiny_model_dir), "--out", str(out), *FLAGS],
+        check=True,
+        capture_output=True,
+        env={"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "TQDM_DISABLE": "1"},
+    )
     (out / "checkpoints").rename(root / "kept")
     return out
 
@@ -103,16 +150,35 @@ def test_an_es_phase_after_grpo_is_rebuilt_from_the_checkpoint_it_started_from(t
     reads, and the step before it is refused (GRPO steps are not in the log)."""
     run = tmp_path / "run"
     flags = [f for f in FLAGS if f not in ("es",)]
-    flags[flags.index("--algo") + 1:flags.index("--algo") + 1] = ["grpo-es"]
-    subprocess.run([sys.executable, "-m", "escov.llm", "train", "--model", str(tiny_model_dir), "--out", str(run),
-                    *flags, "--switch_step", "1", "--grpo.num_generations", "4", "--grpo.learning_rate", "3e-3"],
-                   check=True, capture_output=True, env={"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
-                                                         "PATH": "/usr/bin:/bin", "TQDM_DISABLE": "1"})
+    flags[flags.index("--algo") + 1 : flags.index("--algo") + 1] = ["grpo-es"]
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "escov.llm",
+            "train",
+            "--model",
+            str(tiny_model_dir),
+            "--out",
+            str(run),
+            *flags,
+            "--switch_step",
+            "1",
+            "--grpo.num_generations",
+            "4",
+            "--grpo.learning_rate",
+            "3e-3",
+        ],
+        check=True,
+        capture_output=True,
+        env={"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "TQDM_DISABLE": "1"},
+    )
     records = replay_log.read_records(run)
     start = records[0]["start_step"]
     assert start > 0 and "step" not in records[0]
     last = records[-1]["step"]
     assert main(["replay", str(run), "--step", str(last), "--out", str(tmp_path / "last")]) == 0
-    assert (tmp_path / "last" / "model.safetensors").read_bytes() == \
-        (run / "checkpoints" / f"step-{last}" / "model.safetensors").read_bytes()
+    assert (tmp_path / "last" / "model.safetensors").read_bytes() == (
+        run / "checkpoints" / f"step-{last}" / "model.safetensors"
+    ).read_bytes()
     assert "no ES phase starts at or before step" in _refused(capsys, run, "--step", start - 1, "--out", tmp_path / "x")

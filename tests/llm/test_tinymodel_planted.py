@@ -1,5 +1,6 @@
 """Planted corpora: every worked solution is correct, the rare strategy's share is the set share (a binomial check
 with known truth), rare-only instances follow rare_keep, only train instances are drawn; a few pretraining steps."""
+
 import json
 import math
 import random
@@ -22,13 +23,21 @@ def _instance(task_name: str, prompt: str):
     if task_name == "grid_paths":
         key = prompt.removesuffix(":")
         solutions = grid_paths.shortest_paths(grid_paths.parse_grid(key))
-        return (Problem("x", prompt, {"grid": key}), key, solutions,
-                lambda text: "rare" if text[0] in "UD" else "dominant")
+        return (
+            Problem("x", prompt, {"grid": key}),
+            key,
+            solutions,
+            lambda text: "rare" if text[0] in "UD" else "dominant",
+        )
     numbers, target = _numbers_target(prompt)
     problem = Problem("x", prompt, {"numbers": numbers, "target": target})
     solutions = [",".join(map(str, sorted(c, reverse=True))) for c in subset_sum.solutions(numbers, target)]
-    return problem, subset_sum.key_of(numbers, target), solutions, \
-        lambda text: "dominant" if str(max(numbers)) == text.split(",")[0] else "rare"
+    return (
+        problem,
+        subset_sum.key_of(numbers, target),
+        solutions,
+        lambda text: "dominant" if str(max(numbers)) == text.split(",")[0] else "rare",
+    )
 
 
 @pytest.mark.parametrize("task_name", ["grid_paths", "subset_sum"])
@@ -73,15 +82,20 @@ def _chosen(text):
 
 
 def test_settings_and_a_few_pretraining_steps(tmp_path):
-    shape, corpus = planted_settings("grid_paths", {"rare_share": "0.05", "steps": "3", "hidden_size": "32",
-                                                    "num_heads": "1"})
+    shape, corpus = planted_settings(
+        "grid_paths", {"rare_share": "0.05", "steps": "3", "hidden_size": "32", "num_heads": "1"}
+    )
     assert corpus.rare_share == 0.05 and shape.steps == 3 and shape.batch_size == 64
     with pytest.raises(ValueError, match="expected float"):
         planted_settings("subset_sum", {"rare_keep": "often"})
     with pytest.raises(ValueError, match="must be in"):
         PlantedCorpus("grid_paths", rare_share=1.5)
-    stats = pretrain_planted(tmp_path / "base", "subset_sum", progress=False,
-                             overrides={"steps": "2", "batch_size": "8", "hidden_size": "32", "num_heads": "1"})
+    stats = pretrain_planted(
+        tmp_path / "base",
+        "subset_sum",
+        progress=False,
+        overrides={"steps": "2", "batch_size": "8", "hidden_size": "32", "num_heads": "1"},
+    )
     record = json.loads((tmp_path / "base" / "pretrain.json").read_text())
     assert record["corpus"]["corpus_task"] == "subset_sum" and len(record["loss"]) == 2 == len(stats["loss"])
     assert (tmp_path / "base" / "model.safetensors").is_file()

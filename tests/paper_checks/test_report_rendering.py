@@ -562,8 +562,7 @@ def test_the_lemma_grid_section_says_each_row_and_the_summary_computed_by_hand()
         "per member and prompt. Each draw of a row is an antithetic pair of populations "
     )
     assert (
-        "from 8 center completions per prompt (whose mean" in intro
-        and f"is {fisher:.4g} over the whole grid." in intro
+        "from 8 center completions per prompt (whose mean" in intro and f"is {fisher:.4g} over the whole grid." in intro
     )
     assert intro.endswith("Rows with s <= 0.05 (in the regime) decide the verdict.") and lines[3] == ""
     side = "2e-05 [1e-05, 3e-05]"  # in exponent form below 1e-4

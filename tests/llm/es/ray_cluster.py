@@ -4,6 +4,7 @@ all on ports and in a temporary folder of their own, so that other Ray instances
 touched. Each `ray start --block` runs in a session of its own (its raylet, object store and workers inherit it,
 though each worker makes its own process group), and stopping a node signals the processes of that session only:
 never `ray stop`, which stops every Ray process of the user."""
+
 from __future__ import annotations
 
 import os
@@ -41,27 +42,46 @@ def free_port() -> int:
 class LocalCluster:
     """Nodes started by `add_node`; `address` is the head's "ip:port"; `stop` ends them all (idempotent)."""
 
-    def __init__(self, object_store_bytes: int = 80 * 2 ** 20, auth_mode: str = "disabled"):
+    def __init__(self, object_store_bytes: int = 80 * 2**20, auth_mode: str = "disabled"):
         """auth_mode: RAY_AUTH_MODE of the nodes and of `env`, the environment for processes that connect
         ("disabled": the cluster ignores any token another Ray user of the machine left in ~/.ray)."""
         self.temp = tempfile.mkdtemp(prefix="escov-ray-")  # short: Ray's socket paths live under it
         self.store, self.nodes, self.address, self.last_error = object_store_bytes, [], "", ""
-        self.env = os.environ | {"PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1",
-                                 "RAY_AUTH_MODE": auth_mode}
+        self.env = os.environ | {
+            "PYTHONPATH": str(REPO),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "OMP_NUM_THREADS": "1",
+            "RAY_AUTH_MODE": auth_mode,
+        }
         self.env.pop("RAY_ADDRESS", None)
 
     def add_node(self, cpus: int, timeout_s: float = 90.0) -> subprocess.Popen:
         """Start a node (the head first) with `cpus` CPUs; returns its `ray start --block` process once the node
         has joined (ray.nodes() counts it)."""
-        args = [ray_command(), "start", "--block", f"--num-cpus={cpus}", f"--object-store-memory={self.store}",
-                f"--dashboard-agent-listen-port={free_port()}", f"--node-manager-port={free_port()}",
-                f"--object-manager-port={free_port()}", f"--metrics-export-port={free_port()}",
-                f"--runtime-env-agent-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
-                "--disable-usage-stats"]
+        args = [
+            ray_command(),
+            "start",
+            "--block",
+            f"--num-cpus={cpus}",
+            f"--object-store-memory={self.store}",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--node-manager-port={free_port()}",
+            f"--object-manager-port={free_port()}",
+            f"--metrics-export-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}",
+            f"--dashboard-agent-grpc-port={free_port()}",
+            "--disable-usage-stats",
+        ]
         if not self.nodes:
             port = free_port()
-            args += ["--head", f"--port={port}", "--include-dashboard=false", f"--dashboard-port={free_port()}",
-                     f"--ray-client-server-port={free_port()}", f"--temp-dir={self.temp}"]
+            args += [
+                "--head",
+                f"--port={port}",
+                "--include-dashboard=false",
+                f"--dashboard-port={free_port()}",
+                f"--ray-client-server-port={free_port()}",
+                f"--temp-dir={self.temp}",
+            ]
             self.address = f"{node_ip()}:{port}"
         else:
             args.append(f"--address={self.address}")
@@ -73,8 +93,10 @@ class LocalCluster:
 
     def alive_nodes(self) -> int:
         """How many nodes the cluster's control store counts as alive (asked in a fresh process)."""
-        code = ("import ray; from escov.llm.es.options import token_auth_as_ray_start; token_auth_as_ray_start(); "
-                "ray.init(address=%r, log_to_driver=False); print(sum(n['Alive'] for n in ray.nodes()))" % self.address)
+        code = (
+            "import ray; from escov.llm.es.options import token_auth_as_ray_start; token_auth_as_ray_start(); "
+            "ray.init(address=%r, log_to_driver=False); print(sum(n['Alive'] for n in ray.nodes()))" % self.address
+        )
         out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True, text=True, timeout=120)
         if out.returncode != 0 or not out.stdout.strip():
             self.last_error = out.stderr[-600:]
@@ -89,8 +111,9 @@ class LocalCluster:
             if self.alive_nodes() >= count:
                 return
             time.sleep(1.0)
-        raise RuntimeError(f"the cluster did not reach {count} nodes in {timeout_s:.0f} s; {self.last_error} "
-                           f"{self.log_tail()}")
+        raise RuntimeError(
+            f"the cluster did not reach {count} nodes in {timeout_s:.0f} s; {self.last_error} {self.log_tail()}"
+        )
 
     def log_tail(self) -> str:
         return " | ".join(p.read_text()[-400:] for p in sorted(Path(self.temp).glob("node-*.log")))

@@ -4,6 +4,7 @@ live on different nodes): `llm train --ray_address ADDRESS --workers 2` ends wit
 bit for bit, with sampled members at N = 32; the bytes per actor after the first iteration stay under 1 KB while
 the first carries the weights; `llm replay` rebuilds a middle checkpoint from the base and replay.jsonl alone; and a
 node lost in the middle of the run leaves it going, with the same final weights."""
+
 import json
 import os
 import subprocess
@@ -20,25 +21,73 @@ pytestmark = [pytest.mark.ray]
 pytest.importorskip("ray")
 
 STEPS = 4
-FLAGS = ["--algo", "es", "--task", "countdown", "--steps", str(STEPS), "--batch_size", "4", "--train_pool", "16",
-         "--threads", "1", "--max_completion_length", "8", "--checkpoint_every", "2", "--step_samples", "1",
-         "--probe", "false", "--eval_problems", "2", "--eval_samples", "2", "--eval_ks", "1", "--heldout_task", "",
-         "--threshold_keep", "50", "--format_reward", "0.1", "--es.population_size", "32", "--es.sigma", "0.02",
-         "--es.alpha", "0.01", "--es.member_temperature", "1.0", "--es.member_samples", "1",
-         "--population.batched", "true", "--no-progress"]
+FLAGS = [
+    "--algo",
+    "es",
+    "--task",
+    "countdown",
+    "--steps",
+    str(STEPS),
+    "--batch_size",
+    "4",
+    "--train_pool",
+    "16",
+    "--threads",
+    "1",
+    "--max_completion_length",
+    "8",
+    "--checkpoint_every",
+    "2",
+    "--step_samples",
+    "1",
+    "--probe",
+    "false",
+    "--eval_problems",
+    "2",
+    "--eval_samples",
+    "2",
+    "--eval_ks",
+    "1",
+    "--heldout_task",
+    "",
+    "--threshold_keep",
+    "50",
+    "--format_reward",
+    "0.1",
+    "--es.population_size",
+    "32",
+    "--es.sigma",
+    "0.02",
+    "--es.alpha",
+    "0.01",
+    "--es.member_temperature",
+    "1.0",
+    "--es.member_samples",
+    "1",
+    "--population.batched",
+    "true",
+    "--no-progress",
+]
 
 
 def _env(cluster: LocalCluster | None = None) -> dict:
-    return (cluster.env if cluster is not None else os.environ) | {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
-                                                                   "TQDM_DISABLE": "1"}
+    return (cluster.env if cluster is not None else os.environ) | {
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": "1",
+        "TQDM_DISABLE": "1",
+    }
 
 
 def _train(model_dir, out: Path, *extra: str, cluster: LocalCluster | None = None) -> subprocess.Popen:
     """`llm train` in a process of its own; with a cluster: over it (--workers 2), in its environment."""
     extra += ("--ray_address", cluster.address, "--workers", "2") if cluster is not None else ()
-    return subprocess.Popen([sys.executable, "-m", "escov.llm", "train", "--model", str(model_dir), "--out", str(out),
-                             *FLAGS, *extra], env=_env(cluster), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "escov.llm", "train", "--model", str(model_dir), "--out", str(out), *FLAGS, *extra],
+        env=_env(cluster),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _finish(proc: subprocess.Popen, timeout: float = 400) -> str:
@@ -84,8 +133,9 @@ def one_process(tiny_model_dir, tmp_path_factory):
     return run
 
 
-def test_two_nodes_train_the_one_process_weights_with_a_kilobyte_per_actor_and_replay(tiny_model_dir, cluster,
-                                                                                       one_process, tmp_path):
+def test_two_nodes_train_the_one_process_weights_with_a_kilobyte_per_actor_and_replay(
+    tiny_model_dir, cluster, one_process, tmp_path
+):
     run = tmp_path / "cluster"
     _finish(_train(tiny_model_dir, run, cluster=cluster))
     reference, rows = _rows(one_process), _rows(run)
@@ -105,15 +155,21 @@ def test_two_nodes_train_the_one_process_weights_with_a_kilobyte_per_actor_and_r
     kept = tmp_path / "kept-checkpoints"
     (run / "checkpoints").rename(kept)
     rebuilt = tmp_path / "rebuilt"
-    subprocess.run([sys.executable, "-m", "escov.llm", "replay", str(run), "--step", "2", "--out", str(rebuilt)],
-                   env=_env(), check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "escov.llm", "replay", str(run), "--step", "2", "--out", str(rebuilt)],
+        env=_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert (rebuilt / "model.safetensors").read_bytes() == (kept / "step-2" / "model.safetensors").read_bytes()
     assert not _equal(load_file(rebuilt / "model.safetensors"), _weights(one_process, STEPS))  # step 2, not 4
 
 
 @pytest.mark.slow  # 45 s more here; a killed actor's members re-run: test_ray_actors.py, in the fast suite
-def test_a_node_lost_in_the_middle_of_the_run_leaves_it_going_with_the_same_weights(tiny_model_dir, cluster,
-                                                                                    one_process, tmp_path):
+def test_a_node_lost_in_the_middle_of_the_run_leaves_it_going_with_the_same_weights(
+    tiny_model_dir, cluster, one_process, tmp_path
+):
     """The second node (raylet, object store, the actor living there) is SIGKILLed once the run's first row is
     written: the run goes on, the lost actor's members run again on the head node's actor, and the final weights
     are the one-process run's."""

@@ -1,6 +1,7 @@
 """The byte count of llm/es/traffic.py against sizes known without it: a bytes payload and a float32 tensor cost
 their length plus a little pickling, a list of small ints a few bytes each; the per-actor means and maximum
 against hand sums."""
+
 import pickle
 
 import pytest
@@ -28,6 +29,10 @@ def test_means_over_the_actors_that_took_part():
     traffic.sent(1, 100)  # actor 1 died before answering
     traffic.sent(0, 300)  # and actor 0 ran its members again
     traffic.received(0, 100)
-    assert traffic.take() == {"actor_bytes": (1100 + 100) / 2, "actor_bytes_to": (800 + 100) / 2,
-                              "actor_bytes_from": 300 / 2, "actor_bytes_max": 1100.0}
+    assert traffic.take() == {
+        "actor_bytes": (1100 + 100) / 2,
+        "actor_bytes_to": (800 + 100) / 2,
+        "actor_bytes_from": 300 / 2,
+        "actor_bytes_max": 1100.0,
+    }
     assert traffic.take() == {}  # reset

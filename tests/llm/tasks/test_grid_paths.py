@@ -1,5 +1,6 @@
 """Grid paths: shortest paths against brute force over every move string, the verifier against the enumeration,
 the winding class against an angle sum, hostile outputs, split disjointness, and a one-step `llm train`."""
+
 import itertools
 import math
 import random
@@ -23,10 +24,37 @@ from escov.llm.tasks.grid_paths import (
 )
 
 # one ES step on a few prompts and samples (what keeps the command's test short)
-SHORT_RUN = ["--steps", "1", "--batch_size", "2", "--train_pool", "4", "--eval_problems", "4", "--eval_samples", "2",
-             "--eval_ks", "1", "--threads", "1", "--heldout_task", "", "--probe_prompts", "1", "--probe_members", "2",
-             "--probe_samples", "2", "--probe_center_samples", "2", "--step_samples", "2", "--es.population_size", "4",
-             "--no-progress"]
+SHORT_RUN = [
+    "--steps",
+    "1",
+    "--batch_size",
+    "2",
+    "--train_pool",
+    "4",
+    "--eval_problems",
+    "4",
+    "--eval_samples",
+    "2",
+    "--eval_ks",
+    "1",
+    "--threads",
+    "1",
+    "--heldout_task",
+    "",
+    "--probe_prompts",
+    "1",
+    "--probe_members",
+    "2",
+    "--probe_samples",
+    "2",
+    "--probe_center_samples",
+    "2",
+    "--step_samples",
+    "2",
+    "--es.population_size",
+    "4",
+    "--no-progress",
+]
 STEP = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 
 
@@ -44,8 +72,11 @@ def brute_walk(grid: Grid, moves: str):
 def brute_shortest(grid: Grid, longest: int = 8):
     """(d, every move string of length d reaching the goal) for the least d <= longest with any; None if none."""
     for length in range(longest + 1):
-        hits = ["".join(p) for p in itertools.product("UDLR", repeat=length)
-                if (w := brute_walk(grid, "".join(p))) is not None and w[-1] == grid.goal]
+        hits = [
+            "".join(p)
+            for p in itertools.product("UDLR", repeat=length)
+            if (w := brute_walk(grid, "".join(p))) is not None and w[-1] == grid.goal
+        ]
         if hits:
             return length, sorted(hits)
     return None
@@ -71,7 +102,7 @@ def test_enumeration_distance_and_guess_rate_match_brute_force_over_all_move_str
         assert shortest_distance(grid) == d
         assert shortest_paths(grid) == hits
         assert count_shortest_paths(grid) == len(hits)
-        assert random_guess_rate(grid) == Fraction(len(hits), 4 ** d)
+        assert random_guess_rate(grid) == Fraction(len(hits), 4**d)
         checked += 1
 
 
@@ -102,13 +133,31 @@ def test_verifier_accepts_exactly_the_enumerated_set():
         path = sorted(solutions)[0]
         for i in range(len(path)):  # one move changed: a shortest path only if enumerated
             for m in "UDLR":
-                other = path[:i] + m + path[i + 1:]
+                other = path[:i] + m + path[i + 1 :]
                 assert task.score(problem, other) == float(other in solutions)
 
 
-@pytest.mark.parametrize("completion", [None, b"RRDD", 42, "", "   ", "rrdd", "R R D D", "RRDD\x00", "RRDDX",
-                                        "<answer>RRDD</answer>", "__import__('os')", "R" * 100_000, "R" * 300,
-                                        "RRDD" * 70_000, "ＲＲＤＤ", "RRDD\nRRDD"])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        None,
+        b"RRDD",
+        42,
+        "",
+        "   ",
+        "rrdd",
+        "R R D D",
+        "RRDD\x00",
+        "RRDDX",
+        "<answer>RRDD</answer>",
+        "__import__('os')",
+        "R" * 100_000,
+        "R" * 300,
+        "RRDD" * 70_000,
+        "ＲＲＤＤ",
+        "RRDD\nRRDD",
+    ],
+)
 def test_hostile_outputs_score_zero(completion):
     grid = Grid(3, 3, frozenset(), (0, 0), (2, 2))
     assert score(completion, grid.text()) == 0.0
@@ -179,8 +228,26 @@ def test_one_step_train_and_eval_from_the_command_line(tiny_model_dir, tmp_path,
     assert main(["train", "--task", "grid_paths", "--model", str(tiny_model_dir), "--out", str(run), *SHORT_RUN]) == 0
     assert "grid_paths (base -> final" in capsys.readouterr().out
     assert (run / "eval.json").is_file()
-    assert main(["eval", "--task", "grid_paths", "--model", str(tiny_model_dir), "--eval_problems", "3", "--n", "2",
-                 "--k", "1", "--out", str(tmp_path / "eval")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--task",
+                "grid_paths",
+                "--model",
+                str(tiny_model_dir),
+                "--eval_problems",
+                "3",
+                "--n",
+                "2",
+                "--k",
+                "1",
+                "--out",
+                str(tmp_path / "eval"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "eval" / "eval.json").is_file()
     with pytest.raises(SystemExit):
         main(["train", "--help"])

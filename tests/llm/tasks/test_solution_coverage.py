@@ -1,5 +1,6 @@
 """Exact coverage measures against brute force: every move string / every subset of small instances, samples drawn
 from them, and the shares counted anew."""
+
 import itertools
 import math
 import random
@@ -14,8 +15,9 @@ from tests.llm.tasks.test_grid_paths import brute_shortest, brute_walk, loop_win
 
 def grid_samples(rng, grid: Grid, d: int, solutions: list[str], n: int) -> list[str]:
     """n samples: half drawn from the solutions, half random strings of length d (mostly wrong)."""
-    return [rng.choice(solutions) if rng.random() < 0.5 else "".join(rng.choice("UDLR") for _ in range(d))
-            for _ in range(n)]
+    return [
+        rng.choice(solutions) if rng.random() < 0.5 else "".join(rng.choice("UDLR") for _ in range(d)) for _ in range(n)
+    ]
 
 
 def test_grid_shares_match_brute_force():
@@ -63,10 +65,13 @@ def test_subset_shares_match_brute_force():
         top = max(numbers)
         brute_classes = {(top in c, len(c)) for c in brute}
         found_classes = {(top in c, len(c)) for c in hit}
-        assert classes_found_share(samples, {s: cls for s, (cls, _) in table.items()}) == \
-            len(found_classes) / len(brute_classes)
-        assert all(strategy == ("dominant" if top in tuple(map(int, s.split(","))) else "rare")
-                   for s, (_, strategy) in table.items())
+        assert classes_found_share(samples, {s: cls for s, (cls, _) in table.items()}) == len(found_classes) / len(
+            brute_classes
+        )
+        assert all(
+            strategy == ("dominant" if top in tuple(map(int, s.split(","))) else "rare")
+            for s, (_, strategy) in table.items()
+        )
 
 
 def test_rare_share_on_both_pools_counts_over_prompts_both_strategies_solve():

@@ -1,5 +1,6 @@
 """Subset sum: the enumeration against brute force over multiplicities, the verifier against the enumeration, the
 exact guess rate against Monte Carlo, hostile outputs, split disjointness, and a one-step `llm train`."""
+
 import itertools
 import math
 import random
@@ -54,9 +55,30 @@ def test_verifier_accepts_exactly_the_enumerated_set():
                 assert task.score(problem, ",".join(map(str, chosen))) == float(tuple(sorted(chosen)) in found)
 
 
-@pytest.mark.parametrize("completion", [None, b"3,4", 7, "", " ", "3,,4", ",3,4", "3,4,", "3;4", "3 4", "-3,10",
-                                        "3.0,4", "__import__('os')", "3,4" * 40_000, "1" * 300, "３,４", "3,4\n3,4",
-                                        "03,4", "7"])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        None,
+        b"3,4",
+        7,
+        "",
+        " ",
+        "3,,4",
+        ",3,4",
+        "3,4,",
+        "3;4",
+        "3 4",
+        "-3,10",
+        "3.0,4",
+        "__import__('os')",
+        "3,4" * 40_000,
+        "1" * 300,
+        "３,４",
+        "3,4\n3,4",
+        "03,4",
+        "7",
+    ],
+)
 def test_hostile_outputs_score_zero(completion):
     numbers, target = [3, 4, 10], 7
     assert score(completion, numbers, target) == 0.0
@@ -79,8 +101,11 @@ def test_random_guess_rate_is_exact_and_agrees_with_monte_carlo():
 def test_strategy_and_rare_only_instances():
     assert strategy([3, 4, 10], (3, 4)) == "rare" and strategy([3, 4, 10], (3, 10)) == "dominant"
     problems = SubsetSum().problems("validation", 100, seed=0)
-    rare_only = [p for p in problems
-                 if all(max(p.meta["numbers"]) not in s for s in solutions(p.meta["numbers"], p.meta["target"]))]
+    rare_only = [
+        p
+        for p in problems
+        if all(max(p.meta["numbers"]) not in s for s in solutions(p.meta["numbers"], p.meta["target"]))
+    ]
     assert 5 < len(rare_only) < 95  # both kinds of prompt exist
 
 

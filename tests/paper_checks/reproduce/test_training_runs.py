@@ -1,7 +1,6 @@
 """reproduce's runs in parallel processes: the same run directories as one after the other, and a
 rerun does nothing that is already done."""
 
-
 import pytest
 
 from escov.llm import rundir
