@@ -7,12 +7,13 @@
    measure.measure, rundir.write_json; 1000 bootstrap replicates, Pass@k at k = 1 ... 1024, k*, Cover@tau,
    solvability): wall seconds
    of reading and checking the table, of measuring, and in all; peak memory. Target: <= 60 s on 2 cores.
-2. The Countdown verifier (llm.tasks.countdown.score_batch, 1024 completions of an instance a call, as a
+2. The Countdown verifier (llm.tasks.countdown_verdicts.score_batch, 1024 completions of an instance a call, as a
    prompt's samples are scored) on COMPLETIONS completions: all distinct (the remembered verdicts cleared
    first, so none is reused), and as one model's samples are (1024 per prompt, answers drawn from the
    prompt's 40 most frequent ones with Zipf weights, a fifth malformed). Completions a second, of wall
    time and of this process's CPU time (the machine may be shared). Target: >= 50,000 a second.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 from common import peak_mb
-from escov.llm.tasks import countdown
+
+from escov.llm.tasks import countdown_verdicts
 from escov.paper_checks.coverage.measure import MeasureOptions, measure
 from escov.paper_checks.coverage.sources import ReadOptions, load
 
@@ -41,8 +43,11 @@ def write_table(path: Path, prompts: int, samples: int, seed: int = 0) -> int:
     with open(path, "w") as f:
         for model, rate in rates.items():
             flags = rng.random((prompts, samples)) < rate[:, None]
-            lines = [f'{{"model": "{model}", "prompt_id": "q{i}", "sample": {s}, "correct": {int(flags[i, s])}}}\n'
-                     for i in range(prompts) for s in range(samples)]
+            lines = [
+                f'{{"model": "{model}", "prompt_id": "q{i}", "sample": {s}, "correct": {int(flags[i, s])}}}\n'
+                for i in range(prompts)
+                for s in range(samples)
+            ]
             f.writelines(lines)
             rows += len(lines)
     return rows
@@ -57,11 +62,19 @@ def bench_summary(prompts: int, samples: int, out: Path) -> dict:
     report = measure(cov, MeasureOptions("base"))
     measured = time.perf_counter()
     from escov.llm.rundir import write_json
+
     write_json(out / "coverage.json", report)
     done = time.perf_counter()
-    return {"rows": rows, "n": samples, "read_s": loaded - start, "measure_s": measured - loaded,
-            "total_s": done - start, "cpu_s": time.process_time() - cpu, "peak_mb": peak_mb(),
-            "k_star": report["models"]["rl"]["crossing"]["k_star"]}
+    return {
+        "rows": rows,
+        "n": samples,
+        "read_s": loaded - start,
+        "measure_s": measured - loaded,
+        "total_s": done - start,
+        "cpu_s": time.process_time() - cpu,
+        "peak_mb": peak_mb(),
+        "k_star": report["models"]["rl"]["crossing"]["k_star"],
+    }
 
 
 def distinct_completions(count: int, seed: int = 1) -> list[str]:
@@ -89,22 +102,30 @@ def sampled_completions(count: int, seed: int = 2) -> list[str]:
     pool = distinct_completions(40 * (count // 1024 + 1), seed=seed + 1)
     out = []
     for start in range(0, count, 1024):
-        answers = pool[(start // 1024) * 40:(start // 1024 + 1) * 40]
+        answers = pool[(start // 1024) * 40 : (start // 1024 + 1) * 40]
         out += rng.choices(answers, weights=[1 / (r + 1) for r in range(40)], k=min(1024, count - start))
     return out
 
 
 def bench_verifier(completions: int) -> dict:
     rates = {}
-    for label, texts in (("distinct", distinct_completions(completions)),
-                         ("sampled", sampled_completions(completions))):
-        countdown._verdict.cache_clear()
+    for label, texts in (
+        ("distinct", distinct_completions(completions)),
+        ("sampled", sampled_completions(completions)),
+    ):
+        countdown_verdicts._verdict.cache_clear()
         start, cpu = time.perf_counter(), time.process_time()
-        correct = sum(sum(countdown.score_batch(texts[i:i + 1024], NUMBERS, TARGET))
-                      for i in range(0, len(texts), 1024))
+        correct = sum(
+            sum(countdown_verdicts.score_batch(texts[i : i + 1024], NUMBERS, TARGET))
+            for i in range(0, len(texts), 1024)
+        )
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
-        rates[label] = {"completions": len(texts), "per_s": len(texts) / seconds,
-                        "per_cpu_s": len(texts) / cpu_seconds, "correct": correct}
+        rates[label] = {
+            "completions": len(texts),
+            "per_s": len(texts) / seconds,
+            "per_cpu_s": len(texts) / cpu_seconds,
+            "correct": correct,
+        }
     return rates
 
 
@@ -119,15 +140,19 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
         summary = bench_summary(args.prompts, args.samples, out)
-    print(f"summary of {summary['rows']:,} scored completions (n = {summary['n']}): read and checked "
-          f"{summary['read_s']:.1f} s, measured {summary['measure_s']:.1f} s, total {summary['total_s']:.1f} s "
-          f"(target 60 s: ratio {summary['total_s'] / 60:.2f}; {summary['cpu_s']:.1f} CPU s); "
-          f"peak {summary['peak_mb']:.0f} MB; "
-          f"k* {summary['k_star']}")
+    print(
+        f"summary of {summary['rows']:,} scored completions (n = {summary['n']}): read and checked "
+        f"{summary['read_s']:.1f} s, measured {summary['measure_s']:.1f} s, total {summary['total_s']:.1f} s "
+        f"(target 60 s: ratio {summary['total_s'] / 60:.2f}; {summary['cpu_s']:.1f} CPU s); "
+        f"peak {summary['peak_mb']:.0f} MB; "
+        f"k* {summary['k_star']}"
+    )
     for label, r in bench_verifier(args.completions).items():
-        print(f"countdown verifier, {label} completions: {r['per_s']:,.0f} a second ({r['per_cpu_s']:,.0f} a CPU "
-              f"second) over {r['completions']:,} ({r['correct']:,.0f} correct; target 50,000: ratio "
-              f"{r['per_s'] / 50_000:.2f})")
+        print(
+            f"countdown verifier, {label} completions: {r['per_s']:,.0f} a second ({r['per_cpu_s']:,.0f} a CPU "
+            f"second) over {r['completions']:,} ({r['correct']:,.0f} correct; target 50,000: ratio "
+            f"{r['per_s'] / 50_000:.2f})"
+        )
     print(json.dumps({"summary": summary}, default=float))
     return 0
 

@@ -10,6 +10,7 @@ start-up time and the time of one `load_weights` of every parameter (what an ES 
 Without --model a randomly initialized model of the "default" tiny preset is built (speed does
 not depend on training; an untrained model rarely stops early, so rows are near max length).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,17 +72,35 @@ def main() -> None:
         model = args.model or str(random_model(Path(tmp)))
         results = {}
         for kind in args.engines.split(","):
-            cmd = [sys.executable, __file__, "--worker", kind, "--model", model, "--batch-sizes", args.batch_sizes,
-                   "--max-new-tokens", str(args.max_new_tokens), "--repeats", str(args.repeats),
-                   "--threads", str(args.threads)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--worker",
+                kind,
+                "--model",
+                model,
+                "--batch-sizes",
+                args.batch_sizes,
+                "--max-new-tokens",
+                str(args.max_new_tokens),
+                "--repeats",
+                str(args.repeats),
+                "--threads",
+                str(args.threads),
+            ]
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"{kind} worker failed:\n{done.stderr[-3000:]}")
             results[kind] = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"model: {args.model or 'random default preset'}; {args.max_new_tokens} new tokens, T=1, "
-          f"{args.threads} torch thread(s), {args.repeats} timed calls per row")
-    print(f"{'batch':>6} " + " ".join(f"{k + ' tok/s':>12}" for k in results) +
-          ("   vllm/hf" if {"hf", "vllm"} <= results.keys() else ""))
+    print(
+        f"model: {args.model or 'random default preset'}; {args.max_new_tokens} new tokens, T=1, "
+        f"{args.threads} torch thread(s), {args.repeats} timed calls per row"
+    )
+    print(
+        f"{'batch':>6} "
+        + " ".join(f"{k + ' tok/s':>12}" for k in results)
+        + ("   vllm/hf" if {"hf", "vllm"} <= results.keys() else "")
+    )
     for b in batch_sizes:
         rates = {k: r["tokens_per_s"][str(b)] for k, r in results.items()}
         ratio = f"   {rates['vllm'] / rates['hf']:7.2f}x" if {"hf", "vllm"} <= rates.keys() else ""

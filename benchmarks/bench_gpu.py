@@ -28,6 +28,7 @@ the CPU, so an ES peak holds the engine, ES's fp32 master and its scratch only. 
 warm-up call of the same path on fewer tokens. Under the CPU stand-in (llm/gpu_standin.py) the parts
 run on the CPU: timings then are CPU timings and there are no peaks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,7 +45,7 @@ import torch
 from escov.llm.random_models import SIZES
 
 REAL_VOCAB = SIZES["qwen2.5-1.5b"].vocab_size  # Qwen2.5's vocabulary (151,936 embedding rows)
-MISSING_EXIT = 3       # exit code of a part whose package (vllm) is not importable: "not measurable"
+MISSING_EXIT = 3  # exit code of a part whose package (vllm) is not importable: "not measurable"
 
 
 class Figures(dict):
@@ -94,7 +95,7 @@ class Device:
             torch.cuda.reset_peak_memory_stats()
 
     def peak_mb(self) -> float | None:
-        return torch.cuda.max_memory_allocated() / 2 ** 20 if self.cuda else None
+        return torch.cuda.max_memory_allocated() / 2**20 if self.cuda else None
 
 
 def real_vocab_tokenizer():
@@ -112,8 +113,9 @@ def real_vocab_tokenizer():
     strings = ("".join(chars) for n in (2, 3) for chars in itertools.product(printable, repeat=n))
     for text in itertools.islice(strings, REAL_VOCAB - len(vocab)):
         vocab[text] = len(vocab)
-    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=[], unk_token=None, eos_token=base.eos_token,
-                               pad_token=base.pad_token)
+    tokenizer = Qwen2Tokenizer(
+        vocab=vocab, merges=[], unk_token=None, eos_token=base.eos_token, pad_token=base.pad_token
+    )
     tokenizer.chat_template = CHATML_TEMPLATE
     return tokenizer
 
@@ -166,8 +168,9 @@ def digit_share_task():
 def es_config(args):
     from escov.llm.es import ESConfig
 
-    return ESConfig(population_size=args.members, sigma=args.sigma, alpha=args.alpha, member_temperature=1.0,
-                    member_samples=1)
+    return ESConfig(
+        population_size=args.members, sigma=args.sigma, alpha=args.alpha, member_temperature=1.0, member_samples=1
+    )
 
 
 def spread(prefix: str, rewards, figures: Figures) -> None:
@@ -213,33 +216,50 @@ def hf_part(args, dev: Device, figures: Figures) -> None:
     hf.generate(prompts * n, n=1, temperature=1.0, max_new_tokens=2, seed=0)
     dev.reset_peak()
     completions, figures["hf_generate_s"] = dev.timed(
-        lambda: hf.generate(prompts * n, n=1, temperature=1.0, max_new_tokens=t_new, seed=0))
+        lambda: hf.generate(prompts * n, n=1, temperature=1.0, max_new_tokens=t_new, seed=0)
+    )
     figures["hf_inference_peak_mb"] = dev.peak_mb()
     figures["hf_tokens_per_s"] = sum(len(c[0].token_ids) for c in completions) / figures["hf_generate_s"]
 
     names = [k for k, _ in hf.model.named_parameters()]
     cfg = es_config(args)
-    for prefix, population in (("es_hf_one_by_one", PopulationConfig()),
-                               ("es_hf_batched", PopulationConfig(batched=True, max_rows=rows))):
+    for prefix, population in (
+        ("es_hf_one_by_one", PopulationConfig()),
+        ("es_hf_batched", PopulationConfig(batched=True, max_rows=rows)),
+    ):
         master = {k: p.detach().float().clone() for k, p in hf.model.named_parameters()}  # ES's own fp32 center
-        make = lambda max_new_tokens: make_es(cfg, hf, task, names, master, max_new_tokens=max_new_tokens or t_new,
-                                              seed=0, population=population)
+        # master and population bound now: the closure must not look up names this loop deletes or rebinds
+        make = lambda max_new_tokens, master=master, population=population: make_es(
+            cfg, hf, task, names, master, max_new_tokens=max_new_tokens or t_new, seed=0, population=population
+        )
         es, _ = measure_es(prefix, make, problems, dev, figures)
         figures[f"{prefix}_over_generation"] = figures[f"{prefix}_s"] / figures["hf_generate_s"]
         del es, master, make
     if dev.cuda:
-        figures["es_hf_batched_peak_over_inference"] = figures["es_hf_batched_peak_mb"] / figures["hf_inference_peak_mb"]
+        figures["es_hf_batched_peak_over_inference"] = (
+            figures["es_hf_batched_peak_mb"] / figures["hf_inference_peak_mb"]
+        )
 
-    grpo_problems = problems[:args.grpo_prompts]
-    gen = lambda: rollout(hf, task, grpo_problems, n=args.generations, temperature=1.0, max_new_tokens=t_new,
-                          seed=0, step=0)
+    grpo_problems = problems[: args.grpo_prompts]
+    gen = lambda: rollout(
+        hf, task, grpo_problems, n=args.generations, temperature=1.0, max_new_tokens=t_new, seed=0, step=0
+    )
     _, figures["grpo_generate_s"] = dev.timed(gen)
     dev.reset_peak()
     policy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(dev.name)
     reference = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(dev.name).requires_grad_(False)
-    grpo = GRPO(GRPOConfig(num_generations=args.generations, learning_rate=1e-6, micro_batch_size=args.micro_batch),
-                hf, task, policy, reference, hf.prompt_token_ids, temperature=1.0, max_new_tokens=t_new, seed=0,
-                pad_id=hf.tokenizer.pad_token_id)
+    grpo = GRPO(
+        GRPOConfig(num_generations=args.generations, learning_rate=1e-6, micro_batch_size=args.micro_batch),
+        hf,
+        task,
+        policy,
+        reference,
+        hf.prompt_token_ids,
+        temperature=1.0,
+        max_new_tokens=t_new,
+        seed=0,
+        pad_id=hf.tokenizer.pad_token_id,
+    )
     grpo.step(grpo_problems[:1], 0)
     step, figures["grpo_step_s"] = dev.timed(lambda: grpo.step(grpo_problems, 1))
     figures["grpo_peak_mb"] = dev.peak_mb()
@@ -270,14 +290,21 @@ def vllm_part(args, dev: Device, figures: Figures) -> None:
     prompts = [p.prompt for p in problems]
     figures.update(members=n, prompts=args.prompts, new_tokens=t_new)
     t0 = time.perf_counter()
-    engine = VLLMEngine(model_dir, dtype=torch.bfloat16, seed=0, gpu_memory_utilization=args.gpu_memory_utilization,
-                        enforce_eager=True, **ENGINE_KWARGS)
+    engine = VLLMEngine(
+        model_dir,
+        dtype=torch.bfloat16,
+        seed=0,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        enforce_eager=True,
+        **ENGINE_KWARGS,
+    )
     figures["vllm_startup_s"] = time.perf_counter() - t0
     try:
         engine.generate(prompts * n, n=1, temperature=1.0, max_new_tokens=2, seed=0)
         dev.reset_peak()
         completions, figures["vllm_generate_s"] = dev.timed(
-            lambda: engine.generate(prompts * n, n=1, temperature=1.0, max_new_tokens=t_new, seed=0))
+            lambda: engine.generate(prompts * n, n=1, temperature=1.0, max_new_tokens=t_new, seed=0)
+        )
         figures["vllm_inference_peak_mb"] = dev.peak_mb()
         figures["vllm_tokens_per_s"] = sum(len(c[0].token_ids) for c in completions) / figures["vllm_generate_s"]
 
@@ -288,38 +315,61 @@ def vllm_part(args, dev: Device, figures: Figures) -> None:
         def make(members, max_new_tokens):
             engine.load_weights((k, base[k]) for k in names)
             master = {k: t.to(dev.name) for k, t in base.items()}  # ES's own fp32 center
-            return make_es(cfg, engine, task, names, master, max_new_tokens=max_new_tokens or t_new, seed=0,
-                           population=PopulationConfig(members=members))
+            return make_es(
+                cfg,
+                engine,
+                task,
+                names,
+                master,
+                max_new_tokens=max_new_tokens or t_new,
+                seed=0,
+                population=PopulationConfig(members=members),
+            )
 
-        es, inplace_step = measure_es("es_vllm_inplace", lambda max_new_tokens: make("vllm_inplace", max_new_tokens),
-                                      problems, dev, figures)
+        es, inplace_step = measure_es(
+            "es_vllm_inplace", lambda max_new_tokens: make("vllm_inplace", max_new_tokens), problems, dev, figures
+        )
         figures["es_vllm_inplace_over_generation"] = figures["es_vllm_inplace_s"] / figures["vllm_generate_s"]
         if dev.cuda:
-            figures["es_vllm_inplace_peak_over_inference"] = \
+            figures["es_vllm_inplace_peak_over_inference"] = (
                 figures["es_vllm_inplace_peak_mb"] / figures["vllm_inference_peak_mb"]
+            )
         # measure_es left the in-place master at center + 2 x the iteration's update (the iteration, then the
         # update alone again); the reload path from the same center, with the same two updates, must land there
         inplace_master = {k: es.center.master[k].cpu() for k in names}
         del es
         reload = make("auto", None)
-        reload_step, figures["es_vllm_reload_s"] = dev.timed(lambda: reload.step(problems, 1))
+        reload_step, figures["es_vllm_reload_s"] = dev.timed(lambda es_reload=reload: es_reload.step(problems, 1))
         reload.center.apply(reload.plan(1).update(reload_step.z, reload.cfg.alpha))
         figures["es_inplace_over_reload"] = figures["es_vllm_inplace_s"] / figures["es_vllm_reload_s"]
         figures["inplace_vs_reload"] = {
             "same_rewards": bool(np.array_equal(inplace_step.rewards, reload_step.rewards)),
-            "max_abs_update_difference": max(float((reload.center.master[k].cpu() - inplace_master[k]).abs().max())
-                                             for k in names),
-            "max_abs_update": max(float((inplace_master[k] - base[k]).abs().max()) for k in names)}
+            "max_abs_update_difference": max(
+                float((reload.center.master[k].cpu() - inplace_master[k]).abs().max()) for k in names
+            ),
+            "max_abs_update": max(float((inplace_master[k] - base[k]).abs().max()) for k in names),
+        }
         del reload, inplace_master
         engine.load_weights((k, base[k]) for k in names)
 
         dev.reset_peak()
         policy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(dev.name)
-        reference = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(dev.name).requires_grad_(False)
-        grpo = GRPO(GRPOConfig(num_generations=args.generations, learning_rate=1e-6, micro_batch_size=args.micro_batch),
-                    engine, task, policy, reference, engine.prompt_token_ids, temperature=1.0, max_new_tokens=t_new,
-                    seed=0, pad_id=engine.tokenizer.pad_token_id)
-        grpo_problems = problems[:args.grpo_prompts]
+        reference = (
+            AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(dev.name).requires_grad_(False)
+        )
+        grpo = GRPO(
+            GRPOConfig(num_generations=args.generations, learning_rate=1e-6, micro_batch_size=args.micro_batch),
+            engine,
+            task,
+            policy,
+            reference,
+            engine.prompt_token_ids,
+            temperature=1.0,
+            max_new_tokens=t_new,
+            seed=0,
+            pad_id=engine.tokenizer.pad_token_id,
+        )
+        grpo_problems = problems[: args.grpo_prompts]
         grpo.step(grpo_problems[:1], 0)
         _, figures["grpo_vllm_step_s"] = dev.timed(lambda: grpo.step(grpo_problems, 1))
         figures["grpo_vllm_peak_mb"] = dev.peak_mb()
@@ -335,7 +385,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("part", choices=sorted(PARTS))
     p.add_argument("--size", required=True, choices=list(SIZES), help="a size of llm/random_models.py")
     p.add_argument("--work", type=Path, required=True, help="directory of the saved models (shared by the parts)")
-    p.add_argument("--result", type=Path, required=True, help="JSON written here: figures, and the traceback if it failed")
+    p.add_argument(
+        "--result", type=Path, required=True, help="JSON written here: figures, and the traceback if it failed"
+    )
     p.add_argument("--device", default="cuda:0", choices=["cuda:0", "cpu"])
     p.add_argument("--members", type=int, default=8)
     p.add_argument("--prompts", type=int, default=32)

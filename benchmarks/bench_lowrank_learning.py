@@ -8,6 +8,7 @@ prompt batches, seeds; greedy members; population-batched generation): only the 
 prompts before and after, and each variant's seconds per iteration are printed and written to
 lowrank_learning.json / lowrank_learning.png in --out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,9 @@ from escov.llm.tasks import get_task
 
 
 def greedy_accuracy(engine: HFEngine, task, problems, tokens: int) -> float:
-    return float(rollout(engine, task, problems, n=1, temperature=0.0, max_new_tokens=tokens, seed=0, step=0).rewards.mean())
+    return float(
+        rollout(engine, task, problems, n=1, temperature=0.0, max_new_tokens=tokens, seed=0, step=0).rewards.mean()
+    )
 
 
 def run_variant(rank: int, args, task, pool, test) -> dict:
@@ -34,8 +37,16 @@ def run_variant(rank: int, args, task, pool, test) -> dict:
     cfg = ESConfig(population_size=args.members, sigma=args.sigma, alpha=args.alpha, antithetic=args.antithetic)
     names = select_parameters(engine.model.named_parameters(), "")
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-    es = make_es(cfg, engine, task, names, master, max_new_tokens=args.tokens, seed=args.seed,
-                 population=PopulationConfig(batched=True, noise_rank=rank))
+    es = make_es(
+        cfg,
+        engine,
+        task,
+        names,
+        master,
+        max_new_tokens=args.tokens,
+        seed=args.seed,
+        population=PopulationConfig(batched=True, noise_rank=rank),
+    )
     before = greedy_accuracy(engine, task, test, args.tokens)
     rewards, seconds = [], []
     for step in tqdm(range(args.steps), desc=f"rank {rank}", leave=False):
@@ -43,9 +54,13 @@ def run_variant(rank: int, args, task, pool, test) -> dict:
         out = es.step([pool[i] for i in sorted(idx)], step)
         rewards.append(float(out.rewards.mean()))
         seconds.append(out.seconds)
-    return {"rank": rank, "population_reward": rewards, "test_greedy_before": before,
-            "test_greedy_after": greedy_accuracy(engine, task, test, args.tokens),
-            "seconds_per_iteration": float(np.median(seconds))}
+    return {
+        "rank": rank,
+        "population_reward": rewards,
+        "test_greedy_before": before,
+        "test_greedy_after": greedy_accuracy(engine, task, test, args.tokens),
+        "seconds_per_iteration": float(np.median(seconds)),
+    }
 
 
 def main() -> None:
@@ -74,13 +89,18 @@ def main() -> None:
         res = run_variant(rank, args, task, pool, test)
         results.append(res)
         r = res["population_reward"]
-        print(f"rank {rank or 'full':>4}: population reward first 5 iters {np.mean(r[:5]):.3f} -> last 5 {np.mean(r[-5:]):.3f} | "
-              f"test greedy {res['test_greedy_before']:.3f} -> {res['test_greedy_after']:.3f} | "
-              f"{res['seconds_per_iteration']:.2f} s/iteration", flush=True)
+        print(
+            f"rank {rank or 'full':>4}: population reward first 5 iters {np.mean(r[:5]):.3f} -> "
+            f"last 5 {np.mean(r[-5:]):.3f} | "
+            f"test greedy {res['test_greedy_before']:.3f} -> {res['test_greedy_after']:.3f} | "
+            f"{res['seconds_per_iteration']:.2f} s/iteration",
+            flush=True,
+        )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "lowrank_learning.json").write_text(json.dumps({"settings": vars(args), "results": results}, indent=1))
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

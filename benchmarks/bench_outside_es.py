@@ -36,6 +36,7 @@ gate/up and pads the vocabulary), and injected into llm.es.noise in place of our
 same center, one iteration of theirs and one of ours: member rewards compared, and the weight change
 theta_after - theta_before compared tensor by tensor (max |diff| and ||diff|| / ||update||).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,6 +57,7 @@ FUSED_ROWS = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
 
 
 # ----------------------------------------------------------------------------- engine and adaptations
+
 
 def use_plain_cpu_gemm() -> None:
     """Adaptation 1: CPU linear layers compute F.linear on their live `weight` (vLLM's own fallback)."""
@@ -106,6 +108,7 @@ def countdown_reward(response: str, target) -> tuple[str, float]:
     global _TASK
     if _TASK is None:
         from escov.llm.tasks import get_task
+
         _TASK = get_task("countdown")
     return "", float(_TASK.score(target, response))
 
@@ -129,10 +132,12 @@ def import_es_at_scale(root: Path):
     exec(compile(fixed, str(path), "exec"), module.__dict__)  # their source, not model output
     sys.modules[spec.name] = module
     from es_at_scale.trainer import es_trainer
+
     return es_trainer
 
 
 # ----------------------------------------------------------------------------- weights by HF name
+
 
 def live_weights(engine) -> dict:
     """Copies of the engine's live vLLM parameters by vLLM name."""
@@ -143,9 +148,18 @@ def hf_rows(hf_shapes: dict, config: dict) -> dict[str, tuple[str, int, int]]:
     """HF tensor name -> (vLLM tensor name, first row, end row): q/k/v and gate/up are row blocks of
     the fused qkv_proj / gate_up_proj; the embedding is the first vocab rows of vLLM's padded one."""
     head = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
-    q, kv, inter = config["num_attention_heads"] * head, config["num_key_value_heads"] * head, config["intermediate_size"]
-    blocks = {"q_proj": ("qkv_proj", 0, q), "k_proj": ("qkv_proj", q, q + kv), "v_proj": ("qkv_proj", q + kv, q + 2 * kv),
-              "gate_proj": ("gate_up_proj", 0, inter), "up_proj": ("gate_up_proj", inter, 2 * inter)}
+    q, kv, inter = (
+        config["num_attention_heads"] * head,
+        config["num_key_value_heads"] * head,
+        config["intermediate_size"],
+    )
+    blocks = {
+        "q_proj": ("qkv_proj", 0, q),
+        "k_proj": ("qkv_proj", q, q + kv),
+        "v_proj": ("qkv_proj", q + kv, q + 2 * kv),
+        "gate_proj": ("gate_up_proj", 0, inter),
+        "up_proj": ("gate_up_proj", inter, 2 * inter),
+    }
     out = {}
     for name, shape in hf_shapes.items():
         module = name.split(".")[-2]
@@ -173,9 +187,11 @@ def their_noise(kind: str, checkout: Path, seed: int, shapes: dict) -> dict:
     zeros = {n: torch.zeros(s) for n, s in shapes.items()}
     if kind == "understanding-es":
         from es_reproduction.worker import _apply_seeded_noise, _stable_tensor_id
+
         _apply_seeded_noise([(n, _stable_tensor_id(n), z) for n, z in zeros.items()], seed=seed, sigma=1.0)
     else:
         from es_at_scale.utils.worker_extension import WorkerExtension
+
         worker = WorkerExtension()  # its methods on a stand-in model whose parameters are the zero copies
         worker.model_runner = SimpleNamespace(model=SimpleNamespace(named_parameters=lambda: iter(zeros.items())))
         worker.perturb_self_weights(seed, 1.0)
@@ -191,6 +207,7 @@ def inject_noise(es_module, eps_of) -> Callable:
     def run(seed, direction, name, numel, chunk=0, device="cpu"):
         eps = eps_of(direction, name)
         return (eps.T if eps.dim() == 2 else eps).contiguous().view(-1)
+
     es_module.noise_run = run
     return saved
 
@@ -203,12 +220,19 @@ def compare_updates(theirs: dict, ours: dict) -> dict:
     norm = sq(ours) ** 0.5
     rel = sq({n: theirs[n] - ours[n] for n in ours}) ** 0.5 / max(norm, 1e-30)
     cos = sum(float((theirs[n].double() * ours[n].double()).sum()) for n in ours) / max(norm * sq(theirs) ** 0.5, 1e-30)
-    return {"max_abs_diff": diff, "rel_diff": rel, "cosine": cos, "update_norm_ours": norm,
-            "update_norm_theirs": sq(theirs) ** 0.5, "max_abs_update": max(float(t.abs().max()) for t in ours.values()),
-            "identical": all(torch.equal(theirs[n], ours[n]) for n in ours)}
+    return {
+        "max_abs_diff": diff,
+        "rel_diff": rel,
+        "cosine": cos,
+        "update_norm_ours": norm,
+        "update_norm_theirs": sq(theirs) ** 0.5,
+        "max_abs_update": max(float(t.abs().max()) for t in ours.values()),
+        "identical": all(torch.equal(theirs[n], ours[n]) for n in ours),
+    }
 
 
 # ----------------------------------------------------------------------------- one implementation per process
+
 
 def worker(kind: str, args) -> dict:
     import numpy as np
@@ -226,10 +250,12 @@ def worker(kind: str, args) -> dict:
     if kind == "understanding-es":
         sys.path.insert(0, str(checkout / "src"))
         import es_reproduction.train as ue_train
+
         ue_train.score_training_response = lambda response, gold, format_reward: float(task.score(gold, response))
         run_without_ray()
     elif kind == "es-at-scale":
         from multiprocessing import Pool
+
         es_trainer = import_es_at_scale(checkout)
         run_without_ray()
     baseline = peak_mb()
@@ -243,18 +269,34 @@ def worker(kind: str, args) -> dict:
             torch.set_num_threads(args.threads)
         engine = HFEngine(args.model)
         master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-        es = make_es(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0,
-                     population=PopulationConfig(batched=True))
+        es = make_es(
+            es_cfg,
+            engine,
+            task,
+            list(master),
+            master,
+            max_new_tokens=args.tokens,
+            seed=0,
+            population=PopulationConfig(batched=True),
+        )
         times = []
         for it in range(args.warmup + args.iterations):
             step = es.step(problems, it)
             if it >= args.warmup:
                 times.append(step.seconds)
         n_params = sum(t.numel() for t in master.values())
-        return {"kind": kind, "baseline_mb": baseline, "parameters": n_params, "live_parameter_elements": n_params,
-                "seconds": times, "peak_mb": peak_mb()}
-    extension = {"understanding-es": "es_reproduction.worker.WorkerExtension",
-                 "es-at-scale": "es_at_scale.utils.worker_extension.WorkerExtension"}.get(kind)
+        return {
+            "kind": kind,
+            "baseline_mb": baseline,
+            "parameters": n_params,
+            "live_parameter_elements": n_params,
+            "seconds": times,
+            "peak_mb": peak_mb(),
+        }
+    extension = {
+        "understanding-es": "es_reproduction.worker.WorkerExtension",
+        "es-at-scale": "es_at_scale.utils.worker_extension.WorkerExtension",
+    }.get(kind)
     engine = make_engine(args.model, plain_gemm=kind != "ours", extension=extension)
     center = {n: t.float().clone() for n, t in engine.weights.items()}
     out: dict = {"kind": kind, "baseline_mb": baseline, "parameters": sum(t.numel() for t in center.values())}
@@ -281,16 +323,35 @@ def worker(kind: str, args) -> dict:
     else:
         trainer = object.__new__(es_trainer.EvolutionStrategiesTrainer)  # its __init__ starts Ray on GPUs
         trainer.__dict__.update(
-            engines=[handle], n_vllm_engines=1, population_size=args.members, sigma=args.sigma, alpha=args.alpha,
-            max_tokens=args.tokens, mini_batch_size=args.prompts, n_samples=1, rollout_reduce="mean",
-            train_temperature=0.0, train_top_p=1.0, global_seed=42, logging="none", wandb=None,
-            task=countdown_reward, reward_function_timeout=60, mp_pool=pool, tokenizer=engine.tokenizer)
+            engines=[handle],
+            n_vllm_engines=1,
+            population_size=args.members,
+            sigma=args.sigma,
+            alpha=args.alpha,
+            max_tokens=args.tokens,
+            mini_batch_size=args.prompts,
+            n_samples=1,
+            rollout_reduce="mean",
+            train_temperature=0.0,
+            train_top_p=1.0,
+            global_seed=42,
+            logging="none",
+            wandb=None,
+            task=countdown_reward,
+            reward_function_timeout=60,
+            mp_pool=pool,
+            tokenizer=engine.tokenizer,
+        )
         captured: dict = {}
         z_score = es_trainer.z_score
-        es_trainer.z_score = lambda perf, **kw: captured.update(rewards=[v["avg_reward"] for v in perf.values()]) or z_score(perf, **kw)
+        es_trainer.z_score = lambda perf, **kw: (
+            captured.update(rewards=[v["avg_reward"] for v in perf.values()]) or z_score(perf, **kw)
+        )
 
         def iteration(it, seeds=None):  # the seed list of their fit(), then train_step
-            seeds = seeds or np.random.default_rng(42 + it).integers(0, 2**30, size=args.members, dtype=np.int64).tolist()
+            seeds = (
+                seeds or np.random.default_rng(42 + it).integers(0, 2**30, size=args.members, dtype=np.int64).tolist()
+            )
             trainer.train_step(it, seeds, prompts, problems)
             return np.array(captured["rewards"])
 
@@ -303,13 +364,17 @@ def worker(kind: str, args) -> dict:
     out |= {"seconds": times, "peak_mb": peak_mb()}
 
     if kind in OUTSIDE and args.match:
-        out["match"] = match_update(kind, checkout, engine, handle, iteration, center, es_module, es_cfg, task, problems, args)
+        out["match"] = match_update(
+            kind, checkout, engine, handle, iteration, center, es_module, es_cfg, task, problems, args
+        )
     if pool is not None:
         pool.terminate()
     return out
 
 
-def match_update(kind, checkout, engine, handle, their_iteration, center, es_module, es_cfg, task, problems, args) -> dict:
+def match_update(
+    kind, checkout, engine, handle, their_iteration, center, es_module, es_cfg, task, problems, args
+) -> dict:
     """One iteration of theirs and one of ours (driven with their noise) from the same center."""
     import numpy as np
     import torch
@@ -332,7 +397,9 @@ def match_update(kind, checkout, engine, handle, their_iteration, center, es_mod
     shapes = {n: tuple(t.shape) for n, t in before.items()}
     noises = [by_hf_name(their_noise(kind, checkout, s, shapes), rows, hf_shapes) for s in seeds]
     first = noises[0]
-    shared = sum(any(m != n and first[m].shape == t.shape and torch.equal(first[m], t) for m in first) for n, t in first.items())
+    shared = sum(
+        any(m != n and first[m].shape == t.shape and torch.equal(first[m], t) for m in first) for n, t in first.items()
+    )
     engine.load_weights(center.items())
     master = {n: t.clone() for n, t in center.items()}
     ours_es = make_es(es_cfg, engine, task, list(master), master, max_new_tokens=args.tokens, seed=0)
@@ -343,16 +410,21 @@ def match_update(kind, checkout, engine, handle, their_iteration, center, es_mod
         es_module.noise_run = saved
     ours = {n: master[n] - center[n] for n in center}
     result = compare_updates(theirs, ours)
-    result |= {"rewards_theirs": [float(r) for r in their_rewards], "rewards_ours": [float(r) for r in step.rewards],
-               "rewards_equal": bool(np.array_equal(np.asarray(their_rewards, float), step.rewards)),
-               "hf_tensors_with_noise_equal_to_another_tensor": [int(shared), len(noises[0])]}
+    result |= {
+        "rewards_theirs": [float(r) for r in their_rewards],
+        "rewards_ours": [float(r) for r in step.rewards],
+        "rewards_equal": bool(np.array_equal(np.asarray(their_rewards, float), step.rewards)),
+        "hf_tensors_with_noise_equal_to_another_tensor": [int(shared), len(noises[0])],
+    }
     return result
 
 
 # ----------------------------------------------------------------------------- side by side
 
+
 def plot(results: dict, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -385,8 +457,12 @@ def main(argv=None) -> int:
     ap.add_argument("--iterations", type=int, default=3, help="timed iterations per process")
     ap.add_argument("--rounds", type=int, default=2, help="processes per implementation, interleaved")
     ap.add_argument("--no-match", dest="match", action="store_false", help="skip the update comparison")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads of ours-batched-hf (0: torch's default, "
-                    "as the vLLM processes get)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch threads of ours-batched-hf (0: torch's default, as the vLLM processes get)",
+    )
     ap.add_argument("--out", default="bench_out")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -395,7 +471,10 @@ def main(argv=None) -> int:
         return 0
     for name in OUTSIDE:
         path = getattr(args, name.replace("-", "_"))
-        marker = {"understanding-es": "src/es_reproduction/worker.py", "es-at-scale": "es_at_scale/trainer/es_trainer.py"}[name]
+        marker = {
+            "understanding-es": "src/es_reproduction/worker.py",
+            "es-at-scale": "es_at_scale/trainer/es_trainer.py",
+        }[name]
         if path and not (Path(path) / marker).is_file():
             raise ValueError(f"--{name} {path!r} is not a checkout of it (no {marker})")
     if args.members < 2 or args.prompts < 1 or args.tokens < 1 or args.iterations < 1 or args.rounds < 1:
@@ -404,9 +483,11 @@ def main(argv=None) -> int:
     tmp = tempfile.TemporaryDirectory()
     if args.model is None:
         from escov.llm.tinymodel import save_untrained_llama
+
         args.model = str(save_untrained_llama(Path(tmp.name) / "model", 64, 4, intermediate_size=256))
-    forwarded = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
-                 if k not in ("worker", "match") and v is not None]
+    forwarded = [
+        f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("worker", "match") and v is not None
+    ]
     forwarded += [] if args.match else ["--no-match"]
     runs: dict[str, list[dict]] = {k: [] for k in kinds}
     for r, kind in tqdm([(r, k) for r in range(args.rounds) for k in kinds], desc="processes"):
@@ -418,32 +499,52 @@ def main(argv=None) -> int:
         runs[kind].append(json.loads(done.stdout.strip().splitlines()[-1]))
     results = {}
     for kind, rs in runs.items():
-        results[kind] = {"seconds_per_iteration": statistics.median(s for r in rs for s in r["seconds"]),
-                         "peak_mb": statistics.median(r["peak_mb"] for r in rs),
-                         "above_baseline_mb": statistics.median(r["peak_mb"] - r["baseline_mb"] for r in rs),
-                         "parameters": rs[0]["parameters"], "live_parameter_elements": rs[0]["live_parameter_elements"],
-                         "match": rs[0].get("match")}
+        results[kind] = {
+            "seconds_per_iteration": statistics.median(s for r in rs for s in r["seconds"]),
+            "peak_mb": statistics.median(r["peak_mb"] for r in rs),
+            "above_baseline_mb": statistics.median(r["peak_mb"] - r["baseline_mb"] for r in rs),
+            "parameters": rs[0]["parameters"],
+            "live_parameter_elements": rs[0]["live_parameter_elements"],
+            "match": rs[0].get("match"),
+        }
     ours = results["ours"]
-    print(f"model {results['ours']['parameters']:,} parameters, N = {args.members}, {args.prompts} prompts x 1 greedy "
-          f"rollout, {args.tokens} new tokens, sigma {args.sigma}, alpha {args.alpha}; "
-          f"{args.rounds} process(es) x {args.iterations} timed iterations each")
-    print(f"{'implementation':>17} {'s/iter':>7} {'/ours':>6} {'peak MB':>8} {'/ours':>6} {'above base MB':>14} {'/ours':>6}")
+    print(
+        f"model {results['ours']['parameters']:,} parameters, N = {args.members}, {args.prompts} prompts x 1 greedy "
+        f"rollout, {args.tokens} new tokens, sigma {args.sigma}, alpha {args.alpha}; "
+        f"{args.rounds} process(es) x {args.iterations} timed iterations each"
+    )
+    print(
+        f"{'implementation':>17} {'s/iter':>7} {'/ours':>6} {'peak MB':>8} {'/ours':>6} "
+        f"{'above base MB':>14} {'/ours':>6}"
+    )
     for kind, r in results.items():
-        print(f"{kind:>17} {r['seconds_per_iteration']:7.3f} {r['seconds_per_iteration'] / ours['seconds_per_iteration']:6.2f} "
-              f"{r['peak_mb']:8.1f} {r['peak_mb'] / ours['peak_mb']:6.3f} {r['above_baseline_mb']:14.1f} "
-              f"{r['above_baseline_mb'] / ours['above_baseline_mb']:6.2f}")
-    print(f"stock CPU vLLM: named_parameters() hold {ours['live_parameter_elements']:,} of {ours['parameters']:,} weights "
-          f"(what in-place perturbation reaches); plain GEMM: {results['ours-plain-gemm']['live_parameter_elements']:,}")
+        print(
+            f"{kind:>17} {r['seconds_per_iteration']:7.3f} "
+            f"{r['seconds_per_iteration'] / ours['seconds_per_iteration']:6.2f} "
+            f"{r['peak_mb']:8.1f} {r['peak_mb'] / ours['peak_mb']:6.3f} {r['above_baseline_mb']:14.1f} "
+            f"{r['above_baseline_mb'] / ours['above_baseline_mb']:6.2f}"
+        )
+    print(
+        f"stock CPU vLLM: named_parameters() hold {ours['live_parameter_elements']:,} of "
+        f"{ours['parameters']:,} weights "
+        f"(what in-place perturbation reaches); plain GEMM: {results['ours-plain-gemm']['live_parameter_elements']:,}"
+    )
     for kind in OUTSIDE:
         m = results.get(kind, {}).get("match")
         if m:
-            print(f"{kind} vs ours on its noise: rewards equal {m['rewards_equal']} | update max |diff| "
-                  f"{m['max_abs_diff']:.3g} (max |update| {m['max_abs_update']:.3g}), ||diff||/||update|| {m['rel_diff']:.3g}, "
-                  f"cosine {m['cosine']:.9f}, bit-identical {m['identical']} | HF tensors whose noise equals another "
-                  f"tensor's: {m['hf_tensors_with_noise_equal_to_another_tensor'][0]}/{m['hf_tensors_with_noise_equal_to_another_tensor'][1]}")
+            print(
+                f"{kind} vs ours on its noise: rewards equal {m['rewards_equal']} | update max |diff| "
+                f"{m['max_abs_diff']:.3g} (max |update| {m['max_abs_update']:.3g}), "
+                f"||diff||/||update|| {m['rel_diff']:.3g}, "
+                f"cosine {m['cosine']:.9f}, bit-identical {m['identical']} | HF tensors whose noise equals another "
+                f"tensor's: {m['hf_tensors_with_noise_equal_to_another_tensor'][0]}/"
+                f"{m['hf_tensors_with_noise_equal_to_another_tensor'][1]}"
+            )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "outside_es_bench.json").write_text(json.dumps({"settings": vars(args), "results": results, "runs": runs}, indent=1))
+    (out / "outside_es_bench.json").write_text(
+        json.dumps({"settings": vars(args), "results": results, "runs": runs}, indent=1)
+    )
     plot(results, out / "outside_es_bench.png")
     print(f"wrote {out / 'outside_es_bench.json'} and {out / 'outside_es_bench.png'}")
     tmp.cleanup()

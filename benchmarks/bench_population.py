@@ -25,6 +25,7 @@ member / batched speed-ups, the ES overhead share (noise, perturb, restore, upda
 and how many greedy completions of the batched population differ from member by member at the first
 iteration (floating-point near-ties). Writes population_bench.json and population_bench.png to --out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,6 +36,7 @@ import time
 from pathlib import Path
 
 import torch
+from common import random_model
 
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es import ES, ESConfig, PopulationConfig, make_es, select_parameters
@@ -42,18 +44,19 @@ from escov.llm.es.batched_hf import PopulationWeights, generate_population
 from escov.llm.rollout import rollout
 from escov.llm.tasks import get_task
 
-from common import random_model
-
 VARIANTS = ("limit", "member", "batched-full", "batched-lowr", "batched-lowr-stacked")
 
 
 def shipped_base() -> Path:
     """The quick look's base model as it ships with the repository (paper_checks/reproduce/bases)."""
     from escov.paper_checks.reproduce.bases import SHIPPED_RECIPES, shipped_base_dir
+
     path = shipped_base_dir(*SHIPPED_RECIPES[0])
     if not (path / "config.json").exists():
-        raise SystemExit(f"no shipped base at {path} (torch or code changed): run python -m escov.paper_checks bases, "
-                         "or give --model or --presets")
+        raise SystemExit(
+            f"no shipped base at {path} (torch or code changed): run python -m escov.paper_checks bases, "
+            "or give --model or --presets"
+        )
     return path
 
 
@@ -65,8 +68,11 @@ def trainer(model_dir: str, n: int, batched: bool | None, rank: int, args, layou
     names = select_parameters(engine.model.named_parameters(), "")
     master = {k: p.detach().float().clone() for k, p in engine.model.named_parameters() if k in names}
     kw = dict(max_new_tokens=args.tokens, seed=0)
-    population = PopulationConfig() if batched is None else PopulationConfig(
-        batched=batched, noise_rank=rank, max_rows=n * args.prompts, lowrank_layout=layout)
+    population = (
+        PopulationConfig()
+        if batched is None
+        else PopulationConfig(batched=batched, noise_rank=rank, max_rows=n * args.prompts, lowrank_layout=layout)
+    )
     return make_es(cfg, engine, get_task("countdown"), names, master, population=population, **kw)
 
 
@@ -76,8 +82,16 @@ def greedy_mismatches(model_dir: str, n: int, rank: int, problems, args) -> tupl
     plan = es.plan(0)
     prompts = [p.prompt for p in problems]
     weights = PopulationWeights.build(es.center.master, es.center.noise, plan, torch.float32)
-    batched = generate_population(es.members.engine, weights, prompts, n=1, temperature=0.0, max_new_tokens=args.tokens,
-                                  seed=0, max_rows=n * len(prompts))
+    batched = generate_population(
+        es.members.engine,
+        weights,
+        prompts,
+        n=1,
+        temperature=0.0,
+        max_new_tokens=args.tokens,
+        seed=0,
+        max_rows=n * len(prompts),
+    )
     differ = 0
     for m in plan.members:
         es.center.perturb(plan, m)
@@ -89,10 +103,12 @@ def greedy_mismatches(model_dir: str, n: int, rank: int, problems, args) -> tupl
 
 def bench_one(model_dir: str, n: int, problems, args) -> dict:
     task = get_task("countdown")
-    runners = {"member": trainer(model_dir, n, None, 0, args),
-               "batched-full": trainer(model_dir, n, True, 0, args),
-               "batched-lowr": trainer(model_dir, n, True, args.rank, args),
-               "batched-lowr-stacked": trainer(model_dir, n, True, args.rank, args, layout="stacked")}
+    runners = {
+        "member": trainer(model_dir, n, None, 0, args),
+        "batched-full": trainer(model_dir, n, True, 0, args),
+        "batched-lowr": trainer(model_dir, n, True, args.rank, args),
+        "batched-lowr-stacked": trainer(model_dir, n, True, args.rank, args, layout="stacked"),
+    }
     limit_engine = runners["member"].members.engine  # same weights as the center before the first update
     times = {v: [] for v in VARIANTS}
     weight = {v: [] for v in VARIANTS}
@@ -101,7 +117,16 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
         for v in VARIANTS:
             t0 = time.perf_counter()
             if v == "limit":
-                rollout(limit_engine, task, problems * n, n=1, temperature=0.0, max_new_tokens=args.tokens, seed=rep + 1, step=rep + 1)
+                rollout(
+                    limit_engine,
+                    task,
+                    problems * n,
+                    n=1,
+                    temperature=0.0,
+                    max_new_tokens=args.tokens,
+                    seed=rep + 1,
+                    step=rep + 1,
+                )
                 seconds, weight_seconds = time.perf_counter() - t0, 0.0
             else:
                 out = runners[v].step(problems, rep + 1)
@@ -113,11 +138,17 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
     med = {v: statistics.median(times[v]) for v in VARIANTS}
     gen = {v: statistics.median([t - w for t, w in zip(times[v], weight[v])]) for v in VARIANTS}
     share = {v: statistics.median([w / t for t, w in zip(times[v], weight[v])]) for v in VARIANTS if v != "limit"}
-    row = {"members": n, "rows": n * len(problems), "seconds": med, "generation_seconds": gen, "es_overhead_share": share,
-           "gen_ratio_to_limit": {v: gen[v] / gen["limit"] for v in VARIANTS},
-           "iteration_ratio_to_limit": {v: med[v] / med["limit"] for v in VARIANTS},
-           "speedup_over_member": {v: med["member"] / med[v] for v in VARIANTS[2:]},
-           "zero_updates": f"{zero_updates} of {args.repeats * (len(VARIANTS) - 1)}"}
+    row = {
+        "members": n,
+        "rows": n * len(problems),
+        "seconds": med,
+        "generation_seconds": gen,
+        "es_overhead_share": share,
+        "gen_ratio_to_limit": {v: gen[v] / gen["limit"] for v in VARIANTS},
+        "iteration_ratio_to_limit": {v: med[v] / med["limit"] for v in VARIANTS},
+        "speedup_over_member": {v: med["member"] / med[v] for v in VARIANTS[2:]},
+        "zero_updates": f"{zero_updates} of {args.repeats * (len(VARIANTS) - 1)}",
+    }
     if n in args.check_members:
         row["greedy_mismatch_full"] = greedy_mismatches(model_dir, n, 0, problems, args)
         row["greedy_mismatch_lowr"] = greedy_mismatches(model_dir, n, args.rank, problems, args)
@@ -126,12 +157,17 @@ def bench_one(model_dir: str, n: int, problems, args) -> dict:
 
 def summary(label: str, row: dict) -> str:
     r, s, o = row["gen_ratio_to_limit"], row["speedup_over_member"], row["es_overhead_share"]
-    text = (f"{label} N={row['members']} rows={row['rows']} limit {row['seconds']['limit']:.3f}s\n"
-            "  generation / limit:   " + "  ".join(f"{v} {r[v]:.2f}x" for v in VARIANTS[1:]) + "\n"
-            "  iteration / limit:    " + "  ".join(f"{v} {row['iteration_ratio_to_limit'][v]:.2f}x" for v in VARIANTS[1:]) + "\n"
-            "  speed-up over member: " + "  ".join(f"{v} {s[v]:.2f}x" for v in VARIANTS[2:]) + "\n"
-            "  ES overhead share:    " + "  ".join(f"{v} {o[v]:.1%}" for v in VARIANTS[1:]) +
-            f"\n  zero updates (all rewards equal: the update's cost not measured): {row['zero_updates']}")
+    text = (
+        f"{label} N={row['members']} rows={row['rows']} limit {row['seconds']['limit']:.3f}s\n"
+        "  generation / limit:   " + "  ".join(f"{v} {r[v]:.2f}x" for v in VARIANTS[1:]) + "\n"
+        "  iteration / limit:    "
+        + "  ".join(f"{v} {row['iteration_ratio_to_limit'][v]:.2f}x" for v in VARIANTS[1:])
+        + "\n"
+        "  speed-up over member: " + "  ".join(f"{v} {s[v]:.2f}x" for v in VARIANTS[2:]) + "\n"
+        "  ES overhead share:    "
+        + "  ".join(f"{v} {o[v]:.1%}" for v in VARIANTS[1:])
+        + f"\n  zero updates (all rewards equal: the update's cost not measured): {row['zero_updates']}"
+    )
     if "greedy_mismatch_full" in row:
         (a, n), (b, _) = row["greedy_mismatch_full"], row["greedy_mismatch_lowr"]
         text += f"\n  greedy completions differing from member by member: full {a}/{n}  low rank {b}/{n}"
@@ -140,6 +176,7 @@ def summary(label: str, row: dict) -> str:
 
 def plot(results: dict, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -149,8 +186,14 @@ def plot(results: dict, path: Path) -> None:
         for v in VARIANTS[1:]:
             ax.plot(ns, [r["iteration_ratio_to_limit"][v] for r in rows], marker="o", label=v)
         ax.axhline(1.0, color="k", lw=0.8, ls="--", label="limit (shared weights, one call)")
-        ax.set(xscale="log", xticks=ns, xticklabels=ns, xlabel="population size N", ylabel="iteration time / limit",
-               title=model)
+        ax.set(
+            xscale="log",
+            xticks=ns,
+            xticklabels=ns,
+            xlabel="population size N",
+            ylabel="iteration time / limit",
+            title=model,
+        )
         ax.minorticks_off()
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -161,8 +204,9 @@ def plot(results: dict, path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", default=[], help="model directory (repeatable); default: presets")
-    ap.add_argument("--presets", default="", help="tinymodel presets, random init (comma-separated), instead of the "
-                                                  "shipped base")
+    ap.add_argument(
+        "--presets", default="", help="tinymodel presets, random init (comma-separated), instead of the shipped base"
+    )
     ap.add_argument("--members", default="8,16,32")
     ap.add_argument("--prompts", type=int, default=32, help="B: greedy rollouts (prompts) per member")
     ap.add_argument("--tokens", type=int, default=20, help="new tokens per rollout")
@@ -185,7 +229,10 @@ def main() -> None:
     problems = get_task("countdown").problems("train", args.prompts, seed=0)
     with tempfile.TemporaryDirectory() as tmp:
         models = {m: m for m in args.model} | {
-            f"{p} preset (random init)": str(random_model(Path(tmp) / p, preset=p)) for p in args.presets.split(",") if p}
+            f"{p} preset (random init)": str(random_model(Path(tmp) / p, preset=p))
+            for p in args.presets.split(",")
+            if p
+        }
         models = models or {"the shipped base (trained)": str(shipped_base())}
         results = {}
         for label, model_dir in models.items():

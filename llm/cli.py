@@ -1,14 +1,17 @@
 """Command line of the `llm` level: `python -m escov.llm SUBCOMMAND ...` (or `escov llm SUBCOMMAND ...`).
 
     python -m escov.llm pretrain --out DIR [--preset default|test]           # build and train the tiny base model
+    python -m escov.llm pretrain-planted --out DIR --preset grid_paths      # a base with planted strategies
     python -m escov.llm eval --model DIR --task countdown --n 32 --k 1,16,32  # Pass@k, Maj@k, entropy -> eval.json
     python -m escov.llm curve RUN_DIR --points 8                              # checkpoints along training -> curve.json
+    python -m escov.llm replay RUN_DIR --step 20 --out DIR                    # an ES checkpoint from replay.jsonl
 
 A subcommand is a module with `add_arguments(parser)` and `run_command(args) -> int` (exit code),
 imported only when it runs. Bad input (including a damaged file, named in the message) raises
 ValueError, reported as a usage error (exit code 2); a non-finite value that would have been written
 raises NonFiniteError (exit code 1).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,10 +23,18 @@ import sys
 # name -> (module, one-line help). Register new subcommands here, and only here.
 SUBCOMMANDS = {
     "pretrain": ("escov.llm.tinymodel", "build and train the project's tiny base model (save_pretrained format)"),
+    "pretrain-planted": (
+        "escov.llm.tinymodel_planted",
+        "train a tiny base on grid_paths or subset_sum with one strategy dominant, one rare",
+    ),
     "eval": ("escov.llm.evaluate", "Pass@k / Maj@k / entropy evaluation of a model on a task; writes eval.json"),
     # ---- trainers (ES / GRPO) ----
     "train": ("escov.llm.train_cli", "ES or GRPO post-training run (run directory with metrics, checkpoints, eval)"),
-    "curve": ("escov.llm.curve", "evaluate a run's checkpoints along training (sampled Pass@k and greedy) -> curve.json"),
+    "curve": (
+        "escov.llm.curve",
+        "evaluate a run's checkpoints along training (sampled Pass@k and greedy) -> curve.json",
+    ),
+    "replay": ("escov.llm.replay", "rebuild an ES run's weights at a step from its base model and replay.jsonl"),
 }
 
 
@@ -39,8 +50,9 @@ class Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = Parser(prog="python -m escov.llm", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}",
-                                parser_class=Parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{" + ",".join(SUBCOMMANDS) + "}", parser_class=Parser
+    )
     chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)  # a flag is spelt out

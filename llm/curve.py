@@ -37,6 +37,7 @@ layout (left by an earlier layout, e.g. before the run was resumed) are dropped;
 after the step it continues from (it trains those checkpoints again). The sampling seed depends on (run seed,
 step), not on the method, so two methods' step-0 points on the same seed are the same measurement of the same base.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,8 +49,8 @@ from escov.llm import fingerprints, rundir, witnesses
 from escov.llm.problem_sets import CURVE_SPLITS
 from escov.theory.matched import RESOLUTION
 
-POINTS, SAMPLES = 8, 32                     # the paper's Pass@32 (at the run's eval_temperature; the paper's 0.6)
-MAX_POINTS = 40                             # curve points at most, the base and refinements included
+POINTS, SAMPLES = 8, 32  # the paper's Pass@32 (at the run's eval_temperature; the paper's 0.6)
+MAX_POINTS = 40  # curve points at most, the base and refinements included
 KS = (1, 16, 32)
 
 
@@ -79,8 +80,14 @@ def refinement(measured: dict[int, float], checkpoints: list[int], resolution: f
     return best
 
 
-def layout(checkpoints: list[int], pass1_at: Callable[[int], float], *, points: int = POINTS,
-           resolution: float = RESOLUTION, max_points: int = MAX_POINTS) -> list[int]:
+def layout(
+    checkpoints: list[int],
+    pass1_at: Callable[[int], float],
+    *,
+    points: int = POINTS,
+    resolution: float = RESOLUTION,
+    max_points: int = MAX_POINTS,
+) -> list[int]:
     """The steps a curve measures: curve_steps(checkpoints, points), then refinements (see refinement)
     while fewer than max_points are measured. pass1_at(step) measures (or recalls) a point's Pass@1."""
     if not 0 < resolution < 1:
@@ -93,8 +100,9 @@ def layout(checkpoints: list[int], pass1_at: Callable[[int], float], *, points: 
     return sorted(measured)
 
 
-def evaluations_as_points(run_dir: Path, cfg, checkpoints: list[int], n_problems: int, samples: int,
-                          temperature: float) -> list[dict]:
+def evaluations_as_points(
+    run_dir: Path, cfg, checkpoints: list[int], n_problems: int, samples: int, temperature: float
+) -> list[dict]:
     """The run's own evaluations that are curve points of its test curve: eval.json's base (step 0) and final
     (the last checkpoint, when it is the run's last step), each with its greedy evaluation, where the sampled one
     was measured on the curve's prompts with its samples, temperature, Pass@k and completion length."""
@@ -106,12 +114,26 @@ def evaluations_as_points(run_dir: Path, cfg, checkpoints: list[int], n_problems
     points = []
     for label, step in steps.items():
         sampled, greedy = evals.get(label), evals.get(f"{label}_greedy")
-        if (sampled is None or greedy is None or sampled["num_problems"] != n_problems or sampled["n"] != samples
-                or sampled["temperature"] != temperature or not set(KS) <= set(sampled["ks"])
-                or sampled["max_new_tokens"] != cfg.max_completion_length or greedy["num_problems"] != n_problems):
+        if (
+            sampled is None
+            or greedy is None
+            or sampled["num_problems"] != n_problems
+            or sampled["n"] != samples
+            or sampled["temperature"] != temperature
+            or not set(KS) <= set(sampled["ks"])
+            or sampled["max_new_tokens"] != cfg.max_completion_length
+            or greedy["num_problems"] != n_problems
+        ):
             continue
-        points.append({"step": step, "sampled": _without_kept(sampled), "greedy": _without_kept(greedy),
-                       "source": f"eval.json {label}", "fingerprint": point_fingerprint(run_dir, cfg, step)})
+        points.append(
+            {
+                "step": step,
+                "sampled": _without_kept(sampled),
+                "greedy": _without_kept(greedy),
+                "source": f"eval.json {label}",
+                "fingerprint": point_fingerprint(run_dir, cfg, step),
+            }
+        )
     return points
 
 
@@ -119,8 +141,10 @@ def point_fingerprint(run_dir: Path, cfg, step: int) -> dict:
     """What a curve point measured: the run's settings hash and the sha256 of the weight files of its step (the
     base model at step 0, else the checkpoint)."""
     model_dir = cfg.model if step == 0 else rundir.checkpoint_dir(run_dir, step)
-    return {"settings_sha256": fingerprints.settings_sha256(rundir.read_config(run_dir)),
-            "weights_sha256": fingerprints.weights_sha256(model_dir)}
+    return {
+        "settings_sha256": fingerprints.settings_sha256(rundir.read_config(run_dir)),
+        "weights_sha256": fingerprints.weights_sha256(model_dir),
+    }
 
 
 def check_run(run_dir: Path, cfg) -> None:
@@ -140,13 +164,26 @@ def _without_kept(record: dict) -> dict:
 
 def _same_settings(point: dict, n_problems: int, samples: int, temperature: float, split: str) -> bool:
     s = point["sampled"]
-    return (s["num_problems"] == n_problems and s["n"] == samples and s["temperature"] == temperature
-            and point.get("split", "test") == split)
+    return (
+        s["num_problems"] == n_problems
+        and s["n"] == samples
+        and s["temperature"] == temperature
+        and point.get("split", "test") == split
+    )
 
 
-def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, temperature: float | None = None,
-                   n_problems: int | None = None, resolution: float = RESOLUTION, max_points: int = MAX_POINTS,
-                   split: str = "test", progress: bool = False) -> list[dict]:
+def evaluate_curve(
+    run_dir,
+    *,
+    points: int = POINTS,
+    samples: int = SAMPLES,
+    temperature: float | None = None,
+    n_problems: int | None = None,
+    resolution: float = RESOLUTION,
+    max_points: int = MAX_POINTS,
+    split: str = "test",
+    progress: bool = False,
+) -> list[dict]:
     """Measure the curve points of run_dir's layout that are not in its curve.json yet, drop the points
     outside the layout; returns the layout's points in step order. split: "test" (the run's test prompts),
     "validation" or "train" (llm/problem_sets.py split_set); temperature None: the run's eval_temperature."""
@@ -169,16 +206,19 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
     n_problems = cfg.eval_problems if n_problems is None else n_problems
     measured = split_set(cfg, split, n_problems)  # the run's own task (data, split, prompt style, reward)
     task, problems = measured.task, measured.problems
-    done = {p["step"]: p for p in rundir.read_curve(run_dir) or []
-            if _same_settings(p, n_problems, samples, temperature, split)
-            and p.get("fingerprint") == point_fingerprint(run_dir, cfg, p["step"])}  # the same weights, measured alike
+    done = {
+        p["step"]: p
+        for p in rundir.read_curve(run_dir) or []
+        if _same_settings(p, n_problems, samples, temperature, split)
+        and p.get("fingerprint") == point_fingerprint(run_dir, cfg, p["step"])
+    }  # the same weights, measured alike
     checkpoints, _ = rundir.checkpoint_steps(run_dir)
     if split == "test":
         for point in evaluations_as_points(run_dir, cfg, checkpoints, n_problems, samples, temperature):
             if point["step"] not in done:
                 rundir.record_curve_point(run_dir, point)
                 done[point["step"]] = point
-    trackers = []   # the run's tracker, opened at the first point measured
+    trackers = []  # the run's tracker, opened at the first point measured
 
     def pass1_at(step: int) -> float:
         if step not in done:
@@ -186,10 +226,12 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
             engine = make_engine("hf", model_dir, dtype=torch.float32, seed=cfg.seed)
             seed = derive_seed(cfg.seed, step, "curve") % 2**31
             common = {"max_new_tokens": cfg.max_completion_length, "seed": seed, "progress": progress}
-            point = {"step": step,
-                     "sampled": evaluate(engine, task, problems, n=samples, ks=list(KS), temperature=temperature, **common),
-                     "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common),
-                     "fingerprint": point_fingerprint(run_dir, cfg, step)}
+            point = {
+                "step": step,
+                "sampled": evaluate(engine, task, problems, n=samples, ks=list(KS), temperature=temperature, **common),
+                "greedy": evaluate(engine, task, problems, n=1, ks=[1], temperature=0.0, **common),
+                "fingerprint": point_fingerprint(run_dir, cfg, step),
+            }
             if split != "test":  # a test curve's record stays as it was
                 point["split"] = split
             rundir.record_curve_point(run_dir, point)
@@ -211,35 +253,86 @@ def evaluate_curve(run_dir, *, points: int = POINTS, samples: int = SAMPLES, tem
 def add_arguments(parser) -> None:
     parser.add_argument("run_dir", type=Path, help="a run directory of `python -m escov.llm train`")
     parser.add_argument("--points", type=int, default=POINTS, help="checkpoints evaluated besides the base")
-    parser.add_argument("--eval_samples", "--samples", dest="samples", type=int, default=SAMPLES, metavar="N",
-                        help=f"samples per prompt, at least {max(KS)} for Pass@{max(KS)} (default: {SAMPLES})")
-    parser.add_argument("--eval_temperature", "--temperature", dest="temperature", type=float, default=None,
-                        metavar="T", help="sampling temperature (default: the run's eval_temperature, as its final "
-                                          "evaluation)")
-    parser.add_argument("--eval_problems", "--problems", dest="problems", type=int, default=None, metavar="N",
-                        help="test prompts (default: the run's eval_problems)")
-    parser.add_argument("--no-progress", "--no_progress", dest="no_progress", action="store_true",
-                        help="no progress bars (TQDM_DISABLE=1 does the same)")
-    parser.add_argument("--resolution", type=float, default=RESOLUTION, metavar="GAP",
-                        help=f"measure a checkpoint inside any segment whose Pass@1 jump exceeds GAP, a fraction "
-                             f"(default: {RESOLUTION})")
-    parser.add_argument("--max_points", "--max-points", dest="max_points", type=int, default=MAX_POINTS, metavar="N",
-                        help=f"curve points at most, the base included (default: {MAX_POINTS})")
-    parser.add_argument("--split", choices=CURVE_SPLITS, default="test",
-                        help="the run's test prompts (default), or prompts of the validation or the training split "
-                             "(for a sweep or a control that chooses settings without looking at the test prompts)")
+    parser.add_argument(
+        "--eval_samples",
+        "--samples",
+        dest="samples",
+        type=int,
+        default=SAMPLES,
+        metavar="N",
+        help=f"samples per prompt, at least {max(KS)} for Pass@{max(KS)} (default: {SAMPLES})",
+    )
+    parser.add_argument(
+        "--eval_temperature",
+        "--temperature",
+        dest="temperature",
+        type=float,
+        default=None,
+        metavar="T",
+        help="sampling temperature (default: the run's eval_temperature, as its final evaluation)",
+    )
+    parser.add_argument(
+        "--eval_problems",
+        "--problems",
+        dest="problems",
+        type=int,
+        default=None,
+        metavar="N",
+        help="test prompts (default: the run's eval_problems)",
+    )
+    parser.add_argument(
+        "--no-progress",
+        "--no_progress",
+        dest="no_progress",
+        action="store_true",
+        help="no progress bars (TQDM_DISABLE=1 does the same)",
+    )
+    parser.add_argument(
+        "--resolution",
+        type=float,
+        default=RESOLUTION,
+        metavar="GAP",
+        help=f"measure a checkpoint inside any segment whose Pass@1 jump exceeds GAP, a fraction "
+        f"(default: {RESOLUTION})",
+    )
+    parser.add_argument(
+        "--max_points",
+        "--max-points",
+        dest="max_points",
+        type=int,
+        default=MAX_POINTS,
+        metavar="N",
+        help=f"curve points at most, the base included (default: {MAX_POINTS})",
+    )
+    parser.add_argument(
+        "--split",
+        choices=CURVE_SPLITS,
+        default="test",
+        help="the run's test prompts (default), or prompts of the validation or the training split "
+        "(for a sweep or a control that chooses settings without looking at the test prompts)",
+    )
 
 
 def run_command(args) -> int:
     from escov.llm.cli import progress_enabled
 
-    pts = evaluate_curve(args.run_dir, points=args.points, samples=args.samples, temperature=args.temperature,
-                         n_problems=args.problems, resolution=args.resolution, max_points=args.max_points,
-                         split=args.split, progress=progress_enabled(args.no_progress))
+    pts = evaluate_curve(
+        args.run_dir,
+        points=args.points,
+        samples=args.samples,
+        temperature=args.temperature,
+        n_problems=args.problems,
+        resolution=args.resolution,
+        max_points=args.max_points,
+        split=args.split,
+        progress=progress_enabled(args.no_progress),
+    )
     for p in pts:
         s = p["sampled"]
-        print(f"step {p['step']:5d}  Pass@1 {s['pass_at_k']['1']:.3f}  Pass@32 {s['pass_at_k']['32']:.3f}  "
-              f"greedy {p['greedy']['pass_at_k']['1']:.3f}  no-correct {1 - s['solved_fraction']:.3f}")
+        print(
+            f"step {p['step']:5d}  Pass@1 {s['pass_at_k']['1']:.3f}  Pass@32 {s['pass_at_k']['32']:.3f}  "
+            f"greedy {p['greedy']['pass_at_k']['1']:.3f}  no-correct {1 - s['solved_fraction']:.3f}"
+        )
     plot_curve(pts, args.run_dir / CURVE_PLOT)
     print(f"wrote {args.run_dir / rundir.CURVE} and {args.run_dir / CURVE_PLOT}")
     return 0
@@ -251,6 +344,7 @@ CURVE_PLOT = "curve.png"
 def plot_curve(points: list[dict], path: Path) -> None:
     """Sampled Pass@k and greedy accuracy against step, and the Pass@1-Pass@32 path the run takes."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -11,6 +11,7 @@ CPU and CUDA generators give different random streams for the same seed, so a ru
 of device and resumed on the other would not continue the same run: `check_resume_device` refuses it
 unless the user allows it (`--allow_device_change true`).
 """
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,7 @@ def check_device_spec(spec: object, flag: str = "device") -> str:
 
 
 def resolve_device(spec: str, flag: str = "device") -> str:
-    """"cpu" or "cuda:N" for a spec; ValueError when it asks for CUDA this machine does not have."""
+    """ "cpu" or "cuda:N" for a spec; ValueError when it asks for CUDA this machine does not have."""
     import torch  # here, not at the top: the settings (llm/settings/) import this module without torch
 
     check_device_spec(spec, flag)
@@ -36,8 +37,10 @@ def resolve_device(spec: str, flag: str = "device") -> str:
     if spec == "cpu":
         return "cpu"
     if not torch.cuda.is_available():
-        raise ValueError(f"{flag} {spec!r}: CUDA is not available on this machine "
-                         f"(torch {torch.__version__}, torch.cuda.is_available() is False); use 'cpu' or 'auto'")
+        raise ValueError(
+            f"{flag} {spec!r}: CUDA is not available on this machine "
+            f"(torch {torch.__version__}, torch.cuda.is_available() is False); use 'cpu' or 'auto'"
+        )
     index = int(spec.partition(":")[2] or 0)
     count = torch.cuda.device_count()
     if index >= count:
@@ -46,17 +49,19 @@ def resolve_device(spec: str, flag: str = "device") -> str:
 
 
 def device_kind(device: str) -> str:
-    """"cpu" or "cuda": the kind of generator the device's random streams come from."""
+    """ "cpu" or "cuda": the kind of generator the device's random streams come from."""
     return "cpu" if device == "cpu" else "cuda"
 
 
 def check_resume_device(saved: str, now: str, allow_change: bool, where: str) -> None:
     """ValueError when a run recorded on one kind of device (saved) resumes on the other (now), unless allowed."""
     if device_kind(saved) != device_kind(now) and not allow_change:
-        raise ValueError(f"{where}: the run was started on {saved!r} and would resume on {now!r}; CPU and CUDA "
-                         "generators give different noise and sampling streams for the same seed, so it would not "
-                         "continue the same run. Resume on a device of the same kind, or pass "
-                         "--allow_device_change true to continue anyway")
+        raise ValueError(
+            f"{where}: the run was started on {saved!r} and would resume on {now!r}; CPU and CUDA "
+            "generators give different noise and sampling streams for the same seed, so it would not "
+            "continue the same run. Resume on a device of the same kind, or pass "
+            "--allow_device_change true to continue anyway"
+        )
 
 
 def resume_device(saved: str, requested: str | None, allow_change: bool, where: str) -> str:

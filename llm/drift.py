@@ -10,13 +10,13 @@
 - magnitude-thresholded weights: keep the largest q% of the update entries, revert the rest to
   theta_0 (the paper's "about 78% sparsity" is q = 22).
 """
+
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
-
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -91,14 +91,16 @@ def kind_of(name: str) -> str:
     return "mlp" if "mlp" in name else "other"
 
 
-def relative_drift(current: Mapping[str, torch.Tensor], base: Mapping[str, torch.Tensor]) -> tuple[float, dict[str, float]]:
+def relative_drift(
+    current: Mapping[str, torch.Tensor], base: Mapping[str, torch.Tensor]
+) -> tuple[float, dict[str, float]]:
     """D_rel over all given parameters and per layer group (fp32 sums in float64)."""
     num, den = {}, {}
     for name, theta in current.items():
         g = layer_of(name)
         theta0 = base[name].to(theta.device)  # the current weights may live on the run's GPU
         num[g] = num.get(g, 0.0) + float(((theta.float() - theta0) ** 2).sum(dtype=torch.float64))
-        den[g] = den.get(g, 0.0) + float((theta0 ** 2).sum(dtype=torch.float64))
+        den[g] = den.get(g, 0.0) + float((theta0**2).sum(dtype=torch.float64))
     total = (sum(num.values()) / max(sum(den.values()), 1e-300)) ** 0.5
     return total, {g: (num[g] / max(den[g], 1e-300)) ** 0.5 for g in sorted(num)}
 
@@ -113,15 +115,23 @@ def keep_threshold(abs_delta: torch.Tensor, keep_percent: float) -> float:
     return float(torch.topk(abs_delta, k, sorted=False).values.min())
 
 
-def thresholded(current: dict[str, torch.Tensor], base: dict[str, torch.Tensor], keep_percent: float) -> dict[str, torch.Tensor]:
+def thresholded(
+    current: dict[str, torch.Tensor], base: dict[str, torch.Tensor], keep_percent: float
+) -> dict[str, torch.Tensor]:
     """theta_0 + delta * [|delta| >= threshold]: the largest keep_percent % of update entries, the rest reverted."""
     deltas = {n: current[n].float() - base[n] for n in current}
     thr = keep_threshold(torch.cat([d.abs().reshape(-1) for d in deltas.values()]), keep_percent)
     return {n: base[n] + torch.where(d.abs() >= thr, d, torch.zeros_like(d)) for n, d in deltas.items()}
 
 
-def update_analysis(current: dict[str, torch.Tensor], base: dict[str, torch.Tensor], *, alpha: float,
-                    n_bins: int = 60, top_share: float = 1.0) -> dict:
+def update_analysis(
+    current: dict[str, torch.Tensor],
+    base: dict[str, torch.Tensor],
+    *,
+    alpha: float,
+    n_bins: int = 60,
+    top_share: float = 1.0,
+) -> dict:
     """Histogram of |delta|, share of non-zero entries <= tau, and where the largest entries sit."""
     abs_d = _abs_deltas(current, base)
     flat = torch.cat(list(abs_d.values()))
@@ -150,11 +160,15 @@ def update_analysis(current: dict[str, torch.Tensor], base: dict[str, torch.Tens
         k["mean_abs"] = k.pop("sum_abs") / max(k["entries"], 1)
     largest = sorted(((float(d.max()), n) for n, d in abs_d.items() if d.numel()), reverse=True)[:10]
     return {
-        "entries": int(flat.numel()), "nonzero_entries": int(nonzero.numel()),
+        "entries": int(flat.numel()),
+        "nonzero_entries": int(nonzero.numel()),
         "max_abs": float(flat.max()) if flat.numel() else 0.0,
-        "tau_scale": scale, "share_nonzero_le_tau": share,
+        "tau_scale": scale,
+        "share_nonzero_le_tau": share,
         "histogram": {"edges": edges.tolist(), "counts": counts.tolist()},
-        "top_share_percent": top_share, "top_threshold": thr, "kinds": kinds,
+        "top_share_percent": top_share,
+        "top_threshold": thr,
+        "kinds": kinds,
         "largest_tensors": [{"name": n, "max_abs": v} for v, n in largest],
     }
 
@@ -162,6 +176,7 @@ def update_analysis(current: dict[str, torch.Tensor], base: dict[str, torch.Tens
 def plot_histogram(analysis: dict, path: str | Path, title: str) -> None:
     """|delta| histogram on log axes, the paper's tau values marked."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -170,8 +185,15 @@ def plot_histogram(analysis: dict, path: str | Path, title: str) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     if counts.sum() == 0:  # nothing to draw on a log axis: say why in words
         ax.axis("off")
-        ax.text(0.5, 0.5, "no entry changed: theta = theta_0 (a zero update)\n"
-                "nothing to histogram", ha="center", va="center", fontsize=11, transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no entry changed: theta = theta_0 (a zero update)\nnothing to histogram",
+            ha="center",
+            va="center",
+            fontsize=11,
+            transform=ax.transAxes,
+        )
         ax.set_title(title, fontsize=9)
         fig.savefig(path, dpi=120)
         plt.close(fig)

@@ -15,6 +15,7 @@ evaluated unless --eval_problems says otherwise (a single --data file without --
 When --model is a checkpoint of a run, the line before the results names the seed that reproduces its run's own
 evaluation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,13 +24,17 @@ from pathlib import Path
 
 # the flags that --run takes from the run (TASK_SETTINGS besides): given with --run they are refused
 RUN_OWNED = ("n", "k", "temperature", "top_p", "max_new_tokens", "dtype", "seed", "engine")
-FLAG_NAMES = {"n": "eval_samples", "k": "eval_ks", "temperature": "eval_temperature",
-              "max_new_tokens": "max_completion_length"}  # the flags' names where their dest differs
+FLAG_NAMES = {
+    "n": "eval_samples",
+    "k": "eval_ks",
+    "temperature": "eval_temperature",
+    "max_new_tokens": "max_completion_length",
+}  # the flags' names where their dest differs
 
 
 @dataclass
 class EvalPlan:
-    cfg: object                 # TrainConfig: the task settings and the test problems' count
+    cfg: object  # TrainConfig: the task settings and the test problems' count
     model: str
     n: int
     ks: list[int]
@@ -39,11 +44,11 @@ class EvalPlan:
     top_p: float
     engine: str
     dtype: str
-    step: int = 0               # the training step the reward functions are told
+    step: int = 0  # the training step the reward functions are told
     threads: int | None = None  # torch threads (the run's)
     recorded: dict | None = None  # the run's own record of this evaluation
     recorded_name: str = ""
-    note: str = ""              # said on the first line
+    note: str = ""  # said on the first line
 
 
 def flag_defaults(add_arguments) -> dict:
@@ -61,8 +66,11 @@ def run_plan(args: argparse.Namespace, defaults: dict, task_settings: tuple[str,
     run = Path(args.run_dir)
     if not (run / rundir.CONFIG).is_file():
         raise ValueError(f"--run {args.run_dir}: not a run directory of `llm train` (no {rundir.CONFIG})")
-    given = [FLAG_NAMES.get(name, name) for name in (*task_settings, *RUN_OWNED, "model")
-             if getattr(args, name) != defaults[name]]
+    given = [
+        FLAG_NAMES.get(name, name)
+        for name in (*task_settings, *RUN_OWNED, "model")
+        if getattr(args, name) != defaults[name]
+    ]
     if given:
         flags = ", ".join("--" + g for g in given)
         raise ValueError(f"--run evaluates as the run did, with its own settings; drop {flags}")
@@ -84,11 +92,23 @@ def run_plan(args: argparse.Namespace, defaults: dict, task_settings: tuple[str,
         row = next((r for r in rundir.read_steps(run) if r["step"] == step and "validation" in r), None)
         recorded, name = (row["validation"], f"metrics.jsonl's validation at step {step}") if row else (None, "")
     seed = evaluation_seed(cfg.seed)
-    return EvalPlan(cfg=cfg, model=model, n=cfg.eval_samples, ks=sorted(cfg.eval_ks), temperature=cfg.eval_temperature,
-                    max_new_tokens=cfg.max_completion_length, seed=seed, top_p=1.0, engine=cfg.engine, dtype=cfg.dtype,
-                    step=step, threads=cfg.threads, recorded=recorded, recorded_name=name,
-                    note=f"run {run}, {'base model' if step == 0 else f'checkpoint step-{step}'}, the run's "
-                         f"evaluation seed {seed}")
+    return EvalPlan(
+        cfg=cfg,
+        model=model,
+        n=cfg.eval_samples,
+        ks=sorted(cfg.eval_ks),
+        temperature=cfg.eval_temperature,
+        max_new_tokens=cfg.max_completion_length,
+        seed=seed,
+        top_p=1.0,
+        engine=cfg.engine,
+        dtype=cfg.dtype,
+        step=step,
+        threads=cfg.threads,
+        recorded=recorded,
+        recorded_name=name,
+        note=f"run {run}, {'base model' if step == 0 else f'checkpoint step-{step}'}, the run's evaluation seed {seed}",
+    )
 
 
 def run_of_checkpoint(model: str) -> tuple[Path, int] | None:
@@ -118,8 +138,10 @@ def seed_hint(model: str, seed: int) -> str:
         return ""
     if own == seed:
         return ""
-    return (f"note: {model} is checkpoint step-{step} of the run {run}, whose evaluations sample with seed {own} "
-            f"(this one: {seed}); `llm eval --run {run} --checkpoint {step}` evaluates it as the run did")
+    return (
+        f"note: {model} is checkpoint step-{step} of the run {run}, whose evaluations sample with seed {own} "
+        f"(this one: {seed}); `llm eval --run {run} --checkpoint {step}` evaluates it as the run did"
+    )
 
 
 def comparison(result: dict, recorded: dict | None, name: str) -> str:
@@ -127,14 +149,23 @@ def comparison(result: dict, recorded: dict | None, name: str) -> str:
     the token entropy equal, where the record holds them)."""
     if recorded is None:
         return ""
-    pairs = [(f"{kind}@{k}", result[key][k], recorded.get(key, {}).get(k))
-             for key, kind in (("pass_at_k", "pass"), ("maj_at_k", "maj")) for k in result[key]]
-    pairs += [(label, result[key], recorded[key]) for key, label in (("reward_mean", "reward"),
-                                                                      ("mean_token_entropy", "entropy"))
-              if key in recorded and key in result]
-    shown = "  ".join(f"{label} {ours:.3f} {'=' if ours == theirs else 'vs'} "
-                      f"{'n/a' if theirs is None else format(theirs, '.3f')}" for label, ours, theirs in pairs)
+    pairs = [
+        (f"{kind}@{k}", result[key][k], recorded.get(key, {}).get(k))
+        for key, kind in (("pass_at_k", "pass"), ("maj_at_k", "maj"))
+        for k in result[key]
+    ]
+    pairs += [
+        (label, result[key], recorded[key])
+        for key, label in (("reward_mean", "reward"), ("mean_token_entropy", "entropy"))
+        if key in recorded and key in result
+    ]
+    shown = "  ".join(
+        f"{label} {ours:.3f} {'=' if ours == theirs else 'vs'} {'n/a' if theirs is None else format(theirs, '.3f')}"
+        for label, ours, theirs in pairs
+    )
     if all(ours == theirs for _, ours, theirs in pairs):
         return f"reproduces {name}: {shown}"
-    return (f"differs from {name}: {shown} (same problems, samples and seed: other threads, device or library "
-            "versions change the sampled tokens)")
+    return (
+        f"differs from {name}: {shown} (same problems, samples and seed: other threads, device or library "
+        "versions change the sampled tokens)"
+    )

@@ -25,6 +25,7 @@ the run directory (a project folder moved as a whole). A resume refuses an input
 line naming the file and the two hash prefixes; a change of code version is allowed, printed and recorded
 in config_history.jsonl with the step the run continues from.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,6 +44,7 @@ CHUNK = 1 << 20
 
 
 # ----------------------------------------------------------------------------- hashes
+
 
 def _update_with_file(digest, path: Path) -> None:
     with open(path, "rb") as fh:
@@ -85,8 +87,14 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".h5", ".msgp
 def model_files(model_dir: str | Path) -> list[Path]:
     """The files of a model folder that loading reads besides its weights: every top-level file except weight
     files (WEIGHT_SUFFIXES) and documentation (*.md, LICENSE*, dot files), in name order."""
-    return sorted(f for f in Path(model_dir).iterdir() if f.is_file() and f.suffix not in WEIGHT_SUFFIXES
-                  and f.suffix != ".md" and not f.name.startswith((".", "LICENSE")))
+    return sorted(
+        f
+        for f in Path(model_dir).iterdir()
+        if f.is_file()
+        and f.suffix not in WEIGHT_SUFFIXES
+        and f.suffix != ".md"
+        and not f.name.startswith((".", "LICENSE"))
+    )
 
 
 def tensors_sha256(weights: dict) -> str:
@@ -109,6 +117,7 @@ def settings_sha256(config: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- the code version
+
 
 def code_version() -> dict:
     """{"commit", "modified", "diff_sha256", "version"} of the escov source running now: the git commit when
@@ -134,8 +143,11 @@ def code_version() -> dict:
         return record
     commit = (git("rev-parse", "HEAD") or "").strip() or None
     diff = git("diff", "HEAD", "--binary") if commit else None
-    record |= {"commit": commit, "modified": bool(diff),
-               "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None}
+    record |= {
+        "commit": commit,
+        "modified": bool(diff),
+        "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None,
+    }
     return record
 
 
@@ -144,13 +156,15 @@ def describe_code(code: dict | None) -> str:
     if not code:
         return "unknown code"
     if code.get("commit"):
-        modified = (f" (modified, diff {code['diff_sha256'][:8]})" if code.get("modified") and code.get("diff_sha256")
-                    else "")
+        modified = (
+            f" (modified, diff {code['diff_sha256'][:8]})" if code.get("modified") and code.get("diff_sha256") else ""
+        )
         return f"commit {code['commit'][:SHORT]}{modified}"
     return f"version {code.get('version')}"
 
 
 # ----------------------------------------------------------------------------- the inputs
+
 
 def reward_source(spec: str) -> Path | None:
     """The source file of a reward function 'file.py:function' or 'module:function', found as the task
@@ -193,8 +207,12 @@ def _extra(name: str, value: str, path: Path, run_dir: Path) -> dict:
     if name == "reward_function":
         module = value.rpartition(":")[0]
         found = reward_imports.imported_files(path, "" if module.endswith(".py") else module)
-        return {"imports": {m: {"path": str(f), "from_run": os.path.relpath(f, run_dir), "sha256": content_sha256(f)}
-                            for m, f in found.items()}}
+        return {
+            "imports": {
+                m: {"path": str(f), "from_run": os.path.relpath(f, run_dir), "sha256": content_sha256(f)}
+                for m, f in found.items()
+            }
+        }
     return {}
 
 
@@ -216,9 +234,12 @@ def take_inputs(cfg, run_dir: str | Path) -> dict:
         for key, given in _entries(name, getattr(cfg, name)):
             value, path = _resolved(name, given)
             values.append(value)
-            inputs[key] = {"given": given, "path": None if path is None else str(path),
-                           "from_run": None if path is None else os.path.relpath(path, run_dir),
-                           "sha256": None if path is None else _sha256(name, path)}
+            inputs[key] = {
+                "given": given,
+                "path": None if path is None else str(path),
+                "from_run": None if path is None else os.path.relpath(path, run_dir),
+                "sha256": None if path is None else _sha256(name, path),
+            }
             inputs[key] |= {} if path is None else _extra(name, value, path, run_dir)
         if values:
             setattr(cfg, name, tuple(values) if name == "reward_function" else values[0])
@@ -241,8 +262,10 @@ def _locate(run_dir: Path, name: str, record: dict) -> Path:
     for path in candidates:
         if path.exists():
             return path.resolve()
-    raise RunDirError(f"{run_dir / MANIFEST}: {name} {record['given']!r} is missing: not at {candidates[0]} nor at "
-                      f"{os.path.normpath(candidates[1])} (relative to the run directory); put it back to resume")
+    raise RunDirError(
+        f"{run_dir / MANIFEST}: {name} {record['given']!r} is missing: not at {candidates[0]} nor at "
+        f"{os.path.normpath(candidates[1])} (relative to the run directory); put it back to resume"
+    )
 
 
 def check_inputs(run_dir: str | Path, cfg, recorded: dict) -> None:
@@ -255,9 +278,11 @@ def check_inputs(run_dir: str | Path, cfg, recorded: dict) -> None:
         keys = [k for k in recorded if k == name or k.startswith(f"{name}[")]
         if len(entries) != len(keys):
             was = [recorded[k]["given"] for k in keys]
-            raise RunDirError(f"{run_dir / CONFIG}: setting {name} is {getattr(cfg, name)!r} but the run ran with "
-                              f"{was[0] if len(was) == 1 else was or 'none'!r}; a resumed run keeps its inputs "
-                              "(restore it, or start a new run)")
+            raise RunDirError(
+                f"{run_dir / CONFIG}: setting {name} is {getattr(cfg, name)!r} but the run ran with "
+                f"{was[0] if len(was) == 1 else was or 'none'!r}; a resumed run keeps its inputs "
+                "(restore it, or start a new run)"
+            )
         values = []
         for key, now in entries:
             record = recorded[key]
@@ -271,15 +296,20 @@ def check_inputs(run_dir: str | Path, cfg, recorded: dict) -> None:
             path = _imported_now(run_dir, key, now, record) if by_name else _locate(run_dir, name, record)
             digest = _sha256(name, path)
             if digest != record["sha256"] and by_name and path != Path(record["path"]).resolve():
-                raise RunDirError(f"{path}: {key} {now!r} now imports this file, not the one the run used "
-                                  f"({record['path']}; sha256 {record['sha256'][:SHORT]} -> {digest[:SHORT]}); "
-                                  "resume from the folder the run was started from (a resumed run keeps its inputs)")
+                raise RunDirError(
+                    f"{path}: {key} {now!r} now imports this file, not the one the run used "
+                    f"({record['path']}; sha256 {record['sha256'][:SHORT]} -> {digest[:SHORT]}); "
+                    "resume from the folder the run was started from (a resumed run keeps its inputs)"
+                )
             if digest != record["sha256"]:
                 what = {"model": "base model weights", "reward_function": "reward function source"}.get(
-                    name, f"{name} file")
-                raise RunDirError(f"{path}: {what} changed since the run started (sha256 {record['sha256'][:SHORT]} "
-                                  f"-> {digest[:SHORT]}); a resumed run keeps its inputs (restore it, or start a new "
-                                  "run)")
+                    name, f"{name} file"
+                )
+                raise RunDirError(
+                    f"{path}: {what} changed since the run started (sha256 {record['sha256'][:SHORT]} "
+                    f"-> {digest[:SHORT]}); a resumed run keeps its inputs (restore it, or start a new "
+                    "run)"
+                )
             _check_extra(run_dir, key, "" if not by_name else module, path, record)
             if name == "reward_function":
                 module, _, function = now.rpartition(":")
@@ -299,8 +329,10 @@ def _imported_now(run_dir: Path, key: str, spec: str, record: dict) -> Path:
     else:
         why = "no source file"
     if source is None or not source.is_file():
-        raise RunDirError(f"{run_dir / CONFIG}: {key} {spec!r} cannot be imported now ({why}); the run used "
-                          f"{record['path']}: resume from the folder the run was started from")
+        raise RunDirError(
+            f"{run_dir / CONFIG}: {key} {spec!r} cannot be imported now ({why}); the run used "
+            f"{record['path']}: resume from the folder the run was started from"
+        )
     return source.resolve()
 
 
@@ -313,23 +345,33 @@ def _check_extra(run_dir: Path, key: str, module: str, path: Path, record: dict)
         for name in sorted(set(now) | set(record["files"])):
             was, digest = record["files"].get(name), now.get(name)
             if was != digest:
-                change = ("added" if was is None else "removed" if digest is None
-                          else f"changed (sha256 {was[:SHORT]} -> {digest[:SHORT]})")
+                change = (
+                    "added"
+                    if was is None
+                    else "removed"
+                    if digest is None
+                    else f"changed (sha256 {was[:SHORT]} -> {digest[:SHORT]})"
+                )
                 raise RunDirError(f"{path / name}: base model file {change} since the run started; {keep}")
     if "imports" in record:
         now = reward_imports.imported_files(path, module)
         for name in sorted(set(now) | set(record["imports"])):
             was = record["imports"].get(name)
             if name not in now:
-                raise RunDirError(f"{path}: {key} imports module {name}, which is not found now (the run used "
-                                  f"{was['path']}); {keep}")
+                raise RunDirError(
+                    f"{path}: {key} imports module {name}, which is not found now (the run used {was['path']}); {keep}"
+                )
             digest = content_sha256(now[name])
             if was is None:
-                raise RunDirError(f"{now[name]}: module {name}, imported by {key} ({path.name}), was not among its "
-                                  f"imports when the run started; {keep}")
+                raise RunDirError(
+                    f"{now[name]}: module {name}, imported by {key} ({path.name}), was not among its "
+                    f"imports when the run started; {keep}"
+                )
             if digest != was["sha256"]:
-                raise RunDirError(f"{now[name]}: module {name}, imported by {key} ({path.name}), changed since the "
-                                  f"run started (sha256 {was['sha256'][:SHORT]} -> {digest[:SHORT]}); {keep}")
+                raise RunDirError(
+                    f"{now[name]}: module {name}, imported by {key} ({path.name}), changed since the "
+                    f"run started (sha256 {was['sha256'][:SHORT]} -> {digest[:SHORT]}); {keep}"
+                )
 
 
 def check_settings_hash(run_dir: str | Path, allow_change: bool) -> dict | None:
@@ -348,17 +390,24 @@ def check_settings_hash(run_dir: str | Path, allow_change: bool) -> dict | None:
             except RunDirError:
                 stamped = False  # a damaged checkpoint: resume_point sets it aside
             if stamped:
-                raise RunDirError(f"{run_dir / MANIFEST}: missing, but checkpoint step-{steps[0]} was written by a run "
-                                  "that records its inputs there; restore it to resume (or start a new run)")
+                raise RunDirError(
+                    f"{run_dir / MANIFEST}: missing, but checkpoint step-{steps[0]} was written by a run "
+                    "that records its inputs there; restore it to resume (or start a new run)"
+                )
         if steps or (run_dir / rundir.METRICS).exists():
-            print(f"note: {run_dir / MANIFEST} is missing (a run from before runs recorded their inputs): its code, "
-                  "data, reward and model cannot be compared with the run's; recorded from now on", file=sys.stderr)
+            print(
+                f"note: {run_dir / MANIFEST} is missing (a run from before runs recorded their inputs): its code, "
+                "data, reward and model cannot be compared with the run's; recorded from now on",
+                file=sys.stderr,
+            )
         return None
     if not rundir.config_history(run_dir):
         now, was = settings_sha256(rundir.read_config(run_dir)), recorded["settings_sha256"]
         if now != was and not allow_change:
-            raise RunDirError(f"{run_dir / CONFIG}: settings differ from those the run ran with (sha256 {was[:SHORT]} "
-                              f"in {MANIFEST}, now {now[:SHORT]}) and {CONFIG_HISTORY}, which names them, is missing; "
-                              "restore config.json, or pass --allow_config_change true to continue with the new "
-                              "settings")
+            raise RunDirError(
+                f"{run_dir / CONFIG}: settings differ from those the run ran with (sha256 {was[:SHORT]} "
+                f"in {MANIFEST}, now {now[:SHORT]}) and {CONFIG_HISTORY}, which names them, is missing; "
+                "restore config.json, or pass --allow_config_change true to continue with the new "
+                "settings"
+            )
     return recorded

@@ -6,6 +6,7 @@ With it, the tests marked `gpu` (tests/llm/test_gpu.py) run on the CPU instead o
 Figures from a stand-in run are not GPU figures. Standard library only: the GPU check's driver reads
 it before it knows whether torch is installed.
 """
+
 from __future__ import annotations
 
 import os

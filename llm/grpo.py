@@ -32,7 +32,7 @@ import copy
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
@@ -167,6 +167,11 @@ class GRPOStep:
     @property
     def generated_tokens(self) -> int:
         return self.rollouts.n_tokens
+
+    @property
+    def replay(self) -> None:
+        """The step's replay.jsonl record: none (the replay log holds ES's updates only, llm/replay_log.py)."""
+        return None
 
     def metrics(self) -> dict:
         """The step's own fields of its metrics.jsonl row (StepMetrics, llm/rundir/records.py): the rollouts'

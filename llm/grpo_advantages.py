@@ -20,6 +20,7 @@ advantage per completion.
                     which does not depend on y_i and so keeps the estimate unbiased (an all-equal group gets 0);
                     scale_rewards none leaves it so, group divides it by the group's std + 1e-4 as grpo does.
 """
+
 from __future__ import annotations
 
 from math import comb

@@ -15,6 +15,7 @@ advantage, w_t = exp(logp_t - old_t) and means taken over the N tokens:
 
 Both return the share of the N tokens so treated ("cov_share").
 """
+
 from __future__ import annotations
 
 import torch

@@ -17,6 +17,7 @@ H_t is the entropy (nats) of the policy's next-token law at the sampling tempera
 TRL takes the quantile and the bonus's mean per micro-batch of its accumulation window; here both are over the
 whole batch of the update (micro_batch_size stays a memory setting), the same where one micro-batch holds it.
 """
+
 from __future__ import annotations
 
 import math

@@ -12,6 +12,7 @@ outcome-based exploration (`outcome_bonus_coef` c; Song, Kempe, Munos 2025, "Out
     advantage (a rare answer earns more than a frequent one); a completion without an answer gets none. The
     recorded rewards and Pass@1 stay the verifier's.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,5 +36,7 @@ def outcome_bonus(answers: list[list[str | None]], prompts: list[str], coef: flo
         for a in row:
             if a is not None:
                 seen[a] = seen.get(a, 0) + 1
-    return np.array([[0.0 if a is None else coef / np.sqrt(counts[p][a]) for a in row]
-                     for p, row in zip(prompts, answers)], dtype=np.float64)
+    return np.array(
+        [[0.0 if a is None else coef / np.sqrt(counts[p][a]) for a in row] for p, row in zip(prompts, answers)],
+        dtype=np.float64,
+    )

@@ -12,6 +12,7 @@ base_model_name_or_path is the phase's starting model): `PeftModel.from_pretrain
 folder is not the checkpoint's root: transformers' `from_pretrained(checkpoint)` applies an adapter_config.json
 it finds there on top of the weights beside it, which are already merged (the delta would count twice).
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,8 +25,14 @@ def lora_model(base: torch.nn.Module, cfg: GRPOConfig) -> torch.nn.Module:
     from peft import LoraConfig, get_peft_model
 
     targets = [t for t in cfg.lora_target_modules.split(",") if t] or None  # None: peft's default for the architecture
-    config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                        target_modules=targets, bias="none", task_type="CAUSAL_LM")
+    config = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=targets,
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
     try:
         return get_peft_model(base, config)
     except ValueError as err:  # peft names a target module that the model does not have
@@ -44,8 +51,10 @@ def merged_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The weights W0 + (alpha / r) B A of every LoRA-wrapped module, by the base model's parameter names
     (the other weights are W0, unchanged)."""
     with torch.no_grad():
-        return {f"{name}.weight": layer.get_base_layer().weight + layer.get_delta_weight("default")
-                for name, layer in lora_layers(model).items()}
+        return {
+            f"{name}.weight": layer.get_base_layer().weight + layer.get_delta_weight("default")
+            for name, layer in lora_layers(model).items()
+        }
 
 
 ADAPTER_NAME = "default"  # peft's name of the one adapter; its saved files leave it out of the tensors' names

@@ -16,6 +16,7 @@ With log-probs logp_t of the policy, old_t of the sampling policy (pi_old) and a
 
 The loss type's mean (llm/grpo_losses.py) then averages the terms.
 """
+
 from __future__ import annotations
 
 import torch

@@ -8,6 +8,7 @@ verl 0.9's core_algos otherwise), so that every default leaves plain GRPO unchan
 one variant and is moved off its default while that variant is off is refused in one line naming both settings,
 and so is a pair of variants that cannot act together.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,8 +39,13 @@ _OWNED = {
 
 def _number(cfg, name: str, low: float, high: float = math.inf, low_open: bool = False) -> None:
     v = getattr(cfg, name)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not low <= v <= high \
-            or (low_open and v == low):
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not math.isfinite(v)
+        or not low <= v <= high
+        or (low_open and v == low)
+    ):
         where = (f"> {low:g}" if low_open else f">= {low:g}") if high == math.inf else f"in [{low:g}, {high:g}]"
         raise ValueError(f"grpo.{name} must be a finite number {where}, got {v!r}")
 
@@ -47,15 +53,23 @@ def _number(cfg, name: str, low: float, high: float = math.inf, low_open: bool =
 def check_variant_settings(cfg) -> None:
     """ValueError (one line) for a variant setting out of range or a combination that makes no sense."""
     if cfg.importance_sampling_level not in IMPORTANCE_SAMPLING_LEVELS:
-        raise ValueError(f"grpo.importance_sampling_level must be one of {list(IMPORTANCE_SAMPLING_LEVELS)}, "
-                         f"got {cfg.importance_sampling_level!r}")
+        raise ValueError(
+            f"grpo.importance_sampling_level must be one of {list(IMPORTANCE_SAMPLING_LEVELS)}, "
+            f"got {cfg.importance_sampling_level!r}"
+        )
     if cfg.adv_estimator not in ADV_ESTIMATORS:
         raise ValueError(f"grpo.adv_estimator must be one of {list(ADV_ESTIMATORS)}, got {cfg.adv_estimator!r}")
     for name in ("use_adaptive_entropy", "zero_success_gating"):
         if not isinstance(getattr(cfg, name), bool):
             raise ValueError(f"grpo.{name} must be true or false, got {getattr(cfg, name)!r}")
-    for name in ("entropy_coef", "entropy_coef_min", "entropy_coef_delta", "entropy_target", "ppo_kl_coef",
-                 "outcome_bonus_coef"):
+    for name in (
+        "entropy_coef",
+        "entropy_coef_min",
+        "entropy_coef_delta",
+        "entropy_target",
+        "ppo_kl_coef",
+        "outcome_bonus_coef",
+    ):
         _number(cfg, name, 0.0)
     _number(cfg, "top_entropy_quantile", 0.0, 1.0)
     for name in ("sapo_temperature_pos", "sapo_temperature_neg", "clip_cov_ratio", "kl_cov_ratio"):
@@ -64,10 +78,15 @@ def check_variant_settings(cfg) -> None:
         _number(cfg, name, -math.inf)
     _number(cfg, "entropy_coef_max", cfg.entropy_coef_min)
     reads_k = _OWNED["pass_k"][0](cfg)  # k <= G where an estimator reads it; the default k = 4 stands beside any G
-    if isinstance(cfg.pass_k, bool) or not isinstance(cfg.pass_k, int) or cfg.pass_k < 1 \
-            or (reads_k and cfg.pass_k > cfg.num_generations):
-        raise ValueError(f"grpo.pass_k must be an integer in [1, grpo.num_generations={cfg.num_generations}], "
-                         f"got {cfg.pass_k!r}")
+    if (
+        isinstance(cfg.pass_k, bool)
+        or not isinstance(cfg.pass_k, int)
+        or cfg.pass_k < 1
+        or (reads_k and cfg.pass_k > cfg.num_generations)
+    ):
+        raise ValueError(
+            f"grpo.pass_k must be an integer in [1, grpo.num_generations={cfg.num_generations}], got {cfg.pass_k!r}"
+        )
     defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
     for name, (acts, condition) in _OWNED.items():
         if getattr(cfg, name) != defaults[name] and not acts(cfg):
@@ -75,16 +94,24 @@ def check_variant_settings(cfg) -> None:
     if cfg.clip_cov_lb >= cfg.clip_cov_ub:
         raise ValueError(f"grpo.clip_cov_lb ({cfg.clip_cov_lb:g}) must be below grpo.clip_cov_ub ({cfg.clip_cov_ub:g})")
     if cfg.importance_sampling_level == "sequence" and cfg.loss_type in COVARIANCE_LOSSES:
-        raise ValueError(f"grpo.loss_type {cfg.loss_type} selects single tokens by their covariance: it needs "
-                         "grpo.importance_sampling_level token, got sequence")
+        raise ValueError(
+            f"grpo.loss_type {cfg.loss_type} selects single tokens by their covariance: it needs "
+            "grpo.importance_sampling_level token, got sequence"
+        )
     if cfg.adv_estimator in ("grpo_passk", "pkpo") and cfg.scale_rewards == "batch":
-        raise ValueError(f"grpo.adv_estimator {cfg.adv_estimator} divides by its group's std (grpo.scale_rewards "
-                         "group) or by nothing (none): grpo.scale_rewards batch has no meaning there")
+        raise ValueError(
+            f"grpo.adv_estimator {cfg.adv_estimator} divides by its group's std (grpo.scale_rewards "
+            "group) or by nothing (none): grpo.scale_rewards batch has no meaning there"
+        )
     if cfg.adv_estimator == "pkpo" and cfg.pass_k > cfg.num_generations - 1:
-        raise ValueError(f"grpo.adv_estimator pkpo's leave-one-out baseline needs grpo.pass_k <= grpo.num_generations"
-                         f" - 1 = {cfg.num_generations - 1}, got {cfg.pass_k}")
+        raise ValueError(
+            f"grpo.adv_estimator pkpo's leave-one-out baseline needs grpo.pass_k <= grpo.num_generations"
+            f" - 1 = {cfg.num_generations - 1}, got {cfg.pass_k}"
+        )
     if cfg.adv_estimator == "passk_analytic" and cfg.scale_rewards != "group":
-        raise ValueError(f"grpo.adv_estimator passk_analytic is standardized by its own closed-form std: it needs "
-                         f"grpo.scale_rewards group, got {cfg.scale_rewards}")
+        raise ValueError(
+            f"grpo.adv_estimator passk_analytic is standardized by its own closed-form std: it needs "
+            f"grpo.scale_rewards group, got {cfg.scale_rewards}"
+        )
     if cfg.epsilon_high and cfg.loss_type in ("sapo", "kl_cov"):
         raise ValueError(f"grpo.epsilon_high does nothing with grpo.loss_type {cfg.loss_type} (it has no clip range)")

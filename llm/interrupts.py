@@ -15,6 +15,7 @@ Without the handlers (the library used from Python), `stop_if_requested` never s
 Exit codes follow the shell's convention: 128 + the signal number (130 for SIGINT, 143 for SIGTERM);
 a second signal ends the process by that signal (the shell shows the same codes).
 """
+
 from __future__ import annotations
 
 import signal
@@ -56,8 +57,12 @@ def _record(signum: int, frame) -> None:
     _requested.append(signum)
     for s in SIGNALS:  # a second signal stops at once
         signal.signal(s, _at_once)
-    print(f"\n{signal.Signals(signum).name}: stopping at the next safe point (after the current step, and its "
-          "checkpoint when one is due); a second SIGINT (Ctrl-C) or SIGTERM stops at once", file=sys.stderr, flush=True)
+    print(
+        f"\n{signal.Signals(signum).name}: stopping at the next safe point (after the current step, and its "
+        "checkpoint when one is due); a second SIGINT (Ctrl-C) or SIGTERM stops at once",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _at_once(signum: int, frame) -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Callable, Iterable, TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 import torch
@@ -43,8 +43,14 @@ from scipy.special import logsumexp
 from escov.llm.es.noise import noise
 from escov.llm.rollout import completion_logprobs, derive_seed, pad_batch, rollout
 from escov.llm.tasks.base import Problem, Task
-from escov.theory.lemmas import (distinct_members_pass, lemma1_prediction, lemma2_gap_local, population_pass,
-                                 same_policy_pass, validity_parameter)
+from escov.theory.lemmas import (
+    distinct_members_pass,
+    lemma1_prediction,
+    lemma2_gap_local,
+    population_pass,
+    same_policy_pass,
+    validity_parameter,
+)
 from escov.theory.metrics import binary_entropy, jssucc, jssucc_batch, pass_at_k, pass_at_k_from_p
 
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ noise rank against the weight shapes, the model's modules, Ray and CUDA being th
 `population.members = "auto"` (the default) picks "ray" with Ray workers, "batched_hf" when
 population.batched, else "one_by_one".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,12 +29,12 @@ VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank va
 
 @dataclass
 class DistributedConfig:
-    workers: int = 2                 # K Ray actors; es.population_size must be divisible by K
-    address: str = ""                # "": start a local Ray; "host:port", "ray://host:port" or "auto": a cluster
-    cpus_per_worker: float = 1.0     # Ray CPUs reserved by each actor
-    threads_per_worker: int = 1      # torch threads inside each actor
-    actor_timeout_s: float = 600.0   # a call not answered in time counts as a dead actor
-    gpus_per_worker: float = 0.0     # Ray GPUs reserved by each actor (1: one engine per GPU, on CUDA)
+    workers: int = 2  # K Ray actors; es.population_size must be divisible by K
+    address: str = ""  # "": start a local Ray; "host:port", "ray://host:port" or "auto": a cluster
+    cpus_per_worker: float = 1.0  # Ray CPUs reserved by each actor
+    threads_per_worker: int = 1  # torch threads inside each actor
+    actor_timeout_s: float = 600.0  # a call not answered in time counts as a dead actor
+    gpus_per_worker: float = 0.0  # Ray GPUs reserved by each actor (1: one engine per GPU, on CUDA)
 
     def validate(self, population_size: int) -> None:
         k = self.workers
@@ -45,8 +46,11 @@ class DistributedConfig:
             raise ValueError("cpus_per_worker and actor_timeout_s must be > 0")
         if not self.gpus_per_worker >= 0:
             raise ValueError(f"gpus_per_worker must be >= 0, got {self.gpus_per_worker!r}")
-        if isinstance(self.threads_per_worker, bool) or not isinstance(self.threads_per_worker, int) \
-                or self.threads_per_worker < 1:
+        if (
+            isinstance(self.threads_per_worker, bool)
+            or not isinstance(self.threads_per_worker, int)
+            or self.threads_per_worker < 1
+        ):
             raise ValueError(f"threads_per_worker must be an integer >= 1, got {self.threads_per_worker!r}")
 
 
@@ -66,25 +70,32 @@ def strategy_name(population: PopulationConfig, distributed: DistributedConfig |
 
 # ----------------------------------------------------------------------------- each strategy's option rules
 
+
 def check_batched_engine(engine: str) -> None:
     """ValueError unless the engine kind is "hf": the batched forward swaps modules of the HF model."""
     if engine != "hf":
-        raise ValueError("population.batched needs engine = 'hf' (one batched forward for all members); "
-                         "set population.batched = false to evaluate members one by one on vLLM")
+        raise ValueError(
+            "population.batched needs engine = 'hf' (one batched forward for all members); "
+            "set population.batched = false to evaluate members one by one on vLLM"
+        )
 
 
 def _no_bf16(name: str, cfg: ESConfig) -> None:
     if cfg.inplace_bf16:
-        raise ValueError(f"population.members {name} keeps an fp32 master; es.inplace_bf16 (the paper's bf16 add / "
-                         "subtract) runs with one_by_one on the HF engine (engine = 'hf')")
+        raise ValueError(
+            f"population.members {name} keeps an fp32 master; es.inplace_bf16 (the paper's bf16 add / "
+            "subtract) runs with one_by_one on the HF engine (engine = 'hf')"
+        )
 
 
 def _one_process(name: str, population: PopulationConfig, distributed: DistributedConfig | None) -> None:
     if population.batched:
         raise ValueError(f"population.members {name} evaluates members one way; turn population.batched off")
     if uses_workers(distributed):
-        raise ValueError(f"population.members {name} runs in one process; it does not combine with Ray workers "
-                         "(workers > 1 or a ray address)")
+        raise ValueError(
+            f"population.members {name} runs in one process; it does not combine with Ray workers "
+            "(workers > 1 or a ray address)"
+        )
 
 
 def check_one_by_one(cfg, population, engine, distributed) -> None:
@@ -93,11 +104,14 @@ def check_one_by_one(cfg, population, engine, distributed) -> None:
 
 def check_batched(cfg, population, engine, distributed) -> None:
     if cfg.inplace_bf16:
-        raise ValueError("population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); "
-                         "turn one of them off")
+        raise ValueError(
+            "population.batched cannot reproduce es.inplace_bf16 (in-place perturbation); turn one of them off"
+        )
     if uses_workers(distributed):
-        raise ValueError("population.members batched_hf runs in one process; with Ray workers use 'ray' "
-                         "(each actor batched when population.batched)")
+        raise ValueError(
+            "population.members batched_hf runs in one process; with Ray workers use 'ray' "
+            "(each actor batched when population.batched)"
+        )
 
 
 def check_ray_options(cfg, population, engine, distributed) -> None:
@@ -114,8 +128,10 @@ def check_vllm_lora(cfg, population, engine, distributed) -> None:
     if population.noise_rank < 1:
         raise ValueError("population.members vllm_lora needs low-rank noise (population.noise_rank >= 1)")
     if population.noise_rank > VLLM_LORA_RANKS[-1]:
-        raise ValueError(f"population.members vllm_lora: vLLM allows LoRA ranks up to {VLLM_LORA_RANKS[-1]}, "
-                         f"got population.noise_rank {population.noise_rank}")
+        raise ValueError(
+            f"population.members vllm_lora: vLLM allows LoRA ranks up to {VLLM_LORA_RANKS[-1]}, "
+            f"got population.noise_rank {population.noise_rank}"
+        )
 
 
 def check_vllm_inplace(cfg, population, engine, distributed) -> None:
@@ -126,8 +142,9 @@ def check_vllm_inplace(cfg, population, engine, distributed) -> None:
 @dataclass(frozen=True)
 class OptionRules:
     """What a strategy asks of the settings."""
-    engine: str        # the engine kind it needs ("hf", "vllm"; "any")
-    check: Callable    # (ESConfig, PopulationConfig, engine, DistributedConfig | None): ValueError naming a setting
+
+    engine: str  # the engine kind it needs ("hf", "vllm"; "any")
+    check: Callable  # (ESConfig, PopulationConfig, engine, DistributedConfig | None): ValueError naming a setting
 
 
 OPTION_RULES = {
@@ -140,8 +157,9 @@ OPTION_RULES = {
 MEMBER_MODES = ("auto", *OPTION_RULES)  # the values of population.members
 
 
-def check_options(cfg: ESConfig, population: PopulationConfig, engine: str,
-                  distributed: DistributedConfig | None = None) -> None:
+def check_options(
+    cfg: ESConfig, population: PopulationConfig, engine: str, distributed: DistributedConfig | None = None
+) -> None:
     """ValueError naming the setting when ES's options do not go together (engine: "hf" or "vllm")."""
     cfg.validate()
     population.validate()

@@ -1,5 +1,6 @@
 """Axes that say what they show, shared by every plot: a Pass@k axis ticked at its k values, a step axis ticked at
 whole steps, a legend beside the data (never over it), text readable at the size a figure is shown."""
+
 from __future__ import annotations
 
 

@@ -23,6 +23,7 @@ Splits (llm/tasks/base.py split_of): a generated task holds 90% of its instances
 positive control) is chosen on train or validation prompts; the test prompts are read by the answer's runs
 alone (tests/test_selection_split.py checks the commands that choose settings against the answer's test ids).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,12 +42,15 @@ PROBE_PROBLEM_SEED = 1
 # (llm/train.py draws it with the run's seed); a generated task's train split is large, so they rarely meet
 TRAIN_CURVE_SEED = 1_000_003
 SELECTION_SPLIT = "validation"  # the split settings are chosen on (a base, the premise's positive control)
-CURVE_SPLITS = tuple(reversed(SPLITS))  # the splits a curve or a base measurement can read: all, test (the default) first
+CURVE_SPLITS = tuple(
+    reversed(SPLITS)
+)  # the splits a curve or a base measurement can read: all, test (the default) first
 
 
 @dataclass(frozen=True)
 class ProblemSet:
     """A task and the problems of it that are measured."""
+
     task: Task
     problems: list[Problem]
 
@@ -108,17 +112,22 @@ def fit_to_data(cfg: TrainConfig, task: Task) -> list[str]:
         if not held or held >= wanted or (name == "probe_prompts" and not cfg.probe):
             continue  # generated problems, an empty split (the task's own error names it), or enough
         if wanted != _defaults()[name].default:
-            raise ValueError(f"{name} = {wanted} but the {split} data holds {held} records: "
-                             f"give --{name} {held} or less")
+            raise ValueError(
+                f"{name} = {wanted} but the {split} data holds {held} records: give --{name} {held} or less"
+            )
         setattr(cfg, name, held)
         notes.append(f"the {split} data holds {held} records: {name} = {held} (default {wanted}; --{name} sets it)")
     if cfg.batch_size > cfg.train_pool and cfg.batch_size == _defaults()["batch_size"].default:
-        notes.append(f"the training pool holds {cfg.train_pool} prompts: batch_size = {cfg.train_pool} "
-                     f"(default {cfg.batch_size}; --batch_size sets it)")
+        notes.append(
+            f"the training pool holds {cfg.train_pool} prompts: batch_size = {cfg.train_pool} "
+            f"(default {cfg.batch_size}; --batch_size sets it)"
+        )
         cfg.batch_size = cfg.train_pool
     if cfg.batch_size > cfg.train_pool:
-        raise ValueError(f"batch_size = {cfg.batch_size} but the training pool holds {cfg.train_pool} prompts: "
-                         f"give --batch_size {cfg.train_pool} or less")
+        raise ValueError(
+            f"batch_size = {cfg.batch_size} but the training pool holds {cfg.train_pool} prompts: "
+            f"give --batch_size {cfg.train_pool} or less"
+        )
     return notes
 
 
@@ -129,8 +138,10 @@ def prompt_sources(cfg: TrainConfig, task: Task) -> dict[str, list]:
     from escov.llm.tasks.data_files import split_source
 
     sources: dict[str, list] = {}
-    for split, used in (("train", lambda: task.problems("train", cfg.train_pool, seed=cfg.seed)),
-                        ("test", lambda: eval_set(cfg, task=task).problems + probe_problems(cfg, task))):
+    for split, used in (
+        ("train", lambda: task.problems("train", cfg.train_pool, seed=cfg.seed)),
+        ("test", lambda: eval_set(cfg, task=task).problems + probe_problems(cfg, task)),
+    ):
         size = task.size(split)
         if size == 0:
             continue

@@ -14,6 +14,7 @@ use, counted with the engine's own encoding (chat template included), from the t
 
 A model whose config.json names no context length is not checked.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,13 +43,16 @@ def prompt_budget(model_dir, max_completion_length: int) -> int | None:
     if context is None:
         return None
     if max_completion_length >= context:
-        raise ValueError(f"max_completion_length {max_completion_length} leaves no room for a prompt: the model "
-                         f"{model_dir} holds {context} positions (max_position_embeddings in its config.json)")
+        raise ValueError(
+            f"max_completion_length {max_completion_length} leaves no room for a prompt: the model "
+            f"{model_dir} holds {context} positions (max_position_embeddings in its config.json)"
+        )
     return context - max_completion_length
 
 
-def check_prompt_lengths(sources: dict[str, list], tokenizer, model_dir, max_completion_length: int,
-                         truncate: bool = False) -> int | None:
+def check_prompt_lengths(
+    sources: dict[str, list], tokenizer, model_dir, max_completion_length: int, truncate: bool = False
+) -> int | None:
     """Check the prompts of each source (a data file's name -> its problems) against the prompt budget.
 
     Returns the budget when prompts are to be cut to it (truncate, and some prompt is over it), else None.
@@ -68,13 +72,18 @@ def check_prompt_lengths(sources: dict[str, list], tokenizer, model_dir, max_com
         if not over:
             continue
         longest, longest_id = max(over)
-        what = (f"{source}: {len(over)} of {len(problems)} prompts are longer than the model has room for "
-                f"({budget} tokens: {budget + max_completion_length} positions of {model_dir} less "
-                f"max_completion_length {max_completion_length}); the longest, {longest_id}, has {longest} tokens")
+        what = (
+            f"{source}: {len(over)} of {len(problems)} prompts are longer than the model has room for "
+            f"({budget} tokens: {budget + max_completion_length} positions of {model_dir} less "
+            f"max_completion_length {max_completion_length}); the longest, {longest_id}, has {longest} tokens"
+        )
         if not truncate:
-            raise ValueError(f"{what}; shorten them, lower max_completion_length, or set truncate_prompts = true "
-                             f"(--truncate_prompts) to keep their last {budget} tokens")
-        print(f"note: {what}; truncate_prompts: they are cut to their last {budget} tokens",
-              file=sys.stderr, flush=True)
+            raise ValueError(
+                f"{what}; shorten them, lower max_completion_length, or set truncate_prompts = true "
+                f"(--truncate_prompts) to keep their last {budget} tokens"
+            )
+        print(
+            f"note: {what}; truncate_prompts: they are cut to their last {budget} tokens", file=sys.stderr, flush=True
+        )
         cut = True
     return budget if cut else None

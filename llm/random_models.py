@@ -15,6 +15,7 @@ token, Qwen's pre-tokenizer and ChatML template, `<|im_end|>` ends a turn); Llam
 character-level tokenizer (llm/tinymodel.py) with `CHAR_CHAT_TEMPLATE`. Models with a real
 vocabulary (the Qwen2.5 shapes) keep it: ids past the tokenizer's are never produced but exist.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,10 +24,14 @@ from pathlib import Path
 import torch
 
 ARCHITECTURES = ("qwen2", "llama")
-CHAR_CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-                      "{% if add_generation_prompt %}<|assistant|>{% endif %}")
-CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                   "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHAR_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 QWEN_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 
@@ -62,12 +67,21 @@ def model_config(architecture: str, size: str, vocab_size: int, pad_id: int, eos
     from transformers import LlamaConfig, Qwen2Config
 
     shape = SIZES[size]
-    common = dict(vocab_size=shape.vocab_size or vocab_size, hidden_size=shape.hidden_size,
-                  intermediate_size=shape.intermediate_size, num_hidden_layers=shape.num_layers,
-                  num_attention_heads=shape.num_heads, num_key_value_heads=shape.num_kv_heads,
-                  max_position_embeddings=shape.max_position_embeddings, rope_theta=shape.rope_theta,
-                  tie_word_embeddings=shape.tie_word_embeddings, rms_norm_eps=1e-6,
-                  pad_token_id=pad_id, eos_token_id=eos_id, bos_token_id=None)
+    common = dict(
+        vocab_size=shape.vocab_size or vocab_size,
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size,
+        num_hidden_layers=shape.num_layers,
+        num_attention_heads=shape.num_heads,
+        num_key_value_heads=shape.num_kv_heads,
+        max_position_embeddings=shape.max_position_embeddings,
+        rope_theta=shape.rope_theta,
+        tie_word_embeddings=shape.tie_word_embeddings,
+        rms_norm_eps=1e-6,
+        pad_token_id=pad_id,
+        eos_token_id=eos_id,
+        bos_token_id=None,
+    )
     return Qwen2Config(**common) if architecture == "qwen2" else LlamaConfig(**common)
 
 
@@ -79,8 +93,9 @@ def build_tokenizer(architecture: str):
 
         vocab = {ch: i for i, ch in enumerate(bytes_to_unicode().values())}
         vocab |= {tok: len(vocab) + i for i, tok in enumerate(QWEN_SPECIAL_TOKENS)}
-        tokenizer = Qwen2Tokenizer(vocab=vocab, merges=[], unk_token=None, eos_token="<|im_end|>",
-                                   pad_token="<|endoftext|>")
+        tokenizer = Qwen2Tokenizer(
+            vocab=vocab, merges=[], unk_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+        )
         tokenizer.chat_template = CHATML_TEMPLATE
         return tokenizer
     from escov.llm.tinymodel import build_tokenizer as character_tokenizer

@@ -14,6 +14,7 @@ resume, each is tried newest first:
 Folders under checkpoints/ that are not step-N are named and ignored. With no usable checkpoint the run
 starts over. A new run refused a folder that is not empty is told why (not_empty: a run to resume, or other files).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -45,8 +46,11 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
         missing_here = rundir.rows_missing_through(run.dir, step) if step <= run.total_steps else None
         rows_missing = rows_missing or missing_here  # the newest checkpoint's gap names them all
         if missing_here:  # an earlier checkpoint re-runs the steps whose rows are lost, exactly
-            print(f"note: {rundir.METRICS} lacks rows up to checkpoint {path.name} ({missing_here}); "
-                  "trying the previous checkpoint", file=sys.stderr)
+            print(
+                f"note: {rundir.METRICS} lacks rows up to checkpoint {path.name} ({missing_here}); "
+                "trying the previous checkpoint",
+                file=sys.stderr,
+            )
             continue
         phase = schedules.phase_at(run.phases, min(step, run.total_steps - 1))
         inside_grpo = phase.algo == "grpo" and step > phase.start and step < run.total_steps
@@ -60,13 +64,18 @@ def resume_point(run: TrainingRun) -> tuple[int, dict, float, dict | None] | Non
             if inside_grpo and needs_start and phase.start > 0:
                 rundir.load_checkpoint(rundir.checkpoint_dir(run.dir, phase.start), shapes, with_optimizer=False)
         except RunDirError as err:
-            print(f"warning: checkpoint {path} failed to load ({err}); set aside as "
-                  f"{rundir.set_aside(path).name}, trying the previous one", file=sys.stderr)
+            print(
+                f"warning: checkpoint {path} failed to load ({err}); set aside as "
+                f"{rundir.set_aside(path).name}, trying the previous one",
+                file=sys.stderr,
+            )
             continue
         return step, weights, state["elapsed"], optimizer_state
     if rows_missing:
-        raise RunDirError(f"{run.dir / rundir.METRICS}: {rows_missing}, and no checkpoint precedes them; resuming "
-                          "would leave the run without those rows (start the run again in a new directory)")
+        raise RunDirError(
+            f"{run.dir / rundir.METRICS}: {rows_missing}, and no checkpoint precedes them; resuming "
+            "would leave the run without those rows (start the run again in a new directory)"
+        )
     return None
 
 
@@ -79,8 +88,11 @@ def relog_step(run: TrainingRun, step: int) -> None:
     for measurement in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]:
         if measurement["step"] == step:
             run.tracker.log_record("probe", measurement, step)
-    kept = [{k: r[k] for k in ("prompt", "completion", "reward")} for r in rundir.read_completions(run.dir)
-            if r["step"] == step and r["source"] == "train"]
+    kept = [
+        {k: r[k] for k in ("prompt", "completion", "reward")}
+        for r in rundir.read_completions(run.dir)
+        if r["step"] == step and r["source"] == "train"
+    ]
     if kept:
         run.tracker.log_completions("train", kept, step)
 
@@ -91,8 +103,10 @@ def drop_later_checkpoints(out: Path, step: int) -> None:
     for later in rundir.checkpoint_steps(out)[0]:
         if later > step:
             shutil.rmtree(rundir.checkpoint_dir(out, later))
-            print(f"note: checkpoint step-{later} removed: the run continues from step {step} and trains it again",
-                  file=sys.stderr)
+            print(
+                f"note: checkpoint step-{later} removed: the run continues from step {step} and trains it again",
+                file=sys.stderr,
+            )
 
 
 def name_missing_side_records(cfg: TrainConfig, out: Path, step: int) -> None:
@@ -106,13 +120,15 @@ def name_missing_side_records(cfg: TrainConfig, out: Path, step: int) -> None:
     if cfg.report_to == "tensorboard" and not (out / tracking.TENSORBOARD_DIR).is_dir():
         missing.append(out / tracking.TENSORBOARD_DIR)
     for path in missing:
-        print(f"warning: {path} is missing: its records of steps 0-{step} are lost; the resumed run writes only "
-              f"those after step {step}", file=sys.stderr)
+        print(
+            f"warning: {path} is missing: its records of steps 0-{step} are lost; the resumed run writes only "
+            f"those after step {step}",
+            file=sys.stderr,
+        )
 
 
 def not_empty(out: Path) -> str:
     """Why a new run cannot start in out: a run is there (--resume continues it), or other files are."""
     if (out / rundir.CONFIG).is_file() and "algo" in rundir.read_json(out / rundir.CONFIG):
         return f"out directory {out} holds a run already; use --resume {out} to continue it, or give another --out"
-    return (f"--out {out} is a folder with other files in it (not a run of `llm train`); give a new or empty "
-            "folder")
+    return f"--out {out} is a folder with other files in it (not a run of `llm train`); give a new or empty folder"

@@ -15,6 +15,7 @@ not escov's (its version is the run's `code`), and the modules it imports are fo
 modules named only at run time (importlib.import_module with a computed name, __import__, exec), and files a
 module reads (data files it opens).
 """
+
 from __future__ import annotations
 
 import ast
@@ -50,7 +51,7 @@ def _find(name: str, search: list[str]):
     spec, path = None, search
     parts = name.split(".")
     for i in range(len(parts)):
-        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:i + 1]), path)
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), path)
         if spec is None:
             return None
         path = spec.submodule_search_locations
@@ -72,7 +73,7 @@ def _names(tree: ast.AST, module: str, is_package: bool) -> list[str]:
                 parts = package.split(".") if package else []
                 if not module or node.level - 1 > len(parts):
                     continue  # a relative import in a file loaded without its package: it cannot import
-                parts = parts[:len(parts) - (node.level - 1)]
+                parts = parts[: len(parts) - (node.level - 1)]
                 base = ".".join(parts + ([base] if base else []))
             if base:
                 names.append(base)

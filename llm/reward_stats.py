@@ -13,6 +13,7 @@
 
 A function that applies to no completion of the batch has mean and std null (JSON has no NaN).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,10 @@ DATA_SOURCE = "data_source"  # verl's column naming where a record comes from
 
 def data_sources(problems: list[Problem]) -> list[str] | None:
     """Each problem's data_source (a string column of its record), or None when no problem has one."""
-    sources = [problem.meta.get("columns", {}).get(DATA_SOURCE) if isinstance(problem.meta.get("columns"), dict)
-               else None for problem in problems]
+    sources = [
+        problem.meta.get("columns", {}).get(DATA_SOURCE) if isinstance(problem.meta.get("columns"), dict) else None
+        for problem in problems
+    ]
     if not any(isinstance(s, str) for s in sources):
         return None
     return [s if isinstance(s, str) else "(none)" for s in sources]
@@ -38,16 +41,19 @@ def _mean_std(values: np.ndarray) -> dict:
     return {"mean": float(kept.mean()), "std": float(kept.std())}
 
 
-def reward_stats(rewards: np.ndarray, parts: dict, lengths: np.ndarray, problems: list[Problem],
-                 correct: np.ndarray) -> dict:
+def reward_stats(
+    rewards: np.ndarray, parts: dict, lengths: np.ndarray, problems: list[Problem], correct: np.ndarray
+) -> dict:
     """The statistics of the module docstring for rewards, parts' arrays, lengths and correct (bool, as the
     task decided: llm/tasks/base.py correct_of) of shape [prompt, sample]."""
     rewards, correct = np.asarray(rewards, dtype=float), np.asarray(correct, dtype=bool)
     out = {"reward_mean": float(rewards.mean()), "reward_std": float(rewards.std())}
     if parts:
-        out["rewards"] = {name: _mean_std(np.asarray(v, dtype=float).ravel())
-                          | {"applied": float(np.mean(~np.isnan(np.asarray(v, dtype=float))))}
-                          for name, v in parts.items()}
+        out["rewards"] = {
+            name: _mean_std(np.asarray(v, dtype=float).ravel())
+            | {"applied": float(np.mean(~np.isnan(np.asarray(v, dtype=float))))}
+            for name, v in parts.items()
+        }
     out["reward_zero_std_share"] = float(np.mean(rewards.max(axis=1) == rewards.min(axis=1)))
     out["mean_response_tokens"] = float(np.mean(lengths))
     sources = data_sources(problems)
@@ -56,9 +62,12 @@ def reward_stats(rewards: np.ndarray, parts: dict, lengths: np.ndarray, problems
         for source in sorted(set(sources)):
             rows = np.array([s == source for s in sources])
             r = rewards[rows]
-            out["by_data_source"][source] = {"reward_mean": float(r.mean()), "reward_std": float(r.std()),
-                                             "pass_at_1": float(np.mean(correct[rows])),
-                                             "prompts": int(rows.sum())}
+            out["by_data_source"][source] = {
+                "reward_mean": float(r.mean()),
+                "reward_std": float(r.std()),
+                "pass_at_1": float(np.mean(correct[rows])),
+                "prompts": int(rows.sum()),
+            }
     return out
 
 
@@ -77,6 +86,7 @@ def summary_line(stats: dict) -> str:
 
 def change_line(base: dict, final: dict) -> str:
     """One line, base -> final: total reward mean, each function's mean, completion length (n/a where unknown)."""
+
     def num(stats: dict, *path) -> str:
         for key in path:
             stats = stats.get(key) if isinstance(stats, dict) else None

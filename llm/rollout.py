@@ -6,6 +6,7 @@ the whole batch in one call (Task.score_batch: reward functions get TRL's batche
 correct as the task decides (`llm.tasks.base.correct_of`: reward >= 1, or the run's correct_reward). A
 non-finite reward is an error, named with the step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,8 +23,15 @@ from escov.theory.errors import NonFiniteError
 if TYPE_CHECKING:
     from escov.llm.engines.base import Completion, Engine
 
-__all__ = ["NonFiniteError", "derive_seed", "evaluation_seed", "Rollouts", "rollout", "score_completions",
-           "mean_token_entropy"]
+__all__ = [
+    "NonFiniteError",
+    "derive_seed",
+    "evaluation_seed",
+    "Rollouts",
+    "rollout",
+    "score_completions",
+    "mean_token_entropy",
+]
 
 
 def evaluation_seed(run_seed: int, label: str = "eval") -> int:
@@ -47,9 +55,9 @@ def mean_token_entropy(completions: list[list[Completion]], temperature: float) 
 @dataclass
 class Rollouts:
     completions: list[list[Completion]]  # [prompt][sample]
-    rewards: np.ndarray                    # [prompt, sample]
-    correct: np.ndarray                    # [prompt, sample] bool
-    temperature: float                     # the sampling temperature (0: greedy)
+    rewards: np.ndarray  # [prompt, sample]
+    correct: np.ndarray  # [prompt, sample] bool
+    temperature: float  # the sampling temperature (0: greedy)
     parts: dict = field(default_factory=dict)  # reward function name -> [prompt, sample] rewards (NaN: does not apply)
 
     @property
@@ -61,36 +69,60 @@ class Rollouts:
         return mean_token_entropy(self.completions, self.temperature)
 
 
-def rollout(engine: Engine, task: Task, problems: list[Problem], *, n: int, temperature: float,
-            max_new_tokens: int, seed: int, step: int, **sampling) -> Rollouts:
+def rollout(
+    engine: Engine,
+    task: Task,
+    problems: list[Problem],
+    *,
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    step: int,
+    **sampling,
+) -> Rollouts:
     """Generate n completions per problem (temperature 0 = greedy; sampling: the engine's top_p, top_k, min_p)
     and score them with the task's verifier."""
-    completions = engine.generate([p.prompt for p in problems], n=n, temperature=temperature,
-                                  max_new_tokens=max_new_tokens, seed=seed, **sampling)
+    completions = engine.generate(
+        [p.prompt for p in problems], n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, **sampling
+    )
     return score_completions(task, problems, completions, step, temperature)
 
 
-def score_completions(task: Task, problems: list[Problem], completions: list[list[Completion]], step: int,
-                      temperature: float) -> Rollouts:
+def score_completions(
+    task: Task, problems: list[Problem], completions: list[list[Completion]], step: int, temperature: float
+) -> Rollouts:
     """The verifier's rewards of [prompt][sample] completions sampled at the temperature; NonFiniteError
     naming the step if one is not finite."""
     shape = (len(problems), max((len(row) for row in completions), default=0))
     flat = [(p, c) for p, row in zip(problems, completions) for c in row]
-    scores = task.score_batch([p for p, _ in flat], [c.text for _, c in flat], [c.token_ids for _, c in flat],
-                              step=step)
+    scores = task.score_batch(
+        [p for p, _ in flat], [c.text for _, c in flat], [c.token_ids for _, c in flat], step=step
+    )
     rewards = np.asarray(scores.total, dtype=float).reshape(shape)
     if not np.all(np.isfinite(rewards)):
         bad = float(rewards[~np.isfinite(rewards)][0])
         raise NonFiniteError(f"step {step}: reward is not finite ({bad}) for task {task.name}")
-    return Rollouts(completions=completions, rewards=rewards, correct=correct_of(scores).reshape(shape),
-                    temperature=temperature,
-                    parts={k: np.asarray(v, dtype=float).reshape(shape) for k, v in scores.parts.items()})
+    return Rollouts(
+        completions=completions,
+        rewards=rewards,
+        correct=correct_of(scores).reshape(shape),
+        temperature=temperature,
+        parts={k: np.asarray(v, dtype=float).reshape(shape) for k, v in scores.parts.items()},
+    )
 
 
 # ----------------------------------------------------------------------------- log-probs of completions
 
-def completion_logprobs(model: torch.nn.Module, sequences: torch.Tensor, attention: torch.Tensor,
-                        completion_mask: torch.Tensor, temperature: float, with_entropy: bool = False):
+
+def completion_logprobs(
+    model: torch.nn.Module,
+    sequences: torch.Tensor,
+    attention: torch.Tensor,
+    completion_mask: torch.Tensor,
+    temperature: float,
+    with_entropy: bool = False,
+):
     """log pi(y_t | x, y_<t) at the temperature for every position (0 where completion_mask is 0); with_entropy:
     also the entropy -sum_v pi(v | x, y_<t) log pi(v | x, y_<t) of that law (nats, 0 off the completion).
 
@@ -113,7 +145,7 @@ def pad_batch(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_
     attention = torch.zeros_like(seq)
     completion = torch.zeros(seq.shape, dtype=torch.float32)
     for i, (p, c) in enumerate(zip(prompt_ids, completion_ids)):
-        seq[i, :len(p) + len(c)] = torch.tensor(p + c, dtype=torch.long)
-        attention[i, :len(p) + len(c)] = 1
-        completion[i, len(p):len(p) + len(c)] = 1.0
+        seq[i, : len(p) + len(c)] = torch.tensor(p + c, dtype=torch.long)
+        attention[i, : len(p) + len(c)] = 1
+        completion[i, len(p) : len(p) + len(c)] = 1.0
     return seq, attention, completion

@@ -2,6 +2,7 @@
 lets runs share it), the validation every eval_steps steps (TRL's periodic evaluation, in metrics.jsonl), and
 the final stage after the last step (the probe, the final and held-out evaluations, the update analysis, the
 magnitude-thresholded checkpoints and the plots), written to eval.json."""
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,10 @@ def base_evaluation(run: TrainingRun) -> dict:
     completions (those with a finite reward: the ones completions.jsonl takes)."""
     cfg = run.cfg
     keep = cfg.completions_kept
-    measured = {"base": run.evaluate(run.test, cfg.eval_samples, cfg.eval_ks, "eval", keep=keep),
-                "base_greedy": run.evaluate(run.test, 1, (1,), "eval", temperature=0.0, keep=keep)}
+    measured = {
+        "base": run.evaluate(run.test, cfg.eval_samples, cfg.eval_ks, "eval", keep=keep),
+        "base_greedy": run.evaluate(run.test, 1, (1,), "eval", temperature=0.0, keep=keep),
+    }
     if (heldout := heldout_set(cfg)) is not None:
         measured["heldout_base"] = run.evaluate(heldout, cfg.eval_samples, cfg.eval_ks, "heldout", keep=keep)
     for result in measured.values():
@@ -43,8 +46,19 @@ def warn_base_evaluation(result: dict) -> None:
         print(f"warning: base evaluation: {warning}", file=sys.stderr, flush=True)
 
 
-VALIDATION_KEYS = ("num_problems", "n", "temperature", "correct", "pass_at_k", "maj_at_k", "reward_mean", "rewards",
-                   "mean_token_entropy", "truncated_fraction", "solved_fraction")
+VALIDATION_KEYS = (
+    "num_problems",
+    "n",
+    "temperature",
+    "correct",
+    "pass_at_k",
+    "maj_at_k",
+    "reward_mean",
+    "rewards",
+    "mean_token_entropy",
+    "truncated_fraction",
+    "solved_fraction",
+)
 
 
 def validation(run: TrainingRun, step: int) -> dict:
@@ -60,8 +74,9 @@ def final_stage(run: TrainingRun) -> None:
     """After the last step (the engine holds the final weights): the probe, final and held-out
     evaluation, update analysis, plots."""
     cfg, last = run.cfg, run.total_steps
-    if cfg.probe and not any(m["step"] == last
-                             for m in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]):
+    if cfg.probe and not any(
+        m["step"] == last for m in (rundir.read_probe(run.dir) or {"measurements": []})["measurements"]
+    ):
         run.record_probe(last)
     stop_point("final-population")
     stop_if_requested("after the final population measurement, before the final evaluation")
@@ -74,8 +89,9 @@ def final_stage(run: TrainingRun) -> None:
     stop_point("final-eval")
     stop_if_requested(during)
     if (heldout := heldout_set(cfg)) is not None:
-        ev.setdefault("heldout", {})["final"] = run.measure("heldout_final", last, heldout, cfg.eval_samples,
-                                                             cfg.eval_ks, "heldout")
+        ev.setdefault("heldout", {})["final"] = run.measure(
+            "heldout_final", last, heldout, cfg.eval_samples, cfg.eval_ks, "heldout"
+        )
     final = run.cpu_weights()
     base = {n: run.base[n] for n in run.all_names}
     ev["update_analysis"] = drift.update_analysis(final, base, alpha=cfg.es.alpha)
@@ -97,6 +113,7 @@ def final_stage(run: TrainingRun) -> None:
 def plot_curves(run_dir: Path) -> None:
     """reward, sampled Pass@1, entropy and drift against step."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

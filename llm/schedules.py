@@ -14,6 +14,7 @@ FLOP match with greedy members (m = 1), mu = 1 and N = 4G, one ES step costs exa
 (the paper's N = 32 against G = 8). Phases: es / grpo run alone for the whole budget; es-grpo
 spends switch_step GRPO steps of budget in ES and the rest in GRPO; grpo-es the other way round.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -23,10 +24,10 @@ from escov.theory.budget import es_flops, grpo_flops
 
 @dataclass(frozen=True)
 class Phase:
-    algo: str        # "es" or "grpo"
-    start: int       # first global step of the phase
-    steps: int       # number of steps of this algorithm
-    budget: int      # GRPO-step equivalents of budget given to the phase
+    algo: str  # "es" or "grpo"
+    start: int  # first global step of the phase
+    steps: int  # number of steps of this algorithm
+    budget: int  # GRPO-step equivalents of budget given to the phase
 
 
 def step_cost(algo: str, cfg) -> dict[str, float]:
@@ -66,8 +67,18 @@ def describe(cfg, phases: list[Phase]) -> dict:
     rows = []
     for p in phases:
         cost = step_cost(p.algo, cfg)
-        rows.append({**asdict(p), "flops_per_prompt_PL": cost["flops"] * p.steps,
-                     "responses": int(cost["responses"] * p.steps * cfg.batch_size)})
-    return {"budget": cfg.budget, "budget_grpo_steps": cfg.steps, "total_steps": sum(p.steps for p in phases),
-            "flops_total_PL": cfg.batch_size * sum(r["flops_per_prompt_PL"] for r in rows),
-            "responses_total": sum(r["responses"] for r in rows), "phases": rows}
+        rows.append(
+            {
+                **asdict(p),
+                "flops_per_prompt_PL": cost["flops"] * p.steps,
+                "responses": int(cost["responses"] * p.steps * cfg.batch_size),
+            }
+        )
+    return {
+        "budget": cfg.budget,
+        "budget_grpo_steps": cfg.steps,
+        "total_steps": sum(p.steps for p in phases),
+        "flops_total_PL": cfg.batch_size * sum(r["flops_per_prompt_PL"] for r in rows),
+        "responses_total": sum(r["responses"] for r in rows),
+        "phases": rows,
+    }

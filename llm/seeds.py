@@ -4,6 +4,7 @@ the run directory's readers can recompute a run's seeds without loading a model)
 derive_seed(*parts) = the first 8 bytes of BLAKE2b("/".join(str(p) for p in parts)), little-endian, masked to 63 bits:
 stable across runs, machines and Python's hash randomisation.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -10,6 +10,7 @@ TRL's GRPOTrainer names some of the same settings differently. `TRL_ALIASES` are
 are (`--learning_rate` sets `--grpo.learning_rate`); `TRL_POINTERS` name a TRL setting that has no
 exact counterpart here and stop with a one-line error saying what to use instead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,10 +25,12 @@ from escov.llm.settings import REPEATED_FLAGS, SECTIONS, ESConfig, GRPOConfig, P
 from escov.llm.settings.sources import _parse_flag
 
 # (flag prefix, dataclass, heading of its group in --help)
-TABLES = (("", TrainConfig, "run settings (top-level keys of a --config TOML file)"),
-          ("es.", ESConfig, "ES settings (table [es])"),
-          ("grpo.", GRPOConfig, "GRPO settings (table [grpo])"),
-          ("population.", PopulationConfig, "ES member evaluation (table [population])"))
+TABLES = (
+    ("", TrainConfig, "run settings (top-level keys of a --config TOML file)"),
+    ("es.", ESConfig, "ES settings (table [es])"),
+    ("grpo.", GRPOConfig, "GRPO settings (table [grpo])"),
+    ("population.", PopulationConfig, "ES member evaluation (table [population])"),
+)
 
 # TRL name -> our setting, where the two mean the same thing
 TRL_ALIASES = {
@@ -72,8 +75,10 @@ TRL_ALIASES = {
 }
 
 # verl's names (core_algos, algorithm.adv_estimator and actor.policy_loss), taken as flags alone too
-VERL_ALIASES = {name: f"grpo.{name}" for name in (
-    "adv_estimator", "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio", "ppo_kl_coef")}
+VERL_ALIASES = {
+    name: f"grpo.{name}"
+    for name in ("adv_estimator", "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio", "ppo_kl_coef")
+}
 # the other variants' settings by their own names (docs/training.md)
 VARIANT_ALIASES = {name: f"grpo.{name}" for name in ("pass_k", "zero_success_gating", "outcome_bonus_coef")}
 
@@ -86,12 +91,13 @@ VARIANTS_HELP = (
     "with --pass_k, Chen et al. 2025; pkpo, PKPO's unbiased Pass@k gradient, Walder & Karkhanis 2025); "
     "covariance-based entropy control (--loss_type clip_cov with "
     "--clip_cov_ratio/lb/ub, kl_cov with --kl_cov_ratio, --ppo_kl_coef; verl, Cui et al. 2025); zero-success gating "
-    "(--zero_success_gating true); outcome-based exploration (--outcome_bonus_coef; Song, Kempe, Munos 2025).")
+    "(--zero_success_gating true); outcome-based exploration (--outcome_bonus_coef; Song, Kempe, Munos 2025)."
+)
 
 # TRL name -> what to use here, where there is no exact counterpart
 TRL_POINTERS = {
     "per_device_train_batch_size": "TRL counts completions per device; here --batch_size counts prompts per step "
-                                   "(each with --grpo.num_generations completions)",
+    "(each with --grpo.num_generations completions)",
     "gradient_accumulation_steps": "there is one update per batch of --batch_size prompts; raise --batch_size instead",
     "num_train_epochs": "training length is --steps, a budget in GRPO steps (TRL's --max_steps is accepted too)",
     "logging_steps": "every step is logged, to metrics.jsonl in the run directory",
@@ -101,10 +107,10 @@ TRL_POINTERS = {
     "resume_from_checkpoint": "use --resume RUN_DIR (the run continues from its newest checkpoint)",
     "dataset_name": "use --data FILE (a local .json/.jsonl/.parquet file) and --test_data FILE",
     "log_completions": "completions.jsonl keeps the first completion of --completions_kept prompts at every "
-                       "evaluation, and of the training batch every --completions_every steps",
+    "evaluation, and of the training batch every --completions_every steps",
     "lr": "use --learning_rate (TRL's name, and ours: --grpo.learning_rate)",
     "repetition_penalty": "not offered: completions are sampled from the model's own distribution at --temperature "
-                          "(--top_p, --top_k, --min_p restrict it), as GRPO's log-probabilities assume",
+    "(--top_p, --top_k, --min_p restrict it), as GRPO's log-probabilities assume",
 }
 # our integer settings with a share of the same name elsewhere: a fraction given to them points there
 FRACTION_POINTERS = {"grpo.warmup_steps": "--warmup_ratio"}
@@ -112,15 +118,30 @@ FRACTION_POINTERS = {"grpo.warmup_steps": "--warmup_ratio"}
 
 def field_descriptions(cls) -> dict[str, str]:
     """{field name: the comment on its line} for a dataclass whose fields are written one per line
-    (a field without a comment is left out)."""
+    (a field without a comment is left out). A comment continues on the comment-only lines right below it that
+    start in its column (a description too long for one line of 120 characters)."""
     source = textwrap.dedent(inspect.getsource(cls))
-    comments = {tok.start[0]: tok.string.lstrip("#").strip()
-                for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    comments = {
+        tok.start[0]: (tok.start[1], tok.string.lstrip("#").strip()) for tok in tokens if tok.type == tokenize.COMMENT
+    }
+    code_lines = {
+        tok.start[0]
+        for tok in tokens
+        if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+    }
     body = ast.parse(source).body[0].body
     found = {}
     for node in body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            text = comments.get(node.end_lineno) or comments.get(node.lineno)
+            line = node.end_lineno if node.end_lineno in comments else node.lineno
+            if line not in comments:
+                continue
+            column, text = comments[line]
+            following = line + 1
+            while following in comments and following not in code_lines and comments[following][0] == column:
+                text += " " + comments[following][1]
+                following += 1
             if text:
                 found[node.target.id] = text
     return found
@@ -166,12 +187,14 @@ def trl_epilog() -> str:
     known = {name for name, *_ in settings()}
     aliases = ", ".join(f"--{trl} (--{ours})" for trl, ours in TRL_ALIASES.items() if trl not in known)
     short = ", ".join(f"--{name}" for name in {**VERL_ALIASES, **VARIANT_ALIASES})
-    return ("--steps is a budget counted in GRPO steps: an ES phase runs steps x cost(GRPO step) / cost(ES step) "
-            "iterations (llm/schedules.py; under the default FLOP budget one ES iteration per GRPO step when "
-            "es.population_size = 4 x grpo.num_generations, 4 per step with 8 members against 8 generations). "
-            "The run's first line says how many iterations it will run.\n\n"
-            f"TRL's names are accepted for: {aliases}.\n\n"
-            f"{VARIANTS_HELP} verl's and the variants' own names are accepted alone too: {short}.")
+    return (
+        "--steps is a budget counted in GRPO steps: an ES phase runs steps x cost(GRPO step) / cost(ES step) "
+        "iterations (llm/schedules.py; under the default FLOP budget one ES iteration per GRPO step when "
+        "es.population_size = 4 x grpo.num_generations, 4 per step with 8 members against 8 generations). "
+        "The run's first line says how many iterations it will run.\n\n"
+        f"TRL's names are accepted for: {aliases}.\n\n"
+        f"{VARIANTS_HELP} verl's and the variants' own names are accepted alone too: {short}."
+    )
 
 
 class _Alias(argparse.Action):
@@ -188,7 +211,7 @@ class _Alias(argparse.Action):
 
 def check_aliases(args: argparse.Namespace) -> None:
     """ValueError when our flag, given after its TRL alias, changed the alias's value."""
-    for name, (option, value) in [(k[len("_alias_"):], v) for k, v in vars(args).items() if k.startswith("_alias_")]:
+    for name, (option, value) in [(k[len("_alias_") :], v) for k, v in vars(args).items() if k.startswith("_alias_")]:
         if getattr(args, name) != value:
             raise ValueError(f"{option} is TRL's name for --{name}, given {getattr(args, name)} too; give one of them")
 
@@ -206,8 +229,15 @@ def add_trl_names(parser: argparse.ArgumentParser) -> None:
     ours = {a.dest: a for a in parser._actions}
     for trl, name in {**TRL_ALIASES, **VERL_ALIASES, **VARIANT_ALIASES}.items():
         if trl not in ours:  # a setting of ours by the same name wins
-            parser.add_argument(f"--{trl}", dest=name, default=None, type=ours[name].type, metavar=ours[name].metavar,
-                                action=_Alias, help=argparse.SUPPRESS)
+            parser.add_argument(
+                f"--{trl}",
+                dest=name,
+                default=None,
+                type=ours[name].type,
+                metavar=ours[name].metavar,
+                action=_Alias,
+                help=argparse.SUPPRESS,
+            )
     for trl in TRL_POINTERS:
         if trl not in ours:
             parser.add_argument(f"--{trl}", nargs="?", action=_PointToOurs, help=argparse.SUPPRESS)
@@ -221,8 +251,10 @@ def _flag_value(text: str, typ: str, name: str):
         return _parse_flag(text, typ)
     except argparse.ArgumentTypeError:
         if name in FRACTION_POINTERS:
-            raise argparse.ArgumentTypeError(f"expected a number of steps, got {text!r}; for a share of the steps "
-                                             f"use {FRACTION_POINTERS[name]} {text}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a number of steps, got {text!r}; for a share of the steps "
+                f"use {FRACTION_POINTERS[name]} {text}"
+            ) from None
         raise
 
 
@@ -234,10 +266,18 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     groups: dict[str, argparse._ArgumentGroup] = {}
     for name, f, description, heading in settings():
         group = groups.get(heading) or groups.setdefault(heading, parser.add_argument_group(heading))
-        metavar = ("INTS" if "int" in f.type else "STRS" if "str" in f.type else "FLOATS") \
-            if f.type.startswith("tuple") else f.type.upper()
-        group.add_argument(f"--{name}", dest=name, default=None, metavar=REPEATED_FLAGS.get(name, metavar),
-                           action="append" if name in REPEATED_FLAGS else "store",
-                           type=lambda text, t=f.type, n=name: _flag_value(text, t, n),
-                           help=help_line(f, description).replace("%", "%%"))
+        metavar = (
+            ("INTS" if "int" in f.type else "STRS" if "str" in f.type else "FLOATS")
+            if f.type.startswith("tuple")
+            else f.type.upper()
+        )
+        group.add_argument(
+            f"--{name}",
+            dest=name,
+            default=None,
+            metavar=REPEATED_FLAGS.get(name, metavar),
+            action="append" if name in REPEATED_FLAGS else "store",
+            type=lambda text, t=f.type, n=name: _flag_value(text, t, n),
+            help=help_line(f, description).replace("%", "%%"),
+        )
     add_trl_names(parser)

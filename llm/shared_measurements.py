@@ -1,6 +1,7 @@
 """Measurements runs share: the base evaluation and the step-0 probe depend only on the base model and some
 settings, so runs from the same base (e.g. ES and GRPO of one seed) can measure them once and keep them in a
 shared folder under a key of those settings and the base model's weights (llm.train.train's `shared`)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,13 +13,42 @@ from escov.llm import rundir
 from escov.llm.config import TrainConfig
 
 # the settings the base evaluation and the step-0 probe depend on (besides the model's weights)
-_RUN_KEYS = ("engine", "dtype", "device", "threads", "task", "data", "test_data", "data_split", "data_fields",
-             "prompt_style", "reward", "format_reward", "seed", "max_completion_length", "es.inplace_bf16")
+_RUN_KEYS = (
+    "engine",
+    "dtype",
+    "device",
+    "threads",
+    "task",
+    "data",
+    "test_data",
+    "data_split",
+    "data_fields",
+    "prompt_style",
+    "reward",
+    "format_reward",
+    "seed",
+    "max_completion_length",
+    "es.inplace_bf16",
+)
 REWARD_KEYS = ("reward_function", "reward_weights", "correct_reward")
-BASE_EVAL_KEYS = _RUN_KEYS + ("eval_problems", "eval_samples", "eval_ks", "eval_temperature", "heldout_task",
-                              "heldout_problems", "completions_kept")
-PROBE_KEYS = _RUN_KEYS + ("probe_prompts", "probe_members", "probe_samples", "probe_center_samples", "temperature",
-                          "es.sigma", "es.param_pattern")
+BASE_EVAL_KEYS = _RUN_KEYS + (
+    "eval_problems",
+    "eval_samples",
+    "eval_ks",
+    "eval_temperature",
+    "heldout_task",
+    "heldout_problems",
+    "completions_kept",
+)
+PROBE_KEYS = _RUN_KEYS + (
+    "probe_prompts",
+    "probe_members",
+    "probe_samples",
+    "probe_center_samples",
+    "temperature",
+    "es.sigma",
+    "es.param_pattern",
+)
 
 
 def measurement_key(cfg: TrainConfig, keys: tuple[str, ...]) -> str:

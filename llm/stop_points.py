@@ -1,11 +1,12 @@
 """Named points of a training run where a test kills it (SIGKILL, as a crash would): ESCOV_TEST_STOP_AT names one.
 
-    start             base evaluation and step-0 probe written
-    step-N            metrics row N appended, its checkpoint not yet written
-    checkpoint-N      checkpoint N written (at a phase switch, before the next phase starts)
-    final-population  the final probe written
-    final-eval        final evaluation done, eval.json not written
+start             base evaluation and step-0 probe written
+step-N            metrics row N appended, its checkpoint not yet written
+checkpoint-N      checkpoint N written (at a phase switch, before the next phase starts)
+final-population  the final probe written
+final-eval        final evaluation done, eval.json not written
 """
+
 from __future__ import annotations
 
 import os

@@ -22,6 +22,7 @@ Corpus (train-split instances only, so the test split stays held out):
   target range does not, the model generalizes across targets (docs/answer-budget.md).
 The loss is on completion tokens (and EOS) only.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,6 +52,7 @@ SOLUTION_FORMS = ("random", "canonical", "dominant")
 class Preset:
     """Model size and training schedule. hidden_size / num_heads (the head size) must be 32, 64, 80,
     96, 112, 128, ...: the head sizes vLLM's CPU attention supports."""
+
     hidden_size: int
     num_layers: int
     num_heads: int
@@ -68,7 +70,9 @@ class Preset:
     rare_above: int = 0  # Countdown targets above this form the rare family (0: no rare family)
     rare_ops: str = ""  # solutions using any of these operators ("+-*/") form the rare family too
     rare_keep: float = 1.0  # probability that a worked solution of the rare family is kept
-    solution_form: str = "random"  # a worked solution as drawn ("random"), its instance's "canonical" one, or "dominant"
+    solution_form: str = (
+        "random"  # a worked solution as drawn ("random"), its instance's "canonical" one, or "dominant"
+    )
     dominant_share: float = 0.75  # under solution_form "dominant": probability that the canonical text is written
 
     def __post_init__(self):
@@ -86,24 +90,75 @@ class Preset:
 
 PRESETS = {
     # trains in seconds: learns the formats, rarely a correct Countdown answer; for tests
-    "test": Preset(hidden_size=32, num_layers=2, num_heads=1, intermediate_size=64, steps=150, batch_size=64,
-                   lr=3e-3, warmup_steps=10),
+    "test": Preset(
+        hidden_size=32,
+        num_layers=2,
+        num_heads=1,
+        intermediate_size=64,
+        steps=150,
+        batch_size=64,
+        lr=3e-3,
+        warmup_steps=10,
+    ),
     # for `paper_checks reproduce --budget small`: the default shape, a third of its training
-    "small": Preset(hidden_size=64, num_layers=4, num_heads=2, intermediate_size=256, steps=550,
-                    batch_size=128, lr=3e-3, warmup_steps=50, off_target_frac=0.15, arithmetic_frac=0.25),
+    "small": Preset(
+        hidden_size=64,
+        num_layers=4,
+        num_heads=2,
+        intermediate_size=256,
+        steps=550,
+        batch_size=128,
+        lr=3e-3,
+        warmup_steps=50,
+        off_target_frac=0.15,
+        arithmetic_frac=0.25,
+    ),
     # the smaller model of the small budget's population-size sweep
-    "narrow": Preset(hidden_size=32, num_layers=4, num_heads=1, intermediate_size=128, steps=550,
-                     batch_size=128, lr=3e-3, warmup_steps=50, off_target_frac=0.15, arithmetic_frac=0.25),
+    "narrow": Preset(
+        hidden_size=32,
+        num_layers=4,
+        num_heads=1,
+        intermediate_size=128,
+        steps=550,
+        batch_size=128,
+        lr=3e-3,
+        warmup_steps=50,
+        off_target_frac=0.15,
+        arithmetic_frac=0.25,
+    ),
     # the base model of the experiments (targets: docs/llm.md, "Tiny base model")
-    "default": Preset(hidden_size=64, num_layers=4, num_heads=2, intermediate_size=256, steps=1600,
-                      batch_size=128, lr=3e-3, warmup_steps=100, off_target_frac=0.15, arithmetic_frac=0.25),
+    "default": Preset(
+        hidden_size=64,
+        num_layers=4,
+        num_heads=2,
+        intermediate_size=256,
+        steps=1600,
+        batch_size=128,
+        lr=3e-3,
+        warmup_steps=100,
+        off_target_frac=0.15,
+        arithmetic_frac=0.25,
+    ),
     # a base in the paper's regime (docs/answer-budget.md, "A base in the paper's regime": at T = 0.6 on the answer
     # budget's test prompts, Pass@1 0.33, Pass@32 0.84, no correct sample on 15% of prompts): the default's shape,
     # 3-number Countdown, no off-target attempts, no worked solution that divides (the prompts only division solves
     # become the never-solved block), and each instance always answered by the same text (its canonical solution)
-    "paper": Preset(hidden_size=64, num_layers=4, num_heads=2, intermediate_size=256, steps=3200,
-                    batch_size=128, lr=3e-3, warmup_steps=100, off_target_frac=0.0, arithmetic_frac=0.1,
-                    max_numbers=3, rare_ops="/", rare_keep=0.0, solution_form="canonical"),
+    "paper": Preset(
+        hidden_size=64,
+        num_layers=4,
+        num_heads=2,
+        intermediate_size=256,
+        steps=3200,
+        batch_size=128,
+        lr=3e-3,
+        warmup_steps=100,
+        off_target_frac=0.0,
+        arithmetic_frac=0.1,
+        max_numbers=3,
+        rare_ops="/",
+        rare_keep=0.0,
+        solution_form="canonical",
+    ),
 }
 
 
@@ -117,8 +172,9 @@ def build_tokenizer():
     core = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
     core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     core.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, eos_token=EOS, unk_token=UNK,
-                                   clean_up_tokenization_spaces=False)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token=PAD, eos_token=EOS, unk_token=UNK, clean_up_tokenization_spaces=False
+    )
 
 
 def in_rare_family(target: int, solution: str, preset: Preset) -> bool:
@@ -135,8 +191,9 @@ def canonical_solution(numbers: list[int], target: int, preset: Preset) -> str:
     return (common or solutions)[0]
 
 
-def sample_example(rng: random.Random, preset: Preset, cd: countdown.Countdown,
-                   ar: arithmetic.Arithmetic) -> tuple[str, str]:
+def sample_example(
+    rng: random.Random, preset: Preset, cd: countdown.Countdown, ar: arithmetic.Arithmetic
+) -> tuple[str, str]:
     """(prompt, completion) drawn from the corpus mixture, train split only."""
     if rng.random() < preset.arithmetic_frac:
         question, result = ar.sample_question(rng, "train")
@@ -146,13 +203,18 @@ def sample_example(rng: random.Random, preset: Preset, cd: countdown.Countdown,
         if not in_rare_family(target, text, preset) or rng.random() < preset.rare_keep:
             break
     if preset.solution_form == "canonical" or (
-            preset.solution_form == "dominant" and rng.random() < preset.dominant_share):
+        preset.solution_form == "dominant" and rng.random() < preset.dominant_share
+    ):
         text = canonical_solution(numbers, target, preset)
     if rng.random() < preset.off_target_frac:
         for _ in range(OFF_TARGET_TRIES):  # another reachable target on the same numbers
             drawn = countdown.random_expression(numbers, rng)
-            if drawn is not None and drawn[1].denominator == 1 and 1 <= drawn[1] <= cd.max_target \
-                    and drawn[1] != target:
+            if (
+                drawn is not None
+                and drawn[1].denominator == 1
+                and 1 <= drawn[1] <= cd.max_target
+                and drawn[1] != target
+            ):
                 target = int(drawn[1])
                 break
     return countdown.format_prompt(numbers, target), text
@@ -168,26 +230,34 @@ def encode_batch(tokenizer, examples: list[tuple[str, str]]) -> tuple[torch.Tens
     labels = torch.full((len(rows), width), -100, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, (p, a) in enumerate(rows):
-        ids[i, :len(p) + len(a)] = torch.tensor(p + a)
-        labels[i, len(p):len(p) + len(a)] = torch.tensor(a)
-        mask[i, :len(p) + len(a)] = 1
+        ids[i, : len(p) + len(a)] = torch.tensor(p + a)
+        labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
+        mask[i, : len(p) + len(a)] = 1
     return ids, mask, labels
 
 
 def build_model(preset: Preset, tokenizer):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=preset.hidden_size,
-                         intermediate_size=preset.intermediate_size, num_hidden_layers=preset.num_layers,
-                         num_attention_heads=preset.num_heads, num_key_value_heads=preset.num_heads,
-                         max_position_embeddings=preset.max_position_embeddings, tie_word_embeddings=True,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                         bos_token_id=None)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=preset.hidden_size,
+        intermediate_size=preset.intermediate_size,
+        num_hidden_layers=preset.num_layers,
+        num_attention_heads=preset.num_heads,
+        num_key_value_heads=preset.num_heads,
+        max_position_embeddings=preset.max_position_embeddings,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
     return LlamaForCausalLM(config)
 
 
-def save_untrained_llama(out_dir, hidden_size: int, num_layers: int, intermediate_size: int,
-                      weight_scale: float = 10.0, seed: int = 0) -> Path:
+def save_untrained_llama(
+    out_dir, hidden_size: int, num_layers: int, intermediate_size: int, weight_scale: float = 10.0, seed: int = 0
+) -> Path:
     """Save an untrained Llama with the project's tokenizer to out_dir and return the path (for vLLM tests
     and benchmarks, where training would only cost time).
 
@@ -198,8 +268,13 @@ def save_untrained_llama(out_dir, hidden_size: int, num_layers: int, intermediat
         raise ValueError(f"hidden_size must be a positive multiple of 32 (head size 32), got {hidden_size!r}")
     tokenizer = build_tokenizer()
     torch.manual_seed(seed)
-    shape = replace(PRESETS["test"], hidden_size=hidden_size, num_layers=num_layers, num_heads=hidden_size // 32,
-                    intermediate_size=intermediate_size)
+    shape = replace(
+        PRESETS["test"],
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=hidden_size // 32,
+        intermediate_size=intermediate_size,
+    )
     model = build_model(shape, tokenizer)
     with torch.no_grad():
         for p in model.parameters():
@@ -237,8 +312,15 @@ def preset_with(name: str, overrides: dict[str, str] | None = None) -> Preset:
     return replace(base, **changed)
 
 
-def pretrain(out_dir, preset: str = "default", seed: int = 0, progress: bool = True,
-             threads: int | None = None, device: str = "cpu", overrides: dict[str, str] | None = None) -> dict:
+def pretrain(
+    out_dir,
+    preset: str = "default",
+    seed: int = 0,
+    progress: bool = True,
+    threads: int | None = None,
+    device: str = "cpu",
+    overrides: dict[str, str] | None = None,
+) -> dict:
     """Train a preset from random init and save it (model, tokenizer, pretrain.json, loss.png) to out_dir.
 
     overrides: preset fields replaced for this run (`preset_with`); pretrain.json records the
@@ -260,8 +342,9 @@ def pretrain(out_dir, preset: str = "default", seed: int = 0, progress: bool = T
         torch.set_num_threads(previous_threads)
 
 
-def _train(out: Path, preset: str, cfg: Preset, overrides: dict[str, str], seed: int, progress: bool,
-           device: torch.device) -> dict:
+def _train(
+    out: Path, preset: str, cfg: Preset, overrides: dict[str, str], seed: int, progress: bool, device: torch.device
+) -> dict:
     torch.manual_seed(seed)
     rng = random.Random(f"pretrain/{seed}")
     tokenizer = build_tokenizer()
@@ -272,11 +355,14 @@ def _train(out: Path, preset: str, cfg: Preset, overrides: dict[str, str], seed:
     losses, tokens, start = [], 0, time.perf_counter()
     bar = tqdm(range(cfg.steps), desc=f"pretrain {preset}", disable=not progress, unit="step")
     for step in bar:
-        ids, mask, labels = (t.to(device) for t in
-                             encode_batch(tokenizer, [sample_example(rng, cfg, cd, ar) for _ in range(cfg.batch_size)]))
+        ids, mask, labels = (
+            t.to(device)
+            for t in encode_batch(tokenizer, [sample_example(rng, cfg, cd, ar) for _ in range(cfg.batch_size)])
+        )
         logits = model(input_ids=ids, attention_mask=mask).logits
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
-                               ignore_index=-100)
+        loss = F.cross_entropy(
+            logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100
+        )
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, cfg)
         optimizer.zero_grad(set_to_none=True)
@@ -293,9 +379,18 @@ def _train(out: Path, preset: str, cfg: Preset, overrides: dict[str, str], seed:
     model.to("cpu").save_pretrained(out)
     tokenizer.save_pretrained(out)
     n_params = sum(p.numel() for p in model.parameters())
-    stats = {"preset": preset, "overrides": overrides, "config": asdict(cfg), "seed": seed, "device": str(device), "parameters": n_params,
-             "train_seconds": round(seconds, 2), "tokens_per_second": round(tokens / seconds, 1),
-             "final_loss": sum(losses[-50:]) / len(losses[-50:]), "loss": losses}
+    stats = {
+        "preset": preset,
+        "overrides": overrides,
+        "config": asdict(cfg),
+        "seed": seed,
+        "device": str(device),
+        "parameters": n_params,
+        "train_seconds": round(seconds, 2),
+        "tokens_per_second": round(tokens / seconds, 1),
+        "final_loss": sum(losses[-50:]) / len(losses[-50:]),
+        "loss": losses,
+    }
     (out / "pretrain.json").write_text(json.dumps(stats, indent=1))
     _plot_loss(losses, out / "loss.png", f"pretrain {preset}: {n_params / 1e6:.2f}M parameters")
     return stats
@@ -303,6 +398,7 @@ def _train(out: Path, preset: str, cfg: Preset, overrides: dict[str, str], seed:
 
 def _plot_loss(losses: list[float], path: Path, title: str) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -316,15 +412,26 @@ def _plot_loss(losses: list[float], path: Path, title: str) -> None:
 
 # ----------------------------------------------------------------------------- command line
 
+
 def add_arguments(parser) -> None:
     parser.add_argument("--out", required=True, help="directory to save the model in")
     parser.add_argument("--preset", default="default", choices=sorted(PRESETS))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (default 1: fastest for this tiny model on a small or shared CPU)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
-                        help="replace a preset field for this run, e.g. --set steps=3200 (repeatable; "
-                             "pretrain.json records the settings used)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (default 1: fastest for this tiny model on a small or shared CPU)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        dest="overrides",
+        help="replace a preset field for this run, e.g. --set steps=3200 (repeatable; "
+        "pretrain.json records the settings used)",
+    )
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N")
 
@@ -341,8 +448,17 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 
 def run_command(args) -> int:
-    stats = pretrain(args.out, preset=args.preset, seed=args.seed, progress=not args.no_progress, threads=args.threads,
-                     device=args.device, overrides=parse_overrides(args.overrides))
-    print(f"{args.preset}: {stats['parameters']:,} parameters, {stats['train_seconds']:.0f} s, "
-          f"{stats['tokens_per_second']:,.0f} tokens/s, final loss {stats['final_loss']:.3f}; saved to {args.out}")
+    stats = pretrain(
+        args.out,
+        preset=args.preset,
+        seed=args.seed,
+        progress=not args.no_progress,
+        threads=args.threads,
+        device=args.device,
+        overrides=parse_overrides(args.overrides),
+    )
+    print(
+        f"{args.preset}: {stats['parameters']:,} parameters, {stats['train_seconds']:.0f} s, "
+        f"{stats['tokens_per_second']:,.0f} tokens/s, final loss {stats['final_loss']:.3f}; saved to {args.out}"
+    )
     return 0

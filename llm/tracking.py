@@ -29,6 +29,7 @@ Settings of a measurement (seed, sample counts, temperature) and an evaluation's
 A resumed run purges the TensorBoard events after its resume step, so the curves show one history;
 W&B and trackio are sent the measured-again steps anew (W&B drops steps it has already seen).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -38,14 +39,31 @@ from pathlib import Path
 
 REPORT_TO = ("none", "tensorboard", "wandb", "trackio")
 MODULE = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}  # the import each backend needs
-EXTRA = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}    # the pyproject extra installing it
+EXTRA = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}  # the pyproject extra installing it
 TENSORBOARD_DIR = "tensorboard"
 PROJECT = "escov"
 # an evaluation's settings and bookkeeping, not measurements: not sent
-NOT_MEASURED = {"step", "phase", "task", "num_problems", "n", "ks", "temperature", "top_p", "max_new_tokens", "seed",
-                "correct_threshold",
-                "seconds", "sigma", "members", "samples_per_member", "center_samples", "per_problem", "per_prompt",
-                "es_rewards"}
+NOT_MEASURED = {
+    "step",
+    "phase",
+    "task",
+    "num_problems",
+    "n",
+    "ks",
+    "temperature",
+    "top_p",
+    "max_new_tokens",
+    "seed",
+    "correct_threshold",
+    "seconds",
+    "sigma",
+    "members",
+    "samples_per_member",
+    "center_samples",
+    "per_problem",
+    "per_prompt",
+    "es_rewards",
+}
 
 
 def check_backend(report_to: str) -> None:
@@ -53,8 +71,9 @@ def check_backend(report_to: str) -> None:
     if report_to not in REPORT_TO:
         raise ValueError(f"report_to must be one of {list(REPORT_TO)}, got {report_to!r}")
     if report_to != "none" and importlib.util.find_spec(MODULE[report_to]) is None:
-        raise ValueError(f"report_to {report_to!r} needs the {MODULE[report_to]} package: "
-                         f"pip install -e \".[{EXTRA[report_to]}]\"")
+        raise ValueError(
+            f'report_to {report_to!r} needs the {MODULE[report_to]} package: pip install -e ".[{EXTRA[report_to]}]"'
+        )
 
 
 def scalars(prefix: str, record: dict) -> dict[str, float]:
@@ -73,8 +92,10 @@ def scalars(prefix: str, record: dict) -> dict[str, float]:
 
 def completions_table(records: list[dict]) -> str:
     """Kept completions as a Markdown table (TensorBoard's text plugin renders Markdown)."""
+
     def cell(text) -> str:
         return str(text).replace("|", "\\|").replace("\n", "<br>")
+
     rows = [f"| {cell(r['prompt'])} | {cell(r['completion'])} | {r['reward']:.4g} |" for r in records]
     return "\n".join(["| prompt | completion | reward |", "| --- | --- | --- |", *rows])
 
@@ -125,8 +146,13 @@ class LoggerModuleTracker(Tracker):
 
         self.module = importlib.import_module(module_name)
         if module_name == "wandb":
-            self.module.init(project=PROJECT, name=Path(run_dir).name, dir=str(run_dir), config=config,
-                             mode=os.environ.get("WANDB_MODE", "offline"))
+            self.module.init(
+                project=PROJECT,
+                name=Path(run_dir).name,
+                dir=str(run_dir),
+                config=config,
+                mode=os.environ.get("WANDB_MODE", "offline"),
+            )
         else:
             self.module.init(project=PROJECT, name=Path(run_dir).name, config=config)
 
@@ -135,8 +161,10 @@ class LoggerModuleTracker(Tracker):
             self.module.log(values, step=step)
 
     def log_completions(self, source: str, records: list[dict], step: int) -> None:
-        table = self.module.Table(columns=["prompt", "completion", "reward"],
-                                  data=[[str(r["prompt"]), r["completion"], r["reward"]] for r in records])
+        table = self.module.Table(
+            columns=["prompt", "completion", "reward"],
+            data=[[str(r["prompt"]), r["completion"], r["reward"]] for r in records],
+        )
         self.module.log({f"completions/{source}": table}, step=step)
 
     def close(self) -> None:

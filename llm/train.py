@@ -9,6 +9,8 @@ Run directory (the interface to paper_checks):
     inputs.json        what the run was made from: code version, settings hash, each input's paths and sha256
                        (llm/fingerprints.py); a resume refuses a changed input and records a change of code
     metrics.jsonl      one StepMetrics record per step (llm/rundir/records.py: every file's records)
+    replay.jsonl       ES: each phase's start and each step's update (seed, coefficients, alpha, the center's
+                       SHA-256): `llm replay` rebuilds the weights at any ES step from it (llm/replay_log.py)
     probe.json         {"measurements": [...]}: the Lemma 1 probe before training, every probe_every steps, at the end
                        (none with probe = false)
     completions.jsonl  prompts, completions and rewards kept at each evaluation (and every completions_every steps)
@@ -40,7 +42,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from escov.llm import drift, fingerprints, run_stages, rundir, schedules, tracking, witnesses
+from escov.llm import drift, fingerprints, replay_log, run_stages, rundir, schedules, tracking, witnesses
 from escov.llm.config import TrainConfig, load_config
 from escov.llm.device import resolve_device, resume_device
 from escov.llm.engines.base import check_model_dir, load_tokenizer
@@ -124,6 +126,7 @@ class TrainingRun:
         self.manifest: dict = {}  # inputs.json's content (train sets it once the run directory is written)
         self.tracker: tracking.Tracker = tracking.Tracker()  # train() opens the one report_to names
         self.warned_zero_update = False  # ES: the warning that all members' rewards were equal is printed once
+        self.replay_record: dict | None = None  # ES: the last step's replay.jsonl record, appended after its row
 
     def close_trainer(self) -> None:
         """Release what the trainer holds (the Ray actors of a distributed ES phase; nothing otherwise)."""
@@ -158,8 +161,10 @@ class TrainingRun:
         idx = np.random.default_rng(derive_seed(self.cfg.seed, step, "batch")).choice(len(self.pool), self.cfg.batch_size, replace=False)
         return [self.pool[i] for i in sorted(idx)]
 
-    def start_phase(self, phase: schedules.Phase, weights: dict[str, torch.Tensor], optimizer_state=None) -> None:
-        """Make the trainer of a phase, starting from the given center weights."""
+    def start_phase(self, phase: schedules.Phase, weights: dict[str, torch.Tensor], optimizer_state=None,
+                    inside: bool = False) -> None:
+        """Make the trainer of a phase, starting from the given center weights (inside: from a checkpoint
+        inside the phase, on resume; otherwise an ES phase's start is recorded in replay.jsonl)."""
         from transformers import AutoModelForCausalLM
 
         cfg = self.cfg
@@ -171,7 +176,10 @@ class TrainingRun:
             self.trainer = make_es(cfg.es, self.engine, self.task, self.es_names, master,
                                    max_new_tokens=cfg.max_completion_length, seed=cfg.seed, population=cfg.population,
                                    distributed=cfg.distributed(), model_dir=cfg.model, weights=weights,
-                                   sample_center=self.step_samples)
+                                   problem_pool=self.pool, sample_center=self.step_samples)
+            if not inside:
+                replay_log.append_record(self.dir, {"start_step": phase.start,
+                                                    "center_sha256": self.trainer.center.sha256()})
         else:
             reference, lora_base = None, None
             start_dir = cfg.model if phase.start == 0 else rundir.checkpoint_dir(self.dir, phase.start)
@@ -230,6 +238,7 @@ class TrainingRun:
                        f"({float(member_rewards[0]):.4g}), so the update is zero; the final summary counts such "
                        "iterations (a reward that varies between members, or more prompts per batch, gives ES a "
                        "signal)", file=sys.stderr)  # above the progress bar, not inside it
+        self.replay_record = out.replay
         if cfg.completions_every and (step + 1) % cfg.completions_every == 0:
             self.keep_completions("train", step + 1, [
                 {"prompt": str(p.prompt), "completion": samples[0].text, "reward": float(rewards[0])}
@@ -396,7 +405,8 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
     cfg, out = run.cfg, run.dir
     elapsed, optimizer_state = 0.0, None
     if point is None:
-        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS, rundir.CURVE):
+        for f in (rundir.METRICS, rundir.PROBE, rundir.LEGACY_PROBE, rundir.EVAL, rundir.COMPLETIONS, rundir.CURVE,
+                  replay_log.REPLAY):
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
@@ -411,13 +421,14 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
     else:
         done, weights, elapsed, optimizer_state = point
         rundir.keep_steps(out, done)
+        replay_log.keep_records(out, done)
         rundir.keep_probe(out, done)
         rundir.keep_completions(out, done)
         rundir.keep_curve(out, [p["step"] for p in rundir.read_curve(out) or [] if p["step"] <= done])  # later: again
         rundir.read_eval(out)  # a damaged eval.json stops here, before any work
     if done < run.total_steps:
         phase = schedules.phase_at(run.phases, done)
-        run.start_phase(phase, weights, optimizer_state if done > phase.start else None)
+        run.start_phase(phase, weights, optimizer_state if done > phase.start else None, inside=done > phase.start)
     else:  # resumed after the last step: the final stage measures the final weights
         run.set_weights(weights)
     bar = tqdm(total=run.total_steps, initial=done, desc=f"{cfg.algo} train", disable=not run.show_progress, dynamic_ncols=True)
@@ -440,6 +451,9 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
                 row["validation"] = run_stages.validation(run, step)
             row["wall_seconds"] = time.perf_counter() - t_start
             rundir.append_step(out, row)
+            if run.replay_record is not None:
+                replay_log.append_record(out, run.replay_record)
+                run.replay_record = None
             run.tracker.log_record("train", row, step)
             stop_point(f"step-{step}")
             bar.update(1)

@@ -15,6 +15,7 @@ Records written by older code lack a witness (a checkpoint without settings_sha2
 base_fingerprint, no config_history.jsonl): nothing is compared then. `problems` lists each disagreement in one
 line naming the file; a resume (llm/train.py) and `llm curve` refuse the first, a report (paper_checks) names them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,9 +46,11 @@ def checkpoint_problems(run: Path, history: list[dict]) -> list[str]:
             continue
         expected = settings_sha256(record["config"])
         if recorded != expected:
-            problems.append(f"{path}: checkpoint step-{step} was trained with settings sha256 {recorded[:SHORT]}, but "
-                            f"{rundir.CONFIG_HISTORY} gives the settings of step {step} as {expected[:SHORT]} "
-                            f"({rundir.CONFIG} and {rundir.CONFIG_HISTORY} edited by hand?); restore them")
+            problems.append(
+                f"{path}: checkpoint step-{step} was trained with settings sha256 {recorded[:SHORT]}, but "
+                f"{rundir.CONFIG_HISTORY} gives the settings of step {step} as {expected[:SHORT]} "
+                f"({rundir.CONFIG} and {rundir.CONFIG_HISTORY} edited by hand?); restore them"
+            )
     return problems
 
 
@@ -66,15 +69,19 @@ def inputs_problems(run: Path, manifest: dict | None, history: list[dict], ev: d
     made_from = fingerprint.get("inputs") if isinstance(fingerprint.get("inputs"), dict) else {}
     for name, record in sorted((manifest or {}).get("inputs", {}).items()):
         if name in made_from and made_from[name] != record.get("sha256"):
-            problems.append(f"{run / rundir.MANIFEST}: {name} has sha256 {str(record.get('sha256'))[:SHORT]}, but "
-                            f"the base evaluation (eval.json base_fingerprint) was made from "
-                            f"{str(made_from[name])[:SHORT]} ({rundir.MANIFEST} edited by hand?)")
+            problems.append(
+                f"{run / rundir.MANIFEST}: {name} has sha256 {str(record.get('sha256'))[:SHORT]}, but "
+                f"the base evaluation (eval.json base_fingerprint) was made from "
+                f"{str(made_from[name])[:SHORT]} ({rundir.MANIFEST} edited by hand?)"
+            )
     started = {settings_sha256(r["config"]) for r in history if r.get("from_step", 0) == 0}
     was = fingerprint.get("settings_sha256")
     if started and was and was not in started:
-        problems.append(f"{run / rundir.EVAL}: the base evaluation was made with settings sha256 {was[:SHORT]}, not "
-                        f"those {rundir.CONFIG_HISTORY} says the run started with ({sorted(started)[0][:SHORT]}; "
-                        "edited by hand?)")
+        problems.append(
+            f"{run / rundir.EVAL}: the base evaluation was made with settings sha256 {was[:SHORT]}, not "
+            f"those {rundir.CONFIG_HISTORY} says the run started with ({sorted(started)[0][:SHORT]}; "
+            "edited by hand?)"
+        )
     return problems
 
 

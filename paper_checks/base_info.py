@@ -1,5 +1,6 @@
 """What a base model is, read from its folder (pretrain.json, written by `llm pretrain`), for the records of the
 sweep, the pilot and the premise's control."""
+
 from __future__ import annotations
 
 import json

@@ -1,16 +1,17 @@
 """`python -m escov.paper_checks reproduce|report` (also `escov paper_checks ...`).
 
-    reproduce --budget small|full|answer|answer-paper-regime|answer-diffuse --out DIR [--model DIR] [--jobs N]
-                                                                     train what the checks need (cached), then report
-    report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
-    bases                                                            rebuild the shipped bases (quick look, answer)
-    sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
-    pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
-    premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
-    grpo-variants --answer DIR [--candidates A,B] [--jobs N]          ES against the best coverage-keeping GRPO variant
-    coverage SOURCE... --reference NAME [--json OUT] [--plots DIR]     Pass@k to n, k*, solvability of any completions
-                                                                     (also `escov coverage`; docs/coverage.md)
+reproduce --budget small|full|answer|answer-paper-regime|answer-diffuse --out DIR [--model DIR] [--jobs N]
+                                                                 train what the checks need (cached), then report
+report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
+bases                                                            rebuild the shipped bases (quick look, answer)
+sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
+pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
+premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
+grpo-variants --answer DIR [--candidates A,B] [--jobs N]          ES against the best coverage-keeping GRPO variant
+coverage SOURCE... --reference NAME [--json OUT] [--plots DIR]     Pass@k to n, k*, solvability of any completions
+                                                                 (also `escov coverage`; docs/coverage.md)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,9 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["coverage"]:  # its own parser (paper_checks/coverage/cli.py)
         from escov.paper_checks.coverage.cli import main as coverage_main
+
         return coverage_main(given[1:])
-    parser = argparse.ArgumentParser(prog="python -m escov.paper_checks", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m escov.paper_checks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("report", help="build REPORT.md and report.json from existing run directories")
     rep.add_argument("runs", nargs="+", type=Path, help="run directories written by `python -m escov.llm train`")
@@ -41,9 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--theory", type=Path, help="JSON of `python -m escov.theory --json`")
     rep.add_argument("--simulate", type=Path, help="summary.json of `python -m escov.simulate all`")
     rep.add_argument("--lemma-grid", type=Path, help="lemma_grid.json written by reproduce")
-    rep.add_argument("--claims", action="store_true",
-                     help="also check the paper's claims on runs of your own data or rewards (by default their "
-                          "report compares the runs' groups: paper_checks/own_runs.py)")
+    rep.add_argument(
+        "--claims",
+        action="store_true",
+        help="also check the paper's claims on runs of your own data or rewards (by default their "
+        "report compares the runs' groups: paper_checks/own_runs.py)",
+    )
     add_commands(sub)  # reproduce, bases, sweep, pilot, premise-control, grpo-variants (paper_checks/reproduce/cli.py)
     sub.add_parser("coverage", help="Pass@k to n, k*, solvability sets of any trainer's completions (docs/coverage.md)")
     args = parser.parse_args(argv)
@@ -57,9 +63,17 @@ def main(argv: list[str] | None = None) -> int:
             from escov.paper_checks.evidence import load_lemma_grid
             from escov.paper_checks.report import build_report
             from escov.paper_checks.summary import load_published
+
             grid = load_lemma_grid(args.lemma_grid) if args.lemma_grid else None
-            report = build_report(args.runs, args.out, args.theory, args.simulate, grid, published=load_published(),
-                                  claims=True if args.claims else None)
+            report = build_report(
+                args.runs,
+                args.out,
+                args.theory,
+                args.simulate,
+                grid,
+                published=load_published(),
+                claims=True if args.claims else None,
+            )
             out = args.out
     except (RunDirError, ValueError, OSError) as err:  # damaged or missing inputs: one line naming the file
         print(f"error: {err}", file=sys.stderr)

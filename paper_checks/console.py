@@ -3,6 +3,7 @@
 Each level's subcommand runs the same entry point as `python -m escov.<level> ARGS...`; `escov coverage` is
 `python -m escov.paper_checks coverage` (paper_checks/coverage/cli.py).
 """
+
 from __future__ import annotations
 
 import importlib

@@ -28,6 +28,7 @@ checked on synthetic data with a known truth in tests/paper_checks/test_design_c
 With one seed there is no run-to-run variance to estimate: the interval is infinite and every
 test on it is inconclusive.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,6 +47,7 @@ PLANNED_EFFECT = 0.02
 @dataclass(frozen=True)
 class Estimate:
     """A mean over a design with its 95% interval, the design's size and its power line."""
+
     mean: float
     lo: float
     hi: float
@@ -54,8 +56,8 @@ class Estimate:
     seeds: int
     prompts: int = 0
     samples: int = 0
-    detectable: float = float("inf")   # smallest true difference found at 80% power
-    v_seeds: float | None = None       # the seed part v_s of se^2 (seeds_by_prompts; None: not recorded)
+    detectable: float = float("inf")  # smallest true difference found at 80% power
+    v_seeds: float | None = None  # the seed part v_s of se^2 (seeds_by_prompts; None: not recorded)
 
     @property
     def design(self) -> str:
@@ -82,7 +84,9 @@ def seeds_by_prompts(values, samples: int, *, n_boot: int = N_BOOT, seed: int = 
     if n_seeds < 2:
         return Estimate(mean, float("-inf"), float("inf"), float("inf"), 0.0, 1, n_prompts, samples)
     v_s = float(y.mean(1).var(ddof=1) / n_seeds)
-    half_s, half_p = (t_quantile(df, 0.5 + LEVEL / 2) * math.sqrt(v) for df, v in ((n_seeds - 1, v_s), (n_prompts - 1, v_p)))
+    half_s, half_p = (
+        t_quantile(df, 0.5 + LEVEL / 2) * math.sqrt(v) for df, v in ((n_seeds - 1, v_s), (n_prompts - 1, v_p))
+    )
     half = math.hypot(half_s, half_p)
     se = math.sqrt(v_s + v_p)
     if se == 0.0:  # every value the same: no variance to estimate, the mean is exact
@@ -93,11 +97,19 @@ def seeds_by_prompts(values, samples: int, *, n_boot: int = N_BOOT, seed: int = 
 
 def seed_level(summary: dict) -> Estimate:
     """An Estimate from escov.theory.decisions.over_seeds / welch (one value per seed, no prompt level)."""
-    return Estimate(summary["mean"], summary["lo"], summary["hi"], summary["se"], summary["df"], summary["seeds"],
-                    detectable=summary["detectable"])
+    return Estimate(
+        summary["mean"],
+        summary["lo"],
+        summary["hi"],
+        summary["se"],
+        summary["df"],
+        summary["seeds"],
+        detectable=summary["detectable"],
+    )
 
 
 # ----------------------------------------------------------------------------- planning a design
+
 
 @dataclass(frozen=True)
 class Components:
@@ -105,9 +117,11 @@ class Components:
     interaction and the sampling noise, which one value per cell cannot separate), estimated by the two-way
     analysis of variance without replication (method of moments, negative estimates set to 0):
 
-        MS_seed = P Var_s(mean_p Y),  MS_prompt = S Var_p(mean_s Y),  MS_res = sum (Y - row - col + grand)^2 / ((S-1)(P-1))
+        MS_seed = P Var_s(mean_p Y),  MS_prompt = S Var_p(mean_s Y),
+        MS_res = sum (Y - row - col + grand)^2 / ((S-1)(P-1))
         residual = MS_res,  seed = (MS_seed - MS_res) / P,  prompt = (MS_prompt - MS_res) / S
     """
+
     seed: float
     prompt: float
     residual: float
@@ -149,8 +163,10 @@ def planned_detectable(c: Components, seeds: int, prompts: int) -> float:
     se = math.sqrt(v_s + v_p)
     if se == 0.0:
         return 0.0
-    half = math.hypot(t_quantile(seeds - 1, 0.5 + LEVEL / 2) * math.sqrt(v_s),
-                      t_quantile(prompts - 1, 0.5 + LEVEL / 2) * math.sqrt(v_p))
+    half = math.hypot(
+        t_quantile(seeds - 1, 0.5 + LEVEL / 2) * math.sqrt(v_s),
+        t_quantile(prompts - 1, 0.5 + LEVEL / 2) * math.sqrt(v_p),
+    )
     return detectable(se, effective_df(se, half))
 
 
@@ -178,8 +194,11 @@ def plan(values) -> dict:
         return {}
     c = variance_components(y)
     prompts = c.prompts
-    return {"components": c.to_json(), "target": PLANNED_EFFECT,
-            "seeds_needed": {str(p): seeds_needed(c, PLANNED_EFFECT, p) for p in (prompts, 4 * prompts)}}
+    return {
+        "components": c.to_json(),
+        "target": PLANNED_EFFECT,
+        "seeds_needed": {str(p): seeds_needed(c, PLANNED_EFFECT, p) for p in (prompts, 4 * prompts)},
+    }
 
 
 def plan_text(planned: dict, scale: float = 100.0, unit: str = " pts") -> str:
@@ -187,11 +206,14 @@ def plan_text(planned: dict, scale: float = 100.0, unit: str = " pts") -> str:
     if not planned:
         return ""
     shares = planned["components"]["shares"]
-    need = "; ".join(f"{'out of reach' if n is None else f'{n} seeds'} at {p} prompts"
-                     for p, n in planned["seeds_needed"].items())
-    return (f"variance of the mean: seeds {100 * shares['seeds']:.0f}%, prompts {100 * shares['prompts']:.0f}%, "
-            f"residual (interaction and samples) {100 * shares['residual']:.0f}%; detecting "
-            f"{planned['target'] * scale:g}{unit} at 80% power needs {need}")
+    need = "; ".join(
+        f"{'out of reach' if n is None else f'{n} seeds'} at {p} prompts" for p, n in planned["seeds_needed"].items()
+    )
+    return (
+        f"variance of the mean: seeds {100 * shares['seeds']:.0f}%, prompts {100 * shares['prompts']:.0f}%, "
+        f"residual (interaction and samples) {100 * shares['residual']:.0f}%; detecting "
+        f"{planned['target'] * scale:g}{unit} at 80% power needs {need}"
+    )
 
 
 def seeds_to_detect(est: dict, effect: float, most: int = 64) -> int | None:
@@ -209,15 +231,15 @@ def seeds_to_detect(est: dict, effect: float, most: int = 64) -> int | None:
         half = (est["hi"] - est["lo"]) / 2
         t_s, t_p = t_quantile(seeds - 1, q), t_quantile(prompts - 1, q)
         if est.get("v_seeds") is not None:
-            v_s = min(se ** 2, est["v_seeds"])
+            v_s = min(se**2, est["v_seeds"])
         elif seeds == prompts:  # t_s = t_p: the half-width says nothing of the split
             return None
         else:
-            v_s = min(se ** 2, max(0.0, (half ** 2 - t_p ** 2 * se ** 2) / (t_s ** 2 - t_p ** 2)))
+            v_s = min(se**2, max(0.0, (half**2 - t_p**2 * se**2) / (t_s**2 - t_p**2)))
     else:
-        v_s = se ** 2
-        df_scale = est["df"] / (seeds - 1)   # a Welch interval of two groups has more df than one group's S - 1
-    v_p = se ** 2 - v_s
+        v_s = se**2
+        df_scale = est["df"] / (seeds - 1)  # a Welch interval of two groups has more df than one group's S - 1
+    v_p = se**2 - v_s
     for n in range(2, most + 1):
         v_n = v_s * seeds / n
         se_n = math.sqrt(v_n + v_p)

@@ -13,6 +13,7 @@ ES settings that carry no tag (sigma, alpha, member_samples, ...) must agree wit
 variant whose untagged settings differ are never pooled. The row keeps the largest group of runs
 with equal settings, and every run left out is named in the report's input problems.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,9 +26,14 @@ from escov.paper_checks.rundir import Run
 from escov.theory.decisions import DECISIONS, FINDING
 from escov.theory.metrics import pass_at_k_counts
 
-ES_TAGS = (("member_temperature", lambda v: v > 0, "sampled"), ("zscore", lambda v: not v, "no-zscore"),
-           ("center_scale", lambda v: v != 1.0, "rescaled"),
-           ("antithetic", bool, "two-point"), ("null_control", bool, "null"), ("inplace_bf16", bool, "bf16"))
+ES_TAGS = (
+    ("member_temperature", lambda v: v > 0, "sampled"),
+    ("zscore", lambda v: not v, "no-zscore"),
+    ("center_scale", lambda v: v != 1.0, "rescaled"),
+    ("antithetic", bool, "two-point"),
+    ("null_control", bool, "null"),
+    ("inplace_bf16", bool, "bf16"),
+)
 
 
 # ES settings that may differ between the runs of one row by design: tagged above, the population size
@@ -80,7 +86,7 @@ class Evidence:
     excluded: list[dict] = field(default_factory=list)  # {"what", "reason"}: left out (paper_checks/trust.py)
     theory: list[dict] | None = None
     simulate: dict[str, dict] | None = None
-    lemma_grid: list[dict] | None = None   # rows of paper_checks.lemma_grid on the runs' base
+    lemma_grid: list[dict] | None = None  # rows of paper_checks.lemma_grid on the runs' base
 
     def by_variant(self, name: str, *, sweep: bool = False) -> list[Run]:
         """Runs of one variant, sorted by seed. Unless sweep is set, only runs of the main model and,
@@ -88,8 +94,12 @@ class Evidence:
         model, n_main = self.main_model(), self.main_population()
         out = [r for r in self.runs if variant(r.config) == name]
         if not sweep:
-            out = [r for r in out if r.config.get("model") == model
-                   and ("es" not in name or r.config.get("es", {}).get("population_size") == n_main)]
+            out = [
+                r
+                for r in out
+                if r.config.get("model") == model
+                and ("es" not in name or r.config.get("es", {}).get("population_size") == n_main)
+            ]
         return sorted(self._one_setting(name, out), key=lambda r: (r.seed or 0, r.name))
 
     def _one_setting(self, name: str, runs: list[Run]) -> list[Run]:
@@ -106,8 +116,10 @@ class Evidence:
                 continue
             differ = ", ".join(f"{k} {v} (row: {kept.get(k, 'unset')})" for k, v in key if kept.get(k) != v)
             differ += "".join(f", {k} unset (row: {v})" for k, v in kept_key if k not in dict(key))
-            note = (f"{name}: runs {', '.join(sorted(r.name for r in left))} left out of the row: "
-                    f"untagged ES settings differ: {differ}")
+            note = (
+                f"{name}: runs {', '.join(sorted(r.name for r in left))} left out of the row: "
+                f"untagged ES settings differ: {differ}"
+            )
             if note not in self.problems:
                 self.problems.append(note)
         return groups[kept_key]
@@ -121,8 +133,10 @@ class Evidence:
         every = set.union(*held.values())
         for name, ks in sorted(held.items()):
             if ks != every:
-                note = (f"run {name} lacks Pass@k for k = {', '.join(sorted(every - ks, key=int))} in its {which} "
-                        f"evaluation (its eval_ks differ): Pass@k across runs uses the ks they share")
+                note = (
+                    f"run {name} lacks Pass@k for k = {', '.join(sorted(every - ks, key=int))} in its {which} "
+                    f"evaluation (its eval_ks differ): Pass@k across runs uses the ks they share"
+                )
                 if note not in self.problems:
                     self.problems.append(note)
         return sorted(set.intersection(*held.values()), key=int)
@@ -134,8 +148,13 @@ class Evidence:
     def main_population(self) -> int | None:
         """The ES population size most ES runs of the main model use."""
         model = self.main_model()
-        return _most_common([r.config.get("es", {}).get("population_size") for r in self.runs
-                             if r.config.get("model") == model and "es" in str(r.config.get("algo"))])
+        return _most_common(
+            [
+                r.config.get("es", {}).get("population_size")
+                for r in self.runs
+                if r.config.get("model") == model and "es" in str(r.config.get("algo"))
+            ]
+        )
 
 
 def _most_common(values: list):
@@ -164,8 +183,14 @@ def load_theory_json(path: Path) -> list[dict]:
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected the JSON list printed by `python -m escov.theory --json`")
     for i, item in enumerate(data):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get("holds"), bool):
-            raise ValueError(f"{path}: item {i} is not a theory check (an object with a string 'name' and a boolean 'holds')")
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or not isinstance(item.get("holds"), bool)
+        ):
+            raise ValueError(
+                f"{path}: item {i} is not a theory check (an object with a string 'name' and a boolean 'holds')"
+            )
     return data
 
 
@@ -184,17 +209,30 @@ def load_simulate_summary(path: Path) -> dict[str, dict]:
     for name, summary in data.items():
         claims = summary.get("claims", []) if isinstance(summary, dict) else None
         if not isinstance(claims, list) or not all(
-                isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("claim", "verdict", "why")) for c in claims):
-            raise ValueError(f"{path}: experiment {name!r} is not a summary (its 'claims' need 'claim', 'verdict', 'why' strings)")
+            isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("claim", "verdict", "why")) for c in claims
+        ):
+            raise ValueError(
+                f"{path}: experiment {name!r} is not a summary (its 'claims' need 'claim', 'verdict', 'why' strings)"
+            )
         unknown = sorted({c["verdict"] for c in claims} - {*DECISIONS, FINDING})
         if unknown:
-            raise ValueError(f"{path}: experiment {name!r} has verdicts {unknown}, not the words every level uses "
-                             f"({', '.join(DECISIONS)}, {FINDING}); rerun `python -m escov.simulate all`")
+            raise ValueError(
+                f"{path}: experiment {name!r} has verdicts {unknown}, not the words every level uses "
+                f"({', '.join(DECISIONS)}, {FINDING}); rerun `python -m escov.simulate all`"
+            )
     return data
 
 
-LEMMA_GRID_FIELDS = {"sigma": (int, float), "members": int, "measured": (int, float), "predicted": (int, float),
-                     "ratio": (int, float), "ratio_ci": list, "ratios": list, "s_measured": (int, float)}
+LEMMA_GRID_FIELDS = {
+    "sigma": (int, float),
+    "members": int,
+    "measured": (int, float),
+    "predicted": (int, float),
+    "ratio": (int, float),
+    "ratio_ci": list,
+    "ratios": list,
+    "s_measured": (int, float),
+}
 
 
 def load_lemma_grid(path: Path) -> list[dict]:
@@ -204,8 +242,13 @@ def load_lemma_grid(path: Path) -> list[dict]:
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected the JSON list of grid rows written by `paper_checks reproduce`")
     for i, row in enumerate(data):
-        bad = [k for k, t in LEMMA_GRID_FIELDS.items() if not isinstance(row, dict) or not isinstance(row.get(k), t)
-               or isinstance(row.get(k), bool)]
+        bad = [
+            k
+            for k, t in LEMMA_GRID_FIELDS.items()
+            if not isinstance(row, dict) or not isinstance(row.get(k), t) or isinstance(row.get(k), bool)
+        ]
         if bad or len(row["ratio_ci"]) != 2:
-            raise ValueError(f"{path}: row {i} is not a grid row (fields {bad or ['ratio_ci']} missing or of the wrong type)")
+            raise ValueError(
+                f"{path}: row {i} is not a grid row (fields {bad or ['ratio_ci']} missing or of the wrong type)"
+            )
     return data

@@ -1,5 +1,6 @@
 """JSON records without NaN or infinity: report.json, control.json and the other records hold null there instead,
 with the paths of the replaced values listed beside them."""
+
 from __future__ import annotations
 
 import math

@@ -15,7 +15,8 @@ population (1/(N - 1)) sum_j d_j^T I_x d_j is an unbiased estimate of tr I_x.
 
 Decision (lemma1_decision). Lemma 1 is claimed where s <= LEMMA1_S_LIMIT. The rows inside the regime are
 pooled (the plain mean of their log ratios: weights from the rows' own estimated errors, a few draws each, make
-the pooled interval undercover, 0.87-0.91 instead of 0.95 on synthetic rows) and the pooled ratio is an equivalence test of ratio - 1
+the pooled interval undercover, 0.87-0.91 instead of 0.95 on synthetic rows) and the pooled ratio is an
+equivalence test of ratio - 1
 within +-TOLERANCE (Lemma 1's test, theory.claims): inside -> holds, wholly outside -> does not hold, else
 inconclusive; any single in-regime row whose interval lies wholly outside 1 +- TOLERANCE also gives "does not
 hold". Rows without the fields pooling reads (a grid written before they were recorded) decide nothing.
@@ -26,6 +27,7 @@ equal sigma), the s at which the ratio leaves 1 +- TOLERANCE, data processing 0 
 population, and Lemma 2's gap P_pop - P_same against its local form N p_bar (1 - p_bar)^(N-1) JSsucc_N (both
 corrected by the same permutation null).
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +40,8 @@ from escov.theory.paper import LEMMA1_S_LIMIT
 
 LEMMA1 = BY_ID["lemma1"].test  # the claim's test: an equivalence of ratio - 1 within its margin (10%)
 TOLERANCE = LEMMA1.margin
-LEVEL_Q = 0.975            # two-sided 95% intervals
-TARGET_WIDTH = 0.10        # the design's aim: a ratio interval at most this wide inside the regime
+LEVEL_Q = 0.975  # two-sided 95% intervals
+TARGET_WIDTH = 0.10  # the design's aim: a ratio interval at most this wide inside the regime
 
 
 def row_statistics(jspol_draws, predicted_draws) -> dict:
@@ -54,11 +56,21 @@ def row_statistics(jspol_draws, predicted_draws) -> dict:
     ratio = float(np.exp(log_ratio.mean()))
     se = float(log_ratio.std(ddof=1) / math.sqrt(d)) if positive else float("inf")
     half = t_quantile(d - 1, LEVEL_Q) * se
-    return {"measured": float(js.mean()), "measured_se": float(js.std(ddof=1) / math.sqrt(d)), "predicted": float(q.mean()),
-            "predicted_se": float(q.std(ddof=1) / math.sqrt(d)), "ratio": ratio,
-            "ratio_ci": [ratio * math.exp(-half), ratio * math.exp(half)] if math.isfinite(half) else [float("-inf"), float("inf")],
-            "ratio_df": float(d - 1), "ratio_se_log": se, "ratio_of_means": float(js.mean() / q.mean()),
-            "ratio_sd": float(np.std(js / q, ddof=1)), "ratios": (js / q).tolist()}
+    return {
+        "measured": float(js.mean()),
+        "measured_se": float(js.std(ddof=1) / math.sqrt(d)),
+        "predicted": float(q.mean()),
+        "predicted_se": float(q.std(ddof=1) / math.sqrt(d)),
+        "ratio": ratio,
+        "ratio_ci": [ratio * math.exp(-half), ratio * math.exp(half)]
+        if math.isfinite(half)
+        else [float("-inf"), float("inf")],
+        "ratio_df": float(d - 1),
+        "ratio_se_log": se,
+        "ratio_of_means": float(js.mean() / q.mean()),
+        "ratio_sd": float(np.std(js / q, ddof=1)),
+        "ratios": (js / q).tolist(),
+    }
 
 
 def draws_for_width(population_cv: float, width: float = TARGET_WIDTH, most: int = 10_000) -> int | None:
@@ -71,7 +83,12 @@ def draws_for_width(population_cv: float, width: float = TARGET_WIDTH, most: int
     return None
 
 
-POOLED_FIELDS = ("ratio", "ratio_se_log", "ratio_df", "center_samples")  # what pooling reads (center_samples: a paired row)
+POOLED_FIELDS = (
+    "ratio",
+    "ratio_se_log",
+    "ratio_df",
+    "center_samples",
+)  # what pooling reads (center_samples: a paired row)
 
 
 def pooled_ratio(rows: list[dict]) -> dict:
@@ -80,12 +97,16 @@ def pooled_ratio(rows: list[dict]) -> dict:
     ratio scale."""
     se = np.array([r["ratio_se_log"] for r in rows])
     log_mean = float(np.mean(np.log([r["ratio"] for r in rows])))
-    c = se ** 2 / len(rows) ** 2
+    c = se**2 / len(rows) ** 2
     var = float(c.sum())
-    df = var ** 2 / float(np.sum(c ** 2 / np.array([r["ratio_df"] for r in rows])))
+    df = var**2 / float(np.sum(c**2 / np.array([r["ratio_df"] for r in rows])))
     half = t_quantile(df, LEVEL_Q) * math.sqrt(var)
-    return {"ratio": math.exp(log_mean), "ci": [math.exp(log_mean - half), math.exp(log_mean + half)], "df": df,
-            "rows": len(rows)}
+    return {
+        "ratio": math.exp(log_mean),
+        "ci": [math.exp(log_mean - half), math.exp(log_mean + half)],
+        "df": df,
+        "rows": len(rows),
+    }
 
 
 def draws_needed(pilot: list[dict], width: float = TARGET_WIDTH) -> list[dict]:
@@ -94,8 +115,15 @@ def draws_needed(pilot: list[dict], width: float = TARGET_WIDTH) -> list[dict]:
     out = []
     for r in pilot:
         cv = r["ratio_se_log"] * math.sqrt(r["draws"])
-        out.append({"sigma": r["sigma"], "members": r["members"], "s_measured": r["s_measured"], "population_cv": cv,
-                    "draws": draws_for_width(cv, width)})
+        out.append(
+            {
+                "sigma": r["sigma"],
+                "members": r["members"],
+                "s_measured": r["s_measured"],
+                "population_cv": cv,
+                "draws": draws_for_width(cv, width),
+            }
+        )
     return out
 
 
@@ -104,17 +132,27 @@ def lemma1_decision(rows: list[dict]) -> dict | None:
     (pooled_ratio) is an equivalence test of ratio - 1 within +-TOLERANCE, and every row is one too. Holds when the
     pooled interval lies inside 1 +- TOLERANCE and no row lies wholly outside it; does not hold when the pooled
     interval or any row lies wholly outside; inconclusive otherwise. None when no row lies inside the regime."""
-    inside = [r for r in rows if _finite(r.get("s_measured")) and r["s_measured"] <= LEMMA1_S_LIMIT
-              and _finite(r.get("ratio")) and r["ratio"] > 0 and all(_finite(x) for x in r["ratio_ci"])
-              and all(_finite(r.get(k)) and r[k] > 0 for k in POOLED_FIELDS)]
+    inside = [
+        r
+        for r in rows
+        if _finite(r.get("s_measured"))
+        and r["s_measured"] <= LEMMA1_S_LIMIT
+        and _finite(r.get("ratio"))
+        and r["ratio"] > 0
+        and all(_finite(x) for x in r["ratio_ci"])
+        and all(_finite(r.get(k)) and r[k] > 0 for k in POOLED_FIELDS)
+    ]
     if not inside:
         return None
     pooled = pooled_ratio(inside)
     pooled["status"] = LEMMA1.decide(pooled["ci"][0] - 1, pooled["ci"][1] - 1)
     per_row = [LEMMA1.decide(r["ratio_ci"][0] - 1, r["ratio_ci"][1] - 1) for r in inside]
     status = FAILS if FAILS in per_row + [pooled["status"]] else pooled["status"]
-    return {"status": status, "pooled": pooled, "rows": [{"sigma": r["sigma"], "members": r["members"], "status": v}
-                                                         for r, v in zip(inside, per_row)]}
+    return {
+        "status": status,
+        "pooled": pooled,
+        "rows": [{"sigma": r["sigma"], "members": r["members"], "status": v} for r, v in zip(inside, per_row)],
+    }
 
 
 def _finite(x) -> bool:
@@ -123,9 +161,16 @@ def _finite(x) -> bool:
 
 # ----------------------------------------------------------------------------- the summary beside the verdict
 
+
 def _paired(r: dict) -> bool:
-    return _finite(r.get("ratio")) and r["ratio"] > 0 and _finite(r.get("ratio_se_log")) and r["ratio_se_log"] > 0 \
-        and _finite(r.get("ratio_df")) and r["ratio_df"] > 0
+    return (
+        _finite(r.get("ratio"))
+        and r["ratio"] > 0
+        and _finite(r.get("ratio_se_log"))
+        and r["ratio_se_log"] > 0
+        and _finite(r.get("ratio_df"))
+        and r["ratio_df"] > 0
+    )
 
 
 def _slope(rows: list[dict]) -> dict | None:
@@ -175,8 +220,13 @@ def _n_factor(rows: list[dict]) -> dict:
         mean, se = float(np.mean(logs)), math.sqrt(sum(var)) / len(sig)
         df = min(min(by[(s, n)]["ratio_df"], by[(s, top)]["ratio_df"]) for s in sig)
         half = t_quantile(df, LEVEL_Q) * se
-        out[str(n)] = {"against": top, "sigmas": sig, "factor": math.exp(mean), "ci": [math.exp(mean - half), math.exp(mean + half)],
-                       "decision": LEMMA1.decide(math.exp(mean - half) - 1, math.exp(mean + half) - 1)}
+        out[str(n)] = {
+            "against": top,
+            "sigmas": sig,
+            "factor": math.exp(mean),
+            "ci": [math.exp(mean - half), math.exp(mean + half)],
+            "decision": LEMMA1.decide(math.exp(mean - half) - 1, math.exp(mean + half) - 1),
+        }
     return out
 
 
@@ -185,13 +235,21 @@ def _departure(rows: list[dict]) -> dict:
     smallest s whose interval lies wholly outside it (where the O(sigma^4) term has taken over)."""
     out = {}
     for n in sorted({r["members"] for r in rows}):
-        sub = sorted((r for r in rows if r["members"] == n and _finite(r.get("s_measured")) and _finite(r.get("ratio"))),
-                     key=lambda r: r["s_measured"])
-        verdicts = [(r, LEMMA1.decide(r["ratio_ci"][0] - 1, r["ratio_ci"][1] - 1)) for r in sub
-                    if all(_finite(x) for x in r["ratio_ci"])]
+        sub = sorted(
+            (r for r in rows if r["members"] == n and _finite(r.get("s_measured")) and _finite(r.get("ratio"))),
+            key=lambda r: r["s_measured"],
+        )
+        verdicts = [
+            (r, LEMMA1.decide(r["ratio_ci"][0] - 1, r["ratio_ci"][1] - 1))
+            for r in sub
+            if all(_finite(x) for x in r["ratio_ci"])
+        ]
         inside = [r["s_measured"] for r, v in verdicts if v == HOLDS]
         outside = [r["s_measured"] for r, v in verdicts if v == FAILS]
-        out[str(n)] = {"last_s_inside": max(inside) if inside else None, "first_s_outside": min(outside) if outside else None}
+        out[str(n)] = {
+            "last_s_inside": max(inside) if inside else None,
+            "first_s_outside": min(outside) if outside else None,
+        }
     return out
 
 
@@ -201,19 +259,37 @@ def summarize_grid(rows: list[dict]) -> dict:
     per_n = {}
     for n in sorted({r["members"] for r in rows}):
         sub = [r for r in rows if r["members"] == n]
-        within = [r["sigma"] for r in sub if _finite(r.get("ratio")) and all(_finite(x) for x in r["ratio_ci"])
-                  and LEMMA1.decide(r["ratio_ci"][0] - 1, r["ratio_ci"][1] - 1) == HOLDS]
-        per_n[str(n)] = {"exponent_in_regime": _slope([r for r in inside if r["members"] == n]),
-                         "exponent_all": _slope(sub), "sigmas_within": within,
-                         "sigmas_not_within": [r["sigma"] for r in sub if r["sigma"] not in within]}
+        within = [
+            r["sigma"]
+            for r in sub
+            if _finite(r.get("ratio"))
+            and all(_finite(x) for x in r["ratio_ci"])
+            and LEMMA1.decide(r["ratio_ci"][0] - 1, r["ratio_ci"][1] - 1) == HOLDS
+        ]
+        per_n[str(n)] = {
+            "exponent_in_regime": _slope([r for r in inside if r["members"] == n]),
+            "exponent_all": _slope(sub),
+            "sigmas_within": within,
+            "sigmas_not_within": [r["sigma"] for r in sub if r["sigma"] not in within],
+        }
     with_succ = [r for r in rows if "jssucc" in r]
     traced = [r for r in rows if _finite(r.get("fisher_trace")) and r.get("draws")]
     probes = np.array([r["draws"] * (r["members"] - 1) for r in traced], dtype=float)  # Hutchinson probes per row
     fisher = float(np.sum(probes * [r["fisher_trace"] for r in traced]) / probes.sum()) if traced else None
-    return {"s_limit": LEMMA1_S_LIMIT, "tolerance": TOLERANCE, "fisher_trace": fisher, "per_members": per_n,
-            "exponent_in_regime": _slope(inside), "n_factor": _n_factor(inside), "departure": _departure(rows),
-            "dpi": {"rows": len(with_succ),
-                    "rows_jssucc_below_0": sum(r["jssucc"]["ci"][1] < 0 for r in with_succ),
-                    "rows_jssucc_above_jspol": sum(r["jspol_minus_jssucc"]["ci"][1] < 0 for r in with_succ),
-                    "share_of_populations_x_prompts": (float(np.mean([r["dpi_share"] for r in with_succ]))
-                                                       if with_succ else None)}}
+    return {
+        "s_limit": LEMMA1_S_LIMIT,
+        "tolerance": TOLERANCE,
+        "fisher_trace": fisher,
+        "per_members": per_n,
+        "exponent_in_regime": _slope(inside),
+        "n_factor": _n_factor(inside),
+        "departure": _departure(rows),
+        "dpi": {
+            "rows": len(with_succ),
+            "rows_jssucc_below_0": sum(r["jssucc"]["ci"][1] < 0 for r in with_succ),
+            "rows_jssucc_above_jspol": sum(r["jspol_minus_jssucc"]["ci"][1] < 0 for r in with_succ),
+            "share_of_populations_x_prompts": (
+                float(np.mean([r["dpi_share"] for r in with_succ])) if with_succ else None
+            ),
+        },
+    }

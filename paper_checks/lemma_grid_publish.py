@@ -11,12 +11,13 @@ the grid. When only the grid is measured again (scripts/republish_lemma_grid.py)
 
 Every other key of report.json and every other line of REPORT.md stays as it was.
 """
+
 from __future__ import annotations
 
 import copy
 
-from escov.paper_checks.real_checks import lemma1_verdict, training_summary
 from escov.paper_checks.finite import without_non_finite
+from escov.paper_checks.real_checks import lemma1_verdict, training_summary
 from escov.paper_checks.report import claim_row, lemma1_training, lemma_grid_lines, level_lines
 
 CLAIM = "lemma1"
@@ -31,8 +32,9 @@ def _claim_index(report: dict) -> int:
     raise ValueError(f"report.json has no {CLAIM!r} claim")
 
 
-def splice_report(report: dict, grid: list[dict], training_sigma: float | None = None,
-                  training_temperature: float | None = None) -> dict:
+def splice_report(
+    report: dict, grid: list[dict], training_sigma: float | None = None, training_temperature: float | None = None
+) -> dict:
     """A copy of report (report.json's data) with `lemma_grid` = grid and the lemma1 claim's real-run level
     decided again from it. The training runs' summary comes from the old level's evidence ("training", or its
     per-run "ratios" and "s" with the given sigma and temperature)."""
@@ -83,7 +85,7 @@ def splice_markdown(text: str, report: dict) -> str:
     if nxt is None:
         raise ValueError(f"REPORT.md: no {NEXT_SECTION!r} heading")
     if heads:
-        lines[heads[0]:nxt] = section
+        lines[heads[0] : nxt] = section
     else:
         lines[nxt:nxt] = section
     return "\n".join(lines)

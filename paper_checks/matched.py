@@ -27,6 +27,7 @@ full when B is), is the interpolation bias the sparser layout can produce on the
 When the common range is narrower than MIN_RANGE there is nothing to compare and the reason says
 how far each method's Pass@1 moved.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -37,8 +38,8 @@ from escov.paper_checks.design import Estimate, plan, seeds_by_prompts
 from escov.theory.matched import RESOLUTION, compared_levels, differences_at, points_in_range
 from escov.theory.metrics import pass_at_k_counts
 
-MIN_RANGE = 0.02    # the common Pass@1 range must span at least 2 points
-AT_LEVELS, AT_TOP = "levels", "top"   # read over every supported level, or at the highest one alone
+MIN_RANGE = 0.02  # the common Pass@1 range must span at least 2 points
+AT_LEVELS, AT_TOP = "levels", "top"  # read over every supported level, or at the highest one alone
 NO_PAIRS = "no runs of both methods on the same seeds and prompts"
 
 
@@ -47,6 +48,7 @@ class Curve:
     """One run's curve: steps (T,), mean sampled Pass@1 (T,), per-prompt correct counts (T, P) of n
     samples, mean token entropy (T,), greedy accuracy (T,), the prompt ids and the seed; per-prompt distinct
     correct solutions (T, P), 0 where none is correct (None when a point lacks them)."""
+
     seed: int
     steps: np.ndarray
     pass1: np.ndarray
@@ -73,9 +75,15 @@ class Curve:
     def subset(self, keep) -> "Curve":
         """The curve measured only at the points `keep` (indices, training order kept)."""
         idx = np.array(sorted(set(int(i) for i in keep)))
-        return replace(self, steps=self.steps[idx], pass1=self.pass1[idx], counts=self.counts[idx],
-                       entropy=self.entropy[idx], greedy=self.greedy[idx],
-                       distinct=None if self.distinct is None else self.distinct[idx])
+        return replace(
+            self,
+            steps=self.steps[idx],
+            pass1=self.pass1[idx],
+            counts=self.counts[idx],
+            entropy=self.entropy[idx],
+            greedy=self.greedy[idx],
+            distinct=None if self.distinct is None else self.distinct[idx],
+        )
 
 
 def curve_of(points: list[dict], seed: int) -> Curve | None:
@@ -87,12 +95,22 @@ def curve_of(points: list[dict], seed: int) -> Curve | None:
         return None
     counts = np.array([[p["correct"] for p in pt["sampled"]["per_problem"]] for pt in points])
     rows = [p for pt in points for p in pt["sampled"]["per_problem"]]
-    distinct = (np.array([[p["distinct_correct_answers"] for p in pt["sampled"]["per_problem"]] for pt in points], dtype=float)
-                if all("distinct_correct_answers" in p for p in rows) else None)
-    return Curve(seed=seed, steps=np.array([pt["step"] for pt in points]),
-                 pass1=np.array([pt["sampled"]["pass_at_k"]["1"] for pt in points]), counts=counts,
-                 n=int(points[0]["sampled"]["n"]), entropy=np.array([pt["sampled"]["mean_token_entropy"] for pt in points]),
-                 greedy=np.array([pt["greedy"]["pass_at_k"]["1"] for pt in points]), ids=ids, distinct=distinct)
+    distinct = (
+        np.array([[p["distinct_correct_answers"] for p in pt["sampled"]["per_problem"]] for pt in points], dtype=float)
+        if all("distinct_correct_answers" in p for p in rows)
+        else None
+    )
+    return Curve(
+        seed=seed,
+        steps=np.array([pt["step"] for pt in points]),
+        pass1=np.array([pt["sampled"]["pass_at_k"]["1"] for pt in points]),
+        counts=counts,
+        n=int(points[0]["sampled"]["n"]),
+        entropy=np.array([pt["sampled"]["mean_token_entropy"] for pt in points]),
+        greedy=np.array([pt["greedy"]["pass_at_k"]["1"] for pt in points]),
+        ids=ids,
+        distinct=distinct,
+    )
 
 
 def paired(a: list[Curve], b: list[Curve]) -> list[tuple[Curve, Curve]]:
@@ -115,24 +133,34 @@ def _layout(pairs: list[tuple[Curve, Curve]], resolution: float) -> dict:
     """Range, levels, which levels every run supports, and each method's measured points in the range."""
     curves = [c for pair in pairs for c in pair]
     lo, hi, levels, kept = compared_levels([c.pass1 for c in curves], resolution)
-    return {"pairs": len(pairs), "range": [lo, hi], "resolution": resolution,
-            "moved_a": float(np.mean([ca.pass1.max() - ca.pass1[0] for ca, _ in pairs])),
-            "moved_b": float(np.mean([cb.pass1.max() - cb.pass1[0] for _, cb in pairs])),
-            "points_in_range_a": [points_in_range(ca.pass1, lo, hi) for ca, _ in pairs],
-            "points_in_range_b": [points_in_range(cb.pass1, lo, hi) for _, cb in pairs],
-            "levels": levels.tolist(), "supported": kept.tolist(), "compared_levels": levels[kept].tolist()}
+    return {
+        "pairs": len(pairs),
+        "range": [lo, hi],
+        "resolution": resolution,
+        "moved_a": float(np.mean([ca.pass1.max() - ca.pass1[0] for ca, _ in pairs])),
+        "moved_b": float(np.mean([cb.pass1.max() - cb.pass1[0] for _, cb in pairs])),
+        "points_in_range_a": [points_in_range(ca.pass1, lo, hi) for ca, _ in pairs],
+        "points_in_range_b": [points_in_range(cb.pass1, lo, hi) for _, cb in pairs],
+        "levels": levels.tolist(),
+        "supported": kept.tolist(),
+        "compared_levels": levels[kept].tolist(),
+    }
 
 
 def _not_compared(info: dict, names: tuple[str, str]) -> str | None:
     """Why nothing is compared (None when some level is)."""
     lo, hi = info["range"]
     if hi - lo < MIN_RANGE:
-        return (f"the Pass@1 range every run reaches is {100 * max(hi - lo, 0):.1f} pts wide (under {100 * MIN_RANGE:g}): "
-                f"nothing to compare at matched Pass@1")
+        return (
+            f"the Pass@1 range every run reaches is {100 * max(hi - lo, 0):.1f} pts wide (under {100 * MIN_RANGE:g}): "
+            f"nothing to compare at matched Pass@1"
+        )
     if not info["compared_levels"]:
-        return (f"not testable here: too few measured points in the range {100 * lo:.1f}-{100 * hi:.1f} pts (no level has "
-                f"measured points within {100 * info['resolution']:g} pts on both sides in every run); measured points "
-                f"in the range per run: {names[0]} {info['points_in_range_a']}, {names[1]} {info['points_in_range_b']}")
+        return (
+            f"not testable here: too few measured points in the range {100 * lo:.1f}-{100 * hi:.1f} pts (no level has "
+            f"measured points within {100 * info['resolution']:g} pts on both sides in every run); measured points "
+            f"in the range per run: {names[0]} {info['points_in_range_a']}, {names[1]} {info['points_in_range_b']}"
+        )
     return None
 
 
@@ -167,36 +195,59 @@ def _supported_levels(a: list[Curve], b: list[Curve], resolution: float, names: 
     return pairs, info, np.array(info["compared_levels"])
 
 
-def matched_difference(a: list[Curve], b: list[Curve], metric: str, *, resolution: float = RESOLUTION,
-                       names: tuple[str, str] = ("A", "B"), at: str = AT_LEVELS) -> tuple[Estimate | None, dict]:
+def matched_difference(
+    a: list[Curve],
+    b: list[Curve],
+    metric: str,
+    *,
+    resolution: float = RESOLUTION,
+    names: tuple[str, str] = ("A", "B"),
+    at: str = AT_LEVELS,
+) -> tuple[Estimate | None, dict]:
     """Mean over the supported common Pass@1 levels (at=AT_TOP: the highest alone) of a - b in `metric`, per
-    (seed, prompt), with its interval; (None, info with "reason") when nothing can be compared. info also holds the range, the
+    (seed, prompt), with its interval; (None, info with "reason") when nothing can be compared. info also holds the
+    range, the
     levels, which are supported, each method's measured points in range per run, the per-level mean
     difference, the bias control ("bias": the method thinned and its Estimate) and the design's plan (its
     variance components and the seeds a 2-point effect needs, design.plan)."""
     pairs, info, levels = _supported_levels(a, b, resolution, names, at)
     if pairs is None:
         return None, info
-    diffs = np.stack([differences_at(levels, ca.pass1, ca.metric(metric), cb.pass1, cb.metric(metric)) for ca, cb in pairs])
+    diffs = np.stack(
+        [differences_at(levels, ca.pass1, ca.metric(metric), cb.pass1, cb.metric(metric)) for ca, cb in pairs]
+    )
     side, shifts = _bias(pairs, lambda c: c.metric(metric), levels, *info["range"])
     n = pairs[0][0].n
     bias = seeds_by_prompts(shifts.mean(1), n)
-    info |= {"per_level_mean": diffs.mean(axis=(0, 2)).tolist(), "plan": plan(diffs.mean(1)),
-             "bias": {"thinned": names["ab".index(side)], "to_layout_of": names[1 - "ab".index(side)],
-                      "per_level_mean": shifts.mean(axis=(0, 2)).tolist(), "estimate": bias.to_json()}}
+    info |= {
+        "per_level_mean": diffs.mean(axis=(0, 2)).tolist(),
+        "plan": plan(diffs.mean(1)),
+        "bias": {
+            "thinned": names["ab".index(side)],
+            "to_layout_of": names[1 - "ab".index(side)],
+            "per_level_mean": shifts.mean(axis=(0, 2)).tolist(),
+            "estimate": bias.to_json(),
+        },
+    }
     return seeds_by_prompts(diffs.mean(1), n), info
 
 
-def matched_seed_values(a: list[Curve], b: list[Curve], field: str, *, resolution: float = RESOLUTION,
-                        names: tuple[str, str] = ("A", "B")) -> tuple[list[float] | None, dict]:
+def matched_seed_values(
+    a: list[Curve], b: list[Curve], field: str, *, resolution: float = RESOLUTION, names: tuple[str, str] = ("A", "B")
+) -> tuple[list[float] | None, dict]:
     """Per seed, the mean over the supported common levels of a - b in a per-run series (`entropy`,
     `greedy`), with the same range, support rule and bias control (info["bias"]["per_seed"])."""
     pairs, info, levels = _supported_levels(a, b, resolution, names)
     if pairs is None:
         return None, info
-    values = [float(differences_at(levels, ca.pass1, getattr(ca, field), cb.pass1, getattr(cb, field)).mean())
-              for ca, cb in pairs]
+    values = [
+        float(differences_at(levels, ca.pass1, getattr(ca, field), cb.pass1, getattr(cb, field)).mean())
+        for ca, cb in pairs
+    ]
     side, shifts = _bias(pairs, lambda c: getattr(c, field), levels, *info["range"])
-    info["bias"] = {"thinned": names["ab".index(side)], "to_layout_of": names[1 - "ab".index(side)],
-                    "per_seed": shifts.mean(1).tolist()}
+    info["bias"] = {
+        "thinned": names["ab".index(side)],
+        "to_layout_of": names[1 - "ab".index(side)],
+        "per_seed": shifts.mean(1).tolist(),
+    }
     return values, info

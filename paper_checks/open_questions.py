@@ -3,26 +3,50 @@
 Each function returns {"answer": one line, "table": rows of numbers} built from the real runs and,
 where the runs lack the data, from the simulate summary; nothing here is a constant.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from escov.paper_checks.evidence import Evidence, eval_of
 from escov.paper_checks.matched import matched_difference
-from escov.paper_checks.real_checks import (KS, LEMMA1_MAX_S, PROBE, SPARSITY_TAU, analytic_tiny_share, curves_of, diff_between,
-                                      final_drift, update_analysis_of)
+from escov.paper_checks.real_checks import (
+    KS,
+    LEMMA1_MAX_S,
+    PROBE,
+    SPARSITY_TAU,
+    analytic_tiny_share,
+    curves_of,
+    diff_between,
+    final_drift,
+    update_analysis_of,
+)
 from escov.paper_checks.verdict import fmt_interval
 
 OPEN_QUESTIONS = (
     ("mechanism", "Does ES's Pass@K behaviour come from population diversity or from greedy member rollouts?"),
-    ("zero_success", "Cross-prompt structure: the share of test prompts with no correct sample among 32, before and after each method"),
-    ("null_controls", "Which of the paper's drift and sparsity numbers survive a random-z null and bf16 in-place perturbation?"),
-    ("lemma1_validity", "Is Lemma 1 valid at the paper's sigma on a real model? The measured s = E KL(pi_{theta+sigma eps} || pi_theta)"),
+    (
+        "zero_success",
+        "Cross-prompt structure: the share of test prompts with no correct sample among 32, "
+        "before and after each method",
+    ),
+    (
+        "null_controls",
+        "Which of the paper's drift and sparsity numbers survive a random-z null and bf16 in-place perturbation?",
+    ),
+    (
+        "lemma1_validity",
+        "Is Lemma 1 valid at the paper's sigma on a real model? "
+        "The measured s = E KL(pi_{theta+sigma eps} || pi_theta)",
+    ),
 )
 
 # the runs each question reads beyond ES and GRPO (real_checks' needs): a budget that plans none of them says so
-QUESTION_NEEDS = {"mechanism": (("es[sampled]", ""),), "null_controls": (("es[null]", ""),),
-                  "lemma1_validity": (("es", PROBE),)}
+QUESTION_NEEDS = {
+    "mechanism": (("es[sampled]", ""),),
+    "null_controls": (("es[null]", ""),),
+    "lemma1_validity": (("es", PROBE),),
+}
 
 METHODS = ("base", "grpo", "es", "es[sampled]", "es-grpo", "grpo-es")
 
@@ -50,23 +74,35 @@ def mechanism(ev: Evidence) -> dict:
         sim = (ev.simulate or {}).get("ablations", {})
         why = [c["why"] for c in sim.get("claims", []) if c.get("id") == "greedy_vs_sampled"]
         return {"answer": "no greedy-vs-sampled real runs" + (f"; simulate: {why[0]}" if why else ""), "table": rows}
-    answer = (f"greedy minus sampled member rollouts at the end ({d1.design}; each sampled member draws its own "
-              f"rollout seed): Pass@1 {fmt_interval(d1.mean, d1.lo, d1.hi)}, Pass@32 {fmt_interval(d32.mean, d32.lo, d32.hi)}")
-    matched, info = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("es[sampled]")), "pass@32",
-                                       names=("greedy", "sampled"))
+    answer = (
+        f"greedy minus sampled member rollouts at the end ({d1.design}; each sampled member draws its own "
+        f"rollout seed): Pass@1 {fmt_interval(d1.mean, d1.lo, d1.hi)}, Pass@32 {fmt_interval(d32.mean, d32.lo, d32.hi)}"
+    )
+    matched, info = matched_difference(
+        curves_of(ev.by_variant("es")), curves_of(ev.by_variant("es[sampled]")), "pass@32", names=("greedy", "sampled")
+    )
     if matched is not None:
         bias = info["bias"]["estimate"]
-        answer += (f"; at matched Pass@1 ({100 * info['range'][0]:.1f}-{100 * info['range'][1]:.1f} pts, measured points "
-                   f"in the range per run: greedy {info['points_in_range_a']}, sampled {info['points_in_range_b']}): Pass@32 "
-                   f"{fmt_interval(matched.mean, matched.lo, matched.hi)} (bias control, {info['bias']['thinned']} thinned "
-                   f"to {info['bias']['to_layout_of']}'s layout: {fmt_interval(bias['mean'], bias['lo'], bias['hi'])})")
+        answer += (
+            f"; at matched Pass@1 ({100 * info['range'][0]:.1f}-{100 * info['range'][1]:.1f} pts, measured points "
+            f"in the range per run: greedy {info['points_in_range_a']}, sampled {info['points_in_range_b']}): Pass@32 "
+            f"{fmt_interval(matched.mean, matched.lo, matched.hi)} (bias control, {info['bias']['thinned']} thinned "
+            f"to {info['bias']['to_layout_of']}'s layout: {fmt_interval(bias['mean'], bias['lo'], bias['hi'])})"
+        )
     elif "reason" in info:
         answer += f"; at matched Pass@1: {info['reason']}"
     for name in ("es", "es[sampled]"):  # population diversity along training: JSpol and tr I at each measurement
         for run in ev.by_variant(name):
             for m in (run.probe or {}).get("measurements", []):
-                rows.append({"method": name, "seed": run.seed, "step": m["step"], "jspol": m["jspol"]["mean"],
-                             "fisher_trace": m["fisher_trace"]["mean"]})
+                rows.append(
+                    {
+                        "method": name,
+                        "seed": run.seed,
+                        "step": m["step"],
+                        "jspol": m["jspol"]["mean"],
+                        "fisher_trace": m["fisher_trace"]["mean"],
+                    }
+                )
     return {"answer": answer, "table": rows}
 
 
@@ -77,19 +113,32 @@ def zero_success(ev: Evidence) -> dict:
         runs = ev.by_variant(name)
         shares = {}
         for which in ("base", "final"):
-            vals = [np.mean([p["correct"] == 0 for p in eval_of(r, which)["per_problem"]]) for r in runs
-                    if eval_of(r, which) and "per_problem" in eval_of(r, which)]
+            vals = [
+                np.mean([p["correct"] == 0 for p in eval_of(r, which)["per_problem"]])
+                for r in runs
+                if eval_of(r, which) and "per_problem" in eval_of(r, which)
+            ]
             shares[which] = float(np.mean(vals)) if vals else None
         if shares["final"] is not None:
             rows.append({"method": name, "zero_share_base": shares["base"], "zero_share_final": shares["final"]})
     if not rows:
         return {"answer": "no runs with per-problem evaluations", "table": rows}
-    parts = [f"{r['method']} {r['zero_share_base']:.0%} -> {r['zero_share_final']:.0%}" for r in rows
-             if r["zero_share_base"] is not None]
-    samples = {int(eval_of(r, "final")["n"]) for name in METHODS[1:] for r in ev.by_variant(name) if eval_of(r, "final")}
+    parts = [
+        f"{r['method']} {r['zero_share_base']:.0%} -> {r['zero_share_final']:.0%}"
+        for r in rows
+        if r["zero_share_base"] is not None
+    ]
+    samples = {
+        int(eval_of(r, "final")["n"]) for name in METHODS[1:] for r in ev.by_variant(name) if eval_of(r, "final")
+    }
     same = [n for n in samples if n <= max(KS)]
-    note = (f" (with {same[0]} samples per prompt this share is 1 - Pass@{same[0]}: the same measurement as Pass@{same[0]}, "
-            f"not a second one)" if same else "")
+    note = (
+        f" (with {same[0]} samples per prompt this share is 1 - Pass@{same[0]}: "
+        f"the same measurement as Pass@{same[0]}, "
+        f"not a second one)"
+        if same
+        else ""
+    )
     return {"answer": "prompts with 0 of n correct: " + ", ".join(parts) + note, "table": rows}
 
 
@@ -107,20 +156,33 @@ def null_controls(ev: Evidence) -> dict:
             kinds = analyses[0].get("kinds", {})
             top_kind = max(kinds, key=lambda k: kinds[k].get("max_abs", 0.0)) if kinds else None
         analytic = [a for a in (analytic_tiny_share(r, float(SPARSITY_TAU)) for r in runs) if a is not None]
-        rows.append({"method": name, "runs": len(runs), "drift_rel": float(np.mean(drifts)) if drifts else None,
-                     "share_le_1.5e-3": float(np.mean([a["share_nonzero_le_tau"][SPARSITY_TAU] for a in analyses])) if analyses else None,
-                     "analytic_share": float(np.mean(analytic)) if analytic and name != "grpo" else None,
-                     "max_abs_update": float(np.mean([a["max_abs"] for a in analyses])) if analyses else None,
-                     "largest_update_kind": top_kind})
+        rows.append(
+            {
+                "method": name,
+                "runs": len(runs),
+                "drift_rel": float(np.mean(drifts)) if drifts else None,
+                "share_le_1.5e-3": float(np.mean([a["share_nonzero_le_tau"][SPARSITY_TAU] for a in analyses]))
+                if analyses
+                else None,
+                "analytic_share": float(np.mean(analytic)) if analytic and name != "grpo" else None,
+                "max_abs_update": float(np.mean([a["max_abs"] for a in analyses])) if analyses else None,
+                "largest_update_kind": top_kind,
+            }
+        )
     names = {r["method"] for r in rows}
     if not {"es", "es[null]"} <= names:
         return {"answer": "needs an ES run and its random-z null", "table": rows}
     es, null = (next(r for r in rows if r["method"] == m) for m in ("es", "es[null]"))
     ratio = null["drift_rel"] / es["drift_rel"] if es["drift_rel"] else float("nan")
     analytic = f", analytic {es['analytic_share']:.1%}" if es.get("analytic_share") is not None else ""
-    return {"answer": (f"the random-z null reaches {ratio:.0%} of real ES's drift; tiny-update share "
-                       f"{es['share_le_1.5e-3']:.1%} (ES) vs {null['share_le_1.5e-3']:.1%} (null){analytic}; largest updates in "
-                       f"{es['largest_update_kind']} (ES) and {null['largest_update_kind']} (null)"), "table": rows}
+    return {
+        "answer": (
+            f"the random-z null reaches {ratio:.0%} of real ES's drift; tiny-update share "
+            f"{es['share_le_1.5e-3']:.1%} (ES) vs {null['share_le_1.5e-3']:.1%} (null){analytic}; largest updates in "
+            f"{es['largest_update_kind']} (ES) and {null['largest_update_kind']} (null)"
+        ),
+        "table": rows,
+    }
 
 
 def lemma1_validity(ev: Evidence) -> dict:
@@ -128,15 +190,31 @@ def lemma1_validity(ev: Evidence) -> dict:
     rows = []
     for run in ev.by_variant("es"):  # the main ES runs only (not es-grpo, grpo-es or the ES variants)
         for m in (run.probe or {}).get("measurements", []):
-            rows.append({"run": run.name, "step": m["step"], "sigma": m["sigma"], "members": m["members"],
-                         "s_measured": m["validity"]["measured"]["mean"], "s_predicted": m["validity"]["predicted"],
-                         "jspol": m["jspol"]["mean"], "lemma1_prediction": m["lemma1_prediction"]})
+            rows.append(
+                {
+                    "run": run.name,
+                    "step": m["step"],
+                    "sigma": m["sigma"],
+                    "members": m["members"],
+                    "s_measured": m["validity"]["measured"]["mean"],
+                    "s_predicted": m["validity"]["predicted"],
+                    "jspol": m["jspol"]["mean"],
+                    "lemma1_prediction": m["lemma1_prediction"],
+                }
+            )
     if not rows:
         return {"answer": "no population measurements", "table": rows}
     s = np.array([r["s_measured"] for r in rows])
-    return {"answer": f"measured s from {s.min():.2g} to {s.max():.2g} over {len(rows)} measurements "
-                      f"({'small' if s.max() <= LEMMA1_MAX_S else 'not small'}: Lemma 1 is claimed for s <= {LEMMA1_MAX_S})", "table": rows}
+    return {
+        "answer": f"measured s from {s.min():.2g} to {s.max():.2g} over {len(rows)} measurements "
+        f"({'small' if s.max() <= LEMMA1_MAX_S else 'not small'}: Lemma 1 is claimed for s <= {LEMMA1_MAX_S})",
+        "table": rows,
+    }
 
 
-ANSWERS = {"mechanism": mechanism, "zero_success": zero_success, "null_controls": null_controls,
-           "lemma1_validity": lemma1_validity}
+ANSWERS = {
+    "mechanism": mechanism,
+    "zero_success": zero_success,
+    "null_controls": null_controls,
+    "lemma1_validity": lemma1_validity,
+}

@@ -1,5 +1,6 @@
 """The report's plots, each drawn from run directories (PNG, Agg backend). Each function returns the
 file name it wrote, or None when the runs hold no data for it."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,8 @@ import numpy as np  # noqa: E402
 
 from escov.llm.plot_axes import label_k_axis, legend_beside, step_axis  # noqa: E402
 from escov.paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
-from escov.theory.paper import PAPER_TAUS  # noqa: E402
 from escov.theory.matched import common_range, read_at, supported  # noqa: E402
+from escov.theory.paper import PAPER_TAUS  # noqa: E402
 
 MAIN = ("grpo", "es", "es-grpo", "grpo-es", "es[sampled]", "es[small-sigma]")
 
@@ -55,8 +56,12 @@ def passk_curves(ev: Evidence, out: Path) -> str | None:
         runs = [r for r in ev.by_variant(name) if eval_of(r, "final")]
         ks = ev.common_ks(runs)  # runs of different eval_ks: the ks they share (the others named in the report)
         if ks:
-            ax.plot([int(k) for k in ks], [np.mean([eval_of(r, "final")["pass_at_k"][k] for r in runs]) for k in ks],
-                    "-o", label=name)
+            ax.plot(
+                [int(k) for k in ks],
+                [np.mean([eval_of(r, "final")["pass_at_k"][k] for r in runs]) for k in ks],
+                "-o",
+                label=name,
+            )
             drawn = True
     if not drawn:
         plt.close(fig)
@@ -77,8 +82,13 @@ def entropy_curves(ev: Evidence, out: Path) -> str | None:
         name = variant(run.config)
         first = name not in colors
         color = colors.setdefault(name, f"C{len(colors)}")
-        ax.plot([r["step"] for r in rows], [r["entropy"] for r in rows], color=color, alpha=0.8,
-                label=name if first else None)
+        ax.plot(
+            [r["step"] for r in rows],
+            [r["entropy"] for r in rows],
+            color=color,
+            alpha=0.8,
+            label=name if first else None,
+        )
     if not colors:
         plt.close(fig)
         return None
@@ -93,8 +103,11 @@ def pareto_front(ev: Evidence, out: Path) -> str | None:
     if base and "32" in base["pass_at_k"]:
         ax.scatter(base["pass_at_k"]["1"], base["pass_at_k"]["32"], c="k", marker="*", s=120, label="base")
     for i, name in enumerate(MAIN):
-        pts = [(e["pass_at_k"]["1"], e["pass_at_k"]["32"]) for e in
-               (eval_of(r, "final") for r in ev.by_variant(name)) if e and "32" in e["pass_at_k"]]
+        pts = [
+            (e["pass_at_k"]["1"], e["pass_at_k"]["32"])
+            for e in (eval_of(r, "final") for r in ev.by_variant(name))
+            if e and "32" in e["pass_at_k"]
+        ]
         if pts:
             x, y = np.array(pts).T
             ax.scatter(x, y, color=f"C{i}", alpha=0.5)
@@ -107,8 +120,13 @@ def pareto_front(ev: Evidence, out: Path) -> str | None:
     return _save(fig, out, "pareto.png")
 
 
-FRONTIER_PANELS = (("pass@32", "Pass@32"), ("pass@16", "Pass@16"), ("no_correct", "prompts with no correct sample"),
-                   ("entropy", "token entropy (nats)"), ("greedy", "greedy accuracy"))
+FRONTIER_PANELS = (
+    ("pass@32", "Pass@32"),
+    ("pass@16", "Pass@16"),
+    ("no_correct", "prompts with no correct sample"),
+    ("entropy", "token entropy (nats)"),
+    ("greedy", "greedy accuracy"),
+)
 
 
 POOLED_LEVELS = 12
@@ -142,13 +160,15 @@ def frontier(ev: Evidence, out: Path) -> str | None:
     test)."""
     from escov.paper_checks.matched import curve_of
 
-    curves = {name: [c for c in (curve_of(r.curve or [], r.seed or 0) for r in ev.by_variant(name)) if c is not None]
-              for name in MAIN}
+    curves = {
+        name: [c for c in (curve_of(r.curve or [], r.seed or 0) for r in ev.by_variant(name)) if c is not None]
+        for name in MAIN
+    }
     curves = {name: cs for name, cs in curves.items() if cs}
     if not curves:
         return None
     fig, grid = plt.subplots(2, 3, figsize=(12, 7.5))  # five panels and, in the sixth cell, the legend
-    axes, legend_cell = grid.flat[:len(FRONTIER_PANELS)], grid.flat[-1]
+    axes, legend_cell = grid.flat[: len(FRONTIER_PANELS)], grid.flat[-1]
     for ax, (key, ylabel) in zip(axes, FRONTIER_PANELS):
         for i, (name, cs) in enumerate(curves.items()):
             ys = [panel_values(c, key) for c in cs]
@@ -162,14 +182,20 @@ def frontier(ev: Evidence, out: Path) -> str | None:
             # support rule), dashed where some seed's reading runs along a wider gap
             solid = np.array([all(supported(c.pass1, level) for c in cs) for level in levels], dtype=bool)
             ax.plot(levels, pooled, "--", color=f"C{i}", lw=1.2)
-            ax.plot(levels, np.where(solid, pooled, np.nan), "-", color=f"C{i}", lw=2.2, label=f"{name} ({len(cs)} seeds)")
+            ax.plot(
+                levels, np.where(solid, pooled, np.nan), "-", color=f"C{i}", lw=2.2, label=f"{name} ({len(cs)} seeds)"
+            )
         if any((c.steps == 0).any() for cs in curves.values() for c in cs):
             ax.scatter(*base_point(curves, key), c="k", marker="*", s=100, label="base (mean over seeds)", zorder=5)
         ax.set(xlabel="sampled Pass@1", ylabel=ylabel, title=ylabel.split(" (")[0])
     legend_cell.axis("off")
-    legend_cell.legend(*axes[0].get_legend_handles_labels(), loc="upper left", frameon=False,
-                       title="thin: each seed\nthick: pooled over seeds\nat matched Pass@1 (dashed: a\nseed's "
-                             "measured points are\nfurther apart there than\nthe matched claims read)")
+    legend_cell.legend(
+        *axes[0].get_legend_handles_labels(),
+        loc="upper left",
+        frameon=False,
+        title="thin: each seed\nthick: pooled over seeds\nat matched Pass@1 (dashed: a\nseed's "
+        "measured points are\nfurther apart there than\nthe matched claims read)",
+    )
     fig.tight_layout()
     fig.savefig(out / "frontier.png", dpi=110)
     plt.close(fig)
@@ -186,8 +212,11 @@ def js_vs_prediction(ev: Evidence, out: Path, grid: list[dict] | None = None) ->
     pts = []
     for run in ev.runs:
         for m in (run.probe or {}).get("measurements", []):
-            pts += [(r["lemma1_prediction"], r["jspol"], m["sigma"]) for r in m.get("per_prompt", [])
-                    if r["lemma1_prediction"] > 0 and r["jspol"] > 0]
+            pts += [
+                (r["lemma1_prediction"], r["jspol"], m["sigma"])
+                for r in m.get("per_prompt", [])
+                if r["lemma1_prediction"] > 0 and r["jspol"] > 0
+            ]
     if not pts:
         return None
     pred, meas, sig = np.array(pts).T
@@ -211,43 +240,91 @@ def lemma1_grid_plot(grid: list[dict], training: dict | None, out: Path) -> str 
     from escov.theory.paper import LEMMA1_S_LIMIT
 
     finite = lambda x: isinstance(x, (int, float)) and np.isfinite(x)
-    rows = [r for r in grid if finite(r.get("measured")) and r["measured"] > 0 and finite(r.get("ratio"))
-            and finite(r.get("s_measured")) and r["s_measured"] > 0 and all(finite(x) for x in r.get("ratio_ci") or [None])]
+    rows = [
+        r
+        for r in grid
+        if finite(r.get("measured"))
+        and r["measured"] > 0
+        and finite(r.get("ratio"))
+        and finite(r.get("s_measured"))
+        and r["s_measured"] > 0
+        and all(finite(x) for x in r.get("ratio_ci") or [None])
+    ]
     if not rows:
         return None
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 5))
     sigmas = np.array(sorted({r["sigma"] for r in rows}))
     inside = [r["sigma"] for r in rows if r["s_measured"] <= LEMMA1_S_LIMIT]
     if inside:
-        ax.axvspan(sigmas.min() / 1.3, max(inside) * 1.15, color="C2", alpha=0.12, label=f"rows with s <= {LEMMA1_S_LIMIT}")
+        ax.axvspan(
+            sigmas.min() / 1.3, max(inside) * 1.15, color="C2", alpha=0.12, label=f"rows with s <= {LEMMA1_S_LIMIT}"
+        )
     line = np.geomspace(sigmas.min() / 1.3, sigmas.max() * 1.3, 50)
     for i, n in enumerate(sorted({r["members"] for r in rows})):
         sub = sorted((r for r in rows if r["members"] == n), key=lambda r: r["sigma"])
         x = np.array([r["sigma"] for r in sub])
         y = np.array([r["measured"] for r in sub])
         err = 1.96 * np.array([r.get("measured_se") or 0.0 for r in sub])
-        ax.errorbar(x, y, yerr=[np.minimum(err, 0.999 * y), err], fmt="o", color=f"C{i}", ms=4, capsize=2, label=f"measured N = {n}")
+        ax.errorbar(
+            x,
+            y,
+            yerr=[np.minimum(err, 0.999 * y), err],
+            fmt="o",
+            color=f"C{i}",
+            ms=4,
+            capsize=2,
+            label=f"measured N = {n}",
+        )
         if finite(sub[0].get("fisher_trace")):
-            ax.plot(line, 0.5 * line ** 2 * (1 - 1 / n) * sub[0]["fisher_trace"], "--", color=f"C{i}", lw=1)
+            ax.plot(line, 0.5 * line**2 * (1 - 1 / n) * sub[0]["fisher_trace"], "--", color=f"C{i}", lw=1)
         s = np.array([r["s_measured"] for r in sub])
         lo = np.array([r["ratio"] - r["ratio_ci"][0] for r in sub])
         hi = np.array([r["ratio_ci"][1] - r["ratio"] for r in sub])
-        ax2.errorbar(s * (1 + 0.04 * (i - 1.5)), [r["ratio"] for r in sub], yerr=[lo, hi], fmt="o-", color=f"C{i}", ms=4,
-                     capsize=2, lw=0.8, label=f"N = {n}")
+        ax2.errorbar(
+            s * (1 + 0.04 * (i - 1.5)),
+            [r["ratio"] for r in sub],
+            yerr=[lo, hi],
+            fmt="o-",
+            color=f"C{i}",
+            ms=4,
+            capsize=2,
+            lw=0.8,
+            label=f"N = {n}",
+        )
     ax.plot([], [], "k--", lw=1, label="prediction (sigma^2/2)(1-1/N) tr I")
     if training and training.get("sigma"):
         ax.axvline(training["sigma"], color="C3", ls=":", lw=1.5, label=f"training sigma = {training['sigma']:g}")
-    ax.set(xscale="log", yscale="log", xlabel="sigma", ylabel="JSpol_N (mean over populations, 95% interval)",
-           title=f"Lemma 1 on {rows[0].get('task', 'the task')} at T = {rows[0].get('temperature', '?')}")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sigma",
+        ylabel="JSpol_N (mean over populations, 95% interval)",
+        title=f"Lemma 1 on {rows[0].get('task', 'the task')} at T = {rows[0].get('temperature', '?')}",
+    )
     ax.legend(fontsize=8)
     ax2.axhspan(1 - TOLERANCE, 1 + TOLERANCE, color="0.85", label=f"1 +- {TOLERANCE:g}")
-    ax2.axvspan(min(r["s_measured"] for r in rows) / 1.5, LEMMA1_S_LIMIT, color="C2", alpha=0.12, label=f"regime s <= {LEMMA1_S_LIMIT}")
+    ax2.axvspan(
+        min(r["s_measured"] for r in rows) / 1.5,
+        LEMMA1_S_LIMIT,
+        color="C2",
+        alpha=0.12,
+        label=f"regime s <= {LEMMA1_S_LIMIT}",
+    )
     ax2.axhline(1.0, color="k", lw=0.8)
     if training and training.get("s_median") is not None:
-        ax2.axvline(training["s_median"], color="C3", ls=":", lw=1.5,
-                    label=f"training runs' s = {training['s_median']:.2g} (T = {training.get('temperature')})")
-    ax2.set(xscale="log", xlabel="measured s = E KL(pi_member || pi_center)", ylabel="measured / predicted JSpol (95% interval)",
-            title="where the O(sigma^4) term takes over")
+        ax2.axvline(
+            training["s_median"],
+            color="C3",
+            ls=":",
+            lw=1.5,
+            label=f"training runs' s = {training['s_median']:.2g} (T = {training.get('temperature')})",
+        )
+    ax2.set(
+        xscale="log",
+        xlabel="measured s = E KL(pi_member || pi_center)",
+        ylabel="measured / predicted JSpol (95% interval)",
+        title="where the O(sigma^4) term takes over",
+    )
     ax2.legend(fontsize=8)
     return _save(fig, out, "js_measured_vs_predicted.png")
 
@@ -275,7 +352,9 @@ def update_magnitudes(ev: Evidence, out: Path) -> str | None:
         plt.close(fig)
         return None
     if changed == 0:  # every update is zero: an empty log axis would show nothing, so say it
-        ax.text(0.5, 0.5, "no entry changed in any run\n(zero updates)", ha="center", va="center", transform=ax.transAxes)
+        ax.text(
+            0.5, 0.5, "no entry changed in any run\n(zero updates)", ha="center", va="center", transform=ax.transAxes
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     _label(ax, "|delta| of an update entry", "entries", "Update magnitudes (first seed)")
@@ -306,8 +385,9 @@ def drift_per_layer(ev: Evidence, out: Path) -> str | None:
     return _save(fig, out, "drift_per_layer.png")
 
 
-def premise_control_plot(pairs: list[tuple[dict, dict]], families: list[str], curves: dict[str, list[dict]],
-                         out: Path) -> str:
+def premise_control_plot(
+    pairs: list[tuple[dict, dict]], families: list[str], curves: dict[str, list[dict]], out: Path
+) -> str:
     """The premise's positive control (premise.py): left, each prompt's success rate (correct / samples, mean over
     the seeds) at the base and at GRPO's plateau, stacked by family; right, Pass@1 and Pass@32 along training per
     run. Returns the file name (control.png)."""
@@ -315,14 +395,26 @@ def premise_control_plot(pairs: list[tuple[dict, dict]], families: list[str], cu
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     bins = np.linspace(0, 1, 11)
     for offset, (label, which) in enumerate((("base", 0), ("plateau", 1))):
-        rates = np.mean([[r["correct"] / pair[which]["sampled"]["n"] for r in pair[which]["sampled"]["per_problem"]]
-                         for pair in pairs], axis=0)
+        rates = np.mean(
+            [
+                [r["correct"] / pair[which]["sampled"]["n"] for r in pair[which]["sampled"]["per_problem"]]
+                for pair in pairs
+            ],
+            axis=0,
+        )
         width = (bins[1] - bins[0]) / 2.2
         bottom = np.zeros(len(bins) - 1)
         for i, name in enumerate(sorted(set(families))):
             counts, _ = np.histogram(rates[fam == name], bins=bins)
-            left.bar(bins[:-1] + offset * width, counts, width=width, bottom=bottom, align="edge",
-                     color=f"C{2 * offset + i}", label=f"{label}: {name}")
+            left.bar(
+                bins[:-1] + offset * width,
+                counts,
+                width=width,
+                bottom=bottom,
+                align="edge",
+                color=f"C{2 * offset + i}",
+                label=f"{label}: {name}",
+            )
             bottom += counts
     left.set_xlabel("per-prompt success rate (mean over seeds)")
     left.set_ylabel("prompts")
@@ -336,5 +428,12 @@ def premise_control_plot(pairs: list[tuple[dict, dict]], families: list[str], cu
     return _save(fig, out, "control.png")
 
 
-PLOTS = {"frontier": frontier, "passk_curves": passk_curves, "entropy": entropy_curves, "pareto": pareto_front,
-         "js": js_vs_prediction, "update_magnitudes": update_magnitudes, "drift_per_layer": drift_per_layer}
+PLOTS = {
+    "frontier": frontier,
+    "passk_curves": passk_curves,
+    "entropy": entropy_curves,
+    "pareto": pareto_front,
+    "js": js_vs_prediction,
+    "update_magnitudes": update_magnitudes,
+    "drift_per_layer": drift_per_layer,
+}

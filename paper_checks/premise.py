@@ -19,17 +19,18 @@ one seed) are counted by family: `rare-only`, the prompts whose every solution (
 lies in the base corpus' rare family (llm/tinymodel.py in_rare_family: an operator of rare_ops, a target above
 rare_above), and `other`; the base's success rate is given per family too.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-PLATEAU_RISE = 0.01              # Pass@1 within 1 point of its highest, and rising less than 1 point over the last third
+PLATEAU_RISE = 0.01  # Pass@1 within 1 point of its highest, and rising less than 1 point over the last third
 ENDPOINT_K = 32
 FAMILIES = ("rare-only", "other")
 
 
 def family_of(numbers: list[int], target: int, preset) -> str:
-    """"rare-only" when every distinct solution of the instance lies in the preset's rare family, else "other"."""
+    """ "rare-only" when every distinct solution of the instance lies in the preset's rare family, else "other"."""
     from escov.llm.tasks.countdown import distinct_solutions
     from escov.llm.tinymodel import in_rare_family
 
@@ -44,13 +45,21 @@ def plateau(steps: list[int], pass1: list[float]) -> dict:
     last = pass1[-1]
     third = next(i for i, s in enumerate(steps) if s >= 2 * steps[-1] / 3)
     rise = last - pass1[third]
-    return {"step": steps[-1], "pass1": last, "highest": max(pass1), "rise_last_third": rise,
-            "reached": bool(max(pass1) - last < PLATEAU_RISE and rise < PLATEAU_RISE)}
+    return {
+        "step": steps[-1],
+        "pass1": last,
+        "highest": max(pass1),
+        "rise_last_third": rise,
+        "reached": bool(max(pass1) - last < PLATEAU_RISE and rise < PLATEAU_RISE),
+    }
 
 
 def _per_prompt(point: dict) -> tuple[np.ndarray, np.ndarray]:
     rows = point["sampled"]["per_problem"]
-    return (np.array([r["correct"] for r in rows]), np.array([r["distinct_correct_answers"] for r in rows], dtype=float))
+    return (
+        np.array([r["correct"] for r in rows]),
+        np.array([r["distinct_correct_answers"] for r in rows], dtype=float),
+    )
 
 
 def endpoints(pairs: list[tuple[dict, dict]], families: list[str]) -> dict:
@@ -65,23 +74,44 @@ def endpoints(pairs: list[tuple[dict, dict]], families: list[str]) -> dict:
     base_d = np.stack([_per_prompt(b)[1] for b, _ in pairs])
     top_d = np.stack([_per_prompt(t)[1] for _, t in pairs])
     both = (base_c > 0) & (top_c > 0)
-    values = {f"pass@{ENDPOINT_K}": pass_at_k_counts(n, top_c, ENDPOINT_K) - pass_at_k_counts(n, base_c, ENDPOINT_K),
-              "no_correct": (top_c == 0).astype(float) - (base_c == 0).astype(float)}
+    values = {
+        f"pass@{ENDPOINT_K}": pass_at_k_counts(n, top_c, ENDPOINT_K) - pass_at_k_counts(n, base_c, ENDPOINT_K),
+        "no_correct": (top_c == 0).astype(float) - (base_c == 0).astype(float),
+    }
     out = {name: seeds_by_prompts(v, n).to_json() for name, v in values.items()}
     solved = both.all(axis=0)  # prompts every seed's base and plateau solve: one design for the distinct count
-    out["distinct"] = (seeds_by_prompts((top_d - base_d)[:, solved], n).to_json() | {"prompts": int(solved.sum()),
-                       "base": float(base_d[:, solved].mean()), "plateau": float(top_d[:, solved].mean())}
-                       if solved.sum() >= 2 else {"prompts": int(solved.sum()), "reason": "fewer than 2 prompts solved"})
+    out["distinct"] = (
+        seeds_by_prompts((top_d - base_d)[:, solved], n).to_json()
+        | {
+            "prompts": int(solved.sum()),
+            "base": float(base_d[:, solved].mean()),
+            "plateau": float(top_d[:, solved].mean()),
+        }
+        if solved.sum() >= 2
+        else {"prompts": int(solved.sum()), "reason": "fewer than 2 prompts solved"}
+    )
     fam = np.array(families)
     lost = (base_c > 0) & (top_c == 0)
-    out["families"] = {f: {"prompts": int((fam == f).sum()),
-                           "base_pass1": float((base_c[:, fam == f] / n).mean()) if (fam == f).any() else None,
-                           "base_pass32": float(pass_at_k_counts(n, base_c[:, fam == f], ENDPOINT_K).mean())
-                           if (fam == f).any() else None,
-                           "lost": int(lost[:, fam == f].sum()), "gained": int(((base_c == 0) & (top_c > 0))[:, fam == f].sum())}
-                       for f in FAMILIES}
-    out["lost_prompts"] = sorted({pid for s in range(len(pairs)) for pid, gone in
-                                  zip((r["id"] for r in pairs[s][0]["sampled"]["per_problem"]), lost[s]) if gone})
+    out["families"] = {
+        f: {
+            "prompts": int((fam == f).sum()),
+            "base_pass1": float((base_c[:, fam == f] / n).mean()) if (fam == f).any() else None,
+            "base_pass32": float(pass_at_k_counts(n, base_c[:, fam == f], ENDPOINT_K).mean())
+            if (fam == f).any()
+            else None,
+            "lost": int(lost[:, fam == f].sum()),
+            "gained": int(((base_c == 0) & (top_c > 0))[:, fam == f].sum()),
+        }
+        for f in FAMILIES
+    }
+    out["lost_prompts"] = sorted(
+        {
+            pid
+            for s in range(len(pairs))
+            for pid, gone in zip((r["id"] for r in pairs[s][0]["sampled"]["per_problem"]), lost[s])
+            if gone
+        }
+    )
     return out
 
 
@@ -103,30 +133,49 @@ def _pm(e: dict, scale: float = 100.0) -> str:
 def render(record: dict) -> str:
     """The control's table: each run's curve, the endpoints, the families."""
     e = record["endpoints"]
-    lines = [f"# Premise control: GRPO from {record['base']['name']} to its plateau",
-             "",
-             f"{len(record['seeds'])} seeds x {record['prompts']} {record['split']} prompts x {record['samples']} samples "
-             f"at T = {record['temperature']}; GRPO {record['grpo']}, {record['steps']} steps.",
-             "",
-             "| run | step | Pass@1 | Pass@32 | no correct | entropy |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# Premise control: GRPO from {record['base']['name']} to its plateau",
+        "",
+        f"{len(record['seeds'])} seeds x {record['prompts']} {record['split']} prompts x {record['samples']} samples "
+        f"at T = {record['temperature']}; GRPO {record['grpo']}, {record['steps']} steps.",
+        "",
+        "| run | step | Pass@1 | Pass@32 | no correct | entropy |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for name, points in record["curves"].items():
         for p in points:
             ent = "" if p["entropy"] is None else f"{p['entropy']:.3f}"
-            lines.append(f"| {name} | {p['step']} | {p['pass1']:.3f} | {p['pass32']:.3f} | {p['no_correct']:.3f} | {ent} |")
+            lines.append(
+                f"| {name} | {p['step']} | {p['pass1']:.3f} | {p['pass32']:.3f} | {p['no_correct']:.3f} | {ent} |"
+            )
     reached = sum(p["reached"] for p in record["plateau"].values())
-    lines += ["", f"Plateau reached (Pass@1 within {100 * PLATEAU_RISE:.0f} point of its highest and rising less over the "
-                  f"last third) on {reached} of {len(record['plateau'])} runs.", "",
-              "| endpoint (plateau - base, points) | mean [95% interval] |", "| --- | --- |",
-              f"| Pass@{ENDPOINT_K} | {_pm(e[f'pass@{ENDPOINT_K}'])} |",
-              f"| no-correct share | {_pm(e['no_correct'])} |"]
+    lines += [
+        "",
+        f"Plateau reached (Pass@1 within {100 * PLATEAU_RISE:.0f} point of its highest and rising less over the "
+        f"last third) on {reached} of {len(record['plateau'])} runs.",
+        "",
+        "| endpoint (plateau - base, points) | mean [95% interval] |",
+        "| --- | --- |",
+        f"| Pass@{ENDPOINT_K} | {_pm(e[f'pass@{ENDPOINT_K}'])} |",
+        f"| no-correct share | {_pm(e['no_correct'])} |",
+    ]
     d = e["distinct"]
     if "mean" in d:
-        lines.append(f"| distinct correct solutions per solved prompt ({d['base']:.2f} -> {d['plateau']:.2f}, "
-                     f"{d['prompts']} prompts) | {_pm(d, 1.0)} |")
-    lines += ["", f"Verdict: **{record['verdict']}**.", "",
-              "| family | prompts | base Pass@1 | base Pass@32 | lost (seed x prompt) | gained |",
-              "| --- | --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| distinct correct solutions per solved prompt ({d['base']:.2f} -> {d['plateau']:.2f}, "
+            f"{d['prompts']} prompts) | {_pm(d, 1.0)} |"
+        )
+    lines += [
+        "",
+        f"Verdict: **{record['verdict']}**.",
+        "",
+        "| family | prompts | base Pass@1 | base Pass@32 | lost (seed x prompt) | gained |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for name, f in e["families"].items():
         if f["prompts"]:
-            lines.append(f"| {name} | {f['prompts']} | {f['base_pass1']:.3f} | {f['base_pass32']:.3f} | {f['lost']} | {f['gained']} |")
+            lines.append(
+                f"| {name} | {f['prompts']} | {f['base_pass1']:.3f} | {f['base_pass32']:.3f} | "
+                f"{f['lost']} | {f['gained']} |"
+            )
     return "\n".join(lines) + "\n"

@@ -20,6 +20,7 @@ design seeds x test prompts (paper_checks/design.py seeds_by_prompts, 95%), read
                              base per (seed, prompt), "learned" when that interval lies above 0, with the members'
                              divergence s the Lemma 1 grid measured at that sigma on the same base
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,14 +31,18 @@ from escov.paper_checks.matched import AT_TOP, Curve, matched_difference, paired
 from escov.paper_checks.premise import ENDPOINT_K, endpoints, plateau, verdict
 from escov.paper_checks.real_checks import curves_of
 
-MARGIN = 0.02            # (b)'s equivalence margin, 2 points of Pass@32 (docs/answer-budget.md, stated before the run)
+MARGIN = 0.02  # (b)'s equivalence margin, 2 points of Pass@32 (docs/answer-budget.md, stated before the run)
 SMALL_SIGMA_VARIANT = "es[small-sigma]"
-TEST_SPLIT = "test"      # the answer's prompts (llm/problem_sets.py: the runs' curves read the test split)
+TEST_SPLIT = "test"  # the answer's prompts (llm/problem_sets.py: the runs' curves read the test split)
 PASS = f"pass@{ENDPOINT_K}"
 
 
 def _interval(est) -> dict | None:
-    return None if est is None else {k: v for k, v in est.to_json().items() if k in ("mean", "lo", "hi", "design", "detectable")}
+    return (
+        None
+        if est is None
+        else {k: v for k, v in est.to_json().items() if k in ("mean", "lo", "hi", "design", "detectable")}
+    )
 
 
 def _reading_b(interval: dict) -> str:
@@ -51,11 +56,19 @@ def _reading_b(interval: dict) -> str:
 
 def _pairs(curves: list[Curve]) -> list[tuple[dict, dict]]:
     """(base, last) per curve as the per-problem rows premise.endpoints reads."""
+
     def point(c: Curve, i: int) -> dict:
         distinct = c.metric("distinct")[i]
-        return {"sampled": {"n": c.n, "per_problem": [
-            {"id": pid, "correct": int(k), "distinct_correct_answers": float(d)}
-            for pid, k, d in zip(c.ids, c.counts[i], distinct)]}}
+        return {
+            "sampled": {
+                "n": c.n,
+                "per_problem": [
+                    {"id": pid, "correct": int(k), "distinct_correct_answers": float(d)}
+                    for pid, k, d in zip(c.ids, c.counts[i], distinct)
+                ],
+            }
+        }
+
     return [(point(c, 0), point(c, len(c.steps) - 1)) for c in curves]
 
 
@@ -89,8 +102,10 @@ def end_difference(es: list[Curve], grpo: list[Curve]) -> dict | None:
     values = np.stack([a.metric(PASS)[-1] - b.metric(PASS)[-1] for a, b in pairs])
     pass1 = np.stack([a.metric("pass@1")[-1] - b.metric("pass@1")[-1] for a, b in pairs])
     steps = sorted({int(a.steps[-1]) for a, _ in pairs} | {int(b.steps[-1]) for _, b in pairs})
-    return _interval(seeds_by_prompts(values, pairs[0][0].n)) | {"steps": steps,
-                                                                 "pass1": _interval(seeds_by_prompts(pass1, pairs[0][0].n))}
+    return _interval(seeds_by_prompts(values, pairs[0][0].n)) | {
+        "steps": steps,
+        "pass1": _interval(seeds_by_prompts(pass1, pairs[0][0].n)),
+    }
 
 
 def small_sigma(ev: Evidence, lemma_grid: list[dict] | None) -> dict | None:
@@ -102,22 +117,39 @@ def small_sigma(ev: Evidence, lemma_grid: list[dict] | None) -> dict | None:
     sigma = runs[0].config["es"]["sigma"]
     gain = seeds_by_prompts(np.stack([c.metric("pass@1")[-1] - c.metric("pass@1")[0] for c in curves]), curves[0].n)
     s = [r["s_measured"] for r in lemma_grid or [] if np.isclose(r["sigma"], sigma) and r.get("s_measured") is not None]
-    return {"sigma": sigma, "runs": len(curves), "s_measured_median": float(np.median(s)) if s else None,
-            "pass1_gain": _interval(gain), "learned": bool(gain.lo > 0)}
+    return {
+        "sigma": sigma,
+        "runs": len(curves),
+        "s_measured_median": float(np.median(s)) if s else None,
+        "pass1_gain": _interval(gain),
+        "learned": bool(gain.lo > 0),
+    }
 
 
 def premise_record(ev: Evidence, control: dict | None, lemma_grid: list[dict] | None = None) -> dict:
     """The report's `premise` record (module docstring); a part whose runs are missing says why."""
-    record: dict = {"selection_split": control["split"] if control else None, "test_split": TEST_SPLIT,
-                    "registered": "docs/answer-budget.md, 'The premise'", "margin": MARGIN}
+    record: dict = {
+        "selection_split": control["split"] if control else None,
+        "test_split": TEST_SPLIT,
+        "registered": "docs/answer-budget.md, 'The premise'",
+        "margin": MARGIN,
+    }
     if control is not None:
         e = control["endpoints"]
         record["positive_control"] = {
-            "verdict": control["verdict"], "base": control["base"].get("name"), "seeds": control["seeds"],
-            "prompts": control["prompts"], "samples": control["samples"], "steps": control["steps"],
-            "plateau_reached": sum(p["reached"] for p in control["plateau"].values()), "runs": len(control["plateau"]),
-            PASS: e[PASS], "no_correct": e["no_correct"], "distinct": e["distinct"],
-            "lost_by_family": {f: v["lost"] for f, v in e["families"].items()}}
+            "verdict": control["verdict"],
+            "base": control["base"].get("name"),
+            "seeds": control["seeds"],
+            "prompts": control["prompts"],
+            "samples": control["samples"],
+            "steps": control["steps"],
+            "plateau_reached": sum(p["reached"] for p in control["plateau"].values()),
+            "runs": len(control["plateau"]),
+            PASS: e[PASS],
+            "no_correct": e["no_correct"],
+            "distinct": e["distinct"],
+            "lost_by_family": {f: v["lost"] for f, v in e["families"].items()},
+        }
     es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
     if len(grpo) < 2:
         record["reason"] = "fewer than 2 GRPO runs with curves"
@@ -127,15 +159,19 @@ def premise_record(ev: Evidence, control: dict | None, lemma_grid: list[dict] | 
     if top is None:
         record["es_minus_grpo_top_level"] = {"reason": info.get("reason", "not compared")}
     else:
-        record["es_minus_grpo_top_level"] = _interval(top) | {"level": info["compared_levels"][0],
-                                                              "reading": _reading_b(_interval(top))}
+        record["es_minus_grpo_top_level"] = _interval(top) | {
+            "level": info["compared_levels"][0],
+            "reading": _reading_b(_interval(top)),
+        }
     record["es_minus_grpo_end"] = end_difference(es, grpo)
     distinct_top = None
     if top is not None:
         d, _ = matched_difference(es, grpo, "distinct", names=("ES", "GRPO"), at=AT_TOP)
         distinct_top = _interval(d)
-    record["distinct_correct"] = {"grpo_plateau_minus_base": record["grpo_plateau_minus_base"]["distinct"],
-                                  "es_minus_grpo_top_level": distinct_top}
+    record["distinct_correct"] = {
+        "grpo_plateau_minus_base": record["grpo_plateau_minus_base"]["distinct"],
+        "es_minus_grpo_top_level": distinct_top,
+    }
     record["es_small_sigma"] = small_sigma(ev, lemma_grid)
     return record
 
@@ -150,37 +186,56 @@ def _pm(e: dict | None, scale: float = 100.0) -> str:
 
 def render(record: dict) -> list[str]:
     """REPORT.md's section on the premise."""
-    lines = ["## The premise: does GRPO narrow here, and what does ES keep?", "",
-             f"Settings chosen on {record['selection_split']} prompts; the endpoints below read the {record['test_split']} "
-             f"prompts, registered before the run ({record['registered']}). Pass@32 and shares in points.", ""]
+    lines = [
+        "## The premise: does GRPO narrow here, and what does ES keep?",
+        "",
+        f"Settings chosen on {record['selection_split']} prompts; the endpoints below read the {record['test_split']} "
+        f"prompts, registered before the run ({record['registered']}). Pass@32 and shares in points.",
+        "",
+    ]
     c = record.get("positive_control")
     if c:
-        lines += [f"- Positive control ({len(c['seeds'])} seeds x {c['prompts']} {record['selection_split']} prompts x "
-                  f"{c['samples']} samples, GRPO {c['steps']} steps): **{c['verdict']}**; Pass@32 plateau - base "
-                  f"{_pm(c[PASS])}, no-correct share {_pm(c['no_correct'])}; plateau reached on {c['plateau_reached']} "
-                  f"of {c['runs']} runs."]
+        lines += [
+            f"- Positive control ({len(c['seeds'])} seeds x {c['prompts']} {record['selection_split']} prompts x "
+            f"{c['samples']} samples, GRPO {c['steps']} steps): **{c['verdict']}**; Pass@32 plateau - base "
+            f"{_pm(c[PASS])}, no-correct share {_pm(c['no_correct'])}; plateau reached on {c['plateau_reached']} "
+            f"of {c['runs']} runs."
+        ]
     if "reason" in record:
         return lines + [f"- {record['reason']}", ""]
     a = record["grpo_plateau_minus_base"]
     reached = sum(p["reached"] for p in a["plateau"].values())
-    lines.append(f"- (a) GRPO at its last checkpoint - base: Pass@32 {_pm(a[PASS])}, no-correct share {_pm(a['no_correct'])}: "
-                 f"**{a['verdict']}** (plateau rule met on {reached} of {len(a['plateau'])} runs); lost seed x prompt: "
-                 + ", ".join(f"{f} {v['lost']}" for f, v in a["families"].items()) + ".")
+    lines.append(
+        f"- (a) GRPO at its last checkpoint - base: Pass@32 {_pm(a[PASS])}, no-correct share {_pm(a['no_correct'])}: "
+        f"**{a['verdict']}** (plateau rule met on {reached} of {len(a['plateau'])} runs); lost seed x prompt: "
+        + ", ".join(f"{f} {v['lost']}" for f, v in a["families"].items())
+        + "."
+    )
     b = record["es_minus_grpo_top_level"]
     level = f" ({100 * b['level']:.1f} points)" if "level" in b else ""
-    lines.append(f"- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach{level}: {_pm(b)}"
-                 + (f" (**{b['reading']}**; margin {100 * record['margin']:.0f} points)" if "reading" in b else "") + ".")
+    lines.append(
+        f"- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach{level}: {_pm(b)}"
+        + (f" (**{b['reading']}**; margin {100 * record['margin']:.0f} points)" if "reading" in b else "")
+        + "."
+    )
     end = record["es_minus_grpo_end"]
-    lines.append(f"- (c) ES - GRPO Pass@32 at the end of equal budgets: {_pm(end)}"
-                 + (f", where ES - GRPO Pass@1 is {_pm(end['pass1'])}" if end else "") + ".")
+    lines.append(
+        f"- (c) ES - GRPO Pass@32 at the end of equal budgets: {_pm(end)}"
+        + (f", where ES - GRPO Pass@1 is {_pm(end['pass1'])}" if end else "")
+        + "."
+    )
     d = record["distinct_correct"]
     g = d["grpo_plateau_minus_base"]
-    lines.append(f"- (d) Distinct correct solutions: GRPO plateau - base {_pm(g, 1.0)}"
-                 + (f" ({g['base']:.2f} -> {g['plateau']:.2f} per solved prompt, {g['prompts']} prompts)" if "base" in g else "")
-                 + f"; ES - GRPO per prompt at (b)'s level {_pm(d['es_minus_grpo_top_level'], 1.0)}.")
+    lines.append(
+        f"- (d) Distinct correct solutions: GRPO plateau - base {_pm(g, 1.0)}"
+        + (f" ({g['base']:.2f} -> {g['plateau']:.2f} per solved prompt, {g['prompts']} prompts)" if "base" in g else "")
+        + f"; ES - GRPO per prompt at (b)'s level {_pm(d['es_minus_grpo_top_level'], 1.0)}."
+    )
     s = record.get("es_small_sigma")
     if s:
         s_text = "not measured" if s["s_measured_median"] is None else f"{s['s_measured_median']:.3f}"
-        lines.append(f"- ES at sigma {s['sigma']:g} (members' s {s_text}, Lemma 1's regime s <= 0.05): Pass@1 gain over "
-                     f"the base {_pm(s['pass1_gain'])}: {'learned' if s['learned'] else 'no gain detected'}.")
+        lines.append(
+            f"- ES at sigma {s['sigma']:g} (members' s {s_text}, Lemma 1's regime s <= 0.05): Pass@1 gain over "
+            f"the base {_pm(s['pass1_gain'])}: {'learned' if s['learned'] else 'no gain detected'}."
+        )
     return lines + [""]

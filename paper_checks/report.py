@@ -137,7 +137,7 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         own = any(is_own_run(r.config) for r in ev.runs)
-        if own and not (claims is True):
+        if own and claims is not True:
             report = _build_own(ev, tmp, out)
         else:
             report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published, planned, premise_control)

@@ -12,6 +12,7 @@ the report is and the command for the full answer. `published` is the published 
 For an undecided part, the effect it needs is the one the published answer measured for the same part: the
 seeds that would detect it at this run's prompts come from this run's own variance (design.seeds_to_detect).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ PUBLISHED = Path(__file__).resolve().parents[1] / "results" / "report.json"  # t
 KEY_CLAIM, KEY_PART = "matched_passk_above_grpo", "ES - GRPO @32 at matched Pass@1"
 FULL_ANSWER = "python -m escov.paper_checks reproduce --budget answer --out runs/answer --jobs 2"
 FULL_ANSWER_TIME = "about 55 minutes on 2 cores"  # the published run: 53.9 min, 96.9 CPU-min (docs/answer-budget.md)
-MOST_SEEDS = 64   # seeds beyond this are "out of reach" in the table of what would decide a part
+MOST_SEEDS = 64  # seeds beyond this are "out of reach" in the table of what would decide a part
 
 
 def load_published(path: Path = PUBLISHED) -> dict | None:
@@ -40,8 +41,11 @@ def load_published(path: Path = PUBLISHED) -> dict | None:
 
 def estimates(real: dict) -> dict[str, dict]:
     """The labelled interval estimates of a real-run verdict (design.Estimate.to_json), in its evidence."""
-    return {label: e for label, e in (real.get("evidence") or {}).items()
-            if isinstance(e, dict) and {"mean", "lo", "hi", "detectable", "design"} <= set(e)}
+    return {
+        label: e
+        for label, e in (real.get("evidence") or {}).items()
+        if isinstance(e, dict) and {"mean", "lo", "hi", "detectable", "design"} <= set(e)
+    }
 
 
 def _segment(ours: str, label: str) -> str:
@@ -52,7 +56,7 @@ def _segment(ours: str, label: str) -> str:
 def _short(text: str, width: int = 118) -> str:
     """A summary line's text: without the bias control's aside, cut to width."""
     text = text.split(" (bias control")[0]
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def part_status(claim_id: str, label: str, est: dict) -> str:
@@ -67,8 +71,11 @@ def decided_parts(claim: dict) -> list[tuple[str, str]]:
     real = claim["levels"]["real"]
     if real["status"] in (HOLDS, FAILS):
         return [(real["status"], f"{claim['id']}: {real['ours']}")]
-    return [(status, f"{claim['id']}: {_segment(real['ours'], label)}")
-            for label, est in estimates(real).items() if (status := part_status(claim["id"], label, est)) in (HOLDS, FAILS)]
+    return [
+        (status, f"{claim['id']}: {_segment(real['ours'], label)}")
+        for label, est in estimates(real).items()
+        if (status := part_status(claim["id"], label, est)) in (HOLDS, FAILS)
+    ]
 
 
 def _published_estimate(published: dict | None, claim_id: str, label: str) -> tuple[dict | None, str]:
@@ -90,7 +97,8 @@ def effect_needed(claim_id: str, label: str, mean: float) -> float:
 
 
 def _scale(claim_id: str, label: str) -> tuple[float, str]:
-    """How a part is printed, by its test's unit: Pass@k and shares in points, entropy changes in %, nats as they are."""
+    """How a part is printed, by its test's unit: Pass@k and shares in points, entropy changes in %, nats as they
+    are."""
     test = BY_ID[claim_id].test_of(label)
     return test.unit, test.printed_unit
 
@@ -117,9 +125,19 @@ def undecided_rows(report: dict, published: dict | None) -> list[dict]:
         real = claim["levels"]["real"]
         if real["status"] != INCONCLUSIVE:
             continue
-        if not estimates(real):   # no interval to size a design on (e.g. no common Pass@1 range): the reason
-            rows.append({"claim": claim["id"], "part": "no estimate", "here": real["note"] or real["ours"], "design": "",
-                         "detectable": "", "answer": "", "answer_detectable": "", "seeds_needed": ""})
+        if not estimates(real):  # no interval to size a design on (e.g. no common Pass@1 range): the reason
+            rows.append(
+                {
+                    "claim": claim["id"],
+                    "part": "no estimate",
+                    "here": real["note"] or real["ours"],
+                    "design": "",
+                    "detectable": "",
+                    "answer": "",
+                    "answer_detectable": "",
+                    "seeds_needed": "",
+                }
+            )
         for label, est in estimates(real).items():
             if part_status(claim["id"], label, est) != INCONCLUSIVE:
                 continue
@@ -127,42 +145,64 @@ def undecided_rows(report: dict, published: dict | None) -> list[dict]:
             seeds = ""
             if answer is not None and est["detectable"] is not None and math.isfinite(est["detectable"] or math.inf):
                 seeds = seeds_to_detect(est, effect_needed(claim["id"], label, answer["mean"]), most=MOST_SEEDS)
-            rows.append({"claim": claim["id"], "part": label, "here": _fmt(claim["id"], label, est), "design": est["design"],
-                         "detectable": _detectable(claim["id"], label, est),
-                         "answer": "" if answer is None else f"{_fmt(claim['id'], label, answer)}, {answer_status}",
-                         "answer_detectable": "" if answer is None else f"{_detectable(claim['id'], label, answer)} "
-                                                                        f"({answer['design']})",
-                         "seeds_needed": seeds})
+            rows.append(
+                {
+                    "claim": claim["id"],
+                    "part": label,
+                    "here": _fmt(claim["id"], label, est),
+                    "design": est["design"],
+                    "detectable": _detectable(claim["id"], label, est),
+                    "answer": "" if answer is None else f"{_fmt(claim['id'], label, answer)}, {answer_status}",
+                    "answer_detectable": ""
+                    if answer is None
+                    else f"{_detectable(claim['id'], label, answer)} ({answer['design']})",
+                    "seeds_needed": seeds,
+                }
+            )
     return rows
 
 
 def undecided_markdown(report: dict, published: dict | None) -> list[str]:
     """REPORT.md's table of what would decide the rest, and the real-run claims these runs could not test."""
     rows = undecided_rows(report, published)
-    untested = [f"- {c['id']}: {c['levels']['real']['status']}" + (f" ({c['levels']['real']['note']})"
-                                                                 if c["levels"]["real"]["note"] else "")
-                for c in report["claims"] if c["levels"]["real"]["status"] in (NOT_RUN, MISSING, NOT_TESTABLE)
-                and BY_ID[c["id"]].real]   # claims with no real-run check at all are theory's and simulate's
+    untested = [
+        f"- {c['id']}: {c['levels']['real']['status']}"
+        + (f" ({c['levels']['real']['note']})" if c["levels"]["real"]["note"] else "")
+        for c in report["claims"]
+        if c["levels"]["real"]["status"] in (NOT_RUN, MISSING, NOT_TESTABLE) and BY_ID[c["id"]].real
+    ]  # claims with no real-run check at all are theory's and simulate's
     if not rows and not untested:
         return []
     lines = ["## What would decide the rest", ""]
     if rows:
-        lines += [f"Each undecided part of a real-run claim: its estimate and the smallest difference this design "
-                  f"detects at 80% power, beside the effect it needs (the published answer's estimate of the same part: "
-                  f"its distance from the test's boundary is what a design has to detect) and the seeds that would "
-                  f"detect that at this run's prompts, from this run's own variance ('out of reach': more than "
-                  f"{MOST_SEEDS} seeds).", "",
-                  "| claim | part | here | design | detectable here | the answer (the effect it needs) | "
-                  "detectable there | seeds to detect it here |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            f"Each undecided part of a real-run claim: its estimate and the smallest difference this design "
+            f"detects at 80% power, beside the effect it needs (the published answer's estimate of the same part: "
+            f"its distance from the test's boundary is what a design has to detect) and the seeds that would "
+            f"detect that at this run's prompts, from this run's own variance ('out of reach': more than "
+            f"{MOST_SEEDS} seeds).",
+            "",
+            "| claim | part | here | design | detectable here | the answer (the effect it needs) | "
+            "detectable there | seeds to detect it here |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
     for r in rows:
-        need = ("" if r["seeds_needed"] == "" else "out of reach" if r["seeds_needed"] is None
-                else str(r["seeds_needed"]))
-        lines.append(f"| {r['claim']} | {r['part']} | {r['here']} | {r['design']} | {r['detectable']} | {r['answer']} | "
-                     f"{r['answer_detectable']} | {need} |")
+        need = (
+            "" if r["seeds_needed"] == "" else "out of reach" if r["seeds_needed"] is None else str(r["seeds_needed"])
+        )
+        lines.append(
+            f"| {r['claim']} | {r['part']} | {r['here']} | {r['design']} | {r['detectable']} | {r['answer']} | "
+            f"{r['answer_detectable']} | {need} |"
+        )
     if untested:
-        lines += ["", "Not tested by these runs (a budget whose runs they need: `--budget answer` for the schedules, "
-                      "sampled members and 64-sample curves; `--budget full` for the ablations, nulls and the population "
-                      "sweep):", "", *untested]
+        lines += [
+            "",
+            "Not tested by these runs (a budget whose runs they need: `--budget answer` for the schedules, "
+            "sampled members and 64-sample curves; `--budget full` for the ablations, nulls and the population "
+            "sweep):",
+            "",
+            *untested,
+        ]
     return lines + [""]
 
 
@@ -174,8 +214,11 @@ def _key_line(who: str, report: dict | None) -> str:
             if est is None:
                 note = real["note"].removeprefix(real["status"] + ": ")
                 return _short(f"  {who:10s} {real['status']}: {note}")
-            return (f"  {who:10s} {_fmt(KEY_CLAIM, KEY_PART, est)}, {part_status(KEY_CLAIM, KEY_PART, est)}; {est['design']}, "
-                    f"detectable {_detectable(KEY_CLAIM, KEY_PART, est)}")
+            return (
+                f"  {who:10s} {_fmt(KEY_CLAIM, KEY_PART, est)}, {part_status(KEY_CLAIM, KEY_PART, est)}; "
+                f"{est['design']}, "
+                f"detectable {_detectable(KEY_CLAIM, KEY_PART, est)}"
+            )
     return f"  {who:10s} not in this report"
 
 
@@ -184,15 +227,20 @@ def summary_lines(report: dict, report_md: Path | str, published: dict | None) -
     the report is, the command for the full answer."""
     decided = [part for claim in report["claims"] for part in decided_parts(claim)]
     undecided = sum(1 for c in report["claims"] if c["levels"]["real"]["status"] == INCONCLUSIVE)
-    tail = ["The answer's key figure, ES - GRPO Pass@32 at matched Pass@1:", _key_line("here", report),
-            _key_line("published", published) if published else "  published  not found (results/report.json)",
-            f"Report: {report_md}",
-            f"The full answer ({FULL_ANSWER_TIME}): {FULL_ANSWER}"]
+    tail = [
+        "The answer's key figure, ES - GRPO Pass@32 at matched Pass@1:",
+        _key_line("here", report),
+        _key_line("published", published) if published else "  published  not found (results/report.json)",
+        f"Report: {report_md}",
+        f"The full answer ({FULL_ANSWER_TIME}): {FULL_ANSWER}",
+    ]
     head = ["== Summary ==", f"Decided here by the real runs (95% intervals): {len(decided)}"]
     room = SUMMARY_LINES - len(head) - len(tail) - 1
     shown = [_short(f"  {status:14s} {text}") for status, text in decided]
     if len(shown) > room:
-        shown = shown[:room - 1] + [f"  ... and {len(shown) - room + 1} more (REPORT.md)"]
-    more = (f"Not decided here: {undecided} real-run claims (inconclusive); what would decide each: "
-            "REPORT.md, 'What would decide the rest'")
+        shown = shown[: room - 1] + [f"  ... and {len(shown) - room + 1} more (REPORT.md)"]
+    more = (
+        f"Not decided here: {undecided} real-run claims (inconclusive); what would decide each: "
+        "REPORT.md, 'What would decide the rest'"
+    )
     return head + (shown or ["  none"]) + [more] + tail

@@ -28,6 +28,7 @@ completion length contradicts the run's settings, or its counts do not give its 
 the run's own evaluation (llm/curve.py: "eval.json base" or "eval.json final") when it is not that evaluation.
 Only fields that both sides hold are compared (run directories written by older code lack some).
 """
+
 from __future__ import annotations
 
 import json
@@ -152,13 +153,17 @@ def _fingerprint_contradiction(run: Run, fingerprint: dict | None, configs: list
     if fingerprint and fingerprint.get("settings_sha256"):
         hashes = {settings_sha256(c) for c in configs}
         if fingerprint["settings_sha256"] not in hashes:
-            return (f"made with other settings (sha256 {fingerprint['settings_sha256'][:SHORT]}) than the run's "
-                    f"{run.path / rundir.CONFIG} ({settings_sha256(run.config)[:SHORT]})")
+            return (
+                f"made with other settings (sha256 {fingerprint['settings_sha256'][:SHORT]}) than the run's "
+                f"{run.path / rundir.CONFIG} ({settings_sha256(run.config)[:SHORT]})"
+            )
     if fingerprint and isinstance(fingerprint.get("inputs"), dict) and recorded is not None:
         for name, digest in fingerprint["inputs"].items():
             if recorded.get(name) != digest:
-                return (f"made from another {name} (sha256 {str(digest)[:SHORT]}) than the run's {rundir.MANIFEST} "
-                        f"({str(recorded.get(name))[:SHORT]})")
+                return (
+                    f"made from another {name} (sha256 {str(digest)[:SHORT]}) than the run's {rundir.MANIFEST} "
+                    f"({str(recorded.get(name))[:SHORT]})"
+                )
     return None
 
 
@@ -170,11 +175,15 @@ def _point_contradiction(run: Run, point: dict, hashes: set[str], recorded: dict
     if not isinstance(fingerprint, dict) or not fingerprint.get("settings_sha256"):
         return f"step {point['step']}: " + UNFINGERPRINTED.format(rundir.MANIFEST) + " (llm curve measures it again)"
     if fingerprint["settings_sha256"] not in hashes:
-        return (f"step {point['step']}: measured with other settings (sha256 {fingerprint['settings_sha256'][:SHORT]}) "
-                f"than the run's {rundir.CONFIG} ({settings_sha256(run.config)[:SHORT]})")
+        return (
+            f"step {point['step']}: measured with other settings (sha256 {fingerprint['settings_sha256'][:SHORT]}) "
+            f"than the run's {rundir.CONFIG} ({settings_sha256(run.config)[:SHORT]})"
+        )
     if point["step"] == 0 and recorded.get("model") and fingerprint.get("weights_sha256") != recorded["model"]:
-        return (f"step 0: measured other weights (sha256 {str(fingerprint.get('weights_sha256'))[:SHORT]}) than the "
-                f"run's base model in {rundir.MANIFEST} ({recorded['model'][:SHORT]})")
+        return (
+            f"step 0: measured other weights (sha256 {str(fingerprint.get('weights_sha256'))[:SHORT]}) than the "
+            f"run's base model in {rundir.MANIFEST} ({recorded['model'][:SHORT]})"
+        )
     return None
 
 
@@ -193,14 +202,23 @@ def curve_contradiction(run: Run) -> str | None:
             continue
         for kind in ("sampled", "greedy"):
             evaluation = point.get(kind) or {}
-            expected = [{k: v for k, v in (("seed", _curve_seed(c["seed"], point["step"])
-                                                    if isinstance(c.get("seed"), int) else None),
-                                           ("max_new_tokens", c.get("max_completion_length"))) if v is not None}
-                        for c in configs]
+            expected = [
+                {
+                    k: v
+                    for k, v in (
+                        ("seed", _curve_seed(c["seed"], point["step"]) if isinstance(c.get("seed"), int) else None),
+                        ("max_new_tokens", c.get("max_completion_length")),
+                    )
+                    if v is not None
+                }
+                for c in configs
+            ]
             if not any(all(evaluation.get(k, v) == v for k, v in e.items()) for e in expected):
                 field = next(k for k, v in expected[0].items() if evaluation.get(k, v) != v)
-                return (f"step {point['step']} {kind}: {field} is {evaluation.get(field)!r} but the run's settings "
-                        f"give {expected[0][field]!r}")
+                return (
+                    f"step {point['step']} {kind}: {field} is {evaluation.get(field)!r} but the run's settings "
+                    f"give {expected[0][field]!r}"
+                )
             mismatch = count_mismatch(evaluation)
             if mismatch:
                 return f"step {point['step']} {kind}: {mismatch}"
@@ -214,8 +232,11 @@ def _source_contradiction(run: Run, point: dict) -> str | None:
         return f"step {point['step']}: unknown source {point['source']!r}"
     for kind, part in (("sampled", label), ("greedy", f"{label}_greedy")):
         evaluation = (run.eval or {}).get(part)
-        if evaluation is None or (point.get(kind) or {}).get("per_problem") != evaluation.get("per_problem") \
-                or (point.get(kind) or {}).get("seed") != evaluation.get("seed"):
+        if (
+            evaluation is None
+            or (point.get(kind) or {}).get("per_problem") != evaluation.get("per_problem")
+            or (point.get(kind) or {}).get("seed") != evaluation.get("seed")
+        ):
             return f"step {point['step']} {kind}: its source is eval.json {part}, which it is not"
     return None
 
@@ -231,14 +252,20 @@ def _final_weights(run: Run) -> str | None:
 def completeness(run: Run) -> tuple:
     """How much of a run a directory holds, to choose among copies: a final evaluation, metrics rows, curve points,
     probe measurements."""
-    return (bool(run.eval and "final" in run.eval), len(run.metrics), len(run.curve or []),
-            len((run.probe or {}).get("measurements") or []))
+    return (
+        bool(run.eval and "final" in run.eval),
+        len(run.metrics),
+        len(run.curve or []),
+        len((run.probe or {}).get("measurements") or []),
+    )
 
 
 def _held(run: Run) -> str:
     final, rows, points, probes = completeness(run)
-    return (f"{'a' if final else 'no'} final evaluation, {rows} metrics rows, {points} curve points, "
-            f"{probes} probe measurements")
+    return (
+        f"{'a' if final else 'no'} final evaluation, {rows} metrics rows, {points} curve points, "
+        f"{probes} probe measurements"
+    )
 
 
 def screen(runs: list[Run]) -> tuple[list[Run], list[dict]]:
@@ -251,38 +278,59 @@ def screen(runs: list[Run]) -> tuple[list[Run], list[dict]]:
     for run in runs:
         where = run.path.resolve()
         if where in seen_path:
-            excluded.append({"what": str(run.path),
-                             "reason": f"given twice (the same directory as {seen_path[where].path}); counted once"})
+            excluded.append(
+                {
+                    "what": str(run.path),
+                    "reason": f"given twice (the same directory as {seen_path[where].path}); counted once",
+                }
+            )
             continue
         seen_path[where] = run
         settings = (settings_sha256(run.config), _inputs_key(run))
         if settings in seen_settings:
             first = seen_settings[settings]
             if completeness(run) <= completeness(first):
-                excluded.append({"what": str(run.path), "reason": f"the same settings, seed ({run.seed}) and inputs "
-                                 f"as {first.path} (a copy or a rerun of it); counted once"})
+                excluded.append(
+                    {
+                        "what": str(run.path),
+                        "reason": f"the same settings, seed ({run.seed}) and inputs "
+                        f"as {first.path} (a copy or a rerun of it); counted once",
+                    }
+                )
                 continue
             kept.remove(first)  # a partial copy given first: the complete one counts
             seen_weights = {w: r for w, r in seen_weights.items() if r is not first}
-            excluded.append({"what": str(first.path), "reason": f"the same settings, seed ({run.seed}) and inputs as "
-                             f"{run.path}, which holds more of the run ({_held(run)}, here {_held(first)}); counted "
-                             "once, as the more complete"})
+            excluded.append(
+                {
+                    "what": str(first.path),
+                    "reason": f"the same settings, seed ({run.seed}) and inputs as "
+                    f"{run.path}, which holds more of the run ({_held(run)}, here {_held(first)}); counted "
+                    "once, as the more complete",
+                }
+            )
         if run.eval:
             why = eval_contradiction(run)
             if why:
-                excluded.append({"what": str(run.path / rundir.EVAL),
-                                 "reason": f"{why}; left out (not this run's evaluation)"})
+                excluded.append(
+                    {"what": str(run.path / rundir.EVAL), "reason": f"{why}; left out (not this run's evaluation)"}
+                )
                 run.eval = None
         if run.curve:
             why = curve_contradiction(run)
             if why:
-                excluded.append({"what": str(run.path / rundir.CURVE),
-                                 "reason": f"{why}; left out (not this run's curve)"})
+                excluded.append(
+                    {"what": str(run.path / rundir.CURVE), "reason": f"{why}; left out (not this run's curve)"}
+                )
                 run.curve = None
         weights = _final_weights(run)
         if weights is not None and weights in seen_weights:
-            excluded.append({"what": str(run.path), "reason": f"the same final weights (sha256 {weights[:SHORT]}) as "
-                                                              f"{seen_weights[weights].path}; counted once"})
+            excluded.append(
+                {
+                    "what": str(run.path),
+                    "reason": f"the same final weights (sha256 {weights[:SHORT]}) as "
+                    f"{seen_weights[weights].path}; counted once",
+                }
+            )
             continue
         seen_settings[settings] = run
         if weights is not None:

@@ -7,6 +7,7 @@ the ones a level adds when it decides nothing: not testable, outside the lemma's
 a check needs were planned, or no budget says what was planned, and their data are absent or damaged), and not
 run in this budget (the reproduction's budget plans none of the runs or measurements the check needs).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,12 +16,24 @@ from dataclasses import asdict, dataclass, field
 from escov.theory.decisions import DECISIONS, FAILS, HOLDS, IDENTITY, INCONCLUSIVE
 
 NOT_TESTABLE = "not testable here"
-OUTSIDE_REGIME = "outside the lemma's regime"   # measured where the lemma does not claim to hold: no decision
+OUTSIDE_REGIME = "outside the lemma's regime"  # measured where the lemma does not claim to hold: no decision
 MISSING = "missing data"
 NOT_RUN = "not run in this budget"
 STATUSES = (*DECISIONS, NOT_TESTABLE, OUTSIDE_REGIME, MISSING, NOT_RUN)
-__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "IDENTITY", "NOT_TESTABLE", "OUTSIDE_REGIME", "MISSING", "NOT_RUN", "STATUSES",
-           "Verdict", "fmt_interval", "decimals"]
+__all__ = [
+    "HOLDS",
+    "FAILS",
+    "INCONCLUSIVE",
+    "IDENTITY",
+    "NOT_TESTABLE",
+    "OUTSIDE_REGIME",
+    "MISSING",
+    "NOT_RUN",
+    "STATUSES",
+    "Verdict",
+    "fmt_interval",
+    "decimals",
+]
 
 
 @dataclass
@@ -32,9 +45,9 @@ class Verdict:
     evidence: dict = field(default_factory=dict)
     plots: list[str] = field(default_factory=list)
     note: str = ""
-    test: str = ""       # what was tested (Test.describe())
-    design: str = ""     # seeds x prompts x samples behind the interval
-    power: str = ""      # smallest difference detectable at 80% power, beside the paper's effect
+    test: str = ""  # what was tested (Test.describe())
+    design: str = ""  # seeds x prompts x samples behind the interval
+    power: str = ""  # smallest difference detectable at 80% power, beside the paper's effect
 
     def __post_init__(self):
         if self.status not in STATUSES:

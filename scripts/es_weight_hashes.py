@@ -6,12 +6,14 @@
 ES on a CPU is deterministic: the same settings on the same machine give the same weights to the
 last bit. A change that only moves code (who derives the seeds, which class holds the update) must
 leave every run below bit-identical, so published runs stay valid. Each variant is a short
-`python -m escov.llm train` (a budget of 3 GRPO steps: 12 ES steps; 4 prompts, 8 members) on the tiny "test" model, in its own process;
+`python -m escov.llm train` (a budget of 3 GRPO steps: 12 ES steps; 4 prompts, 8 members) on the tiny "test" model,
+in its own process;
 the hash covers every tensor of the last checkpoint, by name. Hashes depend on the machine (its
 torch build and CPU), so record them on the machine that checks them; scripts/es_weight_hashes.json
 holds those of the 2-core development CPU since ES reads its noise from a table (llm/es/noise.py), which
 changed every run's noise: plain, batched and Ray still give one hash, as do each option's strategies.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,11 +26,46 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMON = ["--config", str(ROOT / "configs" / "tiny-countdown-es.toml"), "--steps", "3", "--batch_size", "4",
-          "--es.population_size", "8", "--format_reward", "0.5", "--es.sigma", "0.05", "--threads", "1",
-          "--max_completion_length", "8", "--eval_problems", "2", "--eval_samples", "2", "--eval_ks", "1",
-          "--heldout_task", "", "--threshold_keep", "50", "--probe_prompts", "1", "--probe_members", "2",
-          "--probe_samples", "2", "--probe_center_samples", "2", "--step_samples", "2", "--train_pool", "16"]
+COMMON = [
+    "--config",
+    str(ROOT / "configs" / "tiny-countdown-es.toml"),
+    "--steps",
+    "3",
+    "--batch_size",
+    "4",
+    "--es.population_size",
+    "8",
+    "--format_reward",
+    "0.5",
+    "--es.sigma",
+    "0.05",
+    "--threads",
+    "1",
+    "--max_completion_length",
+    "8",
+    "--eval_problems",
+    "2",
+    "--eval_samples",
+    "2",
+    "--eval_ks",
+    "1",
+    "--heldout_task",
+    "",
+    "--threshold_keep",
+    "50",
+    "--probe_prompts",
+    "1",
+    "--probe_members",
+    "2",
+    "--probe_samples",
+    "2",
+    "--probe_center_samples",
+    "2",
+    "--step_samples",
+    "2",
+    "--train_pool",
+    "16",
+]
 SAMPLED = ["--es.member_temperature", "1.0", "--es.member_samples", "2"]
 VARIANTS = {  # the config runs batched; "plain" is the paper's member-by-member loop
     "plain": ["--population.batched", "false"],
@@ -61,8 +98,12 @@ def weights_hash(checkpoint: Path) -> str:
 
 def run_variant(model: Path, out: Path, flags: list[str]) -> str:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "escov.llm", "train", *COMMON, *flags, "--model", str(model),
-                           "--out", str(out)], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "escov.llm", "train", *COMMON, *flags, "--model", str(model), "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(flags)}: llm train failed:\n{proc.stderr[-2000:]}")
     last = max(int(p.name.removeprefix("step-")) for p in (out / "checkpoints").glob("step-*"))

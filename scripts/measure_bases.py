@@ -15,6 +15,7 @@ Histogram bins (`BIN_EDGES`, as shares of the samples): no correct sample, then 
 (1/4, 1/2], (1/2, 3/4], (3/4, 1]. A real base's shape: a block in the first bin and a mass in the
 last ones; a diffuse base has most prompts in the low non-zero bins.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,10 +48,14 @@ def summary(result: dict) -> dict:
     """The figures of one evaluation: Pass@k, no-correct share, share solved in half the samples or more, histogram."""
     correct = [r["correct"] for r in result["per_problem"]]
     n = result["n"]
-    return {"pass_at_k": {k: result["pass_at_k"][str(k)] for k in KS},
-            "no_correct": float(np.mean(np.asarray(correct) == 0)),
-            "half_or_more": float(np.mean(np.asarray(correct) >= n / 2)),
-            "histogram": histogram(correct, n), "n": n, "problems": len(correct)}
+    return {
+        "pass_at_k": {k: result["pass_at_k"][str(k)] for k in KS},
+        "no_correct": float(np.mean(np.asarray(correct) == 0)),
+        "half_or_more": float(np.mean(np.asarray(correct) >= n / 2)),
+        "histogram": histogram(correct, n),
+        "n": n,
+        "problems": len(correct),
+    }
 
 
 def weights_digest(model_dir: Path) -> str:
@@ -58,17 +63,27 @@ def weights_digest(model_dir: Path) -> str:
 
 
 def base_problems(task_name: str, problems: int, split: str):
-    """The ProblemSet a base is measured on: the first `problems` of the task's `split` (llm/problem_sets.py split_set)."""
+    """The ProblemSet a base is measured on: the first `problems` of the task's `split` (llm/problem_sets.py
+    split_set)."""
     from escov.llm.config import TrainConfig
     from escov.llm.problem_sets import split_set
 
     return split_set(TrainConfig(task=task_name, eval_problems=problems), split)
 
 
-def measure(model_dir: Path, task_name: str, problems: int, samples: int, out_file: Path, split: str = SELECTION_SPLIT) -> dict:
+def measure(
+    model_dir: Path, task_name: str, problems: int, samples: int, out_file: Path, split: str = SELECTION_SPLIT
+) -> dict:
     """The evaluation record of one base on one task (reused from out_file when weights and settings match)."""
-    settings = {"weights": weights_digest(model_dir), "task": task_name, "problems": problems, "samples": samples,
-                "temperature": TEMPERATURE, "max_new_tokens": MAX_NEW_TOKENS, "split": split}
+    settings = {
+        "weights": weights_digest(model_dir),
+        "task": task_name,
+        "problems": problems,
+        "samples": samples,
+        "temperature": TEMPERATURE,
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "split": split,
+    }
     if out_file.exists():
         kept = json.loads(out_file.read_text())
         if kept.get("settings") == settings:
@@ -78,8 +93,17 @@ def measure(model_dir: Path, task_name: str, problems: int, samples: int, out_fi
 
     measured = base_problems(task_name, problems, split)
     with make_engine("hf", model_dir) as engine:
-        result = evaluate(engine, measured.task, measured.problems, n=samples, ks=list(KS), temperature=TEMPERATURE,
-                          max_new_tokens=MAX_NEW_TOKENS, seed=0, progress=False)
+        result = evaluate(
+            engine,
+            measured.task,
+            measured.problems,
+            n=samples,
+            ks=list(KS),
+            temperature=TEMPERATURE,
+            max_new_tokens=MAX_NEW_TOKENS,
+            seed=0,
+            progress=False,
+        )
     result["settings"] = settings
     out_file.parent.mkdir(parents=True, exist_ok=True)
     out_file.write_text(json.dumps(result, indent=1))
@@ -93,25 +117,31 @@ def pretrain_record(model_dir: Path) -> dict:
 
 def table(rows: list[tuple[str, str, dict, dict]]) -> str:
     """Markdown table: one row per (base, task)."""
-    lines = ["| base | task | parameters | pretrain s | Pass@1 | Pass@16 | Pass@32 | no correct | half or more |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| base | task | parameters | pretrain s | Pass@1 | Pass@16 | Pass@32 | no correct | half or more |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for label, task, s, record in rows:
         p = s["pass_at_k"]
-        lines.append(f"| {label} | {task} | {record.get('parameters', 0) / 1e6:.2f}M | {record.get('train_seconds', 0):.0f} "
-                     f"| {p[1]:.3f} | {p[16]:.3f} | {p[32]:.3f} | {s['no_correct']:.3f} (of {s['n']}) "
-                     f"| {s['half_or_more']:.3f} |")
+        lines.append(
+            f"| {label} | {task} | {record.get('parameters', 0) / 1e6:.2f}M | {record.get('train_seconds', 0):.0f} "
+            f"| {p[1]:.3f} | {p[16]:.3f} | {p[32]:.3f} | {s['no_correct']:.3f} (of {s['n']}) "
+            f"| {s['half_or_more']:.3f} |"
+        )
     return "\n".join(lines)
 
 
 def plot(rows: list[tuple[str, str, dict, dict]], tasks: list[str], labels: list[str], path: Path) -> None:
     """One panel per (task, base): share of prompts by share of correct samples."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     by_key = {(label, task): s for label, task, s, _ in rows}
-    fig, axes = plt.subplots(len(tasks), len(labels), figsize=(2.3 * len(labels), 2.3 * len(tasks)),
-                             sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(tasks), len(labels), figsize=(2.3 * len(labels), 2.3 * len(tasks)), sharey=True, squeeze=False
+    )
     for i, task in enumerate(tasks):
         for j, label in enumerate(labels):
             s, ax = by_key[(label, task)], axes[i][j]
@@ -145,14 +175,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default="countdown3,countdown", help="comma-separated tasks")
     parser.add_argument("--problems", type=int, default=128)
     parser.add_argument("--samples", type=int, default=64)
-    parser.add_argument("--split", choices=CURVE_SPLITS, default=SELECTION_SPLIT,
-                        help=f"the prompts measured (default: {SELECTION_SPLIT}, where a base is chosen)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: fastest for tiny models on a shared CPU)")
+    parser.add_argument(
+        "--split",
+        choices=CURVE_SPLITS,
+        default=SELECTION_SPLIT,
+        help=f"the prompts measured (default: {SELECTION_SPLIT}, where a base is chosen)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (1: fastest for tiny models on a shared CPU)"
+    )
     args = parser.parse_args(argv)
     if args.samples < max(KS):
         parser.error(f"--samples must be >= {max(KS)}")
     models = [parse_model(m) for m in args.models]
     import torch
+
     torch.set_num_threads(args.threads)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     rows = []

@@ -22,6 +22,7 @@ the function in this process), not checked (a run stopped before it), and surviv
 The score is caught / (mutants - equivalent - not reached - not checked). Exit status 1 while a
 survivor is unexplained.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,15 +50,24 @@ LEVELS = ("theory", "simulate", "llm", "paper_checks")  # imported as escov.LEVE
 # module that the group leaves out). The first file's first test must fail quickly when every function of the modules
 # raises (mutmut's forced-fail check runs the files in this order).
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
-    "decisions": (("theory/decisions.py", "theory/claims.py", "paper_checks/verdict.py", "paper_checks/design.py"), (),
-                  ()),
+    "decisions": (
+        ("theory/decisions.py", "theory/claims.py", "paper_checks/verdict.py", "paper_checks/design.py"),
+        (),
+        (),
+    ),
     # the checks on runs built in memory first (real_checks/test_checks.py: no run directory, no report); the report
     # tests that assemble a whole report (plots, the simulate level) are left out below
-    "real_checks": (tuple(f"paper_checks/real_checks/{m}.py"
-                          for m in ("decide", "needs", "passk", "at_matched", "per_run", "lemmas")),
-                    ("tests/paper_checks/real_checks/test_checks.py",
-                     "tests/paper_checks/test_paper_checks_verdicts.py",
-                     "tests/paper_checks/test_report_rendering.py"), ()),
+    "real_checks": (
+        tuple(
+            f"paper_checks/real_checks/{m}.py" for m in ("decide", "needs", "passk", "at_matched", "per_run", "lemmas")
+        ),
+        (
+            "tests/paper_checks/real_checks/test_checks.py",
+            "tests/paper_checks/test_paper_checks_verdicts.py",
+            "tests/paper_checks/test_report_rendering.py",
+        ),
+        (),
+    ),
     "matched": (("paper_checks/matched.py", "theory/matched.py"), ("tests/simulate/experiments/test_matched.py",), ()),
     "graders": (("llm/tasks/rewards.py", "llm/tasks/countdown.py", "llm/tasks/safe_arith.py"), (), ()),
     # the math grader alone: its work budget (nodes, depth, symbols, exponents, value bits) came after the
@@ -66,39 +76,76 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # users' own data files and the math datasets: loading, field mapping, split rules, errors naming file and
     # record; not test_own_data_cli.py (it trains, in fresh processes and in process) nor test_problem_sets.py
     # (generated problems: it reaches data_files only through TrainConfig's defaults, and one test trains)
-    "data": (("llm/tasks/data_files.py", "llm/tasks/math_data.py"),
-             ("tests/llm/tasks/test_own_data.py", "tests/llm/test_own_data_settings.py",
-              "tests/llm/tasks/test_countdown_files.py"), ()),
+    "data": (
+        ("llm/tasks/data_files.py", "llm/tasks/math_data.py"),
+        (
+            "tests/llm/tasks/test_own_data.py",
+            "tests/llm/test_own_data_settings.py",
+            "tests/llm/tasks/test_countdown_files.py",
+        ),
+        (),
+    ),
     "noise": (("llm/es/noise.py",), (), ()),
     # not the parity test against TRL's trainer nor the variants' tests (both were outside the group before its tests
     # came from the layout)
-    "grpo": (("llm/grpo.py", "llm/grpo_losses.py"), (),
-             ("tests/llm/test_grpo_trl_parity.py", "tests/llm/test_grpo_variants.py")),
+    "grpo": (
+        ("llm/grpo.py", "llm/grpo_losses.py"),
+        (),
+        ("tests/llm/test_grpo_trl_parity.py", "tests/llm/test_grpo_variants.py"),
+    ),
     # GRPO's coverage-keeping variants against hand computations (not the TRL parity: each mutant would build TRL)
-    "grpo_variants": (("llm/grpo_advantages.py", "llm/grpo_covariance.py", "llm/grpo_entropy.py",
-                       "llm/grpo_exploration.py", "llm/grpo_objectives.py", "llm/grpo_variant_settings.py"),
-                      ("tests/llm/test_grpo_coverage_variants.py", "tests/llm/test_grpo_variant_runs.py"), ()),
+    "grpo_variants": (
+        (
+            "llm/grpo_advantages.py",
+            "llm/grpo_covariance.py",
+            "llm/grpo_entropy.py",
+            "llm/grpo_exploration.py",
+            "llm/grpo_objectives.py",
+            "llm/grpo_variant_settings.py",
+        ),
+        ("tests/llm/test_grpo_coverage_variants.py", "tests/llm/test_grpo_variant_runs.py"),
+        (),
+    ),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
     # again (20-30 s each); the reader and writer it checks end to end are tested in process by test_rundir_records.py
-    "rundir": (("llm/rundir/records.py", "llm/rundir/jsonio.py", "llm/rundir/disk.py", "llm/rundir/files.py",
-                "llm/rundir/config_files.py", "llm/rundir/checkpoints.py", "llm/rundir/lock.py",
-                "llm/rundir/integrity.py", "paper_checks/rundir.py"),
-               ("tests/llm/rundir/test_rundir_records.py", "tests/llm/test_hostile_inputs.py"),
-               ("tests/llm/rundir/test_rundir_integrity.py",)),
+    "rundir": (
+        (
+            "llm/rundir/records.py",
+            "llm/rundir/jsonio.py",
+            "llm/rundir/disk.py",
+            "llm/rundir/files.py",
+            "llm/rundir/config_files.py",
+            "llm/rundir/checkpoints.py",
+            "llm/rundir/lock.py",
+            "llm/rundir/integrity.py",
+            "paper_checks/rundir.py",
+        ),
+        ("tests/llm/rundir/test_rundir_records.py", "tests/llm/test_hostile_inputs.py"),
+        ("tests/llm/rundir/test_rundir_integrity.py",),
+    ),
     # the ES update, the member weights and their restore: every test here runs the step in process
-    "es": (("llm/es/algorithm.py", "llm/es/center.py", "llm/es/plan.py"),
-           ("tests/llm/es/test_batched_hf.py", "tests/llm/es/test_conformance.py"), ()),
+    "es": (
+        ("llm/es/algorithm.py", "llm/es/center.py", "llm/es/plan.py"),
+        ("tests/llm/es/test_batched_hf.py", "tests/llm/es/test_conformance.py"),
+        (),
+    ),
     # where a resumed run continues from; its in-process tests train tiny runs (the CLI's resume cases run in
     # fresh processes in test_rundir_integrity.py)
     "resume": (("llm/resume.py",), (), ()),
     # the premise's control and the report's premise record; the control's end-to-end test trains in a fresh
     # process, which mutmut does not map (run_control's mutants read "not reached")
-    "premise": (("paper_checks/premise_record.py", "paper_checks/premise.py",
-                 "paper_checks/reproduce/premise_control.py"), (), ()),
+    "premise": (
+        ("paper_checks/premise_record.py", "paper_checks/premise.py", "paper_checks/reproduce/premise_control.py"),
+        (),
+        (),
+    ),
     # user reward functions under TRL's and verl's contracts: the in-process tests that call them (not the CLI
     # training runs of test_own_data_cli.py, nor test_own_data.py's `llm eval` in a fresh process)
-    "contract": (("llm/tasks/reward_function.py",),
-                 ("tests/llm/tasks/test_own_data.py", "tests/llm/test_own_data_settings.py"), ()),
+    "contract": (
+        ("llm/tasks/reward_function.py",),
+        ("tests/llm/tasks/test_own_data.py", "tests/llm/test_own_data_settings.py"),
+        (),
+    ),
     # what a run was made from: the fingerprint functions on files written in process (not test_run_fingerprints.py:
     # it trains a run and resumes copies of it, which every mutant's session would pay again)
     "fingerprints": (("llm/fingerprints.py",), (), ()),
@@ -108,18 +155,26 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # the Lemma 1 grid on the real model: each row's ratio and interval, the pooled ratio, the decision, the draws a
     # width needs, the summary's exponents (one small grid is measured on the tests' tiny model); the report's grid
     # section, whose numbers test_report_rendering.py computes by hand from rows written there
-    "lemma_grid": (("paper_checks/lemma_grid.py", "paper_checks/reproduce/lemma_grid_measurement.py"),
-                   ("tests/paper_checks/test_report_rendering.py", "tests/paper_checks/test_lemma_grid_publish.py"),
-                   ()),
+    "lemma_grid": (
+        ("paper_checks/lemma_grid.py", "paper_checks/reproduce/lemma_grid_measurement.py"),
+        ("tests/paper_checks/test_report_rendering.py", "tests/paper_checks/test_lemma_grid_publish.py"),
+        (),
+    ),
     # an evaluation's numbers: Pass@k, Maj@k, no-correct share, entropy and distinct answers per prompt from the
     # samples of a real engine (the `llm eval` command runs in fresh processes, which mutmut does not map)
     "evaluate": (("llm/evaluate.py",), ("tests/llm/test_evaluate_cli.py",), ()),
     # the report's assembly and its text; in process only (not test_report_eval_ks.py: its runs train in fresh
     # processes), and of the whole-report tests only a few, since each draws every plot (3-9 s) for every mutant
-    "report": (("paper_checks/report.py",),
-               ("tests/paper_checks/test_lemma_grid_publish.py", "tests/paper_checks/test_registry.py",
-                "tests/paper_checks/real_checks/test_entropy_collapse.py", "tests/llm/test_hostile_inputs.py"),
-               ("tests/paper_checks/test_report_eval_ks.py", "tests/paper_checks/test_report_messages.py")),
+    "report": (
+        ("paper_checks/report.py",),
+        (
+            "tests/paper_checks/test_lemma_grid_publish.py",
+            "tests/paper_checks/test_registry.py",
+            "tests/paper_checks/real_checks/test_entropy_collapse.py",
+            "tests/llm/test_hostile_inputs.py",
+        ),
+        ("tests/paper_checks/test_report_eval_ks.py", "tests/paper_checks/test_report_messages.py"),
+    ),
     # the report's trust screen: evaluations and curve points against their run's settings, one field at a time
     "trust": (("paper_checks/trust.py",), ("tests/paper_checks/test_report_trust.py",), ()),
     # the summary's decided parts and its design numbers (the effect needed, the seeds needed)
@@ -129,18 +184,30 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # which prompts each split holds, for generated and users' data
     "problem_sets": (("llm/problem_sets.py",), ("tests/test_selection_split.py",), ()),
     # which member strategy runs from the settings, alone and in combination
-    "member_options": (("llm/member_options.py",), ("tests/llm/test_train_config.py", "tests/test_settings_coverage.py"),
-                       ()),
+    "member_options": (
+        ("llm/member_options.py",),
+        ("tests/llm/test_train_config.py", "tests/test_settings_coverage.py"),
+        (),
+    ),
     # the population measurements' estimators, standard errors and intervals (coverage and width)
     "lemma_measurements": (("llm/lemma_measurements.py",), ("tests/llm/test_lemma_measurement_intervals.py",), ()),
     "pilot": (("paper_checks/reproduce/pilot.py",), ("tests/paper_checks/reproduce/test_plan_and_pilot_runs.py",), ()),
-    "sweep": (("paper_checks/reproduce/step_sweep.py",), ("tests/paper_checks/reproduce/test_step_sweep_choice.py",),
-              ()),
+    "sweep": (
+        ("paper_checks/reproduce/step_sweep.py",),
+        ("tests/paper_checks/reproduce/test_step_sweep_choice.py",),
+        (),
+    ),
     # which runs are complete (trained, their curve measured on the curve's split) and how they are handed out
     "training_runs": (("paper_checks/reproduce/training_runs.py",), ("tests/llm/test_curve_splits.py",), ()),
-    "plan": (("paper_checks/reproduce/plan.py",),
-             ("tests/paper_checks/reproduce/test_plan_and_pilot_runs.py", "tests/paper_checks/test_not_run_in_budget.py",
-              "tests/paper_checks/reproduce/test_budgets.py"), ()),
+    "plan": (
+        ("paper_checks/reproduce/plan.py",),
+        (
+            "tests/paper_checks/reproduce/test_plan_and_pilot_runs.py",
+            "tests/paper_checks/test_not_run_in_budget.py",
+            "tests/paper_checks/reproduce/test_budgets.py",
+        ),
+        (),
+    ),
     # the GRPO clip statistics under epsilon_high
     "grpo_clip": (("llm/grpo.py",), ("tests/llm/test_grpo_clip_share.py", "tests/llm/test_grpo_loss.py"), ()),
 }
@@ -162,8 +229,11 @@ def tests_of(module: str) -> list[str]:
     path = ROOT / module
     folder = ROOT / "tests" / path.parent.relative_to(ROOT)
     named_after = _layout().named_after
-    return [t.relative_to(ROOT).as_posix() for t in sorted(folder.glob("test_*.py"))
-            if named_after(t, path.parent) == path.stem]
+    return [
+        t.relative_to(ROOT).as_posix()
+        for t in sorted(folder.glob("test_*.py"))
+        if named_after(t, path.parent) == path.stem
+    ]
 
 
 def group_tests(group: str) -> tuple[str, ...]:
@@ -171,6 +241,8 @@ def group_tests(group: str) -> tuple[str, ...]:
     modules, further, left_out = GROUPS[group]
     named = [t for m in modules for t in tests_of(m) if t not in left_out]
     return tuple(dict.fromkeys(named + list(further)))
+
+
 # Left out of mutation runs: the math grader's worker-replacement and cache-count tests, which do not hold under
 # mutmut's instrumentation (the first two); the Countdown tests take 6-7 s each and
 # reach every function of safe_arith and countdown through the problem generator, so every surviving mutant
@@ -182,17 +254,19 @@ def group_tests(group: str) -> tuple[str, ...]:
 # (plots, the simulate level, the command line: 4-15 s each), one collects 20 run directories and runs every check
 # on them (2 s), so each mutant of real_checks ran them again; they test the report's assembly and the checks at no
 # effect, and paper_checks/real_checks/test_checks.py reads each check's values directly (0.3 s in all per function).
-DESELECTED = ("tests/llm/tasks/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
-              "tests/llm/tasks/test_math_grader.py::test_each_sample_is_parsed_once",
-              "tests/llm/tasks/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
-              "tests/llm/tasks/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
-              "tests/llm/tasks/test_countdown.py::test_distinct_solutions_match_brute_force",
-              "tests/llm/tasks/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
-              "tests/llm/tasks/test_own_data.py::test_llm_eval_scores_a_verl_parquet_with_a_reward_function",
-              "tests/paper_checks/test_report_rendering.py::test_the_report_takes_simulates_verdict_words_as_they_are",
-              "tests/paper_checks/test_paper_checks_verdicts.py::test_report_command_writes_markdown_json_and_plots",
-              "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed",
-              "tests/paper_checks/test_paper_checks_verdicts.py::test_zero_effect_gives_inconclusive_for_every_real_check")
+DESELECTED = (
+    "tests/llm/tasks/test_math_grader.py::test_an_over_budget_answer_or_an_unparseable_gold_keeps_the_worker",
+    "tests/llm/tasks/test_math_grader.py::test_each_sample_is_parsed_once",
+    "tests/llm/tasks/test_math_grader.py::test_grades_are_the_same_on_an_idle_and_on_a_loaded_machine",
+    "tests/llm/tasks/test_math_grader.py::test_evaluations_report_the_answers_that_reached_the_safety_net",
+    "tests/llm/tasks/test_countdown.py::test_distinct_solutions_match_brute_force",
+    "tests/llm/tasks/test_countdown.py::test_problems_are_deterministic_disjoint_and_multi_solution",
+    "tests/llm/tasks/test_own_data.py::test_llm_eval_scores_a_verl_parquet_with_a_reward_function",
+    "tests/paper_checks/test_report_rendering.py::test_the_report_takes_simulates_verdict_words_as_they_are",
+    "tests/paper_checks/test_paper_checks_verdicts.py::test_report_command_writes_markdown_json_and_plots",
+    "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed",
+    "tests/paper_checks/test_paper_checks_verdicts.py::test_zero_effect_gives_inconclusive_for_every_real_check",
+)
 # Modules a group's tests import late, on the way (the report's input screen, paper_checks/trust.py, imports
 # llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
 # mutant's session (about 10 s of CPU each, which mutmut's time limit, estimated from one session, does not expect).
@@ -219,41 +293,47 @@ def prepare(group: str) -> Path:
     # function's module (escov.llm.grpo, as the tests import it) has that name; the levels are also copied
     # unmutated to the top (also_copy) for the tests that read the repository's files (test_claims.py)
     (work / "escov").mkdir(exist_ok=True)
-    for link, target in [("escov/__init__.py", "escov/__init__.py"), ("tests", "tests"),
-                         *((f"escov/{level}", level) for level in LEVELS), *((level, level) for level in LEVELS),
-                         ("results", "results")]:
+    for link, target in [
+        ("escov/__init__.py", "escov/__init__.py"),
+        ("tests", "tests"),
+        *((f"escov/{level}", level) for level in LEVELS),
+        *((level, level) for level in LEVELS),
+        ("results", "results"),
+    ]:
         if not (work / link).is_symlink():
             (work / link).symlink_to(ROOT / target)
     pytest_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     cli_args = [arg for test in DESELECTED if test.split("::")[0] in tests for arg in ("--deselect", test)]
     cli_args += [arg for module in PRELOAD.get(group, ()) for arg in ("-p", module)]
-    text = "\n".join([
-        "[tool.pytest.ini_options]",
-        f"testpaths = {toml_list(pytest_cfg['testpaths'])}",
-        # in mutmut's process (-p no:xdist): the suite's default of one worker per CPU (tests/conftest.py) would
-        # run the tests where mutmut's trampolines cannot record them
-        f"addopts = \"{pytest_cfg['addopts']} -p no:xdist\"",
-        f"markers = {toml_list(pytest_cfg['markers'])}",
-        "",
-        "[tool.mutmut]",
-        f"source_paths = {toml_list(['escov/__init__.py', *(f'escov/{level}' for level in LEVELS)])}",
-        # one fork server imports the tests once and forks a child per mutant: without it every mutant
-        # pays the import of torch, scipy and transformers (about 6 s) before its tests run
-        'process_isolation = "forkserver"',
-        # a mutant that makes its tests run 4 times as long as they do unmutated counts as caught (a
-        # timeout): mutmut's default factor of 15 spent most of a run's time on mutants that loop
-        "timeout_multiplier = 4.0",
-        # plus 5 s before the factor: mutmut's estimate counts the tests' calls only, not their session's setup
-        # (each mutant's tests run in a session of their own: the first use of a transformers model class
-        # imports it, 3-4 s), so at its 1 s a mutant whose tests load the tiny model timed out before they ran
-        "timeout_constant = 5.0",
-        f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
-        # and results/, whose published report test_report_rendering.py reads beside the tests
-        f"also_copy = {toml_list([*LEVELS, 'results'])}",
-        f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
-        f"pytest_add_cli_args = {toml_list(cli_args)}",
-        "",
-    ])
+    text = "\n".join(
+        [
+            "[tool.pytest.ini_options]",
+            f"testpaths = {toml_list(pytest_cfg['testpaths'])}",
+            # in mutmut's process (-p no:xdist): the suite's default of one worker per CPU (tests/conftest.py) would
+            # run the tests where mutmut's trampolines cannot record them
+            f'addopts = "{pytest_cfg["addopts"]} -p no:xdist"',
+            f"markers = {toml_list(pytest_cfg['markers'])}",
+            "",
+            "[tool.mutmut]",
+            f"source_paths = {toml_list(['escov/__init__.py', *(f'escov/{level}' for level in LEVELS)])}",
+            # one fork server imports the tests once and forks a child per mutant: without it every mutant
+            # pays the import of torch, scipy and transformers (about 6 s) before its tests run
+            'process_isolation = "forkserver"',
+            # a mutant that makes its tests run 4 times as long as they do unmutated counts as caught (a
+            # timeout): mutmut's default factor of 15 spent most of a run's time on mutants that loop
+            "timeout_multiplier = 4.0",
+            # plus 5 s before the factor: mutmut's estimate counts the tests' calls only, not their session's setup
+            # (each mutant's tests run in a session of their own: the first use of a transformers model class
+            # imports it, 3-4 s), so at its 1 s a mutant whose tests load the tiny model timed out before they ran
+            "timeout_constant = 5.0",
+            f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
+            # and results/, whose published report test_report_rendering.py reads beside the tests
+            f"also_copy = {toml_list([*LEVELS, 'results'])}",
+            f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
+            f"pytest_add_cli_args = {toml_list(cli_args)}",
+            "",
+        ]
+    )
     cfg = work / "pyproject.toml"
     if not cfg.exists() or cfg.read_text() != text:
         cfg.write_text(text)
@@ -262,7 +342,8 @@ def prepare(group: str) -> Path:
 
 def test_model() -> Path:
     """The tests' tiny model (the "test" preset, pretrained as tests/conftest.py does), built once per version of
-    the code that builds it (paper_checks.reproduce.reproduction.base_cache_key) from the unmutated sources. Each mutant's
+    the code that builds it (paper_checks.reproduce.reproduction.base_cache_key) from the unmutated sources. Each
+    mutant's
     tests run in a pytest session of their own, where the fixture would pretrain it again (seconds) inside
     mutmut's time limit, which counts only the tests' calls: every such mutant would count as caught by a
     timeout before any test ran."""
@@ -270,8 +351,25 @@ def test_model() -> Path:
 
     out = WORK / f"test-model-{base_cache_key('test')}"
     if not (out / "config.json").exists():
-        subprocess.run([sys.executable, "-m", "escov.llm", "pretrain", "--preset", "test", "--seed", "0", "--threads", "1",
-                        "--out", str(out), "--no-progress"], cwd=ROOT, check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "escov.llm",
+                "pretrain",
+                "--preset",
+                "test",
+                "--seed",
+                "0",
+                "--threads",
+                "1",
+                "--out",
+                str(out),
+                "--no-progress",
+            ],
+            cwd=ROOT,
+            check=True,
+        )
     return out
 
 
@@ -288,11 +386,18 @@ def run_group(group: str, jobs: int, retest: bool, only: tuple[str, ...] = ()) -
     work = prepare(group)
     # one thread per mutant: mutmut's timeout is a CPU-time limit, and torch's worker threads waiting for a
     # busy core spend CPU time, so on a loaded 2-core machine a multi-threaded test counted as hung
-    env = dict(os.environ, PYTHONPATH=str(work), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", ESCOV_TEST_MODEL=str(test_model()))
+    env = dict(
+        os.environ, PYTHONPATH=str(work), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", ESCOV_TEST_MODEL=str(test_model())
+    )
     start = time.perf_counter()
     with open(work / "run.log", "w") as log:
-        code = subprocess.call(["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs),
-                                *names], cwd=work, stdout=log, stderr=subprocess.STDOUT, env=env)
+        code = subprocess.call(
+            ["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *names],
+            cwd=work,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     seconds = time.perf_counter() - start
     if code != 0:
         tail = (work / "run.log").read_text(errors="replace")[-3000:]
@@ -305,8 +410,14 @@ def results(group: str) -> list[tuple[str, str]]:
     work = WORK / group
     if not (work / "mutants").exists():
         return []
-    out = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=work, capture_output=True,
-                         text=True, env=dict(os.environ, PYTHONPATH=str(work)), check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "mutmut", "results", "--all", "true"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(work)),
+        check=True,
+    ).stdout
     pairs = []
     for line in out.splitlines():
         if RESULT.match(line):
@@ -360,9 +471,12 @@ def decorated(groups: list[str]) -> list[str]:
     for group in groups:
         for module in GROUPS[group][0]:
             tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
-            out += [f"{module.removesuffix('.py').replace('/', '.')}.{node.name} "
-                    f"({', '.join('@' + ast.unparse(d) for d in node.decorator_list)})"
-                    for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list]
+            out += [
+                f"{module.removesuffix('.py').replace('/', '.')}.{node.name} "
+                f"({', '.join('@' + ast.unparse(d) for d in node.decorator_list)})"
+                for node in ast.walk(tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list
+            ]
     return out
 
 
@@ -371,11 +485,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("groups", nargs="*", metavar="GROUP", help=f"groups to run (default: all): {', '.join(GROUPS)}")
     parser.add_argument("--summary", action="store_true", help="print the table of the last runs, run nothing")
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
-    parser.add_argument("--retest", action="store_true",
-                        help="try again only the mutants the last run left uncaught or timed out (after adding tests)")
-    parser.add_argument("--only", action="append", default=[], metavar="NAME",
-                        help="try only the mutants of this name as docs/mutation.md writes it (a * spans any text; "
-                             "repeatable), e.g. 'paper_checks.report.x__build__*'")
+    parser.add_argument(
+        "--retest",
+        action="store_true",
+        help="try again only the mutants the last run left uncaught or timed out (after adding tests)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="try only the mutants of this name as docs/mutation.md writes it (a * spans any text; "
+        "repeatable), e.g. 'paper_checks.report.x__build__*'",
+    )
     args = parser.parse_args(argv)
     unknown = [g for g in args.groups if g not in GROUPS]
     if unknown:

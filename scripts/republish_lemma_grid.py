@@ -22,6 +22,7 @@ population's relative sd of JSpol - R Q (measured against predicted JSpol of the
 needs for a ratio interval 0.1 wide (paper_checks.lemma_grid.draws_needed): how the budget's GridDesign is sized
 (docs/answer-budget.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,18 +37,28 @@ def pilot_design(budget_grid):
     three draws each."""
     from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
 
-    return GridDesign(sigmas=(1e-3, 4e-3), members=budget_grid.members, draws={n: 3 for n in budget_grid.members},
-                      prompts=budget_grid.prompts, samples=budget_grid.samples, center_samples=budget_grid.center_samples)
+    return GridDesign(
+        sigmas=(1e-3, 4e-3),
+        members=budget_grid.members,
+        draws={n: 3 for n in budget_grid.members},
+        prompts=budget_grid.prompts,
+        samples=budget_grid.samples,
+        center_samples=budget_grid.center_samples,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--budget", default="answer", help="a budget of paper_checks/reproduce/budgets.py (default: answer)")
+    parser.add_argument(
+        "--budget", default="answer", help="a budget of paper_checks/reproduce/budgets.py (default: answer)"
+    )
     parser.add_argument("--model", type=Path, help="the base model directory (default: the reproduction's cached base)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="the published report's folder")
     parser.add_argument("--grid-json", type=Path, help="where to keep the measured rows (reused when it exists)")
     parser.add_argument("--threads", type=int, help="torch threads (default: the budget's)")
-    parser.add_argument("--pilot", action="store_true", help="measure a small pilot grid and print the draws each row needs")
+    parser.add_argument(
+        "--pilot", action="store_true", help="measure a small pilot grid and print the draws each row needs"
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
@@ -57,12 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     from escov.llm.rundir import dumps
     from escov.paper_checks.evidence import load_lemma_grid
     from escov.paper_checks.lemma_grid import draws_needed
-    from escov.paper_checks.reproduce.lemma_grid_measurement import measure_grid
     from escov.paper_checks.lemma_grid_publish import splice_markdown, splice_report
     from escov.paper_checks.plots import lemma1_grid_plot
     from escov.paper_checks.report import lemma1_training
     from escov.paper_checks.reproduce.bases import base_cache_dir, base_cache_key, pretrain_command
     from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.lemma_grid_measurement import measure_grid
     from escov.paper_checks.reproduce.reproduction import grid_settings
 
     if args.budget not in BUDGETS:
@@ -73,25 +84,36 @@ def main(argv: list[str] | None = None) -> int:
         if not f.is_file():
             parser.error(f"--results {args.results}: {f.name} missing (publish a report there first)")
     start = time.perf_counter()
-    model = args.model or base_cache_dir() / f"{budget.base_preset}-{base_cache_key(budget.base_preset, settings=budget.base_settings)}"
+    model = (
+        args.model
+        or base_cache_dir()
+        / f"{budget.base_preset}-{base_cache_key(budget.base_preset, settings=budget.base_settings)}"
+    )
     if args.pilot:
         if not (model / "config.json").is_file():
             parser.error(f"no base model at {model}: give --model DIR")
         torch.set_num_threads(args.threads or budget.common["threads"])
         rows = measure_grid(model, pilot_design(budget.grid), progress=not args.no_progress, **grid_settings(budget))
-        print(f"pilot: {(time.perf_counter() - start) / 60:.1f} min (CPU {time.process_time() / 60:.1f} min); draws for a "
-              f"ratio interval 0.1 wide:")
+        print(
+            f"pilot: {(time.perf_counter() - start) / 60:.1f} min (CPU {time.process_time() / 60:.1f} min); "
+            "draws for a "
+            f"ratio interval 0.1 wide:"
+        )
         for r in draws_needed(rows):
-            print(f"  sigma {r['sigma']:g} N {r['members']}: s {r['s_measured']:.3g}, one population's relative sd of "
-                  f"JSpol - R Q {r['population_cv']:.3f} -> draws {r['draws']}")
+            print(
+                f"  sigma {r['sigma']:g} N {r['members']}: s {r['s_measured']:.3g}, one population's relative sd of "
+                f"JSpol - R Q {r['population_cv']:.3f} -> draws {r['draws']}"
+            )
         return 0
     if args.grid_json is not None and args.grid_json.is_file():
         rows = load_lemma_grid(args.grid_json)
         print(f"rows from {args.grid_json} (not measured again)", flush=True)
     else:
         if not (model / "config.json").is_file():
-            parser.error(f"no base model at {model}: give --model DIR, or build it with "
-                         f"`{pretrain_command(budget.base_preset, budget.base_settings, out=str(model))}`")
+            parser.error(
+                f"no base model at {model}: give --model DIR, or build it with "
+                f"`{pretrain_command(budget.base_preset, budget.base_settings, out=str(model))}`"
+            )
         torch.set_num_threads(args.threads or budget.common["threads"])
         rows = measure_grid(model, budget.grid, progress=not args.no_progress, **grid_settings(budget))
         if args.grid_json is not None:
@@ -105,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     lemma1_grid_plot(rows, lemma1_training(new), args.results)
     verdict = next(c for c in new["claims"] if c["id"] == "lemma1")["levels"]["real"]
     print(f"lemma1 (real): {verdict['status']}: {verdict['ours']}")
-    print(f"grid measured in {seconds / 60:.1f} min; {report_json}, {report_md} and "
-          f"{args.results / 'js_measured_vs_predicted.png'} rewritten")
+    print(
+        f"grid measured in {seconds / 60:.1f} min; {report_json}, {report_md} and "
+        f"{args.results / 'js_measured_vs_predicted.png'} rewritten"
+    )
     return 0
 
 

@@ -5,6 +5,7 @@ to the workers first, so that the two workers finish together instead of one wai
     .venv/bin/python -m pytest -q --durations=0 > durations.log
     .venv/bin/python scripts/test_file_costs.py durations.log > tests/file_costs.txt
 """
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """`python -m escov.simulate ...`: see simulate/cli.py."""
+
 import sys
 
 from escov.simulate.cli import main

@@ -10,7 +10,8 @@ stands in for model size; `feature_dim=None` gives independent logits (Phi = ide
 The base policy is designed prompt by prompt: success probability p(x) ~ Beta(m c, (1 - m) c)
 (mean m = `base_pass1`, concentration c = `difficulty_concentration`); one common correct path
 holds (1 - rare_share) of p(x), the rare correct paths split the rest; `n_tempting` wrong paths
-hold `tempting_share` of the failure mass (all of it if they are the only wrong paths). Every path keeps a floor of `floor / V` mass.
+hold `tempting_share` of the failure mass (all of it if they are the only wrong paths). Every path keeps a floor of
+`floor / V` mass.
 theta_0 is the least-squares fit of the designed log-probabilities and the frozen bias b(x) is the
 residual, so pi_{theta_0} is exactly the design (b = 0 for independent logits). `theta0_offset`
 adds an N(0, theta0_offset^2) vector to theta_0 (b cancels it): the policy is unchanged, only the
@@ -21,6 +22,7 @@ Reward r(x, y) = 1 for a correct path, `format_bonus` for a wrong path marked "f
 
 Every array carries a leading seed axis S: each seed draws its own task instance.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,17 +48,17 @@ class TaskShape:
 
     n_prompts: int = 64
     n_paths: int = 16
-    n_correct: int = 4                 # 1 common + (n_correct - 1) rare correct paths
-    base_pass1: float = 0.4            # mean base success probability over prompts
+    n_correct: int = 4  # 1 common + (n_correct - 1) rare correct paths
+    base_pass1: float = 0.4  # mean base success probability over prompts
     difficulty_concentration: float = 1.5  # Beta a + b: small = many very hard and very easy prompts
-    rare_share: float = 0.1            # share of a prompt's success mass on its rare correct paths
-    n_tempting: int = 2                # wrong paths that take most of the failure mass
+    rare_share: float = 0.1  # share of a prompt's success mass on its rare correct paths
+    n_tempting: int = 2  # wrong paths that take most of the failure mass
     tempting_share: float = 0.8
-    formatted_share: float = 0.5       # share of wrong paths that earn the format bonus
-    format_bonus: float = 0.0          # reward of a formatted wrong path (paper: 0.1)
-    floor: float = 1e-4                # mass spread uniformly over all paths
-    feature_dim: int | None = 64       # None: independent logits
-    theta0_offset: float = 0.0         # std of an extra N(0, .) component of theta_0 that b cancels
+    formatted_share: float = 0.5  # share of wrong paths that earn the format bonus
+    format_bonus: float = 0.0  # reward of a formatted wrong path (paper: 0.1)
+    floor: float = 1e-4  # mass spread uniformly over all paths
+    feature_dim: int | None = 64  # None: independent logits
+    theta0_offset: float = 0.0  # std of an extra N(0, .) component of theta_0 that b cancels
 
     def __post_init__(self):
         _check_range("n_prompts", self.n_prompts, 1, integer=True)
@@ -127,11 +129,11 @@ class BanditTask:
 
     shape: TaskShape
     seeds: tuple[int, ...]
-    features: np.ndarray | None   # (S, P*V, d); None = independent logits
-    bias: np.ndarray              # (S, P, V) frozen residual logits
-    theta0: np.ndarray            # (S, d) base parameters
-    correct: np.ndarray           # (S, P, V) bool
-    reward: np.ndarray            # (S, P, V)
+    features: np.ndarray | None  # (S, P*V, d); None = independent logits
+    bias: np.ndarray  # (S, P, V) frozen residual logits
+    theta0: np.ndarray  # (S, d) base parameters
+    correct: np.ndarray  # (S, P, V) bool
+    reward: np.ndarray  # (S, P, V)
 
     def __post_init__(self):
         S, P, V = self.correct.shape
@@ -140,7 +142,7 @@ class BanditTask:
             self._sqnorm = np.ones((S, P, V))
         else:
             self._features_t = np.ascontiguousarray(self.features.transpose(0, 2, 1))
-            self._sqnorm = (self.features ** 2).sum(-1).reshape(S, P, V)
+            self._sqnorm = (self.features**2).sum(-1).reshape(S, P, V)
 
     @property
     def n_seeds(self) -> int:
@@ -161,7 +163,7 @@ class BanditTask:
     def _lead(self, arr: np.ndarray, trailing: int) -> tuple[int, ...]:
         if arr.ndim < 1 + trailing or arr.shape[0] != self.n_seeds:
             raise ValueError(f"expected an array with leading seed axis {self.n_seeds}, got shape {arr.shape}")
-        return arr.shape[1:arr.ndim - trailing]
+        return arr.shape[1 : arr.ndim - trailing]
 
     def logits(self, theta: np.ndarray) -> np.ndarray:
         """theta (S, *M, d) -> logits (S, *M, P, V) = Phi theta + b."""
@@ -198,12 +200,12 @@ class BanditTask:
             raise ValueError(f"probs must have shape {self.correct.shape}, got {probs.shape}")
         first = (probs * self._sqnorm).sum(-1)
         if self.features is None:
-            mean_sq = (probs ** 2).sum(-1)
+            mean_sq = (probs**2).sum(-1)
         else:
             S, P, V = probs.shape
             phi = self.features.reshape(S, P, V, self.dim)
             mean_feat = np.einsum("spv,spvd->spd", probs, phi)
-            mean_sq = (mean_feat ** 2).sum(-1)
+            mean_sq = (mean_feat**2).sum(-1)
         return first - mean_sq
 
 
@@ -232,6 +234,12 @@ def make_task(shape: TaskShape = TaskShape(), seeds: Sequence[int] | int = 1) ->
         thetas.append(theta0)
         corrects.append(correct)
         rewards.append(np.where(correct, 1.0, np.where(formatted, shape.format_bonus, 0.0)))
-    return BanditTask(shape=shape, seeds=seeds, features=np.stack(feats) if feats else None,
-                bias=np.stack(biases), theta0=np.stack(thetas), correct=np.stack(corrects),
-                reward=np.stack(rewards))
+    return BanditTask(
+        shape=shape,
+        seeds=seeds,
+        features=np.stack(feats) if feats else None,
+        bias=np.stack(biases),
+        theta0=np.stack(thetas),
+        correct=np.stack(corrects),
+        reward=np.stack(rewards),
+    )

@@ -3,6 +3,7 @@
 bfloat16 keeps the top 16 bits of a float32 (8 exponent bits, 7 stored mantissa bits), so its
 spacing near |w| is 2^(floor(log2 |w|) - 7). Rounding is to nearest, ties to even, as torch does.
 """
+
 from __future__ import annotations
 
 import numpy as np

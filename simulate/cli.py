@@ -4,6 +4,7 @@
 experiment and also writes DIR/summary.json. `--scale` (default 1) shrinks the number of updates
 for a quick look; verdicts at a reduced scale are not the reported ones.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,12 @@ def run_all(seeds: int | None, out: Path, scale: float, progress: bool = True) -
     claims' entries hold their records' own statement and test objects (theory.claims)."""
     start = time.perf_counter()
     results = [run_one(name, seeds, out, scale, progress) for name in EXPERIMENTS]
-    summary = {"seconds": round(time.perf_counter() - start, 2), "scale": scale, "seeds": seeds,
-               "experiments": {r["name"]: r for r in results}}
+    summary = {
+        "seconds": round(time.perf_counter() - start, 2),
+        "scale": scale,
+        "seeds": seeds,
+        "experiments": {r["name"]: r for r in results},
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=_jsonable))
     print(f"wrote {out / 'summary.json'} and {len(results)} plots in {summary['seconds']:.1f} s")
     return summary

@@ -1,7 +1,8 @@
 """GRPO on the bandit, with exact (analytic) gradients of the sampled surrogate.
 
 One step, for each seed: draw G paths y_1..y_G ~ pi_old(.|x) (temperature T) for each batch prompt,
-    A_g = (r_g - mean r) / std r    (population std, A = 0 for a group of equal rewards; `scale_rewards=False`: r_g - mean r)
+    A_g = (r_g - mean r) / std r    (population std, A = 0 for a group of equal rewards;
+                                     `scale_rewards=False`: r_g - mean r)
 then `num_iterations` (mu) ascent steps on the PPO-clipped surrogate
     L(theta) = 1/(B G) sum_{x,g} min(rho_g A_g, clip(rho_g, 1-eps, 1+eps) A_g) - beta/B sum_x KL(pi_theta || pi_ref),
     rho_g = pi_theta(y_g|x) / pi_old(y_g|x),
@@ -10,6 +11,7 @@ minus beta/B pi (log pi - log pi_ref - KL)/T (exact KL per prompt in place of th
 single-token outcomes make the 1/T_i length average trivial). The theta gradient is Phi^T of it.
 Optimizer: Adam (as TRL's AdamW without weight decay) or plain SGD.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,14 +28,14 @@ ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
 
 @dataclass(frozen=True)
 class GRPOConfig:
-    num_generations: int = 8      # G
+    num_generations: int = 8  # G
     learning_rate: float = 0.02
-    epsilon: float = 0.2          # PPO clip range
-    beta: float = 0.001           # KL penalty to the reference (base) policy
-    num_iterations: int = 1       # mu: surrogate steps per batch of samples
-    scale_rewards: bool = True    # divide advantages by the group std
+    epsilon: float = 0.2  # PPO clip range
+    beta: float = 0.001  # KL penalty to the reference (base) policy
+    num_iterations: int = 1  # mu: surrogate steps per batch of samples
+    scale_rewards: bool = True  # divide advantages by the group std
     temperature: float = 1.0
-    optimizer: str = "adam"       # "adam" or "sgd"
+    optimizer: str = "adam"  # "adam" or "sgd"
     batch_size: int | None = None  # prompts per step (None: all)
 
     name = "grpo"
@@ -63,8 +65,14 @@ def compute_advantages(rewards: np.ndarray, scale: bool = True) -> np.ndarray:
     return standardize(rewards, scale=scale)
 
 
-def surrogate_logit_gradient(probs: np.ndarray, ref_probs: np.ndarray, paths: np.ndarray,
-                             advantages: np.ndarray, old_prob_of_path: np.ndarray, cfg: GRPOConfig):
+def surrogate_logit_gradient(
+    probs: np.ndarray,
+    ref_probs: np.ndarray,
+    paths: np.ndarray,
+    advantages: np.ndarray,
+    old_prob_of_path: np.ndarray,
+    cfg: GRPOConfig,
+):
     """Gradient of L w.r.t. the batch logits. probs, ref_probs: (S, B, V) at temperature T;
     paths, advantages, old_prob_of_path: (S, B, G).
     Returns (gradient (S, B, V), share of samples whose term is clipped, per seed)."""
@@ -89,14 +97,15 @@ def _ascend(theta: np.ndarray, grad: np.ndarray, state: dict, cfg: GRPOConfig) -
     b1, b2 = ADAM_BETAS
     state["t"] = state.get("t", 0) + 1
     state["m"] = b1 * state.get("m", 0.0) + (1 - b1) * grad
-    state["v"] = b2 * state.get("v", 0.0) + (1 - b2) * grad ** 2
+    state["v"] = b2 * state.get("v", 0.0) + (1 - b2) * grad**2
     m_hat = state["m"] / (1 - b1 ** state["t"])
     v_hat = state["v"] / (1 - b2 ** state["t"])
     return theta + cfg.learning_rate * m_hat / (np.sqrt(v_hat) + ADAM_EPS)
 
 
-def grpo_step(task: BanditTask, theta: np.ndarray, cfg: GRPOConfig, rng: np.random.Generator,
-              theta_ref: np.ndarray, state: dict):
+def grpo_step(
+    task: BanditTask, theta: np.ndarray, cfg: GRPOConfig, rng: np.random.Generator, theta_ref: np.ndarray, state: dict
+):
     """One GRPO update (mu surrogate steps on one batch of samples). state holds the optimizer moments.
     Returns (new theta, info dict)."""
     S, P, V = task.n_seeds, task.n_prompts, task.n_paths
@@ -116,7 +125,10 @@ def grpo_step(task: BanditTask, theta: np.ndarray, cfg: GRPOConfig, rng: np.rand
         g_logits[:, batch] = g_batch
         theta = _ascend(theta, task.pullback(g_logits), state, cfg)
         clipped.append(clip_share)
-    return theta, {"reward": rewards.mean(axis=(1, 2)),
-                   "zero_std_share": (rewards.std(-1) == 0).mean(-1),
-                   "clipped_share": np.mean(clipped, axis=0),
-                   "responses": cfg.responses_per_step(n_batch), "flops": cfg.flops_per_step(n_batch)}
+    return theta, {
+        "reward": rewards.mean(axis=(1, 2)),
+        "zero_std_share": (rewards.std(-1) == 0).mean(-1),
+        "clipped_share": np.mean(clipped, axis=0),
+        "responses": cfg.responses_per_step(n_batch),
+        "flops": cfg.flops_per_step(n_batch),
+    }

@@ -15,14 +15,22 @@ Population metrics of an ES step (members theta + sigma eps_i at temperature 1, 
 - lemma3: p_w - p_bar for the fitness weights w_i = z_i^+ / sum_j z_j^+ (uniform if no z_i > 0),
   and N Cov(w, p) (equal by Lemma 3).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from escov.theory.lemmas import (lemma1_prediction, lemma2_gap_local, lemma3_covariance, mixture_gain,
-                           population_pass, same_policy_pass, validity_parameter)
+from escov.theory.lemmas import (
+    lemma1_prediction,
+    lemma2_gap_local,
+    lemma3_covariance,
+    mixture_gain,
+    population_pass,
+    same_policy_pass,
+    validity_parameter,
+)
 from escov.theory.metrics import entropy, generalized_js_batch, jssucc_batch, pass_at_k_counts, pass_at_k_from_p
 
 from .bandit import BanditTask, _check_range, softmax
@@ -32,10 +40,10 @@ DEFAULT_KS = (1, 2, 4, 8, 16, 32, 64, 256)
 
 @dataclass(frozen=True)
 class MeasureConfig:
-    ks: tuple[int, ...] = DEFAULT_KS       # exact Pass@K
-    eval_samples: int = 32                 # M samples per prompt for the sampled estimate
+    ks: tuple[int, ...] = DEFAULT_KS  # exact Pass@K
+    eval_samples: int = 32  # M samples per prompt for the sampled estimate
     sampled_ks: tuple[int, ...] = (1, 16, 32)
-    temperature: float = 1.0               # evaluation temperature
+    temperature: float = 1.0  # evaluation temperature
     zero_tol: float = 1e-3
     cover_tol: float = 1e-2
 
@@ -46,15 +54,18 @@ class MeasureConfig:
         for k in self.sampled_ks:
             _check_range("sampled_ks", k, 1, integer=True)
             if k > self.eval_samples:
-                raise ValueError(f"sampled_ks entry {k} needs at least {k} samples per prompt, "
-                                 f"but eval_samples = {self.eval_samples}")
+                raise ValueError(
+                    f"sampled_ks entry {k} needs at least {k} samples per prompt, "
+                    f"but eval_samples = {self.eval_samples}"
+                )
         _check_range("temperature", self.temperature, 0, low_open=True)
         _check_range("zero_tol", self.zero_tol, 0, 1)
         _check_range("cover_tol", self.cover_tol, 0, 1, low_open=True)
 
 
-def policy_metrics(task: BanditTask, theta: np.ndarray, theta0: np.ndarray, cfg: MeasureConfig,
-                   rng: np.random.Generator):
+def policy_metrics(
+    task: BanditTask, theta: np.ndarray, theta0: np.ndarray, cfg: MeasureConfig, rng: np.random.Generator
+):
     """Metrics of the policies theta (S, d), drift measured from theta0 (S, d).
     Returns (dict name -> (S,), success p(x) as (S, P))."""
     probs = task.policy(theta, cfg.temperature)
@@ -86,10 +97,10 @@ def population_metrics(task: BanditTask, theta: np.ndarray, member_logits: np.nd
 
     Returns (dict name -> (S,), member success p_i as (S, P, N), fitness-weighted mixture success p_w as (S, P))."""
     N = member_logits.shape[1]
-    members = softmax(member_logits).transpose(0, 2, 1, 3)          # (S, P, N, V)
+    members = softmax(member_logits).transpose(0, 2, 1, 3)  # (S, P, N, V)
     p_i = np.clip(task.success(members.transpose(0, 2, 1, 3)), 0.0, 1.0).transpose(0, 2, 1)  # (S, P, N)
     centre = task.policy(theta)
-    trace = task.fisher_trace(centre).mean(-1)                      # (S,), prompts averaged
+    trace = task.fisher_trace(centre).mean(-1)  # (S,), prompts averaged
     w = np.broadcast_to(fitness_weights(z)[:, None, :], p_i.shape)
     p_centre = np.clip(task.success(centre), 0.0, 1.0)
     out = {

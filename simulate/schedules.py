@@ -9,6 +9,7 @@ Costs of one update on a batch of B prompts:
 A budget is a total in one of these units; a schedule gives the first method `switch` of it and
 the second the rest, each converted to a whole number of updates.
 """
+
 from __future__ import annotations
 
 from .bandit import _check_range
@@ -36,8 +37,14 @@ def steps_for(cfg: GRPOConfig | ESConfig, total: float, n_batch: int, budget: st
     return int(round(total / step_cost(cfg, n_batch, budget)))
 
 
-def schedule(first: GRPOConfig | ESConfig, second: GRPOConfig | ESConfig | None, total: float,
-             n_batch: int, budget: str = "flops", switch: float = 1.0) -> list[tuple]:
+def schedule(
+    first: GRPOConfig | ESConfig,
+    second: GRPOConfig | ESConfig | None,
+    total: float,
+    n_batch: int,
+    budget: str = "flops",
+    switch: float = 1.0,
+) -> list[tuple]:
     """Phases [(first, steps1), (second, steps2)] spending `switch` of the budget on first, the rest on second."""
     _check_range("switch", switch, 0, 1)
     phases = [(first, steps_for(first, switch * total, n_batch, budget))]

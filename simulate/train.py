@@ -7,6 +7,7 @@ Policy metrics are recorded at theta_0 .. theta_T (T + 1 rows), update metrics f
 seed axis. A step that makes theta, the logits or a metric non-finite raises NonFiniteError
 naming the step and the quantity.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,16 +30,16 @@ Phase = tuple["GRPOConfig | ESConfig", int]
 
 @dataclass
 class BanditRun:
-    policy: dict[str, np.ndarray]          # name -> (T + 1, S)
-    updates: dict[str, np.ndarray]         # name -> (T, S)
-    success: np.ndarray                    # (T + 1, S, P): p_theta(x) at every step
-    mixture_success: np.ndarray            # (T, S, P): p_w(x) of ES steps' fitness-weighted mixtures (NaN for GRPO)
-    predicted_change: np.ndarray           # (T, S, P): ES steps' first-order change of p(x), (alpha/sigma) Cov(z, p_i)
-    responses: np.ndarray                  # (T + 1,) cumulative sampled responses (per seed)
-    flops: np.ndarray                      # (T + 1,) cumulative cost in the paper's FLOP units (per seed)
-    algorithm: list[str]                   # (T,) "grpo" or "es" for each update
-    theta0: np.ndarray                     # (S, d)
-    theta: np.ndarray                      # (S, d) final parameters
+    policy: dict[str, np.ndarray]  # name -> (T + 1, S)
+    updates: dict[str, np.ndarray]  # name -> (T, S)
+    success: np.ndarray  # (T + 1, S, P): p_theta(x) at every step
+    mixture_success: np.ndarray  # (T, S, P): p_w(x) of ES steps' fitness-weighted mixtures (NaN for GRPO)
+    predicted_change: np.ndarray  # (T, S, P): ES steps' first-order change of p(x), (alpha/sigma) Cov(z, p_i)
+    responses: np.ndarray  # (T + 1,) cumulative sampled responses (per seed)
+    flops: np.ndarray  # (T + 1,) cumulative cost in the paper's FLOP units (per seed)
+    algorithm: list[str]  # (T,) "grpo" or "es" for each update
+    theta0: np.ndarray  # (S, d)
+    theta: np.ndarray  # (S, d) final parameters
     phases: list = field(default_factory=list)
 
     @property
@@ -53,8 +54,9 @@ class BanditRun:
 def _check_finite(step: int, algo: str, name: str, arr: np.ndarray) -> None:
     bad = ~np.isfinite(arr)
     if bad.any():
-        raise NonFiniteError(f"step {step} ({algo}): {name} became non-finite "
-                             f"({int(bad.sum())} of {arr.size} entries NaN or inf)")
+        raise NonFiniteError(
+            f"step {step} ({algo}): {name} became non-finite ({int(bad.sum())} of {arr.size} entries NaN or inf)"
+        )
 
 
 def _check_phases(phases: Sequence[Phase]) -> list[Phase]:
@@ -69,8 +71,15 @@ def _check_phases(phases: Sequence[Phase]) -> list[Phase]:
     return phases
 
 
-def train(task: BanditTask, phases: Sequence[Phase], measure: MeasureConfig = MeasureConfig(), seed: int = 0,
-          progress: bool = True, desc: str | None = None, population: bool = True) -> BanditRun:
+def train(
+    task: BanditTask,
+    phases: Sequence[Phase],
+    measure: MeasureConfig = MeasureConfig(),
+    seed: int = 0,
+    progress: bool = True,
+    desc: str | None = None,
+    population: bool = True,
+) -> BanditRun:
     """Run the phases in order from theta_0 and return the recorded metrics.
     population=False skips the ES population metrics (faster; their rows are then NaN)."""
     phases = _check_phases(phases)
@@ -130,9 +139,16 @@ def train(task: BanditTask, phases: Sequence[Phase], measure: MeasureConfig = Me
     nan = np.full(S, np.nan)
     return BanditRun(
         policy={k: np.array([row[k] for row in policy_rows]) for k in policy_rows[0]},
-        updates={k: np.array([row.get(k, nan) for row in update_rows]).reshape(len(update_rows), S)
-                 for k in update_names},
-        success=np.array(success), mixture_success=np.array(mixture).reshape(len(mixture), S, P),
+        updates={
+            k: np.array([row.get(k, nan) for row in update_rows]).reshape(len(update_rows), S) for k in update_names
+        },
+        success=np.array(success),
+        mixture_success=np.array(mixture).reshape(len(mixture), S, P),
         predicted_change=np.array(predicted).reshape(len(predicted), S, P),
-        responses=np.array(responses), flops=np.array(flops), algorithm=algorithm,
-        theta0=theta0, theta=theta, phases=phases)
+        responses=np.array(responses),
+        flops=np.array(flops),
+        algorithm=algorithm,
+        theta0=theta0,
+        theta=theta,
+        phases=phases,
+    )

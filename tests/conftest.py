@@ -6,6 +6,7 @@ The suite runs in parallel (pytest-xdist): `pytest -q` starts one test process (
 and sends each test file whole to one worker (`--dist loadfile`), so a module's fixtures are built once.
 `pytest -n 0` (or `-p no:xdist`) runs everything in this process, as a single test is best run.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -24,7 +25,8 @@ settings.register_profile("escov", deadline=None)
 settings.load_profile("escov")
 
 
-# A folder holding the "test" preset already pretrained (`python -m escov.llm pretrain --preset test --seed 0 --threads 1`),
+# A folder holding the "test" preset already pretrained
+# (`python -m escov.llm pretrain --preset test --seed 0 --threads 1`),
 # used instead of pretraining one: scripts/mutation.py sets it, because each mutant's tests run in a session of
 # their own, and mutmut's time limit per mutant counts the tests' calls, not the session's fixtures
 TEST_MODEL_ENV = "ESCOV_TEST_MODEL"
@@ -36,8 +38,11 @@ def pytest_cmdline_main(config):
     """Parallel by default: `-n auto --dist loadfile` unless the command line chose a worker count, and
     never in a worker, nor in a pytest that a test started (both see PYTEST_XDIST_WORKER): workers of
     workers would multiply."""
-    if (config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None
-            and "PYTEST_XDIST_WORKER" not in os.environ):
+    if (
+        config.pluginmanager.hasplugin("xdist")
+        and config.option.numprocesses is None
+        and "PYTEST_XDIST_WORKER" not in os.environ
+    ):
         config.option.numprocesses = "auto"
         if config.option.dist == "no":
             config.option.dist = "loadfile"
@@ -74,6 +79,7 @@ def costliest_files_first(items: list, costs: dict[str, float]) -> None:
 
     def cost(path: Path) -> float:
         return costs.get(path.relative_to(here).as_posix(), 0.0) if path.is_relative_to(here) else 0.0
+
     files = sorted(order, key=lambda path: (-cost(path), order[path]))
     if len(files) > 2 and needs_model[files[0]] and needs_model[files[1]]:
         free = next((path for path in files[2:] if not needs_model[path]), None)
@@ -121,8 +127,26 @@ def built_once(config, tmp_path_factory, name, build):
 def _pretrain_test_preset(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     # in a fresh process: a process that has started an in-process vLLM engine trains to other weights
-    subprocess.run([sys.executable, "-m", "escov.llm", "pretrain", "--preset", "test", "--seed", "0", "--threads", "1",
-                    "--out", str(out), "--no-progress"], check=True, capture_output=True, timeout=1800)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "escov.llm",
+            "pretrain",
+            "--preset",
+            "test",
+            "--seed",
+            "0",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
     return out
 
 
@@ -144,8 +168,9 @@ def random_qwen2_dir(pytestconfig, tmp_path_factory):
     """A randomly initialized tiny Qwen2 (llm.random_models), built once per run of the suite. Read-only."""
     from escov.llm.random_models import save_random_model
 
-    return built_once(pytestconfig, tmp_path_factory, "random_qwen2",
-                      lambda out: save_random_model(out, "qwen2", "tiny"))
+    return built_once(
+        pytestconfig, tmp_path_factory, "random_qwen2", lambda out: save_random_model(out, "qwen2", "tiny")
+    )
 
 
 @pytest.fixture(scope="session")

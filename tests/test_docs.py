@@ -1,6 +1,7 @@
 """The documentation: the README reads in order and links only to what exists, the project's notes
 on the paper (docs/paper.md) hold the numbers theory/paper.py holds, and nothing
 refers to a paper summary outside the repository."""
+
 import re
 from pathlib import Path
 
@@ -10,8 +11,15 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAPER = ROOT / "docs" / "paper.md"
 # what the README says, in the order a newcomer needs it
-README_ORDER = ("## The answer so far", "## Install", "## A first run in two minutes", "## The main job",
-                "## Training on your own data and reward", "## Where results land", "## Reference")
+README_ORDER = (
+    "## The answer so far",
+    "## Install",
+    "## A first run in two minutes",
+    "## The main job",
+    "## Training on your own data and reward",
+    "## Where results land",
+    "## Reference",
+)
 REPRODUCE = "bash scripts/setup.sh && .venv/bin/python -m escov.paper_checks reproduce --budget small --out runs/small"
 TESTS = "bash scripts/setup.sh && .venv/bin/python -m pytest -q"
 
@@ -27,9 +35,9 @@ def test_the_readme_reads_in_order_and_keeps_its_two_commands():
     positions = [text.index(header) for header in README_ORDER]
     assert positions == sorted(positions), f"README sections out of order: {README_ORDER}"
     assert REPRODUCE in text and TESTS in text
-    answer = text[text.index("## The answer so far"):text.index("## Install")]
+    answer = text[text.index("## The answer so far") : text.index("## Install")]
     assert answer.count("<!-- ANSWER") == 1 and answer.count("<!-- /ANSWER -->") == 1, "one section holds the answer"
-    assert text[:text.index("## The answer so far")].count("\n") < 20, "the answer is on the first screen"
+    assert text[: text.index("## The answer so far")].count("\n") < 20, "the answer is on the first screen"
     assert len(text.splitlines()) < 200, "the long reference belongs in docs/"
 
 
@@ -44,8 +52,11 @@ def test_every_relative_link_of_the_docs_exists():
 def test_nothing_refers_to_a_paper_summary_outside_the_repository():
     # the upper-case name of a summary the repository does not have; docs/paper.md is the project's own
     outside_summary = "PAPER" + ".md"
-    files = [p for p in ROOT.rglob("*") if p.suffix in (".py", ".md", ".toml", ".sh") and ".venv" not in p.parts
-             and ".git" not in p.parts]
+    files = [
+        p
+        for p in ROOT.rglob("*")
+        if p.suffix in (".py", ".md", ".toml", ".sh") and ".venv" not in p.parts and ".git" not in p.parts
+    ]
     assert [str(p.relative_to(ROOT)) for p in files if outside_summary in p.read_text(errors="replace")] == []
 
 
@@ -61,8 +72,8 @@ def _triple(values) -> str:
 
 def test_docs_paper_holds_the_numbers_the_checks_use():
     text = PAPER.read_text()
-    table2 = _rows(text[text.index("**Table 2**"):text.index("**Table 3**")])
-    table4 = _rows(text[text.index("**Table 4**"):text.index("**Table 6**")])
+    table2 = _rows(text[text.index("**Table 2**") : text.index("**Table 3**")])
+    table4 = _rows(text[text.index("**Table 4**") : text.index("**Table 6**")])
     text = " ".join(text.split())  # lines wrap anywhere
     for model, methods in pn.TABLE2_EASY.items():
         cells = table2[model]
@@ -72,7 +83,11 @@ def test_docs_paper_holds_the_numbers_the_checks_use():
     for method, values in pn.GSM8K_QWEN15.items():
         assert f"{method} {_triple(values)}" in text, method
     for model, drift in pn.TABLE4_DRIFT.items():
-        assert table4[model] == [f"{drift['grpo']}", f"{drift['es']} ({drift['ratio']}x)", *(f"{s:.2f}%" for s in drift["share"])], model
+        assert table4[model] == [
+            f"{drift['grpo']}",
+            f"{drift['es']} ({drift['ratio']}x)",
+            *(f"{s:.2f}%" for s in drift["share"]),
+        ], model
     for size, by_n in pn.TABLE6_POPULATION.items():
         assert f"{size} " + " / ".join(f"{by_n[n]:.4f}" for n in (8, 16, 32, 64)) in text, size
     for method, by_model in pn.HELD_OUT_CHANGE.items():
@@ -91,15 +106,21 @@ def test_the_readmes_answer_is_the_published_reports():
     import json
 
     text = README.read_text()
-    answer = text[text.index("<!-- ANSWER"):text.index("<!-- /ANSWER -->")]
-    claims = {c["id"]: c["levels"]["real"] for c in json.loads((ROOT / "results" / "report.json").read_text())["claims"]}
-    for claim, row in (("matched_passk_above_grpo", "| Pass@32 at matched Pass@1"),
-                       ("matched_no_correct", "| prompts with no correct sample, at matched Pass@1"),
-                       ("matched_entropy", "| token entropy at matched Pass@1")):
+    answer = text[text.index("<!-- ANSWER") : text.index("<!-- /ANSWER -->")]
+    claims = {
+        c["id"]: c["levels"]["real"] for c in json.loads((ROOT / "results" / "report.json").read_text())["claims"]
+    }
+    for claim, row in (
+        ("matched_passk_above_grpo", "| Pass@32 at matched Pass@1"),
+        ("matched_no_correct", "| prompts with no correct sample, at matched Pass@1"),
+        ("matched_entropy", "| token entropy at matched Pass@1"),
+    ):
         line = next(line for line in answer.splitlines() if line.startswith(row))
         verdict, interval = [c.strip().strip("*") for c in line.split("|")[2:4]]
         assert verdict == claims[claim]["status"], claim
-        assert interval.split(" (")[0].replace(" nats", "").replace(" pts", "") in claims[claim]["ours"].replace(" pts", "")
+        assert interval.split(" (")[0].replace(" nats", "").replace(" pts", "") in claims[claim]["ours"].replace(
+            " pts", ""
+        )
 
 
 def test_docs_paper_names_the_version_transcribed():
@@ -113,7 +134,7 @@ def test_the_papers_base_numbers_are_quoted_as_table_2s_six_task_average():
     for doc in _doc_files():
         text = " ".join(doc.read_text().split())
         for match in re.finditer(rf"(?<![\d.]){re.escape(f'{pass1:.2f}')}\b", text):
-            sentence = text[text.rfind(". ", 0, match.start()) + 2:text.find(". ", match.end())]
+            sentence = text[text.rfind(". ", 0, match.start()) + 2 : text.find(". ", match.end())]
             assert "six-task average" in sentence, f"{doc.relative_to(ROOT)}: {sentence}"
 
 
@@ -133,18 +154,25 @@ def test_the_papers_end_of_training_differences_are_set_against_the_end_of_train
     from escov.paper_checks.verdict import fmt_interval
 
     text = README.read_text()
-    answer = " ".join(text[text.index("<!-- ANSWER"):text.index("<!-- /ANSWER -->")].split())
+    answer = " ".join(text[text.index("<!-- ANSWER") : text.index("<!-- /ANSWER -->")].split())
     est = json.loads((ROOT / "results" / "report.json").read_text())["premise"]["es_minus_grpo_end"]
     interval = fmt_interval(est["mean"], est["lo"], est["hi"], unit="")
     assert f"{interval.split(' [')[0]} points [{interval.split(' [')[1]} at the end of equal budgets" in answer
     diffs = sorted(round(v["ES"][2] - v["GRPO"][2], 1) for v in pn.TABLE2_EASY.values())
-    assert "ES - GRPO at Pass@32 is " + ", ".join(f"{d:+.1f}" for d in diffs[:-1]) + f" and {diffs[-1]:+.1f} points" in answer
+    assert (
+        "ES - GRPO at Pass@32 is " + ", ".join(f"{d:+.1f}" for d in diffs[:-1]) + f" and {diffs[-1]:+.1f} points"
+        in answer
+    )
+
     def listed(values: list[str]) -> str:
         return values[0] if len(values) == 1 else ", ".join(values[:-1]) + f" and {values[-1]}"
 
     inside = [f"{d:+.1f}" for d in diffs if 100 * est["lo"] <= d <= 100 * est["hi"]]
     parts = [f"contains {listed(inside)}"] if inside else []
-    for side, outside in (("below", [d for d in diffs if d < 100 * est["lo"]]), ("above", [d for d in diffs if d > 100 * est["hi"]])):
+    for side, outside in (
+        ("below", [d for d in diffs if d < 100 * est["lo"]]),
+        ("above", [d for d in diffs if d > 100 * est["hi"]]),
+    ):
         if outside:
             parts.append(f"{listed([f'{d:+.1f}' for d in outside])} {'lies' if len(outside) == 1 else 'lie'} {side} it")
     assert "; ".join(parts) + ". " in answer or "; ".join(parts) + " " in answer
@@ -158,17 +186,17 @@ def test_the_readmes_premise_rows_are_the_published_record():
     from escov.paper_checks.verdict import fmt_interval
 
     text = README.read_text()
-    answer = text[text.index("<!-- ANSWER"):text.index("<!-- /ANSWER -->")]
+    answer = text[text.index("<!-- ANSWER") : text.index("<!-- /ANSWER -->")]
     record = json.loads((ROOT / "results" / "report.json").read_text())["premise"]
     a, b, control = record["grpo_plateau_minus_base"], record["es_minus_grpo_top_level"], record["positive_control"]
     readings = {"narrowed": "narrowed", "no_es_advantage_of_2_points": "no advantage of 2 pts", "es_above": "ES above"}
-    for row, est, reading in (("| GRPO at its plateau - base: Pass@32", a["pass@32"], a["verdict"]),
-                              ("| Pass@32 at the highest common Pass@1", b, b["reading"])):
+    for row, est, reading in (
+        ("| GRPO at its plateau - base: Pass@32", a["pass@32"], a["verdict"]),
+        ("| Pass@32 at the highest common Pass@1", b, b["reading"]),
+    ):
         line = next(line for line in answer.splitlines() if line.startswith(row))
         verdict, interval = [c.strip().strip("*") for c in line.split("|")[2:4]]
         assert verdict == readings[reading] and interval == fmt_interval(est["mean"], est["lo"], est["hi"]), row
     assert f"({100 * b['level'] / 100:.3f})" in answer.replace("0.487)", f"{b['level']:.3f})")
     c = control["pass@32"]
     assert f"control on validation: {fmt_interval(c['mean'], c['lo'], c['hi'], unit='')}" in answer
-
-

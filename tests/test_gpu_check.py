@@ -1,8 +1,10 @@
 """scripts/gpu_check.sh tried on the CPU: the dry run (every part "not measurable: no CUDA", exit code 2,
 the JSON written), the interpreter it chooses without $PYTHON, a Python without torch, parts cut by
 their time budgets (the JSON still written, later parts "not run"), a part's figures kept across a
-SIGKILL, and (slow) the CPU stand-in running every part: figures with reward spread at the real vocabulary, the Ray test passing, vLLM in place
+SIGKILL, and (slow) the CPU stand-in running every part: figures with reward spread at the real vocabulary, the Ray
+test passing, vLLM in place
 "not measurable"."""
+
 import json
 import os
 import subprocess
@@ -15,8 +17,15 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
-PARTS = ["gpu_tests_hf", "hf_qwen2.5-0.5b", "hf_qwen2.5-1.5b", "gpu_tests_ray", "gpu_tests_vllm",
-         "vllm_qwen2.5-0.5b", "vllm_qwen2.5-1.5b"]
+PARTS = [
+    "gpu_tests_hf",
+    "hf_qwen2.5-0.5b",
+    "hf_qwen2.5-1.5b",
+    "gpu_tests_ray",
+    "gpu_tests_vllm",
+    "vllm_qwen2.5-0.5b",
+    "vllm_qwen2.5-1.5b",
+]
 STANDIN_PARTS = ["gpu_tests_hf", "hf_tiny", "gpu_tests_ray", "gpu_tests_vllm", "vllm_tiny"]
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="the dry run is what a machine without CUDA gets")
 
@@ -52,6 +61,7 @@ def test_the_dry_run_on_a_cpu_names_every_part_not_measurable_and_exits_2(tmp_pa
     assert versions["torch"] == torch.__version__ and versions["torch_build"].startswith("CPU build")
     assert versions["cuda_available"] is False
     import transformers
+
     assert versions["transformers"] == transformers.__version__
     for module in ("vllm", "ray"):  # None exactly when not installed here
         try:
@@ -86,8 +96,9 @@ def test_parts_over_their_budget_are_killed_and_the_json_keeps_every_part(tmp_pa
     # a 70 s check: the probe takes some seconds, the first parts get 10 and 14 s (too little for either on a
     # loaded CPU), the Ray test's 7 s share is under the minimum: cut, then not run. A part killed midway is
     # checked on its own below (test_a_part_killed_midway_keeps_the_figures_it_measured)
-    code, report, _ = run_check(tmp_path, {"PYTHON": sys.executable, "ESCOV_GPU_STANDIN": "cpu",
-                                           "GPU_CHECK_BUDGET_S": "70"})
+    code, report, _ = run_check(
+        tmp_path, {"PYTHON": sys.executable, "ESCOV_GPU_STANDIN": "cpu", "GPU_CHECK_BUDGET_S": "70"}
+    )
     parts = report["parts"]
     assert code == 1 and report["exit"]["code"] == 1 and list(parts) == STANDIN_PARTS
     # gpu_tests_hf's 10 s: killed on a loaded machine, finished on an idle fast one (seen: 'ok' at load 0)
@@ -113,11 +124,30 @@ def test_parts_over_their_budget_are_killed_and_the_json_keeps_every_part(tmp_pa
 
 def test_a_part_killed_midway_keeps_the_figures_it_measured(tmp_path):
     result = tmp_path / "part.json"
-    part = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "hf", "--size", "tiny",
-                             "--device", "cpu", "--work", str(tmp_path / "models"), "--result", str(result),
-                             "--members", "2", "--prompts", "1", "--new-tokens", "4"],
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    part = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_gpu.py"),
+            "hf",
+            "--size",
+            "tiny",
+            "--device",
+            "cpu",
+            "--work",
+            str(tmp_path / "models"),
+            "--result",
+            str(result),
+            "--members",
+            "2",
+            "--prompts",
+            "1",
+            "--new-tokens",
+            "4",
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 600
         while "hf_generate_s" not in read_figures(result) and part.poll() is None and time.monotonic() < deadline:
@@ -138,12 +168,16 @@ def read_figures(path: Path) -> dict:
 
 @pytest.mark.slow
 def test_the_cpu_standin_runs_every_part_with_figures_that_mean_something(tmp_path):
-    code, report, stderr = run_check(tmp_path, {"PYTHON": sys.executable, "ESCOV_GPU_STANDIN": "cpu",
-                                                "GPU_CHECK_BUDGET_S": "3000"}, timeout=3600)
+    code, report, stderr = run_check(
+        tmp_path, {"PYTHON": sys.executable, "ESCOV_GPU_STANDIN": "cpu", "GPU_CHECK_BUDGET_S": "3000"}, timeout=3600
+    )
     parts = report["parts"]
     assert parts["gpu_tests_hf"]["status"] == "ok"
     assert parts["gpu_tests_hf"]["tests"] == {"passed": 1, "skipped": 1, "deselected": 2}  # CUDA noise: skipped
-    assert parts["gpu_tests_ray"]["status"] == "ok" and parts["gpu_tests_ray"]["tests"] == {"passed": 1, "deselected": 3}
+    assert parts["gpu_tests_ray"]["status"] == "ok" and parts["gpu_tests_ray"]["tests"] == {
+        "passed": 1,
+        "deselected": 3,
+    }
     assert parts["vllm_tiny"]["status"] == "not measurable" and "needs CUDA" in parts["vllm_tiny"]["why"]
     hf = parts["hf_tiny"]
     assert hf["status"] == "ok", hf.get("traceback_tail")

@@ -3,6 +3,7 @@
 `llm`, which is another PyPI package's name), and no import cycle anywhere (all of llm/ included),
 counting imports inside functions (which hide a cycle from the interpreter) and the package
 `__init__` an import runs first, leaving out imports under TYPE_CHECKING (which never run)."""
+
 import ast
 from pathlib import Path
 
@@ -21,8 +22,12 @@ def _imports(path: Path, root: Path = ROOT) -> set[str]:
     tree, package = ast.parse(path.read_text()), _module(path, root).rsplit(".", 1)[0]
     if path.name == "__init__.py":
         package = _module(path, root)
-    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-               and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING" for n in ast.walk(node)}
+    skipped = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for n in ast.walk(node)
+    }
     out = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -32,7 +37,9 @@ def _imports(path: Path, root: Path = ROOT) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             out.add(base)
             out |= {f"{base}.{a.name}" for a in node.names}
     return out
@@ -71,7 +78,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
     def visit(m):
         if m in path:
-            return path[path.index(m):] + [m]
+            return path[path.index(m) :] + [m]
         if m in done:
             return None
         path.append(m)
@@ -90,21 +97,24 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_levels_import_downward_only():
     for i, level in enumerate(LEVELS):
-        above = LEVELS[i + 1:]
+        above = LEVELS[i + 1 :]
         for path in _files(level):
             wrong = sorted(m for m in _imports(path) if m.split(".")[:2] in [["escov", a] for a in above])
             assert not wrong, f"{path.relative_to(ROOT)} imports {wrong} from a level above {level}"
 
 
 EXPERIMENTS = "paper_checks/reproduce"  # the experiment side: budgets, bases, jobs, runs, sweep, pilot, control, grid
-ENTRY_POINTS = ("paper_checks/cli.py",)   # both sides' command line: `report` here, the rest in EXPERIMENTS/cli.py
+ENTRY_POINTS = ("paper_checks/cli.py",)  # both sides' command line: `report` here, the rest in EXPERIMENTS/cli.py
 
 
 def test_the_verdicts_never_import_the_experiments():
     """paper_checks/ decides verdicts from run directories; paper_checks/reproduce/ runs the experiments that write
     them, on the floor above: no verdict module imports it (only the command line that offers both does)."""
-    verdicts = [p for p in _files("paper_checks") if not p.is_relative_to(ROOT / EXPERIMENTS)
-                and p.relative_to(ROOT).as_posix() not in ENTRY_POINTS]
+    verdicts = [
+        p
+        for p in _files("paper_checks")
+        if not p.is_relative_to(ROOT / EXPERIMENTS) and p.relative_to(ROOT).as_posix() not in ENTRY_POINTS
+    ]
     assert len(verdicts) >= 15 and ROOT / "paper_checks" / "report.py" in verdicts
     experiment = "escov." + EXPERIMENTS.replace("/", ".")
     for path in verdicts:
@@ -133,6 +143,7 @@ def test_the_cycle_search_sees_imports_in_functions_and_package_inits_and_skips_
     """Known truth: settings.py imports pkg.rules inside a function; pkg/__init__.py imports pkg.impl, which
     imports settings: a cycle through the package's __init__ (the shape of the old settings <-> ES circle).
     Imports under TYPE_CHECKING and a sibling's import of its own package make none."""
+
     def write(name, text):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
@@ -147,8 +158,10 @@ def test_the_cycle_search_sees_imports_in_functions_and_package_inits_and_skips_
     assert _cycle(graph) == ["escov.lv.pkg", "escov.lv.pkg.impl", "escov.lv.settings", "escov.lv.pkg"]
     write("lv/pkg/__init__.py", "")  # the package no longer runs impl: no cycle left
     assert _cycle(_import_graph(["lv"], tmp_path)) is None
-    write("lv/pkg/__init__.py",
-          "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from escov.lv.pkg.impl import run\n")
+    write(
+        "lv/pkg/__init__.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from escov.lv.pkg.impl import run\n",
+    )
     assert _cycle(_import_graph(["lv"], tmp_path)) is None
 
 
@@ -166,12 +179,23 @@ def test_tomllib_comes_with_the_tomli_fallback_the_python_floor_needs():
         tree = ast.parse(path.read_text())
         guarded = set()  # the imports inside `if sys.version_info ...:` whose else branch imports tomli
         for node in ast.walk(tree):
-            if isinstance(node, ast.If) and "version_info" in ast.unparse(node.test) \
-                    and "import tomli" in "\n".join(ast.unparse(n) for n in node.orelse):
+            if (
+                isinstance(node, ast.If)
+                and "version_info" in ast.unparse(node.test)
+                and "import tomli" in "\n".join(ast.unparse(n) for n in node.orelse)
+            ):
                 guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-        bare = [n.lineno for n in ast.walk(tree) if id(n) not in guarded and (
-            isinstance(n, ast.Import) and any(a.name == "tomllib" for a in n.names)
-            or isinstance(n, ast.ImportFrom) and n.module == "tomllib")]
+        bare = [
+            n.lineno
+            for n in ast.walk(tree)
+            if id(n) not in guarded
+            and (
+                isinstance(n, ast.Import)
+                and any(a.name == "tomllib" for a in n.names)
+                or isinstance(n, ast.ImportFrom)
+                and n.module == "tomllib"
+            )
+        ]
         where = f"{path.relative_to(ROOT)}:{bare[0]}" if bare else ""
         assert not bare, f"{where} imports tomllib without the tomli fallback (Python < 3.11)"
 
@@ -187,8 +211,9 @@ def _level_test_files(tests: Path = TESTS) -> list[Path]:
 
 def _module_names(package: Path) -> set[str]:
     """The modules and subpackages of a package folder, by name (llm/es -> {algorithm, ..., vllm_lora})."""
-    return ({p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
-            | {p.name for p in package.iterdir() if (p / "__init__.py").is_file()})
+    return {p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")} | {
+        p.name for p in package.iterdir() if (p / "__init__.py").is_file()
+    }
 
 
 def named_after(test: Path, package: Path) -> str | None:
@@ -220,8 +245,10 @@ def layout_errors(tests: Path = TESTS, root: Path = ROOT) -> list[str]:
             deeper = [f"{sub.name}.{m}" for sub in subpackages if (m := named_after(test, sub))]
             dotted = "escov." + ".".join(where.parts)
             if deeper:
-                errors.append(f"{shown}: named after {deeper[0]}: it belongs in tests/{where.as_posix()}/"
-                              f"{deeper[0].split('.')[0]}/")
+                errors.append(
+                    f"{shown}: named after {deeper[0]}: it belongs in tests/{where.as_posix()}/"
+                    f"{deeper[0].split('.')[0]}/"
+                )
             elif dotted not in test.read_text(encoding="utf-8"):
                 errors.append(f"{shown}: named after no module of {where.as_posix()}/ and never names {dotted}")
     return errors
@@ -243,14 +270,20 @@ def test_every_test_folder_is_a_package_so_same_named_files_in_two_folders_do_no
 
 def test_the_layout_rule_catches_a_test_in_the_wrong_folder(tmp_path):
     """Known truth on a made-up repository: lv/ with modules a and b and a subpackage sub/ with module c."""
+
     def write(name, text=""):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
 
     for name in ("lv/__init__.py", "lv/a.py", "lv/b_c.py", "lv/sub/__init__.py", "lv/sub/c.py"):
         write(name)
-    for name in ("tests/lv/test_a.py", "tests/lv/test_a_more.py", "tests/lv/test_b_c_x.py", "tests/lv/sub/test_c.py",
-                 "tests/lv/test_whole.py"):
+    for name in (
+        "tests/lv/test_a.py",
+        "tests/lv/test_a_more.py",
+        "tests/lv/test_b_c_x.py",
+        "tests/lv/sub/test_c.py",
+        "tests/lv/test_whole.py",
+    ):
         write(name, "from escov.lv import a\n")
     write("tests/lv/sub/test_other.py", "from escov.lv.sub import c\n")
     import tests.test_layout as layout
@@ -260,14 +293,15 @@ def test_the_layout_rule_catches_a_test_in_the_wrong_folder(tmp_path):
     try:
         assert layout_errors(tmp_path / "tests", tmp_path) == []
         assert named_after(tmp_path / "tests/lv/test_b_c_x.py", tmp_path / "lv") == "b_c"
-        write("tests/lv/test_sub_c.py", "from escov.lv.sub import c\n")      # named after the subpackage
-        write("tests/lv/test_c.py", "from escov.lv.sub import c\n")          # after a module of the subpackage
-        write("tests/lv/sub/test_loose.py", "from escov.lv import a\n")      # names neither c nor escov.lv.sub
-        write("tests/nowhere/test_x.py", "")                                 # no package lv/nowhere
+        write("tests/lv/test_sub_c.py", "from escov.lv.sub import c\n")  # named after the subpackage
+        write("tests/lv/test_c.py", "from escov.lv.sub import c\n")  # after a module of the subpackage
+        write("tests/lv/sub/test_loose.py", "from escov.lv import a\n")  # names neither c nor escov.lv.sub
+        write("tests/nowhere/test_x.py", "")  # no package lv/nowhere
         assert layout_errors(tmp_path / "tests", tmp_path) == [
             "tests/lv/sub/test_loose.py: named after no module of lv/sub/ and never names escov.lv.sub",
             "tests/lv/test_c.py: named after sub.c: it belongs in tests/lv/sub/",
             "tests/lv/test_sub_c.py: named after the subpackage sub: it belongs in tests/lv/sub/",
-            "tests/nowhere/test_x.py: nowhere/ is not a package folder of the repository"]
+            "tests/nowhere/test_x.py: nowhere/ is not a package folder of the repository",
+        ]
     finally:
         layout.LEVELS = levels

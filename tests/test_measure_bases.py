@@ -1,5 +1,6 @@
 """scripts/measure_bases.py: the per-prompt histogram's bins against hand counts, and one small real
 measurement of the tiny test model (its record, table row and plot, reused when nothing changed)."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -30,13 +31,15 @@ def test_summary_counts_no_correct_and_half_or_more():
 
 def test_a_small_measurement_of_the_test_model(tiny_model_dir, tmp_path):
     out = tmp_path / "measured"
-    code = measure_bases.main([f"tiny={tiny_model_dir}", "--out", str(out), "--tasks", "countdown3",
-                               "--problems", "4", "--samples", "32"])
+    code = measure_bases.main(
+        [f"tiny={tiny_model_dir}", "--out", str(out), "--tasks", "countdown3", "--problems", "4", "--samples", "32"]
+    )
     assert code == 0 and (out / "histograms.png").stat().st_size > 0
     record = json.loads((out / "tiny" / "countdown3.json").read_text())
     assert record["num_problems"] == 4 and record["n"] == 32 and record["temperature"] == 0.6
     # the task's validation problems (where a base is chosen), its first 4; never the test problems
     from escov.llm.tasks import get_task
+
     task = get_task("countdown3")
     ids = [p["id"] for p in record["per_problem"]]
     assert ids == [p.id for p in task.problems("validation", 4, seed=0)] and record["settings"]["split"] == "validation"
@@ -45,9 +48,11 @@ def test_a_small_measurement_of_the_test_model(tiny_model_dir, tmp_path):
     assert "| tiny | countdown3 | " in (out / "bases.md").read_text()
     # a second call with the same weights and settings reuses the record; other settings measure again
     before = (out / "tiny" / "countdown3.json").stat().st_mtime_ns
-    measure_bases.main([f"tiny={tiny_model_dir}", "--out", str(out), "--tasks", "countdown3", "--problems", "4",
-                        "--samples", "32"])
+    measure_bases.main(
+        [f"tiny={tiny_model_dir}", "--out", str(out), "--tasks", "countdown3", "--problems", "4", "--samples", "32"]
+    )
     assert (out / "tiny" / "countdown3.json").stat().st_mtime_ns == before
-    measure_bases.main([f"tiny={tiny_model_dir}", "--out", str(out), "--tasks", "countdown3", "--problems", "3",
-                        "--samples", "32"])
+    measure_bases.main(
+        [f"tiny={tiny_model_dir}", "--out", str(out), "--tasks", "countdown3", "--problems", "3", "--samples", "32"]
+    )
     assert json.loads((out / "tiny" / "countdown3.json").read_text())["num_problems"] == 3

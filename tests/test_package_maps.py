@@ -2,6 +2,7 @@
 subpackages at the start of a line of its own (`noise.py  eps regenerated from the seeds`, `es/  ...`), as
 llm/es/__init__.py does; docs/llm.md names every module of llm/ by its path there (`es/noise.py`).
 __main__.py (the `python -m` hook) is left out."""
+
 import ast
 import re
 from pathlib import Path
@@ -48,8 +49,9 @@ def test_the_map_check_finds_a_module_left_out_and_a_name_only_mentioned(tmp_pat
 def test_docs_llm_names_every_module_of_llm():
     text = (ROOT / "docs" / "llm.md").read_text()
     llm = ROOT / "llm"
-    modules = [p.relative_to(llm).as_posix() for p in sorted(llm.rglob("*.py"))
-               if p.name not in ("__init__.py", "__main__.py")]
+    modules = [
+        p.relative_to(llm).as_posix() for p in sorted(llm.rglob("*.py")) if p.name not in ("__init__.py", "__main__.py")
+    ]
     assert len(modules) > 60
     missing = [m for m in modules if not re.search(rf"`{re.escape(m)}`", text)]
     assert not missing, f"docs/llm.md does not name {missing}"

@@ -1,5 +1,6 @@
 """The wheel installs one import package, `escov`, holding the four levels and the shipped bases, and
 every package folder of the repository is in it (pyproject.toml lists them: a new folder must be added)."""
+
 import subprocess
 import sys
 import zipfile
@@ -10,8 +11,23 @@ LEVELS = ("theory", "simulate", "llm", "paper_checks")
 
 
 def test_the_wheel_has_one_top_level_name_and_every_package(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path), str(ROOT)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = tmp_path.glob("escov-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}

@@ -2,6 +2,7 @@
 instances, the train split is the one the pretraining corpus always drew from, and no command that chooses a
 setting (a base measurement, the step sweep, the pilot, the premise control) reads one of the answer's test
 prompts."""
+
 import hashlib
 import importlib.util
 from pathlib import Path
@@ -21,17 +22,19 @@ def _digest(key: str) -> int:
 def test_train_is_the_tenth_rule_it_always_was_and_the_held_out_tenth_is_halved():
     keys = [f"{a},{b},{c}" for a in range(1, 30) for b in range(a, 30) for c in range(b, 30)]  # 4,495 number sets
     splits = [split_of(k) for k in keys]
-    assert [s == "train" for s in splits] == [_digest(k) % 10 != 0 for k in keys]   # the corpus' split, unchanged
+    assert [s == "train" for s in splits] == [_digest(k) % 10 != 0 for k in keys]  # the corpus' split, unchanged
     held = [s for s in splits if s != "train"]
     share = held.count("validation") / len(held)
     assert 0.1 * len(keys) * 0.8 < len(held) < 0.1 * len(keys) * 1.2
-    assert abs(share - 0.5) < 4 * (0.25 / len(held)) ** 0.5   # within 4 binomial standard deviations of a half
+    assert abs(share - 0.5) < 4 * (0.25 / len(held)) ** 0.5  # within 4 binomial standard deviations of a half
 
 
 def test_generated_splits_never_share_a_number_set():
     task = get_task("countdown3")
-    sets = {split: {tuple(sorted(p.meta["numbers"])) for p in task.problems(split, 24, seed=5)}
-            for split in ("train", "validation", "test")}
+    sets = {
+        split: {tuple(sorted(p.meta["numbers"])) for p in task.problems(split, 24, seed=5)}
+        for split in ("train", "validation", "test")
+    }
     assert not sets["train"] & sets["validation"] and not sets["train"] & sets["test"]
     assert not sets["validation"] & sets["test"]
     arithmetic = get_task("arithmetic")
@@ -43,21 +46,30 @@ def test_a_data_file_task_has_no_validation_split_and_says_to_choose_on_train():
     sample = Path(__file__).parent / "data" / "countdown_sample.json"
     with pytest.raises(ValueError) as err:
         get_task("countdown", data=sample, data_split="first-3").problems("validation", 1, seed=0)
-    assert str(err.value) == ("task 'countdown' reads its problems from data files, which give a train and a test "
-                              "split but no validation split: choose settings on the train split (--split train)")
+    assert str(err.value) == (
+        "task 'countdown' reads its problems from data files, which give a train and a test "
+        "split but no validation split: choose settings on the train split (--split train)"
+    )
 
 
 def test_a_generated_split_asked_for_more_problems_than_it_holds_says_how_many_it_has():
     task = get_task("countdown", min_numbers=2, max_numbers=2, max_number=4, max_target=8, min_solutions=1)
-    with pytest.raises(ValueError, match=r"the test split of task countdown \(2-2 numbers, at least 1 solutions\) "
-                                         r"holds only about \d+ distinct problems .* ask for \d+ or fewer"):
+    with pytest.raises(
+        ValueError,
+        match=r"the test split of task countdown \(2-2 numbers, at least 1 solutions\) "
+        r"holds only about \d+ distinct problems .* ask for \d+ or fewer",
+    ):
         task.problems("test", 500, seed=0)
-    with pytest.raises(ValueError, match=r"the validation split of task arithmetic holds only about \d+ distinct problems"):
-        get_task("arithmetic").problems("validation", 5000, seed=0)   # about 850 questions of 16,920 are validation
+    with pytest.raises(
+        ValueError, match=r"the validation split of task arithmetic holds only about \d+ distinct problems"
+    ):
+        get_task("arithmetic").problems("validation", 5000, seed=0)  # about 850 questions of 16,920 are validation
 
 
 def _measure_bases():
-    spec = importlib.util.spec_from_file_location("measure_bases", Path(__file__).parents[1] / "scripts" / "measure_bases.py")
+    spec = importlib.util.spec_from_file_location(
+        "measure_bases", Path(__file__).parents[1] / "scripts" / "measure_bases.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -79,11 +91,16 @@ def test_no_command_that_chooses_a_setting_reads_the_answers_test_prompts():
 
     reads = {
         "measure_bases": _measure_bases().base_problems(answer.task, 16, SELECTION_SPLIT).problems,
-        "sweep": read(next(iter(step_sweep.sweep_runs(model, 40, step_sweep.SETTINGS).values())), step_sweep.CURVE_SPLIT),
+        "sweep": read(
+            next(iter(step_sweep.sweep_runs(model, 40, step_sweep.SETTINGS).values())), step_sweep.CURVE_SPLIT
+        ),
         "pilot": read(next(iter(pilot.pilot_runs("answer", model, (200, 201)).values())), pilot.CURVE_SPLIT),
-        "premise-control": read(next(iter(premise_control.control_runs(model, BUDGETS["answer"]).values())), SELECTION_SPLIT),
+        "premise-control": read(
+            next(iter(premise_control.control_runs(model, BUDGETS["answer"]).values())), SELECTION_SPLIT
+        ),
     }
     for command, problems in reads.items():
-        assert problems and all(p.meta["numbers"] and split_of(",".join(map(str, sorted(p.meta["numbers"])))) != "test"
-                                for p in problems), command
+        assert problems and all(
+            p.meta["numbers"] and split_of(",".join(map(str, sorted(p.meta["numbers"])))) != "test" for p in problems
+        ), command
         assert not {p.id for p in problems} & test_ids, command

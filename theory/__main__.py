@@ -1,4 +1,5 @@
 """`python -m escov.theory`: see theory.cli."""
+
 import sys
 
 from escov.theory.cli import main

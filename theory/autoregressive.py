@@ -11,6 +11,7 @@ the Fisher information splits by the chain rule:
 an independent computation of the same matrix. `probs` lists the V^L sequence probabilities, so
 the toy can be treated as a categorical policy over whole sequences.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -42,8 +43,10 @@ class SequencePolicy(PolicyBase):
             raise ValueError(f"W must have a vocabulary axis of size >= 2, got shape {W.shape}")
         n_prefixes = sum(vocab**t for t in range(self.length))
         if W.shape[0] != n_prefixes or b.shape != W.shape[:2]:
-            raise ValueError(f"W must be [{n_prefixes}, {vocab}, d] and b [{n_prefixes}, {vocab}] for "
-                             f"length {self.length}, got W {W.shape} and b {b.shape}")
+            raise ValueError(
+                f"W must be [{n_prefixes}, {vocab}, d] and b [{n_prefixes}, {vocab}] for "
+                f"length {self.length}, got W {W.shape} and b {b.shape}"
+            )
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "correct", check_correct_mask(self.correct, vocab**self.length))
@@ -53,8 +56,12 @@ class SequencePolicy(PolicyBase):
         """Gaussian heads; a sequence is correct when its tokens sum to 0 modulo the vocabulary."""
         n_prefixes = sum(vocab**t for t in range(length))
         seqs = np.array(list(itertools.product(range(vocab), repeat=length)))
-        return cls(rng.standard_normal((n_prefixes, vocab, dim)), rng.standard_normal((n_prefixes, vocab)),
-                   length, seqs.sum(axis=1) % vocab == 0)
+        return cls(
+            rng.standard_normal((n_prefixes, vocab, dim)),
+            rng.standard_normal((n_prefixes, vocab)),
+            length,
+            seqs.sum(axis=1) % vocab == 0,
+        )
 
     @property
     def vocab(self) -> int:
@@ -101,13 +108,13 @@ class SequencePolicy(PolicyBase):
             parents = np.arange(sum(V**j for j in range(t - 1)), sum(V**j for j in range(t)))
             children = (out[parents, None] * step[parents]).reshape(-1)
             start = sum(V**j for j in range(t))
-            out[start:start + children.size] = children
+            out[start : start + children.size] = children
         return out
 
     def fisher(self, theta) -> np.ndarray:
         """Chain rule: I = sum_h P(h) W_h^T (diag pi_h - pi_h pi_h^T) W_h, one theta [d] -> [d, d]."""
         theta = self.check_single_theta(theta)
-        pi = np.exp(self.step_log_probs(theta))                         # [P, V]
+        pi = np.exp(self.step_log_probs(theta))  # [P, V]
         centred = self.W - np.einsum("pv,pvd->pd", pi, self.W)[:, None]  # [P, V, d]
         return np.einsum("p,pv,pvd,pve->de", self.prefix_probs(theta), pi, centred, centred)
 

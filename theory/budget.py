@@ -9,6 +9,7 @@ Per prompt of the batch, in units of P L (parameters times tokens per response):
 Sampled responses per prompt: N m for ES, G for GRPO. With m = mu = 1 the FLOPs are equal exactly
 when N = 4 G (the paper's N = 32 against G = 8).
 """
+
 from __future__ import annotations
 
 

@@ -11,6 +11,7 @@ verifier accepts. With z = A theta + b, pi = softmax(z) and c the 0/1 vector of 
 
 Every method that takes theta accepts a batch [..., d] where the docstring says so.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,8 +47,9 @@ class CategoricalPolicy(PolicyBase):
     @classmethod
     def random(cls, n_outcomes: int, dim: int, rng: np.random.Generator, n_correct: int = 1) -> "CategoricalPolicy":
         """Gaussian A [M, d] (entries N(0, 1)) and b [M] (entries N(0, 1)); first n_correct outcomes correct."""
-        return cls(rng.standard_normal((n_outcomes, dim)), rng.standard_normal(n_outcomes),
-                   np.arange(n_outcomes) < n_correct)
+        return cls(
+            rng.standard_normal((n_outcomes, dim)), rng.standard_normal(n_outcomes), np.arange(n_outcomes) < n_correct
+        )
 
     @property
     def dim(self) -> int:

@@ -17,12 +17,14 @@ Chen et al. 2021 in its stable product form, exact for n in the thousands).
 - percentile_interval(replicates, confidence): the percentile interval of bootstrap replicates.
 - answer_entropy(answers), distinct_correct(answers, correct): answer-level diversity of one prompt.
 """
+
 from __future__ import annotations
 
 from collections import Counter
 from typing import Hashable, Sequence
 
 import numpy as np
+
 from escov.theory.metrics import pass_at_k_counts
 
 TAU_ATOL = 1e-12  # c / n >= tau is decided as c >= tau n - TAU_ATOL: tau = 0.3 with n = 10 counts c = 3
@@ -94,8 +96,16 @@ def solvability(model_counts, reference_counts) -> dict:
 
     def rate(num, den):
         return None if den == 0 else num / den
-    return {"preserved": p, "gained": e, "lost": s, "neither": int((~m & ~r).sum()),
-            "srr": rate(p, p + s), "ndr": rate(e, p + e), "nscr": rate(e - s, p + e + s)}
+
+    return {
+        "preserved": p,
+        "gained": e,
+        "lost": s,
+        "neither": int((~m & ~r).sum()),
+        "srr": rate(p, p + s),
+        "ndr": rate(e, p + e),
+        "nscr": rate(e - s, p + e + s),
+    }
 
 
 def problem_bootstrap_indices(prompts: int, replicates: int, seed: int) -> np.ndarray:

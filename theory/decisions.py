@@ -24,6 +24,7 @@ that holds the true mean only half the time), t is exact for normal seed effects
 The power line: the smallest true difference a design detects at 80% power in a two-sided 5% t test
 (noncentral t with the design's degrees of freedom), in units of its standard error times se.
 """
+
 from __future__ import annotations
 
 import math
@@ -69,8 +70,10 @@ def ratio(lo: float, hi: float, paper_lo: float, paper_hi: float, factor: float)
     """The claim "our ratio matches the paper's [paper_lo, paper_hi] within a factor", from a 95%
     interval [lo, hi] of our ratio: an equivalence on the log scale around the paper's range."""
     if not (0 < paper_lo <= paper_hi and factor >= 1 and lo > 0 and hi >= lo):
-        raise ValueError(f"ratio needs 0 < lo <= hi, 0 < paper_lo <= paper_hi, factor >= 1; got "
-                         f"[{lo}, {hi}], [{paper_lo}, {paper_hi}], {factor}")
+        raise ValueError(
+            f"ratio needs 0 < lo <= hi, 0 < paper_lo <= paper_hi, factor >= 1; got "
+            f"[{lo}, {hi}], [{paper_lo}, {paper_hi}], {factor}"
+        )
     band_lo, band_hi = paper_lo / factor, paper_hi * factor
     if band_lo < lo and hi < band_hi:
         return HOLDS
@@ -101,6 +104,7 @@ def t_interval(mean: float, se: float, df: float) -> tuple[float, float]:
 def effective_df(se: float, half: float) -> float:
     """The degrees of freedom whose t quantile turns se into the half-width half (inf when half <= z se)."""
     from scipy.optimize import brentq
+
     target = half / se
     if target <= st.norm.ppf(0.5 + LEVEL / 2) * (1 + 1e-9):
         return float("inf")
@@ -113,6 +117,7 @@ def detectable(se: float, df: float) -> float:
     if not (math.isfinite(se) and se > 0 and df > 0):
         return float("inf") if not (math.isfinite(se) and df > 0) else 0.0
     from scipy.optimize import brentq
+
     crit = t_quantile(df, 0.5 + LEVEL / 2)
     if not math.isfinite(df):
         power = lambda d: st.norm.sf(crit - d) + st.norm.cdf(-crit - d)
@@ -132,11 +137,26 @@ def over_seeds(values) -> dict:
         raise ValueError("over_seeds needs at least one finite value")
     mean = float(v.mean())
     if v.size < 2:
-        return {"mean": mean, "lo": float("-inf"), "hi": float("inf"), "se": float("inf"), "df": 0.0,
-                "seeds": 1, "detectable": float("inf")}
+        return {
+            "mean": mean,
+            "lo": float("-inf"),
+            "hi": float("inf"),
+            "se": float("inf"),
+            "df": 0.0,
+            "seeds": 1,
+            "detectable": float("inf"),
+        }
     se, df = float(v.std(ddof=1) / math.sqrt(v.size)), float(v.size - 1)
     lo, hi = t_interval(mean, se, df)
-    return {"mean": mean, "lo": lo, "hi": hi, "se": se, "df": df, "seeds": int(v.size), "detectable": detectable(se, df)}
+    return {
+        "mean": mean,
+        "lo": lo,
+        "hi": hi,
+        "se": se,
+        "df": df,
+        "seeds": int(v.size),
+        "detectable": detectable(se, df),
+    }
 
 
 def welch(a, b) -> dict:
@@ -144,12 +164,26 @@ def welch(a, b) -> dict:
     a, b = (np.asarray(x, dtype=float).ravel() for x in (a, b))
     if a.size < 2 or b.size < 2:
         mean = float(a.mean() - b.mean()) if a.size and b.size else float("nan")
-        return {"mean": mean, "lo": float("-inf"), "hi": float("inf"), "se": float("inf"), "df": 0.0,
-                "seeds": int(min(a.size, b.size)), "detectable": float("inf")}
+        return {
+            "mean": mean,
+            "lo": float("-inf"),
+            "hi": float("inf"),
+            "se": float("inf"),
+            "df": 0.0,
+            "seeds": int(min(a.size, b.size)),
+            "detectable": float("inf"),
+        }
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1)) if va + vb > 0 else float("inf")
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if va + vb > 0 else float("inf")
     mean = float(a.mean() - b.mean())
     lo, hi = t_interval(mean, se, df)
-    return {"mean": mean, "lo": lo, "hi": hi, "se": se, "df": float(df), "seeds": int(min(a.size, b.size)),
-            "detectable": detectable(se, df)}
+    return {
+        "mean": mean,
+        "lo": lo,
+        "hi": hi,
+        "se": se,
+        "df": float(df),
+        "seeds": int(min(a.size, b.size)),
+        "detectable": detectable(se, df),
+    }

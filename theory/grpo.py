@@ -13,6 +13,7 @@ As G grows, w_G(p) -> 1 / sqrt(p (1 - p)).
 Entropy of a softmax policy under a logit change dz: H(softmax(z + dz)) - H(softmax(z))
 = -Cov_{y ~ pi}(log pi(y), dz(y)) + O(|dz|^2).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -18,6 +18,7 @@ f_K(p) = 1 - (1 - p)^K (Pass@K of one policy), h the binary entropy, natural log
             Pinsker |p - q| <= sqrt(KL(Bern p || Bern q) / 2).
 Covariances are population covariances (divide by N).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,6 +50,7 @@ def _check_population(p) -> np.ndarray:
 
 # ----- Lemma 1 -------------------------------------------------------------------------------
 
+
 def lemma1_prediction(fisher_trace: float, sigma: float, n: int) -> float:
     """(sigma^2 / 2)(1 - 1/n) fisher_trace: the leading term of E[JSpol_n] (or of E[JSsucc_n] with tr F_succ)."""
     fisher_trace = float(fisher_trace)
@@ -69,6 +71,7 @@ def validity_parameter(fisher_trace: float, sigma: float) -> float:
 
 # ----- Lemma 2 -------------------------------------------------------------------------------
 
+
 def elementary_symmetric(x) -> np.ndarray:
     """e_0..e_N of the entries on the last axis of x: [..., N] -> [..., N + 1] (e_0 = 1)."""
     x = np.asarray(x, dtype=float)
@@ -77,7 +80,7 @@ def elementary_symmetric(x) -> np.ndarray:
     e = np.zeros(x.shape[:-1] + (x.shape[-1] + 1,))
     e[..., 0] = 1.0
     for j in range(x.shape[-1]):  # multiply prod_i (1 + x_i t) by one factor at a time
-        e[..., 1:j + 2] = e[..., 1:j + 2] + x[..., j, None] * e[..., 0:j + 1]
+        e[..., 1 : j + 2] = e[..., 1 : j + 2] + x[..., j, None] * e[..., 0 : j + 1]
     return e
 
 
@@ -129,6 +132,7 @@ def mixture_pass(p, k: int) -> np.ndarray:
 
 # ----- Lemma 3 -------------------------------------------------------------------------------
 
+
 def _check_pair(w_name: str, w, p) -> tuple[np.ndarray, np.ndarray]:
     p = _check_population(p)
     w = np.asarray(w, dtype=float)
@@ -166,6 +170,7 @@ def es_update_prediction(z, p, alpha: float, sigma: float) -> np.ndarray:
 
 
 # ----- Proposition 1 -------------------------------------------------------------------------
+
 
 def pass_k_difference(p, q, k: int) -> np.ndarray:
     """f_K(p) - f_K(q) = (p - q) sum_{j=0}^{K-1} (1 - p)^j (1 - q)^(K-1-j) (exact)."""

@@ -19,12 +19,13 @@ sampled curve points of real runs (llm/curve.py); both read the same way:
                    Pass@k(Pass@1) the chord lies below it, so the method measured more sparsely reads
                    low. A comparison uses only levels every curve supports.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-MATCHED_LEVELS = 5   # interior Pass@1 levels of the common range
-RESOLUTION = 0.06    # widest Pass@1 gap (a fraction) a level may be interpolated across
+MATCHED_LEVELS = 5  # interior Pass@1 levels of the common range
+RESOLUTION = 0.06  # widest Pass@1 gap (a fraction) a level may be interpolated across
 
 
 def interior_levels(lo: float, hi: float, count: int = MATCHED_LEVELS) -> np.ndarray:
@@ -69,7 +70,7 @@ def supported(pass1, level: float, resolution: float = RESOLUTION) -> bool:
         return False
     t, w = found
     m = np.asarray(pass1, dtype=float)
-    return bool(w in (0.0, 1.0) or abs(m[t + 1] - m[t]) <= resolution + 1e-12)   # a point at the level: measured
+    return bool(w in (0.0, 1.0) or abs(m[t + 1] - m[t]) <= resolution + 1e-12)  # a point at the level: measured
 
 
 def points_in_range(pass1, lo: float, hi: float) -> int:
@@ -78,8 +79,9 @@ def points_in_range(pass1, lo: float, hi: float) -> int:
     return int(np.sum((m >= lo) & (m <= hi)))
 
 
-def compared_levels(pass1_curves, resolution: float = RESOLUTION,
-                    count: int = MATCHED_LEVELS) -> tuple[float, float, np.ndarray, np.ndarray]:
+def compared_levels(
+    pass1_curves, resolution: float = RESOLUTION, count: int = MATCHED_LEVELS
+) -> tuple[float, float, np.ndarray, np.ndarray]:
     """(lo, hi, levels, kept) for curves compared together: their common range, its interior levels
     and, per level, whether every curve supports it. No levels when the range is empty."""
     curves = list(pass1_curves)

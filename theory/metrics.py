@@ -14,6 +14,7 @@ ValueError that names the offending argument; nothing is silently clipped.
 - binary_entropy(p), bernoulli_kl(p, q): h(p) and KL(Bern(p) || Bern(q)).
 - success_probability(probs, correct): the Bernoulli projection p = sum_{y correct} pi(y).
 """
+
 from __future__ import annotations
 
 from typing import Hashable, Sequence
@@ -95,8 +96,9 @@ def pass_at_k_from_p(p, k: int) -> np.ndarray:
         return -np.expm1(k * np.log1p(-p))
 
 
-def maj_at_k(answers: Sequence[Hashable | None], correct: Sequence[bool], k: int, *,
-             n_subsets: int = 256, seed: int = 0) -> float:
+def maj_at_k(
+    answers: Sequence[Hashable | None], correct: Sequence[bool], k: int, *, n_subsets: int = 256, seed: int = 0
+) -> float:
     """Majority-vote accuracy over k of the n samples (answers already normalized).
 
     The vote ignores samples with no answer (None). A tie among t answers gives credit
@@ -106,8 +108,14 @@ def maj_at_k(answers: Sequence[Hashable | None], correct: Sequence[bool], k: int
     return float(maj_at_ks(answers, correct, [k], n_subsets=n_subsets, seed=seed)[0])
 
 
-def maj_at_ks(answers: Sequence[Hashable | None], correct: Sequence[bool], ks: Sequence[int], *,
-              n_subsets: int = 256, seed: int = 0) -> np.ndarray:
+def maj_at_ks(
+    answers: Sequence[Hashable | None],
+    correct: Sequence[bool],
+    ks: Sequence[int],
+    *,
+    n_subsets: int = 256,
+    seed: int = 0,
+) -> np.ndarray:
     """maj_at_k at each k of ks, the subsets of every k < n the first k of one seeded draw of n_subsets
     random orders of the samples (so maj_at_ks(..., [k])[0] is maj_at_k(..., k), draw for draw)."""
     n = len(answers)

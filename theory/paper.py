@@ -6,9 +6,10 @@ z-scoring with eps 1e-8; GRPO with G = 8 samples per prompt, advantage eps 1e-4 
 magnitude thresholds tau; Lemma 1 is claimed where its validity parameter s = (sigma^2 / 2) tr I_x is
 small, read here as s <= 0.05. Reported Pass@K values are x100.
 """
+
 from __future__ import annotations
 
-ARXIV, VERSION, DATE = "2608.27351", "v1", "29 August 2026"   # the version transcribed, as the paper gives it
+ARXIV, VERSION, DATE = "2608.27351", "v1", "29 August 2026"  # the version transcribed, as the paper gives it
 
 # ----------------------------------------------------------------------------- settings and thresholds
 PAPER_POPULATION_SIZE = 32
@@ -26,12 +27,27 @@ METHODS = ("Base", "GRPO", "ES", "ES->GRPO", "GRPO->ES")
 # Table 2, easy setting: average over GSM8K, CSQA, HotpotQA, Countdown, GPQA, MBPP.
 # model -> method -> (Pass@1, Pass@16, Pass@32)
 TABLE2_EASY = {
-    "Qwen2.5-1.5B": {"Base": (41.0, 75.4, 80.2), "GRPO": (42.9, 75.1, 79.9), "ES": (41.5, 76.0, 80.9),
-                     "ES->GRPO": (42.3, 75.3, 80.0), "GRPO->ES": (42.1, 75.0, 79.9)},
-    "Llama-3.2-3B": {"Base": (44.1, 74.0, 78.6), "GRPO": (47.1, 72.7, 77.0), "ES": (45.9, 75.8, 80.4),
-                     "ES->GRPO": (46.7, 72.1, 76.5), "GRPO->ES": (46.6, 73.8, 78.5)},
-    "Qwen2.5-7B": {"Base": (60.1, 80.3, 83.0), "GRPO": (61.0, 79.0, 81.5), "ES": (59.6, 80.6, 83.1),
-                   "ES->GRPO": (60.8, 79.7, 82.0), "GRPO->ES": (60.4, 79.6, 82.3)},
+    "Qwen2.5-1.5B": {
+        "Base": (41.0, 75.4, 80.2),
+        "GRPO": (42.9, 75.1, 79.9),
+        "ES": (41.5, 76.0, 80.9),
+        "ES->GRPO": (42.3, 75.3, 80.0),
+        "GRPO->ES": (42.1, 75.0, 79.9),
+    },
+    "Llama-3.2-3B": {
+        "Base": (44.1, 74.0, 78.6),
+        "GRPO": (47.1, 72.7, 77.0),
+        "ES": (45.9, 75.8, 80.4),
+        "ES->GRPO": (46.7, 72.1, 76.5),
+        "GRPO->ES": (46.6, 73.8, 78.5),
+    },
+    "Qwen2.5-7B": {
+        "Base": (60.1, 80.3, 83.0),
+        "GRPO": (61.0, 79.0, 81.5),
+        "ES": (59.6, 80.6, 83.1),
+        "ES->GRPO": (60.8, 79.7, 82.0),
+        "GRPO->ES": (60.4, 79.6, 82.3),
+    },
 }
 
 # GSM8K alone, Qwen2.5-1.5B.
@@ -41,8 +57,13 @@ GSM8K_QWEN15 = {"Base": (70.3, 94.8, 96.4), "GRPO": (78.1, 93.9, 95.3), "ES": (7
 GRPO_BELOW_BASE = (15, 18)
 
 # Table 3, hard setting, DeepSeek-R1-Distill-Qwen-1.5B, math average (its GRPO is an outside checkpoint).
-TABLE3_HARD = {"Base": (47.7, 73.5, 77.4), "GRPO": (52.9, 74.7, 78.0), "ES": (49.9, 75.0, 78.9),
-               "ES->GRPO": (52.3, 75.8, 79.2), "GRPO->ES": (51.6, 76.2, 78.2)}
+TABLE3_HARD = {
+    "Base": (47.7, 73.5, 77.4),
+    "GRPO": (52.9, 74.7, 78.0),
+    "ES": (49.9, 75.0, 78.9),
+    "ES->GRPO": (52.3, 75.8, 79.2),
+    "GRPO->ES": (51.6, 76.2, 78.2),
+}
 
 # Table 4: relative L2 drift (x1e-2) of GRPO and ES, and the share of non-zero ES update entries
 # with |delta| <= tau for each tau of PAPER_TAUS (percent).
@@ -72,7 +93,18 @@ HELD_OUT_CHANGE = {
 }
 
 # Hyperparameters as the paper runs them.
-ES_HPARAMS = {"population_size": PAPER_POPULATION_SIZE, "sigma": PAPER_SIGMA, "alpha": PAPER_ALPHA, "batch_prompts": 64,
-              "member_temperature": 0.0}
-GRPO_HPARAMS = {"num_generations": PAPER_NUM_GENERATIONS, "epsilon": 0.2, "beta": 0.001, "learning_rate": 1e-6, "temperature": 1.0}
+ES_HPARAMS = {
+    "population_size": PAPER_POPULATION_SIZE,
+    "sigma": PAPER_SIGMA,
+    "alpha": PAPER_ALPHA,
+    "batch_prompts": 64,
+    "member_temperature": 0.0,
+}
+GRPO_HPARAMS = {
+    "num_generations": PAPER_NUM_GENERATIONS,
+    "epsilon": 0.2,
+    "beta": 0.001,
+    "learning_rate": 1e-6,
+    "temperature": 1.0,
+}
 ANTITHETIC_REWARD_CORRELATION = 0.278  # corr of +eps and -eps rewards at sigma = 1e-3, common seed

@@ -4,6 +4,7 @@ Each plot reads the result items of `python -m escov.theory` (names lemma1/sigma
 lemma1/fisher/...) and draws measured points (with 2 standard-error bars; hollow where s is
 outside the claimed range) against the predicted line, on log-log axes.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,8 +36,15 @@ def _plot(results: list[dict], prefix: str, x_key: str, xlabel: str, title: str,
         ax.plot(x, [it["predicted"] for it in items], "--", color=color, label=f"{policy}: predicted")
         for it in items:
             claimed = "regime" not in it
-            ax.errorbar(it[x_key], it["measured"], yerr=2 * it.get("stderr", 0.0), fmt="o", color=color,
-                        mfc=color if claimed else "none", capsize=2)
+            ax.errorbar(
+                it[x_key],
+                it["measured"],
+                yerr=2 * it.get("stderr", 0.0),
+                fmt="o",
+                color=color,
+                mfc=color if claimed else "none",
+                capsize=2,
+            )
         ax.plot([], [], "o", color=color, label=f"{policy}: measured")
     ax.plot([], [], "o", color="gray", mfc="none", label="outside claimed range (large s)")
     ax.set_xscale("log")
@@ -57,9 +65,24 @@ def write_plots(results: list[dict], out_dir) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     made = [
-        _plot(results, "lemma1/sigma/", "sigma", "sigma", "Lemma 1: sigma-scaling (N = {n})", out / "sigma_scaling.png"),
-        _plot(results, "lemma1/N/", "n", "population size N", "Lemma 1: N-scaling (sigma = {sigma:g})", out / "n_scaling.png"),
-        _plot(results, "lemma1/fisher/", "fisher_trace", "tr I(theta)", "Lemma 1: Fisher-trace scaling (sigma = {sigma:g}, N = {n})",
-              out / "fisher_trace_scaling.png"),
+        _plot(
+            results, "lemma1/sigma/", "sigma", "sigma", "Lemma 1: sigma-scaling (N = {n})", out / "sigma_scaling.png"
+        ),
+        _plot(
+            results,
+            "lemma1/N/",
+            "n",
+            "population size N",
+            "Lemma 1: N-scaling (sigma = {sigma:g})",
+            out / "n_scaling.png",
+        ),
+        _plot(
+            results,
+            "lemma1/fisher/",
+            "fisher_trace",
+            "tr I(theta)",
+            "Lemma 1: Fisher-trace scaling (sigma = {sigma:g}, N = {n})",
+            out / "fisher_trace_scaling.png",
+        ),
     ]
     return [p for p in made if p is not None]

@@ -4,6 +4,7 @@ A policy maps parameters theta [..., d] to a distribution over finitely many out
 with a verifier given as a boolean mask `correct` over outcomes. Subclasses provide `dim`,
 `probs`, `fisher` (d x d Fisher information at one theta) and `success_grad` (grad p at one theta).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -11,6 +11,7 @@ evaluates each at eps and -eps (antithetic pair). The pair mean is an unbiased e
 (JS(eps) + JS(-eps)) / 2 - Q cancels the odd (sigma^3) terms, so the paired residual isolates the
 O(sigma^4) correction from Monte Carlo noise: its ratio to the prediction shrinks like sigma^2.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,9 +58,9 @@ class Lemma1Estimate:
     n: int
     fisher_trace: float
     predicted: float
-    measured: float            # mean of the antithetic pair means
-    stderr: float              # its standard error over the R pairs
-    residual: float            # mean of (pair mean - Q): the O(sigma^4) part
+    measured: float  # mean of the antithetic pair means
+    stderr: float  # its standard error over the R pairs
+    residual: float  # mean of (pair mean - Q): the O(sigma^4) part
     residual_stderr: float
     draws: int
 
@@ -73,8 +74,9 @@ class Lemma1Estimate:
         return self.measured / self.predicted
 
 
-def lemma1_monte_carlo(policy: PolicyBase, theta, sigma: float, n: int, draws: int,
-                       rng: np.random.Generator, success: bool = False) -> Lemma1Estimate:
+def lemma1_monte_carlo(
+    policy: PolicyBase, theta, sigma: float, n: int, draws: int, rng: np.random.Generator, success: bool = False
+) -> Lemma1Estimate:
     """Estimate E[JSpol_n] (or E[JSsucc_n] when success=True) from `draws` antithetic pairs."""
     theta = policy.check_single_theta(theta)
     if draws < 2:
@@ -86,7 +88,14 @@ def lemma1_monte_carlo(policy: PolicyBase, theta, sigma: float, n: int, draws: i
     eps = rng.standard_normal((draws, n, policy.dim))
     pair = 0.5 * (diversity(policy, theta, sigma, eps) + diversity(policy, theta, sigma, -eps))
     resid = pair - quadratic_form(fisher, sigma, eps)
-    return Lemma1Estimate(sigma=float(sigma), n=int(n), fisher_trace=trace, predicted=predicted,
-                          measured=float(pair.mean()), stderr=float(pair.std(ddof=1) / np.sqrt(draws)),
-                          residual=float(resid.mean()), residual_stderr=float(resid.std(ddof=1) / np.sqrt(draws)),
-                          draws=int(draws))
+    return Lemma1Estimate(
+        sigma=float(sigma),
+        n=int(n),
+        fisher_trace=trace,
+        predicted=predicted,
+        measured=float(pair.mean()),
+        stderr=float(pair.std(ddof=1) / np.sqrt(draws)),
+        residual=float(resid.mean()),
+        residual_stderr=float(resid.std(ddof=1) / np.sqrt(draws)),
+        draws=int(draws),
+    )

@@ -8,6 +8,7 @@ and exactly 0 for a group whose rewards are all equal (so an all-equal group giv
 NaN, whatever rounding does to the mean). Each algorithm names its eps: ES 1e-8 (docs/paper.md; the
 paper's code), GRPO 1e-4 (TRL's GRPOTrainer), the exact theory 0.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -11,6 +11,7 @@ where the expectation of the quadratic polynomial in the eps_ij keeps only the s
 The same is done for JSsucc = h(p_bar) - (1/N) sum_i h(p_i). The closed forms to compare with are
 (1/2)(1 - 1/N) tr(A^T (diag q - q q^T) A) and (1/2)(1 - 1/N) |A^T (q * (c - p))|^2 / (p (1 - p)).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ class SymbolicCoefficient:
     derived: sp.Expr
     closed_form: sp.Expr
     difference: sp.Expr
-    trace: sp.Expr                      # tr I (or tr F_succ) at the base point
+    trace: sp.Expr  # tr I (or tr F_succ) at the base point
     probabilities: tuple[sp.Symbol, ...]
 
     @property
@@ -68,8 +69,9 @@ def _setup(n_outcomes: int, n_members: int, A: sp.Matrix | None):
     return A, q, free, sigma, flat_eps, members
 
 
-def _second_order(js, variables: list[sp.Symbol], values: list[sp.Expr], sigma: sp.Symbol,
-                  eps: list[sp.Symbol]) -> sp.Expr:
+def _second_order(
+    js, variables: list[sp.Symbol], values: list[sp.Expr], sigma: sp.Symbol, eps: list[sp.Symbol]
+) -> sp.Expr:
     """c_2 = E[(1/2) d^2/dsigma^2 js(x(sigma)) at 0] by the chain rule: js is a function of the plain
     symbols `variables`, which follow the curves `values` (x(0) is where the derivatives are taken):
     d^2 js = sum_a js_a x_a'' + sum_ab js_ab x_a' x_b'."""
@@ -98,8 +100,9 @@ def jspol_coefficient(n_outcomes: int = 3, n_members: int = 2, A: sp.Matrix | No
     return SymbolicCoefficient(derived, sp.factor(closed), sp.simplify(derived - closed), trace, tuple(free))
 
 
-def jssucc_coefficient(n_outcomes: int = 3, n_members: int = 2, n_correct: int = 1,
-                       A: sp.Matrix | None = None) -> SymbolicCoefficient:
+def jssucc_coefficient(
+    n_outcomes: int = 3, n_members: int = 2, n_correct: int = 1, A: sp.Matrix | None = None
+) -> SymbolicCoefficient:
     """sigma^2 coefficient of E[JSsucc_N] against (1/2)(1 - 1/N) tr F_succ; outcomes < n_correct are correct."""
     A, q, free, sigma, eps, members = _setup(n_outcomes, n_members, A)
     if not 1 <= n_correct < n_outcomes:

@@ -14,6 +14,7 @@ the model's own (T = 1) log-probability of the argmax token. `token_ids` include
 sequence token when generation stopped on it (finish_reason "stop"); "length" means the
 max_new_tokens limit was reached. `text` is the decoded completion without special tokens.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,18 @@ class Engine(ABC):
     max_prompt_tokens: int | None = None  # prompts are cut to their last this many tokens (truncate_prompts)
 
     @abstractmethod
-    def generate(self, prompts: list[str], *, n: int, temperature: float, max_new_tokens: int,
-                 seed: int, top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0) -> list[list[Completion]]:
+    def generate(
+        self,
+        prompts: list[str],
+        *,
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        seed: int,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        min_p: float = 0.0,
+    ) -> list[list[Completion]]:
         """n completions for each prompt ([prompt][sample]); temperature 0 is greedy; deterministic given seed."""
 
     @abstractmethod
@@ -63,7 +74,7 @@ class Engine(ABC):
         """Token ids the engine feeds for a raw task prompt (chat template applied when there is one), cut to
         their last max_prompt_tokens when that is set (llm/prompt_lengths.py)."""
         ids = encode_prompt(self.tokenizer, prompt)
-        return ids[-self.max_prompt_tokens:] if self.max_prompt_tokens else ids
+        return ids[-self.max_prompt_tokens :] if self.max_prompt_tokens else ids
 
     def close(self) -> None:
         """Release the engine's resources (a no-op where there are none)."""
@@ -97,8 +108,14 @@ def check_sampling_args(n, temperature, max_new_tokens, top_p) -> None:
         raise ValueError(f"top_p must lie in (0, 1], got {top_p!r}")
 
 
-MODEL_JSON_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                    "special_tokens_map.json", "model.safetensors.index.json")
+MODEL_JSON_FILES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "model.safetensors.index.json",
+)
 
 
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.gguf")  # files a model directory keeps its weights in
@@ -119,18 +136,24 @@ def check_model_dir(model_dir, flag: str = "--model", weights: bool = True) -> P
     if not path.is_dir():
         raise ValueError(f"model path {str(model_dir)!r} is not a directory")
     if not (path / "config.json").is_file():
-        raise ValueError(f"model directory {str(model_dir)!r} has no config.json "
-                         "(expected a save_pretrained / Hugging Face model directory)")
+        raise ValueError(
+            f"model directory {str(model_dir)!r} has no config.json "
+            "(expected a save_pretrained / Hugging Face model directory)"
+        )
     for name in MODEL_JSON_FILES:
         if (path / name).is_file() and not isinstance(read_json(path / name), dict):
             raise ValueError(f"{path / name}: expected a JSON object")
     settings = read_json(path / "config.json")
     if "algo" in settings and "model" in settings and (path / "checkpoints").is_dir():
-        raise ValueError(f"{flag} {model_dir} is a run directory of `llm train`, not a model: give one of its "
-                         f"checkpoints ({path / 'checkpoints' / 'step-N'}), or `llm eval --run {model_dir}`")
+        raise ValueError(
+            f"{flag} {model_dir} is a run directory of `llm train`, not a model: give one of its "
+            f"checkpoints ({path / 'checkpoints' / 'step-N'}), or `llm eval --run {model_dir}`"
+        )
     if weights and not any(next(path.glob(pattern), None) for pattern in WEIGHT_PATTERNS):
-        raise ValueError(f"{flag} {model_dir}: the model directory holds no weights (no {', '.join(WEIGHT_PATTERNS)} "
-                         "file beside its config.json)")
+        raise ValueError(
+            f"{flag} {model_dir}: the model directory holds no weights (no {', '.join(WEIGHT_PATTERNS)} "
+            "file beside its config.json)"
+        )
     for weights in sorted(path.glob("*.safetensors")):
         try:
             with safe_open(weights, "pt") as fh:
@@ -151,8 +174,10 @@ def load_tokenizer(model_dir):
 def with_pad_token(tokenizer):
     if tokenizer.pad_token_id is None:
         if tokenizer.eos_token_id is None:
-            raise ValueError("the tokenizer has neither a pad token nor an end-of-sequence token; "
-                             "set tokenizer.pad_token before making an engine")
+            raise ValueError(
+                "the tokenizer has neither a pad token nor an end-of-sequence token; "
+                "set tokenizer.pad_token before making an engine"
+            )
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
 
@@ -181,5 +206,7 @@ def encode_prompt(tokenizer, prompt: str) -> list[int]:
     else:
         ids = list(tokenizer(str(prompt))["input_ids"])
     if not ids:
-        raise ValueError(f"prompt {str(prompt)!r:.60} encodes to no tokens: a model cannot generate from an empty prompt")
+        raise ValueError(
+            f"prompt {str(prompt)!r:.60} encodes to no tokens: a model cannot generate from an empty prompt"
+        )
     return ids

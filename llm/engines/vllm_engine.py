@@ -21,6 +21,7 @@ Note: an in-process vLLM on the CPU makes torch.set_num_threads a no-op for the 
 (set the thread count before making the engine, or with OMP_NUM_THREADS). Its OpenMP thread pinning
 is off unless VLLM_CPU_OMP_THREADS_BIND is set. Chunked prefill is off by default (see __init__).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,8 +34,14 @@ from typing import Iterable
 import numpy as np
 import torch
 
-from escov.llm.engines.base import (Completion, Engine, check_generate_args, check_model_dir, load_tokenizer,
-                              stop_token_ids)
+from escov.llm.engines.base import (
+    Completion,
+    Engine,
+    check_generate_args,
+    check_model_dir,
+    load_tokenizer,
+    stop_token_ids,
+)
 
 _LIVE_ENGINES: "weakref.WeakSet[VLLMEngine]" = weakref.WeakSet()  # one open engine per process
 CPU_KV_CACHE_BYTES = 1 << 30  # KV cache reserved on a CPU platform unless kv_cache_memory_bytes is given
@@ -90,14 +97,24 @@ def refresh_kept_weight_kernels(model: torch.nn.Module) -> None:
 
 
 class VLLMEngine(Engine):
-    def __init__(self, model_dir, *, dtype: torch.dtype | str = torch.float32, seed: int = 0,
-                 gpu_memory_utilization: float = 0.9, kv_cache_memory_bytes: int | None = None,
-                 max_model_len: int | None = None, **llm_kwargs):
+    def __init__(
+        self,
+        model_dir,
+        *,
+        dtype: torch.dtype | str = torch.float32,
+        seed: int = 0,
+        gpu_memory_utilization: float = 0.9,
+        kv_cache_memory_bytes: int | None = None,
+        max_model_len: int | None = None,
+        **llm_kwargs,
+    ):
         path = check_model_dir(model_dir)
         if any(e.llm is not None for e in _LIVE_ENGINES):
-            raise ValueError("another VLLMEngine is open in this process; vLLM keeps per-process global state, "
-                             "so a second in-process engine breaks the first: close() the other engine first, "
-                             "reuse it, or run this one in a subprocess")
+            raise ValueError(
+                "another VLLMEngine is open in this process; vLLM keeps per-process global state, "
+                "so a second in-process engine breaks the first: close() the other engine first, "
+                "reuse it, or run this one in a subprocess"
+            )
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # keep the engine core (and model) in this process
         # vLLM's CPU build pins the OpenMP threads of the process it runs in to a subset of cores;
         # in-process that would slow everything else in this process (training, scoring). Opt in
@@ -118,29 +135,63 @@ class VLLMEngine(Engine):
         # Seeded requests whose prompt is split across steps (chunked prefill) fail on vLLM's CPU
         # build (it rewinds the request's generator, which CPU generators cannot do): off by default.
         llm_kwargs.setdefault("enable_chunked_prefill", False)
-        self.llm = LLM(model=self.model_dir, dtype=dtype_name, seed=seed,
-                       gpu_memory_utilization=gpu_memory_utilization, kv_cache_memory_bytes=kv_cache_memory_bytes,
-                       max_model_len=max_model_len, logprobs_mode="processed_logprobs", **llm_kwargs)
+        self.llm = LLM(
+            model=self.model_dir,
+            dtype=dtype_name,
+            seed=seed,
+            gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_memory_bytes=kv_cache_memory_bytes,
+            max_model_len=max_model_len,
+            logprobs_mode="processed_logprobs",
+            **llm_kwargs,
+        )
         _LIVE_ENGINES.add(self)
 
-    def generate(self, prompts: list[str], *, n: int, temperature: float, max_new_tokens: int,
-                 seed: int, top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0) -> list[list[Completion]]:
+    def generate(
+        self,
+        prompts: list[str],
+        *,
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        seed: int,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        min_p: float = 0.0,
+    ) -> list[list[Completion]]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         check_generate_args(prompts, n, temperature, max_new_tokens, top_p, top_k, min_p)
         requests = [TokensPrompt(prompt_token_ids=self.prompt_token_ids(p)) for p in prompts]
         greedy = temperature == 0  # vLLM takes n = 1 for greedy requests; the n samples are copies
-        params = [SamplingParams(n=1 if greedy else n, temperature=float(temperature), top_p=float(top_p), max_tokens=max_new_tokens,
-                                 top_k=top_k, min_p=float(min_p),  # 0: off (vLLM's defaults)
-                                 logprobs=0, seed=prompt_seed(seed, i), stop_token_ids=self.stop_ids, detokenize=False)
-                  for i in range(len(prompts))]
+        params = [
+            SamplingParams(
+                n=1 if greedy else n,
+                temperature=float(temperature),
+                top_p=float(top_p),
+                max_tokens=max_new_tokens,
+                top_k=top_k,
+                min_p=float(min_p),  # 0: off (vLLM's defaults)
+                logprobs=0,
+                seed=prompt_seed(seed, i),
+                stop_token_ids=self.stop_ids,
+                detokenize=False,
+            )
+            for i in range(len(prompts))
+        ]
         outputs = self.llm.generate(requests, params, use_tqdm=False)
         result = []
         for out in outputs:
             row = [self._completion(sample) for sample in sorted(out.outputs, key=lambda s: s.index)]
-            result.append([Completion(row[0].text, list(row[0].token_ids), list(row[0].logprobs), row[0].finish_reason)
-                           for _ in range(n)] if greedy else row)
+            result.append(
+                [
+                    Completion(row[0].text, list(row[0].token_ids), list(row[0].logprobs), row[0].finish_reason)
+                    for _ in range(n)
+                ]
+                if greedy
+                else row
+            )
         return result
 
     def _completion(self, sample) -> Completion:
@@ -148,16 +199,28 @@ class VLLMEngine(Engine):
         ids = list(sample.token_ids)
         logprobs = [step[tok].logprob for tok, step in zip(ids, sample.logprobs)]
         stopped = bool(ids) and ids[-1] in self.stop_ids
-        return Completion(text=self.tokenizer.decode(ids, skip_special_tokens=True), token_ids=ids,
-                          logprobs=logprobs, finish_reason="stop" if stopped else "length")
+        return Completion(
+            text=self.tokenizer.decode(ids, skip_special_tokens=True),
+            token_ids=ids,
+            logprobs=logprobs,
+            finish_reason="stop" if stopped else "length",
+        )
 
     def lora_capacity(self) -> tuple[int, int] | None:
         lora = self.llm.llm_engine.vllm_config.lora_config
         return None if lora is None else (lora.max_loras, lora.max_lora_rank)
 
-    def generate_with_adapters(self, prompts: list[str], adapter_dirs: list[str], *, n: int, temperature: float,
-                               max_new_tokens: int, seed: int | list[int],
-                               top_p: float = 1.0) -> list[list[list[Completion]]]:
+    def generate_with_adapters(
+        self,
+        prompts: list[str],
+        adapter_dirs: list[str],
+        *,
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        seed: int | list[int],
+        top_p: float = 1.0,
+    ) -> list[list[list[Completion]]]:
         """[adapter][prompt][sample]: every prompt under every PEFT LoRA directory, all in one generate call
         (adapter k in slot k + 1, reloaded in place); adapter k's requests carry the seeds generate(seed_k)
         uses (seed: one for every adapter, or one per adapter)."""
@@ -169,20 +232,30 @@ class VLLMEngine(Engine):
         seeds = [seed] * len(adapter_dirs) if isinstance(seed, int) else list(seed)
         if len(seeds) != len(adapter_dirs):
             raise ValueError(f"seed must be one int or one per adapter ({len(adapter_dirs)}), got {len(seeds)}")
-        adapters = [LoRARequest(f"adapter-slot-{k}", k + 1, str(path), load_inplace=True)
-                    for k, path in enumerate(adapter_dirs)]
+        adapters = [
+            LoRARequest(f"adapter-slot-{k}", k + 1, str(path), load_inplace=True) for k, path in enumerate(adapter_dirs)
+        ]
         token_ids = [self.prompt_token_ids(p) for p in prompts]
         requests, params, loras = [], [], []
         for adapter, adapter_seed in zip(adapters, seeds):
             for i, ids in enumerate(token_ids):
                 requests.append(TokensPrompt(prompt_token_ids=ids))
-                params.append(SamplingParams(n=n, temperature=float(temperature), top_p=float(top_p),
-                                             max_tokens=max_new_tokens, logprobs=0, seed=prompt_seed(adapter_seed, i),
-                                             stop_token_ids=self.stop_ids, detokenize=False))
+                params.append(
+                    SamplingParams(
+                        n=n,
+                        temperature=float(temperature),
+                        top_p=float(top_p),
+                        max_tokens=max_new_tokens,
+                        logprobs=0,
+                        seed=prompt_seed(adapter_seed, i),
+                        stop_token_ids=self.stop_ids,
+                        detokenize=False,
+                    )
+                )
                 loras.append(adapter)
         outputs = self.llm.generate(requests, params, lora_request=loras, use_tqdm=False)
         rows = [[self._completion(s) for s in sorted(out.outputs, key=lambda s: s.index)] for out in outputs]
-        return [rows[k * len(prompts):(k + 1) * len(prompts)] for k in range(len(adapters))]
+        return [rows[k * len(prompts) : (k + 1) * len(prompts)] for k in range(len(adapters))]
 
     def track_center(self, live: dict[str, torch.Tensor]) -> None:
         """The workers now hold these tensors' values (written in place there: llm/es/vllm_inplace.py);
@@ -199,8 +272,10 @@ class VLLMEngine(Engine):
             if name not in self.weights:
                 raise ValueError(f"load_weights: the checkpoint has no tensor named {name!r}")
             if tuple(tensor.shape) != tuple(self.weights[name].shape):
-                raise ValueError(f"load_weights: {name} has shape {tuple(self.weights[name].shape)}, "
-                                 f"got a tensor of shape {tuple(tensor.shape)}")
+                raise ValueError(
+                    f"load_weights: {name} has shape {tuple(self.weights[name].shape)}, "
+                    f"got a tensor of shape {tuple(tensor.shape)}"
+                )
             self.weights[name] = tensor.detach().to("cpu", self.weights[name].dtype, copy=True)
             groups.add(module_group(name))
         if not groups:

@@ -25,11 +25,13 @@ the paper's code: perturb the engine's bf16 weights in place by adding sigma * e
 subtract it again (leaving rounding residue), and add the update member by member in bf16.
 All-equal rewards give z = 0, so a zero update (never NaN).
 """
+
 from __future__ import annotations
 
+import functools
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
@@ -39,6 +41,7 @@ from escov.llm.config import ESConfig  # defined with every other setting (impor
 from escov.llm.es.center import Center
 from escov.llm.es.members import MemberEvaluator
 from escov.llm.es.plan import IterationPlan
+from escov.llm.replay_log import ESUpdate, record_of
 from escov.llm.rollout import Rollouts, derive_seed
 from escov.llm.tasks.base import Problem
 from escov.theory.errors import NonFiniteError
@@ -63,15 +66,18 @@ def select_parameters(named: Iterator[tuple[str, torch.nn.Parameter]], pattern: 
 
 # ----------------------------------------------------------------------------- the trainer
 
+
 @dataclass
 class ESStep:
-    rewards: np.ndarray       # [N] member fitness
-    z: np.ndarray             # [N] standardized fitness used in the update
-    update_norm: float        # ||theta_new - theta_old|| (fp32)
-    n_tokens: int             # generated tokens
-    weight_seconds: float     # time spent perturbing, restoring and updating weights
-    seconds: float            # the whole iteration (the center's samples not included)
+    rewards: np.ndarray  # [N] member fitness
+    z: np.ndarray  # [N] standardized fitness used in the update
+    update_norm: float  # ||theta_new - theta_old|| (fp32)
+    n_tokens: int  # generated tokens
+    weight_seconds: float  # time spent perturbing, restoring and updating weights
+    seconds: float  # the whole iteration (the center's samples not included)
     center: Rollouts | None = None  # samples from the center before the update (ES's sample_center), or None
+    replay: ESUpdate | None = None  # the update applied and the center's SHA-256 after it: replay.jsonl's record
+    traffic: dict = field(default_factory=dict)  # bytes to and from each Ray actor (es/traffic.py; {} in one process)
 
     @property
     def samples(self) -> Rollouts | None:
@@ -86,10 +92,16 @@ class ESStep:
     def metrics(self) -> dict:
         """The step's own fields of its metrics.jsonl row (StepMetrics, llm/rundir/records.py): the members'
         mean fitness as reward_mean, the center's samples' mean reward, and the es_* fields (needs `center`)."""
-        return {"reward_mean": float(self.rewards.mean()), "center_reward_mean": float(self.center.rewards.mean()),
-                "es_reward_std": float(self.rewards.std()), "es_rewards": self.rewards.tolist(),
-                "es_update_norm": self.update_norm, "es_weight_share": self.weight_seconds / max(self.seconds, 1e-12),
-                "es_zero_update": bool(np.ptp(self.rewards) == 0)}
+        return {
+            "reward_mean": float(self.rewards.mean()),
+            "center_reward_mean": float(self.center.rewards.mean()),
+            "es_reward_std": float(self.rewards.std()),
+            "es_rewards": self.rewards.tolist(),
+            "es_update_norm": self.update_norm,
+            "es_weight_share": self.weight_seconds / max(self.seconds, 1e-12),
+            "es_zero_update": bool(np.ptp(self.rewards) == 0),
+            **self.traffic,
+        }
 
 
 class ES:
@@ -98,15 +110,29 @@ class ES:
     sample_center(problems, step): samples from the center drawn at the start of each step, before the
     members (a training run's per-step metrics); None: none."""
 
-    def __init__(self, cfg: ESConfig, center: Center, members: MemberEvaluator, *, seed: int,
-                 sample_center: Callable[[list[Problem], int], Rollouts] | None = None):
+    def __init__(
+        self,
+        cfg: ESConfig,
+        center: Center,
+        members: MemberEvaluator,
+        *,
+        seed: int,
+        sample_center: Callable[[list[Problem], int], Rollouts] | None = None,
+    ):
         self.cfg, self.center, self.members, self.seed = cfg, center, members, seed
         self.sample_center = sample_center
 
+    @staticmethod
+    def planner(cfg: ESConfig, seed: int):
+        """planner(step, sigma=...): the plan of an iteration of a run with this seed and these options (the
+        rule Ray actors rebuild a plan with)."""
+        return functools.partial(
+            IterationPlan.derive, seed, population_size=cfg.population_size, antithetic=cfg.antithetic
+        )
+
     def plan(self, step: int) -> IterationPlan:
         """Everything about iteration `step` decided before any member is evaluated."""
-        return IterationPlan.derive(self.seed, step, sigma=self.cfg.sigma, population_size=self.cfg.population_size,
-                                    antithetic=self.cfg.antithetic)
+        return self.planner(self.cfg, self.seed)(step, sigma=self.cfg.sigma)
 
     # -- one iteration -----------------------------------------------------------------------
     def fitness(self, rewards: np.ndarray, step: int) -> np.ndarray:
@@ -119,9 +145,13 @@ class ES:
         with np.errstate(over="ignore", invalid="ignore"):
             finite = bool(np.isfinite(r).all() and np.isfinite(r.mean()) and np.isfinite(r.std()))
         if not finite:
-            raise NonFiniteError(f"step {step}: member mean rewards overflow (mean or spread not finite): {r.tolist()[:8]}")
+            raise NonFiniteError(
+                f"step {step}: member mean rewards overflow (mean or spread not finite): {r.tolist()[:8]}"
+            )
         if self.cfg.null_control and np.ptp(r) > 0:
-            return standardize(np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards)))
+            return standardize(
+                np.random.default_rng(derive_seed(self.seed, step, "es-null")).standard_normal(len(rewards))
+            )
         z = standardize(rewards, self.cfg.zscore)
         return z if self.cfg.zscore else z * self.cfg.center_scale
 
@@ -138,8 +168,17 @@ class ES:
         norm = self.center.apply(update)
         weight_s += time.perf_counter() - tw
         self.members.after_update(update)
-        return ESStep(rewards=rewards, z=z, update_norm=norm, n_tokens=tokens, weight_seconds=weight_s,
-                      seconds=time.perf_counter() - t0, center=center)
+        return ESStep(
+            rewards=rewards,
+            z=z,
+            update_norm=norm,
+            n_tokens=tokens,
+            weight_seconds=weight_s,
+            seconds=time.perf_counter() - t0,
+            center=center,
+            replay=record_of(step + 1, update, self.cfg.sigma, self.center.sha256()),
+            traffic=self.members.traffic(),
+        )
 
     def center_weights(self, copy: bool = True) -> dict[str, torch.Tensor]:
         """The current center of the perturbed parameters (fp32; copy=False: the master itself when it is fp32)."""

@@ -23,12 +23,13 @@ for every member, or one per member), so at
 temperature > 0 member m draws the same random numbers as its own `HFEngine.generate` call (identical
 completions as long as one member's rows fit in one engine batch and logits agree to the last bit).
 """
+
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 import torch
@@ -55,24 +56,32 @@ class MemberParam:
 
     Matrices are kept in the layout of the grouped matmul x_m W_m^T: transposed, [M, in, out]
     (a contiguous right operand is 10-20% faster in torch.bmm on a CPU than a transposed view)."""
+
     stacked: torch.Tensor | None = None  # [M, n] of a vector, [M, in, out] (W_m^T) of a matrix: theta + s_m sigma E_m
-    a: torch.Tensor | None = None        # [M, r, out]: (s_m sigma A_m / sqrt(r))^T
-    b: torch.Tensor | None = None        # [M, in, r]
+    a: torch.Tensor | None = None  # [M, r, out]: (s_m sigma A_m / sqrt(r))^T
+    b: torch.Tensor | None = None  # [M, in, r]
 
     def block(self, start: int, stop: int) -> "MemberParam":
-        pick = (lambda t: None if t is None else t[start:stop])
+        pick = lambda t: None if t is None else t[start:stop]
         return MemberParam(pick(self.stacked), pick(self.a), pick(self.b))
 
 
 @dataclass
 class PopulationWeights:
     """The perturbed parameters (HF names) of M members, built once per ES iteration from the seeds."""
+
     params: dict[str, MemberParam]
     members: int
 
     @classmethod
-    def build(cls, center: dict[str, torch.Tensor], noise: PopulationNoise, plan: IterationPlan,
-              dtype: torch.dtype, factored: bool = True) -> "PopulationWeights":
+    def build(
+        cls,
+        center: dict[str, torch.Tensor],
+        noise: PopulationNoise,
+        plan: IterationPlan,
+        dtype: torch.dtype,
+        factored: bool = True,
+    ) -> "PopulationWeights":
         """center: fp32 theta by name; the plan's members, in order. Stacked theta + s sigma E_m, except
         low-rank matrices when factored (then the factors, and the shared theta stays in the model)."""
         members = plan.members
@@ -84,10 +93,11 @@ class PopulationWeights:
                 a, b = [], []
                 for m in members:
                     fa, fb = noise.factors(plan.noise_seed, m.direction, name, theta.shape)
-                    a.append(fa * (m.sign * plan.sigma / noise.rank ** 0.5))
+                    a.append(fa * (m.sign * plan.sigma / noise.rank**0.5))
                     b.append(fb)
-                params[name] = MemberParam(a=torch.stack(a).transpose(1, 2).contiguous().to(dtype),
-                                           b=torch.stack(b).to(dtype))
+                params[name] = MemberParam(
+                    a=torch.stack(a).transpose(1, 2).contiguous().to(dtype), b=torch.stack(b).to(dtype)
+                )
             else:  # member m's row: theta^T + s sigma E_d^T of a matrix (theta + s sigma E_d of a vector)
                 stacked = torch.empty((len(members), *theta.shape[::-1]), device=theta.device)
                 noise.fill_members(plan, members, name, theta, out=stacked)
@@ -100,6 +110,7 @@ class PopulationWeights:
 
 
 # ----------------------------------------------------------------------------- per-row modules
+
 
 def _rows(x: torch.Tensor, members: int) -> torch.Tensor:
     """[R, ..., d] with R = members * rows per member -> [members, rows per member * ..., d]."""
@@ -144,7 +155,7 @@ class PopulationEmbedding(nn.Module):
         if w.stacked is not None:  # [M, hidden, vocab]: column `token` of member m's table
             out = w.stacked.transpose(1, 2)[member, idm]
         else:
-            a_rows = w.a.transpose(1, 2)[member, idm]          # [M, L, r]
+            a_rows = w.a.transpose(1, 2)[member, idm]  # [M, L, r]
             out = torch.baddbmm(F.embedding(idm, self.base.weight), a_rows, w.b.transpose(1, 2))
         return out.reshape(*ids.shape, out.shape[-1])
 
@@ -170,9 +181,11 @@ def _population_module(module: nn.Module, own: dict[str, MemberParam], members: 
         return PopulationEmbedding(module, own["weight"], members)
     if type(module).__name__ in RMS_NORMS and set(own) == {"weight"}:
         return PopulationRMSNorm(module, own["weight"], members)
-    raise ValueError(f"population-batched generation cannot perturb {sorted(own)} of module {where!r} "
-                     f"({type(module).__name__}); supported: nn.Linear, nn.Embedding, {', '.join(RMS_NORMS)}. "
-                     "Restrict es.param_pattern or use member-by-member evaluation")
+    raise ValueError(
+        f"population-batched generation cannot perturb {sorted(own)} of module {where!r} "
+        f"({type(module).__name__}); supported: nn.Linear, nn.Embedding, {', '.join(RMS_NORMS)}. "
+        "Restrict es.param_pattern or use member-by-member evaluation"
+    )
 
 
 def _swaps(model: nn.Module, weights: PopulationWeights) -> list[tuple[nn.Module, str, nn.Module, nn.Module]]:
@@ -181,16 +194,25 @@ def _swaps(model: nn.Module, weights: PopulationWeights) -> list[tuple[nn.Module
     modules = dict(model.named_modules())
     swaps, covered = [], set()
     for where, module in model.named_modules():
-        own = {local: param_names[id(p)] for local, p in module.named_parameters(recurse=False)
-               if param_names.get(id(p)) in weights.params}
+        own = {
+            local: param_names[id(p)]
+            for local, p in module.named_parameters(recurse=False)
+            if param_names.get(id(p)) in weights.params
+        }
         if not own:
             continue
         if not where:
             raise ValueError("population-batched generation cannot perturb parameters of the root module")
         covered |= set(own.values())
         parent, _, attr = where.rpartition(".")
-        swaps.append((modules[parent], attr, module,
-                      _population_module(module, {k: weights.params[v] for k, v in own.items()}, weights.members, where)))
+        swaps.append(
+            (
+                modules[parent],
+                attr,
+                module,
+                _population_module(module, {k: weights.params[v] for k, v in own.items()}, weights.members, where),
+            )
+        )
     missing = set(weights.params) - covered
     if missing:
         raise ValueError(f"population weights name parameters the model does not have: {sorted(missing)}")
@@ -226,10 +248,20 @@ def population_forward(model: nn.Module, weights: PopulationWeights) -> Iterator
 
 # ----------------------------------------------------------------------------- generation
 
+
 @torch.no_grad()
-def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: list[str], *, n: int,
-                        temperature: float, max_new_tokens: int, seed: int | list[int], top_p: float = 1.0,
-                        max_rows: int = 4096) -> list[list[list[Completion]]]:
+def generate_population(
+    engine: HFEngine,
+    weights: PopulationWeights,
+    prompts: list[str],
+    *,
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int | list[int],
+    top_p: float = 1.0,
+    max_rows: int = 4096,
+) -> list[list[list[Completion]]]:
     """[member][prompt][sample] completions of every member, each member's rows as `engine.generate` lays them out.
 
     Members are generated together in blocks of whole members of at most max_rows rows (at least one member)."""
@@ -244,22 +276,28 @@ def generate_population(engine: HFEngine, weights: PopulationWeights, prompts: l
     out: list[list[list[Completion]]] = []
     for start in range(0, weights.members, per_block):
         block = weights.block(start, min(weights.members, start + per_block))
-        generators = [torch.Generator(device=engine.device).manual_seed(int(seeds[start + i])) for i in range(block.members)]
+        generators = [
+            torch.Generator(device=engine.device).manual_seed(int(seeds[start + i])) for i in range(block.members)
+        ]
         with population_forward(engine.live_module(), block):
             flat = engine.generate_rows(rows * block.members, temperature, top_p, max_new_tokens, generators)
         per = len(rows)
-        out += [[flat[m * per + i * n:m * per + (i + 1) * n] for i in range(len(prompts))] for m in range(block.members)]
+        out += [
+            [flat[m * per + i * n : m * per + (i + 1) * n] for i in range(len(prompts))] for m in range(block.members)
+        ]
     return out
 
 
 # ----------------------------------------------------------------------------- the ES strategy
 
+
 class BatchedHF(MemberEvaluator):
     """Member evaluation for ES: the members' weights built once per iteration from the plan, then one
     population-batched generate on the HF engine (the same rollouts as member by member)."""
 
-    def __init__(self, engine: HFEngine, task: Task, sampling: Sampling, center: MasterCenter, *, max_rows: int,
-                 factored: bool):
+    def __init__(
+        self, engine: HFEngine, task: Task, sampling: Sampling, center: MasterCenter, *, max_rows: int, factored: bool
+    ):
         module = batched_module(engine)
         check_supported(module, center.names)
         self.engine, self.task, self.sampling, self.center = engine, task, sampling, center
@@ -271,8 +309,15 @@ class BatchedHF(MemberEvaluator):
         weights = PopulationWeights.build(self.center.master, self.center.noise, plan, self.dtype, self.factored)
         weight_s = time.perf_counter() - tw
         s = self.sampling
-        per_member = generate_population(self.engine, weights, [p.prompt for p in problems], n=s.n,
-                                         temperature=s.temperature, max_new_tokens=s.max_new_tokens,
-                                         seed=[m.rollout_seed for m in plan.members], max_rows=self.max_rows)
+        per_member = generate_population(
+            self.engine,
+            weights,
+            [p.prompt for p in problems],
+            n=s.n,
+            temperature=s.temperature,
+            max_new_tokens=s.max_new_tokens,
+            seed=[m.rollout_seed for m in plan.members],
+            max_rows=self.max_rows,
+        )
         rewards, tokens = member_fitness(self.task, problems, per_member, plan.step, s.temperature)
         return rewards, tokens, weight_s

@@ -16,6 +16,7 @@ Two kinds, one class each; ES (algorithm.py), the Ray replicas (ray_actors.py) a
 `load` writes (name, tensor) pairs into wherever the model lives: an engine's load_weights, the views
 into a vLLM worker's parameters, or nothing (a center whose model is updated elsewhere).
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -63,6 +64,15 @@ class Center(ABC):
         """A new iteration: nothing of the center written yet."""
         self._modified = False
 
+    def sha256(self) -> str:
+        """SHA-256 of the center (members.weight_hash), computed once per update (what replicas are checked against
+        and the replay log records)."""
+        if getattr(self, "_sha256", None) is None:
+            from escov.llm.es.members import weight_hash
+
+            self._sha256 = weight_hash(self.weights())
+        return self._sha256
+
 
 class MasterCenter(Center):
     """fp32 master theta; members written as theta + s sigma E_d, restored by copying theta."""
@@ -75,9 +85,14 @@ class MasterCenter(Center):
 
     def perturb(self, plan: IterationPlan, member: Member) -> None:
         scale = member.sign * plan.sigma
-        self._load((name, self.master[name] + scale * self.noise.direction(plan.noise_seed, member.direction, name,
-                                                                             self.master[name].shape))
-                   for name in self.names)
+        self._load(
+            (
+                name,
+                self.master[name]
+                + scale * self.noise.direction(plan.noise_seed, member.direction, name, self.master[name].shape),
+            )
+            for name in self.names
+        )
 
     def restore(self, plan: IterationPlan, member: Member) -> None:
         self.load_center()
@@ -87,19 +102,20 @@ class MasterCenter(Center):
         self._load((name, self.master[name]) for name in self.names)
 
     def apply(self, update: Update) -> float:
-        sq_norm = 0.0
+        sq_norm, self._sha256 = 0.0, None
         with torch.no_grad():
             for name in self.names:  # tensor by tensor: one tensor of scratch memory, no second model
                 theta = self.master[name]
-                new = theta + update.scale * self.noise.combined(update.noise_seed, name, theta.shape,
-                                                                 update.coefficients)
+                new = theta + update.scale * self.noise.combined(
+                    update.noise_seed, name, theta.shape, update.coefficients
+                )
                 if not torch.isfinite(new).all():
                     raise NonFiniteError(f"step {update.step}: weight {name} is not finite after the ES update")
                 sq_norm += float(((new - theta) ** 2).sum())
                 theta.copy_(new)
                 self._modified = True
         self.load_center()
-        return sq_norm ** 0.5
+        return sq_norm**0.5
 
     def weights(self) -> dict[str, torch.Tensor]:
         return self.master
@@ -119,11 +135,14 @@ class InPlaceBF16(Center):
         self._modified = False
 
     def _add(self, plan: IterationPlan, member: Member, sign: float) -> None:
+        self._sha256 = None
         with torch.no_grad():
             for name in self.names:
                 p = self.live[name]
-                p.add_(self.noise.direction(plan.noise_seed, member.direction, name, p.shape).to(p.dtype),
-                       alpha=sign * member.sign * plan.sigma)
+                p.add_(
+                    self.noise.direction(plan.noise_seed, member.direction, name, p.shape).to(p.dtype),
+                    alpha=sign * member.sign * plan.sigma,
+                )
 
     def perturb(self, plan: IterationPlan, member: Member) -> None:
         self._add(plan, member, 1.0)
@@ -132,7 +151,7 @@ class InPlaceBF16(Center):
         self._add(plan, member, -1.0)
 
     def apply(self, update: Update) -> float:
-        sq_norm = 0.0
+        sq_norm, self._sha256 = 0.0, None
         n = update.population_size
         with torch.no_grad():
             for name in self.names:  # member by member, each add rounded to bf16
@@ -140,13 +159,15 @@ class InPlaceBF16(Center):
                 before = p.float()
                 for d, c in enumerate(update.coefficients):
                     if c != 0.0:
-                        p.add_(self.noise.direction(update.noise_seed, d, name, p.shape).to(p.dtype),
-                               alpha=update.alpha * c / n)
+                        p.add_(
+                            self.noise.direction(update.noise_seed, d, name, p.shape).to(p.dtype),
+                            alpha=update.alpha * c / n,
+                        )
                         self._modified = True
                 sq_norm += float(((p.float() - before) ** 2).sum())
                 if not torch.isfinite(p).all():
                     raise NonFiniteError(f"step {update.step}: weight {name} is not finite after the ES update")
-        return sq_norm ** 0.5
+        return sq_norm**0.5
 
     def weights(self) -> dict[str, torch.Tensor]:
         return self.live

@@ -17,6 +17,7 @@ with full-rank or low-rank noise (population.noise_rank), and the center (center
 es.inplace_bf16, the paper's bf16 arithmetic in place. Every option is checked first (`check_options`,
 then `check_setup` on the model), so a bad combination fails before any work.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,13 +38,14 @@ from escov.llm.es.ray_actors import RayActors
 from escov.llm.es.vllm_inplace import ENGINE_KWARGS, VLLMInPlace
 from escov.llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA
 from escov.llm.member_options import OPTION_RULES, VLLM_LORA_RANKS, DistributedConfig, check_options, strategy_name
-from escov.llm.tasks.base import Task
+from escov.llm.tasks.base import Problem, Task
 
 if TYPE_CHECKING:
     from escov.llm.engines.base import Engine
 
 
 # ----------------------------------------------------------------------------- each strategy's model and machine checks
+
 
 def setup_batched(model, names, population, distributed) -> None:
     check_supported(model, names)
@@ -59,15 +61,19 @@ def setup_vllm_lora(model, names, population, distributed) -> None:
 
     bad = [n for n in names if not re.search(LORA_PATTERN, n)]
     if bad:
-        raise ValueError(f"population.members vllm_lora can only perturb {LORA_PATTERN!r} weights; not "
-                         f"{bad[:3]}{'...' if len(bad) > 3 else ''} (set es.param_pattern to it)")
+        raise ValueError(
+            f"population.members vllm_lora can only perturb {LORA_PATTERN!r} weights; not "
+            f"{bad[:3]}{'...' if len(bad) > 3 else ''} (set es.param_pattern to it)"
+        )
 
 
 def machine_vllm_inplace(distributed) -> None:
     if not torch.cuda.is_available():
-        raise ValueError("population.members vllm_inplace needs vLLM on a CUDA GPU (this machine has none): vLLM's "
-                         "CPU build repacks linear weights, so in-place edits never reach generation; use "
-                         "population.members 'one_by_one' (members written by reload)")
+        raise ValueError(
+            "population.members vllm_inplace needs vLLM on a CUDA GPU (this machine has none): vLLM's "
+            "CPU build repacks linear weights, so in-place edits never reach generation; use "
+            "population.members 'one_by_one' (members written by reload)"
+        )
 
 
 def lora_engine_settings(cfg: ESConfig, population: PopulationConfig) -> dict:
@@ -78,7 +84,9 @@ def lora_engine_settings(cfg: ESConfig, population: PopulationConfig) -> dict:
 @dataclass(frozen=True)
 class MemberBuild:
     """What a strategy's constructor gets: the options, the engine, the task, the members' sampling, the center,
-    and (Ray) the model directory and full weights each actor starts from."""
+    and (Ray) the run's seed (the actors rebuild each iteration's plan from it), the model directory and full
+    weights each actor starts from, and the problems the batches come from (a batch crosses as positions)."""
+
     cfg: ESConfig
     population: PopulationConfig
     engine: Engine
@@ -89,6 +97,8 @@ class MemberBuild:
     distributed: DistributedConfig | None
     model_dir: str | None
     weights: dict[str, torch.Tensor] | None
+    seed: int = 0
+    problem_pool: list[Problem] | None = None
 
 
 def build_one_by_one(b: MemberBuild) -> MemberEvaluator:
@@ -108,8 +118,17 @@ def build_ray(b: MemberBuild) -> MemberEvaluator:
         if module is None:
             raise ValueError("weights (the full center for the actors) are required with a non-HF driver engine")
         weights = {n: p.detach().float().clone() for n, p in module.named_parameters()}
-    return RayActors(b.task, b.sampling, b.center, functools.partial(local_evaluation, b.cfg, b.population),
-                     model_dir=b.model_dir, weights=weights, distributed=b.distributed)
+    return RayActors(
+        b.task,
+        b.sampling,
+        b.center,
+        functools.partial(local_evaluation, b.cfg, b.population),
+        model_dir=b.model_dir,
+        weights=weights,
+        distributed=b.distributed,
+        planner=ES.planner(b.cfg, b.seed),
+        pool=b.problem_pool,
+    )
 
 
 def build_vllm_lora(b: MemberBuild) -> MemberEvaluator:
@@ -123,14 +142,15 @@ def build_vllm_inplace(b: MemberBuild) -> MemberEvaluator:
 @dataclass(frozen=True)
 class Strategy:
     """A member-evaluation strategy's row (its engine and option rules: llm/member_options.py OPTION_RULES)."""
-    evaluator: type                              # the MemberEvaluator class that evaluates its members
+
+    evaluator: type  # the MemberEvaluator class that evaluates its members
     build: Callable[[MemberBuild], MemberEvaluator]  # its constructor
-    setup: Callable | None = None                # (HF model, names, population, distributed): model / cluster rules
+    setup: Callable | None = None  # (HF model, names, population, distributed): model / cluster rules
     engine_settings: Callable = lambda cfg, population: {}  # extra keyword arguments of make_engine
-    machine: Callable | None = None              # (distributed): what this machine must offer, checked before the
-                                                 # problems are generated and the engine starts
-    center_loads: bool = True                    # the center writes each member through engine.load_weights
-                                                 # (False: the strategy writes the members itself)
+    machine: Callable | None = None  # (distributed): what this machine must offer, checked before the
+    # problems are generated and the engine starts
+    center_loads: bool = True  # the center writes each member through engine.load_weights
+    # (False: the strategy writes the members itself)
 
 
 # every strategy, once; llm/member_options.py OPTION_RULES holds their rules on the settings (no torch there)
@@ -139,16 +159,30 @@ STRATEGIES = {
     "batched_hf": Strategy(BatchedHF, build_batched, setup_batched),
     "ray": Strategy(RayActors, build_ray, setup_ray, machine=check_ray),  # Ray installed, its cluster reachable
     "vllm_lora": Strategy(VLLMLoRA, build_vllm_lora, setup_vllm_lora, lora_engine_settings),
-    "vllm_inplace": Strategy(VLLMInPlace, build_vllm_inplace, None, lambda cfg, population: dict(ENGINE_KWARGS),
-                             machine_vllm_inplace, center_loads=False),  # the workers write the members themselves
+    "vllm_inplace": Strategy(
+        VLLMInPlace,
+        build_vllm_inplace,
+        None,
+        lambda cfg, population: dict(ENGINE_KWARGS),
+        machine_vllm_inplace,
+        center_loads=False,
+    ),  # the workers write the members themselves
 }
 if set(STRATEGIES) != set(OPTION_RULES):
-    raise ImportError(f"llm/es/factory.py STRATEGIES and llm/member_options.py OPTION_RULES must name the same "
-                      f"strategies: {sorted(set(STRATEGIES) ^ set(OPTION_RULES))} differ")
+    raise ImportError(
+        f"llm/es/factory.py STRATEGIES and llm/member_options.py OPTION_RULES must name the same "
+        f"strategies: {sorted(set(STRATEGIES) ^ set(OPTION_RULES))} differ"
+    )
 
 
-def check_setup(model: torch.nn.Module, names: list[str], cfg: ESConfig, population: PopulationConfig,
-                distributed: DistributedConfig | None = None, engine: str = "hf") -> None:
+def check_setup(
+    model: torch.nn.Module,
+    names: list[str],
+    cfg: ESConfig,
+    population: PopulationConfig,
+    distributed: DistributedConfig | None = None,
+    engine: str = "hf",
+) -> None:
     """Every check the ES trainers make on these options, callable before any work (model = the HF
     module): the options, the noise rank within every matrix, and the strategy's own setup rules."""
     check_options(cfg, population, engine, distributed)
@@ -170,45 +204,82 @@ def engine_settings(cfg: ESConfig, population: PopulationConfig, distributed: Di
 
 # ----------------------------------------------------------------------------- composing ES
 
+
 def engine_kind(engine: Engine) -> str:
     from escov.llm.engines.vllm_engine import VLLMEngine
 
     return "hf" if isinstance(engine, HFEngine) else "vllm" if isinstance(engine, VLLMEngine) else "other"
 
 
-def population_noise(cfg: ESConfig, population: PopulationConfig, device: torch.device | str = "cpu") -> PopulationNoise:
+def population_noise(
+    cfg: ESConfig, population: PopulationConfig, device: torch.device | str = "cpu"
+) -> PopulationNoise:
     """The members' noise (drawn on the device): full or low rank; the draws kept for the update unless ES runs plain."""
-    keep = 0 if population.plain else population.keep_noise_mb * 2 ** 20
+    keep = 0 if population.plain else population.keep_noise_mb * 2**20
     return PopulationNoise(population.noise_rank, cfg.noise_chunk, keep_bytes=keep, device=device)
 
 
-def local_evaluation(cfg: ESConfig, population: PopulationConfig, engine: Engine, task: Task, sampling: Sampling,
-                     master: dict[str, torch.Tensor], device: torch.device | str) -> tuple[MasterCenter, MemberEvaluator]:
+def local_evaluation(
+    cfg: ESConfig,
+    population: PopulationConfig,
+    engine: Engine,
+    task: Task,
+    sampling: Sampling,
+    master: dict[str, torch.Tensor],
+    device: torch.device | str,
+) -> tuple[MasterCenter, MemberEvaluator]:
     """A Ray replica's center and member evaluation in its process: batched (population.batched) or one by one."""
     center = MasterCenter(master, population_noise(cfg, population, device), engine.load_weights)
     return center, local_members(cfg, population, engine, task, sampling, center, batched=population.batched)
 
 
-def local_members(cfg: ESConfig, population: PopulationConfig, engine: Engine, task: Task, sampling: Sampling,
-                  center: Center, *, batched: bool) -> MemberEvaluator:
+def local_members(
+    cfg: ESConfig,
+    population: PopulationConfig,
+    engine: Engine,
+    task: Task,
+    sampling: Sampling,
+    center: Center,
+    *,
+    batched: bool,
+) -> MemberEvaluator:
     """OneByOne, or BatchedHF with the low-rank layout population.lowrank_layout picks."""
     check_rank(population.noise_rank, {n: tuple(t.shape) for n, t in center.weights().items()})
     if not batched:
         return OneByOne(engine, task, sampling, center)
     dtype = next(batched_module(engine).parameters()).dtype
     shapes = [tuple(t.shape) for t in center.weights().values() if t.dim() == 2]
-    return BatchedHF(engine, task, sampling, center, max_rows=population.max_rows,
-                     factored=population.factored(cfg.population_size, shapes, dtype))
+    return BatchedHF(
+        engine,
+        task,
+        sampling,
+        center,
+        max_rows=population.max_rows,
+        factored=population.factored(cfg.population_size, shapes, dtype),
+    )
 
 
-def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master: dict[str, torch.Tensor] | None, *,
-            max_new_tokens: int, seed: int, population: PopulationConfig | None = None,
-            distributed: DistributedConfig | None = None, model_dir: str | None = None,
-            weights: dict[str, torch.Tensor] | None = None, sample_center=None) -> ES:
+def make_es(
+    cfg: ESConfig,
+    engine: Engine,
+    task: Task,
+    names: list[str],
+    master: dict[str, torch.Tensor] | None,
+    *,
+    max_new_tokens: int,
+    seed: int,
+    population: PopulationConfig | None = None,
+    distributed: DistributedConfig | None = None,
+    model_dir: str | None = None,
+    weights: dict[str, torch.Tensor] | None = None,
+    problem_pool: list[Problem] | None = None,
+    sample_center=None,
+) -> ES:
     """ES on the engine; master: fp32 center of the perturbed parameters (None with es.inplace_bf16).
 
-    With Ray workers, model_dir (each actor loads its own replica) and weights (the full center the actors
-    start from; default: the engine's own HF module) go to the actors. sample_center: see ES."""
+    With Ray workers, model_dir (each actor loads its own replica), weights (the full center the actors
+    start from; default: the engine's own HF module) and problem_pool (the problems the batches come from,
+    so that a batch crosses as positions) go to the actors. sample_center: see ES."""
     population = population if population is not None else PopulationConfig()
     check_options(cfg, population, engine_kind(engine), distributed)
     strategy = STRATEGIES[strategy_name(population, distributed)]
@@ -228,6 +299,9 @@ def make_es(cfg: ESConfig, engine: Engine, task: Task, names: list[str], master:
         load = engine.load_weights if strategy.center_loads else None  # in place: the workers write themselves
         center = MasterCenter({n: master[n] for n in names}, noise, load)
     check_rank(population.noise_rank, {n: tuple(t.shape) for n, t in center.weights().items()})
-    members = strategy.build(MemberBuild(cfg, population, engine, task, sampling, center, names, distributed,
-                                         model_dir, weights))
+    members = strategy.build(
+        MemberBuild(
+            cfg, population, engine, task, sampling, center, names, distributed, model_dir, weights, seed, problem_pool
+        )
+    )
     return ES(cfg, center, members, seed=seed, sample_center=sample_center)

@@ -38,6 +38,7 @@ An iteration needs each run twice (member weights, then the update). With keep_b
 of the current iteration seed are kept, up to that many bytes, and the update reuses them: the same
 tensors, so the same update bit for bit (a run of several slices is then copied once, not twice).
 """
+
 from __future__ import annotations
 
 import math
@@ -74,8 +75,9 @@ def noise_table(device: torch.device | str = "cpu") -> torch.Tensor:
     return _TABLES[device]
 
 
-def noise_run(seed: int, direction: int, name: str, numel: int, chunk: int = NOISE_CHUNK,
-              device: torch.device | str = "cpu") -> torch.Tensor:
+def noise_run(
+    seed: int, direction: int, name: str, numel: int, chunk: int = NOISE_CHUNK, device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """The flat run of table entries that makes the noise of (seed, direction, name), numel long (do not
     modify it): one slice is a view of the table; several are copied into a new tensor."""
     check_noise_chunk(chunk)
@@ -83,14 +85,15 @@ def noise_run(seed: int, direction: int, name: str, numel: int, chunk: int = NOI
 
     def place(j: int, length: int) -> int:
         return derive_seed(seed, direction, name, j) % (NOISE_TABLE_SIZE - length + 1)
+
     if numel <= chunk:
         at = place(0, numel)
-        return table[at:at + numel]
+        return table[at : at + numel]
     run = torch.empty(numel, device=table.device)
     for j, start in enumerate(range(0, numel, chunk)):
         length = min(chunk, numel - start)
         at = place(j, length)
-        run[start:start + length].copy_(table[at:at + length])
+        run[start : start + length].copy_(table[at : at + length])
     return run
 
 
@@ -100,16 +103,29 @@ def param_layout(run: torch.Tensor, shape) -> torch.Tensor:
     return run.view(shape[1], shape[0]).T if len(shape) == 2 else run.view(shape)
 
 
-def noise(seed: int, direction: int, name: str, shape: torch.Size, chunk: int = NOISE_CHUNK,
-          device: torch.device | str = "cpu") -> torch.Tensor:
+def noise(
+    seed: int,
+    direction: int,
+    name: str,
+    shape: torch.Size,
+    chunk: int = NOISE_CHUNK,
+    device: torch.device | str = "cpu",
+) -> torch.Tensor:
     """eps of one parameter (fp32, on the device) in its shape: a view of the table when it is one slice,
     so do not modify it."""
     shape = torch.Size(shape)
     return param_layout(noise_run(seed, direction, name, shape.numel(), chunk, device), shape)
 
 
-def combined_noise(it_seed: int, name: str, shape: torch.Size, coef: np.ndarray, chunk: int = NOISE_CHUNK,
-                   run=None, device: torch.device | str = "cpu") -> torch.Tensor:
+def combined_noise(
+    it_seed: int,
+    name: str,
+    shape: torch.Size,
+    coef: np.ndarray,
+    chunk: int = NOISE_CHUNK,
+    run=None,
+    device: torch.device | str = "cpu",
+) -> torch.Tensor:
     """sum_d c_d eps_d for one parameter tensor (fp32, in its shape), summed d by d over the runs, each
     from run(seed, d, name, numel) (default: noise_run at this chunk)."""
     shape = torch.Size(shape)
@@ -147,10 +163,11 @@ class PopulationNoise:
     """E_d of every member and parameter, full or low rank, read from the seeds (kept within an iteration)
     out of the noise table on the device of the weights they perturb."""
 
-    def __init__(self, rank: int = 0, chunk: int = NOISE_CHUNK, keep_bytes: int = 0,
-                 device: torch.device | str = "cpu"):
+    def __init__(
+        self, rank: int = 0, chunk: int = NOISE_CHUNK, keep_bytes: int = 0, device: torch.device | str = "cpu"
+    ):
         self.chunk, self.device = chunk, device
-        self.rank = rank            # 0: full rank; r > 0: E = A B^T / sqrt(r) for every weight matrix
+        self.rank = rank  # 0: full rank; r > 0: E = A B^T / sqrt(r) for every weight matrix
         self.kept = KeptDraws(keep_bytes, device) if keep_bytes else None
 
     def run(self, seed: int, direction: int, label: str, numel: int) -> torch.Tensor:
@@ -169,8 +186,10 @@ class PopulationNoise:
     def factors(self, seed: int, direction: int, name: str, shape) -> tuple[torch.Tensor, torch.Tensor]:
         """(A_d [out, r], B_d [in, r]) of a weight matrix, each from its own seed."""
         out_features, in_features = shape
-        return (self.draw(seed, direction, f"{name}/lowrank-A", (out_features, self.rank)),
-                self.draw(seed, direction, f"{name}/lowrank-B", (in_features, self.rank)))
+        return (
+            self.draw(seed, direction, f"{name}/lowrank-A", (out_features, self.rank)),
+            self.draw(seed, direction, f"{name}/lowrank-B", (in_features, self.rank)),
+        )
 
     def direction(self, seed: int, direction: int, name: str, shape) -> torch.Tensor:
         """E_d of one parameter (fp32; full rank: a view of its run, do not modify it)."""
@@ -179,8 +198,15 @@ class PopulationNoise:
             return (a @ b.T) / math.sqrt(self.rank)
         return self.draw(seed, direction, name, shape)
 
-    def fill_member(self, plan: IterationPlan, member: Member, name: str, theta: torch.Tensor,
-                    out: torch.Tensor, theta_t: torch.Tensor | None = None) -> None:
+    def fill_member(
+        self,
+        plan: IterationPlan,
+        member: Member,
+        name: str,
+        theta: torch.Tensor,
+        out: torch.Tensor,
+        theta_t: torch.Tensor | None = None,
+    ) -> None:
         """out <- (theta + s sigma E_d)^T for the member (direction d, sign s): one pass, transposed for a
         matrix (the layout of llm/es/batched_hf.py), as is for a vector. Full rank: E_d^T of a matrix is
         its run read as [in, out], so the sum is of contiguous tensors when theta_t (theta^T, contiguous)
@@ -193,8 +219,9 @@ class PopulationNoise:
         base = theta_t if theta_t is not None else (theta.T if theta.dim() == 2 else theta)
         torch.add(base, self.run(seed, d, name, theta.numel()).view(base.shape), alpha=scale, out=out)
 
-    def fill_members(self, plan: IterationPlan, members: tuple[Member, ...], name: str, theta: torch.Tensor,
-                     out: torch.Tensor) -> None:
+    def fill_members(
+        self, plan: IterationPlan, members: tuple[Member, ...], name: str, theta: torch.Tensor, out: torch.Tensor
+    ) -> None:
         """out[i] <- (theta + s sigma E_d)^T for members[i], as fill_member does; theta^T is laid out
         contiguously once for all members (the same elementwise sums)."""
         theta_t = theta.T.contiguous() if theta.dim() == 2 and not self.is_lowrank(theta.shape) else None
@@ -224,5 +251,7 @@ def check_rank(rank: int, shapes: dict[str, tuple[int, ...]]) -> None:
         raise ValueError("noise_rank > 0 needs at least one perturbed weight matrix; the parameter selection has none")
     name, shape = min(matrices.items(), key=lambda item: min(item[1]))
     if rank > min(shape):
-        raise ValueError(f"noise_rank {rank} is larger than parameter {name} of shape {shape} allows "
-                         f"(at most min(out, in) = {min(shape)})")
+        raise ValueError(
+            f"noise_rank {rank} is larger than parameter {name} of shape {shape} allows "
+            f"(at most min(out, in) = {min(shape)})"
+        )

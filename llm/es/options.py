@@ -26,6 +26,7 @@ one rule that turns these settings into a strategy) and every strategy's rules o
 What needs the machine stays here: Ray installed and its cluster reachable (`check_ray`); factory.py
 adds the checks that need the model (`check_setup`).
 """
+
 from __future__ import annotations
 
 import socket
@@ -33,8 +34,17 @@ import socket
 from escov.llm.config import PopulationConfig  # defined with every other setting (importable without torch)
 from escov.llm.member_options import DistributedConfig, strategy_name, uses_workers  # settings, without torch
 
-__all__ = ["PopulationConfig", "DistributedConfig", "strategy_name", "uses_workers", "RayMissing", "import_ray",
-           "check_address", "check_ray"]
+__all__ = [
+    "PopulationConfig",
+    "DistributedConfig",
+    "strategy_name",
+    "uses_workers",
+    "RayMissing",
+    "import_ray",
+    "check_address",
+    "check_ray",
+    "token_auth_as_ray_start",
+]
 
 
 class RayMissing(ImportError, ValueError):
@@ -68,3 +78,17 @@ def check_ray(dist: DistributedConfig):
     ray = import_ray()
     check_address(dist.address)
     return ray
+
+
+def token_auth_as_ray_start() -> None:
+    """Connect to a cluster with Ray's token authentication when `ray start` turned it on: RAY_AUTH_MODE unset and a
+    token at hand (~/.ray/auth_token, which a local `ray.init()` writes). `ray start` then requires the token, but
+    `ray.init(address=...)` sends it only in token mode; Ray's own rule for `ray start` decides (nothing to do on a
+    Ray without token authentication)."""
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)

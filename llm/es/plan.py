@@ -15,6 +15,7 @@ which is all a replica (a Ray actor, a vLLM worker) needs to apply it; nothing i
 
 `IterationPlan.derive` is the one place these rules are applied; strategies read the plan.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,20 +28,22 @@ from escov.llm.rollout import derive_seed
 @dataclass(frozen=True)
 class Member:
     """One population member of an iteration."""
-    index: int          # m, its position in the population (0..N-1)
-    direction: int      # d: the noise direction E_d it uses
-    sign: float         # s: +1, or -1 for the second member of an antithetic pair
-    rollout_seed: int   # the sampling seed of its rollouts (unused by greedy members)
+
+    index: int  # m, its position in the population (0..N-1)
+    direction: int  # d: the noise direction E_d it uses
+    sign: float  # s: +1, or -1 for the second member of an antithetic pair
+    rollout_seed: int  # the sampling seed of its rollouts (unused by greedy members)
 
 
 @dataclass(frozen=True)
 class Update:
     """What applying an iteration's update needs: theta <- theta + (alpha / N) sum_d c_d E_d."""
+
     step: int
     noise_seed: int
-    coefficients: tuple[float, ...]   # c_d, one per direction
+    coefficients: tuple[float, ...]  # c_d, one per direction
     alpha: float
-    population_size: int              # N
+    population_size: int  # N
 
     @property
     def scale(self) -> float:
@@ -51,14 +54,16 @@ class Update:
 @dataclass(frozen=True)
 class IterationPlan:
     """Iteration `step`: its noise seed, sigma, and every evaluated member's direction, sign and rollout seed."""
+
     step: int
     noise_seed: int
     sigma: float
     members: tuple[Member, ...]
 
     @classmethod
-    def derive(cls, run_seed: int, step: int, *, sigma: float, population_size: int,
-               antithetic: bool) -> "IterationPlan":
+    def derive(
+        cls, run_seed: int, step: int, *, sigma: float, population_size: int, antithetic: bool
+    ) -> "IterationPlan":
         """The plan of iteration `step` of a run with seed run_seed (the rules of this module's docstring)."""
         noise_seed = derive_seed(run_seed, step, "es-noise")
         rollout_seed = derive_seed(run_seed, step, "es-rollout")

@@ -32,6 +32,7 @@ generation; there the strategy refuses to start, and ES keeps the reload path (m
 
 The paper's bf16 in-place arithmetic (es.inplace_bf16) runs on the HF engine only (center.py, InPlaceBF16).
 """
+
 from __future__ import annotations
 
 import os
@@ -54,13 +55,16 @@ if TYPE_CHECKING:
 WORKER_EXTENSION = "escov.llm.es.vllm_inplace.ESWorkerExtension"  # LLM(worker_extension_cls=...)
 ENGINE_KWARGS = {"worker_extension_cls": WORKER_EXTENSION, "enable_prefix_caching": False}
 # HF projection -> (vLLM's fused parameter, the projections it stacks along its rows, in order)
-FUSED = {proj: (fused, order) for fused, order in (("qkv_proj", ("q_proj", "k_proj", "v_proj")),
-                                                   ("gate_up_proj", ("gate_proj", "up_proj")))
-         for proj in order}
+FUSED = {
+    proj: (fused, order)
+    for fused, order in (("qkv_proj", ("q_proj", "k_proj", "v_proj")), ("gate_up_proj", ("gate_proj", "up_proj")))
+    for proj in order
+}
 
 
-def param_slices(hf_shapes: dict[str, tuple[int, ...]], names: list[str],
-                 vllm_shapes: dict[str, tuple[int, ...]]) -> dict[str, tuple[str, int, int]]:
+def param_slices(
+    hf_shapes: dict[str, tuple[int, ...]], names: list[str], vllm_shapes: dict[str, tuple[int, ...]]
+) -> dict[str, tuple[str, int, int]]:
     """HF name -> (vLLM parameter name, first row, end row) for every name: fused projections take their
     rows in the fused order; other tensors the first rows of the same name (vLLM pads the vocabulary).
     hf_shapes: every tensor of the HF checkpoint (the sizes of unperturbed siblings are needed too)."""
@@ -75,19 +79,24 @@ def param_slices(hf_shapes: dict[str, tuple[int, ...]], names: list[str],
             target = ".".join(parts[:-2] + [fused, parts[-1]])
             missing = [s for s in siblings if s not in hf_shapes]
             if missing or target not in vllm_shapes:
-                raise ValueError(f"vLLM in-place ES: cannot map {name} onto vLLM's {target} "
-                                 f"(missing: {missing or [target]})")
-            start = sum(hf_shapes[s][0] for s in siblings[:order.index(proj)])
+                raise ValueError(
+                    f"vLLM in-place ES: cannot map {name} onto vLLM's {target} (missing: {missing or [target]})"
+                )
+            start = sum(hf_shapes[s][0] for s in siblings[: order.index(proj)])
             total = sum(hf_shapes[s][0] for s in siblings)
             if vllm_shapes[target][0] != total:
-                raise ValueError(f"vLLM in-place ES: {target} has {vllm_shapes[target][0]} rows, the HF projections "
-                                 f"{order} {total} (tensor parallelism, or another fusion layout)")
+                raise ValueError(
+                    f"vLLM in-place ES: {target} has {vllm_shapes[target][0]} rows, the HF projections "
+                    f"{order} {total} (tensor parallelism, or another fusion layout)"
+                )
         else:
             target, start = name, 0
             if target not in vllm_shapes:
                 raise ValueError(f"vLLM in-place ES: the vLLM model has no parameter {name!r} (nor a fused one)")
             if vllm_shapes[target][0] < shape[0]:
-                raise ValueError(f"vLLM in-place ES: {target} has {vllm_shapes[target][0]} rows, HF's {name} {shape[0]}")
+                raise ValueError(
+                    f"vLLM in-place ES: {target} has {vllm_shapes[target][0]} rows, HF's {name} {shape[0]}"
+                )
         if tuple(vllm_shapes[target][1:]) != shape[1:]:
             raise ValueError(f"vLLM in-place ES: {target} has shape {tuple(vllm_shapes[target])}, HF's {name} {shape}")
         out[name] = (target, start, start + shape[0])
@@ -101,8 +110,13 @@ class ESWorkerExtension:
     def es_model(self) -> torch.nn.Module:
         return self.model_runner.model
 
-    def es_setup(self, center: dict[str, torch.Tensor], hf_shapes: dict[str, tuple[int, ...]], rank: int = 0,
-                 chunk: int = NOISE_CHUNK) -> dict:
+    def es_setup(
+        self,
+        center: dict[str, torch.Tensor],
+        hf_shapes: dict[str, tuple[int, ...]],
+        rank: int = 0,
+        chunk: int = NOISE_CHUNK,
+    ) -> dict:
         """Views of the perturbed HF names into the model, the master written into them: center itself when
         it is fp32 on the model's device (not copied), else an fp32 copy. The worker's center
         (llm/es/center.py's MasterCenter) writes into the views. Returns this process's id and the
@@ -152,15 +166,19 @@ def check_inplace_engine(engine) -> None:
     if not isinstance(engine, VLLMEngine):
         raise ValueError("population.members vllm_inplace needs engine = 'vllm'")
     if engine.cpu:
-        raise ValueError("population.members vllm_inplace needs vLLM on a CUDA GPU: vLLM's CPU build repacks linear "
-                         "weights into kernel formats and drops the originals, so in-place edits never reach "
-                         "generation; on a CPU leave population.members at 'auto' (members written by reload)")
+        raise ValueError(
+            "population.members vllm_inplace needs vLLM on a CUDA GPU: vLLM's CPU build repacks linear "
+            "weights into kernel formats and drops the originals, so in-place edits never reach "
+            "generation; on a CPU leave population.members at 'auto' (members written by reload)"
+        )
     vcfg = engine.llm.llm_engine.vllm_config
     if vcfg.parallel_config.tensor_parallel_size != 1:
         raise ValueError("population.members vllm_inplace supports tensor_parallel_size 1 only")
     if vcfg.cache_config.enable_prefix_caching:
-        raise ValueError("population.members vllm_inplace needs the engine made with enable_prefix_caching=False "
-                         "(llm.es.vllm_inplace.ENGINE_KWARGS)")
+        raise ValueError(
+            "population.members vllm_inplace needs the engine made with enable_prefix_caching=False "
+            "(llm.es.vllm_inplace.ENGINE_KWARGS)"
+        )
 
 
 def shares_master(master: dict[str, torch.Tensor], setups: list[dict]) -> bool:
@@ -192,8 +210,10 @@ class VLLMInPlace(MemberEvaluator):
     def check(step: int, master: dict[str, torch.Tensor], hashes: list[str]) -> None:
         expected = weight_hash(master)
         if any(h != expected for h in hashes):
-            raise RuntimeError(f"step {step}: the vLLM workers' master weights differ from the driver's "
-                               f"(hash {expected[:12]}); the in-place update is no longer the driver's")
+            raise RuntimeError(
+                f"step {step}: the vLLM workers' master weights differ from the driver's "
+                f"(hash {expected[:12]}); the in-place update is no longer the driver's"
+            )
 
     def rewards(self, plan: IterationPlan, problems: list[Problem]) -> tuple[np.ndarray, int, float]:
         s = self.sampling
@@ -202,8 +222,16 @@ class VLLMInPlace(MemberEvaluator):
             tw = time.perf_counter()
             self.engine.llm.collective_rpc("es_perturb", args=(plan, member))
             weight_s += time.perf_counter() - tw
-            out = rollout(self.engine, self.task, problems, n=s.n, temperature=s.temperature,
-                          max_new_tokens=s.max_new_tokens, seed=member.rollout_seed, step=plan.step)
+            out = rollout(
+                self.engine,
+                self.task,
+                problems,
+                n=s.n,
+                temperature=s.temperature,
+                max_new_tokens=s.max_new_tokens,
+                seed=member.rollout_seed,
+                step=plan.step,
+            )
             rewards[i], tokens = out.rewards.mean(), tokens + out.n_tokens
             tw = time.perf_counter()
             self.engine.llm.collective_rpc("es_restore", args=(plan, member))

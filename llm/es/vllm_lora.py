@@ -16,6 +16,7 @@ Only the projections vLLM's LoRA layers wrap can be perturbed this way (LORA_PAT
 q/k/v/o and MLP gate/up/down weights); embeddings, norms and biases cannot. vLLM's CPU attention also
 needs a head size that is a multiple of 32 (32, 64, 80, ...).
 """
+
 from __future__ import annotations
 
 import json
@@ -46,19 +47,24 @@ def check_lora_population(noise: PopulationNoise, names: list[str], population_s
         raise ValueError("a vLLM LoRA population needs low-rank noise (noise_rank >= 1)")
     bad = [n for n in names if not re.search(LORA_PATTERN, n)]
     if bad:
-        raise ValueError(f"a vLLM LoRA population can only perturb {LORA_PATTERN!r} weights; "
-                         f"not {bad[:3]}{'...' if len(bad) > 3 else ''} (set es.param_pattern to it)")
+        raise ValueError(
+            f"a vLLM LoRA population can only perturb {LORA_PATTERN!r} weights; "
+            f"not {bad[:3]}{'...' if len(bad) > 3 else ''} (set es.param_pattern to it)"
+        )
     capacity = engine.lora_capacity()
     if capacity is None:
         raise ValueError("the engine must be a VLLMEngine made with enable_lora=True (and max_loras, max_lora_rank)")
     max_loras, max_lora_rank = capacity
     if max_loras < population_size or max_lora_rank < noise.rank:
-        raise ValueError(f"the engine allows max_loras={max_loras}, max_lora_rank={max_lora_rank}; "
-                         f"the population needs {population_size} adapters of rank {noise.rank}")
+        raise ValueError(
+            f"the engine allows max_loras={max_loras}, max_lora_rank={max_lora_rank}; "
+            f"the population needs {population_size} adapters of rank {noise.rank}"
+        )
 
 
-def write_adapter(path: Path, noise: PopulationNoise, plan: IterationPlan, member: Member,
-                  shapes: dict[str, tuple[int, int]]) -> None:
+def write_adapter(
+    path: Path, noise: PopulationNoise, plan: IterationPlan, member: Member, shapes: dict[str, tuple[int, int]]
+) -> None:
     """PEFT LoRA directory equal to the member's low-rank perturbation of the named weight matrices."""
     from safetensors.torch import save_file
 
@@ -70,23 +76,51 @@ def write_adapter(path: Path, noise: PopulationNoise, plan: IterationPlan, membe
         tensors[prefix + ".lora_B.weight"] = (a * (member.sign * plan.sigma / math.sqrt(noise.rank))).contiguous()
     path.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path / "adapter_model.safetensors"))
-    (path / "adapter_config.json").write_text(json.dumps({
-        "peft_type": "LORA", "task_type": "CAUSAL_LM", "r": noise.rank, "lora_alpha": noise.rank,
-        "target_modules": sorted({n.split(".")[-2] for n in shapes}), "bias": "none", "lora_dropout": 0.0}))
+    (path / "adapter_config.json").write_text(
+        json.dumps(
+            {
+                "peft_type": "LORA",
+                "task_type": "CAUSAL_LM",
+                "r": noise.rank,
+                "lora_alpha": noise.rank,
+                "target_modules": sorted({n.split(".")[-2] for n in shapes}),
+                "bias": "none",
+                "lora_dropout": 0.0,
+            }
+        )
+    )
 
 
-def generate_lora_population(engine: Engine, noise: PopulationNoise, plan: IterationPlan,
-                             shapes: dict[str, tuple[int, int]], prompts: list[str], *, n: int, temperature: float,
-                             max_new_tokens: int, workdir: str | Path, top_p: float = 1.0) -> list[list[list[Completion]]]:
+def generate_lora_population(
+    engine: Engine,
+    noise: PopulationNoise,
+    plan: IterationPlan,
+    shapes: dict[str, tuple[int, int]],
+    prompts: list[str],
+    *,
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    workdir: str | Path,
+    top_p: float = 1.0,
+) -> list[list[list[Completion]]]:
     """[member][prompt][sample]: every planned member's requests in one vLLM generate, the k-th member on
     adapter slot k + 1, each carrying the seeds a VLLMEngine.generate call with its rollout seed would use."""
     paths = write_adapters(workdir, noise, plan, shapes)
-    return engine.generate_with_adapters(prompts, paths, n=n, temperature=temperature, max_new_tokens=max_new_tokens,
-                                         seed=[m.rollout_seed for m in plan.members], top_p=top_p)
+    return engine.generate_with_adapters(
+        prompts,
+        paths,
+        n=n,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        seed=[m.rollout_seed for m in plan.members],
+        top_p=top_p,
+    )
 
 
-def write_adapters(workdir: str | Path, noise: PopulationNoise, plan: IterationPlan,
-                   shapes: dict[str, tuple[int, int]]) -> list[str]:
+def write_adapters(
+    workdir: str | Path, noise: PopulationNoise, plan: IterationPlan, shapes: dict[str, tuple[int, int]]
+) -> list[str]:
     """One adapter directory per planned member (workdir/member-slot-k for the k-th), their paths in order."""
     paths = []
     for slot, member in enumerate(plan.members):
@@ -114,14 +148,22 @@ def linear_shapes(model_dir: str | Path, names: list[str]) -> dict[str, tuple[in
 
 # ----------------------------------------------------------------------------- the ES strategy
 
+
 class VLLMLoRA(MemberEvaluator):
     """Member evaluation for ES on a LoRA-enabled VLLMEngine: the planned members written as adapters
     (in a temporary directory), then one generate for all of them. Needs low-rank noise on the LoRA
     projections only (check_lora_population). The center's weights stay in the engine (ES's center
     loads them there after each update)."""
 
-    def __init__(self, engine: Engine, task: Task, sampling: Sampling, noise: PopulationNoise, names: list[str],
-                 population_size: int):
+    def __init__(
+        self,
+        engine: Engine,
+        task: Task,
+        sampling: Sampling,
+        noise: PopulationNoise,
+        names: list[str],
+        population_size: int,
+    ):
         check_lora_population(noise, names, population_size, engine)
         self.engine, self.task, self.sampling, self.noise = engine, task, sampling, noise
         self.shapes = linear_shapes(engine.model_dir, names)
@@ -132,9 +174,14 @@ class VLLMLoRA(MemberEvaluator):
         paths = write_adapters(self.workdir.name, self.noise, plan, self.shapes)
         weight_s = time.perf_counter() - tw
         s = self.sampling
-        per_member = self.engine.generate_with_adapters([p.prompt for p in problems], paths, n=s.n,
-                                                        temperature=s.temperature, max_new_tokens=s.max_new_tokens,
-                                                        seed=[m.rollout_seed for m in plan.members])
+        per_member = self.engine.generate_with_adapters(
+            [p.prompt for p in problems],
+            paths,
+            n=s.n,
+            temperature=s.temperature,
+            max_new_tokens=s.max_new_tokens,
+            seed=[m.rollout_seed for m in plan.members],
+        )
         rewards, tokens = member_fitness(self.task, problems, per_member, plan.step, s.temperature)
         return rewards, tokens, weight_s
 

@@ -1,5 +1,6 @@
 """checkpoints/step-N/: written atomically with the space they need checked first, read back with every
 part checked, and a damaged one set aside."""
+
 from __future__ import annotations
 
 import os
@@ -44,8 +45,15 @@ def checkpoint_steps(run: Path) -> tuple[list[int], list[Path]]:
     return sorted(steps, reverse=True), other
 
 
-def save_checkpoint(run: Path, model_dir: Path, step: int, weights: dict, state: TrainerState,
-                    optimizer_state: dict | None, adapter: dict | None = None) -> Path:
+def save_checkpoint(
+    run: Path,
+    model_dir: Path,
+    step: int,
+    weights: dict,
+    state: TrainerState,
+    optimizer_state: dict | None,
+    adapter: dict | None = None,
+) -> Path:
     """checkpoints/step-N/: fp32 weights in save_pretrained layout with the base model's config and
     tokenizer files, the trainer state (+ optimizer state, + LoRA adapters); atomic (a temporary folder,
     then a rename). An existing complete checkpoint of that step is kept (it holds the same weights). A disk
@@ -64,14 +72,23 @@ def save_checkpoint(run: Path, model_dir: Path, step: int, weights: dict, state:
     return final
 
 
-def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weights: dict, state: TrainerState,
-                      optimizer_state: dict | None, adapter: dict | None = None) -> None:
+def _write_checkpoint(
+    tmp: Path,
+    final: Path,
+    model_dir: Path,
+    step: int,
+    weights: dict,
+    state: TrainerState,
+    optimizer_state: dict | None,
+    adapter: dict | None = None,
+) -> None:
     import torch
     from safetensors.torch import save_file
 
     adapter_tensors = adapter[1] if adapter is not None else {}
-    needed = (checkpoint_bytes(model_dir, weights, optimizer_state)
-              + sum(t.numel() * 4 for t in adapter_tensors.values()))
+    needed = checkpoint_bytes(model_dir, weights, optimizer_state) + sum(
+        t.numel() * 4 for t in adapter_tensors.values()
+    )
     with writing(tmp, needed=needed):
         tmp.mkdir(parents=True)
         for f in Path(model_dir).iterdir():  # config, generation config, tokenizer files of the base model
@@ -80,16 +97,22 @@ def _write_checkpoint(tmp: Path, final: Path, model_dir: Path, step: int, weight
         model_cfg = read_json(tmp / "config.json")
         model_cfg["torch_dtype" if "torch_dtype" in model_cfg else "dtype"] = "float32"
         write_json(tmp / "config.json", model_cfg)
-        save_file({n: w.detach().float().contiguous() for n, w in weights.items()}, str(tmp / WEIGHTS),
-                  metadata={"format": "pt"})
+        save_file(
+            {n: w.detach().float().contiguous() for n, w in weights.items()},
+            str(tmp / WEIGHTS),
+            metadata={"format": "pt"},
+        )
         if optimizer_state is not None:
             torch.save(optimizer_state, tmp / OPTIMIZER)
         if adapter is not None:  # (adapter_config.json's content, tensors by peft's saved names)
             config, tensors = adapter
             (tmp / ADAPTER).mkdir()
             write_json(tmp / ADAPTER / ADAPTER_CONFIG, config)
-            save_file({n: t.detach().float().contiguous() for n, t in tensors.items()},
-                      str(tmp / ADAPTER / ADAPTER_WEIGHTS), metadata={"format": "pt"})
+            save_file(
+                {n: t.detach().float().contiguous() for n, t in tensors.items()},
+                str(tmp / ADAPTER / ADAPTER_WEIGHTS),
+                metadata={"format": "pt"},
+            )
         write_json(tmp / TRAINER_STATE, check_record(TrainerState, state | {"step": step}, str(tmp / TRAINER_STATE)))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
@@ -118,8 +141,9 @@ def load_checkpoint(path: Path, shapes: dict, with_optimizer: bool) -> tuple[dic
                     raise RunDirError(f"{weights_file}: lacks the weight {name}")
                 tensor = fh.get_tensor(key).float()
                 if tuple(tensor.shape) != tuple(shape):
-                    raise RunDirError(f"{weights_file}: weight {name} has shape {tuple(tensor.shape)}, "
-                                      f"expected {tuple(shape)}")
+                    raise RunDirError(
+                        f"{weights_file}: weight {name} has shape {tuple(tensor.shape)}, expected {tuple(shape)}"
+                    )
                 if not torch.isfinite(tensor).all():
                     raise RunDirError(f"{weights_file}: weight {name} holds non-finite values")
                 weights[name] = tensor
@@ -133,11 +157,13 @@ def load_checkpoint(path: Path, shapes: dict, with_optimizer: bool) -> tuple[dic
         try:
             optimizer_state = torch.load(opt_file, weights_only=True)
         except Exception as err:  # torch.load raises many kinds (UnpicklingError, RuntimeError, EOFError, ...)
-            raise RunDirError(f"{opt_file}: not a torch optimizer state ({type(err).__name__}: "
-                              f"{str(err).splitlines()[0][:120]})") from None
+            raise RunDirError(
+                f"{opt_file}: not a torch optimizer state ({type(err).__name__}: {str(err).splitlines()[0][:120]})"
+            ) from None
         if not isinstance(optimizer_state, dict) or set(optimizer_state) != {"state", "param_groups"}:
-            raise RunDirError(f"{opt_file}: not a torch optimizer state dict "
-                              "(expected keys 'state' and 'param_groups')")
+            raise RunDirError(
+                f"{opt_file}: not a torch optimizer state dict (expected keys 'state' and 'param_groups')"
+            )
     return weights, state, optimizer_state
 
 
@@ -177,8 +203,15 @@ def checkpoint_bytes(model_dir: Path, weights: dict, optimizer_state: dict | Non
 
     tensors = sum(w.numel() * 4 for w in weights.values())
     if optimizer_state is not None:
-        tensors += sum(v.numel() * v.element_size() for state in optimizer_state.get("state", {}).values()
-                       for v in state.values() if isinstance(v, torch.Tensor))
-    files = sum(f.stat().st_size for f in Path(model_dir).iterdir()
-                if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin")
+        tensors += sum(
+            v.numel() * v.element_size()
+            for state in optimizer_state.get("state", {}).values()
+            for v in state.values()
+            if isinstance(v, torch.Tensor)
+        )
+    files = sum(
+        f.stat().st_size
+        for f in Path(model_dir).iterdir()
+        if f.is_file() and not f.name.startswith("model") and f.suffix != ".bin"
+    )
     return tensors + files + 2**16

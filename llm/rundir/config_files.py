@@ -1,5 +1,6 @@
 """The settings a run started with: config.json, and config_history.jsonl's record of the first settings and
 of each change a resume was allowed to make (check_settings_fixed refuses any other)."""
+
 from __future__ import annotations
 
 import json
@@ -74,8 +75,11 @@ def setting_changes(recorded: dict, current: dict, ignore: tuple[str, ...] = ())
     """(setting, recorded value, current value) for each dotted setting that differs, sorted by name;
     a setting present on one side only counts as changed (its missing value is None)."""
     a, b = flat_settings(json.loads(json.dumps(recorded))), flat_settings(json.loads(json.dumps(current)))
-    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
-            if k not in ignore and not k.startswith("schedule.") and a.get(k) != b.get(k)]
+    return [
+        (k, a.get(k), b.get(k))
+        for k in sorted(set(a) | set(b))
+        if k not in ignore and not k.startswith("schedule.") and a.get(k) != b.get(k)
+    ]
 
 
 def check_settings_fixed(run: Path, allow_change: bool) -> list[tuple[str, Any, Any]]:
@@ -89,9 +93,11 @@ def check_settings_fixed(run: Path, allow_change: bool) -> list[tuple[str, Any, 
     if changes and not allow_change:
         name, was, now = changes[0]
         more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
-        raise RunDirError(f"{Path(run) / CONFIG}: setting {name} is {json.dumps(now)} but the run ran with "
-                          f"{json.dumps(was)}{more}; a resumed run keeps its settings (restore it, or pass "
-                          f"--allow_config_change true to continue with the new value, recorded in {CONFIG_HISTORY})")
+        raise RunDirError(
+            f"{Path(run) / CONFIG}: setting {name} is {json.dumps(now)} but the run ran with "
+            f"{json.dumps(was)}{more}; a resumed run keeps its settings (restore it, or pass "
+            f"--allow_config_change true to continue with the new value, recorded in {CONFIG_HISTORY})"
+        )
     return changes
 
 
@@ -104,14 +110,21 @@ def record_settings(run: Path, config: dict, from_step: int = 0) -> None:
     changes = setting_changes(history[-1]["config"], config, ignore=NOT_COMPARED) if history else []
     if history and not changes:
         return
-    _append_history(run, {"config": config, "changed": [{"setting": k, "was": a, "now": b} for k, a, b in changes],
-                          "from_step": from_step if history else 0})
+    _append_history(
+        run,
+        {
+            "config": config,
+            "changed": [{"setting": k, "was": a, "now": b} for k, a, b in changes],
+            "from_step": from_step if history else 0,
+        },
+    )
 
 
 def record_code_change(run: Path, config: dict, was: str, now: str, from_step: int) -> None:
     """Record in config_history.jsonl that the run continues from checkpoint `from_step` with other code."""
-    _append_history(run, {"config": config, "changed": [{"setting": "code", "was": was, "now": now}],
-                          "from_step": from_step})
+    _append_history(
+        run, {"config": config, "changed": [{"setting": "code", "was": was, "now": now}], "from_step": from_step}
+    )
 
 
 def _drop_cut_line(path: Path) -> None:
@@ -120,7 +133,7 @@ def _drop_cut_line(path: Path) -> None:
     text = read_text(path) if path.exists() else ""
     if text and not text.endswith("\n"):
         with writing(path):
-            path.write_text(text[:text.rfind("\n") + 1], encoding="utf-8")
+            path.write_text(text[: text.rfind("\n") + 1], encoding="utf-8")
 
 
 def _append_history(run: Path, record: dict) -> None:

@@ -1,4 +1,5 @@
 """A full disk: a write that fails (ENOSPC, a quota, a read-only file system) is one RunDirError naming the file."""
+
 from __future__ import annotations
 
 import contextlib

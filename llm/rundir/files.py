@@ -1,5 +1,6 @@
 """The run's records on disk: inputs.json, metrics.jsonl, completions.jsonl, eval.json, probe.json and
 curve.json, each written and read here (damage named, or with `problems=` reported and skipped)."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,11 @@ def read_manifest(run: Path) -> dict | None:
     if not path.exists():
         return None
     data = read_json(path)
-    if not isinstance(data, dict) or not isinstance(data.get("inputs"), dict) \
-            or not isinstance(data.get("settings_sha256"), str):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("inputs"), dict)
+        or not isinstance(data.get("settings_sha256"), str)
+    ):
         raise RunDirError(f"{path}: expected a record with 'code', 'settings_sha256' and 'inputs'")
     return data
 
@@ -79,8 +83,14 @@ def _read_jsonl(path: Path, record, problems: list[str] | None) -> list:
             continue
         cut_off = number == len(lines)  # no newline after it: the write was interrupted
         try:
-            rows.append(check_record(record, json.loads(line, parse_constant=_no_constant), f"{path}: line {number}",
-                                     complete=problems is None))
+            rows.append(
+                check_record(
+                    record,
+                    json.loads(line, parse_constant=_no_constant),
+                    f"{path}: line {number}",
+                    complete=problems is None,
+                )
+            )
         except (ValueError, RunDirError) as err:
             if cut_off:
                 if problems is not None:
@@ -130,8 +140,9 @@ def keep_completions(run: Path, step: int, drop_sources: tuple[str, ...] = ()) -
     (a resumed run measures them again)."""
     path = Path(run) / COMPLETIONS
     if path.exists():
-        _rewrite_jsonl(path, [r for r in read_completions(run)
-                              if r["step"] <= step and r["source"] not in drop_sources])
+        _rewrite_jsonl(
+            path, [r for r in read_completions(run) if r["step"] <= step and r["source"] not in drop_sources]
+        )
 
 
 def read_eval(run: Path, problems: list[str] | None = None) -> EvalFile | None:
@@ -161,7 +172,7 @@ def _read_record_list(path: Path, key: str, record, problems: list[str] | None) 
     try:
         data = read_json(path)
         if not isinstance(data, dict) or not isinstance(data.get(key), list):
-            raise RunDirError(f"{path}: expected {{\"{key}\": [...]}}")
+            raise RunDirError(f'{path}: expected {{"{key}": [...]}}')
     except RunDirError as err:
         _report_or_raise(err, problems)
         return None

@@ -1,4 +1,5 @@
 """What a reader checks: metrics rows exactly steps 1..n, config.json as the run ran it, no writer at work."""
+
 from __future__ import annotations
 
 import json
@@ -57,18 +58,26 @@ def integrity_problems(run: Path, config: dict, rows: list[dict], finished: bool
     if history:
         changes = setting_changes(history[-1]["config"], config, ignore=NOT_COMPARED)
         if changes:
-            problems.append(f"{run / CONFIG}: differs from the settings the run ran with (edited by hand?): "
-                            + ", ".join(f"{k} {json.dumps(a)} -> {json.dumps(b)}" for k, a, b in changes))
+            problems.append(
+                f"{run / CONFIG}: differs from the settings the run ran with (edited by hand?): "
+                + ", ".join(f"{k} {json.dumps(a)} -> {json.dumps(b)}" for k, a, b in changes)
+            )
         for record in history[1:]:
-            named = ", ".join(f"{c['setting']} {json.dumps(c['was'])} -> {json.dumps(c['now'])}"
-                              for c in record["changed"] if c["setting"] not in NOT_COMPARED)
+            named = ", ".join(
+                f"{c['setting']} {json.dumps(c['was'])} -> {json.dumps(c['now'])}"
+                for c in record["changed"]
+                if c["setting"] not in NOT_COMPARED
+            )
             if named:
-                problems.append(f"{run / CONFIG_HISTORY}: settings changed mid-run after step "
-                                f"{record['from_step']}: {named}")
+                problems.append(
+                    f"{run / CONFIG_HISTORY}: settings changed mid-run after step {record['from_step']}: {named}"
+                )
     holder = in_use(run)
     if holder is not None:
-        problems.append(f"{run / LOCK}: a run is still writing this directory (pid {holder.get('pid', '?')} on "
-                        f"{holder.get('host', '?')})")
+        problems.append(
+            f"{run / LOCK}: a run is still writing this directory (pid {holder.get('pid', '?')} on "
+            f"{holder.get('host', '?')})"
+        )
     return problems
 
 
@@ -78,8 +87,9 @@ def grading_timeouts(rows: list[dict], ev: dict | None) -> int:
     ev = ev if isinstance(ev, dict) else {}
     evaluations = [ev.get(p) for p in ("base", "base_greedy", "final", "final_greedy")]
     evaluations += list((ev.get("heldout") or {}).values()) if isinstance(ev.get("heldout"), dict) else []
-    counts = [r.get("grading_timeouts") for r in rows] + [e.get("grading_timeouts") for e in evaluations
-                                                           if isinstance(e, dict)]
+    counts = [r.get("grading_timeouts") for r in rows] + [
+        e.get("grading_timeouts") for e in evaluations if isinstance(e, dict)
+    ]
     return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
 
 

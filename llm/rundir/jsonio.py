@@ -1,5 +1,6 @@
 """JSON without NaN: non-finite numbers never reach a file (NonFiniteError naming the field), files are
 written atomically (a temporary file, then a rename), and a damaged file is a RunDirError naming it."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,6 @@ from escov.theory.errors import NonFiniteError
 def check_finite(data: Any, where: str, path: str = "") -> None:
     """NonFiniteError naming `where` and the field when data holds a NaN or an infinity anywhere."""
     if isinstance(data, float) and not math.isfinite(data):
-
         raise NonFiniteError(f"{where}: field {path or '(top level)'} is {data}; non-finite values are never written")
     if isinstance(data, dict):
         for key, value in data.items():
@@ -54,8 +54,10 @@ def read_text(path: Path) -> str:
         if not stat.S_ISREG(info.st_mode):
             raise RunDirError(f"{path}: not a regular file (a device or a pipe?); a run file is a plain file")
         if info.st_size > MAX_FILE_BYTES:
-            raise RunDirError(f"{path}: {info.st_size / 2**20:.0f} MB, larger than a run file can be "
-                              f"({MAX_FILE_BYTES / 2**20:.0f} MB)")
+            raise RunDirError(
+                f"{path}: {info.st_size / 2**20:.0f} MB, larger than a run file can be "
+                f"({MAX_FILE_BYTES / 2**20:.0f} MB)"
+            )
         with open(path, "rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:

@@ -1,4 +1,5 @@
 """One writer at a time: run.lock, held with flock(2) by the one process that writes the run directory."""
+
 from __future__ import annotations
 
 import json
@@ -39,9 +40,11 @@ class WriterLock:
         except BlockingIOError:
             os.close(fd)
             holder = lock_holder(self.path) or {}
-            raise RunDirBusy(f"{self.path}: the run directory is in use by pid {holder.get('pid', '?')} on "
-                             f"{holder.get('host', '?')} (since {holder.get('since', '?')}); one run writes a "
-                             "directory at a time") from None
+            raise RunDirBusy(
+                f"{self.path}: the run directory is in use by pid {holder.get('pid', '?')} on "
+                f"{holder.get('host', '?')} (since {holder.get('since', '?')}); one run writes a "
+                "directory at a time"
+            ) from None
         stale = lock_holder(self.path)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         os.ftruncate(fd, 0)
@@ -58,8 +61,11 @@ class WriterLock:
     def __enter__(self) -> "WriterLock":
         stale = self.acquire()
         if stale:
-            print(f"note: {self.path} was left by pid {stale.get('pid')} on {stale.get('host')}, which no longer "
-                  "holds it (a crashed run); taken over", file=sys.stderr)
+            print(
+                f"note: {self.path} was left by pid {stale.get('pid')} on {stale.get('host')}, which no longer "
+                "holds it (a crashed run); taken over",
+                file=sys.stderr,
+            )
         return self
 
     def __exit__(self, *exc) -> None:

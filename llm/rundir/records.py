@@ -1,5 +1,6 @@
 """The run directory's file names and its records: TypedDicts whose annotations are the schema, and
 check_record, which checks a dict against one (every required key present, of its type)."""
+
 from __future__ import annotations
 
 import re
@@ -30,16 +31,17 @@ class RunDirError(ValueError):
 
 # ----------------------------------------------------------------------------- the records
 
+
 class _StepMetricsCore(TypedDict):
-    step: int                      # 1-based: the row written after step `step`
-    phase: str                     # es | grpo
-    reward_mean: float             # ES: mean member fitness; GRPO: mean rollout reward
-    center_reward_mean: float      # mean reward of samples from the center
+    step: int  # 1-based: the row written after step `step`
+    phase: str  # es | grpo
+    reward_mean: float  # ES: mean member fitness; GRPO: mean rollout reward
+    center_reward_mean: float  # mean reward of samples from the center
     pass_at_1: float
-    no_correct_share: float        # share of batch prompts with no correct sample
-    entropy: float                 # mean token entropy of the center's samples (nats)
-    drift_rel: float               # ||theta - theta_0|| / ||theta_0|| after the update
-    drift_layers: dict             # the same per layer group
+    no_correct_share: float  # share of batch prompts with no correct sample
+    entropy: float  # mean token entropy of the center's samples (nats)
+    drift_rel: float  # ||theta - theta_0|| / ||theta_0|| after the update
+    drift_layers: dict  # the same per layer group
     step_seconds: float
     tokens_per_s: float
     wall_seconds: float
@@ -48,29 +50,36 @@ class _StepMetricsCore(TypedDict):
 class StepMetrics(_StepMetricsCore, total=False):
     """One line of metrics.jsonl: the policy that made step `step`'s samples (drift: after its update);
     the es_* fields in ES steps, the grpo_* fields in GRPO steps."""
+
     es_reward_std: float
-    es_rewards: list               # the N member rewards
+    es_rewards: list  # the N member rewards
     es_update_norm: float
-    es_weight_share: float         # share of the step's time spent writing weights
-    grading_timeouts: int          # answers graded wrong at the math grader's safety net in this process
+    es_weight_share: float  # share of the step's time spent writing weights
+    grading_timeouts: int  # answers graded wrong at the math grader's safety net in this process
     grpo_loss: float
     grpo_kl: float
     grpo_clip_fraction: float
-    grpo_clip_low_share: float     # tokens whose lower clip binds (ratio < 1 - epsilon, A < 0): TRL's clip_ratio/low
-    grpo_clip_high_share: float    # ... upper clip (ratio > 1 + epsilon_high, A > 0): TRL's clip_ratio/high
+    grpo_clip_low_share: float  # tokens whose lower clip binds (ratio < 1 - epsilon, A < 0): TRL's clip_ratio/low
+    grpo_clip_high_share: float  # ... upper clip (ratio > 1 + epsilon_high, A > 0): TRL's clip_ratio/high
     grpo_grad_norm: float
-    learning_rate: float           # GRPO: the learning rate of the step's last optimizer step (after the schedule)
-    truncated_share: float         # share of the step's samples cut at max_completion_length
-    validation: dict               # eval_steps: the test problems' evaluation after this step (llm/train.py)
-    grpo_variants: dict            # the GRPO variants' statistics (llm/grpo.py GRPOStep.variants; docs/training.md)
+    learning_rate: float  # GRPO: the learning rate of the step's last optimizer step (after the schedule)
+    truncated_share: float  # share of the step's samples cut at max_completion_length
+    validation: dict  # eval_steps: the test problems' evaluation after this step (llm/train.py)
+    grpo_variants: dict  # the GRPO variants' statistics (llm/grpo.py GRPOStep.variants; docs/training.md)
     # what the reward does on the step's samples (ES: the center's step_samples; GRPO: the rollouts;
     # llm/reward_stats.py)
     reward_std: float
-    rewards: dict                  # reward function name -> {"mean", "std", "applied"} (reward functions only)
+    rewards: dict  # reward function name -> {"mean", "std", "applied"} (reward functions only)
     reward_zero_std_share: float
     mean_response_tokens: float
-    by_data_source: dict           # data_source -> {"reward_mean", "reward_std", "pass_at_1", "prompts"}
-    es_zero_update: bool           # ES: every member's reward was equal, so the update was zero
+    by_data_source: dict  # data_source -> {"reward_mean", "reward_std", "pass_at_1", "prompts"}
+    es_zero_update: bool  # ES: every member's reward was equal, so the update was zero
+    # ES on Ray actors (llm/es/traffic.py): bytes to and from one actor in the step (the first step after the actors
+    # start, of a run, a resume or an ES phase, includes the weights and train pool each actor starts from)
+    actor_bytes: float  # mean over the actors of bytes to + from
+    actor_bytes_to: float
+    actor_bytes_from: float
+    actor_bytes_max: float  # the largest one actor's to + from
 
 
 TIMING_KEYS = ("step_seconds", "wall_seconds", "tokens_per_s", "es_weight_share")  # differ between equal runs
@@ -85,7 +94,7 @@ class _EvaluationCore(TypedDict):
     top_p: float
     max_new_tokens: int
     seed: int
-    pass_at_k: dict                # str(k) -> rate
+    pass_at_k: dict  # str(k) -> rate
     maj_at_k: dict
     mean_token_entropy: float
     mean_response_tokens: float
@@ -100,9 +109,10 @@ class _EvaluationCore(TypedDict):
 class Evaluation(_EvaluationCore, total=False):
     """One llm.evaluate.evaluate result (see that module's docstring for the metrics); runs written before
     grading_timeouts or the reward's statistics (llm/reward_stats.py) were recorded lack them."""
-    grading_timeouts: int          # answers graded wrong at the math grader's wall-clock safety net
+
+    grading_timeouts: int  # answers graded wrong at the math grader's wall-clock safety net
     correct_threshold: float
-    correct: str                   # the rule: "reward >= 1", or with reward functions "accuracy >= 1", "total >= 0.9"
+    correct: str  # the rule: "reward >= 1", or with reward functions "accuracy >= 1", "total >= 0.9"
     total_reaches_threshold_not_correct: int
     reward_mean: float
     reward_std: float
@@ -118,19 +128,20 @@ class Thresholded(TypedDict):
 
 
 class EvalFile(TypedDict, total=False):
-    fingerprint: dict              # {"settings_sha256", "inputs": {name: sha256}, "final_weights_sha256"}
-    base_fingerprint: dict         # the same, written with the base evaluation and kept (llm/witnesses.py)
+    fingerprint: dict  # {"settings_sha256", "inputs": {name: sha256}, "final_weights_sha256"}
+    base_fingerprint: dict  # the same, written with the base evaluation and kept (llm/witnesses.py)
     base: Evaluation
     base_greedy: Evaluation
     final: Evaluation
     final_greedy: Evaluation
-    heldout: dict                  # "base" / "final" -> Evaluation
-    update_analysis: dict          # llm/drift.py update_analysis
-    thresholded: list              # Thresholded records
+    heldout: dict  # "base" / "final" -> Evaluation
+    update_analysis: dict  # llm/drift.py update_analysis
+    thresholded: list  # Thresholded records
 
 
 class ProbeMeasurement(TypedDict):
     """One llm.lemma_measurements.measure_population result."""
+
     step: int
     sigma: float
     members: int
@@ -153,6 +164,7 @@ class CurvePoint(_CurvePointCore, total=False):
     """One checkpoint evaluated along training (llm/curve.py): `sampled` at the curve's temperature
     with its samples per prompt, `greedy` at temperature 0 (one sample), on the same prompts: the test
     prompts, or (split "train") prompts of the training split, for choosing settings without the test set."""
+
     split: str  # "test" when absent
     source: str  # "eval.json base" / "eval.json final": the run's own evaluation of that model, same settings
     fingerprint: dict  # {"settings_sha256", "weights_sha256"}: the run's settings, the weight files measured
@@ -160,20 +172,21 @@ class CurvePoint(_CurvePointCore, total=False):
 
 class KeptCompletion(TypedDict):
     """One line of completions.jsonl: a completion the run sampled, with its reward."""
-    step: int                      # the training step the policy had taken (0: the base model)
-    source: str                    # eval/<label> (base, base_greedy, final, ...) or train (a training batch)
-    prompt: str                    # the prompt's text (chat messages: their contents joined by a blank line)
+
+    step: int  # the training step the policy had taken (0: the base model)
+    source: str  # eval/<label> (base, base_greedy, final, ...) or train (a training batch)
+    prompt: str  # the prompt's text (chat messages: their contents joined by a blank line)
     completion: str
     reward: float
 
 
 class _TrainerStateCore(TypedDict):
     step: int
-    elapsed: float                 # seconds of training before the checkpoint
+    elapsed: float  # seconds of training before the checkpoint
 
 
 class TrainerState(_TrainerStateCore, total=False):
-    settings_sha256: str           # the settings the checkpoint was trained with (llm/fingerprints.py settings_sha256)
+    settings_sha256: str  # the settings the checkpoint was trained with (llm/fingerprints.py settings_sha256)
 
 
 _RUNTIME_TYPES = {int: int, float: (int, float), str: str, dict: dict, list: list, bool: bool}

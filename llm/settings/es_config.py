@@ -33,7 +33,8 @@ class ESConfig:
     member_samples: int = 1          # rollouts per prompt per member (1 when greedy)
     antithetic: bool = False         # two-point: pairs +eps, -eps
     zscore: bool = True              # False: z_i = R_i - mean R (centered, not scaled)
-    center_scale: float = 1.0        # zscore False: centered rewards times this (alpha rescaled to the z-scored update norm)
+    center_scale: float = 1.0        # zscore False: centered rewards times this (alpha rescaled to the z-scored update
+                                     # norm)
     param_pattern: str = ""          # regex on parameter names to perturb ("" = all parameters)
     null_control: bool = False       # z replaced by standardized random normals (no reward signal)
     inplace_bf16: bool = False       # the paper code's in-place add / subtract on bf16 engine weights

@@ -21,29 +21,37 @@ LORA_SETTINGS = ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules") 
 @dataclass
 class GRPOConfig:
     num_generations: int = 8         # G completions per prompt (paper 8)
-    learning_rate: float = 1e-6      # AdamW (paper 1e-6); typical: 1e-6 to 1e-5 for 1B-7B checkpoints (1e-5 to 1e-4 with LoRA), 1e-4 to 1e-2 for the tiny model
+    learning_rate: float = 1e-6      # AdamW (paper 1e-6); typical: 1e-6 to 1e-5 for 1B-7B checkpoints (1e-5 to 1e-4
+                                     # with LoRA), 1e-4 to 1e-2 for the tiny model
     beta: float = 0.001              # KL penalty to the frozen reference (paper 0.001); 0: no reference
     epsilon: float = 0.2             # PPO clip range (paper 0.2)
     num_iterations: int = 1          # mu: optimizer steps per batch of rollouts
-    loss_type: str = "grpo"          # grpo: mean over completions of their token mean | bnpo, dapo: token mean of the batch | dr_grpo: token sum / (completions x max_completion_length) | cispo, sapo, clip_cov, kl_cov
-    scale_rewards: str = "group"     # advantages (r - group mean) divided by the std of the group | batch | none (true = group, false = none)
+    loss_type: str = "grpo"          # grpo: mean over completions of their token mean | bnpo, dapo: token mean of the
+                                     # batch | dr_grpo: token sum / (completions x max_completion_length) | cispo, sapo,
+                                     # clip_cov, kl_cov
+    scale_rewards: str = "group"     # advantages (r - group mean) divided by the std of the group | batch | none (true
+                                     # = group, false = none)
     max_grad_norm: float = 1.0       # gradient clipping (0: none)
     weight_decay: float = 0.0        # AdamW weight decay
     micro_batch_size: int = 64       # sequences per forward/backward (memory only)
     # ---- TRL's GRPO variants (llm/grpo.py); the defaults keep the settings above as they were ----
-    epsilon_high: float = 0.0        # upper clip: ratio clipped to [1 - epsilon, 1 + epsilon_high] (DAPO: 0.28); 0: epsilon
+    epsilon_high: float = 0.0        # upper clip: ratio clipped to [1 - epsilon, 1 + epsilon_high] (DAPO: 0.28); 0:
+                                     # epsilon
     mask_truncated_completions: bool = False  # completions cut at max_completion_length get no loss
     top_p: float = 1.0               # rollouts: nucleus sampling (1: off)
     top_k: int = 0                   # rollouts: sample among the k most likely tokens (0: off)
     min_p: float = 0.0               # rollouts: drop tokens below min_p x the top token's probability (0: off)
-    lr_scheduler_type: str = "constant"  # constant | constant_with_warmup | linear (to 0) | cosine (to 0), over the phase's optimizer steps
+    lr_scheduler_type: str = "constant"  # constant | constant_with_warmup | linear (to 0) | cosine (to 0), over the
+                                         # phase's optimizer steps
     warmup_ratio: float = 0.0        # linear warmup from 0 over this share of the phase's optimizer steps (rounded up)
     warmup_steps: int = 0            # linear warmup over this many optimizer steps (overrides warmup_ratio)
-    use_peft: bool = False           # train LoRA adapters (peft) instead of all weights; checkpoints hold the merged weights
+    use_peft: bool = False           # train LoRA adapters (peft) instead of all weights; checkpoints hold the merged
+                                     # weights
     lora_r: int = 16                 # LoRA rank
     lora_alpha: int = 32             # LoRA scale alpha (update B A x alpha / r)
     lora_dropout: float = 0.05       # dropout on the LoRA branch's input during the update
-    lora_target_modules: str = ""    # comma-separated module names ("q_proj,v_proj"); "": peft's default for the architecture
+    lora_target_modules: str = ""    # comma-separated module names ("q_proj,v_proj"); "": peft's default for the
+                                     # architecture
     gradient_checkpointing: bool = False  # recompute activations in the backward pass (less memory, same gradient)
     # ---- coverage-keeping variants (docs/training.md; names and defaults: TRL 1.16, else verl 0.9) ----
     entropy_coef: float = 0.0        # TRL: loss - entropy_coef x mean token entropy (entropy bonus); 0: none
@@ -64,7 +72,8 @@ class GRPOConfig:
     adv_estimator: str = "grpo"      # grpo | grpo_passk (verl: the best gets r_max - r_second) | passk_analytic | pkpo
     pass_k: int = 4                  # adv_estimator passk_analytic (Chen et al. 2025), pkpo (PKPO): the k of Pass@k
     zero_success_gating: bool = False  # update only on prompts never solved at an earlier step of the phase
-    outcome_bonus_coef: float = 0.0  # outcome-based exploration (Song et al. 2025): reward + c / sqrt(n(answer)); 0: off
+    outcome_bonus_coef: float = 0.0  # outcome-based exploration (Song et al. 2025): reward + c / sqrt(n(answer)); 0:
+                                     # off
 
     def __post_init__(self) -> None:
         if isinstance(self.scale_rewards, (bool, str)):

@@ -19,7 +19,8 @@ class PopulationConfig:
     max_rows: int = 4096      # rows per batched forward (whole members per block)
     lowrank_layout: str = "auto"  # low rank, batched: factored x W^T + (x B) A^T | stacked W_m | auto
     keep_noise_mb: int = 1024  # noise runs read for the members, kept for the update (0: read again from the seeds)
-    members: str = "auto"     # the member-evaluation strategy: auto (Ray with workers, batched_hf when batched, else one_by_one) | one_by_one | batched_hf | ray | vllm_lora | vllm_inplace
+    members: str = "auto"     # the member-evaluation strategy: auto (Ray with workers, batched_hf when batched, else
+                              # one_by_one) | one_by_one | batched_hf | ray | vllm_lora | vllm_inplace
 
     def validate(self) -> None:
         if not isinstance(self.batched, bool):

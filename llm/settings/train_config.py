@@ -37,23 +37,28 @@ SECTIONS = ("es", "grpo", "population")
 class TrainConfig:
     algo: str = "es"                 # es | grpo | es-grpo (ES then GRPO) | grpo-es
     model: str = ""                  # base model directory (save_pretrained format)
-    task: str = "countdown"          # countdown | countdown3 | arithmetic | gsm8k | deepscaler | prompts (your data)
-    data: str = ""                   # train data file (.json/.jsonl/.parquet; llm/tasks/data_files.py); "": generated problems
+    task: str = "countdown"          # countdown | countdown3 | grid_paths | subset_sum | arithmetic | gsm8k |
+                                     # deepscaler | prompts (your data)
+    data: str = ""                   # train data file (.json/.jsonl/.parquet; llm/tasks/data_files.py); "": generated
+                                     # problems
     test_data: str = ""              # test data file
-    data_split: str = "files"        # files (data = train, test_data = test) | paper (data: first 200 train, rest test) | first-N
+    data_split: str = "files"        # files (data = train, test_data = test) | paper (data: first 200 train, rest test)
+                                     # | first-N
     data_fields: str = ""            # the files' column names where they differ: "question=prompt,answer=solution"
     prompt_style: str = "plain"      # plain | instruct | paper (llm/tasks/reasoning_format.py)
     reward: str = "escov"            # escov | es-at-scale-countdown | paper-gsm8k (llm/tasks/rewards.py)
     format_reward: float = 0.0       # reward: escov: reward of a well-formed wrong answer
     # ---- reward functions and user data (llm/tasks/reward_function.py; rules in check_reward_settings) ----
-    reward_function: tuple[str, ...] = ()  # "module:function" / "file.py:function", TRL's signature or verl's; repeat for several
+    reward_function: tuple[str, ...] = ()  # "module:function" / "file.py:function", TRL's signature or verl's; repeat
+                                           # for several
     reward_weights: tuple[float, ...] = ()  # weight of each reward function (default 1 each); repeat the flag
     correct_reward: str = ""         # what is correct: a reward function | total | verifier; "": verifier, else 1st
     correct_threshold: float = 1.0   # a completion is correct when correct_reward's reward is >= this
     reward_timeout: float = 0.0      # seconds one reward function call may take (0: no limit); longer stops the run
     out: str = ""                    # run directory
     seed: int = 0                    # every random draw of the run derives from it (sampling, noise, batches)
-    steps: int = 40                  # budget in GRPO steps; ES runs steps x cost(GRPO step) / cost(ES step) iterations (see below)
+    steps: int = 40                  # budget in GRPO steps; ES runs steps x cost(GRPO step) / cost(ES step) iterations
+                                     # (see below)
     switch_step: int = 0             # es-grpo / grpo-es: budget (GRPO steps) spent in the first phase
     budget: str = "flops"            # flops (FLOPs_ES = FLOPs_GRPO when N = 4G) | responses (sampled responses)
     batch_size: int = 16             # prompts per step (paper: 64)
@@ -84,12 +89,17 @@ class TrainConfig:
     workers: int = 1                 # ES: Ray actors sharing the population (1: no Ray)
     ray_address: str = ""            # ES: a Ray cluster ("host:port", "ray://host:port", "auto"); "": local
     # ---- tracking and kept completions (llm/tracking.py) ----
-    report_to: str = "none"          # none | tensorboard | wandb | trackio: where metrics go besides the run directory (offline)
-    completions_kept: int = 8        # prompts whose first completion (with its reward) completions.jsonl keeps per evaluation (0: none)
-    completions_every: int = 0       # also keep the first completions_kept of the training batch every N steps (0: only at evaluations)
+    report_to: str = "none"          # none | tensorboard | wandb | trackio: where metrics go besides the run directory
+                                     # (offline)
+    completions_kept: int = 8        # prompts whose first completion (with its reward) completions.jsonl keeps per
+                                     # evaluation (0: none)
+    completions_every: int = 0       # also keep the first completions_kept of the training batch every N steps (0: only
+                                     # at evaluations)
     # ---- device (llm/device.py) ----
-    device: str = "auto"             # auto (CUDA when available) | cpu | cuda | cuda:N; config.json records the resolved one
-    gpu_memory_utilization: float = 0.9  # engine = vllm on a GPU: its share of GPU memory (lower it to colocate a GRPO policy)
+    device: str = "auto"             # auto (CUDA when available) | cpu | cuda | cuda:N; config.json records the
+                                     # resolved one
+    gpu_memory_utilization: float = 0.9  # engine = vllm on a GPU: its share of GPU memory (lower it to colocate a GRPO
+                                         # policy)
     es: ESConfig = field(default_factory=ESConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     population: PopulationConfig = field(default_factory=PopulationConfig)
@@ -138,7 +148,8 @@ class TrainConfig:
         uses_functions = check_reward_settings(self)  # reward functions replace the reward convention
         if not uses_functions and self.task in TASKS:
             check_reward(self.reward, self.task, self.format_reward)
-        elif not uses_functions:  # a task object given to llm.train.train may carry its own name: the convention's rules
+        elif not uses_functions:  # a task object given to llm.train.train may carry its own name: the convention's
+                                  # rules
             _choice("reward", self.reward, tuple(REWARDS))
             check_reward(self.reward, REWARDS[self.reward][0], self.format_reward)
         train_records_of(self.data_split)

@@ -6,6 +6,7 @@ arithmetic accuracy measures forgetting. The split of an instance is fixed by it
 Reward 1 when the completion (its last <answer> block, else all of it) is exactly the integer
 result, else 0.
 """
+
 from __future__ import annotations
 
 import random
@@ -58,7 +59,9 @@ class Arithmetic(Task):
                 check_not_exhausted(misses, len(out), n, f"the {split} split of task arithmetic")
                 continue
             misses = 0
-            out[question] = Problem(id=f"arithmetic/{question}", prompt=format_prompt(question), meta={"result": result})
+            out[question] = Problem(
+                id=f"arithmetic/{question}", prompt=format_prompt(question), meta={"result": result}
+            )
         return list(out.values())
 
     def score(self, problem: Problem, completion: str) -> float:

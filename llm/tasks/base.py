@@ -8,6 +8,7 @@ votes on values). A completion is correct when its reward is >= 1 (CORRECT_THRES
 functions the run chooses the reward and threshold that decide it (llm/tasks/correctness.py) and
 RewardScores.correct carries the decision: `correct_of` is the one rule every measurement reads.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,7 +19,7 @@ import numpy as np
 
 SPLITS = ("train", "validation", "test")
 HELD_OUT_BUCKETS = 10  # one bucket of ten (10%) of instance keys is held out of training ...
-HELD_OUT_HALVES = 2    # ... and halved into the validation and the test split (5% each)
+HELD_OUT_HALVES = 2  # ... and halved into the validation and the test split (5% each)
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,10 @@ class Problem:
 class RewardScores:
     """Rewards of a batch of completions: the total (what training and Pass@k use) and, for reward
     functions (llm/tasks/reward_function.py), each function's own rewards by name (NaN: does not apply)."""
-    total: np.ndarray                                # [n]
-    parts: dict = field(default_factory=dict)         # name -> [n]
-    correct: np.ndarray | None = None                 # [n] bool, when the task decides it otherwise than total >= 1
+
+    total: np.ndarray  # [n]
+    parts: dict = field(default_factory=dict)  # name -> [n]
+    correct: np.ndarray | None = None  # [n] bool, when the task decides it otherwise than total >= 1
 
 
 def check_split(split: str) -> str:
@@ -68,8 +70,10 @@ def check_not_exhausted(misses: int, found: int, wanted: int, what: str) -> None
     """ValueError when `misses` draws in a row gave no new problem: the split holds about `found` problems
     (fewer than the `wanted`), and drawing on would never end."""
     if misses >= MAX_DRAWS_WITHOUT_NEW:
-        raise ValueError(f"{what} holds only about {found} distinct problems ({MAX_DRAWS_WITHOUT_NEW} draws in a row "
-                         f"gave none new), {wanted} were requested: ask for {found} or fewer")
+        raise ValueError(
+            f"{what} holds only about {found} distinct problems ({MAX_DRAWS_WITHOUT_NEW} draws in a row "
+            f"gave none new), {wanted} were requested: ask for {found} or fewer"
+        )
 
 
 CORRECT_THRESHOLD = 1.0  # a built-in task's completion is correct when its reward is >= this
@@ -106,8 +110,9 @@ class Task(ABC):
     def answer(self, problem: Problem, completion: str) -> str | None:
         """Normalized final answer, or None when the completion has none."""
 
-    def score_batch(self, problems: list[Problem], completions: list[str], completion_ids=None,
-                    step: int = 0) -> RewardScores:
+    def score_batch(
+        self, problems: list[Problem], completions: list[str], completion_ids=None, step: int = 0
+    ) -> RewardScores:
         """Rewards of completions[i] of problems[i] in one call (reward functions get the whole batch, as in
         TRL; completion_ids: their token ids; step: the training step). A built-in task scores one by one."""
         return RewardScores(total=np.array([float(self.score(p, c)) for p, c in zip(problems, completions)]))

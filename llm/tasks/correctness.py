@@ -14,6 +14,7 @@ correct_reward is one of
 A completion the chosen function does not apply to (None or NaN) is not correct. Without reward functions a
 built-in task's reward decides (>= 1, llm/tasks/base.py), and these settings must stay at their defaults.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,6 +30,7 @@ TOTAL, VERIFIER = "total", "verifier"
 @dataclass(frozen=True)
 class Correctness:
     """The resolved rule: `reward` ("total", "verifier" or a reward function's name) >= `threshold`."""
+
     reward: str
     threshold: float = CORRECT_THRESHOLD
 
@@ -56,12 +58,15 @@ def check_correct_settings(correct_reward, correct_threshold, uses_functions: bo
     """ValueError for a non-string correct_reward, a threshold that is not a finite number, or either given
     without reward functions (a built-in task's own reward decides: >= 1)."""
     if not isinstance(correct_reward, str):
-        raise ValueError(f"correct_reward must be a reward function's name, 'verifier' or 'total', "
-                         f"got {correct_reward!r}")
+        raise ValueError(
+            f"correct_reward must be a reward function's name, 'verifier' or 'total', got {correct_reward!r}"
+        )
     check_threshold(correct_threshold)
     if not uses_functions and (correct_reward or correct_threshold != CORRECT_THRESHOLD):
-        raise ValueError("correct_reward / correct_threshold choose among reward functions (reward_function); "
-                         f"without them the task's own reward decides (correct at >= {CORRECT_THRESHOLD:g})")
+        raise ValueError(
+            "correct_reward / correct_threshold choose among reward functions (reward_function); "
+            f"without them the task's own reward decides (correct at >= {CORRECT_THRESHOLD:g})"
+        )
 
 
 def resolve(correct_reward: str, threshold: float, names: list[str], has_verifier: bool) -> Correctness:
@@ -72,6 +77,8 @@ def resolve(correct_reward: str, threshold: float, names: list[str], has_verifie
     choices = names + [TOTAL] + ([VERIFIER] if has_verifier else [])
     if correct_reward not in choices:
         extra = "" if has_verifier or correct_reward != VERIFIER else " (task 'prompts' has no verifier of its own)"
-        raise ValueError(f"correct_reward {correct_reward!r} is none of the reward functions' names or 'total'"
-                         f"{extra}; choose one of {choices}")
+        raise ValueError(
+            f"correct_reward {correct_reward!r} is none of the reward functions' names or 'total'"
+            f"{extra}; choose one of {choices}"
+        )
     return Correctness(correct_reward, threshold)

@@ -24,6 +24,7 @@ score to an answer reward of 0 or 1. The answer is the content of the last <answ
 block after any thinking (llm/tasks/reasoning_format.py); under the `plain` prompt style a bare
 expression counts too (the tiny model's format: "3,7,25->46:" -> "25+3*7").
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,31 +34,60 @@ from fractions import Fraction
 
 from escov.llm.tasks.base import Problem, Task, check_count, check_not_exhausted, check_split, split_of
 from escov.llm.tasks.data_files import check_fields, field, no_split_data, split_files
-from escov.llm.tasks.reasoning_format import (MAX_COMPLETION_CHARS, PROMPT_STYLES, after_thinking, check_style,
-                                        es_at_scale_format_score, last_tagged, raw_prompt)
+from escov.llm.tasks.reasoning_format import (
+    MAX_COMPLETION_CHARS,
+    PROMPT_STYLES,
+    after_thinking,
+    check_style,
+    es_at_scale_format_score,
+    last_tagged,
+    raw_prompt,
+)
 from escov.llm.tasks.rewards import ES_AT_SCALE_FORMAT_WEIGHT, check_reward
-from escov.llm.tasks.safe_arith import (DIGIT_RUN, LEAF_PRECEDENCE, MAX_LITERAL_DIGITS, PRECEDENCE, Canon,
-                                  UnsafeExpression, apply_op, canonical, combine, evaluate, join_text, leaf,
-                                  literals, parse_expression)
+from escov.llm.tasks.safe_arith import (
+    LEAF_PRECEDENCE,
+    PRECEDENCE,
+    Canon,
+    UnsafeExpression,
+    apply_op,
+    canonical,
+    combine,
+    evaluate,
+    join_text,
+    leaf,
+    literals,
+    parse_expression,
+)
 
-__all__ = ["MAX_COMPLETION_CHARS", "PROMPT_STYLES", "Countdown", "distinct_solutions", "extract_answer",
-           "format_prompt", "parse_target", "score", "score_batch"]
+__all__ = [
+    "MAX_COMPLETION_CHARS",
+    "PROMPT_STYLES",
+    "Countdown",
+    "distinct_solutions",
+    "extract_answer",
+    "format_prompt",
+    "parse_target",
+    "score",
+]
 
 TARGET_TOLERANCE = 1e-12
 FIELDS = ("numbers", "target")
-VERDICTS_CACHED = 1 << 16  # answers whose verdict score() remembers (_verdict), per instance and process
 _OPS = ("+", "-", "*", "/")
 _ES_AT_SCALE_CHARS = frozenset("0123456789+-*/() ")
-_INSTRUCT = ("Using the numbers {numbers}, create an equation that equals {target}. You can use "
-             "basic arithmetic operations (+, -, *, /) and each number must be used exactly once. "
-             "Show your work in <think> </think> tags. And return the final answer in "
-             "<answer> </answer> tags, for example <answer> (1 + 2) / 3 </answer>.")
+_INSTRUCT = (
+    "Using the numbers {numbers}, create an equation that equals {target}. You can use "
+    "basic arithmetic operations (+, -, *, /) and each number must be used exactly once. "
+    "Show your work in <think> </think> tags. And return the final answer in "
+    "<answer> </answer> tags, for example <answer> (1 + 2) / 3 </answer>."
+)
 # the `context` of every record of the paper's file, word for word (no space after two of the full stops)
-_PAPER = ("You are a helpful assistant. You first think about the reasoning process in your mind and then "
-          "provide the user with the answer.Using the numbers {numbers}, create an equation that equals "
-          "{target}. You can use basic arithmetic operations (+, -, *, /) and each number can only be used "
-          "once. Show your work in <think> </think> tags. And return the final answer in <answer> </answer> "
-          "tags, for example <answer> (1 + 2) / 3 </answer>.Let me solve this step by step.\n<think>")
+_PAPER = (
+    "You are a helpful assistant. You first think about the reasoning process in your mind and then "
+    "provide the user with the answer.Using the numbers {numbers}, create an equation that equals "
+    "{target}. You can use basic arithmetic operations (+, -, *, /) and each number can only be used "
+    "once. Show your work in <think> </think> tags. And return the final answer in <answer> </answer> "
+    "tags, for example <answer> (1 + 2) / 3 </answer>.Let me solve this step by step.\n<think>"
+)
 
 
 def paper_numbers(numbers: list[int]) -> str:
@@ -119,14 +149,24 @@ def parse_target(target, where: str = "target") -> Fraction:
 
 
 def _check_instance(numbers, target) -> Fraction:
-    if not isinstance(numbers, (list, tuple)) or not numbers or not all(
-            isinstance(x, int) and not isinstance(x, bool) for x in numbers):
+    if (
+        not isinstance(numbers, (list, tuple))
+        or not numbers
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in numbers)
+    ):
         raise ValueError(f"numbers must be a non-empty list of ints, got {numbers!r}")
     return parse_target(target)
 
 
-def score(completion: str, numbers: list[int], target, format_reward: float = 0.0, *, style: str = "plain",
-          reward: str = "escov") -> float:
+def score(
+    completion: str,
+    numbers: list[int],
+    target,
+    format_reward: float = 0.0,
+    *,
+    style: str = "plain",
+    reward: str = "escov",
+) -> float:
     """The reward of a completion for an instance under a reward convention (module docstring). Never evaluates code."""
     value = _check_instance(numbers, target)
     check_reward(reward, "countdown", format_reward)
@@ -138,59 +178,24 @@ def score(completion: str, numbers: list[int], target, format_reward: float = 0.
         answer_ok = bool(content) and set(content) <= _ES_AT_SCALE_CHARS and _hits(content, numbers, value)
         fmt = es_at_scale_format_score(completion, starts_in_think=style == "paper")
         return ES_AT_SCALE_FORMAT_WEIGHT * fmt + float(answer_ok)
-    return _escov_reward(completion, tuple(sorted(numbers)), value, format_reward, style)
-
-
-def score_batch(completions, numbers: list[int], target, format_reward: float = 0.0, *, style: str = "plain",
-                reward: str = "escov") -> list[float]:
-    """score() of each of an instance's completions (the instance and the convention are checked once)."""
-    value = _check_instance(numbers, target)
-    check_reward(reward, "countdown", format_reward)
-    if reward != "escov":
-        return [score(c, numbers, target, format_reward, style=style, reward=reward) for c in completions]
-    key = tuple(sorted(numbers))
-    return [_escov_reward(c, key, value, format_reward, style) for c in completions]
-
-
-def _escov_reward(completion, numbers: tuple[int, ...], value: Fraction, format_reward: float, style: str) -> float:
-    """The escov reward of one completion; numbers sorted."""
-    if not isinstance(completion, str) or len(completion) > MAX_COMPLETION_CHARS:
-        return 0.0
     answer = extract_answer(completion, style)
     if answer is None:
         return 0.0
-    if not format_reward and not _digit_runs_are(answer, numbers):
-        return 0.0  # refused or wrong: 0 either way (a parsed expression's literals are its digit runs)
-    correct = _verdict(answer, numbers, value)
-    if correct is None:
+    try:
+        tree = parse_expression(answer)
+        correct = sorted(literals(tree)) == sorted(numbers) and evaluate(tree) == value
+    except UnsafeExpression:
         return 0.0
     return 1.0 if correct else format_reward
 
 
 def _hits(answer: str, numbers, value: Fraction) -> bool:
     """The answer uses each number once and equals value (False for anything that is not an expression)."""
-    return _verdict(answer.strip(), tuple(sorted(numbers)), value) is True
-
-
-def _digit_runs_are(answer: str, numbers: tuple[int, ...]) -> bool:
-    """Whether the answer's maximal digit runs, read as integers and sorted, are the sorted numbers; runs too
-    long to be literals make it False. An expression the parser accepts has exactly its digit runs as literals."""
-    runs = DIGIT_RUN.findall(answer)
-    if len(runs) != len(numbers) or any(len(r) > MAX_LITERAL_DIGITS for r in runs):
-        return False
-    return tuple(sorted(map(int, runs))) == numbers
-
-
-@functools.lru_cache(maxsize=VERDICTS_CACHED)
-def _verdict(answer: str, numbers: tuple[int, ...], value: Fraction) -> bool | None:
-    """None when the answer is not a whitelisted expression (or its evaluation is refused: division by zero,
-    magnitude); else whether it uses the sorted `numbers` once each and evaluates to value. A pure function of
-    its arguments, cached: the samples of one prompt repeat their answers (scores unchanged, only faster)."""
     try:
-        tree = parse_expression(answer)
-        return sorted(literals(tree)) == list(numbers) and evaluate(tree) == value
+        tree = parse_expression(answer.strip())
+        return sorted(literals(tree)) == sorted(numbers) and evaluate(tree) == value
     except UnsafeExpression:
-        return None
+        return False
 
 
 def random_expression(numbers: list[int], rng: random.Random) -> tuple[str, Fraction] | None:
@@ -290,10 +295,21 @@ def distinct_solutions(numbers: list[int], target: int) -> list[str]:
 class Countdown(Task):
     name = "countdown"
 
-    def __init__(self, min_numbers: int = 3, max_numbers: int = 4, max_number: int = 50,
-                 max_target: int = 100, min_solutions: int = 3, format_reward: float = 0.0,
-                 prompt_style: str = "plain", reward: str = "escov", data=None, test_data=None,
-                 data_split: str = "files", fields: dict[str, str] | None = None):
+    def __init__(
+        self,
+        min_numbers: int = 3,
+        max_numbers: int = 4,
+        max_number: int = 50,
+        max_target: int = 100,
+        min_solutions: int = 3,
+        format_reward: float = 0.0,
+        prompt_style: str = "plain",
+        reward: str = "escov",
+        data=None,
+        test_data=None,
+        data_split: str = "files",
+        fields: dict[str, str] | None = None,
+    ):
         if not 2 <= min_numbers <= max_numbers <= 5:
             raise ValueError(f"need 2 <= min_numbers <= max_numbers <= 5, got {min_numbers}, {max_numbers}")
         if max_number < 1 or max_target < 1:
@@ -317,14 +333,20 @@ class Countdown(Task):
     def _file_problem(self, split: str, path: str, index: int, record: dict) -> Problem:
         where = f"data file {path}: record {index}"
         numbers = field(record, "numbers", self.fields, where)
-        if not isinstance(numbers, (list, tuple)) or not numbers or not all(
-                isinstance(x, int) and not isinstance(x, bool) for x in numbers):
+        if (
+            not isinstance(numbers, (list, tuple))
+            or not numbers
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in numbers)
+        ):
             raise ValueError(f"{where}: field 'numbers' must be a non-empty list of integers, got {numbers!r}")
         raw_target = field(record, "target", self.fields, where)
         target = parse_target(raw_target, f"{where}: field 'target'")
         label = record.get("id", index)
-        return Problem(id=f"countdown/{split}/{label}", prompt=format_prompt(list(numbers), raw_target, self.prompt_style),
-                       meta={"numbers": list(numbers), "target": target})
+        return Problem(
+            id=f"countdown/{split}/{label}",
+            prompt=format_prompt(list(numbers), raw_target, self.prompt_style),
+            meta={"numbers": list(numbers), "target": target},
+        )
 
     def sample_expression(self, rng: random.Random, split: str) -> tuple[list[int], str, int]:
         """(numbers, expression, value): a random full-use expression with an integer value in
@@ -356,13 +378,32 @@ class Countdown(Task):
             if n > len(pool):
                 raise ValueError(f"n={n} problems requested but the {split} data holds {len(pool)}")
             return random.Random(f"countdown/{split}/{seed}").sample(pool, n)
-        return [Problem(p.id, p.prompt, dict(p.meta)) for p in _generated(
-            (self.min_numbers, self.max_numbers, self.max_number, self.max_target, self.min_solutions, self.prompt_style),
-            split, n, seed)]
+        return [
+            Problem(p.id, p.prompt, dict(p.meta))
+            for p in _generated(
+                (
+                    self.min_numbers,
+                    self.max_numbers,
+                    self.max_number,
+                    self.max_target,
+                    self.min_solutions,
+                    self.prompt_style,
+                ),
+                split,
+                n,
+                seed,
+            )
+        ]
 
     def score(self, problem: Problem, completion: str) -> float:
-        return score(completion, problem.meta["numbers"], problem.meta["target"], self.format_reward,
-                     style=self.prompt_style, reward=self.reward)
+        return score(
+            completion,
+            problem.meta["numbers"],
+            problem.meta["target"],
+            self.format_reward,
+            style=self.prompt_style,
+            reward=self.reward,
+        )
 
     def _tree(self, completion: str):
         if not isinstance(completion, str) or len(completion) > MAX_COMPLETION_CHARS:
@@ -411,16 +452,24 @@ def _generated(settings: tuple, split: str, n: int, seed: int) -> tuple[Problem,
         key = (tuple(sorted(numbers)), target)
         if key in seen:
             misses += 1
-            check_not_exhausted(misses, len(out), n, f"the {split} split of task countdown "
-                                f"({min_numbers}-{max_numbers} numbers, at least {min_solutions} solutions)")
+            check_not_exhausted(
+                misses,
+                len(out),
+                n,
+                f"the {split} split of task countdown "
+                f"({min_numbers}-{max_numbers} numbers, at least {min_solutions} solutions)",
+            )
             continue
         misses = 0
         seen.add(key)
         solutions = distinct_solutions(numbers, target)
         if len(solutions) < min_solutions:
             continue
-        out.append(Problem(
-            id=f"countdown/{','.join(map(str, numbers))}={target}",
-            prompt=format_prompt(numbers, target, prompt_style),
-            meta={"numbers": numbers, "target": target, "n_solutions": len(solutions)}))
+        out.append(
+            Problem(
+                id=f"countdown/{','.join(map(str, numbers))}={target}",
+                prompt=format_prompt(numbers, target, prompt_style),
+                meta={"numbers": numbers, "target": target, "n_solutions": len(solutions)},
+            )
+        )
     return tuple(out)

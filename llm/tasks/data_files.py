@@ -22,6 +22,7 @@ Split rules (`data_split`) for the `data` / `test_data` files of a run:
 
 Every error names the file (and the record: its index from 0 in the file).
 """
+
 from __future__ import annotations
 
 import json
@@ -43,12 +44,15 @@ def load_records(path) -> list[dict]:
     if not p.is_file():
         if p.suffix.lower() in (".jsonl", ".json", ".parquet") or p.is_absolute() or str(path).startswith("."):
             raise ValueError(f"data file {str(path)!r} does not exist")
-        raise ValueError(f"data {str(path)!r} is neither a local file nor a folder: datasets are read offline, "
-                         f"not downloaded; save it locally first, e.g. datasets.load_dataset({str(path)!r}, split="
-                         f"'train').to_parquet('train.parquet'), and give that file")
+        raise ValueError(
+            f"data {str(path)!r} is neither a local file nor a folder: datasets are read offline, "
+            f"not downloaded; save it locally first, e.g. datasets.load_dataset({str(path)!r}, split="
+            f"'train').to_parquet('train.parquet'), and give that file"
+        )
     suffix = p.suffix.lower()
     if suffix == ".parquet":
         import pyarrow.parquet as pq
+
         try:
             records = pq.read_table(p).to_pylist()
         except Exception as e:  # pyarrow raises its own error types for damaged files
@@ -58,7 +62,7 @@ def load_records(path) -> list[dict]:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
-            line = raw[:err.start].count(b"\n") + 1
+            line = raw[: err.start].count(b"\n") + 1
             raise ValueError(f"data file {p}: line {line} is not UTF-8 text (byte {err.start})") from None
         if suffix == ".json" and text.lstrip().startswith("["):
             try:
@@ -74,8 +78,10 @@ def load_records(path) -> list[dict]:
                 if isinstance(whole, dict) and "\n" in text.strip():
                     lists = [k for k, v in whole.items() if isinstance(v, list)]
                     hint = f" (its key {lists[0]!r} holds a list: save that list as the file)" if lists else ""
-                    raise ValueError(f"data file {p} holds one JSON object, not records{hint}; give a list of records "
-                                     "[{...}, {...}] (.json) or one record per line (.jsonl)")
+                    raise ValueError(
+                        f"data file {p} holds one JSON object, not records{hint}; give a list of records "
+                        "[{...}, {...}] (.json) or one record per line (.jsonl)"
+                    )
             records = []
             for line_no, line in enumerate(text.splitlines(), 1):
                 if line.strip():
@@ -95,11 +101,15 @@ def _load_from_disk(folder: Path) -> list[dict]:
     try:
         loaded = datasets.load_from_disk(str(folder))
     except Exception as e:  # datasets raises FileNotFoundError and its own types for other folders
-        raise ValueError(f"data folder {folder} is not a folder written by datasets' save_to_disk "
-                         f"({type(e).__name__}: {str(e)[:120]})") from None
+        raise ValueError(
+            f"data folder {folder} is not a folder written by datasets' save_to_disk "
+            f"({type(e).__name__}: {str(e)[:120]})"
+        ) from None
     if isinstance(loaded, datasets.DatasetDict):
-        raise ValueError(f"data folder {folder} holds the splits {sorted(loaded)}; give one split's folder, "
-                         f"e.g. {folder / sorted(loaded)[0]}")
+        raise ValueError(
+            f"data folder {folder} holds the splits {sorted(loaded)}; give one split's folder, "
+            f"e.g. {folder / sorted(loaded)[0]}"
+        )
     return loaded.to_list()
 
 
@@ -113,8 +123,10 @@ def _checked_records(records, where: str) -> list[dict]:
             raise ValueError(f"data file {where}: record {i} must be a JSON object, got {type(record).__name__}")
         column = _column_with_bad_text(record)
         if column is not None:
-            raise ValueError(f"data file {where}: record {i}, column {column!r} holds text that is not valid "
-                             "UTF-8 (a lone surrogate, such as the JSON escape \\ud800 alone)")
+            raise ValueError(
+                f"data file {where}: record {i}, column {column!r} holds text that is not valid "
+                "UTF-8 (a lone surrogate, such as the JSON escape \\ud800 alone)"
+            )
     return records
 
 
@@ -144,8 +156,10 @@ def check_same_columns(rows: list[tuple[str, int, dict]]) -> None:
     for path, index, record in rows:
         missing = [c for c in columns[path] if c not in record]
         if missing:
-            raise ValueError(f"data file {path}: record {index} lacks the column {missing[0]!r} "
-                             f"(record {columns[path][missing[0]]} holds it)")
+            raise ValueError(
+                f"data file {path}: record {index} lacks the column {missing[0]!r} "
+                f"(record {columns[path][missing[0]]} holds it)"
+            )
 
 
 def column_value(record: dict, column: str):
@@ -200,7 +214,7 @@ def train_records_of(data_split: str) -> int | None:
         return None
     if data_split == "paper":
         return PAPER_TRAIN_RECORDS
-    head = data_split[len("first-"):] if data_split.startswith("first-") else ""
+    head = data_split[len("first-") :] if data_split.startswith("first-") else ""
     if head.isdigit() and int(head) >= 1:
         return int(head)
     raise ValueError(f"data_split must be one of {DATA_SPLITS_HELP} (N >= 1), got {data_split!r}")
@@ -215,8 +229,9 @@ def split_files(data, test_data, data_split: str = "files") -> dict[str, list[tu
             raise ValueError(f"data_split {data_split!r} takes both splits from one file: give data, not test_data")
         records = load_records(data)
         if len(records) <= head:
-            raise ValueError(f"data file {data}: data_split {data_split!r} needs more than {head} records, "
-                             f"it holds {len(records)}")
+            raise ValueError(
+                f"data file {data}: data_split {data_split!r} needs more than {head} records, it holds {len(records)}"
+            )
         rows = [(_name(data), i, r) for i, r in enumerate(records)]
         return {"train": rows[:head], "test": rows[head:]}
     for split, path in (("train", data), ("test", test_data)):
@@ -242,10 +257,14 @@ def no_split_data(task: str, split: str) -> str:
     validation split (base.split_of) exists for generated tasks only: with files, settings are chosen on
     the train split."""
     if split == "validation":
-        return (f"task {task!r} reads its problems from data files, which give a train and a test split but no "
-                f"validation split: choose settings on the train split (--split train)")
-    return (f"task {task!r} has no {split} data: give {'data' if split == 'train' else 'test_data'} "
-            f"or a data_split such as 'paper' or 'first-N'")
+        return (
+            f"task {task!r} reads its problems from data files, which give a train and a test split but no "
+            f"validation split: choose settings on the train split (--split train)"
+        )
+    return (
+        f"task {task!r} has no {split} data: give {'data' if split == 'train' else 'test_data'} "
+        f"or a data_split such as 'paper' or 'first-N'"
+    )
 
 
 def sample_split(task: str, splits: dict[str, list], split: str, n: int, seed: int, missing: str) -> list:

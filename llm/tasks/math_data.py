@@ -16,19 +16,19 @@ Rewards (llm/tasks/rewards.py): `escov` gives 1 when math-verify finds the gold 
 not), `format_reward` (default 0) for a wrong `\\boxed{}` answer, else 0; `paper-gsm8k` gives 1 when
 the last `\\boxed{}` answer is correct, 0.1 when it is wrong, 0 without a box.
 """
+
 from __future__ import annotations
 
 import warnings
 
 from escov.llm.tasks.base import Problem, Task, check_count, check_split
 from escov.llm.tasks.data_files import check_fields, field, no_split_data, sample_split, split_files
-from escov.llm.tasks.math_grader import grade, gold_key
+from escov.llm.tasks.math_grader import gold_key, grade
 from escov.llm.tasks.reasoning_format import MAX_COMPLETION_CHARS, check_style, system_prompt
 from escov.llm.tasks.rewards import PAPER_BOXED_WRONG_REWARD, check_reward
 
 PROMPT_SUFFIX = "\nPlease reason step by step, and put your final answer within \\boxed{}."
-INSTRUCT_SUFFIX = ("\nShow your reasoning in <think> </think> tags, then give the final answer "
-                   "within \\boxed{}.")
+INSTRUCT_SUFFIX = "\nShow your reasoning in <think> </think> tags, then give the final answer within \\boxed{}."
 PAPER_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 FIELDS = {"gsm8k": ("question", "answer"), "deepscaler": ("problem", "answer")}
 MAX_UNPARSEABLE_GOLD_SHARE = 0.01  # more than 1% of a file's golds unparseable: the file is not what it claims
@@ -66,14 +66,29 @@ def format_prompt(question: str, style: str) -> str:
 class MathData(Task):
     """GSM8K or DeepScaleR records from local files: `data` (train) and/or `test_data` (test)."""
 
-    def __init__(self, name: str, data=None, test_data=None, data_split: str = "files",
-                 fields: dict[str, str] | None = None, prompt_style: str = "plain", reward: str = "escov",
-                 format_reward: float = 0.0, max_completion_chars: int = MAX_COMPLETION_CHARS):
+    def __init__(
+        self,
+        name: str,
+        data=None,
+        test_data=None,
+        data_split: str = "files",
+        fields: dict[str, str] | None = None,
+        prompt_style: str = "plain",
+        reward: str = "escov",
+        format_reward: float = 0.0,
+        max_completion_chars: int = MAX_COMPLETION_CHARS,
+    ):
         if name not in FIELDS:
             raise ValueError(f"math dataset format must be one of {sorted(FIELDS)}, got {name!r}")
         if data is None and test_data is None:
-            raise ValueError(f"task {name!r} needs a data file: pass data and/or test_data (--data PATH, --test_data PATH)")
-        if isinstance(max_completion_chars, bool) or not isinstance(max_completion_chars, int) or max_completion_chars < 1:
+            raise ValueError(
+                f"task {name!r} needs a data file: pass data and/or test_data (--data PATH, --test_data PATH)"
+            )
+        if (
+            isinstance(max_completion_chars, bool)
+            or not isinstance(max_completion_chars, int)
+            or max_completion_chars < 1
+        ):
             raise ValueError(f"max_completion_chars must be an integer >= 1, got {max_completion_chars!r}")
         self.name = name
         self.reward = check_reward(reward, name, format_reward)
@@ -92,12 +107,19 @@ class MathData(Task):
             if gold_key(gold) is None:
                 bad.append((path, index, gold))
                 continue
-            problems.append(Problem(id=f"{self.name}/{split}/{index}", prompt=format_prompt(question, self.prompt_style),
-                                    meta={"gold": gold}))
+            problems.append(
+                Problem(
+                    id=f"{self.name}/{split}/{index}",
+                    prompt=format_prompt(question, self.prompt_style),
+                    meta={"gold": gold},
+                )
+            )
         if bad:
             examples = "; ".join(f"record {i}: {g[:60]!r}" for _, i, g in bad[:SHOWN_EXAMPLES])
-            message = (f"data file {bad[0][0]}: {len(bad)} of {len(rows)} gold answers cannot be parsed by "
-                       f"math-verify ({examples})")
+            message = (
+                f"data file {bad[0][0]}: {len(bad)} of {len(rows)} gold answers cannot be parsed by "
+                f"math-verify ({examples})"
+            )
             if len(bad) > MAX_UNPARSEABLE_GOLD_SHARE * len(rows):
                 raise ValueError(f"{message}; more than {MAX_UNPARSEABLE_GOLD_SHARE:.0%} of the file")
             warnings.warn(f"{message}; those records are left out", stacklevel=3)

@@ -20,6 +20,7 @@ The reward is the functions' weighted sum (llm/tasks/reward_function.py); correc
 reward >= 1 unless correct_reward / correct_threshold say otherwise (llm/tasks/correctness.py). The final
 answer of a completion, for Maj@k and distinct answers, is its text with whitespace collapsed.
 """
+
 from __future__ import annotations
 
 from escov.llm.tasks.base import Problem, Task, check_count, check_split
@@ -30,33 +31,56 @@ from escov.llm.tasks.reward_function import ScoredByFunction, as_list, check_alo
 PROMPT_FIELD = "prompt"
 
 
-def prompts_task(reward_function, data=None, test_data=None, data_split: str = "files",
-                 fields: dict[str, str] | None = None, prompt_style: str = "plain", reward: str = "escov",
-                 format_reward: float = 0.0, reward_weights=None, correct_reward: str = "",
-                 correct_threshold: float = 1.0, reward_timeout: float = 0.0) -> Task:
+def prompts_task(
+    reward_function,
+    data=None,
+    test_data=None,
+    data_split: str = "files",
+    fields: dict[str, str] | None = None,
+    prompt_style: str = "plain",
+    reward: str = "escov",
+    format_reward: float = 0.0,
+    reward_weights=None,
+    correct_reward: str = "",
+    correct_threshold: float = 1.0,
+    reward_timeout: float = 0.0,
+) -> Task:
     """The `prompts` task over data files, scored by the reward functions (import paths or callables,
     weighted by reward_weights; llm/tasks/reward_function.py) (the
     built-in tasks' prompt styles and reward conventions do not apply: they must stay at their defaults)."""
     if not as_list(reward_function):
-        raise ValueError("task 'prompts' needs a reward: give reward_function = 'module:function' "
-                         "(--reward_function my_rewards:accuracy)")
+        raise ValueError(
+            "task 'prompts' needs a reward: give reward_function = 'module:function' "
+            "(--reward_function my_rewards:accuracy)"
+        )
     check_alone(reward_function, reward, format_reward)
     if prompt_style != "plain":
         raise ValueError("task 'prompts' feeds the data's prompts as they are; prompt_style is for built-in tasks")
-    return ScoredByFunction(Prompts(data, test_data, data_split, fields), reward_function, reward_weights,
-                            correct_reward, correct_threshold, reward_timeout)
+    return ScoredByFunction(
+        Prompts(data, test_data, data_split, fields),
+        reward_function,
+        reward_weights,
+        correct_reward,
+        correct_threshold,
+        reward_timeout,
+    )
 
 
 class Prompts(Task):
     """Prompts read from data files (no reward of its own: prompts_task adds the reward function)."""
+
     name = "prompts"
     has_verifier = False
 
     def __init__(self, data=None, test_data=None, data_split: str = "files", fields: dict[str, str] | None = None):
         if data is None and test_data is None:
-            raise ValueError("task 'prompts' needs a data file: pass data and/or test_data (--data PATH, --test_data PATH)")
-        if fields is not None and (not isinstance(fields, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in fields.items())):
+            raise ValueError(
+                "task 'prompts' needs a data file: pass data and/or test_data (--data PATH, --test_data PATH)"
+            )
+        if fields is not None and (
+            not isinstance(fields, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in fields.items())
+        ):
             raise ValueError(f"fields must map field names to column names (strings), got {fields!r}")
         self.fields = dict(fields or {})
         rows_by_split = split_files(data, test_data, data_split)

@@ -15,6 +15,7 @@ one), only the text after the last `</think>` may hold the answer, and with no `
 no answer at all. Under the reasoning styles (instruct, paper) a Countdown answer must sit in
 `<answer>` tags; under `plain` a bare expression is the answer (the tiny model writes no tags).
 """
+
 from __future__ import annotations
 
 PROMPT_STYLES = ("plain", "instruct", "paper")
@@ -39,6 +40,7 @@ class Prompt(str):
     tokenizer has no chat template, as the tiny model's has none) is the turns' contents joined by a
     blank line. A plain `str` prompt is one user turn of the chat template when there is one, else raw.
     """
+
     chat: bool
     messages: tuple[dict, ...] | None
 
@@ -63,11 +65,18 @@ def raw_prompt(text: str) -> Prompt:
 def chat_prompt(messages, where: str = "prompt") -> Prompt:
     """A prompt given as chat messages (TRL's conversational format; a verl parquet's `prompt`):
     a non-empty list of {"role": str, "content": str}; ValueError naming `where` otherwise."""
-    if not isinstance(messages, (list, tuple)) or not messages or not all(
+    if (
+        not isinstance(messages, (list, tuple))
+        or not messages
+        or not all(
             isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-            for m in messages):
-        raise ValueError(f"{where}: chat messages must be a non-empty list of {{'role': ..., 'content': ...}} "
-                         f"with string values, got {str(messages)[:80]}")
+            for m in messages
+        )
+    ):
+        raise ValueError(
+            f"{where}: chat messages must be a non-empty list of {{'role': ..., 'content': ...}} "
+            f"with string values, got {str(messages)[:80]}"
+        )
     turns = [{"role": m["role"], "content": m["content"]} for m in messages]
     return Prompt("\n\n".join(m["content"] for m in turns), chat=True, messages=turns)
 
@@ -81,7 +90,7 @@ def after_thinking(completion: str, starts_in_think: bool = False) -> str | None
     completion thinks (opens `<think>`, or its prompt ends in one), None when the thinking never ends."""
     end = completion.rfind(THINK_CLOSE)
     if end >= 0:
-        return completion[end + len(THINK_CLOSE):]
+        return completion[end + len(THINK_CLOSE) :]
     if starts_in_think or THINK_OPEN in completion:
         return None
     return completion
@@ -91,7 +100,7 @@ def last_tagged(text: str, open_tag: str = ANSWER_OPEN, close_tag: str = ANSWER_
     """Content of the last open_tag ... close_tag block (unstripped), or None (linear time)."""
     end = text.rfind(close_tag)
     start = text.rfind(open_tag, 0, end) if end >= 0 else -1
-    return text[start + len(open_tag):end] if start >= 0 else None
+    return text[start + len(open_tag) : end] if start >= 0 else None
 
 
 def es_at_scale_format_score(completion: str, starts_in_think: bool) -> float:
@@ -103,8 +112,11 @@ def es_at_scale_format_score(completion: str, starts_in_think: bool) -> float:
     """
     text = THINK_OPEN + completion if starts_in_think else completion
     joint = THINK_CLOSE + "\n" + ANSWER_OPEN
-    if (text.startswith(THINK_OPEN) and text.endswith(ANSWER_CLOSE)
-            and text.find(joint, len(THINK_OPEN), len(text) - len(ANSWER_CLOSE)) >= 0):
+    if (
+        text.startswith(THINK_OPEN)
+        and text.endswith(ANSWER_CLOSE)
+        and text.find(joint, len(THINK_OPEN), len(text) - len(ANSWER_CLOSE)) >= 0
+    ):
         return 1.0
     return 0.1 * _has_block(text, THINK_OPEN, THINK_CLOSE) + 0.5 * _has_block(text, ANSWER_OPEN, ANSWER_CLOSE)
 

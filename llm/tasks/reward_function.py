@@ -35,6 +35,7 @@ by the run's `correct_reward` and `correct_threshold` (llm/tasks/correctness.py;
 task's verifier, else the first function's reward >= 1), not by the weighted total. Paths are
 recorded in config.json (resume imports them again); the functions themselves never are.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -85,8 +86,10 @@ def check_weights(functions: list, weights) -> list[float]:
     if not functions:
         raise ValueError("reward_weights are given without a reward_function")
     if len(weights) != len(functions):
-        raise ValueError(f"reward_weights must hold one number per reward function: {len(functions)} functions, "
-                         f"got {len(weights)} weights {weights}")
+        raise ValueError(
+            f"reward_weights must hold one number per reward function: {len(functions)} functions, "
+            f"got {len(weights)} weights {weights}"
+        )
     for w in weights:
         if isinstance(w, bool) or not isinstance(w, (int, float, np.number)) or not math.isfinite(w):
             raise ValueError(f"reward_weights must be finite numbers, got {weights}")
@@ -96,8 +99,10 @@ def check_weights(functions: list, weights) -> list[float]:
 def check_alone(functions, reward: str = "escov", format_reward: float = 0.0) -> None:
     """A reward function replaces the task's reward convention: ValueError when one is also chosen."""
     if as_list(functions) and (reward != "escov" or format_reward):
-        raise ValueError(f"{SETTING} replaces the reward convention; leave reward and format_reward unset, "
-                         f"got reward={reward!r}, format_reward={format_reward!r}")
+        raise ValueError(
+            f"{SETTING} replaces the reward convention; leave reward and format_reward unset, "
+            f"got reward={reward!r}, format_reward={format_reward!r}"
+        )
 
 
 def load_function(path: str) -> Callable:
@@ -120,16 +125,24 @@ def load_function(path: str) -> Callable:
         parents = {".".join(module_name.split(".")[:i]) for i in range(1, module_name.count(".") + 2)}
         if e.name and e.name not in parents and not module_name.endswith(".py"):
             local = Path(f"{e.name.split('.')[0]}.py").is_file() or Path(e.name.split(".")[0]).is_dir()
-            why = ("is a file of the current folder, not on the Python path (PYTHONPATH=. puts it there)" if local
-                   else "is not installed (pip install it into this environment)")
-            raise ValueError(f"{SETTING} {path!r}: {module_name!r} was found, but it imports {e.name!r}, which "
-                             f"{why}") from None
+            why = (
+                "is a file of the current folder, not on the Python path (PYTHONPATH=. puts it there)"
+                if local
+                else "is not installed (pip install it into this environment)"
+            )
+            raise ValueError(
+                f"{SETTING} {path!r}: {module_name!r} was found, but it imports {e.name!r}, which {why}"
+            ) from None
         if e.name and module_name.endswith(".py"):
-            raise ValueError(f"{SETTING} {path!r}: {module_name!r} imports {e.name!r}, which is not installed "
-                             "(pip install it into this environment)") from None
-        raise ValueError(f"{SETTING} {path!r}: cannot import {module_name!r} ({e}); a module is looked up on the "
-                         f"Python path and in the current folder; for a file elsewhere give "
-                         f"'path/to/{module_name.split('.')[-1]}.py:{name}'") from None
+            raise ValueError(
+                f"{SETTING} {path!r}: {module_name!r} imports {e.name!r}, which is not installed "
+                "(pip install it into this environment)"
+            ) from None
+        raise ValueError(
+            f"{SETTING} {path!r}: cannot import {module_name!r} ({e}); a module is looked up on the "
+            f"Python path and in the current folder; for a file elsewhere give "
+            f"'path/to/{module_name.split('.')[-1]}.py:{name}'"
+        ) from None
     except Exception as e:  # the user's module may fail in any way while it imports
         raise ValueError(f"{SETTING} {path!r}: cannot import {module_name!r} ({type(e).__name__}: {e})") from None
     function = getattr(module, name, None)
@@ -142,11 +155,18 @@ def import_path(function: Callable) -> str:
     """'module:function' for a function defined at the top level of an importable module (how config.json
     records a callable); ValueError otherwise."""
     module, name = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
-    if not callable(function) or not module or module == "__main__" or not name.isidentifier() \
-            or getattr(importlib.import_module(module), name, None) is not function:
-        raise ValueError(f"{SETTING}: {function!r} cannot be recorded as 'module:function' (define it at the top "
-                         "of a module that imports; or pass the task built by llm.tasks.get_task(..., "
-                         "reward_function=f) to llm.train.train)")
+    if (
+        not callable(function)
+        or not module
+        or module == "__main__"
+        or not name.isidentifier()
+        or getattr(importlib.import_module(module), name, None) is not function
+    ):
+        raise ValueError(
+            f"{SETTING}: {function!r} cannot be recorded as 'module:function' (define it at the top "
+            "of a module that imports; or pass the task built by llm.tasks.get_task(..., "
+            "reward_function=f) to llm.train.train)"
+        )
     return f"{module}:{name}"
 
 
@@ -172,6 +192,7 @@ def is_verl(function: Callable) -> bool:
 @dataclass(frozen=True)
 class TrainerState:
     """What a reward function gets as `trainer_state`: the part of TRL's TrainerState that applies here."""
+
     global_step: int = 0
 
 
@@ -268,8 +289,13 @@ class RewardFunctions:
         spec = self.specs[j]
         return spec if isinstance(spec, str) else self.names[j]
 
-    def score(self, problems: list[Problem], completions: list[str], completion_ids: list[list[int]] | None = None,
-              step: int = 0) -> RewardScores:
+    def score(
+        self,
+        problems: list[Problem],
+        completions: list[str],
+        completion_ids: list[list[int]] | None = None,
+        step: int = 0,
+    ) -> RewardScores:
         """Every function's rewards for completions[i] of problems[i] (NaN: does not apply) and the weighted total."""
         n = len(completions)
         parts = {}
@@ -292,19 +318,24 @@ class RewardFunctions:
             kwargs = {k: [c.get(k) for c in columns] for k in names}
             kwargs.pop("completion_ids", None)
             kwargs.pop("trainer_state", None)
-            return function(prompts=[trl_prompt(problems[i].prompt) for i in rows],
-                            completions=[trl_completion(problems[i].prompt, completions[i]) for i in rows],
-                            completion_ids=[list(completion_ids[i]) if completion_ids is not None else []
-                                            for i in rows],
-                            trainer_state=TrainerState(global_step=step), **kwargs)
+            return function(
+                prompts=[trl_prompt(problems[i].prompt) for i in rows],
+                completions=[trl_completion(problems[i].prompt, completions[i]) for i in rows],
+                completion_ids=[list(completion_ids[i]) if completion_ids is not None else [] for i in rows],
+                trainer_state=TrainerState(global_step=step),
+                **kwargs,
+            )
 
         everything = list(range(len(completions)))
         try:
             with time_limit(self.timeout):
                 return call(everything)
         except RewardTimeout:
-            raise RewardFunctionError(self._timed_out(j, f"the batch of {len(completions)} completions starting at "
-                                                         f"{_row(problems[0], completions[0])}")) from None
+            raise RewardFunctionError(
+                self._timed_out(
+                    j, f"the batch of {len(completions)} completions starting at {_row(problems[0], completions[0])}"
+                )
+            ) from None
         except Exception as err:  # the user's code: find the row that raises, name it with its own traceback
             for i in everything:
                 try:
@@ -316,36 +347,48 @@ class RewardFunctions:
     def _call_verl(self, j: int, problem: Problem, completion: str):
         columns = columns_of(problem)
         model = columns.get("reward_model")
-        truth = model["ground_truth"] if isinstance(model, dict) and "ground_truth" in model \
+        truth = (
+            model["ground_truth"]
+            if isinstance(model, dict) and "ground_truth" in model
             else columns.get("ground_truth")
+        )
         held = "ground_truth" in columns or (isinstance(model, dict) and "ground_truth" in model)
         if truth is None and not held:
-            raise RewardFunctionError(f"{SETTING} {self.label(j)!r} has verl's signature, which needs a ground truth, "
-                                      f"but data row {problem.id} has neither reward_model.ground_truth nor a "
-                                      "ground_truth column (map one: --data_fields ground_truth=COLUMN)")
+            raise RewardFunctionError(
+                f"{SETTING} {self.label(j)!r} has verl's signature, which needs a ground truth, "
+                f"but data row {problem.id} has neither reward_model.ground_truth nor a "
+                "ground_truth column (map one: --data_fields ground_truth=COLUMN)"
+            )
         try:
             with time_limit(self.timeout):
-                value = self.functions[j](data_source=columns.get("data_source"), solution_str=completion,
-                                          ground_truth=truth, extra_info=columns.get("extra_info"))
+                value = self.functions[j](
+                    data_source=columns.get("data_source"),
+                    solution_str=completion,
+                    ground_truth=truth,
+                    extra_info=columns.get("extra_info"),
+                )
         except RewardTimeout:
             raise RewardFunctionError(self._timed_out(j, _row(problem, completion))) from None
         except Exception as err:
             raise RewardFunctionError(self._raised(j, err, problem, completion)) from None
         if isinstance(value, dict) and "score" not in value:
-            raise RewardFunctionError(f"{SETTING} {self.label(j)!r} returned a dict without 'score' "
-                                      f"({sorted(value)[:5]}) on {_row(problem, completion)}; verl reads the reward "
-                                      "from its 'score'")
+            raise RewardFunctionError(
+                f"{SETTING} {self.label(j)!r} returned a dict without 'score' "
+                f"({sorted(value)[:5]}) on {_row(problem, completion)}; verl reads the reward "
+                "from its 'score'"
+            )
         return value.get("score") if isinstance(value, dict) else value
 
     def _timed_out(self, j: int, where: str) -> str:
-        return (f"{SETTING} {self.label(j)!r} did not return within reward_timeout = {self.timeout:g} s on {where}; "
-                "a reward that waits on something (a server, a lock) should give up itself, or raise the limit")
+        return (
+            f"{SETTING} {self.label(j)!r} did not return within reward_timeout = {self.timeout:g} s on {where}; "
+            "a reward that waits on something (a server, a lock) should give up itself, or raise the limit"
+        )
 
     def _raised(self, j: int, err: BaseException, problem: Problem, completion: str, batch: bool = False) -> str:
         where = f"the batch starting at {_row(problem, completion)}" if batch else _row(problem, completion)
         message = " ".join(str(err).split())[:200]
-        return (f"{SETTING} {self.label(j)!r} raised {type(err).__name__}: {message} on {where}; "
-                f"{_user_frames(err)}")
+        return f"{SETTING} {self.label(j)!r} raised {type(err).__name__}: {message} on {where}; {_user_frames(err)}"
 
     def _check(self, j: int, values, n: int, problems, completions) -> np.ndarray:
         """The rewards as floats (None and NaN: NaN, does not apply); RewardFunctionError for anything else.
@@ -359,14 +402,17 @@ class RewardFunctions:
                 if r is None:
                     out[i] = np.nan
                 elif isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, float, np.number)) or math.isinf(r):
-                    raise RewardFunctionError(f"{SETTING} {label!r} returned {r!r:.60} on "
-                                              f"{_row(problems[i], completions[i])}; "
-                                              "every reward must be a finite number or None (does not apply)")
+                    raise RewardFunctionError(
+                        f"{SETTING} {label!r} returned {r!r:.60} on "
+                        f"{_row(problems[i], completions[i])}; "
+                        "every reward must be a finite number or None (does not apply)"
+                    )
                 else:
                     out[i] = float(r)
             return out
-        raise RewardFunctionError(f"{SETTING} {label!r} must return a list of {n} numbers (one per completion), "
-                                  f"got {str(values)[:80]}")
+        raise RewardFunctionError(
+            f"{SETTING} {label!r} must return a list of {n} numbers (one per completion), got {str(values)[:80]}"
+        )
 
 
 class ScoredByFunction(Task):
@@ -375,8 +421,15 @@ class ScoredByFunction(Task):
     The functions see each problem's data columns: `meta["columns"]` for records read from data
     files by the `prompts` task, else the problem's meta (Countdown: numbers, target; math: gold)."""
 
-    def __init__(self, task: Task, functions, weights=None, correct_reward: str = "",
-                 correct_threshold: float = CORRECT_THRESHOLD, reward_timeout: float = 0.0):
+    def __init__(
+        self,
+        task: Task,
+        functions,
+        weights=None,
+        correct_reward: str = "",
+        correct_threshold: float = CORRECT_THRESHOLD,
+        reward_timeout: float = 0.0,
+    ):
         from escov.llm.tasks.correctness import resolve
 
         self.task, self.name = task, task.name
@@ -397,8 +450,9 @@ class ScoredByFunction(Task):
     def score(self, problem: Problem, completion: str) -> float:
         return float(self.rewards.score([problem], [completion]).total[0])
 
-    def score_batch(self, problems: list[Problem], completions: list[str], completion_ids=None,
-                    step: int = 0) -> RewardScores:
+    def score_batch(
+        self, problems: list[Problem], completions: list[str], completion_ids=None, step: int = 0
+    ) -> RewardScores:
         """The functions' rewards, with each completion's correctness under the run's rule (self.correctness)."""
         scores = self.rewards.score(problems, completions, completion_ids, step)
         verifier = None

@@ -14,10 +14,11 @@ A completion is correct exactly when its reward is >= 1 under every convention (
   the last `\\boxed{}` answer is correct, 0.1 when a `\\boxed{}` answer is present but wrong, 0
   otherwise ("The answer is 18." without a box gets 0).
 """
+
 from __future__ import annotations
 
 REWARDS = {
-    "escov": ("countdown", "countdown3", "arithmetic", "gsm8k", "deepscaler"),
+    "escov": ("countdown", "countdown3", "arithmetic", "gsm8k", "deepscaler", "grid_paths", "subset_sum"),
     "es-at-scale-countdown": ("countdown", "countdown3"),
     "paper-gsm8k": ("gsm8k", "deepscaler"),
 }

@@ -17,6 +17,7 @@ of factors and divisors, and signs are carried up ((a-b)*(c-d) = (b-a)*(d-c)). F
 that use each literal once, two have the same form exactly when they are equal as rational
 functions of their literals; one canonical form is one "reasoning path".
 """
+
 from __future__ import annotations
 
 import ast
@@ -151,6 +152,7 @@ class Canon(NamedTuple):
     and the signs of a product's factors are carried up in `negative`, so (a-b)/(c-d) and
     (b-a)/(d-c) get one form. Equal keys <=> equal forms.
     """
+
     op: str  # "n" (literal), "+" (sum), "*" (product)
     terms: tuple[tuple[str, str], ...]
     body: str  # key of N
@@ -172,10 +174,12 @@ def _flip(terms, plus: str, minus: str) -> tuple[tuple[str, str], ...]:
 def combine(op: str, a: Canon, b: Canon) -> Canon:
     """Canonical form of (a op b): flatten sums and products, sort, carry signs upward."""
     if op in "+-":
+
         def terms(x: Canon):
             if x.op == "+":
                 return _flip(x.terms, "+", "-") if x.negative else x.terms
             return ((x.body, "-" if x.negative else "+"),)
+
         right = terms(b)
         merged = tuple(sorted(terms(a) + (_flip(right, "+", "-") if op == "-" else right)))
         negated = tuple(sorted(_flip(merged, "+", "-")))

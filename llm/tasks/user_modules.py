@@ -11,6 +11,7 @@ that runs is the file that is recorded:
 The second look makes both find (and hash) the same my_rewards.py in the current folder. A module found
 on the Python path is taken from there even when the current folder holds one of the same name.
 """
+
 from __future__ import annotations
 
 import importlib

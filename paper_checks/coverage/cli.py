@@ -21,6 +21,7 @@ Definitions, as written to OUT.json["models"][MODEL] (and, for each model but th
                 by both / the model only / the reference only / neither at k = n; SRR = P/(P+S),
                 NDR = E/(P+E), NSCR = (E-S)/(P+E+S) with P preserved, E gained, S lost.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,9 @@ from escov.paper_checks.coverage.table import InputError
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="escov coverage", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="escov coverage", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("sources", nargs="+", metavar="[NAME=]PATH", help="completions tables, logs or run directories")
     p.add_argument("--reference", default="base", help="the model the others are compared with (default: base)")
     p.add_argument("--json", type=Path, help="write the report here (written whole or not at all)")
@@ -46,44 +48,73 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--replicates", type=int, default=REPLICATES, help=f"bootstrap replicates (default {REPLICATES})")
     p.add_argument("--confidence", type=float, default=CONFIDENCE, help=f"interval level (default {CONFIDENCE})")
     p.add_argument("--bootstrap-seed", type=int, default=0)
-    p.add_argument("--reward-column", action="append", default=[],
-                   help="the reward column (repeat: summed; TRL logs name one per reward function)")
-    p.add_argument("--reward-threshold", type=float, default=DEFAULT_THRESHOLD,
-                   help=f"a reward >= this is correct (default {DEFAULT_THRESHOLD})")
+    p.add_argument(
+        "--reward-column",
+        action="append",
+        default=[],
+        help="the reward column (repeat: summed; TRL logs name one per reward function)",
+    )
+    p.add_argument(
+        "--reward-threshold",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        help=f"a reward >= this is correct (default {DEFAULT_THRESHOLD})",
+    )
     p.add_argument("--task", help="score completions with this escov task's verifier (countdown, gsm8k, ...)")
     p.add_argument("--prompt-style", default="plain", help="--task: the prompt style the completions answer")
     p.add_argument("--reward", default="escov", help="--task: the reward convention (llm/tasks/rewards.py)")
-    p.add_argument("--reward-function", action="append", default=[],
-                   help="score completions with module:function (TRL's batch contract, as `llm train` takes it)")
+    p.add_argument(
+        "--reward-function",
+        action="append",
+        default=[],
+        help="score completions with module:function (TRL's batch contract, as `llm train` takes it)",
+    )
     p.add_argument("--reward-weights", type=float, action="append", default=[])
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    options = ReadOptions(format=args.format, reward_columns=args.reward_column, threshold=args.reward_threshold,
-                          task=args.task, task_kwargs={"prompt_style": args.prompt_style, "reward": args.reward},
-                          reward_functions=args.reward_function, reward_weights=args.reward_weights)
+    options = ReadOptions(
+        format=args.format,
+        reward_columns=args.reward_column,
+        threshold=args.reward_threshold,
+        task=args.task,
+        task_kwargs={"prompt_style": args.prompt_style, "reward": args.reward},
+        reward_functions=args.reward_function,
+        reward_weights=args.reward_weights,
+    )
     try:
         if args.replicates < 1 or not 0 < args.confidence < 1:
             raise InputError("--replicates must be >= 1 and --confidence in (0, 1)")
         coverage = load(args.sources, options)
-        report = measure(coverage, MeasureOptions(args.reference, tuple(args.k) if args.k else None,
-                                                  tuple(args.tau), args.replicates, args.confidence,
-                                                  args.bootstrap_seed))
+        report = measure(
+            coverage,
+            MeasureOptions(
+                args.reference,
+                tuple(args.k) if args.k else None,
+                tuple(args.tau),
+                args.replicates,
+                args.confidence,
+                args.bootstrap_seed,
+            ),
+        )
         if args.plots:
             from escov.paper_checks.coverage.plots import passk_curves, solvability_bars
+
             args.plots.mkdir(parents=True, exist_ok=True)
             passk_curves(report, args.plots)
             solvability_bars(report, args.plots)
         if args.json:  # last, and whole or not at all (a temporary file renamed into place)
             from escov.llm.rundir import write_json
+
             args.json.parent.mkdir(parents=True, exist_ok=True)
             write_json(args.json, report)
     except (ValueError, OSError) as err:  # InputError, a reward function's error, an unreadable file: one line
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     from escov.paper_checks.coverage.render import text_table
+
     print("\n".join(text_table(report)))
     if args.json:
         print(f"wrote {args.json}")

@@ -19,11 +19,13 @@ The report (a dict, written as OUT.json):
                                    (theory.coverage.solvability; with several seeds, averaged over seed pairs)
     }}
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
 from escov.paper_checks.coverage.table import Coverage, InputError
 from escov.theory.coverage import (
     answer_entropy,
@@ -47,7 +49,7 @@ MAJ_SUBSETS = 64  # random k-subsets per prompt for Maj@k at k < n (theory.metri
 @dataclass
 class MeasureOptions:
     reference: str
-    ks: tuple | None = None           # default: k_grid(n)
+    ks: tuple | None = None  # default: k_grid(n)
     taus: tuple = TAUS
     replicates: int = REPLICATES
     confidence: float = CONFIDENCE
@@ -78,8 +80,13 @@ def _crossing(ks, model_pp, reference_pp, weights, confidence) -> dict:
     lo, hi = np.quantile(np.where(none, np.inf, reps), [a, 1.0 - a], method="inverted_cdf")
     finite = [None if not np.isfinite(v) else float(v) for v in (point, lo, hi)]
     between = crossing_k(ks, model_curve, reference_curve, interpolate=True)
-    return {"k_star": finite[0], "lo": finite[1], "hi": finite[2], "no_crossing_share": float(none.mean()),
-            "k_star_interpolated": None if np.isnan(between) else float(between)}
+    return {
+        "k_star": finite[0],
+        "lo": finite[1],
+        "hi": finite[2],
+        "no_crossing_share": float(none.mean()),
+        "k_star_interpolated": None if np.isnan(between) else float(between),
+    }
 
 
 def _solvability(model_counts: np.ndarray, reference_counts: np.ndarray) -> dict:
@@ -105,9 +112,11 @@ def _answer_measures(answers: list, n: int, ks, weights, confidence) -> dict:
             distinct[p] += distinct_correct(ans, ok)
             entropy[p] += answer_entropy(ans)
     maj, distinct, entropy = maj / seeds, distinct / seeds, entropy / seeds
-    return {"maj_at_k": {str(k): _summary(maj[:, j], weights, confidence) for j, k in enumerate(ks)},
-            "distinct_correct": _summary(distinct, weights, confidence),
-            "answer_entropy": _summary(entropy, weights, confidence)}
+    return {
+        "maj_at_k": {str(k): _summary(maj[:, j], weights, confidence) for j, k in enumerate(ks)},
+        "distinct_correct": _summary(distinct, weights, confidence),
+        "answer_entropy": _summary(entropy, weights, confidence),
+    }
 
 
 def check_ks(ks, n: int, source: str) -> list[int]:
@@ -115,33 +124,50 @@ def check_ks(ks, n: int, source: str) -> list[int]:
     ks = sorted({int(k) for k in ks})
     for k in ks:
         if k < 1 or k > n:
-            raise InputError(f"{source}: every prompt has {n} samples, fewer than k={k} (--k); "
-                             f"Pass@k needs k <= n" if k > n else f"--k: expected budgets >= 1, got {k}")
+            raise InputError(
+                f"{source}: every prompt has {n} samples, fewer than k={k} (--k); Pass@k needs k <= n"
+                if k > n
+                else f"--k: expected budgets >= 1, got {k}"
+            )
     return ks
 
 
 def measure(cov: Coverage, options: MeasureOptions) -> dict:
     """The report of every model against options.reference (module docstring)."""
     if options.reference not in cov.models:
-        raise InputError(f"--reference {options.reference!r}: no such model in {cov.source} "
-                         f"(models: {', '.join(sorted(cov.models))})")
+        raise InputError(
+            f"--reference {options.reference!r}: no such model in {cov.source} "
+            f"(models: {', '.join(sorted(cov.models))})"
+        )
     n = cov.n
     ks = check_ks(options.ks, n, cov.source) if options.ks else k_grid(n)
     first = next(iter(cov.models.values()))
     prompts = len(first.prompt_ids)
     weights = bootstrap_weights(prompts, options.replicates, options.seed)
     curves = {name: pass_at_k_table(cov.aligned(name), n, ks).mean(axis=0) for name in cov.models}
-    report = {"source": cov.source, "reference": options.reference, "n": n, "prompts": prompts, "ks": ks,
-              "taus": list(options.taus), "confidence": options.confidence, "replicates": options.replicates,
-              "bootstrap_seed": options.seed, "models": {}}
+    report = {
+        "source": cov.source,
+        "reference": options.reference,
+        "n": n,
+        "prompts": prompts,
+        "ks": ks,
+        "taus": list(options.taus),
+        "confidence": options.confidence,
+        "replicates": options.replicates,
+        "bootstrap_seed": options.seed,
+        "models": {},
+    }
     names = [options.reference] + sorted(m for m in cov.models if m != options.reference)
     for name in names:
         m, counts = cov.models[name], cov.aligned(name)
-        entry = {"seeds": m.seeds,
-                 "pass_at_k": {str(k): _summary(curves[name][:, j], weights, options.confidence)
-                               for j, k in enumerate(ks)},
-                 "cover_at_tau": {str(t): _summary(cover_at_tau(counts, n, t).mean(axis=0), weights,
-                                                   options.confidence) for t in options.taus}}
+        entry = {
+            "seeds": m.seeds,
+            "pass_at_k": {str(k): _summary(curves[name][:, j], weights, options.confidence) for j, k in enumerate(ks)},
+            "cover_at_tau": {
+                str(t): _summary(cover_at_tau(counts, n, t).mean(axis=0), weights, options.confidence)
+                for t in options.taus
+            },
+        }
         if m.answers is not None:
             order = {p: i for i, p in enumerate(m.prompt_ids)}
             aligned = [[seed_answers[order[p]] for p in first.prompt_ids] for seed_answers in m.answers]

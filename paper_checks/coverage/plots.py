@@ -1,5 +1,6 @@
 """Coverage plots (PNG, Agg backend): Pass@k curves on a log-k axis with their bands and each model's
 crossing with the reference marked; the solvability sets at k = n as bars."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
 from escov.llm.plot_axes import label_k_axis, legend_beside  # noqa: E402
 
 PASSK_PNG = "coverage_passk.png"
@@ -20,20 +22,30 @@ def passk_curves(report: dict, out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for name, entry in report["models"].items():
         rows = [entry["pass_at_k"][str(k)] for k in ks]
-        line, = ax.plot(ks, [r["mean"] for r in rows], marker="o", ms=3, label=name,
-                        lw=2.5 if name == report["reference"] else 1.5)
+        (line,) = ax.plot(
+            ks, [r["mean"] for r in rows], marker="o", ms=3, label=name, lw=2.5 if name == report["reference"] else 1.5
+        )
         ax.fill_between(ks, [r["lo"] for r in rows], [r["hi"] for r in rows], color=line.get_color(), alpha=0.2)
         star = entry.get("crossing", {}).get("k_star")
         if star is not None:
             ax.axvline(star, color=line.get_color(), ls=":", lw=1.2)
-            ax.annotate(f"k* {star:.3g}", (star, 0.02), color=line.get_color(), fontsize=10, rotation=90,
-                        xycoords=("data", "axes fraction"))
+            ax.annotate(
+                f"k* {star:.3g}",
+                (star, 0.02),
+                color=line.get_color(),
+                fontsize=10,
+                rotation=90,
+                xycoords=("data", "axes fraction"),
+            )
     ax.set_xscale("log", base=2)
     label_k_axis(ax, ks)
     ax.set_xlabel("k (samples)")
     ax.set_ylabel("Pass@k")
-    ax.set_title(f"Pass@k, {round(100 * report['confidence'])}% problem-bootstrap bands; dotted: where "
-                 f"{report['reference']} overtakes", fontsize=11)
+    ax.set_title(
+        f"Pass@k, {round(100 * report['confidence'])}% problem-bootstrap bands; dotted: where "
+        f"{report['reference']} overtakes",
+        fontsize=11,
+    )
     legend_beside(ax)
     fig.tight_layout()
     fig.savefig(out / PASSK_PNG, dpi=110)

@@ -21,6 +21,7 @@ Each source is `[NAME=]PATH`; NAME, when given, is the model of every row the so
     escov        a run directory of `python -m escov.llm train` (eval.json: the per-problem correct counts of its
                  `base` and `final` evaluations; models "base" and the run's algo, or NAME; seed from config.json).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from escov.paper_checks.coverage.table import InputError, ModelCounts, place
 
 FORMATS = ("auto", "plain", "trl", "verl", "es-at-scale", "escov")
@@ -161,8 +163,11 @@ def plain(path: Path) -> pd.DataFrame:
 
 
 def trl(path: Path, reward_columns: list[str]) -> pd.DataFrame:
-    files = sorted(path.glob("completions/completions_*.parquet")) or sorted(path.glob("completions_*.parquet")) \
-        if path.is_dir() else [path]
+    files = (
+        sorted(path.glob("completions/completions_*.parquet")) or sorted(path.glob("completions_*.parquet"))
+        if path.is_dir()
+        else [path]
+    )
     df = pd.concat([read_records(file) for file in files], ignore_index=True)
     for column in ("step", "prompt", "completion"):
         if column not in df.columns:

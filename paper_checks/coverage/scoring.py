@@ -11,11 +11,13 @@
 Both import escov.llm's tasks lazily (they are only needed here); nothing loads torch. A progress bar shows on a
 terminal (tqdm; TQDM_DISABLE=1 hides it).
 """
+
 from __future__ import annotations
 
 import pandas as pd
-from escov.paper_checks.coverage.table import InputError
 from tqdm import tqdm
+
+from escov.paper_checks.coverage.table import InputError
 
 SKIPPED = ("src", "pos", "model", "seed", "sample", "correct", "reward", "solution", "vote", "prompt", "completion")
 
@@ -24,6 +26,7 @@ def _meta(row: dict, task_name: str | None) -> dict:
     meta = {k: v for k, v in row.items() if k not in SKIPPED and not (isinstance(v, float) and v != v)}
     if task_name in ("countdown", "countdown3") and "target" in meta:
         from escov.llm.tasks.countdown import parse_target
+
         meta["target"] = parse_target(meta["target"])
         meta["numbers"] = [int(x) for x in meta.get("numbers", [])]
     return meta
@@ -52,13 +55,15 @@ def score_with_task(df: pd.DataFrame, task_name: str, threshold: float, **task_k
             answers.append(task.answer(problem, text))
             votes.append(task.vote(problem, text))
         except (ValueError, TypeError, KeyError) as err:
-            raise InputError(f"{row['src']} {row['pos']}: the {task_name} verifier cannot read this row: "
-                             f"{err}") from None
+            raise InputError(
+                f"{row['src']} {row['pos']}: the {task_name} verifier cannot read this row: {err}"
+            ) from None
     return df.assign(correct=correct, solution=answers, vote=votes)
 
 
-def score_with_functions(df: pd.DataFrame, functions: list[str], weights: list[float] | None,
-                         threshold: float) -> pd.DataFrame:
+def score_with_functions(
+    df: pd.DataFrame, functions: list[str], weights: list[float] | None, threshold: float
+) -> pd.DataFrame:
     """correct of every row: the reward functions' weighted total >= threshold, one call per prompt's samples."""
     from escov.llm.tasks.base import Problem
     from escov.llm.tasks.reward_function import RewardFunctions
@@ -67,11 +72,14 @@ def score_with_functions(df: pd.DataFrame, functions: list[str], weights: list[f
     rewards = RewardFunctions(functions, weights or None)
     correct = pd.Series(0, index=df.index)
     groups = df.groupby("prompt_id", sort=False)
-    for _, rows in tqdm(groups, total=groups.ngroups, desc="scoring with reward functions", unit="prompt",
-                        disable=None):
+    for _, rows in tqdm(
+        groups, total=groups.ngroups, desc="scoring with reward functions", unit="prompt", disable=None
+    ):
         records = rows.to_dict("records")
-        problems = [Problem(str(r["prompt_id"]), str(r.get("prompt", r["prompt_id"])), {"columns": _meta(r, None)})
-                    for r in records]
+        problems = [
+            Problem(str(r["prompt_id"]), str(r.get("prompt", r["prompt_id"])), {"columns": _meta(r, None)})
+            for r in records
+        ]
         total = rewards.score(problems, [str(r["completion"]) for r in records]).total
         correct[rows.index] = (total >= threshold).astype(int)
     return df.assign(correct=correct.to_numpy())

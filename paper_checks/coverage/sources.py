@@ -1,4 +1,5 @@
 """From `[NAME=]PATH` sources to one checked Coverage: read (reader.py), score where asked (scoring.py), count."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from escov.paper_checks.coverage import reader
 from escov.paper_checks.coverage.table import Coverage, InputError, place
 
@@ -43,8 +45,10 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
             raise InputError(f"{path}: --reward-column {missing[0]!r} is not a column (columns: {list(df.columns)})")
         df["reward"] = df[options.reward_columns].sum(axis=1, min_count=1)
     if "prompt_id" not in df.columns:
-        raise InputError(f"{path}: column 'prompt_id' is missing (each row needs prompt_id, and correct, a reward, "
-                         "or a completion with --task/--reward-function)")
+        raise InputError(
+            f"{path}: column 'prompt_id' is missing (each row needs prompt_id, and correct, a reward, "
+            "or a completion with --task/--reward-function)"
+        )
     if name is not None:
         df["model"] = name
     elif "model" not in df.columns:
@@ -52,21 +56,27 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
     df["seed"] = df["seed"].fillna(0) if "seed" in df.columns else 0  # a row without a seed: seed 0
     bad = pd.to_numeric(df["seed"], errors="coerce").isna()
     if bad.any():
-        raise InputError(f"{place(df, int(np.argmax(bad.to_numpy())))}, column 'seed': expected an integer, "
-                         f"got {df['seed'][bad].iloc[0]!r}")
+        raise InputError(
+            f"{place(df, int(np.argmax(bad.to_numpy())))}, column 'seed': expected an integer, "
+            f"got {df['seed'][bad].iloc[0]!r}"
+        )
     df["seed"] = df["seed"].astype(np.int64)
     if not pd.api.types.is_string_dtype(df["prompt_id"]):
         df["prompt_id"] = df["prompt_id"].map(lambda p: p if isinstance(p, str) else reader._text(p))
     if options.task:
         from escov.paper_checks.coverage.scoring import score_with_task
+
         return score_with_task(df, options.task, options.threshold, **options.task_kwargs)
     if options.reward_functions:
         from escov.paper_checks.coverage.scoring import score_with_functions
+
         return score_with_functions(df, options.reward_functions, options.reward_weights, options.threshold)
     if "correct" not in df.columns:
         if "reward" not in df.columns:
-            raise InputError(f"{path}: column 'correct' is missing (give correct 0/1, a reward column, or score the "
-                             "completions with --task or --reward-function)")
+            raise InputError(
+                f"{path}: column 'correct' is missing (give correct 0/1, a reward column, or score the "
+                "completions with --task or --reward-function)"
+            )
         reward = pd.to_numeric(df["reward"], errors="coerce")
         if reward.isna().any():
             i = int(np.argmax(reward.isna().to_numpy()))
@@ -89,7 +99,8 @@ def load(specs: list[str], options: ReadOptions) -> Coverage:
     models = {}
     if frames:
         keep = ["model", "seed", "prompt_id", "sample", "correct", "src", "pos"] + [
-            c for c in ("solution", "vote") if any(c in f.columns for f in frames)]
+            c for c in ("solution", "vote") if any(c in f.columns for f in frames)
+        ]
         table = pd.concat([f.reindex(columns=keep) for f in frames], ignore_index=True)
         table["sample"] = table["sample"].astype(object)
         unnumbered = table["sample"].isna()
@@ -99,8 +110,11 @@ def load(specs: list[str], options: ReadOptions) -> Coverage:
         models = dict(Coverage.from_rows(table, label).models)
     for m in counted:
         if m.name in models:
-            if models[m.name].n == m.n and list(models[m.name].prompt_ids) == m.prompt_ids \
-                    and m.seeds[0] not in models[m.name].seeds:
+            if (
+                models[m.name].n == m.n
+                and list(models[m.name].prompt_ids) == m.prompt_ids
+                and m.seeds[0] not in models[m.name].seeds
+            ):
                 models[m.name].counts = np.vstack([models[m.name].counts, m.counts])
                 models[m.name].seeds.append(m.seeds[0])
             elif not (m.seeds[0] in models[m.name].seeds and m.name == "base"):

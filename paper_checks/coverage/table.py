@@ -15,6 +15,7 @@ stores counts only (an escov eval.json) builds the counts directly (`ModelCounts
 
 Every check names the file, the row and the column and what was expected (InputError, one line).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,12 +38,13 @@ def place(df: pd.DataFrame, i: int) -> str:
 @dataclass
 class ModelCounts:
     """One model's correct counts: counts[s, p] of n samples for seed s, prompt prompt_ids[p]."""
+
     name: str
     n: int
     prompt_ids: list
-    counts: np.ndarray                      # [seeds, prompts] int
+    counts: np.ndarray  # [seeds, prompts] int
     seeds: list = field(default_factory=lambda: [0])
-    answers: list | None = None             # [seed][prompt] -> (solutions, correct flags, votes) of its n samples
+    answers: list | None = None  # [seed][prompt] -> (solutions, correct flags, votes) of its n samples
 
 
 def _binary(df: pd.DataFrame) -> np.ndarray:
@@ -56,8 +58,10 @@ def _binary(df: pd.DataFrame) -> np.ndarray:
     if bad.any():
         i = int(np.argmax(bad.to_numpy()))
         value = df["correct"].iloc[i]
-        raise InputError(f"{place(df, i)}, column 'correct': expected 0 or 1, "
-                         f"got {value.item() if isinstance(value, np.generic) else value!r}")
+        raise InputError(
+            f"{place(df, i)}, column 'correct': expected 0 or 1, "
+            f"got {value.item() if isinstance(value, np.generic) else value!r}"
+        )
     return numeric.to_numpy().astype(np.int64)
 
 
@@ -66,11 +70,17 @@ def _check_unique_samples(df: pd.DataFrame) -> None:
     if dup.any():
         rows = df[dup]
         first = rows.iloc[0]
-        same = rows[(rows.model == first.model) & (rows.seed == first.seed) & (rows.prompt_id == first.prompt_id)
-                    & (rows["sample"] == first["sample"])]
-        raise InputError(f"{place(same, 1)}, column 'sample': duplicate sample id {first['sample']!r} of "
-                         f"prompt {first.prompt_id!r} (model {first.model!r}, seed {first.seed}); "
-                         f"first at {place(same, 0)}")
+        same = rows[
+            (rows.model == first.model)
+            & (rows.seed == first.seed)
+            & (rows.prompt_id == first.prompt_id)
+            & (rows["sample"] == first["sample"])
+        ]
+        raise InputError(
+            f"{place(same, 1)}, column 'sample': duplicate sample id {first['sample']!r} of "
+            f"prompt {first.prompt_id!r} (model {first.model!r}, seed {first.seed}); "
+            f"first at {place(same, 0)}"
+        )
 
 
 def _one_sample_count(df: pd.DataFrame, source: str) -> int:
@@ -80,16 +90,19 @@ def _one_sample_count(df: pd.DataFrame, source: str) -> int:
         (model, seed, prompt), size = next((key, s) for key, s in sizes.items() if s != common)
         rows = df[(df.model == model) & (df.seed == seed) & (df.prompt_id == prompt)]
         last = place(rows, len(rows) - 1)
-        raise InputError(f"{source}: mixed sample counts: prompt {prompt!r} of model {model!r} (seed {seed}) has "
-                         f"{size} samples (its last at {last}), the others {common}; every prompt needs the same n")
+        raise InputError(
+            f"{source}: mixed sample counts: prompt {prompt!r} of model {model!r} (seed {seed}) has "
+            f"{size} samples (its last at {last}), the others {common}; every prompt needs the same n"
+        )
     return int(sizes.iloc[0])
 
 
 @dataclass
 class Coverage:
     """Every model's counts over one shared prompt set, with one n."""
+
     source: str
-    models: dict                            # name -> ModelCounts
+    models: dict  # name -> ModelCounts
 
     @property
     def n(self) -> int:
@@ -99,8 +112,10 @@ class Coverage:
     def from_rows(cls, df: pd.DataFrame, source: str) -> "Coverage":
         missing = [c for c in REQUIRED if c not in df.columns]
         if missing:
-            raise InputError(f"{source}: column {missing[0]!r} is missing (each row needs prompt_id and correct, "
-                             f"or a reward, or --task/--reward-function to score its completion)")
+            raise InputError(
+                f"{source}: column {missing[0]!r} is missing (each row needs prompt_id and correct, "
+                f"or a reward, or --task/--reward-function to score its completion)"
+            )
         if df.empty:
             raise InputError(f"{source}: no rows")
         df = df.copy()
@@ -108,8 +123,9 @@ class Coverage:
         for column in ("prompt_id", "sample", "model"):
             na = df[column].isna()
             if na.any():
-                raise InputError(f"{place(df, int(np.argmax(na.to_numpy())))}, column {column!r}: expected a value, "
-                                 "got none")
+                raise InputError(
+                    f"{place(df, int(np.argmax(na.to_numpy())))}, column {column!r}: expected a value, got none"
+                )
             if not pd.api.types.is_string_dtype(df[column]):
                 df[column] = df[column].astype(str)
         _check_unique_samples(df)
@@ -126,11 +142,12 @@ class Coverage:
             present = np.bincount(cell, minlength=size) > 0
             if not present.all():
                 s, p = divmod(int(np.argmin(present)), len(prompts))
-                raise InputError(f"{source}: model {name!r} seed {seeds[s]} has no samples of prompt {prompts[p]!r} "
-                                 "that its other seeds have")
+                raise InputError(
+                    f"{source}: model {name!r} seed {seeds[s]} has no samples of prompt {prompts[p]!r} "
+                    "that its other seeds have"
+                )
             answers = _answers(rows, seeds, prompts) if with_answers else None
-            models[name] = ModelCounts(str(name), n, prompts, counts.reshape(len(seeds), len(prompts)), seeds,
-                                       answers)
+            models[name] = ModelCounts(str(name), n, prompts, counts.reshape(len(seeds), len(prompts)), seeds, answers)
         return cls(source, models).checked()
 
     def checked(self) -> "Coverage":
@@ -138,14 +155,18 @@ class Coverage:
         first = next(iter(self.models.values()))
         for m in self.models.values():
             if m.n != first.n:
-                raise InputError(f"{self.source}: mixed sample counts: model {m.name!r} has {m.n} samples per prompt, "
-                                 f"model {first.name!r} {first.n}")
+                raise InputError(
+                    f"{self.source}: mixed sample counts: model {m.name!r} has {m.n} samples per prompt, "
+                    f"model {first.name!r} {first.n}"
+                )
             missing = set(first.prompt_ids) ^ set(m.prompt_ids)
             if missing:
                 p = sorted(missing)[0]
                 has, lacks = (first, m) if p in set(first.prompt_ids) else (m, first)
-                raise InputError(f"{self.source}: model {lacks.name!r} has no samples of prompt {p!r} that model "
-                                 f"{has.name!r} has; every model must answer the same prompts")
+                raise InputError(
+                    f"{self.source}: model {lacks.name!r} has no samples of prompt {p!r} that model "
+                    f"{has.name!r} has; every model must answer the same prompts"
+                )
         return self
 
     def aligned(self, name: str) -> np.ndarray:

@@ -22,22 +22,59 @@ shows points (x100).
     per_run.py     per-run numbers: entropy collapse, drift ratio, update sparsity, thresholded Pass@1, N sweep
     lemmas.py      Lemma 1 (the grid, or the training runs' probes), Lemma 2, ES's regime
 """
+
 from functools import partial
 
 from escov.paper_checks.real_checks import at_matched, lemmas, passk, per_run  # noqa: F401  (each registers its checks)
 from escov.paper_checks.real_checks.at_matched import KS, curves_of
 from escov.paper_checks.real_checks.decide import REGISTRY
-from escov.paper_checks.real_checks.lemmas import (LEMMA1_MAX_S, es_regime, es_regime_line, lemma1_verdict,
-                                                   training_populations, training_summary)
+from escov.paper_checks.real_checks.lemmas import (
+    LEMMA1_MAX_S,
+    es_regime,
+    es_regime_line,
+    lemma1_verdict,
+    training_populations,
+    training_summary,
+)
 from escov.paper_checks.real_checks.needs import CURVE, HELDOUT, PROBE, SWEEP, describe_need, provided, thresholded
 from escov.paper_checks.real_checks.passk import diff_between, diff_vs_base
-from escov.paper_checks.real_checks.per_run import (SPARSITY_TAU, analytic_tiny_share, entropy_change, final_drift,
-                                                    model_size, smoothed_reward, update_analysis_of)
+from escov.paper_checks.real_checks.per_run import (
+    SPARSITY_TAU,
+    analytic_tiny_share,
+    entropy_change,
+    final_drift,
+    model_size,
+    smoothed_reward,
+    update_analysis_of,
+)
 
 # {claim id: its check with the claim's record bound, called as check(ev)}; a claim left without one stops the import
 REAL_CHECKS = {cid: partial(check, claim=REGISTRY.claims[cid]) for cid, check in REGISTRY.complete().items()}
 
-__all__ = ["REAL_CHECKS", "KS", "LEMMA1_MAX_S", "SPARSITY_TAU", "CURVE", "HELDOUT", "PROBE", "SWEEP",
-           "analytic_tiny_share", "curves_of", "describe_need", "diff_between", "diff_vs_base", "entropy_change",
-           "es_regime", "es_regime_line", "final_drift", "lemma1_verdict", "model_size", "provided", "smoothed_reward",
-           "thresholded", "training_populations", "training_summary", "update_analysis_of"]
+__all__ = [
+    "REAL_CHECKS",
+    "KS",
+    "LEMMA1_MAX_S",
+    "SPARSITY_TAU",
+    "CURVE",
+    "HELDOUT",
+    "PROBE",
+    "SWEEP",
+    "analytic_tiny_share",
+    "curves_of",
+    "describe_need",
+    "diff_between",
+    "diff_vs_base",
+    "entropy_change",
+    "es_regime",
+    "es_regime_line",
+    "final_drift",
+    "lemma1_verdict",
+    "model_size",
+    "provided",
+    "smoothed_reward",
+    "thresholded",
+    "training_populations",
+    "training_summary",
+    "update_analysis_of",
+]

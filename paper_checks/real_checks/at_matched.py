@@ -1,5 +1,6 @@
 """The real-run checks at matched Pass@1: ES against GRPO along each run's curve (paper_checks/matched.py), where
 both were measured."""
+
 from __future__ import annotations
 
 from escov.paper_checks.design import plan_text, seed_level
@@ -23,27 +24,39 @@ def curves_of(runs: list[Run]) -> list[Curve]:
 def _matched_missing(claim: Claim, info: dict) -> Verdict:
     """No comparison: not testable (no supported level), inconclusive (no common range), or missing runs."""
     status = NOT_TESTABLE if info.get("not_testable") else INCONCLUSIVE if "range" in info else MISSING
-    moved = (f"; Pass@1 moved ES {100 * info['moved_a']:+.1f} pts, GRPO {100 * info['moved_b']:+.1f} pts"
-             if "moved_a" in info else "")
-    return Verdict(claim.id, status, "n/a", evidence={"matched": info} | ({"needs": [["es", CURVE], ["grpo", CURVE]]}
-                                                                          if status == MISSING else {}),
-                   note=info.get("reason", "") + moved, test=claim.test.describe())
+    moved = (
+        f"; Pass@1 moved ES {100 * info['moved_a']:+.1f} pts, GRPO {100 * info['moved_b']:+.1f} pts"
+        if "moved_a" in info
+        else ""
+    )
+    return Verdict(
+        claim.id,
+        status,
+        "n/a",
+        evidence={"matched": info} | ({"needs": [["es", CURVE], ["grpo", CURVE]]} if status == MISSING else {}),
+        note=info.get("reason", "") + moved,
+        test=claim.test.describe(),
+    )
 
 
 def _range_note(info: dict) -> str:
     lo, hi = info["range"]
     dropped = len(info["levels"]) - len(info["compared_levels"])
-    return (f"mean over {len(info['compared_levels'])} Pass@1 levels in the common range {100 * lo:.1f}-{100 * hi:.1f} pts"
-            + (f" ({dropped} left out: a measured gap wider than {100 * info['resolution']:g} pts)" if dropped else "")
-            + f"; measured points in the range per run: ES {info['points_in_range_a']}, GRPO {info['points_in_range_b']}"
-            f"; Pass@1 moved ES {100 * info['moved_a']:+.1f}, GRPO {100 * info['moved_b']:+.1f} pts")
+    return (
+        f"mean over {len(info['compared_levels'])} Pass@1 levels in the common range {100 * lo:.1f}-{100 * hi:.1f} pts"
+        + (f" ({dropped} left out: a measured gap wider than {100 * info['resolution']:g} pts)" if dropped else "")
+        + f"; measured points in the range per run: ES {info['points_in_range_a']}, GRPO {info['points_in_range_b']}"
+        f"; Pass@1 moved ES {100 * info['moved_a']:+.1f}, GRPO {100 * info['moved_b']:+.1f} pts"
+    )
 
 
 def _bias_text(info: dict, scale: float = 100.0, unit: str = " pts") -> str:
     b = info["bias"]
     e = b["estimate"]
-    return (f" (bias control, {b['thinned']} thinned to {b['to_layout_of']}'s layout against itself: "
-            f"{fmt_interval(e['mean'], e['lo'], e['hi'], scale, unit)})")
+    return (
+        f" (bias control, {b['thinned']} thinned to {b['to_layout_of']}'s layout against itself: "
+        f"{fmt_interval(e['mean'], e['lo'], e['hi'], scale, unit)})"
+    )
 
 
 def matched_passk_above_grpo(ev: Evidence, claim: Claim) -> Verdict:
@@ -56,11 +69,16 @@ def matched_passk_above_grpo(ev: Evidence, claim: Claim) -> Verdict:
         parts.append((f"ES - GRPO @{k} at matched Pass@1", d))
         infos[f"pass@{k}"] = info
     planned = plan_text(infos["pass@32"]["plan"])
-    v = decided(claim, parts, note=_range_note(info) + (f"; Pass@32: {planned}" if planned else ""),
-                 evidence={"matched": infos})
-    v.ours = "; ".join(f"{label} {fmt_interval(e.mean, e.lo, e.hi)}{_bias_text(infos[f'pass@{k}'])}"
-                       for (label, e), k in zip(parts, (16, 32)))
+    v = decided(
+        claim, parts, note=_range_note(info) + (f"; Pass@32: {planned}" if planned else ""), evidence={"matched": infos}
+    )
+    v.ours = "; ".join(
+        f"{label} {fmt_interval(e.mean, e.lo, e.hi)}{_bias_text(infos[f'pass@{k}'])}"
+        for (label, e), k in zip(parts, (16, 32))
+    )
     return v
+
+
 registers("matched_passk_above_grpo")(matched_passk_above_grpo)
 
 
@@ -70,29 +88,48 @@ def matched_no_correct(ev: Evidence, claim: Claim) -> Verdict:
     if d is None:
         return _matched_missing(claim, info)
     if d.samples <= max(KS):  # unbiased Pass@n from n samples is 1 exactly when a prompt has a correct sample
-        return Verdict(claim.id, NOT_TESTABLE, "n/a", evidence={"matched": info},
-                       test=claim.test.describe(), design=d.design,
-                       note=(f"with {d.samples} samples per prompt the no-correct share is exactly 1 - Pass@{d.samples}: "
-                             f"the same measurement as matched_passk_above_grpo @{d.samples}, not a second result; "
-                             f"it needs curves measured with more than {max(KS)} samples per prompt"))
-    v = decided(claim, [("ES - GRPO no-correct share at matched Pass@1", d)], note=_range_note(info),
-                 evidence={"matched": info})
+        return Verdict(
+            claim.id,
+            NOT_TESTABLE,
+            "n/a",
+            evidence={"matched": info},
+            test=claim.test.describe(),
+            design=d.design,
+            note=(
+                f"with {d.samples} samples per prompt the no-correct share is exactly 1 - Pass@{d.samples}: "
+                f"the same measurement as matched_passk_above_grpo @{d.samples}, not a second result; "
+                f"it needs curves measured with more than {max(KS)} samples per prompt"
+            ),
+        )
+    v = decided(
+        claim, [("ES - GRPO no-correct share at matched Pass@1", d)], note=_range_note(info), evidence={"matched": info}
+    )
     v.ours += _bias_text(info)
     return v
+
+
 registers("matched_no_correct")(matched_no_correct)
 
 
 def matched_entropy(ev: Evidence, claim: Claim) -> Verdict:
-    values, info = matched_seed_values(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "entropy",
-                                       names=("ES", "GRPO"))
+    values, info = matched_seed_values(
+        curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "entropy", names=("ES", "GRPO")
+    )
     if values is None:
         return _matched_missing(claim, info)
     est = seed_level(over_seeds(values))
     bias = seed_level(over_seeds(info["bias"]["per_seed"]))
     info["bias"]["estimate"] = bias.to_json()
-    v = decided(claim, [("ES - GRPO token entropy at matched Pass@1 (nats)", est)], scale=1.0, unit="",
-                 evidence={"per_seed": values, "matched": info},
-                 note="per seed, mean over the compared Pass@1 levels; an interval over seeds; " + _range_note(info))
+    v = decided(
+        claim,
+        [("ES - GRPO token entropy at matched Pass@1 (nats)", est)],
+        scale=1.0,
+        unit="",
+        evidence={"per_seed": values, "matched": info},
+        note="per seed, mean over the compared Pass@1 levels; an interval over seeds; " + _range_note(info),
+    )
     v.ours += _bias_text(info, 1.0, "")
     return v
+
+
 registers("matched_entropy")(matched_entropy)

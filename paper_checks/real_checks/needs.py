@@ -1,11 +1,17 @@
 """What a real-run check reads, as needs (variant, measurement), and what a run gives: a reproduction's budget plans
 the needs of its runs (`provided`), and a check lacking data the budget does not plan is "not run in this budget"
 (report.real_verdict), otherwise "missing data"."""
+
 from __future__ import annotations
 
 from escov.paper_checks.evidence import variant
 
-HELDOUT, PROBE, CURVE, SWEEP = "held-out evaluations", "the Lemma 1 probe", "a curve along training", "the population sweep"
+HELDOUT, PROBE, CURVE, SWEEP = (
+    "held-out evaluations",
+    "the Lemma 1 probe",
+    "a curve along training",
+    "the population sweep",
+)
 
 
 def thresholded(sparsity: float) -> str:
@@ -19,7 +25,12 @@ def provided(config: dict, *, curve: bool = False, sweep: bool = False) -> set[t
     is a run of the population-size sweep."""
     name = variant(config)
     got = {(name, "")} | {(name, thresholded(100 - keep)) for keep in config.get("threshold_keep") or ()}
-    for wanted, need in ((config.get("heldout_task"), HELDOUT), (config.get("probe"), PROBE), (curve, CURVE), (sweep, SWEEP)):
+    for wanted, need in (
+        (config.get("heldout_task"), HELDOUT),
+        (config.get("probe"), PROBE),
+        (curve, CURVE),
+        (sweep, SWEEP),
+    ):
         if wanted:
             got.add((name, need))
     return got

@@ -1,5 +1,6 @@
 """The real-run checks on per-run numbers (token entropy, drift, update shares, thresholded checkpoints, smoothed
 reward): Student t over seeds (theory.decisions.over_seeds), or Welch for two independent groups of runs."""
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,7 @@ def entropy_change(run: Run) -> float | None:
     h = _series(run, "entropy")
     if h.size < 2 or h[0] <= 0:
         return None
-    tail = h[-max(1, h.size // 5):]
+    tail = h[-max(1, h.size // 5) :]
     return float(tail.mean() / h[0] - 1.0)
 
 
@@ -45,10 +46,17 @@ def entropy_collapse(ev: Evidence, claim: Claim) -> Verdict:
         changes[name] = vals
     (fall, _), (kept, keep_test) = claim.parts
     parts = [(fall, seed_level(over_seeds(-np.array(changes["grpo"])))), (kept, seed_level(over_seeds(changes["es"])))]
-    return decided(claim, parts, scale=100.0, unit="%",
-                    evidence={"grpo_relative_change": changes["grpo"], "es_relative_change": changes["es"]},
-                    note=f"relative change of per-step token entropy, first step vs the last fifth of steps; ES keeps its "
-                         f"entropy when its change's interval lies within +-{100 * keep_test.margin:g}%")
+    return decided(
+        claim,
+        parts,
+        scale=100.0,
+        unit="%",
+        evidence={"grpo_relative_change": changes["grpo"], "es_relative_change": changes["es"]},
+        note=f"relative change of per-step token entropy, first step vs the last fifth of steps; ES keeps its "
+        f"entropy when its change's interval lies within +-{100 * keep_test.margin:g}%",
+    )
+
+
 registers("entropy_collapse")(entropy_collapse)
 
 
@@ -65,21 +73,37 @@ def drift_ratio(ev: Evidence, claim: Claim) -> Verdict:
     if not es or not gr:
         return missing(claim, "es and grpo runs with drift_rel in metrics.jsonl", (("es", ""), ("grpo", "")))
     log_ratio = welch(np.log(es), np.log(gr))
-    est = Estimate(math.exp(log_ratio["mean"]), math.exp(log_ratio["lo"]) if math.isfinite(log_ratio["lo"]) else 0.0,
-                   math.exp(log_ratio["hi"]) if math.isfinite(log_ratio["hi"]) else float("inf"),
-                   log_ratio["se"], log_ratio["df"], log_ratio["seeds"])
+    est = Estimate(
+        math.exp(log_ratio["mean"]),
+        math.exp(log_ratio["lo"]) if math.isfinite(log_ratio["lo"]) else 0.0,
+        math.exp(log_ratio["hi"]) if math.isfinite(log_ratio["hi"]) else float("inf"),
+        log_ratio["se"],
+        log_ratio["df"],
+        log_ratio["seeds"],
+    )
     test = claim.test
     status = test.decide(est.lo if est.lo > 0 else -math.inf, est.hi)
     null = [x for x in map(final_drift, ev.by_variant("es[null]")) if x is not None]
     null_text = ""
     if null:
         nr = welch(np.log(null), np.log(es))
-        null_text = (f"; random-z null / real ES drift {math.exp(nr['mean']):.2f}x "
-                     f"[{math.exp(nr['lo']) if math.isfinite(nr['lo']) else 0:.2f}, {math.exp(nr['hi']):.2f}]")
-    return Verdict(claim.id, status, f"ES/GRPO drift ratio {est.mean:.1f}x [{est.lo:.1f}, {est.hi:.1f}]{null_text}",
-                   interval=(est.lo, est.hi), evidence={"es": es, "grpo": gr, "null": null},
-                   note="geometric mean over seeds; Welch t interval of the log ratio", test=test.describe(),
-                   design=est.design, power=f"interval width on the log scale {log_ratio['hi'] - log_ratio['lo']:.2f}; paper: {test.paper_effect}")
+        null_text = (
+            f"; random-z null / real ES drift {math.exp(nr['mean']):.2f}x "
+            f"[{math.exp(nr['lo']) if math.isfinite(nr['lo']) else 0:.2f}, {math.exp(nr['hi']):.2f}]"
+        )
+    return Verdict(
+        claim.id,
+        status,
+        f"ES/GRPO drift ratio {est.mean:.1f}x [{est.lo:.1f}, {est.hi:.1f}]{null_text}",
+        interval=(est.lo, est.hi),
+        evidence={"es": es, "grpo": gr, "null": null},
+        note="geometric mean over seeds; Welch t interval of the log ratio",
+        test=test.describe(),
+        design=est.design,
+        power=f"interval width on the log scale {log_ratio['hi'] - log_ratio['lo']:.2f}; paper: {test.paper_effect}",
+    )
+
+
 registers("drift_ratio")(drift_ratio)
 
 
@@ -102,12 +126,17 @@ def analytic_tiny_share(run: Run, tau: float) -> float | None:
 def update_sparsity(ev: Evidence, claim: Claim) -> Verdict:
     """Share of non-zero update entries with |delta| <= 1.5e-3: real ES minus the random-z null of the
     same seed; holds only when real ES has more tiny entries than the null beyond the interval."""
+
     def shares(name):
-        return {r.seed: 100 * a["share_nonzero_le_tau"][SPARSITY_TAU] for r in ev.by_variant(name) if (a := update_analysis_of(r))}
+        return {
+            r.seed: 100 * a["share_nonzero_le_tau"][SPARSITY_TAU]
+            for r in ev.by_variant(name)
+            if (a := update_analysis_of(r))
+        }
+
     es, null = shares("es"), shares("es[null]")
     if not es or not null:
-        return missing(claim, "es and es[null] runs with update_analysis in eval.json",
-                        (("es", ""), ("es[null]", "")))
+        return missing(claim, "es and es[null] runs with update_analysis in eval.json", (("es", ""), ("es[null]", "")))
     seeds = sorted(set(es) & set(null))
     if not seeds:
         return missing(claim, "es and es[null] runs with the same seeds", (("es", ""), ("es[null]", "")))
@@ -115,13 +144,23 @@ def update_sparsity(ev: Evidence, claim: Claim) -> Verdict:
     analytic = [a for a in (analytic_tiny_share(r, float(SPARSITY_TAU)) for r in ev.by_variant("es")) if a is not None]
     lo_paper = min(v["share"][1] for v in paper.TABLE4_DRIFT.values())
     hi_paper = max(v["share"][1] for v in paper.TABLE4_DRIFT.values())
-    text = (f"share <= 1.5e-3: ES {np.mean(list(es.values())):.1f}%, null {np.mean(list(null.values())):.1f}%, "
-            f"analytic 2 Phi(tau / (alpha sqrt(T/N))) - 1 = {100 * np.mean(analytic):.1f}%" if analytic else
-            f"share <= 1.5e-3: ES {np.mean(list(es.values())):.1f}%, null {np.mean(list(null.values())):.1f}%")
-    v = decided(claim, [("ES - null share", d)], scale=1.0, unit=" pts",
-                 evidence={"es": es, "null": null, "analytic": analytic, "paper_range": [lo_paper, hi_paper]},
-                 note=f"{text}; paper {lo_paper}%-{hi_paper}%; paired by seed")
+    text = (
+        f"share <= 1.5e-3: ES {np.mean(list(es.values())):.1f}%, null {np.mean(list(null.values())):.1f}%, "
+        f"analytic 2 Phi(tau / (alpha sqrt(T/N))) - 1 = {100 * np.mean(analytic):.1f}%"
+        if analytic
+        else f"share <= 1.5e-3: ES {np.mean(list(es.values())):.1f}%, null {np.mean(list(null.values())):.1f}%"
+    )
+    v = decided(
+        claim,
+        [("ES - null share", d)],
+        scale=1.0,
+        unit=" pts",
+        evidence={"es": es, "null": null, "analytic": analytic, "paper_range": [lo_paper, hi_paper]},
+        note=f"{text}; paper {lo_paper}%-{hi_paper}%; paired by seed",
+    )
     return v
+
+
 registers("update_sparsity")(update_sparsity)
 
 
@@ -138,19 +177,31 @@ def thresholded_pass1(ev: Evidence, claim: Claim) -> Verdict:
         if at and final:
             diffs.append(at[0]["pass_at_1"] - final["pass_at_k"]["1"])
     if not diffs:
-        others = (f"; these runs thresholded ES at {', '.join(f'{p:g}%' for p in sorted(measured))} sparsity only"
-                  if measured else "")
-        return missing(claim, f"es runs with a {THRESHOLDED_PERCENT:g}%-sparsity thresholded checkpoint "
-                                             f"evaluated{others}", (("es", thresholded(THRESHOLDED_PERCENT)),))
-    return decided(claim, [(f"Pass@1 change at {THRESHOLDED_PERCENT:g}% sparsity",
-                                           seed_level(over_seeds(diffs)))], evidence={"diffs": diffs}, note="interval over seeds")
+        others = (
+            f"; these runs thresholded ES at {', '.join(f'{p:g}%' for p in sorted(measured))} sparsity only"
+            if measured
+            else ""
+        )
+        return missing(
+            claim,
+            f"es runs with a {THRESHOLDED_PERCENT:g}%-sparsity thresholded checkpoint evaluated{others}",
+            (("es", thresholded(THRESHOLDED_PERCENT)),),
+        )
+    return decided(
+        claim,
+        [(f"Pass@1 change at {THRESHOLDED_PERCENT:g}% sparsity", seed_level(over_seeds(diffs)))],
+        evidence={"diffs": diffs},
+        note="interval over seeds",
+    )
+
+
 registers("thresholded_pass1")(thresholded_pass1)
 
 
 def smoothed_reward(run: Run, tail: float = 0.2, steps: int | None = None) -> float | None:
     """Mean training reward over the last fifth of the first `steps` steps (all steps by default)."""
     r = _series(run, "reward_mean")[:steps]
-    return float(r[-max(1, int(r.size * tail)):].mean()) if r.size else None
+    return float(r[-max(1, int(r.size * tail)) :].mean()) if r.size else None
 
 
 def model_size(run: Run) -> int | None:
@@ -177,28 +228,53 @@ def population_size(ev: Evidence, claim: Claim) -> Verdict:
             lo_n, hi_n = min(by_n), max(by_n)
             seeds = sorted(set(by_n[lo_n]) & set(by_n[hi_n]))
             if seeds:
-                gains[model] = np.array([smoothed_reward(by_n[hi_n][s]) - smoothed_reward(by_n[lo_n][s]) for s in seeds])
+                gains[model] = np.array(
+                    [smoothed_reward(by_n[hi_n][s]) - smoothed_reward(by_n[lo_n][s]) for s in seeds]
+                )
                 flops_steps = max(1, len(by_n[lo_n][seeds[0]].metrics) * lo_n // hi_n)
-                flops_gains[model] = np.array([smoothed_reward(by_n[hi_n][s], steps=flops_steps) - smoothed_reward(by_n[lo_n][s])
-                                               for s in seeds])
+                flops_gains[model] = np.array(
+                    [smoothed_reward(by_n[hi_n][s], steps=flops_steps) - smoothed_reward(by_n[lo_n][s]) for s in seeds]
+                )
     if len(gains) < 2:
-        return missing(claim, "ES runs at two or more population sizes (same seeds) for two or more models",
-                        (("es", SWEEP),))
+        return missing(
+            claim, "ES runs at two or more population sizes (same seeds) for two or more models", (("es", SWEEP),)
+        )
     small, large = min(gains, key=sizes.get), max(gains, key=sizes.get)
-    flat = [m for m in (small, large)
-            if np.ptp(np.concatenate([_series(r, "reward_mean") for by_seed in sweep[m].values() for r in by_seed.values()])) == 0]
+    flat = [
+        m
+        for m in (small, large)
+        if np.ptp(
+            np.concatenate([_series(r, "reward_mean") for by_seed in sweep[m].values() for r in by_seed.values()])
+        )
+        == 0
+    ]
     d = seed_level(welch(gains[small], gains[large]))
     n_lo, n_hi = min(sweep[small]), max(sweep[small])
-    ours = "; ".join(f"{sizes[m]:,} params: gain N={n_lo}->{n_hi} {gains[m].mean():+.3f} (equal FLOPs {flops_gains[m].mean():+.3f})"
-                     for m in (small, large))
-    v = decided(claim, [("gain difference, smaller - larger model", d)], scale=1.0, unit="",
-                 evidence={"gains": {m: g.tolist() for m, g in gains.items()},
-                           "equal_flops_gains": {m: g.tolist() for m, g in flops_gains.items()}, "model_sizes": sizes},
-                 note="Table 6 protocol: equal updates; two tiny models stand in for 0.5B-3B")
+    ours = "; ".join(
+        f"{sizes[m]:,} params: gain N={n_lo}->{n_hi} {gains[m].mean():+.3f} (equal FLOPs {flops_gains[m].mean():+.3f})"
+        for m in (small, large)
+    )
+    v = decided(
+        claim,
+        [("gain difference, smaller - larger model", d)],
+        scale=1.0,
+        unit="",
+        evidence={
+            "gains": {m: g.tolist() for m, g in gains.items()},
+            "equal_flops_gains": {m: g.tolist() for m, g in flops_gains.items()},
+            "model_sizes": sizes,
+        },
+        note="Table 6 protocol: equal updates; two tiny models stand in for 0.5B-3B",
+    )
     v.ours = ours + "; " + v.ours
     if flat:  # a constant training reward carries no signal: the sweep cannot tell population sizes apart
         v.status = INCONCLUSIVE
-        v.note += "; " + ", ".join(f"{sizes[m]:,}-parameter model" for m in flat) + \
-            ": the same training reward at every step of every run (no reward signal), so no decision"
+        v.note += (
+            "; "
+            + ", ".join(f"{sizes[m]:,}-parameter model" for m in flat)
+            + ": the same training reward at every step of every run (no reward signal), so no decision"
+        )
     return v
+
+
 registers("population_size")(population_size)

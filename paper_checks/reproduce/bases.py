@@ -9,6 +9,7 @@ it after that code changes), the cache outside the output folder ($ESCOV_CACHE/b
 --seed 0 --threads 1 --out DIR` makes the same model on a machine like the one that built it (pretraining is
 deterministic; another CPU may round differently).
 """
+
 from __future__ import annotations
 
 import ast
@@ -23,7 +24,9 @@ from escov.paper_checks.reproduce.budgets import BUDGETS
 CACHE_ENV = "ESCOV_CACHE"  # folder of built base models (default ~/.cache/escov); see base_cache_key
 SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the quick look's base, built once: PRESET-KEY/
 # the bases a fresh clone takes from SHIPPED_BASES: the quick look's and the answer's (neither has a sweep base)
-SHIPPED_RECIPES = tuple(dict.fromkeys((BUDGETS[name].base_preset, BUDGETS[name].base_settings) for name in ("small", "answer")))
+SHIPPED_RECIPES = tuple(
+    dict.fromkeys((BUDGETS[name].base_preset, BUDGETS[name].base_settings) for name in ("small", "answer"))
+)
 
 
 def code_shape(source: str) -> str:
@@ -34,9 +37,14 @@ def code_shape(source: str) -> str:
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list):
-            body[:] = [s for s in body if not isinstance(s, (ast.Import, ast.ImportFrom))
-                       and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                and isinstance(s.value.value, str))]
+            body[:] = [
+                s
+                for s in body
+                if not isinstance(s, (ast.Import, ast.ImportFrom))
+                and not (
+                    isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+                )
+            ]
     return ast.dump(tree)
 
 
@@ -50,7 +58,11 @@ def base_cache_key(preset: str, seed: int = 0, settings: tuple[tuple[str, str], 
     from escov.llm import tinymodel
     from escov.llm.tasks import arithmetic, countdown
 
-    parts = [json.dumps(asdict(tinymodel.preset_with(preset, dict(settings))), sort_keys=True), str(seed), torch.__version__]
+    parts = [
+        json.dumps(asdict(tinymodel.preset_with(preset, dict(settings))), sort_keys=True),
+        str(seed),
+        torch.__version__,
+    ]
     parts += [code_shape(Path(m.__file__).read_text(encoding="utf-8")) for m in (tinymodel, countdown, arithmetic)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
@@ -96,6 +108,7 @@ def _build_base(target: Path, preset: str, progress: bool, settings: tuple[tuple
     import shutil
 
     from escov.llm.tinymodel import pretrain
+
     if (target / "config.json").exists():
         return
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -126,9 +139,19 @@ def ship_bases(progress: bool = True) -> list[Path]:
             shutil.copytree(cached, target, dirs_exist_ok=True)
         _build_base(target, preset, progress, settings)
         (target / "loss.png").unlink(missing_ok=True)  # kept small: pretrain.json holds the loss curve
-        (target / SHIPPED_RECORD).write_text(json.dumps(
-            {"preset": preset, "settings": dict(settings), "key": target.name, "torch": torch.__version__,
-             "command": pretrain_command(preset, settings)}, indent=1) + "\n")
+        (target / SHIPPED_RECORD).write_text(
+            json.dumps(
+                {
+                    "preset": preset,
+                    "settings": dict(settings),
+                    "key": target.name,
+                    "torch": torch.__version__,
+                    "command": pretrain_command(preset, settings),
+                },
+                indent=1,
+            )
+            + "\n"
+        )
         kept.append(target)
     for stale in SHIPPED_BASES.iterdir():
         if stale.is_dir() and stale not in kept:

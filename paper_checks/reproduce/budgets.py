@@ -9,6 +9,7 @@ evaluated along training at the paper's T = 0.6 (64 samples per prompt), placed 
 method has measured points across the compared range (ANSWER_CURVE, llm/curve.py); its seeds and test
 prompts are sized in docs/answer-budget.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -52,16 +53,25 @@ ANSWER_CURVE = {"points": 8, "samples": 64, "temperature": 0.6, "resolution": RE
 # T = 0.6): each draw an antithetic pair of populations measured against its own members' prediction, so a row's
 # spread is the estimators' (JSpol by the chain rule, Q from 8 center completions per prompt), not the noise's.
 # Measured: 5.5 CPU-minutes on one thread; 3 in-regime rows narrower than 0.1 (docs/answer-budget.md).
-ANSWER_GRID = GridDesign(sigmas=(1e-3, 2e-3, 4e-3, 2e-2), members=(2, 4, 16, 32), draws={2: 8, 4: 6, 16: 4, 32: 3},
-                         prompts=8, samples=2, center_samples=8, sigmas_of={16: (1e-3, 4e-3, 2e-2), 32: (1e-3,)})
+ANSWER_GRID = GridDesign(
+    sigmas=(1e-3, 2e-3, 4e-3, 2e-2),
+    members=(2, 4, 16, 32),
+    draws={2: 8, 4: 6, 16: 4, 32: 3},
+    prompts=8,
+    samples=2,
+    center_samples=8,
+    sigmas_of={16: (1e-3, 4e-3, 2e-2), 32: (1e-3,)},
+)
 # the small budget's: a quick look on its own task; 23 CPU-s on the answer's base (39 s of wall time, loaded machine)
-SMALL_GRID = GridDesign(sigmas=(1e-3, 4e-3, 2e-2), members=(2, 4), draws={2: 3, 4: 3}, prompts=4, samples=2,
-                        center_samples=4)
+SMALL_GRID = GridDesign(
+    sigmas=(1e-3, 4e-3, 2e-2), members=(2, 4), draws={2: 3, 4: 3}, prompts=4, samples=2, center_samples=4
+)
 
 
 @dataclass(frozen=True)
 class Budget:
     """Sizes of one reproduction; `common` holds TrainConfig settings shared by every run."""
+
     base_preset: str
     sweep_preset: str
     seeds: tuple[int, ...]
@@ -70,15 +80,15 @@ class Budget:
     grpo: dict
     sweep_populations: tuple[int, ...]
     simulate_scale: float
-    grid: GridDesign                 # the Lemma 1 grid on the base (reproduce/lemma_grid_measurement.py)
+    grid: GridDesign  # the Lemma 1 grid on the base (reproduce/lemma_grid_measurement.py)
     switch_fraction: float = 0.5
     task: str = "countdown"
-    es_variants: tuple[str, ...] | None = None   # names of ES_VARIANTS to run (None: all of them)
-    schedules: bool = True                        # the sequential schedules es-grpo and grpo-es
-    curve: dict | None = None                     # llm.curve.evaluate_curve settings; None: no curve
-    purpose: str = ""                             # what its report can decide, stated in the report's header
+    es_variants: tuple[str, ...] | None = None  # names of ES_VARIANTS to run (None: all of them)
+    schedules: bool = True  # the sequential schedules es-grpo and grpo-es
+    curve: dict | None = None  # llm.curve.evaluate_curve settings; None: no curve
+    purpose: str = ""  # what its report can decide, stated in the report's header
     base_settings: tuple[tuple[str, str], ...] = ()  # base_preset's fields replaced (`llm pretrain --set F=V`)
-    premise_control: bool = False                 # GRPO to its plateau on validation prompts first (premise.py)
+    premise_control: bool = False  # GRPO to its plateau on validation prompts first (premise.py)
 
 
 # ES members in one batched generate (the rewards and weights of member by member up to floating-point
@@ -86,14 +96,38 @@ class Budget:
 # the bf16 variant perturbs the engine in place, member by member, as the paper's code does.
 BATCHED = {"batched": True}
 PAPER_REGIME = Budget(
-    base_preset="paper", sweep_preset="narrow", seeds=ANSWER_SEEDS, task="countdown3",
-    common={"steps": ANSWER_STEPS, "batch_size": ANSWER_BATCH, "max_completion_length": 32, "eval_problems": ANSWER_PROMPTS,
-            "eval_samples": 32, "eval_temperature": 0.6, "heldout_problems": 32, "threshold_keep": (50.0,),
-            "checkpoint_every": ANSWER_CHECKPOINT_EVERY, "checkpoint_dense": ANSWER_DENSE, "probe_every": ANSWER_STEPS // 4, "probe_prompts": 4,
-            "probe_members": 8, "probe_samples": 8, "probe_center_samples": 16, "threads": 1, "population": BATCHED},
-    es=ANSWER_ES, grpo=ANSWER_GRPO,
-    sweep_populations=(), simulate_scale=0.5, grid=ANSWER_GRID,
-    es_variants=("es-sampled",), schedules=True, curve=ANSWER_CURVE)
+    base_preset="paper",
+    sweep_preset="narrow",
+    seeds=ANSWER_SEEDS,
+    task="countdown3",
+    common={
+        "steps": ANSWER_STEPS,
+        "batch_size": ANSWER_BATCH,
+        "max_completion_length": 32,
+        "eval_problems": ANSWER_PROMPTS,
+        "eval_samples": 32,
+        "eval_temperature": 0.6,
+        "heldout_problems": 32,
+        "threshold_keep": (50.0,),
+        "checkpoint_every": ANSWER_CHECKPOINT_EVERY,
+        "checkpoint_dense": ANSWER_DENSE,
+        "probe_every": ANSWER_STEPS // 4,
+        "probe_prompts": 4,
+        "probe_members": 8,
+        "probe_samples": 8,
+        "probe_center_samples": 16,
+        "threads": 1,
+        "population": BATCHED,
+    },
+    es=ANSWER_ES,
+    grpo=ANSWER_GRPO,
+    sweep_populations=(),
+    simulate_scale=0.5,
+    grid=ANSWER_GRID,
+    es_variants=("es-sampled",),
+    schedules=True,
+    curve=ANSWER_CURVE,
+)
 
 # The answer (docs/answer-budget.md, "The premise"): ES against GRPO on a base where GRPO narrows coverage, the
 # premise's positive control run first on validation prompts. Everything not named here is the paper-regime
@@ -109,30 +143,53 @@ PAPER_REGIME = Budget(
 # - no schedules or ES with sampled members (their claims: results/paper-regime/).
 PREMISE_BASE = (("solution_form", "dominant"), ("rare_keep", "0.02"))
 PREMISE_STEPS = 150
-PREMISE_PURPOSE = ("This is the answer on a base where GRPO narrows coverage (the paper's premise): its positive "
-                   "control, GRPO trained to its plateau on validation prompts, is run first, then ES and GRPO on "
-                   f"{len(ANSWER_SEEDS)} seeds x {ANSWER_PROMPTS} test prompts for {PREMISE_STEPS} steps, with the "
-                   "endpoints registered in docs/answer-budget.md before the run (the record 'premise').")
+PREMISE_PURPOSE = (
+    "This is the answer on a base where GRPO narrows coverage (the paper's premise): its positive "
+    "control, GRPO trained to its plateau on validation prompts, is run first, then ES and GRPO on "
+    f"{len(ANSWER_SEEDS)} seeds x {ANSWER_PROMPTS} test prompts for {PREMISE_STEPS} steps, with the "
+    "endpoints registered in docs/answer-budget.md before the run (the record 'premise')."
+)
 BUDGETS = {
     "full": Budget(
-        base_preset="default", sweep_preset="narrow", seeds=SEEDS_FULL,
-        common={"steps": 100, "batch_size": 16, "max_completion_length": 32, "eval_problems": 200, "eval_samples": 32,
-                "heldout_problems": 200, "checkpoint_every": 25, "probe_every": 50, "threads": 1,
-                "population": BATCHED},
+        base_preset="default",
+        sweep_preset="narrow",
+        seeds=SEEDS_FULL,
+        common={
+            "steps": 100,
+            "batch_size": 16,
+            "max_completion_length": 32,
+            "eval_problems": 200,
+            "eval_samples": 32,
+            "heldout_problems": 200,
+            "checkpoint_every": 25,
+            "probe_every": 50,
+            "threads": 1,
+            "population": BATCHED,
+        },
         es={"population_size": 32, "sigma": 0.01, "alpha": 0.005},
         grpo={"num_generations": 8, "learning_rate": 1e-4},
-        sweep_populations=(8, 16, 32, 64), simulate_scale=1.0,
-        grid=ANSWER_GRID),
-    "answer": replace(PAPER_REGIME, base_settings=PREMISE_BASE, grpo=ANSWER_GRPO | CONTROL_GRPO,
-                      common=PAPER_REGIME.common | {"steps": PREMISE_STEPS, "probe_every": PREMISE_STEPS // 4},
-                      es_variants=("es-small-sigma",), schedules=False, premise_control=True, purpose=PREMISE_PURPOSE),
+        sweep_populations=(8, 16, 32, 64),
+        simulate_scale=1.0,
+        grid=ANSWER_GRID,
+    ),
+    "answer": replace(
+        PAPER_REGIME,
+        base_settings=PREMISE_BASE,
+        grpo=ANSWER_GRPO | CONTROL_GRPO,
+        common=PAPER_REGIME.common | {"steps": PREMISE_STEPS, "probe_every": PREMISE_STEPS // 4},
+        es_variants=("es-small-sigma",),
+        schedules=False,
+        premise_control=True,
+        purpose=PREMISE_PURPOSE,
+    ),
     # the answer published before the premise could be tested: the base in the paper's Pass@1/Pass@32 regime,
     # where GRPO did not narrow (results/paper-regime/)
     "answer-paper-regime": PAPER_REGIME,
 }
 # the same answer from the diffuse base (Pass@1 about 0.12, Pass@32 about 0.90 at T = 0.6), reported beside it
-BUDGETS["answer-diffuse"] = replace(PAPER_REGIME, base_preset="default",
-                                    common=PAPER_REGIME.common | {"eval_problems": ANSWER_PROMPTS_DIFFUSE})
+BUDGETS["answer-diffuse"] = replace(
+    PAPER_REGIME, base_preset="default", common=PAPER_REGIME.common | {"eval_problems": ANSWER_PROMPTS_DIFFUSE}
+)
 
 # The quick look (README's main job): the answer on its own base, task, temperature and step sizes, ES and GRPO
 # only, at a design sized to decide the large effects within 5 minutes on an idle 2-core machine, from the measured
@@ -140,7 +197,8 @@ BUDGETS["answer-diffuse"] = replace(PAPER_REGIME, base_preset="default",
 # - seeds: 4. GRPO's entropy fall read +23.8% with a per-seed sd of 7.0% at 6 seeds (the answer's runs: sd 16.4%
 #   around 25.6%), so at 4 seeds its t interval (t = 3.18) keeps a lower end near +12%; GRPO's Pass@1 gain (+31.6
 #   points at 6 seeds, 96% of its variance from prompts) keeps a lower end near +20; the drift ratio (sd 0.024 of
-#   GRPO's log drift) stays below the paper's range / 2 = 20.35x from 4 seeds. Each seed costs two runs (~60 CPU-s each);
+#   GRPO's log drift) stays below the paper's range / 2 = 20.35x from 4 seeds. Each seed costs two runs
+#   (~60 CPU-s each);
 # - prompts: GRPO's Pass@1 gain (+32 points, its variance 96% prompts at 256) keeps a lower end above +20 points
 #   at 64 prompts; the matched Pass@32 difference detects about 3 points at 4 x 64 (the answer: 1.4 at 8 x 256);
 # - steps: the answer's 40, because the drift ratio and the entropy fall change with the number of steps;
@@ -153,17 +211,26 @@ BUDGETS["answer-diffuse"] = replace(PAPER_REGIME, base_preset="default",
 QUICK_SEEDS = tuple(range(4))
 QUICK_PROMPTS = 64
 QUICK_CURVE = ANSWER_CURVE | {"samples": 32, "points": 4}
-QUICK_PURPOSE = ("This is the quick look: the answer's base, task (3-number Countdown), temperature (0.6) and step sizes "
-                 f"for ES and GRPO, on {len(QUICK_SEEDS)} seeds x {QUICK_PROMPTS} test prompts instead of the answer's "
-                 f"{len(ANSWER_SEEDS)} x {ANSWER_PROMPTS}, sized so that the large effects are decided (GRPO's Pass@1 "
-                 "gain, its entropy fall, the drift ratio); the table 'What would decide the rest' gives the design each "
-                 "undecided part needs. The headline question, ES vs GRPO at matched Pass@1, is answered by the answer "
-                 "budget: `python -m escov.paper_checks reproduce --budget answer` (docs/answer-budget.md).")
+QUICK_PURPOSE = (
+    "This is the quick look: the answer's base, task (3-number Countdown), temperature (0.6) and step sizes "
+    f"for ES and GRPO, on {len(QUICK_SEEDS)} seeds x {QUICK_PROMPTS} test prompts instead of the answer's "
+    f"{len(ANSWER_SEEDS)} x {ANSWER_PROMPTS}, sized so that the large effects are decided (GRPO's Pass@1 "
+    "gain, its entropy fall, the drift ratio); the table 'What would decide the rest' gives the design each "
+    "undecided part needs. The headline question, ES vs GRPO at matched Pass@1, is answered by the answer "
+    "budget: `python -m escov.paper_checks reproduce --budget answer` (docs/answer-budget.md)."
+)
 BUDGETS["small"] = replace(
-    PAPER_REGIME, seeds=QUICK_SEEDS, es_variants=(), schedules=False, simulate_scale=0.1, curve=QUICK_CURVE,
-    grid=SMALL_GRID, purpose=QUICK_PURPOSE,
-    common=PAPER_REGIME.common | {"eval_problems": QUICK_PROMPTS, "heldout_task": "", "threshold_keep": (),
-                                      "probe": False, "probe_every": 0})
+    PAPER_REGIME,
+    seeds=QUICK_SEEDS,
+    es_variants=(),
+    schedules=False,
+    simulate_scale=0.1,
+    curve=QUICK_CURVE,
+    grid=SMALL_GRID,
+    purpose=QUICK_PURPOSE,
+    common=PAPER_REGIME.common
+    | {"eval_problems": QUICK_PROMPTS, "heldout_task": "", "threshold_keep": (), "probe": False, "probe_every": 0},
+)
 
 # The sweep only needs the training reward: its runs evaluate little.
 SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": ()}
@@ -182,15 +249,23 @@ SMALL_SIGMA = 2e-3
 # every seed of the budget, like the main runs. z-scoring is ablated two ways: centered rewards at the
 # same alpha (a ~1/std(R) smaller step), and centered at alpha rescaled to the z-scored update norm
 # (es-rescaled, added once the main runs give their reward spread: see rescaled_variant).
-ES_VARIANTS = {"es-sampled": {"member_temperature": 1.0, "member_samples": 1}, "es-nozscore": {"zscore": False},
-               "es-twopoint": {"antithetic": True}, "es-null": {"null_control": True}, "es-bf16": {"inplace_bf16": True},
-               "es-small-sigma": {"sigma": SMALL_SIGMA, "tag": "small-sigma"}}
+ES_VARIANTS = {
+    "es-sampled": {"member_temperature": 1.0, "member_samples": 1},
+    "es-nozscore": {"zscore": False},
+    "es-twopoint": {"antithetic": True},
+    "es-null": {"null_control": True},
+    "es-bf16": {"inplace_bf16": True},
+    "es-small-sigma": {"sigma": SMALL_SIGMA, "tag": "small-sigma"},
+}
 
 
 # The published report a budget's report is set beside (its summary's key figure, its table of what would decide the
 # rest): the one measured from the same base. results/report.json is the answer's.
-PUBLISHED_BY_BASE = {("paper", PREMISE_BASE): PUBLISHED, ("paper", ()): PUBLISHED.parent / "paper-regime" / "report.json",
-                     ("default", ()): PUBLISHED.parent / "diffuse" / "report.json"}
+PUBLISHED_BY_BASE = {
+    ("paper", PREMISE_BASE): PUBLISHED,
+    ("paper", ()): PUBLISHED.parent / "paper-regime" / "report.json",
+    ("default", ()): PUBLISHED.parent / "diffuse" / "report.json",
+}
 
 
 def published_for(budget: Budget) -> Path:

@@ -23,6 +23,7 @@ interval (paper_checks/design.py, 95%):
                                  at="top"), read as the premise's (b) is (test > 0, the 2-point margin): does ES
                                  keep more coverage than the best of them at matched Pass@1?
 """
+
 from __future__ import annotations
 
 import time
@@ -45,10 +46,10 @@ from escov.theory.matched import read_at
 # each coverage-keeping variant at the setting its source recommends (docs/training.md); name -> [grpo] settings
 CANDIDATES = {
     "entropy-bonus": {"entropy_coef": 0.01},
-    "adaptive-entropy": {"use_adaptive_entropy": True},             # Skywork-OR1 through TRL's defaults
-    "forking-tokens": {"top_entropy_quantile": 0.2},                # the 80/20 rule's top 20%
+    "adaptive-entropy": {"use_adaptive_entropy": True},  # Skywork-OR1 through TRL's defaults
+    "forking-tokens": {"top_entropy_quantile": 0.2},  # the 80/20 rule's top 20%
     "gspo": {"importance_sampling_level": "sequence"},
-    "cispo": {"loss_type": "cispo", "epsilon_high": 5.0},           # ScaleRL's cap
+    "cispo": {"loss_type": "cispo", "epsilon_high": 5.0},  # ScaleRL's cap
     "sapo": {"loss_type": "sapo"},
     "grpo-passk": {"adv_estimator": "grpo_passk"},
     "passk-analytic": {"adv_estimator": "passk_analytic", "pass_k": 4},
@@ -66,6 +67,7 @@ VARIANTS_DIR = "grpo-variants"  # out/grpo-variants/ of the answer's out directo
 @dataclass(frozen=True)
 class Design:
     """The selection's sizes: the premise control's by default."""
+
     seeds: tuple[int, ...] = CONTROL_SEEDS
     steps: int = CONTROL_STEPS
     checkpoint_every: int = CONTROL_CHECKPOINT_EVERY
@@ -77,8 +79,14 @@ def selection_runs(model: Path, budget, design: Design, candidates: dict[str, di
     """Plain GRPO (named as the control names its runs) and each candidate on every selection seed."""
     runs = control_runs(model, budget, design.seeds, design.steps, checkpoint_every=design.checkpoint_every)
     for name, settings in candidates.items():
-        for run_name, cfg in control_runs(model, budget, design.seeds, design.steps, grpo=CONTROL_GRPO | settings,
-                                          checkpoint_every=design.checkpoint_every).items():
+        for run_name, cfg in control_runs(
+            model,
+            budget,
+            design.seeds,
+            design.steps,
+            grpo=CONTROL_GRPO | settings,
+            checkpoint_every=design.checkpoint_every,
+        ).items():
             runs[f"{name}-{run_name.split('-')[-1]}"] = cfg
     return runs
 
@@ -96,15 +104,22 @@ def choose(plain: list, by_candidate: dict[str, list]) -> dict:
     """The selection's record from the validation curves (paper_checks/matched.py Curve): GRPO's plateau Pass@1
     (and plain GRPO's Pass@32 - base at its last checkpoint), every candidate's score, the chosen one."""
     level = float(np.mean([c.pass1[-1] for c in plain]))
-    scores = {name: {"seeds": len(curves), "pass32_minus_base": kept_at(curves, level)}
-              for name, curves in by_candidate.items()}
+    scores = {
+        name: {"seeds": len(curves), "pass32_minus_base": kept_at(curves, level)}
+        for name, curves in by_candidate.items()
+    }
     for score in scores.values():
         score["reaches"] = score["pass32_minus_base"] is not None
     eligible = [n for n in by_candidate if scores[n]["reaches"]]
     chosen = max(eligible, key=lambda n: scores[n]["pass32_minus_base"]) if eligible else None  # max keeps the first
     plateau = float(np.mean([c.metric(f"pass@{K}")[-1] - c.metric(f"pass@{K}")[0] for c in plain]))
-    return {"level": level, "plain_pass32_minus_base": plateau, "candidates": scores, "chosen": chosen,
-            "reason": None if chosen else f"no candidate reached GRPO's plateau Pass@1 {level:.3f} on every seed"}
+    return {
+        "level": level,
+        "plain_pass32_minus_base": plateau,
+        "candidates": scores,
+        "chosen": chosen,
+        "reason": None if chosen else f"no candidate reached GRPO's plateau Pass@1 {level:.3f} on every seed",
+    }
 
 
 def test_runs(answer_runs: Path, chosen: str, settings: dict) -> dict[str, dict]:
@@ -127,17 +142,27 @@ def record(selection: dict, es: list, variant_curves: list) -> dict:
     from escov.paper_checks.premise import endpoints, verdict
     from escov.paper_checks.premise_record import MARGIN, _interval, _pairs, _reading_b
 
-    out = {"selection": selection, "chosen": selection["chosen"], "settings": selection["settings"],
-           "registered": "docs/answer-budget.md, 'Than which GRPO?'", "margin": MARGIN}
+    out = {
+        "selection": selection,
+        "chosen": selection["chosen"],
+        "settings": selection["settings"],
+        "registered": "docs/answer-budget.md, 'Than which GRPO?'",
+        "margin": MARGIN,
+    }
     if selection["chosen"] is None or len(variant_curves) < 2:
         return out | {"reason": selection["reason"] or "fewer than 2 test runs of the chosen variant with curves"}
     ends = endpoints(_pairs(variant_curves), ["other"] * len(variant_curves[0].ids))
-    out["variant_plateau_minus_base"] = {f"pass@{K}": ends[f"pass@{K}"], "no_correct": ends["no_correct"],
-                                         "verdict": verdict(ends[f"pass@{K}"])}
+    out["variant_plateau_minus_base"] = {
+        f"pass@{K}": ends[f"pass@{K}"],
+        "no_correct": ends["no_correct"],
+        "verdict": verdict(ends[f"pass@{K}"]),
+    }
     top, info = matched_difference(es, variant_curves, f"pass@{K}", names=("ES", selection["chosen"]), at=AT_TOP)
-    out["es_minus_variant_matched"] = ({"reason": info.get("reason", "not compared")} if top is None else
-                                       _interval(top) | {"level": info["compared_levels"][0],
-                                                         "reading": _reading_b(_interval(top))})
+    out["es_minus_variant_matched"] = (
+        {"reason": info.get("reason", "not compared")}
+        if top is None
+        else _interval(top) | {"level": info["compared_levels"][0], "reading": _reading_b(_interval(top))}
+    )
     return out
 
 
@@ -146,10 +171,15 @@ def render(rec: dict) -> list[str]:
     from escov.paper_checks.premise_record import _pm
 
     s = rec["selection"]
-    lines = ["## Than which GRPO? ES against the best coverage-keeping variant", "",
-             f"Chosen on validation prompts: the variant whose Pass@32 - base is highest at GRPO's plateau Pass@1 "
-             f"({100 * s['level']:.1f} points; plain GRPO {100 * s['plain_pass32_minus_base']:+.2f}).", "",
-             "| candidate | reaches the level | Pass@32 - base (points) |", "| --- | --- | --- |"]
+    lines = [
+        "## Than which GRPO? ES against the best coverage-keeping variant",
+        "",
+        f"Chosen on validation prompts: the variant whose Pass@32 - base is highest at GRPO's plateau Pass@1 "
+        f"({100 * s['level']:.1f} points; plain GRPO {100 * s['plain_pass32_minus_base']:+.2f}).",
+        "",
+        "| candidate | reaches the level | Pass@32 - base (points) |",
+        "| --- | --- | --- |",
+    ]
     for name, c in s["candidates"].items():
         value = "" if c["pass32_minus_base"] is None else f"{100 * c['pass32_minus_base']:+.2f}"
         lines.append(f"| {name}{' (chosen)' if name == rec['chosen'] else ''} | {c['reaches']} | {value} |")
@@ -157,10 +187,15 @@ def render(rec: dict) -> list[str]:
         return lines + ["", f"- {rec['reason']}", ""]
     v, m = rec["variant_plateau_minus_base"], rec["es_minus_variant_matched"]
     level = f" ({100 * m['level']:.1f} points)" if "level" in m else ""
-    return lines + ["", f"- {rec['chosen']} at its last checkpoint - base (test): Pass@32 {_pm(v[f'pass@{K}'])}, "
-                        f"no-correct share {_pm(v['no_correct'])}: **{v['verdict']}**.",
-                    f"- ES - {rec['chosen']} Pass@32 at the highest Pass@1 both reach{level}: {_pm(m)}"
-                    + (f" (**{m['reading']}**)" if "reading" in m else "") + ".", ""]
+    return lines + [
+        "",
+        f"- {rec['chosen']} at its last checkpoint - base (test): Pass@32 {_pm(v[f'pass@{K}'])}, "
+        f"no-correct share {_pm(v['no_correct'])}: **{v['verdict']}**.",
+        f"- ES - {rec['chosen']} Pass@32 at the highest Pass@1 both reach{level}: {_pm(m)}"
+        + (f" (**{m['reading']}**)" if "reading" in m else "")
+        + ".",
+        "",
+    ]
 
 
 def attach(report_dir: Path, rec: dict) -> None:
@@ -174,8 +209,17 @@ def attach(report_dir: Path, rec: dict) -> None:
     md.write_text(text + "\n\n" + "\n".join(render(rec)), encoding="utf-8")
 
 
-def run(answer: Path, budget, *, premise_dir: str, report_dir: str, design: Design = Design(),
-        candidates: dict[str, dict] | None = None, jobs: int = 2, log=print) -> dict:
+def run(
+    answer: Path,
+    budget,
+    *,
+    premise_dir: str,
+    report_dir: str,
+    design: Design = Design(),
+    candidates: dict[str, dict] | None = None,
+    jobs: int = 2,
+    log=print,
+) -> dict:
     """Selection, test runs and the record, into answer/grpo-variants/ and the answer's report (resumable);
     premise_dir, report_dir: where the reproduction keeps the premise control and the report (reproduction.py)."""
     from escov.llm.problem_sets import SELECTION_SPLIT
@@ -200,6 +244,7 @@ def run(answer: Path, budget, *, premise_dir: str, report_dir: str, design: Desi
 
     def curves(root: Path, names) -> list:
         return [curve_of(sorted(read_curve(root / n), key=lambda p: p["step"]), runs_seed(n)) for n in names]
+
     by_candidate = {name: curves(out / "selection", [f"{name}-s{s}" for s in design.seeds]) for name in candidates}
     selection = choose(curves(answer / premise_dir / "runs", sorted(plain)), by_candidate)
     selection["settings"] = candidates.get(selection["chosen"])
@@ -240,8 +285,14 @@ def main_args(args, budget, premise_dir: str, report_dir: str) -> int:
     unknown = sorted(set(names) - set(CANDIDATES))
     if unknown:
         raise ValueError(f"--candidates: unknown {unknown}; known: {list(CANDIDATES)}")
-    rec = run(args.answer, budget, premise_dir=premise_dir, report_dir=report_dir,
-              candidates={n: CANDIDATES[n] for n in names} or None, jobs=args.jobs)
+    rec = run(
+        args.answer,
+        budget,
+        premise_dir=premise_dir,
+        report_dir=report_dir,
+        candidates={n: CANDIDATES[n] for n in names} or None,
+        jobs=args.jobs,
+    )
     print("\n".join(render(rec)))
     print(f"wrote {Path(args.answer) / VARIANTS_DIR / 'grpo_variants.json'}")
     return 0

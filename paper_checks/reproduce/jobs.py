@@ -15,6 +15,7 @@ the processes it waited for), so a reader can tell a slow machine from a busy on
 sums the jobs of each stage: the stage's span (first start to last end, on the pool's clock), the
 sum of its jobs' wall seconds, and the sum of their CPU seconds.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -25,7 +26,6 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
@@ -33,6 +33,7 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 class Job:
     """name: unique; stage: the group it is timed in; after: names of jobs that must finish first;
     make: called (in the parent) once they have, returns (function, args) to run."""
+
     name: str
     stage: str
     make: Callable[[], tuple[Callable, tuple]]
@@ -42,9 +43,9 @@ class Job:
 @dataclass
 class JobTime:
     stage: str
-    start: float          # seconds since the pool started
-    seconds: float        # wall seconds of the job
-    cpu_seconds: float    # user + system CPU seconds of the job's process (and children it waited for)
+    start: float  # seconds since the pool started
+    seconds: float  # wall seconds of the job
+    cpu_seconds: float  # user + system CPU seconds of the job's process (and children it waited for)
     result: Any = field(default=None, repr=False)
 
 
@@ -148,10 +149,19 @@ def stage_times(times: dict[str, JobTime]) -> dict[str, dict]:
     jobs' wall seconds, the sum of their CPU seconds, and the number of jobs."""
     stages: dict[str, dict] = {}
     for t in sorted(times.values(), key=lambda t: t.start):
-        s = stages.setdefault(t.stage, {"first": t.start, "last": t.start, "job_seconds": 0.0, "cpu_seconds": 0.0, "jobs": 0})
+        s = stages.setdefault(
+            t.stage, {"first": t.start, "last": t.start, "job_seconds": 0.0, "cpu_seconds": 0.0, "jobs": 0}
+        )
         s["last"] = max(s["last"], t.start + t.seconds)
         s["job_seconds"] += t.seconds
         s["cpu_seconds"] += t.cpu_seconds
         s["jobs"] += 1
-    return {name: {"span_seconds": round(s["last"] - s["first"], 1), "job_seconds": round(s["job_seconds"], 1),
-                   "cpu_seconds": round(s["cpu_seconds"], 1), "jobs": s["jobs"]} for name, s in stages.items()}
+    return {
+        name: {
+            "span_seconds": round(s["last"] - s["first"], 1),
+            "job_seconds": round(s["job_seconds"], 1),
+            "cpu_seconds": round(s["cpu_seconds"], 1),
+            "jobs": s["jobs"],
+        }
+        for name, s in stages.items()
+    }

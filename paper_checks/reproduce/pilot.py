@@ -11,13 +11,14 @@ power with the answer's prompts and with four times as many (paper_checks/design
 It prints no difference, only its variance: a pilot sizes the design, it does not preview the answer (and it
 never reads a test prompt). Outputs: out/runs/NAME/ (run directories) and out/pilot.json.
 """
+
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-PILOT_SEEDS = (200, 201, 202, 203)   # not among the answer's seeds (0-...) nor the sweep's (100)
-CURVE_SPLIT = "train"                # the prompts its curves read (llm/problem_sets.py split_set): never a test prompt
+PILOT_SEEDS = (200, 201, 202, 203)  # not among the answer's seeds (0-...) nor the sweep's (100)
+CURVE_SPLIT = "train"  # the prompts its curves read (llm/problem_sets.py split_set): never a test prompt
 
 
 def pilot_runs(budget_name: str, model: Path, seeds: tuple[int, ...]) -> dict[str, dict]:
@@ -26,13 +27,23 @@ def pilot_runs(budget_name: str, model: Path, seeds: tuple[int, ...]) -> dict[st
 
     b = BUDGETS[budget_name]
     common = b.common | {"probe_every": 0, "heldout_task": ""}
-    return {f"{algo}-s{seed}": common | {"algo": algo, "model": str(model), "seed": seed, "task": b.task,
-                                         "es": b.es, "grpo": b.grpo}
-            for seed in seeds for algo in ("es", "grpo")}
+    return {
+        f"{algo}-s{seed}": common
+        | {"algo": algo, "model": str(model), "seed": seed, "task": b.task, "es": b.es, "grpo": b.grpo}
+        for seed in seeds
+        for algo in ("es", "grpo")
+    }
 
 
-def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tuple[int, ...] = PILOT_SEEDS,
-              jobs: int = 2, log=print) -> dict:
+def run_pilot(
+    model: Path,
+    out: Path,
+    *,
+    budget_name: str = "answer",
+    seeds: tuple[int, ...] = PILOT_SEEDS,
+    jobs: int = 2,
+    log=print,
+) -> dict:
     from escov.llm import rundir
     from escov.paper_checks.matched import curve_of, matched_difference
     from escov.paper_checks.reproduce.budgets import BUDGETS
@@ -53,9 +64,17 @@ def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tup
     estimate, info = matched_difference(es, grpo, "pass@32", names=("ES", "GRPO"))
     if estimate is None:
         raise ValueError(f"the pilot's curves give no matched comparison: {info.get('reason', 'no common range')}")
-    record = {"budget": budget_name, "seeds": list(seeds), "prompts": b.common["eval_problems"], "split": CURVE_SPLIT,
-              "samples": b.curve["samples"], "plan": info["plan"], "detectable": estimate.detectable,
-              "range": info["range"], "points_in_range": {"ES": info["points_in_range_a"], "GRPO": info["points_in_range_b"]}}
+    record = {
+        "budget": budget_name,
+        "seeds": list(seeds),
+        "prompts": b.common["eval_problems"],
+        "split": CURVE_SPLIT,
+        "samples": b.curve["samples"],
+        "plan": info["plan"],
+        "detectable": estimate.detectable,
+        "range": info["range"],
+        "points_in_range": {"ES": info["points_in_range_a"], "GRPO": info["points_in_range_b"]},
+    }
     rundir.write_json(out / "pilot.json", record)
     return record
 
@@ -63,11 +82,15 @@ def run_pilot(model: Path, out: Path, *, budget_name: str = "answer", seeds: tup
 def main_args(args) -> int:
     from escov.paper_checks.design import plan_text
 
-    record = run_pilot(args.model, args.out, budget_name=args.budget, seeds=tuple(range(200, 200 + args.seeds)),
-                       jobs=args.jobs)
-    print(f"pilot: {len(record['seeds'])} seeds x {record['prompts']} training-split prompts x {record['samples']} samples; "
-          f"Pass@32 at matched Pass@1 over {record['range'][0]:.3f}-{record['range'][1]:.3f}: detectable at 80% power "
-          f"{100 * record['detectable']:.2f} pts")
+    record = run_pilot(
+        args.model, args.out, budget_name=args.budget, seeds=tuple(range(200, 200 + args.seeds)), jobs=args.jobs
+    )
+    print(
+        f"pilot: {len(record['seeds'])} seeds x {record['prompts']} training-split prompts x "
+        f"{record['samples']} samples; "
+        f"Pass@32 at matched Pass@1 over {record['range'][0]:.3f}-{record['range'][1]:.3f}: detectable at 80% power "
+        f"{100 * record['detectable']:.2f} pts"
+    )
     print(plan_text(record["plan"]))
     print(f"wrote {args.out / 'pilot.json'}")
     return 0

@@ -1,6 +1,7 @@
 """Every run of a reproduction, from its budget (paper_checks/reproduce/budgets.py): run name -> TrainConfig as a dict
 (plan), with the population sweep's equal update budgets, the rescaled variant's reward spread from the main ES
 runs, and what the planned runs give the checks (planned_needs)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,18 +35,34 @@ def mean_reward_std(run_dir: Path) -> float:
     return float(np.mean(stds))
 
 
-def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict[int, float] | None = None) -> dict[str, dict]:
+def plan(
+    budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict[int, float] | None = None
+) -> dict[str, dict]:
     """Every run of a reproduction: run name -> TrainConfig as a dict (without `out`).
 
     reward_std: seed -> mean std(R) of that seed's main ES run; with it the plan also holds the
-    rescaled centered variant of the seeds it names (center_scale = 1 / std, so its update has the z-scored norm on average)."""
+    rescaled centered variant of the seeds it names (center_scale = 1 / std, so its update has the z-scored norm on
+    average)."""
     runs: dict[str, dict] = {}
 
     def add(name: str, algo: str, seed: int, model_dir: Path, es: dict | None = None, **extra) -> None:
         variant = name.rsplit("-s", 1)[0]
-        skip = ({} if variant in THRESHOLDED else {"threshold_keep": ()}) | ({} if variant in PROBED else {"probe": False, "probe_every": 0})
-        runs[name] = budget.common | {"algo": algo, "model": str(model_dir), "seed": seed, "task": budget.task,
-                                      "es": budget.es | (es or {}), "grpo": budget.grpo} | skip | extra
+        skip = ({} if variant in THRESHOLDED else {"threshold_keep": ()}) | (
+            {} if variant in PROBED else {"probe": False, "probe_every": 0}
+        )
+        runs[name] = (
+            budget.common
+            | {
+                "algo": algo,
+                "model": str(model_dir),
+                "seed": seed,
+                "task": budget.task,
+                "es": budget.es | (es or {}),
+                "grpo": budget.grpo,
+            }
+            | skip
+            | extra
+        )
 
     switch = max(1, int(budget.common["steps"] * budget.switch_fraction))
     for seed in budget.seeds:
@@ -60,7 +77,11 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
                 continue
             extra = {"dtype": "bfloat16", "population": {"batched": False}} if name == "es-bf16" else {}
             add(f"{name}-s{seed}", "es", seed, model, overrides, **extra)
-        if reward_std is not None and seed in reward_std and (budget.es_variants is None or "es-rescaled" in budget.es_variants):
+        if (
+            reward_std is not None
+            and seed in reward_std
+            and (budget.es_variants is None or "es-rescaled" in budget.es_variants)
+        ):
             add(f"es-rescaled-s{seed}", "es", seed, model, {"zscore": False, "center_scale": 1.0 / reward_std[seed]})
     for n in budget.sweep_populations:
         for label, model_dir in (("base", model), ("other", sweep_model)):
@@ -68,8 +89,14 @@ def plan(budget: Budget, model: Path, sweep_model: Path | None, reward_std: dict
                 continue
             for seed in budget.seeds:
                 if not (label == "base" and n == budget.es["population_size"]):  # those are the main ES runs
-                    add(f"sweep-{label}-N{n}-s{seed}", "es", seed, model_dir, {"population_size": n},
-                        **SWEEP_EVAL | {"steps": equal_update_budget(budget, n)})
+                    add(
+                        f"sweep-{label}-N{n}-s{seed}",
+                        "es",
+                        seed,
+                        model_dir,
+                        {"population_size": n},
+                        **SWEEP_EVAL | {"steps": equal_update_budget(budget, n)},
+                    )
     return runs
 
 

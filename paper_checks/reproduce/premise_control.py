@@ -15,6 +15,7 @@ plateau rule, verdict and prompt families are paper_checks/premise.py's.
 Outputs: out/runs/NAME/ (run directories and their validation curves), out/control.json, out/control.md and
 out/control.png (each prompt's success rate at the base and the plateau by family; Pass@1 and Pass@32 along training).
 """
+
 from __future__ import annotations
 
 import time
@@ -27,34 +28,70 @@ from escov.paper_checks.premise import ENDPOINT_K, endpoints, family_of, plateau
 from escov.theory.matched import RESOLUTION
 
 CONTROL_SEEDS = (300, 301, 302)  # not the answer's (0-7), the sweep's (100) or the pilot's (200-203)
-CONTROL_STEPS = 300              # the issue's estimate of GRPO's plateau: 150-300 steps
+CONTROL_STEPS = 300  # the issue's estimate of GRPO's plateau: 150-300 steps
 CONTROL_CHECKPOINT_EVERY = 50
 # the strongest push toward a plateau among the step sizes swept for the answer (results/step-sweep/: lr 1e-4
 # climbed highest); a positive control gives the effect its best chance
 CONTROL_GRPO = {"learning_rate": 1e-4}
-CONTROL_SAMPLES = 128            # samples per prompt: more than 4 x 32, the no-correct share is its own measurement
-CONTROL_PROMPTS = 128            # validation prompts (countdown3's validation split holds about 170)
+CONTROL_SAMPLES = 128  # samples per prompt: more than 4 x 32, the no-correct share is its own measurement
+CONTROL_PROMPTS = 128  # validation prompts (countdown3's validation split holds about 170)
 # curve: the base and every checkpoint (max_points leaves no room for refinement; the control reads the base and
 # the plateau, the points between show the climb)
-CONTROL_CURVE = {"points": CONTROL_STEPS // CONTROL_CHECKPOINT_EVERY, "samples": CONTROL_SAMPLES, "temperature": 0.6,
-                 "resolution": RESOLUTION, "max_points": CONTROL_STEPS // CONTROL_CHECKPOINT_EVERY + 1}
+CONTROL_CURVE = {
+    "points": CONTROL_STEPS // CONTROL_CHECKPOINT_EVERY,
+    "samples": CONTROL_SAMPLES,
+    "temperature": 0.6,
+    "resolution": RESOLUTION,
+    "max_points": CONTROL_STEPS // CONTROL_CHECKPOINT_EVERY + 1,
+}
 
 
-def control_runs(model: Path, budget, seeds: tuple[int, ...] = CONTROL_SEEDS, steps: int = CONTROL_STEPS,
-                 grpo: dict | None = None, checkpoint_every: int = CONTROL_CHECKPOINT_EVERY) -> dict[str, dict]:
+def control_runs(
+    model: Path,
+    budget,
+    seeds: tuple[int, ...] = CONTROL_SEEDS,
+    steps: int = CONTROL_STEPS,
+    grpo: dict | None = None,
+    checkpoint_every: int = CONTROL_CHECKPOINT_EVERY,
+) -> dict[str, dict]:
     """The control's GRPO runs: the budget's settings (budgets.Budget: the answer's), grpo's step, `steps` steps, a
     checkpoint every `checkpoint_every`; the trainer's own final evaluation on a few test prompts is never read."""
     b = budget
-    common = b.common | {"steps": steps, "checkpoint_every": checkpoint_every, "checkpoint_dense": 0, "probe_every": 0,
-                         "heldout_task": "", "eval_problems": 8, "threshold_keep": ()}
-    return {f"grpo-s{seed}": common | {"algo": "grpo", "model": str(model), "seed": seed, "task": b.task,
-                                       "grpo": b.grpo | (CONTROL_GRPO if grpo is None else grpo)}
-            for seed in seeds}
+    common = b.common | {
+        "steps": steps,
+        "checkpoint_every": checkpoint_every,
+        "checkpoint_dense": 0,
+        "probe_every": 0,
+        "heldout_task": "",
+        "eval_problems": 8,
+        "threshold_keep": (),
+    }
+    return {
+        f"grpo-s{seed}": common
+        | {
+            "algo": "grpo",
+            "model": str(model),
+            "seed": seed,
+            "task": b.task,
+            "grpo": b.grpo | (CONTROL_GRPO if grpo is None else grpo),
+        }
+        for seed in seeds
+    }
 
 
-def run_control(model: Path, out: Path, budget, *, jobs: int = 2, seeds: tuple[int, ...] = CONTROL_SEEDS,
-                steps: int = CONTROL_STEPS, problems: int = CONTROL_PROMPTS, curve: dict | None = None,
-                checkpoint_every: int = CONTROL_CHECKPOINT_EVERY, log=print) -> dict:
+def run_control(
+    model: Path,
+    out: Path,
+    budget,
+    *,
+    jobs: int = 2,
+    seeds: tuple[int, ...] = CONTROL_SEEDS,
+    steps: int = CONTROL_STEPS,
+    problems: int = CONTROL_PROMPTS,
+    curve: dict | None = None,
+    checkpoint_every: int = CONTROL_CHECKPOINT_EVERY,
+    log=print,
+) -> dict:
     """Train and measure the control's runs (resumable: finished runs and curve points are kept), then read it."""
     from escov.llm import rundir
     from escov.llm.problem_sets import SELECTION_SPLIT
@@ -75,17 +112,35 @@ def run_control(model: Path, out: Path, budget, *, jobs: int = 2, seeds: tuple[i
     preset = base_preset(model)
     families = _families(runs, [r["id"] for r in pairs[0][0]["sampled"]["per_problem"]], preset)
     result = endpoints(pairs, families)
-    record = {"base": base_record(model), "split": SELECTION_SPLIT, "prompts": problems, "samples": curve["samples"],
-              "temperature": curve["temperature"], "seeds": list(seeds), "steps": steps,
-              "grpo": next(iter(runs.values()))["grpo"],
-              "plateau": {name: plateau([p["step"] for p in c], [p["sampled"]["pass_at_k"]["1"] for p in c])
-                          for name, c in curves.items()},
-              "curves": {name: [{"step": p["step"], "pass1": p["sampled"]["pass_at_k"]["1"],
-                                 "pass32": p["sampled"]["pass_at_k"]["32"],
-                                 "no_correct": float(np.mean([r["correct"] == 0 for r in p["sampled"]["per_problem"]])),
-                                 "entropy": p["sampled"].get("mean_token_entropy")} for p in c]
-                         for name, c in curves.items()},
-              "endpoints": result, "verdict": verdict(result[f"pass@{ENDPOINT_K}"])}
+    record = {
+        "base": base_record(model),
+        "split": SELECTION_SPLIT,
+        "prompts": problems,
+        "samples": curve["samples"],
+        "temperature": curve["temperature"],
+        "seeds": list(seeds),
+        "steps": steps,
+        "grpo": next(iter(runs.values()))["grpo"],
+        "plateau": {
+            name: plateau([p["step"] for p in c], [p["sampled"]["pass_at_k"]["1"] for p in c])
+            for name, c in curves.items()
+        },
+        "curves": {
+            name: [
+                {
+                    "step": p["step"],
+                    "pass1": p["sampled"]["pass_at_k"]["1"],
+                    "pass32": p["sampled"]["pass_at_k"]["32"],
+                    "no_correct": float(np.mean([r["correct"] == 0 for r in p["sampled"]["per_problem"]])),
+                    "entropy": p["sampled"].get("mean_token_entropy"),
+                }
+                for p in c
+            ]
+            for name, c in curves.items()
+        },
+        "endpoints": result,
+        "verdict": verdict(result[f"pass@{ENDPOINT_K}"]),
+    }
     record, non_finite = without_non_finite(record)  # an interval of too few seeds: null, its path listed
     record["non_finite"] = non_finite
     rundir.write_json(out / "control.json", record)
@@ -107,7 +162,14 @@ def _families(runs: dict[str, dict], ids: list[str], preset) -> list[str]:
 def main_args(args, budget) -> int:
     """`premise-control`: the control with the budget's settings (the CLI passes the answer's)."""
     seeds = tuple(range(CONTROL_SEEDS[0], CONTROL_SEEDS[0] + args.seeds))
-    run_control(args.model, args.out, budget, jobs=args.jobs, seeds=seeds, steps=CONTROL_STEPS if args.steps is None else args.steps)
+    run_control(
+        args.model,
+        args.out,
+        budget,
+        jobs=args.jobs,
+        seeds=seeds,
+        steps=CONTROL_STEPS if args.steps is None else args.steps,
+    )
     print((args.out / "control.md").read_text(encoding="utf-8"))
     print(f"wrote {args.out / 'control.json'} and {args.out / 'control.md'}")
     return 0

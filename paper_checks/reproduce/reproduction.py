@@ -21,6 +21,7 @@ whose reward spread they use) and the Lemma 1 grid among them, so no core waits 
 
 Its budgets: paper_checks/reproduce/budgets.py; the runs each plans: plan.py; its base models: bases.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,11 +48,13 @@ REPORT_DIR = "report"  # out/report/: REPORT.md, report.json, plots, run_info.js
 
 def _theory(path: Path, progress: bool) -> None:
     from escov.theory.checks import run_checks
+
     path.write_text(json.dumps(run_checks(progress=progress), default=float))
 
 
 def _simulate(out_dir: Path, scale: float, progress: bool) -> None:
     from escov.simulate.cli import main as simulate_main
+
     simulate_main(["all", "--out", str(out_dir), "--scale", str(scale)] + ([] if progress else ["--no-progress"]))
 
 
@@ -61,14 +64,21 @@ def grid_settings(budget: Budget) -> dict:
     (as every run builds its own), the evaluation temperature and the completion length."""
     from escov.llm.config import TrainConfig
 
-    cfg = TrainConfig.from_dict(budget.common | {"task": budget.task, "algo": "es", "es": budget.es, "grpo": budget.grpo},
-                                source="budget task settings")
-    return {"task": cfg.make_task(), "task_name": cfg.task, "temperature": cfg.eval_temperature,
-            "max_new_tokens": cfg.max_completion_length}
+    cfg = TrainConfig.from_dict(
+        budget.common | {"task": budget.task, "algo": "es", "es": budget.es, "grpo": budget.grpo},
+        source="budget task settings",
+    )
+    return {
+        "task": cfg.make_task(),
+        "task_name": cfg.task,
+        "temperature": cfg.eval_temperature,
+        "max_new_tokens": cfg.max_completion_length,
+    }
 
 
 def _lemma_grid(path: Path, base: Path, budget: Budget, progress: bool) -> None:
     from escov.paper_checks.reproduce.lemma_grid_measurement import measure_grid
+
     torch.set_num_threads(budget.common["threads"])
     path.write_text(json.dumps(measure_grid(base, budget.grid, progress=progress, **grid_settings(budget))))
 
@@ -95,50 +105,85 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
     other = None if model is not None or not budget.sweep_populations else out / "base-sweep"
     wait_base: tuple[str, ...] = ()
     if model is None:
-        jobs.append(Job("pretrain base", "pretrain",
-                        lambda: (obtain_base, (base, budget.base_preset, progress, budget.base_settings))))
+        jobs.append(
+            Job(
+                "pretrain base",
+                "pretrain",
+                lambda: (obtain_base, (base, budget.base_preset, progress, budget.base_settings)),
+            )
+        )
         wait_base = ("pretrain base",)
     wait_other: tuple[str, ...] = ()  # the sweep's runs on the other base wait for that base only
     if other is not None:
-        jobs.append(Job("pretrain sweep base", "pretrain", lambda: (obtain_base, (other, budget.sweep_preset, progress))))
+        jobs.append(
+            Job("pretrain sweep base", "pretrain", lambda: (obtain_base, (other, budget.sweep_preset, progress)))
+        )
         wait_other = ("pretrain sweep base",)
     if not (out / "theory.json").exists():
         jobs.append(Job("theory", "theory", lambda: (_theory, (out / "theory.json", progress))))
     if not (out / "simulate" / "summary.json").exists():
-        jobs.append(Job("simulate", "simulate",
-                        lambda: (_simulate, (out / "simulate", budget.simulate_scale, progress))))
+        jobs.append(
+            Job("simulate", "simulate", lambda: (_simulate, (out / "simulate", budget.simulate_scale, progress)))
+        )
     runs = plan(budget, base, other)
     rescaled = budget.es_variants is None or "es-rescaled" in budget.es_variants
     main_es = [f"es-s{seed}" for seed in budget.seeds]
     first = main_es if rescaled else []  # the rescaled runs wait for these: they go first
     jobs += run_jobs_of({n: runs[n] for n in first}, out / "runs", budget.curve, after=wait_base, shared=shared)
     if rescaled:
+
         def rescaled_run(seed: int) -> tuple:
             name = f"es-rescaled-s{seed}"
             cfg = plan(budget, base, other, {seed: mean_reward_std(out / "runs" / f"es-s{seed}")})[name]
             return run_one, (name, cfg, out / "runs" / name, budget.curve, shared)
+
         for seed in budget.seeds:
             name = f"es-rescaled-s{seed}"
             if not complete(out / "runs" / name, budget.curve):
                 jobs.append(Job(name, "rescaled runs", lambda seed=seed: rescaled_run(seed), after=(f"es-s{seed}",)))
     control = out / PREMISE_DIR
     if budget.premise_control and not (control / "control.json").exists():
-        jobs.append(Job("premise control", "premise control", lambda: (_premise_control, (base, control, budget)),
-                        after=wait_base))
+        jobs.append(
+            Job(
+                "premise control",
+                "premise control",
+                lambda: (_premise_control, (base, control, budget)),
+                after=wait_base,
+            )
+        )
     grid_path = out / "lemma_grid.json"
     if not grid_path.exists():
-        jobs.append(Job("Lemma 1 grid", "Lemma 1 grid", lambda: (_lemma_grid, (grid_path, base, budget, progress)),
-                        after=wait_base))
+        jobs.append(
+            Job(
+                "Lemma 1 grid",
+                "Lemma 1 grid",
+                lambda: (_lemma_grid, (grid_path, base, budget, progress)),
+                after=wait_base,
+            )
+        )
     rest = {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n}
     # longest first: the runs that evaluate their members one by one (es-bf16) take about 3x a batched run
     rest = dict(sorted(rest.items(), key=lambda item: item[1].get("population", {}).get("batched", True)))
     jobs += run_jobs_of(rest, out / "runs", budget.curve, after=wait_base, shared=shared)
-    jobs += run_jobs_of({n: c for n, c in runs.items() if "sweep-other" in n}, out / "runs", budget.curve, after=wait_other, shared=shared)
+    jobs += run_jobs_of(
+        {n: c for n, c in runs.items() if "sweep-other" in n},
+        out / "runs",
+        budget.curve,
+        after=wait_other,
+        shared=shared,
+    )
     return jobs
 
 
-def reproduce(budget_name: str, out, *, model: Path | None = None, progress: bool = True, jobs: int | None = None,
-              command: str | None = None) -> dict:
+def reproduce(
+    budget_name: str,
+    out,
+    *,
+    model: Path | None = None,
+    progress: bool = True,
+    jobs: int | None = None,
+    command: str | None = None,
+) -> dict:
     """Run (or continue) a reproduction into out; command: the command line, stated in run_info.json
     with the time of every stage."""
     if budget_name not in BUDGETS:
@@ -159,15 +204,27 @@ def reproduce(budget_name: str, out, *, model: Path | None = None, progress: boo
     times = run_jobs(todo, jobs, log)
     log("report")
     t_report, cpu_report = time.perf_counter(), cpu_seconds()
-    report = build_report(sorted((out / "runs").iterdir()), out / REPORT_DIR, out / "theory.json",
-                          out / "simulate" / "summary.json", load_lemma_grid(out / "lemma_grid.json"), budget.purpose,
-                          published=load_published(published_for(budget)), planned=planned_needs(budget),
-                          premise_control=read_json(out / PREMISE_DIR / "control.json") if budget.premise_control else None)
+    report = build_report(
+        sorted((out / "runs").iterdir()),
+        out / REPORT_DIR,
+        out / "theory.json",
+        out / "simulate" / "summary.json",
+        load_lemma_grid(out / "lemma_grid.json"),
+        budget.purpose,
+        published=load_published(published_for(budget)),
+        planned=planned_needs(budget),
+        premise_control=read_json(out / PREMISE_DIR / "control.json") if budget.premise_control else None,
+    )
     if (out / VARIANTS_DIR / "grpo_variants.json").is_file():  # the arm run after the answer (grpo_variants.py)
         attach_variants(out / REPORT_DIR, read_json(out / VARIANTS_DIR / "grpo_variants.json"))
-    stages = stage_times(times) | {"report": {"span_seconds": round(time.perf_counter() - t_report, 1),
-                                              "job_seconds": round(time.perf_counter() - t_report, 1),
-                                              "cpu_seconds": round(cpu_seconds() - cpu_report, 1), "jobs": 1}}
+    stages = stage_times(times) | {
+        "report": {
+            "span_seconds": round(time.perf_counter() - t_report, 1),
+            "job_seconds": round(time.perf_counter() - t_report, 1),
+            "cpu_seconds": round(cpu_seconds() - cpu_report, 1),
+            "jobs": 1,
+        }
+    }
     seconds = time.perf_counter() - start
     write_run_info(out / REPORT_DIR / "run_info.json", budget_name, jobs, seconds, command, commit, stages)
     log(f"stages: {stage_line(stages)}")
@@ -188,24 +245,47 @@ def git_commit() -> tuple[str, bool]:
 
     here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=here).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                    text=True, cwd=here).stdout.strip())
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=here
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=here
+            ).stdout.strip()
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)", False
     return commit, dirty
 
 
-def write_run_info(path: Path, budget_name: str, jobs: int, seconds: float, command: str | None,
-                   commit: tuple[str, bool], stages: dict[str, dict] | None = None) -> None:
+def write_run_info(
+    path: Path,
+    budget_name: str,
+    jobs: int,
+    seconds: float,
+    command: str | None,
+    commit: tuple[str, bool],
+    stages: dict[str, dict] | None = None,
+) -> None:
     """What a published report states about its run: command, the commit it started on, wall time,
     machine. The wall time is this invocation's (a resumed reproduction counts only what it did itself)."""
     import platform
 
-    info = {"command": command or f"paper_checks.reproduce.reproduce({budget_name!r}, ...)", "budget": budget_name,
-            "jobs": jobs, "commit": commit[0], "uncommitted_changes": commit[1],
-            "wall_seconds": round(seconds, 1), "stages": stages or {},
-            "finished_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                        "cpu_count": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__}}
+    info = {
+        "command": command or f"paper_checks.reproduce.reproduce({budget_name!r}, ...)",
+        "budget": budget_name,
+        "jobs": jobs,
+        "commit": commit[0],
+        "uncommitted_changes": commit[1],
+        "wall_seconds": round(seconds, 1),
+        "stages": stages or {},
+        "finished_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+        },
+    }
     path.write_text(json.dumps(info, indent=1), encoding="utf-8")

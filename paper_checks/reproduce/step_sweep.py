@@ -24,6 +24,7 @@ The runs write their own final evaluation on a few test prompts (EVAL_PROBLEMS, 
 sweep never reads it. Outputs: out/runs/NAME/ (run directories), out/sweep.json (every setting's curve and
 the choice), out/sweep.md (the table), out/sweep.png (Pass@1 by step and entropy against Pass@1).
 """
+
 from __future__ import annotations
 
 import time
@@ -33,42 +34,56 @@ from pathlib import Path
 from escov.paper_checks.base_info import base_record
 from escov.theory.matched import points_in_range
 
-MIN_POINTS = 5          # measured curve points each method needs inside the common range (the issue's floor)
-ENTROPY_DROP = 0.10     # a fall: entropy at most 90% of the curve's maximum, after the maximum
-SWEEP_SEED = 100        # not one of the answer's seeds (0-7): other training prompts and sampling streams
-EVAL_PROBLEMS = 8       # the trainer's own final evaluation (test prompts), kept small and never read here
-CURVE_SPLIT = "train"   # the prompts its curves read (llm/problem_sets.py split_set): never a test prompt
+MIN_POINTS = 5  # measured curve points each method needs inside the common range (the issue's floor)
+ENTROPY_DROP = 0.10  # a fall: entropy at most 90% of the curve's maximum, after the maximum
+SWEEP_SEED = 100  # not one of the answer's seeds (0-7): other training prompts and sampling streams
+EVAL_PROBLEMS = 8  # the trainer's own final evaluation (test prompts), kept small and never read here
+CURVE_SPLIT = "train"  # the prompts its curves read (llm/problem_sets.py split_set): never a test prompt
 
 
 @dataclass(frozen=True)
 class Setting:
-    algo: str            # "grpo" or "es"
-    params: dict         # GRPO: {"learning_rate"}; ES: {"sigma", "alpha"}
-    reason: str          # why this value is in the sweep
+    algo: str  # "grpo" or "es"
+    params: dict  # GRPO: {"learning_rate"}; ES: {"sigma", "alpha"}
+    reason: str  # why this value is in the sweep
 
 
 # The paper trains Qwen2.5-1.5B with GRPO at lr 1e-6 and ES at sigma 1.5e-3, alpha 2.5e-4 (alpha = sigma / 6);
 # a 1M-parameter character model moves little at those steps in 40 iterations, so the sweep brackets the steps
 # the answer budget used before, from below.
 SETTINGS = {
-    "grpo-lr1e-4": Setting("grpo", {"learning_rate": 1e-4},
-                           "the earlier answer budget's: Pass@1 +46 points in 40 steps on the diffuse base, the "
-                           "common range then covered only its first 5 steps"),
+    "grpo-lr1e-4": Setting(
+        "grpo",
+        {"learning_rate": 1e-4},
+        "the earlier answer budget's: Pass@1 +46 points in 40 steps on the diffuse base, the "
+        "common range then covered only its first 5 steps",
+    ),
     "grpo-lr3e-5": Setting("grpo", {"learning_rate": 3e-5}, "a third of it: Adam's step per parameter is about the lr"),
-    "grpo-lr1e-5": Setting("grpo", {"learning_rate": 1e-5}, "a tenth: the slowest climb that may still reach the "
-                                                            "entropy fall in the budget's steps"),
-    "es-s0.01-a0.005": Setting("es", {"sigma": 0.01, "alpha": 0.005},
-                               "the earlier answer budget's (alpha = sigma / 2, the ratio of the ES-at-scale code)"),
-    "es-s0.01-a0.02": Setting("es", {"sigma": 0.01, "alpha": 0.02},
-                              "4x the step: reached the earlier plateau as fast as GRPO's first 6 steps"),
-    "es-s0.02-a0.01": Setting("es", {"sigma": 0.02, "alpha": 0.01},
-                              "a wider population at alpha = sigma / 2: more reward spread among members"),
+    "grpo-lr1e-5": Setting(
+        "grpo",
+        {"learning_rate": 1e-5},
+        "a tenth: the slowest climb that may still reach the entropy fall in the budget's steps",
+    ),
+    "es-s0.01-a0.005": Setting(
+        "es",
+        {"sigma": 0.01, "alpha": 0.005},
+        "the earlier answer budget's (alpha = sigma / 2, the ratio of the ES-at-scale code)",
+    ),
+    "es-s0.01-a0.02": Setting(
+        "es", {"sigma": 0.01, "alpha": 0.02}, "4x the step: reached the earlier plateau as fast as GRPO's first 6 steps"
+    ),
+    "es-s0.02-a0.01": Setting(
+        "es",
+        {"sigma": 0.02, "alpha": 0.01},
+        "a wider population at alpha = sigma / 2: more reward spread among members",
+    ),
 }
 
 
 @dataclass(frozen=True)
 class Trace:
     """One run's curve: steps, sampled Pass@1 and mean token entropy, in step order."""
+
     name: str
     steps: tuple[int, ...]
     pass1: tuple[float, ...]
@@ -76,8 +91,12 @@ class Trace:
 
     @classmethod
     def of_curve(cls, name: str, points: list[dict]) -> "Trace":
-        return cls(name, tuple(p["step"] for p in points), tuple(p["sampled"]["pass_at_k"]["1"] for p in points),
-                   tuple(p["sampled"]["mean_token_entropy"] for p in points))
+        return cls(
+            name,
+            tuple(p["step"] for p in points),
+            tuple(p["sampled"]["pass_at_k"]["1"] for p in points),
+            tuple(p["sampled"]["mean_token_entropy"] for p in points),
+        )
 
 
 def entropy_fall(trace: Trace, drop: float = ENTROPY_DROP) -> float | None:
@@ -108,8 +127,8 @@ class Pair:
     hi: float
     grpo_points: int
     es_points: int
-    fall: float | None   # Pass@1 where GRPO's entropy falls (None: it does not)
-    missed: tuple[str, ...]   # the conditions not met (empty: a candidate)
+    fall: float | None  # Pass@1 where GRPO's entropy falls (None: it does not)
+    missed: tuple[str, ...]  # the conditions not met (empty: a candidate)
 
 
 def judge(grpo: Trace, es: Trace, min_points: int = MIN_POINTS) -> Pair:
@@ -129,8 +148,9 @@ def judge(grpo: Trace, es: Trace, min_points: int = MIN_POINTS) -> Pair:
     return Pair(grpo.name, es.name, lo, hi, n_grpo, n_es, fall, tuple(missed))
 
 
-def choose(traces: dict[str, Trace], settings: dict[str, Setting], min_points: int = MIN_POINTS
-           ) -> tuple[Pair | None, list[Pair]]:
+def choose(
+    traces: dict[str, Trace], settings: dict[str, Setting], min_points: int = MIN_POINTS
+) -> tuple[Pair | None, list[Pair]]:
     """(the chosen pair or None, every pair judged). Ties in range width go to more points, then to the
     smaller steps (GRPO's learning rate, then ES's alpha)."""
     grpo = [n for n in traces if settings[n].algo == "grpo"]
@@ -141,8 +161,13 @@ def choose(traces: dict[str, Trace], settings: dict[str, Setting], min_points: i
         return None, pairs
 
     def rank(p: Pair):
-        return (-(p.hi - p.lo), -min(p.grpo_points, p.es_points), settings[p.grpo].params["learning_rate"],
-                settings[p.es].params["alpha"])
+        return (
+            -(p.hi - p.lo),
+            -min(p.grpo_points, p.es_points),
+            settings[p.grpo].params["learning_rate"],
+            settings[p.es].params["alpha"],
+        )
+
     return min(ok, key=rank), pairs
 
 
@@ -153,14 +178,32 @@ def sweep_runs(model: Path, steps: int, settings: dict[str, Setting], budget=Non
 
     b = BUDGETS["answer"] if budget is None else budget
     common = b.common | {"steps": steps, "probe_every": 0, "heldout_task": "", "eval_problems": EVAL_PROBLEMS}
-    return {name: common | {"algo": s.algo, "model": str(model), "seed": SWEEP_SEED, "task": b.task,
-                            "es": b.es | (s.params if s.algo == "es" else {}),
-                            "grpo": b.grpo | (s.params if s.algo == "grpo" else {})}
-            for name, s in settings.items()}
+    return {
+        name: common
+        | {
+            "algo": s.algo,
+            "model": str(model),
+            "seed": SWEEP_SEED,
+            "task": b.task,
+            "es": b.es | (s.params if s.algo == "es" else {}),
+            "grpo": b.grpo | (s.params if s.algo == "grpo" else {}),
+        }
+        for name, s in settings.items()
+    }
 
 
-def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None, problems: int = 64,
-              settings: dict[str, Setting] = SETTINGS, curve: dict | None = None, budget=None, log=print) -> Pair | None:
+def run_sweep(
+    model: Path,
+    out: Path,
+    *,
+    jobs: int = 2,
+    steps: int | None = None,
+    problems: int = 64,
+    settings: dict[str, Setting] = SETTINGS,
+    curve: dict | None = None,
+    budget=None,
+    log=print,
+) -> Pair | None:
     """Train and measure every setting (resumable: finished runs and curve points are kept), then choose; the runs
     have the shape of `budget` (default: the answer's, sweep_runs)."""
     from escov.llm import rundir
@@ -176,11 +219,18 @@ def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None
     run_all(runs, out / "runs", curve, jobs, lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}"))
     traces = {name: Trace.of_curve(name, rundir.read_curve(out / "runs" / name)) for name in runs}
     chosen, pairs = choose(traces, settings)
-    record = {"base": base_record(model), "steps": steps, "problems": problems, "split": CURVE_SPLIT, "seed": SWEEP_SEED,
-              "rule": {"min_points": MIN_POINTS, "entropy_drop": ENTROPY_DROP},
-              "settings": {n: {"algo": s.algo, "params": s.params, "reason": s.reason} for n, s in settings.items()},
-              "curves": {n: {"steps": t.steps, "pass1": t.pass1, "entropy": t.entropy} for n, t in traces.items()},
-              "pairs": [vars(p) for p in pairs], "chosen": None if chosen is None else vars(chosen)}
+    record = {
+        "base": base_record(model),
+        "steps": steps,
+        "problems": problems,
+        "split": CURVE_SPLIT,
+        "seed": SWEEP_SEED,
+        "rule": {"min_points": MIN_POINTS, "entropy_drop": ENTROPY_DROP},
+        "settings": {n: {"algo": s.algo, "params": s.params, "reason": s.reason} for n, s in settings.items()},
+        "curves": {n: {"steps": t.steps, "pass1": t.pass1, "entropy": t.entropy} for n, t in traces.items()},
+        "pairs": [vars(p) for p in pairs],
+        "chosen": None if chosen is None else vars(chosen),
+    }
     rundir.write_json(out / "sweep.json", record)
     (out / "sweep.md").write_text(render(traces, settings, pairs, chosen), encoding="utf-8")
     plot(traces, settings, chosen, out / "sweep.png")
@@ -188,23 +238,38 @@ def run_sweep(model: Path, out: Path, *, jobs: int = 2, steps: int | None = None
 
 
 def render(traces: dict[str, Trace], settings: dict[str, Setting], pairs: list[Pair], chosen: Pair | None) -> str:
-    lines = ["| setting | reason | Pass@1 base | highest | last | entropy max | falls at Pass@1 |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| setting | reason | Pass@1 base | highest | last | entropy max | falls at Pass@1 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for name, t in traces.items():
         fall = entropy_fall(t)
-        lines.append(f"| {name} | {settings[name].reason} | {t.pass1[0]:.3f} | {max(t.pass1):.3f} | {t.pass1[-1]:.3f} "
-                     f"| {max(t.entropy):.3f} | {'-' if fall is None else f'{fall:.3f}'} |")
-    lines += ["", "| GRPO | ES | common Pass@1 range | GRPO points | ES points | missed |", "| --- | --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| {name} | {settings[name].reason} | {t.pass1[0]:.3f} | {max(t.pass1):.3f} | {t.pass1[-1]:.3f} "
+            f"| {max(t.entropy):.3f} | {'-' if fall is None else f'{fall:.3f}'} |"
+        )
+    lines += [
+        "",
+        "| GRPO | ES | common Pass@1 range | GRPO points | ES points | missed |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for p in pairs:
-        lines.append(f"| {p.grpo} | {p.es} | {p.lo:.3f}-{p.hi:.3f} | {p.grpo_points} | {p.es_points} | "
-                     f"{'; '.join(p.missed) or 'none'} |")
-    lines += ["", f"Chosen: {chosen.grpo} and {chosen.es} (common range {chosen.lo:.3f}-{chosen.hi:.3f})" if chosen
-              else "Chosen: none; no pair meets the rule (see 'missed')."]
+        lines.append(
+            f"| {p.grpo} | {p.es} | {p.lo:.3f}-{p.hi:.3f} | {p.grpo_points} | {p.es_points} | "
+            f"{'; '.join(p.missed) or 'none'} |"
+        )
+    lines += [
+        "",
+        f"Chosen: {chosen.grpo} and {chosen.es} (common range {chosen.lo:.3f}-{chosen.hi:.3f})"
+        if chosen
+        else "Chosen: none; no pair meets the rule (see 'missed').",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def plot(traces: dict[str, Trace], settings: dict[str, Setting], chosen: Pair | None, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -1,6 +1,7 @@
 """Training runs of a reproduction, its sweep, its pilot or the premise's control: each trained (or resumed) to its end
 in a run directory, then its curve evaluated (llm/curve.py), `jobs` at a time in separate processes
 (paper_checks/reproduce/jobs.py); a run whose final evaluation and curve are complete is skipped."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,10 +21,10 @@ def trained(run_dir: Path) -> bool:
 def run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None, shared: Path | None = None) -> str:
     """Train (or resume) one run to its end, then evaluate its curve; in a worker process, on cfg's threads.
     shared: the folder of step-0 measurements shared by runs from the same base (llm.train.train)."""
+    from transformers.utils import logging as hf_logging
+
     from escov.llm.config import TrainConfig
     from escov.llm.train import train
-
-    from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # its "Loading weights" bar, once per model load, would bury the stage lines
     torch.set_num_threads(cfg["threads"])
@@ -32,6 +33,7 @@ def run_one(name: str, cfg: dict, run_dir: Path, curve: dict | None, shared: Pat
         train(TrainConfig.from_dict(cfg | {"out": str(run_dir)}), resume=resume, show_progress=False, shared=shared)
     if curve is not None:
         from escov.llm.curve import evaluate_curve
+
         evaluate_curve(run_dir, **curve)
     return name
 
@@ -45,11 +47,20 @@ def run_all(runs: dict[str, dict], root: Path, curve: dict | None, jobs: int, lo
         run_jobs(todo, jobs, log)
 
 
-def run_jobs_of(runs: dict[str, dict], root: Path, curve: dict | None, stage: str = "training runs",
-                after: tuple[str, ...] = (), shared: Path | None = None) -> list[Job]:
+def run_jobs_of(
+    runs: dict[str, dict],
+    root: Path,
+    curve: dict | None,
+    stage: str = "training runs",
+    after: tuple[str, ...] = (),
+    shared: Path | None = None,
+) -> list[Job]:
     """A job per run of `runs` not yet finished (with its curve, when the budget has one)."""
-    return [Job(name, stage, lambda name=name, cfg=cfg: (run_one, (name, cfg, root / name, curve, shared)), after)
-            for name, cfg in runs.items() if not complete(root / name, curve)]
+    return [
+        Job(name, stage, lambda name=name, cfg=cfg: (run_one, (name, cfg, root / name, curve, shared)), after)
+        for name, cfg in runs.items()
+        if not complete(root / name, curve)
+    ]
 
 
 def complete(run_dir: Path, curve: dict | None) -> bool:
@@ -62,9 +73,13 @@ def curve_done(run_dir: Path, curve: dict) -> bool:
     from escov.llm import rundir
     from escov.llm.curve import layout
 
-    stored = {p["step"]: p["sampled"]["pass_at_k"]["1"] for p in rundir.read_curve(run_dir) or []
-              if p["sampled"]["n"] == curve["samples"] and p["sampled"]["temperature"] == curve["temperature"]
-              and p.get("split", "test") == curve.get("split", "test")}
+    stored = {
+        p["step"]: p["sampled"]["pass_at_k"]["1"]
+        for p in rundir.read_curve(run_dir) or []
+        if p["sampled"]["n"] == curve["samples"]
+        and p["sampled"]["temperature"] == curve["temperature"]
+        and p.get("split", "test") == curve.get("split", "test")
+    }
 
     class Unmeasured(Exception):
         pass
@@ -73,9 +88,13 @@ def curve_done(run_dir: Path, curve: dict) -> bool:
         if step not in stored:
             raise Unmeasured
         return stored[step]
+
     try:
-        layout(rundir.checkpoint_steps(run_dir)[0], recall, **{k: curve[k] for k in ("points", "resolution", "max_points")
-                                                               if k in curve})
+        layout(
+            rundir.checkpoint_steps(run_dir)[0],
+            recall,
+            **{k: curve[k] for k in ("points", "resolution", "max_points") if k in curve},
+        )
     except Unmeasured:
         return False
     return True

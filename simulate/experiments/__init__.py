@@ -11,7 +11,9 @@ it also writes out/NAME.png.
     lemmas_along_training.py  6: Lemmas 1-3 and Proposition 1 tracked along ES training on the bandit
     common.py                 what every experiment shares: task, hyperparameters, statistics, verdicts, plots
 """
+
 from . import ablations, drift_sparsity, entropy_collapse, lemmas_along_training, pareto, passk_vs_base
 
-EXPERIMENTS = {m.NAME: m for m in (entropy_collapse, passk_vs_base, pareto, ablations, drift_sparsity,
-                                   lemmas_along_training)}
+EXPERIMENTS = {
+    m.NAME: m for m in (entropy_collapse, passk_vs_base, pareto, ablations, drift_sparsity, lemmas_along_training)
+}

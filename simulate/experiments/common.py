@@ -14,6 +14,7 @@ input are labelled identities, never evidence. A paper's claim is reported throu
 (theory.claims): its entry carries the record's statement, paper and test, and is decided by that
 test; an entry that is no paper's claim is a `finding` of the analogue, with its own words.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,12 +27,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..bandit import TaskShape  # noqa: E402
-from ..es import ESConfig  # noqa: E402
-from ..grpo import GRPOConfig  # noqa: E402
 from escov.theory.claims import Claim, Test  # noqa: E402
 from escov.theory.decisions import DECISIONS, FINDING, over_seeds  # noqa: E402
 from escov.theory.matched import compared_levels, differences_at, read_at  # noqa: E402
+
+from ..bandit import TaskShape  # noqa: E402
+from ..es import ESConfig  # noqa: E402
+from ..grpo import GRPOConfig  # noqa: E402
 
 SHAPE = TaskShape()
 GRPO = GRPOConfig()
@@ -64,8 +66,11 @@ def stats(values) -> dict:
 def interval(values) -> dict:
     """Mean over seeds with its Student t 95% interval (theory.decisions.over_seeds)."""
     v = np.asarray(values, dtype=float).ravel()
-    return over_seeds(v[np.isfinite(v)]) if np.isfinite(v).any() else {"mean": float("nan"), "lo": -math.inf,
-                                                                        "hi": math.inf, "seeds": 0}
+    return (
+        over_seeds(v[np.isfinite(v)])
+        if np.isfinite(v).any()
+        else {"mean": float("nan"), "lo": -math.inf, "hi": math.inf, "seeds": 0}
+    )
 
 
 def decided(test: Test, values) -> tuple[str, str]:
@@ -86,8 +91,15 @@ def claim(record: Claim, analogue: dict, verdict: str, why: str) -> dict:
     record's own (theory.claims; the test is written as its description), the verdict a decision."""
     if verdict not in DECISIONS:
         raise ValueError(f"claim {record.id}: verdict must be one of {DECISIONS}, got {verdict!r}")
-    return {"id": record.id, "claim": record.statement, "paper": record.paper, "analogue": analogue, "verdict": verdict,
-            "why": why, "test": record.simulate_test}
+    return {
+        "id": record.id,
+        "claim": record.statement,
+        "paper": record.paper,
+        "analogue": analogue,
+        "verdict": verdict,
+        "why": why,
+        "test": record.simulate_test,
+    }
 
 
 def finding(id: str, text: str, paper: str, analogue: dict, verdict: str, why: str, test: str = "") -> dict:
@@ -105,6 +117,7 @@ def matched(run_a, run_b, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
     def read(r, s):
         v = read_at(r.policy["pass@1"][:, s], r.policy[metric][:, s], level[s])
         return float("nan") if v is None else float(v)
+
     a, b = (np.array([read(r, s) for s in range(len(level))]) for r in (run_a, run_b))
     return level, a, b
 
@@ -120,15 +133,16 @@ def matched_along(run_a, run_b, metric: str) -> tuple[np.ndarray, np.ndarray, np
     for s in range(pa.shape[1]):
         lo[s], hi[s], levels, kept = compared_levels([pa[:, s], pb[:, s]])
         if kept.any():
-            diff[s] = differences_at(levels[kept], pa[:, s], run_a.policy[metric][:, s],
-                                     pb[:, s], run_b.policy[metric][:, s]).mean()
+            diff[s] = differences_at(
+                levels[kept], pa[:, s], run_a.policy[metric][:, s], pb[:, s], run_b.policy[metric][:, s]
+            ).mean()
     return lo, hi, diff
 
 
 def band(ax, x, values, label: str, color=None):
     """Mean over seeds (axis 1) with a +- 1 std band."""
     m, s = values.mean(1), values.std(1)
-    line, = ax.plot(x, m, label=label, color=color)
+    (line,) = ax.plot(x, m, label=label, color=color)
     ax.fill_between(x, m - s, m + s, alpha=0.2, color=line.get_color())
 
 
@@ -148,4 +162,3 @@ def save(fig, out: Path | None, name: str) -> str | None:
 def settings(**objs) -> dict:
     """JSON-able record of the configs used."""
     return {k: (asdict(v) if is_dataclass(v) else v) for k, v in objs.items()}
-

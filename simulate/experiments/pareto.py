@@ -6,6 +6,7 @@ schedules switch methods after 25%, 50% or 75% of the budget.
 The paper's pattern (Table 2, easy setting, all three models): GRPO has the highest Pass@1 of the
 main, ES the highest Pass@32, and the schedules lie between.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,14 +44,20 @@ def paper_pattern(model: str = "Qwen2.5-1.5B") -> str:
     t = TABLE2_EASY[model]
     schedules = [t[m] for m in ("ES->GRPO", "GRPO->ES")]
     span = [f"{min(v[i] for v in schedules):.1f}-{max(v[i] for v in schedules):.1f}" for i in (0, 2)]
-    return (f"Table 2 (easy, six-task average): e.g. {model} Pass@1 GRPO {t['GRPO'][0]:.1f} > ES {t['ES'][0]:.1f}, Pass@32 ES "
-            f"{t['ES'][2]:.1f} > GRPO {t['GRPO'][2]:.1f}; schedules {span[0]} / {span[1]}")
+    return (
+        f"Table 2 (easy, six-task average): e.g. {model} Pass@1 GRPO {t['GRPO'][0]:.1f} > ES {t['ES'][0]:.1f}, "
+        "Pass@32 ES "
+        f"{t['ES'][2]:.1f} > GRPO {t['GRPO'][2]:.1f}; schedules {span[0]} / {span[1]}"
+    )
 
 
 def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
     """Labels whose (x, y) no other point matches or beats on both coordinates with one strictly better."""
-    return [a for a, (xa, ya) in points.items()
-            if not any((xb >= xa and yb >= ya) and (xb > xa or yb > ya) for b, (xb, yb) in points.items() if b != a)]
+    return [
+        a
+        for a, (xa, ya) in points.items()
+        if not any((xb >= xa and yb >= ya) and (xb > xa or yb > ya) for b, (xb, yb) in points.items() if b != a)
+    ]
 
 
 def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progress: bool = True) -> dict:
@@ -69,49 +76,84 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         r = cache[key]
         base = r.policy["pass@1"][0], r.policy["pass@32"][0]
         results.setdefault(budget, {})[label] = {
-            "pass@1": r.final("pass@1"), "pass@32": r.final("pass@32"),
-            "updates": [int(s) for _, s in phases]}
+            "pass@1": r.final("pass@1"),
+            "pass@32": r.final("pass@32"),
+            "updates": [int(s) for _, s in phases],
+        }
 
     claims, summary = [], {}
     for budget in BUDGETS:
         res = results[budget]
         means = {k: (float(v["pass@1"].mean()), float(v["pass@32"].mean())) for k, v in res.items()}
-        summary[budget] = {k: {"pass@1": stats(v["pass@1"]), "pass@32": stats(v["pass@32"]),
-                               "updates_per_phase": v["updates"]} for k, v in res.items()}
+        summary[budget] = {
+            k: {"pass@1": stats(v["pass@1"]), "pass@32": stats(v["pass@32"]), "updates_per_phase": v["updates"]}
+            for k, v in res.items()
+        }
         summary[budget]["pareto_front"] = pareto_front(means)
         main = {k: means[k] for k in ("GRPO", "ES", "GRPO->ES@0.5", "ES->GRPO@0.5")}
         best1 = max(main, key=lambda k: main[k][0])
         best32 = max(main, key=lambda k: main[k][1])
-        between = all(min(main["GRPO"][0], main["ES"][0]) <= main[k][0] <= max(main["GRPO"][0], main["ES"][0])
-                      for k in ("GRPO->ES@0.5", "ES->GRPO@0.5"))
+        between = all(
+            min(main["GRPO"][0], main["ES"][0]) <= main[k][0] <= max(main["GRPO"][0], main["ES"][0])
+            for k in ("GRPO->ES@0.5", "ES->GRPO@0.5")
+        )
         ok = best1 == "GRPO" and best32 == "ES"
-        claims.append(finding(
-            f"pareto_{budget}", f"[{budget} budget] GRPO has the highest Pass@1, ES the highest Pass@32, schedules lie between",
-            paper_pattern(),
-            {"highest_pass@1": best1, "highest_pass@32": best32, "schedules_between_on_pass@1": between,
-             "pareto_front": summary[budget]["pareto_front"]},
-            HOLDS if ok and between else FAILS,
-            f"highest Pass@1: {best1} ({main[best1][0]:.3f}); highest Pass@32: {best32} ({main[best32][1]:.3f}); "
-            f"GRPO {main['GRPO'][0]:.3f}/{main['GRPO'][1]:.3f}, ES {main['ES'][0]:.3f}/{main['ES'][1]:.3f}, "
-            f"base {base[0].mean():.3f}/{base[1].mean():.3f}; front: {', '.join(summary[budget]['pareto_front'])}"))
-    claims.append(finding(
-        "budget_definition", "Which definition of a fair budget decides the comparison",
-        "the paper matches FLOPs (N = 4 G), which equals matching update counts",
-        {b: summary[b]["pareto_front"] for b in BUDGETS}, FINDING,
-        "; ".join(f"{b}: ES makes {summary[b]['ES']['updates_per_phase'][0]} updates against GRPO's "
-                  f"{summary[b]['GRPO']['updates_per_phase'][0]}" for b in BUDGETS)))
+        claims.append(
+            finding(
+                f"pareto_{budget}",
+                f"[{budget} budget] GRPO has the highest Pass@1, ES the highest Pass@32, schedules lie between",
+                paper_pattern(),
+                {
+                    "highest_pass@1": best1,
+                    "highest_pass@32": best32,
+                    "schedules_between_on_pass@1": between,
+                    "pareto_front": summary[budget]["pareto_front"],
+                },
+                HOLDS if ok and between else FAILS,
+                f"highest Pass@1: {best1} ({main[best1][0]:.3f}); highest Pass@32: {best32} ({main[best32][1]:.3f}); "
+                f"GRPO {main['GRPO'][0]:.3f}/{main['GRPO'][1]:.3f}, ES {main['ES'][0]:.3f}/{main['ES'][1]:.3f}, "
+                f"base {base[0].mean():.3f}/{base[1].mean():.3f}; front: {', '.join(summary[budget]['pareto_front'])}",
+            )
+        )
+    claims.append(
+        finding(
+            "budget_definition",
+            "Which definition of a fair budget decides the comparison",
+            "the paper matches FLOPs (N = 4 G), which equals matching update counts",
+            {b: summary[b]["pareto_front"] for b in BUDGETS},
+            FINDING,
+            "; ".join(
+                f"{b}: ES makes {summary[b]['ES']['updates_per_phase'][0]} updates against GRPO's "
+                f"{summary[b]['GRPO']['updates_per_phase'][0]}"
+                for b in BUDGETS
+            ),
+        )
+    )
 
     fig, axes = plt.subplots(1, len(BUDGETS), figsize=(15, 4.6), sharey=True)
     for ax, budget in zip(axes, BUDGETS):
         for label, v in results[budget].items():
             marker = "o" if "->" not in label else ("^" if label.startswith("GRPO->") else "v")
-            ax.errorbar(v["pass@1"].mean(), v["pass@32"].mean(), xerr=v["pass@1"].std() / np.sqrt(seeds),
-                        yerr=v["pass@32"].std() / np.sqrt(seeds), marker=marker, capsize=2, label=label)
+            ax.errorbar(
+                v["pass@1"].mean(),
+                v["pass@32"].mean(),
+                xerr=v["pass@1"].std() / np.sqrt(seeds),
+                yerr=v["pass@32"].std() / np.sqrt(seeds),
+                marker=marker,
+                capsize=2,
+                label=label,
+            )
         ax.scatter([base[0].mean()], [base[1].mean()], color="k", marker="s", label="base", zorder=3)
         ax.set(xlabel="Pass@1", title=f"budget: equal {budget}")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("Pass@32")
     axes[-1].legend(fontsize=7, loc="best")
     plot = save(fig, out, NAME)
-    return {"name": NAME, "title": TITLE, "claims": claims, "budgets": summary, "plot": plot,
-            "settings": settings(shape=SHAPE, grpo=GRPO, es=ES, grpo_steps=steps, seeds=seeds, switches=SWITCHES)}
+    return {
+        "name": NAME,
+        "title": TITLE,
+        "claims": claims,
+        "budgets": summary,
+        "plot": plot,
+        "settings": settings(shape=SHAPE, grpo=GRPO, es=ES, grpo_steps=steps, seeds=seeds, switches=SWITCHES),
+    }

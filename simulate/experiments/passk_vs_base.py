@@ -7,6 +7,7 @@ statements and numbers. In each shape a claim is decided over seeds by its recor
 of the change against the base); the claim holds (or not) when every shape agrees, and is inconclusive
 when the shapes disagree (it depends on task shape).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -16,11 +17,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..bandit import make_task
-from ..train import train
 from escov.theory.claims import BY_ID
 from escov.theory.decisions import INCONCLUSIVE, combine
 
+from ..bandit import make_task
+from ..train import train
 from .common import ES, GRPO, SHAPE, STEPS, claim, decided, save, scaled, settings, stats
 
 NAME = "passk_vs_base"
@@ -59,44 +60,59 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
         grpo_below = (d["grpo"][16] < 0) & (d["grpo"][32] < 0)
         es_up = (d["es"][1] > 0) & (d["es"][16] > 0) & (d["es"][32] > 0)
         es_keeps = (d["es"][1] > 0) & (d["es"][16] >= -1e-3) & (d["es"][32] >= -1e-3)
-        rows[label] = {"d": d, "grpo_below": grpo_below, "es_up": es_up, "es_keeps": es_keeps,
-                       "base": base}
+        rows[label] = {"d": d, "grpo_below": grpo_below, "es_up": es_up, "es_keeps": es_keeps, "base": base}
 
     n_total = seeds * len(SHAPES)
     below_count = int(sum(r["grpo_below"].sum() for r in rows.values()))
     up_count = int(sum(r["es_up"].sum() for r in rows.values()))
     keep_count = int(sum(r["es_keeps"].sum() for r in rows.values()))
-    per_shape = {label: {
-        "base_pass@1/16/32": [stats(r["base"][k])["mean"] for k in (1, 16, 32)],
-        "grpo_change_pass@1/16/32": [stats(r["d"]["grpo"][k]) for k in (1, 16, 32)],
-        "es_change_pass@1/16/32": [stats(r["d"]["es"][k]) for k in (1, 16, 32)],
-        "grpo_below_base_on_16_and_32": f"{int(r['grpo_below'].sum())}/{seeds}",
-        "es_above_base_on_1_16_32": f"{int(r['es_up'].sum())}/{seeds}",
-    } for label, r in rows.items()}
+    per_shape = {
+        label: {
+            "base_pass@1/16/32": [stats(r["base"][k])["mean"] for k in (1, 16, 32)],
+            "grpo_change_pass@1/16/32": [stats(r["d"]["grpo"][k]) for k in (1, 16, 32)],
+            "es_change_pass@1/16/32": [stats(r["d"]["es"][k]) for k in (1, 16, 32)],
+            "grpo_below_base_on_16_and_32": f"{int(r['grpo_below'].sum())}/{seeds}",
+            "es_above_base_on_1_16_32": f"{int(r['es_up'].sum())}/{seeds}",
+        }
+        for label, r in rows.items()
+    }
     # per shape, over seeds: GRPO - base < 0 on both Pass@16 and Pass@32; ES - base > 0 on all three
     below, up = BY_ID["grpo_passk_below_base"], BY_ID["es_improves_over_base"]
-    below_holds = {label: combine([decided(below.simulate_test, r["d"]["grpo"][k])[0] for k in (16, 32)])
-                   for label, r in rows.items()}
-    up_holds = {label: combine([decided(up.simulate_test, r["d"]["es"][k])[0] for k in (1, 16, 32)])
-                for label, r in rows.items()}
+    below_holds = {
+        label: combine([decided(below.simulate_test, r["d"]["grpo"][k])[0] for k in (16, 32)])
+        for label, r in rows.items()
+    }
+    up_holds = {
+        label: combine([decided(up.simulate_test, r["d"]["es"][k])[0] for k in (1, 16, 32)])
+        for label, r in rows.items()
+    }
     claims = [
-        claim(below,
-              {"count": f"{below_count}/{n_total}", "share": below_count / n_total,
-               "per_shape_verdict": below_holds},
-              _verdict(below_holds),
-              _depends(below_holds)
-              + f"GRPO below base on both in {below_count}/{n_total} ({below_count / n_total:.0%}); "
-              f"per shape (t over seeds): " + ", ".join(f"{k} {v}" for k, v in below_holds.items()) + "; counts: "
-              + ", ".join(f"{k} {per_shape[k]['grpo_below_base_on_16_and_32']}" for k in rows)),
-        claim(up,
-              {"count_all_three_up": f"{up_count}/{n_total}", "count_pass1_up_rest_kept": f"{keep_count}/{n_total}",
-               "per_shape_verdict": up_holds},
-              _verdict(up_holds),
-              _depends(up_holds)
-              + f"ES above base on all three in {up_count}/{n_total} ({up_count / n_total:.0%}); Pass@1 up with "
-              f"Pass@16/32 kept within 0.001 in {keep_count}/{n_total}; per shape (t over seeds): "
-              + ", ".join(f"{k} {v}" for k, v in up_holds.items()) + "; counts: "
-              + ", ".join(f"{k} {per_shape[k]['es_above_base_on_1_16_32']}" for k in rows)),
+        claim(
+            below,
+            {"count": f"{below_count}/{n_total}", "share": below_count / n_total, "per_shape_verdict": below_holds},
+            _verdict(below_holds),
+            _depends(below_holds)
+            + f"GRPO below base on both in {below_count}/{n_total} ({below_count / n_total:.0%}); "
+            f"per shape (t over seeds): "
+            + ", ".join(f"{k} {v}" for k, v in below_holds.items())
+            + "; counts: "
+            + ", ".join(f"{k} {per_shape[k]['grpo_below_base_on_16_and_32']}" for k in rows),
+        ),
+        claim(
+            up,
+            {
+                "count_all_three_up": f"{up_count}/{n_total}",
+                "count_pass1_up_rest_kept": f"{keep_count}/{n_total}",
+                "per_shape_verdict": up_holds,
+            },
+            _verdict(up_holds),
+            _depends(up_holds)
+            + f"ES above base on all three in {up_count}/{n_total} ({up_count / n_total:.0%}); Pass@1 up with "
+            f"Pass@16/32 kept within 0.001 in {keep_count}/{n_total}; per shape (t over seeds): "
+            + ", ".join(f"{k} {v}" for k, v in up_holds.items())
+            + "; counts: "
+            + ", ".join(f"{k} {per_shape[k]['es_above_base_on_1_16_32']}" for k in rows),
+        ),
     ]
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), sharey=False)
@@ -105,14 +121,37 @@ def run(seeds: int = SEEDS, out: Path | None = None, scale: float = 1.0, progres
     for ax, k in zip(axes, (1, 16, 32)):
         for j, (m, color) in enumerate((("grpo", "C0"), ("es", "C1"))):
             vals = np.array([rows[lab]["d"][m][k] for lab in labels])
-            ax.barh(y + (j - 0.5) * 0.38, vals.mean(1), height=0.36, xerr=vals.std(1) / np.sqrt(seeds),
-                    color=color, label=m.upper(), capsize=3)
+            ax.barh(
+                y + (j - 0.5) * 0.38,
+                vals.mean(1),
+                height=0.36,
+                xerr=vals.std(1) / np.sqrt(seeds),
+                color=color,
+                label=m.upper(),
+                capsize=3,
+            )
         ax.axvline(0, color="k", lw=0.8)
-        ax.set(yticks=y, yticklabels=labels if k == 1 else [], xlabel=f"change of Pass@{k} vs base (mean +- SE)",
-               title=f"Pass@{k}")
+        ax.set(
+            yticks=y,
+            yticklabels=labels if k == 1 else [],
+            xlabel=f"change of Pass@{k} vs base (mean +- SE)",
+            title=f"Pass@{k}",
+        )
         ax.grid(axis="x", alpha=0.3)
     axes[0].legend()
     plot = save(fig, out, NAME)
-    return {"name": NAME, "title": TITLE, "claims": claims, "per_shape": per_shape, "plot": plot,
-            "settings": settings(shapes={k: settings(s=v)["s"] for k, v in SHAPES.items()}, grpo=GRPO, es=ES,
-                                 steps=steps, seeds=seeds, budget="flops (N = 4G)")}
+    return {
+        "name": NAME,
+        "title": TITLE,
+        "claims": claims,
+        "per_shape": per_shape,
+        "plot": plot,
+        "settings": settings(
+            shapes={k: settings(s=v)["s"] for k, v in SHAPES.items()},
+            grpo=GRPO,
+            es=ES,
+            steps=steps,
+            seeds=seeds,
+            budget="flops (N = 4G)",
+        ),
+    }

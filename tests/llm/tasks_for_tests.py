@@ -4,6 +4,7 @@ The Ray tests send these tasks to actors in other processes, which cannot import
 register it with `ray.cloudpickle.register_pickle_by_value` so that the classes and functions
 here travel by value.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -3,6 +3,7 @@ the base point equal to an independent evaluation of the base model, records in 
 interrupted curve continued without re-measuring its points, only the current layout's points kept
 after a run is resumed; and the layout placed by Pass@1 (refined where a jump exceeds the resolution
 and a checkpoint lies inside it)."""
+
 import json
 import re
 from pathlib import Path
@@ -15,18 +16,35 @@ from escov.llm.config import TrainConfig
 from escov.llm.curve import curve_steps, evaluate_curve, layout, refinement
 from escov.llm.engines import make_engine
 from escov.llm.evaluate import evaluate
+from escov.llm.problem_sets import EVAL_PROBLEM_SEED, eval_set
 from escov.llm.rollout import derive_seed
 from escov.llm.tasks import get_task
 from escov.llm.tasks.base import split_of
-from escov.llm.problem_sets import EVAL_PROBLEM_SEED, eval_set
 from escov.llm.train import train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-RUN = dict(algo="grpo", steps=4, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
-           step_samples=2, probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=3,
-           eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(50.0,), task="countdown3",
-           grpo={"num_generations": 4, "learning_rate": 3e-2})
+RUN = dict(
+    algo="grpo",
+    steps=4,
+    batch_size=2,
+    train_pool=8,
+    threads=1,
+    max_completion_length=6,
+    checkpoint_every=2,
+    step_samples=2,
+    probe_prompts=1,
+    probe_members=2,
+    probe_samples=2,
+    probe_center_samples=2,
+    eval_problems=3,
+    eval_samples=2,
+    eval_ks=(1,),
+    heldout_task="",
+    threshold_keep=(50.0,),
+    task="countdown3",
+    grpo={"num_generations": 4, "learning_rate": 3e-2},
+)
 
 
 def test_curve_steps_spread_and_keep_the_last():
@@ -46,12 +64,13 @@ def test_layout_refines_wide_pass1_jumps_where_a_checkpoint_lies_inside():
     def pass1_at(step):
         measured.append(step)
         return pass1[step]
+
     assert curve_steps([1, 2, 3, 4, 8, 12, 16], 4) == [0, 1, 3, 8, 16]
     assert layout([1, 2, 3, 4, 8, 12, 16], pass1_at, points=4, resolution=0.05) == [0, 1, 2, 3, 4, 8, 16]
     assert measured == [0, 1, 3, 8, 16, 2, 4]
     # the widest jump first, the checkpoint nearest its middle
     assert refinement({0: 0.1, 4: 0.4, 16: 0.45}, [1, 2, 3, 4, 8, 12, 16], 0.05) == 2
-    assert refinement({0: 0.1, 4: 0.12, 16: 0.45}, [1, 2, 3, 4, 8, 12, 16], 0.05) == 8   # ties: the earlier step
+    assert refinement({0: 0.1, 4: 0.12, 16: 0.45}, [1, 2, 3, 4, 8, 12, 16], 0.05) == 8  # ties: the earlier step
     # a jump with no checkpoint inside cannot be refined; a jump within the resolution is left alone
     assert refinement({0: 0.1, 1: 0.4}, [1], 0.05) is None
     assert refinement({0: 0.1, 4: 0.14}, [1, 2, 3, 4], 0.05) is None
@@ -75,8 +94,17 @@ def test_curve_of_a_real_run(tiny_model_dir, tmp_path):
     assert all(len(p.prompt.split("->")[0].split(",")) == 3 for p in problems), "countdown3 has 3 numbers"
     # the base point is the base model evaluated directly with the same prompts and seed
     engine = make_engine("hf", tiny_model_dir, dtype=torch.float32)
-    direct = evaluate(engine, task, problems, n=32, ks=[1, 16, 32], temperature=0.6, max_new_tokens=6,
-                      seed=derive_seed(0, 0, "curve") % 2**31, progress=False)
+    direct = evaluate(
+        engine,
+        task,
+        problems,
+        n=32,
+        ks=[1, 16, 32],
+        temperature=0.6,
+        max_new_tokens=6,
+        seed=derive_seed(0, 0, "curve") % 2**31,
+        progress=False,
+    )
     assert points[0]["sampled"]["per_problem"] == direct["per_problem"]
     assert [p["id"] for p in points[-1]["sampled"]["per_problem"]] == [p.id for p in problems]
     run_ids = [p["id"] for p in json.loads((run / rundir.EVAL).read_text())["final"]["per_problem"]]
@@ -84,8 +112,10 @@ def test_curve_of_a_real_run(tiny_model_dir, tmp_path):
     assert all([p["id"] for p in pt[kind]["per_problem"]] == run_ids for pt in points for kind in ("sampled", "greedy"))
     assert all(pt["greedy"]["n"] == 1 and pt["greedy"]["temperature"] == 0.0 for pt in points)
     # the trained weights differ from the base: the last point is not the base measured again
-    assert points[-1]["sampled"]["per_problem"] != points[0]["sampled"]["per_problem"] or \
-        points[-1]["sampled"]["mean_token_entropy"] != points[0]["sampled"]["mean_token_entropy"]
+    assert (
+        points[-1]["sampled"]["per_problem"] != points[0]["sampled"]["per_problem"]
+        or points[-1]["sampled"]["mean_token_entropy"] != points[0]["sampled"]["mean_token_entropy"]
+    )
     # continue an interrupted curve: only the missing point is measured
     kept = [p for p in stored if p["step"] != 2]
     rundir.write_json(run / rundir.CURVE, {"points": kept})
@@ -99,7 +129,7 @@ def test_damaged_curve_is_named(tmp_path):
     with pytest.raises(rundir.RunDirError, match="curve.json.*lacks the field 'sampled'"):
         rundir.read_curve(tmp_path)
     (tmp_path / rundir.CURVE).write_text('{"points": [{"step": "one"}]}')
-    problems = []   # a partial reader skips a point of the wrong type and names it
+    problems = []  # a partial reader skips a point of the wrong type and names it
     assert rundir.read_curve(tmp_path, problems) == [] and "curve.json" in problems[0] and "'step'" in problems[0]
 
 
@@ -107,8 +137,10 @@ def test_resumed_run_keeps_only_the_current_layout(tiny_model_dir, tmp_path):
     """--points 4 on a partial run (checkpoints 1-3), then on the finished run (checkpoints 1-6): the curve
     holds the 5 points of the new layout, not those 5 plus the partial layout's stale ones."""
     run = tmp_path / "run"
-    train(TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run), "steps": 6, "checkpoint_every": 1}),
-          show_progress=False)
+    train(
+        TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run), "steps": 6, "checkpoint_every": 1}),
+        show_progress=False,
+    )
     later = tmp_path / "later"
     later.mkdir()
     for step in (4, 5, 6):  # the run as it stood after 3 steps
@@ -119,7 +151,7 @@ def test_resumed_run_keeps_only_the_current_layout(tiny_model_dir, tmp_path):
         (later / f"step-{step}").rename(rundir.checkpoint_dir(run, step))
     final = evaluate_curve(run, points=4, samples=32, temperature=0.6, resolution=0.99)
     assert [p["step"] for p in final] == curve_steps([1, 2, 3, 4, 5, 6], 4) == [0, 1, 3, 4, 6]
-    assert [p["step"] for p in rundir.read_curve(run)] == [0, 1, 3, 4, 6]   # step 2 (stale) dropped
+    assert [p["step"] for p in rundir.read_curve(run)] == [0, 1, 3, 4, 6]  # step 2 (stale) dropped
     assert final[2] == partial[3], "a point of both layouts is reused, not re-measured"
 
 
@@ -131,8 +163,14 @@ def test_curve_of_a_run_trained_on_a_data_file_evaluates_the_runs_own_test_recor
     data = tmp_path / "countdown.json"
     data.write_text(json.dumps(records))
     run = tmp_path / "run"
-    cfg = RUN | {"model": str(tiny_model_dir), "out": str(run), "task": "countdown", "data": str(data),
-                 "data_split": "paper", "steps": 2}
+    cfg = RUN | {
+        "model": str(tiny_model_dir),
+        "out": str(run),
+        "task": "countdown",
+        "data": str(data),
+        "data_split": "paper",
+        "steps": 2,
+    }
     train(TrainConfig.from_dict(cfg), show_progress=False)
     points = evaluate_curve(run, points=2, samples=32, temperature=0.6)
     final = json.loads((run / rundir.EVAL).read_text())["final"]["per_problem"]
@@ -176,12 +214,17 @@ def test_a_curve_reuses_a_point_only_at_its_own_temperature_and_sample_count(tin
     a stored point is reused when they are the same (its marked value comes back) and measured again at
     another temperature or sample count."""
     run = tmp_path / "run"
-    train(TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run), "steps": 2,
-                                       "eval_temperature": 0.8}), show_progress=False)
+    train(
+        TrainConfig.from_dict(
+            RUN | {"model": str(tiny_model_dir), "out": str(run), "steps": 2, "eval_temperature": 0.8}
+        ),
+        show_progress=False,
+    )
     first = evaluate_curve(run, points=1, samples=33, n_problems=2)
     assert [p["step"] for p in first] == [0, 2]
-    assert all((p["sampled"]["temperature"], p["sampled"]["n"], p["sampled"]["num_problems"]) == (0.8, 33, 2)
-               for p in first)
+    assert all(
+        (p["sampled"]["temperature"], p["sampled"]["n"], p["sampled"]["num_problems"]) == (0.8, 33, 2) for p in first
+    )
     marked = [p | {"sampled": p["sampled"] | {"mean_token_entropy": -1.0}} for p in first]
     rundir.write_json(run / rundir.CURVE, {"points": marked})
     reused = evaluate_curve(run, points=1, samples=33, n_problems=2, temperature=0.8)
@@ -189,8 +232,11 @@ def test_a_curve_reuses_a_point_only_at_its_own_temperature_and_sample_count(tin
     for other in ({"temperature": 0.5}, {"samples": 34}):
         again = evaluate_curve(run, points=1, **{"samples": 33, "n_problems": 2, "temperature": 0.8} | other)
         assert all(p["sampled"]["mean_token_entropy"] >= 0 for p in again), other
-        assert all(p["sampled"]["temperature"] == other.get("temperature", 0.8) and
-                   p["sampled"]["n"] == other.get("samples", 33) for p in again)
+        assert all(
+            p["sampled"]["temperature"] == other.get("temperature", 0.8)
+            and p["sampled"]["n"] == other.get("samples", 33)
+            for p in again
+        )
 
 
 def test_the_base_and_final_points_are_the_runs_own_evaluations_when_measured_alike(tiny_model_dir, tmp_path):
@@ -198,8 +244,19 @@ def test_the_base_and_final_points_are_the_runs_own_evaluations_when_measured_al
     step 0 and last point are eval.json's base and final (with their greedy twins), marked as such, and only the
     checkpoints between are measured; a curve with other settings measures every point itself."""
     run = tmp_path / "run"
-    train(TrainConfig.from_dict(RUN | {"model": str(tiny_model_dir), "out": str(run), "eval_samples": 32,
-                                       "eval_ks": (1, 16, 32), "eval_temperature": 0.6}), show_progress=False)
+    train(
+        TrainConfig.from_dict(
+            RUN
+            | {
+                "model": str(tiny_model_dir),
+                "out": str(run),
+                "eval_samples": 32,
+                "eval_ks": (1, 16, 32),
+                "eval_temperature": 0.6,
+            }
+        ),
+        show_progress=False,
+    )
     evals = json.loads((run / rundir.EVAL).read_text())
     points = evaluate_curve(run, points=8, samples=32, temperature=0.6)
     assert [p["step"] for p in points] == [0, 2, 4]
@@ -211,8 +268,17 @@ def test_the_base_and_final_points_are_the_runs_own_evaluations_when_measured_al
     # the middle point is the step-2 checkpoint measured with the curve's own seed
     task, problems = get_task("countdown3"), eval_set(TrainConfig(task="countdown3", eval_problems=3)).problems
     engine = make_engine("hf", rundir.checkpoint_dir(run, 2), dtype=torch.float32)
-    direct = evaluate(engine, task, problems, n=32, ks=[1, 16, 32], temperature=0.6, max_new_tokens=6,
-                      seed=derive_seed(0, 2, "curve") % 2**31, progress=False)
+    direct = evaluate(
+        engine,
+        task,
+        problems,
+        n=32,
+        ks=[1, 16, 32],
+        temperature=0.6,
+        max_new_tokens=6,
+        seed=derive_seed(0, 2, "curve") % 2**31,
+        progress=False,
+    )
     assert points[1]["sampled"]["per_problem"] == direct["per_problem"]
     assert rundir.read_curve(run) == points
     other = evaluate_curve(run, points=8, samples=33, temperature=0.6)

@@ -3,6 +3,7 @@ explicit "cpu" that records it and refuses a resume on CUDA that this machine la
 
 On a machine without CUDA (the CPU CI) every CUDA request must fail with a one-line error; the
 CUDA side itself runs in the tests marked `gpu` (tests/llm/test_gpu.py)."""
+
 import json
 
 import pytest
@@ -46,7 +47,7 @@ def test_resume_refuses_a_change_of_device_kind_unless_allowed():
         check_resume_device("cpu", "cuda:0", False, "run")
     with pytest.raises(ValueError, match="started on 'cuda:1' and would resume on 'cpu'"):
         check_resume_device("cuda:1", "cpu", False, "run")
-    check_resume_device("cpu", "cuda:0", True, "run")   # allowed
+    check_resume_device("cpu", "cuda:0", True, "run")  # allowed
     check_resume_device("cuda:0", "cuda:1", False, "run")  # same kind: the same generator streams
 
 
@@ -82,7 +83,6 @@ def test_noise_on_an_explicit_cpu_device_is_the_default_stream_bit_for_bit():
     assert torch.allclose(pop.combined(5, "w", shape, coef), expected, atol=1e-6)
 
 
-
 def _refused(capsys, *args) -> str:
     """The one-line error of `python -m escov.llm ARGS` refused with exit code 2, run in this process (the same
     main; a refusal happens before anything is loaded, so a fresh process would only pay torch's import again)."""
@@ -92,40 +92,126 @@ def _refused(capsys, *args) -> str:
     return capsys.readouterr().err
 
 
-SMALL_RUN = ["--algo", "es", "--steps", "1", "--batch_size", "2", "--train_pool", "4", "--threads", "1",
-             "--max_completion_length", "4", "--step_samples", "1", "--probe_prompts", "1", "--probe_members", "2",
-             "--probe_samples", "2", "--probe_center_samples", "2", "--eval_problems", "2", "--eval_samples", "2",
-             "--eval_ks", "1", "--heldout_task", "", "--threshold_keep", "50", "--es.population_size", "4",
-             "--es.sigma", "0.02", "--es.alpha", "0.01"]
+SMALL_RUN = [
+    "--algo",
+    "es",
+    "--steps",
+    "1",
+    "--batch_size",
+    "2",
+    "--train_pool",
+    "4",
+    "--threads",
+    "1",
+    "--max_completion_length",
+    "4",
+    "--step_samples",
+    "1",
+    "--probe_prompts",
+    "1",
+    "--probe_members",
+    "2",
+    "--probe_samples",
+    "2",
+    "--probe_center_samples",
+    "2",
+    "--eval_problems",
+    "2",
+    "--eval_samples",
+    "2",
+    "--eval_ks",
+    "1",
+    "--heldout_task",
+    "",
+    "--threshold_keep",
+    "50",
+    "--es.population_size",
+    "4",
+    "--es.sigma",
+    "0.02",
+    "--es.alpha",
+    "0.01",
+]
 
 
 @no_cuda
 def test_a_run_records_its_resolved_device_and_a_resume_on_cuda_is_refused(tiny_model_dir, tmp_path, capsys):
     run = tmp_path / "run"
     # the runs train in this process (their --threads 1 is the module's one torch thread, set back after it)
-    assert llm_main(["train", *SMALL_RUN, "--model", str(tiny_model_dir), "--out", str(run), "--device", "auto",
-                     "--no-progress"]) == 0
+    assert (
+        llm_main(
+            [
+                "train",
+                *SMALL_RUN,
+                "--model",
+                str(tiny_model_dir),
+                "--out",
+                str(run),
+                "--device",
+                "auto",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     config = json.loads((run / "config.json").read_text())
     assert config["device"] == "cpu"  # "auto" resolved on this machine
-    assert "CUDA is not available on this machine" in _refused(capsys, "train", "--resume", str(run), "--device", "cuda")
+    assert "CUDA is not available on this machine" in _refused(
+        capsys, "train", "--resume", str(run), "--device", "cuda"
+    )
     config["device"] = "cuda:0"  # as if the run had started on a GPU machine
     (run / "config.json").write_text(json.dumps(config))
     assert "started on 'cuda:0' and would resume on 'cpu'" in _refused(capsys, "train", "--resume", str(run))
-    assert llm_main(["train", "--resume", str(run), "--allow_device_change", "true", "--re_evaluate",  # finished: evaluate again
-                     "--no-progress"]) == 0
+    assert (
+        llm_main(
+            [
+                "train",
+                "--resume",
+                str(run),
+                "--allow_device_change",
+                "true",
+                "--re_evaluate",  # finished: evaluate again
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert json.loads((run / "config.json").read_text())["device"] == "cpu"
-    assert "only applies with --resume" in _refused(capsys, "train", *SMALL_RUN, "--model", str(tiny_model_dir),
-                                                    "--out", str(tmp_path / "b"), "--allow_device_change", "true")
+    assert "only applies with --resume" in _refused(
+        capsys,
+        "train",
+        *SMALL_RUN,
+        "--model",
+        str(tiny_model_dir),
+        "--out",
+        str(tmp_path / "b"),
+        "--allow_device_change",
+        "true",
+    )
     assert not (tmp_path / "b").exists()
 
 
 @no_cuda
 def test_eval_and_pretrain_refuse_cuda_on_this_machine_with_one_line_errors(tiny_model_dir, tmp_path, capsys):
-    flags = ["--model", str(tiny_model_dir), "--task", "countdown", "--n", "2", "--k", "1", "--num-problems", "2",
-             "--no-progress", "--out", str(tmp_path / "ev")]
+    flags = [
+        "--model",
+        str(tiny_model_dir),
+        "--task",
+        "countdown",
+        "--n",
+        "2",
+        "--k",
+        "1",
+        "--num-problems",
+        "2",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "ev"),
+    ]
     assert "--device 'cuda': CUDA is not available" in _refused(capsys, "eval", *flags, "--device", "cuda")
-    assert "--device 'cuda:0': CUDA is not available" in _refused(capsys, "pretrain", "--preset", "test", "--out",
-                                                                   str(tmp_path / "m"), "--device", "cuda:0")
+    assert "--device 'cuda:0': CUDA is not available" in _refused(
+        capsys, "pretrain", "--preset", "test", "--out", str(tmp_path / "m"), "--device", "cuda:0"
+    )
     assert not (tmp_path / "ev").exists() and not (tmp_path / "m").exists()
     assert llm_main(["eval", *flags, "--device", "cpu"]) == 0  # in this process: the eval sets no torch threads
     assert json.loads((tmp_path / "ev" / "eval.json").read_text())["device"] == "cpu"

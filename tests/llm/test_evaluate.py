@@ -1,5 +1,6 @@
 """evaluate() against independent recomputation from the same completions: brute-force Pass@k and
 majority votes, exact per-token entropies from full forward passes, distinct-answer counts."""
+
 import itertools
 from collections import Counter
 
@@ -18,6 +19,7 @@ from escov.llm.tasks.base import Problem, Task
 class FirstCharTask(Task):
     """A verifiable toy task on Countdown prompts: correct iff the completion starts with 1, 2 or 3;
     the answer is the first character (so answers repeat and votes are meaningful)."""
+
     name = "first-char"
 
     def problems(self, split, n, seed):
@@ -61,22 +63,31 @@ def test_metrics_match_independent_recomputation(engine, T):
     per_call = SAMPLES_PER_CALL // n
     completions = []
     for index, i in enumerate(range(0, len(problems), per_call)):
-        completions += engine.generate([p.prompt for p in problems[i:i + per_call]], n=n, temperature=T,
-                                       max_new_tokens=10, seed=call_seed(4, index))
+        completions += engine.generate(
+            [p.prompt for p in problems[i : i + per_call]],
+            n=n,
+            temperature=T,
+            max_new_tokens=10,
+            seed=call_seed(4, index),
+        )
     counts = [sum(task.score(p, c.text) == 1.0 for c in row) for p, row in zip(problems, completions)]
     assert [r["correct"] for r in result["per_problem"]] == counts
     assert 0 < np.mean(counts) < n  # informative: some but not all samples correct
     for k in ks:
         assert result["pass_at_k"][str(k)] == pytest.approx(np.mean([brute_pass_at_k(n, c, k) for c in counts]))
-    votes = [majority_credit([task.answer(p, c.text) for c in row], [task.score(p, c.text) == 1 for c in row])
-             for p, row in zip(problems, completions)]
+    votes = [
+        majority_credit([task.answer(p, c.text) for c in row], [task.score(p, c.text) == 1 for c in row])
+        for p, row in zip(problems, completions)
+    ]
     assert result["maj_at_k"][str(n)] == pytest.approx(np.mean(votes))
     solved = [(p, row) for p, row in zip(problems, completions) if any(task.score(p, c.text) for c in row)]
     assert result["solved_fraction"] == len(solved) / len(problems)
     assert result["distinct_correct_answers"] == pytest.approx(
-        np.mean([len({c.text[:1] for c in row if task.score(p, c.text)}) for p, row in solved]))
+        np.mean([len({c.text[:1] for c in row if task.score(p, c.text)}) for p, row in solved])
+    )
     assert result["distinct_correct_texts"] == pytest.approx(
-        np.mean([len({c.text.strip() for c in row if task.score(p, c.text)}) for p, row in solved]))
+        np.mean([len({c.text.strip() for c in row if task.score(p, c.text)}) for p, row in solved])
+    )
     lengths = [len(c.token_ids) for row in completions for c in row]
     assert result["mean_response_tokens"] == pytest.approx(np.mean(lengths))
 
@@ -87,7 +98,7 @@ def test_metrics_match_independent_recomputation(engine, T):
         p_ids = engine.prompt_token_ids(p.prompt)
         for c in row:
             with torch.no_grad():
-                logits = engine.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1:-1] / T
+                logits = engine.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1 : -1] / T
             logp = F.log_softmax(logits, -1)
             exact += (-(logp.exp() * logp).sum(-1)).tolist()
             sampled = logp.gather(1, torch.tensor(c.token_ids)[:, None])[:, 0]  # log pi_T of each sampled token
@@ -100,8 +111,17 @@ def test_metrics_match_independent_recomputation(engine, T):
 
 def test_greedy_has_zero_entropy_and_identical_samples(engine):
     task = FirstCharTask()
-    result = evaluate(engine, task, task.problems("test", 8, seed=0), n=4, ks=[1, 4], temperature=0.0,
-                      max_new_tokens=8, seed=0, progress=False)
+    result = evaluate(
+        engine,
+        task,
+        task.problems("test", 8, seed=0),
+        n=4,
+        ks=[1, 4],
+        temperature=0.0,
+        max_new_tokens=8,
+        seed=0,
+        progress=False,
+    )
     assert result["mean_token_entropy"] == 0.0
     assert all(r["correct"] in (0, 4) for r in result["per_problem"])
     assert result["pass_at_k"]["1"] == result["pass_at_k"]["4"]
@@ -118,16 +138,27 @@ def test_rollout_entropy_is_the_evaluation_entropy_and_zero_when_greedy(engine):
     nll = [-lp for row in sampled.completions for c in row for lp in c.logprobs]
     assert sampled.token_entropy() == pytest.approx(np.mean(nll)) and np.mean(nll) > 0
     assert 0 < sampled.correct.mean() < 1  # some correct, some not: the comparison below can fail
-    np.testing.assert_array_equal(sampled.correct, [[task.is_correct(p, c.text) for c in row]
-                                                    for p, row in zip(problems, sampled.completions)])
+    np.testing.assert_array_equal(
+        sampled.correct, [[task.is_correct(p, c.text) for c in row] for p, row in zip(problems, sampled.completions)]
+    )
 
 
-@pytest.mark.parametrize("n, ks, match", [(4, [1, 8], "n .* must be >= the largest k"), (0, [1], "n "),
-                                          (4, [], "ks"), (4, [0], "ks")])
+@pytest.mark.parametrize(
+    "n, ks, match", [(4, [1, 8], "n .* must be >= the largest k"), (0, [1], "n "), (4, [], "ks"), (4, [0], "ks")]
+)
 def test_bad_arguments(engine, n, ks, match):
     task = FirstCharTask()
     with pytest.raises(ValueError, match=match):
-        evaluate(engine, task, task.problems("test", 2, seed=0), n=n, ks=ks, temperature=1.0,
-                 max_new_tokens=4, seed=0, progress=False)
+        evaluate(
+            engine,
+            task,
+            task.problems("test", 2, seed=0),
+            n=n,
+            ks=ks,
+            temperature=1.0,
+            max_new_tokens=4,
+            seed=0,
+            progress=False,
+        )
     with pytest.raises(ValueError, match="problems"):
         evaluate(engine, task, [], n=4, ks=[1], temperature=1.0, max_new_tokens=4, seed=0, progress=False)

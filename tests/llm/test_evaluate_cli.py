@@ -1,6 +1,7 @@
 """`python -m escov.llm eval` in this process (llm/evaluate.py run_command through llm/cli.py main): eval.json's
 Pass@k recomputed here from its per-problem counts by the binomial formula, its prompts the task's first test
 problems drawn with seed 0 (a run's test prompts), and an existing eval.json refused without --overwrite."""
+
 import json
 import math
 
@@ -14,9 +15,24 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def test_eval_writes_pass_at_k_that_its_counts_give_on_the_runs_test_prompts(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "eval"
-    argv = ["eval", "--model", str(tiny_model_dir), "--task", "countdown3", "--eval_problems", "3",
-            "--eval_samples", "4", "--eval_ks", "1,2,4", "--max_completion_length", "6", "--out", str(out),
-            "--no-progress"]
+    argv = [
+        "eval",
+        "--model",
+        str(tiny_model_dir),
+        "--task",
+        "countdown3",
+        "--eval_problems",
+        "3",
+        "--eval_samples",
+        "4",
+        "--eval_ks",
+        "1,2,4",
+        "--max_completion_length",
+        "6",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     result = json.loads((out / "eval.json").read_text())
     ids = [p.id for p in get_task("countdown3").problems("test", 3, seed=0)]

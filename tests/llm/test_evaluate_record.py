@@ -2,6 +2,7 @@
 from its documented call seed, with every sampling setting handed to the engine; the reward's named parts, the
 step and the token ids handed to the reward; the problem handed to answer and vote; the progress bar; a reward that
 is not finite; and the refusals of bad sizes, each message whole."""
+
 from __future__ import annotations
 
 import re
@@ -24,6 +25,7 @@ class PartsTask(Task):
     the completion starts with 1, 2 or 3) and "even" (0.5 for a completion whose first token id is even, NaN: does
     not apply, otherwise); the total is their sum with NaN read as 0. Its answers and votes name their problem, and it keeps
     what score_batch was handed."""
+
     name = "parts"
 
     def __init__(self, nan_at: int | None = None):
@@ -60,7 +62,7 @@ def engine(tiny_model_dir):
     return HFEngine(tiny_model_dir)
 
 
-N = SAMPLES_PER_CALL // 2 + 1   # one problem per engine call: per_call = max(1, SAMPLES_PER_CALL // N) = 1
+N = SAMPLES_PER_CALL // 2 + 1  # one problem per engine call: per_call = max(1, SAMPLES_PER_CALL // N) = 1
 
 
 def test_an_evaluation_in_several_calls_samples_each_from_its_call_seed_with_every_setting(engine):
@@ -69,24 +71,49 @@ def test_an_evaluation_in_several_calls_samples_each_from_its_call_seed_with_eve
     completions each applies to) and the Maj@k votes (k < N: subsets drawn from the evaluation's seed) are those of
     the completions regenerated here call by call."""
     task, problems, seed = PartsTask(), PartsTask().problems("test", 3, seed=0), 7
-    got = evaluate(engine, task, problems, n=N, ks=[1, 2, N], temperature=0.9, max_new_tokens=5, seed=seed, top_p=0.8,
-                   progress=False, keep=3, step=11)
-    rows = [engine.generate([p.prompt], n=N, temperature=0.9, max_new_tokens=5, seed=call_seed(seed, index),
-                            top_p=0.8)[0] for index, p in enumerate(problems)]
+    got = evaluate(
+        engine,
+        task,
+        problems,
+        n=N,
+        ks=[1, 2, N],
+        temperature=0.9,
+        max_new_tokens=5,
+        seed=seed,
+        top_p=0.8,
+        progress=False,
+        keep=3,
+        step=11,
+    )
+    rows = [
+        engine.generate([p.prompt], n=N, temperature=0.9, max_new_tokens=5, seed=call_seed(seed, index), top_p=0.8)[0]
+        for index, p in enumerate(problems)
+    ]
     digit = np.array([[task.score(p, c.text) for c in row] for p, row in zip(problems, rows)])
     even = np.array([[0.5 if c.token_ids and c.token_ids[0] % 2 == 0 else np.nan for c in row] for row in rows])
-    assert [r["correct"] for r in got["per_problem"]] == [int(np.sum(d + np.nan_to_num(e) >= 1)) for d, e in zip(digit, even)]
+    assert [r["correct"] for r in got["per_problem"]] == [
+        int(np.sum(d + np.nan_to_num(e) >= 1)) for d, e in zip(digit, even)
+    ]
     assert [r["id"] for r in got["per_problem"]] == [p.id for p in problems]
     assert set(got["per_problem"][0]) == {"id", "correct", "distinct_correct_answers", "distinct_correct_texts"}
-    assert got["kept"] == [{"prompt": p.prompt, "completion": row[0].text,
-                            "reward": float(task.score(p, row[0].text) + np.nan_to_num(e[0]))}
-                           for p, row, e in zip(problems, rows, even)]
-    assert 0 < np.nanmean(even) and np.isnan(even).any()   # the "even" part applies to some completions, not all
-    assert got["rewards"] == {"digit": {"mean": pytest.approx(digit.mean()), "std": pytest.approx(digit.std()), "applied": 1.0},
-                              "even": {"mean": 0.5, "std": 0.0, "applied": pytest.approx(np.mean(~np.isnan(even)))}}
+    assert got["kept"] == [
+        {
+            "prompt": p.prompt,
+            "completion": row[0].text,
+            "reward": float(task.score(p, row[0].text) + np.nan_to_num(e[0])),
+        }
+        for p, row, e in zip(problems, rows, even)
+    ]
+    assert 0 < np.nanmean(even) and np.isnan(even).any()  # the "even" part applies to some completions, not all
+    assert got["rewards"] == {
+        "digit": {"mean": pytest.approx(digit.mean()), "std": pytest.approx(digit.std()), "applied": 1.0},
+        "even": {"mean": 0.5, "std": 0.0, "applied": pytest.approx(np.mean(~np.isnan(even)))},
+    }
     correct = digit + np.nan_to_num(even) >= 1
     votes = [[task.vote(p, c.text) for c in row] for p, row in zip(problems, rows)]
-    assert got["maj_at_k"]["2"] == pytest.approx(np.mean([maj_at_k(v, c, 2, seed=seed) for v, c in zip(votes, correct)]))
+    assert got["maj_at_k"]["2"] == pytest.approx(
+        np.mean([maj_at_k(v, c, 2, seed=seed) for v, c in zip(votes, correct)])
+    )
     assert (got["top_p"], got["seed"], got["temperature"], got["max_new_tokens"]) == (0.8, 7, 0.9, 5)
     # the reward saw every completion in one batch, with its token ids, at the step given
     assert task.handed == [{"ids": [c.token_ids for row in rows for c in row], "step": 11, "count": 3 * N}]
@@ -95,21 +122,42 @@ def test_an_evaluation_in_several_calls_samples_each_from_its_call_seed_with_eve
 def test_by_default_an_evaluation_keeps_no_completion_tells_step_0_and_shows_its_progress(engine, capsys):
     """Defaults: no "kept" record, the reward told step 0, and a progress bar on stderr counting prompts."""
     task = PartsTask()
-    got = evaluate(engine, task, task.problems("test", 2, seed=0), n=2, ks=[1], temperature=1.0, max_new_tokens=3, seed=0)
+    got = evaluate(
+        engine, task, task.problems("test", 2, seed=0), n=2, ks=[1], temperature=1.0, max_new_tokens=3, seed=0
+    )
     assert "kept" not in got and task.handed[0]["step"] == 0
     bar = capsys.readouterr().err.replace("\r", "\n").splitlines()[-1]
     assert bar.startswith("eval parts: 100%") and "2/2" in bar, bar
-    assert re.search(r"(?<![A-Za-z])prompt/s|s/prompt(?![A-Za-z])", bar), bar   # counted in prompts
-    evaluate(engine, task, task.problems("test", 2, seed=0), n=2, ks=[1], temperature=1.0, max_new_tokens=3, seed=0,
-             progress=False)
+    assert re.search(r"(?<![A-Za-z])prompt/s|s/prompt(?![A-Za-z])", bar), bar  # counted in prompts
+    evaluate(
+        engine,
+        task,
+        task.problems("test", 2, seed=0),
+        n=2,
+        ks=[1],
+        temperature=1.0,
+        max_new_tokens=3,
+        seed=0,
+        progress=False,
+    )
     assert capsys.readouterr().err == ""
 
 
 def test_a_reward_that_is_not_finite_stops_the_evaluation_naming_its_value_step_and_task(engine):
     task = PartsTask(nan_at=3)
     with pytest.raises(NonFiniteError, match=r"^step 4: reward is not finite \(nan\) for task parts \(evaluation\)$"):
-        evaluate(engine, task, task.problems("test", 2, seed=0), n=2, ks=[1], temperature=1.0, max_new_tokens=3,
-                 seed=0, progress=False, step=4)
+        evaluate(
+            engine,
+            task,
+            task.problems("test", 2, seed=0),
+            n=2,
+            ks=[1],
+            temperature=1.0,
+            max_new_tokens=3,
+            seed=0,
+            progress=False,
+            step=4,
+        )
 
 
 def test_one_sample_per_problem_is_an_evaluation():
@@ -123,7 +171,12 @@ def test_one_sample_per_problem_is_an_evaluation():
     with pytest.raises(ValueError, match=r"^n \(samples per problem\) must be >= the largest k: n=2 < k=3$"):
         check_eval_args(2, [1, 3])
     for ks in ([], [0], [True], [1.0]):
-        with pytest.raises(ValueError, match=rf"^ks must be a non-empty list of integers >= 1, got {ks!r}$".replace("[", r"\[").replace("]", r"\]")):
+        with pytest.raises(
+            ValueError,
+            match=rf"^ks must be a non-empty list of integers >= 1, got {ks!r}$".replace("[", r"\[").replace(
+                "]", r"\]"
+            ),
+        ):
             check_eval_args(2, ks)
 
 
@@ -144,29 +197,51 @@ def test_the_record_names_its_settings_and_reads_truncation_and_distinct_counts_
 
     task, problems = NeverTask(), NeverTask().problems("test", 3, seed=0)
     got = evaluate(engine, task, problems, n=4, ks=[4, 1], temperature=1.0, max_new_tokens=2, seed=3, progress=False)
-    rows = [engine.generate([p.prompt for p in problems], n=4, temperature=1.0, max_new_tokens=2, seed=call_seed(3, 0))][0]
+    rows = [
+        engine.generate([p.prompt for p in problems], n=4, temperature=1.0, max_new_tokens=2, seed=call_seed(3, 0))
+    ][0]
     reasons = [c.finish_reason for row in rows for c in row]
-    assert "length" in reasons   # two tokens: most stop at the limit
+    assert "length" in reasons  # two tokens: most stop at the limit
     assert got["truncated_fraction"] == pytest.approx(np.mean([r == "length" for r in reasons]))
-    assert (got["task"], got["num_problems"], got["n"], got["ks"], got["correct_threshold"]) == ("parts", 3, 4, [1, 4],
-                                                                                                 CORRECT_THRESHOLD)
-    assert got["solved_fraction"] == 0.0 and (got["distinct_correct_answers"], got["distinct_correct_texts"]) == (0.0, 0.0)
+    assert (got["task"], got["num_problems"], got["n"], got["ks"], got["correct_threshold"]) == (
+        "parts",
+        3,
+        4,
+        [1, 4],
+        CORRECT_THRESHOLD,
+    )
+    assert got["solved_fraction"] == 0.0 and (got["distinct_correct_answers"], got["distinct_correct_texts"]) == (
+        0.0,
+        0.0,
+    )
     assert isinstance(got["seconds"], float) and got["seconds"] >= 0 and round(got["seconds"], 2) == got["seconds"]
 
 
 def test_a_reward_total_of_none_is_not_finite(engine):
     """A total written as None (a reward that gave nothing) is read as NaN and stops the evaluation like one."""
+
     class NoneTask(PartsTask):
         def score_batch(self, problems, completions, completion_ids=None, step: int = 0):
             scores = super().score_batch(problems, completions, completion_ids, step)
             return RewardScores(total=[None, *scores.total[1:].tolist()], parts=scores.parts)
 
     with pytest.raises(NonFiniteError, match=r"^step 0: reward is not finite \(nan\) for task parts \(evaluation\)$"):
-        evaluate(engine, NoneTask(), NoneTask().problems("test", 2, seed=0), n=2, ks=[1], temperature=1.0,
-                 max_new_tokens=3, seed=0, progress=False)
+        evaluate(
+            engine,
+            NoneTask(),
+            NoneTask().problems("test", 2, seed=0),
+            n=2,
+            ks=[1],
+            temperature=1.0,
+            max_new_tokens=3,
+            seed=0,
+            progress=False,
+        )
 
 
-def test_the_record_counts_this_evaluations_grading_timeouts_keeps_what_is_asked_and_times_the_call(engine, monkeypatch):
+def test_the_record_counts_this_evaluations_grading_timeouts_keeps_what_is_asked_and_times_the_call(
+    engine, monkeypatch
+):
     """grading_timeouts: the answers of this evaluation that reached the math grader's safety net (the process's
     count after the call minus before it; here 5 before, 1 during); keep=1 keeps the first problem's first
     completion; the seconds lie within the call's own time."""
@@ -179,11 +254,21 @@ def test_the_record_counts_this_evaluations_grading_timeouts_keeps_what_is_asked
             math_grader._count_safety_net_hit(["an answer too costly to grade"], "reached the safety net")
             return super().score_batch(problems, completions, completion_ids, step)
 
-    monkeypatch.setattr(math_grader, "_SAFETY_NET_HITS", [5])   # this process had 5 before
+    monkeypatch.setattr(math_grader, "_SAFETY_NET_HITS", [5])  # this process had 5 before
     task = TimeoutTask()
     start = time.perf_counter()
-    got = evaluate(engine, task, task.problems("test", 2, seed=0), n=2, ks=[1], temperature=1.0, max_new_tokens=3,
-                   seed=0, progress=False, keep=1)
+    got = evaluate(
+        engine,
+        task,
+        task.problems("test", 2, seed=0),
+        n=2,
+        ks=[1],
+        temperature=1.0,
+        max_new_tokens=3,
+        seed=0,
+        progress=False,
+        keep=1,
+    )
     took = time.perf_counter() - start
     assert got["grading_timeouts"] == 1 and math_grader.safety_net_hits() == 6
     assert [k["prompt"] for k in got["kept"]] == [task.problems("test", 2, seed=0)[0].prompt]

@@ -1,6 +1,7 @@
 """A full disk during a checkpoint write: one line naming the checkpoint, the space it needs and the
 space free, before anything is written when the disk has too little, and no half-written folder left.
 The disk is a real 1 MB tmpfs (mounting needs root: the test is skipped where mounting is refused)."""
+
 import subprocess
 
 import pytest

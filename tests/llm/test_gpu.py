@@ -8,6 +8,7 @@ same seeds, and Ray actors with a GPU share each against the single-process run.
     ESCOV_GPU_STANDIN=cpu PYTHONPATH=$PWD python -m pytest -q -m gpu tests/llm/test_gpu.py
 
 (the CUDA noise and vLLM in place, which have nothing to stand in for on a CPU, are skipped there)."""
+
 import dataclasses
 import json
 
@@ -25,12 +26,28 @@ from tests.llm.tasks_for_tests import digit_share_task
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("one_torch_thread")]
 DEVICE = gpu_standin.device()  # "cuda:0", or "cpu" under the stand-in
 KIND = DEVICE.partition(":")[0]
-cuda_only = pytest.mark.skipif(gpu_standin.active(), reason="CUDA itself is the subject: nothing to stand in for on a CPU")
+cuda_only = pytest.mark.skipif(
+    gpu_standin.active(), reason="CUDA itself is the subject: nothing to stand in for on a CPU"
+)
 RAY_ACTOR_TIMEOUT_S = 90.0  # a call not answered by then is a dead actor (the default 600 s is past the check's budget)
 
-SMALL = dict(batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2, step_samples=2,
-             probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=2,
-             eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(50.0,))
+SMALL = dict(
+    batch_size=2,
+    train_pool=8,
+    threads=1,
+    max_completion_length=6,
+    checkpoint_every=2,
+    step_samples=2,
+    probe_prompts=1,
+    probe_members=2,
+    probe_samples=2,
+    probe_center_samples=2,
+    eval_problems=2,
+    eval_samples=2,
+    eval_ks=(1,),
+    heldout_task="",
+    threshold_keep=(50.0,),
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +69,17 @@ def test_noise_is_drawn_on_the_gpu_reproducibly_and_independently_per_tensor():
 def test_an_es_then_grpo_run_keeps_every_tensor_on_cuda(tiny_model_dir, tmp_path):
     from escov.llm.train import TrainingRun, train
 
-    cfg = TrainConfig(algo="es-grpo", model=str(tiny_model_dir), out=str(tmp_path / "run"), device=KIND,
-                      dtype="bfloat16", steps=2, switch_step=1, **SMALL,
-                      es=ESConfig(population_size=8, sigma=0.1, alpha=0.05, member_temperature=1.0, member_samples=2))
+    cfg = TrainConfig(
+        algo="es-grpo",
+        model=str(tiny_model_dir),
+        out=str(tmp_path / "run"),
+        device=KIND,
+        dtype="bfloat16",
+        steps=2,
+        switch_step=1,
+        **SMALL,
+        es=ESConfig(population_size=8, sigma=0.1, alpha=0.05, member_temperature=1.0, member_samples=2),
+    )
     run = TrainingRun(cfg, task=digit_share_task(), show_progress=False)
     assert cfg.device == DEVICE
     engine_param = next(run.engine.model.parameters())
@@ -67,8 +92,9 @@ def test_an_es_then_grpo_run_keeps_every_tensor_on_cuda(tiny_model_dir, tmp_path
     assert row["es_reward_std"] > 0 and row["drift_rel"] > 0
     run.close_trainer()
 
-    out = train(dataclasses.replace(cfg, out=str(tmp_path / "full"), device=KIND), task=digit_share_task(),
-                show_progress=False)
+    out = train(
+        dataclasses.replace(cfg, out=str(tmp_path / "full"), device=KIND), task=digit_share_task(), show_progress=False
+    )
     saved = json.loads((out / "config.json").read_text())
     assert saved["device"] == DEVICE
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -85,8 +111,9 @@ def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir, sampli
     from escov.llm.engines.vllm_engine import VLLMEngine
     from escov.llm.es.vllm_inplace import ENGINE_KWARGS
 
-    engine = VLLMEngine(qwen_dir, dtype=torch.float32, seed=0, gpu_memory_utilization=0.3, enforce_eager=True,
-                        **ENGINE_KWARGS)
+    engine = VLLMEngine(
+        qwen_dir, dtype=torch.float32, seed=0, gpu_memory_utilization=0.3, enforce_eager=True, **ENGINE_KWARGS
+    )
     try:
         base = {n: t.float().cuda() for n, t in engine.weights.items()}
         names = sorted(base)
@@ -96,8 +123,16 @@ def test_vllm_inplace_gives_the_reload_paths_rewards_and_update(qwen_dir, sampli
         runs = {}
         for members in ("vllm_inplace", "one_by_one"):  # in place, then the reload path from the same center
             engine.load_weights((n, base[n]) for n in names)
-            es = make_es(cfg, engine, task, names, {n: base[n].clone() for n in names}, max_new_tokens=8, seed=3,
-                         population=PopulationConfig(members=members))
+            es = make_es(
+                cfg,
+                engine,
+                task,
+                names,
+                {n: base[n].clone() for n in names},
+                max_new_tokens=8,
+                seed=3,
+                population=PopulationConfig(members=members),
+            )
             runs[members] = (es, [es.step(problems, s) for s in range(2)])
         (inplace, steps_a), (reload, steps_b) = runs["vllm_inplace"], runs["one_by_one"]
         assert inplace.members.shared  # the in-process worker holds the driver's master itself: one copy
@@ -118,8 +153,13 @@ def ray_for_this_machine():
     ray.cloudpickle.register_pickle_by_value(tasks_for_tests)
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, num_gpus=torch.cuda.device_count(), include_dashboard=False, log_to_driver=False,
-                 object_store_memory=200 * 1024 ** 2)
+        ray.init(
+            num_cpus=2,
+            num_gpus=torch.cuda.device_count(),
+            include_dashboard=False,
+            log_to_driver=False,
+            object_store_memory=200 * 1024**2,
+        )
     yield ray
     if started:
         ray.shutdown()
@@ -139,8 +179,18 @@ def test_ray_actors_sharing_the_gpu_train_the_single_process_weights(tiny_model_
         engine = HFEngine(tiny_model_dir, device=DEVICE)
         weights = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
         names = sorted(weights)
-        es = make_es(cfg, engine, task, names, {n: weights[n].clone() for n in names}, max_new_tokens=6, seed=2,
-                     distributed=dist, model_dir=str(tiny_model_dir), weights=weights)
+        es = make_es(
+            cfg,
+            engine,
+            task,
+            names,
+            {n: weights[n].clone() for n in names},
+            max_new_tokens=6,
+            seed=2,
+            distributed=dist,
+            model_dir=str(tiny_model_dir),
+            weights=weights,
+        )
         try:
             results[dist is None] = (es.step(problems, 0).rewards, es.center_weights())
         finally:

@@ -1,6 +1,7 @@
 """The GRPO clip statistic (llm/grpo.py clipped_share_sum) under a non-default epsilon_high: a token counts as
 clipped when its ratio lies outside [1 - epsilon, 1 + epsilon_high] (the range the loss clamps to; TRL's
 epsilon_low / epsilon_high), counted by hand on ratios placed on either side of each bound."""
+
 import torch
 
 from escov.llm.grpo import clipped_share_sum

@@ -3,6 +3,7 @@ Pass@k advantage; zero-success gating; the outcome bonus), and TRL's adaptive en
 against hand computations from their formulas (numpy, enumeration, plain Python), never against the code's own
 output. verl is not installed here (its core_algos needs tensordict and omegaconf, which pin torch); TRL's options
 are compared with TRL itself in tests/llm/test_grpo_trl_parity.py."""
+
 import itertools
 import math
 import statistics
@@ -23,6 +24,7 @@ from escov.llm.grpo_entropy import EntropyControl, high_entropy_mask
 from escov.llm.grpo_exploration import gate_solved, outcome_bonus
 
 # ----------------------------------------------------------------------------- advantages
+
 
 def test_grpo_passk_gives_the_gap_to_the_best_alone():
     rewards = np.array([[0.2, 0.9, 0.5, 0.1], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.3, 1.0, 0.0]])
@@ -85,6 +87,7 @@ def test_pkpo_is_an_unbiased_gradient_of_pass_at_k():
 
 # ----------------------------------------------------------------------------- verl's covariance losses
 
+
 def _batch(seed=0, s=3, t=5):
     g = torch.Generator().manual_seed(seed)
     logp = -torch.rand(s, t, generator=g, dtype=torch.float64) * 3
@@ -129,8 +132,9 @@ def test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_ba
     assert cut.sum() == 4 and int(0.4 * m.sum()) >= 4  # floor(0.4 x 11) = 4: every candidate is cut
     expected = np.where(cut, 0.0, np.maximum(unclipped, clipped))[m].sum() / m.sum()
     theta = logp.clone().requires_grad_(True)
-    loss, _, _ = grpo_loss(theta, old, None, adv, mask, cfg, n_seq=3, n_tok=float(mask.sum()),
-                           generator=torch.Generator().manual_seed(0))
+    loss, _, _ = grpo_loss(
+        theta, old, None, adv, mask, cfg, n_seq=3, n_tok=float(mask.sum()), generator=torch.Generator().manual_seed(0)
+    )
     assert float(loss) == pytest.approx(expected, rel=1e-12)
     (grad,) = torch.autograd.grad(loss, theta)
     assert np.all(grad.numpy()[cut] == 0.0) and np.count_nonzero(grad.numpy()[m & ~cut]) > 0
@@ -157,22 +161,31 @@ def test_clip_cov_draws_its_share_among_the_candidates_alone():
 
 # ----------------------------------------------------------------------------- entropy (TRL's rules)
 
+
 def test_high_entropy_mask_keeps_the_top_quantile():
     entropy = torch.tensor([[0.1, 0.5, 2.0, 0.0], [1.5, 0.7, 0.2, 3.0]])
     mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.float64)
     values = np.array([0.1, 0.5, 2.0, 1.5, 0.7, 0.2, 3.0])
     threshold = np.quantile(values, 0.7)  # top 30%
     kept = high_entropy_mask(entropy, mask, 0.3)
-    assert kept.tolist() == [[bool(v >= threshold) for v in (0.1, 0.5, 2.0)] + [False],
-                             [bool(v >= threshold) for v in (1.5, 0.7, 0.2, 3.0)]]
+    assert kept.tolist() == [
+        [bool(v >= threshold) for v in (0.1, 0.5, 2.0)] + [False],
+        [bool(v >= threshold) for v in (1.5, 0.7, 0.2, 3.0)],
+    ]
     assert int(kept.sum()) == 2  # the 0.7 quantile interpolates to 1.6: 2.0 and 3.0
 
 
 def test_adaptive_entropy_coefficient_follows_trls_rule():
     """Skywork-OR1 as TRL: the bonus is off until an entropy at or below the target is measured; the coefficient
     moves by delta each optimizer step toward more bonus below the target, less above, inside [min, max]."""
-    cfg = GRPOConfig(entropy_coef=0.01, use_adaptive_entropy=True, entropy_coef_min=0.0, entropy_coef_max=0.02,
-                     entropy_coef_delta=0.006, entropy_target=0.5)
+    cfg = GRPOConfig(
+        entropy_coef=0.01,
+        use_adaptive_entropy=True,
+        entropy_coef_min=0.0,
+        entropy_coef_max=0.02,
+        entropy_coef_delta=0.006,
+        entropy_target=0.5,
+    )
     cfg.validate()
     control = EntropyControl(cfg, dict)
     applied = []
@@ -185,6 +198,7 @@ def test_adaptive_entropy_coefficient_follows_trls_rule():
 
 
 # ----------------------------------------------------------------------------- exploration across steps
+
 
 def test_zero_success_gating_updates_only_prompts_never_solved_before():
     state = {}
@@ -217,8 +231,11 @@ def test_sapo_temperatures_set_the_soft_gate():
     rows = []
     for i in range(3):
         tau = 2.0 if adv[i] > 0 else 0.5
-        terms = [-(4 / tau) / (1 + math.exp(-tau * (math.exp(lp - o) - 1))) * float(adv[i])
-                 for lp, o, m in zip(logp[i].tolist(), old[i].tolist(), mask[i].tolist()) if m]
+        terms = [
+            -(4 / tau) / (1 + math.exp(-tau * (math.exp(lp - o) - 1))) * float(adv[i])
+            for lp, o, m in zip(logp[i].tolist(), old[i].tolist(), mask[i].tolist())
+            if m
+        ]
         rows.append(sum(terms) / len(terms))
     loss, _, _ = grpo_loss(logp, old, None, adv, mask, cfg, n_seq=3, n_tok=float(mask.sum()))
     assert float(loss) == pytest.approx(sum(rows) / 3, rel=1e-12)
@@ -228,18 +245,32 @@ def test_sapo_temperatures_set_the_soft_gate():
 def test_a_steps_advantages_follow_the_estimator(tiny_model_dir, estimator):
     """One on-policy GRPO step (beta 0, loss grpo): every token's term is -A of its completion, so the loss is
     -mean(A); A from the step's own rewards by the estimator's formula, computed here by hand."""
-    from tests.llm.tasks_for_tests import CountdownScoredBy, digit_share
-
     from escov.llm.engines.hf import HFEngine
     from escov.llm.grpo import GRPO
+    from tests.llm.tasks_for_tests import CountdownScoredBy, digit_share
 
     task = CountdownScoredBy("digit-share", digit_share)  # correct: every character a digit
     engine = HFEngine(str(tiny_model_dir))
-    cfg = GRPOConfig(num_generations=6, learning_rate=1e-4, beta=0.0, adv_estimator=estimator,
-                     **({"pass_k": 3} if estimator == "passk_analytic" else {}))
+    cfg = GRPOConfig(
+        num_generations=6,
+        learning_rate=1e-4,
+        beta=0.0,
+        adv_estimator=estimator,
+        **({"pass_k": 3} if estimator == "passk_analytic" else {}),
+    )
     cfg.validate()
-    grpo = GRPO(cfg, engine, task, engine.model, None, engine.prompt_token_ids, temperature=1.0, max_new_tokens=6,
-                seed=1, pad_id=engine.tokenizer.pad_token_id)
+    grpo = GRPO(
+        cfg,
+        engine,
+        task,
+        engine.model,
+        None,
+        engine.prompt_token_ids,
+        temperature=1.0,
+        max_new_tokens=6,
+        seed=1,
+        pad_id=engine.tokenizer.pad_token_id,
+    )
     out = grpo.step(task.problems("train", 4, seed=2), 0)
     by_hand = []
     for row, ok in zip(out.rollouts.rewards.tolist(), (out.rollouts.rewards >= 1.0).tolist()):

@@ -1,5 +1,6 @@
 """GRPO steps on a real HFEngine with the tiny model: the policy-gradient direction, zero-signal
 batches, and keeping a separate engine in sync with load_weights."""
+
 import time
 
 import numpy as np
@@ -10,8 +11,8 @@ from transformers import AutoModelForCausalLM
 from escov.llm.engines.hf import HFEngine
 from escov.llm.grpo import GRPO, GRPOConfig, group_advantages
 from escov.llm.rollout import completion_logprobs, pad_batch
-from tests.llm.tasks_for_tests import CountdownScoredBy
 from escov.theory.errors import NonFiniteError
+from tests.llm.tasks_for_tests import CountdownScoredBy
 
 
 def starts_with_digit() -> CountdownScoredBy:
@@ -25,8 +26,18 @@ def _grpo(engine, policy, task, temperature=1.0, **kw):
     ref = None
     if cfg.beta > 0:
         ref = AutoModelForCausalLM.from_pretrained(engine.model_dir, dtype=torch.float32)
-    return GRPO(cfg, engine, task, policy, ref, engine.prompt_token_ids, temperature=temperature, max_new_tokens=5,
-                seed=0, pad_id=engine.tokenizer.pad_token_id)
+    return GRPO(
+        cfg,
+        engine,
+        task,
+        policy,
+        ref,
+        engine.prompt_token_ids,
+        temperature=temperature,
+        max_new_tokens=5,
+        seed=0,
+        pad_id=engine.tokenizer.pad_token_id,
+    )
 
 
 def _surrogate(grpo, problems, out):
@@ -76,10 +87,13 @@ def test_a_separate_engine_receives_the_updated_weights(tiny_model_dir):
         assert torch.equal(live[n].detach(), p.detach().to(torch.bfloat16)), n
 
 
-@pytest.mark.parametrize("micro_batch_size, loss_type, scale, temperature",
-                         [(64, "grpo", True, 1.0), (5, "bnpo", True, 1.0), (64, "grpo", False, 1.0), (64, "grpo", True, 0.7)])
-def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_model_dir, micro_batch_size, loss_type, scale,
-                                                                         temperature):
+@pytest.mark.parametrize(
+    "micro_batch_size, loss_type, scale, temperature",
+    [(64, "grpo", True, 1.0), (5, "bnpo", True, 1.0), (64, "grpo", False, 1.0), (64, "grpo", True, 0.7)],
+)
+def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(
+    tiny_model_dir, micro_batch_size, loss_type, scale, temperature
+):
     """One on-policy step (mu = 1, so every ratio is 1 and nothing is clipped), written out here: per token
     l_t = -ratio_t A_i + beta k3_t (ratio_t = pi / pi_old = 1 in value, d ratio_t = d log pi_t) with k3_t = exp(ref_t - lp_t) - (ref_t - lp_t) - 1, A_i = (r_i - mean) / (std + 1e-4)
     in each group (r_i - mean without scale_rewards); loss = mean over completions of the mean over their tokens ("grpo") or the mean over all
@@ -97,17 +111,35 @@ def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(tiny_m
             p.add_(0.05 * torch.randn(p.shape, generator=gen))
     task = starts_with_digit()
     lr, beta, wd, max_norm, groups = 2e-3, 0.04, 0.1, 0.5, 6  # lr unlike AdamW's default (1e-3)
-    cfg = GRPOConfig(num_generations=groups, learning_rate=lr, beta=beta, weight_decay=wd, max_grad_norm=max_norm,
-                     micro_batch_size=micro_batch_size, loss_type=loss_type, scale_rewards=scale)
+    cfg = GRPOConfig(
+        num_generations=groups,
+        learning_rate=lr,
+        beta=beta,
+        weight_decay=wd,
+        max_grad_norm=max_norm,
+        micro_batch_size=micro_batch_size,
+        loss_type=loss_type,
+        scale_rewards=scale,
+    )
     cfg.validate()
-    grpo = GRPO(cfg, engine, task, engine.model, reference, engine.prompt_token_ids, temperature=temperature,
-                max_new_tokens=5, seed=0, pad_id=engine.tokenizer.pad_token_id)
+    grpo = GRPO(
+        cfg,
+        engine,
+        task,
+        engine.model,
+        reference,
+        engine.prompt_token_ids,
+        temperature=temperature,
+        max_new_tokens=5,
+        seed=0,
+        pad_id=engine.tokenizer.pad_token_id,
+    )
     problems = task.problems("train", 6, seed=1)  # the batch of the first test: both rewards
     start = time.perf_counter()
     out = grpo.step(problems, step=0)
     assert 0.0 < out.seconds <= time.perf_counter() - start  # the step's own wall time
 
-    rewards = np.asarray(out.rollouts.rewards, dtype=float)                      # [prompts, groups]
+    rewards = np.asarray(out.rollouts.rewards, dtype=float)  # [prompts, groups]
     adv = rewards - rewards.mean(1, keepdims=True)
     if scale:  # scale_rewards: divided by the group's population std (+ 1e-4)
         adv = adv / (rewards.std(1, keepdims=True) + 1e-4)
@@ -166,15 +198,35 @@ def test_beta_above_zero_without_a_reference_is_refused_naming_the_setting(tiny_
     engine = HFEngine(tiny_model_dir)
     cfg = GRPOConfig(num_generations=4, learning_rate=1e-3, beta=0.04)
     with pytest.raises(ValueError, match=r"^reference model is required when grpo\.beta > 0$"):
-        GRPO(cfg, engine, starts_with_digit(), engine.model, None, engine.prompt_token_ids, temperature=1.0,
-             max_new_tokens=5, seed=0, pad_id=engine.tokenizer.pad_token_id)
+        GRPO(
+            cfg,
+            engine,
+            starts_with_digit(),
+            engine.model,
+            None,
+            engine.prompt_token_ids,
+            temperature=1.0,
+            max_new_tokens=5,
+            seed=0,
+            pad_id=engine.tokenizer.pad_token_id,
+        )
 
 
 def _first_rollouts(model_dir, seed: int, step: int):
     engine = HFEngine(model_dir)
     task = starts_with_digit()
-    grpo = GRPO(GRPOConfig(num_generations=4, learning_rate=1e-3, beta=0.0), engine, task, engine.model, None,
-                engine.prompt_token_ids, temperature=1.0, max_new_tokens=8, seed=seed, pad_id=engine.tokenizer.pad_token_id)
+    grpo = GRPO(
+        GRPOConfig(num_generations=4, learning_rate=1e-3, beta=0.0),
+        engine,
+        task,
+        engine.model,
+        None,
+        engine.prompt_token_ids,
+        temperature=1.0,
+        max_new_tokens=8,
+        seed=seed,
+        pad_id=engine.tokenizer.pad_token_id,
+    )
     out = grpo.step(task.problems("train", 3, seed=5), step=step)
     return [[c.token_ids for c in row] for row in out.rollouts.completions]
 
@@ -231,8 +283,9 @@ def test_later_inner_iterations_are_off_policy_and_clipped(tiny_model_dir):
     for mu, micro in ((1, 64), (2, 64), (2, 5)):
         engine = HFEngine(tiny_model_dir)
         task = starts_with_digit()
-        grpo = _grpo(engine, engine.model, task, learning_rate=3e-2, num_iterations=mu, epsilon=0.01,
-                     micro_batch_size=micro)
+        grpo = _grpo(
+            engine, engine.model, task, learning_rate=3e-2, num_iterations=mu, epsilon=0.01, micro_batch_size=micro
+        )
         clipped[mu, micro] = grpo.step(task.problems("train", 6, seed=1), step=0).clip_fraction
         assert not engine.model.training  # the training forward is the sampling policy: no dropout
     assert clipped[1, 64] == 0.0 and 0.0 < clipped[2, 64] <= 1.0, clipped  # a share of the batch's completion tokens

@@ -1,17 +1,22 @@
 """GRPO advantages and the clipped loss, against plain-Python computations written out term by term."""
+
 import math
 import statistics
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from escov.llm.grpo import GRPOConfig, group_advantages, grpo_loss
 
 
-@given(st.lists(st.lists(st.sampled_from([0.0, 0.1, 1.0]), min_size=2, max_size=8), min_size=1, max_size=5)
-       .filter(lambda g: len({len(r) for r in g}) == 1))
+@given(
+    st.lists(st.lists(st.sampled_from([0.0, 0.1, 1.0]), min_size=2, max_size=8), min_size=1, max_size=5).filter(
+        lambda g: len({len(r) for r in g}) == 1
+    )
+)
 def test_group_advantages(groups):
     adv = group_advantages(np.array(groups))
     for row, a in zip(groups, adv):
@@ -57,8 +62,16 @@ def test_loss_matches_token_by_token_reference(seed, loss_type, with_ref):
     mask = (torch.rand(s, t, generator=g) < 0.7).double()
     cfg = GRPOConfig(loss_type=loss_type, epsilon=0.2, beta=0.04)
     loss, _, _ = grpo_loss(logp, old, ref, adv, mask, cfg, n_seq=s, n_tok=float(mask.sum()))
-    expected = _reference_loss(logp.tolist(), old.tolist(), ref.tolist() if with_ref else None, adv.tolist(),
-                               mask.tolist(), 0.2, 0.04, loss_type)
+    expected = _reference_loss(
+        logp.tolist(),
+        old.tolist(),
+        ref.tolist() if with_ref else None,
+        adv.tolist(),
+        mask.tolist(),
+        0.2,
+        0.04,
+        loss_type,
+    )
     assert float(loss) == pytest.approx(expected, rel=1e-10, abs=1e-12)
 
 
@@ -76,9 +89,16 @@ def test_on_policy_gradient_is_the_length_averaged_policy_gradient():
     torch.testing.assert_close(grad, expected)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(num_generations=1), "num_generations"), (dict(learning_rate=0.0), "learning_rate"),
-    (dict(beta=-1.0), "beta"), (dict(loss_type="token"), "loss_type"), (dict(num_iterations=0), "num_iterations")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(num_generations=1), "num_generations"),
+        (dict(learning_rate=0.0), "learning_rate"),
+        (dict(beta=-1.0), "beta"),
+        (dict(loss_type="token"), "loss_type"),
+        (dict(num_iterations=0), "num_iterations"),
+    ],
+)
 def test_bad_grpo_settings_are_named(bad, match):
     with pytest.raises(ValueError, match=match):
         GRPOConfig(**bad).validate()

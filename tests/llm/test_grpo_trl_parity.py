@@ -4,12 +4,12 @@ Skipped when trl is not installed. The batch is sampled from the tiny test model
 drawn at random (the test model rarely solves a problem, so its own advantages are mostly 0), the
 policy and reference are perturbed copies of the model, so ratios move and some are clipped.
 """
+
 import importlib.util
 
 import numpy as np
 import pytest
 import torch
-
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("trl") is None, reason="trl is not installed")
 
@@ -25,8 +25,10 @@ def batch(tiny_model_dir):
     return s, task, problems, ours, trl_inputs, adv
 
 
-@pytest.mark.parametrize("loss_type,beta,on_policy", [("grpo", 0.04, False), ("bnpo", 0.04, False),
-                                                      ("grpo", 0.0, False), ("grpo", 0.04, True)])
+@pytest.mark.parametrize(
+    "loss_type,beta,on_policy",
+    [("grpo", 0.04, False), ("bnpo", 0.04, False), ("grpo", 0.0, False), ("grpo", 0.04, True)],
+)
 def test_trl_loss_and_gradient_match_ours(batch, loss_type, beta, on_policy):
     from escov.llm.trl_reference import loss_case
 
@@ -66,10 +68,18 @@ def variant_trainers(batch, tmp_path_factory):
         key = (loss_type, epsilon_high, tuple(sorted((variant or {}).items())))
         if key not in made:
             made[key] = trl_trainer(
-                s, perturbed(s.model, s.policy_scale, s.seed + 1), task, problems,
-                str(tmp_path_factory.mktemp("trl")), loss_type=loss_type, beta=0.04, epsilon_high=epsilon_high,
-                variant=variant)
+                s,
+                perturbed(s.model, s.policy_scale, s.seed + 1),
+                task,
+                problems,
+                str(tmp_path_factory.mktemp("trl")),
+                loss_type=loss_type,
+                beta=0.04,
+                epsilon_high=epsilon_high,
+                variant=variant,
+            )
         return made[key]
+
     return get
 
 
@@ -91,9 +101,22 @@ def test_trl_variants_match_ours(batch, variant_trainers, loss_type, epsilon_hig
     seen = []
     for scale in SCALES:
         adv = torch.tensor(group_advantages(rewards, scale).reshape(-1), dtype=torch.float32)
-        r = loss_case(s, task, problems, ours, trl_inputs, adv, loss_type, 0.04, False, False,
-                      epsilon_high=epsilon_high, mask_truncated=mask_truncated, completions=ours["completions"],
-                      trainer=variant_trainers(loss_type, epsilon_high))
+        r = loss_case(
+            s,
+            task,
+            problems,
+            ours,
+            trl_inputs,
+            adv,
+            loss_type,
+            0.04,
+            False,
+            False,
+            epsilon_high=epsilon_high,
+            mask_truncated=mask_truncated,
+            completions=ours["completions"],
+            trainer=variant_trainers(loss_type, epsilon_high),
+        )
         assert r["clip_fraction"] > 0.01  # the clipped branch is exercised
         assert r["loss_rel_diff"] < 1e-4 and r["grad_rel_diff"] < 1e-4, (scale, r)
         seen.append(r["loss_ours"])
@@ -101,8 +124,12 @@ def test_trl_variants_match_ours(batch, variant_trainers, loss_type, epsilon_hig
 
 
 # TRL's coverage-keeping options, each on the token and the sequence level (GSPO), with the loss types that take them
-OPTIONS = {"none": {}, "entropy_coef": {"entropy_coef": 0.1}, "top_entropy_quantile": {"top_entropy_quantile": 0.2},
-           "both": {"entropy_coef": 0.1, "top_entropy_quantile": 0.2}}
+OPTIONS = {
+    "none": {},
+    "entropy_coef": {"entropy_coef": 0.1},
+    "top_entropy_quantile": {"top_entropy_quantile": 0.2},
+    "both": {"entropy_coef": 0.1, "top_entropy_quantile": 0.2},
+}
 
 
 @pytest.mark.parametrize("option", list(OPTIONS))
@@ -117,16 +144,41 @@ def test_trl_entropy_options_and_sequence_level_match_ours(batch, variant_traine
     s, task, problems, ours, trl_inputs, adv = batch
     epsilon_high = 1.1 if loss_type == "cispo" else None  # cispo's cap: some ratios above it, some below
     variant = OPTIONS[option] | {"importance_sampling_level": level}
-    r = loss_case(s, task, problems, ours, trl_inputs, adv, loss_type, 0.04, False, False, epsilon_high=epsilon_high,
-                  trainer=variant_trainers(loss_type, epsilon_high, variant), variant=variant)
+    r = loss_case(
+        s,
+        task,
+        problems,
+        ours,
+        trl_inputs,
+        adv,
+        loss_type,
+        0.04,
+        False,
+        False,
+        epsilon_high=epsilon_high,
+        trainer=variant_trainers(loss_type, epsilon_high, variant),
+        variant=variant,
+    )
     assert r["loss_rel_diff"] < 1e-4 and r["grad_rel_diff"] < 1e-4, r
     if "top_entropy_quantile" in variant:
         assert 0.15 < r["selected_share"] < 0.3, r  # about the top 20% of the tokens by entropy
     plain = {"importance_sampling_level": "token"}
     if variant != plain:
-        base = loss_case(s, task, problems, ours, trl_inputs, adv, loss_type, 0.04, False, False,
-                         epsilon_high=epsilon_high, trainer=variant_trainers(loss_type, epsilon_high, plain),
-                         variant=plain)
+        base = loss_case(
+            s,
+            task,
+            problems,
+            ours,
+            trl_inputs,
+            adv,
+            loss_type,
+            0.04,
+            False,
+            False,
+            epsilon_high=epsilon_high,
+            trainer=variant_trainers(loss_type, epsilon_high, plain),
+            variant=plain,
+        )
         assert abs(base["loss_ours"] - r["loss_ours"]) > 1e-6 * abs(base["loss_ours"]), (base, r)
 
 
@@ -136,13 +188,29 @@ def test_variants_differ_from_the_default(batch, variant_trainers):
 
     s, task, problems, ours, trl_inputs, adv = batch
     loss = {}
-    for key, kw in {"default": dict(), "epsilon_high": dict(epsilon_high=0.28),
-                    "mask": dict(mask_truncated=True, completions=ours["completions"])}.items():
-        loss[key] = loss_case(s, task, problems, ours, trl_inputs, adv, "grpo", 0.04, False, False,
-                              trainer=variant_trainers("grpo", kw.get("epsilon_high")), **kw)["loss_ours"]
+    for key, kw in {
+        "default": dict(),
+        "epsilon_high": dict(epsilon_high=0.28),
+        "mask": dict(mask_truncated=True, completions=ours["completions"]),
+    }.items():
+        loss[key] = loss_case(
+            s,
+            task,
+            problems,
+            ours,
+            trl_inputs,
+            adv,
+            "grpo",
+            0.04,
+            False,
+            False,
+            trainer=variant_trainers("grpo", kw.get("epsilon_high")),
+            **kw,
+        )["loss_ours"]
     for lt in ("bnpo", "dr_grpo"):
-        loss[lt] = loss_case(s, task, problems, ours, trl_inputs, adv, lt, 0.04, False, False,
-                             trainer=variant_trainers(lt, None))["loss_ours"]
+        loss[lt] = loss_case(
+            s, task, problems, ours, trl_inputs, adv, lt, 0.04, False, False, trainer=variant_trainers(lt, None)
+        )["loss_ours"]
     assert len({round(v, 9) for v in loss.values()}) == len(loss), loss
 
 
@@ -157,9 +225,11 @@ def test_advantages_are_trls_with_the_population_std():
     rewards[0] = 0.3  # one all-equal group
     mean = rewards.mean(1, keepdim=True)
     g = rewards.shape[1]
-    expected = {"group": (rewards - mean) / (nanstd(rewards, dim=1).unsqueeze(1) * ((g - 1) / g) ** 0.5 + 1e-4),
-                "batch": (rewards - mean) / (nanstd(rewards) * ((rewards.numel() - 1) / rewards.numel()) ** 0.5 + 1e-4),
-                "none": rewards - mean}
+    expected = {
+        "group": (rewards - mean) / (nanstd(rewards, dim=1).unsqueeze(1) * ((g - 1) / g) ** 0.5 + 1e-4),
+        "batch": (rewards - mean) / (nanstd(rewards) * ((rewards.numel() - 1) / rewards.numel()) ** 0.5 + 1e-4),
+        "none": rewards - mean,
+    }
     for mode, want in expected.items():
         got = group_advantages(rewards.numpy(), mode)
         # rtol 1e-6: nanstd's Bessel factor count / (count - 1) is computed in float32

@@ -2,6 +2,7 @@
 cosine schedule with warmup computed by hand, the step's truncated share against the step's own rollouts sampled
 again, the clip shares (TRL's clip_ratio/low and /high) on hand-made ratios, periodic validation every eval_steps,
 and the final summary's base -> final."""
+
 from __future__ import annotations
 
 import json
@@ -32,12 +33,54 @@ def grpo_run(tiny_model_dir, tmp_path_factory):
     from escov.llm.cli import main
 
     out = tmp_path_factory.mktemp("grpo") / "run"
-    args = ["train", "--algo", "grpo", "--model", str(tiny_model_dir), "--out", str(out), "--steps", str(STEPS),
-            "--batch_size", "2", "--train_pool", "8", "--threads", "1", "--max_completion_length", "5",
-            "--checkpoint_every", "5", "--probe", "false", "--eval_problems", "3", "--eval_samples", "2",
-            "--eval_ks", "1", "--heldout_task", "", "--threshold_keep", "50", "--format_reward", "0.1",
-            "--grpo.num_generations", "4", "--learning_rate", str(LR), "--lr_scheduler_type", "cosine",
-            "--warmup_ratio", str(WARMUP_RATIO), "--grpo.num_iterations", "1", "--eval_steps", "2", "--no-progress"]
+    args = [
+        "train",
+        "--algo",
+        "grpo",
+        "--model",
+        str(tiny_model_dir),
+        "--out",
+        str(out),
+        "--steps",
+        str(STEPS),
+        "--batch_size",
+        "2",
+        "--train_pool",
+        "8",
+        "--threads",
+        "1",
+        "--max_completion_length",
+        "5",
+        "--checkpoint_every",
+        "5",
+        "--probe",
+        "false",
+        "--eval_problems",
+        "3",
+        "--eval_samples",
+        "2",
+        "--eval_ks",
+        "1",
+        "--heldout_task",
+        "",
+        "--threshold_keep",
+        "50",
+        "--format_reward",
+        "0.1",
+        "--grpo.num_generations",
+        "4",
+        "--learning_rate",
+        str(LR),
+        "--lr_scheduler_type",
+        "cosine",
+        "--warmup_ratio",
+        str(WARMUP_RATIO),
+        "--grpo.num_iterations",
+        "1",
+        "--eval_steps",
+        "2",
+        "--no-progress",
+    ]
     import contextlib
     import io
 
@@ -70,8 +113,9 @@ def test_the_truncated_share_is_the_steps_own_rollouts(grpo_run, tiny_model_dir)
     idx = np.random.default_rng(derive_seed(cfg.seed, 0, "batch")).choice(len(pool), cfg.batch_size, replace=False)
     batch = [pool[i] for i in sorted(idx)]
     engine = HFEngine(tiny_model_dir)
-    samples = engine.generate([p.prompt for p in batch], n=4, temperature=1.0, max_new_tokens=5,
-                              seed=derive_seed(cfg.seed, 0, "grpo-rollout"))
+    samples = engine.generate(
+        [p.prompt for p in batch], n=4, temperature=1.0, max_new_tokens=5, seed=derive_seed(cfg.seed, 0, "grpo-rollout")
+    )
     cut = [c.finish_reason == "length" for row in samples for c in row]
     assert rows[0]["truncated_share"] == pytest.approx(sum(cut) / len(cut))
     assert all(0.0 <= r["truncated_share"] <= 1.0 for r in rows)
@@ -111,6 +155,8 @@ def test_the_final_summary_shows_base_to_final(grpo_run):
     out, _, printed = grpo_run
     ev = json.loads((out / "eval.json").read_text())
     base, final = ev["base"], ev["final"]
-    assert (f"base -> final: reward {base['reward_mean']:.3f} -> {final['reward_mean']:.3f}  length "
-            f"{base['mean_response_tokens']:.3f} -> {final['mean_response_tokens']:.3f} tokens") in printed
+    assert (
+        f"base -> final: reward {base['reward_mean']:.3f} -> {final['reward_mean']:.3f}  length "
+        f"{base['mean_response_tokens']:.3f} -> {final['mean_response_tokens']:.3f} tokens"
+    ) in printed
     assert f"Pass@1 {base['pass_at_k']['1']:.3f} -> {final['pass_at_k']['1']:.3f}" in printed

@@ -2,24 +2,55 @@
 spelling (and a combination) finishes on the tiny model and logs the variant's statistics; a combination that
 makes no sense is refused in one line naming both settings; what a variant keeps across steps survives a
 checkpoint of the optimizer state."""
+
 import io
 import json
 
 import numpy as np
 import pytest
 import torch
-from tests.llm.tasks_for_tests import CountdownScoredBy
 
 from escov.llm.cli import main as llm_main
 from escov.llm.config import GRPOConfig
 from escov.llm.engines.hf import HFEngine
 from escov.llm.grpo import GRPO
 from escov.llm.settings_help import trl_epilog
+from tests.llm.tasks_for_tests import CountdownScoredBy
 
-RUN = ["train", "--algo", "grpo", "--steps", "1", "--batch_size", "2", "--train_pool", "4", "--threads", "1",
-       "--max_completion_length", "5", "--probe", "false", "--eval_problems", "2", "--eval_samples", "2",
-       "--eval_ks", "1", "--heldout_task", "", "--threshold_keep", "50", "--grpo.num_generations", "4",
-       "--learning_rate", "1e-2", "--beta", "0.0", "--no-progress"]
+RUN = [
+    "train",
+    "--algo",
+    "grpo",
+    "--steps",
+    "1",
+    "--batch_size",
+    "2",
+    "--train_pool",
+    "4",
+    "--threads",
+    "1",
+    "--max_completion_length",
+    "5",
+    "--probe",
+    "false",
+    "--eval_problems",
+    "2",
+    "--eval_samples",
+    "2",
+    "--eval_ks",
+    "1",
+    "--heldout_task",
+    "",
+    "--threshold_keep",
+    "50",
+    "--grpo.num_generations",
+    "4",
+    "--learning_rate",
+    "1e-2",
+    "--beta",
+    "0.0",
+    "--no-progress",
+]
 
 # the spelling -> the statistics its metrics row must hold (and what must hold of them)
 SPELLINGS = {
@@ -40,10 +71,29 @@ def test_help_names_every_variant():
     """The --help epilog names every variant of the table with its source (the flags themselves are checked
     with every setting by tests/llm/test_train_cli.py)."""
     text = " ".join(trl_epilog().split())
-    for name in ("--entropy_coef", "--use_adaptive_entropy", "--entropy_coef_min/max/delta", "--top_entropy_quantile",
-                 "--importance_sampling_level sequence", "GSPO", "cispo", "sapo", "grpo_passk", "passk_analytic",
-                 "pkpo", "PKPO", "clip_cov", "kl_cov", "--zero_success_gating", "--outcome_bonus_coef",
-                 "Chen et al. 2025", "Walder & Karkhanis 2025", "Song, Kempe, Munos 2025", "verl", "TRL"):
+    for name in (
+        "--entropy_coef",
+        "--use_adaptive_entropy",
+        "--entropy_coef_min/max/delta",
+        "--top_entropy_quantile",
+        "--importance_sampling_level sequence",
+        "GSPO",
+        "cispo",
+        "sapo",
+        "grpo_passk",
+        "passk_analytic",
+        "pkpo",
+        "PKPO",
+        "clip_cov",
+        "kl_cov",
+        "--zero_success_gating",
+        "--outcome_bonus_coef",
+        "Chen et al. 2025",
+        "Walder & Karkhanis 2025",
+        "Song, Kempe, Munos 2025",
+        "verl",
+        "TRL",
+    ):
         assert name in text, name
 
 
@@ -66,29 +116,38 @@ def test_a_grpo_run_with_each_variant_finishes_and_logs_its_statistics(tiny_mode
         assert 0 <= stats["cov_share"] <= 0.1  # max(1, 0.0002 N) tokens of the batch at most
 
 
-@pytest.mark.parametrize("flags, both", [
-    ("--loss_type clip_cov --importance_sampling_level sequence", ("loss_type clip_cov", "importance_sampling_level")),
-    ("--adv_estimator grpo_passk --scale_rewards batch", ("grpo_passk", "scale_rewards batch")),
-    ("--adv_estimator passk_analytic --scale_rewards none", ("passk_analytic", "scale_rewards")),
-    ("--loss_type sapo --epsilon_high 0.28", ("epsilon_high", "loss_type sapo")),
-    ("--clip_cov_ratio 0.01", ("clip_cov_ratio", "loss_type clip_cov")),
-    ("--kl_cov_ratio 0.01 --loss_type clip_cov", ("kl_cov_ratio", "loss_type kl_cov")),
-    ("--ppo_kl_coef 2", ("ppo_kl_coef", "loss_type kl_cov")),
-    ("--sapo_temperature_neg 2", ("sapo_temperature_neg", "loss_type sapo")),
-    ("--entropy_target 0.5 --entropy_coef 0.01", ("entropy_target", "use_adaptive_entropy")),
-    ("--pass_k 2", ("pass_k", "adv_estimator passk_analytic")),
-    ("--adv_estimator pkpo --pass_k 4", ("pkpo", "pass_k", "num_generations")),
-    ("--adv_estimator pkpo --scale_rewards batch", ("pkpo", "scale_rewards batch")),
-    ("--adv_estimator passk_analytic --pass_k 9", ("pass_k", "num_generations")),
-    ("--clip_cov_lb 6 --loss_type clip_cov", ("clip_cov_lb", "clip_cov_ub")),
-])
+@pytest.mark.parametrize(
+    "flags, both",
+    [
+        (
+            "--loss_type clip_cov --importance_sampling_level sequence",
+            ("loss_type clip_cov", "importance_sampling_level"),
+        ),
+        ("--adv_estimator grpo_passk --scale_rewards batch", ("grpo_passk", "scale_rewards batch")),
+        ("--adv_estimator passk_analytic --scale_rewards none", ("passk_analytic", "scale_rewards")),
+        ("--loss_type sapo --epsilon_high 0.28", ("epsilon_high", "loss_type sapo")),
+        ("--clip_cov_ratio 0.01", ("clip_cov_ratio", "loss_type clip_cov")),
+        ("--kl_cov_ratio 0.01 --loss_type clip_cov", ("kl_cov_ratio", "loss_type kl_cov")),
+        ("--ppo_kl_coef 2", ("ppo_kl_coef", "loss_type kl_cov")),
+        ("--sapo_temperature_neg 2", ("sapo_temperature_neg", "loss_type sapo")),
+        ("--entropy_target 0.5 --entropy_coef 0.01", ("entropy_target", "use_adaptive_entropy")),
+        ("--pass_k 2", ("pass_k", "adv_estimator passk_analytic")),
+        ("--adv_estimator pkpo --pass_k 4", ("pkpo", "pass_k", "num_generations")),
+        ("--adv_estimator pkpo --scale_rewards batch", ("pkpo", "scale_rewards batch")),
+        ("--adv_estimator passk_analytic --pass_k 9", ("pass_k", "num_generations")),
+        ("--clip_cov_lb 6 --loss_type clip_cov", ("clip_cov_lb", "clip_cov_ub")),
+    ],
+)
 def test_a_combination_that_makes_no_sense_is_refused_naming_both(tmp_path, capsys, flags, both):
     with pytest.raises(SystemExit) as exit_:
         llm_main([*RUN, "--model", str(tmp_path), "--out", str(tmp_path / "run"), *flags.split()])
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()  # argparse's usage line, then the error in one line
-    assert len(err) == 2 and err[1].startswith("python -m escov.llm: error: flags: grpo.") and \
-        all(name in err[1] for name in both), err
+    assert (
+        len(err) == 2
+        and err[1].startswith("python -m escov.llm: error: flags: grpo.")
+        and all(name in err[1] for name in both)
+    ), err
     assert not (tmp_path / "run").exists()
 
 
@@ -97,14 +156,34 @@ def test_the_variants_state_survives_a_checkpoint_of_the_optimizer(tiny_model_di
     saved (torch.save) and loaded (weights_only, as resume does) into a fresh GRPO, it is the same state."""
     task = CountdownScoredBy("first-char-digit", lambda c: 1.0 if c[:1].isdigit() else 0.0)
     task.answer = lambda problem, completion: completion[:1] or None
-    cfg = GRPOConfig(num_generations=4, learning_rate=1e-2, beta=0.0, entropy_coef=0.01, use_adaptive_entropy=True,
-                     entropy_target=10.0, zero_success_gating=True, outcome_bonus_coef=0.5)
+    cfg = GRPOConfig(
+        num_generations=4,
+        learning_rate=1e-2,
+        beta=0.0,
+        entropy_coef=0.01,
+        use_adaptive_entropy=True,
+        entropy_target=10.0,
+        zero_success_gating=True,
+        outcome_bonus_coef=0.5,
+    )
     cfg.validate()
 
     def grpo():
         engine = HFEngine(str(tiny_model_dir))
-        return GRPO(cfg, engine, task, engine.model, None, engine.prompt_token_ids, temperature=1.0,
-                    max_new_tokens=4, seed=0, pad_id=engine.tokenizer.pad_token_id, phase_steps=3)
+        return GRPO(
+            cfg,
+            engine,
+            task,
+            engine.model,
+            None,
+            engine.prompt_token_ids,
+            temperature=1.0,
+            max_new_tokens=4,
+            seed=0,
+            pad_id=engine.tokenizer.pad_token_id,
+            phase_steps=3,
+        )
+
     first = grpo()
     problems = task.problems("train", 3, 0)
     for step in range(2):
@@ -127,7 +206,17 @@ def test_plain_grpo_keeps_no_variant_state(tiny_model_dir):
     task = CountdownScoredBy("first-char-digit", lambda c: 1.0 if c[:1].isdigit() else 0.0)
     engine = HFEngine(str(tiny_model_dir))
     cfg = GRPOConfig(num_generations=4, learning_rate=1e-2, beta=0.0)
-    grpo = GRPO(cfg, engine, task, engine.model, None, engine.prompt_token_ids, temperature=1.0, max_new_tokens=4,
-                seed=0, pad_id=engine.tokenizer.pad_token_id)
+    grpo = GRPO(
+        cfg,
+        engine,
+        task,
+        engine.model,
+        None,
+        engine.prompt_token_ids,
+        temperature=1.0,
+        max_new_tokens=4,
+        seed=0,
+        pad_id=engine.tokenizer.pad_token_id,
+    )
     out = grpo.step(task.problems("train", 2, 0), 0)
     assert "escov_variants" not in grpo.optimizer.state_dict()["param_groups"][0] and out.variants == {}

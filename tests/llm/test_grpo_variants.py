@@ -1,5 +1,6 @@
 """TRL's GRPO variants beside the losses (tests/llm/test_grpo_trl_parity.py checks those against TRL): the default
 loss pinned, the learning-rate schedule, top_k / min_p sampling, gradient checkpointing and LoRA, on the tiny model."""
+
 import json
 import math
 import os
@@ -33,8 +34,17 @@ def test_default_loss_is_pinned():
         ratio = math.exp(lp - o)
         d = r - lp
         return -min(ratio * a, min(max(ratio, 0.8), 1.2) * a) + 0.001 * (math.exp(d) - d - 1)
-    rows = [[term(*v) for v, m in zip(zip(logp[i].tolist(), old[i].tolist(), ref[i].tolist(), [adv[i].item()] * 3),
-                                          mask[i].tolist()) if m] for i in range(2)]
+
+    rows = [
+        [
+            term(*v)
+            for v, m in zip(
+                zip(logp[i].tolist(), old[i].tolist(), ref[i].tolist(), [adv[i].item()] * 3), mask[i].tolist()
+            )
+            if m
+        ]
+        for i in range(2)
+    ]
     by_hand = (sum(rows[0]) / 3 + sum(rows[1]) / 2) / 2
     assert float(loss) == pytest.approx(by_hand, rel=1e-14)
     assert float(loss) == pytest.approx(0.1834314567145915, rel=1e-14)
@@ -42,9 +52,17 @@ def test_default_loss_is_pinned():
 
 # ----------------------------------------------------------------------------- learning-rate schedule
 
-@pytest.mark.parametrize("kind,warmup", [("constant", {}), ("constant_with_warmup", {"warmup_steps": 3}),
-                                         ("linear", {"warmup_ratio": 0.25}), ("cosine", {"warmup_steps": 2}),
-                                         ("cosine", {})])
+
+@pytest.mark.parametrize(
+    "kind,warmup",
+    [
+        ("constant", {}),
+        ("constant_with_warmup", {"warmup_steps": 3}),
+        ("linear", {"warmup_ratio": 0.25}),
+        ("cosine", {"warmup_steps": 2}),
+        ("cosine", {}),
+    ],
+)
 def test_lr_factor_is_transformers_schedule(kind, warmup):
     """lr_factor(k) against transformers' get_scheduler of the same name on a real optimizer, step by step."""
     from transformers import get_scheduler
@@ -70,8 +88,20 @@ def _grpo(model_dir, task, **kw):
     engine = HFEngine(model_dir)
     cfg = GRPOConfig(**{"num_generations": 4, "learning_rate": 1e-2, "beta": 0.0} | kw)
     cfg.validate()
-    return engine, GRPO(cfg, engine, task, engine.model, None, engine.prompt_token_ids, temperature=1.0,
-                        max_new_tokens=5, seed=0, pad_id=engine.tokenizer.pad_token_id, phase_start=2, phase_steps=3)
+    return engine, GRPO(
+        cfg,
+        engine,
+        task,
+        engine.model,
+        None,
+        engine.prompt_token_ids,
+        temperature=1.0,
+        max_new_tokens=5,
+        seed=0,
+        pad_id=engine.tokenizer.pad_token_id,
+        phase_start=2,
+        phase_steps=3,
+    )
 
 
 def _starts_with_digit():
@@ -89,15 +119,17 @@ def test_grpo_steps_use_the_scheduled_lr(tiny_model_dir):
     def recording_step(*a, **k):
         used.append(grpo.optimizer.param_groups[0]["lr"])
         return original(*a, **k)
+
     grpo.optimizer.step = recording_step
     problems = task.problems("train", 6, seed=1)
     for step in (2, 3, 4):
-        grpo.step(problems[(step - 2) * 2:(step - 1) * 2], step)
+        grpo.step(problems[(step - 2) * 2 : (step - 1) * 2], step)
     closed = [1e-2 * (k / 2 if k < 2 else (1 + math.cos(math.pi * (k - 2) / 4)) / 2) for k in range(6)]
     assert used == pytest.approx(closed, abs=1e-15)
 
 
 # ----------------------------------------------------------------------------- sampling restrictions
+
 
 @pytest.mark.parametrize("top_k,min_p", [(3, 0.0), (0, 0.2), (4, 0.1)])
 def test_top_k_and_min_p_sample_the_restricted_law(top_k, min_p):
@@ -134,6 +166,7 @@ def test_top_k_reaches_the_rollouts(tiny_model_dir):
 
 # ----------------------------------------------------------------------------- gradient checkpointing
 
+
 def test_gradient_checkpointing_gives_the_same_loss_and_gradient(tiny_model_dir):
     """One step with and without gradient_checkpointing from the same weights and seed: the same loss and
     gradient norm (to float tolerance), the same updated weights; and the layers did recompute (checkpointed)."""
@@ -147,8 +180,12 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradient(tiny_model_dir)
         hook = layer.register_forward_pre_hook(lambda *_: calls.append(torch.is_grad_enabled()))
         out = grpo.step(problems, 0)
         hook.remove()
-        results[on] = (out.loss, out.grad_norm, {n: p.detach().clone() for n, p in grpo.policy.named_parameters()},
-                       calls)
+        results[on] = (
+            out.loss,
+            out.grad_norm,
+            {n: p.detach().clone() for n, p in grpo.policy.named_parameters()},
+            calls,
+        )
     (l0, g0, w0, c0), (l1, g1, w1, c1) = results[False], results[True]
     assert g0 > 0 and l1 == pytest.approx(l0, rel=1e-5, abs=1e-7) and g1 == pytest.approx(g0, rel=1e-4)
     for n in w0:
@@ -166,8 +203,16 @@ def test_lora_step_trains_only_the_adapters(tiny_model_dir):
     """A GRPO step with use_peft: the optimizer holds only LoRA's A and B; the run's model moves in q_proj and v_proj
     alone, each by a matrix of rank <= lora_r, which is (alpha / r) B A; every other weight stays bit for bit."""
     task = _starts_with_digit()
-    engine, grpo = _grpo(tiny_model_dir, task, use_peft=True, lora_r=2, lora_alpha=4, lora_target_modules="q_proj,v_proj",
-                         num_generations=6, learning_rate=5e-2)
+    engine, grpo = _grpo(
+        tiny_model_dir,
+        task,
+        use_peft=True,
+        lora_r=2,
+        lora_alpha=4,
+        lora_target_modules="q_proj,v_proj",
+        num_generations=6,
+        learning_rate=5e-2,
+    )
     before = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
     trained = [p for g in grpo.optimizer.param_groups for p in g["params"]]
     names = {id(p): n for n, p in grpo.policy.named_parameters()}
@@ -180,7 +225,7 @@ def test_lora_step_trains_only_the_adapters(tiny_model_dir):
         delta = (dict(engine.model.named_parameters())[n] - before[n]).double()
         s = torch.linalg.svdvals(delta)
         assert int((s > 1e-6 * s[0]).sum()) <= 2, (n, s[:4])
-        layer = grpo.policy.get_base_model().get_submodule(n[:-len(".weight")])
+        layer = grpo.policy.get_base_model().get_submodule(n[: -len(".weight")])
         a, b = layer.lora_A["default"].weight.double(), layer.lora_B["default"].weight.double()
         torch.testing.assert_close(delta, (4 / 2) * b @ a, rtol=1e-4, atol=1e-7)
 
@@ -193,8 +238,17 @@ def test_lora_dropout_drops_the_adapters_input_in_the_update_only(tiny_model_dir
     norms = {}
     for p, run in ((0.0, "a"), (0.0, "b"), (0.5, "a")):
         torch.manual_seed(0)
-        engine, grpo = _grpo(tiny_model_dir, task, use_peft=True, lora_r=2, lora_alpha=4, lora_dropout=p,
-                             lora_target_modules="q_proj,v_proj", num_generations=6, learning_rate=5e-2)
+        engine, grpo = _grpo(
+            tiny_model_dir,
+            task,
+            use_peft=True,
+            lora_r=2,
+            lora_alpha=4,
+            lora_dropout=p,
+            lora_target_modules="q_proj,v_proj",
+            num_generations=6,
+            learning_rate=5e-2,
+        )
         dropouts = [m for n, m in grpo.policy.named_modules() if n.endswith("lora_dropout.default")]
         assert dropouts and all(getattr(m, "p", 0.0) == p for m in dropouts)
         with grpo._training_forward():
@@ -205,12 +259,57 @@ def test_lora_dropout_drops_the_adapters_input_in_the_update_only(tiny_model_dir
 
 
 def _train(model_dir, out, extra=(), env_extra=None):
-    args = [sys.executable, "-m", "escov.llm", "train", "--algo", "grpo", "--model", str(model_dir), "--out", str(out),
-            "--steps", "4", "--batch_size", "2", "--train_pool", "8", "--threads", "1", "--max_completion_length", "6",
-            "--checkpoint_every", "2", "--probe", "false", "--eval_problems", "2", "--eval_samples", "2",
-            "--eval_ks", "1", "--heldout_task", "", "--threshold_keep", "50", "--format_reward", "0.1",
-            "--grpo.num_generations", "4", "--grpo.learning_rate", "0.05", "--grpo.use_peft", "true",
-            "--grpo.lora_r", "2", "--grpo.lora_alpha", "4", "--grpo.lora_target_modules", "q_proj,v_proj", *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "escov.llm",
+        "train",
+        "--algo",
+        "grpo",
+        "--model",
+        str(model_dir),
+        "--out",
+        str(out),
+        "--steps",
+        "4",
+        "--batch_size",
+        "2",
+        "--train_pool",
+        "8",
+        "--threads",
+        "1",
+        "--max_completion_length",
+        "6",
+        "--checkpoint_every",
+        "2",
+        "--probe",
+        "false",
+        "--eval_problems",
+        "2",
+        "--eval_samples",
+        "2",
+        "--eval_ks",
+        "1",
+        "--heldout_task",
+        "",
+        "--threshold_keep",
+        "50",
+        "--format_reward",
+        "0.1",
+        "--grpo.num_generations",
+        "4",
+        "--grpo.learning_rate",
+        "0.05",
+        "--grpo.use_peft",
+        "true",
+        "--grpo.lora_r",
+        "2",
+        "--grpo.lora_alpha",
+        "4",
+        "--grpo.lora_target_modules",
+        "q_proj,v_proj",
+        *extra,
+    ]
     env = os.environ | {"OMP_NUM_THREADS": "1"} | (env_extra or {})
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
 
@@ -239,16 +338,44 @@ def test_lora_changes_only_the_adapted_matrices_by_rank_r_and_eval_loads_it(tiny
         assert int((s > 1e-6 * s[0]).sum()) <= 2, (n, s[:4])
     adapter = load_file(str(tmp_path / "run" / "checkpoints" / "step-2" / "adapter" / "adapter_model.safetensors"))
     assert adapter and all("lora_" in n and ".default." not in n for n in adapter)
-    ev = subprocess.run([sys.executable, "-m", "escov.llm", "eval", "--model", str(tmp_path / "run" / "checkpoints" / "step-4"),
-                         "--task", "countdown", "--eval_samples", "2", "--eval_ks", "1", "--eval_problems", "2",
-                         "--max_completion_length", "6", "--out", str(tmp_path / "eval"), "--no-progress"],
-                        env=os.environ | {"OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300)
+    ev = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "escov.llm",
+            "eval",
+            "--model",
+            str(tmp_path / "run" / "checkpoints" / "step-4"),
+            "--task",
+            "countdown",
+            "--eval_samples",
+            "2",
+            "--eval_ks",
+            "1",
+            "--eval_problems",
+            "2",
+            "--max_completion_length",
+            "6",
+            "--out",
+            str(tmp_path / "eval"),
+            "--no-progress",
+        ],
+        env=os.environ | {"OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ev.returncode == 0, ev.stderr[-2000:]
     assert "1" in json.loads((tmp_path / "eval" / "eval.json").read_text())["pass_at_k"]
     killed = _train(tiny_model_dir, tmp_path / "killed", env_extra={"ESCOV_TEST_STOP_AT": "step-3"})
     assert killed.returncode != 0
-    resumed = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--resume", str(tmp_path / "killed")],
-                             env=os.environ | {"OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "escov.llm", "train", "--resume", str(tmp_path / "killed")],
+        env=os.environ | {"OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     again = _weights(tmp_path / "killed" / "checkpoints" / "step-4")
     assert all(torch.equal(again[n], final[n]) for n in final)

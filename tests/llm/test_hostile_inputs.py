@@ -3,6 +3,7 @@ file (and the field or record) and a non-zero exit, or is named and skipped wher
 expected, never a traceback, never partial output, never a NaN or infinity in a JSON file, never
 code run from model output or from a file. Kill-and-resume at every point of a run and the fallback
 past a damaged checkpoint are in test_train_run.py."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import torch
 
 from escov.llm import rundir
@@ -58,16 +58,31 @@ EVAL_ARGS = ["--task", "countdown", "--n", "2", "--k", "1", "--num-problems", "2
 
 # ----------------------------------------------------------------------------- damaged model directories
 
-@pytest.mark.parametrize("damage, file", [
-    ("truncated", "model.safetensors"), ("garbage", "model.safetensors"), ("garbage", "config.json"),
-    ("non-utf8", "config.json"), ("list", "config.json"), ("garbage", "tokenizer_config.json"),
-    ("garbage", "generation_config.json")])
+
+@pytest.mark.parametrize(
+    "damage, file",
+    [
+        ("truncated", "model.safetensors"),
+        ("garbage", "model.safetensors"),
+        ("garbage", "config.json"),
+        ("non-utf8", "config.json"),
+        ("list", "config.json"),
+        ("garbage", "tokenizer_config.json"),
+        ("garbage", "generation_config.json"),
+    ],
+)
 def test_damaged_model_directory_is_a_one_line_error_naming_the_file(tiny_model_dir, tmp_path, capsys, damage, file):
     model = copy_model(tiny_model_dir, tmp_path / "model")
     path = model / file
     data = path.read_bytes()
-    path.write_bytes({"truncated": data[:len(data) // 2], "garbage": b"\x00{not json at all",
-                      "non-utf8": b'{"model_type": "llama\xff\xfe"}', "list": b"[]"}[damage])
+    path.write_bytes(
+        {
+            "truncated": data[: len(data) // 2],
+            "garbage": b"\x00{not json at all",
+            "non-utf8": b'{"model_type": "llama\xff\xfe"}',
+            "list": b"[]",
+        }[damage]
+    )
     out = tmp_path / "out"
     code, err = cli(llm_main, ["eval", "--model", str(model), *EVAL_ARGS, "--out", str(out)], capsys)
     assert code == 2
@@ -75,12 +90,16 @@ def test_damaged_model_directory_is_a_one_line_error_naming_the_file(tiny_model_
     assert not out.exists()
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--max-new-tokens", "0"], "max_new_tokens must be an integer >= 1, got 0"),
-    (["--temperature", "-1"], "temperature must be a finite number >= 0, got -1.0"),
-    (["--temperature", "inf"], "temperature must be a finite number >= 0"),
-    (["--top-p", "2"], "top_p must lie in (0, 1], got 2.0"),
-    (["--top-p", "0"], "top_p must lie in (0, 1], got 0.0")])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--max-new-tokens", "0"], "max_new_tokens must be an integer >= 1, got 0"),
+        (["--temperature", "-1"], "temperature must be a finite number >= 0, got -1.0"),
+        (["--temperature", "inf"], "temperature must be a finite number >= 0"),
+        (["--top-p", "2"], "top_p must lie in (0, 1], got 2.0"),
+        (["--top-p", "0"], "top_p must lie in (0, 1], got 0.0"),
+    ],
+)
 def test_eval_sampling_settings_are_checked_before_the_model_loads(tmp_path, capsys, flags, message):
     """The model directory does not exist: the error about the setting comes first."""
     code, err = cli(llm_main, ["eval", "--model", str(tmp_path / "no-model"), *EVAL_ARGS, *flags], capsys)
@@ -90,7 +109,9 @@ def test_eval_sampling_settings_are_checked_before_the_model_loads(tmp_path, cap
 
 def test_eval_out_pointing_at_a_file_fails_before_the_model_loads(tmp_path, capsys):
     (tmp_path / "taken").write_text("keep")
-    code, err = cli(llm_main, ["eval", "--model", str(tmp_path / "no-model"), *EVAL_ARGS, "--out", str(tmp_path / "taken")], capsys)
+    code, err = cli(
+        llm_main, ["eval", "--model", str(tmp_path / "no-model"), *EVAL_ARGS, "--out", str(tmp_path / "taken")], capsys
+    )
     assert code == 2
     assert_one_line_error(err, "taken is a file")
     assert (tmp_path / "taken").read_text() == "keep"
@@ -111,22 +132,39 @@ def test_empty_prompts_are_an_error_alone_or_batched_with_others(tiny_model_dir,
 TOML = 'algo = "es"\nsteps = 2\n'
 
 
-@pytest.mark.parametrize("text, message", [
-    (TOML + "steps = \n", "not valid TOML"), (TOML.encode() + b"# \xff\xfe\n", "not UTF-8"),
-    ('steps = "two"\n', "steps must be an integer"), ("[es]\nsigma = -1.0\n", "es.sigma must be a finite number > 0"),
-    ("es = 3\n", "es must be a table")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (TOML + "steps = \n", "not valid TOML"),
+        (TOML.encode() + b"# \xff\xfe\n", "not UTF-8"),
+        ('steps = "two"\n', "steps must be an integer"),
+        ("[es]\nsigma = -1.0\n", "es.sigma must be a finite number > 0"),
+        ("es = 3\n", "es must be a table"),
+    ],
+)
 def test_bad_train_config_file_is_an_error_naming_it(tiny_model_dir, tmp_path, capsys, text, message):
     config = tmp_path / "bad.toml"
     config.write_bytes(text if isinstance(text, bytes) else text.encode())
-    code, err = cli(llm_main, ["train", "--config", str(config), "--model", str(tiny_model_dir), "--out", str(tmp_path / "run")], capsys)
+    code, err = cli(
+        llm_main,
+        ["train", "--config", str(config), "--model", str(tiny_model_dir), "--out", str(tmp_path / "run")],
+        capsys,
+    )
     assert code == 2
     assert_one_line_error(err, str(config), message)
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"[]", "expected a JSON object of settings, got list"), (b"{", "not valid JSON"),
-    (b"\xff\xfe{}", "not UTF-8"), (b'{"steps": NaN}', "NaN"), (b'{"algo": "es", "stepz": 3}', "unknown setting 'stepz'")])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"[]", "expected a JSON object of settings, got list"),
+        (b"{", "not valid JSON"),
+        (b"\xff\xfe{}", "not UTF-8"),
+        (b'{"steps": NaN}', "NaN"),
+        (b'{"algo": "es", "stepz": 3}', "unknown setting 'stepz'"),
+    ],
+)
 def test_damaged_run_config_on_resume_is_an_error_naming_it(tmp_path, capsys, content, message):
     run = tmp_path / "run"
     run.mkdir()
@@ -139,6 +177,7 @@ def test_damaged_run_config_on_resume_is_an_error_naming_it(tmp_path, capsys, co
 
 # ----------------------------------------------------------------------------- checkpoints
 
+
 @pytest.fixture
 def checkpoint(tiny_model_dir, tmp_path):
     """A real checkpoint (step 4, inside a GRPO phase: with an AdamW state) of the tiny model."""
@@ -149,7 +188,9 @@ def checkpoint(tiny_model_dir, tmp_path):
     model(input_ids=torch.tensor([[1, 2, 3]])).logits.sum().backward()
     optimizer.step()
     weights = {n: p.detach() for n, p in model.named_parameters()}
-    path = rundir.save_checkpoint(tmp_path / "run", tiny_model_dir, 4, weights, {"elapsed": 1.0}, optimizer.state_dict())
+    path = rundir.save_checkpoint(
+        tmp_path / "run", tiny_model_dir, 4, weights, {"elapsed": 1.0}, optimizer.state_dict()
+    )
     shapes = {n: p.shape for n, p in model.named_parameters()}
     return path, shapes, weights
 
@@ -163,22 +204,27 @@ def test_a_sound_checkpoint_loads_back_exactly(checkpoint):
 
 class RunsCode:
     """A pickle that would run code when loaded without weights_only."""
+
     def __reduce__(self):
         return (os.system, ("touch PWNED",))
 
 
-@pytest.mark.parametrize("file, damage, message", [
-    ("model.safetensors", "truncate", "not a readable safetensors file"),
-    ("model.safetensors", "garbage", "not a readable safetensors file"),
-    ("model.safetensors", "nan", "holds non-finite values"),
-    ("model.safetensors", "shape", "has shape"),
-    ("optimizer.pt", "garbage", "not a torch optimizer state"),
-    ("optimizer.pt", "tensor", "not a torch optimizer state dict"),
-    ("optimizer.pt", "code", "not a torch optimizer state"),
-    ("optimizer.pt", "missing", "missing"),
-    ("trainer_state.json", "garbage", "not valid JSON"),
-    ("trainer_state.json", "step", "does not match the folder name"),
-    ("trainer_state.json", "shape", "lacks the field 'elapsed'")])
+@pytest.mark.parametrize(
+    "file, damage, message",
+    [
+        ("model.safetensors", "truncate", "not a readable safetensors file"),
+        ("model.safetensors", "garbage", "not a readable safetensors file"),
+        ("model.safetensors", "nan", "holds non-finite values"),
+        ("model.safetensors", "shape", "has shape"),
+        ("optimizer.pt", "garbage", "not a torch optimizer state"),
+        ("optimizer.pt", "tensor", "not a torch optimizer state dict"),
+        ("optimizer.pt", "code", "not a torch optimizer state"),
+        ("optimizer.pt", "missing", "missing"),
+        ("trainer_state.json", "garbage", "not valid JSON"),
+        ("trainer_state.json", "step", "does not match the folder name"),
+        ("trainer_state.json", "shape", "lacks the field 'elapsed'"),
+    ],
+)
 def test_a_damaged_checkpoint_fails_to_load_naming_the_file(checkpoint, tmp_path, monkeypatch, file, damage, message):
     from safetensors.torch import save_file
 
@@ -189,7 +235,13 @@ def test_a_damaged_checkpoint_fails_to_load_naming_the_file(checkpoint, tmp_path
     elif damage == "garbage":
         target.write_bytes(b"\x00\x01 not this kind of file")
     elif damage == "nan":
-        save_file({n: (w.clone().fill_(float("nan")) if i == 0 else w.contiguous()) for i, (n, w) in enumerate(weights.items())}, str(target))
+        save_file(
+            {
+                n: (w.clone().fill_(float("nan")) if i == 0 else w.contiguous())
+                for i, (n, w) in enumerate(weights.items())
+            },
+            str(target),
+        )
     elif damage == "shape" and file == "model.safetensors":
         save_file({n: w[..., :1].contiguous() for n, w in weights.items()}, str(target))
     elif damage == "tensor":
@@ -223,13 +275,26 @@ def test_checkpoint_listing_ignores_stray_and_incomplete_folders(checkpoint):
 
 # ----------------------------------------------------------------------------- run-directory records
 
-ROW = {"step": 1, "phase": "es", "reward_mean": 0.5, "center_reward_mean": 0.4, "pass_at_1": 0.1, "no_correct_share": 0.5,
-       "entropy": 1.2, "drift_rel": 1e-3, "drift_layers": {"layer.0": 1e-3}, "step_seconds": 1.0, "tokens_per_s": 9.0,
-       "wall_seconds": 2.0}
+ROW = {
+    "step": 1,
+    "phase": "es",
+    "reward_mean": 0.5,
+    "center_reward_mean": 0.4,
+    "pass_at_1": 0.1,
+    "no_correct_share": 0.5,
+    "entropy": 1.2,
+    "drift_rel": 1e-3,
+    "drift_layers": {"layer.0": 1e-3},
+    "step_seconds": 1.0,
+    "tokens_per_s": 9.0,
+    "wall_seconds": 2.0,
+}
 
 
-@pytest.mark.parametrize("field, value", [("entropy", float("nan")), ("drift_layers", {"layer.0": float("inf")}),
-                                          ("es_rewards", [0.1, float("-inf")])])
+@pytest.mark.parametrize(
+    "field, value",
+    [("entropy", float("nan")), ("drift_layers", {"layer.0": float("inf")}), ("es_rewards", [0.1, float("-inf")])],
+)
 def test_non_finite_values_never_reach_metrics_jsonl(tmp_path, field, value):
     rundir.append_step(tmp_path, ROW)
     before = (tmp_path / "metrics.jsonl").read_text()
@@ -289,7 +354,9 @@ def test_a_metrics_file_that_cannot_be_written_is_one_line_naming_it(tmp_path):
     (tmp_path / "metrics.jsonl").mkdir()  # opening it for appending fails with an OSError, as a full disk does
     with pytest.raises(RunDirError) as err:
         rundir.append_step(tmp_path, ROW)
-    assert str(err.value).startswith(f"{tmp_path / 'metrics.jsonl'}: cannot be written (") and "\n" not in str(err.value)
+    assert str(err.value).startswith(f"{tmp_path / 'metrics.jsonl'}: cannot be written (") and "\n" not in str(
+        err.value
+    )
 
 
 def test_checkpoint_steps_are_newest_first_by_number_and_none_without_a_folder(tmp_path):
@@ -301,7 +368,6 @@ def test_checkpoint_steps_are_newest_first_by_number_and_none_without_a_folder(t
 
 
 # ----------------------------------------------------------------------------- non-finite rewards
-
 
 
 @pytest.mark.parametrize("reward", [1e308, float("nan")])
@@ -316,8 +382,15 @@ def test_rewards_that_overflow_or_are_nan_stop_es_with_a_clear_error(tiny_model_
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
     before = {n: t.clone() for n, t in master.items()}
     task = CountdownScoredBy("huge", lambda completion: reward)
-    es = make_es(ESConfig(population_size=2, sigma=1e-2, alpha=1e-2, member_temperature=1.0, member_samples=2),
-                 engine, task, names, master, max_new_tokens=4, seed=0)
+    es = make_es(
+        ESConfig(population_size=2, sigma=1e-2, alpha=1e-2, member_temperature=1.0, member_samples=2),
+        engine,
+        task,
+        names,
+        master,
+        max_new_tokens=4,
+        seed=0,
+    )
     with np.errstate(over="ignore"):
         with pytest.raises(NonFiniteError, match="step 3: (member mean rewards overflow|reward is not finite)"):
             es.step(task.problems("train", 2, seed=0), step=3)
@@ -330,7 +403,9 @@ def test_finite_rewards_whose_spread_overflows_are_an_error_not_a_zero_update(ti
 
     engine = HFEngine(tiny_model_dir)
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-    es = make_es(ESConfig(population_size=2), engine, get_task("countdown"), list(master), master, max_new_tokens=4, seed=0)
+    es = make_es(
+        ESConfig(population_size=2), engine, get_task("countdown"), list(master), master, max_new_tokens=4, seed=0
+    )
     assert np.all(np.isfinite(es.fitness(np.array([1.0, 0.0]), step=0)))
     with pytest.raises(NonFiniteError, match="step 0: member mean rewards overflow"):
         es.fitness(np.array([1e308, -1e308]), step=0)
@@ -338,9 +413,21 @@ def test_finite_rewards_whose_spread_overflows_are_an_error_not_a_zero_update(ti
 
 # ----------------------------------------------------------------------------- hostile model output
 
-HOSTILE = ["__import__('os').system('touch PWNED')", "9**9**9**9", "(" * 5000 + "1" + ")" * 5000, "1/0", "1/(5-5)",
-           "9" * 10_000, "1e308*1e308", "lambda: 1", "[1] * 10**9", "\x00\x01\x02", "5+5+3\n" * 4000,
-           "((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))", "<answer>open('/etc/passwd')</answer>"]
+HOSTILE = [
+    "__import__('os').system('touch PWNED')",
+    "9**9**9**9",
+    "(" * 5000 + "1" + ")" * 5000,
+    "1/0",
+    "1/(5-5)",
+    "9" * 10_000,
+    "1e308*1e308",
+    "lambda: 1",
+    "[1] * 10**9",
+    "\x00\x01\x02",
+    "5+5+3\n" * 4000,
+    "((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))",
+    "<answer>open('/etc/passwd')</answer>",
+]
 
 
 def test_hostile_countdown_completions_score_zero_fast_and_run_nothing(tmp_path, monkeypatch):
@@ -358,19 +445,36 @@ def test_hostile_countdown_completions_score_zero_fast_and_run_nothing(tmp_path,
 
 # ----------------------------------------------------------------------------- paper_checks report
 
+
 def _synthetic_run(root: Path, name: str, algo: str, seed: int, ks=(1, 16)) -> Path:
     """A small complete-enough run directory (per-problem counts drawn at random)."""
     rng = np.random.default_rng(seed + 10 * len(name))
     run = root / name
     run.mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({"algo": algo, "model": "base", "task": "countdown", "seed": seed,
-                                                 "es": {"population_size": 8, "sigma": 1e-3, "alpha": 1e-3}}))
-    (run / "metrics.jsonl").write_text("".join(json.dumps(ROW | {"step": s + 1, "phase": algo}) + "\n" for s in range(4)))
+    (run / "config.json").write_text(
+        json.dumps(
+            {
+                "algo": algo,
+                "model": "base",
+                "task": "countdown",
+                "seed": seed,
+                "es": {"population_size": 8, "sigma": 1e-3, "alpha": 1e-3},
+            }
+        )
+    )
+    (run / "metrics.jsonl").write_text(
+        "".join(json.dumps(ROW | {"step": s + 1, "phase": algo}) + "\n" for s in range(4))
+    )
 
     def evaluation():
         counts = rng.binomial(32, 0.3, 20)  # Pass@k as these counts give it: a report checks that they agree
-        return {"n": 32, "ks": list(ks), "pass_at_k": {str(k): float(pass_at_k_counts(32, counts, k).mean()) for k in ks},
-                "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]}
+        return {
+            "n": 32,
+            "ks": list(ks),
+            "pass_at_k": {str(k): float(pass_at_k_counts(32, counts, k).mean()) for k in ks},
+            "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)],
+        }
+
     (run / "eval.json").write_text(json.dumps({"base": evaluation(), "final": evaluation()}))
     return run
 
@@ -394,8 +498,12 @@ def test_report_names_wrong_shaped_files_and_still_reports_the_rest(tmp_path, ca
     code, err = cli(paper_checks_main, ["report", *map(str, runs), "--out", str(tmp_path / "rep")], capsys)
     assert code == 0, err
     problems = json.loads((tmp_path / "rep" / "report.json").read_text())["input_problems"]
-    for expected in (f"{runs[0] / 'eval.json'}: expected a JSON object", f"{runs[1] / 'eval.json'}: final: field 'pass_at_k'",
-                     f"{runs[2] / 'metrics.jsonl'}: line 1", f"{runs[3] / 'population.json'}: not UTF-8"):
+    for expected in (
+        f"{runs[0] / 'eval.json'}: expected a JSON object",
+        f"{runs[1] / 'eval.json'}: final: field 'pass_at_k'",
+        f"{runs[2] / 'metrics.jsonl'}: line 1",
+        f"{runs[3] / 'population.json'}: not UTF-8",
+    ):
         assert any(p.startswith(expected) for p in problems), (expected, problems)
 
 
@@ -404,8 +512,18 @@ def test_report_with_zero_usable_runs_is_an_error_and_writes_nothing(tmp_path, c
     (tmp_path / "list" / "config.json").write_text("[]")
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "config.json").write_text(json.dumps({"algo": "es", "task": "countdown"}))
-    code, err = cli(paper_checks_main, ["report", str(tmp_path / "list"), str(tmp_path / "bare"), str(tmp_path / "nope"),
-                                        "--out", str(tmp_path / "rep")], capsys)
+    code, err = cli(
+        paper_checks_main,
+        [
+            "report",
+            str(tmp_path / "list"),
+            str(tmp_path / "bare"),
+            str(tmp_path / "nope"),
+            "--out",
+            str(tmp_path / "rep"),
+        ],
+        capsys,
+    )
     assert code == 2
     assert_one_line_error(err, "no usable run directory", str(tmp_path / "list" / "config.json"))
     assert not (tmp_path / "rep").exists()
@@ -421,11 +539,18 @@ def test_report_out_pointing_at_a_file_is_an_error_and_leaves_it(tmp_path, capsy
     assert sorted(p.name for p in tmp_path.iterdir()) == ["es0", "taken"]  # no PNG written beside it
 
 
-@pytest.mark.parametrize("flag, content, message", [
-    ("--theory", "{}", "expected the JSON list"), ("--theory", '[{"name": 1}]', "item 0 is not a theory check"),
-    ("--simulate", "[1]", "expected a list of experiment summaries"), ("--simulate", '{"x": {"claims": 3}}', "experiment 'x'"),
-    ("--lemma-grid", '[{"sigma": 1}]', "row 0 is not a grid row"), ("--lemma-grid", "{", "not valid JSON"),
-    ("--theory", None, "cannot be read")])
+@pytest.mark.parametrize(
+    "flag, content, message",
+    [
+        ("--theory", "{}", "expected the JSON list"),
+        ("--theory", '[{"name": 1}]', "item 0 is not a theory check"),
+        ("--simulate", "[1]", "expected a list of experiment summaries"),
+        ("--simulate", '{"x": {"claims": 3}}', "experiment 'x'"),
+        ("--lemma-grid", '[{"sigma": 1}]', "row 0 is not a grid row"),
+        ("--lemma-grid", "{", "not valid JSON"),
+        ("--theory", None, "cannot be read"),
+    ],
+)
 def test_report_with_a_malformed_side_file_is_an_error_naming_it(tmp_path, capsys, flag, content, message):
     run = _synthetic_run(tmp_path, "es0", "es", 0)
     side = tmp_path / "side.json"
@@ -445,6 +570,7 @@ def test_a_report_that_fails_midway_leaves_no_partial_output(tmp_path, monkeypat
 
     def render_fails(report, *rest):
         raise RuntimeError("disk full")
+
     monkeypatch.setattr(report_module, "render_markdown", render_fails)
     with pytest.raises(RuntimeError, match="disk full"):
         report_module.build_report(runs, tmp_path / "rep")
@@ -455,19 +581,37 @@ def test_a_report_that_fails_midway_leaves_no_partial_output(tmp_path, monkeypat
 def test_report_json_holds_null_for_non_finite_values_and_lists_them():
     from escov.paper_checks.finite import without_non_finite
 
-    data, found = without_non_finite({"a": [1.0, float("nan")], "b": {"c": np.float32("inf"), "d": np.float64(2.5)}, "e": "x"})
+    data, found = without_non_finite(
+        {"a": [1.0, float("nan")], "b": {"c": np.float32("inf"), "d": np.float64(2.5)}, "e": "x"}
+    )
     assert data == {"a": [1.0, None], "b": {"c": None, "d": 2.5}, "e": "x"}
     assert found == ["a[1]", "b.c"]
     json.dumps(data, allow_nan=False)
 
 
 def test_a_lemma_grid_row_with_nan_is_read_nulled_and_printed_as_n_a(tmp_path, capsys):
-    row = {"sigma": 1e-3, "members": 4, "measured": 1e-4, "predicted": 1e-4, "ratio": 1.0, "ratio_ci": [0.9, 1.1], "s_measured": 0.01,
-           "ratios": [0.9, 1.1]}
-    grid = [row, row | {"sigma": 2e-3, "measured": float("nan"), "ratio": float("nan")}, row | {"sigma": 4e-3, "measured": 1.6e-3}]
+    row = {
+        "sigma": 1e-3,
+        "members": 4,
+        "measured": 1e-4,
+        "predicted": 1e-4,
+        "ratio": 1.0,
+        "ratio_ci": [0.9, 1.1],
+        "s_measured": 0.01,
+        "ratios": [0.9, 1.1],
+    }
+    grid = [
+        row,
+        row | {"sigma": 2e-3, "measured": float("nan"), "ratio": float("nan")},
+        row | {"sigma": 4e-3, "measured": 1.6e-3},
+    ]
     (tmp_path / "grid.json").write_text(json.dumps(grid))  # json writes NaN as the bare word NaN
     run = _synthetic_run(tmp_path, "es0", "es", 0)
-    code, err = cli(paper_checks_main, ["report", str(run), "--out", str(tmp_path / "rep"), "--lemma-grid", str(tmp_path / "grid.json")], capsys)
+    code, err = cli(
+        paper_checks_main,
+        ["report", str(run), "--out", str(tmp_path / "rep"), "--lemma-grid", str(tmp_path / "grid.json")],
+        capsys,
+    )
     assert code == 0, err
     text = (tmp_path / "rep" / "report.json").read_text()
     assert "NaN" not in text and json.loads(text)["non_finite"] == ["lemma_grid[1].measured", "lemma_grid[1].ratio"]

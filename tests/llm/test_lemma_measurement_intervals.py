@@ -2,6 +2,7 @@
 95% AND width as the closed form says (an interval too wide is as wrong as one too narrow), at a small and a large
 population, so that an error growing with the population size shows; then the aggregate intervals of a real
 measure_population (tiny model, HF engine) recomputed from its per-prompt records."""
+
 import math
 
 import numpy as np
@@ -20,12 +21,12 @@ def test_the_stratified_standard_error_is_the_spread_of_the_stratified_mean(memb
     rng = np.random.default_rng(members)
     mu = rng.normal(0, 3, size=members)  # member means far apart: pooling them would inflate the error
     sd = rng.uniform(0.5, 2.0, size=members)
-    truth, true_var = mu.mean(), float((sd ** 2).sum() / (members ** 2 * m))
+    truth, true_var = mu.mean(), float((sd**2).sum() / (members**2 * m))
     covered, se_sq = 0, []
     for _ in range(REPS):
         mean, se = stratified_mean(mu[:, None] + sd[:, None] * rng.normal(size=(members, m)))
         covered += abs(mean - truth) <= Z95 * se
-        se_sq.append(se ** 2)
+        se_sq.append(se**2)
     assert 0.93 <= covered / REPS <= 0.97
     assert np.mean(se_sq) / true_var == pytest.approx(1.0, abs=0.05)  # unbiased for the variance: the width
 
@@ -60,17 +61,32 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
     scorer = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
     task = get_task("countdown")
     center = {n: p.detach().float().clone() for n, p in scorer.named_parameters()}
-    m = measure_population(engine=engine, scorer=scorer, task=task, problems=task.problems("test", 3, seed=0),
-                           encode=engine.prompt_token_ids, pad_id=engine.tokenizer.pad_token_id, center=center,
-                           sigma=1e-2, members=3, samples=3, center_samples=3, temperature=1.0, max_new_tokens=4,
-                           seed=0, step=0)
+    m = measure_population(
+        engine=engine,
+        scorer=scorer,
+        task=task,
+        problems=task.problems("test", 3, seed=0),
+        encode=engine.prompt_token_ids,
+        pad_id=engine.tokenizer.pad_token_id,
+        center=center,
+        sigma=1e-2,
+        members=3,
+        samples=3,
+        center_samples=3,
+        temperature=1.0,
+        max_new_tokens=4,
+        seed=0,
+        step=0,
+    )
     rows = m["per_prompt"]
     js = [r["jspol"] for r in rows]
     half = Z95 * math.sqrt(sum(r["jspol_se"] ** 2 for r in rows)) / 3
     assert m["jspol"]["ci95"] == pytest.approx([np.mean(js) - half, np.mean(js) + half])
     assert all(r["jspol_se"] > 0 for r in rows)
-    for key, values in (("fisher_trace", [r["fisher_trace"] for r in rows]),
-                        ("validity", [r["validity_measured"] for r in rows])):
+    for key, values in (
+        ("fisher_trace", [r["fisher_trace"] for r in rows]),
+        ("validity", [r["validity_measured"] for r in rows]),
+    ):
         got = m[key] if key == "fisher_trace" else m[key]["measured"]
         h = Z95 * float(np.std(values, ddof=1)) / math.sqrt(3)
         assert got["mean"] == pytest.approx(np.mean(values))

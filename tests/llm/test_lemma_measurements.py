@@ -1,10 +1,12 @@
 """The population estimators against exact values computed by enumeration (no sampling)."""
+
 import itertools
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import binom
 
 from escov.llm.lemma_measurements import jspol_estimate, jssucc_estimates, lemma2_estimates, mixture_terms
@@ -70,7 +72,9 @@ def test_lemma2_distinct_members_estimate_is_unbiased():
     p, m = np.array([0.1, 0.5, 0.8]), 3
     for k in (1, 2, 3):
         exact = 1 - np.mean([np.prod([1 - p[j] for j in s]) for s in itertools.combinations(range(3), k)])
-        est = _expect_over_outcomes(p, m, lambda c: lemma2_estimates(c, np.array([True, False]), [k])["distinct_members_pass"][0])
+        est = _expect_over_outcomes(
+            p, m, lambda c: lemma2_estimates(c, np.array([True, False]), [k])["distinct_members_pass"][0]
+        )
         assert math.isclose(est, exact, rel_tol=1e-9)
     # the direct estimate (sample s of every member is one draw) over every sample's own outcome
     direct = 0.0
@@ -83,6 +87,7 @@ def test_lemma2_distinct_members_estimate_is_unbiased():
 
 def _directions(model, k, seed):
     import torch
+
     g = torch.Generator().manual_seed(seed)
     return [{n: torch.randn(p.shape, generator=g) for n, p in model.named_parameters()} for _ in range(k)]
 
@@ -107,13 +112,17 @@ def test_direction_gram_is_the_fisher_along_the_directions_by_enumeration(tiny_m
     exact = np.zeros((3, 3))
     for v in range(logp.numel()):
         grads = torch.autograd.grad(logp[v], params, retain_graph=True, allow_unused=True)
-        dots = np.array([sum(float((g.double() * d[n].double()).sum()) for n, g in zip(names, grads) if g is not None)
-                         for d in dirs])
+        dots = np.array(
+            [
+                sum(float((g.double() * d[n].double()).sum()) for n, g in zip(names, grads) if g is not None)
+                for d in dirs
+            ]
+        )
         exact += float(logp[v].detach().exp()) * np.outer(dots, dots)
     gram = direction_gram(model, center, [prompt, prompt], [[5], [5, 9, 11]], dirs, temperature, pad)
     assert gram.shape == (3, 3, 2)
     np.testing.assert_allclose(gram[:, :, 0], exact, rtol=1e-4, atol=1e-6 * np.abs(exact).max())
-    assert model.config._attn_implementation == "sdpa"   # the model's attention is given back
+    assert model.config._attn_implementation == "sdpa"  # the model's attention is given back
     # the completion's own token does not matter, only its context; the second row sums three positions
     other = direction_gram(model, center, [prompt], [[9]], dirs, temperature, pad)
     np.testing.assert_allclose(other[:, :, 0], gram[:, :, 0], rtol=1e-6)
@@ -127,11 +136,11 @@ def test_population_prediction_is_the_centered_quadratic_form():
     a = rng.normal(size=(6, 6))
     fisher, eps = a @ a.T, rng.normal(size=(4, 6))
     d = eps - eps.mean(axis=0)
-    expected = 0.5 * 0.01 ** 2 * np.mean([x @ fisher @ x for x in d])
+    expected = 0.5 * 0.01**2 * np.mean([x @ fisher @ x for x in d])
     assert population_prediction(eps @ fisher @ eps.T, 0.01) == pytest.approx(expected)
     # its mean over the noise is (sigma^2/2)(1 - 1/N) tr I (Monte Carlo over 4000 populations)
     draws = [population_prediction(e @ fisher @ e.T, 0.01) for e in rng.normal(size=(4000, 4, 6))]
-    assert np.mean(draws) == pytest.approx(0.5 * 0.01 ** 2 * 0.75 * np.trace(fisher), rel=0.05)
+    assert np.mean(draws) == pytest.approx(0.5 * 0.01**2 * 0.75 * np.trace(fisher), rel=0.05)
 
 
 def test_chain_rule_term_averages_to_the_exact_kl_to_the_mixture(tiny_model_dir):
@@ -158,18 +167,27 @@ def test_chain_rule_term_averages_to_the_exact_kl_to_the_mixture(tiny_model_dir)
             first = torch.log_softmax(model(input_ids=torch.tensor([prompt])).logits[0, -1].double() / temperature, -1)
             seqs = torch.tensor([prompt + [a] for a in range(vocab)])
             second = torch.log_softmax(model(input_ids=seqs).logits[:, -1].double() / temperature, -1)
-        joint.append((first[:, None] + second).numpy())         # log pi_k(a, b)
+        joint.append((first[:, None] + second).numpy())  # log pi_k(a, b)
     joint = np.array(joint)
     log_mix = np.logaddexp(joint[0], joint[1]) - math.log(2)
     exact = [float(np.sum(np.exp(joint[j]) * (joint[j] - log_mix))) for j in range(members)]
     rows = [(j, a) for j in range(members) for a in range(vocab)]
-    logp, chain = score_population(model, weights, members, [prompt] * len(rows), [[a, 7] for _, a in rows],
-                                   [j for j, _ in rows], temperature, pad, micro_batch=64)
+    logp, chain = score_population(
+        model,
+        weights,
+        members,
+        [prompt] * len(rows),
+        [[a, 7] for _, a in rows],
+        [j for j, _ in rows],
+        temperature,
+        pad,
+        micro_batch=64,
+    )
     for j in range(members):
         mine = np.array([r[0] == j for r in rows])
         p_first = np.exp(joint[j]).sum(axis=1)
         assert float(np.dot(p_first, chain[mine])) == pytest.approx(exact[j], rel=1e-6)
-    np.testing.assert_allclose(logp[:vocab, 1], joint[1][:, 7], rtol=1e-6)   # member 1 scores member 0's rows
+    np.testing.assert_allclose(logp[:vocab, 1], joint[1][:, 7], rtol=1e-6)  # member 1 scores member 0's rows
     _load(model, weights(members))
 
 
@@ -181,10 +199,12 @@ def test_success_diversity_by_hand():
     one = success_diversity(np.array([[True, False], [False, False]]), n_permutations=50)
     js = h(0.25) - (h(0.5) + h(0.0)) / 2
     assert one["jssucc"] == pytest.approx(js)
-    assert one["gap"] == pytest.approx((1 - 0.5 * 1.0) - (1 - 0.75 ** 2))
+    assert one["gap"] == pytest.approx((1 - 0.5 * 1.0) - (1 - 0.75**2))
     assert one["local"] == pytest.approx(2 * 0.25 * 0.75 * js)
     # one success among four outcomes: every dealing gives the same rates up to order, so the null is the plug-in
-    assert [one[f"{k}_null"] for k in ("jssucc", "gap", "local")] == pytest.approx([one[k] for k in ("jssucc", "gap", "local")])
+    assert [one[f"{k}_null"] for k in ("jssucc", "gap", "local")] == pytest.approx(
+        [one[k] for k in ("jssucc", "gap", "local")]
+    )
     two = success_diversity(np.array([[True, True], [False, False]]), n_permutations=3000, seed=1)
     assert two["jssucc"] == pytest.approx(math.log(2)) and two["gap"] == pytest.approx(0.25)
     # dealt at random: rates (1, 0) or (0, 1) with chance 2/6, (1/2, 1/2) otherwise
@@ -208,15 +228,38 @@ def test_antithetic_population_is_sampled_and_scored_under_the_mirrored_members(
     problems = task.problems("test", 1, seed=0)
     center = {n: p.detach().clone() for n, p in engine.model.named_parameters()}
     sigma, temperature, pad = 0.05, 0.8, engine.tokenizer.pad_token_id
-    logp, correct, chain = population_samples(engine=engine, scorer=engine.model, task=task, problems=problems,
-                                              encode=engine.prompt_token_ids, pad_id=pad, center=center, sigma=sigma,
-                                              members=2, samples=2, temperature=temperature, max_new_tokens=5, seed=3,
-                                              step=0, sign=-1.0)
+    logp, correct, chain = population_samples(
+        engine=engine,
+        scorer=engine.model,
+        task=task,
+        problems=problems,
+        encode=engine.prompt_token_ids,
+        pad_id=pad,
+        center=center,
+        sigma=sigma,
+        members=2,
+        samples=2,
+        temperature=temperature,
+        max_new_tokens=5,
+        seed=3,
+        step=0,
+        sign=-1.0,
+    )
     assert logp.shape == (1, 2, 2, 3) and chain.shape == correct.shape == (1, 2, 2) and np.all(chain >= 0)
-    weights = lambda k: {n: center[n] - sigma * population_direction(center, 3, 0, k)[n] for n in center} if k < 2 else center
+    weights = lambda k: (
+        {n: center[n] - sigma * population_direction(center, 3, 0, k)[n] for n in center} if k < 2 else center
+    )
     _load(engine.model, weights(1).items())
-    out = rollout(engine, task, problems, n=2, temperature=temperature, max_new_tokens=5,
-                  seed=derive_seed(3, 0, "population-sample", 1, "sign", -1.0), step=0)
+    out = rollout(
+        engine,
+        task,
+        problems,
+        n=2,
+        temperature=temperature,
+        max_new_tokens=5,
+        seed=derive_seed(3, 0, "population-sample", 1, "sign", -1.0),
+        step=0,
+    )
     prompt = engine.prompt_token_ids(problems[0].prompt)
     seq, att, mask = pad_batch([prompt] * 2, [c.token_ids for c in out.completions[0]], pad)
     for k in range(3):

@@ -1,6 +1,7 @@
 """Inputs checked at load, before any model is loaded: prompts longer than the model's context allows
 (an error naming the file, the count and the longest, or truncation when asked for), text that is not
 valid UTF-8 (naming the file and the line or record), and records that lack a column the others have."""
+
 import json
 import shutil
 
@@ -21,10 +22,27 @@ def _prompts_file(path, prompts, extra=None):
 
 
 def _config(model, data, out, **settings) -> TrainConfig:
-    cfg = TrainConfig(model=str(model), task="prompts", data=str(data), data_split="first-2",
-                      reward_function="my_rewards:digits", out=str(out), steps=1, batch_size=1, train_pool=2,
-                      threads=1, max_completion_length=COMPLETION, probe=False, probe_prompts=1, eval_problems=1,
-                      eval_samples=1, eval_ks=[1], heldout_task="", threshold_keep=[], **settings)
+    cfg = TrainConfig(
+        model=str(model),
+        task="prompts",
+        data=str(data),
+        data_split="first-2",
+        reward_function="my_rewards:digits",
+        out=str(out),
+        steps=1,
+        batch_size=1,
+        train_pool=2,
+        threads=1,
+        max_completion_length=COMPLETION,
+        probe=False,
+        probe_prompts=1,
+        eval_problems=1,
+        eval_samples=1,
+        eval_ks=[1],
+        heldout_task="",
+        threshold_keep=[],
+        **settings,
+    )
     cfg.validate()
     return cfg
 
@@ -35,6 +53,7 @@ def rewards(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     import sys
+
     sys.modules.pop("my_rewards", None)
 
 
@@ -47,8 +66,9 @@ def model_without_weights(tiny_model_dir, tmp_path):
     return folder
 
 
-def test_prompts_longer_than_the_context_stop_the_run_before_the_model_loads(tmp_path, rewards, tiny_model_dir,
-                                                                            model_without_weights):
+def test_prompts_longer_than_the_context_stop_the_run_before_the_model_loads(
+    tmp_path, rewards, tiny_model_dir, model_without_weights
+):
     """The tiny model holds 256 positions: with 24 completion tokens a prompt may have 232. Two prompts of
     the file are over (233 and 1,900 tokens, a character-level tokenizer): the error names the file, the
     count and the longest, and comes before the model (whose weights are missing here) would load."""
@@ -90,10 +110,19 @@ def test_truncate_prompts_cuts_them_to_their_last_tokens_and_says_so(tmp_path, r
     err = capsys.readouterr().err
     assert f"data file {data}: 1 of 3 prompts are longer" in err and "cut to their last 232 tokens" in err
     short = _prompts_file(tmp_path / "short.jsonl", ["12+3=", "4*4=", "9-1="])
-    assert check_prompt_lengths(prompt_sources(_config(tiny_model_dir, short, tmp_path / "r2", truncate_prompts=True),
-                                               get_task("prompts", reward_function="my_rewards:digits", data=short,
-                                                        data_split="first-2")),
-                                tokenizer, tiny_model_dir, COMPLETION, truncate=True) is None  # nothing to cut
+    assert (
+        check_prompt_lengths(
+            prompt_sources(
+                _config(tiny_model_dir, short, tmp_path / "r2", truncate_prompts=True),
+                get_task("prompts", reward_function="my_rewards:digits", data=short, data_split="first-2"),
+            ),
+            tokenizer,
+            tiny_model_dir,
+            COMPLETION,
+            truncate=True,
+        )
+        is None
+    )  # nothing to cut
     run = TrainingRun(cfg, show_progress=False)
     long_prompt = "7" * 1900 + "12+3="
     assert run.engine.max_prompt_tokens == 232
@@ -112,8 +141,9 @@ def test_text_that_is_not_utf8_is_named_by_file_and_line_or_record(tmp_path, rew
     surrogate.write_text('{"prompt": "a", "meta": {"x": "ok"}}\n{"prompt": "b", "meta": {"x": "\\ud800"}}\n')
     with pytest.raises(ValueError) as err:
         get_task("prompts", reward_function="my_rewards:digits", data=surrogate)
-    assert str(err.value).startswith(f"data file {surrogate}: record 1, column 'meta.x' holds text that is not "
-                                     "valid UTF-8")
+    assert str(err.value).startswith(
+        f"data file {surrogate}: record 1, column 'meta.x' holds text that is not valid UTF-8"
+    )
     surrogate.write_text('{"prompt": "\\udfff b"}\n')
     with pytest.raises(ValueError, match="record 0, column 'prompt' holds text that is not valid UTF-8"):
         get_task("gsm8k", test_data=surrogate)
@@ -121,11 +151,18 @@ def test_text_that_is_not_utf8_is_named_by_file_and_line_or_record(tmp_path, rew
 
 def test_a_record_that_lacks_a_column_the_others_hold_is_named_at_load(tmp_path, rewards):
     data = tmp_path / "d.jsonl"
-    records = [{"prompt": "a", "answer": "1"}, {"prompt": "b", "answer": "2"}, {"prompt": "c"},
-               {"prompt": "d", "answer": "4"}]
+    records = [
+        {"prompt": "a", "answer": "1"},
+        {"prompt": "b", "answer": "2"},
+        {"prompt": "c"},
+        {"prompt": "d", "answer": "4"},
+    ]
     data.write_text("".join(json.dumps(r) + "\n" for r in records))
-    with pytest.raises(ValueError, match=rf"^data file {data}: record 2 lacks the column 'answer' "
-                                         r"\(record 0 holds it\)$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^data file {data}: record 2 lacks the column 'answer' "
+        r"\(record 0 holds it\)$",
+    ):
         get_task("prompts", reward_function="my_rewards:digits", data=data)
     data.write_text("".join(json.dumps(r) + "\n" for r in [{"prompt": "a"}, {"prompt": "b", "answer": "2"}]))
     with pytest.raises(ValueError, match=r"record 0 lacks the column 'answer' \(record 1 holds it\)$"):

@@ -1,6 +1,7 @@
 """A GRPO LoRA checkpoint is a PEFT adapter as well as merged weights: `PeftModel.from_pretrained(base,
 checkpoint/adapter)` reproduces the merged model's logits; loading the checkpoint itself with transformers gives the
 merged weights once (no adapter applied on top of them); the adapter's tensors carry peft's saved names."""
+
 from __future__ import annotations
 
 import json
@@ -17,12 +18,57 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _train(model_dir, out):
-    args = [sys.executable, "-m", "escov.llm", "train", "--algo", "grpo", "--model", str(model_dir), "--out", str(out),
-            "--steps", "2", "--batch_size", "2", "--train_pool", "8", "--threads", "1", "--max_completion_length", "6",
-            "--checkpoint_every", "2", "--probe", "false", "--eval_problems", "2", "--eval_samples", "2",
-            "--eval_ks", "1", "--heldout_task", "", "--threshold_keep", "50", "--no-progress", "--format_reward", "0.1",
-            "--grpo.num_generations", "4", "--grpo.learning_rate", "0.05", "--grpo.use_peft", "true",
-            "--grpo.lora_r", "2", "--grpo.lora_alpha", "4", "--grpo.lora_target_modules", "q_proj,v_proj"]
+    args = [
+        sys.executable,
+        "-m",
+        "escov.llm",
+        "train",
+        "--algo",
+        "grpo",
+        "--model",
+        str(model_dir),
+        "--out",
+        str(out),
+        "--steps",
+        "2",
+        "--batch_size",
+        "2",
+        "--train_pool",
+        "8",
+        "--threads",
+        "1",
+        "--max_completion_length",
+        "6",
+        "--checkpoint_every",
+        "2",
+        "--probe",
+        "false",
+        "--eval_problems",
+        "2",
+        "--eval_samples",
+        "2",
+        "--eval_ks",
+        "1",
+        "--heldout_task",
+        "",
+        "--threshold_keep",
+        "50",
+        "--no-progress",
+        "--format_reward",
+        "0.1",
+        "--grpo.num_generations",
+        "4",
+        "--grpo.learning_rate",
+        "0.05",
+        "--grpo.use_peft",
+        "true",
+        "--grpo.lora_r",
+        "2",
+        "--grpo.lora_alpha",
+        "4",
+        "--grpo.lora_target_modules",
+        "q_proj,v_proj",
+    ]
     return subprocess.run(args, env=os.environ | {"OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=600)
 
 

@@ -2,6 +2,7 @@
 process (a sitecustomize that makes the import system find none of them, as on a GPU node where they are
 not installed), every module imports, the HF paths run an ES step and a GRPO step, and a math task says
 what is missing when it grades."""
+
 import json
 import subprocess
 import sys
@@ -82,10 +83,21 @@ def test_without_vllm_ray_and_math_verify_the_project_imports_and_the_hf_paths_r
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE))
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{site}:{ROOT}",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", f"HIDDEN = {HIDDEN!r}\n" + CHILD, str(tmp_path / "model")],
-                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": f"{site}:{ROOT}",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", f"HIDDEN = {HIDDEN!r}\n" + CHILD, str(tmp_path / "model")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["found"] == {m: False for m in HIDDEN}  # the hiding works (else this test proves nothing)

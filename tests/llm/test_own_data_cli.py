@@ -2,6 +2,7 @@
 under reward_model.ground_truth) and a TRL-style reward function named by its import path train
 the tiny model, and a run killed mid-way resumes (the reward function restored from config.json)
 to exactly the uninterrupted run's metrics, completions, weights and TensorBoard history."""
+
 import json
 import os
 import subprocess
@@ -26,15 +27,27 @@ def verl_accuracy(prompts, completions, reward_model, **kwargs):
         out.append(1.0 if text == truth["ground_truth"] else 0.5 * sum(c.isdigit() for c in text) / max(len(text), 1))
     return out
 '''
-PROBLEMS = [([3, 5, 7], 15, "3+5+7"), ([2, 9, 4], 14, "2*9-4"), ([6, 1, 8], 15, "6+1+8"), ([4, 4, 2], 14, "4*4-2"),
-            ([9, 3, 5], 11, "9-3+5"), ([7, 2, 6], 20, "7*2+6")]  # numbers, target, a solution
+PROBLEMS = [
+    ([3, 5, 7], 15, "3+5+7"),
+    ([2, 9, 4], 14, "2*9-4"),
+    ([6, 1, 8], 15, "6+1+8"),
+    ([4, 4, 2], 14, "4*4-2"),
+    ([9, 3, 5], 11, "9-3+5"),
+    ([7, 2, 6], 20, "7*2+6"),
+]  # numbers, target, a solution
 
 
 def _verl_parquet(path: Path) -> None:
-    records = [{"data_source": "countdown", "ability": "arithmetic",
-                "prompt": [{"role": "user", "content": f"{','.join(map(str, numbers))}->{target}:"}],
-                "reward_model": {"style": "rule", "ground_truth": solution}, "extra_info": {"index": i}}
-               for i, (numbers, target, solution) in enumerate(PROBLEMS)]
+    records = [
+        {
+            "data_source": "countdown",
+            "ability": "arithmetic",
+            "prompt": [{"role": "user", "content": f"{','.join(map(str, numbers))}->{target}:"}],
+            "reward_model": {"style": "rule", "ground_truth": solution},
+            "extra_info": {"index": i},
+        }
+        for i, (numbers, target, solution) in enumerate(PROBLEMS)
+    ]
     datasets.Dataset.from_list(records).to_parquet(path)
 
 
@@ -42,8 +55,13 @@ def _train(args, cwd: Path, stop_at: str | None = None) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), str(cwd)]))
     if stop_at:
         env["ESCOV_TEST_STOP_AT"] = stop_at
-    return subprocess.Popen([sys.executable, "-m", "escov.llm", "train", *args], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "escov.llm", "train", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _lines(path: Path, drop=()) -> list[dict]:
@@ -53,13 +71,60 @@ def _lines(path: Path, drop=()) -> list[dict]:
 def test_verl_parquet_and_trl_reward_function_train_and_resume_from_the_command_line(tiny_model_dir, tmp_path):
     _verl_parquet(tmp_path / "train.parquet")
     (tmp_path / "my_rewards.py").write_text(REWARDS)
-    settings = ["--model", str(tiny_model_dir), "--task", "prompts", "--data", "train.parquet", "--data_split", "first-4",
-                "--reward_function", "my_rewards:verl_accuracy", "--algo", "es", "--steps", "1", "--batch_size", "2",
-                "--train_pool", "4", "--threads", "1", "--max_completion_length", "6", "--checkpoint_every", "2",
-                "--step_samples", "2", "--probe_prompts", "1", "--probe_members", "2", "--probe_samples", "2",
-                "--probe_center_samples", "2", "--eval_problems", "2", "--eval_samples", "2", "--eval_ks", "1",
-                "--heldout_task", "", "--threshold_keep", "50", "--es.population_size", "4", "--es.sigma", "0.02",
-                "--completions_every", "2", "--report_to", "tensorboard"]
+    settings = [
+        "--model",
+        str(tiny_model_dir),
+        "--task",
+        "prompts",
+        "--data",
+        "train.parquet",
+        "--data_split",
+        "first-4",
+        "--reward_function",
+        "my_rewards:verl_accuracy",
+        "--algo",
+        "es",
+        "--steps",
+        "1",
+        "--batch_size",
+        "2",
+        "--train_pool",
+        "4",
+        "--threads",
+        "1",
+        "--max_completion_length",
+        "6",
+        "--checkpoint_every",
+        "2",
+        "--step_samples",
+        "2",
+        "--probe_prompts",
+        "1",
+        "--probe_members",
+        "2",
+        "--probe_samples",
+        "2",
+        "--probe_center_samples",
+        "2",
+        "--eval_problems",
+        "2",
+        "--eval_samples",
+        "2",
+        "--eval_ks",
+        "1",
+        "--heldout_task",
+        "",
+        "--threshold_keep",
+        "50",
+        "--es.population_size",
+        "4",
+        "--es.sigma",
+        "0.02",
+        "--completions_every",
+        "2",
+        "--report_to",
+        "tensorboard",
+    ]
     reference = _train([*settings, "--out", "ref"], tmp_path)
     killed = _train([*settings, "--out", "killed"], tmp_path, stop_at="step-5")
     for proc, code in ((reference, 0), (killed, -9)):
@@ -80,8 +145,13 @@ def test_verl_parquet_and_trl_reward_function_train_and_resume_from_the_command_
     assert rows == _lines(run / "metrics.jsonl", TIMING_KEYS) and len(rows) == 8
     assert max(r["reward_mean"] for r in rows) > 0, "the reward function's rewards must reach the run"
     assert _lines(ref / "completions.jsonl") == _lines(run / "completions.jsonl")
-    assert {r["source"] for r in _lines(run / "completions.jsonl")} == {"eval/base", "eval/base_greedy", "train",
-                                                                         "eval/final", "eval/final_greedy"}
+    assert {r["source"] for r in _lines(run / "completions.jsonl")} == {
+        "eval/base",
+        "eval/base_greedy",
+        "train",
+        "eval/final",
+        "eval/final_greedy",
+    }
     w_ref, w_run = (load_file(d / "checkpoints" / "step-8" / "model.safetensors") for d in (ref, run))
     assert all(torch.equal(w_ref[n], w_run[n]) for n in w_ref)
     # the tracker of the resumed run shows one history: the events after its checkpoint were hidden
@@ -112,15 +182,30 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
 def raises(prompts, completions, extra_info, **kwargs):
     return [1.0 / (info["index"] - 5) for info in extra_info]
 '''
-VERL_ROWS = [{"data_source": "add" if i % 2 else "sub", "prompt": [{"role": "user", "content": f"{i}+{i % 7}="}],
-              "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(i + i % 7)},
-              "extra_info": {"index": i}} for i in range(48)]
+VERL_ROWS = [
+    {
+        "data_source": "add" if i % 2 else "sub",
+        "prompt": [{"role": "user", "content": f"{i}+{i % 7}="}],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": str(i + i % 7)},
+        "extra_info": {"index": i},
+    }
+    for i in range(48)
+]
 # the README's command, as printed there, then what keeps a test short (one step, two samples per prompt)
 README_COMMAND = ["train", "--task", "prompts", "--data", "train.parquet", "--test_data", "test.parquet"]
 README_TAIL = ["--model", "MODEL", "--out", "runs/mine", "--report_to", "tensorboard"]
 SHORT = ["--steps", "1", "--eval_samples", "2", "--eval_ks", "1", "--threads", "1", "--no-progress"]
-TWO_FUNCTIONS = ["--reward_function", "my_rewards:accuracy", "--reward_function", "my_rewards:digits",
-                 "--reward_weights", "1.0", "--reward_weights", "0.5"]
+TWO_FUNCTIONS = [
+    "--reward_function",
+    "my_rewards:accuracy",
+    "--reward_function",
+    "my_rewards:digits",
+    "--reward_weights",
+    "1.0",
+    "--reward_weights",
+    "0.5",
+]
 
 
 @pytest.fixture
@@ -146,8 +231,15 @@ def _readme_run(model, algo: str, rewards: list[str], capsys) -> tuple[int, str]
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("algo, rewards", [("es", TWO_FUNCTIONS), ("grpo", ["--reward_function", "my_rewards:compute_score"]),
-                                           ("grpo", TWO_FUNCTIONS), ("es", ["--reward_function", "my_rewards:compute_score"])])
+@pytest.mark.parametrize(
+    "algo, rewards",
+    [
+        ("es", TWO_FUNCTIONS),
+        ("grpo", ["--reward_function", "my_rewards:compute_score"]),
+        ("grpo", TWO_FUNCTIONS),
+        ("es", ["--reward_function", "my_rewards:compute_score"]),
+    ],
+)
 def test_the_readme_command_trains_on_48_rows_and_reports_each_reward(own_data, tiny_model_dir, capsys, algo, rewards):
     code, err = _readme_run(tiny_model_dir, algo, rewards, capsys)
     assert code == 0, err[-2000:]
@@ -169,8 +261,9 @@ def test_the_readme_command_trains_on_48_rows_and_reports_each_reward(own_data, 
     final = ev["final"]
     if rewards is TWO_FUNCTIONS:  # digits applies to the 24 'add' rows only; the total is TRL's weighted nansum
         assert final["rewards"]["digits"]["applied"] == 0.5
-        assert final["reward_mean"] == pytest.approx(final["rewards"]["accuracy"]["mean"]
-                                                     + 0.5 * 0.5 * final["rewards"]["digits"]["mean"])
+        assert final["reward_mean"] == pytest.approx(
+            final["rewards"]["accuracy"]["mean"] + 0.5 * 0.5 * final["rewards"]["digits"]["mean"]
+        )
     else:
         assert final["reward_mean"] == pytest.approx(final["rewards"]["compute_score"]["mean"])
     assert "probe.json" not in os.listdir(run) and "heldout" not in ev and ev["thresholded"] == []
@@ -187,8 +280,12 @@ def test_a_reward_that_raises_is_one_line_naming_it_and_leaves_nothing(own_data,
     assert stop.value.code == 2
     error = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     source = (own_data / "my_rewards.py").resolve()
-    assert len(error) == 1 and f"reward_function '{source}:raises' raised ZeroDivisionError: float division by zero on " \
-                               "data row prompts/test/5, completion " in error[0]
+    assert (
+        len(error) == 1
+        and f"reward_function '{source}:raises' raised ZeroDivisionError: float division by zero on "
+        "data row prompts/test/5, completion "
+        in error[0]
+    )
     assert 'File "my_rewards.py", line 16, in raises' in error[0]
     assert not (own_data / "runs" / "mine").exists()
 
@@ -198,8 +295,24 @@ def test_es_says_when_its_update_is_zero(own_data, tiny_model_dir, capsys):
     (own_data / "flat.py").write_text("def flat(prompts, completions, **kw):\n    return [0.0] * len(completions)\n")
     from escov.llm.cli import main
 
-    code = main([*README_COMMAND, "--reward_function", "flat:flat", "--model", str(tiny_model_dir), "--out", "runs/flat",
-                 "--algo", "es", *SHORT, "--es.population_size", "4", "--batch_size", "2"])
+    code = main(
+        [
+            *README_COMMAND,
+            "--reward_function",
+            "flat:flat",
+            "--model",
+            str(tiny_model_dir),
+            "--out",
+            "runs/flat",
+            "--algo",
+            "es",
+            *SHORT,
+            "--es.population_size",
+            "4",
+            "--batch_size",
+            "2",
+        ]
+    )
     out = capsys.readouterr()
     sys.modules.pop("flat", None)
     assert code == 0
@@ -212,10 +325,32 @@ def test_es_says_when_its_update_is_zero(own_data, tiny_model_dir, capsys):
 def test_llm_eval_reports_the_rewards_reads_data_fields_and_refuses_to_overwrite(own_data, tiny_model_dir, capsys):
     from escov.llm.cli import main
 
-    args = ["eval", "--model", str(tiny_model_dir), "--task", "prompts", "--test_data", "test.parquet",
-            "--reward_function", "my_rewards:accuracy", "--reward_function", "my_rewards:digits",
-            "--reward_weights", "1", "--reward_weights", "0.5", "--data_fields", "answer=reward_model.ground_truth",
-            "--n", "2", "--k", "1", "--out", "ev", "--no-progress"]
+    args = [
+        "eval",
+        "--model",
+        str(tiny_model_dir),
+        "--task",
+        "prompts",
+        "--test_data",
+        "test.parquet",
+        "--reward_function",
+        "my_rewards:accuracy",
+        "--reward_function",
+        "my_rewards:digits",
+        "--reward_weights",
+        "1",
+        "--reward_weights",
+        "0.5",
+        "--data_fields",
+        "answer=reward_model.ground_truth",
+        "--n",
+        "2",
+        "--k",
+        "1",
+        "--out",
+        "ev",
+        "--no-progress",
+    ]
     assert main(args) == 0
     printed = capsys.readouterr().out
     result = json.loads((own_data / "ev" / "eval.json").read_text())
@@ -229,6 +364,11 @@ def test_llm_eval_reports_the_rewards_reads_data_fields_and_refuses_to_overwrite
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
-    for default in ("(default: 32, as `llm train`)", "(default: 1,16,32)", "(default: 24, as `llm train`)",
-                    "(default: 1.0, as `llm train`)", "(default: refuse)"):
+    for default in (
+        "(default: 32, as `llm train`)",
+        "(default: 1,16,32)",
+        "(default: 24, as `llm train`)",
+        "(default: 1.0, as `llm train`)",
+        "(default: refuse)",
+    ):
         assert default in shown

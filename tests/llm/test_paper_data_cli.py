@@ -1,5 +1,6 @@
 """The paper's data through the command line: the Countdown file sample and GSM8K files (Parquet, as
 HF datasets writes them), evaluated and trained with the paper's configs on a random Qwen2 model."""
+
 import json
 from pathlib import Path
 
@@ -10,10 +11,40 @@ from escov.llm.cli import main
 
 DATA = Path(__file__).parents[1] / "data"
 CONFIGS = Path(__file__).parents[2] / "configs"
-SMALL = ["--steps", "1", "--batch_size", "2", "--train_pool", "4", "--max_completion_length", "6",
-         "--eval_problems", "3", "--eval_samples", "2", "--eval_ks", "1,2", "--es.population_size", "4",
-         "--grpo.num_generations", "2", "--probe_prompts", "2", "--probe_members", "2", "--probe_samples", "2",
-         "--probe_center_samples", "2", "--step_samples", "2", "--threads", "1", "--threshold_keep", "50"]
+SMALL = [
+    "--steps",
+    "1",
+    "--batch_size",
+    "2",
+    "--train_pool",
+    "4",
+    "--max_completion_length",
+    "6",
+    "--eval_problems",
+    "3",
+    "--eval_samples",
+    "2",
+    "--eval_ks",
+    "1,2",
+    "--es.population_size",
+    "4",
+    "--grpo.num_generations",
+    "2",
+    "--probe_prompts",
+    "2",
+    "--probe_members",
+    "2",
+    "--probe_samples",
+    "2",
+    "--probe_center_samples",
+    "2",
+    "--step_samples",
+    "2",
+    "--threads",
+    "1",
+    "--threshold_keep",
+    "50",
+]
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -53,21 +84,49 @@ def cli(args) -> int:
 
 
 def test_eval_the_papers_countdown_file(qwen2_dir, tmp_path):
-    assert cli(["eval", "--model", str(qwen2_dir), "--task", "countdown", "--test_data", str(DATA / "countdown_sample.json"),
-                "--eval_problems", "22", "--prompt-style", "paper", "--n", "2", "--k", "1,2", "--max-new-tokens", "4",
-                "--out", str(tmp_path), "--no-progress"]) == 0
+    assert (
+        cli(
+            [
+                "eval",
+                "--model",
+                str(qwen2_dir),
+                "--task",
+                "countdown",
+                "--test_data",
+                str(DATA / "countdown_sample.json"),
+                "--eval_problems",
+                "22",
+                "--prompt-style",
+                "paper",
+                "--n",
+                "2",
+                "--k",
+                "1,2",
+                "--max-new-tokens",
+                "4",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     result = json.loads((tmp_path / "eval.json").read_text())
     assert result["num_problems"] == 22 and result["prompt_style"] == "paper"
-    assert {r["id"] for r in result["per_problem"]} == {f"countdown/test/{r['id']}" for r in
-                                                         json.loads((DATA / "countdown_sample.json").read_text())}
+    assert {r["id"] for r in result["per_problem"]} == {
+        f"countdown/test/{r['id']}" for r in json.loads((DATA / "countdown_sample.json").read_text())
+    }
 
 
-@pytest.mark.parametrize("config, data", [
-    ("paper-countdown-es.toml", "countdown"),
-    ("paper-gsm8k-grpo.toml", "gsm8k"),
-    pytest.param("paper-countdown-grpo.toml", "countdown", marks=pytest.mark.slow),
-    pytest.param("paper-gsm8k-es.toml", "gsm8k", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "config, data",
+    [
+        ("paper-countdown-es.toml", "countdown"),
+        ("paper-gsm8k-grpo.toml", "gsm8k"),
+        pytest.param("paper-countdown-grpo.toml", "countdown", marks=pytest.mark.slow),
+        pytest.param("paper-gsm8k-es.toml", "gsm8k", marks=pytest.mark.slow),
+    ],
+)
 def test_train_with_the_papers_configs(qwen2_dir, gsm8k_parquet, tmp_path, config, data):
     if data == "countdown":
         files = ["--data", str(DATA / "countdown_sample.json"), "--data_split", "first-8"]
@@ -75,8 +134,10 @@ def test_train_with_the_papers_configs(qwen2_dir, gsm8k_parquet, tmp_path, confi
         files = ["--data", str(gsm8k_parquet / "train.parquet"), "--test_data", str(gsm8k_parquet / "test.parquet")]
     run = tmp_path / "run"
     small = SMALL if "-es" in config else _without(SMALL, "--es.population_size", "--step_samples")  # ES-only flags
-    assert cli(["train", "--config", str(CONFIGS / config), "--model", str(qwen2_dir), "--out", str(run)]
-               + files + small) == 0
+    assert (
+        cli(["train", "--config", str(CONFIGS / config), "--model", str(qwen2_dir), "--out", str(run)] + files + small)
+        == 0
+    )
     cfg = json.loads((run / "config.json").read_text())
     expected = {"countdown": ("paper", "escov", 0.1), "gsm8k": ("paper", "paper-gsm8k", 0.0)}[data]
     assert (cfg["prompt_style"], cfg["reward"], cfg["format_reward"]) == expected

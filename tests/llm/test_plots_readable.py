@@ -1,5 +1,6 @@
 """The llm level's plots say what they show: eval.png ticks its log k axis at the k values, and a
 zero update's drift_hist.png says so in words instead of drawing empty axes."""
+
 import numpy as np
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -9,8 +10,14 @@ from escov.llm.evaluate import plot
 
 
 def test_eval_plot_labels_each_k(tmp_path, figures):
-    result = {"task": "countdown", "temperature": 1.0, "n": 32, "pass_at_k": {"1": 0.1, "16": 0.5, "32": 0.6},
-              "maj_at_k": {"1": 0.1, "16": 0.2, "32": 0.2}, "per_problem": [{"correct": 3}, {"correct": 0}]}
+    result = {
+        "task": "countdown",
+        "temperature": 1.0,
+        "n": 32,
+        "pass_at_k": {"1": 0.1, "16": 0.5, "32": 0.6},
+        "maj_at_k": {"1": 0.1, "16": 0.2, "32": 0.2},
+        "per_problem": [{"correct": 3}, {"correct": 0}],
+    }
     plot(result, tmp_path / "eval.png")
     FigureCanvasAgg(figures[-1]).draw()
     ax = figures[-1].axes[0]
@@ -32,6 +39,7 @@ def test_zero_update_histogram_says_so(tmp_path, figures):
 
 # ----------------------------------------------------------------------------- step axes, legends, text size
 
+
 def _check_readable(fig):
     """Every text of the figure is at least MIN_SHOWN_TEXT_PX high when the figure is shown SHOWN_WIDTH_PX wide, and
     no legend covers an axes that draws data."""
@@ -39,15 +47,22 @@ def _check_readable(fig):
 
     renderer = FigureCanvasAgg(fig).get_renderer()
     fig.canvas.draw()
-    texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
-             if t.get_visible() and t.get_text().strip()]
-    small = [(t.get_text(), t.get_fontsize()) for t in texts if shown_text_px(t.get_fontsize(), fig) < MIN_SHOWN_TEXT_PX]
+    texts = [
+        t
+        for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+        if t.get_visible() and t.get_text().strip()
+    ]
+    small = [
+        (t.get_text(), t.get_fontsize()) for t in texts if shown_text_px(t.get_fontsize(), fig) < MIN_SHOWN_TEXT_PX
+    ]
     assert not small, small
     data_axes = [ax for ax in fig.axes if ax.axison and (ax.lines or ax.collections or ax.patches)]
     for legend in [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends):
         box = legend.get_window_extent(renderer)
         for ax in data_axes:
-            assert not box.overlaps(ax.get_window_extent(renderer)), f"a legend covers the axes titled {ax.get_title()!r}"
+            assert not box.overlaps(ax.get_window_extent(renderer)), (
+                f"a legend covers the axes titled {ax.get_title()!r}"
+            )
 
 
 def _ticks_are_whole(ax):
@@ -57,9 +72,17 @@ def _ticks_are_whole(ax):
 
 def _point(step, p1, k32, greedy, ids):
     per = [{"id": i, "correct": c} for i, c in zip(ids, k32)]
-    return {"step": step, "sampled": {"pass_at_k": {"1": p1, "16": p1 + 0.1, "32": p1 + 0.2}, "n": 32, "temperature": 1.0,
-                                      "per_problem": per, "mean_token_entropy": 1.0 - p1},
-            "greedy": {"pass_at_k": {"1": greedy}}}
+    return {
+        "step": step,
+        "sampled": {
+            "pass_at_k": {"1": p1, "16": p1 + 0.1, "32": p1 + 0.2},
+            "n": 32,
+            "temperature": 1.0,
+            "per_problem": per,
+            "mean_token_entropy": 1.0 - p1,
+        },
+        "greedy": {"pass_at_k": {"1": greedy}},
+    }
 
 
 def test_curve_plot_ticks_whole_steps_with_its_legend_beside(tmp_path, figures):
@@ -74,7 +97,9 @@ def test_curve_plot_ticks_whole_steps_with_its_legend_beside(tmp_path, figures):
 def test_training_curves_tick_whole_steps(tmp_path, figures, monkeypatch):
     from escov.llm.train import plot_curves
 
-    rows = [{"step": s, "reward_mean": 0.1 * s, "pass_at_1": 0.1, "entropy": 1.0, "drift_rel": 1e-3 * s} for s in (1, 2, 3)]
+    rows = [
+        {"step": s, "reward_mean": 0.1 * s, "pass_at_1": 0.1, "entropy": 1.0, "drift_rel": 1e-3 * s} for s in (1, 2, 3)
+    ]
     from escov.llm import rundir
 
     monkeypatch.setattr(rundir, "read_steps", lambda run: rows)  # the plot's input, without a whole StepMetrics record
@@ -97,9 +122,17 @@ def test_report_plots_legends_beside_the_data_and_readable(tmp_path, figures):
     runs = []
     for algo, shift in (("grpo", 0.0), ("es", 0.05)):
         for seed in (0, 1):
-            curve = [_point(s, 0.1 * s + shift + 0.01 * seed, [s, s + 1, 2], 0.1 * s, ["a", "b", "c"]) for s in (1, 2, 3, 4)]
-            runs.append(Run(path=Path(f"{algo}-s{seed}"), config={"algo": algo, "model": "m", "seed": seed},
-                            metrics=[{"step": s, "entropy": 1.0 - 0.1 * s} for s in (1, 2, 3)], curve=curve))
+            curve = [
+                _point(s, 0.1 * s + shift + 0.01 * seed, [s, s + 1, 2], 0.1 * s, ["a", "b", "c"]) for s in (1, 2, 3, 4)
+            ]
+            runs.append(
+                Run(
+                    path=Path(f"{algo}-s{seed}"),
+                    config={"algo": algo, "model": "m", "seed": seed},
+                    metrics=[{"step": s, "entropy": 1.0 - 0.1 * s} for s in (1, 2, 3)],
+                    curve=curve,
+                )
+            )
     ev = Evidence(runs=runs)
     assert entropy_curves(ev, tmp_path)
     _ticks_are_whole(figures[-1].axes[0])

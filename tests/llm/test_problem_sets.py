@@ -1,6 +1,7 @@
 """llm/problem_sets.py: one definition of a run's test problems. The budgets' test problems are pinned (a change
 to them is a change to every published number), and `llm eval` with a run's flags evaluates the run's own
 test problems, whatever the seed."""
+
 import hashlib
 import json
 from pathlib import Path
@@ -27,20 +28,36 @@ def _digest(ids) -> str:
 # validation and test (llm/tasks/base.py split_of); results/ published before it used the earlier test prompts
 # (docs/answer-budget.md, "Every answer run").
 PUBLISHED = {  # budget: (task, eval_problems, test ids, first id, held-out ids, probe ids)
-    "answer": ("countdown3", 128, "4aa64005c9de531a7a66432ee764bda103aedc0e7699f1089465d3d9a1ff8878",
-               "countdown/43,6,37=1", "bdd2ddaabbbdefe60786a0d26968fbe1d72547f9c00dc9a6b618dddb847bace4",
-               "8a2489bb19b4278b01b9abb9e287f582f7ac169723fc532531f5d7619588ccfa"),
-    "answer-diffuse": ("countdown3", 64, "b2a96a113aac63e35e90c7c5c6e8fbacc4cc6114ef73f78d45cd4d7f34773b9e",
-                       "countdown/43,6,37=1", "bdd2ddaabbbdefe60786a0d26968fbe1d72547f9c00dc9a6b618dddb847bace4",
-                       "8a2489bb19b4278b01b9abb9e287f582f7ac169723fc532531f5d7619588ccfa"),
-    "full": ("countdown", 200, "51bec0833230b687eb02cb9edfa14709889cf035ffa9d38741372dd467c9ec5f",
-             "countdown/1,3,50=53", "cab41a25c2f08b0498bef28dc274791549ddcc737da180799c8fe77daeb362f7",
-             "f3e4ff2400e6b08a8746691fdefc17147b2d83e64af1626d5ff7afa5b5477ab3"),
+    "answer": (
+        "countdown3",
+        128,
+        "4aa64005c9de531a7a66432ee764bda103aedc0e7699f1089465d3d9a1ff8878",
+        "countdown/43,6,37=1",
+        "bdd2ddaabbbdefe60786a0d26968fbe1d72547f9c00dc9a6b618dddb847bace4",
+        "8a2489bb19b4278b01b9abb9e287f582f7ac169723fc532531f5d7619588ccfa",
+    ),
+    "answer-diffuse": (
+        "countdown3",
+        64,
+        "b2a96a113aac63e35e90c7c5c6e8fbacc4cc6114ef73f78d45cd4d7f34773b9e",
+        "countdown/43,6,37=1",
+        "bdd2ddaabbbdefe60786a0d26968fbe1d72547f9c00dc9a6b618dddb847bace4",
+        "8a2489bb19b4278b01b9abb9e287f582f7ac169723fc532531f5d7619588ccfa",
+    ),
+    "full": (
+        "countdown",
+        200,
+        "51bec0833230b687eb02cb9edfa14709889cf035ffa9d38741372dd467c9ec5f",
+        "countdown/1,3,50=53",
+        "cab41a25c2f08b0498bef28dc274791549ddcc737da180799c8fe77daeb362f7",
+        "f3e4ff2400e6b08a8746691fdefc17147b2d83e64af1626d5ff7afa5b5477ab3",
+    ),
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "full" else name
-                                  for name in sorted(PUBLISHED)])  # full: the same rule on 200 4-number problems
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if name == "full" else name for name in sorted(PUBLISHED)]
+)  # full: the same rule on 200 4-number problems
 def test_the_published_budgets_keep_their_test_problems(name):
     """Every run of the budget gets, from eval_set, the test problems the task's test split gives for seed 0
     (the rule, spelled here), and those are the ids pinned above (the population sweep's runs, which
@@ -51,7 +68,7 @@ def test_the_published_budgets_keep_their_test_problems(name):
     assert _digest(old_rule) == test_digest and old_rule[0] == first and len(set(old_rule)) == n
     for run_name, cfg in runs.items():
         test = eval_set(cfg)
-        assert cfg.task == task_name and test.ids == old_rule[:cfg.eval_problems], run_name
+        assert cfg.task == task_name and test.ids == old_rule[: cfg.eval_problems], run_name
         assert cfg.eval_problems == (8 if run_name.startswith("sweep-") else n), run_name
         if not run_name.startswith("sweep-"):
             assert _digest(heldout_set(cfg).ids) == heldout_digest, run_name
@@ -68,7 +85,7 @@ def test_the_quick_looks_test_problems_are_the_answers_first():
         cfg = TrainConfig.from_dict(settings | {"out": "o"})
         test = eval_set(cfg)
         assert cfg.task == "countdown3" and 0 < cfg.eval_problems < len(answer.ids), run_name
-        assert test.ids == answer.ids[:cfg.eval_problems], run_name
+        assert test.ids == answer.ids[: cfg.eval_problems], run_name
 
 
 def test_the_seed_does_not_choose_the_test_problems_and_the_count_takes_the_first():
@@ -83,14 +100,60 @@ def test_llm_eval_with_a_runs_flags_evaluates_the_runs_test_problems(tiny_model_
     ids in both eval.json files (the old `llm eval` drew its problems with --seed, so seed 3 gave others)."""
     shared = ["--task", "countdown3", "--seed", "3", "--eval_problems", "5", "--prompt_style", "plain"]
     run = tmp_path / "run"
-    code = llm_main(["train", *shared, "--model", str(tiny_model_dir), "--out", str(run), "--algo", "grpo",
-                     "--steps", "1", "--batch_size", "2", "--train_pool", "4", "--threads", "1",
-                     "--max_completion_length", "4", "--probe", "false", "--eval_samples", "2", "--eval_ks", "1",
-                     "--heldout_task", "", "--threshold_keep", "50", "--grpo.num_generations", "2", "--no-progress"])
+    code = llm_main(
+        [
+            "train",
+            *shared,
+            "--model",
+            str(tiny_model_dir),
+            "--out",
+            str(run),
+            "--algo",
+            "grpo",
+            "--steps",
+            "1",
+            "--batch_size",
+            "2",
+            "--train_pool",
+            "4",
+            "--threads",
+            "1",
+            "--max_completion_length",
+            "4",
+            "--probe",
+            "false",
+            "--eval_samples",
+            "2",
+            "--eval_ks",
+            "1",
+            "--heldout_task",
+            "",
+            "--threshold_keep",
+            "50",
+            "--grpo.num_generations",
+            "2",
+            "--no-progress",
+        ]
+    )
     assert code == 0
     run_ids = [p["id"] for p in json.loads((run / "eval.json").read_text())["final"]["per_problem"]]
-    code = llm_main(["eval", *shared, "--model", str(run / "checkpoints" / "step-1"), "--n", "2", "--k", "1",
-                     "--max_completion_length", "4", "--out", str(tmp_path / "ev"), "--no-progress"])
+    code = llm_main(
+        [
+            "eval",
+            *shared,
+            "--model",
+            str(run / "checkpoints" / "step-1"),
+            "--n",
+            "2",
+            "--k",
+            "1",
+            "--max_completion_length",
+            "4",
+            "--out",
+            str(tmp_path / "ev"),
+            "--no-progress",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     eval_ids = [p["id"] for p in json.loads((tmp_path / "ev" / "eval.json").read_text())["per_problem"]]
     assert eval_ids == run_ids == eval_set(TrainConfig(task="countdown3", eval_problems=5)).ids

@@ -1,6 +1,7 @@
 """Which problem counts are fitted to a user's data (llm/problem_sets.py fit_to_data) when settings act together:
 the probe's prompt count is fitted to a small test file only when the probe runs; with the probe off it is neither
 lowered nor refused, while the evaluation's count still is."""
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -16,8 +17,12 @@ ROWS = [{"data_source": "toy", "prompt": f"{i}+1=", "reward_model": {"ground_tru
 def task(tmp_path):
     pq.write_table(pa.Table.from_pylist(ROWS), tmp_path / "train.parquet")
     pq.write_table(pa.Table.from_pylist(ROWS[:2]), tmp_path / "test.parquet")  # 2 test records: fewer than 4 prompts
-    return get_task("prompts", data=tmp_path / "train.parquet", test_data=tmp_path / "test.parquet",
-                    reward_function=lambda prompts, completions, **kw: [0.0] * len(completions))
+    return get_task(
+        "prompts",
+        data=tmp_path / "train.parquet",
+        test_data=tmp_path / "test.parquet",
+        reward_function=lambda prompts, completions, **kw: [0.0] * len(completions),
+    )
 
 
 def _cfg(**kw) -> TrainConfig:

@@ -4,6 +4,7 @@ not a dead end), a folder left by a kill during the first config.json write (a n
 with a bound (a metrics.jsonl linked to an endless device, a file larger than any run file), the resume's start
 line naming the folder the run is in now, and answers graded at the math grader's safety net named by the
 train summary."""
+
 from __future__ import annotations
 
 import json
@@ -87,24 +88,38 @@ def test_run_files_are_read_with_a_bound(tmp_path):
     os.symlink("/dev/zero", run / rundir.METRICS)
     with open(run / rundir.EVAL, "wb") as fh:
         fh.truncate(rundir.MAX_FILE_BYTES + 1)
-    script = ("import resource, sys\nresource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
-              "from escov.llm import rundir\n"
-              "for read in (rundir.read_steps, rundir.read_eval):\n"
-              "    try:\n        read(sys.argv[1])\n    except rundir.RunDirError as err:\n        print(err)\n")
-    done = subprocess.run([sys.executable, "-c", script, str(run)], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)})
+    script = (
+        "import resource, sys\nresource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+        "from escov.llm import rundir\n"
+        "for read in (rundir.read_steps, rundir.read_eval):\n"
+        "    try:\n        read(sys.argv[1])\n    except rundir.RunDirError as err:\n        print(err)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(run)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == [
         f"{run / rundir.METRICS}: not a regular file (a device or a pipe?); a run file is a plain file",
-        f"{run / rundir.EVAL}: 1024 MB, larger than a run file can be (1024 MB)"]
+        f"{run / rundir.EVAL}: 1024 MB, larger than a run file can be (1024 MB)",
+    ]
 
 
 def test_the_resume_start_line_names_the_folder_the_run_is_in_now(copy):  # noqa: F811
     run = copy / "run"
     shutil.rmtree(rundir.checkpoint_dir(run, rundir.checkpoint_steps(run)[0][0]))
-    done = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--resume", str(run), "--no_progress"],
-                          capture_output=True, text=True, timeout=300, cwd=copy,
-                          env=os.environ | {"PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "escov.llm", "train", "--resume", str(run), "--no_progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=copy,
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     [line] = [line for line in done.stdout.splitlines() if line.startswith("resuming")]
     assert line.endswith(f"output {run}")  # config.json's out names the original project's run
@@ -122,6 +137,8 @@ def test_the_train_summary_names_answers_graded_at_the_safety_net(copy):  # noqa
     ev = json.loads((run / rundir.EVAL).read_text())
     ev["final"]["grading_timeouts"] = 1
     (run / rundir.EVAL).write_text(json.dumps(ev))
-    assert ("  warning: 3 answers graded wrong at the math grader's wall-clock safety net (grading_timeouts in "
-            "metrics.jsonl and eval.json)") in summary(run)
+    assert (
+        "  warning: 3 answers graded wrong at the math grader's wall-clock safety net (grading_timeouts in "
+        "metrics.jsonl and eval.json)"
+    ) in summary(run)
     assert any(p.startswith(f"{run}: 3 answers graded wrong at the math grader's") for p in load_run(run).problems)

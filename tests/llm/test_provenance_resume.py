@@ -4,6 +4,7 @@ and whose second reward is named by a package path: the helper's, the package mo
 other files' hashes recorded (computed here by hand); an edited helper, a resume from a folder holding another
 package of that name, an edited base config.json, an added chat template, each refused in one line naming the
 file. Each was resumed silently before."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,18 +22,42 @@ from escov.llm.train import resume, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-RUN = dict(algo="es", task="prompts", data="data/train.jsonl", test_data="data/test.jsonl",
-           reward_function=("rewards.py:exact", "provpkg.mod:brevity"), steps=2, checkpoint_every=1, batch_size=2,
-           train_pool=8, threads=1, max_completion_length=4, step_samples=2, probe=False, eval_problems=2,
-           eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(), completions_kept=0,
-           es={"population_size": 8, "sigma": 0.05, "alpha": 0.05, "member_samples": 2, "member_temperature": 1.0})
-REWARDS = ("import json\n\nfrom provhelper import score\n\n\n"
-           "def exact(prompts, completions, answer, **kwargs):\n"
-           "    return [score(c, a) for c, a in zip(completions, answer)]\n")
+RUN = dict(
+    algo="es",
+    task="prompts",
+    data="data/train.jsonl",
+    test_data="data/test.jsonl",
+    reward_function=("rewards.py:exact", "provpkg.mod:brevity"),
+    steps=2,
+    checkpoint_every=1,
+    batch_size=2,
+    train_pool=8,
+    threads=1,
+    max_completion_length=4,
+    step_samples=2,
+    probe=False,
+    eval_problems=2,
+    eval_samples=2,
+    eval_ks=(1,),
+    heldout_task="",
+    threshold_keep=(),
+    completions_kept=0,
+    es={"population_size": 8, "sigma": 0.05, "alpha": 0.05, "member_samples": 2, "member_temperature": 1.0},
+)
+REWARDS = (
+    "import json\n\nfrom provhelper import score\n\n\n"
+    "def exact(prompts, completions, answer, **kwargs):\n"
+    "    return [score(c, a) for c, a in zip(completions, answer)]\n"
+)
 HELPER = "def score(completion, answer):\n    return float(completion.strip() == answer) + 0.01 * len(completion)\n"
-PACKAGE = {"__init__.py": "from . import weights\n", "weights.py": "SHARE = 0.01\n",
-           "mod.py": ("from .weights import SHARE\n\n\ndef brevity(prompts, completions, **kwargs):\n"
-                      "    return [-SHARE * len(c) for c in completions]\n")}
+PACKAGE = {
+    "__init__.py": "from . import weights\n",
+    "weights.py": "SHARE = 0.01\n",
+    "mod.py": (
+        "from .weights import SHARE\n\n\ndef brevity(prompts, completions, **kwargs):\n"
+        "    return [-SHARE * len(c) for c in completions]\n"
+    ),
+}
 MODULES = ("provhelper", "provpkg", "provpkg.mod", "provpkg.weights")
 
 
@@ -93,11 +118,14 @@ def test_inputs_json_records_the_rewards_imported_modules_and_the_base_models_ot
     inputs = json.loads((project / "run" / rundir.MANIFEST).read_text())["inputs"]
     helper = project / "provhelper.py"
     assert inputs["reward_function[0]"]["imports"] == {  # json: the standard library's, not recorded
-        "provhelper": {"path": str(helper), "from_run": "../provhelper.py", "sha256": sha(helper)}}
+        "provhelper": {"path": str(helper), "from_run": "../provhelper.py", "sha256": sha(helper)}
+    }
     package = inputs["reward_function[1]"]
     assert package["path"] == str(project / "provpkg/mod.py") and package["sha256"] == sha(project / "provpkg/mod.py")
     assert {m: r["sha256"] for m, r in package["imports"].items()} == {
-        "provpkg": sha(project / "provpkg/__init__.py"), "provpkg.weights": sha(project / "provpkg/weights.py")}
+        "provpkg": sha(project / "provpkg/__init__.py"),
+        "provpkg.weights": sha(project / "provpkg/weights.py"),
+    }
     read = sorted(f.name for f in (project / "model").iterdir() if not f.name.endswith(".safetensors"))
     assert "config.json" in read and "tokenizer_config.json" in read
     assert inputs["model"]["files"] == {name: sha(project / "model" / name) for name in read}
@@ -110,8 +138,10 @@ def test_an_edited_helper_module_of_the_reward_is_refused_on_resume(copy):
     with pytest.raises(RunDirError) as err:
         resume(copy / "run", show_progress=False)
     message = str(err.value)
-    assert message.startswith(f"{helper}: module provhelper, imported by reward_function[0] (rewards.py), changed "
-                              f"since the run started (sha256 {was[:12]} -> {sha(helper)[:12]})")
+    assert message.startswith(
+        f"{helper}: module provhelper, imported by reward_function[0] (rewards.py), changed "
+        f"since the run started (sha256 {was[:12]} -> {sha(helper)[:12]})"
+    )
     assert "\n" not in message
 
 
@@ -134,18 +164,27 @@ def test_a_package_reward_resumed_from_a_folder_holding_another_package_is_refus
     with pytest.raises(RunDirError) as err:
         resume(copy / "run", show_progress=False)
     message = str(err.value)
-    assert message.startswith(f"{elsewhere / 'provpkg/mod.py'}: reward_function[1] 'provpkg.mod:brevity' now "
-                              f"imports this file, not the one the run used ({copy / 'provpkg/mod.py'}")
+    assert message.startswith(
+        f"{elsewhere / 'provpkg/mod.py'}: reward_function[1] 'provpkg.mod:brevity' now "
+        f"imports this file, not the one the run used ({copy / 'provpkg/mod.py'}"
+    )
     assert "\n" not in message
     assert rundir.checkpoint_dir(copy / "run", 2).exists() and len(rundir.config_history(copy / "run")) == 1
 
 
-@pytest.mark.parametrize("name, edit", [
-    ("config.json", lambda model: _edit_json(model / "config.json", lambda c: c | {"rope_theta": 5000.0})),
-    ("chat_template.jinja", lambda model: (model / "chat_template.jinja").write_text("{{ messages[0].content }}")),
-    ("tokenizer_config.json", lambda model: _edit_json(model / "tokenizer_config.json",
-                                                        lambda c: c | {"chat_template": "{{ messages }}"})),
-])
+@pytest.mark.parametrize(
+    "name, edit",
+    [
+        ("config.json", lambda model: _edit_json(model / "config.json", lambda c: c | {"rope_theta": 5000.0})),
+        ("chat_template.jinja", lambda model: (model / "chat_template.jinja").write_text("{{ messages[0].content }}")),
+        (
+            "tokenizer_config.json",
+            lambda model: _edit_json(
+                model / "tokenizer_config.json", lambda c: c | {"chat_template": "{{ messages }}"}
+            ),
+        ),
+    ],
+)
 def test_an_edited_base_config_or_an_added_chat_template_is_refused_on_resume(copy, name, edit):
     model = copy / "model"
     edit(model)
@@ -160,6 +199,7 @@ def _edit_json(path: Path, change) -> None:
 
 
 # ----------------------------------------------------------------------------- records against their witnesses
+
 
 def test_config_and_its_history_edited_together_are_refused_on_resume(copy):
     """A different sigma written into config.json and into config_history.jsonl's record alike: the checkpoints
@@ -186,8 +226,10 @@ def test_a_data_file_changed_with_its_new_hash_written_into_inputs_json_is_refus
     (run / rundir.MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(RunDirError) as err:
         resume(run, show_progress=False)
-    assert str(err.value) == (f"{run / rundir.MANIFEST}: data has sha256 {sha(data)[:12]}, but the base evaluation "
-                              f"(eval.json base_fingerprint) was made from {was[:12]} (inputs.json edited by hand?)")
+    assert str(err.value) == (
+        f"{run / rundir.MANIFEST}: data has sha256 {sha(data)[:12]}, but the base evaluation "
+        f"(eval.json base_fingerprint) was made from {was[:12]} (inputs.json edited by hand?)"
+    )
 
 
 def test_llm_curve_refuses_a_changed_input_as_a_resume_does(copy):

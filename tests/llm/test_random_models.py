@@ -1,5 +1,6 @@
 """escov.llm.random_models: random Qwen2 / Llama models built in code, loadable, with chat templates that keep
 whitespace; the real Qwen2.5 shapes match the published parameter counts (built on the meta device)."""
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -14,7 +15,11 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.mark.parametrize("architecture, model_class", [("qwen2", "Qwen2ForCausalLM"), ("llama", "LlamaForCausalLM")])
 def test_tiny_models_load_and_feed_every_prompt_style(tmp_path, random_qwen2_dir, architecture, model_class):
-    out = random_qwen2_dir if architecture == "qwen2" else save_random_model(tmp_path / architecture, architecture, "tiny")
+    out = (
+        random_qwen2_dir
+        if architecture == "qwen2"
+        else save_random_model(tmp_path / architecture, architecture, "tiny")
+    )
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(out)
     assert type(model).__name__ == model_class
@@ -25,7 +30,9 @@ def test_tiny_models_load_and_feed_every_prompt_style(tmp_path, random_qwen2_dir
     paper = format_prompt([44, 19, 35], "98", "paper")
     assert tok.decode(encode_prompt(tok, paper)) == paper  # raw, whitespace kept, no chat template
     chat = tok.decode(encode_prompt(tok, math_prompt("What is 2 + 2?", "paper")))
-    assert "Please reason step by step" in chat and "What is 2 + 2?" in chat and chat.index("Please") < chat.index("What")
+    assert (
+        "Please reason step by step" in chat and "What is 2 + 2?" in chat and chat.index("Please") < chat.index("What")
+    )
     with torch.no_grad():
         logits = model(torch.tensor([encode_prompt(tok, paper)])).logits
     assert logits.shape[-1] >= len(tok) and torch.isfinite(logits).all()

@@ -3,6 +3,7 @@ and resumed writes the same metrics rows and final weights as the run that never
 optimizer state restored inside the phase) and ES->GRPO; a damaged or out-of-range newest checkpoint is set
 aside and named, the previous one used; a checkpoint whose earlier metrics rows are lost is passed over, and
 with none before the gap the resume is refused in one line; stray folders are named and ignored."""
+
 import json
 import shutil
 
@@ -17,10 +18,27 @@ from escov.llm.train import resume, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-RUN = dict(steps=2, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=1,
-           step_samples=2, probe=False, probe_every=0, eval_problems=3, eval_samples=2, eval_ks=(1,), heldout_task="",
-           threshold_keep=(), task="countdown3", format_reward=0.5, es={"population_size": 4, "sigma": 0.05, "alpha": 0.05},
-           grpo={"num_generations": 4, "learning_rate": 3e-2}, switch_step=1)
+RUN = dict(
+    steps=2,
+    batch_size=2,
+    train_pool=8,
+    threads=1,
+    max_completion_length=6,
+    checkpoint_every=1,
+    step_samples=2,
+    probe=False,
+    probe_every=0,
+    eval_problems=3,
+    eval_samples=2,
+    eval_ks=(1,),
+    heldout_task="",
+    threshold_keep=(),
+    task="countdown3",
+    format_reward=0.5,
+    es={"population_size": 4, "sigma": 0.05, "alpha": 0.05},
+    grpo={"num_generations": 4, "learning_rate": 3e-2},
+    switch_step=1,
+)
 TIMING = {"step_seconds", "tokens_per_s", "wall_seconds", "es_weight_share"}
 
 
@@ -51,9 +69,15 @@ PLANS = {"es": (2, 3), "grpo": (4, 2), "es-grpo": (4, 6)}
 def finished(tiny_model_dir, tmp_path_factory):
     """algo -> a finished run directory (the reference that never stopped)."""
     root = tmp_path_factory.mktemp("finished")
-    return {algo: train(TrainConfig.from_dict(RUN | {"algo": algo, "steps": steps, "model": str(tiny_model_dir),
-                                                     "out": str(root / algo)}), show_progress=False)
-            for algo, (steps, _) in PLANS.items()}
+    return {
+        algo: train(
+            TrainConfig.from_dict(
+                RUN | {"algo": algo, "steps": steps, "model": str(tiny_model_dir), "out": str(root / algo)}
+            ),
+            show_progress=False,
+        )
+        for algo, (steps, _) in PLANS.items()
+    }
 
 
 def stopped_after(reference, step, where):
@@ -118,21 +142,24 @@ def test_a_checkpoint_beyond_the_runs_steps_is_set_aside(finished, tmp_path, cap
 def test_a_checkpoint_whose_earlier_rows_are_lost_is_passed_over(finished, tmp_path, capsys):
     run = stopped_after(finished["es"], 3, tmp_path)
     lines = (run / rundir.METRICS).read_text().splitlines()
-    (run / rundir.METRICS).write_text(lines[0] + "\n" + lines[2] + "\n")   # the row of step 2 lost
+    (run / rundir.METRICS).write_text(lines[0] + "\n" + lines[2] + "\n")  # the row of step 2 lost
     resume(run, show_progress=False)
     err = capsys.readouterr().err
     assert "lacks rows up to checkpoint step-3" in err and "lacks rows up to checkpoint step-2" in err
     assert err.count("); trying the previous checkpoint") == 2
-    same_run(finished["es"], run)   # resumed from step 1: steps 2 and 3 trained again, exactly
+    same_run(finished["es"], run)  # resumed from step 1: steps 2 and 3 trained again, exactly
 
 
 def test_with_no_checkpoint_before_the_lost_rows_the_resume_is_refused(finished, tmp_path):
     run = stopped_after(finished["es"], 2, tmp_path)
     lines = (run / rundir.METRICS).read_text().splitlines()
-    (run / rundir.METRICS).write_text(lines[1] + "\n")   # the row of step 1 lost
+    (run / rundir.METRICS).write_text(lines[1] + "\n")  # the row of step 1 lost
     before = (run / rundir.METRICS).read_text()
-    with pytest.raises(RunDirError, match=r"metrics.jsonl: .*, and no checkpoint precedes them; resuming would leave "
-                                          r"the run without those rows \(start the run again in a new directory\)"):
+    with pytest.raises(
+        RunDirError,
+        match=r"metrics.jsonl: .*, and no checkpoint precedes them; resuming would leave "
+        r"the run without those rows \(start the run again in a new directory\)",
+    ):
         resume(run, show_progress=False)
     assert (run / rundir.METRICS).read_text() == before
 
@@ -164,16 +191,25 @@ SWITCHES = {4: (4, 6), 16: (1, 2)}
 
 @pytest.mark.parametrize("beta", [0.001, 0.0])
 @pytest.mark.parametrize("population", sorted(SWITCHES))
-def test_a_grpo_phase_needs_its_reference_checkpoint_only_with_a_kl_penalty(tiny_model_dir, tmp_path, capsys, beta,
-                                                                            population):
+def test_a_grpo_phase_needs_its_reference_checkpoint_only_with_a_kl_penalty(
+    tiny_model_dir, tmp_path, capsys, beta, population
+):
     """ES->GRPO stopped inside its GRPO phase with the phase's reference checkpoint (its first step's) damaged:
     with a KL penalty (beta > 0) every checkpoint from the phase's start on is passed over for one before it
     (exact again; before a one-step ES phase that is the start); without one the reference is not needed and
     the newest checkpoint is used."""
     start, stop = SWITCHES[population]
-    cfg = TrainConfig.from_dict(RUN | {"algo": "es-grpo", "steps": 4, "grpo": RUN["grpo"] | {"beta": beta},
-                                       "es": RUN["es"] | {"population_size": population},
-                                       "model": str(tiny_model_dir), "out": str(tmp_path / "ref")})
+    cfg = TrainConfig.from_dict(
+        RUN
+        | {
+            "algo": "es-grpo",
+            "steps": 4,
+            "grpo": RUN["grpo"] | {"beta": beta},
+            "es": RUN["es"] | {"population_size": population},
+            "model": str(tiny_model_dir),
+            "out": str(tmp_path / "ref"),
+        }
+    )
     assert [p.start for p in schedules.plan(cfg)] == [0, start]
     reference = train(cfg, show_progress=False)
     (tmp_path / "stopped").mkdir()

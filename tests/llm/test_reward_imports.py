@@ -2,6 +2,7 @@
 folder and the helper it imports in turn, an import inside a function, a package module with its package and a
 relative import, a helper beside the reward file that it puts on sys.path itself; the standard library, installed
 packages (numpy) and escov left out, as are names that are attributes, not modules."""
+
 from __future__ import annotations
 
 from escov.llm.reward_imports import imported_files
@@ -19,18 +20,29 @@ def test_the_modules_a_reward_brings_in_from_outside_the_installation(tmp_path, 
     (work / "ri_unused.py").write_text("")  # beside them, never imported: not recorded
     (rewards / "ri_beside.py").write_text("")
     source = rewards / "reward.py"
-    source.write_text("import json, os.path\nimport sys\nimport numpy as np\nimport escov.llm.rundir\n"
-                      "sys.path.insert(0, os.path.dirname(__file__))\nimport ri_beside\n"
-                      "from ri_helper import NAME, missing_attribute\n\n\n"
-                      "def score(completions, **kw):\n    import ri_late\n    return [0.0] * len(completions)\n")
+    source.write_text(
+        "import json, os.path\nimport sys\nimport numpy as np\nimport escov.llm.rundir\n"
+        "sys.path.insert(0, os.path.dirname(__file__))\nimport ri_beside\n"
+        "from ri_helper import NAME, missing_attribute\n\n\n"
+        "def score(completions, **kw):\n    import ri_late\n    return [0.0] * len(completions)\n"
+    )
     (work / "ri_late.py").write_text("")
     monkeypatch.chdir(work)
     found = imported_files(source)
-    assert found == {name: path.resolve() for name, path in (
-        ("ri_beside", rewards / "ri_beside.py"), ("ri_deeper", work / "ri_deeper.py"),
-        ("ri_helper", work / "ri_helper.py"), ("ri_late", work / "ri_late.py"),
-        ("ri_pkg", work / "ri_pkg/__init__.py"), ("ri_pkg.other", work / "ri_pkg/other.py"),
-        ("ri_pkg.sub", work / "ri_pkg/sub.py"))}
+    assert found == {
+        name: path.resolve()
+        for name, path in (
+            ("ri_beside", rewards / "ri_beside.py"),
+            ("ri_deeper", work / "ri_deeper.py"),
+            ("ri_helper", work / "ri_helper.py"),
+            ("ri_late", work / "ri_late.py"),
+            ("ri_pkg", work / "ri_pkg/__init__.py"),
+            ("ri_pkg.other", work / "ri_pkg/other.py"),
+            ("ri_pkg.sub", work / "ri_pkg/sub.py"),
+        )
+    }
     # a package module named as the reward ('ri_pkg.sub:f') brings in its package and what it imports
     assert imported_files(work / "ri_pkg" / "sub.py", "ri_pkg.sub") == {
-        "ri_pkg": (work / "ri_pkg/__init__.py").resolve(), "ri_pkg.other": (work / "ri_pkg/other.py").resolve()}
+        "ri_pkg": (work / "ri_pkg/__init__.py").resolve(),
+        "ri_pkg.other": (work / "ri_pkg/other.py").resolve(),
+    }

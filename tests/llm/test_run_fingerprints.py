@@ -5,6 +5,7 @@ model refused in one line naming the file and both hash prefixes, a change of co
 the step the run continues from, config.json edited after config_history.jsonl was deleted refused, a
 fallback to an earlier checkpoint with an allowed change that retrains (and replaces) the later one, and
 deleted side records named."""
+
 from __future__ import annotations
 
 import hashlib
@@ -24,14 +25,35 @@ from escov.llm.train import resume, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-RUN = dict(algo="es", task="prompts", data="data/train.jsonl", test_data="data/test.jsonl",
-           reward_function="rewards.py:exact", steps=2, checkpoint_every=1, batch_size=2, train_pool=8, threads=1, max_completion_length=4, step_samples=2,
-           probe=False, eval_problems=2, eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(),
-           completions_kept=2, report_to="tensorboard", grpo={"num_generations": 4},
-           es={"population_size": 8, "sigma": 0.05, "alpha": 0.05, "member_samples": 2, "member_temperature": 1.0})
+RUN = dict(
+    algo="es",
+    task="prompts",
+    data="data/train.jsonl",
+    test_data="data/test.jsonl",
+    reward_function="rewards.py:exact",
+    steps=2,
+    checkpoint_every=1,
+    batch_size=2,
+    train_pool=8,
+    threads=1,
+    max_completion_length=4,
+    step_samples=2,
+    probe=False,
+    eval_problems=2,
+    eval_samples=2,
+    eval_ks=(1,),
+    heldout_task="",
+    threshold_keep=(),
+    completions_kept=2,
+    report_to="tensorboard",
+    grpo={"num_generations": 4},
+    es={"population_size": 8, "sigma": 0.05, "alpha": 0.05, "member_samples": 2, "member_temperature": 1.0},
+)
 # shaped (a share for the completion's length): members' rewards differ, so ES's update is not zero
-REWARDS = ("def exact(prompts, completions, answer, **kwargs):\n"
-           "    return [float(c.strip() == a) + 0.01 * len(c) for c, a in zip(completions, answer)]\n")
+REWARDS = (
+    "def exact(prompts, completions, answer, **kwargs):\n"
+    "    return [float(c.strip() == a) + 0.01 * len(c) for c, a in zip(completions, answer)]\n"
+)
 
 
 def sha(path: Path) -> str:
@@ -75,12 +97,22 @@ def test_inputs_json_records_code_data_reward_and_model(project):
     config = json.loads((run / rundir.CONFIG).read_text())
     inputs = manifest["inputs"]
     assert set(inputs) == {"model", "data", "test_data", "reward_function[0]"}  # one record per reward function
-    for name, given, path in (("data", "data/train.jsonl", project / "data/train.jsonl"),
-                              ("test_data", "data/test.jsonl", project / "data/test.jsonl"),
-                              ("reward_function[0]", "rewards.py:exact", project / "rewards.py")):
+    for name, given, path in (
+        ("data", "data/train.jsonl", project / "data/train.jsonl"),
+        ("test_data", "data/test.jsonl", project / "data/test.jsonl"),
+        ("reward_function[0]", "rewards.py:exact", project / "rewards.py"),
+    ):
         extra = {"imports": {}} if name.startswith("reward_function") else {}  # it imports no module of its own
-        assert inputs[name] == {"given": given, "path": str(path), "sha256": sha(path),
-                                "from_run": str(Path("..") / path.relative_to(project))} | extra
+        assert (
+            inputs[name]
+            == {
+                "given": given,
+                "path": str(path),
+                "sha256": sha(path),
+                "from_run": str(Path("..") / path.relative_to(project)),
+            }
+            | extra
+        )
     assert config["data"] == str(project / "data/train.jsonl")  # config.json: absolute, usable from any folder
     assert config["reward_function"] == [f"{project / 'rewards.py'}:exact"]
     by_hand = hashlib.sha256(b"model.safetensors\0" + (project / "model/model.safetensors").read_bytes()).hexdigest()
@@ -96,8 +128,8 @@ def test_inputs_json_records_code_data_reward_and_model(project):
     assert ev["fingerprint"]["inputs"] == {n: r["sha256"] for n, r in inputs.items()}
     state = json.loads((rundir.checkpoint_dir(run, 1) / rundir.TRAINER_STATE).read_text())
     assert state["settings_sha256"] == manifest["settings_sha256"]
-    from escov.paper_checks.trust import eval_contradiction
     from escov.paper_checks.rundir import load_run
+    from escov.paper_checks.trust import eval_contradiction
 
     assert eval_contradiction(load_run(run)) is None  # a report trusts a real run's own evaluation
 
@@ -137,12 +169,18 @@ def test_a_run_resumes_from_another_folder_and_a_moved_project_resumes(copy, tmp
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("name, edit", [
-    ("data", lambda root: _edit(root / "data/train.jsonl", lambda text: text.replace("1+1=", "1+2="))),
-    ("test_data", lambda root: _edit(root / "data/test.jsonl", lambda text: text[:-1] + " \n")),
-    ("reward_function[0]", lambda root: (root / "rewards.py").write_text(REWARDS.replace("float(", "0.5 * float("))),
-    ("model", lambda root: _scale_one_weight(root / "model/model.safetensors")),
-])
+@pytest.mark.parametrize(
+    "name, edit",
+    [
+        ("data", lambda root: _edit(root / "data/train.jsonl", lambda text: text.replace("1+1=", "1+2="))),
+        ("test_data", lambda root: _edit(root / "data/test.jsonl", lambda text: text[:-1] + " \n")),
+        (
+            "reward_function[0]",
+            lambda root: (root / "rewards.py").write_text(REWARDS.replace("float(", "0.5 * float(")),
+        ),
+        ("model", lambda root: _scale_one_weight(root / "model/model.safetensors")),
+    ],
+)
 def test_a_changed_input_is_refused_naming_the_file_and_both_hashes(copy, name, edit):
     run = copy / "run"
     record = json.loads((run / rundir.MANIFEST).read_text())["inputs"][name]

@@ -2,6 +2,7 @@
 one short ES run on the tiny model (in this process) with every evaluation, probe, checkpoint and
 kept-completion setting changed, its records read back and compared with the settings; the count
 of completions each training step scores, against the count worked out from the settings."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,18 +22,39 @@ from tests.llm.tasks_for_tests import CountdownScoredBy, digit_share
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-CHANGED = dict(steps=2, batch_size=2, train_pool=5, threads=1, max_completion_length=5, seed=3, temperature=0.9,
-               checkpoint_every=3, checkpoint_dense=1, step_samples=3, probe_prompts=2, probe_members=3, probe_samples=2,
-               probe_center_samples=3, eval_problems=3, eval_samples=3, eval_ks=(1, 3), eval_temperature=0.7,
-               heldout_task="arithmetic", heldout_problems=2, threshold_keep=(50.0,), completions_kept=1,
-               completions_every=1)
+CHANGED = dict(
+    steps=2,
+    batch_size=2,
+    train_pool=5,
+    threads=1,
+    max_completion_length=5,
+    seed=3,
+    temperature=0.9,
+    checkpoint_every=3,
+    checkpoint_dense=1,
+    step_samples=3,
+    probe_prompts=2,
+    probe_members=3,
+    probe_samples=2,
+    probe_center_samples=3,
+    eval_problems=3,
+    eval_samples=3,
+    eval_ks=(1, 3),
+    eval_temperature=0.7,
+    heldout_task="arithmetic",
+    heldout_problems=2,
+    threshold_keep=(50.0,),
+    completions_kept=1,
+    completions_every=1,
+)
 ES = {"population_size": 4, "sigma": 0.02, "alpha": 0.01}
 GRPO = {"num_generations": 2}  # N = 4 against G = 2: 2 ES iterations per GRPO step of budget
 
 
 def _config(model, out, **over) -> TrainConfig:
-    return TrainConfig.from_dict({"algo": "es", "model": str(model), "out": str(out), **CHANGED, **over,
-                                  "es": ES, "grpo": GRPO})
+    return TrainConfig.from_dict(
+        {"algo": "es", "model": str(model), "out": str(out), **CHANGED, **over, "es": ES, "grpo": GRPO}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +81,11 @@ def test_probe_settings_shape_the_probe(changed_run):
     cfg, run = changed_run
     measurements = rundir.read_probe(run)["measurements"]
     for m in measurements:
-        assert (m["members"], m["samples_per_member"], m["center_samples"]) == \
-            (cfg.probe_members, cfg.probe_samples, cfg.probe_center_samples)
+        assert (m["members"], m["samples_per_member"], m["center_samples"]) == (
+            cfg.probe_members,
+            cfg.probe_samples,
+            cfg.probe_center_samples,
+        )
         assert m["temperature"] == cfg.temperature and len(m["probe_problems"]) == cfg.probe_prompts
 
 
@@ -89,11 +114,22 @@ def test_each_es_step_scores_the_members_and_step_samples_center_completions(tin
     counts = {}
     for step_samples in (1, 3):
         calls = []
-        cfg = _config(tiny_model_dir, tmp_path / f"s{step_samples}", step_samples=step_samples, probe=False,
-                      heldout_task="", checkpoint_dense=0, completions_kept=0, eval_problems=1, eval_samples=1,
-                      eval_ks=(1,), threshold_keep=(50.0,))
-        run = train(cfg, task=CountdownScoredBy("counted", lambda c: calls.append(c) or digit_share(c)),
-                    show_progress=False)
+        cfg = _config(
+            tiny_model_dir,
+            tmp_path / f"s{step_samples}",
+            step_samples=step_samples,
+            probe=False,
+            heldout_task="",
+            checkpoint_dense=0,
+            completions_kept=0,
+            eval_problems=1,
+            eval_samples=1,
+            eval_ks=(1,),
+            threshold_keep=(50.0,),
+        )
+        run = train(
+            cfg, task=CountdownScoredBy("counted", lambda c: calls.append(c) or digit_share(c)), show_progress=False
+        )
         iterations = len(rundir.read_steps(run))
         # base and final, sampled and greedy; each thresholded checkpoint sampled
         evaluations = (2 * (cfg.eval_samples + 1) + len(cfg.threshold_keep) * cfg.eval_samples) * cfg.eval_problems
@@ -109,8 +145,19 @@ def test_a_bf16_run_measures_its_drift_from_the_base_as_its_own_weights_hold_it(
     in place (where it is the residue the paper's bf16 add and subtract leave), computed here from the saved weights."""
     from safetensors.torch import load_file
 
-    cfg = _config(tiny_model_dir, tmp_path / "run", dtype="bfloat16", probe=False, heldout_task="", threshold_keep=(),
-                  eval_problems=1, eval_samples=1, eval_ks=(1,), checkpoint_dense=0, completions_kept=0)
+    cfg = _config(
+        tiny_model_dir,
+        tmp_path / "run",
+        dtype="bfloat16",
+        probe=False,
+        heldout_task="",
+        threshold_keep=(),
+        eval_problems=1,
+        eval_samples=1,
+        eval_ks=(1,),
+        checkpoint_dense=0,
+        completions_kept=0,
+    )
     cfg.es.inplace_bf16 = inplace_bf16
     run = train(cfg, task=CountdownScoredBy("constant", lambda c: 0.5), show_progress=False)
     rows = rundir.read_steps(run)
@@ -140,12 +187,29 @@ print(json.dumps({"engine": type(run.engine).__name__, "gpu_memory_utilization":
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
 def test_engine_vllm_starts_the_run_on_vllm_with_its_share_of_gpu_memory(tiny_model_dir, tmp_path):
-    data = {"algo": "es", "model": str(tiny_model_dir), "out": str(tmp_path / "run"), "engine": "vllm",
-            "gpu_memory_utilization": 0.35, "steps": 1, "batch_size": 2, "train_pool": 4, "threads": 1,
-            "max_completion_length": 4, "probe": False, "heldout_task": "", "threshold_keep": [], "eval_problems": 1,
-            "eval_samples": 1, "eval_ks": [1], "es": {"population_size": 4}, "grpo": {"num_generations": 2}}
+    data = {
+        "algo": "es",
+        "model": str(tiny_model_dir),
+        "out": str(tmp_path / "run"),
+        "engine": "vllm",
+        "gpu_memory_utilization": 0.35,
+        "steps": 1,
+        "batch_size": 2,
+        "train_pool": 4,
+        "threads": 1,
+        "max_completion_length": 4,
+        "probe": False,
+        "heldout_task": "",
+        "threshold_keep": [],
+        "eval_problems": 1,
+        "eval_samples": 1,
+        "eval_ks": [1],
+        "es": {"population_size": 4},
+        "grpo": {"num_generations": 2},
+    }
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]), OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-c", VLLM_RUN, json.dumps(data)], env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", VLLM_RUN, json.dumps(data)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"engine": "VLLMEngine", "gpu_memory_utilization": 0.35}

@@ -1,6 +1,7 @@
 """Signals that always work, on real `llm train` processes: a second SIGTERM (or SIGINT) ends a run at
 once even inside a reward function that never returns, and a SIGTERM during the final evaluation exits
 non-zero without recording it, so that a resume measures it again."""
+
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # a TRL-style reward that hangs (a Python loop that never returns) while the file "hang" exists, and in the
 # final stage (after the run's one step and its checkpoint) takes 0.3 s a call; it touches "called" when called,
 # and "final-stage" in the final stage
-REWARDS = '''
+REWARDS = """
 import time
 from pathlib import Path
 
@@ -25,22 +26,69 @@ def digits(prompts, completions, **kwargs):
         Path("final-stage").touch()
         time.sleep(0.3)
     return [float(c[:1].isdigit()) for c in completions]
-'''
+"""
 PROMPTS = ["12+3=", "4*4=", "9-1=", "7+7=", "5*3=", "8-2="]
 
 
 def _start(model, cwd: Path, *args) -> subprocess.Popen:
     (cwd / "my_rewards.py").write_text(REWARDS)
     (cwd / "d.jsonl").write_text("".join(json.dumps({"prompt": p}) + "\n" for p in PROMPTS))
-    settings = ["--model", str(model), "--task", "prompts", "--data", "d.jsonl", "--data_split", "first-4",
-                "--reward_function", "my_rewards:digits", "--algo", "es", "--steps", "1", "--batch_size", "2",
-                "--train_pool", "4", "--threads", "1", "--max_completion_length", "4", "--checkpoint_every", "1",
-                "--step_samples", "2", "--probe", "false", "--probe_prompts", "1", "--eval_problems", "2",
-                "--eval_samples", "2", "--eval_ks", "1", "--heldout_task", "", "--threshold_keep", "50",
-                "--es.population_size", "8", "--grpo.num_generations", "2", "--no-progress"]  # one ES iteration
+    settings = [
+        "--model",
+        str(model),
+        "--task",
+        "prompts",
+        "--data",
+        "d.jsonl",
+        "--data_split",
+        "first-4",
+        "--reward_function",
+        "my_rewards:digits",
+        "--algo",
+        "es",
+        "--steps",
+        "1",
+        "--batch_size",
+        "2",
+        "--train_pool",
+        "4",
+        "--threads",
+        "1",
+        "--max_completion_length",
+        "4",
+        "--checkpoint_every",
+        "1",
+        "--step_samples",
+        "2",
+        "--probe",
+        "false",
+        "--probe_prompts",
+        "1",
+        "--eval_problems",
+        "2",
+        "--eval_samples",
+        "2",
+        "--eval_ks",
+        "1",
+        "--heldout_task",
+        "",
+        "--threshold_keep",
+        "50",
+        "--es.population_size",
+        "8",
+        "--grpo.num_generations",
+        "2",
+        "--no-progress",
+    ]  # one ES iteration
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(cwd)]), OMP_NUM_THREADS="1")
-    return subprocess.Popen([sys.executable, "-m", "escov.llm", "train", *(args or [*settings, "--out", "run"])],
-                            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "escov.llm", "train", *(args or [*settings, "--out", "run"])],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 240) -> None:

@@ -1,5 +1,6 @@
 """The tiny base model's pretraining corpus and presets (llm/tinymodel.py): the mixture gives each part
 its stated share, the rare family is thinned by exactly rare_keep, and every preset is a valid shape."""
+
 import random
 from dataclasses import replace
 
@@ -59,9 +60,11 @@ def test_three_number_corpus_has_only_three_numbers():
 
 def solved_share_above(preset, threshold):
     """Share of worked (correct) Countdown solutions whose target is above threshold."""
-    solved = [(numbers, target) for (numbers, target), c in
-              ((parse_countdown(p), c) for p, c in draw(preset) if parse_countdown(p))
-              if countdown.score(c, numbers, target) == 1]
+    solved = [
+        (numbers, target)
+        for (numbers, target), c in ((parse_countdown(p), c) for p, c in draw(preset) if parse_countdown(p))
+        if countdown.score(c, numbers, target) == 1
+    ]
     return sum(t > threshold for _, t in solved) / len(solved), len(solved)
 
 
@@ -86,11 +89,14 @@ def test_the_earlier_presets_keep_their_corpus():
         p = PRESETS[name]
         assert (p.min_numbers, p.max_numbers, p.rare_above, p.rare_keep) == (3, 4, 0, 1.0)
     assert not in_rare_family(100, "50*2", PRESETS["default"])
-    assert in_rare_family(51, "50+1", replace(PRESETS["default"], rare_above=50)) and \
-        not in_rare_family(50, "49+1", replace(PRESETS["default"], rare_above=50))
+    assert in_rare_family(51, "50+1", replace(PRESETS["default"], rare_above=50)) and not in_rare_family(
+        50, "49+1", replace(PRESETS["default"], rare_above=50)
+    )
     divides = replace(PRESETS["default"], rare_ops="/")
     assert in_rare_family(5, "10/2", divides) and not in_rare_family(5, "3+2", divides)
-    assert in_rare_family(5, "10/2", replace(divides, rare_above=50)) and in_rare_family(51, "50+1", replace(divides, rare_above=50))
+    assert in_rare_family(5, "10/2", replace(divides, rare_above=50)) and in_rare_family(
+        51, "50+1", replace(divides, rare_above=50)
+    )
 
 
 @pytest.mark.parametrize("keep", [0.0, 0.5])

@@ -2,6 +2,7 @@
 with TensorBoard's own EventAccumulator hold every number of metrics.jsonl, eval.json,
 probe.json and curve.json at its step; completions.jsonl holds a bounded sample whose rewards
 are the reward function's."""
+
 import importlib.util
 import json
 import os
@@ -20,10 +21,10 @@ from escov.llm.train import train
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 EventAccumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator").EventAccumulator
 
-DIGITS = '''
+DIGITS = """
 def digit_share(prompts, completions, **kwargs):
     return [sum(ch.isdigit() for ch in c) / len(c) if c else 0.0 for c in completions]
-'''
+"""
 KEPT = 2
 
 
@@ -48,14 +49,35 @@ def _scalar(acc, tag: str) -> dict[int, float]:
 def tracked_run(tiny_model_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tracked")
     (tmp / "digits.py").write_text(DIGITS)
-    cfg = TrainConfig.from_dict({
-        "algo": "es", "model": str(tiny_model_dir), "out": str(tmp / "run"), "steps": 1, "batch_size": 2,
-        "train_pool": 4, "threads": 1, "max_completion_length": 6, "checkpoint_every": 4, "probe_every": 4,
-        "step_samples": 2, "probe_prompts": 1, "probe_members": 2, "probe_samples": 2, "probe_center_samples": 2,
-        "eval_problems": 3, "eval_samples": 2, "eval_ks": [1, 2], "heldout_task": "", "threshold_keep": [50.0],
-        "reward_function": f"{tmp / 'digits.py'}:digit_share", "report_to": "tensorboard",
-        "completions_kept": KEPT, "completions_every": 3,
-        "es": {"population_size": 4, "sigma": 0.02, "alpha": 0.01}})
+    cfg = TrainConfig.from_dict(
+        {
+            "algo": "es",
+            "model": str(tiny_model_dir),
+            "out": str(tmp / "run"),
+            "steps": 1,
+            "batch_size": 2,
+            "train_pool": 4,
+            "threads": 1,
+            "max_completion_length": 6,
+            "checkpoint_every": 4,
+            "probe_every": 4,
+            "step_samples": 2,
+            "probe_prompts": 1,
+            "probe_members": 2,
+            "probe_samples": 2,
+            "probe_center_samples": 2,
+            "eval_problems": 3,
+            "eval_samples": 2,
+            "eval_ks": [1, 2],
+            "heldout_task": "",
+            "threshold_keep": [50.0],
+            "reward_function": f"{tmp / 'digits.py'}:digit_share",
+            "report_to": "tensorboard",
+            "completions_kept": KEPT,
+            "completions_every": 3,
+            "es": {"population_size": 4, "sigma": 0.02, "alpha": 0.01},
+        }
+    )
     return train(cfg, show_progress=False)
 
 
@@ -71,7 +93,9 @@ def test_every_step_metric_is_a_tensorboard_scalar_at_its_step(tracked_run):
         np.testing.assert_allclose([logged[r["step"]] for r in rows], [r[key] for r in rows], rtol=1e-6, err_msg=key)
     for group in rows[0]["drift_layers"]:
         logged = _scalar(acc, f"train/drift_layers/{group}")
-        np.testing.assert_allclose([logged[r["step"]] for r in rows], [r["drift_layers"][group] for r in rows], rtol=1e-6)
+        np.testing.assert_allclose(
+            [logged[r["step"]] for r in rows], [r["drift_layers"][group] for r in rows], rtol=1e-6
+        )
     assert rows[-1]["reward_mean"] > 0, "the digit-share reward must reach the run"
 
 
@@ -82,12 +106,17 @@ def test_evaluations_and_population_measurements_are_scalars_when_measured(track
     for label, step in (("base", 0), ("base_greedy", 0), ("final", last), ("final_greedy", last)):
         for k, value in ev[label]["pass_at_k"].items():
             assert _scalar(acc, f"eval/{label}/pass_at_k/{k}") == pytest.approx({step: value}, rel=1e-6)
-        assert _scalar(acc, f"eval/{label}/mean_token_entropy") == pytest.approx({step: ev[label]["mean_token_entropy"]}, rel=1e-6)
+        assert _scalar(acc, f"eval/{label}/mean_token_entropy") == pytest.approx(
+            {step: ev[label]["mean_token_entropy"]}, rel=1e-6
+        )
     measurements = rundir.read_probe(tracked_run)["measurements"]
     assert [m["step"] for m in measurements] == [0, 4, last]
     assert _scalar(acc, "probe/lemma1_prediction") == pytest.approx(
-        {m["step"]: m["lemma1_prediction"] for m in measurements}, rel=1e-6)
-    assert _scalar(acc, "probe/jspol/mean") == pytest.approx({m["step"]: m["jspol"]["mean"] for m in measurements}, rel=1e-6)
+        {m["step"]: m["lemma1_prediction"] for m in measurements}, rel=1e-6
+    )
+    assert _scalar(acc, "probe/jspol/mean") == pytest.approx(
+        {m["step"]: m["jspol"]["mean"] for m in measurements}, rel=1e-6
+    )
     assert not any(tag.endswith("/seed") or tag.endswith("/seconds") for tag in acc.Tags()["scalars"])
 
 
@@ -98,7 +127,8 @@ def test_completions_are_kept_bounded_with_their_rewards_and_shown_as_text(track
     for record in kept:
         by_source.setdefault((record["source"], record["step"]), []).append(record)
     expected = {("eval/base", 0), ("eval/base_greedy", 0), ("eval/final", last), ("eval/final_greedy", last)} | {
-        ("train", s) for s in range(3, last + 1, 3)}
+        ("train", s) for s in range(3, last + 1, 3)
+    }
     assert set(by_source) == expected
     assert all(len(records) == KEPT for records in by_source.values())
     for record in kept:
@@ -116,19 +146,41 @@ def test_curve_points_are_scalars_when_measured(tracked_run):
     points = evaluate_curve(tracked_run, points=1, samples=32, n_problems=2)
     acc = _events(tracked_run)
     assert _scalar(acc, "curve/sampled/pass_at_k/32") == pytest.approx(
-        {p["step"]: p["sampled"]["pass_at_k"]["32"] for p in points}, rel=1e-6)
+        {p["step"]: p["sampled"]["pass_at_k"]["32"] for p in points}, rel=1e-6
+    )
     assert _scalar(acc, "curve/greedy/pass_at_k/1") == pytest.approx(
-        {p["step"]: p["greedy"]["pass_at_k"]["1"] for p in points}, rel=1e-6)
+        {p["step"]: p["greedy"]["pass_at_k"]["1"] for p in points}, rel=1e-6
+    )
 
 
 @pytest.mark.skipif(importlib.util.find_spec("wandb") is not None, reason="wandb is installed here")
 def test_a_missing_backend_is_one_line_naming_its_extra(tiny_model_dir, tmp_path):
     run = tmp_path / "run"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    proc = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--model", str(tiny_model_dir), "--out", str(run),
-                           "--report_to", "wandb"], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "escov.llm",
+            "train",
+            "--model",
+            str(tiny_model_dir),
+            "--out",
+            str(run),
+            "--report_to",
+            "wandb",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].endswith("report_to 'wandb' needs the wandb package: pip install -e \".[wandb]\"")
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .endswith("report_to 'wandb' needs the wandb package: pip install -e \".[wandb]\"")
+    )
     assert not run.exists()
 
 
@@ -139,13 +191,17 @@ def test_the_documented_names_are_the_ones_written(tracked_run):
 
     evaluate_curve(tracked_run, points=1, samples=32, n_problems=2)  # the curve/ names (measured again: same points)
     doc = (Path(__file__).resolve().parents[2] / "docs" / "run-directory.md").read_text()
-    table = doc[doc.index("| name | what | at step |"):].split("\n\n")[0].splitlines()[2:]
-    documented = {name.split("<")[0] for row in table for name in re.findall(r"`([a-z_]+(?:/[a-z_<>]*)*)`", row.split("|")[1])}
+    table = doc[doc.index("| name | what | at step |") :].split("\n\n")[0].splitlines()[2:]
+    documented = {
+        name.split("<")[0] for row in table for name in re.findall(r"`([a-z_]+(?:/[a-z_<>]*)*)`", row.split("|")[1])
+    }
     acc = _events(tracked_run)
     # TensorBoard files a text under <name>/text_summary
     written = set(acc.Tags()["scalars"]) | {t.removesuffix("/text_summary") for t in acc.Tags()["tensors"]}
     assert written and documented >= {"train/", "eval/", "probe/", "completions/", "config"}, documented
-    assert all(any(t == d or (d.endswith("/") and t.startswith(d)) for d in documented) for t in written), \
-        sorted(t for t in written if not any(t == d or (d.endswith("/") and t.startswith(d)) for d in documented))
-    assert all(any(t == d or t.startswith(d) for t in written) for d in documented), \
-        sorted(d for d in documented if not any(t == d or t.startswith(d) for t in written))
+    assert all(any(t == d or (d.endswith("/") and t.startswith(d)) for d in documented) for t in written), sorted(
+        t for t in written if not any(t == d or (d.endswith("/") and t.startswith(d)) for d in documented)
+    )
+    assert all(any(t == d or t.startswith(d) for t in written) for d in documented), sorted(
+        d for d in documented if not any(t == d or t.startswith(d) for t in written)
+    )

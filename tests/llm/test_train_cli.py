@@ -1,6 +1,7 @@
 """The `llm train` command as a user meets it: --help from the settings' own descriptions (without
 torch), TRL's names, the names eval and curve share with train, the start line and the summary,
 progress switches, output-path errors, and clean stops on SIGINT / SIGTERM that resume exactly."""
+
 import argparse
 import json
 import os
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from escov.llm import schedules, settings_help
-from escov.llm.cli import main as llm_main, progress_enabled
+from escov.llm.cli import main as llm_main
+from escov.llm.cli import progress_enabled
 from escov.llm.config import TrainConfig, config_from_args
 from escov.llm.settings_help import add_train_arguments
 from escov.llm.train_cli import start_line
@@ -36,6 +38,7 @@ def _python(code: str, env_extra: dict | None = None) -> subprocess.CompletedPro
 
 # ----------------------------------------------------------------------------- --help
 
+
 def test_every_setting_has_a_description():
     rows = settings_help.settings()
     assert len(rows) > 60 and {"steps", "es.sigma", "grpo.beta", "population.batched"} <= {name for name, *_ in rows}
@@ -43,8 +46,10 @@ def test_every_setting_has_a_description():
 
 
 def test_help_shows_each_description_and_default_without_importing_torch():
-    done = _python("import sys\nfrom escov.llm.cli import main\ntry:\n    main(['train', '--help'])\nexcept SystemExit as e:\n"
-                   "    print('EXIT', e.code)\nprint('TORCH', 'torch' in sys.modules)")
+    done = _python(
+        "import sys\nfrom escov.llm.cli import main\ntry:\n    main(['train', '--help'])\nexcept SystemExit as e:\n"
+        "    print('EXIT', e.code)\nprint('TORCH', 'torch' in sys.modules)"
+    )
     text = " ".join(done.stdout.split())  # argparse wraps lines
     assert "EXIT 0" in text and "TORCH False" in text, done.stderr[-2000:]
     for name, f, description, _ in settings_help.settings():
@@ -55,12 +60,19 @@ def test_help_shows_each_description_and_default_without_importing_torch():
     assert "--learning_rate (--grpo.learning_rate)" in text
 
 
-@pytest.mark.parametrize("command, flags", [("eval", ("--model", "--eval_samples", "--reward_function", "--device")),
-                                            ("curve", ("run_dir", "--points", "--split", "--max_points"))])
+@pytest.mark.parametrize(
+    "command, flags",
+    [
+        ("eval", ("--model", "--eval_samples", "--reward_function", "--device")),
+        ("curve", ("run_dir", "--points", "--split", "--max_points")),
+    ],
+)
 def test_eval_and_curve_help_answer_without_importing_torch(command, flags):
     """As `llm train --help`: the parser is built and printed before anything imports torch (seconds saved)."""
-    done = _python(f"import sys\nfrom escov.llm.cli import main\ntry:\n    main([{command!r}, '--help'])\n"
-                   "except SystemExit as e:\n    print('EXIT', e.code)\nprint('TORCH', 'torch' in sys.modules)")
+    done = _python(
+        f"import sys\nfrom escov.llm.cli import main\ntry:\n    main([{command!r}, '--help'])\n"
+        "except SystemExit as e:\n    print('EXIT', e.code)\nprint('TORCH', 'torch' in sys.modules)"
+    )
     text = " ".join(done.stdout.split())
     assert "EXIT 0" in text and "TORCH False" in text, done.stderr[-2000:]
     assert all(flag in text for flag in flags), text[:2000]
@@ -75,24 +87,58 @@ def test_settings_table_has_one_row_per_setting_with_its_default():
 
 # ----------------------------------------------------------------------------- TRL's names
 
+
 def test_trl_names_set_our_settings():
-    cfg = _parse(["--model_name_or_path", "m", "--output_dir", "o", "--learning_rate", "1e-4", "--max_steps", "7",
-                  "--save_steps", "3", "--num_generations", "4", "--beta", "0.0", "--epsilon", "0.3",
-                  "--vllm_gpu_memory_utilization", "0.5", "--algo", "grpo"])
-    assert (cfg.model, cfg.out, cfg.grpo.learning_rate, cfg.steps, cfg.checkpoint_every, cfg.grpo.num_generations,
-            cfg.grpo.beta, cfg.grpo.epsilon, cfg.gpu_memory_utilization) == ("m", "o", 1e-4, 7, 3, 4, 0.0, 0.3, 0.5)
+    cfg = _parse(
+        [
+            "--model_name_or_path",
+            "m",
+            "--output_dir",
+            "o",
+            "--learning_rate",
+            "1e-4",
+            "--max_steps",
+            "7",
+            "--save_steps",
+            "3",
+            "--num_generations",
+            "4",
+            "--beta",
+            "0.0",
+            "--epsilon",
+            "0.3",
+            "--vllm_gpu_memory_utilization",
+            "0.5",
+            "--algo",
+            "grpo",
+        ]
+    )
+    assert (
+        cfg.model,
+        cfg.out,
+        cfg.grpo.learning_rate,
+        cfg.steps,
+        cfg.checkpoint_every,
+        cfg.grpo.num_generations,
+        cfg.grpo.beta,
+        cfg.grpo.epsilon,
+        cfg.gpu_memory_utilization,
+    ) == ("m", "o", 1e-4, 7, 3, 4, 0.0, 0.3, 0.5)
     with pytest.raises(ValueError, match="grpo.learning_rate must be a finite number > 0"):  # still validated
         _parse(["--model", "m", "--out", "o", "--learning_rate", "-1"])
 
 
-@pytest.mark.parametrize("argv, hint", [
-    (["--per_device_train_batch_size", "8"], "--batch_size counts prompts per step"),
-    (["--logging_steps", "5"], "every step is logged"),
-    (["--use_vllm"], "--engine vllm"),
-    (["--sigma", "0.1"], "did you mean --es.sigma?"),
-    (["--es.sgma", "0.1"], "did you mean --es.sigma?"),
-    (["--grpo.learning_rat", "0.1"], "did you mean --grpo.learning_rate?"),
-])
+@pytest.mark.parametrize(
+    "argv, hint",
+    [
+        (["--per_device_train_batch_size", "8"], "--batch_size counts prompts per step"),
+        (["--logging_steps", "5"], "every step is logged"),
+        (["--use_vllm"], "--engine vllm"),
+        (["--sigma", "0.1"], "did you mean --es.sigma?"),
+        (["--es.sgma", "0.1"], "did you mean --es.sigma?"),
+        (["--grpo.learning_rat", "0.1"], "did you mean --grpo.learning_rate?"),
+    ],
+)
 def test_unknown_flags_point_to_ours(argv, hint, capsys):
     with pytest.raises(SystemExit) as exit_info:
         llm_main(["train", "--model", "m", "--out", "o", *argv])
@@ -103,24 +149,80 @@ def test_unknown_flags_point_to_ours(argv, hint, capsys):
 def test_eval_and_curve_use_train_names_and_keep_the_old_spellings():
     from escov.llm import curve, evaluate
 
-    shared = {"eval": ("max_completion_length", "prompt_style", "data_split", "eval_samples", "eval_ks", "eval_problems",
-                       "eval_temperature", "model", "task", "data", "test_data", "data_fields", "reward",
-                       "reward_function", "engine", "dtype", "seed", "out", "device"),
-              "curve": ("eval_samples", "eval_problems", "eval_temperature")}
+    shared = {
+        "eval": (
+            "max_completion_length",
+            "prompt_style",
+            "data_split",
+            "eval_samples",
+            "eval_ks",
+            "eval_problems",
+            "eval_temperature",
+            "model",
+            "task",
+            "data",
+            "test_data",
+            "data_fields",
+            "reward",
+            "reward_function",
+            "engine",
+            "dtype",
+            "seed",
+            "out",
+            "device",
+        ),
+        "curve": ("eval_samples", "eval_problems", "eval_temperature"),
+    }
     train_flags = {name for name, *_ in settings_help.settings()}
     for module, names in ((evaluate, shared["eval"]), (curve, shared["curve"])):
         parser = argparse.ArgumentParser()
         module.add_arguments(parser)
         flags = {s for a in parser._actions for s in a.option_strings}
-        assert all(f"--{n}" in flags and n in train_flags for n in names), sorted(f"--{n}" for n in names if f"--{n}" not in flags)
+        assert all(f"--{n}" in flags and n in train_flags for n in names), sorted(
+            f"--{n}" for n in names if f"--{n}" not in flags
+        )
         assert {"--no-progress", "--no_progress"} <= flags
     parser = argparse.ArgumentParser()
     evaluate.add_arguments(parser)
     base = ["--model", "m", "--task", "countdown"]
-    new = parser.parse_args(base + ["--max_completion_length", "7", "--prompt_style", "instruct", "--eval_samples", "4",
-                                    "--eval_ks", "1,4", "--data_split", "paper", "--eval_problems", "3", "--top_p", "0.9"])
-    old = parser.parse_args(base + ["--max-new-tokens", "7", "--prompt-style", "instruct", "--n", "4", "--k", "1,4",
-                                    "--data-split", "paper", "--num-problems", "3", "--top-p", "0.9"])
+    new = parser.parse_args(
+        base
+        + [
+            "--max_completion_length",
+            "7",
+            "--prompt_style",
+            "instruct",
+            "--eval_samples",
+            "4",
+            "--eval_ks",
+            "1,4",
+            "--data_split",
+            "paper",
+            "--eval_problems",
+            "3",
+            "--top_p",
+            "0.9",
+        ]
+    )
+    old = parser.parse_args(
+        base
+        + [
+            "--max-new-tokens",
+            "7",
+            "--prompt-style",
+            "instruct",
+            "--n",
+            "4",
+            "--k",
+            "1,4",
+            "--data-split",
+            "paper",
+            "--num-problems",
+            "3",
+            "--top-p",
+            "0.9",
+        ]
+    )
     assert new == old and new.max_new_tokens == 7 and new.prompt_style == "instruct"
     # what eval shares with train has train's defaults: with a run's flags it evaluates the run's test problems
     defaults, train_defaults = parser.parse_args(["--model", "m"]), TrainConfig()
@@ -129,12 +231,16 @@ def test_eval_and_curve_use_train_names_and_keep_the_old_spellings():
 
 # ----------------------------------------------------------------------------- the start line and --steps
 
-@pytest.mark.parametrize("algo, population, generations, expected", [
-    ("es", 8, 8, "ES 16 iterations (1-16)"),      # ES step = 2 N = 16 P L per prompt, GRPO step = 8 G = 64: 4 per step
-    ("es", 32, 8, "ES 4 iterations (1-4)"),       # N = 4 G: one per GRPO step
-    ("grpo", 8, 8, "GRPO 4 steps (1-4)"),
-    ("es-grpo", 8, 8, "ES 8 iterations (1-8) then GRPO 2 steps (9-10)"),
-])
+
+@pytest.mark.parametrize(
+    "algo, population, generations, expected",
+    [
+        ("es", 8, 8, "ES 16 iterations (1-16)"),  # ES step = 2 N = 16 P L per prompt, GRPO step = 8 G = 64: 4 per step
+        ("es", 32, 8, "ES 4 iterations (1-4)"),  # N = 4 G: one per GRPO step
+        ("grpo", 8, 8, "GRPO 4 steps (1-4)"),
+        ("es-grpo", 8, 8, "ES 8 iterations (1-8) then GRPO 2 steps (9-10)"),
+    ],
+)
 def test_start_line_says_how_many_iterations_the_budget_gives(algo, population, generations, expected):
     cfg = TrainConfig(algo=algo, model="m", out="runs/x", steps=4, switch_step=2 if "-" in algo else 0, device="cpu")
     cfg.es.population_size, cfg.grpo.num_generations = population, generations
@@ -153,6 +259,7 @@ def test_progress_switches(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- output paths
+
 
 def test_out_naming_a_file_is_a_one_line_error(tmp_path, capsys):
     path = tmp_path / "a_file"
@@ -178,13 +285,19 @@ def test_a_run_that_fails_before_training_leaves_no_folder(tmp_path, capsys):
 
 # ----------------------------------------------------------------------------- whole runs
 
+
 @pytest.fixture(scope="module")
 def finished_es_run(tiny_model_dir, tmp_path_factory):
     """An uninterrupted tiny ES run through the command, with progress bars off by TQDM_DISABLE: its folder,
     stdout, stderr, and its outputs (_outputs) as the run wrote them, before a test evaluates it again."""
     run = tmp_path_factory.mktemp("cli") / "ref"
-    proc = _cli(*_flags(_cfg(tiny_model_dir, run, "es")), env_extra={"TQDM_DISABLE": "1"},
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _cli(
+        *_flags(_cfg(tiny_model_dir, run, "es")),
+        env_extra={"TQDM_DISABLE": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
     return run, out, err, _outputs(run)
@@ -202,14 +315,17 @@ def uninterrupted(finished_es_run, tiny_model_dir, tmp_path_factory):
             _run(_cfg(tiny_model_dir, run, algo))
             made[algo] = _outputs(run)
         return made[algo]
+
     return outputs
 
 
 def test_start_line_and_summary_of_a_real_run(finished_es_run):
     run, out, err, _ = finished_es_run
     lines = out.splitlines()
-    assert lines[0] == (f"llm train: es on countdown, model {json.loads((run / 'config.json').read_text())['model']}; "
-                        f"budget 6 GRPO steps (flops) = ES 6 iterations (1-6); device cpu; output {run}")
+    assert lines[0] == (
+        f"llm train: es on countdown, model {json.loads((run / 'config.json').read_text())['model']}; "
+        f"budget 6 GRPO steps (flops) = ES 6 iterations (1-6); device cpu; output {run}"
+    )
     ev = json.loads((run / "eval.json").read_text())
     assert f"finished: {run}" in lines
     assert f"Pass@1 {ev['base']['pass_at_k']['1']:.3f} -> {ev['final']['pass_at_k']['1']:.3f}" in out
@@ -226,15 +342,23 @@ def test_resuming_a_finished_run_does_nothing_unless_asked(finished_es_run, caps
     said = capsys.readouterr().out
     assert f"{run} is finished" in said and "--re_evaluate" in said
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} == before
-    again = subprocess.run([sys.executable, "-m", "escov.llm", "train", "--resume", str(run), "--re_evaluate", "--no-progress"],
-                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    again = subprocess.run(
+        [sys.executable, "-m", "escov.llm", "train", "--resume", str(run), "--re_evaluate", "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     assert (run / "eval.json").stat().st_mtime_ns > before[run / "eval.json"] and "%|" not in again.stderr
 
 
-@pytest.mark.parametrize("algo, signum", [("es", signal.SIGINT), pytest.param("grpo", signal.SIGTERM, marks=pytest.mark.slow)])
-def test_a_signal_stops_cleanly_and_the_resumed_run_matches_an_uninterrupted_one(tiny_model_dir, tmp_path, algo, signum,
-                                                                                uninterrupted):
+@pytest.mark.parametrize(
+    "algo, signum", [("es", signal.SIGINT), pytest.param("grpo", signal.SIGTERM, marks=pytest.mark.slow)]
+)
+def test_a_signal_stops_cleanly_and_the_resumed_run_matches_an_uninterrupted_one(
+    tiny_model_dir, tmp_path, algo, signum, uninterrupted
+):
     run = tmp_path / "stopped"
     proc = _cli(*_flags(_cfg(tiny_model_dir, run, algo)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     marker = run / "checkpoints" / "step-2" / "trainer_state.json"
@@ -247,8 +371,9 @@ def test_a_signal_stops_cleanly_and_the_resumed_run_matches_an_uninterrupted_one
     assert proc.returncode == 128 + signum, err[-2000:]
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
-    assert last.startswith(f"stopped by {signal.Signals(signum).name} after step ") and \
-        last.endswith(f"resume with: python -m escov.llm train --resume {run}"), last
+    assert last.startswith(f"stopped by {signal.Signals(signum).name} after step ") and last.endswith(
+        f"resume with: python -m escov.llm train --resume {run}"
+    ), last
     assert not (run / "checkpoints" / "step-6").exists() and "final" not in json.loads((run / "eval.json").read_text())
     resumed = _cli("--resume", str(run), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _, resumed_err = resumed.communicate(timeout=300)
@@ -260,7 +385,9 @@ def test_a_signal_stops_cleanly_and_the_resumed_run_matches_an_uninterrupted_one
 
 def test_curve_command_writes_its_plot(finished_es_run, capsys):
     run = finished_es_run[0]
-    assert llm_main(["curve", str(run), "--points", "1", "--eval_samples", "32", "--eval_problems", "2",
-                     "--no-progress"]) == 0
+    assert (
+        llm_main(["curve", str(run), "--points", "1", "--eval_samples", "32", "--eval_problems", "2", "--no-progress"])
+        == 0
+    )
     assert (run / "curve.png").stat().st_size > 1000
     assert f"wrote {run / 'curve.json'} and {run / 'curve.png'}" in capsys.readouterr().out

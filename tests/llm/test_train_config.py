@@ -1,4 +1,5 @@
 """Settings from TOML files and flags; the budget of schedules (FLOP match and equal responses)."""
+
 import argparse
 
 import pytest
@@ -16,26 +17,59 @@ def _parse(argv):
 
 def test_flags_override_the_config_file(tmp_path):
     path = tmp_path / "run.toml"
-    path.write_text('algo = "es-grpo"\nswitch_step = 3\nmodel = "m"\nout = "o"\nsteps = 7\n[es]\nsigma = 0.002\n[grpo]\nbeta = 0.0\nnum_generations = 4\n')
-    cfg = _parse(["--config", str(path), "--steps", "9", "--es.antithetic", "true", "--eval_ks", "1,4",
-                  "--population.noise_rank", "4", "--workers", "2"])
-    assert (cfg.algo, cfg.steps, cfg.es.sigma, cfg.es.antithetic, cfg.grpo.beta, cfg.grpo.num_generations, cfg.eval_ks) == \
-        ("es-grpo", 9, 0.002, True, 0.0, 4, (1, 4))
+    path.write_text(
+        'algo = "es-grpo"\nswitch_step = 3\nmodel = "m"\nout = "o"\nsteps = 7\n[es]\nsigma = 0.002\n[grpo]\nbeta = 0.0\nnum_generations = 4\n'
+    )
+    cfg = _parse(
+        [
+            "--config",
+            str(path),
+            "--steps",
+            "9",
+            "--es.antithetic",
+            "true",
+            "--eval_ks",
+            "1,4",
+            "--population.noise_rank",
+            "4",
+            "--workers",
+            "2",
+        ]
+    )
+    assert (
+        cfg.algo,
+        cfg.steps,
+        cfg.es.sigma,
+        cfg.es.antithetic,
+        cfg.grpo.beta,
+        cfg.grpo.num_generations,
+        cfg.eval_ks,
+    ) == ("es-grpo", 9, 0.002, True, 0.0, 4, (1, 4))
     assert (cfg.population.noise_rank, cfg.population.batched, cfg.workers) == (4, False, 2)
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg  # what config.json saves reads back the same
 
 
-@pytest.mark.parametrize("text, match", [
-    ('model = "m"\nout = "o"\nstepz = 3\n', "unknown setting 'stepz'"),
-    ('model = "m"\nout = "o"\n[es]\nsigmaa = 1.0\n', "unknown setting 'sigmaa'"),
-    ('model = "m"\nout = "o"\nsteps = "ten"\n', "steps must be an integer"),
-    ('model = "m"\nout = "o"\nalgo = "ppo"\n', "algo must be one of"),
-    ('model = "m"\nout = "o"\nalgo = "es-grpo"\nsteps = 10\nswitch_step = 10\n', "switch_step"),
-    ('model = "m"\nout = "o"\nworkers = 3\n[es]\npopulation_size = 8\n', r"population_size \(8\) must be divisible by workers \(3\)"),
-    ('model = "m"\nout = "o"\nworkers = 0\n', "workers must be an integer >= 1"),
-    ('model = "m"\nout = "o"\nengine = "vllm"\n[population]\nbatched = true\n', "population.batched needs engine = 'hf'"),
-    ('model = "m"\nout = "o"\n[population]\nnoise_rank = -1\n', "noise_rank must be an integer >= 0"),
-    ('model = "m"\nout = "o"\n[population]\nrank = 4\n', "unknown setting 'rank'")])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ('model = "m"\nout = "o"\nstepz = 3\n', "unknown setting 'stepz'"),
+        ('model = "m"\nout = "o"\n[es]\nsigmaa = 1.0\n', "unknown setting 'sigmaa'"),
+        ('model = "m"\nout = "o"\nsteps = "ten"\n', "steps must be an integer"),
+        ('model = "m"\nout = "o"\nalgo = "ppo"\n', "algo must be one of"),
+        ('model = "m"\nout = "o"\nalgo = "es-grpo"\nsteps = 10\nswitch_step = 10\n', "switch_step"),
+        (
+            'model = "m"\nout = "o"\nworkers = 3\n[es]\npopulation_size = 8\n',
+            r"population_size \(8\) must be divisible by workers \(3\)",
+        ),
+        ('model = "m"\nout = "o"\nworkers = 0\n', "workers must be an integer >= 1"),
+        (
+            'model = "m"\nout = "o"\nengine = "vllm"\n[population]\nbatched = true\n',
+            "population.batched needs engine = 'hf'",
+        ),
+        ('model = "m"\nout = "o"\n[population]\nnoise_rank = -1\n', "noise_rank must be an integer >= 0"),
+        ('model = "m"\nout = "o"\n[population]\nrank = 4\n', "unknown setting 'rank'"),
+    ],
+)
 def test_bad_config_files_are_errors(tmp_path, text, match):
     path = tmp_path / "bad.toml"
     path.write_text(text)
@@ -57,13 +91,16 @@ def test_flop_match_with_n_equal_4g_gives_equal_steps():
     assert [(p.algo, p.start, p.steps) for p in phases] == [("es", 0, 4), ("grpo", 4, 6)]
     info = schedules.describe(cfg, phases)
     # 2 T N D P L for ES equals 8 T B G P L for GRPO: each phase spends exactly its share of the budget
-    assert info["phases"][0]["flops_per_prompt_PL"] == 8 * 8 * 4 and info["phases"][1]["flops_per_prompt_PL"] == 8 * 8 * 6
+    assert (
+        info["phases"][0]["flops_per_prompt_PL"] == 8 * 8 * 4 and info["phases"][1]["flops_per_prompt_PL"] == 8 * 8 * 6
+    )
 
 
 @pytest.mark.parametrize("num_iterations", [1, 3])
 def test_grpo_flops_count_num_iterations_as_the_bandit_does(num_iterations):
     """A GRPO step costs (2 + 6 mu) G per prompt: G generations, then mu forward/backward passes over them."""
-    from escov.simulate import ESConfig as BanditES, GRPOConfig as BanditGRPO
+    from escov.simulate import ESConfig as BanditES
+    from escov.simulate import GRPOConfig as BanditGRPO
 
     cfg = TrainConfig(algo="es-grpo", model="m", out="o", steps=10, switch_step=4)
     cfg.es.population_size, cfg.grpo.num_generations, cfg.grpo.num_iterations = 32, 8, num_iterations
@@ -76,7 +113,9 @@ def test_grpo_flops_count_num_iterations_as_the_bandit_does(num_iterations):
 
 
 def test_equal_responses_budget_converts_es_steps():
-    cfg = TrainConfig(algo="grpo-es", model="m", out="o", steps=12, switch_step=4, budget="responses", batch_size=2, train_pool=10)
+    cfg = TrainConfig(
+        algo="grpo-es", model="m", out="o", steps=12, switch_step=4, budget="responses", batch_size=2, train_pool=10
+    )
     cfg.es.population_size, cfg.grpo.num_generations = 16, 4
     phases = schedules.plan(cfg)
     # GRPO step: 4 responses per prompt; ES step: 16; 8 GRPO steps of budget -> 2 ES steps
@@ -144,20 +183,24 @@ def test_settings_of_every_strategy_validate_without_torch_or_the_es_package():
 
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-c", SETTINGS_WITHOUT_TORCH], env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", SETTINGS_WITHOUT_TORCH], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout)
     assert len(found["built"]) == 8
-    expected = ("config: population.batched needs engine = 'hf'",
-                "config: population.members vllm_lora needs engine = 'vllm', got 'hf'",
-                "config: es.population_size (8) must be divisible by workers (3)")
+    expected = (
+        "config: population.batched needs engine = 'hf'",
+        "config: population.members vllm_lora needs engine = 'vllm', got 'hf'",
+        "config: es.population_size (8) must be divisible by workers (3)",
+    )
     refused = found["refused"]
     assert len(refused) == 3 and all(m.startswith(e) for m, e in zip(refused, expected)), refused
     assert found["loaded"] == [], found["loaded"]
 
 
 # ----------------------------------------------------------------------------- the round trip, for generated configs
+
 
 def _values_of(name: str, f, default):  # -> a hypothesis strategy or None
     """A hypothesis strategy of values of one setting near its default (most valid; the rest filtered);
@@ -169,13 +212,25 @@ def _values_of(name: str, f, default):  # -> a hypothesis strategy or None
     from escov.llm.tasks.reasoning_format import PROMPT_STYLES
     from escov.llm.tracking import REPORT_TO
 
-    choices = {"algo": config.ALGOS, "budget": config.BUDGETS, "engine": config.ENGINES, "dtype": config.DTYPES,
-               "prompt_style": PROMPT_STYLES, "report_to": REPORT_TO, "device": ("auto", "cpu", "cuda", "cuda:1"),
-               "grpo.loss_type": tuple(config.LOSSES), "grpo.scale_rewards": config.SCALE_REWARDS,
-               "grpo.lr_scheduler_type": config.LR_SCHEDULERS, "grpo.lora_target_modules": ("", "q_proj,v_proj"),
-               "population.lowrank_layout": config.LOWRANK_LAYOUTS, "population.members": MEMBER_MODES,
-               "es.param_pattern": ("", r"mlp\.", "q_proj|v_proj"), "eval_ks": ((1,), (1, 4), (1, 16, 32)),
-               "threshold_keep": ((50.0,), (5.0, 22.0, 50.0)), "data_split": ("files", "first-8")}
+    choices = {
+        "algo": config.ALGOS,
+        "budget": config.BUDGETS,
+        "engine": config.ENGINES,
+        "dtype": config.DTYPES,
+        "prompt_style": PROMPT_STYLES,
+        "report_to": REPORT_TO,
+        "device": ("auto", "cpu", "cuda", "cuda:1"),
+        "grpo.loss_type": tuple(config.LOSSES),
+        "grpo.scale_rewards": config.SCALE_REWARDS,
+        "grpo.lr_scheduler_type": config.LR_SCHEDULERS,
+        "grpo.lora_target_modules": ("", "q_proj,v_proj"),
+        "population.lowrank_layout": config.LOWRANK_LAYOUTS,
+        "population.members": MEMBER_MODES,
+        "es.param_pattern": ("", r"mlp\.", "q_proj|v_proj"),
+        "eval_ks": ((1,), (1, 4), (1, 16, 32)),
+        "threshold_keep": ((50.0,), (5.0, 22.0, 50.0)),
+        "data_split": ("files", "first-8"),
+    }
     if name in choices:
         return st.sampled_from(choices[name])
     if f.type == "bool":
@@ -183,8 +238,11 @@ def _values_of(name: str, f, default):  # -> a hypothesis strategy or None
     if f.type == "int":
         return st.integers(0, 2**31 - 1) if name == "seed" else st.integers(max(0, default // 2), 2 * default + 3)
     if f.type == "float":
-        return st.floats(default / 2, default if default >= 1 else min(2 * default, 1.0)) if default > 0 \
+        return (
+            st.floats(default / 2, default if default >= 1 else min(2 * default, 1.0))
+            if default > 0
             else st.floats(0.0, 0.5)
+        )
     return None  # file paths, model, out, reward functions: their own tests
 
 
@@ -210,6 +268,7 @@ def _generated_configs():
             section, _, key = name.rpartition(".")
             (data.setdefault(section, {}) if section else data)[key] = draw(values[name])
         return data
+
     return configs()
 
 
@@ -235,4 +294,5 @@ def test_generated_configs_read_back_the_same_from_their_dict_and_from_config_js
                 assert got == (tuple(v) if isinstance(v, list) else v), (key, inner)
         assert TrainConfig.from_dict(as_dict) == cfg
         assert TrainConfig.from_dict(json.loads(json.dumps(as_dict))) == cfg
+
     round_trip()

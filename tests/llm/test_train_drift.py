@@ -1,4 +1,5 @@
 """Drift, update magnitudes and thresholded weights against direct numpy computations."""
+
 import numpy as np
 import torch
 from safetensors.torch import save_file
@@ -8,10 +9,15 @@ from escov.llm import drift
 
 def _pair(seed=0):
     g = torch.Generator().manual_seed(seed)
-    base = {"model.layers.0.mlp.up_proj.weight": torch.randn(8, 4, generator=g),
-            "model.layers.1.input_layernorm.weight": torch.ones(4),
-            "model.embed_tokens.weight": torch.randn(10, 4, generator=g)}
-    cur = {n: t + 1e-3 * torch.randn(t.shape, generator=g) * (torch.rand(t.shape, generator=g) < 0.5) for n, t in base.items()}
+    base = {
+        "model.layers.0.mlp.up_proj.weight": torch.randn(8, 4, generator=g),
+        "model.layers.1.input_layernorm.weight": torch.ones(4),
+        "model.embed_tokens.weight": torch.randn(10, 4, generator=g),
+    }
+    cur = {
+        n: t + 1e-3 * torch.randn(t.shape, generator=g) * (torch.rand(t.shape, generator=g) < 0.5)
+        for n, t in base.items()
+    }
     cur["model.layers.1.input_layernorm.weight"] = base["model.layers.1.input_layernorm.weight"] + 0.05
     return cur, base
 
@@ -22,7 +28,11 @@ def test_relative_drift_total_and_per_layer():
     flat = lambda d: np.concatenate([d[n].numpy().ravel() for n in d]).astype(np.float64)
     assert np.isclose(total, np.linalg.norm(flat(cur) - flat(base)) / np.linalg.norm(flat(base)), rtol=1e-6)
     n1 = "model.layers.1.input_layernorm.weight"
-    assert np.isclose(layers["layer.1"], np.linalg.norm(cur[n1].numpy() - base[n1].numpy()) / np.linalg.norm(base[n1].numpy()), rtol=1e-6)
+    assert np.isclose(
+        layers["layer.1"],
+        np.linalg.norm(cur[n1].numpy() - base[n1].numpy()) / np.linalg.norm(base[n1].numpy()),
+        rtol=1e-6,
+    )
     assert set(layers) == {"layer.0", "layer.1", "embed"}
 
 
@@ -75,7 +85,8 @@ def test_tau_scale_follows_alpha_alone():
 def test_saved_weights_as_a_bf16_engine_stores_them(tmp_path):
     import torch
     from safetensors.torch import save_file
-    w = torch.tensor([1.0 + 2 ** -10, 3.14159, -0.1])
+
+    w = torch.tensor([1.0 + 2**-10, 3.14159, -0.1])
     save_file({"w": w}, str(tmp_path / "model.safetensors"))
     assert torch.equal(drift.SavedWeights(tmp_path)["w"], w)
     bf16 = drift.SavedWeights(tmp_path, torch.bfloat16)["w"]

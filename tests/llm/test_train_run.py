@@ -2,6 +2,7 @@
 to an uninterrupted run), schedules, and runs stopped by non-finite values. Runs compared with each
 other go through `python -m escov.llm train` in fresh processes: a process that has created a VLLMEngine
 (the session fixture) no longer honours torch.set_num_threads, so its arithmetic differs."""
+
 import json
 import math
 import os
@@ -16,23 +17,47 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from escov.llm import rundir
 from escov.llm.config import TrainConfig, flag_applies
 from escov.llm.rollout import NonFiniteError
-from escov.llm import rundir
 from escov.llm.rundir import TIMING_KEYS
 from escov.llm.train import train
 from tests.llm.tasks_for_tests import CountdownScoredBy
 
-SMALL = dict(steps=6, switch_step=3, batch_size=2, train_pool=8, threads=1, max_completion_length=6, checkpoint_every=2,
-             step_samples=2, probe_prompts=1, probe_members=2, probe_samples=2, probe_center_samples=2, eval_problems=2,
-             eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(50.0,), format_reward=0.1)
+SMALL = dict(
+    steps=6,
+    switch_step=3,
+    batch_size=2,
+    train_pool=8,
+    threads=1,
+    max_completion_length=6,
+    checkpoint_every=2,
+    step_samples=2,
+    probe_prompts=1,
+    probe_members=2,
+    probe_samples=2,
+    probe_center_samples=2,
+    eval_problems=2,
+    eval_samples=2,
+    eval_ks=(1,),
+    heldout_task="",
+    threshold_keep=(50.0,),
+    format_reward=0.1,
+)
 SMALL_ES = dict(population_size=8, sigma=0.02, alpha=0.01, member_temperature=1.0, member_samples=2)
 SMALL_GRPO = dict(num_generations=4, learning_rate=3e-3)
 
 
 def _cfg(model_dir, out, algo, es=None, grpo=None, **over):
-    data = {"algo": algo, "model": str(model_dir), "out": str(out), **SMALL, **over,
-            "es": SMALL_ES | (es or {}), "grpo": SMALL_GRPO | (grpo or {})}
+    data = {
+        "algo": algo,
+        "model": str(model_dir),
+        "out": str(out),
+        **SMALL,
+        **over,
+        "es": SMALL_ES | (es or {}),
+        "grpo": SMALL_GRPO | (grpo or {}),
+    }
     return TrainConfig.from_dict(data)
 
 
@@ -45,7 +70,13 @@ def _flags(cfg: TrainConfig) -> list[str]:
             name = f"{key}.{sub}" if sub else key
             if not flag_applies(name, cfg.algo):
                 continue
-            text = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v).lower() if isinstance(v, bool) else str(v)
+            text = (
+                ",".join(map(str, v))
+                if isinstance(v, (list, tuple))
+                else str(v).lower()
+                if isinstance(v, bool)
+                else str(v)
+            )
             out += [f"--{name}", text]
     return out
 
@@ -57,8 +88,12 @@ def _strip_timing(rows):
 def _outputs(run: Path):
     rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
     last = max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("step-*"))
-    return (_strip_timing(rows), load_file(run / "checkpoints" / f"step-{last}" / "model.safetensors"),
-            json.loads((run / "probe.json").read_text()), json.loads((run / "eval.json").read_text()))
+    return (
+        _strip_timing(rows),
+        load_file(run / "checkpoints" / f"step-{last}" / "model.safetensors"),
+        json.loads((run / "probe.json").read_text()),
+        json.loads((run / "eval.json").read_text()),
+    )
 
 
 def _same(a, b):
@@ -89,10 +124,21 @@ def test_run_directory_contents(tiny_model_dir, tmp_path):
     run = tmp_path / "run"
     _run(_cfg(tiny_model_dir, run, "es", steps=2, checkpoint_every=1))
     cfg = json.loads((run / "config.json").read_text())
-    assert cfg["algo"] == "es" and cfg["schedule"]["budget"] == "flops" and cfg["schedule"]["total_steps"] == 2  # 2 N m = 8 G
+    assert (
+        cfg["algo"] == "es" and cfg["schedule"]["budget"] == "flops" and cfg["schedule"]["total_steps"] == 2
+    )  # 2 N m = 8 G
     rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
-    for key in ("reward_mean", "pass_at_1", "no_correct_share", "entropy", "drift_rel", "drift_layers", "tokens_per_s", "wall_seconds"):
+    for key in (
+        "reward_mean",
+        "pass_at_1",
+        "no_correct_share",
+        "entropy",
+        "drift_rel",
+        "drift_layers",
+        "tokens_per_s",
+        "wall_seconds",
+    ):
         assert all(math.isfinite(r[key]) if key != "drift_layers" else r[key] for r in rows), key
     assert rows[-1]["drift_rel"] > 0
     pop = json.loads((run / "probe.json").read_text())["measurements"]
@@ -119,9 +165,13 @@ def test_batched_population_and_ray_workers_train_the_member_by_member_weights(t
     two Ray actors (each replica applies the update from the seeds and z) reproduce the member-by-member run;
     so does a batched low-rank population (stacked layout) its member-by-member low-rank run."""
     es = {"member_temperature": 0.0, "member_samples": 1}
-    ways = {"member": {}, "batched": {"population": {"batched": True}}, "ray": {"workers": 2},
-            "lowrank-member": {"population": {"noise_rank": 2}},
-            "lowrank-batched": {"population": {"noise_rank": 2, "batched": True}}}
+    ways = {
+        "member": {},
+        "batched": {"population": {"batched": True}},
+        "ray": {"workers": 2},
+        "lowrank-member": {"population": {"noise_rank": 2}},
+        "lowrank-batched": {"population": {"noise_rank": 2, "batched": True}},
+    }
     for name, over in ways.items():
         _run(_cfg(tiny_model_dir, tmp_path / name, "es", es=es, steps=2, **over))
     runs = {name: _outputs(tmp_path / name) for name in ways}
@@ -134,10 +184,14 @@ def test_batched_population_and_ray_workers_train_the_member_by_member_weights(t
     assert not all(torch.equal(runs["member"][1][n], runs["lowrank-member"][1][n]) for n in runs["member"][1])
 
 
-@pytest.mark.parametrize("over, match", [
-    ({"population": {"noise_rank": 64}}, "noise_rank 64 is larger than"),
-    ({"ray_address": "127.0.0.1:9"}, "no Ray cluster reachable"),
-    ({"population": {"batched": True}, "es": {"inplace_bf16": True}}, "inplace_bf16")])
+@pytest.mark.parametrize(
+    "over, match",
+    [
+        ({"population": {"noise_rank": 64}}, "noise_rank 64 is larger than"),
+        ({"ray_address": "127.0.0.1:9"}, "no Ray cluster reachable"),
+        ({"population": {"batched": True}, "es": {"inplace_bf16": True}}, "inplace_bf16"),
+    ],
+)
 def test_bad_population_settings_fail_before_any_work(tiny_model_dir, tmp_path, over, match):
     es = over.pop("es", None)
     with pytest.raises(ValueError, match=match):
@@ -169,9 +223,14 @@ def test_non_finite_reward_stops_the_run_naming_step_and_quantity(tiny_model_dir
     with pytest.raises(NonFiniteError, match=r"step 0: reward is not finite.*last good checkpoint: .*step-0"):
         train(cfg, task=CountdownScoredBy("nan-reward", reward), show_progress=False)
     assert (tmp_path / "nan" / "checkpoints" / "step-0" / "model.safetensors").exists()
-    with pytest.raises(NonFiniteError, match=r"^step 0: reward is not finite \(nan\) for task nan-reward \(evaluation\)$"):
-        train(_cfg(tiny_model_dir, tmp_path / "nan-eval", "grpo", eval_samples=1, eval_ks=(1,)),
-              task=CountdownScoredBy("nan-reward", lambda completion: float("nan")), show_progress=False)
+    with pytest.raises(
+        NonFiniteError, match=r"^step 0: reward is not finite \(nan\) for task nan-reward \(evaluation\)$"
+    ):
+        train(
+            _cfg(tiny_model_dir, tmp_path / "nan-eval", "grpo", eval_samples=1, eval_ks=(1,)),
+            task=CountdownScoredBy("nan-reward", lambda completion: float("nan")),
+            show_progress=False,
+        )
     assert not (tmp_path / "nan-eval").exists()
 
 
@@ -247,21 +306,26 @@ def uninterrupted_es_grpo(tiny_model_dir, tmp_path_factory):
     rows = outputs["metrics.jsonl"]
     assert [r["phase"] for r in rows] == ["es"] * 3 + ["grpo"] * 3 and rows[-1]["drift_rel"] > 0
     ev = outputs["eval.json"]
-    assert ev["final"]["mean_token_entropy"] != ev["base"]["mean_token_entropy"], \
+    assert ev["final"]["mean_token_entropy"] != ev["base"]["mean_token_entropy"], (
         "a final evaluation equal to the base one could not tell final weights from base weights"
+    )
     return outputs
 
 
 def _killed_at(point: str, cfg: TrainConfig) -> None:
-    proc = _cli(*_flags(cfg), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                env_extra={"ESCOV_TEST_STOP_AT": point})
+    proc = _cli(
+        *_flags(cfg), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env_extra={"ESCOV_TEST_STOP_AT": point}
+    )
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == -signal.SIGKILL, f"the run did not stop at {point}: {err.decode()[-1000:]}"
 
 
-@pytest.mark.parametrize("point", [pytest.param(p, marks=() if p in FAST_POINTS else pytest.mark.slow) for p in KILL_POINTS])
+@pytest.mark.parametrize(
+    "point", [pytest.param(p, marks=() if p in FAST_POINTS else pytest.mark.slow) for p in KILL_POINTS]
+)
 def test_resume_after_a_kill_at_every_point_of_a_run_writes_every_file_as_an_uninterrupted_run(
-        tiny_model_dir, tmp_path, uninterrupted_es_grpo, point):
+    tiny_model_dir, tmp_path, uninterrupted_es_grpo, point
+):
     run = tmp_path / "run"
     _killed_at(point, _cfg(tiny_model_dir, run, "es-grpo"))
     assert _every_output(run) != uninterrupted_es_grpo, "the kill must leave the run unfinished"
@@ -270,7 +334,8 @@ def test_resume_after_a_kill_at_every_point_of_a_run_writes_every_file_as_an_uni
 
 
 def test_a_kill_9_from_outside_mid_run_resumes_to_every_file_of_the_uninterrupted_run(
-        tiny_model_dir, tmp_path, uninterrupted_es_grpo):
+    tiny_model_dir, tmp_path, uninterrupted_es_grpo
+):
     """SIGKILL sent from outside at whatever the run is doing once checkpoint 2 exists (mid ES phase), then
     --resume: every file equals the uninterrupted es-grpo run's (the points above kill at chosen places, from inside)."""
     run = tmp_path / "killed"
@@ -288,7 +353,8 @@ def test_a_kill_9_from_outside_mid_run_resumes_to_every_file_of_the_uninterrupte
 
 
 def test_a_checkpoint_that_fails_to_load_falls_back_to_the_previous_one_naming_it(
-        tiny_model_dir, tmp_path, uninterrupted_es_grpo):
+    tiny_model_dir, tmp_path, uninterrupted_es_grpo
+):
     run = tmp_path / "run"
     _killed_at("checkpoint-6", _cfg(tiny_model_dir, run, "es-grpo"))
     damaged = run / "checkpoints" / "step-6" / "model.safetensors"

@@ -1,4 +1,5 @@
 """save_untrained_llama: an untrained, loadable Llama with head size 32 and weights scaled for sharp logits."""
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -8,7 +9,9 @@ def test_saved_model_loads_with_head_size_32_and_scaled_matrices(tmp_path):
     from escov.llm.tinymodel import save_untrained_llama
 
     sharp = save_untrained_llama(tmp_path / "sharp", hidden_size=64, num_layers=2, intermediate_size=96)
-    plain = save_untrained_llama(tmp_path / "plain", hidden_size=64, num_layers=2, intermediate_size=96, weight_scale=1.0)
+    plain = save_untrained_llama(
+        tmp_path / "plain", hidden_size=64, num_layers=2, intermediate_size=96, weight_scale=1.0
+    )
     model = AutoModelForCausalLM.from_pretrained(sharp, dtype=torch.float32)
     cfg = model.config
     assert (cfg.hidden_size // cfg.num_attention_heads, cfg.num_hidden_layers, cfg.intermediate_size) == (32, 2, 96)

@@ -29,6 +29,7 @@ prints, per layout and reading, the mean matched ES - GRPO difference with no re
 often a part's interval lies above zero and the claim holds, the bias control, and the power at a
 real gap of about 3 points.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,8 @@ from scipy.stats import beta as beta_dist
 N_SAMPLES, PROMPTS, SEEDS, STEPS = 32, 64, 8, 40
 OLD_CHECKPOINTS = list(range(5, STEPS + 1, 5))
 PLANNED_CHECKPOINTS = [s for s in range(1, STEPS + 1) if s <= 10 or s % 5 == 0]
-GAP_CONCENTRATION = 3.85   # ES's frontier for a real gap: about +3 points of Pass@16 and Pass@32 in the range
-BASE = 0.134                     # the first answer run's base Pass@1
+GAP_CONCENTRATION = 3.85  # ES's frontier for a real gap: about +3 points of Pass@16 and Pass@32 in the range
+BASE = 0.134  # the first answer run's base Pass@1
 CONCENTRATION, NEVER = 3.0, 0.11  # base Pass@16 / @32 of 0.54 / 0.63, 11% of prompts never solved
 
 
@@ -75,8 +76,15 @@ def slow(rng=None, end: float = 0.32) -> np.ndarray:
 class Run:
     """One simulated run: measures curve points (curve.json records) at any step on demand."""
 
-    def __init__(self, trajectory: np.ndarray, u: np.ndarray, rng, c: float = CONCENTRATION, z: float = NEVER,
-                 samples: int = N_SAMPLES):
+    def __init__(
+        self,
+        trajectory: np.ndarray,
+        u: np.ndarray,
+        rng,
+        c: float = CONCENTRATION,
+        z: float = NEVER,
+        samples: int = N_SAMPLES,
+    ):
         self.trajectory, self.u, self.rng, self.c, self.z, self.samples = trajectory, u, rng, c, z, samples
         self.points: dict[int, dict] = {}
 
@@ -84,10 +92,15 @@ class Run:
         if step not in self.points:
             counts = self.rng.binomial(self.samples, rates(self.u, self.trajectory[step], self.c, self.z))
             self.points[step] = {
-                "step": step, "greedy": {"pass_at_k": {"1": 0.0}},
-                "sampled": {"n": self.samples, "pass_at_k": {"1": float(counts.mean() / self.samples)},
-                            "mean_token_entropy": 1.0,
-                            "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]}}
+                "step": step,
+                "greedy": {"pass_at_k": {"1": 0.0}},
+                "sampled": {
+                    "n": self.samples,
+                    "pass_at_k": {"1": float(counts.mean() / self.samples)},
+                    "mean_token_entropy": 1.0,
+                    "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)],
+                },
+            }
         return self.points[step]
 
     def pass1_at(self, step: int) -> float:
@@ -132,10 +145,19 @@ def _rates(replications: int, planned: bool, resolution: float, es_concentration
             above[k] += d.lo > 0
             means[k].append(100 * d.mean)
             bias[k].append(100 * info["bias"]["estimate"]["mean"])
-    parts = "; ".join(f"@{k}: mean {np.mean(means[k]):+.2f} pts, interval above 0 in {above[k]}/{compared}, "
-                      f"bias control {np.mean(bias[k]):+.2f} pts" for k in (16, 32)) if compared else "nothing compared"
-    return (f"compared in {compared}/{replications}, claim holds in {holds}/{compared}; {parts}; "
-            f"GRPO measured points in range {np.mean(points):.1f} per run")
+    parts = (
+        "; ".join(
+            f"@{k}: mean {np.mean(means[k]):+.2f} pts, interval above 0 in {above[k]}/{compared}, "
+            f"bias control {np.mean(bias[k]):+.2f} pts"
+            for k in (16, 32)
+        )
+        if compared
+        else "nothing compared"
+    )
+    return (
+        f"compared in {compared}/{replications}, claim holds in {holds}/{compared}; {parts}; "
+        f"GRPO measured points in range {np.mean(points):.1f} per run"
+    )
 
 
 if __name__ == "__main__":

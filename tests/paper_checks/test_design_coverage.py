@@ -7,6 +7,7 @@ Nominal 95% intervals must cover it in at least 93% of replications at 2, 4 and 
 method's Pass@k and for a paired difference. The naive interval (prompts resampled within each seed,
 a percentile bootstrap over seeds) is run on the same data and must fall short, so the test can fail.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ from escov.paper_checks.design import seed_level, seeds_by_prompts
 from escov.theory.metrics import pass_at_k_counts
 
 SAMPLES, PROMPTS, REPS = 32, 64, 600
-MU, SEED_SD, PROMPT_SD, EFFECT = -1.0, 0.35, 1.0, 0.5   # logits
+MU, SEED_SD, PROMPT_SD, EFFECT = -1.0, 0.35, 1.0, 0.5  # logits
 NODES, WEIGHTS = np.polynomial.hermite_e.hermegauss(80)
 WEIGHTS = WEIGHTS / WEIGHTS.sum()
 
@@ -54,8 +55,11 @@ def coverage(seeds: int, paired: bool, k: int, rng) -> tuple[float, float]:
     ours = naive = 0
     for rep in range(REPS):
         prompt_effect = rng.normal(0.0, PROMPT_SD, PROMPTS)
-        y = _runs(rng, prompt_effect, seeds, EFFECT, k) - _runs(rng, prompt_effect, seeds, 0.0, k) if paired \
+        y = (
+            _runs(rng, prompt_effect, seeds, EFFECT, k) - _runs(rng, prompt_effect, seeds, 0.0, k)
+            if paired
             else _runs(rng, prompt_effect, seeds, 0.0, k)
+        )
         assert y.std() > 0  # not a degenerate draw
         est = seeds_by_prompts(y, SAMPLES, n_boot=300, seed=rep)
         ours += est.lo <= truth <= est.hi
@@ -100,10 +104,16 @@ def test_the_interval_equals_its_closed_form_on_a_small_array():
     assert est.mean == pytest.approx(y.mean(), abs=1e-15)
     assert est.se == pytest.approx(math.sqrt(v_s + v_p), rel=0.01)
     assert (est.hi - est.lo) / 2 == pytest.approx(half, rel=0.01) and (est.lo + est.hi) / 2 == pytest.approx(y.mean())
-    assert st.t.ppf(0.975, est.df) * est.se == pytest.approx((est.hi - est.lo) / 2, rel=1e-6)  # df: the t whose quantile gives it
-    power = st.nct.sf(st.t.ppf(0.975, est.df), est.df, est.detectable / est.se)  # the power line: 80% power (upper tail)
+    assert st.t.ppf(0.975, est.df) * est.se == pytest.approx(
+        (est.hi - est.lo) / 2, rel=1e-6
+    )  # df: the t whose quantile gives it
+    power = st.nct.sf(
+        st.t.ppf(0.975, est.df), est.df, est.detectable / est.se
+    )  # the power line: 80% power (upper tail)
     assert power == pytest.approx(0.80, abs=0.005)
-    assert (est.seeds, est.prompts, est.samples) == (3, 4, 8) and est.to_json()["design"] == "3 seeds x 4 prompts x 8 samples"
+    assert (est.seeds, est.prompts, est.samples) == (3, 4, 8) and est.to_json()[
+        "design"
+    ] == "3 seeds x 4 prompts x 8 samples"
     flat = seeds_by_prompts(np.full((2, 3), 0.25), 8)  # every value the same: the mean is exact
     assert (flat.mean, flat.lo, flat.hi, flat.se, flat.df, flat.detectable) == (0.25, 0.25, 0.25, 0.0, np.inf, 0.0)
     assert (flat.seeds, flat.prompts, flat.samples) == (2, 3, 8)
@@ -124,7 +134,13 @@ def test_the_array_needs_a_seed_and_two_prompts_and_the_bootstrap_seed_defaults_
             seeds_by_prompts(np.ones(shape), SAMPLES)
     one_seed = seeds_by_prompts([[0.0, 1.0]], SAMPLES)
     assert (one_seed.mean, one_seed.lo, one_seed.hi, one_seed.se, one_seed.df, one_seed.detectable) == (
-        0.5, -np.inf, np.inf, np.inf, 0.0, np.inf)
+        0.5,
+        -np.inf,
+        np.inf,
+        np.inf,
+        0.0,
+        np.inf,
+    )
     two = seeds_by_prompts([[0.0, 1.0], [0.5, 1.0]], SAMPLES)
     assert np.isfinite(two.lo) and two.lo < two.mean == 0.625 < two.hi
     y = np.random.default_rng(3).random((3, 5))

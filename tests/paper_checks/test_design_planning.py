@@ -2,22 +2,33 @@
 the planned detectable difference checked against the power seeds_by_prompts actually has on synthetic designs
 whose true mean is that difference, the fewest seeds for a target found exactly, and the seeds read back from
 an estimate (seeds_to_detect)."""
+
 import math
 
 import numpy as np
 import pytest
 from scipy import stats as st
 
-from escov.paper_checks.design import (Components, planned_detectable, seeds_by_prompts, seeds_needed, seeds_to_detect,
-                                       variance_components)
+from escov.paper_checks.design import (
+    Components,
+    planned_detectable,
+    seeds_by_prompts,
+    seeds_needed,
+    seeds_to_detect,
+    variance_components,
+)
 from escov.theory.decisions import detectable, effective_df, over_seeds
 
 TRUE = {"seed": 4e-4, "prompt": 1e-4, "residual": 2e-3}
 
 
 def draw(rng, seeds, prompts, mean=0.0, seed=TRUE["seed"], prompt=TRUE["prompt"], residual=TRUE["residual"]):
-    return (mean + rng.normal(0, seed ** 0.5, (seeds, 1)) + rng.normal(0, prompt ** 0.5, (1, prompts))
-            + rng.normal(0, residual ** 0.5, (seeds, prompts)))
+    return (
+        mean
+        + rng.normal(0, seed**0.5, (seeds, 1))
+        + rng.normal(0, prompt**0.5, (1, prompts))
+        + rng.normal(0, residual**0.5, (seeds, prompts))
+    )
 
 
 def test_components_are_recovered_on_average():
@@ -35,7 +46,7 @@ def test_components_of_a_hand_computed_array():
     # [[-0.5, -0.5, 1.0], [0.5, 0.5, -1.0]] -> sum of squares 3.0 over (2-1)(3-1) = 2 df
     c = variance_components(y)
     assert c.residual == pytest.approx(1.5)
-    assert c.seed == pytest.approx(max(0.0, (3 * 0.5 - 1.5) / 3))          # MS_seed = 3 x Var(3, 4) = 1.5
+    assert c.seed == pytest.approx(max(0.0, (3 * 0.5 - 1.5) / 3))  # MS_seed = 3 x Var(3, 4) = 1.5
     assert c.prompt == pytest.approx((2 * np.var([2, 3, 5.5], ddof=1) - 1.5) / 2)
     shares = c.shares()
     assert sum(shares.values()) == pytest.approx(1.0) and shares["seeds"] == 0.0
@@ -50,12 +61,22 @@ def test_the_planned_detectable_difference_is_found_80_percent_of_the_time(seeds
     rng = np.random.default_rng(seeds)
     c = Components(**TRUE, seeds=8, prompts=64)
     d = planned_detectable(c, seeds, prompts)
-    found = np.mean([(lambda e: e.lo > 0 or e.hi < 0)(seeds_by_prompts(draw(rng, seeds, prompts, mean=d), 32, n_boot=300, seed=i))
-                     for i in range(400)])
+    found = np.mean(
+        [
+            (lambda e: e.lo > 0 or e.hi < 0)(
+                seeds_by_prompts(draw(rng, seeds, prompts, mean=d), 32, n_boot=300, seed=i)
+            )
+            for i in range(400)
+        ]
+    )
     assert 0.72 <= found <= 0.88, (d, found)
     # and a true mean of zero is declared nonzero about 5% of the time, never near 80%
-    false = np.mean([(lambda e: e.lo > 0 or e.hi < 0)(seeds_by_prompts(draw(rng, seeds, prompts), 32, n_boot=300, seed=i))
-                     for i in range(200)])
+    false = np.mean(
+        [
+            (lambda e: e.lo > 0 or e.hi < 0)(seeds_by_prompts(draw(rng, seeds, prompts), 32, n_boot=300, seed=i))
+            for i in range(200)
+        ]
+    )
     assert false <= 0.12
 
 
@@ -63,7 +84,7 @@ def test_seeds_needed_is_the_first_design_that_reaches_the_target():
     c = Components(**TRUE, seeds=8, prompts=64)
     n = seeds_needed(c, 0.02, 64)
     assert planned_detectable(c, n, 64) <= 0.02 < planned_detectable(c, n - 1, 64)
-    assert seeds_needed(c, 0.02, 256) < n   # more prompts, fewer seeds
+    assert seeds_needed(c, 0.02, 256) < n  # more prompts, fewer seeds
     # the prompt component alone sets a floor no number of seeds goes below
     floor_bound = 2.8 * (TRUE["prompt"] / 64) ** 0.5
     assert seeds_needed(c, 0.9 * floor_bound, 64) is None
@@ -82,7 +103,6 @@ def test_an_estimate_is_its_own_design_at_its_seeds():
         assert seeds_to_detect(est, d * 10) < est["seeds"] or est["seeds"] == 2
 
 
-
 def test_seeds_to_detect_reads_the_recorded_split_and_needs_it_when_seeds_equal_prompts():
     """With as many seeds as prompts t_{S-1} = t_{P-1}, and the half-width cannot split se^2 into its seed and prompt
     parts: the recorded v_seeds does (the seed means' variance / S, computed here by hand); without it, no count."""
@@ -95,20 +115,24 @@ def test_seeds_to_detect_reads_the_recorded_split_and_needs_it_when_seeds_equal_
     assert seeds_to_detect({k: v for k, v in est.items() if k != "v_seeds"}, d) is None
     # an estimate written before v_seeds was recorded (S != P) reads the same count from its half-width
     wide = seeds_by_prompts(np.hstack([y, y[:, :2]]), 32).to_json()
-    assert seeds_to_detect({k: v for k, v in wide.items() if k != "v_seeds"}, wide["detectable"] * 0.5) == \
-        seeds_to_detect(wide, wide["detectable"] * 0.5)
+    assert seeds_to_detect(
+        {k: v for k, v in wide.items() if k != "v_seeds"}, wide["detectable"] * 0.5
+    ) == seeds_to_detect(wide, wide["detectable"] * 0.5)
 
 
 def test_seeds_to_detect_reads_the_design_a_known_truth_needs():
     """On designs drawn from known variance components, the seeds seeds_to_detect reads from a 4-seed estimate
     are close to those planned_detectable gives from the true components (median over draws)."""
     truth = Components(seed=0.004, prompt=0.01, residual=0.02, seeds=4, prompts=64)
-    target = planned_detectable(truth, 12, 64)   # the truth needs 12 seeds for this effect
+    target = planned_detectable(truth, 12, 64)  # the truth needs 12 seeds for this effect
     rng = np.random.default_rng(7)
     found = []
     for _ in range(40):
-        y = (rng.normal(0, np.sqrt(truth.seed), (4, 1)) + rng.normal(0, np.sqrt(truth.prompt), (1, 64))
-             + rng.normal(0, np.sqrt(truth.residual), (4, 64)))
+        y = (
+            rng.normal(0, np.sqrt(truth.seed), (4, 1))
+            + rng.normal(0, np.sqrt(truth.prompt), (1, 64))
+            + rng.normal(0, np.sqrt(truth.residual), (4, 64))
+        )
         assert variance_components(y).seeds == 4
         found.append(seeds_to_detect(seeds_by_prompts(y, 32).to_json(), target, most=200) or 201)
     assert 8 <= np.median(found) <= 18, sorted(found)
@@ -142,7 +166,9 @@ def _half(v_s, v_p, seeds, prompts):
     return math.hypot(st.t.ppf(0.975, seeds - 1) * math.sqrt(v_s), st.t.ppf(0.975, prompts - 1) * math.sqrt(v_p))
 
 
-@pytest.mark.parametrize("seeds, prompts, v_s, v_p", [(4, 64, 4e-4, 1e-4), (2, 3, 1e-3, 3e-4), (3, 2, 1e-3, 3e-4), (6, 16, 1e-4, 0.0)])
+@pytest.mark.parametrize(
+    "seeds, prompts, v_s, v_p", [(4, 64, 4e-4, 1e-4), (2, 3, 1e-3, 3e-4), (3, 2, 1e-3, 3e-4), (6, 16, 1e-4, 0.0)]
+)
 def test_seeds_to_detect_rescales_the_seed_variance_of_a_seeds_by_prompts_estimate(seeds, prompts, v_s, v_p):
     """An estimate written from known variances v_s (falls as 1/S) and v_p (kept): at n seeds its detectable
     difference is that of se^2 = v_s S / n + v_p with the half-width's effective df; seeds_to_detect finds each n."""
@@ -162,7 +188,8 @@ def test_seeds_to_detect_rescales_the_seed_variance_of_a_seeds_by_prompts_estima
 
 @pytest.mark.parametrize("se", [1.0, 0.3])
 def test_seeds_to_detect_of_a_seed_level_estimate(se):
-    """A seed-level estimate (S = 4 seeds, Welch df 5.2) is all seed variance: at n seeds se sqrt(S / n), df 5.2 (n - 1) / 3."""
+    """A seed-level estimate (S = 4 seeds, Welch df 5.2) is all seed variance: at n seeds se sqrt(S / n),
+    df 5.2 (n - 1) / 3."""
     est = {"seeds": 4, "se": se, "df": 5.2}
     at = {n: detectable(se * math.sqrt(4 / n), 5.2 * (n - 1) / 3) for n in range(2, 21)}
     for n in range(2, 21):
@@ -174,8 +201,12 @@ def test_seeds_to_detect_of_a_seed_level_estimate(se):
 
 
 def test_seeds_to_detect_refuses_what_it_cannot_read():
-    for est in ({"seeds": 1, "se": 0.1, "df": 1.0}, {"seeds": 4, "se": None, "df": 3.0},
-                {"seeds": 4, "se": math.inf, "df": 3.0}, {"seeds": 4, "se": math.nan, "df": 3.0}):
+    for est in (
+        {"seeds": 1, "se": 0.1, "df": 1.0},
+        {"seeds": 4, "se": None, "df": 3.0},
+        {"seeds": 4, "se": math.inf, "df": 3.0},
+        {"seeds": 4, "se": math.nan, "df": 3.0},
+    ):
         assert seeds_to_detect(est, 0.1) is None
-    assert seeds_to_detect({"seeds": 4, "se": 0.0, "df": 3.0}, 0.0) is None   # no effect to detect
-    assert seeds_to_detect({"seeds": 4, "se": 0.0, "df": 3.0}, 0.1) == 2      # no variance: the fewest seeds
+    assert seeds_to_detect({"seeds": 4, "se": 0.0, "df": 3.0}, 0.0) is None  # no effect to detect
+    assert seeds_to_detect({"seeds": 4, "se": 0.0, "df": 3.0}, 0.1) == 2  # no variance: the fewest seeds

@@ -1,36 +1,78 @@
 """Splicing a new Lemma 1 grid into a published report: only the grid, the lemma1 real-run verdict and their
 lines change."""
+
 import copy
 
 import numpy as np
 
-from escov.paper_checks.reproduce.lemma_grid_measurement import grid_row
 from escov.paper_checks.lemma_grid_publish import splice_markdown, splice_report
 from escov.paper_checks.report import render_markdown
+from escov.paper_checks.reproduce.lemma_grid_measurement import grid_row
 from escov.theory.decisions import HOLDS
 
 
 def _level(status, ours, **extra):
-    return {"claim_id": "x", "status": status, "ours": ours, "interval": None, "evidence": {}, "plots": [], "note": "",
-            "test": "t", "design": "", "power": ""} | extra
+    return {
+        "claim_id": "x",
+        "status": status,
+        "ours": ours,
+        "interval": None,
+        "evidence": {},
+        "plots": [],
+        "note": "",
+        "test": "t",
+        "design": "",
+        "power": "",
+    } | extra
 
 
 def _claim(cid, statement, real):
-    return {"id": cid, "statement": statement, "paper": "p", "test": "t", "untestable": "",
-            "levels": {"theory": _level("holds", "n/a"), "simulate": _level("holds", "n/a"), "real": real}}
+    return {
+        "id": cid,
+        "statement": statement,
+        "paper": "p",
+        "test": "t",
+        "untestable": "",
+        "levels": {"theory": _level("holds", "n/a"), "simulate": _level("holds", "n/a"), "real": real},
+    }
 
 
 def _old_report():
-    old_real = _level("outside the lemma's regime", "s = 1.7 > 0.05; JSpol / prediction - 1 +1.34 [+0.53, +2.15]",
-                      evidence={"ratios": [2.0, 2.5, 2.1], "s": [1.5, 1.7, 2.0]}, plots=["js_measured_vs_predicted.png"],
-                      note="old note", design="3 seeds")
-    return {"purpose": "", "runs": [{"path": "r", "variant": "es", "seed": 0, "model": "m"}], "bases": [],
-            "input_problems": [], "plots": {"js": "js_measured_vs_predicted.png"}, "open_questions": [],
-            "claims": [_claim("drift_ratio", "ES moves further", _level("does not hold", "19x [18, 20]")),
-                       _claim("lemma1", "E[JSpol_N] = ...", old_real)],
-            "lemma_grid": [{"sigma": 1e-3, "members": 4, "draws": 3, "measured": 0.004, "predicted": 0.005, "ratio": 0.75,
-                            "ratio_ci": [0.17, 1.34], "ratio_sd": 0.24, "ratios": [0.9, 0.7, 0.6], "s_measured": 0.011}],
-            "non_finite": ["claims[0].levels.real.evidence.x", "claims[1].levels.real.evidence.y", "lemma_grid[0].z"]}
+    old_real = _level(
+        "outside the lemma's regime",
+        "s = 1.7 > 0.05; JSpol / prediction - 1 +1.34 [+0.53, +2.15]",
+        evidence={"ratios": [2.0, 2.5, 2.1], "s": [1.5, 1.7, 2.0]},
+        plots=["js_measured_vs_predicted.png"],
+        note="old note",
+        design="3 seeds",
+    )
+    return {
+        "purpose": "",
+        "runs": [{"path": "r", "variant": "es", "seed": 0, "model": "m"}],
+        "bases": [],
+        "input_problems": [],
+        "plots": {"js": "js_measured_vs_predicted.png"},
+        "open_questions": [],
+        "claims": [
+            _claim("drift_ratio", "ES moves further", _level("does not hold", "19x [18, 20]")),
+            _claim("lemma1", "E[JSpol_N] = ...", old_real),
+        ],
+        "lemma_grid": [
+            {
+                "sigma": 1e-3,
+                "members": 4,
+                "draws": 3,
+                "measured": 0.004,
+                "predicted": 0.005,
+                "ratio": 0.75,
+                "ratio_ci": [0.17, 1.34],
+                "ratio_sd": 0.24,
+                "ratios": [0.9, 0.7, 0.6],
+                "s_measured": 0.011,
+            }
+        ],
+        "non_finite": ["claims[0].levels.real.evidence.x", "claims[1].levels.real.evidence.y", "lemma_grid[0].z"],
+    }
 
 
 def _new_grid():
@@ -41,13 +83,28 @@ def _new_grid():
     for sigma, truth, s in ((1e-3, 1.0, 0.0025), (2e-3, 1.0, 0.01), (2e-2, 0.5, 1.0)):
         per_draw = []
         for _ in range(10):
-            q = 0.5 * sigma ** 2 * 0.75 * 5000 * rng.gamma(4, 0.25, size=4)
-            per_draw.append({"predicted": q, "fisher_trace": q * 8 / (3 * sigma ** 2),
-                             "jspol": truth * q * (1 + 0.01 * rng.normal(size=(2, 4))), "s": s * (1 + 0.01 * rng.normal(size=2)),
-                             **{k: rng.uniform(0, 1e-3, size=(2, 4)) for k in ("jssucc", "gap", "local")},
-                             **{k: np.zeros((2, 4)) for k in ("jssucc_null", "gap_null", "local_null")}})
-        rows.append(grid_row(per_draw, sigma, 4) | {"task": "countdown3", "temperature": 0.6, "max_new_tokens": 32,
-                                                  "prompts": 4, "samples": 2, "center_samples": 8})
+            q = 0.5 * sigma**2 * 0.75 * 5000 * rng.gamma(4, 0.25, size=4)
+            per_draw.append(
+                {
+                    "predicted": q,
+                    "fisher_trace": q * 8 / (3 * sigma**2),
+                    "jspol": truth * q * (1 + 0.01 * rng.normal(size=(2, 4))),
+                    "s": s * (1 + 0.01 * rng.normal(size=2)),
+                    **{k: rng.uniform(0, 1e-3, size=(2, 4)) for k in ("jssucc", "gap", "local")},
+                    **{k: np.zeros((2, 4)) for k in ("jssucc_null", "gap_null", "local_null")},
+                }
+            )
+        rows.append(
+            grid_row(per_draw, sigma, 4)
+            | {
+                "task": "countdown3",
+                "temperature": 0.6,
+                "max_new_tokens": 32,
+                "prompts": 4,
+                "samples": 2,
+                "center_samples": 8,
+            }
+        )
     return rows
 
 
@@ -56,15 +113,21 @@ def test_splice_changes_only_the_grid_and_the_lemma1_real_verdict():
     frozen = copy.deepcopy(old)
     grid = _new_grid()
     new = splice_report(old, grid, training_sigma=0.02, training_temperature=1.0)
-    assert old == frozen                                   # the input is not modified
+    assert old == frozen  # the input is not modified
     assert new["lemma_grid"] == grid
     real = new["claims"][1]["levels"]["real"]
     assert real["status"] == HOLDS and "countdown3" in real["ours"]
     assert real["plots"] == ["js_measured_vs_predicted.png"]
     assert real["evidence"]["training"]["ratios"] == [2.0, 2.5, 2.1] and real["evidence"]["training"]["sigma"] == 0.02
     # everything else exactly as it was
-    rest = lambda r: {k: v for k, v in r.items() if k not in ("lemma_grid", "non_finite")} | {
-        "claims": [c if c["id"] != "lemma1" else {**c, "levels": {**c["levels"], "real": None}} for c in r["claims"]]}
+    rest = lambda r: (
+        {k: v for k, v in r.items() if k not in ("lemma_grid", "non_finite")}
+        | {
+            "claims": [
+                c if c["id"] != "lemma1" else {**c, "levels": {**c["levels"], "real": None}} for c in r["claims"]
+            ]
+        }
+    )
     assert rest(new) == rest(old)
     assert new["non_finite"] == ["claims[0].levels.real.evidence.x"]  # the old entries of the replaced parts are gone
 
@@ -79,5 +142,5 @@ def test_spliced_markdown_is_the_markdown_of_the_spliced_report():
     assert "| 0.001 | 4 | 10 | " in spliced and "countdown3" in spliced and "19x [18, 20]" in spliced
     assert "old note" not in spliced and "0.752" not in spliced
     # a report without a grid section gets one before the claims one by one
-    no_grid = text.replace(text[text.index("## Lemma 1 on the real model"):text.index("## Claims one by one")], "")
+    no_grid = text.replace(text[text.index("## Lemma 1 on the real model") : text.index("## Claims one by one")], "")
     assert splice_markdown(no_grid, new) == spliced

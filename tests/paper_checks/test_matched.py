@@ -15,15 +15,21 @@ refining wide Pass@1 jumps). Checked, by replication:
 - synthetic curves whose direction is known (spreading success over prompts against concentrating
   it), both ways; runs whose Pass@1 ranges do not overlap are not compared.
 """
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 
-from tests.paper_checks import known_frontier as kf
 from escov.paper_checks.design import plan, seeds_by_prompts
 from escov.paper_checks.matched import MIN_RANGE, curve_of, matched_difference, matched_seed_values, paired, thinned
 from escov.theory.claims import BY_ID
 from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE, combine, directional
 from escov.theory.matched import RESOLUTION
+from tests.paper_checks import known_frontier as kf
+
+if TYPE_CHECKING:
+    from escov.paper_checks.matched import Curve
 
 TEST = BY_ID["matched_passk_above_grpo"].test
 KS = (16, 32)
@@ -69,9 +75,9 @@ def test_old_layout_reads_a_difference_that_is_not_there_and_the_support_rule_re
             assert "not testable here" in info["reason"] and f"GRPO {info['points_in_range_b']}" in info["reason"]
             assert max(info["points_in_range_b"]) <= 2 < min(info["points_in_range_a"])
     for k in KS:
-        assert np.mean(old[k]) > 0.015, (k, old[k])                 # a bias of about 2-3 points, no real difference
+        assert np.mean(old[k]) > 0.015, (k, old[k])  # a bias of about 2-3 points, no real difference
         assert abs(np.mean(bias[k]) - np.mean(old[k])) < 0.01, (k, bias[k], old[k])
-    estimate, shift = np.mean(reverse, axis=0)   # GRPO - ES: the bias control is signed as a shift of GRPO - ES
+    estimate, shift = np.mean(reverse, axis=0)  # GRPO - ES: the bias control is signed as a shift of GRPO - ES
     assert estimate < -0.015 and abs(shift - estimate) < 0.01, reverse
 
 
@@ -91,7 +97,7 @@ def test_planned_layout_one_frontier_no_false_holds():
         above += sum(d.lo > 0 for d, _ in result.values())
         for d, info in result.values():
             bias.append(info["bias"]["estimate"]["mean"])
-            assert np.mean(info["points_in_range_b"]) < np.mean(info["points_in_range_a"])   # GRPO the sparser
+            assert np.mean(info["points_in_range_b"]) < np.mean(info["points_in_range_a"])  # GRPO the sparser
     assert compared >= 20
     assert holds == 0 and above <= 5
     assert abs(np.mean(bias)) < 0.005 and np.max(np.abs(bias)) < 0.02
@@ -113,7 +119,7 @@ def test_planned_layout_finds_a_real_three_point_gap():
             truths.append(_truth(info, k, c_es))
             covered += d.lo <= truths[-1] <= d.hi
     assert 0.025 < np.mean(truths) < 0.035 and min(truths) > 0.015
-    assert holds >= 9, holds   # more than half (about 60% over 40 replications)
+    assert holds >= 9, holds  # more than half (about 60% over 40 replications)
     assert covered >= 0.85 * len(truths)
 
 
@@ -124,7 +130,7 @@ def test_bias_control_is_zero_on_identical_layouts_and_thins_to_the_other_layout
     dense = curve_of(run.curve(range(0, 41, 2)), 0)
     sparse = curve_of(run.curve(range(0, 41, 10)), 0)
     thin = thinned(dense, sparse.pass1)
-    assert thin.steps.tolist() == [0, 10, 20, 30, 40]      # the dense curve kept where the sparse one was measured
+    assert thin.steps.tolist() == [0, 10, 20, 30, 40]  # the dense curve kept where the sparse one was measured
     d, info = matched_difference([dense], [dense], "pass@16")
     assert d.mean == 0 and info["bias"]["estimate"]["mean"] == 0.0
 
@@ -134,10 +140,18 @@ def _points(p_by_step: np.ndarray, rng) -> list[dict]:
     points = []
     for t, p in enumerate(p_by_step):
         counts = rng.binomial(kf.N_SAMPLES, np.clip(p, 0, 1))
-        points.append({"step": 10 * t, "sampled": {"n": kf.N_SAMPLES, "pass_at_k": {"1": float(counts.mean() / kf.N_SAMPLES)},
-                                                   "mean_token_entropy": float(1.0 + 0.1 * t),
-                                                   "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)]},
-                       "greedy": {"pass_at_k": {"1": float((p > 0.5).mean())}}})
+        points.append(
+            {
+                "step": 10 * t,
+                "sampled": {
+                    "n": kf.N_SAMPLES,
+                    "pass_at_k": {"1": float(counts.mean() / kf.N_SAMPLES)},
+                    "mean_token_entropy": float(1.0 + 0.1 * t),
+                    "per_problem": [{"id": f"p{i}", "correct": int(c)} for i, c in enumerate(counts)],
+                },
+                "greedy": {"pass_at_k": {"1": float((p > 0.5).mean())}},
+            }
+        )
     return points
 
 
@@ -205,7 +219,7 @@ def test_the_top_reading_is_the_highest_supported_level_alone_read_at_each_runs_
         rows = [pass_at_k_counts(curve.n, curve.counts[j], 32) for j in (i - 1, i)]
         return rows[0] + f * (rows[1] - rows[0])
 
-    values = np.array([read(a) - read(b) for a, b in zip(spread, sharp)])   # [seed, prompt]
+    values = np.array([read(a) - read(b) for a, b in zip(spread, sharp)])  # [seed, prompt]
     assert top.mean == pytest.approx(values.mean())
     # the design's plan is read from the same (seed, prompt) values (paper_checks/design.py)
     planned = plan(values)
@@ -239,13 +253,22 @@ def test_one_seed_pair_gives_no_decision(base_logit):
 
 # ----------------------------------------------------------------------------- a curve's parts, by hand
 
+
 def _curve(pass1, seed=0, n=4) -> "Curve":
     from escov.paper_checks.matched import Curve
 
     t = len(pass1)
     counts = np.array([[0, 1], [4, 0], [2, 2], [1, 3], [0, 0], [3, 1], [4, 4]][:t])
-    return Curve(seed=seed, steps=np.arange(t) * 10, pass1=np.asarray(pass1, dtype=float), counts=counts, n=n,
-                 entropy=np.arange(t) * 0.5, greedy=np.arange(t) * 0.25, ids=("p0", "p1"))
+    return Curve(
+        seed=seed,
+        steps=np.arange(t) * 10,
+        pass1=np.asarray(pass1, dtype=float),
+        counts=counts,
+        n=n,
+        entropy=np.arange(t) * 0.5,
+        greedy=np.arange(t) * 0.25,
+        ids=("p0", "p1"),
+    )
 
 
 def test_a_curves_metrics_subsets_and_thinning_by_hand():
@@ -258,12 +281,17 @@ def test_a_curves_metrics_subsets_and_thinning_by_hand():
         c.metric("distinct")
     # distinct solutions count only where a sample is correct (a stale count on an unsolved prompt reads 0)
     from dataclasses import replace
+
     d = replace(c, distinct=np.full((7, 2), 2.0)).metric("distinct")
     assert d.tolist() == [[0, 2], [2, 0], [2, 2], [2, 2], [0, 0], [2, 2], [2, 2]]
     assert replace(c, distinct=np.arange(14.0).reshape(7, 2)).subset([4, 1]).distinct.tolist() == [[2, 3], [8, 9]]
     sub = c.subset([4, 1, 1])
     assert (sub.steps.tolist(), sub.pass1.tolist(), sub.entropy.tolist(), sub.greedy.tolist()) == (
-        [10, 40], [0.1, 0.9], [0.5, 2.0], [0.25, 1.0])
+        [10, 40],
+        [0.1, 0.9],
+        [0.5, 2.0],
+        [0.25, 1.0],
+    )
     assert sub.counts.tolist() == [[4, 0], [0, 0]]
     # first (0), last (6), lowest (1), highest (4) and the nearest to 0.31 (2)
     assert thinned(c, [0.31]).steps.tolist() == [0, 10, 20, 40, 60]
@@ -272,10 +300,10 @@ def test_a_curves_metrics_subsets_and_thinning_by_hand():
 def test_the_bias_control_thins_the_denser_layout_and_names_both_sides():
     from escov.paper_checks.matched import _bias
 
-    dense = _curve([0.10, 0.13, 0.16, 0.19, 0.22, 0.25, 0.28])   # points 3 pts apart: every level supported
+    dense = _curve([0.10, 0.13, 0.16, 0.19, 0.22, 0.25, 0.28])  # points 3 pts apart: every level supported
     sparse = _curve([0.10, 0.15, 0.20, 0.25, 0.28])
     levels = np.array([0.15, 0.2, 0.25])
-    assert _bias([(dense, dense)], lambda c: c.entropy, levels, 0.1, 0.28)[0] == "a"    # a tie: a is thinned
+    assert _bias([(dense, dense)], lambda c: c.entropy, levels, 0.1, 0.28)[0] == "a"  # a tie: a is thinned
     assert _bias([(sparse, dense)], lambda c: c.entropy, levels, 0.1, 0.28)[0] == "b"
     values, info = matched_seed_values([dense], [dense], "entropy", names=("es", "grpo"))
     assert values == [0.0] and info["bias"] == {"thinned": "es", "to_layout_of": "grpo", "per_seed": [0.0]}
@@ -287,15 +315,18 @@ def test_runs_pair_by_seed_on_the_prompts_of_the_first_run_of_a():
     from dataclasses import replace
 
     a = [replace(_curve([0.1, 0.2], seed=s), ids=ids) for s, ids in ((0, ("p0", "p1")), (1, ("p0", "p1")), (2, ("q",)))]
-    b = [replace(_curve([0.1, 0.2], seed=s), ids=ids) for s, ids in ((0, ("q",)), (1, ("p0", "p1")), (2, ("q",)), (3, ("p0", "p1")))]
+    b = [
+        replace(_curve([0.1, 0.2], seed=s), ids=ids)
+        for s, ids in ((0, ("q",)), (1, ("p0", "p1")), (2, ("q",)), (3, ("p0", "p1")))
+    ]
     assert [(ca.seed, cb.seed) for ca, cb in paired(a, b)] == [(1, 1)]
 
 
 def test_the_layout_records_each_methods_movement_and_points_in_range_by_hand():
     from escov.paper_checks.matched import _layout
 
-    ca = _curve([0.13, 0.10, 0.16, 0.19, 0.22, 0.25, 0.28])   # moved: highest - first = 0.15 (not - lowest)
-    cb = _curve([0.15, 0.12, 0.20, 0.25, 0.30])              # moved 0.15; its points in a's range [0.12, 0.28]: 4
+    ca = _curve([0.13, 0.10, 0.16, 0.19, 0.22, 0.25, 0.28])  # moved: highest - first = 0.15 (not - lowest)
+    cb = _curve([0.15, 0.12, 0.20, 0.25, 0.30])  # moved 0.15; its points in a's range [0.12, 0.28]: 4
     info = _layout([(ca, cb)], 0.06)
     assert info["range"] == pytest.approx([0.12, 0.28]) and info["pairs"] == 1 and info["resolution"] == 0.06
     assert info["moved_a"] == pytest.approx(0.15) and info["moved_b"] == pytest.approx(0.15)
@@ -309,6 +340,7 @@ def test_a_curve_needs_two_points_on_the_same_prompts():
         per_problem = [{"id": i, "correct": 1} for i in ids]
         sampled = {"pass_at_k": {"1": 0.25}, "n": n, "mean_token_entropy": 0.5, "per_problem": per_problem}
         return {"step": step, "sampled": sampled, "greedy": {"pass_at_k": {"1": 0.5}}}
+
     assert curve_of([], 0) is None and curve_of([point(0)], 0) is None
     c = curve_of([point(0), point(10)], 3)
     assert (c.ids, c.seed, c.n, c.steps.tolist(), c.counts.tolist()) == (("p0", "p1"), 3, 4, [0, 10], [[1, 1], [1, 1]])
@@ -326,17 +358,24 @@ def test_why_nothing_is_compared_is_said_with_the_figures_at_each_edge():
     from escov.paper_checks.matched import _not_compared
 
     names = ("es", "grpo")
-    narrow = {"range": [0.5, 0.5195]}                                     # 1.95 pts (1.9499...: printed 1.9)
-    assert _not_compared(narrow, names) == ("the Pass@1 range every run reaches is 1.9 pts wide (under 2): nothing to "
-                                            "compare at matched Pass@1")
+    narrow = {"range": [0.5, 0.5195]}  # 1.95 pts (1.9499...: printed 1.9)
+    assert _not_compared(narrow, names) == (
+        "the Pass@1 range every run reaches is 1.9 pts wide (under 2): nothing to compare at matched Pass@1"
+    )
     assert _not_compared({"range": [0.3, 0.25]}, names).startswith("the Pass@1 range every run reaches is 0.0 pts wide")
-    edge = {"range": [0.0, MIN_RANGE], "compared_levels": [0.01]}       # exactly the smallest range compared
+    edge = {"range": [0.0, MIN_RANGE], "compared_levels": [0.01]}  # exactly the smallest range compared
     assert _not_compared(edge, names) is None
-    sparse = {"range": [0.25, 0.5], "compared_levels": [], "resolution": 0.0625, "points_in_range_a": [2, 3],
-              "points_in_range_b": [4, 1]}
+    sparse = {
+        "range": [0.25, 0.5],
+        "compared_levels": [],
+        "resolution": 0.0625,
+        "points_in_range_a": [2, 3],
+        "points_in_range_b": [4, 1],
+    }
     assert _not_compared(sparse, names) == (
         "not testable here: too few measured points in the range 25.0-50.0 pts (no level has measured points within "
-        "6.25 pts on both sides in every run); measured points in the range per run: es [2, 3], grpo [4, 1]")
+        "6.25 pts on both sides in every run); measured points in the range per run: es [2, 3], grpo [4, 1]"
+    )
     _, info = matched_seed_values([_curve([0.1, 0.2])], [_curve([0.1, 0.2], seed=1)], "entropy")
     assert info == {"pairs": 0, "reason": "no runs of both methods on the same seeds and prompts"}
 
@@ -345,7 +384,7 @@ def test_a_matched_difference_reads_its_samples_from_a_and_its_levels_by_level()
     from dataclasses import replace
 
     a = _curve([0.10, 0.13, 0.16, 0.19, 0.22, 0.25, 0.28])
-    b = replace(a, n=8, counts=a.counts * 2)                  # the same runs, twice the samples per prompt
+    b = replace(a, n=8, counts=a.counts * 2)  # the same runs, twice the samples per prompt
     d, info = matched_difference([a], [b], "no_correct")
     assert d.samples == 4 and info["bias"]["estimate"]["design"].endswith("x 4 samples")
     levels = info["compared_levels"]
@@ -356,11 +395,17 @@ def test_a_matched_difference_reads_its_samples_from_a_and_its_levels_by_level()
 def test_a_curve_reads_each_points_distinct_correct_counts_as_floats_or_none_when_one_is_missing():
     """curve.json's per-prompt distinct_correct_answers, as written (integers here), become the curve's (points x
     prompts) float array, which its "distinct" metric reads; a curve any of whose rows lacks the count has none."""
+
     def point(step, correct, distinct):
-        rows = [{"id": f"p{i}", "correct": c} | ({} if d is None else {"distinct_correct_answers": d})
-                for i, (c, d) in enumerate(zip(correct, distinct))]
-        return {"step": step, "sampled": {"n": 8, "pass_at_k": {"1": sum(correct) / 16}, "mean_token_entropy": 1.0,
-                                          "per_problem": rows}, "greedy": {"pass_at_k": {"1": 0.0}}}
+        rows = [
+            {"id": f"p{i}", "correct": c} | ({} if d is None else {"distinct_correct_answers": d})
+            for i, (c, d) in enumerate(zip(correct, distinct))
+        ]
+        return {
+            "step": step,
+            "sampled": {"n": 8, "pass_at_k": {"1": sum(correct) / 16}, "mean_token_entropy": 1.0, "per_problem": rows},
+            "greedy": {"pass_at_k": {"1": 0.0}},
+        }
 
     c = curve_of([point(0, [1, 0], [1, 0]), point(5, [4, 2], [3, 2])], 0)
     assert c.distinct.dtype == np.float64 and c.distinct.tolist() == [[1.0, 0.0], [3.0, 2.0]]

@@ -1,11 +1,11 @@
 """The premise's positive control (paper_checks/premise.py): its endpoints against independent arithmetic, its
 plateau and verdict rules on made-up curves, the prompt families against instances checked by hand, and one
 real control on the tiny model (validation prompts, curve records that say so)."""
+
 import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +15,9 @@ N = 128
 
 
 def _point(step, counts, distinct):
-    rows = [{"id": f"p{i}", "correct": c, "distinct_correct_answers": d} for i, (c, d) in enumerate(zip(counts, distinct))]
+    rows = [
+        {"id": f"p{i}", "correct": c, "distinct_correct_answers": d} for i, (c, d) in enumerate(zip(counts, distinct))
+    ]
     return {"step": step, "sampled": {"n": N, "per_problem": rows, "pass_at_k": {"1": sum(counts) / (N * len(counts))}}}
 
 
@@ -37,17 +39,25 @@ def test_endpoints_are_plateau_minus_base_per_seed_and_prompt_and_lost_prompts_a
     assert out["distinct"]["mean"] == pytest.approx((-2 - 2 - 1 - 4) / 4)
     assert out["distinct"]["base"] == pytest.approx((3 + 4 + 2 + 5) / 4)
     fam = out["families"]
-    assert fam["rare-only"] == {"prompts": 1, "base_pass1": pytest.approx((1 + 2) / (2 * N)),
-                                "base_pass32": pytest.approx((_pass32(1) + _pass32(2)) / 2), "lost": 2, "gained": 0}
+    assert fam["rare-only"] == {
+        "prompts": 1,
+        "base_pass1": pytest.approx((1 + 2) / (2 * N)),
+        "base_pass32": pytest.approx((_pass32(1) + _pass32(2)) / 2),
+        "lost": 2,
+        "gained": 0,
+    }
     assert (fam["other"]["prompts"], fam["other"]["lost"], fam["other"]["gained"]) == (3, 0, 1)
     assert out["lost_prompts"] == ["p1"]
 
 
-@pytest.mark.parametrize("pass1, reached", [
-    ([0.30, 0.50, 0.60, 0.650, 0.655, 0.658, 0.660], True),    # flat over the last third
-    ([0.30, 0.40, 0.45, 0.500, 0.550, 0.600, 0.650], False),   # still climbing
-    ([0.30, 0.60, 0.70, 0.700, 0.680, 0.670, 0.650], False),   # fell back from its highest
-])
+@pytest.mark.parametrize(
+    "pass1, reached",
+    [
+        ([0.30, 0.50, 0.60, 0.650, 0.655, 0.658, 0.660], True),  # flat over the last third
+        ([0.30, 0.40, 0.45, 0.500, 0.550, 0.600, 0.650], False),  # still climbing
+        ([0.30, 0.60, 0.70, 0.700, 0.680, 0.670, 0.650], False),  # fell back from its highest
+    ],
+)
 def test_a_plateau_is_flat_over_the_last_third_and_near_the_highest_pass1(pass1, reached):
     steps = [0, 50, 100, 150, 200, 250, 300]
     got = premise.plateau(steps, pass1)
@@ -55,8 +65,9 @@ def test_a_plateau_is_flat_over_the_last_third_and_near_the_highest_pass1(pass1,
     assert got["rise_last_third"] == pytest.approx(pass1[-1] - pass1[4])  # step 200 = 2/3 of 300
 
 
-@pytest.mark.parametrize("lo, hi, word", [(-0.05, -0.01, "narrowed"), (0.01, 0.03, "widened"),
-                                          (-0.02, 0.01, "no_change_detected")])
+@pytest.mark.parametrize(
+    "lo, hi, word", [(-0.05, -0.01, "narrowed"), (0.01, 0.03, "widened"), (-0.02, 0.01, "no_change_detected")]
+)
 def test_the_verdict_reads_the_pass32_interval(lo, hi, word):
     assert premise.verdict({"lo": lo, "hi": hi}) == word
 
@@ -64,11 +75,11 @@ def test_the_verdict_reads_the_pass32_interval(lo, hi, word):
 def test_a_prompt_is_rare_only_when_every_solution_uses_a_rare_operator():
     from escov.llm.tinymodel import preset_with
 
-    rare = preset_with("paper")                   # rare_ops "/"
+    rare = preset_with("paper")  # rare_ops "/"
     # 6/(1+1) = 3 is the only way to 3 (checked by hand: 6-1-1 = 4, 6*1*1 = 6, 6-1 = 5 with 1 gives 4, 5, 6...)
     assert premise.family_of([1, 1, 6], 3, rare) == "rare-only"
-    assert premise.family_of([1, 2, 6], 2, rare) == "rare-only"   # 6/(1+2) and 6/2-1 only
-    assert premise.family_of([1, 2, 3], 6, rare) == "other"       # 1+2+3
+    assert premise.family_of([1, 2, 6], 2, rare) == "rare-only"  # 6/(1+2) and 6/2-1 only
+    assert premise.family_of([1, 2, 3], 6, rare) == "other"  # 1+2+3
     assert premise.family_of([1, 1, 6], 3, preset_with("default")) == "other"  # no rare family
     assert premise.family_of([1, 1, 6], 3, None) == "other"
 
@@ -77,11 +88,14 @@ def test_the_control_trains_grpo_and_reads_validation_prompts_only(tiny_model_di
     """A real control, tiny: two seeds, 2 steps, 4 validation prompts; its records name the split. The answer's
     budget with a training pool of 16 prompts and no population probe: generating the pool's 512 Countdown problems
     and probing took most of the test's time, and the control reads neither."""
-    code = ("from dataclasses import replace; from pathlib import Path; from escov.paper_checks.reproduce import premise_control as p; "
-            "from escov.paper_checks.reproduce.budgets import BUDGETS; "
-            "b = replace(BUDGETS['answer'], common=BUDGETS['answer'].common | {'train_pool': 16, 'probe': False}); "
-            f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), b, jobs=1, seeds=(300, 301), steps=2, "
-            "problems=4, checkpoint_every=1, curve=p.CONTROL_CURVE | {'samples': 32, 'points': 2, 'max_points': 3})")
+    code = (
+        "from dataclasses import replace; from pathlib import Path; "
+        "from escov.paper_checks.reproduce import premise_control as p; "
+        "from escov.paper_checks.reproduce.budgets import BUDGETS; "
+        "b = replace(BUDGETS['answer'], common=BUDGETS['answer'].common | {'train_pool': 16, 'probe': False}); "
+        f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), b, jobs=1, seeds=(300, 301), steps=2, "
+        "problems=4, checkpoint_every=1, curve=p.CONTROL_CURVE | {'samples': 32, 'points': 2, 'max_points': 3})"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)
     record = json.loads((tmp_path / "control.json").read_text())
     assert record["split"] == "validation" and record["seeds"] == [300, 301] and record["grpo"]["learning_rate"] == 1e-4
@@ -106,14 +120,19 @@ def test_an_interval_that_touches_zero_is_no_change(lo, hi, word):
 def test_the_controls_estimates_are_written_in_points_or_without_an_interval_naming_the_design():
     assert premise._pm({"mean": -0.0677, "lo": -0.1184, "hi": -0.017}) == "-6.77 [-11.84, -1.70]"
     assert premise._pm({"mean": 0.5, "lo": 0.25, "hi": 0.75}, 1.0) == "+0.50 [+0.25, +0.75]"
-    for lo, hi in ((None, None), (-0.01, None), (None, 0.01)):   # either end missing: no interval
+    for lo, hi in ((None, None), (-0.01, None), (None, 0.01)):  # either end missing: no interval
         assert premise._pm({"mean": 0.01, "lo": lo, "hi": hi, "design": "1 seeds"}) == "+1.00 [no interval: 1 seeds]"
 
 
 def test_the_plateau_record_reads_the_last_third_from_the_last_step_and_its_rule_is_strict():
     # 2/3 of step 30 is step 20 (index 4); 2/3 of the step before (20) would be 15 (index 3)
     assert premise.plateau([0, 5, 10, 15, 20, 30], [0.0, 0.0, 0.0, 0.3, 0.5, 0.5]) == {
-        "step": 30, "pass1": 0.5, "highest": 0.5, "rise_last_third": 0.0, "reached": True}
+        "step": 30,
+        "pass1": 0.5,
+        "highest": 0.5,
+        "rise_last_third": 0.0,
+        "reached": True,
+    }
     # exactly PLATEAU_RISE below the highest (0.01 - 0.0 is 0.01 in floating point): not reached
     assert premise.plateau([0, 1, 2], [0.0, premise.PLATEAU_RISE, 0.0])["reached"] is False
     # rising exactly PLATEAU_RISE over the last third (from step 3, 2/3 of 4): not reached
@@ -130,47 +149,107 @@ def test_endpoints_count_a_prompt_solved_once_and_leave_out_one_unsolved_at_the_
     out = premise.endpoints(pairs, ["other"] * 5)
     # solved by both points on both seeds: p1 and p4 (distinct 1-1, 1-1, 1-2, 1-3)
     assert {k: out["distinct"][k] for k in ("prompts", "mean", "base", "plateau", "samples")} == {
-        "prompts": 2, "mean": pytest.approx(-0.75), "base": pytest.approx(1.75), "plateau": pytest.approx(1.0), "samples": N}
+        "prompts": 2,
+        "mean": pytest.approx(-0.75),
+        "base": pytest.approx(1.75),
+        "plateau": pytest.approx(1.0),
+        "samples": N,
+    }
     assert out["pass@32"]["samples"] == out["no_correct"]["samples"] == N
     assert out["no_correct"]["mean"] == pytest.approx((-1 + 1 + 1 - 1) / 10)
-    assert out["families"]["rare-only"] == {"prompts": 0, "base_pass1": None, "base_pass32": None, "lost": 0, "gained": 0}
+    assert out["families"]["rare-only"] == {
+        "prompts": 0,
+        "base_pass1": None,
+        "base_pass32": None,
+        "lost": 0,
+        "gained": 0,
+    }
     assert out["families"]["other"] | {"base_pass1": 0, "base_pass32": 0} == {
-        "prompts": 5, "base_pass1": 0, "base_pass32": 0, "lost": 2, "gained": 2}
+        "prompts": 5,
+        "base_pass1": 0,
+        "base_pass32": 0,
+        "lost": 2,
+        "gained": 2,
+    }
     # fewer than two prompts solved throughout: no interval, the reason says so
-    one = [(_point(0, [0, 3], [0, 1]), _point(1, [0, 3], [0, 1])), (_point(0, [1, 3], [1, 1]), _point(1, [0, 3], [0, 1]))]
-    assert premise.endpoints(one, ["other", "other"])["distinct"] == {"prompts": 1, "reason": "fewer than 2 prompts solved"}
+    one = [
+        (_point(0, [0, 3], [0, 1]), _point(1, [0, 3], [0, 1])),
+        (_point(0, [1, 3], [1, 1]), _point(1, [0, 3], [0, 1])),
+    ]
+    assert premise.endpoints(one, ["other", "other"])["distinct"] == {
+        "prompts": 1,
+        "reason": "fewer than 2 prompts solved",
+    }
 
 
 def test_a_target_above_rare_above_makes_every_solution_rare():
     from escov.llm.tinymodel import preset_with
 
     above = preset_with("paper", {"rare_ops": "", "rare_above": "20"})
-    assert premise.family_of([4, 5, 1], 21, above) == "rare-only"     # 4*5+1
-    assert premise.family_of([4, 5, 1], 19, above) == "other"         # 4*5-1
+    assert premise.family_of([4, 5, 1], 21, above) == "rare-only"  # 4*5+1
+    assert premise.family_of([4, 5, 1], 19, above) == "other"  # 4*5-1
 
 
 def test_control_md_reads_as_written():
-    record = {"base": {"name": "b"}, "seeds": [300, 301], "prompts": 4, "split": "validation", "samples": 8,
-              "temperature": 0.6, "grpo": {"learning_rate": 1e-4}, "steps": 2, "verdict": "narrowed",
-              "curves": {"grpo-s300": [{"step": 0, "pass1": 0.25, "pass32": 0.75, "no_correct": 0.25, "entropy": 0.2},
-                                       {"step": 2, "pass1": 0.5, "pass32": 0.5, "no_correct": 0.5, "entropy": None}]},
-              "plateau": {"grpo-s300": {"reached": True}, "grpo-s301": {"reached": False}},
-              "endpoints": {"pass@32": {"mean": -0.25, "lo": -0.5, "hi": -0.125},
-                            "no_correct": {"mean": 0.25, "lo": None, "hi": None, "design": "2 seeds"},
-                            "distinct": {"mean": -1.0, "lo": -1.5, "hi": -0.5, "base": 2.0, "plateau": 1.0, "prompts": 3},
-                            "families": {"rare-only": {"prompts": 0}, "other": {"prompts": 4, "base_pass1": 0.25,
-                                                                                 "base_pass32": 0.75, "lost": 1, "gained": 0}}}}
-    assert premise.render(record) == "\n".join([
-        "# Premise control: GRPO from b to its plateau", "",
-        "2 seeds x 4 validation prompts x 8 samples at T = 0.6; GRPO {'learning_rate': 0.0001}, 2 steps.", "",
-        "| run | step | Pass@1 | Pass@32 | no correct | entropy |", "| --- | --- | --- | --- | --- | --- |",
-        "| grpo-s300 | 0 | 0.250 | 0.750 | 0.250 | 0.200 |", "| grpo-s300 | 2 | 0.500 | 0.500 | 0.500 |  |", "",
-        "Plateau reached (Pass@1 within 1 point of its highest and rising less over the last third) on 1 of 2 runs.", "",
-        "| endpoint (plateau - base, points) | mean [95% interval] |", "| --- | --- |",
-        "| Pass@32 | -25.00 [-50.00, -12.50] |", "| no-correct share | +25.00 [no interval: 2 seeds] |",
-        "| distinct correct solutions per solved prompt (2.00 -> 1.00, 3 prompts) | -1.00 [-1.50, -0.50] |", "",
-        "Verdict: **narrowed**.", "",
-        "| family | prompts | base Pass@1 | base Pass@32 | lost (seed x prompt) | gained |",
-        "| --- | --- | --- | --- | --- | --- |", "| other | 4 | 0.250 | 0.750 | 1 | 0 |"]) + "\n"
-    no_distinct = record | {"endpoints": record["endpoints"] | {"distinct": {"prompts": 1, "reason": "fewer than 2 prompts solved"}}}
+    record = {
+        "base": {"name": "b"},
+        "seeds": [300, 301],
+        "prompts": 4,
+        "split": "validation",
+        "samples": 8,
+        "temperature": 0.6,
+        "grpo": {"learning_rate": 1e-4},
+        "steps": 2,
+        "verdict": "narrowed",
+        "curves": {
+            "grpo-s300": [
+                {"step": 0, "pass1": 0.25, "pass32": 0.75, "no_correct": 0.25, "entropy": 0.2},
+                {"step": 2, "pass1": 0.5, "pass32": 0.5, "no_correct": 0.5, "entropy": None},
+            ]
+        },
+        "plateau": {"grpo-s300": {"reached": True}, "grpo-s301": {"reached": False}},
+        "endpoints": {
+            "pass@32": {"mean": -0.25, "lo": -0.5, "hi": -0.125},
+            "no_correct": {"mean": 0.25, "lo": None, "hi": None, "design": "2 seeds"},
+            "distinct": {"mean": -1.0, "lo": -1.5, "hi": -0.5, "base": 2.0, "plateau": 1.0, "prompts": 3},
+            "families": {
+                "rare-only": {"prompts": 0},
+                "other": {"prompts": 4, "base_pass1": 0.25, "base_pass32": 0.75, "lost": 1, "gained": 0},
+            },
+        },
+    }
+    assert (
+        premise.render(record)
+        == "\n".join(
+            [
+                "# Premise control: GRPO from b to its plateau",
+                "",
+                "2 seeds x 4 validation prompts x 8 samples at T = 0.6; GRPO {'learning_rate': 0.0001}, 2 steps.",
+                "",
+                "| run | step | Pass@1 | Pass@32 | no correct | entropy |",
+                "| --- | --- | --- | --- | --- | --- |",
+                "| grpo-s300 | 0 | 0.250 | 0.750 | 0.250 | 0.200 |",
+                "| grpo-s300 | 2 | 0.500 | 0.500 | 0.500 |  |",
+                "",
+                "Plateau reached (Pass@1 within 1 point of its highest and rising less over the last third) "
+                "on 1 of 2 runs.",
+                "",
+                "| endpoint (plateau - base, points) | mean [95% interval] |",
+                "| --- | --- |",
+                "| Pass@32 | -25.00 [-50.00, -12.50] |",
+                "| no-correct share | +25.00 [no interval: 2 seeds] |",
+                "| distinct correct solutions per solved prompt (2.00 -> 1.00, 3 prompts) | -1.00 [-1.50, -0.50] |",
+                "",
+                "Verdict: **narrowed**.",
+                "",
+                "| family | prompts | base Pass@1 | base Pass@32 | lost (seed x prompt) | gained |",
+                "| --- | --- | --- | --- | --- | --- |",
+                "| other | 4 | 0.250 | 0.750 | 1 | 0 |",
+            ]
+        )
+        + "\n"
+    )
+    no_distinct = record | {
+        "endpoints": record["endpoints"] | {"distinct": {"prompts": 1, "reason": "fewer than 2 prompts solved"}}
+    }
     assert "distinct correct" not in premise.render(no_distinct)

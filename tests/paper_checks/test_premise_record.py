@@ -1,10 +1,12 @@
 """The report's premise record (paper_checks/premise_record.py) on curves with counts chosen here: every endpoint
 against its value computed by hand from the counts (math.comb for Pass@32), the readings at their thresholds, and
 the record inside a report built from run directories."""
+
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -17,6 +19,9 @@ from escov.paper_checks.reproduce.bases import shipped_base_dir
 from escov.paper_checks.reproduce.budgets import PREMISE_BASE
 from escov.paper_checks.rundir import Run
 
+if TYPE_CHECKING:
+    from escov.paper_checks.matched import Curve
+
 N, PROMPTS, SEEDS, STEPS = 64, 12, (0, 1, 2), 30
 BASE = shipped_base_dir("paper", PREMISE_BASE)
 
@@ -27,17 +32,37 @@ def pass32(c: int) -> float:
 
 def config(algo: str, seed: int, **es) -> dict:
     """A run's config.json as llm train writes it: every setting, and the schedule beside them."""
-    cfg = TrainConfig.from_dict({"algo": algo, "model": str(BASE), "task": "countdown3", "seed": seed, "out": f"runs/{algo}-{seed}",
-                                 "eval_problems": PROMPTS, "es": {"population_size": 32, "sigma": 0.02, "alpha": 0.01} | es})
+    cfg = TrainConfig.from_dict(
+        {
+            "algo": algo,
+            "model": str(BASE),
+            "task": "countdown3",
+            "seed": seed,
+            "out": f"runs/{algo}-{seed}",
+            "eval_problems": PROMPTS,
+            "es": {"population_size": 32, "sigma": 0.02, "alpha": 0.01} | es,
+        }
+    )
     return cfg.to_dict() | {"schedule": [{"algo": algo, "start": 0, "steps": STEPS}]}
 
 
 def curve(counts: np.ndarray, ids: list[str], distinct: np.ndarray) -> list[dict]:
     """curve.json points from (T, P) correct counts, one checkpoint every step."""
-    return [{"step": t, "sampled": {"n": N, "pass_at_k": {"1": float(c.mean() / N)}, "mean_token_entropy": 1.0,
-                                    "per_problem": [{"id": i, "correct": int(k), "distinct_correct_answers": float(d)}
-                                                    for i, k, d in zip(ids, c, dd)]},
-             "greedy": {"pass_at_k": {"1": 0.0}}} for t, (c, dd) in enumerate(zip(counts, distinct))]
+    return [
+        {
+            "step": t,
+            "sampled": {
+                "n": N,
+                "pass_at_k": {"1": float(c.mean() / N)},
+                "mean_token_entropy": 1.0,
+                "per_problem": [
+                    {"id": i, "correct": int(k), "distinct_correct_answers": float(d)} for i, k, d in zip(ids, c, dd)
+                ],
+            },
+            "greedy": {"pass_at_k": {"1": 0.0}},
+        }
+        for t, (c, dd) in enumerate(zip(counts, distinct))
+    ]
 
 
 def path(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -59,25 +84,51 @@ def runs():
         grpo_end = np.where(np.arange(PROMPTS) < PROMPTS // 2, np.minimum(base + 30 + seed, N), 0)
         es_end = base + 10 + seed
         small_end = base + 2
-        for algo, end, es in (("grpo", grpo_end, {}), ("es", es_end, {}), ("es", small_end, {"sigma": 0.002, "tag": "small-sigma"})):
+        for algo, end, es in (
+            ("grpo", grpo_end, {}),
+            ("es", es_end, {}),
+            ("es", small_end, {"sigma": 0.002, "tag": "small-sigma"}),
+        ):
             c = path(base, end)
             distinct = np.where(c > 0, 1.0 + (algo == "es"), 0.0)
             counts[(algo, bool(es), seed)] = c
-            out.append(Run(Path(f"runs/{algo}{'-small' if es else ''}-{seed}"), config(algo, seed, **es),
-                           curve=curve(c, ids, distinct)))
+            out.append(
+                Run(
+                    Path(f"runs/{algo}{'-small' if es else ''}-{seed}"),
+                    config(algo, seed, **es),
+                    curve=curve(c, ids, distinct),
+                )
+            )
     return out, counts
 
 
 def test_each_endpoint_equals_its_value_from_the_counts(runs):
     run_list, counts = runs
-    grid = [{"sigma": 0.002, "s_measured": s} for s in (0.01, 0.06, 0.02)] + [{"sigma": 0.02, "s_measured": 3.0}]   # median 0.02, mean 0.03
-    control = {"split": "validation", "verdict": "narrowed", "base": {"name": "b"}, "seeds": [300, 301], "prompts": 128,
-               "samples": 128, "steps": 300, "plateau": {"a": {"reached": True}, "b": {"reached": False}},
-               "endpoints": {"pass@32": {"mean": -0.07, "lo": -0.12, "hi": -0.02}, "no_correct": {"mean": 0.06},
-                             "distinct": {"mean": -0.9}, "families": {"rare-only": {"lost": 0}, "other": {"lost": 29}}}}
+    grid = [{"sigma": 0.002, "s_measured": s} for s in (0.01, 0.06, 0.02)] + [
+        {"sigma": 0.02, "s_measured": 3.0}
+    ]  # median 0.02, mean 0.03
+    control = {
+        "split": "validation",
+        "verdict": "narrowed",
+        "base": {"name": "b"},
+        "seeds": [300, 301],
+        "prompts": 128,
+        "samples": 128,
+        "steps": 300,
+        "plateau": {"a": {"reached": True}, "b": {"reached": False}},
+        "endpoints": {
+            "pass@32": {"mean": -0.07, "lo": -0.12, "hi": -0.02},
+            "no_correct": {"mean": 0.06},
+            "distinct": {"mean": -0.9},
+            "families": {"rare-only": {"lost": 0}, "other": {"lost": 29}},
+        },
+    }
     record = premise_record(Evidence(runs=run_list), control, grid)
     assert (record["selection_split"], record["test_split"]) == ("validation", "test")
-    assert record["positive_control"]["plateau_reached"] == 1 and record["positive_control"]["lost_by_family"]["other"] == 29
+    assert (
+        record["positive_control"]["plateau_reached"] == 1
+        and record["positive_control"]["lost_by_family"]["other"] == 29
+    )
 
     g0 = np.stack([counts[("grpo", False, s)][0] for s in SEEDS])
     g1 = np.stack([counts[("grpo", False, s)][-1] for s in SEEDS])
@@ -92,19 +143,26 @@ def test_each_endpoint_equals_its_value_from_the_counts(runs):
     assert set(a["plateau"]) == {f"seed {s}" for s in SEEDS}
     # (c): the last checkpoints
     end = record["es_minus_grpo_end"]
-    assert end["mean"] == pytest.approx(np.mean([pass32(x) - pass32(y) for x, y in zip(e1.ravel(), g1.ravel())]), abs=1e-12)
+    assert end["mean"] == pytest.approx(
+        np.mean([pass32(x) - pass32(y) for x, y in zip(e1.ravel(), g1.ravel())]), abs=1e-12
+    )
     assert end["steps"] == [STEPS]
     assert end["pass1"]["mean"] == pytest.approx(np.mean(e1 - g1) / N, abs=1e-12)
     # (b): the highest level both reach, below the lowest ES end (GRPO passes it on the way up); the matched
     # reading itself is checked against a closed form in test_matched.py
     b = record["es_minus_grpo_top_level"]
-    assert counts[("grpo", False, 0)][0].mean() / N < b["level"] <= min(counts[("es", False, s)][-1].mean() / N for s in SEEDS)
+    assert (
+        counts[("grpo", False, 0)][0].mean() / N
+        < b["level"]
+        <= min(counts[("es", False, s)][-1].mean() / N for s in SEEDS)
+    )
     assert b["reading"] == _reading_b(b) and b["lo"] <= b["mean"] <= b["hi"]
     from escov.paper_checks.matched import matched_difference
     from escov.paper_checks.real_checks import curves_of
+
     ev = Evidence(runs=run_list)
     _, every = matched_difference(curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "pass@32")
-    assert len(every["compared_levels"]) > 1 and b["level"] == max(every["compared_levels"])   # the top level alone
+    assert len(every["compared_levels"]) > 1 and b["level"] == max(every["compared_levels"])  # the top level alone
     # (d): GRPO's distinct count is 1 wherever solved, ES's 2: GRPO's plateau - base is 0 over the prompts both
     # solve, and ES - GRPO at (b)'s level is 1 on every prompt both solve there (all but a few GRPO is losing)
     d = record["distinct_correct"]
@@ -125,8 +183,15 @@ def test_each_endpoint_equals_its_value_from_the_counts(runs):
     assert "**narrowed**" in text and f"**{b['reading']}**" in text and "learned" in text
 
 
-@pytest.mark.parametrize("lo,hi,reading", [(0.001, 0.05, "es_above"), (-0.03, MARGIN - 1e-9, "no_es_advantage_of_2_points"),
-                                           (-0.03, MARGIN, "inconclusive"), (0.0, 0.01, "no_es_advantage_of_2_points")])
+@pytest.mark.parametrize(
+    "lo,hi,reading",
+    [
+        (0.001, 0.05, "es_above"),
+        (-0.03, MARGIN - 1e-9, "no_es_advantage_of_2_points"),
+        (-0.03, MARGIN, "inconclusive"),
+        (0.0, 0.01, "no_es_advantage_of_2_points"),
+    ],
+)
 def test_the_top_level_reading_is_the_registered_test_then_the_margin(lo, hi, reading):
     assert _reading_b({"lo": lo, "hi": hi}) == reading
 
@@ -138,13 +203,21 @@ def test_a_record_without_grpo_curves_says_so(runs):
     assert "fewer than 2 GRPO runs" in "\n".join(render(record))
 
 
-
 def _curve(seed: int, counts: list[list[int]]) -> "Curve":
     from escov.paper_checks.matched import Curve
 
     c = np.array(counts)
-    return Curve(seed=seed, steps=np.arange(len(c)) * 10, pass1=c.mean(1) / N, counts=c, n=N,
-                 entropy=np.zeros(len(c)), greedy=np.zeros(len(c)), ids=("p0", "p1"), distinct=np.minimum(c, 1.0))
+    return Curve(
+        seed=seed,
+        steps=np.arange(len(c)) * 10,
+        pass1=c.mean(1) / N,
+        counts=c,
+        n=N,
+        entropy=np.zeros(len(c)),
+        greedy=np.zeros(len(c)),
+        ids=("p0", "p1"),
+        distinct=np.minimum(c, 1.0),
+    )
 
 
 def test_the_end_difference_reads_the_last_points_of_two_seeds():
@@ -153,8 +226,8 @@ def test_the_end_difference_reads_the_last_points_of_two_seeds():
     es = [_curve(0, [[1, 1], [2, 0], [4, 9]]), _curve(1, [[1, 1], [0, 0], [3, 0]])]
     grpo = [_curve(0, [[1, 1], [40, 40], [9, 9], [5, 0]]), _curve(1, [[1, 1], [40, 40], [9, 9], [0, 2]])]
     got = end_difference(es, grpo)
-    last = [(4, 5), (9, 0), (3, 0), (0, 2)]   # (ES at step 20, GRPO at step 30), seed by seed, prompt by prompt
-    assert got["steps"] == [20, 30]   # each method's last step, both named
+    last = [(4, 5), (9, 0), (3, 0), (0, 2)]  # (ES at step 20, GRPO at step 30), seed by seed, prompt by prompt
+    assert got["steps"] == [20, 30]  # each method's last step, both named
     assert got["mean"] == pytest.approx(np.mean([pass32(a) - pass32(b) for a, b in last]), abs=1e-12)
     assert got["pass1"]["mean"] == pytest.approx(np.mean([(a - b) / N for a, b in last]), abs=1e-12)
     assert end_difference(es[:1], grpo[:1]) is None
@@ -170,7 +243,9 @@ def test_es_at_the_small_sigma_reads_its_last_point_against_its_base_and_needs_a
     got = small_sigma(Evidence(runs=flat), [{"sigma": 0.02, "s_measured": 3.0}])
     assert got["pass1_gain"]["mean"] == 0.0 and got["pass1_gain"]["lo"] == 0.0 and got["learned"] is False
     assert got["s_measured_median"] is None and got["runs"] == 3
-    assert small_sigma(Evidence(runs=flat[:2]), None)["runs"] == 2 and small_sigma(Evidence(runs=flat[:1]), None) is None
+    assert (
+        small_sigma(Evidence(runs=flat[:2]), None)["runs"] == 2 and small_sigma(Evidence(runs=flat[:1]), None) is None
+    )
 
 
 def test_an_interval_keeps_its_mean_bounds_design_and_detectable_difference():
@@ -179,26 +254,58 @@ def test_an_interval_keeps_its_mean_bounds_design_and_detectable_difference():
 
     est = seeds_by_prompts(np.array([[0.1, 0.3, 0.2], [0.2, 0.4, 0.1]]), 32)
     assert _interval(None) is None
-    assert _interval(est) == {"mean": est.mean, "lo": est.lo, "hi": est.hi, "design": "2 seeds x 3 prompts x 32 samples",
-                              "detectable": est.detectable}
+    assert _interval(est) == {
+        "mean": est.mean,
+        "lo": est.lo,
+        "hi": est.hi,
+        "design": "2 seeds x 3 prompts x 32 samples",
+        "detectable": est.detectable,
+    }
 
 
 def test_the_record_from_two_seeds_its_fixed_fields_and_a_comparison_that_cannot_be_made(runs):
     run_list, _ = runs
     two = [r for r in run_list if r.seed in (0, 1)]
-    control = {"split": "validation", "verdict": "narrowed", "base": {"name": "b0"}, "seeds": [1, 2], "prompts": 4,
-               "samples": 8, "steps": 3, "plateau": {"a": {"reached": True}},
-               "endpoints": {"pass@32": {"mean": -0.1}, "no_correct": {"mean": 0.1}, "distinct": {"mean": -1.0},
-                             "families": {"other": {"lost": 3}}}}
+    control = {
+        "split": "validation",
+        "verdict": "narrowed",
+        "base": {"name": "b0"},
+        "seeds": [1, 2],
+        "prompts": 4,
+        "samples": 8,
+        "steps": 3,
+        "plateau": {"a": {"reached": True}},
+        "endpoints": {
+            "pass@32": {"mean": -0.1},
+            "no_correct": {"mean": 0.1},
+            "distinct": {"mean": -1.0},
+            "families": {"other": {"lost": 3}},
+        },
+    }
     record = premise_record(Evidence(runs=two), control)
     assert record["registered"] == "docs/answer-budget.md, 'The premise'" and record["margin"] == MARGIN
-    assert record["positive_control"] == {"verdict": "narrowed", "base": "b0", "seeds": [1, 2], "prompts": 4, "samples": 8,
-                                          "steps": 3, "plateau_reached": 1, "runs": 1, "pass@32": {"mean": -0.1},
-                                          "no_correct": {"mean": 0.1}, "distinct": {"mean": -1.0}, "lost_by_family": {"other": 3}}
+    assert record["positive_control"] == {
+        "verdict": "narrowed",
+        "base": "b0",
+        "seeds": [1, 2],
+        "prompts": 4,
+        "samples": 8,
+        "steps": 3,
+        "plateau_reached": 1,
+        "runs": 1,
+        "pass@32": {"mean": -0.1},
+        "no_correct": {"mean": 0.1},
+        "distinct": {"mean": -1.0},
+        "lost_by_family": {"other": 3},
+    }
     assert set(record["grpo_plateau_minus_base"]["plateau"]) == {"seed 0", "seed 1"}
     # ES curves that never reach GRPO's Pass@1 range: nothing to compare, the reason says why
-    low = [Run(r.path, r.config, curve=[p | {"sampled": p["sampled"] | {"pass_at_k": {"1": 0.0}}} for p in r.curve])
-           if r.algo == "es" else r for r in two]
+    low = [
+        Run(r.path, r.config, curve=[p | {"sampled": p["sampled"] | {"pass_at_k": {"1": 0.0}}} for p in r.curve])
+        if r.algo == "es"
+        else r
+        for r in two
+    ]
     record = premise_record(Evidence(runs=low), None)
     reason = record["es_minus_grpo_top_level"]["reason"]
     assert set(record["es_minus_grpo_top_level"]) == {"reason"} and "nothing to compare" in reason
@@ -223,54 +330,107 @@ def test_the_families_are_those_of_the_test_problems_on_the_runs_base(runs):
 
 
 def test_the_premise_section_reads_as_written():
-    record = {"selection_split": "validation", "test_split": "test", "registered": "R", "margin": 0.02,
-              "positive_control": {"seeds": [1, 2], "prompts": 4, "samples": 8, "steps": 3, "verdict": "narrowed",
-                                   "pass@32": {"mean": -0.05, "lo": -0.08, "hi": -0.02},
-                                   "no_correct": {"mean": 0.04, "lo": None, "hi": None}, "plateau_reached": 1, "runs": 2},
-              "grpo_plateau_minus_base": {"pass@32": {"mean": -0.03, "lo": -0.05, "hi": -0.01},
-                                          "no_correct": {"mean": 0.02, "lo": 0.0, "hi": 0.04}, "verdict": "narrowed",
-                                          "plateau": {"seed 0": {"reached": True}, "seed 1": {"reached": False}},
-                                          "families": {"rare-only": {"lost": 0}, "other": {"lost": 5}}},
-              "es_minus_grpo_top_level": {"mean": 0.001, "lo": -0.01, "hi": 0.012, "level": 0.4, "reading": "inconclusive"},
-              "es_minus_grpo_end": {"mean": 0.03, "lo": 0.01, "hi": 0.05, "pass1": {"mean": -0.1, "lo": -0.2, "hi": 0.0}},
-              "distinct_correct": {"grpo_plateau_minus_base": {"mean": -0.5, "lo": -0.7, "hi": -0.3, "base": 2.0,
-                                                               "plateau": 1.5, "prompts": 9},
-                                   "es_minus_grpo_top_level": None},
-              "es_small_sigma": {"sigma": 0.002, "s_measured_median": None, "pass1_gain": {"mean": 0.0, "lo": -0.01, "hi": 0.01},
-                                 "learned": False}}
+    record = {
+        "selection_split": "validation",
+        "test_split": "test",
+        "registered": "R",
+        "margin": 0.02,
+        "positive_control": {
+            "seeds": [1, 2],
+            "prompts": 4,
+            "samples": 8,
+            "steps": 3,
+            "verdict": "narrowed",
+            "pass@32": {"mean": -0.05, "lo": -0.08, "hi": -0.02},
+            "no_correct": {"mean": 0.04, "lo": None, "hi": None},
+            "plateau_reached": 1,
+            "runs": 2,
+        },
+        "grpo_plateau_minus_base": {
+            "pass@32": {"mean": -0.03, "lo": -0.05, "hi": -0.01},
+            "no_correct": {"mean": 0.02, "lo": 0.0, "hi": 0.04},
+            "verdict": "narrowed",
+            "plateau": {"seed 0": {"reached": True}, "seed 1": {"reached": False}},
+            "families": {"rare-only": {"lost": 0}, "other": {"lost": 5}},
+        },
+        "es_minus_grpo_top_level": {"mean": 0.001, "lo": -0.01, "hi": 0.012, "level": 0.4, "reading": "inconclusive"},
+        "es_minus_grpo_end": {"mean": 0.03, "lo": 0.01, "hi": 0.05, "pass1": {"mean": -0.1, "lo": -0.2, "hi": 0.0}},
+        "distinct_correct": {
+            "grpo_plateau_minus_base": {
+                "mean": -0.5,
+                "lo": -0.7,
+                "hi": -0.3,
+                "base": 2.0,
+                "plateau": 1.5,
+                "prompts": 9,
+            },
+            "es_minus_grpo_top_level": None,
+        },
+        "es_small_sigma": {
+            "sigma": 0.002,
+            "s_measured_median": None,
+            "pass1_gain": {"mean": 0.0, "lo": -0.01, "hi": 0.01},
+            "learned": False,
+        },
+    }
     assert render(record) == [
-        "## The premise: does GRPO narrow here, and what does ES keep?", "",
-        "Settings chosen on validation prompts; the endpoints below read the test prompts, registered before the run (R). "
-        "Pass@32 and shares in points.", "",
-        "- Positive control (2 seeds x 4 validation prompts x 8 samples, GRPO 3 steps): **narrowed**; Pass@32 plateau - base "
+        "## The premise: does GRPO narrow here, and what does ES keep?",
+        "",
+        "Settings chosen on validation prompts; the endpoints below read the test prompts, "
+        "registered before the run (R). "
+        "Pass@32 and shares in points.",
+        "",
+        "- Positive control (2 seeds x 4 validation prompts x 8 samples, GRPO 3 steps): **narrowed**; "
+        "Pass@32 plateau - base "
         "-5.00 [-8.00, -2.00], no-correct share +4.00 (no interval); plateau reached on 1 of 2 runs.",
-        "- (a) GRPO at its last checkpoint - base: Pass@32 -3.00 [-5.00, -1.00], no-correct share +2.00 [+0.00, +4.00]: "
+        "- (a) GRPO at its last checkpoint - base: Pass@32 -3.00 [-5.00, -1.00], "
+        "no-correct share +2.00 [+0.00, +4.00]: "
         "**narrowed** (plateau rule met on 1 of 2 runs); lost seed x prompt: rare-only 0, other 5.",
-        "- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach (40.0 points): +0.10 [-1.00, +1.20] (**inconclusive**; "
+        "- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach (40.0 points): +0.10 [-1.00, +1.20] "
+        "(**inconclusive**; "
         "margin 2 points).",
         "- (c) ES - GRPO Pass@32 at the end of equal budgets: +3.00 [+1.00, +5.00], where ES - GRPO Pass@1 is -10.00 "
         "[-20.00, +0.00].",
         "- (d) Distinct correct solutions: GRPO plateau - base -0.50 [-0.70, -0.30] (2.00 -> 1.50 per solved prompt, 9 "
         "prompts); ES - GRPO per prompt at (b)'s level not measured.",
         "- ES at sigma 0.002 (members' s not measured, Lemma 1's regime s <= 0.05): Pass@1 gain over the base +0.00 "
-        "[-1.00, +1.00]: no gain detected.", ""]
-    without = {k: v for k, v in record.items() if k not in ("positive_control", "grpo_plateau_minus_base")} | {"reason": "why"}
+        "[-1.00, +1.00]: no gain detected.",
+        "",
+    ]
+    without = {k: v for k, v in record.items() if k not in ("positive_control", "grpo_plateau_minus_base")} | {
+        "reason": "why"
+    }
     assert render(without)[-2:] == ["- why", ""]
 
 
 def test_the_premise_section_reads_as_written_without_a_level_an_end_or_counts():
     """The other side of each optional part: (b) not testable (its reason, no level, no reading), no end difference,
     distinct counts without their base and plateau, a measured s and a learning small sigma; a 2.5-point margin."""
-    record = {"selection_split": "validation", "test_split": "test", "registered": "R", "margin": 0.025,
-              "grpo_plateau_minus_base": {"pass@32": {"mean": -0.03, "lo": -0.05, "hi": -0.01},
-                                          "no_correct": {"mean": None, "reason": "no prompts"}, "verdict": "narrowed",
-                                          "plateau": {"seed 0": {"reached": True}}, "families": {"other": {"lost": 1}}},
-              "es_minus_grpo_top_level": {"reason": "nothing to compare"},
-              "es_minus_grpo_end": None,
-              "distinct_correct": {"grpo_plateau_minus_base": {"mean": None, "reason": "fewer than 2 prompts solved"},
-                                   "es_minus_grpo_top_level": {"mean": 0.06, "lo": -0.07, "hi": 0.18}},
-              "es_small_sigma": {"sigma": 0.002, "s_measured_median": 0.0091, "pass1_gain": {"mean": 0.167, "lo": 0.114, "hi": 0.219},
-                                 "learned": True}}
+    record = {
+        "selection_split": "validation",
+        "test_split": "test",
+        "registered": "R",
+        "margin": 0.025,
+        "grpo_plateau_minus_base": {
+            "pass@32": {"mean": -0.03, "lo": -0.05, "hi": -0.01},
+            "no_correct": {"mean": None, "reason": "no prompts"},
+            "verdict": "narrowed",
+            "plateau": {"seed 0": {"reached": True}},
+            "families": {"other": {"lost": 1}},
+        },
+        "es_minus_grpo_top_level": {"reason": "nothing to compare"},
+        "es_minus_grpo_end": None,
+        "distinct_correct": {
+            "grpo_plateau_minus_base": {"mean": None, "reason": "fewer than 2 prompts solved"},
+            "es_minus_grpo_top_level": {"mean": 0.06, "lo": -0.07, "hi": 0.18},
+        },
+        "es_small_sigma": {
+            "sigma": 0.002,
+            "s_measured_median": 0.0091,
+            "pass1_gain": {"mean": 0.167, "lo": 0.114, "hi": 0.219},
+            "learned": True,
+        },
+    }
     assert render(record)[4:] == [
         "- (a) GRPO at its last checkpoint - base: Pass@32 -3.00 [-5.00, -1.00], no-correct share no prompts: "
         "**narrowed** (plateau rule met on 1 of 1 runs); lost seed x prompt: other 1.",
@@ -279,9 +439,12 @@ def test_the_premise_section_reads_as_written_without_a_level_an_end_or_counts()
         "- (d) Distinct correct solutions: GRPO plateau - base fewer than 2 prompts solved; ES - GRPO per prompt at "
         "(b)'s level +0.06 [-0.07, +0.18].",
         "- ES at sigma 0.002 (members' s 0.009, Lemma 1's regime s <= 0.05): Pass@1 gain over the base +16.70 "
-        "[+11.40, +21.90]: learned.", ""]
-    with_reading = record | {"es_minus_grpo_top_level": {"mean": 0.001, "lo": -0.01, "hi": 0.012, "level": 0.4,
-                                                         "reading": "inconclusive"}}
+        "[+11.40, +21.90]: learned.",
+        "",
+    ]
+    with_reading = record | {
+        "es_minus_grpo_top_level": {"mean": 0.001, "lo": -0.01, "hi": 0.012, "level": 0.4, "reading": "inconclusive"}
+    }
     assert render(with_reading)[5].endswith("(40.0 points): +0.10 [-1.00, +1.20] (**inconclusive**; margin 2 points).")
 
 
@@ -310,8 +473,23 @@ def test_es_at_the_small_sigma_gains_from_its_base_not_its_second_point(runs):
     run_list, counts = runs
     small = [r for r in run_list if r.config["es"].get("tag")]
     # a second point far above the base: the gain is last - base, whatever lies between
-    high = [Run(r.path, r.config, curve=[r.curve[0], curve(np.full((1, PROMPTS), N), [p["id"] for p in r.curve[0]["sampled"]["per_problem"]],
-                                                             np.ones((1, PROMPTS)))[0] | {"step": 1}, *r.curve[2:]]) for r in small]
+    high = [
+        Run(
+            r.path,
+            r.config,
+            curve=[
+                r.curve[0],
+                curve(
+                    np.full((1, PROMPTS), N),
+                    [p["id"] for p in r.curve[0]["sampled"]["per_problem"]],
+                    np.ones((1, PROMPTS)),
+                )[0]
+                | {"step": 1},
+                *r.curve[2:],
+            ],
+        )
+        for r in small
+    ]
     got = small_sigma(Evidence(runs=high), None)
     want = np.mean([(counts[("es", True, s)][-1] - counts[("es", True, s)][0]) / N for s in SEEDS])
     assert got["pass1_gain"]["mean"] == pytest.approx(want, abs=1e-12)
@@ -329,8 +507,15 @@ def test_es_at_the_small_sigma_has_learned_only_when_its_whole_interval_lies_abo
         first = r.curve[0]
         rows = [row | {"correct": row["correct"] + d} for row in first["sampled"]["per_problem"]]
         pass1 = {"1": float(np.mean([row["correct"] for row in rows]) / N)}
-        return Run(r.path, r.config, curve=[first, first | {"step": STEPS, "sampled": first["sampled"] | {
-            "per_problem": rows, "pass_at_k": pass1}}])
+        return Run(
+            r.path,
+            r.config,
+            curve=[
+                first,
+                first | {"step": STEPS, "sampled": first["sampled"] | {"per_problem": rows, "pass_at_k": pass1}},
+            ],
+        )
+
     got = small_sigma(Evidence(runs=[moved(r, d) for r, d in zip(small, (6, 0, -1))]), None)
     gain = got["pass1_gain"]
     assert gain["mean"] == pytest.approx(5 / 3 / N, abs=1e-12) and gain["lo"] < 0 < gain["mean"]

@@ -1,6 +1,7 @@
 """Each real-run check registers on its claim (paper_checks/registry.py): a claim that needs one and has
 none, a claim with two, or a check on a claim the registry does not hold stops the import with a
 one-line error naming the claim. Registries here are built fresh; the real one is never edited."""
+
 import dataclasses
 import subprocess
 import sys
@@ -59,9 +60,11 @@ def test_a_claim_with_two_checks_is_refused_by_name():
         return None
 
     with pytest.raises(RegistryError) as err:
+
         @registry.registers("claim_a")
         def second(ev):
             return None
+
     assert "'claim_a'" in _one_line(err) and "first" in str(err.value) and "second" in str(err.value)
 
 
@@ -75,17 +78,21 @@ def test_a_check_on_a_claim_without_one_in_the_registry_is_refused(claim_id, say
 
 def test_an_incomplete_registry_stops_the_import_of_its_module(tmp_path):
     """A module that registers its checks and completes at import, as paper_checks.real_checks does."""
-    (tmp_path / "checks_module.py").write_text(textwrap.dedent('''
+    (tmp_path / "checks_module.py").write_text(
+        textwrap.dedent("""
         from escov.paper_checks.registry import CheckRegistry
         from escov.theory.claims import Claim, Test as ClaimTest
-        registry = CheckRegistry((Claim("kept", "s", "p", ClaimTest("directional")), Claim("forgotten", "s", "p", ClaimTest("directional"))))
+        registry = CheckRegistry(
+            (Claim("kept", "s", "p", ClaimTest("directional")), Claim("forgotten", "s", "p", ClaimTest("directional")))
+        )
 
         @registry.registers("kept")
         def kept(ev):
             return None
 
         CHECKS = registry.complete()
-    '''))
+    """)
+    )
     done = subprocess.run([sys.executable, "-c", "import checks_module"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]

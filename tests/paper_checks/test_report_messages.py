@@ -1,6 +1,7 @@
 """What paper_checks tells its user: a report over runs evaluated without Pass@32 names the claims that
 need it (no KeyError in REPORT.md), reproduce names the REPORT.md it wrote, and the report's plots are
 readable (k values on the Pass@k axis, the frontier's legend clear of the data, zero updates said in words)."""
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,9 @@ import numpy as np
 import pytest
 
 from escov.paper_checks import plots
-from escov.paper_checks.reproduce import reproduction
 from escov.paper_checks.cli import main as cli_main
 from escov.paper_checks.report import build_report, collect
+from escov.paper_checks.reproduce import reproduction
 from escov.theory.metrics import pass_at_k_counts
 from tests.paper_checks.test_paper_checks_verdicts import make_run
 
@@ -40,8 +41,11 @@ def _without_pass_at_32(run):
 
 
 def test_report_over_runs_without_k_32_names_the_claims_that_need_it(tmp_path, p_base):
-    dirs = [_without_pass_at_32(make_run(tmp_path, f"{a}{s}", a, s, p_base, np.minimum(p_base + 0.1, 1)))
-            for a in ("es", "grpo", "es-grpo") for s in (0, 1)]
+    dirs = [
+        _without_pass_at_32(make_run(tmp_path, f"{a}{s}", a, s, p_base, np.minimum(p_base + 0.1, 1)))
+        for a in ("es", "grpo", "es-grpo")
+        for s in (0, 1)
+    ]
     report = build_report(dirs, tmp_path / "rep")
     text = (tmp_path / "rep" / "REPORT.md").read_text()
     assert "KeyError" not in text and "KeyError" not in json.dumps(report)
@@ -66,7 +70,7 @@ def test_reproduce_names_the_report_it_wrote(tmp_path, p_base, monkeypatch, caps
     written = tmp_path / "small" / "report" / "REPORT.md"
     summary = json.loads((written.parent / "report.json").read_text())["summary"]
     assert lines[-len(summary) - 1] == f"wrote {written} and {written.parent / 'report.json'}" and written.exists()
-    assert lines[-len(summary):] == summary and f"Report: {written}" in summary   # the console ends on the summary
+    assert lines[-len(summary) :] == summary and f"Report: {written}" in summary  # the console ends on the summary
 
 
 def test_passk_axis_names_each_k(tmp_path, p_base, figures):
@@ -103,7 +107,9 @@ def test_zero_updates_are_said_in_words(tmp_path, p_base, figures):
     assert any("no entry changed" in t for t in texts), texts
 
 
-def test_the_frontiers_pooled_line_is_the_seeds_read_at_matched_pass1_and_dashed_where_unsupported(tmp_path, p_base, figures):
+def test_the_frontiers_pooled_line_is_the_seeds_read_at_matched_pass1_and_dashed_where_unsupported(
+    tmp_path, p_base, figures
+):
     """Pooled over seeds at each Pass@1 level, each seed read where its curve first reaches the level (checked
     here against a hand interpolation); a level is drawn solid only where every seed has measured points within
     the resolution, so a seed measured only at its ends leaves the middle dashed."""
@@ -111,37 +117,52 @@ def test_the_frontiers_pooled_line_is_the_seeds_read_at_matched_pass1_and_dashed
 
     dense = [np.clip(p_base + 0.01 * t, 0, 1) for t in range(11)]
     dirs = [make_run(tmp_path, f"es{s}", "es", s, p_base, p_base, curve_p=dense) for s in (0, 1)]
-    dirs += [make_run(tmp_path, "grpo0", "grpo", 0, p_base, p_base, curve_p=dense),
-             make_run(tmp_path, "grpo1", "grpo", 1, p_base, p_base, curve_p=dense[::10])]
+    dirs += [
+        make_run(tmp_path, "grpo0", "grpo", 0, p_base, p_base, curve_p=dense),
+        make_run(tmp_path, "grpo1", "grpo", 1, p_base, p_base, curve_p=dense[::10]),
+    ]
     plots.frontier(collect(dirs), tmp_path)
-    ax = figures[-1].axes[0]   # Pass@32 against Pass@1
+    ax = figures[-1].axes[0]  # Pass@32 against Pass@1
     solid = {line.get_label().split()[0]: line for line in ax.lines if line.get_label().endswith("(2 seeds)")}
     x, y = solid["es"].get_data()
-    assert np.isfinite(y).all()   # ES: both seeds dense, every level supported
+    assert np.isfinite(y).all()  # ES: both seeds dense, every level supported
     # the pooled value at a level: the mean of the two seeds' Pass@32 interpolated at that Pass@1 by hand
     curves = [json.loads((d / "curve.json").read_text())["points"] for d in dirs[:2]]
     by_hand = []
     for points in curves:
         p1 = [pt["sampled"]["pass_at_k"]["1"] for pt in points]
-        p32 = [np.mean([pass_at_k_counts(pt["sampled"]["n"], [q["correct"] for q in pt["sampled"]["per_problem"]], 32)])
-               for pt in points]
-        by_hand.append(np.interp(x[5], p1, p32))   # rising curves: the first crossing is the interpolation
+        p32 = [
+            np.mean([pass_at_k_counts(pt["sampled"]["n"], [q["correct"] for q in pt["sampled"]["per_problem"]], 32)])
+            for pt in points
+        ]
+        by_hand.append(np.interp(x[5], p1, p32))  # rising curves: the first crossing is the interpolation
     assert y[5] == pytest.approx(np.mean(by_hand), abs=1e-12)
     x, y = solid["grpo"].get_data()
-    assert dense[10].mean() - dense[0].mean() > RESOLUTION and np.isnan(y[1:-1]).all()   # seed 1 has its ends only
+    assert dense[10].mean() - dense[0].mean() > RESOLUTION and np.isnan(y[1:-1]).all()  # seed 1 has its ends only
 
 
 def test_the_frontiers_base_marker_is_the_mean_over_seeds_of_their_step_0_points(tmp_path, p_base, figures):
     """Two seeds whose base points differ (each seed samples its own base evaluation): the star of every panel sits
     at the mean of the two seeds' step-0 points, read here from their curve.json by hand."""
-    dirs = [make_run(tmp_path, f"es{s}", "es", s, p_base, p_base,
-                     curve_p=[np.clip(scale * p_base + 0.05 * t, 0, 1) for t in range(4)])
-            for s, scale in ((0, 1.0), (1, 0.4))]
+    dirs = [
+        make_run(
+            tmp_path,
+            f"es{s}",
+            "es",
+            s,
+            p_base,
+            p_base,
+            curve_p=[np.clip(scale * p_base + 0.05 * t, 0, 1) for t in range(4)],
+        )
+        for s, scale in ((0, 1.0), (1, 0.4))
+    ]
     plots.frontier(collect(dirs), tmp_path)
     firsts = [json.loads((d / "curve.json").read_text())["points"][0]["sampled"] for d in dirs]
-    assert firsts[0]["pass_at_k"]["1"] - firsts[1]["pass_at_k"]["1"] > 0.05   # the two bases differ
-    by_hand = {"pass@32": [np.mean(pass_at_k_counts(f["n"], [q["correct"] for q in f["per_problem"]], 32)) for f in firsts],
-               "entropy": [f["mean_token_entropy"] for f in firsts]}
+    assert firsts[0]["pass_at_k"]["1"] - firsts[1]["pass_at_k"]["1"] > 0.05  # the two bases differ
+    by_hand = {
+        "pass@32": [np.mean(pass_at_k_counts(f["n"], [q["correct"] for q in f["per_problem"]], 32)) for f in firsts],
+        "entropy": [f["mean_token_entropy"] for f in firsts],
+    }
     panels = {ax.get_ylabel(): ax for ax in figures[-1].axes}
     for key, ylabel in (("pass@32", "Pass@32"), ("entropy", "token entropy (nats)")):
         (star,) = [c for c in panels[ylabel].collections if c.get_label() == "base (mean over seeds)"]

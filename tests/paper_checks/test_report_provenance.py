@@ -2,6 +2,7 @@
 a run from before inputs.json (no inputs.json, no fingerprints) is read without a crash by the command line; a
 same-seed GRPO eval.json stripped of its fingerprint and a same-seed GRPO curve.json placed in an ES run are each
 left out with their reason; a curve point that measured other weights than the run's base is named."""
+
 from __future__ import annotations
 
 import json
@@ -21,13 +22,32 @@ from escov.paper_checks.report import collect
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN = dict(task="prompts", data="data/train.jsonl", test_data="data/test.jsonl", reward_function="rewards.py:exact",
-           steps=2, checkpoint_every=1, batch_size=2, train_pool=8, threads=1, max_completion_length=4, step_samples=2,
-           probe=False, eval_problems=2, eval_samples=2, eval_ks=(1,), heldout_task="", threshold_keep=(),
-           completions_kept=0, grpo={"num_generations": 4},
-           es={"population_size": 8, "sigma": 0.05, "alpha": 0.05, "member_samples": 2, "member_temperature": 1.0})
-REWARDS = ("def exact(prompts, completions, answer, **kwargs):\n"
-           "    return [float(c.strip() == a) + 0.01 * len(c) for c, a in zip(completions, answer)]\n")
+RUN = dict(
+    task="prompts",
+    data="data/train.jsonl",
+    test_data="data/test.jsonl",
+    reward_function="rewards.py:exact",
+    steps=2,
+    checkpoint_every=1,
+    batch_size=2,
+    train_pool=8,
+    threads=1,
+    max_completion_length=4,
+    step_samples=2,
+    probe=False,
+    eval_problems=2,
+    eval_samples=2,
+    eval_ks=(1,),
+    heldout_task="",
+    threshold_keep=(),
+    completions_kept=0,
+    grpo={"num_generations": 4},
+    es={"population_size": 8, "sigma": 0.05, "alpha": 0.05, "member_samples": 2, "member_temperature": 1.0},
+)
+REWARDS = (
+    "def exact(prompts, completions, answer, **kwargs):\n"
+    "    return [float(c.strip() == a) + 0.01 * len(c) for c, a in zip(completions, answer)]\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +66,10 @@ def project(tiny_model_dir, tmp_path_factory):
     os.chdir(root)
     try:
         for algo in ("es", "grpo"):
-            train(TrainConfig.from_dict(RUN | {"algo": algo, "model": str(tiny_model_dir), "out": algo}),
-                  show_progress=False)
+            train(
+                TrainConfig.from_dict(RUN | {"algo": algo, "model": str(tiny_model_dir), "out": algo}),
+                show_progress=False,
+            )
             evaluate_curve(root / algo, points=2, samples=32, n_problems=2)
     finally:
         os.chdir(cwd)
@@ -77,8 +99,13 @@ def test_a_run_from_before_inputs_json_is_reported_by_the_command_line(runs, tmp
         for step in (1, 2):
             _edit_json(rundir.checkpoint_dir(run, step) / rundir.TRAINER_STATE, lambda s: s.pop("settings_sha256"))
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "-m", "escov.paper_checks", "report", *map(str, runs), "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "escov.paper_checks", "report", *map(str, runs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert report["excluded"] == []  # nothing to compare with: an older run's records are all read
@@ -96,9 +123,12 @@ def test_a_same_seed_eval_json_without_its_fingerprint_is_left_out(runs):
     (es / rundir.EVAL).write_text(json.dumps(ev))
     collected = collect(runs)
     [excluded] = collected.excluded
-    assert excluded == {"what": str(es / rundir.EVAL), "reason": "has no fingerprint, though the run records its "
-                        "inputs (inputs.json): nothing tells it from another run's; left out (not this run's "
-                        "evaluation)"}
+    assert excluded == {
+        "what": str(es / rundir.EVAL),
+        "reason": "has no fingerprint, though the run records its "
+        "inputs (inputs.json): nothing tells it from another run's; left out (not this run's "
+        "evaluation)",
+    }
     assert next(r for r in collected.runs if r.path == es).eval is None
 
 
@@ -145,9 +175,17 @@ def test_a_partial_copy_given_first_gives_way_to_the_complete_run(runs, tmp_path
     collected = collect([partial, es, grpo])
     assert [r.path for r in collected.runs] == [es, grpo]
     held = len(rundir.read_steps(es)), len(rundir.read_curve(es))
-    assert collected.excluded == [{"what": str(partial), "reason": (
-        f"the same settings, seed (0) and inputs as {es}, which holds more of the run (a final evaluation, {held[0]} "
-        f"metrics rows, {held[1]} curve points, 0 probe measurements, here no final evaluation, 1 metrics rows, 0 "
-        "curve points, 0 probe measurements); counted once, as the more complete")}]
+    assert collected.excluded == [
+        {
+            "what": str(partial),
+            "reason": (
+                f"the same settings, seed (0) and inputs as {es}, which holds more of the run "
+                f"(a final evaluation, {held[0]} "
+                f"metrics rows, {held[1]} curve points, 0 probe measurements, here no final evaluation, "
+                "1 metrics rows, 0 "
+                "curve points, 0 probe measurements); counted once, as the more complete"
+            ),
+        }
+    ]
     # given the other way round, the partial copy is the one left out, as any copy
     assert [e["what"] for e in collect([es, partial, grpo]).excluded] == [str(partial)]

@@ -2,6 +2,7 @@
 a directory given twice and a copy of a run counted once, runs with the same moved final weights counted
 once, an eval.json from another seed and one whose Pass@k its counts do not give left out, each named at
 the top of REPORT.md and in report.json, and a claim on runs whose inputs changed mid-run saying so."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,9 @@ import numpy as np
 import pytest
 
 from escov.llm.rollout import derive_seed
-from escov.theory.claims import BY_ID
 from escov.paper_checks.real_checks import REAL_CHECKS
 from escov.paper_checks.report import build_report, collect, real_verdict
+from escov.theory.claims import BY_ID
 from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 SETTINGS = {"eval_samples": 32, "eval_temperature": 1.0, "eval_ks": [1, 16, 32], "max_completion_length": 24}
@@ -38,8 +39,11 @@ def _run(root: Path, name: str, algo: str, seed: int, drift: float) -> Path:
 @pytest.fixture
 def runs(tmp_path):
     """ES and GRPO, seeds 0-2, ES drifting about 10x GRPO."""
-    return [_run(tmp_path, f"{algo}{seed}", algo, seed, (1e-2 if algo == "es" else 1e-3) * (1 + 0.1 * seed))
-            for algo in ("es", "grpo") for seed in (0, 1, 2)]
+    return [
+        _run(tmp_path, f"{algo}{seed}", algo, seed, (1e-2 if algo == "es" else 1e-3) * (1 + 0.1 * seed))
+        for algo in ("es", "grpo")
+        for seed in (0, 1, 2)
+    ]
 
 
 def test_a_directory_given_twice_or_copied_is_named_and_counted_once(runs, tmp_path):
@@ -50,7 +54,8 @@ def test_a_directory_given_twice_or_copied_is_named_and_counted_once(runs, tmp_p
     assert [r.path for r in ev.runs] == runs
     assert [(e["what"], e["reason"]) for e in ev.excluded] == [
         (str(runs[0]), f"given twice (the same directory as {runs[0]}); counted once"),
-        (str(copy), f"the same settings, seed (0) and inputs as {runs[0]} (a copy or a rerun of it); counted once")]
+        (str(copy), f"the same settings, seed (0) and inputs as {runs[0]} (a copy or a rerun of it); counted once"),
+    ]
     again = REAL_CHECKS["drift_ratio"](ev)
     assert (again.status, again.ours) == (alone.status, alone.ours)
     assert again.evidence["es"] == alone.evidence["es"] and len(again.evidence["es"]) == 3
@@ -84,8 +89,9 @@ def test_an_eval_json_from_another_seed_is_named_and_left_out(runs):
     assert es0.eval is None and es0.metrics  # the run's metrics still count
     [excluded] = ev.excluded
     assert excluded["what"] == str(runs[0] / "eval.json")
-    assert excluded["reason"].startswith(f"base: seed is {derive_seed(1, 'eval') % 2**31} but the run's settings give "
-                                         f"{derive_seed(0, 'eval') % 2**31}")
+    assert excluded["reason"].startswith(
+        f"base: seed is {derive_seed(1, 'eval') % 2**31} but the run's settings give {derive_seed(0, 'eval') % 2**31}"
+    )
 
 
 def test_counts_that_do_not_give_their_pass_at_k_are_named(runs):
@@ -103,8 +109,10 @@ def test_every_exclusion_is_listed_at_the_top_of_the_report(runs, tmp_path):
     shutil.copy(runs[1] / "eval.json", runs[0] / "eval.json")
     report = build_report(runs + [runs[2]], tmp_path / "report")
     assert [e["what"] for e in report["excluded"]] == [str(runs[0] / "eval.json"), str(runs[2])]
-    assert [e["what"] for e in json.loads((tmp_path / "report" / "report.json").read_text())["excluded"]] == \
-        [str(runs[0] / "eval.json"), str(runs[2])]
+    assert [e["what"] for e in json.loads((tmp_path / "report" / "report.json").read_text())["excluded"]] == [
+        str(runs[0] / "eval.json"),
+        str(runs[2]),
+    ]
     markdown = (tmp_path / "report" / "REPORT.md").read_text()
     top = markdown.index("**Left out of this report** (2")
     assert top < markdown.index("## All claims")
@@ -113,9 +121,14 @@ def test_every_exclusion_is_listed_at_the_top_of_the_report(runs, tmp_path):
 
 def test_a_claim_on_runs_whose_inputs_changed_mid_run_says_so(runs):
     config = json.loads((runs[0] / "config.json").read_text())
-    history = [{"config": config, "changed": [], "from_step": 0},
-               {"config": config, "from_step": 4,
-                "changed": [{"setting": "code", "was": "commit aaaa", "now": "commit bbbb"}]}]
+    history = [
+        {"config": config, "changed": [], "from_step": 0},
+        {
+            "config": config,
+            "from_step": 4,
+            "changed": [{"setting": "code", "was": "commit aaaa", "now": "commit bbbb"}],
+        },
+    ]
     (runs[0] / "config_history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history))
     verdict = real_verdict(BY_ID["drift_ratio"], collect(runs))
     assert "inputs changed mid-run: es0 (after step 4: code commit aaaa -> commit bbbb)" in verdict.note

@@ -3,6 +3,7 @@ hand-worked case: the effect is the published estimate's distance from its test'
 and the seeds are the fewest n whose detectable difference, from THIS run's variance rescaled to n seeds, reaches
 it. The detectable difference is solved here from its definition (two-sided 95% t test, 80% power, noncentral t),
 by a fresh root search, not by theory.decisions."""
+
 import math
 
 import numpy as np
@@ -22,13 +23,27 @@ def _detectable(se: float, df: float) -> float:
 
 def _est(mean: float, se: float, seeds: int) -> dict:
     half = stats.t.ppf(0.975, seeds - 1) * se
-    return {"mean": mean, "lo": mean - half, "hi": mean + half, "se": se, "df": float(seeds - 1), "seeds": seeds,
-            "prompts": 0, "samples": 0, "detectable": _detectable(se, seeds - 1), "design": f"{seeds} seeds"}
+    return {
+        "mean": mean,
+        "lo": mean - half,
+        "hi": mean + half,
+        "se": se,
+        "df": float(seeds - 1),
+        "seeds": seeds,
+        "prompts": 0,
+        "samples": 0,
+        "detectable": _detectable(se, seeds - 1),
+        "design": f"{seeds} seeds",
+    }
 
 
 def _report(parts: dict[str, dict[str, dict]]) -> dict:
-    return {"claims": [{"id": cid, "levels": {"real": {"status": INCONCLUSIVE, "ours": "x", "note": "",
-                                                        "evidence": evidence}}} for cid, evidence in parts.items()]}
+    return {
+        "claims": [
+            {"id": cid, "levels": {"real": {"status": INCONCLUSIVE, "ours": "x", "note": "", "evidence": evidence}}}
+            for cid, evidence in parts.items()
+        ]
+    }
 
 
 def _seeds(se: float, seeds: int, effect: float, most: int = 64) -> int | None:
@@ -37,26 +52,35 @@ def _seeds(se: float, seeds: int, effect: float, most: int = 64) -> int | None:
     return next((n for n in range(2, most + 1) if _detectable(se * math.sqrt(seeds / n), n - 1) <= effect), None)
 
 
-@pytest.mark.parametrize("claim, mean, effect", [
-    ("matched_passk_above_grpo", -0.015, 0.015),     # directional at 0
-    ("no_forgetting", 0.01, 0.03),                   # directional at -2 points: 1 - (-2)
-    ("no_forgetting", -0.05, 0.03),
-    ("thresholded_pass1", 0.005, 0.015),             # equivalence within 2 points: inside the margin by 1.5
-    ("thresholded_pass1", -0.005, 0.015),
-    ("thresholded_pass1", 0.03, 0.0),                # outside the margin: nothing to detect
-])
+@pytest.mark.parametrize(
+    "claim, mean, effect",
+    [
+        ("matched_passk_above_grpo", -0.015, 0.015),  # directional at 0
+        ("no_forgetting", 0.01, 0.03),  # directional at -2 points: 1 - (-2)
+        ("no_forgetting", -0.05, 0.03),
+        ("thresholded_pass1", 0.005, 0.015),  # equivalence within 2 points: inside the margin by 1.5
+        ("thresholded_pass1", -0.005, 0.015),
+        ("thresholded_pass1", 0.03, 0.0),  # outside the margin: nothing to detect
+    ],
+)
 def test_the_effect_needed_is_the_distance_to_the_tests_boundary(claim, mean, effect):
     assert summary.effect_needed(claim, "any part", mean) == pytest.approx(effect, abs=1e-15)
 
 
 def test_the_seeds_needed_come_from_this_runs_variance_and_the_published_effect():
-    here = {"matched_passk_above_grpo": {summary.KEY_PART: _est(0.005, 0.01, 4)},
-            "no_forgetting": {"held-out Pass@1 change": _est(-0.01, 0.008, 3)}}
-    there = {"matched_passk_above_grpo": {summary.KEY_PART: _est(0.03, 0.004, 8)},
-             "no_forgetting": {"held-out Pass@1 change": _est(0.012, 0.002, 8)}}
+    here = {
+        "matched_passk_above_grpo": {summary.KEY_PART: _est(0.005, 0.01, 4)},
+        "no_forgetting": {"held-out Pass@1 change": _est(-0.01, 0.008, 3)},
+    }
+    there = {
+        "matched_passk_above_grpo": {summary.KEY_PART: _est(0.03, 0.004, 8)},
+        "no_forgetting": {"held-out Pass@1 change": _est(0.012, 0.002, 8)},
+    }
     rows = summary.undecided_rows(_report(here), _report(there))
-    assert [(r["claim"], r["part"]) for r in rows] == [("matched_passk_above_grpo", summary.KEY_PART),
-                                                       ("no_forgetting", "held-out Pass@1 change")]
+    assert [(r["claim"], r["part"]) for r in rows] == [
+        ("matched_passk_above_grpo", summary.KEY_PART),
+        ("no_forgetting", "held-out Pass@1 change"),
+    ]
     # effects: 3 points above 0; 1.2 - (-2) = 3.2 points above the no-loss threshold
     want = [_seeds(0.01, 4, 0.03), _seeds(0.008, 3, 0.032)]
     assert want == [6, 4]  # e.g. 6 seeds: se 0.01 sqrt(4/6) = 0.0082, times 3.0 (df 5) = 0.0245 <= 0.03; 5: 0.0305

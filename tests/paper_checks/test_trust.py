@@ -2,6 +2,7 @@
 its run's settings in every field but one is refused, and the refusal names that field; a resumed run's earlier
 settings (config_history.jsonl) are settings it ran with. The seeds are derived here from their definition
 (blake2b of "seed/label" mod 2^31), the Pass@k from binomials by hand."""
+
 import hashlib
 import json
 import math
@@ -14,8 +15,15 @@ from escov.paper_checks import trust
 from escov.paper_checks.rundir import Run
 
 SEED = 3
-CONFIG = {"algo": "es", "task": "countdown", "seed": SEED, "eval_samples": 8, "eval_temperature": 0.7,
-          "eval_ks": [1, 4], "max_completion_length": 64}
+CONFIG = {
+    "algo": "es",
+    "task": "countdown",
+    "seed": SEED,
+    "eval_samples": 8,
+    "eval_temperature": 0.7,
+    "eval_ks": [1, 4],
+    "max_completion_length": 64,
+}
 COUNTS = [2, 0]  # of 8 samples, two prompts: Pass@1 = (2/8 + 0) / 2, Pass@4 = (1 - C(6,4)/C(8,4)) / 2
 PASS = {"1": 0.125, "4": (1 - math.comb(6, 4) / math.comb(8, 4)) / 2}
 PARTS = ("base", "final", "base_greedy", "final_greedy", "heldout.base", "heldout.final")
@@ -32,10 +40,15 @@ def _evaluation(config: dict, part: str) -> dict:
     n = 1 if greedy else config["eval_samples"]
     counts = [min(c, n) for c in COUNTS]
     ks = [1] if greedy else config["eval_ks"]
-    return {"n": n, "temperature": 0.0 if greedy else config["eval_temperature"], "ks": list(ks),
-            "max_new_tokens": config["max_completion_length"], "seed": _seed(config["seed"], label),
-            "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(counts)],
-            "pass_at_k": {"1": sum(counts) / (n * len(counts))} if greedy else _pass(n, counts, ks)}
+    return {
+        "n": n,
+        "temperature": 0.0 if greedy else config["eval_temperature"],
+        "ks": list(ks),
+        "max_new_tokens": config["max_completion_length"],
+        "seed": _seed(config["seed"], label),
+        "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(counts)],
+        "pass_at_k": {"1": sum(counts) / (n * len(counts))} if greedy else _pass(n, counts, ks),
+    }
 
 
 def _pass(n: int, counts: list[int], ks) -> dict:
@@ -68,8 +81,9 @@ def test_an_evaluation_made_as_the_settings_say_is_accepted(tmp_path):
 
 
 @pytest.mark.parametrize("part", PARTS)
-@pytest.mark.parametrize("field, other", [("n", 16), ("temperature", 1.0), ("ks", [1, 8]), ("max_new_tokens", 32),
-                                          ("seed", "other label")])
+@pytest.mark.parametrize(
+    "field, other", [("n", 16), ("temperature", 1.0), ("ks", [1, 8]), ("max_new_tokens", 32), ("seed", "other label")]
+)
 def test_an_evaluation_off_its_settings_in_one_field_is_refused_naming_it(tmp_path, part, field, other):
     ev = _eval_file(CONFIG)
     evaluation = _part(ev, part)
@@ -95,8 +109,10 @@ def test_counts_that_do_not_give_the_pass_at_k_written_are_refused(tmp_path):
     assert trust.eval_contradiction(_run(tmp_path, ev=ev)) == "base: per-problem counts outside 0..8"
 
 
-@pytest.mark.parametrize("field, value", [("eval_samples", 16), ("eval_temperature", 1.0), ("eval_ks", [1, 8]),
-                                          ("max_completion_length", 32)])
+@pytest.mark.parametrize(
+    "field, value",
+    [("eval_samples", 16), ("eval_temperature", 1.0), ("eval_ks", [1, 8]), ("max_completion_length", 32)],
+)
 def test_a_resumed_runs_earlier_settings_are_settings_it_ran_with(tmp_path, field, value):
     """Evaluations and the fingerprint made under the settings a run started with (config_history.jsonl's first
     record) are its own; under settings it never had, one field apart, they are not."""
@@ -121,9 +137,14 @@ def test_a_fingerprint_of_settings_one_field_apart_is_refused(tmp_path):
 def _point(config: dict, step: int) -> dict:
     def kind(n):
         counts = [min(c, n) for c in COUNTS]
-        return {"n": n, "seed": _seed(config["seed"], step, "curve"), "max_new_tokens": config["max_completion_length"],
-                "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(counts)],
-                "pass_at_k": {"1": sum(counts) / (n * len(counts))}}
+        return {
+            "n": n,
+            "seed": _seed(config["seed"], step, "curve"),
+            "max_new_tokens": config["max_completion_length"],
+            "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(counts)],
+            "pass_at_k": {"1": sum(counts) / (n * len(counts))},
+        }
+
     return {"step": step, "sampled": kind(8), "greedy": kind(1)}
 
 
@@ -131,8 +152,11 @@ def _point(config: dict, step: int) -> dict:
 def test_a_curve_point_off_its_settings_in_one_field_is_refused_naming_it(tmp_path, kind):
     curve = [_point(CONFIG, 0), _point(CONFIG, 50)]
     assert trust.curve_contradiction(_run(tmp_path, curve=curve)) is None
-    for field, value in (("seed", _seed(SEED, 0, "curve")), ("seed", _seed(SEED + 1, 50, "curve")),
-                         ("max_new_tokens", 32)):
+    for field, value in (
+        ("seed", _seed(SEED, 0, "curve")),
+        ("seed", _seed(SEED + 1, 50, "curve")),
+        ("max_new_tokens", 32),
+    ):
         curve = [_point(CONFIG, 0), _point(CONFIG, 50)]
         curve[1][kind][field] = value  # step 50 with step 0's seed, another run's seed, another length
         why = trust.curve_contradiction(_run(tmp_path, curve=curve))
@@ -153,18 +177,25 @@ def test_a_curve_point_taken_from_eval_json_must_be_that_evaluation_sampled_and_
     ev = _eval_file(CONFIG)
     point = {"step": 0, "source": "eval.json base", "sampled": dict(ev["base"]), "greedy": dict(ev["base_greedy"])}
     assert trust.curve_contradiction(_run(tmp_path, ev=ev, curve=[point])) is None
-    for kind, field, value in (("sampled", "seed", 1), ("greedy", "seed", 1),
-                               ("sampled", "per_problem", [{"id": "p0", "correct": 1}]),
-                               ("greedy", "per_problem", [{"id": "p0", "correct": 1}])):
+    for kind, field, value in (
+        ("sampled", "seed", 1),
+        ("greedy", "seed", 1),
+        ("sampled", "per_problem", [{"id": "p0", "correct": 1}]),
+        ("greedy", "per_problem", [{"id": "p0", "correct": 1}]),
+    ):
         bad = point | {kind: point[kind] | {field: value}}
         why = trust.curve_contradiction(_run(tmp_path, ev=ev, curve=[bad]))
-        assert why == f"step 0 {kind}: its source is eval.json {'base' if kind == 'sampled' else 'base_greedy'}, " \
-                      "which it is not"
+        assert (
+            why == f"step 0 {kind}: its source is eval.json {'base' if kind == 'sampled' else 'base_greedy'}, "
+            "which it is not"
+        )
     final = point | {"source": "eval.json final"}  # the base's evaluation named as the final one
     ev["final"]["seed"] += 1
     assert trust.curve_contradiction(_run(tmp_path, ev=ev, curve=[final])).startswith("step 0 sampled: its source")
-    assert trust.curve_contradiction(_run(tmp_path, ev=ev, curve=[point | {"source": "x"}])) == \
-        "step 0: unknown source 'x'"
+    assert (
+        trust.curve_contradiction(_run(tmp_path, ev=ev, curve=[point | {"source": "x"}]))
+        == "step 0: unknown source 'x'"
+    )
 
 
 def test_screen_drops_the_contradicting_file_and_keeps_the_run(tmp_path):

@@ -1,4 +1,5 @@
 """The bandit task: the base policy is the design, features give exact gradients and Fisher traces."""
+
 from dataclasses import replace
 
 import numpy as np
@@ -18,8 +19,17 @@ def test_base_policy_is_the_design_whatever_the_features():
 
 
 def test_design_masses_follow_the_shape():
-    shape = TaskShape(n_prompts=4000, n_paths=8, n_correct=3, rare_share=0.2, n_tempting=2, tempting_share=0.7,
-                      base_pass1=0.3, floor=1e-6, feature_dim=None)
+    shape = TaskShape(
+        n_prompts=4000,
+        n_paths=8,
+        n_correct=3,
+        rare_share=0.2,
+        n_tempting=2,
+        tempting_share=0.7,
+        base_pass1=0.3,
+        floor=1e-6,
+        feature_dim=None,
+    )
     task = make_task(shape, 1)
     probs = task.policy(task.theta0)[0]
     correct = task.correct[0]
@@ -48,8 +58,10 @@ def test_fisher_trace_is_the_trace_of_the_log_partition_hessian():
         m = z.max(-1, keepdims=True)
         return (m + np.log(np.exp(z - m).sum(-1, keepdims=True)))[..., 0]
 
-    hess_trace = sum((log_partition(theta + h * e) - 2 * log_partition(theta) + log_partition(theta - h * e)) / h**2
-                     for e in np.eye(d)[:, None, :] * np.ones((1, task.n_seeds, 1)))
+    hess_trace = sum(
+        (log_partition(theta + h * e) - 2 * log_partition(theta) + log_partition(theta - h * e)) / h**2
+        for e in np.eye(d)[:, None, :] * np.ones((1, task.n_seeds, 1))
+    )
     np.testing.assert_allclose(tr, hess_trace, rtol=1e-4, atol=1e-7)
 
 
@@ -101,13 +113,24 @@ def test_sample_frequencies_match_probabilities():
     assert np.all(np.abs(freq - probs) < 5 * se + 1e-12)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"n_prompts": 0}, "n_prompts"), ({"n_paths": 1}, "n_paths"), ({"n_correct": 16}, "n_correct"),
-    ({"base_pass1": 1.0}, "base_pass1"), ({"base_pass1": 0.0}, "base_pass1"), ({"rare_share": 1.5}, "rare_share"),
-    ({"feature_dim": 0}, "feature_dim"), ({"n_tempting": 20}, "n_tempting"), ({"floor": 0.0}, "floor"),
-    ({"difficulty_concentration": -1.0}, "difficulty_concentration"), ({"theta0_offset": -1.0}, "theta0_offset"),
-    ({"n_correct": 1, "rare_share": 0.1}, "rare_share"), ({"n_prompts": 2.5}, "n_prompts"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"n_prompts": 0}, "n_prompts"),
+        ({"n_paths": 1}, "n_paths"),
+        ({"n_correct": 16}, "n_correct"),
+        ({"base_pass1": 1.0}, "base_pass1"),
+        ({"base_pass1": 0.0}, "base_pass1"),
+        ({"rare_share": 1.5}, "rare_share"),
+        ({"feature_dim": 0}, "feature_dim"),
+        ({"n_tempting": 20}, "n_tempting"),
+        ({"floor": 0.0}, "floor"),
+        ({"difficulty_concentration": -1.0}, "difficulty_concentration"),
+        ({"theta0_offset": -1.0}, "theta0_offset"),
+        ({"n_correct": 1, "rare_share": 0.1}, "rare_share"),
+        ({"n_prompts": 2.5}, "n_prompts"),
+    ],
+)
 def test_bad_shapes_raise_naming_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         TaskShape(**kwargs)

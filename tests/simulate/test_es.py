@@ -1,4 +1,5 @@
 """ES: the update's expectation against the smoothed gradient, z-scoring, two-point, null, bf16."""
+
 from dataclasses import replace
 
 import numpy as np
@@ -10,10 +11,27 @@ from escov.simulate.bf16 import perturb_restore_bf16, round_to_bf16
 from escov.simulate.es import ESConfig, es_step, standardize
 
 # One parameter, four prompts, three paths: greedy reward F(theta) is a step function of theta.
-TINY = TaskShape(n_prompts=4, n_paths=3, n_correct=1, rare_share=0.0, n_tempting=1, tempting_share=1.0,
-                 base_pass1=0.45, difficulty_concentration=20, feature_dim=1)
-ALL_REWARDED = TaskShape(n_prompts=5, n_paths=4, n_correct=1, rare_share=0.0, n_tempting=1,
-                         formatted_share=1.0, format_bonus=1.0, feature_dim=3)
+TINY = TaskShape(
+    n_prompts=4,
+    n_paths=3,
+    n_correct=1,
+    rare_share=0.0,
+    n_tempting=1,
+    tempting_share=1.0,
+    base_pass1=0.45,
+    difficulty_concentration=20,
+    feature_dim=1,
+)
+ALL_REWARDED = TaskShape(
+    n_prompts=5,
+    n_paths=4,
+    n_correct=1,
+    rare_share=0.0,
+    n_tempting=1,
+    formatted_share=1.0,
+    format_bonus=1.0,
+    feature_dim=3,
+)
 
 
 def smoothed_gradient(task, theta: float, sigma: float) -> float:
@@ -22,7 +40,7 @@ def smoothed_gradient(task, theta: float, sigma: float) -> float:
     w = norm.pdf(u) * (u[1] - u[0])
 
     def greedy_reward(th):
-        logits = task.logits(np.asarray(th).reshape(1, -1, 1))[0]            # (M, P, V)
+        logits = task.logits(np.asarray(th).reshape(1, -1, 1))[0]  # (M, P, V)
         return task.reward[0][np.arange(task.n_prompts), logits.argmax(-1)].mean(-1)
 
     def f_sigma(th):
@@ -35,13 +53,13 @@ def smoothed_gradient(task, theta: float, sigma: float) -> float:
 @pytest.mark.parametrize("antithetic", [False, True])
 def test_update_expectation_is_alpha_sigma_times_smoothed_gradient(antithetic):
     reps, sigma, lr = 400, 0.7, 1.0
-    task = make_task(TINY, [5] * reps)              # identical instances: the seed axis holds replicates
+    task = make_task(TINY, [5] * reps)  # identical instances: the seed axis holds replicates
     cfg = ESConfig(population_size=100, sigma=sigma, alpha=lr, zscore=False, antithetic=antithetic)
     theta, _ = es_step(task, task.theta0, cfg, np.random.default_rng(0))
     updates = (theta - task.theta0)[:, 0]
     # centered rewards: E[(1/N) sum (R_i - mean R) eps_i] = (1 - 1/N) E[R eps] (R_j does not depend on eps_i, i != j)
     expected = (1 - 1 / 100) * lr * sigma * smoothed_gradient(make_task(TINY, [5]), task.theta0[0, 0], sigma)
-    assert abs(expected) > 0.1                      # the check is not vacuous
+    assert abs(expected) > 0.1  # the check is not vacuous
     assert abs(updates.mean() - expected) < 4 * updates.std() / np.sqrt(reps)
 
 
@@ -57,7 +75,9 @@ def test_two_point_members_come_in_mirrored_pairs():
 def test_zscored_update_is_zero_when_all_rewards_are_equal():
     task = make_task(ALL_REWARDED, 3)
     for member_temperature in (0.0, 1.0):  # greedy, sampled
-        theta, info = es_step(task, task.theta0, ESConfig(member_temperature=member_temperature), np.random.default_rng(0))
+        theta, info = es_step(
+            task, task.theta0, ESConfig(member_temperature=member_temperature), np.random.default_rng(0)
+        )
         np.testing.assert_array_equal(theta, task.theta0)
         assert np.all(info["fitness"] == 1.0)
 
@@ -91,7 +111,7 @@ def test_standardize_is_population_zscore():
 def test_greedy_fitness_is_the_mean_reward_of_argmax_paths():
     task = make_task(TaskShape(n_prompts=7, feature_dim=3), 1)
     _, info = es_step(task, task.theta0, ESConfig(population_size=4), np.random.default_rng(0))
-    lg = info["member_logits"][0]                          # (N, P, V)
+    lg = info["member_logits"][0]  # (N, P, V)
     expected = np.array([task.reward[0][np.arange(7), lg[i].argmax(-1)].mean() for i in range(4)])
     np.testing.assert_allclose(info["fitness"][0], expected)
 
@@ -99,10 +119,14 @@ def test_greedy_fitness_is_the_mean_reward_of_argmax_paths():
 def test_round_to_bf16_matches_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)
-    x = np.concatenate([rng.normal(size=2000) * 10.0 ** rng.integers(-6, 6, size=2000),
-                        # exact ties between two bfloat16 neighbours (low 16 bits 0x8000), both parities
-                        (np.arange(1, 200, dtype=np.uint32) << 16 | 0x3F800000 | 0x8000).view(np.float32),
-                        [0.0, -0.0, 1.0, -2.5, 3.0e38, np.inf, -np.inf]]).astype(np.float32)
+    x = np.concatenate(
+        [
+            rng.normal(size=2000) * 10.0 ** rng.integers(-6, 6, size=2000),
+            # exact ties between two bfloat16 neighbours (low 16 bits 0x8000), both parities
+            (np.arange(1, 200, dtype=np.uint32) << 16 | 0x3F800000 | 0x8000).view(np.float32),
+            [0.0, -0.0, 1.0, -2.5, 3.0e38, np.inf, -np.inf],
+        ]
+    ).astype(np.float32)
     ours = round_to_bf16(x)
     ref = torch.from_numpy(x).to(torch.bfloat16).to(torch.float32).numpy()
     np.testing.assert_array_equal(ours, ref)
@@ -112,7 +136,7 @@ def test_round_to_bf16_matches_torch():
 def test_perturb_restore_residue_is_bounded_and_zero_for_exact_steps():
     rng = np.random.default_rng(0)
     theta = round_to_bf16(rng.normal(size=(2, 50)))
-    exact_steps = round_to_bf16(np.ldexp(1.0, -3) * np.ones((2, 4, 50)))   # powers of two: exact in bf16
+    exact_steps = round_to_bf16(np.ldexp(1.0, -3) * np.ones((2, 4, 50)))  # powers of two: exact in bf16
     members, restored = perturb_restore_bf16(np.full((2, 50), 1.0, np.float32), exact_steps)
     np.testing.assert_array_equal(restored, 1.0)
     np.testing.assert_array_equal(members, 1.125)
@@ -121,7 +145,7 @@ def test_perturb_restore_residue_is_bounded_and_zero_for_exact_steps():
     assert np.all(round_to_bf16(members) == members) and np.all(round_to_bf16(restored) == restored)
     # each add and subtract rounds by at most half a spacing of the larger operand (|w| + |s| < 8 here)
     assert np.max(np.abs(restored - theta)) <= 2 * 16 * 0.5 * 2.0 ** (3 - 7)
-    assert np.any(restored != theta)                                       # residue is there
+    assert np.any(restored != theta)  # residue is there
 
 
 def test_bf16_step_leaves_bf16_weights():
@@ -132,13 +156,20 @@ def test_bf16_step_leaves_bf16_weights():
     assert np.any(theta != theta0)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"sigma": 0.0}, "sigma"), ({"sigma": -1.0}, "sigma"), ({"population_size": 1}, "population_size"),
-    ({"population_size": 7, "antithetic": True}, "population_size"),
-    ({"member_samples": 4}, "member_samples"),  # greedy members take one rollout per prompt
-    ({"alpha": float("nan")}, "alpha"), ({"member_temperature": -1.0}, "member_temperature"),
-    ({"member_temperature": 1.0, "member_samples": 0}, "member_samples"), ({"batch_size": 0}, "batch_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"sigma": 0.0}, "sigma"),
+        ({"sigma": -1.0}, "sigma"),
+        ({"population_size": 1}, "population_size"),
+        ({"population_size": 7, "antithetic": True}, "population_size"),
+        ({"member_samples": 4}, "member_samples"),  # greedy members take one rollout per prompt
+        ({"alpha": float("nan")}, "alpha"),
+        ({"member_temperature": -1.0}, "member_temperature"),
+        ({"member_temperature": 1.0, "member_samples": 0}, "member_samples"),
+        ({"batch_size": 0}, "batch_size"),
+    ],
+)
 def test_bad_es_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         replace(ESConfig(), **kwargs)

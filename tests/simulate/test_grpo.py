@@ -1,4 +1,5 @@
 """GRPO: the sampled surrogate gradient against exact expectations and finite differences."""
+
 import itertools
 from dataclasses import replace
 
@@ -27,17 +28,17 @@ def exact_expected_gradient(pi: np.ndarray, reward: np.ndarray, G: int) -> np.nd
 
 def test_monte_carlo_gradient_matches_enumeration_and_the_binary_reward_weight():
     task = make_task(SHAPE, [1])
-    pi = task.policy(task.theta0)[0]                       # (P, V)
+    pi = task.policy(task.theta0)[0]  # (P, V)
     G, reps = 3, 200_000
     cfg = GRPOConfig(num_generations=G, beta=0.0)
     rng = np.random.default_rng(0)
     probs = np.broadcast_to(pi, (reps,) + pi.shape)
-    paths = sample(rng, probs, G)                          # (reps, P, G)
+    paths = sample(rng, probs, G)  # (reps, P, G)
     rewards = np.take_along_axis(np.broadcast_to(task.reward[0], probs.shape), paths, -1)
     adv = compute_advantages(rewards)
     old = np.take_along_axis(probs, paths, -1)
     grad, clipped = surrogate_logit_gradient(probs, probs, paths, adv, old, cfg)
-    mc = grad.mean(0) * pi.shape[0]                        # undo the 1/B prompt average
+    mc = grad.mean(0) * pi.shape[0]  # undo the 1/B prompt average
     se = grad.std(0) * pi.shape[0] / np.sqrt(reps)
     for x in range(pi.shape[0]):
         exact = exact_expected_gradient(pi[x], task.reward[0, x], G)
@@ -80,8 +81,10 @@ def test_surrogate_gradient_matches_finite_differences_off_policy():
     for j in range(task.dim):
         e = np.zeros(task.dim)
         e[j] = h
-        numeric = (surrogate(task, theta + e, paths, adv, old_prob, ref, cfg)
-                   - surrogate(task, theta - e, paths, adv, old_prob, ref, cfg)) / (2 * h)
+        numeric = (
+            surrogate(task, theta + e, paths, adv, old_prob, ref, cfg)
+            - surrogate(task, theta - e, paths, adv, old_prob, ref, cfg)
+        ) / (2 * h)
         np.testing.assert_allclose(analytic[:, j], numeric, rtol=1e-5, atol=1e-8)
 
 
@@ -89,16 +92,24 @@ def test_clipped_terms_have_no_gradient():
     cfg = GRPOConfig(num_generations=2, beta=0.0)
     probs = np.array([[[0.6, 0.4]]])
     paths = np.array([[[0, 0]]])
-    old_prob = np.array([[[0.4, 0.4]]])                  # ratio 1.5 > 1 + eps
+    old_prob = np.array([[[0.4, 0.4]]])  # ratio 1.5 > 1 + eps
     g_pos, _ = surrogate_logit_gradient(probs, probs, paths, np.array([[[1.0, 1.0]]]), old_prob, cfg)
     g_neg, _ = surrogate_logit_gradient(probs, probs, paths, np.array([[[-1.0, -1.0]]]), old_prob, cfg)
-    assert np.all(g_pos == 0)                             # A > 0 and ratio above 1 + eps: clipped
-    assert np.all(g_neg != 0)                             # A < 0 and ratio above 1 - eps: active
+    assert np.all(g_pos == 0)  # A > 0 and ratio above 1 + eps: clipped
+    assert np.all(g_neg != 0)  # A < 0 and ratio above 1 - eps: active
 
 
 def test_equal_rewards_leave_theta_unchanged():
-    shape = TaskShape(n_prompts=5, n_paths=4, n_correct=1, rare_share=0.0, n_tempting=1,
-                      formatted_share=1.0, format_bonus=1.0, feature_dim=3)  # every path earns reward 1
+    shape = TaskShape(
+        n_prompts=5,
+        n_paths=4,
+        n_correct=1,
+        rare_share=0.0,
+        n_tempting=1,
+        formatted_share=1.0,
+        format_bonus=1.0,
+        feature_dim=3,
+    )  # every path earns reward 1
     task = make_task(shape, 2)
     for scale in (True, False):
         cfg = GRPOConfig(beta=0.0, optimizer="sgd", scale_rewards=scale, num_iterations=2)
@@ -130,12 +141,20 @@ def test_temperature_changes_the_sampling_distribution():
     np.testing.assert_allclose(softmax(logits, 0.5), softmax(2 * logits))
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"num_generations": 1}, "num_generations"), ({"learning_rate": 0.0}, "learning_rate"),
-    ({"learning_rate": float("inf")}, "learning_rate"), ({"epsilon": 0.0}, "epsilon"), ({"beta": -0.1}, "beta"),
-    ({"num_iterations": 0}, "num_iterations"), ({"temperature": 0.0}, "temperature"),
-    ({"optimizer": "rmsprop"}, "optimizer"), ({"batch_size": 0}, "batch_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"num_generations": 1}, "num_generations"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+        ({"learning_rate": float("inf")}, "learning_rate"),
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"beta": -0.1}, "beta"),
+        ({"num_iterations": 0}, "num_iterations"),
+        ({"temperature": 0.0}, "temperature"),
+        ({"optimizer": "rmsprop"}, "optimizer"),
+        ({"batch_size": 0}, "batch_size"),
+    ],
+)
 def test_bad_grpo_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         replace(GRPOConfig(), **kwargs)

@@ -1,4 +1,5 @@
 """Per-step metrics against brute force and hand computation."""
+
 import itertools
 
 import numpy as np
@@ -13,8 +14,15 @@ def hand_task(probs: np.ndarray, correct: np.ndarray) -> BanditTask:
     S, P, V = probs.shape
     theta0 = np.ones((S, P * V))
     shape = TaskShape(n_prompts=P, n_paths=V, n_correct=1, rare_share=0.0, n_tempting=0, feature_dim=None)
-    return BanditTask(shape=shape, seeds=tuple(range(S)), features=None,
-                bias=np.log(probs) - 1.0, theta0=theta0, correct=correct, reward=correct.astype(float))
+    return BanditTask(
+        shape=shape,
+        seeds=tuple(range(S)),
+        features=None,
+        bias=np.log(probs) - 1.0,
+        theta0=theta0,
+        correct=correct,
+        reward=correct.astype(float),
+    )
 
 
 def test_exact_pass_at_k_equals_brute_force_enumeration():
@@ -36,8 +44,12 @@ def test_sampled_pass_at_k_is_unbiased():
     task = make_task(TaskShape(n_prompts=8, feature_dim=4), 1)
     cfg = MeasureConfig(ks=(1, 8), sampled_ks=(1, 8), eval_samples=16)
     rng = np.random.default_rng(0)
-    draws = np.array([[policy_metrics(task, task.theta0, task.theta0, cfg, rng)[0][f"pass@{k}_sampled"][0]
-                       for k in (1, 8)] for _ in range(400)])
+    draws = np.array(
+        [
+            [policy_metrics(task, task.theta0, task.theta0, cfg, rng)[0][f"pass@{k}_sampled"][0] for k in (1, 8)]
+            for _ in range(400)
+        ]
+    )
     exact, _ = policy_metrics(task, task.theta0, task.theta0, cfg, rng)
     for j, k in enumerate((1, 8)):
         se = draws[:, j].std() / np.sqrt(len(draws))
@@ -54,8 +66,8 @@ def test_entropy_coverage_zero_success_and_drift_by_hand():
     m, _ = policy_metrics(task, task.theta0, task.theta0, cfg, np.random.default_rng(0))
     h = -(probs * np.log(probs)).sum(-1).mean()
     assert m["entropy"][0] == pytest.approx(h, rel=1e-9)
-    assert m["zero_success"][0] == 0.5           # prompt 1 has p = 0.0009 < 1e-3
-    assert m["coverage"][0] == 1.0               # prompt 0: 0.5 and 0.3 >= 0.25; prompt 1: none
+    assert m["zero_success"][0] == 0.5  # prompt 1 has p = 0.0009 < 1e-3
+    assert m["coverage"][0] == 1.0  # prompt 0: 0.5 and 0.3 >= 0.25; prompt 1: none
     assert m["greedy_accuracy"][0] == 0.5
     assert m["drift"][0] == 0.0
     m2, _ = policy_metrics(task, theta, task.theta0, cfg, np.random.default_rng(0))
@@ -80,11 +92,11 @@ def test_population_metrics_against_direct_formulas():
     members = task.logits(task.theta0[:, None] + sigma * rng.standard_normal((2, N, task.dim)))
     z = rng.normal(size=(2, N))
     out, p_i, p_w = population_metrics(task, task.theta0, members, z, sigma)
-    pi = np.exp(members) / np.exp(members).sum(-1, keepdims=True)          # (S, N, P, V)
-    p = (pi * task.correct[:, None]).sum(-1)                                 # (S, N, P)
+    pi = np.exp(members) / np.exp(members).sum(-1, keepdims=True)  # (S, N, P, V)
+    p = (pi * task.correct[:, None]).sum(-1)  # (S, N, P)
     np.testing.assert_allclose(p_i, p.transpose(0, 2, 1), atol=1e-12)
     mix = pi.mean(1)
-    kl = (pi * (np.log(pi) - np.log(mix[:, None]))).sum(-1).mean(1)         # (S, P)
+    kl = (pi * (np.log(pi) - np.log(mix[:, None]))).sum(-1).mean(1)  # (S, P)
     np.testing.assert_allclose(out["js_pol"], kl.mean(-1), rtol=1e-9)
     np.testing.assert_allclose(out["p_pop"], (1 - np.prod(1 - p, axis=1)).mean(-1), rtol=1e-12)
     np.testing.assert_allclose(out["p_same"], (1 - (1 - p.mean(1)) ** N).mean(-1), rtol=1e-12)
@@ -98,10 +110,17 @@ def test_fitness_weights_are_monotone_and_uniform_when_no_member_is_above_averag
     np.testing.assert_allclose(w, [[0, 0.2, 0.8], [1 / 3, 1 / 3, 1 / 3]])
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"sampled_ks": (64,)}, "sampled_ks"), ({"eval_samples": 0}, "eval_samples"), ({"ks": (0,)}, "ks"),
-    ({"temperature": 0.0}, "temperature"), ({"cover_tol": 0.0}, "cover_tol"), ({"zero_tol": 2.0}, "zero_tol"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"sampled_ks": (64,)}, "sampled_ks"),
+        ({"eval_samples": 0}, "eval_samples"),
+        ({"ks": (0,)}, "ks"),
+        ({"temperature": 0.0}, "temperature"),
+        ({"cover_tol": 0.0}, "cover_tol"),
+        ({"zero_tol": 2.0}, "zero_tol"),
+    ],
+)
 def test_bad_measure_settings_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         MeasureConfig(**kwargs)

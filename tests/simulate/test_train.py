@@ -1,4 +1,5 @@
 """The training loop, schedules and budgets."""
+
 import numpy as np
 import pytest
 
@@ -53,7 +54,9 @@ def test_bad_phases_raise():
 
 def test_flops_match_when_population_is_four_times_the_group():
     for g in (2, 8, 16):
-        assert step_cost(GRPOConfig(num_generations=g), 64, "flops") == step_cost(ESConfig(population_size=4 * g), 64, "flops")
+        assert step_cost(GRPOConfig(num_generations=g), 64, "flops") == step_cost(
+            ESConfig(population_size=4 * g), 64, "flops"
+        )
     assert step_cost(GRPOConfig(), 64, "flops") != step_cost(ESConfig(population_size=30), 64, "flops")
 
 

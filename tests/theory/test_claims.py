@@ -1,5 +1,6 @@
 """The claim registry (theory/claims.py): one record per claim, each decided by exactly one rule, and
 no other path to a claim's verdict anywhere in the toolkit."""
+
 import ast
 import itertools
 import math
@@ -39,19 +40,28 @@ def test_every_claim_is_one_record_with_a_test_that_decides_by_its_kinds_rule():
                 assert verdict in DECISIONS
         assert claim.test.describe(), claim.id
         assert bool(claim.pass_at_k) <= claim.real, f"{claim.id}: a Pass@k to read needs a real-run check"
-        assert claim.analogue is None or claim.simulate is not None, f"{claim.id}: an analogue's test without an analogue"
+        assert claim.analogue is None or claim.simulate is not None, (
+            f"{claim.id}: an analogue's test without an analogue"
+        )
 
 
 def test_the_pass_at_k_each_end_of_training_claim_reads():
     assert {c.id: c.pass_at_k for c in CLAIMS if c.pass_at_k} == {
-        "grpo_raises_pass1": (1,), "es_improves_over_base": (1, 16, 32), "es_passk_above_grpo": (16, 32),
-        "grpo_passk_below_base": (16, 32), "schedules_pareto": (32,)}
+        "grpo_raises_pass1": (1,),
+        "es_improves_over_base": (1, 16, 32),
+        "es_passk_above_grpo": (16, 32),
+        "grpo_passk_below_base": (16, 32),
+        "schedules_pareto": (32,),
+    }
 
 
 def _calls_and_defs(path: Path) -> tuple[set[str], set[str]]:
     tree = ast.parse(path.read_text())
-    calls = {n.func.id if isinstance(n.func, ast.Name) else n.func.attr for n in ast.walk(tree)
-             if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))}
+    calls = {
+        n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+    }
     defs = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     return calls, defs
 
@@ -80,9 +90,16 @@ def test_claims_quoting_table_2_say_it_is_the_six_task_average():
     tasks; the claim's text says so wherever it quotes them, and so does every effect size taken from them."""
     from escov.theory import paper
     from escov.theory.claims import T2
-    triples = ["/".join(f"{v:.1f}" for v in values) for by_method in paper.TABLE2_EASY.values() for values in by_method.values()]
+
+    triples = [
+        "/".join(f"{v:.1f}" for v in values)
+        for by_method in paper.TABLE2_EASY.values()
+        for values in by_method.values()
+    ]
     quoting = [c for c in CLAIMS if any(t in c.paper for t in triples)]
     assert {c.id for c in quoting} >= {"grpo_raises_pass1", "es_improves_over_base"}
     for c in quoting:
         assert T2 in c.paper, c.id
-    assert T2 in BY_ID["matched_passk_above_grpo"].test.paper_effect and T2 in BY_ID["grpo_raises_pass1"].test.paper_effect
+    assert (
+        T2 in BY_ID["matched_passk_above_grpo"].test.paper_effect and T2 in BY_ID["grpo_raises_pass1"].test.paper_effect
+    )

@@ -1,4 +1,5 @@
 """`python -m escov.theory`: the JSON list, the table, the plots, the exit code, and the checks' own logic."""
+
 import json
 import subprocess
 import sys
@@ -16,8 +17,12 @@ REQUIRED = {"name", "predicted", "measured", "ratio", "holds"}
 def full_run(tmp_path_factory):
     """One full run with --json and --plot (the expensive part of this file, done once)."""
     plot_dir = tmp_path_factory.mktemp("plots")
-    proc = subprocess.run([sys.executable, "-m", "escov.theory", "--json", "--plot", str(plot_dir), "--seed", "1"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "escov.theory", "--json", "--plot", str(plot_dir), "--seed", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc, plot_dir
 
 

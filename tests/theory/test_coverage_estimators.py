@@ -1,10 +1,13 @@
 """theory/coverage.py against enumeration over subsets, exact rationals and hand-worked curves."""
+
 import itertools
 import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from scipy.stats import entropy as scipy_entropy
+
 from escov.theory.coverage import (
     answer_entropy,
     cover_at_tau,
@@ -16,7 +19,6 @@ from escov.theory.coverage import (
     problem_bootstrap_indices,
     solvability,
 )
-from scipy.stats import entropy as scipy_entropy
 
 
 def brute_pass_at_k(flags: list[int], k: int) -> float:
@@ -84,22 +86,22 @@ def test_cover_at_tau_counts_prompts_at_or_above_the_fraction():
 def test_crossing_interpolates_on_log2_k():
     ks = [1, 2, 4, 8, 16]
     model = np.array([0.5, 0.6, 0.7, 0.75, 0.8])
-    reference = np.array([0.2, 0.4, 0.6, 0.9, 0.95])   # d = -0.3, -0.2, -0.1, +0.15, +0.15
+    reference = np.array([0.2, 0.4, 0.6, 0.9, 0.95])  # d = -0.3, -0.2, -0.1, +0.15, +0.15
     # the line through (2, -0.1) and (3, 0.15) is 0 at log2 k = 2 + 0.1 / 0.25 = 2.4
-    assert crossing_k(ks, model, reference, interpolate=True) == pytest.approx(2 ** 2.4)
+    assert crossing_k(ks, model, reference, interpolate=True) == pytest.approx(2**2.4)
     assert crossing_k(ks, model, reference) == 8.0  # the first evaluated budget where the reference leads
 
 
 def test_crossing_edge_cases():
     ks = [1, 2, 4]
-    assert np.isnan(crossing_k(ks, [0.5, 0.7, 1.0], [0.2, 0.4, 1.0]))       # both reach 1: a tie, no crossing
+    assert np.isnan(crossing_k(ks, [0.5, 0.7, 1.0], [0.2, 0.4, 1.0]))  # both reach 1: a tie, no crossing
     assert np.isnan(crossing_k(ks, [0.5, 0.7, 1.0], [0.2, 0.4, 1.0], interpolate=True))
-    for interpolate in (False, True):                                         # the reference leads from k = 1
+    for interpolate in (False, True):  # the reference leads from k = 1
         assert crossing_k(ks, [0.1, 0.2, 0.3], [0.2, 0.3, 0.4], interpolate=interpolate) == 1.0
     assert crossing_k(ks, [0.5, 0.6, 0.7], [0.4, 0.6, 0.8], interpolate=True) == 2.0  # d = 0 at k = 2, > 0 at 4
-    assert crossing_k(ks, [0.5, 0.6, 0.7], [0.4, 0.6, 0.8]) == 4.0                   # ... first leads at 4
-    assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6], interpolate=True) == pytest.approx(2 ** 1.5)
-    assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6]) == 4.0                   # d: -0.1, -0.1, +0.1
+    assert crossing_k(ks, [0.5, 0.6, 0.7], [0.4, 0.6, 0.8]) == 4.0  # ... first leads at 4
+    assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6], interpolate=True) == pytest.approx(2**1.5)
+    assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6]) == 4.0  # d: -0.1, -0.1, +0.1
 
 
 def test_crossing_is_vectorized_over_replicates():

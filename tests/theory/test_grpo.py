@@ -1,4 +1,5 @@
 """The GRPO side: exact prompt weight w_G(p), its limit, and the entropy change under a logit step."""
+
 import itertools
 import math
 
@@ -10,8 +11,13 @@ from scipy.special import softmax
 from scipy.stats import binom
 
 from escov.theory.categorical import CategoricalPolicy
-from escov.theory.grpo import (binomial_pmf, entropy_change_first_order, group_advantages, grpo_prompt_weight,
-                         grpo_weight_limit)
+from escov.theory.grpo import (
+    binomial_pmf,
+    entropy_change_first_order,
+    group_advantages,
+    grpo_prompt_weight,
+    grpo_weight_limit,
+)
 from escov.theory.metrics import entropy
 
 SETTINGS = settings(deadline=None, max_examples=40)
@@ -103,14 +109,17 @@ def test_entropy_falls_when_likely_outcomes_are_reinforced():
     assert entropy_change_first_order(pi, 0.01 * dz) < 0
 
 
-@pytest.mark.parametrize("func, args, match", [
-    (grpo_prompt_weight, (0.5, 1), "group_size must be"),
-    (grpo_prompt_weight, (1.5, 4), "p must lie in"),
-    (grpo_weight_limit, (0.0,), "strictly inside"),
-    (group_advantages, (np.array([1.0]),), "group axis"),
-    (entropy_change_first_order, (np.array([0.5, 0.5]), np.array([1.0])), "dz must be"),
-    (entropy_change_first_order, (np.array([1.0, 0.0]), np.array([1.0, 0.0])), "strictly positive"),
-])
+@pytest.mark.parametrize(
+    "func, args, match",
+    [
+        (grpo_prompt_weight, (0.5, 1), "group_size must be"),
+        (grpo_prompt_weight, (1.5, 4), "p must lie in"),
+        (grpo_weight_limit, (0.0,), "strictly inside"),
+        (group_advantages, (np.array([1.0]),), "group axis"),
+        (entropy_change_first_order, (np.array([0.5, 0.5]), np.array([1.0])), "dz must be"),
+        (entropy_change_first_order, (np.array([1.0, 0.0]), np.array([1.0, 0.0])), "strictly positive"),
+    ],
+)
 def test_grpo_rejects_bad_input(func, args, match):
     with pytest.raises(ValueError, match=match):
         func(*args)

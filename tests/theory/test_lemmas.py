@@ -1,4 +1,5 @@
 """Lemmas 2 and 3, Proposition 1 and the cross-prompt statement, for arbitrary p and w (hypothesis)."""
+
 import itertools
 import math
 from fractions import Fraction
@@ -9,10 +10,24 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from escov.theory.lemmas import (distinct_members_pass, elementary_symmetric, es_update_prediction, lemma2_gap_expansion,
-                           lemma2_gap_local, lemma3_covariance, mean_pass_at_k, mixture_gain, mixture_pass,
-                           pass_k_difference, pinsker_bound, population_pass, prop1_assumption, prop1_conclusion,
-                           same_policy_pass, transfer_bounds)
+from escov.theory.lemmas import (
+    distinct_members_pass,
+    elementary_symmetric,
+    es_update_prediction,
+    lemma2_gap_expansion,
+    lemma2_gap_local,
+    lemma3_covariance,
+    mean_pass_at_k,
+    mixture_gain,
+    mixture_pass,
+    pass_k_difference,
+    pinsker_bound,
+    population_pass,
+    prop1_assumption,
+    prop1_conclusion,
+    same_policy_pass,
+    transfer_bounds,
+)
 from escov.theory.metrics import bernoulli_kl, jssucc
 
 SETTINGS = settings(deadline=None, max_examples=80)
@@ -167,17 +182,20 @@ def test_proposition1_transfer_chain_on_random_prompts():
         assert np.all(gap <= k * np.sqrt(eps / 2) + 1e-12)
 
 
-@pytest.mark.parametrize("func, args, match", [
-    (population_pass, ([0.5],), "N >= 2"),
-    (same_policy_pass, ([0.5, 1.2],), "p must lie in"),
-    (distinct_members_pass, ([0.5, 0.2], 3), "k must be <= N"),
-    (mixture_pass, ([0.5, 0.2], 0), "k must be an integer >= 1"),
-    (mixture_gain, ([0.7, 0.7], [0.5, 0.2]), "w must sum to 1"),
-    (lemma3_covariance, ([0.5], [0.5, 0.2]), "w must have the shape"),
-    (es_update_prediction, ([1.0, -1.0], [0.5, 0.2], 0.1, 0.0), "sigma must be"),
-    (pass_k_difference, (0.5, 0.2, 0), "k must be"),
-    (mean_pass_at_k, ([np.nan], 2), "p must be finite"),
-])
+@pytest.mark.parametrize(
+    "func, args, match",
+    [
+        (population_pass, ([0.5],), "N >= 2"),
+        (same_policy_pass, ([0.5, 1.2],), "p must lie in"),
+        (distinct_members_pass, ([0.5, 0.2], 3), "k must be <= N"),
+        (mixture_pass, ([0.5, 0.2], 0), "k must be an integer >= 1"),
+        (mixture_gain, ([0.7, 0.7], [0.5, 0.2]), "w must sum to 1"),
+        (lemma3_covariance, ([0.5], [0.5, 0.2]), "w must have the shape"),
+        (es_update_prediction, ([1.0, -1.0], [0.5, 0.2], 0.1, 0.0), "sigma must be"),
+        (pass_k_difference, (0.5, 0.2, 0), "k must be"),
+        (mean_pass_at_k, ([np.nan], 2), "p must be finite"),
+    ],
+)
 def test_lemmas_reject_bad_input(func, args, match):
     with pytest.raises(ValueError, match=match):
         func(*args)

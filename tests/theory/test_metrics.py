@@ -1,4 +1,5 @@
 """Shared metrics (theory.metrics): properties as the math states them, brute force, bad input."""
+
 import itertools
 import math
 import re
@@ -12,9 +13,22 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from escov.theory.metrics import (bernoulli_kl, binary_entropy, check_distributions, check_probabilities, entropy,
-                            generalized_js, generalized_js_batch, jssucc, jssucc_batch, maj_at_k, pass_at_k,
-                            pass_at_k_counts, pass_at_k_from_p, success_probability)
+from escov.theory.metrics import (
+    bernoulli_kl,
+    binary_entropy,
+    check_distributions,
+    check_probabilities,
+    entropy,
+    generalized_js,
+    generalized_js_batch,
+    jssucc,
+    jssucc_batch,
+    maj_at_k,
+    pass_at_k,
+    pass_at_k_counts,
+    pass_at_k_from_p,
+    success_probability,
+)
 
 SETTINGS = settings(deadline=None, max_examples=60)
 
@@ -102,11 +116,14 @@ def test_js_refuses_complex_probabilities():
         generalized_js([[1 + 0j, 0j], [0j, 1 + 0j]])
 
 
-@pytest.mark.parametrize("weights, match", [
-    ([0.5, 0.25, 0.25], r"^weights must have shape \(2,\), got \(3,\)$"),
-    ([0.5, 0.25], r"^weights rows must sum to 1 \(within 1e-06\), got a row summing to 0.75$"),
-    ([1.5, -0.5], r"^weights must be non-negative, got min -0.5$"),
-])
+@pytest.mark.parametrize(
+    "weights, match",
+    [
+        ([0.5, 0.25, 0.25], r"^weights must have shape \(2,\), got \(3,\)$"),
+        ([0.5, 0.25], r"^weights rows must sum to 1 \(within 1e-06\), got a row summing to 0.75$"),
+        ([1.5, -0.5], r"^weights must be non-negative, got min -0.5$"),
+    ],
+)
 def test_js_rejects_weights_that_are_not_a_distribution_over_members(weights, match):
     with pytest.raises(ValueError, match=match):
         generalized_js(np.eye(2), weights)
@@ -197,12 +214,15 @@ def test_pass_at_k_counts_of_no_counts_is_empty():
         assert pass_at_k_counts(5, c, 2).shape == (0,)
 
 
-@pytest.mark.parametrize("c, shown", [
-    ([3, -1], "[-1, 3]"),
-    ([6, 2], "[2, 6]"),
-    # an unsigned count past int64's range is shown as given, not wrapped around
-    (np.array([2**63], dtype=np.uint64), "[9223372036854775808, 9223372036854775808]"),
-])
+@pytest.mark.parametrize(
+    "c, shown",
+    [
+        ([3, -1], "[-1, 3]"),
+        ([6, 2], "[2, 6]"),
+        # an unsigned count past int64's range is shown as given, not wrapped around
+        (np.array([2**63], dtype=np.uint64), "[9223372036854775808, 9223372036854775808]"),
+    ],
+)
 def test_pass_at_k_counts_refuses_counts_outside_zero_to_n(c, shown):
     with pytest.raises(ValueError, match=rf"^c must lie in \[0, n=5\], got values in {re.escape(shown)}$"):
         pass_at_k_counts(5, c, 2)
@@ -233,12 +253,15 @@ def test_pass_at_k_from_p_of_a_sure_policy_raises_no_divide_by_zero():
     assert got[0] == 1.0 and got[1] == pytest.approx(0.875, rel=1e-15)
 
 
-@pytest.mark.parametrize("p, k, match", [
-    (0.5, 0, r"^k must be >= 1, got 0$"),
-    (0.5, 1.5, r"^k must be an integer, got 1\.5$"),
-    (1.5, 2, r"^p must lie in \[0, 1\]"),
-    ([0.5, np.inf], 2, r"^p must be finite"),
-])
+@pytest.mark.parametrize(
+    "p, k, match",
+    [
+        (0.5, 0, r"^k must be >= 1, got 0$"),
+        (0.5, 1.5, r"^k must be an integer, got 1\.5$"),
+        (1.5, 2, r"^p must lie in \[0, 1\]"),
+        ([0.5, np.inf], 2, r"^p must be finite"),
+    ],
+)
 def test_pass_at_k_from_p_rejects_bad_input(p, k, match):
     with pytest.raises(ValueError, match=match):
         pass_at_k_from_p(p, k)
@@ -301,12 +324,15 @@ def test_maj_at_k_is_seeded():
     assert len(values) == 1
 
 
-@pytest.mark.parametrize("answers, correct, k, match", [
-    (["a", "b", "a"], [T, F], 2, r"^correct must have one flag per answer: 2 != 3$"),
-    (["a"], [T], 0, r"^k must be >= 1, got 0$"),
-    (["a"], [T], 1.0, r"^k must be an integer, got 1\.0$"),
-    (["a"], [T], 2, r"^k must be <= n \(number of samples\), got k=2 > n=1$"),
-])
+@pytest.mark.parametrize(
+    "answers, correct, k, match",
+    [
+        (["a", "b", "a"], [T, F], 2, r"^correct must have one flag per answer: 2 != 3$"),
+        (["a"], [T], 0, r"^k must be >= 1, got 0$"),
+        (["a"], [T], 1.0, r"^k must be an integer, got 1\.0$"),
+        (["a"], [T], 2, r"^k must be <= n \(number of samples\), got k=2 > n=1$"),
+    ],
+)
 def test_maj_at_k_rejects_bad_input(answers, correct, k, match):
     with pytest.raises(ValueError, match=match):
         maj_at_k(answers, correct, k)
@@ -325,8 +351,10 @@ def test_entropy_along_a_leading_axis_reads_the_columns():
     assert np.allclose(entropy(probs, axis=0), expected, rtol=1e-14, atol=0)
 
 
-@pytest.mark.parametrize("probs, axis", [([[0.5, 0.25], [0.5, 0.5]], -1), ([[0.5, 0.25], [0.5, 0.5]], 1),
-                                         ([0.5, 0.25], -1), ([0.5, 0.25], 0)])
+@pytest.mark.parametrize(
+    "probs, axis",
+    [([[0.5, 0.25], [0.5, 0.5]], -1), ([[0.5, 0.25], [0.5, 0.5]], 1), ([0.5, 0.25], -1), ([0.5, 0.25], 0)],
+)
 def test_entropy_along_the_last_axis_refuses_rows_that_are_not_distributions(probs, axis):
     with pytest.raises(ValueError, match=r"^probs rows must sum to 1"):
         entropy(probs, axis=axis)
@@ -354,13 +382,22 @@ def test_bernoulli_kl_at_the_edges_of_q():
     p = np.array([0.0, 0.5, 1.0])
     assert bernoulli_kl(p, 0.0).tolist() == [0.0, math.inf, math.inf]
     assert bernoulli_kl(p, 1.0).tolist() == [math.inf, math.inf, 0.0]
-    assert np.allclose(bernoulli_kl(p, 0.25), [-math.log(0.75), 0.5 * math.log(0.5 / 0.25) + 0.5 * math.log(0.5 / 0.75),
-                                               -math.log(0.25)], rtol=1e-14, atol=0)
+    assert np.allclose(
+        bernoulli_kl(p, 0.25),
+        [-math.log(0.75), 0.5 * math.log(0.5 / 0.25) + 0.5 * math.log(0.5 / 0.75), -math.log(0.25)],
+        rtol=1e-14,
+        atol=0,
+    )
 
 
-@pytest.mark.parametrize("p, q, match", [(1.5, 0.5, r"^p must lie in \[0, 1\]"),
-                                         (0.5, -0.5, r"^q must lie in \[0, 1\]"),
-                                         (0.5, np.nan, r"^q must be finite")])
+@pytest.mark.parametrize(
+    "p, q, match",
+    [
+        (1.5, 0.5, r"^p must lie in \[0, 1\]"),
+        (0.5, -0.5, r"^q must lie in \[0, 1\]"),
+        (0.5, np.nan, r"^q must be finite"),
+    ],
+)
 def test_bernoulli_kl_rejects_probabilities_outside_the_unit_interval(p, q, match):
     with pytest.raises(ValueError, match=match):
         bernoulli_kl(p, q)
@@ -371,8 +408,10 @@ def test_success_probability_sums_the_correct_outcomes():
     assert success_probability(probs, [True, False, True]).tolist() == [0.75, 0.625]
     assert success_probability(probs, [1, 0, 1]).tolist() == [0.75, 0.625]  # 0/1 flags are a mask, not indices
     assert success_probability(probs[1], [False, True, True]) == 0.875  # one distribution
-    assert success_probability(np.stack([probs, probs[::-1]]), [True, False, True]).tolist() == [[0.75, 0.625],
-                                                                                                  [0.625, 0.75]]
+    assert success_probability(np.stack([probs, probs[::-1]]), [True, False, True]).tolist() == [
+        [0.75, 0.625],
+        [0.625, 0.75],
+    ]
     assert success_probability(probs, [False, False, False]).tolist() == [0.0, 0.0]
 
 
@@ -416,27 +455,43 @@ def test_check_distributions_accepts_a_row_exactly_atol_away_from_one():
         check_distributions("probs", [0.5, 0.75], atol=0.125)
 
 
-@pytest.mark.parametrize("rows, worst", [([[0.5, 0.5], [0.25, 0.5], [0.75, 0.75]], "1.5"),  # the highest sum
-                                         ([[0.125, 0.5], [0.75, 0.5], [0.5, 0.5]], "0.625")])  # the lowest sum
+@pytest.mark.parametrize(
+    "rows, worst",
+    [
+        ([[0.5, 0.5], [0.25, 0.5], [0.75, 0.75]], "1.5"),  # the highest sum
+        ([[0.125, 0.5], [0.75, 0.5], [0.5, 0.5]], "0.625"),
+    ],
+)  # the lowest sum
 def test_check_distributions_names_the_row_sum_farthest_from_one(rows, worst):
     with pytest.raises(ValueError, match=rf"^probs rows must sum to 1 \(within 1e-06\), got a row summing to {worst}$"):
         check_distributions("probs", rows)
 
 
-@pytest.mark.parametrize("probs, match", [
-    ([[0.5, 0.6], [0.5, 0.5]], r"^probs rows must sum to 1"),
-    ([[1.2, -0.2], [0.5, 0.5]], r"^probs must be non-negative"),
-    ([[np.nan, 1.0], [0.5, 0.5]], r"^probs must be finite"),
-    ([0.5, 0.5], r"\[N, V\]"),
-])
+@pytest.mark.parametrize(
+    "probs, match",
+    [
+        ([[0.5, 0.6], [0.5, 0.5]], r"^probs rows must sum to 1"),
+        ([[1.2, -0.2], [0.5, 0.5]], r"^probs must be non-negative"),
+        ([[np.nan, 1.0], [0.5, 0.5]], r"^probs must be finite"),
+        ([0.5, 0.5], r"\[N, V\]"),
+    ],
+)
 def test_js_rejects_rows_that_are_not_distributions(probs, match):
     with pytest.raises(ValueError, match=match):
         generalized_js(np.array(probs))
 
 
-@pytest.mark.parametrize("args, match", [((5, 2, 6), "k must be <= n"), ((5, 6, 2), "c must lie"),
-                                         ((5, -1, 2), "c must be >= 0"), ((0, 0, 1), "n must be >= 1"),
-                                         ((5, 2, 0), "k must be >= 1"), ((5, 2.5, 1), "c must be an integer")])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((5, 2, 6), "k must be <= n"),
+        ((5, 6, 2), "c must lie"),
+        ((5, -1, 2), "c must be >= 0"),
+        ((0, 0, 1), "n must be >= 1"),
+        ((5, 2, 0), "k must be >= 1"),
+        ((5, 2.5, 1), "c must be an integer"),
+    ],
+)
 def test_pass_at_k_rejects_bad_counts(args, match):
     with pytest.raises(ValueError, match=match):
         pass_at_k(*args)

@@ -1,9 +1,11 @@
 """theory.standardize, the one z-scoring of every level: its properties as the math states them."""
+
 import statistics
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from escov.theory.standardize import standardize
 

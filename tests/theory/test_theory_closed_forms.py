@@ -1,4 +1,5 @@
 """Closed forms of the toy policies against finite differences, enumeration and sympy."""
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -106,13 +107,19 @@ def test_batched_theta_gives_batched_probs():
     assert policy.success(thetas[None]).shape == (1, 2)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(A=np.ones((3, 2)), b=np.zeros(4), correct=np.array([True, False, False])), "b must have shape"),
-    (dict(A=np.ones(3), b=np.zeros(3), correct=np.array([True, False, False])), "A must have 2 axes"),
-    (dict(A=np.ones((3, 2)), b=np.zeros(3), correct=np.array([True, True, True])), "at least one correct and one wrong"),
-    (dict(A=np.ones((3, 2)), b=np.zeros(3), correct=np.array([1, 0, 0])), "boolean mask"),
-    (dict(A=np.full((3, 2), np.nan), b=np.zeros(3), correct=np.array([True, False, False])), "A must be finite"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(A=np.ones((3, 2)), b=np.zeros(4), correct=np.array([True, False, False])), "b must have shape"),
+        (dict(A=np.ones(3), b=np.zeros(3), correct=np.array([True, False, False])), "A must have 2 axes"),
+        (
+            dict(A=np.ones((3, 2)), b=np.zeros(3), correct=np.array([True, True, True])),
+            "at least one correct and one wrong",
+        ),
+        (dict(A=np.ones((3, 2)), b=np.zeros(3), correct=np.array([1, 0, 0])), "boolean mask"),
+        (dict(A=np.full((3, 2), np.nan), b=np.zeros(3), correct=np.array([True, False, False])), "A must be finite"),
+    ],
+)
 def test_policy_rejects_bad_construction(kwargs, match):
     with pytest.raises(ValueError, match=match):
         CategoricalPolicy(**kwargs)

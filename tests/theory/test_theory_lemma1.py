@@ -1,4 +1,5 @@
 """Lemma 1: the prediction, its Monte Carlo check, its sigma^2 relative error, and sympy's coefficient."""
+
 import math
 
 import numpy as np
@@ -17,9 +18,17 @@ def test_prediction_formula():
     assert validity_parameter(2.0, 0.1) == pytest.approx(0.01)
 
 
-@pytest.mark.parametrize("args, match", [((1.0, 0.0, 4), "sigma must be"), ((1.0, -0.1, 4), "sigma must be"),
-                                         ((1.0, 0.1, 1), "n must be"), ((-1.0, 0.1, 4), "fisher_trace must be"),
-                                         ((np.nan, 0.1, 4), "fisher_trace must be"), ((1.0, 0.1, 2.0), "n must be")])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((1.0, 0.0, 4), "sigma must be"),
+        ((1.0, -0.1, 4), "sigma must be"),
+        ((1.0, 0.1, 1), "n must be"),
+        ((-1.0, 0.1, 4), "fisher_trace must be"),
+        ((np.nan, 0.1, 4), "fisher_trace must be"),
+        ((1.0, 0.1, 2.0), "n must be"),
+    ],
+)
 def test_prediction_rejects_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
         lemma1_prediction(*args)

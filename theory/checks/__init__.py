@@ -14,6 +14,7 @@
 Every group gets its own random generator derived from (seed, group index), so a group's result
 does not depend on which other groups run.
 """
+
 from __future__ import annotations
 
 from typing import Callable

@@ -4,6 +4,7 @@ f_K(p) = 1 - (1 - p)^K is concave, so by Jensen E_x f_K(p_x) <= f_K(E_x p_x), wi
 every prompt has the same p. Prompts driven to p = 0 cap mean Pass@K at the share of the others:
 with a share z of prompts at p = 0, mean Pass@K <= 1 - z whatever K.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,10 +44,18 @@ def jensen(rng: np.random.Generator) -> list[dict]:
     for k in CFG.ks:
         even = float(pass_at_k_from_p(CFG.mean_pass1, k))
         spread = mean_pass_at_k(p, k)
-        out.append(check_result(f"cross_prompt/jensen/K={k}", even, float(spread.max()), spread.max() <= even + 1e-12,
-                                detail=f"max over {CFG.draws} spreads of success over {CFG.prompts} prompts with mean "
-                                       f"Pass@1 = {CFG.mean_pass1} of mean Pass@{k}, vs the even spread "
-                                       f"(mean over spreads {spread.mean():.4f})", k=k))
+        out.append(
+            check_result(
+                f"cross_prompt/jensen/K={k}",
+                even,
+                float(spread.max()),
+                spread.max() <= even + 1e-12,
+                detail=f"max over {CFG.draws} spreads of success over {CFG.prompts} prompts with mean "
+                f"Pass@1 = {CFG.mean_pass1} of mean Pass@{k}, vs the even spread "
+                f"(mean over spreads {spread.mean():.4f})",
+                k=k,
+            )
+        )
     return out
 
 
@@ -58,11 +67,18 @@ def zero_prompts(rng: np.random.Generator) -> list[dict]:
         p = np.full(CFG.prompts, CFG.mean_pass1 * CFG.prompts / (CFG.prompts - n_zero))
         p[:n_zero] = 0.0
         value = float(mean_pass_at_k(p, k))
-        out.append(check_result(f"cross_prompt/zero_prompts/share={share:g}", 1.0 - n_zero / CFG.prompts, value,
-                                value <= 1.0 - n_zero / CFG.prompts + 1e-12,
-                                detail=f"{n_zero} of {CFG.prompts} prompts at p = 0, the rest at p = {p[-1]:.3f}: mean "
-                                       f"Pass@1 stays {p.mean():.3f}, mean Pass@{k} = {value:.4f} <= 1 - share "
-                                       f"(even spread: {float(pass_at_k_from_p(CFG.mean_pass1, k)):.4f})", k=k))
+        out.append(
+            check_result(
+                f"cross_prompt/zero_prompts/share={share:g}",
+                1.0 - n_zero / CFG.prompts,
+                value,
+                value <= 1.0 - n_zero / CFG.prompts + 1e-12,
+                detail=f"{n_zero} of {CFG.prompts} prompts at p = 0, the rest at p = {p[-1]:.3f}: mean "
+                f"Pass@1 stays {p.mean():.3f}, mean Pass@{k} = {value:.4f} <= 1 - share "
+                f"(even spread: {float(pass_at_k_from_p(CFG.mean_pass1, k)):.4f})",
+                k=k,
+            )
+        )
     return out
 
 

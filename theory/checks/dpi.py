@@ -5,6 +5,7 @@ cannot increase the Jensen-Shannon divergence (nor the Fisher information). Chec
 population (not on average) over ES populations of the toys at small to huge sigma, and over
 arbitrary Dirichlet populations. Items report the worst case as a ratio to the bound (<= 1).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,13 +17,13 @@ from escov.theory.checks.result import check_result
 from escov.theory.checks.toys import TOYS
 from escov.theory.metrics import binary_entropy, generalized_js_batch, success_probability
 
-ROUNDING = 1e-12   # float rounding of entropies of order 1
-RESOLVED = 1e-8   # JSpol above this is far above rounding, so ratios to it are meaningful
+ROUNDING = 1e-12  # float rounding of entropies of order 1
+RESOLVED = 1e-8  # JSpol above this is far above rounding, so ratios to it are meaningful
 
 
 @dataclass(frozen=True)
 class DpiConfig:
-    draws: int = 300                                   # populations per (toy, sigma, N)
+    draws: int = 300  # populations per (toy, sigma, N)
     sigmas: tuple[float, ...] = (0.01, 0.3, 3.0, 30.0)
     members: tuple[int, ...] = (2, 8, 64)
     dirichlet_draws: int = 5000
@@ -63,13 +64,28 @@ def js_chain(rng: np.random.Generator) -> list[dict]:
         min_succ = min(min_succ, float(raw_succ.min()))
         count += probs.shape[0]
     return [
-        check_result("dpi/jssucc_le_jspol", 1.0, worst_ratio, worst_ratio <= 1.0 + 1e-6 and worst_excess <= ROUNDING,
-                     detail=f"max over {count} populations of JSsucc_N / JSpol_N (where JSpol_N > {RESOLVED:g}); "
-                            f"max of JSsucc_N - JSpol_N over all: {worst_excess:.1e}"),
-        check_result("dpi/jspol_le_log_n", 1.0, worst_pol_over_log_n, worst_pol_over_log_n <= 1.0 + ROUNDING,
-                     detail=f"max over {count} populations of JSpol_N / log N"),
-        check_result("dpi/jssucc_nonnegative", 0.0, min_succ, min_succ >= -ROUNDING,
-                     detail=f"min over {count} populations of h(p_bar) - mean h(p_i) (computed without clipping)"),
+        check_result(
+            "dpi/jssucc_le_jspol",
+            1.0,
+            worst_ratio,
+            worst_ratio <= 1.0 + 1e-6 and worst_excess <= ROUNDING,
+            detail=f"max over {count} populations of JSsucc_N / JSpol_N (where JSpol_N > {RESOLVED:g}); "
+            f"max of JSsucc_N - JSpol_N over all: {worst_excess:.1e}",
+        ),
+        check_result(
+            "dpi/jspol_le_log_n",
+            1.0,
+            worst_pol_over_log_n,
+            worst_pol_over_log_n <= 1.0 + ROUNDING,
+            detail=f"max over {count} populations of JSpol_N / log N",
+        ),
+        check_result(
+            "dpi/jssucc_nonnegative",
+            0.0,
+            min_succ,
+            min_succ >= -ROUNDING,
+            detail=f"min over {count} populations of h(p_bar) - mean h(p_i) (computed without clipping)",
+        ),
     ]
 
 
@@ -81,17 +97,27 @@ def fisher_loewner(rng: np.random.Generator) -> list[dict]:
     for _ in range(CFG.loewner_instances):
         m = int(rng.integers(3, 10))
         d = int(rng.integers(1, 8))
-        policy = CategoricalPolicy(rng.standard_normal((m, d)) * rng.uniform(0.2, 3.0), rng.standard_normal(m),
-                                   rng.permutation(np.arange(m) < rng.integers(1, m)))
+        policy = CategoricalPolicy(
+            rng.standard_normal((m, d)) * rng.uniform(0.2, 3.0),
+            rng.standard_normal(m),
+            rng.permutation(np.arange(m) < rng.integers(1, m)),
+        )
         instances.append((policy, rng.standard_normal(d)))
     instances.append(TOYS["sequence"]())
     for policy, theta in instances:
         fisher = policy.fisher(theta)
         gap = np.linalg.eigvalsh(fisher - policy.success_fisher(theta))
         worst = min(worst, float(gap[0] / np.linalg.eigvalsh(fisher)[-1]))
-    return [check_result("dpi/fisher_loewner", 0.0, worst, worst >= -1e-8,
-                         detail=f"min over {len(instances)} policies (random softmax ones and the sequence toy) of "
-                                f"lambda_min(I - F_succ) / lambda_max(I); F_succ <= I means >= 0")]
+    return [
+        check_result(
+            "dpi/fisher_loewner",
+            0.0,
+            worst,
+            worst >= -1e-8,
+            detail=f"min over {len(instances)} policies (random softmax ones and the sequence toy) of "
+            f"lambda_min(I - F_succ) / lambda_max(I); F_succ <= I means >= 0",
+        )
+    ]
 
 
 def run(rng: np.random.Generator) -> list[dict]:

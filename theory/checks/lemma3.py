@@ -5,6 +5,7 @@ sum_i z_i eps_i (z the standardized member fitness, mean 0) moves the success pr
 (alpha / sigma) Cov(z, p_1..N) plus terms that vanish relative to it as sigma and alpha shrink;
 it is claimed where sigma + alpha <= es_claimed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +24,14 @@ from escov.theory.metrics import success_probability
 class Lemma3Config:
     populations: int = 4000
     n: int = 32
-    es_steps: tuple[tuple[float, float], ...] = ((0.01, 0.001), (0.03, 0.003), (0.1, 0.01), (0.1, 0.1),
-                                                 (0.3, 0.3), (1.0, 0.3))  # (sigma, alpha)
+    es_steps: tuple[tuple[float, float], ...] = (
+        (0.01, 0.001),
+        (0.03, 0.003),
+        (0.1, 0.01),
+        (0.1, 0.1),
+        (0.3, 0.3),
+        (1.0, 0.3),
+    )  # (sigma, alpha)
     es_claimed: float = 0.2
     z: float = 4.0
 
@@ -46,13 +53,22 @@ def covariance_identity(rng: np.random.Generator) -> list[dict]:
     p_mixture = float(success_probability(w_fit @ probs, policy.correct))
     predicted = float(p_members.mean() + lemma3_covariance(w_fit, p_members))
     return [
-        check_result("lemma3/covariance_identity", float(cov.sum()), float(gain.sum()),
-                     float(np.max(np.abs(gain - cov))) < 1e-12,
-                     detail=f"sum over {CFG.populations} random (w, p) of sum w_i p_i - p_bar vs N Cov(w, p); "
-                            f"max abs difference {np.max(np.abs(gain - cov)):.1e}"),
-        check_result("lemma3/mixture_success", predicted, p_mixture, abs(p_mixture - predicted) < 1e-12,
-                     detail="success of the mixture sum_i w_i pi_i (w = softmax(2 z), monotone in fitness) "
-                            "vs p_bar + N Cov(w, p) on the shared toy, N = 32, sigma = 0.3"),
+        check_result(
+            "lemma3/covariance_identity",
+            float(cov.sum()),
+            float(gain.sum()),
+            float(np.max(np.abs(gain - cov))) < 1e-12,
+            detail=f"sum over {CFG.populations} random (w, p) of sum w_i p_i - p_bar vs N Cov(w, p); "
+            f"max abs difference {np.max(np.abs(gain - cov)):.1e}",
+        ),
+        check_result(
+            "lemma3/mixture_success",
+            predicted,
+            p_mixture,
+            abs(p_mixture - predicted) < 1e-12,
+            detail="success of the mixture sum_i w_i pi_i (w = softmax(2 z), monotone in fitness) "
+            "vs p_bar + N Cov(w, p) on the shared toy, N = 32, sigma = 0.3",
+        ),
     ]
 
 
@@ -73,11 +89,21 @@ def es_update(rng: np.random.Generator) -> list[dict]:
         regime = None
         if sigma + alpha > CFG.es_claimed:
             regime = f"sigma + alpha = {sigma + alpha:g} > {CFG.es_claimed}: higher-order terms matter ({rel:+.1%})"
-        out.append(check_result(f"lemma3/es_update/sigma={sigma:g},alpha={alpha:g}", float(pred.mean()),
-                                float(moved.mean()), holds, stderr=se, regime=regime, sigma=sigma, alpha=alpha,
-                                detail=f"mean over {CFG.populations} populations (N = {CFG.n}, shared toy) of "
-                                       f"p(theta+) - p(theta) vs (alpha/sigma) Cov(z, p); allowed relative error "
-                                       f"sigma + alpha plus {CFG.z:g} standard errors"))
+        out.append(
+            check_result(
+                f"lemma3/es_update/sigma={sigma:g},alpha={alpha:g}",
+                float(pred.mean()),
+                float(moved.mean()),
+                holds,
+                stderr=se,
+                regime=regime,
+                sigma=sigma,
+                alpha=alpha,
+                detail=f"mean over {CFG.populations} populations (N = {CFG.n}, shared toy) of "
+                f"p(theta+) - p(theta) vs (alpha/sigma) Cov(z, p); allowed relative error "
+                f"sigma + alpha plus {CFG.z:g} standard errors",
+            )
+        )
     return out
 
 

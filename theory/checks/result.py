@@ -5,6 +5,7 @@ predicted is 0), holds (the verdict), and where useful: stderr (of measured), re
 items that show where an approximation breaks; they never count as failures), detail (one line),
 plus parameters such as sigma, n, fisher_trace, s that the plots read.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,16 +26,30 @@ def _plain(value):
     return value
 
 
-def check_result(name: str, predicted: float, measured: float, holds: bool, *, ratio: float | None = None,
-                 stderr: float | None = None, regime: str | None = None, detail: str | None = None,
-                 **params) -> dict:
+def check_result(
+    name: str,
+    predicted: float,
+    measured: float,
+    holds: bool,
+    *,
+    ratio: float | None = None,
+    stderr: float | None = None,
+    regime: str | None = None,
+    detail: str | None = None,
+    **params,
+) -> dict:
     """Build one result item; ratio defaults to measured / predicted."""
     if name.split("/", 1)[0] not in TOPICS or "/" not in name:
         raise ValueError(f"name must start with one of {TOPICS} and a slash, got {name!r}")
     if ratio is None and predicted != 0:
         ratio = measured / predicted
-    item = {"name": name, "predicted": _plain(float(predicted)), "measured": _plain(float(measured)),
-            "ratio": _plain(ratio), "holds": bool(holds)}
+    item = {
+        "name": name,
+        "predicted": _plain(float(predicted)),
+        "measured": _plain(float(measured)),
+        "ratio": _plain(ratio),
+        "holds": bool(holds),
+    }
     if stderr is not None:
         item["stderr"] = _plain(float(stderr))
     if regime is not None:

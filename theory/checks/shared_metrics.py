@@ -1,4 +1,5 @@
 """Checks of the shared metrics in theory.metrics against independent computations."""
+
 from __future__ import annotations
 
 import itertools
@@ -8,13 +9,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from escov.theory.checks.result import check_result
-from escov.theory.metrics import (entropy, generalized_js, generalized_js_batch, jssucc, maj_at_k, pass_at_k,
-                            pass_at_k_from_p)
+from escov.theory.metrics import (
+    entropy,
+    generalized_js,
+    generalized_js_batch,
+    jssucc,
+    maj_at_k,
+    pass_at_k,
+    pass_at_k_from_p,
+)
 
 
 @dataclass(frozen=True)
 class MetricsConfig:
-    brute_force_n: int = 8             # pass@k against all size-k subsets for n up to this
+    brute_force_n: int = 8  # pass@k against all size-k subsets for n up to this
     unbiased_n: int = 16
     js_populations: int = 2000
     maj_n: int = 8
@@ -42,10 +50,21 @@ def pass_at_k_checks(rng: np.random.Generator) -> list[dict]:
             expected = sum(math.comb(n, c) * p**c * (1 - p) ** (n - c) * pass_at_k(n, c, k) for c in range(n + 1))
             worst_bias = max(worst_bias, abs(expected - float(pass_at_k_from_p(p, k))))
     return [
-        check_result("metrics/pass_at_k_brute_force", 0.0, worst, worst < 1e-12,
-                     detail=f"max |pass_at_k - share of all size-k subsets with a correct sample| over {cases} (n, c, k), n <= {CFG.brute_force_n}"),
-        check_result("metrics/pass_at_k_unbiased", 0.0, worst_bias, worst_bias < 1e-12,
-                     detail=f"max over p and k of |E_(c ~ Binomial({n}, p)) pass_at_k({n}, c, k) - (1 - (1 - p)^k)|"),
+        check_result(
+            "metrics/pass_at_k_brute_force",
+            0.0,
+            worst,
+            worst < 1e-12,
+            detail=f"max |pass_at_k - share of all size-k subsets with a correct sample| over {cases} (n, c, k), "
+            f"n <= {CFG.brute_force_n}",
+        ),
+        check_result(
+            "metrics/pass_at_k_unbiased",
+            0.0,
+            worst_bias,
+            worst_bias < 1e-12,
+            detail=f"max over p and k of |E_(c ~ Binomial({n}, p)) pass_at_k({n}, c, k) - (1 - (1 - p)^k)|",
+        ),
     ]
 
 
@@ -62,13 +81,21 @@ def js_checks(rng: np.random.Generator) -> list[dict]:
     bern = np.array([generalized_js(np.stack([q, 1 - q], axis=1)) for q in p])
     succ = np.array([jssucc(q) for q in p])
     return [
-        check_result("metrics/generalized_js_entropy_form", float(entropy_form.sum()), float(kl_form.sum()),
-                     float(np.max(np.abs(kl_form - entropy_form))) < 1e-12,
-                     detail="sum_i w_i KL(pi_i || pi_bar) vs H(pi_bar) - sum_i w_i H(pi_i), random weights, "
-                            f"{CFG.js_populations} populations; batched == single: {np.max(np.abs(batch - single)):.1e}"),
-        check_result("metrics/jssucc_bernoulli_rows", float(bern.sum()), float(succ.sum()),
-                     float(np.max(np.abs(bern - succ))) < 1e-12,
-                     detail="jssucc(p) vs generalized_js of the rows (p_i, 1 - p_i)"),
+        check_result(
+            "metrics/generalized_js_entropy_form",
+            float(entropy_form.sum()),
+            float(kl_form.sum()),
+            float(np.max(np.abs(kl_form - entropy_form))) < 1e-12,
+            detail="sum_i w_i KL(pi_i || pi_bar) vs H(pi_bar) - sum_i w_i H(pi_i), random weights, "
+            f"{CFG.js_populations} populations; batched == single: {np.max(np.abs(batch - single)):.1e}",
+        ),
+        check_result(
+            "metrics/jssucc_bernoulli_rows",
+            float(bern.sum()),
+            float(succ.sum()),
+            float(np.max(np.abs(bern - succ))) < 1e-12,
+            detail="jssucc(p) vs generalized_js of the rows (p_i, 1 - p_i)",
+        ),
     ]
 
 
@@ -94,9 +121,17 @@ def maj_checks(rng: np.random.Generator) -> list[dict]:
     estimate = maj_at_k(answers, correct, k, n_subsets=4096, seed=int(rng.integers(1 << 31)))
     se = float(votes.std() / np.sqrt(4096))
     full = maj_at_k(answers, correct, n)
-    return [check_result("metrics/maj_at_k_subsets", exact, estimate, abs(estimate - exact) <= CFG.z * se, stderr=se,
-                         detail=f"4096 random {k}-subsets vs all C({n},{k}) subsets (ties split); k = n gives {full} "
-                                "(3 votes each for '7' and '3': a tie, half credit)")]
+    return [
+        check_result(
+            "metrics/maj_at_k_subsets",
+            exact,
+            estimate,
+            abs(estimate - exact) <= CFG.z * se,
+            stderr=se,
+            detail=f"4096 random {k}-subsets vs all C({n},{k}) subsets (ties split); k = n gives {full} "
+            "(3 votes each for '7' and '3': a tie, half credit)",
+        )
+    ]
 
 
 def run(rng: np.random.Generator) -> list[dict]:

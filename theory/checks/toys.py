@@ -1,4 +1,5 @@
 """The fixed toy policies the checks run on (built from fixed seeds, so every run sees the same toys)."""
+
 from __future__ import annotations
 
 import numpy as np

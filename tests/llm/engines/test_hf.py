@@ -1,5 +1,6 @@
 """HFEngine on the tiny model: shapes, determinism, log-probs against an independent forward pass,
 top-p, stop handling, in-place weight loads, and bad input."""
+
 import math
 
 import pytest
@@ -54,7 +55,7 @@ def reference_logprobs(model, prompt_ids, completion_ids, temperature):
     """log softmax(logits / T) of each completion token from one full forward pass (no cache, no padding)."""
     ids = torch.tensor([prompt_ids + completion_ids])
     with torch.no_grad():
-        logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1:-1].float()
+        logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1 : -1].float()
     if temperature > 0:
         logits = logits / temperature
     return F.log_softmax(logits, -1).gather(1, torch.tensor(completion_ids)[:, None])[:, 0].tolist()
@@ -73,7 +74,7 @@ def test_logprobs_match_a_full_forward_pass(engine, prompts, temperature):
             if temperature == 0:
                 with torch.no_grad():
                     logits = engine.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0]
-                assert c.token_ids == logits[len(p_ids) - 1:-1].argmax(-1).tolist()
+                assert c.token_ids == logits[len(p_ids) - 1 : -1].argmax(-1).tolist()
 
 
 def test_top_p_samples_only_from_the_nucleus(engine, prompts):
@@ -85,7 +86,7 @@ def test_top_p_samples_only_from_the_nucleus(engine, prompts):
         p_ids = engine.prompt_token_ids(prompt)
         for c in row:
             with torch.no_grad():
-                logits = engine.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1:-1]
+                logits = engine.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1 : -1]
             probs = F.softmax(logits / temperature, -1)
             for t, (tok, lp) in enumerate(zip(c.token_ids, c.logprobs)):
                 p_sorted, order = probs[t].sort(descending=True)
@@ -139,8 +140,13 @@ def test_bad_inputs(tmp_path, engine, prompts):
         HFEngine(tmp_path)
     with pytest.raises(ValueError, match="engine must be one of"):
         make_engine("tgi", tmp_path)
-    for kwargs, match in [({"n": 0}, "n "), ({"temperature": -1}, "temperature"), ({"max_new_tokens": 0}, "max_new_tokens"),
-                          ({"top_p": 0.0}, "top_p"), ({"top_p": 1.5}, "top_p")]:
+    for kwargs, match in [
+        ({"n": 0}, "n "),
+        ({"temperature": -1}, "temperature"),
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"top_p": 1.5}, "top_p"),
+    ]:
         args = dict(n=1, temperature=1.0, max_new_tokens=4, seed=0) | kwargs
         with pytest.raises(ValueError, match=match):
             engine.generate(prompts, **args)

@@ -2,6 +2,7 @@
 sampling statistics within sampling error, and weight changes made through the engine that change
 vLLM's outputs exactly as they change the HF model's, ES's member weights and their restore. One vLLM
 engine per session (conftest)."""
+
 import math
 
 import numpy as np
@@ -51,7 +52,7 @@ def test_sampled_logprobs_are_those_of_the_sampling_distribution(vllm_engine, hf
         for c in row:
             assert (c.finish_reason == "stop") == (c.token_ids[-1] == hf.tokenizer.eos_token_id)
             with torch.no_grad():
-                logits = hf.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1:-1]
+                logits = hf.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1 : -1]
             probs = F.softmax(logits / temperature, -1)
             for t, (tok, lp) in enumerate(zip(c.token_ids, c.logprobs)):
                 p_sorted, order = probs[t].sort(descending=True)
@@ -94,8 +95,16 @@ def perturbations(hf):
     base = {n: p.detach().clone() for n, p in hf.model.named_parameters()}
     noisy = {n: p + 0.3 * torch.randn(p.shape, generator=g) for n, p in base.items()}
     layer0 = [n for n in base if n.startswith("model.layers.0.self_attn.q_proj")]
-    return base, noisy, {"all": list(base), "embedding (tied head)": ["model.embed_tokens.weight"],
-                         "one projection": layer0, "mlp of layer 1": [n for n in base if "layers.1.mlp" in n]}
+    return (
+        base,
+        noisy,
+        {
+            "all": list(base),
+            "embedding (tied head)": ["model.embed_tokens.weight"],
+            "one projection": layer0,
+            "mlp of layer 1": [n for n in base if "layers.1.mlp" in n],
+        },
+    )
 
 
 def test_weight_changes_act_identically_on_both_engines(vllm_engine, hf, prompts):
@@ -126,6 +135,7 @@ def test_greedy_with_several_samples_gives_copies(vllm_engine, hf, prompts):
 
 def test_one_open_engine_per_process(vllm_engine, tiny_model_dir):
     from escov.llm.engines.vllm_engine import VLLMEngine
+
     with pytest.raises(ValueError, match="another VLLMEngine is open in this process"):
         VLLMEngine(tiny_model_dir)
 
@@ -146,10 +156,19 @@ def test_members_and_restore_on_vllm(vllm_engine, tiny_model_dir):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
     master = {n: p.detach().clone() for n, p in model.named_parameters()}
     task = get_task("countdown")
-    es = make_es(ESConfig(population_size=2, sigma=0.05, alpha=0.01), vllm_engine, task, list(master), master,
-                 max_new_tokens=8, seed=0)
+    es = make_es(
+        ESConfig(population_size=2, sigma=0.05, alpha=0.01),
+        vllm_engine,
+        task,
+        list(master),
+        master,
+        max_new_tokens=8,
+        seed=0,
+    )
     texts = [p.prompt for p in task.problems("test", 8, seed=0)]
-    greedy = lambda: [row[0].text for row in vllm_engine.generate(texts, n=1, temperature=0.0, max_new_tokens=8, seed=0)]
+    greedy = lambda: [
+        row[0].text for row in vllm_engine.generate(texts, n=1, temperature=0.0, max_new_tokens=8, seed=0)
+    ]
     before = greedy()
     plan = es.plan(1)
     es.center.perturb(plan, plan.members[0])
@@ -165,5 +184,13 @@ def test_es_in_place_inside_vllm_is_refused_on_its_cpu_build(vllm_engine):
     assert vllm_engine.cpu
     master = {n: t.float() for n, t in vllm_engine.weights.items()}
     with pytest.raises(ValueError, match="vLLM's CPU build repacks linear"):
-        make_es(ESConfig(population_size=4), vllm_engine, None, list(master), master, max_new_tokens=4, seed=0,
-                population=PopulationConfig(members="vllm_inplace"))
+        make_es(
+            ESConfig(population_size=4),
+            vllm_engine,
+            None,
+            list(master),
+            master,
+            max_new_tokens=4,
+            seed=0,
+            population=PopulationConfig(members="vllm_inplace"),
+        )

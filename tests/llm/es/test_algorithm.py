@@ -1,5 +1,6 @@
 """ES on a real HFEngine with the tiny model: exact perturb/restore, the update rebuilt from seeds and
 z, parameter subsets, the null control, and the residue of the paper's in-place bf16 arithmetic."""
+
 import time
 import warnings
 
@@ -21,7 +22,11 @@ def _es(engine, task, **kw):
     cfg = ESConfig(**{"population_size": 4, "sigma": 1e-2, "alpha": 1e-2} | kw)
     cfg.validate()
     names = select_parameters(engine.model.named_parameters(), cfg.param_pattern)
-    master = None if cfg.inplace_bf16 else {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
+    master = (
+        None
+        if cfg.inplace_bf16
+        else {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
+    )
     return make_es(cfg, engine, task, names, master, max_new_tokens=6, seed=3)
 
 
@@ -76,7 +81,7 @@ def test_update_equals_alpha_over_n_sum_z_eps_rebuilt_independently(tiny_model_d
     # it was written
     assert len(es.center.master) > 1 and es.center.modified is True
     moved_sq = sum(float(((theta.double() - old[n].double()) ** 2).sum()) for n, theta in es.center.master.items())
-    assert out.update_norm == pytest.approx(moved_sq ** 0.5, rel=1e-5)
+    assert out.update_norm == pytest.approx(moved_sq**0.5, rel=1e-5)
 
 
 def test_all_equal_rewards_give_a_zero_update(tiny_model_dir):
@@ -141,7 +146,10 @@ def test_null_control_ignores_rewards_and_skips_steps_without_signal(tiny_model_
     assert np.all(es.fitness(np.full(4, 0.1), step=5) == 0)
     # the stream is the run's (seed 3, step 5, "es-null"): z-scored standard normals drawn from it
     from escov.llm.es.algorithm import standardize
-    np.testing.assert_array_equal(z, standardize(np.random.default_rng(derive_seed(3, 5, "es-null")).standard_normal(4)))
+
+    np.testing.assert_array_equal(
+        z, standardize(np.random.default_rng(derive_seed(3, 5, "es-null")).standard_normal(4))
+    )
     task = CountdownScoredBy("constant", lambda completion: 0.1)
     es = _es(HFEngine(tiny_model_dir), task, null_control=True)
     assert es.step(task.problems("train", 2, seed=0), step=5).update_norm == 0.0
@@ -150,7 +158,9 @@ def test_null_control_ignores_rewards_and_skips_steps_without_signal(tiny_model_
     es = _es(HFEngine(tiny_model_dir), task, null_control=True, member_temperature=1.0, member_samples=2)
     out = es.step(task.problems("train", 3, seed=0), step=6)
     assert np.ptp(out.rewards) > 0, "equal rewards skip the null's step: z = 0 whatever the stream"
-    np.testing.assert_array_equal(out.z, standardize(np.random.default_rng(derive_seed(3, 6, "es-null")).standard_normal(4)))
+    np.testing.assert_array_equal(
+        out.z, standardize(np.random.default_rng(derive_seed(3, 6, "es-null")).standard_normal(4))
+    )
 
 
 def test_inplace_bf16_leaves_rounding_residue_the_master_does_not(tiny_model_dir):
@@ -189,10 +199,14 @@ def test_inplace_bf16_members_and_restore_are_the_papers_bf16_arithmetic(tiny_mo
         eps = {n: noise(plan.noise_seed, 1, n, p.shape) for n, p in engine.model.named_parameters()}
         perturbed = _live(engine)
         for n in eps:
-            assert within_a_bf16_rounding(perturbed[n], before[n].float() + member.sign * sigma * eps[n], sigma * eps[n]), n
+            assert within_a_bf16_rounding(
+                perturbed[n], before[n].float() + member.sign * sigma * eps[n], sigma * eps[n]
+            ), n
         es.center.restore(plan, member)
         for n, p in engine.model.named_parameters():
-            assert within_a_bf16_rounding(p.detach(), perturbed[n].float() - member.sign * sigma * eps[n], sigma * eps[n]), n
+            assert within_a_bf16_rounding(
+                p.detach(), perturbed[n].float() - member.sign * sigma * eps[n], sigma * eps[n]
+            ), n
             assert within_a_bf16_rounding(p.detach(), before[n].float(), 2 * sigma * eps[n]), n
 
 
@@ -205,25 +219,26 @@ def test_inplace_bf16_update_adds_each_direction_in_turn_and_reports_its_norm(ti
 
     engine = HFEngine(tiny_model_dir, dtype=torch.bfloat16)
     es = _es(engine, get_task("countdown"), inplace_bf16=True, sigma=1e-2)
-    assert not es.state_is_intact()   # in place in bf16 the center is never restored exactly
+    assert not es.state_is_intact()  # in place in bf16 the center is never restored exactly
     assert es.center.modified is False
     before = _live(engine)
     update = Update(step=4, noise_seed=11, coefficients=(1.5, 0.0, -0.5, 2.0), alpha=0.04, population_size=4)
     norm = es.center.apply(update)
     assert es.center.modified is True
     after = _live(engine)
-    assert norm == pytest.approx(sum(float(((after[n].float() - before[n].float()) ** 2).sum()) for n in after) ** 0.5,
-                                 rel=1e-6)
+    assert norm == pytest.approx(
+        sum(float(((after[n].float() - before[n].float()) ** 2).sum()) for n in after) ** 0.5, rel=1e-6
+    )
     for n in after:
         added = [0.04 / 4 * c * noise(11, d, n, after[n].shape) for d, c in enumerate(update.coefficients) if c != 0.0]
         exact = before[n].float() + sum(added)
         bound = torch.finfo(torch.bfloat16).eps * (before[n].float().abs() + sum(a.abs() for a in added)) * len(added)
         assert ((after[n].float() - exact).abs() <= bound).all(), n
-    assert norm > 0.05   # far above the rounding: a wrong scale, sign or direction cannot pass
+    assert norm > 0.05  # far above the rounding: a wrong scale, sign or direction cannot pass
     still = _live(engine)
     es.center.begin()
     assert es.center.apply(Update(5, 11, (0.0, 0.0), 0.04, 4)) == 0.0
-    assert es.center.modified is False   # a zero update writes nothing
+    assert es.center.modified is False  # a zero update writes nothing
     assert all(torch.equal(still[n], t) for n, t in _live(engine).items())
     with pytest.raises(NonFiniteError, match=r"step 6: weight model\.embed_tokens\.weight is not finite"):
         es.center.apply(Update(6, 11, (1.0,), 3e38, 1))
@@ -237,15 +252,15 @@ def test_a_master_update_stopped_partway_leaves_the_state_marked_not_intact(tiny
 
     engine = HFEngine(tiny_model_dir)
     es = _es(engine, get_task("countdown"))
-    assert es.state_is_intact() and es.center.modified is False   # nothing written since it was built
+    assert es.state_is_intact() and es.center.modified is False  # nothing written since it was built
     names = es.center.names
     es.center.begin()
     assert es.state_is_intact() and es.center.modified is False
-    es.center.master[names[1]][0, 0] = float("inf")   # the second tensor's update cannot be finite
+    es.center.master[names[1]][0, 0] = float("inf")  # the second tensor's update cannot be finite
     with pytest.raises(NonFiniteError, match=f"step 2: weight {names[1]} is not finite"):
         es.center.apply(Update(2, 11, (1.0,), 0.01, 1))
     assert not es.state_is_intact()
-    es.center.begin()   # the next iteration starts with nothing written
+    es.center.begin()  # the next iteration starts with nothing written
     assert es.state_is_intact()
 
 
@@ -262,7 +277,7 @@ def test_fitness_is_computed_in_float64_without_warnings_and_z_scores_by_default
         np.testing.assert_array_equal(es.fitness(np.array([3e38, 3e38], dtype=np.float32), 0), [0.0, 0.0])
         with pytest.raises(NonFiniteError, match="step 4: member mean rewards overflow") as raised:
             es.fitness(np.array([1e308, -1e308] + list(range(1, 9))), 4)
-    assert str(raised.value).endswith("[1e+308, -1e+308, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]")   # the first 8 only
+    assert str(raised.value).endswith("[1e+308, -1e+308, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]")  # the first 8 only
     r = np.array([1.0, 2.0, 6.0])
     np.testing.assert_allclose(standardize(r), (r - 3.0) / (np.sqrt(14 / 3) + 1e-8), rtol=1e-12)
     np.testing.assert_allclose(standardize(r, zscore=False), r - 3.0, rtol=1e-12)
@@ -278,9 +293,13 @@ def test_a_plans_seeds_follow_the_documented_derivation():
     assert plan.noise_seed == derive_seed(7, 3, "es-noise")
     rollout = derive_seed(7, 3, "es-rollout")
     assert [m.rollout_seed for m in plan.members] == [derive_seed(rollout, m, "member") for m in range(4)]
-    seeds = {m.rollout_seed for s in (3, 4) for run in (7, 8) for m in IterationPlan.derive(
-        run, s, sigma=0.01, population_size=4, antithetic=False).members}
-    assert len(seeds) == 16   # distinct across members, steps and runs
+    seeds = {
+        m.rollout_seed
+        for s in (3, 4)
+        for run in (7, 8)
+        for m in IterationPlan.derive(run, s, sigma=0.01, population_size=4, antithetic=False).members
+    }
+    assert len(seeds) == 16  # distinct across members, steps and runs
 
 
 @pytest.mark.parametrize("antithetic", [False, True])
@@ -293,7 +312,7 @@ def test_a_plans_update_sums_signed_fitness_per_direction(antithetic):
     z = np.array([0.5, -1.25, 2.0, 0.75, -0.5, 1.5])
     expected = (0.5 + 1.25, 2.0 - 0.75, -0.5 - 1.5) if antithetic else tuple(z)
     update = plan.update(z, alpha=0.2)
-    assert update.coefficients == tuple(float(c) for c in expected)   # exact: every sum here is exact in binary
+    assert update.coefficients == tuple(float(c) for c in expected)  # exact: every sum here is exact in binary
     assert (update.alpha, update.population_size, update.scale) == (0.2, 6, 0.2 / 6)
     with pytest.raises(ValueError, match="z has 5 entries for 6 members"):
         plan.update(z[:5], alpha=0.2)
@@ -304,7 +323,11 @@ def test_a_plans_subset_is_the_same_iteration_for_the_members_named():
 
     plan = IterationPlan.derive(5, 2, sigma=0.1, population_size=6, antithetic=True)
     part = plan.subset([4, 1])
-    assert (part.step, part.noise_seed, part.sigma) == (plan.step, plan.noise_seed, plan.sigma) == (2, plan.noise_seed, 0.1)
+    assert (
+        (part.step, part.noise_seed, part.sigma)
+        == (plan.step, plan.noise_seed, plan.sigma)
+        == (2, plan.noise_seed, 0.1)
+    )
     assert part.members == (plan.members[4], plan.members[1])
     update = part.update(np.array([1.0, -1.0]), alpha=0.5)
     assert (update.step, update.noise_seed, update.alpha, update.population_size) == (2, plan.noise_seed, 0.5, 2)
@@ -323,10 +346,12 @@ def test_centered_rewards_times_center_scale(tiny_model_dir):
 
 # ----------------------------------------------------------------------------- settings that act together
 
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("inplace_bf16", [False, True])
-def test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue(tiny_model_dir, dtype,
-                                                                                       inplace_bf16):
+def test_the_engines_dtype_and_in_place_perturbation_together_decide_the_restore_residue(
+    tiny_model_dir, dtype, inplace_bf16
+):
     """Perturb then restore, for every member of an iteration: with the fp32 master the engine gets its weights
     back bit for bit in either dtype; in place, the residue is within two roundings of the engine's dtype
     (the paper's bf16 leaves some, fp32 far less: at most 2^-23 relative against bf16's 2^-7)."""
@@ -359,7 +384,9 @@ def test_the_seed_and_the_reward_standardisation_together_decide_the_update(tiny
     for seed, scale in ((3, 1.0), (3, 3.0), (4, 1.0)):
         engine = HFEngine(tiny_model_dir)
         task = CountdownScoredBy("scaled", lambda c, a=scale: a * digit_share_task().reward(c) + (a - 1) / 2)
-        cfg = ESConfig(population_size=4, sigma=1e-2, alpha=1e-2, zscore=zscore, member_temperature=1.0, member_samples=2)
+        cfg = ESConfig(
+            population_size=4, sigma=1e-2, alpha=1e-2, zscore=zscore, member_temperature=1.0, member_samples=2
+        )
         names = [n for n, _ in engine.model.named_parameters()]
         master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
         es = make_es(cfg, engine, task, names, master, max_new_tokens=6, seed=seed)

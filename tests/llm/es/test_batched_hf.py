@@ -2,6 +2,7 @@
 equals member-by-member perturbation (the ES center's own perturb) in logits, greedy and sampled
 rollouts, rewards and final weights; low-rank noise has rank r, unit-variance entries, and its update
 is the sum of the members' materialized perturbations."""
+
 import math
 
 import numpy as np
@@ -20,13 +21,27 @@ SIGMA = 3e-2
 
 
 def _trainer(engine, population=None, pattern="", **kw):
-    cfg = ESConfig(population_size=kw.pop("population_size", 6), sigma=SIGMA, alpha=2e-2,
-                   antithetic=kw.pop("antithetic", True), param_pattern=pattern, **kw.pop("es", {}))
+    cfg = ESConfig(
+        population_size=kw.pop("population_size", 6),
+        sigma=SIGMA,
+        alpha=2e-2,
+        antithetic=kw.pop("antithetic", True),
+        param_pattern=pattern,
+        **kw.pop("es", {}),
+    )
     cfg.validate()
     names = select_parameters(engine.model.named_parameters(), pattern)
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters() if n in names}
-    return make_es(cfg, engine, digit_share_task(), names, master, max_new_tokens=kw.pop("max_new_tokens", 12), seed=7,
-                   population=population)
+    return make_es(
+        cfg,
+        engine,
+        digit_share_task(),
+        names,
+        master,
+        max_new_tokens=kw.pop("max_new_tokens", 12),
+        seed=7,
+        population=population,
+    )
 
 
 def _left_padded(engine, prompts):
@@ -35,7 +50,7 @@ def _left_padded(engine, prompts):
     ids = torch.full((len(rows), width), engine.tokenizer.pad_token_id)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
-        ids[i, width - len(r):], mask[i, width - len(r):] = torch.tensor(r), 1
+        ids[i, width - len(r) :], mask[i, width - len(r) :] = torch.tensor(r), 1
     return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
 
 
@@ -57,10 +72,13 @@ def test_batched_logits_equal_member_by_member_within_1e_5(tiny_model_dir, rank,
             es.center.restore(plan, m)
         weights = PopulationWeights.build(es.center.master, es.center.noise, plan, torch.float32, factored)
         with population_forward(engine.model, weights):
-            batched = engine.model(input_ids=ids.repeat(len(members), 1), attention_mask=mask.repeat(len(members), 1),
-                                   position_ids=pos.repeat(len(members), 1)).logits
+            batched = engine.model(
+                input_ids=ids.repeat(len(members), 1),
+                attention_mask=mask.repeat(len(members), 1),
+                position_ids=pos.repeat(len(members), 1),
+            ).logits
     for i, ref in enumerate(reference):
-        got = batched[i * len(prompts):(i + 1) * len(prompts)]
+        got = batched[i * len(prompts) : (i + 1) * len(prompts)]
         assert (got - ref).abs().max().item() <= 1e-5
         assert (ref - center).abs().max().item() > 1e-3  # the members really differ from the center
     # the module tree is restored after the block
@@ -86,8 +104,16 @@ def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperatur
     plan = es.plan(5)
     seeds = [m.rollout_seed for m in plan.members]  # each member samples from its own seed
     weights = PopulationWeights.build(es.center.master, es.center.noise, plan, torch.float32)
-    batched = generate_population(engine, weights, prompts, n=n, temperature=temperature, max_new_tokens=16,
-                                  seed=seeds, max_rows=2 * len(prompts) * n)  # two members per block
+    batched = generate_population(
+        engine,
+        weights,
+        prompts,
+        n=n,
+        temperature=temperature,
+        max_new_tokens=16,
+        seed=seeds,
+        max_rows=2 * len(prompts) * n,
+    )  # two members per block
     texts, mismatched = set(), 0
     for m in range(4):
         es.center.perturb(plan, plan.members[m])
@@ -98,7 +124,9 @@ def test_rollouts_identical_to_member_by_member(tiny_model_dir, rank, temperatur
                 texts.add(cb.text)
                 if cb.token_ids != co.token_ids:
                     mismatched += 1
-                    assert temperature == 0 and _near_tie(engine, es, plan, plan.members[m], prompt, cb.token_ids, co.token_ids)
+                    assert temperature == 0 and _near_tie(
+                        engine, es, plan, plan.members[m], prompt, cb.token_ids, co.token_ids
+                    )
                 else:
                     assert cb.finish_reason == co.finish_reason
                     np.testing.assert_allclose(cb.logprobs, co.logprobs, atol=1e-4)
@@ -131,8 +159,7 @@ def test_lowrank_update_is_alpha_over_n_sum_z_of_member_perturbations(tiny_model
     """The update rebuilt from the factor seeds equals alpha/N sum_m z_m (theta_m - theta)/sigma, with theta_m
     read back from the engine while each member was written (materialized A B^T, independent of the update)."""
     engine = HFEngine(tiny_model_dir)
-    es = _trainer(engine, population=PopulationConfig(batched=False, noise_rank=2), antithetic=False,
-                  population_size=5)
+    es = _trainer(engine, population=PopulationConfig(batched=False, noise_rank=2), antithetic=False, population_size=5)
     theta = es.center_weights()
     plan, z = es.plan(0), np.array([1.2, -0.3, 0.0, -1.5, 0.6])
     expected = {n: torch.zeros_like(t, dtype=torch.float64) for n, t in theta.items()}
@@ -183,8 +210,9 @@ def test_unsupported_module_is_named():
 
     from escov.llm.es.batched_hf import check_supported
 
-    model = GPT2LMHeadModel(GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=50, n_positions=32,
-                                       bos_token_id=0, eos_token_id=0))
+    model = GPT2LMHeadModel(
+        GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=50, n_positions=32, bos_token_id=0, eos_token_id=0)
+    )
     with pytest.raises(ValueError, match="cannot perturb .*ln_1.*LayerNorm"):
         check_supported(model, [n for n, _ in model.named_parameters()])
     with pytest.raises(ValueError, match="cannot perturb .*c_attn.*Conv1D"):
@@ -235,7 +263,7 @@ def test_lowrank_layout_auto_stacks_while_the_stacked_matrices_fit():
     small, large = [(256, 64)], [(4096, 1024)]
     auto = PopulationConfig(noise_rank=4)
     assert not auto.factored(16, small, torch.float32)
-    assert not auto.factored(16, large, torch.float32)                     # 16 x 4M x 4 B = 256 MiB: still fits
+    assert not auto.factored(16, large, torch.float32)  # 16 x 4M x 4 B = 256 MiB: still fits
     assert auto.factored(17, large, torch.float32) and not auto.factored(17, large, torch.bfloat16)
     assert PopulationConfig(lowrank_layout="factored").factored(16, small, torch.float32)
     assert not PopulationConfig(lowrank_layout="stacked").factored(64, large, torch.float32)

@@ -8,6 +8,7 @@ which starts its actors once for all its checks); vllm_lora on vLLM's CPU build 
 samples with its own generator, so sampled members are compared on one engine kind), in
 tests/llm/es/test_vllm_lora.py, which starts that engine once for all its checks. vllm_inplace needs
 CUDA: tests/llm/test_gpu.py (scripts/gpu_check.sh)."""
+
 import importlib.util
 
 import numpy as np
@@ -21,9 +22,11 @@ from tests.llm.tasks_for_tests import digit_share_task
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SAMPLING = {"greedy": {}, "sampled": {"member_temperature": 1.0, "member_samples": 2}}
-HF_STRATEGIES = {"one_by_one": (PopulationConfig(members="one_by_one"), None),
-                 "batched_hf": (PopulationConfig(members="batched_hf", max_rows=64), None),
-                 "ray": (PopulationConfig(members="ray"), DistributedConfig(workers=2))}
+HF_STRATEGIES = {
+    "one_by_one": (PopulationConfig(members="one_by_one"), None),
+    "batched_hf": (PopulationConfig(members="batched_hf", max_rows=64), None),
+    "ray": (PopulationConfig(members="ray"), DistributedConfig(workers=2)),
+}
 STEPS = 2
 
 
@@ -32,8 +35,18 @@ def _run(model_dir, es_over: dict, population, distributed, steps: int = STEPS):
     cfg = ESConfig(population_size=4, sigma=3e-2, alpha=2e-2, antithetic=True, **es_over)
     names = select_parameters(engine.model.named_parameters(), "")
     master = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
-    es = make_es(cfg, engine, digit_share_task(), names, master, max_new_tokens=12, seed=7, population=population,
-                 distributed=distributed, model_dir=str(model_dir))
+    es = make_es(
+        cfg,
+        engine,
+        digit_share_task(),
+        names,
+        master,
+        max_new_tokens=12,
+        seed=7,
+        population=population,
+        distributed=distributed,
+        model_dir=str(model_dir),
+    )
     assert type(es.members) is STRATEGIES[population.members].evaluator  # the strategy table says what it builds
     problems = digit_share_task().problems("train", 4, 2)
     try:
@@ -49,7 +62,7 @@ def ray_local():
 
     ray = pytest.importorskip("ray")
     ray.cloudpickle.register_pickle_by_value(tasks_for_tests)  # actors cannot import the tests' task module
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024 ** 2)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024**2)
     yield ray
     ray.shutdown()
 
@@ -87,10 +100,11 @@ def test_one_setting_chooses_the_strategy_and_each_declares_its_engine():
     assert engine_settings(cfg, auto, None) == {}
     check_options(cfg, lora, "vllm")
     for population, engine, dist, match in (
-            (lora, "hf", None, "vllm_lora needs engine = 'vllm'"),
-            (PopulationConfig(members="vllm_lora"), "vllm", None, "noise_rank >= 1"),
-            (PopulationConfig(members="ray"), "hf", None, "needs Ray workers"),
-            (PopulationConfig(members="one_by_one", batched=True), "hf", None, "turn population.batched off"),
-            (PopulationConfig(members="batched_hf"), "hf", DistributedConfig(workers=2), "with Ray workers use 'ray'")):
+        (lora, "hf", None, "vllm_lora needs engine = 'vllm'"),
+        (PopulationConfig(members="vllm_lora"), "vllm", None, "noise_rank >= 1"),
+        (PopulationConfig(members="ray"), "hf", None, "needs Ray workers"),
+        (PopulationConfig(members="one_by_one", batched=True), "hf", None, "turn population.batched off"),
+        (PopulationConfig(members="batched_hf"), "hf", DistributedConfig(workers=2), "with Ray workers use 'ray'"),
+    ):
         with pytest.raises(ValueError, match=match):
             check_options(cfg, population, engine, dist)

@@ -1,9 +1,11 @@
 """ES noise regenerated from seeds, the iteration plan (seeds, directions, signs), fitness standardization,
 and the update rebuilt from seeds and z."""
+
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from escov.llm.config import NOISE_TABLE_SIZE
 from escov.llm.es.algorithm import ESConfig, standardize
@@ -32,7 +34,7 @@ def test_equal_shaped_tensors_get_independent_noise():
 
 def test_chunked_noise_is_standard_normal():
     x = noise(1, 0, "w", torch.Size([200_003]), chunk=4096).double()
-    assert abs(float(x.mean())) < 5 / 200_003 ** 0.5
+    assert abs(float(x.mean())) < 5 / 200_003**0.5
     assert abs(float(x.std()) - 1) < 0.01
     # chunking is part of the definition: the same chunk size reproduces the same values
     assert torch.equal(noise(1, 0, "w", torch.Size([1000]), chunk=7), noise(1, 0, "w", torch.Size([1000]), chunk=7))
@@ -42,6 +44,7 @@ def test_noise_is_read_from_one_table_at_hashed_places():
     """Each slice of a tensor's noise is a run of the process's table (drawn once, fixed seed), at the
     place the hash of (seed, direction, name, slice) gives; the slices of one tensor are not copies."""
     from escov.llm.es.noise import NOISE_TABLE_SEED, noise_table
+
     table = noise_table()
     assert table is noise_table() and table.numel() == NOISE_TABLE_SIZE
     assert torch.equal(table, torch.randn(NOISE_TABLE_SIZE, generator=torch.Generator().manual_seed(NOISE_TABLE_SEED)))
@@ -49,13 +52,13 @@ def test_noise_is_read_from_one_table_at_hashed_places():
     slices = [eps[0:1000], eps[1000:2000], eps[2000:2500]]
     for j, part in enumerate(slices):
         place = derive_seed(3, 5, "w", j) % (NOISE_TABLE_SIZE - len(part) + 1)
-        assert torch.equal(part, table[place:place + len(part)])
+        assert torch.equal(part, table[place : place + len(part)])
     corr = float(torch.corrcoef(torch.stack([slices[0], slices[1]]))[0, 1])
-    assert abs(corr) < 5 / 1000 ** 0.5
+    assert abs(corr) < 5 / 1000**0.5
     for numel in (999, 1000):  # one slice (up to the chunk): slice 0's place, a view of the table
         place = derive_seed(3, 5, "w", 0) % (NOISE_TABLE_SIZE - numel + 1)
         one = noise(3, 5, "w", torch.Size([numel]), chunk=1000)
-        assert torch.equal(one, table[place:place + numel])
+        assert torch.equal(one, table[place : place + numel])
 
 
 @pytest.mark.parametrize("chunk", [0, NOISE_TABLE_SIZE + 1, 2.5, True])
@@ -114,16 +117,26 @@ def test_the_plan_holds_each_members_direction_sign_and_own_rollout_seed():
     assert IterationPlan.derive(3, 6, sigma=0.02, population_size=4, antithetic=True).noise_seed != plan.noise_seed
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(population_size=1), "population_size"), (dict(population_size=5, antithetic=True), "even"),
-    (dict(sigma=0.0), "sigma"), (dict(alpha=float("nan")), "alpha"), (dict(member_samples=4), "greedy"),
-    (dict(member_temperature=-1.0), "member_temperature"), (dict(param_pattern="("), "param_pattern")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(population_size=1), "population_size"),
+        (dict(population_size=5, antithetic=True), "even"),
+        (dict(sigma=0.0), "sigma"),
+        (dict(alpha=float("nan")), "alpha"),
+        (dict(member_samples=4), "greedy"),
+        (dict(member_temperature=-1.0), "member_temperature"),
+        (dict(param_pattern="("), "param_pattern"),
+    ],
+)
 def test_bad_es_settings_are_named(bad, match):
     with pytest.raises(ValueError, match=match):
         ESConfig(**bad).validate()
 
 
-@pytest.mark.parametrize("antithetic, indices", [(False, [0, 1, 2, 3]), (True, [0, 1, 2, 3]), (True, [1, 3]), (False, [2])])
+@pytest.mark.parametrize(
+    "antithetic, indices", [(False, [0, 1, 2, 3]), (True, [0, 1, 2, 3]), (True, [1, 3]), (False, [2])]
+)
 @pytest.mark.parametrize("shape", [(5, 3), (7,)])
 def test_members_filled_together_equal_each_filled_alone(antithetic, indices, shape):
     """fill_members (one buffer, one add, when the members share a sign) gives fill_member's bits, and
@@ -159,7 +172,8 @@ def test_low_rank_members_and_updates_equal_their_factors_product(antithetic, ra
     def e_of(d):
         a = noise(plan.noise_seed, d, "w/lowrank-A", torch.Size((5, rank)), chunk=4)
         b = noise(plan.noise_seed, d, "w/lowrank-B", torch.Size((3, rank)), chunk=4)
-        return (a @ b.T) / rank ** 0.5
+        return (a @ b.T) / rank**0.5
+
     for member in plan.members:
         out = torch.empty(shape[::-1])
         pop.fill_member(plan, member, "w", theta, out=out)
@@ -167,17 +181,28 @@ def test_low_rank_members_and_updates_equal_their_factors_product(antithetic, ra
         torch.testing.assert_close(pop.direction(plan.noise_seed, member.direction, "w", shape), e_of(member.direction))
     together = torch.empty((len(plan.members), *shape[::-1]))
     pop.fill_members(plan, plan.members, "w", theta, out=together)
-    assert all(torch.allclose(row, (theta + m.sign * sigma * e_of(m.direction)).T, atol=1e-6)
-               for row, m in zip(together, plan.members))
+    assert all(
+        torch.allclose(row, (theta + m.sign * sigma * e_of(m.direction)).T, atol=1e-6)
+        for row, m in zip(together, plan.members)
+    )
     coef = np.array([0.5, 0.0, -2.0, 1.0])  # a zero and a one: neither may be skipped for the other
-    torch.testing.assert_close(pop.combined(plan.noise_seed, "w", shape, coef),
-                               0.5 * e_of(0) - 2.0 * e_of(2) + e_of(3), rtol=0, atol=1e-6)
+    torch.testing.assert_close(
+        pop.combined(plan.noise_seed, "w", shape, coef), 0.5 * e_of(0) - 2.0 * e_of(2) + e_of(3), rtol=0, atol=1e-6
+    )
     assert torch.equal(pop.combined(plan.noise_seed, "w", shape, np.zeros(3)), torch.zeros(shape))
     vector = torch.randn(4)  # a vector is never low rank: its noise is read as in full rank
-    torch.testing.assert_close(pop.direction(plan.noise_seed, 1, "b", (4,)), noise(plan.noise_seed, 1, "b", torch.Size((4,)), chunk=4))
+    torch.testing.assert_close(
+        pop.direction(plan.noise_seed, 1, "b", (4,)), noise(plan.noise_seed, 1, "b", torch.Size((4,)), chunk=4)
+    )
     out = torch.empty(4)
     pop.fill_member(plan, plan.members[0], "b", vector, out=out)
-    torch.testing.assert_close(out, vector + plan.members[0].sign * sigma * noise(plan.noise_seed, plan.members[0].direction, "b", torch.Size((4,)), chunk=4))
+    torch.testing.assert_close(
+        out,
+        vector
+        + plan.members[0].sign
+        * sigma
+        * noise(plan.noise_seed, plan.members[0].direction, "b", torch.Size((4,)), chunk=4),
+    )
 
 
 def test_kept_draws_are_the_runs_kept_within_the_budget_and_forgotten_for_a_new_seed():
@@ -196,7 +221,9 @@ def test_kept_draws_are_the_runs_kept_within_the_budget_and_forgotten_for_a_new_
     assert torch.equal(over, noise_run(3, 2, "w", 5, 4)) and kept.get(3, 2, "w", 5, 4) is not over
     assert kept.used_bytes == 64 and (2, "w", 5) not in kept.runs
     fresh = kept.get(4, 0, "w", 10, 4)  # a new seed: the last seed's runs are forgotten
-    assert torch.equal(fresh, noise_run(4, 0, "w", 10, 4)) and set(kept.runs) == {(0, "w", 10)} and kept.used_bytes == 40
+    assert (
+        torch.equal(fresh, noise_run(4, 0, "w", 10, 4)) and set(kept.runs) == {(0, "w", 10)} and kept.used_bytes == 40
+    )
     from escov.llm.es.noise import PopulationNoise
 
     pop = PopulationNoise(chunk=4, keep_bytes=1000)  # a population keeps its runs through KeptDraws
@@ -215,7 +242,9 @@ def test_a_full_rank_update_is_the_coefficient_weighted_sum_of_the_directions(ke
     for shape in ((5, 3), (7,)):
         expected = sum(float(c) * noise(11, d, "w", torch.Size(shape), chunk=4) for d, c in enumerate(coef))
         torch.testing.assert_close(pop.combined(11, "w", shape, coef), expected, rtol=0, atol=1e-6)
-        torch.testing.assert_close(combined_noise(11, "w", torch.Size(shape), coef, chunk=4), expected, rtol=0, atol=1e-6)
+        torch.testing.assert_close(
+            combined_noise(11, "w", torch.Size(shape), coef, chunk=4), expected, rtol=0, atol=1e-6
+        )
 
 
 def test_a_noise_rank_is_checked_against_the_smallest_side_of_every_matrix():
@@ -226,8 +255,9 @@ def test_a_noise_rank_is_checked_against_the_smallest_side_of_every_matrix():
         check_rank(rank, shapes)  # full rank, and low ranks up to min(out, in) of the narrowest matrix
     with pytest.raises(ValueError) as err:
         check_rank(33, shapes)
-    assert str(err.value) == ("noise_rank 33 is larger than parameter b.weight of shape (64, 32) allows "
-                              "(at most min(out, in) = 32)")
+    assert str(err.value) == (
+        "noise_rank 33 is larger than parameter b.weight of shape (64, 32) allows (at most min(out, in) = 32)"
+    )
     for bad in (-1, True, 2.0, "2"):
         with pytest.raises(ValueError) as err:
             check_rank(bad, shapes)
@@ -235,4 +265,6 @@ def test_a_noise_rank_is_checked_against_the_smallest_side_of_every_matrix():
     check_rank(0, {"a.bias": (64,)})
     with pytest.raises(ValueError) as err:
         check_rank(1, {"a.bias": (64,)})
-    assert str(err.value) == "noise_rank > 0 needs at least one perturbed weight matrix; the parameter selection has none"
+    assert (
+        str(err.value) == "noise_rank > 0 needs at least one perturbed weight matrix; the parameter selection has none"
+    )

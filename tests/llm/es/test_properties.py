@@ -10,11 +10,13 @@ stated with hypothesis over seeds, steps, population sizes, fitness vectors and 
 - the centre: perturb then restore gives the centre back, bit for bit with the fp32 master, and in
   place within the rounding of the weights' dtype (two roundings of |w| + sigma |E|).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from escov.llm.es.center import InPlaceBF16, MasterCenter
 from escov.llm.es.noise import PopulationNoise
@@ -32,8 +34,13 @@ def plans(draw):
     run_seed, step, antithetic = draw(SEEDS), draw(STEPS), draw(st.booleans())
     n = draw(st.integers(1, 12)) * 2 if antithetic else draw(st.integers(2, 16))
     sigma = draw(st.floats(1e-4, 1.0))
-    return run_seed, step, n, antithetic, IterationPlan.derive(run_seed, step, sigma=sigma, population_size=n,
-                                                               antithetic=antithetic)
+    return (
+        run_seed,
+        step,
+        n,
+        antithetic,
+        IterationPlan.derive(run_seed, step, sigma=sigma, population_size=n, antithetic=antithetic),
+    )
 
 
 def fitness(n):
@@ -67,8 +74,9 @@ def test_the_update_coefficients_are_the_signed_fitness_summed_per_direction(dra
     np.testing.assert_allclose(update.coefficients, by_hand, rtol=0, atol=1e-12)
     assert update.scale == alpha / n and update.population_size == n and update.noise_seed == plan.noise_seed
     shifted = plan.update(z + 1.5, alpha).coefficients  # a fitness shared by all members
-    np.testing.assert_allclose(np.subtract(shifted, update.coefficients),
-                               np.zeros(n // 2) if antithetic else np.full(n, 1.5), atol=1e-12)
+    np.testing.assert_allclose(
+        np.subtract(shifted, update.coefficients), np.zeros(n // 2) if antithetic else np.full(n, 1.5), atol=1e-12
+    )
     doubled = plan.update(2 * z, alpha).coefficients  # linear in z
     np.testing.assert_allclose(doubled, 2 * np.asarray(update.coefficients), atol=1e-12)
 
@@ -85,7 +93,7 @@ def test_blocks_of_the_population_add_up_to_the_whole_update(drawn, data):
     total = np.zeros(len(plan.update(z, 1.0).coefficients))
     for block in (order[:cut], order[cut:]):
         part = plan.subset(list(block)).update(z[list(block)], 1.0).coefficients
-        total[:len(part)] += part
+        total[: len(part)] += part
     np.testing.assert_allclose(total, plan.update(z, 1.0).coefficients, atol=1e-12)
 
 
@@ -116,8 +124,12 @@ def test_the_master_centre_perturbs_to_theta_plus_s_sigma_e_and_restores_bit_for
 
 
 @FAST
-@given(plans(), st.lists(SHAPES, min_size=1, max_size=3), st.integers(0, 2**16),
-       st.sampled_from([torch.bfloat16, torch.float16, torch.float32]))
+@given(
+    plans(),
+    st.lists(SHAPES, min_size=1, max_size=3),
+    st.integers(0, 2**16),
+    st.sampled_from([torch.bfloat16, torch.float16, torch.float32]),
+)
 def test_in_place_perturb_then_restore_is_the_identity_up_to_the_dtypes_rounding(drawn, shapes, seed, dtype):
     """w + s sigma E - s sigma E, each add rounded to the dtype: off by at most two roundings of
     |w| + sigma |E| (each at most u times the value, the unit roundoff u = 2^-8 for bf16, 2^-11 for fp16,

@@ -2,6 +2,7 @@
 the single-process run with the same seed, a killed actor's members re-run on the other, a diverged
 replica caught by the weight hash, clear errors before any work, and the cause of death of actors that all
 died (their constructors' errors) in the error that ends the step."""
+
 import sys
 
 import numpy as np
@@ -11,7 +12,6 @@ import torch
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
 from escov.llm.tasks import get_task
-
 from tests.llm import tasks_for_tests
 from tests.llm.tasks_for_tests import digit_share_task
 
@@ -37,7 +37,7 @@ def _problems():
 def ray_local():
     ray = pytest.importorskip("ray")
     ray.cloudpickle.register_pickle_by_value(tasks_for_tests)  # actors cannot import the tests' task module
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024 ** 2)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024**2)
     yield ray
     ray.shutdown()
 
@@ -56,13 +56,26 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
     ref_steps, ref_weights = single_process
     assert np.ptp(ref_steps[0].rewards) > 0  # the run really moves the weights
     cfg, engine, task, names, master = _parts(tiny_model_dir)
-    dist = make_es(cfg, engine, task, names, master, max_new_tokens=10, seed=3, model_dir=tiny_model_dir,
-                   population=BATCHED, distributed=DistributedConfig(workers=2, cpus_per_worker=0.5, threads_per_worker=2))
+    dist = make_es(
+        cfg,
+        engine,
+        task,
+        names,
+        master,
+        max_new_tokens=10,
+        seed=3,
+        model_dir=tiny_model_dir,
+        population=BATCHED,
+        distributed=DistributedConfig(workers=2, cpus_per_worker=0.5, threads_per_worker=2),
+    )
     actors = dist.members
     try:
         assert actors.member_blocks([0, 1, 2, 3]) == {0: [0, 1], 1: [2, 3]}
         # each actor holds cpus_per_worker of the 2 Ray CPUs and runs threads_per_worker torch threads
-        assert [ray_local.get(a.__ray_call__.remote(lambda actor: torch.get_num_threads())) for a in actors.actors] == [2, 2]
+        assert [ray_local.get(a.__ray_call__.remote(lambda actor: torch.get_num_threads())) for a in actors.actors] == [
+            2,
+            2,
+        ]
         assert ray_local.available_resources().get("CPU", 0.0) == pytest.approx(2 - 2 * 0.5)
         steps = [dist.step(_problems(), 0)]
         ray_local.kill(actors.actors[1])  # actor 1 dies between iterations
@@ -93,8 +106,16 @@ def test_errors_before_any_work(tiny_model_dir, monkeypatch):
     with pytest.raises(ValueError, match="no Ray cluster reachable"):
         make_es(cfg, engine, task, names, master, distributed=DistributedConfig(workers=2, address="127.0.0.1:1"), **kw)
     with pytest.raises(ValueError, match="noise_rank 99 is larger"):
-        make_es(cfg, engine, task, names, master, population=PopulationConfig(noise_rank=99),
-                      distributed=DistributedConfig(workers=2), **kw)
+        make_es(
+            cfg,
+            engine,
+            task,
+            names,
+            master,
+            population=PopulationConfig(noise_rank=99),
+            distributed=DistributedConfig(workers=2),
+            **kw,
+        )
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(ImportError, match="pip install 'ray>=2.30'"):
         make_es(cfg, engine, task, names, master, distributed=DistributedConfig(workers=2), **kw)
@@ -104,12 +125,20 @@ def test_when_every_actor_dies_the_error_keeps_their_cause(tiny_model_dir, ray_l
     cfg, engine, task, names, master = _parts(tiny_model_dir)
     missing = tmp_path / "no-model-here"  # each actor's HFEngine fails in its constructor
     with pytest.raises(RuntimeError, match="every Ray actor is dead") as err:
-        make_es(cfg, engine, task, names, master, max_new_tokens=4, seed=0, model_dir=missing,
-                distributed=DistributedConfig(workers=2, actor_timeout_s=120.0))
+        make_es(
+            cfg,
+            engine,
+            task,
+            names,
+            master,
+            max_new_tokens=4,
+            seed=0,
+            model_dir=missing,
+            distributed=DistributedConfig(workers=2, actor_timeout_s=120.0),
+        )
     message = str(err.value)
     assert "worker 0: " in message and "worker 1: " in message and "creation task" in message
     assert "no-model-here" in message  # the constructor's own error, which log_to_driver=False would hide
-
 
 
 def test_a_call_not_answered_within_the_actor_timeout_drops_the_actor(tiny_model_dir, ray_local):
@@ -117,5 +146,31 @@ def test_a_call_not_answered_within_the_actor_timeout_drops_the_actor(tiny_model
     answered in time, so every actor is dropped, and the error names the timeout."""
     cfg, engine, task, names, master = _parts(tiny_model_dir)
     with pytest.raises(RuntimeError, match="every Ray actor is dead.*GetTimeoutError"):
-        make_es(cfg, engine, task, names, master, max_new_tokens=4, seed=0, model_dir=tiny_model_dir,
-                distributed=DistributedConfig(workers=2, actor_timeout_s=1e-3))
+        make_es(
+            cfg,
+            engine,
+            task,
+            names,
+            master,
+            max_new_tokens=4,
+            seed=0,
+            model_dir=tiny_model_dir,
+            distributed=DistributedConfig(workers=2, actor_timeout_s=1e-3),
+        )
+
+
+def test_a_cluster_too_small_for_the_actors_is_refused_before_any_starts(tiny_model_dir, ray_local):
+    """Two actors reserving 2 CPUs each on the 2-CPU Ray of this module would wait forever for their CPUs."""
+    cfg, engine, task, names, master = _parts(tiny_model_dir)
+    with pytest.raises(ValueError, match=r"the Ray cluster has 2 CPUs; 2 actors reserving 2 each \(--threads\) need 4"):
+        make_es(
+            cfg,
+            engine,
+            task,
+            names,
+            master,
+            max_new_tokens=4,
+            seed=0,
+            model_dir=tiny_model_dir,
+            distributed=DistributedConfig(workers=2, cpus_per_worker=2.0),
+        )

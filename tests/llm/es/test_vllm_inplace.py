@@ -10,6 +10,7 @@ option rules and the refusal on a
 machine without CUDA. What does not run here: the extension inside a real vLLM worker (vLLM's CPU
 build repacks linear weights) -- that is tests/llm/test_gpu.py, marked `gpu`; the strategy's refusal of
 vLLM's CPU build is tested on the suite's vLLM engine, in tests/llm/engines/test_vllm_engine.py."""
+
 import copy
 import types
 
@@ -20,10 +21,10 @@ import torch
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es import ESConfig, make_es
 from escov.llm.es.factory import check_options, engine_settings
-from escov.llm.es.noise import noise
-from escov.llm.es.options import PopulationConfig, DistributedConfig
-from escov.llm.es.plan import IterationPlan
 from escov.llm.es.members import weight_hash
+from escov.llm.es.noise import noise
+from escov.llm.es.options import DistributedConfig, PopulationConfig
+from escov.llm.es.plan import IterationPlan
 from escov.llm.es.vllm_inplace import ESWorkerExtension, VLLMInPlace, param_slices, shares_master
 from escov.llm.random_models import build_random_model
 
@@ -83,7 +84,10 @@ def qwen():
 
 def _views(worker: StandInWorker, hf_shapes, names):
     params = dict(worker.es_model().named_parameters())
-    return {n: params[t].data[a:b] for n, (t, a, b) in param_slices(hf_shapes, names, {k: tuple(p.shape) for k, p in params.items()}).items()}
+    return {
+        n: params[t].data[a:b]
+        for n, (t, a, b) in param_slices(hf_shapes, names, {k: tuple(p.shape) for k, p in params.items()}).items()
+    }
 
 
 def test_every_hf_tensor_maps_onto_its_rows_of_the_vllm_layout(qwen):
@@ -98,8 +102,9 @@ def test_every_hf_tensor_maps_onto_its_rows_of_the_vllm_layout(qwen):
     q, k, v = (slices[f"model.layers.1.self_attn.{p}_proj.weight"] for p in "qkv")
     assert q[1:] == (0, 64) and k[1:] == (64, 96) and v[1:] == (96, 128)  # 2 heads of 32, 1 kv head of 32
     with pytest.raises(ValueError, match="has 100 rows, the HF projections"):
-        param_slices(shapes, ["model.layers.0.mlp.up_proj.weight"],
-                     {"model.layers.0.mlp.gate_up_proj.weight": (100, 64)})
+        param_slices(
+            shapes, ["model.layers.0.mlp.up_proj.weight"], {"model.layers.0.mlp.gate_up_proj.weight": (100, 64)}
+        )
     with pytest.raises(ValueError, match="no parameter 'model.norm.weight'"):
         param_slices(shapes, ["model.norm.weight"], {})
 
@@ -143,7 +148,9 @@ def test_worker_members_restore_and_update_match_the_closed_form_and_the_reload_
     assert worker_hash == weight_hash(master)
     for n in names:
         assert torch.equal(worker.es_center.master[n], master[n]) and torch.equal(views[n], master[n])
-        closed = hf[n] + cfg.alpha / 4 * sum(z[m] * noise(plan.noise_seed, m, n, hf[n].shape, chunk=50) for m in range(4))
+        closed = hf[n] + cfg.alpha / 4 * sum(
+            z[m] * noise(plan.noise_seed, m, n, hf[n].shape, chunk=50) for m in range(4)
+        )
         assert torch.allclose(worker.es_center.master[n], closed, atol=1e-6)
         assert not torch.equal(worker.es_center.master[n], hf[n])
 
@@ -176,13 +183,16 @@ def test_a_worker_that_diverged_from_the_driver_is_an_error(qwen):
         VLLMInPlace.check(3, master, [weight_hash({"model.norm.weight": master["model.norm.weight"] + 1e-3})])
 
 
-@pytest.mark.parametrize("over, engine, dist, match", [
-    ({}, "hf", None, "needs engine = 'vllm', got 'hf'"),
-    ({"batched": True}, "vllm", None, "turn population.batched off"),
-    ({}, "vllm", DistributedConfig(workers=2), "does not combine with Ray workers"),
-    ({"inplace_bf16": True}, "vllm", None, "es.inplace_bf16"),
-    ({"members": "inplace"}, "vllm", None, "population.members must be one of"),
-])
+@pytest.mark.parametrize(
+    "over, engine, dist, match",
+    [
+        ({}, "hf", None, "needs engine = 'vllm', got 'hf'"),
+        ({"batched": True}, "vllm", None, "turn population.batched off"),
+        ({}, "vllm", DistributedConfig(workers=2), "does not combine with Ray workers"),
+        ({"inplace_bf16": True}, "vllm", None, "es.inplace_bf16"),
+        ({"members": "inplace"}, "vllm", None, "population.members must be one of"),
+    ],
+)
 def test_the_validator_names_what_does_not_go_with_vllm_inplace(over, engine, dist, match):
     es_over = {k: v for k, v in over.items() if k == "inplace_bf16"}
     pop = PopulationConfig(**({"members": "vllm_inplace"} | {k: v for k, v in over.items() if k != "inplace_bf16"}))
@@ -199,7 +209,22 @@ def test_vllm_inplace_is_refused_on_a_machine_without_cuda_before_any_work(tiny_
         engine_settings(ESConfig(population_size=4), PopulationConfig(members="vllm_inplace"), None)
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as exit_:  # in this process: refused before an engine starts or a file is written
-        main(["train", "--algo", "es", "--engine", "vllm", "--model", str(tiny_model_dir), "--out", str(out),
-              "--population.members", "vllm_inplace", "--es.population_size", "4"])
+        main(
+            [
+                "train",
+                "--algo",
+                "es",
+                "--engine",
+                "vllm",
+                "--model",
+                str(tiny_model_dir),
+                "--out",
+                str(out),
+                "--population.members",
+                "vllm_inplace",
+                "--es.population_size",
+                "4",
+            ]
+        )
     assert exit_.value.code == 2 and "needs vLLM on a CUDA GPU" in capsys.readouterr().err
     assert not out.exists()

@@ -2,6 +2,7 @@
 as the HF engine with each member's weights written member by member, and, as a member-evaluation strategy
 (vllm_lora), the same rewards and update as one_by_one on the same vLLM engine, greedy and sampled (the other
 strategies' conformance: tests/llm/es/test_conformance.py). One vLLM engine, in a fresh process, serves both."""
+
 import os
 import subprocess
 import sys
@@ -42,15 +43,21 @@ def test_lora_population_refuses_what_lora_cannot_express(model_dir_head32):
 
 
 IN_SUBPROCESS = "ESCOV_LORA_IN_SUBPROCESS"  # set for the fresh process that runs the checks below
-in_subprocess_only = pytest.mark.skipif(os.environ.get(IN_SUBPROCESS) != "1",
-                                        reason="run through test_lora_checks_in_a_fresh_process")
+in_subprocess_only = pytest.mark.skipif(
+    os.environ.get(IN_SUBPROCESS) != "1", reason="run through test_lora_checks_in_a_fresh_process"
+)
 
 
 def test_lora_checks_in_a_fresh_process():
     """Runs the checks below in one fresh process: vLLM keeps per-process state, and this session may
     already hold an engine (one open VLLMEngine per process)."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "in_this_process"],
-                          env=dict(os.environ, **{IN_SUBPROCESS: "1"}), capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "in_this_process"],
+        env=dict(os.environ, **{IN_SUBPROCESS: "1"}),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
 
 
@@ -61,7 +68,9 @@ def lora_engine(model_dir_head32):
     from escov.llm.engines.vllm_engine import VLLMEngine
     from escov.llm.es.factory import engine_settings
 
-    settings = engine_settings(ESConfig(population_size=MEMBERS), PopulationConfig(members="vllm_lora", noise_rank=RANK), None)
+    settings = engine_settings(
+        ESConfig(population_size=MEMBERS), PopulationConfig(members="vllm_lora", noise_rank=RANK), None
+    )
     engine = VLLMEngine(model_dir_head32, kv_cache_memory_bytes=1 << 28, **settings)
     yield engine
     engine.close()
@@ -70,27 +79,58 @@ def lora_engine(model_dir_head32):
 @in_subprocess_only
 def test_lora_population_in_this_process(model_dir_head32, lora_engine, tmp_path):
     from escov.llm.es.members import Sampling
-    from escov.llm.es.vllm_lora import LORA_PATTERN, VLLMLoRA, check_lora_population, generate_lora_population, linear_shapes
+    from escov.llm.es.vllm_lora import (
+        LORA_PATTERN,
+        VLLMLoRA,
+        check_lora_population,
+        generate_lora_population,
+        linear_shapes,
+    )
 
     hf = HFEngine(model_dir_head32)
     cfg = ESConfig(population_size=MEMBERS, sigma=5e-2, alpha=1e-2, antithetic=True, param_pattern=LORA_PATTERN)
     names = select_parameters(hf.model.named_parameters(), LORA_PATTERN)
     master = {n: p.detach().float().clone() for n, p in hf.model.named_parameters() if n in names}
-    es = make_es(cfg, hf, get_task("countdown"), names, master, max_new_tokens=12, seed=0,
-                 population=PopulationConfig(batched=False, noise_rank=RANK))
+    es = make_es(
+        cfg,
+        hf,
+        get_task("countdown"),
+        names,
+        master,
+        max_new_tokens=12,
+        seed=0,
+        population=PopulationConfig(batched=False, noise_rank=RANK),
+    )
     prompts = [p.prompt for p in get_task("countdown").problems("train", 6, 0)]
     problems = digit_share_task().problems("train", 6, 0)
     plan = es.plan(21)
     noise = es.center.noise
     check_lora_population(noise, names, MEMBERS, lora_engine)
-    batched = generate_lora_population(lora_engine, noise, plan, linear_shapes(model_dir_head32, names),
-                                       prompts, n=1, temperature=0.0, max_new_tokens=12, workdir=tmp_path)
+    batched = generate_lora_population(
+        lora_engine,
+        noise,
+        plan,
+        linear_shapes(model_dir_head32, names),
+        prompts,
+        n=1,
+        temperature=0.0,
+        max_new_tokens=12,
+        workdir=tmp_path,
+    )
     # the same members as an ES member-evaluation strategy on the vLLM engine, against one by one on HF
     on_vllm = VLLMLoRA(lora_engine, digit_share_task(), Sampling(1, 0.0, 12), noise, names, MEMBERS)
     lora_rewards, lora_tokens, _ = on_vllm.rewards(plan, problems)
     on_vllm.close()
-    hf_es = make_es(cfg, hf, digit_share_task(), names, master, max_new_tokens=12, seed=0,
-                    population=PopulationConfig(batched=False, noise_rank=RANK))
+    hf_es = make_es(
+        cfg,
+        hf,
+        digit_share_task(),
+        names,
+        master,
+        max_new_tokens=12,
+        seed=0,
+        population=PopulationConfig(batched=False, noise_rank=RANK),
+    )
     hf_rewards, hf_tokens, _ = hf_es.members.rewards(plan, problems)
     np.testing.assert_array_equal(lora_rewards, hf_rewards)
     assert lora_tokens == hf_tokens > 0
@@ -121,14 +161,25 @@ def test_vllm_lora_gives_one_by_ones_rewards_and_update_on_vllm_in_this_process(
     names = [n for n in base if n in select_parameters(((n, None) for n in base), LORA_PATTERN)]
     try:
         for sampling, es_over in SAMPLING.items():
-            cfg = ESConfig(population_size=MEMBERS, sigma=5e-2, alpha=1e-2, antithetic=True, param_pattern=LORA_PATTERN,
-                           **es_over)
+            cfg = ESConfig(
+                population_size=MEMBERS, sigma=5e-2, alpha=1e-2, antithetic=True, param_pattern=LORA_PATTERN, **es_over
+            )
             runs = {}
-            for name, population in (("vllm_lora", lora), ("one_by_one", PopulationConfig(members="one_by_one",
-                                                                                          noise_rank=RANK))):
+            for name, population in (
+                ("vllm_lora", lora),
+                ("one_by_one", PopulationConfig(members="one_by_one", noise_rank=RANK)),
+            ):
                 lora_engine.load_weights(base.items())
-                es = make_es(cfg, lora_engine, task, names, {n: base[n].clone() for n in names}, max_new_tokens=12,
-                             seed=0, population=population)
+                es = make_es(
+                    cfg,
+                    lora_engine,
+                    task,
+                    names,
+                    {n: base[n].clone() for n in names},
+                    max_new_tokens=12,
+                    seed=0,
+                    population=population,
+                )
                 runs[name] = ([es.step(problems, s).rewards for s in range(STEPS)], es.center_weights())
                 es.close()
             (lora_rewards, lora_w), (ref_rewards, ref_w) = runs["vllm_lora"], runs["one_by_one"]

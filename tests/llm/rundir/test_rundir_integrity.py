@@ -4,6 +4,7 @@ taken over; the settings a run started with kept on resume (an edited config.jso
 setting, or with --allow_config_change recorded); every metrics row up to the resumed checkpoint
 (rebuilt from an earlier checkpoint, or a one-line error); a full disk a one-line error naming the
 file; and paper_checks naming each of these in a run it reads."""
+
 from __future__ import annotations
 
 import json
@@ -56,17 +57,27 @@ def copy_of(tmp_path):
         target = tmp_path / "copy"
         shutil.copytree(run, target)
         return target
+
     return copy
 
 
 # ----------------------------------------------------------------------------- one writer at a time
 
+
 def test_a_second_writer_is_refused_in_one_line_and_a_dead_writers_lock_is_taken_over(tiny_model_dir, tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from escov.llm.rundir import WriterLock; "
-                               "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(600)", str(run)],
-                              stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from escov.llm.rundir import WriterLock; "
+            "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(600)",
+            str(run),
+        ],
+        stdout=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=os.getcwd()),
+    )
     try:
         assert holder.stdout.readline().strip() == b"held"
         # refused before anything loads: in this process, through the same main as `python -m escov.llm`
@@ -97,10 +108,13 @@ def test_the_lock_excludes_a_second_holder_in_the_same_process_and_is_released(t
 
 # ----------------------------------------------------------------------------- the settings a run started with
 
+
 def test_resume_with_an_edited_setting_is_refused_naming_it_or_allowed_and_recorded(tiny_model_dir, tmp_path):
     run = tmp_path / "run"
-    code, err = _train(*_flags(_cfg(tiny_model_dir, run, "es", steps=3, checkpoint_every=1)),
-                       env_extra={"ESCOV_TEST_STOP_AT": "checkpoint-1"})
+    code, err = _train(
+        *_flags(_cfg(tiny_model_dir, run, "es", steps=3, checkpoint_every=1)),
+        env_extra={"ESCOV_TEST_STOP_AT": "checkpoint-1"},
+    )
     assert code == -signal.SIGKILL, err[-2000:]
     config = json.loads((run / rundir.CONFIG).read_text())
     assert config["es"]["sigma"] == 0.02
@@ -112,7 +126,9 @@ def test_resume_with_an_edited_setting_is_refused_naming_it_or_allowed_and_recor
     line = _error_line(err)
     assert code != 0 and "es.sigma" in line and "0.04" in line and "0.02" in line and str(run / rundir.CONFIG) in line
     assert sorted((p.name, p.stat().st_size) for p in run.iterdir() if p.is_file() and p.name != rundir.LOCK) == before
-    assert any("config.json: differs from the settings" in p and "es.sigma 0.02 -> 0.04" in p for p in load_run(run).problems)
+    assert any(
+        "config.json: differs from the settings" in p and "es.sigma 0.02 -> 0.04" in p for p in load_run(run).problems
+    )
 
     code, err = _train("--resume", str(run), "--allow_config_change", "true")
     assert code == 0, err[-2000:]
@@ -123,6 +139,7 @@ def test_resume_with_an_edited_setting_is_refused_naming_it_or_allowed_and_recor
 
 
 # ----------------------------------------------------------------------------- every metrics row up to the checkpoint
+
 
 def test_a_finished_run_that_lost_its_last_metrics_row_rebuilds_it_exactly(finished, copy_of):
     run = copy_of(finished)
@@ -143,10 +160,14 @@ def test_resume_after_metrics_were_deleted_is_a_one_line_error_and_changes_nothi
     code, err = _train("--resume", str(run))
     line = _error_line(err)
     assert code != 0 and str(run / rundir.METRICS) in line and "steps missing: 1" in line
-    assert not (run / rundir.METRICS).exists() and sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-1", "step-2"]
+    assert not (run / rundir.METRICS).exists() and sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "step-1",
+        "step-2",
+    ]
 
 
 # ----------------------------------------------------------------------------- a full disk
+
 
 def test_a_full_disk_is_a_one_line_error_naming_the_file(finished, copy_of):
     if not os.path.exists("/dev/full"):
@@ -169,6 +190,7 @@ def test_a_full_disk_while_appending_a_metrics_row_names_metrics_jsonl(finished,
 
 # ----------------------------------------------------------------------------- what a reader checks
 
+
 def test_a_reader_names_repeated_missing_and_extra_steps_of_a_run(finished, copy_of):
     run = copy_of(finished)
     assert load_run(run).problems == []
@@ -177,12 +199,21 @@ def test_a_reader_names_repeated_missing_and_extra_steps_of_a_run(finished, copy
     assert any(f"{run / rundir.METRICS}: steps written more than once: 1-2" in p for p in load_run(run).problems)
 
 
-@pytest.mark.parametrize("steps, through, expected", [
-    ([1, 2, 3], None, []), ([1, 2, 3], 3, []), ([], 0, []),
-    ([1, 2, 3], 4, ["steps missing: 4"]), ([2, 3], None, ["steps missing: 1"]), ([], 2, ["steps missing: 1-2"]),
-    ([1, 3, 5, 6], None, ["steps missing: 2, 4"]), ([1, 2, 1, 2], None, ["steps written more than once: 1-2"]),
-    ([2, 1], None, ["steps out of order"]), ([1, 1, 3], None, ["steps written more than once: 1", "steps missing: 2"]),
-])
+@pytest.mark.parametrize(
+    "steps, through, expected",
+    [
+        ([1, 2, 3], None, []),
+        ([1, 2, 3], 3, []),
+        ([], 0, []),
+        ([1, 2, 3], 4, ["steps missing: 4"]),
+        ([2, 3], None, ["steps missing: 1"]),
+        ([], 2, ["steps missing: 1-2"]),
+        ([1, 3, 5, 6], None, ["steps missing: 2, 4"]),
+        ([1, 2, 1, 2], None, ["steps written more than once: 1-2"]),
+        ([2, 1], None, ["steps out of order"]),
+        ([1, 1, 3], None, ["steps written more than once: 1", "steps missing: 2"]),
+    ],
+)
 def test_step_problems_at_and_around_each_case(steps, through, expected):
     assert rundir.step_problems(steps, through) == expected
 

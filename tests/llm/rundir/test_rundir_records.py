@@ -2,6 +2,7 @@
 tests of test_train_run.py and test_rundir_integrity.py run these in fresh processes): rows and records
 kept through a step, probe and curve measurements replaced by step, the settings a run started with and
 each change of them, the lock file's holder, a damaged checkpoint set aside."""
+
 from __future__ import annotations
 
 import json
@@ -15,13 +16,40 @@ import pytest
 from escov.llm import rundir
 from escov.llm.rundir import RunDirError, integrity
 
-ROW = {"step": 1, "phase": "es", "reward_mean": 0.5, "center_reward_mean": 0.4, "pass_at_1": 0.1, "no_correct_share": 0.5,
-       "entropy": 1.2, "drift_rel": 1e-3, "drift_layers": {"layer.0": 1e-3}, "step_seconds": 1.0, "tokens_per_s": 9.0,
-       "wall_seconds": 2.0}
-EVALUATION = {"task": "countdown", "num_problems": 2, "n": 4, "ks": [1, 2], "temperature": 0.6, "top_p": 1.0,
-              "max_new_tokens": 8, "seed": 0, "pass_at_k": {"1": 0.25, "2": 0.5}, "maj_at_k": {"1": 0.25, "2": 0.25},
-              "mean_token_entropy": 1.0, "mean_response_tokens": 5.0, "truncated_fraction": 0.0, "solved_fraction": 0.5,
-              "distinct_correct_answers": 1.0, "distinct_correct_texts": 1.0, "seconds": 0.1, "per_problem": []}
+ROW = {
+    "step": 1,
+    "phase": "es",
+    "reward_mean": 0.5,
+    "center_reward_mean": 0.4,
+    "pass_at_1": 0.1,
+    "no_correct_share": 0.5,
+    "entropy": 1.2,
+    "drift_rel": 1e-3,
+    "drift_layers": {"layer.0": 1e-3},
+    "step_seconds": 1.0,
+    "tokens_per_s": 9.0,
+    "wall_seconds": 2.0,
+}
+EVALUATION = {
+    "task": "countdown",
+    "num_problems": 2,
+    "n": 4,
+    "ks": [1, 2],
+    "temperature": 0.6,
+    "top_p": 1.0,
+    "max_new_tokens": 8,
+    "seed": 0,
+    "pass_at_k": {"1": 0.25, "2": 0.5},
+    "maj_at_k": {"1": 0.25, "2": 0.25},
+    "mean_token_entropy": 1.0,
+    "mean_response_tokens": 5.0,
+    "truncated_fraction": 0.0,
+    "solved_fraction": 0.5,
+    "distinct_correct_answers": 1.0,
+    "distinct_correct_texts": 1.0,
+    "seconds": 0.1,
+    "per_problem": [],
+}
 
 
 def completion(step: int, source: str) -> dict:
@@ -29,8 +57,18 @@ def completion(step: int, source: str) -> dict:
 
 
 def probe(step: int, sigma: float = 0.01) -> dict:
-    return {"step": step, "sigma": sigma, "members": 4, "jspol": {}, "jssucc": {}, "fisher_trace": {},
-            "lemma1_prediction": 0.1, "validity": {}, "lemma2": {}, "per_prompt": []}
+    return {
+        "step": step,
+        "sigma": sigma,
+        "members": 4,
+        "jspol": {},
+        "jssucc": {},
+        "fisher_trace": {},
+        "lemma1_prediction": 0.1,
+        "validity": {},
+        "lemma2": {},
+        "per_prompt": [],
+    }
 
 
 def point(step: int, pass1: float = 0.25) -> dict:
@@ -43,6 +81,7 @@ def no_temporary_files(run) -> bool:
 
 
 # ----------------------------------------------------------------------------- rows and records kept through a step
+
 
 def test_keep_steps_keeps_the_rows_up_to_the_step_and_creates_nothing(tmp_path):
     rundir.keep_steps(tmp_path, 3)
@@ -63,7 +102,11 @@ def test_completions_round_trip_and_are_kept_through_a_step_without_dropped_sour
     assert rundir.read_completions(tmp_path) == [r for r in records if r["step"] <= 2 and r["source"] != "eval/final"]
     rundir.keep_completions(tmp_path, 1)
     assert [(r["step"], r["source"]) for r in rundir.read_completions(tmp_path)] == [
-        (0, "eval/base"), (0, "train"), (1, "eval/base"), (1, "train")]
+        (0, "eval/base"),
+        (0, "train"),
+        (1, "eval/base"),
+        (1, "train"),
+    ]
     assert no_temporary_files(tmp_path)
     bad = completion(7, "train") | {"reward": "high"}
     with pytest.raises(RunDirError) as err:
@@ -90,7 +133,11 @@ def test_curve_points_are_kept_in_step_order_replaced_by_step_and_kept_by_layout
     for step in (4, 0, 2):
         rundir.record_curve_point(tmp_path, point(step))
     rundir.record_curve_point(tmp_path, point(2, pass1=0.75))
-    assert [(p["step"], p["sampled"]["pass_at_k"]["1"]) for p in rundir.read_curve(tmp_path)] == [(0, 0.25), (2, 0.75), (4, 0.25)]
+    assert [(p["step"], p["sampled"]["pass_at_k"]["1"]) for p in rundir.read_curve(tmp_path)] == [
+        (0, 0.25),
+        (2, 0.75),
+        (4, 0.25),
+    ]
     stored = json.loads((tmp_path / "curve.json").read_text())["points"]
     assert [p["step"] for p in stored] == [0, 2, 4]
     rundir.keep_curve(tmp_path, [0, 4, 9])
@@ -110,12 +157,15 @@ def test_rows_missing_through_a_step_name_repeats_and_gaps(tmp_path):
     assert rundir.rows_missing_through(tmp_path, 7) == "steps written more than once: 2; steps missing: 3, 6-7"
 
 
-@pytest.mark.parametrize("steps, text", [([1, 2, 3, 5], "1-3, 5"), ([7], "7"), ([], ""), ([2, 3, 9, 10, 11, 20], "2-3, 9-11, 20")])
+@pytest.mark.parametrize(
+    "steps, text", [([1, 2, 3, 5], "1-3, 5"), ([7], "7"), ([], ""), ([2, 3, 9, 10, 11, 20], "2-3, 9-11, 20")]
+)
 def test_ranges_are_written_as_runs_of_consecutive_steps(steps, text):
     assert integrity._ranges(steps) == text
 
 
 # ----------------------------------------------------------------------------- the settings a run started with
+
 
 def test_settings_are_recorded_once_and_each_change_with_the_step_it_applies_from(tmp_path):
     config = {"algo": "es", "seed": 0, "es": {"sigma": 0.01, "alpha": 0.001}, "out": "a"}
@@ -128,8 +178,11 @@ def test_settings_are_recorded_once_and_each_change_with_the_step_it_applies_fro
         (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
     changed = config | {"es": {"sigma": 0.02, "alpha": 0.001}}
     rundir.write_config(tmp_path, changed, from_step=4)  # the checkpoint the run continues from, not the newest
-    assert rundir.config_history(tmp_path)[1] == {"config": changed, "from_step": 4,
-                                                 "changed": [{"setting": "es.sigma", "was": 0.01, "now": 0.02}]}
+    assert rundir.config_history(tmp_path)[1] == {
+        "config": changed,
+        "from_step": 4,
+        "changed": [{"setting": "es.sigma", "was": 0.01, "now": 0.02}],
+    }
     assert no_temporary_files(tmp_path)
 
 
@@ -142,25 +195,39 @@ def test_a_resume_with_an_edited_setting_is_refused_naming_it_unless_allowed(tmp
     (tmp_path / "config.json").write_text(json.dumps(config | {"es": {"sigma": 0.02, "alpha": 0.001}}))
     with pytest.raises(RunDirError) as err:
         rundir.check_settings_fixed(tmp_path, allow_change=False)
-    assert str(err.value) == (f"{tmp_path / 'config.json'}: setting es.sigma is 0.02 but the run ran with 0.01; a resumed "
-                              "run keeps its settings (restore it, or pass --allow_config_change true to continue with "
-                              "the new value, recorded in config_history.jsonl)")
+    assert str(err.value) == (
+        f"{tmp_path / 'config.json'}: setting es.sigma is 0.02 but the run ran with 0.01; a resumed "
+        "run keeps its settings (restore it, or pass --allow_config_change true to continue with "
+        "the new value, recorded in config_history.jsonl)"
+    )
     (tmp_path / "config.json").write_text(json.dumps(config | {"algo": "grpo", "es": {"sigma": 0.02, "alpha": 0.001}}))
     with pytest.raises(RunDirError, match=r"setting algo is \"grpo\" but the run ran with \"es\" \(and 1 more\);"):
         rundir.check_settings_fixed(tmp_path, allow_change=False)
-    assert rundir.check_settings_fixed(tmp_path, allow_change=True) == [("algo", "es", "grpo"), ("es.sigma", 0.01, 0.02)]
+    assert rundir.check_settings_fixed(tmp_path, allow_change=True) == [
+        ("algo", "es", "grpo"),
+        ("es.sigma", 0.01, 0.02),
+    ]
 
 
 def test_nested_settings_flatten_to_dotted_names():
     assert rundir.flat_settings({"a": 1, "es": {"sigma": 0.1, "opt": {"x": [1]}}, "b": None}) == {
-        "a": 1, "es.sigma": 0.1, "es.opt.x": [1], "b": None}
+        "a": 1,
+        "es.sigma": 0.1,
+        "es.opt.x": [1],
+        "b": None,
+    }
     assert rundir.flat_settings({}) == {}
 
 
-@pytest.mark.parametrize("line, message", [("not json", "line 2: not a JSON record"),
-                                           ('{"changed": []}', "line 2: expected a record with a 'config' object"),
-                                           ("[1]", "line 2: expected a record with a 'config' object"),
-                                           ('{"config": NaN}', "line 2: not a JSON record")])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("not json", "line 2: not a JSON record"),
+        ('{"changed": []}', "line 2: expected a record with a 'config' object"),
+        ("[1]", "line 2: expected a record with a 'config' object"),
+        ('{"config": NaN}', "line 2: not a JSON record"),
+    ],
+)
 def test_a_damaged_settings_history_names_its_line(tmp_path, line, message):
     (tmp_path / "config_history.jsonl").write_text(json.dumps({"config": {"a": 1}}) + "\n" + line + "\n")
     with pytest.raises(RunDirError) as err:
@@ -170,17 +237,18 @@ def test_a_damaged_settings_history_names_its_line(tmp_path, line, message):
 
 # ----------------------------------------------------------------------------- the lock file, an empty directory, set aside
 
+
 def test_the_lock_files_holder_is_its_record_or_none(tmp_path):
     path = tmp_path / "run.lock"
-    assert rundir.lock_holder(path) is None                      # missing
+    assert rundir.lock_holder(path) is None  # missing
     path.write_text("")
-    assert rundir.lock_holder(path) is None                      # empty (a lock released)
+    assert rundir.lock_holder(path) is None  # empty (a lock released)
     path.write_text("[1, 2]")
-    assert rundir.lock_holder(path) is None                      # not a record
+    assert rundir.lock_holder(path) is None  # not a record
     path.write_text(json.dumps({"pid": 7, "host": "h", "since": "t"}))
     assert rundir.lock_holder(path) == {"pid": 7, "host": "h", "since": "t"}
     path.write_bytes(b"\xff\xfe")
-    assert rundir.lock_holder(path) is None                      # not text
+    assert rundir.lock_holder(path) is None  # not text
 
 
 def test_a_directory_is_empty_when_it_holds_only_its_lock(tmp_path):
@@ -225,8 +293,10 @@ def test_a_second_writer_is_told_the_holders_pid_host_and_start_in_one_line(tmp_
         assert abs((datetime.now(timezone.utc) - since).total_seconds()) < 60
         with pytest.raises(rundir.RunDirBusy) as busy:
             rundir.WriterLock(tmp_path).acquire()
-        assert str(busy.value) == (f"{tmp_path / rundir.LOCK}: the run directory is in use by pid {os.getpid()} on "
-                                   f"{socket.gethostname()} (since {holder['since']}); one run writes a directory at a time")
+        assert str(busy.value) == (
+            f"{tmp_path / rundir.LOCK}: the run directory is in use by pid {os.getpid()} on "
+            f"{socket.gethostname()} (since {holder['since']}); one run writes a directory at a time"
+        )
         (tmp_path / rundir.LOCK).write_text("")  # the holder's record lost; its flock still held
         with pytest.raises(rundir.RunDirBusy, match=r"in use by pid \? on \? \(since \?\); one run writes a directory"):
             rundir.WriterLock(tmp_path).acquire()
@@ -261,6 +331,7 @@ def test_release_empties_the_lock_file_and_is_harmless_before_acquire_and_twice(
 
 
 # ----------------------------------------------------------------------------- what each writer names when it cannot write
+
 
 def _full_disk_at(path) -> None:
     """path becomes a link to /dev/full, a device whose every write fails with ENOSPC (a full disk)."""
@@ -308,12 +379,14 @@ def test_a_non_finite_value_is_refused_naming_the_file_and_record(tmp_path):
 
     with pytest.raises(NonFiniteError) as err:
         rundir.append_completions(tmp_path, [completion(4, "train") | {"reward": float("nan")}])
-    assert str(err.value) == (f"{tmp_path / rundir.COMPLETIONS}: step 4 train: field reward is nan; "
-                              "non-finite values are never written")
+    assert str(err.value) == (
+        f"{tmp_path / rundir.COMPLETIONS}: step 4 train: field reward is nan; non-finite values are never written"
+    )
     with pytest.raises(NonFiniteError) as err:
         rundir.record_settings(tmp_path, {"es": {"sigma": float("inf")}})
-    assert str(err.value) == (f"{tmp_path / rundir.CONFIG_HISTORY}: field config.es.sigma is inf; "
-                              "non-finite values are never written")
+    assert str(err.value) == (
+        f"{tmp_path / rundir.CONFIG_HISTORY}: field config.es.sigma is inf; non-finite values are never written"
+    )
     assert not (tmp_path / rundir.COMPLETIONS).exists() and not (tmp_path / rundir.CONFIG_HISTORY).exists()
 
 
@@ -340,6 +413,7 @@ def test_the_first_settings_record_of_a_run_with_checkpoints_applies_from_step_0
 
 
 # ----------------------------------------------------------------------------- a checkpoint's weights and optimizer state read back
+
 
 def _checkpoint(root, tensors: dict, optimizer=None, step: int = 2):
     """checkpoints/step-N written by hand: trainer state, the given tensors, optionally optimizer.pt."""
@@ -385,8 +459,9 @@ def test_an_optimizer_state_is_a_dict_of_state_and_param_groups_else_named(tmp_p
     wrong = _checkpoint(tmp_path / "wrong", weight, optimizer={"state": {}, "groups": []})
     with pytest.raises(RunDirError) as err:
         rundir.load_checkpoint(wrong, {"w": (2,)}, with_optimizer=True)
-    assert str(err.value) == (f"{wrong / rundir.OPTIMIZER}: not a torch optimizer state dict "
-                              "(expected keys 'state' and 'param_groups')")
+    assert str(err.value) == (
+        f"{wrong / rundir.OPTIMIZER}: not a torch optimizer state dict (expected keys 'state' and 'param_groups')"
+    )
 
 
 def test_an_unreadable_optimizer_state_names_the_file_and_the_first_line_of_the_loaders_error(tmp_path):
@@ -403,7 +478,10 @@ def test_an_unreadable_optimizer_state_names_the_file_and_the_first_line_of_the_
     first = str(cause).splitlines()[0]
     with pytest.raises(RunDirError) as err:
         rundir.load_checkpoint(path, {"w": (2,)}, with_optimizer=True)
-    assert str(err.value) == f"{path / rundir.OPTIMIZER}: not a torch optimizer state ({type(cause).__name__}: {first[:120]})"
+    assert (
+        str(err.value)
+        == f"{path / rundir.OPTIMIZER}: not a torch optimizer state ({type(cause).__name__}: {first[:120]})"
+    )
     assert "\n" not in str(err.value)
 
 
@@ -433,15 +511,18 @@ def test_a_whole_run_reads_back_with_no_problem(tmp_path):
     assert run.probe is None and run.curve is None
 
 
-@pytest.mark.parametrize("steps, final, expected", [
-    ((1, 2, 2, 3), True, ["steps written more than once: 2"]),
-    ((1, 3), True, ["steps missing: 2"]),
-    ((1, 2), True, ["steps missing: 3"]),                 # finished: every step of the run is due
-    ((1, 2), False, []),                                   # still training: rows so far
-    ((2, 1, 3), True, ["steps out of order"]),
-    ((1, 2, 3, 4), True, ["steps beyond the run's 3"]),
-    ((1, 1, 2, 2, 5), True, ["steps written more than once: 1-2", "steps missing: 3", "steps beyond the run's 3"]),
-])
+@pytest.mark.parametrize(
+    "steps, final, expected",
+    [
+        ((1, 2, 2, 3), True, ["steps written more than once: 2"]),
+        ((1, 3), True, ["steps missing: 2"]),
+        ((1, 2), True, ["steps missing: 3"]),  # finished: every step of the run is due
+        ((1, 2), False, []),  # still training: rows so far
+        ((2, 1, 3), True, ["steps out of order"]),
+        ((1, 2, 3, 4), True, ["steps beyond the run's 3"]),
+        ((1, 1, 2, 2, 5), True, ["steps written more than once: 1-2", "steps missing: 3", "steps beyond the run's 3"]),
+    ],
+)
 def test_the_reader_names_repeated_missing_unordered_and_extra_steps(tmp_path, steps, final, expected):
     from escov.paper_checks.rundir import load_run
 
@@ -469,7 +550,8 @@ def test_the_reader_names_an_edited_config_settings_changed_mid_run_and_a_live_w
         f"{run / rundir.CONFIG}: differs from the settings the run ran with (edited by hand?): "
         "es.sigma 0.02 -> 0.01, seed 3 -> 4",  # `out` may differ (a moved directory): not named
         f"{run / rundir.CONFIG_HISTORY}: settings changed mid-run after step 2: es.sigma 0.01 -> 0.02",
-        f"{run / rundir.LOCK}: a run is still writing this directory (pid {os.getpid()} on {socket.gethostname()})"]
+        f"{run / rundir.LOCK}: a run is still writing this directory (pid {os.getpid()} on {socket.gethostname()})",
+    ]
     assert load_run(run).problems[-1].startswith(f"{run / rundir.CONFIG_HISTORY}")  # the lock released: no writer
 
 
@@ -491,13 +573,17 @@ def test_damaged_files_are_named_and_skipped_and_a_run_without_config_is_refused
     (tmp_path / "empty").mkdir()
     with pytest.raises(RunDirError) as err:
         load_run(tmp_path / "empty")
-    assert str(err.value).startswith(f"{tmp_path / 'empty' / rundir.CONFIG}: a run directory needs a readable config.json (")
+    assert str(err.value).startswith(
+        f"{tmp_path / 'empty' / rundir.CONFIG}: a run directory needs a readable config.json ("
+    )
     runs, reported = load_runs([tmp_path / "empty", run])  # an unusable run first: the next is still read
     assert [r.name for r in runs] == ["run"] and reported[0].startswith(f"{tmp_path / 'empty' / rundir.CONFIG}")
     other = _finished(tmp_path / "math", config=CONFIG | {"task": "gsm8k"})
     with pytest.raises(RunDirError) as err:
         load_runs([run, other])
-    assert str(err.value) == "runs of different tasks cannot share one report: {'countdown': ['run'], 'gsm8k': ['math']}"
+    assert (
+        str(err.value) == "runs of different tasks cannot share one report: {'countdown': ['run'], 'gsm8k': ['math']}"
+    )
 
 
 def _base_model_dir(root):
@@ -508,8 +594,12 @@ def _base_model_dir(root):
     (base / "config.json").write_text(json.dumps({"model_type": "tiny", "torch_dtype": "bfloat16"}))
     (base / "tokenizer.json").write_text("{}")
     (base / "generation_config.json").write_text("{}")
-    for junk in ("model.safetensors.index.json", "model-00001-of-00002.safetensors", "pytorch_model.bin",
-                 "training_args.bin"):
+    for junk in (
+        "model.safetensors.index.json",
+        "model-00001-of-00002.safetensors",
+        "pytorch_model.bin",
+        "training_args.bin",
+    ):
         (base / junk).write_text("the base's, not the checkpoint's")
     return base
 
@@ -519,10 +609,24 @@ def test_a_checkpoint_holds_the_bases_config_and_tokenizer_files_and_its_own_wei
     would read instead, .bin files) are never copied, nor are folders; the config says float32."""
     import torch
 
-    path = rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0},
-                                  {"state": {}, "param_groups": []})
-    assert sorted(p.name for p in path.iterdir()) == sorted(["config.json", "tokenizer.json", "generation_config.json",
-                                                             rundir.WEIGHTS, rundir.TRAINER_STATE, rundir.OPTIMIZER])
+    path = rundir.save_checkpoint(
+        tmp_path / "run",
+        _base_model_dir(tmp_path),
+        4,
+        {"w": torch.ones(2)},
+        {"elapsed": 1.0},
+        {"state": {}, "param_groups": []},
+    )
+    assert sorted(p.name for p in path.iterdir()) == sorted(
+        [
+            "config.json",
+            "tokenizer.json",
+            "generation_config.json",
+            rundir.WEIGHTS,
+            rundir.TRAINER_STATE,
+            rundir.OPTIMIZER,
+        ]
+    )
     assert json.loads((path / "config.json").read_text()) == {"model_type": "tiny", "torch_dtype": "float32"}
     weights, state, optimizer = rundir.load_checkpoint(path, {"w": (2,)}, with_optimizer=True)
     assert torch.equal(weights["w"], torch.ones(2)) and state == {"elapsed": 1.0, "step": 4}
@@ -536,8 +640,10 @@ def test_a_checkpoint_holds_the_bases_config_and_tokenizer_files_and_its_own_wei
     assert json.loads((path / "config.json").read_text()) == {"model_type": "tiny", "dtype": "float32"}
     with pytest.raises(RunDirError) as err:
         rundir.save_checkpoint(tmp_path / "run3", newer, 1, {"w": torch.ones(2)}, {}, None)
-    assert str(err.value) == (f"{tmp_path / 'run3' / 'checkpoints' / '.tmp-step-1' / rundir.TRAINER_STATE}: "
-                              "TrainerState lacks the field 'elapsed'")
+    assert str(err.value) == (
+        f"{tmp_path / 'run3' / 'checkpoints' / '.tmp-step-1' / rundir.TRAINER_STATE}: "
+        "TrainerState lacks the field 'elapsed'"
+    )
 
 
 def test_a_checkpoint_replaces_the_temporary_folder_a_crashed_save_left(tmp_path):
@@ -546,7 +652,9 @@ def test_a_checkpoint_replaces_the_temporary_folder_a_crashed_save_left(tmp_path
     leftover = tmp_path / "run" / "checkpoints" / ".tmp-step-4"
     leftover.mkdir(parents=True)
     (leftover / "model.safetensors").write_text("half written")
-    path = rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None)
+    path = rundir.save_checkpoint(
+        tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None
+    )
     assert not leftover.exists() and rundir.load_checkpoint(path, {"w": (2,)}, with_optimizer=False)[1]["step"] == 4
 
 
@@ -557,7 +665,9 @@ def test_a_checkpoint_that_cannot_be_written_names_its_folder(tmp_path):
     blocker.parent.mkdir(parents=True)
     blocker.write_text("a file where the temporary folder goes")
     with pytest.raises(RunDirError) as err:
-        rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None)
+        rundir.save_checkpoint(
+            tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None
+        )
     assert str(err.value) == f"{blocker}: cannot be written (File exists)"
 
 
@@ -577,7 +687,9 @@ def test_a_checkpoint_missing_a_weight_other_than_the_output_layer_is_named_even
 
     path = _checkpoint(tmp_path, {"model.embed_tokens.weight": torch.ones(3, 2)})
     with pytest.raises(RunDirError) as err:
-        rundir.load_checkpoint(path, {"model.embed_tokens.weight": (3, 2), "model.norm.weight": (3, 2)}, with_optimizer=False)
+        rundir.load_checkpoint(
+            path, {"model.embed_tokens.weight": (3, 2), "model.norm.weight": (3, 2)}, with_optimizer=False
+        )
     assert str(err.value) == f"{path / rundir.WEIGHTS}: lacks the weight model.norm.weight"
 
 
@@ -589,18 +701,33 @@ def test_a_checkpoint_replaces_an_incomplete_folder_of_its_step(tmp_path):
     stale = tmp_path / "run" / "checkpoints" / "step-4"
     stale.mkdir(parents=True)
     (stale / "notes.txt").write_text("not a checkpoint")
-    path = rundir.save_checkpoint(tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None)
+    path = rundir.save_checkpoint(
+        tmp_path / "run", _base_model_dir(tmp_path), 4, {"w": torch.ones(2)}, {"elapsed": 1.0}, None
+    )
     assert path == stale and not (path / "notes.txt").exists() and (path / rundir.TRAINER_STATE).exists()
 
 
-@pytest.mark.parametrize("part, record, message", [
-    ("heldout", {"final": EVALUATION | {"n": "four"}}, "heldout.final: field 'n' must be int, got 'four'"),
-    ("heldout", {"final": {k: v for k, v in EVALUATION.items() if k != "seed"}}, "heldout.final: Evaluation lacks the field 'seed'"),
-    ("thresholded", [{"keep_percent": 50.0, "sparsity_percent": 50.0, "pass_at_1": 0.1}, {"keep_percent": 50.0}],
-     "thresholded[1]: Thresholded lacks the field 'sparsity_percent'"),
-    ("thresholded", [{"keep_percent": "half", "sparsity_percent": 50.0, "pass_at_1": 0.1}],
-     "thresholded[0]: field 'keep_percent' must be float, got 'half'"),
-])
+@pytest.mark.parametrize(
+    "part, record, message",
+    [
+        ("heldout", {"final": EVALUATION | {"n": "four"}}, "heldout.final: field 'n' must be int, got 'four'"),
+        (
+            "heldout",
+            {"final": {k: v for k, v in EVALUATION.items() if k != "seed"}},
+            "heldout.final: Evaluation lacks the field 'seed'",
+        ),
+        (
+            "thresholded",
+            [{"keep_percent": 50.0, "sparsity_percent": 50.0, "pass_at_1": 0.1}, {"keep_percent": 50.0}],
+            "thresholded[1]: Thresholded lacks the field 'sparsity_percent'",
+        ),
+        (
+            "thresholded",
+            [{"keep_percent": "half", "sparsity_percent": 50.0, "pass_at_1": 0.1}],
+            "thresholded[0]: field 'keep_percent' must be float, got 'half'",
+        ),
+    ],
+)
 def test_an_eval_files_heldout_and_thresholded_records_are_checked_naming_the_record(tmp_path, part, record, message):
     """A reader that asks for complete records (no problems list) gets a RunDirError naming the file and the
     record; a reader that collects problems gets it reported, and incomplete records pass (older runs)."""
@@ -668,9 +795,13 @@ def test_step_problems_of_no_rows_and_of_rows_from_step_2():
     assert rundir.step_problems([2, 3]) == ["steps missing: 1"]
 
 
-@pytest.mark.parametrize("reader, name, key", [(rundir.read_probe, rundir.PROBE, "measurements"),
-                                               (rundir.read_curve, rundir.CURVE, "points")])
-def test_a_record_list_file_is_checked_record_by_record_complete_only_without_a_problems_list(tmp_path, reader, name, key):
+@pytest.mark.parametrize(
+    "reader, name, key",
+    [(rundir.read_probe, rundir.PROBE, "measurements"), (rundir.read_curve, rundir.CURVE, "points")],
+)
+def test_a_record_list_file_is_checked_record_by_record_complete_only_without_a_problems_list(
+    tmp_path, reader, name, key
+):
     path = tmp_path / name
     path.write_text(json.dumps([1, 2]))
     with pytest.raises(RunDirError) as err:
@@ -747,5 +878,7 @@ def test_the_lock_as_a_context_leaves_nothing_in_an_empty_directory_and_notes_a_
     with rundir.WriterLock(tmp_path):
         (tmp_path / "metrics.jsonl").write_text("")
     assert (tmp_path / rundir.LOCK).read_bytes() == b""
-    assert capsys.readouterr().err == (f"note: {tmp_path / rundir.LOCK} was left by pid 999999 on elsewhere, which no "
-                                       "longer holds it (a crashed run); taken over\n")
+    assert capsys.readouterr().err == (
+        f"note: {tmp_path / rundir.LOCK} was left by pid 999999 on elsewhere, which no "
+        "longer holds it (a crashed run); taken over\n"
+    )

@@ -1,8 +1,10 @@
 """The held-out arithmetic task: exact integer answers, disjoint splits."""
+
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from escov.llm.tasks import get_task
 

@@ -2,6 +2,7 @@
 Pass@k, Maj@k, the solved share and per-step Pass@1, not the weighted total; the default is a built-in task's verifier,
 else the first function; bad choices are refused by name; an evaluation warns of a reward that never applies and of
 totals that pass without the chosen reward."""
+
 from __future__ import annotations
 
 import json
@@ -52,9 +53,10 @@ def _scored(task, completions: list[list[str]]):
     from escov.llm.engines.base import Completion
 
     problems = sorted(task.problems("test", len(ROWS), seed=0), key=lambda p: int(p.id.split("/")[-1]))
-    rows = [[Completion(text=t, token_ids=[1], logprobs=[0.0], finish_reason="stop") for t in row]
-            for row in completions]
-    return score_completions(task, problems[:len(rows)], rows, step=0, temperature=1.0)
+    rows = [
+        [Completion(text=t, token_ids=[1], logprobs=[0.0], finish_reason="stop") for t in row] for row in completions
+    ]
+    return score_completions(task, problems[: len(rows)], rows, step=0, temperature=1.0)
 
 
 def test_a_format_reward_beside_accuracy_leaves_correct_to_accuracy(data):
@@ -75,8 +77,9 @@ def test_a_length_penalty_with_a_threshold_counts_exact_answers(data):
     out = _scored(task, [["1", "11"]])
     assert out.rewards[0].tolist() == pytest.approx([0.99, -0.02])
     assert not out.correct.any()  # >= 1 never holds for an exact answer with a penalty
-    lowered = get_task("prompts", test_data="test.jsonl", reward_function="my_rewards:length_penalty",
-                       correct_threshold=0.9)
+    lowered = get_task(
+        "prompts", test_data="test.jsonl", reward_function="my_rewards:length_penalty", correct_threshold=0.9
+    )
     assert _scored(lowered, [["1", "11"]]).correct.tolist() == [[True, False]]
 
 
@@ -97,10 +100,13 @@ def test_a_builtin_task_with_reward_functions_is_graded_by_its_verifier(data):
     assert get_task("countdown").score(problem, solution) == 1.0 and task.is_correct(problem, solution)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"correct_reward": "accuracy"}, "correct_reward / correct_threshold choose among reward functions"),
-    ({"correct_threshold": 0.5}, "correct_reward / correct_threshold choose among reward functions"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"correct_reward": "accuracy"}, "correct_reward / correct_threshold choose among reward functions"),
+        ({"correct_threshold": 0.5}, "correct_reward / correct_threshold choose among reward functions"),
+    ],
+)
 def test_correct_settings_without_reward_functions_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         get_task("countdown", **kwargs)
@@ -111,8 +117,9 @@ def test_correct_settings_without_reward_functions_are_refused(kwargs, message):
 def test_an_unknown_correct_reward_names_the_choices(data):
     with pytest.raises(ValueError) as err:
         get_task("prompts", test_data="test.jsonl", reward_function="my_rewards:accuracy", correct_reward="acc")
-    assert str(err.value) == ("correct_reward 'acc' is none of the reward functions' names or 'total'; "
-                              "choose one of ['accuracy', 'total']")
+    assert str(err.value) == (
+        "correct_reward 'acc' is none of the reward functions' names or 'total'; choose one of ['accuracy', 'total']"
+    )
     with pytest.raises(ValueError, match="task 'prompts' has no verifier of its own"):
         get_task("prompts", test_data="test.jsonl", reward_function="my_rewards:accuracy", correct_reward="verifier")
     with pytest.raises(ValueError, match="correct_threshold must be a finite number, got nan"):
@@ -120,8 +127,13 @@ def test_an_unknown_correct_reward_names_the_choices(data):
 
 
 def test_the_choice_is_recorded_and_rebuilds_the_same_task(data):
-    cfg = TrainConfig(task="prompts", test_data="test.jsonl", reward_function=("my_rewards:accuracy",),
-                      correct_reward="total", correct_threshold=0.5)
+    cfg = TrainConfig(
+        task="prompts",
+        test_data="test.jsonl",
+        reward_function=("my_rewards:accuracy",),
+        correct_reward="total",
+        correct_threshold=0.5,
+    )
     assert cfg.to_dict()["correct_reward"] == "total" and cfg.to_dict()["correct_threshold"] == 0.5
     again = TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
     assert again.make_task().correctness.describe() == "total >= 0.5"
@@ -134,11 +146,11 @@ def engine(tiny_model_dir):
 
 def test_an_evaluation_follows_accuracy_and_warns_when_the_total_passes_alone(data, engine):
     both = ["my_rewards:accuracy", "my_rewards:formatted"]
-    problems = [Problem(id=f"p{i}", prompt=r["prompt"], meta={"columns": {"answer": r["answer"]}})
-                for i, r in enumerate(ROWS)]
+    problems = [
+        Problem(id=f"p{i}", prompt=r["prompt"], meta={"columns": {"answer": r["answer"]}}) for i, r in enumerate(ROWS)
+    ]
     task = get_task("prompts", test_data="test.jsonl", reward_function=both)
-    result = evaluate(engine, task, problems, n=4, ks=[1, 4], temperature=1.0, max_new_tokens=4, seed=3,
-                      progress=False)
+    result = evaluate(engine, task, problems, n=4, ks=[1, 4], temperature=1.0, max_new_tokens=4, seed=3, progress=False)
     accuracy = result["rewards"]["accuracy"]["mean"]  # applies to every completion, 0 or 1
     assert result["pass_at_k"]["1"] == pytest.approx(accuracy)
     assert result["correct"] == "accuracy >= 1" and result["correct_threshold"] == 1.0
@@ -147,10 +159,21 @@ def test_an_evaluation_follows_accuracy_and_warns_when_the_total_passes_alone(da
     passes_alone = round(32 * nonempty) - round(32 * accuracy)  # formatted and not accurate (accurate is non-empty)
     assert result["total_reaches_threshold_not_correct"] == passes_alone
     if passes_alone:
-        assert f"{passes_alone} of 32 completions reach a weighted total >= 1 without being correct by accuracy >= 1" \
+        assert (
+            f"{passes_alone} of 32 completions reach a weighted total >= 1 without being correct by accuracy >= 1"
             in evaluation_warnings(result)[0]
-    total = evaluate(engine, get_task("prompts", test_data="test.jsonl", reward_function=both, correct_reward="total"),
-                     problems, n=4, ks=[1, 4], temperature=1.0, max_new_tokens=4, seed=3, progress=False)
+        )
+    total = evaluate(
+        engine,
+        get_task("prompts", test_data="test.jsonl", reward_function=both, correct_reward="total"),
+        problems,
+        n=4,
+        ks=[1, 4],
+        temperature=1.0,
+        max_new_tokens=4,
+        seed=3,
+        progress=False,
+    )
     assert total["pass_at_k"]["1"] == pytest.approx(nonempty)  # every non-empty completion's total is >= 1
     assert total["total_reaches_threshold_not_correct"] == 0 and not evaluation_warnings(total)
 
@@ -158,11 +181,34 @@ def test_an_evaluation_follows_accuracy_and_warns_when_the_total_passes_alone(da
 def test_a_reward_that_never_applies_is_warned_by_llm_eval(data, tiny_model_dir, capsys):
     from escov.llm.cli import main
 
-    assert main(["eval", "--model", str(tiny_model_dir), "--task", "prompts", "--test_data", "test.jsonl",
-                 "--reward_function", "my_rewards:never", "--reward_function", "my_rewards:accuracy",
-                 "--n", "2", "--k", "1", "--out", "ev", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_model_dir),
+                "--task",
+                "prompts",
+                "--test_data",
+                "test.jsonl",
+                "--reward_function",
+                "my_rewards:never",
+                "--reward_function",
+                "my_rewards:accuracy",
+                "--n",
+                "2",
+                "--k",
+                "1",
+                "--out",
+                "ev",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
-    assert ("warning: reward function 'never' applied to none of the 16 completions of the evaluation (it returned "
-            "None or NaN for every one): it adds nothing to the total and it decides what is correct, so nothing is"
-            in err)
+    assert (
+        "warning: reward function 'never' applied to none of the 16 completions of the evaluation (it returned "
+        "None or NaN for every one): it adds nothing to the total and it decides what is correct, so nothing is" in err
+    )
     assert json.loads((data / "ev" / "eval.json").read_text())["pass_at_k"]["1"] == 0.0

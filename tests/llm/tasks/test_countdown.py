@@ -1,4 +1,5 @@
 """Countdown: reward against an independent brute force, generator properties, hostile completions."""
+
 import functools
 import itertools
 import math
@@ -8,7 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import sympy
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from escov.llm.tasks import get_task
 from escov.llm.tasks.countdown import Countdown, _simplest_between, distinct_solutions, extract_answer, score
@@ -67,7 +69,7 @@ def test_score_is_one_exactly_for_full_use_expressions_on_target(numbers, target
     rnd.shuffle(items)
     while len(items) > 1:
         i = rnd.randrange(len(items) - 1)
-        items[i:i + 2] = [f"({items[i]}{rnd.choice('+-*/')}{items[i + 1]})"]
+        items[i : i + 2] = [f"({items[i]}{rnd.choice('+-*/')}{items[i + 1]})"]
     text = items[0]
     try:
         value = sympy.sympify(text, rational=True)  # test-side oracle on a string the test built
@@ -84,8 +86,8 @@ def test_a_number_used_twice_in_place_of_another_scores_zero(numbers, data):
     i = data.draw(st.integers(0, len(numbers) - 1))
     j = data.draw(st.sampled_from([k for k in range(len(numbers)) if k != i]))
     if numbers[i] == numbers[j]:
-        numbers = numbers[:i] + [numbers[i] + 1] + numbers[i + 1:]
-    used = numbers[:i] + [numbers[j]] + numbers[i + 1:]  # numbers[i] replaced by a copy of numbers[j]
+        numbers = numbers[:i] + [numbers[i] + 1] + numbers[i + 1 :]
+    used = numbers[:i] + [numbers[j]] + numbers[i + 1 :]  # numbers[i] replaced by a copy of numbers[j]
     assert sorted(used) != sorted(numbers) and len(used) == len(numbers)
     assert score("+".join(map(str, numbers)), numbers, sum(numbers)) == 1.0  # the honest sum scores 1
     assert score("+".join(map(str, used)), numbers, sum(used)) == 0.0
@@ -110,12 +112,26 @@ def test_random_completions_score_zero_or_one(s):
         assert sorted(int(t) for t in __import__("re").findall(r"\d+", extract_answer(s))) == [3, 7, 25]
 
 
-@pytest.mark.parametrize("completion, expected", [
-    ("25+3*7", 1.0), ("3*7+25", 1.0), (" (7*3)+25 ", 1.0), ("<think>hm</think><answer>25 + 7*3</answer>", 1.0),
-    ("<answer>1</answer><answer>25+3*7</answer>", 1.0), ("<answer>25+3*7</answer><answer>1</answer>", 0.0),
-    ("25+3*7=46", 0.0), ("25+21", 0.0), ("25+3*7+0", 0.0), ("25*3+7", 0.0), ("", 0.0), ("46", 0.0),
-    ("__import__('os')", 0.0), ("25+3*7" + " " * 70_000, 0.0), ("25+3*7" + " " * 30_000, 1.0),
-])
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("25+3*7", 1.0),
+        ("3*7+25", 1.0),
+        (" (7*3)+25 ", 1.0),
+        ("<think>hm</think><answer>25 + 7*3</answer>", 1.0),
+        ("<answer>1</answer><answer>25+3*7</answer>", 1.0),
+        ("<answer>25+3*7</answer><answer>1</answer>", 0.0),
+        ("25+3*7=46", 0.0),
+        ("25+21", 0.0),
+        ("25+3*7+0", 0.0),
+        ("25*3+7", 0.0),
+        ("", 0.0),
+        ("46", 0.0),
+        ("__import__('os')", 0.0),
+        ("25+3*7" + " " * 70_000, 0.0),
+        ("25+3*7" + " " * 30_000, 1.0),
+    ],
+)
 def test_score_examples(completion, expected):
     assert score(completion, [3, 7, 25], 46) == expected
 
@@ -186,6 +202,7 @@ def test_sample_expression_is_a_valid_solution():
 
 # ----------------------------------------------------------------------------- prompts, draws, votes and settings
 
+
 def test_prompts_of_each_style_hold_the_numbers_and_target():
     from escov.llm.tasks.countdown import format_prompt
 
@@ -217,7 +234,7 @@ def test_votes_and_answers_read_the_tasks_style_and_length_limit():
 
     task = get_task("countdown")
     problem = task.problems("test", 1, seed=0)[0]
-    other = "+".join(str(x + 100) for x in problem.meta["numbers"])       # numbers of another instance
+    other = "+".join(str(x + 100) for x in problem.meta["numbers"])  # numbers of another instance
     assert task.vote(problem, other) == task.answer(problem, other) is not None
     assert task.vote(problem, other) == task.vote(problem, "+".join(reversed(other.split("+"))))  # its canonical form
     longest = other + " " * (MAX_COMPLETION_CHARS - len(other))
@@ -225,12 +242,17 @@ def test_votes_and_answers_read_the_tasks_style_and_length_limit():
     assert task.vote(problem, None) is None and task.answer(problem, None) is None
     paper = get_task("countdown", prompt_style="paper")  # its prompt ends in <think>: an answer needs </think> first
     untagged_thinking = f"<answer>{other}</answer>"
-    assert task.vote(problem, untagged_thinking) == task.vote(problem, other) and paper.vote(problem, untagged_thinking) is None
+    assert (
+        task.vote(problem, untagged_thinking) == task.vote(problem, other)
+        and paper.vote(problem, untagged_thinking) is None
+    )
     assert paper.vote(problem, f" hm </think> <answer>{other}</answer>") == task.vote(problem, other)
 
 
-@pytest.mark.parametrize("style, reward, format_reward", [("plain", "escov", 0.25), ("paper", "es-at-scale-countdown", 0.0),
-                                                          ("instruct", "escov", 0.0)])
+@pytest.mark.parametrize(
+    "style, reward, format_reward",
+    [("plain", "escov", 0.25), ("paper", "es-at-scale-countdown", 0.0), ("instruct", "escov", 0.0)],
+)
 def test_a_tasks_score_is_the_reward_under_its_own_settings(style, reward, format_reward):
     from escov.llm.tasks import countdown
 
@@ -240,9 +262,14 @@ def test_a_tasks_score_is_the_reward_under_its_own_settings(style, reward, forma
     right = countdown.distinct_solutions(numbers, target)[0]
     wrong = "+".join(map(str, numbers)) if sum(numbers) != target else "*".join(map(str, numbers))
     for answer in (right, wrong):
-        for completion in (answer, f"<think> x </think> <answer>{answer}</answer>", f" x </think>\n<answer>{answer}</answer>"):
-            assert task.score(problem, completion) == countdown.score(completion, numbers, target, format_reward,
-                                                                      style=style, reward=reward)
+        for completion in (
+            answer,
+            f"<think> x </think> <answer>{answer}</answer>",
+            f" x </think>\n<answer>{answer}</answer>",
+        ):
+            assert task.score(problem, completion) == countdown.score(
+                completion, numbers, target, format_reward, style=style, reward=reward
+            )
     assert task.score(problem, wrong) == (format_reward if style == "plain" else 0.0)
 
 
@@ -256,10 +283,15 @@ def test_file_problems_are_drawn_the_same_for_a_seed_and_a_missing_split_names_i
     assert len({tuple(p.id for p in task.problems("test", 5, seed=s)) for s in range(6)}) > 1
     with pytest.raises(ValueError) as err:
         task.problems("train", 1, seed=0)
-    assert str(err.value) == "task 'countdown' has no train data: give data or a data_split such as 'paper' or 'first-N'"
+    assert (
+        str(err.value) == "task 'countdown' has no train data: give data or a data_split such as 'paper' or 'first-N'"
+    )
     with pytest.raises(ValueError) as err:
         get_task("countdown", data=sample).problems("test", 1, seed=0)
-    assert str(err.value) == "task 'countdown' has no test data: give test_data or a data_split such as 'paper' or 'first-N'"
+    assert (
+        str(err.value)
+        == "task 'countdown' has no test data: give test_data or a data_split such as 'paper' or 'first-N'"
+    )
 
 
 def test_the_answer_credit_of_each_convention_reads_past_the_thinking_its_style_expects():
@@ -308,7 +340,9 @@ def test_a_few_problems_are_drawn_the_same_for_a_seed_and_otherwise_for_another_
     share a number set."""
     task = Countdown()
     test = task.problems("test", 12, seed=3)
-    assert [(p.id, p.prompt, p.meta) for p in task.problems("test", 12, seed=3)] == [(p.id, p.prompt, p.meta) for p in test]
+    assert [(p.id, p.prompt, p.meta) for p in task.problems("test", 12, seed=3)] == [
+        (p.id, p.prompt, p.meta) for p in test
+    ]
     assert [p.id for p in task.problems("test", 12, seed=4)] != [p.id for p in test]
     for p in test:
         assert p.id == f"countdown/{','.join(map(str, p.meta['numbers']))}={p.meta['target']}"
@@ -320,40 +354,59 @@ def test_the_default_instances_are_the_documented_ones():
     """The task's definition (the module docstring and docs/llm.md): 3 or 4 numbers in [1, 50], targets in
     [1, 100], at least 3 distinct solutions. Every published test prompt is drawn from it."""
     task = Countdown()
-    assert (task.min_numbers, task.max_numbers, task.max_number, task.max_target, task.min_solutions) == (3, 4, 50, 100, 3)
+    assert (task.min_numbers, task.max_numbers, task.max_number, task.max_target, task.min_solutions) == (
+        3,
+        4,
+        50,
+        100,
+        3,
+    )
     assert (task.format_reward, task.prompt_style, task.reward) == (0.0, "plain", "escov")
 
 
-@pytest.mark.parametrize("settings, message", [
-    (dict(min_numbers=1, max_numbers=3), "need 2 <= min_numbers <= max_numbers <= 5, got 1, 3"),
-    (dict(min_numbers=4, max_numbers=3), "need 2 <= min_numbers <= max_numbers <= 5, got 4, 3"),
-    (dict(min_numbers=2, max_numbers=6), "need 2 <= min_numbers <= max_numbers <= 5, got 2, 6"),
-    (dict(max_number=0), "max_number and max_target must be >= 1, got 0, 100"),
-    (dict(max_target=0), "max_number and max_target must be >= 1, got 50, 0"),
-    (dict(min_solutions=0), "min_solutions must be >= 1, got 0"),
-    (dict(data_split="paper"), "data_split 'paper' needs a data file (data)"),
-    (dict(reward="es-at-scale-countdown", format_reward=0.25), "format_reward is part of the reward convention"),
-    (dict(fields={"question": "q"}), "fields: task 'countdown' reads"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (dict(min_numbers=1, max_numbers=3), "need 2 <= min_numbers <= max_numbers <= 5, got 1, 3"),
+        (dict(min_numbers=4, max_numbers=3), "need 2 <= min_numbers <= max_numbers <= 5, got 4, 3"),
+        (dict(min_numbers=2, max_numbers=6), "need 2 <= min_numbers <= max_numbers <= 5, got 2, 6"),
+        (dict(max_number=0), "max_number and max_target must be >= 1, got 0, 100"),
+        (dict(max_target=0), "max_number and max_target must be >= 1, got 50, 0"),
+        (dict(min_solutions=0), "min_solutions must be >= 1, got 0"),
+        (dict(data_split="paper"), "data_split 'paper' needs a data file (data)"),
+        (dict(reward="es-at-scale-countdown", format_reward=0.25), "format_reward is part of the reward convention"),
+        (dict(fields={"question": "q"}), "fields: task 'countdown' reads"),
+    ],
+)
 def test_each_bad_setting_is_refused_naming_it(settings, message):
     with pytest.raises(ValueError) as err:
         Countdown(**settings)
     assert str(err.value).startswith(message), str(err.value)
 
 
-@pytest.mark.parametrize("settings", [dict(min_numbers=2, max_numbers=2), dict(min_numbers=3, max_numbers=3),
-                                      dict(min_numbers=5, max_numbers=5), dict(max_number=1, max_target=1),
-                                      dict(min_solutions=1)])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(min_numbers=2, max_numbers=2),
+        dict(min_numbers=3, max_numbers=3),
+        dict(min_numbers=5, max_numbers=5),
+        dict(max_number=1, max_target=1),
+        dict(min_solutions=1),
+    ],
+)
 def test_each_setting_at_its_edge_is_accepted(settings):
     task = Countdown(**settings)
     assert all(getattr(task, k) == v for k, v in settings.items())
 
 
-@pytest.mark.parametrize("target, where, message", [
-    (2.5, "target", "target must be an integer or a number written as a string, got 2.5"),
-    ("abc", "target", "target is not a number: 'abc'"),
-    ("1/0", "record 3: field 'target'", "record 3: field 'target' is not a number: '1/0'"),
-])
+@pytest.mark.parametrize(
+    "target, where, message",
+    [
+        (2.5, "target", "target must be an integer or a number written as a string, got 2.5"),
+        ("abc", "target", "target is not a number: 'abc'"),
+        ("1/0", "record 3: field 'target'", "record 3: field 'target' is not a number: '1/0'"),
+    ],
+)
 def test_a_bad_target_is_refused_naming_where_it_came_from(target, where, message):
     from escov.llm.tasks.countdown import parse_target
 
@@ -379,8 +432,8 @@ def test_a_target_below_one_is_read_as_the_simplest_fraction_within_the_toleranc
 
 # ----------------------------------------------------------------------------- Countdown: a number used twice in place of another
 
-NUMBERS, TARGET = [2, 4, 3], 11            # 2 * 4 + 3 = 11
-GOOD, TWICE, WRONG = "2*4+3", "4+4+3", "2+4+3"   # TWICE: 11 too, with 4 in place of 2; WRONG: 9
+NUMBERS, TARGET = [2, 4, 3], 11  # 2 * 4 + 3 = 11
+GOOD, TWICE, WRONG = "2*4+3", "4+4+3", "2+4+3"  # TWICE: 11 too, with 4 in place of 2; WRONG: 9
 
 
 def _framed(answer: str, reward: str) -> str:
@@ -391,9 +444,10 @@ def _framed(answer: str, reward: str) -> str:
 def test_a_number_used_twice_in_place_of_another_scores_as_a_wrong_answer(reward, style):
     def reward_of(answer):
         return score(_framed(answer, reward), NUMBERS, TARGET, style=style, reward=reward)
+
     assert eval_free_value(TWICE) == eval_free_value(GOOD) == TARGET  # the same value, so only the numbers differ
-    assert reward_of(TWICE) == reward_of(WRONG)                       # the same format, no answer credit
-    assert reward_of(GOOD) - reward_of(WRONG) == pytest.approx(1.0)   # the answer's credit is exactly 1
+    assert reward_of(TWICE) == reward_of(WRONG)  # the same format, no answer credit
+    assert reward_of(GOOD) - reward_of(WRONG) == pytest.approx(1.0)  # the answer's credit is exactly 1
 
 
 def eval_free_value(expression: str) -> int:
@@ -405,8 +459,10 @@ def eval_free_value(expression: str) -> int:
 @pytest.mark.parametrize("malformed", ["2*4+", "(2*4+3", "2 4 3", "2*/4+3", "+", "()"])
 def test_a_malformed_expression_scores_as_a_wrong_answer(reward, style, malformed):
     """Text from the answer's own characters that is no expression gets no answer credit (the format's only)."""
+
     def reward_of(answer):
         return score(_framed(answer, reward), NUMBERS, TARGET, style=style, reward=reward)
+
     assert reward_of(malformed) == reward_of(WRONG) < reward_of(GOOD)
 
 
@@ -421,8 +477,14 @@ def simplest_by_search(low: Fraction, high: Fraction) -> Fraction:
 
 def test_the_simplest_fraction_between_two_bounds_equals_a_search():
     rng = np.random.default_rng(0)
-    cases = [(Fraction(3), Fraction(3)), (Fraction(3), Fraction(7, 2)), (Fraction(23, 10), Fraction(5, 2)),
-             (Fraction(5, 2), Fraction(3)), (Fraction(-7, 3), Fraction(-2)), (Fraction(1, 3), Fraction(1, 3))]
+    cases = [
+        (Fraction(3), Fraction(3)),
+        (Fraction(3), Fraction(7, 2)),
+        (Fraction(23, 10), Fraction(5, 2)),
+        (Fraction(5, 2), Fraction(3)),
+        (Fraction(-7, 3), Fraction(-2)),
+        (Fraction(1, 3), Fraction(1, 3)),
+    ]
     for _ in range(400):
         low = Fraction(int(rng.integers(-500, 500)), int(rng.integers(1, 60)))
         cases.append((low, low + Fraction(int(rng.integers(0, 40)), int(rng.integers(1, 400)))))

@@ -1,6 +1,7 @@
 """Countdown from the paper's own file (a sample of VsonicV/es-at-scale countdown.json, tests/data):
 every record loads, the paper's prompt is the file's context word for word, reference solutions
 score by an independent check, and non-integer targets are exact rationals."""
+
 import json
 import re
 from collections import Counter
@@ -37,7 +38,7 @@ def test_every_record_loads_with_the_papers_prompt(task):
     for r in RECORDS:
         p = by_id[f"countdown/test/{r['id']}"]
         assert p.prompt == r["context"]  # the file's context, generated from numbers and target
-        assert p.prompt.chat is False    # fed as raw text, as es-at-scale does
+        assert p.prompt.chat is False  # fed as raw text, as es-at-scale does
 
 
 def test_reference_solutions_score_by_an_independent_check(task):
@@ -50,12 +51,20 @@ def test_reference_solutions_score_by_an_independent_check(task):
         assert task.score(by_id[f"countdown/test/{r['id']}"], completion) == (1.0 if ok else 0.0), r["id"]
 
 
-@pytest.mark.parametrize("text, value", [
-    ("98", Fraction(98)), ("-11", Fraction(-11)), ("27.4", Fraction(137, 5)),
-    ("266.6666666666667", Fraction(800, 3)), ("2.833333333333334", Fraction(17, 6)),
-    ("-15.727272727272727", Fraction(-173, 11)), ("20.163934426229506", Fraction(1230, 61)),
-    ("0.1", Fraction(1, 10)), (7, Fraction(7)),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("98", Fraction(98)),
+        ("-11", Fraction(-11)),
+        ("27.4", Fraction(137, 5)),
+        ("266.6666666666667", Fraction(800, 3)),
+        ("2.833333333333334", Fraction(17, 6)),
+        ("-15.727272727272727", Fraction(-173, 11)),
+        ("20.163934426229506", Fraction(1230, 61)),
+        ("0.1", Fraction(1, 10)),
+        (7, Fraction(7)),
+    ],
+)
 def test_targets_are_exact_rationals(text, value):
     assert parse_target(text) == value
 
@@ -131,8 +140,9 @@ def test_a_record_with_bad_numbers_names_file_record_and_value(tmp_path, positio
     with pytest.raises(ValueError) as err:
         _load(tmp_path, records)
     path = tmp_path / "countdown.json"
-    assert str(err.value) == (f"data file {path}: record {position}: field 'numbers' must be a non-empty list "
-                              f"of integers, got {numbers!r}")
+    assert str(err.value) == (
+        f"data file {path}: record {position}: field 'numbers' must be a non-empty list of integers, got {numbers!r}"
+    )
 
 
 def test_a_record_with_a_bad_or_missing_target_names_file_record_and_field(tmp_path):

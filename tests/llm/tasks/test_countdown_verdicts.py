@@ -1,15 +1,18 @@
-"""The faster Countdown verifier (a depth-first node check, evaluation on integer pairs, remembered verdicts)
-gives every verdict, tree and value the previous implementation gave, and refuses what it refused: that
+"""The faster Countdown verifier (a depth-first node check, evaluation on integer pairs; in
+llm/tasks/countdown_verdicts.py, remembered verdicts and a digit-run pre-check) gives every verdict, tree and value the previous implementation gave, and refuses what it refused: that
 implementation is copied below, verbatim in substance, and both are run on tens of thousands of random
 strings. A refusal's words are the same where the text breaks one rule; where it breaks several the new
 check names the first in depth-first order (the old one in breadth-first order)."""
+
 import ast
 import random
 from fractions import Fraction
 
 import pytest
+
 from escov.llm.tasks import countdown, safe_arith
-from escov.llm.tasks.countdown import extract_answer, score, score_batch
+from escov.llm.tasks.countdown import extract_answer, score
+from escov.llm.tasks.countdown_verdicts import score_batch
 from escov.llm.tasks.safe_arith import (
     MAX_CHARS,
     MAX_LITERAL_DIGITS,
@@ -39,6 +42,7 @@ def old_parse(text):
     if bad:
         raise UnsafeExpression(f"characters outside the whitelist: {sorted(bad)!r}")
     import re
+
     if any(len(run) > MAX_LITERAL_DIGITS for run in re.findall(r"\d+", text)):
         raise UnsafeExpression(f"a literal has more than {MAX_LITERAL_DIGITS} digits")
     try:
@@ -106,8 +110,13 @@ def random_expression(rng, depth=0):
     if depth > 3 or rng.random() < 0.35:
         return str(rng.choice([0, 1, 2, 3, 7, 10, 25, 50, 100, 999999999999, rng.randint(0, 120)]))
     op = rng.choice("+-*/")
-    text = random_expression(rng, depth + 1) + rng.choice(["", " "]) + op + rng.choice(["", " "]) + \
+    text = (
         random_expression(rng, depth + 1)
+        + rng.choice(["", " "])
+        + op
+        + rng.choice(["", " "])
+        + random_expression(rng, depth + 1)
+    )
     return f"({text})" if rng.random() < 0.4 else text
 
 
@@ -118,14 +127,33 @@ def corrupt(rng, text):
     c = rng.choice(ALPHABET)
     if kind == 0:
         return text[:i] + c + text[i:]
-    return text[:i] + text[i + 1:] if kind == 1 else text[:i] + c + text[i + 1:]
+    return text[:i] + text[i + 1 :] if kind == 1 else text[:i] + c + text[i + 1 :]
 
 
 def strings(seed, count):
     rng = random.Random(seed)
-    out = ["(" * 127 + "1" + ")" * 127, "(" * 60 + "2+2" + ")" * 60, "007", "00", "0 0", "2(3)", "()", "2* *3",
-           "2**3", "2//3", "-3", "1/0", "4/(2-2)", "999999999999*999999999999", "1000000000*1000000000",
-           "1/(1000000000*1000000000+1)", "+".join(["1"] * 32), "+".join(["1"] * 33), "1+", ""]
+    out = [
+        "(" * 127 + "1" + ")" * 127,
+        "(" * 60 + "2+2" + ")" * 60,
+        "007",
+        "00",
+        "0 0",
+        "2(3)",
+        "()",
+        "2* *3",
+        "2**3",
+        "2//3",
+        "-3",
+        "1/0",
+        "4/(2-2)",
+        "999999999999*999999999999",
+        "1000000000*1000000000",
+        "1/(1000000000*1000000000+1)",
+        "+".join(["1"] * 32),
+        "+".join(["1"] * 33),
+        "1+",
+        "",
+    ]
     while len(out) < count:
         r = rng.random()
         if r < 0.4:
@@ -169,19 +197,24 @@ def test_scores_are_the_previous_ones_on_random_completions(format_reward):
             text = "".join(str(x) + o for x, o in zip(rng.sample(numbers, len(numbers)), ops))[:-1]
         completion = f"<answer>{text}</answer>" if rng.random() < 0.5 else text
         for _ in range(2):  # the second call may come from the remembered verdict
-            assert score(completion, numbers, target, format_reward) == \
-                old_score(completion, numbers, target, format_reward), completion
+            assert score(completion, numbers, target, format_reward) == old_score(
+                completion, numbers, target, format_reward
+            ), completion
         batches.setdefault(i % len(instances), []).append(completion)
     for j, completions in batches.items():  # score_batch: one instance's completions at once
         numbers, target = instances[j]
-        assert score_batch(completions, numbers, target, format_reward) == \
-            [old_score(c, numbers, target, format_reward) for c in completions]
+        assert score_batch(completions, numbers, target, format_reward) == [
+            old_score(c, numbers, target, format_reward) for c in completions
+        ]
 
 
 def test_every_refusal_of_evaluate_keeps_its_words():
     too_big = f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size"
-    for text, message in (("4/(2-2)", "division by zero"), ("999999999999*999999999999", too_big),
-                          ("1/(1000000000*1000000000+1)", too_big)):
+    for text, message in (
+        ("4/(2-2)", "division by zero"),
+        ("999999999999*999999999999", too_big),
+        ("1/(1000000000*1000000000+1)", too_big),
+    ):
         with pytest.raises(UnsafeExpression) as err:
             evaluate(parse_expression(text))
         assert str(err.value) == message

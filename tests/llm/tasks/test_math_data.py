@@ -1,4 +1,5 @@
 """GSM8K / DeepScaleR files: loading, validation errors that name the record and field, math-verify."""
+
 import json
 import threading
 import warnings
@@ -15,8 +16,10 @@ def write_jsonl(path, records):
     return path
 
 
-GSM = [{"question": "Tom has 3 apples and buys 4. How many?", "answer": "3+4=7\n#### 7"},
-       {"question": "What is 1,000 + 234?", "answer": "#### 1,234"}]
+GSM = [
+    {"question": "Tom has 3 apples and buys 4. How many?", "answer": "3+4=7\n#### 7"},
+    {"question": "What is 1,000 + 234?", "answer": "#### 1,234"},
+]
 DSR = [{"problem": "What is 1/2 + 1/4?", "answer": "\\frac{3}{4}"}, {"problem": "2+2?", "answer": 4}]
 
 
@@ -64,13 +67,16 @@ def test_scoring_off_the_main_thread(tmp_path):
     assert task.score(p, "x" * 70_000 + "\\boxed{7}") == 0.0  # over the length bound
 
 
-@pytest.mark.parametrize("records, message", [
-    ([{"question": "q", "answer": "#### 1"}, {"question": "q2"}], r"record 1 lacks the field 'answer'"),
-    ([{"answer": "#### 1"}], r"record 0 lacks the field 'question'"),
-    ([{"question": "q", "answer": "1"}], r"record 0: field 'answer' must end in '#### N'"),
-    ([{"question": "", "answer": "#### 1"}], r"record 0: field 'question' must be a non-empty string"),
-    ([{"question": "q", "answer": ["1"]}], r"record 0: field 'answer' must be a string or a number"),
-])
+@pytest.mark.parametrize(
+    "records, message",
+    [
+        ([{"question": "q", "answer": "#### 1"}, {"question": "q2"}], r"record 1 lacks the field 'answer'"),
+        ([{"answer": "#### 1"}], r"record 0 lacks the field 'question'"),
+        ([{"question": "q", "answer": "1"}], r"record 0: field 'answer' must end in '#### N'"),
+        ([{"question": "", "answer": "#### 1"}], r"record 0: field 'question' must be a non-empty string"),
+        ([{"question": "q", "answer": ["1"]}], r"record 0: field 'answer' must be a string or a number"),
+    ],
+)
 def test_bad_records_name_record_and_field(tmp_path, records, message):
     with pytest.raises(ValueError, match=message):
         get_task("gsm8k", test_data=write_jsonl(tmp_path / "bad.jsonl", records))
@@ -103,10 +109,17 @@ def test_each_reward_convention_scores_boxed_unboxed_right_and_wrong_answers(tmp
     """rewards.py: escov gives 1 when correct (boxed or not), format_reward for a wrong boxed answer, else 0;
     paper-gsm8k gives 1 for a correct boxed answer, 0.1 for a wrong one, 0 without a box (even when right)."""
     path = write_jsonl(tmp_path / "g.jsonl", GSM[:1])
-    answers = {"right boxed": r"so \boxed{7}", "wrong boxed": r"so \boxed{8}", "right plain": "the answer is 7",
-               "wrong plain": "the answer is 8"}
-    expected = {("escov", 0.0): [1.0, 0.0, 1.0, 0.0], ("escov", 0.25): [1.0, 0.25, 1.0, 0.0],
-                ("paper-gsm8k", 0.0): [1.0, 0.1, 0.0, 0.0]}
+    answers = {
+        "right boxed": r"so \boxed{7}",
+        "wrong boxed": r"so \boxed{8}",
+        "right plain": "the answer is 7",
+        "wrong plain": "the answer is 8",
+    }
+    expected = {
+        ("escov", 0.0): [1.0, 0.0, 1.0, 0.0],
+        ("escov", 0.25): [1.0, 0.25, 1.0, 0.0],
+        ("paper-gsm8k", 0.0): [1.0, 0.1, 0.0, 0.0],
+    }
     for (reward, format_reward), scores in expected.items():
         task = get_task("gsm8k", test_data=path, reward=reward, format_reward=format_reward)
         problem = task.problems("test", 1, seed=0)[0]
@@ -162,13 +175,16 @@ def test_prompts_of_each_style():
     from escov.llm.tasks.math_data import format_prompt
 
     assert format_prompt("What is 2+2?", "plain") == (
-        "What is 2+2?\nPlease reason step by step, and put your final answer within \\boxed{}.")
+        "What is 2+2?\nPlease reason step by step, and put your final answer within \\boxed{}."
+    )
     assert format_prompt("What is 2+2?", "instruct") == (
-        "What is 2+2?\nShow your reasoning in <think> </think> tags, then give the final answer within \\boxed{}.")
+        "What is 2+2?\nShow your reasoning in <think> </think> tags, then give the final answer within \\boxed{}."
+    )
     paper = format_prompt(" What is 2+2? ", "paper")
     assert paper.chat and paper.messages == (
         {"role": "system", "content": "Please reason step by step, and put your final answer within \\boxed{}."},
-        {"role": "user", "content": "What is 2+2?"})
+        {"role": "user", "content": "What is 2+2?"},
+    )
     with pytest.raises(ValueError, match="prompt_style must be one of"):
         format_prompt("q", "chat")
 
@@ -181,8 +197,9 @@ def test_a_task_refuses_an_unknown_format_and_no_data_naming_them(tmp_path):
     assert str(err.value) == "math dataset format must be one of ['deepscaler', 'gsm8k'], got 'math'"
     with pytest.raises(ValueError) as err:
         MathData("gsm8k")
-    assert str(err.value) == ("task 'gsm8k' needs a data file: pass data and/or test_data "
-                              "(--data PATH, --test_data PATH)")
+    assert str(err.value) == (
+        "task 'gsm8k' needs a data file: pass data and/or test_data (--data PATH, --test_data PATH)"
+    )
 
 
 def test_problems_keep_their_record_index_and_split_and_each_split_its_size(tmp_path):
@@ -199,12 +216,14 @@ def test_problems_keep_their_record_index_and_split_and_each_split_its_size(tmp_
     assert {p.id.rsplit("/", 1)[0] for p in train} == {"deepscaler/train"}
     test = task.problems("test", 50, seed=0)
     assert {p.id for p in test} == {f"deepscaler/test/{i}" for i in range(100, 150)}
-    assert all(p.meta["gold"] == p.id.split("/")[-1] and p.prompt.startswith(f"p{p.id.split('/')[-1]}\n")
-               for p in train + test)
+    assert all(
+        p.meta["gold"] == p.id.split("/")[-1] and p.prompt.startswith(f"p{p.id.split('/')[-1]}\n") for p in train + test
+    )
     assert task.unparseable == {"train": [(str(path), 3, "\\frac{")], "test": []}
     assert [str(w.message) for w in caught] == [
         f"data file {path}: 1 of 100 gold answers cannot be parsed by math-verify (record 3: '\\\\frac{{'); "
-        "those records are left out"]
+        "those records are left out"
+    ]
 
 
 def test_at_most_one_percent_of_golds_may_be_unparseable_and_three_are_shown(tmp_path):
@@ -218,8 +237,10 @@ def test_at_most_one_percent_of_golds_may_be_unparseable_and_three_are_shown(tmp
     with pytest.raises(ValueError) as err:
         get_task("deepscaler", test_data=path)
     shown = repr(long_bad[:60])
-    assert str(err.value) == (f"data file {path}: 4 of 200 gold answers cannot be parsed by math-verify (record 5: "
-                              f"{shown}; record 7: {shown}; record 9: {shown}); more than 1% of the file")
+    assert str(err.value) == (
+        f"data file {path}: 4 of 200 gold answers cannot be parsed by math-verify (record 5: "
+        f"{shown}; record 7: {shown}; record 9: {shown}); more than 1% of the file"
+    )
     records[9]["answer"] = records[11]["answer"] = "1"
     with warnings.catch_warnings(record=True) as caught:  # 2 of 200: exactly 1%
         warnings.simplefilter("always")

@@ -2,6 +2,7 @@
 threads, in a subprocess and in a Ray actor; grades do not depend on the machine's load; the wall-clock
 safety net is counted; long chain-of-thought is graded; each sample is parsed once; unparseable golds
 are reported when the data loads."""
+
 import json
 import multiprocessing
 import subprocess
@@ -11,12 +12,15 @@ import warnings
 
 import pytest
 
-from escov.llm.tasks import get_task
-from escov.llm.tasks import math_grader
+from escov.llm.tasks import get_task, math_grader
 from escov.llm.tasks.base import Task
 from escov.llm.tasks.math_grader import grade, last_boxed
 
-HOSTILE = [r"\boxed{9^{9^{9^{%d}}}}", r"\boxed{10^{10^{%d}}!}", r"The answer is $(10^%d)!$"]  # % (9, 10, 6): the issue's
+HOSTILE = [
+    r"\boxed{9^{9^{9^{%d}}}}",
+    r"\boxed{10^{10^{%d}}!}",
+    r"The answer is $(10^%d)!$",
+]  # % (9, 10, 6): the issue's
 # without a budget, each of these keeps sympy busy for minutes; the liveness limit below is generous
 LIVENESS_SECONDS = 60
 
@@ -72,8 +76,9 @@ def test_hostile_answers_end_in_a_subprocess():
 def test_hostile_answers_end_in_a_ray_actor():
     ray = pytest.importorskip("ray")
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # actors cannot import test files
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024 ** 2)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024**2)
     try:
+
         @ray.remote
         class Grader:
             def run(self):
@@ -97,16 +102,26 @@ def test_an_answer_over_a_work_bound_is_wrong_and_the_next_one_is_graded():
 # slow-but-correct answers (gold, answer): each takes tenths of a second of sympy work, so a per-answer
 # wall-clock budget of that order graded some of them wrong on a loaded machine
 SLOW_CORRECT = [
-    ("x^2+2x+1", r"\boxed{(x+1)^2}"), (r"\frac{\sqrt3}{2}", r"\boxed{\cos(\pi/6)}"),
-    ("1", r"\boxed{\sin^2 x+\cos^2 x}"), ("[1, 3)", r"\boxed{[1,3)}"), ("(1, 2)", r"\boxed{(1,2)}"),
-    ("(2,3,5)", r"\boxed{(2, 3, 5)}"), (r"\frac{1}{2}", r"\boxed{\sin(\pi/6)}"),
-    ("x^3-1", r"\boxed{(x-1)(x^2+x+1)}"), (r"\sqrt{2}", r"\boxed{\frac{2}{\sqrt{2}}}"),
+    ("x^2+2x+1", r"\boxed{(x+1)^2}"),
+    (r"\frac{\sqrt3}{2}", r"\boxed{\cos(\pi/6)}"),
+    ("1", r"\boxed{\sin^2 x+\cos^2 x}"),
+    ("[1, 3)", r"\boxed{[1,3)}"),
+    ("(1, 2)", r"\boxed{(1,2)}"),
+    ("(2,3,5)", r"\boxed{(2, 3, 5)}"),
+    (r"\frac{1}{2}", r"\boxed{\sin(\pi/6)}"),
+    ("x^3-1", r"\boxed{(x-1)(x^2+x+1)}"),
+    (r"\sqrt{2}", r"\boxed{\frac{2}{\sqrt{2}}}"),
     (r"\frac{\pi}{4}", r"\boxed{\arctan(1)}"),
     (r"(-\infty, 2] \cup [3, \infty)", r"\boxed{(-\infty,2]\cup[3,\infty)}"),
-    ("x^2-y^2", r"\boxed{(x-y)(x+y)}"), (r"\frac{x+1}{x-1}", r"\boxed{\frac{x^2+2x+1}{x^2-1}}"),
-    ("2", r"\boxed{\log_2 4}"), (r"\tan x", r"\boxed{\frac{\sin x}{\cos x}}"), ("e^{2x}", r"\boxed{(e^x)^2}"),
-    ("(x+y)^3", r"\boxed{x^3+3x^2y+3xy^2+y^3}"), (r"\frac{1+\sqrt5}{2}", r"\boxed{\frac{2}{\sqrt5-1}}"),
-    ("1", r"\boxed{\cos^2 x-\sin^2 x + 2\sin^2 x}"), ("x^4-1", r"\boxed{(x^2+1)(x+1)(x-1)}"),
+    ("x^2-y^2", r"\boxed{(x-y)(x+y)}"),
+    (r"\frac{x+1}{x-1}", r"\boxed{\frac{x^2+2x+1}{x^2-1}}"),
+    ("2", r"\boxed{\log_2 4}"),
+    (r"\tan x", r"\boxed{\frac{\sin x}{\cos x}}"),
+    ("e^{2x}", r"\boxed{(e^x)^2}"),
+    ("(x+y)^3", r"\boxed{x^3+3x^2y+3xy^2+y^3}"),
+    (r"\frac{1+\sqrt5}{2}", r"\boxed{\frac{2}{\sqrt5-1}}"),
+    ("1", r"\boxed{\cos^2 x-\sin^2 x + 2\sin^2 x}"),
+    ("x^4-1", r"\boxed{(x^2+1)(x+1)(x-1)}"),
 ]
 BUSY_LOOPS = 3
 
@@ -115,8 +130,10 @@ def _grade_fresh(cases) -> list:
     """The cases graded by a new worker (nothing cached in it or in this process)."""
     grader = math_grader._Grader()
     try:
-        return [grader.request(["grade", math_grader.gold_text(gold), math_grader.answer_text(answer)[0]])
-                for gold, answer in cases]
+        return [
+            grader.request(["grade", math_grader.gold_text(gold), math_grader.answer_text(answer)[0]])
+            for gold, answer in cases
+        ]
     finally:
         grader.close()
 
@@ -201,14 +218,16 @@ def test_unparseable_golds_are_reported_at_load(tmp_path):
         warnings.simplefilter("always")
         task = get_task("deepscaler", test_data=path)
     assert task.size("test") == 199 and [i for _, i, _ in task.unparseable["test"]] == [199]
-    assert any("1 of 200 gold answers cannot be parsed" in str(w.message) and "record 199" in str(w.message)
-               for w in caught)
+    assert any(
+        "1 of 200 gold answers cannot be parsed" in str(w.message) and "record 199" in str(w.message) for w in caught
+    )
     path.write_text("".join(json.dumps(r) + "\n" for r in good[:8] + [{"problem": "bad", "answer": "\\frac{"}] * 2))
     with pytest.raises(ValueError, match=r"2 of 10 gold answers cannot be parsed .*more than 1% of the file"):
         get_task("deepscaler", test_data=path)
 
 
 # ----------------------------------------------------------------------------- the worker's parts, called in this process
+
 
 def test_value_bits_bounds_each_kind_of_expression_by_its_closed_form():
     """bits of a rational: bit_length of max(|p|, q); of a float: |exponent| + mantissa bits; b^e:
@@ -217,21 +236,27 @@ def test_value_bits_bounds_each_kind_of_expression_by_its_closed_form():
     import math
 
     import sympy
+
     from escov.llm.tasks.math_grader import value_bits
 
     x = sympy.Symbol("x")
     cases = [
-        (sympy.Integer(12345), 14.0), (sympy.Integer(-12345), 14.0), (sympy.Rational(3, 1000), 10.0),
-        (sympy.Float(0.75), 2.0 + 2.0),                           # 3 * 2^-2: mantissa 3 (2 bits), exponent -2
-        (sympy.Float(0), 0.0), (x, 0.0), (7, 0.0),
-        (sympy.Pow(3, 10, evaluate=False), 2.0 * 2.0 ** 4),         # bits(3) = 2, bits(10) = 4
-        (sympy.Pow(1, 5, evaluate=False), 1.0 * 2.0 ** 3),          # bits(1) = 1
-        (sympy.Pow(x, 10, evaluate=False), 1.0 * 2.0 ** 4),          # bits(x) = 0: max(0, 1)
-        (sympy.Pow(2, 2 ** 70, evaluate=False), math.inf),          # 71 exponent bits
-        (sympy.factorial(10, evaluate=False), 2.0 ** 4 * 4.0),
+        (sympy.Integer(12345), 14.0),
+        (sympy.Integer(-12345), 14.0),
+        (sympy.Rational(3, 1000), 10.0),
+        (sympy.Float(0.75), 2.0 + 2.0),  # 3 * 2^-2: mantissa 3 (2 bits), exponent -2
+        (sympy.Float(0), 0.0),
+        (x, 0.0),
+        (7, 0.0),
+        (sympy.Pow(3, 10, evaluate=False), 2.0 * 2.0**4),  # bits(3) = 2, bits(10) = 4
+        (sympy.Pow(1, 5, evaluate=False), 1.0 * 2.0**3),  # bits(1) = 1
+        (sympy.Pow(x, 10, evaluate=False), 1.0 * 2.0**4),  # bits(x) = 0: max(0, 1)
+        (sympy.Pow(2, 2**70, evaluate=False), math.inf),  # 71 exponent bits
+        (sympy.factorial(10, evaluate=False), 2.0**4 * 4.0),
         (sympy.factorial(sympy.Integer(2) ** 70, evaluate=False), math.inf),
-        (sympy.factorial(x), 2.0 ** 0 * 1.0),                        # bits(x) = 0: max(0, 1)
-        (sympy.Add(1000, 3, evaluate=False), 10.0 + 2.0), (sympy.Mul(1000, x, evaluate=False), 10.0),
+        (sympy.factorial(x), 2.0**0 * 1.0),  # bits(x) = 0: max(0, 1)
+        (sympy.Add(1000, 3, evaluate=False), 10.0 + 2.0),
+        (sympy.Mul(1000, x, evaluate=False), 10.0),
         (sympy.sin(sympy.Integer(1000), evaluate=False), 10.0),
     ]
     for expr, bits in cases:
@@ -246,7 +271,7 @@ def test_the_workers_requests_parse_grade_and_keep_golds_within_the_cache(monkey
 
     golds: dict = {}
     assert _parse_and_compare(["parse", r"\frac{3}{4}"], golds) == "3/4"
-    assert _parse_and_compare(["parse", "0.75"], golds) == "3/4"           # a float read exactly from its text
+    assert _parse_and_compare(["parse", "0.75"], golds) == "3/4"  # a float read exactly from its text
     assert _parse_and_compare(["parse", "1,000"], golds) == "1000"
     assert _parse_and_compare(["parse", "hello"], golds) is None and golds == {}
     assert _parse_and_compare(["grade", "41", r"\boxed{41}"], golds) == [True, "41"]
@@ -255,10 +280,10 @@ def test_the_workers_requests_parse_grade_and_keep_golds_within_the_cache(monkey
     assert _parse_and_compare(["grade", "41", "no answer"], golds) == [False, None]
     assert list(golds) == ["41"]
     monkeypatch.setattr(math_grader, "CACHE_SIZE", 2)
-    golds.update({"a": [], "b": []})                                      # three golds: more than the cache holds
+    golds.update({"a": [], "b": []})  # three golds: more than the cache holds
     assert _parse_and_compare(["grade", r"\frac{1}{2}", "0.5"], golds) == [True, "1/2"]
     assert list(golds) == [r"\frac{1}{2}"]
-    golds = {"a": [], "b": []}                                            # exactly CACHE_SIZE golds: kept
+    golds = {"a": [], "b": []}  # exactly CACHE_SIZE golds: kept
     assert _parse_and_compare(["grade", "41", r"\boxed{41}"], golds) == [True, "41"]
     assert list(golds) == ["a", "b", "41"]
 
@@ -268,6 +293,7 @@ def test_the_workers_comparison_drops_an_answers_percent_sign_unless_the_gold_ha
     key 18); for gold 18\%, math-verify's rule: 0.18, 18 and 18\% are right, 19\% wrong. math-verify reads X\%
     as X * UnevaluatedExpr(1/100): the sign is found in a parse and dropped from a product, text is kept."""
     import sympy
+
     from escov.llm.tasks.math_grader import _parse_and_compare, has_percent, without_percent
 
     golds: dict = {}
@@ -291,13 +317,14 @@ def test_number_keys_are_exact_values():
     """A decimal numeral's key is its exact fraction (sympy's printing); a float's key comes from the text
     math-verify extracted (commas dropped), so 1,000.5 and 2001/2 are one vote; other expressions print as sympy."""
     import sympy
+
     from escov.llm.tasks.math_grader import _key, _number_key, gold_key
 
     assert [_number_key(t) for t in ("0.75", "-2.50", "12", "-0")] == ["3/4", "-5/2", "12", "0"]
     assert gold_key(" 0.125 ") == "1/8" and gold_key("-3") == "-3"
     assert _key([sympy.Float("1000.5"), "1,000.5"]) == "2001/2"
     assert _key([sympy.Float("2.5"), " 2.5 "]) == "5/2"
-    assert _key([sympy.Float("0.5"), "one half"]) == "1/2"        # text that is no numeral: the Float's own value
+    assert _key([sympy.Float("0.5"), "one half"]) == "1/2"  # text that is no numeral: the Float's own value
     assert _key([sympy.Symbol("x") + 1, "x+1"]) == "x + 1"
     assert _key([]) is None
 
@@ -306,23 +333,23 @@ def test_the_last_box_is_read_across_spaces_and_up_to_its_length_limit():
     from escov.llm.tasks.math_grader import MAX_ANSWER_CHARS, last_boxed
 
     assert last_boxed(r"so \boxed {41}") == last_boxed("so \\boxed \n {41}") == last_boxed(r"\boxed{ 41 }") == "41"
-    assert last_boxed(r"so \boxed{\frac{1}{2}} or {3}") == r"\frac{1}{2}"     # braces matched, not the first }
-    assert last_boxed(r"\boxed{\frac{1}{2}") is None                           # never closed
+    assert last_boxed(r"so \boxed{\frac{1}{2}} or {3}") == r"\frac{1}{2}"  # braces matched, not the first }
+    assert last_boxed(r"\boxed{\frac{1}{2}") is None  # never closed
     for no_box in (r"so \boxed", "so \\boxed  ", r"\boxed x{41}", r"\boxed{41", "no box"):
         assert last_boxed(no_box) is None, no_box
     longest = "1" * MAX_ANSWER_CHARS
     assert last_boxed(r"\boxed{" + longest + "}") == longest
-    assert last_boxed(r"\boxed{" + longest + "1}") is None       # one character over the limit
+    assert last_boxed(r"\boxed{" + longest + "1}") is None  # one character over the limit
 
 
 def test_answer_text_is_the_box_or_the_tail_after_thinking_and_none_for_nothing():
     from escov.llm.tasks.math_grader import answer_text
 
     assert answer_text(r"so \boxed{41}") == (r"\boxed{41}", True)
-    assert answer_text(r"so \boxed{41}", starts_in_think=True) == (None, False)    # the thinking never ends
+    assert answer_text(r"so \boxed{41}", starts_in_think=True) == (None, False)  # the thinking never ends
     assert answer_text(r"a </think> so \boxed{41}", starts_in_think=True) == (r"\boxed{41}", True)
     assert answer_text("the answer is 41") == ("the answer is 41", False)
-    assert answer_text("y" * 600 + "41") == ("y" * 498 + "41", False)            # the last MAX_ANSWER_CHARS (500)
+    assert answer_text("y" * 600 + "41") == ("y" * 498 + "41", False)  # the last MAX_ANSWER_CHARS (500)
     for nothing in (r"so \boxed{ }", "   ", "<think> 41"):
         assert answer_text(nothing) == (None, False), nothing
     text = r"\boxed{41}"
@@ -353,12 +380,13 @@ def test_value_bits_at_the_edges_of_floats_powers_and_factorials():
     import math
 
     import sympy
+
     from escov.llm.tasks.math_grader import value_bits
 
     assert [value_bits(sympy.Float(x)) for x in (0.125, 1024.0, 1.0, 3.0)] == [4.0, 11.0, 1.0, 2.0]
-    assert value_bits(sympy.Pow(2, 2 ** 63, evaluate=False)) == 2.0 * 2.0 ** 64       # 2^63: 64 bits
-    assert value_bits(sympy.Pow(2, 2 ** 64, evaluate=False)) == math.inf            # 2^64: 65 bits
-    assert value_bits(sympy.factorial(sympy.Integer(2) ** 63, evaluate=False)) == 2.0 ** 64 * 64
+    assert value_bits(sympy.Pow(2, 2**63, evaluate=False)) == 2.0 * 2.0**64  # 2^63: 64 bits
+    assert value_bits(sympy.Pow(2, 2**64, evaluate=False)) == math.inf  # 2^64: 65 bits
+    assert value_bits(sympy.factorial(sympy.Integer(2) ** 63, evaluate=False)) == 2.0**64 * 64
     assert value_bits(sympy.factorial(sympy.Integer(2) ** 64, evaluate=False)) == math.inf
 
 
@@ -371,6 +399,7 @@ def test_an_answer_whose_comparison_raises_is_wrong(monkeypatch):
 
     def raises(*args, **kwargs):
         raise ValueError("a comparison math-verify cannot make")
+
     monkeypatch.setattr(math_verify, "verify", raises)
     assert _parse_and_compare(["grade", "41", r"\boxed{41}"], {}) == [False, None]
 
@@ -411,15 +440,22 @@ def test_the_work_bounds_hold_at_their_edges():
     terms has n + 1 nodes), depth (sin(sin(...x)) with d calls is d + 1 deep), symbols, the exponent of a
     symbolic power (a number's power is bounded by its bits instead), and the value bits."""
     import sympy
-    from escov.llm.tasks.math_grader import (MAX_DEPTH, MAX_NODES, MAX_SYMBOLIC_EXPONENT, MAX_SYMBOLS,
-                                             MAX_VALUE_BITS, too_expensive)
+
+    from escov.llm.tasks.math_grader import (
+        MAX_DEPTH,
+        MAX_NODES,
+        MAX_SYMBOLIC_EXPONENT,
+        MAX_SYMBOLS,
+        MAX_VALUE_BITS,
+        too_expensive,
+    )
 
     x = sympy.Symbol("x")
 
     def total(n):  # x + 2x^2 + ... with n terms: each term c*x**k is Mul(c, Pow(x, k)): 5 nodes, x alone 1
         return sympy.Add(*[sympy.Integer(i) for i in range(1, n + 1)], evaluate=False)
 
-    assert too_expensive(total(MAX_NODES - 1)) is None                    # n integers + the Add: n + 1 nodes
+    assert too_expensive(total(MAX_NODES - 1)) is None  # n integers + the Add: n + 1 nodes
     assert too_expensive(total(MAX_NODES)) == f"more than {MAX_NODES} nodes"
 
     def nested(d):
@@ -427,6 +463,7 @@ def test_the_work_bounds_hold_at_their_edges():
         for _ in range(d):
             e = sympy.sin(e, evaluate=False)
         return e
+
     assert too_expensive(nested(MAX_DEPTH - 1)) is None
     assert too_expensive(nested(MAX_DEPTH)) == f"nested deeper than {MAX_DEPTH}"
     symbols = sympy.symbols(f"a0:{MAX_SYMBOLS + 1}")
@@ -436,8 +473,8 @@ def test_the_work_bounds_hold_at_their_edges():
     assert too_expensive(sympy.Pow(x + 1, -MAX_SYMBOLIC_EXPONENT, evaluate=False)) is None
     assert too_expensive(sympy.Pow(x + 1, MAX_SYMBOLIC_EXPONENT + 1, evaluate=False)) is not None
     assert too_expensive(sympy.Pow(x + 1, -MAX_SYMBOLIC_EXPONENT - 1, evaluate=False)) is not None
-    assert too_expensive(sympy.Pow(3, MAX_SYMBOLIC_EXPONENT + 1, evaluate=False)) is None   # 2 * 2^7 bits
-    assert too_expensive(sympy.Integer(2) ** (MAX_VALUE_BITS - 1)) is None                # MAX_VALUE_BITS bits
+    assert too_expensive(sympy.Pow(3, MAX_SYMBOLIC_EXPONENT + 1, evaluate=False)) is None  # 2 * 2^7 bits
+    assert too_expensive(sympy.Integer(2) ** (MAX_VALUE_BITS - 1)) is None  # MAX_VALUE_BITS bits
     assert too_expensive(sympy.Integer(2) ** MAX_VALUE_BITS) == f"numbers of more than {MAX_VALUE_BITS} bits"
     assert too_expensive("text") is None
 
@@ -445,6 +482,7 @@ def test_the_work_bounds_hold_at_their_edges():
 class SlowMathTask(Task):
     """Countdown prompts, each scored by grading a fixed answer of its own (`\\sin^2 z_i + \\cos^2 z_i`,
     i its position) against gold 1, whatever the completion: one distinct correct answer per problem."""
+
     name = "slow-math"
 
     def problems(self, split, n, seed):
@@ -461,8 +499,9 @@ class SlowMathTask(Task):
 
 
 @pytest.mark.parametrize("safety_net_seconds, timeouts", [(1e-4, 3), (math_grader.SAFETY_NET_SECONDS, 0)])
-def test_evaluations_report_the_answers_that_reached_the_safety_net(tiny_model_dir, monkeypatch,
-                                                                     safety_net_seconds, timeouts):
+def test_evaluations_report_the_answers_that_reached_the_safety_net(
+    tiny_model_dir, monkeypatch, safety_net_seconds, timeouts
+):
     """evaluate's grading_timeouts counts the distinct answers graded wrong at the safety net: one per problem
     under a safety net below any answer's cost (and their Pass@1 is 0), none under the real one."""
     from escov.llm.engines.hf import HFEngine
@@ -476,8 +515,17 @@ def test_evaluations_report_the_answers_that_reached_the_safety_net(tiny_model_d
     math_grader._grade_text.cache_clear()
     try:
         grader.request(["parse", "$1$"])  # started and warm: the timer fires in the answer's own work
-        result = evaluate(HFEngine(tiny_model_dir), task, problems, n=2, ks=[1], temperature=1.0,
-                          max_new_tokens=2, seed=0, progress=False)
+        result = evaluate(
+            HFEngine(tiny_model_dir),
+            task,
+            problems,
+            n=2,
+            ks=[1],
+            temperature=1.0,
+            max_new_tokens=2,
+            seed=0,
+            progress=False,
+        )
     finally:
         grader.close()
         math_grader._grade_text.cache_clear()
@@ -486,6 +534,7 @@ def test_evaluations_report_the_answers_that_reached_the_safety_net(tiny_model_d
 
 
 # ----------------------------------------------------------------------------- the math grader reads the last \boxed{}
+
 
 @pytest.mark.parametrize("first, last", [("41", "7"), ("7", "41")])
 def test_the_last_boxed_answer_is_graded_whatever_comes_before_it(first, last):
@@ -502,24 +551,33 @@ def test_sums_products_and_binomials_are_bounded_by_their_size_not_by_the_clock(
     import math
 
     import sympy
+
     from escov.llm.tasks.math_grader import MAX_TERMS, MAX_VALUE_BITS, too_expensive, value_bits
 
     k, n = sympy.symbols("k n")
-    assert value_bits(sympy.Sum(k, (k, 1, 100))) == 7.0 + math.log2(100)        # the largest term, 100: 7 bits
-    assert value_bits(sympy.Product(k, (k, 1, 6))) == 3.0 * 6                     # 6 terms of at most 3 bits
+    assert value_bits(sympy.Sum(k, (k, 1, 100))) == 7.0 + math.log2(100)  # the largest term, 100: 7 bits
+    assert value_bits(sympy.Product(k, (k, 1, 6))) == 3.0 * 6  # 6 terms of at most 3 bits
     assert value_bits(sympy.Sum(k, (k, 1, MAX_TERMS + 1))) == math.inf
     assert value_bits(sympy.Sum(k, (k, 1, n))) == math.inf
-    assert value_bits(sympy.binomial(2 ** 9, 2 ** 8, evaluate=False)) == 2.0 ** 19 * 19  # 10 + 9 argument bits
+    assert value_bits(sympy.binomial(2**9, 2**8, evaluate=False)) == 2.0**19 * 19  # 10 + 9 argument bits
     assert too_expensive(sympy.Sum(k, (k, 1, MAX_TERMS))) is None
-    assert too_expensive(sympy.Sum(k, (k, 1, MAX_TERMS + 1))) == (f"a sum or product not over at most {MAX_TERMS} "
-                                                                   "terms between given integers")
-    assert value_bits(sympy.Product(k ** k, (k, 1, 1000))) > MAX_VALUE_BITS
+    assert too_expensive(sympy.Sum(k, (k, 1, MAX_TERMS + 1))) == (
+        f"a sum or product not over at most {MAX_TERMS} terms between given integers"
+    )
+    assert value_bits(sympy.Product(k**k, (k, 1, 1000))) > MAX_VALUE_BITS
     before = math_grader.safety_net_hits()
-    for gold, answer in (("5050", r"\boxed{\sum_{k=1}^{100} k}"), ("120", r"\boxed{\binom{10}{3}}"),
-                         ("720", r"\boxed{\prod_{k=1}^{6} k}")):
+    for gold, answer in (
+        ("5050", r"\boxed{\sum_{k=1}^{100} k}"),
+        ("120", r"\boxed{\binom{10}{3}}"),
+        ("720", r"\boxed{\prod_{k=1}^{6} k}"),
+    ):
         assert grade(gold, answer).correct, answer
-    for answer in (r"\boxed{\sum_{k=1}^{10^{9}} k}", r"\boxed{\sum_{k=1}^{n} k^{k}}",
-                   r"\boxed{\prod_{k=1}^{1000} k^{k}}", r"\boxed{\binom{10^{9}}{5 \cdot 10^{8}}}"):
+    for answer in (
+        r"\boxed{\sum_{k=1}^{10^{9}} k}",
+        r"\boxed{\sum_{k=1}^{n} k^{k}}",
+        r"\boxed{\prod_{k=1}^{1000} k^{k}}",
+        r"\boxed{\binom{10^{9}}{5 \cdot 10^{8}}}",
+    ):
         graded = grade("7", answer)
         assert not graded.correct and graded.key is None, answer
     assert math_grader.safety_net_hits() == before  # decided by the bounds, not by the clock

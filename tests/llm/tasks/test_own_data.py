@@ -1,11 +1,11 @@
 """Data and rewards as users bring them: HF datasets folders and objects, dotted fields into nested
 records (a verl parquet), prompts given as chat messages, reward functions named by import path
 with TRL's signature, and the offline error for hub names."""
+
 import importlib.util
 import json
 import pickle
 import sys
-from pathlib import Path
 
 import datasets
 import pytest
@@ -19,10 +19,19 @@ from escov.llm.tasks.reward_function import RewardFunctions, load_function
 from escov.llm.tinymodel import build_tokenizer
 
 # a verl data file: the prompt as chat messages, the answer under reward_model.ground_truth
-VERL = [{"data_source": "toy", "prompt": [{"role": "system", "content": "Answer with a number."},
-                                          {"role": "user", "content": f"What is {i} + 1?"}],
-         "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(i + 1)},
-         "extra_info": {"index": i, "question": f"What is {i} + 1?"}} for i in range(6)]
+VERL = [
+    {
+        "data_source": "toy",
+        "prompt": [
+            {"role": "system", "content": "Answer with a number."},
+            {"role": "user", "content": f"What is {i} + 1?"},
+        ],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": str(i + 1)},
+        "extra_info": {"index": i, "question": f"What is {i} + 1?"},
+    }
+    for i in range(6)
+]
 
 REWARDS = '''
 CALLS = []
@@ -65,8 +74,10 @@ def test_save_to_disk_folders_and_dataset_objects_give_the_file_records(tmp_path
     datasets.DatasetDict({"train": dataset, "test": dataset}).save_to_disk(tmp_path / "dict")
     with pytest.raises(ValueError) as err:
         load_records(tmp_path / "dict")
-    assert str(err.value) == (f"data folder {tmp_path / 'dict'} holds the splits ['test', 'train']; give one split's "
-                              f"folder, e.g. {tmp_path / 'dict' / 'test'}")
+    assert str(err.value) == (
+        f"data folder {tmp_path / 'dict'} holds the splits ['test', 'train']; give one split's "
+        f"folder, e.g. {tmp_path / 'dict' / 'test'}"
+    )
     (tmp_path / "plain").mkdir()
     with pytest.raises(Exception) as datasets_error:  # what datasets says of the folder, cut to 120 characters
         datasets.load_from_disk(str(tmp_path / "plain"))
@@ -74,8 +85,10 @@ def test_save_to_disk_folders_and_dataset_objects_give_the_file_records(tmp_path
     assert len(said) > 120
     with pytest.raises(ValueError) as err:
         load_records(tmp_path / "plain")
-    assert str(err.value) == (f"data folder {tmp_path / 'plain'} is not a folder written by datasets' save_to_disk "
-                              f"({type(datasets_error.value).__name__}: {said[:120]})")
+    assert str(err.value) == (
+        f"data folder {tmp_path / 'plain'} is not a folder written by datasets' save_to_disk "
+        f"({type(datasets_error.value).__name__}: {said[:120]})"
+    )
 
 
 def test_a_hub_name_is_a_one_line_offline_error():
@@ -88,12 +101,21 @@ def test_a_hub_name_is_a_one_line_offline_error():
 
 
 def test_dotted_fields_read_nested_columns_for_every_file_task(verl_parquet):
-    task = get_task("deepscaler", test_data=verl_parquet,
-                    fields={"problem": "extra_info.question", "answer": "reward_model.ground_truth"})
+    task = get_task(
+        "deepscaler",
+        test_data=verl_parquet,
+        fields={"problem": "extra_info.question", "answer": "reward_model.ground_truth"},
+    )
     golds = sorted(int(p.meta["gold"]) for p in task.problems("test", 6, seed=0))
     assert golds == [1, 2, 3, 4, 5, 6]
-    with pytest.raises(ValueError, match=r"record 0 lacks the field 'answer' \(mapped to the file's 'reward_model.truth'\)"):
-        get_task("deepscaler", test_data=verl_parquet, fields={"problem": "extra_info.question", "answer": "reward_model.truth"})
+    with pytest.raises(
+        ValueError, match=r"record 0 lacks the field 'answer' \(mapped to the file's 'reward_model.truth'\)"
+    ):
+        get_task(
+            "deepscaler",
+            test_data=verl_parquet,
+            fields={"problem": "extra_info.question", "answer": "reward_model.truth"},
+        )
 
 
 def test_chat_message_prompts_go_through_the_chat_template(verl_parquet, rewards_module, random_qwen2_dir):
@@ -103,7 +125,9 @@ def test_chat_message_prompts_go_through_the_chat_template(verl_parquet, rewards
     with_template = AutoTokenizer.from_pretrained(random_qwen2_dir)
     assert with_template.chat_template
     rendered = with_template.apply_chat_template(VERL[0]["prompt"], tokenize=False, add_generation_prompt=True)
-    assert encode_prompt(with_template, problem.prompt) == with_template(rendered, add_special_tokens=False)["input_ids"]
+    assert (
+        encode_prompt(with_template, problem.prompt) == with_template(rendered, add_special_tokens=False)["input_ids"]
+    )
     # a tokenizer without a template (the tiny model's) reads the contents joined by a blank line
     plain = build_tokenizer()
     assert not plain.chat_template
@@ -111,8 +135,12 @@ def test_chat_message_prompts_go_through_the_chat_template(verl_parquet, rewards
 
 
 def test_a_reward_function_gets_trl_arguments_and_its_rewards_are_the_tasks(verl_parquet, rewards_module):
-    task = get_task("prompts", test_data=verl_parquet, reward_function=f"{rewards_module}:exact",
-                    fields={"answer": "reward_model.ground_truth"})
+    task = get_task(
+        "prompts",
+        test_data=verl_parquet,
+        reward_function=f"{rewards_module}:exact",
+        fields={"answer": "reward_model.ground_truth"},
+    )
     problem = sorted(task.problems("test", 6, seed=0), key=lambda p: p.id)[2]
     assert task.score(problem, " 3 ") == 1.0 and task.score(problem, "4") == 0.0
     assert task.is_correct(problem, "3") and not task.is_correct(problem, "4")
@@ -138,18 +166,24 @@ def test_trls_own_reward_functions_run_unchanged(tmp_path):
 
 
 def test_reward_function_errors_name_the_setting(tmp_path, verl_parquet, rewards_module):
-    for path, message in [("no_colon", "must look like 'module:function'"),
-                          ("no_such_module_xyz:f", "cannot import 'no_such_module_xyz'"),
-                          (f"{rewards_module}:missing", "has no function 'missing'"),
-                          ("missing.py:f", "no such file missing.py")]:
+    for path, message in [
+        ("no_colon", "must look like 'module:function'"),
+        ("no_such_module_xyz:f", "cannot import 'no_such_module_xyz'"),
+        (f"{rewards_module}:missing", "has no function 'missing'"),
+        ("missing.py:f", "no such file missing.py"),
+    ]:
         with pytest.raises(ValueError, match=f"reward_function.*{message}"):
             load_function(path)
-    (tmp_path / "file_rewards.py").write_text("def constant(prompts, completions, **kw):\n    return [0.5] * len(completions)\n")
+    (tmp_path / "file_rewards.py").write_text(
+        "def constant(prompts, completions, **kw):\n    return [0.5] * len(completions)\n"
+    )
     by_file = RewardFunctions(f"{tmp_path / 'file_rewards.py'}:constant")
     assert by_file.score([get_task("countdown").problems("test", 1, seed=0)[0]], ["c"]).total.tolist() == [0.5]
-    for name, message in [("wrong_length", "must return a list of 1 numbers"),
-                          ("not_a_number", "returned '1' on data row prompts/test/.*; every reward must be a finite number or None"),
-                          ("infinite", "returned inf on data row")]:
+    for name, message in [
+        ("wrong_length", "must return a list of 1 numbers"),
+        ("not_a_number", "returned '1' on data row prompts/test/.*; every reward must be a finite number or None"),
+        ("infinite", "returned inf on data row"),
+    ]:
         task = get_task("prompts", test_data=verl_parquet, reward_function=f"{rewards_module}:{name}")
         with pytest.raises(ValueError, match=message):
             task.score(task.problems("test", 1, seed=0)[0], "x")
@@ -158,9 +192,16 @@ def test_reward_function_errors_name_the_setting(tmp_path, verl_parquet, rewards
 
 
 def test_reward_function_is_a_setting_recorded_for_resume(tmp_path, rewards_module, tiny_model_dir):
-    cfg = TrainConfig.from_dict({"model": str(tiny_model_dir), "out": str(tmp_path / "run"), "task": "prompts",
-                                 "data": "train.parquet", "reward_function": f"{rewards_module}:exact",
-                                 "data_fields": "answer=reward_model.ground_truth"})
+    cfg = TrainConfig.from_dict(
+        {
+            "model": str(tiny_model_dir),
+            "out": str(tmp_path / "run"),
+            "task": "prompts",
+            "data": "train.parquet",
+            "reward_function": f"{rewards_module}:exact",
+            "data_fields": "answer=reward_model.ground_truth",
+        }
+    )
     assert cfg.task_kwargs()["reward_function"] == [f"{rewards_module}:exact"]
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "config.json").write_text(json.dumps(cfg.to_dict()))
@@ -180,9 +221,33 @@ def test_llm_eval_scores_a_verl_parquet_with_a_reward_function(tiny_model_dir, t
 
     (tmp_path / "always.py").write_text("def one(prompts, completions, **kw):\n    return [1.0] * len(completions)\n")
     monkeypatch.syspath_prepend(str(tmp_path))  # where the command finds module "always", as PYTHONPATH would
-    assert llm_main(["eval", "--model", str(tiny_model_dir), "--task", "prompts", "--test_data", str(verl_parquet),
-                     "--eval_problems", str(len(VERL)), "--reward_function", "always:one", "--n", "2", "--k", "1",
-                     "--max-new-tokens", "4", "--out", str(tmp_path / "ev"), "--no-progress"]) == 0
+    assert (
+        llm_main(
+            [
+                "eval",
+                "--model",
+                str(tiny_model_dir),
+                "--task",
+                "prompts",
+                "--test_data",
+                str(verl_parquet),
+                "--eval_problems",
+                str(len(VERL)),
+                "--reward_function",
+                "always:one",
+                "--n",
+                "2",
+                "--k",
+                "1",
+                "--max-new-tokens",
+                "4",
+                "--out",
+                str(tmp_path / "ev"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     sys.modules.pop("always", None)  # this test's module, not another's
     result = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert result["num_problems"] == len(VERL) and result["pass_at_k"]["1"] == 1.0

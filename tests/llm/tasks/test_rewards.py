@@ -1,5 +1,6 @@
 """Reward conventions by name, each with the peer's own cases (inputs and expected outputs, ported;
 never their code), and the reasoning-format rules: answers inside <think> never count."""
+
 import json
 
 import pytest
@@ -19,22 +20,28 @@ def math_task(tmp_path, golds, **kwargs):
 
 
 # understanding-es, tests/test_rewards_and_metrics.py: its training reward (format_reward=0.1)
-@pytest.mark.parametrize("response, gold, expected", [
-    (r"Reasoning. \boxed{18}", "18", 1.0),
-    (r"Reasoning. \boxed{19}", "18", 0.1),
-    ("The answer is 18.", "18", 0.0),
-])
+@pytest.mark.parametrize(
+    "response, gold, expected",
+    [
+        (r"Reasoning. \boxed{18}", "18", 1.0),
+        (r"Reasoning. \boxed{19}", "18", 0.1),
+        ("The answer is 18.", "18", 0.0),
+    ],
+)
 def test_paper_gsm8k_reward_understanding_es_cases(tmp_path, response, gold, expected):
     task, by_gold = math_task(tmp_path, [gold], reward="paper-gsm8k")
     assert task.score(by_gold[gold], response) == expected
 
 
 # understanding-es, the same file: its evaluation's answer extraction (response -> extracted answer)
-@pytest.mark.parametrize("response, gold", [
-    (r"Work. \boxed{1,024}", "1024"),
-    ("Work.\n#### -3.5", "-3.5"),
-    ("Therefore, the answer is 42.", "42"),
-])
+@pytest.mark.parametrize(
+    "response, gold",
+    [
+        (r"Work. \boxed{1,024}", "1024"),
+        ("Work.\n#### -3.5", "-3.5"),
+        ("Therefore, the answer is 42.", "42"),
+    ],
+)
 def test_escov_math_grading_understanding_es_extraction_cases(tmp_path, response, gold):
     task, by_gold = math_task(tmp_path, [gold, "7"])
     assert task.score(by_gold[gold], response) == 1.0
@@ -52,8 +59,10 @@ def test_maj_votes_on_normalized_answers_understanding_es_rows(tmp_path):
     """understanding-es's mean@k rows, voted: gold 2 with answers 2, 3, 2.0, none: 2 and 2.0 are one
     vote, which wins; gold 5 with 4, 5, 4, 5: a tie of two answers, one correct, credits 1/2."""
     task, by_gold = math_task(tmp_path, ["2", "5"])
-    rows = {"2": [r"\boxed{2}", r"\boxed{3}", r"\boxed{2.0}", "invalid"],
-            "5": [r"\boxed{4}", r"\boxed{5}", r"\boxed{4}", r"\boxed{5}"]}
+    rows = {
+        "2": [r"\boxed{2}", r"\boxed{3}", r"\boxed{2.0}", "invalid"],
+        "5": [r"\boxed{4}", r"\boxed{5}", r"\boxed{4}", r"\boxed{5}"],
+    }
     expected = {"2": 1.0, "5": 0.5}
     for gold, responses in rows.items():
         p = by_gold[gold]
@@ -70,15 +79,18 @@ def test_maj_votes_on_normalized_answers_understanding_es_rows(tmp_path):
 NUMBERS, TARGET = [44, 19, 35], "98"
 
 
-@pytest.mark.parametrize("completion, fmt, expected", [
-    (" 44+19=63, 63+35=98 </think>\n<answer>(44 + 19) + 35</answer>", 1.0, 1.1),     # full format, correct
-    (" thinking </think> <answer>(44 + 19) + 35</answer>", 0.6, 1.06),             # no "\n": think 0.1 + answer 0.5
-    (" </think>\n<answer>44 + 19 - 35</answer>", 1.0, 0.1),                        # wrong value
-    (" </think>\n<answer>(44 + 19) + 35 + 35</answer>", 1.0, 0.1),                 # a number used twice
-    (" </think>\n<answer>\n(44+19)+35</answer>", 1.0, 0.1),                        # "\n" is outside its whitelist
-    (" no tags at all", 0.0, 0.0),
-    (" </think>\n<answer>(44 + 19) + 35</answer> trailing", 0.6, 1.06),            # text after </answer>
-])
+@pytest.mark.parametrize(
+    "completion, fmt, expected",
+    [
+        (" 44+19=63, 63+35=98 </think>\n<answer>(44 + 19) + 35</answer>", 1.0, 1.1),  # full format, correct
+        (" thinking </think> <answer>(44 + 19) + 35</answer>", 0.6, 1.06),  # no "\n": think 0.1 + answer 0.5
+        (" </think>\n<answer>44 + 19 - 35</answer>", 1.0, 0.1),  # wrong value
+        (" </think>\n<answer>(44 + 19) + 35 + 35</answer>", 1.0, 0.1),  # a number used twice
+        (" </think>\n<answer>\n(44+19)+35</answer>", 1.0, 0.1),  # "\n" is outside its whitelist
+        (" no tags at all", 0.0, 0.0),
+        (" </think>\n<answer>(44 + 19) + 35</answer> trailing", 0.6, 1.06),  # text after </answer>
+    ],
+)
 def test_es_at_scale_countdown_reward(completion, fmt, expected):
     assert es_at_scale_format_score(completion, starts_in_think=True) == pytest.approx(fmt)
     got = score(completion, NUMBERS, TARGET, style="paper", reward="es-at-scale-countdown")
@@ -87,33 +99,40 @@ def test_es_at_scale_countdown_reward(completion, fmt, expected):
 
 def test_es_at_scale_non_integer_target_and_answers_inside_think():
     good = " </think>\n<answer>((15 / 61) * (99 - 17))</answer>"
-    assert score(good, [15, 61, 17, 99], "20.163934426229506", style="paper",
-                 reward="es-at-scale-countdown") == pytest.approx(1.1)
+    assert score(
+        good, [15, 61, 17, 99], "20.163934426229506", style="paper", reward="es-at-scale-countdown"
+    ) == pytest.approx(1.1)
     # an answer only inside <think> does not count (their grader would give it 1.06: a deliberate difference)
     inside = " <answer>(44 + 19) + 35</answer> </think>\n"
     assert score(inside, NUMBERS, TARGET, style="paper", reward="es-at-scale-countdown") == pytest.approx(0.06)
 
 
-@pytest.mark.parametrize("style, completion, expected", [
-    ("paper", " </think>\n<answer>(44 + 19) + 35</answer>", 1.0),
-    ("paper", " <answer>(44 + 19) + 35</answer>", 0.0),                  # <think> never closed
-    ("paper", " <answer>(44 + 19) + 35</answer></think>", 0.0),          # the answer is inside <think>
-    ("instruct", "<think>x</think><answer>(44 + 19) + 35</answer>", 1.0),
-    ("instruct", "(44 + 19) + 35", 0.0),                                   # untagged under a reasoning style
-    ("instruct", "<think><answer>(44 + 19) + 35</answer>", 0.0),          # unterminated <think>
-    ("plain", "(44 + 19) + 35", 1.0),                                      # the tiny model's format
-    ("plain", "<think>(44 + 19) + 35", 0.0),
-])
+@pytest.mark.parametrize(
+    "style, completion, expected",
+    [
+        ("paper", " </think>\n<answer>(44 + 19) + 35</answer>", 1.0),
+        ("paper", " <answer>(44 + 19) + 35</answer>", 0.0),  # <think> never closed
+        ("paper", " <answer>(44 + 19) + 35</answer></think>", 0.0),  # the answer is inside <think>
+        ("instruct", "<think>x</think><answer>(44 + 19) + 35</answer>", 1.0),
+        ("instruct", "(44 + 19) + 35", 0.0),  # untagged under a reasoning style
+        ("instruct", "<think><answer>(44 + 19) + 35</answer>", 0.0),  # unterminated <think>
+        ("plain", "(44 + 19) + 35", 1.0),  # the tiny model's format
+        ("plain", "<think>(44 + 19) + 35", 0.0),
+    ],
+)
 def test_answers_inside_think_never_count_for_countdown(style, completion, expected):
     assert score(completion, NUMBERS, TARGET, style=style) == expected
 
 
-@pytest.mark.parametrize("completion, expected", [
-    (r"<think>so \boxed{41}</think> I do not know", 0.0),   # only inside <think> (TRL's reasoning rewards: 0)
-    (r"<think>so \boxed{41}", 0.0),                          # no </think>
-    (r"<think>hmm</think> \boxed{41}", 1.0),
-    (r"\boxed{41}", 1.0),
-])
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        (r"<think>so \boxed{41}</think> I do not know", 0.0),  # only inside <think> (TRL's reasoning rewards: 0)
+        (r"<think>so \boxed{41}", 0.0),  # no </think>
+        (r"<think>hmm</think> \boxed{41}", 1.0),
+        (r"\boxed{41}", 1.0),
+    ],
+)
 def test_answers_inside_think_never_count_for_math(tmp_path, completion, expected):
     task, by_gold = math_task(tmp_path, ["41"])
     assert task.score(by_gold["41"], completion) == expected

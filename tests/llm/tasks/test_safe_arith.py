@@ -1,12 +1,23 @@
 """The whitelist evaluator against sympy, on random trees, random strings and hostile input."""
+
 from fractions import Fraction
 
 import pytest
 import sympy
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from escov.llm.tasks.safe_arith import (MAX_CHARS, MAX_LITERAL_DIGITS, MAX_MAGNITUDE, MAX_NODES, UnsafeExpression,
-                                  canonical_form, evaluate_expression, literals, parse_expression)
+from escov.llm.tasks.safe_arith import (
+    MAX_CHARS,
+    MAX_LITERAL_DIGITS,
+    MAX_MAGNITUDE,
+    MAX_NODES,
+    UnsafeExpression,
+    canonical_form,
+    evaluate_expression,
+    literals,
+    parse_expression,
+)
 
 OPS = "+-*/"
 
@@ -72,19 +83,41 @@ def test_whitelisted_alphabet_strings_agree_with_python_grammar(s):
     assert isinstance(value, Fraction)
 
 
-@pytest.mark.parametrize("hostile", [
-    "__import__('os').system('touch pwned')",
-    "2**10**10", "9**9**9**9", "(1).__class__", "[1]*10**9", "lambda: 1", "1 if 1 else 2",
-    "1//0", "1%2", "-1", "+1", "~1", "1.5+2", "1e308*10", "1_000", "0x10", "1<<100", "a+b", "1,2", "()",
-    "1/0", "(3-3)/(2-2)", "1/(5-5)",
-    "9" * (MAX_LITERAL_DIGITS + 1),
-    "(" * 500 + "1" + ")" * 500,
-    "1+" * 200 + "1",
-    "*".join(["999999999999"] * 5),  # 10^60: over the magnitude bound
-    "1/" + "/".join(["999999999999"] * 5),
-    "1" * 10**6,
-    "(" * 10**5,
-])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "__import__('os').system('touch pwned')",
+        "2**10**10",
+        "9**9**9**9",
+        "(1).__class__",
+        "[1]*10**9",
+        "lambda: 1",
+        "1 if 1 else 2",
+        "1//0",
+        "1%2",
+        "-1",
+        "+1",
+        "~1",
+        "1.5+2",
+        "1e308*10",
+        "1_000",
+        "0x10",
+        "1<<100",
+        "a+b",
+        "1,2",
+        "()",
+        "1/0",
+        "(3-3)/(2-2)",
+        "1/(5-5)",
+        "9" * (MAX_LITERAL_DIGITS + 1),
+        "(" * 500 + "1" + ")" * 500,
+        "1+" * 200 + "1",
+        "*".join(["999999999999"] * 5),  # 10^60: over the magnitude bound
+        "1/" + "/".join(["999999999999"] * 5),
+        "1" * 10**6,
+        "(" * 10**5,
+    ],
+)
 def test_hostile_input_is_rejected(hostile, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UnsafeExpression):
@@ -119,6 +152,7 @@ def test_length_bound():
 
 # --- canonical forms: equal keys <=> equal rational functions of distinct symbols -------------
 
+
 def read_once_trees(n_leaves):
     """Trees over the leaves 2, 3, 5, ... (n_leaves distinct primes), each used exactly once."""
     primes = [2, 3, 5, 7, 11][:n_leaves]
@@ -129,8 +163,9 @@ def read_once_trees(n_leaves):
         while len(items) > 1:
             i = draw(st.integers(0, len(items) - 2))
             op = draw(st.sampled_from(OPS))
-            items[i:i + 2] = [(op, items[i], items[i + 1])]
+            items[i : i + 2] = [(op, items[i], items[i + 1])]
         return items[0]
+
     return build()
 
 
@@ -151,18 +186,38 @@ def test_canonical_key_equality_is_symbolic_equality(pair):
     assert same_key == same_function
 
 
-@pytest.mark.parametrize("a, b", [
-    ("2+3", "3+2"), ("2-(3-5)", "2+5-3"), ("(2-3)*(5-7)", "(3-2)*(7-5)"), ("2/(3/5)", "2*5/3"),
-    ("(2-3)/(5-7)", "(3-2)/(7-5)"), ("2*(3+5)", "(5+3)*2"),
-    ("(2-3)*5+7", "7-(3-2)*5"), ("2*3+5", "5+3*2"), ("(2-3)*(5-7)+11", "11+(3-2)*(7-5)"), ("7-(2-3)/5", "(3-2)/5+7"),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("2+3", "3+2"),
+        ("2-(3-5)", "2+5-3"),
+        ("(2-3)*(5-7)", "(3-2)*(7-5)"),
+        ("2/(3/5)", "2*5/3"),
+        ("(2-3)/(5-7)", "(3-2)/(7-5)"),
+        ("2*(3+5)", "(5+3)*2"),
+        ("(2-3)*5+7", "7-(3-2)*5"),
+        ("2*3+5", "5+3*2"),
+        ("(2-3)*(5-7)+11", "11+(3-2)*(7-5)"),
+        ("7-(2-3)/5", "(3-2)/5+7"),
+    ],
+)
 def test_known_rewrites_share_a_key(a, b):
     assert canonical_form(a) == canonical_form(b)
 
 
-@pytest.mark.parametrize("a, b", [("5-3", "3-5"), ("2*(3+5)", "2*3+5"), ("2/3", "3/2"), ("(2-3)*5", "(3-2)*5"),
-                                  ("(2-3)*5+7", "(3-2)*5+7"), ("2*3+5", "5-2*3"), ("2*3*5+7", "7-2*3*5"),
-                                  ("(2-3)/5-7", "(3-2)/5-7")])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("5-3", "3-5"),
+        ("2*(3+5)", "2*3+5"),
+        ("2/3", "3/2"),
+        ("(2-3)*5", "(3-2)*5"),
+        ("(2-3)*5+7", "(3-2)*5+7"),
+        ("2*3+5", "5-2*3"),
+        ("2*3*5+7", "7-2*3*5"),
+        ("(2-3)/5-7", "(3-2)/5-7"),
+    ],
+)
 def test_different_functions_have_different_keys(a, b):
     assert canonical_form(a) != canonical_form(b)
 
@@ -224,7 +279,7 @@ def test_printing_uses_no_parentheses_that_could_be_dropped():
         printed, _ = _printed(tree)
         value = evaluate_expression(printed)
         for i, j in _paren_pairs(printed):
-            dropped = printed[:i] + printed[i + 1:j] + printed[j + 1:]
+            dropped = printed[:i] + printed[i + 1 : j] + printed[j + 1 :]
             try:
                 other = evaluate_expression(dropped)
             except UnsafeExpression:  # a division by zero once regrouped: a different expression
@@ -232,31 +287,41 @@ def test_printing_uses_no_parentheses_that_could_be_dropped():
             assert other != value, (tree, printed, dropped)
 
 
-@pytest.mark.parametrize("op, left, right, expected", [
-    ("-", ("a+b", 1), ("c-d", 1), "a+b-(c-d)"), ("/", ("a", 3), ("b*c", 2), "a/(b*c)"),
-    ("*", ("a+b", 1), ("c", 3), "(a+b)*c"), ("+", ("a*b", 2), ("c/d", 2), "a*b+c/d"),
-    ("*", ("a", 3), ("b/c", 2), "a*b/c"), ("-", ("a", 3), ("b*c", 2), "a-b*c"), ("+", ("a", 3), ("b-c", 1), "a+b-c"),
-])
+@pytest.mark.parametrize(
+    "op, left, right, expected",
+    [
+        ("-", ("a+b", 1), ("c-d", 1), "a+b-(c-d)"),
+        ("/", ("a", 3), ("b*c", 2), "a/(b*c)"),
+        ("*", ("a+b", 1), ("c", 3), "(a+b)*c"),
+        ("+", ("a*b", 2), ("c/d", 2), "a*b+c/d"),
+        ("*", ("a", 3), ("b/c", 2), "a*b/c"),
+        ("-", ("a", 3), ("b*c", 2), "a-b*c"),
+        ("+", ("a", 3), ("b-c", 1), "a+b-c"),
+    ],
+)
 def test_join_text_at_each_precedence_boundary(op, left, right, expected):
     from escov.llm.tasks.safe_arith import join_text
 
     assert join_text(op, *left, *right) == expected
 
 
-@pytest.mark.parametrize("hostile, message", [
-    (None, "expression must be a str, got NoneType"),
-    (b"1+2", "expression must be a str, got bytes"),
-    ("1+" * 200, f"expression longer than {MAX_CHARS} characters"),
-    ("   ", "expression is empty"),
-    ("1+x", "characters outside the whitelist: ['x']"),
-    ("1" * (MAX_LITERAL_DIGITS + 1), f"a literal has more than {MAX_LITERAL_DIGITS} digits"),
-    ("1+", "not an arithmetic expression: SyntaxError"),
-    ("+".join(["1"] * 40), f"more than {MAX_NODES} syntax nodes"),
-    ("2**3", "operator Pow is not allowed"),
-    ("-3", "syntax UnaryOp is not allowed (integers and + - * / only)"),
-    ("4/(2-2)", "division by zero"),
-    ("999999999999*999999999999", f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size"),
-])
+@pytest.mark.parametrize(
+    "hostile, message",
+    [
+        (None, "expression must be a str, got NoneType"),
+        (b"1+2", "expression must be a str, got bytes"),
+        ("1+" * 200, f"expression longer than {MAX_CHARS} characters"),
+        ("   ", "expression is empty"),
+        ("1+x", "characters outside the whitelist: ['x']"),
+        ("1" * (MAX_LITERAL_DIGITS + 1), f"a literal has more than {MAX_LITERAL_DIGITS} digits"),
+        ("1+", "not an arithmetic expression: SyntaxError"),
+        ("+".join(["1"] * 40), f"more than {MAX_NODES} syntax nodes"),
+        ("2**3", "operator Pow is not allowed"),
+        ("-3", "syntax UnaryOp is not allowed (integers and + - * / only)"),
+        ("4/(2-2)", "division by zero"),
+        ("999999999999*999999999999", f"an intermediate value exceeds {MAX_MAGNITUDE:.0e} in size"),
+    ],
+)
 def test_each_refusal_says_why_in_one_line(hostile, message):
     """What a rejected completion's log line says: the rule it broke."""
     with pytest.raises(UnsafeExpression) as err:

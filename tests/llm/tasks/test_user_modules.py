@@ -2,6 +2,7 @@
 hashing its source, so that a run started by the `escov` console script (the current folder not on the
 Python path) records the my_rewards.py of the current folder and refuses an edited one on --resume, as a run
 started by `python -m escov.llm` does."""
+
 from __future__ import annotations
 
 import hashlib
@@ -18,8 +19,10 @@ from escov.llm.tasks import user_modules
 from escov.llm.tasks.reward_function import load_function
 
 ROOT = Path(__file__).resolve().parents[3]
-REWARDS = ("def exact(prompts, completions, answer, **kwargs):\n"
-           "    return [float(c.strip() == a) + 0.01 * len(c) for c, a in zip(completions, answer)]\n")
+REWARDS = (
+    "def exact(prompts, completions, answer, **kwargs):\n"
+    "    return [float(c.strip() == a) + 0.01 * len(c) for c, a in zip(completions, answer)]\n"
+)
 # what pip writes as the `escov` console script: sys.path[0] is the script's folder, not the current one
 CONSOLE_SCRIPT = """import os, re, sys
 assert os.getcwd() not in sys.path and "" not in sys.path, sys.path  # the premise of the test
@@ -49,8 +52,10 @@ def test_a_module_in_the_current_folder_is_imported_and_hashed_from_the_same_fil
     (away_from_path / "um_pkg").mkdir()
     (away_from_path / "um_pkg" / "__init__.py").write_text("")
     (away_from_path / "um_pkg" / "inner.py").write_text(REWARDS)
-    for module, file in (("um_rewards", away_from_path / "um_rewards.py"),
-                         ("um_pkg.inner", away_from_path / "um_pkg" / "inner.py")):
+    for module, file in (
+        ("um_rewards", away_from_path / "um_rewards.py"),
+        ("um_pkg.inner", away_from_path / "um_pkg" / "inner.py"),
+    ):
         assert user_modules.source_file(module) == file  # before it is imported, and after
         assert Path(user_modules.import_module(module).__file__) == file
         assert user_modules.source_file(module) == file
@@ -58,8 +63,9 @@ def test_a_module_in_the_current_folder_is_imported_and_hashed_from_the_same_fil
     assert sys.path.count(str(away_from_path)) == 0  # the current folder was on the path only while looking
 
 
-def test_a_module_on_the_python_path_wins_over_one_of_the_same_name_in_the_current_folder(away_from_path, tmp_path,
-                                                                                         monkeypatch):
+def test_a_module_on_the_python_path_wins_over_one_of_the_same_name_in_the_current_folder(
+    away_from_path, tmp_path, monkeypatch
+):
     elsewhere = tmp_path / "site"
     elsewhere.mkdir()
     (elsewhere / "um_twin.py").write_text("def exact(prompts, completions, **kwargs):\n    return ['site']\n")
@@ -80,12 +86,14 @@ def test_a_module_found_nowhere_is_named_once():
 def _escov(script: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     """`escov ARGS` run as the installed console script runs, with this checkout's escov."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
-def test_the_console_script_records_a_reward_module_of_the_current_folder_and_refuses_it_edited(tiny_model_dir,
-                                                                                               tmp_path):
+def test_the_console_script_records_a_reward_module_of_the_current_folder_and_refuses_it_edited(
+    tiny_model_dir, tmp_path
+):
     script = tmp_path / "bin" / "escov"
     script.parent.mkdir()
     script.write_text(CONSOLE_SCRIPT)
@@ -94,13 +102,55 @@ def test_the_console_script_records_a_reward_module_of_the_current_folder_and_re
     records = [{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)]
     (project / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (project / "my_rewards.py").write_text(REWARDS)
-    done = _escov(script, project, "llm", "train", "--model", str(tiny_model_dir), "--out", "run",
-                  "--task", "prompts", "--data", "train.jsonl", "--data_split", "first-4",
-                  "--reward_function", "my_rewards:exact", "--algo", "es", "--steps", "1", "--checkpoint_every", "1",
-                  "--batch_size", "2", "--train_pool", "4", "--threads", "1", "--max_completion_length", "4",
-                  "--step_samples", "2", "--probe", "false", "--eval_problems", "2", "--eval_samples", "2",
-                  "--eval_ks", "1", "--heldout_task", "", "--threshold_keep", "", "--es.population_size", "2",
-                  "--no-progress")
+    done = _escov(
+        script,
+        project,
+        "llm",
+        "train",
+        "--model",
+        str(tiny_model_dir),
+        "--out",
+        "run",
+        "--task",
+        "prompts",
+        "--data",
+        "train.jsonl",
+        "--data_split",
+        "first-4",
+        "--reward_function",
+        "my_rewards:exact",
+        "--algo",
+        "es",
+        "--steps",
+        "1",
+        "--checkpoint_every",
+        "1",
+        "--batch_size",
+        "2",
+        "--train_pool",
+        "4",
+        "--threads",
+        "1",
+        "--max_completion_length",
+        "4",
+        "--step_samples",
+        "2",
+        "--probe",
+        "false",
+        "--eval_problems",
+        "2",
+        "--eval_samples",
+        "2",
+        "--eval_ks",
+        "1",
+        "--heldout_task",
+        "",
+        "--threshold_keep",
+        "",
+        "--es.population_size",
+        "2",
+        "--no-progress",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
     source = (project / "my_rewards.py").resolve()
@@ -114,6 +164,8 @@ def test_the_console_script_records_a_reward_module_of_the_current_folder_and_re
     edited = hashlib.sha256((project / "my_rewards.py").read_bytes()).hexdigest()
     refused = _escov(script, project, "llm", "train", "--resume", "run", "--re_evaluate")
     assert refused.returncode != 0
-    assert (f"{source}: reward function source changed since the run started "
-            f"(sha256 {recorded['sha256'][:12]} -> {edited[:12]})") in refused.stderr
+    assert (
+        f"{source}: reward function source changed since the run started "
+        f"(sha256 {recorded['sha256'][:12]} -> {edited[:12]})"
+    ) in refused.stderr
     assert "Traceback" not in refused.stderr

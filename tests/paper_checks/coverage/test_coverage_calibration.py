@@ -4,11 +4,13 @@ Cover@tau and k* are known (computed by quadrature over the prompt distribution,
 Prompts: the reference's success rate p ~ Beta(0.5, 2); the model sharpens each prompt with
 probability 1/2 (p -> 1 - (1 - p)^4) and loses it otherwise (p -> p / 10), the pattern of Yue et al.
 2025; the population truths are integrals over p, averaged over the two fates."""
+
 import numpy as np
 import pytest
+from scipy import integrate, stats
+
 from escov.paper_checks.coverage.measure import bootstrap_weights
 from escov.theory.coverage import cover_at_tau, crossing_k, k_grid, pass_at_k_table, percentile_interval
-from scipy import integrate, stats
 
 A, B = 0.5, 2.0
 PROMPTS, N, REPLICATES, DATASETS = 200, 32, 500, 1000
@@ -39,9 +41,14 @@ def truths():
 
     ref = np.array([passk(lambda p: p, k) for k in KS])
     model = np.array([(passk(sharpen, k) + passk(lose, k)) / 2 for k in KS])
-    return {"ref": ref, "model": model, "k_star": float(crossing_k(KS, model, ref)),
-            "k_star_interpolated": float(crossing_k(KS, model, ref, interpolate=True)),
-            "cover_ref": cover(lambda p: p), "cover_model": (cover(sharpen) + cover(lose)) / 2}
+    return {
+        "ref": ref,
+        "model": model,
+        "k_star": float(crossing_k(KS, model, ref)),
+        "k_star_interpolated": float(crossing_k(KS, model, ref, interpolate=True)),
+        "cover_ref": cover(lambda p: p),
+        "cover_model": (cover(sharpen) + cover(lose)) / 2,
+    }
 
 
 def simulate(truth, datasets=DATASETS, seed=0):

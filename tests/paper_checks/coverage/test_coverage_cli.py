@@ -1,5 +1,6 @@
 """`escov coverage` end to end on tables whose per-prompt success rates are known, read against the test's own
 computations (exact rationals, set algebra, the k* definition written out again); and each bad input."""
+
 import json
 import math
 import os
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from escov.paper_checks.coverage.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -22,8 +24,11 @@ def write_table(path: Path, rates: dict, n: int, seed: int = 0) -> dict:
     for model, p in rates.items():
         flags = rng.random((len(p), n)) < p[:, None]
         counts[model] = flags.sum(axis=1)
-        rows += [{"model": model, "prompt_id": f"q{i}", "sample": s, "correct": int(flags[i, s])}
-                 for i in range(len(p)) for s in range(n)]
+        rows += [
+            {"model": model, "prompt_id": f"q{i}", "sample": s, "correct": int(flags[i, s])}
+            for i in range(len(p))
+            for s in range(n)
+        ]
     order = rng.permutation(len(rows))
     path.write_text("".join(json.dumps(rows[i]) + "\n" for i in order))
     return counts
@@ -58,8 +63,20 @@ def known(tmp_path_factory):
     folder = tmp_path_factory.mktemp("known")
     n = 12  # not a power of two: the grid ends in 12
     counts = write_table(folder / "table.jsonl", rates, n)
-    assert main([str(folder / "table.jsonl"), "--reference", "base", "--json", str(folder / "out.json"),
-                 "--plots", str(folder)]) == 0
+    assert (
+        main(
+            [
+                str(folder / "table.jsonl"),
+                "--reference",
+                "base",
+                "--json",
+                str(folder / "out.json"),
+                "--plots",
+                str(folder),
+            ]
+        )
+        == 0
+    )
     return rates, counts, n, json.loads((folder / "out.json").read_text()), folder
 
 
@@ -97,8 +114,11 @@ def test_solvability_sets_at_k_equal_n(known):
     for model in ("grpo", "es"):
         m, r = counts[model] > 0, counts["base"] > 0
         s = out["models"][model]["solvability"]
-        assert (s["preserved"], s["gained"], s["lost"]) == (int((m & r).sum()), int((m & ~r).sum()),
-                                                              int((~m & r).sum()))
+        assert (s["preserved"], s["gained"], s["lost"]) == (
+            int((m & r).sum()),
+            int((m & ~r).sum()),
+            int((~m & r).sum()),
+        )
     assert out["models"]["grpo"]["solvability"]["lost"] > 0  # the hard third is never solved by grpo
 
 
@@ -112,11 +132,20 @@ def test_the_console_script_and_the_module_give_the_same_report(known, tmp_path)
     *_, folder = known
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     outs = []
-    for i, command in enumerate(([sys.executable, "-m", "escov.paper_checks.console", "coverage"],
-                                 [sys.executable, "-m", "escov.paper_checks", "coverage"])):
+    for i, command in enumerate(
+        (
+            [sys.executable, "-m", "escov.paper_checks.console", "coverage"],
+            [sys.executable, "-m", "escov.paper_checks", "coverage"],
+        )
+    ):
         out = tmp_path / f"out{i}.json"
-        done = subprocess.run(command + [str(folder / "table.jsonl"), "--reference", "base", "--json", str(out)],
-                              env=env, capture_output=True, text=True, cwd=tmp_path)
+        done = subprocess.run(
+            command + [str(folder / "table.jsonl"), "--reference", "base", "--json", str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr
         assert "grpo vs base: k* =" in done.stdout
         outs.append(json.loads(out.read_text()))
@@ -139,8 +168,12 @@ def run_bad(tmp_path, capsys, lines: list[dict] | str, *flags) -> str:
 
 
 def good_rows(n=4, prompts=3, models=("base", "rl")):
-    return [{"model": m, "prompt_id": f"q{i}", "sample": s, "correct": (i + s) % 2}
-            for m in models for i in range(prompts) for s in range(n)]
+    return [
+        {"model": m, "prompt_id": f"q{i}", "sample": s, "correct": (i + s) % 2}
+        for m in models
+        for i in range(prompts)
+        for s in range(n)
+    ]
 
 
 def test_missing_column(tmp_path, capsys):
@@ -191,12 +224,19 @@ def test_damaged_json_line(tmp_path, capsys):
 
 def test_reading_and_measuring_loads_no_torch(known, tmp_path):
     *_, folder = known
-    code = ("import sys; from escov.paper_checks.coverage.cli import main; "
-            f"assert main([{str(folder / 'table.jsonl')!r}, '--json', {str(tmp_path / 'o.json')!r}, "
-            f"'--plots', {str(tmp_path)!r}]) == 0; "
-            "assert 'torch' not in sys.modules, 'torch was imported'")
-    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, cwd=tmp_path)
+    code = (
+        "import sys; from escov.paper_checks.coverage.cli import main; "
+        f"assert main([{str(folder / 'table.jsonl')!r}, '--json', {str(tmp_path / 'o.json')!r}, "
+        f"'--plots', {str(tmp_path)!r}]) == 0; "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -205,10 +245,16 @@ def test_several_seeds_average_within_prompts(tmp_path):
     seed pairs (here one seed solves prompt q1 and the other does not: lost 0.5 on average)."""
     rows = []
     for seed, flags in ((0, {"q0": [1, 0], "q1": [1, 1]}), (1, {"q0": [0, 0], "q1": [1, 0]})):
-        rows += [{"model": "rl", "seed": seed, "prompt_id": p, "sample": s, "correct": f}
-                 for p, fl in flags.items() for s, f in enumerate(fl)]
-    rows += [{"model": "base", "prompt_id": p, "sample": s, "correct": f}
-             for p, fl in {"q0": [1, 0], "q1": [0, 0]}.items() for s, f in enumerate(fl)]
+        rows += [
+            {"model": "rl", "seed": seed, "prompt_id": p, "sample": s, "correct": f}
+            for p, fl in flags.items()
+            for s, f in enumerate(fl)
+        ]
+    rows += [
+        {"model": "base", "prompt_id": p, "sample": s, "correct": f}
+        for p, fl in {"q0": [1, 0], "q1": [0, 0]}.items()
+        for s, f in enumerate(fl)
+    ]
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main([str(tmp_path / "t.jsonl"), "--json", str(tmp_path / "o.json"), "--replicates", "200"]) == 0
     rl = json.loads((tmp_path / "o.json").read_text())["models"]["rl"]

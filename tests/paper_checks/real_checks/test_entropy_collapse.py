@@ -1,6 +1,7 @@
 """entropy_collapse tests both of its parts: GRPO's token entropy falls, and ES keeps its entropy (its relative
 change within +-ENTROPY_KEEP_MARGIN, an equivalence); the ES part's decision rule on synthetic per-seed changes of
 known mean: "holds" at most 5% of the time with the truth at the margin, nearly always when the truth is 0."""
+
 from __future__ import annotations
 
 import math
@@ -15,7 +16,7 @@ from escov.theory.claims import BY_ID, ENTROPY_KEEP_MARGIN
 from escov.theory.decisions import over_seeds, t_interval
 from tests.paper_checks.test_paper_checks_verdicts import make_run
 
-STEPS = 10   # make_run writes 10 steps, entropy linear from its start to its end
+STEPS = 10  # make_run writes 10 steps, entropy linear from its start to its end
 
 
 def relative_change(start: float, end: float) -> float:
@@ -37,15 +38,18 @@ def p_base():
     return np.random.default_rng(0).uniform(0.02, 0.5, 40)
 
 
-GRPO_FALLS = (0.55, 0.60, 0.65, 0.58)   # about 38% down by the last fifth
+GRPO_FALLS = (0.55, 0.60, 0.65, 0.58)  # about 38% down by the last fifth
 
 
-@pytest.mark.parametrize("es_ends, status", [
-    ((0.99, 1.01, 1.00, 0.98), HOLDS),          # ES within about 1% of its start: kept
-    ((0.80, 0.82, 0.84, 0.81), FAILS),          # ES down about 17%, above GRPO's fall, yet not kept
-    ((0.40, 0.45, 0.42, 0.43), FAILS),          # ES collapses like GRPO
-    ((0.70, 1.30, 0.85, 1.15), INCONCLUSIVE),   # ES's seeds too spread to say
-])
+@pytest.mark.parametrize(
+    "es_ends, status",
+    [
+        ((0.99, 1.01, 1.00, 0.98), HOLDS),  # ES within about 1% of its start: kept
+        ((0.80, 0.82, 0.84, 0.81), FAILS),  # ES down about 17%, above GRPO's fall, yet not kept
+        ((0.40, 0.45, 0.42, 0.43), FAILS),  # ES collapses like GRPO
+        ((0.70, 1.30, 0.85, 1.15), INCONCLUSIVE),  # ES's seeds too spread to say
+    ],
+)
 def test_the_verdict_needs_grpos_fall_and_es_kept(tmp_path, p_base, es_ends, status):
     v = REAL_CHECKS["entropy_collapse"](_runs(tmp_path, p_base, es_ends, GRPO_FALLS))
     assert v.status == status, v.ours
@@ -73,7 +77,7 @@ def _holds_rate(truth: float, sd: float, seeds: int, reps: int, rng) -> float:
     mean, se = x.mean(1), x.std(1, ddof=1) / math.sqrt(seeds)
     lo, hi = t_interval(mean, se, seeds - 1)
     one = over_seeds(x[0])
-    assert (one["lo"], one["hi"]) == pytest.approx((lo[0], hi[0]), abs=1e-12)   # the same interval as the check's
+    assert (one["lo"], one["hi"]) == pytest.approx((lo[0], hi[0]), abs=1e-12)  # the same interval as the check's
     return float(np.mean([test.decide(a, b) == HOLDS for a, b in zip(lo, hi)]))
 
 

@@ -1,5 +1,6 @@
 """thresholded_pass1 is reported at the sparsity its statement names (the paper's, THRESHOLDED_PERCENT) and read from
 the checkpoints thresholded there; runs thresholded at other sparsities only give no verdict and are named."""
+
 from __future__ import annotations
 
 import json
@@ -46,9 +47,15 @@ def test_decided_at_the_named_sparsity_from_its_own_checkpoints(tmp_path, p_base
     change = {0: 0.004, 1: -0.002, 2: 0.001}
 
     def rows(seed, final):
-        return [{"keep_percent": 50.0, "sparsity_percent": 50.0, "pass_at_1": final - 0.3},
-                {"keep_percent": 100 - THRESHOLDED_PERCENT, "sparsity_percent": THRESHOLDED_PERCENT,
-                 "pass_at_1": final + change[seed]}]
+        return [
+            {"keep_percent": 50.0, "sparsity_percent": 50.0, "pass_at_1": final - 0.3},
+            {
+                "keep_percent": 100 - THRESHOLDED_PERCENT,
+                "sparsity_percent": THRESHOLDED_PERCENT,
+                "pass_at_1": final + change[seed],
+            },
+        ]
+
     v = REAL_CHECKS["thresholded_pass1"](collect(_es_runs(tmp_path, p_base, rows)))
     est = over_seeds(list(change.values()))
     assert v.status == HOLDS and v.evidence["diffs"] == pytest.approx(list(change.values()), abs=1e-12)
@@ -59,6 +66,7 @@ def test_decided_at_the_named_sparsity_from_its_own_checkpoints(tmp_path, p_base
 def test_runs_thresholded_elsewhere_only_give_no_verdict_and_are_named(tmp_path, p_base):
     def rows(seed, final):
         return [{"keep_percent": 50.0, "sparsity_percent": 50.0, "pass_at_1": final}]
+
     dirs = _es_runs(tmp_path, p_base, rows)
     v = REAL_CHECKS["thresholded_pass1"](collect(dirs))
     assert v.status == MISSING and "thresholded ES at 50% sparsity only" in v.note

@@ -1,6 +1,7 @@
 """The shipped bases (paper_checks/reproduce/bases): the quick look's and the answer's, one per recipe (a preset and the
 fields it replaces) for the current code and torch, nothing else in the folder, taken by a reproduction instead of
 pretraining, and (slow) equal to what the stated command builds."""
+
 import json
 import os
 
@@ -17,9 +18,12 @@ ANSWER = (BUDGETS["answer"].base_preset, BUDGETS["answer"].base_settings)
 
 
 def shipped_record(preset: str, settings: tuple = ()) -> dict:
-    folders = [f for f in sorted(SHIPPED_BASES.iterdir())
-               if json.loads((f / SHIPPED_RECORD).read_text())["settings"] == dict(settings)
-               and json.loads((f / SHIPPED_RECORD).read_text())["preset"] == preset]
+    folders = [
+        f
+        for f in sorted(SHIPPED_BASES.iterdir())
+        if json.loads((f / SHIPPED_RECORD).read_text())["settings"] == dict(settings)
+        and json.loads((f / SHIPPED_RECORD).read_text())["preset"] == preset
+    ]
     assert len(folders) == 1, f"expected one shipped {preset} {dict(settings)} base, found {[f.name for f in folders]}"
     return json.loads((folders[0] / SHIPPED_RECORD).read_text()) | {"folder": folders[0]}
 
@@ -33,8 +37,9 @@ def test_each_shipped_base_is_keyed_by_the_current_code(preset, settings):
     if record["torch"] != torch.__version__:
         pytest.skip(f"the shipped bases were built with torch {record['torch']}, this is {torch.__version__}")
     # fails when the code that builds a base changed without `python -m escov.paper_checks bases`
-    assert record["key"] == f"{preset}-{base_cache_key(preset, settings=settings)}", \
+    assert record["key"] == f"{preset}-{base_cache_key(preset, settings=settings)}", (
         "stale shipped base: run python -m escov.paper_checks bases"
+    )
     pretrain = json.loads((record["folder"] / "pretrain.json").read_text())
     assert pretrain["preset"] == preset and pretrain["seed"] == 0 and pretrain["overrides"] == dict(settings)
     assert all(pretrain["config"][k] == type(pretrain["config"][k])(v) for k, v in settings)
@@ -70,30 +75,40 @@ def test_the_stated_command_builds_the_shipped_base(tmp_path, preset, settings):
     # pretraining is deterministic on one machine; another CPU may round differently, so this holds
     # where the bases were built (about 9 minutes each on one thread)
     from escov.llm.tinymodel import pretrain
+
     record = shipped_record(preset, settings)
     torch.set_num_threads(1)
     pretrain(tmp_path / preset, preset=preset, seed=0, progress=False, overrides=dict(settings))
-    built, shipped = load_file(tmp_path / preset / "model.safetensors"), load_file(record["folder"] / "model.safetensors")
+    built, shipped = (
+        load_file(tmp_path / preset / "model.safetensors"),
+        load_file(record["folder"] / "model.safetensors"),
+    )
     assert built.keys() == shipped.keys()
-    assert all(torch.equal(built[k], shipped[k]) for k in built), f"differs from the shipped base (CPU: {os.cpu_count()} cores)"
+    assert all(torch.equal(built[k], shipped[k]) for k in built), (
+        f"differs from the shipped base (CPU: {os.cpu_count()} cores)"
+    )
 
 
 def test_shipping_copies_a_cached_base_and_removes_every_other_folder(tmp_path, monkeypatch):
     import shutil
 
     from escov.llm import tinymodel
+
     record = shipped_record(QUICK)
     shipped, cache = tmp_path / "bases", tmp_path / "cache"
     monkeypatch.setattr(bases, "SHIPPED_BASES", shipped)
     monkeypatch.setenv(bases.CACHE_ENV, str(cache))
-    monkeypatch.setattr(tinymodel, "pretrain", lambda *a, **k: pytest.fail("pretrained although the cache holds the base"))
+    monkeypatch.setattr(
+        tinymodel, "pretrain", lambda *a, **k: pytest.fail("pretrained although the cache holds the base")
+    )
     key = bases.shipped_base_dir(QUICK).name
     shutil.copytree(record["folder"], cache / "bases" / key, ignore=shutil.ignore_patterns(SHIPPED_RECORD))
     answer_key = bases.shipped_base_dir(ANSWER[0], ANSWER[1]).name
-    shutil.copytree(shipped_record(*ANSWER)["folder"], cache / "bases" / answer_key,
-                    ignore=shutil.ignore_patterns(SHIPPED_RECORD))
-    (shipped / "small-0123456789abcdef").mkdir(parents=True)   # a preset no budget ships any more
-    (shipped / f"{QUICK}-0000000000000000").mkdir()              # the same preset at a stale key
+    shutil.copytree(
+        shipped_record(*ANSWER)["folder"], cache / "bases" / answer_key, ignore=shutil.ignore_patterns(SHIPPED_RECORD)
+    )
+    (shipped / "small-0123456789abcdef").mkdir(parents=True)  # a preset no budget ships any more
+    (shipped / f"{QUICK}-0000000000000000").mkdir()  # the same preset at a stale key
     assert bases.ship_bases(progress=False) == [shipped / key, shipped / answer_key]
     assert sorted(p.name for p in shipped.iterdir()) == sorted([key, answer_key])
     assert (shipped / key / "model.safetensors").read_bytes() == (record["folder"] / "model.safetensors").read_bytes()

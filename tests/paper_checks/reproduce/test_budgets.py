@@ -1,21 +1,30 @@
 """Each setting of a reproduction's budget (paper_checks/reproduce/budgets.py Budget), changed, changes the
 reproduction it plans: the runs of `plan` and the jobs of `reproduction_jobs`, read without running them."""
+
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 from pathlib import Path
 
-from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
 from escov.paper_checks.reproduce.budgets import BUDGETS, ES_VARIANTS
+from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
 from escov.paper_checks.reproduce.plan import plan
 from escov.paper_checks.reproduce.reproduction import reproduction_jobs
 
 SMALL = BUDGETS["small"]
-CHANGED = replace(SMALL, seeds=(5, 7), task="countdown", switch_fraction=0.25, schedules=True,
-                  es_variants=("es-twopoint",), sweep_populations=(8,),
-                  common=SMALL.common | {"steps": 8, "batch_size": 3},
-                  es=SMALL.es | {"sigma": 0.003}, grpo=SMALL.grpo | {"learning_rate": 2e-4})
+CHANGED = replace(
+    SMALL,
+    seeds=(5, 7),
+    task="countdown",
+    switch_fraction=0.25,
+    schedules=True,
+    es_variants=("es-twopoint",),
+    sweep_populations=(8,),
+    common=SMALL.common | {"steps": 8, "batch_size": 3},
+    es=SMALL.es | {"sigma": 0.003},
+    grpo=SMALL.grpo | {"learning_rate": 2e-4},
+)
 
 
 def _args(jobs, name):
@@ -56,8 +65,15 @@ def test_sweep_populations_give_a_run_per_population_and_base():
 def test_presets_scale_grid_and_curve_reach_their_jobs(tmp_path):
     grid = GridDesign(sigmas=(0.01,), members=(4,), draws={4: 2})
     curve = {"points": 2, "samples": 32}
-    budget = replace(CHANGED, base_preset="narrow", sweep_preset="default", simulate_scale=0.125, grid=grid,
-                     curve=curve, es_variants=())
+    budget = replace(
+        CHANGED,
+        base_preset="narrow",
+        sweep_preset="default",
+        simulate_scale=0.125,
+        grid=grid,
+        curve=curve,
+        es_variants=(),
+    )
     jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
     assert _args(jobs, "pretrain base")[1][1] == "narrow"
     assert _args(jobs, "pretrain sweep base")[1][1] == "default"
@@ -73,7 +89,10 @@ def test_base_settings_and_the_premise_control_reach_their_jobs(tmp_path):
     budget = replace(CHANGED, base_settings=(("rare_keep", "0.5"),), premise_control=True)
     jobs = reproduction_jobs(budget, tmp_path, None, progress=False)
     assert _args(jobs, "pretrain base")[1][3] == (("rare_keep", "0.5"),)
-    assert _args(jobs, "premise control") == (reproduction._premise_control, (tmp_path / "base", tmp_path / "premise-control", budget))
+    assert _args(jobs, "premise control") == (
+        reproduction._premise_control,
+        (tmp_path / "base", tmp_path / "premise-control", budget),
+    )
     assert "premise control" not in {j.name for j in reproduction_jobs(CHANGED, tmp_path, None, progress=False)}
     # the settings reach the pretraining and key the base apart from the plain preset's
     assert bases.base_cache_key("test", settings=budget.base_settings) != bases.base_cache_key("test")

@@ -1,5 +1,6 @@
 """The answer's extra arm (paper_checks/reproduce/grpo_variants.py): the choice of the coverage-keeping GRPO variant
 on curves whose reading is worked by hand, and the whole path on a tiny design of the tiny model (not the real run)."""
+
 import json
 from dataclasses import replace
 from math import comb
@@ -14,8 +15,16 @@ from escov.paper_checks.reproduce import grpo_variants
 def _curve(seed, pass1, counts, n=64):
     t = len(pass1)
     counts = np.array(counts)
-    return Curve(seed=seed, steps=np.arange(t) * 10, pass1=np.array(pass1, dtype=float), counts=counts, n=n,
-                 entropy=np.zeros(t), greedy=np.zeros(t), ids=tuple(f"p{i}" for i in range(counts.shape[1])))
+    return Curve(
+        seed=seed,
+        steps=np.arange(t) * 10,
+        pass1=np.array(pass1, dtype=float),
+        counts=counts,
+        n=n,
+        entropy=np.zeros(t),
+        greedy=np.zeros(t),
+        ids=tuple(f"p{i}" for i in range(counts.shape[1])),
+    )
 
 
 def _p32(c, n=64):
@@ -35,12 +44,14 @@ def test_choose_reads_each_candidate_at_grpos_plateau_pass1_and_skips_one_that_n
 
     def at(c1, c2, w):  # per prompt, interpolated, minus the base's
         return [(1 - w) * _p32(a) + w * _p32(b) - _p32(base) for a, b, base in zip(c1, c2, (10, 2))]
+
     assert got["candidates"]["keeps"]["pass32_minus_base"] == pytest.approx(np.mean(at((9, 2), (8, 1), 0.25)))
     assert got["candidates"]["loses"]["pass32_minus_base"] == pytest.approx(np.mean(at((5, 1), (3, 0), 0.5)))
     assert got["candidates"]["stalls"] == {"seeds": 2, "pass32_minus_base": None, "reaches": False}
     assert got["chosen"] == "keeps" and got["reason"] is None
     assert got["plain_pass32_minus_base"] == pytest.approx(
-        np.mean([_p32(6) - _p32(10), _p32(1) - _p32(2), _p32(6) - _p32(10), _p32(0) - _p32(2)]))
+        np.mean([_p32(6) - _p32(10), _p32(1) - _p32(2), _p32(6) - _p32(10), _p32(0) - _p32(2)])
+    )
     none = grpo_variants.choose(plain, {"stalls": stalls})
     assert none["chosen"] is None and "0.550" in none["reason"]
 
@@ -59,26 +70,70 @@ def test_the_arm_runs_end_to_end_on_a_tiny_design(tiny_model_dir, tmp_path):
 
     torch.set_num_threads(1)
     curve = {"points": 2, "samples": 32, "temperature": 1.0, "resolution": 0.99, "max_points": 3}
-    common = {"steps": 2, "batch_size": 2, "max_completion_length": 5, "eval_problems": 3, "eval_samples": 2,
-              "eval_ks": (1,), "heldout_task": "", "threshold_keep": (), "probe": False, "checkpoint_every": 1,
-              "checkpoint_dense": 0, "threads": 1, "step_samples": 1}
-    budget = replace(BUDGETS["answer"], common=common, curve=curve, grpo={"num_generations": 4},
-                     es={"population_size": 4, "sigma": 0.02, "alpha": 0.01})
-    design = grpo_variants.Design(seeds=(300, 301), steps=2, checkpoint_every=1, prompts=3,
-                                  curve=tuple(curve.items()))
+    common = {
+        "steps": 2,
+        "batch_size": 2,
+        "max_completion_length": 5,
+        "eval_problems": 3,
+        "eval_samples": 2,
+        "eval_ks": (1,),
+        "heldout_task": "",
+        "threshold_keep": (),
+        "probe": False,
+        "checkpoint_every": 1,
+        "checkpoint_dense": 0,
+        "threads": 1,
+        "step_samples": 1,
+    }
+    budget = replace(
+        BUDGETS["answer"],
+        common=common,
+        curve=curve,
+        grpo={"num_generations": 4},
+        es={"population_size": 4, "sigma": 0.02, "alpha": 0.01},
+    )
+    design = grpo_variants.Design(seeds=(300, 301), steps=2, checkpoint_every=1, prompts=3, curve=tuple(curve.items()))
     answer = tmp_path / "answer"
-    run_control(tiny_model_dir, answer / PREMISE_DIR, budget, jobs=1, seeds=design.seeds, steps=2, problems=3,
-                curve=curve, checkpoint_every=1, log=lambda msg: None)
-    runs = {f"{algo}-s{seed}": common | {"algo": algo, "model": str(tiny_model_dir), "seed": seed, "task": budget.task,
-                                         "grpo": budget.grpo, "es": budget.es}
-            for algo in ("grpo", "es") for seed in (0, 1)}
+    run_control(
+        tiny_model_dir,
+        answer / PREMISE_DIR,
+        budget,
+        jobs=1,
+        seeds=design.seeds,
+        steps=2,
+        problems=3,
+        curve=curve,
+        checkpoint_every=1,
+        log=lambda msg: None,
+    )
+    runs = {
+        f"{algo}-s{seed}": common
+        | {
+            "algo": algo,
+            "model": str(tiny_model_dir),
+            "seed": seed,
+            "task": budget.task,
+            "grpo": budget.grpo,
+            "es": budget.es,
+        }
+        for algo in ("grpo", "es")
+        for seed in (0, 1)
+    }
     run_all(runs, answer / "runs", curve, 1, lambda msg: None)
     (answer / REPORT_DIR).mkdir()
     write_json(answer / REPORT_DIR / "report.json", {"claims": []})
     (answer / REPORT_DIR / "REPORT.md").write_text("# report\n", encoding="utf-8")
     candidates = {"entropy-bonus": {"entropy_coef": 0.01}, "kl-cov": {"loss_type": "kl_cov"}}
-    rec = grpo_variants.run(answer, budget, premise_dir=PREMISE_DIR, report_dir=REPORT_DIR, design=design,
-                            candidates=candidates, jobs=1, log=lambda msg: None)
+    rec = grpo_variants.run(
+        answer,
+        budget,
+        premise_dir=PREMISE_DIR,
+        report_dir=REPORT_DIR,
+        design=design,
+        candidates=candidates,
+        jobs=1,
+        log=lambda msg: None,
+    )
 
     selection = read_json(answer / grpo_variants.VARIANTS_DIR / "selection.json")
     assert set(selection["candidates"]) == set(candidates)
@@ -94,8 +149,9 @@ def test_the_arm_runs_end_to_end_on_a_tiny_design(tiny_model_dir, tmp_path):
         return
     assert rec["settings"] == candidates[rec["chosen"]]
     for seed in (0, 1):
-        cfg = read_json(answer / grpo_variants.VARIANTS_DIR / "test-runs" / f"grpo[{rec['chosen']}]-s{seed}"
-                        / "config.json")
+        cfg = read_json(
+            answer / grpo_variants.VARIANTS_DIR / "test-runs" / f"grpo[{rec['chosen']}]-s{seed}" / "config.json"
+        )
         assert cfg["seed"] == seed and all(cfg["grpo"][k] == v for k, v in rec["settings"].items())
     assert rec["variant_plateau_minus_base"]["verdict"] in ("narrowed", "widened", "no_change_detected")
     assert "pass@32" in rec["variant_plateau_minus_base"]

@@ -1,6 +1,7 @@
 """How the Lemma 1 grid measures: measure_grid's rows on the tiny model against the same populations drawn and
 scored again here, step by step, with every statistic computed by hand; and grid_row on per-draw values written
 by hand (its keys, its statistics and their boundaries)."""
+
 import contextlib
 import hashlib
 import io
@@ -15,15 +16,40 @@ from escov.theory.paper import LEMMA1_S_LIMIT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-SIGMA, MEMBERS, DRAWS = 3e-3, 3, 2   # at this sigma both draws' derive_seed has bit 31 set (pop_seed keeps 31 bits)
+SIGMA, MEMBERS, DRAWS = 3e-3, 3, 2  # at this sigma both draws' derive_seed has bit 31 set (pop_seed keeps 31 bits)
 DESIGN = GridDesign(sigmas=(SIGMA,), members=(MEMBERS,), draws={MEMBERS: DRAWS}, prompts=1, samples=2, center_samples=2)
 TEMPERATURE, MAX_NEW_TOKENS = 0.7, 5
 BAR = "lemma 1 grid (antithetic pairs of populations)"
 
-STATISTICS = {"measured", "measured_se", "predicted", "predicted_se", "ratio", "ratio_ci", "ratio_df", "ratio_se_log",
-              "ratio_of_means", "ratio_sd", "ratios"}
-ROW_KEYS = {"sigma", "members", "draws", *STATISTICS, "s_measured", "s_ci", "s_predicted", "in_regime", "fisher_trace",
-            "fisher_trace_se", "jssucc", "jspol_minus_jssucc", "dpi_share", "lemma2"}
+STATISTICS = {
+    "measured",
+    "measured_se",
+    "predicted",
+    "predicted_se",
+    "ratio",
+    "ratio_ci",
+    "ratio_df",
+    "ratio_se_log",
+    "ratio_of_means",
+    "ratio_sd",
+    "ratios",
+}
+ROW_KEYS = {
+    "sigma",
+    "members",
+    "draws",
+    *STATISTICS,
+    "s_measured",
+    "s_ci",
+    "s_predicted",
+    "in_regime",
+    "fisher_trace",
+    "fisher_trace_se",
+    "jssucc",
+    "jspol_minus_jssucc",
+    "dpi_share",
+    "lemma2",
+}
 SETTINGS = {"task", "temperature", "max_new_tokens", "prompts", "samples", "center_samples"}
 
 
@@ -58,27 +84,56 @@ def _draws_by_hand(model_dir, task, seed=0) -> list[dict]:
         center = {k: p.detach().float().clone() for k, p in engine.model.named_parameters()}
         draws = []
         for draw in range(DRAWS):
-            pop_seed = derive_seed(seed, SIGMA, MEMBERS, draw) % 2 ** 31
+            pop_seed = derive_seed(seed, SIGMA, MEMBERS, draw) % 2**31
             pair = {}
             for sign in (1.0, -1.0):
                 logp, correct, chain = population_samples(
-                    engine=engine, scorer=engine.model, task=task, problems=problems, encode=engine.prompt_token_ids,
-                    pad_id=engine.tokenizer.pad_token_id, center=center, sigma=SIGMA, members=MEMBERS,
-                    samples=DESIGN.samples, temperature=TEMPERATURE, max_new_tokens=MAX_NEW_TOKENS, seed=pop_seed, step=0,
-                    sign=sign)
-                (lp,), (ok,), (ch,) = logp, correct, chain        # the one probe prompt
-                log_r = np.stack([lp[j, :, MEMBERS] - lp[j, :, j] for j in range(MEMBERS)])   # log pi_0 / pi_j
+                    engine=engine,
+                    scorer=engine.model,
+                    task=task,
+                    problems=problems,
+                    encode=engine.prompt_token_ids,
+                    pad_id=engine.tokenizer.pad_token_id,
+                    center=center,
+                    sigma=SIGMA,
+                    members=MEMBERS,
+                    samples=DESIGN.samples,
+                    temperature=TEMPERATURE,
+                    max_new_tokens=MAX_NEW_TOKENS,
+                    seed=pop_seed,
+                    step=0,
+                    sign=sign,
+                )
+                (lp,), (ok,), (ch,) = logp, correct, chain  # the one probe prompt
+                log_r = np.stack([lp[j, :, MEMBERS] - lp[j, :, j] for j in range(MEMBERS)])  # log pi_0 / pi_j
                 succ = success_diversity(ok, seed=derive_seed(pop_seed, "success-null", sign, 0))
-                pair[sign] = {"jspol": ch.mean(), "s": float(np.mean(np.expm1(log_r) - log_r)), "correct": ok,
-                              **{k: succ[k] - succ[k + "_null"] for k in ("jssucc", "gap", "local")}}
-            out = rollout(engine, task, problems, n=DESIGN.center_samples, temperature=TEMPERATURE,
-                          max_new_tokens=MAX_NEW_TOKENS, seed=derive_seed(pop_seed, "prediction-center"), step=0)
-            gram = direction_gram(engine.model, center, [engine.prompt_token_ids(problems[0].prompt)] * DESIGN.center_samples,
-                                  [c.token_ids for c in out.completions[0]],
-                                  [population_direction(center, pop_seed, 0, j) for j in range(MEMBERS)], TEMPERATURE,
-                                  engine.tokenizer.pad_token_id).mean(axis=2)          # [j, k]: eps_j^T I eps_k
-            centered = np.trace(gram) - gram.sum() / MEMBERS       # sum_j d_j^T I d_j, d_j = eps_j - eps_bar
-            draws.append({"pair": pair, "q": 0.5 * SIGMA ** 2 * centered / MEMBERS, "trace": centered / (MEMBERS - 1)})
+                pair[sign] = {
+                    "jspol": ch.mean(),
+                    "s": float(np.mean(np.expm1(log_r) - log_r)),
+                    "correct": ok,
+                    **{k: succ[k] - succ[k + "_null"] for k in ("jssucc", "gap", "local")},
+                }
+            out = rollout(
+                engine,
+                task,
+                problems,
+                n=DESIGN.center_samples,
+                temperature=TEMPERATURE,
+                max_new_tokens=MAX_NEW_TOKENS,
+                seed=derive_seed(pop_seed, "prediction-center"),
+                step=0,
+            )
+            gram = direction_gram(
+                engine.model,
+                center,
+                [engine.prompt_token_ids(problems[0].prompt)] * DESIGN.center_samples,
+                [c.token_ids for c in out.completions[0]],
+                [population_direction(center, pop_seed, 0, j) for j in range(MEMBERS)],
+                TEMPERATURE,
+                engine.tokenizer.pad_token_id,
+            ).mean(axis=2)  # [j, k]: eps_j^T I eps_k
+            centered = np.trace(gram) - gram.sum() / MEMBERS  # sum_j d_j^T I d_j, d_j = eps_j - eps_bar
+            draws.append({"pair": pair, "q": 0.5 * SIGMA**2 * centered / MEMBERS, "trace": centered / (MEMBERS - 1)})
         return draws
     finally:
         engine.close()
@@ -94,9 +149,20 @@ def measured(tiny_model_dir):
     coin.steps.clear()
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        rows = measure_grid(tiny_model_dir, DESIGN, task=task, task_name="coin countdown", temperature=TEMPERATURE,
-                            max_new_tokens=MAX_NEW_TOKENS)
-    return {"rows": rows, "stderr": err.getvalue(), "steps": list(coin.steps), "hand": _draws_by_hand(tiny_model_dir, task)}
+        rows = measure_grid(
+            tiny_model_dir,
+            DESIGN,
+            task=task,
+            task_name="coin countdown",
+            temperature=TEMPERATURE,
+            max_new_tokens=MAX_NEW_TOKENS,
+        )
+    return {
+        "rows": rows,
+        "stderr": err.getvalue(),
+        "steps": list(coin.steps),
+        "hand": _draws_by_hand(tiny_model_dir, task),
+    }
 
 
 def test_the_row_is_the_populations_measured_by_hand(measured):
@@ -105,9 +171,17 @@ def test_the_row_is_the_populations_measured_by_hand(measured):
     (row,) = measured["rows"]
     assert set(row) == ROW_KEYS | SETTINGS
     assert {k: row[k] for k in SETTINGS | {"sigma", "members", "draws"}} == {
-        "task": "coin countdown", "temperature": TEMPERATURE, "max_new_tokens": MAX_NEW_TOKENS, "prompts": 1,
-        "samples": 2, "center_samples": 2, "sigma": SIGMA, "members": MEMBERS, "draws": DRAWS}
-    assert measured["steps"] and set(measured["steps"]) == {0}      # every completion scored at step 0 (the base)
+        "task": "coin countdown",
+        "temperature": TEMPERATURE,
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "prompts": 1,
+        "samples": 2,
+        "center_samples": 2,
+        "sigma": SIGMA,
+        "members": MEMBERS,
+        "draws": DRAWS,
+    }
+    assert measured["steps"] and set(measured["steps"]) == {0}  # every completion scored at step 0 (the base)
     # the bar: its description and its total (one tick per draw), on stderr
     assert f"{BAR}: 100%" in measured["stderr"] and f"| {DRAWS}/{DRAWS} [" in measured["stderr"]
     hand = measured["hand"]
@@ -119,7 +193,10 @@ def test_the_row_is_the_populations_measured_by_hand(measured):
     q = np.array([d["q"] for d in hand])
     trace = np.array([d["trace"] for d in hand])
     s = np.array([(d["pair"][1.0]["s"] + d["pair"][-1.0]["s"]) / 2 for d in hand])
-    per_pop = {k: np.array([[d["pair"][sign][k] for sign in (1.0, -1.0)] for d in hand]) for k in ("jssucc", "gap", "local", "jspol")}
+    per_pop = {
+        k: np.array([[d["pair"][sign][k] for sign in (1.0, -1.0)] for d in hand])
+        for k in ("jssucc", "gap", "local", "jspol")
+    }
     assert row["ratios"] == pytest.approx((js / q).tolist(), rel=1e-6)
     assert row["measured"] == pytest.approx(js.mean(), rel=1e-6)
     assert row["predicted"] == pytest.approx(q.mean(), rel=1e-6)
@@ -127,11 +204,11 @@ def test_the_row_is_the_populations_measured_by_hand(measured):
     assert row["fisher_trace"] == pytest.approx(trace.mean(), rel=1e-6)
     assert row["fisher_trace_se"] == pytest.approx(trace.std(ddof=1) / math.sqrt(DRAWS), rel=1e-6)
     # tr I's estimate and the prediction: Q = (sigma^2 / 2)(1 - 1/N) x (1/(N - 1)) sum_j d_j^T I d_j, draw by draw
-    assert row["predicted"] == pytest.approx(0.5 * SIGMA ** 2 * (1 - 1 / MEMBERS) * row["fisher_trace"], rel=1e-9)
+    assert row["predicted"] == pytest.approx(0.5 * SIGMA**2 * (1 - 1 / MEMBERS) * row["fisher_trace"], rel=1e-9)
     assert row["s_measured"] == pytest.approx(s.mean(), rel=1e-6)
     assert row["s_ci"] == pytest.approx(_t_ci(s), rel=1e-6)
     assert row["in_regime"] == bool(s.mean() <= LEMMA1_S_LIMIT)
-    assert row["s_predicted"] == pytest.approx(0.5 * SIGMA ** 2 * trace.mean(), rel=1e-6)
+    assert row["s_predicted"] == pytest.approx(0.5 * SIGMA**2 * trace.mean(), rel=1e-6)
     jssucc = per_pop["jssucc"].mean(axis=1)
     assert row["jssucc"]["mean"] == pytest.approx(jssucc.mean(), abs=1e-12)
     assert row["jssucc"]["ci"] == pytest.approx(_t_ci(jssucc), abs=1e-12)
@@ -150,29 +227,75 @@ def test_no_progress_bar_when_asked(tiny_model_dir):
     empty = GridDesign(sigmas=(SIGMA,), members=(MEMBERS,), draws={MEMBERS: DRAWS}, sigmas_of={MEMBERS: ()})  # no cell
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        rows = measure_grid(tiny_model_dir, empty, task=get_task("countdown3"), task_name="countdown3",
-                            temperature=TEMPERATURE, max_new_tokens=MAX_NEW_TOKENS, progress=False)
+        rows = measure_grid(
+            tiny_model_dir,
+            empty,
+            task=get_task("countdown3"),
+            task_name="countdown3",
+            temperature=TEMPERATURE,
+            max_new_tokens=MAX_NEW_TOKENS,
+            progress=False,
+        )
     assert rows == [] and BAR not in err.getvalue()
 
 
 def _draw(jspol, predicted, trace, s, jssucc, jssucc_null, gap, gap_null, local, local_null) -> dict:
-    return {k: np.array(v, dtype=float) for k, v in dict(
-        jspol=jspol, predicted=predicted, fisher_trace=trace, s=s, jssucc=jssucc, jssucc_null=jssucc_null, gap=gap,
-        gap_null=gap_null, local=local, local_null=local_null).items()}
+    return {
+        k: np.array(v, dtype=float)
+        for k, v in dict(
+            jspol=jspol,
+            predicted=predicted,
+            fisher_trace=trace,
+            s=s,
+            jssucc=jssucc,
+            jssucc_null=jssucc_null,
+            gap=gap,
+            gap_null=gap_null,
+            local=local,
+            local_null=local_null,
+        ).items()
+    }
 
 
 # three draws, two signs x two prompts each; the corrected JSsucc (jssucc - null) holds the DPI's edge cases: exactly
 # 0, exactly JSpol, between, negative, above JSpol, and positive but below 1
 PER_DRAW = [
-    _draw([[0.25, 0.5], [0.375, 0.125]], [0.2, 0.4], [1000.0, 1500.0], [0.01, 0.03],
-          [[0.25, 0.75], [0.5, 0.0]], [[0.25, 0.25], [0.25, 0.0625]],
-          [[0.3, 0.2], [0.1, 0.4]], [[0.05, 0.02], [0.01, 0.1]], [[0.2, 0.1], [0.3, 0.05]], [[0.01, 0.02], [0.03, 0.04]]),
-    _draw([[0.5, 0.75], [0.25, 0.5]], [0.3, 0.5], [1800.0, 2500.0], [0.02, 0.04],
-          [[0.5, 1.0], [0.125, 0.25]], [[0.25, 0.125], [0.125, 0.5]],
-          [[0.2, 0.6], [0.3, 0.1]], [[0.1, 0.2], [0.05, 0.02]], [[0.4, 0.3], [0.2, 0.1]], [[0.1, 0.05], [0.02, 0.01]]),
-    _draw([[0.125, 0.25], [0.625, 0.375]], [0.35, 0.25], [2100.0, 1200.0], [0.06, 0.08],
-          [[0.375, 0.0625], [0.75, 0.25]], [[0.25, 0.125], [0.125, 0.125]],
-          [[0.5, 0.3], [0.2, 0.7]], [[0.3, 0.1], [0.1, 0.3]], [[0.1, 0.5], [0.6, 0.2]], [[0.05, 0.3], [0.1, 0.1]]),
+    _draw(
+        [[0.25, 0.5], [0.375, 0.125]],
+        [0.2, 0.4],
+        [1000.0, 1500.0],
+        [0.01, 0.03],
+        [[0.25, 0.75], [0.5, 0.0]],
+        [[0.25, 0.25], [0.25, 0.0625]],
+        [[0.3, 0.2], [0.1, 0.4]],
+        [[0.05, 0.02], [0.01, 0.1]],
+        [[0.2, 0.1], [0.3, 0.05]],
+        [[0.01, 0.02], [0.03, 0.04]],
+    ),
+    _draw(
+        [[0.5, 0.75], [0.25, 0.5]],
+        [0.3, 0.5],
+        [1800.0, 2500.0],
+        [0.02, 0.04],
+        [[0.5, 1.0], [0.125, 0.25]],
+        [[0.25, 0.125], [0.125, 0.5]],
+        [[0.2, 0.6], [0.3, 0.1]],
+        [[0.1, 0.2], [0.05, 0.02]],
+        [[0.4, 0.3], [0.2, 0.1]],
+        [[0.1, 0.05], [0.02, 0.01]],
+    ),
+    _draw(
+        [[0.125, 0.25], [0.625, 0.375]],
+        [0.35, 0.25],
+        [2100.0, 1200.0],
+        [0.06, 0.08],
+        [[0.375, 0.0625], [0.75, 0.25]],
+        [[0.25, 0.125], [0.125, 0.125]],
+        [[0.5, 0.3], [0.2, 0.7]],
+        [[0.3, 0.1], [0.1, 0.3]],
+        [[0.1, 0.5], [0.6, 0.2]],
+        [[0.05, 0.3], [0.1, 0.1]],
+    ),
 ]
 
 
@@ -184,7 +307,7 @@ def test_grid_row_by_hand():
     q = np.array([d["predicted"].mean() for d in PER_DRAW])
     trace = np.array([d["fisher_trace"].mean() for d in PER_DRAW])
     s = np.array([d["s"].mean() for d in PER_DRAW])
-    corrected = np.array([d["jssucc"] - d["jssucc_null"] for d in PER_DRAW])          # [draw, sign, prompt]
+    corrected = np.array([d["jssucc"] - d["jssucc_null"] for d in PER_DRAW])  # [draw, sign, prompt]
     jssucc = corrected.mean(axis=(1, 2))
     gap = np.array([(d["gap"] - d["gap_null"]).mean() for d in PER_DRAW])
     local = np.array([(d["local"] - d["local_null"]).mean() for d in PER_DRAW])
@@ -192,19 +315,25 @@ def test_grid_row_by_hand():
     half = st.t.ppf(0.975, 2) * log_r.std(ddof=1) / math.sqrt(3)
     ratio = math.exp(log_r.mean())
     assert (row["sigma"], row["members"], row["draws"]) == (sigma, n, 3)
-    assert row["ratio"] == pytest.approx(ratio) and row["ratio_ci"] == pytest.approx([ratio / math.exp(half), ratio * math.exp(half)])
+    assert row["ratio"] == pytest.approx(ratio) and row["ratio_ci"] == pytest.approx(
+        [ratio / math.exp(half), ratio * math.exp(half)]
+    )
     assert row["measured"] == pytest.approx(js.mean()) and row["predicted"] == pytest.approx(q.mean())
     assert row["s_measured"] == pytest.approx(s.mean()) and row["s_ci"] == pytest.approx(_t_ci(s))
-    assert row["in_regime"] is True                                                    # mean s 0.04 <= 0.05
+    assert row["in_regime"] is True  # mean s 0.04 <= 0.05
     assert row["fisher_trace"] == pytest.approx(trace.mean())
     assert row["fisher_trace_se"] == pytest.approx(trace.std(ddof=1) / math.sqrt(3))
-    assert row["s_predicted"] == pytest.approx(0.5 * sigma ** 2 * trace.mean())
+    assert row["s_predicted"] == pytest.approx(0.5 * sigma**2 * trace.mean())
     assert row["jssucc"] == {"mean": pytest.approx(jssucc.mean()), "ci": pytest.approx(_t_ci(jssucc))}
-    assert row["jspol_minus_jssucc"] == {"mean": pytest.approx((js - jssucc).mean()), "ci": pytest.approx(_t_ci(js - jssucc))}
-    assert row["lemma2"] == {"gap": {"mean": pytest.approx(gap.mean()), "ci": pytest.approx(_t_ci(gap))},
-                             "local": {"mean": pytest.approx(local.mean()), "ci": pytest.approx(_t_ci(local))},
-                             "gap_minus_local": {"mean": pytest.approx((gap - local).mean()),
-                                                 "ci": pytest.approx(_t_ci(gap - local))}}
+    assert row["jspol_minus_jssucc"] == {
+        "mean": pytest.approx((js - jssucc).mean()),
+        "ci": pytest.approx(_t_ci(js - jssucc)),
+    }
+    assert row["lemma2"] == {
+        "gap": {"mean": pytest.approx(gap.mean()), "ci": pytest.approx(_t_ci(gap))},
+        "local": {"mean": pytest.approx(local.mean()), "ci": pytest.approx(_t_ci(local))},
+        "gap_minus_local": {"mean": pytest.approx((gap - local).mean()), "ci": pytest.approx(_t_ci(gap - local))},
+    }
     # data processing, population by population and prompt by prompt: 0 <= JSsucc <= JSpol, edges included
     jspol = np.array([d["jspol"] for d in PER_DRAW])
     inside = [[[0 <= c <= p for c, p in zip(cr, pr)] for cr, pr in zip(cd, pd)] for cd, pd in zip(corrected, jspol)]

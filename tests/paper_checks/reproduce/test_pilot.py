@@ -1,9 +1,10 @@
 """The design pilot (paper_checks/reproduce/pilot.py): the answer budget's ES and GRPO runs on seeds of its own, curves
 on training-split prompts only; bad inputs named in one line."""
+
 import pytest
 
-from escov.paper_checks.reproduce.pilot import PILOT_SEEDS, pilot_runs, run_pilot
 from escov.paper_checks.reproduce.budgets import ANSWER_SEEDS, BUDGETS
+from escov.paper_checks.reproduce.pilot import PILOT_SEEDS, pilot_runs, run_pilot
 from escov.paper_checks.reproduce.step_sweep import SWEEP_SEED
 
 

@@ -1,4 +1,5 @@
 """The reproduction plan covers every variant the claims need, with configs the trainer accepts."""
+
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,18 @@ def test_plan_builds_valid_configs_for_every_variant():
     runs = plan(b, Path("base"), Path("other"), reward_std={s: 0.04 for s in b.seeds})
     configs = {name: TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in runs.items()}
     variants = {variant(c.to_dict()) for c in configs.values()}
-    assert variants >= {"es", "grpo", "es-grpo", "grpo-es", "es[sampled]", "es[no-zscore]", "es[no-zscore,rescaled]",
-                        "es[two-point]", "es[null]", "es[bf16]"}
+    assert variants >= {
+        "es",
+        "grpo",
+        "es-grpo",
+        "grpo-es",
+        "es[sampled]",
+        "es[no-zscore]",
+        "es[no-zscore,rescaled]",
+        "es[two-point]",
+        "es[null]",
+        "es[bf16]",
+    }
     # same seeds everywhere: every variant, schedule and sweep point runs on the main runs' seeds
     by_point = {}
     for c in configs.values():
@@ -26,10 +37,16 @@ def test_plan_builds_valid_configs_for_every_variant():
     rescaled = [c for c in configs.values() if variant(c.to_dict()) == "es[no-zscore,rescaled]"]
     assert all(c.es.center_scale == 25.0 and not c.es.zscore for c in rescaled)
     # Table 6 protocol: every sweep point makes as many ES updates as the main runs
-    main_updates = {sum(p.steps for p in schedules.plan(c)) for c in configs.values()
-                    if variant(c.to_dict()) == "es" and c.model == "base" and c.es.population_size == b.es["population_size"]}
-    sweep = {(c.model, c.es.population_size): sum(p.steps for p in schedules.plan(c)) for c in configs.values()
-             if variant(c.to_dict()) == "es"}
+    main_updates = {
+        sum(p.steps for p in schedules.plan(c))
+        for c in configs.values()
+        if variant(c.to_dict()) == "es" and c.model == "base" and c.es.population_size == b.es["population_size"]
+    }
+    sweep = {
+        (c.model, c.es.population_size): sum(p.steps for p in schedules.plan(c))
+        for c in configs.values()
+        if variant(c.to_dict()) == "es"
+    }
     assert {m for m, _ in sweep} == {"base", "other"} and len({n for _, n in sweep}) >= 2
     assert set(sweep.values()) == main_updates and len(main_updates) == 1
 
@@ -50,10 +67,10 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
     with sampled members in straight lines to 32 and 23): every level of every pair's common range is
     supported (theory.matched). The first run's plan (a checkpoint every 5 steps, 8 curve points) on the
     same paths supports no level between ES and GRPO."""
-    from tests.paper_checks import known_frontier as kf
     from escov.llm.curve import curve_steps, layout
     from escov.llm.train import checkpoint_due
     from escov.theory.matched import compared_levels
+    from tests.paper_checks import known_frontier as kf
 
     b = BUDGETS["answer-paper-regime"]
     configs = {variant(cfg): TrainConfig.from_dict(cfg | {"out": "o"}) for cfg in plan(b, Path("base"), None).values()}
@@ -65,7 +82,9 @@ def test_answer_plan_measures_every_method_where_it_is_compared():
         total = sum(p.steps for p in schedules.plan(cfg))
         assert total == len(path) - 1
         checkpoints = [s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)]
-        steps = layout(checkpoints, lambda s: path[s], **{k: b.curve[k] for k in ("points", "resolution", "max_points")})
+        steps = layout(
+            checkpoints, lambda s: path[s], **{k: b.curve[k] for k in ("points", "resolution", "max_points")}
+        )
         curves[name] = path[steps]
     for a, c in (("es", "grpo"), ("es", "es[sampled]"), ("grpo", "es[sampled]")):
         _, _, levels, kept = compared_levels([curves[a], curves[c]], b.curve["resolution"])
@@ -88,8 +107,16 @@ def test_the_answer_measures_es_and_grpo_where_they_are_compared_when_grpo_climb
     t = np.arange(cfg.steps + 1)
     paths = (0.25 + 0.39 * (1 - np.exp(-t / 8.0)), 0.25 + 0.25 * t / cfg.steps)
     checkpoints = [s for s in range(1, cfg.steps + 1) if checkpoint_due(cfg, s, cfg.steps)]
-    curves = [path[layout(checkpoints, lambda s, path=path: path[s],
-                          **{k: b.curve[k] for k in ("points", "resolution", "max_points")})] for path in paths]
+    curves = [
+        path[
+            layout(
+                checkpoints,
+                lambda s, path=path: path[s],
+                **{k: b.curve[k] for k in ("points", "resolution", "max_points")},
+            )
+        ]
+        for path in paths
+    ]
     _, _, levels, kept = compared_levels(curves, b.curve["resolution"])
     assert levels.size and kept.all() and levels.max() >= 0.45
 
@@ -99,28 +126,50 @@ def test_the_quick_look_is_the_answer_at_a_smaller_design():
     checkpoints and curve layout rule), on fewer seeds and test prompts, with enough seeds for a t interval over
     seeds. Its curve starts from fewer evenly spread points; refinement must still support every level of ES vs
     GRPO's common range on Pass@1 paths like the first answer run's (as the answer's plan does)."""
-    from tests.paper_checks import known_frontier as kf
     from escov.llm.curve import layout
     from escov.llm.train import checkpoint_due
     from escov.theory.matched import compared_levels
+    from tests.paper_checks import known_frontier as kf
 
     quick, answer = BUDGETS["small"], BUDGETS["answer-paper-regime"]
-    assert (quick.base_preset, quick.task, quick.es, quick.grpo) == (answer.base_preset, answer.task, answer.es, answer.grpo)
+    assert (quick.base_preset, quick.task, quick.es, quick.grpo) == (
+        answer.base_preset,
+        answer.task,
+        answer.es,
+        answer.grpo,
+    )
     assert quick.curve | {k: answer.curve[k] for k in ("samples", "points")} == answer.curve
     assert quick.curve["samples"] >= 32 and quick.curve["points"] <= answer.curve["points"]
-    same = ("steps", "batch_size", "max_completion_length", "eval_temperature", "eval_samples", "checkpoint_every",
-            "checkpoint_dense", "threads")
+    same = (
+        "steps",
+        "batch_size",
+        "max_completion_length",
+        "eval_temperature",
+        "eval_samples",
+        "checkpoint_every",
+        "checkpoint_dense",
+        "threads",
+    )
     assert {k: quick.common[k] for k in same} == {k: answer.common[k] for k in same}
     assert 4 <= len(quick.seeds) < len(answer.seeds) and set(quick.seeds) < set(answer.seeds)
     assert quick.common["eval_problems"] < answer.common["eval_problems"]
-    configs = [TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in plan(quick, Path("base"), None).items()]
+    configs = [
+        TrainConfig.from_dict(cfg | {"out": f"o/{name}"}) for name, cfg in plan(quick, Path("base"), None).items()
+    ]
     assert sorted(variant(c.to_dict()) for c in configs) == sorted(["es", "grpo"] * len(quick.seeds))
     assert all(c.eval_temperature == 0.6 and c.task == "countdown3" for c in configs)
     cfg = configs[0]
     checkpoints = [s for s in range(1, cfg.steps + 1) if checkpoint_due(cfg, s, cfg.steps)]
-    curves = [path[layout(checkpoints, lambda s, path=path: path[s],
-                          **{k: quick.curve[k] for k in ("points", "resolution", "max_points")})]
-              for path in (kf.slow(), kf.fast())]
+    curves = [
+        path[
+            layout(
+                checkpoints,
+                lambda s, path=path: path[s],
+                **{k: quick.curve[k] for k in ("points", "resolution", "max_points")},
+            )
+        ]
+        for path in (kf.slow(), kf.fast())
+    ]
     _, _, levels, kept = compared_levels(curves, quick.curve["resolution"])
     assert levels.size and kept.all()
 
@@ -141,9 +190,21 @@ def test_a_schedules_second_method_is_checkpointed_densely_from_its_switch():
         expected |= set(range(cfg.checkpoint_every, total + 1, cfg.checkpoint_every)) | {total}
         assert {s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)} == expected, name
         assert len(phases) == (1 if name.startswith("es-s") else 2)
-        if name == "es-grpo-s0":   # switching at step 20 of 40, dense for 10 steps, every 2
-            assert [s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)] == \
-                [*range(1, 11), 12, 14, 16, 18, 20, *range(21, 31), 32, 34, 36, 38, 40]
+        if name == "es-grpo-s0":  # switching at step 20 of 40, dense for 10 steps, every 2
+            assert [s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)] == [
+                *range(1, 11),
+                12,
+                14,
+                16,
+                18,
+                20,
+                *range(21, 31),
+                32,
+                34,
+                36,
+                38,
+                40,
+            ]
 
 
 def test_rescaled_variant_waits_for_the_main_runs():
@@ -152,6 +213,7 @@ def test_rescaled_variant_waits_for_the_main_runs():
 
 def test_unknown_budget_is_an_error(tmp_path):
     from escov.paper_checks.reproduce.reproduction import reproduce
+
     with pytest.raises(ValueError, match="budget"):
         reproduce("huge", tmp_path)
     with pytest.raises(ValueError, match="config.json"):
@@ -159,10 +221,26 @@ def test_unknown_budget_is_an_error(tmp_path):
 
 
 def _point(step: int, pass1: float, n: int = 64) -> dict:
-    ev = {"task": "countdown3", "num_problems": 2, "n": n, "ks": [1], "temperature": 0.6, "top_p": 1.0, "max_new_tokens": 8,
-          "seed": 0, "pass_at_k": {"1": pass1}, "maj_at_k": {}, "mean_token_entropy": 1.0, "mean_response_tokens": 4.0,
-          "truncated_fraction": 0.0, "solved_fraction": 1.0, "distinct_correct_answers": 1.0,
-          "distinct_correct_texts": 1.0, "seconds": 0.1, "per_problem": []}
+    ev = {
+        "task": "countdown3",
+        "num_problems": 2,
+        "n": n,
+        "ks": [1],
+        "temperature": 0.6,
+        "top_p": 1.0,
+        "max_new_tokens": 8,
+        "seed": 0,
+        "pass_at_k": {"1": pass1},
+        "maj_at_k": {},
+        "mean_token_entropy": 1.0,
+        "mean_response_tokens": 4.0,
+        "truncated_fraction": 0.0,
+        "solved_fraction": 1.0,
+        "distinct_correct_answers": 1.0,
+        "distinct_correct_texts": 1.0,
+        "seconds": 0.1,
+        "per_problem": [],
+    }
     return {"step": step, "sampled": ev, "greedy": ev | {"n": 1, "temperature": 0.0}}
 
 
@@ -170,15 +248,19 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
     """reproduce skips a run's curve only when every point of its layout is in curve.json: a Pass@1 jump
     wider than the resolution with a checkpoint inside still has a point to measure."""
     import json
+
     from escov.paper_checks.reproduce.training_runs import curve_done
+
     for step in (1, 2, 3, 4):
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
-        (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text('{"step": %d, "elapsed": 1.0}' % step)
+        (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text(
+            '{"step": %d, "elapsed": 1.0}' % step
+        )
     curve = {"points": 2, "samples": 64, "temperature": 0.6, "resolution": 0.06, "max_points": 40}
     write = lambda pts: (tmp_path / "curve.json").write_text(json.dumps({"points": pts}))
-    write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.15)])        # layout 0 1 4, no jump above 6 points
+    write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.15)])  # layout 0 1 4, no jump above 6 points
     assert curve_done(tmp_path, curve)
-    write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.40)])        # 1 -> 4 jumps 28 points: step 2 or 3 is due
+    write([_point(0, 0.10), _point(1, 0.12), _point(4, 0.40)])  # 1 -> 4 jumps 28 points: step 2 or 3 is due
     assert not curve_done(tmp_path, curve)
     write([_point(0, 0.10), _point(1, 0.12), _point(2, 0.2), _point(3, 0.3), _point(4, 0.40)])
     assert curve_done(tmp_path, curve)
@@ -192,14 +274,14 @@ def test_the_paper_regime_answer_runs_from_the_paper_regime_base_and_again_from_
     assert (answer.base_preset, diffuse.base_preset) == ("paper", "default")
     assert (answer.common["eval_problems"], diffuse.common["eval_problems"]) == (128, 64)  # each base's own design
     same_prompts = diffuse.common | {"eval_problems": answer.common["eval_problems"]}
-    assert replace(diffuse, base_preset="paper", common=same_prompts) == answer   # nothing else differs
+    assert replace(diffuse, base_preset="paper", common=same_prompts) == answer  # nothing else differs
 
 
 def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_needs():
     from dataclasses import replace
 
-    from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
     from escov.paper_checks.reproduce.budgets import PREMISE_BASE, PREMISE_STEPS, SMALL_SIGMA
+    from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
 
     answer, regime = BUDGETS["answer"], BUDGETS["answer-paper-regime"]
     # the base the positive control narrowed on, GRPO at the control's step, ES also inside Lemma 1's regime
@@ -212,6 +294,14 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
     configs = {n: TrainConfig.from_dict(c | {"out": n}) for n, c in runs.items()}
     assert {variant(c.to_dict()) for c in configs.values()} == {"es", "es[small-sigma]", "grpo"}
     assert all(c.steps == PREMISE_STEPS for c in configs.values())
-    same = replace(answer, base_settings=(), grpo=regime.grpo, es_variants=regime.es_variants, schedules=True,
-                   premise_control=False, purpose="", common=answer.common | {k: regime.common[k] for k in ("steps", "probe_every")})
-    assert same == regime   # nothing else differs
+    same = replace(
+        answer,
+        base_settings=(),
+        grpo=regime.grpo,
+        es_variants=regime.es_variants,
+        schedules=True,
+        premise_control=False,
+        purpose="",
+        common=answer.common | {k: regime.common[k] for k in ("steps", "probe_every")},
+    )
+    assert same == regime  # nothing else differs

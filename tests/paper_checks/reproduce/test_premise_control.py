@@ -2,6 +2,7 @@
 then its runs' curve files rewritten with designed correct counts and the control read again (its runs are complete,
 so nothing is trained twice). control.json's endpoints, plateau records, curve rows and verdict are checked against
 arithmetic done here on the counts written, not against paper_checks/premise.py."""
+
 import json
 import math
 from dataclasses import replace
@@ -99,8 +100,12 @@ def test_the_controls_runs_are_grpo_on_its_seeds_with_its_step_and_no_probe():
         assert cfg["algo"] == "grpo" and cfg["seed"] == seed and cfg["model"] == "base"
         assert cfg["steps"] == 12 and cfg["checkpoint_every"] == 4 and cfg["probe_every"] == 0
         assert cfg["grpo"]["learning_rate"] == 1e-4 and cfg["task"] == BUDGETS["answer"].task
-    assert pc.control_runs(Path("b"), BUDGETS["answer"], grpo={"learning_rate": 3e-5})["grpo-s300"]["grpo"][
-        "learning_rate"] == 3e-5
+    assert (
+        pc.control_runs(Path("b"), BUDGETS["answer"], grpo={"learning_rate": 3e-5})["grpo-s300"]["grpo"][
+            "learning_rate"
+        ]
+        == 3e-5
+    )
     assert set(pc.CONTROL_SEEDS).isdisjoint(range(0, 8)) and 100 not in pc.CONTROL_SEEDS
 
 

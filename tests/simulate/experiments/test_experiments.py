@@ -1,10 +1,10 @@
 """Every experiment runs at a reduced size, writes its plot and a JSON summary; verdict helpers work on data."""
+
 import contextlib
 import io
 import json
 import re
 
-import numpy as np
 import pytest
 
 from escov.simulate.cli import main, run_all
@@ -15,15 +15,25 @@ from escov.theory.claims import BY_ID, CLAIMS
 from escov.theory.claims import Test as ClaimTest
 from escov.theory.decisions import DECISIONS, FAILS, HOLDS, IDENTITY, INCONCLUSIVE
 
-PAPER_CHECKS_IDS = {("entropy_collapse", "entropy_collapse"), ("entropy_collapse", "grpo_raises_pass1"),
-                    ("entropy_collapse", "es_passk_above_grpo"), ("entropy_collapse", "matched_passk_above_grpo"),
-                    ("passk_vs_base", "es_improves_over_base"),
-                    ("passk_vs_base", "grpo_passk_below_base"), ("drift_sparsity", "drift_ratio"),
-                    ("drift_sparsity", "update_sparsity"), ("drift_sparsity", "thresholded_pass1"),
-                    ("ablations", "population_size"), ("ablations", "zscore_essential"),
-                    ("ablations", "one_point_vs_two_point"), ("lemmas_along_training", "lemma1"),
-                    ("lemmas_along_training", "dpi"), ("lemmas_along_training", "lemma2"),
-                    ("lemmas_along_training", "lemma3"), ("lemmas_along_training", "prop1")}
+PAPER_CHECKS_IDS = {
+    ("entropy_collapse", "entropy_collapse"),
+    ("entropy_collapse", "grpo_raises_pass1"),
+    ("entropy_collapse", "es_passk_above_grpo"),
+    ("entropy_collapse", "matched_passk_above_grpo"),
+    ("passk_vs_base", "es_improves_over_base"),
+    ("passk_vs_base", "grpo_passk_below_base"),
+    ("drift_sparsity", "drift_ratio"),
+    ("drift_sparsity", "update_sparsity"),
+    ("drift_sparsity", "thresholded_pass1"),
+    ("ablations", "population_size"),
+    ("ablations", "zscore_essential"),
+    ("ablations", "one_point_vs_two_point"),
+    ("lemmas_along_training", "lemma1"),
+    ("lemmas_along_training", "dpi"),
+    ("lemmas_along_training", "lemma2"),
+    ("lemmas_along_training", "lemma3"),
+    ("lemmas_along_training", "prop1"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +80,10 @@ def test_each_claims_entry_is_its_records_own_statement_test_and_paper(every_exp
         assert on_file["test"] == record.simulate_test.describe() and on_file["claim"] == record.statement
     # the analogue's own test only where the bandit cannot apply the claim's (drift: the direction, not the paper's 40x)
     assert [c.id for c in CLAIMS if c.analogue is not None] == ["drift_ratio"]
-    assert BY_ID["drift_ratio"].simulate_test.kind == "directional" and BY_ID["lemma1"].simulate_test is BY_ID["lemma1"].test
+    assert (
+        BY_ID["drift_ratio"].simulate_test.kind == "directional"
+        and BY_ID["lemma1"].simulate_test is BY_ID["lemma1"].test
+    )
     # entries that are no paper's claim are findings or decisions, never a claim's id in another experiment
     ids = {c.id for c in CLAIMS}
     for name, result in built["experiments"].items():
@@ -82,8 +95,10 @@ def test_run_one_with_seeds_and_list(tmp_path, capsys):
     assert main(["list"]) == 0
     listed = capsys.readouterr().out
     assert all(name in listed for name in EXPERIMENTS)
-    assert main(["run", "entropy_collapse", "--seeds", "2", "--scale", "0.05", "--out", str(tmp_path),
-                 "--no-progress"]) == 0
+    assert (
+        main(["run", "entropy_collapse", "--seeds", "2", "--scale", "0.05", "--out", str(tmp_path), "--no-progress"])
+        == 0
+    )
     result = json.loads((tmp_path / "entropy_collapse.json").read_text())
     assert result["settings"]["seeds"] == 2
 
@@ -94,15 +109,30 @@ def test_scale_sets_the_number_of_updates_and_no_progress_hides_the_bars(tmp_pat
     for progress in (True, False):
         out = tmp_path / ("bars" if progress else "quiet")
         capsys.readouterr()
-        assert main(["run", "entropy_collapse", "--seeds", "2", "--scale", "0.03", "--out", str(out),
-                     *([] if progress else ["--no-progress"])]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "entropy_collapse",
+                    "--seeds",
+                    "2",
+                    "--scale",
+                    "0.03",
+                    "--out",
+                    str(out),
+                    *([] if progress else ["--no-progress"]),
+                ]
+            )
+            == 0
+        )
         result = json.loads((out / "entropy_collapse.json").read_text())
         assert result["scale"] == 0.03 and result["settings"]["steps"] == 3
         assert bool(re.search(r"(it/s|s/it)\]", capsys.readouterr().err)) == progress  # the rate of every tqdm bar
 
 
-@pytest.mark.parametrize("argv", [["run", "no_such_experiment"], ["run", "pareto", "--seeds", "1"],
-                                  ["all", "--scale", "0"]])
+@pytest.mark.parametrize(
+    "argv", [["run", "no_such_experiment"], ["run", "pareto", "--seeds", "1"], ["all", "--scale", "0"]]
+)
 def test_cli_rejects_bad_arguments(argv, tmp_path):
     with pytest.raises(SystemExit) as err:
         main(argv + ["--out", str(tmp_path)])

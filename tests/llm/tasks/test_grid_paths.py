@@ -1,0 +1,254 @@
+"""Grid paths: shortest paths against brute force over every move string, the verifier against the enumeration,
+the winding class against an angle sum, hostile outputs, split disjointness, and a one-step `llm train`."""
+
+import itertools
+import math
+import random
+from fractions import Fraction
+
+import pytest
+
+from escov.llm.tasks import get_task
+from escov.llm.tasks.base import SPLITS, split_of
+from escov.llm.tasks.grid_paths import (
+    Grid,
+    GridPaths,
+    count_shortest_paths,
+    parse_grid,
+    random_guess_rate,
+    score,
+    shortest_distance,
+    shortest_paths,
+    strategy,
+    winding_class,
+)
+
+# one ES step on a few prompts and samples (what keeps the command's test short)
+SHORT_RUN = [
+    "--steps",
+    "1",
+    "--batch_size",
+    "2",
+    "--train_pool",
+    "4",
+    "--eval_problems",
+    "4",
+    "--eval_samples",
+    "2",
+    "--eval_ks",
+    "1",
+    "--threads",
+    "1",
+    "--heldout_task",
+    "",
+    "--probe_prompts",
+    "1",
+    "--probe_members",
+    "2",
+    "--probe_samples",
+    "2",
+    "--probe_center_samples",
+    "2",
+    "--step_samples",
+    "2",
+    "--es.population_size",
+    "4",
+    "--no-progress",
+]
+STEP = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+
+
+def brute_walk(grid: Grid, moves: str):
+    """The cells a move string visits, or None when it leaves the grid or steps on a block (written anew here)."""
+    cells = [grid.start]
+    for m in moves:
+        r, c = cells[-1][0] + STEP[m][0], cells[-1][1] + STEP[m][1]
+        if not (0 <= r < grid.rows and 0 <= c < grid.cols) or (r, c) in grid.blocked:
+            return None
+        cells.append((r, c))
+    return cells
+
+
+def brute_shortest(grid: Grid, longest: int = 8):
+    """(d, every move string of length d reaching the goal) for the least d <= longest with any; None if none."""
+    for length in range(longest + 1):
+        hits = [
+            "".join(p)
+            for p in itertools.product("UDLR", repeat=length)
+            if (w := brute_walk(grid, "".join(p))) is not None and w[-1] == grid.goal
+        ]
+        if hits:
+            return length, sorted(hits)
+    return None
+
+
+def random_grid(rng: random.Random, rows: int, cols: int, blocks: int) -> Grid:
+    cells = rng.sample([(r, c) for r in range(rows) for c in range(cols)], blocks + 2)
+    return Grid(rows, cols, frozenset(cells[2:]), cells[0], cells[1])
+
+
+def test_enumeration_distance_and_guess_rate_match_brute_force_over_all_move_strings():
+    rng = random.Random(1)
+    checked = 0
+    while checked < 25:
+        rows, cols = rng.randint(2, 4), rng.randint(2, 4)
+        grid = random_grid(rng, rows, cols, rng.randint(0, min(4, rows * cols - 2)))
+        brute = brute_shortest(grid, 7)
+        if brute is None:
+            if shortest_distance(grid) is None:
+                assert count_shortest_paths(grid) == 0 and shortest_paths(grid) == []
+            continue
+        d, hits = brute
+        assert shortest_distance(grid) == d
+        assert shortest_paths(grid) == hits
+        assert count_shortest_paths(grid) == len(hits)
+        assert random_guess_rate(grid) == Fraction(len(hits), 4**d)
+        checked += 1
+
+
+def test_known_counts():
+    """An open R x C grid corner to corner has C(R+C-2, R-1) shortest paths; a 3x3 with the centre blocked has 2."""
+    assert count_shortest_paths(Grid(5, 5, frozenset(), (0, 0), (4, 4))) == math.comb(8, 4)
+    assert count_shortest_paths(Grid(4, 6, frozenset(), (3, 0), (0, 5))) == math.comb(8, 3)
+    assert shortest_paths(Grid(3, 3, frozenset({(1, 1)}), (0, 0), (2, 2))) == ["DDRR", "RRDD"]
+    with pytest.raises(ValueError, match="more than the limit"):
+        shortest_paths(Grid(5, 5, frozenset(), (0, 0), (4, 4)), limit=69)
+
+
+def test_verifier_accepts_exactly_the_enumerated_set():
+    task = GridPaths()
+    rng = random.Random(2)
+    for problem in task.problems("train", 40, seed=3):
+        grid = parse_grid(problem.meta["grid"])
+        solutions = set(shortest_paths(grid))
+        assert len(solutions) == problem.meta["n_solutions"] >= 2
+        for path in solutions:
+            assert task.score(problem, path) == 1.0 and task.score(problem, f"  {path}\n") == 1.0
+            assert task.answer(problem, path) == path
+        d = problem.meta["distance"]
+        for length in (d - 1, d, d + 2):
+            for _ in range(300):
+                guess = "".join(rng.choice("UDLR") for _ in range(length))
+                assert task.score(problem, guess) == float(guess in solutions)
+        path = sorted(solutions)[0]
+        for i in range(len(path)):  # one move changed: a shortest path only if enumerated
+            for m in "UDLR":
+                other = path[:i] + m + path[i + 1 :]
+                assert task.score(problem, other) == float(other in solutions)
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        None,
+        b"RRDD",
+        42,
+        "",
+        "   ",
+        "rrdd",
+        "R R D D",
+        "RRDD\x00",
+        "RRDDX",
+        "<answer>RRDD</answer>",
+        "__import__('os')",
+        "R" * 100_000,
+        "R" * 300,
+        "RRDD" * 70_000,
+        "ＲＲＤＤ",
+        "RRDD\nRRDD",
+    ],
+)
+def test_hostile_outputs_score_zero(completion):
+    grid = Grid(3, 3, frozenset(), (0, 0), (2, 2))
+    assert score(completion, grid.text()) == 0.0
+    assert score("RRDD", grid.text()) == 1.0
+
+
+def loop_winding(cells: list, point: tuple) -> int:
+    """Winding number of a closed polyline of (row, col) points around a point: the sum of turning angles / 2 pi."""
+    total = 0.0
+    for (r0, c0), (r1, c1) in zip(cells, cells[1:] + cells[:1]):
+        a0 = math.atan2(r0 - point[0], c0 - point[1])
+        a1 = math.atan2(r1 - point[0], c1 - point[1])
+        total += (a1 - a0 + math.pi) % (2 * math.pi) - math.pi
+    return round(total / (2 * math.pi))
+
+
+def test_winding_class_differences_are_winding_numbers_around_each_block():
+    """Class(p) - class(q), block by block, is the winding number of p forward then q backward around the point on
+    the block's right edge (an angle sum, independent of the ray count); a block passed above versus below."""
+    over, under = "URRD", "DRRU"
+    grid = Grid(3, 3, frozenset({(1, 1)}), (1, 0), (1, 2))
+    assert winding_class(grid, over) == (1,) and winding_class(grid, under) == (0,)
+    rng = random.Random(4)
+    tested = 0
+    for _ in range(300):
+        grid = random_grid(rng, 5, 5, 3)
+        if shortest_distance(grid) is None:
+            continue
+        paths = shortest_paths(grid)
+        p, q = rng.choice(paths), rng.choice(paths)
+        loop = brute_walk(grid, p) + brute_walk(grid, q)[::-1][1:-1]
+        diff = [a - b for a, b in zip(winding_class(grid, p), winding_class(grid, q))]
+        assert diff == [loop_winding(loop, (br, bc + 0.5)) for br, bc in sorted(grid.blocked)]
+        tested += diff != [0, 0, 0]
+    assert tested > 5  # some pairs pass a block on different sides
+
+
+def test_strategy_is_the_first_moves_axis():
+    assert [strategy(p) for p in ("RD", "LU", "DR", "UL")] == ["dominant", "dominant", "rare", "rare"]
+
+
+def test_splits_follow_the_recorded_rule_are_disjoint_and_deterministic():
+    task = get_task("grid_paths")
+    keys = {}
+    for split in SPLITS:
+        problems = task.problems(split, 60, seed=0)
+        keys[split] = {p.meta["grid"] for p in problems}
+        assert len(keys[split]) == 60
+        assert all(split_of(p.meta["grid"]) == split and p.prompt == p.meta["grid"] + ":" for p in problems)
+        assert [p.prompt for p in problems] == [p.prompt for p in GridPaths().problems(split, 60, seed=0)]
+    assert not keys["train"] & keys["validation"] and not keys["train"] & keys["test"]
+    assert not keys["validation"] & keys["test"]
+
+
+def test_bad_settings_are_one_line_errors():
+    with pytest.raises(ValueError, match="generates its problems"):
+        get_task("grid_paths", data="x.json")
+    with pytest.raises(ValueError, match="plain prompt style"):
+        get_task("grid_paths", prompt_style="instruct")
+    with pytest.raises(ValueError, match="rows and cols"):
+        GridPaths(rows=1)
+
+
+def test_one_step_train_and_eval_from_the_command_line(tiny_model_dir, tmp_path, capsys):
+    from escov.llm.cli import main
+
+    run = tmp_path / "run"
+    assert main(["train", "--task", "grid_paths", "--model", str(tiny_model_dir), "--out", str(run), *SHORT_RUN]) == 0
+    assert "grid_paths (base -> final" in capsys.readouterr().out
+    assert (run / "eval.json").is_file()
+    assert (
+        main(
+            [
+                "eval",
+                "--task",
+                "grid_paths",
+                "--model",
+                str(tiny_model_dir),
+                "--eval_problems",
+                "3",
+                "--n",
+                "2",
+                "--k",
+                "1",
+                "--out",
+                str(tmp_path / "eval"),
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "eval" / "eval.json").is_file()
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert "grid_paths" in capsys.readouterr().out

@@ -1,0 +1,136 @@
+"""Subset sum: the enumeration against brute force over multiplicities, the verifier against the enumeration, the
+exact guess rate against Monte Carlo, hostile outputs, split disjointness, and a one-step `llm train`."""
+
+import itertools
+import math
+import random
+from collections import Counter
+from fractions import Fraction
+
+import pytest
+
+from escov.llm.tasks import get_task
+from escov.llm.tasks.base import SPLITS, split_of
+from escov.llm.tasks.subset_sum import SubsetSum, canonical, key_of, random_guess_rate, score, solutions, strategy
+from tests.llm.tasks.test_grid_paths import SHORT_RUN
+
+
+def brute_solutions(numbers, target) -> set:
+    """Every sub-multiset summing to target, by choosing how many copies of each distinct value (0..its count)."""
+    counts = sorted(Counter(numbers).items())
+    out = set()
+    for uses in itertools.product(*(range(c + 1) for _, c in counts)):
+        chosen = tuple(x for (x, _), u in zip(counts, uses) for _ in range(u))
+        if chosen and sum(chosen) == target:
+            out.add(chosen)
+    return out
+
+
+def test_enumeration_matches_brute_force_over_all_multiplicities():
+    rng = random.Random(0)
+    for _ in range(300):
+        numbers = [rng.randint(1, 6) for _ in range(rng.randint(2, 7))]
+        target = rng.randint(1, sum(numbers) + 2)
+        assert set(solutions(numbers, target)) == brute_solutions(numbers, target)
+    assert solutions([2, 2, 3], 5) == [(2, 3)]  # a repeated number gives one solution, not one per copy
+    assert solutions([2, 2, 3], 4) == [(2, 2)] and solutions([2, 2, 3], 7) == [(2, 2, 3)]
+
+
+def test_verifier_accepts_exactly_the_enumerated_set():
+    task = SubsetSum()
+    rng = random.Random(1)
+    for problem in task.problems("train", 60, seed=2):
+        numbers, target = problem.meta["numbers"], problem.meta["target"]
+        found = set(solutions(numbers, target))
+        assert found and len(found) == problem.meta["n_solutions"]
+        for chosen in found:
+            shuffled = list(chosen)
+            rng.shuffle(shuffled)
+            assert task.score(problem, canonical(chosen)) == 1.0
+            assert task.score(problem, " + ".join(map(str, shuffled))) == 1.0
+            assert task.answer(problem, "+".join(map(str, shuffled))) == canonical(chosen)
+        values = sorted(set(numbers)) + [target, max(numbers) + 1]
+        for size in range(1, len(numbers) + 2):  # every multiset of these values up to m + 1 numbers
+            for chosen in itertools.combinations_with_replacement(values, size):
+                assert task.score(problem, ",".join(map(str, chosen))) == float(tuple(sorted(chosen)) in found)
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        None,
+        b"3,4",
+        7,
+        "",
+        " ",
+        "3,,4",
+        ",3,4",
+        "3,4,",
+        "3;4",
+        "3 4",
+        "-3,10",
+        "3.0,4",
+        "__import__('os')",
+        "3,4" * 40_000,
+        "1" * 300,
+        "３,４",
+        "3,4\n3,4",
+        "03,4",
+        "7",
+    ],
+)
+def test_hostile_outputs_score_zero(completion):
+    numbers, target = [3, 4, 10], 7
+    assert score(completion, numbers, target) == 0.0
+    assert score("4,3", numbers, target) == 1.0
+
+
+def test_random_guess_rate_is_exact_and_agrees_with_monte_carlo():
+    numbers, target = [1, 2, 3, 4, 5, 5], 10  # position subsets hitting 10, counted by hand below
+    hits = sum(sum(c) == 10 for r in range(1, 7) for c in itertools.combinations(numbers, r))
+    assert random_guess_rate(numbers, target) == Fraction(hits, 63)
+    rng = random.Random(3)
+    draws, wins = 200_000, 0
+    for _ in range(draws):
+        mask = rng.randrange(1, 64)
+        wins += sum(x for i, x in enumerate(numbers) if mask >> i & 1) == target
+    rate = float(random_guess_rate(numbers, target))
+    assert abs(wins / draws - rate) < 4 * math.sqrt(rate * (1 - rate) / draws)  # four standard errors
+
+
+def test_strategy_and_rare_only_instances():
+    assert strategy([3, 4, 10], (3, 4)) == "rare" and strategy([3, 4, 10], (3, 10)) == "dominant"
+    problems = SubsetSum().problems("validation", 100, seed=0)
+    rare_only = [
+        p
+        for p in problems
+        if all(max(p.meta["numbers"]) not in s for s in solutions(p.meta["numbers"], p.meta["target"]))
+    ]
+    assert 5 < len(rare_only) < 95  # both kinds of prompt exist
+
+
+def test_splits_follow_the_recorded_rule_are_disjoint_and_deterministic():
+    task = get_task("subset_sum")
+    keys = {}
+    for split in SPLITS:
+        problems = task.problems(split, 80, seed=0)
+        keys[split] = {key_of(p.meta["numbers"], p.meta["target"]) for p in problems}
+        assert len(keys[split]) == 80 and all(split_of(k) == split for k in keys[split])
+        assert [p.prompt for p in problems] == [p.prompt for p in SubsetSum().problems(split, 80, seed=0)]
+    assert not keys["train"] & keys["validation"] and not keys["train"] & keys["test"]
+    assert not keys["validation"] & keys["test"]
+
+
+def test_bad_settings_are_one_line_errors():
+    with pytest.raises(ValueError, match="generates its problems"):
+        get_task("subset_sum", test_data="x.json")
+    with pytest.raises(ValueError, match="m must lie"):
+        SubsetSum(m=40)
+
+
+def test_one_step_train_from_the_command_line(tiny_model_dir, tmp_path, capsys):
+    from escov.llm.cli import main
+
+    run = tmp_path / "run"
+    assert main(["train", "--task", "subset_sum", "--model", str(tiny_model_dir), "--out", str(run), *SHORT_RUN]) == 0
+    assert "subset_sum (base -> final" in capsys.readouterr().out
