@@ -3,26 +3,9 @@
     python -m escov.llm train --algo es|grpo|es-grpo|grpo-es --model DIR --task countdown --out RUN_DIR
                         [--config FILE.toml] [--steps 40 --es.sigma 1e-3 ...] | --resume RUN_DIR
 
-Run directory (the interface to paper_checks):
-    config.json        the resolved settings (paths made absolute), plus "schedule": the budget kind and each
-                       phase's steps
-    inputs.json        what the run was made from: code version, settings hash, each input's paths and sha256
-                       (llm/fingerprints.py); a resume refuses a changed input and records a change of code
-    metrics.jsonl      one StepMetrics record per step (llm/rundir/records.py: every file's records)
-    replay.jsonl       ES: each phase's start and each step's update (seed, coefficients, alpha, the center's
-                       SHA-256): `llm replay` rebuilds the weights at any ES step from it (llm/replay_log.py)
-    probe.json         {"measurements": [...]}: the Lemma 1 probe before training, every probe_every steps, at the end
-                       (none with probe = false)
-    completions.jsonl  prompts, completions and rewards kept at each evaluation (and every completions_every steps)
-    tensorboard/       TensorBoard event files (report_to = "tensorboard"; llm/tracking.py names the metrics)
-    eval.json          base / final evaluation (Pass@k, Maj@k, entropy) at eval_temperature, greedy
-                       accuracy before / after (base_greedy, final_greedy), held-out task before /
-                       after, update analysis and magnitude-thresholded checkpoints
-    checkpoints/step-N/  save_pretrained format (fp32 model.safetensors + config + tokenizer) and
-                       trainer_state.json (+ optimizer.pt inside a GRPO phase, + adapter/, a PEFT adapter
-                       folder, with grpo.use_peft), written atomically, after
-                       the steps checkpoint_due names (and at a phase switch)
-    curves.png, drift_hist.png
+The run directory it writes (the interface to paper_checks: config.json, inputs.json, config_history.jsonl,
+metrics.jsonl, replay.jsonl, probe.json, completions.jsonl, eval.json, curve.json, checkpoints/step-N/, plots) is
+described once, file by file, in docs/run-directory.md, and written and read by one module, llm/rundir/.
 
 Per-step metrics describe the policy that produced the step's samples (before the step's update:
 GRPO's rollouts, or for ES `step_samples` samples per prompt from the center), except drift, which is
@@ -158,7 +141,8 @@ class TrainingRun:
             self.engine.load_weights(weights.items())
 
     def batch(self, step: int):
-        idx = np.random.default_rng(derive_seed(self.cfg.seed, step, "batch")).choice(len(self.pool), self.cfg.batch_size, replace=False)
+        rng = np.random.default_rng(derive_seed(self.cfg.seed, step, "batch"))
+        idx = rng.choice(len(self.pool), self.cfg.batch_size, replace=False)
         return [self.pool[i] for i in sorted(idx)]
 
     def start_phase(self, phase: schedules.Phase, weights: dict[str, torch.Tensor], optimizer_state=None,
@@ -249,7 +233,8 @@ class TrainingRun:
         stats.pop("reward_mean")  # the row's reward_mean is the trainer's (ES: member fitness); the center's is above
         total, layers = drift.relative_drift(self.weights(copy=False), self.base)
         seconds = time.perf_counter() - t0
-        row |= {"pass_at_1": float(center.correct.mean()), "no_correct_share": float((~center.correct.any(axis=1)).mean()),
+        row |= {"pass_at_1": float(center.correct.mean()),
+                "no_correct_share": float((~center.correct.any(axis=1)).mean()),
                 "entropy": center.token_entropy(), "drift_rel": total, "drift_layers": layers, **stats, **extra,
                 "truncated_share": float(np.mean([c.finish_reason == "length" for r in center.completions for c in r])),
                 "step_seconds": seconds, "tokens_per_s": n_tokens / max(seconds, 1e-12),
@@ -410,8 +395,10 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
             (out / f).unlink(missing_ok=True)
         weights = {n: run.base[n] for n in run.all_names}
         run.set_weights(weights)
-        measured = shared_measurement(shared, "base-eval", measurement_key(cfg, BASE_EVAL_KEYS), lambda: base_evaluation(run))
-        ev = {"base": run.record("base", 0, measured["base"]), "base_greedy": run.record("base_greedy", 0, measured["base_greedy"])}
+        key = measurement_key(cfg, BASE_EVAL_KEYS)
+        measured = shared_measurement(shared, "base-eval", key, lambda: base_evaluation(run))
+        ev = {"base": run.record("base", 0, measured["base"]),
+              "base_greedy": run.record("base_greedy", 0, measured["base_greedy"])}
         if cfg.heldout_task:
             ev["heldout"] = {"base": run.record("heldout_base", 0, measured["heldout_base"])}
         run_stages.warn_base_evaluation(ev["base"])
@@ -431,7 +418,8 @@ def _train_loop(run: TrainingRun, point, shared: Path | None = None) -> None:
         run.start_phase(phase, weights, optimizer_state if done > phase.start else None, inside=done > phase.start)
     else:  # resumed after the last step: the final stage measures the final weights
         run.set_weights(weights)
-    bar = tqdm(total=run.total_steps, initial=done, desc=f"{cfg.algo} train", disable=not run.show_progress, dynamic_ncols=True)
+    bar = tqdm(total=run.total_steps, initial=done, desc=f"{cfg.algo} train", disable=not run.show_progress,
+               dynamic_ncols=True)
     t_start = time.perf_counter() - elapsed
     step = done
     try:

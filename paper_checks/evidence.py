@@ -2,12 +2,12 @@
 
 A run's variant is derived from its saved config, so a report never depends on directory names:
 `es`, `grpo`, `es-grpo`, `grpo-es`, and ES variants with tags, e.g. `es[sampled]` (member rollouts
-sampled at a temperature), `es[no-zscore]` (centered rewards at the same alpha), `es[no-zscore,rescaled]` (centered, alpha
-rescaled to the z-scored update norm), `es[two-point]`, `es[null]` (random z), `es[bf16]`
-(the paper code's in-place bf16 perturbation), `es[rank-4]` (low-rank noise), and the label a run gives itself (`es.tag`, e.g.
-`es[small-sigma]`). Evaluating the
-population in one batched generate or on Ray workers gives the same run, so it is no tag. The population-size sweep is told apart by the
-model and N, which are kept beside the variant.
+sampled at a temperature), `es[no-zscore]` (centered rewards at the same alpha), `es[no-zscore,rescaled]`
+(centered, alpha rescaled to the z-scored update norm), `es[two-point]`, `es[null]` (random z), `es[bf16]`
+(the paper code's in-place bf16 perturbation), `es[rank-4]` (low-rank noise), and the label a run gives itself
+(`es.tag`, e.g. `es[small-sigma]`). Evaluating the population in one batched generate or on Ray workers gives the
+same run, so it is no tag. The population-size sweep is told apart by the model and N, which are kept beside the
+variant.
 
 ES settings that carry no tag (sigma, alpha, member_samples, ...) must agree within a row: runs of one
 variant whose untagged settings differ are never pooled. The row keeps the largest group of runs

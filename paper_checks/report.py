@@ -78,7 +78,8 @@ def _real_verdict(claim, check, ev: Evidence) -> Verdict:
     try:
         return check(ev)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:  # a partial run: mark, do not crash
-        return Verdict(claim.id, MISSING, "n/a", note=f"run data incomplete for this check: {type(err).__name__}: {err}")
+        return Verdict(claim.id, MISSING, "n/a",
+                       note=f"run data incomplete for this check: {type(err).__name__}: {err}")
 
 
 def answer(qid: str, ev: Evidence, planned: set[tuple[str, str]] | None = None) -> dict:
@@ -94,9 +95,11 @@ def answer(qid: str, ev: Evidence, planned: set[tuple[str, str]] | None = None) 
     except KeyError as err:
         if err.args and str(err.args[0]).isdigit():  # a Pass@k the runs were not evaluated at
             return {"answer": f"{MISSING}: {needs_ks_note([int(err.args[0])])}", "table": []}
-        return {"answer": f"{MISSING}: run data incomplete for this question ({type(err).__name__}: {err})", "table": []}
+        return {"answer": f"{MISSING}: run data incomplete for this question ({type(err).__name__}: {err})",
+                "table": []}
     except (TypeError, ValueError, ZeroDivisionError, IndexError) as err:
-        return {"answer": f"{MISSING}: run data incomplete for this question ({type(err).__name__}: {err})", "table": []}
+        return {"answer": f"{MISSING}: run data incomplete for this question ({type(err).__name__}: {err})",
+                "table": []}
 
 
 def collect(run_dirs, theory_json=None, simulate_summary=None) -> Evidence:
@@ -107,9 +110,11 @@ def collect(run_dirs, theory_json=None, simulate_summary=None) -> Evidence:
     runs, excluded = screen(runs)  # duplicates, and evaluations that are not their run's (paper_checks/trust.py)
     if not any(r.metrics or r.eval for r in runs):
         raise RunDirError(f"no usable run directory among the {len(list(run_dirs))} given "
-                          f"(none has a readable config.json with metrics or evaluations): " + "; ".join(problems)[:1500])
+                          f"(none has a readable config.json with metrics or evaluations): "
+                          + "; ".join(problems)[:1500])
     ev = Evidence(runs=runs, problems=problems, excluded=excluded)
-    for path, loader, attr in ((theory_json, load_theory_json, "theory"), (simulate_summary, load_simulate_summary, "simulate")):
+    for path, loader, attr in ((theory_json, load_theory_json, "theory"),
+                               (simulate_summary, load_simulate_summary, "simulate")):
         if path is not None:  # a file given explicitly must be usable: ValueError naming it otherwise
             setattr(ev, attr, loader(path))
     return ev
@@ -197,7 +202,8 @@ def bases_of(ev: Evidence) -> list[dict]:
         base = (run.eval or {}).get("base")
         if not base or "pass_at_k" not in base:
             continue
-        key = (shown_path(run.config.get("model")), run.task, base.get("temperature"), base.get("n"), base.get("num_problems"))
+        key = (shown_path(run.config.get("model")), run.task, base.get("temperature"), base.get("n"),
+               base.get("num_problems"))
         groups.setdefault(key, {}).setdefault(run.seed, base)
     out = []
     for (model, task, temperature, n, problems), by_seed in sorted(groups.items(), key=lambda g: str(g[0])):
@@ -207,8 +213,10 @@ def bases_of(ev: Evidence) -> list[dict]:
                     for s in sorted(by_seed, key=str)]
         out.append({"model": model, "task": task, "temperature": temperature, "samples": n, "problems": problems,
                     "seeds": len(evals),
-                    "pass_at_k": {k: float(np.mean([e["pass_at_k"][k] for e in evals if k in e["pass_at_k"]])) for k in ks},
-                    "no_correct_share": float(np.mean([p["no_correct_share"] for p in per_seed])), "per_seed": per_seed})
+                    "pass_at_k": {k: float(np.mean([e["pass_at_k"][k] for e in evals if k in e["pass_at_k"]]))
+                                  for k in ks},
+                    "no_correct_share": float(np.mean([p["no_correct_share"] for p in per_seed])),
+                    "per_seed": per_seed})
     return out
 
 
@@ -227,11 +235,14 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
             plots[key] = name
     claims = []
     for c in CLAIMS:
-        levels = {"theory": theory_verdict(c, ev), "simulate": simulate_verdict(c, ev), "real": real_verdict(c, ev, planned)}
+        levels = {"theory": theory_verdict(c, ev), "simulate": simulate_verdict(c, ev),
+                  "real": real_verdict(c, ev, planned)}
         levels["real"].plots = [plots[k] for k in c.plots if k in plots]
         if simulate_summary is not None:  # simulate plots sit beside its summary.json
-            levels["simulate"].plots = [os.path.relpath(Path(simulate_summary).parent / p, out) for p in levels["simulate"].plots]
-        claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.describe_test(), "untestable": c.untestable,
+            levels["simulate"].plots = [os.path.relpath(Path(simulate_summary).parent / p, out)
+                                        for p in levels["simulate"].plots]
+        claims.append({"id": c.id, "statement": c.statement, "paper": c.paper, "test": c.describe_test(),
+                       "untestable": c.untestable,
                        "levels": {k: v.to_json() for k, v in levels.items()}})
     questions = [{"id": qid, "question": q, **answer(qid, ev, planned)} for qid, q in OPEN_QUESTIONS]
     report = {"purpose": purpose, "excluded": ev.excluded,
@@ -239,7 +250,8 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
                         "model": shown_path(r.config.get("model"))}
                        for r in ev.runs],
               "groups": own_runs_section(ev.runs, shown_path)["groups"],
-              "bases": bases_of(ev), "es_regime": es_regime(ev), "input_problems": ev.problems, "claims": claims, "open_questions": questions, "plots": plots,
+              "bases": bases_of(ev), "es_regime": es_regime(ev), "input_problems": ev.problems, "claims": claims,
+              "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
     if premise_control is not None:
         report["premise"] = premise_record(ev, premise_control, lemma_grid)
@@ -284,12 +296,14 @@ def render_markdown(report: dict, published: dict | None = None) -> str:
         lines += ["Base models, as their runs measured them (mean over seeds):", "",
                   "| model | task | T | samples x prompts | seeds | " + " | ".join(
                       f"Pass@{k}" for k in report["bases"][0]["pass_at_k"]) + " | no correct sample |",
-                  "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in report["bases"][0]["pass_at_k"]) + " | --- |"]
+                  "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in report["bases"][0]["pass_at_k"])
+                  + " | --- |"]
         for b in report["bases"]:
-            cells = " | ".join(f"{100 * b['pass_at_k'].get(k, float('nan')):.1f}" for k in report["bases"][0]["pass_at_k"])
+            cells = " | ".join(f"{100 * b['pass_at_k'].get(k, float('nan')):.1f}"
+                               for k in report["bases"][0]["pass_at_k"])
             share = "n/a" if b["no_correct_share"] is None else f"{100 * b['no_correct_share']:.0f}%"
-            lines.append(f"| `{Path(b['model']).name}` | {b['task']} | {b['temperature']} | {b['samples']} x {b['problems']} | "
-                         f"{b['seeds']} | {cells} | {share} |")
+            lines.append(f"| `{Path(b['model']).name}` | {b['task']} | {b['temperature']} | "
+                         f"{b['samples']} x {b['problems']} | {b['seeds']} | {cells} | {share} |")
         lines.append("")
     if report.get("es_regime"):
         lines += [es_regime_line(report["es_regime"]), ""]
@@ -345,8 +359,8 @@ def claim_row(c: dict) -> str:
 def level_lines(level: str, v: dict) -> list[str]:
     """One level's verdict of a claim, as its bullet with the test, design and power under it."""
     note = f" ({v['note']})" if v["note"] else ""
-    return [f"- {level}: **{v['status']}**: {v['ours']}{note}"] + [f"  - {key}: {v[key]}" for key in ("test", "design", "power")
-                                                                   if v.get(key)]
+    return [f"- {level}: **{v['status']}**: {v['ours']}{note}"] + [f"  - {key}: {v[key]}"
+                                                                   for key in ("test", "design", "power") if v.get(key)]
 
 
 def lemma1_training(report: dict) -> dict | None:
@@ -358,7 +372,8 @@ def lemma1_training(report: dict) -> dict | None:
 
 
 def _ci(x: dict | None, spec: str = ".3g") -> str:
-    return "n/a" if not x or x.get("mean") is None else f"{x['mean']:{spec}} [{_num(x['ci'][0], spec)}, {_num(x['ci'][1], spec)}]"
+    return ("n/a" if not x or x.get("mean") is None
+            else f"{x['mean']:{spec}} [{_num(x['ci'][0], spec)}, {_num(x['ci'][1], spec)}]")
 
 
 def lemma_grid_lines(grid: list[dict], training: dict | None = None) -> list[str]:
@@ -369,16 +384,18 @@ def lemma_grid_lines(grid: list[dict], training: dict | None = None) -> list[str
     g = summarize_grid(grid)
     lines = ["## Lemma 1 on the real model over a grid of sigma and N", ""]
     if "task" in first:
-        lines += [f"On the runs' own task `{first['task']}` at T = {first['temperature']}, {first['max_new_tokens']} new "
-                  f"tokens, {first['prompts']} probe prompts, {first['samples']} samples per member and prompt. Each draw of "
-                  f"a row is an antithetic pair of populations (noise eps and -eps, own seed per row and draw): its JSpol_N "
-                  f"(chain-rule estimator, every token averaged over the vocabulary) against the prediction for the same "
-                  f"members, (sigma^2/2)(1/N) sum_j d_j^T I_x d_j with d_j = eps_j - eps_bar, from {first['center_samples']} "
-                  f"center completions per prompt (whose mean over the noise is (sigma^2/2)(1 - 1/N) tr I_x). The ratio is the "
-                  f"geometric mean of the draws' ratios with a t interval over draws; 'predicted' is the mean of the draws' "
-                  f"predictions; tr I, estimated from the same directions, is {_num(g['fisher_trace'], '.4g')} over the whole grid. "
-                  f"JSsucc and Lemma 2's gap are corrected by the same permutation null (their value when every member has "
-                  f"the same success rate). Rows with s <= {g['s_limit']} (in the regime) decide the verdict.", ""]
+        lines += [f"On the runs' own task `{first['task']}` at T = {first['temperature']}, "
+                  f"{first['max_new_tokens']} new tokens, {first['prompts']} probe prompts, {first['samples']} "
+                  f"samples per member and prompt. Each draw of a row is an antithetic pair of populations (noise "
+                  f"eps and -eps, own seed per row and draw): its JSpol_N (chain-rule estimator, every token averaged "
+                  f"over the vocabulary) against the prediction for the same members, (sigma^2/2)(1/N) sum_j d_j^T "
+                  f"I_x d_j with d_j = eps_j - eps_bar, from {first['center_samples']} center completions per prompt "
+                  f"(whose mean over the noise is (sigma^2/2)(1 - 1/N) tr I_x). The ratio is the geometric mean of "
+                  f"the draws' ratios with a t interval over draws; 'predicted' is the mean of the draws' "
+                  f"predictions; tr I, estimated from the same directions, is {_num(g['fisher_trace'], '.4g')} over "
+                  f"the whole grid. JSsucc and Lemma 2's gap are corrected by the same permutation null (their value "
+                  f"when every member has the same success rate). Rows with s <= {g['s_limit']} (in the regime) "
+                  f"decide the verdict.", ""]
     lines += ["| sigma | N | pairs | measured JSpol | predicted | ratio [95%] | width | s measured | in regime | "
               "JSsucc (corrected) | JSpol - JSsucc [95%] | P_pop - P_same [95%] | N p(1-p)^(N-1) JSsucc [95%] |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -386,11 +403,13 @@ def lemma_grid_lines(grid: list[dict], training: dict | None = None) -> list[str
         lo, hi = r["ratio_ci"]
         width = "n/a" if lo is None or hi is None else f"{hi - lo:.3f}"
         l2 = r.get("lemma2", {})
-        lines.append(f"| {_num(r['sigma'], '.2g')} | {r['members']} | {r.get('draws', 1)} | {_num(r['measured'], '.3g')} | "
-                     f"{_num(r['predicted'], '.3g')} | {_num(r['ratio'], '.3f')} [{_num(lo, '.3f')}, {_num(hi, '.3f')}] | "
+        lines.append(f"| {_num(r['sigma'], '.2g')} | {r['members']} | {r.get('draws', 1)} | "
+                     f"{_num(r['measured'], '.3g')} | {_num(r['predicted'], '.3g')} | "
+                     f"{_num(r['ratio'], '.3f')} [{_num(lo, '.3f')}, {_num(hi, '.3f')}] | "
                      f"{width} | {_num(r['s_measured'], '.3g')} | "
                      f"{'yes' if r['s_measured'] is not None and r['s_measured'] <= g['s_limit'] else 'no'} | "
-                     f"{_ci(r.get('jssucc'))} | {_ci(r.get('jspol_minus_jssucc'))} | {_ci(l2.get('gap'))} | {_ci(l2.get('local'))} |")
+                     f"{_ci(r.get('jssucc'))} | {_ci(r.get('jspol_minus_jssucc'))} | {_ci(l2.get('gap'))} | "
+                     f"{_ci(l2.get('local'))} |")
     lines.append("")
     ex = g["exponent_in_regime"]
     if ex:
@@ -408,20 +427,24 @@ def lemma_grid_lines(grid: list[dict], training: dict | None = None) -> list[str
     for n, f in g["n_factor"].items():
         lines.append(f"- The (1 - 1/N) factor alone, N = {n} against N = {f['against']} at sigma = {f['sigmas']} "
                      f"(tr I cancels): (JSpol_N / (1 - 1/N)) / (JSpol_{f['against']} / (1 - 1/{f['against']})) = "
-                     f"{f['factor']:.3f} [{f['ci'][0]:.3f}, {f['ci'][1]:.3f}]: **{f['decision']}** (1 within +-{g['tolerance']:g})")
+                     f"{f['factor']:.3f} [{f['ci'][0]:.3f}, {f['ci'][1]:.3f}]: **{f['decision']}** "
+                     f"(1 within +-{g['tolerance']:g})")
     if training and training.get("s_median") is not None:
-        lines.append(f"- The training runs (sigma = {_fmt(training.get('sigma'))}, sampled at T = {_fmt(training.get('temperature'))}) "
+        lines.append(f"- The training runs (sigma = {_fmt(training.get('sigma'))}, "
+                     f"sampled at T = {_fmt(training.get('temperature'))}) "
                      f"measured s = {training['s_median']:.2g} (median of {len(training['s'])}; range "
                      f"{min(training['s']):.2g}-{max(training['s']):.2g}): outside the regime")
     d = g["dpi"]
     if d["rows"]:
-        lines.append(f"- Data processing 0 <= JSsucc_N <= JSpol_N on the same populations: rows whose JSsucc interval lies below 0: "
-                     f"{d['rows_jssucc_below_0']} of {d['rows']}; rows whose JSpol - JSsucc interval lies below 0: "
-                     f"{d['rows_jssucc_above_jspol']} of {d['rows']}; populations x prompts whose corrected point values satisfy "
-                     f"it: {100 * d['share_of_populations_x_prompts']:.0f}% (single populations are noisy: a point value "
+        lines.append(f"- Data processing 0 <= JSsucc_N <= JSpol_N on the same populations: rows whose JSsucc "
+                     f"interval lies below 0: {d['rows_jssucc_below_0']} of {d['rows']}; rows whose JSpol - JSsucc "
+                     f"interval lies below 0: {d['rows_jssucc_above_jspol']} of {d['rows']}; populations x prompts "
+                     f"whose corrected point values satisfy it: {100 * d['share_of_populations_x_prompts']:.0f}% "
+                     f"(single populations are noisy: a point value "
                      f"below 0 is sampling error unless its row's interval says so)")
         agree = [r for r in grid if r.get("lemma2") and _holds_zero(r["lemma2"]["gap_minus_local"]["ci"])]
-        lines.append(f"- Lemma 2 on the real population: P_pop - P_same against its local form N p_bar (1 - p_bar)^(N-1) JSsucc_N: "
+        lines.append(f"- Lemma 2 on the real population: P_pop - P_same against its local form "
+                     f"N p_bar (1 - p_bar)^(N-1) JSsucc_N: "
                      f"the difference's interval contains 0 in {len(agree)} of {d['rows']} rows")
     return lines
 
