@@ -208,7 +208,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top_p", "--top-p", dest="top_p", type=float, default=1.0,
                         help="nucleus sampling mass (default: 1.0)")
     parser.add_argument("--max_completion_length", "--max-new-tokens", dest="max_new_tokens", type=int,
-                        default=length, metavar="N", help=f"new tokens per completion (default: {length}, as `llm train`)")
+                        default=length, metavar="N",
+                        help=f"new tokens per completion (default: {length}, as `llm train`)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
                         help="engine weights (default: float32)")
     parser.add_argument("--seed", type=int, default=train_fields["seed"].default,

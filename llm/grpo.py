@@ -210,7 +210,8 @@ class GRPO:
         if cfg.beta > 0 and reference is None:
             raise ValueError("reference model is required when grpo.beta > 0")
         self.cfg, self.engine, self.task, self.model, self.reference = cfg, engine, task, policy, reference
-        self.encode, self.temperature, self.max_new_tokens, self.seed, self.pad_id = encode, temperature, max_new_tokens, seed, pad_id
+        self.encode, self.temperature, self.max_new_tokens = encode, temperature, max_new_tokens
+        self.seed, self.pad_id = seed, pad_id
         self.phase_start, self.schedule_steps = phase_start, phase_steps * cfg.num_iterations
         self.shares_engine_model = engine.live_module() is policy
         if cfg.use_peft:
@@ -378,8 +379,9 @@ class GRPO:
                     live[n].copy_(w)
         if not self.shares_engine_model:
             self.engine.load_weights((n, p.detach()) for n, p in self.model.named_parameters())
-        return GRPOStep(rollouts=out, loss=total_loss, kl=kl_sum / max(n_tok, 1.0), clip_fraction=clipped / max(n_tok, 1.0),
-                        grad_norm=grad_norm, seconds=time.perf_counter() - t0, variants=variants,
+        return GRPOStep(rollouts=out, loss=total_loss, kl=kl_sum / max(n_tok, 1.0),
+                        clip_fraction=clipped / max(n_tok, 1.0), grad_norm=grad_norm,
+                        seconds=time.perf_counter() - t0, variants=variants,
                         clip_low=low / max(n_tok, 1.0), clip_high=high / max(n_tok, 1.0),
                         learning_rate=self.optimizer.param_groups[0]["lr"])
 

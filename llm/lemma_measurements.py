@@ -179,14 +179,15 @@ def _load(scorer: torch.nn.Module, weights) -> None:
 
 
 def population_direction(center: dict[str, torch.Tensor], seed: int, step: int, member: int) -> dict[str, torch.Tensor]:
-    """eps_j of member j of the population drawn from (seed, step), shaped like center: N(0, 1) entries (llm.es.noise)."""
+    """eps_j of member j of the population drawn from (seed, step), shaped like center: N(0, 1) entries
+    (llm.es.noise)."""
     noise_seed = derive_seed(seed, step, "population-noise")
     return {n: noise(noise_seed, member, n, c.shape, device=c.device) for n, c in center.items()}
 
 
-def score_population(scorer: torch.nn.Module, weights: Callable[[int], Iterable], members: int, prompt_ids: list[list[int]],
-                     completion_ids: list[list[int]], owner: list[int], temperature: float, pad_id: int,
-                     micro_batch: int = 64) -> tuple[np.ndarray, np.ndarray]:
+def score_population(scorer: torch.nn.Module, weights: Callable[[int], Iterable], members: int,
+                     prompt_ids: list[list[int]], completion_ids: list[list[int]], owner: list[int], temperature: float,
+                     pad_id: int, micro_batch: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """Every completion scored under models k = 0..members (weights(k): (name, tensor) pairs; k = members is the
     center), with the chain-rule term of JSpol_N.
 
@@ -195,18 +196,21 @@ def score_population(scorer: torch.nn.Module, weights: Callable[[int], Iterable]
     sum_k pi_k(y_<t | x) pi_k(v | x, y_<t) / sum_k pi_k(y_<t | x) over the members k < members: the mixture's own
     next-token distribution, so that E_{y ~ pi_j} chain = KL(pi_j || pi_bar) exactly)."""
     device = next(scorer.parameters()).device
-    batches = [(i, [t.to(device) for t in pad_batch(prompt_ids[i:i + micro_batch], completion_ids[i:i + micro_batch], pad_id)])
+    batches = [(i, [t.to(device)
+                    for t in pad_batch(prompt_ids[i:i + micro_batch], completion_ids[i:i + micro_batch], pad_id)])
                for i in range(0, len(prompt_ids), micro_batch)]
     owner = torch.as_tensor(owner, device=device)
     logp = np.zeros((len(prompt_ids), members + 1))
-    mix, norm, own = {}, {}, {}   # per batch: log sum_k pi_k(y_<t) pi_k(v | y_<t), log sum_k pi_k(y_<t), log pi_j(v | y_<t)
+    # per batch: log sum_k pi_k(y_<t) pi_k(v | y_<t), log sum_k pi_k(y_<t), log pi_j(v | y_<t)
+    mix, norm, own = {}, {}, {}
     for k in range(members + 1):
         _load(scorer, weights(k))
         with torch.no_grad():
             for i, (seq, att, mask) in batches:
                 logits = scorer(input_ids=seq, attention_mask=att, use_cache=False).logits[:, :-1].double()
                 lp = F.log_softmax(logits / temperature, dim=-1)                  # [S, L, V]
-                tok = lp.gather(2, seq[:, 1:, None]).squeeze(2) * mask[:, 1:]     # log pi_k(y_t | y_<t), 0 off the completion
+                # log pi_k(y_t | y_<t), 0 off the completion
+                tok = lp.gather(2, seq[:, 1:, None]).squeeze(2) * mask[:, 1:]
                 logp[i:i + len(seq), k] = tok.sum(1).cpu().numpy()
                 if k == members:
                     continue
@@ -229,16 +233,17 @@ def score_population(scorer: torch.nn.Module, weights: Callable[[int], Iterable]
 def population_samples(*, engine: Engine, scorer: torch.nn.Module, task: Task, problems: list[Problem],
                        encode: Callable[[str], list[int]], pad_id: int, center: dict[str, torch.Tensor], sigma: float,
                        members: int, samples: int, temperature: float, max_new_tokens: int, seed: int, step: int,
-                       dtype: torch.dtype = torch.float32, sign: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One population pi_{theta + sign sigma eps_j} (j = 1..members; eps_j = population_direction(center, seed, step, j);
-    sign -1 gives the antithetic population) around `center`: `samples` completions per member and prompt, each scored
-    under every member and the center.
+                       dtype: torch.dtype = torch.float32,
+                       sign: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One population pi_{theta + sign sigma eps_j} (j = 1..members; eps_j = population_direction(center, seed, step,
+    j); sign -1 gives the antithetic population) around `center`: `samples` completions per member and prompt, each
+    scored under every member and the center.
 
-    Returns (logp [prompt, j, s, k], correct [prompt, j, s], chain [prompt, j, s]): logp[i, j, s, k] = log pi_k(y_ijs | x_i)
-    at the temperature, with k = members the center; correct: the verifier's outcome of y_ijs; chain: its chain-rule
-    term of JSpol_N (score_population), so that stratified_mean(chain[i]) estimates JSpol_N on prompt i. The engine
-    generates (weights written with load_weights) and the scorer scores, with the weights rounded to `dtype` (a bf16
-    engine samples bf16 members); both hold the center on return."""
+    Returns (logp [prompt, j, s, k], correct [prompt, j, s], chain [prompt, j, s]): logp[i, j, s, k] =
+    log pi_k(y_ijs | x_i) at the temperature, with k = members the center; correct: the verifier's outcome of y_ijs;
+    chain: its chain-rule term of JSpol_N (score_population), so that stratified_mean(chain[i]) estimates JSpol_N on
+    prompt i. The engine generates (weights written with load_weights) and the scorer scores, with the weights rounded
+    to `dtype` (a bf16 engine samples bf16 members); both hold the center on return."""
     names = list(center)
 
     def member_w(j: int):
@@ -257,9 +262,10 @@ def population_samples(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
 
     prompt_ids = [encode(p.prompt) for p in problems]
     rows = [(j, i, s) for j in range(members) for i in range(len(problems)) for s in range(samples)]
+    # the center last: the scorer holds it
     logp, chain = score_population(scorer, member_w, members, [prompt_ids[i] for _, i, _ in rows],
                                    [member_out[j].completions[i][s].token_ids for j, i, s in rows],
-                                   [j for j, _, _ in rows], temperature, pad_id)   # the center last: the scorer holds it
+                                   [j for j, _, _ in rows], temperature, pad_id)
     shape = (members, len(problems), samples)
     logp = logp.reshape(*shape, members + 1).transpose(1, 0, 2, 3)  # [prompt, j, s, k]
     chain = chain.reshape(shape).transpose(1, 0, 2)
@@ -282,10 +288,11 @@ def direction_gram(model: torch.nn.Module, center: dict[str, torch.Tensor], prom
                    completion_ids: list[list[int]], directions: list[dict[str, torch.Tensor]], temperature: float,
                    pad_id: int) -> np.ndarray:
     """G [j, k, b] = sum_t (J_bt d_j)^T (diag pi_bt - pi_bt pi_bt^T) (J_bt d_k) for completion b and directions d_j
-    (parameter-shaped, over the parameters named in `center`, at the weights `center`), where J_bt = d(logits / T)/d theta
-    at completion position t of y_b and pi_bt the next-token distribution there. For y_b ~ pi(. | x) the mean over b of
-    G is an unbiased estimate of d_j^T I_x d_k (I_x the whole-sequence Fisher of fisher_sketch), exactly along the
-    directions: J d is a forward-mode derivative (one per direction), so only the completions are sampled."""
+    (parameter-shaped, over the parameters named in `center`, at the weights `center`), where
+    J_bt = d(logits / T)/d theta at completion position t of y_b and pi_bt the next-token distribution there.
+    For y_b ~ pi(. | x) the mean over b of G is an unbiased estimate of d_j^T I_x d_k (I_x the whole-sequence Fisher of
+    fisher_sketch), exactly along the directions: J d is a forward-mode derivative (one per direction), so only the
+    completions are sampled."""
     from torch.func import functional_call, jvp
 
     device = next(model.parameters()).device
@@ -350,8 +357,9 @@ def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
     dtype: the engine's weight dtype; the scorer gets the weights rounded to it, so it scores the
     members the engine sampled (a bf16 engine samples bf16 members)."""
     ks = sorted({k for k in (ks or [2, 4, members]) if 1 <= k <= members})
-    common = dict(engine=engine, scorer=scorer, task=task, problems=problems, encode=encode, pad_id=pad_id, center=center,
-                  temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, step=step, dtype=dtype)
+    common = dict(engine=engine, scorer=scorer, task=task, problems=problems, encode=encode, pad_id=pad_id,
+                  center=center, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, step=step,
+                  dtype=dtype)
     logp, correct, chain = population_samples(sigma=sigma, members=members, samples=samples, **common)
     sq, center_correct = center_scores(samples=center_samples, **common)
 
@@ -364,7 +372,8 @@ def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
         per_prompt.append({
             "problem": prob.id, "jspol": js, "jspol_se": js_se,
             "jssucc": jssucc_estimates(member_correct, seed=derive_seed(seed, step, "population-perm", i)),
-            "fisher_trace": tr_i, "fisher_trace_se": float(sq[i].std(ddof=1) / math.sqrt(center_samples)) if center_samples > 1 else None,
+            "fisher_trace": tr_i,
+            "fisher_trace_se": float(sq[i].std(ddof=1) / math.sqrt(center_samples)) if center_samples > 1 else None,
             "lemma1_prediction": lemma1_prediction(tr_i, sigma, members),
             "validity_measured": validity_estimate(lp), "validity_predicted": validity_parameter(tr_i, sigma),
             "member_success": member_correct.mean(axis=1).tolist(), "center_success": float(center_correct[i].mean()),

@@ -7,8 +7,9 @@ resume, each is tried newest first:
                passed over for an earlier one (whose later steps are trained again, exactly), and with no
                earlier one the resume is refused in one line naming the file and the steps
     loads      the checkpoint's weights (and, inside a GRPO phase, its optimizer state, its LoRA adapters
-               with use_peft and, with beta > 0 or use_peft, the phase's starting checkpoint) must load with the model's shapes; one that does not is set
-               aside as step-N.damaged, named, and the previous one tried
+               with use_peft and, with beta > 0 or use_peft, the phase's starting checkpoint) must load with the
+               model's shapes; one that does not is set aside as step-N.damaged, named, and the previous one
+               tried
     in range   a checkpoint beyond the run's steps is damaged in the same sense
 
 Folders under checkpoints/ that are not step-N are named and ignored. With no usable checkpoint the run

@@ -44,7 +44,8 @@ OFF_TARGET_TRIES = 50
 # how a corpus example writes its worked Countdown solution: "random", the random expression it was drawn as
 # (any order of the numbers, any tree); "canonical", the first (in sorted text) of its instance's distinct
 # solutions outside the rare family, so that every instance is always answered by one text; "dominant", the canonical
-# text with probability `dominant_share` and the random one otherwise (one dominant path per instance, rarer ones beside)
+# text with probability `dominant_share` and the random one otherwise (one dominant path per instance, rarer ones
+# beside)
 SOLUTION_FORMS = ("random", "canonical", "dominant")
 
 

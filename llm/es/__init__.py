@@ -11,7 +11,8 @@
     vllm_lora.py   low-rank members as vLLM LoRA adapters in one generate
     vllm_inplace.py  members perturbed and restored in place inside vLLM's workers (CUDA)
     options.py     the [population] settings explained; Ray present and reachable
-    factory.py     the strategy table (each strategy's class, constructor and checks); make_es: ES with the chosen strategy
+    factory.py     the strategy table (each strategy's class, constructor and checks); make_es: ES with the chosen
+                   strategy
 
 The settings (ESConfig, PopulationConfig: llm/settings/) and the strategies' rules on them
 (DistributedConfig, strategy_name, check_options: llm/member_options.py) import no torch.

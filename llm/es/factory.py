@@ -214,7 +214,8 @@ def engine_kind(engine: Engine) -> str:
 def population_noise(
     cfg: ESConfig, population: PopulationConfig, device: torch.device | str = "cpu"
 ) -> PopulationNoise:
-    """The members' noise (drawn on the device): full or low rank; the draws kept for the update unless ES runs plain."""
+    """The members' noise (drawn on the device): full or low rank; the draws kept for the update unless ES runs
+    plain."""
     keep = 0 if population.plain else population.keep_noise_mb * 2**20
     return PopulationNoise(population.noise_rank, cfg.noise_chunk, keep_bytes=keep, device=device)
 

@@ -19,10 +19,11 @@ through a worker extension; this is that path as one member-evaluation strategy 
 vLLMEngine runs its engine core in this process, so `collective_rpc` hands the worker the driver's
 master tensors themselves: the master is shared (one fp32 copy on the GPU, no update to redo). Setup
 tells which it is (the tensors' addresses); a worker in another process keeps the copy it received
-and redoes each update from the seeds. Only seeds and coefficients cross, never weights (after setup). vLLM fuses q/k/v into qkv_proj and
-gate/up into gate_up_proj and pads the vocabulary: `param_slices` maps every HF name to its rows of
-the vLLM parameter. The engine runs with prefix caching off (keys/values computed under one member
-must never serve another). Tensor parallelism is not supported (each rank would hold a shard).
+and redoes each update from the seeds. Only seeds and coefficients cross, never weights (after setup).
+vLLM fuses q/k/v into qkv_proj and gate/up into gate_up_proj and pads the vocabulary: `param_slices`
+maps every HF name to its rows of the vLLM parameter. The engine runs with prefix caching off
+(keys/values computed under one member must never serve another). Tensor parallelism is not supported
+(each rank would hold a shard).
 
 The worker methods are plain functions of a model (`es_setup` ... `es_hash` on `ESWorkerExtension`,
 which reads `self.model_runner.model` as vLLM's GPU worker holds it), so they run, and are tested, on a

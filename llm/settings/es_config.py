@@ -48,7 +48,8 @@ class ESConfig:
         if self.antithetic and n % 2:
             raise ValueError(f"es.population_size must be even with es.antithetic, got {n}")
         if self.zscore and self.center_scale != 1.0:
-            raise ValueError(f"es.center_scale rescales centered rewards: it needs es.zscore = false, got {self.center_scale!r}")
+            raise ValueError("es.center_scale rescales centered rewards: it needs es.zscore = false, "
+                             f"got {self.center_scale!r}")
         for name in ("sigma", "alpha", "center_scale"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
@@ -58,7 +59,8 @@ class ESConfig:
         if isinstance(self.member_samples, bool) or not isinstance(self.member_samples, int) or self.member_samples < 1:
             raise ValueError(f"es.member_samples must be an integer >= 1, got {self.member_samples!r}")
         if self.member_temperature == 0 and self.member_samples != 1:
-            raise ValueError(f"es.member_samples must be 1 with greedy rollouts (member_temperature 0), got {self.member_samples}")
+            raise ValueError("es.member_samples must be 1 with greedy rollouts (member_temperature 0), "
+                             f"got {self.member_samples}")
         check_noise_chunk(self.noise_chunk)
         if not isinstance(self.tag, str) or not re.fullmatch(r"[a-z0-9-]*", self.tag):
             raise ValueError(f"es.tag must be lowercase letters, digits and '-', got {self.tag!r}")

@@ -94,7 +94,8 @@ class GRPOConfig:
         for name, low_open in (("learning_rate", True), ("epsilon", True), ("beta", False),
                                ("max_grad_norm", False), ("weight_decay", False)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0 or (low_open and v == 0):
+            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0
+                    or (low_open and v == 0)):
                 raise ValueError(f"grpo.{name} must be a finite number {'> 0' if low_open else '>= 0'}, got {v!r}")
         if self.loss_type not in LOSSES:
             raise ValueError(f"grpo.loss_type must be one of {list(LOSSES)}, got {self.loss_type!r}")

@@ -31,7 +31,8 @@ class PopulationConfig:
         if isinstance(self.keep_noise_mb, bool) or not isinstance(self.keep_noise_mb, int) or self.keep_noise_mb < 0:
             raise ValueError(f"population.keep_noise_mb must be an integer >= 0, got {self.keep_noise_mb!r}")
         if self.lowrank_layout not in LOWRANK_LAYOUTS:
-            raise ValueError(f"population.lowrank_layout must be one of {list(LOWRANK_LAYOUTS)}, got {self.lowrank_layout!r}")
+            raise ValueError(f"population.lowrank_layout must be one of {list(LOWRANK_LAYOUTS)}, "
+                             f"got {self.lowrank_layout!r}")
         if self.members not in MEMBER_MODES:
             raise ValueError(f"population.members must be one of {list(MEMBER_MODES)}, got {self.members!r}")
 

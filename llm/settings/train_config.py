@@ -141,7 +141,8 @@ class TrainConfig:
         _int_at_least("completions_kept", self.completions_kept, 0)
         _int_at_least("completions_every", self.completions_every, 0)
         if self.algo in ("es-grpo", "grpo-es") and not 0 < self.switch_step < self.steps:
-            raise ValueError(f"switch_step must lie in (0, steps={self.steps}) for algo {self.algo}, got {self.switch_step}")
+            raise ValueError(f"switch_step must lie in (0, steps={self.steps}) for algo {self.algo}, "
+                             f"got {self.switch_step}")
         if self.batch_size > self.train_pool:
             raise ValueError(f"batch_size must be <= train_pool ({self.train_pool}), got {self.batch_size}")
         _choice("prompt_style", self.prompt_style, PROMPT_STYLES)
@@ -174,7 +175,8 @@ class TrainConfig:
         check_options(self.es, self.population, self.engine, self.distributed())  # llm/member_options.py
 
     def task_kwargs(self) -> dict[str, Any]:
-        """The settings that shape the task (data files, prompt style, reward, reward function), for llm.tasks.get_task."""
+        """The settings that shape the task (data files, prompt style, reward, reward function), for
+        llm.tasks.get_task."""
         given = {"data": self.data or None, "test_data": self.test_data or None, "data_split": self.data_split,
                  "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
                  "format_reward": self.format_reward, "reward_function": list(self.reward_function),
@@ -214,8 +216,8 @@ class TrainConfig:
             data = user_data_defaults(_renamed(_table(data, source), source))
             kwargs = _known(cls, data, source, sections=SECTIONS)
             if "population" in data:
-                kwargs["population"] = PopulationConfig(**_known(PopulationConfig, _table(data["population"], f"{source}: population"),
-                                                                 f"{source}: [population]"))
+                kwargs["population"] = PopulationConfig(**_known(
+                    PopulationConfig, _table(data["population"], f"{source}: population"), f"{source}: [population]"))
             if "es" in data:
                 kwargs["es"] = ESConfig(**_known(ESConfig, _table(data["es"], f"{source}: es"), f"{source}: [es]"))
             if "grpo" in data:

@@ -50,7 +50,8 @@ def _known(cls, data: dict, source: str, sections: tuple[str, ...] = ()) -> dict
         if key in sections:
             continue
         if key not in names:
-            raise ValueError(f"{source}: unknown setting {key!r}; known settings: {sorted(n for n in names if n not in sections)}")
+            known = sorted(n for n in names if n not in sections)
+            raise ValueError(f"{source}: unknown setting {key!r}; known settings: {known}")
         out[key] = _coerce(key, value, names[key].type)
     return out
 

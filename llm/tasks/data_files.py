@@ -1,4 +1,5 @@
-"""Records from local data (files, HF `datasets` folders and objects), and which records make the train and the test split.
+"""Records from local data (files, HF `datasets` folders and objects), and which records make the train and the test
+split.
 
 Sources, told apart by the path's suffix (all read locally: nothing is downloaded):
 - `.jsonl`: one JSON object per line (what HF `datasets` `Dataset.to_json` writes);

@@ -10,10 +10,11 @@ Prompt styles (`prompt_style`, recorded in config.json):
   message "Please reason step by step, and put your final answer within \\boxed{}." and the question
   as the user turn (understanding-es's GSM8K prompt).
 
-Completions longer than `MAX_COMPLETION_CHARS` have no answer. Answers inside `<think>` never count: when a completion opens `<think>` (or the prompt ends inside
-one), only the text after the last `</think>` may hold the answer, and with no `</think>` there is
-no answer at all. Under the reasoning styles (instruct, paper) a Countdown answer must sit in
-`<answer>` tags; under `plain` a bare expression is the answer (the tiny model writes no tags).
+Completions longer than `MAX_COMPLETION_CHARS` have no answer. Answers inside `<think>` never count: when a
+completion opens `<think>` (or the prompt ends inside one), only the text after the last `</think>` may
+hold the answer, and with no `</think>` there is no answer at all. Under the reasoning styles (instruct,
+paper) a Countdown answer must sit in `<answer>` tags; under `plain` a bare expression is the answer (the
+tiny model writes no tags).
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 class PartsTask(Task):
     """A toy task on Countdown prompts whose reward has two named parts, as reward functions give: "digit" (1 when
     the completion starts with 1, 2 or 3) and "even" (0.5 for a completion whose first token id is even, NaN: does
-    not apply, otherwise); the total is their sum with NaN read as 0. Its answers and votes name their problem, and it keeps
-    what score_batch was handed."""
+    not apply, otherwise); the total is their sum with NaN read as 0. Its answers and votes name their problem, and it
+    keeps what score_batch was handed."""
 
     name = "parts"
 

@@ -95,11 +95,12 @@ def test_one_steps_loss_kl_gradient_and_update_equal_their_values_by_hand(
     tiny_model_dir, micro_batch_size, loss_type, scale, temperature
 ):
     """One on-policy step (mu = 1, so every ratio is 1 and nothing is clipped), written out here: per token
-    l_t = -ratio_t A_i + beta k3_t (ratio_t = pi / pi_old = 1 in value, d ratio_t = d log pi_t) with k3_t = exp(ref_t - lp_t) - (ref_t - lp_t) - 1, A_i = (r_i - mean) / (std + 1e-4)
-    in each group (r_i - mean without scale_rewards); loss = mean over completions of the mean over their tokens ("grpo") or the mean over all
-    tokens ("bnpo"); kl = mean k3 per token. The update is AdamW's first step on the gradient g of that loss
-    clipped to max_grad_norm: theta (1 - lr wd) - lr g_c / (|g_c| + 1e-8). Micro-batches change none of it; the
-    log-probs of policy, old policy and reference are those of the sampling temperature (logits / T, as TRL)."""
+    l_t = -ratio_t A_i + beta k3_t (ratio_t = pi / pi_old = 1 in value, d ratio_t = d log pi_t) with
+    k3_t = exp(ref_t - lp_t) - (ref_t - lp_t) - 1, A_i = (r_i - mean) / (std + 1e-4) in each group (r_i - mean without
+    scale_rewards); loss = mean over completions of the mean over their tokens ("grpo") or the mean over all tokens
+    ("bnpo"); kl = mean k3 per token. The update is AdamW's first step on the gradient g of that loss clipped to
+    max_grad_norm: theta (1 - lr wd) - lr g_c / (|g_c| + 1e-8). Micro-batches change none of it; the log-probs of
+    policy, old policy and reference are those of the sampling temperature (logits / T, as TRL)."""
     import copy
 
     engine = HFEngine(tiny_model_dir)

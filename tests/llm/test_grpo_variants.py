@@ -320,7 +320,8 @@ def _weights(path):
     return load_file(str(path / "model.safetensors"))
 
 
-@pytest.mark.slow  # three small runs and an evaluation (about a minute); test_lora_step_trains_only_the_adapters is fast
+# three small runs and an evaluation (about a minute); test_lora_step_trains_only_the_adapters is fast
+@pytest.mark.slow
 def test_lora_changes_only_the_adapted_matrices_by_rank_r_and_eval_loads_it(tiny_model_dir, tmp_path):
     """GRPO with use_peft: the checkpoint's weights are the base's, bit for bit, except q_proj and v_proj, each moved
     by a matrix of rank <= lora_r = 2; the adapters are kept beside them; `llm eval` loads the checkpoint; a run

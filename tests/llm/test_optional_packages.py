@@ -40,8 +40,9 @@ CHILD = """
 import importlib, importlib.util, json, sys
 import torch
 
-modules = ["escov.llm.train", "escov.llm.cli", "escov.llm.evaluate", "escov.llm.grpo", "escov.llm.es", "escov.llm.es.ray_actors", "escov.llm.es.vllm_inplace",
-           "escov.llm.es.vllm_lora", "escov.llm.engines.vllm_engine", "escov.llm.tasks.math_grader", "escov.llm.tasks.math_data",
+modules = ["escov.llm.train", "escov.llm.cli", "escov.llm.evaluate", "escov.llm.grpo", "escov.llm.es",
+           "escov.llm.es.ray_actors", "escov.llm.es.vllm_inplace", "escov.llm.es.vllm_lora",
+           "escov.llm.engines.vllm_engine", "escov.llm.tasks.math_grader", "escov.llm.tasks.math_data",
            "escov.paper_checks.console"]
 for name in modules:
     importlib.import_module(name)

@@ -210,7 +210,8 @@ TWO_FUNCTIONS = [
 
 @pytest.fixture
 def own_data(tmp_path, monkeypatch):
-    """A folder with a 48-row verl-style train.parquet and test.parquet (pyarrow) and my_rewards.py, as the current folder."""
+    """A folder with a 48-row verl-style train.parquet and test.parquet (pyarrow) and my_rewards.py, as the current
+    folder."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -128,7 +128,8 @@ def test_flags_the_algorithm_never_reads_are_refused(tmp_path):
         parse(["--algo", "es", "--grpo.beta", "0", "--learning_rate", "1e-5"], tmp_path)
     with pytest.raises(ValueError, match=r"^--population.batched do"):
         parse(["--algo", "grpo", "--population.batched", "true"], tmp_path)
-    # what both read (the probe's sigma; GRPO's group size prices ES's budget), and everything in a schedule of both, stays
+    # what both read (the probe's sigma; GRPO's group size prices ES's budget), and everything in a schedule of both,
+    # stays
     assert parse(["--algo", "grpo", "--es.sigma", "0.01"], tmp_path).es.sigma == 0.01
     assert parse(["--algo", "es", "--grpo.num_generations", "4"], tmp_path).grpo.num_generations == 4
     assert (

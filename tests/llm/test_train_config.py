@@ -18,7 +18,8 @@ def _parse(argv):
 def test_flags_override_the_config_file(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text(
-        'algo = "es-grpo"\nswitch_step = 3\nmodel = "m"\nout = "o"\nsteps = 7\n[es]\nsigma = 0.002\n[grpo]\nbeta = 0.0\nnum_generations = 4\n'
+        'algo = "es-grpo"\nswitch_step = 3\nmodel = "m"\nout = "o"\nsteps = 7\n'
+        "[es]\nsigma = 0.002\n[grpo]\nbeta = 0.0\nnum_generations = 4\n"
     )
     cfg = _parse(
         [

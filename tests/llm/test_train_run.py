@@ -337,7 +337,8 @@ def test_a_kill_9_from_outside_mid_run_resumes_to_every_file_of_the_uninterrupte
     tiny_model_dir, tmp_path, uninterrupted_es_grpo
 ):
     """SIGKILL sent from outside at whatever the run is doing once checkpoint 2 exists (mid ES phase), then
-    --resume: every file equals the uninterrupted es-grpo run's (the points above kill at chosen places, from inside)."""
+    --resume: every file equals the uninterrupted es-grpo run's (the points above kill at chosen places, from
+    inside)."""
     run = tmp_path / "killed"
     proc = _cli(*_flags(_cfg(tiny_model_dir, run, "es-grpo")), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     marker = run / "checkpoints" / "step-2" / "trainer_state.json"

@@ -4,10 +4,10 @@ Each strategy gets the same plan from ES (llm/es/plan.py) and must hand back the
 so the same z and, bit for bit, the same updated center, for greedy and for sampled members (sampled
 members draw from their own rollout seeds on every path). On this CPU: one_by_one, batched_hf and ray
 on the HF engine (ray with sampled members here; with greedy members in tests/llm/es/test_ray_actors.py,
-which starts its actors once for all its checks); vllm_lora on vLLM's CPU build against one_by_one on the same vLLM engine (vLLM
-samples with its own generator, so sampled members are compared on one engine kind), in
-tests/llm/es/test_vllm_lora.py, which starts that engine once for all its checks. vllm_inplace needs
-CUDA: tests/llm/test_gpu.py (scripts/gpu_check.sh)."""
+which starts its actors once for all its checks); vllm_lora on vLLM's CPU build against one_by_one on the same vLLM
+engine (vLLM samples with its own generator, so sampled members are compared on one engine kind), in
+tests/llm/es/test_vllm_lora.py, which starts that engine once for all its checks. vllm_inplace needs CUDA:
+tests/llm/test_gpu.py (scripts/gpu_check.sh)."""
 
 import importlib.util
 

@@ -235,7 +235,7 @@ def test_a_damaged_settings_history_names_its_line(tmp_path, line, message):
     assert str(err.value) == f"{tmp_path / 'config_history.jsonl'}: {message}"
 
 
-# ----------------------------------------------------------------------------- the lock file, an empty directory, set aside
+# ------------------------------------------------------------------------- the lock file, an empty directory, set aside
 
 
 def test_the_lock_files_holder_is_its_record_or_none(tmp_path):
@@ -330,7 +330,7 @@ def test_release_empties_the_lock_file_and_is_harmless_before_acquire_and_twice(
     again.release()
 
 
-# ----------------------------------------------------------------------------- what each writer names when it cannot write
+# -------------------------------------------------------------------------- what each writer names when it cannot write
 
 
 def _full_disk_at(path) -> None:
@@ -412,7 +412,7 @@ def test_the_first_settings_record_of_a_run_with_checkpoints_applies_from_step_0
     assert rundir.config_history(tmp_path) == [{"config": {"seed": 1}, "changed": [], "from_step": 0}]
 
 
-# ----------------------------------------------------------------------------- a checkpoint's weights and optimizer state read back
+# ----------------------------------------------------------------- a checkpoint's weights and optimizer state read back
 
 
 def _checkpoint(root, tensors: dict, optimizer=None, step: int = 2):
@@ -485,7 +485,7 @@ def test_an_unreadable_optimizer_state_names_the_file_and_the_first_line_of_the_
     assert "\n" not in str(err.value)
 
 
-# ----------------------------------------------------------------------------- the reader over a run directory written by hand
+# ---------------------------------------------------------------------- the reader over a run directory written by hand
 
 CONFIG = {"algo": "es", "task": "countdown", "seed": 3, "es": {"sigma": 0.01}, "schedule": {"total_steps": 3}}
 

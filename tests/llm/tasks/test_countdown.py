@@ -430,7 +430,7 @@ def test_a_target_below_one_is_read_as_the_simplest_fraction_within_the_toleranc
     assert distinct_solutions([5], 5) == ["5"] and distinct_solutions([5], 4) == []
 
 
-# ----------------------------------------------------------------------------- Countdown: a number used twice in place of another
+# ------------------------------------------------------------------- Countdown: a number used twice in place of another
 
 NUMBERS, TARGET = [2, 4, 3], 11  # 2 * 4 + 3 = 11
 GOOD, TWICE, WRONG = "2*4+3", "4+4+3", "2+4+3"  # TWICE: 11 too, with 4 in place of 2; WRONG: 9

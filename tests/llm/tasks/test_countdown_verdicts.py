@@ -1,8 +1,8 @@
 """The faster Countdown verifier (a depth-first node check, evaluation on integer pairs; in
-llm/tasks/countdown_verdicts.py, remembered verdicts and a digit-run pre-check) gives every verdict, tree and value the previous implementation gave, and refuses what it refused: that
-implementation is copied below, verbatim in substance, and both are run on tens of thousands of random
-strings. A refusal's words are the same where the text breaks one rule; where it breaks several the new
-check names the first in depth-first order (the old one in breadth-first order)."""
+llm/tasks/countdown_verdicts.py, remembered verdicts and a digit-run pre-check) gives every verdict, tree and value the
+previous implementation gave, and refuses what it refused: that implementation is copied below, verbatim in substance,
+and both are run on tens of thousands of random strings. A refusal's words are the same where the text breaks one rule;
+where it breaks several the new check names the first in depth-first order (the old one in breadth-first order)."""
 
 import ast
 import random

@@ -26,7 +26,8 @@ LIVENESS_SECONDS = 60
 
 
 def grade_all(out: list, shift: int = 0) -> None:
-    """Grade the hostile answers (made distinct by shift, so that no result comes from the cache), then two plain ones."""
+    """Grade the hostile answers (made distinct by shift, so that no result comes from the cache), then two plain
+    ones."""
     hostile = [text % (base + shift) for text, base in zip(HOSTILE, (9, 10, 6))]
     out.extend(grade("41", text).correct for text in hostile + [r"\boxed{41}", r"\boxed{40}"])
 
@@ -226,7 +227,7 @@ def test_unparseable_golds_are_reported_at_load(tmp_path):
         get_task("deepscaler", test_data=path)
 
 
-# ----------------------------------------------------------------------------- the worker's parts, called in this process
+# --------------------------------------------------------------------------- the worker's parts, called in this process
 
 
 def test_value_bits_bounds_each_kind_of_expression_by_its_closed_form():

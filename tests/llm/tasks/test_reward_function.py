@@ -395,7 +395,8 @@ def test_a_reward_function_without_python_frames_or_source_lines_is_named_as_suc
     namespace = {}
     exec(compile("def no_source(prompts, completions, **kw):\n    return [1 / 0]\n", "<generated>", "exec"), namespace)
     assert raised(namespace["no_source"], [problem(0)], ["x"]).endswith(
-        "ZeroDivisionError: division by zero on data row row-0, completion 'x'; File \"<generated>\", line 2, in no_source"
+        "ZeroDivisionError: division by zero on data row row-0, completion 'x'; "
+        'File "<generated>", line 2, in no_source'
     )
     exec(compile("def no_file(prompts, completions, **kw):\n    return [1 / 0]\n", "", "exec"), namespace)
     assert raised(namespace["no_file"], [problem(0)], ["x"]).endswith('; File "", line 2, in no_file')  # as it is named
