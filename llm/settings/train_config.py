@@ -106,8 +106,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.task == "prompts" and not _FROM_SETTINGS.get():  # the Python API: the CLI's defaults for your data
+            given = _GIVEN.get()
             for name, value in USER_DATA_DEFAULTS.items():
-                if getattr(self, name) == TrainConfig.__dataclass_fields__[name].default:
+                if name not in given and getattr(self, name) == TrainConfig.__dataclass_fields__[name].default:
                     setattr(self, name, value)
         normalize_reward_settings(self)
         self.validate()
@@ -236,3 +237,19 @@ class TrainConfig:
 # set while TrainConfig.from_dict builds a config: its settings are taken as given (a TrainConfig built directly,
 # from Python, with task "prompts" gets USER_DATA_DEFAULTS for the measurements left at their defaults)
 _FROM_SETTINGS: contextvars.ContextVar[bool] = contextvars.ContextVar("from_settings", default=False)
+# the settings a direct TrainConfig(...) call named (a named one is kept even where it equals its default:
+# TrainConfig(task="prompts", probe=True) runs the probe)
+_GIVEN: contextvars.ContextVar[frozenset] = contextvars.ContextVar("given", default=frozenset())
+_generated_init = TrainConfig.__init__
+
+
+def _init_noting_given(self, *args, **kwargs) -> None:
+    names = [f.name for f in dataclasses.fields(TrainConfig)]
+    token = _GIVEN.set(frozenset(names[: len(args)]) | frozenset(kwargs))
+    try:
+        _generated_init(self, *args, **kwargs)
+    finally:
+        _GIVEN.reset(token)
+
+
+TrainConfig.__init__ = _init_noting_given

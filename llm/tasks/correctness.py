@@ -37,7 +37,7 @@ class Correctness:
     def describe(self) -> str:
         return f"{self.reward} >= {self.threshold:g}"
 
-    def decide(self, total: np.ndarray, parts: dict, verifier: np.ndarray | None = None) -> np.ndarray:
+    def judge(self, total: np.ndarray, parts: dict, verifier: np.ndarray | None = None) -> np.ndarray:
         """bool [n]: the chosen reward (total, the verifier's, or a function's; NaN: not correct) >= threshold."""
         if self.reward == TOTAL:
             values = total

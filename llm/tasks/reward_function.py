@@ -458,7 +458,7 @@ class ScoredByFunction(Task):
         verifier = None
         if self.correctness.reward == VERIFIER:
             verifier = np.array([float(self.task.score(p, c)) for p, c in zip(problems, completions)])
-        scores.correct = self.correctness.decide(scores.total, scores.parts, verifier)
+        scores.correct = self.correctness.judge(scores.total, scores.parts, verifier)
         return scores
 
     def answer(self, problem: Problem, completion: str) -> str | None:

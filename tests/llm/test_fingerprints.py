@@ -51,10 +51,10 @@ def test_a_folder_hashes_its_files_names_then_bytes_in_name_order(tmp_path):
     (folder / "b.txt").write_bytes(b"2")
     (folder / "a.txt").write_bytes(b"1")
     (folder / "sub" / "c.txt").write_bytes(b"3")
-    by_hand = sha(b"a.txt\01b.txt\02sub/c.txt\03")
+    by_hand = sha(b"a.txt\x001b.txt\x002sub/c.txt\x003")
     assert fingerprints.content_sha256(folder) == by_hand
     (folder / "a.txt").rename(folder / "d.txt")  # the same bytes under another name: another hash
-    assert fingerprints.content_sha256(folder) == sha(b"b.txt\02d.txt\01sub/c.txt\03")
+    assert fingerprints.content_sha256(folder) == sha(b"b.txt\x002d.txt\x001sub/c.txt\x003")
 
 
 def test_model_weights_are_the_safetensors_else_the_bin_files_in_name_order(tmp_path):

@@ -142,11 +142,11 @@ def test_a_combination_that_makes_no_sense_is_refused_naming_both(tmp_path, caps
     with pytest.raises(SystemExit) as exit_:
         llm_main([*RUN, "--model", str(tmp_path), "--out", str(tmp_path / "run"), *flags.split()])
     assert exit_.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()  # argparse's usage line, then the error in one line
+    err = capsys.readouterr().err.strip().splitlines()  # the error in one line, no usage block
     assert (
-        len(err) == 2
-        and err[1].startswith("python -m escov.llm: error: flags: grpo.")
-        and all(name in err[1] for name in both)
+        len(err) == 1
+        and err[0].startswith("python -m escov.llm train: error: flags: grpo.")
+        and all(name in err[0] for name in both)
     ), err
     assert not (tmp_path / "run").exists()
 

@@ -145,7 +145,7 @@ def measured(tiny_model_dir):
     again by hand."""
     from escov.llm.tasks import get_task
 
-    task = get_task("countdown3", reward_function=coin)
+    task = get_task("countdown3", reward_function=coin, correct_reward="coin")  # coin decides correct, not the verifier
     coin.steps.clear()
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
