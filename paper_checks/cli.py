@@ -7,6 +7,7 @@ bases                                                            rebuild the shi
 sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
 pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
 premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)
+es-pilot --model DIR --control FILE --out DIR [--jobs N]     can ES reach GRPO's plateau? (validation)
 grpo-variants --answer DIR [--candidates A,B] [--jobs N]          ES against the best coverage-keeping GRPO variant
 coverage SOURCE... --reference NAME [--json OUT] [--plots DIR]     Pass@k to n, k*, solvability of any completions
                                                                  (also `escov coverage`; docs/coverage.md)
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         help="also check the paper's claims on runs of your own data or rewards (by default their "
         "report compares the runs' groups: paper_checks/own_runs.py)",
     )
-    add_commands(sub)  # reproduce, bases, sweep, pilot, premise-control, grpo-variants (paper_checks/reproduce/cli.py)
+    add_commands(sub)  # the experiment commands (paper_checks/reproduce/cli.py COMMANDS)
     sub.add_parser("coverage", help="Pass@k to n, k*, solvability sets of any trainer's completions (docs/coverage.md)")
     args = parser.parse_args(argv)
     try:

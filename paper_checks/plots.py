@@ -437,3 +437,18 @@ PLOTS = {
     "update_magnitudes": update_magnitudes,
     "drift_per_layer": drift_per_layer,
 }
+
+
+def es_pilot_plot(record: dict, path: Path) -> str:
+    """The ES pilot (reproduce/es_pilot.py): Pass@1 (left) and Pass@32 (right) by ES update for every run, a colour
+    per setting, GRPO's plateau Pass@1 L drawn on the left. Returns the file name."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for i, (name, runs) in enumerate(record["curves"].items()):
+        for j, points in enumerate(runs.values()):
+            steps = [p["step"] for p in points]
+            left.plot(steps, [p["pass1"] for p in points], color=f"C{i}", label=name if j == 0 else None)
+            right.plot(steps, [p["pass32"] for p in points], color=f"C{i}", label=name if j == 0 else None)
+    left.axhline(record["level"], color="k", ls=":", label="GRPO's plateau Pass@1 (control)")
+    _label(left, "ES update", "validation Pass@1", "ES toward GRPO's plateau")
+    _label(right, "ES update", "validation Pass@32", "coverage along the way")
+    return _save(fig, path.parent, path.name)

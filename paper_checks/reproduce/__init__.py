@@ -1,7 +1,7 @@
 """The experiments behind the verdicts and their command lines, on the floor above the verdicts (paper_checks/), which
 never import it: a report is built from the run directories these write.
 
-    cli.py              the experiment commands: reproduce, bases, sweep, pilot, premise-control, grpo-variants
+    cli.py              the experiment commands (COMMANDS): reproduce, bases, sweep, pilot, ...
     reproduction.py     `reproduce`: each stage a job (bases, theory, simulate, runs, grid, control), then the report
     budgets.py          the budgets (small, full, answer, ...): sizes, settings, ES variants, their published report
     plan.py             the runs a budget plans, the sweep's equal update budgets, what those runs give the checks
@@ -12,6 +12,7 @@ never import it: a report is built from the run directories these write.
     step_sweep.py       `sweep`: the step sizes of the answer budget, chosen on training prompts
     pilot.py            `pilot`: the answer's design sized from variance components on training prompts
     premise_control.py  `premise-control`: GRPO trained to its plateau on validation prompts, read by premise.py
+    es_pilot.py         `es-pilot`: ES settings toward GRPO's plateau Pass@1 on validation, the answer's ES length
     lemma_grid_measurement.py  the Lemma 1 grid measured on a base model, read by lemma_grid.py
     grpo_variants.py    `grpo-variants`: the coverage-keeping GRPO variant chosen on validation, then ES against it
 """

@@ -1,13 +1,13 @@
 """The experiment commands of `python -m escov.paper_checks` (paper_checks/cli.py adds them beside `report`):
-reproduce, bases, sweep, pilot and premise-control. Their modules are imported when a command runs, so that
-`report` and `--help` load no torch."""
+reproduce, bases, sweep, pilot, premise-control, es-pilot and grpo-variants. Their modules are imported when a
+command runs, so that `report` and `--help` load no torch."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-COMMANDS = ("reproduce", "bases", "sweep", "pilot", "premise-control", "grpo-variants")
+COMMANDS = ("reproduce", "bases", "sweep", "pilot", "premise-control", "es-pilot", "grpo-variants")
 
 
 def add_commands(sub) -> None:
@@ -62,6 +62,17 @@ def add_commands(sub) -> None:
     pre.add_argument("--seeds", type=int, default=3, help="control seeds (300, 301, ...; default 3)")
     pre.add_argument("--steps", type=int, default=None, help="GRPO steps (default: premise_control.CONTROL_STEPS)")
     pre.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
+    esp = sub.add_parser(
+        "es-pilot",
+        help="can ES reach GRPO's plateau Pass@1 on the premise's base, in how many updates: ES settings on "
+        "validation prompts, before the answer (paper_checks/reproduce/es_pilot.py)",
+    )
+    esp.add_argument("--model", type=Path, required=True, help="the base model (the premise control's)")
+    esp.add_argument(
+        "--control", type=Path, required=True, help="the premise control's control.json on that base (its plateau)"
+    )
+    esp.add_argument("--out", type=Path, required=True)
+    esp.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
     gv = sub.add_parser(
         "grpo-variants",
         help="ES against the best coverage-keeping GRPO variant, chosen on validation "
@@ -94,6 +105,11 @@ def run(args, argv: list[str] | None) -> int | tuple[dict, Path]:
         from escov.paper_checks.reproduce.premise_control import main_args as premise_main
 
         return premise_main(args, BUDGETS["answer"])
+    if args.command == "es-pilot":
+        from escov.paper_checks.reproduce.budgets import BUDGETS
+        from escov.paper_checks.reproduce.es_pilot import main_args as es_pilot_main
+
+        return es_pilot_main(args, BUDGETS["answer"])
     if args.command == "grpo-variants":
         from escov.paper_checks.reproduce.budgets import BUDGETS
         from escov.paper_checks.reproduce.grpo_variants import main_args as variants_main
