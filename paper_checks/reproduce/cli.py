@@ -73,6 +73,9 @@ def add_commands(sub) -> None:
     )
     esp.add_argument("--out", type=Path, required=True)
     esp.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
+    esp.add_argument(
+        "--settings", default="", help="comma-separated names of es_pilot.SETTINGS to train (default: all)"
+    )
     gv = sub.add_parser(
         "grpo-variants",
         help="ES against the best coverage-keeping GRPO variant, chosen on validation "

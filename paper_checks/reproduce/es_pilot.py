@@ -2,6 +2,7 @@
 many updates? Read on validation prompts only, before the answer's ES runs are sized.
 
     python -m escov.paper_checks es-pilot --model BASE_DIR --control CONTROL_JSON --out runs/es-pilot [--jobs 2]
+        [--settings es,es-sampled]
 
 The answer compares ES with GRPO where GRPO narrows: at GRPO's plateau. ES climbs more slowly than GRPO (on the
 premise's base about 0.18 Pass@1 points a step), so the answer's ES runs must be long enough to get there, and
@@ -46,17 +47,26 @@ CURVE = {"samples": 64, "temperature": 0.6}
 # name -> ES settings. `es`: the answer's step sizes (the paper-regime sweep's choice, FLOP-matched to GRPO's G = 8).
 # `es-n64-a0.02`: a larger step estimated from twice the members (the gradient estimate's noise halved in variance,
 # the step doubled), the alternative the issue proposed; an update costs two GRPO steps of FLOPs.
+# `es-sampled`: the answer's step sizes with each member's reward from one completion sampled at T = 1.0 (the
+# es-sampled variant of budgets.ES_VARIANTS), added after the first setting's curves were read (seed 310 to update
+# 140): its greedy accuracy on the validation prompts stood at 0.60-0.63 from update 20 on while sampled Pass@1 rose
+# slowly to about 0.55, and its training reward (greedy members) was flat from update 100: greedy-member ES optimizes
+# greedy accuracy, which had saturated; sampled members optimize the sampled reward GRPO climbs.
 SETTINGS = {
     "es": {"population_size": 32, "sigma": 0.02, "alpha": 0.01},
     "es-n64-a0.02": {"population_size": 64, "sigma": 0.02, "alpha": 0.02},
+    "es-sampled": {"population_size": 32, "sigma": 0.02, "alpha": 0.01, "member_temperature": 1.0, "member_samples": 1},
 }
 CAP_MARGIN = 1.25
 CAP_ROUND = 50
 
 
-def pilot_runs(model: Path, budget, seeds: tuple[int, ...] = PILOT_SEEDS, updates: int = PILOT_UPDATES) -> dict:
-    """Every (setting, seed) run: the budget's settings (the answer's), `updates` ES updates (the budget counted in
-    GRPO steps of equal FLOPs, llm/schedules.py), a checkpoint every CHECKPOINT_EVERY, no probe or held-out task."""
+def pilot_runs(
+    model: Path, budget, seeds: tuple[int, ...] = PILOT_SEEDS, updates: int = PILOT_UPDATES, settings=tuple(SETTINGS)
+) -> dict:
+    """Every (setting of `settings`, seed) run: the budget's settings (the answer's), `updates` ES updates (the budget
+    counted in GRPO steps of equal FLOPs, llm/schedules.py), a checkpoint every CHECKPOINT_EVERY, no probe or held-out
+    task."""
     from escov.llm.config import TrainConfig
     from escov.llm.schedules import step_cost
 
@@ -70,7 +80,8 @@ def pilot_runs(model: Path, budget, seeds: tuple[int, ...] = PILOT_SEEDS, update
         "threshold_keep": (),
     }
     runs = {}
-    for name, es in SETTINGS.items():
+    for name in settings:
+        es = SETTINGS[name]
         cfg = common | {"algo": "es", "model": str(model), "task": budget.task, "es": budget.es | es}
         probe = TrainConfig.from_dict(cfg | {"steps": 1})
         per_update = step_cost("es", probe)["flops"] / step_cost("grpo", probe)["flops"]
@@ -136,12 +147,13 @@ def choose(curves: dict[str, dict[str, list[dict]]], level: float, updates: int 
 
 def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: int = 2, log=print, **sizes) -> dict:
     """Train and measure the pilot's runs (resumable: finished runs and curve points are kept), then read it.
-    sizes: `seeds`, `updates`, `prompts` (tests shrink them)."""
+    sizes: `seeds`, `updates`, `prompts` (tests shrink them); `settings`, names of SETTINGS (default: all; a subset
+    trains only those, so two processes can share the work; the record is written from every setting's runs)."""
     from escov.llm import rundir
     from escov.llm.problem_sets import SELECTION_SPLIT
     from escov.paper_checks.base_info import base_record
     from escov.paper_checks.plots import es_pilot_plot
-    from escov.paper_checks.reproduce.training_runs import run_all
+    from escov.paper_checks.reproduce.training_runs import complete, run_all
     from escov.theory.matched import RESOLUTION
 
     if not (Path(model) / "config.json").is_file():
@@ -156,7 +168,10 @@ def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: in
         raise ValueError(f"--control {control_json}: read on {control.get('split')!r} prompts, not {SELECTION_SPLIT}")
     seeds, updates = sizes.get("seeds", PILOT_SEEDS), sizes.get("updates", PILOT_UPDATES)
     prompts = sizes.get("prompts", PILOT_PROMPTS)
-    runs = pilot_runs(model, budget, seeds, updates)
+    chosen = tuple(sizes.get("settings") or SETTINGS)
+    unknown = sorted(set(chosen) - set(SETTINGS))
+    if unknown:
+        raise ValueError(f"--settings: unknown {', '.join(unknown)}; known: {', '.join(SETTINGS)}")
     checkpoints = updates // CHECKPOINT_EVERY
     curve = CURVE | {
         "points": checkpoints,
@@ -166,7 +181,12 @@ def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: in
         "split": SELECTION_SPLIT,
     }
     start = time.perf_counter()
-    run_all(runs, out / "runs", curve, jobs, lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}"))
+    stamp = lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}")  # noqa: E731
+    run_all(pilot_runs(model, budget, seeds, updates, chosen), out / "runs", curve, jobs, stamp)
+    runs = pilot_runs(model, budget, seeds, updates)
+    missing = [name for name in runs if not complete(out / "runs" / name, curve)]
+    if missing:
+        raise ValueError(f"{out}: runs not finished yet ({', '.join(missing)}): run es-pilot for their settings")
     curves: dict[str, dict[str, list[dict]]] = {name: {} for name in SETTINGS}
     for run in runs:
         points = sorted(rundir.read_curve(out / "runs" / run), key=lambda p: p["step"])
@@ -226,7 +246,8 @@ def render(record: dict) -> str:
 
 def main_args(args, budget) -> int:
     """`es-pilot`: the pilot with the budget's settings (the CLI passes the answer's)."""
-    record = run_es_pilot(args.model, args.control, args.out, budget, jobs=args.jobs)
+    settings = tuple(s for s in args.settings.split(",") if s)
+    record = run_es_pilot(args.model, args.control, args.out, budget, jobs=args.jobs, settings=settings)
     print(render(record))
     print(f"wrote {args.out / 'es_pilot.json'}, es_pilot.md and es_pilot.png")
     return 0
