@@ -24,7 +24,9 @@ measurement read them; the training pool, the training-split curves, the probe a
 Splits (llm/tasks/base.py split_of): a generated task holds 90% of its instances in train, 5% in validation and
 5% in test. Every setting of a published answer (base recipe, step sizes, prompt counts, the premise's
 positive control) is chosen on train or validation prompts; the test prompts are read by the answer's runs
-alone (tests/test_selection_split.py checks the commands that choose settings against the answer's test ids).
+alone (tests/test_selection_split.py checks the commands that choose settings against the answer's test ids;
+earlier answers and quick looks read the task's own test draw, so the answer reads a block none drew,
+eval_solutions: docs/answer-budget.md, "Prompts").
 """
 
 from __future__ import annotations
