@@ -93,3 +93,18 @@ def test_the_reproduction_hands_the_check_to_the_premise_record_and_its_section(
     record = premise_record(Evidence(runs=[]), control)
     assert record["test_split_fresh"] == checked | {"disjoint": False}
     assert "- Test prompts: 5, r; disjoint from 2 earlier readers' prompts: **no**." in render(record)
+
+
+def test_the_check_is_a_job_of_the_answers_reproduction_only_until_its_record_is_written(tmp_path):
+    from escov.paper_checks.reproduce.reproduction import FRESH_SPLIT, _fresh_split, reproduction_jobs
+
+    def checks(budget: str) -> list:
+        return [
+            j for j in reproduction_jobs(BUDGETS[budget], tmp_path, None, progress=False) if j.stage == "fresh split"
+        ]
+
+    (job,) = checks("answer")
+    assert job.make() == (_fresh_split, (tmp_path / FRESH_SPLIT, BUDGETS["answer"])) and job.after == ()
+    assert checks("small") == [] and checks("answer-paper-regime") == []
+    (tmp_path / FRESH_SPLIT).write_text("{}", encoding="utf-8")
+    assert checks("answer") == []
