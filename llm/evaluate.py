@@ -157,7 +157,8 @@ def evaluation_warnings(result: dict) -> list[str]:
 # the settings `llm eval` shares with `llm train`: the same flags, defaults and help (llm/settings/ TrainConfig),
 # so that `llm eval` with a run's flags evaluates the run's task and test problems (llm/problem_sets.py eval_set)
 TASK_SETTINGS = ("task", "data", "test_data", "data_split", "data_fields", "prompt_style", "reward", "reward_function",
-                 "reward_weights", "correct_reward", "correct_threshold", "reward_timeout", "eval_problems")
+                 "reward_weights", "correct_reward", "correct_threshold", "reward_timeout", "eval_problems",
+                 "eval_solutions")
 
 
 class _AddToTuple(argparse.Action):

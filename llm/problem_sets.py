@@ -16,12 +16,17 @@ run's settings: task, data files, split, fields, prompt style, reward) drawn wit
 whatever the run's seed: every run and seed of a task is evaluated on the same problems, so runs and
 seeds are compared on equal footing (the sampling seeds still follow the run's seed). The held-out
 problems are drawn the same way from the held-out task; the probe's prompts are another draw of the
-test split (PROBE_PROBLEM_SEED).
+test split (PROBE_PROBLEM_SEED). With `eval_solutions` = k (generated Countdown) the test and validation problems
+are the first of the split's instances with exactly k distinct solutions, in the task's draw order
+(llm/tasks/solution_blocks.py): instances the task's own draw (at least 3 solutions) never gives, so no earlier
+measurement read them; the training pool, the training-split curves, the probe and the held-out task are unchanged.
 
 Splits (llm/tasks/base.py split_of): a generated task holds 90% of its instances in train, 5% in validation and
 5% in test. Every setting of a published answer (base recipe, step sizes, prompt counts, the premise's
 positive control) is chosen on train or validation prompts; the test prompts are read by the answer's runs
-alone (tests/test_selection_split.py checks the commands that choose settings against the answer's test ids).
+alone (tests/test_selection_split.py checks the commands that choose settings against the answer's test ids;
+earlier answers and quick looks read the task's own test draw, so the answer reads a block none drew,
+eval_solutions: docs/answer-budget.md, "Prompts").
 """
 
 from __future__ import annotations
@@ -63,23 +68,38 @@ def _test_draw(task: Task, n: int) -> ProblemSet:
     return ProblemSet(task, task.problems("test", n, seed=EVAL_PROBLEM_SEED))
 
 
+def _measured_draw(cfg: TrainConfig, task: Task, split: str, n: int) -> list[Problem]:
+    """The first n problems of a measured split (test or validation) drawn with EVAL_PROBLEM_SEED: the task's own
+    draw, or with eval_solutions = k its instances with exactly k solutions (llm/tasks/solution_blocks.py)."""
+    if not cfg.eval_solutions:
+        return task.problems(split, n, seed=EVAL_PROBLEM_SEED)
+    from escov.llm.tasks.solution_blocks import block_problems
+
+    return block_problems(task, split, n, EVAL_PROBLEM_SEED, cfg.eval_solutions)
+
+
 def eval_set(cfg: TrainConfig, *, task: Task | None = None, n_problems: int | None = None) -> ProblemSet:
     """The run's task (built from cfg's settings, unless the run was handed a task object) and its test
-    problems: the first n_problems (default: cfg.eval_problems) of the test split, drawn with EVAL_PROBLEM_SEED."""
+    problems: the first n_problems (default: cfg.eval_problems) of the test split, drawn with EVAL_PROBLEM_SEED
+    (with eval_solutions: of its block, _measured_draw)."""
     n = cfg.eval_problems if n_problems is None else n_problems
-    return _test_draw(cfg.make_task() if task is None else task, n)
+    task = cfg.make_task() if task is None else task
+    return ProblemSet(task, _measured_draw(cfg, task, "test", n))
 
 
 def split_set(cfg: TrainConfig, split: str, n_problems: int | None = None) -> ProblemSet:
     """n_problems (default: cfg.eval_problems) problems of the run's task from one split: "test" is eval_set;
-    "validation" the split's first n drawn with EVAL_PROBLEM_SEED; "train" a draw with TRAIN_CURVE_SEED."""
+    "validation" the split's first n drawn with EVAL_PROBLEM_SEED (with eval_solutions: of its block); "train" a
+    draw with TRAIN_CURVE_SEED (eval_solutions leaves it alone)."""
     if split not in CURVE_SPLITS:
         raise ValueError(f"split must be one of {', '.join(CURVE_SPLITS)}, got {split!r}")
     n = cfg.eval_problems if n_problems is None else n_problems
     if split == "test":
         return eval_set(cfg, n_problems=n)
     task = cfg.make_task()
-    return ProblemSet(task, task.problems(split, n, seed=TRAIN_CURVE_SEED if split == "train" else EVAL_PROBLEM_SEED))
+    if split == "train":
+        return ProblemSet(task, task.problems(split, n, seed=TRAIN_CURVE_SEED))
+    return ProblemSet(task, _measured_draw(cfg, task, split, n))
 
 
 def heldout_set(cfg: TrainConfig) -> ProblemSet | None:

@@ -59,6 +59,8 @@ def measurement_key(cfg: TrainConfig, keys: tuple[str, ...]) -> str:
     # the reward functions score every measurement; keyed only when given, so the keys of runs without them
     # (every paper task) stay as they were
     values |= {k: flat[k] for k in REWARD_KEYS if flat.get(k)}
+    if "eval_problems" in keys and flat.get("eval_solutions"):  # which test problems; keyed only when set, as above
+        values["eval_solutions"] = flat["eval_solutions"]
     if flat.get("correct_threshold", 1.0) != 1.0:
         values["correct_threshold"] = flat["correct_threshold"]
     digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode())

@@ -16,6 +16,8 @@ design seeds x test prompts (paper_checks/design.py seeds_by_prompts, 95%), read
     distinct_correct         (d) distinct correct solutions (canonical forms): GRPO's plateau - base over the
                              prompts both solve on every seed, and ES - GRPO per prompt at (b)'s level (0 where
                              a prompt is unsolved)
+    test_split_fresh         the test prompts' check against every earlier reader (reproduce/fresh_split.py, handed
+                             in beside the control's record): rule, count, readers, overlap, disjoint
     es_small_sigma           ES at a sigma inside Lemma 1's regime: its Pass@1 at its last checkpoint minus the
                              base per (seed, prompt), "learned" when that interval lies above 0, with the members'
                              divergence s the Lemma 1 grid measured at that sigma on the same base
@@ -134,6 +136,9 @@ def premise_record(ev: Evidence, control: dict | None, lemma_grid: list[dict] | 
         "registered": "docs/answer-budget.md, 'The premise'",
         "margin": MARGIN,
     }
+    if control is not None and "test_split_fresh" in control:
+        fresh = control["test_split_fresh"]
+        record["test_split_fresh"] = {k: fresh[k] for k in ("rule", "count", "readers", "overlap", "disjoint")}
     if control is not None:
         e = control["endpoints"]
         record["positive_control"] = {
@@ -193,6 +198,11 @@ def render(record: dict) -> list[str]:
         f"prompts, registered before the run ({record['registered']}). Pass@32 and shares in points.",
         "",
     ]
+    if f := record.get("test_split_fresh"):
+        lines += [
+            f"- Test prompts: {f['count']}, {f['rule']}; disjoint from {len(f['readers'])} earlier readers' "
+            f"prompts: **{'yes' if f['disjoint'] else 'no'}**."
+        ]
     c = record.get("positive_control")
     if c:
         lines += [

@@ -162,6 +162,12 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "probe_samples": (PROBE,),
     "probe_center_samples": (PROBE,),
     "eval_problems": (EVAL,),
+    "eval_solutions": (
+        "tests/llm/tasks/test_solution_blocks.py::test_eval_solutions_0_is_the_tasks_own_draw_and_k_moves_test_and_"
+        "validation_only",
+        "tests/llm/tasks/test_solution_blocks.py::test_a_drawn_block_holds_instances_of_the_test_split_with_exactly_k_"
+        "solutions",
+    ),
     "eval_samples": (EVAL,),
     "eval_temperature": (EVAL, CURVE_REUSE),
     "eval_ks": (EVAL,),

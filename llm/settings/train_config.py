@@ -31,6 +31,7 @@ BUDGETS = ("flops", "responses")
 ENGINES = ("hf", "vllm")
 DTYPES = ("float32", "bfloat16", "float16")
 SECTIONS = ("es", "grpo", "population")
+SOLUTION_BLOCK_TASKS = ("countdown", "countdown3")  # the tasks eval_solutions can draw by solution count
 
 
 @dataclass
@@ -79,6 +80,8 @@ class TrainConfig:
     probe_samples: int = 8           # population: samples per member per probe prompt
     probe_center_samples: int = 16   # population: samples from the center (Fisher trace, center Pass@K)
     eval_problems: int = 64          # final evaluation: test problems of the task
+    eval_solutions: int = 0          # generated countdown: test and validation prompts with exactly this many distinct
+                                     # solutions (llm/tasks/solution_blocks.py; 0: the task's own draw)
     eval_samples: int = 32           # samples per problem (paper: 32)
     eval_temperature: float = 1.0    # paper: 0.6; the tiny model is trained at 1.0
     eval_ks: tuple[int, ...] = (1, 16, 32)  # k of Pass@k and Maj@k in the evaluations (each <= eval_samples)
@@ -127,6 +130,10 @@ class TrainConfig:
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("probe_every", self.probe_every, 0)
         _int_at_least("eval_steps", self.eval_steps, 0)
+        _int_at_least("eval_solutions", self.eval_solutions, 0)
+        if self.eval_solutions and (self.task not in SOLUTION_BLOCK_TASKS or self.data or self.test_data):
+            raise ValueError(f"eval_solutions = {self.eval_solutions} needs generated problems of task "
+                             f"{' or '.join(SOLUTION_BLOCK_TASKS)} (no data files); give eval_solutions = 0")
         if isinstance(self.reward_timeout, bool) or not isinstance(self.reward_timeout, (int, float)) \
                 or not 0 <= self.reward_timeout < math.inf:
             raise ValueError(f"reward_timeout must be a number of seconds >= 0 (0: no limit), "

@@ -13,6 +13,7 @@ solutions and their strategies are enumerated exactly.
     correctness.py       what is correct with reward functions: correct_reward >= correct_threshold
     countdown.py         Countdown: the given numbers, each once, with + - * / to hit the target
     countdown_verdicts.py  Countdown's reward for many completions at once, fast (the coverage analyzer's scorer)
+    solution_blocks.py   Countdown's instances with exactly k distinct solutions, in its draw order (eval_solutions)
     grid_paths.py        grid paths: a shortest path of U/D/L/R moves, every one enumerated, winding classes
     subset_sum.py        subset sum: numbers summing to a target, every solution enumerated, planted strategies
     solution_coverage.py exact coverage measures of the counted tasks: solution and class shares, rare share

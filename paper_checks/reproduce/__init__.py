@@ -15,4 +15,5 @@ never import it: a report is built from the run directories these write.
     es_pilot.py         `es-pilot`: ES settings toward GRPO's plateau Pass@1 on validation, the answer's ES length
     lemma_grid_measurement.py  the Lemma 1 grid measured on a base model, read by lemma_grid.py
     grpo_variants.py    `grpo-variants`: the coverage-keeping GRPO variant chosen on validation, then ES against it
+    fresh_split.py      the answer's fresh test prompts checked against every earlier reader's, recomputed
 """

@@ -176,7 +176,11 @@ BUDGETS = {
         PAPER_REGIME,
         base_settings=PREMISE_BASE,
         grpo=ANSWER_GRPO | CONTROL_GRPO,
-        common=PAPER_REGIME.common | {"steps": PREMISE_STEPS, "probe_every": PREMISE_STEPS // 4},
+        # eval_solutions 2: the test (and the control's validation) prompts are the instances with exactly 2
+        # distinct solutions, a block no earlier answer, quick look, sweep, pilot, base choice or control read (they
+        # all drew at least 3 solutions; the 128 test prompts of that draw were read before: docs/answer-budget.md,
+        # "Prompts"); countdown3 holds 368 of them in test, so ANSWER_PROMPTS stays 128
+        common=PAPER_REGIME.common | {"steps": PREMISE_STEPS, "probe_every": PREMISE_STEPS // 4, "eval_solutions": 2},
         es_variants=("es-small-sigma",),
         schedules=False,
         premise_control=True,

@@ -10,6 +10,8 @@
                               (the runs of one seed from one base share them)
     out/lemma_grid.json       Lemma 1 over a grid of sigma and N on the base model
     out/premise-control/      the premise's positive control, when the budget has one (reproduce/premise_control.py)
+    out/fresh_split.json      the test prompts checked against every earlier reader's, when the budget draws them
+                              by solution count (eval_solutions; reproduce/fresh_split.py)
     out/report/               REPORT.md, report.json, plots, run_info.json (with each stage's time)
 
 Each stage is skipped when its output is complete, so a rerun after an interruption only does what
@@ -95,6 +97,16 @@ def _premise_control(base: Path, out: Path, budget: Budget) -> None:
     run_control(base, out, budget, jobs=1, log=lambda msg: None)
 
 
+FRESH_SPLIT = "fresh_split.json"  # out/fresh_split.json: reproduce/fresh_split.py's check of the test prompts
+
+
+def _fresh_split(path: Path, budget: Budget) -> None:
+    from escov.llm.rundir import write_json
+    from escov.paper_checks.reproduce.fresh_split import fresh_record
+
+    write_json(path, fresh_record(budget))
+
+
 def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: bool) -> list[Job]:
     """Every stage not yet complete, as jobs for one pool: the bases, theory, simulate, the training
     runs, the rescaled runs (after the main ES runs they are scaled by) and the Lemma 1 grid (after
@@ -151,6 +163,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
                 after=wait_base,
             )
         )
+    if budget.common.get("eval_solutions") and not (out / FRESH_SPLIT).exists():
+        jobs.append(Job("fresh split check", "fresh split", lambda: (_fresh_split, (out / FRESH_SPLIT, budget))))
     grid_path = out / "lemma_grid.json"
     if not grid_path.exists():
         jobs.append(
@@ -213,7 +227,7 @@ def reproduce(
         budget.purpose,
         published=load_published(published_for(budget)),
         planned=planned_needs(budget),
-        premise_control=read_json(out / PREMISE_DIR / "control.json") if budget.premise_control else None,
+        premise_control=_with_fresh_split(out, budget),
     )
     if (out / VARIANTS_DIR / "grpo_variants.json").is_file():  # the arm run after the answer (grpo_variants.py)
         attach_variants(out / REPORT_DIR, read_json(out / VARIANTS_DIR / "grpo_variants.json"))
@@ -230,6 +244,14 @@ def reproduce(
     log(f"stages: {stage_line(stages)}")
     log(f"done: {out / REPORT_DIR / 'REPORT.md'}")
     return report
+
+
+def _with_fresh_split(out: Path, budget: Budget) -> dict | None:
+    """The premise control's record, with the fresh split's check beside it (premise_record.py reads it there)."""
+    control = read_json(out / PREMISE_DIR / "control.json") if budget.premise_control else None
+    if control is not None and (out / FRESH_SPLIT).is_file():
+        control = control | {"test_split_fresh": read_json(out / FRESH_SPLIT)}
+    return control
 
 
 def stage_line(stages: dict[str, dict]) -> str:

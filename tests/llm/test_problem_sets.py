@@ -12,6 +12,7 @@ from escov.llm.cli import main as llm_main
 from escov.llm.config import TrainConfig
 from escov.llm.problem_sets import eval_set, heldout_set, probe_problems
 from escov.llm.tasks import get_task
+from escov.llm.tasks.solution_blocks import block_problems
 from escov.paper_checks.reproduce.budgets import BUDGETS
 from escov.paper_checks.reproduce.plan import plan
 
@@ -66,9 +67,11 @@ def test_the_published_budgets_keep_their_test_problems(name):
     runs = {k: TrainConfig.from_dict(v | {"out": "o"}) for k, v in plan(BUDGETS[name], Path("m"), None).items()}
     old_rule = [p.id for p in get_task(task_name).problems("test", n, seed=0)]
     assert _digest(old_rule) == test_digest and old_rule[0] == first and len(set(old_rule)) == n
+    k = BUDGETS[name].common.get("eval_solutions", 0)  # the answer's fresh block (solution_blocks.py): its own rule
+    want = [p.id for p in block_problems(get_task(task_name), "test", n, 0, k)] if k else old_rule
     for run_name, cfg in runs.items():
         test = eval_set(cfg)
-        assert cfg.task == task_name and test.ids == old_rule[: cfg.eval_problems], run_name
+        assert cfg.task == task_name and test.ids == want[: cfg.eval_problems], run_name
         assert cfg.eval_problems == (8 if run_name.startswith("sweep-") else n), run_name
         if not run_name.startswith("sweep-"):
             assert _digest(heldout_set(cfg).ids) == heldout_digest, run_name
@@ -78,9 +81,12 @@ def test_the_published_budgets_keep_their_test_problems(name):
 
 def test_the_quick_looks_test_problems_are_the_answers_first():
     """The quick look (budget small) is the answer at a smaller design: each of its runs is evaluated on the
-    first eval_problems of the answer's test problems."""
+    first eval_problems of the published answer's test problems (the task's own draw, eval_solutions = 0), none
+    of the fresh block the answer now reads."""
     answer_runs = plan(BUDGETS["answer"], Path("m"), None)
-    answer = eval_set(TrainConfig.from_dict(next(iter(answer_runs.values())) | {"out": "o"}))
+    answer = eval_set(TrainConfig.from_dict(next(iter(answer_runs.values())) | {"out": "o", "eval_solutions": 0}))
+    fresh = eval_set(TrainConfig.from_dict(next(iter(answer_runs.values())) | {"out": "o"}))
+    assert fresh.ids and not set(fresh.ids) & set(answer.ids)
     for run_name, settings in plan(BUDGETS["small"], Path("m"), None).items():
         cfg = TrainConfig.from_dict(settings | {"out": "o"})
         test = eval_set(cfg)

@@ -1,0 +1,137 @@
+"""Countdown's instances by their number of distinct solutions (llm/tasks/solution_blocks.py, `eval_solutions`),
+checked against a brute force written here: every order, tree and operator over the numbers in exact fractions,
+the hits told apart by their canonical form (safe_arith.canonical_form: what "distinct" means)."""
+
+import itertools
+from fractions import Fraction
+
+import pytest
+
+from escov.llm.config import TrainConfig
+from escov.llm.problem_sets import eval_set, split_set
+from escov.llm.shared_measurements import BASE_EVAL_KEYS, PROBE_KEYS, measurement_key
+from escov.llm.tasks import get_task
+from escov.llm.tasks.base import split_of
+from escov.llm.tasks.countdown import Countdown
+from escov.llm.tasks.safe_arith import canonical_form
+from escov.llm.tasks.solution_blocks import block_problems, block_size
+
+
+def _expressions(numbers: tuple[int, ...]):
+    """(text, value) of every fully parenthesised expression over the numbers in this order."""
+    if len(numbers) == 1:
+        yield str(numbers[0]), Fraction(numbers[0])
+        return
+    for cut in range(1, len(numbers)):
+        for (lt, lv), (rt, rv) in itertools.product(_expressions(numbers[:cut]), _expressions(numbers[cut:])):
+            yield f"({lt}+{rt})", lv + rv
+            yield f"({lt}-{rt})", lv - rv
+            yield f"({lt}*{rt})", lv * rv
+            if rv:
+                yield f"({lt}/{rt})", lv / rv
+
+
+def _solutions_by_value(numbers) -> dict[Fraction, set[str]]:
+    out: dict[Fraction, set[str]] = {}
+    for order in set(itertools.permutations(numbers)):
+        for text, value in _expressions(order):
+            if value.denominator == 1 and value >= 1:
+                out.setdefault(value, set()).add(canonical_form(text))
+    return out
+
+
+def _brute_count(numbers, target) -> int:
+    return len(_solutions_by_value(numbers).get(Fraction(target), ()))
+
+
+def _instance(p):
+    return tuple(sorted(p.meta["numbers"])), p.meta["target"]
+
+
+def _enumerated_block(max_number: int, max_target: int, split: str, k: int) -> set[tuple]:
+    """Every 3-number instance of the split with exactly k solutions, by the brute force."""
+    out = set()
+    for numbers in itertools.combinations_with_replacement(range(1, max_number + 1), 3):
+        if split_of(",".join(map(str, numbers))) == split:
+            for value, forms in _solutions_by_value(numbers).items():
+                if value <= max_target and len(forms) == k:
+                    out.add((numbers, int(value)))
+    return out
+
+
+def test_the_brute_force_counts_what_it_should():
+    assert _brute_count([1, 2, 3], 6) == 3  # 1+2+3, 1*2*3 and 2*3/1 (3*(2/1), 3/(1/2): the same form)
+    assert _brute_count([2, 2, 2], 8) == 2  # 2*2*2 and (2+2)*2
+    assert _brute_count([2, 2, 2], 7) == 0
+
+
+def test_a_drawn_block_holds_instances_of_the_test_split_with_exactly_k_solutions():
+    problems = block_problems(get_task("countdown3"), "test", 24, 0, 2)
+    assert len({_instance(p) for p in problems}) == 24
+    for p in problems:
+        assert split_of(",".join(map(str, sorted(p.meta["numbers"])))) == "test"
+        assert _brute_count(p.meta["numbers"], p.meta["target"]) == 2 == p.meta["n_solutions"]
+    ones = block_problems(get_task("countdown3"), "validation", 8, 0, 1)
+    assert [_brute_count(p.meta["numbers"], p.meta["target"]) for p in ones] == [1] * 8
+
+
+def test_the_block_is_the_tasks_own_stream_with_min_solutions_lowered():
+    lowered = Countdown(min_numbers=3, max_numbers=3, min_solutions=2).problems("test", 60, seed=0)
+    kept = [p for p in lowered if p.meta["n_solutions"] == 2]
+    assert len(kept) >= 24
+    assert [p.id for p in block_problems(get_task("countdown3"), "test", 24, 0, 2)] == [p.id for p in kept[:24]]
+
+
+def test_a_small_tasks_block_is_the_enumerated_one_and_asking_more_names_its_size():
+    task = Countdown(min_numbers=3, max_numbers=3, max_number=12, max_target=30)
+    truth = _enumerated_block(12, 30, "test", 2)
+    assert len(truth) > 5 and block_size(task, "test", 2) == len(truth)
+    drawn = block_problems(task, "test", len(truth), 0, 2)
+    assert {_instance(p) for p in drawn} == truth
+    with pytest.raises(ValueError) as err:
+        block_problems(task, "test", len(truth) + 1, 0, 2)
+    assert str(err.value) == (
+        f"eval_solutions = 2: the test split holds {len(truth)} instances with exactly 2 distinct solutions and "
+        f"{len(truth) + 1} were asked for (eval_problems or the curve's prompts): ask for {len(truth)} or fewer"
+    )
+
+
+@pytest.mark.slow
+def test_countdown3_holds_368_test_and_386_validation_instances_with_exactly_two_solutions():
+    """The lead's enumeration (every multiset of 3 numbers in 1..50, every target 1..100) against block_size, and
+    the brute force here over the test split."""
+    task = get_task("countdown3")
+    assert block_size(task, "test", 2) == 368 == len(_enumerated_block(50, 100, "test", 2))
+    assert block_size(task, "validation", 2) == 386
+
+
+def test_eval_solutions_0_is_the_tasks_own_draw_and_k_moves_test_and_validation_only():
+    plain = TrainConfig(task="countdown3", eval_problems=12)
+    fresh = TrainConfig(task="countdown3", eval_problems=12, eval_solutions=2)
+    task = Countdown(min_numbers=3, max_numbers=3)
+    assert eval_set(plain).ids == [p.id for p in task.problems("test", 12, seed=0)]
+    assert split_set(plain, "validation").ids == [p.id for p in task.problems("validation", 12, seed=0)]
+    assert eval_set(fresh).ids == [p.id for p in block_problems(task, "test", 12, 0, 2)]
+    assert split_set(fresh, "test").ids == eval_set(fresh).ids
+    assert split_set(fresh, "validation").ids == [p.id for p in block_problems(task, "validation", 12, 0, 2)]
+    assert not set(eval_set(fresh).ids) & set(eval_set(plain).ids)
+    assert split_set(fresh, "train", 8).ids == split_set(plain, "train", 8).ids  # training-split curves unchanged
+
+
+def test_a_task_that_cannot_honour_eval_solutions_refuses_it_in_one_line():
+    for settings in ({"task": "arithmetic"}, {"task": "grid_paths"}, {"task": "countdown", "test_data": "t.json"}):
+        with pytest.raises(ValueError) as err:
+            TrainConfig(eval_solutions=2, **settings)
+        assert "eval_solutions = 2 needs generated problems of task countdown or countdown3" in str(err.value)
+        assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="eval_solutions must be an integer >= 0"):
+        TrainConfig(task="countdown3", eval_solutions=-1)
+    with pytest.raises(ValueError, match=r"task 'arithmetic' cannot \(give eval_solutions = 0\)"):
+        eval_set(TrainConfig(task="countdown3", eval_solutions=2), task=get_task("arithmetic"))
+
+
+def test_shared_base_evaluations_are_keyed_by_eval_solutions_only_when_set(tmp_path):
+    cfg = {"task": "countdown3", "model": str(tmp_path)}
+    plain, fresh = TrainConfig(**cfg), TrainConfig(**cfg, eval_solutions=2)
+    assert measurement_key(plain, BASE_EVAL_KEYS) != measurement_key(fresh, BASE_EVAL_KEYS)
+    assert measurement_key(plain, PROBE_KEYS) == measurement_key(fresh, PROBE_KEYS)  # the probe is not moved

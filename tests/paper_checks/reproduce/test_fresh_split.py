@@ -1,0 +1,110 @@
+"""The answer's fresh test prompts against every earlier reader's (paper_checks/reproduce/fresh_split.py): the old
+split rule against its definition, the readers' draws against the ids results/ recorded, the check on a planted
+overlap, and (slow) the answer's 128 prompts against every reader."""
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from escov.llm.tasks.base import split_of
+from escov.llm.tasks.countdown import Countdown
+from escov.paper_checks.reproduce.budgets import BUDGETS
+from escov.paper_checks.reproduce.fresh_split import TODAY, Reader, check, fresh_record, tenth_draw, tenth_split
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _ids(path: Path) -> set[str]:
+    return set(re.findall(r'"(countdown/[0-9,]+=[0-9]+)"', path.read_text(encoding="utf-8")))
+
+
+def test_the_tenth_rule_holds_out_one_key_in_ten_as_test_and_is_todays_held_out_tenth():
+    keys = [f"{a},{b},{c}" for a in range(1, 25) for b in range(a, 25) for c in range(b, 25)]
+    digests = [int.from_bytes(hashlib.blake2b(k.encode(), digest_size=8).digest(), "little") for k in keys]
+    assert [tenth_split(k) == "test" for k in keys] == [d % 10 == 0 for d in digests]
+    assert [tenth_split(k) == "test" for k in keys] == [split_of(k) != "train" for k in keys]
+
+
+def test_the_re_implemented_draw_under_todays_rule_is_countdowns_own_draw():
+    for task, split, n in ((Countdown(3, 3), "test", 12), (Countdown(3, 4), "validation", 6)):
+        mine = tenth_draw(task, split, n, 0, split_rule=split_of)
+        assert [p.id for p in mine] == [p.id for p in task.problems(split, n, seed=0)]
+    old = tenth_draw(Countdown(3, 3), "test", 12, 0)
+    assert {tenth_split(",".join(map(str, sorted(p.meta["numbers"])))) for p in old} == {"test"}
+    assert {split_of(",".join(map(str, sorted(p.meta["numbers"])))) for p in old} == {"test", "validation"}
+
+
+def test_the_check_finds_a_reader_that_drew_a_fresh_instance_in_another_order():
+    reader = Reader("planted", "countdown3", "test", 3, 7, TODAY)
+    drawn = reader.problems()
+    moved = type(drawn[1])(  # the reader's second instance with its numbers in another order
+        "countdown/moved", drawn[1].prompt, drawn[1].meta | {"numbers": list(reversed(drawn[1].meta["numbers"]))}
+    )
+    record = check([moved], {"planted": reader})
+    assert record["overlap"] == ["countdown/moved"] and record["disjoint"] is False
+    assert record["readers"] == {"planted": 3} and record["solutions"] != [2]
+    fresh_validation = Countdown(3, 3, min_solutions=2).problems("validation", 40, seed=0)
+    two = [p for p in fresh_validation if p.meta["n_solutions"] == 2][:2]
+    record = check(two, {"planted": reader})
+    assert record["overlap"] == 0 and record["splits"] == ["validation"] and record["disjoint"] is False
+
+
+def test_only_the_answer_reads_the_fresh_block():
+    assert BUDGETS["answer"].common["eval_solutions"] == 2
+    assert not BUDGETS["small"].common.get("eval_solutions")  # the quick look stays on the task's own draw
+    assert not BUDGETS["answer-paper-regime"].common.get("eval_solutions")
+
+
+@pytest.mark.slow
+def test_the_answers_fresh_prompts_are_disjoint_from_every_earlier_reader():
+    """About 4 minutes on a loaded 2-core machine: the old countdown budgets' 4-number draws dominate."""
+    record = fresh_record(BUDGETS["answer"])
+    assert record["count"] == 128 and record["overlap"] == 0 and record["disjoint"] is True
+    assert record["splits"] == ["test"] and record["solutions"] == [2]
+    assert record["readers"]["paper-regime answer"] == 256 and record["readers"]["premise answer"] == 128
+    assert record["answer_read_before"]["quick look"] == 64  # the quick look's 64 are the answer's first 64
+    # the recomputed draws hold what results/ recorded: the answer's lost test prompts, the control's prompts
+    from escov.paper_checks.reproduce.fresh_split import READERS
+
+    answer = {p.id for p in READERS["premise answer"].problems()}
+    control = {p.id for p in READERS["premise control"].problems()}
+    assert _ids(ROOT / "results" / "report.json") <= answer
+    assert _ids(ROOT / "results" / "premise-control" / "control.json") <= control
+
+
+def test_the_reproduction_hands_the_check_to_the_premise_record_and_its_section(tmp_path):
+    import shutil
+
+    from escov.llm.rundir import read_json, write_json
+    from escov.paper_checks.evidence import Evidence
+    from escov.paper_checks.premise_record import premise_record, render
+    from escov.paper_checks.reproduce.reproduction import FRESH_SPLIT, PREMISE_DIR, _with_fresh_split
+
+    (tmp_path / PREMISE_DIR).mkdir()
+    shutil.copy(ROOT / "results" / "premise-control" / "control.json", tmp_path / PREMISE_DIR / "control.json")
+    assert "test_split_fresh" not in _with_fresh_split(tmp_path, BUDGETS["answer"])
+    checked = {"rule": "r", "count": 5, "readers": {"a": 3, "b": 4}, "overlap": ["countdown/1,2,3=6"]}
+    write_json(tmp_path / FRESH_SPLIT, checked | {"disjoint": False, "splits": ["test"]})
+    control = _with_fresh_split(tmp_path, BUDGETS["answer"])
+    assert control["test_split_fresh"] == read_json(tmp_path / FRESH_SPLIT)
+    assert _with_fresh_split(tmp_path, BUDGETS["small"]) is None  # no premise control, no record
+    record = premise_record(Evidence(runs=[]), control)
+    assert record["test_split_fresh"] == checked | {"disjoint": False}
+    assert "- Test prompts: 5, r; disjoint from 2 earlier readers' prompts: **no**." in render(record)
+
+
+def test_the_check_is_a_job_of_the_answers_reproduction_only_until_its_record_is_written(tmp_path):
+    from escov.paper_checks.reproduce.reproduction import FRESH_SPLIT, _fresh_split, reproduction_jobs
+
+    def checks(budget: str) -> list:
+        return [
+            j for j in reproduction_jobs(BUDGETS[budget], tmp_path, None, progress=False) if j.stage == "fresh split"
+        ]
+
+    (job,) = checks("answer")
+    assert job.make() == (_fresh_split, (tmp_path / FRESH_SPLIT, BUDGETS["answer"])) and job.after == ()
+    assert checks("small") == [] and checks("answer-paper-regime") == []
+    (tmp_path / FRESH_SPLIT).write_text("{}", encoding="utf-8")
+    assert checks("answer") == []
