@@ -212,6 +212,7 @@ def reproduce(
         load_lemma_grid(out / "lemma_grid.json"),
         budget.purpose,
         published=load_published(published_for(budget)),
+        published_at=published_for(budget),
         planned=planned_needs(budget),
         premise_control=read_json(out / PREMISE_DIR / "control.json") if budget.premise_control else None,
     )
