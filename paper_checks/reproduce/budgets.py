@@ -197,25 +197,29 @@ BUDGETS["answer-diffuse"] = replace(
 # ES and GRPO only, on the task's ordinary test prompts (no eval_solutions block: the answer's fresh prompts stay
 # unread), sized to fit 5 minutes on an idle 2-core machine. Measured on the answer's base (a 100-step run of each
 # on seed 0, 64 test prompts x 32 samples at T = 0.6; the machine loaded, so CPU seconds): GRPO cost 85 CPU-s and
-# ES 101 (about 30 of them the curve and evaluations, then 0.55 and 0.7 CPU-s a step); GRPO's Pass@1 went 0.28 ->
-# 0.55 by step 14 and 0.61 by step 36, where its Pass@32 had fallen from 0.80 to 0.73 (0.72 at step 100: the fall
-# comes between steps 14 and 36, as in the control, Pass@1 0.64 by step 50 and Pass@32 5-8 points down by 100);
-# ES's Pass@1 went to 0.45 by step 14, 0.50 by 36 and 0.54 by 100, its Pass@32 0.78-0.81 throughout.
+# ES 101 (with the 40-step runs below: about 50 CPU-s of evaluations, curve and start-up whatever the length, then
+# 0.4 (GRPO) and 0.5 (ES) CPU-s a step); GRPO's Pass@1 went 0.28 -> 0.55 by step 14 and 0.61 by step 36, where its
+# Pass@32 had fallen from 0.80 to 0.73 (0.72 at step 100: the fall comes between steps 14 and 36, as in the control,
+# Pass@1 0.64 by step 50 and Pass@32 5-8 points down by 100); ES's Pass@1 went to 0.45 by step 14, 0.50 by 36 and
+# 0.54 by 100, its Pass@32 0.78-0.81 throughout.
 # - steps: the answer-paper-regime's 40, past GRPO's fall (step 14 -> 36 above) and most of ES's climb; 30 would
-#   stop inside the fall, 100 costs 2.2x;
+#   stop inside the fall, 100 costs 1.4x;
 # - seeds: 4 (t = 3.18 over seeds; 3 give 4.30, 2 give 12.7): GRPO's Pass@32 - base in the answer has a per-seed sd
 #   of about 1.4 points (v_seeds, results/report.json), so 4 seeds add about 2.3 points to the interval's half
-#   width, 3 seeds 3.6. Each seed costs two runs (about 55 CPU-s each at 40 steps);
+#   width, 3 seeds 3.6. Each seed costs two runs (49-73 CPU-s each at 40 steps, measured);
 # - prompts: 64: GRPO's Pass@1 gain (+37 points in the answer) and ES's (+27) are decided with room; GRPO's Pass@32
-#   fall (-6 points in the answer at 8 x 128, half width 3.6) has a half width of about 5-6 points here, so the
-#   quick look shows its sign but cannot decide it unless the fall is larger: the answer (8 x 128, 150 steps)
-#   decides it. ES - GRPO at matched Pass@1 is likewise left to the answer;
+#   fall (-6 points in the answer at 8 x 128, half width 3.6) cannot be decided here: this design measured it at
+#   -3.91 [-10.77, +2.96] (per seed -7.8, 0.0, -6.2, -1.6 points), so the quick look shows its sign and size and
+#   the answer (8 x 128, 150 steps) decides it. ES - GRPO at matched Pass@1 is likewise left to the answer;
 # - curves: 32 samples per prompt instead of 64 (the curve is about half of a run's cost), so the no-correct share
 #   is 1 - Pass@32 there and matched_no_correct is not decided; 4 evenly spread checkpoints before refinement
 #   (the answer: more): refinement still measures every segment whose Pass@1 jump exceeds the resolution, so the
 #   matched reading keeps its support where it compares (theory.matched);
 # - simulate at a tenth of its scale; the Lemma 1 grid SMALL_GRID; no held-out task, thresholded checkpoints or
 #   Lemma 1 probe (what they decide needs the answer's design or the full budget's runs).
+# Measured (`reproduce --budget small --jobs 2`, on a 2-core machine loaded about 7-fold by other work): 8.6 CPU-min
+# (the 8 runs 7.7, theory, simulate and the grid 0.8, the report 0.1) in 34.5 min of wall time; idle, at the wall
+# time per CPU-minute of the previous design (7.6 CPU-min in 4 min 46 s), about 5 minutes (estimated, not measured).
 QUICK_SEEDS = tuple(range(4))
 QUICK_PROMPTS = 64
 QUICK_STEPS = ANSWER_STEPS
