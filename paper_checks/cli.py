@@ -3,7 +3,7 @@
 reproduce --budget small|full|answer|answer-paper-regime|answer-diffuse --out DIR [--model DIR] [--jobs N]
                                                                  train what the checks need (cached), then report
 report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
-bases                                                            rebuild the shipped bases (quick look, answer)
+bases                                                            rebuild the shipped bases (answer, paper regime)
 sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
 pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
 premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)

@@ -27,7 +27,7 @@ from escov.paper_checks.premise_record import premise_record
 from escov.paper_checks.premise_record import render as render_premise
 from escov.paper_checks.real_checks import REAL_CHECKS, describe_need, es_regime, es_regime_line
 from escov.paper_checks.rundir import RunDirError, load_runs
-from escov.paper_checks.summary import summary_lines, undecided_markdown
+from escov.paper_checks.summary import PUBLISHED, summary_lines, undecided_markdown
 from escov.paper_checks.trust import screen
 from escov.paper_checks.verdict import MISSING, NOT_RUN, NOT_TESTABLE, Verdict
 from escov.theory.claims import CLAIMS, RegistryError
@@ -122,12 +122,14 @@ def collect(run_dirs, theory_json=None, simulate_summary=None) -> Evidence:
 
 def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None,
                  purpose: str = "", published: dict | None = None, planned: set[tuple[str, str]] | None = None,
-                 premise_control: dict | None = None, claims: bool | None = None) -> dict:
+                 premise_control: dict | None = None, claims: bool | None = None,
+                 published_at: Path | str = PUBLISHED) -> dict:
     """Write REPORT.md, report.json and the plots into out. Everything is built in a temporary folder
     beside out and moved in only when complete, so a failure leaves no partial report. purpose: what
     the reproduction's budget can decide, stated under the title ("" for none). published: the published
     answer's report.json (summary.load_published), set beside this report's figures in its summary
-    (report["summary"], which REPORT.md opens with) and its table of what would decide the rest. planned: the
+    (report["summary"], which REPORT.md opens with) and its table of what would decide the rest; published_at: the
+    file it was read from, named in the summary (default summary.PUBLISHED, results/report.json). planned: the
     needs the reproduction's budget plans (reproduce.plan.planned_needs; None: no budget, as `paper_checks report`), so
     that a claim whose runs the budget never plans reads "not run in this budget", not "missing data". premise_control:
     the premise's positive control (premise.py control.json); with it the report holds the record "premise"
@@ -145,7 +147,8 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
         if own and claims is not True:
             report = _build_own(ev, tmp, out)
         else:
-            report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published, planned, premise_control)
+            report = _build(ev, tmp, out, simulate_summary, lemma_grid, purpose, published, planned, premise_control,
+                            published_at)
             if own:
                 report["own_runs"] = own_runs_section(ev.runs, shown_path)
                 (tmp / "report.json").write_text(dumps(without_non_finite(report)[0], str(out / "report.json"),
@@ -227,7 +230,8 @@ def _no_correct(evaluation: dict) -> float:
 
 
 def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, purpose: str, published: dict | None,
-           planned: set[tuple[str, str]] | None, premise_control: dict | None = None) -> dict:
+           planned: set[tuple[str, str]] | None, premise_control: dict | None = None,
+           published_at: Path | str = PUBLISHED) -> dict:
     plots = {}
     for key, fn in PLOTS.items():
         name = fn(ev, tmp, lemma_grid) if key == "js" else fn(ev, tmp)
@@ -257,7 +261,7 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
         report["premise"] = premise_record(ev, premise_control, lemma_grid)
     report, non_finite = without_non_finite(report)
     report["non_finite"] = non_finite
-    report["summary"] = summary_lines(report, out / "REPORT.md", published)
+    report["summary"] = summary_lines(report, out / "REPORT.md", published, published_at)
     (tmp / "report.json").write_text(dumps(report, str(out / "report.json"), indent=1), encoding="utf-8")
     (tmp / "REPORT.md").write_text(render_markdown(report, published), encoding="utf-8")
     return report

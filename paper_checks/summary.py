@@ -1,13 +1,18 @@
 """A report's summary: the lines REPORT.md opens with and a reproduction's console ends on (at most SUMMARY_LINES).
 
-    summary_lines(report, report_md, published) -> list[str]
+    summary_lines(report, report_md, published, published_at) -> list[str]
+    story_lines(report, published, published_at) -> list[str]   the answer's story, here beside the published
     decided_parts(claim) -> [(status, text)]        the real-run verdicts a report decided, part by part
     undecided_rows(report, published) -> [dict]     what design would decide each undecided real-run part
 
 The summary names the real-run claims decided here (a claim whose parts did not all decide is listed by the
-parts that did), the answer's key figure (ES - GRPO Pass@32 at matched Pass@1) beside the published one, where
-the report is and the command for the full answer. `published` is the published answer's report.json
-(PUBLISHED, in the repository; None when it is absent).
+parts that did), the answer's story (STORY: GRPO's Pass@1 gain and its Pass@32 against the base, read as narrowed,
+widened or no change detected; ES's Pass@1 and Pass@32 against the base; ES - GRPO Pass@32, all at the runs' last
+checkpoints) here beside the published answer's, the published answer's premise reading (GRPO at its plateau -
+base, Pass@32 on its curves' 64 samples), the answer's key figure (ES - GRPO Pass@32 at matched Pass@1) beside the
+published one, where the report is and the command for the full answer. `published` is the published report.json
+(PUBLISHED, in the repository; None when it is absent), `published_at` the file it was read from (named as a folder
+of the repository with its REPORT.md).
 
 For an undecided part, the effect it needs is the one the published answer measured for the same part: the
 seeds that would detect it at this run's prompts come from this run's own variance (design.seeds_to_detect).
@@ -20,6 +25,7 @@ import math
 from pathlib import Path
 
 from escov.paper_checks.design import seeds_to_detect
+from escov.paper_checks.premise import verdict as coverage_verdict
 from escov.paper_checks.verdict import FAILS, HOLDS, INCONCLUSIVE, MISSING, NOT_RUN, NOT_TESTABLE, fmt_interval
 from escov.theory.claims import BY_ID
 
@@ -29,6 +35,16 @@ KEY_CLAIM, KEY_PART = "matched_passk_above_grpo", "ES - GRPO @32 at matched Pass
 FULL_ANSWER = "python -m escov.paper_checks reproduce --budget answer --out runs/answer --jobs 2"
 FULL_ANSWER_TIME = "about 55 minutes on 2 cores"  # the published run: 53.9 min, 96.9 CPU-min (docs/answer-budget.md)
 MOST_SEEDS = 64  # seeds beyond this are "out of reach" in the table of what would decide a part
+# The answer's story, as its claims' real-run parts measure it (each run's last checkpoint against the base, on the
+# test prompts): (row, claim, part). GRPO's Pass@32 row is also read as narrowed / widened / no change detected.
+STORY = (
+    ("GRPO Pass@1 - base", "grpo_raises_pass1", "@1"),
+    ("GRPO Pass@32 - base", "grpo_passk_below_base", "@32"),
+    ("ES Pass@1 - base", "es_improves_over_base", "@1"),
+    ("ES Pass@32 - base", "es_improves_over_base", "@32"),
+    ("ES - GRPO Pass@32", "es_passk_above_grpo", "ES - GRPO @32"),
+)
+NARROWING = ("grpo_passk_below_base", "@32")
 
 
 def load_published(path: Path = PUBLISHED) -> dict | None:
@@ -222,15 +238,79 @@ def _key_line(who: str, report: dict | None) -> str:
     return f"  {who:10s} not in this report"
 
 
-def summary_lines(report: dict, report_md: Path | str, published: dict | None) -> list[str]:
-    """The summary (at most SUMMARY_LINES lines): decided claims, the key figure beside the published one, where
-    the report is, the command for the full answer."""
+def published_folder(path: Path | str = PUBLISHED) -> str:
+    """The folder of a published report.json as the repository names it ("results/", "results/paper-regime/")."""
+    folder = Path(path).resolve().parent
+    try:
+        return f"{folder.relative_to(PUBLISHED.parents[1]).as_posix()}/"
+    except ValueError:
+        return f"{folder}/"
+
+
+def _story_estimate(report: dict | None, claim_id: str, label: str) -> dict | None:
+    claim = next((c for c in (report or {}).get("claims", []) if c["id"] == claim_id), None)
+    return None if claim is None else estimates(claim["levels"]["real"]).get(label)
+
+
+def _story_cell(report: dict | None, claim_id: str, label: str) -> str:
+    est = _story_estimate(report, claim_id, label)
+    if est is None:
+        return "not measured" if report else "not found"
+    cell = _fmt(claim_id, label, est)
+    if (claim_id, label) == NARROWING and est["lo"] is not None and est["hi"] is not None:
+        cell += f", {coverage_verdict(est).replace('_', ' ')}"
+    return cell
+
+
+def _premise_line(published: dict | None) -> list[str]:
+    """The published answer's premise reading (a): GRPO at its last checkpoint - base, Pass@32, on its curves."""
+    a = ((published or {}).get("premise") or {}).get("grpo_plateau_minus_base")
+    if not a:
+        return []
+    steps = sorted({p["step"] for p in a["plateau"].values()})
+    at = f"step {steps[0]}" if len(steps) == 1 else "its plateau"
+    return [
+        _short(
+            f"  premise (published): GRPO at {at} - base, Pass@32 {_fmt(*NARROWING, a['pass@32'])}, "
+            f"{a['verdict'].replace('_', ' ')} ({a['pass@32']['samples']} samples a prompt)"
+        )
+    ]
+
+
+def story_lines(report: dict, published: dict | None, published_at: Path | str = PUBLISHED) -> list[str]:
+    """The answer's story (STORY) at the runs' last checkpoints, here | published, with each side's design, then the
+    published answer's premise reading."""
+    folder = published_folder(published_at)
+    design = [
+        (est or {}).get("design", "not measured" if r else "not found")
+        for r in (report, published)
+        for est in [_story_estimate(r, *STORY[0][1:])]
+    ]
+    rows = [(name, _story_cell(report, c, p), _story_cell(published, c, p)) for name, c, p in STORY]
+    width = max(len(here) for _, here, _ in rows + [("", design[0], "")])
+    return (
+        [f"The answer's story at the last checkpoints, here | published ({folder}, {folder}REPORT.md):"]
+        + [f"  {'design':20s} {design[0]:{width}s} | {design[1]}"]
+        + [f"  {name:20s} {here:{width}s} | {there}" for name, here, there in rows]
+        + _premise_line(published)
+    )
+
+
+def summary_lines(
+    report: dict, report_md: Path | str, published: dict | None, published_at: Path | str = PUBLISHED
+) -> list[str]:
+    """The summary (at most SUMMARY_LINES lines): decided claims, the answer's story and its key figure beside the
+    published ones (published_at: the report.json `published` was read from), where the report is, the command for
+    the full answer."""
     decided = [part for claim in report["claims"] for part in decided_parts(claim)]
     undecided = sum(1 for c in report["claims"] if c["levels"]["real"]["status"] == INCONCLUSIVE)
     tail = [
+        *story_lines(report, published, published_at),
         "The answer's key figure, ES - GRPO Pass@32 at matched Pass@1:",
         _key_line("here", report),
-        _key_line("published", published) if published else "  published  not found (results/report.json)",
+        _key_line("published", published)
+        if published
+        else f"  published  not found ({published_folder(published_at)}report.json)",
         f"Report: {report_md}",
         f"The full answer ({FULL_ANSWER_TIME}): {FULL_ANSWER}",
     ]

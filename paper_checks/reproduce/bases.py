@@ -2,9 +2,10 @@
 
 The pretrained bases are keyed by their preset's settings, the seed, the torch version and the source
 of the code that builds them (base_cache_key). A base is taken from the first of: the repository's
-shipped bases (paper_checks/reproduce/bases/PRESET-KEY: the `paper` preset's, the base of the quick look and of the
-answer, 1.1 MB, so a fresh clone does not pretrain for 9 minutes; `python -m escov.paper_checks bases` rebuilds
-it after that code changes), the cache outside the output folder ($ESCOV_CACHE/bases, default
+shipped bases (paper_checks/reproduce/bases/PRESET-KEY: the `paper` preset's with the answer's fields replaced, the
+base of the answer and of the quick look, and the `paper` preset's, the paper-regime answer's; 1.1 MB each, so a
+fresh clone does not pretrain for 9 minutes; `python -m escov.paper_checks bases` rebuilds them after that code
+changes), the cache outside the output folder ($ESCOV_CACHE/bases, default
 ~/.cache/escov/bases), or pretraining (then stored in the cache). `python -m escov.llm pretrain --preset paper
 --seed 0 --threads 1 --out DIR` makes the same model on a machine like the one that built it (pretraining is
 deterministic; another CPU may round differently).
@@ -22,10 +23,12 @@ import torch
 from escov.paper_checks.reproduce.budgets import BUDGETS
 
 CACHE_ENV = "ESCOV_CACHE"  # folder of built base models (default ~/.cache/escov); see base_cache_key
-SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the quick look's base, built once: PRESET-KEY/
-# the bases a fresh clone takes from SHIPPED_BASES: the quick look's and the answer's (neither has a sweep base)
+SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the shipped bases, built once: PRESET-KEY/
+# the bases a fresh clone takes from SHIPPED_BASES: the answer's (also the quick look's) and the paper-regime
+# answer's (results/paper-regime/); none has a sweep base
+SHIPPED_BUDGETS = ("small", "answer", "answer-paper-regime")
 SHIPPED_RECIPES = tuple(
-    dict.fromkeys((BUDGETS[name].base_preset, BUDGETS[name].base_settings) for name in ("small", "answer"))
+    dict.fromkeys((BUDGETS[name].base_preset, BUDGETS[name].base_settings) for name in SHIPPED_BUDGETS)
 )
 
 

@@ -195,36 +195,54 @@ BUDGETS["answer-diffuse"] = replace(
     PAPER_REGIME, base_preset="default", common=PAPER_REGIME.common | {"eval_problems": ANSWER_PROMPTS_DIFFUSE}
 )
 
-# The quick look (README's main job): the answer on its own base, task, temperature and step sizes, ES and GRPO
-# only, at a design sized to decide the large effects within 5 minutes on an idle 2-core machine, from the measured
-# variances of the answer (results/report.json) and of the quick look's first, 6-seed design (docs/paper-checks.md):
-# - seeds: 4. GRPO's entropy fall read +23.8% with a per-seed sd of 7.0% at 6 seeds (the answer's runs: sd 16.4%
-#   around 25.6%), so at 4 seeds its t interval (t = 3.18) keeps a lower end near +12%; GRPO's Pass@1 gain (+31.6
-#   points at 6 seeds, 96% of its variance from prompts) keeps a lower end near +20; the drift ratio (sd 0.024 of
-#   GRPO's log drift) stays below the paper's range / 2 = 20.35x from 4 seeds. Each seed costs two runs
-#   (~60 CPU-s each);
-# - prompts: GRPO's Pass@1 gain (+32 points, its variance 96% prompts at 256) keeps a lower end above +20 points
-#   at 64 prompts; the matched Pass@32 difference detects about 3 points at 4 x 64 (the answer: 1.4 at 8 x 256);
-# - steps: the answer's 40, because the drift ratio and the entropy fall change with the number of steps;
+# The quick look (README's main job): the published answer (results/) at a smaller design, so that its last screen
+# tells the answer's story: on the answer's base (the premise's, shipped, so a fresh clone does not pretrain), task,
+# temperature and step sizes (GRPO lr 1e-4; ES N 32, sigma 0.02, alpha 0.01: BUDGETS["answer"]'s, which it follows),
+# ES and GRPO only, on the task's ordinary test prompts (no eval_solutions block: the answer's fresh prompts stay
+# unread), sized to fit 5 minutes on an idle 2-core machine. Measured on the answer's base (a 100-step run of each
+# on seed 0, 64 test prompts x 32 samples at T = 0.6; the machine loaded, so CPU seconds): GRPO cost 85 CPU-s and
+# ES 101 (with the 40-step runs below: about 50 CPU-s of evaluations, curve and start-up whatever the length, then
+# 0.4 (GRPO) and 0.5 (ES) CPU-s a step); GRPO's Pass@1 went 0.28 -> 0.55 by step 14 and 0.61 by step 36, where its
+# Pass@32 had fallen from 0.80 to 0.73 (0.72 at step 100: the fall comes between steps 14 and 36, as in the control,
+# Pass@1 0.64 by step 50 and Pass@32 5-8 points down by 100); ES's Pass@1 went to 0.45 by step 14, 0.50 by 36 and
+# 0.54 by 100, its Pass@32 0.78-0.81 throughout.
+# - steps: the answer-paper-regime's 40, past GRPO's fall (step 14 -> 36 above) and most of ES's climb; 30 would
+#   stop inside the fall, 100 costs 1.4x;
+# - seeds: 4 (t = 3.18 over seeds; 3 give 4.30, 2 give 12.7): GRPO's Pass@32 - base in the answer has a per-seed sd
+#   of about 1.4 points (v_seeds, results/report.json), so 4 seeds add about 2.3 points to the interval's half
+#   width, 3 seeds 3.6. Each seed costs two runs (49-73 CPU-s each at 40 steps, measured);
+# - prompts: 64: GRPO's Pass@1 gain (+37 points in the answer) and ES's (+27) are decided with room; GRPO's Pass@32
+#   fall (-6 points in the answer at 8 x 128, half width 3.6) cannot be decided here: this design measured it at
+#   -3.91 [-10.77, +2.96] (per seed -7.8, 0.0, -6.2, -1.6 points), so the quick look shows its sign and size and
+#   the answer (8 x 128, 150 steps) decides it. ES - GRPO at matched Pass@1 is likewise left to the answer;
 # - curves: 32 samples per prompt instead of 64 (the curve is about half of a run's cost), so the no-correct share
 #   is 1 - Pass@32 there and matched_no_correct is not decided; 4 evenly spread checkpoints before refinement
-#   (the answer: 8): refinement still measures every segment whose Pass@1 jump exceeds the resolution, so the
+#   (the answer: more): refinement still measures every segment whose Pass@1 jump exceeds the resolution, so the
 #   matched reading keeps its support where it compares (theory.matched);
 # - simulate at a tenth of its scale; the Lemma 1 grid SMALL_GRID; no held-out task, thresholded checkpoints or
 #   Lemma 1 probe (what they decide needs the answer's design or the full budget's runs).
+# Measured (`reproduce --budget small --jobs 2`, on a 2-core machine loaded about 7-fold by other work): 8.6 CPU-min
+# (the 8 runs 7.7, theory, simulate and the grid 0.8, the report 0.1) in 34.5 min of wall time; idle, at the wall
+# time per CPU-minute of the previous design (7.6 CPU-min in 4 min 46 s), about 5 minutes (estimated, not measured).
 QUICK_SEEDS = tuple(range(4))
 QUICK_PROMPTS = 64
+QUICK_STEPS = ANSWER_STEPS
 QUICK_CURVE = ANSWER_CURVE | {"samples": 32, "points": 4}
 QUICK_PURPOSE = (
-    "This is the quick look: the answer's base, task (3-number Countdown), temperature (0.6) and step sizes "
-    f"for ES and GRPO, on {len(QUICK_SEEDS)} seeds x {QUICK_PROMPTS} test prompts instead of the answer's "
-    f"{len(ANSWER_SEEDS)} x {ANSWER_PROMPTS}, sized so that the large effects are decided (GRPO's Pass@1 "
-    "gain, its entropy fall, the drift ratio); the table 'What would decide the rest' gives the design each "
-    "undecided part needs. The headline question, ES vs GRPO at matched Pass@1, is answered by the answer "
-    "budget: `python -m escov.paper_checks reproduce --budget answer` (docs/answer-budget.md)."
+    "This is the quick look: the published answer's base (where GRPO narrows coverage), task (3-number Countdown), "
+    f"temperature (0.6) and step sizes for ES and GRPO, on {len(QUICK_SEEDS)} seeds x {QUICK_PROMPTS} test prompts "
+    f"for {QUICK_STEPS} steps instead of the answer's {len(ANSWER_SEEDS)} x {ANSWER_PROMPTS} for {PREMISE_STEPS}, "
+    "sized so that GRPO's Pass@1 gain and ES's are decided and GRPO's Pass@32 against the base is shown with its "
+    "interval (the answer decides whether it narrows); its summary sets each figure beside the published answer's "
+    "(results/). The table 'What would decide the rest' gives the design each undecided part needs. The headline "
+    "question is answered by the answer budget: `python -m escov.paper_checks reproduce --budget answer` "
+    "(docs/answer-budget.md)."
 )
 BUDGETS["small"] = replace(
     PAPER_REGIME,
+    base_settings=BUDGETS["answer"].base_settings,
+    es=BUDGETS["answer"].es,
+    grpo=BUDGETS["answer"].grpo,
     seeds=QUICK_SEEDS,
     es_variants=(),
     schedules=False,
@@ -233,7 +251,14 @@ BUDGETS["small"] = replace(
     grid=SMALL_GRID,
     purpose=QUICK_PURPOSE,
     common=PAPER_REGIME.common
-    | {"eval_problems": QUICK_PROMPTS, "heldout_task": "", "threshold_keep": (), "probe": False, "probe_every": 0},
+    | {
+        "steps": QUICK_STEPS,
+        "eval_problems": QUICK_PROMPTS,
+        "heldout_task": "",
+        "threshold_keep": (),
+        "probe": False,
+        "probe_every": 0,
+    },
 )
 
 # The sweep only needs the training reward: its runs evaluate little.

@@ -17,7 +17,7 @@ def add_commands(sub) -> None:
         "--budget",
         choices=("small", "full", "answer", "answer-paper-regime", "answer-diffuse"),
         default="small",
-        help="small: the quick look, the paper-regime answer at a smaller design; full: 4 seeds, longer; answer: "
+        help="small: the quick look, the answer at a smaller design; full: 4 seeds, longer; answer: "
         "ES vs GRPO on a base where GRPO narrows coverage, its positive control first; answer-paper-regime: "
         "ES vs GRPO at matched Pass@1 from the base in the paper's Pass@1/Pass@32 regime; answer-diffuse: "
         "the same from the diffuse base",
@@ -28,8 +28,8 @@ def add_commands(sub) -> None:
     pro.add_argument("--no-progress", action="store_true")
     sub.add_parser(
         "bases",
-        help="pretrain the shipped bases (the quick look's and the answer's) for the current code "
-        "(paper_checks/reproduce/bases)",
+        help="pretrain the shipped bases (the answer's, also the quick look's, and the paper-regime answer's) for "
+        "the current code (paper_checks/reproduce/bases)",
     )
     swp = sub.add_parser(
         "sweep",

@@ -226,6 +226,7 @@ def reproduce(
         load_lemma_grid(out / "lemma_grid.json"),
         budget.purpose,
         published=load_published(published_for(budget)),
+        published_at=published_for(budget),
         planned=planned_needs(budget),
         premise_control=_with_fresh_split(out, budget),
     )

@@ -79,14 +79,14 @@ def test_the_published_budgets_keep_their_test_problems(name):
     assert len([r for r in runs if not r.startswith("sweep-")]) >= 8
 
 
-def test_the_quick_looks_test_problems_are_the_answers_first():
-    """The quick look (budget small) is the answer at a smaller design: each of its runs is evaluated on the
-    first eval_problems of the published answer's test problems (the task's own draw, eval_solutions = 0), none
-    of the fresh block the answer now reads."""
-    answer_runs = plan(BUDGETS["answer"], Path("m"), None)
-    answer = eval_set(TrainConfig.from_dict(next(iter(answer_runs.values())) | {"out": "o", "eval_solutions": 0}))
-    fresh = eval_set(TrainConfig.from_dict(next(iter(answer_runs.values())) | {"out": "o"}))
-    assert fresh.ids and not set(fresh.ids) & set(answer.ids)
+def test_the_quick_looks_test_problems_are_the_ordinary_ones_the_paper_regime_answer_read_first():
+    """The quick look (budget small) reads the task's ordinary test prompts (no block kept for the answer): each of
+    its runs is evaluated on the first eval_problems of the paper-regime answer's test problems."""
+    answer_runs = plan(BUDGETS["answer-paper-regime"], Path("m"), None)
+    answer = eval_set(TrainConfig.from_dict(next(iter(answer_runs.values())) | {"out": "o"}))
+    fresh_runs = plan(BUDGETS["answer"], Path("m"), None)
+    fresh = eval_set(TrainConfig.from_dict(next(iter(fresh_runs.values())) | {"out": "o"}))
+    assert fresh.ids and not set(fresh.ids) & set(answer.ids)  # the answer's fresh block is not the quick look's
     for run_name, settings in plan(BUDGETS["small"], Path("m"), None).items():
         cfg = TrainConfig.from_dict(settings | {"out": "o"})
         test = eval_set(cfg)

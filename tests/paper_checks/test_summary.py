@@ -13,8 +13,10 @@ from escov.paper_checks.summary import (
     KEY_CLAIM,
     KEY_PART,
     PUBLISHED,
+    STORY,
     SUMMARY_LINES,
     load_published,
+    story_lines,
     summary_lines,
 )
 from tests.paper_checks.test_paper_checks_verdicts import make_run
@@ -82,3 +84,63 @@ def test_without_a_published_report_the_summary_says_so(tiny_report_dirs, tmp_pa
 
     report = build_report(tiny_report_dirs, tmp_path / "report")
     assert "  published  not found (results/report.json)" in report["summary"]
+
+
+def _interval_text(est: dict) -> str:
+    """An interval in points as the summary prints it, formatted here from the JSON."""
+    return f"{100 * est['mean']:+.2f} pts [{100 * est['lo']:+.2f}, {100 * est['hi']:+.2f}]"
+
+
+def test_the_story_sets_grpos_narrowing_and_where_es_stands_beside_the_published_answer(tmp_path):
+    """GRPO raises the common prompts and drops the rare ones to zero (its Pass@32 falls); ES raises every prompt. The
+    story reads GRPO's Pass@32 fall as narrowed, with each published cell the interval results/report.json holds for
+    the same claim part, the published premise reading (a), and the folder results/ with its REPORT.md."""
+    from escov.paper_checks.report import build_report
+
+    p_base = np.random.default_rng(1).uniform(0.02, 0.5, 64)
+    dirs = []
+    for seed in range(3):
+        dirs.append(make_run(tmp_path / "runs", f"es-s{seed}", "es", seed, p_base, np.minimum(p_base + 0.25, 1)))
+        grpo_final = np.where(p_base > 0.2, np.minimum(p_base + 0.45, 1), 0.0)
+        dirs.append(make_run(tmp_path / "runs", f"grpo-s{seed}", "grpo", seed, p_base, grpo_final))
+    published = load_published()
+    report = build_report(dirs, tmp_path / "report", published=published)
+    lines = story_lines(report, published)
+    assert lines[0].startswith("The answer's story") and "(results/, results/REPORT.md)" in lines[0]
+    rows = {line[2:22].strip(): line[22:] for line in lines[1:] if line.startswith("  ") and "|" in line}
+    assert list(rows) == ["design", *(name for name, _, _ in STORY)]
+    claims = {c["id"]: c["levels"]["real"]["evidence"] for c in published["claims"]}
+    for name, claim, part in STORY:
+        here, there = (cell.strip() for cell in rows[name].split("|"))
+        assert there.startswith(_interval_text(claims[claim][part])), name
+        assert here.startswith(_interval_text(report_estimate(report, claim, part))), name
+    narrowing = report_estimate(report, "grpo_passk_below_base", "@32")
+    assert narrowing["hi"] < 0 and rows["GRPO Pass@32 - base"].split("|")[0].strip().endswith(", narrowed")
+    assert rows["GRPO Pass@32 - base"].split("|")[1].strip().endswith(", narrowed")  # published: -5.96 [-9.54, -2.37]
+    assert rows["design"].split("|")[1].strip() == claims["grpo_raises_pass1"]["@1"]["design"]
+    a = published["premise"]["grpo_plateau_minus_base"]
+    assert (
+        lines[-1].startswith("  premise (published): GRPO at step 150 - base")
+        and _interval_text(a["pass@32"]) in (lines[-1])
+    )
+    assert report["summary"][-len(lines) - 5 : -5] == lines  # the console's summary holds it above the key figure
+
+
+def test_the_story_says_no_change_where_grpos_pass32_holds_and_names_the_published_folder(tiny_report_dirs, tmp_path):
+    """GRPO raising every prompt loses no coverage: its Pass@32 reading is not 'narrowed'. A report set beside the
+    paper-regime answer names that folder; a missing published report is 'not found'."""
+    from escov.paper_checks.report import build_report
+
+    regime = PUBLISHED.parent / "paper-regime" / "report.json"
+    report = build_report(tiny_report_dirs, tmp_path / "report", published=load_published(regime), published_at=regime)
+    line = next(line for line in report["summary"] if line.startswith("  GRPO Pass@32 - base"))
+    assert "narrowed" not in line.split("|")[0]
+    header = next(line for line in report["summary"] if line.startswith("The answer's story"))
+    assert header.endswith("(results/paper-regime/, results/paper-regime/REPORT.md):")
+    assert not any(line.startswith("  premise (published)") for line in report["summary"])  # it has no premise record
+    alone = story_lines(report, None)
+    assert all(line.rstrip().endswith("not found") for line in alone[1:])
+
+
+def report_estimate(report: dict, claim_id: str, part: str) -> dict:
+    return next(c for c in report["claims"] if c["id"] == claim_id)["levels"]["real"]["evidence"][part]

@@ -1,6 +1,6 @@
-"""The shipped bases (paper_checks/reproduce/bases): the quick look's and the answer's, one per recipe (a preset and the
-fields it replaces) for the current code and torch, nothing else in the folder, taken by a reproduction instead of
-pretraining, and (slow) equal to what the stated command builds."""
+"""The shipped bases (paper_checks/reproduce/bases): the answer's (also the quick look's) and the paper-regime
+answer's, one per recipe (a preset and the fields it replaces) for the current code and torch, nothing else in the
+folder, taken by a reproduction instead of pretraining, and (slow) equal to what the stated command builds."""
 
 import json
 import os
@@ -13,8 +13,9 @@ from escov.paper_checks.reproduce import bases
 from escov.paper_checks.reproduce.bases import SHIPPED_BASES, SHIPPED_RECIPES, SHIPPED_RECORD, base_cache_key
 from escov.paper_checks.reproduce.budgets import BUDGETS
 
-QUICK = BUDGETS["small"].base_preset
+QUICK = (BUDGETS["small"].base_preset, BUDGETS["small"].base_settings)
 ANSWER = (BUDGETS["answer"].base_preset, BUDGETS["answer"].base_settings)
+REGIME = BUDGETS["answer-paper-regime"].base_preset  # the paper-regime answer's: the preset as it is
 
 
 def shipped_record(preset: str, settings: tuple = ()) -> dict:
@@ -48,22 +49,23 @@ def test_each_shipped_base_is_keyed_by_the_current_code(preset, settings):
     assert all(torch.isfinite(t).all() for t in weights.values())
 
 
-def test_only_the_quick_looks_and_the_answers_bases_ship():
-    # the repository stays small: a base no budget takes from paper_checks/reproduce/bases is not kept there
-    assert SHIPPED_RECIPES == ((QUICK, ()), ANSWER) and ANSWER[1]  # two recipes: the answer replaces fields
+def test_only_the_answers_and_the_paper_regime_answers_bases_ship():
+    # the repository stays small: a base no budget takes from paper_checks/reproduce/bases is not kept there; the
+    # quick look runs on the answer's base
+    assert QUICK == ANSWER and SHIPPED_RECIPES == (ANSWER, (REGIME, ())) and ANSWER[1]  # the answer replaces fields
     assert not BUDGETS["small"].sweep_populations and not BUDGETS["answer"].sweep_populations
     assert len(list(SHIPPED_BASES.iterdir())) == len(SHIPPED_RECIPES)
-    assert base_cache_key(*ANSWER[:1], settings=ANSWER[1]) != base_cache_key(QUICK)
+    assert base_cache_key(*ANSWER[:1], settings=ANSWER[1]) != base_cache_key(REGIME)
     assert sum(f.stat().st_size for f in SHIPPED_BASES.rglob("*") if f.is_file()) < 3e6
 
 
 def test_a_reproduction_copies_the_shipped_base_instead_of_pretraining(tmp_path, monkeypatch, capsys):
-    record = shipped_record(QUICK)
-    if record["key"] != f"{QUICK}-{base_cache_key(QUICK)}":
+    record = shipped_record(*QUICK)
+    if record["key"] != f"{QUICK[0]}-{base_cache_key(QUICK[0], settings=QUICK[1])}":
         pytest.skip("no shipped base for this torch and code")
     monkeypatch.setenv(bases.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(bases, "_build_base", lambda *a: pytest.fail("pretrained although a base is shipped"))
-    out = bases.obtain_base(tmp_path / "base", QUICK, progress=False)
+    out = bases.obtain_base(tmp_path / "base", QUICK[0], False, QUICK[1])
     assert (out / "model.safetensors").read_bytes() == (record["folder"] / "model.safetensors").read_bytes()
     assert not (out / SHIPPED_RECORD).exists() and not (tmp_path / "cache").exists()
     assert "the shipped" in capsys.readouterr().out
@@ -94,22 +96,22 @@ def test_shipping_copies_a_cached_base_and_removes_every_other_folder(tmp_path, 
 
     from escov.llm import tinymodel
 
-    record = shipped_record(QUICK)
+    record = shipped_record(REGIME)
     shipped, cache = tmp_path / "bases", tmp_path / "cache"
     monkeypatch.setattr(bases, "SHIPPED_BASES", shipped)
     monkeypatch.setenv(bases.CACHE_ENV, str(cache))
     monkeypatch.setattr(
         tinymodel, "pretrain", lambda *a, **k: pytest.fail("pretrained although the cache holds the base")
     )
-    key = bases.shipped_base_dir(QUICK).name
+    key = bases.shipped_base_dir(REGIME).name
     shutil.copytree(record["folder"], cache / "bases" / key, ignore=shutil.ignore_patterns(SHIPPED_RECORD))
     answer_key = bases.shipped_base_dir(ANSWER[0], ANSWER[1]).name
     shutil.copytree(
         shipped_record(*ANSWER)["folder"], cache / "bases" / answer_key, ignore=shutil.ignore_patterns(SHIPPED_RECORD)
     )
     (shipped / "small-0123456789abcdef").mkdir(parents=True)  # a preset no budget ships any more
-    (shipped / f"{QUICK}-0000000000000000").mkdir()  # the same preset at a stale key
-    assert bases.ship_bases(progress=False) == [shipped / key, shipped / answer_key]
+    (shipped / f"{REGIME}-0000000000000000").mkdir()  # the same preset at a stale key
+    assert bases.ship_bases(progress=False) == [shipped / answer_key, shipped / key]
     assert sorted(p.name for p in shipped.iterdir()) == sorted([key, answer_key])
     assert (shipped / key / "model.safetensors").read_bytes() == (record["folder"] / "model.safetensors").read_bytes()
     assert json.loads((shipped / key / SHIPPED_RECORD).read_text())["key"] == key

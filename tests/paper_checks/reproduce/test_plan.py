@@ -122,24 +122,27 @@ def test_the_answer_measures_es_and_grpo_where_they_are_compared_when_grpo_climb
 
 
 def test_the_quick_look_is_the_answer_at_a_smaller_design():
-    """The small budget trains ES and GRPO as the answer does (its base, task, temperature, step sizes, steps, batch,
-    checkpoints and curve layout rule), on fewer seeds and test prompts, with enough seeds for a t interval over
-    seeds. Its curve starts from fewer evenly spread points; refinement must still support every level of ES vs
-    GRPO's common range on Pass@1 paths like the first answer run's (as the answer's plan does)."""
+    """The small budget trains ES and GRPO as the published answer does (its base, task, temperature and step sizes),
+    with the paper-regime answer's steps, batch, checkpoints and curve layout rule, on fewer seeds and test prompts,
+    with enough seeds for a t interval over seeds. Its curve starts from fewer evenly spread points; refinement must
+    still support every level of ES vs GRPO's common range on Pass@1 paths like the first answer run's."""
     from escov.llm.curve import layout
     from escov.llm.train import checkpoint_due
     from escov.theory.matched import compared_levels
     from tests.paper_checks import known_frontier as kf
 
-    quick, answer = BUDGETS["small"], BUDGETS["answer-paper-regime"]
-    assert (quick.base_preset, quick.task, quick.es, quick.grpo) == (
+    quick, answer, regime = BUDGETS["small"], BUDGETS["answer"], BUDGETS["answer-paper-regime"]
+    assert (quick.base_preset, quick.base_settings, quick.task, quick.es, quick.grpo) == (
         answer.base_preset,
+        answer.base_settings,
         answer.task,
         answer.es,
         answer.grpo,
     )
-    assert quick.curve | {k: answer.curve[k] for k in ("samples", "points")} == answer.curve
-    assert quick.curve["samples"] >= 32 and quick.curve["points"] <= answer.curve["points"]
+    assert quick.grpo["learning_rate"] == 1e-4 and quick.base_settings  # the premise's base and GRPO step
+    assert quick.curve | {k: regime.curve[k] for k in ("samples", "points")} == regime.curve
+    assert quick.curve["samples"] >= 32 and quick.curve["points"] <= regime.curve["points"]
+    assert quick.curve["temperature"] == answer.curve["temperature"] == 0.6
     same = (
         "steps",
         "batch_size",
@@ -150,7 +153,8 @@ def test_the_quick_look_is_the_answer_at_a_smaller_design():
         "checkpoint_dense",
         "threads",
     )
-    assert {k: quick.common[k] for k in same} == {k: answer.common[k] for k in same}
+    assert {k: quick.common[k] for k in same} == {k: regime.common[k] for k in same}
+    assert quick.common["steps"] < answer.common["steps"]
     assert 4 <= len(quick.seeds) < len(answer.seeds) and set(quick.seeds) < set(answer.seeds)
     assert quick.common["eval_problems"] < answer.common["eval_problems"]
     configs = [
@@ -205,6 +209,24 @@ def test_a_schedules_second_method_is_checkpointed_densely_from_its_switch():
                 38,
                 40,
             ]
+
+
+def test_the_quick_look_is_set_beside_the_published_answer_on_the_tasks_ordinary_test_prompts():
+    """The quick look's base is the published answer's: its key in PUBLISHED_BY_BASE maps to results/report.json.
+    Its runs read the task's ordinary test prompts (the first eval_problems of the test split's rule), never a
+    block of prompts kept for the answer (eval_solutions 0 or unset)."""
+    from escov.llm.problem_sets import eval_set
+    from escov.paper_checks.reproduce.budgets import PUBLISHED_BY_BASE, published_for
+    from escov.paper_checks.summary import PUBLISHED
+
+    quick = BUDGETS["small"]
+    assert PUBLISHED_BY_BASE[(quick.base_preset, quick.base_settings)] == PUBLISHED == published_for(quick)
+    assert PUBLISHED.relative_to(PUBLISHED.parents[1]).as_posix() == "results/report.json" and PUBLISHED.is_file()
+    assert published_for(BUDGETS["answer-paper-regime"]) != PUBLISHED  # the paper-regime base: its own report
+    ordinary = eval_set(TrainConfig(task=quick.task, eval_problems=quick.common["eval_problems"])).ids
+    for name, cfg in plan(quick, Path("base"), None).items():
+        assert cfg.get("eval_solutions", 0) == 0, name
+        assert eval_set(TrainConfig.from_dict(cfg | {"out": f"o/{name}"})).ids == ordinary, name
 
 
 def test_rescaled_variant_waits_for_the_main_runs():
