@@ -283,7 +283,7 @@ def test_the_record_from_two_seeds_its_fixed_fields_and_a_comparison_that_cannot
         },
     }
     record = premise_record(Evidence(runs=two), control)
-    assert record["registered"] == "docs/answer-budget.md, 'The premise'" and record["margin"] == MARGIN
+    assert record["registered"]["where"] == "docs/answer-budget.md, 'The premise'" and record["margin"] == MARGIN
     assert record["positive_control"] == {
         "verdict": "narrowed",
         "base": "b0",

@@ -1,0 +1,179 @@
+"""ES where GRPO has narrowed: the premise's endpoints read at GRPO's plateau, from the runs' curves (matched.Curve).
+
+The rules, fixed before the answer's run (registered in docs/answer-budget.md); each interval is over the design
+seeds x test prompts (design.seeds_by_prompts, 95%), ES and GRPO paired by seed (matched.paired); a curve is read at
+a Pass@1 level L where it first crosses L, by linear interpolation between the two measured points around it
+(theory/matched.py crossing, read_at):
+
+    L_plateau                  GRPO's plateau Pass@1: the mean over GRPO seeds of the Pass@1 of each run's last
+                               checkpoint. ES reaches GRPO's plateau when every ES seed's curve crosses L_plateau
+                               (the step of each first crossing, interpolated, is recorded).
+    es_at_grpo_plateau   (b')  L* = the highest Pass@1 level both methods reach (the top supported level of the
+                               matched reading, matched.py at="top"). GRPO's fall there F = base Pass@32 - GRPO's
+                               Pass@32 read at L*, per (seed, prompt), each GRPO seed against its own base. Validity
+                               condition: mean F >= MIN_FALL (GRPO has narrowed by at least 2 points at L*); only
+                               then is ES - GRPO Pass@32 at L* read, against the margin F / 2 stated in advance:
+                               "es_above" when the interval's lower end is > 0 (the registered one-sided test),
+                               "no_es_advantage_of_half_grpo_fall" when its upper end is < F / 2, else
+                               "inconclusive"; an interval of zero width (the two methods read the same on every
+                               seed and prompt: one run compared with itself, an identity) is "inconclusive".
+                               With F < MIN_FALL: "not_readable" (GRPO has not narrowed at the common level; the
+                               comparison cannot decide whether ES keeps what GRPO loses), F and its interval given.
+    distinct_at_grpo_plateau (d') ES - GRPO distinct correct solutions per prompt at L*, read by (b')'s
+                               interpolation, an unsolved prompt counting 0 (matched.py's "distinct" metric).
+    es_plateau_outcome   (f)   whether ES reaches L_plateau; when it does not, the finding "ES never reaches
+                               GRPO's plateau by the cap", with ES's last Pass@1 (per (seed, prompt), interval),
+                               each run's plateau rule (premise.plateau; "still rising" when Pass@1 rose by
+                               PLATEAU_RISE or more over the last third of the run) and its Pass@32 at the last
+                               checkpoint minus the base ((e)'s interval).
+    es_minus_grpo_at_es_end_level (c residual, exploratory) for each seed s the level is ES seed s's final Pass@1;
+                               GRPO seed s's Pass@32 per prompt is read at its first crossing of that level and
+                               ES's last checkpoint's Pass@32 minus it is the (seed, prompt) value; seeds whose GRPO
+                               never crosses their level are counted and dropped.
+
+(e) (ES's last checkpoint minus the base, premise.endpoints with premise.verdict) is built in premise_record.py, as
+(a) is; (f) takes its Pass@32 from it. The registered family and its adjustment: paper_checks/registered.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from escov.paper_checks.design import seeds_by_prompts
+from escov.paper_checks.matched import AT_TOP, Curve, matched_difference, paired
+from escov.paper_checks.premise import ENDPOINT_K, PLATEAU_RISE, plateau
+from escov.theory.matched import crossing, read_at, supported
+
+MIN_FALL = 0.02  # (b')'s validity condition: GRPO's Pass@32 at L* at least 2 points below the base
+PASS = f"pass@{ENDPOINT_K}"
+ES_ABOVE, NO_ADVANTAGE, INCONCLUSIVE, NOT_READABLE = (
+    "es_above",
+    "no_es_advantage_of_half_grpo_fall",
+    "inconclusive",
+    "not_readable",
+)
+NEVER_REACHES, REACHES = "es_never_reaches_grpo_plateau_by_cap", "es_reaches_grpo_plateau"
+
+
+def grpo_plateau_pass1(grpo: list[Curve]) -> dict:
+    """L_plateau: the mean over GRPO seeds of the last checkpoint's Pass@1, with each seed's value and step."""
+    return {
+        "level": float(np.mean([c.pass1[-1] for c in grpo])),
+        "per_seed": {f"seed {c.seed}": float(c.pass1[-1]) for c in grpo},
+        "steps": sorted({int(c.steps[-1]) for c in grpo}),
+    }
+
+
+def crossing_step(c: Curve, level: float) -> float | None:
+    """The training step where a curve first crosses `level` (interpolated between its measured steps), or None."""
+    found = crossing(c.pass1, level)
+    if found is None:
+        return None
+    t, w = found
+    return float(c.steps[t] if w == 0.0 else (1 - w) * c.steps[t] + w * c.steps[t + 1])
+
+
+def reaches(es: list[Curve], level: float) -> dict:
+    """Whether every ES seed's curve crosses `level`, and each seed's first crossing step (None: never)."""
+    steps = {f"seed {c.seed}": crossing_step(c, level) for c in es}
+    return {"reached": bool(steps) and all(s is not None for s in steps.values()), "crossing_step": steps}
+
+
+def reading(difference: dict, fall: float) -> str:
+    """(b')'s reading of ES - GRPO Pass@32 at L* given GRPO's mean fall there (module docstring)."""
+    if fall < MIN_FALL:
+        return NOT_READABLE
+    if difference["lo"] == difference["hi"]:  # no variance at all: the same readings on both sides
+        return INCONCLUSIVE
+    if difference["lo"] > 0:
+        return ES_ABOVE
+    if difference["hi"] < fall / 2:
+        return NO_ADVANTAGE
+    return INCONCLUSIVE
+
+
+def grpo_fall_at(grpo: list[Curve], level: float):
+    """F per (seed, prompt): each GRPO seed's base Pass@32 minus its Pass@32 read at `level` (an Estimate)."""
+    values = np.stack([c.metric(PASS)[0] - read_at(c.pass1, c.metric(PASS), level) for c in grpo])
+    return seeds_by_prompts(values, grpo[0].n)
+
+
+def es_at_grpo_plateau(es: list[Curve], grpo: list[Curve], plateau_level: dict, reach: dict) -> tuple[dict, dict]:
+    """(b') and (d'): ({"es_at_grpo_plateau": ..., "distinct_at_grpo_plateau": ...}) at L* (module docstring)."""
+    context = {"grpo_plateau_pass1": plateau_level["level"], "es_reaches_grpo_plateau": reach["reached"]}
+    diff, info = matched_difference(es, grpo, PASS, names=("ES", "GRPO"), at=AT_TOP)
+    if diff is None:
+        why = {"reason": info.get("reason", "not compared"), "reading": NOT_READABLE}
+        return why | context, {"reason": why["reason"]}
+    level = info["compared_levels"][0]
+    fall = grpo_fall_at([g for _, g in paired(es, grpo)], level)
+    b = context | {
+        "level": level,
+        "grpo_fall": fall.to_json(),
+        "min_fall": MIN_FALL,
+        "margin": fall.mean / 2,
+        "difference": diff.to_json(),
+        "reading": reading(diff.to_json(), fall.mean),
+    }
+    distinct, _ = matched_difference(es, grpo, "distinct", names=("ES", "GRPO"), at=AT_TOP)
+    return b, distinct.to_json() | {"level": level}
+
+
+def es_plateau_outcome(es: list[Curve], plateau_level: dict, reach: dict, es_end: dict | None) -> dict:
+    """(f): whether ES reaches GRPO's plateau Pass@1; when not, where it stands at its cap (module docstring)."""
+    out = {
+        "grpo_plateau_pass1": plateau_level["level"],
+        "reached": reach["reached"],
+        "crossing_step": reach["crossing_step"],
+        "finding": REACHES if reach["reached"] else NEVER_REACHES,
+        "cap": sorted({int(c.steps[-1]) for c in es}),
+    }
+    if reach["reached"]:
+        return out
+    runs = {}
+    for c in es:
+        p = plateau([int(s) for s in c.steps], [float(m) for m in c.pass1])
+        runs[f"seed {c.seed}"] = p | {"still_rising": bool(p["rise_last_third"] >= PLATEAU_RISE)}
+    last = np.stack([c.counts[-1] / c.n for c in es])
+    return out | {
+        "es_last_pass1": seeds_by_prompts(last, es[0].n).to_json(),
+        "plateau": runs,
+        "still_rising": sum(r["still_rising"] for r in runs.values()),
+        "runs": len(runs),
+        "pass32_minus_base": None if es_end is None else es_end[PASS],
+    }
+
+
+def residual_at_es_end_level(es: list[Curve], grpo: list[Curve]) -> dict:
+    """(c)'s residual: ES - GRPO Pass@32 with GRPO read at ES's final Pass@1, seed by seed (module docstring)."""
+    values, levels, dropped, unsupported = [], {}, [], []
+    for a, b in paired(es, grpo):
+        level = float(a.pass1[-1])
+        levels[f"seed {a.seed}"] = level
+        g = read_at(b.pass1, b.metric(PASS), level)
+        if g is None:
+            dropped.append(a.seed)
+            continue
+        if not supported(b.pass1, level):
+            unsupported.append(a.seed)
+        values.append(a.metric(PASS)[-1] - g)
+    out = {"levels": levels, "dropped_seeds": dropped, "unsupported_seeds": unsupported}
+    if not values:
+        return out | {"reason": "no GRPO seed crosses its ES seed's final Pass@1"}
+    return seeds_by_prompts(np.stack(values), es[0].n).to_json() | out
+
+
+def plateau_endpoints(es: list[Curve], grpo: list[Curve], es_end: dict | None) -> dict:
+    """The record entries of this module from the two methods' curves and (e)'s record (None: no ES curves)."""
+    level = grpo_plateau_pass1(grpo)
+    reach = reaches(es, level["level"])
+    if len(es) < 2:
+        why = {"reason": "fewer than 2 ES runs with curves"}
+        return {"es_at_grpo_plateau": why | {"reading": NOT_READABLE}, "distinct_at_grpo_plateau": why}
+    b, d = es_at_grpo_plateau(es, grpo, level, reach)
+    return {
+        "es_at_grpo_plateau": b,
+        "distinct_at_grpo_plateau": d,
+        "es_plateau_outcome": es_plateau_outcome(es, level, reach, es_end),
+        "es_minus_grpo_at_es_end_level": residual_at_es_end_level(es, grpo),
+    }
