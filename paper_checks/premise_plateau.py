@@ -15,8 +15,8 @@ a Pass@1 level L where it first crosses L, by linear interpolation between the t
                                then is ES - GRPO Pass@32 at L* read, against the margin F / 2 stated in advance:
                                "es_above" when the interval's lower end is > 0 (the registered one-sided test),
                                "no_es_advantage_of_half_grpo_fall" when its upper end is < F / 2, else
-                               "inconclusive"; an interval of zero width (the two methods read the same on every
-                               seed and prompt: one run compared with itself, an identity) is "inconclusive".
+                               "inconclusive"; ES curves that are GRPO's own (one run compared with itself, a
+                               difference of 0 by construction: an identity, never evidence) read "inconclusive".
                                With F < MIN_FALL: "not_readable" (GRPO has not narrowed at the common level; the
                                comparison cannot decide whether ES keeps what GRPO loses), F and its interval given.
     distinct_at_grpo_plateau (d') ES - GRPO distinct correct solutions per prompt at L*, read by (b')'s
@@ -79,11 +79,20 @@ def reaches(es: list[Curve], level: float) -> dict:
     return {"reached": bool(steps) and all(s is not None for s in steps.values()), "crossing_step": steps}
 
 
-def reading(difference: dict, fall: float) -> str:
-    """(b')'s reading of ES - GRPO Pass@32 at L* given GRPO's mean fall there (module docstring)."""
+def same_runs(es: list[Curve], grpo: list[Curve]) -> bool:
+    """Whether every ES curve is its paired GRPO curve's data (one run compared with itself: an identity)."""
+    pairs = paired(es, grpo)
+    return bool(pairs) and all(
+        np.array_equal(a.counts, b.counts) and np.array_equal(a.pass1, b.pass1) for a, b in pairs
+    )
+
+
+def reading(difference: dict, fall: float, identity: bool = False) -> str:
+    """(b')'s reading of ES - GRPO Pass@32 at L* given GRPO's mean fall there (module docstring); `identity`: the
+    two sides are the same runs, whose difference is 0 by construction and decides nothing."""
     if fall < MIN_FALL:
         return NOT_READABLE
-    if difference["lo"] == difference["hi"]:  # no variance at all: the same readings on both sides
+    if identity:
         return INCONCLUSIVE
     if difference["lo"] > 0:
         return ES_ABOVE
@@ -113,7 +122,7 @@ def es_at_grpo_plateau(es: list[Curve], grpo: list[Curve], plateau_level: dict, 
         "min_fall": MIN_FALL,
         "margin": fall.mean / 2,
         "difference": diff.to_json(),
-        "reading": reading(diff.to_json(), fall.mean),
+        "reading": reading(diff.to_json(), fall.mean, same_runs(es, grpo)),
     }
     distinct, _ = matched_difference(es, grpo, "distinct", names=("ES", "GRPO"), at=AT_TOP)
     return b, distinct.to_json() | {"level": level}

@@ -31,7 +31,7 @@ from escov.paper_checks.matched import AT_TOP, Curve, matched_difference, paired
 from escov.paper_checks.premise import ENDPOINT_K, endpoints, plateau, verdict
 from escov.paper_checks.premise_plateau import NOT_READABLE, plateau_endpoints
 from escov.paper_checks.real_checks import curves_of
-from escov.paper_checks.registered import exploratory, holm_line, registered, runs_commit
+from escov.paper_checks.registered import exploratory, holm_lines, registered, runs_commit
 
 MARGIN = 0.02  # (b)'s equivalence margin, 2 points of Pass@32 (docs/answer-budget.md, stated before the run)
 SMALL_SIGMA_VARIANT = "es[small-sigma]"
@@ -256,13 +256,16 @@ def render_at_plateau(record: dict) -> list[str]:
     c = record.get("es_minus_grpo_at_es_end_level")
     if c:
         levels = list(c["levels"].values())
-        dropped = f"; {len(c['dropped_seeds'])} seeds dropped (GRPO never crosses)" if c["dropped_seeds"] else ""
+        dropped = (
+            f"; {len(c['dropped_seeds'])} seeds dropped (GRPO never crosses)"
+            if "mean" in c and c["dropped_seeds"]
+            else ""
+        )
         lines.append(
             f"- (c') exploratory residual, ES - GRPO Pass@32 with GRPO read at each ES seed's final Pass@1 "
             f"({100 * min(levels):.1f}-{100 * max(levels):.1f}): {_pm(c)}{dropped}."
         )
-    reg = record["registered"]
-    return lines + [holm_line(reg), f"- Exploratory: {', '.join(record.get('exploratory', [])) or 'none'}."]
+    return lines + holm_lines(record)
 
 
 def render(record: dict) -> list[str]:

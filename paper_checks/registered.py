@@ -42,6 +42,17 @@ FAMILY = {
     "es_minus_base_end": TWO_SIDED,
 }
 OUTCOME = "es_plateau_outcome"
+LABELS = {  # each endpoint's name in REPORT.md
+    "grpo_plateau_minus_base": "(a)",
+    "es_at_grpo_plateau": "(b')",
+    "distinct_at_grpo_plateau": "(d')",
+    "es_minus_base_end": "(e)",
+    "es_minus_grpo_top_level": "(b)",
+    "es_minus_grpo_end": "(c)",
+    "es_minus_grpo_at_es_end_level": "(c')",
+    "distinct_correct": "(d)",
+    "es_small_sigma": "ES at the small sigma",
+}
 EXPLORATORY = (
     "es_minus_grpo_top_level",
     "es_minus_grpo_end",
@@ -119,16 +130,20 @@ def exploratory(record: dict) -> list[str]:
     return [name for name in EXPLORATORY if record.get(name) is not None]
 
 
-def holm_line(reg: dict) -> str:
-    """One line for REPORT.md: the family and each member's adjusted p and decision."""
+def holm_lines(record: dict) -> list[str]:
+    """REPORT.md's lines on the family: each readable member's adjusted p and decision, then the exploratory rest."""
+    reg = record["registered"]
     parts = [
-        f"{name} p {t['p']:.3g} -> {t['p_adjusted']:.3g} ({'rejected' if t['rejects'] else 'not rejected'})"
+        f"{LABELS[name]} p {t['p']:.3g}, adjusted {t['p_adjusted']:.3g}: "
+        + ("rejected" if t["rejects"] else "not rejected")
         for name, t in reg["holm"].items()
     ]
-    left = f"; not readable: {', '.join(reg['not_readable'])}" if reg["not_readable"] else ""
-    commit = f" at commit {reg['commit'][:12]}" if reg.get("commit") else ""
-    return (
-        f"- Registered family{commit} (Holm, family-wise {reg['alpha']:g}): "
-        + ("; ".join(parts) if parts else "no member readable")
-        + f"{left}. Every other line is exploratory."
-    )
+    left = [LABELS[name] for name in reg["not_readable"]]
+    commit = f" (runs at commit {reg['commit'][:12]})" if reg.get("commit") else ""
+    return [
+        f"- Registered family{commit}, Holm at family-wise {reg['alpha']:g} over its readable members: "
+        + ("; ".join(parts) if parts else "none readable")
+        + (f"; not readable: {', '.join(left)}" if left else "")
+        + ".",
+        f"- Exploratory (no adjustment): {', '.join(LABELS[n] for n in record.get('exploratory', [])) or 'none'}.",
+    ]
