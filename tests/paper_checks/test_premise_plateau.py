@@ -189,12 +189,22 @@ def test_es_that_never_reaches_grpos_plateau_is_the_finding_with_where_it_stands
     flat = [make_curve(c.seed, np.vstack([c.counts[:10], np.repeat(c.counts[10:11], STEPS - 9, 0)])) for c in es]
     f = es_plateau_outcome(flat, grpo_plateau_pass1(grpo), reaches(flat, grpo_plateau_pass1(grpo)["level"]), None)
     assert f["finding"] == NEVER_REACHES and f["still_rising"] == 0 and f["pass32_minus_base"] is None
+    # falling back over its last third: the plateau rule is not met, yet the curve is not rising
+    fell = [make_curve(c.seed, np.vstack([c.counts[:15], c.counts[14::-1][1:7]])) for c in es]
+    f = es_plateau_outcome(fell, grpo_plateau_pass1(grpo), reaches(fell, grpo_plateau_pass1(grpo)["level"]), None)
+    assert f["still_rising"] == 0 and not any(r["reached"] for r in f["plateau"].values())
 
 
 def test_es_reaches_grpos_plateau_only_when_every_seed_crosses_it():
     grpo = runs("grpo_early")
     level = grpo_plateau_pass1(grpo)["level"]
     assert level == pytest.approx(np.mean([g.counts[-1].mean() / N for g in grpo]), abs=1e-12)
+    # the last checkpoint, not the highest: a run that falls back from its peak is read where it ends
+    peaked = [make_curve(g.seed, np.vstack([g.counts, g.counts[-5]])) for g in grpo]
+    got = grpo_plateau_pass1(peaked)
+    assert got["level"] == pytest.approx(np.mean([g.counts[-5].mean() / N for g in grpo]), abs=1e-12)
+    assert got["level"] < level
+    assert got["steps"] == [10 * (STEPS + 1)]
     mixed = runs("es_keeps", (0, 1, 2)) + runs("es_slow", (3,))
     got = reaches(mixed, level)
     assert not got["reached"] and got["crossing_step"]["seed 3"] is None
