@@ -128,12 +128,18 @@ def es_at_grpo_plateau(es: list[Curve], grpo: list[Curve], plateau_level: dict, 
     return b, distinct.to_json() | {"level": level}
 
 
-def es_plateau_outcome(es: list[Curve], plateau_level: dict, reach: dict, es_end: dict | None) -> dict:
-    """(f): whether ES reaches GRPO's plateau Pass@1; when not, where it stands at its cap (module docstring)."""
+def es_plateau_outcome(
+    es: list[Curve], plateau_level: dict, reach: dict, es_end: dict | None, grpo: list[Curve] = ()
+) -> dict:
+    """(f): whether ES reaches GRPO's plateau Pass@1; when not, where it stands at its cap (module docstring). Beside
+    it, how many GRPO runs' own curves cross L_plateau (a mean of last points: a GRPO run ending below it and never
+    above it does not), the rule's strictness on the method that defines the level."""
     out = {
         "grpo_plateau_pass1": plateau_level["level"],
         "reached": reach["reached"],
         "crossing_step": reach["crossing_step"],
+        "grpo_runs_crossing": sum(crossing(c.pass1, plateau_level["level"]) is not None for c in grpo),
+        "grpo_runs": len(grpo),
         "finding": REACHES if reach["reached"] else NEVER_REACHES,
         "cap": sorted({int(c.steps[-1]) for c in es}),
     }
@@ -183,6 +189,6 @@ def plateau_endpoints(es: list[Curve], grpo: list[Curve], es_end: dict | None) -
     return {
         "es_at_grpo_plateau": b,
         "distinct_at_grpo_plateau": d,
-        "es_plateau_outcome": es_plateau_outcome(es, level, reach, es_end),
+        "es_plateau_outcome": es_plateau_outcome(es, level, reach, es_end, grpo),
         "es_minus_grpo_at_es_end_level": residual_at_es_end_level(es, grpo),
     }

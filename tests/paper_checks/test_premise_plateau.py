@@ -181,6 +181,9 @@ def test_es_that_never_reaches_grpos_plateau_is_the_finding_with_where_it_stands
     out = plateau_endpoints(es, grpo, {"pass@32": end})
     f = out["es_plateau_outcome"]
     assert not f["reached"] and f["finding"] == NEVER_REACHES and set(f["crossing_step"].values()) == {None}
+    # GRPO still rising at its last point: the runs ending below the mean of last points never cross it
+    crossing_grpo = sum(g.pass1.max() >= f["grpo_plateau_pass1"] for g in grpo)
+    assert f["grpo_runs_crossing"] == crossing_grpo < f["grpo_runs"] == 4 and crossing_grpo > 0
     assert f["es_last_pass1"]["mean"] == pytest.approx(np.mean([c.counts[-1] for c in es]) / N, abs=1e-12)
     assert f["es_last_pass1"]["hi"] < f["grpo_plateau_pass1"] and f["cap"] == [10 * STEPS]
     assert f["still_rising"] == f["runs"] == 4 and f["pass32_minus_base"] == end
