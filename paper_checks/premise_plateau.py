@@ -25,11 +25,13 @@ a Pass@1 level L where it first crosses L, by linear interpolation between the t
                                GRPO's plateau by the cap", with ES's last Pass@1 (per (seed, prompt), interval),
                                each run's plateau rule (premise.plateau; "still rising" when Pass@1 rose by
                                PLATEAU_RISE or more over the last third of the run) and its Pass@32 at the last
-                               checkpoint minus the base ((e)'s interval).
+                               checkpoint minus the base ((e)'s interval); beside it, how many GRPO runs' own
+                               curves cross L_plateau (a run still rising at its end and below the mean does not).
     es_minus_grpo_at_es_end_level (c residual, exploratory) for each seed s the level is ES seed s's final Pass@1;
                                GRPO seed s's Pass@32 per prompt is read at its first crossing of that level and
                                ES's last checkpoint's Pass@32 minus it is the (seed, prompt) value; seeds whose GRPO
-                               never crosses their level are counted and dropped.
+                               never crosses their level are counted and dropped, those read across a segment
+                               wider than the matched reading's RESOLUTION are counted.
 
 (e) (ES's last checkpoint minus the base, premise.endpoints with premise.verdict) is built in premise_record.py, as
 (a) is; (f) takes its Pass@32 from it. The registered family and its adjustment: paper_checks/registered.py.

@@ -28,15 +28,14 @@ import numpy as np
 from escov.paper_checks.design import seeds_by_prompts
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.matched import AT_TOP, Curve, matched_difference, paired
-from escov.paper_checks.premise import ENDPOINT_K, endpoints, plateau, verdict
-from escov.paper_checks.premise_plateau import NOT_READABLE, plateau_endpoints
+from escov.paper_checks.premise import endpoints, plateau, verdict
+from escov.paper_checks.premise_plateau import NOT_READABLE, PASS, plateau_endpoints
 from escov.paper_checks.real_checks import curves_of
 from escov.paper_checks.registered import exploratory, holm_lines, registered, runs_commit
 
 MARGIN = 0.02  # (b)'s equivalence margin, 2 points of Pass@32 (docs/answer-budget.md, stated before the run)
 SMALL_SIGMA_VARIANT = "es[small-sigma]"
 TEST_SPLIT = "test"  # the answer's prompts (llm/problem_sets.py: the runs' curves read the test split)
-PASS = f"pass@{ENDPOINT_K}"
 
 
 def _interval(est) -> dict | None:
