@@ -24,47 +24,27 @@ from escov.paper_checks.registered import (
     registered,
     runs_commit,
 )
-from escov.theory.decisions import over_seeds, t_p_value, t_quantile
+from escov.theory.decisions import t_quantile
 
 
-def test_the_t_p_value_of_a_seed_level_interval_is_scipys_one_sample_t_test():
-    v = np.array([0.03, -0.01, 0.05, 0.02, 0.04])
-    est = over_seeds(v)
-    for side, alternative in ((0, "two-sided"), (1, "greater"), (-1, "less")):
-        want = st.ttest_1samp(v, 0.0, alternative=alternative).pvalue
-        assert t_p_value(est["mean"], est["se"], est["df"], side) == pytest.approx(want, rel=1e-10)
-
-
-def test_the_p_value_at_an_intervals_end_is_exactly_the_level():
-    for df in (3.0, 11.5, float("inf")):
-        half = t_quantile(df, 0.975)
-        assert t_p_value(half, 1.0, df) == pytest.approx(0.05, abs=1e-12)
-        assert t_p_value(half, 1.0, df, 1) == pytest.approx(0.025, abs=1e-12)
-        assert t_p_value(half, 1.0, df, -1) == pytest.approx(0.975, abs=1e-12)
-    assert t_p_value(0.3, 0.0, 5.0) == 0.0 and t_p_value(0.3, 0.0, 5.0, -1) == 1.0 and t_p_value(0.0, 0.0, 5.0) == 1.0
-    assert t_p_value(0.3, float("inf"), 0.0) == 1.0
-    with pytest.raises(ValueError, match="side"):
-        t_p_value(0.1, 1.0, 3.0, 2)
-
-
-def test_p_below_005_exactly_when_the_design_interval_excludes_0_and_a_directional_member_when_it_lies_on_its_side():
+def test_a_directional_member_rejects_alone_exactly_when_its_interval_lies_on_its_side():
     """seeds x prompts arrays with effects around the detection boundary (seed and prompt effects, noise)."""
     rng = np.random.default_rng(5)
-    outside = {"two": 0, "greater": 0, "less": 0}
-    for rep in range(150):
+    sides = {"two": 0, "greater": 0, "less": 0}
+    for rep in range(100):
         s, p = int(rng.integers(2, 9)), int(rng.integers(4, 40))
         mu = rng.normal(0, 0.03)
         y = mu + rng.normal(0, 0.03, (s, 1)) + rng.normal(0, 0.05, (1, p)) + rng.normal(0, 0.05, (s, p))
         est = seeds_by_prompts(y, 64, seed=rep)
         e = est.to_json()
-        assert (est.p() < 0.05) == (est.lo > 0 or est.hi < 0) == (member_p(e, TWO_SIDED)["p"] < ALPHA)
+        assert (member_p(e, TWO_SIDED)["p"] < ALPHA) == (est.lo > 0 or est.hi < 0)
         assert (member_p(e, GREATER)["p"] < ALPHA) == (est.lo > 0)
         assert (member_p(e, LESS)["p"] < ALPHA) == (est.hi < 0)
         assert member_p(e, GREATER)["p_one_sided"] == pytest.approx(est.p(1), abs=1e-15)
-        outside["two"] += est.lo > 0 or est.hi < 0
-        outside["greater"] += est.lo > 0
-        outside["less"] += est.hi < 0
-    assert min(outside.values()) >= 10 and outside["two"] <= 140  # both sides of the boundary were visited
+        sides["two"] += est.lo > 0 or est.hi < 0
+        sides["greater"] += est.lo > 0
+        sides["less"] += est.hi < 0
+    assert min(sides.values()) >= 5 and sides["two"] <= 95  # both sides of the boundary were visited
 
 
 def test_holm_against_two_examples_worked_by_hand():
