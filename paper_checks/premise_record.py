@@ -19,6 +19,12 @@ design seeds x test prompts (paper_checks/design.py seeds_by_prompts, 95%), read
     es_small_sigma           ES at a sigma inside Lemma 1's regime: its Pass@1 at its last checkpoint minus the
                              base per (seed, prompt), "learned" when that interval lies above 0, with the members'
                              divergence s the Lemma 1 grid measured at that sigma on the same base
+    es_minus_base_end        (e) ES's last checkpoint minus its base, read as (a) reads GRPO's (premise.verdict:
+                             does ES narrow when it gets there?), with ES's Pass@1 and step there
+    es_at_grpo_plateau, distinct_at_grpo_plateau, es_plateau_outcome, es_minus_grpo_at_es_end_level
+                             (b'), (d'), (f) and (c)'s residual: ES where GRPO has narrowed (premise_plateau.py)
+    registered, exploratory  the registered family {(a), (b'), (d'), (e)} with Holm's adjustment, the commit the
+                             runs trained with, and the other endpoints, exploratory (registered.py)
 """
 
 from __future__ import annotations
