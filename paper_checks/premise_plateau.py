@@ -9,7 +9,9 @@ a Pass@1 level L where it first crosses L, by linear interpolation between the t
                                checkpoint. ES reaches GRPO's plateau when every ES seed's curve crosses L_plateau
                                (the step of each first crossing, interpolated, is recorded).
     es_at_grpo_plateau   (b')  L* = the highest Pass@1 level both methods reach (the top supported level of the
-                               matched reading, matched.py at="top"). GRPO's fall there F = base Pass@32 - GRPO's
+                               matched reading, matched.py at="top": the highest of its MATCHED_LEVELS interior
+                               levels every run supports, 1/6 of the common range below its top when all are;
+                               the range is recorded beside it). GRPO's fall there F = base Pass@32 - GRPO's
                                Pass@32 read at L*, per (seed, prompt), each GRPO seed against its own base. Validity
                                condition: mean F >= MIN_FALL (GRPO has narrowed by at least 2 points at L*); only
                                then is ES - GRPO Pass@32 at L* read, against the margin F / 2 stated in advance:
@@ -120,6 +122,7 @@ def es_at_grpo_plateau(es: list[Curve], grpo: list[Curve], plateau_level: dict, 
     fall = grpo_fall_at([g for _, g in paired(es, grpo)], level)
     b = context | {
         "level": level,
+        "common_range": info["range"],
         "grpo_fall": fall.to_json(),
         "min_fall": MIN_FALL,
         "margin": fall.mean / 2,

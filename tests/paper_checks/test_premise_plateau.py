@@ -125,6 +125,9 @@ def test_es_that_keeps_every_prompt_where_grpo_has_lost_a_quarter_reads_es_above
     b = out["es_at_grpo_plateau"]
     level = b["level"]
     assert 0.35 < level < b["grpo_plateau_pass1"]  # below GRPO's top, after GRPO has lost its 4 prompts
+    lo, hi = b["common_range"]  # the top of 5 interior levels of the range both methods' runs span
+    assert level == pytest.approx(lo + 5 / 6 * (hi - lo), abs=1e-12)
+    assert hi == pytest.approx(min(min(c.pass1.max() for c in es), min(g.pass1.max() for g in grpo)), abs=1e-12)
     fall = np.mean([p32(g)[0] - read_by_hand(g, level, p32(g)) for g in grpo])
     diff = np.mean([read_by_hand(e, level, p32(e)) - read_by_hand(g, level, p32(g)) for e, g in zip(es, grpo)])
     assert b["grpo_fall"]["mean"] == pytest.approx(fall, abs=1e-12) and 0.15 < fall < 0.25

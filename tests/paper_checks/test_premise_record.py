@@ -565,6 +565,7 @@ PLATEAU_RECORD = {
         "grpo_plateau_pass1": 0.65,
         "es_reaches_grpo_plateau": False,
         "level": 0.487,
+        "common_range": [0.172, 0.55],
         "grpo_fall": {"mean": 0.004, "lo": -0.01, "hi": 0.018},
         "min_fall": 0.02,
         "margin": 0.002,
@@ -618,10 +619,10 @@ def test_the_endpoints_at_grpos_plateau_read_as_written_each_at_its_pass1_with_i
 
     assert render_at_plateau({"registered": "R"}) == []  # a record published before these endpoints
     assert render_at_plateau(PLATEAU_RECORD) == [
-        "- (b') ES - GRPO Pass@32 at the highest Pass@1 both reach (Pass@1 48.7), GRPO's plateau 65.0 (not reached by "
-        "ES): GRPO's fall there (base - GRPO) +0.40 [-1.00, +1.80], under the 2-point validity condition: **not "
-        "readable** (GRPO has not narrowed where both methods are; ES - GRPO there -0.24 [-1.25, +0.77] decides "
-        "nothing).",
+        "- (b') ES - GRPO Pass@32 at the highest Pass@1 both reach (Pass@1 48.7 of the common range 17.2-55.0), "
+        "GRPO's plateau 65.0 (not reached by ES): GRPO's fall there (base - GRPO) +0.40 [-1.00, +1.80], under the "
+        "2-point validity condition: **not readable** (GRPO has not narrowed where both methods are; ES - GRPO there "
+        "-0.24 [-1.25, +0.77] decides nothing).",
         "- (d') Distinct correct solutions, ES - GRPO per prompt (Pass@1 48.7): +0.06 [-0.07, +0.18].",
         "- (e) ES at its last checkpoint (step 450, Pass@1 55.1) - base: Pass@32 -1.00 [-3.00, +1.00], no-correct "
         "share +0.00 [-1.00, +1.00]: **no_change_detected**.",
@@ -640,6 +641,7 @@ def test_the_endpoints_at_grpos_plateau_read_as_written_each_at_its_pass1_with_i
         | {
             "es_reaches_grpo_plateau": True,
             "level": 0.62,
+            "common_range": [0.172, 0.71],
             "grpo_fall": {"mean": 0.05, "lo": 0.02, "hi": 0.08},
             "margin": 0.025,
             "difference": {"mean": 0.031, "lo": 0.012, "hi": 0.05},
@@ -654,9 +656,9 @@ def test_the_endpoints_at_grpos_plateau_read_as_written_each_at_its_pass1_with_i
     }
     lines = render_at_plateau(readable)
     assert lines[0] == (
-        "- (b') ES - GRPO Pass@32 at the highest Pass@1 both reach (Pass@1 62.0), GRPO's plateau 65.0 (reached by "
-        "ES): GRPO's fall there (base - GRPO) +5.00 [+2.00, +8.00]; ES - GRPO +3.10 [+1.20, +5.00]: **es_above** "
-        "(registered test > 0; margin half GRPO's fall, 2.50 points)."
+        "- (b') ES - GRPO Pass@32 at the highest Pass@1 both reach (Pass@1 62.0 of the common range 17.2-71.0), "
+        "GRPO's plateau 65.0 (reached by ES): GRPO's fall there (base - GRPO) +5.00 [+2.00, +8.00]; ES - GRPO +3.10 "
+        "[+1.20, +5.00]: **es_above** (registered test > 0; margin half GRPO's fall, 2.50 points)."
     )
     assert lines[3] == (
         "- (f) ES reaches GRPO's plateau Pass@1 65.0 on every seed (first crossing at steps 212, 301; cap 450)."
