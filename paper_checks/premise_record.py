@@ -220,10 +220,12 @@ def render_at_plateau(record: dict) -> list[str]:
     if "level" not in b:
         lines.append(f"- (b') ES - GRPO Pass@32 at the highest Pass@1 both reach: {b['reason']}.")
     else:
-        fall, (lo, hi) = b["grpo_fall"], b["common_range"]
+        fall = b["grpo_fall"]
+        unsupported = [run for run, ok in b.get("supported", {}).items() if not ok]
+        where = f"; read across a gap over the resolution in {', '.join(unsupported)}" if unsupported else ""
         head = (
-            f"- (b') ES - GRPO Pass@32 at the highest Pass@1 both reach (Pass@1 {100 * b['level']:.1f} of the "
-            f"common range {100 * lo:.1f}-{100 * hi:.1f}), GRPO's plateau "
+            f"- (b') ES - GRPO Pass@32 at the highest Pass@1 every run reaches (Pass@1 {100 * b['level']:.1f}"
+            f"{where}), GRPO's plateau "
             f"{100 * b['grpo_plateau_pass1']:.1f} ({'reached' if b['es_reaches_grpo_plateau'] else 'not reached'} "
             f"by ES): GRPO's fall there (base - GRPO) {_pm(fall)}"
         )

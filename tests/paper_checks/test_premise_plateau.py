@@ -23,6 +23,7 @@ from escov.paper_checks.premise_plateau import (
     NEVER_REACHES,
     NO_ADVANTAGE,
     NOT_READABLE,
+    REACH_TOLERANCE,
     REACHES,
     crossing_step,
     es_plateau_outcome,
@@ -124,10 +125,9 @@ def test_es_that_keeps_every_prompt_where_grpo_has_lost_a_quarter_reads_es_above
     out = plateau_endpoints(es, grpo, None)
     b = out["es_at_grpo_plateau"]
     level = b["level"]
-    assert 0.35 < level < b["grpo_plateau_pass1"]  # below GRPO's top, after GRPO has lost its 4 prompts
-    lo, hi = b["common_range"]  # the top of 5 interior levels of the range both methods' runs span
-    assert level == pytest.approx(lo + 5 / 6 * (hi - lo), abs=1e-12)
-    assert hi == pytest.approx(min(min(c.pass1.max() for c in es), min(g.pass1.max() for g in grpo)), abs=1e-12)
+    # the highest Pass@1 every run reaches: the lowest of the runs' highest points, after GRPO has lost its 4 prompts
+    assert level == pytest.approx(min(min(c.pass1.max() for c in es), min(g.pass1.max() for g in grpo)), abs=1e-12)
+    assert level > 0.35
     fall = np.mean([p32(g)[0] - read_by_hand(g, level, p32(g)) for g in grpo])
     diff = np.mean([read_by_hand(e, level, p32(e)) - read_by_hand(g, level, p32(g)) for e, g in zip(es, grpo)])
     assert b["grpo_fall"]["mean"] == pytest.approx(fall, abs=1e-12) and 0.15 < fall < 0.25
@@ -184,9 +184,11 @@ def test_es_that_never_reaches_grpos_plateau_is_the_finding_with_where_it_stands
     out = plateau_endpoints(es, grpo, {"pass@32": end})
     f = out["es_plateau_outcome"]
     assert not f["reached"] and f["finding"] == NEVER_REACHES and set(f["crossing_step"].values()) == {None}
-    # GRPO still rising at its last point: the runs ending below the mean of last points never cross it
-    crossing_grpo = sum(g.pass1.max() >= f["grpo_plateau_pass1"] for g in grpo)
-    assert f["grpo_runs_crossing"] == crossing_grpo < f["grpo_runs"] == 4 and crossing_grpo > 0
+    # GRPO's own runs crossing the level less the tolerance (a run ending below the mean of last points by more
+    # than the tolerance never crosses it)
+    crossing_grpo = sum(g.pass1.max() >= f["grpo_plateau_pass1"] - REACH_TOLERANCE for g in grpo)
+    assert f["grpo_runs_crossing"] == crossing_grpo and f["grpo_runs"] == 4 and crossing_grpo > 0
+    assert f["tolerance"] == REACH_TOLERANCE == 0.02
     assert f["es_last_pass1"]["mean"] == pytest.approx(np.mean([c.counts[-1] for c in es]) / N, abs=1e-12)
     assert f["es_last_pass1"]["hi"] < f["grpo_plateau_pass1"] and f["cap"] == [10 * STEPS]
     assert f["still_rising"] == f["runs"] == 4 and f["pass32_minus_base"] == end
