@@ -18,6 +18,8 @@ imports (tests/test_layout.py).
     lemma_grid_publish.py  a newly measured grid put into a published report, nothing else changed
     premise.py          the premise's positive control read: endpoints, plateau, verdict, prompt families, table
     premise_record.py   the report's premise record: the control, GRPO's plateau, ES against GRPO there
+    premise_plateau.py  the premise's endpoints at GRPO's plateau: (b') and its validity condition, (d'), (f), residual
+    registered.py       the premise's registered family, its p-values and Holm's adjustment; the exploratory rest
     open_questions.py   the questions the paper leaves open, answered from the runs
     summary.py          the lines REPORT.md opens with and a reproduction's console ends on
     plots.py            the report's plots, each drawn from run directories

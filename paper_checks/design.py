@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from escov.theory.decisions import LEVEL, detectable, effective_df, t_quantile
+from escov.theory.decisions import LEVEL, detectable, effective_df, t_p_value, t_quantile
 
 N_BOOT = 2000
 # the difference a design is planned to detect at 80% power: 2 points (of Pass@32 at matched Pass@1), the size of
@@ -64,6 +64,11 @@ class Estimate:
         if self.prompts:
             return f"{self.seeds} seeds x {self.prompts} prompts x {self.samples} samples"
         return f"{self.seeds} seeds"
+
+    def p(self, side: int = 0) -> float:
+        """The p-value of mean = 0 from the t statistic behind the interval (theory.decisions.t_p_value): two-sided
+        (side 0; < 1 - LEVEL exactly when 0 lies outside [lo, hi]) or one-sided against d > 0 (+1) or d < 0 (-1)."""
+        return t_p_value(self.mean, self.se, self.df, side)
 
     def to_json(self) -> dict:
         return asdict(self) | {"design": self.design}

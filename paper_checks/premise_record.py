@@ -21,6 +21,12 @@ design seeds x test prompts (paper_checks/design.py seeds_by_prompts, 95%), read
     es_small_sigma           ES at a sigma inside Lemma 1's regime: its Pass@1 at its last checkpoint minus the
                              base per (seed, prompt), "learned" when that interval lies above 0, with the members'
                              divergence s the Lemma 1 grid measured at that sigma on the same base
+    es_minus_base_end        (e) ES's last checkpoint minus its base, read as (a) reads GRPO's (premise.verdict:
+                             does ES narrow when it gets there?), with ES's Pass@1 and step there
+    es_at_grpo_plateau, distinct_at_grpo_plateau, es_plateau_outcome, es_minus_grpo_at_es_end_level
+                             (b'), (d'), (f) and (c)'s residual: ES where GRPO has narrowed (premise_plateau.py)
+    registered, exploratory  the registered family {(a), (b'), (d'), (e)} with Holm's adjustment, the commit the
+                             runs trained with, and the other endpoints, exploratory (registered.py)
 """
 
 from __future__ import annotations
@@ -30,13 +36,14 @@ import numpy as np
 from escov.paper_checks.design import seeds_by_prompts
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.matched import AT_TOP, Curve, matched_difference, paired
-from escov.paper_checks.premise import ENDPOINT_K, endpoints, plateau, verdict
+from escov.paper_checks.premise import endpoints, plateau, verdict
+from escov.paper_checks.premise_plateau import NOT_READABLE, PASS, plateau_endpoints
 from escov.paper_checks.real_checks import curves_of
+from escov.paper_checks.registered import exploratory, holm_lines, registered, runs_commit
 
 MARGIN = 0.02  # (b)'s equivalence margin, 2 points of Pass@32 (docs/answer-budget.md, stated before the run)
 SMALL_SIGMA_VARIANT = "es[small-sigma]"
 TEST_SPLIT = "test"  # the answer's prompts (llm/problem_sets.py: the runs' curves read the test split)
-PASS = f"pass@{ENDPOINT_K}"
 
 
 def _interval(est) -> dict | None:
@@ -133,7 +140,7 @@ def premise_record(ev: Evidence, control: dict | None, lemma_grid: list[dict] | 
     record: dict = {
         "selection_split": control["split"] if control else None,
         "test_split": TEST_SPLIT,
-        "registered": "docs/answer-budget.md, 'The premise'",
+        "registered": registered({}, None),
         "margin": MARGIN,
     }
     if control is not None and "test_split_fresh" in control:
@@ -178,7 +185,22 @@ def premise_record(ev: Evidence, control: dict | None, lemma_grid: list[dict] | 
         "es_minus_grpo_top_level": distinct_top,
     }
     record["es_small_sigma"] = small_sigma(ev, lemma_grid)
+    record |= at_grpo_plateau(ev, es, grpo)
+    record["registered"] = registered(record, runs_commit(r.path for r in ev.by_variant("es") + ev.by_variant("grpo")))
+    record["exploratory"] = exploratory(record)
     return record
+
+
+def at_grpo_plateau(ev: Evidence, es: list[Curve], grpo: list[Curve]) -> dict:
+    """(e) (ES's last checkpoint - base, as (a) reads GRPO's, with ES's Pass@1 and step there) and the endpoints
+    at GRPO's plateau (premise_plateau.py)."""
+    es_end = None
+    if len(es) >= 2:
+        es_end = grpo_plateau_minus_base(ev, es) | {
+            "pass1": float(np.mean([c.pass1[-1] for c in es])),
+            "steps": sorted({int(c.steps[-1]) for c in es}),
+        }
+    return {"es_minus_base_end": es_end} | plateau_endpoints(es, grpo, es_end)
 
 
 def _pm(e: dict | None, scale: float = 100.0) -> str:
@@ -189,13 +211,86 @@ def _pm(e: dict | None, scale: float = 100.0) -> str:
     return f"{scale * e['mean']:+.2f} [{scale * e['lo']:+.2f}, {scale * e['hi']:+.2f}]"
 
 
+def _at(level: float | None) -> str:
+    return "" if level is None else f" (Pass@1 {100 * level:.1f})"
+
+
+def render_at_plateau(record: dict) -> list[str]:
+    """The lines of the endpoints at GRPO's plateau (premise_plateau.py), each at the Pass@1 where it was read and
+    with its caveat, then the registered family's Holm line; none for a record built before they existed."""
+    if "es_at_grpo_plateau" not in record:
+        return []
+    lines = []
+    b, f = record["es_at_grpo_plateau"], record.get("es_plateau_outcome")
+    if "level" not in b:
+        lines.append(f"- (b') ES - GRPO Pass@32 at the highest Pass@1 both reach: {b['reason']}.")
+    else:
+        fall = b["grpo_fall"]
+        unsupported = [run for run, ok in b.get("supported", {}).items() if not ok]
+        where = f"; read across a gap over the resolution in {', '.join(unsupported)}" if unsupported else ""
+        head = (
+            f"- (b') ES - GRPO Pass@32 at the highest Pass@1 every run reaches (Pass@1 {100 * b['level']:.1f}"
+            f"{where}), GRPO's plateau "
+            f"{100 * b['grpo_plateau_pass1']:.1f} ({'reached' if b['es_reaches_grpo_plateau'] else 'not reached'} "
+            f"by ES): GRPO's fall there (base - GRPO) {_pm(fall)}"
+        )
+        if b["reading"] == NOT_READABLE:
+            lines.append(
+                f"{head}, under the {100 * b['min_fall']:g}-point validity condition: **not readable** (GRPO has "
+                f"not narrowed where both methods are; ES - GRPO there {_pm(b['difference'])} decides nothing)."
+            )
+        else:
+            lines.append(
+                f"{head}; ES - GRPO {_pm(b['difference'])}: **{b['reading']}** (registered test > 0; margin half "
+                f"GRPO's fall, {100 * b['margin']:.2f} points)."
+            )
+    d = record.get("distinct_at_grpo_plateau") or {}
+    lines.append(f"- (d') Distinct correct solutions, ES - GRPO per prompt{_at(d.get('level'))}: {_pm(d, 1.0)}.")
+    e = record.get("es_minus_base_end")
+    if e:
+        lines.append(
+            f"- (e) ES at its last checkpoint (step {', '.join(map(str, e['steps']))}, Pass@1 {100 * e['pass1']:.1f}) "
+            f"- base: Pass@32 {_pm(e[PASS])}, no-correct share {_pm(e['no_correct'])}: **{e['verdict']}**."
+        )
+    if f:
+        cap = ", ".join(map(str, f["cap"]))
+        if f["reached"]:
+            steps = ", ".join(f"{s:.0f}" for s in f["crossing_step"].values())
+            lines.append(
+                f"- (f) ES reaches GRPO's plateau Pass@1 {100 * f['grpo_plateau_pass1']:.1f} on every seed (first "
+                f"crossing at steps {steps}; cap {cap})."
+            )
+        else:
+            lines.append(
+                f"- (f) **ES never reaches GRPO's plateau Pass@1 {100 * f['grpo_plateau_pass1']:.1f} by the cap** "
+                f"(step {cap}): its last Pass@1 {_pm(f['es_last_pass1'])}, still rising on {f['still_rising']} of "
+                f"{f['runs']} runs; Pass@32 there - base {_pm(f['pass32_minus_base'])}; GRPO's own runs cross that "
+                f"level on {f['grpo_runs_crossing']} of {f['grpo_runs']}."
+            )
+    c = record.get("es_minus_grpo_at_es_end_level")
+    if c:
+        levels = list(c["levels"].values())
+        dropped = (
+            f"; {len(c['dropped_seeds'])} seeds dropped (GRPO never crosses)"
+            if "mean" in c and c["dropped_seeds"]
+            else ""
+        )
+        lines.append(
+            f"- (c') exploratory residual, ES - GRPO Pass@32 with GRPO read at each ES seed's final Pass@1 "
+            f"({100 * min(levels):.1f}-{100 * max(levels):.1f}): {_pm(c)}{dropped}."
+        )
+    return lines + holm_lines(record)
+
+
 def render(record: dict) -> list[str]:
-    """REPORT.md's section on the premise."""
+    """REPORT.md's section on the premise (a record published before the endpoints at GRPO's plateau: its own)."""
+    reg = record["registered"]
+    where = reg["where"] if isinstance(reg, dict) else reg
     lines = [
         "## The premise: does GRPO narrow here, and what does ES keep?",
         "",
         f"Settings chosen on {record['selection_split']} prompts; the endpoints below read the {record['test_split']} "
-        f"prompts, registered before the run ({record['registered']}). Pass@32 and shares in points.",
+        f"prompts, registered before the run ({where}). Pass@32 and shares in points.",
         "",
     ]
     if f := record.get("test_split_fresh"):
@@ -248,4 +343,4 @@ def render(record: dict) -> list[str]:
             f"- ES at sigma {s['sigma']:g} (members' s {s_text}, Lemma 1's regime s <= 0.05): Pass@1 gain over "
             f"the base {_pm(s['pass1_gain'])}: {'learned' if s['learned'] else 'no gain detected'}."
         )
-    return lines + [""]
+    return lines + render_at_plateau(record) + [""]

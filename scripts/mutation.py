@@ -135,7 +135,13 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # the premise's control and the report's premise record; the control's end-to-end test trains in a fresh
     # process, which mutmut does not map (run_control's mutants read "not reached")
     "premise": (
-        ("paper_checks/premise_record.py", "paper_checks/premise.py", "paper_checks/reproduce/premise_control.py"),
+        (
+            "paper_checks/premise_record.py",
+            "paper_checks/premise.py",
+            "paper_checks/premise_plateau.py",
+            "paper_checks/registered.py",
+            "paper_checks/reproduce/premise_control.py",
+        ),
         (),
         (),
     ),

@@ -101,6 +101,25 @@ def t_interval(mean: float, se: float, df: float) -> tuple[float, float]:
     return mean - half, mean + half
 
 
+def t_p_value(mean: float, se: float, df: float, side: int = 0) -> float:
+    """The p-value of d = 0 from the t statistic T = mean / se on df degrees of freedom, the one whose quantile
+    makes the interval mean +- t_{0.975, df} se: two-sided (side 0, P(|T'| >= |T|), so p < 1 - LEVEL exactly when
+    0 lies outside that interval) or one-sided against d > 0 (side +1, P(T' >= T)) or d < 0 (side -1, P(T' <= T)).
+    se = 0 is an exact mean: p is 0 where it lies on the tested side of 0 (either side for two-sided), else 1; an
+    infinite se (one seed) gives 1."""
+    if side not in (0, 1, -1):
+        raise ValueError(f"side must be 0, +1 or -1, got {side!r}")
+    if not math.isfinite(se):
+        return 1.0
+    if se == 0.0:
+        return 0.0 if (mean != 0 and (side == 0 or side * mean > 0)) else 1.0
+    t = mean / se
+    sf = (lambda x: float(st.t.sf(x, df))) if math.isfinite(df) else (lambda x: float(st.norm.sf(x)))
+    if side == 0:
+        return min(1.0, 2.0 * sf(abs(t)))
+    return sf(side * t)
+
+
 def effective_df(se: float, half: float) -> float:
     """The degrees of freedom whose t quantile turns se into the half-width half (inf when half <= z se)."""
     from scipy.optimize import brentq

@@ -283,7 +283,7 @@ def test_the_record_from_two_seeds_its_fixed_fields_and_a_comparison_that_cannot
         },
     }
     record = premise_record(Evidence(runs=two), control)
-    assert record["registered"] == "docs/answer-budget.md, 'The premise'" and record["margin"] == MARGIN
+    assert record["registered"]["where"] == "docs/answer-budget.md, 'The premise'" and record["margin"] == MARGIN
     assert record["positive_control"] == {
         "verdict": "narrowed",
         "base": "b0",
@@ -520,3 +520,146 @@ def test_es_at_the_small_sigma_has_learned_only_when_its_whole_interval_lies_abo
     gain = got["pass1_gain"]
     assert gain["mean"] == pytest.approx(5 / 3 / N, abs=1e-12) and gain["lo"] < 0 < gain["mean"]
     assert got["learned"] is False
+
+
+def test_the_endpoints_at_grpos_plateau_and_the_registered_family_in_the_record(runs):
+    """(e) from the counts by hand; (b'), (d'), (f) and (c)'s residual present; the family's p-values are those of
+    the record's own intervals (theory.decisions.t_p_value), and the rest is listed as exploratory."""
+    from escov.theory.decisions import t_p_value
+
+    run_list, counts = runs
+    record = premise_record(Evidence(runs=run_list), None)
+    e0 = np.stack([counts[("es", False, s)][0] for s in SEEDS])
+    e1 = np.stack([counts[("es", False, s)][-1] for s in SEEDS])
+    e = record["es_minus_base_end"]
+    by_hand = np.mean([pass32(y) - pass32(x) for x, y in zip(e0.ravel(), e1.ravel())])
+    assert e["pass@32"]["mean"] == pytest.approx(by_hand, abs=1e-12) and e["steps"] == [STEPS]
+    assert e["pass1"] == pytest.approx(e1.mean() / N, abs=1e-12)
+    assert e["verdict"] == ("widened" if e["pass@32"]["lo"] > 0 else "no_change_detected")  # ES loses no prompt
+    b = record["es_at_grpo_plateau"]
+    # L*: the highest Pass@1 every run reaches (not (b)'s top interior level, which lies below it)
+    top = min(counts[key][:, :].mean(axis=1).max() / N for key in counts if key[0] in ("es", "grpo") and not key[1])
+    assert b["level"] == pytest.approx(top, abs=1e-12) == record["distinct_at_grpo_plateau"]["level"]
+    assert b["level"] >= record["es_minus_grpo_top_level"]["level"]
+    f = record["es_plateau_outcome"]
+    grpo_top = np.mean([counts[("grpo", False, s)][-1].mean() / N for s in SEEDS])
+    assert f["grpo_plateau_pass1"] == pytest.approx(grpo_top, abs=1e-12) and f["reached"]  # ES ends above GRPO
+    reg = record["registered"]
+    a = record["grpo_plateau_minus_base"]["pass@32"]
+    assert reg["holm"]["grpo_plateau_minus_base"]["p"] == pytest.approx(
+        min(1.0, 2 * t_p_value(a["mean"], a["se"], a["df"], -1)), rel=1e-12
+    )
+    assert set(reg["holm"]) | set(reg["not_readable"]) == set(reg["family"]) and reg["commit"] is None
+    assert record["exploratory"] == [
+        "es_minus_grpo_top_level",
+        "es_minus_grpo_end",
+        "es_minus_grpo_at_es_end_level",
+        "distinct_correct",
+        "es_small_sigma",
+    ]
+    text = "\n".join(render(record))
+    assert "- (b') ES - GRPO Pass@32 at the highest Pass@1 every run reaches (Pass@1 " in text and "- (e) ES at" in text
+    assert "Registered family, Holm at family-wise 0.05" in text
+
+
+PLATEAU_RECORD = {
+    "es_at_grpo_plateau": {
+        "grpo_plateau_pass1": 0.65,
+        "es_reaches_grpo_plateau": False,
+        "level": 0.487,
+        "grpo_fall": {"mean": 0.004, "lo": -0.01, "hi": 0.018},
+        "min_fall": 0.02,
+        "margin": 0.002,
+        "difference": {"mean": -0.0024, "lo": -0.0125, "hi": 0.0077},
+        "reading": "not_readable",
+    },
+    "distinct_at_grpo_plateau": {"mean": 0.06, "lo": -0.07, "hi": 0.18, "level": 0.487},
+    "es_minus_base_end": {
+        "pass@32": {"mean": -0.01, "lo": -0.03, "hi": 0.01},
+        "no_correct": {"mean": 0.0, "lo": -0.01, "hi": 0.01},
+        "verdict": "no_change_detected",
+        "pass1": 0.551,
+        "steps": [450],
+    },
+    "es_plateau_outcome": {
+        "grpo_plateau_pass1": 0.65,
+        "reached": False,
+        "finding": "es_never_reaches_grpo_plateau_by_cap",
+        "cap": [450],
+        "es_last_pass1": {"mean": 0.551, "lo": 0.53, "hi": 0.572},
+        "still_rising": 2,
+        "runs": 8,
+        "pass32_minus_base": {"mean": -0.01, "lo": -0.03, "hi": 0.01},
+        "grpo_runs_crossing": 7,
+        "grpo_runs": 8,
+    },
+    "es_minus_grpo_at_es_end_level": {
+        "mean": 0.012,
+        "lo": -0.004,
+        "hi": 0.028,
+        "levels": {"seed 0": 0.54, "seed 1": 0.562},
+        "dropped_seeds": [3],
+    },
+    "registered": {
+        "where": "R",
+        "commit": "0123456789abcdef",
+        "alpha": 0.05,
+        "holm": {
+            "grpo_plateau_minus_base": {"p": 0.001, "p_adjusted": 0.003, "rejects": True},
+            "distinct_at_grpo_plateau": {"p": 0.36, "p_adjusted": 0.72, "rejects": False},
+            "es_minus_base_end": {"p": 0.33, "p_adjusted": 0.72, "rejects": False},
+        },
+        "not_readable": ["es_at_grpo_plateau"],
+    },
+    "exploratory": ["es_minus_grpo_top_level", "es_minus_grpo_end", "es_minus_grpo_at_es_end_level"],
+}
+
+
+def test_the_endpoints_at_grpos_plateau_read_as_written_each_at_its_pass1_with_its_caveat():
+    from escov.paper_checks.premise_record import render_at_plateau
+
+    assert render_at_plateau({"registered": "R"}) == []  # a record published before these endpoints
+    assert render_at_plateau(PLATEAU_RECORD) == [
+        "- (b') ES - GRPO Pass@32 at the highest Pass@1 every run reaches (Pass@1 48.7), "
+        "GRPO's plateau 65.0 (not reached by ES): GRPO's fall there (base - GRPO) +0.40 [-1.00, +1.80], under the "
+        "2-point validity condition: **not readable** (GRPO has not narrowed where both methods are; ES - GRPO there "
+        "-0.24 [-1.25, +0.77] decides nothing).",
+        "- (d') Distinct correct solutions, ES - GRPO per prompt (Pass@1 48.7): +0.06 [-0.07, +0.18].",
+        "- (e) ES at its last checkpoint (step 450, Pass@1 55.1) - base: Pass@32 -1.00 [-3.00, +1.00], no-correct "
+        "share +0.00 [-1.00, +1.00]: **no_change_detected**.",
+        "- (f) **ES never reaches GRPO's plateau Pass@1 65.0 by the cap** (step 450): its last Pass@1 +55.10 [+53.00, "
+        "+57.20], still rising on 2 of 8 runs; Pass@32 there - base -1.00 [-3.00, +1.00]; GRPO's own runs cross that "
+        "level on 7 of 8.",
+        "- (c') exploratory residual, ES - GRPO Pass@32 with GRPO read at each ES seed's final Pass@1 (54.0-56.2): "
+        "+1.20 [-0.40, +2.80]; 1 seeds dropped (GRPO never crosses).",
+        "- Registered family (runs at commit 0123456789ab), Holm at family-wise 0.05 over its readable members: (a) p "
+        "0.001, adjusted 0.003: rejected; (d') p 0.36, adjusted 0.72: not rejected; (e) p 0.33, adjusted 0.72: not "
+        "rejected; not readable: (b').",
+        "- Exploratory (no adjustment): (b), (c), (c').",
+    ]
+    readable = PLATEAU_RECORD | {
+        "es_at_grpo_plateau": PLATEAU_RECORD["es_at_grpo_plateau"]
+        | {
+            "es_reaches_grpo_plateau": True,
+            "level": 0.62,
+            "grpo_fall": {"mean": 0.05, "lo": 0.02, "hi": 0.08},
+            "margin": 0.025,
+            "difference": {"mean": 0.031, "lo": 0.012, "hi": 0.05},
+            "reading": "es_above",
+        },
+        "es_plateau_outcome": {
+            "grpo_plateau_pass1": 0.65,
+            "reached": True,
+            "crossing_step": {"seed 0": 212.4, "seed 1": 301.0},
+            "cap": [450],
+        },
+    }
+    lines = render_at_plateau(readable)
+    assert lines[0] == (
+        "- (b') ES - GRPO Pass@32 at the highest Pass@1 every run reaches (Pass@1 62.0), "
+        "GRPO's plateau 65.0 (reached by ES): GRPO's fall there (base - GRPO) +5.00 [+2.00, +8.00]; ES - GRPO +3.10 "
+        "[+1.20, +5.00]: **es_above** (registered test > 0; margin half GRPO's fall, 2.50 points)."
+    )
+    assert lines[3] == (
+        "- (f) ES reaches GRPO's plateau Pass@1 65.0 on every seed (first crossing at steps 212, 301; cap 450)."
+    )

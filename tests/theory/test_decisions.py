@@ -17,6 +17,8 @@ from escov.theory.decisions import (
     equivalence,
     over_seeds,
     ratio,
+    t_p_value,
+    t_quantile,
     welch,
 )
 
@@ -249,3 +251,26 @@ def test_over_seeds_records_one_seed_none_and_two_seeds_by_hand():
     assert set(two) == set(one) and two["seeds"] == 2 and two["df"] == 1.0
     assert two["mean"] == 2.0 and two["se"] == pytest.approx(1.0)
     assert (two["lo"], two["hi"]) == pytest.approx((2 - 12.7062047, 2 + 12.7062047))
+
+
+# ----------------------------------------------------------------------------- the t statistic's p-value
+
+
+def test_the_t_p_value_of_a_seed_level_interval_is_scipys_one_sample_t_test():
+    v = np.array([0.03, -0.01, 0.05, 0.02, 0.04])
+    est = over_seeds(v)
+    for side, alternative in ((0, "two-sided"), (1, "greater"), (-1, "less")):
+        want = st.ttest_1samp(v, 0.0, alternative=alternative).pvalue
+        assert t_p_value(est["mean"], est["se"], est["df"], side) == pytest.approx(want, rel=1e-10)
+
+
+def test_the_p_value_at_an_intervals_end_is_exactly_the_level():
+    for df in (3.0, 11.5, float("inf")):
+        half = t_quantile(df, 0.975)
+        assert t_p_value(half, 1.0, df) == pytest.approx(0.05, abs=1e-12)
+        assert t_p_value(half, 1.0, df, 1) == pytest.approx(0.025, abs=1e-12)
+        assert t_p_value(half, 1.0, df, -1) == pytest.approx(0.975, abs=1e-12)
+    assert t_p_value(0.3, 0.0, 5.0) == 0.0 and t_p_value(0.3, 0.0, 5.0, -1) == 1.0 and t_p_value(0.0, 0.0, 5.0) == 1.0
+    assert t_p_value(0.3, float("inf"), 0.0) == 1.0
+    with pytest.raises(ValueError, match="side"):
+        t_p_value(0.1, 1.0, 3.0, 2)
