@@ -16,6 +16,8 @@ design seeds x test prompts (paper_checks/design.py seeds_by_prompts, 95%), read
     distinct_correct         (d) distinct correct solutions (canonical forms): GRPO's plateau - base over the
                              prompts both solve on every seed, and ES - GRPO per prompt at (b)'s level (0 where
                              a prompt is unsolved)
+    es_null                  ES beside its random-z null: held-out Pass@1 change and drift against the random walk
+                             (paper_checks/es_null.py)
     es_small_sigma           ES at a sigma inside Lemma 1's regime: its Pass@1 at its last checkpoint minus the
                              base per (seed, prompt), "learned" when that interval lies above 0, with the members'
                              divergence s the Lemma 1 grid measured at that sigma on the same base
@@ -26,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from escov.paper_checks.design import seeds_by_prompts
+from escov.paper_checks.es_null import es_null
+from escov.paper_checks.es_null import render as render_es_null
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.matched import AT_TOP, Curve, matched_difference, paired
 from escov.paper_checks.premise import ENDPOINT_K, endpoints, plateau, verdict
@@ -173,6 +177,7 @@ def premise_record(ev: Evidence, control: dict | None, lemma_grid: list[dict] | 
         "es_minus_grpo_top_level": distinct_top,
     }
     record["es_small_sigma"] = small_sigma(ev, lemma_grid)
+    record["es_null"] = es_null(ev)  # ES beside its random-z null: forgetting and drift (es_null.py)
     return record
 
 
@@ -238,4 +243,5 @@ def render(record: dict) -> list[str]:
             f"- ES at sigma {s['sigma']:g} (members' s {s_text}, Lemma 1's regime s <= 0.05): Pass@1 gain over "
             f"the base {_pm(s['pass1_gain'])}: {'learned' if s['learned'] else 'no gain detected'}."
         )
+    lines += render_es_null(record.get("es_null"))
     return lines + [""]
