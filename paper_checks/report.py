@@ -295,6 +295,8 @@ def render_markdown(report: dict, published: dict | None = None) -> str:
             by.setdefault(r["variant"], []).append(r["seed"])
         lines += ["Runs: " + ", ".join(f"`{v}` x{len(s)}" for v, s in sorted(by.items())), ""]
     lines += render_provenance(report.get("provenance"))
+    if report.get("plots", {}).get("pass1_by_step"):  # paper_checks/step_plot.py
+        lines += [f"Pass@1 by step, every run: ![Pass@1 by step]({report['plots']['pass1_by_step']})", ""]
     if report.get("bases"):
         lines += ["Base models, as their runs measured them (mean over seeds):", "",
                   "| model | task | T | samples x prompts | seeds | " + " | ".join(
