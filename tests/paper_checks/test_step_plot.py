@@ -12,7 +12,10 @@ from tests.paper_checks.test_paper_checks_verdicts import make_run
 
 def test_every_run_is_a_line_of_its_methods_colour_in_its_algorithms_panel(tmp_path, figures):
     p = np.random.default_rng(0).uniform(0.05, 0.5, 40)
-    curve = lambda gain: [np.clip(p + gain * t / 4, 0, 1) for t in range(5)]
+
+    def curve(gain):
+        return [np.clip(p + gain * t / 4, 0, 1) for t in range(5)]
+
     dirs = [make_run(tmp_path / "runs", f"es{s}", "es", s, p, p + 0.1, curve_p=curve(0.1)) for s in range(2)]
     dirs += [make_run(tmp_path / "runs", f"grpo{s}", "grpo", s, p, p + 0.3, curve_p=curve(0.3)) for s in range(3)]
     dirs.append(make_run(tmp_path / "runs", "null0", "es", 0, p, p, es={"null_control": True}))  # no curve
