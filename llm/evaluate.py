@@ -17,7 +17,9 @@ run's correct_reward >= correct_threshold, llm/tasks/correctness.py; recorded as
 - total_reaches_threshold_not_correct: completions whose weighted total reward reaches the threshold
   although the chosen reward calls them wrong (a format reward or a bonus the rule leaves out; 0 when
   the total decides);
-- per_problem: id, correct count, distinct correct answers and texts;
+- per_problem: id, correct count, distinct correct answers and texts, and the prompt's own
+  mean_token_entropy (its n completions' tokens only: the per-prompt values a seeds x prompts interval
+  of entropy needs; the pooled value above weights each prompt by its tokens);
 - grading_timeouts: answers graded wrong because their grading reached the math grader's wall-clock
   safety net (llm/tasks/math_grader.py; 0 unless the machine stalls: what is too expensive to check is
   decided by bounds on the answer, so grades do not depend on the machine's load);
@@ -104,7 +106,8 @@ def evaluate(engine, task, problems, n: int, ks, temperature: float, max_new_tok
         counts.append(sum(correct))
         per_problem.append({"id": p.id, "correct": sum(correct),
                             "distinct_correct_answers": len({a for a, ok in zip(answers, correct) if ok}),
-                            "distinct_correct_texts": len({c.text.strip() for c, ok in zip(row, correct) if ok})})
+                            "distinct_correct_texts": len({c.text.strip() for c, ok in zip(row, correct) if ok}),
+                            "mean_token_entropy": mean_token_entropy([row], temperature)})
     counts = np.array(counts)
     solved = [r for r in per_problem if r["correct"] > 0]
     lengths = np.array([[len(c.token_ids) for c in row] for row in completions])

@@ -22,6 +22,9 @@ imports (tests/test_layout.py).
     registered.py       the premise's registered family, its p-values and Holm's adjustment; the exploratory rest
     open_questions.py   the questions the paper leaves open, answered from the runs
     summary.py          the lines REPORT.md opens with and a reproduction's console ends on
+    provenance.py       the code each run trained with (inputs.json's commit), runs at other code flagged
+    es_null.py          ES beside its random-z null: held-out Pass@1 change and drift against the random walk
+    step_plot.py        Pass@1 by step of every run, a colour per method
     plots.py            the report's plots, each drawn from run directories
     report.py           the report: every claim at every level, the open questions, plots; REPORT.md + report.json
     own_runs.py         the report of runs on your own data or rewards: the runs' groups compared, no claims

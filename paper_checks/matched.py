@@ -47,7 +47,8 @@ NO_PAIRS = "no runs of both methods on the same seeds and prompts"
 class Curve:
     """One run's curve: steps (T,), mean sampled Pass@1 (T,), per-prompt correct counts (T, P) of n
     samples, mean token entropy (T,), greedy accuracy (T,), the prompt ids and the seed; per-prompt distinct
-    correct solutions (T, P), 0 where none is correct (None when a point lacks them)."""
+    correct solutions (T, P), 0 where none is correct, and per-prompt mean token entropy (T, P) (each None when a
+    point lacks them: curves measured before they were recorded)."""
 
     seed: int
     steps: np.ndarray
@@ -58,9 +59,15 @@ class Curve:
     greedy: np.ndarray
     ids: tuple[str, ...]
     distinct: np.ndarray | None = None
+    prompt_entropy: np.ndarray | None = None
 
     def metric(self, name: str) -> np.ndarray:
-        """(T, P) per-prompt values: "pass@K", "no_correct" or "distinct" (distinct correct solutions)."""
+        """(T, P) per-prompt values: "pass@K", "no_correct", "distinct" (distinct correct solutions) or "entropy"
+        (each prompt's mean token entropy)."""
+        if name == "entropy":
+            if self.prompt_entropy is None:
+                raise ValueError(f"seed {self.seed}: a curve point lacks per-prompt mean_token_entropy")
+            return self.prompt_entropy
         if name == "no_correct":
             return (self.counts == 0).astype(float)
         if name == "distinct":
@@ -70,7 +77,7 @@ class Curve:
         if name.startswith("pass@"):
             k = int(name[5:])
             return np.stack([pass_at_k_counts(self.n, row, k) for row in self.counts])
-        raise ValueError(f"metric must be pass@K, no_correct or distinct, got {name!r}")
+        raise ValueError(f"metric must be pass@K, no_correct, distinct or entropy, got {name!r}")
 
     def subset(self, keep) -> "Curve":
         """The curve measured only at the points `keep` (indices, training order kept)."""
@@ -83,6 +90,7 @@ class Curve:
             entropy=self.entropy[idx],
             greedy=self.greedy[idx],
             distinct=None if self.distinct is None else self.distinct[idx],
+            prompt_entropy=None if self.prompt_entropy is None else self.prompt_entropy[idx],
         )
 
 
@@ -95,10 +103,11 @@ def curve_of(points: list[dict], seed: int) -> Curve | None:
         return None
     counts = np.array([[p["correct"] for p in pt["sampled"]["per_problem"]] for pt in points])
     rows = [p for pt in points for p in pt["sampled"]["per_problem"]]
-    distinct = (
-        np.array([[p["distinct_correct_answers"] for p in pt["sampled"]["per_problem"]] for pt in points], dtype=float)
-        if all("distinct_correct_answers" in p for p in rows)
+    distinct, prompt_entropy = (
+        np.array([[p[key] for p in pt["sampled"]["per_problem"]] for pt in points], dtype=float)
+        if all(key in p for p in rows)
         else None
+        for key in ("distinct_correct_answers", "mean_token_entropy")
     )
     return Curve(
         seed=seed,
@@ -110,6 +119,7 @@ def curve_of(points: list[dict], seed: int) -> Curve | None:
         greedy=np.array([pt["greedy"]["pass_at_k"]["1"] for pt in points]),
         ids=ids,
         distinct=distinct,
+        prompt_entropy=prompt_entropy,
     )
 
 

@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 
 from escov.llm.plot_axes import label_k_axis, legend_beside, step_axis  # noqa: E402
 from escov.paper_checks.evidence import Evidence, eval_of, variant  # noqa: E402
+from escov.paper_checks.step_plot import pass1_by_step  # noqa: E402
 from escov.theory.matched import common_range, read_at, supported  # noqa: E402
 from escov.theory.paper import PAPER_TAUS  # noqa: E402
 
@@ -436,6 +437,7 @@ PLOTS = {
     "js": js_vs_prediction,
     "update_magnitudes": update_magnitudes,
     "drift_per_layer": drift_per_layer,
+    "pass1_by_step": pass1_by_step,  # paper_checks/step_plot.py
 }
 
 

@@ -18,6 +18,8 @@ design seeds x test prompts (paper_checks/design.py seeds_by_prompts, 95%), read
                              a prompt is unsolved)
     test_split_fresh         the test prompts' check against every earlier reader (reproduce/fresh_split.py, handed
                              in beside the control's record): rule, count, readers, overlap, disjoint
+    es_null                  ES beside its random-z null: held-out Pass@1 change and drift against the random walk
+                             (paper_checks/es_null.py)
     es_small_sigma           ES at a sigma inside Lemma 1's regime: its Pass@1 at its last checkpoint minus the
                              base per (seed, prompt), "learned" when that interval lies above 0, with the members'
                              divergence s the Lemma 1 grid measured at that sigma on the same base
@@ -34,6 +36,8 @@ from __future__ import annotations
 import numpy as np
 
 from escov.paper_checks.design import seeds_by_prompts
+from escov.paper_checks.es_null import es_null
+from escov.paper_checks.es_null import render as render_es_null
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.matched import AT_TOP, Curve, matched_difference, paired
 from escov.paper_checks.premise import endpoints, plateau, verdict
@@ -185,6 +189,7 @@ def premise_record(ev: Evidence, control: dict | None, lemma_grid: list[dict] | 
         "es_minus_grpo_top_level": distinct_top,
     }
     record["es_small_sigma"] = small_sigma(ev, lemma_grid)
+    record["es_null"] = es_null(ev)  # ES beside its random-z null: forgetting and drift (es_null.py)
     record |= at_grpo_plateau(ev, es, grpo)
     record["registered"] = registered(record, runs_commit(r.path for r in ev.by_variant("es") + ev.by_variant("grpo")))
     record["exploratory"] = exploratory(record)
@@ -343,4 +348,5 @@ def render(record: dict) -> list[str]:
             f"- ES at sigma {s['sigma']:g} (members' s {s_text}, Lemma 1's regime s <= 0.05): Pass@1 gain over "
             f"the base {_pm(s['pass1_gain'])}: {'learned' if s['learned'] else 'no gain detected'}."
         )
+    lines += render_es_null(record.get("es_null"))
     return lines + render_at_plateau(record) + [""]

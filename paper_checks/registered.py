@@ -52,6 +52,7 @@ LABELS = {  # each endpoint's name in REPORT.md
     "es_minus_grpo_at_es_end_level": "(c')",
     "distinct_correct": "(d)",
     "es_small_sigma": "ES at the small sigma",
+    "es_null": "ES beside its random-z null",
 }
 EXPLORATORY = (
     "es_minus_grpo_top_level",
@@ -59,6 +60,7 @@ EXPLORATORY = (
     "es_minus_grpo_at_es_end_level",
     "distinct_correct",
     "es_small_sigma",
+    "es_null",
 )
 
 

@@ -25,6 +25,8 @@ from escov.paper_checks.own_runs import render as render_own
 from escov.paper_checks.plots import PLOTS
 from escov.paper_checks.premise_record import premise_record
 from escov.paper_checks.premise_record import render as render_premise
+from escov.paper_checks.provenance import provenance
+from escov.paper_checks.provenance import render as render_provenance
 from escov.paper_checks.real_checks import REAL_CHECKS, describe_need, es_regime, es_regime_line
 from escov.paper_checks.rundir import RunDirError, load_runs
 from escov.paper_checks.summary import PUBLISHED, summary_lines, undecided_markdown
@@ -253,7 +255,7 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
               "runs": [{"path": shown_path(r.path), "variant": variant(r.config), "seed": r.seed,
                         "model": shown_path(r.config.get("model"))}
                        for r in ev.runs],
-              "groups": own_runs_section(ev.runs, shown_path)["groups"],
+              "groups": own_runs_section(ev.runs, shown_path)["groups"], "provenance": provenance(ev.runs),
               "bases": bases_of(ev), "es_regime": es_regime(ev), "input_problems": ev.problems, "claims": claims,
               "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
@@ -296,6 +298,9 @@ def render_markdown(report: dict, published: dict | None = None) -> str:
         for r in report["runs"]:
             by.setdefault(r["variant"], []).append(r["seed"])
         lines += ["Runs: " + ", ".join(f"`{v}` x{len(s)}" for v, s in sorted(by.items())), ""]
+    lines += render_provenance(report.get("provenance"))
+    if report.get("plots", {}).get("pass1_by_step"):  # paper_checks/step_plot.py
+        lines += [f"Pass@1 by step, every run: ![Pass@1 by step]({report['plots']['pass1_by_step']})", ""]
     if report.get("bases"):
         lines += ["Base models, as their runs measured them (mean over seeds):", "",
                   "| model | task | T | samples x prompts | seeds | " + " | ".join(

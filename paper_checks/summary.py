@@ -2,11 +2,12 @@
 
     summary_lines(report, report_md, published, published_at) -> list[str]
     story_lines(report, published, published_at) -> list[str]   the answer's story, here beside the published
-    decided_parts(claim) -> [(status, text)]        the real-run verdicts a report decided, part by part
+    decided_parts(claim) -> [(status, text)]        a decided real-run verdict, or an undecided one's decided parts
     undecided_rows(report, published) -> [dict]     what design would decide each undecided real-run part
 
-The summary names the real-run claims decided here (a claim whose parts did not all decide is listed by the
-parts that did), the answer's story (STORY: GRPO's Pass@1 gain and its Pass@32 against the base, read as narrowed,
+The summary names the real-run claims decided here, each with the status the report's table gives it (a claim
+whose parts did not all decide is listed as inconclusive and its decided parts as parts: "holds in part (@16, @32
+inconclusive): @1 ..."), the answer's story (STORY: GRPO's Pass@1 gain and its Pass@32 against the base, read as narrowed,
 widened or no change detected; ES's Pass@1 and Pass@32 against the base; ES - GRPO Pass@32, all at the runs' last
 checkpoints) here beside the published answer's, the published answer's premise reading (GRPO at its plateau -
 base, Pass@32 on its curves' 64 samples), the answer's key figure (ES - GRPO Pass@32 at matched Pass@1) beside the
@@ -83,15 +84,21 @@ def part_status(claim_id: str, label: str, est: dict) -> str:
 
 
 def decided_parts(claim: dict) -> list[tuple[str, str]]:
-    """(status, text) of the real-run verdict when it is decided, else of each part that is."""
+    """(status, text) of the real-run verdict when it is decided; for an undecided claim with decided parts, one
+    entry whose status is the claim's (as the table gives it) and whose text says the verdict holds (or not) in
+    part, names the undecided parts and gives the decided ones; [] when no part decided."""
     real = claim["levels"]["real"]
     if real["status"] in (HOLDS, FAILS):
         return [(real["status"], f"{claim['id']}: {real['ours']}")]
-    return [
-        (status, f"{claim['id']}: {_segment(real['ours'], label)}")
-        for label, est in estimates(real).items()
-        if (status := part_status(claim["id"], label, est)) in (HOLDS, FAILS)
-    ]
+    status = {label: part_status(claim["id"], label, est) for label, est in estimates(real).items()}
+    done = {label: s for label, s in status.items() if s in (HOLDS, FAILS)}
+    if not done:
+        return []
+    rest = [label for label in status if label not in done]
+    verdicts = " and ".join(dict.fromkeys(done.values()))
+    aside = f" ({', '.join(rest)} {INCONCLUSIVE})" if rest else ""
+    parts = "; ".join(_segment(real["ours"], label) for label in done)
+    return [(real["status"], f"{claim['id']}: {verdicts} in part{aside}: {parts}")]
 
 
 def _published_estimate(published: dict | None, claim_id: str, label: str) -> tuple[dict | None, str]:
@@ -302,7 +309,8 @@ def summary_lines(
     """The summary (at most SUMMARY_LINES lines): decided claims, the answer's story and its key figure beside the
     published ones (published_at: the report.json `published` was read from), where the report is, the command for
     the full answer."""
-    decided = [part for claim in report["claims"] for part in decided_parts(claim)]
+    listed = [part for claim in report["claims"] for part in decided_parts(claim)]
+    decided = sum(status in (HOLDS, FAILS) for status, _ in listed)
     undecided = sum(1 for c in report["claims"] if c["levels"]["real"]["status"] == INCONCLUSIVE)
     tail = [
         *story_lines(report, published, published_at),
@@ -314,9 +322,10 @@ def summary_lines(
         f"Report: {report_md}",
         f"The full answer ({FULL_ANSWER_TIME}): {FULL_ANSWER}",
     ]
-    head = ["== Summary ==", f"Decided here by the real runs (95% intervals): {len(decided)}"]
+    in_part = f" (and {len(listed) - decided} in part, listed as {INCONCLUSIVE})" if len(listed) > decided else ""
+    head = ["== Summary ==", f"Decided here by the real runs (95% intervals): {decided}{in_part}"]
     room = SUMMARY_LINES - len(head) - len(tail) - 1
-    shown = [_short(f"  {status:14s} {text}") for status, text in decided]
+    shown = [_short(f"  {status:14s} {text}") for status, text in listed]
     if len(shown) > room:
         shown = shown[: room - 1] + [f"  ... and {len(shown) - room + 1} more (REPORT.md)"]
     more = (

@@ -45,11 +45,16 @@ if "bases" in data or beside:
 info = json.loads((report / "run_info.json").read_text())
 m = info["machine"]
 minutes = info["wall_seconds"] / 60
+calls = info.get("invocations") or [info]  # a run_info.json written before invocations were kept: one
+later = [c for c in info.get("commits", [info["commit"]]) if c != info["commit"]]
+span = (f"{len(calls)} invocations, started {info['started_utc']}" if len(calls) > 1 and info.get("started_utc")
+        else f"{len(calls)} invocation" + "s" * (len(calls) > 1))
 header = (f"<!-- published by scripts/publish_results.sh from {info['budget']!r} -->\n"
           f"> **Command:** `{info['command']}`  \n"
-          f"> **Commit:** `{info['commit']}`{' (with uncommitted changes)' if info['uncommitted_changes'] else ''}  \n"
-          f"> **Wall time:** {minutes:.1f} min ({info['jobs']} runs at a time; finished {info['finished_utc']}; "
-          f"a resumed reproduction counts its last invocation only)  \n"
+          f"> **Commit:** `{info['commit']}`{' (with uncommitted changes)' if info['uncommitted_changes'] else ''}"
+          + (f"; later invocations at {', '.join(f'`{c}`' for c in later)}" if later else "") + "  \n"
+          f"> **Wall time:** {minutes:.1f} min ({info['jobs']} runs at a time; {span}; finished "
+          f"{info['finished_utc']}; every invocation in run_info.json)  \n"
           f"> **Machine:** {m['platform']}, {m['processor']}, {m['cpu_count']} CPU cores, Python {m['python']}, "
           f"torch {m['torch']}\n\n")
 text = (report / "REPORT.md").read_text().replace("](../simulate/", "](simulate/")

@@ -111,10 +111,31 @@ def matched_no_correct(ev: Evidence, claim: Claim) -> Verdict:
 registers("matched_no_correct")(matched_no_correct)
 
 
+ENTROPY = "ES - GRPO token entropy at matched Pass@1 (nats)"
+
+
 def matched_entropy(ev: Evidence, claim: Claim) -> Verdict:
-    values, info = matched_seed_values(
-        curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo")), "entropy", names=("ES", "GRPO")
-    )
+    """ES - GRPO token entropy at matched Pass@1: per (seed, prompt), each prompt's own mean token entropy, with the
+    seeds x prompts interval (prompts a random effect), when every curve point carries it; else (curves measured
+    before it was recorded) per seed from the pooled entropy, an interval over seeds only, labelled as such (the
+    prompts' share of the variance is then left out: that interval is too narrow when prompts differ)."""
+    es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
+    if es and grpo and all(c.prompt_entropy is not None for c in es + grpo):
+        d, info = matched_difference(es, grpo, "entropy", names=("ES", "GRPO"))
+        if d is None:
+            return _matched_missing(claim, info)
+        v = decided(
+            claim,
+            [(ENTROPY, d)],
+            scale=1.0,
+            unit="",
+            evidence={"matched": info},
+            note="per seed and prompt (each prompt's own mean token entropy, prompts weighted equally), mean over the "
+            "compared Pass@1 levels; an interval over seeds x prompts (prompts a random effect); " + _range_note(info),
+        )
+        v.ours += _bias_text(info, 1.0, "")
+        return v
+    values, info = matched_seed_values(es, grpo, "entropy", names=("ES", "GRPO"))
     if values is None:
         return _matched_missing(claim, info)
     est = seed_level(over_seeds(values))
@@ -122,11 +143,13 @@ def matched_entropy(ev: Evidence, claim: Claim) -> Verdict:
     info["bias"]["estimate"] = bias.to_json()
     v = decided(
         claim,
-        [("ES - GRPO token entropy at matched Pass@1 (nats)", est)],
+        [(ENTROPY, est)],
         scale=1.0,
         unit="",
         evidence={"per_seed": values, "matched": info},
-        note="per seed, mean over the compared Pass@1 levels; an interval over seeds; " + _range_note(info),
+        note="per seed, mean over the compared Pass@1 levels; an interval over seeds only (these curves carry no "
+        "per-prompt entropy, so the prompts are not a random effect and the interval is too narrow when prompts "
+        "differ); " + _range_note(info),
     )
     v.ours += _bias_text(info, 1.0, "")
     return v

@@ -3,6 +3,7 @@ never import it: a report is built from the run directories these write.
 
     cli.py              the experiment commands (COMMANDS): reproduce, bases, sweep, pilot, ...
     reproduction.py     `reproduce`: each stage a job (bases, theory, simulate, runs, grid, control), then the report
+    run_info.py         run_info.json: every invocation of a reproduction (command, commit, start, finish, stages)
     budgets.py          the budgets (small, full, answer, ...): sizes, settings, ES variants, their published report
     plan.py             the runs a budget plans, the sweep's equal update budgets, what those runs give the checks
     bases.py            the base models: shipped in bases/, cached, or pretrained; `bases` rebuilds the shipped ones

@@ -42,6 +42,7 @@ from escov.paper_checks.reproduce.grpo_variants import VARIANTS_DIR
 from escov.paper_checks.reproduce.grpo_variants import attach as attach_variants
 from escov.paper_checks.reproduce.jobs import Job, cpu_seconds, run_jobs, stage_times
 from escov.paper_checks.reproduce.plan import mean_reward_std, plan, planned_needs
+from escov.paper_checks.reproduce.run_info import git_commit, write_run_info
 from escov.paper_checks.reproduce.training_runs import complete, run_jobs_of, run_one
 from escov.paper_checks.summary import load_published
 
@@ -199,7 +200,7 @@ def reproduce(
     command: str | None = None,
 ) -> dict:
     """Run (or continue) a reproduction into out; command: the command line, stated in run_info.json
-    with the time of every stage."""
+    with the time of every stage (each invocation kept: reproduce/run_info.py)."""
     if budget_name not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget_name!r}")
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
@@ -209,7 +210,7 @@ def reproduce(
     if model is not None and not (Path(model) / "config.json").exists():
         raise ValueError(f"--model {model}: not a model directory (no config.json)")
     out.mkdir(parents=True, exist_ok=True)
-    start, commit = time.perf_counter(), git_commit()
+    start, started, commit = time.perf_counter(), time.time(), git_commit()
     log = lambda msg: print(f"[{time.perf_counter() - start:7.1f} s] {msg}", flush=True)
 
     torch.set_num_threads(budget.common["threads"])
@@ -241,7 +242,7 @@ def reproduce(
         }
     }
     seconds = time.perf_counter() - start
-    write_run_info(out / REPORT_DIR / "run_info.json", budget_name, jobs, seconds, command, commit, stages)
+    write_run_info(out / REPORT_DIR / "run_info.json", budget_name, jobs, seconds, command, commit, stages, started)
     log(f"stages: {stage_line(stages)}")
     log(f"done: {out / REPORT_DIR / 'REPORT.md'}")
     return report
@@ -260,55 +261,3 @@ def stage_line(stages: dict[str, dict]) -> str:
     parts = [f"{name} {s['span_seconds'] / 60:.1f} ({s['cpu_seconds'] / 60:.1f} CPU)" for name, s in stages.items()]
     total = sum(s["cpu_seconds"] for s in stages.values()) / 60
     return ", ".join(parts) + f"; CPU total {total:.1f} min" if parts else "nothing to do"
-
-
-def git_commit() -> tuple[str, bool]:
-    """(HEAD commit, whether tracked files differ from it) of the checkout this code runs from."""
-    import subprocess
-
-    here = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=here
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=here
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)", False
-    return commit, dirty
-
-
-def write_run_info(
-    path: Path,
-    budget_name: str,
-    jobs: int,
-    seconds: float,
-    command: str | None,
-    commit: tuple[str, bool],
-    stages: dict[str, dict] | None = None,
-) -> None:
-    """What a published report states about its run: command, the commit it started on, wall time,
-    machine. The wall time is this invocation's (a resumed reproduction counts only what it did itself)."""
-    import platform
-
-    info = {
-        "command": command or f"paper_checks.reproduce.reproduce({budget_name!r}, ...)",
-        "budget": budget_name,
-        "jobs": jobs,
-        "commit": commit[0],
-        "uncommitted_changes": commit[1],
-        "wall_seconds": round(seconds, 1),
-        "stages": stages or {},
-        "finished_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-        },
-    }
-    path.write_text(json.dumps(info, indent=1), encoding="utf-8")

@@ -95,7 +95,18 @@ def test_an_evaluation_in_several_calls_samples_each_from_its_call_seed_with_eve
         int(np.sum(d + np.nan_to_num(e) >= 1)) for d, e in zip(digit, even)
     ]
     assert [r["id"] for r in got["per_problem"]] == [p.id for p in problems]
-    assert set(got["per_problem"][0]) == {"id", "correct", "distinct_correct_answers", "distinct_correct_texts"}
+    assert set(got["per_problem"][0]) == {
+        "id",
+        "correct",
+        "distinct_correct_answers",
+        "distinct_correct_texts",
+        "mean_token_entropy",
+    }
+    # each prompt's entropy from its own completions' sampled-token log-probs; the pooled value weights prompts by
+    # their tokens
+    own = [[-lp for c in row for lp in c.logprobs] for row in rows]
+    assert [r["mean_token_entropy"] for r in got["per_problem"]] == pytest.approx([np.mean(h) for h in own])
+    assert got["mean_token_entropy"] == pytest.approx(np.mean([h for row in own for h in row]))
     assert got["kept"] == [
         {
             "prompt": p.prompt,

@@ -275,7 +275,9 @@ def test_a_curves_metrics_subsets_and_thinning_by_hand():
     c = _curve([0.2, 0.1, 0.3, 0.5, 0.9, 0.6, 0.7])
     assert c.metric("no_correct").tolist() == [[1, 0], [0, 1], [0, 0], [0, 0], [1, 1], [0, 0], [0, 0]]
     assert c.metric("pass@1")[1].tolist() == [1.0, 0.0] and c.metric("pass@4")[0].tolist() == [0.0, 1.0]
-    with pytest.raises(ValueError, match="metric must be pass@K, no_correct or distinct"):
+    with pytest.raises(ValueError, match="metric must be pass@K, no_correct, distinct or entropy"):
+        c.metric("pass_at_1")
+    with pytest.raises(ValueError, match="seed 0: a curve point lacks per-prompt mean_token_entropy"):
         c.metric("entropy")
     with pytest.raises(ValueError, match="seed 0: a curve point lacks per-prompt distinct_correct_answers"):
         c.metric("distinct")
@@ -285,6 +287,9 @@ def test_a_curves_metrics_subsets_and_thinning_by_hand():
     d = replace(c, distinct=np.full((7, 2), 2.0)).metric("distinct")
     assert d.tolist() == [[0, 2], [2, 0], [2, 2], [2, 2], [0, 0], [2, 2], [2, 2]]
     assert replace(c, distinct=np.arange(14.0).reshape(7, 2)).subset([4, 1]).distinct.tolist() == [[2, 3], [8, 9]]
+    per_prompt = replace(c, prompt_entropy=np.arange(14.0).reshape(7, 2))
+    assert per_prompt.metric("entropy").tolist() == np.arange(14.0).reshape(7, 2).tolist()
+    assert per_prompt.subset([4, 1]).prompt_entropy.tolist() == [[2, 3], [8, 9]]
     sub = c.subset([4, 1, 1])
     assert (sub.steps.tolist(), sub.pass1.tolist(), sub.entropy.tolist(), sub.greedy.tolist()) == (
         [10, 40],
@@ -411,3 +416,23 @@ def test_a_curve_reads_each_points_distinct_correct_counts_as_floats_or_none_whe
     assert c.distinct.dtype == np.float64 and c.distinct.tolist() == [[1.0, 0.0], [3.0, 2.0]]
     assert c.metric("distinct").tolist() == [[1.0, 0.0], [3.0, 2.0]]
     assert curve_of([point(0, [1, 0], [1, 0]), point(5, [4, 2], [3, None])], 0).distinct is None
+
+
+def test_a_curve_reads_each_prompts_entropy_or_none_when_a_point_lacks_it():
+    """curve.json's per-prompt mean_token_entropy (llm/evaluate.py) becomes the curve's (points x prompts) array, its
+    "entropy" metric; a curve any of whose rows lacks it (measured before it was recorded) has none."""
+
+    def point(step, entropy):
+        rows = [
+            {"id": f"p{i}", "correct": 1} | ({} if h is None else {"mean_token_entropy": h})
+            for i, h in enumerate(entropy)
+        ]
+        return {
+            "step": step,
+            "sampled": {"n": 8, "pass_at_k": {"1": 0.125}, "mean_token_entropy": 1.0, "per_problem": rows},
+            "greedy": {"pass_at_k": {"1": 0.0}},
+        }
+
+    c = curve_of([point(0, [0.5, 1.5]), point(5, [0.25, 2.0])], 0)
+    assert c.metric("entropy").tolist() == [[0.5, 1.5], [0.25, 2.0]] and c.entropy.tolist() == [1.0, 1.0]
+    assert curve_of([point(0, [0.5, 1.5]), point(5, [0.25, None])], 0).prompt_entropy is None

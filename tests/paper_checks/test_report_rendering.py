@@ -190,7 +190,7 @@ def test_matched_no_correct_and_entropy_verdicts_carry_the_values_built_in(tmp_p
     assert entropy.ours.startswith("ES - GRPO token entropy at matched Pass@1 (nats) +0.05")
     assert entropy.ours.count(control) == 1
     assert np.allclose(entropy.evidence["per_seed"], 0.05)
-    assert "an interval over seeds; mean over" in entropy.note
+    assert "an interval over seeds only (these curves carry no per-prompt entropy" in entropy.note
     passk = REAL_CHECKS["matched_passk_above_grpo"](ev)
     assert (passk.claim_id, passk.status) == ("matched_passk_above_grpo", HOLDS)
     assert (

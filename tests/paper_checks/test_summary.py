@@ -144,3 +144,51 @@ def test_the_story_says_no_change_where_grpos_pass32_holds_and_names_the_publish
 
 def report_estimate(report: dict, claim_id: str, part: str) -> dict:
     return next(c for c in report["claims"] if c["id"] == claim_id)["levels"]["real"]["evidence"][part]
+
+
+def _table_status(report_md: str) -> dict[str, str]:
+    """Each claim's real-run status as REPORT.md's "All claims" table prints it (its sixth column)."""
+    out = {}
+    for row in report_md.splitlines():
+        if row.startswith("| [") and "](#" in row:
+            claim = row.split("](#", 1)[1].split(")", 1)[0]
+            cell = row.split(" | ")[5]
+            out[claim] = cell.split("**")[1] if cell.startswith("**") else cell
+    return out
+
+
+def _summary_status(summary: list[str]) -> dict[str, str]:
+    """Each claim the summary lists, with its status column (two spaces, 14 characters, then `id:`)."""
+    rows = [line for line in summary if line.startswith("  ") and line[17:].split(":")[0].isidentifier()]
+    return {line[17:].split(":", 1)[0]: line[2:16].strip() for line in rows}
+
+
+@pytest.mark.parametrize("source", ["published", "tiny runs"])
+def test_the_summary_gives_every_claim_the_status_of_the_table(source, tiny_report_dirs, tmp_path):
+    """Every claim the summary lists has the status REPORT.md's table gives it; a claim decided only in part (the
+    published answer's entropy_collapse, es_improves_over_base, es_passk_above_grpo: one part holds, one not
+    decided) is listed as inconclusive with its decided part labelled as a part."""
+    from escov.paper_checks.report import build_report, render_markdown
+
+    if source == "published":
+        report = load_published()
+        summary = summary_lines(report, "REPORT.md", report)
+        table = _table_status(render_markdown(report | {"summary": summary}, report))
+    else:
+        report = build_report(tiny_report_dirs, tmp_path / "report", published=load_published())
+        summary = report["summary"]
+        table = _table_status((tmp_path / "report" / "REPORT.md").read_text())
+    listed = _summary_status(summary)
+    assert listed and set(listed) <= set(table)
+    assert {claim: table[claim] for claim in listed} == listed
+    decided = sum(status in ("holds", "does not hold") for status in listed.values())
+    assert f"(95% intervals): {decided}" in summary[1]
+    if source == "published":
+        for claim, undecided in (
+            ("entropy_collapse", "ES entropy change"),
+            ("es_improves_over_base", "@16, @32"),
+            ("es_passk_above_grpo", "ES - GRPO @16"),
+        ):
+            line = next(line for line in summary if f" {claim}: " in line)
+            assert line.split()[0] == "inconclusive" and f"holds in part ({undecided} inconclusive)" in line
+        assert "(and 3 in part, listed as inconclusive)" in summary[1]

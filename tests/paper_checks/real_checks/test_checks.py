@@ -481,7 +481,11 @@ def test_matched_entropy_is_a_t_interval_over_the_seeds_mean_differences():
         "hi": 0.0,
         "seeds": 3,
     }
-    assert v.note == "per seed, mean over the compared Pass@1 levels; an interval over seeds; " + _range_note(info)
+    assert v.note == (
+        "per seed, mean over the compared Pass@1 levels; an interval over seeds only (these curves carry no "
+        "per-prompt entropy, so the prompts are not a random effect and the interval is too narrow when prompts "
+        "differ); " + _range_note(info)
+    )
     assert v.design == "3 seeds" and v.power.startswith(
         "ES - GRPO token entropy at matched Pass@1 (nats): detectable at 80% power: "
     )

@@ -94,3 +94,53 @@ def test_publish_beside_another_report_lists_both_bases(tmp_path):
         ("paper-base", "REPORT.md"),
         ("default-base", "diffuse/REPORT.md"),
     ]
+
+
+def test_run_info_keeps_every_invocation_with_the_first_commit_and_start(tmp_path):
+    """A 54-minute reproduction at one commit, then a 13.7-second report rebuild at another: run_info.json keeps
+    both invocations; its top level keeps the first's command, commit and start, the last finish, both commits and
+    the summed wall time; the published header names the later commit. A record written before invocations were
+    kept (no `invocations`) is read as the first invocation."""
+    import time
+
+    path = tmp_path / "out" / "report" / "run_info.json"
+    path.parent.mkdir(parents=True)
+    t0 = time.time() - 3600
+    run = "python -m escov.paper_checks reproduce --budget answer"
+    stages = {"train": {"span_seconds": 3200.0, "job_seconds": 6000.0, "cpu_seconds": 5800.0, "jobs": 48}}
+    write_run_info(path, "answer", 2, 3240.0, run, ("a" * 40, False), stages, t0)
+    rebuild = {"report": {"span_seconds": 9.9, "job_seconds": 9.9, "cpu_seconds": 9.9, "jobs": 1}}
+    info = write_run_info(path, "answer", 2, 13.7, run + " --no-progress", ("b" * 40, True), rebuild, t0 + 3500)
+    assert json.loads(path.read_text()) == info
+    first, second = info["invocations"]
+    assert (first["commit"], first["wall_seconds"], first["stages"]) == ("a" * 40, 3240.0, stages)
+    assert (second["commit"], second["uncommitted_changes"], second["stages"]) == ("b" * 40, True, rebuild)
+    assert first["started_utc"] == time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t0))
+    assert second["started_utc"] == time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t0 + 3500))
+    assert (info["command"], info["commit"], info["started_utc"]) == (run, "a" * 40, first["started_utc"])
+    assert info["commits"] == ["a" * 40, "b" * 40] and info["uncommitted_changes"] is True
+    assert info["finished_utc"] == second["finished_utc"] and info["wall_seconds"] == 3253.7
+    assert info["stages"] == stages | rebuild
+    third = write_run_info(path, "answer", 2, 5.0, run, ("a" * 40, False), rebuild)
+    assert [i["commit"] for i in third["invocations"]] == ["a" * 40, "b" * 40, "a" * 40]
+    assert third["commits"] == ["a" * 40, "b" * 40] and third["stages"]["report"]["jobs"] == 2
+    assert third["stages"]["report"]["span_seconds"] == 19.8
+
+    (tmp_path / "out" / "report" / "REPORT.md").write_text("# Report\n")
+    (tmp_path / "out" / "report" / "report.json").write_text("{}")
+    res = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "publish_results.sh"), str(tmp_path / "out"), str(tmp_path / "results")],
+        capture_output=True,
+        text=True,
+        env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"},
+    )
+    assert res.returncode == 0, res.stderr
+    header = (tmp_path / "results" / "REPORT.md").read_text()
+    assert f"**Commit:** `{'a' * 40}` (with uncommitted changes); later invocations at `{'b' * 40}`" in header
+    assert f"3 invocations, started {first['started_utc']}" in header and "54.3 min" in header
+
+    old = {k: v for k, v in info.items() if k not in ("invocations", "commits", "started_utc")}
+    path.write_text(json.dumps(old | {"commit": "c" * 40, "finished_utc": "2026-12-03 11:00 UTC"}))
+    kept = write_run_info(path, "answer", 2, 1.0, run, ("d" * 40, False))
+    assert [i["commit"] for i in kept["invocations"]] == ["c" * 40, "d" * 40]
+    assert kept["invocations"][0]["finished_utc"] == "2026-12-03 11:00 UTC" and kept["started_utc"] is None

@@ -1,0 +1,206 @@
+"""ES beside its random-z null (paper_checks/es_null.py): the random walk's constant checked on the real ES update
+(llm/es: the null's z, the plan's coefficients, the noise, the fp32 center), the published answer's drift against
+the prediction from the shipped base's own weights, and the record read from run directories whose drift and
+held-out evaluations were made here with a known truth."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from escov.paper_checks.es_null import (
+    DRIFT_MARGIN,
+    NULL,
+    drift_reading,
+    es_null,
+    heldout_reading,
+    predicted_drift,
+    render,
+)
+from escov.paper_checks.report import collect
+from tests.paper_checks.test_paper_checks_verdicts import N_PROBLEMS, N_SAMPLES, make_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _null_walk(antithetic: bool, seed: int, *, n: int = 8, alpha: float = 0.01, steps: int = 40) -> float:
+    """||theta_T - theta_0||^2 after `steps` updates of the real ES null on a 2,000-parameter fp32 center."""
+    import torch
+
+    from escov.llm.config import ESConfig
+    from escov.llm.es.algorithm import ES
+    from escov.llm.es.center import MasterCenter
+    from escov.llm.es.members import MemberEvaluator
+    from escov.llm.es.noise import PopulationNoise
+
+    class Rewards(MemberEvaluator):
+        """Member rewards that differ (so the null updates); their values never reach the null's z."""
+
+        def __init__(self):
+            self.rng = np.random.default_rng(seed)
+
+        def rewards(self, plan, problems):
+            return self.rng.random(len(plan.members)), 0, 0.0
+
+    master = {"w": torch.zeros(30, 40), "b": torch.zeros(800)}
+    cfg = ESConfig(population_size=n, sigma=0.02, alpha=alpha, antithetic=antithetic, null_control=True)
+    es = ES(cfg, MasterCenter(master, PopulationNoise(), None), Rewards(), seed=seed)
+    for t in range(steps):
+        es.step([], t)
+    return sum(float((p.double() ** 2).sum()) for p in master.values())
+
+
+@pytest.mark.parametrize("antithetic, constant", [(False, 1.0), (True, 8 / 7)])
+def test_the_null_walks_as_derived_on_the_real_es_update(antithetic, constant):
+    """E ||theta_T - theta_0||^2 = T d alpha^2 c / N with c = 1 one-point and N / (N - 1) = 8/7 antithetic: the
+    mean over 24 runs of the measured square over T d alpha^2 / N is c (one-point: chi^2_d / d exactly, sd 0.032 a
+    run; antithetic adds the spread of sum c_d^2, so its tolerance is wider and still far from 1)."""
+    d, n, alpha, steps = 2000, 8, 0.01, 40
+    ratios = [_null_walk(antithetic, seed) / (steps * d * alpha**2 / n) for seed in range(24)]
+    assert abs(np.mean(ratios) / constant - 1) < (0.03 if not antithetic else 0.05)
+    # the module's prediction is the root of the same expectation
+    rms = predicted_drift(alpha, steps, d, n, antithetic)
+    assert rms**2 == pytest.approx(steps * d * alpha**2 * constant / n)
+
+
+def test_the_published_answers_drift_is_the_walk_predicted_from_the_shipped_base():
+    """The answer's base (shipped): d = 269,120 weights and ||theta_0|| read here from its safetensors file; alpha
+    0.01, N 32, 150 steps predict 0.1997, and the published ES runs' mean drift (report.json) is within 0.1% of it."""
+    from safetensors.numpy import load_file
+
+    from escov.paper_checks.reproduce.bases import shipped_base_dir
+    from escov.paper_checks.reproduce.budgets import PREMISE_BASE
+
+    weights = load_file(str(shipped_base_dir("paper", PREMISE_BASE) / "model.safetensors"))
+    d = sum(w.size for w in weights.values())
+    norm = math.sqrt(sum(float((w.astype(np.float64) ** 2).sum()) for w in weights.values()))
+    assert d == 269_120
+    predicted = predicted_drift(0.01, 150, d, 32) / norm
+    assert predicted == pytest.approx(0.1997, abs=5e-5)
+    report = json.loads((ROOT / "results" / "report.json").read_text())
+    table = next(q for q in report["open_questions"] if q["id"] == "null_controls")["table"]
+    es_drift = next(row for row in table if row["method"] == "es")["drift_rel"]
+    assert abs(es_drift / predicted - 1) < 1e-3
+
+
+def _walk_metrics(run: Path, *, d: int, alpha_taken: float, n: int, seed: int) -> tuple[float, float]:
+    """metrics.jsonl rewritten with a walk of N(0, alpha_taken^2 / N I_d) steps from a theta_0 of norm 50 (the step
+    rows keep their other fields); update_analysis counts d entries. Returns (||theta_0||, final drift_rel)."""
+    rng = np.random.default_rng(seed)
+    theta0 = rng.standard_normal(d)
+    theta0 *= 50 / np.linalg.norm(theta0)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    moved = np.zeros(d)
+    for row in rows:
+        step = rng.standard_normal(d) * alpha_taken / math.sqrt(n)
+        moved += step
+        row |= {"es_update_norm": float(np.linalg.norm(step)), "drift_rel": float(np.linalg.norm(moved) / 50)}
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ev = json.loads((run / "eval.json").read_text())
+    ev["update_analysis"]["entries"] = d
+    (run / "eval.json").write_text(json.dumps(ev))
+    return float(np.linalg.norm(theta0)), rows[-1]["drift_rel"]
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory):
+    """4 seeds of ES (held-out Pass@1 down 15 points, steps 1.3x its alpha's), its null (held-out unchanged, steps
+    of its alpha) and GRPO (held-out unchanged), on 40 held-out prompts x 32 samples; d = 20,000, N = 8."""
+    root = tmp_path_factory.mktemp("runs")
+    p = np.random.default_rng(0).uniform(0.05, 0.5, N_PROBLEMS)
+    dirs, truth = [], {}
+    for seed in range(4):
+        for name, algo, es, drop, taken in (
+            ("es", "es", {}, 0.15, 0.013),
+            ("null", "es", {"null_control": True}, 0.0, 0.01),
+            ("grpo", "grpo", {}, 0.0, None),
+        ):
+            es = {"population_size": 8, "alpha": 0.01} | es
+            run = make_run(root, f"{name}{seed}", algo, seed, p, p, es=es, heldout_drop=drop)
+            if taken is not None:
+                truth[run.name] = _walk_metrics(run, d=20_000, alpha_taken=taken, n=8, seed=seed)
+            dirs.append(run)
+    return es_null(collect(dirs)), dirs, truth
+
+
+def test_the_held_out_changes_and_es_minus_null_from_the_evaluations(record):
+    rec, dirs, _ = record
+
+    def change(run: Path) -> np.ndarray:  # final - base Pass@1 per prompt: correct / n, from eval.json by hand
+        h = json.loads((run / "eval.json").read_text())["heldout"]
+        return (
+            np.array([f["correct"] - b["correct"] for b, f in zip(h["base"]["per_problem"], h["final"]["per_problem"])])
+            / N_SAMPLES
+        )
+
+    by = {run.name: change(run) for run in dirs}
+    for method, prefix in (("es", "es"), (NULL, "null"), ("grpo", "grpo")):
+        mean = np.mean([by[f"{prefix}{s}"] for s in range(4)])
+        assert rec["heldout_pass1_change"][method]["mean"] == pytest.approx(mean)
+        assert rec["heldout_pass1_change"][method]["design"] == f"4 seeds x {N_PROBLEMS} prompts x {N_SAMPLES} samples"
+    diff = rec["es_minus_null_heldout"]
+    assert diff["mean"] == pytest.approx(np.mean([by[f"es{s}"] - by[f"null{s}"] for s in range(4)]))
+    assert diff["hi"] < 0 and diff["reading"] == "es_forgets_more_than_null"
+    assert rec["heldout_pass1_change"]["es"]["lo"] < -0.15 < rec["heldout_pass1_change"]["es"]["hi"]
+
+
+def test_the_drift_against_the_walk_from_the_runs_records(record):
+    """The null's steps are the walk of its alpha: ratio 1 within the margin, equals_random_walk; ES's steps are
+    1.3x its alpha's: above_random_walk, though its drift is the walk of its own steps (ratio_to_steps 1)."""
+    rec, _, truth = record
+    null, es = rec["drift"][NULL], rec["drift"]["es"]
+    for row in null["per_run"] + es["per_run"]:
+        theta0, drift = truth[row["run"]]
+        assert row["theta0_norm"] == pytest.approx(theta0, rel=1e-9) and row["drift_rel"] == drift
+        assert row["steps"] == 10 and row["params"] == 20_000
+        assert row["predicted_rel"] == pytest.approx(0.01 * math.sqrt(10 * 20_000 / 8) / theta0)
+        assert row["ratio"] == pytest.approx(drift / row["predicted_rel"])
+    assert 1 - DRIFT_MARGIN < null["ratio"]["lo"] and null["ratio"]["hi"] < 1 + DRIFT_MARGIN
+    assert null["reading"] == "equals_random_walk" and null["ratio_to_steps"] == pytest.approx(1, abs=0.02)
+    assert es["reading"] == "above_random_walk" and es["ratio"]["mean"] == pytest.approx(1.3, abs=0.03)
+    assert es["ratio_to_steps"] == pytest.approx(1, abs=0.02)
+    lines = render(rec)
+    assert "ES - null" in lines[0] and "**es_forgets_more_than_null**" in lines[0]
+    assert "**equals_random_walk**" in lines[1] and "**above_random_walk**" in lines[1]
+
+
+@pytest.mark.parametrize(
+    "lo, hi, reading",
+    [
+        (0.97, 1.03, "equals_random_walk"),
+        (1.001, 1.004, "equals_random_walk"),  # above 1 and inside the margin: equal within 5%
+        (0.90, 1.10, "inconclusive"),  # a test that cannot reject 1 is no equality
+        (1.02, 1.20, "above_random_walk"),
+        (0.70, 0.96, "below_random_walk"),
+    ],
+)
+def test_the_drift_reading_equals_only_inside_the_margin(lo, hi, reading):
+    assert drift_reading({"lo": lo, "hi": hi}) == reading
+
+
+@pytest.mark.parametrize(
+    "lo, hi, reading",
+    [
+        (-0.13, -0.03, "es_forgets_more_than_null"),
+        (0.01, 0.05, "es_forgets_less_than_null"),
+        (-0.015, 0.012, "within_2_points_of_null"),
+        (-0.05, 0.01, "inconclusive"),
+    ],
+)
+def test_the_held_out_reading(lo, hi, reading):
+    assert heldout_reading({"lo": lo, "hi": hi}) == reading
+
+
+def test_without_null_runs_the_record_says_what_it_needs(tmp_path):
+    p = np.random.default_rng(1).uniform(0.05, 0.5, N_PROBLEMS)
+    dirs = [make_run(tmp_path, f"{a}{s}", a, s, p, p) for a in ("es", "grpo") for s in (0, 1)]
+    rec = es_null(collect(dirs))
+    assert (
+        rec["heldout_pass1_change"][NULL] is None and "needs es and es[null]" in rec["es_minus_null_heldout"]["reason"]
+    )
+    assert "reason" in rec["drift"][NULL]
+    assert "not measured (needs es and es[null]" in render(rec)[0]

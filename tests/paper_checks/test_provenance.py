@@ -1,0 +1,64 @@
+"""The code each run trained with (paper_checks/provenance.py): report.json's `provenance` names every run's commit
+from its inputs.json, and flags the runs trained at another commit, with uncommitted changes, or with none
+recorded; REPORT.md lists them."""
+
+import json
+
+import numpy as np
+
+from escov.llm.fingerprints import code_version, settings_sha256
+from escov.paper_checks.report import build_report
+from tests.paper_checks.test_paper_checks_verdicts import make_run
+
+OTHER = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _record_code(run, code: dict) -> None:
+    """inputs.json as llm/fingerprints.py manifest writes it, with this code record."""
+    config = json.loads((run / "config.json").read_text())
+    (run / "inputs.json").write_text(
+        json.dumps({"code": code, "settings_sha256": settings_sha256(config), "inputs": {}})
+    )
+
+
+def test_the_report_names_each_runs_commit_and_flags_other_code(tmp_path):
+    here = code_version()  # the code running this test: a real commit in a checkout, else none recorded
+    p = np.random.default_rng(3).uniform(0.05, 0.5, 40)
+    dirs = [
+        make_run(tmp_path / "runs", f"{a}{s}", a, s, p, np.clip(p + 0.1, 0, 1)) for a in ("es", "grpo") for s in (0, 1)
+    ]
+    main = here | {"commit": here["commit"] or "f" * 40, "modified": False, "diff_sha256": None}
+    for run in dirs[:2]:
+        _record_code(run, main)
+    _record_code(dirs[2], main | {"commit": OTHER})  # grpo0: trained at another commit
+    _record_code(dirs[3], main | {"modified": True, "diff_sha256": "9" * 64})  # grpo1: uncommitted changes
+    report = build_report(dirs, tmp_path / "report")
+    record = report["provenance"]
+    assert record["run_commits"] == {
+        "es0": main["commit"],
+        "es1": main["commit"],
+        "grpo0": OTHER,
+        "grpo1": main["commit"],
+    }
+    assert record["code"] == main["commit"] and record["modified"] == ["grpo1"]
+    assert record["flagged"] == {"grpo0": OTHER, "grpo1": f"{main['commit']} (modified, diff 99999999)"}
+    md = (tmp_path / "report" / "REPORT.md").read_text()
+    assert f"**Code.** 2 of 4 runs trained with `{main['commit']}`" in md
+    assert f"- `grpo0`: `{OTHER}`" in md and "- `grpo1`: " in md
+
+    (dirs[0] / "inputs.json").unlink()  # a run from before inputs.json: no commit recorded, flagged
+    record = build_report(dirs, tmp_path / "again")["provenance"]
+    assert record["run_commits"]["es0"] is None and record["flagged"]["es0"] is None
+
+
+def test_runs_at_one_commit_flag_nothing(tmp_path):
+    p = np.random.default_rng(4).uniform(0.05, 0.5, 40)
+    dirs = [make_run(tmp_path / "runs", f"{a}0", a, 0, p, np.clip(p + 0.1, 0, 1)) for a in ("es", "grpo")]
+    for run in dirs:
+        _record_code(run, {"commit": OTHER, "modified": False, "diff_sha256": None, "version": "0.1.0"})
+    report = build_report(dirs, tmp_path / "report")
+    assert report["provenance"]["flagged"] == {} and set(report["provenance"]["run_commits"].values()) == {OTHER}
+    assert (
+        f"**Code.** 2 of 2 runs trained with `{OTHER}` (inputs.json)."
+        in (tmp_path / "report" / "REPORT.md").read_text()
+    )
