@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from escov.llm.curve import MAX_POINTS
+from escov.paper_checks.reproduce.answer_arms import ANSWER_ARMS, AnswerArms
 from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
 from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
 from escov.paper_checks.summary import PUBLISHED
@@ -89,6 +90,9 @@ class Budget:
     purpose: str = ""  # what its report can decide, stated in the report's header
     base_settings: tuple[tuple[str, str], ...] = ()  # base_preset's fields replaced (`llm pretrain --set F=V`)
     premise_control: bool = False  # GRPO to its plateau on validation prompts first (premise.py)
+    es_updates: int | None = None  # ES runs' length in ES updates (plan.py: as a budget of GRPO steps); None: steps
+    es_common: dict | None = None  # common settings replaced in every ES run (its checkpoints, probe)
+    arms: AnswerArms | None = None  # endpoints, the ES null arm, base draws (reproduce/answer_arms.py)
 
 
 # ES members in one batched generate (the rewards and weights of member by member up to floating-point
@@ -143,10 +147,27 @@ PAPER_REGIME = Budget(
 # - no schedules or ES with sampled members (their claims: results/paper-regime/).
 PREMISE_BASE = (("solution_form", "dominant"), ("rare_keep", "0.02"))
 PREMISE_STEPS = 150
+# The answer's ES (issue 49): the ES pilot's choice (paper_checks/reproduce/es_pilot.py, on validation prompts: its
+# chosen setting and cap), filled in from its record before the run; GRPO stays at PREMISE_STEPS, its plateau.
+ANSWER_ES_SETTINGS = {"population_size": 32, "sigma": 0.02, "alpha": 0.01}
+ANSWER_ES_UPDATES = 450
+# Curves of the answer, a point at least every ANSWER_EVERY steps of each method, every checkpoint measured (no
+# refinement: a checkpoint layout fixed in advance). GRPO checkpoints after each of its first 10 steps (its climb:
+# 0.25 -> 0.64 Pass@1 by step 50 in the control) and every 5 after them, so that a 10-step gap never holds more
+# than one unmeasured half of its climb (39 points in 150 steps); ES every 10 updates (it climbs about 0.2 Pass@1
+# points an update on this base, 2 points in 10, within the matched reading's 6-point resolution: 46 points at
+# 450 updates). Measuring every checkpoint keeps the layout the same for every seed, so the highest common level,
+# where GRPO and ES both move slowest, is read across gaps of a few points (docs/answer-budget.md).
+ANSWER_EVERY, ANSWER_GRPO_EVERY = 10, 5
+ANSWER_LONG_CURVE = ANSWER_CURVE | {
+    "points": ANSWER_ES_UPDATES // ANSWER_EVERY,
+    "max_points": ANSWER_ES_UPDATES // ANSWER_EVERY + 1,
+}
 PREMISE_PURPOSE = (
     "This is the answer on a base where GRPO narrows coverage (the paper's premise): its positive "
     "control, GRPO trained to its plateau on validation prompts, is run first, then ES and GRPO on "
-    f"{len(ANSWER_SEEDS)} seeds x {ANSWER_PROMPTS} test prompts for {PREMISE_STEPS} steps, with the "
+    f"{len(ANSWER_SEEDS)} seeds x {ANSWER_PROMPTS} test prompts, GRPO for {PREMISE_STEPS} steps and ES for "
+    f"{ANSWER_ES_UPDATES} updates, with the "
     "endpoints registered in docs/answer-budget.md before the run (the record 'premise')."
 )
 BUDGETS = {
@@ -176,11 +197,22 @@ BUDGETS = {
         PAPER_REGIME,
         base_settings=PREMISE_BASE,
         grpo=ANSWER_GRPO | CONTROL_GRPO,
-        common=PAPER_REGIME.common | {"steps": PREMISE_STEPS, "probe_every": PREMISE_STEPS // 4},
+        es=ANSWER_ES_SETTINGS,
+        common=PAPER_REGIME.common
+        | {
+            "steps": PREMISE_STEPS,
+            "probe_every": PREMISE_STEPS // 4,
+            "checkpoint_every": ANSWER_GRPO_EVERY,
+            "checkpoint_dense": ANSWER_DENSE,
+        },
         es_variants=("es-small-sigma",),
         schedules=False,
         premise_control=True,
         purpose=PREMISE_PURPOSE,
+        curve=ANSWER_LONG_CURVE,
+        es_updates=ANSWER_ES_UPDATES,
+        es_common={"checkpoint_every": ANSWER_EVERY, "checkpoint_dense": 0, "probe_every": ANSWER_ES_UPDATES // 4},
+        arms=ANSWER_ARMS,
     ),
     # the answer published before the premise could be tested: the base in the paper's Pass@1/Pass@32 regime,
     # where GRPO did not narrow (results/paper-regime/)
