@@ -84,6 +84,7 @@ def evaluate_endpoint(run_dir: Path, model: str, temperature: float, out: Path, 
     torch.set_num_threads(cfg.threads)
     measured = eval_set(cfg)
     problems = measured.problems
+    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial.json")
     done = rundir.read_json(partial) if partial.is_file() else None
     if done is None or {k: done.get(k) for k in settings} != settings:
