@@ -7,9 +7,9 @@ the endpoints, the ES null arm it runs, and the base draws and step-size control
     null arm      ES with its noise replaced by standardized random normals (`es-null`, budgets.ES_VARIANTS) at the
                   answer's ES settings and length, on NULL_SEEDS: the answer's ES forgets held-out skill and drifts
                   exactly as a random walk of its step norm would; the arm tells whether the reward's direction
-                  adds to either. 4 seeds: its readings are paired per seed with ES's (drift varied by 0.1% across
-                  the answer's 8 ES seeds, held-out Pass@1 is prompt-dominated), and each run costs as much as an
-                  answer ES run, which the 3-hour budget holds 4 of and not 8 (docs/answer-budget.md)
+                  adds to either. 4 seeds: its readings are paired per seed with ES's (ES's drift read 0.1993-0.2001
+                  across the published answer's 8 seeds; held-out Pass@1 is prompt-dominated), and each run costs as
+                  much as an answer ES run, of which the 3-hour budget holds few (docs/answer-budget.md)
     base draws    the premise base pretrained again with other seeds (DRAW_SEEDS), each with the premise control on
                   validation prompts, and the control on the answer's base with GRPO at LR_CONTROL: is the premise
                   a property of one draw, or of one step size? reproduce/base_draws.py
