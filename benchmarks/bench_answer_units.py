@@ -2,7 +2,7 @@
 an ES update at the answer's settings (and at N = 64, alpha 0.02), a curve point and a 1024-sample endpoint
 evaluation, each on the answer's base with the answer budget's settings.
 
-    python benchmarks/bench_answer_units.py [--steps 8] [--eval-prompts 8] [--temperatures 0.6,1.0]
+    PYTHONPATH=. python benchmarks/bench_answer_units.py [--steps 8] [--eval-prompts 8] [--temperatures 0.6,1.0]
 
 CPU seconds, not wall seconds: on a shared machine a process's wall time depends on the load, its CPU time much
 less. A training step's CPU is read per step (the trainer's step, timed with the process clock); the evaluation is
