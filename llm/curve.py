@@ -60,7 +60,8 @@ def curve_steps(checkpoints: list[int], points: int) -> list[int]:
         raise ValueError(f"points must be >= 1, got {points}")
     steps = sorted(set(checkpoints) - {0})
     if len(steps) > points:
-        picks = np.linspace(0, len(steps) - 1, points).round().astype(int)
+        # one point: the last (linspace's single point would be the first)
+        picks = np.linspace(0, len(steps) - 1, points).round().astype(int) if points > 1 else np.array([len(steps) - 1])
         steps = [steps[i] for i in sorted(set(picks.tolist()))]
     return [0] + steps
 

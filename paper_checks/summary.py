@@ -5,15 +5,15 @@
     decided_parts(claim) -> [(status, text)]        a decided real-run verdict, or an undecided one's decided parts
     undecided_rows(report, published) -> [dict]     what design would decide each undecided real-run part
 
-The summary names the real-run claims decided here, each with the status the report's table gives it (a claim
-whose parts did not all decide is listed as inconclusive and its decided parts as parts: "holds in part (@16, @32
+The summary names the real-run claims decided here, each with the status the report's table gives it (a claim whose
+parts did not all decide is listed as inconclusive and its decided parts as parts: "holds in part (@16, @32
 inconclusive): @1 ..."), the answer's story (STORY: GRPO's Pass@1 gain and its Pass@32 against the base, read as
-narrowed, widened or no change detected; ES's Pass@1 and Pass@32 against the base; ES - GRPO Pass@32, all at the runs' last
-checkpoints) here beside the published answer's, the published answer's premise reading (GRPO at its plateau -
-base, Pass@32 on its curves' 64 samples), the answer's key figure (ES - GRPO Pass@32 at matched Pass@1) beside the
-published one, where the report is and the command for the full answer. `published` is the published report.json
-(PUBLISHED, in the repository; None when it is absent), `published_at` the file it was read from (named as a folder
-of the repository with its REPORT.md).
+narrowed, widened or no change detected; ES's Pass@1 and Pass@32 against the base; ES - GRPO Pass@32, all at the
+runs' last checkpoints) here beside the published answer's, the published answer's premise reading (GRPO at its
+plateau - base, Pass@32 on its curves' 64 samples), the answer's key figure (ES - GRPO Pass@32 at matched Pass@1)
+beside the published one, where the report is and the command for the full answer. `published` is the published
+report.json (PUBLISHED, in the repository; None when it is absent), `published_at` the file it was read from (named
+as a folder of the repository with its REPORT.md).
 
 For an undecided part, the effect it needs is the one the published answer measured for the same part: the
 seeds that would detect it at this run's prompts come from this run's own variance (design.seeds_to_detect).

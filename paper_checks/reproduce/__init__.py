@@ -17,4 +17,8 @@ never import it: a report is built from the run directories these write.
     lemma_grid_measurement.py  the Lemma 1 grid measured on a base model, read by lemma_grid.py
     grpo_variants.py    `grpo-variants`: the coverage-keeping GRPO variant chosen on validation, then ES against it
     fresh_split.py      the answer's fresh test prompts checked against every earlier reader's, recomputed
+    answer_arms.py      the sizes of the answer's arms: endpoints to k = 1024, the ES null arm, base draws
+    answer_stages.py    those arms as jobs of the reproduction's pool, and their attachments to the report
+    endpoints.py        the answer's endpoints (base, GRPO's plateau, ES's end): Pass@k to k = n, stored per evaluation
+    base_draws.py       the answer's base pretrained with other seeds and a GRPO step-size control, each a control
 """

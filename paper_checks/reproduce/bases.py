@@ -70,44 +70,49 @@ def base_cache_key(preset: str, seed: int = 0, settings: tuple[tuple[str, str], 
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def pretrain_command(preset: str, settings: tuple[tuple[str, str], ...] = (), out: str = "DIR") -> str:
-    """The command line that pretrains this base (one thread, seed 0: the shipped and cached bases' recipe)."""
+def pretrain_command(preset: str, settings: tuple[tuple[str, str], ...] = (), out: str = "DIR", seed: int = 0) -> str:
+    """The command line that pretrains this base (one thread; seed 0: the shipped and cached bases' recipe)."""
     sets = "".join(f" --set {name}={value}" for name, value in settings)
-    return f"python -m escov.llm pretrain --preset {preset}{sets} --seed 0 --threads 1 --out {out}"
+    return f"python -m escov.llm pretrain --preset {preset}{sets} --seed {seed} --threads 1 --out {out}"
 
 
-def shipped_base_dir(preset: str, settings: tuple[tuple[str, str], ...] = ()) -> Path:
+def shipped_base_dir(preset: str, settings: tuple[tuple[str, str], ...] = (), seed: int = 0) -> Path:
     """Where the base for the current code and torch ships (SHIPPED_BASES/PRESET-KEY), if it does."""
-    return SHIPPED_BASES / f"{preset}-{base_cache_key(preset, settings=settings)}"
+    return SHIPPED_BASES / f"{preset}-{base_cache_key(preset, seed, settings)}"
 
 
 def base_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "escov") / "bases"
 
 
-def obtain_base(out_dir: Path, preset: str, progress: bool, settings: tuple[tuple[str, str], ...] = ()) -> Path:
-    """out_dir <- the base of the preset with `settings` applied: copied from the shipped bases or the cache when
-    built before with the same settings (base_cache_key), else pretrained (`pretrain_command` makes the same
-    model) and stored in the cache."""
+def obtain_base(
+    out_dir: Path, preset: str, progress: bool, settings: tuple[tuple[str, str], ...] = (), seed: int = 0
+) -> Path:
+    """out_dir <- the base of the preset with `settings` applied, pretrained with `seed` (0: the shipped and cached
+    bases' recipe; another seed: another draw of the same recipe): copied from the shipped bases or the cache when
+    built before with the same settings and seed (base_cache_key), else pretrained (`pretrain_command` makes the
+    same model) and stored in the cache."""
     import shutil
 
     if (out_dir / "config.json").exists():
         return out_dir
-    shipped = shipped_base_dir(preset, settings)
+    shipped = shipped_base_dir(preset, settings, seed)
     cached = base_cache_dir() / shipped.name
     if (shipped / "config.json").exists():
         source = shipped
     else:
-        _build_base(cached, preset, progress, settings)
+        _build_base(cached, preset, progress, settings, seed)
         source = cached
     shutil.copytree(source, out_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns(SHIPPED_RECORD))
     print(f"base {preset}: {'the shipped' if source == shipped else 'the cached'} {source}", flush=True)
     return out_dir
 
 
-def _build_base(target: Path, preset: str, progress: bool, settings: tuple[tuple[str, str], ...] = ()) -> None:
-    """Pretrain the base (seed 0, one thread) into target, unless it is there; built in a side folder and
-    renamed, so a half-built base is never taken for a built one."""
+def _build_base(
+    target: Path, preset: str, progress: bool, settings: tuple[tuple[str, str], ...] = (), seed: int = 0
+) -> None:
+    """Pretrain the base (one thread) into target, unless it is there; built in a side folder and renamed, so a
+    half-built base is never taken for a built one."""
     import shutil
 
     from escov.llm.tinymodel import pretrain
@@ -118,7 +123,7 @@ def _build_base(target: Path, preset: str, progress: bool, settings: tuple[tuple
     building = target.with_name(f"{target.name}.building-{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
     torch.set_num_threads(1)
-    pretrain(building, preset=preset, seed=0, progress=progress, overrides=dict(settings))
+    pretrain(building, preset=preset, seed=seed, progress=progress, overrides=dict(settings))
     try:
         building.rename(target)
     except OSError:  # another reproduction stored it first: the same model

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from escov.llm.curve import MAX_POINTS
+from escov.paper_checks.reproduce.answer_arms import ANSWER_ARMS, AnswerArms
 from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
 from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
 from escov.paper_checks.summary import PUBLISHED
@@ -89,6 +90,9 @@ class Budget:
     purpose: str = ""  # what its report can decide, stated in the report's header
     base_settings: tuple[tuple[str, str], ...] = ()  # base_preset's fields replaced (`llm pretrain --set F=V`)
     premise_control: bool = False  # GRPO to its plateau on validation prompts first (premise.py)
+    es_updates: int | None = None  # ES runs' length in ES updates (plan.py: as a budget of GRPO steps); None: steps
+    es_common: dict | None = None  # common settings replaced in every ES run (its checkpoints, probe)
+    arms: AnswerArms | None = None  # endpoints, the ES null arm, base draws (reproduce/answer_arms.py)
 
 
 # ES members in one batched generate (the rewards and weights of member by member up to floating-point
@@ -143,10 +147,26 @@ PAPER_REGIME = Budget(
 # - no schedules or ES with sampled members (their claims: results/paper-regime/).
 PREMISE_BASE = (("solution_form", "dominant"), ("rare_keep", "0.02"))
 PREMISE_STEPS = 150
+# The answer's ES (issue 49): the ES pilot's choice (paper_checks/reproduce/es_pilot.py, on validation prompts: its
+# chosen setting and cap), filled in from its record before the run; GRPO stays at PREMISE_STEPS, its plateau.
+ANSWER_ES_SETTINGS = {"population_size": 32, "sigma": 0.02, "alpha": 0.01}
+ANSWER_ES_UPDATES = 450
+# Curves of the answer: a point at least every ANSWER_EVERY steps of each method, every checkpoint measured (a
+# layout fixed in advance, no refinement). GRPO checkpoints after each of its first 10 steps and every 5 after them
+# (39 points in 150 steps): in the control its Pass@1 rose 0.25 -> 0.64 by step 50, so its points are densest where
+# it climbs; ES every 10 updates (46 points at 450): it climbs about 0.2 Pass@1 points an update on this base, about
+# 2 points in 10, within the matched reading's 6-point resolution. At the highest common level, the registered
+# reading, both move slowest, so it is read across gaps of a few points (docs/answer-budget.md). Refinement on
+# checkpoints every 2 (the paper-regime answer's layout) would keep 225 checkpoints per ES run on disk for it.
+# ANSWER_CHECKPOINTS: the most checkpoints of either method (GRPO's dense steps 5 and 10 are also multiples of 5).
+ANSWER_EVERY, ANSWER_GRPO_EVERY = 10, 5
+ANSWER_CHECKPOINTS = max(ANSWER_ES_UPDATES // ANSWER_EVERY, ANSWER_DENSE + PREMISE_STEPS // ANSWER_GRPO_EVERY - 2)
+ANSWER_LONG_CURVE = ANSWER_CURVE | {"points": ANSWER_CHECKPOINTS, "max_points": ANSWER_CHECKPOINTS + 1}
 PREMISE_PURPOSE = (
     "This is the answer on a base where GRPO narrows coverage (the paper's premise): its positive "
     "control, GRPO trained to its plateau on validation prompts, is run first, then ES and GRPO on "
-    f"{len(ANSWER_SEEDS)} seeds x {ANSWER_PROMPTS} test prompts for {PREMISE_STEPS} steps, with the "
+    f"{len(ANSWER_SEEDS)} seeds x {ANSWER_PROMPTS} test prompts, GRPO for {PREMISE_STEPS} steps and ES for "
+    f"{ANSWER_ES_UPDATES} updates, with the "
     "endpoints registered in docs/answer-budget.md before the run (the record 'premise')."
 )
 BUDGETS = {
@@ -176,15 +196,27 @@ BUDGETS = {
         PAPER_REGIME,
         base_settings=PREMISE_BASE,
         grpo=ANSWER_GRPO | CONTROL_GRPO,
+        es=ANSWER_ES_SETTINGS,
         # eval_solutions 2: the test (and the control's validation) prompts are the instances with exactly 2
         # distinct solutions, a block no earlier answer, quick look, sweep, pilot, base choice or control read (they
         # all drew at least 3 solutions; the 128 test prompts of that draw were read before: docs/answer-budget.md,
         # "Prompts"); countdown3 holds 368 of them in test, so ANSWER_PROMPTS stays 128
-        common=PAPER_REGIME.common | {"steps": PREMISE_STEPS, "probe_every": PREMISE_STEPS // 4, "eval_solutions": 2},
+        common=PAPER_REGIME.common
+        | {
+            "steps": PREMISE_STEPS,
+            "probe_every": PREMISE_STEPS // 4,
+            "checkpoint_every": ANSWER_GRPO_EVERY,
+            "checkpoint_dense": ANSWER_DENSE,
+            "eval_solutions": 2,
+        },
         es_variants=("es-small-sigma",),
         schedules=False,
         premise_control=True,
         purpose=PREMISE_PURPOSE,
+        curve=ANSWER_LONG_CURVE,
+        es_updates=ANSWER_ES_UPDATES,
+        es_common={"checkpoint_every": ANSWER_EVERY, "checkpoint_dense": 0, "probe_every": ANSWER_ES_UPDATES // 4},
+        arms=ANSWER_ARMS,
     ),
     # the answer published before the premise could be tested: the base in the paper's Pass@1/Pass@32 regime,
     # where GRPO did not narrow (results/paper-regime/)

@@ -27,6 +27,24 @@ def equal_update_budget(budget: Budget, population_size: int) -> int:
     return int(steps)
 
 
+def es_steps(budget: Budget, es: dict) -> int:
+    """The `steps` (a budget in GRPO steps of equal FLOPs, llm/schedules.py step_cost) at which an ES run with these
+    ES settings makes budget.es_updates updates: the answer's ES runs run to their cap while GRPO runs its steps."""
+    from escov.llm.config import TrainConfig
+    from escov.llm.schedules import plan as phases
+    from escov.llm.schedules import step_cost
+
+    probe = TrainConfig.from_dict(
+        budget.common | {"algo": "es", "steps": 1, "task": budget.task, "es": es, "grpo": budget.grpo},
+        source="budget ES settings",
+    )
+    steps = round(budget.es_updates * step_cost("es", probe)["flops"] / step_cost("grpo", probe)["flops"])
+    made = phases(TrainConfig.from_dict(probe.to_dict() | {"steps": steps}))[0].steps
+    if made != budget.es_updates:
+        raise ValueError(f"ES settings {es}: {budget.es_updates} updates are no whole budget of GRPO steps ({made})")
+    return steps
+
+
 def mean_reward_std(run_dir: Path) -> float:
     """Mean over the updating steps of a finished ES run of std(R) across members (es_reward_std)."""
     stds = [r["es_reward_std"] for r in read_steps(run_dir) if r.get("es_reward_std", 0) > 0]
@@ -50,14 +68,19 @@ def plan(
         skip = ({} if variant in THRESHOLDED else {"threshold_keep": ()}) | (
             {} if variant in PROBED else {"probe": False, "probe_every": 0}
         )
+        settings = budget.es | (es or {})
+        long_es = {}  # the answer's ES runs: their length in updates, their checkpoints and probe
+        if algo == "es" and budget.es_updates is not None and "steps" not in extra:
+            long_es = (budget.es_common or {}) | {"steps": es_steps(budget, settings)}
         runs[name] = (
             budget.common
+            | long_es
             | {
                 "algo": algo,
                 "model": str(model_dir),
                 "seed": seed,
                 "task": budget.task,
-                "es": budget.es | (es or {}),
+                "es": settings,
                 "grpo": budget.grpo,
             }
             | skip
@@ -77,6 +100,8 @@ def plan(
                 continue
             extra = {"dtype": "bfloat16", "population": {"batched": False}} if name == "es-bf16" else {}
             add(f"{name}-s{seed}", "es", seed, model, overrides, **extra)
+        if budget.arms is not None and seed in budget.arms.null_seeds and "es-null" not in (budget.es_variants or ()):
+            add(f"es-null-s{seed}", "es", seed, model, ES_VARIANTS["es-null"])  # the answer's null arm
         if (
             reward_std is not None
             and seed in reward_std

@@ -90,9 +90,11 @@ def run_control(
     problems: int = CONTROL_PROMPTS,
     curve: dict | None = None,
     checkpoint_every: int = CONTROL_CHECKPOINT_EVERY,
+    grpo: dict | None = None,
     log=print,
 ) -> dict:
-    """Train and measure the control's runs (resumable: finished runs and curve points are kept), then read it."""
+    """Train and measure the control's runs (resumable: finished runs and curve points are kept), then read it.
+    grpo: GRPO settings replacing CONTROL_GRPO's step (the answer's step-size control: another learning rate)."""
     from escov.llm import rundir
     from escov.llm.problem_sets import SELECTION_SPLIT
     from escov.paper_checks.finite import without_non_finite
@@ -104,7 +106,7 @@ def run_control(
     if len(seeds) < 2:
         raise ValueError(f"the control needs at least 2 seeds (a seed component), got {len(seeds)}")
     curve = (CONTROL_CURVE if curve is None else curve) | {"n_problems": problems, "split": SELECTION_SPLIT}
-    runs = control_runs(model, budget, seeds, steps, checkpoint_every=checkpoint_every)
+    runs = control_runs(model, budget, seeds, steps, grpo=grpo, checkpoint_every=checkpoint_every)
     start = time.perf_counter()
     run_all(runs, out / "runs", curve, jobs, lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}"))
     curves = {name: sorted(rundir.read_curve(out / "runs" / name), key=lambda p: p["step"]) for name in runs}

@@ -12,6 +12,9 @@
     out/premise-control/      the premise's positive control, when the budget has one (reproduce/premise_control.py)
     out/fresh_split.json      the test prompts checked against every earlier reader's, when the budget draws them
                               by solution count (eval_solutions; reproduce/fresh_split.py)
+    out/endpoints/            the answer's endpoints to k = 1024, one file per evaluation (reproduce/endpoints.py)
+    out/base-draws/           the answer's other base draws and step-size control (reproduce/base_draws.py)
+    out/endpoints.json, out/base_draws.json   their attachments to report.json's premise record (answer_stages.py)
     out/report/               REPORT.md, report.json, plots, run_info.json (with each stage's time)
 
 Each stage is skipped when its output is complete, so a rerun after an interruption only does what
@@ -36,6 +39,7 @@ import torch
 from escov.llm.rundir import read_json
 from escov.paper_checks.evidence import load_lemma_grid
 from escov.paper_checks.report import build_report
+from escov.paper_checks.reproduce import answer_stages
 from escov.paper_checks.reproduce.bases import obtain_base
 from escov.paper_checks.reproduce.budgets import BUDGETS, Budget, published_for
 from escov.paper_checks.reproduce.grpo_variants import VARIANTS_DIR
@@ -132,6 +136,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
             Job("pretrain sweep base", "pretrain", lambda: (obtain_base, (other, budget.sweep_preset, progress)))
         )
         wait_other = ("pretrain sweep base",)
+    if budget.arms is not None:  # the answer's pretrainings first: the longest jobs (answer_stages.py)
+        jobs += answer_stages.draw_jobs(budget, out, base, progress, wait_base)
     if not (out / "theory.json").exists():
         jobs.append(Job("theory", "theory", lambda: (_theory, (out / "theory.json", progress))))
     if not (out / "simulate" / "summary.json").exists():
@@ -176,7 +182,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
                 after=wait_base,
             )
         )
-    rest = {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n}
+    null = answer_stages.null_runs(budget, runs)  # the answer's null arm: its own curve (answer_stages.arm_jobs)
+    rest = {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n and n not in null}
     # longest first: the runs that evaluate their members one by one (es-bf16) take about 3x a batched run
     rest = dict(sorted(rest.items(), key=lambda item: item[1].get("population", {}).get("batched", True)))
     jobs += run_jobs_of(rest, out / "runs", budget.curve, after=wait_base, shared=shared)
@@ -187,6 +194,8 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
         after=wait_other,
         shared=shared,
     )
+    if budget.arms is not None:
+        jobs += answer_stages.arm_jobs(budget, out, runs, {j.name for j in jobs}, shared, wait_base)
     return jobs
 
 
@@ -233,6 +242,8 @@ def reproduce(
     )
     if (out / VARIANTS_DIR / "grpo_variants.json").is_file():  # the arm run after the answer (grpo_variants.py)
         attach_variants(out / REPORT_DIR, read_json(out / VARIANTS_DIR / "grpo_variants.json"))
+    if budget.arms is not None:  # the endpoints to k = 1024 and the base draws, in the premise record
+        answer_stages.attach(out, out / REPORT_DIR, budget, out / PREMISE_DIR / "control.json")
     stages = stage_times(times) | {
         "report": {
             "span_seconds": round(time.perf_counter() - t_report, 1),

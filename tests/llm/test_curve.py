@@ -50,6 +50,7 @@ RUN = dict(
 def test_curve_steps_spread_and_keep_the_last():
     assert curve_steps([40, 10, 20, 30], 8) == [0, 10, 20, 30, 40]
     assert curve_steps(list(range(5, 101, 5)), 4) == [0, 5, 35, 70, 100]
+    assert curve_steps([10, 20, 30], 1) == [0, 30]  # one point: the end, as a base-and-end curve needs
     with pytest.raises(ValueError, match="points"):
         curve_steps([10], 0)
 

@@ -302,7 +302,7 @@ def test_the_paper_regime_answer_runs_from_the_paper_regime_base_and_again_from_
 def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_needs():
     from dataclasses import replace
 
-    from escov.paper_checks.reproduce.budgets import PREMISE_BASE, PREMISE_STEPS, SMALL_SIGMA
+    from escov.paper_checks.reproduce.budgets import ANSWER_ES_UPDATES, PREMISE_BASE, PREMISE_STEPS, SMALL_SIGMA
     from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
 
     answer, regime = BUDGETS["answer"], BUDGETS["answer-paper-regime"]
@@ -310,20 +310,27 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
     assert dict(answer.base_settings) == {"solution_form": "dominant", "rare_keep": "0.02"} == dict(PREMISE_BASE)
     assert answer.grpo["learning_rate"] == CONTROL_GRPO["learning_rate"] == 1e-4 and answer.premise_control
     runs = plan(answer, Path("base"), None)
-    assert sorted({n.rsplit("-s", 1)[0] for n in runs}) == ["es", "es-small-sigma", "grpo"]
+    assert sorted({n.rsplit("-s", 1)[0] for n in runs}) == ["es", "es-null", "es-small-sigma", "grpo"]
     assert {runs[f"es-small-sigma-s{s}"]["es"]["sigma"] for s in answer.seeds} == {SMALL_SIGMA}
     assert SMALL_SIGMA <= runs["es-s0"]["es"]["sigma"] / 5
     configs = {n: TrainConfig.from_dict(c | {"out": n}) for n, c in runs.items()}
-    assert {variant(c.to_dict()) for c in configs.values()} == {"es", "es[small-sigma]", "grpo"}
-    assert all(c.steps == PREMISE_STEPS for c in configs.values())
+    assert {variant(c.to_dict()) for c in configs.values()} == {"es", "es[null]", "es[small-sigma]", "grpo"}
+    # GRPO to its plateau; ES (N = 32 against G = 8: an update per GRPO step of equal FLOPs) to the ES cap
+    assert all(c.steps == (ANSWER_ES_UPDATES if c.algo == "es" else PREMISE_STEPS) for c in configs.values())
     same = replace(
         answer,
         base_settings=(),
         grpo=regime.grpo,
+        es=regime.es,
         es_variants=regime.es_variants,
         schedules=True,
         premise_control=False,
         purpose="",
-        common=answer.common | {k: regime.common[k] for k in ("steps", "probe_every")},
+        curve=regime.curve,
+        es_updates=None,
+        es_common=None,
+        arms=None,
+        common=answer.common
+        | {k: regime.common[k] for k in ("steps", "probe_every", "checkpoint_every", "checkpoint_dense")},
     )
     assert same == regime  # nothing else differs

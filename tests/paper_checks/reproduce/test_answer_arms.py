@@ -1,0 +1,213 @@
+"""The answer's arms (issue 49) as stages of the reproduction, on a tiny design: ES runs its cap in updates while GRPO
+runs its steps, the null arm, the endpoints to k = n and the base draws run and resume (a second invocation trains
+nothing), and the attachments hold what the evaluations measured."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from escov.paper_checks.reproduce.answer_arms import AnswerArms
+from escov.paper_checks.reproduce.budgets import BUDGETS
+from escov.paper_checks.reproduce.plan import es_steps, plan
+
+ANSWER = BUDGETS["answer"]
+CURVE = {"points": 2, "samples": 32, "temperature": 1.0, "resolution": 0.99, "max_points": 3}
+COMMON = {
+    "steps": 2,
+    "batch_size": 2,
+    "max_completion_length": 6,
+    "eval_problems": 4,
+    "eval_samples": 2,
+    "eval_ks": (1,),
+    "heldout_task": "arithmetic",
+    "heldout_problems": 2,
+    "threshold_keep": (),
+    "probe": False,
+    "probe_every": 0,
+    "checkpoint_every": 1,
+    "checkpoint_dense": 0,
+    "threads": 1,
+    "step_samples": 1,
+}
+ARMS = AnswerArms(
+    endpoint_samples=8,
+    endpoint_temperatures=(0.6, 1.0),
+    endpoint_chunk=3,
+    null_seeds=(0,),
+    draw_seeds=(1,),
+    lr_control=3e-5,
+    control=(("seeds", (300, 301)), ("steps", 1), ("problems", 3), ("curve", CURVE), ("checkpoint_every", 1)),
+)
+# N = 4 members against G = 4 generations: an ES update costs a quarter of a GRPO step (llm/schedules.py), so 4
+# updates are a budget of 1 GRPO step, while GRPO runs its own 2
+TINY = replace(
+    ANSWER,
+    base_preset="test",
+    base_settings=(),
+    seeds=(0, 1),
+    common=COMMON,
+    curve=CURVE,
+    grpo={"num_generations": 4, "learning_rate": 1e-4},
+    es={"population_size": 4, "sigma": 0.02, "alpha": 0.01},
+    es_variants=(),
+    es_updates=4,
+    es_common={"checkpoint_every": 2, "checkpoint_dense": 0},
+    premise_control=False,
+    arms=ARMS,
+)
+
+
+def test_the_answer_plans_es_to_its_cap_in_updates_and_grpo_to_its_steps():
+    from escov.paper_checks.reproduce.budgets import ANSWER_ES_UPDATES, PREMISE_STEPS
+
+    runs = plan(ANSWER, Path("base"), None)
+    assert all(runs[f"grpo-s{s}"]["steps"] == PREMISE_STEPS for s in ANSWER.seeds)
+    for name, cfg in runs.items():
+        if cfg["algo"] == "es":  # N = 32 against G = 8: one update per GRPO step of equal FLOPs
+            assert cfg["steps"] == ANSWER_ES_UPDATES and cfg["checkpoint_every"] == 10, name
+    assert {n for n in runs if n.startswith("es-null")} == {f"es-null-s{s}" for s in ANSWER.arms.null_seeds}
+    # twice the members: an update costs two GRPO steps, so the cap is twice the budget
+    wide = replace(ANSWER, es=ANSWER.es | {"population_size": 64})
+    assert es_steps(wide, wide.es) == 2 * ANSWER_ES_UPDATES
+    with pytest.raises(ValueError, match="no whole budget"):  # 4 updates of N = 6: 4 x 12 / 32 = 1.5 GRPO steps
+        es_steps(replace(TINY, es_updates=4), TINY.es | {"population_size": 6})
+
+
+def test_the_answers_curves_measure_every_checkpoint_and_one_at_least_every_10_steps():
+    from escov.llm.config import TrainConfig
+    from escov.llm.curve import curve_steps
+    from escov.llm.schedules import plan as phases
+    from escov.llm.train import checkpoint_due
+
+    runs = plan(ANSWER, Path("base"), None)
+    for name in ("grpo-s0", "es-s0", "es-small-sigma-s0"):
+        cfg = TrainConfig.from_dict(runs[name])
+        total = phases(cfg)[0].steps
+        saved = [s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)]
+        measured = curve_steps(saved, ANSWER.curve["points"])
+        assert measured == [0] + saved and len(measured) <= ANSWER.curve["max_points"], name
+        assert max(np.diff(measured)) <= 10 and measured[-1] == total, name
+    assert len(curve_steps(saved, ANSWER.curve["points"])) == 1 + 45  # ES: 450 updates, every 10
+
+
+def test_the_answer_job_graph_pretrains_draws_first_and_evaluates_endpoints_after_their_runs(tmp_path):
+    from escov.paper_checks.reproduce.jobs import check_order
+    from escov.paper_checks.reproduce.reproduction import reproduction_jobs
+
+    jobs = reproduction_jobs(ANSWER, tmp_path, None, progress=False)
+    check_order(jobs)
+    names, after = [j.name for j in jobs], {j.name: j.after for j in jobs}
+    assert names[:3] == ["pretrain base", "pretrain draw 1", "control draw 1"]  # the longest jobs first
+    assert after["control draw 2"] == ("pretrain draw 2",) and after["control lr 3e-05"] == ("pretrain base",)
+    assert after["endpoint grpo-s3 T=1"] == ("grpo-s3",) and after["endpoint es-s7 T=0.6"] == ("es-s7",)
+    endpoint_jobs = [n for n in names if n.startswith("endpoint")]
+    assert len(endpoint_jobs) == (1 + 2 * len(ANSWER.seeds)) * 2 and names[-len(endpoint_jobs) :] == endpoint_jobs
+    null = next(j for j in jobs if j.name == "es-null-s3").make()[1]
+    assert null[3]["points"] == 1 and null[3]["max_points"] == 2  # the null arm: base and end
+    assert next(j for j in jobs if j.name == "es-s3").make()[1][3] == ANSWER.curve
+
+
+def _run_pool(budget, out: Path, model: Path):
+    from escov.paper_checks.reproduce.jobs import run_jobs
+    from escov.paper_checks.reproduce.reproduction import reproduction_jobs
+
+    kept = ("theory", "simulate", "Lemma 1 grid")  # the stages this test leaves to the reproduction's own tests
+    jobs = [j for j in reproduction_jobs(budget, out, model, progress=False) if j.name not in kept]
+    run_jobs(jobs, 1, lambda msg: None)
+    return jobs
+
+
+def test_the_arms_run_resume_and_attach_what_they_measured(tmp_path, monkeypatch):
+    import torch
+
+    from escov.llm.rundir import read_json, read_steps, write_json
+    from escov.paper_checks.reproduce import answer_stages, base_draws, endpoints
+    from escov.paper_checks.reproduce.bases import shipped_base_dir
+    from escov.paper_checks.reproduce.reproduction import REPORT_DIR
+
+    torch.set_num_threads(1)
+    monkeypatch.setenv("ESCOV_CACHE", str(tmp_path / "cache"))  # the draws' pretraining cache
+    model = shipped_base_dir(ANSWER.base_preset, ANSWER.base_settings)  # it solves some prompts: counts not all 0
+    out = tmp_path / "answer"
+    first = _run_pool(TINY, out, model)
+    names = {j.name for j in first}
+    assert {"es-s0", "grpo-s1", "es-null-s0", "pretrain draw 1", "control draw 1", "control lr 3e-05"} <= names
+    assert "endpoint base T=0.6" in names and "endpoint es-s1 T=1" in names
+
+    # ES makes its cap in updates (a budget of 1 GRPO step), GRPO its 2 steps; every checkpoint (every 2) on the curve
+    for seed in (0, 1):
+        assert len(read_steps(out / "runs" / f"es-s{seed}")) == 4
+        assert len(read_steps(out / "runs" / f"grpo-s{seed}")) == 2
+        assert [p["step"] for p in read_json(out / "runs" / f"es-s{seed}" / "curve.json")["points"]] == [0, 2, 4]
+    null = out / "runs" / "es-null-s0"  # the null arm: its length, the base and end only, held-out task and drift
+    assert len(read_steps(null)) == 4 and read_json(null / "config.json")["es"]["null_control"] is True
+    assert [p["step"] for p in read_json(null / "curve.json")["points"]] == [0, 4]
+    assert "heldout" in read_json(null / "eval.json") and "drift_rel" in read_steps(null)[-1]
+
+    # a second invocation trains, pretrains, controls and evaluates nothing
+    from escov.paper_checks.reproduce.reproduction import reproduction_jobs
+
+    again = [j.name for j in reproduction_jobs(TINY, out, model, progress=False)]
+    assert set(again) <= {"theory", "simulate", "Lemma 1 grid"}, again
+
+    # an evaluation stopped after its first chunk of prompts continues there and draws the same samples
+    done = endpoints.endpoint_file(out, "es-s1", 4, 0.6)
+    whole = read_json(done)
+    partial = done.with_suffix(".partial.json")
+    chunks = [
+        {
+            "seed": whole["chunk_seeds"][0],
+            "per_problem": [
+                {"id": whole["prompts"][i], "correct": -1, "distinct_correct_answers": 0} for i in range(3)
+            ],
+        }
+    ]  # a marker the rerun must keep
+    write_json(
+        partial,
+        {k: whole[k] for k in ("model", "step", "temperature", "n", "weights_sha256")}
+        | {"chunks": chunks, "seconds": 0.0, "cpu_seconds": 0.0},
+    )
+    done.unlink()
+    endpoints.evaluate_endpoint(out / "runs" / "es-s1", "es-s1", 0.6, out, 8, 3)
+    resumed = read_json(done)
+    assert resumed["correct"] == [-1, -1, -1] + whole["correct"][3:] and not partial.exists()
+    write_json(done, whole)
+
+    (out / REPORT_DIR).mkdir()
+    write_json(out / REPORT_DIR / "report.json", {"premise": {"verdict": "narrowed"}})
+    found = answer_stages.attach(out, out / REPORT_DIR, TINY, out / "premise-control" / "control.json")
+    report = read_json(out / REPORT_DIR / "report.json")
+    assert report["premise"]["verdict"] == "narrowed"  # the record is extended, not replaced
+    rec = report["premise"]["pass_at_k_endpoints"]
+    assert rec == read_json(out / endpoints.ATTACHMENT) == found["pass_at_k_endpoints"]
+    assert rec["ks"] == [1, 2, 4, 8] and rec["prompts"] == 4
+    # Pass@k at k = n is the share of (seed, prompt) cells with any correct sample, counted from the files
+    solved_any = []
+    for group, variant in (("base", None), ("grpo_plateau", "grpo"), ("es_end", "es")):
+        for t in ("0.6", "1"):
+            if variant is None:
+                files = [endpoints.endpoint_file(out, "base", 0, float(t))]
+            else:
+                files = [
+                    endpoints.endpoint_file(out, f"{variant}-s{s}", 4 if variant == "es" else 2, float(t))
+                    for s in (0, 1)
+                ]
+            counts = np.array([read_json(f)["correct"] for f in files])
+            assert counts.shape[1] == 4 and counts.max() <= 8
+            assert rec[group][t]["8"]["mean"] == pytest.approx(float((counts > 0).mean()))
+            assert rec[group][t]["1"]["mean"] == pytest.approx(float(counts.mean() / 8))
+            solved_any.append((counts > 0).mean())
+    assert 0 < np.mean(solved_any) < 1  # the check above compares something
+    assert set(rec["crossing"]) == {"es_over_grpo", "base_over_grpo", "base_over_es"}
+    assert set(rec["crossing"]["es_over_grpo"]) == {"0.6", "1"}
+
+    draws = read_json(out / base_draws.ATTACHMENT)
+    assert [d["draw"] for d in draws["draws"]] == ["seed 1", "lr 3e-05"]  # no main control in this design
+    assert draws["draws"][0]["base"]["seed"] == 1 and draws["draws"][1]["grpo"]["learning_rate"] == 3e-5
+    for d in draws["draws"]:
+        assert d["verdict"] in ("narrowed", "widened", "no_change_detected")
+        assert set(d["pass32_plateau_minus_base"]) == {"mean", "lo", "hi"}
