@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from escov.paper_checks.lemma_grid import GRID_ROLE
 from escov.theory.claims import BY_ID
 from escov.theory.decisions import FAILS, HOLDS, t_quantile
 from escov.theory.paper import LEMMA1_S_LIMIT
@@ -43,7 +44,6 @@ LEMMA1 = BY_ID["lemma1"].test
 TOLERANCE = LEMMA1.margin
 LEVEL_Q = 0.975  # two-sided 95% intervals
 GRID_CENTER_SAMPLES = 8  # the grid's center completions per prompt and population, whose Q the bias reading redraws
-LABEL_GRID = "implementation check and regime boundary"  # what the per-population grid is, everywhere it is shown
 
 
 def lemma1_scale(sigma: float, members: int) -> float:
@@ -250,7 +250,7 @@ def lemma_as_stated_record(measurement: dict) -> dict:
     with_q = [m for m in measurement["rows"] if m.get("q_per_completion")]
     return {
         "what": "E[JSpol_N] over independent populations against (sigma^2/2)(1 - 1/N) tr I_x, tr I_x from separate "
-        "center completions; the per-population grid is an " + LABEL_GRID,
+        "center completions; the per-population grid is an " + GRID_ROLE,
         "settings": measurement.get("settings", {}),
         "trace": {k: v for k, v in trace.items() if k != "per_prompt"},
         "rows": rows,

@@ -26,8 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=ANSWER_BASE, help="the base model directory")
     parser.add_argument("--out", type=Path, default=Path("runs/lemma_as_stated.json"), help="the measurement's JSON")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    parser.add_argument("--design", choices=("answer", "smoke"), default="answer",
-                        help="answer: ANSWER_LEMMA_AS_STATED; smoke: two cells, to check the pipeline")
+    parser.add_argument(
+        "--design",
+        choices=("answer", "smoke"),
+        default="answer",
+        help="answer: ANSWER_LEMMA_AS_STATED; smoke: two cells, to check the pipeline",
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
@@ -54,11 +58,14 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
         design = ANSWER_LEMMA_AS_STATED if args.design == "answer" else SMOKE_LEMMA_AS_STATED
-        measurement = measure_lemma_as_stated(args.model, grid_settings(BUDGETS[args.budget]), design, args.out,
-                                              progress=not args.no_progress)
+        measurement = measure_lemma_as_stated(
+            args.model, grid_settings(BUDGETS[args.budget]), design, args.out, progress=not args.no_progress
+        )
     for r in relative_sd_summary(measurement):
-        print(f"sigma {r['sigma']:g} N {r['members']}: {r['populations']} populations, one population's relative "
-              f"sd {r['relative_sd']:.3f}, s {r['s']:.4g}")
+        print(
+            f"sigma {r['sigma']:g} N {r['members']}: {r['populations']} populations, one population's relative "
+            f"sd {r['relative_sd']:.3f}, s {r['s']:.4g}"
+        )
     print("\n".join(report_lines(lemma_as_stated_record(measurement))))
     print(f"CPU time of the measurement: {measurement['cpu_seconds'] / 60:.1f} min")
     return 0

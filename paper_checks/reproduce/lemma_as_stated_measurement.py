@@ -48,8 +48,10 @@ class StatedDesign:
     def __post_init__(self):
         for sigma, n, d in self.cells:
             if not sigma > 0 or n < 2 or d < 2:
-                raise ValueError(f"lemma-as-stated cell (sigma, N, populations) = {(sigma, n, d)}: need sigma > 0, "
-                                 "N >= 2 and >= 2 populations")
+                raise ValueError(
+                    f"lemma-as-stated cell (sigma, N, populations) = {(sigma, n, d)}: need sigma > 0, "
+                    "N >= 2 and >= 2 populations"
+                )
         if self.samples < 2 or self.prompts < 1 or self.trace_completions < 2:
             raise ValueError("lemma-as-stated design: samples >= 2, prompts >= 1, trace_completions >= 2")
         keys = {(s, n) for s, n, _ in self.cells}
@@ -74,14 +76,18 @@ ANSWER_LEMMA_AS_STATED = StatedDesign(
 )
 # two cells with the grid's estimator redrawn at one: the pipeline end to end in under a CPU-minute
 SMOKE_LEMMA_AS_STATED = StatedDesign(
-    cells=((1e-3, 2, 3), (2e-3, 32, 2)), trace_completions=32, gram_completions=16, gram_cells=((1e-3, 2),),
+    cells=((1e-3, 2, 3), (2e-3, 32, 2)),
+    trace_completions=32,
+    gram_completions=16,
+    gram_cells=((1e-3, 2),),
     es_arm=(2e-3, 32),
 )
 LEMMA_AS_STATED_CPU_MINUTES = 10.0  # ANSWER_LEMMA_AS_STATED on the answer's base, one thread (measured: see docs)
 
 
-def measure_lemma_as_stated(model, settings: dict, design: StatedDesign, out, *, seed: int = 0,
-                            progress: bool = True) -> dict:
+def measure_lemma_as_stated(
+    model, settings: dict, design: StatedDesign, out, *, seed: int = 0, progress: bool = True
+) -> dict:
     """Measure `design` on the model directory `model` with grid_settings' dict `settings` (task, task_name,
     temperature, max_new_tokens); write the measurement's JSON to `out` and return it."""
     from escov.llm.engines.hf import HFEngine
@@ -106,41 +112,82 @@ def measure_lemma_as_stated(model, settings: dict, design: StatedDesign, out, *,
         prompt_ids = [engine.prompt_token_ids(p.prompt) for p in problems]
         bar = tqdm(total=1 + sum(d for _, _, d in design.cells), desc="lemma 1 as stated", disable=not progress)
         # tr I_x from separate center completions
-        outs = rollout(engine, task, problems, n=design.trace_completions, temperature=temperature,
-                       max_new_tokens=tokens, seed=derive_seed(seed, "as-stated-trace"), step=0)
+        outs = rollout(
+            engine,
+            task,
+            problems,
+            n=design.trace_completions,
+            temperature=temperature,
+            max_new_tokens=tokens,
+            seed=derive_seed(seed, "as-stated-trace"),
+            step=0,
+        )
         completions = [[c.token_ids for c in outs.completions[i]] for i in range(len(problems))]
         params = list(engine.model.parameters())
-        sq = [score_sq_norms(engine.model, params, [prompt_ids[i]] * len(completions[i]), completions[i],
-                             temperature, pad).tolist() for i in range(len(problems))]
+        sq = [
+            score_sq_norms(
+                engine.model, params, [prompt_ids[i]] * len(completions[i]), completions[i], temperature, pad
+            ).tolist()
+            for i in range(len(problems))
+        ]
         bar.update()
-        common = dict(engine=engine, scorer=engine.model, task=task, problems=problems,
-                      encode=engine.prompt_token_ids, pad_id=pad, center=center, temperature=temperature,
-                      max_new_tokens=tokens)
+        common = dict(
+            engine=engine,
+            scorer=engine.model,
+            task=task,
+            problems=problems,
+            encode=engine.prompt_token_ids,
+            pad_id=pad,
+            center=center,
+            temperature=temperature,
+            max_new_tokens=tokens,
+        )
         rows = []
         for sigma, n, draws in design.cells:
             row = {"sigma": sigma, "members": n, "jspol": [], "s": [], "q_per_completion": []}
             for d in range(draws):
                 pop_seed = derive_seed(seed, "as-stated", sigma, n, d) % 2**31
-                logp, correct, chain = population_samples(sigma=float(sigma), members=n, samples=design.samples,
-                                                          seed=pop_seed, step=0, **common)
+                logp, correct, chain = population_samples(
+                    sigma=float(sigma), members=n, samples=design.samples, seed=pop_seed, step=0, **common
+                )
                 row["jspol"].append([stratified_mean(chain[i])[0] for i in range(len(problems))])
                 row["s"].append(float(np.mean([validity_estimate(logp[i]) for i in range(len(problems))])))
-                succ = [success_diversity(correct[i], seed=derive_seed(pop_seed, "success-null", i))
-                        for i in range(len(problems))]
+                succ = [
+                    success_diversity(correct[i], seed=derive_seed(pop_seed, "success-null", i))
+                    for i in range(len(problems))
+                ]
                 for k in succ[0]:
                     row.setdefault(k, []).append([x[k] for x in succ])
                 if (sigma, n) in design.gram_cells:
-                    row["q_per_completion"].append(_own_q(direction_gram, population_direction, engine, center,
-                                                          prompt_ids, completions, design.gram_completions,
-                                                          pop_seed, n, sigma, temperature, pad))
+                    row["q_per_completion"].append(
+                        _own_q(
+                            direction_gram,
+                            population_direction,
+                            engine,
+                            center,
+                            prompt_ids,
+                            completions,
+                            design.gram_completions,
+                            pop_seed,
+                            n,
+                            sigma,
+                            temperature,
+                            pad,
+                        )
+                    )
                 bar.update()
             rows.append(row)
         bar.close()
     finally:
         engine.close()
     measurement = {
-        "settings": {"task": settings["task_name"], "temperature": temperature, "max_new_tokens": tokens,
-                     "model": Path(model).name, "seed": seed},
+        "settings": {
+            "task": settings["task_name"],
+            "temperature": temperature,
+            "max_new_tokens": tokens,
+            "model": Path(model).name,
+            "seed": seed,
+        },
         "design": asdict(design),
         "es_arm": {"sigma": design.es_arm[0], "members": design.es_arm[1]} if design.es_arm else None,
         "trace_per_completion": sq,
@@ -152,15 +199,32 @@ def measure_lemma_as_stated(model, settings: dict, design: StatedDesign, out, *,
     return measurement
 
 
-def _own_q(direction_gram, population_direction, engine, center, prompt_ids, completions, per_prompt, pop_seed, n,
-           sigma, temperature, pad) -> list[list[float]]:
+def _own_q(
+    direction_gram,
+    population_direction,
+    engine,
+    center,
+    prompt_ids,
+    completions,
+    per_prompt,
+    pop_seed,
+    n,
+    sigma,
+    temperature,
+    pad,
+) -> list[list[float]]:
     """Q = (sigma^2/2)(1/N) sum_j d_j^T I_b d_j (d_j = eps_j - eps_bar) of one population along its own directions,
     from each of the first `per_prompt` center completions of every prompt: [prompt][completion]."""
     p = len(prompt_ids)
-    gram = direction_gram(engine.model, center,
-                          [prompt_ids[i] for i in range(p) for _ in range(per_prompt)],
-                          [completions[i][b] for i in range(p) for b in range(per_prompt)],
-                          [population_direction(center, pop_seed, 0, j) for j in range(n)], temperature, pad)
+    gram = direction_gram(
+        engine.model,
+        center,
+        [prompt_ids[i] for i in range(p) for _ in range(per_prompt)],
+        [completions[i][b] for i in range(p) for b in range(per_prompt)],
+        [population_direction(center, pop_seed, 0, j) for j in range(n)],
+        temperature,
+        pad,
+    )
     centering = np.eye(n) - 1.0 / n
     q = 0.5 * sigma**2 * np.einsum("jk,klb,lj->b", centering, gram, centering) / n
     return q.reshape(p, per_prompt).tolist()
@@ -172,7 +236,13 @@ def relative_sd_summary(measurement: dict) -> list[dict]:
     out = []
     for r in measurement["rows"]:
         j = np.asarray(r["jspol"], dtype=float).mean(axis=1)
-        out.append({"sigma": r["sigma"], "members": r["members"], "populations": int(j.size),
-                    "relative_sd": float(j.std(ddof=1) / j.mean()) if j.mean() > 0 else math.nan,
-                    "s": float(np.mean(r["s"]))})
+        out.append(
+            {
+                "sigma": r["sigma"],
+                "members": r["members"],
+                "populations": int(j.size),
+                "relative_sd": float(j.std(ddof=1) / j.mean()) if j.mean() > 0 else math.nan,
+                "s": float(np.mean(r["s"])),
+            }
+        )
     return out
