@@ -224,8 +224,29 @@ def success_side(row: dict) -> dict:
     }
 
 
-def lemma_as_stated_record(measurement: dict) -> dict:
+def check_measurement(measurement, source: str = "the lemma-as-stated measurement") -> None:
+    """One clear ValueError naming `source` and what is missing or malformed (keys, rows and their arrays)."""
+    if not isinstance(measurement, dict):
+        raise ValueError(f"{source}: expected a JSON object, got {type(measurement).__name__}")
+    for key in ("trace_per_completion", "rows"):
+        if not isinstance(measurement.get(key), list) or not measurement[key]:
+            raise ValueError(f"{source}: '{key}' must be a non-empty list")
+    for i, row in enumerate(measurement["rows"]):
+        need = ("sigma", "members", "jspol", "s")
+        missing = [k for k in need if k not in row]
+        if missing:
+            raise ValueError(f"{source}: row {i} lacks {', '.join(missing)}")
+        js = np.asarray(row["jspol"], dtype=float)
+        if js.ndim != 2 or js.shape[0] < 2 or len(row["s"]) != js.shape[0]:
+            raise ValueError(
+                f"{source}: row {i} (sigma {row['sigma']}, N {row['members']}): 'jspol' must be "
+                f"[populations >= 2][prompts] with one 's' per population, got shape {js.shape}"
+            )
+
+
+def lemma_as_stated_record(measurement: dict, source: str = "the lemma-as-stated measurement") -> dict:
     """The report's `lemma_as_stated` record from the measurement's JSON (lemma_as_stated_measurement.py)."""
+    check_measurement(measurement, source)
     trace = trace_estimate(measurement["trace_per_completion"])
     rows = []
     for m in measurement["rows"]:

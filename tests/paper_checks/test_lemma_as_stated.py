@@ -228,3 +228,22 @@ def test_success_side_by_hand():
     t = 4.302652729911275  # t_{0.975, 2}
     g = np.array(row["gap"])[:, 0] - 0.001
     assert out["gap"]["ci"][1] == pytest.approx(g.mean() + t * g.std(ddof=1) / math.sqrt(3))
+
+
+@pytest.mark.parametrize(
+    "measurement, words",
+    [
+        ([], "expected a JSON object"),
+        ({"rows": [{"sigma": 1e-3}]}, "'trace_per_completion' must be a non-empty list"),
+        ({"trace_per_completion": [[1.0, 2.0]], "rows": [{"sigma": 1e-3, "members": 2}]}, "row 0 lacks jspol, s"),
+        (
+            {"trace_per_completion": [[1.0, 2.0]], "rows": [{"sigma": 1e-3, "members": 2, "jspol": [[1.0]], "s": [0]}]},
+            r"row 0 \(sigma 0.001, N 2\): 'jspol' must be",
+        ),
+    ],
+)
+def test_a_malformed_measurement_is_named_in_one_line(measurement, words):
+    from escov.paper_checks.lemma_as_stated import lemma_as_stated_record
+
+    with pytest.raises(ValueError, match=words):
+        lemma_as_stated_record(measurement, "m.json")
