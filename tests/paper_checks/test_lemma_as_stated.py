@@ -24,17 +24,20 @@ from escov.paper_checks.lemma_as_stated import (
     success_side,
     trace_estimate,
 )
+from escov.paper_checks.reproduce.lemma_as_stated_measurement import ANSWER_LEMMA_AS_STATED
 from escov.theory.categorical import CategoricalPolicy
 from escov.theory.decisions import FAILS, HOLDS, INCONCLUSIVE, t_quantile
 from escov.theory.lemmas import jssucc_batch, lemma2_gap_local, population_pass, same_policy_pass
 from escov.theory.population import population_jspol
 
 PROMPTS = 8
-LOG_SD = 1.2  # per-completion ||grad log pi||^2 lognormal: relative sd 1.8 (the answer's base: 0.65-2.3 per prompt)
-DESIGN = ((2e-3, 2, 24), (2e-3, 4, 12), (2e-3, 16, 6))  # (sigma, N, populations) inside the regime
-COMPLETIONS = 1024  # per prompt, for the trace
-# one population's relative sd of JSpol_N (mean over 8 prompts) on the answer's base, rounded up (measured: docs)
-POPULATION_CV = {2: 0.5, 4: 0.35, 16: 0.1}
+LOG_SD = 1.26  # per-completion ||grad log pi||^2 lognormal: relative sd 1.96, as measured on the answer's base
+# (sigma, N, populations) inside the regime (s <= 0.05 up to sigma 4e-3 on the answer's base): the shipped design's
+DESIGN = tuple(c for c in ANSWER_LEMMA_AS_STATED.cells if c[0] <= 4e-3)
+COMPLETIONS = ANSWER_LEMMA_AS_STATED.trace_completions  # per prompt, for the trace
+# one population's relative sd of JSpol_N (mean over 8 prompts) on the answer's base, the largest of its in-regime
+# rows (measured: 0.35-0.56 at N = 2, 0.14-0.36 at 4, 0.11-0.18 at 16, 0.06 at 32; docs/answer-budget.md)
+POPULATION_CV = {2: 0.56, 4: 0.36, 16: 0.18, 32: 0.06}
 
 
 def _policies(rng, count=PROMPTS):
@@ -131,20 +134,21 @@ def test_row_and_pooled_intervals_cover_at_the_design_and_are_narrow_enough():
         p = pooled_ratio(rows, trace)
         pooled_hits += p["ci"][0] <= 1 <= p["ci"][1]
         widths.append(p["ci"][1] - p["ci"][0])
-    assert np.all(row_hits / reps >= 0.92), row_hits / reps
+    # rows of 4 skewed populations (N = 32) cover a little under 0.95 (0.917 here); the others 0.93-0.97
+    assert np.all(row_hits / reps >= 0.9), row_hits / reps
     assert 0.92 <= pooled_hits / reps <= 0.985
-    assert np.median(widths) <= 0.12  # inside 1 +- 0.1 when the truth is 1, most of the time
+    assert np.median(widths) <= 0.11  # inside 1 +- 0.1 when the truth is 1, most of the time
 
 
 def test_decision_power_and_false_verdicts():
     rng = np.random.default_rng(2)
     reps = 400
     rates = {}
-    for truth in (1.0, 1.1, 1.25, 0.8):
+    for truth in (1.0, 1.1, 0.9, 1.25, 0.8):
         verdicts = [_decide(pooled_ratio(*_synthetic_rows(rng, truth))["ci"]) for _ in range(reps)]
         rates[truth] = {v: verdicts.count(v) / reps for v in (HOLDS, FAILS, INCONCLUSIVE)}
-    assert rates[1.0][HOLDS] >= 0.8 and rates[1.0][FAILS] <= 0.01
-    assert rates[1.1][HOLDS] <= 0.05  # at the margin: "holds" is the false verdict
+    assert rates[1.0][HOLDS] >= 0.9 and rates[1.0][FAILS] <= 0.01
+    assert rates[1.1][HOLDS] <= 0.05 and rates[0.9][HOLDS] <= 0.05  # at the margins "holds" is the false verdict
     assert rates[1.25][FAILS] >= 0.8 and rates[1.25][HOLDS] == 0
     assert rates[0.8][FAILS] >= 0.8 and rates[0.8][HOLDS] == 0
 
