@@ -287,7 +287,12 @@ def lemma_as_stated_record(measurement: dict, source: str = "the lemma-as-stated
 
 
 def _ci(x: dict, fmt: str = ".3f") -> str:
-    return f"{x['ratio']:{fmt}} [{x['ci'][0]:{fmt}}, {x['ci'][1]:{fmt}}]"
+    """ratio [lo, hi], n/a where a value is missing (null in report.json)."""
+    return " ".join([_num(x.get("ratio"), fmt), f"[{_num(x['ci'][0], fmt)}, {_num(x['ci'][1], fmt)}]"])
+
+
+def _num(v, fmt: str) -> str:
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:{fmt}}"
 
 
 def report_lines(record: dict) -> list[str]:
@@ -315,9 +320,11 @@ def report_lines(record: dict) -> list[str]:
         )
     lines.append("")
     for n, d in record["departure"].items():
+        inside, outside = d["last_sigma_inside"], d["first_sigma_outside"]
         lines.append(
-            f"- N = {n}: the ratio lies inside 1 +- {TOLERANCE:g} up to sigma {d['last_sigma_inside']}, "
-            f"wholly outside from sigma {d['first_sigma_outside']}."
+            f"- N = {n}: the last sigma whose ratio interval lies inside 1 +- {TOLERANCE:g}: "
+            f"{'none' if inside is None else f'{inside:g}'}; the first wholly outside: "
+            f"{'none' if outside is None else f'{outside:g}'}."
         )
     for key, g in record["grid_estimator"].items():
         lines.append(

@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+HALF_WIDTH = 0.08  # the row interval's half-width each row's population count is sized for (printed per row)
 ANSWER_BASE = Path("paper_checks/reproduce/bases/paper-ccb11f3a9c7af1b0")
 
 
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
-    from escov.paper_checks.lemma_as_stated import lemma_as_stated_record, report_lines
+    from escov.paper_checks.lemma_as_stated import draws_for_half_width, lemma_as_stated_record, report_lines
     from escov.paper_checks.reproduce.budgets import BUDGETS
     from escov.paper_checks.reproduce.lemma_as_stated_measurement import (
         ANSWER_LEMMA_AS_STATED,
@@ -61,12 +62,16 @@ def main(argv: list[str] | None = None) -> int:
         measurement = measure_lemma_as_stated(
             args.model, grid_settings(BUDGETS[args.budget]), design, args.out, progress=not args.no_progress
         )
+    record = lemma_as_stated_record(measurement, str(args.out))
+    trace_se = record["trace"]["se"] / record["trace"]["trace"]
     for r in relative_sd_summary(measurement):
+        need = draws_for_half_width(r["relative_sd"], trace_se, HALF_WIDTH)
         print(
             f"sigma {r['sigma']:g} N {r['members']}: {r['populations']} populations, one population's relative "
-            f"sd {r['relative_sd']:.3f}, s {r['s']:.4g}"
+            f"sd {r['relative_sd']:.3f}, s {r['s']:.4g}; populations for a ratio interval +-{HALF_WIDTH:g}: "
+            f"{need if need else 'more than the trace allows'}"
         )
-    print("\n".join(report_lines(lemma_as_stated_record(measurement))))
+    print("\n".join(report_lines(record)))
     print(f"CPU time of the measurement: {measurement['cpu_seconds'] / 60:.1f} min")
     return 0
 
