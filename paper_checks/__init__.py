@@ -14,7 +14,8 @@ imports (tests/test_layout.py).
     real_checks/        the real-run checks, each deciding its claim from the runs (its __init__ names its modules)
     level_checks.py     the verdicts of the two cheap levels: the theory checks and the simulate experiments
     matched.py          two methods compared at matched Pass@1 along their curves
-    lemma_grid.py       the Lemma 1 grid's rows read: ratio and interval per row, pooled decision, summary
+    lemma_grid.py       the Lemma 1 grid's rows read (an implementation check and regime boundary): ratios, summary
+    lemma_as_stated.py  Lemma 1 as stated read: E[JSpol_N] against (sigma^2/2)(1 - 1/N) tr I, tr I from separate noise
     lemma_grid_publish.py  a newly measured grid put into a published report, nothing else changed
     premise.py          the premise's positive control read: endpoints, plateau, verdict, prompt families, table
     premise_record.py   the report's premise record: the control, GRPO's plateau, ES against GRPO there

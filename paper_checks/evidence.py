@@ -87,6 +87,7 @@ class Evidence:
     theory: list[dict] | None = None
     simulate: dict[str, dict] | None = None
     lemma_grid: list[dict] | None = None  # rows of paper_checks.lemma_grid on the runs' base
+    lemma_as_stated: dict | None = None  # paper_checks.lemma_as_stated's record on the runs' base
 
     def by_variant(self, name: str, *, sweep: bool = False) -> list[Run]:
         """Runs of one variant, sorted by seed. Unless sweep is set, only runs of the main model and,

@@ -1,7 +1,14 @@
-"""Lemma 1 on a real model over a grid of sigma and N, read: each row's ratio of measured to predicted JSpol_N,
+"""The Lemma 1 grid on a real model over sigma and N, read: each row's ratio of measured to predicted JSpol_N,
 the pooled decision and the summary beside it. The rows are measured by
 paper_checks/reproduce/lemma_grid_measurement.py (its design: antithetic pairs of populations, each measured
 against its own members' prediction Q).
+
+What it is: an implementation check and regime boundary (GRID_ROLE), not evidence for the lemma. Each population's
+JSpol_N is compared with its own second-order value Q along the same directions, and by Taylor's theorem that
+ratio tends to 1 for any smooth model as sigma -> 0: a ratio near 1 says the estimators and the expansion are
+implemented consistently, and where it leaves 1 says where the second-order regime ends. The lemma as stated
+(E[JSpol_N] over the noise against (sigma^2/2)(1 - 1/N) tr I_x, tr I_x from separate noise) is tested by
+paper_checks/lemma_as_stated.py.
 
 Row statistics (row_statistics). Per population the ratio JSpol_d / Q_d (each the mean over the probe prompts);
 the row's ratio R is their geometric mean, exp(mean_d log(JSpol_d / Q_d)), with the t interval (D - 1 degrees of
@@ -38,6 +45,7 @@ from escov.theory.claims import BY_ID
 from escov.theory.decisions import FAILS, HOLDS, t_quantile
 from escov.theory.paper import LEMMA1_S_LIMIT
 
+GRID_ROLE = "implementation check and regime boundary"  # what the per-population grid is, wherever it is shown
 LEMMA1 = BY_ID["lemma1"].test  # the claim's test: an equivalence of ratio - 1 within its margin (10%)
 TOLERANCE = LEMMA1.margin
 LEVEL_Q = 0.975  # two-sided 95% intervals

@@ -21,7 +21,8 @@ from escov.paper_checks.real_checks import lemma1_verdict, training_summary
 from escov.paper_checks.report import claim_row, lemma1_training, lemma_grid_lines, level_lines
 
 CLAIM = "lemma1"
-GRID_HEADING = "## Lemma 1 on the real model"
+# the grid section's heading, and the one written before the grid was labelled an implementation check
+GRID_HEADINGS = ("## The Lemma 1 grid on the real model", "## Lemma 1 on the real model")
 NEXT_SECTION = "## Claims one by one"
 
 
@@ -80,12 +81,13 @@ def splice_markdown(text: str, report: dict) -> str:
     lines[start:end] = level_lines("real", claim["levels"]["real"])
 
     section = lemma_grid_lines(report["lemma_grid"], lemma1_training(report)) + [""] if report["lemma_grid"] else []
-    heads = [k for k, line in enumerate(lines) if line.startswith(GRID_HEADING)]
+    heads = [k for k, line in enumerate(lines) if line.startswith(GRID_HEADINGS)]
     nxt = lines.index(NEXT_SECTION) if NEXT_SECTION in lines else None
     if nxt is None:
         raise ValueError(f"REPORT.md: no {NEXT_SECTION!r} heading")
-    if heads:
-        lines[heads[0] : nxt] = section
+    if heads:  # the grid's section ends at the next heading (Lemma 1 as stated's, or the claims')
+        end = next(k for k in range(heads[0] + 1, len(lines)) if lines[k].startswith("## "))
+        lines[heads[0] : end] = section
     else:
         lines[nxt:nxt] = section
     return "\n".join(lines)

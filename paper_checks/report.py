@@ -17,7 +17,9 @@ import numpy as np
 from escov.llm.rundir import dumps
 from escov.paper_checks.evidence import Evidence, load_simulate_summary, load_theory_json, variant
 from escov.paper_checks.finite import without_non_finite
-from escov.paper_checks.lemma_grid import summarize_grid
+from escov.paper_checks.lemma_as_stated import lemma_as_stated_record
+from escov.paper_checks.lemma_as_stated import report_lines as lemma_as_stated_lines
+from escov.paper_checks.lemma_grid import GRID_ROLE, summarize_grid
 from escov.paper_checks.level_checks import simulate_verdict, theory_verdict
 from escov.paper_checks.open_questions import ANSWERS, OPEN_QUESTIONS, QUESTION_NEEDS
 from escov.paper_checks.own_runs import is_own_run, own_runs_section
@@ -125,7 +127,7 @@ def collect(run_dirs, theory_json=None, simulate_summary=None) -> Evidence:
 def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_grid: list[dict] | None = None,
                  purpose: str = "", published: dict | None = None, planned: set[tuple[str, str]] | None = None,
                  premise_control: dict | None = None, claims: bool | None = None,
-                 published_at: Path | str = PUBLISHED) -> dict:
+                 published_at: Path | str = PUBLISHED, lemma_as_stated: dict | None = None) -> dict:
     """Write REPORT.md, report.json and the plots into out. Everything is built in a temporary folder
     beside out and moved in only when complete, so a failure leaves no partial report. purpose: what
     the reproduction's budget can decide, stated under the title ("" for none). published: the published
@@ -136,12 +138,15 @@ def build_report(run_dirs, out, theory_json=None, simulate_summary=None, lemma_g
     that a claim whose runs the budget never plans reads "not run in this budget", not "missing data". premise_control:
     the premise's positive control (premise.py control.json); with it the report holds the record "premise"
     (premise_record.py) and REPORT.md its section. claims: whether the paper's claims are checked (None: unless a
-    run is on the user's own data or rewards, paper_checks/own_runs.py, whose report compares the runs' groups)."""
+    run is on the user's own data or rewards, paper_checks/own_runs.py, whose report compares the runs' groups).
+    lemma_as_stated: the measurement of Lemma 1 as stated (reproduce/lemma_as_stated_measurement.py's JSON); with it
+    the report holds the record "lemma_as_stated" (paper_checks/lemma_as_stated.py), which decides the lemma1 claim."""
     out, run_dirs = Path(out), list(run_dirs)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a directory")
     ev = collect(run_dirs, theory_json, simulate_summary)
     ev.lemma_grid = lemma_grid
+    ev.lemma_as_stated = lemma_as_stated_record(lemma_as_stated) if lemma_as_stated else None
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
@@ -259,6 +264,8 @@ def _build(ev: Evidence, tmp: Path, out: Path, simulate_summary, lemma_grid, pur
               "bases": bases_of(ev), "es_regime": es_regime(ev), "input_problems": ev.problems, "claims": claims,
               "open_questions": questions, "plots": plots,
               "lemma_grid": lemma_grid or []}
+    if ev.lemma_as_stated is not None:
+        report["lemma_as_stated"] = ev.lemma_as_stated
     if premise_control is not None:
         report["premise"] = premise_record(ev, premise_control, lemma_grid)
     report, non_finite = without_non_finite(report)
@@ -331,6 +338,8 @@ def render_markdown(report: dict, published: dict | None = None) -> str:
         lines += render_tables(q["table"])
     if report["lemma_grid"]:
         lines += lemma_grid_lines(report["lemma_grid"], lemma1_training(report)) + [""]
+    if report.get("lemma_as_stated"):
+        lines += lemma_as_stated_lines(report["lemma_as_stated"]) + [""]
     lines += ["## Claims one by one", ""]
     for c in report["claims"]:
         lines += [f"### {c['statement']}", f'<a id="{c["id"]}"></a>', "", f"Paper: {c['paper']}.", ""]
@@ -391,7 +400,11 @@ def lemma_grid_lines(grid: list[dict], training: dict | None = None) -> list[str
     the training runs sit, data processing and Lemma 2)."""
     first = grid[0]
     g = summarize_grid(grid)
-    lines = ["## Lemma 1 on the real model over a grid of sigma and N", ""]
+    lines = [f"## The Lemma 1 grid on the real model: {GRID_ROLE}", ""]
+    lines += [f"Each population's JSpol_N against its own second-order value along the same directions: by Taylor's "
+              f"theorem that ratio tends to 1 for any smooth model, so the grid is an {GRID_ROLE} (the measurement "
+              f"and the expansion agree; where the ratio leaves 1, the second-order regime ends), not evidence for "
+              f"the lemma's expectation.", ""]
     if "task" in first:
         lines += [f"On the runs' own task `{first['task']}` at T = {first['temperature']}, "
                   f"{first['max_new_tokens']} new tokens, {first['prompts']} probe prompts, {first['samples']} "

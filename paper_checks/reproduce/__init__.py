@@ -15,6 +15,7 @@ never import it: a report is built from the run directories these write.
     premise_control.py  `premise-control`: GRPO trained to its plateau on validation prompts, read by premise.py
     es_pilot.py         `es-pilot`: ES settings toward GRPO's plateau Pass@1 on validation, the answer's ES length
     lemma_grid_measurement.py  the Lemma 1 grid measured on a base model, read by lemma_grid.py
+    lemma_as_stated_measurement.py  Lemma 1 as stated measured on a base, read by lemma_as_stated.py
     grpo_variants.py    `grpo-variants`: the coverage-keeping GRPO variant chosen on validation, then ES against it
     fresh_split.py      the answer's fresh test prompts checked against every earlier reader's, recomputed
     answer_arms.py      the sizes of the answer's arms: endpoints to k = 1024, the ES null arm, base draws

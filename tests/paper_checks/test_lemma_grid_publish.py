@@ -142,5 +142,13 @@ def test_spliced_markdown_is_the_markdown_of_the_spliced_report():
     assert "| 0.001 | 4 | 10 | " in spliced and "countdown3" in spliced and "19x [18, 20]" in spliced
     assert "old note" not in spliced and "0.752" not in spliced
     # a report without a grid section gets one before the claims one by one
-    no_grid = text.replace(text[text.index("## Lemma 1 on the real model") : text.index("## Claims one by one")], "")
+    grid = text[text.index("## The Lemma 1 grid on the real model") : text.index("## Claims one by one")]
+    no_grid = text.replace(grid, "")
     assert splice_markdown(no_grid, new) == spliced
+    # a report written before the grid was labelled an implementation check: its section is replaced all the same
+    legacy = text.replace(grid, "## Lemma 1 on the real model over a grid of sigma and N\n\nold rows\n\n")
+    assert splice_markdown(legacy, new) == spliced
+    # a section after the grid's (Lemma 1 as stated) is kept
+    stated = "## Lemma 1 as stated (independent populations, tr I from separate completions)\n\nkept\n\n"
+    after = text.replace("## Claims one by one", stated + "## Claims one by one")
+    assert splice_markdown(after, new) == spliced.replace("## Claims one by one", stated + "## Claims one by one")

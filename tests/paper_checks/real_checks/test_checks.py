@@ -750,7 +750,8 @@ def test_lemma1_from_the_grid_pools_the_rows_inside_the_regime():
     lo, hi = ratio * math.exp(-half), ratio * math.exp(half)
     assert (v.claim_id, v.status) == ("lemma1", HOLDS) and v.interval == pytest.approx((lo - 1, hi - 1))
     assert v.ours == (
-        f"grid on countdown at T = 0.7, 2 rows with s <= 0.05: pooled JSpol / prediction {ratio:.3f} "
+        f"implementation check and regime boundary: grid on countdown at T = 0.7, 2 rows with s <= 0.05: pooled "
+        f"JSpol / prediction {ratio:.3f} "
         f"[{lo:.3f}, {hi:.3f}]; N=16 sigma=0.002: 1.020 [1.000, 1.040], N=4 sigma=0.001: 1.000 [0.980, 1.020]"
     )
     assert v.note == "holds when the pooled interval lies within 1 +- 0.1 and no in-regime row lies wholly outside it"
@@ -790,7 +791,7 @@ def test_lemma1_from_the_grid_pools_the_rows_inside_the_regime():
         if k not in ("task", "temperature", "prompts", "samples", "center_samples")
     }
     v = lemma1_verdict([bare | {"center_samples": 32}], None)
-    assert v.ours.startswith("grid on ? at T = ?, 1 rows with s <= 0.05: ")
+    assert v.ours.startswith("implementation check and regime boundary: grid on ? at T = ?, 1 rows with s <= 0.05: ")
     assert (
         " x ? prompts x ? samples per member, each pair against the prediction for its own members from 32 center"
         in v.design
