@@ -166,6 +166,12 @@ def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: in
         raise ValueError(f"--control {control_json}: measured from base {control.get('base')}, not --model {model}")
     if control.get("split") != SELECTION_SPLIT:
         raise ValueError(f"--control {control_json}: read on {control.get('split')!r} prompts, not {SELECTION_SPLIT}")
+    block = budget.common.get("eval_solutions", 0)
+    if control.get("eval_solutions", 0) != block:
+        raise ValueError(
+            f"--control {control_json}: read validation prompts with eval_solutions "
+            f"{control.get('eval_solutions', 0)}, the budget's runs read eval_solutions {block}: rerun the control"
+        )
     seeds, updates = sizes.get("seeds", PILOT_SEEDS), sizes.get("updates", PILOT_UPDATES)
     prompts = sizes.get("prompts", PILOT_PROMPTS)
     chosen = tuple(sizes.get("settings") or SETTINGS)
