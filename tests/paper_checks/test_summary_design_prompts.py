@@ -1,0 +1,117 @@
+"""The summary's "seeds to detect it here" (paper_checks/summary.py undecided_rows) for a seeds x prompts estimate,
+worked by hand: this run's variance split into its seed part v_s (falls as 1/n with n seeds) and its prompt part v_p
+(kept: the same prompts), the half-width at n seeds hypot(t_{n-1} sqrt(v_s S / n), t_{P-1} sqrt(v_p)), the df whose
+t quantile turns se_n into that half-width, and the detectable difference of a two-sided 95% t test at 80% power
+(noncentral t). Every step is solved here from scipy's distributions by its own root search."""
+
+import math
+
+import pytest
+from scipy import stats
+from scipy.optimize import brentq
+
+from escov.paper_checks import summary
+from escov.paper_checks.verdict import INCONCLUSIVE
+from tests.paper_checks.test_summary_design_numbers import _detectable, _est, _report
+
+SEEDS, PROMPTS = 4, 20
+
+
+def _df_for(se: float, half: float) -> float:
+    """The df whose 97.5% t quantile is half / se (infinite at or below the normal's)."""
+    if half / se <= stats.norm.ppf(0.975) * (1 + 1e-9):
+        return math.inf
+    return brentq(lambda df: stats.t.ppf(0.975, df) - half / se, 1e-3, 1e7)
+
+
+def _detectable_any(se: float, df: float) -> float:
+    if math.isinf(df):
+        return se * brentq(lambda d: stats.norm.sf(1.959964 - d) + stats.norm.cdf(-1.959964 - d) - 0.8, 0, 40)
+    return _detectable(se, df)
+
+
+def _grid_est(mean: float, v_s: float, v_p: float, with_split: bool = True) -> dict:
+    """An estimate as seeds_by_prompts writes it (SEEDS x PROMPTS), from its two variance parts."""
+    half = math.hypot(stats.t.ppf(0.975, SEEDS - 1) * math.sqrt(v_s), stats.t.ppf(0.975, PROMPTS - 1) * math.sqrt(v_p))
+    se = math.sqrt(v_s + v_p)
+    df = _df_for(se, half)
+    return {
+        "mean": mean,
+        "lo": mean - half,
+        "hi": mean + half,
+        "se": se,
+        "df": df,
+        "seeds": SEEDS,
+        "prompts": PROMPTS,
+        "samples": 32,
+        "detectable": _detectable_any(se, df),
+        "design": f"{SEEDS} seeds x {PROMPTS} prompts",
+    } | ({"v_seeds": v_s} if with_split else {})
+
+
+def _seeds_needed(v_s: float, v_p: float, effect: float, most: int = 64) -> int | None:
+    for n in range(2, most + 1):
+        v_n = v_s * SEEDS / n
+        se = math.sqrt(v_n + v_p)
+        half = math.hypot(stats.t.ppf(0.975, n - 1) * math.sqrt(v_n), stats.t.ppf(0.975, PROMPTS - 1) * math.sqrt(v_p))
+        if _detectable_any(se, _df_for(se, half)) <= effect:
+            return n
+    return None
+
+
+KEY = "matched_passk_above_grpo"
+
+
+@pytest.mark.parametrize("with_split", [True, False], ids=["v_seeds recorded", "split from the half-width"])
+def test_the_seeds_needed_at_these_prompts_shrink_only_the_seed_part(with_split):
+    """v_s = 1e-4 (sd 1 point over 4 seeds' means), v_p = 1e-5; the published effect 3.01 points above 0."""
+    v_s, v_p = 1e-4, 1e-5
+    here = _report({KEY: {summary.KEY_PART: _grid_est(0.004, v_s, v_p, with_split)}})
+    there = _report({KEY: {summary.KEY_PART: _est(0.0301, 0.004, 8)}})
+    want = _seeds_needed(v_s, v_p, 0.0301)
+    # by hand: at 6 seeds se_n = sqrt(1e-4 x 4/6 + 1e-5) = 0.876 points, half-width on t_5 and t_19 gives df 5.4,
+    # detectable 3.017 points > 3.01; at 7 seeds 2.71 points: 7. Were the prompt part to fall with seeds too,
+    # 6 seeds would do (3.009 points)
+    assert want == 7 and _seeds_needed(v_s + v_p, 0.0, 0.0301) == 6
+    row = summary.undecided_rows(here, there)[0]
+    assert row["seeds_needed"] == want
+    assert row["design"] == "4 seeds x 20 prompts"
+
+
+def test_a_prompt_part_larger_than_the_effect_allows_is_out_of_reach_at_any_seed_count():
+    """v_p alone gives se 1.2 points: no number of seeds brings the detectable difference (about 2.8 se) to 3
+    points, though 64 seeds would if the whole variance fell with seeds."""
+    v_s, v_p = 4e-5, 1.44e-4
+    assert _detectable_any(math.sqrt(v_p), math.inf) > 0.03
+    assert _seeds_needed(v_s + v_p, 0.0, 0.03) is not None  # all of it between seeds: reachable
+    here = _report({KEY: {summary.KEY_PART: _grid_est(0.004, v_s, v_p)}})
+    there = _report({KEY: {summary.KEY_PART: _est(0.03, 0.004, 8)}})
+    row = summary.undecided_rows(here, there)[0]
+    assert _seeds_needed(v_s, v_p, 0.03) is None and row["seeds_needed"] is None
+
+
+def test_only_the_undecided_parts_of_an_inconclusive_claim_get_a_row():
+    """A part whose own interval decides (here wholly above 0: holds) is no row; an undecided one is."""
+    decided = _grid_est(0.05, 1e-5, 1e-6)
+    assert decided["lo"] > 0
+    parts = {summary.KEY_PART: _grid_est(0.004, 1e-4, 1e-5), "ES - GRPO @8 at matched Pass@1": decided}
+    rows = summary.undecided_rows(_report({KEY: parts}), None)
+    assert [r["part"] for r in rows] == [summary.KEY_PART]
+    assert rows[0]["answer"] == "" and rows[0]["seeds_needed"] == ""
+    # a decided claim has no rows at all
+    report = _report({KEY: parts})
+    report["claims"][0]["levels"]["real"]["status"] = "holds"
+    assert summary.undecided_rows(report, None) == []
+
+
+def test_the_rows_figures_are_this_runs_estimate_and_detectable_difference_in_points():
+    est = _grid_est(0.004, 1e-4, 1e-5)
+    row = summary.undecided_rows(_report({KEY: {summary.KEY_PART: est}}), _report({KEY: {summary.KEY_PART: est}}))[0]
+    lo, hi = 100 * est["lo"], 100 * est["hi"]
+    assert (
+        row["here"].startswith(f"{100 * est['mean']:+.2f}")
+        and f"{lo:+.2f}" in row["here"]
+        and f"{hi:+.2f}" in row["here"]
+    )
+    assert row["detectable"].startswith(f"{100 * est['detectable']:.3g}")
+    assert row["answer"].endswith(f", {INCONCLUSIVE}")
