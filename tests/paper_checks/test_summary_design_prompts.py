@@ -115,3 +115,23 @@ def test_the_rows_figures_are_this_runs_estimate_and_detectable_difference_in_po
     )
     assert row["detectable"].startswith(f"{100 * est['detectable']:.3g}")
     assert row["answer"].endswith(f", {INCONCLUSIVE}")
+
+
+def test_a_part_with_its_own_test_needs_the_distance_to_that_tests_boundary():
+    """entropy_collapse's "ES entropy change" part is an equivalence within its own margin (the claim's test is
+    GRPO's entropy fall, directional): the effect is the margin minus |mean|, not the distance to the fall's
+    threshold."""
+    from escov.theory.claims import BY_ID, ENTROPY_KEEP_MARGIN
+
+    fall = BY_ID["entropy_collapse"].test
+    assert fall.kind != "equivalence"
+    mean = ENTROPY_KEEP_MARGIN / 4
+    assert summary.effect_needed("entropy_collapse", "ES entropy change", mean) == pytest.approx(
+        0.75 * ENTROPY_KEEP_MARGIN
+    )
+    assert summary.effect_needed("entropy_collapse", "ES entropy change", -mean) == pytest.approx(
+        0.75 * ENTROPY_KEEP_MARGIN
+    )
+    assert summary.effect_needed("entropy_collapse", "GRPO entropy fall (-change)", mean) == pytest.approx(
+        abs(mean - fall.threshold)
+    )
