@@ -76,6 +76,10 @@ def test_the_seeds_needed_at_these_prompts_shrink_only_the_seed_part(with_split)
     row = summary.undecided_rows(here, there)[0]
     assert row["seeds_needed"] == want
     assert row["design"] == "4 seeds x 20 prompts"
+    # at 2.5 points: 8 seeds; a split that put more of the variance on the prompts would find none within 64
+    there = _report({KEY: {summary.KEY_PART: _est(0.025, 0.004, 8)}})
+    assert summary.undecided_rows(here, there)[0]["seeds_needed"] == _seeds_needed(v_s, v_p, 0.025) == 8
+    assert _seeds_needed(0.4 * v_s, v_p + 0.6 * v_s, 0.025) is None
 
 
 def test_a_prompt_part_larger_than_the_effect_allows_is_out_of_reach_at_any_seed_count():
