@@ -139,3 +139,27 @@ def test_a_part_with_its_own_test_needs_the_distance_to_that_tests_boundary():
     assert summary.effect_needed("entropy_collapse", "GRPO entropy fall (-change)", mean) == pytest.approx(
         abs(mean - fall.threshold)
     )
+
+
+def test_an_undecided_claim_without_an_estimate_gets_a_row_with_its_reason_after_a_decided_claim():
+    """Claims in report order: a decided claim first (no row, and the claims after it are still read), then an
+    inconclusive one with no interval to size a design on (its note, else its text, as the reason), then one with."""
+    report = _report(
+        {"no_forgetting": {}, "thresholded_pass1": {}, KEY: {summary.KEY_PART: _grid_est(0.004, 1e-4, 1e-5)}}
+    )
+    report["claims"][0]["levels"]["real"]["status"] = "holds"
+    report["claims"][1]["levels"]["real"] |= {"note": "no common Pass@1 range", "ours": "not compared"}
+    rows = summary.undecided_rows(report, None)
+    assert rows[0] == {
+        "claim": "thresholded_pass1",
+        "part": "no estimate",
+        "here": "no common Pass@1 range",
+        "design": "",
+        "detectable": "",
+        "answer": "",
+        "answer_detectable": "",
+        "seeds_needed": "",
+    }
+    assert [(r["claim"], r["part"]) for r in rows[1:]] == [(KEY, summary.KEY_PART)]
+    report["claims"][1]["levels"]["real"]["note"] = ""
+    assert summary.undecided_rows(report, None)[0]["here"] == "not compared"
