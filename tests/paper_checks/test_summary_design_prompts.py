@@ -163,3 +163,13 @@ def test_an_undecided_claim_without_an_estimate_gets_a_row_with_its_reason_after
     assert [(r["claim"], r["part"]) for r in rows[1:]] == [(KEY, summary.KEY_PART)]
     report["claims"][1]["levels"]["real"]["note"] = ""
     assert summary.undecided_rows(report, None)[0]["here"] == "not compared"
+
+
+def test_each_part_is_decided_by_its_own_test_and_a_decided_part_first_does_not_end_the_claim():
+    """entropy_collapse: "ES entropy change" is an equivalence within +-10%, so [-5%, +5%] holds there (the claim's
+    own test, the directional fall, would call it undecided) and gets no row; the fall part after it does."""
+    inside = _grid_est(0.0, 1e-4, 1e-5) | {"lo": -0.05, "hi": 0.05}
+    fall = _grid_est(0.004, 1e-4, 1e-5)
+    parts = {"ES entropy change": inside, "GRPO entropy fall (-change)": fall}
+    rows = summary.undecided_rows(_report({"entropy_collapse": parts}), None)
+    assert [r["part"] for r in rows] == ["GRPO entropy fall (-change)"]
