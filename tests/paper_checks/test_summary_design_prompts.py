@@ -173,3 +173,15 @@ def test_each_part_is_decided_by_its_own_test_and_a_decided_part_first_does_not_
     parts = {"ES entropy change": inside, "GRPO entropy fall (-change)": fall}
     rows = summary.undecided_rows(_report({"entropy_collapse": parts}), None)
     assert [r["part"] for r in rows] == ["GRPO entropy fall (-change)"]
+
+
+def test_the_effect_a_part_needs_is_measured_from_its_own_tests_boundary():
+    """The published "ES entropy change" at +2%: 8 points inside its +-10% margin (the claim's directional test would
+    say 2 from 0); this run's seed-level estimate (se 4%, 4 seeds) needs the seeds that detect 8%."""
+    from tests.paper_checks.test_summary_design_numbers import _seeds
+
+    here = _report({"entropy_collapse": {"ES entropy change": _est(0.0, 0.04, 4)}})
+    there = _report({"entropy_collapse": {"ES entropy change": _est(0.02, 0.01, 8)}})
+    row = summary.undecided_rows(here, there)[0]
+    assert row["part"] == "ES entropy change"
+    assert row["seeds_needed"] == _seeds(0.04, 4, 0.08) != _seeds(0.04, 4, 0.02)
