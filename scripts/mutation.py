@@ -305,6 +305,8 @@ def prepare(group: str) -> Path:
         *((f"escov/{level}", level) for level in LEVELS),
         *((level, level) for level in LEVELS),
         ("results", "results"),
+        # paper_checks/summary.py reads the published report beside the package (escov/results/ in this layout)
+        ("escov/results", "results"),
     ]:
         if not (work / link).is_symlink():
             (work / link).symlink_to(ROOT / target)
@@ -334,7 +336,7 @@ def prepare(group: str) -> Path:
             "timeout_constant = 5.0",
             f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
             # and results/, whose published report test_report_rendering.py reads beside the tests
-            f"also_copy = {toml_list([*LEVELS, 'results'])}",
+            f"also_copy = {toml_list([*LEVELS, 'results', 'escov/results'])}",
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
             f"pytest_add_cli_args = {toml_list(cli_args)}",
             "",

@@ -3,12 +3,15 @@ whose own evaluations were made exactly as the curve measures (prompts, samples,
 them to its TEST curve only; a validation or train curve is measured on its own split's prompts (never a test prompt),
 and a curve complete on one split is not complete on another. The `llm curve` command line runs in this process."""
 
+import json
+import shutil
+
 import pytest
 
 from escov.llm import rundir
 from escov.llm.cli import main
 from escov.llm.config import TrainConfig, load_config
-from escov.llm.curve import evaluate_curve
+from escov.llm.curve import evaluate_curve, evaluations_as_points
 from escov.llm.problem_sets import split_set
 from escov.llm.rollout import derive_seed
 from escov.llm.train import train
@@ -120,3 +123,39 @@ def test_the_curve_command_line_takes_its_split(run, capsys):
     validation = [p for p in rundir.read_curve(run) if p.get("split") == "validation"]
     assert len(validation) == 2 and all("source" not in p for p in validation)
     assert curve_done(run, CURVE | {"split": "validation"}) and not curve_done(run, CURVE)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("num_problems", 4), ("n", 33), ("temperature", 0.7), ("ks", [1, 16]), ("max_new_tokens", 5), ("greedy", None)],
+)
+@pytest.mark.parametrize("label", ["base", "final"])
+def test_an_evaluation_lends_its_point_only_when_measured_as_the_curve_measures(run, tmp_path, label, field, value):
+    """eval.json's base (step 0) and final (the last step) are test-curve points when their prompts, samples,
+    temperature, Pass@k (1, 16, 32 at least) and completion length are the curve's, with their greedy twins; one field
+    off, that evaluation lends nothing and the other still does."""
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    cfg = load_config(copy)
+    steps = rundir.checkpoint_steps(copy)[0]
+    lent = evaluations_as_points(copy, cfg, steps, 3, 32, 0.6)
+    assert [(p["step"], p["source"]) for p in lent] == [(0, "eval.json base"), (2, "eval.json final")]
+    assert evaluations_as_points(copy, cfg, [s for s in steps if s != 2], 3, 32, 0.6)[-1]["step"] == 0  # no last
+    evals = json.loads((copy / rundir.EVAL).read_text())
+    if field == "greedy":
+        del evals[f"{label}_greedy"]
+    else:
+        evals[label][field] = value
+    (copy / rundir.EVAL).write_text(json.dumps(evals))
+    other = {"base": (2, "eval.json final"), "final": (0, "eval.json base")}[label]
+    assert [(p["step"], p["source"]) for p in evaluations_as_points(copy, cfg, steps, 3, 32, 0.6)] == [other]
+
+
+def test_a_greedy_twin_of_other_prompts_lends_nothing(run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    evals = json.loads((copy / rundir.EVAL).read_text())
+    evals["final_greedy"]["num_problems"] = 4
+    (copy / rundir.EVAL).write_text(json.dumps(evals))
+    cfg = load_config(copy)
+    assert [p["step"] for p in evaluations_as_points(copy, cfg, rundir.checkpoint_steps(copy)[0], 3, 32, 0.6)] == [0]

@@ -235,3 +235,45 @@ def test_advantages_are_trls_with_the_population_std():
         # rtol 1e-6: nanstd's Bessel factor count / (count - 1) is computed in float32
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-6, atol=1e-12, err_msg=mode)
         assert np.all(got[0] == 0.0)
+
+
+# the clip statistics (llm/grpo.py clip_region_sums: TRL's clip_ratio/low_mean, /high_mean and /region_mean) under a
+# non-default epsilon_high, against the values TRL logs in compute_loss on the identical batch
+def _policy_ratio(s, ours) -> tuple[torch.Tensor, torch.Tensor]:
+    """The per-token ratio pi / pi_old of loss_case's policy on the batch, and the completion mask."""
+    from escov.llm.rollout import completion_logprobs
+    from escov.llm.trl_reference import perturbed
+
+    policy = perturbed(s.model, s.policy_scale, s.seed + 1)
+    with torch.no_grad():
+        logp = completion_logprobs(policy, ours["seq"], ours["attention"], ours["mask"], s.temperature)
+    logp = logp[0] if isinstance(logp, tuple) else logp
+    return torch.exp(logp - ours["old"]), ours["mask"][:, 1:]
+
+
+@pytest.mark.parametrize("epsilon_high", [0.28, 0.5])
+def test_the_clip_shares_are_trls_under_epsilon_high(batch, variant_trainers, epsilon_high):
+    from escov.llm.grpo import clip_region_sums
+    from escov.llm.settings.grpo_config import GRPOConfig
+    from escov.llm.trl_reference import loss_case
+
+    s, task, problems, ours, trl_inputs, _ = batch
+    ratio, mask = _policy_ratio(s, ours)
+    # A > 0 on the completions with a token above 1 + epsilon (so the upper bound decides), A < 0 on the others
+    above = ((ratio > 1 + s.epsilon).float() * mask).sum(1) > 0
+    size = torch.tensor(np.abs(np.random.default_rng(2).normal(size=len(ours["seq"]))), dtype=torch.float32)
+    adv = torch.where(above, size, -size)
+    trainer = variant_trainers("grpo", epsilon_high)
+    loss_case(
+        s, task, problems, ours, trl_inputs, adv, "grpo", 0.04, False, False, epsilon_high=epsilon_high, trainer=trainer
+    )
+    logged = {k: v[-1] for k, v in trainer._metrics["eval"].items() if k.startswith("clip_ratio/")}
+    cfg = GRPOConfig(epsilon=s.epsilon, epsilon_high=epsilon_high)
+    low, high = clip_region_sums(ratio, adv, mask, cfg)
+    n = float(mask.sum())
+    # the bound matters here: tokens with A > 0 whose ratio lies between 1 + epsilon and 1 + epsilon_high
+    between = ((ratio > 1 + s.epsilon) & (ratio <= 1 + epsilon_high) & (adv[:, None] > 0)).float() * mask
+    assert between.sum() > 0 and high > 0 and low > 0
+    assert low / n == pytest.approx(logged["clip_ratio/low_mean"], abs=1e-6)
+    assert high / n == pytest.approx(logged["clip_ratio/high_mean"], abs=1e-6)
+    assert (low + high) / n == pytest.approx(logged["clip_ratio/region_mean"], abs=1e-6)
