@@ -36,8 +36,8 @@ def test_the_budgets_planned_needs_are_its_runs_and_their_measurements():
     # the full budget plans every ablation, null and the population sweep
     full = {name for name, _ in planned_needs(BUDGETS["full"])}
     assert {"es[null]", "es[two-point]", "es[no-zscore,rescaled]", "es[bf16]"} <= full
-    # the answer on the premise's base: ES, GRPO and ES inside Lemma 1's regime, no schedules
-    assert {name for name, _ in planned_needs(BUDGETS["answer"])} == {"es", "grpo", "es[small-sigma]"}
+    # the answer on the premise's base: ES, GRPO, ES inside Lemma 1's regime and its random-z null arm, no schedules
+    assert {name for name, _ in planned_needs(BUDGETS["answer"])} == {"es", "grpo", "es[small-sigma]", "es[null]"}
 
 
 def quick_look_run(root, name, algo, seed, p_base):

@@ -556,6 +556,7 @@ def test_the_endpoints_at_grpos_plateau_and_the_registered_family_in_the_record(
         "es_minus_grpo_at_es_end_level",
         "distinct_correct",
         "es_small_sigma",
+        "es_null",  # ES's held-out change and drift beside its null arm (here: no null runs, ES and GRPO alone)
     ]
     text = "\n".join(render(record))
     assert "- (b') ES - GRPO Pass@32 at the highest Pass@1 every run reaches (Pass@1 " in text and "- (e) ES at" in text
