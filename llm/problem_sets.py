@@ -1,5 +1,6 @@
 """The problems a run is measured on, defined once from its settings.
 
+    train_pool(cfg, task)  the run's training pool (train_pool problems of the train split, train_solutions)
     eval_set(cfg)      the run's task and its test problems: what every evaluation of the run reads
                        (llm/train.py before and after training, llm/curve.py along it), and what
                        `python -m escov.llm eval` with the run's flags and the Lemma 1 grid
@@ -66,6 +67,16 @@ class ProblemSet:
 
 def _test_draw(task: Task, n: int) -> ProblemSet:
     return ProblemSet(task, task.problems("test", n, seed=EVAL_PROBLEM_SEED))
+
+
+def train_pool(cfg: TrainConfig, task: Task) -> list[Problem]:
+    """The run's training pool: cfg.train_pool problems of the train split drawn with the run's seed, or with
+    train_solutions = k its instances with exactly k solutions (the answer matches them to its eval_solutions)."""
+    if not cfg.train_solutions:
+        return task.problems("train", cfg.train_pool, seed=cfg.seed)
+    from escov.llm.tasks.solution_blocks import block_problems
+
+    return block_problems(task, "train", cfg.train_pool, cfg.seed, cfg.train_solutions)
 
 
 def _measured_draw(cfg: TrainConfig, task: Task, split: str, n: int) -> list[Problem]:
@@ -159,7 +170,7 @@ def prompt_sources(cfg: TrainConfig, task: Task) -> dict[str, list]:
 
     sources: dict[str, list] = {}
     for split, used in (
-        ("train", lambda: task.problems("train", cfg.train_pool, seed=cfg.seed)),
+        ("train", lambda: train_pool(cfg, task)),
         ("test", lambda: eval_set(cfg, task=task).problems + probe_problems(cfg, task)),
     ):
         size = task.size(split)

@@ -34,7 +34,7 @@ from escov.llm.es.factory import engine_settings
 from escov.llm.grpo import GRPO
 from escov.llm.interrupts import stop_if_requested
 from escov.llm.lemma_measurements import measure_population
-from escov.llm.problem_sets import ProblemSet, eval_set, fit_to_data, probe_problems, prompt_sources
+from escov.llm.problem_sets import ProblemSet, eval_set, fit_to_data, probe_problems, prompt_sources, train_pool
 from escov.llm.prompt_lengths import check_prompt_lengths
 from escov.llm.resume import drop_later_checkpoints, name_missing_side_records, not_empty, relog_step, resume_point
 from escov.llm.reward_stats import reward_stats
@@ -102,7 +102,7 @@ class TrainingRun:
             check_setup(self.hf_model, self.es_names, cfg.es, cfg.population, cfg.distributed(), cfg.engine)
         # theta_0, read tensor by tensor when needed; in-place bf16 ES starts from bf16(base)
         self.base = drift.SavedWeights(cfg.model, getattr(torch, cfg.dtype) if cfg.es.inplace_bf16 else torch.float32)
-        self.pool = self.task.problems("train", cfg.train_pool, seed=cfg.seed)
+        self.pool = train_pool(cfg, self.task)
         self.probe = probe_problems(cfg, self.task)
         self.trainer: ES | GRPO | None = None
         self.trainer_phase: schedules.Phase | None = None

@@ -44,6 +44,7 @@ RAY = "tests/llm/es/test_ray_actors.py::"
 CURVE = "tests/llm/test_curve.py::"
 TRACKING = "tests/llm/test_tracking.py::"
 BUDGET = "tests/paper_checks/reproduce/test_budgets.py::"
+ARMS = "tests/paper_checks/reproduce/test_answer_arms.py::"
 LORA = VARIANTS + "test_lora_step_trains_only_the_adapters"
 COVERAGE = "tests/llm/test_grpo_coverage_variants.py::"
 VARIANT_RUNS = "tests/llm/test_grpo_variant_runs.py::"
@@ -167,6 +168,10 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
         "validation_only",
         "tests/llm/tasks/test_solution_blocks.py::test_a_drawn_block_holds_instances_of_the_test_split_with_exactly_k_"
         "solutions",
+    ),
+    "train_solutions": (
+        "tests/llm/tasks/test_solution_blocks.py::test_train_solutions_draws_the_training_pool_from_the_block_and_0_"
+        "keeps_the_tasks_own_pool",
     ),
     "eval_samples": (EVAL,),
     "eval_temperature": (EVAL, CURVE_REUSE),
@@ -347,6 +352,12 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "budget.curve": (BUDGET + "test_presets_scale_grid_and_curve_reach_their_jobs",),
     "budget.base_settings": (BUDGET + "test_base_settings_and_the_premise_control_reach_their_jobs",),
     "budget.premise_control": (BUDGET + "test_base_settings_and_the_premise_control_reach_their_jobs",),
+    "budget.es_updates": (ARMS + "test_the_answer_plans_es_to_its_cap_in_updates_and_grpo_to_its_steps",),
+    "budget.es_common": (ARMS + "test_the_answers_curves_measure_every_checkpoint_and_one_at_least_every_10_steps",),
+    "budget.arms": (
+        ARMS + "test_the_answer_job_graph_pretrains_draws_first_and_evaluates_endpoints_after_their_runs",
+        ARMS + "test_the_arms_run_resume_and_attach_what_they_measured",
+    ),
     "budget.purpose": (
         "tests/paper_checks/reproduce/test_jobs.py::test_the_small_budget_report_says_what_it_can_decide",
     ),

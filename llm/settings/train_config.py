@@ -82,6 +82,8 @@ class TrainConfig:
     eval_problems: int = 64          # final evaluation: test problems of the task
     eval_solutions: int = 0          # generated countdown: test and validation prompts with exactly this many distinct
                                      # solutions (llm/tasks/solution_blocks.py; 0: the task's own draw)
+    train_solutions: int = 0         # generated countdown: training pool prompts with exactly this many distinct
+                                     # solutions, so training and evaluation prompts match (0: the task's own draw)
     eval_samples: int = 32           # samples per problem (paper: 32)
     eval_temperature: float = 1.0    # paper: 0.6; the tiny model is trained at 1.0
     eval_ks: tuple[int, ...] = (1, 16, 32)  # k of Pass@k and Maj@k in the evaluations (each <= eval_samples)
@@ -130,10 +132,12 @@ class TrainConfig:
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("probe_every", self.probe_every, 0)
         _int_at_least("eval_steps", self.eval_steps, 0)
-        _int_at_least("eval_solutions", self.eval_solutions, 0)
-        if self.eval_solutions and (self.task not in SOLUTION_BLOCK_TASKS or self.data or self.test_data):
-            raise ValueError(f"eval_solutions = {self.eval_solutions} needs generated problems of task "
-                             f"{' or '.join(SOLUTION_BLOCK_TASKS)} (no data files); give eval_solutions = 0")
+        for name in ("eval_solutions", "train_solutions"):
+            k = getattr(self, name)
+            _int_at_least(name, k, 0)
+            if k and (self.task not in SOLUTION_BLOCK_TASKS or self.data or self.test_data):
+                raise ValueError(f"{name} = {k} needs generated problems of task "
+                                 f"{' or '.join(SOLUTION_BLOCK_TASKS)} (no data files); give {name} = 0")
         if isinstance(self.reward_timeout, bool) or not isinstance(self.reward_timeout, (int, float)) \
                 or not 0 <= self.reward_timeout < math.inf:
             raise ValueError(f"reward_timeout must be a number of seconds >= 0 (0: no limit), "

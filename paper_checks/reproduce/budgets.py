@@ -208,6 +208,10 @@ BUDGETS = {
             "checkpoint_every": ANSWER_GRPO_EVERY,
             "checkpoint_dense": ANSWER_DENSE,
             "eval_solutions": 2,
+            # the training pool from the same block: trained on the task's own draw (at least 3 solutions), GRPO
+            # lowered Pass@1 on the exactly-2 validation prompts from 0.60 to 0.43-0.48 in 300 steps (a control on
+            # them, 2026-12-06): the prompts measured must be the kind trained on
+            "train_solutions": 2,
         },
         es_variants=("es-small-sigma",),
         schedules=False,

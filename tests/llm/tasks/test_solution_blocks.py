@@ -135,3 +135,20 @@ def test_shared_base_evaluations_are_keyed_by_eval_solutions_only_when_set(tmp_p
     plain, fresh = TrainConfig(**cfg), TrainConfig(**cfg, eval_solutions=2)
     assert measurement_key(plain, BASE_EVAL_KEYS) != measurement_key(fresh, BASE_EVAL_KEYS)
     assert measurement_key(plain, PROBE_KEYS) == measurement_key(fresh, PROBE_KEYS)  # the probe is not moved
+
+
+def test_train_solutions_draws_the_training_pool_from_the_block_and_0_keeps_the_tasks_own_pool():
+    from escov.llm.problem_sets import train_pool
+
+    task = Countdown(min_numbers=3, max_numbers=3)
+    plain = TrainConfig(task="countdown3", train_pool=16, batch_size=8, seed=3)
+    block = TrainConfig(task="countdown3", train_pool=16, batch_size=8, seed=3, train_solutions=2)
+    assert [p.id for p in train_pool(plain, task)] == [p.id for p in task.problems("train", 16, seed=3)]
+    drawn = train_pool(block, task)
+    assert len({p.id for p in drawn}) == 16
+    for p in drawn:  # every prompt a train-split instance with exactly two solutions, counted by brute force here
+        numbers, target = _instance(p)
+        assert split_of(",".join(map(str, sorted(numbers)))) == "train" and _brute_count(numbers, target) == 2
+    assert [p.id for p in drawn] == [p.id for p in block_problems(task, "train", 16, 3, 2)]  # the run's seed draws it
+    with pytest.raises(ValueError, match="train_solutions = 2 needs generated problems of task countdown"):
+        TrainConfig(task="arithmetic", train_solutions=2)
