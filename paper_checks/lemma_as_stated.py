@@ -131,7 +131,7 @@ def pooled_ratio(rows: list[dict], trace: dict) -> dict:
     return {**_ratio(pooled / trace["trace"], parts), "rows": len(rows), "trace_from_populations": pooled}
 
 
-def decide(ci) -> str:
+def ratio_status(ci) -> str:
     """Lemma 1's equivalence test on a ratio interval: inside 1 +- TOLERANCE holds, wholly outside does not hold."""
     return LEMMA1.decide(ci[0] - 1.0, ci[1] - 1.0)
 
@@ -142,7 +142,7 @@ def departure(rows: list[dict]) -> dict:
     out = {}
     for n in sorted({r["members"] for r in rows}):
         sub = sorted((r for r in rows if r["members"] == n), key=lambda r: r["sigma"])
-        status = [(r["sigma"], decide(r["ci"])) for r in sub if all(math.isfinite(x) for x in r["ci"])]
+        status = [(r["sigma"], ratio_status(r["ci"])) for r in sub if all(math.isfinite(x) for x in r["ci"])]
         outside = [s for s, v in status if v == FAILS]
         first_out = min(outside) if outside else None
         inside = [s for s, v in status if v == HOLDS and (first_out is None or s < first_out)]
@@ -260,12 +260,12 @@ def lemma_as_stated_record(measurement: dict, source: str = "the lemma-as-stated
             "s_measured": float(s.mean()),
             "in_regime": bool(s.mean() <= LEMMA1_S_LIMIT),
         }
-        r["status"] = decide(r["ci"])
+        r["status"] = ratio_status(r["ci"])
         rows.append(r)
     inside = [r for r in rows if r["in_regime"] and r["measured"] > 0]
     pooled = pooled_ratio(inside, trace) if inside else None
     if pooled:
-        pooled["status"] = decide(pooled["ci"])
+        pooled["status"] = ratio_status(pooled["ci"])
     arm = measurement.get("es_arm") or {}
     arm_rows = [m for m in measurement["rows"] if m["sigma"] == arm.get("sigma") and m["members"] == arm.get("members")]
     with_q = [m for m in measurement["rows"] if m.get("q_per_completion")]

@@ -118,9 +118,9 @@ def _synthetic_rows(rng, truth, design=DESIGN, completions=COMPLETIONS):
 
 
 def _decide(ci):
-    from escov.paper_checks.lemma_as_stated import decide
+    from escov.paper_checks.lemma_as_stated import ratio_status
 
-    return decide(ci)
+    return ratio_status(ci)
 
 
 def test_row_and_pooled_intervals_cover_at_the_design_and_are_narrow_enough():
