@@ -57,8 +57,20 @@ SETTINGS = {
     "es-n64-a0.02": {"population_size": 64, "sigma": 0.02, "alpha": 0.02},
     "es-sampled": {"population_size": 32, "sigma": 0.02, "alpha": 0.01, "member_temperature": 1.0, "member_samples": 1},
 }
+# the run settings that decide which prompts a run trains and is measured on: the control's must be the budget's
+PROMPT_SETTINGS = ("eval_solutions", "train_solutions")
 CAP_MARGIN = 1.25
 CAP_ROUND = 50
+
+
+def control_prompts(control_json: Path) -> dict:
+    """The settings that chose the control's prompts (PROMPT_SETTINGS), from its first run's config.json (its runs lie
+    in runs/NAME/ beside control.json); ValueError naming the file when there is none."""
+    runs = sorted((control_json.parent / "runs").glob("*/config.json"))
+    if not runs:
+        raise ValueError(f"--control {control_json}: no run directory beside it (runs/NAME/config.json)")
+    config = json.loads(runs[0].read_text(encoding="utf-8"))
+    return {k: config.get(k, 0) for k in PROMPT_SETTINGS}
 
 
 def pilot_runs(
@@ -166,12 +178,9 @@ def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: in
         raise ValueError(f"--control {control_json}: measured from base {control.get('base')}, not --model {model}")
     if control.get("split") != SELECTION_SPLIT:
         raise ValueError(f"--control {control_json}: read on {control.get('split')!r} prompts, not {SELECTION_SPLIT}")
-    block = budget.common.get("eval_solutions", 0)
-    if control.get("eval_solutions", 0) != block:
-        raise ValueError(
-            f"--control {control_json}: read validation prompts with eval_solutions "
-            f"{control.get('eval_solutions', 0)}, the budget's runs read eval_solutions {block}: rerun the control"
-        )
+    ran, wanted = control_prompts(Path(control_json)), {k: budget.common.get(k, 0) for k in PROMPT_SETTINGS}
+    if ran != wanted:
+        raise ValueError(f"--control {control_json}: its runs drew their prompts with {ran}, the budget's {wanted}")
     seeds, updates = sizes.get("seeds", PILOT_SEEDS), sizes.get("updates", PILOT_UPDATES)
     prompts = sizes.get("prompts", PILOT_PROMPTS)
     chosen = tuple(sizes.get("settings") or SETTINGS)

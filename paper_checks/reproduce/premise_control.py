@@ -117,8 +117,6 @@ def run_control(
     record = {
         "base": base_record(model),
         "split": SELECTION_SPLIT,
-        # the validation prompts' rule: 0 the task's own draw, k the instances with exactly k solutions
-        "eval_solutions": next(iter(runs.values())).get("eval_solutions", 0),
         "prompts": problems,
         "samples": curve["samples"],
         "temperature": curve["temperature"],

@@ -84,8 +84,12 @@ def test_a_control_from_another_base_split_or_prompt_block_is_refused_in_one_lin
     same = {k: v for k, v in base_record(tiny_model_dir).items() if k != "name"}
     assert "measured from base" in refused({"base": {"preset": "other"}, "split": "validation"})
     assert "read on 'test' prompts" in refused({"base": same, "split": "test"})
-    block = budget.common.get("eval_solutions", 0)
-    assert f"the budget's runs read eval_solutions {block}" in refused(
-        {"base": same, "split": "validation", "eval_solutions": block + 1}
-    )
+    assert "no run directory beside it" in refused({"base": same, "split": "validation"})
+    # a control whose runs drew other prompts than the budget's (here: the task's own draw, no solution block)
+    run = tmp_path / "runs" / "grpo-s300"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"eval_solutions": 0, "train_solutions": 0}), encoding="utf-8")
+    wanted = {k: budget.common.get(k, 0) for k in ("eval_solutions", "train_solutions")}
+    assert wanted != {"eval_solutions": 0, "train_solutions": 0}  # the answer reads a block
+    assert f"the budget's {wanted}" in refused({"base": same, "split": "validation"})
     assert not (tmp_path / "out").exists()  # nothing trained
