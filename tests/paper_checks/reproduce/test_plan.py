@@ -330,8 +330,10 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
         es_updates=None,
         es_common=None,
         arms=None,
-        common={k: v for k, v in answer.common.items() if k != "eval_solutions"}
+        common={k: v for k, v in answer.common.items() if k not in ("eval_solutions", "train_solutions")}
         | {k: regime.common[k] for k in ("steps", "probe_every", "checkpoint_every", "checkpoint_dense")},
     )
     assert same == regime  # nothing else differs
-    assert answer.common["eval_solutions"] == 2 and "eval_solutions" not in regime.common  # the fresh prompts
+    # the fresh prompts, and a training pool of the same kind
+    assert answer.common["eval_solutions"] == answer.common["train_solutions"] == 2
+    assert "eval_solutions" not in regime.common and "train_solutions" not in regime.common
