@@ -161,7 +161,7 @@ def evaluation_warnings(result: dict) -> list[str]:
 # so that `llm eval` with a run's flags evaluates the run's task and test problems (llm/problem_sets.py eval_set)
 TASK_SETTINGS = ("task", "data", "test_data", "data_split", "data_fields", "prompt_style", "reward", "reward_function",
                  "reward_weights", "correct_reward", "correct_threshold", "reward_timeout", "eval_problems",
-                 "eval_solutions")
+                 "eval_solutions", "eval_skip")
 
 
 class _AddToTuple(argparse.Action):

@@ -21,6 +21,8 @@ test split (PROBE_PROBLEM_SEED). With `eval_solutions` = k (generated Countdown)
 are the first of the split's instances with exactly k distinct solutions, in the task's draw order
 (llm/tasks/solution_blocks.py): instances the task's own draw (at least 3 solutions) never gives, so no earlier
 measurement read them; the training pool, the training-split curves, the probe and the held-out task are unchanged.
+With `eval_skip` = m the test problems start after the first m of that draw (the prompts runs that chose settings
+evaluated at their end: the answer skips them).
 
 Splits (llm/tasks/base.py split_of): a generated task holds 90% of its instances in train, 5% in validation and
 5% in test. Every setting of a published answer (base recipe, step sizes, prompt counts, the premise's
@@ -91,11 +93,11 @@ def _measured_draw(cfg: TrainConfig, task: Task, split: str, n: int) -> list[Pro
 
 def eval_set(cfg: TrainConfig, *, task: Task | None = None, n_problems: int | None = None) -> ProblemSet:
     """The run's task (built from cfg's settings, unless the run was handed a task object) and its test
-    problems: the first n_problems (default: cfg.eval_problems) of the test split, drawn with EVAL_PROBLEM_SEED
-    (with eval_solutions: of its block, _measured_draw)."""
+    problems: n_problems (default: cfg.eval_problems) of the test split drawn with EVAL_PROBLEM_SEED (with
+    eval_solutions: of its block, _measured_draw), after the first cfg.eval_skip of that draw."""
     n = cfg.eval_problems if n_problems is None else n_problems
     task = cfg.make_task() if task is None else task
-    return ProblemSet(task, _measured_draw(cfg, task, "test", n))
+    return ProblemSet(task, _measured_draw(cfg, task, "test", cfg.eval_skip + n)[cfg.eval_skip :])
 
 
 def split_set(cfg: TrainConfig, split: str, n_problems: int | None = None) -> ProblemSet:

@@ -61,6 +61,8 @@ def measurement_key(cfg: TrainConfig, keys: tuple[str, ...]) -> str:
     values |= {k: flat[k] for k in REWARD_KEYS if flat.get(k)}
     if "eval_problems" in keys and flat.get("eval_solutions"):  # which test problems; keyed only when set, as above
         values["eval_solutions"] = flat["eval_solutions"]
+    if "eval_problems" in keys and flat.get("eval_skip"):
+        values["eval_skip"] = flat["eval_skip"]
     if flat.get("correct_threshold", 1.0) != 1.0:
         values["correct_threshold"] = flat["correct_threshold"]
     digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode())

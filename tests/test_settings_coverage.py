@@ -169,6 +169,10 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
         "tests/llm/tasks/test_solution_blocks.py::test_a_drawn_block_holds_instances_of_the_test_split_with_exactly_k_"
         "solutions",
     ),
+    "eval_skip": (
+        "tests/llm/tasks/test_solution_blocks.py::test_eval_skip_moves_the_test_prompts_past_the_first_m_and_leaves_"
+        "validation_alone",
+    ),
     "train_solutions": (
         "tests/llm/tasks/test_solution_blocks.py::test_train_solutions_draws_the_training_pool_from_the_block_and_0_"
         "keeps_the_tasks_own_pool",

@@ -82,6 +82,8 @@ class TrainConfig:
     eval_problems: int = 64          # final evaluation: test problems of the task
     eval_solutions: int = 0          # generated countdown: test and validation prompts with exactly this many distinct
                                      # solutions (llm/tasks/solution_blocks.py; 0: the task's own draw)
+    eval_skip: int = 0               # test prompts: skip the first N of the draw (prompts earlier runs evaluated);
+                                     # generated tasks only (0: none)
     train_solutions: int = 0         # generated countdown: training pool prompts with exactly this many distinct
                                      # solutions, so training and evaluation prompts match (0: the task's own draw)
     eval_samples: int = 32           # samples per problem (paper: 32)
@@ -132,6 +134,10 @@ class TrainConfig:
         _int_at_least("switch_step", self.switch_step, 0)
         _int_at_least("probe_every", self.probe_every, 0)
         _int_at_least("eval_steps", self.eval_steps, 0)
+        _int_at_least("eval_skip", self.eval_skip, 0)
+        if self.eval_skip and (self.data or self.test_data):
+            raise ValueError(f"eval_skip = {self.eval_skip} skips generated test problems; with data files choose the "
+                             f"rows in the test file (give eval_skip = 0)")
         for name in ("eval_solutions", "train_solutions"):
             k = getattr(self, name)
             _int_at_least(name, k, 0)

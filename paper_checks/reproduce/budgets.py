@@ -18,7 +18,7 @@ from pathlib import Path
 from escov.llm.curve import MAX_POINTS
 from escov.paper_checks.reproduce.answer_arms import ANSWER_ARMS, AnswerArms
 from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
-from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO
+from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO, SELECTION_EVAL
 from escov.paper_checks.summary import PUBLISHED
 from escov.theory.matched import RESOLUTION
 
@@ -208,6 +208,9 @@ BUDGETS = {
             "checkpoint_every": ANSWER_GRPO_EVERY,
             "checkpoint_dense": ANSWER_DENSE,
             "eval_solutions": 2,
+            # past the block's first test prompts, which every run that chose a setting (the premise controls, the
+            # ES pilot) evaluated at its end (premise_control.SELECTION_EVAL)
+            "eval_skip": SELECTION_EVAL["eval_problems"],
             # the training pool from the same block: trained on the task's own draw (at least 3 solutions), GRPO
             # lowered Pass@1 on the exactly-2 validation prompts from 0.60 to 0.43-0.48 in 300 steps (a control on
             # them, 2026-12-06): the prompts measured must be the kind trained on

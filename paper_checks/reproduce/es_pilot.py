@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from escov.paper_checks.reproduce.premise_control import SELECTION_EVAL
+
 PILOT_SEEDS = (310, 311, 312)  # none of the answer's (0-7), the sweep's (100), the pilot's (200-203), the control's
 PILOT_UPDATES = 450  # ES updates per run: three times the published answer's 150, where ES stood near Pass@1 0.55
 CHECKPOINT_EVERY = 10
@@ -82,15 +84,18 @@ def pilot_runs(
     from escov.llm.config import TrainConfig
     from escov.llm.schedules import step_cost
 
-    common = budget.common | {
-        "checkpoint_every": CHECKPOINT_EVERY,
-        "checkpoint_dense": 0,
-        "probe_every": 0,
-        "probe": False,
-        "heldout_task": "",
-        "eval_problems": 8,
-        "threshold_keep": (),
-    }
+    common = (
+        budget.common
+        | {
+            "checkpoint_every": CHECKPOINT_EVERY,
+            "checkpoint_dense": 0,
+            "probe_every": 0,
+            "probe": False,
+            "heldout_task": "",
+            "threshold_keep": (),
+        }
+        | SELECTION_EVAL
+    )
     runs = {}
     for name in settings:
         es = SETTINGS[name]

@@ -1,8 +1,10 @@
 """The answer's fresh test prompts, checked against every earlier reader's prompts (issue 49).
 
 Rule (recorded in docs/answer-budget.md, "Prompts"): the answer's test prompts are countdown3's test instances with
-exactly FRESH_SOLUTIONS distinct solutions (the answer budget's `eval_solutions`; llm/tasks/solution_blocks.py), the
-first ANSWER_PROMPTS of them in the task's draw order. Every earlier reader drew instances with at least 3 solutions.
+exactly FRESH_SOLUTIONS distinct solutions (the answer budget's `eval_solutions`; llm/tasks/solution_blocks.py),
+ANSWER_PROMPTS of them in the task's draw order after the first `eval_skip`: those the runs that chose the answer's
+settings (premise controls, ES pilot, GRPO variants' selection) evaluated at their end. Every other earlier reader drew
+instances with at least 3 solutions.
 
 READERS recomputes what each earlier reader read, by its own draw (Countdown.problems with that reader's task, split,
 count and seed) under the split rule of its commit: today's (llm/tasks/base.py split_of: the held-out tenth halved
@@ -24,12 +26,15 @@ from dataclasses import dataclass
 from escov.llm.problem_sets import EVAL_PROBLEM_SEED, PROBE_PROBLEM_SEED, TRAIN_CURVE_SEED
 from escov.llm.tasks.base import HELD_OUT_BUCKETS, Problem, check_not_exhausted, split_of
 from escov.llm.tasks.countdown import Countdown, distinct_solutions, format_prompt, random_expression
+from escov.llm.tasks.solution_blocks import block_problems
+from escov.paper_checks.reproduce.premise_control import SELECTION_EVAL
 
 FRESH_SOLUTIONS = 2  # the answer budget's eval_solutions
 TODAY, TENTH = "halves", "tenth"  # the split rules: today's split_of, and the rule before e6e33f6
 RULE = (
-    "countdown3 test instances (split_of) with exactly 2 distinct solutions, the first eval_problems in the task's "
-    "draw order (eval_solutions = 2, llm/tasks/solution_blocks.py); every earlier reader drew at least 3 solutions"
+    "countdown3 test instances (split_of) with exactly 2 distinct solutions, eval_problems of them in the task's "
+    "draw order after the first eval_skip (eval_solutions = 2, llm/tasks/solution_blocks.py); the skipped ones are "
+    "the selection runs' own final evaluations, every other earlier reader drew at least 3 solutions"
 )
 
 
@@ -81,14 +86,18 @@ class Reader:
     n: int
     seed: int
     rule: str  # TODAY or TENTH
+    solutions: int = 0  # k: the instances with exactly k solutions (eval_solutions, solution_blocks.py); 0: the draw
 
     def problems(self) -> list[Problem]:
         """The reader's draw: the first n of its stream (a shorter draw of one stream is a prefix of a longer)."""
-        stream = (self.task, self.split, self.seed, self.rule)
+        stream = (self.task, self.split, self.seed, self.rule, self.solutions)
         if len(_DRAWN.get(stream, ())) < self.n:
             task = Countdown(min_numbers=3, max_numbers=3 if self.task == "countdown3" else 4)
-            draw = task.problems if self.rule == TODAY else lambda *a, seed: tenth_draw(task, *a, seed)
-            _DRAWN[stream] = draw(self.split, self.n, seed=self.seed)
+            if self.solutions:
+                _DRAWN[stream] = block_problems(task, self.split, self.n, self.seed, self.solutions)
+            else:
+                draw = task.problems if self.rule == TODAY else lambda *a, seed: tenth_draw(task, *a, seed)
+                _DRAWN[stream] = draw(self.split, self.n, seed=self.seed)
         return _DRAWN[stream][: self.n]
 
 
@@ -151,6 +160,16 @@ READERS = {
         128,
         EVAL_PROBLEM_SEED,
         TODAY,
+    ),
+    "selection runs' own final evaluations": Reader(
+        "premise controls on the block (results/premise-control-block*/), the ES pilot (results/es-pilot/), the "
+        "GRPO variants' selection: each run's eval.json, premise_control.SELECTION_EVAL",
+        "countdown3",
+        "test",
+        SELECTION_EVAL["eval_problems"],
+        EVAL_PROBLEM_SEED,
+        TODAY,
+        FRESH_SOLUTIONS,
     ),
     "step sweep and pilot": Reader(
         "results/step-sweep/, results/pilot/: 64 training-split prompts",

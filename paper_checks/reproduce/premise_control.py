@@ -35,6 +35,10 @@ CONTROL_CHECKPOINT_EVERY = 50
 CONTROL_GRPO = {"learning_rate": 1e-4}
 CONTROL_SAMPLES = 128  # samples per prompt: more than 4 x 32, the no-correct share is its own measurement
 CONTROL_PROMPTS = 128  # validation prompts (countdown3's validation split holds about 170)
+# the trainer's own final evaluation in a run that chooses a setting (the control, the ES pilot, the GRPO variants'
+# selection): the first 8 test prompts of the run's draw, never read by the choice; the answer skips them
+# (budgets.py `eval_skip`), so its test prompts are prompts no selection run evaluated
+SELECTION_EVAL = {"eval_problems": 8, "eval_skip": 0}
 # curve: the base and every checkpoint (max_points leaves no room for refinement; the control reads the base and
 # the plateau, the points between show the climb)
 CONTROL_CURVE = {
@@ -57,15 +61,18 @@ def control_runs(
     """The control's GRPO runs: the budget's settings (budgets.Budget: the answer's), grpo's step, `steps` steps, a
     checkpoint every `checkpoint_every`; the trainer's own final evaluation on a few test prompts is never read."""
     b = budget
-    common = b.common | {
-        "steps": steps,
-        "checkpoint_every": checkpoint_every,
-        "checkpoint_dense": 0,
-        "probe_every": 0,
-        "heldout_task": "",
-        "eval_problems": 8,
-        "threshold_keep": (),
-    }
+    common = (
+        b.common
+        | {
+            "steps": steps,
+            "checkpoint_every": checkpoint_every,
+            "checkpoint_dense": 0,
+            "probe_every": 0,
+            "heldout_task": "",
+            "threshold_keep": (),
+        }
+        | SELECTION_EVAL
+    )
     return {
         f"grpo-s{seed}": common
         | {

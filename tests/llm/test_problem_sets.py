@@ -68,7 +68,8 @@ def test_the_published_budgets_keep_their_test_problems(name):
     old_rule = [p.id for p in get_task(task_name).problems("test", n, seed=0)]
     assert _digest(old_rule) == test_digest and old_rule[0] == first and len(set(old_rule)) == n
     k = BUDGETS[name].common.get("eval_solutions", 0)  # the answer's fresh block (solution_blocks.py): its own rule
-    want = [p.id for p in block_problems(get_task(task_name), "test", n, 0, k)] if k else old_rule
+    skip = BUDGETS[name].common.get("eval_skip", 0)  # past the selection runs' own final evaluations
+    want = [p.id for p in block_problems(get_task(task_name), "test", skip + n, 0, k)][skip:] if k else old_rule
     for run_name, cfg in runs.items():
         test = eval_set(cfg)
         assert cfg.task == task_name and test.ids == want[: cfg.eval_problems], run_name

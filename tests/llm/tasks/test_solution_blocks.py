@@ -152,3 +152,25 @@ def test_train_solutions_draws_the_training_pool_from_the_block_and_0_keeps_the_
     assert [p.id for p in drawn] == [p.id for p in block_problems(task, "train", 16, 3, 2)]  # the run's seed draws it
     with pytest.raises(ValueError, match="train_solutions = 2 needs generated problems of task countdown"):
         TrainConfig(task="arithmetic", train_solutions=2)
+
+
+def test_eval_skip_moves_the_test_prompts_past_the_first_m_and_leaves_validation_alone(tmp_path):
+    """eval_skip = m: the test problems are the draw's m+1-th to m+n-th (the answer skips the prompts that runs
+    choosing its settings evaluated at their end); validation, the key of shared base evaluations and the
+    refusals read as stated."""
+    task = Countdown(min_numbers=3, max_numbers=3)
+    skipped = TrainConfig(task="countdown3", eval_problems=5, eval_solutions=2, eval_skip=3)
+    drawn = [p.id for p in block_problems(task, "test", 8, 0, 2)]
+    assert eval_set(skipped).ids == drawn[3:8]
+    assert split_set(skipped, "test").ids == drawn[3:8]
+    assert split_set(skipped, "validation").ids == [p.id for p in block_problems(task, "validation", 5, 0, 2)]
+    plain = TrainConfig(task="countdown3", eval_problems=4, eval_skip=2)
+    assert eval_set(plain).ids == [p.id for p in task.problems("test", 6, seed=0)][2:]
+    cfg = {"task": "countdown3", "model": str(tmp_path), "eval_solutions": 2}
+    assert measurement_key(TrainConfig(**cfg), BASE_EVAL_KEYS) != measurement_key(
+        TrainConfig(**cfg, eval_skip=8), BASE_EVAL_KEYS
+    )
+    with pytest.raises(ValueError, match="eval_skip must be an integer >= 0"):
+        TrainConfig(task="countdown3", eval_skip=-1)
+    with pytest.raises(ValueError, match=r"eval_skip = 2 skips generated test problems.*\(give eval_skip = 0\)$"):
+        TrainConfig(task="countdown", test_data="t.json", eval_skip=2)

@@ -108,3 +108,30 @@ def test_the_check_is_a_job_of_the_answers_reproduction_only_until_its_record_is
     assert checks("small") == [] and checks("answer-paper-regime") == []
     (tmp_path / FRESH_SPLIT).write_text("{}", encoding="utf-8")
     assert checks("answer") == []
+
+
+def test_the_selection_runs_final_evaluations_are_a_reader_and_the_answer_skips_them(tmp_path):
+    """What the premise control's and the ES pilot's runs evaluate at their end, recomputed from their own run
+    settings (not from the reader's fields), is the reader's draw; the answer's test prompts (eval_skip) start after
+    it, and without the skip the check would find them."""
+    from escov.llm.config import TrainConfig
+    from escov.llm.problem_sets import eval_set
+    from escov.paper_checks.reproduce.es_pilot import SETTINGS, pilot_runs
+    from escov.paper_checks.reproduce.fresh_split import READERS
+    from escov.paper_checks.reproduce.premise_control import control_runs
+
+    answer = BUDGETS["answer"]
+    reader = READERS["selection runs' own final evaluations"]
+    read = [p.id for p in reader.problems()]
+    assert len(read) == 8
+    selection = list(control_runs(tmp_path, answer).values()) + list(
+        pilot_runs(tmp_path, answer, settings=tuple(SETTINGS)).values()
+    )
+    for cfg in selection:
+        assert eval_set(TrainConfig.from_dict(cfg | {"task": answer.task}, source="run")).ids == read
+    fresh = TrainConfig.from_dict(answer.common | {"task": answer.task, "eval_problems": 16}, source="budget")
+    assert answer.common["eval_skip"] == 8 and not set(eval_set(fresh).ids) & set(read)
+    unskipped = TrainConfig.from_dict(fresh.to_dict() | {"eval_skip": 0}, source="budget")
+    record = check(eval_set(unskipped).problems, {"selection": reader})
+    assert record["overlap"] == read and record["disjoint"] is False
+    assert check(eval_set(fresh).problems, {"selection": reader})["disjoint"] is True

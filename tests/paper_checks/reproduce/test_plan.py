@@ -330,10 +330,11 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
         es_updates=None,
         es_common=None,
         arms=None,
-        common={k: v for k, v in answer.common.items() if k not in ("eval_solutions", "train_solutions")}
+        common={k: v for k, v in answer.common.items() if k not in ("eval_solutions", "train_solutions", "eval_skip")}
         | {k: regime.common[k] for k in ("steps", "probe_every", "checkpoint_every", "checkpoint_dense")},
     )
     assert same == regime  # nothing else differs
     # the fresh prompts, and a training pool of the same kind
     assert answer.common["eval_solutions"] == answer.common["train_solutions"] == 2
     assert "eval_solutions" not in regime.common and "train_solutions" not in regime.common
+    assert answer.common["eval_skip"] == 8 and "eval_skip" not in regime.common  # past the selection runs' prompts
