@@ -34,9 +34,9 @@ SUMMARY_LINES = 25
 PUBLISHED = Path(__file__).resolve().parents[1] / "results" / "report.json"  # the published answer's report
 KEY_CLAIM, KEY_PART = "matched_passk_above_grpo", "ES - GRPO @32 at matched Pass@1"
 FULL_ANSWER = "python -m escov.paper_checks reproduce --budget answer --out runs/answer --jobs 2"
-# the next answer, from its measured units: 26,210 CPU-s at N = 32 (docs/answer-budget.md, its cost table); the
+# the next answer, from its measured units: 23,378 CPU-s at N = 32 (docs/answer-budget.md, its cost table); the
 # published one took 53.9 min
-FULL_ANSWER_TIME = "about 3.6 hours on 2 cores"
+FULL_ANSWER_TIME = "about 3.2 hours on 2 cores"
 MOST_SEEDS = 64  # seeds beyond this are "out of reach" in the table of what would decide a part
 # The answer's story, as its claims' real-run parts measure it (each run's last checkpoint against the base, on the
 # test prompts): (row, claim, part). GRPO's Pass@32 row is also read as narrowed / widened / no change detected.

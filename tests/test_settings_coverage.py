@@ -357,9 +357,11 @@ SETTING_TESTS: dict[str, tuple[str, ...]] = {
     "budget.base_settings": (BUDGET + "test_base_settings_and_the_premise_control_reach_their_jobs",),
     "budget.premise_control": (BUDGET + "test_base_settings_and_the_premise_control_reach_their_jobs",),
     "budget.es_updates": (ARMS + "test_the_answer_plans_es_to_its_cap_in_updates_and_grpo_to_its_steps",),
+    "budget.lemma_as_stated": (ARMS + "test_the_answer_measures_lemma_1_as_stated_once_on_its_base",),
+    "budget.es_variant_updates": (ARMS + "test_the_answer_plans_es_to_its_cap_in_updates_and_grpo_to_its_steps",),
     "budget.es_common": (ARMS + "test_the_answers_curves_measure_every_checkpoint_and_one_at_least_every_10_steps",),
     "budget.arms": (
-        ARMS + "test_the_answer_job_graph_pretrains_draws_first_and_evaluates_endpoints_after_their_runs",
+        ARMS + "test_the_answer_job_graph_evaluates_endpoints_after_their_runs_and_runs_the_base_draws_last",
         ARMS + "test_the_arms_run_resume_and_attach_what_they_measured",
     ),
     "budget.purpose": (

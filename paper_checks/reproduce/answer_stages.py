@@ -2,7 +2,7 @@
 skipped when its output is complete, and their attachments to the report.
 
     draw_jobs     "pretrain draw S" (no wait) then "control draw S", per draw seed, and "control lr LR" (after the
-                  answer's base): listed early, so the long pretrainings run beside the training runs
+                  answer's base): listed last, after the comparison's runs and endpoints they do not feed
     arm_jobs      the null arm's runs (es-null-sS: trained to the answer's ES length, their curve the base and the
                   last checkpoint only), then one "endpoint ..." job per (model, temperature) after the run it
                   reads (endpoints.py)

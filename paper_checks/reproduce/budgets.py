@@ -17,6 +17,7 @@ from pathlib import Path
 
 from escov.llm.curve import MAX_POINTS
 from escov.paper_checks.reproduce.answer_arms import ANSWER_ARMS, AnswerArms
+from escov.paper_checks.reproduce.lemma_as_stated_measurement import ANSWER_LEMMA_AS_STATED, StatedDesign
 from escov.paper_checks.reproduce.lemma_grid_measurement import GridDesign
 from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO, SELECTION_EVAL
 from escov.paper_checks.summary import PUBLISHED
@@ -92,7 +93,9 @@ class Budget:
     premise_control: bool = False  # GRPO to its plateau on validation prompts first (premise.py)
     es_updates: int | None = None  # ES runs' length in ES updates (plan.py: as a budget of GRPO steps); None: steps
     es_common: dict | None = None  # common settings replaced in every ES run (its checkpoints, probe)
+    es_variant_updates: tuple[tuple[str, int], ...] = ()  # (ES variant, its length in updates) where not es_updates
     arms: AnswerArms | None = None  # endpoints, the ES null arm, base draws (reproduce/answer_arms.py)
+    lemma_as_stated: StatedDesign | None = None  # Lemma 1 as stated on the base (lemma_as_stated_measurement.py)
 
 
 # ES members in one batched generate (the rewards and weights of member by member up to floating-point
@@ -151,6 +154,7 @@ PREMISE_STEPS = 150
 # chosen setting and cap), filled in from its record before the run; GRPO stays at PREMISE_STEPS, its plateau.
 ANSWER_ES_SETTINGS = {"population_size": 32, "sigma": 0.02, "alpha": 0.01}
 ANSWER_ES_UPDATES = 450
+SMALL_SIGMA_UPDATES = 150  # es-small-sigma's length in the published answer (results/)
 # Curves of the answer: a point at least every ANSWER_EVERY steps of each method, every checkpoint measured (a
 # layout fixed in advance, no refinement). GRPO checkpoints after each of its first 10 steps and every 5 after them
 # (39 points in 150 steps): in the control its Pass@1 rose 0.25 -> 0.64 by step 50, so its points are densest where
@@ -223,7 +227,11 @@ BUDGETS = {
         curve=ANSWER_LONG_CURVE,
         es_updates=ANSWER_ES_UPDATES,
         es_common={"checkpoint_every": ANSWER_EVERY, "checkpoint_dense": 0, "probe_every": ANSWER_ES_UPDATES // 4},
+        # es-small-sigma at its published length: its question (does ES learn inside Lemma 1's regime) was
+        # answered there, and 300 more updates of it would cost 3,432 CPU-s (docs/answer-budget.md)
+        es_variant_updates=(("es-small-sigma", SMALL_SIGMA_UPDATES),),
         arms=ANSWER_ARMS,
+        lemma_as_stated=ANSWER_LEMMA_AS_STATED,
     ),
     # the answer published before the premise could be tested: the base in the paper's Pass@1/Pass@32 regime,
     # where GRPO did not narrow (results/paper-regime/)

@@ -76,6 +76,11 @@ def add_commands(sub) -> None:
     esp.add_argument(
         "--settings", default="", help="comma-separated names of es_pilot.SETTINGS to train (default: all)"
     )
+    esp.add_argument(
+        "--only",
+        action="store_true",
+        help="decide from the --settings alone (the others recorded as not run); default: from every setting",
+    )
     gv = sub.add_parser(
         "grpo-variants",
         help="ES against the best coverage-keeping GRPO variant, chosen on validation "

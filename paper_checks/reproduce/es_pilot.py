@@ -2,7 +2,7 @@
 many updates? Read on validation prompts only, before the answer's ES runs are sized.
 
     python -m escov.paper_checks es-pilot --model BASE_DIR --control CONTROL_JSON --out runs/es-pilot [--jobs 2]
-        [--settings es,es-sampled]
+        [--settings es,es-sampled [--only]]
 
 The answer compares ES with GRPO where GRPO narrows: at GRPO's plateau. ES climbs more slowly than GRPO (on the
 premise's base about 0.18 Pass@1 points a step), so the answer's ES runs must be long enough to get there, and
@@ -165,7 +165,8 @@ def choose(curves: dict[str, dict[str, list[dict]]], level: float, updates: int 
 def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: int = 2, log=print, **sizes) -> dict:
     """Train and measure the pilot's runs (resumable: finished runs and curve points are kept), then read it.
     sizes: `seeds`, `updates`, `prompts` (tests shrink them); `settings`, names of SETTINGS (default: all; a subset
-    trains only those, so two processes can share the work; the record is written from every setting's runs)."""
+    trains only those, so two processes can share the work; the record is written from every setting's runs);
+    `only` True: the record is decided from `settings` alone, the others listed in it as `not_run`."""
     from escov.llm import rundir
     from escov.llm.problem_sets import SELECTION_SPLIT
     from escov.paper_checks.base_info import base_record
@@ -203,11 +204,14 @@ def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: in
     start = time.perf_counter()
     stamp = lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}")  # noqa: E731
     run_all(pilot_runs(model, budget, seeds, updates, chosen), out / "runs", curve, jobs, stamp)
-    runs = pilot_runs(model, budget, seeds, updates)
+    only = bool(sizes.get("only"))
+    if only and not sizes.get("settings"):
+        raise ValueError("--only decides from the settings named in --settings; name them")
+    runs = pilot_runs(model, budget, seeds, updates, chosen if only else tuple(SETTINGS))
     missing = [name for name in runs if not complete(out / "runs" / name, curve)]
     if missing:
         raise ValueError(f"{out}: runs not finished yet ({', '.join(missing)}): run es-pilot for their settings")
-    curves: dict[str, dict[str, list[dict]]] = {name: {} for name in SETTINGS}
+    curves: dict[str, dict[str, list[dict]]] = {name: {} for name in SETTINGS if name in chosen or not only}
     for run in runs:
         points = sorted(rundir.read_curve(out / "runs" / run), key=lambda p: p["step"])
         curves[run.rsplit("-s", 1)[0]][run] = [
@@ -224,6 +228,7 @@ def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: in
         "seeds": list(seeds),
         "updates": updates,
         "curves": curves,
+        "not_run": [name for name in SETTINGS if name not in curves],
     }
     rundir.write_json(out / "es_pilot.json", record)
     (out / "es_pilot.md").write_text(render(record), encoding="utf-8")
@@ -261,13 +266,17 @@ def render(record: dict) -> str:
         else f"no setting brings every seed to L within {record['updates']} updates; the answer runs "
         f"`{record['chosen']}` (highest mean last Pass@1) for {record['cap_updates']} updates and reports (f)"
     )
-    return "\n".join(lines + ["", f"Chosen: {outcome}.", ""])
+    not_run = record.get("not_run") or []
+    skipped = [f"Not run, so not among the choices: {', '.join(f'`{n}`' for n in not_run)}.", ""] if not_run else []
+    return "\n".join(lines + ["", f"Chosen: {outcome}.", ""] + skipped)
 
 
 def main_args(args, budget) -> int:
     """`es-pilot`: the pilot with the budget's settings (the CLI passes the answer's)."""
     settings = tuple(s for s in args.settings.split(",") if s)
-    record = run_es_pilot(args.model, args.control, args.out, budget, jobs=args.jobs, settings=settings)
+    record = run_es_pilot(
+        args.model, args.control, args.out, budget, jobs=args.jobs, settings=settings, only=getattr(args, "only", False)
+    )
     print(render(record))
     print(f"wrote {args.out / 'es_pilot.json'}, es_pilot.md and es_pilot.png")
     return 0

@@ -27,9 +27,11 @@ def equal_update_budget(budget: Budget, population_size: int) -> int:
     return int(steps)
 
 
-def es_steps(budget: Budget, es: dict) -> int:
+def es_steps(budget: Budget, es: dict, updates: int | None = None) -> int:
     """The `steps` (a budget in GRPO steps of equal FLOPs, llm/schedules.py step_cost) at which an ES run with these
-    ES settings makes budget.es_updates updates: the answer's ES runs run to their cap while GRPO runs its steps."""
+    ES settings makes `updates` (default budget.es_updates) updates: the answer's ES runs run to their cap while
+    GRPO runs its steps."""
+    updates = budget.es_updates if updates is None else updates
     from escov.llm.config import TrainConfig
     from escov.llm.schedules import plan as phases
     from escov.llm.schedules import step_cost
@@ -38,10 +40,10 @@ def es_steps(budget: Budget, es: dict) -> int:
         budget.common | {"algo": "es", "steps": 1, "task": budget.task, "es": es, "grpo": budget.grpo},
         source="budget ES settings",
     )
-    steps = round(budget.es_updates * step_cost("es", probe)["flops"] / step_cost("grpo", probe)["flops"])
+    steps = round(updates * step_cost("es", probe)["flops"] / step_cost("grpo", probe)["flops"])
     made = phases(TrainConfig.from_dict(probe.to_dict() | {"steps": steps}))[0].steps
-    if made != budget.es_updates:
-        raise ValueError(f"ES settings {es}: {budget.es_updates} updates are no whole budget of GRPO steps ({made})")
+    if made != updates:
+        raise ValueError(f"ES settings {es}: {updates} updates are no whole budget of GRPO steps ({made})")
     return steps
 
 
@@ -69,9 +71,10 @@ def plan(
             {} if variant in PROBED else {"probe": False, "probe_every": 0}
         )
         settings = budget.es | (es or {})
-        long_es = {}  # the answer's ES runs: their length in updates, their checkpoints and probe
+        long_es = {}  # the answer's ES runs: their length in updates (per variant where named), checkpoints, probe
         if algo == "es" and budget.es_updates is not None and "steps" not in extra:
-            long_es = (budget.es_common or {}) | {"steps": es_steps(budget, settings)}
+            updates = dict(budget.es_variant_updates).get(variant)
+            long_es = (budget.es_common or {}) | {"steps": es_steps(budget, settings, updates)}
         runs[name] = (
             budget.common
             | long_es

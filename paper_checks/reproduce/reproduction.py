@@ -9,6 +9,7 @@
     out/shared/               the base evaluation and step-0 probe, once per setting
                               (the runs of one seed from one base share them)
     out/lemma_grid.json       Lemma 1 over a grid of sigma and N on the base model
+    out/lemma_as_stated.json  Lemma 1 as stated on the base (the answer: budget.lemma_as_stated)
     out/premise-control/      the premise's positive control, when the budget has one (reproduce/premise_control.py)
     out/fresh_split.json      the test prompts checked against every earlier reader's, when the budget draws them
                               by solution count (eval_solutions; reproduce/fresh_split.py)
@@ -90,6 +91,16 @@ def _lemma_grid(path: Path, base: Path, budget: Budget, progress: bool) -> None:
     path.write_text(json.dumps(measure_grid(base, budget.grid, progress=progress, **grid_settings(budget))))
 
 
+LEMMA_AS_STATED = "lemma_as_stated.json"  # out/: Lemma 1 as stated on the base (budget.lemma_as_stated)
+
+
+def _lemma_as_stated(path: Path, base: Path, budget: Budget, progress: bool) -> None:
+    from escov.paper_checks.reproduce.lemma_as_stated_measurement import measure_lemma_as_stated
+
+    torch.set_num_threads(budget.common["threads"])
+    measure_lemma_as_stated(base, grid_settings(budget), budget.lemma_as_stated, path, progress=progress)
+
+
 PREMISE_DIR = "premise-control"  # out/premise-control/: the premise's positive control (reproduce/premise_control.py)
 
 
@@ -136,8 +147,6 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
             Job("pretrain sweep base", "pretrain", lambda: (obtain_base, (other, budget.sweep_preset, progress)))
         )
         wait_other = ("pretrain sweep base",)
-    if budget.arms is not None:  # the answer's pretrainings first: the longest jobs (answer_stages.py)
-        jobs += answer_stages.draw_jobs(budget, out, base, progress, wait_base)
     if not (out / "theory.json").exists():
         jobs.append(Job("theory", "theory", lambda: (_theory, (out / "theory.json", progress))))
     if not (out / "simulate" / "summary.json").exists():
@@ -182,6 +191,15 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
                 after=wait_base,
             )
         )
+    if budget.lemma_as_stated is not None and not (out / LEMMA_AS_STATED).exists():
+        jobs.append(
+            Job(
+                "Lemma 1 as stated",
+                "Lemma 1 as stated",
+                lambda: (_lemma_as_stated, (out / LEMMA_AS_STATED, base, budget, progress)),
+                after=wait_base,
+            )
+        )
     null = answer_stages.null_runs(budget, runs)  # the answer's null arm: its own curve (answer_stages.arm_jobs)
     rest = {n: c for n, c in runs.items() if n not in first and "sweep-other" not in n and n not in null}
     # longest first: the runs that evaluate their members one by one (es-bf16) take about 3x a batched run
@@ -196,6 +214,9 @@ def reproduction_jobs(budget: Budget, out: Path, model: Path | None, progress: b
     )
     if budget.arms is not None:
         jobs += answer_stages.arm_jobs(budget, out, runs, {j.name for j in jobs}, shared, wait_base)
+        # the base draws last: they read validation prompts and feed no ES-GRPO comparison, so a run cut short by
+        # its session (the answer spans more than one) has its decisive part first (answer_stages.py)
+        jobs += answer_stages.draw_jobs(budget, out, base, progress, wait_base)
     return jobs
 
 
@@ -239,6 +260,7 @@ def reproduce(
         published_at=published_for(budget),
         planned=planned_needs(budget),
         premise_control=_with_fresh_split(out, budget),
+        lemma_as_stated=read_json(out / LEMMA_AS_STATED) if (out / LEMMA_AS_STATED).is_file() else None,
     )
     if (out / VARIANTS_DIR / "grpo_variants.json").is_file():  # the arm run after the answer (grpo_variants.py)
         attach_variants(out / REPORT_DIR, read_json(out / VARIANTS_DIR / "grpo_variants.json"))

@@ -68,11 +68,13 @@ def test_the_answer_plans_es_to_its_cap_in_updates_and_grpo_to_its_steps():
     assert all(runs[f"grpo-s{s}"]["steps"] == PREMISE_STEPS for s in ANSWER.seeds)
     for name, cfg in runs.items():
         if cfg["algo"] == "es":  # N = 32 against G = 8: one update per GRPO step of equal FLOPs
-            assert cfg["steps"] == ANSWER_ES_UPDATES and cfg["checkpoint_every"] == 10, name
+            want = 150 if name.startswith("es-small-sigma") else ANSWER_ES_UPDATES  # its published length
+            assert cfg["steps"] == want and cfg["checkpoint_every"] == 10, name
     assert {n for n in runs if n.startswith("es-null")} == {f"es-null-s{s}" for s in ANSWER.arms.null_seeds}
     # twice the members: an update costs two GRPO steps, so the cap is twice the budget
     wide = replace(ANSWER, es=ANSWER.es | {"population_size": 64})
     assert es_steps(wide, wide.es) == 2 * ANSWER_ES_UPDATES
+    assert plan(wide, Path("base"), None)["es-small-sigma-s0"]["steps"] == 2 * 150 == es_steps(wide, wide.es, 150)
     with pytest.raises(ValueError, match="no whole budget"):  # 4 updates of N = 6: 4 x 12 / 32 = 1.5 GRPO steps
         es_steps(replace(TINY, es_updates=4), TINY.es | {"population_size": 6})
 
@@ -84,7 +86,7 @@ def test_the_answers_curves_measure_every_checkpoint_and_one_at_least_every_10_s
     from escov.llm.train import checkpoint_due
 
     runs = plan(ANSWER, Path("base"), None)
-    for name in ("grpo-s0", "es-s0", "es-small-sigma-s0"):
+    for name in ("grpo-s0", "es-small-sigma-s0", "es-s0"):
         cfg = TrainConfig.from_dict(runs[name])
         total = phases(cfg)[0].steps
         saved = [s for s in range(1, total + 1) if checkpoint_due(cfg, s, total)]
@@ -94,18 +96,21 @@ def test_the_answers_curves_measure_every_checkpoint_and_one_at_least_every_10_s
     assert len(curve_steps(saved, ANSWER.curve["points"])) == 1 + 45  # ES: 450 updates, every 10
 
 
-def test_the_answer_job_graph_pretrains_draws_first_and_evaluates_endpoints_after_their_runs(tmp_path):
+def test_the_answer_job_graph_evaluates_endpoints_after_their_runs_and_runs_the_base_draws_last(tmp_path):
     from escov.paper_checks.reproduce.jobs import check_order
     from escov.paper_checks.reproduce.reproduction import reproduction_jobs
 
     jobs = reproduction_jobs(ANSWER, tmp_path, None, progress=False)
     check_order(jobs)
     names, after = [j.name for j in jobs], {j.name: j.after for j in jobs}
-    assert names[:3] == ["pretrain base", "pretrain draw 1", "control draw 1"]  # the longest jobs first
+    assert names[0] == "pretrain base"
     assert after["control draw 2"] == ("pretrain draw 2",) and after["control lr 3e-05"] == ("pretrain base",)
     assert after["endpoint grpo-s3 T=1"] == ("grpo-s3",) and after["endpoint es-s7 T=0.6"] == ("es-s7",)
     endpoint_jobs = [n for n in names if n.startswith("endpoint")]
-    assert len(endpoint_jobs) == (1 + 2 * len(ANSWER.seeds)) * 2 and names[-len(endpoint_jobs) :] == endpoint_jobs
+    draws = ["pretrain draw 1", "control draw 1", "pretrain draw 2", "control draw 2", "control lr 3e-05"]
+    assert names[-len(draws) :] == draws  # after everything the ES-GRPO comparison reads
+    assert len(endpoint_jobs) == (1 + 2 * len(ANSWER.seeds)) * 2
+    assert names[-len(draws) - len(endpoint_jobs) : -len(draws)] == endpoint_jobs
     null = next(j for j in jobs if j.name == "es-null-s3").make()[1]
     assert null[3]["points"] == 1 and null[3]["max_points"] == 2  # the null arm: base and end
     assert next(j for j in jobs if j.name == "es-s3").make()[1][3] == ANSWER.curve
@@ -211,3 +216,18 @@ def test_the_arms_run_resume_and_attach_what_they_measured(tmp_path, monkeypatch
     for d in draws["draws"]:
         assert d["verdict"] in ("narrowed", "widened", "no_change_detected")
         assert set(d["pass32_plateau_minus_base"]) == {"mean", "lo", "hi"}
+
+
+def test_the_answer_measures_lemma_1_as_stated_once_on_its_base(tmp_path):
+    from escov.paper_checks.reproduce.lemma_as_stated_measurement import ANSWER_LEMMA_AS_STATED
+    from escov.paper_checks.reproduce.reproduction import LEMMA_AS_STATED, _lemma_as_stated, reproduction_jobs
+
+    def stated(budget):
+        return [j for j in reproduction_jobs(budget, tmp_path, None, progress=False) if j.name == "Lemma 1 as stated"]
+
+    (job,) = stated(ANSWER)
+    assert job.after == ("pretrain base",) and ANSWER.lemma_as_stated == ANSWER_LEMMA_AS_STATED
+    assert job.make() == (_lemma_as_stated, (tmp_path / LEMMA_AS_STATED, tmp_path / "base", ANSWER, False))
+    assert stated(replace(ANSWER, lemma_as_stated=None)) == []
+    (tmp_path / LEMMA_AS_STATED).write_text("{}", encoding="utf-8")
+    assert stated(ANSWER) == []  # measured once, kept across resumes

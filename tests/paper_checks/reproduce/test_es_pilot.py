@@ -93,3 +93,37 @@ def test_a_control_from_another_base_split_or_prompt_block_is_refused_in_one_lin
     assert wanted != {"eval_solutions": 0, "train_solutions": 0}  # the answer reads a block
     assert f"the budget's {wanted}" in refused({"base": same, "split": "validation"})
     assert not (tmp_path / "out").exists()  # nothing trained
+
+
+@pytest.mark.slow
+def test_only_decides_from_the_settings_it_ran_and_records_the_others_as_not_run(tmp_path, tiny_model_dir):
+    """About 80 CPU-s. One tiny ES run of `es` (1 seed, 10 updates, 2 prompts): without --only the record waits for every setting
+    (naming the missing runs), with it the record holds `es` alone, its choice, and the others as not run."""
+    from escov.paper_checks.base_info import base_record
+    from escov.paper_checks.reproduce.es_pilot import SETTINGS, render
+
+    budget = BUDGETS["answer"]
+    control = tmp_path / "control" / "control.json"
+    (tmp_path / "control" / "runs" / "grpo-s300").mkdir(parents=True)
+    prompts = {k: budget.common[k] for k in ("eval_solutions", "train_solutions")}
+    (tmp_path / "control" / "runs" / "grpo-s300" / "config.json").write_text(json.dumps(prompts), encoding="utf-8")
+    record = {
+        "base": {k: v for k, v in base_record(tiny_model_dir).items() if k != "name"},
+        "split": "validation",
+        "seeds": [300],
+        "steps": 10,
+        "grpo": {},
+        "curves": {"grpo-s300": [{"step": 10, "pass1": 0.99}]},
+    }
+    control.write_text(json.dumps(record), encoding="utf-8")
+    sizes = {"seeds": (1,), "updates": 10, "prompts": 2, "settings": ("es",)}
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"runs not finished yet \(es-n64-a0.02-s1, es-sampled-s1\)"):
+        run_es_pilot(tiny_model_dir, control, out, budget, jobs=1, log=lambda m: None, **sizes)
+    with pytest.raises(ValueError, match="--only decides from the settings named in --settings"):
+        run_es_pilot(tiny_model_dir, control, out, budget, jobs=1, only=True, **(sizes | {"settings": ()}))
+    got = run_es_pilot(tiny_model_dir, control, out, budget, jobs=1, log=lambda m: None, only=True, **sizes)
+    assert list(got["settings"]) == ["es"] and got["chosen"] == "es" and not got["reached"]  # L = 0.99: not reached
+    assert got["not_run"] == [n for n in SETTINGS if n != "es"] and got["cap_updates"] == 10
+    assert "Not run, so not among the choices: `es-n64-a0.02`, `es-sampled`." in render(got)
+    assert json.loads((out / "es_pilot.json").read_text(encoding="utf-8"))["not_run"] == got["not_run"]

@@ -316,7 +316,10 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
     configs = {n: TrainConfig.from_dict(c | {"out": n}) for n, c in runs.items()}
     assert {variant(c.to_dict()) for c in configs.values()} == {"es", "es[null]", "es[small-sigma]", "grpo"}
     # GRPO to its plateau; ES (N = 32 against G = 8: an update per GRPO step of equal FLOPs) to the ES cap
-    assert all(c.steps == (ANSWER_ES_UPDATES if c.algo == "es" else PREMISE_STEPS) for c in configs.values())
+    # (es-small-sigma at its published 150 updates: its question was answered there)
+    for name, c in configs.items():
+        want = PREMISE_STEPS if c.algo != "es" else 150 if name.startswith("es-small-sigma") else ANSWER_ES_UPDATES
+        assert c.steps == want, name
     same = replace(
         answer,
         base_settings=(),
@@ -329,6 +332,7 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
         curve=regime.curve,
         es_updates=None,
         es_common=None,
+        es_variant_updates=(),
         arms=None,
         common={k: v for k, v in answer.common.items() if k not in ("eval_solutions", "train_solutions", "eval_skip")}
         | {k: regime.common[k] for k in ("steps", "probe_every", "checkpoint_every", "checkpoint_dense")},
