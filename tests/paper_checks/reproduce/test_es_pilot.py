@@ -98,7 +98,8 @@ def test_a_control_from_another_base_split_or_prompt_block_is_refused_in_one_lin
 @pytest.mark.slow
 def test_only_decides_from_the_settings_it_ran_and_records_the_others_as_not_run(tmp_path, tiny_model_dir):
     """About 80 CPU-s. One tiny ES run of `es` (1 seed, 10 updates, 2 prompts): without --only the record waits for
-    every setting (naming the missing runs), with it the record holds `es` alone, its choice, and the others as not run."""
+    every setting (naming the missing runs), with it the record holds `es` alone, its choice, and the others as
+    not run."""
     from escov.paper_checks.base_info import base_record
     from escov.paper_checks.reproduce.es_pilot import SETTINGS, render
 
