@@ -151,7 +151,9 @@ PAPER_REGIME = Budget(
 PREMISE_BASE = (("solution_form", "dominant"), ("rare_keep", "0.02"))
 PREMISE_STEPS = 150
 # The answer's ES (issue 49): the ES pilot's choice (paper_checks/reproduce/es_pilot.py, on validation prompts: its
-# chosen setting and cap), filled in from its record before the run; GRPO stays at PREMISE_STEPS, its plateau.
+# chosen setting and cap), filled in from its record before the run; GRPO stays at PREMISE_STEPS, its plateau. The
+# pilot on the answer's block (results/es-pilot/): no setting reached GRPO's plateau (both lost Pass@1 from 0.60 to
+# 0.43-0.50 in 450 updates), so by its rule `es` (the highest mean last Pass@1) for PILOT_UPDATES, outcome (f).
 ANSWER_ES_SETTINGS = {"population_size": 32, "sigma": 0.02, "alpha": 0.01}
 ANSWER_ES_UPDATES = 450
 SMALL_SIGMA_UPDATES = 150  # es-small-sigma's length in the published answer (results/)
