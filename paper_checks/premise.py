@@ -64,7 +64,9 @@ def _per_prompt(point: dict) -> tuple[np.ndarray, np.ndarray]:
 
 def endpoints(pairs: list[tuple[dict, dict]], families: list[str]) -> dict:
     """The three endpoints (plateau - base per seed and prompt) from (base point, plateau point) per seed, on the
-    same prompts, with the lost prompts and the base's success per family."""
+    same prompts, with the lost prompts, the base's success per family, and the base's success rate and distinct
+    correct solutions on the lost (seed, prompt) pairs (solved at the base, not at the plateau) against the kept
+    ones (solved at both): were the prompts lost the ones the base rarely solved, or solved one way?"""
     from escov.paper_checks.design import seeds_by_prompts
     from escov.theory.metrics import pass_at_k_counts
 
@@ -104,6 +106,8 @@ def endpoints(pairs: list[tuple[dict, dict]], families: list[str]) -> dict:
         }
         for f in FAMILIES
     }
+    kept = (base_c > 0) & (top_c > 0)
+    out["lost_vs_kept"] = {name: _at_base(mask, base_c, base_d, n) for name, mask in (("lost", lost), ("kept", kept))}
     out["lost_prompts"] = sorted(
         {
             pid
@@ -113,6 +117,18 @@ def endpoints(pairs: list[tuple[dict, dict]], families: list[str]) -> dict:
         }
     )
     return out
+
+
+def _at_base(mask, base_c, base_d, n: int) -> dict:
+    """What the base did on the (seed, prompt) pairs of a mask: how many, its mean success rate (Pass@1) and its
+    mean number of distinct correct solutions (canonical forms) there."""
+    if not mask.any():
+        return {"pairs": 0, "base_pass1": None, "base_distinct": None}
+    return {
+        "pairs": int(mask.sum()),
+        "base_pass1": float((base_c[mask] / n).mean()),
+        "base_distinct": float(base_d[mask].mean()),
+    }
 
 
 def verdict(interval: dict) -> str:
@@ -178,4 +194,13 @@ def render(record: dict) -> str:
                 f"| {name} | {f['prompts']} | {f['base_pass1']:.3f} | {f['base_pass32']:.3f} | "
                 f"{f['lost']} | {f['gained']} |"
             )
+    split = e.get("lost_vs_kept")
+    if split and split["lost"]["pairs"] and split["kept"]["pairs"]:
+        lost, kept = split["lost"], split["kept"]
+        lines += [
+            "",
+            f"At the base, the {lost['pairs']} lost seed x prompt pairs were solved by {100 * lost['base_pass1']:.1f}% "
+            f"of samples with {lost['base_distinct']:.2f} distinct correct solutions; the {kept['pairs']} kept pairs "
+            f"(solved at both points) by {100 * kept['base_pass1']:.1f}% with {kept['base_distinct']:.2f}.",
+        ]
     return "\n".join(lines) + "\n"

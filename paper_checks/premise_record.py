@@ -99,6 +99,18 @@ def _families(ev: Evidence, ids: tuple[str, ...]) -> list[str]:
     return [family_of(by_id[i].meta["numbers"], by_id[i].meta["target"], preset) for i in ids]
 
 
+def _lost_against_kept(split: dict | None) -> str:
+    """The base's success on the lost (seed, prompt) pairs against the kept ones (premise.endpoints), as a clause."""
+    if not split or not split["lost"]["pairs"] or not split["kept"]["pairs"]:
+        return ""
+    lost, kept = split["lost"], split["kept"]
+    return (
+        f" At the base the lost pairs were solved by {100 * lost['base_pass1']:.1f}% of samples "
+        f"({lost['base_distinct']:.2f} distinct correct solutions), the kept ones by {100 * kept['base_pass1']:.1f}% "
+        f"({kept['base_distinct']:.2f})."
+    )
+
+
 def grpo_plateau_minus_base(ev: Evidence, grpo: list[Curve]) -> dict:
     """(a) and GRPO's half of (d): premise.endpoints on the test curves, with the verdict and the plateau rule."""
     out = endpoints(_pairs(grpo), _families(ev, grpo[0].ids))
@@ -165,7 +177,7 @@ def premise_record(ev: Evidence, control: dict | None, lemma_grid: list[dict] | 
             "no_correct": e["no_correct"],
             "distinct": e["distinct"],
             "lost_by_family": {f: v["lost"] for f, v in e["families"].items()},
-        }
+        } | ({"lost_vs_kept": e["lost_vs_kept"]} if "lost_vs_kept" in e else {})  # controls measured since 2026-12-06
     es, grpo = curves_of(ev.by_variant("es")), curves_of(ev.by_variant("grpo"))
     if len(grpo) < 2:
         record["reason"] = "fewer than 2 GRPO runs with curves"
@@ -320,6 +332,7 @@ def render(record: dict) -> list[str]:
         f"**{a['verdict']}** (plateau rule met on {reached} of {len(a['plateau'])} runs); lost seed x prompt: "
         + ", ".join(f"{f} {v['lost']}" for f, v in a["families"].items())
         + "."
+        + _lost_against_kept(a.get("lost_vs_kept"))
     )
     b = record["es_minus_grpo_top_level"]
     level = f" ({100 * b['level']:.1f} points)" if "level" in b else ""

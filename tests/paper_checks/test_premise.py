@@ -48,6 +48,20 @@ def test_endpoints_are_plateau_minus_base_per_seed_and_prompt_and_lost_prompts_a
     }
     assert (fam["other"]["prompts"], fam["other"]["lost"], fam["other"]["gained"]) == (3, 0, 1)
     assert out["lost_prompts"] == ["p1"]
+    # lost pairs: p1 on both seeds (base 1 and 2 correct, distinct 1 and 1); kept: p0 and p3 on both seeds
+    assert out["lost_vs_kept"] == {
+        "lost": {"pairs": 2, "base_pass1": pytest.approx(3 / (2 * N)), "base_distinct": pytest.approx(1.0)},
+        "kept": {
+            "pairs": 4,
+            "base_pass1": pytest.approx((128 + 40 + 64 + 30) / (4 * N)),
+            "base_distinct": pytest.approx((3 + 4 + 2 + 5) / 4),
+        },
+    }
+    record = {"base": {"name": "b"}, "seeds": [0, 1], "prompts": 4, "split": "validation", "samples": N}
+    record |= {"temperature": 0.6, "grpo": {}, "steps": 300, "curves": {}, "plateau": {}, "verdict": "narrowed"}
+    text = premise.render(record | {"endpoints": out})
+    assert "the 2 lost seed x prompt pairs were solved by 1.2% of samples with 1.00 distinct correct" in text
+    assert "the 4 kept pairs (solved at both points) by 51.2% with 3.50." in text
 
 
 @pytest.mark.parametrize(

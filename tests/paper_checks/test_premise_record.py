@@ -298,6 +298,9 @@ def test_the_record_from_two_seeds_its_fixed_fields_and_a_comparison_that_cannot
         "distinct": {"mean": -1.0},
         "lost_by_family": {"other": 3},
     }
+    split = {"lost": {"pairs": 3}, "kept": {"pairs": 5}}  # a control measured since the split was recorded
+    control["endpoints"]["lost_vs_kept"] = split
+    assert premise_record(Evidence(runs=two), control)["positive_control"]["lost_vs_kept"] == split
     assert set(record["grpo_plateau_minus_base"]["plateau"]) == {"seed 0", "seed 1"}
     # ES curves that never reach GRPO's Pass@1 range: nothing to compare, the reason says why
     low = [
@@ -352,6 +355,10 @@ def test_the_premise_section_reads_as_written():
             "verdict": "narrowed",
             "plateau": {"seed 0": {"reached": True}, "seed 1": {"reached": False}},
             "families": {"rare-only": {"lost": 0}, "other": {"lost": 5}},
+            "lost_vs_kept": {
+                "lost": {"pairs": 5, "base_pass1": 0.0812, "base_distinct": 1.2},
+                "kept": {"pairs": 40, "base_pass1": 0.6, "base_distinct": 1.75},
+            },
         },
         "es_minus_grpo_top_level": {"mean": 0.001, "lo": -0.01, "hi": 0.012, "level": 0.4, "reading": "inconclusive"},
         "es_minus_grpo_end": {"mean": 0.03, "lo": 0.01, "hi": 0.05, "pass1": {"mean": -0.1, "lo": -0.2, "hi": 0.0}},
@@ -385,7 +392,8 @@ def test_the_premise_section_reads_as_written():
         "-5.00 [-8.00, -2.00], no-correct share +4.00 (no interval); plateau reached on 1 of 2 runs.",
         "- (a) GRPO at its last checkpoint - base: Pass@32 -3.00 [-5.00, -1.00], "
         "no-correct share +2.00 [+0.00, +4.00]: "
-        "**narrowed** (plateau rule met on 1 of 2 runs); lost seed x prompt: rare-only 0, other 5.",
+        "**narrowed** (plateau rule met on 1 of 2 runs); lost seed x prompt: rare-only 0, other 5. At the base the "
+        "lost pairs were solved by 8.1% of samples (1.20 distinct correct solutions), the kept ones by 60.0% (1.75).",
         "- (b) ES - GRPO Pass@32 at the highest Pass@1 both reach (40.0 points): +0.10 [-1.00, +1.20] "
         "(**inconclusive**; "
         "margin 2 points).",
