@@ -25,6 +25,7 @@ imports (tests/test_layout.py).
     summary.py          the lines REPORT.md opens with and a reproduction's console ends on
     provenance.py       the code each run trained with (inputs.json's commit), runs at other code flagged
     es_null.py          ES beside its random-z null: held-out Pass@1 change and drift against the random walk
+    pooled.py           one endpoint pooled across tasks: a random-effects mean, its interval and the tasks' spread
     step_plot.py        Pass@1 by step of every run, a colour per method
     plots.py            the report's plots, each drawn from run directories
     report.py           the report: every claim at every level, the open questions, plots; REPORT.md + report.json
