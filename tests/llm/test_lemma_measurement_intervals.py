@@ -89,6 +89,7 @@ def test_the_mean_over_prompts_of_stratified_estimates_covers_their_mean_with_th
 def test_a_mean_and_its_standard_error_by_hand():
     # 1, 2, 6: mean 3, sample variance ((-2)^2 + (-1)^2 + 3^2) / 2 = 7, se sqrt(7 / 3)
     assert mean_and_se(np.array([1.0, 2.0, 6.0])) == pytest.approx((3.0, math.sqrt(7 / 3)))
+    assert mean_and_se(np.array([1.0, 4.0])) == pytest.approx((2.5, 1.5))  # two values: s = 3 / sqrt(2)
     mean, se = mean_and_se(np.array([4.0]))
     assert mean == 4.0 and math.isnan(se)
     assert normal_ci(1.0, 0.5) == pytest.approx([1.0 - 0.5 * 1.959963984540054, 1.0 + 0.5 * 1.959963984540054])
