@@ -161,3 +161,33 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         assert r["validity_predicted"] == pytest.approx(0.5 * 1e-4 * r["fisher_trace"])
         assert r["fisher_trace_se"] > 0
     assert m["lemma1_prediction"] == pytest.approx(np.mean([r["lemma1_prediction"] for r in rows]))
+
+
+def test_lemma_2_is_measured_at_two_four_and_every_member_unless_told(tiny_model_dir, one_torch_thread):
+    """K defaults to 2, 4 and N (those in 1..N); given K's outside 1..N are dropped."""
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.tasks import get_task
+
+    engine = HFEngine(tiny_model_dir, dtype=torch.float32)
+    scorer = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    task = get_task("countdown")
+    center = {n: p.detach().float().clone() for n, p in scorer.named_parameters()}
+    common = dict(
+        engine=engine,
+        scorer=scorer,
+        task=task,
+        problems=task.problems("test", 1, seed=0),
+        encode=engine.prompt_token_ids,
+        pad_id=engine.tokenizer.pad_token_id,
+        center=center,
+        sigma=1e-2,
+        samples=1,
+        center_samples=2,
+        temperature=1.0,
+        max_new_tokens=2,
+        seed=0,
+        step=0,
+    )
+    for members, ks, expected in ((5, None, [2, 4, 5]), (3, None, [2, 3]), (5, [0, 1, 5, 6], [1, 5])):
+        m = measure_population(members=members, ks=ks, **common)
+        assert m["lemma2"]["K"] == expected and m["per_prompt"][0]["lemma2"]["K"] == expected

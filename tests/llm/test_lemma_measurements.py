@@ -305,3 +305,18 @@ def test_the_permutation_nulls_are_the_mean_over_200_seeded_deals():
     assert success_diversity(correct)["jssucc_null"] == pytest.approx(null_jssucc(200, 0), rel=1e-12)
     assert jssucc_estimates(correct)["permutation_null"] == pytest.approx(null_jssucc(200, 0), rel=1e-12)
     assert success_diversity(correct, n_permutations=20, seed=3)["jssucc_null"] == pytest.approx(null_jssucc(20, 3))
+
+
+def test_the_validity_parameter_is_the_mean_k3_of_the_centers_ratio_by_hand():
+    """s from logp [N = 2, m = 3, N + 1]: k3 = r - 1 - log r with r = pi_0(y) / pi_j(y) (k = N the center), averaged
+    over the 6 samples. The member's own column is j; the other member's column is never read."""
+    from escov.llm.lemma_measurements import validity_estimate
+
+    own = np.log([[0.5, 0.25, 0.125], [0.25, 0.5, 0.5]])  # log pi_j(y_js)
+    center = np.log([[0.5, 0.5, 0.0625], [0.125, 0.5, 1.0]])  # log pi_0(y_js)
+    logp = np.full((2, 3, 3), np.log(0.3))
+    logp[0, :, 0], logp[1, :, 1], logp[:, :, 2] = own[0], own[1], center
+    ratios = [1.0, 2.0, 0.5, 0.5, 1.0, 2.0]
+    expected = sum(r - 1 - math.log(r) for r in ratios) / 6  # (2 (1 - ln 2) + 2 (ln 2 - 0.5)) / 6 = 1 / 6
+    assert expected == pytest.approx(1 / 6)
+    assert validity_estimate(logp) == pytest.approx(expected, rel=1e-12)
