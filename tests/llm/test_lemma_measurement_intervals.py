@@ -14,12 +14,15 @@ from escov.llm.lemma_measurements import (
     Z95,
     _mean_ci,
     center_scores,
+    jssucc_estimates,
     mean_and_se,
     measure_population,
     normal_ci,
     pooled_mean,
+    population_samples,
     stratified_mean,
 )
+from escov.llm.rollout import derive_seed
 
 REPS = 2000
 
@@ -125,6 +128,29 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         step=0,
     )
     rows = m["per_prompt"]
+    problems = task.problems("test", 3, seed=0)
+    assert [r["problem"] for r in rows] == m["probe_problems"] == [p.id for p in problems]
+    # the members' samples again (the same seeds): each prompt's JSsucc, its permutation null drawn from the seed of
+    # (seed, step, prompt index), so that prompts with the same outcomes get nulls of their own
+    _, correct, _ = population_samples(
+        engine=engine,
+        scorer=scorer,
+        task=task,
+        problems=problems,
+        encode=engine.prompt_token_ids,
+        pad_id=engine.tokenizer.pad_token_id,
+        center=center,
+        sigma=1e-2,
+        members=3,
+        samples=3,
+        temperature=1.0,
+        max_new_tokens=4,
+        seed=0,
+        step=0,
+    )
+    for i, r in enumerate(rows):
+        assert r["jssucc"] == jssucc_estimates(correct[i], seed=derive_seed(0, 0, "population-perm", i))
+        assert r["member_success"] == pytest.approx(correct[i].mean(axis=1).tolist())
     # the center's samples again (the same seed): each prompt's Fisher trace is the mean of its squared score norms,
     # its standard error their spread over sqrt(center_samples)
     sq, _ = center_scores(
@@ -191,3 +217,7 @@ def test_lemma_2_is_measured_at_two_four_and_every_member_unless_told(tiny_model
     for members, ks, expected in ((5, None, [2, 4, 5]), (3, None, [2, 3]), (5, [0, 1, 5, 6], [1, 5])):
         m = measure_population(members=members, ks=ks, **common)
         assert m["lemma2"]["K"] == expected and m["per_prompt"][0]["lemma2"]["K"] == expected
+        assert m["per_prompt"][0]["fisher_trace_se"] > 0  # two center samples: a spread
+    # one center sample: no spread, so no standard error (null in probe.json), nor an interval from one prompt
+    one = measure_population(members=2, **(common | {"center_samples": 1}))
+    assert one["per_prompt"][0]["fisher_trace_se"] is None and one["fisher_trace"]["ci95"] is None
