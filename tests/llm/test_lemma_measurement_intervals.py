@@ -15,6 +15,7 @@ from escov.llm.lemma_measurements import (
     _mean_ci,
     center_scores,
     jssucc_estimates,
+    lemma2_estimates,
     mean_and_se,
     measure_population,
     normal_ci,
@@ -153,7 +154,7 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         assert r["member_success"] == pytest.approx(correct[i].mean(axis=1).tolist())
     # the center's samples again (the same seed): each prompt's Fisher trace is the mean of its squared score norms,
     # its standard error their spread over sqrt(center_samples)
-    sq, _ = center_scores(
+    sq, center_correct = center_scores(
         engine=engine,
         scorer=scorer,
         task=task,
@@ -166,6 +167,25 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         max_new_tokens=4,
         seed=0,
         step=0,
+    )
+    for i, r in enumerate(rows):  # Lemma 2 from each prompt's member and center outcomes, K = 2 and N
+        assert r["center_success"] == pytest.approx(center_correct[i].mean())
+        assert r["lemma2"] == lemma2_estimates(correct[i], center_correct[i], [2, 3])
+    assert {k: m[k] for k in ("step", "sigma", "members", "samples_per_member", "center_samples", "temperature")} == {
+        "step": 0,
+        "sigma": 1e-2,
+        "members": 3,
+        "samples_per_member": 3,
+        "center_samples": 3,
+        "temperature": 1.0,
+    }
+    # the aggregates: means over the prompts
+    assert m["jssucc"] == pytest.approx({k: np.mean([r["jssucc"][k] for r in rows]) for k in rows[0]["jssucc"]})
+    assert m["lemma2"]["K"] == [2, 3]
+    for key in ("distinct_members_pass", "same_policy_pass", "center_pass_at_k"):
+        assert m["lemma2"][key] == pytest.approx(np.mean([r["lemma2"][key] for r in rows], axis=0).tolist())
+    assert m["lemma2"]["direct_one_from_each"] == pytest.approx(
+        np.mean([r["lemma2"]["direct_one_from_each"] for r in rows])
     )
     for r, row in zip(rows, sq):
         assert r["fisher_trace"] == pytest.approx(row.mean())
@@ -218,6 +238,8 @@ def test_lemma_2_is_measured_at_two_four_and_every_member_unless_told(tiny_model
         m = measure_population(members=members, ks=ks, **common)
         assert m["lemma2"]["K"] == expected and m["per_prompt"][0]["lemma2"]["K"] == expected
         assert m["per_prompt"][0]["fisher_trace_se"] > 0  # two center samples: a spread
+        # the center's Pass@K from its 2 samples: none beyond K = 2
+        assert [v is None for v in m["lemma2"]["center_pass_at_k"]] == [k > 2 for k in expected]
     # one center sample: no spread, so no standard error (null in probe.json), nor an interval from one prompt
     one = measure_population(members=2, **(common | {"center_samples": 1}))
     assert one["per_prompt"][0]["fisher_trace_se"] is None and one["fisher_trace"]["ci95"] is None
