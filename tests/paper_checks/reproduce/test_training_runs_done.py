@@ -1,10 +1,11 @@
-"""Which runs of a reproduction are complete (paper_checks/reproduce/training_runs.py), on one real tiny run (3 steps,
-a checkpoint at each) whose curve.json is written by hand: a run is complete when it holds its final evaluation and,
+"""Which runs of a reproduction are complete (paper_checks/reproduce/training_runs.py), on run folders written by hand
+(3 checkpoints, eval.json and curve.json of evaluation records built here: deciding completeness reads nothing else)
+and on one real tiny run (3 steps, a checkpoint at each) for the runs handed out: a run is complete when it holds its
+final evaluation and,
 with a curve to measure, a point at every step of the curve's layout (llm/curve.py layout: the base, `points`
 checkpoints, then refinements where Pass@1 jumps by more than the resolution), each measured with the curve's samples,
 temperature and split; the jobs are the runs not complete, and a run whose curve alone is missing only measures it."""
 
-import copy
 import json
 import shutil
 
@@ -12,7 +13,6 @@ import pytest
 
 from escov.llm import rundir
 from escov.llm.config import TrainConfig, load_config
-from escov.llm.curve import evaluations_as_points
 from escov.llm.train import train
 from escov.paper_checks.reproduce.training_runs import (
     complete,
@@ -65,24 +65,62 @@ def copy_of(run, tmp_path):
     return make
 
 
+def _evaluation(n: int = 32, temperature: float = 0.6, pass1: float = 0.5) -> dict:
+    """An evaluation record (llm/rundir Evaluation) of 2 prompts."""
+    return {
+        "task": "countdown3",
+        "num_problems": 2,
+        "n": n,
+        "ks": [1, 16, 32],
+        "temperature": temperature,
+        "top_p": 1.0,
+        "max_new_tokens": 6,
+        "seed": 0,
+        "pass_at_k": {"1": pass1, "16": pass1, "32": pass1},
+        "maj_at_k": {},
+        "mean_token_entropy": 1.0,
+        "mean_response_tokens": 6.0,
+        "truncated_fraction": 0.0,
+        "solved_fraction": 0.5,
+        "distinct_correct_answers": 1.0,
+        "distinct_correct_texts": 1.0,
+        "seconds": 1.0,
+        "per_problem": [],
+    }
+
+
+@pytest.fixture
+def written(tmp_path):
+    """A run folder written by hand: checkpoints at steps 1, 2 and 3, eval.json's base and final evaluations."""
+
+    def make(name="run"):
+        out = tmp_path / name
+        for step in (1, 2, 3):
+            (out / rundir.CHECKPOINTS / f"step-{step}").mkdir(parents=True)
+            (out / rundir.CHECKPOINTS / f"step-{step}" / rundir.TRAINER_STATE).write_text("{}")
+        evals = {label: _evaluation() for label in ("base", "final")}
+        evals |= {f"{label}_greedy": _evaluation(1, 0.0) for label in ("base", "final")}
+        (out / rundir.EVAL).write_text(json.dumps(evals))
+        return out
+
+    return make
+
+
 def _write_curve(run_dir, pass1: dict[int, float], **fields) -> None:
-    """curve.json with a point at each step of pass1 (its sampled Pass@1 as given), each the run's base evaluation
-    as a test-curve point with `fields` set in its sampled record ("split": the point's split)."""
-    template = evaluations_as_points(run_dir, load_config(run_dir), [3], 2, 32, 0.6)[0]
+    """curve.json with a point at each step of pass1 (its sampled Pass@1 as given), measured at 32 samples and
+    T = 0.6 unless `fields` say otherwise ("split": the point's split)."""
     split = fields.pop("split", None)
     points = []
     for step, p1 in pass1.items():
-        point = copy.deepcopy(template) | {"step": step}
-        point["sampled"]["pass_at_k"]["1"] = p1
-        point["sampled"].update(fields)
+        point = {"step": step, "sampled": _evaluation(pass1=p1) | fields, "greedy": _evaluation(1, 0.0)}
         if split is not None:
             point["split"] = split
         points.append(point)
     (run_dir / rundir.CURVE).write_text(json.dumps({"points": points}))
 
 
-def test_the_checkpoints_are_one_per_step(run):
-    assert sorted(rundir.checkpoint_steps(run)[0]) == [1, 2, 3]
+def test_the_checkpoints_are_one_per_step(run, written):
+    assert sorted(rundir.checkpoint_steps(run)[0]) == sorted(rundir.checkpoint_steps(written())[0]) == [1, 2, 3]
 
 
 @pytest.mark.parametrize(
@@ -109,8 +147,8 @@ def test_the_checkpoints_are_one_per_step(run):
         ({0: 0.5, 1: 0.5, 2: 0.5, 3: 0.5}, {"points": 3}, True),
     ],
 )
-def test_a_curve_is_done_when_every_step_of_its_layout_is_measured(copy_of, pass1, curve, done):
-    run_dir = copy_of()
+def test_a_curve_is_done_when_every_step_of_its_layout_is_measured(written, pass1, curve, done):
+    run_dir = written()
     _write_curve(run_dir, pass1)
     assert curve_done(run_dir, CURVE | curve) is done
     assert complete(run_dir, CURVE | curve) is done
@@ -129,8 +167,8 @@ def test_a_curve_is_done_when_every_step_of_its_layout_is_measured(copy_of, pass
         ({"split": "validation"}, {"split": "train"}),
     ],
 )
-def test_points_measured_otherwise_do_not_count(copy_of, fields, curve):
-    run_dir = copy_of()
+def test_points_measured_otherwise_do_not_count(written, fields, curve):
+    run_dir = written()
     _write_curve(run_dir, {0: 0.5, 3: 0.5}, **fields)
     assert not curve_done(run_dir, CURVE | curve)
     assert not complete(run_dir, CURVE | curve)
@@ -138,8 +176,8 @@ def test_points_measured_otherwise_do_not_count(copy_of, fields, curve):
 
 
 @pytest.mark.parametrize("split", ["test", "validation", "train"])
-def test_a_curve_of_a_split_is_done_by_that_splits_points(copy_of, split):
-    run_dir = copy_of()
+def test_a_curve_of_a_split_is_done_by_that_splits_points(written, split):
+    run_dir = written()
     _write_curve(run_dir, {0: 0.5, 3: 0.5}, **({} if split == "test" else {"split": split}))
     assert curve_done(run_dir, CURVE | {"split": split})
     assert curve_done(run_dir, CURVE) is (split == "test")  # a curve without a split is the test curve
@@ -147,8 +185,8 @@ def test_a_curve_of_a_split_is_done_by_that_splits_points(copy_of, split):
         assert not curve_done(run_dir, CURVE | {"split": other})
 
 
-def test_a_run_without_its_final_evaluation_is_not_trained(copy_of):
-    run_dir = copy_of()
+def test_a_run_without_its_final_evaluation_is_not_trained(written):
+    run_dir = written()
     _write_curve(run_dir, {0: 0.5, 3: 0.5})
     assert trained(run_dir) and complete(run_dir, CURVE)
     evals = json.loads((run_dir / rundir.EVAL).read_text())
@@ -162,9 +200,9 @@ def test_a_run_without_its_final_evaluation_is_not_trained(copy_of):
         trained(run_dir)
 
 
-def test_the_jobs_are_the_runs_not_complete_in_their_order(copy_of, tmp_path):
-    done = copy_of("done")
-    copy_of("curve-missing")
+def test_the_jobs_are_the_runs_not_complete_in_their_order(written, tmp_path):
+    done = written("done")
+    written("curve-missing")
     _write_curve(done, {0: 0.5, 3: 0.5})
     cfg = RUN | {"model": "m"}
     runs = {"fresh": cfg | {"seed": 1}, "done": cfg, "curve-missing": cfg | {"seed": 2}}
