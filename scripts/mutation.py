@@ -95,7 +95,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     ),
     # GRPO's coverage-keeping variants against hand computations (not the TRL parity: each mutant would build TRL; nor
     # test_grpo_variant_runs.py, whose runs train in process, about 10 tiny runs that every mutant reaching the variants
-    # paid again: on 2026-12-06 most of its mutants timed out on the loaded machine before a test failed)
+    # paid again: on 2026-12-06 most of its mutants timed out on the loaded machine before a test failed); with
+    # test_grpo_loss.py, whose test_group_advantages states plain GRPO's advantages (group_advantages, in
+    # llm/grpo_advantages.py since the variants came)
     "grpo_variants": (
         (
             "llm/grpo_advantages.py",
@@ -105,7 +107,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
             "llm/grpo_objectives.py",
             "llm/grpo_variant_settings.py",
         ),
-        ("tests/llm/test_grpo_coverage_variants.py",),
+        ("tests/llm/test_grpo_coverage_variants.py", "tests/llm/test_grpo_loss.py"),
         (),
     ),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
