@@ -220,6 +220,13 @@ def test_outcome_bonus_is_c_over_root_count_of_the_answer_so_far():
     np.testing.assert_allclose(second, [[0.5 / math.sqrt(2), 0.5, 0.5 / 2, 0.5 / 2]])
     other = outcome_bonus([["1"]], ["q"], 0.5, state)  # counts are per prompt
     np.testing.assert_allclose(other, [[0.5]])
+    # the counts the next step continues from (kept with the optimizer's state): state["counts"], nothing else
+    assert state == {"counts": {"p": {"1": 4, "2": 2, "3": 1}, "q": {"1": 1}}}
+
+
+def test_a_step_without_prompts_gates_no_share():
+    out, share = gate_solved(np.zeros((0, 4)), [], np.zeros((0, 4), bool), {"solved": ["a"]})
+    assert out.shape == (0, 4) and share == 0.0
 
 
 def test_sapo_temperatures_set_the_soft_gate():
