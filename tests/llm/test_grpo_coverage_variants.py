@@ -85,6 +85,59 @@ def test_pkpo_is_an_unbiased_gradient_of_pass_at_k():
     assert np.all(pkpo_advantages(np.full((1, 4), 0.3), 2, scale=False) == pytest.approx(0.0, abs=1e-15))
 
 
+def _mean_max_over_subsets(row, k) -> float:
+    """E[max of k draws without replacement] from the row: the mean over its k-subsets of their max, by enumeration."""
+    return statistics.fmean(max(row[list(S)]) for S in itertools.combinations(range(len(row)), k))
+
+
+@pytest.mark.parametrize("g,k", [(4, 1), (5, 2), (6, 3), (4, 4)])
+def test_the_pass_at_k_of_a_group_is_the_mean_over_k_subsets_of_their_max(g, k):
+    from escov.llm.grpo_advantages import pass_at_k_of
+
+    rewards = np.random.default_rng(10 * g + k).choice([0.0, 0.25, 0.5, 1.0], size=(5, g))
+    want = [_mean_max_over_subsets(row, k) for row in rewards]
+    np.testing.assert_allclose(pass_at_k_of(rewards, k), want, atol=1e-12)
+
+
+@pytest.mark.parametrize("g,k", [(4, 1), (5, 2), (6, 3), (4, 3)])
+def test_pkpo_advantages_are_the_weights_minus_the_leave_one_out_pass_at_k(g, k):
+    """A_i = s_i - (k / G) x (the mean over k-subsets of the other G - 1 completions of their max), by enumeration;
+    with scale_rewards group divided by the group's population std + 1e-4."""
+    rewards = np.random.default_rng(g * k).choice([0.0, 0.3, 1.0], size=(4, g))
+    plain, scaled = pkpo_advantages(rewards, k, scale=False), pkpo_advantages(rewards, k, scale=True)
+    for row, a, b in zip(rewards, plain, scaled):
+        for i in range(g):
+            s_i = sum(max(row[list(S)]) for S in itertools.combinations(range(g), k) if i in S) / math.comb(g, k)
+            want = s_i - k / g * _mean_max_over_subsets(np.delete(row, i), k)
+            assert a[i] == pytest.approx(want, abs=1e-12)
+            assert b[i] == pytest.approx(want / (statistics.pstdev(row) + 1e-4), abs=1e-9)
+
+
+def test_integer_rewards_weigh_as_their_float_values():
+    rewards = np.array([[0, 1, 1, 0, 2]])
+    np.testing.assert_allclose(max_of_k_weights(rewards, 2), max_of_k_weights(rewards.astype(float), 2), atol=1e-15)
+    assert max_of_k_weights(rewards, 2)[0, 0] == pytest.approx(0.4)  # its 4 pairs: maxima 1, 1, 0, 2, over C(5, 2)
+
+
+@pytest.mark.parametrize(
+    "estimator, k, message",
+    [
+        (pkpo_advantages, 0, "pkpo needs pass_k in [1, 3] (a leave-one-out baseline of the group), got 0"),
+        (pkpo_advantages, 4, "pkpo needs pass_k in [1, 3] (a leave-one-out baseline of the group), got 4"),
+        (passk_analytic_advantages, 0, "pass_k must lie in [1, 4] (the group size), got 0"),
+        (passk_analytic_advantages, 5, "pass_k must lie in [1, 4] (the group size), got 5"),
+    ],
+)
+def test_a_pass_k_outside_the_group_is_refused(estimator, k, message):
+    group = np.array([[1.0, 0.0, 0.0, 1.0]])
+    with pytest.raises(ValueError) as err:
+        estimator(group, k, scale=False) if estimator is pkpo_advantages else estimator(group > 0, k)
+    assert str(err.value) == message
+    inside = 3 if estimator is pkpo_advantages else 4  # the largest k each accepts, and k = 1
+    for ok in (1, inside):
+        estimator(group, ok, scale=False) if estimator is pkpo_advantages else estimator(group > 0, ok)
+
+
 # ----------------------------------------------------------------------------- verl's covariance losses
 
 
