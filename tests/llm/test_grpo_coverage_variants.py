@@ -85,6 +85,31 @@ def test_pkpo_is_an_unbiased_gradient_of_pass_at_k():
     assert np.all(pkpo_advantages(np.full((1, 4), 0.3), 2, scale=False) == pytest.approx(0.0, abs=1e-15))
 
 
+def test_plain_advantages_under_each_scale_rewards_by_hand():
+    """scale_rewards batch: r - the group's mean, over the whole batch's population std + 1e-4; true and false are
+    group and none (TRL's booleans)."""
+    from escov.llm.grpo_advantages import group_advantages
+
+    rewards = np.array([[0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    batch_std = statistics.pstdev([0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0])  # sqrt(15 / 64)
+    centred = [[-0.5, 0.5, 0.5, -0.5], [-0.25, -0.25, -0.25, 0.75]]
+    np.testing.assert_allclose(group_advantages(rewards, "batch"), np.array(centred) / (batch_std + 1e-4), rtol=1e-12)
+    np.testing.assert_allclose(group_advantages(rewards, False), centred, rtol=1e-12)
+    np.testing.assert_allclose(group_advantages(rewards, "none"), centred, rtol=1e-12)
+    by_group = [
+        [-1.0, 1.0, 1.0, -1.0],
+        [-0.25 / (math.sqrt(3) / 4), -0.25 / (math.sqrt(3) / 4), -0.25 / (math.sqrt(3) / 4), 0.75 / (math.sqrt(3) / 4)],
+    ]
+    np.testing.assert_allclose(group_advantages(rewards, True), group_advantages(rewards, "group"), rtol=1e-15)
+    np.testing.assert_allclose(
+        group_advantages(rewards, "group"),
+        np.array(by_group) * [[0.5 / (0.5 + 1e-4)], [(math.sqrt(3) / 4) / (math.sqrt(3) / 4 + 1e-4)]],
+        rtol=1e-12,
+    )
+    integers = group_advantages(rewards.astype(int), "batch")
+    np.testing.assert_allclose(integers, group_advantages(rewards, "batch"), rtol=1e-12)
+
+
 def _mean_max_over_subsets(row, k) -> float:
     """E[max of k draws without replacement] from the row: the mean over its k-subsets of their max, by enumeration."""
     return statistics.fmean(max(row[list(S)]) for S in itertools.combinations(range(len(row)), k))
