@@ -193,6 +193,7 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
     js = [r["jspol"] for r in rows]
     half = Z95 * math.sqrt(sum(r["jspol_se"] ** 2 for r in rows)) / 3
     assert m["jspol"]["ci95"] == pytest.approx([np.mean(js) - half, np.mean(js) + half])
+    assert m["jspol"]["mean"] == pytest.approx(np.mean(js)) and m["jspol"]["per_prompt"] == js
     assert all(r["jspol_se"] > 0 for r in rows)
     for key, values in (
         ("fisher_trace", [r["fisher_trace"] for r in rows]),
