@@ -208,6 +208,7 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         assert r["validity_predicted"] == pytest.approx(0.5 * 1e-4 * r["fisher_trace"])
         assert r["fisher_trace_se"] > 0
     assert m["lemma1_prediction"] == pytest.approx(np.mean([r["lemma1_prediction"] for r in rows]))
+    assert m["validity"]["predicted"] == pytest.approx(np.mean([r["validity_predicted"] for r in rows]))
 
 
 def test_lemma_2_is_measured_at_two_four_and_every_member_unless_told(tiny_model_dir, one_torch_thread):
