@@ -196,6 +196,30 @@ def test_kl_cov_penalizes_the_tokens_of_largest_covariance():
     assert float(loss) == pytest.approx(terms[m].sum() / m.sum(), rel=1e-12)
 
 
+def test_kl_cov_penalizes_at_least_one_token_and_reports_its_share():
+    """kl_cov_terms' share is the penalized tokens over the valid ones: floor(11 x 0.25) = 2 of 11; a ratio whose
+    floor is 0 still penalizes the one token of largest covariance (1 of 11); a batch with no valid token gets the
+    plain -A w and a share of 0."""
+    from escov.llm.grpo_covariance import kl_cov_terms
+
+    logp, old, adv, mask = _batch()
+    cov, a, lp, m = _covariances(logp, adv, mask)
+    w = np.exp(lp - old.numpy())
+    for ratio, k in ((0.25, 2), (0.01, 1)):
+        cfg = GRPOConfig(loss_type="kl_cov", kl_cov_ratio=ratio, ppo_kl_coef=0.7)
+        terms, ratios, share = kl_cov_terms(logp, old, adv, mask, cfg)
+        assert share == pytest.approx(k / 11)
+        np.testing.assert_allclose(ratios.numpy(), w, rtol=1e-12)
+        penalized = np.abs(terms.numpy() - (-a * w)) > 1e-12
+        top = [ij for _, ij in sorted(zip(cov[m], zip(*np.nonzero(m))), reverse=True)[:k]]
+        assert sorted(zip(*np.nonzero(penalized))) == sorted(top)
+        assert terms.dtype == logp.dtype
+    cfg = GRPOConfig(loss_type="kl_cov", kl_cov_ratio=0.25, ppo_kl_coef=0.7)
+    terms, _, share = kl_cov_terms(logp, old, adv, torch.zeros_like(mask), cfg)
+    assert share == 0.0
+    np.testing.assert_allclose(terms.numpy(), -a * w, rtol=1e-12)
+
+
 def test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_band():
     """clip_cov with a band that holds a known set of tokens and a ratio that cuts all of them: those tokens'
     terms are 0, the rest are PPO's clipped terms; the cut tokens get no gradient."""
@@ -272,7 +296,17 @@ def test_adaptive_entropy_coefficient_follows_trls_rule():
         control.measured(measured)
     # coef after each: 0.004, 0.010, 0.016, 0.020 (max), 0.014, 0.020; applied only after a measure <= 0.5
     assert applied == pytest.approx([0.0, 0.0, 0.010, 0.016, 0.020, 0.0])
-    assert control.state["coef"] == pytest.approx(0.020)
+    assert control.state == pytest.approx({"coef": 0.020, "last": 0.1})
+
+
+def test_a_fixed_entropy_coefficient_applies_at_every_step():
+    control = EntropyControl(GRPOConfig(entropy_coef=0.03), dict)
+    for measured in (0.9, 0.1):
+        assert control.applied() == 0.03
+        control.measured(measured)
+    assert control.state == {"coef": 0.03, "last": math.inf}  # kept in the optimizer's state, not moved
+    off = EntropyControl(GRPOConfig(), lambda: pytest.fail("no state is asked for without a bonus"))
+    assert not off.enabled and off.applied() == 0.0
 
 
 # ----------------------------------------------------------------------------- exploration across steps
