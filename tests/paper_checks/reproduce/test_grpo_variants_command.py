@@ -1,5 +1,5 @@
 """`python -m escov.paper_checks grpo-variants` in this process (paper_checks/cli.py main): the command runs the arm
-(grpo_variants.run; its selection and record: tests/paper_checks/reproduce/test_grpo_variants.py) on the candidates
+(grpo_variants.run; its selection and record: tests/paper_checks/reproduce/test_grpo_variants_arm.py) on the candidates
 named in --candidates (all when empty; an unknown name refused in one line), with the answer budget and --jobs, and
 prints the record's section; a stand-in here (the command's sizes are the answer's)."""
 
