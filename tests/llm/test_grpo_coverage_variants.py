@@ -261,6 +261,35 @@ def test_clip_cov_draws_its_share_among_the_candidates_alone():
     assert len(set(cuts)) > 1
 
 
+def test_clip_cov_band_is_open_and_cuts_at_least_one_candidate():
+    """The band is open (cov > lb and cov < ub: a token whose covariance is a bound is no candidate); a ratio whose
+    floor is 0 still cuts one candidate; the share is cut tokens over valid tokens (1 of 1 in a one-token batch);
+    one seeded generator draws the same cut twice."""
+    from escov.llm.grpo_covariance import _covariance, clip_cov_terms
+
+    logp, old, adv, mask = _batch(seed=5)
+    valid = mask > 0
+    cov = _covariance(logp, adv[:, None].expand_as(logp), valid)
+    w = np.exp((logp - old).numpy())
+    a = np.broadcast_to(adv.numpy()[:, None], w.shape)
+    unclipped = valid.numpy() & ~(-a * np.clip(w, 0.8, 1.2) > -a * w)
+    top, bottom = float(cov[torch.from_numpy(unclipped)].max()), float(cov[torch.from_numpy(unclipped)].min())
+
+    def share(lb, ub, ratio=0.2, m=mask, seed=0):
+        cfg = GRPOConfig(loss_type="clip_cov", clip_cov_ratio=ratio, clip_cov_lb=lb, clip_cov_ub=ub)
+        terms, _, cut = clip_cov_terms(logp, old, adv, m, cfg, torch.Generator().manual_seed(seed))
+        return cut, terms
+
+    assert share(top, 100.0)[0] == 0.0 and share(-100.0, bottom)[0] == 0.0  # on a bound: no candidate
+    assert share(-100.0, 100.0, ratio=0.01)[0] == pytest.approx(1 / 11)  # floor(0.11) = 0: one cut all the same
+    first, again = share(-100.0, 100.0, seed=4)[1], share(-100.0, 100.0, seed=4)[1]
+    assert torch.equal(first, again)
+    one = torch.zeros_like(mask)
+    i, j = np.argwhere(unclipped)[0]
+    one[i, j] = 1.0  # a single valid token, unclipped: its covariance is 0, inside (-100, 100)
+    assert share(-100.0, 100.0, m=one)[0] == 1.0
+
+
 # ----------------------------------------------------------------------------- entropy (TRL's rules)
 
 
