@@ -250,11 +250,13 @@ def test_a_run_stopped_before_its_final_evaluation_is_resumed_to_the_same_end(co
     assert again["final"]["pass_at_k"] == evals["final"]["pass_at_k"]
 
 
-def test_a_fresh_run_is_trained_keeping_its_base_measurements_in_the_shared_folder(tiny_model_dir, tmp_path):
-    """A run not started is trained from its settings (cfg's out is the run's folder), and its base evaluation is kept
-    in the shared folder for the other runs from that base (llm.train.train's `shared`)."""
+def test_a_fresh_run_is_trained_keeping_its_base_measurements_in_the_shared_folder(tiny_model_dir, tmp_path, capfd):
+    """A run not started is trained from its settings (cfg's out is the run's folder), without progress bars (the
+    pool's stage lines would be buried), and its base evaluation is kept in the shared folder for the other runs from
+    that base (llm.train.train's `shared`)."""
     shared, run_dir = tmp_path / "shared", tmp_path / "fresh"
     cfg = RUN | {"model": str(tiny_model_dir), "out": str(tmp_path / "elsewhere"), "seed": 0}
     assert run_one("fresh", cfg, run_dir, None, shared) == "fresh"
     assert trained(run_dir) and not (tmp_path / "elsewhere").exists()
     assert any(p.is_file() for p in shared.rglob("*"))
+    assert "grpo train" not in capfd.readouterr().err  # the training loop's bar (tqdm, desc "ALGO train")
