@@ -338,6 +338,24 @@ def test_a_fixed_entropy_coefficient_applies_at_every_step():
     assert not off.enabled and off.applied() == 0.0
 
 
+def test_the_entropy_threshold_is_inclusive_and_no_token_is_selected_without_tokens():
+    """1 - quantile = 0.75 of the five entropies 0..4 is 3 exactly (torch.quantile's linear rule lands on a token):
+    tokens at or above it, 3 and 4, are kept, as TRL's `>=`; padding never is; an all-padding batch keeps none."""
+    entropy = torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 9.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    assert high_entropy_mask(entropy, mask, 0.25).tolist() == [[False, False, False], [True, True, False]]
+    none = high_entropy_mask(entropy, torch.zeros_like(mask), 0.25)
+    assert none.dtype == torch.bool and none.shape == mask.shape and not none.any()
+
+
+def test_the_covariance_of_a_single_valid_token_is_zero():
+    from escov.llm.grpo_covariance import _covariance
+
+    valid = torch.tensor([[False, True, False]])
+    logp, a = torch.tensor([[-1.0, -2.0, -3.0]]), torch.tensor([[0.5, 0.5, 0.5]])
+    assert _covariance(logp, a, valid)[0, 1] == 0.0  # its own means: a - a = 0
+
+
 # ----------------------------------------------------------------------------- exploration across steps
 
 
