@@ -313,10 +313,10 @@ def test_the_validity_parameter_is_the_mean_k3_of_the_centers_ratio_by_hand():
     from escov.llm.lemma_measurements import validity_estimate
 
     own = np.log([[0.5, 0.25, 0.125], [0.25, 0.5, 0.5]])  # log pi_j(y_js)
-    center = np.log([[0.5, 0.5, 0.0625], [0.125, 0.5, 1.0]])  # log pi_0(y_js)
+    center = np.log([[0.5, 0.5, 0.0625], [0.0625, 0.5, 1.0]])  # log pi_0(y_js)
     logp = np.full((2, 3, 3), np.log(0.3))
     logp[0, :, 0], logp[1, :, 1], logp[:, :, 2] = own[0], own[1], center
-    ratios = [1.0, 2.0, 0.5, 0.5, 1.0, 2.0]
-    expected = sum(r - 1 - math.log(r) for r in ratios) / 6  # (2 (1 - ln 2) + 2 (ln 2 - 0.5)) / 6 = 1 / 6
-    assert expected == pytest.approx(1 / 6)
+    ratios = [1.0, 2.0, 0.5, 0.25, 1.0, 2.0]  # their logs do not sum to 0: a sign slip in either term shows
+    expected = sum(r - 1 - math.log(r) for r in ratios) / 6  # (2 (1 - ln 2) + (ln 2 - 0.5) + (ln 4 - 0.75)) / 6
+    assert expected == pytest.approx((0.75 + math.log(2)) / 6)
     assert validity_estimate(logp) == pytest.approx(expected, rel=1e-12)
