@@ -146,14 +146,29 @@ def lemma2_estimates(member_correct: np.ndarray, center_correct: np.ndarray, ks:
     }
 
 
+def mean_and_se(values: np.ndarray) -> tuple[float, float]:
+    """The mean of n independent values and its standard error s / sqrt(n) (s: their standard deviation with
+    ddof 1); the standard error is nan from a single value, where no spread can be measured."""
+    v = np.asarray(values, dtype=float)
+    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else float("nan")
+    return float(v.mean()), float(se)
+
+
+def pooled_mean(means: list[float], ses: list[float]) -> tuple[float, float]:
+    """The mean of P independent estimates and its standard error sqrt(sum se_i^2) / P."""
+    return float(np.mean(means)), math.sqrt(sum(se**2 for se in ses)) / len(ses)
+
+
+def normal_ci(mean: float, se: float) -> list[float]:
+    """The normal 95% interval mean -+ Z95 se."""
+    return [mean - Z95 * se, mean + Z95 * se]
+
+
 def _mean_ci(values: np.ndarray) -> dict:
     """Mean over prompts and its normal 95% interval; the interval is None (null in probe.json)
     from a single prompt, where no spread can be measured."""
-    v = np.asarray(values, dtype=float)
-    if v.size < 2:
-        return {"mean": float(v.mean()), "ci95": None}
-    se = v.std(ddof=1) / math.sqrt(v.size)
-    return {"mean": float(v.mean()), "ci95": [float(v.mean() - Z95 * se), float(v.mean() + Z95 * se)]}
+    mean, se = mean_and_se(values)
+    return {"mean": mean, "ci95": None if math.isnan(se) else normal_ci(mean, se)}
 
 
 # ----------------------------------------------------------------------------- model side (torch)
@@ -373,7 +388,7 @@ def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
             "problem": prob.id, "jspol": js, "jspol_se": js_se,
             "jssucc": jssucc_estimates(member_correct, seed=derive_seed(seed, step, "population-perm", i)),
             "fisher_trace": tr_i,
-            "fisher_trace_se": float(sq[i].std(ddof=1) / math.sqrt(center_samples)) if center_samples > 1 else None,
+            "fisher_trace_se": mean_and_se(sq[i])[1] if center_samples > 1 else None,
             "lemma1_prediction": lemma1_prediction(tr_i, sigma, members),
             "validity_measured": validity_estimate(lp), "validity_predicted": validity_parameter(tr_i, sigma),
             "member_success": member_correct.mean(axis=1).tolist(), "center_success": float(center_correct[i].mean()),
@@ -383,13 +398,12 @@ def measure_population(*, engine: Engine, scorer: torch.nn.Module, task: Task, p
     def mean_of(key: str, sub: str | None = None) -> float:
         return float(np.mean([(r[key][sub] if sub else r[key]) for r in per_prompt]))
 
-    js_mean = mean_of("jspol")
-    js_se = math.sqrt(sum(r["jspol_se"] ** 2 for r in per_prompt)) / len(per_prompt)
+    js_mean, js_se = pooled_mean([r["jspol"] for r in per_prompt], [r["jspol_se"] for r in per_prompt])
     center_k = [[r["lemma2"]["center_pass_at_k"][x] for r in per_prompt] for x in range(len(ks))]
     return {
         "step": step, "sigma": sigma, "members": members, "samples_per_member": samples,
         "center_samples": center_samples, "temperature": temperature, "probe_problems": [p.id for p in problems],
-        "jspol": {"mean": js_mean, "ci95": [js_mean - Z95 * js_se, js_mean + Z95 * js_se],
+        "jspol": {"mean": js_mean, "ci95": normal_ci(js_mean, js_se),
                   "per_prompt": [r["jspol"] for r in per_prompt]},
         "jssucc": {k: mean_of("jssucc", k) for k in per_prompt[0]["jssucc"]},
         "fisher_trace": _mean_ci(np.array([r["fisher_trace"] for r in per_prompt])),

@@ -93,7 +93,11 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
         (),
         ("tests/llm/test_grpo_trl_parity.py", "tests/llm/test_grpo_variants.py"),
     ),
-    # GRPO's coverage-keeping variants against hand computations (not the TRL parity: each mutant would build TRL)
+    # GRPO's coverage-keeping variants against hand computations (not the TRL parity: each mutant would build TRL; nor
+    # test_grpo_variant_runs.py, whose runs train in process, about 10 tiny runs that every mutant reaching the variants
+    # paid again: on 2026-12-06 most of its mutants timed out on the loaded machine before a test failed); with
+    # test_grpo_loss.py, whose test_group_advantages states plain GRPO's advantages (group_advantages, in
+    # llm/grpo_advantages.py since the variants came)
     "grpo_variants": (
         (
             "llm/grpo_advantages.py",
@@ -103,7 +107,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
             "llm/grpo_objectives.py",
             "llm/grpo_variant_settings.py",
         ),
-        ("tests/llm/test_grpo_coverage_variants.py", "tests/llm/test_grpo_variant_runs.py"),
+        ("tests/llm/test_grpo_coverage_variants.py", "tests/llm/test_grpo_loss.py"),
         (),
     ),
     # not test_rundir_integrity.py: its fixtures train runs in fresh processes, which every mutant would pay
@@ -277,6 +281,10 @@ DESELECTED = (
 # llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
 # mutant's session (about 10 s of CPU each, which mutmut's time limit, estimated from one session, does not expect).
 PRELOAD = {"real_checks": ("escov.llm.rollout",)}
+# Groups whose tests train a tiny run in a module fixture (10-20 s of CPU on a loaded machine): mutmut's time limit
+# counts the tests' calls alone, not their fixtures, so at the constant of 5 s a mutant whose only tests read that run
+# counted as caught by a timeout before they ran (training_runs' first 4 mutants). Seconds.
+TIMEOUT_CONSTANT = {"training_runs": 60.0, "curve": 60.0}
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"
@@ -333,7 +341,7 @@ def prepare(group: str) -> Path:
             # plus 5 s before the factor: mutmut's estimate counts the tests' calls only, not their session's setup
             # (each mutant's tests run in a session of their own: the first use of a transformers model class
             # imports it, 3-4 s), so at its 1 s a mutant whose tests load the tiny model timed out before they ran
-            "timeout_constant = 5.0",
+            f"timeout_constant = {TIMEOUT_CONSTANT.get(group, 5.0)}",
             f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
             # and results/, whose published report test_report_rendering.py reads beside the tests
             f"also_copy = {toml_list([*LEVELS, 'results', 'escov/results'])}",

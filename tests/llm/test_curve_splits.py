@@ -159,3 +159,17 @@ def test_a_greedy_twin_of_other_prompts_lends_nothing(run, tmp_path):
     (copy / rundir.EVAL).write_text(json.dumps(evals))
     cfg = load_config(copy)
     assert [p["step"] for p in evaluations_as_points(copy, cfg, rundir.checkpoint_steps(copy)[0], 3, 32, 0.6)] == [0]
+
+
+def test_a_lent_point_is_its_evaluation_without_the_completions_it_kept(run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    evals = json.loads((copy / rundir.EVAL).read_text())
+    kept = [{"prompt": "1,2,3 -> 6", "completion": "1+2+3", "reward": 1.0}]
+    for label in ("base", "final_greedy"):
+        evals[label]["kept"] = kept
+    (copy / rundir.EVAL).write_text(json.dumps(evals))
+    base, final = evaluations_as_points(copy, load_config(copy), rundir.checkpoint_steps(copy)[0], 3, 32, 0.6)
+    assert base["sampled"] | {"kept": kept} == evals["base"] and base["greedy"] == evals["base_greedy"]
+    assert final["sampled"] == evals["final"] and final["greedy"] | {"kept": kept} == evals["final_greedy"]
+    assert "kept" not in base["sampled"] and "kept" not in final["greedy"]

@@ -85,6 +85,84 @@ def test_pkpo_is_an_unbiased_gradient_of_pass_at_k():
     assert np.all(pkpo_advantages(np.full((1, 4), 0.3), 2, scale=False) == pytest.approx(0.0, abs=1e-15))
 
 
+def test_plain_advantages_under_each_scale_rewards_by_hand():
+    """scale_rewards batch: r - the group's mean, over the whole batch's population std + 1e-4; true and false are
+    group and none (TRL's booleans)."""
+    from escov.llm.grpo_advantages import group_advantages
+
+    rewards = np.array([[0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    batch_std = statistics.pstdev([0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0])  # sqrt(15 / 64)
+    centred = [[-0.5, 0.5, 0.5, -0.5], [-0.25, -0.25, -0.25, 0.75]]
+    np.testing.assert_allclose(group_advantages(rewards, "batch"), np.array(centred) / (batch_std + 1e-4), rtol=1e-12)
+    np.testing.assert_allclose(group_advantages(rewards, False), centred, rtol=1e-12)
+    np.testing.assert_allclose(group_advantages(rewards, "none"), centred, rtol=1e-12)
+    by_group = [
+        [-1.0, 1.0, 1.0, -1.0],
+        [-0.25 / (math.sqrt(3) / 4), -0.25 / (math.sqrt(3) / 4), -0.25 / (math.sqrt(3) / 4), 0.75 / (math.sqrt(3) / 4)],
+    ]
+    np.testing.assert_allclose(group_advantages(rewards, True), group_advantages(rewards, "group"), rtol=1e-15)
+    np.testing.assert_allclose(
+        group_advantages(rewards, "group"),
+        np.array(by_group) * [[0.5 / (0.5 + 1e-4)], [(math.sqrt(3) / 4) / (math.sqrt(3) / 4 + 1e-4)]],
+        rtol=1e-12,
+    )
+    integers = group_advantages(rewards.astype(int), "batch")
+    np.testing.assert_allclose(integers, group_advantages(rewards, "batch"), rtol=1e-12)
+
+
+def _mean_max_over_subsets(row, k) -> float:
+    """E[max of k draws without replacement] from the row: the mean over its k-subsets of their max, by enumeration."""
+    return statistics.fmean(max(row[list(S)]) for S in itertools.combinations(range(len(row)), k))
+
+
+@pytest.mark.parametrize("g,k", [(4, 1), (5, 2), (6, 3), (4, 4)])
+def test_the_pass_at_k_of_a_group_is_the_mean_over_k_subsets_of_their_max(g, k):
+    from escov.llm.grpo_advantages import pass_at_k_of
+
+    rewards = np.random.default_rng(10 * g + k).choice([0.0, 0.25, 0.5, 1.0], size=(5, g))
+    want = [_mean_max_over_subsets(row, k) for row in rewards]
+    np.testing.assert_allclose(pass_at_k_of(rewards, k), want, atol=1e-12)
+
+
+@pytest.mark.parametrize("g,k", [(4, 1), (5, 2), (6, 3), (4, 3)])
+def test_pkpo_advantages_are_the_weights_minus_the_leave_one_out_pass_at_k(g, k):
+    """A_i = s_i - (k / G) x (the mean over k-subsets of the other G - 1 completions of their max), by enumeration;
+    with scale_rewards group divided by the group's population std + 1e-4."""
+    rewards = np.random.default_rng(g * k).choice([0.0, 0.3, 1.0], size=(4, g))
+    plain, scaled = pkpo_advantages(rewards, k, scale=False), pkpo_advantages(rewards, k, scale=True)
+    for row, a, b in zip(rewards, plain, scaled):
+        for i in range(g):
+            s_i = sum(max(row[list(S)]) for S in itertools.combinations(range(g), k) if i in S) / math.comb(g, k)
+            want = s_i - k / g * _mean_max_over_subsets(np.delete(row, i), k)
+            assert a[i] == pytest.approx(want, abs=1e-12)
+            assert b[i] == pytest.approx(want / (statistics.pstdev(row) + 1e-4), abs=1e-9)
+
+
+def test_integer_rewards_weigh_as_their_float_values():
+    rewards = np.array([[0, 1, 1, 0, 2]])
+    np.testing.assert_allclose(max_of_k_weights(rewards, 2), max_of_k_weights(rewards.astype(float), 2), atol=1e-15)
+    assert max_of_k_weights(rewards, 2)[0, 0] == pytest.approx(0.4)  # its 4 pairs: maxima 1, 1, 0, 2, over C(5, 2)
+
+
+@pytest.mark.parametrize(
+    "estimator, k, message",
+    [
+        (pkpo_advantages, 0, "pkpo needs pass_k in [1, 3] (a leave-one-out baseline of the group), got 0"),
+        (pkpo_advantages, 4, "pkpo needs pass_k in [1, 3] (a leave-one-out baseline of the group), got 4"),
+        (passk_analytic_advantages, 0, "pass_k must lie in [1, 4] (the group size), got 0"),
+        (passk_analytic_advantages, 5, "pass_k must lie in [1, 4] (the group size), got 5"),
+    ],
+)
+def test_a_pass_k_outside_the_group_is_refused(estimator, k, message):
+    group = np.array([[1.0, 0.0, 0.0, 1.0]])
+    with pytest.raises(ValueError) as err:
+        estimator(group, k, scale=False) if estimator is pkpo_advantages else estimator(group > 0, k)
+    assert str(err.value) == message
+    inside = 3 if estimator is pkpo_advantages else 4  # the largest k each accepts, and k = 1
+    for ok in (1, inside):
+        estimator(group, ok, scale=False) if estimator is pkpo_advantages else estimator(group > 0, ok)
+
+
 # ----------------------------------------------------------------------------- verl's covariance losses
 
 
@@ -116,6 +194,30 @@ def test_kl_cov_penalizes_the_tokens_of_largest_covariance():
         terms[i, j] += 0.7 * abs(lp[i, j] - old.numpy()[i, j])
     loss, _, _ = grpo_loss(logp, old, None, adv, mask, cfg, n_seq=3, n_tok=float(mask.sum()))
     assert float(loss) == pytest.approx(terms[m].sum() / m.sum(), rel=1e-12)
+
+
+def test_kl_cov_penalizes_at_least_one_token_and_reports_its_share():
+    """kl_cov_terms' share is the penalized tokens over the valid ones: floor(11 x 0.25) = 2 of 11; a ratio whose
+    floor is 0 still penalizes the one token of largest covariance (1 of 11); a batch with no valid token gets the
+    plain -A w and a share of 0."""
+    from escov.llm.grpo_covariance import kl_cov_terms
+
+    logp, old, adv, mask = _batch()
+    cov, a, lp, m = _covariances(logp, adv, mask)
+    w = np.exp(lp - old.numpy())
+    for ratio, k in ((0.25, 2), (0.01, 1)):
+        cfg = GRPOConfig(loss_type="kl_cov", kl_cov_ratio=ratio, ppo_kl_coef=0.7)
+        terms, ratios, share = kl_cov_terms(logp, old, adv, mask, cfg)
+        assert share == pytest.approx(k / 11)
+        np.testing.assert_allclose(ratios.numpy(), w, rtol=1e-12)
+        penalized = np.abs(terms.numpy() - (-a * w)) > 1e-12
+        top = [ij for _, ij in sorted(zip(cov[m], zip(*np.nonzero(m))), reverse=True)[:k]]
+        assert sorted(zip(*np.nonzero(penalized))) == sorted(top)
+        assert terms.dtype == logp.dtype
+    cfg = GRPOConfig(loss_type="kl_cov", kl_cov_ratio=0.25, ppo_kl_coef=0.7)
+    terms, _, share = kl_cov_terms(logp, old, adv, torch.zeros_like(mask), cfg)
+    assert share == 0.0
+    np.testing.assert_allclose(terms.numpy(), -a * w, rtol=1e-12)
 
 
 def test_clip_cov_cuts_the_gradient_of_unclipped_tokens_inside_the_covariance_band():
@@ -159,6 +261,35 @@ def test_clip_cov_draws_its_share_among_the_candidates_alone():
     assert len(set(cuts)) > 1
 
 
+def test_clip_cov_band_is_open_and_cuts_at_least_one_candidate():
+    """The band is open (cov > lb and cov < ub: a token whose covariance is a bound is no candidate); a ratio whose
+    floor is 0 still cuts one candidate; the share is cut tokens over valid tokens (1 of 1 in a one-token batch);
+    one seeded generator draws the same cut twice."""
+    from escov.llm.grpo_covariance import _covariance, clip_cov_terms
+
+    logp, old, adv, mask = _batch(seed=5)
+    valid = mask > 0
+    cov = _covariance(logp, adv[:, None].expand_as(logp), valid)
+    w = np.exp((logp - old).numpy())
+    a = np.broadcast_to(adv.numpy()[:, None], w.shape)
+    unclipped = valid.numpy() & ~(-a * np.clip(w, 0.8, 1.2) > -a * w)
+    top, bottom = float(cov[torch.from_numpy(unclipped)].max()), float(cov[torch.from_numpy(unclipped)].min())
+
+    def share(lb, ub, ratio=0.2, m=mask, seed=0):
+        cfg = GRPOConfig(loss_type="clip_cov", clip_cov_ratio=ratio, clip_cov_lb=lb, clip_cov_ub=ub)
+        terms, _, cut = clip_cov_terms(logp, old, adv, m, cfg, torch.Generator().manual_seed(seed))
+        return cut, terms
+
+    assert share(top, 100.0)[0] == 0.0 and share(-100.0, bottom)[0] == 0.0  # on a bound: no candidate
+    assert share(-100.0, 100.0, ratio=0.01)[0] == pytest.approx(1 / 11)  # floor(0.11) = 0: one cut all the same
+    first, again = share(-100.0, 100.0, seed=4)[1], share(-100.0, 100.0, seed=4)[1]
+    assert torch.equal(first, again)
+    one = torch.zeros_like(mask)
+    i, j = np.argwhere(unclipped)[0]
+    one[i, j] = 1.0  # a single valid token, unclipped: its covariance is 0, inside (-100, 100)
+    assert share(-100.0, 100.0, m=one)[0] == 1.0
+
+
 # ----------------------------------------------------------------------------- entropy (TRL's rules)
 
 
@@ -194,7 +325,35 @@ def test_adaptive_entropy_coefficient_follows_trls_rule():
         control.measured(measured)
     # coef after each: 0.004, 0.010, 0.016, 0.020 (max), 0.014, 0.020; applied only after a measure <= 0.5
     assert applied == pytest.approx([0.0, 0.0, 0.010, 0.016, 0.020, 0.0])
-    assert control.state["coef"] == pytest.approx(0.020)
+    assert control.state == pytest.approx({"coef": 0.020, "last": 0.1})
+
+
+def test_a_fixed_entropy_coefficient_applies_at_every_step():
+    control = EntropyControl(GRPOConfig(entropy_coef=0.03), dict)
+    for measured in (0.9, 0.1):
+        assert control.applied() == 0.03
+        control.measured(measured)
+    assert control.state == {"coef": 0.03, "last": math.inf}  # kept in the optimizer's state, not moved
+    off = EntropyControl(GRPOConfig(), lambda: pytest.fail("no state is asked for without a bonus"))
+    assert not off.enabled and off.applied() == 0.0
+
+
+def test_the_entropy_threshold_is_inclusive_and_no_token_is_selected_without_tokens():
+    """1 - quantile = 0.75 of the five entropies 0..4 is 3 exactly (torch.quantile's linear rule lands on a token):
+    tokens at or above it, 3 and 4, are kept, as TRL's `>=`; padding never is; an all-padding batch keeps none."""
+    entropy = torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 9.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    assert high_entropy_mask(entropy, mask, 0.25).tolist() == [[False, False, False], [True, True, False]]
+    none = high_entropy_mask(entropy, torch.zeros_like(mask), 0.25)
+    assert none.dtype == torch.bool and none.shape == mask.shape and not none.any()
+
+
+def test_the_covariance_of_a_single_valid_token_is_zero():
+    from escov.llm.grpo_covariance import _covariance
+
+    valid = torch.tensor([[False, True, False]])
+    logp, a = torch.tensor([[-1.0, -2.0, -3.0]]), torch.tensor([[0.5, 0.5, 0.5]])
+    assert _covariance(logp, a, valid)[0, 1] == 0.0  # its own means: a - a = 0
 
 
 # ----------------------------------------------------------------------------- exploration across steps
@@ -220,6 +379,13 @@ def test_outcome_bonus_is_c_over_root_count_of_the_answer_so_far():
     np.testing.assert_allclose(second, [[0.5 / math.sqrt(2), 0.5, 0.5 / 2, 0.5 / 2]])
     other = outcome_bonus([["1"]], ["q"], 0.5, state)  # counts are per prompt
     np.testing.assert_allclose(other, [[0.5]])
+    # the counts the next step continues from (kept with the optimizer's state): state["counts"], nothing else
+    assert state == {"counts": {"p": {"1": 4, "2": 2, "3": 1}, "q": {"1": 1}}}
+
+
+def test_a_step_without_prompts_gates_no_share():
+    out, share = gate_solved(np.zeros((0, 4)), [], np.zeros((0, 4), bool), {"solved": ["a"]})
+    assert out.shape == (0, 4) and share == 0.0
 
 
 def test_sapo_temperatures_set_the_soft_gate():

@@ -268,3 +268,55 @@ def test_antithetic_population_is_sampled_and_scored_under_the_mirrored_members(
             expected = completion_logprobs(engine.model, seq, att, mask, temperature).sum(1).numpy()
         np.testing.assert_allclose(logp[0, 1, :, k], expected, rtol=1e-4)
     _load(engine.model, center.items())
+
+
+def test_the_stratified_mixture_estimate_by_hand_on_more_samples_than_members():
+    """jspol_estimate on logp [N = 2, m = 3, N = 2]: each sample's f(y) = (1/N) sum_k r_k log r_k over its own row of N
+    log-probabilities (the last axis), then the mean over the 6 samples and the stratified standard error."""
+    pi = np.array([[0.5, 0.25], [0.125, 0.5], [0.25, 0.25]])  # pi[s, k] for the three samples of member 0
+    logp = np.log(np.stack([pi, pi[::-1]]))  # member 1's samples are member 0's in reverse order
+
+    def f(row):
+        r = 2 * row / row.sum()
+        return float(np.sum(r * np.log(r)) / 2)
+
+    terms = np.array([[f(row) for row in pi], [f(row) for row in pi[::-1]]])
+    np.testing.assert_allclose(mixture_terms(logp), terms, rtol=1e-12)
+    mean, se = jspol_estimate(logp)
+    assert mean == pytest.approx(terms.mean())
+    assert se == pytest.approx(math.sqrt(2 * terms[0].var(ddof=1) / (2 * 2 * 3)))
+
+
+def test_the_permutation_nulls_are_the_mean_over_200_seeded_deals():
+    """Unless told otherwise, 200 deals of the pooled outcomes to the members from numpy's generator seeded 0 (each a
+    permutation of the flattened outcomes, cut into the members' rows): the null is each statistic's mean over them."""
+    from escov.llm.lemma_measurements import success_diversity
+    from escov.theory.metrics import jssucc
+
+    correct = np.array([[True, True, False, False, True], [False, False, False, True, False], [True] * 5])
+
+    def null_jssucc(deals, seed):
+        rng = np.random.default_rng(seed)
+        return np.mean([jssucc(rng.permutation(correct.reshape(-1)).reshape(3, 5).mean(axis=1)) for _ in range(deals)])
+
+    for seed in (0, 7):
+        assert success_diversity(correct, seed=seed)["jssucc_null"] == pytest.approx(null_jssucc(200, seed), rel=1e-12)
+        assert jssucc_estimates(correct, seed=seed)["permutation_null"] == pytest.approx(null_jssucc(200, seed))
+    assert success_diversity(correct)["jssucc_null"] == pytest.approx(null_jssucc(200, 0), rel=1e-12)
+    assert jssucc_estimates(correct)["permutation_null"] == pytest.approx(null_jssucc(200, 0), rel=1e-12)
+    assert success_diversity(correct, n_permutations=20, seed=3)["jssucc_null"] == pytest.approx(null_jssucc(20, 3))
+
+
+def test_the_validity_parameter_is_the_mean_k3_of_the_centers_ratio_by_hand():
+    """s from logp [N = 2, m = 3, N + 1]: k3 = r - 1 - log r with r = pi_0(y) / pi_j(y) (k = N the center), averaged
+    over the 6 samples. The member's own column is j; the other member's column is never read."""
+    from escov.llm.lemma_measurements import validity_estimate
+
+    own = np.log([[0.5, 0.25, 0.125], [0.25, 0.5, 0.5]])  # log pi_j(y_js)
+    center = np.log([[0.5, 0.5, 0.0625], [0.0625, 0.5, 1.0]])  # log pi_0(y_js)
+    logp = np.full((2, 3, 3), np.log(0.3))
+    logp[0, :, 0], logp[1, :, 1], logp[:, :, 2] = own[0], own[1], center
+    ratios = [1.0, 2.0, 0.5, 0.25, 1.0, 2.0]  # their logs do not sum to 0: a sign slip in either term shows
+    expected = sum(r - 1 - math.log(r) for r in ratios) / 6  # (2 (1 - ln 2) + (ln 2 - 0.5) + (ln 4 - 0.75)) / 6
+    assert expected == pytest.approx((0.75 + math.log(2)) / 6)
+    assert validity_estimate(logp) == pytest.approx(expected, rel=1e-12)
