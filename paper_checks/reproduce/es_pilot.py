@@ -274,9 +274,7 @@ def render(record: dict) -> str:
 def main_args(args, budget) -> int:
     """`es-pilot`: the pilot with the budget's settings (the CLI passes the answer's)."""
     settings = tuple(s for s in args.settings.split(",") if s)
-    record = run_es_pilot(
-        args.model, args.control, args.out, budget, jobs=args.jobs, settings=settings, only=getattr(args, "only", False)
-    )
+    record = run_es_pilot(args.model, args.control, args.out, budget, jobs=args.jobs, settings=settings, only=args.only)
     print(render(record))
     print(f"wrote {args.out / 'es_pilot.json'}, es_pilot.md and es_pilot.png")
     return 0

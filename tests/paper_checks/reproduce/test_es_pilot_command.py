@@ -11,10 +11,16 @@ from escov.paper_checks.reproduce.budgets import BUDGETS
 
 
 @pytest.mark.parametrize(
-    "flags, settings, jobs",
-    [([], (), 2), (["--settings", "es,es-sampled,", "--jobs", "1"], ("es", "es-sampled"), 1)],
+    "flags, settings, jobs, only",
+    [
+        ([], (), 2, False),
+        (["--settings", "es,es-sampled,", "--jobs", "1"], ("es", "es-sampled"), 1, False),
+        (["--settings", "es", "--only"], ("es",), 2, True),
+    ],
 )
-def test_the_command_runs_the_named_settings_and_prints_the_table(tmp_path, capsys, monkeypatch, flags, settings, jobs):
+def test_the_command_runs_the_named_settings_and_prints_the_table(
+    tmp_path, capsys, monkeypatch, flags, settings, jobs, only
+):
     calls = []
 
     def stand_in(model, control, out, budget, **kw):
@@ -25,7 +31,7 @@ def test_the_command_runs_the_named_settings_and_prints_the_table(tmp_path, caps
     monkeypatch.setattr(es_pilot, "render", lambda record: f"table of {record['the']}")
     out, control = tmp_path / "pilot", tmp_path / "control.json"
     assert main(["es-pilot", "--model", str(tmp_path), "--control", str(control), "--out", str(out), *flags]) == 0
-    assert calls == [(tmp_path, control, out, BUDGETS["answer"], {"jobs": jobs, "settings": settings})]
+    assert calls == [(tmp_path, control, out, BUDGETS["answer"], {"jobs": jobs, "settings": settings, "only": only})]
     assert capsys.readouterr().out == f"table of record\nwrote {out / 'es_pilot.json'}, es_pilot.md and es_pilot.png\n"
 
 
