@@ -183,8 +183,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     ),
     # the report's trust screen: evaluations and curve points against their run's settings, one field at a time
     "trust": (("paper_checks/trust.py",), ("tests/paper_checks/test_report_trust.py",), ()),
-    # the summary's decided parts and its design numbers (the effect needed, the seeds needed)
-    "summary": (("paper_checks/summary.py",), (), ()),
+    # the summary's decided parts, its text and its design numbers (the effect needed, the seeds needed), on reports
+    # written in the tests; not test_summary.py, whose tests assemble whole reports (2-4 s each, 18 s a mutant)
+    "summary": (("paper_checks/summary.py",), (), ("tests/paper_checks/test_summary.py",)),
     # curve layout, reuse of eval.json and splits (each test trains a tiny run in process)
     "curve": (("llm/curve.py",), (), ()),
     # which prompts each split holds, for generated and users' data
