@@ -188,8 +188,10 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "summary": (("paper_checks/summary.py",), (), ("tests/paper_checks/test_summary.py",)),
     # curve layout, reuse of eval.json and splits (each test trains a tiny run in process)
     "curve": (("llm/curve.py",), (), ()),
-    # which prompts each split holds, for generated and users' data
-    "problem_sets": (("llm/problem_sets.py",), ("tests/test_selection_split.py",), ()),
+    # which prompts each split holds, for generated and users' data, each against the task's own draw
+    # (test_problem_sets_draws.py); not test_problem_sets.py: its pinned budgets' prompts take 20 s (the answer's
+    # solution blocks) and its `llm eval` test trains a run, which every surviving mutant would pay
+    "problem_sets": (("llm/problem_sets.py",), ("tests/test_selection_split.py",), ("tests/llm/test_problem_sets.py",)),
     # which member strategy runs from the settings, alone and in combination
     "member_options": (
         ("llm/member_options.py",),
