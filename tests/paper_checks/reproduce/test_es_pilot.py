@@ -93,3 +93,125 @@ def test_a_control_from_another_base_split_or_prompt_block_is_refused_in_one_lin
     assert wanted != {"eval_solutions": 0, "train_solutions": 0}  # the answer reads a block
     assert f"the budget's {wanted}" in refused({"base": same, "split": "validation"})
     assert not (tmp_path / "out").exists()  # nothing trained
+
+
+def test_each_pilot_run_is_the_budgets_es_with_its_setting_for_the_updates_in_grpo_steps_of_equal_flops(tmp_path):
+    """An ES update of N members and m samples costs 2 N m (P L units), a GRPO step (2 + 6) G = 64 at G = 8: N = 32,
+    m = 1 costs one step an update, N = 64 two."""
+    from escov.paper_checks.reproduce.es_pilot import SETTINGS, pilot_runs
+
+    b = BUDGETS["answer"]
+    assert b.grpo["num_generations"] == 8 and b.grpo.get("num_iterations", 1) == 1
+    runs = pilot_runs(tmp_path / "base", b, seeds=(1, 2), updates=30)
+    steps = {"es": 30, "es-n64-a0.02": 60, "es-sampled": 30}
+    assert list(runs) == [f"{name}-s{seed}" for name in SETTINGS for seed in (1, 2)]
+    fixed = {
+        "checkpoint_every": 10,
+        "checkpoint_dense": 0,
+        "probe_every": 0,
+        "probe": False,
+        "heldout_task": "",
+        "eval_problems": 8,
+        "threshold_keep": (),
+    }
+    for name in SETTINGS:
+        for seed in (1, 2):
+            want = b.common | fixed | {"algo": "es", "model": str(tmp_path / "base"), "task": b.task}
+            want |= {"es": b.es | SETTINGS[name], "seed": seed, "steps": steps[name]}
+            assert runs[f"{name}-s{seed}"] == want
+    assert list(pilot_runs(tmp_path, b, seeds=(5,), updates=10, settings=("es-sampled",))) == ["es-sampled-s5"]
+
+
+def test_the_controls_prompts_are_read_from_its_first_run_with_missing_settings_as_0(tmp_path):
+    from escov.paper_checks.reproduce.es_pilot import control_prompts
+
+    for name, config in (
+        ("grpo-s301", {"eval_solutions": 5, "train_solutions": 5}),
+        ("grpo-s300", {"eval_solutions": 2}),
+    ):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert control_prompts(tmp_path / "control.json") == {"eval_solutions": 2, "train_solutions": 0}
+    with pytest.raises(ValueError) as err:
+        control_prompts(tmp_path / "elsewhere" / "control.json")
+    assert str(err.value) == (
+        f"--control {tmp_path / 'elsewhere' / 'control.json'}: no run directory beside it (runs/NAME/config.json)"
+    )
+
+
+def test_an_unknown_setting_is_refused_naming_the_known_ones(tmp_path, tiny_model_dir):
+    from escov.paper_checks.base_info import base_record
+
+    budget = BUDGETS["answer"]
+    (tmp_path / "runs" / "grpo-s300").mkdir(parents=True)
+    prompts = {k: budget.common.get(k, 0) for k in ("eval_solutions", "train_solutions")}
+    (tmp_path / "runs" / "grpo-s300" / "config.json").write_text(json.dumps(prompts), encoding="utf-8")
+    control = tmp_path / "control.json"
+    control.write_text(json.dumps({"base": base_record(tiny_model_dir), "split": "validation"}), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        run_es_pilot(tiny_model_dir, control, tmp_path / "out", budget, settings=("es", "nope", "also-not"))
+    assert str(err.value) == "--settings: unknown also-not, nope; known: es, es-n64-a0.02, es-sampled"
+    with pytest.raises(ValueError) as err:
+        run_es_pilot(tiny_model_dir, tmp_path / "absent.json", tmp_path / "out", budget)
+    assert str(err.value) == (
+        f"--control {tmp_path / 'absent.json'}: no such file (the premise control's control.json)"
+    )
+    with pytest.raises(ValueError) as err:
+        run_es_pilot(tmp_path / "nowhere", control, tmp_path / "out", budget)
+    assert str(err.value) == f"--model {tmp_path / 'nowhere'}: not a model directory (no config.json)"
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_pilots_table_gives_each_runs_crossing_pass32_and_plateau_and_the_choice():
+    from escov.paper_checks.reproduce.es_pilot import _num, render
+
+    runs = {
+        "es-s310": {
+            "crossing_update": 24.6,
+            "pass32_at_level_minus_base": -0.05,
+            "last_pass1": 0.7,
+            "last_pass32_minus_base": -0.1,
+            "plateau": {"rise_last_third": 0.012, "reached": True},
+        },
+        "es-s311": {
+            "crossing_update": None,
+            "pass32_at_level_minus_base": None,
+            "last_pass1": 0.55,
+            "last_pass32_minus_base": 0.02,
+            "plateau": {"rise_last_third": 0.1, "reached": False},
+        },
+    }
+    record = {
+        "level": 0.6,
+        "seeds": [310, 311],
+        "prompts": 128,
+        "split": "validation",
+        "samples": 64,
+        "temperature": 0.6,
+        "updates": 450,
+        "settings": {"es": {"runs": runs}},
+        "chosen": "es",
+        "reached": True,
+        "cap_updates": 50,
+    }
+    table = [
+        "# ES pilot: GRPO's plateau Pass@1 L = 0.600 (premise control, validation prompts)",
+        "",
+        "2 seeds x 128 validation prompts x 64 samples at T = 0.6, 450 ES updates.",
+        "",
+        "| setting | run | update crossing L | Pass@32 there - base | last Pass@1 | last Pass@32 - base | "
+        "rise over the last third | plateau |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| es | es-s310 | 25 | -0.050 | 0.700 | -0.100 | +0.012 | yes |",
+        "| es | es-s311 | - | - | 0.550 | +0.020 | +0.100 | no |",
+        "",
+    ]
+    assert render(record) == "\n".join(
+        table + ["Chosen: every seed of `es` reaches L; the answer's ES runs 50 updates.", ""]
+    )
+    stuck = record | {"reached": False, "cap_updates": 450}
+    assert render(stuck).splitlines()[-1] == (
+        "Chosen: no setting brings every seed to L within 450 updates; the answer runs `es` (highest mean last "
+        "Pass@1) for 450 updates and reports (f)."
+    )
+    assert _num(0.12345) == "0.123" and _num(None) == "-"
