@@ -132,19 +132,20 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # where a resumed run continues from; its in-process tests train tiny runs (the CLI's resume cases run in
     # fresh processes in test_rundir_integrity.py)
     "resume": (("llm/resume.py",), (), ()),
-    # the premise's control and the report's premise record; the control's end-to-end test trains in a fresh
-    # process, which mutmut does not map (run_control's mutants read "not reached")
+    # the premise's reading and the report's premise record (the runner of the control is its own group below)
     "premise": (
         (
             "paper_checks/premise_record.py",
             "paper_checks/premise.py",
             "paper_checks/premise_plateau.py",
             "paper_checks/registered.py",
-            "paper_checks/reproduce/premise_control.py",
         ),
         (),
         (),
     ),
+    # the positive control's runner: its runs' settings, and control.json read back against the counts its runs
+    # wrote (test_premise_control.py trains one tiny control in process, once per mutant session of run_control)
+    "premise_control": (("paper_checks/reproduce/premise_control.py",), (), ()),
     # user reward functions under TRL's and verl's contracts: the in-process tests that call them (not the CLI
     # training runs of test_own_data_cli.py, nor test_own_data.py's `llm eval` in a fresh process)
     "contract": (
@@ -201,6 +202,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # the population measurements' estimators, standard errors and intervals (coverage and width)
     "lemma_measurements": (("llm/lemma_measurements.py",), ("tests/llm/test_lemma_measurement_intervals.py",), ()),
     "pilot": (("paper_checks/reproduce/pilot.py",), ("tests/paper_checks/reproduce/test_plan_and_pilot_runs.py",), ()),
+    # the ES pilot's runs and its reading: crossings of GRPO's plateau, the choice, the cap, the control's refusals
+    "es_pilot": (("paper_checks/reproduce/es_pilot.py",), (), ()),
     "sweep": (
         ("paper_checks/reproduce/step_sweep.py",),
         ("tests/paper_checks/reproduce/test_step_sweep_choice.py",),
