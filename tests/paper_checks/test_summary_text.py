@@ -273,3 +273,60 @@ def test_the_seeds_column_reads_a_count_or_out_of_reach_and_an_empty_table_is_no
         "- no_forgetting: not run in this budget (needs a held-out task)",
         "",
     ]
+
+
+def test_a_part_with_its_own_test_is_decided_and_printed_by_it_and_the_published_status_is_the_parts():
+    """entropy_collapse: "ES entropy change" is an equivalence within +-10% (the claim's own test is the directional
+    fall), so [-5%, +5%] holds there; the fall part [-1%, +3%] is undecided; both print in %."""
+    parts = {"ES entropy change": est(0.0, -0.05, 0.05), "GRPO entropy fall (-change)": est(0.01, -0.01, 0.03)}
+    ours = "ES entropy change +0.00% [-5.00, +5.00]; GRPO entropy fall (-change) +1.00% [-1.00, +3.00]"
+    collapse = claim("entropy_collapse", "inconclusive", parts, ours=ours)
+    assert summary.decided_parts(collapse) == [
+        (
+            "inconclusive",
+            "entropy_collapse: holds in part (GRPO entropy fall (-change) inconclusive): "
+            "ES entropy change +0.00% [-5.00, +5.00]",
+        )
+    ]
+    # the published answer lists the claim inconclusive, but its "ES entropy change" part holds by its own test
+    published = {"claims": [claim("entropy_collapse", "inconclusive", {"ES entropy change": est(0.02, -0.01, 0.05)})]}
+    # one seed here (no detectable difference, so no seed count: the row's text alone)
+    here = {"claims": [claim("entropy_collapse", "inconclusive", {"ES entropy change": est(0.004, -0.2, 0.2, None)})]}
+    row = summary.undecided_rows(here, published)[0]
+    assert row["here"] == "+0.40% [-20.00, +20.00]" and row["detectable"] == "none (one seed)"
+    assert row["answer"] == "+2.00% [-1.00, +5.00], holds" and row["answer_detectable"] == "2% (3 seeds x 4 prompts)"
+    # a published report holding the claim without this part: nothing to compare, no status read
+    other = {"claims": [claim("entropy_collapse", "holds", {"GRPO entropy fall (-change)": est(0.1, 0.05, 0.15)})]}
+    assert summary.undecided_rows(here, other)[0]["answer"] == ""
+
+
+def test_a_detectable_difference_that_is_none_or_infinite_reads_one_seed():
+    for detectable in (None, float("inf")):
+        here = {"claims": [claim(KEY_CLAIM, "inconclusive", {KEY_PART: est(0.005, -0.01, 0.02, detectable)})]}
+        assert summary.undecided_rows(here, None)[0]["detectable"] == "none (one seed)"
+        assert summary._key_line("here", here).endswith(", detectable none (one seed)")
+
+
+def test_two_undecided_parts_are_named_together_and_a_cell_with_one_open_end_has_no_interval():
+    parts = {"@1": est(0.1, 0.05, 0.15), "@16": est(0.0, -0.1, 0.1), "@32": est(0.0, -0.1, 0.1)}
+    got = summary.decided_parts(claim("es_improves_over_base", "inconclusive", parts, ours="@1 a; @16 b; @32 c"))
+    assert got == [("inconclusive", "es_improves_over_base: holds in part (@16, @32 inconclusive): @1 a")]
+    cell = {"claims": [claim("grpo_passk_below_base", "inconclusive", {"@32": est(-0.05, None, 0.01)})]}
+    assert summary._story_cell(cell, "grpo_passk_below_base", "@32") == "-5.00 pts (no interval)"
+    straddles = {"claims": [claim("grpo_passk_below_base", "inconclusive", {"@32": est(0.01, -0.02, 0.04)})]}
+    assert (
+        summary._story_cell(straddles, "grpo_passk_below_base", "@32") == "+1.00 pts [-2.00, +4.00], no change detected"
+    )
+    assert summary._key_line("here", {}) == "  here       not in this report"
+
+
+def test_the_story_column_is_as_wide_as_its_widest_cell_or_design_and_a_design_not_measured_says_so():
+    """Here no GRPO Pass@1 estimate (design 'not measured'); the published design, longer than every cell here, does
+    not widen the column here."""
+    long_design = "8 seeds x 128 prompts x 64 samples at T = 0.6, matched"
+    here = {"claims": [claim("es_improves_over_base", "inconclusive", {"@1": est(0.1, 0.05, 0.15)})]}
+    there = {"claims": [claim("grpo_raises_pass1", "holds", {"@1": est(0.25, 0.2, 0.3, design=long_design)})]}
+    lines = summary.story_lines(here, there)
+    cells = ["not measured", "not measured", "+10.00 pts [+5.00, +15.00]", "not measured", "not measured"]
+    published = ["+25.00 pts [+20.00, +30.00]"] + ["not measured"] * 4
+    assert lines == _story(cells, published, ("not measured", long_design), 26)
