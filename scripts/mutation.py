@@ -278,6 +278,9 @@ DESELECTED = (
     "tests/paper_checks/test_paper_checks_verdicts.py::test_report_command_writes_markdown_json_and_plots",
     "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed",
     "tests/paper_checks/test_paper_checks_verdicts.py::test_zero_effect_gives_inconclusive_for_every_real_check",
+    # reads scripts/measure_bases.py beside tests/, which a group's folder does not hold (problem_sets: each split's
+    # draw is tested in test_problem_sets_draws.py)
+    "tests/test_selection_split.py::test_no_command_that_chooses_a_setting_reads_the_answers_test_prompts",
 )
 # Modules a group's tests import late, on the way (the report's input screen, paper_checks/trust.py, imports
 # llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
