@@ -102,3 +102,28 @@ def test_a_data_file_tasks_prompt_sources_are_every_record_of_each_file(tmp_path
     assert list(sources) == [f"data file {tmp_path / 'train.parquet'}", f"data file {tmp_path / 'test.parquet'}"]
     assert [len(v) for v in sources.values()] == [12, 5]  # every record, not the pool's 4 nor the 2 measured
     assert ids(sources[f"data file {tmp_path / 'test.parquet'}"]) == ids(task.problems("test", 5, seed=0))
+
+
+def test_a_split_without_records_is_no_source_and_the_other_split_still_is():
+    """A Countdown test file alone (llm eval's case): no training records, 22 test records; a training file alone:
+    no test records."""
+    sample = "tests/data/countdown_sample.json"
+    only_test = TrainConfig(task="countdown", test_data=sample, train_pool=4, batch_size=2, heldout_task="")
+    task = only_test.make_task()
+    assert (task.size("train"), task.size("test")) == (0, 22)
+    assert {k: len(v) for k, v in prompt_sources(only_test, task).items()} == {f"data file {sample}": 22}
+    only_train = TrainConfig(task="countdown", data=sample, train_pool=4, batch_size=2, heldout_task="")
+    assert {k: len(v) for k, v in prompt_sources(only_train, only_train.make_task()).items()} == {
+        f"data file {sample}": 22
+    }
+
+
+def test_the_test_prompts_of_a_task_handed_to_the_run_are_that_tasks():
+    run = cfg(train_pool=4, eval_problems=3, probe_prompts=2, heldout_task="")
+    handed = get_task("arithmetic")
+    sources = prompt_sources(run, handed)
+    assert ids(sources["task arithmetic (test problems)"]) == ids(handed.problems("test", 3, seed=0)) + ids(
+        handed.problems("test", 2, seed=1)
+    )
+    validation = split_set(cfg(), "validation")
+    assert validation.task.name == "countdown" and validation.task.size("validation") is None

@@ -97,3 +97,22 @@ def test_a_count_given_explicitly_that_the_data_cannot_fill_is_refused_naming_it
     with pytest.raises(ValueError) as err:
         fit_to_data(_cfg(probe=False, **given), small)
     assert str(err.value) == message
+
+
+def test_a_count_that_fits_leaves_the_next_one_to_be_fitted_and_a_batch_equal_to_the_pool_stays(tmp_path):
+    """train_pool 12 of 16 records fits (no note), eval_problems is still fitted to the 2 test records; a pool of 16
+    records at the default batch of 16 needs no change of batch size."""
+    pq.write_table(pa.Table.from_pylist(ROWS[:16]), tmp_path / "train16.parquet")
+    pq.write_table(pa.Table.from_pylist(ROWS[:2]), tmp_path / "test2.parquet")
+    rf = lambda prompts, completions, **kw: [0.0] * len(completions)  # noqa: E731
+    sixteen = get_task(
+        "prompts", data=tmp_path / "train16.parquet", test_data=tmp_path / "test2.parquet", reward_function=rf
+    )
+    batch = TrainConfig.__dataclass_fields__["batch_size"].default
+    assert batch == 16
+    run = _cfg(probe=False)
+    notes = fit_to_data(run, sixteen)
+    assert (run.train_pool, run.batch_size, run.eval_problems) == (16, 16, 2) and len(notes) == 2
+    assert not any("batch_size" in n for n in notes)
+    given = _cfg(probe=False, train_pool=12, batch_size=4)
+    assert len(fit_to_data(given, sixteen)) == 1 and (given.train_pool, given.eval_problems) == (12, 2)
