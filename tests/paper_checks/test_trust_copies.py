@@ -72,3 +72,51 @@ def test_what_a_copy_holds_is_said_with_or_without_its_final_evaluation(tmp_path
     assert trust._held(bare) == "no final evaluation, 1 metrics rows, 1 curve points, 0 probe measurements"
     done = _copy(tmp_path, "done", None, ev={"final": {}}, probe={"measurements": [{}, {}]})
     assert trust._held(done) == "a final evaluation, 0 metrics rows, 0 curve points, 2 probe measurements"
+
+
+def test_a_fingerprint_that_is_no_record_counts_as_none(tmp_path):
+    """A damaged fingerprint (a string) tells nothing: for a run recording its inputs the evaluation is unfingerprinted;
+    a damaged base_fingerprint is not compared."""
+    from tests.paper_checks.test_trust_inputs import _fingerprinted_eval
+    from tests.paper_checks.test_trust_inputs import _run as _recorded_run
+
+    ev = _fingerprinted_eval() | {"fingerprint": "damaged"}
+    assert trust.eval_contradiction(_recorded_run(tmp_path / "a", ev=ev)) == trust.UNFINGERPRINTED.format("inputs.json")
+    ev = _fingerprinted_eval() | {"base_fingerprint": "damaged"}
+    assert trust.eval_contradiction(_recorded_run(tmp_path / "b", ev=ev)) is None
+
+
+def test_the_evaluation_field_named_is_the_one_that_contradicts_not_one_it_lacks(tmp_path):
+    ev = _eval_file(CONFIG)
+    del ev["final"]["n"]  # written by older code: not compared
+    assert trust.eval_contradiction(_run(tmp_path, ev=ev)) is None
+    ev["final"]["temperature"] = 1.0
+    assert (
+        trust.eval_contradiction(_run(tmp_path, ev=ev)) == "final: temperature is 1.0 but the run's settings give 0.7"
+    )
+
+
+def test_a_contradicting_curve_is_left_out_with_its_reason(tmp_path):
+    point = _point(CONFIG, 50)
+    point["sampled"]["max_new_tokens"] = 32
+    run = _run(tmp_path, curve=[point])
+    kept, excluded = trust.screen([run])
+    assert kept == [run] and run.curve is None
+    assert excluded == [
+        {
+            "what": str(tmp_path / "curve.json"),
+            "reason": "step 50 sampled: max_new_tokens is 32 but the run's settings give 64; left out (not this "
+            "run's curve)",
+        }
+    ]
+
+
+def test_the_runs_after_one_left_out_for_its_final_weights_are_still_screened(tmp_path):
+    first = _copy(tmp_path, "a", None, **_moved(2))
+    same_weights = _copy(tmp_path, "b", None, **_moved(2))
+    same_weights.config["seed"] = SEED + 1
+    other = _copy(tmp_path, "c", None, **_moved(2))
+    other.config["seed"] = SEED + 2
+    other.eval["fingerprint"] = {"final_weights_sha256": "cd" * 32}
+    kept, excluded = trust.screen([first, same_weights, other])
+    assert kept == [first, other] and [e["what"] for e in excluded] == [str(tmp_path / "b")]
