@@ -120,3 +120,33 @@ def test_the_runs_after_one_left_out_for_its_final_weights_are_still_screened(tm
     other.eval["fingerprint"] = {"final_weights_sha256": "cd" * 32}
     kept, excluded = trust.screen([first, same_weights, other])
     assert kept == [first, other] and [e["what"] for e in excluded] == [str(tmp_path / "b")]
+
+
+def test_a_damaged_settings_history_leaves_the_runs_config_as_its_settings(tmp_path):
+    run = _run(tmp_path)
+    (tmp_path / "config_history.jsonl").write_text("{not json\n")
+    assert trust.settings_ran_with(run) == [CONFIG]
+
+
+def _counted(n, rows, pass_at_k) -> dict:
+    return {"n": n, "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(rows)], "pass_at_k": pass_at_k}
+
+
+def test_counts_are_compared_only_where_there_are_counts_a_sample_size_and_a_written_pass_at_k_up_to_it():
+    assert trust.count_mismatch(_counted(None, [2, 0], {"1": 0.9})) is None  # no sample size
+    assert trust.count_mismatch(_counted(8, [], {"1": 0.9})) is None  # no counts
+    assert trust.count_mismatch(_counted(8, ["2", 0], {"1": 0.9})) is None  # counts that are not integers
+    # Pass@16 of 8 samples, a label that is no k, a value that is no number: not compared; Pass@1 = 2/16 is
+    assert trust.count_mismatch(_counted(8, [2, 0], {"1": 0.125, "16": 0.5, "best": 0.5, "4": None})) is None
+    assert trust.count_mismatch(_counted(8, [2, 0], {"1": 0.5, "16": 0.5})) == (
+        "Pass@1 written 0.5, its per-problem counts give 0.125"
+    )
+
+
+def test_a_pass_at_k_within_the_tolerance_of_its_counts_is_accepted_at_the_boundary():
+    """No sample correct: Pass@1 is exactly 0, so a written 1e-9 differs from it by exactly TOLERANCE."""
+    assert trust.TOLERANCE == 1e-9
+    assert trust.count_mismatch(_counted(8, [0, 0], {"1": 1e-9})) is None
+    assert (
+        trust.count_mismatch(_counted(8, [0, 0], {"1": 2e-9})) == "Pass@1 written 2e-09, its per-problem counts give 0"
+    )
