@@ -1,0 +1,75 @@
+"""The reproduction plan's budgets in GRPO steps (paper_checks/reproduce/plan.py es_steps), the reward spread of a
+finished ES run (mean_reward_std) and what the planned runs give the checks (planned_needs), against costs counted by
+hand: an ES update of N members with m samples each costs 2 N m per prompt (in units of P L), a GRPO step of G
+completions and mu iterations (2 + 6 mu) G, 64 at the answer's G = 8, mu = 1."""
+
+from dataclasses import replace
+
+import pytest
+
+from escov.paper_checks.reproduce.budgets import BUDGETS
+from escov.paper_checks.reproduce.plan import es_steps, mean_reward_std, planned_needs
+
+ANSWER = BUDGETS["answer"]
+
+
+def test_an_es_run_gets_the_grpo_steps_that_cost_its_updates():
+    assert ANSWER.es_updates == 450 and ANSWER.grpo["num_generations"] == 8
+    assert ANSWER.es["population_size"] == 32  # 2 x 32 = 64: an update costs one GRPO step
+    assert es_steps(ANSWER, ANSWER.es) == 450
+    assert es_steps(ANSWER, ANSWER.es | {"population_size": 64}) == 900  # 128 / 64: two steps an update
+    sampled = ANSWER.es | {"member_temperature": 1.0, "member_samples": 2}  # 2 x 32 x 2 = 128
+    assert es_steps(ANSWER, sampled) == 900
+    assert es_steps(replace(ANSWER, es_updates=10), ANSWER.es | {"population_size": 48}) == 15  # 96 / 64
+
+
+def test_updates_that_no_whole_number_of_grpo_steps_buys_are_refused_naming_both():
+    """N = 8: an update costs 16 = a quarter step; 10 updates are 2.5 steps, rounded to 2, which buy 8 updates."""
+    es = ANSWER.es | {"population_size": 8}
+    with pytest.raises(ValueError) as err:
+        es_steps(replace(ANSWER, es_updates=10), es)
+    assert str(err.value) == f"ES settings {es}: 10 updates are no whole budget of GRPO steps (8)"
+    with pytest.raises(ValueError) as err:
+        es_steps(ANSWER, ANSWER.es | {"population_size": 0})
+    assert str(err.value) == "budget ES settings: es.population_size must be an integer >= 2, got 0"
+
+
+def test_a_budget_run_that_is_no_valid_run_is_named():
+    small = BUDGETS["small"]
+    with pytest.raises(ValueError) as err:
+        planned_needs(replace(small, common=small.common | {"eval_samples": 0}))
+    assert str(err.value) == "budget run es-s0: eval_samples must be an integer >= 1, got 0"
+
+
+def test_the_population_sweep_is_planned_only_where_the_budget_sweeps():
+    assert BUDGETS["full"].sweep_populations and not ANSWER.sweep_populations
+    assert ("es", "the population sweep") in planned_needs(BUDGETS["full"])
+    assert ("es", "the population sweep") not in planned_needs(ANSWER)
+
+
+def test_the_reward_spread_skips_rows_without_one_and_a_run_without_any_is_named(tmp_path):
+    """Rows of a GRPO phase (no es_reward_std) and ES steps with no spread are not averaged: (0.2 + 0.6) / 2."""
+    from escov.llm.rundir import append_step
+
+    core = {
+        "reward_mean": 0.5,
+        "center_reward_mean": 0.5,
+        "pass_at_1": 0.5,
+        "no_correct_share": 0.0,
+        "entropy": 1.0,
+        "drift_rel": 0.0,
+        "drift_layers": {},
+        "step_seconds": 1.0,
+        "tokens_per_s": 1.0,
+        "wall_seconds": 1.0,
+    }
+    append_step(tmp_path, core | {"step": 1, "phase": "grpo"})
+    for step, spread in ((2, 0.2), (3, 0.0), (4, 0.6)):
+        append_step(tmp_path, core | {"step": step, "phase": "es", "es_reward_std": spread})
+    assert mean_reward_std(tmp_path) == pytest.approx(0.4)
+    none = tmp_path / "none"
+    none.mkdir()
+    append_step(none, core | {"step": 1, "phase": "grpo"})
+    with pytest.raises(ValueError) as err:
+        mean_reward_std(none)
+    assert str(err.value) == f"{none}/metrics.jsonl: no ES step with reward spread (es_reward_std > 0)"
