@@ -73,3 +73,25 @@ def test_the_reward_spread_skips_rows_without_one_and_a_run_without_any_is_named
     with pytest.raises(ValueError) as err:
         mean_reward_std(none)
     assert str(err.value) == f"{none}/metrics.jsonl: no ES step with reward spread (es_reward_std > 0)"
+
+
+def _sized(steps: int, es: dict, grpo: dict):
+    b = BUDGETS["answer"]
+    return replace(b, common=b.common | {"steps": steps}, es=es, grpo=grpo)
+
+
+def test_equal_updates_need_a_whole_number_of_updates_from_each_cost():
+    """5 GRPO steps of (2 + 6) 8 = 64 buy 5 updates of 2 x 32 = 64 (N = 64: 10 steps); with 2 iterations a step costs
+    (2 + 12) 8 = 112 and buys 8.75 updates, with 3 samples per member an update costs 192: 5 x 64 / 192 = 1.67. The
+    member samples and iterations left unset are 1."""
+    from escov.paper_checks.reproduce.plan import equal_update_budget
+
+    plain = _sized(5, {"population_size": 32}, {"num_generations": 8})
+    assert equal_update_budget(plain, 64) == 10 and equal_update_budget(plain, 32) == 5
+    iterations = _sized(5, {"population_size": 32}, {"num_generations": 8, "num_iterations": 2})
+    with pytest.raises(ValueError) as err:
+        equal_update_budget(iterations, 64)
+    assert str(err.value) == "population 64: 8.75 updates are not a whole GRPO-step budget"
+    samples = _sized(5, {"population_size": 32, "member_samples": 3}, {"num_generations": 8})
+    with pytest.raises(ValueError, match=r"^population 64: 1\.66667 updates are not a whole GRPO-step budget$"):
+        equal_update_budget(samples, 64)
