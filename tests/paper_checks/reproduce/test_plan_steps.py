@@ -4,6 +4,7 @@ hand: an ES update of N members with m samples each costs 2 N m per prompt (in u
 completions and mu iterations (2 + 6 mu) G, 64 at the answer's G = 8, mu = 1."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,28 @@ def test_equal_updates_need_a_whole_number_of_updates_from_each_cost():
     samples = _sized(5, {"population_size": 32, "member_samples": 3}, {"num_generations": 8})
     with pytest.raises(ValueError, match=r"^population 64: 1\.66667 updates are not a whole GRPO-step budget$"):
         equal_update_budget(samples, 64)
+
+
+def test_an_equal_update_budget_of_one_step_is_one_and_a_fraction_of_a_step_is_refused():
+    """4 steps of 64 buy 4 updates of 64; at N = 8 (16 each) those cost exactly 1 step; at N = 48 (96 each), with 5
+    steps, 7.5 steps."""
+    from escov.paper_checks.reproduce.plan import equal_update_budget
+
+    assert equal_update_budget(_sized(4, {"population_size": 32}, {"num_generations": 8}), 8) == 1
+    with pytest.raises(ValueError, match=r"^population 48: 5 updates are not a whole GRPO-step budget$"):
+        equal_update_budget(_sized(5, {"population_size": 32}, {"num_generations": 8}), 48)
+
+
+def test_a_sweep_run_of_a_budget_counting_es_updates_keeps_the_common_settings_and_its_own_steps():
+    """The ES runs' own settings (es_common: checkpoints, probe) and length in updates are the main ES runs'; a sweep
+    run of the same budget has the common settings and the steps of equal updates."""
+    from escov.paper_checks.reproduce.budgets import SWEEP_EVAL
+    from escov.paper_checks.reproduce.plan import equal_update_budget, plan
+
+    swept = replace(ANSWER, sweep_populations=(16,), seeds=(0,))
+    runs = plan(swept, Path("base"), None)
+    assert ANSWER.es_common["checkpoint_every"] != ANSWER.common["checkpoint_every"]
+    assert runs["es-s0"]["checkpoint_every"] == ANSWER.es_common["checkpoint_every"] and runs["es-s0"]["steps"] == 450
+    sweep = runs["sweep-base-N16-s0"]
+    assert sweep["checkpoint_every"] == ANSWER.common["checkpoint_every"]
+    assert sweep["steps"] == equal_update_budget(swept, 16) and sweep["eval_problems"] == SWEEP_EVAL["eval_problems"]
