@@ -35,6 +35,8 @@ def test_the_crossing_is_the_first_interpolated_update_at_the_level():
 def test_the_plateau_level_is_the_mean_of_the_controls_last_points():
     control = {"curves": {"a": [{"pass1": 0.2}, {"pass1": 0.6}], "b": [{"pass1": 0.3}, {"pass1": 0.7}]}}
     assert plateau_level(control) == pytest.approx(0.65)
+    longer = {"curves": {"a": [{"pass1": 0.2}, {"pass1": 0.5}, {"pass1": 0.6}], "b": [{"pass1": 0.3}, {"pass1": 0.7}]}}
+    assert plateau_level(longer) == pytest.approx(0.65)  # the last point, not the second
 
 
 def test_the_setting_whose_slowest_seed_crosses_first_is_chosen_and_the_cap_is_its_margin_rounded_up():
@@ -168,7 +170,7 @@ def test_the_pilots_table_gives_each_runs_crossing_pass32_and_plateau_and_the_ch
     runs = {
         "es-s310": {
             "crossing_update": 24.6,
-            "pass32_at_level_minus_base": -0.05,
+            "pass32_at_level_minus_base": 0.05,
             "last_pass1": 0.7,
             "last_pass32_minus_base": -0.1,
             "plateau": {"rise_last_third": 0.012, "reached": True},
@@ -202,7 +204,7 @@ def test_the_pilots_table_gives_each_runs_crossing_pass32_and_plateau_and_the_ch
         "| setting | run | update crossing L | Pass@32 there - base | last Pass@1 | last Pass@32 - base | "
         "rise over the last third | plateau |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
-        "| es | es-s310 | 25 | -0.050 | 0.700 | -0.100 | +0.012 | yes |",
+        "| es | es-s310 | 25 | +0.050 | 0.700 | -0.100 | +0.012 | yes |",
         "| es | es-s311 | - | - | 0.550 | +0.020 | +0.100 | no |",
         "",
     ]
