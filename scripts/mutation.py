@@ -278,6 +278,9 @@ DESELECTED = (
     # reads scripts/measure_bases.py beside tests/, which a group's folder does not hold (problem_sets: each split's
     # draw is tested in test_problem_sets_draws.py)
     "tests/test_selection_split.py::test_no_command_that_chooses_a_setting_reads_the_answers_test_prompts",
+    # trains the sweep's runs (20-60 s), which every surviving mutant of the sweep's rule ran again; the rule's
+    # functions are tested on curves written in test_step_sweep.py and test_step_sweep_choice.py
+    "tests/paper_checks/reproduce/test_step_sweep.py::test_the_sweep_end_to_end_reads_only_training_split_curves",
 )
 # Modules a group's tests import late, on the way (the report's input screen, paper_checks/trust.py, imports
 # llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
