@@ -217,3 +217,34 @@ def test_the_pilots_table_gives_each_runs_crossing_pass32_and_plateau_and_the_ch
         "Pass@1) for 450 updates and reports (f)."
     )
     assert _num(0.12345) == "0.123" and _num(None) == "-"
+
+
+def test_the_record_keeps_each_runs_last_point_plateau_and_setting_and_the_level():
+    """Names ordered against the rule (the faster and the higher sort last by name). es-sampled reaches L = 0.6 at
+    update 100, es at 100 + 50 x (0.6 - 0.5) / (0.7 - 0.5) = 125: es-sampled is chosen, and its cap spans several
+    rounds, 50 x ceil(1.25 x 100 / 50) = 150."""
+    from escov.paper_checks.premise import plateau
+    from escov.paper_checks.reproduce.es_pilot import SETTINGS
+
+    steps = [0, 50, 100, 150]
+    curves = {
+        "es-sampled": {"es-sampled-s1": points([0.3, 0.5, 0.6, 0.65], [0.70, 0.66, 0.62, 0.60], every=50)},
+        "es": {"es-s1": points([0.3, 0.4, 0.5, 0.7], every=50)},
+    }
+    record = choose(curves, 0.6, updates=150)
+    assert record["level"] == 0.6 and record["chosen"] == "es-sampled" and record["cap_updates"] == 150
+    run = record["settings"]["es-sampled"]["runs"]["es-sampled-s1"]
+    assert run["last_pass1"] == 0.65 and run["last_pass32_minus_base"] == pytest.approx(-0.10)
+    assert run["plateau"] == plateau(steps, [0.3, 0.5, 0.6, 0.65])
+    assert (
+        record["settings"]["es"]["es"] == SETTINGS["es"]
+        and record["settings"]["es-sampled"]["es"] == SETTINGS["es-sampled"]
+    )
+    assert choose({"other": {"other-s1": points([0.3, 0.7])}}, 0.6)["settings"]["other"]["es"] is None
+    # none reached: the highest mean last Pass@1 (b), not the last name (z)
+    stuck = {
+        "z": {"z-s1": points([0.3, 0.4])},
+        "b": {"b-s1": points([0.3, 0.55])},
+        "a": {"a-s1": points([0.3, 0.5])},
+    }
+    assert choose(stuck, 0.6)["chosen"] == "b"
