@@ -286,6 +286,10 @@ DESELECTED = (
 # llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
 # mutant's session (about 10 s of CPU each, which mutmut's time limit, estimated from one session, does not expect).
 PRELOAD = {"real_checks": ("escov.llm.rollout",)}
+# mutmut's time limit counts the tests' calls, not their fixtures' setup: a group whose module-scoped fixture trains
+# runs in every mutant's session needs that training inside the constant (premise_control: one tiny control, 10-15 s
+# of CPU; at 5 s every mutant the fixture reaches timed out before a test ran, a false "caught")
+TIMEOUT_CONSTANT = {"premise_control": 60.0}
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"
@@ -342,7 +346,7 @@ def prepare(group: str) -> Path:
             # plus 5 s before the factor: mutmut's estimate counts the tests' calls only, not their session's setup
             # (each mutant's tests run in a session of their own: the first use of a transformers model class
             # imports it, 3-4 s), so at its 1 s a mutant whose tests load the tiny model timed out before they ran
-            "timeout_constant = 5.0",
+            f"timeout_constant = {TIMEOUT_CONSTANT.get(group, 5.0)}",
             f"only_mutate = {toml_list(f'escov/{m}' for m in modules)}",
             # and results/, whose published report test_report_rendering.py reads beside the tests
             f"also_copy = {toml_list([*LEVELS, 'results', 'escov/results'])}",
