@@ -121,3 +121,16 @@ def test_a_sweep_run_of_a_budget_counting_es_updates_keeps_the_common_settings_a
     sweep = runs["sweep-base-N16-s0"]
     assert sweep["checkpoint_every"] == ANSWER.common["checkpoint_every"]
     assert sweep["steps"] == equal_update_budget(swept, 16) and sweep["eval_problems"] == SWEEP_EVAL["eval_problems"]
+
+
+def test_every_run_starts_from_the_base_given_and_a_schedule_switches_after_at_least_one_step():
+    """A schedule switches after steps x switch_fraction steps, rounded down, and never before step 1: 3 x 0.5 = 1.5
+    gives 1; 4 x 0.1 = 0.4 gives 1, not 0."""
+    from escov.paper_checks.reproduce.plan import plan
+
+    regime = BUDGETS["answer-paper-regime"]
+    for steps, fraction in ((3, 0.5), (4, 0.1)):
+        b = replace(regime, common=regime.common | {"steps": steps}, switch_fraction=fraction, seeds=(0,))
+        runs = plan(b, Path("the-base"), None)
+        assert runs["es-grpo-s0"]["switch_step"] == runs["grpo-es-s0"]["switch_step"] == 1
+        assert {name: run["model"] for name, run in runs.items()} == {name: "the-base" for name in runs}
