@@ -134,3 +134,20 @@ def test_every_run_starts_from_the_base_given_and_a_schedule_switches_after_at_l
         runs = plan(b, Path("the-base"), None)
         assert runs["es-grpo-s0"]["switch_step"] == runs["grpo-es-s0"]["switch_step"] == 1
         assert {name: run["model"] for name, run in runs.items()} == {name: "the-base" for name in runs}
+
+
+@pytest.mark.parametrize("name", sorted(BUDGETS))
+def test_every_budgets_runs_start_from_their_base_and_only_the_bf16_variant_changes_the_dtype(name):
+    """Each run of each budget from the base given (the population sweep's second base for its runs on it); the dtype
+    and the unbatched members only in es-bf16; the answer's null arm on its null seeds alone."""
+    from escov.paper_checks.reproduce.plan import plan
+
+    b = BUDGETS[name]
+    runs = plan(b, Path("the-base"), Path("other-base"), {seed: 0.5 for seed in b.seeds})
+    for run_name, run in runs.items():
+        assert run["model"] == ("other-base" if run_name.startswith("sweep-other-") else "the-base"), run_name
+        bf16 = run_name.startswith("es-bf16-")
+        assert (run.get("dtype") == "bfloat16") == bf16 and (run.get("population") == {"batched": False}) == bf16
+    nulls = sorted(int(r.rsplit("-s", 1)[1]) for r in runs if r.startswith("es-null-"))
+    if b.arms is not None:
+        assert nulls == sorted(b.arms.null_seeds) != sorted(b.seeds)
