@@ -151,3 +151,18 @@ def test_every_budgets_runs_start_from_their_base_and_only_the_bf16_variant_chan
     nulls = sorted(int(r.rsplit("-s", 1)[1]) for r in runs if r.startswith("es-null-"))
     if b.arms is not None:
         assert nulls == sorted(b.arms.null_seeds) != sorted(b.seeds)
+
+
+def test_the_population_sweep_runs_each_population_on_both_bases_but_the_main_runs_own():
+    """full: populations 8, 16, 32, 64 on the base and on the second base, every seed; on the base, N = 32 is the main
+    ES runs themselves, so no sweep run repeats it. A budget naming es-rescaled among its variants gets that variant."""
+    from escov.paper_checks.reproduce.plan import plan
+
+    full = BUDGETS["full"]
+    assert full.sweep_populations == (8, 16, 32, 64) and full.es["population_size"] == 32
+    runs = plan(full, Path("the-base"), Path("other-base"))
+    want = {f"sweep-{label}-N{n}-s{s}" for label in ("base", "other") for n in (8, 16, 32, 64) for s in full.seeds}
+    assert {r for r in runs if r.startswith("sweep-")} == want - {f"sweep-base-N32-s{s}" for s in full.seeds}
+    small = replace(BUDGETS["small"], es_variants=("es-rescaled",))
+    rescaled = plan(small, Path("b"), None, {0: 0.25})
+    assert rescaled["es-rescaled-s0"]["es"]["center_scale"] == 4.0 and "es-rescaled-s1" not in rescaled
