@@ -136,19 +136,20 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # where a resumed run continues from; its in-process tests train tiny runs (the CLI's resume cases run in
     # fresh processes in test_rundir_integrity.py)
     "resume": (("llm/resume.py",), (), ()),
-    # the premise's control and the report's premise record; the control's end-to-end test trains in a fresh
-    # process, which mutmut does not map (run_control's mutants read "not reached")
+    # the premise's reading and the report's premise record (the runner of the control is its own group below)
     "premise": (
         (
             "paper_checks/premise_record.py",
             "paper_checks/premise.py",
             "paper_checks/premise_plateau.py",
             "paper_checks/registered.py",
-            "paper_checks/reproduce/premise_control.py",
         ),
         (),
         (),
     ),
+    # the positive control's runner: its runs' settings, and control.json read back against the counts its runs
+    # wrote (test_premise_control.py trains one tiny control in process, once per mutant session of run_control)
+    "premise_control": (("paper_checks/reproduce/premise_control.py",), (), ()),
     # user reward functions under TRL's and verl's contracts: the in-process tests that call them (not the CLI
     # training runs of test_own_data_cli.py, nor test_own_data.py's `llm eval` in a fresh process)
     "contract": (
@@ -187,12 +188,15 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     ),
     # the report's trust screen: evaluations and curve points against their run's settings, one field at a time
     "trust": (("paper_checks/trust.py",), ("tests/paper_checks/test_report_trust.py",), ()),
-    # the summary's decided parts and its design numbers (the effect needed, the seeds needed)
-    "summary": (("paper_checks/summary.py",), (), ()),
+    # the summary's decided parts, its text and its design numbers (the effect needed, the seeds needed), on reports
+    # written in the tests; not test_summary.py, whose tests assemble whole reports (2-4 s each, 18 s a mutant)
+    "summary": (("paper_checks/summary.py",), (), ("tests/paper_checks/test_summary.py",)),
     # curve layout, reuse of eval.json and splits (each test trains a tiny run in process)
     "curve": (("llm/curve.py",), (), ()),
-    # which prompts each split holds, for generated and users' data
-    "problem_sets": (("llm/problem_sets.py",), ("tests/test_selection_split.py",), ()),
+    # which prompts each split holds, for generated and users' data, each against the task's own draw
+    # (test_problem_sets_draws.py); not test_problem_sets.py: its pinned budgets' prompts take 20 s (the answer's
+    # solution blocks) and its `llm eval` test trains a run, which every surviving mutant would pay
+    "problem_sets": (("llm/problem_sets.py",), ("tests/test_selection_split.py",), ("tests/llm/test_problem_sets.py",)),
     # which member strategy runs from the settings, alone and in combination
     "member_options": (
         ("llm/member_options.py",),
@@ -202,6 +206,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # the population measurements' estimators, standard errors and intervals (coverage and width)
     "lemma_measurements": (("llm/lemma_measurements.py",), ("tests/llm/test_lemma_measurement_intervals.py",), ()),
     "pilot": (("paper_checks/reproduce/pilot.py",), ("tests/paper_checks/reproduce/test_plan_and_pilot_runs.py",), ()),
+    # the ES pilot's runs and its reading: crossings of GRPO's plateau, the choice, the cap, the control's refusals
+    "es_pilot": (("paper_checks/reproduce/es_pilot.py",), (), ()),
     "sweep": (
         ("paper_checks/reproduce/step_sweep.py",),
         ("tests/paper_checks/reproduce/test_step_sweep_choice.py",),
@@ -209,13 +215,10 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     ),
     # which runs are complete (trained, their curve measured on the curve's split) and how they are handed out
     "training_runs": (("paper_checks/reproduce/training_runs.py",), ("tests/llm/test_curve_splits.py",), ()),
+    # not test_budgets.py: its jobs test (26 s) reaches plan() and ran first for every mutant (about 2 a minute)
     "plan": (
         ("paper_checks/reproduce/plan.py",),
-        (
-            "tests/paper_checks/reproduce/test_plan_and_pilot_runs.py",
-            "tests/paper_checks/test_not_run_in_budget.py",
-            "tests/paper_checks/reproduce/test_budgets.py",
-        ),
+        ("tests/paper_checks/reproduce/test_plan_and_pilot_runs.py", "tests/paper_checks/test_not_run_in_budget.py"),
         (),
     ),
     # the GRPO clip statistics under epsilon_high
@@ -276,15 +279,22 @@ DESELECTED = (
     "tests/paper_checks/test_paper_checks_verdicts.py::test_report_command_writes_markdown_json_and_plots",
     "tests/paper_checks/test_paper_checks_verdicts.py::test_partial_and_damaged_runs_are_marked_not_crashed",
     "tests/paper_checks/test_paper_checks_verdicts.py::test_zero_effect_gives_inconclusive_for_every_real_check",
+    # reads scripts/measure_bases.py beside tests/, which a group's folder does not hold (problem_sets: each split's
+    # draw is tested in test_problem_sets_draws.py)
+    "tests/test_selection_split.py::test_no_command_that_chooses_a_setting_reads_the_answers_test_prompts",
+    # trains the sweep's runs (20-60 s), which every surviving mutant of the sweep's rule ran again; the rule's
+    # functions are tested on curves written in test_step_sweep.py and test_step_sweep_choice.py
+    "tests/paper_checks/reproduce/test_step_sweep.py::test_the_sweep_end_to_end_reads_only_training_split_curves",
 )
 # Modules a group's tests import late, on the way (the report's input screen, paper_checks/trust.py, imports
 # llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
 # mutant's session (about 10 s of CPU each, which mutmut's time limit, estimated from one session, does not expect).
 PRELOAD = {"real_checks": ("escov.llm.rollout",)}
 # Groups whose tests train a tiny run in a module fixture (10-20 s of CPU on a loaded machine): mutmut's time limit
-# counts the tests' calls alone, not their fixtures, so at the constant of 5 s a mutant whose only tests read that run
-# counted as caught by a timeout before they ran (training_runs' first 4 mutants). Seconds.
-TIMEOUT_CONSTANT = {"training_runs": 60.0, "curve": 60.0}
+# counts the tests' calls alone, not their fixtures' setup, so at the constant of 5 s a mutant whose only tests read
+# that run counted as caught by a timeout before they ran (training_runs' first 4 mutants; every premise_control
+# mutant the fixture reaches). Seconds.
+TIMEOUT_CONSTANT = {"training_runs": 60.0, "curve": 60.0, "premise_control": 60.0}
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"

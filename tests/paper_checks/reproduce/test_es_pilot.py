@@ -35,6 +35,8 @@ def test_the_crossing_is_the_first_interpolated_update_at_the_level():
 def test_the_plateau_level_is_the_mean_of_the_controls_last_points():
     control = {"curves": {"a": [{"pass1": 0.2}, {"pass1": 0.6}], "b": [{"pass1": 0.3}, {"pass1": 0.7}]}}
     assert plateau_level(control) == pytest.approx(0.65)
+    longer = {"curves": {"a": [{"pass1": 0.2}, {"pass1": 0.5}, {"pass1": 0.6}], "b": [{"pass1": 0.3}, {"pass1": 0.7}]}}
+    assert plateau_level(longer) == pytest.approx(0.65)  # the last point, not the second
 
 
 def test_the_setting_whose_slowest_seed_crosses_first_is_chosen_and_the_cap_is_its_margin_rounded_up():
@@ -128,3 +130,157 @@ def test_only_decides_from_the_settings_it_ran_and_records_the_others_as_not_run
     assert got["not_run"] == [n for n in SETTINGS if n != "es"] and got["cap_updates"] == 10
     assert "Not run, so not among the choices: `es-n64-a0.02`, `es-sampled`." in render(got)
     assert json.loads((out / "es_pilot.json").read_text(encoding="utf-8"))["not_run"] == got["not_run"]
+
+
+def test_each_pilot_run_is_the_budgets_es_with_its_setting_for_the_updates_in_grpo_steps_of_equal_flops(tmp_path):
+    """An ES update of N members and m samples costs 2 N m (P L units), a GRPO step (2 + 6) G = 64 at G = 8: N = 32,
+    m = 1 costs one step an update, N = 64 two."""
+    from escov.paper_checks.reproduce.es_pilot import SETTINGS, pilot_runs
+
+    b = BUDGETS["answer"]
+    assert b.grpo["num_generations"] == 8 and b.grpo.get("num_iterations", 1) == 1
+    runs = pilot_runs(tmp_path / "base", b, seeds=(1, 2), updates=30)
+    steps = {"es": 30, "es-n64-a0.02": 60, "es-sampled": 30}
+    assert list(runs) == [f"{name}-s{seed}" for name in SETTINGS for seed in (1, 2)]
+    fixed = {
+        "checkpoint_every": 10,
+        "checkpoint_dense": 0,
+        "probe_every": 0,
+        "probe": False,
+        "heldout_task": "",
+        "eval_problems": 8,
+        "eval_skip": 0,  # the block's first 8 test prompts, which the answer skips
+        "threshold_keep": (),
+    }
+    for name in SETTINGS:
+        for seed in (1, 2):
+            want = b.common | fixed | {"algo": "es", "model": str(tmp_path / "base"), "task": b.task}
+            want |= {"es": b.es | SETTINGS[name], "seed": seed, "steps": steps[name]}
+            assert runs[f"{name}-s{seed}"] == want
+    assert list(pilot_runs(tmp_path, b, seeds=(5,), updates=10, settings=("es-sampled",))) == ["es-sampled-s5"]
+
+
+def test_the_controls_prompts_are_read_from_its_first_run_with_missing_settings_as_0(tmp_path):
+    from escov.paper_checks.reproduce.es_pilot import control_prompts
+
+    for name, config in (
+        ("grpo-s301", {"eval_solutions": 5, "train_solutions": 5}),
+        ("grpo-s300", {"eval_solutions": 2}),
+    ):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert control_prompts(tmp_path / "control.json") == {"eval_solutions": 2, "train_solutions": 0}
+    with pytest.raises(ValueError) as err:
+        control_prompts(tmp_path / "elsewhere" / "control.json")
+    assert str(err.value) == (
+        f"--control {tmp_path / 'elsewhere' / 'control.json'}: no run directory beside it (runs/NAME/config.json)"
+    )
+
+
+def test_an_unknown_setting_is_refused_naming_the_known_ones(tmp_path, tiny_model_dir):
+    from escov.paper_checks.base_info import base_record
+
+    budget = BUDGETS["answer"]
+    (tmp_path / "runs" / "grpo-s300").mkdir(parents=True)
+    prompts = {k: budget.common.get(k, 0) for k in ("eval_solutions", "train_solutions")}
+    (tmp_path / "runs" / "grpo-s300" / "config.json").write_text(json.dumps(prompts), encoding="utf-8")
+    control = tmp_path / "control.json"
+    control.write_text(json.dumps({"base": base_record(tiny_model_dir), "split": "validation"}), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        run_es_pilot(tiny_model_dir, control, tmp_path / "out", budget, settings=("es", "nope", "also-not"))
+    assert str(err.value) == "--settings: unknown also-not, nope; known: es, es-n64-a0.02, es-sampled"
+    with pytest.raises(ValueError) as err:
+        run_es_pilot(tiny_model_dir, tmp_path / "absent.json", tmp_path / "out", budget)
+    assert str(err.value) == (
+        f"--control {tmp_path / 'absent.json'}: no such file (the premise control's control.json)"
+    )
+    with pytest.raises(ValueError) as err:
+        run_es_pilot(tmp_path / "nowhere", control, tmp_path / "out", budget)
+    assert str(err.value) == f"--model {tmp_path / 'nowhere'}: not a model directory (no config.json)"
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_pilots_table_gives_each_runs_crossing_pass32_and_plateau_and_the_choice():
+    from escov.paper_checks.reproduce.es_pilot import _num, render
+
+    runs = {
+        "es-s310": {
+            "crossing_update": 24.6,
+            "pass32_at_level_minus_base": 0.05,
+            "last_pass1": 0.7,
+            "last_pass32_minus_base": -0.1,
+            "plateau": {"rise_last_third": 0.012, "reached": True},
+        },
+        "es-s311": {
+            "crossing_update": None,
+            "pass32_at_level_minus_base": None,
+            "last_pass1": 0.55,
+            "last_pass32_minus_base": 0.02,
+            "plateau": {"rise_last_third": 0.1, "reached": False},
+        },
+    }
+    record = {
+        "level": 0.6,
+        "seeds": [310, 311],
+        "prompts": 128,
+        "split": "validation",
+        "samples": 64,
+        "temperature": 0.6,
+        "updates": 450,
+        "settings": {"es": {"runs": runs}},
+        "chosen": "es",
+        "reached": True,
+        "cap_updates": 50,
+    }
+    table = [
+        "# ES pilot: GRPO's plateau Pass@1 L = 0.600 (premise control, validation prompts)",
+        "",
+        "2 seeds x 128 validation prompts x 64 samples at T = 0.6, 450 ES updates.",
+        "",
+        "| setting | run | update crossing L | Pass@32 there - base | last Pass@1 | last Pass@32 - base | "
+        "rise over the last third | plateau |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| es | es-s310 | 25 | +0.050 | 0.700 | -0.100 | +0.012 | yes |",
+        "| es | es-s311 | - | - | 0.550 | +0.020 | +0.100 | no |",
+        "",
+    ]
+    assert render(record) == "\n".join(
+        table + ["Chosen: every seed of `es` reaches L; the answer's ES runs 50 updates.", ""]
+    )
+    stuck = record | {"reached": False, "cap_updates": 450}
+    assert render(stuck).splitlines()[-1] == (
+        "Chosen: no setting brings every seed to L within 450 updates; the answer runs `es` (highest mean last "
+        "Pass@1) for 450 updates and reports (f)."
+    )
+    assert _num(0.12345) == "0.123" and _num(None) == "-"
+
+
+def test_the_record_keeps_each_runs_last_point_plateau_and_setting_and_the_level():
+    """Names ordered against the rule (the faster and the higher sort last by name). es-sampled reaches L = 0.6 at
+    update 100, es at 100 + 50 x (0.6 - 0.5) / (0.7 - 0.5) = 125: es-sampled is chosen, and its cap spans several
+    rounds, 50 x ceil(1.25 x 100 / 50) = 150."""
+    from escov.paper_checks.premise import plateau
+    from escov.paper_checks.reproduce.es_pilot import SETTINGS
+
+    steps = [0, 50, 100, 150]
+    curves = {
+        "es-sampled": {"es-sampled-s1": points([0.3, 0.5, 0.6, 0.65], [0.70, 0.66, 0.62, 0.60], every=50)},
+        "es": {"es-s1": points([0.3, 0.4, 0.5, 0.7], every=50)},
+    }
+    record = choose(curves, 0.6, updates=150)
+    assert record["level"] == 0.6 and record["chosen"] == "es-sampled" and record["cap_updates"] == 150
+    run = record["settings"]["es-sampled"]["runs"]["es-sampled-s1"]
+    assert run["last_pass1"] == 0.65 and run["last_pass32_minus_base"] == pytest.approx(-0.10)
+    assert run["plateau"] == plateau(steps, [0.3, 0.5, 0.6, 0.65])
+    assert (
+        record["settings"]["es"]["es"] == SETTINGS["es"]
+        and record["settings"]["es-sampled"]["es"] == SETTINGS["es-sampled"]
+    )
+    assert choose({"other": {"other-s1": points([0.3, 0.7])}}, 0.6)["settings"]["other"]["es"] is None
+    # none reached: the highest mean last Pass@1 (b), not the last name (z)
+    stuck = {
+        "z": {"z-s1": points([0.3, 0.4])},
+        "b": {"b-s1": points([0.3, 0.55])},
+        "a": {"a-s1": points([0.3, 0.5])},
+    }
+    assert choose(stuck, 0.6)["chosen"] == "b"

@@ -168,6 +168,12 @@ def test_the_controls_runs_are_grpo_on_its_seeds_with_its_step_and_no_probe():
         == 3e-5
     )
     assert set(pc.CONTROL_SEEDS).isdisjoint(range(0, 8)) and 100 not in pc.CONTROL_SEEDS
+    # every other setting is the budget's but the checkpoints (none dense), the probe, the held-out task, the
+    # thresholds and the trainer's own final evaluation (8 test prompts, never read)
+    b = BUDGETS["answer"]
+    fixed = {"steps": 12, "checkpoint_every": 4, "checkpoint_dense": 0, "probe_every": 0, "heldout_task": ""}
+    fixed |= {"eval_problems": 8, "eval_skip": 0, "threshold_keep": (), "algo": "grpo", "model": "base", "task": b.task}
+    assert runs["grpo-s7"] == b.common | fixed | {"seed": 7, "grpo": b.grpo | {"learning_rate": 1e-4}}
 
 
 def test_the_control_refuses_a_folder_without_a_model_and_a_single_seed(tmp_path, tiny_model_dir):
