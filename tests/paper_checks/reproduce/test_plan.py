@@ -334,6 +334,7 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
         es_common=None,
         es_variant_updates=(),
         arms=None,
+        lemma_as_stated=None,
         common={k: v for k, v in answer.common.items() if k not in ("eval_solutions", "train_solutions", "eval_skip")}
         | {k: regime.common[k] for k in ("steps", "probe_every", "checkpoint_every", "checkpoint_dense")},
     )
@@ -342,3 +343,6 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
     assert answer.common["eval_solutions"] == answer.common["train_solutions"] == 2
     assert "eval_solutions" not in regime.common and "train_solutions" not in regime.common
     assert answer.common["eval_skip"] == 8 and "eval_skip" not in regime.common  # past the selection runs' prompts
+    from escov.paper_checks.reproduce.lemma_as_stated_measurement import ANSWER_LEMMA_AS_STATED
+
+    assert answer.lemma_as_stated == ANSWER_LEMMA_AS_STATED and regime.lemma_as_stated is None
