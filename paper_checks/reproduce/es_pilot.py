@@ -190,6 +190,9 @@ def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: in
     seeds, updates = sizes.get("seeds", PILOT_SEEDS), sizes.get("updates", PILOT_UPDATES)
     prompts = sizes.get("prompts", PILOT_PROMPTS)
     chosen = tuple(sizes.get("settings") or SETTINGS)
+    only = bool(sizes.get("only"))
+    if only and not sizes.get("settings"):
+        raise ValueError("--only decides from the settings named in --settings; name them")
     unknown = sorted(set(chosen) - set(SETTINGS))
     if unknown:
         raise ValueError(f"--settings: unknown {', '.join(unknown)}; known: {', '.join(SETTINGS)}")
@@ -204,9 +207,6 @@ def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: in
     start = time.perf_counter()
     stamp = lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}")  # noqa: E731
     run_all(pilot_runs(model, budget, seeds, updates, chosen), out / "runs", curve, jobs, stamp)
-    only = bool(sizes.get("only"))
-    if only and not sizes.get("settings"):
-        raise ValueError("--only decides from the settings named in --settings; name them")
     runs = pilot_runs(model, budget, seeds, updates, chosen if only else tuple(SETTINGS))
     missing = [name for name in runs if not complete(out / "runs" / name, curve)]
     if missing:
