@@ -1,8 +1,8 @@
 """The answer's arms as stages of the reproduction's job pool (reproduction.py; sizes: answer_arms.py), each
 skipped when its output is complete, and their attachments to the report.
 
-    draw_jobs     "pretrain draw S" (no wait) then "control draw S", per draw seed, and "control lr LR" (after the
-                  answer's base): listed last, after the comparison's runs and endpoints they do not feed
+    draw_jobs     "pretrain draw S" then "control draw S", per draw seed, and "control lr LR", all after the
+                  answer's base: listed last, after the comparison's runs and endpoints they do not feed
     arm_jobs      the null arm's runs (es-null-sS: trained to the answer's ES length, their curve the base and the
                   last checkpoint only), then one "endpoint ..." job per (model, temperature) after the run it
                   reads (endpoints.py)
@@ -52,6 +52,9 @@ def draw_jobs(budget, out: Path, base: Path, progress: bool, wait_base: tuple[st
                         obtain_base,
                         (folder / "base", budget.base_preset, progress, budget.base_settings, seed),
                     ),
+                    # after the answer's base: while that job is pending every comparison job waits, and a
+                    # pretraining with no wait would take a worker ahead of them
+                    after=wait_base,
                 )
             )
         jobs.append(

@@ -57,6 +57,7 @@ TINY = replace(
     es_updates=4,
     es_common={"checkpoint_every": 2, "checkpoint_dense": 0},
     premise_control=False,
+    lemma_as_stated=None,  # the answer's size of it costs minutes; its own tests run it small
     arms=ARMS,
 )
 
@@ -105,6 +106,9 @@ def test_the_answer_job_graph_evaluates_endpoints_after_their_runs_and_runs_the_
     names, after = [j.name for j in jobs], {j.name: j.after for j in jobs}
     assert names[0] == "pretrain base"
     assert after["control draw 2"] == ("pretrain draw 2",) and after["control lr 3e-05"] == ("pretrain base",)
+    # the pool starts the first ready job in list order: a draw's pretraining that did not wait for the answer's
+    # base would start while every comparison job still waits for it
+    assert after["pretrain draw 1"] == after["pretrain draw 2"] == ("pretrain base",)
     assert after["endpoint grpo-s3 T=1"] == ("grpo-s3",) and after["endpoint es-s7 T=0.6"] == ("es-s7",)
     endpoint_jobs = [n for n in names if n.startswith("endpoint")]
     draws = ["pretrain draw 1", "control draw 1", "pretrain draw 2", "control draw 2", "control lr 3e-05"]
