@@ -11,6 +11,7 @@ es-pilot --model DIR --control FILE --out DIR [--jobs N]     can ES reach GRPO's
 grpo-variants --answer DIR [--candidates A,B] [--jobs N]          ES against the best coverage-keeping GRPO variant
 coverage SOURCE... --reference NAME [--json OUT] [--plots DIR]     Pass@k to n, k*, solvability of any completions
                                                                  (also `escov coverage`; docs/coverage.md)
+pool-tasks TASK=REPORT_JSON... --out DIR [--into REPORT_JSON]    the premise's endpoints per task and pooled
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also check the paper's claims on runs of your own data or rewards (by default their "
         "report compares the runs' groups: paper_checks/own_runs.py)",
     )
+    pool = sub.add_parser(
+        "pool-tasks", help="the premise's registered endpoints per task and pooled across tasks (premise_pooled.py)"
+    )
+    pool.add_argument("tasks", nargs="+", metavar="TASK=REPORT_JSON", help="each task's published report.json")
+    pool.add_argument("--out", type=Path, required=True, help="folder for pooled.json and POOLED.md")
+    pool.add_argument("--into", type=Path, help="a report.json to add premise_by_task and pooled to")
     add_commands(sub)  # the experiment commands (paper_checks/reproduce/cli.py COMMANDS)
     sub.add_parser("coverage", help="Pass@k to n, k*, solvability sets of any trainer's completions (docs/coverage.md)")
     args = parser.parse_args(argv)
@@ -60,6 +67,16 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(done, int):
                 return done
             report, out = done
+        elif args.command == "pool-tasks":
+            from escov.paper_checks.premise_pooled import POOLED_MD, pool_tasks_command, render
+
+            result = pool_tasks_command(args.tasks, args.out, args.into)
+            print(
+                f"wrote {args.out / POOLED_MD}"
+                + (f"; added premise_by_task and pooled to {args.into}" if args.into else "")
+            )
+            print("\n".join(render(result)))
+            return 0
         else:
             from escov.paper_checks.evidence import load_lemma_grid
             from escov.paper_checks.report import build_report

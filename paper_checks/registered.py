@@ -64,7 +64,7 @@ EXPLORATORY = (
 )
 
 
-def _member(record: dict, name: str) -> dict | None:
+def family_member(record: dict, name: str) -> dict | None:
     """The interval a family member tests, or None when it is not readable."""
     entry = record.get(name)
     if not entry:
@@ -114,7 +114,9 @@ def runs_commit(paths) -> str | None:
 
 def registered(record: dict, commit: str | None) -> dict:
     """The record's `registered` entry: the family, each readable member's test and Holm's adjustment."""
-    tests = {name: member_p(est, side) for name, side in FAMILY.items() if (est := _member(record, name)) is not None}
+    tests = {
+        name: member_p(est, side) for name, side in FAMILY.items() if (est := family_member(record, name)) is not None
+    }
     adjusted = holm({name: t["p"] for name, t in tests.items()})
     return {
         "where": WHERE,

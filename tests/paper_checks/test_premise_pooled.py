@@ -1,0 +1,142 @@
+"""The premise's registered endpoints read per task and pooled across tasks (paper_checks/premise_pooled.py), checked
+against hand computations of the random-effects pool, the t test behind each member and Holm's step-down."""
+
+import json
+import math
+
+import pytest
+from scipy import stats
+
+from escov.paper_checks.premise_pooled import POOLED_JSON, POOLED_MD, pool_premise, render
+
+
+def _interval(mean: float, se: float, df: float = 40.0) -> dict:
+    half = stats.t.ppf(0.975, df) * se
+    return {"mean": mean, "lo": mean - half, "hi": mean + half, "se": se, "df": df}
+
+
+def _record(a: float, e: float, d: float = 0.0, b: float | None = None, se: float = 0.01) -> dict:
+    """A premise record with the fields its registered family is read from (premise_record.py)."""
+    plateau = {"reading": "not_readable"}
+    if b is not None:
+        plateau = {"reading": "inconclusive", "difference": _interval(b, se), "fall": 0.04}
+    return {
+        "grpo_plateau_minus_base": {"pass@32": _interval(a, se), "verdict": "narrowed"},
+        "es_at_grpo_plateau": plateau,
+        "distinct_at_grpo_plateau": _interval(d, se),
+        "es_minus_base_end": {"pass@32": _interval(e, se)},
+    }
+
+
+def test_equal_tasks_pool_to_their_mean_with_the_t_interval_on_tasks_minus_one_degrees():
+    """Three tasks with the same (a) -0.05 and se 0.01: Q = 0, tau = 0, so the pool is -0.05 with se 0.01 / sqrt(3)
+    (the factor max(1, q) = 1) and half-width t_{2, 0.975} x that = 4.303 x 0.005774 = 0.02484."""
+    result = pool_premise({t: _record(-0.05, 0.0) for t in ("countdown", "grid_paths", "subset_sum")})
+    a = result["pooled"]["grpo_plateau_minus_base"]
+    se = 0.01 / math.sqrt(3)
+    assert a["mean"] == pytest.approx(-0.05) and a["se"] == pytest.approx(se) and a["tau"] == 0.0 and a["df"] == 2
+    assert a["hi"] == pytest.approx(-0.05 + stats.t.ppf(0.975, 2) * se) and a["hi"] == pytest.approx(-0.02516, abs=1e-5)
+    assert a["reading"] == "claimed_side" and a["label"] == "(a)" and a["test"] == "one-sided < 0"
+    assert a["tasks_agreeing"] == ["countdown", "grid_paths", "subset_sum"]  # each task's own interval is below 0
+    assert result["premise_by_task"]["grid_paths"] == _record(-0.05, 0.0)  # each record as published
+
+
+def test_tasks_that_disagree_give_the_spread_and_an_inconclusive_pool():
+    """(e) at +0.05, -0.05, +0.04 with se 0.01 each: w = 1e4, ybar = 0.04 / 3, Q = 1e4 sum (y - ybar)^2 = 60.667,
+    tau^2 = (Q - 2) / (3e4 - 1e4) = 0.0029333 (tau 0.05416), I^2 = (Q - 2) / Q = 0.967: the pool straddles 0 and
+    two of three tasks lie on the pooled mean's side of it."""
+    result = pool_premise({"t1": _record(-0.05, 0.05), "t2": _record(-0.05, -0.05), "t3": _record(-0.05, 0.04)})
+    e = result["pooled"]["es_minus_base_end"]
+    ybar = 0.04 / 3
+    q = 1e4 * sum((y - ybar) ** 2 for y in (0.05, -0.05, 0.04))
+    assert q == pytest.approx(60.6667, abs=1e-3)
+    assert e["tau"] == pytest.approx(math.sqrt((q - 2) / 2e4)) and e["i2"] == pytest.approx((q - 2) / q)
+    assert e["reading"] == "inconclusive" and e["test"] == "two-sided"
+    assert e["mean"] > 0 and e["tasks_agreeing"] == ["t1", "t3"]
+    assert e["by_task"] == pytest.approx({"t1": 0.05, "t2": -0.05, "t3": 0.04})
+    mirrored = pool_premise({"t1": _record(-0.05, -0.05), "t2": _record(-0.05, 0.05), "t3": _record(-0.05, -0.04)})
+    assert mirrored["pooled"]["es_minus_base_end"]["tasks_agreeing"] == ["t1", "t3"]  # the side of a mean below 0
+
+
+def test_a_task_agrees_only_when_its_own_interval_lies_on_the_claimed_side():
+    """(a) at -0.05 on two tasks and -0.01 with se 0.01 on a third: the third's interval [-0.030, +0.010] holds 0,
+    so it does not count among the tasks that narrowed, though its mean is below 0."""
+    result = pool_premise({"t1": _record(-0.05, 0.0), "t2": _record(-0.05, 0.0), "t3": _record(-0.01, 0.0)})
+    assert result["pooled"]["grpo_plateau_minus_base"]["tasks_agreeing"] == ["t1", "t2"]
+
+
+def test_b_prime_is_pooled_only_over_the_tasks_where_it_was_readable():
+    """(b') is a member only where that task's validity condition held (registered.py): not readable on one task,
+    it is pooled over the other two and that task is named; readable on one task only, nothing is pooled."""
+    two = pool_premise({"t1": _record(-0.05, 0.0, b=0.02), "t2": _record(-0.05, 0.0, b=0.04), "t3": _record(-0.05, 0)})
+    b = two["pooled"]["es_at_grpo_plateau"]
+    assert b["tasks"] == ["t1", "t2"] and b["not_read"] == ["t3"] and b["mean"] == pytest.approx(0.03)
+    assert b["test"] == "one-sided > 0" and b["df"] == 1
+    one = pool_premise({"t1": _record(-0.05, 0.0, b=0.02), "t2": _record(-0.05, 0.0), "t3": _record(-0.05, 0.0)})
+    assert "reason" in one["pooled"]["es_at_grpo_plateau"] and "holm" not in one["pooled"]["es_at_grpo_plateau"]
+    assert one["pooled"]["es_at_grpo_plateau"]["not_read"] == ["t2", "t3"]
+    assert "| (b') | " in "\n".join(render(one)) and "not read" in "\n".join(render(one))
+
+
+def test_the_pooled_family_is_tested_with_holms_step_down():
+    """Three readable members on 3 tasks, each pool's t on 2 degrees of freedom: (a) directional at twice its
+    one-sided p, (d') and (e) two-sided; Holm: sorted p_(1) <= p_(2) <= p_(3), adjusted max_{j<=i} (3 - j + 1) p_(j)."""
+    tasks = {"t1": _record(-0.05, 0.01, d=0.3), "t2": _record(-0.04, -0.005, d=0.1), "t3": _record(-0.06, 0.0, d=0.2)}
+    pooled = pool_premise(tasks)["pooled"]
+    p = {}
+    for name, side in (("grpo_plateau_minus_base", -1), ("distinct_at_grpo_plateau", 0), ("es_minus_base_end", 0)):
+        t = pooled[name]["mean"] / pooled[name]["se"]
+        p[name] = 2 * stats.t.cdf(t, 2) if side < 0 else 2 * stats.t.sf(abs(t), 2)
+    order = sorted(p, key=p.get)
+    expected, running = {}, 0.0
+    for i, name in enumerate(order):
+        running = max(running, min(1.0, (3 - i) * p[name]))
+        expected[name] = running
+    for name in p:
+        assert pooled[name]["holm"]["p"] == pytest.approx(p[name], rel=1e-9)
+        assert pooled[name]["holm"]["p_adjusted"] == pytest.approx(expected[name], rel=1e-9)
+        assert pooled[name]["holm"]["rejects"] == (expected[name] < 0.05)
+
+
+def test_the_command_writes_the_pool_and_adds_it_to_a_published_report(tmp_path, capsys):
+    from escov.paper_checks.cli import main
+
+    paths = {}
+    for task, a in (("countdown", -0.05), ("grid_paths", -0.03)):
+        paths[task] = tmp_path / f"{task}.json"
+        paths[task].write_text(json.dumps({"claims": [], "premise": _record(a, 0.0)}), encoding="utf-8")
+    into = tmp_path / "report.json"
+    into.write_text(json.dumps({"claims": [], "premise": _record(-0.05, 0.0)}), encoding="utf-8")
+    specs = [f"{t}={p}" for t, p in paths.items()]
+    assert main(["pool-tasks", *specs, "--out", str(tmp_path / "pool"), "--into", str(into)]) == 0
+    written = json.loads((tmp_path / "pool" / POOLED_JSON).read_text())
+    assert sorted(written["premise_by_task"]) == ["countdown", "grid_paths"]
+    assert written["pooled"]["grpo_plateau_minus_base"]["mean"] == pytest.approx(-0.04)
+    report = json.loads(into.read_text())
+    assert report["pooled"] == written["pooled"] and report["claims"] == []  # the rest of the report kept
+    assert "| (a) | " in (tmp_path / "pool" / POOLED_MD).read_text() and "POOLED.md" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "spec, named",
+    [("countdown", "is not TASK=REPORT_JSON"), ("x=MISSING", "MISSING"), ("x=NOPREMISE", "no premise record")],
+)
+def test_a_bad_task_argument_is_refused_in_one_line_naming_it(tmp_path, capsys, spec, named):
+    from escov.paper_checks.cli import main
+
+    (tmp_path / "NOPREMISE").write_text(json.dumps({"claims": []}), encoding="utf-8")
+    spec = spec.replace("MISSING", str(tmp_path / "missing.json")).replace("NOPREMISE", str(tmp_path / "NOPREMISE"))
+    named = named.replace("MISSING", "missing.json")
+    assert main(["pool-tasks", spec, "--out", str(tmp_path / "pool")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and named in err and "\n" not in err
+    assert not (tmp_path / "pool").exists()
+
+
+def test_a_task_named_twice_is_refused(tmp_path):
+    from escov.paper_checks.premise_pooled import pool_tasks_command
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"premise": _record(-0.05, 0.0)}), encoding="utf-8")
+    with pytest.raises(ValueError, match="named twice"):
+        pool_tasks_command([f"a={path}", f"a={path}"], tmp_path / "pool")
