@@ -88,6 +88,11 @@ def add_commands(sub) -> None:
     )
     gv.add_argument("--answer", type=Path, required=True, help="the answer's out directory (reproduce --budget answer)")
     gv.add_argument("--candidates", default="", help="comma-separated names of grpo_variants.CANDIDATES (default: all)")
+    gv.add_argument(
+        "--selection-only",
+        action="store_true",
+        help="choose the variant on validation prompts and stop (the test runs need the answer finished)",
+    )
     gv.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default 2)")
 
 

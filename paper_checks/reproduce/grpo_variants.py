@@ -2,6 +2,7 @@
 GRPO?"), on the premise's base, after the answer ran.
 
     python -m escov.paper_checks grpo-variants --answer runs/answer-premise [--jobs 2] [--candidates a,b]
+                                               [--selection-only]   (the selection alone, beside an unfinished answer)
 
 Selection, on validation prompts only (llm/problem_sets.py SELECTION_SPLIT; the premise control's design,
 paper_checks/reproduce/premise_control.py): plain GRPO (the control's runs, reused from the answer's
@@ -218,10 +219,14 @@ def run(
     design: Design = Design(),
     candidates: dict[str, dict] | None = None,
     jobs: int = 2,
+    selection_only: bool = False,
     log=print,
 ) -> dict:
     """Selection, test runs and the record, into answer/grpo-variants/ and the answer's report (resumable);
-    premise_dir, report_dir: where the reproduction keeps the premise control and the report (reproduction.py)."""
+    premise_dir, report_dir: where the reproduction keeps the premise control and the report (reproduction.py).
+    The test runs and the record read the answer's ES curves, so they need the answer's reproduction finished (its
+    report written); selection_only: stop after selection.json (it needs the premise control alone), returning
+    {"selection": ...}, so that the selection can run beside an unfinished answer and the rest resume after it."""
     from escov.llm.problem_sets import SELECTION_SPLIT
     from escov.llm.rundir import read_curve, write_json
     from escov.paper_checks.evidence import variant
@@ -249,6 +254,13 @@ def run(
     selection = choose(curves(answer / premise_dir / "runs", sorted(plain)), by_candidate)
     selection["settings"] = candidates.get(selection["chosen"])
     write_json(out / "selection.json", selection)
+    if selection_only:
+        return {"selection": selection}
+    if not (answer / report_dir / "report.json").is_file():
+        raise ValueError(
+            f"--answer {answer}: no {report_dir}/report.json, so its reproduction has not finished and its ES curves "
+            "may be partial (--selection-only runs the selection alone)"
+        )
     variant_curves = []
     if selection["chosen"]:
         tests = test_runs(answer / "runs", selection["chosen"], selection["settings"])
@@ -259,8 +271,7 @@ def run(
     rec, non_finite = without_non_finite(rec)  # an interval of too few seeds: null, its path listed
     rec["non_finite"] = non_finite
     write_json(out / "grpo_variants.json", rec)
-    if (answer / report_dir / "report.json").is_file():
-        attach(answer / report_dir, rec)
+    attach(answer / report_dir, rec)
     return rec
 
 
@@ -292,7 +303,13 @@ def main_args(args, budget, premise_dir: str, report_dir: str) -> int:
         report_dir=report_dir,
         candidates={n: CANDIDATES[n] for n in names} or None,
         jobs=args.jobs,
+        selection_only=args.selection_only,
     )
+    if args.selection_only:
+        chosen = rec["selection"]["chosen"]
+        print(f"selection on validation prompts: chosen {chosen or 'none'}")
+        print(f"wrote {Path(args.answer) / VARIANTS_DIR / 'selection.json'}")
+        return 0
     print("\n".join(render(rec)))
     print(f"wrote {Path(args.answer) / VARIANTS_DIR / 'grpo_variants.json'}")
     return 0

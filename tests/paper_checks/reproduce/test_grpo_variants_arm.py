@@ -120,20 +120,31 @@ def test_the_arm_runs_end_to_end_on_a_tiny_design(tiny_model_dir, tmp_path):
         for seed in (0, 1)
     }
     run_all(runs, answer / "runs", curve, 1, lambda msg: None)
+    candidates = {"entropy-bonus": {"entropy_coef": 0.01}, "kl-cov": {"loss_type": "kl_cov"}}
+
+    def arm(selection_only: bool = False) -> dict:
+        return grpo_variants.run(
+            answer,
+            budget,
+            premise_dir=PREMISE_DIR,
+            report_dir=REPORT_DIR,
+            design=design,
+            candidates=candidates,
+            jobs=1,
+            selection_only=selection_only,
+            log=lambda msg: None,
+        )
+
+    # beside an unfinished answer (no report yet): the selection alone runs; the rest is refused, naming why
+    alone = arm(selection_only=True)
+    assert alone == {"selection": read_json(answer / grpo_variants.VARIANTS_DIR / "selection.json")}
+    assert not (answer / grpo_variants.VARIANTS_DIR / "test-runs").exists()
+    with pytest.raises(ValueError, match="has not finished"):
+        arm()
     (answer / REPORT_DIR).mkdir()
     write_json(answer / REPORT_DIR / "report.json", {"claims": []})
     (answer / REPORT_DIR / "REPORT.md").write_text("# report\n", encoding="utf-8")
-    candidates = {"entropy-bonus": {"entropy_coef": 0.01}, "kl-cov": {"loss_type": "kl_cov"}}
-    rec = grpo_variants.run(
-        answer,
-        budget,
-        premise_dir=PREMISE_DIR,
-        report_dir=REPORT_DIR,
-        design=design,
-        candidates=candidates,
-        jobs=1,
-        log=lambda msg: None,
-    )
+    rec = arm()  # the selection's runs are kept: only the test runs train now
 
     selection = read_json(answer / grpo_variants.VARIANTS_DIR / "selection.json")
     assert set(selection["candidates"]) == set(candidates)

@@ -34,7 +34,13 @@ def test_the_command_runs_the_named_candidates_and_prints_the_section(
     monkeypatch.setattr(grpo_variants, "run", stand_in)
     monkeypatch.setattr(grpo_variants, "render", lambda rec: ["## section", f"of {rec['the']}"])
     assert main(["grpo-variants", "--answer", str(tmp_path), *flags]) == 0
-    expected = {"premise_dir": PREMISE_DIR, "report_dir": REPORT_DIR, "candidates": candidates, "jobs": jobs}
+    expected = {
+        "premise_dir": PREMISE_DIR,
+        "report_dir": REPORT_DIR,
+        "candidates": candidates,
+        "jobs": jobs,
+        "selection_only": False,
+    }
     assert calls == [(tmp_path, BUDGETS["answer"], expected)]
     out = tmp_path / "grpo-variants" / "grpo_variants.json"
     assert capsys.readouterr().out == f"## section\nof record\nwrote {out}\n"
@@ -44,3 +50,17 @@ def test_an_unknown_candidate_is_refused_naming_the_known_ones(tmp_path, capsys)
     assert main(["grpo-variants", "--answer", str(tmp_path), "--candidates", "entropy-bonus,nope,also"]) == 2
     known = list(grpo_variants.CANDIDATES)
     assert capsys.readouterr().err == f"error: --candidates: unknown ['also', 'nope']; known: {known}\n"
+
+
+def test_selection_only_stops_after_the_selection_and_names_its_file(tmp_path, capsys, monkeypatch):
+    calls = []
+
+    def stand_in(answer, budget, **kw):
+        calls.append(kw["selection_only"])
+        return {"selection": {"chosen": "gspo"}}
+
+    monkeypatch.setattr(grpo_variants, "run", stand_in)
+    assert main(["grpo-variants", "--answer", str(tmp_path), "--selection-only"]) == 0
+    out = tmp_path / "grpo-variants" / "selection.json"
+    assert calls == [True]
+    assert capsys.readouterr().out == f"selection on validation prompts: chosen gspo\nwrote {out}\n"
