@@ -220,12 +220,13 @@ def at_grpo_plateau(ev: Evidence, es: list[Curve], grpo: list[Curve]) -> dict:
     return {"es_minus_base_end": es_end} | plateau_endpoints(es, grpo, es_end)
 
 
-def _pm(e: dict | None, scale: float = 100.0) -> str:
+def _pm(e: dict | None, scale: float = 100.0, sign: str = "+") -> str:
+    """An interval x scale with two decimals; sign "+" for a difference, "" for a level (a Pass@1 itself)."""
     if not e or e.get("mean") is None:
         return "not measured" if not e else e.get("reason", "no interval")
     if e.get("lo") is None:
-        return f"{scale * e['mean']:+.2f} (no interval)"
-    return f"{scale * e['mean']:+.2f} [{scale * e['lo']:+.2f}, {scale * e['hi']:+.2f}]"
+        return f"{scale * e['mean']:{sign}.2f} (no interval)"
+    return f"{scale * e['mean']:{sign}.2f} [{scale * e['lo']:{sign}.2f}, {scale * e['hi']:{sign}.2f}]"
 
 
 def _at(level: float | None) -> str:
@@ -280,7 +281,7 @@ def render_at_plateau(record: dict) -> list[str]:
         else:
             lines.append(
                 f"- (f) **ES never reaches GRPO's plateau Pass@1 {100 * f['grpo_plateau_pass1']:.1f} by the cap** "
-                f"(step {cap}): its last Pass@1 {_pm(f['es_last_pass1'])}, still rising on {f['still_rising']} of "
+                f"(step {cap}): its last Pass@1 {_pm(f['es_last_pass1'], sign='')}, still rising on {f['still_rising']} of "
                 f"{f['runs']} runs; Pass@32 there - base {_pm(f['pass32_minus_base'])}; GRPO's own runs cross that "
                 f"level on {f['grpo_runs_crossing']} of {f['grpo_runs']}."
             )

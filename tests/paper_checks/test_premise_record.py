@@ -636,8 +636,8 @@ def test_the_endpoints_at_grpos_plateau_read_as_written_each_at_its_pass1_with_i
         "- (d') Distinct correct solutions, ES - GRPO per prompt (Pass@1 48.7): +0.06 [-0.07, +0.18].",
         "- (e) ES at its last checkpoint (step 450, Pass@1 55.1) - base: Pass@32 -1.00 [-3.00, +1.00], no-correct "
         "share +0.00 [-1.00, +1.00]: **no_change_detected**.",
-        "- (f) **ES never reaches GRPO's plateau Pass@1 65.0 by the cap** (step 450): its last Pass@1 +55.10 [+53.00, "
-        "+57.20], still rising on 2 of 8 runs; Pass@32 there - base -1.00 [-3.00, +1.00]; GRPO's own runs cross that "
+        "- (f) **ES never reaches GRPO's plateau Pass@1 65.0 by the cap** (step 450): its last Pass@1 55.10 [53.00, "
+        "57.20], still rising on 2 of 8 runs; Pass@32 there - base -1.00 [-3.00, +1.00]; GRPO's own runs cross that "
         "level on 7 of 8.",
         "- (c') exploratory residual, ES - GRPO Pass@32 with GRPO read at each ES seed's final Pass@1 (54.0-56.2): "
         "+1.20 [-0.40, +2.80]; 1 seeds dropped (GRPO never crosses).",
