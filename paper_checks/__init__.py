@@ -27,6 +27,7 @@ imports (tests/test_layout.py).
     es_null.py          ES beside its random-z null: held-out Pass@1 change and drift against the random walk
     pooled.py           one endpoint pooled across tasks: a random-effects mean, its interval and the tasks' spread
     premise_pooled.py   the premise's registered endpoints per task and pooled across tasks (`pool-tasks`)
+    premise_attachments.py  the premise's coverage to k = n at the endpoints and its base draws, in REPORT.md
     step_plot.py        Pass@1 by step of every run, a colour per method
     plots.py            the report's plots, each drawn from run directories
     report.py           the report: every claim at every level, the open questions, plots; REPORT.md + report.json

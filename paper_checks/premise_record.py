@@ -281,7 +281,8 @@ def render_at_plateau(record: dict) -> list[str]:
         else:
             lines.append(
                 f"- (f) **ES never reaches GRPO's plateau Pass@1 {100 * f['grpo_plateau_pass1']:.1f} by the cap** "
-                f"(step {cap}): its last Pass@1 {_pm(f['es_last_pass1'], sign='')}, still rising on {f['still_rising']} of "
+                f"(step {cap}): its last Pass@1 {_pm(f['es_last_pass1'], sign='')}, "
+                f"still rising on {f['still_rising']} of "
                 f"{f['runs']} runs; Pass@32 there - base {_pm(f['pass32_minus_base'])}; GRPO's own runs cross that "
                 f"level on {f['grpo_runs_crossing']} of {f['grpo_runs']}."
             )

@@ -6,14 +6,16 @@ skipped when its output is complete, and their attachments to the report.
     arm_jobs      the null arm's runs (es-null-sS: trained to the answer's ES length, their curve the base and the
                   last checkpoint only), then one "endpoint ..." job per (model, temperature) after the run it
                   reads (endpoints.py)
-    attach        out/endpoints.json and out/base_draws.json, and both in report.json's `premise` record as
-                  pass_at_k_endpoints and base_draws
+    attach        out/endpoints.json and out/base_draws.json, both in report.json's `premise` record as
+                  pass_at_k_endpoints and base_draws, and their section in REPORT.md with the Pass@k-to-n plot
+                  (paper_checks/premise_attachments.py)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from escov.paper_checks import premise_attachments
 from escov.paper_checks.reproduce import base_draws, endpoints
 from escov.paper_checks.reproduce.bases import obtain_base
 from escov.paper_checks.reproduce.jobs import Job
@@ -136,4 +138,16 @@ def attach(out: Path, report_dir: Path, budget, main_control: Path) -> dict:
     report = read_json(report_dir / "report.json", allow_non_finite=True)
     report["premise"] = (report.get("premise") or {}) | found
     write_json(report_dir / "report.json", report)
+    _into_report_md(report_dir / "REPORT.md", premise_attachments.render(found, report_dir))
     return found
+
+
+def _into_report_md(path: Path, lines: list[str]) -> None:
+    """The attachments' section in REPORT.md, at the end of the premise's section (before the next "## "), or at the
+    end of a report without one."""
+    text = path.read_text(encoding="utf-8")
+    block = "\n".join(lines)
+    start = text.find("\n## The premise")
+    end = text.find("\n## ", start + 1) if start >= 0 else -1
+    at = end + 1 if end >= 0 else len(text)
+    path.write_text(text[:at] + block + "\n" + text[at:], encoding="utf-8")

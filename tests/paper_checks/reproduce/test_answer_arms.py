@@ -188,9 +188,15 @@ def test_the_arms_run_resume_and_attach_what_they_measured(tmp_path, monkeypatch
 
     (out / REPORT_DIR).mkdir()
     write_json(out / REPORT_DIR / "report.json", {"premise": {"verdict": "narrowed"}})
+    md = out / REPORT_DIR / "REPORT.md"
+    md.write_text("# report\n\n## The premise: x\n\n- (a) ...\n\n## All claims\n\n| table |\n", encoding="utf-8")
     found = answer_stages.attach(out, out / REPORT_DIR, TINY, out / "premise-control" / "control.json")
     report = read_json(out / REPORT_DIR / "report.json")
     assert report["premise"]["verdict"] == "narrowed"  # the record is extended, not replaced
+    text = md.read_text(encoding="utf-8")  # the section closes the premise's, before the next one
+    assert text.index("- (a) ...") < text.index("### Coverage to k = 8") < text.index("## All claims")
+    assert text.index("### The premise across pretraining draws") < text.index("## All claims")
+    assert (out / REPORT_DIR / "passk_to_n.png").stat().st_size > 0
     rec = report["premise"]["pass_at_k_endpoints"]
     assert rec == read_json(out / endpoints.ATTACHMENT) == found["pass_at_k_endpoints"]
     assert rec["ks"] == [1, 2, 4, 8] and rec["prompts"] == 4
@@ -209,6 +215,11 @@ def test_the_arms_run_resume_and_attach_what_they_measured(tmp_path, monkeypatch
             assert counts.shape[1] == 4 and counts.max() <= 8
             assert rec[group][t]["8"]["mean"] == pytest.approx(float((counts > 0).mean()))
             assert rec[group][t]["1"]["mean"] == pytest.approx(float(counts.mean() / 8))
+            if group == "base" and t == "0.6":  # REPORT.md's Pass@8 cell of the base, from the counts
+                row = next(
+                    line for line in text.splitlines()[text.splitlines().index("T = 0.6:") :] if "| base |" in line
+                )
+                assert row.split(" | ")[-1].startswith(f"{100 * float((counts > 0).mean()):.1f} [")
             solved_any.append((counts > 0).mean())
     assert 0 < np.mean(solved_any) < 1  # the check above compares something
     assert set(rec["crossing"]) == {"es_over_grpo", "base_over_grpo", "base_over_es"}

@@ -1,0 +1,90 @@
+"""REPORT.md's lines for the premise's attachments (paper_checks/premise_attachments.py): what they state is what the
+attachments hold, written by hand here in the shape reproduce/endpoints.py and base_draws.py give them."""
+
+import pytest
+
+from escov.paper_checks.premise_attachments import FILE, render, render_draws, render_endpoints
+
+
+def _curve(values: list[float]) -> dict:
+    return {str(k): {"mean": v, "lo": v - 0.01, "hi": v + 0.01} for k, v in zip((1, 2, 4), values)}
+
+
+ENDPOINTS = {
+    "samples": 4,
+    "temperatures": [0.6],
+    "seeds": [0, 1],
+    "ks": [1, 2, 4],
+    "prompts": 3,
+    "base": {"0.6": _curve([0.5, 0.6, 0.75])},
+    "grpo_plateau": {"0.6": _curve([0.6, 0.62, 0.64])},
+    "es_end": {"0.6": _curve([0.4, 0.55, 0.70])},
+    "crossing": {
+        "es_over_grpo": {"0.6": {"k_star": 4, "lo": 2, "hi": None}},
+        "base_over_grpo": {"0.6": {"k_star": 2, "lo": 2, "hi": 4}},
+        "base_over_es": {"0.6": {"k_star": None, "lo": None, "hi": None}},
+    },
+    "solvability": {
+        "grpo_vs_base": {"0.6": {"preserved": 2, "gained": 0, "lost": 1, "neither": 0, "srr": 2 / 3}},
+        "es_vs_base": {"0.6": {"preserved": 3, "gained": 0, "lost": 0, "neither": 0, "srr": 1.0}},
+        "es_vs_grpo": {"0.6": {"preserved": 2, "gained": 1, "lost": 0, "neither": 0, "srr": 1.0}},
+    },
+}
+
+
+def test_the_endpoint_table_holds_each_models_pass_at_k_and_its_interval_at_the_shown_budgets():
+    lines = render_endpoints(ENDPOINTS)
+    assert lines[0] == "### Coverage to k = 4 at the endpoints"
+    header = lines.index("| model | Pass@1 | Pass@4 |")  # k = 2 is neither a shown budget nor n
+    assert lines[header + 2 : header + 5] == [
+        "| base | 50.0 [49.0, 51.0] | 75.0 [74.0, 76.0] |",
+        "| GRPO at its plateau | 60.0 [59.0, 61.0] | 64.0 [63.0, 65.0] |",
+        "| ES at its end | 40.0 [39.0, 41.0] | 70.0 [69.0, 71.0] |",
+    ]
+    text = "\n".join(lines)
+    assert "ES overtakes GRPO: k* = 4 [2, beyond n]" in text  # an upper end past n in the bootstrap
+    assert "the base overtakes GRPO: k* = 2 [2, 4]" in text
+    assert "the base overtakes ES: not up to k = 4" in text
+    assert "GRPO against the base: kept 2, gained 0, lost 1 (retention 66.7%)" in text
+    assert "3 test prompts (2 seeds for GRPO and ES" in text
+
+
+def test_the_draws_table_counts_the_narrowed_and_marks_the_answers_base():
+    entry = {
+        "base": {"seed": 0},
+        "grpo": {"learning_rate": 1e-4, "num_generations": 8},
+        "seeds": [300, 301, 302],
+        "steps": 300,
+        "prompts": 128,
+        "samples": 128,
+        "verdict": "narrowed",
+        "pass32_plateau_minus_base": {"mean": -0.0807, "lo": -0.1181, "hi": -0.0432},
+    }
+    draws = {
+        "draws": [
+            entry | {"draw": "seed 0", "answer_base": True},
+            entry | {"draw": "seed 1", "verdict": "no_change_detected"},
+            entry | {"draw": "lr 3e-05", "grpo": {"learning_rate": 3e-5, "num_generations": 8}},
+        ],
+        "narrowed": 2,
+        "of": 3,
+    }
+    lines = render_draws(draws)
+    assert "**narrowed on 2 of 3**" in lines[2]
+    rows = [line for line in lines if line.startswith("| seed") or line.startswith("| lr")]
+    assert rows[0].startswith("| seed 0 (the answer's base) | lr 0.0001, G 8 | 3 seeds x 128 prompts x 128 samples")
+    assert rows[0].endswith("| -8.07 pts [-11.81, -4.32] | narrowed |")
+    assert rows[1].endswith("| no_change_detected |") and rows[2].startswith("| lr 3e-05 | lr 3e-05, G 8 |")
+
+
+def test_render_draws_the_plot_only_where_a_report_folder_is_given(tmp_path):
+    assert render({}) == []  # a record without attachments
+    lines = render({"pass_at_k_endpoints": ENDPOINTS}, tmp_path)
+    assert (tmp_path / FILE).stat().st_size > 0 and f"]({FILE})" in "\n".join(lines)
+    assert render({"pass_at_k_endpoints": ENDPOINTS}) == lines  # the same lines without drawing
+
+
+@pytest.mark.parametrize("missing", ["base", "es_end"])
+def test_a_model_missing_at_a_budget_is_a_dash(missing):
+    att = ENDPOINTS | {missing: {"0.6": {}}}
+    assert "| - | - |" in "\n".join(render_endpoints(att))
