@@ -29,9 +29,9 @@ K_SHOWN = (1, 8, 32, 128)  # the table's columns besides n: Pass@1, the paper's 
 MODELS = {"base": "base", "grpo_plateau": "GRPO at its plateau", "es_end": "ES at its end"}
 COLOURS = {"base": "0.4", "grpo_plateau": "tab:red", "es_end": "tab:blue"}
 CROSSINGS = {
-    "es_over_grpo": "ES overtakes GRPO",
-    "base_over_grpo": "the base overtakes GRPO",
-    "base_over_es": "the base overtakes ES",
+    "es_over_grpo": "ES first leads GRPO",
+    "base_over_grpo": "the base first leads GRPO",
+    "base_over_es": "the base first leads ES",
 }
 SETS = {"grpo_vs_base": "GRPO against the base", "es_vs_base": "ES against the base", "es_vs_grpo": "ES against GRPO"}
 
@@ -51,9 +51,14 @@ def _crossing(c: dict | None, n: int) -> str:
     return f"k* = {c['k_star']:g} [{lo}, {hi}]"
 
 
+def _count(x: float) -> str:
+    """A prompt count: whole, or averaged over seed pairs to one decimal."""
+    return f"{x:g}" if float(x).is_integer() else f"{x:.1f}"
+
+
 def _sets(s: dict) -> str:
     srr = "-" if s.get("srr") is None else f"{100 * s['srr']:.1f}%"
-    return f"kept {s['preserved']:g}, gained {s['gained']:g}, lost {s['lost']:g} (retention {srr})"
+    return f"kept {_count(s['preserved'])}, gained {_count(s['gained'])}, lost {_count(s['lost'])} (retention {srr})"
 
 
 def render_endpoints(att: dict) -> list[str]:
