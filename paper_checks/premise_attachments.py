@@ -70,7 +70,8 @@ def render_endpoints(att: dict) -> list[str]:
         "",
         f"The base, GRPO's last checkpoint and ES's last checkpoint, {n} samples on each of the {att['prompts']} "
         f"test prompts ({len(att['seeds'])} seeds for GRPO and ES, averaged within a prompt), Pass@k in points with "
-        f"95% problem-bootstrap intervals. Exploratory (registered as such). ![Pass@k to {n}]({FILE})",
+        f"95% problem-bootstrap intervals, each model's own (a difference between two models is paired by prompt and "
+        f"tighter). Exploratory (registered as such). ![Pass@k to {n}]({FILE})",
         "",
     ]
     for t in (f"{t:g}" for t in att["temperatures"]):
