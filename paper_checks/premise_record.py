@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from escov.paper_checks.design import seeds_by_prompts
-from escov.paper_checks.es_null import es_null
+from escov.paper_checks.es_null import NULL, es_null
 from escov.paper_checks.es_null import render as render_es_null
 from escov.paper_checks.evidence import Evidence
 from escov.paper_checks.matched import AT_TOP, Curve, matched_difference, paired
@@ -201,11 +201,52 @@ def premise_record(ev: Evidence, control: dict | None, lemma_grid: list[dict] | 
         "es_minus_grpo_top_level": distinct_top,
     }
     record["es_small_sigma"] = small_sigma(ev, lemma_grid)
-    record["es_null"] = es_null(ev)  # ES beside its random-z null: forgetting and drift (es_null.py)
+    record["es_null"] = es_null(ev) | null_on_test(ev, es)  # ES beside its random-z null (es_null.py; test prompts)
     record |= at_grpo_plateau(ev, es, grpo)
     record["registered"] = registered(record, runs_commit(r.path for r in ev.by_variant("es") + ev.by_variant("grpo")))
     record["exploratory"] = exploratory(record)
     return record
+
+
+def null_on_test(ev: Evidence, es: list[Curve]) -> dict:
+    """{"test": ...}: ES's random-z null on the test prompts (exploratory): its last checkpoint - base, Pass@32 (with
+    the premise's verdict) and Pass@1, per (seed, prompt); and ES - null at both runs' last checkpoints, per (seed,
+    prompt) of the seeds both ran (end_difference). Does ES lose what a walk of its step size loses?"""
+    null = curves_of(ev.by_variant(NULL))
+    if len(null) < 2:
+        return {"test": {"reason": f"fewer than 2 {NULL} runs with curves"}}
+    e = endpoints(_pairs(null), _families(ev, null[0].ids))
+    pass1 = np.stack([c.metric("pass@1")[-1] - c.metric("pass@1")[0] for c in null])
+    return {
+        "test": {
+            "null_minus_base_end": {
+                PASS: e[PASS],
+                "pass1": _interval(seeds_by_prompts(pass1, null[0].n)),
+                "verdict": verdict(e[PASS]),
+                "runs": len(null),
+            },
+            "es_minus_null_end": end_difference(es, null),
+        }
+    }
+
+
+def render_null_on_test(record: dict) -> list[str]:
+    """The premise section's line on the null's test-prompt endpoints (none for a record without them)."""
+    t = (record.get("es_null") or {}).get("test")
+    if not t:
+        return []
+    if "reason" in t:
+        return [f"- The null on the test prompts: not measured ({t['reason']})."]
+    n, d = t["null_minus_base_end"], t["es_minus_null_end"]
+    both = (
+        f"ES - null at both last checkpoints: Pass@32 {_pm(d)}, Pass@1 {_pm(d['pass1'])}"
+        if d
+        else "ES - null not compared (fewer than 2 common seeds)"
+    )
+    return [
+        f"- The null on the test prompts ({n['runs']} runs, exploratory): its last checkpoint - base, Pass@32 "
+        f"{_pm(n[PASS])} (**{n['verdict']}**), Pass@1 {_pm(n['pass1'])}; {both}."
+    ]
 
 
 def at_grpo_plateau(ev: Evidence, es: list[Curve], grpo: list[Curve]) -> dict:
@@ -363,5 +404,5 @@ def render(record: dict) -> list[str]:
             f"- ES at sigma {s['sigma']:g} (members' s {s_text}, Lemma 1's regime s <= 0.05): Pass@1 gain over "
             f"the base {_pm(s['pass1_gain'])}: {'learned' if s['learned'] else 'no gain detected'}."
         )
-    lines += render_es_null(record.get("es_null"))
+    lines += render_es_null(record.get("es_null")) + render_null_on_test(record)
     return lines + render_at_plateau(record) + [""]

@@ -672,3 +672,43 @@ def test_the_endpoints_at_grpos_plateau_read_as_written_each_at_its_pass1_with_i
     assert lines[3] == (
         "- (f) ES reaches GRPO's plateau Pass@1 65.0 on every seed (first crossing at steps 212, 301; cap 450)."
     )
+
+
+def test_the_nulls_test_prompt_endpoints_are_its_last_point_against_its_base_and_against_es(runs):
+    """The null (es[null]) on two seeds: every prompt's count falls by 10 from the base; ES on those seeds rose by
+    10 + seed. Hand-computed: the null's Pass@1 change is -10 / N on every (seed, prompt); ES - null at both last
+    points is (10 + seed + 10) / N per prompt, mean (20 + 20.5) / N over seeds 0 and 1; Pass@32 from the counts."""
+    from escov.paper_checks.premise_record import null_on_test, render_null_on_test
+
+    run_list, counts = runs
+    ids = [p["id"] for p in run_list[0].curve[0]["sampled"]["per_problem"]]
+    base = counts[("es", False, 0)][0]
+    nulls = []
+    for seed in (0, 1):
+        c = path(base, np.maximum(base - 10, 0))
+        nulls.append(
+            Run(Path(f"runs/es-null-{seed}"), config("es", seed, null_control=True), curve=curve(c, ids, c > 0))
+        )
+    ev = Evidence(runs=run_list + nulls)
+    es = [r for r in run_list if r.config["algo"] == "es" and not r.config["es"].get("tag")]
+    from escov.paper_checks.real_checks import curves_of
+
+    got = null_on_test(ev, curves_of(es))["test"]
+    end = np.maximum(base - 10, 0)
+    n = got["null_minus_base_end"]
+    assert n["pass1"]["mean"] == pytest.approx(float((end - base).mean() / N)) and n["runs"] == 2
+    assert n["pass@32"]["mean"] == pytest.approx(float(np.mean([pass32(e) - pass32(b) for e, b in zip(end, base)])))
+    assert n["pass@32"]["hi"] < 0 and n["verdict"] == "narrowed"  # every prompt loses 10 of its correct samples
+    d = got["es_minus_null_end"]
+    es_end = {s: counts[("es", False, s)][-1] for s in (0, 1)}
+    assert d["pass1"]["mean"] == pytest.approx(float(np.mean([(es_end[s] - end).mean() / N for s in (0, 1)])))
+    assert d["mean"] == pytest.approx(
+        float(np.mean([[pass32(a) - pass32(b) for a, b in zip(es_end[s], end)] for s in (0, 1)]))
+    )
+    line = render_null_on_test({"es_null": {"test": got}})[0]
+    assert line.startswith("- The null on the test prompts (2 runs, exploratory): its last checkpoint - base, Pass@32 ")
+    assert f"Pass@1 {_pm(d['pass1'])}." in line
+    assert null_on_test(Evidence(runs=run_list + nulls[:1]), curves_of(es)) == {
+        "test": {"reason": "fewer than 2 es[null] runs with curves"}
+    }
+    assert render_null_on_test({}) == []
