@@ -102,25 +102,26 @@ def test_docs_paper_holds_the_numbers_the_checks_use():
 
 
 def test_the_readmes_answer_is_the_published_reports():
-    """Each interval the README's answer table states for a matched claim is the one results/report.json holds."""
+    """The README's exploratory rows and figures are the published record's (results/report.json "premise"): ES - its
+    null at the last checkpoints, and the share of prompts each endpoint solves within n samples at each temperature."""
     import json
+
+    from escov.paper_checks.verdict import fmt_interval
 
     text = README.read_text()
     answer = text[text.index("<!-- ANSWER") : text.index("<!-- /ANSWER -->")]
-    claims = {
-        c["id"]: c["levels"]["real"] for c in json.loads((ROOT / "results" / "report.json").read_text())["claims"]
-    }
-    for claim, row in (
-        ("matched_passk_above_grpo", "| Pass@32 at matched Pass@1"),
-        ("matched_no_correct", "| prompts with no correct sample, at matched Pass@1"),
-        ("matched_entropy", "| token entropy at matched Pass@1"),
-    ):
-        line = next(line for line in answer.splitlines() if line.startswith(row))
-        verdict, interval = [c.strip().strip("*") for c in line.split("|")[2:4]]
-        assert verdict == claims[claim]["status"], claim
-        assert interval.split(" (")[0].replace(" nats", "").replace(" pts", "") in claims[claim]["ours"].replace(
-            " pts", ""
-        )
+    record = json.loads((ROOT / "results" / "report.json").read_text())["premise"]
+    d = record["es_null"]["test"]["es_minus_null_end"]["pass1"]
+    line = next(line for line in answer.splitlines() if line.startswith("| ES - its random-z null"))
+    assert line.split("|")[3].strip() == fmt_interval(d["mean"], d["lo"], d["hi"])
+    att = record["pass_at_k_endpoints"]
+    n, flat = att["samples"], " ".join(answer.split())
+    for t in att["temperatures"]:
+        key = f"{t:g}"
+        shares = [f"{100 * att[m][key][str(n)]['mean']:.1f}%" for m in ("base", "grpo_plateau", "es_end")]
+        assert f"{shares[0]}, {shares[1]} and {shares[2]}" in flat or f"{shares[0]} of the prompts" in flat, key
+        assert att["crossing"]["es_over_grpo"][key]["k_star"] is None  # "never overtakes GRPO's up to k = n"
+    assert f"up to k = {n}" in flat
 
 
 def test_docs_paper_names_the_version_transcribed():
@@ -179,10 +180,8 @@ def test_the_papers_end_of_training_differences_are_set_against_the_end_of_train
 
 
 def test_the_readmes_premise_rows_are_the_published_record():
-    """The README's rows for the premise's endpoints (a) and (b) are the published record's intervals and readings
-    (results/report.json "premise"), and its table names the control's interval. (b) is read where GRPO had not
-    narrowed in a record without the validity condition of (b') ("es_at_grpo_plateau"): there the README may not
-    give its reading as a verdict on the premise."""
+    """The README's rows for the registered endpoints (a), (b'), (e) and the outcome (f) are the published record's
+    intervals and readings (results/report.json "premise"), and its table names the control's interval."""
     import json
 
     from escov.paper_checks.verdict import fmt_interval
@@ -190,20 +189,26 @@ def test_the_readmes_premise_rows_are_the_published_record():
     text = README.read_text()
     answer = text[text.index("<!-- ANSWER") : text.index("<!-- /ANSWER -->")]
     record = json.loads((ROOT / "results" / "report.json").read_text())["premise"]
-    a, b, control = record["grpo_plateau_minus_base"], record["es_minus_grpo_top_level"], record["positive_control"]
-    readings = {
-        "narrowed": "narrowed",
-        "no_es_advantage_of_2_points": "no advantage of 2 pts",
-        "es_above": "ES above",
-        "unread": "not a test of the premise",
-    }
-    for row, est, reading in (
-        ("| GRPO at its plateau - base: Pass@32", a["pass@32"], a["verdict"]),
-        ("| Pass@32 at the highest common Pass@1", b, b["reading"] if "es_at_grpo_plateau" in record else "unread"),
-    ):
-        line = next(line for line in answer.splitlines() if line.startswith(row))
+
+    def row(prefix: str) -> tuple[str, str]:
+        line = next(line for line in answer.splitlines() if line.startswith(prefix))
         verdict, interval = [c.strip().strip("*") for c in line.split("|")[2:4]]
-        assert verdict == readings[reading] and interval == fmt_interval(est["mean"], est["lo"], est["hi"]), row
-    assert f"({100 * b['level'] / 100:.3f})" in answer.replace("0.487)", f"{b['level']:.3f})")
-    c = control["pass@32"]
+        return verdict, interval
+
+    for prefix, entry in (("| (a) ", record["grpo_plateau_minus_base"]), ("| (e) ", record["es_minus_base_end"])):
+        est = entry["pass@32"]
+        assert row(prefix) == (entry["verdict"].replace("_", " "), fmt_interval(est["mean"], est["lo"], est["hi"]))
+    b = record["es_at_grpo_plateau"]
+    assert (row("| (b') ")[0] == "not readable") == (b["reading"] == "not_readable")
+    f = record["es_plateau_outcome"]
+    verdict, interval = row("| (f) ")
+    last = f["es_last_pass1"]
+    assert verdict == ("never" if f["finding"] == "es_never_reaches_grpo_plateau_by_cap" else "reached")
+    assert interval == f"last Pass@1 {last['mean']:.3f} [{last['lo']:.3f}, {last['hi']:.3f}]"
+    assert f"({f['grpo_plateau_pass1']:.3f})" in row("| (f) ")[0] or f"({f['grpo_plateau_pass1']:.3f})" in answer
+    c = record["positive_control"]["pass@32"]
     assert f"control on validation: {fmt_interval(c['mean'], c['lo'], c['hi'], unit='')}" in answer
+    registered = record["registered"]
+    assert registered["commit"] and ("es_at_grpo_plateau" in registered["not_readable"]) == (
+        b["reading"] == "not_readable"
+    )

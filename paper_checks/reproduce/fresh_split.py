@@ -146,7 +146,7 @@ READERS = {
         "probe_prompts 4, before e6e33f6", "countdown3", "test", 4, PROBE_PROBLEM_SEED, TENTH
     ),
     "premise control": Reader(
-        "results/premise-control/ (premise_control.py), 128 validation prompts",
+        "results/premise-2026-12-03/premise-control/ (premise_control.py), 128 validation prompts",
         "countdown3",
         "validation",
         128,

@@ -57,10 +57,14 @@ def test_the_console_ends_on_the_summary_and_report_md_opens_with_it(tiny_report
     assert grpo.split()[0] == "holds" and "@1 +" in grpo
     # the key figure here and published, the published one as results/report.json holds it
     published = next(c for c in json.loads(PUBLISHED.read_text())["claims"] if c["id"] == KEY_CLAIM)
-    est = published["levels"]["real"]["evidence"][KEY_PART]
     published_line = next(line for line in summary if line.strip().startswith("published"))
-    assert f"{100 * est['mean']:+.2f} pts [{100 * est['lo']:+.2f}, {100 * est['hi']:+.2f}]" in published_line
-    assert est["design"] in published_line and f"detectable {100 * est['detectable']:.3g} pts" in published_line
+    est = published["levels"]["real"]["evidence"].get(KEY_PART)
+    if est is None:  # a published answer with nothing to compare at matched Pass@1: its reason, not a number
+        reason = published["levels"]["real"]["evidence"]["matched"]["reason"]
+        assert published_line.split()[1] == "inconclusive:" and reason[:40] in published_line
+    else:
+        assert f"{100 * est['mean']:+.2f} pts [{100 * est['lo']:+.2f}, {100 * est['hi']:+.2f}]" in published_line
+        assert est["design"] in published_line and f"detectable {100 * est['detectable']:.3g} pts" in published_line
     assert any(line.strip().startswith("here") for line in summary)
     assert f"Report: {out / 'REPORT.md'}" in text and FULL_ANSWER in summary[-1]
     report_md = (out / "REPORT.md").read_text().splitlines()
@@ -158,9 +162,17 @@ def _table_status(report_md: str) -> dict[str, str]:
 
 
 def _summary_status(summary: list[str]) -> dict[str, str]:
-    """Each claim the summary lists, with its status column (two spaces, 14 characters, then `id:`)."""
-    rows = [line for line in summary if line.startswith("  ") and line[17:].split(":")[0].isidentifier()]
+    """Each claim the summary lists, with its status column (two spaces, 14 characters, then `id:`); the key
+    figure's lines ("  here       inconclusive: ...") have no status column."""
+    rows = [
+        line
+        for line in summary
+        if line.startswith("  ") and line[17:].split(":")[0].isidentifier() and line.split()[0] not in KEY_ROWS
+    ]
     return {line[17:].split(":", 1)[0]: line[2:16].strip() for line in rows}
+
+
+KEY_ROWS = ("here", "published")
 
 
 @pytest.mark.parametrize("source", ["published", "tiny runs"])
@@ -183,12 +195,7 @@ def test_the_summary_gives_every_claim_the_status_of_the_table(source, tiny_repo
     assert {claim: table[claim] for claim in listed} == listed
     decided = sum(status in ("holds", "does not hold") for status in listed.values())
     assert f"(95% intervals): {decided}" in summary[1]
-    if source == "published":
-        for claim, undecided in (
-            ("entropy_collapse", "ES entropy change"),
-            ("es_improves_over_base", "@16, @32"),
-            ("es_passk_above_grpo", "ES - GRPO @16"),
-        ):
-            line = next(line for line in summary if f" {claim}: " in line)
-            assert line.split()[0] == "inconclusive" and f"holds in part ({undecided} inconclusive)" in line
-        assert "(and 3 in part, listed as inconclusive)" in summary[1]
+    if source == "published":  # a claim decided in part is listed as inconclusive, its decided part labelled
+        partial = [line for line in summary if "holds in part (" in line]
+        assert all(line.split()[0] == "inconclusive" for line in partial)
+        assert (f"(and {len(partial)} in part, listed as inconclusive)" in summary[1]) == bool(partial)
