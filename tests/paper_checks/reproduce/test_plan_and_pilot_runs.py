@@ -26,6 +26,21 @@ def test_equal_updates_count_each_members_samples(population, steps):
     assert equal_update_budget(budget, population) == steps
 
 
+# one metrics.jsonl row of a training step, every field `llm train` writes besides step, phase and the ES spread
+STEP_ROW = {
+    "reward_mean": 0.5,
+    "center_reward_mean": 0.5,
+    "pass_at_1": 0.5,
+    "no_correct_share": 0.0,
+    "entropy": 1.0,
+    "drift_rel": 0.0,
+    "drift_layers": {},
+    "step_seconds": 1.0,
+    "tokens_per_s": 1.0,
+    "wall_seconds": 1.0,
+}
+
+
 def test_the_pilot_runs_have_no_probe_and_no_held_out_task():
     runs = pilot_runs("answer", Path("base"), PILOT_SEEDS[:2])
     assert sorted(runs) == sorted(f"{a}-s{s}" for a in ("es", "grpo") for s in PILOT_SEEDS[:2])
@@ -39,19 +54,6 @@ def test_the_mean_reward_spread_skips_the_steps_without_one(tmp_path):
     from escov.llm.rundir import append_step
     from escov.paper_checks.reproduce.plan import mean_reward_std
 
-    core = {
-        "phase": "es",
-        "reward_mean": 0.5,
-        "center_reward_mean": 0.5,
-        "pass_at_1": 0.5,
-        "no_correct_share": 0.0,
-        "entropy": 1.0,
-        "drift_rel": 0.0,
-        "drift_layers": {},
-        "step_seconds": 1.0,
-        "tokens_per_s": 1.0,
-        "wall_seconds": 1.0,
-    }
     for step, spread in enumerate((0.0, 0.2, 0.0, 0.4), start=1):
-        append_step(tmp_path, core | {"step": step, "es_reward_std": spread})
+        append_step(tmp_path, STEP_ROW | {"step": step, "phase": "es", "es_reward_std": spread})
     assert mean_reward_std(tmp_path) == pytest.approx(0.3)

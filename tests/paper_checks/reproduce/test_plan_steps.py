@@ -10,6 +10,7 @@ import pytest
 
 from escov.paper_checks.reproduce.budgets import BUDGETS
 from escov.paper_checks.reproduce.plan import es_steps, mean_reward_std, planned_needs
+from tests.paper_checks.reproduce.test_plan_and_pilot_runs import STEP_ROW
 
 ANSWER = BUDGETS["answer"]
 
@@ -52,25 +53,13 @@ def test_the_reward_spread_skips_rows_without_one_and_a_run_without_any_is_named
     """Rows of a GRPO phase (no es_reward_std) and ES steps with no spread are not averaged: (0.2 + 0.6) / 2."""
     from escov.llm.rundir import append_step
 
-    core = {
-        "reward_mean": 0.5,
-        "center_reward_mean": 0.5,
-        "pass_at_1": 0.5,
-        "no_correct_share": 0.0,
-        "entropy": 1.0,
-        "drift_rel": 0.0,
-        "drift_layers": {},
-        "step_seconds": 1.0,
-        "tokens_per_s": 1.0,
-        "wall_seconds": 1.0,
-    }
-    append_step(tmp_path, core | {"step": 1, "phase": "grpo"})
+    append_step(tmp_path, STEP_ROW | {"step": 1, "phase": "grpo"})
     for step, spread in ((2, 0.2), (3, 0.0), (4, 0.6)):
-        append_step(tmp_path, core | {"step": step, "phase": "es", "es_reward_std": spread})
+        append_step(tmp_path, STEP_ROW | {"step": step, "phase": "es", "es_reward_std": spread})
     assert mean_reward_std(tmp_path) == pytest.approx(0.4)
     none = tmp_path / "none"
     none.mkdir()
-    append_step(none, core | {"step": 1, "phase": "grpo"})
+    append_step(none, STEP_ROW | {"step": 1, "phase": "grpo"})
     with pytest.raises(ValueError) as err:
         mean_reward_std(none)
     assert str(err.value) == f"{none}/metrics.jsonl: no ES step with reward spread (es_reward_std > 0)"
