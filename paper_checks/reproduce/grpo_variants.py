@@ -20,9 +20,19 @@ interval (paper_checks/design.py, 95%):
     variant_plateau_minus_base   the chosen variant's last checkpoint - base: Pass@32 and the no-correct share,
                                  with the premise's verdict (narrowed when the Pass@32 interval lies below 0):
                                  does that variant narrow at all?
-    es_minus_variant_matched     ES - variant Pass@32 at the highest Pass@1 both reach (paper_checks/matched.py,
-                                 at="top"), read as the premise's (b) is (test > 0, the 2-point margin): does ES
-                                 keep more coverage than the best of them at matched Pass@1?
+    es_at_variant_plateau        ES - variant Pass@32 at L*, the highest Pass@1 every run of both reaches, read
+                                 by the premise's (b') rule with the variant in GRPO's place
+                                 (paper_checks/premise_plateau.py es_at_grpo_plateau): only where the variant's
+                                 Pass@32 there lies MIN_FALL or more below the base is ES - variant read ("es_above"
+                                 when its interval lies above 0, no advantage of half the variant's fall when it
+                                 lies below that); elsewhere "not_readable": does ES keep more coverage than the best
+                                 of them where that variant has narrowed?
+
+Amended 2026-12-06, before the test runs: the registration read ES - variant at the top of the common Pass@1 range
+as the premise's (b) (test > 0, a 2-point margin), with no condition on where that level lies. ES never rose above
+the base in the answer, so that level lies at or below the base, where both curves stand at or near their shared
+start and the variant has narrowed nothing: a difference read there says nothing about coverage kept where the
+variant narrows. The premise's own (b') has this condition; the arm now reads the variant as (b') reads GRPO.
 """
 
 from __future__ import annotations
@@ -139,16 +149,15 @@ def test_runs(answer_runs: Path, chosen: str, settings: dict) -> dict[str, dict]
 
 def record(selection: dict, es: list, variant_curves: list) -> dict:
     """The report's `grpo_variants` record from the selection and the test curves of ES and the chosen variant."""
-    from escov.paper_checks.matched import AT_TOP, matched_difference
     from escov.paper_checks.premise import endpoints, verdict
-    from escov.paper_checks.premise_record import MARGIN, _interval, _pairs, _reading_b
+    from escov.paper_checks.premise_plateau import es_at_grpo_plateau, grpo_plateau_pass1, reaches
+    from escov.paper_checks.premise_record import _pairs
 
     out = {
         "selection": selection,
         "chosen": selection["chosen"],
         "settings": selection["settings"],
         "registered": "docs/answer-budget.md, 'Than which GRPO?'",
-        "margin": MARGIN,
     }
     if selection["chosen"] is None or len(variant_curves) < 2:
         return out | {"reason": selection["reason"] or "fewer than 2 test runs of the chosen variant with curves"}
@@ -158,17 +167,14 @@ def record(selection: dict, es: list, variant_curves: list) -> dict:
         "no_correct": ends["no_correct"],
         "verdict": verdict(ends[f"pass@{K}"]),
     }
-    top, info = matched_difference(es, variant_curves, f"pass@{K}", names=("ES", selection["chosen"]), at=AT_TOP)
-    out["es_minus_variant_matched"] = (
-        {"reason": info.get("reason", "not compared")}
-        if top is None
-        else _interval(top) | {"level": info["compared_levels"][0], "reading": _reading_b(_interval(top))}
-    )
+    level = grpo_plateau_pass1(variant_curves)
+    out["es_at_variant_plateau"], _ = es_at_grpo_plateau(es, variant_curves, level, reaches(es, level["level"]))
     return out
 
 
 def render(rec: dict) -> list[str]:
     """REPORT.md's section."""
+    from escov.paper_checks.premise_plateau import NOT_READABLE
     from escov.paper_checks.premise_record import _pm
 
     s = rec["selection"]
@@ -186,15 +192,26 @@ def render(rec: dict) -> list[str]:
         lines.append(f"| {name}{' (chosen)' if name == rec['chosen'] else ''} | {c['reaches']} | {value} |")
     if "reason" in rec:
         return lines + ["", f"- {rec['reason']}", ""]
-    v, m = rec["variant_plateau_minus_base"], rec["es_minus_variant_matched"]
-    level = f" ({100 * m['level']:.1f} points)" if "level" in m else ""
-    return lines + [
+    v, b = rec["variant_plateau_minus_base"], rec["es_at_variant_plateau"]
+    lines += [
         "",
         f"- {rec['chosen']} at its last checkpoint - base (test): Pass@32 {_pm(v[f'pass@{K}'])}, "
         f"no-correct share {_pm(v['no_correct'])}: **{v['verdict']}**.",
-        f"- ES - {rec['chosen']} Pass@32 at the highest Pass@1 both reach{level}: {_pm(m)}"
-        + (f" (**{m['reading']}**)" if "reading" in m else "")
-        + ".",
+    ]
+    where = f"ES - {rec['chosen']} Pass@32 at the highest Pass@1 every run reaches"
+    if "reason" in b:
+        return lines + [f"- {where}: **{b['reading']}** ({b['reason']}).", ""]
+    fall = f"{rec['chosen']}'s fall there (base - variant) {_pm(b['grpo_fall'])}"
+    if b["reading"] == NOT_READABLE:
+        return lines + [
+            f"- {where} (Pass@1 {100 * b['level']:.1f}): {fall}, under the {100 * b['min_fall']:g}-point validity "
+            f"condition: **not readable** (the variant has not narrowed where both methods are; ES - variant there "
+            f"{_pm(b['difference'])} decides nothing).",
+            "",
+        ]
+    return lines + [
+        f"- {where} (Pass@1 {100 * b['level']:.1f}): {fall}; ES - variant {_pm(b['difference'])}: "
+        f"**{b['reading']}** (test > 0; margin half the variant's fall, {100 * b['margin']:.2f} points).",
         "",
     ]
 

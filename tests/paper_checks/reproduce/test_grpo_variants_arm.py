@@ -24,11 +24,51 @@ def _curve(seed, pass1, counts, n=64):
         entropy=np.zeros(t),
         greedy=np.zeros(t),
         ids=tuple(f"p{i}" for i in range(counts.shape[1])),
+        distinct=np.minimum(counts, 1),  # one distinct solution where any sample is correct
     )
 
 
 def _p32(c, n=64):
     return 1 - comb(n - c, 32) / comb(n, 32)
+
+
+SELECTION = {"chosen": "keeps", "settings": {"entropy_coef": 0.01}, "reason": None}
+
+
+def test_es_against_the_variant_is_read_only_where_the_variant_has_narrowed():
+    """The variant in GRPO's place of the premise's (b'): L* = the lowest of the runs' highest Pass@1 (0.5, ES's
+    last point); the variant (Pass@1 0.2 -> 0.6) is read there at weight 0.75 on its last point; its fall F = base -
+    variant Pass@32 per (seed, prompt) is computed by hand, and so is ES - variant. With ES never above the base, L*
+    is the base's Pass@1, F is 0 and the comparison is not readable (both read at their shared start)."""
+    es = [_curve(s, [0.2, 0.5], [[10, 2], [30 + s, 10]]) for s in (0, 1)]
+    variant = [_curve(s, [0.2, 0.6], [[10, 2], [40, 1 - s]]) for s in (0, 1)]
+    rec = grpo_variants.record(SELECTION, es, variant)
+    b = rec["es_at_variant_plateau"]
+    assert b["level"] == pytest.approx(0.5) and b["grpo_plateau_pass1"] == pytest.approx(0.6)
+    assert b["es_reaches_grpo_plateau"] is False  # 0.5 < 0.6 - 0.02
+
+    def v_at(s, p):  # the variant's Pass@32 at L*, seed s, prompt p
+        return 0.25 * _p32((10, 2)[p]) + 0.75 * _p32(((40, 1), (40, 0))[s][p])
+
+    falls = [_p32((10, 2)[p]) - v_at(s, p) for s in (0, 1) for p in (0, 1)]
+    diffs = [_p32(((30, 10), (31, 10))[s][p]) - v_at(s, p) for s in (0, 1) for p in (0, 1)]
+    assert b["grpo_fall"]["mean"] == pytest.approx(np.mean(falls)) and np.mean(falls) > b["min_fall"]
+    assert b["difference"]["mean"] == pytest.approx(np.mean(diffs)) and b["reading"] != "not_readable"
+    assert rec["variant_plateau_minus_base"]["pass@32"]["mean"] == pytest.approx(
+        np.mean([_p32(((40, 1), (40, 0))[s][p]) - _p32((10, 2)[p]) for s in (0, 1) for p in (0, 1)])
+    )
+
+    falling = [_curve(s, [0.2, 0.1], [[10, 2], [5, 1]]) for s in (0, 1)]
+    low = grpo_variants.record(SELECTION, falling, variant)["es_at_variant_plateau"]
+    assert low["level"] == pytest.approx(0.2) and low["grpo_fall"]["mean"] == pytest.approx(0.0, abs=1e-12)
+    assert low["reading"] == "not_readable"
+    text = "\n".join(
+        grpo_variants.render(
+            grpo_variants.record(SELECTION, falling, variant)
+            | {"selection": {"level": 0.6, "plain_pass32_minus_base": -0.05, "candidates": {}}}
+        )
+    )
+    assert "**not readable**" in text and "Pass@1 20.0" in text
 
 
 def test_choose_reads_each_candidate_at_grpos_plateau_pass1_and_skips_one_that_never_gets_there():
@@ -166,5 +206,5 @@ def test_the_arm_runs_end_to_end_on_a_tiny_design(tiny_model_dir, tmp_path):
         assert cfg["seed"] == seed and all(cfg["grpo"][k] == v for k, v in rec["settings"].items())
     assert rec["variant_plateau_minus_base"]["verdict"] in ("narrowed", "widened", "no_change_detected")
     assert "pass@32" in rec["variant_plateau_minus_base"]
-    matched = rec["es_minus_variant_matched"]
-    assert "reason" in matched or {"mean", "lo", "hi", "level", "reading"} <= set(matched)
+    b = rec["es_at_variant_plateau"]
+    assert "reason" in b or {"level", "grpo_fall", "difference", "reading"} <= set(b)

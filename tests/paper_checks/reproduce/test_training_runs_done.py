@@ -237,6 +237,18 @@ def test_a_trained_run_missing_its_curve_only_measures_it(copy_of, tmp_path):
     assert len(logged) == 2
 
 
+def test_the_curve_is_measured_with_the_settings_it_is_handed_not_the_curve_commands_defaults(copy_of, tmp_path):
+    """A curve of 33 samples at T 1.0 on 1 prompt (llm/curve.py's defaults: 32 samples, the run's 0.6, its 2 prompts;
+    the run's evaluations cannot be reused for it): every point of curve.json was measured so."""
+    run_dir = copy_of("r")
+    curve = {"points": 1, "samples": 33, "temperature": 1.0, "n_problems": 1}
+    run_all({"r": load_config(run_dir).to_dict()}, tmp_path, curve, 1, lambda msg: None)
+    points = rundir.read_curve(run_dir)
+    assert points and {(p["sampled"]["n"], p["sampled"]["temperature"]) for p in points} == {(33, 1.0)}
+    assert {p["sampled"]["num_problems"] for p in points} == {1}
+    assert curve_done(run_dir, curve) and not curve_done(run_dir, CURVE)
+
+
 def test_a_run_stopped_before_its_final_evaluation_is_resumed_to_the_same_end(copy_of, tmp_path):
     """config.json there and the final evaluation missing: the run is resumed (not started again, which an existing
     run directory refuses), and its final evaluation is the one the uninterrupted run made (the same seeds)."""
