@@ -223,6 +223,39 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     ),
     # the GRPO clip statistics under epsilon_high
     "grpo_clip": (("llm/grpo.py",), ("tests/llm/test_grpo_clip_share.py", "tests/llm/test_grpo_loss.py"), ()),
+    # the coverage analyzer (Pass@k to n, crossings, solvability sets, the readers of TRL's and verl's completions)
+    "coverage": (
+        tuple(f"paper_checks/coverage/{m}.py" for m in ("measure", "table", "scoring", "reader", "sources")),
+        (
+            "tests/paper_checks/coverage/test_coverage_calibration.py",
+            "tests/paper_checks/coverage/test_coverage_readers.py",
+            "tests/paper_checks/coverage/test_coverage_cli.py",
+        ),
+        (),
+    ),
+    # the answer's records beside the premise's: the random-z null, the attachments (Pass@k to 1024, the base
+    # draws), one endpoint pooled across tasks
+    "answer_records": (
+        (
+            "paper_checks/es_null.py",
+            "paper_checks/premise_attachments.py",
+            "paper_checks/pooled.py",
+            "paper_checks/premise_pooled.py",
+        ),
+        (),
+        (),
+    ),
+    # the generated tasks whose solutions are counted: verifiers, enumerations, strategy classes, solution blocks
+    "tasks": (
+        (
+            "llm/tasks/grid_paths.py",
+            "llm/tasks/subset_sum.py",
+            "llm/tasks/solution_coverage.py",
+            "llm/tasks/solution_blocks.py",
+        ),
+        (),
+        (),
+    ),
 }
 
 

@@ -190,6 +190,13 @@ def render(rec: dict) -> list[str]:
     for name, c in s["candidates"].items():
         value = "" if c["pass32_minus_base"] is None else f"{100 * c['pass32_minus_base']:+.2f}"
         lines.append(f"| {name}{' (chosen)' if name == rec['chosen'] else ''} | {c['reaches']} | {value} |")
+    if rec.get("commits"):
+        trained = "; ".join(
+            f"{part} runs at {', '.join(f'{c[:12]} ({n})' for c, n in counts.items())}"
+            for part, counts in rec["commits"].items()
+            if counts
+        )
+        lines += ["", f"Code commits the runs trained with (runs each): {trained}."]
     if "reason" in rec:
         return lines + ["", f"- {rec['reason']}", ""]
     v, b = rec["variant_plateau_minus_base"], rec["es_at_variant_plateau"]
@@ -278,18 +285,35 @@ def run(
             f"--answer {answer}: no {report_dir}/report.json, so its reproduction has not finished and its ES curves "
             "may be partial (--selection-only runs the selection alone)"
         )
-    variant_curves = []
+    variant_curves, tests = [], {}
     if selection["chosen"]:
         tests = test_runs(answer / "runs", selection["chosen"], selection["settings"])
         run_all(tests, out / "test-runs", budget.curve, jobs, timed)
         variant_curves = curves(out / "test-runs", sorted(tests))
     es = curves(answer / "runs", [name for name, cfg in _configs(answer / "runs") if variant(cfg) == "es"])
     rec = record(selection, [c for c in es if c is not None], [c for c in variant_curves if c is not None])
+    rec["commits"] = {
+        "selection": commits_of(out / "selection" / n for n in runs if n not in plain),
+        "test": commits_of(out / "test-runs" / n for n in tests),
+    }
     rec, non_finite = without_non_finite(rec)  # an interval of too few seeds: null, its path listed
     rec["non_finite"] = non_finite
     write_json(out / "grpo_variants.json", rec)
     attach(answer / report_dir, rec)
     return rec
+
+
+def commits_of(run_dirs) -> dict[str, int]:
+    """How many runs trained with each code commit (inputs.json's, the last invocation's when a run was resumed;
+    "+modified" marks a tree with uncommitted changes; "unknown" a run without the record)."""
+    from escov.llm import rundir
+
+    counts: dict[str, int] = {}
+    for run_dir in run_dirs:
+        code = (rundir.read_manifest(run_dir) or {}).get("code") or {}
+        name = (code.get("commit") or "unknown") + ("+modified" if code.get("modified") else "")
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def runs_seed(name: str) -> int:

@@ -195,6 +195,8 @@ def test_the_arm_runs_end_to_end_on_a_tiny_design(tiny_model_dir, tmp_path):
     report = read_json(answer / REPORT_DIR / "report.json")
     assert report["grpo_variants"] == json.loads(json.dumps(rec)) and report["claims"] == []
     assert "## Than which GRPO?" in (answer / REPORT_DIR / "REPORT.md").read_text(encoding="utf-8")
+    assert sum(rec["commits"]["selection"].values()) == len(candidates) * len(design.seeds)
+    assert sum(rec["commits"]["test"].values()) == (0 if rec["chosen"] is None else 2)
     if rec["chosen"] is None:
         assert "reason" in rec
         return
