@@ -1,11 +1,9 @@
 """The premise's positive control (paper_checks/premise.py): its endpoints against independent arithmetic, its
-plateau and verdict rules on made-up curves, the prompt families against instances checked by hand, and one
-real control on the tiny model (validation prompts, curve records that say so)."""
+plateau and verdict rules on made-up curves, the prompt families against instances checked by hand. A real control
+on the tiny model (validation prompts only, curve records that say so): tests/paper_checks/reproduce/
+test_premise_control.py."""
 
-import json
 import math
-import subprocess
-import sys
 
 import pytest
 
@@ -96,34 +94,6 @@ def test_a_prompt_is_rare_only_when_every_solution_uses_a_rare_operator():
     assert premise.family_of([1, 2, 3], 6, rare) == "other"  # 1+2+3
     assert premise.family_of([1, 1, 6], 3, preset_with("default")) == "other"  # no rare family
     assert premise.family_of([1, 1, 6], 3, None) == "other"
-
-
-def test_the_control_trains_grpo_and_reads_validation_prompts_only(tiny_model_dir, tmp_path):
-    """A real control, tiny: two seeds, 2 steps, 4 validation prompts; its records name the split. The answer's
-    budget with a training pool of 16 prompts and no population probe: generating the pool's 512 Countdown problems
-    and probing took most of the test's time, and the control reads neither."""
-    code = (
-        "from dataclasses import replace; from pathlib import Path; "
-        "from escov.paper_checks.reproduce import premise_control as p; "
-        "from escov.paper_checks.reproduce.budgets import BUDGETS; "
-        "b = replace(BUDGETS['answer'], common=BUDGETS['answer'].common | {'train_pool': 16, 'probe': False}); "
-        f"p.run_control(Path({str(tiny_model_dir)!r}), Path({str(tmp_path)!r}), b, jobs=1, seeds=(300, 301), steps=2, "
-        "problems=4, checkpoint_every=1, curve=p.CONTROL_CURVE | {'samples': 32, 'points': 2, 'max_points': 3})"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)
-    record = json.loads((tmp_path / "control.json").read_text())
-    assert record["split"] == "validation" and record["seeds"] == [300, 301] and record["grpo"]["learning_rate"] == 1e-4
-    assert [p["step"] for p in record["curves"]["grpo-s300"]] == [0, 1, 2]
-    from escov.llm import rundir
-    from escov.llm.config import load_config
-    from escov.llm.problem_sets import split_set
-
-    run = tmp_path / "runs" / "grpo-s301"
-    ids = {r["id"] for p in rundir.read_curve(run) for r in p["sampled"]["per_problem"]}
-    assert all(p["split"] == "validation" for p in rundir.read_curve(run))
-    assert ids == set(split_set(load_config(run), "validation", 4).ids)
-    assert "Verdict" in (tmp_path / "control.md").read_text()
-    assert (tmp_path / "control.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("lo, hi, word", [(-0.05, 0.0, "no_change_detected"), (0.0, 0.05, "no_change_detected")])

@@ -154,6 +154,23 @@ def test_the_controls_curve_rows_and_plateaus_are_read_from_the_runs_files(contr
     assert "**narrowed**" in (out / "narrowed.md").read_text()
 
 
+def test_the_controls_curves_measured_validation_prompts_only_and_its_plot_was_drawn(control):
+    """Every curve point of the control's runs names the validation split and holds exactly the validation prompts
+    the run's settings give (llm/problem_sets.py split_set), none of the test prompts."""
+    from escov.llm.config import load_config
+    from escov.llm.problem_sets import split_set
+
+    out, _, _ = control
+    for seed in SEEDS:
+        run = out / "runs" / f"grpo-s{seed}"
+        points = rundir.read_curve(run)
+        assert [p.get("split") for p in points] == ["validation"] * 3
+        ids = {r["id"] for p in points for r in p["sampled"]["per_problem"]}
+        assert ids == set(split_set(load_config(run), "validation", 4).ids)
+        assert not ids & set(split_set(load_config(run), "test", 4).ids)
+    assert (out / "control.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_the_controls_runs_are_grpo_on_its_seeds_with_its_step_and_no_probe():
     runs = pc.control_runs(Path("base"), BUDGETS["answer"], seeds=(7, 9), steps=12, checkpoint_every=4)
     assert sorted(runs) == ["grpo-s7", "grpo-s9"]
