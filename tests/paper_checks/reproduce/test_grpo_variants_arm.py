@@ -62,38 +62,48 @@ def test_es_against_the_variant_is_read_only_where_the_variant_has_narrowed():
     low = grpo_variants.record(SELECTION, falling, variant)["es_at_variant_plateau"]
     assert low["level"] == pytest.approx(0.2) and low["grpo_fall"]["mean"] == pytest.approx(0.0, abs=1e-12)
     assert low["reading"] == "not_readable"
-    text = "\n".join(
-        grpo_variants.render(
-            grpo_variants.record(SELECTION, falling, variant)
-            | {"selection": {"level": 0.6, "plain_pass32_minus_base": -0.05, "candidates": {}}}
-        )
-    )
+    chosen_on = grpo_variants.choose(variant, {"keeps": variant}) | SELECTION
+    text = "\n".join(grpo_variants.render(grpo_variants.record(chosen_on, falling, variant)))
     assert "**not readable**" in text and "Pass@1 20.0" in text
 
 
-def test_choose_reads_each_candidate_at_grpos_plateau_pass1_and_skips_one_that_never_gets_there():
-    """Plain GRPO ends at Pass@1 0.5 and 0.6: the level is 0.55. Candidate "keeps" crosses it between points 1 and 2
-    (weight 0.25 on point 2) on both seeds, "loses" too with lower counts; "stalls" keeps everything but reaches
-    0.55 on one seed only: it must not win."""
+def test_choose_reads_each_candidate_where_it_reaches_grpos_plateau_and_skips_one_that_never_gets_there():
+    """Plain GRPO ends at Pass@1 0.5 and 0.6: the plateau is 0.55 and a run reaches it at 0.55 - REACH_TOLERANCE
+    (0.53; plain GRPO's first seed, ending at 0.5, does not). Candidate "keeps" crosses 0.53 between points 1 and 2
+    (weight 0.15 on point 2) on both seeds, "loses" too (weight 0.4) with lower counts; "stalls" keeps everything but
+    reaches 0.53 on one seed only: it must not win."""
+    from escov.paper_checks.premise_plateau import REACH_TOLERANCE
+
+    assert REACH_TOLERANCE == pytest.approx(0.02)  # the weights below are worked for it
     plain = [_curve(0, [0.2, 0.5], [[10, 2], [6, 1]]), _curve(1, [0.2, 0.6], [[10, 2], [6, 0]])]
     keeps = [_curve(s, [0.2, 0.5, 0.7], [[10, 2], [9, 2], [8, 1]]) for s in (0, 1)]
     loses = [_curve(s, [0.2, 0.45, 0.65], [[10, 2], [5, 1], [3, 0]]) for s in (0, 1)]
     stalls = [_curve(0, [0.2, 0.3, 0.5], [[10, 2], [10, 2], [10, 2]]), _curve(1, [0.2, 0.3, 0.6], [[10, 2]] * 3)]
     got = grpo_variants.choose(plain, {"loses": loses, "keeps": keeps, "stalls": stalls})
-    assert got["level"] == pytest.approx(0.55)
+    assert got["plateau"] == pytest.approx(0.55) and got["level"] == pytest.approx(0.53)
 
     def at(c1, c2, w):  # per prompt, interpolated, minus the base's
         return [(1 - w) * _p32(a) + w * _p32(b) - _p32(base) for a, b, base in zip(c1, c2, (10, 2))]
 
-    assert got["candidates"]["keeps"]["pass32_minus_base"] == pytest.approx(np.mean(at((9, 2), (8, 1), 0.25)))
-    assert got["candidates"]["loses"]["pass32_minus_base"] == pytest.approx(np.mean(at((5, 1), (3, 0), 0.5)))
-    assert got["candidates"]["stalls"] == {"seeds": 2, "pass32_minus_base": None, "reaches": False}
+    assert got["candidates"]["keeps"]["pass32_minus_base"] == pytest.approx(np.mean(at((9, 2), (8, 1), 0.15)))
+    assert got["candidates"]["loses"]["pass32_minus_base"] == pytest.approx(np.mean(at((5, 1), (3, 0), 0.4)))
+    assert got["candidates"]["stalls"] == {
+        "seeds": 2,
+        "pass32_minus_base": None,
+        "reaches": False,
+        "highest": [pytest.approx(0.5), pytest.approx(0.6)],
+    }
     assert got["chosen"] == "keeps" and got["reason"] is None
     assert got["plain_pass32_minus_base"] == pytest.approx(
         np.mean([_p32(6) - _p32(10), _p32(1) - _p32(2), _p32(6) - _p32(10), _p32(0) - _p32(2)])
     )
+    assert got["plain_at_level"] is None and got["plain_highest"] == [pytest.approx(0.5), pytest.approx(0.6)]
     none = grpo_variants.choose(plain, {"stalls": stalls})
-    assert none["chosen"] is None and "0.550" in none["reason"]
+    assert none["chosen"] is None and "0.530" in none["reason"] and "0.550" in none["reason"]
+    # a plain GRPO whose every seed reaches the level is read there as the candidates are
+    level_plain = grpo_variants.choose(plain[1:] * 2, {"keeps": keeps})
+    assert level_plain["level"] == pytest.approx(0.58)
+    assert level_plain["plain_at_level"] == pytest.approx(np.mean(at((10, 2), (6, 0), (0.58 - 0.2) / 0.4)))
 
 
 def test_the_arm_runs_end_to_end_on_a_tiny_design(tiny_model_dir, tmp_path):
