@@ -212,3 +212,24 @@ def test_the_readmes_premise_rows_are_the_published_record():
     assert registered["commit"] and ("es_at_grpo_plateau" in registered["not_readable"]) == (
         b["reading"] == "not_readable"
     )
+
+
+def test_the_readmes_variant_row_is_the_published_record():
+    """The README's (a') row is the published `grpo_variants` record's interval and verdict for the chosen variant,
+    and it calls ES against that variant not readable exactly when the record does."""
+    import json
+
+    from escov.paper_checks.verdict import fmt_interval
+
+    text = README.read_text()
+    answer = text[text.index("<!-- ANSWER") : text.index("<!-- /ANSWER -->")]
+    record = json.loads((ROOT / "results" / "report.json").read_text())["grpo_variants"]
+    line = next(line for line in answer.splitlines() if line.startswith("| (a') "))
+    verdict, interval = [c.strip().strip("*") for c in line.split("|")[2:4]]
+    v = record["variant_plateau_minus_base"]
+    est = v["pass@32"]
+    assert (verdict, interval) == (v["verdict"].replace("_", " "), fmt_interval(est["mean"], est["lo"], est["hi"]))
+    assert record["chosen"].replace("-", " ") in line
+    flat = " ".join(answer.split())
+    readable = record["es_at_variant_plateau"]["reading"] != "not_readable"
+    assert ("ES against the variant is not readable" in flat) == (not readable)

@@ -205,6 +205,9 @@ def render(rec: dict) -> list[str]:
     lines = [
         "## Than which GRPO? ES against the best coverage-keeping variant",
         "",
+        "Run after the answer, in its out directory: `python -m escov.paper_checks grpo-variants --answer OUT` "
+        "(docs/answer-budget.md, 'Than which GRPO?').",
+        "",
         f"Chosen on validation prompts: the variant whose Pass@32 - base is highest where its curve first reaches "
         f"Pass@1 {100 * s['level']:.1f} (GRPO's plateau {100 * s['plateau']:.1f} less {100 * s['tolerance']:g} "
         f"points), on every seed. Plain GRPO there {_signed(s['plain_at_level'])}, at its last checkpoint "

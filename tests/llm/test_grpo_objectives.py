@@ -43,6 +43,10 @@ def test_token_and_sequence_weights_follow_their_definitions():
     assert sequence.shape == (2, 1) and sequence[:, 0].tolist() == pytest.approx(expected, rel=1e-12)
     empty = importance_weights(logp, old, torch.zeros_like(mask), "sequence")
     assert empty[:, 0].tolist() == [1.0, 1.0]  # no valid token: a ratio of 1, not a division by zero
+    one = importance_weights(
+        logp, old, torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]], dtype=torch.float64), "sequence"
+    )
+    assert one[:, 0].tolist() == pytest.approx([0.5, 0.7], rel=1e-12)  # one valid token: its own ratio
 
 
 @pytest.mark.parametrize("epsilon_high", [0.28, 0.0])
