@@ -107,7 +107,8 @@ def render_draws(att: dict) -> list[str]:
         e = d["pass32_plateau_minus_base"]
         interval = "-" if e.get("mean") is None else fmt_interval(e["mean"], e["lo"], e["hi"])
         mark = " (the answer's base)" if d.get("answer_base") else ""
-        grpo = f"lr {d['grpo'].get('learning_rate', '?'):g}, G {d['grpo'].get('num_generations', '?')}"
+        lr = d["grpo"].get("learning_rate")
+        grpo = f"lr {'?' if lr is None else format(lr, 'g')}, G {d['grpo'].get('num_generations', '?')}"
         design = f"{len(d['seeds'])} seeds x {d['prompts']} prompts x {d['samples']} samples, {d['steps']} steps"
         lines.append(f"| {d['draw']}{mark} | {grpo} | {design} | {interval} | {d['verdict']} |")
     return lines + [""]

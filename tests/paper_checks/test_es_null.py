@@ -20,8 +20,10 @@ from escov.paper_checks.es_null import (
     heldout_reading,
     predicted_drift,
     render,
+    run_drift,
 )
 from escov.paper_checks.report import collect
+from escov.paper_checks.rundir import load_run
 from tests.paper_checks.test_paper_checks_verdicts import N_PROBLEMS, N_SAMPLES, make_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,6 +173,58 @@ def test_the_drift_against_the_walk_from_the_runs_records(record):
     assert "**equals_random_walk**" in lines[1] and "**above_random_walk**" in lines[1]
 
 
+@pytest.mark.parametrize("antithetic", [False, True])
+def test_one_runs_drift_against_the_walk_from_its_own_records(tmp_path, antithetic):
+    """run_drift on one run read here (not through the record): ||theta_0|| = the first moved step's update norm over
+    its drift_rel, T = the steps that moved (a first step that did not move is not counted), d = update_analysis's
+    entries, the walk alpha sqrt(T d c / N) with c = N / (N - 1) antithetic, the ratio to the steps' own root sum of
+    squares; with no update, no alpha or no entries there is nothing to read."""
+    p = np.random.default_rng(1).uniform(0.05, 0.5, N_PROBLEMS)
+    es = {"population_size": 8, "alpha": 0.01, "antithetic": antithetic}
+    run = make_run(tmp_path, "es0", "es", 0, p, p, es=es)
+    theta0, drift = _walk_metrics(run, d=5_000, alpha_taken=0.01, n=8, seed=3)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    rows[0] |= {"es_update_norm": 0.0, "drift_rel": 0.0}  # the first step skipped: all rewards equal
+    norm0 = rows[1]["es_update_norm"] / rows[1]["drift_rel"]  # theta_0 from the first step that moved
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = run_drift(load_run(run))
+    c = 8 / 7 if antithetic else 1.0
+    walk = 0.01 * math.sqrt((len(rows) - 1) * 5_000 * c / 8)
+    steps_walk = math.sqrt(sum(r["es_update_norm"] ** 2 for r in rows))
+    assert got["run"] == "es0" and got["seed"] == 0 and got["steps"] == len(rows) - 1 and got["params"] == 5_000
+    assert got["theta0_norm"] == pytest.approx(norm0, rel=1e-12) and got["drift_rel"] == rows[-1]["drift_rel"]
+    assert got["predicted_rel"] == pytest.approx(walk / norm0, rel=1e-12)
+    assert got["ratio"] == pytest.approx(rows[-1]["drift_rel"] * norm0 / walk, rel=1e-12)
+    assert got["ratio_to_steps"] == pytest.approx(rows[-1]["drift_rel"] * norm0 / steps_walk, rel=1e-12)
+    assert theta0 > 0 and drift > 0
+    cfg = json.loads((run / "config.json").read_text())
+    for change in ({"alpha": 0.0}, {"population_size": 0}):
+        (run / "config.json").write_text(json.dumps(cfg | {"es": cfg["es"] | change}))
+        assert run_drift(load_run(run)) is None
+    (run / "config.json").write_text(json.dumps(cfg))
+    ev = json.loads((run / "eval.json").read_text())
+    (run / "eval.json").write_text(json.dumps(ev | {"update_analysis": {}}))
+    assert run_drift(load_run(run)) is None
+    (run / "eval.json").write_text(json.dumps(ev))
+    still = [r | {"es_update_norm": 0.0} for r in rows]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in still))
+    assert run_drift(load_run(run)) is None
+
+
+def test_the_rendered_lines_carry_the_records_numbers_in_points(record):
+    """The premise section's first line: each method's held-out change and ES - null, each mean [lo, hi] x 100 with
+    two decimals and a sign, written out here from the record."""
+    rec, _, _ = record
+
+    def pm(e):
+        return f"{100 * e['mean']:+.2f} [{100 * e['lo']:+.2f}, {100 * e['hi']:+.2f}]"
+
+    h, d = rec["heldout_pass1_change"], rec["es_minus_null_heldout"]
+    line = render(rec)[0]
+    assert f"ES {pm(h['es'])}, null {pm(h[NULL])}, GRPO {pm(h['grpo'])}; ES - null {pm(d)}:" in line
+    assert render(None) == [] and render({}) == []
+
+
 @pytest.mark.parametrize(
     "lo, hi, reading",
     [
@@ -192,6 +246,10 @@ def test_the_drift_reading_equals_only_inside_the_margin(lo, hi, reading):
         (0.01, 0.05, "es_forgets_less_than_null"),
         (-0.015, 0.012, "within_2_points_of_null"),
         (-0.05, 0.01, "inconclusive"),
+        (-0.05, 0.0, "inconclusive"),  # touching 0 is not below it
+        (0.0, 0.05, "inconclusive"),  # nor above it
+        (-0.02, 0.01, "inconclusive"),  # the margin's ends are outside it
+        (-0.01, 0.02, "inconclusive"),
     ],
 )
 def test_the_held_out_reading(lo, hi, reading):

@@ -71,11 +71,20 @@ def test_the_draws_table_counts_the_narrowed_and_marks_the_answers_base():
         "of": 3,
     }
     lines = render_draws(draws)
+    assert lines[:2] == ["### The premise across pretraining draws", ""] and lines[-1] == ""
+    assert lines[4:6] == [
+        "| draw | GRPO | design | Pass@32 plateau - base | verdict |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     assert "**narrowed on 2 of 3**" in lines[2]
     rows = [line for line in lines if line.startswith("| seed") or line.startswith("| lr")]
     assert rows[0].startswith("| seed 0 (the answer's base) | lr 0.0001, G 8 | 3 seeds x 128 prompts x 128 samples")
     assert rows[0].endswith("| -8.07 pts [-11.81, -4.32] | narrowed |")
     assert rows[1].endswith("| no_change_detected |") and rows[2].startswith("| lr 3e-05 | lr 3e-05, G 8 |")
+    # a draw whose record lacks its GRPO settings or its interval: written as unknown, not a crash
+    bare = entry | {"draw": "seed 2", "grpo": {}, "pass32_plateau_minus_base": {"reason": "1 seed"}}
+    row = render_draws({"draws": [bare], "narrowed": 0, "of": 1})[6]
+    assert row == "| seed 2 | lr ?, G ? | 3 seeds x 128 prompts x 128 samples, 300 steps | - | narrowed |"
 
 
 def test_render_draws_the_plot_only_where_a_report_folder_is_given(tmp_path):

@@ -140,3 +140,66 @@ def test_a_task_named_twice_is_refused(tmp_path):
     path.write_text(json.dumps({"premise": _record(-0.05, 0.0)}), encoding="utf-8")
     with pytest.raises(ValueError, match="named twice"):
         pool_tasks_command([f"a={path}", f"a={path}"], tmp_path / "pool")
+
+
+@pytest.mark.parametrize(
+    "name, value, reading, agreeing",
+    [
+        ("grpo_plateau_minus_base", -0.05, "claimed_side", 3),  # (a) claims < 0: GRPO narrows on every task
+        ("grpo_plateau_minus_base", 0.05, "other_side", 0),  # widens on every task: the other side, none agree
+        ("es_at_grpo_plateau", 0.05, "claimed_side", 3),  # (b') claims > 0
+        ("es_at_grpo_plateau", -0.05, "other_side", 0),
+        ("es_minus_base_end", 0.05, "differs", 3),  # (e) two-sided: excludes 0 above
+        ("es_minus_base_end", -0.05, "differs", 3),  # and below; tasks agree on the pooled mean's side
+    ],
+)
+def test_each_member_is_read_on_the_side_its_test_claims(name, value, reading, agreeing):
+    """Three equal tasks at +-0.05 with se 0.01: the pooled interval is value +- t_{2} 0.01 / sqrt(3) = +-0.0248, so it
+    excludes 0; a directional member reads "claimed_side" on its claimed side and "other_side" on the other (where no
+    task agrees, though every task's interval excludes 0), a two-sided one "differs" on either side."""
+    a, e, b = -0.05, 0.0, None
+    if name == "grpo_plateau_minus_base":
+        a = value
+    elif name == "es_minus_base_end":
+        e = value
+    else:
+        b = value
+    entry = pool_premise({t: _record(a, e, b=b) for t in ("t1", "t2", "t3")})["pooled"][name]
+    assert entry["reading"] == reading and len(entry["tasks_agreeing"]) == agreeing
+
+
+def test_a_pool_that_holds_zero_is_inconclusive_on_either_kind_of_test():
+    """(a) and (e) at -0.005 on every task with se 0.01: the pool's interval [-0.0298, +0.0198] holds 0."""
+    pooled = pool_premise({t: _record(-0.005, -0.005) for t in ("t1", "t2", "t3")})["pooled"]
+    assert pooled["grpo_plateau_minus_base"]["reading"] == pooled["es_minus_base_end"]["reading"] == "inconclusive"
+    assert pooled["grpo_plateau_minus_base"]["tasks_agreeing"] == pooled["es_minus_base_end"]["tasks_agreeing"] == []
+
+
+def test_pooled_md_holds_each_task_the_pool_its_spread_the_tasks_agreeing_and_holm():
+    """Three equal tasks: (a) -0.05 each (pool t = -0.05 / (0.01 / sqrt 3), p = 2 F_t2(t), Holm x3 as the smallest of
+    three), (d') and (e) 0 (p = 1, adjusted 1); (b') read on no task: its row names why and no pool."""
+    from escov.paper_checks.verdict import fmt_interval
+
+    result = pool_premise({t: _record(-0.05, 0.0) for t in ("t1", "t2", "t3")})
+    lines = render(result)
+    assert lines[:2] == ["# The premise on several tasks", ""]
+    assert lines[2].startswith("Tasks: t1, t2, t3. Each registered endpoint")
+    assert lines[4] == "| endpoint | t1 | t2 | t3 | pooled | between-task sd | tasks agreeing | Holm |"
+    assert lines[5] == "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    one = fmt_interval(-0.05, *(-0.05 + s * stats.t.ppf(0.975, 40) * 0.01 for s in (-1, 1)))
+    se = 0.01 / math.sqrt(3)
+    pool = fmt_interval(-0.05, *(-0.05 + s * stats.t.ppf(0.975, 2) * se for s in (-1, 1)))
+    p_adj = 3 * 2 * stats.t.cdf(-0.05 / se, 2)
+    tail = f"| {pool}: claimed_side | 0.00 pts (I^2 0%) | 3 of 3 | p adj {p_adj:.3g}, rejected |"
+    assert f"| (a) | {one} | {one} | {one} {tail}" in lines
+    b_row = next(line for line in lines if line.startswith("| (b') |"))
+    assert b_row.startswith("| (b') | not read | not read | not read | ") and b_row.endswith(" | | | |")
+    zero = fmt_interval(0.0, *(s * stats.t.ppf(0.975, 2) * se for s in (-1, 1)))
+    e_row = next(line for line in lines if line.startswith("| (e) |"))
+    assert f"| {zero}: inconclusive | 0.00 pts (I^2 0%) | 0 of 3 | p adj 1, not rejected |" in e_row
+    assert lines[-1] == ""
+
+
+def test_no_task_is_refused():
+    with pytest.raises(ValueError, match="^pool-tasks: no task given$"):
+        pool_premise({})
