@@ -233,6 +233,9 @@ def test_the_rendered_lines_carry_the_records_numbers_in_points(record):
         (0.90, 1.10, "inconclusive"),  # a test that cannot reject 1 is no equality
         (1.02, 1.20, "above_random_walk"),
         (0.70, 0.96, "below_random_walk"),
+        (1 - DRIFT_MARGIN, 1 + DRIFT_MARGIN, "equals_random_walk"),  # the margin's ends are inside it
+        (1.0, 1.10, "inconclusive"),  # touching 1 is not above it
+        (0.90, 1.0, "inconclusive"),  # nor below it
     ],
 )
 def test_the_drift_reading_equals_only_inside_the_margin(lo, hi, reading):

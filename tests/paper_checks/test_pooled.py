@@ -84,3 +84,24 @@ def test_one_task_is_not_pooled_and_a_missing_error_is_refused():
         pooled({"a": {"mean": 0.1, "se": 0.0}, "b": {"mean": 0.2, "se": 0.01}})
     with pytest.raises(ValueError, match="every task needs a finite mean"):
         pooled({"a": {"mean": float("nan"), "se": 0.01}, "b": {"mean": 0.2, "se": 0.01}})
+
+
+def test_unequal_standard_errors_widen_the_interval_by_the_hartung_knapp_factor_above_1():
+    """Four tasks, y = (0.05, -0.05, 0.04, 0.0), se = (0.01, 0.02, 0.03, 0.005), worked by hand: w = 1 / se^2 =
+    (1e4, 2500, 1111.1, 4e4), the fixed-effect mean and Q = sum w (y - ybar)^2 = 29.746, tau^2 = (Q - 3) / (sum w -
+    sum w^2 / sum w) = 0.0012290, w* = 1 / (se^2 + tau^2), mu = sum w* y / sum w* = 0.0097653, and the factor
+    q = sum w* (y - mu)^2 / 3 = 1.3054 > 1 multiplies the variance 1 / sum w*."""
+    y, s = [0.05, -0.05, 0.04, 0.0], [0.01, 0.02, 0.03, 0.005]
+    got = pooled({f"t{i}": {"mean": m, "se": e} for i, (m, e) in enumerate(zip(y, s))})
+    w = [1 / e**2 for e in s]
+    ybar = sum(wi * yi for wi, yi in zip(w, y)) / sum(w)
+    q_stat = sum(wi * (yi - ybar) ** 2 for wi, yi in zip(w, y))
+    tau2 = (q_stat - 3) / (sum(w) - sum(wi**2 for wi in w) / sum(w))
+    ws = [1 / (e**2 + tau2) for e in s]
+    mu = sum(wi * yi for wi, yi in zip(ws, y)) / sum(ws)
+    factor = sum(wi * (yi - mu) ** 2 for wi, yi in zip(ws, y)) / 3
+    assert q_stat == pytest.approx(29.746, abs=1e-3) and factor == pytest.approx(1.3054, abs=1e-4)
+    se = math.sqrt(factor / sum(ws))
+    assert got["mean"] == pytest.approx(mu, rel=1e-12) and got["se"] == pytest.approx(se, rel=1e-12)
+    assert got["hi"] - got["mean"] == pytest.approx(stats.t.ppf(0.975, 3) * se, rel=1e-12)
+    assert got["tau"] == pytest.approx(math.sqrt(tau2)) and got["i2"] == pytest.approx((q_stat - 3) / q_stat)

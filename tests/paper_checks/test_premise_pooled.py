@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats
 
-from escov.paper_checks.premise_pooled import POOLED_JSON, POOLED_MD, pool_premise, render
+from escov.paper_checks.premise_pooled import POOLED_JSON, POOLED_MD, _agrees, _reading, pool_premise, render
 
 
 def _interval(mean: float, se: float, df: float = 40.0) -> dict:
@@ -203,3 +203,23 @@ def test_pooled_md_holds_each_task_the_pool_its_spread_the_tasks_agreeing_and_ho
 def test_no_task_is_refused():
     with pytest.raises(ValueError, match="^pool-tasks: no task given$"):
         pool_premise({})
+
+
+@pytest.mark.parametrize(
+    "lo, hi, side, reading",
+    [
+        (0.0, 0.05, 0, "inconclusive"),  # two-sided: an interval touching 0 does not exclude it
+        (-0.05, 0.0, 0, "inconclusive"),
+        (0.0, 0.05, 1, "inconclusive"),  # directional: touching 0 lies on neither side
+        (-0.05, 0.0, 1, "inconclusive"),
+        (-0.05, 0.0, -1, "inconclusive"),
+        (0.0, 0.05, -1, "inconclusive"),
+    ],
+)
+def test_an_interval_that_touches_zero_is_read_as_inconclusive(lo, hi, side, reading):
+    assert _reading({"lo": lo, "hi": hi}, side) == reading
+
+
+def test_a_task_whose_interval_touches_zero_does_not_agree():
+    for side, mean in ((1, 0.1), (-1, -0.1), (0, 0.1), (0, -0.1)):
+        assert not _agrees({"lo": 0.0, "hi": 0.05}, side, mean) and not _agrees({"lo": -0.05, "hi": 0.0}, side, mean)
