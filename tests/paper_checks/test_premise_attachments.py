@@ -98,3 +98,40 @@ def test_render_draws_the_plot_only_where_a_report_folder_is_given(tmp_path):
 def test_a_model_missing_at_a_budget_is_a_dash(missing):
     att = ENDPOINTS | {missing: {"0.6": {}}}
     assert "| - | - |" in "\n".join(render_endpoints(att))
+
+
+def test_the_endpoint_section_line_by_line_with_missing_ends_written_as_dashes():
+    """Every line of one temperature's section, written out here; a crossing without a lower end, a set without a
+    retention and a model without a budget are dashes; k = 8 is shown when measured and below n."""
+    att = ENDPOINTS | {
+        "samples": 16,
+        "ks": [1, 2, 8, 16],
+        "base": {"0.6": {"1": {"mean": 0.5, "lo": 0.49, "hi": 0.51}, "8": {"mean": 0.7, "lo": 0.69, "hi": 0.71}}},
+        "grpo_plateau": {"0.6": {"1": {"mean": 0.6, "lo": 0.59, "hi": 0.61}}},
+        "es_end": {},
+        "crossing": {
+            "es_over_grpo": {"0.6": {"k_star": 8, "lo": None, "hi": 16}},
+            "base_over_grpo": {},
+            "base_over_es": {"0.6": {"k_star": None}},
+        },
+        "solvability": {
+            key: {"0.6": {"preserved": 1, "gained": 2, "lost": 0.5, "neither": 0, "srr": None}}
+            for key in ("grpo_vs_base", "es_vs_base", "es_vs_grpo")
+        },
+    }
+    sets = "kept 1, gained 2, lost 0.5 (retention -)"
+    assert render_endpoints(att)[4:] == [
+        "T = 0.6:",
+        "",
+        "| model | Pass@1 | Pass@8 | Pass@16 |",
+        "| --- | --- | --- | --- |",
+        "| base | 50.0 [49.0, 51.0] | 70.0 [69.0, 71.0] | - |",
+        "| GRPO at its plateau | 60.0 [59.0, 61.0] | - | - |",
+        "| ES at its end | - | - | - |",
+        "",
+        "- Crossing budgets: ES first leads GRPO: k* = 8 [-, 16]; the base first leads GRPO: not up to k = 16; "
+        "the base first leads ES: not up to k = 16.",
+        f"- Prompts solved at k = 16 (solvability sets): GRPO against the base: {sets}; ES against the base: {sets}; "
+        f"ES against GRPO: {sets}.",
+        "",
+    ]
