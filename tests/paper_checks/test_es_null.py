@@ -14,6 +14,7 @@ import pytest
 
 from escov.paper_checks.es_null import (
     DRIFT_MARGIN,
+    HELDOUT_MARGIN,
     NULL,
     drift_reading,
     es_null,
@@ -268,3 +269,34 @@ def test_without_null_runs_the_record_says_what_it_needs(tmp_path):
     )
     assert "reason" in rec["drift"][NULL]
     assert "not measured (needs es and es[null]" in render(rec)[0]
+
+
+@pytest.mark.parametrize("seeds", [1, 2])
+def test_two_common_seeds_are_enough_for_es_minus_null_and_one_is_not(tmp_path, seeds):
+    """ES and its null on `seeds` seeds (held-out evaluations on 40 prompts): with 2 the held-out changes and ES -
+    null have intervals over the seeds x prompts design; with 1 each part says what it needs. The record names its
+    null variant and both margins."""
+    p = np.random.default_rng(2).uniform(0.05, 0.5, N_PROBLEMS)
+    dirs = [
+        make_run(
+            tmp_path,
+            f"{name}{seed}",
+            "es",
+            seed,
+            p,
+            p,
+            es={"population_size": 8, "alpha": 0.01} | es,
+            heldout_drop=drop,
+        )
+        for seed in range(seeds)
+        for name, es, drop in (("es", {}, 0.1), ("null", {"null_control": True}, 0.0))
+    ]
+    rec = es_null(collect(dirs))
+    assert (rec["null_variant"], rec["drift_margin"], rec["heldout_margin"]) == (NULL, DRIFT_MARGIN, HELDOUT_MARGIN)
+    diff = rec["es_minus_null_heldout"]
+    if seeds == 2:
+        assert diff["design"] == f"2 seeds x {N_PROBLEMS} prompts x {N_SAMPLES} samples" and "reading" in diff
+        assert rec["heldout_pass1_change"]["es"]["design"] == diff["design"]
+    else:
+        assert diff == {"reason": f"needs es and {NULL} runs of at least 2 common seeds with held-out evaluations"}
+        assert rec["heldout_pass1_change"]["es"] is None and rec["heldout_pass1_change"]["grpo"] is None
