@@ -237,7 +237,7 @@ def render(rec: dict) -> list[str]:
     ]
     where = f"ES - {rec['chosen']} Pass@32 at the highest Pass@1 every run reaches"
     if "reason" in b:
-        return lines + [f"- {where}: **{b['reading']}** ({b['reason']}).", ""]
+        return lines + [f"- {where}: **{b['reading'].replace('_', ' ')}** ({b['reason']}).", ""]
     fall = f"{rec['chosen']}'s fall there (base - variant) {_pm(b['grpo_fall'])}"
     if b["reading"] == NOT_READABLE:
         return lines + [

@@ -183,7 +183,7 @@ def test_one_runs_drift_against_the_walk_from_its_own_records(tmp_path, antithet
     p = np.random.default_rng(1).uniform(0.05, 0.5, N_PROBLEMS)
     es = {"population_size": 8, "alpha": 0.01, "antithetic": antithetic}
     run = make_run(tmp_path, "es0", "es", 0, p, p, es=es)
-    theta0, drift = _walk_metrics(run, d=5_000, alpha_taken=0.01, n=8, seed=3)
+    _walk_metrics(run, d=5_000, alpha_taken=0.01, n=8, seed=3)
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     rows[0] |= {"es_update_norm": 0.0, "drift_rel": 0.0}  # the first step skipped: all rewards equal
     norm0 = rows[1]["es_update_norm"] / rows[1]["drift_rel"]  # theta_0 from the first step that moved
@@ -197,7 +197,6 @@ def test_one_runs_drift_against_the_walk_from_its_own_records(tmp_path, antithet
     assert got["predicted_rel"] == pytest.approx(walk / norm0, rel=1e-12)
     assert got["ratio"] == pytest.approx(rows[-1]["drift_rel"] * norm0 / walk, rel=1e-12)
     assert got["ratio_to_steps"] == pytest.approx(rows[-1]["drift_rel"] * norm0 / steps_walk, rel=1e-12)
-    assert theta0 > 0 and drift > 0
     cfg = json.loads((run / "config.json").read_text())
     for change in ({"alpha": 0.0}, {"population_size": 0}):
         (run / "config.json").write_text(json.dumps(cfg | {"es": cfg["es"] | change}))

@@ -65,6 +65,10 @@ def test_es_against_the_variant_is_read_only_where_the_variant_has_narrowed():
     chosen_on = grpo_variants.choose(variant, {"keeps": variant}) | SELECTION
     text = "\n".join(grpo_variants.render(grpo_variants.record(chosen_on, falling, variant)))
     assert "**not readable**" in text and "Pass@1 20.0" in text
+    below = [_curve(s, [0.15, 0.1], [[10, 2], [5, 1]]) for s in (0, 1)]  # ES's highest under the variant's base
+    apart = grpo_variants.record(chosen_on, below, variant)
+    assert apart["es_at_variant_plateau"]["reading"] == "not_readable" and "reason" in apart["es_at_variant_plateau"]
+    assert "**not readable** (no common Pass@1 range" in "\n".join(grpo_variants.render(apart))
 
 
 def test_choose_reads_each_candidate_where_it_reaches_grpos_plateau_and_skips_one_that_never_gets_there():
