@@ -19,11 +19,14 @@ def base_record(model: Path) -> dict:
 
 
 def base_preset(model: Path):
-    """The tinymodel Preset the base was pretrained with (pretrain.json), or None for another model."""
+    """The tinymodel Preset the base was pretrained with (pretrain.json), or None for another model (a planted
+    base, llm/tinymodel_planted.py, included: its corpus has no Countdown rare family)."""
     from escov.llm.tinymodel import preset_with
 
     path = Path(model) / "pretrain.json"
     if not path.is_file():
         return None
     info = json.loads(path.read_text(encoding="utf-8"))
+    if info.get("planted"):
+        return None
     return preset_with(info["preset"], info.get("overrides") or {})

@@ -4,6 +4,7 @@ reproduce --budget small|full|answer|answer-paper-regime|answer-diffuse --out DI
                                                                  train what the checks need (cached), then report
 report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
 bases                                                            rebuild the shipped bases (answer, paper regime)
+planted-bases --out DIR [--task T]                               choose each counted task's base (validation)
 sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
 pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
 premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)

@@ -17,7 +17,9 @@ checkpoint at two thirds of the run. GRPO narrowed on this base when the Pass@32
 the record gives the interval's width). Lost prompts (some correct sample at the base, none at the plateau, on
 one seed) are counted by family: `rare-only`, the prompts whose every solution (countdown.distinct_solutions)
 lies in the base corpus' rare family (llm/tinymodel.py in_rare_family: an operator of rare_ops, a target above
-rare_above), and `other`; the base's success rate is given per family too.
+rare_above), and `other`; the base's success rate is given per family too. On a task whose solutions are enumerated
+with a planted strategy each (grid_paths, subset_sum: llm/tasks/solution_coverage.py), `rare-only` is a prompt whose
+every solution uses the rare strategy (`prompt_family`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,19 @@ def family_of(numbers: list[int], target: int, preset) -> str:
         return "other"
     solutions = distinct_solutions(numbers, int(target))
     return "rare-only" if solutions and all(in_rare_family(int(target), s, preset) for s in solutions) else "other"
+
+
+def prompt_family(task: str, meta: dict, model) -> str:
+    """A prompt's family on a task: on a planted-strategy task (solution_coverage.COVERAGE_TASKS) "rare-only" when
+    every enumerated solution uses the rare strategy; on Countdown, family_of with the base's corpus (its preset,
+    read from the model's pretrain.json)."""
+    from escov.llm.tasks.solution_coverage import COVERAGE_TASKS, enumerated
+    from escov.paper_checks.base_info import base_preset
+
+    if task in COVERAGE_TASKS:
+        strategies = {strategy for _, strategy in enumerated(task, meta).values()}
+        return "rare-only" if strategies == {"rare"} else "other"
+    return family_of(meta["numbers"], meta["target"], base_preset(model))
 
 
 def plateau(steps: list[int], pass1: list[float]) -> dict:

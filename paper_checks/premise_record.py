@@ -86,17 +86,15 @@ def _pairs(curves: list[Curve]) -> list[tuple[dict, dict]]:
 
 
 def _families(ev: Evidence, ids: tuple[str, ...]) -> list[str]:
-    """Each test prompt's family (premise.family_of) on the runs' base and task."""
+    """Each test prompt's family (premise.prompt_family) on the runs' base and task."""
     from escov.llm.config import saved_config
     from escov.llm.problem_sets import split_set
-    from escov.paper_checks.base_info import base_preset
-    from escov.paper_checks.premise import family_of
+    from escov.paper_checks.premise import prompt_family
 
     run = ev.by_variant("grpo")[0]
     cfg = saved_config(run.config, source=str(run.path / "config.json"))
     by_id = {p.id: p for p in split_set(cfg, TEST_SPLIT, len(ids)).problems}
-    preset = base_preset(run.config["model"])
-    return [family_of(by_id[i].meta["numbers"], by_id[i].meta["target"], preset) for i in ids]
+    return [prompt_family(cfg.task, by_id[i].meta, run.config["model"]) for i in ids]
 
 
 def _lost_against_kept(split: dict | None) -> str:

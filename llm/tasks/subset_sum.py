@@ -1,7 +1,10 @@
 """Subset sum: choose some of the given numbers (each at most as often as it is given) that add up to the target.
 
 Instance: m numbers (default 5, each in [1, max_number], repeats allowed) and a target, the sum of a random
-non-empty subset of them (drawn forward, so every instance has a solution). Prompt: "{3,7,12,5,9}=21:".
+non-empty subset of them (drawn forward, so every instance has a solution), above the largest number
+(`target_above_largest`, default on: else an instance whose target lies below its largest number is rare-only on its
+face, and a model need not learn the rare strategy to solve it: 12 of the first look's 19 rare-only validation
+prompts were such). Prompt: "{3,7,12,5,9}=21:".
 Answer: the chosen numbers joined by "," or "+" in any order ("12,9", "9+7+5"); spaces are ignored.
 
 Correct: the answer's numbers form a non-empty sub-multiset of the given numbers and sum to the target.
@@ -115,6 +118,7 @@ class SubsetSum(Task):
         m: int = 5,
         max_number: int = 20,
         min_solutions: int = 1,
+        target_above_largest: bool = True,
         reward: str = "escov",
         format_reward: float = 0.0,
         prompt_style: str = "plain",
@@ -128,16 +132,18 @@ class SubsetSum(Task):
             raise ValueError(
                 "task 'subset_sum' has only the plain prompt style and the escov reward without format_reward"
             )
-        self.settings = (m, max_number, min_solutions)
+        self.settings = (m, max_number, min_solutions, bool(target_above_largest))
 
     def sample_instance(self, rng: random.Random, split: str) -> tuple[list[int], int]:
         """(numbers, target) of the split meeting the settings (the pretraining corpus is built from these)."""
         check_split(split)
-        m, max_number, min_solutions = self.settings
+        m, max_number, min_solutions, above_largest = self.settings
         while True:
             numbers = [rng.randint(1, max_number) for _ in range(m)]
             chosen = [x for x in numbers if rng.random() < 0.5] or [rng.choice(numbers)]
             target = sum(chosen)
+            if above_largest and target <= max(numbers):
+                continue
             if split_of(key_of(numbers, target)) == split and len(solutions(numbers, target)) >= min_solutions:
                 return numbers, target
 

@@ -41,7 +41,7 @@ class AnswerArms:
     endpoint_chunk: int = ENDPOINT_CHUNK
     null_seeds: tuple[int, ...] = NULL_SEEDS
     draw_seeds: tuple[int, ...] = DRAW_SEEDS
-    lr_control: float = LR_CONTROL
+    lr_control: float | None = LR_CONTROL  # None: no step-size control
     control: tuple = ()
 
 

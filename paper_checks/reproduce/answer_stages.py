@@ -6,8 +6,9 @@ skipped when its output is complete, and their attachments to the report.
     arm_jobs      the null arm's runs (es-null-sS: trained to the answer's ES length, their curve the base and the
                   last checkpoint only), then one "endpoint ..." job per (model, temperature) after the run it
                   reads (endpoints.py)
-    attach        out/endpoints.json and out/base_draws.json, both in report.json's `premise` record as
-                  pass_at_k_endpoints and base_draws, and their section in REPORT.md with the Pass@k-to-n plot
+    attach        out/endpoints.json, out/base_draws.json and out/rare_only.json, in report.json's `premise`
+                  record as pass_at_k_endpoints, base_draws and rare_only (with rare_only_base_pass_at_k beside
+                  them: reproduce/rare_only.py), and their section in REPORT.md with the Pass@k-to-n plot
                   (paper_checks/premise_attachments.py)
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from escov.paper_checks import premise_attachments
-from escov.paper_checks.reproduce import base_draws, endpoints
+from escov.paper_checks.reproduce import base_draws, endpoints, rare_only
 from escov.paper_checks.reproduce.bases import obtain_base
 from escov.paper_checks.reproduce.jobs import Job
 from escov.paper_checks.reproduce.training_runs import run_jobs_of
@@ -67,6 +68,8 @@ def draw_jobs(budget, out: Path, base: Path, progress: bool, wait_base: tuple[st
                 after=wait,
             )
         )
+    if arms.lr_control is None:  # no step-size control (answer_arms.AnswerArms)
+        return jobs
     folder = base_draws.lr_dir(out, arms.lr_control)
     if not (folder / "control" / base_draws.CONTROL_JSON).is_file():
         jobs.append(
@@ -133,8 +136,11 @@ def attach(out: Path, report_dir: Path, budget, main_control: Path) -> dict:
         ),
         "base_draws": base_draws.attachment(out, budget, main_control),
     }
+    rare = rare_only.rare_only_record(out, budget.seeds, arms.endpoint_temperatures, budget.task)
     write_json(out / endpoints.ATTACHMENT, found["pass_at_k_endpoints"])
     write_json(out / base_draws.ATTACHMENT, found["base_draws"])
+    write_json(out / rare_only.ATTACHMENT, rare)
+    found |= {"rare_only": rare, "rare_only_base_pass_at_k": rare["rare_only_base_pass_at_k"]}
     report = read_json(report_dir / "report.json", allow_non_finite=True)
     report["premise"] = (report.get("premise") or {}) | found
     write_json(report_dir / "report.json", report)

@@ -65,7 +65,8 @@ def attachment(out: Path, budget, main_control: Path) -> dict:
 
     arms, entries = budget.arms, []
     wanted = [(f"seed {s}", draw_dir(out, s) / "control" / CONTROL_JSON) for s in arms.draw_seeds]
-    wanted.append((f"lr {arms.lr_control:g}", lr_dir(out, arms.lr_control) / "control" / CONTROL_JSON))
+    if arms.lr_control is not None:
+        wanted.append((f"lr {arms.lr_control:g}", lr_dir(out, arms.lr_control) / "control" / CONTROL_JSON))
     missing = [str(path) for _, path in wanted if not path.is_file()]
     if missing:
         raise ValueError(f"base-draw controls missing: {', '.join(missing)}")

@@ -1,7 +1,8 @@
 """The base models of a reproduction, built once: shipped with the repository, cached, or pretrained.
 
 The pretrained bases are keyed by their preset's settings, the seed, the torch version and the source
-of the code that builds them (base_cache_key). A base is taken from the first of: the repository's
+of the code that builds them (base_cache_key; a planted base, llm/tinymodel_planted.py, by its shape, corpus and
+its task's code). A base is taken from the first of: the repository's
 shipped bases (paper_checks/reproduce/bases/PRESET-KEY: the `paper` preset's with the answer's fields replaced, the
 base of the answer and of the quick look, and the `paper` preset's, the paper-regime answer's; 1.1 MB each, so a
 fresh clone does not pretrain for 9 minutes; `python -m escov.paper_checks bases` rebuilds them after that code
@@ -58,22 +59,28 @@ def base_cache_key(preset: str, seed: int = 0, settings: tuple[tuple[str, str], 
     import hashlib
     from dataclasses import asdict
 
-    from escov.llm import tinymodel
-    from escov.llm.tasks import arithmetic, countdown
+    from escov.llm import tinymodel, tinymodel_planted
+    from escov.llm.tasks import arithmetic, countdown, grid_paths, subset_sum
 
-    parts = [
-        json.dumps(asdict(tinymodel.preset_with(preset, dict(settings))), sort_keys=True),
-        str(seed),
-        torch.__version__,
-    ]
-    parts += [code_shape(Path(m.__file__).read_text(encoding="utf-8")) for m in (tinymodel, countdown, arithmetic)]
+    if preset in tinymodel_planted.PLANTED_PRESETS:  # a planted base: its shape and corpus, its task's code
+        shape, corpus = tinymodel_planted.planted_settings(preset, dict(settings))
+        described = {"shape": asdict(shape), "corpus": asdict(corpus)}
+        task_module = {"grid_paths": grid_paths, "subset_sum": subset_sum}[corpus.corpus_task]
+        modules = (tinymodel, tinymodel_planted, task_module, arithmetic)
+    else:
+        described, modules = asdict(tinymodel.preset_with(preset, dict(settings))), (tinymodel, countdown, arithmetic)
+    parts = [json.dumps(described, sort_keys=True), str(seed), torch.__version__]
+    parts += [code_shape(Path(m.__file__).read_text(encoding="utf-8")) for m in modules]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def pretrain_command(preset: str, settings: tuple[tuple[str, str], ...] = (), out: str = "DIR", seed: int = 0) -> str:
     """The command line that pretrains this base (one thread; seed 0: the shipped and cached bases' recipe)."""
+    from escov.llm.tinymodel_planted import PLANTED_PRESETS
+
     sets = "".join(f" --set {name}={value}" for name, value in settings)
-    return f"python -m escov.llm pretrain --preset {preset}{sets} --seed {seed} --threads 1 --out {out}"
+    command = "pretrain-planted" if preset in PLANTED_PRESETS else "pretrain"
+    return f"python -m escov.llm {command} --preset {preset}{sets} --seed {seed} --threads 1 --out {out}"
 
 
 def shipped_base_dir(preset: str, settings: tuple[tuple[str, str], ...] = (), seed: int = 0) -> Path:
@@ -116,6 +123,7 @@ def _build_base(
     import shutil
 
     from escov.llm.tinymodel import pretrain
+    from escov.llm.tinymodel_planted import PLANTED_PRESETS, pretrain_planted
 
     if (target / "config.json").exists():
         return
@@ -123,7 +131,8 @@ def _build_base(
     building = target.with_name(f"{target.name}.building-{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
     torch.set_num_threads(1)
-    pretrain(building, preset=preset, seed=seed, progress=progress, overrides=dict(settings))
+    build = pretrain_planted if preset in PLANTED_PRESETS else pretrain
+    build(building, preset=preset, seed=seed, progress=progress, overrides=dict(settings))
     try:
         building.rename(target)
     except OSError:  # another reproduction stored it first: the same model

@@ -310,6 +310,65 @@ BUDGETS["small"] = replace(
     },
 )
 
+# The answer on the counted tasks (issue 54; docs/answer-tasks.md, registered before their runs): the Countdown
+# answer's protocol (its premise control on validation prompts first, GRPO at the control's step to PREMISE_STEPS, ES
+# at the answer's settings for ANSWER_ES_UPDATES, curves at T = 0.6, the registered endpoints, Pass@k to 1024 at the
+# endpoints) on a planted base of the task (llm/tinymodel_planted.py), chosen on validation prompts by
+# reproduce/planted_bases.py's rule. What differs from the Countdown answer, and why:
+# - the base: TASK_BASES, the planted recipe planted_bases.py chose (its record: results/tasks/planted_bases.json);
+# - seeds 4 and test prompts 64 (the Countdown answer: 8 x 128): the three tasks' answers fit 5 hours on 2 cores only
+#   so (docs/answer-tasks.md, "Cost"); the pooled answer gains its precision across tasks;
+# - completions of at most 24 tokens (a 5 x 5 grid's path or a subset's list is shorter; measure_base's length);
+# - the test prompts start after the first 8 of the task's draw (the control's runs evaluate those at their end);
+# - no Lemma 1 probe or thresholded checkpoints (claims the Countdown answer reads), no ES null arm, base draws or
+#   step-size control (the Countdown answer's arms: issue 49), no es-small-sigma; simulate at a tenth, SMALL_GRID;
+# - ES's settings and length are the Countdown answer's (its pilot's choice), not piloted on these tasks: a task
+#   where ES never reaches GRPO's plateau reads outcome (f), as the Countdown answer did.
+TASK_BASES: dict[str, tuple[tuple[str, str], ...]] = {"grid_paths": (), "subset_sum": ()}
+TASK_SEEDS = tuple(range(4))
+TASK_PROMPTS = 64
+TASK_COMPLETION = 24
+TASK_ARMS = AnswerArms(null_seeds=(), draw_seeds=(), lr_control=None)
+COUNTDOWN_ONLY = ("eval_solutions", "train_solutions")  # draws by Countdown's solution count (solution_blocks.py)
+
+
+def task_answer(task: str) -> Budget:
+    """The answer's budget on a counted task (the comment above)."""
+    answer = BUDGETS["answer"]
+    return replace(
+        answer,
+        base_preset=task,
+        base_settings=TASK_BASES[task],
+        task=task,
+        seeds=TASK_SEEDS,
+        common={k: v for k, v in answer.common.items() if k not in COUNTDOWN_ONLY}
+        | {
+            "eval_problems": TASK_PROMPTS,
+            "eval_skip": SELECTION_EVAL["eval_problems"],
+            "max_completion_length": TASK_COMPLETION,
+            "threshold_keep": (),
+            "probe": False,
+            "probe_every": 0,
+        },
+        es_common=answer.es_common | {"probe_every": 0},
+        es_variants=(),
+        es_variant_updates=(),
+        simulate_scale=0.1,
+        grid=SMALL_GRID,
+        arms=TASK_ARMS,
+        lemma_as_stated=None,
+        purpose=(
+            f"This is the answer on the task {task}, whose solutions and planted strategies are enumerated exactly: "
+            f"its positive control on validation prompts first, then ES and GRPO on {len(TASK_SEEDS)} seeds x "
+            f"{TASK_PROMPTS} test prompts, GRPO for {PREMISE_STEPS} steps and ES for {ANSWER_ES_UPDATES} updates, "
+            "with the endpoints registered in docs/answer-tasks.md before the run (the record 'premise')."
+        ),
+    )
+
+
+for _task in TASK_BASES:
+    BUDGETS[f"answer-{_task}"] = task_answer(_task)
+
 # The sweep only needs the training reward: its runs evaluate little.
 SWEEP_EVAL = {"eval_problems": 8, "heldout_task": "", "threshold_keep": ()}
 # The runs whose magnitude-thresholded checkpoints a check or plot reads (thresholded_pass1: es; the
@@ -343,7 +402,7 @@ PUBLISHED_BY_BASE = {
     ("paper", PREMISE_BASE): PUBLISHED,
     ("paper", ()): PUBLISHED.parent / "paper-regime" / "report.json",
     ("default", ()): PUBLISHED.parent / "diffuse" / "report.json",
-}
+} | {(task, TASK_BASES[task]): PUBLISHED.parent / "tasks" / task / "report.json" for task in TASK_BASES}
 
 
 def published_for(budget: Budget) -> Path:

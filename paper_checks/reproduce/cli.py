@@ -1,13 +1,13 @@
 """The experiment commands of `python -m escov.paper_checks` (paper_checks/cli.py adds them beside `report`):
-reproduce, bases, sweep, pilot, premise-control, es-pilot and grpo-variants. Their modules are imported when a
-command runs, so that `report` and `--help` load no torch."""
+reproduce, bases, planted-bases, sweep, pilot, premise-control, es-pilot and grpo-variants. Their modules are
+imported when a command runs, so that `report` and `--help` load no torch."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-COMMANDS = ("reproduce", "bases", "sweep", "pilot", "premise-control", "es-pilot", "grpo-variants")
+COMMANDS = ("reproduce", "bases", "planted-bases", "sweep", "pilot", "premise-control", "es-pilot", "grpo-variants")
 
 
 def add_commands(sub) -> None:
@@ -15,12 +15,26 @@ def add_commands(sub) -> None:
     pro = sub.add_parser("reproduce", help="run the paper's experiments in miniature (cached), then report")
     pro.add_argument(
         "--budget",
-        choices=("small", "full", "answer", "answer-paper-regime", "answer-diffuse"),
+        choices=(
+            "small",
+            "full",
+            "answer",
+            "answer-paper-regime",
+            "answer-diffuse",
+            "answer-grid_paths",
+            "answer-subset_sum",
+        ),
         default="small",
         help="small: the quick look, the answer at a smaller design; full: 4 seeds, longer; answer: "
         "ES vs GRPO on a base where GRPO narrows coverage, its positive control first; answer-paper-regime: "
         "ES vs GRPO at matched Pass@1 from the base in the paper's Pass@1/Pass@32 regime; answer-diffuse: "
-        "the same from the diffuse base",
+        "the same from the diffuse base; answer-grid_paths, answer-subset_sum: the answer on a counted task "
+        "(also `--budget answer --task TASK`)",
+    )
+    pro.add_argument(
+        "--task",
+        choices=("countdown3", "grid_paths", "subset_sum"),
+        help="with --budget answer: the task whose answer to run (countdown3: the answer itself)",
     )
     pro.add_argument("--jobs", type=int, default=None, help="training runs at a time, one thread each (default: cores)")
     pro.add_argument("--out", type=Path, required=True)
@@ -31,6 +45,14 @@ def add_commands(sub) -> None:
         help="pretrain the shipped bases (the answer's, also the quick look's, and the paper-regime answer's) for "
         "the current code (paper_checks/reproduce/bases)",
     )
+    pb = sub.add_parser(
+        "planted-bases",
+        help="choose the base of each counted task's answer (grid_paths, subset_sum) on validation prompts "
+        "(paper_checks/reproduce/planted_bases.py)",
+    )
+    pb.add_argument("--out", type=Path, required=True, help="folder for the candidates and planted_bases.json")
+    pb.add_argument("--task", choices=("grid_paths", "subset_sum"), help="one task (default: both)")
+    pb.add_argument("--no-progress", action="store_true")
     swp = sub.add_parser(
         "sweep",
         help="the step-size sweep that chooses the answer budget's GRPO lr and ES sigma, "
@@ -105,6 +127,10 @@ def run(args, argv: list[str] | None) -> int | tuple[dict, Path]:
         for path in ship_bases():
             print(f"shipped base: {path}")
         return 0
+    if args.command == "planted-bases":
+        from escov.paper_checks.reproduce.planted_bases import main_args as planted_main
+
+        return planted_main(args)
     if args.command == "sweep":
         from escov.paper_checks.reproduce.step_sweep import main_args
 
@@ -131,8 +157,14 @@ def run(args, argv: list[str] | None) -> int | tuple[dict, Path]:
         return variants_main(args, BUDGETS["answer"], PREMISE_DIR, REPORT_DIR)
     from escov.paper_checks.reproduce.reproduction import REPORT_DIR, reproduce
 
+    budget = args.budget
+    if args.task is not None:
+        if budget != "answer":
+            print(f"error: --task {args.task} goes with --budget answer, not {budget}", file=sys.stderr)
+            return 2
+        budget = budget if args.task == "countdown3" else f"answer-{args.task}"
     report = reproduce(
-        args.budget,
+        budget,
         args.out,
         model=args.model,
         progress=not args.no_progress,

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from escov.paper_checks.base_info import base_preset, base_record
-from escov.paper_checks.premise import ENDPOINT_K, endpoints, family_of, plateau, render, verdict
+from escov.paper_checks.base_info import base_record
+from escov.paper_checks.premise import ENDPOINT_K, endpoints, plateau, prompt_family, render, verdict
 from escov.theory.matched import RESOLUTION
 
 CONTROL_SEEDS = (300, 301, 302)  # not the answer's (0-7), the sweep's (100) or the pilot's (200-203)
@@ -118,8 +118,7 @@ def run_control(
     run_all(runs, out / "runs", curve, jobs, lambda msg: log(f"[{time.perf_counter() - start:6.0f} s] {msg}"))
     curves = {name: sorted(rundir.read_curve(out / "runs" / name), key=lambda p: p["step"]) for name in runs}
     pairs = [(c[0], c[-1]) for c in curves.values()]
-    preset = base_preset(model)
-    families = _families(runs, [r["id"] for r in pairs[0][0]["sampled"]["per_problem"]], preset)
+    families = _families(runs, [r["id"] for r in pairs[0][0]["sampled"]["per_problem"]], model)
     result = endpoints(pairs, families)
     record = {
         "base": base_record(model),
@@ -158,14 +157,14 @@ def run_control(
     return record
 
 
-def _families(runs: dict[str, dict], ids: list[str], preset) -> list[str]:
-    """The family of each measured prompt, in the curve's order (the problems of the control's split)."""
+def _families(runs: dict[str, dict], ids: list[str], model: Path) -> list[str]:
+    """The family of each measured prompt (premise.prompt_family), in the curve's order (the control's split)."""
     from escov.llm.config import TrainConfig
     from escov.llm.problem_sets import SELECTION_SPLIT, split_set
 
     cfg = TrainConfig.from_dict(next(iter(runs.values())))
     by_id = {p.id: p for p in split_set(cfg, SELECTION_SPLIT, len(ids)).problems}
-    return [family_of(by_id[i].meta["numbers"], by_id[i].meta["target"], preset) for i in ids]
+    return [prompt_family(cfg.task, by_id[i].meta, model) for i in ids]
 
 
 def main_args(args, budget) -> int:
