@@ -4,8 +4,9 @@ The pretrained bases are keyed by their preset's settings, the seed, the torch v
 of the code that builds them (base_cache_key; a planted base, llm/tinymodel_planted.py, by its shape, corpus and
 its task's code). A base is taken from the first of: the repository's
 shipped bases (paper_checks/reproduce/bases/PRESET-KEY: the `paper` preset's with the answer's fields replaced, the
-base of the answer and of the quick look, and the `paper` preset's, the paper-regime answer's; 1.1 MB each, so a
-fresh clone does not pretrain for 9 minutes; `python -m escov.paper_checks bases` rebuilds them after that code
+base of the answer and of the quick look, the `paper` preset's, the paper-regime answer's, and the planted bases of
+the counted tasks' answers, `grid_paths` and `subset_sum`; 1.1 MB each or less, so a fresh clone does not pretrain
+for 9 minutes; `python -m escov.paper_checks bases` rebuilds them after that code
 changes), the cache outside the output folder ($ESCOV_CACHE/bases, default
 ~/.cache/escov/bases), or pretraining (then stored in the cache). `python -m escov.llm pretrain --preset paper
 --seed 0 --threads 1 --out DIR` makes the same model on a machine like the one that built it (pretraining is
@@ -25,9 +26,9 @@ from escov.paper_checks.reproduce.budgets import BUDGETS
 
 CACHE_ENV = "ESCOV_CACHE"  # folder of built base models (default ~/.cache/escov); see base_cache_key
 SHIPPED_BASES = Path(__file__).resolve().parent / "bases"  # the shipped bases, built once: PRESET-KEY/
-# the bases a fresh clone takes from SHIPPED_BASES: the answer's (also the quick look's) and the paper-regime
-# answer's (results/paper-regime/); none has a sweep base
-SHIPPED_BUDGETS = ("small", "answer", "answer-paper-regime")
+# the bases a fresh clone takes from SHIPPED_BASES: the answer's (also the quick look's), the paper-regime
+# answer's (results/paper-regime/) and the counted tasks' planted bases (docs/answer-tasks.md); none has a sweep base
+SHIPPED_BUDGETS = ("small", "answer", "answer-paper-regime", "answer-grid_paths", "answer-subset_sum")
 SHIPPED_RECIPES = tuple(
     dict.fromkeys((BUDGETS[name].base_preset, BUDGETS[name].base_settings) for name in SHIPPED_BUDGETS)
 )

@@ -237,3 +237,14 @@ def test_control_md_reads_as_written():
         "endpoints": record["endpoints"] | {"distinct": {"prompts": 1, "reason": "fewer than 2 prompts solved"}}
     }
     assert "distinct correct" not in premise.render(no_distinct)
+
+
+def test_a_planted_tasks_prompt_is_rare_only_when_every_solution_uses_the_rare_strategy():
+    # grid: from S the only shortest paths go down first (the cell right of S is blocked); the family is read from
+    # the enumerated solutions whatever the model (None: no pretrain.json)
+    assert premise.prompt_family("grid_paths", {"grid": "S#.|...|..G"}, None) == "rare-only"  # DDRR, DRDR, ...
+    assert premise.prompt_family("grid_paths", {"grid": "S..|...|..G"}, None) == "other"  # RRDD too
+    assert premise.prompt_family("grid_paths", {"grid": "S..|#..|..G"}, None) == "other"  # only R first
+    # subset sum: 18 from {5, 6, 7, 8, 9} only as 5 + 6 + 7 (18 - 9 = 9 is no sum of the others)
+    assert premise.prompt_family("subset_sum", {"numbers": [5, 6, 7, 8, 9], "target": 18}, None) == "rare-only"
+    assert premise.prompt_family("subset_sum", {"numbers": [5, 6, 7, 8, 9], "target": 17}, None) == "other"  # 9+8

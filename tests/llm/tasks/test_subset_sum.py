@@ -134,3 +134,17 @@ def test_one_step_train_from_the_command_line(tiny_model_dir, tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--task", "subset_sum", "--model", str(tiny_model_dir), "--out", str(run), *SHORT_RUN]) == 0
     assert "subset_sum (base -> final" in capsys.readouterr().out
+
+
+def test_targets_lie_above_the_largest_number_unless_asked_otherwise():
+    # a target below the largest number makes an instance rare-only on its face (the largest cannot be used)
+    above = SubsetSum().problems("test", 200, seed=0)
+    assert all(p.meta["target"] > max(p.meta["numbers"]) for p in above)
+    anywhere = SubsetSum(target_above_largest=False).problems("test", 200, seed=0)
+    assert any(p.meta["target"] <= max(p.meta["numbers"]) for p in anywhere)
+    assert get_task("subset_sum", target_above_largest=False).settings[-1] is False
+    # rare-only instances remain, none of them readable from the target alone
+    rare = [
+        p for p in above if all(max(p.meta["numbers"]) not in s for s in solutions(p.meta["numbers"], p.meta["target"]))
+    ]
+    assert len(rare) >= 10

@@ -1,0 +1,63 @@
+"""The counted tasks' base choice (paper_checks/reproduce/planted_bases.py): the rule's three conditions at their
+boundaries, the candidates measured in order until one meets it, and its table."""
+
+from __future__ import annotations
+
+import pytest
+
+from escov.paper_checks.reproduce import planted_bases
+from escov.paper_checks.reproduce.planted_bases import MIN_RARE_ONLY, RARITY, meets
+
+
+def _measure(overall=0.4, rare1=0.1, rare_n=0.5, rare_prompts=MIN_RARE_ONLY, n=32) -> dict:
+    return {
+        "n": n,
+        "pass_at_k": {"1": overall, str(n): 0.9},
+        "rare_only_prompts": rare_prompts,
+        "rare_only_pass_at_k": {"1": rare1, str(n): rare_n},
+    }
+
+
+def test_each_condition_at_its_boundary():
+    assert meets(_measure()) == {"enough": True, "reachable": True, "rare": True}
+    assert meets(_measure(rare_prompts=MIN_RARE_ONLY - 1)) == {"enough": False, "reachable": False, "rare": False}
+    assert meets(_measure(rare_n=0.0))["reachable"] is False
+    assert meets(_measure(rare_n=1 / 32))["reachable"] is True
+    assert meets(_measure(rare1=RARITY * 0.4))["rare"] is True  # at most half: the boundary meets it
+    assert meets(_measure(rare1=RARITY * 0.4 + 1e-9))["rare"] is False
+    assert meets(_measure(n=8) | {"rare_only_pass_at_k": {"1": 0.1, "8": 0.0, "32": 0.5}})["reachable"] is False
+
+
+def test_candidates_are_measured_in_order_and_none_chosen_when_none_meets(tmp_path, monkeypatch):
+    # a 3-step base solves nothing: every candidate fails, each measured on the validation prompts in order
+    monkeypatch.setenv("ESCOV_CACHE", str(tmp_path / "cache"))
+    tiny = (("steps", "3"), ("batch_size", "4"), ("warmup_steps", "1"))
+    monkeypatch.setattr(planted_bases, "CANDIDATES", (tiny, tiny + (("rare_keep", "0.6"),)))
+    monkeypatch.setattr(planted_bases, "VALIDATION_PROMPTS", 6)
+    monkeypatch.setattr(planted_bases, "SAMPLES", 2)
+    record = planted_bases.choose("subset_sum", tmp_path / "out", progress=False)
+    assert record["chosen"] is None and [c["settings"] for c in record["candidates"]] == [
+        dict(tiny),
+        dict(tiny) | {"rare_keep": "0.6"},
+    ]
+    for c in record["candidates"]:
+        assert c["measure"]["prompts"] == 6 and c["measure"]["n"] == 2 and c["measure"]["temperature"] == 1.0
+        assert c["conditions"] == meets(c["measure"]) and not all(c["conditions"].values())
+        assert c["command"].startswith("python -m escov.llm pretrain-planted --preset subset_sum --set steps=3")
+    with pytest.raises(ValueError, match="--task must be one of grid_paths, subset_sum"):
+        planted_bases.choose("countdown3", tmp_path / "out")
+
+
+def test_the_table_marks_the_chosen_recipe():
+    chosen = {"settings": {}, "measure": _measure() | {"n": 32}, "conditions": meets(_measure())}
+    failed = {
+        "settings": {"rare_keep": "0.6"},
+        "measure": _measure(rare_n=0.0),
+        "conditions": meets(_measure(rare_n=0.0)),
+    }
+    lines = planted_bases.render({"grid_paths": {"task": "grid_paths", "candidates": [failed, chosen], "chosen": {}}})
+    rows = [line for line in lines if line.startswith("| grid_paths")]
+    assert rows == [
+        "| grid_paths | rare_keep=0.6 | 0.400 | 0.900 | 5 | 0.100 | 0.000 | yes | no | yes |  |",
+        "| grid_paths | as shipped | 0.400 | 0.900 | 5 | 0.100 | 0.500 | yes | yes | yes | yes |",
+    ]

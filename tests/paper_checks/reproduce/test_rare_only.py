@@ -1,0 +1,125 @@
+"""The rare-only prompts at the answer's endpoints (paper_checks/reproduce/rare_only.py), against hand computations:
+which test prompts are rare-only (every shortest path starts vertically, found by brute force over all move strings,
+not by the task's dynamic programme), the base's Pass@n on them, kept / lost / gained per seed, and the exact share
+of each prompt's solution set found (distinct correct answers over the brute-force count of shortest paths)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from escov.llm.config import TrainConfig
+from escov.llm.problem_sets import eval_set
+from escov.llm.rundir import write_json
+from escov.paper_checks.reproduce import endpoints, rare_only
+from escov.paper_checks.reproduce.bases import shipped_base_dir
+
+SEEDS, N = (0, 1), 16
+SETTINGS = {"task": "grid_paths", "eval_problems": 24, "eval_skip": 8, "max_completion_length": 24}
+
+
+def _brute_paths(grid_text: str) -> list[str]:
+    """Every shortest path of a grid, by walking every move string of each length until one reaches the goal."""
+    rows = grid_text.split("|")
+    cells = {(r, c): ch for r, row in enumerate(rows) for c, ch in enumerate(row)}
+    start = next(p for p, ch in cells.items() if ch == "S")
+    step = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+    for length in range(1, 13):
+        found = []
+        for moves in itertools.product("UDLR", repeat=length):
+            r, c = start
+            for m in moves:
+                r, c = r + step[m][0], c + step[m][1]
+                if cells.get((r, c), "#") == "#":
+                    break
+            else:
+                if cells[(r, c)] == "G":
+                    found.append("".join(moves))
+        if found:
+            return found
+    raise AssertionError(f"no path in {grid_text}")
+
+
+def _write_runs(out, model) -> list:
+    """Run directories with config.json and one complete checkpoint each (GRPO at 150, ES at 450)."""
+    for variant, step in (("grpo", 150), ("es", 450)):
+        for seed in SEEDS:
+            run = out / "runs" / f"{variant}-s{seed}"
+            (run / "checkpoints" / f"step-{step}").mkdir(parents=True)
+            (run / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
+            write_json(run / "config.json", SETTINGS | {"algo": variant, "seed": seed, "model": str(model)})
+    (out / endpoints.ENDPOINTS_DIR).mkdir()
+    return eval_set(TrainConfig.from_dict(SETTINGS | {"algo": "grpo", "model": str(model)})).problems
+
+
+def test_the_rare_only_record_against_a_brute_force_enumeration(tmp_path):
+    model = shipped_base_dir("grid_paths")
+    out = tmp_path / "answer"
+    problems = _write_runs(out, model)
+    ids = [p.id for p in problems]
+    paths = [_brute_paths(p.meta["grid"]) for p in problems]
+    rare = np.array([all(path[0] in "UD" for path in ps) for ps in paths])
+    assert 2 < rare.sum() < len(ids)  # the draw holds both families: the counts below compare something
+    rng = np.random.default_rng(0)
+    counts = {}
+    for t in (0.6, 1.0):
+        for name, step in [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]:
+            c = rng.integers(0, 3, len(ids)) * rng.integers(0, 2, len(ids))  # many zeros: kept and lost both occur
+            if name == "base":  # the base solves two prompts in three, so some rare-only prompt is solved
+                c = np.where(np.arange(len(ids)) % 3 == 2, 0, 1 + c)
+            distinct = np.minimum(c, [len(ps) for ps in paths])
+            counts[name, t] = (c, distinct)
+            write_json(
+                endpoints.endpoint_file(out, name, step, t),
+                {"n": N, "prompts": ids, "correct": c.tolist(), "distinct_correct_answers": distinct.tolist()},
+            )
+    record = rare_only.rare_only_record(out, SEEDS, (0.6, 1.0), "grid_paths")
+    assert record["prompts"] == len(ids) and record["rare_only_prompts"] == int(rare.sum())
+    assert record["ids"] == [i for i, r in zip(ids, rare) if r]
+    for t in (0.6, 1.0):
+        entry = record["by_temperature"][f"{t:g}"]
+        base = counts["base", t][0][rare] > 0
+        assert entry["base_pass_at_n"] == pytest.approx(base.mean()) and entry["base_solved"] == base.sum()
+        for group, variant in (("grpo_plateau", "grpo"), ("es_end", "es")):
+            for seed, row in zip(SEEDS, entry[group]["per_seed"]):
+                solved = counts[f"{variant}-s{seed}", t][0][rare] > 0
+                kept = sum(b and s for b, s in zip(base, solved))
+                assert row["kept"] == pytest.approx(kept / base.sum())
+                assert row["lost"] == pytest.approx(1 - kept / base.sum())
+                assert row["gained"] == sum(s and not b for b, s in zip(base, solved))
+            assert entry[group]["lost"] == pytest.approx(np.mean([r["lost"] for r in entry[group]["per_seed"]]))
+        base_share = np.mean(counts["base", t][1] / [len(ps) for ps in paths])
+        assert entry["solution_share_found"]["base"] == pytest.approx(base_share)
+        grpo_shares = [counts[f"grpo-s{s}", t][1] / [len(ps) for ps in paths] for s in SEEDS]
+        assert entry["solution_share_found"]["grpo_plateau"] == pytest.approx(np.mean(grpo_shares))
+    assert record["rare_only_base_pass_at_k"] == record["by_temperature"]["1"]["base_pass_at_n"]
+    json.dumps(record)  # it goes into report.json as it is
+
+
+def test_kept_and_lost_leave_out_a_base_that_solved_nothing():
+    # no rare-only prompt solved by the base: nothing to keep or lose (None), only gains counted
+    row = rare_only.kept_lost(np.array([0, 0, 0]), np.array([[0, 2, 0], [1, 1, 0]]))
+    assert row["kept"] is None and row["lost"] is None and row["gained"] == pytest.approx(1.5)
+    row = rare_only.kept_lost(np.array([3, 1, 0, 2]), np.array([[1, 0, 5, 0]]))
+    assert row["per_seed"] == [{"kept": pytest.approx(1 / 3), "lost": pytest.approx(2 / 3), "gained": 1}]
+
+
+def test_evaluations_of_other_prompts_are_refused(tmp_path):
+    model = shipped_base_dir("grid_paths")
+    out = tmp_path / "answer"
+    problems = _write_runs(out, model)
+    ids = [p.id for p in problems]
+    for name, step in [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]:
+        given = ids[::-1] if name == "es-s1" else ids
+        write_json(
+            endpoints.endpoint_file(out, name, step, 1.0),
+            {"n": N, "prompts": given, "correct": [0] * len(ids), "distinct_correct_answers": [0] * len(ids)},
+        )
+    with pytest.raises(ValueError, match="es-s1-step450-T1.json"):
+        rare_only.rare_only_record(out, SEEDS, (1.0,), "grid_paths")
+    endpoints.endpoint_file(out, "base", 0, 1.0).unlink()
+    with pytest.raises(ValueError, match="missing: .*base-step0-T1.json"):
+        rare_only.rare_only_record(out, SEEDS, (1.0,), "grid_paths")
