@@ -1,5 +1,6 @@
 """The shipped bases (paper_checks/reproduce/bases): the answer's (also the quick look's), the paper-regime
-answer's and the counted tasks' planted bases, one per recipe (a preset and the fields it replaces) for the current code and torch, nothing else in the
+answer's and the counted tasks' planted bases, one per recipe (a preset and the fields it replaces) for the current
+code and torch, nothing else in the
 folder, taken by a reproduction instead of pretraining, and (slow) equal to what the stated command builds."""
 
 import json

@@ -11,8 +11,8 @@ import pytest
 from escov.llm.config import TrainConfig
 from escov.llm.problem_sets import SELECTION_SPLIT, eval_set, split_set
 from escov.paper_checks.reproduce.budgets import BUDGETS, COUNTDOWN_ONLY, TASK_BASES
-from escov.paper_checks.reproduce.premise_control import CONTROL_PROMPTS, control_runs
 from escov.paper_checks.reproduce.planted_bases import VALIDATION_PROMPTS
+from escov.paper_checks.reproduce.premise_control import CONTROL_PROMPTS, control_runs
 
 TASKS = tuple(TASK_BASES)
 
