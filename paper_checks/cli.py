@@ -5,6 +5,7 @@ reproduce --budget small|full|answer|answer-paper-regime|answer-diffuse --out DI
 report RUN_DIRS... --out DIR [--theory FILE] [--simulate FILE]   rebuild the report from existing runs
 bases                                                            rebuild the shipped bases (answer, paper regime)
 planted-bases --out DIR [--task T]                               choose each counted task's base (validation)
+rare-only --answer DIR --into REPORT_DIR [--budget B]            the rare-only prompts at an answer's endpoints
 sweep --model DIR --out DIR [--jobs N] [--steps N]               choose the answer's step sizes on training data
 pilot --model DIR --out DIR [--seeds N] [--jobs N]                size the answer's seeds on training data
 premise-control --model DIR --out DIR [--seeds N] [--jobs N]      does GRPO narrow coverage on this base? (validation)

@@ -144,6 +144,46 @@ def plot_endpoints(att: dict, path: Path) -> Path:
     return path
 
 
+def _kept(entry: dict) -> str:
+    """ "kept / lost (gained)" of one method's rare-only reading, in % of the base's solved ones."""
+    if entry["kept"] is None:
+        return f"- / - ({entry['gained']:.2g})"
+    return f"{100 * entry['kept']:.0f}% / {100 * entry['lost']:.0f}% ({entry['gained']:.2g})"
+
+
+def render_rare_only(att: dict) -> list[str]:
+    """REPORT.md's lines for the rare-only prompts at the endpoints (reproduce/rare_only.py)."""
+    temps = att["by_temperature"]
+    n = next(iter(temps.values()))["n"]
+    lines = [
+        "### The rare-only test prompts at the endpoints",
+        "",
+        f"{att['rare_only_prompts']} of the {att['prompts']} test prompts are rare-only (every solution uses the rare "
+        f"strategy of the base's corpus). Per temperature: how many the base solves in {n} samples (its Pass@{n} on "
+        "them), and of those, the share GRPO's plateau and ES's end keep / lose (mean over seeds; in brackets the "
+        "rare-only prompts the base never solved that they solve, per seed). Exploratory: no interval.",
+        "",
+        f"| T | solved by the base | base Pass@{n} | GRPO kept / lost (gained) | ES kept / lost (gained) |",
+        "|---|---|---|---|---|",
+    ]
+    for t, e in temps.items():
+        base = "-" if e["base_pass_at_n"] is None else f"{100 * e['base_pass_at_n']:.1f}%"
+        lines.append(f"| {t} | {e['base_solved']} | {base} | {_kept(e['grpo_plateau'])} | {_kept(e['es_end'])} |")
+    if all("solution_share_found" in e for e in temps.values()):
+        lines += [
+            "",
+            f"The share of each test prompt's enumerated solution set found in {n} samples (mean over prompts, and "
+            "seeds): "
+            + "; ".join(
+                f"T = {t}: base {100 * found['base']:.1f}%, GRPO {100 * found['grpo_plateau']:.1f}%, "
+                f"ES {100 * found['es_end']:.1f}%"
+                for t, found in ((t, e["solution_share_found"]) for t, e in temps.items())
+            )
+            + ".",
+        ]
+    return lines
+
+
 def render(record: dict, report_dir: Path | None = None) -> list[str]:
     """REPORT.md's lines for the attachments a premise record holds (none without them); with report_dir, the plot
     is drawn there."""

@@ -140,12 +140,12 @@ def attach(out: Path, report_dir: Path, budget, main_control: Path) -> dict:
     write_json(out / endpoints.ATTACHMENT, found["pass_at_k_endpoints"])
     write_json(out / base_draws.ATTACHMENT, found["base_draws"])
     write_json(out / rare_only.ATTACHMENT, rare)
-    found |= {"rare_only": rare, "rare_only_base_pass_at_k": rare["rare_only_base_pass_at_k"]}
     report = read_json(report_dir / "report.json", allow_non_finite=True)
     report["premise"] = (report.get("premise") or {}) | found
     write_json(report_dir / "report.json", report)
     _into_report_md(report_dir / "REPORT.md", premise_attachments.render(found, report_dir))
-    return found
+    rare_only.attach(report_dir, rare)
+    return found | {"rare_only": rare}
 
 
 def _into_report_md(path: Path, lines: list[str]) -> None:

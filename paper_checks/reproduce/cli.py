@@ -1,5 +1,5 @@
 """The experiment commands of `python -m escov.paper_checks` (paper_checks/cli.py adds them beside `report`):
-reproduce, bases, planted-bases, sweep, pilot, premise-control, es-pilot and grpo-variants. Their modules are
+reproduce, bases, planted-bases, rare-only, sweep, pilot, premise-control, es-pilot and grpo-variants. Their modules are
 imported when a command runs, so that `report` and `--help` load no torch."""
 
 from __future__ import annotations
@@ -7,7 +7,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-COMMANDS = ("reproduce", "bases", "planted-bases", "sweep", "pilot", "premise-control", "es-pilot", "grpo-variants")
+COMMANDS = (
+    "reproduce",
+    "bases",
+    "planted-bases",
+    "rare-only",
+    "sweep",
+    "pilot",
+    "premise-control",
+    "es-pilot",
+    "grpo-variants",
+)
 
 
 def add_commands(sub) -> None:
@@ -53,6 +63,14 @@ def add_commands(sub) -> None:
     pb.add_argument("--out", type=Path, required=True, help="folder for the candidates and planted_bases.json")
     pb.add_argument("--task", choices=("grid_paths", "subset_sum"), help="one task (default: both)")
     pb.add_argument("--no-progress", action="store_true")
+    ro = sub.add_parser(
+        "rare-only",
+        help="the rare-only test prompts at an answer's endpoints, into its published report "
+        "(paper_checks/reproduce/rare_only.py)",
+    )
+    ro.add_argument("--answer", type=Path, required=True, help="the answer's out directory (reproduce --budget answer)")
+    ro.add_argument("--budget", default="answer", help="the budget it was run with (default: answer)")
+    ro.add_argument("--into", type=Path, required=True, help="the report folder (report.json, REPORT.md) to add it to")
     swp = sub.add_parser(
         "sweep",
         help="the step-size sweep that chooses the answer budget's GRPO lr and ES sigma, "
@@ -131,6 +149,20 @@ def run(args, argv: list[str] | None) -> int | tuple[dict, Path]:
         from escov.paper_checks.reproduce.planted_bases import main_args as planted_main
 
         return planted_main(args)
+    if args.command == "rare-only":
+        from escov.paper_checks.reproduce import rare_only
+        from escov.paper_checks.reproduce.budgets import BUDGETS
+
+        if args.budget not in BUDGETS:
+            raise ValueError(f"--budget must be one of {sorted(BUDGETS)}, got {args.budget!r}")
+        budget = BUDGETS[args.budget]
+        record = rare_only.rare_only_record(args.answer, budget.seeds, budget.arms.endpoint_temperatures, budget.task)
+        rare_only.attach(args.into, record)
+        print(
+            f"rare-only prompts: {record['rare_only_prompts']} of {record['prompts']}; the base's Pass@n on them "
+            f"{record['rare_only_base_pass_at_k']:.3f}; added to {args.into / 'report.json'} and REPORT.md"
+        )
+        return 0
     if args.command == "sweep":
         from escov.paper_checks.reproduce.step_sweep import main_args
 

@@ -18,6 +18,10 @@ on the answers themselves; the endpoint files keep their count).
 `rare_only_base_pass_at_k`, the premise record's field the pooled answer names, is base_pass_at_n at the highest
 endpoint temperature (the endpoints' 1.0, where rarer paths are likelier; the registered endpoints' 0.6 beside it):
 above 0 when some rare-only prompt is solved by the base, so that losing it is possible.
+
+`attach(report_dir, record)` puts it into a published report (report.json's premise record, REPORT.md's section at
+the end of the premise's), replacing the section an earlier attach wrote: the reproduction's answer_stages.attach
+does so for a new run, and `python -m escov.paper_checks rare-only --answer DIR --into results/` for a published one.
 """
 
 from __future__ import annotations
@@ -116,3 +120,28 @@ def rare_only_record(out: Path, seeds: tuple[int, ...], temperatures: tuple[floa
     record["rare_only_base_pass_at_k"] = top["base_pass_at_n"]
     del record["all_ids"]
     return record
+
+
+def attach(report_dir: Path, record: dict) -> None:
+    """report.json's premise record gains `rare_only` and `rare_only_base_pass_at_k`; REPORT.md its section (module
+    docstring), in place of one written before."""
+    from escov.llm.rundir import read_json, write_json
+    from escov.paper_checks.premise_attachments import render_rare_only
+
+    report_dir = Path(report_dir)
+    report = read_json(report_dir / "report.json", allow_non_finite=True)
+    report["premise"] = (report.get("premise") or {}) | {
+        "rare_only": record,
+        "rare_only_base_pass_at_k": record["rare_only_base_pass_at_k"],
+    }
+    write_json(report_dir / "report.json", report)
+    path = report_dir / "REPORT.md"
+    text = path.read_text(encoding="utf-8")
+    lines = render_rare_only(record)
+    start = text.find("\n" + lines[0] + "\n")
+    if start >= 0:  # an earlier section: removed up to the next heading
+        end = min(i for i in (text.find("\n### ", start + 1), text.find("\n## ", start + 1), len(text)) if i >= 0)
+        text = text[:start] + text[end:]
+    at = text.find("\n## ", text.find("\n## The premise") + 1) if "\n## The premise" in text else -1
+    at = at + 1 if at >= 0 else len(text)
+    path.write_text(text[:at] + "\n".join(lines) + "\n\n" + text[at:], encoding="utf-8")

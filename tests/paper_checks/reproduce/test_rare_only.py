@@ -123,3 +123,73 @@ def test_evaluations_of_other_prompts_are_refused(tmp_path):
     endpoints.endpoint_file(out, "base", 0, 1.0).unlink()
     with pytest.raises(ValueError, match="missing: .*base-step0-T1.json"):
         rare_only.rare_only_record(out, SEEDS, (1.0,), "grid_paths")
+
+
+def test_the_report_section_writes_each_reading_in_its_cell():
+    from escov.paper_checks.premise_attachments import render_rare_only
+
+    def method(kept, lost, gained):
+        return {"kept": kept, "lost": lost, "gained": gained, "per_seed": []}
+
+    att = {
+        "prompts": 64,
+        "rare_only_prompts": 9,
+        "by_temperature": {
+            "0.6": {
+                "n": 1024,
+                "base_pass_at_n": 0.0,
+                "base_solved": 0,
+                "grpo_plateau": method(None, None, 0.5),
+                "es_end": method(None, None, 0),
+                "solution_share_found": {"base": 0.25, "grpo_plateau": 0.125, "es_end": 0.5},
+            },
+            "1": {
+                "n": 1024,
+                "base_pass_at_n": 4 / 9,
+                "base_solved": 4,
+                "grpo_plateau": method(0.25, 0.75, 1.5),
+                "es_end": method(1.0, 0.0, 0),
+                "solution_share_found": {"base": 0.375, "grpo_plateau": 0.0625, "es_end": 0.75},
+            },
+        },
+    }
+    lines = render_rare_only(att)
+    assert lines[0] == "### The rare-only test prompts at the endpoints"
+    assert lines[2].startswith("9 of the 64 test prompts are rare-only")
+    assert "| 0.6 | 0 | 0.0% | - / - (0.5) | - / - (0) |" in lines
+    assert "| 1 | 4 | 44.4% | 25% / 75% (1.5) | 100% / 0% (0) |" in lines
+    assert lines[-1].endswith("T = 0.6: base 25.0%, GRPO 12.5%, ES 50.0%; T = 1: base 37.5%, GRPO 6.2%, ES 75.0%.")
+    del att["by_temperature"]["1"]["solution_share_found"]  # Countdown: no enumerated solution set
+    assert not any("enumerated solution set" in line for line in render_rare_only(att))
+
+
+def test_attaching_twice_leaves_one_section_at_the_end_of_the_premises(tmp_path):
+    from escov.llm.rundir import read_json
+
+    record = {
+        "prompts": 4,
+        "rare_only_prompts": 1,
+        "rare_only_base_pass_at_k": 1.0,
+        "by_temperature": {
+            "1": {
+                "n": 8,
+                "base_pass_at_n": 1.0,
+                "base_solved": 1,
+                "grpo_plateau": {"kept": 0.0, "lost": 1.0, "gained": 0, "per_seed": []},
+                "es_end": {"kept": 1.0, "lost": 0.0, "gained": 0, "per_seed": []},
+            }
+        },
+    }
+    write_json(tmp_path / "report.json", {"premise": {"verdict": "narrowed"}, "other": 1})
+    md = "# r\n\n## The premise: x\n\n- (a)\n\n### Draws\n\n| d |\n\n## All claims\n\n| t |\n"
+    (tmp_path / "REPORT.md").write_text(md, encoding="utf-8")
+    rare_only.attach(tmp_path, record)
+    once = (tmp_path / "REPORT.md").read_text(encoding="utf-8")
+    rare_only.attach(tmp_path, record | {"rare_only_prompts": 2})
+    text = (tmp_path / "REPORT.md").read_text(encoding="utf-8")
+    assert text.count("### The rare-only test prompts") == 1 and "2 of the 4 test prompts" in text
+    assert text.index("| d |") < text.index("### The rare-only") < text.index("## All claims")
+    assert text.replace("2 of the 4", "1 of the 4") == once
+    report = read_json(tmp_path / "report.json")
+    assert report["other"] == 1 and report["premise"]["verdict"] == "narrowed"
+    assert report["premise"]["rare_only_base_pass_at_k"] == 1.0 and report["premise"]["rare_only"]["prompts"] == 4
