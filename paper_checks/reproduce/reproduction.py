@@ -105,12 +105,13 @@ PREMISE_DIR = "premise-control"  # out/premise-control/: the premise's positive 
 
 
 def _premise_control(base: Path, out: Path, budget: Budget) -> None:
-    """The premise's positive control on the base with the budget's settings, its runs one after another in this
-    worker (one thread)."""
+    """The premise's positive control on the base with the budget's settings (its sizes: budget.arms.control, as the
+    base draws' controls; () keeps run_control's), its runs one after another in this worker (one thread)."""
     from escov.paper_checks.reproduce.premise_control import run_control
 
     torch.set_num_threads(1)
-    run_control(base, out, budget, jobs=1, log=lambda msg: None)
+    sizes = dict(budget.arms.control) if budget.arms is not None else {}
+    run_control(base, out, budget, jobs=1, log=lambda msg: None, **sizes)
 
 
 FRESH_SPLIT = "fresh_split.json"  # out/fresh_split.json: reproduce/fresh_split.py's check of the test prompts
