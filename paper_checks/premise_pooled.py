@@ -22,7 +22,8 @@ held), and pooled across the tasks where it was read by pooled.py's random-effec
                       its one-sided p), Holm's step-down at family-wise 0.05
 
 `python -m escov.paper_checks pool-tasks TASK=REPORT_JSON ... --out DIR [--into REPORT_JSON]` writes DIR/pooled.json
-and DIR/POOLED.md, and with --into adds `premise_by_task` and `pooled` to a published report.json.
+and DIR/POOLED.md, and with --into adds `premise_by_task` and `pooled` to a published report.json and POOLED.md's
+table as a section of the REPORT.md beside it (before "All claims"; a second pool replaces it).
 """
 
 from __future__ import annotations
@@ -136,4 +137,20 @@ def pool_tasks_command(specs: list[str], out: Path, into: Path | None = None) ->
         report = json.loads(into.read_text(encoding="utf-8"))
         report |= result
         into.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        if (into.parent / "REPORT.md").is_file():
+            _into_report_md(into.parent / "REPORT.md", render(result))
     return result
+
+
+def _into_report_md(path: Path, lines: list[str]) -> None:
+    """The pooled section (render's lines, its heading made a second-level one) in REPORT.md before "## All claims"
+    (else at the end), in place of the one an earlier pool wrote."""
+    section = ["## " + lines[0].removeprefix("# ")] + lines[1:]
+    text = path.read_text(encoding="utf-8")
+    start = text.find("\n" + section[0] + "\n")
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + (text[end:] if end >= 0 else "\n")
+    at = text.find("\n## All claims")
+    at = at + 1 if at >= 0 else len(text)
+    path.write_text(text[:at] + "\n".join(section) + "\n" + text[at:], encoding="utf-8")

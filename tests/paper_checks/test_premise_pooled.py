@@ -117,6 +117,28 @@ def test_the_command_writes_the_pool_and_adds_it_to_a_published_report(tmp_path,
     assert "| (a) | " in (tmp_path / "pool" / POOLED_MD).read_text() and "POOLED.md" in capsys.readouterr().out
 
 
+def test_pooling_into_a_report_adds_one_section_before_all_claims(tmp_path):
+    from escov.paper_checks.premise_pooled import pool_tasks_command
+
+    specs = []
+    for task, a in (("countdown", -0.05), ("grid_paths", -0.03)):
+        path = tmp_path / f"{task}.json"
+        path.write_text(json.dumps({"premise": _record(a, 0.0)}), encoding="utf-8")
+        specs.append(f"{task}={path}")
+    into = tmp_path / "report" / "report.json"
+    into.parent.mkdir()
+    into.write_text(json.dumps({"claims": []}), encoding="utf-8")
+    md = into.parent / "REPORT.md"
+    md.write_text("# r\n\n## The premise\n\n- x\n\n## All claims\n\n| t |\n", encoding="utf-8")
+    pool_tasks_command(specs, tmp_path / "pool", into)
+    once = md.read_text(encoding="utf-8")
+    assert once.index("- x") < once.index("## The premise on several tasks") < once.index("## All claims")
+    pool_tasks_command(specs, tmp_path / "pool", into)
+    assert md.read_text(encoding="utf-8") == once  # a second pool replaces the section
+    table = (tmp_path / "pool" / POOLED_MD).read_text().splitlines()[1:]
+    assert "\n".join(table) in once
+
+
 @pytest.mark.parametrize(
     "spec, named",
     [("countdown", "is not TASK=REPORT_JSON"), ("x=MISSING", "MISSING"), ("x=NOPREMISE", "no premise record")],
