@@ -245,3 +245,58 @@ def test_an_interval_that_touches_zero_is_read_as_inconclusive(lo, hi, side, rea
 def test_a_task_whose_interval_touches_zero_does_not_agree():
     for side, mean in ((1, 0.1), (-1, -0.1), (0, 0.1), (0, -0.1)):
         assert not _agrees({"lo": 0.0, "hi": 0.05}, side, mean) and not _agrees({"lo": -0.05, "hi": 0.0}, side, mean)
+
+
+def test_pooled_md_states_the_method_and_each_rows_spread_in_points():
+    """The methods sentence word for word, and a row's tau and I^2 from a hand-computed DerSimonian-Laird fit: two
+    tasks at -0.02 and -0.08 with se 0.01 (weights w = 10^4): Q = sum w (y - mean)^2 = 2 x 10^4 x 0.03^2 = 18,
+    C = sum w - sum w^2 / sum w = 2 x 10^4 - 10^4 = 10^4, tau^2 = (Q - 1) / C = 17 / 10^4, so tau = 0.04123 (4.12
+    points) and I^2 = (Q - 1) / Q = 17 / 18."""
+    result = pool_premise({"t1": _record(-0.02, 0.0), "t2": _record(-0.08, 0.0)})
+    lines = render(result)
+    assert lines[2] == (
+        "Tasks: t1, t2. Each registered endpoint read on each task as that task's record reads it, then pooled "
+        "(random effects: DerSimonian-Laird spread, Hartung-Knapp-Sidik-Jonkman interval with its factor kept at "
+        "least 1, t on tasks - 1 degrees of freedom); Holm across the pooled endpoints."
+    )
+    assert lines[3] == ""
+    a = result["pooled"]["grpo_plateau_minus_base"]
+    assert a["tau"] == pytest.approx(math.sqrt(17 / 10000)) and a["i2"] == pytest.approx(17 / 18)
+    row = next(line for line in lines if line.startswith("| (a) |"))
+    assert "| 4.12 pts (I^2 94%) |" in row
+
+
+def test_a_two_sided_pool_at_exactly_zero_counts_tasks_above_it():
+    # the tie's convention: a pooled mean of exactly 0 takes the positive side
+    above, below = {"lo": 0.01, "hi": 0.03}, {"lo": -0.03, "hi": -0.01}
+    assert _agrees(above, 0, 0.0) and not _agrees(below, 0, 0.0)
+    assert _agrees(below, 0, -1e-12) and not _agrees(above, 0, -1e-12)
+
+
+@pytest.mark.parametrize(
+    "spec, named",
+    [("=REPORT", "is not TASK=REPORT_JSON"), ("countdown=", "is not TASK=REPORT_JSON"), ("x=BADJSON", "not JSON")],
+)
+def test_a_task_or_path_left_out_or_a_file_not_json_is_named(tmp_path, spec, named):
+    from escov.paper_checks.premise_pooled import pool_tasks_command
+
+    (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
+    spec = spec.replace("BADJSON", str(tmp_path / "bad.json")).replace("REPORT", str(tmp_path / "r.json"))
+    with pytest.raises(ValueError, match=named) as err:
+        pool_tasks_command([spec], tmp_path / "pool")
+    assert named != "not JSON" or str(tmp_path / "bad.json") in str(err.value)
+
+
+def test_a_report_path_may_hold_an_equals_sign_and_the_pool_folder_may_be_new_and_nested(tmp_path):
+    from escov.paper_checks.premise_pooled import pool_tasks_command
+
+    folder = tmp_path / "a=b"
+    folder.mkdir()
+    for task, a in (("countdown", -0.05), ("grid_paths", -0.03)):
+        (folder / f"{task}.json").write_text(json.dumps({"premise": _record(a, 0.0)}), encoding="utf-8")
+    specs = [f"{t}={folder / f'{t}.json'}" for t in ("countdown", "grid_paths")]
+    out = tmp_path / "new" / "pool"
+    result = pool_tasks_command(specs, out)
+    assert sorted(result["premise_by_task"]) == ["countdown", "grid_paths"]
+    assert pool_tasks_command(specs, out) == result  # a second pool into the same folder
+    assert json.loads((out / POOLED_JSON).read_text(encoding="utf-8")) == json.loads(json.dumps(result))
