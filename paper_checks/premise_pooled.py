@@ -7,8 +7,9 @@ held), and pooled across the tasks where it was read by pooled.py's random-effec
 
     premise_by_task   task -> that task's premise record, unchanged
     pooled            member -> {"label", "test", the pool (mean, lo, hi, se, df, tau, i2, tasks, by_task),
-                      "reading", "tasks_agreeing", "holm", "not_read"}; or {"label", "test", "reason",
-                      "not_read"} where fewer than 2 tasks read it (pooled.py: nothing to pool)
+                      "reading", "tasks_agreeing", "holm", "not_read"}; or {"label", "test", the pool's fields
+                      null, "tasks", "reason", "not_read"} where fewer than 2 tasks read it (pooled.py: nothing
+                      to pool)
 
     reading           a directional member (registered.py GREATER / LESS): "claimed_side" when the pooled interval
                       lies wholly on the side its test claims ((a): GRPO narrows; (b'): ES above GRPO), "other_side"
@@ -36,6 +37,7 @@ from escov.paper_checks.registered import FAMILY, LABELS, SIDES, TWO_SIDED, fami
 from escov.paper_checks.verdict import fmt_interval
 
 POOLED_JSON, POOLED_MD = "pooled.json", "POOLED.md"
+UNREAD_FIELDS = ("mean", "lo", "hi", "se", "df", "tau", "i2")  # null in a member fewer than 2 tasks read
 
 
 def _reading(pool: dict, side: int) -> str:
@@ -62,8 +64,8 @@ def pool_premise(by_task: dict[str, dict]) -> dict:
         read = {task: est for task, record in by_task.items() if (est := family_member(record, name)) is not None}
         entry = {"label": LABELS[name], "test": SIDES[side], "not_read": sorted(set(by_task) - set(read))}
         pool = pooled({task: {"mean": est["mean"], "se": est["se"]} for task, est in read.items()})
-        if "reason" in pool:
-            out[name] = entry | {"reason": pool["reason"]}
+        if "reason" in pool:  # the pool's fields kept, null: the member is not read, and why
+            out[name] = entry | dict.fromkeys(UNREAD_FIELDS) | {"tasks": pool["tasks"], "reason": pool["reason"]}
             continue
         agreeing = [task for task, est in read.items() if _agrees(est, side, pool["mean"])]
         out[name] = entry | pool | {"reading": _reading(pool, side), "tasks_agreeing": sorted(agreeing)}

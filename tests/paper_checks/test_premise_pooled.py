@@ -74,6 +74,8 @@ def test_b_prime_is_pooled_only_over_the_tasks_where_it_was_readable():
     assert b["test"] == "one-sided > 0" and b["df"] == 1
     one = pool_premise({"t1": _record(-0.05, 0.0, b=0.02), "t2": _record(-0.05, 0.0), "t3": _record(-0.05, 0.0)})
     assert "reason" in one["pooled"]["es_at_grpo_plateau"] and "holm" not in one["pooled"]["es_at_grpo_plateau"]
+    unread = one["pooled"]["es_at_grpo_plateau"]  # the pool's fields are there, null, beside why
+    assert all(unread[k] is None for k in ("mean", "lo", "hi", "se", "df", "tau", "i2"))
     assert one["pooled"]["es_at_grpo_plateau"]["not_read"] == ["t2", "t3"]
     assert "| (b') | " in "\n".join(render(one)) and "not read" in "\n".join(render(one))
 
