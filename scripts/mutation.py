@@ -245,6 +245,30 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
         (),
         (),
     ),
+    # a run's settings: what each field accepts, its defaults, the combinations refused, where a value came from
+    "settings": (
+        tuple(
+            f"llm/settings/{m}.py"
+            for m in ("train_config", "es_config", "grpo_config", "population_config", "values", "user_data", "sources")
+        ),
+        (
+            "tests/llm/test_train_config.py",
+            "tests/llm/test_run_settings.py",
+            "tests/llm/test_own_data_settings.py",
+            "tests/llm/test_member_options.py",
+        ),
+        (),
+    ),
+    # the counted tasks' answers: the base choice, the rare-only prompts at the endpoints
+    "task_answers": (
+        ("paper_checks/reproduce/planted_bases.py", "paper_checks/reproduce/rare_only.py"),
+        (
+            "tests/paper_checks/reproduce/test_planted_bases.py",
+            "tests/paper_checks/reproduce/test_rare_only.py",
+            "tests/paper_checks/reproduce/test_task_answers.py",
+        ),
+        (),
+    ),
     # the generated tasks whose solutions are counted: verifiers, enumerations, strategy classes, solution blocks
     "tasks": (
         (
