@@ -76,6 +76,15 @@ def pool_premise(by_task: dict[str, dict]) -> dict:
     return {"premise_by_task": dict(sorted(by_task.items())), "pooled": out}
 
 
+# the members whose values are counts, not shares: written as they are (distinct correct solutions per prompt)
+COUNTS = ("distinct_at_grpo_plateau",)
+
+
+def _fmt(name: str, mean: float, lo: float, hi: float) -> str:
+    """A member's interval in its unit: points for a share, the count itself for COUNTS."""
+    return fmt_interval(mean, lo, hi, scale=1.0, unit="") if name in COUNTS else fmt_interval(mean, lo, hi)
+
+
 def render(result: dict) -> list[str]:
     """POOLED.md: each member per task and pooled, with the spread and how many tasks agree."""
     tasks = sorted(result["premise_by_task"])
@@ -93,7 +102,7 @@ def render(result: dict) -> list[str]:
         cells = []
         for task in tasks:
             est = family_member(result["premise_by_task"][task], name)
-            cells.append("not read" if est is None else fmt_interval(est["mean"], est["lo"], est["hi"]))
+            cells.append("not read" if est is None else _fmt(name, est["mean"], est["lo"], est["hi"]))
         if "reason" in entry:
             lines.append(f"| {entry['label']} | " + " | ".join(cells) + f" | {entry['reason']} | | | |")
             continue
@@ -102,8 +111,9 @@ def render(result: dict) -> list[str]:
         lines.append(
             f"| {entry['label']} | "
             + " | ".join(cells)
-            + f" | {fmt_interval(entry['mean'], entry['lo'], entry['hi'])}: {entry['reading']} | "
-            + f"{100 * entry['tau']:.2f} pts (I^2 {100 * entry['i2']:.0f}%) | "
+            + f" | {_fmt(name, entry['mean'], entry['lo'], entry['hi'])}: {entry['reading']} | "
+            + (f"{entry['tau']:.2f}" if name in COUNTS else f"{100 * entry['tau']:.2f} pts")
+            + f" (I^2 {100 * entry['i2']:.0f}%) | "
             + f"{len(entry['tasks_agreeing'])} of {len(entry['tasks'])} | p adj {test['p_adjusted']:.3g}, {decided} |"
         )
     return lines + [""]

@@ -302,3 +302,14 @@ def test_a_report_path_may_hold_an_equals_sign_and_the_pool_folder_may_be_new_an
     assert sorted(result["premise_by_task"]) == ["countdown", "grid_paths"]
     assert pool_tasks_command(specs, out) == result  # a second pool into the same folder
     assert json.loads((out / POOLED_JSON).read_text(encoding="utf-8")) == json.loads(json.dumps(result))
+
+
+def test_distinct_solutions_are_written_as_counts_not_points():
+    # (d') is a difference of distinct correct solutions per prompt: 0.5 +- t_40 x 0.01 per task, pooled 0.5 +-
+    # t_1 x 0.01 / sqrt 2 = [0.410, 0.590]; never "+50.00 pts"
+    result = pool_premise({"t1": _record(-0.05, 0.0, d=0.5), "t2": _record(-0.05, 0.0, d=0.5)})
+    row = next(line for line in render(result) if line.startswith("| (d') |"))
+    assert row.startswith("| (d') | +0.500 [+0.480, +0.520] | +0.500 [+0.480, +0.520] | +0.50 [+0.41, +0.59]: ")
+    assert "pts" not in row and "| 0.00 (I^2 0%) |" in row
+    a_row = next(line for line in render(result) if line.startswith("| (a) |"))
+    assert "-5.00 pts [" in a_row and "| 0.00 pts (I^2 0%) |" in a_row
