@@ -233,3 +233,37 @@ def test_the_readmes_variant_row_is_the_published_record():
     flat = " ".join(answer.split())
     readable = record["es_at_variant_plateau"]["reading"] != "not_readable"
     assert ("ES against the variant is not readable" in flat) == (not readable)
+
+
+def test_the_readmes_three_tasks_are_the_published_pool():
+    """The README's answer names the tasks of results/report.json's `premise_by_task` (each with its base's Pass@1024
+    on rare-only test prompts above 0), quotes each counted task's (a) and subset sum's (e) from its record, and its
+    pooled row is the `pooled` record's (a) interval, reading and count of tasks agreeing."""
+    import json
+
+    from escov.paper_checks.verdict import fmt_interval
+
+    text = README.read_text()
+    answer = text[text.index("<!-- ANSWER") : text.index("<!-- /ANSWER -->")]
+    flat = " ".join(answer.split())
+    report = json.loads((ROOT / "results" / "report.json").read_text())
+    by_task, pooled = report["premise_by_task"], report["pooled"]
+    assert sorted(by_task) == ["countdown", "grid_paths", "subset_sum"]
+    assert all(record["rare_only_base_pass_at_k"] > 0 for record in by_task.values())
+    assert "Countdown, grid paths and subset sum" in flat and "On three tasks" in flat
+
+    def plain(est: dict) -> str:  # "-12.20 [-18.46, -5.94]": the interval as the bullet writes it, in points
+        return fmt_interval(est["mean"], est["lo"], est["hi"], unit="")
+
+    a = [plain(by_task[t]["grpo_plateau_minus_base"]["pass@32"]) for t in ("grid_paths", "subset_sum")]
+    assert f"(a) {a[0]} and {a[1]} points" in flat
+    assert f"(e) {plain(by_task['subset_sum']['es_minus_base_end']['pass@32'])}" in flat
+    end = by_task["grid_paths"]["es_minus_grpo_end"]  # ES - GRPO Pass@32 at the end of equal budgets, above 0
+    assert end["lo"] > 0
+    assert f"ends {fmt_interval(end['mean'], end['lo'], end['hi'], unit=' points')} above GRPO's".replace("+", "") in flat
+    row = next(line for line in answer.splitlines() if line.startswith("| pooled (a) "))
+    p = pooled["grpo_plateau_minus_base"]
+    reading, interval = [c.strip() for c in row.split("|")[2:4]]
+    assert interval == fmt_interval(p["mean"], p["lo"], p["hi"]) and reading == p["reading"]
+    assert f"({len(p['tasks_agreeing'])} of {len(p['tasks'])} tasks narrowed alone)" in row
+    assert pooled["es_minus_base_end"]["reading"] == "inconclusive" and "both (a) and (e) are inconclusive" in flat
