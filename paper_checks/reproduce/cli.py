@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from escov.llm.tinymodel_planted import PLANTED_TASKS  # the counted tasks (no torch: --help stays light)
+
 COMMANDS = (
     "reproduce",
     "bases",
@@ -43,7 +45,7 @@ def add_commands(sub) -> None:
     )
     pro.add_argument(
         "--task",
-        choices=("countdown3", "grid_paths", "subset_sum"),
+        choices=("countdown3",) + PLANTED_TASKS,
         help="with --budget answer: the task whose answer to run (countdown3: the answer itself)",
     )
     pro.add_argument("--jobs", type=int, default=None, help="training runs at a time, one thread each (default: cores)")
@@ -61,7 +63,7 @@ def add_commands(sub) -> None:
         "(paper_checks/reproduce/planted_bases.py)",
     )
     pb.add_argument("--out", type=Path, required=True, help="folder for the candidates and planted_bases.json")
-    pb.add_argument("--task", choices=("grid_paths", "subset_sum"), help="one task (default: both)")
+    pb.add_argument("--task", choices=PLANTED_TASKS, help="one task (default: both)")
     pb.add_argument("--no-progress", action="store_true")
     ro = sub.add_parser(
         "rare-only",
