@@ -260,7 +260,9 @@ def test_the_readmes_three_tasks_are_the_published_pool():
     assert f"(e) {plain(by_task['subset_sum']['es_minus_base_end']['pass@32'])}" in flat
     end = by_task["grid_paths"]["es_minus_grpo_end"]  # ES - GRPO Pass@32 at the end of equal budgets, above 0
     assert end["lo"] > 0
-    assert f"ends {fmt_interval(end['mean'], end['lo'], end['hi'], unit=' points')} above GRPO's".replace("+", "") in flat
+    assert (
+        f"ends {fmt_interval(end['mean'], end['lo'], end['hi'], unit=' points')} above GRPO's".replace("+", "") in flat
+    )
     row = next(line for line in answer.splitlines() if line.startswith("| pooled (a) "))
     p = pooled["grpo_plateau_minus_base"]
     reading, interval = [c.strip() for c in row.split("|")[2:4]]

@@ -54,6 +54,7 @@ def meets(measure: dict) -> dict:
 def choose(task: str, out: Path, progress: bool = True) -> dict:
     """Measure the task's candidates in order until one meets the rule; the task's record (module docstring)."""
     from escov.llm.planted_base import measure_base
+    from escov.paper_checks.base_info import base_record
     from escov.paper_checks.reproduce.bases import base_cache_key, obtain_base, pretrain_command
 
     if task not in PLANTED_TASKS:
@@ -66,6 +67,7 @@ def choose(task: str, out: Path, progress: bool = True) -> dict:
         tried.append(
             {
                 "settings": dict(settings),
+                "base": base_record(base),
                 "command": pretrain_command(task, settings),
                 "measure": measure,
                 "conditions": conditions,

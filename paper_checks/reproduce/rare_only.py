@@ -129,7 +129,7 @@ def attach(report_dir: Path, record: dict) -> None:
     from escov.paper_checks.premise_attachments import render_rare_only
 
     report_dir = Path(report_dir)
-    report = read_json(report_dir / "report.json", allow_non_finite=True)
+    report = read_json(report_dir / "report.json")  # a report holds no non-finite value (nor may it be written one)
     report["premise"] = (report.get("premise") or {}) | {
         "rare_only": record,
         "rare_only_base_pass_at_k": record["rare_only_base_pass_at_k"],

@@ -61,3 +61,44 @@ def test_the_table_marks_the_chosen_recipe():
         "| grid_paths | rare_keep=0.6 | 0.400 | 0.900 | 5 | 0.100 | 0.000 | yes | no | yes |  |",
         "| grid_paths | as shipped | 0.400 | 0.900 | 5 | 0.100 | 0.500 | yes | yes | yes | yes |",
     ]
+
+
+def test_the_first_candidate_that_meets_the_rule_is_chosen_and_the_rest_are_not_built(tmp_path, monkeypatch):
+    # the shipped grid base (the recipe as shipped) meets the rule on 16 validation prompts x 8 samples with the
+    # rare-only count lowered to what 16 prompts hold; a tiny base before it fails, the candidate after it is not built
+    from escov.paper_checks.reproduce.bases import base_cache_key
+
+    monkeypatch.setenv("ESCOV_CACHE", str(tmp_path / "cache"))
+    tiny = (("steps", "3"), ("batch_size", "4"), ("warmup_steps", "1"))
+    monkeypatch.setattr(planted_bases, "CANDIDATES", (tiny, (), (("rare_keep", "0.9"),)))
+    monkeypatch.setattr(planted_bases, "VALIDATION_PROMPTS", 16)
+    monkeypatch.setattr(planted_bases, "SAMPLES", 8)
+    monkeypatch.setattr(planted_bases, "MIN_RARE_ONLY", 1)
+    record = planted_bases.choose("grid_paths", tmp_path / "out", progress=False)
+    assert record["task"] == "grid_paths" and record["chosen"] == {}
+    assert [c["settings"] for c in record["candidates"]] == [dict(tiny), {}]
+    first, chosen = record["candidates"]
+    assert not all(first["conditions"].values()) and all(chosen["conditions"].values())
+    for c, settings in zip(record["candidates"], (tiny, ())):
+        assert c["base"]["preset"] == "grid_paths" and c["base"]["overrides"] == dict(settings)
+        assert c["base"]["seed"] == 0 and c["base"]["name"] == f"grid_paths-{base_cache_key('grid_paths', 0, settings)}"
+        assert (tmp_path / "out" / c["base"]["name"] / "config.json").is_file()
+    assert len(list((tmp_path / "out").iterdir())) == 2  # the third candidate was never built
+
+
+def test_the_tables_header_states_the_rule():
+    lines = planted_bases.render({})
+    assert lines[0] == "# The counted tasks' bases, chosen on validation prompts" and lines[1] == ""
+    assert lines[2] == (
+        f"{planted_bases.VALIDATION_PROMPTS} validation prompts x {planted_bases.SAMPLES} samples at T = 1; a "
+        f"candidate meets the rule when at least {MIN_RARE_ONLY} prompts are rare-only, its Pass@32 on them is above 0 "
+        f"and its Pass@1 on them is at most {RARITY:g} x its Pass@1 on all prompts."
+    )
+    assert lines[4].startswith("| task | recipe | Pass@1 | Pass@32 | rare-only prompts |") and len(lines) == 6
+    two = {
+        "settings": {"rare_keep": "0.6", "rare_share": "0.05"},
+        "measure": _measure(),
+        "conditions": meets(_measure()),
+    }
+    row = planted_bases.render({"subset_sum": {"candidates": [two], "chosen": None}})[-1]
+    assert row.startswith("| subset_sum | rare_keep=0.6, rare_share=0.05 | ") and row.endswith("| yes | yes | yes |  |")

@@ -193,3 +193,100 @@ def test_attaching_twice_leaves_one_section_at_the_end_of_the_premises(tmp_path)
     report = read_json(tmp_path / "report.json")
     assert report["other"] == 1 and report["premise"]["verdict"] == "narrowed"
     assert report["premise"]["rare_only_base_pass_at_k"] == 1.0 and report["premise"]["rare_only"]["prompts"] == 4
+
+
+def _countdown_out(out, model) -> list:
+    settings = {"task": "countdown3", "eval_problems": 40, "eval_skip": 0, "max_completion_length": 24}
+    for variant, step in (("grpo", 150), ("es", 450)):
+        for seed in SEEDS:
+            run = out / "runs" / f"{variant}-s{seed}"
+            (run / "checkpoints" / f"step-{step}").mkdir(parents=True)
+            (run / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
+            write_json(run / "config.json", settings | {"algo": variant, "seed": seed, "model": str(model)})
+    (out / endpoints.ENDPOINTS_DIR).mkdir()
+    return eval_set(TrainConfig.from_dict(settings | {"algo": "grpo", "model": str(model)})).problems
+
+
+def test_countdown_prompts_are_rare_only_by_the_bases_corpus(tmp_path):
+    # the published answer's base keeps worked solutions that divide rarely (rare_ops "/"): a prompt is rare-only when
+    # every distinct solution divides, read through the base's own pretrain.json; Countdown has no enumerated share
+    from escov.llm.tasks.countdown import distinct_solutions
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+
+    model = shipped_base_dir(BUDGETS["answer"].base_preset, BUDGETS["answer"].base_settings)
+    out = tmp_path / "answer"
+    problems = _countdown_out(out, model)
+    ids = [p.id for p in problems]
+    rare = [all("/" in s for s in distinct_solutions(p.meta["numbers"], int(p.meta["target"]))) for p in problems]
+    assert 0 < sum(rare) < len(ids)
+    c = [3 * (i % 2) for i in range(len(ids))]
+    for name, step in [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]:
+        write_json(
+            endpoints.endpoint_file(out, name, step, 1.0),
+            {"n": N, "prompts": ids, "correct": c, "distinct_correct_answers": [min(x, 1) for x in c]},
+        )
+    record = rare_only.rare_only_record(out, SEEDS, (1.0,), "countdown3")
+    assert record["task"] == "countdown3" and record["temperatures"] == [1.0]
+    assert record["ids"] == [i for i, r in zip(ids, rare) if r]
+    entry = record["by_temperature"]["1"]
+    solved = [x > 0 for x, r in zip(c, rare) if r]
+    assert entry["n"] == N and entry["base_pass_at_n"] == pytest.approx(np.mean(solved))
+    assert "solution_share_found" not in entry
+
+
+def test_temperatures_of_other_prompts_and_prompts_outside_the_runs_test_set_are_refused(tmp_path):
+    model = shipped_base_dir("grid_paths")
+    out = tmp_path / "answer"
+    ids = [p.id for p in _write_runs(out, model)]
+    models = [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]
+    for t, given in ((0.6, ids), (1.0, ids[::-1])):  # each temperature consistent, the two not
+        for name, step in models:
+            write_json(
+                endpoints.endpoint_file(out, name, step, t),
+                {"n": N, "prompts": given, "correct": [1] * len(ids), "distinct_correct_answers": [1] * len(ids)},
+            )
+    with pytest.raises(ValueError, match="other prompts than .*base-step0-T1.json"):
+        rare_only.rare_only_record(out, SEEDS, (0.6, 1.0), "grid_paths")
+    stranger = ids[:-1] + ["grid_paths/not-a-test-prompt"]
+    for name, step in models:
+        write_json(
+            endpoints.endpoint_file(out, name, step, 0.6),
+            {"n": N, "prompts": stranger, "correct": [1] * len(ids), "distinct_correct_answers": [1] * len(ids)},
+        )
+    with pytest.raises(ValueError, match="grpo-s0: endpoint prompts not among its test prompts: grid_paths/not-a-test"):
+        rare_only.rare_only_record(out, SEEDS, (0.6,), "grid_paths")
+
+
+def test_attaching_keeps_the_next_subsection_and_closes_a_report_without_a_premise_section(tmp_path):
+    from escov.llm.rundir import read_json
+
+    record = {
+        "prompts": 4,
+        "rare_only_prompts": 0,
+        "rare_only_base_pass_at_k": None,
+        "by_temperature": {
+            "1": {
+                "n": 8,
+                "base_pass_at_n": None,
+                "base_solved": 0,
+                "grpo_plateau": {"kept": None, "lost": None, "gained": 0, "per_seed": []},
+                "es_end": {"kept": None, "lost": None, "gained": 0, "per_seed": []},
+            }
+        },
+    }
+    (tmp_path / "report.json").write_text('{"premise": {"x": 1}}', encoding="utf-8")
+    md = "# r\n\n## The premise\n\n### The rare-only test prompts at the endpoints\n\nold\n\n### Next\n\nkept\n"
+    (tmp_path / "REPORT.md").write_text(md, encoding="utf-8")
+    rare_only.attach(tmp_path, record)
+    text = (tmp_path / "REPORT.md").read_text(encoding="utf-8")
+    assert "old" not in text and "### Next\n\nkept" in text and text.count("### The rare-only") == 1
+    assert text.endswith("|\n\n")  # no next "## ": the section closes the file
+    assert read_json(tmp_path / "report.json")["premise"] == {
+        "x": 1,
+        "rare_only": record,
+        "rare_only_base_pass_at_k": None,
+    }
+    (tmp_path / "REPORT.md").write_text("# a report without a premise section\n", encoding="utf-8")
+    rare_only.attach(tmp_path, record)
+    text = (tmp_path / "REPORT.md").read_text(encoding="utf-8")
+    assert text.startswith("# a report without a premise section\n### The rare-only test prompts")
