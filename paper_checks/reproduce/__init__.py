@@ -22,4 +22,6 @@ never import it: a report is built from the run directories these write.
     answer_stages.py    those arms as jobs of the reproduction's pool, and their attachments to the report
     endpoints.py        the answer's endpoints (base, GRPO's plateau, ES's end): Pass@k to k = n, stored per evaluation
     base_draws.py       the answer's base pretrained with other seeds and a GRPO step-size control, each a control
+    planted_bases.py    `planted-bases`: each counted task's planted base, chosen on validation prompts by a fixed rule
+    rare_only.py        `rare-only`: the rare-only test prompts at the endpoints, kept and lost by GRPO and ES
 """
