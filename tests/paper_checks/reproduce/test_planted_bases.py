@@ -94,7 +94,12 @@ def test_the_tables_header_states_the_rule():
         f"candidate meets the rule when at least {MIN_RARE_ONLY} prompts are rare-only, its Pass@32 on them is above 0 "
         f"and its Pass@1 on them is at most {RARITY:g} x its Pass@1 on all prompts."
     )
-    assert lines[4].startswith("| task | recipe | Pass@1 | Pass@32 | rare-only prompts |") and len(lines) == 6
+    assert lines[3:] == [
+        "",
+        "| task | recipe | Pass@1 | Pass@32 | rare-only prompts | their Pass@1 | their Pass@32 | enough | reachable "
+        "| rare | chosen |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     two = {
         "settings": {"rare_keep": "0.6", "rare_share": "0.05"},
         "measure": _measure(),
@@ -102,3 +107,11 @@ def test_the_tables_header_states_the_rule():
     }
     row = planted_bases.render({"subset_sum": {"candidates": [two], "chosen": None}})[-1]
     assert row.startswith("| subset_sum | rare_keep=0.6, rare_share=0.05 | ") and row.endswith("| yes | yes | yes |  |")
+
+
+def test_a_candidate_failing_every_condition_says_no_in_each_column():
+    few = _measure(rare_prompts=MIN_RARE_ONLY - 1, rare1=0.4)
+    row = planted_bases.render(
+        {"grid_paths": {"candidates": [{"settings": {}, "measure": few, "conditions": meets(few)}], "chosen": None}}
+    )[-1]
+    assert row.endswith("| no | no | no |  |")

@@ -247,14 +247,32 @@ def test_temperatures_of_other_prompts_and_prompts_outside_the_runs_test_set_are
             )
     with pytest.raises(ValueError, match="other prompts than .*base-step0-T1.json"):
         rare_only.rare_only_record(out, SEEDS, (0.6, 1.0), "grid_paths")
-    stranger = ids[:-1] + ["grid_paths/not-a-test-prompt"]
+    for name in ("grpo-s1", "es-s0"):  # within one temperature: each file of other prompts named
+        step = 150 if name.startswith("grpo") else 450
+        write_json(
+            endpoints.endpoint_file(out, name, step, 0.6),
+            {"n": N, "prompts": ids[::-1], "correct": [1] * len(ids), "distinct_correct_answers": [1] * len(ids)},
+        )
+    with pytest.raises(ValueError) as err:
+        rare_only.rare_only_record(out, SEEDS, (0.6,), "grid_paths")
+    assert str(err.value).endswith("grpo-s1-step150-T0.6.json, " + str(endpoints.endpoint_file(out, "es-s0", 450, 0.6)))
+    stranger = ids[:-4] + [f"grid_paths/stranger-{i}" for i in range(4)]
     for name, step in models:
         write_json(
             endpoints.endpoint_file(out, name, step, 0.6),
             {"n": N, "prompts": stranger, "correct": [1] * len(ids), "distinct_correct_answers": [1] * len(ids)},
         )
-    with pytest.raises(ValueError, match="grpo-s0: endpoint prompts not among its test prompts: grid_paths/not-a-test"):
+    with pytest.raises(ValueError) as err:  # the first three strangers named
         rare_only.rare_only_record(out, SEEDS, (0.6,), "grid_paths")
+    assert str(err.value).endswith(
+        "grpo-s0: endpoint prompts not among its test prompts: "
+        "grid_paths/stranger-0, grid_paths/stranger-1, grid_paths/stranger-2"
+    )
+    for name in ("es-s0", "es-s1"):
+        endpoints.endpoint_file(out, name, 450, 0.6).unlink()
+    with pytest.raises(ValueError) as err:  # every missing evaluation named
+        rare_only.rare_only_record(out, SEEDS, (0.6,), "grid_paths")
+    assert str(err.value).endswith("es-s0-step450-T0.6.json, " + str(endpoints.endpoint_file(out, "es-s1", 450, 0.6)))
 
 
 def test_attaching_keeps_the_next_subsection_and_closes_a_report_without_a_premise_section(tmp_path):
@@ -286,7 +304,24 @@ def test_attaching_keeps_the_next_subsection_and_closes_a_report_without_a_premi
         "rare_only": record,
         "rare_only_base_pass_at_k": None,
     }
-    (tmp_path / "REPORT.md").write_text("# a report without a premise section\n", encoding="utf-8")
+    (tmp_path / "REPORT.md").write_text("# a report without a premise section\n\n## Other\n\nx\n", encoding="utf-8")
     rare_only.attach(tmp_path, record)
     text = (tmp_path / "REPORT.md").read_text(encoding="utf-8")
-    assert text.startswith("# a report without a premise section\n### The rare-only test prompts")
+    assert text.startswith("# a report without a premise section\n\n## Other\n\nx\n### The rare-only test prompts")
+
+
+def test_a_base_without_a_rare_family_has_no_rare_only_prompt(tmp_path):
+    # a Countdown base whose corpus has no rare family (no pretrain.json: not a tiny model of this project): every
+    # prompt is "other", and the base's Pass@n on rare-only prompts is not a number but absent
+    model = tmp_path / "some-model"
+    model.mkdir()
+    out = tmp_path / "answer"
+    ids = [p.id for p in _countdown_out(out, model)]
+    for name, step in [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]:
+        write_json(
+            endpoints.endpoint_file(out, name, step, 1.0),
+            {"n": N, "prompts": ids, "correct": [1] * len(ids), "distinct_correct_answers": [1] * len(ids)},
+        )
+    record = rare_only.rare_only_record(out, SEEDS, (1.0,), "countdown3")
+    assert record["rare_only_prompts"] == 0 and record["ids"] == []
+    assert record["rare_only_base_pass_at_k"] is None and record["by_temperature"]["1"]["base_solved"] == 0
