@@ -115,3 +115,20 @@ def test_a_candidate_failing_every_condition_says_no_in_each_column():
         {"grid_paths": {"candidates": [{"settings": {}, "measure": few, "conditions": meets(few)}], "chosen": None}}
     )[-1]
     assert row.endswith("| no | no | no |  |")
+
+
+def test_the_command_keeps_a_tasks_choice_once_made_and_writes_the_table(tmp_path, capsys):
+    # a record that holds both tasks is not measured again: the command only writes the table from it
+    import argparse
+    import json
+
+    from escov.paper_checks.reproduce.planted_bases import RECORD_JSON, RECORD_MD, main_args
+
+    chosen = {"settings": {}, "measure": _measure(), "conditions": meets(_measure())}
+    record = {t: {"task": t, "candidates": [chosen], "chosen": {}} for t in ("subset_sum", "grid_paths")}
+    (tmp_path / RECORD_JSON).write_text(json.dumps(record), encoding="utf-8")
+    assert main_args(argparse.Namespace(out=tmp_path, task=None, no_progress=True)) == 0
+    assert json.loads((tmp_path / RECORD_JSON).read_text(encoding="utf-8")) == record
+    table = (tmp_path / RECORD_MD).read_text(encoding="utf-8")
+    assert table == "\n".join(planted_bases.render(record)) + "\n" and table in capsys.readouterr().out + "\n"
+    assert table.index("| grid_paths |") < table.index("| subset_sum |")
