@@ -144,6 +144,14 @@ def plot_endpoints(att: dict, path: Path) -> Path:
     return path
 
 
+def premise_section_end(text: str) -> int:
+    """Where REPORT.md's premise section ends (the start of the next "## " heading after "## The premise"): where the
+    attachments' sections go; the end of the text in a report without a premise section or nothing after it."""
+    start = text.find("\n## The premise")
+    end = text.find("\n## ", start + 1) if start >= 0 else -1
+    return end + 1 if end >= 0 else len(text)
+
+
 def _kept(entry: dict) -> str:
     """ "kept / lost (gained)" of one method's rare-only reading, in % of the base's solved ones."""
     if entry["kept"] is None:

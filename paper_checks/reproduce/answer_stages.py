@@ -152,8 +152,5 @@ def _into_report_md(path: Path, lines: list[str]) -> None:
     """The attachments' section in REPORT.md, at the end of the premise's section (before the next "## "), or at the
     end of a report without one."""
     text = path.read_text(encoding="utf-8")
-    block = "\n".join(lines)
-    start = text.find("\n## The premise")
-    end = text.find("\n## ", start + 1) if start >= 0 else -1
-    at = end + 1 if end >= 0 else len(text)
-    path.write_text(text[:at] + block + "\n" + text[at:], encoding="utf-8")
+    at = premise_attachments.premise_section_end(text)
+    path.write_text(text[:at] + "\n".join(lines) + "\n" + text[at:], encoding="utf-8")

@@ -126,7 +126,7 @@ def attach(report_dir: Path, record: dict) -> None:
     """report.json's premise record gains `rare_only` and `rare_only_base_pass_at_k`; REPORT.md its section (module
     docstring), in place of one written before."""
     from escov.llm.rundir import read_json, write_json
-    from escov.paper_checks.premise_attachments import render_rare_only
+    from escov.paper_checks.premise_attachments import premise_section_end, render_rare_only
 
     report_dir = Path(report_dir)
     report = read_json(report_dir / "report.json")  # a report holds no non-finite value (nor may it be written one)
@@ -142,6 +142,5 @@ def attach(report_dir: Path, record: dict) -> None:
     if start >= 0:  # an earlier section: removed up to the next heading
         end = min(i for i in (text.find("\n### ", start + 1), text.find("\n## ", start + 1), len(text)) if i >= 0)
         text = text[:start] + text[end:]
-    at = text.find("\n## ", text.find("\n## The premise") + 1) if "\n## The premise" in text else -1
-    at = at + 1 if at >= 0 else len(text)
+    at = premise_section_end(text)
     path.write_text(text[:at] + "\n".join(lines) + "\n\n" + text[at:], encoding="utf-8")
