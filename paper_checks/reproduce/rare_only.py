@@ -70,55 +70,63 @@ def kept_lost(base_counts: np.ndarray, counts: np.ndarray) -> dict:
     return out
 
 
+def _evaluations(out: Path, seeds: tuple[int, ...], t: float) -> dict[str, list[tuple[Path, dict]]]:
+    """model group -> [(file, its evaluation)] at temperature t (the base; each seed's GRPO and ES endpoint);
+    ValueError naming every missing file."""
+    from escov.llm.rundir import read_json
+
+    files = {BASE: [endpoint_file(out, BASE, 0, t)]}
+    for group, variant in GROUPS.items():
+        runs = [out / "runs" / f"{variant}-s{s}" for s in seeds]
+        files[group] = [endpoint_file(out, r.name, last_step(r), t) for r in runs]
+    missing = [str(f) for fs in files.values() for f in fs if not f.is_file()]
+    if missing:
+        raise ValueError(f"endpoint evaluations missing: {', '.join(missing)}")
+    return {name: [(f, read_json(f)) for f in fs] for name, fs in files.items()}
+
+
 def rare_only_record(out: Path, seeds: tuple[int, ...], temperatures: tuple[float, ...], task: str) -> dict:
     """The attachment (module docstring) from out/endpoints/ and the runs' settings (their test prompts and base);
     ValueError naming a missing evaluation or one of other prompts."""
-    from escov.llm.rundir import read_json
     from escov.llm.tasks.solution_coverage import COVERAGE_TASKS, enumerated
     from escov.paper_checks.premise import prompt_family
 
     out = Path(out)
-    first = out / "runs" / f"{GROUPS['grpo_plateau']}-s{seeds[0]}"
-    record: dict = {"task": task, "temperatures": list(temperatures), "by_temperature": {}}
-    for t in temperatures:
-        files = {BASE: [endpoint_file(out, BASE, 0, t)]}
-        for group, variant in GROUPS.items():
-            runs = [out / "runs" / f"{variant}-s{s}" for s in seeds]
-            files[group] = [endpoint_file(out, r.name, last_step(r), t) for r in runs]
-        missing = [str(f) for fs in files.values() for f in fs if not f.is_file()]
-        if missing:
-            raise ValueError(f"endpoint evaluations missing: {', '.join(missing)}")
-        data = {name: [read_json(f) for f in fs] for name, fs in files.items()}
-        ids = data[BASE][0]["prompts"]
-        others = [str(f) for name, fs in files.items() for f, r in zip(fs, data[name]) if r["prompts"] != ids]
-        if others or record.get("all_ids", ids) != ids:
-            raise ValueError(f"endpoint evaluations of other prompts than {files[BASE][0]}: {', '.join(others)}")
-        if "ids" not in record:
-            by_id, model = _problems(first, ids)
-            families = [prompt_family(task, by_id[i].meta, model) for i in ids]
-            rare = np.array([f == "rare-only" for f in families])
-            record |= {"prompts": len(ids), "rare_only_prompts": int(rare.sum()), "all_ids": ids}
-            record["ids"] = [i for i, r in zip(ids, rare) if r]
-            sizes = [len(enumerated(task, by_id[i].meta)) for i in ids] if task in COVERAGE_TASKS else None
-        n = data[BASE][0]["n"]
-        base = np.array(data[BASE][0]["correct"])[rare]
+    by_t = {t: _evaluations(out, seeds, t) for t in temperatures}
+    reference, first = by_t[temperatures[0]][BASE][0]
+    ids = first["prompts"]
+    others = [str(f) for data in by_t.values() for rows in data.values() for f, r in rows if r["prompts"] != ids]
+    if others:
+        raise ValueError(f"endpoint evaluations of other prompts than {reference}: {', '.join(others)}")
+    by_id, model = _problems(out / "runs" / f"{GROUPS['grpo_plateau']}-s{seeds[0]}", ids)
+    rare = np.array([prompt_family(task, by_id[i].meta, model) == "rare-only" for i in ids])
+    sizes = [len(enumerated(task, by_id[i].meta)) for i in ids] if task in COVERAGE_TASKS else None
+    record: dict = {
+        "task": task,
+        "temperatures": list(temperatures),
+        "by_temperature": {},
+        "prompts": len(ids),
+        "rare_only_prompts": int(rare.sum()),
+        "ids": [i for i, r in zip(ids, rare) if r],
+    }
+    for t, data in by_t.items():
+        base_eval = data[BASE][0][1]
+        base = np.array(base_eval["correct"])[rare]
         entry: dict = {
-            "n": n,
+            "n": base_eval["n"],
             "base_pass_at_n": float(np.mean(base > 0)) if rare.any() else None,
             "base_solved": int(np.sum(base > 0)),
         }
         for group in GROUPS:
-            counts = np.array([r["correct"] for r in data[group]])[:, rare]
+            counts = np.array([r["correct"] for _, r in data[group]])[:, rare]
             entry[group] = kept_lost(base, counts)
         if sizes is not None:
             entry["solution_share_found"] = {
-                name: float(np.mean([np.array(r["distinct_correct_answers"]) / sizes for r in records]))
-                for name, records in data.items()
+                name: float(np.mean([np.array(r["distinct_correct_answers"]) / sizes for _, r in rows]))
+                for name, rows in data.items()
             }
         record["by_temperature"][f"{t:g}"] = entry
-    top = record["by_temperature"][f"{max(temperatures):g}"]
-    record["rare_only_base_pass_at_k"] = top["base_pass_at_n"]
-    del record["all_ids"]
+    record["rare_only_base_pass_at_k"] = record["by_temperature"][f"{max(temperatures):g}"]["base_pass_at_n"]
     return record
 
 
