@@ -43,16 +43,35 @@ def _brute_paths(grid_text: str) -> list[str]:
     raise AssertionError(f"no path in {grid_text}")
 
 
-def _write_runs(out, model) -> list:
-    """Run directories with config.json and one complete checkpoint each (GRPO at 150, ES at 450)."""
-    for variant, step in (("grpo", 150), ("es", 450)):
-        for seed in SEEDS:
-            run = out / "runs" / f"{variant}-s{seed}"
-            (run / "checkpoints" / f"step-{step}").mkdir(parents=True)
-            (run / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
-            write_json(run / "config.json", SETTINGS | {"algo": variant, "seed": seed, "model": str(model)})
+# each endpoint's model and step: the base, then each seed's GRPO (last checkpoint 150) and ES (450) run
+MODELS = [("base", 0)] + [(f"{v}-s{s}", step) for v, step in (("grpo", 150), ("es", 450)) for s in SEEDS]
+
+
+def _write_runs(out, model, settings: dict = SETTINGS) -> list:
+    """Run directories with config.json and one complete checkpoint each (GRPO at 150, ES at 450); their test
+    problems."""
+    for name, step in MODELS[1:]:
+        run = out / "runs" / name
+        (run / "checkpoints" / f"step-{step}").mkdir(parents=True)
+        (run / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
+        variant, seed = name.rsplit("-s", 1)
+        write_json(run / "config.json", settings | {"algo": variant, "seed": int(seed), "model": str(model)})
     (out / endpoints.ENDPOINTS_DIR).mkdir()
-    return eval_set(TrainConfig.from_dict(SETTINGS | {"algo": "grpo", "model": str(model)})).problems
+    return eval_set(TrainConfig.from_dict(settings | {"algo": "grpo", "model": str(model)})).problems
+
+
+def _write_endpoint(out, name: str, step: int, t: float, prompts: list, correct, distinct=None) -> None:
+    """One endpoint evaluation's file, as reproduce/endpoints.py writes it (the fields the record reads)."""
+    distinct = [min(int(c), 1) for c in correct] if distinct is None else distinct
+    write_json(
+        endpoints.endpoint_file(out, name, step, t),
+        {
+            "n": N,
+            "prompts": list(prompts),
+            "correct": list(map(int, correct)),
+            "distinct_correct_answers": list(distinct),
+        },
+    )
 
 
 def test_the_rare_only_record_against_a_brute_force_enumeration(tmp_path):
@@ -66,16 +85,13 @@ def test_the_rare_only_record_against_a_brute_force_enumeration(tmp_path):
     rng = np.random.default_rng(0)
     counts = {}
     for t in (0.6, 1.0):
-        for name, step in [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]:
+        for name, step in MODELS:
             c = rng.integers(0, 3, len(ids)) * rng.integers(0, 2, len(ids))  # many zeros: kept and lost both occur
             if name == "base":  # the base solves two prompts in three, so some rare-only prompt is solved
                 c = np.where(np.arange(len(ids)) % 3 == 2, 0, 1 + c)
             distinct = np.minimum(c, [len(ps) for ps in paths])
             counts[name, t] = (c, distinct)
-            write_json(
-                endpoints.endpoint_file(out, name, step, t),
-                {"n": N, "prompts": ids, "correct": c.tolist(), "distinct_correct_answers": distinct.tolist()},
-            )
+            _write_endpoint(out, name, step, t, ids, c, distinct.tolist())
     record = rare_only.rare_only_record(out, SEEDS, (0.6, 1.0), "grid_paths")
     assert record["prompts"] == len(ids) and record["rare_only_prompts"] == int(rare.sum())
     assert record["ids"] == [i for i, r in zip(ids, rare) if r]
@@ -112,12 +128,8 @@ def test_evaluations_of_other_prompts_are_refused(tmp_path):
     out = tmp_path / "answer"
     problems = _write_runs(out, model)
     ids = [p.id for p in problems]
-    for name, step in [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]:
-        given = ids[::-1] if name == "es-s1" else ids
-        write_json(
-            endpoints.endpoint_file(out, name, step, 1.0),
-            {"n": N, "prompts": given, "correct": [0] * len(ids), "distinct_correct_answers": [0] * len(ids)},
-        )
+    for name, step in MODELS:
+        _write_endpoint(out, name, step, 1.0, ids[::-1] if name == "es-s1" else ids, [0] * len(ids))
     with pytest.raises(ValueError, match="es-s1-step450-T1.json"):
         rare_only.rare_only_record(out, SEEDS, (1.0,), "grid_paths")
     endpoints.endpoint_file(out, "base", 0, 1.0).unlink()
@@ -196,15 +208,9 @@ def test_attaching_twice_leaves_one_section_at_the_end_of_the_premises(tmp_path)
 
 
 def _countdown_out(out, model) -> list:
-    settings = {"task": "countdown3", "eval_problems": 40, "eval_skip": 0, "max_completion_length": 24}
-    for variant, step in (("grpo", 150), ("es", 450)):
-        for seed in SEEDS:
-            run = out / "runs" / f"{variant}-s{seed}"
-            (run / "checkpoints" / f"step-{step}").mkdir(parents=True)
-            (run / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
-            write_json(run / "config.json", settings | {"algo": variant, "seed": seed, "model": str(model)})
-    (out / endpoints.ENDPOINTS_DIR).mkdir()
-    return eval_set(TrainConfig.from_dict(settings | {"algo": "grpo", "model": str(model)})).problems
+    return _write_runs(
+        out, model, {"task": "countdown3", "eval_problems": 40, "eval_skip": 0, "max_completion_length": 24}
+    )
 
 
 def test_countdown_prompts_are_rare_only_by_the_bases_corpus(tmp_path):
@@ -220,11 +226,8 @@ def test_countdown_prompts_are_rare_only_by_the_bases_corpus(tmp_path):
     rare = [all("/" in s for s in distinct_solutions(p.meta["numbers"], int(p.meta["target"]))) for p in problems]
     assert 0 < sum(rare) < len(ids)
     c = [3 * (i % 2) for i in range(len(ids))]
-    for name, step in [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]:
-        write_json(
-            endpoints.endpoint_file(out, name, step, 1.0),
-            {"n": N, "prompts": ids, "correct": c, "distinct_correct_answers": [min(x, 1) for x in c]},
-        )
+    for name, step in MODELS:
+        _write_endpoint(out, name, step, 1.0, ids, c)
     record = rare_only.rare_only_record(out, SEEDS, (1.0,), "countdown3")
     assert record["task"] == "countdown3" and record["temperatures"] == [1.0]
     assert record["ids"] == [i for i, r in zip(ids, rare) if r]
@@ -238,30 +241,19 @@ def test_temperatures_of_other_prompts_and_prompts_outside_the_runs_test_set_are
     model = shipped_base_dir("grid_paths")
     out = tmp_path / "answer"
     ids = [p.id for p in _write_runs(out, model)]
-    models = [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]
     for t, given in ((0.6, ids), (1.0, ids[::-1])):  # each temperature consistent, the two not
-        for name, step in models:
-            write_json(
-                endpoints.endpoint_file(out, name, step, t),
-                {"n": N, "prompts": given, "correct": [1] * len(ids), "distinct_correct_answers": [1] * len(ids)},
-            )
+        for name, step in MODELS:
+            _write_endpoint(out, name, step, t, given, [1] * len(ids))
     with pytest.raises(ValueError, match="other prompts than .*base-step0-T1.json"):
         rare_only.rare_only_record(out, SEEDS, (0.6, 1.0), "grid_paths")
-    for name in ("grpo-s1", "es-s0"):  # within one temperature: each file of other prompts named
-        step = 150 if name.startswith("grpo") else 450
-        write_json(
-            endpoints.endpoint_file(out, name, step, 0.6),
-            {"n": N, "prompts": ids[::-1], "correct": [1] * len(ids), "distinct_correct_answers": [1] * len(ids)},
-        )
+    for name, step in (("grpo-s1", 150), ("es-s0", 450)):  # within one temperature: each file of other prompts named
+        _write_endpoint(out, name, step, 0.6, ids[::-1], [1] * len(ids))
     with pytest.raises(ValueError) as err:
         rare_only.rare_only_record(out, SEEDS, (0.6,), "grid_paths")
     assert str(err.value).endswith("grpo-s1-step150-T0.6.json, " + str(endpoints.endpoint_file(out, "es-s0", 450, 0.6)))
     stranger = ids[:-4] + [f"grid_paths/stranger-{i}" for i in range(4)]
-    for name, step in models:
-        write_json(
-            endpoints.endpoint_file(out, name, step, 0.6),
-            {"n": N, "prompts": stranger, "correct": [1] * len(ids), "distinct_correct_answers": [1] * len(ids)},
-        )
+    for name, step in MODELS:
+        _write_endpoint(out, name, step, 0.6, stranger, [1] * len(ids))
     with pytest.raises(ValueError) as err:  # the first three strangers named
         rare_only.rare_only_record(out, SEEDS, (0.6,), "grid_paths")
     assert str(err.value).endswith(
@@ -317,11 +309,8 @@ def test_a_base_without_a_rare_family_has_no_rare_only_prompt(tmp_path):
     model.mkdir()
     out = tmp_path / "answer"
     ids = [p.id for p in _countdown_out(out, model)]
-    for name, step in [("base", 0)] + [(f"{v}-s{s}", st) for v, st in (("grpo", 150), ("es", 450)) for s in SEEDS]:
-        write_json(
-            endpoints.endpoint_file(out, name, step, 1.0),
-            {"n": N, "prompts": ids, "correct": [1] * len(ids), "distinct_correct_answers": [1] * len(ids)},
-        )
+    for name, step in MODELS:
+        _write_endpoint(out, name, step, 1.0, ids, [1] * len(ids))
     record = rare_only.rare_only_record(out, SEEDS, (1.0,), "countdown3")
     assert record["rare_only_prompts"] == 0 and record["ids"] == []
     assert record["rare_only_base_pass_at_k"] is None and record["by_temperature"]["1"]["base_solved"] == 0
