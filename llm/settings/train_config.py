@@ -192,18 +192,19 @@ class TrainConfig:
         self.grpo.validate()
         check_options(self.es, self.population, self.engine, self.distributed())  # llm/member_options.py
 
+    def task_settings(self) -> dict[str, Any]:
+        """Every setting that shapes the task (data files, prompt style, reward, reward function), as
+        llm.tasks.get_task names them."""
+        return {"data": self.data or None, "test_data": self.test_data or None, "data_split": self.data_split,
+                "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
+                "format_reward": self.format_reward, "reward_function": list(self.reward_function),
+                "reward_weights": list(self.reward_weights), "correct_reward": self.correct_reward,
+                "correct_threshold": self.correct_threshold, "reward_timeout": self.reward_timeout}
+
     def task_kwargs(self) -> dict[str, Any]:
-        """The settings that shape the task (data files, prompt style, reward, reward function), for
-        llm.tasks.get_task."""
-        given = {"data": self.data or None, "test_data": self.test_data or None, "data_split": self.data_split,
-                 "fields": parse_fields(self.data_fields), "prompt_style": self.prompt_style, "reward": self.reward,
-                 "format_reward": self.format_reward, "reward_function": list(self.reward_function),
-                 "reward_weights": list(self.reward_weights), "correct_reward": self.correct_reward,
-                 "correct_threshold": self.correct_threshold, "reward_timeout": self.reward_timeout}
-        defaults = {"data": None, "test_data": None, "data_split": "files", "fields": None, "prompt_style": "plain",
-                    "reward": "escov", "format_reward": 0.0, "reward_function": [], "reward_weights": [],
-                    "correct_reward": "", "correct_threshold": 1.0, "reward_timeout": 0.0}
-        return {k: v for k, v in given.items() if v != defaults[k]}
+        """The task settings off their defaults (TrainConfig's own), for llm.tasks.get_task."""
+        defaults = TrainConfig().task_settings()
+        return {k: v for k, v in self.task_settings().items() if v != defaults[k]}
 
     def make_task(self):
         """The run's task, built from its settings (data files, split, prompt style, reward): the one way

@@ -297,3 +297,38 @@ def test_generated_configs_read_back_the_same_from_their_dict_and_from_config_js
         assert TrainConfig.from_dict(json.loads(json.dumps(as_dict))) == cfg
 
     round_trip()
+
+
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        ("prompt_style", "instruct"),
+        ("prompt_style", "paper"),
+        ("reward", "es-at-scale-countdown"),
+        ("format_reward", 0.25),
+    ],
+)
+def test_the_task_a_config_makes_carries_each_task_setting_off_its_default(setting, value):
+    """make_task is get_task with the config's task settings: each one off its default changes the prompts or
+    the scores exactly as get_task given that setting alone does."""
+    from escov.llm.tasks import countdown, get_task
+
+    def behaviour(task):
+        problem = task.problems("test", 1, seed=0)[0]
+        numbers, target = problem.meta["numbers"], problem.meta["target"]
+        right = countdown.distinct_solutions(numbers, target)[0]
+        wrong = "+".join(map(str, numbers)) if sum(numbers) != target else "*".join(map(str, numbers))
+        completions = [
+            text
+            for answer in (right, wrong)
+            for text in (
+                answer,
+                f"<think> x </think> <answer>{answer}</answer>",
+                f" x </think>\n<answer>{answer}</answer>",
+            )
+        ]
+        return problem.prompt, [task.score(problem, c) for c in completions]
+
+    made = behaviour(TrainConfig(**{setting: value}).make_task())
+    assert made == behaviour(get_task("countdown", **{setting: value}))
+    assert made != behaviour(get_task("countdown"))
