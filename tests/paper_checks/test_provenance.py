@@ -62,3 +62,40 @@ def test_runs_at_one_commit_flag_nothing(tmp_path):
         f"**Code.** 2 of 2 runs trained with `{OTHER}` (inputs.json)."
         in (tmp_path / "report" / "REPORT.md").read_text()
     )
+
+
+def _runs_with_codes(tmp_path, codes: dict):
+    """Run folders holding only inputs.json with each code record (None: no inputs.json), as provenance reads them."""
+    from types import SimpleNamespace
+
+    runs = []
+    for name, code in codes.items():
+        path = tmp_path / name
+        path.mkdir()
+        if code is not None:
+            (path / "inputs.json").write_text(json.dumps({"code": code, "settings_sha256": "0" * 64, "inputs": {}}))
+        runs.append(SimpleNamespace(name=name, path=path))
+    return runs
+
+
+def test_the_runs_code_is_the_one_most_of_them_trained_with_whatever_their_order(tmp_path):
+    from escov.paper_checks.provenance import provenance
+
+    main = {"commit": "a" * 40, "modified": False, "diff_sha256": None}
+    codes = {"first": main | {"commit": OTHER}, "second": main, "third": main, "fourth": None}
+    record = provenance(_runs_with_codes(tmp_path, codes))
+    assert record["code"] == "a" * 40
+    assert record["flagged"] == {"first": OTHER, "fourth": None}
+    assert record["run_commits"] == {"first": OTHER, "second": "a" * 40, "third": "a" * 40, "fourth": None}
+
+
+def test_a_diff_marks_a_run_modified_only_when_it_trained_with_uncommitted_changes(tmp_path):
+    from escov.paper_checks.provenance import code_of, provenance
+
+    clean = {"commit": OTHER, "modified": False, "diff_sha256": "7" * 64}  # a stale diff hash of a clean tree
+    dirty = {"commit": OTHER, "modified": True, "diff_sha256": "8" * 64}
+    runs = _runs_with_codes(tmp_path, {"clean": clean, "dirty": dirty, "clean2": clean})
+    assert [code_of(r) for r in runs] == [OTHER, f"{OTHER} (modified, diff 88888888)", OTHER]
+    record = provenance(runs)
+    assert record["modified"] == ["dirty"] and record["code"] == OTHER
+    assert record["flagged"] == {"dirty": f"{OTHER} (modified, diff 88888888)"}
