@@ -206,7 +206,9 @@ def test_departure_by_hand():
         {"sigma": 1e-3, "members": 2, "ci": [0.95, 1.05]},
         {"sigma": 1e-2, "members": 2, "ci": [0.92, 1.08]},
         {"sigma": 2e-2, "members": 2, "ci": [0.85, 1.05]},  # inconclusive
-        {"sigma": 4e-2, "members": 2, "ci": [0.5, 0.8]},  # wholly outside
+        {"sigma": 8e-2, "members": 2, "ci": [0.2, 0.4]},  # wholly outside, further
+        {"sigma": 4e-2, "members": 2, "ci": [0.5, 0.8]},  # wholly outside: the first
+        {"sigma": 6e-2, "members": 2, "ci": [0.95, 1.05]},  # inside again past the departure: not "last inside"
         {"sigma": 1e-3, "members": 4, "ci": [0.7, 1.3]},
     ]
     out = departure(rows)
@@ -251,3 +253,88 @@ def test_a_malformed_measurement_is_named_in_one_line(measurement, words):
 
     with pytest.raises(ValueError, match=words):
         lemma_as_stated_record(measurement, "m.json")
+
+
+def _t(df: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df))
+
+
+def test_a_rows_ratio_and_its_log_scale_interval_by_hand():
+    """R = mean J / ((sigma^2/2)(1 - 1/N) T); var log R = (se_J / J)^2 + (se_T / T)^2 with se_J = sd / sqrt(D); df by
+    Welch-Satterthwaite from D - 1 and T's df; the interval R exp(+-t se_log)."""
+    j = [2.0e-6, 3.0e-6, 2.5e-6, 3.5e-6]  # D = 4 populations
+    trace = {"trace": 40.0, "se": 2.0, "df": 30.0}
+    sigma, n = 1e-3, 4
+    out = row_ratio(j, sigma, n, trace)
+    mean, sd = 2.75e-6, float(np.std(j, ddof=1))
+    pred = sigma**2 / 2 * (1 - 1 / n) * 40.0
+    v_j, v_t = (sd / 2 / mean) ** 2, (2.0 / 40.0) ** 2
+    df = (v_j + v_t) ** 2 / (v_j**2 / 3 + v_t**2 / 30)
+    half = _t(df) * math.sqrt(v_j + v_t)
+    assert out["predicted"] == pytest.approx(pred) and out["measured_se"] == pytest.approx(sd / 2)
+    assert out["ratio"] == pytest.approx(mean / pred) and out["df"] == pytest.approx(df)
+    assert out["se_log"] == pytest.approx(math.sqrt(v_j + v_t))
+    assert out["ci"] == pytest.approx([mean / pred * math.exp(-half), mean / pred * math.exp(half)])
+
+
+def test_the_pooled_ratio_weighs_each_row_by_n_minus_1_times_its_populations():
+    """Rows of N = 2 (D = 10) and N = 8 (D = 2): weights 10 and 14; each row's tr I estimate J / scale; the pooled
+    variance sum_r (w_r se_r / (sum w) / pooled)^2 plus T's, divided by T once."""
+    rows = [
+        {"sigma": 1e-3, "members": 2, "draws": 10, "measured": 1.0e-5, "measured_se": 1.0e-6},
+        {"sigma": 2e-3, "members": 8, "draws": 2, "measured": 9.0e-5, "measured_se": 3.0e-6},
+    ]
+    trace = {"trace": 40.0, "se": 1.0, "df": 50.0}
+    scales = [0.5e-6 * 0.5, 2e-6 * 0.875]
+    b = [r["measured"] / s for r, s in zip(rows, scales)]
+    se_b = [r["measured_se"] / s for r, s in zip(rows, scales)]
+    pooled = (10 * b[0] + 14 * b[1]) / 24
+    out = pooled_ratio(rows, trace)
+    assert out["trace_from_populations"] == pytest.approx(pooled)
+    parts = [((10 * se_b[0] / 24 / pooled) ** 2, 9), ((14 * se_b[1] / 24 / pooled) ** 2, 1), ((1 / 40) ** 2, 50)]
+    var = sum(v for v, _ in parts)
+    df = var**2 / sum(v * v / d for v, d in parts)
+    assert out["ratio"] == pytest.approx(pooled / 40.0) and out["df"] == pytest.approx(df)
+    half = _t(df) * math.sqrt(var)
+    assert out["ci"] == pytest.approx([pooled / 40 * math.exp(-half), pooled / 40 * math.exp(half)])
+
+
+def test_a_row_at_the_regime_limit_is_pooled_and_one_above_it_is_not():
+    from escov.paper_checks.lemma_as_stated import lemma_as_stated_record
+    from escov.theory.paper import LEMMA1_S_LIMIT
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {"sigma": sigma, "members": 4, "jspol": (rng.uniform(1, 2, (4, 2)) * sigma**2).tolist(), "s": [s] * 4}
+        for sigma, s in ((1e-3, LEMMA1_S_LIMIT), (2e-3, LEMMA1_S_LIMIT * 1.01))
+    ]
+    record = lemma_as_stated_record({"trace_per_completion": [[1.0, 2.0, 3.0], [2.0, 2.5]], "rows": rows})
+    assert [r["in_regime"] for r in record["rows"]] == [True, False] and record["pooled"]["rows"] == 1
+
+
+def test_the_es_arms_success_side_is_read_from_the_row_of_its_sigma_and_its_n():
+    from escov.paper_checks.lemma_as_stated import lemma_as_stated_record
+
+    def row(members, level):
+        parts = {k: [[level], [level * 2], [level * 3]] for k in ("jssucc", "gap", "local")}
+        nulls = {f"{k}_null": [[0.0]] * 3 for k in ("jssucc", "gap", "local")}
+        return {"sigma": 1e-3, "members": members, "jspol": [[1e-6], [2e-6], [3e-6]], "s": [0.1] * 3} | parts | nulls
+
+    measurement = {"trace_per_completion": [[1.0, 2.0]], "rows": [row(2, 0.01), row(8, 0.05)]}
+    arm = lemma_as_stated_record(measurement | {"es_arm": {"sigma": 1e-3, "members": 8}})["es_arm"]
+    assert arm["members"] == 8 and arm["jssucc"]["mean"] == pytest.approx(0.1)
+    assert lemma_as_stated_record(measurement | {"es_arm": {"sigma": 2e-3, "members": 8}})["es_arm"] is None
+
+
+def test_the_grid_estimators_q8_spread_is_that_of_a_mean_of_8_drawn_without_replacement():
+    """The relative sd of Q from 8 of C completions (averaged over P prompts): sqrt(sum_p s_p^2 (C - 8) / (8 (C - 1)))
+    / (P mean Q), s_p^2 the prompt's population variance over its C completions."""
+    rng = np.random.default_rng(1)
+    d, p, c = 6, 4, 32
+    q = rng.uniform(1.0, 3.0, (d, p, c))
+    out = grid_estimator_bias(q.mean(axis=2), q, draws=2000, seed=2)
+    var = (q.var(axis=2) * (c - 8) / (8 * (c - 1))).sum(axis=1) / p**2
+    expected = float(np.mean(np.sqrt(var) / q.mean(axis=2).mean(axis=1)))
+    assert out["q8_relative_sd"] == pytest.approx(expected, rel=0.05)
