@@ -173,3 +173,42 @@ def test_a_lent_point_is_its_evaluation_without_the_completions_it_kept(run, tmp
     assert base["sampled"] | {"kept": kept} == evals["base"] and base["greedy"] == evals["base_greedy"]
     assert final["sampled"] == evals["final"] and final["greedy"] | {"kept": kept} == evals["final_greedy"]
     assert "kept" not in base["sampled"] and "kept" not in final["greedy"]
+
+
+def test_the_curve_command_line_passes_each_of_its_settings_to_the_curve(tiny_model_dir, tmp_path, capsys):
+    """`llm curve` off every default at once: checkpoints 1-4; --points 3 spreads over 1, 3, 4 (curve_steps) and
+    --max_points 2 keeps the base and step 1; each point measures --eval_problems prompts of --split with
+    --eval_samples samples at --eval_temperature; the printed line is the point's record (no-correct = 1 - solved).
+    Then --points 1 alone: the base and the last checkpoint."""
+    out = tmp_path / "run"
+    train(
+        TrainConfig.from_dict(RUN | {"steps": 4, "checkpoint_every": 1, "model": str(tiny_model_dir), "out": str(out)}),
+        show_progress=False,
+    )
+    flags = ["--eval_problems", "2", "--eval_samples", "33", "--eval_temperature", "0.9", "--split", "validation"]
+    assert main(["curve", str(out), "--points", "3", "--max_points", "2", "--resolution", "0.5", *flags]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step")]
+    points = [p for p in rundir.read_curve(out) if p.get("split") == "validation"]
+    assert [p["step"] for p in points] == [0, 1]
+    ids = set(split_set(load_config(out), "validation", 2).ids)
+    for p, line in zip(points, printed):
+        s = p["sampled"]
+        assert (s["n"], s["temperature"], {r["id"] for r in s["per_problem"]}) == (33, 0.9, ids)
+        assert line == (
+            f"step {p['step']:5d}  Pass@1 {s['pass_at_k']['1']:.3f}  Pass@32 {s['pass_at_k']['32']:.3f}  "
+            f"greedy {p['greedy']['pass_at_k']['1']:.3f}  no-correct {1 - s['solved_fraction']:.3f}"
+        )
+    assert main(["curve", str(out), "--points", "1", "--resolution", "0.999", *flags]) == 0
+    assert [p["step"] for p in rundir.read_curve(out) if p.get("split") == "validation"] == [0, 4]
+    # a stored point whose weights' fingerprint is not its checkpoint's is measured again, not reused
+    stale = next(p for p in rundir.read_curve(out) if p["step"] == 4)
+    marker = stale | {"fingerprint": stale["fingerprint"] | {"weights_sha256": "0" * 64}, "marker": True}
+    rundir.record_curve_point(out, marker)
+    evaluate_curve(out, points=1, resolution=0.999, samples=33, temperature=0.9, n_problems=2, split="validation")
+    again = next(p for p in rundir.read_curve(out) if p["step"] == 4)
+    assert "marker" not in again and again["fingerprint"] == stale["fingerprint"]
+    # --resolution reaches the layout: a gap outside (0, 1) is refused naming the value given
+    with pytest.raises(SystemExit) as refused:
+        main(["curve", str(out), "--resolution", "1.5", *flags])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith("resolution must be a Pass@1 gap in (0, 1), got 1.5")

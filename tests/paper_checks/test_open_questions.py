@@ -1,0 +1,166 @@
+"""The open questions' answers (paper_checks/open_questions.py) on runs built in memory, each number computed here
+from the runs' records: the shares of prompts with no correct sample, the null's drift against real ES's, where the
+largest updates sit, the analytic tiny-update share, the measured s against Lemma 1's limit, and Pass@k means only
+where every run measured k."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from scipy.stats import norm
+
+from escov.paper_checks.evidence import Evidence
+from escov.paper_checks.open_questions import lemma1_validity, mechanism, null_controls, zero_success
+from escov.paper_checks.real_checks import LEMMA1_MAX_S
+from escov.paper_checks.rundir import Run
+
+ES = {"population_size": 8, "sigma": 0.001, "alpha": 0.0005}
+
+
+def _run(name, algo, seed, es=None, **parts) -> Run:
+    config = {"algo": algo, "model": "m", "seed": seed, "es": ES | (es or {}) if "es" in algo else {}}
+    return Run(path=Path(name), config=config, **parts)
+
+
+def _eval(counts_base, counts_final, n=32, ks=(1, 16, 32)) -> dict:
+    def one(counts):
+        return {
+            "n": n,
+            "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(counts)],
+            "pass_at_k": {str(k): 0.1 * k / max(ks) for k in ks},
+        }
+
+    return {"base": one(counts_base), "final": one(counts_final)}
+
+
+def test_the_share_of_prompts_with_no_correct_sample_is_counted_per_run_and_averaged_over_seeds():
+    runs = [
+        _run("es0", "es", 0, eval=_eval([0, 0, 1, 5], [0, 2, 1, 5])),  # base 2/4, final 1/4
+        _run("es1", "es", 1, eval=_eval([0, 0, 0, 5], [0, 0, 1, 1])),  # base 3/4, final 2/4
+        _run("grpo0", "grpo", 0, eval=_eval([0, 1, 1, 1], [0, 0, 0, 32])),  # base 1/4, final 3/4
+    ]
+    out = zero_success(Evidence(runs=runs))
+    assert out["table"] == [
+        {"method": "grpo", "zero_share_base": 0.25, "zero_share_final": 0.75},
+        {"method": "es", "zero_share_base": 0.625, "zero_share_final": 0.375},
+    ]
+    assert out["answer"].startswith("prompts with 0 of n correct: grpo 25% -> 75%, es 62% -> 38%")
+    assert out["answer"].endswith(
+        "(with 32 samples per prompt this share is 1 - Pass@32: the same measurement as Pass@32, not a second one)"
+    )
+    wider = [_run("es0", "es", 0, eval=_eval([0, 1], [1, 1], n=64))]
+    assert zero_success(Evidence(runs=wider))["answer"] == "prompts with 0 of n correct: es 50% -> 0%"
+
+
+def test_a_methods_mean_pass_at_k_is_given_only_when_every_run_measured_that_k():
+    runs = [
+        _run("es0", "es", 0, eval=_eval([1], [1], ks=(1, 16, 32))),
+        _run("es1", "es", 1, eval=_eval([1], [1], ks=(1, 16))),
+        _run("grpo0", "grpo", 0, eval=_eval([1], [1], ks=(1, 32))),
+    ]
+    out = mechanism(Evidence(runs=runs))
+    assert out["answer"] == "no greedy-vs-sampled real runs"
+    by = {r["method"]: r for r in out["table"]}
+    assert by["es"]["pass_at_1"] == pytest.approx((0.1 / 32 + 0.1 / 16) / 2)  # each run's own Pass@1, averaged
+    assert by["es"]["pass_at_32"] is None and by["es"]["runs"] == 2
+    assert by["grpo"]["pass_at_32"] == pytest.approx(0.1) and by["grpo"]["pass_at_1"] == pytest.approx(0.1 / 32)
+
+
+def _analysis(share: float, top: str, max_abs: float) -> dict:
+    kinds = {kind: {"max_abs": max_abs / 10} for kind in ("attention", "mlp", "embedding")}
+    kinds[top] = {"max_abs": max_abs}
+    return {"update_analysis": {"share_nonzero_le_tau": {"0.0015": share}, "max_abs": max_abs, "kinds": kinds}}
+
+
+def test_the_null_controls_compare_the_nulls_drift_and_updates_with_real_es():
+    steps = [{"drift_rel": 0.01 * (i + 1), "es_update_norm": 1.0 if i % 2 else 0.0} for i in range(8)]
+    runs = [
+        _run("es0", "es", 0, metrics=steps[:-1] + [steps[-1] | {"drift_rel": 0.2}], eval=_analysis(0.6, "mlp", 0.02)),
+        _run(
+            "null0",
+            "es",
+            0,
+            es={"null_control": True},
+            metrics=[{"drift_rel": 0.05}],
+            eval=_analysis(0.3, "attention", 0.01),
+        ),
+        _run(
+            "grpo0",
+            "grpo",
+            0,
+            metrics=[{"drift_rel": 0.004, "es_update_norm": 1.0}],
+            eval=_analysis(0.9, "embedding", 0.5),
+        ),
+    ]
+    out = null_controls(Evidence(runs=runs))
+    by = {r["method"]: r for r in out["table"]}
+    analytic = 2 * norm.cdf(0.0015 / (0.0005 * math.sqrt(4 / 8))) - 1  # 4 steps with a non-zero update
+    assert by["es"]["drift_rel"] == 0.2 and by["es[null]"]["drift_rel"] == 0.05
+    assert by["es"]["analytic_share"] == pytest.approx(analytic) and by["grpo"]["analytic_share"] is None
+    assert (by["es"]["largest_update_kind"], by["es[null]"]["largest_update_kind"]) == ("mlp", "attention")
+    assert by["es"]["share_le_1.5e-3"] == 0.6 and by["grpo"]["share_le_1.5e-3"] == 0.9
+    assert out["answer"] == (
+        f"the random-z null reaches 25% of real ES's drift; tiny-update share 60.0% (ES) vs 30.0% (null), analytic "
+        f"{analytic:.1%}; largest updates in mlp (ES) and attention (null)"
+    )
+    assert null_controls(Evidence(runs=runs[:1]))["answer"] == "needs an ES run and its random-z null"
+
+
+def _measurement(step: int, s: float) -> dict:
+    return {
+        "step": step,
+        "sigma": 0.001,
+        "members": 8,
+        "validity": {"measured": {"mean": s}, "predicted": s * 2},
+        "jspol": {"mean": 1e-6},
+        "lemma1_prediction": 2e-6,
+    }
+
+
+@pytest.mark.parametrize("largest, word", [(LEMMA1_MAX_S, "small"), (LEMMA1_MAX_S * 1.5, "not small")])
+def test_lemma_1s_validity_reads_the_main_es_runs_measured_s_against_the_limit(largest, word):
+    runs = [
+        _run("es0", "es", 0, probe={"measurements": [_measurement(0, LEMMA1_MAX_S / 10), _measurement(5, largest)]}),
+        _run("sampled0", "es", 0, es={"member_temperature": 1.0}, probe={"measurements": [_measurement(0, 9.0)]}),
+    ]
+    out = lemma1_validity(Evidence(runs=runs))
+    assert [(r["run"], r["step"], r["s_measured"], r["s_predicted"]) for r in out["table"]] == [
+        ("es0", 0, LEMMA1_MAX_S / 10, LEMMA1_MAX_S / 5),
+        ("es0", 5, largest, largest * 2),
+    ]
+    assert out["answer"] == (
+        f"measured s from {LEMMA1_MAX_S / 10:.2g} to {largest:.2g} over 2 measurements ({word}: Lemma 1 is claimed "
+        f"for s <= {LEMMA1_MAX_S})"
+    )
+
+
+def test_the_mechanism_reports_greedy_minus_sampled_at_pass_1_and_at_pass_32():
+    """Pass@1 and Pass@32 differ here (a prompt solved once in 32 moves Pass@32 by 1, Pass@1 by 1/32), so each
+    interval in the answer is the difference at its own k (diff_between, the real checks' paired reading)."""
+    from escov.paper_checks.real_checks import diff_between
+    from escov.paper_checks.verdict import fmt_interval
+
+    counts = {
+        ("es", 0): [1, 0, 9, 0],
+        ("es", 1): [1, 1, 0, 0],
+        ("sampled", 0): [0, 0, 12, 0],
+        ("sampled", 1): [0, 0, 3, 2],
+    }
+    runs = [
+        _run(
+            f"{kind}{seed}",
+            "es",
+            seed,
+            es={"member_temperature": 1.0} if kind == "sampled" else {},
+            eval=_eval(c, c),
+        )
+        for (kind, seed), c in counts.items()
+    ]
+    ev = Evidence(runs=runs)
+    answer = mechanism(ev)["answer"]
+    greedy, sampled = ev.by_variant("es"), ev.by_variant("es[sampled]")
+    d1, d32 = diff_between(greedy, sampled, 1), diff_between(greedy, sampled, 32)
+    assert d1.mean != d32.mean
+    assert f"Pass@1 {fmt_interval(d1.mean, d1.lo, d1.hi)}, Pass@32 {fmt_interval(d32.mean, d32.lo, d32.hi)}" in answer
