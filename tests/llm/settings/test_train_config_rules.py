@@ -1,0 +1,83 @@
+"""The run's top-level rules (llm/settings/train_config.py TrainConfig.validate): each value on both sides of its
+bound, each combination refused, each message whole; and when ES runs on Ray actors (distributed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from escov.llm.settings.train_config import TrainConfig
+
+REFUSED = [
+    ({"steps": 0}, "steps must be an integer >= 1, got 0"),
+    ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+    ({"eval_skip": -1}, "eval_skip must be an integer >= 0, got -1"),
+    (
+        {"eval_skip": 4, "task": "gsm8k", "test_data": "t.jsonl"},
+        "eval_skip = 4 skips generated test problems; with data files choose the rows in the test file (give "
+        "eval_skip = 0)",
+    ),
+    ({"probe_every": 5, "probe": False}, "probe_every = 5 needs probe = true"),
+    ({"algo": "es-grpo", "steps": 4, "switch_step": 0}, "switch_step must lie in (0, steps=4) for algo es-grpo, got 0"),
+    ({"algo": "grpo-es", "steps": 4, "switch_step": 4}, "switch_step must lie in (0, steps=4) for algo grpo-es, got 4"),
+    ({"batch_size": 9, "train_pool": 8}, "batch_size must be <= train_pool (8), got 9"),
+    ({"eval_samples": 8, "eval_ks": (1, 9)}, "eval_ks must be integers in [1, eval_samples=8], got (1, 9)"),
+    ({"eval_ks": (0, 1)}, "eval_ks must be integers in [1, eval_samples=32], got (0, 1)"),
+    ({"eval_ks": ()}, "eval_ks must be integers in [1, eval_samples=32], got ()"),
+    ({"threshold_keep": (0.0, 5.0)}, "threshold_keep must hold percentages in (0, 100], got (0.0, 5.0)"),
+    ({"threshold_keep": (100.5,)}, "threshold_keep must hold percentages in (0, 100], got (100.5,)"),
+    ({"workers": 0}, "workers must be an integer >= 1, got 0"),
+    ({"gpu_memory_utilization": 0.0}, "gpu_memory_utilization must lie in (0, 1], got 0.0"),
+    ({"gpu_memory_utilization": 1.5}, "gpu_memory_utilization must lie in (0, 1], got 1.5"),
+    ({"reward_timeout": -1.0}, "reward_timeout must be a number of seconds >= 0 (0: no limit), got -1.0"),
+    (
+        {"reward_timeout": 5.0},
+        "reward_timeout limits reward functions (reward_function); the task's own reward has none",
+    ),
+    (
+        {"eval_solutions": 2, "task": "arithmetic"},
+        "eval_solutions = 2 needs generated problems of task countdown or countdown3 (no data files); give "
+        "eval_solutions = 0",
+    ),
+]
+
+ACCEPTED = [
+    {"seed": 0, "eval_skip": 0, "switch_step": 0},
+    {"algo": "es-grpo", "steps": 4, "switch_step": 1},
+    {"algo": "grpo-es", "steps": 4, "switch_step": 3},
+    {"batch_size": 8, "train_pool": 8},
+    {"eval_samples": 8, "eval_ks": (1, 8)},
+    {"threshold_keep": (100.0, 0.5)},
+    {"gpu_memory_utilization": 1.0},
+    {"probe_every": 5, "probe": True},
+    {"eval_skip": 8},
+    {"eval_solutions": 2, "train_solutions": 3},
+]
+
+
+@pytest.mark.parametrize("settings, message", REFUSED)
+def test_each_refused_value_or_combination_is_named_whole(settings, message):
+    with pytest.raises(ValueError) as err:
+        TrainConfig(**settings)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("settings", ACCEPTED)
+def test_each_value_at_or_inside_its_bound_is_accepted(settings):
+    TrainConfig(**settings)
+
+
+@pytest.mark.parametrize(
+    "settings, distributed",
+    [
+        ({}, None),
+        ({"workers": 2}, {"workers": 2, "address": "", "cpus_per_worker": 2.0, "threads_per_worker": 2}),
+        ({"ray_address": "auto"}, {"workers": 1, "address": "auto", "cpus_per_worker": 2.0, "threads_per_worker": 2}),
+        ({"workers": 4, "threads": 1}, {"workers": 4, "address": "", "cpus_per_worker": 1.0, "threads_per_worker": 1}),
+    ],
+)
+def test_es_runs_on_ray_actors_with_more_than_one_worker_or_a_cluster_address(settings, distributed):
+    got = TrainConfig(**settings).distributed()
+    if distributed is None:
+        assert got is None
+    else:
+        assert {k: getattr(got, k) for k in distributed} == distributed and got.gpus_per_worker == 0.0
