@@ -380,3 +380,30 @@ def test_lora_changes_only_the_adapted_matrices_by_rank_r_and_eval_loads_it(tiny
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     again = _weights(tmp_path / "killed" / "checkpoints" / "step-4")
     assert all(torch.equal(again[n], final[n]) for n in final)
+
+
+def test_a_cispo_steps_statistics_count_the_tokens_that_get_a_loss(tiny_model_dir):
+    """One optimizer step per batch, so every importance weight is exactly 1: the weight's token mean is 1, and with
+    epsilon_high = 0.5 every token of a completion with A > 0 has its weight capped (CISPO's clip ratio, TRL's:
+    w > epsilon_high with A > 0; A = 0 is not capped). With truncated completions masked, both count only the tokens
+    of completions that ended: the ratio is (tokens of ended completions with a reward above their group's mean) /
+    (tokens of ended completions), from the step's own rollouts."""
+    task = _starts_with_digit()
+    _, grpo = _grpo(
+        tiny_model_dir, task, loss_type="cispo", epsilon_high=0.5, mask_truncated_completions=True, num_iterations=1
+    )
+    out = grpo.step(task.problems("train", 4, seed=2), 2)
+    rewards = np.asarray(out.rollouts.rewards, dtype=float)
+    ended = above = 0
+    ended_at_zero_advantage = False
+    for row, completions in zip(rewards, out.rollouts.completions):
+        for r, c in zip(row, completions):
+            if c.finish_reason != "length":
+                ended += len(c.token_ids)
+                above += len(c.token_ids) if r > row.mean() else 0
+                ended_at_zero_advantage |= bool(np.all(row == row[0]))
+    truncated = sum(c.finish_reason == "length" for row in out.rollouts.completions for c in row)
+    # both kinds of completion occur, and an ended one has A = 0: masking and A's sign each change the counts
+    assert ended > 0 and truncated > 0 and ended_at_zero_advantage
+    assert out.variants["ratio_mean"] == pytest.approx(1.0, abs=1e-6)
+    assert out.variants["cispo_clip_ratio"] == pytest.approx(above / ended)
