@@ -7,6 +7,8 @@ written the other way round (the plateau's as the base's): every endpoint's sign
 
 import json
 import math
+import re
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from escov.paper_checks.reproduce import premise_control as pc
 from escov.paper_checks.reproduce.budgets import BUDGETS
 
 SEEDS = (300, 301)
+GRPO_STEP = {"learning_rate": 2e-2}  # the step-size control's override of CONTROL_GRPO
 SAMPLES = 40  # more than 32: Pass@32 is an estimate, not "some sample correct"
 # correct counts of 40 per (seed, prompt), in the curve's prompt order: every prompt solved at the base, three of
 # four lost at the plateau on each seed (a different one kept); the seeds' mean drops differ by 0.04, so the
@@ -67,8 +70,17 @@ def control(tiny_model_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("control")
     budget = replace(BUDGETS["answer"], common=BUDGETS["answer"].common | {"train_pool": 16, "probe": False})
     curve = pc.CONTROL_CURVE | {"samples": SAMPLES, "points": 2, "max_points": 3}
-    kw = dict(jobs=1, seeds=SEEDS, steps=2, problems=4, checkpoint_every=1, curve=curve, log=lambda msg: None)
-    pc.run_control(Path(tiny_model_dir), out, budget, **kw)
+    logged = out / "log.txt"  # the messages of the first call, the one that trains
+
+    def log(msg: str) -> None:
+        with logged.open("a", encoding="utf-8") as f:
+            f.write(msg + "\n")
+
+    kw = dict(jobs=1, seeds=SEEDS, steps=2, problems=4, checkpoint_every=1, curve=curve, grpo=GRPO_STEP)
+    started = time.perf_counter()
+    pc.run_control(Path(tiny_model_dir), out, budget, **kw, log=log)
+    (out / "seconds.txt").write_text(str(time.perf_counter() - started))
+    kw["log"] = lambda msg: None
     _write_counts(out, {0: BASE, 1: MIDDLE, 2: TOP})
     returned = pc.run_control(Path(tiny_model_dir), out, budget, **kw)
     narrowed = json.loads((out / "control.json").read_text())
@@ -136,7 +148,11 @@ def test_the_control_read_the_other_way_round_widened_every_endpoint_with_its_si
 def test_the_controls_curve_rows_and_plateaus_are_read_from_the_runs_files(control):
     out, record, _ = control
     assert record["split"] == "validation" and record["samples"] == SAMPLES and record["seeds"] == list(SEEDS)
-    assert record["prompts"] == 4 and record["steps"] == 2 and record["grpo"]["learning_rate"] == 1e-4
+    assert (
+        record["prompts"] == 4
+        and record["steps"] == 2
+        and record["grpo"]["learning_rate"] == GRPO_STEP["learning_rate"]
+    )
     for seed in SEEDS:
         rows = record["curves"][f"grpo-s{seed}"]
         assert [r["step"] for r in rows] == [0, 1, 2]
@@ -198,3 +214,39 @@ def test_the_control_refuses_a_folder_without_a_model_and_a_single_seed(tmp_path
         pc.run_control(tmp_path, tmp_path / "out", BUDGETS["answer"])
     with pytest.raises(ValueError, match="at least 2 seeds"):
         pc.run_control(Path(tiny_model_dir), tmp_path / "out", BUDGETS["answer"], seeds=(300,))
+
+
+def test_the_families_are_read_for_every_measured_prompt_on_the_controls_own_task():
+    """_families on a planted task (grid paths, its shipped base) for more prompts than the runs' own final evaluation
+    holds (SELECTION_EVAL's 8): each prompt is rare-only exactly when every shortest path starts vertically, found by
+    brute force over move strings (test_rare_only's), not by the task's code."""
+    from escov.llm.config import TrainConfig
+    from escov.llm.problem_sets import SELECTION_SPLIT, split_set
+    from escov.paper_checks.reproduce.bases import shipped_base_dir
+    from tests.paper_checks.reproduce.test_rare_only import _brute_paths
+
+    model = shipped_base_dir("grid_paths")
+    budget = BUDGETS["answer-grid_paths"]
+    runs = pc.control_runs(model, budget)
+    count = pc.SELECTION_EVAL["eval_problems"] + 4
+    problems = split_set(TrainConfig.from_dict(runs["grpo-s300"]), SELECTION_SPLIT, count).problems
+    families = pc._families(runs, [p.id for p in problems], model)
+    expected = [
+        "rare-only" if all(path[0] in "UD" for path in _brute_paths(p.meta["grid"])) else "other" for p in problems
+    ]
+    assert families == expected and len(families) == count and "rare-only" in expected and "other" in expected
+
+
+def test_the_control_trains_with_its_step_override_and_checkpoint_spacing_and_logs_its_elapsed_time(control):
+    out, narrowed, _ = control
+    assert narrowed["grpo"]["learning_rate"] == GRPO_STEP["learning_rate"] != pc.CONTROL_GRPO["learning_rate"]
+    for seed in SEEDS:
+        run = out / "runs" / f"grpo-s{seed}"
+        assert rundir.read_config(run)["grpo"]["learning_rate"] == GRPO_STEP["learning_rate"]
+        assert sorted(rundir.checkpoint_steps(run)[0]) == [1, 2]  # checkpoint_every = 1 over 2 steps
+    lines = (out / "log.txt").read_text(encoding="utf-8").splitlines()
+    seconds = float((out / "seconds.txt").read_text())
+    assert lines
+    for line in lines:
+        elapsed = re.match(r"^\[ *(\d+) s\] \S", line)
+        assert elapsed and int(elapsed.group(1)) <= seconds + 1, line
