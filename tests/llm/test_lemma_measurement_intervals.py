@@ -168,6 +168,31 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         seed=0,
         step=0,
     )
+    # the center's completions are their own draw, from the seed of (seed, step, "population-center"): a rollout
+    # drawn here with that seed gives the same squared score norms (score_sq_norms on its completions)
+    from escov.llm.lemma_measurements import score_sq_norms
+    from escov.llm.rollout import rollout
+
+    drawn = rollout(
+        engine,
+        task,
+        problems,
+        n=3,
+        temperature=1.0,
+        max_new_tokens=4,
+        seed=derive_seed(0, 0, "population-center"),
+        step=0,
+    )
+    params = [dict(scorer.named_parameters())[n] for n in center]
+    own = score_sq_norms(
+        scorer,
+        params,
+        [engine.prompt_token_ids(p.prompt) for p in problems for _ in range(3)],
+        [drawn.completions[i][s].token_ids for i in range(3) for s in range(3)],
+        1.0,
+        engine.tokenizer.pad_token_id,
+    )
+    np.testing.assert_allclose(sq.ravel(), own, rtol=1e-9)
     for i, r in enumerate(rows):  # Lemma 2 from each prompt's member and center outcomes, K = 2 and N
         assert r["center_success"] == pytest.approx(center_correct[i].mean())
         assert r["lemma2"] == lemma2_estimates(correct[i], center_correct[i], [2, 3])

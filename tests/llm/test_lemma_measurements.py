@@ -320,3 +320,29 @@ def test_the_validity_parameter_is_the_mean_k3_of_the_centers_ratio_by_hand():
     expected = sum(r - 1 - math.log(r) for r in ratios) / 6  # (2 (1 - ln 2) + (ln 2 - 0.5) + (ln 4 - 0.75)) / 6
     assert expected == pytest.approx((0.75 + math.log(2)) / 6)
     assert validity_estimate(logp) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_score_norm_is_the_squared_gradient_of_the_sequences_log_probability(tiny_model_dir):
+    """||grad_theta log pi(y | x)||^2 over the chosen parameters, against a gradient taken here by a separate forward:
+    log pi(y | x) = sum_t log softmax(logits_t / T)[y_t] over the completion's tokens, one backward pass, then the
+    sum of the squared gradient entries (not their absolute values, not a norm)."""
+    import torch
+
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.lemma_measurements import score_sq_norms
+
+    engine = HFEngine(tiny_model_dir)
+    model, temperature = engine.model, 0.7
+    params = [p for n, p in model.named_parameters() if "layers.0." in n]
+    prompts = [engine.prompt_token_ids("3 4 ="), engine.prompt_token_ids("12 5 7 =")]
+    completions = [[5, 9, 11], [7, 3]]
+    got = score_sq_norms(model, params, prompts, completions, temperature, engine.tokenizer.pad_token_id)
+    for value, prompt, completion in zip(got, prompts, completions):
+        model.zero_grad(set_to_none=True)
+        ids = torch.tensor([prompt + completion])
+        logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].double() / temperature
+        logp = torch.log_softmax(logits, -1)[torch.arange(len(completion)), torch.tensor(completion)].sum()
+        logp.backward()
+        expected = sum(float((p.grad.double() ** 2).sum()) for p in params if p.grad is not None)
+        model.zero_grad(set_to_none=True)
+        assert value == pytest.approx(expected, rel=1e-6) and expected > 0
