@@ -162,6 +162,21 @@ def choose(curves: dict[str, dict[str, list[dict]]], level: float, updates: int 
     return {"level": level, "settings": settings, "chosen": chosen, "reached": bool(reached), "cap_updates": cap}
 
 
+def read_curves(runs_dir: Path, runs, settings: list[str]) -> dict[str, dict[str, list[dict]]]:
+    """setting -> run -> its curve's points in step order ({step, pass1, pass32}: the sampled Pass@1 and Pass@32),
+    each run (SETTING-sSEED) under its own setting, read from runs_dir/RUN/curve.json."""
+    from escov.llm import rundir
+
+    curves: dict[str, dict[str, list[dict]]] = {name: {} for name in settings}
+    for run in runs:
+        points = sorted(rundir.read_curve(Path(runs_dir) / run), key=lambda p: p["step"])
+        curves[run.rsplit("-s", 1)[0]][run] = [
+            {"step": p["step"], "pass1": p["sampled"]["pass_at_k"]["1"], "pass32": p["sampled"]["pass_at_k"]["32"]}
+            for p in points
+        ]
+    return curves
+
+
 def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: int = 2, log=print, **sizes) -> dict:
     """Train and measure the pilot's runs (resumable: finished runs and curve points are kept), then read it.
     sizes: `seeds`, `updates`, `prompts` (tests shrink them); `settings`, names of SETTINGS (default: all; a subset
@@ -211,13 +226,7 @@ def run_es_pilot(model: Path, control_json: Path, out: Path, budget, *, jobs: in
     missing = [name for name in runs if not complete(out / "runs" / name, curve)]
     if missing:
         raise ValueError(f"{out}: runs not finished yet ({', '.join(missing)}): run es-pilot for their settings")
-    curves: dict[str, dict[str, list[dict]]] = {name: {} for name in SETTINGS if name in chosen or not only}
-    for run in runs:
-        points = sorted(rundir.read_curve(out / "runs" / run), key=lambda p: p["step"])
-        curves[run.rsplit("-s", 1)[0]][run] = [
-            {"step": p["step"], "pass1": p["sampled"]["pass_at_k"]["1"], "pass32": p["sampled"]["pass_at_k"]["32"]}
-            for p in points
-        ]
+    curves = read_curves(out / "runs", runs, [name for name in SETTINGS if name in chosen or not only])
     record = choose(curves, plateau_level(control), updates) | {
         "base": base_record(model),
         "control": {"seeds": control["seeds"], "steps": control["steps"], "grpo": control["grpo"]},

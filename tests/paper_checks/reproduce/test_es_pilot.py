@@ -284,3 +284,43 @@ def test_the_record_keeps_each_runs_last_point_plateau_and_setting_and_the_level
         "a": {"a-s1": points([0.3, 0.5])},
     }
     assert choose(stuck, 0.6)["chosen"] == "b"
+
+
+def test_each_runs_curve_is_read_under_its_own_setting_in_step_order(tmp_path):
+    """read_curves on curve.json files written here: a run named SETTING-sSEED goes under SETTING (es-sampled-s310
+    under es-sampled, not es), its points in step order with the sampled Pass@1 and Pass@32 (not the greedy ones)."""
+    from escov.llm.rundir import write_json
+    from escov.paper_checks.reproduce.es_pilot import read_curves
+    from tests.paper_checks.reproduce.test_training_runs_done import _evaluation
+
+    def point(step: int, p1: float, p32: float) -> dict:
+        sampled = _evaluation(n=64) | {"pass_at_k": {"1": p1, "16": 0.0, "32": p32}}
+        greedy = _evaluation(n=1, temperature=0.0) | {"ks": [1], "pass_at_k": {"1": 1.0 - p1}}
+        return {"step": step, "sampled": sampled, "greedy": greedy}
+
+    written = {
+        "es-s310": [point(20, 0.3, 0.6), point(0, 0.1, 0.4), point(10, 0.2, 0.5)],
+        "es-sampled-s310": [point(0, 0.15, 0.45), point(10, 0.25, 0.65)],
+        "es-sampled-s311": [point(0, 0.12, 0.42)],
+    }
+    for run, points in written.items():
+        (tmp_path / run).mkdir()
+        write_json(tmp_path / run / "curve.json", {"points": points})
+    curves = read_curves(tmp_path, list(written), ["es", "es-sampled", "es-n64-a0.02"])
+    assert curves == {
+        "es": {
+            "es-s310": [
+                {"step": 0, "pass1": 0.1, "pass32": 0.4},
+                {"step": 10, "pass1": 0.2, "pass32": 0.5},
+                {"step": 20, "pass1": 0.3, "pass32": 0.6},
+            ]
+        },
+        "es-sampled": {
+            "es-sampled-s310": [
+                {"step": 0, "pass1": 0.15, "pass32": 0.45},
+                {"step": 10, "pass1": 0.25, "pass32": 0.65},
+            ],
+            "es-sampled-s311": [{"step": 0, "pass1": 0.12, "pass32": 0.42}],
+        },
+        "es-n64-a0.02": {},
+    }
