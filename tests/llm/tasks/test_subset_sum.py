@@ -148,3 +148,23 @@ def test_targets_lie_above_the_largest_number_unless_asked_otherwise():
         p for p in above if all(max(p.meta["numbers"]) not in s for s in solutions(p.meta["numbers"], p.meta["target"]))
     ]
     assert len(rare) >= 10
+
+
+@pytest.mark.parametrize(
+    "completion, chosen",
+    [
+        ("9+3,5", (3, 5, 9)),
+        (" 12 , 7 ", (7, 12)),
+        ("5,5", (5, 5)),
+        ("05,3", None),  # a leading zero
+        ("3,,5", None),
+        ("", None),
+        ("3-5", None),
+        ("1" * 7, None),  # a number of more than six digits
+        (None, None),
+    ],
+)
+def test_an_answer_is_its_numbers_sorted_or_none(completion, chosen):
+    from escov.llm.tasks.subset_sum import parse_answer
+
+    assert parse_answer(completion) == chosen
