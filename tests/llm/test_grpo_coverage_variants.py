@@ -7,6 +7,7 @@ are compared with TRL itself in tests/llm/test_grpo_trl_parity.py."""
 import itertools
 import math
 import statistics
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -460,3 +461,29 @@ def test_pass_k_is_bounded_by_g_only_where_an_estimator_reads_it():
         GRPOConfig(num_generations=2, adv_estimator="passk_analytic").validate()
     with pytest.raises(ValueError, match="grpo.pass_k must be an integer"):
         GRPOConfig(pass_k=0).validate()
+
+
+def test_the_adaptive_coefficient_stops_at_its_floor_and_starts_from_zero_when_asked():
+    """coef_min 0.008: above the target the coefficient falls by delta 0.005 but not below 0.008 (0.015 -> 0.010 ->
+    0.008); an adaptive bonus whose coefficient starts at 0 is on (it grows from 0: 0.005 after a low entropy)."""
+    cfg = GRPOConfig(
+        use_adaptive_entropy=True,
+        entropy_coef=0.015,
+        entropy_coef_min=0.008,
+        entropy_coef_max=0.05,
+        entropy_coef_delta=0.005,
+        entropy_target=0.5,
+    )
+    cfg.validate()
+    control = EntropyControl(cfg, dict)
+    coefs = []
+    for measured in (0.9, 0.9, 0.9):
+        control.measured(measured)
+        coefs.append(control.state["coef"])
+    assert coefs == pytest.approx([0.010, 0.008, 0.008])
+    start_at_zero = replace(cfg, entropy_coef=0.0, entropy_coef_min=0.0)
+    start_at_zero.validate()
+    grows = EntropyControl(start_at_zero, dict)
+    assert grows.enabled and grows.applied() == 0.0
+    grows.measured(0.1)
+    assert grows.state["coef"] == pytest.approx(0.005) and grows.applied() == pytest.approx(0.005)

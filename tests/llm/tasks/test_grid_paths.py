@@ -252,3 +252,31 @@ def test_one_step_train_and_eval_from_the_command_line(tiny_model_dir, tmp_path,
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     assert "grid_paths" in capsys.readouterr().out
+
+
+def test_a_walk_that_leaves_the_grid_on_any_side_or_enters_a_wall_ends_nowhere():
+    """A 2 x 3 grid "S.#|..G" (rows joined by "|"): each move off an edge, or into the wall, ends the walk (None);
+    the one shortest path around the wall reaches G."""
+    from escov.llm.tasks.grid_paths import walk_end
+
+    grid = parse_grid("S.#|..G")
+    assert (grid.rows, grid.cols, grid.start, grid.goal, set(grid.blocked)) == (2, 3, (0, 0), (1, 2), {(0, 2)})
+    for moves in ("U", "L", "DD", "RRR", "DRRR", "RR"):
+        assert walk_end(grid, moves) is None, moves
+    assert walk_end(grid, "DRR") == (1, 2) and walk_end(grid, "RDR") == (1, 2)
+    assert not grid.is_free((1, 3)) and not grid.is_free((2, 0)) and not grid.is_free((-1, 0)) and grid.is_free((1, 1))
+
+
+def test_generated_grids_reach_down_to_their_minimum_distance_and_solution_count():
+    """Every generated instance meets the settings (distance >= min_distance, >= min_solutions shortest paths, counted
+    by brute force here), and both bounds are attained: the minimum is allowed, not excluded."""
+    from escov.llm.tasks.grid_paths import GridPaths
+
+    task = GridPaths(min_distance=4, min_solutions=2)
+    problems = task.problems("train", 120, seed=0)
+    distances = [p.meta["distance"] for p in problems]
+    counts = [p.meta["n_solutions"] for p in problems]
+    assert min(distances) == 4 and min(counts) == 2
+    for p in [p for p in problems if p.meta["distance"] <= 6][:20]:  # 4^6 move strings at most
+        d, paths = brute_shortest(parse_grid(p.meta["grid"]), longest=6)
+        assert (d, len(paths)) == (p.meta["distance"], p.meta["n_solutions"])
