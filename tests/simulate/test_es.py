@@ -173,3 +173,32 @@ def test_bf16_step_leaves_bf16_weights():
 def test_bad_es_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         replace(ESConfig(), **kwargs)
+
+
+def test_sampled_members_draw_their_paths_at_the_member_temperature():
+    """member_fitness with sampled rollouts: each member's mean reward over many samples is the expected reward
+    under softmax(logits / member_temperature), averaged over the batch prompts (within 4 standard errors)."""
+    from escov.simulate.bandit import softmax
+    from escov.simulate.es import member_fitness
+
+    task = make_task(TaskShape(n_prompts=3, n_paths=8), 1)
+    rng = np.random.default_rng(2)
+    logits = rng.normal(0.0, 2.0, (1, 2, task.n_prompts, task.n_paths))
+    batch = np.array([0, 2])
+    for temperature in (0.3, 2.0):
+        cfg = ESConfig(population_size=2, member_temperature=temperature, member_samples=20_000)
+        got = member_fitness(task, logits, batch, cfg, np.random.default_rng(3))
+        probs = softmax(logits[:, :, batch], temperature)
+        expected = (probs * task.reward[:, None, batch]).sum(-1).mean(-1)
+        se = np.sqrt((probs * task.reward[:, None, batch] ** 2).sum(-1).mean(-1) / (20_000 * len(batch)))
+        assert np.all(np.abs(got - expected) < 4 * se + 1e-12), (temperature, got, expected)
+        other = (softmax(logits[:, :, batch], 1.0) * task.reward[:, None, batch]).sum(-1).mean(-1)
+        assert np.any(np.abs(other - expected) > 8 * se)  # the temperature matters here
+
+
+def test_an_es_step_counts_each_members_samples_in_its_responses_and_flops():
+    from escov.theory.budget import es_flops
+
+    cfg = ESConfig(population_size=4, member_temperature=1.0, member_samples=3)
+    assert cfg.responses_per_step(5) == 4 * 5 * 3
+    assert cfg.flops_per_step(5) == es_flops(4, 3) * 5 == 2 * 4 * 3 * 5

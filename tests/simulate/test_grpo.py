@@ -158,3 +158,39 @@ def test_temperature_changes_the_sampling_distribution():
 def test_bad_grpo_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         replace(GRPOConfig(), **kwargs)
+
+
+def test_the_kl_penalty_pulls_the_policy_toward_the_reference_not_toward_itself():
+    """Every path earns reward 1 (advantages 0): the only gradient is beta's KL term, which moves theta toward the
+    reference's policy; KL(pi_theta || pi_ref), summed over prompts, falls after the step."""
+    shape = TaskShape(
+        n_prompts=5,
+        n_paths=4,
+        n_correct=1,
+        rare_share=0.0,
+        n_tempting=1,
+        formatted_share=1.0,
+        format_bonus=1.0,
+        feature_dim=3,
+    )
+    task = make_task(shape, 2)
+    theta = task.theta0 + np.random.default_rng(5).normal(0.0, 0.5, task.theta0.shape)
+    cfg = GRPOConfig(beta=0.5, optimizer="sgd", learning_rate=0.5)
+
+    def kl(t):
+        p, r = task.policy(t, 1.0), task.policy(task.theta0, 1.0)
+        return (p * (np.log(p) - np.log(r))).sum(axis=(1, 2))
+
+    moved, _ = grpo_step(task, theta, cfg, np.random.default_rng(0), task.theta0, {})
+    assert np.all(kl(moved) < kl(theta)) and np.all(kl(theta) > 0)
+
+
+def test_each_surrogate_step_after_the_first_reads_the_updated_policy():
+    """mu = 3 steps on one batch with a large SGD step and a narrow clip: from the second step the ratio
+    pi_theta / pi_old moves off 1 and some terms are clipped (at the first step every ratio is 1, none is)."""
+    task = make_task(TaskShape(n_prompts=8, feature_dim=6), 2)
+    one = GRPOConfig(beta=0.0, optimizer="sgd", learning_rate=2.0, epsilon=0.02, num_iterations=1)
+    _, first = grpo_step(task, task.theta0, one, np.random.default_rng(1), task.theta0, {})
+    assert np.all(first["clipped_share"] == 0.0)
+    _, three = grpo_step(task, task.theta0, replace(one, num_iterations=3), np.random.default_rng(1), task.theta0, {})
+    assert np.all(three["clipped_share"] > 0.0)
