@@ -145,3 +145,23 @@ def test_bad_parameter_arrays_raise():
     with pytest.raises(ValueError, match="seeds"):
         make_task(SMALL, [])
     assert isinstance(task, BanditTask)
+
+
+@pytest.mark.parametrize("feature_dim", [None, 5])
+def test_the_fisher_trace_is_the_trace_of_the_score_covariance_by_enumeration(feature_dim):
+    """tr I_x = sum_y pi_y ||Phi_y - sum_y' pi_y' Phi_y'||^2, the score's covariance summed over paths: with independent
+    logits (Phi the identity) it is 1 - sum_y pi_y^2; with features, the weighted spread of the feature rows."""
+    task = make_task(TaskShape(n_prompts=3, n_paths=8, feature_dim=feature_dim), 2)
+    theta = task.theta0 + np.random.default_rng(1).normal(0.0, 0.3, task.theta0.shape)
+    probs = task.policy(theta)
+    got = task.fisher_trace(probs)
+    S, P, V = probs.shape
+    phi = np.eye(P * V).reshape(P * V, P, V).transpose(1, 2, 0) if feature_dim is None else None
+    for s in range(S):
+        for p in range(P):
+            rows = phi[p] if feature_dim is None else task.features[s].reshape(P, V, task.dim)[p]
+            mean = probs[s, p] @ rows
+            expected = sum(probs[s, p, y] * np.sum((rows[y] - mean) ** 2) for y in range(V))
+            assert got[s, p] == pytest.approx(expected, rel=1e-9)
+            if feature_dim is None:
+                assert got[s, p] == pytest.approx(1.0 - np.sum(probs[s, p] ** 2), rel=1e-9)

@@ -103,6 +103,9 @@ def test_population_metrics_against_direct_formulas():
     w = np.maximum(z, 0) / np.maximum(z, 0).sum(-1, keepdims=True)
     np.testing.assert_allclose(p_w, np.einsum("sn,snp->sp", w, p), atol=1e-12)
     np.testing.assert_allclose(out["lemma3_gain"], out["lemma3_cov"], atol=1e-12)
+    centre = np.exp(task.logits(task.theta0)) / np.exp(task.logits(task.theta0)).sum(-1, keepdims=True)
+    p_centre = (centre * task.correct).sum(-1)  # (S, P)
+    np.testing.assert_allclose(out["centre_pass@N"], (1 - (1 - p_centre) ** N).mean(-1), rtol=1e-12)
 
 
 def test_fitness_weights_are_monotone_and_uniform_when_no_member_is_above_average():
