@@ -160,6 +160,12 @@ def test_the_controls_curve_rows_and_plateaus_are_read_from_the_runs_files(contr
             assert row["pass1"] == pytest.approx(sum(counts) / (4 * SAMPLES))
             assert row["pass32"] == pytest.approx(sum(_pass32(c) for c in counts) / 4)
             assert row["no_correct"] == pytest.approx(sum(c == 0 for c in counts) / 4)
+        points = rundir.read_curve(out / "runs" / f"grpo-s{seed}")
+        assert [r["entropy"] for r in rows] == [p["sampled"]["mean_token_entropy"] for p in points]
+        assert all(r["entropy"] > 0 for r in rows)
+        assert all(p["sampled"]["temperature"] == record["temperature"] for p in points)
+    assert record["non_finite"] == []  # every interval of 2 seeds is finite
+    assert record["temperature"] == pc.CONTROL_CURVE["temperature"] == 0.6
     # last third of 2 steps: from step 2 itself (rise 0); s300's highest Pass@1 (step 1, 120/160) is far above its
     # last (12/160): not a plateau; s301's last (14/160) equals its highest (the base's, 14/160): a plateau
     p300, p301 = record["plateau"]["grpo-s300"], record["plateau"]["grpo-s301"]
@@ -250,3 +256,17 @@ def test_the_control_trains_with_its_step_override_and_checkpoint_spacing_and_lo
     for line in lines:
         elapsed = re.match(r"^\[ *(\d+) s\] \S", line)
         assert elapsed and int(elapsed.group(1)) <= seconds + 1, line
+
+
+def test_without_a_curve_the_control_measures_with_its_own_curve_settings(tmp_path, tiny_model_dir):
+    """curve None is CONTROL_CURVE (with the control's prompts and split): the control reaches its runs (stopped here
+    at run_all's first message, before any training)."""
+
+    class Reached(Exception):
+        pass
+
+    def stop(msg: str) -> None:
+        raise Reached(msg)
+
+    with pytest.raises(Reached, match=r"^\[ *\d+ s\] 2 of 2 runs to do, 1 at a time$"):
+        pc.run_control(Path(tiny_model_dir), tmp_path / "out", BUDGETS["answer"], jobs=1, seeds=SEEDS, log=stop)
