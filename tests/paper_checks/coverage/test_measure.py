@@ -70,3 +70,99 @@ def test_the_budgets_run_from_1_to_n_inclusive():
         check_ks([1, 5], 4, "src")
     with pytest.raises(InputError, match=r"^--k: expected budgets >= 1, got 0$"):
         check_ks([0, 2], 4, "src")
+
+
+def _designed() -> Coverage:
+    """Three models on 3 prompts of n = 4 samples: the reference (1 seed), "m" (2 seeds, with answers) and "n" (a name
+    that is also a report field)."""
+    votes = [
+        [["a", "a", "b", "c"], ["x", "y", "y", "y"], ["p", "q", "r", "p"]],
+        [["b", "b", "b", "a"], ["x", "x", "y", "z"], ["q", "q", "p", None]],
+    ]
+    right = {"a", "x", "p"}
+    answers = [[(v, [a in right for a in v], v) for v in seed] for seed in votes]
+    counts = np.array([[sum(a in right for a in v) for v in seed] for seed in votes])
+    return Coverage(
+        "designed",
+        {
+            "ref": ModelCounts("ref", 4, ["p0", "p1", "p2"], np.array([[1, 0, 2]])),
+            "m": ModelCounts("m", 4, ["p0", "p1", "p2"], counts, seeds=[0, 1], answers=answers),
+            "n": ModelCounts("n", 4, ["p0", "p1", "p2"], np.array([[4, 4, 0]])),
+        },
+    ).checked()
+
+
+def test_the_report_holds_its_settings_every_model_and_each_compared_model_at_the_top_level():
+    from escov.paper_checks.coverage.measure import bootstrap_weights
+    from escov.theory.coverage import crossing_k, problem_bootstrap_indices
+    from escov.theory.metrics import maj_at_ks
+
+    cov = _designed()
+    options = MeasureOptions(reference="ref", ks=(4, 1, 2), taus=(0.5,), replicates=40, confidence=0.9, seed=3)
+    report = measure(cov, options)
+    assert {k: report[k] for k in ("source", "reference", "n", "prompts", "ks", "taus", "confidence")} == {
+        "source": "designed",
+        "reference": "ref",
+        "n": 4,
+        "prompts": 3,
+        "ks": [1, 2, 4],
+        "taus": [0.5],
+        "confidence": 0.9,
+    }
+    assert (report["replicates"], report["bootstrap_seed"]) == (40, 3)
+    models = report["models"]
+    assert set(models) == {"ref", "m", "n"} and report["m"] is models["m"] and "ref" not in report
+    assert report["n"] == 4  # a model named like a report field stays under "models" only
+    assert set(models["ref"]) == {"seeds", "pass_at_k", "cover_at_tau"}
+    assert set(models["m"]) == {
+        "seeds",
+        "pass_at_k",
+        "cover_at_tau",
+        "maj_at_k",
+        "distinct_correct",
+        "answer_entropy",
+        "crossing",
+        "solvability",
+    }
+    assert models["m"]["seeds"] == [0, 1]
+    # the percentile interval of each mean over the same 40 bootstrap draws of the prompts (seeded 3)
+    draws = problem_bootstrap_indices(3, 40, 3)
+    weights = bootstrap_weights(3, 40, 3)
+    assert np.array_equal(weights, np.stack([np.bincount(row, minlength=3) for row in draws]).astype(float))
+    cover = (cov.models["m"].counts >= 2).mean(0)  # "m": c / 4 >= 0.5 per seed, seeds averaged
+    lo, hi = np.quantile(weights @ cover / 3, [0.05, 0.95])
+    assert models["m"]["cover_at_tau"]["0.5"] == pytest.approx({"mean": cover.mean(), "lo": lo, "hi": hi})
+    # Maj@k per prompt: each seed's vote over 64 seeded subsets (seed = the prompt's index), seeds averaged
+    for k_index, k in enumerate([1, 2, 4]):
+        per_prompt = [
+            np.mean(
+                [
+                    maj_at_ks(v, [a in {"a", "x", "p"} for a in v], [1, 2, 4], n_subsets=64, seed=p)[k_index]
+                    for v in (seed0, seed1)
+                ]
+            )
+            for p, (seed0, seed1) in enumerate(zip(*[[v for v, _, _ in seed] for seed in cov.models["m"].answers]))
+        ]
+        assert models["m"]["maj_at_k"][str(k)]["mean"] == pytest.approx(np.mean(per_prompt))
+    # the full vote by hand: p0 a (right) then b, p1 y then x (right), p2 p (right) then q: 0.5 on each prompt
+    assert models["m"]["maj_at_k"]["4"]["mean"] == pytest.approx(0.5)
+    # the crossing read between budgets, and the report drawn twice is the same (every draw seeded)
+    m_curve = np.array([models["m"]["pass_at_k"][str(k)]["mean"] for k in (1, 2, 4)])
+    ref_curve = np.array([models["ref"]["pass_at_k"][str(k)]["mean"] for k in (1, 2, 4)])
+    between = crossing_k([1, 2, 4], m_curve, ref_curve, interpolate=True)
+    expected = None if np.isnan(between) else float(between)
+    assert models["m"]["crossing"]["k_star_interpolated"] == (expected if expected is None else pytest.approx(expected))
+    assert measure(cov, options) == report
+    assert measure(cov, MeasureOptions(reference="ref", replicates=10))["ks"] == [1, 2, 4]  # k_grid(4)
+
+
+def test_an_unknown_reference_is_named_with_the_models_there_are():
+    with pytest.raises(InputError) as err:
+        measure(_designed(), MeasureOptions(reference="zz", replicates=10))
+    assert str(err.value) == "--reference 'zz': no such model in designed (models: m, n, ref)"
+
+
+def test_a_rate_no_seed_pair_defines_is_none():
+    out = _solvability(np.array([[1, 0], [0, 0]]), np.array([[0, 0], [0, 0]]))  # the reference never solves
+    # NSCR: 1 for the first model seed (E = 1), undefined for the second (nothing solved on either side)
+    assert out["srr"] is None and out["nscr"] == pytest.approx(1.0) and out["preserved"] == 0.0
