@@ -224,3 +224,70 @@ def test_the_arm_runs_end_to_end_on_a_tiny_design(tiny_model_dir, tmp_path):
     assert "pass@32" in rec["variant_plateau_minus_base"]
     b = rec["es_at_variant_plateau"]
     assert "reason" in b or {"level", "grpo_fall", "difference", "reading"} <= set(b)
+
+
+def test_grpos_plateau_is_the_mean_of_its_last_points_and_each_runs_highest_is_its_maximum():
+    """Plain GRPO climbs to 0.7 then falls to 0.5 on one seed and ends at its highest 0.6 on the other: the plateau is
+    the mean of the last points (0.55, not the highest's 0.65), the level 0.55 - REACH_TOLERANCE, and each run's
+    highest Pass@1 its maximum (0.7, 0.6), not its last point."""
+    from escov.paper_checks.premise_plateau import REACH_TOLERANCE
+
+    plain = [_curve(0, [0.2, 0.7, 0.5], [[10, 2], [6, 1], [6, 1]]), _curve(1, [0.2, 0.6, 0.6], [[10, 2]] * 3)]
+    got = grpo_variants.choose(plain, {"same": plain})
+    assert got["plateau"] == pytest.approx(0.55) and got["level"] == pytest.approx(0.55 - REACH_TOLERANCE)
+    assert got["plain_highest"] == [pytest.approx(0.7), pytest.approx(0.6)]
+    assert got["candidates"]["same"]["highest"] == [pytest.approx(0.7), pytest.approx(0.6)]
+
+
+def test_the_chosen_variants_test_runs_are_the_plain_grpo_runs_with_its_settings_added(tmp_path):
+    """From the answer's runs only plain GRPO (no variant tag, not ES or a schedule) is rerun with the chosen settings
+    merged into its [grpo] table, without its schedule and device; fewer than 2 such runs are refused."""
+    runs = {
+        "grpo-s0": {"algo": "grpo", "seed": 0, "grpo": {"learning_rate": 1e-4}, "device": "cpu", "schedule": {}},
+        "grpo-s1": {"algo": "grpo", "seed": 1, "grpo": {"learning_rate": 1e-4}},
+        "grpo[dapo]-s0": {"algo": "grpo", "seed": 0, "grpo": {"loss_type": "dapo", "learning_rate": 1e-4}},
+        "es-s0": {"algo": "es", "seed": 0, "es": {}},
+        "es-grpo-s0": {"algo": "es-grpo", "seed": 0, "grpo": {"learning_rate": 1e-4}},
+    }
+    for name, cfg in runs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(cfg))
+    got = grpo_variants.test_runs(tmp_path, "clip-higher", {"epsilon_high": 0.28})
+    assert got == {
+        f"grpo[clip-higher]-s{s}": {"algo": "grpo", "seed": s, "grpo": {"learning_rate": 1e-4, "epsilon_high": 0.28}}
+        for s in (0, 1)
+    }
+    (tmp_path / "grpo-s1" / "config.json").unlink()
+    with pytest.raises(ValueError, match=r"fewer than 2 plain GRPO runs to run the chosen variant as$"):
+        grpo_variants.test_runs(tmp_path, "clip-higher", {"epsilon_high": 0.28})
+
+
+def test_the_variants_verdict_is_read_from_its_pass32_endpoint():
+    """A variant that loses most prompts (Pass@32 falls, the no-correct share rises) has narrowed: the verdict is
+    Pass@32's (narrowed), not the no-correct endpoint's, whose sign is the opposite (widened)."""
+    from escov.paper_checks.premise import verdict
+
+    base = [10, 8, 12, 9, 11, 7]
+    last = {0: [0, 0, 0, 20, 0, 1], 1: [0, 0, 1, 20, 0, 0], 2: [0, 1, 0, 21, 0, 0]}
+    variant = [_curve(s, [0.2, 0.6], [base, last[s]]) for s in (0, 1, 2)]
+    es = [_curve(s, [0.2, 0.5], [base, base]) for s in (0, 1, 2)]
+    ends = grpo_variants.record(SELECTION, es, variant)["variant_plateau_minus_base"]
+    assert ends["pass@32"]["hi"] < 0 < ends["no_correct"]["lo"]
+    assert ends["verdict"] == "narrowed" == verdict(ends["pass@32"]) != verdict(ends["no_correct"])
+
+
+def test_each_candidate_runs_the_controls_grpo_with_its_own_settings_on_every_selection_seed():
+    from pathlib import Path
+
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.premise_control import CONTROL_GRPO, CONTROL_SEEDS
+
+    design = grpo_variants.Design()
+    budget = BUDGETS["answer-paper-regime"]  # its own GRPO step (3e-5) is not the control's (1e-4)
+    assert budget.grpo["learning_rate"] != CONTROL_GRPO["learning_rate"]
+    runs = grpo_variants.selection_runs(Path("base"), budget, design, {"cand": {"epsilon_high": 0.28}})
+    assert set(runs) == {f"grpo-s{s}" for s in CONTROL_SEEDS} | {f"cand-s{s}" for s in CONTROL_SEEDS}
+    for s in CONTROL_SEEDS:
+        plain, cand = runs[f"grpo-s{s}"]["grpo"], runs[f"cand-s{s}"]["grpo"]
+        assert cand == plain | {"epsilon_high": 0.28} and cand["learning_rate"] == CONTROL_GRPO["learning_rate"]
+        assert runs[f"cand-s{s}"]["seed"] == s and runs[f"cand-s{s}"]["steps"] == design.steps
