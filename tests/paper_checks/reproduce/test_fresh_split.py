@@ -135,3 +135,42 @@ def test_the_selection_runs_final_evaluations_are_a_reader_and_the_answer_skips_
     record = check(eval_set(unskipped).problems, {"selection": reader})
     assert record["overlap"] == read and record["disjoint"] is False
     assert check(eval_set(fresh).problems, {"selection": reader})["disjoint"] is True
+
+
+def _problem(pid: str, numbers: list[int], target: int):
+    from escov.llm.tasks.base import Problem
+
+    return Problem(pid, "", {"numbers": numbers, "target": target})
+
+
+class _Fixed:
+    """A reader whose prompts are given (the check reads only `problems()` and `source`)."""
+
+    def __init__(self, problems, source="planted"):
+        self._problems, self.source = problems, source
+
+    def problems(self):
+        return self._problems
+
+
+def test_an_instance_is_its_numbers_and_target_and_the_answers_prompts_read_before_are_counted():
+    """Two prompts are the same instance only when both their sorted numbers and their target agree; the count of
+    the premise answer's prompts each reader read is the size of the intersection, not the reader's whole draw; the
+    fresh prompts must have exactly FRESH_SOLUTIONS solutions to be disjoint."""
+    from escov.llm.tasks.countdown import distinct_solutions
+    from escov.paper_checks.reproduce.fresh_split import FRESH_SOLUTIONS, PREMISE_ANSWER
+
+    fresh = Countdown(3, 3, min_solutions=1).problems("test", 60, seed=0)  # 1, 2 and 6 solutions
+    two = [p for p in fresh if len(distinct_solutions(p.meta["numbers"], p.meta["target"])) == FRESH_SOLUTIONS][:2]
+    other = [p for p in fresh if len(distinct_solutions(p.meta["numbers"], p.meta["target"])) != FRESH_SOLUTIONS][:1]
+    assert len(two) == 2 and other
+    a = two[0]
+    same_numbers = _problem("x", list(reversed(a.meta["numbers"])), a.meta["target"] + 1)  # another target
+    readers = {
+        PREMISE_ANSWER: _Fixed([_problem("r1", list(reversed(a.meta["numbers"])), a.meta["target"]), other[0]]),
+        "near": _Fixed([same_numbers, other[0], _problem("y", [1, 2, 3], 6)]),
+    }
+    record = check(two, readers)
+    assert record["overlap"] == [a.id] and record["answer_read_before"] == {PREMISE_ANSWER: 2, "near": 1}
+    assert check(two, {"near": readers["near"]})["disjoint"] is True
+    assert check(two + other, {"near": readers["near"]})["disjoint"] is False  # a prompt of other solution counts
