@@ -173,4 +173,7 @@ def test_an_instance_is_its_numbers_and_target_and_the_answers_prompts_read_befo
     record = check(two, readers)
     assert record["overlap"] == [a.id] and record["answer_read_before"] == {PREMISE_ANSWER: 2, "near": 1}
     assert check(two, {"near": readers["near"]})["disjoint"] is True
-    assert check(two + other, {"near": readers["near"]})["disjoint"] is False  # a prompt of other solution counts
+    far = {"far": _Fixed([_problem("y", [1, 2, 3], 6)])}  # read nothing of these
+    assert check(two, far)["disjoint"] is True
+    lone = check(two + other, far)  # a prompt of another solution count, read by no one
+    assert lone["overlap"] == 0 and lone["splits"] == ["test"] and lone["disjoint"] is False
