@@ -101,7 +101,7 @@ def _solvability(model_counts: np.ndarray, reference_counts: np.ndarray) -> dict
     return out
 
 
-def _answer_measures(answers: list, n: int, ks, weights, confidence) -> dict:
+def _answer_measures(answers: list, ks, weights, confidence) -> dict:
     """Maj@k, distinct correct canonical solutions and answer entropy per prompt (seeds averaged)."""
     seeds, prompts = len(answers), len(answers[0])
     maj = np.zeros((prompts, len(ks)))
@@ -171,7 +171,7 @@ def measure(cov: Coverage, options: MeasureOptions) -> dict:
         if m.answers is not None:
             order = {p: i for i, p in enumerate(m.prompt_ids)}
             aligned = [[seed_answers[order[p]] for p in first.prompt_ids] for seed_answers in m.answers]
-            entry.update(_answer_measures(aligned, n, ks, weights, options.confidence))
+            entry.update(_answer_measures(aligned, ks, weights, options.confidence))
         if name != options.reference:
             entry["crossing"] = _crossing(ks, curves[name], curves[options.reference], weights, options.confidence)
             entry["solvability"] = _solvability(counts, cov.aligned(options.reference))

@@ -166,3 +166,56 @@ def test_a_rate_no_seed_pair_defines_is_none():
     out = _solvability(np.array([[1, 0], [0, 0]]), np.array([[0, 0], [0, 0]]))  # the reference never solves
     # NSCR: 1 for the first model seed (E = 1), undefined for the second (nothing solved on either side)
     assert out["srr"] is None and out["nscr"] == pytest.approx(1.0) and out["preserved"] == 0.0
+
+
+def test_a_crossing_between_budgets_its_interval_and_the_budgets_asked_for():
+    """5 prompts, n = 4: the model solves two prompts, 4 and 3 times in 4 (Pass@1 0.35, Pass@2 and Pass@4 0.4), the
+    reference four prompts once in four (Pass@1 0.2, Pass@2 0.4, Pass@4 0.8). The reference leads first at k = 4;
+    read between budgets the crossing is k = 2, where the curves meet. Its interval: the 5% and 95% inverted-CDF
+    quantiles of the bootstrap replicates' k*, a replicate with no crossing counted as infinity; each Pass@k interval
+    at confidence 0.9."""
+    from escov.paper_checks.coverage.measure import bootstrap_weights
+    from escov.theory.coverage import crossing_k, pass_at_k_table
+
+    ids = [f"p{i}" for i in range(5)]
+    cov = Coverage(
+        "crossing",
+        {
+            "ref": ModelCounts("ref", 4, ids, np.array([[1, 1, 1, 1, 0]])),
+            "m": ModelCounts("m", 4, ids, np.array([[4, 3, 0, 0, 0]])),
+        },
+    ).checked()
+    report = measure(cov, MeasureOptions(reference="ref", ks=(1, 2, 4), replicates=200, confidence=0.9, seed=1))
+    crossing = report["m"]["crossing"]
+    assert (crossing["k_star"], crossing["k_star_interpolated"]) == (4.0, 2.0)
+    weights = bootstrap_weights(5, 200, 1)
+    m_pp, ref_pp = (
+        pass_at_k_table(np.array([4, 3, 0, 0, 0]), 4, [1, 2, 4]),
+        pass_at_k_table(np.array([1, 1, 1, 1, 0]), 4, [1, 2, 4]),
+    )
+    reps = crossing_k([1, 2, 4], weights @ m_pp / 5, weights @ ref_pp / 5)
+    lo, hi = np.quantile(np.where(np.isnan(reps), np.inf, reps), [0.05, 0.95], method="inverted_cdf")
+    assert crossing["no_crossing_share"] == pytest.approx(float(np.isnan(reps).mean()))
+    assert crossing["lo"] == (None if np.isinf(lo) else lo) and crossing["hi"] == (None if np.isinf(hi) else hi)
+    p1 = weights @ ref_pp[:, 0] / 5
+    assert report["models"]["ref"]["pass_at_k"]["1"] == pytest.approx(
+        {"mean": 0.2, "lo": float(np.quantile(p1, 0.05)), "hi": float(np.quantile(p1, 0.95))}
+    )
+    assert measure(cov, MeasureOptions(reference="ref", ks=(3, 1), replicates=10))["ks"] == [1, 3]
+    with pytest.raises(InputError, match=r"^crossing: every prompt has 4 samples, fewer than k=8 \(--k\)"):
+        measure(cov, MeasureOptions(reference="ref", ks=(8,), replicates=10))
+
+
+def test_each_mean_has_the_percentile_interval_of_its_confidence():
+    """40 prompts of varied counts: Pass@1's interval at confidence 0.9 is the 5% and 95% quantiles of the bootstrap
+    means (not the 2.5% and 97.5% of the default 0.95)."""
+    from escov.paper_checks.coverage.measure import bootstrap_weights
+
+    counts = np.random.default_rng(4).integers(0, 9, 40)
+    ids = [f"p{i}" for i in range(40)]
+    cov = Coverage("spread", {"ref": ModelCounts("ref", 8, ids, counts[None, :])}).checked()
+    got = measure(cov, MeasureOptions(reference="ref", ks=(1,), replicates=400, confidence=0.9, seed=2))
+    means = bootstrap_weights(40, 400, 2) @ (counts / 8) / 40
+    lo, hi = np.quantile(means, [0.05, 0.95])
+    assert got["models"]["ref"]["pass_at_k"]["1"] == pytest.approx({"mean": counts.mean() / 8, "lo": lo, "hi": hi})
+    assert (lo, hi) != pytest.approx(tuple(np.quantile(means, [0.025, 0.975])))
