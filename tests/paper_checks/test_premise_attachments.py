@@ -135,3 +135,45 @@ def test_the_endpoint_section_line_by_line_with_missing_ends_written_as_dashes()
         f"ES against GRPO: {sets}.",
         "",
     ]
+
+
+def test_the_plot_draws_each_endpoints_curve_and_band_in_points_on_a_log_k_axis_per_temperature(tmp_path, figures):
+    """plot_endpoints on two temperatures: a panel each, titled with T and the prompt count; per endpoint a line at
+    100 x the mean Pass@k over k (log base 2) and a band from 100 x lo to 100 x hi, in that endpoint's colour and
+    label; the file is written."""
+    from matplotlib.colors import to_rgba
+
+    from escov.paper_checks.premise_attachments import COLOURS, MODELS, plot_endpoints
+
+    att = ENDPOINTS | {"temperatures": [0.6, 1.0]}
+    for name in MODELS:
+        att[name] = ENDPOINTS[name] | {"1": _curve([v + 0.1 for v in (0.2, 0.3, 0.4)])}
+    path = plot_endpoints(att, tmp_path / "p.png")
+    assert path == tmp_path / "p.png" and path.stat().st_size > 0
+    (fig,) = figures
+    axes = [ax for ax in fig.axes if ax.get_lines()]
+    assert [ax.get_title() for ax in axes] == ["T = 0.6, 3 test prompts", "T = 1, 3 test prompts"]
+    for ax, t in zip(axes, ("0.6", "1")):
+        assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("k (samples)", "Pass@k (points)")
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        assert set(lines) == set(MODELS.values())
+        bands = ax.collections
+        assert len(bands) == len(MODELS)
+        for (name, label), band in zip(MODELS.items(), bands):
+            rows = [att[name][t][str(k)] for k in (1, 2, 4)]
+            line = lines[label]
+            assert list(line.get_xdata()) == [1, 2, 4]
+            assert list(line.get_ydata()) == pytest.approx([100 * r["mean"] for r in rows])
+            assert to_rgba(line.get_color()) == to_rgba(COLOURS[name])
+            ys = band.get_paths()[0].vertices[:, 1]
+            assert min(ys) == pytest.approx(100 * min(r["lo"] for r in rows))
+            assert max(ys) == pytest.approx(100 * max(r["hi"] for r in rows))
+            assert to_rgba(band.get_facecolor()[0])[:3] == to_rgba(COLOURS[name])[:3]
+
+
+def test_the_section_holds_the_draws_table_after_the_endpoints():
+    draws = {"draws": [], "narrowed": 0, "of": 0}
+    lines = render({"pass_at_k_endpoints": ENDPOINTS, "base_draws": draws})
+    assert lines == render_endpoints(ENDPOINTS) + render_draws(draws)
+    assert render({"base_draws": draws}) == render_draws(draws)
