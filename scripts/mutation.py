@@ -229,7 +229,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
         (
             "tests/paper_checks/coverage/test_coverage_calibration.py",
             "tests/paper_checks/coverage/test_coverage_readers.py",
-        ),  # not test_coverage_cli.py: its command-line tests run in fresh processes, which fail under mutmut's stats
+            "tests/paper_checks/coverage/test_coverage_cli.py",
+        ),
         (),
     ),
     # the answer's records beside the premise's: the random-z null, the attachments (Pass@k to 1024, the base
@@ -341,6 +342,9 @@ DESELECTED = (
     # trains the sweep's runs (20-60 s), which every surviving mutant of the sweep's rule ran again; the rule's
     # functions are tested on curves written in test_step_sweep.py and test_step_sweep_choice.py
     "tests/paper_checks/reproduce/test_step_sweep.py::test_the_sweep_end_to_end_reads_only_training_split_curves",
+    # start the analyzer in fresh processes, which fail mutmut's first (stats) run: its other tests call main in process
+    "tests/paper_checks/coverage/test_coverage_cli.py::test_the_console_script_and_the_module_give_the_same_report",
+    "tests/paper_checks/coverage/test_coverage_cli.py::test_reading_and_measuring_loads_no_torch",
 )
 # Modules a group's tests import late, on the way (the report's input screen, paper_checks/trust.py, imports
 # llm.rollout, and so torch, for its seed rule): imported once in the fork server (pytest -p), not again in every
