@@ -9,6 +9,7 @@ import pytest
 from escov.simulate.bandit import TaskShape, make_task, sample, softmax
 from escov.simulate.grpo import GRPOConfig, compute_advantages, grpo_step, surrogate_logit_gradient
 from escov.theory.grpo import grpo_prompt_weight
+from tests.simulate.test_es import ALL_REWARDED
 
 SHAPE = TaskShape(n_prompts=2, n_paths=3, n_correct=1, rare_share=0.0, n_tempting=1, feature_dim=None)
 
@@ -100,17 +101,7 @@ def test_clipped_terms_have_no_gradient():
 
 
 def test_equal_rewards_leave_theta_unchanged():
-    shape = TaskShape(
-        n_prompts=5,
-        n_paths=4,
-        n_correct=1,
-        rare_share=0.0,
-        n_tempting=1,
-        formatted_share=1.0,
-        format_bonus=1.0,
-        feature_dim=3,
-    )  # every path earns reward 1
-    task = make_task(shape, 2)
+    task = make_task(ALL_REWARDED, 2)  # every path earns reward 1
     for scale in (True, False):
         cfg = GRPOConfig(beta=0.0, optimizer="sgd", scale_rewards=scale, num_iterations=2)
         theta, info = grpo_step(task, task.theta0, cfg, np.random.default_rng(0), task.theta0, {})
@@ -163,17 +154,7 @@ def test_bad_grpo_hyperparameters_raise(kwargs, name):
 def test_the_kl_penalty_pulls_the_policy_toward_the_reference_not_toward_itself():
     """Every path earns reward 1 (advantages 0): the only gradient is beta's KL term, which moves theta toward the
     reference's policy; KL(pi_theta || pi_ref), summed over prompts, falls after the step."""
-    shape = TaskShape(
-        n_prompts=5,
-        n_paths=4,
-        n_correct=1,
-        rare_share=0.0,
-        n_tempting=1,
-        formatted_share=1.0,
-        format_bonus=1.0,
-        feature_dim=3,
-    )
-    task = make_task(shape, 2)
+    task = make_task(ALL_REWARDED, 2)
     theta = task.theta0 + np.random.default_rng(5).normal(0.0, 0.5, task.theta0.shape)
     cfg = GRPOConfig(beta=0.5, optimizer="sgd", learning_rate=0.5)
 
