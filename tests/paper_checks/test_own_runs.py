@@ -1,0 +1,103 @@
+"""Users' own runs grouped and compared (paper_checks/own_runs.py) on runs built in memory: the flattened settings,
+the groups and their names, each group's reward and Pass@k changes with their intervals, every value by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from escov.paper_checks.own_runs import _short, compare_group, flat_settings, group_runs, is_own_run
+from escov.paper_checks.rundir import Run
+from escov.theory.decisions import over_seeds
+
+
+def test_the_settings_are_flattened_without_those_that_only_change_where_or_how_fast_a_run_computes():
+    config = {
+        "algo": "es",
+        "seed": 3,
+        "out": "runs/x",
+        "reward_function": ["m:f", "m:g"],
+        "es": {"sigma": 0.01, "population_size": 8},
+        "population": {"batched": True, "noise_rank": 0},
+        "grpo": {"micro_batch_size": 4, "beta": 0.0},
+        "schedule": {"phases": [1, 2]},
+    }
+    assert flat_settings(config) == {
+        "algo": "es",
+        "reward_function": ("m:f", "m:g"),
+        "es.sigma": 0.01,
+        "es.population_size": 8,
+        "population.noise_rank": 0,
+        "grpo.beta": 0.0,
+    }
+
+
+def _run(name: str, seed: int, eval: dict | None = None, **config) -> Run:
+    return Run(path=Path(name), config={"seed": seed, "task": "prompts"} | config, eval=eval)
+
+
+def test_groups_of_one_method_are_named_by_the_settings_that_differ_beyond_the_methods_name():
+    runs = [
+        _run("a0", 0, algo="grpo", grpo={"learning_rate": 1e-5, "scale_rewards": "group"}),
+        _run("a1", 1, algo="grpo", grpo={"learning_rate": 1e-5, "scale_rewards": "group"}, threads=8),
+        _run("b0", 0, algo="grpo", grpo={"learning_rate": 3e-5, "scale_rewards": True}),
+        _run("c0", 0, algo="es", es={"sigma": 0.001}),
+    ]
+    groups = group_runs(runs)
+    assert [(g.name, [r.name for r in g.runs], g.seeds) for g in groups] == [
+        ("es", ["c0"], [0]),
+        ("grpo (grpo.learning_rate=1e-05)", ["a0", "a1"], [0, 1]),  # threads only change how fast: one group
+        ("grpo (grpo.learning_rate=3e-05)", ["b0"], [0]),  # scale_rewards True is "group": in the method's name
+    ]
+
+
+def test_a_long_value_is_cut_to_40_characters_and_own_runs_are_told_by_data_or_rewards():
+    assert _short("x" * 40) == "x" * 40 and _short("x" * 41) == "x" * 37 + "..." and _short((1, 2)) == "1,2"
+    assert is_own_run({"test_data": "t.jsonl"}) and is_own_run({"data": "d.jsonl"})
+    assert is_own_run({"reward_function": ["m:f"]}) and is_own_run({"task": "prompts"})
+    assert not is_own_run({"task": "countdown", "reward_function": [], "data": ""})
+
+
+def _evaluation(per_prompt: list[int], rewards: dict, ks=("1", "2")) -> dict:
+    n = 4
+    return {
+        "n": n,
+        "correct": "total >= 1",
+        "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(per_prompt)],
+        "pass_at_k": {k: float(np.mean(per_prompt)) / n * int(k) for k in ks},
+        "rewards": {name: {"mean": v} for name, v in rewards.items()},
+    }
+
+
+def test_a_groups_changes_are_final_minus_base_over_the_runs_with_both_evaluations():
+    runs = [
+        _run("s0", 0, eval={"base": _evaluation([1, 0], {"acc": 0.2}), "final": _evaluation([3, 2], {"acc": 0.5})}),
+        _run("s1", 1, eval={"base": _evaluation([0, 1], {}), "final": _evaluation([4, 1], {"acc": 0.9})}),
+        _run("s2", 2, eval={"base": _evaluation([2, 2], {"acc": 0.4}), "final": _evaluation([2, 4], {"acc": 0.6})}),
+        _run("s3", 3, eval={"base": _evaluation([1, 1], {"acc": 0.1})}),  # no final: left out
+    ]
+    (group,) = group_runs(runs)
+    got = compare_group(group)
+    assert got["seeds"] == [0, 1, 2] and got["correct"] == "total >= 1"
+    # the reward: seeds whose base and final both hold it (s1's base lacks it)
+    assert got["rewards"]["acc"]["base"] == pytest.approx(0.3) and got["rewards"]["acc"]["final"] == pytest.approx(0.55)
+    assert got["rewards"]["acc"]["change"] == pytest.approx(over_seeds(np.array([0.3, 0.2])))
+    assert list(got["pass_at_k"]) == ["1", "2"]
+    assert got["pass_at_k"]["1"]["base"] == pytest.approx(np.mean([0.5, 0.5, 2.0]) / 4)
+    # shared prompts: the seeds x prompts interval of the per-prompt Pass@1 change
+    change = got["pass_at_k"]["1"]["change"]
+    diffs = np.array([[3 - 1, 2 - 0], [4 - 0, 1 - 1], [2 - 2, 4 - 2]]) / 4
+    assert change["mean"] == pytest.approx(diffs.mean()) and change["seeds"] == 3 and change["prompts"] == 2
+
+
+def test_pass_at_k_is_compared_at_the_ks_every_evaluation_holds_and_one_prompt_falls_back_to_seeds():
+    runs = [
+        _run("s0", 0, eval={"base": _evaluation([1], {}), "final": _evaluation([3], {}, ks=("1", "2", "4"))}),
+        _run("s1", 1, eval={"base": _evaluation([2], {}, ks=("1", "4")), "final": _evaluation([2], {}, ks=("1", "4"))}),
+    ]
+    got = compare_group(group_runs(runs)[0])
+    assert list(got["pass_at_k"]) == ["1"]  # "2" and "4" are missing somewhere
+    change = got["pass_at_k"]["1"]["change"]
+    assert change == pytest.approx(over_seeds(np.array([(3 - 1) / 4, 0.0])))  # one prompt: over seeds
