@@ -130,3 +130,12 @@ def test_pool_workers_get_one_blas_thread_unless_the_caller_set_it(monkeypatch):
     times = run_jobs(jobs, 2, lambda _: None)
     assert [times[v].result for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")] == ["1", "1", "3"]
     assert "OMP_NUM_THREADS" not in os.environ and os.environ["MKL_NUM_THREADS"] == "3"  # the parent's is restored
+
+
+def test_of_two_failures_the_first_is_raised_after_both_are_named(tmp_path):
+    first, second = tmp_path / "first-missing.txt", tmp_path / "second-missing.txt"
+    jobs = [Job("one", "s", lambda: (Path.read_text, (first,))), Job("two", "s", lambda: (Path.read_text, (second,)))]
+    logged = []
+    with pytest.raises(FileNotFoundError, match="first-missing"):
+        run_jobs(jobs, 1, logged.append)
+    assert [line.split(" failed")[0] for line in logged if " failed: " in line] == ["one", "two"]
