@@ -259,6 +259,33 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
         ),
         (),
     ),
+    # the report's readings of the runs beside the verdicts: which runs form a row, the code they trained with, the
+    # open questions, users' own runs; the answer's endpoint attachment, base draws and fresh test prompts
+    "readings": (
+        (
+            "paper_checks/evidence.py",
+            "paper_checks/provenance.py",
+            "paper_checks/open_questions.py",
+            "paper_checks/own_runs.py",
+            "paper_checks/reproduce/endpoints.py",
+            "paper_checks/reproduce/base_draws.py",
+            "paper_checks/reproduce/fresh_split.py",
+        ),
+        (),
+        (),
+    ),
+    # the bandit analogues: ES and GRPO steps, their measurements, the experiments' statistics
+    "simulate": (
+        (
+            "simulate/es.py",
+            "simulate/grpo.py",
+            "simulate/measure.py",
+            "simulate/bandit.py",
+            "simulate/experiments/common.py",
+        ),
+        (),
+        (),
+    ),
     # the counted tasks' answers: the base choice, the rare-only prompts at the endpoints
     "task_answers": (
         ("paper_checks/reproduce/planted_bases.py", "paper_checks/reproduce/rare_only.py"),
