@@ -101,3 +101,53 @@ def test_pass_at_k_is_compared_at_the_ks_every_evaluation_holds_and_one_prompt_f
     assert list(got["pass_at_k"]) == ["1"]  # "2" and "4" are missing somewhere
     change = got["pass_at_k"]["1"]["change"]
     assert change == pytest.approx(over_seeds(np.array([(3 - 1) / 4, 0.0])))  # one prompt: over seeds
+
+
+def test_the_your_runs_section_line_by_line():
+    from escov.paper_checks.own_runs import render
+
+    section = {
+        "groups": [{"name": "grpo", "seeds": [0, 2], "runs": ["a", "b"]}, {"name": "es", "seeds": [1], "runs": ["c"]}],
+        "comparison": [
+            {
+                "group": "grpo",
+                "seeds": [0, 2],
+                "correct": "total >= 1",
+                "rewards": {"acc": {"base": 0.25, "final": 0.5, "change": {"mean": 0.25, "lo": 0.1, "hi": 0.4}}},
+                "pass_at_k": {"1": {"base": 0.1, "final": 0.2, "change": {"mean": 0.1, "lo": None, "hi": None}}},
+            },
+            {"group": "es", "seeds": [1], "correct": "reward >= 1", "rewards": {}, "pass_at_k": {}},
+        ],
+    }
+    assert render(section) == [
+        "## Your runs",
+        "",
+        "Runs are grouped by their settings: the runs of a group differ only by seed (and by where or how fast they "
+        "ran); runs of different groups are never pooled.",
+        "",
+        "| group | seeds | runs |",
+        "| --- | --- | --- |",
+        "| `grpo` | 0, 2 | 2 |",
+        "| `es` | 1 | 1 |",
+        "",
+        "### `grpo`: base -> final (2 seeds; correct: total >= 1)",
+        "",
+        "| measure | base | final | change [95%] |",
+        "| --- | --- | --- | --- |",
+        "| reward `acc` (mean) | 0.250 | 0.500 | +0.250 [+0.100, +0.400] |",
+        "| Pass@1 | 0.100 | 0.200 | +0.100 n/a (one seed) |",
+        "",
+        "### `es`: base -> final (1 seed; correct: reward >= 1)",
+        "",
+        "| measure | base | final | change [95%] |",
+        "| --- | --- | --- | --- |",
+        "",
+    ]
+
+
+@pytest.mark.parametrize("lo, hi", [(None, 0.1), (0.1, None), (float("-inf"), 0.1), (0.1, float("inf"))])
+def test_an_interval_with_a_missing_or_infinite_end_is_written_as_one_seeds(lo, hi):
+    from escov.paper_checks.own_runs import _interval
+
+    assert _interval({"lo": lo, "hi": hi}) == "n/a (one seed)"
+    assert _interval({"lo": -0.0125, "hi": 0.5}) == "[-0.013, +0.500]"
