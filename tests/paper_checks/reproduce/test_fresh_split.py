@@ -177,3 +177,20 @@ def test_an_instance_is_its_numbers_and_target_and_the_answers_prompts_read_befo
     assert check(two, far)["disjoint"] is True
     lone = check(two + other, far)  # a prompt of another solution count, read by no one
     assert lone["overlap"] == 0 and lone["splits"] == ["test"] and lone["disjoint"] is False
+
+
+@pytest.mark.parametrize("task, numbers", [("countdown3", (3, 3)), ("countdown", (3, 4))])
+def test_a_readers_draw_is_its_tasks_own_under_its_rule_and_a_shorter_one_its_prefix(task, numbers):
+    from escov.paper_checks.reproduce.fresh_split import TENTH
+
+    countdown = Countdown(*numbers)
+    today = Reader("r", task, "test", 6, 11, TODAY).problems()
+    assert [p.id for p in today] == [p.id for p in countdown.problems("test", 6, seed=11)]
+    assert {len(p.meta["numbers"]) for p in Reader("r", task, "train", 40, 3, TODAY).problems()} == set(
+        range(numbers[0], numbers[1] + 1)
+    )
+    old = Reader("r", task, "test", 5, 12, TENTH).problems()
+    assert [p.id for p in old] == [p.id for p in tenth_draw(countdown, "test", 5, 12)]
+    assert [p.id for p in Reader("r", task, "test", 3, 11, TODAY).problems()] == [p.id for p in today[:3]]
+    longer = Reader("r", task, "test", 9, 11, TODAY).problems()
+    assert [p.id for p in longer[:6]] == [p.id for p in today] and len(longer) == 9
