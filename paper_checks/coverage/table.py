@@ -51,9 +51,7 @@ def _binary(df: pd.DataFrame) -> np.ndarray:
     values = df["correct"]
     if pd.api.types.is_bool_dtype(values):
         values = values.astype(np.int64)
-    elif values.dtype == object:
-        values = values.map(lambda v: int(v) if isinstance(v, (bool, np.bool_)) else v)
-    numeric = pd.to_numeric(values, errors="coerce")
+    numeric = pd.to_numeric(values, errors="coerce")  # Python booleans among other values read as 0 and 1
     bad = ~numeric.isin([0, 1])
     if bad.any():
         i = int(np.argmax(bad.to_numpy()))
