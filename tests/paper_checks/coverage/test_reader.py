@@ -69,3 +69,58 @@ def test_an_escov_run_gives_its_base_and_final_counts_each_with_its_own_seed_and
     (tmp_path / "eval.json").write_text(json.dumps({"other": {}}))
     with pytest.raises(InputError, match=r"eval.json: no base or final evaluation$"):
         load([str(tmp_path)], ReadOptions())
+
+
+def test_each_layout_is_detected_from_what_it_holds(tmp_path):
+    from escov.paper_checks.coverage.reader import detect
+
+    def folder(name: str, files: dict) -> object:
+        path = tmp_path / name
+        for rel, text in files.items():
+            (path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (path / rel).write_text(text)
+        return path
+
+    assert detect(folder("run", {"eval.json": "{}", "0.jsonl": "{}"})) == "escov"
+    assert detect(folder("trl", {"completions/completions_00001.parquet": ""})) == "trl"
+    assert detect(folder("trl-flat", {"completions_00001.parquet": ""})) == "trl"
+    assert detect(folder("verl", {"3.jsonl": "{}"})) == "verl"
+    with pytest.raises(InputError, match=r"a folder with no eval.json, TRL completions_\*.parquet or verl"):
+        detect(folder("empty", {"notes.txt": "x"}))
+    with pytest.raises(InputError, match=r"missing.jsonl: no such file$"):
+        detect(tmp_path / "missing.jsonl")
+    files = {
+        "es.json": json.dumps([{"generated_text": "x", "input_text": "q"}]),
+        "table.json": json.dumps([{"prompt_id": "q", "correct": 1}]),
+        "verl.jsonl": json.dumps({"input": "q", "output": "a", "score": 1.0}) + "\n",
+        "ids.jsonl": json.dumps({"input": "q", "output": "a", "score": 1.0, "prompt_id": "q"}) + "\n",
+        "completions_00002.parquet": "",
+        "other.parquet": "",
+        "empty.jsonl": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    got = {name: detect(tmp_path / name) for name in files}
+    assert got == {
+        "es.json": "es-at-scale",
+        "table.json": "plain",
+        "verl.jsonl": "verl",
+        "ids.jsonl": "plain",  # verl's keys with an explicit prompt id: a plain table
+        "completions_00002.parquet": "trl",
+        "other.parquet": "plain",
+        "empty.jsonl": "plain",
+    }
+    (tmp_path / "bad.jsonl").write_text("not json\n")
+    with pytest.raises(InputError, match=r"bad.jsonl line 1: not a JSON object$"):
+        detect(tmp_path / "bad.jsonl")
+
+
+def test_a_models_steps_become_models_of_their_own_only_when_it_has_several():
+    from escov.paper_checks.coverage.reader import _steps_as_models
+
+    df = pd.DataFrame({"model": ["a", "a", "b", "b"], "step": [10, 20, 5, 5]})
+    assert _steps_as_models(df.copy())["model"].tolist() == ["a step 10", "a step 20", "b step 5", "b step 5"]
+    one_each = pd.DataFrame({"model": ["a", "b"], "step": [10, 5]})
+    assert _steps_as_models(one_each.copy())["model"].tolist() == ["a", "b"]
+    unnamed = pd.DataFrame({"step": [1, 2]})
+    assert _steps_as_models(unnamed)["model"].tolist() == ["step 1", "step 2"]
