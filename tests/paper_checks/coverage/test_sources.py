@@ -1,0 +1,82 @@
+"""Reading sources into one table (paper_checks/coverage/sources.py): a plain file's defaults (model, seed, sample
+ids), rewards against the threshold, named sources, reward columns summed, escov runs stacked as seeds of a table's
+model, and each refusal's whole message; every count by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from escov.paper_checks.coverage.sources import ReadOptions, load
+from escov.paper_checks.coverage.table import InputError
+
+
+def _jsonl(path, rows: list[dict]):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_a_plain_file_gets_model_seed_and_sample_ids_and_rewards_meet_the_threshold(tmp_path):
+    rows = [{"prompt_id": p, "reward": r} for p, rs in (("a", [0.2, 0.7, 0.5]), ("b", [0.0, 0.9, 0.1])) for r in rs]
+    cov = load([_jsonl(tmp_path / "t.jsonl", rows)], ReadOptions(threshold=0.5))
+    m = cov.models["model"]  # no model column, no name: "model"; no seed: 0; samples numbered in file order
+    assert (m.n, m.seeds, m.prompt_ids, m.counts.tolist()) == (3, [0], ["a", "b"], [[2, 1]])
+    named = load([f"mine={_jsonl(tmp_path / 'u.jsonl', rows)}"], ReadOptions(threshold=0.8))
+    assert list(named.models) == ["mine"] and named.models["mine"].counts.tolist() == [[0, 1]]
+
+
+def test_reward_columns_are_summed_and_a_reward_that_is_no_number_is_named(tmp_path):
+    rows = [{"prompt_id": "a", "seed": 2, "acc": a, "fmt": f} for a, f in ((1.0, 0.0), (0.5, 0.5), (0.0, 0.5))]
+    cov = load([_jsonl(tmp_path / "t.jsonl", rows)], ReadOptions(reward_columns=["acc", "fmt"], threshold=1.0))
+    assert cov.models["model"].counts.tolist() == [[2]] and cov.models["model"].seeds == [2]
+    with pytest.raises(InputError, match=r"t.jsonl: --reward-column 'nope' is not a column \(columns: "):
+        load([str(tmp_path / "t.jsonl")], ReadOptions(reward_columns=["nope"]))
+    bad = _jsonl(tmp_path / "bad.jsonl", [{"prompt_id": "a", "reward": 1}, {"prompt_id": "a", "reward": "high"}])
+    with pytest.raises(InputError, match=r"bad.jsonl line 2, column 'reward': expected a number, got 'high'$"):
+        load([bad], ReadOptions())
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        (
+            [{"correct": 1}],
+            "t.jsonl: column 'prompt_id' is missing (each row needs prompt_id, and correct, a reward, "
+            "or a completion with --task/--reward-function)",
+        ),
+        (
+            [{"prompt_id": "a"}],
+            "t.jsonl: column 'correct' is missing (give correct 0/1, a reward column, or score the "
+            "completions with --task or --reward-function)",
+        ),
+        (
+            [{"prompt_id": "a", "correct": 1, "seed": "x"}],
+            "t.jsonl line 1, column 'seed': expected an integer, got 'x'",
+        ),
+    ],
+)
+def test_a_row_missing_what_decides_it_is_refused_naming_the_file(tmp_path, rows, message):
+    with pytest.raises(InputError) as err:
+        load([_jsonl(tmp_path / "t.jsonl", rows)], ReadOptions())
+    assert str(err.value).endswith(message) and str(err.value).startswith(str(tmp_path))
+
+
+def test_an_escov_run_is_stacked_as_another_seed_of_a_tables_model(tmp_path):
+    table = [
+        {"model": "es", "seed": 0, "prompt_id": p, "correct": c}
+        for p, cs in (("p0", [1, 0]), ("p1", [1, 1]))
+        for c in cs
+    ]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "eval.json").write_text(
+        json.dumps({"final": {"n": 2, "per_problem": [{"id": "p0", "correct": 0}, {"id": "p1", "correct": 2}]}})
+    )
+    (run / "config.json").write_text(json.dumps({"algo": "es", "seed": 4}))
+    cov = load([_jsonl(tmp_path / "t.jsonl", table), str(run)], ReadOptions())
+    es = cov.models["es"]
+    assert es.seeds == [0, 4] and es.counts.tolist() == [[1, 2], [0, 2]]
+    (run / "config.json").write_text(json.dumps({"algo": "es", "seed": 0}))
+    with pytest.raises(InputError, match=r": model 'es' seed 0 appears twice$"):
+        load([_jsonl(tmp_path / "t.jsonl", table), str(run)], ReadOptions())
