@@ -382,13 +382,20 @@ def test_lora_changes_only_the_adapted_matrices_by_rank_r_and_eval_loads_it(tiny
     assert all(torch.equal(again[n], final[n]) for n in final)
 
 
-def test_a_cispo_steps_statistics_count_the_tokens_that_get_a_loss(tiny_model_dir):
+def _short_is_right():
+    return CountdownScoredBy("short", lambda completion: 1.0 if len(completion) < 4 else 0.0)
+
+
+@pytest.mark.parametrize("reward", ["starts-with-digit", "short"])
+def test_a_cispo_steps_statistics_count_the_tokens_that_get_a_loss(tiny_model_dir, reward):
     """One optimizer step per batch, so every importance weight is exactly 1: the weight's token mean is 1, and with
     epsilon_high = 0.5 every token of a completion with A > 0 has its weight capped (CISPO's clip ratio, TRL's:
     w > epsilon_high with A > 0; A = 0 is not capped). With truncated completions masked, both count only the tokens
     of completions that ended: the ratio is (tokens of ended completions with a reward above their group's mean) /
-    (tokens of ended completions), from the step's own rollouts."""
-    task = _starts_with_digit()
+    (tokens of ended completions), from the step's own rollouts. Two rewards, so that both sides of the rule are
+    reached: "starts with a digit" leaves an ended completion at A = 0 (its group all right), "short" rewards the
+    completions that end early, some above their group's mean."""
+    task = _starts_with_digit() if reward == "starts-with-digit" else _short_is_right()
     _, grpo = _grpo(
         tiny_model_dir, task, loss_type="cispo", epsilon_high=0.5, mask_truncated_completions=True, num_iterations=1
     )
@@ -403,7 +410,10 @@ def test_a_cispo_steps_statistics_count_the_tokens_that_get_a_loss(tiny_model_di
                 above += len(c.token_ids) if r > row.mean() else 0
                 ended_at_zero_advantage |= bool(np.all(row == row[0]))
     truncated = sum(c.finish_reason == "length" for row in out.rollouts.completions for c in row)
-    # both kinds of completion occur, and an ended one has A = 0: masking and A's sign each change the counts
-    assert ended > 0 and truncated > 0 and ended_at_zero_advantage
+    assert ended > 0 and truncated > 0  # both kinds of completion occur: masking changes the counts
+    if reward == "starts-with-digit":
+        assert ended_at_zero_advantage  # an ended completion at A = 0: A's sign changes the count
+    else:
+        assert above > 0  # ended completions above their group's mean (the truncated ones, longer, earn 0)
     assert out.variants["ratio_mean"] == pytest.approx(1.0, abs=1e-6)
     assert out.variants["cispo_clip_ratio"] == pytest.approx(above / ended)
