@@ -20,6 +20,13 @@ import pytest
 from filelock import FileLock
 from hypothesis import settings
 
+# Compiled modules are kept (__pycache__, ignored by git) even where the environment sets PYTHONDONTWRITEBYTECODE:
+# without them each worker, and each fresh Python process a test starts (the command lines, the runs killed and
+# resumed), compiles every escov module from its source again, and pytest rewrites every test file's asserts again
+# (10 s of each worker's collection).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 # no timing assertions: hypothesis's default 200 ms deadline per example fails tests on a loaded CPU
 settings.register_profile("escov", deadline=None)
 settings.load_profile("escov")

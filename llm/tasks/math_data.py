@@ -64,7 +64,9 @@ def format_prompt(question: str, style: str) -> str:
 
 
 class MathData(Task):
-    """GSM8K or DeepScaleR records from local files: `data` (train) and/or `test_data` (test)."""
+    """GSM8K or DeepScaleR records from local files: `data` (train) and/or `test_data` (test). With
+    records_needed=False and neither file, the verifier alone (no problems): what scores rows that hold their own gold
+    answer (the coverage analyzer's --task)."""
 
     def __init__(
         self,
@@ -77,10 +79,12 @@ class MathData(Task):
         reward: str = "escov",
         format_reward: float = 0.0,
         max_completion_chars: int = MAX_COMPLETION_CHARS,
+        *,
+        records_needed: bool = True,
     ):
         if name not in FIELDS:
             raise ValueError(f"math dataset format must be one of {sorted(FIELDS)}, got {name!r}")
-        if data is None and test_data is None:
+        if data is None and test_data is None and records_needed:
             raise ValueError(
                 f"task {name!r} needs a data file: pass data and/or test_data (--data PATH, --test_data PATH)"
             )

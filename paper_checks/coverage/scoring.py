@@ -2,8 +2,8 @@
 
     --task NAME             one of escov's tasks (llm/tasks): its verifier scores each completion, and its
                             canonical answer and Maj@k vote fill `solution` and `vote`. The rows hold the fields
-                            the task's verifier reads (Countdown: numbers, target; gsm8k/deepscaler: gold), and
-                            the prompt style and reward convention are --prompt-style / --reward (escov's names).
+                            its verifier reads (VERIFIER_FIELDS: Countdown numbers and target, gsm8k gold, ...),
+                            and the prompt style and reward convention are --prompt-style / --reward (escov's names).
     --reward-function F     reward functions as `llm train` takes them (TRL's batch contract, or verl's
                             compute_score; llm/tasks/reward_function.py): called once per prompt's samples with the
                             row's other columns as keyword lists; the weighted total >= --reward-threshold is correct.
@@ -14,22 +14,30 @@ terminal (tqdm; TQDM_DISABLE=1 hides it).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
 from escov.paper_checks.coverage.table import InputError
 
 SKIPPED = ("src", "pos", "model", "seed", "sample", "correct", "reward", "solution", "vote", "prompt", "completion")
+# the fields each task's verifier reads from a row (llm/tasks: what its score, answer and vote take from Problem.meta)
+VERIFIER_FIELDS = {
+    "countdown": ("numbers", "target"),
+    "countdown3": ("numbers", "target"),
+    "subset_sum": ("numbers", "target"),
+    "arithmetic": ("result",),
+    "grid_paths": ("grid",),
+    "gsm8k": ("gold",),
+    "deepscaler": ("gold",),
+}
 
 
-def _meta(row: dict, task_name: str | None) -> dict:
+def _meta(row: dict) -> dict:
+    """The row's own columns (those not in SKIPPED and not missing), as a verifier or a reward function reads them;
+    a list column read from parquet (an array) as a list."""
     meta = {k: v for k, v in row.items() if k not in SKIPPED and not (isinstance(v, float) and v != v)}
-    if task_name in ("countdown", "countdown3") and "target" in meta:
-        from escov.llm.tasks.countdown import parse_target
-
-        meta["target"] = parse_target(meta["target"])
-        meta["numbers"] = [int(x) for x in meta.get("numbers", [])]
-    return meta
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in meta.items()}
 
 
 def _need(df: pd.DataFrame, columns: tuple, why: str) -> None:
@@ -43,13 +51,20 @@ def score_with_task(df: pd.DataFrame, task_name: str, threshold: float, **task_k
     from escov.llm.tasks import get_task
     from escov.llm.tasks.base import Problem
 
+    if task_name not in VERIFIER_FIELDS:
+        raise InputError(
+            f"--task {task_name!r}: the analyzer scores with the verifier of {', '.join(VERIFIER_FIELDS)}; "
+            "score other completions with --reward-function"
+        )
+    if VERIFIER_FIELDS[task_name] == ("gold",):  # a math task: each row holds its gold answer, no data file is read
+        task_kwargs = task_kwargs | {"records_needed": False}
     task = get_task(task_name, **task_kwargs)
-    fields = {"countdown": ("numbers", "target"), "countdown3": ("numbers", "target")}.get(task_name, ("gold",))
-    _need(df, ("prompt_id", "completion") + fields, f"--task {task_name} scores each completion with them")
+    fields = ("prompt_id", "completion") + VERIFIER_FIELDS[task_name]
+    _need(df, fields, f"--task {task_name} scores each completion with them")
     correct, answers, votes = [], [], []
     for row in tqdm(df.to_dict("records"), desc=f"scoring with {task_name}", unit="completion", disable=None):
         try:
-            problem = Problem(str(row["prompt_id"]), str(row.get("prompt", "")), _meta(row, task_name))
+            problem = Problem(str(row["prompt_id"]), str(row.get("prompt", "")), _meta(row))
             text = row["completion"] if isinstance(row["completion"], str) else ""
             correct.append(int(task.score(problem, text) >= threshold))
             answers.append(task.answer(problem, text))
@@ -77,8 +92,7 @@ def score_with_functions(
     ):
         records = rows.to_dict("records")
         problems = [
-            Problem(str(r["prompt_id"]), str(r.get("prompt", r["prompt_id"])), {"columns": _meta(r, None)})
-            for r in records
+            Problem(str(r["prompt_id"]), str(r.get("prompt", r["prompt_id"])), {"columns": _meta(r)}) for r in records
         ]
         total = rewards.score(problems, [str(r["completion"]) for r in records]).total
         correct[rows.index] = (total >= threshold).astype(int)

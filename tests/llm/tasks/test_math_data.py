@@ -202,6 +202,18 @@ def test_a_task_refuses_an_unknown_format_and_no_data_naming_them(tmp_path):
     )
 
 
+def test_the_verifier_alone_reads_no_data_file_grades_a_rows_gold_and_has_no_problems():
+    """records_needed=False (the coverage analyzer's --task gsm8k): the grade under the task's reward convention."""
+    from escov.llm.tasks.base import Problem
+    from escov.llm.tasks.math_data import MathData
+
+    task = MathData("gsm8k", records_needed=False, format_reward=0.1)
+    gold = Problem("g", "", {"gold": "#### 42"})
+    assert [task.score(gold, c) for c in ("\\boxed{42}", "\\boxed{41}", "42")] == [1.0, 0.1, 1.0]
+    with pytest.raises(ValueError, match="gsm8k"):
+        task.problems("test", 1, 0)
+
+
 def test_problems_keep_their_record_index_and_split_and_each_split_its_size(tmp_path):
     """A problem's id is format/split/index in its file; a record whose gold cannot be parsed leaves a gap."""
     records = [{"problem": f"p{i}", "answer": str(i)} for i in range(150)]

@@ -4,6 +4,12 @@ with its reward settings and threshold; each correct flag written down by hand."
 
 from __future__ import annotations
 
+import io
+import json
+import re
+import sys
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -82,3 +88,122 @@ def test_a_row_the_verifier_cannot_read_and_a_missing_column_are_named():
         score_with_task(_frame(rows), "countdown", 1.0)
     with pytest.raises(InputError, match=r"^t.jsonl: column 'target' is missing \(--task countdown scores each"):
         score_with_task(_frame([{"prompt_id": "c0", "numbers": [2], "completion": "2"}]), "countdown", 1.0)
+
+
+def test_countdowns_verifier_fills_the_canonical_solution_and_the_value_vote():
+    """Numbers 2 3 4, target 10: "2*3+4" and "4+3*2" are one reasoning path (the same canonical answer) and both
+    vote for the value 10; "2+3+4" is another path voting 9 (it uses exactly the numbers); "9" is no expression of
+    them (its own canonical form); "hello" has no answer and no vote."""
+    texts = ("2*3+4", "4+3*2", "2+3+4", "hello")
+    got = score_with_task(
+        _frame([{"prompt_id": "c0", "numbers": [2, 3, 4], "target": "10", "completion": c} for c in texts]),
+        "countdown",
+        1.0,
+    )
+    assert got["correct"].tolist() == [1, 1, 0, 0]
+    solution, vote = got["solution"].tolist(), got["vote"].tolist()
+    assert solution[0] == solution[1] and isinstance(solution[2], str) and solution[2] != solution[0]
+    assert vote[:3] == ["value=10", "value=10", "value=9"] and pd.isna(solution[3]) and pd.isna(vote[3])
+
+
+def test_a_missing_or_non_string_completion_is_an_empty_answer_scored_wrong():
+    rows = [{"prompt_id": "c0", "numbers": [2, 3, 4], "target": "10", "completion": c} for c in ("2*3+4", None)]
+    got = score_with_task(_frame(rows), "countdown", 1.0)
+    assert got["correct"].tolist() == [1, 0] and pd.isna(got["solution"][1]) and pd.isna(got["vote"][1])
+
+
+def test_a_parquet_list_column_reaches_the_verifier_as_a_list():
+    """Parquet reads a list column as an array; Countdown's verifier takes a list of ints."""
+    rows = [{"prompt_id": "c0", "numbers": np.array([2, 3, 4]), "target": 10, "completion": "2*3+4"}]
+    got = score_with_task(_frame(rows), "countdown3", 1.0)
+    assert got["correct"].tolist() == [1] and got["vote"].tolist() == ["value=10"]
+
+
+@pytest.mark.parametrize(
+    ("task", "row", "right", "wrong"),
+    [
+        ("subset_sum", {"numbers": [5, 7, 9], "target": 16}, "9+7", "5,9"),  # 7 + 9 = 16; 5 + 9 = 14
+        ("arithmetic", {"result": 12}, "12", "13"),
+        ("gsm8k", {"gold": "42"}, "so the answer is \\boxed{42}", "\\boxed{41}"),
+        ("deepscaler", {"gold": "\\frac{1}{2}"}, "\\boxed{0.5}", "\\boxed{2}"),
+        ("grid_paths", {"grid": "S.|.G"}, "RD", "RR"),  # S top left, G bottom right: right then down
+    ],
+)
+def test_each_tasks_verifier_reads_its_own_fields_and_names_each_missing_one(task, row, right, wrong):
+    rows = [{"prompt_id": "p0", "completion": c} | row for c in (right, wrong)]
+    got = score_with_task(_frame(rows), task, 1.0)
+    assert got["correct"].tolist() == [1, 0]
+    for field in row:
+        without = [{k: v for k, v in r.items() if k != field} for r in rows]
+        with pytest.raises(InputError, match=rf"^t.jsonl: column '{field}' is missing \(--task {task} scores each"):
+            score_with_task(_frame(without), task, 1.0)
+
+
+def test_a_task_without_a_verifier_of_its_own_is_refused_naming_the_way_to_score_it():
+    rows = [{"prompt_id": "p0", "completion": "x"}]
+    with pytest.raises(InputError, match=r"^--task 'prompts': the analyzer scores with the verifier of countdown, "):
+        score_with_task(_frame(rows), "prompts", 1.0)
+    with pytest.raises(InputError, match=r"score other completions with --reward-function$"):
+        score_with_task(_frame(rows), "nope", 1.0)
+
+
+def test_a_missing_column_names_the_file_even_when_its_path_holds_spaces():
+    rows = [{"prompt_id": "c0", "numbers": [2], "completion": "2"}]
+    with pytest.raises(InputError, match=r"^my runs/a b\.jsonl: column 'target' is missing"):
+        score_with_task(_frame(rows, "my runs/a b.jsonl"), "countdown", 1.0)
+    with pytest.raises(InputError, match=r"^my runs/a b\.jsonl: column 'completion' is missing \(--reward-function"):
+        score_with_functions(_frame([{"prompt_id": "q"}], "my runs/a b.jsonl"), ["m:f"], [], 1.0)
+
+
+def test_reward_functions_see_exactly_the_rows_own_columns_in_the_order_prompts_first_appear(tmp_path):
+    """The keyword lists a reward function gets: every column but the table's own (src, pos, model, seed, sample,
+    prompt, completion, ...; TRL's completion_ids and trainer_state aside), values as the rows hold them (a string
+    target stays a string, a float stays), a value missing from every row of the call left out; one call per prompt,
+    in the order prompts first appear in the file."""
+    seen = tmp_path / "seen.jsonl"
+    (tmp_path / "spy.py").write_text(
+        "import json\n"
+        "def spy(prompts, completions, **kw):\n"
+        "    data = {k: v for k, v in kw.items() if k not in ('completion_ids', 'trainer_state')}\n"
+        f"    with open({str(seen)!r}, 'a') as f:\n"
+        "        f.write(json.dumps({'prompts': prompts, 'kw': data}, sort_keys=True) + '\\n')\n"
+        "    return [float(c == 'yes') for c in completions]\n"
+    )
+    rows = [
+        {"prompt_id": "z", "prompt": "Z", "completion": "yes", "target": "10", "weight": 0.5, "model": "m", "seed": 1},
+        {"prompt_id": "a", "prompt": "A", "completion": "no", "target": "3", "weight": float("nan"), "model": "m"},
+        {"prompt_id": "z", "prompt": "Z", "completion": "no", "target": "10", "weight": 0.25, "model": "m", "seed": 2},
+    ]
+    got = score_with_functions(_frame(rows), [f"{tmp_path / 'spy.py'}:spy"], [], 1.0)
+    assert got["correct"].tolist() == [1, 0, 0] and got["correct"].dtype.kind == "i"
+    calls = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert [c["prompts"] for c in calls] == [["Z", "Z"], ["A"]]
+    assert [c["kw"] for c in calls] == [
+        {"prompt_id": ["z", "z"], "target": ["10", "10"], "weight": [0.5, 0.25]},
+        {"prompt_id": ["a"], "target": ["3"]},
+    ]
+
+
+def test_a_tasks_correct_column_holds_integers():
+    rows = [{"prompt_id": "c0", "numbers": [2, 3, 4], "target": "10", "completion": "2*3+4"}]
+    assert score_with_task(_frame(rows), "countdown", 1.0)["correct"].dtype.kind == "i"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_shows_on_a_terminal_only_counting_completions_or_prompts(tmp_path, monkeypatch, capsys):
+    (tmp_path / "one.py").write_text("def one(prompts, completions, **kw):\n    return [1.0 for _ in completions]\n")
+    rows = [{"prompt_id": p, "numbers": [2, 3, 4], "target": "10", "completion": "2*3+4"} for p in ("a", "b", "a")]
+    score_with_task(_frame(rows), "countdown", 1.0)
+    score_with_functions(_frame(rows), [f"{tmp_path / 'one.py'}:one"], [], 1.0)
+    assert capsys.readouterr().err == ""  # not a terminal: no bar
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    score_with_task(_frame(rows), "countdown", 1.0)
+    score_with_functions(_frame(rows), [f"{tmp_path / 'one.py'}:one"], [], 1.0)
+    bars = terminal.getvalue()
+    assert re.search(r"scoring with countdown: 100%\|[^|]*\| 3/3 \[[^\]]*completion/s\]", bars)
+    assert re.search(r"scoring with reward functions: 100%\|[^|]*\| 2/2 \[[^\]]*prompt/s\]", bars)
