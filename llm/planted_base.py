@@ -5,7 +5,8 @@ rare-only ones, and the exact coverage measures (llm/tasks/solution_coverage.py)
 returns: Pass@1 and Pass@n over all prompts and over the rare-only prompts (no solution uses the dominant
 strategy; from the exact enumeration), how many prompts are rare-only, the mean share of the enumerated
 solution set and of the strategy classes found in the n samples, and the rare strategy's share of the
-correct samples on prompts both strategies solve.
+correct samples on prompts both strategies solve. A measure with nothing to average (no rare-only prompt, no correct
+sample on a both-solve prompt) is None, so that the record can be written as JSON.
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ def measure_base(
 
     def passes(mask) -> dict:
         return {
-            str(k): float(pass_at_k_counts(n, counts[mask], k).mean()) if mask.any() else float("nan") for k in (1, n)
+            str(k): float(pass_at_k_counts(n, counts[mask], k).mean()) if mask.any() else None for k in (1, n)
         }
+
+    on_both = rare_share_on_both(strategies, both)
 
     return {
         "task": task_name,
@@ -64,6 +67,6 @@ def measure_base(
         "rare_only_pass_at_k": passes(rare_only),
         "solution_share_found": float(np.mean(solution_shares)),
         "class_share_found": float(np.mean(class_shares)),
-        "rare_share_on_both": rare_share_on_both(strategies, both),
+        "rare_share_on_both": None if np.isnan(on_both) else on_both,
         "both_prompts": int(np.sum(both)),
     }

@@ -79,6 +79,11 @@ def choose(task: str, out: Path, progress: bool = True) -> dict:
     return {"task": task, "candidates": tried, "chosen": chosen}
 
 
+def _rate(value: float | None) -> str:
+    """A table cell: the rate to 3 decimals, "-" where it is undefined (no rare-only prompt among those measured)."""
+    return "-" if value is None else f"{value:.3f}"
+
+
 def render(record: dict) -> list[str]:
     """planted_bases.md: each task's candidates, their measures and the rule's conditions."""
     lines = [
@@ -98,9 +103,9 @@ def render(record: dict) -> list[str]:
             m, ok = c["measure"], c["conditions"]
             recipe = ", ".join(f"{k}={v}" for k, v in c["settings"].items()) or "as shipped"
             lines.append(
-                f"| {task} | {recipe} | {m['pass_at_k']['1']:.3f} | {m['pass_at_k'][str(m['n'])]:.3f} "
-                f"| {m['rare_only_prompts']} | {m['rare_only_pass_at_k']['1']:.3f} "
-                f"| {m['rare_only_pass_at_k'][str(m['n'])]:.3f} | {'yes' if ok['enough'] else 'no'} "
+                f"| {task} | {recipe} | {_rate(m['pass_at_k']['1'])} | {_rate(m['pass_at_k'][str(m['n'])])} "
+                f"| {m['rare_only_prompts']} | {_rate(m['rare_only_pass_at_k']['1'])} "
+                f"| {_rate(m['rare_only_pass_at_k'][str(m['n'])])} | {'yes' if ok['enough'] else 'no'} "
                 f"| {'yes' if ok['reachable'] else 'no'} | {'yes' if ok['rare'] else 'no'} "
                 f"| {'yes' if c['settings'] == r['chosen'] else ''} |"
             )
