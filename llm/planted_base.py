@@ -51,9 +51,7 @@ def measure_base(
     rare_only = np.array(rare_only)
 
     def passes(mask) -> dict:
-        return {
-            str(k): float(pass_at_k_counts(n, counts[mask], k).mean()) if mask.any() else None for k in (1, n)
-        }
+        return {str(k): float(pass_at_k_counts(n, counts[mask], k).mean()) if mask.any() else None for k in (1, n)}
 
     on_both = rare_share_on_both(strategies, both)
 
