@@ -134,10 +134,12 @@ def test_the_command_keeps_a_tasks_choice_once_made_and_writes_the_table(tmp_pat
     assert table.index("| grid_paths |") < table.index("| subset_sum |")
 
 
-def test_the_command_measures_only_the_task_it_is_given_that_the_record_lacks(tmp_path, monkeypatch, capsys):
-    """A record holding grid_paths: `--task subset_sum` measures subset_sum's candidates (a 3-step base, which
-    meets nothing), adds its record beside grid_paths' unchanged one, quietly with --no-progress; run again, the
-    command measures nothing (the candidate's base folder is not built twice)."""
+def test_the_command_measures_only_the_task_it_is_given_then_only_the_tasks_its_record_lacks(
+    tmp_path, monkeypatch, capsys
+):
+    """`--task subset_sum` on an empty folder measures subset_sum's candidates alone (a 3-step base, which meets
+    nothing), quietly with --no-progress; then the command without --task measures grid_paths alone, keeping
+    subset_sum's record as it was."""
     import argparse
     import json
 
@@ -148,11 +150,9 @@ def test_the_command_measures_only_the_task_it_is_given_that_the_record_lacks(tm
     monkeypatch.setattr(planted_bases, "CANDIDATES", (tiny,))
     monkeypatch.setattr(planted_bases, "VALIDATION_PROMPTS", 4)
     monkeypatch.setattr(planted_bases, "SAMPLES", 2)
-    grid = {"task": "grid_paths", "candidates": [], "chosen": None}
-    (tmp_path / RECORD_JSON).write_text(json.dumps({"grid_paths": grid}), encoding="utf-8")
     assert main_args(argparse.Namespace(out=tmp_path, task="subset_sum", no_progress=True)) == 0
     record = json.loads((tmp_path / RECORD_JSON).read_text(encoding="utf-8"))
-    assert set(record) == {"grid_paths", "subset_sum"} and record["grid_paths"] == grid
+    assert set(record) == {"subset_sum"}
     subset = record["subset_sum"]
     assert subset["task"] == "subset_sum" and subset["chosen"] is None
     assert [c["settings"] for c in subset["candidates"]] == [dict(tiny)]
@@ -160,7 +160,10 @@ def test_the_command_measures_only_the_task_it_is_given_that_the_record_lacks(tm
     out = capsys.readouterr()
     assert "pretrain" not in out.err and "| subset_sum | steps=3" in out.out  # no pretraining bar
     assert (tmp_path / RECORD_MD).read_text(encoding="utf-8") == "\n".join(planted_bases.render(record)) + "\n"
-    built = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
-    monkeypatch.setattr(planted_bases, "choose", lambda *a, **k: pytest.fail("a recorded task measured again"))
+
+    measured = []
+    grid = {"task": "grid_paths", "candidates": [], "chosen": None}
+    monkeypatch.setattr(planted_bases, "choose", lambda task, *a, **k: measured.append(task) or grid)
     assert main_args(argparse.Namespace(out=tmp_path, task=None, no_progress=True)) == 0
-    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == built
+    assert measured == ["grid_paths"]
+    assert json.loads((tmp_path / RECORD_JSON).read_text(encoding="utf-8")) == record | {"grid_paths": grid}
