@@ -1,9 +1,8 @@
 """scripts/gpu_check.sh tried on the CPU: the dry run (every part "not measurable: no CUDA", exit code 2,
-the JSON written), the interpreter it chooses without $PYTHON, a Python without torch, parts cut by
-their time budgets (the JSON still written, later parts "not run"), a part's figures kept across a
-SIGKILL, and (slow) the CPU stand-in running every part: figures with reward spread at the real vocabulary, the Ray
-test passing, vLLM in place
-"not measurable"."""
+the JSON written), the interpreter it chooses without $PYTHON, a Python without torch, a part's figures kept
+across a SIGKILL, and (slow) parts cut by their time budgets in a 70 s check (the JSON still written, later parts
+"not run") and the CPU stand-in running every part: figures with reward spread at the real vocabulary, the Ray test
+passing, vLLM in place "not measurable"."""
 
 import json
 import os
@@ -91,6 +90,7 @@ def test_a_python_without_torch_gets_a_json_saying_so(tmp_path):
     assert all(entry["status"] == "not measurable" for entry in report["parts"].values())
 
 
+@pytest.mark.slow  # a whole check under a 70 s budget (29 s on 2 idle cores); a part killed midway is tested below
 @no_cuda
 def test_parts_over_their_budget_are_killed_and_the_json_keeps_every_part(tmp_path):
     # a 70 s check: the probe takes some seconds, the first parts get 10 and 14 s (too little for either on a
