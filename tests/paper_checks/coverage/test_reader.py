@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -124,3 +125,126 @@ def test_a_models_steps_become_models_of_their_own_only_when_it_has_several():
     assert _steps_as_models(one_each.copy())["model"].tolist() == ["a", "b"]
     unnamed = pd.DataFrame({"step": [1, 2]})
     assert _steps_as_models(unnamed)["model"].tolist() == ["step 1", "step 2"]
+
+
+def test_each_trainers_missing_column_and_bad_value_is_named_with_its_file_and_place(tmp_path):
+    from escov.paper_checks.coverage.reader import es_at_scale, trl, verl
+
+    pd.DataFrame([{"step": 1, "prompt": "p", "score": 1.0}]).to_parquet(tmp_path / "completions_00001.parquet")
+    with pytest.raises(InputError) as err:
+        trl(tmp_path, [])
+    assert str(err.value) == (
+        f"{tmp_path / 'completions_00001.parquet'}: column 'completion' is missing (not a TRL completions log)"
+    )
+    pd.DataFrame([{"step": 1, "prompt": "p", "completion": "c", "acc": 1.0}]).to_parquet(tmp_path / "c.parquet")
+    with pytest.raises(InputError) as err:
+        trl(tmp_path / "c.parquet", ["accuracy"])
+    assert str(err.value) == (
+        f"{tmp_path / 'c.parquet'}: --reward-column 'accuracy' is not a column "
+        "(columns: ['step', 'prompt', 'completion', 'acc', 'src', 'pos'])"
+    )
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "3.jsonl").write_text(json.dumps({"input": "p", "output": "o"}) + "\n")
+    with pytest.raises(InputError) as err:
+        verl(tmp_path / "v")
+    assert str(err.value) == f"{tmp_path / 'v' / '3.jsonl'}: column 'score' is missing (not a verl generations dump)"
+    records = [{"input_text": "p", "generated_text": "g", "reward_info": {"answer_reward": 1.0}} for _ in range(3)]
+    records[2]["reward_info"] = {"format_reward": 1.0}
+    (tmp_path / "e.json").write_text(json.dumps(records))
+    with pytest.raises(InputError) as err:
+        es_at_scale(tmp_path / "e.json")
+    assert str(err.value) == f"{tmp_path / 'e.json'} record 3, column 'reward_info': expected answer_reward, a number"
+    (tmp_path / "f.json").write_text(json.dumps([{"input_text": "p", "generated_text": "g"}]))
+    with pytest.raises(InputError) as err:
+        es_at_scale(tmp_path / "f.json")
+    assert str(err.value) == (
+        f"{tmp_path / 'f.json'}: column 'reward_info' is missing (not es-at-scale's eval_detailed_results.json)"
+    )
+
+
+def test_a_jsonl_file_with_blank_lines_keeps_every_row_at_its_line_and_a_bad_line_is_named(tmp_path):
+    from escov.paper_checks.coverage.reader import read_records
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n\n  \n{"a": 2}\n{"a": 3}\n\n')
+    df = read_records(path)
+    assert df["a"].tolist() == [1, 2, 3] and df["pos"].tolist() == [1, 4, 5] and set(df["src"]) == {f"{path} line"}
+    path.write_text('{"a": 1}\n{"a": 2}\n')  # no blank line: read whole, row i at line i
+    assert read_records(path)["pos"].tolist() == [1, 2]
+    path.write_text('{"a": 1}\n[1, 2]\n')
+    with pytest.raises(InputError) as err:
+        read_records(path)
+    assert str(err.value) == f"{path} line 2: expected a JSON object, got list"
+    path.write_text('{"a": 1}\n{"a": \n')
+    with pytest.raises(InputError, match=rf"^{path} line 2: not JSON \("):
+        read_records(path)
+    bad = tmp_path / "b.json"
+    bad.write_text("{")
+    with pytest.raises(InputError, match=rf"^{bad}: not JSON \(Expecting property name"):
+        read_records(bad)
+
+
+def test_a_csv_rows_places_are_its_lines_after_the_header(tmp_path):
+    from escov.paper_checks.coverage.reader import read_records
+
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,x\n2,y\n")
+    df = read_records(path)
+    assert df["pos"].tolist() == [2, 3] and set(df["src"]) == {f"{path} line"} and df["a"].tolist() == [1, 2]
+
+
+def test_chat_prompts_are_one_prompt_whatever_their_keys_order_and_a_parquet_list_reads_as_its_json(tmp_path):
+    """TRL's conversational prompts: a list of messages, read from parquet as an array of dicts; the prompt's id is
+    its JSON with sorted keys, so two rows whose messages list their keys in another order are one prompt."""
+    from escov.paper_checks.coverage.reader import _text, trl
+
+    one = [{"role": "user", "content": "solve 1"}]
+    other_order = [{"content": "solve 1", "role": "user"}]
+    assert _text(one) == _text(other_order) == json.dumps(one, sort_keys=True)
+    rows = [
+        {"step": 1, "prompt": p, "completion": [{"role": "assistant", "content": c}], "accuracy": a}
+        for p, c, a in ((one, "x", 1.0), (other_order, "y", 0.0))
+    ]
+    pd.DataFrame(rows).to_parquet(tmp_path / "completions_00001.parquet")
+    df = trl(tmp_path, [])
+    assert df["prompt_id"].nunique() == 1 and df["prompt_id"][0] == json.dumps(one, sort_keys=True)
+    assert df["completion"].tolist() == [
+        json.dumps([{"content": c, "role": "assistant"}], sort_keys=True) for c in ("x", "y")
+    ]
+    assert df["reward"].tolist() == [1.0, 0.0] and df["model"].tolist() == ["step 1", "step 1"]
+
+
+def test_verl_dumps_are_read_in_step_order_and_es_at_scale_answers_above_0_are_correct(tmp_path):
+    from escov.paper_checks.coverage.reader import es_at_scale, verl
+
+    for step in (10, 9):  # written out of order; "10" sorts before "9" as text
+        (tmp_path / f"{step}.jsonl").write_text(
+            json.dumps({"input": "p", "output": f"o{step}", "score": 1.0, "step": step}) + "\n"
+        )
+    df = verl(tmp_path)
+    assert df["completion"].tolist() == ["o9", "o10"] and df["model"].tolist() == ["step 9", "step 10"]
+    records = [
+        {"input_text": f"p{i}", "generated_text": f"g{i}", "reward_info": {"answer_reward": r}}
+        for i, r in enumerate((0.0, 0.5, -1.0, 2))
+    ]
+    (tmp_path / "e.json").write_text(json.dumps(records))
+    df = es_at_scale(tmp_path / "e.json")
+    assert df["correct"].tolist() == [0, 1, 0, 1]
+    assert df["prompt_id"].tolist() == ["p0", "p1", "p2", "p3"] and df["completion"].tolist() == [
+        "g0",
+        "g1",
+        "g2",
+        "g3",
+    ]
+
+
+def test_an_escov_run_without_a_config_is_named_final_at_seed_0(tmp_path):
+    from escov.paper_checks.coverage.reader import escov_run
+
+    per = [{"id": 7, "correct": 3}, {"id": "b", "correct": 0}]
+    (tmp_path / "eval.json").write_text(
+        json.dumps({"base": {"n": 4, "per_problem": per}, "final": {"n": 4, "per_problem": per}})
+    )
+    base, final = escov_run(tmp_path, None)
+    assert (base.name, final.name) == ("base", "final") and base.seeds == final.seeds == [0]
+    assert final.prompt_ids == ["7", "b"] and final.counts.dtype == np.int64 and final.counts.tolist() == [[3, 0]]
