@@ -149,11 +149,11 @@ def test_each_trainers_missing_column_and_bad_value_is_named_with_its_file_and_p
         verl(tmp_path / "v")
     assert str(err.value) == f"{tmp_path / 'v' / '3.jsonl'}: column 'score' is missing (not a verl generations dump)"
     records = [{"input_text": "p", "generated_text": "g", "reward_info": {"answer_reward": 1.0}} for _ in range(3)]
-    records[2]["reward_info"] = {"format_reward": 1.0}
+    records[1]["reward_info"], records[2]["reward_info"] = {"format_reward": 1.0}, "no dict"  # the first is named
     (tmp_path / "e.json").write_text(json.dumps(records))
     with pytest.raises(InputError) as err:
         es_at_scale(tmp_path / "e.json")
-    assert str(err.value) == f"{tmp_path / 'e.json'} record 3, column 'reward_info': expected answer_reward, a number"
+    assert str(err.value) == f"{tmp_path / 'e.json'} record 2, column 'reward_info': expected answer_reward, a number"
     (tmp_path / "f.json").write_text(json.dumps([{"input_text": "p", "generated_text": "g"}]))
     with pytest.raises(InputError) as err:
         es_at_scale(tmp_path / "f.json")
