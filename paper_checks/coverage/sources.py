@@ -39,7 +39,7 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
         raise InputError(f"{path}: no rows")
     if "prompt_id" not in df.columns and "prompt" in df.columns:  # TRL's layout: the prompt is its own id
         df["prompt_id"] = df["prompt"].map(reader._text)
-    if options.reward_columns and "reward" not in df.columns:
+    if options.reward_columns:  # the columns named replace a file's own reward column
         missing = [c for c in options.reward_columns if c not in df.columns]
         if missing:
             raise InputError(f"{path}: --reward-column {missing[0]!r} is not a column (columns: {list(df.columns)})")
@@ -80,7 +80,9 @@ def _complete(df: pd.DataFrame, name: str | None, path: Path, options: ReadOptio
         reward = pd.to_numeric(df["reward"], errors="coerce")
         if reward.isna().any():
             i = int(np.argmax(reward.isna().to_numpy()))
-            raise InputError(f"{place(df, i)}, column 'reward': expected a number, got {df['reward'].iloc[i]!r}")
+            value = df["reward"].iloc[i]
+            got = "no value" if pd.isna(value) else repr(value)
+            raise InputError(f"{place(df, i)}, column 'reward': expected a number, got {got}")
         df["correct"] = (reward >= options.threshold).astype(int)
     return df
 

@@ -80,3 +80,55 @@ def test_an_escov_run_is_stacked_as_another_seed_of_a_tables_model(tmp_path):
     (run / "config.json").write_text(json.dumps({"algo": "es", "seed": 0}))
     with pytest.raises(InputError, match=r": model 'es' seed 0 appears twice$"):
         load([_jsonl(tmp_path / "t.jsonl", table), str(run)], ReadOptions())
+
+
+def test_an_empty_file_is_refused_and_given_prompt_ids_win_over_prompts(tmp_path):
+    empty = tmp_path / "e.jsonl"
+    empty.write_text("")
+    with pytest.raises(InputError) as err:
+        load([str(empty)], ReadOptions())
+    assert str(err.value) == f"{empty}: no rows"
+    rows = [{"prompt_id": i, "prompt": "same text", "correct": c} for i, c in ((7, 1), (8, 0), (7, 1), (8, 1))]
+    m = load([_jsonl(tmp_path / "t.jsonl", rows)], ReadOptions()).models["model"]
+    assert m.prompt_ids == ["7", "8"] and m.counts.tolist() == [[2, 1]]  # integer ids read as their text
+    rows = [{"prompt": {"q": "x", "a": 1}, "correct": 1}, {"prompt": {"a": 1, "q": "x"}, "correct": 0}]
+    m = load([_jsonl(tmp_path / "c.jsonl", rows)], ReadOptions()).models["model"]
+    assert m.prompt_ids == [json.dumps({"a": 1, "q": "x"}, sort_keys=True)] and m.counts.tolist() == [[1]]
+
+
+def test_named_reward_columns_replace_a_files_own_reward_and_a_missing_value_is_no_zero(tmp_path):
+    rows = [{"prompt_id": "a", "reward": 0.0, "acc": a} for a in (1.0, 1.0, 0.0)]
+    cov = load([_jsonl(tmp_path / "t.jsonl", rows)], ReadOptions(reward_columns=["acc"]))
+    assert cov.models["model"].counts.tolist() == [[2]]
+    rows = [{"prompt_id": "a", "acc": 1.0, "fmt": 0.5}, {"prompt_id": "a", "other": 1}]
+    with pytest.raises(InputError, match=r"u.jsonl line 2, column 'reward': expected a number, got no value$"):
+        load([_jsonl(tmp_path / "u.jsonl", rows)], ReadOptions(reward_columns=["acc", "fmt"]))
+
+
+def test_rows_without_a_seed_are_seed_0_beside_rows_with_one_and_seeds_read_as_integers(tmp_path):
+    rows = [{"prompt_id": "a", "correct": c, "seed": s} for c, s in ((1, None), (0, None), (1, "3"), (1, "3"))]
+    m = load([_jsonl(tmp_path / "t.jsonl", rows)], ReadOptions()).models["model"]
+    assert m.seeds == [0, 3] and m.counts.tolist() == [[1], [2]]
+    assert all(type(s) is int for s in m.seeds)
+    rows = [{"prompt_id": "a", "correct": 1, "seed": s} for s in (1, 1, "two", "x")]
+    with pytest.raises(InputError) as err:
+        load([_jsonl(tmp_path / "u.jsonl", rows)], ReadOptions())
+    assert str(err.value) == f"{tmp_path / 'u.jsonl'} line 3, column 'seed': expected an integer, got 'two'"
+
+
+def test_a_tasks_settings_and_the_reward_functions_weights_reach_the_scoring(tmp_path):
+    """Countdown 2 3 4 -> 10: "2+3+4" is well formed but wrong, worth format_reward 0.25 (correct at threshold
+    0.25 only with that setting); two reward functions weighted 1 and 0 count the first alone."""
+    rows = [{"prompt_id": "c", "numbers": [2, 3, 4], "target": 10, "completion": c} for c in ("2*3+4", "2+3+4")]
+    path = _jsonl(tmp_path / "t.jsonl", rows)
+    plain = load([path], ReadOptions(task="countdown", threshold=0.25)).models["model"]
+    lenient = load([path], ReadOptions(task="countdown", threshold=0.25, task_kwargs={"format_reward": 0.25}))
+    assert plain.counts.tolist() == [[1]] and lenient.models["model"].counts.tolist() == [[2]]
+    (tmp_path / "r.py").write_text(
+        "def one(prompts, completions, **kw):\n    return [1.0] * len(completions)\n"
+        "def zero(prompts, completions, **kw):\n    return [0.0] * len(completions)\n"
+    )
+    functions = [f"{tmp_path / 'r.py'}:zero", f"{tmp_path / 'r.py'}:one"]
+    weighted = ReadOptions(reward_functions=functions, reward_weights=[1.0, 0.0], threshold=0.5)
+    assert load([path], weighted).models["model"].counts.tolist() == [[0]]
+    assert load([path], ReadOptions(reward_functions=functions, threshold=0.5)).models["model"].counts.tolist() == [[2]]
