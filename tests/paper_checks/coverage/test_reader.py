@@ -45,7 +45,7 @@ def test_a_trl_output_folders_logs_are_read_and_a_missing_reward_is_named(tmp_pa
     assert {name: m.counts[0].tolist() for name, m in cov.models.items()} == {"step 1": [0, 1, 2], "step 2": [1, 2, 3]}
     rows = [{"step": 3, "prompt": "p0", "completion": "c", "accuracy": None, "advantage": 0.0}]
     pd.DataFrame(rows).to_parquet(tmp_path / "completions" / "completions_00003.parquet")
-    with pytest.raises(InputError, match=r"completions_00003.parquet row 1, column 'reward': expected a number, got no value$"):
+    with pytest.raises(InputError, match=r"00003.parquet row 1, column 'reward': expected a number, got no value$"):
         load([str(tmp_path)], ReadOptions(reward_columns=["accuracy"]))
 
 
