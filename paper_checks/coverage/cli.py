@@ -52,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
         "--reward-column",
         action="append",
         default=[],
-        help="the reward column (repeat: summed; TRL logs name one per reward function)",
+        help="the reward column, in place of a `reward` column (repeat: summed; TRL logs name one per reward function)",
     )
     p.add_argument(
         "--reward-threshold",
