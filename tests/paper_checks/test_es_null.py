@@ -113,7 +113,7 @@ def _walk_metrics(run: Path, *, d: int, alpha_taken: float, n: int, seed: int) -
 
 
 @pytest.fixture(scope="module")
-def record(tmp_path_factory):
+def runs(tmp_path_factory):
     """4 seeds of ES (held-out Pass@1 down 15 points, steps 1.3x its alpha's), its null (held-out unchanged, steps
     of its alpha) and GRPO (held-out unchanged), on 40 held-out prompts x 32 samples; d = 20,000, N = 8."""
     root = tmp_path_factory.mktemp("runs")
@@ -130,6 +130,14 @@ def record(tmp_path_factory):
             if taken is not None:
                 truth[run.name] = _walk_metrics(run, d=20_000, alpha_taken=taken, n=8, seed=seed)
             dirs.append(run)
+    return dirs, truth
+
+
+@pytest.fixture
+def record(runs):
+    """The record read from the runs in each test that uses it (so that a mutation tool maps es_null to every one
+    of them, not only to the first test of a module fixture)."""
+    dirs, truth = runs
     return es_null(collect(dirs)), dirs, truth
 
 
@@ -299,3 +307,137 @@ def test_two_common_seeds_are_enough_for_es_minus_null_and_one_is_not(tmp_path, 
     else:
         assert diff == {"reason": f"needs es and {NULL} runs of at least 2 common seeds with held-out evaluations"}
         assert rec["heldout_pass1_change"]["es"] is None and rec["heldout_pass1_change"]["grpo"] is None
+
+
+def test_the_drift_line_word_for_word_from_the_record(record):
+    """The second line: each method's drift range, its predicted drift, the ratio [lo, hi] to 4 decimals, its
+    reading and run count, written out here; a method measured after one that is not still appears."""
+    rec, _, _ = record
+
+    def part(m: str) -> str:
+        e = rec["drift"][m]
+        r = e["ratio"]
+        return (
+            f"{m} {e['drift_rel'][0]:.4f}-{e['drift_rel'][1]:.4f} against {e['predicted_rel']:.4f} predicted, ratio "
+            f"{r['mean']:.4f} [{r['lo']:.4f}, {r['hi']:.4f}] (**{e['reading']}**, 4 runs)"
+        )
+
+    head = "- Drift ||theta_T - theta_0|| / ||theta_0|| against the random walk alpha sqrt(T d c / N) / ||theta_0|| "
+    assert render(rec)[1] == f"{head}(equal only inside 1 +- 0.05): {part('es')}; {part(NULL)}."
+    assert rec["drift"]["es"]["runs"] == len(rec["drift"]["es"]["per_run"]) == 4
+    single = rec["drift"][NULL] | {"ratio": rec["drift"][NULL]["ratio"] | {"lo": None, "hi": None}}
+    one = rec | {"drift": {"es": {"reason": "no run"}, NULL: single}}
+    r = single["ratio"]
+    assert render(one)[1] == (
+        f"{head}(equal only inside 1 +- 0.05): es not measured (no run); {NULL} "
+        f"{single['drift_rel'][0]:.4f}-{single['drift_rel'][1]:.4f} against {single['predicted_rel']:.4f} predicted, "
+        f"ratio {r['mean']:.4f} (**{single['reading']}**, 4 runs)."
+    )
+
+
+def test_each_interval_in_points_or_what_stands_in_for_it():
+    """The first line's numbers: mean [lo, hi] x 100 with a sign; a mean without a finite interval; none at all."""
+    base = {"mean": 0.01, "lo": -0.0234, "hi": 0.0432, "design": "x", "detectable": 0.1}
+    cases = [
+        (base, "+1.00 [-2.34, +4.32]"),
+        (base | {"lo": None}, "+1.00 (no interval)"),
+        (base | {"lo": -math.inf}, "+1.00 (no interval)"),
+        (base | {"lo": math.nan}, "+1.00 (no interval)"),
+        (None, "not measured"),
+        ({"mean": None}, "not measured"),
+    ]
+    for e, text in cases:
+        rec = {
+            "heldout_pass1_change": {"es": e, NULL: base, "grpo": base},
+            "es_minus_null_heldout": {"reason": "r"},
+            "drift": {},
+        }
+        assert render(rec)[0].split("points: ES ")[1].startswith(f"{text}, null +1.00 [-2.34, +4.32], GRPO ")
+
+
+def test_the_records_intervals_carry_their_design_and_detectable_difference_and_the_parts_their_keys(record):
+    rec, _, _ = record
+    for m in ("es", NULL, "grpo"):
+        assert set(rec["heldout_pass1_change"][m]) == {"mean", "lo", "hi", "design", "detectable"}
+        assert rec["heldout_pass1_change"][m]["detectable"] > 0
+    assert set(rec["es_minus_null_heldout"]) == {"mean", "lo", "hi", "design", "detectable", "reading"}
+    for m in ("es", NULL):
+        assert set(rec["drift"][m]) == {
+            "runs",
+            "drift_rel",
+            "predicted_rel",
+            "ratio",
+            "reading",
+            "ratio_to_steps",
+            "per_run",
+        }
+        assert set(rec["drift"][m]["ratio"]) == {"mean", "lo", "hi", "design"}
+
+
+def test_a_runs_drift_needs_a_row_per_step_and_a_positive_first_moved_drift(tmp_path):
+    """The update norms and drifts must pair step by step; theta_0 is read from the first step that moved, whose
+    drift must be positive (a drift of exactly 0 there has no theta_0); a first step that did not move is skipped."""
+    p = np.random.default_rng(1).uniform(0.05, 0.5, N_PROBLEMS)
+    run = make_run(tmp_path, "es0", "es", 0, p, p, es={"population_size": 8, "alpha": 0.01})
+    _walk_metrics(run, d=5_000, alpha_taken=0.01, n=8, seed=3)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+    def drift_of(changed: list[dict]) -> dict | None:
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in changed))
+        return run_drift(load_run(run))
+
+    assert drift_of(rows)["theta0_norm"] == pytest.approx(rows[0]["es_update_norm"] / rows[0]["drift_rel"])
+    assert drift_of([{k: v for k, v in rows[0].items() if k != "drift_rel"}] + rows[1:]) is None  # unpaired
+    assert drift_of([rows[0] | {"drift_rel": 0.0}] + rows[1:]) is None  # moved, no drift: no theta_0
+    assert drift_of([rows[0] | {"drift_rel": -0.1}] + rows[1:]) is None
+    skipped = [rows[0] | {"es_update_norm": 0.0, "drift_rel": 0.0}, rows[1] | {"drift_rel": 0.0}] + rows[2:]
+    assert drift_of(skipped) is None  # the first step that moved has drift 0: not the next one's
+
+
+def test_a_run_without_a_final_held_out_evaluation_or_its_prompts_is_left_out_of_the_held_out_change(tmp_path):
+    """ES on seeds 0-2, its null on 0-2: seed 2's ES final held-out evaluation lacks per_problem and seed 1's null
+    base evaluation is missing, so ES's change is over seeds 0 and 1, the null's over 0 and 2, and ES - null over
+    seed 0 alone: not measured."""
+    from escov.paper_checks.es_null import heldout_changes
+
+    p = np.random.default_rng(2).uniform(0.05, 0.5, N_PROBLEMS)
+    dirs = []
+    for seed in range(3):
+        for name, es in (("es", {}), ("null", {"null_control": True})):
+            es = {"population_size": 8, "alpha": 0.01} | es
+            dirs.append(make_run(tmp_path, f"{name}{seed}", "es", seed, p, p, es=es, heldout_drop=0.1))
+    for run, part, change in ((tmp_path / "es2", "final", "per_problem"), (tmp_path / "null1", "base", None)):
+        ev = json.loads((run / "eval.json").read_text())
+        if change:
+            ev["heldout"][part].pop(change)
+        else:
+            ev["heldout"].pop(part)
+        (run / "eval.json").write_text(json.dumps(ev))
+    ev = collect(dirs)
+    assert sorted(heldout_changes(ev.by_variant("es"))) == [0, 1]
+    assert sorted(heldout_changes(ev.by_variant(NULL))) == [0, 2]
+    rec = es_null(ev)
+    assert rec["heldout_pass1_change"]["es"]["design"].startswith("2 seeds x")
+    assert "reason" in rec["es_minus_null_heldout"]
+
+
+def test_es_minus_null_needs_the_same_held_out_prompts_for_every_common_seed(tmp_path):
+    """Two common seeds, but the null's seed 1 was evaluated on other held-out prompts (ids renamed): no difference
+    is taken across prompt sets."""
+    p = np.random.default_rng(2).uniform(0.05, 0.5, N_PROBLEMS)
+    dirs = []
+    for seed in range(2):
+        for name, es in (("es", {}), ("null", {"null_control": True})):
+            es = {"population_size": 8, "alpha": 0.01} | es
+            dirs.append(make_run(tmp_path, f"{name}{seed}", "es", seed, p, p, es=es, heldout_drop=0.1))
+    ev_path = tmp_path / "null1" / "eval.json"
+    ev = json.loads(ev_path.read_text())
+    for part in ("base", "final"):
+        for row in ev["heldout"][part]["per_problem"]:
+            row["id"] = f"other-{row['id']}"
+    ev_path.write_text(json.dumps(ev))
+    rec = es_null(collect(dirs))
+    assert rec["es_minus_null_heldout"] == {
+        "reason": f"needs es and {NULL} runs of at least 2 common seeds with held-out evaluations"
+    }
+    assert rec["heldout_pass1_change"][NULL] is None  # its own two seeds hold two prompt sets
