@@ -441,3 +441,18 @@ def test_es_minus_null_needs_the_same_held_out_prompts_for_every_common_seed(tmp
         "reason": f"needs es and {NULL} runs of at least 2 common seeds with held-out evaluations"
     }
     assert rec["heldout_pass1_change"][NULL] is None  # its own two seeds hold two prompt sets
+
+
+def test_the_nulls_drift_is_read_when_es_has_none_to_read(tmp_path):
+    p = np.random.default_rng(2).uniform(0.05, 0.5, N_PROBLEMS)
+    dirs = []
+    for seed in range(2):
+        dirs.append(make_run(tmp_path, f"es{seed}", "es", seed, p, p, es={"population_size": 8, "alpha": 0.01}))
+        ev = json.loads((dirs[-1] / "eval.json").read_text())
+        (dirs[-1] / "eval.json").write_text(json.dumps(ev | {"update_analysis": {}}))  # no parameter count
+        null = {"population_size": 8, "alpha": 0.01, "null_control": True}
+        dirs.append(make_run(tmp_path, f"null{seed}", "es", seed, p, p, es=null))
+        _walk_metrics(dirs[-1], d=5_000, alpha_taken=0.01, n=8, seed=seed)
+    rec = es_null(collect(dirs))
+    assert rec["drift"]["es"] == {"reason": "no run with es_update_norm, drift_rel and update_analysis"}
+    assert rec["drift"][NULL]["runs"] == 2 and [r["run"] for r in rec["drift"][NULL]["per_run"]] == ["null0", "null1"]
