@@ -76,7 +76,8 @@ def test_b_prime_is_pooled_only_over_the_tasks_where_it_was_readable():
     assert "reason" in one["pooled"]["es_at_grpo_plateau"] and "holm" not in one["pooled"]["es_at_grpo_plateau"]
     unread = one["pooled"]["es_at_grpo_plateau"]  # the pool's fields are there, null, beside why
     assert all(unread[k] is None for k in ("mean", "lo", "hi", "se", "df", "tau", "i2"))
-    assert one["pooled"]["es_at_grpo_plateau"]["not_read"] == ["t2", "t3"]
+    assert one["pooled"]["es_at_grpo_plateau"]["not_read"] == ["t2", "t3"] and unread["tasks"] == ["t1"]
+    assert unread["reason"] == "1 task(s): nothing to pool"
     assert "| (b') | " in "\n".join(render(one)) and "not read" in "\n".join(render(one))
 
 
@@ -313,3 +314,22 @@ def test_distinct_solutions_are_written_as_counts_not_points():
     assert "pts" not in row and "| 0.00 (I^2 0%) |" in row
     a_row = next(line for line in render(result) if line.startswith("| (a) |"))
     assert "-5.00 pts [" in a_row and "| 0.00 pts (I^2 0%) |" in a_row
+
+
+def test_the_pooled_section_goes_before_all_claims_or_at_the_end_replacing_only_itself(tmp_path):
+    """Each REPORT.md written out here: the section's heading one level down, its lines as given; a second pool
+    replaces the first up to the next heading, whatever follows; a section at the end is replaced to the end."""
+    from escov.paper_checks.premise_pooled import _into_report_md
+
+    md = tmp_path / "REPORT.md"
+    md.write_text("# r\n\n## P\n\n- x\n\n## All claims\n\n| t |\n", encoding="utf-8")
+    _into_report_md(md, ["# Pooled", "", "- a", "- b"])
+    assert md.read_text(encoding="utf-8") == "# r\n\n## P\n\n- x\n\n## Pooled\n\n- a\n- b\n## All claims\n\n| t |\n"
+    _into_report_md(md, ["# Pooled", "", "- c"])
+    assert md.read_text(encoding="utf-8") == "# r\n\n## P\n\n- x\n\n## Pooled\n\n- c\n## All claims\n\n| t |\n"
+    md.write_text("# r\n\n## Pooled\n\n- old\n\n## A\n\nx\n\n## B\n\ny\n", encoding="utf-8")
+    _into_report_md(md, ["# Pooled", "", "- a"])
+    assert md.read_text(encoding="utf-8") == "# r\n\n## A\n\nx\n\n## B\n\ny\n## Pooled\n\n- a\n"
+    md.write_text("# r\n\n## A\n\nx\n\n## Pooled\n\n- old\n", encoding="utf-8")
+    _into_report_md(md, ["# Pooled", "", "- a"])
+    assert md.read_text(encoding="utf-8") == "# r\n\n## A\n\nx\n\n## Pooled\n\n- a\n"
