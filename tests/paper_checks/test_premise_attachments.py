@@ -71,7 +71,7 @@ def test_the_draws_table_counts_the_narrowed_and_marks_the_answers_base():
         "of": 3,
     }
     lines = render_draws(draws)
-    assert lines[:2] == ["### The premise across pretraining draws", ""] and lines[-1] == ""
+    assert lines[:2] == ["### The premise across pretraining draws", ""] and lines[-1] == "" and lines[3] == ""
     assert lines[4:6] == [
         "| draw | GRPO | design | Pass@32 plateau - base | verdict |",
         "| --- | --- | --- | --- | --- |",
@@ -85,6 +85,32 @@ def test_the_draws_table_counts_the_narrowed_and_marks_the_answers_base():
     bare = entry | {"draw": "seed 2", "grpo": {}, "pass32_plateau_minus_base": {"reason": "1 seed"}}
     row = render_draws({"draws": [bare], "narrowed": 0, "of": 1})[6]
     assert row == "| seed 2 | lr ?, G ? | 3 seeds x 128 prompts x 128 samples, 300 steps | - | narrowed |"
+    # a step size of more than 6 significant digits is written with 6 ('g')
+    odd = entry | {"draw": "lr", "grpo": {"learning_rate": 1e-4 / 3, "num_generations": 8}}
+    assert render_draws({"draws": [odd], "narrowed": 1, "of": 1})[6].startswith("| lr | lr 3.33333e-05, G 8 |")
+
+
+@pytest.mark.parametrize(
+    "n, ks, header",
+    [
+        (16, [1, 2, 16], "| model | Pass@1 | Pass@16 |"),  # 8 is a shown budget below n, but not measured
+        (32, [1, 8, 32], "| model | Pass@1 | Pass@8 | Pass@32 |"),  # n a shown budget itself: one column
+    ],
+)
+def test_the_columns_are_the_shown_budgets_measured_below_n_then_n(n, ks, header):
+    assert render_endpoints(ENDPOINTS | {"samples": n, "ks": ks})[6] == header
+
+
+def test_the_plots_k_axis_is_ticked_at_the_shown_budgets_measured_and_the_last(tmp_path, figures):
+    from escov.paper_checks.premise_attachments import MODELS, plot_endpoints
+
+    ks = [1, 2, 4, 8, 16, 64, 256, 1024, 2048]
+    curve = {str(k): {"mean": 0.5, "lo": 0.4, "hi": 0.6} for k in ks}
+    att = ENDPOINTS | {"ks": ks} | {name: {"0.6": curve} for name in MODELS}
+    plot_endpoints(att, tmp_path / "p.png")
+    (fig,) = figures
+    (ax,) = [ax for ax in fig.axes if ax.get_lines()]
+    assert list(ax.get_xticks()) == [1, 4, 16, 64, 256, 1024, 2048]
 
 
 def test_render_draws_the_plot_only_where_a_report_folder_is_given(tmp_path):
@@ -120,6 +146,15 @@ def test_the_endpoint_section_line_by_line_with_missing_ends_written_as_dashes()
         },
     }
     sets = "kept 1, gained 2, lost 0.5 (retention -)"
+    assert render_endpoints(att)[:4] == [
+        "### Coverage to k = 16 at the endpoints",
+        "",
+        "The base, GRPO's last checkpoint and ES's last checkpoint, 16 samples on each of the 3 test prompts (2 seeds "
+        "for GRPO and ES, averaged within a prompt), Pass@k in points with 95% problem-bootstrap intervals, each "
+        "model's own (a difference between two models is paired by prompt and tighter). Exploratory (registered as "
+        f"such). ![Pass@k to 16]({FILE})",
+        "",
+    ]
     assert render_endpoints(att)[4:] == [
         "T = 0.6:",
         "",
