@@ -242,7 +242,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
             "paper_checks/pooled.py",
             "paper_checks/premise_pooled.py",
         ),
-        (),
+        ("tests/paper_checks/reproduce/test_rare_only.py",),  # premise_attachments' rare-only section
         (),
     ),
     # a run's settings: what each field accepts, its defaults, the combinations refused, where a value came from
