@@ -101,6 +101,10 @@ def test_a_mean_and_its_standard_error_by_hand():
     assert pooled_mean([1.0, 3.0], [0.3, 0.4]) == pytest.approx((2.0, 0.25))
 
 
+def _even_code_sum(prompts, completions, **kwargs):
+    return [float(sum(map(ord, c)) % 2 == 0) for c in completions]
+
+
 def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_records(tiny_model_dir, one_torch_thread):
     """jspol: the mean over P prompts of independent per-prompt estimates, se = sqrt(sum se_i^2) / P; fisher_trace
     and validity: the normal interval of the per-prompt values' spread; both centred on the per-prompt mean."""
@@ -109,7 +113,9 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
 
     engine = HFEngine(tiny_model_dir, dtype=torch.float32)
     scorer = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
-    task = get_task("countdown")
+    # correct: a completion whose characters' code points sum to an even number, about half of them (the tiny model
+    # never solves Countdown; with every sample wrong each prompt's permutation null is 0 whatever its seed)
+    task = get_task("countdown", reward_function=_even_code_sum, correct_reward="total")
     center = {n: p.detach().float().clone() for n, p in scorer.named_parameters()}
     m = measure_population(
         engine=engine,
@@ -149,8 +155,12 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         seed=0,
         step=0,
     )
+    mixed = [i for i in range(len(problems)) if 0 < correct[i].mean() < 1]
+    assert mixed  # a prompt with outcomes that a permutation null can shuffle: its null depends on the seed
     for i, r in enumerate(rows):
         assert r["jssucc"] == jssucc_estimates(correct[i], seed=derive_seed(0, 0, "population-perm", i))
+        if i in mixed:
+            assert r["jssucc"] != jssucc_estimates(correct[i], seed=derive_seed(0, 1, "population-perm", i))
         assert r["member_success"] == pytest.approx(correct[i].mean(axis=1).tolist())
     # the center's samples again (the same seed): each prompt's Fisher trace is the mean of its squared score norms,
     # its standard error their spread over sqrt(center_samples)
