@@ -132,7 +132,7 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         temperature=1.0,
         max_new_tokens=4,
         seed=0,
-        step=0,
+        step=3,
     )
     rows = m["per_prompt"]
     problems = task.problems("test", 3, seed=0)
@@ -153,14 +153,14 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         temperature=1.0,
         max_new_tokens=4,
         seed=0,
-        step=0,
+        step=3,
     )
     mixed = [i for i in range(len(problems)) if 0 < correct[i].mean() < 1]
     assert mixed  # a prompt with outcomes that a permutation null can shuffle: its null depends on the seed
     for i, r in enumerate(rows):
-        assert r["jssucc"] == jssucc_estimates(correct[i], seed=derive_seed(0, 0, "population-perm", i))
+        assert r["jssucc"] == jssucc_estimates(correct[i], seed=derive_seed(0, 3, "population-perm", i))
         if i in mixed:
-            assert r["jssucc"] != jssucc_estimates(correct[i], seed=derive_seed(0, 1, "population-perm", i))
+            assert r["jssucc"] != jssucc_estimates(correct[i], seed=derive_seed(0, 4, "population-perm", i))
         assert r["member_success"] == pytest.approx(correct[i].mean(axis=1).tolist())
     # the center's samples again (the same seed): each prompt's Fisher trace is the mean of its squared score norms,
     # its standard error their spread over sqrt(center_samples)
@@ -176,7 +176,7 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         temperature=1.0,
         max_new_tokens=4,
         seed=0,
-        step=0,
+        step=3,
     )
     # the center's completions are their own draw, from the seed of (seed, step, "population-center"): a rollout
     # drawn here with that seed gives the same squared score norms (score_sq_norms on its completions)
@@ -190,8 +190,8 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         n=3,
         temperature=1.0,
         max_new_tokens=4,
-        seed=derive_seed(0, 0, "population-center"),
-        step=0,
+        seed=derive_seed(0, 3, "population-center"),
+        step=3,
     )
     params = [dict(scorer.named_parameters())[n] for n in center]
     own = score_sq_norms(
@@ -207,7 +207,7 @@ def test_measure_populations_aggregate_intervals_follow_from_its_per_prompt_reco
         assert r["center_success"] == pytest.approx(center_correct[i].mean())
         assert r["lemma2"] == lemma2_estimates(correct[i], center_correct[i], [2, 3])
     assert {k: m[k] for k in ("step", "sigma", "members", "samples_per_member", "center_samples", "temperature")} == {
-        "step": 0,
+        "step": 3,
         "sigma": 1e-2,
         "members": 3,
         "samples_per_member": 3,
