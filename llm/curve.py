@@ -163,13 +163,23 @@ def _without_kept(record: dict) -> dict:
     return {k: v for k, v in record.items() if k != "kept"}
 
 
-def _same_settings(point: dict, n_problems: int, samples: int, temperature: float, split: str) -> bool:
+def same_settings(point: dict, n_problems: int, samples: int, temperature: float, split: str) -> bool:
+    """Whether a stored point was measured as asked: on as many prompts of the same split, with as many samples at
+    the same temperature (what evaluate_curve reuses and a reproduction counts as done)."""
     s = point["sampled"]
     return (
         s["num_problems"] == n_problems
         and s["n"] == samples
         and s["temperature"] == temperature
         and point.get("split", "test") == split
+    )
+
+
+def settings_of(cfg, temperature: float | None, n_problems: int | None) -> tuple[float, int]:
+    """A curve's temperature and prompt count, the run's own (eval_temperature, eval_problems) where not given."""
+    return (
+        cfg.eval_temperature if temperature is None else temperature,
+        cfg.eval_problems if n_problems is None else n_problems,
     )
 
 
@@ -201,16 +211,15 @@ def evaluate_curve(
     cfg = load_config(run_dir)
     check_run(run_dir, cfg)
     torch.set_num_threads(cfg.threads)
-    temperature = cfg.eval_temperature if temperature is None else temperature
+    temperature, n_problems = settings_of(cfg, temperature, n_problems)
     if samples < max(KS):
         raise ValueError(f"samples must be >= {max(KS)} (Pass@{max(KS)}), got {samples}")
-    n_problems = cfg.eval_problems if n_problems is None else n_problems
     measured = split_set(cfg, split, n_problems)  # the run's own task (data, split, prompt style, reward)
     task, problems = measured.task, measured.problems
     done = {
         p["step"]: p
         for p in rundir.read_curve(run_dir) or []
-        if _same_settings(p, n_problems, samples, temperature, split)
+        if same_settings(p, n_problems, samples, temperature, split)
         and p.get("fingerprint") == point_fingerprint(run_dir, cfg, p["step"])
     }  # the same weights, measured alike
     checkpoints, _ = rundir.checkpoint_steps(run_dir)

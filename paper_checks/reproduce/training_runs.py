@@ -69,16 +69,16 @@ def complete(run_dir: Path, curve: dict | None) -> bool:
 
 
 def curve_done(run_dir: Path, curve: dict) -> bool:
-    """Whether the run's curve holds every point of its layout (llm.curve.layout on the stored points)."""
+    """Whether the run's curve holds every point of its layout (llm.curve.layout on the stored points measured as
+    the curve asks: llm.curve.same_settings, the run's own temperature and prompt count where the curve names none)."""
     from escov.llm import rundir
-    from escov.llm.curve import layout
+    from escov.llm.config import load_config
+    from escov.llm.curve import SAMPLES, layout, same_settings, settings_of
 
+    temperature, n_problems = settings_of(load_config(run_dir), curve.get("temperature"), curve.get("n_problems"))
+    asked = (n_problems, curve.get("samples", SAMPLES), temperature, curve.get("split", "test"))
     stored = {
-        p["step"]: p["sampled"]["pass_at_k"]["1"]
-        for p in rundir.read_curve(run_dir) or []
-        if p["sampled"]["n"] == curve["samples"]
-        and p["sampled"]["temperature"] == curve["temperature"]
-        and p.get("split", "test") == curve.get("split", "test")
+        p["step"]: p["sampled"]["pass_at_k"]["1"] for p in rundir.read_curve(run_dir) or [] if same_settings(p, *asked)
     }
 
     class Unmeasured(Exception):

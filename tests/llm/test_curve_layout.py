@@ -4,7 +4,7 @@ jump equal to the resolution is equal in floating point too) and when a stored p
 
 import pytest
 
-from escov.llm.curve import _same_settings, curve_steps, layout, refinement
+from escov.llm.curve import curve_steps, layout, refinement, same_settings
 
 
 def test_the_spread_keeps_every_checkpoint_up_to_points_and_refuses_fewer_than_one():
@@ -87,6 +87,6 @@ def test_a_stored_point_is_measured_alike_only_when_prompts_samples_temperature_
     point = {"step": 2, "sampled": POINT["sampled"] | {k: v for k, v in change.items() if k != "split"}}
     if "split" in change:
         point["split"] = change["split"]
-    assert _same_settings(point, 3, 32, 0.6, "test") is alike
+    assert same_settings(point, 3, 32, 0.6, "test") is alike
     # a validation curve's own points: "split" recorded (a point without one is a test point)
-    assert _same_settings(point, 3, 32, 0.6, "validation") is (change == {"split": "validation"})
+    assert same_settings(point, 3, 32, 0.6, "validation") is (change == {"split": "validation"})

@@ -64,6 +64,11 @@ def test_every_split_is_measured_on_its_own_prompts_and_only_the_test_curve_reus
         assert curve_done(run, CURVE | {"split": split})
         assert not curve_done(run, CURVE | {"split": "test"}) and not curve_done(run, CURVE)
     assert not curve_done(run, CURVE | {"split": "validation", "samples": 33})
+    # a curve on more prompts than the points were measured on is not done; the run's own count (3) is the default
+    assert curve_done(run, CURVE | {"split": "train", "n_problems": 3})
+    assert not curve_done(run, CURVE | {"split": "train", "n_problems": 4})
+    assert not curve_done(run, CURVE | {"split": "train", "temperature": 1.0})
+    assert curve_done(run, {"points": 1, "split": "train"})  # the run's eval_temperature 0.6, 32 samples
     # the test curve, through the command line: both points are the run's own evaluations
     assert (
         main(

@@ -273,6 +273,7 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
 
     from escov.paper_checks.reproduce.training_runs import curve_done
 
+    (tmp_path / "config.json").write_text(json.dumps({"task": "countdown3", "eval_problems": 2}))  # points on 2
     for step in (1, 2, 3, 4):
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
         (tmp_path / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text(
@@ -287,6 +288,7 @@ def test_a_curve_is_done_when_its_layout_is_measured(tmp_path):
     write([_point(0, 0.10), _point(1, 0.12), _point(2, 0.2), _point(3, 0.3), _point(4, 0.40)])
     assert curve_done(tmp_path, curve)
     assert not curve_done(tmp_path, curve | {"samples": 32}), "points of other settings do not count"
+    assert not curve_done(tmp_path, curve | {"n_problems": 3}), "nor points on fewer prompts"
 
 
 def test_the_paper_regime_answer_runs_from_the_paper_regime_base_and_again_from_the_diffuse_one():

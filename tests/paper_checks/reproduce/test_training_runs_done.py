@@ -91,7 +91,8 @@ def _evaluation(n: int = 32, temperature: float = 0.6, pass1: float = 0.5) -> di
 
 @pytest.fixture
 def written(tmp_path):
-    """A run folder written by hand: checkpoints at steps 1, 2 and 3, eval.json's base and final evaluations."""
+    """A run folder written by hand: checkpoints at steps 1, 2 and 3, eval.json's base and final evaluations, its
+    settings (2 evaluation prompts)."""
 
     def make(name="run"):
         out = tmp_path / name
@@ -101,6 +102,7 @@ def written(tmp_path):
         evals = {label: _evaluation() for label in ("base", "final")}
         evals |= {f"{label}_greedy": _evaluation(1, 0.0) for label in ("base", "final")}
         (out / rundir.EVAL).write_text(json.dumps(evals))
+        (out / rundir.CONFIG).write_text(json.dumps({"task": "countdown3", "eval_problems": 2}))
         return out
 
     return make
@@ -165,6 +167,8 @@ def test_a_curve_is_done_when_every_step_of_its_layout_is_measured(written, pass
         ({"split": "validation"}, {}),  # nor validation points a test curve
         ({"split": "validation"}, {"split": "test"}),
         ({"split": "validation"}, {"split": "train"}),
+        ({"num_problems": 3}, {}),  # points on another number of prompts than the run's 2
+        ({}, {"n_problems": 3}),
     ],
 )
 def test_points_measured_otherwise_do_not_count(written, fields, curve):
