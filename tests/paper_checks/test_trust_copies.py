@@ -150,3 +150,13 @@ def test_a_pass_at_k_within_the_tolerance_of_its_counts_is_accepted_at_the_bound
     assert (
         trust.count_mismatch(_counted(8, [0, 0], {"1": 2e-9})) == "Pass@1 written 2e-09, its per-problem counts give 0"
     )
+
+
+def test_a_pass_at_k_written_as_nan_or_infinity_contradicts_its_counts():
+    """NaN compares false with everything: a written NaN would pass any tolerance test that only asks `> TOLERANCE`."""
+    assert trust.count_mismatch(_counted(8, [2, 0], {"1": float("nan")})) == (
+        "Pass@1 written nan, its per-problem counts give 0.125"
+    )
+    assert trust.count_mismatch(_counted(8, [2, 0], {"1": float("inf")})) == (
+        "Pass@1 written inf, its per-problem counts give 0.125"
+    )
