@@ -81,3 +81,9 @@ def test_es_runs_on_ray_actors_with_more_than_one_worker_or_a_cluster_address(se
         assert got is None
     else:
         assert {k: getattr(got, k) for k in distributed} == distributed and got.gpus_per_worker == 0.0
+
+
+@pytest.mark.parametrize("device, gpus", [("cuda", 1.0), ("cuda:1", 1.0), ("cpu", 0.0)])
+def test_each_actor_holds_one_gpu_of_its_own_when_the_run_is_on_cuda(device, gpus):
+    """The settings alone (no GPU needed to read them): an engine per GPU on CUDA, none on the CPU."""
+    assert TrainConfig(workers=2, device=device).distributed().gpus_per_worker == gpus
