@@ -5,6 +5,7 @@ missing, and an escov run directory's base and final evaluations with their seed
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -248,3 +249,67 @@ def test_an_escov_run_without_a_config_is_named_final_at_seed_0(tmp_path):
     base, final = escov_run(tmp_path, None)
     assert (base.name, final.name) == ("base", "final") and base.seeds == final.seeds == [0]
     assert final.prompt_ids == ["7", "b"] and final.counts.dtype == np.int64 and final.counts.tolist() == [[3, 0]]
+
+
+def test_a_jsonl_object_over_several_lines_is_refused_at_its_first_line(tmp_path):
+    """pyarrow reads a pretty-printed object as one row though it spans 3 lines: the row count then differs from the
+    line count, and the line reader names the line that is no JSON object."""
+    from escov.paper_checks.coverage.reader import read_records
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n{\n "a": 2}\n')
+    with pytest.raises(InputError, match=rf"^{path} line 2: not JSON \("):
+        read_records(path)
+
+
+def test_a_json_table_must_be_a_list_of_objects_and_an_unknown_suffix_is_named(tmp_path):
+    from escov.paper_checks.coverage.reader import read_records
+
+    for text in ('{"a": 1}', "[1, 2]", '[{"a": 1}, 2]'):
+        (tmp_path / "t.json").write_text(text)
+        with pytest.raises(InputError) as err:
+            read_records(tmp_path / "t.json")
+        assert str(err.value) == f"{tmp_path / 't.json'}: expected a JSON list of records"
+    with pytest.raises(InputError) as err:
+        read_records(tmp_path / "t.txt")
+    assert (
+        str(err.value) == f"{tmp_path / 't.txt'}: unknown table type '.txt' (expected .jsonl, .csv, .parquet or .json)"
+    )
+
+
+def test_a_source_is_named_by_what_comes_before_its_first_equals_sign_unless_the_path_exists(tmp_path):
+    from escov.paper_checks.coverage.reader import split_source
+
+    assert split_source("base=runs/lr=1e-4") == ("base", Path("runs/lr=1e-4"))
+    assert split_source("missing.jsonl") == (None, Path("missing.jsonl"))
+    (tmp_path / "lr=3").mkdir()
+    assert split_source(str(tmp_path / "lr=3")) == (None, tmp_path / "lr=3")
+
+
+def test_a_chat_message_holding_an_array_is_written_as_text():
+    from escov.paper_checks.coverage.reader import _text
+
+    message = [{"role": "user", "content": np.array([1, 2])}]
+    assert _text(message) == json.dumps(message, sort_keys=True, default=str)
+
+
+def test_a_trl_log_with_a_correct_column_needs_no_reward_column_and_a_missing_reward_is_no_zero(tmp_path):
+    from escov.paper_checks.coverage.reader import trl
+
+    rows = [{"step": 1, "prompt": "p", "completion": "c", "correct": c, "fmt": 0.5, "acc": 1.0} for c in (1, 0)]
+    pd.DataFrame(rows).to_parquet(tmp_path / "completions_00001.parquet")
+    df = trl(tmp_path, [])  # two reward-like columns and correct: correct decides
+    assert df["correct"].tolist() == [1, 0] and "reward" not in df.columns
+    (tmp_path / "one").mkdir()
+    rows = [{"step": 1, "prompt": "p", "completion": "c", "acc": a} for a in (1.0, None)]
+    pd.DataFrame(rows).to_parquet(tmp_path / "one" / "completions_00001.parquet")
+    assert trl(tmp_path / "one", [])["reward"].isna().tolist() == [False, True]  # the only reward column, not 0
+
+
+def test_a_verl_dump_may_be_given_as_its_file(tmp_path):
+    from escov.paper_checks.coverage.reader import verl
+
+    (tmp_path / "7.jsonl").write_text(json.dumps({"input": "p", "output": "o", "score": 1.0, "step": 7}) + "\n")
+    (tmp_path / "8.jsonl").write_text(json.dumps({"input": "p", "output": "q", "score": 0.0, "step": 8}) + "\n")
+    df = verl(tmp_path / "7.jsonl")
+    assert df["completion"].tolist() == ["o"] and df["reward"].tolist() == [1.0]

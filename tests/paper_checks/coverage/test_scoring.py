@@ -207,3 +207,15 @@ def test_the_progress_bar_shows_on_a_terminal_only_counting_completions_or_promp
     bars = terminal.getvalue()
     assert re.search(r"scoring with countdown: 100%\|[^|]*\| 3/3 \[[^\]]*completion/s\]", bars)
     assert re.search(r"scoring with reward functions: 100%\|[^|]*\| 2/2 \[[^\]]*prompt/s\]", bars)
+
+
+def test_a_reward_function_that_raises_is_named_with_the_prompt_id_of_the_row(tmp_path):
+    from escov.llm.tasks.reward_function import RewardFunctionError
+
+    (tmp_path / "bad.py").write_text(
+        "def picky(prompts, completions, **kw):\n"
+        "    return [1.0 if c != 'boom' else 1 / 0 for c in completions]\n"
+    )
+    rows = [{"prompt_id": p, "completion": c} for p, c in (("q1", "ok"), ("q7", "fine"), ("q7", "boom"))]
+    with pytest.raises(RewardFunctionError, match=r"raised ZeroDivisionError: division by zero on data row q7, "):
+        score_with_functions(_frame(rows), [f"{tmp_path / 'bad.py'}:picky"], [], 1.0)

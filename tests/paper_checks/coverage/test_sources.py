@@ -132,3 +132,54 @@ def test_a_tasks_settings_and_the_reward_functions_weights_reach_the_scoring(tmp
     weighted = ReadOptions(reward_functions=functions, reward_weights=[1.0, 0.0], threshold=0.5)
     assert load([path], weighted).models["model"].counts.tolist() == [[0]]
     assert load([path], ReadOptions(reward_functions=functions, threshold=0.5)).models["model"].counts.tolist() == [[2]]
+
+
+def _escov_run(path, algo: str, seed: int, final: list[int], base: list[int] | None = None):
+    path.mkdir()
+    per = lambda counts: [{"id": f"p{i}", "correct": c} for i, c in enumerate(counts)]  # noqa: E731
+    evals = {"final": {"n": 2, "seed": 9, "per_problem": per(final)}}
+    if base is not None:
+        evals["base"] = {"n": 2, "seed": 0, "per_problem": per(base)}
+    (path / "eval.json").write_text(json.dumps(evals))
+    (path / "config.json").write_text(json.dumps({"algo": algo, "seed": seed}))
+    return str(path)
+
+
+def test_several_escov_runs_and_tables_are_all_read_and_a_shared_base_counted_once(tmp_path):
+    """Two ES runs (seeds 1 and 2) and a GRPO run, each with the same base evaluation, before a table of model
+    "ref": every source is read, the base once, the label names every source."""
+    runs = [
+        _escov_run(tmp_path / "es1", "es", 1, [1, 2], base=[0, 1]),
+        _escov_run(tmp_path / "es2", "es", 2, [2, 2], base=[0, 1]),
+        _escov_run(tmp_path / "grpo", "grpo", 1, [2, 0], base=[0, 1]),
+    ]
+    table = _jsonl(tmp_path / "t.jsonl", [{"model": "ref", "prompt_id": f"p{i}", "correct": 1} for i in (0, 0, 1, 1)])
+    cov = load(runs + [table], ReadOptions())
+    assert sorted(cov.models) == ["base", "es", "grpo", "ref"]
+    assert cov.models["es"].seeds == [1, 2] and cov.models["es"].counts.tolist() == [[1, 2], [2, 2]]
+    assert cov.models["base"].counts.tolist() == [[0, 1]] and cov.models["ref"].counts.tolist() == [[2, 2]]
+    assert cov.source == ", ".join(str(tmp_path / n) for n in ("es1", "es2", "grpo", "t.jsonl"))
+    twice = _escov_run(tmp_path / "again", "grpo", 1, [0, 0])
+    with pytest.raises(InputError, match=r": model 'grpo' seed 1 appears twice$"):
+        load(runs + [twice], ReadOptions())
+
+
+def test_a_format_given_is_read_as_that_format_and_a_vote_column_is_kept(tmp_path):
+    verl_like = _jsonl(tmp_path / "0.jsonl", [{"input": "p", "output": "o", "score": 1.0}])
+    assert load([verl_like], ReadOptions()).models["model"].counts.tolist() == [[1]]  # detected as verl
+    with pytest.raises(InputError, match=r"column 'prompt_id' is missing"):
+        load([verl_like], ReadOptions(format="plain"))
+    rows = [{"prompt_id": "a", "correct": 1, "solution": s, "vote": v} for s, v in (("x", "10"), ("y", "10"))]
+    (((_, _, votes),),) = load([_jsonl(tmp_path / "v.jsonl", rows)], ReadOptions()).models["model"].answers
+    assert votes == ["10", "10"]
+
+
+def test_two_files_without_sample_ids_are_numbered_each_and_a_refusal_names_every_source(tmp_path):
+    a = _jsonl(tmp_path / "a.jsonl", [{"model": "x", "prompt_id": "p", "correct": c} for c in (1, 0)])
+    b = _jsonl(tmp_path / "b.jsonl", [{"model": "y", "prompt_id": "p", "correct": c} for c in (1, 1)])
+    cov = load([a, b], ReadOptions())
+    assert cov.models["x"].counts.tolist() == [[1]] and cov.models["y"].counts.tolist() == [[2]]
+    c = _jsonl(tmp_path / "c.jsonl", [{"model": "z", "prompt_id": "p", "correct": 1}])
+    with pytest.raises(InputError) as err:
+        load([a, c], ReadOptions())
+    assert str(err.value).startswith(f"{a}, {c}: mixed sample counts: prompt 'p' of model 'x' (seed 0) has 2 samples")

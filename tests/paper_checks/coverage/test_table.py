@@ -124,3 +124,37 @@ def test_a_short_prompt_is_placed_at_its_own_last_row_and_python_booleans_count_
     mixed = _rows([("m", 0, "a", 0, True), ("m", 0, "a", 1, 0), ("m", 0, "b", 0, False), ("m", 0, "b", 1, 1)])
     assert mixed["correct"].dtype == object
     assert Coverage.from_rows(mixed, "t.jsonl").models["m"].counts.tolist() == [[1, 1]]
+
+
+def test_the_last_seed_missing_the_last_prompt_is_refused_and_counts_names_and_source_are_kept():
+    df = _rows([("m", 0, "a", 0, 1), ("m", 0, "b", 0, 1), ("m", 1, "a", 0, 0)])
+    with pytest.raises(InputError, match=r"^t.jsonl: model 'm' seed 1 has no samples of prompt 'b' that its other"):
+        Coverage.from_rows(df, "t.jsonl")
+    cov = Coverage.from_rows(_rows([("m", 0, "a", 0, 1), ("m", 0, "b", 0, 0), ("m", 0, "b", 1, 1)][:2]), "src")
+    assert cov.source == "src" and cov.models["m"].name == "m" and cov.models["m"].counts.dtype == np.int64
+
+
+def test_without_a_vote_column_each_answer_votes_for_its_solution():
+    df = _rows([("m", 0, "a", i, c, s) for i, (c, s) in enumerate(((1, "x"), (0, "y"), (1, None)))])
+    (((solutions, correct, votes),),) = Coverage.from_rows(df, "t.jsonl").models["m"].answers
+    assert solutions == votes == ["x", "y", None] and correct == [True, False, True]
+
+
+def test_mixed_sample_counts_name_the_first_odd_prompt_in_file_order_at_its_last_row():
+    """Prompts b (1 sample, written first) and a (1 sample) beside c, d and e (2 samples each): b is named, at its own
+    last row."""
+    df = _rows([("m", 0, "b", 0, 1), ("m", 0, "c", 0, 1), ("m", 0, "c", 1, 1), ("m", 0, "a", 0, 1)])
+    df = pd.concat([df, _rows([("m", 0, p, i, 1) for p in "de" for i in range(2)])], ignore_index=True)
+    df["pos"] = [f"line {i + 1}" for i in range(len(df))]
+    with pytest.raises(InputError) as err:
+        Coverage.from_rows(df, "t.jsonl")
+    assert str(err.value) == (
+        "t.jsonl: mixed sample counts: prompt 'b' of model 'm' (seed 0) has 1 samples (its last at t.jsonl line 1), "
+        "the others 2; every prompt needs the same n"
+    )
+    rows = [("m", 0, "c", i, 1) for i in range(3)] + [("m", 0, "e", i, 1) for i in range(2)]
+    df = _rows(rows + [("m", 0, "f", i, 0) for i in range(3)])  # e's 2 samples at lines 4 and 5, the others 3
+    with pytest.raises(
+        InputError, match=r"prompt 'e' of model 'm' \(seed 0\) has 2 samples \(its last at t.jsonl line 5\)"
+    ):
+        Coverage.from_rows(df, "t.jsonl")
