@@ -213,8 +213,7 @@ def test_a_reward_function_that_raises_is_named_with_the_prompt_id_of_the_row(tm
     from escov.llm.tasks.reward_function import RewardFunctionError
 
     (tmp_path / "bad.py").write_text(
-        "def picky(prompts, completions, **kw):\n"
-        "    return [1.0 if c != 'boom' else 1 / 0 for c in completions]\n"
+        "def picky(prompts, completions, **kw):\n    return [1.0 if c != 'boom' else 1 / 0 for c in completions]\n"
     )
     rows = [{"prompt_id": p, "completion": c} for p, c in (("q1", "ok"), ("q7", "fine"), ("q7", "boom"))]
     with pytest.raises(RewardFunctionError, match=r"raised ZeroDivisionError: division by zero on data row q7, "):
