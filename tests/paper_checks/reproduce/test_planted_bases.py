@@ -109,6 +109,15 @@ def test_the_tables_header_states_the_rule():
     assert row.startswith("| subset_sum | rare_keep=0.6, rare_share=0.05 | ") and row.endswith("| yes | yes | yes |  |")
 
 
+def test_an_undefined_rate_is_a_dash():
+    m = _measure() | {"rare_only_prompts": 0, "rare_only_pass_at_k": {"1": None, "32": None}}
+    c = {"settings": {}, "measure": m, "conditions": meets(m)}
+    (row,) = [
+        x for x in planted_bases.render({"grid_paths": {"candidates": [c], "chosen": None}}) if x.startswith("| grid")
+    ]
+    assert row == "| grid_paths | as shipped | 0.400 | 0.900 | 0 | - | - | no | no | no |  |"
+
+
 def test_a_candidate_failing_every_condition_says_no_in_each_column():
     few = _measure(rare_prompts=MIN_RARE_ONLY - 1, rare1=0.4)
     row = planted_bases.render(
@@ -150,20 +159,21 @@ def test_the_command_measures_only_the_task_it_is_given_then_only_the_tasks_its_
     monkeypatch.setattr(planted_bases, "CANDIDATES", (tiny,))
     monkeypatch.setattr(planted_bases, "VALIDATION_PROMPTS", 4)
     monkeypatch.setattr(planted_bases, "SAMPLES", 2)
-    assert main_args(argparse.Namespace(out=tmp_path, task="subset_sum", no_progress=True)) == 0
-    record = json.loads((tmp_path / RECORD_JSON).read_text(encoding="utf-8"))
+    out = tmp_path / "new" / "folder"  # made with its parents
+    assert main_args(argparse.Namespace(out=out, task="subset_sum", no_progress=True)) == 0
+    record = json.loads((out / RECORD_JSON).read_text(encoding="utf-8"))
     assert set(record) == {"subset_sum"}
     subset = record["subset_sum"]
     assert subset["task"] == "subset_sum" and subset["chosen"] is None
     assert [c["settings"] for c in subset["candidates"]] == [dict(tiny)]
     assert subset["candidates"][0]["measure"]["prompts"] == 4 and subset["candidates"][0]["measure"]["n"] == 2
-    out = capsys.readouterr()
-    assert "pretrain" not in out.err and "| subset_sum | steps=3" in out.out  # no pretraining bar
-    assert (tmp_path / RECORD_MD).read_text(encoding="utf-8") == "\n".join(planted_bases.render(record)) + "\n"
+    printed = capsys.readouterr()
+    assert "pretrain" not in printed.err and "| subset_sum | steps=3" in printed.out  # no pretraining bar
+    assert (out / RECORD_MD).read_text(encoding="utf-8") == "\n".join(planted_bases.render(record)) + "\n"
 
     measured = []
     grid = {"task": "grid_paths", "candidates": [], "chosen": None}
     monkeypatch.setattr(planted_bases, "choose", lambda task, *a, **k: measured.append(task) or grid)
-    assert main_args(argparse.Namespace(out=tmp_path, task=None, no_progress=True)) == 0
+    assert main_args(argparse.Namespace(out=out, task=None, no_progress=True)) == 0
     assert measured == ["grid_paths"]
-    assert json.loads((tmp_path / RECORD_JSON).read_text(encoding="utf-8")) == record | {"grid_paths": grid}
+    assert json.loads((out / RECORD_JSON).read_text(encoding="utf-8")) == record | {"grid_paths": grid}
