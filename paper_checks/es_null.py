@@ -135,8 +135,9 @@ def heldout_changes(runs: list[Run]) -> dict[int, tuple[tuple, np.ndarray, int]]
 
 
 def _over_design(rows: list[tuple[tuple, np.ndarray, int]]) -> dict | None:
-    """The seeds x prompts interval of per-prompt rows on one prompt set (None: fewer than 2 rows, other prompts)."""
-    if len(rows) < 2 or len({ids for ids, _, _ in rows}) > 1:
+    """The seeds x prompts interval of per-prompt rows on one prompt set, each of n samples (None: fewer than 2 rows,
+    other prompts or another sample count)."""
+    if len(rows) < 2 or len({ids for ids, _, _ in rows}) > 1 or len({n for _, _, n in rows}) > 1:
         return None
     return _interval(seeds_by_prompts(np.stack([v for _, v, _ in rows]), rows[0][2]))
 

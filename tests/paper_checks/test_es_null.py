@@ -456,3 +456,13 @@ def test_the_nulls_drift_is_read_when_es_has_none_to_read(tmp_path):
     rec = es_null(collect(dirs))
     assert rec["drift"]["es"] == {"reason": "no run with es_update_norm, drift_rel and update_analysis"}
     assert rec["drift"][NULL]["runs"] == 2 and [r["run"] for r in rec["drift"][NULL]["per_run"]] == ["null0", "null1"]
+
+
+def test_held_out_changes_over_seeds_need_one_prompt_set_and_one_sample_count():
+    from escov.paper_checks.es_null import _over_design
+
+    ids, change = ("a", "b"), np.array([0.1, -0.1])
+    assert _over_design([(ids, change, 8), (ids, change, 8)])["design"] == "2 seeds x 2 prompts x 8 samples"
+    assert _over_design([(ids, change, 8), (ids, change, 16)]) is None
+    assert _over_design([(ids, change, 8), (("a", "c"), change, 8)]) is None
+    assert _over_design([(ids, change, 8)]) is None

@@ -187,6 +187,7 @@ def test_the_plot_draws_each_endpoints_curve_and_band_in_points_on_a_log_k_axis_
     assert path == tmp_path / "p.png" and path.stat().st_size > 0
     (fig,) = figures
     axes = [ax for ax in fig.axes if ax.get_lines()]
+    assert len(fig.axes) == 2  # one row: a panel per temperature, no empty one
     assert [ax.get_title() for ax in axes] == ["T = 0.6, 3 test prompts", "T = 1, 3 test prompts"]
     for ax, t in zip(axes, ("0.6", "1")):
         assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
