@@ -3,6 +3,8 @@ module's rules, one setting at a time and in combination, and the Pass@k budgets
 
 from __future__ import annotations
 
+import json
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -97,3 +99,85 @@ def test_a_rows_runs_are_those_of_the_main_model_and_for_es_the_main_population_
     assert [r.name for r in evidence.by_variant("es")] == ["a-es-0"]
     assert [r.name for r in evidence.by_variant("es", sweep=True)] == ["a-es-0", "b-es-0", "b-es-1"]
     assert Evidence().main_model() is None and Evidence().main_population() is None
+
+
+def _written(tmp_path, text: str):
+    path = tmp_path / "in.json"
+    path.write_text(text)
+    return path
+
+
+def test_the_theory_file_is_a_list_of_named_checks_with_a_boolean_verdict_and_nan_is_read(tmp_path):
+    from escov.paper_checks.evidence import load_theory_json
+
+    good = '[{"name": "lemma1/a", "holds": true, "measured": NaN}, {"name": "b", "holds": false}]'
+    got = load_theory_json(_written(tmp_path, good))
+    assert [d["name"] for d in got] == ["lemma1/a", "b"] and math.isnan(got[0]["measured"])
+    for text, message in (
+        ('{"name": "a"}', "expected the JSON list printed by `python -m escov.theory --json`"),
+        ('[{"name": "a", "holds": true}, 3]', "item 1 is not a theory check"),
+        ('[{"name": "a", "holds": 1}]', "item 0 is not a theory check"),
+        ('[{"holds": true}]', "item 0 is not a theory check"),
+    ):
+        with pytest.raises(ValueError) as err:
+            load_theory_json(_written(tmp_path, text))
+        assert str(err.value).startswith(f"{tmp_path / 'in.json'}: {message}")
+
+
+def test_the_simulate_summary_is_read_by_experiment_name_from_any_of_its_layouts(tmp_path):
+    from escov.paper_checks.evidence import load_simulate_summary
+
+    claim = {"claim": "c", "verdict": "holds", "why": "w"}
+    by_name = {"e1": {"claims": [claim]}, "e2": {"claims": []}}
+    as_list = [{"name": "e1", "claims": [claim]}, {"name": "e2", "claims": []}]
+    assert load_simulate_summary(_written(tmp_path, json.dumps(by_name))) == by_name
+    assert load_simulate_summary(_written(tmp_path, json.dumps({"experiments": as_list}))) == {
+        "e1": as_list[0],
+        "e2": as_list[1],
+    }
+    assert load_simulate_summary(_written(tmp_path, json.dumps({"e": {"note": "no claims"}}))) == {
+        "e": {"note": "no claims"}
+    }
+    path = tmp_path / "in.json"
+    for data, message in (
+        ([{"claims": []}], f"{path}: expected a list of experiment summaries, each with a 'name'"),
+        ("text", f"{path}: expected the summary.json written by `python -m escov.simulate all`"),
+        ({"e": {"claims": [{"claim": "c", "verdict": "holds"}]}}, f"{path}: experiment 'e' is not a summary"),
+        ({"e": 3}, f"{path}: experiment 'e' is not a summary"),
+        ({"e": {"claims": [claim | {"verdict": "maybe"}]}}, f"{path}: experiment 'e' has verdicts ['maybe'], not"),
+    ):
+        with pytest.raises(ValueError) as err:
+            load_simulate_summary(_written(tmp_path, json.dumps(data)))
+        assert str(err.value).startswith(message)
+    finding = {"e": {"claims": [claim | {"verdict": "finding"}]}}
+    assert load_simulate_summary(_written(tmp_path, json.dumps(finding))) == finding
+
+
+def test_a_lemma_grid_row_needs_every_field_of_its_type_and_a_two_sided_interval(tmp_path):
+    from escov.paper_checks.evidence import LEMMA_GRID_FIELDS, load_lemma_grid
+
+    row = {
+        "sigma": 0.01,
+        "members": 8,
+        "measured": 1.0,
+        "predicted": 1.1,
+        "ratio": 0.9,
+        "ratio_ci": [0.8, 1.0],
+        "ratios": [0.9],
+        "s_measured": 2,
+    }
+    assert load_lemma_grid(_written(tmp_path, json.dumps([row]))) == [row]
+    path = tmp_path / "in.json"
+    with pytest.raises(ValueError) as err:
+        load_lemma_grid(_written(tmp_path, json.dumps(row)))
+    assert str(err.value) == f"{path}: expected the JSON list of grid rows written by `paper_checks reproduce`"
+    for change, bad in (
+        ({"members": 8.0}, ["members"]),
+        ({"sigma": True}, ["sigma"]),  # a boolean is no number here
+        ({"ratio_ci": [0.8]}, ["ratio_ci"]),
+        ({"ratios": None, "ratio": "x"}, ["ratio", "ratios"]),
+    ):
+        with pytest.raises(ValueError) as err:
+            load_lemma_grid(_written(tmp_path, json.dumps([row, row | change])))
+        assert str(err.value) == f"{path}: row 1 is not a grid row (fields {bad} missing or of the wrong type)"
+    assert set(LEMMA_GRID_FIELDS) == set(row)
