@@ -85,7 +85,10 @@ def endpoints(pairs: list[tuple[dict, dict]], families: list[str]) -> dict:
     from escov.paper_checks.design import seeds_by_prompts
     from escov.theory.metrics import pass_at_k_counts
 
-    n = pairs[0][0]["sampled"]["n"]
+    ns = sorted({point["sampled"]["n"] for pair in pairs for point in pair})
+    if len(ns) > 1:
+        raise ValueError(f"the control's points were sampled {ns} times: its endpoints need one sample count")
+    n = ns[0]
     base_c = np.stack([_per_prompt(b)[0] for b, _ in pairs])
     top_c = np.stack([_per_prompt(t)[0] for _, t in pairs])
     base_d = np.stack([_per_prompt(b)[1] for b, _ in pairs])

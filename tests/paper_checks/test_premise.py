@@ -248,3 +248,14 @@ def test_a_planted_tasks_prompt_is_rare_only_when_every_solution_uses_the_rare_s
     # subset sum: 18 from {5, 6, 7, 8, 9} only as 5 + 6 + 7 (18 - 9 = 9 is no sum of the others)
     assert premise.prompt_family("subset_sum", {"numbers": [5, 6, 7, 8, 9], "target": 18}, None) == "rare-only"
     assert premise.prompt_family("subset_sum", {"numbers": [5, 6, 7, 8, 9], "target": 17}, None) == "other"  # 9+8
+
+
+def test_endpoints_refuse_points_of_different_sample_counts():
+    """Pass@32 of a base at n samples against a plateau at another n is no difference of one estimator."""
+    base, top = _point(0, [1, 2], [1, 1]), _point(300, [2, 2], [1, 1])
+    other = {**top, "sampled": {**top["sampled"], "n": N // 2}}
+    with pytest.raises(ValueError) as err:
+        premise.endpoints([(base, top), (base, other)], ["a", "a"])
+    assert (
+        str(err.value) == f"the control's points were sampled {[N // 2, N]} times: its endpoints need one sample count"
+    )
