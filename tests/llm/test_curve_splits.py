@@ -146,6 +146,7 @@ def test_an_evaluation_lends_its_point_only_when_measured_as_the_curve_measures(
     lent = evaluations_as_points(copy, cfg, steps, 3, 32, 0.6)
     assert [(p["step"], p["source"]) for p in lent] == [(0, "eval.json base"), (2, "eval.json final")]
     assert evaluations_as_points(copy, cfg, [s for s in steps if s != 2], 3, 32, 0.6)[-1]["step"] == 0  # no last
+    assert evaluations_as_points(copy, cfg, [1], 3, 32, 0.6)[-1]["step"] == 0  # checkpoints that stop before it
     evals = json.loads((copy / rundir.EVAL).read_text())
     if field == "greedy":
         del evals[f"{label}_greedy"]
