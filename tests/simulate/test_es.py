@@ -202,3 +202,16 @@ def test_an_es_step_counts_each_members_samples_in_its_responses_and_flops():
     cfg = ESConfig(population_size=4, member_temperature=1.0, member_samples=3)
     assert cfg.responses_per_step(5) == 4 * 5 * 3
     assert cfg.flops_per_step(5) == es_flops(4, 3) * 5 == 2 * 4 * 3 * 5
+
+
+def test_the_update_is_alpha_over_n_times_the_sum_of_z_weighted_noise():
+    """theta_new - theta = (alpha / N) sum_i z_i eps_i exactly, eps_i redrawn here from the step's generator (its
+    batch draw first, then the noise)."""
+    task = make_task(TaskShape(n_prompts=6, feature_dim=4), 2)
+    cfg = ESConfig(population_size=6, alpha=0.3)
+    theta, info = es_step(task, task.theta0, cfg, np.random.default_rng(7))
+    rng = np.random.default_rng(7)
+    rng.choice(task.n_prompts, size=task.n_prompts, replace=False)
+    eps = rng.standard_normal((task.n_seeds, 6, task.dim))
+    expected = 0.3 / 6 * np.einsum("sn,snd->sd", info["z"], eps)
+    np.testing.assert_allclose(theta - task.theta0, expected, rtol=1e-12, atol=1e-15)
