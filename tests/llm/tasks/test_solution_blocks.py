@@ -174,3 +174,30 @@ def test_eval_skip_moves_the_test_prompts_past_the_first_m_and_leaves_validation
         TrainConfig(task="countdown3", eval_skip=-1)
     with pytest.raises(ValueError, match=r"eval_skip = 2 skips generated test problems.*\(give eval_skip = 0\)$"):
         TrainConfig(task="countdown", test_data="t.json", eval_skip=2)
+
+
+@pytest.mark.parametrize("numbers", [(2, 3), (1, 2, 3), (2, 2, 5), (1, 3, 4, 6)])
+def test_every_value_an_expression_of_the_numbers_takes_is_enumerated(numbers):
+    """solution_blocks._values against every order, tree and operator over the numbers (the brute force above)."""
+    from escov.llm.tasks.solution_blocks import _values
+
+    brute = {value for order in set(itertools.permutations(numbers)) for _, value in _expressions(order)}
+    assert _values(numbers) == brute
+
+
+def test_a_block_counts_the_instances_whose_target_is_the_largest_allowed():
+    """The largest target of the enumerated block taken as max_target: its instances are still in the block."""
+    top = max(target for _, target in _enumerated_block(12, 30, "test", 2))
+    task = Countdown(min_numbers=3, max_numbers=3, max_number=12, max_target=top)
+    truth = _enumerated_block(12, top, "test", 2)
+    assert any(target == top for _, target in truth) and block_size(task, "test", 2) == len(truth)
+
+
+def test_a_block_asked_for_exactly_its_size_is_drawn_whole_once_its_size_is_counted(monkeypatch):
+    """The exact size taken at the first draw (COUNT_AFTER_DISTINCT lowered to 1): asking for all of it is allowed."""
+    from escov.llm.tasks import solution_blocks
+
+    monkeypatch.setattr(solution_blocks, "COUNT_AFTER_DISTINCT", 1)
+    task = Countdown(min_numbers=3, max_numbers=3, max_number=12, max_target=30)
+    truth = _enumerated_block(12, 30, "test", 2)
+    assert {_instance(p) for p in block_problems(task, "test", len(truth), 5, 2)} == truth
