@@ -394,18 +394,24 @@ def test_a_runs_drift_needs_a_row_per_step_and_a_positive_first_moved_drift(tmp_
     assert drift_of(skipped) is None  # the first step that moved has drift 0: not the next one's
 
 
+def _es_and_null_runs(tmp_path, seeds: int) -> list:
+    """ES (held-out Pass@1 down 10 points) and its null on seeds 0..seeds-1, on the same 40 held-out prompts."""
+    p = np.random.default_rng(2).uniform(0.05, 0.5, N_PROBLEMS)
+    dirs = []
+    for seed in range(seeds):
+        for name, es in (("es", {}), ("null", {"null_control": True})):
+            es = {"population_size": 8, "alpha": 0.01} | es
+            dirs.append(make_run(tmp_path, f"{name}{seed}", "es", seed, p, p, es=es, heldout_drop=0.1))
+    return dirs
+
+
 def test_a_run_without_a_final_held_out_evaluation_or_its_prompts_is_left_out_of_the_held_out_change(tmp_path):
     """ES on seeds 0-2, its null on 0-2: seed 2's ES final held-out evaluation lacks per_problem and seed 1's null
     base evaluation is missing, so ES's change is over seeds 0 and 1, the null's over 0 and 2, and ES - null over
     seed 0 alone: not measured."""
     from escov.paper_checks.es_null import heldout_changes
 
-    p = np.random.default_rng(2).uniform(0.05, 0.5, N_PROBLEMS)
-    dirs = []
-    for seed in range(3):
-        for name, es in (("es", {}), ("null", {"null_control": True})):
-            es = {"population_size": 8, "alpha": 0.01} | es
-            dirs.append(make_run(tmp_path, f"{name}{seed}", "es", seed, p, p, es=es, heldout_drop=0.1))
+    dirs = _es_and_null_runs(tmp_path, 3)
     for run, part, change in ((tmp_path / "es2", "final", "per_problem"), (tmp_path / "null1", "base", None)):
         ev = json.loads((run / "eval.json").read_text())
         if change:
@@ -424,12 +430,7 @@ def test_a_run_without_a_final_held_out_evaluation_or_its_prompts_is_left_out_of
 def test_es_minus_null_needs_the_same_held_out_prompts_for_every_common_seed(tmp_path):
     """Two common seeds, but the null's seed 1 was evaluated on other held-out prompts (ids renamed): no difference
     is taken across prompt sets."""
-    p = np.random.default_rng(2).uniform(0.05, 0.5, N_PROBLEMS)
-    dirs = []
-    for seed in range(2):
-        for name, es in (("es", {}), ("null", {"null_control": True})):
-            es = {"population_size": 8, "alpha": 0.01} | es
-            dirs.append(make_run(tmp_path, f"{name}{seed}", "es", seed, p, p, es=es, heldout_drop=0.1))
+    dirs = _es_and_null_runs(tmp_path, 2)
     ev_path = tmp_path / "null1" / "eval.json"
     ev = json.loads(ev_path.read_text())
     for part in ("base", "final"):

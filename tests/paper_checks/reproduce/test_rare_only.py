@@ -166,8 +166,24 @@ def test_the_report_section_writes_each_reading_in_its_cell():
         },
     }
     lines = render_rare_only(att)
-    assert lines[0] == "### The rare-only test prompts at the endpoints"
-    assert lines[2].startswith("9 of the 64 test prompts are rare-only")
+    assert lines[:6] == [
+        "### The rare-only test prompts at the endpoints",
+        "",
+        "9 of the 64 test prompts are rare-only (every solution uses the rare strategy of the base's corpus). Per "
+        "temperature: how many the base solves in 1024 samples (its Pass@1024 on them), and of those, the share GRPO's "
+        "plateau and ES's end keep / lose (mean over seeds; in brackets the rare-only prompts the base never solved "
+        "that they solve, per seed). Exploratory: no interval.",
+        "",
+        "| T | solved by the base | base Pass@1024 | GRPO kept / lost (gained) | ES kept / lost (gained) |",
+        "|---|---|---|---|---|",
+    ]
+    assert lines[8:10] == [
+        "",
+        "The share of each test prompt's enumerated solution set found in 1024 samples (mean over prompts, and seeds): "
+        "T = 0.6: base 25.0%, GRPO 12.5%, ES 50.0%; T = 1: base 37.5%, GRPO 6.2%, ES 75.0%.",
+    ]
+    unmeasured = {**att, "by_temperature": {"1": {**att["by_temperature"]["1"], "base_pass_at_n": None}}}
+    assert "| 1 | 4 | - | 25% / 75% (1.5) | 100% / 0% (0) |" in render_rare_only(unmeasured)
     assert "| 0.6 | 0 | 0.0% | - / - (0.5) | - / - (0) |" in lines
     assert "| 1 | 4 | 44.4% | 25% / 75% (1.5) | 100% / 0% (0) |" in lines
     assert lines[-1].endswith("T = 0.6: base 25.0%, GRPO 12.5%, ES 50.0%; T = 1: base 37.5%, GRPO 6.2%, ES 75.0%.")
@@ -314,3 +330,13 @@ def test_a_base_without_a_rare_family_has_no_rare_only_prompt(tmp_path):
     record = rare_only.rare_only_record(out, SEEDS, (1.0,), "countdown3")
     assert record["rare_only_prompts"] == 0 and record["ids"] == []
     assert record["rare_only_base_pass_at_k"] is None and record["by_temperature"]["1"]["base_solved"] == 0
+
+
+def test_the_premise_section_ends_at_the_next_heading_after_it_or_at_the_end():
+    from escov.paper_checks.premise_attachments import premise_section_end
+
+    text = "# r\n\n## The premise: x\n\n- a\n\n## B\n\nb\n\n## C\n\nc\n"
+    assert text[premise_section_end(text) :].startswith("## B\n")
+    last = "# r\n\n## A\n\n## The premise: x\n\n- a\n"
+    assert premise_section_end(last) == len(last)
+    assert premise_section_end("# r\n\n## A\n") == len("# r\n\n## A\n")  # no premise section: the end
