@@ -183,3 +183,12 @@ def test_two_files_without_sample_ids_are_numbered_each_and_a_refusal_names_ever
     with pytest.raises(InputError) as err:
         load([a, c], ReadOptions())
     assert str(err.value).startswith(f"{a}, {c}: mixed sample counts: prompt 'p' of model 'x' (seed 0) has 2 samples")
+
+
+def test_a_seed_written_as_a_number_or_as_text_is_one_seed_and_object_ids_are_their_json(tmp_path):
+    rows = [{"prompt_id": "a", "correct": c, "seed": s} for c, s in ((1, 3), (0, "3"))]
+    m = load([_jsonl(tmp_path / "t.jsonl", rows)], ReadOptions()).models["model"]
+    assert (m.seeds, m.n, m.counts.tolist()) == ([3], 2, [[1]])
+    rows = [{"prompt_id": p, "correct": 1} for p in ({"q": "x", "a": 1}, {"a": 1, "q": "x"}, ["b"])]
+    m = load([_jsonl(tmp_path / "o.jsonl", rows + rows[2:])], ReadOptions()).models["model"]
+    assert m.prompt_ids == [json.dumps({"a": 1, "q": "x"}, sort_keys=True), '["b"]'] and m.counts.tolist() == [[2, 2]]
