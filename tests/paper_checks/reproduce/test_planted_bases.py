@@ -173,7 +173,7 @@ def test_the_command_measures_only_the_task_it_is_given_then_only_the_tasks_its_
 
     measured = []
     grid = {"task": "grid_paths", "candidates": [], "chosen": None}
-    monkeypatch.setattr(planted_bases, "choose", lambda task, *a, **k: measured.append(task) or grid)
-    assert main_args(argparse.Namespace(out=out, task=None, no_progress=True)) == 0
-    assert measured == ["grid_paths"]
+    monkeypatch.setattr(planted_bases, "choose", lambda task, out, progress: measured.append((task, progress)) or grid)
+    assert main_args(argparse.Namespace(out=out, task=None, no_progress=False)) == 0
+    assert measured == [("grid_paths", True)]  # the bar on unless --no-progress
     assert json.loads((out / RECORD_JSON).read_text(encoding="utf-8")) == record | {"grid_paths": grid}
