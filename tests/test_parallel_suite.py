@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CONFTEST = Path(__file__).with_name("conftest.py")
 FILE_COSTS = Path(__file__).with_name("file_costs.txt")
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,6 +83,7 @@ def _run_probe_suite(tmp_path: Path, *args: str, costs: str | None = None) -> tu
     return (log / "builds.txt").read_text().split(), workers
 
 
+@pytest.mark.slow  # a pytest of probe files in a fresh process (7 s); the order in process: the tests below
 def test_the_default_run_uses_the_workers_sends_each_file_to_one_costliest_first_and_builds_shared_folders_once(
     tmp_path,
 ):
@@ -99,6 +102,7 @@ def test_the_default_run_uses_the_workers_sends_each_file_to_one_costliest_first
     assert sorted(first_of.values()) == ["test_file_4", "test_file_5"], first_of
 
 
+@pytest.mark.slow  # a pytest of probe files in a fresh process (7 s)
 def test_n_0_runs_everything_in_one_process(tmp_path):
     builds, workers = _run_probe_suite(tmp_path, "-n", "0")
     assert builds == ["master"] and set().union(*workers.values()) == {"master"}

@@ -34,6 +34,7 @@ def _train(*args, env_extra=None) -> tuple[int, str]:
     return proc.returncode, out.decode() + err.decode()
 
 
+@pytest.mark.slow  # a run killed in its final evaluation and resumed, in fresh processes (21 s)
 def test_tensorboard_holds_one_final_event_per_metric_after_a_kill_in_the_final_evaluation(tiny_model_dir, tmp_path):
     EventAccumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator").EventAccumulator
     run = tmp_path / "run"

@@ -133,6 +133,7 @@ def one_process(tiny_model_dir, tmp_path_factory):
     return run
 
 
+@pytest.mark.slow  # a two-node Ray cluster started and trained on (45 s); one node's actors: test_ray_actors.py
 def test_two_nodes_train_the_one_process_weights_with_a_kilobyte_per_actor_and_replay(
     tiny_model_dir, cluster, one_process, tmp_path
 ):
