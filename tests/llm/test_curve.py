@@ -154,6 +154,14 @@ def test_resumed_run_keeps_only_the_current_layout(tiny_model_dir, tmp_path):
     assert [p["step"] for p in final] == curve_steps([1, 2, 3, 4, 5, 6], 4) == [0, 1, 3, 4, 6]
     assert [p["step"] for p in rundir.read_curve(run)] == [0, 1, 3, 4, 6]  # step 2 (stale) dropped
     assert final[2] == partial[3], "a point of both layouts is reused, not re-measured"
+    # at most 3 points: the first three of the layout, the later checkpoints' points dropped (nothing measured)
+    fewer = evaluate_curve(run, points=4, samples=32, temperature=0.6, resolution=0.99, max_points=3)
+    assert [p["step"] for p in fewer] == [p["step"] for p in rundir.read_curve(run)] == [0, 1, 3]
+    assert fewer == final[:3]
+    # fewer samples than Pass@32 needs: refused before anything is measured
+    with pytest.raises(ValueError, match=r"^samples must be >= 32 \(Pass@32\), got 31$"):
+        evaluate_curve(run, points=4, samples=31, temperature=0.6)
+    assert [p["step"] for p in rundir.read_curve(run)] == [0, 1, 3]
 
 
 def test_curve_of_a_run_trained_on_a_data_file_evaluates_the_runs_own_test_records(tiny_model_dir, tmp_path):

@@ -116,6 +116,36 @@ def test_a_variants_setting_off_its_default_needs_its_variant(name, value, condi
     check_variant_settings(GRPOConfig(**{name: value}, **turned_on))
 
 
+# every value of the setting that turns a variant on, written out here (the loss types of TRL and verl this package
+# has, the advantage estimators): an owned setting must be refused under each value but its own, not only the default
+_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "clip_cov", "kl_cov")
+_ESTIMATORS = ("grpo", "grpo_passk", "passk_analytic", "pkpo")
+
+
+@pytest.mark.parametrize(
+    "name, value, field, acting",
+    [
+        ("sapo_temperature_pos", 2.0, "loss_type", ("sapo",)),
+        ("clip_cov_ratio", 0.01, "loss_type", ("clip_cov",)),
+        ("kl_cov_ratio", 0.01, "loss_type", ("kl_cov",)),
+        ("ppo_kl_coef", 2.0, "loss_type", ("kl_cov",)),
+        ("pass_k", 2, "adv_estimator", ("passk_analytic", "pkpo")),
+    ],
+)
+def test_a_variants_setting_is_refused_under_every_other_choice_of_what_turns_it_on(name, value, field, acting):
+    choices = _LOSS_TYPES if field == "loss_type" else _ESTIMATORS
+    condition = {
+        "loss_type": f"grpo.loss_type {acting[0]}",
+        "adv_estimator": "grpo.adv_estimator passk_analytic or pkpo",
+    }
+    for choice in choices:
+        settings = {name: value, field: choice}
+        if choice in acting:
+            check_variant_settings(GRPOConfig(**settings))
+        else:
+            assert _refused(**settings) == f"grpo.{name} = {value!r} does nothing without {condition[field]}", choice
+
+
 @pytest.mark.parametrize(
     "settings, message",
     [
