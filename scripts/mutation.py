@@ -296,6 +296,24 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
         ),
         (),
     ),
+    # the theory level: the paper's lemmas and their closed forms, the toy policies they are checked on, the coverage
+    # estimators (the named checks of theory/checks/ run in a fresh process, `python -m escov.theory`: hand-planted)
+    "theory": (
+        (
+            "theory/lemmas.py",
+            "theory/coverage.py",
+            "theory/population.py",
+            "theory/categorical.py",
+            "theory/policy.py",
+            "theory/grpo.py",
+            "theory/autoregressive.py",
+        ),
+        tuple(
+            f"tests/theory/test_{m}.py"
+            for m in ("theory_lemma1", "theory_closed_forms", "claims", "coverage_estimators", "grpo", "standardize")
+        ),
+        (),
+    ),
     # the generated tasks whose solutions are counted: verifiers, enumerations, strategy classes, solution blocks
     "tasks": (
         (

@@ -20,6 +20,7 @@ from escov.llm.lemma_measurements import (
     measure_population,
     normal_ci,
     pooled_mean,
+    population_direction,
     population_samples,
     stratified_mean,
 )
@@ -280,3 +281,19 @@ def test_lemma_2_is_measured_at_two_four_and_every_member_unless_told(tiny_model
     # one center sample: no spread, so no standard error (null in probe.json), nor an interval from one prompt
     one = measure_population(members=2, **(common | {"center_samples": 1}))
     assert one["per_prompt"][0]["fisher_trace_se"] is None and one["fisher_trace"]["ci95"] is None
+
+
+def test_a_populations_directions_are_the_es_noise_of_its_seed_and_step_one_per_member():
+    """eps_j of the population of (seed, step): llm.es.noise's entries for seed derive_seed(seed, step,
+    "population-noise"), direction j, each parameter's name and shape; another step or member draws others."""
+    from escov.llm.es.noise import noise
+
+    center = {"a.weight": torch.zeros(3, 4), "b.bias": torch.zeros(5)}
+    eps = population_direction(center, seed=7, step=2, member=1)
+    noise_seed = derive_seed(7, 2, "population-noise")
+    for name, value in center.items():
+        assert torch.equal(eps[name], noise(noise_seed, 1, name, value.shape))
+        assert eps[name].shape == value.shape
+    for other in (population_direction(center, 7, 3, 1), population_direction(center, 7, 2, 2)):
+        assert all(not torch.equal(eps[n], other[n]) for n in center)
+    assert all(torch.equal(eps[n], population_direction(center, 7, 2, 1)[n]) for n in center)

@@ -59,6 +59,16 @@ def test_miller_madow_reduces_the_plug_in_bias_of_jssucc():
     assert abs(mm - truth) < 0.5 * abs(plug - truth)
 
 
+def test_miller_madow_adds_half_over_m_per_outcome_seen_beyond_the_first_by_hand():
+    """Members with 0, 3 and 6 of m = 6 correct: the pooled 9 of 18 sees both outcomes (h = log 2, + 1/36); the
+    members see one outcome, both and one (h = 0, log 2 + 1/12, 0), so MM = log 2 + 1/36 - (log 2 + 1/12) / 3."""
+    correct = np.array([[s < c for s in range(6)] for c in (0, 3, 6)])
+    got = jssucc_estimates(correct, n_permutations=1)
+    assert got["miller_madow"] == pytest.approx(math.log(2) + 1 / 36 - (math.log(2) + 1 / 12) / 3, abs=1e-12)
+    assert got["plug_in"] == pytest.approx(math.log(2) - math.log(2) / 3, abs=1e-12)
+    assert got["first_order_bias"] == pytest.approx((1 - 1 / 3) / 12, abs=1e-15)
+
+
 def test_permutation_null_measures_the_bias_when_members_are_equal():
     p, m = np.array([0.4, 0.4, 0.4]), 4
     plug = _expect_over_outcomes(p, m, lambda c: jssucc_estimates(c, n_permutations=1)["plug_in"])

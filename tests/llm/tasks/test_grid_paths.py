@@ -111,8 +111,9 @@ def test_known_counts():
     assert count_shortest_paths(Grid(5, 5, frozenset(), (0, 0), (4, 4))) == math.comb(8, 4)
     assert count_shortest_paths(Grid(4, 6, frozenset(), (3, 0), (0, 5))) == math.comb(8, 3)
     assert shortest_paths(Grid(3, 3, frozenset({(1, 1)}), (0, 0), (2, 2))) == ["DDRR", "RRDD"]
-    with pytest.raises(ValueError, match="more than the limit"):
+    with pytest.raises(ValueError, match="^70 shortest paths, more than the limit 69$"):
         shortest_paths(Grid(5, 5, frozenset(), (0, 0), (4, 4)), limit=69)
+    assert len(shortest_paths(Grid(5, 5, frozenset(), (0, 0), (4, 4)), limit=70)) == 70  # the limit itself is listed
 
 
 def test_verifier_accepts_exactly_the_enumerated_set():
@@ -180,6 +181,12 @@ def test_winding_class_differences_are_winding_numbers_around_each_block():
     over, under = "URRD", "DRRU"
     grid = Grid(3, 3, frozenset({(1, 1)}), (1, 0), (1, 2))
     assert winding_class(grid, over) == (1,) and winding_class(grid, under) == (0,)
+    # the ray starts on the block's right edge: S right above the block, stepping right, crosses it (R from the
+    # block's column c_b to c_b + 1, in a row above); a walk from the column left of the block to it does not
+    right_of = Grid(2, 4, frozenset({(1, 1)}), (0, 1), (0, 3))
+    assert winding_class(right_of, "RR") == (1,)
+    assert winding_class(Grid(2, 4, frozenset({(1, 1)}), (0, 0), (0, 1)), "R") == (0,)
+    assert winding_class(Grid(2, 4, frozenset({(1, 1)}), (0, 2), (0, 0)), "LL") == (-1,)
     rng = random.Random(4)
     tested = 0
     for _ in range(300):
@@ -217,8 +224,19 @@ def test_bad_settings_are_one_line_errors():
         get_task("grid_paths", data="x.json")
     with pytest.raises(ValueError, match="plain prompt style"):
         get_task("grid_paths", prompt_style="instruct")
-    with pytest.raises(ValueError, match="rows and cols"):
-        GridPaths(rows=1)
+    for rows, cols in ((1, 5), (5, 13), (13, 2)):
+        with pytest.raises(ValueError, match=rf"^rows and cols must lie in \[2, 12\], got {rows}, {cols}$"):
+            GridPaths(rows=rows, cols=cols)
+    GridPaths(rows=2, cols=12, n_blocked=0)
+    # S and G need two free cells: at most rows * cols - 2 blocked
+    with pytest.raises(ValueError, match=r"^n_blocked must lie in \[0, rows \* cols - 2\], got 24$"):
+        GridPaths(rows=5, cols=5, n_blocked=24)
+    with pytest.raises(ValueError, match=r"^n_blocked must lie in \[0, rows \* cols - 2\], got -1$"):
+        GridPaths(n_blocked=-1)
+    GridPaths(rows=5, cols=5, n_blocked=23)
+    for setting in (dict(min_distance=0), dict(min_solutions=0)):
+        with pytest.raises(ValueError, match="^min_distance and min_solutions must be >= 1, got "):
+            GridPaths(**setting)
 
 
 def test_one_step_train_and_eval_from_the_command_line(tiny_model_dir, tmp_path, capsys):

@@ -121,11 +121,36 @@ def test_splits_follow_the_recorded_rule_are_disjoint_and_deterministic():
     assert not keys["validation"] & keys["test"]
 
 
+def test_an_instances_key_is_its_numbers_sorted_so_an_order_never_moves_it_to_another_split():
+    assert key_of([12, 3, 7, 3], 22) == key_of([3, 12, 3, 7], 22) == "3,3,7,12=22"
+    # every ordering of one split's instance is in that split: the prompt's order is not the instance
+    for problem in SubsetSum().problems("test", 20, seed=0):
+        numbers, target = problem.meta["numbers"], problem.meta["target"]
+        assert split_of(key_of(numbers[::-1], target)) == "test"
+        assert problem.id == f"subset_sum/{','.join(map(str, sorted(numbers)))}={target}"
+
+
+def test_min_solutions_is_a_lower_bound_that_its_own_count_meets():
+    """Generated instances have at least min_solutions enumerated solutions, and instances with exactly that many
+    are kept (common ones: among 60 validation prompts, for 1 and for 3)."""
+    for least in (1, 3):
+        problems = SubsetSum(min_solutions=least).problems("validation", 60, seed=0)
+        counts = [len(solutions(p.meta["numbers"], p.meta["target"])) for p in problems]
+        assert counts == [p.meta["n_solutions"] for p in problems]
+        assert min(counts) == least
+
+
 def test_bad_settings_are_one_line_errors():
     with pytest.raises(ValueError, match="generates its problems"):
         get_task("subset_sum", test_data="x.json")
-    with pytest.raises(ValueError, match="m must lie"):
-        SubsetSum(m=40)
+    for m in (1, 17, 40):
+        with pytest.raises(ValueError, match=rf"^m must lie in \[2, 16\], got {m}$"):
+            SubsetSum(m=m)
+    SubsetSum(m=2), SubsetSum(m=16)
+    with pytest.raises(ValueError, match=r"^max_number and min_solutions must be >= 1, got 0, 1$"):
+        SubsetSum(max_number=0)
+    with pytest.raises(ValueError, match=r"^max_number and min_solutions must be >= 1, got 20, 0$"):
+        SubsetSum(min_solutions=0)
 
 
 def test_one_step_train_from_the_command_line(tiny_model_dir, tmp_path, capsys):
