@@ -165,3 +165,82 @@ def test_the_fisher_trace_is_the_trace_of_the_score_covariance_by_enumeration(fe
             assert got[s, p] == pytest.approx(expected, rel=1e-9)
             if feature_dim is None:
                 assert got[s, p] == pytest.approx(1.0 - np.sum(probs[s, p] ** 2), rel=1e-9)
+
+
+def test_the_design_keeps_its_floor_and_the_rare_and_tempting_masses_for_every_group_size():
+    """Each prompt's probabilities sum to 1 and keep floor / V on every path; with one correct path the common path
+    holds all the correct mass (no rare paths), with two the rare path holds rare_share of it; with no tempting path
+    or with every wrong path tempting, the failure mass goes to the group that exists."""
+    floor = 0.01
+    cases = [
+        (dict(n_correct=1, rare_share=0.0, n_tempting=2), 1.0, 0.8),
+        (dict(n_correct=2, rare_share=0.3, n_tempting=0), 0.7, 0.0),
+        (dict(n_correct=2, rare_share=0.3, n_tempting=4), 0.7, 1.0),  # V - C = 4 wrong paths, all tempting
+    ]
+    for settings, common_share, tempting_share in cases:
+        shape = TaskShape(n_prompts=50, n_paths=6, tempting_share=0.8, floor=floor, feature_dim=None, **settings)
+        task = make_task(shape, 2)
+        probs = task.policy(task.theta0)
+        np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-12)
+        assert probs.min() >= floor / 6 - 1e-12
+        design = (probs - floor / 6) / (1 - floor)  # the masses before the floor
+        p = (design * task.correct).sum(-1)
+        common = np.where(task.correct, design, -1.0).max(-1)
+        np.testing.assert_allclose(common, common_share * p, atol=1e-9)
+        assert task.correct.sum(-1).min() == task.correct.sum(-1).max() == settings["n_correct"]
+        wrong = np.sort(np.where(task.correct, -1.0, design), axis=-1)[..., ::-1]
+        top = wrong[..., : settings["n_tempting"]].sum(-1)
+        if tempting_share == 0.0:
+            assert np.all(top == 0.0)
+        else:
+            assert np.all(top >= tempting_share * (1 - p) - 1e-9)
+            if tempting_share == 1.0:
+                np.testing.assert_allclose(top, 1 - p, atol=1e-9)
+
+
+def test_the_base_logits_are_centred_per_prompt_and_the_offset_is_a_normal_of_its_size():
+    """Independent logits: theta_0 holds each prompt's log-probabilities minus their mean over the paths (plus the
+    offset, which b cancels); the offset's entries are N(0, offset^2). Features: entries N(0, 1/d), so each path's
+    feature vector has squared norm 1 on average (one logit's perturbation Phi eps has unit variance)."""
+    plain = TaskShape(n_prompts=64, n_paths=16, feature_dim=None)
+    task = make_task(plain, [0, 1])
+    logp = np.log(task.policy(task.theta0))
+    np.testing.assert_allclose(task.theta0.reshape(2, 64, 16), logp - logp.mean(-1, keepdims=True), atol=1e-9)
+    offset = make_task(replace(plain, theta0_offset=3.0), [0, 1])
+    extra = offset.theta0 - task.theta0  # the same design (drawn first), plus the offset
+    assert abs(extra.std() / 3.0 - 1) < 0.05 and abs(extra.mean()) < 0.2
+    np.testing.assert_allclose(offset.policy(offset.theta0), task.policy(task.theta0), atol=1e-12)
+    feats = make_task(TaskShape(n_prompts=64, n_paths=16, feature_dim=64, theta0_offset=2.0), [0, 1, 2, 3])
+    assert abs((feats.features**2).sum(-1).mean() - 1) < 0.02
+    plain_feats = make_task(TaskShape(n_prompts=64, n_paths=16, feature_dim=64), [0, 1, 2, 3])
+    np.testing.assert_allclose(feats.features, plain_feats.features)
+    assert abs((feats.theta0 - plain_feats.theta0).std() / 2.0 - 1) < 0.15
+
+
+def test_a_task_keeps_its_shape_and_seeds_and_refuses_none():
+    shape = TaskShape(n_prompts=3, n_paths=4, n_correct=2, n_tempting=1, feature_dim=2)
+    task = make_task(shape, [5, 9])
+    assert task.shape == shape and task.seeds == (5, 9) and task.n_seeds == 2
+    assert make_task(shape, 3).seeds == (0, 1, 2)
+    with pytest.raises(ValueError, match="^seeds must name at least one seed$"):
+        make_task(shape, [])
+
+
+def test_softmax_is_stable_per_row_and_sample_reads_unnormalised_weights():
+    rows = np.array([[1000.0, 999.0], [0.0, -1.0]])  # very different scales: each row shifted by its own max
+    e = 1 / (1 + np.exp(-1.0))
+    np.testing.assert_allclose(softmax(rows), [[e, 1 - e], [e, 1 - e]], rtol=1e-12)
+    np.testing.assert_allclose(softmax(rows, 2.0)[1], softmax(np.array([0.0, -0.5])), rtol=1e-12)
+    draws = sample(np.random.default_rng(0), np.array([[0.2, 0.6]]), 40_000)  # weights summing to 0.8
+    assert abs(np.mean(draws == 1) - 0.75) < 0.01
+
+
+def test_parameter_arrays_without_their_axes_are_refused():
+    task = make_task(TaskShape(n_prompts=3, n_paths=4, n_correct=2, n_tempting=1, feature_dim=2), 2)
+    with pytest.raises(ValueError, match=r"^expected an array with leading seed axis 2, got shape \(2, 12\)$"):
+        task.pullback(np.zeros((2, 12)))  # the logits' gradient flattened: (S, P, V) expected
+    with pytest.raises(ValueError, match=r"^probs must have shape \(2, 3, 4\), got \(2, 3\)$"):
+        task.fisher_trace(np.ones((2, 3)))
+    # a members axis: each member's gradient pulled back alone
+    grad = np.random.default_rng(0).normal(size=(2, 5, 3, 4))
+    np.testing.assert_allclose(task.pullback(grad)[:, 2], task.pullback(grad[:, 2]), rtol=1e-12)

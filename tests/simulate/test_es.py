@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from escov.simulate.bandit import TaskShape, make_task
+from escov.simulate.bandit import TaskShape, make_task, sample
 from escov.simulate.bf16 import perturb_restore_bf16, round_to_bf16
 from escov.simulate.es import ESConfig, es_step, standardize
 
@@ -215,3 +215,77 @@ def test_the_update_is_alpha_over_n_times_the_sum_of_z_weighted_noise():
     eps = rng.standard_normal((task.n_seeds, 6, task.dim))
     expected = 0.3 / 6 * np.einsum("sn,snd->sd", info["z"], eps)
     np.testing.assert_allclose(theta - task.theta0, expected, rtol=1e-12, atol=1e-15)
+
+
+def _reference_es_step(task, theta, cfg, rng):
+    """One ES step written out by seed and member from the module docstring's rule (z-scored with eps 1e-8 over the
+    members, centred and scaled, or the null control's random z where a seed's members differ in fitness), drawing
+    from rng in the step's order: the batch, the noise, the members' samples, the null control's z."""
+    S, d, N, P = task.n_seeds, task.dim, cfg.population_size, task.n_prompts
+    B = P if cfg.batch_size is None else min(cfg.batch_size, P)
+    batch = np.sort(rng.choice(P, size=B, replace=False))
+    eps = rng.standard_normal((S, N, d))
+    if cfg.antithetic:
+        eps[:, N // 2 :] = -eps[:, : N // 2]
+    if cfg.inplace_bf16:
+        members, theta = perturb_restore_bf16(theta, cfg.sigma * eps)
+    else:
+        members = theta[:, None, :] + cfg.sigma * eps
+    logits = task.logits(members)[:, :, batch]  # (S, N, B, V)
+    if cfg.member_temperature == 0:
+        paths = logits.argmax(-1)[..., None]
+    else:
+        e = np.exp(logits / cfg.member_temperature)
+        paths = sample(rng, e / e.sum(-1, keepdims=True), cfg.member_samples)
+    fitness = np.array(
+        [[np.mean([task.reward[s, batch[b], paths[s, i, b]] for b in range(B)]) for i in range(N)] for s in range(S)]
+    )
+    noise = rng.standard_normal((S, N)) if cfg.null_control else None
+    z = np.zeros((S, N))
+    for s in range(S):
+        f = fitness[s]
+        if cfg.null_control:
+            u = noise[s]
+            z[s] = (u - u.mean()) / (u.std() + 1e-8) if f.max() > f.min() else 0.0
+        elif cfg.zscore:
+            z[s] = (f - f.mean()) / (f.std() + 1e-8) if f.max() > f.min() else 0.0
+        else:
+            z[s] = (f - f.mean()) * cfg.center_scale
+    new = theta + cfg.alpha / N * np.array([sum(z[s, i] * eps[s, i] for i in range(N)) for s in range(S)])
+    return (round_to_bf16(new) if cfg.inplace_bf16 else new), fitness, z, batch
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(batch_size=2),
+        dict(batch_size=3, member_temperature=0.8, member_samples=3, antithetic=True),
+        dict(batch_size=9, zscore=False, center_scale=2.5, sigma=0.9),
+        dict(null_control=True, sigma=0.9),
+        dict(batch_size=4, inplace_bf16=True),
+    ],
+)
+def test_an_es_step_is_the_docstrings_update_written_out_by_seed_and_member(settings):
+    """Two seeds, the second rewarded nowhere (so its members never differ and a rule applied across seeds shows),
+    a batch of some of the 5 prompts (or all, when larger), greedy or sampled members: theta, fitness, z, the batch
+    and the counts against the reference, step after step."""
+    task = make_task(TaskShape(n_prompts=5, n_paths=4, n_correct=2, n_tempting=1, format_bonus=0.1, feature_dim=6), 2)
+    task.reward[1] = 0.0
+    cfg = ESConfig(population_size=6, alpha=0.4, **({"sigma": 1.5} | settings))
+    theta = expected = round_to_bf16(task.theta0) if cfg.inplace_bf16 else task.theta0.copy()
+    rng, rng_ref = np.random.default_rng(11), np.random.default_rng(11)
+    batch_size = min(settings.get("batch_size") or 5, 5)
+    signal = 0
+    for _ in range(6):
+        theta, info = es_step(task, theta, cfg, rng)
+        expected, fitness, z, batch = _reference_es_step(task, expected, cfg, rng_ref)
+        np.testing.assert_allclose(theta, expected, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(info["fitness"], fitness, rtol=1e-12)
+        np.testing.assert_allclose(info["z"], z, rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(info["batch"], batch)
+        assert len(set(batch.tolist())) == batch_size
+        assert info["responses"] == 6 * batch_size * cfg.member_samples
+        assert info["flops"] == 2 * 6 * cfg.member_samples * batch_size
+        assert np.all(info["z"][1] == 0)
+        signal += np.any(info["z"][0] != 0)
+    assert signal > 0 and not np.allclose(theta[0], task.theta0[0])

@@ -175,3 +175,78 @@ def test_each_surrogate_step_after_the_first_reads_the_updated_policy():
     assert np.all(first["clipped_share"] == 0.0)
     _, three = grpo_step(task, task.theta0, replace(one, num_iterations=3), np.random.default_rng(1), task.theta0, {})
     assert np.all(three["clipped_share"] > 0.0)
+
+
+def _reference_grpo_step(task, theta, cfg, rng, theta_ref):
+    """One GRPO step written out with loops over seeds, prompts and samples, from the module docstring's formulas
+    (SGD ascent), drawing from rng in the order the step does: the batch, then the groups."""
+    S, P, V, G, T = task.n_seeds, task.n_prompts, task.n_paths, cfg.num_generations, cfg.temperature
+    B = P if cfg.batch_size is None else min(cfg.batch_size, P)
+    batch = np.sort(rng.choice(P, size=B, replace=False))
+
+    def at_t(th):
+        logits = task.logits(th) / T
+        e = np.exp(logits - logits.max(-1, keepdims=True))
+        return (e / e.sum(-1, keepdims=True))[:, batch]
+
+    old, ref = at_t(theta), at_t(theta_ref)
+    paths = sample(rng, old, G)  # (S, B, G)
+    rewards = np.array([[[task.reward[s, batch[b], y] for y in paths[s, b]] for b in range(B)] for s in range(S)])
+    adv = np.zeros_like(rewards)
+    for s, b in itertools.product(range(S), range(B)):
+        r = rewards[s, b]
+        if r.max() > r.min():
+            adv[s, b] = (r - r.mean()) / r.std() if cfg.scale_rewards else r - r.mean()
+    clipped = np.zeros((cfg.num_iterations, S))
+    for it in range(cfg.num_iterations):
+        probs = at_t(theta)
+        grad = np.zeros((S, P, V))
+        for s, b in itertools.product(range(S), range(B)):
+            pi, x = probs[s, b], batch[b]
+            for g, y in enumerate(paths[s, b]):
+                a, rho = adv[s, b, g], pi[y] / old[s, b, y]
+                active = (a > 0 and rho < 1 + cfg.epsilon) or (a < 0 and rho > 1 - cfg.epsilon)
+                if active:
+                    grad[s, x] += a * rho * (np.eye(V)[y] - pi) / (B * G) / T
+                clipped[it, s] += (not active and a != 0) / (B * G)
+            kl = np.sum(pi * np.log(pi / ref[s, b]))
+            grad[s, x] -= cfg.beta / B * pi * (np.log(pi / ref[s, b]) - kl) / T
+        theta = theta + cfg.learning_rate * task.pullback(grad)
+    info = {
+        "reward": rewards.mean(axis=(1, 2)),
+        "zero_std_share": np.array([np.mean([rewards[s, b].std() == 0 for b in range(B)]) for s in range(S)]),
+        "clipped_share": clipped.mean(0),
+        "responses": G * B,
+        "flops": (2 + 6 * cfg.num_iterations) * G * B,
+    }
+    return theta, info
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(batch_size=2, temperature=0.7, beta=0.2, num_iterations=2, epsilon=0.05),
+        dict(batch_size=None, temperature=1.3, beta=0.0, num_iterations=3, epsilon=0.1, scale_rewards=False),
+        dict(batch_size=9, temperature=1.0, beta=0.1, num_iterations=1),
+    ],
+)
+def test_a_grpo_step_is_the_docstrings_update_written_out_by_seed_prompt_and_sample(settings):
+    """Two seeds of a 5-prompt task with features and a format bonus (rewards 0, 0.1, 1): a batch of 2 prompts (or all
+    when the batch is larger than the task), at a temperature, with the KL penalty and several surrogate steps; the
+    new theta and every reported statistic against the reference, step after step."""
+    shape = TaskShape(n_prompts=5, n_paths=4, n_correct=2, n_tempting=1, format_bonus=0.1, feature_dim=6)
+    task = make_task(shape, 2)
+    cfg = GRPOConfig(num_generations=4, optimizer="sgd", learning_rate=0.5, **settings)
+    theta, expected_theta = task.theta0.copy(), task.theta0.copy()
+    rng, rng_ref = np.random.default_rng(5), np.random.default_rng(5)
+    seen_batches = set()
+    for _ in range(4):
+        theta, info = grpo_step(task, theta, cfg, rng, task.theta0, {})
+        expected_theta, expected = _reference_grpo_step(task, expected_theta, cfg, rng_ref, task.theta0)
+        np.testing.assert_allclose(theta, expected_theta, rtol=1e-9, atol=1e-12)
+        assert info.keys() == expected.keys()
+        for key, value in expected.items():
+            np.testing.assert_allclose(info[key], value, rtol=1e-12, atol=1e-15, err_msg=key)
+        seen_batches.add(info["responses"])
+    assert seen_batches == {4 * min(settings["batch_size"] or 5, 5)}
+    assert not np.allclose(theta, task.theta0)

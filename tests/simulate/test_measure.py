@@ -127,3 +127,58 @@ def test_fitness_weights_are_monotone_and_uniform_when_no_member_is_above_averag
 def test_bad_measure_settings_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         MeasureConfig(**kwargs)
+
+
+def test_policy_metrics_per_seed_at_the_evaluation_temperature_by_hand():
+    """Two seeds whose policies differ (so a mean over the wrong axis shows), evaluated at T = 0.7 with a format
+    bonus (so the reward is not the success): every metric from the logits by hand; the tolerances at their
+    boundary (a prompt whose p equals zero_tol is not counted as zero-success; a correct path whose probability
+    equals cover_tol is covered)."""
+    task = make_task(TaskShape(n_prompts=3, n_paths=5, n_correct=2, n_tempting=1, format_bonus=0.1, feature_dim=3), 2)
+    theta = task.theta0 + np.random.default_rng(2).normal(size=task.theta0.shape) * np.array([[0.5], [2.0]])
+    logits = task.logits(theta) / 0.7
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)  # (S, P, V)
+    p = (probs * task.correct).sum(-1)
+    # the tolerances at values the code computes (equal to the hand values to rounding, checked below)
+    at_t = task.policy(theta, 0.7)
+    np.testing.assert_allclose(at_t, probs, rtol=1e-10)
+    zero_tol, cover_tol = float(task.success(at_t)[0, 0]), float(at_t[1][task.correct[1]].min())
+    cfg = MeasureConfig(ks=(1, 3), sampled_ks=(1,), temperature=0.7, zero_tol=zero_tol, cover_tol=cover_tol)
+    m, got_p = policy_metrics(task, theta, task.theta0, cfg, np.random.default_rng(0))
+    np.testing.assert_allclose(got_p, p, rtol=1e-10)
+    probs, p = at_t, got_p  # the boundary comparisons below read the code's own rounding
+    for k in (1, 3):
+        np.testing.assert_allclose(m[f"pass@{k}"], (1 - (1 - p) ** k).mean(1), rtol=1e-10)
+    np.testing.assert_allclose(m["entropy"], -(probs * np.log(probs)).sum(-1).mean(1), rtol=1e-10)
+    np.testing.assert_allclose(m["zero_success"], (p < zero_tol).mean(1))
+    assert (p[0] <= zero_tol).sum() > (p[0] < zero_tol).sum()  # p[0, 0] itself is not below zero_tol
+    np.testing.assert_allclose(m["coverage"], ((probs >= cover_tol) & task.correct).sum(-1).mean(1))
+    assert ((probs[1] >= cover_tol) & task.correct[1]).sum() > ((probs[1] > cover_tol) & task.correct[1]).sum()
+    np.testing.assert_allclose(m["reward"], (probs * task.reward).sum(-1).mean(1), rtol=1e-10)
+    assert not np.allclose(m["reward"], m["pass@1"])  # the format bonus counts in the reward only
+    greedy = np.take_along_axis(task.correct, probs.argmax(-1)[..., None], -1)[..., 0]
+    np.testing.assert_allclose(m["greedy_accuracy"], greedy.mean(1))
+    drift = [np.linalg.norm(theta[s] - task.theta0[s]) / np.linalg.norm(task.theta0[s]) for s in range(2)]
+    np.testing.assert_allclose(m["drift"], drift, rtol=1e-12)
+    assert abs(drift[0] - drift[1]) > 0.1 and len({round(v, 6) for v in m["reward"]}) == 2
+
+
+def test_population_validity_and_lemma2_local_form_per_seed_by_hand():
+    """s = (sigma^2 / 2) tr I, Lemma 1's prediction over (1 - 1/N); the local form N p_bar (1 - p_bar)^(N-1) JSsucc
+    from the members' success by hand, per seed."""
+    task = make_task(TaskShape(n_prompts=3, n_paths=5, n_correct=2, n_tempting=1, feature_dim=3), 2)
+    rng = np.random.default_rng(3)
+    N, sigma = 5, 0.9
+    members = task.logits(task.theta0[:, None] + sigma * rng.standard_normal((2, N, task.dim)))
+    out, p_i, _ = population_metrics(task, task.theta0, members, rng.normal(size=(2, N)), sigma)
+    pi = np.exp(members) / np.exp(members).sum(-1, keepdims=True)  # (S, N, P, V)
+    p = (pi * task.correct[:, None]).sum(-1).transpose(0, 2, 1)  # (S, P, N)
+    h = lambda q: -q * np.log(q) - (1 - q) * np.log(1 - q)  # noqa: E731
+    p_bar = p.mean(-1)
+    local = N * p_bar * (1 - p_bar) ** (N - 1) * (h(p_bar) - h(p).mean(-1))
+    np.testing.assert_allclose(out["lemma2_local"], local.mean(-1), rtol=1e-9)
+    np.testing.assert_allclose(out["js_succ"], (h(p_bar) - h(p).mean(-1)).mean(-1), rtol=1e-9)
+    centre = np.exp(task.logits(task.theta0)) / np.exp(task.logits(task.theta0)).sum(-1, keepdims=True)
+    np.testing.assert_allclose(out["validity_s"], out["lemma1"] * N / (N - 1), rtol=1e-12)
+    np.testing.assert_allclose(out["validity_s"], 0.5 * sigma**2 * task.fisher_trace(centre).mean(-1), rtol=1e-12)
+    assert out["validity_s"][0] != pytest.approx(out["validity_s"][1])

@@ -25,11 +25,17 @@ def test_the_interval_is_students_t_over_the_finite_seeds():
     half = t.ppf(0.975, 3) * math.sqrt(5 / 3) / 2
     assert (got["mean"], got["seeds"]) == (2.5, 4)
     assert (got["lo"], got["hi"]) == pytest.approx((2.5 - half, 2.5 + half))
-    assert interval([float("nan")])["seeds"] == 0
+    nothing = interval([float("nan"), float("inf")])
+    assert math.isnan(nothing.pop("mean")) and nothing == {"lo": -math.inf, "hi": math.inf, "seeds": 0}
+
+
+def test_two_seeds_have_a_standard_deviation_and_integers_are_read_as_numbers():
+    assert stats([1, 3]) == pytest.approx({"mean": 2.0, "std": math.sqrt(2), "se": 1.0, "n": 2})
+    assert interval([True, False, True])["mean"] == pytest.approx(2 / 3)
 
 
 @pytest.mark.parametrize(
-    "steps, scale, expected", [(100, 1.0, 100), (100, 0.25, 25), (10, 0.01, 2), (3, 0.5, 2), (7, 2, 14)]
+    "steps, scale, expected", [(100, 1.0, 100), (100, 0.25, 25), (10, 0.01, 2), (3, 0.5, 2), (7, 2, 14), (7, 10, 70)]
 )
 def test_a_reduced_run_keeps_at_least_two_steps(steps, scale, expected):
     assert scaled(steps, scale) == expected
