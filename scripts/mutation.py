@@ -308,9 +308,21 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
             "theory/grpo.py",
             "theory/autoregressive.py",
         ),
-        tuple(
-            f"tests/theory/test_{m}.py"
-            for m in ("theory_lemma1", "theory_closed_forms", "claims", "coverage_estimators", "grpo", "standardize")
+        (
+            *(
+                f"tests/theory/test_{m}.py"
+                for m in (
+                    "theory_lemma1",
+                    "theory_closed_forms",
+                    "claims",
+                    "coverage_estimators",
+                    "grpo",
+                    "standardize",
+                )
+            ),
+            "tests/theory/checks/test_checks_detect_wrong_formulas.py",  # the named checks, run in process
+            "tests/paper_checks/coverage/test_measure.py",  # theory.coverage's crossing and cover read by the analyzer
+            "tests/simulate/test_measure.py",  # the lemmas on the bandit's populations
         ),
         (),
     ),
