@@ -250,3 +250,23 @@ def test_a_grpo_step_is_the_docstrings_update_written_out_by_seed_prompt_and_sam
         seen_batches.add(info["responses"])
     assert seen_batches == {4 * min(settings["batch_size"] or 5, 5)}
     assert not np.allclose(theta, task.theta0)
+
+
+def test_adam_ascends_as_torchs_adam_maximizing_over_several_steps():
+    """simulate's Adam (TRL's AdamW without weight decay) against torch.optim.Adam(maximize=True) with the same
+    betas and eps, over four steps of changing gradients: the moments, their bias corrections and the step."""
+    torch = pytest.importorskip("torch")
+    from escov.simulate.grpo import ADAM_BETAS, ADAM_EPS, _ascend
+
+    rng = np.random.default_rng(0)
+    grads = rng.normal(size=(4, 2, 3)) * np.array([1.0, 1e-3, 50.0])
+    cfg = GRPOConfig(learning_rate=0.05)
+    theta, state = np.zeros((2, 3)), {}
+    weight = torch.zeros((2, 3), dtype=torch.float64, requires_grad=True)
+    adam = torch.optim.Adam([weight], lr=0.05, betas=ADAM_BETAS, eps=ADAM_EPS, maximize=True)
+    for g in grads:
+        theta = _ascend(theta, g, state, cfg)
+        weight.grad = torch.from_numpy(g.copy())
+        adam.step()
+        np.testing.assert_allclose(theta, weight.detach().numpy(), rtol=1e-12, atol=1e-15)
+    assert state["t"] == 4
