@@ -33,7 +33,7 @@ def test_k_grid_is_the_powers_of_two_then_n():
     assert k_grid(100) == [1, 2, 4, 8, 16, 32, 64, 100]
     assert k_grid(1024)[-2:] == [512, 1024]
     for bad in (0, -3, 2.0, True):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=rf"^n must be a positive integer, got {bad!r}$"):
             k_grid(bad)
 
 
@@ -79,8 +79,10 @@ def test_cover_at_tau_counts_prompts_at_or_above_the_fraction():
         got = cover_at_tau(np.arange(n + 1), n, tau)
         want = [float(Fraction(c, n) >= Fraction(str(tau))) for c in range(n + 1)]
         assert got.tolist() == want
-    with pytest.raises(ValueError):
-        cover_at_tau([1], 4, 0.0)
+    for bad in (0.0, 1.5, -0.2):
+        with pytest.raises(ValueError, match=rf"^tau must lie in \(0, 1\], got {bad}$"):
+            cover_at_tau([1], 4, bad)
+    assert cover_at_tau([4, 3], 4, 1.0).tolist() == [1.0, 0.0]
 
 
 def test_crossing_interpolates_on_log2_k():
@@ -102,6 +104,9 @@ def test_crossing_edge_cases():
     assert crossing_k(ks, [0.5, 0.6, 0.7], [0.4, 0.6, 0.8]) == 4.0  # ... first leads at 4
     assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6], interpolate=True) == pytest.approx(2**1.5)
     assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6]) == 4.0  # d: -0.1, -0.1, +0.1
+    # the reference first leads at the second budget: the line through (0, -0.1) and (1, +0.1) is 0 at log2 k = 0.5
+    assert crossing_k(ks, [0.5, 0.5, 0.5], [0.4, 0.6, 0.7], interpolate=True) == pytest.approx(2**0.5)
+    assert crossing_k(ks, [0.5, 0.5, 0.5], [0.45, 0.8, 0.9], interpolate=True) == pytest.approx(2 ** (0.05 / 0.35))
 
 
 def test_crossing_is_vectorized_over_replicates():
