@@ -338,3 +338,45 @@ def test_the_grid_estimators_q8_spread_is_that_of_a_mean_of_8_drawn_without_repl
     var = (q.var(axis=2) * (c - 8) / (8 * (c - 1))).sum(axis=1) / p**2
     expected = float(np.mean(np.sqrt(var) / q.mean(axis=2).mean(axis=1)))
     assert out["q8_relative_sd"] == pytest.approx(expected, rel=0.05)
+
+
+def test_the_grid_estimators_inflation_interval_is_over_populations():
+    """Two populations, both with precise ratio 1: the first's Q is the same from every completion (redrawing 8 of
+    them changes nothing: its gap is 0), the second's varies. The inflation is exp of the mean gap g / 2, and its
+    interval the t interval (1 df) of the two populations' gaps, 0 and g, not of anything pooled across them."""
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    q = np.ones((2, 3, 32))
+    q[1] = np.exp(rng.standard_normal((3, 32)))
+    out = grid_estimator_bias(q.mean(axis=2), q, draws=200, seed=1)
+    g = 2 * math.log(out["inflation"])
+    assert g > 0.01
+    half = float(stats.t.ppf(0.975, 1)) * np.std([0.0, g], ddof=1) / math.sqrt(2)
+    assert out["inflation_ci"] == pytest.approx([math.exp(g / 2 - half), math.exp(g / 2 + half)], rel=1e-9)
+
+
+def test_rows_whose_mean_jspol_is_not_positive_are_left_out_of_the_pooled_ratio():
+    """The chain-rule estimate of a population can be negative at tiny sigma; a row whose mean is not above 0 has no
+    log-scale ratio, and the pooled ratio reads only the rows that have one."""
+    from escov.paper_checks.lemma_as_stated import lemma_as_stated_record
+
+    rows = [
+        {"sigma": 1e-3, "members": 4, "jspol": [[1e-6, 2e-6], [2e-6, 1e-6]], "s": [1e-4] * 2},
+        {"sigma": 2e-3, "members": 4, "jspol": [[-1e-6, 1e-7], [-2e-6, 0.0]], "s": [1e-4] * 2},
+    ]
+    record = lemma_as_stated_record({"trace_per_completion": [[1.0, 2.0, 3.0], [2.0, 2.5]], "rows": rows})
+    assert [r["in_regime"] for r in record["rows"]] == [True, True]
+    assert math.isnan(record["rows"][1]["ratio"]) and record["pooled"]["rows"] == 1
+
+
+def test_a_row_needs_one_s_per_population():
+    from escov.paper_checks.lemma_as_stated import lemma_as_stated_record
+
+    row = {"sigma": 1e-3, "members": 2, "jspol": [[1.0, 2.0], [1.5, 2.5]], "s": [0.1, 0.2, 0.3]}
+    with pytest.raises(ValueError) as err:
+        lemma_as_stated_record({"trace_per_completion": [[1.0, 2.0]], "rows": [row]}, "m.json")
+    assert str(err.value) == (
+        "m.json: row 0 (sigma 0.001, N 2): 'jspol' must be [populations >= 2][prompts] with one 's' per population, "
+        "got shape (2, 2)"
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy.stats import norm
 
@@ -164,3 +165,51 @@ def test_the_mechanism_reports_greedy_minus_sampled_at_pass_1_and_at_pass_32():
     d1, d32 = diff_between(greedy, sampled, 1), diff_between(greedy, sampled, 32)
     assert d1.mean != d32.mean
     assert f"Pass@1 {fmt_interval(d1.mean, d1.lo, d1.hi)}, Pass@32 {fmt_interval(d32.mean, d32.lo, d32.hi)}" in answer
+
+
+def test_the_mechanism_reads_greedy_minus_sampled_at_matched_pass_1_in_that_order():
+    """Greedy ES curves that spread success over prompts against sampled-member curves that sharpen it: at matched
+    Pass@1 greedy keeps more Pass@32, so the answer's matched interval is greedy - sampled (positive), the one
+    theory.matched gives in that order, not its mirror."""
+    from escov.paper_checks.matched import curve_of, matched_difference
+    from escov.paper_checks.verdict import fmt_interval
+    from tests.paper_checks.test_matched import _sharpening, _spreading
+
+    rng = np.random.default_rng(0)
+    base_logit = np.random.default_rng(7).normal(-0.5, 1.5, 24)
+    runs = []
+    for seed in range(3):
+        for kind, make in (("greedy", _spreading), ("sampled", _sharpening)):
+            points = make(base_logit, rng.normal(0, 0.1), rng)
+            es = {"member_temperature": 1.0} if kind == "sampled" else {}
+            final = {
+                "n": 32,
+                "pass_at_k": {"1": points[-1]["sampled"]["pass_at_k"]["1"], "32": 0.5},
+                "per_problem": points[-1]["sampled"]["per_problem"],
+            }
+            runs.append(_run(f"{kind}{seed}", "es", seed, es=es, curve=points, eval={"base": final, "final": final}))
+    ev = Evidence(runs=runs)
+    greedy = [curve_of(r.curve, r.seed) for r in ev.by_variant("es")]
+    sampled = [curve_of(r.curve, r.seed) for r in ev.by_variant("es[sampled]")]
+    d, _ = matched_difference(greedy, sampled, "pass@32")
+    assert d.mean > 0
+    answer = mechanism(ev)["answer"]
+    assert f"Pass@32 {fmt_interval(d.mean, d.lo, d.hi)} (bias control" in answer
+
+
+def test_the_null_controls_give_bf16_its_row_and_no_analytic_share_to_grpo_whatever_its_config_holds():
+    """A GRPO run's config.json holds ES's settings too (their defaults): the analytic tiny-update share, a property of
+    ES's Gaussian steps, is still not given for it; the bf16 ES variant has its own row."""
+    analysis = _analysis(0.5, "mlp", 0.02)
+    steps = [{"drift_rel": 0.01, "es_update_norm": 1.0}] * 4
+    runs = [
+        _run("es0", "es", 0, metrics=steps, eval=analysis),
+        _run("null0", "es", 0, es={"null_control": True}, metrics=steps, eval=analysis),
+        _run("bf16", "es", 0, es={"inplace_bf16": True}, metrics=steps, eval=analysis),
+        Run(
+            path=Path("grpo0"), config={"algo": "grpo", "model": "m", "seed": 0, "es": ES}, metrics=steps, eval=analysis
+        ),
+    ]
+    by = {r["method"]: r for r in null_controls(Evidence(runs=runs))["table"]}
+    assert sorted(by) == ["es", "es[bf16]", "es[null]", "grpo"]
+    assert by["grpo"]["analytic_share"] is None and by["es[bf16]"]["analytic_share"] is not None
