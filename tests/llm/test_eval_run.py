@@ -39,7 +39,7 @@ def run(tiny_model_dir, tmp_path_factory):
             "--out",
             str(out),
             "--steps",
-            "2",
+            "3",
             "--batch_size",
             "2",
             "--train_pool",
@@ -70,6 +70,8 @@ def run(tiny_model_dir, tmp_path_factory):
             "0.02",
             "--eval_steps",
             "1",
+            "--eval_temperature",
+            "0.7",
             "--seed",
             "7",
             "--no-progress",
@@ -83,7 +85,7 @@ def _record(path):
     return json.loads((path / "eval.json").read_text())
 
 
-@pytest.mark.parametrize("checkpoint, part", [(None, "final"), ("0", "base"), ("1", "validation")])
+@pytest.mark.parametrize("checkpoint, part", [(None, "final"), ("0", "base"), ("1", "validation"), ("2", "validation")])
 def test_eval_run_reproduces_the_runs_own_evaluation(run, tmp_path, checkpoint, part):
     from escov.llm.rollout import derive_seed
 
@@ -95,16 +97,16 @@ def test_eval_run_reproduces_the_runs_own_evaluation(run, tmp_path, checkpoint, 
         theirs = next(
             json.loads(line)
             for line in (run / "metrics.jsonl").read_text().splitlines()
-            if json.loads(line)["step"] == 1
+            if json.loads(line)["step"] == int(checkpoint)
         )["validation"]
     else:
         theirs = _record(run)[part]
     seed = derive_seed(7, "eval") % 2**31  # the run's evaluation seed, written out
-    assert ours["seed"] == seed and ours["n"] == 4 and ours["temperature"] == 1.0 and ours["num_problems"] == 3
+    assert ours["seed"] == seed and ours["n"] == 4 and ours["temperature"] == 0.7 and ours["num_problems"] == 3
     for key in ("pass_at_k", "maj_at_k", "reward_mean", "mean_token_entropy"):
         assert ours[key] == theirs[key], key
     assert printed.splitlines()[0].startswith(
-        f"llm eval: 3 test problems of task countdown x 4 samples at T=1, up to 5 new tokens, seed {seed}; run {run}"
+        f"llm eval: 3 test problems of task countdown x 4 samples at T=0.7, up to 5 new tokens, seed {seed}; run {run}"
     )
     assert "reproduces " in printed and "differs" not in printed
     assert "Loading weights" not in err and "note:" not in err
@@ -145,7 +147,10 @@ def test_a_runs_checkpoint_with_another_seed_names_the_seed_that_reproduces_it(r
     "extra, message",
     [
         (["--eval_samples", "8"], "--run evaluates as the run did, with its own settings; drop --eval_samples"),
-        (["--checkpoint", "5"], "--checkpoint 5: RUN has checkpoints [1, 2] (0: the base model)"),
+        (["--checkpoint", "5"], "--checkpoint 5: RUN has checkpoints [1, 2, 3] (0: the base model)"),
+        # a flag given at a value that reads as false is given all the same; the task's settings are the run's too
+        (["--eval_temperature", "0"], "--run evaluates as the run did, with its own settings; drop --eval_temperature"),
+        (["--task", "countdown3"], "--run evaluates as the run did, with its own settings; drop --task"),
     ],
 )
 def test_eval_run_refuses_what_the_run_decides(run, tmp_path, extra, message):
@@ -195,3 +200,38 @@ def test_a_data_file_is_evaluated_whole_without_training_notes(tiny_model_dir, t
     assert code == 0, err[-2000:]
     assert printed.splitlines()[0].startswith("llm eval: 70 test problems of data file all.jsonl x 1 samples at T=1")
     assert _record(tmp_path / "ev")["num_problems"] == 70 and "note:" not in err
+
+
+def test_the_comparison_with_the_runs_record_says_reproduces_only_when_every_number_is_equal():
+    from escov.llm.eval_run import comparison
+
+    ours = {"pass_at_k": {"1": 0.5, "4": 0.75}, "maj_at_k": {"4": 0.25}, "reward_mean": 0.5}
+    same = {"pass_at_k": {"1": 0.5, "4": 0.75}, "maj_at_k": {"4": 0.25}, "reward_mean": 0.5, "mean_token_entropy": 1}
+    assert comparison(ours, same, "eval.json's final") == (
+        "reproduces eval.json's final: pass@1 0.500 = 0.500  pass@4 0.750 = 0.750  maj@4 0.250 = 0.250  "
+        "reward 0.500 = 0.500"
+    )
+    other = same | {"pass_at_k": {"1": 0.5, "4": 0.5}}
+    assert comparison(ours, other, "eval.json's final") == (
+        "differs from eval.json's final: pass@1 0.500 = 0.500  pass@4 0.750 vs 0.500  maj@4 0.250 = 0.250  "
+        "reward 0.500 = 0.500 (same problems, samples and seed: other threads, device or library versions change the "
+        "sampled tokens)"
+    )
+    assert comparison(ours, {"pass_at_k": {"1": 0.5}}, "x").startswith(
+        "differs from x: pass@1 0.500 = 0.500  pass@4 0.750 vs n/a"
+    )
+    assert comparison(ours, None, "x") == ""
+
+
+def test_a_checkpoint_is_a_step_folder_in_a_runs_checkpoints_folder(tmp_path):
+    from escov.llm.eval_run import run_of_checkpoint
+
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step-3").mkdir(parents=True)
+    (run / "elsewhere" / "step-3").mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    assert run_of_checkpoint(str(run / "checkpoints" / "step-3")) == (run.resolve(), 3)
+    assert run_of_checkpoint(str(run / "elsewhere" / "step-3")) is None
+    assert run_of_checkpoint(str(run / "checkpoints")) is None
+    (run / "config.json").unlink()
+    assert run_of_checkpoint(str(run / "checkpoints" / "step-3")) is None
