@@ -49,18 +49,23 @@ def test_order_is_checked():
         check_order([Job("b", "s", lambda: (sum, ([],)), after=("a",)), Job("a", "s", lambda: (sum, ([],)))])
     with pytest.raises(ValueError, match="twice"):
         check_order([Job("a", "s", lambda: (sum, ([],))), Job("a", "s", lambda: (sum, ([],)))])
+    with pytest.raises(ValueError, match=r"^job 'a' waits for \['a'\], which are not listed before it$"):
+        check_order([Job("a", "s", lambda: (sum, ([],)), after=("a",))])  # a job cannot wait for itself
+    with pytest.raises(ValueError, match="^workers must be >= 1, got 0$"):
+        run_jobs([Job("a", "s", lambda: (sum, ([],)))], 0, print)
 
 
 def test_stage_sums():
     times = {
         "x": JobTime("runs", start=10.0, seconds=30.0, cpu_seconds=25.0),
         "y": JobTime("runs", start=20.0, seconds=50.0, cpu_seconds=45.0),
+        "w": JobTime("runs", start=30.0, seconds=5.0, cpu_seconds=0.0),  # ends (35) before y does (70)
         "z": JobTime("pretrain", start=0.0, seconds=8.0, cpu_seconds=7.5),
     }
     stages = stage_times(times)
     assert list(stages) == ["pretrain", "runs"]  # in the order they started
     # runs: first start 10, last end 20 + 50 = 70
-    assert stages["runs"] == {"span_seconds": 60.0, "job_seconds": 80.0, "cpu_seconds": 70.0, "jobs": 2}
+    assert stages["runs"] == {"span_seconds": 60.0, "job_seconds": 85.0, "cpu_seconds": 70.0, "jobs": 3}
     assert stages["pretrain"] == {"span_seconds": 8.0, "job_seconds": 8.0, "cpu_seconds": 7.5, "jobs": 1}
 
 
