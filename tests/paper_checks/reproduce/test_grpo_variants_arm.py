@@ -291,3 +291,14 @@ def test_each_candidate_runs_the_controls_grpo_with_its_own_settings_on_every_se
         plain, cand = runs[f"grpo-s{s}"]["grpo"], runs[f"cand-s{s}"]["grpo"]
         assert cand == plain | {"epsilon_high": 0.28} and cand["learning_rate"] == CONTROL_GRPO["learning_rate"]
         assert runs[f"cand-s{s}"]["seed"] == s and runs[f"cand-s{s}"]["steps"] == design.steps
+
+
+def test_no_test_reading_without_a_chosen_variant_or_with_fewer_than_two_of_its_runs():
+    """The record says why and reads nothing: no variant was chosen (the selection's reason), or the chosen one has
+    fewer than 2 test runs with curves (a seeds x prompts interval needs 2 seeds); the curves are not touched."""
+    chosen = {"chosen": "gspo", "settings": {"importance_sampling_level": "sequence"}, "reason": None}
+    one = grpo_variants.record(chosen, [], [object()])
+    assert one["reason"] == "fewer than 2 test runs of the chosen variant with curves"
+    assert "variant_plateau_minus_base" not in one and one["chosen"] == "gspo"
+    none = grpo_variants.record(chosen | {"chosen": None, "reason": "no candidate reached"}, [], [object()] * 2)
+    assert none["reason"] == "no candidate reached" and "es_at_variant_plateau" not in none
