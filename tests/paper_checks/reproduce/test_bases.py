@@ -72,6 +72,7 @@ def test_a_reproduction_copies_the_shipped_base_instead_of_pretraining(tmp_path,
         pytest.skip("no shipped base for this torch and code")
     monkeypatch.setenv(bases.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(bases, "_build_base", lambda *a: pytest.fail("pretrained although a base is shipped"))
+    (tmp_path / "base").mkdir()  # a folder without a model (an interrupted copy) is filled, not taken as the base
     out = bases.obtain_base(tmp_path / "base", QUICK[0], False, QUICK[1])
     assert (out / "model.safetensors").read_bytes() == (record["folder"] / "model.safetensors").read_bytes()
     assert not (out / SHIPPED_RECORD).exists() and not (tmp_path / "cache").exists()
