@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -182,3 +183,35 @@ def test_an_es_phase_after_grpo_is_rebuilt_from_the_checkpoint_it_started_from(t
         run / "checkpoints" / f"step-{last}" / "model.safetensors"
     ).read_bytes()
     assert "no ES phase starts at or before step" in _refused(capsys, run, "--step", start - 1, "--out", tmp_path / "x")
+
+
+def test_a_step_is_rebuilt_from_the_last_phase_that_starts_at_or_before_it():
+    """A resumed ES run logs a PhaseStart at each start: step 5 is rebuilt from the start at step 3 with the updates of
+    steps 4 and 5, never from the first start (whose updates stop at the resume)."""
+    from escov.llm.replay import _phase_records
+
+    records = [{"start_step": 0}, {"step": 1}, {"step": 2}, {"step": 3}, {"start_step": 3}, {"step": 4}, {"step": 5}]
+    start, updates = _phase_records(records, 5, Path("r"))
+    assert start == {"start_step": 3} and [u["step"] for u in updates] == [4, 5]
+    start, updates = _phase_records(records, 3, Path("r"))
+    assert start == {"start_step": 3} and updates == []
+    start, updates = _phase_records(records, 2, Path("r"))
+    assert start == {"start_step": 0} and [u["step"] for u in updates] == [1, 2]
+    ends = r"^r: the log ends at step 5 \(cut off, or the run has not reached step 6\)$"
+    with pytest.raises(RunDirError, match=ends):
+        _phase_records(records, 6, Path("r"))
+
+
+def test_the_rebuilt_model_goes_only_into_an_empty_or_new_folder(tmp_path):
+    from escov.llm.replay import write_model
+
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match=f"^--out {full}: exists and is not an empty folder$"):
+        write_model(full, tmp_path, 1, {}, {})
+    assert (full / "keep.txt").read_text() == "mine"
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(ValueError, match=f"^--out {a_file}: exists and is not an empty folder$"):
+        write_model(a_file, tmp_path, 1, {}, {})
