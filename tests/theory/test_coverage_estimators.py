@@ -104,6 +104,8 @@ def test_crossing_edge_cases():
     assert crossing_k(ks, [0.5, 0.6, 0.7], [0.4, 0.6, 0.8]) == 4.0  # ... first leads at 4
     assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6], interpolate=True) == pytest.approx(2**1.5)
     assert crossing_k(ks, [0.5, 0.6, 0.5], [0.4, 0.5, 0.6]) == 4.0  # d: -0.1, -0.1, +0.1
+    # the reference leads from the first budget: k* = 1 whatever that budget is
+    assert crossing_k([2, 4], [0.1, 0.2], [0.2, 0.3], interpolate=True) == 1.0
     # the reference first leads at the second budget: the line through (0, -0.1) and (1, +0.1) is 0 at log2 k = 0.5
     assert crossing_k(ks, [0.5, 0.5, 0.5], [0.4, 0.6, 0.7], interpolate=True) == pytest.approx(2**0.5)
     assert crossing_k(ks, [0.5, 0.5, 0.5], [0.45, 0.8, 0.9], interpolate=True) == pytest.approx(2 ** (0.05 / 0.35))

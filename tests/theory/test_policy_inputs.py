@@ -162,3 +162,33 @@ def test_the_lemma_1_estimate_is_assembled_from_antithetic_pairs():
     assert population.population_jspol(policy, theta, 0.3, eps[0]) == pytest.approx(
         float(population.population_jspol(policy, theta, 0.3, eps[:1])[0])
     )
+
+
+def _softmax(z):
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def test_the_policies_probabilities_by_hand_with_biases_and_over_a_batch_of_thetas():
+    """A sequence policy of length 2 over 2 tokens: P(y1 y2) = softmax(W_0 theta + b_0)[y1] softmax(W_{1 + y1} theta +
+    b_{1 + y1})[y2] (prefix 0 the empty one, then the first tokens); a categorical one: softmax(A theta + b). Each
+    row of a batch of thetas is its own distribution."""
+    rng = np.random.default_rng(5)
+    W, b = rng.normal(size=(3, 2, 2)), rng.normal(size=(3, 2))
+    seq = SequencePolicy(W, b, 2, np.array([True, False, False, True]))
+    thetas = rng.normal(size=(2, 2))
+    got = seq.probs(thetas)
+    for row, theta in enumerate(thetas):
+        first = _softmax(W[0] @ theta + b[0])
+        want = [first[y1] * _softmax(W[1 + y1] @ theta + b[1 + y1])[y2] for y1 in range(2) for y2 in range(2)]
+        assert got[row] == pytest.approx(want)
+    A, c = rng.normal(size=(4, 2)), rng.normal(size=4)
+    cat = CategoricalPolicy(A, c, np.array([True, False, False, False]))
+    probs = cat.probs(thetas)
+    for row, theta in enumerate(thetas):
+        assert probs[row] == pytest.approx(_softmax(A @ theta + c))
+    assert _refused(cat.score, thetas[0], -1) == "y must hold outcome indices in [0, 4), got -1"
+    assert _refused(cat.score, thetas[0], 4) == "y must hold outcome indices in [0, 4), got 4"
+    assert _refused(CategoricalPolicy, np.eye(3, 2), np.zeros(2), np.array([True, False, False])) == (
+        "b must have shape (3,) to match A (3, 2), got (2,)"
+    )
