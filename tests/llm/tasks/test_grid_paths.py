@@ -298,3 +298,28 @@ def test_generated_grids_reach_down_to_their_minimum_distance_and_solution_count
     for p in [p for p in problems if p.meta["distance"] <= 6][:20]:  # 4^6 move strings at most
         d, paths = brute_shortest(parse_grid(p.meta["grid"]), longest=6)
         assert (d, len(paths)) == (p.meta["distance"], p.meta["n_solutions"])
+
+
+def test_the_defaults_the_draws_and_the_edges_by_hand():
+    """A 5 x 5 grid with 3 blocked cells, S and G at least 4 apart with 2 shortest paths or more, by default; every
+    generated grid has exactly its n_blocked blocked cells; two seeds draw two sets; ids name the grid."""
+    assert GridPaths().settings == (5, 5, 3, 4, 2)
+    for n_blocked in (1, 3, 5):
+        problems = GridPaths(n_blocked=n_blocked).problems("validation", 10, seed=0)
+        assert {len(parse_grid(p.meta["grid"]).blocked) for p in problems} == {n_blocked}
+        assert all(p.id == f"grid_paths/{p.meta['grid']}" for p in problems)
+    assert [p.id for p in GridPaths().problems("test", 5, seed=1)] != [p.id for p in GridPaths().problems("test", 5, 2)]
+    walled = Grid(3, 3, frozenset({(0, 1), (1, 1), (2, 1)}), (0, 0), (0, 2))
+    assert random_guess_rate(walled) == 0  # G cannot be reached
+    # a walk (not a shortest path) that crosses the block's ray rightwards then back: the crossings cancel
+    assert winding_class(Grid(2, 3, frozenset({(1, 1)}), (0, 0), (0, 0)), "RRLL") == (0,)
+
+
+def test_answers_at_the_length_limits():
+    from escov.llm.tasks.grid_paths import MAX_ANSWER_CHARS, parse_answer
+    from escov.llm.tasks.reasoning_format import MAX_COMPLETION_CHARS
+
+    assert parse_answer("R" * MAX_ANSWER_CHARS) == "R" * MAX_ANSWER_CHARS
+    assert parse_answer("R" * (MAX_ANSWER_CHARS + 1)) is None
+    padded = "RD" + " " * (MAX_COMPLETION_CHARS - 2)
+    assert parse_answer(padded) == "RD" and parse_answer(padded + " ") is None

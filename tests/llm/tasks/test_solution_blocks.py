@@ -4,6 +4,7 @@ the hits told apart by their canonical form (safe_arith.canonical_form: what "di
 
 import itertools
 from fractions import Fraction
+from types import SimpleNamespace
 
 import pytest
 
@@ -201,3 +202,25 @@ def test_a_block_asked_for_exactly_its_size_is_drawn_whole_once_its_size_is_coun
     task = Countdown(min_numbers=3, max_numbers=3, max_number=12, max_target=30)
     truth = _enumerated_block(12, 30, "test", 2)
     assert {_instance(p) for p in block_problems(task, "test", len(truth), 5, 2)} == truth
+
+
+def test_a_block_is_drawn_from_generated_countdown_only_and_k_is_a_positive_integer():
+    from escov.llm.tasks.solution_blocks import block_problems, block_size, countdown_of
+
+    task = get_task("countdown3")
+    assert countdown_of(task) is task
+    wrapped = SimpleNamespace(task=task, name="countdown3")  # a reward function's task holds the one it scores
+    assert countdown_of(wrapped) is task
+    with pytest.raises(ValueError) as err:
+        block_problems(get_task("subset_sum"), "test", 2, 0, 1)
+    assert str(err.value) == (
+        "eval_solutions draws generated Countdown instances by their solution count; task 'subset_sum' cannot "
+        "(give eval_solutions = 0)"
+    )
+    for k in (0, 1.0, True):
+        with pytest.raises(ValueError, match=rf"^eval_solutions must be an integer >= 1 here, got {k!r}$"):
+            block_problems(task, "test", 2, 0, k)
+    with pytest.raises(ValueError, match="^block sizes are enumerated for at most 3 numbers$"):
+        block_size(get_task("countdown"), "test", 1)
+    drawn = block_problems(task, "validation", 2, 0, 1)
+    assert all(p.prompt and p.id.startswith("countdown") for p in drawn)

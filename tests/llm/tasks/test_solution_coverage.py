@@ -90,3 +90,18 @@ def test_empty_sets_and_unknown_tasks_are_errors():
         share_found(["RR"], [])
     with pytest.raises(ValueError, match="exact coverage needs"):
         enumerated("countdown", {})
+
+
+def test_the_refusals_word_for_word():
+    from escov.llm.tasks.solution_coverage import classes_found_share, enumerated, share_found
+
+    with pytest.raises(ValueError, match="^the enumerated solution set is empty: no share of it can be found$"):
+        share_found(["a"], [])
+    with pytest.raises(
+        ValueError, match="^the enumerated solution set is empty: no share of its classes can be found$"
+    ):
+        classes_found_share(["a"], {})
+    with pytest.raises(
+        ValueError, match="^exact coverage needs one of the tasks grid_paths, subset_sum, got 'countdown'$"
+    ):
+        enumerated("countdown", {})

@@ -193,3 +193,32 @@ def test_an_answer_is_its_numbers_sorted_or_none(completion, chosen):
     from escov.llm.tasks.subset_sum import parse_answer
 
     assert parse_answer(completion) == chosen
+
+
+def test_the_defaults_the_draws_and_the_guess_rate_by_hand():
+    """Five numbers in [1, 20] by default (1 among them in some instances), one solution at least, the target above the
+    largest; two seeds draw two sets; a random guesser's rate counts every non-empty subset of positions."""
+    assert SubsetSum().settings == (5, 20, 1, True)
+    problems = SubsetSum().problems("validation", 80, seed=0)
+    numbers = [x for p in problems for x in p.meta["numbers"]]
+    assert min(numbers) == 1 and max(numbers) <= 20 and {len(p.meta["numbers"]) for p in problems} == {5}
+    assert [p.id for p in SubsetSum().problems("test", 5, seed=1)] != [p.id for p in SubsetSum().problems("test", 5, 2)]
+    assert random_guess_rate([5, 3], 5) == Fraction(1, 3)  # {5} of {5}, {3}, {5, 3}
+    assert random_guess_rate([5, 3], 8) == Fraction(1, 3)  # {5, 3}
+    assert random_guess_rate([2, 3, 5], 5) == Fraction(2, 7)  # {5}, {2, 3} of 7 subsets
+    SubsetSum(max_number=1)  # a range of one number is a range
+    with pytest.raises(ValueError, match="^task 'subset_sum' has only the plain prompt style and the escov reward"):
+        SubsetSum(prompt_style="instruct")
+    with pytest.raises(ValueError, match="^task 'subset_sum' has only the plain prompt style and the escov reward"):
+        SubsetSum(format_reward=0.1)
+
+
+def test_answers_at_the_length_limits():
+    from escov.llm.tasks.reasoning_format import MAX_COMPLETION_CHARS
+    from escov.llm.tasks.subset_sum import MAX_ANSWER_CHARS, parse_answer
+
+    at_limit = "1," * (MAX_ANSWER_CHARS // 2 - 1) + "12"  # exactly MAX_ANSWER_CHARS characters
+    assert len(at_limit) == MAX_ANSWER_CHARS and parse_answer(at_limit) is not None
+    assert parse_answer(at_limit + "3") is None
+    padded = "5" + " " * (MAX_COMPLETION_CHARS - 1)  # the longest completion read, spaces removed
+    assert parse_answer(padded) == (5,) and parse_answer(padded + " ") is None
