@@ -164,3 +164,8 @@ def test_maj_at_ks_is_maj_at_k_draw_for_draw_and_the_full_vote_at_n():
     votes = [answers.count(a) for a in range(4)]  # k = n: the plain majority over all 24 samples
     winners = [a for a in range(4) if votes[a] == max(votes)]
     assert got[-1] == sum(a == 1 for a in winners) / len(winners)
+
+
+def test_the_percentile_interval_is_95_percent_unless_asked():
+    assert percentile_interval(np.arange(101.0)) == pytest.approx((2.5, 97.5))
+    assert percentile_interval(np.arange(101.0), 0.5) == pytest.approx((25.0, 75.0))
