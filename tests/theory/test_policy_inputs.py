@@ -192,3 +192,13 @@ def test_the_policies_probabilities_by_hand_with_biases_and_over_a_batch_of_thet
     assert _refused(CategoricalPolicy, np.eye(3, 2), np.zeros(2), np.array([True, False, False])) == (
         "b must have shape (3,) to match A (3, 2), got (2,)"
     )
+
+
+def test_a_categorical_policys_log_probabilities_over_a_batch_of_thetas():
+    rng = np.random.default_rng(6)
+    A, c = rng.normal(size=(4, 2)), rng.normal(size=4)
+    cat = CategoricalPolicy(A, c, np.array([True, False, False, False]))
+    thetas = rng.normal(size=(3, 2))
+    got = cat.log_probs(thetas)
+    for row, theta in enumerate(thetas):
+        assert got[row] == pytest.approx(np.log(_softmax(A @ theta + c)))
