@@ -202,6 +202,8 @@ def test_the_defaults_the_draws_and_the_guess_rate_by_hand():
     problems = SubsetSum().problems("validation", 80, seed=0)
     numbers = [x for p in problems for x in p.meta["numbers"]]
     assert min(numbers) == 1 and max(numbers) <= 20 and {len(p.meta["numbers"]) for p in problems} == {5}
+    assert all(p.prompt == "{" + ",".join(map(str, p.meta["numbers"])) + f"}}={p.meta['target']}:" for p in problems)
+    assert problems[0].prompt.startswith("{") and "," in problems[0].prompt  # "{3,7,12,5,9}=21:"
     assert [p.id for p in SubsetSum().problems("test", 5, seed=1)] != [p.id for p in SubsetSum().problems("test", 5, 2)]
     assert random_guess_rate([5, 3], 5) == Fraction(1, 3)  # {5} of {5}, {3}, {5, 3}
     assert random_guess_rate([5, 3], 8) == Fraction(1, 3)  # {5, 3}
