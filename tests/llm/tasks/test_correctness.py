@@ -212,3 +212,12 @@ def test_a_reward_that_never_applies_is_warned_by_llm_eval(data, tiny_model_dir,
         "None or NaN for every one): it adds nothing to the total and it decides what is correct, so nothing is" in err
     )
     assert json.loads((data / "ev" / "eval.json").read_text())["pass_at_k"]["1"] == 0.0
+
+
+def test_a_threshold_is_a_finite_number_and_not_a_bool():
+    from escov.llm.tasks.correctness import check_threshold
+
+    for bad in (True, float("nan"), float("inf"), "1"):
+        with pytest.raises(ValueError, match=rf"^correct_threshold must be a finite number, got {bad!r}$"):
+            check_threshold(bad)
+    assert check_threshold(1) == 1.0 and isinstance(check_threshold(1), float)
