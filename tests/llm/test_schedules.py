@@ -69,7 +69,7 @@ def test_what_config_json_records_of_the_budget():
     assert [r["responses"] for r in record["phases"]] == [64 * 2 * 4, 8 * 6 * 4]
     assert record["flops_total_PL"] == 4 * (es_flops + grpo_flops)
     assert record["responses_total"] == 64 * 2 * 4 + 8 * 6 * 4
-    assert record["phases"][1] | {} == {"algo": "grpo", "start": 2, "steps": 6, "budget": 6} | {
+    assert record["phases"][1] == {"algo": "grpo", "start": 2, "steps": 6, "budget": 6} | {
         "flops_per_prompt_PL": grpo_flops,
         "responses": 8 * 6 * 4,
     }

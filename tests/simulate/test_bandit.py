@@ -188,11 +188,11 @@ def test_the_design_keeps_its_floor_and_the_rare_and_tempting_masses_for_every_g
         common = np.where(task.correct, design, -1.0).max(-1)
         np.testing.assert_allclose(common, common_share * p, atol=1e-9)
         assert task.correct.sum(-1).min() == task.correct.sum(-1).max() == settings["n_correct"]
-        wrong = np.sort(np.where(task.correct, -1.0, design), axis=-1)[..., ::-1]
-        top = wrong[..., : settings["n_tempting"]].sum(-1)
-        if tempting_share == 0.0:
-            assert np.all(top == 0.0)
-        else:
+        # the wrong paths hold all the failure mass, whichever group takes it
+        np.testing.assert_allclose(np.where(task.correct, 0.0, design).sum(-1), 1 - p, atol=1e-9)
+        if tempting_share > 0.0:
+            wrong = np.sort(np.where(task.correct, -1.0, design), axis=-1)[..., ::-1]
+            top = wrong[..., : settings["n_tempting"]].sum(-1)
             assert np.all(top >= tempting_share * (1 - p) - 1e-9)
             if tempting_share == 1.0:
                 np.testing.assert_allclose(top, 1 - p, atol=1e-9)
