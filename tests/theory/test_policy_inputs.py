@@ -95,8 +95,8 @@ def test_the_grpo_formulas_inputs_and_batches():
     assert _refused(grpo.grpo_weight_limit, 1.5) == "p must lie in [0, 1], got values in [1.5, 1.5]"
     assert float(grpo.grpo_weight_limit(0.2)) == pytest.approx(1 / np.sqrt(0.16))
     assert grpo.group_advantages([1.0, 0.0]).tolist() == [1.0, -1.0]  # a group of 2 is a group
-    assert _refused(grpo.grpo_prompt_weight, 0.5, 1).startswith("group_size must be")
-    assert _refused(grpo.grpo_prompt_weight, 0.5, 2.0).startswith("group_size must be")
+    assert _refused(grpo.grpo_prompt_weight, 0.5, 1) == "group_size must be an integer >= 2, got 1"
+    assert _refused(grpo.grpo_prompt_weight, 0.5, 2.0) == "group_size must be an integer >= 2, got 2.0"
     probs = np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
     dz = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0]])
     batched = grpo.entropy_change_first_order(probs, dz)
