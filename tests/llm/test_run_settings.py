@@ -213,3 +213,35 @@ def test_engine_vllm_starts_the_run_on_vllm_with_its_share_of_gpu_memory(tiny_mo
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"engine": "VLLMEngine", "gpu_memory_utilization": 0.35}
+
+
+def test_each_step_trains_on_batch_size_distinct_prompts_of_its_pool_drawn_anew(tiny_model_dir, tmp_path):
+    """batch_size prompts per step, drawn without replacement from the train_pool prompts, a new draw each step
+    (completions_kept = batch_size and completions_every = 1 keep every prompt of every batch): 4 of a pool of 5,
+    so a draw with replacement repeats a prompt in a step with probability 0.81, and 4 steps from one draw's seed
+    would all train on one batch."""
+    cfg = _config(
+        tiny_model_dir,
+        tmp_path / "run",
+        batch_size=4,
+        train_pool=5,
+        completions_kept=4,
+        probe=False,
+        heldout_task="",
+        eval_problems=1,
+        eval_samples=1,
+        eval_ks=(1,),
+        threshold_keep=(),
+        checkpoint_dense=0,
+    )
+    run = train(cfg, show_progress=False)
+    kept = [json.loads(line) for line in (run / rundir.COMPLETIONS).read_text().splitlines()]
+    batches: dict = {}
+    for record in kept:
+        if record["source"] == "train":
+            batches.setdefault(record["step"], []).append(record["prompt"])
+    pool = {str(p.prompt) for p in cfg.make_task().problems("train", cfg.train_pool, seed=cfg.seed)}
+    assert sorted(batches) == list(range(1, len(rundir.read_steps(run)) + 1)) and len(batches) == 4
+    for step, prompts in batches.items():
+        assert len(prompts) == len(set(prompts)) == cfg.batch_size and set(prompts) <= pool, step
+    assert len({frozenset(p) for p in batches.values()}) > 1
