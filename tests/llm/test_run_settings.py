@@ -245,3 +245,66 @@ def test_each_step_trains_on_batch_size_distinct_prompts_of_its_pool_drawn_anew(
     for step, prompts in batches.items():
         assert len(prompts) == len(set(prompts)) == cfg.batch_size and set(prompts) <= pool, step
     assert len({frozenset(p) for p in batches.values()}) > 1
+
+
+def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_dir, tmp_path):
+    """An ES row's pass_at_1, no_correct_share, truncated_share and mean_response_tokens, recomputed here from
+    step_samples completions of its batch drawn again from the center it describes (the base for step 1, the
+    checkpoint of step s for step s + 1) with the seed of (seed, step, "step-samples") (llm/train.py's module
+    docstring): a reward that is 1 for completions whose length is a multiple of 3, so that the prompts' samples
+    disagree."""
+    from escov.llm.engines import make_engine
+    from escov.llm.rollout import derive_seed, rollout
+
+    thirds = CountdownScoredBy("thirds", lambda c: float(len(c) % 3 == 0))
+    cfg = _config(
+        tiny_model_dir,
+        tmp_path / "run",
+        batch_size=3,
+        train_pool=6,
+        step_samples=3,
+        max_completion_length=4,
+        completions_kept=3,
+        checkpoint_every=1,
+        checkpoint_dense=0,
+        probe=False,
+        heldout_task="",
+        eval_problems=1,
+        eval_samples=1,
+        eval_ks=(1,),
+        threshold_keep=(),
+    )
+    run = train(cfg, task=thirds, show_progress=False)
+    rows = rundir.read_steps(run)
+    pool = {str(p.prompt): p for p in thirds.problems("train", cfg.train_pool, seed=cfg.seed)}
+    kept = [json.loads(line) for line in (run / rundir.COMPLETIONS).read_text().splitlines()]
+    seen = {"pass": [], "truncated": []}
+    for row in rows:
+        step = row["step"] - 1  # the row of step s + 1 describes the center after s updates
+        batch = [r for r in kept if r["source"] == "train" and r["step"] == row["step"]]
+        model = cfg.model if step == 0 else rundir.checkpoint_dir(run, step)
+        engine = make_engine("hf", model, dtype=torch.float32, seed=cfg.seed)
+        out = rollout(
+            engine,
+            thirds,
+            [pool[r["prompt"]] for r in batch],
+            n=cfg.step_samples,
+            temperature=cfg.temperature,
+            max_new_tokens=cfg.max_completion_length,
+            seed=derive_seed(cfg.seed, step, "step-samples"),
+            step=step,
+        )
+        texts = [[c.text for c in samples] for samples in out.completions]
+        assert [r["completion"] for r in batch] == [t[0] for t in texts], row["step"]
+        correct = [[len(t) % 3 == 0 for t in samples] for samples in texts]
+        flat = [c for samples in correct for c in samples]
+        truncated = [c.finish_reason == "length" for samples in out.completions for c in samples]
+        lengths = [len(c.token_ids) for samples in out.completions for c in samples]
+        assert row["pass_at_1"] == pytest.approx(sum(flat) / len(flat)), row["step"]
+        no_correct = sum(not any(samples) for samples in correct) / len(correct)
+        assert row["no_correct_share"] == pytest.approx(no_correct), row["step"]
+        assert row["truncated_share"] == pytest.approx(sum(truncated) / len(truncated)), row["step"]
+        assert row["mean_response_tokens"] == pytest.approx(sum(lengths) / len(lengths)), row["step"]
+        seen["pass"].append(0 < sum(flat) < len(flat) and 0 < no_correct)
+        seen["truncated"].append(0 < sum(truncated) < len(truncated))
+    assert len(rows) == 4 and any(seen["pass"]) and any(seen["truncated"]), seen  # the checks above compare something

@@ -348,3 +348,32 @@ def test_the_answer_differs_from_the_paper_regime_answer_only_where_the_premise_
     from escov.paper_checks.reproduce.lemma_as_stated_measurement import ANSWER_LEMMA_AS_STATED
 
     assert answer.lemma_as_stated == ANSWER_LEMMA_AS_STATED and regime.lemma_as_stated is None
+
+
+# The readers of the runs' probes and thresholded checkpoints, by their variant names (paper_checks/evidence.py
+# variant): the Lemma 1 and 2 checks and the open questions' population diversity read the main ES runs' probes, and
+# the open questions' greedy-vs-sampled comparison ES with sampled members'; thresholded_pass1 reads the main ES
+# runs' thresholded checkpoints, and the update-magnitude plot those of ES, its null, its bf16 variant and GRPO
+PROBES_READ = {"es", "es[sampled]"}
+THRESHOLDED_READ = {"es", "es[null]", "es[bf16]", "grpo"}
+
+
+@pytest.mark.parametrize("budget", ["full", "answer-paper-regime"])
+def test_every_run_a_reader_reads_a_probe_or_thresholded_checkpoints_of_has_them_and_no_other(budget):
+    runs = plan(BUDGETS[budget], Path("base"), Path("other"))
+    defaults = TrainConfig()
+    seen = set()
+    for name, cfg in runs.items():
+        if name.startswith("sweep-"):  # the N sweep's runs: its check reads their training rows only
+            assert not cfg.get("probe", defaults.probe) and not cfg.get("threshold_keep", ()), name
+            continue
+        name_of = variant(cfg)
+        seen.add(name_of)
+        probed = cfg.get("probe", defaults.probe)
+        thresholds = tuple(cfg.get("threshold_keep", defaults.threshold_keep))
+        assert probed == (name_of in PROBES_READ), name
+        assert (cfg.get("probe_every", defaults.probe_every) > 0) <= probed, name
+        assert bool(thresholds) == (name_of in THRESHOLDED_READ), name
+    assert PROBES_READ <= seen  # every reader's runs are in the plan
+    if budget == "full":
+        assert THRESHOLDED_READ <= seen
