@@ -278,7 +278,7 @@ def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_
     rows = rundir.read_steps(run)
     pool = {str(p.prompt): p for p in thirds.problems("train", cfg.train_pool, seed=cfg.seed)}
     kept = [json.loads(line) for line in (run / rundir.COMPLETIONS).read_text().splitlines()]
-    seen = {"pass": [], "truncated": []}
+    seen = {"pass": [], "truncated": [], "fitness": []}
     for row in rows:
         step = row["step"] - 1  # the row of step s + 1 describes the center after s updates
         batch = [r for r in kept if r["source"] == "train" and r["step"] == row["step"]]
@@ -305,6 +305,10 @@ def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_
         assert row["no_correct_share"] == pytest.approx(no_correct), row["step"]
         assert row["truncated_share"] == pytest.approx(sum(truncated) / len(truncated)), row["step"]
         assert row["mean_response_tokens"] == pytest.approx(sum(lengths) / len(lengths)), row["step"]
+        # the row's reward_mean is the members' mean fitness (what ES ranks), center_reward_mean the center's
+        assert row["center_reward_mean"] == pytest.approx(sum(flat) / len(flat)), row["step"]
+        assert row["reward_mean"] == pytest.approx(sum(row["es_rewards"]) / len(row["es_rewards"])), row["step"]
+        seen["fitness"].append(row["reward_mean"] != pytest.approx(row["center_reward_mean"]))
         seen["pass"].append(0 < sum(flat) < len(flat) and 0 < no_correct)
         seen["truncated"].append(0 < sum(truncated) < len(truncated))
-    assert len(rows) == 4 and any(seen["pass"]) and any(seen["truncated"]), seen  # the checks above compare something
+    assert len(rows) == 4 and all(any(v) for v in seen.values()), seen  # the checks above compare something
