@@ -312,3 +312,76 @@ def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_
         seen["pass"].append(0 < sum(flat) < len(flat) and 0 < no_correct)
         seen["truncated"].append(0 < sum(truncated) < len(truncated))
     assert len(rows) == 4 and all(any(v) for v in seen.values()), seen  # the checks above compare something
+
+
+DIGITS = CountdownScoredBy("digits", digit_share)  # a dense reward: members and samples differ
+
+
+def _schedule(model, out, grpo: dict) -> TrainConfig:
+    """es-grpo: 2 ES iterations (a GRPO step of budget), then 2 GRPO steps, a checkpoint after each, every batch's
+    prompts kept (completions_kept = batch_size)."""
+    return TrainConfig.from_dict(
+        {"algo": "es-grpo", "model": str(model), "out": str(out)}
+        | CHANGED
+        | {
+            "steps": 3,
+            "switch_step": 1,
+            "checkpoint_every": 1,
+            "checkpoint_dense": 0,
+            "completions_kept": 2,
+            "probe": False,
+            "heldout_task": "",
+            "eval_problems": 1,
+            "eval_samples": 1,
+            "eval_ks": (1,),
+            "threshold_keep": (),
+        }
+        | {"es": ES, "grpo": GRPO | {"learning_rate": 0.05} | grpo}
+    )
+
+
+def test_a_grpo_phase_after_es_starts_from_es_weights_with_them_as_its_kl_reference(tiny_model_dir, tmp_path):
+    """The GRPO phase of es-grpo samples its first step from the ES phase's last weights (its kept completions drawn
+    again here from checkpoint 2 at the run's training temperature, 0.9, with the seed of (seed, step,
+    "grpo-rollout")), and its KL reference is those weights: KL 0 at its first step, before any update."""
+    from safetensors.torch import load_file
+
+    from escov.llm.engines import make_engine
+    from escov.llm.rollout import derive_seed, rollout
+
+    cfg = _schedule(tiny_model_dir, tmp_path / "run", {"beta": 0.1})
+    run = train(cfg, task=DIGITS, show_progress=False)
+    rows = rundir.read_steps(run)
+    es_end, base = (load_file(str(Path(d) / "model.safetensors")) for d in (rundir.checkpoint_dir(run, 2), cfg.model))
+    assert any(not torch.equal(es_end[n], base[n]) for n in es_end)  # ES moved the weights: a reference can differ
+    assert [r["phase"] for r in rows] == ["es", "es", "grpo", "grpo"]
+    assert rows[2]["grpo_kl"] == 0.0 and rows[3]["grpo_kl"] > 0  # measured, and 0 only against its own start
+    kept = [json.loads(line) for line in (run / rundir.COMPLETIONS).read_text().splitlines()]
+    first = [r for r in kept if r["source"] == "train" and r["step"] == 3]
+    pool = {str(p.prompt): p for p in DIGITS.problems("train", cfg.train_pool, seed=cfg.seed)}
+    out = rollout(
+        make_engine("hf", rundir.checkpoint_dir(run, 2), dtype=torch.float32, seed=cfg.seed),
+        DIGITS,
+        [pool[r["prompt"]] for r in first],
+        n=GRPO["num_generations"],
+        temperature=cfg.temperature,
+        max_new_tokens=cfg.max_completion_length,
+        seed=derive_seed(cfg.seed, 2, "grpo-rollout"),
+        step=2,
+    )
+    assert [r["completion"] for r in first] == [samples[0].text for samples in out.completions]
+    assert cfg.temperature != cfg.eval_temperature  # which temperature GRPO samples at shows
+
+
+def test_a_lora_checkpoint_of_a_grpo_phase_after_es_names_the_es_phases_weights_as_its_base(tiny_model_dir, tmp_path):
+    cfg = _schedule(
+        tiny_model_dir,
+        tmp_path / "run",
+        {"use_peft": True, "lora_r": 2, "lora_alpha": 4, "lora_target_modules": "q_proj,v_proj"},
+    )
+    run = train(cfg, task=DIGITS, show_progress=False)
+    for step in (1, 2):  # the ES phase's checkpoints: full weights, no adapter
+        assert not (rundir.checkpoint_dir(run, step) / "adapter").exists(), step
+    for step in (3, 4):
+        config = json.loads((rundir.checkpoint_dir(run, step) / "adapter" / "adapter_config.json").read_text())
+        assert config["base_model_name_or_path"] == str(rundir.checkpoint_dir(run, 2)), step

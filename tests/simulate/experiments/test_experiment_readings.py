@@ -224,3 +224,70 @@ def test_grpo_raises_pass1_reads_grpo_and_the_matched_reading_reads_es_with_gree
 def test_a_claim_over_task_shapes_holds_or_fails_only_when_every_shape_agrees(per_shape, verdict):
     assert passk_vs_base._verdict(per_shape) == verdict
     assert passk_vs_base._depends(per_shape) == ("" if len(set(per_shape.values())) == 1 else "depends on task shape; ")
+
+
+def test_drift_sparsity_reports_what_its_runs_measured(monkeypatch):
+    """D_rel and its ratios, the update-magnitude shares against the null's RMS entry, and the magnitude-thresholded
+    policies' Pass@1, each recomputed from the five runs (GRPO, ES, the null, their bf16 twins) and the task."""
+    from escov.simulate.experiments import drift_sparsity
+
+    made = []
+
+    def kept(task, phases, *args, **kwargs):
+        made.append((task, real(task, phases, *args, **kwargs)))
+        return made[-1][1]
+
+    real = drift_sparsity.train
+    monkeypatch.setattr(drift_sparsity, "train", kept)
+    claims = _by_id(drift_sparsity.run(seeds=SEEDS, scale=SCALE, progress=False))
+    task = made[0][0]
+    runs = dict(zip(("GRPO", "ES", "ES null", "ES bf16", "ES null bf16"), (run for _, run in made)))
+    delta = {k: r.theta - r.theta0 for k, r in runs.items()}
+    drift = {k: np.linalg.norm(delta[k], axis=1) / np.linalg.norm(r.theta0, axis=1) for k, r in runs.items()}
+    for k, r in runs.items():  # the run's own D_rel: ||theta_T - theta_0|| / ||theta_0||
+        assert r.final("drift") == pytest.approx(drift[k], rel=1e-9), k
+
+    ratio_claim = claims["drift_ratio"]
+    ratio = drift["ES"] / drift["GRPO"]
+    for k in runs:
+        assert ratio_claim["analogue"][k]["mean"] == pytest.approx(drift[k].mean()), k
+    assert ratio_claim["analogue"]["ratio_es_over_grpo"]["mean"] == pytest.approx(ratio.mean())
+    null_ratio = drift["ES null"] / drift["ES"]
+    assert ratio_claim["analogue"]["ratio_null_over_es"]["mean"] == pytest.approx(null_ratio.mean())
+    assert ratio_claim["verdict"] == decided(BY_ID["drift_ratio"].simulate_test, np.log(ratio))[0]
+
+    unit = np.sqrt(np.mean(delta["ES null"] ** 2))  # the null's RMS update entry
+    sparsity = claims["update_sparsity"]
+    for k in ("ES", "ES null", "ES bf16", "ES null bf16"):
+        entries = np.abs(delta[k][delta[k] != 0])
+        for m in drift_sparsity.TAU_MULTIPLES:
+            assert sparsity["analogue"][k][f"tau={m:g}xRMS_null"] == pytest.approx(np.mean(entries <= m * unit)), k
+
+    def seed_shares(d):
+        return np.array([np.mean(np.abs(row[row != 0]) <= 1.5 * unit) for row in d])
+
+    per_seed = seed_shares(delta["ES"]) - seed_shares(delta["ES null"])
+    assert sparsity["verdict"] == decided(BY_ID["update_sparsity"].simulate_test, per_seed)[0]
+
+    def gain_kept(k, keep):
+        """Pass@1 over the base of theta_0 + the largest `keep` share of the update entries of each seed."""
+        d = delta[k]
+        count = int(round(keep * d.shape[1]))
+        theta = runs[k].theta0.copy()
+        for s in range(d.shape[0]):
+            largest = np.argsort(np.abs(d[s]))[::-1][:count]
+            theta[s, largest] += d[s, largest]
+        return task.success(task.policy(theta)).mean(-1) - task.success(task.policy(runs["ES"].theta0)).mean(-1)
+
+    thresholded = claims["thresholded_pass1"]
+    full, top = gain_kept("ES", 1.0), gain_kept("ES", 0.22)
+    assert thresholded["analogue"]["pass@1_gain_full"]["mean"] == pytest.approx(full.mean())
+    assert thresholded["analogue"]["pass@1_gain_top22"]["mean"] == pytest.approx(top.mean())
+    for k in ("ES", "ES null", "GRPO"):
+        curve = [gain_kept(k, q).mean() for q in drift_sparsity.KEEP]
+        assert thresholded["analogue"]["curves"][k] == pytest.approx(curve), k
+    # bf16 updates hold many entries of equal magnitude, so which of them a share keeps is a tie rule: the whole
+    # update only
+    assert thresholded["analogue"]["curves"]["ES bf16"][0] == pytest.approx(gain_kept("ES bf16", 1.0).mean())
+    assert thresholded["verdict"] == decided(BY_ID["thresholded_pass1"].simulate_test, top - full)[0]
+    assert full.mean() != pytest.approx(top.mean())  # keeping a share changes Pass@1: the reading is exercised
