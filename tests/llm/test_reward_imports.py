@@ -46,3 +46,53 @@ def test_the_modules_a_reward_brings_in_from_outside_the_installation(tmp_path, 
         "ri_pkg": (work / "ri_pkg/__init__.py").resolve(),
         "ri_pkg.other": (work / "ri_pkg/other.py").resolve(),
     }
+
+
+def test_dotted_imports_bring_in_every_package_on_the_way_and_a_packages_relative_imports_its_own(
+    tmp_path, monkeypatch
+):
+    """`import ri2_a.b.c` runs ri2_a/__init__.py and ri2_a/b/__init__.py before c; a package's __init__.py importing
+    `from . import h` means its own ri2_a.h (the package is the module itself, not its parent); `from .. import up` in
+    a subpackage's module goes one level up."""
+    (tmp_path / "ri2_a" / "b").mkdir(parents=True)
+    (tmp_path / "ri2_a" / "__init__.py").write_text("from . import h\n")
+    (tmp_path / "ri2_a" / "h.py").write_text("")
+    (tmp_path / "ri2_a" / "up.py").write_text("")
+    (tmp_path / "ri2_a" / "b" / "__init__.py").write_text("")
+    (tmp_path / "ri2_a" / "b" / "c.py").write_text("from .. import up\n")
+    source = tmp_path / "reward.py"
+    source.write_text("import ri2_a.b.c\n")
+    monkeypatch.chdir(tmp_path)
+    found = imported_files(source)
+    assert found == {
+        name: (tmp_path / path).resolve()
+        for name, path in (
+            ("ri2_a", "ri2_a/__init__.py"),
+            ("ri2_a.h", "ri2_a/h.py"),
+            ("ri2_a.up", "ri2_a/up.py"),
+            ("ri2_a.b", "ri2_a/b/__init__.py"),
+            ("ri2_a.b.c", "ri2_a/b/c.py"),
+        )
+    }
+    # a reward named 'ri2_a.up:f' runs its package's __init__.py first, though up.py imports nothing
+    assert imported_files(tmp_path / "ri2_a" / "up.py", "ri2_a.up") == {
+        "ri2_a": (tmp_path / "ri2_a/__init__.py").resolve(),
+        "ri2_a.h": (tmp_path / "ri2_a/h.py").resolve(),
+    }
+
+
+def test_modules_in_the_users_site_packages_are_the_installations(tmp_path, monkeypatch):
+    """A module installed with `pip install --user` is part of the Python installation, not of the run's inputs."""
+    import site
+
+    user_site, work = tmp_path / "user-site", tmp_path / "work"
+    user_site.mkdir()
+    work.mkdir()
+    (user_site / "ri3_installed.py").write_text("")
+    (work / "ri3_own.py").write_text("")
+    monkeypatch.setattr(site, "getusersitepackages", lambda: str(user_site))
+    monkeypatch.syspath_prepend(str(user_site))
+    monkeypatch.chdir(work)
+    source = work / "reward.py"
+    source.write_text("import ri3_installed\nimport ri3_own\n")
+    assert imported_files(source) == {"ri3_own": (work / "ri3_own.py").resolve()}

@@ -260,3 +260,30 @@ def test_a_reward_function_and_a_reward_convention_together_are_refused(rewards_
     task = get_task("countdown", reward_function=f"{rewards_module}:exact")
     problem = task.problems("test", 1, seed=0)[0]
     assert sys.modules[rewards_module].CALLS == [] and task.answer(problem, "1+2") is not None
+
+
+def test_a_mapped_prompt_column_is_the_prompt_and_no_reward_argument(tmp_path, monkeypatch):
+    """With data_fields prompt=question, the question column is the prompt: the reward function gets the other
+    columns and the other mapped names (answer=sol), and neither `question` nor `prompt`; a prompt of whitespace only
+    is refused, naming the file and the record."""
+    (tmp_path / "recording_rewards.py").write_text(
+        "CALLS = []\n\n\ndef record(prompts, completions, answer, **kwargs):\n"
+        "    CALLS.append({'prompts': prompts, 'completions': completions, 'answer': answer, **kwargs})\n"
+        "    return [1.0 if c.strip() == a else 0.0 for c, a in zip(completions, answer)]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "recording_rewards", raising=False)
+    path = tmp_path / "d.jsonl"
+    rows = [{"question": f"What is {i} + 1?", "sol": str(i + 1), "level": i} for i in range(3)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fields = {"prompt": "question", "answer": "sol"}
+    task = get_task("prompts", test_data=path, reward_function="recording_rewards:record", fields=fields)
+    problem = sorted(task.problems("test", 3, seed=0), key=lambda p: p.id)[1]
+    assert problem.prompt == "What is 1 + 1?" and task.score(problem, "2") == 1.0
+    call = sys.modules["recording_rewards"].CALLS[-1]
+    trl = {"prompts", "completions", "completion_ids", "trainer_state"}  # TRL's own arguments
+    assert set(call) - trl == {"answer", "sol", "level"}
+    assert call["answer"] == call["sol"] == ["2"] and call["level"] == [1]
+    path.write_text(json.dumps({"question": "  \n\t", "sol": "1", "level": 0}) + "\n")
+    with pytest.raises(ValueError, match=rf"data file {path}: record 0: field 'prompt' is empty"):
+        get_task("prompts", test_data=path, reward_function="recording_rewards:record", fields={"prompt": "question"})
