@@ -254,7 +254,11 @@ def test_drift_sparsity_reports_what_its_runs_measured(monkeypatch):
     assert ratio_claim["analogue"]["ratio_es_over_grpo"]["mean"] == pytest.approx(ratio.mean())
     null_ratio = drift["ES null"] / drift["ES"]
     assert ratio_claim["analogue"]["ratio_null_over_es"]["mean"] == pytest.approx(null_ratio.mean())
-    assert ratio_claim["verdict"] == decided(BY_ID["drift_ratio"].simulate_test, np.log(ratio))[0]
+    verdict, text = decided(BY_ID["drift_ratio"].simulate_test, np.log(ratio))
+    assert ratio_claim["verdict"] == verdict and text in ratio_claim["why"]
+    for k, r in runs.items():  # each run's Pass@1 gain over its own start
+        gain = r.policy["pass@1"][-1] - r.policy["pass@1"][0]
+        assert ratio_claim["analogue"]["pass@1_gain"][k]["mean"] == pytest.approx(gain.mean()), k
 
     unit = np.sqrt(np.mean(delta["ES null"] ** 2))  # the null's RMS update entry
     sparsity = claims["update_sparsity"]
@@ -267,7 +271,8 @@ def test_drift_sparsity_reports_what_its_runs_measured(monkeypatch):
         return np.array([np.mean(np.abs(row[row != 0]) <= 1.5 * unit) for row in d])
 
     per_seed = seed_shares(delta["ES"]) - seed_shares(delta["ES null"])
-    assert sparsity["verdict"] == decided(BY_ID["update_sparsity"].simulate_test, per_seed)[0]
+    verdict, text = decided(BY_ID["update_sparsity"].simulate_test, per_seed)
+    assert sparsity["verdict"] == verdict and text in sparsity["why"]  # the interval itself, not only its verdict
 
     def gain_kept(k, keep):
         """Pass@1 over the base of theta_0 + the largest `keep` share of the update entries of each seed."""
@@ -289,5 +294,6 @@ def test_drift_sparsity_reports_what_its_runs_measured(monkeypatch):
     # bf16 updates hold many entries of equal magnitude, so which of them a share keeps is a tie rule: the whole
     # update only
     assert thresholded["analogue"]["curves"]["ES bf16"][0] == pytest.approx(gain_kept("ES bf16", 1.0).mean())
-    assert thresholded["verdict"] == decided(BY_ID["thresholded_pass1"].simulate_test, top - full)[0]
+    verdict, text = decided(BY_ID["thresholded_pass1"].simulate_test, top - full)
+    assert thresholded["verdict"] == verdict and text in thresholded["why"]
     assert full.mean() != pytest.approx(top.mean())  # keeping a share changes Pass@1: the reading is exercised
