@@ -104,3 +104,24 @@ def test_no_command_that_chooses_a_setting_reads_the_answers_test_prompts():
             p.meta["numbers"] and split_of(",".join(map(str, sorted(p.meta["numbers"])))) != "test" for p in problems
         ), command
         assert not {p.id for p in problems} & test_ids, command
+
+
+@pytest.mark.parametrize("name", ["answer", "answer-grid_paths", "answer-subset_sum"])
+def test_no_answer_evaluates_a_test_prompt_its_premise_controls_runs_evaluated(name):
+    """A premise control's runs end with an evaluation on the first test prompts of the answer's draw
+    (premise_control.SELECTION_EVAL), and so does the ES pilot's: the answer's runs evaluate test prompts past them
+    (the first 16 of each run's: the draws differ only in length)."""
+    from escov.paper_checks.reproduce import premise_control
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.plan import plan
+
+    budget = BUDGETS[name]
+    assert budget.premise_control
+
+    def tested(runs: dict, n: int | None = None) -> set[str]:
+        configs = [TrainConfig.from_dict(run | {"out": "run"}) for run in runs.values()]
+        return {i for cfg in configs for i in eval_set(cfg, n_problems=n).ids}
+
+    answer = tested(plan(budget, Path("base"), None), 16)
+    controls = tested(premise_control.control_runs(Path("base"), budget))
+    assert answer and controls and not answer & controls

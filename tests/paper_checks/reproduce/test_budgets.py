@@ -99,3 +99,12 @@ def test_base_settings_and_the_premise_control_reach_their_jobs(tmp_path):
     bases._build_base(tmp_path / "built", "test", False, budget.base_settings)
     record = json.loads((tmp_path / "built" / "pretrain.json").read_text())
     assert record["overrides"] == {"rare_keep": "0.5"} and record["config"]["rare_keep"] == 0.5
+
+
+def test_lemma_1_as_stated_reads_its_es_arm_at_the_small_sigma_arms_settings():
+    """The report reads Lemma 1 as stated's ES-arm row for JSsucc and Lemma 2 beside the es-small-sigma runs: the row
+    is measured at that arm's sigma and population size."""
+    answer = BUDGETS["answer"]
+    sigma, members = answer.lemma_as_stated.es_arm
+    assert "es-small-sigma" in answer.es_variants
+    assert sigma == ES_VARIANTS["es-small-sigma"]["sigma"] and members == answer.es["population_size"]

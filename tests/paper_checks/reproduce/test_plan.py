@@ -377,3 +377,18 @@ def test_every_run_a_reader_reads_a_probe_or_thresholded_checkpoints_of_has_them
     assert PROBES_READ <= seen  # every reader's runs are in the plan
     if budget == "full":
         assert THRESHOLDED_READ <= seen
+
+
+@pytest.mark.parametrize("budget", sorted(BUDGETS))
+def test_every_run_every_budget_plans_is_a_valid_run_and_its_null_arm_and_controls_too(budget):
+    """Each planned run's settings pass every rule a run's config.json is held to (llm/settings/), so no budget
+    stops at its first run's start; the premise control's runs as well."""
+    from escov.paper_checks.reproduce import premise_control
+
+    b = BUDGETS[budget]
+    runs = plan(b, Path("base"), Path("other"))
+    for name, cfg in runs.items():
+        TrainConfig.from_dict(cfg | {"out": f"o/{name}"}, source=f"{budget}: {name}")
+    if b.premise_control:
+        for name, cfg in premise_control.control_runs(Path("base"), b).items():
+            TrainConfig.from_dict(cfg | {"out": f"o/{name}"}, source=f"{budget}: {name}")
