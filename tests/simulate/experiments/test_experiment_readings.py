@@ -12,7 +12,7 @@ from escov.simulate.experiments import entropy_collapse, passk_vs_base
 from escov.simulate.experiments.common import decided, matched, matched_along
 from escov.simulate.measure import DEFAULT_KS
 from escov.theory.claims import BY_ID
-from escov.theory.decisions import INCONCLUSIVE, combine
+from escov.theory.decisions import IDENTITY, INCONCLUSIVE, combine
 
 SEEDS, SCALE = 6, 0.2  # entropy collapse and GRPO's Pass@1 gain are decided here, and most shapes' Pass@K fall
 
@@ -297,3 +297,174 @@ def test_drift_sparsity_reports_what_its_runs_measured(monkeypatch):
     verdict, text = decided(BY_ID["thresholded_pass1"].simulate_test, top - full)
     assert thresholded["verdict"] == verdict and text in thresholded["why"]
     assert full.mean() != pytest.approx(top.mean())  # keeping a share changes Pass@1: the reading is exercised
+
+
+def test_ablations_report_what_their_runs_measured(monkeypatch):
+    """z-scoring against centered rewards at the z-scored update norm, one-point against two-point ES on sampled
+    rollouts, and the population's gain against model size (the smoothed training reward: the mean member reward
+    over the last fifth of the updates), recomputed from the experiment's runs."""
+    from dataclasses import replace
+
+    from escov.simulate.experiments import ablations
+
+    made = []
+
+    def kept(task, phases, *args, **kwargs):
+        made.append((task, phases[0][0], real(task, phases, *args, **kwargs)))
+        if len(made) == 1:  # the z-scored run: a step whose members all scored alike has no spread to average
+            made[0][2].updates["fitness_std"][0, 0] = 0.0
+        return made[-1][2]
+
+    real = ablations.train
+    monkeypatch.setattr(ablations, "train", kept)
+    claims = _by_id(ablations.run(seeds=5, scale=0.1, progress=False))
+    es, sampled, default_task = ablations.ES, ablations.SAMPLED, made[0][0]
+
+    def run_of(cfg):
+        (run,) = [r for t, c, r in made if t is default_task and c == cfg]
+        return run
+
+    greedy = run_of(es)
+    spread = greedy.updates["fitness_std"]
+    center_scale = 1.0 / spread[spread > 0].mean()  # the z-scored run's mean reward spread
+    rescaled = run_of(replace(es, zscore=False, center_scale=center_scale))
+
+    def gain(run):
+        return run.policy["pass@1"][-1] - greedy.policy["pass@1"][0]
+
+    zscore = claims["zscore_essential"]
+    assert zscore["analogue"]["center_scale"] == pytest.approx(center_scale)
+    for key, run in (
+        ("pass@1_gain_zscore", greedy),
+        ("pass@1_gain_centered", run_of(replace(es, zscore=False))),
+        ("pass@1_gain_centered_rescaled", rescaled),
+    ):
+        assert zscore["analogue"][key]["mean"] == pytest.approx(gain(run).mean()), key
+    verdict, text = decided(BY_ID["zscore_essential"].simulate_test, gain(greedy) - gain(rescaled))
+    assert zscore["verdict"] == verdict and text in zscore["why"]
+
+    two = claims["one_point_vs_two_point"]
+    one_run, two_run = run_of(sampled), run_of(replace(sampled, antithetic=True))
+    assert two["analogue"]["pass@1_gain_one_point"]["mean"] == pytest.approx(gain(one_run).mean())
+    assert two["analogue"]["pass@1_gain_two_point"]["mean"] == pytest.approx(gain(two_run).mean())
+    verdict, text = decided(BY_ID["one_point_vs_two_point"].simulate_test, gain(one_run) - gain(two_run))
+    assert two["verdict"] == verdict and text in two["why"]
+
+    def smoothed(run):
+        fitness = run.updates["fitness_mean"]
+        return fitness[-max(1, len(fitness) // 5) :].mean(0)
+
+    # the N x d runs: one task per d (in DIMS' order), every N on it
+    sized = [(t, c, r) for t, c, r in made if t is not default_task]
+    tasks = list(dict.fromkeys(id(t) for t, _, _ in sized))
+    assert len(tasks) == len(ablations.DIMS) and len(sized) == len(tasks) * len(ablations.POPULATIONS)
+    rewards = {}
+    for t, c, r in sized:
+        d = ablations.DIMS[tasks.index(id(t))]
+        assert c == replace(es, population_size=c.population_size) and c.population_size in ablations.POPULATIONS
+        rewards[d, c.population_size] = smoothed(r)
+    population = claims["population_size"]
+    for (d, n), reward in rewards.items():
+        assert population["analogue"][f"d={d}"][f"N={n}"]["mean"] == pytest.approx(reward.mean()), (d, n)
+    small, large = ablations.DIMS[0], ablations.DIMS[-1]
+    first, last = ablations.POPULATIONS[0], ablations.POPULATIONS[-1]
+    difference = (rewards[small, last] - rewards[small, first]) - (rewards[large, last] - rewards[large, first])
+    verdict, text = decided(BY_ID["population_size"].simulate_test, difference)
+    assert population["verdict"] == verdict and text in population["why"]
+
+
+def _lemmas(monkeypatch, plant=None):
+    """lemmas_along_training on its two runs (sigma, then sigma / 4), each handed to the readings after `plant`
+    (a change of the run's records, in place) when given; returns (claims by id, the runs)."""
+    from escov.simulate.experiments import lemmas_along_training
+
+    made = []
+
+    def kept(task, phases, *args, **kwargs):
+        run = real(task, phases, *args, **kwargs)
+        if plant is not None:
+            plant(run, len(made))
+        made.append(run)
+        return run
+
+    real = lemmas_along_training.train
+    monkeypatch.setattr(lemmas_along_training, "train", kept)
+    return _by_id(lemmas_along_training.run(seeds=4, scale=0.1, progress=False)), made
+
+
+def test_lemmas_along_training_report_what_the_es_runs_measured(monkeypatch):
+    from scipy import stats as st
+
+    from escov.theory.lemmas import mean_pass_at_k, prop1_assumption, prop1_conclusion
+    from escov.theory.metrics import bernoulli_kl
+    from escov.theory.paper import LEMMA1_S_LIMIT
+
+    claims, (main, small) = _lemmas(monkeypatch)
+    lemma1, test = claims["lemma1"], BY_ID["lemma1"].simulate_test
+    decided_runs = []
+    for run, sigma in ((main, "0.5"), (small, "0.125")):
+        ratio = (run.updates["js_pol"] / run.updates["lemma1"]).mean(axis=0)  # per seed, over the steps
+        s = run.updates["validity_s"].mean(axis=0)
+        entry = lemma1["analogue"][f"sigma={sigma}"]
+        assert entry["ratio_js_pol_over_prediction"]["mean"] == pytest.approx(ratio.mean())
+        assert entry["validity_s"]["mean"] == pytest.approx(s.mean())
+        assert entry["in_small_s_regime"] == (s.mean() <= LEMMA1_S_LIMIT)
+        if s.mean() <= LEMMA1_S_LIMIT:
+            decided_runs.append(decided(test, ratio - 1)[0])
+    assert lemma1["verdict"] == combine(decided_runs) and len(decided_runs) == 1  # sigma / 4 alone is in the regime
+
+    u = main.updates
+    gap = u["p_pop"] - u["p_same"]
+    assert claims["lemma2"]["analogue"]["p_pop_minus_p_same"]["mean"] == pytest.approx(gap.mean())
+    assert claims["lemma2"]["analogue"]["local_minus_exact"]["mean"] == pytest.approx((u["lemma2_local"] - gap).mean())
+    error = np.nanmax(np.abs(u["lemma3_gain"] - u["lemma3_cov"]))
+    assert claims["lemma3"]["analogue"]["identity_max_abs_error"] == pytest.approx(error, abs=1e-15)
+
+    actual = (main.success[1:] - main.success[:-1]).ravel()
+    predicted = main.predicted_change.ravel()
+    fit = st.linregress(predicted, actual)
+    centre = claims["centre_relation"]["analogue"]
+    assert centre["centre_change_correlation"] == pytest.approx(fit.rvalue)
+    assert centre["centre_change_slope"] == pytest.approx(fit.slope)
+    small_fit = st.linregress(small.predicted_change.ravel(), (small.success[1:] - small.success[:-1]).ravel())
+    assert centre["small_sigma"]["slope"] == pytest.approx(small_fit.slope)
+    ok = fit.rvalue >= 0.8 and 0.8 <= fit.slope <= 1.25
+    assert claims["centre_relation"]["verdict"] == ("holds" if ok else "does not hold")
+
+    for k, entry in ((1, claims["prop1"]), (32, claims["prop1_k32"])):
+        p_now, p_next, p_w = (np.clip(p, 0, 1) for p in (main.success[:-1], main.success[1:], main.mixture_success))
+        eps = bernoulli_kl(p_w, p_next).mean(-1)  # KL(Bern p_w || Bern p_+), prompts averaged
+        j_w, j_now, j_next = (mean_pass_at_k(p, k) for p in (p_w, p_now, p_next))
+        assume = prop1_assumption(j_w, j_now, eps, k)
+        conclude = prop1_conclusion(j_next, j_w, j_now, eps, k)
+        analogue = entry["analogue"]
+        assert analogue["assumption_holds"] == int(assume.sum()) and analogue["steps"] == assume.size
+        assert analogue["conclusion_when_assumed"] == int((assume & conclude).sum())
+        assert analogue["share_of_steps_where_J_K_rises"] == pytest.approx(float((j_next > j_now).mean()))
+        assert analogue["eps_succ"]["mean"] == pytest.approx(eps.mean())
+        assert analogue["mixture_margin"]["mean"] == pytest.approx((j_w - j_now).mean())
+
+
+def _raise(name, step, seed, by):
+    def plant(run, index):
+        if index == 0:  # the main run
+            run.updates[name][step, seed] += by
+
+    return plant
+
+
+@pytest.mark.parametrize(
+    "claim_id, plant",
+    [
+        ("dpi", lambda run, i: run.updates["js_succ"].__setitem__((3, 1), run.updates["js_pol"][3, 1] * 1.01)),
+        ("lemma2", lambda run, i: i or run.updates["p_pop"].__setitem__((2, 0), run.updates["p_same"][2, 0] - 1e-6)),
+        ("lemma3", _raise("lemma3_gain", 1, 2, 1e-8)),
+    ],
+)
+def test_an_identity_read_along_training_fails_where_one_step_breaks_it(monkeypatch, claim_id, plant):
+    """Known truth: one step of one seed where JSsucc exceeds JSpol, P_pop falls below P_same or p_w - p_bar misses
+    N Cov(w, p) by 1e-8 breaks the identity, and the claim reads so (an identity that cannot fail is no check)."""
+    claims, _ = _lemmas(monkeypatch)
+    assert claims[claim_id]["verdict"] == IDENTITY
+    claims, _ = _lemmas(monkeypatch, plant)
+    assert claims[claim_id]["verdict"] == "does not hold"
