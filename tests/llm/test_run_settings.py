@@ -77,6 +77,40 @@ def test_evaluation_settings_shape_the_evaluations(changed_run):
     assert [t["keep_percent"] for t in ev["thresholded"]] == list(cfg.threshold_keep)
 
 
+def test_the_held_out_evaluations_are_drawn_again_from_their_models_with_the_held_out_seed(changed_run):
+    """The held-out task's base and final evaluations (eval.json) are what llm.evaluate gives on the base and the
+    final weights, at eval_temperature, with the held-out evaluations' own seed (evaluation_seed(seed, "heldout"),
+    not the test evaluations' "eval")."""
+    from escov.llm.engines import make_engine
+    from escov.llm.evaluate import evaluate
+    from escov.llm.problem_sets import heldout_set
+    from escov.llm.rollout import evaluation_seed
+
+    cfg, run = changed_run
+    ev = rundir.read_eval(run)
+    held = heldout_set(cfg)
+    last = max(rundir.checkpoint_steps(run)[0])
+    for label, model in (("base", cfg.model), ("final", rundir.checkpoint_dir(run, last))):
+        again = {
+            label: evaluate(
+                make_engine("hf", model, dtype=torch.float32, seed=cfg.seed),
+                held.task,
+                held.problems,
+                n=cfg.eval_samples,
+                ks=list(cfg.eval_ks),
+                temperature=cfg.eval_temperature,
+                max_new_tokens=cfg.max_completion_length,
+                seed=evaluation_seed(cfg.seed, seed_label),
+                progress=False,
+            )
+            for label, seed_label in ((label, "heldout"), ("eval-seeded", "eval"))
+        }
+        recorded = ev["heldout"][label]
+        assert recorded["per_problem"] == again[label]["per_problem"], label
+        assert recorded["pass_at_k"] == again[label]["pass_at_k"], label
+        assert again["eval-seeded"]["per_problem"] != again[label]["per_problem"]  # the seed shows
+
+
 def test_probe_settings_shape_the_probe(changed_run):
     cfg, run = changed_run
     measurements = rundir.read_probe(run)["measurements"]

@@ -468,3 +468,47 @@ def test_an_identity_read_along_training_fails_where_one_step_breaks_it(monkeypa
     assert claims[claim_id]["verdict"] == IDENTITY
     claims, _ = _lemmas(monkeypatch, plant)
     assert claims[claim_id]["verdict"] == "does not hold"
+
+
+def test_the_pareto_findings_report_what_their_runs_measured(monkeypatch):
+    """Per budget definition: the method with the highest mean Pass@1 and Pass@32 among GRPO, ES and the 50%
+    schedules, whether the schedules' Pass@1 lies between GRPO's and ES's, the front, and the pattern's verdict,
+    recomputed from the final Pass@1 and Pass@32 of the run each method's phases made."""
+    from escov.simulate.experiments import pareto
+    from escov.simulate.schedules import BUDGETS, grpo_budget, schedule
+
+    made = {}
+
+    def kept(task, phases, *args, **kwargs):
+        made[tuple(phases)] = real(task, phases, *args, **kwargs)
+        made["task"] = task
+        return made[tuple(phases)]
+
+    real = pareto.train
+    monkeypatch.setattr(pareto, "train", kept)
+    claims = _by_id(pareto.run(seeds=4, scale=0.1, progress=False))
+    from escov.simulate.experiments.common import STEPS, scaled
+
+    steps, n_batch = scaled(STEPS, 0.1), made["task"].n_prompts
+    for budget in BUDGETS:
+        total = grpo_budget(pareto.GRPO, steps, n_batch, budget)
+        means = {}
+        for label, (first, second, switch) in pareto.methods().items():
+            run = made[tuple(schedule(first, second, total, n_batch, budget, switch))]
+            means[label] = (run.final("pass@1").mean(), run.final("pass@32").mean())
+        main = ("GRPO", "ES", "GRPO->ES@0.5", "ES->GRPO@0.5")
+        best1 = max(main, key=lambda k: means[k][0])
+        best32 = max(main, key=lambda k: means[k][1])
+        low, high = sorted((means["GRPO"][0], means["ES"][0]))
+        between = all(low <= means[k][0] <= high for k in main[2:])
+        front = [
+            a
+            for a in means
+            if not any(b != a and all(np.greater_equal(means[b], means[a])) and means[b] != means[a] for b in means)
+        ]
+        found = claims[f"pareto_{budget}"]
+        assert found["analogue"]["highest_pass@1"] == best1 and found["analogue"]["highest_pass@32"] == best32
+        assert found["analogue"]["schedules_between_on_pass@1"] == between
+        assert sorted(found["analogue"]["pareto_front"]) == sorted(front)
+        holds = best1 == "GRPO" and best32 == "ES" and between
+        assert found["verdict"] == ("holds" if holds else "does not hold"), budget
