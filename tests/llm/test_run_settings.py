@@ -249,56 +249,25 @@ def test_engine_vllm_starts_the_run_on_vllm_with_its_share_of_gpu_memory(tiny_mo
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"engine": "VLLMEngine", "gpu_memory_utilization": 0.35}
 
 
-def test_each_step_trains_on_batch_size_distinct_prompts_of_its_pool_drawn_anew(tiny_model_dir, tmp_path):
-    """batch_size prompts per step, drawn without replacement from the train_pool prompts, a new draw each step
-    (completions_kept = batch_size and completions_every = 1 keep every prompt of every batch): 4 of a pool of 5,
-    so a draw with replacement repeats a prompt in a step with probability 0.81, and 4 steps from one draw's seed
-    would all train on one batch."""
+def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_dir, tmp_path):
+    """An ES row's pass_at_1, no_correct_share, truncated_share and mean_response_tokens, recomputed here from
+    step_samples completions of its batch drawn again from the center it describes (the base for step 1, the
+    checkpoint of step s for step s + 1) with the seed of (seed, step, "step-samples") (llm/train.py's module
+    docstring): a reward that is 1 for completions holding a "+", so that the prompts' samples disagree. Each batch is batch_size distinct prompts of the train_pool, drawn anew each step (completions_kept =
+    batch_size keeps every prompt of every batch): 4 of a pool of 5, so a draw with replacement repeats a prompt in a
+    step with probability 0.81, and draws from one seed would give every step one batch."""
+    from escov.llm.engines import make_engine
+    from escov.llm.rollout import derive_seed, rollout
+
+    plus = CountdownScoredBy("plus", lambda c: float("+" in c))
     cfg = _config(
         tiny_model_dir,
         tmp_path / "run",
         batch_size=4,
         train_pool=5,
-        completions_kept=4,
-        probe=False,
-        heldout_task="",
-        eval_problems=1,
-        eval_samples=1,
-        eval_ks=(1,),
-        threshold_keep=(),
-        checkpoint_dense=0,
-    )
-    run = train(cfg, show_progress=False)
-    kept = [json.loads(line) for line in (run / rundir.COMPLETIONS).read_text().splitlines()]
-    batches: dict = {}
-    for record in kept:
-        if record["source"] == "train":
-            batches.setdefault(record["step"], []).append(record["prompt"])
-    pool = {str(p.prompt) for p in cfg.make_task().problems("train", cfg.train_pool, seed=cfg.seed)}
-    assert sorted(batches) == list(range(1, len(rundir.read_steps(run)) + 1)) and len(batches) == 4
-    for step, prompts in batches.items():
-        assert len(prompts) == len(set(prompts)) == cfg.batch_size and set(prompts) <= pool, step
-    assert len({frozenset(p) for p in batches.values()}) > 1
-
-
-def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_dir, tmp_path):
-    """An ES row's pass_at_1, no_correct_share, truncated_share and mean_response_tokens, recomputed here from
-    step_samples completions of its batch drawn again from the center it describes (the base for step 1, the
-    checkpoint of step s for step s + 1) with the seed of (seed, step, "step-samples") (llm/train.py's module
-    docstring): a reward that is 1 for completions whose length is a multiple of 3, so that the prompts' samples
-    disagree."""
-    from escov.llm.engines import make_engine
-    from escov.llm.rollout import derive_seed, rollout
-
-    thirds = CountdownScoredBy("thirds", lambda c: float(len(c) % 3 == 0))
-    cfg = _config(
-        tiny_model_dir,
-        tmp_path / "run",
-        batch_size=3,
-        train_pool=6,
         step_samples=3,
         max_completion_length=4,
-        completions_kept=3,
+        completions_kept=4,
         checkpoint_every=1,
         checkpoint_dense=0,
         probe=False,
@@ -308,9 +277,9 @@ def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_
         eval_ks=(1,),
         threshold_keep=(),
     )
-    run = train(cfg, task=thirds, show_progress=False)
+    run = train(cfg, task=plus, show_progress=False)
     rows = rundir.read_steps(run)
-    pool = {str(p.prompt): p for p in thirds.problems("train", cfg.train_pool, seed=cfg.seed)}
+    pool = {str(p.prompt): p for p in plus.problems("train", cfg.train_pool, seed=cfg.seed)}
     kept = [json.loads(line) for line in (run / rundir.COMPLETIONS).read_text().splitlines()]
     seen = {"pass": [], "truncated": [], "fitness": []}
     for row in rows:
@@ -320,7 +289,7 @@ def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_
         engine = make_engine("hf", model, dtype=torch.float32, seed=cfg.seed)
         out = rollout(
             engine,
-            thirds,
+            plus,
             [pool[r["prompt"]] for r in batch],
             n=cfg.step_samples,
             temperature=cfg.temperature,
@@ -328,9 +297,11 @@ def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_
             seed=derive_seed(cfg.seed, step, "step-samples"),
             step=step,
         )
+        prompts = [r["prompt"] for r in batch]
+        assert len(prompts) == len(set(prompts)) == cfg.batch_size, row["step"]
         texts = [[c.text for c in samples] for samples in out.completions]
         assert [r["completion"] for r in batch] == [t[0] for t in texts], row["step"]
-        correct = [[len(t) % 3 == 0 for t in samples] for samples in texts]
+        correct = [["+" in t for t in samples] for samples in texts]
         flat = [c for samples in correct for c in samples]
         truncated = [c.finish_reason == "length" for samples in out.completions for c in samples]
         lengths = [len(c.token_ids) for samples in out.completions for c in samples]
@@ -346,6 +317,8 @@ def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_
         seen["pass"].append(0 < sum(flat) < len(flat) and 0 < no_correct)
         seen["truncated"].append(0 < sum(truncated) < len(truncated))
     assert len(rows) == 4 and all(any(v) for v in seen.values()), seen  # the checks above compare something
+    batches = {frozenset(r["prompt"] for r in kept if r["source"] == "train" and r["step"] == s) for s in (1, 2, 3, 4)}
+    assert len(batches) > 1
 
 
 DIGITS = CountdownScoredBy("digits", digit_share)  # a dense reward: members and samples differ
