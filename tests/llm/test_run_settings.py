@@ -253,9 +253,10 @@ def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_
     """An ES row's pass_at_1, no_correct_share, truncated_share and mean_response_tokens, recomputed here from
     step_samples completions of its batch drawn again from the center it describes (the base for step 1, the
     checkpoint of step s for step s + 1) with the seed of (seed, step, "step-samples") (llm/train.py's module
-    docstring): a reward that is 1 for completions holding a "+", so that the prompts' samples disagree. Each batch is batch_size distinct prompts of the train_pool, drawn anew each step (completions_kept =
-    batch_size keeps every prompt of every batch): 4 of a pool of 5, so a draw with replacement repeats a prompt in a
-    step with probability 0.81, and draws from one seed would give every step one batch."""
+    docstring): a reward that is 1 for completions holding a "+", so that the prompts' samples disagree. Each batch
+    is batch_size distinct prompts of the train_pool, drawn anew each step (completions_kept = batch_size keeps every
+    prompt of every batch): 4 of a pool of 5, so a draw with replacement repeats a prompt in a step with probability
+    0.81, and draws from one seed would give every step one batch."""
     from escov.llm.engines import make_engine
     from escov.llm.rollout import derive_seed, rollout
 
