@@ -407,10 +407,16 @@ def test_lemmas_along_training_report_what_the_es_runs_measured(monkeypatch):
         s = run.updates["validity_s"].mean(axis=0)
         entry = lemma1["analogue"][f"sigma={sigma}"]
         assert entry["ratio_js_pol_over_prediction"]["mean"] == pytest.approx(ratio.mean())
+        assert entry["ratio_js_pol_over_prediction"]["n"] == ratio.size == 4  # one ratio per seed
+        assert entry["ratio_js_pol_over_prediction"]["std"] == pytest.approx(ratio.std(ddof=1))
         assert entry["validity_s"]["mean"] == pytest.approx(s.mean())
         assert entry["in_small_s_regime"] == (s.mean() <= LEMMA1_S_LIMIT)
         if s.mean() <= LEMMA1_S_LIMIT:
-            decided_runs.append(decided(test, ratio - 1)[0])
+            verdict, text = decided(test, ratio - 1)
+            decided_runs.append(verdict)
+            assert text in lemma1["why"]
+        else:  # outside the small-s regime Lemma 1 is not claimed: named, not decided
+            assert f"sigma={sigma}: " in lemma1["why"] and f"(s > {LEMMA1_S_LIMIT}: not decided)" in lemma1["why"]
     assert lemma1["verdict"] == combine(decided_runs) and len(decided_runs) == 1  # sigma / 4 alone is in the regime
 
     u = main.updates
@@ -512,3 +518,23 @@ def test_the_pareto_findings_report_what_their_runs_measured(monkeypatch):
         assert sorted(found["analogue"]["pareto_front"]) == sorted(front)
         holds = best1 == "GRPO" and best32 == "ES" and between
         assert found["verdict"] == ("holds" if holds else "does not hold"), budget
+
+
+def test_the_centre_relation_needs_a_correlation_of_at_least_0_8_besides_its_slope(monkeypatch):
+    """Known truth: the main run's first-order predictions replaced by 0.42 x the actual change plus noise of variance
+    0.42 x 0.58 times the change's, so the regression slope stays near 1 while the correlation falls to about 0.65:
+    the relation does not hold."""
+    rng = np.random.default_rng(0)
+
+    def weaken(run, index):
+        if index == 0:
+            actual = run.success[1:] - run.success[:-1]
+            noise = rng.standard_normal(actual.shape) * np.sqrt(0.42 * 0.58) * actual.std()
+            run.predicted_change = 0.42 * actual + noise
+
+    claims, (main, _) = _lemmas(monkeypatch, weaken)
+    actual = (main.success[1:] - main.success[:-1]).ravel()
+    fit = np.polyfit(main.predicted_change.ravel(), actual, 1)[0]
+    corr = np.corrcoef(main.predicted_change.ravel(), actual)[0, 1]
+    assert 0.5 < corr < 0.8 and 0.8 <= fit <= 1.25  # the case the rule's correlation bound alone decides
+    assert claims["centre_relation"]["verdict"] == "does not hold"
