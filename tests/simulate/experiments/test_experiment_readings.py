@@ -538,3 +538,67 @@ def test_the_centre_relation_needs_a_correlation_of_at_least_0_8_besides_its_slo
     corr = np.corrcoef(main.predicted_change.ravel(), actual)[0, 1]
     assert 0.5 < corr < 0.8 and 0.8 <= fit <= 1.25  # the case the rule's correlation bound alone decides
     assert claims["centre_relation"]["verdict"] == "does not hold"
+
+
+class _Endpoint:
+    """A run's base and final Pass@1 and Pass@32 (one seed), written by hand."""
+
+    def __init__(self, pass1: float, pass32: float):
+        self.policy = {"pass@1": np.array([[0.3], [pass1]]), "pass@32": np.array([[0.5], [pass32]])}
+
+    def final(self, name: str) -> np.ndarray:
+        return self.policy[name][-1]
+
+
+def _pareto_on(monkeypatch, endpoints: dict) -> dict:
+    """The Pareto findings on hand-written endpoints by method label (each budget's runs alike)."""
+    from escov.simulate.bandit import make_task
+    from escov.simulate.experiments import pareto
+    from escov.simulate.experiments.common import SHAPE, STEPS, scaled
+    from escov.simulate.schedules import BUDGETS, grpo_budget, schedule
+
+    steps, n_batch = scaled(STEPS, 0.1), make_task(SHAPE, 1).n_prompts
+    runs = {}
+    for budget in BUDGETS:
+        total = grpo_budget(pareto.GRPO, steps, n_batch, budget)
+        for label, (first, second, switch) in pareto.methods().items():
+            runs[tuple(schedule(first, second, total, n_batch, budget, switch))] = _Endpoint(*endpoints[label])
+    monkeypatch.setattr(pareto, "train", lambda task, phases, **kw: runs[tuple(phases)])
+    return _by_id(pareto.run(seeds=1, scale=0.1, progress=False))
+
+
+def test_the_pareto_pattern_on_hand_written_endpoints(monkeypatch):
+    """Known truth: GRPO's endpoint has the highest Pass@1 among GRPO, ES and the 50% schedules and ES's the highest
+    Pass@32, with the 50% schedules' Pass@1 between theirs; GRPO->ES@0.25 lies above GRPO's Pass@1 (not among the
+    four read), and two schedules share one endpoint (neither dominates the other: both on the front)."""
+    endpoints = {
+        "GRPO": (0.8, 0.6),
+        "ES": (0.5, 0.9),
+        "GRPO->ES@0.5": (0.7, 0.7),
+        "ES->GRPO@0.5": (0.6, 0.8),
+        "GRPO->ES@0.25": (0.85, 0.5),
+        "GRPO->ES@0.75": (0.7, 0.7),
+        "ES->GRPO@0.25": (0.55, 0.55),
+        "ES->GRPO@0.75": (0.65, 0.65),
+    }
+    claims = _pareto_on(monkeypatch, endpoints)
+    front = ["GRPO", "ES", "GRPO->ES@0.5", "ES->GRPO@0.5", "GRPO->ES@0.25", "GRPO->ES@0.75"]
+    for budget in ("responses", "updates", "flops"):
+        found = claims[f"pareto_{budget}"]["analogue"]
+        assert found["highest_pass@1"] == "GRPO" and found["highest_pass@32"] == "ES"
+        assert found["schedules_between_on_pass@1"] is True and sorted(found["pareto_front"]) == sorted(front)
+        assert claims[f"pareto_{budget}"]["verdict"] == "holds"
+
+
+def test_a_schedule_above_both_methods_pass1_is_not_between(monkeypatch):
+    endpoints = dict.fromkeys(("GRPO->ES@0.25", "GRPO->ES@0.75", "ES->GRPO@0.25", "ES->GRPO@0.75"), (0.4, 0.4)) | {
+        "GRPO": (0.8, 0.6),
+        "ES": (0.5, 0.9),
+        "GRPO->ES@0.5": (0.9, 0.7),
+        "ES->GRPO@0.5": (0.6, 0.8),
+    }
+    found = _pareto_on(monkeypatch, endpoints)["pareto_flops"]
+    assert found["analogue"]["schedules_between_on_pass@1"] is False and found["verdict"] == "does not hold"
+    from escov.simulate.experiments.pareto import pareto_front
+
+    assert pareto_front({"a": (1.0, 1.0), "b": (1.0, 1.0), "c": (0.0, 2.0), "d": (0.5, 0.5)}) == ["a", "b", "c"]
