@@ -221,3 +221,17 @@ def test_every_refusal_of_evaluate_keeps_its_words():
     assert evaluate(parse_expression("1/(1000000000*1000000000)")) == Fraction(1, MAX_MAGNITUDE)
     assert evaluate(parse_expression("6/-(2)".replace("-", ""))) == 3
     assert safe_arith.evaluate_expression("(1-3)/(2-6)") == Fraction(1, 2)  # negative denominators normalised
+
+
+@pytest.mark.parametrize("format_reward", [0.0, 0.1])
+def test_completions_at_the_length_limit_score_as_the_task_scores_them(format_reward):
+    """A completion of exactly MAX_COMPLETION_CHARS characters is scored (one more is refused), by score_batch as by
+    countdown.score: a right answer padded at the front to each length around the limit."""
+    from escov.llm.tasks.reasoning_format import MAX_COMPLETION_CHARS
+
+    answer = "<answer>(50-25)+(7*3)</answer>"
+    for length in (MAX_COMPLETION_CHARS - 1, MAX_COMPLETION_CHARS, MAX_COMPLETION_CHARS + 1):
+        completion = " " * (length - len(answer)) + answer
+        want = 1.0 if length <= MAX_COMPLETION_CHARS else 0.0
+        assert score(completion, [3, 7, 25, 50], 46, format_reward) == want, length
+        assert score_batch([completion], [3, 7, 25, 50], 46, format_reward) == [want], length
