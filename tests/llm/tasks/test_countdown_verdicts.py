@@ -235,3 +235,19 @@ def test_completions_at_the_length_limit_score_as_the_task_scores_them(format_re
         want = 1.0 if length <= MAX_COMPLETION_CHARS else 0.0
         assert score(completion, [3, 7, 25, 50], 46, format_reward) == want, length
         assert score_batch([completion], [3, 7, 25, 50], 46, format_reward) == [want], length
+
+
+def test_a_literal_of_the_longest_length_counts_and_a_value_near_the_target_does_not():
+    """Numbers of exactly MAX_LITERAL_DIGITS digits are literals (one more digit is refused), and an answer is right
+    only at the target's exact value: 1 + 1e-7 is not 1."""
+    from escov.llm.tasks.safe_arith import MAX_LITERAL_DIGITS
+
+    longest = 10**MAX_LITERAL_DIGITS - 1
+    cases = [
+        (f"{longest}+1", [longest, 1], longest + 1, 1.0),
+        ("(10000000+1)/10000000", [10000000, 1, 10000000], 1, 0.0),
+        ("10000000/10000000", [10000000, 10000000], 1, 1.0),
+    ]
+    for completion, numbers, target, want in cases:
+        assert score(completion, numbers, target) == want, completion
+        assert score_batch([completion], numbers, target) == [want], completion

@@ -287,3 +287,16 @@ def test_a_mapped_prompt_column_is_the_prompt_and_no_reward_argument(tmp_path, m
     path.write_text(json.dumps({"question": "  \n\t", "sol": "1", "level": 0}) + "\n")
     with pytest.raises(ValueError, match=rf"data file {path}: record 0: field 'prompt' is empty"):
         get_task("prompts", test_data=path, reward_function="recording_rewards:record", fields={"prompt": "question"})
+
+
+def test_a_prompts_answer_is_its_text_with_whitespace_collapsed_and_no_prompt_style_applies(tmp_path, rewards_module):
+    """The `prompts` task's final answer (for Maj@k and distinct answers) is the completion with every run of
+    whitespace made one space; the built-in tasks' prompt styles are refused, naming the setting."""
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"prompt": "Say it.", "answer": "a b"}) + "\n")
+    task = get_task("prompts", test_data=path, reward_function=f"{rewards_module}:exact")
+    (problem,) = task.problems("test", 1, seed=0)
+    assert task.answer(problem, "  a \n\t b  ") == task.answer(problem, "a b") == "a b"
+    assert task.answer(problem, " \n ") is None
+    with pytest.raises(ValueError, match="task 'prompts' feeds the data's prompts as they are; prompt_style"):
+        get_task("prompts", test_data=path, reward_function=f"{rewards_module}:exact", prompt_style="instruct")
