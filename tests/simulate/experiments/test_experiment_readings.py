@@ -451,10 +451,12 @@ def test_lemmas_along_training_report_what_the_es_runs_measured(monkeypatch):
         assert analogue["mixture_margin"]["mean"] == pytest.approx((j_w - j_now).mean())
 
 
-def _raise(name, step, seed, by):
+def _plant(name: str, step: int, seed: int, value_of):
+    """A change of the main run's record `name` at one step and seed, to value_of(the run's update records)."""
+
     def plant(run, index):
-        if index == 0:  # the main run
-            run.updates[name][step, seed] += by
+        if index == 0:
+            run.updates[name][step, seed] = value_of(run.updates)
 
     return plant
 
@@ -462,9 +464,9 @@ def _raise(name, step, seed, by):
 @pytest.mark.parametrize(
     "claim_id, plant",
     [
-        ("dpi", lambda run, i: run.updates["js_succ"].__setitem__((3, 1), run.updates["js_pol"][3, 1] * 1.01)),
-        ("lemma2", lambda run, i: i or run.updates["p_pop"].__setitem__((2, 0), run.updates["p_same"][2, 0] - 1e-6)),
-        ("lemma3", _raise("lemma3_gain", 1, 2, 1e-8)),
+        ("dpi", _plant("js_succ", 3, 1, lambda u: u["js_pol"][3, 1] * 1.01)),
+        ("lemma2", _plant("p_pop", 2, 0, lambda u: u["p_same"][2, 0] - 1e-6)),
+        ("lemma3", _plant("lemma3_gain", 1, 2, lambda u: u["lemma3_gain"][1, 2] + 1e-8)),
     ],
 )
 def test_an_identity_read_along_training_fails_where_one_step_breaks_it(monkeypatch, claim_id, plant):
