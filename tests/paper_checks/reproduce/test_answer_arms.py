@@ -162,6 +162,15 @@ def test_the_arms_run_resume_and_attach_what_they_measured(tmp_path, monkeypatch
 
     again = [j.name for j in reproduction_jobs(TINY, out, model, progress=False)]
     assert set(again) <= {"theory", "simulate", "Lemma 1 grid"}, again
+    # a run to be completed again (its curve gone) has its endpoints measured again after it, though their files
+    # are there for its present last checkpoint: the run may end elsewhere
+    curve = out / "runs" / "es-s1" / "curve.json"
+    kept_curve = curve.read_bytes()
+    curve.unlink()
+    after = {j.name: j.after for j in reproduction_jobs(TINY, out, model, progress=False)}
+    assert after["endpoint es-s1 T=0.6"] == after["endpoint es-s1 T=1"] == ("es-s1",) and "es-s1" in after
+    assert "endpoint es-s0 T=0.6" not in after
+    curve.write_bytes(kept_curve)
 
     # an evaluation stopped after its first chunk of prompts continues there and draws the same samples
     done = endpoints.endpoint_file(out, "es-s1", 4, 0.6)
