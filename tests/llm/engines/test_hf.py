@@ -96,6 +96,30 @@ def test_top_p_samples_only_from_the_nucleus(engine, prompts):
                 assert lp == pytest.approx(math.log(probs[t, tok] / probs[t, nucleus].sum()), abs=1e-4)
 
 
+@pytest.mark.parametrize("setting, value", [("top_k", 3), ("min_p", 0.2)])
+def test_top_k_and_min_p_sample_only_from_their_sets(engine, prompts, setting, value):
+    """With top_k (the k most likely tokens) or min_p (tokens at least min_p times the most likely one's
+    probability), every sampled token lies in that set of the full-forward distribution, its log-prob is the
+    renormalized one, and more than one token of a set is drawn (not the most likely alone)."""
+    temperature, kept_sets = 1.0, []
+    out = engine.generate(prompts[:3], n=6, temperature=temperature, max_new_tokens=6, seed=5, **{setting: value})
+    for prompt, row in zip(prompts[:3], out):
+        p_ids = engine.prompt_token_ids(prompt)
+        for c in row:
+            with torch.no_grad():
+                logits = engine.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1 : -1]
+            probs = F.softmax(logits / temperature, -1)
+            for t, (tok, lp) in enumerate(zip(c.token_ids, c.logprobs)):
+                if setting == "top_k":
+                    kept = probs[t].topk(value).indices
+                else:
+                    kept = (probs[t] >= value * probs[t].max()).nonzero()[:, 0]
+                assert tok in kept.tolist()
+                assert lp == pytest.approx(math.log(probs[t, tok] / probs[t, kept].sum()), abs=1e-4)
+                kept_sets.append((len(kept), tok != int(probs[t].argmax())))
+    assert any(n > 1 for n, _ in kept_sets) and any(other for _, other in kept_sets)
+
+
 def test_max_new_tokens_and_length_finish(engine, prompts):
     out = engine.generate(prompts[:2], n=4, temperature=1.0, max_new_tokens=1, seed=0)
     for row in out:

@@ -171,6 +171,14 @@ def test_the_arms_run_resume_and_attach_what_they_measured(tmp_path, monkeypatch
     assert after["endpoint es-s1 T=0.6"] == after["endpoint es-s1 T=1"] == ("es-s1",) and "es-s1" in after
     assert "endpoint es-s0 T=0.6" not in after
     curve.write_bytes(kept_curve)
+    # an endpoint measured with another number of samples than the arm's is measured again
+    other = endpoints.endpoint_file(out, "es-s0", 4, 1.0)
+    kept_endpoint = other.read_bytes()
+    write_json(other, read_json(other) | {"n": TINY.arms.endpoint_samples // 2})
+    assert [j.name for j in reproduction_jobs(TINY, out, model, progress=False) if j.name.startswith("endpoint")] == [
+        "endpoint es-s0 T=1"
+    ]
+    other.write_bytes(kept_endpoint)
 
     # an evaluation stopped after its first chunk of prompts continues there and draws the same samples
     done = endpoints.endpoint_file(out, "es-s1", 4, 0.6)
