@@ -59,7 +59,7 @@ def _config(model, out, **over) -> TrainConfig:
 
 @pytest.fixture(scope="module")
 def changed_run(tiny_model_dir, tmp_path_factory):
-    cfg = _config(tiny_model_dir, tmp_path_factory.mktemp("changed") / "run")
+    cfg = _config(tiny_model_dir, tmp_path_factory.mktemp("changed") / "run", eval_steps=2)
     return cfg, train(cfg, show_progress=False)
 
 
@@ -75,6 +75,13 @@ def test_evaluation_settings_shape_the_evaluations(changed_run):
         held = ev["heldout"][label]
         assert (held["task"], held["num_problems"]) == (cfg.heldout_task, cfg.heldout_problems)
     assert [t["keep_percent"] for t in ev["thresholded"]] == list(cfg.threshold_keep)
+    # eval_steps 2 of 4 steps: a validation after step 2 only (the last step's is the final evaluation), with the
+    # rates and reward means of the final evaluation's kind
+    rows = rundir.read_steps(run)
+    assert [r["step"] for r in rows if "validation" in r] == [2]
+    validation = rows[1]["validation"]
+    assert set(validation["pass_at_k"]) == {str(k) for k in cfg.eval_ks} and "per_problem" not in validation
+    assert (validation["n"], validation["temperature"]) == (cfg.eval_samples, cfg.eval_temperature)
 
 
 def test_the_held_out_evaluations_are_drawn_again_from_their_models_with_the_held_out_seed(changed_run):

@@ -242,6 +242,8 @@ def test_the_arms_run_resume_and_attach_what_they_measured(tmp_path, monkeypatch
     assert set(rec["crossing"]) == {"es_over_grpo", "base_over_grpo", "base_over_es"}
     assert set(rec["crossing"]["es_over_grpo"]) == {"0.6", "1"}
 
+    assert found["rare_only"]["temperatures"] == [0.6, 1.0]  # every endpoint temperature, each read
+    assert set(found["rare_only"]["by_temperature"]) == {"0.6", "1"}
     draws = read_json(out / base_draws.ATTACHMENT)
     assert [d["draw"] for d in draws["draws"]] == ["seed 1", "lr 3e-05"]  # no main control in this design
     assert draws["draws"][0]["base"]["seed"] == 1 and draws["draws"][1]["grpo"]["learning_rate"] == 3e-5
