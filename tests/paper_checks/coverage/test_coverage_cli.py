@@ -264,3 +264,55 @@ def test_several_seeds_average_within_prompts(tmp_path):
     # seed 0: solves q0, q1 (base: q0) -> preserved 1, gained 1; seed 1: solves q1 -> preserved 0, gained 1, lost 1
     assert rl["solvability"]["preserved"] == 0.5 and rl["solvability"]["gained"] == 1.0
     assert rl["solvability"]["lost"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "flags, read, measured",
+    [
+        (["--tau", "0.3", "0.7"], {}, {"taus": (0.3, 0.7)}),
+        (
+            ["--replicates", "40", "--confidence", "0.8", "--bootstrap-seed", "3"],
+            {},
+            {"replicates": 40, "confidence": 0.8, "seed": 3},
+        ),
+        (["--reward-threshold", "0.5"], {"threshold": 0.5}, {}),
+    ],
+)
+def test_each_flag_reaches_the_analysis_as_the_library_takes_it(tmp_path, flags, read, measured):
+    """The command's report with a flag off its default is the library's with the same option (and another than the
+    default's): rewards of 0, 0.5 and 1, so the threshold decides which count as correct."""
+    from escov.llm.rundir import read_json, write_json
+    from escov.paper_checks.coverage.measure import MeasureOptions, measure
+    from escov.paper_checks.coverage.sources import ReadOptions, load
+
+    rng = np.random.default_rng(4)
+    rows = [
+        {
+            "model": model,
+            "prompt_id": f"q{i}",
+            "sample": s,
+            "reward": float(rng.choice([0.0, 0.5, 1.0], p=[0.6, 0.2, 0.2])),
+        }
+        for model in ("base", "grpo")
+        for i in range(30)
+        for s in range(8)
+    ]
+    table = tmp_path / "t.jsonl"
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def library(read_options: dict, measure_options: dict) -> dict:
+        report = measure(load([str(table)], ReadOptions(**read_options)), MeasureOptions("base", **measure_options))
+        write_json(tmp_path / "lib.json", report)
+        return read_json(tmp_path / "lib.json")
+
+    assert main([str(table), "--json", str(tmp_path / "cli.json"), *flags]) == 0
+    got = read_json(tmp_path / "cli.json")
+    assert got == library(read, measured)
+    assert got != library({}, {})
+
+
+def test_fewer_than_one_bootstrap_replicate_is_refused(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    write_table(path, {"base": np.array([0.5, 0.2])}, 4)
+    assert main([str(path), "--replicates", "0"]) == 2
+    assert "error: --replicates must be >= 1 and --confidence in (0, 1)" in capsys.readouterr().err

@@ -108,3 +108,22 @@ def test_lemma_1_as_stated_reads_its_es_arm_at_the_small_sigma_arms_settings():
     sigma, members = answer.lemma_as_stated.es_arm
     assert "es-small-sigma" in answer.es_variants
     assert sigma == ES_VARIANTS["es-small-sigma"]["sigma"] and members == answer.es["population_size"]
+
+
+def test_the_lemma_1_grid_is_measured_as_each_budgets_runs_are_evaluated():
+    """grid_settings: the budget's task, its evaluation temperature (not the training one) and its completion
+    length, for every budget (the answer's evaluate at 0.6 and train at 1.0; the task answers' completions are 24
+    tokens, the others' 32)."""
+    from escov.llm.config import TrainConfig
+    from escov.paper_checks.reproduce.reproduction import grid_settings
+
+    defaults = TrainConfig()
+    seen = set()
+    for name, budget in BUDGETS.items():
+        settings = grid_settings(budget)
+        temperature = budget.common.get("eval_temperature", defaults.eval_temperature)
+        length = budget.common.get("max_completion_length", defaults.max_completion_length)
+        assert settings["task_name"] == budget.task, name
+        assert (settings["temperature"], settings["max_new_tokens"]) == (temperature, length), name
+        seen.add((temperature, length))
+    assert {(0.6, 32), (0.6, 24)} <= seen

@@ -147,3 +147,21 @@ def test_the_measurement_against_enumeration(measured):
 def test_bad_designs_are_refused_in_one_line(kwargs, words):
     with pytest.raises(ValueError, match=words):
         StatedDesign(**kwargs)
+
+
+def test_the_relative_sd_of_a_populations_jspol_sizes_the_next_design():
+    """Per cell: one population's JSpol_N is its mean over prompts; the relative sd is the sample sd (ddof 1) of those
+    over the populations, divided by their mean (NaN without a positive mean); s is the mean of the populations'."""
+    from escov.paper_checks.reproduce.lemma_as_stated_measurement import relative_sd_summary
+
+    measurement = {
+        "rows": [
+            {"sigma": 1e-3, "members": 2, "jspol": [[1.0, 3.0], [2.0, 2.0], [4.0, 6.0]], "s": [0.1, 0.2, 0.3]},
+            {"sigma": 2e-2, "members": 4, "jspol": [[0.0, 0.0], [0.0, 0.0]], "s": [0.5, 0.7]},
+        ]
+    }
+    first, second = relative_sd_summary(measurement)
+    means = [2.0, 2.0, 5.0]  # each population's mean over its two prompts
+    sd = math.sqrt(sum((m - 3.0) ** 2 for m in means) / 2)
+    assert first == pytest.approx({"sigma": 1e-3, "members": 2, "populations": 3, "relative_sd": sd / 3.0, "s": 0.2})
+    assert second["populations"] == 2 and math.isnan(second["relative_sd"]) and second["s"] == pytest.approx(0.6)
