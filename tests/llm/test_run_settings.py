@@ -256,6 +256,43 @@ def test_engine_vllm_starts_the_run_on_vllm_with_its_share_of_gpu_memory(tiny_mo
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"engine": "VLLMEngine", "gpu_memory_utilization": 0.35}
 
 
+def _check_thresholded(cfg: TrainConfig, run: Path, task) -> None:
+    """Each thresholded entry of eval.json: keep_percent q of the update's entries kept (drift.thresholded of the
+    final and base weights at q), sparsity 100 - q, and Pass@1 of min(eval_samples, 8) samples of the test problems
+    with those weights, drawn again here with the evaluations' seed."""
+    from safetensors.torch import load_file
+
+    from escov.llm import drift
+    from escov.llm.engines import make_engine
+    from escov.llm.evaluate import evaluate
+    from escov.llm.problem_sets import eval_set
+    from escov.llm.rollout import evaluation_seed
+
+    ev = rundir.read_eval(run)
+    last = max(rundir.checkpoint_steps(run)[0])
+    final = load_file(str(rundir.checkpoint_dir(run, last) / "model.safetensors"))
+    base = load_file(str(Path(cfg.model) / "model.safetensors"))
+    test = eval_set(cfg, task=task)
+    engine = make_engine("hf", cfg.model, dtype=torch.float32, seed=cfg.seed)
+    assert [e["keep_percent"] for e in ev["thresholded"]] == list(cfg.threshold_keep)
+    for q, entry in zip(cfg.threshold_keep, ev["thresholded"]):
+        assert entry["sparsity_percent"] == 100 - q
+        engine.load_weights(drift.thresholded(final, base, q).items())
+        again = evaluate(
+            engine,
+            test.task,
+            test.problems,
+            n=min(cfg.eval_samples, 8),
+            ks=[1],
+            temperature=cfg.eval_temperature,
+            max_new_tokens=cfg.max_completion_length,
+            seed=evaluation_seed(cfg.seed, "eval"),
+            progress=False,
+            step=last,
+        )
+        assert entry["pass_at_1"] == again["pass_at_k"]["1"], q
+
+
 def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_dir, tmp_path):
     """An ES row's pass_at_1, no_correct_share, truncated_share and mean_response_tokens, recomputed here from
     step_samples completions of its batch drawn again from the center it describes (the base for step 1, the
@@ -280,12 +317,14 @@ def test_a_steps_row_describes_the_center_samples_it_was_measured_on(tiny_model_
         checkpoint_dense=0,
         probe=False,
         heldout_task="",
-        eval_problems=1,
-        eval_samples=1,
+        eval_problems=4,
+        eval_samples=4,
         eval_ks=(1,),
-        threshold_keep=(),
+        threshold_keep=(10.0, 60.0),
     )
     run = train(cfg, task=plus, show_progress=False)
+    _check_thresholded(cfg, run, plus)
+    assert 0 < rundir.read_eval(run)["final"]["pass_at_k"]["1"] < 1  # the thresholded Pass@1 can differ
     rows = rundir.read_steps(run)
     pool = {str(p.prompt): p for p in plus.problems("train", cfg.train_pool, seed=cfg.seed)}
     kept = [json.loads(line) for line in (run / rundir.COMPLETIONS).read_text().splitlines()]

@@ -316,3 +316,34 @@ def test_fewer_than_one_bootstrap_replicate_is_refused(tmp_path, capsys):
     write_table(path, {"base": np.array([0.5, 0.2])}, 4)
     assert main([str(path), "--replicates", "0"]) == 2
     assert "error: --replicates must be >= 1 and --confidence in (0, 1)" in capsys.readouterr().err
+
+
+def test_the_task_reward_convention_and_the_reward_functions_weights_reach_the_scoring(tmp_path):
+    """Countdown 2 3 4 -> 10 scored by the command as by the library: es-at-scale's convention gives a tagged wrong
+    answer 0.05 (correct at threshold 0.05, wrong under escov's reward), and two reward functions weighted 1 and 0
+    count the first alone."""
+    from escov.llm.rundir import read_json
+    from escov.paper_checks.coverage.sources import ReadOptions, load
+
+    completions = ("7", "2+3+4", "<answer>2+3+4</answer>", "<think></think><answer>2*3+4</answer>")
+    rows = [{"prompt_id": "c", "numbers": [2, 3, 4], "target": 10, "completion": c} for c in completions]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def solved(flags: list[str]) -> list:
+        assert main([str(path), "--reference", "model", "--json", str(tmp_path / "o.json"), *flags]) == 0
+        return read_json(tmp_path / "o.json")["models"]["model"]["pass_at_k"]["1"]["mean"]
+
+    task = ["--task", "countdown", "--reward-threshold", "0.05"]
+    convention = {"prompt_style": "plain", "reward": "es-at-scale-countdown"}
+    counted = load([str(path)], ReadOptions(task="countdown", threshold=0.05, task_kwargs=convention))
+    assert counted.models["model"].counts[0, 0] == 2  # the tagged wrong answer (0.05) and the right one (1.06)
+    assert solved([*task, "--reward", "es-at-scale-countdown"]) == pytest.approx(0.5)
+    assert solved(task) == pytest.approx(0.25)  # escov's reward: the right answer alone
+    (tmp_path / "r.py").write_text(
+        "def one(prompts, completions, **kw):\n    return [1.0] * len(completions)\n"
+        "def zero(prompts, completions, **kw):\n    return [0.0] * len(completions)\n"
+    )
+    functions = ["--reward-function", f"{tmp_path / 'r.py'}:zero", "--reward-function", f"{tmp_path / 'r.py'}:one"]
+    assert solved([*functions, "--reward-threshold", "0.5", "--reward-weights", "1", "--reward-weights", "0"]) == 0.0
+    assert solved([*functions, "--reward-threshold", "0.5"]) == pytest.approx(1.0)

@@ -165,3 +165,14 @@ def test_the_relative_sd_of_a_populations_jspol_sizes_the_next_design():
     sd = math.sqrt(sum((m - 3.0) ** 2 for m in means) / 2)
     assert first == pytest.approx({"sigma": 1e-3, "members": 2, "populations": 3, "relative_sd": sd / 3.0, "s": 0.2})
     assert second["populations"] == 2 and math.isnan(second["relative_sd"]) and second["s"] == pytest.approx(0.6)
+
+
+def test_a_design_may_redraw_the_grid_estimator_from_every_trace_completion():
+    """gram_completions may equal trace_completions (the grid estimator redrawn from all of them), not exceed them."""
+    cells = ((1e-3, 2, 2),)
+    assert (
+        StatedDesign(cells=cells, trace_completions=8, gram_completions=8, gram_cells=((1e-3, 2),)).gram_completions
+        == 8
+    )
+    with pytest.raises(ValueError, match="gram_completions must be <= trace_completions"):
+        StatedDesign(cells=cells, trace_completions=8, gram_completions=9, gram_cells=((1e-3, 2),))
