@@ -59,7 +59,7 @@ def _config(model, out, **over) -> TrainConfig:
 
 @pytest.fixture(scope="module")
 def changed_run(tiny_model_dir, tmp_path_factory):
-    cfg = _config(tiny_model_dir, tmp_path_factory.mktemp("changed") / "run", eval_steps=2)
+    cfg = _config(tiny_model_dir, tmp_path_factory.mktemp("changed") / "run", eval_steps=3)
     return cfg, train(cfg, show_progress=False)
 
 
@@ -75,13 +75,33 @@ def test_evaluation_settings_shape_the_evaluations(changed_run):
         held = ev["heldout"][label]
         assert (held["task"], held["num_problems"]) == (cfg.heldout_task, cfg.heldout_problems)
     assert [t["keep_percent"] for t in ev["thresholded"]] == list(cfg.threshold_keep)
-    # eval_steps 2 of 4 steps: a validation after step 2 only (the last step's is the final evaluation), with the
-    # rates and reward means of the final evaluation's kind
+    # eval_steps 3 of 4 steps: a validation after step 3 only (the last step's is the final evaluation): the test
+    # problems at eval_temperature with the base and final evaluations' seed, its rates and reward means, drawn again
+    # here from checkpoint 3
+    from escov.llm.engines import make_engine
+    from escov.llm.evaluate import evaluate
+    from escov.llm.problem_sets import eval_set
+    from escov.llm.rollout import evaluation_seed
+
     rows = rundir.read_steps(run)
-    assert [r["step"] for r in rows if "validation" in r] == [2]
-    validation = rows[1]["validation"]
+    assert [r["step"] for r in rows if "validation" in r] == [3]
+    validation = rows[2]["validation"]
     assert set(validation["pass_at_k"]) == {str(k) for k in cfg.eval_ks} and "per_problem" not in validation
-    assert (validation["n"], validation["temperature"]) == (cfg.eval_samples, cfg.eval_temperature)
+    test = eval_set(cfg)
+    again = evaluate(
+        make_engine("hf", rundir.checkpoint_dir(run, 3), dtype=torch.float32, seed=cfg.seed),
+        test.task,
+        test.problems,
+        n=cfg.eval_samples,
+        ks=list(cfg.eval_ks),
+        temperature=cfg.eval_temperature,
+        max_new_tokens=cfg.max_completion_length,
+        seed=evaluation_seed(cfg.seed, "eval"),
+        progress=False,
+        step=3,
+    )
+    keys = ("n", "temperature", "pass_at_k", "reward_mean", "correct", "mean_token_entropy", "truncated_fraction")
+    assert {k: validation[k] for k in keys} == {k: again[k] for k in keys}  # the entropy reads the samples drawn
 
 
 def test_the_held_out_evaluations_are_drawn_again_from_their_models_with_the_held_out_seed(changed_run):
