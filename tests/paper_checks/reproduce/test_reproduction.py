@@ -144,3 +144,29 @@ def test_run_info_keeps_every_invocation_with_the_first_commit_and_start(tmp_pat
     kept = write_run_info(path, "answer", 2, 1.0, run, ("d" * 40, False))
     assert [i["commit"] for i in kept["invocations"]] == ["c" * 40, "d" * 40]
     assert kept["invocations"][0]["finished_utc"] == "2026-12-03 11:00 UTC" and kept["started_utc"] is None
+
+
+def test_a_stage_whose_output_is_there_is_not_done_again_and_a_given_model_is_not_pretrained(tmp_path):
+    """The full budget's jobs: theory, simulate and the Lemma 1 grid only while their outputs are missing (a partial
+    simulate folder is no output); with --model given, neither base is pretrained (the sweep's second base
+    included) and no run waits for a pretraining."""
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.reproduction import reproduction_jobs
+
+    budget, out = BUDGETS["full"], tmp_path / "out"
+    names = {j.name for j in reproduction_jobs(budget, out, None, progress=False)}
+    assert {"pretrain base", "pretrain sweep base", "theory", "simulate", "Lemma 1 grid"} <= names
+    (out / "simulate").mkdir(parents=True)
+    (out / "simulate" / "sim.png").write_bytes(b"")  # a simulate stage cut short: no summary yet
+    for done in ("theory.json", "lemma_grid.json"):
+        (out / done).write_text("{}")
+    names = {j.name for j in reproduction_jobs(budget, out, None, progress=False)}
+    assert "simulate" in names and not {"theory", "Lemma 1 grid"} & names
+    (out / "simulate" / "summary.json").write_text("{}")
+    model = tmp_path / "model"
+    model.mkdir()
+    jobs = reproduction_jobs(budget, out, model, progress=False)
+    assert not {"theory", "simulate", "Lemma 1 grid"} & {j.name for j in jobs}
+    assert not any(j.name.startswith("pretrain") for j in jobs)
+    assert not any(a.startswith("pretrain") for j in jobs for a in j.after)
+    assert not any("sweep-other" in j.name for j in jobs)
