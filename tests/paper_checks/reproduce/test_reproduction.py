@@ -170,3 +170,24 @@ def test_a_stage_whose_output_is_there_is_not_done_again_and_a_given_model_is_no
     assert not any(j.name.startswith("pretrain") for j in jobs)
     assert not any(a.startswith("pretrain") for j in jobs for a in j.after)
     assert not any("sweep-other" in j.name for j in jobs)
+
+
+def test_the_answers_own_stages_are_not_done_again_and_its_null_arm_is_one_job_each(tmp_path):
+    """The answer's premise control and Lemma 1 as stated only while their records are missing; each null-arm run is
+    one job, with the null arm's curve (the base and the last checkpoint), not the comparison's."""
+    from escov.paper_checks.reproduce.answer_stages import null_curve
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.reproduction import LEMMA_AS_STATED, PREMISE_DIR, reproduction_jobs
+
+    budget, out = BUDGETS["answer"], tmp_path / "out"
+    names = [j.name for j in reproduction_jobs(budget, out, None, progress=False)]
+    assert {"premise control", "Lemma 1 as stated"} <= set(names)
+    (out / PREMISE_DIR).mkdir(parents=True)
+    (out / PREMISE_DIR / "control.json").write_text("{}")
+    (out / LEMMA_AS_STATED).write_text("{}")
+    jobs = reproduction_jobs(budget, out, None, progress=False)
+    names = [j.name for j in jobs]
+    assert not {"premise control", "Lemma 1 as stated"} & set(names)
+    nulls = [j for j in jobs if j.name.startswith("es-null-")]
+    assert sorted(j.name for j in nulls) == sorted(f"es-null-s{s}" for s in budget.arms.null_seeds)
+    assert all(j.make()[1][3] == null_curve(budget.curve) != budget.curve for j in nulls)
