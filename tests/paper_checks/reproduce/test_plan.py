@@ -238,8 +238,14 @@ def test_unknown_budget_is_an_error(tmp_path):
 
     with pytest.raises(ValueError, match="budget"):
         reproduce("huge", tmp_path)
-    with pytest.raises(ValueError, match="config.json"):
-        reproduce("small", tmp_path, model=tmp_path)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as err:
+        reproduce("small", out, model=tmp_path)
+    assert str(err.value) == f"--model {tmp_path}: not a model directory (no config.json)"
+    with pytest.raises(ValueError) as err:
+        reproduce("small", out, jobs=0)
+    assert str(err.value) == "--jobs must be >= 1, got 0"
+    assert not out.exists()  # refused before anything is written
 
 
 def _point(step: int, pass1: float, n: int = 64) -> dict:
