@@ -57,6 +57,30 @@ def _config(model, out, **over) -> TrainConfig:
     )
 
 
+def _evaluated_again(cfg: TrainConfig, weights, problems, seed_label: str, *, n=None, ks=None, step: int = 0) -> dict:
+    """llm.evaluate of a problem set (llm/problem_sets.py) with a model folder or an engine holding the weights, at the
+    run's evaluation temperature and completion length, with the evaluations' seed of seed_label (llm/rollout.py)."""
+    from escov.llm.engines import make_engine
+    from escov.llm.evaluate import evaluate
+    from escov.llm.rollout import evaluation_seed
+
+    engine = (
+        make_engine("hf", weights, dtype=torch.float32, seed=cfg.seed) if isinstance(weights, (str, Path)) else weights
+    )
+    return evaluate(
+        engine,
+        problems.task,
+        problems.problems,
+        n=cfg.eval_samples if n is None else n,
+        ks=list(cfg.eval_ks if ks is None else ks),
+        temperature=cfg.eval_temperature,
+        max_new_tokens=cfg.max_completion_length,
+        seed=evaluation_seed(cfg.seed, seed_label),
+        progress=False,
+        step=step,
+    )
+
+
 @pytest.fixture(scope="module")
 def changed_run(tiny_model_dir, tmp_path_factory):
     cfg = _config(tiny_model_dir, tmp_path_factory.mktemp("changed") / "run", eval_steps=3)
@@ -78,28 +102,13 @@ def test_evaluation_settings_shape_the_evaluations(changed_run):
     # eval_steps 3 of 4 steps: a validation after step 3 only (the last step's is the final evaluation): the test
     # problems at eval_temperature with the base and final evaluations' seed, its rates and reward means, drawn again
     # here from checkpoint 3
-    from escov.llm.engines import make_engine
-    from escov.llm.evaluate import evaluate
     from escov.llm.problem_sets import eval_set
-    from escov.llm.rollout import evaluation_seed
 
     rows = rundir.read_steps(run)
     assert [r["step"] for r in rows if "validation" in r] == [3]
     validation = rows[2]["validation"]
     assert set(validation["pass_at_k"]) == {str(k) for k in cfg.eval_ks} and "per_problem" not in validation
-    test = eval_set(cfg)
-    again = evaluate(
-        make_engine("hf", rundir.checkpoint_dir(run, 3), dtype=torch.float32, seed=cfg.seed),
-        test.task,
-        test.problems,
-        n=cfg.eval_samples,
-        ks=list(cfg.eval_ks),
-        temperature=cfg.eval_temperature,
-        max_new_tokens=cfg.max_completion_length,
-        seed=evaluation_seed(cfg.seed, "eval"),
-        progress=False,
-        step=3,
-    )
+    again = _evaluated_again(cfg, rundir.checkpoint_dir(run, 3), eval_set(cfg), "eval", step=3)
     keys = ("n", "temperature", "pass_at_k", "reward_mean", "correct", "mean_token_entropy", "truncated_fraction")
     assert {k: validation[k] for k in keys} == {k: again[k] for k in keys}  # the entropy reads the samples drawn
 
@@ -108,10 +117,7 @@ def test_the_held_out_evaluations_are_drawn_again_from_their_models_with_the_hel
     """The held-out task's base and final evaluations (eval.json) are what llm.evaluate gives on the base and the
     final weights, at eval_temperature, with the held-out evaluations' own seed (evaluation_seed(seed, "heldout"),
     not the test evaluations' "eval")."""
-    from escov.llm.engines import make_engine
-    from escov.llm.evaluate import evaluate
     from escov.llm.problem_sets import heldout_set
-    from escov.llm.rollout import evaluation_seed
 
     cfg, run = changed_run
     ev = rundir.read_eval(run)
@@ -119,17 +125,7 @@ def test_the_held_out_evaluations_are_drawn_again_from_their_models_with_the_hel
     last = max(rundir.checkpoint_steps(run)[0])
     for label, model in (("base", cfg.model), ("final", rundir.checkpoint_dir(run, last))):
         again = {
-            label: evaluate(
-                make_engine("hf", model, dtype=torch.float32, seed=cfg.seed),
-                held.task,
-                held.problems,
-                n=cfg.eval_samples,
-                ks=list(cfg.eval_ks),
-                temperature=cfg.eval_temperature,
-                max_new_tokens=cfg.max_completion_length,
-                seed=evaluation_seed(cfg.seed, seed_label),
-                progress=False,
-            )
+            label: _evaluated_again(cfg, model, held, seed_label)
             for label, seed_label in ((label, "heldout"), ("eval-seeded", "eval"))
         }
         recorded = ev["heldout"][label]
@@ -284,9 +280,7 @@ def _check_thresholded(cfg: TrainConfig, run: Path, task) -> None:
 
     from escov.llm import drift
     from escov.llm.engines import make_engine
-    from escov.llm.evaluate import evaluate
     from escov.llm.problem_sets import eval_set
-    from escov.llm.rollout import evaluation_seed
 
     ev = rundir.read_eval(run)
     last = max(rundir.checkpoint_steps(run)[0])
@@ -298,18 +292,7 @@ def _check_thresholded(cfg: TrainConfig, run: Path, task) -> None:
     for q, entry in zip(cfg.threshold_keep, ev["thresholded"]):
         assert entry["sparsity_percent"] == 100 - q
         engine.load_weights(drift.thresholded(final, base, q).items())
-        again = evaluate(
-            engine,
-            test.task,
-            test.problems,
-            n=min(cfg.eval_samples, 8),
-            ks=[1],
-            temperature=cfg.eval_temperature,
-            max_new_tokens=cfg.max_completion_length,
-            seed=evaluation_seed(cfg.seed, "eval"),
-            progress=False,
-            step=last,
-        )
+        again = _evaluated_again(cfg, engine, test, "eval", n=min(cfg.eval_samples, 8), ks=(1,), step=last)
         assert entry["pass_at_1"] == again["pass_at_k"]["1"], q
 
 

@@ -77,23 +77,29 @@ def test_logprobs_match_a_full_forward_pass(engine, prompts, temperature):
                 assert c.token_ids == logits[len(p_ids) - 1 : -1].argmax(-1).tolist()
 
 
-def test_top_p_samples_only_from_the_nucleus(engine, prompts):
-    """With top_p, every sampled token lies in the nucleus of the full-forward distribution, and its
-    log-prob is the renormalized nucleus log-prob."""
-    top_p, temperature = 0.5, 1.0
-    out = engine.generate(prompts[:3], n=4, temperature=temperature, max_new_tokens=8, seed=2, top_p=top_p)
-    for prompt, row in zip(prompts[:3], out):
+def _sampled_tokens(engine, prompts, n: int, max_new_tokens: int, seed: int, temperature: float, **sampling):
+    """(the full-forward distribution at temperature, the token sampled there, its log-prob) for every token the
+    engine sampled for the prompts."""
+    out = engine.generate(prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, **sampling)
+    for prompt, row in zip(prompts, out):
         p_ids = engine.prompt_token_ids(prompt)
         for c in row:
             with torch.no_grad():
                 logits = engine.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1 : -1]
             probs = F.softmax(logits / temperature, -1)
-            for t, (tok, lp) in enumerate(zip(c.token_ids, c.logprobs)):
-                p_sorted, order = probs[t].sort(descending=True)
-                before = p_sorted.cumsum(0) - p_sorted
-                nucleus = order[before < top_p]
-                assert tok in nucleus.tolist()
-                assert lp == pytest.approx(math.log(probs[t, tok] / probs[t, nucleus].sum()), abs=1e-4)
+            yield from zip(probs, c.token_ids, c.logprobs)
+
+
+def test_top_p_samples_only_from_the_nucleus(engine, prompts):
+    """With top_p, every sampled token lies in the nucleus of the full-forward distribution, and its
+    log-prob is the renormalized nucleus log-prob."""
+    top_p = 0.5
+    for probs, tok, lp in _sampled_tokens(engine, prompts[:3], 4, 8, 2, 1.0, top_p=top_p):
+        p_sorted, order = probs.sort(descending=True)
+        before = p_sorted.cumsum(0) - p_sorted
+        nucleus = order[before < top_p]
+        assert tok in nucleus.tolist()
+        assert lp == pytest.approx(math.log(probs[tok] / probs[nucleus].sum()), abs=1e-4)
 
 
 @pytest.mark.parametrize("setting, value", [("top_k", 3), ("min_p", 0.2)])
@@ -101,22 +107,12 @@ def test_top_k_and_min_p_sample_only_from_their_sets(engine, prompts, setting, v
     """With top_k (the k most likely tokens) or min_p (tokens at least min_p times the most likely one's
     probability), every sampled token lies in that set of the full-forward distribution, its log-prob is the
     renormalized one, and more than one token of a set is drawn (not the most likely alone)."""
-    temperature, kept_sets = 1.0, []
-    out = engine.generate(prompts[:3], n=6, temperature=temperature, max_new_tokens=6, seed=5, **{setting: value})
-    for prompt, row in zip(prompts[:3], out):
-        p_ids = engine.prompt_token_ids(prompt)
-        for c in row:
-            with torch.no_grad():
-                logits = engine.model(input_ids=torch.tensor([p_ids + c.token_ids])).logits[0, len(p_ids) - 1 : -1]
-            probs = F.softmax(logits / temperature, -1)
-            for t, (tok, lp) in enumerate(zip(c.token_ids, c.logprobs)):
-                if setting == "top_k":
-                    kept = probs[t].topk(value).indices
-                else:
-                    kept = (probs[t] >= value * probs[t].max()).nonzero()[:, 0]
-                assert tok in kept.tolist()
-                assert lp == pytest.approx(math.log(probs[t, tok] / probs[t, kept].sum()), abs=1e-4)
-                kept_sets.append((len(kept), tok != int(probs[t].argmax())))
+    kept_sets = []
+    for probs, tok, lp in _sampled_tokens(engine, prompts[:3], 6, 6, 5, 1.0, **{setting: value}):
+        kept = probs.topk(value).indices if setting == "top_k" else (probs >= value * probs.max()).nonzero()[:, 0]
+        assert tok in kept.tolist()
+        assert lp == pytest.approx(math.log(probs[tok] / probs[kept].sum()), abs=1e-4)
+        kept_sets.append((len(kept), tok != int(probs.argmax())))
     assert any(n > 1 for n, _ in kept_sets) and any(other for _, other in kept_sets)
 
 
