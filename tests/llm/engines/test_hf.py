@@ -186,3 +186,18 @@ def test_pad_token_fallback_and_chat_template(tiny_model_dir, prompts):
     assert engine.tokenizer.decode(ids) == "<abc>"
     out = engine.generate(["abc", "1,2->3:"], n=2, temperature=1.0, max_new_tokens=4, seed=0)
     assert len(out) == 2
+
+
+def test_top_k_of_all_tokens_but_one_drops_the_least_likely():
+    """sample_next on logits 3, 2, 1, 0 with top_k = 3 (all but one): the last token is never drawn, and a drawn
+    token's log-prob is renormalized over the three kept; top_k = 4 (every token) keeps them all."""
+    from escov.llm.engines.hf import sample_next
+
+    logits = torch.tensor([[3.0, 2.0, 1.0, 0.0]]).repeat(400, 1)
+    generator = torch.Generator().manual_seed(0)
+    token, logp = sample_next(logits, 1.0, 1.0, generator, top_k=3)
+    assert set(token.tolist()) == {0, 1, 2}
+    kept = torch.logsumexp(logits[0, :3], 0)
+    assert torch.allclose(logp, logits[0, token] - kept)
+    token, logp = sample_next(logits, 1.0, 1.0, generator, top_k=4)
+    assert 3 in token.tolist() and torch.allclose(logp, logits[0, token] - torch.logsumexp(logits[0], 0))
