@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from escov.paper_checks.reproduce.reproduction import git_commit, write_run_info
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -191,3 +193,32 @@ def test_the_answers_own_stages_are_not_done_again_and_its_null_arm_is_one_job_e
     nulls = [j for j in jobs if j.name.startswith("es-null-")]
     assert sorted(j.name for j in nulls) == sorted(f"es-null-s{s}" for s in budget.arms.null_seeds)
     assert all(j.make()[1][3] == null_curve(budget.curve) != budget.curve for j in nulls)
+
+
+def test_a_rescaled_run_is_scaled_by_its_seeds_main_es_runs_reward_spread(tiny_model_dir, tmp_path):
+    """The full budget's es-rescaled-s0 job, once es-s0 has run: centered rewards at center_scale = 1 / the mean of
+    es-s0's positive member-reward spreads (es_reward_std over its updating steps, read here from metrics.jsonl)."""
+    import torch
+
+    from escov.llm.config import TrainConfig
+    from escov.llm.train import train
+    from escov.paper_checks.reproduce.budgets import BUDGETS
+    from escov.paper_checks.reproduce.reproduction import reproduction_jobs
+    from tests.llm.tasks_for_tests import digit_share_task
+
+    torch.set_num_threads(1)
+    out = tmp_path / "out"
+    settings = {"algo": "es", "model": str(tiny_model_dir), "out": str(out / "runs" / "es-s0"), "steps": 2}
+    small = {"batch_size": 2, "train_pool": 8, "threads": 1, "max_completion_length": 6, "checkpoint_every": 2}
+    quiet = {"step_samples": 1, "probe": False, "eval_problems": 1, "eval_samples": 1, "eval_ks": (1,)}
+    rest = {"heldout_task": "", "threshold_keep": (), "es": {"population_size": 4, "sigma": 0.02, "alpha": 0.01}}
+    train(TrainConfig.from_dict(settings | small | quiet | rest), task=digit_share_task(), show_progress=False)
+    rows = [json.loads(line) for line in (out / "runs" / "es-s0" / "metrics.jsonl").read_text().splitlines()]
+    spreads = [r["es_reward_std"] for r in rows if r["es_reward_std"] > 0]
+    assert spreads
+    (job,) = [
+        j for j in reproduction_jobs(BUDGETS["full"], out, tiny_model_dir, progress=False) if j.name == "es-rescaled-s0"
+    ]
+    assert job.after == ("es-s0",)
+    cfg = job.make()[1][1]
+    assert cfg["es"]["zscore"] is False and cfg["es"]["center_scale"] == pytest.approx(len(spreads) / sum(spreads))
