@@ -222,3 +222,57 @@ def test_a_rescaled_run_is_scaled_by_its_seeds_main_es_runs_reward_spread(tiny_m
     assert job.after == ("es-s0",)
     cfg = job.make()[1][1]
     assert cfg["es"]["zscore"] is False and cfg["es"]["center_scale"] == pytest.approx(len(spreads) / sum(spreads))
+
+
+def test_reproduce_hands_the_report_what_its_stages_wrote(tmp_path, monkeypatch):
+    """With every stage's output there, `reproduce` builds the report from them: the premise control's record with
+    the fresh split's check beside it, the published report of the budget's own base (paper_checks/summary.py), the
+    needs the budget plans; the report's assembly itself (build_report, tested in test_report_assembly.py) is
+    recorded here, not run."""
+    from dataclasses import replace
+
+    from escov.llm.rundir import write_json
+    from escov.paper_checks.reproduce import reproduction
+    from escov.paper_checks.reproduce.budgets import BUDGETS, published_for
+    from escov.paper_checks.reproduce.plan import planned_needs
+    from escov.paper_checks.summary import load_published
+
+    budget = replace(  # the answer's stages from the paper-regime base: the published report set beside is that base's
+        BUDGETS["answer"],
+        base_settings=(),
+        seeds=(),
+        es_variants=(),
+        arms=None,
+        lemma_as_stated=None,
+        curve=None,
+        purpose="here",
+    )
+    monkeypatch.setitem(BUDGETS, "stages-only", budget)
+    out, model = tmp_path / "out", tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (out / "simulate").mkdir(parents=True)
+    (out / "runs").mkdir()
+    (out / reproduction.PREMISE_DIR).mkdir()
+    for path in ("theory.json", "simulate/summary.json", "lemma_grid.json"):
+        (out / path).write_text("{}")
+    write_json(out / reproduction.PREMISE_DIR / "control.json", {"verdict": "narrowed"})
+    write_json(out / reproduction.FRESH_SPLIT, {"fresh": True})
+    handed = {}
+
+    def recorded(run_dirs, report_dir, *args, **kwargs):
+        Path(report_dir).mkdir(parents=True, exist_ok=True)
+        handed.update(kwargs, run_dirs=run_dirs, args=args)
+        return {}
+
+    monkeypatch.setattr(reproduction, "build_report", recorded)
+    monkeypatch.setattr(reproduction, "load_lemma_grid", lambda path: "the grid")
+    reproduction.reproduce("stages-only", out, model=model, progress=False, jobs=1)
+    assert handed["premise_control"] == {"verdict": "narrowed", "test_split_fresh": {"fresh": True}}
+    assert handed["published_at"] == published_for(budget) and handed["published"] == load_published(
+        published_for(budget)
+    )
+    assert published_for(budget) != published_for(BUDGETS["answer"]) and handed["published"] is not None
+    assert handed["planned"] == planned_needs(budget)
+    assert handed["lemma_as_stated"] is None and handed["args"][2] == "the grid" and handed["args"][3] == "here"
+    assert (out / reproduction.REPORT_DIR / "run_info.json").is_file()
