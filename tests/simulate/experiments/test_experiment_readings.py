@@ -478,31 +478,44 @@ def test_an_identity_read_along_training_fails_where_one_step_breaks_it(monkeypa
     assert claims[claim_id]["verdict"] == "does not hold"
 
 
+def _phases_by_label(n_batch: int) -> dict:
+    """(budget, method label) -> the phases pareto.run trains for it at scale 0.1 (simulate/schedules.py)."""
+    from escov.simulate.experiments import pareto
+    from escov.simulate.experiments.common import STEPS, scaled
+    from escov.simulate.schedules import BUDGETS, grpo_budget, schedule
+
+    steps = scaled(STEPS, 0.1)
+    return {
+        (budget, label): tuple(
+            schedule(first, second, grpo_budget(pareto.GRPO, steps, n_batch, budget), n_batch, budget, switch)
+        )
+        for budget in BUDGETS
+        for label, (first, second, switch) in pareto.methods().items()
+    }
+
+
 def test_the_pareto_findings_report_what_their_runs_measured(monkeypatch):
     """Per budget definition: the method with the highest mean Pass@1 and Pass@32 among GRPO, ES and the 50%
     schedules, whether the schedules' Pass@1 lies between GRPO's and ES's, the front, and the pattern's verdict,
     recomputed from the final Pass@1 and Pass@32 of the run each method's phases made."""
     from escov.simulate.experiments import pareto
-    from escov.simulate.schedules import BUDGETS, grpo_budget, schedule
+    from escov.simulate.schedules import BUDGETS
 
-    made = {}
+    made, tasks = {}, []
 
     def kept(task, phases, *args, **kwargs):
+        tasks.append(task)
         made[tuple(phases)] = real(task, phases, *args, **kwargs)
-        made["task"] = task
         return made[tuple(phases)]
 
     real = pareto.train
     monkeypatch.setattr(pareto, "train", kept)
     claims = _by_id(pareto.run(seeds=4, scale=0.1, progress=False))
-    from escov.simulate.experiments.common import STEPS, scaled
-
-    steps, n_batch = scaled(STEPS, 0.1), made["task"].n_prompts
+    phases = _phases_by_label(tasks[0].n_prompts)
     for budget in BUDGETS:
-        total = grpo_budget(pareto.GRPO, steps, n_batch, budget)
         means = {}
-        for label, (first, second, switch) in pareto.methods().items():
-            run = made[tuple(schedule(first, second, total, n_batch, budget, switch))]
+        for label in pareto.methods():
+            run = made[phases[budget, label]]
             means[label] = (run.final("pass@1").mean(), run.final("pass@32").mean())
         main = ("GRPO", "ES", "GRPO->ES@0.5", "ES->GRPO@0.5")
         best1 = max(main, key=lambda k: means[k][0])
@@ -542,29 +555,17 @@ def test_the_centre_relation_needs_a_correlation_of_at_least_0_8_besides_its_slo
     assert claims["centre_relation"]["verdict"] == "does not hold"
 
 
-class _Endpoint:
-    """A run's base and final Pass@1 and Pass@32 (one seed), written by hand."""
-
-    def __init__(self, pass1: float, pass32: float):
-        self.policy = {"pass@1": np.array([[0.3], [pass1]]), "pass@32": np.array([[0.5], [pass32]])}
-
-    def final(self, name: str) -> np.ndarray:
-        return self.policy[name][-1]
-
-
 def _pareto_on(monkeypatch, endpoints: dict) -> dict:
-    """The Pareto findings on hand-written endpoints by method label (each budget's runs alike)."""
+    """The Pareto findings on hand-written endpoints (final Pass@1, Pass@32 of one seed, from a base of 0.3) by
+    method label, each budget's runs alike."""
     from escov.simulate.bandit import make_task
     from escov.simulate.experiments import pareto
-    from escov.simulate.experiments.common import SHAPE, STEPS, scaled
-    from escov.simulate.schedules import BUDGETS, grpo_budget, schedule
+    from escov.simulate.experiments.common import SHAPE
 
-    steps, n_batch = scaled(STEPS, 0.1), make_task(SHAPE, 1).n_prompts
     runs = {}
-    for budget in BUDGETS:
-        total = grpo_budget(pareto.GRPO, steps, n_batch, budget)
-        for label, (first, second, switch) in pareto.methods().items():
-            runs[tuple(schedule(first, second, total, n_batch, budget, switch))] = _Endpoint(*endpoints[label])
+    for (_, label), phases in _phases_by_label(make_task(SHAPE, 1).n_prompts).items():
+        pass1, pass32 = endpoints[label]
+        runs[phases] = _Trajectory(np.array([[0.3], [pass1]]), np.full((2, 1), 2.0), pass32 - pass1)
     monkeypatch.setattr(pareto, "train", lambda task, phases, **kw: runs[tuple(phases)])
     return _by_id(pareto.run(seeds=1, scale=0.1, progress=False))
 
@@ -601,6 +602,3 @@ def test_a_schedule_above_both_methods_pass1_is_not_between(monkeypatch):
     }
     found = _pareto_on(monkeypatch, endpoints)["pareto_flops"]
     assert found["analogue"]["schedules_between_on_pass@1"] is False and found["verdict"] == "does not hold"
-    from escov.simulate.experiments.pareto import pareto_front
-
-    assert pareto_front({"a": (1.0, 1.0), "b": (1.0, 1.0), "c": (0.0, 2.0), "d": (0.5, 0.5)}) == ["a", "b", "c"]
