@@ -101,7 +101,6 @@ TRL_POINTERS = {
     "gradient_accumulation_steps": "there is one update per batch of --batch_size prompts; raise --batch_size instead",
     "num_train_epochs": "training length is --steps, a budget in GRPO steps (TRL's --max_steps is accepted too)",
     "logging_steps": "every step is logged, to metrics.jsonl in the run directory",
-    "report_to": "every step is logged to metrics.jsonl in the run directory (no tracker in this version)",
     "use_vllm": "use --engine vllm",
     "bf16": "use --dtype bfloat16 (trainers keep fp32 master weights)",
     "resume_from_checkpoint": "use --resume RUN_DIR (the run continues from its newest checkpoint)",
@@ -184,8 +183,7 @@ def settings_table() -> str:
 
 def trl_epilog() -> str:
     """The closing part of `llm train --help`: TRL's names and what --steps means."""
-    known = {name for name, *_ in settings()}
-    aliases = ", ".join(f"--{trl} (--{ours})" for trl, ours in TRL_ALIASES.items() if trl not in known)
+    aliases = ", ".join(f"--{trl} (--{ours})" for trl, ours in TRL_ALIASES.items())
     short = ", ".join(f"--{name}" for name in {**VERL_ALIASES, **VARIANT_ALIASES})
     return (
         "--steps is a budget counted in GRPO steps: an ES phase runs steps x cost(GRPO step) / cost(ES step) "
@@ -225,22 +223,21 @@ class _PointToOurs(argparse.Action):
 
 def add_trl_names(parser: argparse.ArgumentParser) -> None:
     """TRL's names on a parser that has one flag per setting: aliases set our setting, pointers stop
-    with a message; the --help epilog lists them and says what --steps counts."""
+    with a message; the --help epilog lists them and says what --steps counts. None of these names is one of our
+    settings (argparse refuses a flag given twice)."""
     ours = {a.dest: a for a in parser._actions}
     for trl, name in {**TRL_ALIASES, **VERL_ALIASES, **VARIANT_ALIASES}.items():
-        if trl not in ours:  # a setting of ours by the same name wins
-            parser.add_argument(
-                f"--{trl}",
-                dest=name,
-                default=None,
-                type=ours[name].type,
-                metavar=ours[name].metavar,
-                action=_Alias,
-                help=argparse.SUPPRESS,
-            )
+        parser.add_argument(
+            f"--{trl}",
+            dest=name,
+            default=None,
+            type=ours[name].type,
+            metavar=ours[name].metavar,
+            action=_Alias,
+            help=argparse.SUPPRESS,
+        )
     for trl in TRL_POINTERS:
-        if trl not in ours:
-            parser.add_argument(f"--{trl}", nargs="?", action=_PointToOurs, help=argparse.SUPPRESS)
+        parser.add_argument(f"--{trl}", nargs="?", action=_PointToOurs, help=argparse.SUPPRESS)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "\n\n".join(textwrap.fill(p, 100) for p in trl_epilog().split("\n\n"))
 
