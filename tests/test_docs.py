@@ -74,6 +74,8 @@ def test_docs_paper_holds_the_numbers_the_checks_use():
     text = PAPER.read_text()
     table2 = _rows(text[text.index("**Table 2**") : text.index("**Table 3**")])
     table4 = _rows(text[text.index("**Table 4**") : text.index("**Table 6**")])
+    taus = [f"{t:.1e}".replace("e-0", "e-") for t in pn.PAPER_TAUS]
+    assert table4["model"][2:] == [f"tau = {taus[0]}", *taus[1:]]
     text = " ".join(text.split())  # lines wrap anywhere
     for model, methods in pn.TABLE2_EASY.items():
         cells = table2[model]

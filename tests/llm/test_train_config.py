@@ -332,3 +332,69 @@ def test_the_task_a_config_makes_carries_each_task_setting_off_its_default(setti
     made = behaviour(TrainConfig(**{setting: value}).make_task())
     assert made == behaviour(get_task("countdown", **{setting: value}))
     assert made != behaviour(get_task("countdown"))
+
+
+_TASK_REWARDS = """
+def exact(prompts, completions, solution, **kwargs):
+    return [1.0 if c.strip() == s else 0.0 for c, s in zip(completions, solution)]
+
+def short(prompts, completions, **kwargs):
+    return [1.0 if len(c) <= 2 else 0.0 for c in completions]
+"""
+
+
+def test_the_task_a_config_makes_carries_its_data_and_reward_function_settings(tmp_path, monkeypatch):
+    """The data files, their split and field names, the reward functions and weights, what counts as correct and the
+    reward timeout: make_task is get_task given each of them by get_task's own name, and each matters (the task
+    without it differs in its problems, scores, correctness or time limit)."""
+    import json
+    import sys
+
+    from escov.llm.tasks import get_task
+
+    (tmp_path / "task_rewards.py").write_text(_TASK_REWARDS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rows = [{"question": f"{i}+{i}=", "solution": str(2 * i)} for i in range(12)]
+    for name, part in (("train.jsonl", rows[:8]), ("test.jsonl", rows[8:]), ("all.jsonl", rows)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in part))
+    rewards = dict(
+        data_fields="prompt=question",
+        reward_function=("task_rewards:exact", "task_rewards:short"),
+        reward_weights=(1.0, 0.5),
+        correct_reward="exact",
+        correct_threshold=0.75,
+        reward_timeout=30.0,
+    )
+    two_files = dict(rewards, data=str(tmp_path / "train.jsonl"), test_data=str(tmp_path / "test.jsonl"))
+    one_file = dict(rewards, data=str(tmp_path / "all.jsonl"), data_split="first-5")
+
+    def as_get_task(settings):  # get_task's names for them
+        named = dict(settings, fields={"prompt": "question"}, reward_function=list(settings["reward_function"]))
+        del named["data_fields"]
+        return named
+
+    def behaviour(task):
+        train, test = task.problems("train", 4, seed=0), task.problems("test", 2, seed=0)
+        batch = [(p, c) for p in train[:2] + test[:1] for c in (p.meta["columns"]["solution"], "12", "xyz")]
+        scores = task.score_batch([p for p, _ in batch], [c for _, c in batch])
+        return (
+            [p.prompt for p in train + test],
+            [task.size("train"), task.size("test")],
+            scores.total.tolist(),
+            scores.correct.tolist(),
+            task.rewards.timeout,
+        )
+
+    try:
+        for settings in (two_files, one_file):
+            made = behaviour(TrainConfig(task="prompts", **settings).make_task())
+            named = as_get_task(settings)
+            assert made == behaviour(get_task("prompts", **named))
+            split = "data_split" if "data_split" in named else "test_data"
+            with pytest.raises(ValueError, match="task 'prompts' has no test data"):
+                behaviour(get_task("prompts", **{k: v for k, v in named.items() if k != split}))
+            assert made != behaviour(get_task("prompts", **{k: v for k, v in named.items() if k != "reward_weights"}))
+            for changed in ({"correct_threshold": 1.0, "correct_reward": "short"}, {"reward_timeout": 0.0}):
+                assert made != behaviour(get_task("prompts", **(named | changed)))
+    finally:
+        sys.modules.pop("task_rewards", None)

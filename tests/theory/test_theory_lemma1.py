@@ -113,11 +113,36 @@ def test_sympy_jssucc_coefficient_equals_closed_form():
     assert coef.constant == sp.Rational(1, 4)
 
 
+@pytest.mark.parametrize("n_members", [3, 4])
+def test_sympy_coefficients_carry_one_minus_one_over_n_for_every_population_size(n_members):
+    """(1/2)(1 - 1/N): 1/3 at N = 3, 3/8 at N = 4 (two outcomes keep sympy quick)."""
+    expected = sp.Rational(1, 2) * (1 - sp.Rational(1, n_members))
+    for coef in (jspol_coefficient(2, n_members), jssucc_coefficient(2, n_members, 1)):
+        assert coef.equal and coef.constant == expected
+
+
+def test_sympy_jssucc_with_two_correct_outcomes_is_the_numeric_success_fisher():
+    """Outcomes 0 and 1 correct of 4: p = q_0 + q_1; the derived coefficient at a point against the numeric
+    F_succ = grad p grad p^T / (p (1 - p)) of the same tabular policy."""
+    coef = jssucc_coefficient(4, 2, 2)
+    assert coef.equal and coef.constant == sp.Rational(1, 4)
+    q = np.array([0.1, 0.2, 0.3, 0.4])
+    value = float(coef.derived.subs(dict(zip(coef.probabilities, q[:3]))))
+    policy = CategoricalPolicy(np.eye(4), np.log(q), np.array([True, True, False, False]))
+    assert value == pytest.approx(0.25 * np.trace(policy.success_fisher(np.zeros(4))), rel=1e-12)
+
+
 def test_sympy_rejects_bad_sizes():
     with pytest.raises(ValueError, match="n_members"):
         jspol_coefficient(3, 1)
+    with pytest.raises(ValueError, match="n_outcomes"):
+        jspol_coefficient(1, 2)
     with pytest.raises(ValueError, match="n_correct"):
         jssucc_coefficient(3, 2, 3)
+    with pytest.raises(ValueError, match="A must have 3 rows, got 4"):
+        jspol_coefficient(3, 2, sp.Matrix([[1, 0], [0, 1], [1, 1], [2, 0]]))
+    with pytest.raises(ValueError, match="A must have 3 rows, got 2"):
+        jspol_coefficient(3, 2, sp.Matrix([[1, 0], [0, 1]]))
 
 
 def test_log_n_is_the_ceiling_at_huge_sigma():

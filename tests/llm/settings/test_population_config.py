@@ -50,5 +50,7 @@ def test_auto_stacks_low_rank_members_while_their_matrices_fit_the_limit():
     auto = PopulationConfig(lowrank_layout="auto")
     assert not auto.factored(fits, shapes, torch.float32) and auto.factored(fits + 1, shapes, torch.float32)
     assert not auto.factored(2 * fits, shapes, torch.bfloat16)  # half the bytes per entry
+    exact = [(STACK_AUTO_BYTES // (16 * 4), 1)]  # 16 float32 members of exactly the limit: still stacked
+    assert not auto.factored(16, exact, torch.float32) and auto.factored(16, [(exact[0][0] + 1, 1)], torch.float32)
     assert PopulationConfig(lowrank_layout="factored").factored(1, shapes, torch.float32)
     assert not PopulationConfig(lowrank_layout="stacked").factored(10**6, shapes, torch.float32)
