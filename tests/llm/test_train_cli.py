@@ -353,6 +353,36 @@ def test_resuming_a_finished_run_does_nothing_unless_asked(finished_es_run, caps
     assert (run / "eval.json").stat().st_mtime_ns > before[run / "eval.json"] and "%|" not in again.stderr
 
 
+def test_a_run_missing_any_part_of_its_final_stage_is_not_finished(finished_es_run, tmp_path):
+    """is_finished: the last checkpoint, the thresholded evaluation that closes eval.json, every metrics row, and both
+    plots; each taken away alone from a copy of a finished run leaves it unfinished (a resume then completes it)."""
+    import shutil
+
+    from escov.llm.train_cli import is_finished
+
+    def without(damage) -> bool:
+        copy = tmp_path / f"copy{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(finished_es_run[0], copy)
+        damage(copy)
+        return is_finished(copy)
+
+    def drop_thresholded(run):
+        ev = json.loads((run / "eval.json").read_text())
+        del ev["thresholded"]
+        (run / "eval.json").write_text(json.dumps(ev))
+
+    def drop_a_row(run):
+        rows = (run / "metrics.jsonl").read_text().splitlines()
+        (run / "metrics.jsonl").write_text("\n".join(rows[:2] + rows[3:]) + "\n")
+
+    assert without(lambda run: None)
+    assert not without(drop_thresholded)
+    assert not without(drop_a_row)
+    assert not without(lambda run: (run / "curves.png").unlink())
+    assert not without(lambda run: (run / "drift_hist.png").unlink())
+    assert not without(lambda run: shutil.rmtree(run / "checkpoints" / "step-6"))
+
+
 @pytest.mark.parametrize(
     "algo, signum", [("es", signal.SIGINT), pytest.param("grpo", signal.SIGTERM, marks=pytest.mark.slow)]
 )

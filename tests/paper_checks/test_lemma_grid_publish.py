@@ -2,8 +2,10 @@
 lines change."""
 
 import copy
+import json
 
 import numpy as np
+import pytest
 
 from escov.paper_checks.lemma_grid_publish import splice_markdown, splice_report
 from escov.paper_checks.report import render_markdown
@@ -152,3 +154,51 @@ def test_spliced_markdown_is_the_markdown_of_the_spliced_report():
     stated = "## Lemma 1 as stated (independent populations, tr I from separate completions)\n\nkept\n\n"
     after = text.replace("## Claims one by one", stated + "## Claims one by one")
     assert splice_markdown(after, new) == spliced.replace("## Claims one by one", stated + "## Claims one by one")
+
+
+def test_a_report_whose_evidence_holds_the_training_summary_keeps_it():
+    """A report written after the summary was kept whole (evidence "training"): it is carried over as it is."""
+    old = _old_report()
+    training = {"sigma": 0.05, "temperature": 0.7, "ratios": [3.0, 3.5], "s": [2.0, 2.2], "s_median": 2.1}
+    old["claims"][1]["levels"]["real"]["evidence"] = {"training": training}
+    real = splice_report(old, _new_grid())["claims"][1]["levels"]["real"]
+    assert real["evidence"]["training"] == training
+
+
+def test_a_grid_value_that_is_not_finite_is_written_null_and_listed():
+    grid = _new_grid()
+    grid[1]["measured"] = float("nan")
+    grid[2]["ratio_ci"] = [float("-inf"), 1.0]
+    new = splice_report(_old_report(), grid, 0.02, 1.0)
+    assert new["lemma_grid"][1]["measured"] is None and new["lemma_grid"][2]["ratio_ci"] == [None, 1.0]
+    assert {"lemma_grid[1].measured", "lemma_grid[2].ratio_ci[0]"} <= set(new["non_finite"])
+    assert "claims[0].levels.real.evidence.x" in new["non_finite"]
+    json.dumps(new, allow_nan=False)  # report.json stays strict JSON
+
+
+def test_an_empty_grid_removes_the_grid_section():
+    old = _old_report()
+    text = render_markdown(old)
+    new = splice_report(old, [], 0.02, 1.0)
+    spliced = splice_markdown(text, new)
+    assert "## The Lemma 1 grid on the real model" not in spliced and spliced == render_markdown(new)
+
+
+def test_a_report_it_cannot_place_the_splice_in_is_refused_naming_what_is_missing():
+    old = _old_report()
+    new = splice_report(old, _new_grid(), 0.02, 1.0)
+    text = render_markdown(old)
+    row = next(line for line in text.split("\n") if line.startswith("| [") and "](#lemma1) |" in line)
+    without_lemma1 = {**old, "claims": old["claims"][:1]}
+    with pytest.raises(ValueError, match="report.json has no 'lemma1' claim"):
+        splice_report(without_lemma1, _new_grid())
+    for damaged, message in (
+        (text.replace(row + "\n", ""), "expected one claims-table row of lemma1, found 0"),
+        (text.replace(row, row + "\n" + row), "expected one claims-table row of lemma1, found 2"),
+        (text.replace('<a id="lemma1"></a>', ""), "expected one section of the claim lemma1, found 0"),
+        (text.replace('<a id="lemma1"></a>', '<a id="lemma1"></a>\n<a id="lemma1"></a>'), "found 2"),
+        (text.replace("\n- real: ", "\n- measured: "), "the lemma1 section has no '- real:' line"),
+        (text.replace("## Claims one by one", "## Claims"), "no '## Claims one by one' heading"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            splice_markdown(damaged, new)
