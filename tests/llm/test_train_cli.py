@@ -353,6 +353,50 @@ def test_resuming_a_finished_run_does_nothing_unless_asked(finished_es_run, caps
     assert (run / "eval.json").stat().st_mtime_ns > before[run / "eval.json"] and "%|" not in again.stderr
 
 
+def test_a_run_stopped_by_a_non_finite_weight_exits_1_with_one_line(tiny_model_dir, tmp_path, capsys):
+    run = tmp_path / "inf"
+    code = llm_main(["train", *_flags(_cfg(tiny_model_dir, run, "es", es={"alpha": 1e39})), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 1
+    errors = [line for line in out.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "is not finite after the ES update; last good checkpoint: " in errors[0]
+    assert errors[0].endswith(str(run / "checkpoints" / "step-0"))
+    assert f"finished: {run}" not in out
+
+
+def test_the_summary_and_the_resume_hint_read_the_runs_files(finished_es_run, tmp_path):
+    """Base and final Pass@k, the ES iterations whose members all scored the same (and only those), the checkpoints
+    (the middle ones elided past four), and the newest checkpoint in the resume hint: from a copy of a finished run
+    whose files were edited to known values."""
+    import shutil
+
+    from escov.llm.train_cli import resume_hint, summary
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_es_run[0], run)
+    ev = json.loads((run / "eval.json").read_text())
+    ev["base"]["pass_at_k"] = {k: 0.125 for k in ev["base"]["pass_at_k"]}
+    ev["final"]["pass_at_k"] = {k: 0.5 for k in ev["final"]["pass_at_k"]}
+    (run / "eval.json").write_text(json.dumps(ev))
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    es_rows = [r for r in rows if r["phase"] == "es"]
+    for i, r in enumerate(es_rows):
+        r["es_zero_update"] = i in (1, 4)  # two of them; the others False, not missing
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for step in (8, 10, 12):
+        shutil.copytree(run / "checkpoints" / "step-6", run / "checkpoints" / f"step-{step}")
+    text = summary(run)
+    assert "Pass@1 0.125 -> 0.500" in text
+    assert f"  ES: 2 of {len(es_rows)} iterations had all members' rewards equal: a zero update" in text.splitlines()
+    assert f"  6 checkpoints in {run / 'checkpoints'}: step-2, step-4, ..., step-12" in text.splitlines()
+    hint = resume_hint(run, "stopped by SIGINT after step 12")
+    assert hint == (
+        f"stopped by SIGINT after step 12; last checkpoint {run / 'checkpoints' / 'step-12'}; "
+        f"resume with: python -m escov.llm train --resume {run}"
+    )
+    assert resume_hint(tmp_path / "never", "stopped by SIGINT").endswith("nothing was kept (run the same command again)")
+
+
 def test_a_run_missing_any_part_of_its_final_stage_is_not_finished(finished_es_run, tmp_path):
     """is_finished: the last checkpoint, the thresholded evaluation that closes eval.json, every metrics row, and both
     plots; each taken away alone from a copy of a finished run leaves it unfinished (a resume then completes it)."""

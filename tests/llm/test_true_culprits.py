@@ -145,6 +145,22 @@ def test_flags_name_their_culprit_in_one_line(folder, tiny_model_dir, capsys, ex
     assert message in err and err.startswith("python -m escov.llm train: error: ")
 
 
+def test_resume_refuses_settings_and_a_config_file_and_its_own_flags_need_it(folder, tiny_model_dir, capsys):
+    """--resume continues with the run's saved settings: a setting flag or --config beside it is refused, naming
+    each; --allow_device_change, --allow_config_change and --re_evaluate without --resume are refused too."""
+    (folder / "c.toml").write_text("steps = 3\n")
+    for extra, given in (
+        (["--config", "c.toml"], "['config']"),
+        (["--steps", "3", "--es.sigma", "0.01"], "['es.sigma', 'steps']"),
+        (["--device", "cpu", "--seed", "2"], "['seed']"),
+    ):
+        err = _err(["train", "--resume", "run", *extra], capsys)
+        assert f"--resume continues a run with its saved config; do not combine it with {given}" in err, extra
+    for flag in ("--allow_device_change", "--allow_config_change", "--re_evaluate"):
+        err = _err(["train", "--model", str(tiny_model_dir), "--out", "run", flag], capsys)
+        assert f"{flag} only applies with --resume" in err, flag
+
+
 def test_toml_grpo_keys_of_an_es_run_are_refused(folder, tiny_model_dir, capsys):
     (folder / "es.toml").write_text('algo = "es"\n[grpo]\nnum_generations = 8\nbeta = 0.0\n')
     err = _err(["train", "--config", "es.toml", "--model", str(tiny_model_dir), "--out", "run"], capsys)

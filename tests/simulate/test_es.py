@@ -131,6 +131,9 @@ def test_round_to_bf16_matches_torch():
     ref = torch.from_numpy(x).to(torch.bfloat16).to(torch.float32).numpy()
     np.testing.assert_array_equal(ours, ref)
     assert np.isnan(round_to_bf16(np.array([np.nan], np.float32)))[0]
+    # every NaN stays NaN, whatever its payload (the rounding carry would turn 0x7FFFFFFF into -0.0)
+    payloads = np.array([0x7FC00000, 0x7FFFFFFF, 0xFFFFFFFF, 0x7F800001], dtype=np.uint32).view(np.float32)
+    assert np.isnan(round_to_bf16(payloads)).all()
 
 
 def test_perturb_restore_residue_is_bounded_and_zero_for_exact_steps():

@@ -26,6 +26,12 @@ def test_z_is_centred_and_divided_by_population_std_plus_eps(r, eps):
     np.testing.assert_allclose(standardize(r, eps, scale=False), [x - mean for x in r], atol=1e-9)
 
 
+def test_only_exactly_equal_rewards_give_no_signal():
+    """A spread of 1e-12 is a spread: z = -1, +1 (eps 0); the zero rule is for rewards exactly equal."""
+    np.testing.assert_allclose(standardize([0.0, 1e-12]), [-1.0, 1.0], rtol=1e-6)
+    np.testing.assert_array_equal(standardize([0.1 + 0.2, 0.1 + 0.2, 0.1 + 0.2]), [0.0, 0.0, 0.0])
+
+
 def test_rows_are_groups_and_bad_input_is_an_error():
     z = standardize(np.array([[0.0, 1.0], [0.5, 0.5], [1.0, 3.0]]))
     np.testing.assert_array_equal(z, [[-1.0, 1.0], [0.0, 0.0], [-1.0, 1.0]])
