@@ -394,7 +394,18 @@ def test_the_summary_and_the_resume_hint_read_the_runs_files(finished_es_run, tm
         f"stopped by SIGINT after step 12; last checkpoint {run / 'checkpoints' / 'step-12'}; "
         f"resume with: python -m escov.llm train --resume {run}"
     )
-    assert resume_hint(tmp_path / "never", "stopped by SIGINT").endswith("nothing was kept (run the same command again)")
+    never = resume_hint(tmp_path / "never", "stopped by SIGINT")
+    assert never.endswith("nothing was kept (run the same command again)")
+
+
+@pytest.mark.parametrize("algo", ["es", "grpo", "es-grpo", "grpo-es"])
+def test_a_runs_total_steps_count_every_phase(algo):
+    """The last checkpoint of a finished run is at the end of its last phase: the phases' steps added up."""
+    from escov.llm.train_cli import total_steps
+
+    cfg = TrainConfig(algo=algo, model="m", out="o", steps=10, switch_step=4 if "-" in algo else 0)
+    phases = schedules.plan(cfg)
+    assert total_steps(cfg) == sum(p.steps for p in phases) and len(phases) == (2 if "-" in algo else 1)
 
 
 def test_a_run_missing_any_part_of_its_final_stage_is_not_finished(finished_es_run, tmp_path):

@@ -11,7 +11,8 @@ def test_a_pretrained_bases_record_and_preset_come_from_its_pretrain_json(tmp_pa
     base.mkdir()
     info = {"preset": "test", "overrides": {"steps": "7", "rare_above": "50"}, "seed": 3, "parameters": 1234, "x": 1}
     (base / "pretrain.json").write_text(json.dumps(info))
-    assert base_record(base) == {"name": "base-a", **{k: info[k] for k in ("preset", "overrides", "seed", "parameters")}}
+    kept = ("preset", "overrides", "seed", "parameters")
+    assert base_record(base) == {"name": "base-a", **{k: info[k] for k in kept}}
     preset = base_preset(base)
     assert (preset.steps, preset.rare_above) == (7, 50) and preset == preset_with("test", info["overrides"])
     assert preset != preset_with("test")
