@@ -1,6 +1,6 @@
 """Held-out arithmetic (the forgetting probe): "47+58=" -> "105".
 
-Questions: a + b and a - b with two-digit operands, a * b with a two-digit and a one-digit operand.
+Questions: a + b and a - b with two-digit operands, a * b with a two-digit operand and a one-digit one from 2 to 9.
 The base model learns this beside Countdown; ES/GRPO train on Countdown only, so the change in
 arithmetic accuracy measures forgetting. The split of an instance is fixed by its question text.
 Reward 1 when the completion (its last <answer> block, else all of it) is exactly the integer

@@ -58,6 +58,9 @@ def test_resume_of_a_cuda_run_on_this_machine_needs_permission_and_then_continue
     assert resume_device("cuda:0", None, True, "run") == "cpu"
     assert resume_device("auto", None, False, "run") == "cpu"  # a config written before runs recorded a device
     assert resume_device("cpu", "cpu", False, "run") == "cpu"
+    # a device asked for by name is resolved, not replaced: CUDA asked for on this machine is refused
+    with pytest.raises(ValueError, match="device 'cuda': CUDA is not available on this machine"):
+        resume_device("cuda:0", "cuda", True, "run")
 
 
 def test_train_config_checks_the_device_setting():
