@@ -85,6 +85,7 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
         for a, b in zip(ref_steps, steps):
             np.testing.assert_array_equal(a.rewards, b.rewards)
             np.testing.assert_array_equal(a.z, b.z)
+            assert b.n_tokens == a.n_tokens  # every block's tokens, the re-run one's included
         final = dist.center_weights()
         for name in ref_weights:
             assert torch.equal(final[name], ref_weights[name]), name

@@ -1,0 +1,51 @@
+"""llm/settings/user_data.py: the paper's measurements off on task "prompts" only, reward weights given alone, every
+reward function's path checked, reward functions alone (no reward convention beside them), and task "prompts"
+without a function refused by that name."""
+
+import pytest
+
+from escov.llm.config import TrainConfig
+from escov.llm.settings.user_data import USER_DATA_DEFAULTS
+
+
+def _cfg(**settings) -> TrainConfig:
+    return TrainConfig.from_dict({"model": "m", "out": "o", **settings})
+
+
+def test_the_papers_measurements_are_off_on_task_prompts_only():
+    defaults = TrainConfig()
+    prompts = _cfg(task="prompts", data="d.jsonl", reward_function="m:f")
+    assert {k: getattr(prompts, k) for k in USER_DATA_DEFAULTS} == {
+        "probe": False,
+        "heldout_task": "",
+        "threshold_keep": (),
+    }
+    for task in ("gsm8k", "countdown"):  # a built-in task on the user's data file keeps them
+        built_in = _cfg(task=task, data="d.jsonl")
+        assert {k: getattr(built_in, k) for k in USER_DATA_DEFAULTS} == {
+            k: getattr(defaults, k) for k in USER_DATA_DEFAULTS
+        }
+    asked = _cfg(task="prompts", data="d.jsonl", reward_function="m:f", probe=True, heldout_task="arithmetic")
+    assert (asked.probe, asked.heldout_task) == (True, "arithmetic")
+
+
+def test_one_function_and_one_weight_given_alone_in_python_are_tuples_of_one():
+    """The Python API takes a single function and weight as they are (config.json and TOML take lists)."""
+    cfg = TrainConfig(model="m", out="o", task="prompts", data="d.jsonl", reward_function="m:f", reward_weights=0.5)
+    assert (cfg.reward_function, cfg.reward_weights) == (("m:f",), (0.5,))
+
+
+def test_every_reward_functions_path_is_checked():
+    with pytest.raises(ValueError, match="must look like 'module:function' or 'file.py:function', got 'second'"):
+        _cfg(task="prompts", data="d.jsonl", reward_function=["m:f", "second"])
+
+
+@pytest.mark.parametrize("convention", [{"format_reward": 0.1}, {"reward": "es-at-scale-countdown"}])
+def test_reward_functions_replace_the_reward_convention(convention):
+    with pytest.raises(ValueError, match="replaces the reward convention; leave reward and format_reward unset"):
+        _cfg(task="countdown", reward_function="m:f", **convention)
+
+
+def test_task_prompts_without_a_function_is_refused_by_that_name_even_with_a_correctness_rule():
+    with pytest.raises(ValueError, match="task 'prompts' needs reward_function = 'module:function'"):
+        _cfg(task="prompts", data="d.jsonl", correct_threshold=0.5)
