@@ -205,3 +205,29 @@ def test_the_documented_names_are_the_ones_written(tracked_run):
     assert all(any(t == d or t.startswith(d) for t in written) for d in documented), sorted(
         d for d in documented if not any(t == d or t.startswith(d) for t in written)
     )
+
+
+def test_scalars_are_the_finite_numbers_by_path_without_flags_or_settings():
+    """What a tracker receives of a record: finite ints and floats, nested names joined with "/", never a bool (a
+    flag, not a measurement), a NaN or infinity, a list, or a key of NOT_MEASURED (settings and per-item lists)."""
+    from escov.llm.tracking import NOT_MEASURED, completions_table, scalars
+
+    record = {
+        "reward": 0.5,
+        "steps": 3,
+        "es_zero_update": True,
+        "bad": float("nan"),
+        "huge": float("inf"),
+        "ks": [1, 2],
+        "pass_at_k": {"1": 0.25, "16": {"mean": 0.75}},
+        "members": 8,
+    }
+    assert "members" in NOT_MEASURED
+    assert scalars("train", record) == {
+        "train/reward": 0.5,
+        "train/steps": 3.0,
+        "train/pass_at_k/1": 0.25,
+        "train/pass_at_k/16/mean": 0.75,
+    }
+    table = completions_table([{"prompt": "a|b", "completion": "x\ny", "reward": 0.123456}])
+    assert table.splitlines()[-1] == "| a\\|b | x<br>y | 0.1235 |"

@@ -78,6 +78,10 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
         ]
         assert ray_local.available_resources().get("CPU", 0.0) == pytest.approx(2 - 2 * 0.5)
         steps = [dist.step(_problems(), 0)]
+        first = steps[0].traffic  # the starting weights went to each actor with the first call
+        weight_bytes = sum(t.numel() * 4 for t in master.values())
+        assert first["actor_bytes_to"] > weight_bytes and 0 < first["actor_bytes_from"] < 4096
+        assert first["actor_bytes"] == first["actor_bytes_to"] + first["actor_bytes_from"]
         ray_local.kill(actors.actors[1])  # actor 1 dies between iterations
         steps += [dist.step(_problems(), s) for s in range(1, STEPS)]
         assert actors.reruns == [{"step": 1, "worker": 1, "members": [2, 3], "rerun_on": 0}]
@@ -90,6 +94,11 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
         for name in ref_weights:
             assert torch.equal(final[name], ref_weights[name]), name
         assert ray_local.get(actors.actors[0].weight_hash.remote()) == weight_hash(ref_weights)
+        # a plan the actors would not rebuild (another run seed) is refused before any member runs
+        from escov.llm.es.algorithm import ES
+
+        with pytest.raises(RuntimeError, match="is not the one its Ray actors rebuild from"):
+            actors.rewards(ES.planner(cfg, 4)(STEPS, sigma=cfg.sigma), _problems())
         # a replica that applies a different update is caught at the next iteration
         wrong = dist.plan(STEPS).update(np.array([1.0, -1.0, 0.0, 0.0]), cfg.alpha)
         ray_local.get(actors.actors[0].update.remote(wrong))

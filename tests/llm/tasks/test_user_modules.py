@@ -75,6 +75,11 @@ def test_a_module_on_the_python_path_wins_over_one_of_the_same_name_in_the_curre
     assert load_function("um_twin:exact")(prompts=[], completions=[]) == ["site"]
 
 
+def test_a_file_is_itself_as_given_and_a_built_in_module_has_no_file(away_from_path):
+    assert user_modules.source_file("sub/um_missing.py") == Path("sub/um_missing.py")  # not resolved, even missing
+    assert user_modules.source_file("sys") is None  # built in: found, but no source file to hash
+
+
 def test_a_module_found_nowhere_is_named_once():
     with pytest.raises(ValueError) as err:
         user_modules.source_file("um_nowhere.sub")
