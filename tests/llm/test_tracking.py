@@ -231,3 +231,21 @@ def test_scalars_are_the_finite_numbers_by_path_without_flags_or_settings():
     }
     table = completions_table([{"prompt": "a|b", "completion": "x\ny", "reward": 0.123456}])
     assert table.splitlines()[-1] == "| a\\|b | x<br>y | 0.1235 |"
+
+
+def test_a_resumed_runs_tracker_hides_the_events_it_measures_again(tmp_path):
+    """TensorBoard: a run stopped after logging step 3 and resumed from its step-2 checkpoint logs step 3 again; the
+    resumed tracker (purge_from = 3) hides the first one, so each step holds one event, the resumed run's."""
+    from escov.llm.tracking import open_tracker
+
+    accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    first = open_tracker("tensorboard", tmp_path, {"seed": 0})
+    for step in (1, 2, 3):
+        first.log({"train/reward_mean": float(step)}, step)
+    first.close()
+    resumed = open_tracker("tensorboard", tmp_path, {"seed": 0}, purge_from=3)
+    resumed.log({"train/reward_mean": 30.0}, 3)
+    resumed.close()
+    events = accumulator.EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"scalars": 0})
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("train/reward_mean")] == [(1, 1.0), (2, 2.0), (3, 30.0)]
