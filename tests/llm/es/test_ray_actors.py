@@ -85,6 +85,8 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
         ray_local.kill(actors.actors[1])  # actor 1 dies between iterations
         steps += [dist.step(_problems(), s) for s in range(1, STEPS)]
         assert actors.reruns == [{"step": 1, "worker": 1, "members": [2, 3], "rerun_on": 0}]
+        # later iterations send each call's plan and positions (bytes, not weights) and receive the rewards
+        assert all(0 < s.traffic["actor_bytes_to"] < 4096 and s.traffic["actor_bytes_from"] > 0 for s in steps[1:])
         assert actors.alive == [0]
         for a, b in zip(ref_steps, steps):
             np.testing.assert_array_equal(a.rewards, b.rewards)
