@@ -269,3 +269,23 @@ def test_lowrank_layout_auto_stacks_while_the_stacked_matrices_fit():
     assert not PopulationConfig(lowrank_layout="stacked").factored(64, large, torch.float32)
     with pytest.raises(ValueError, match="lowrank_layout must be one of"):
         PopulationConfig(lowrank_layout="fused").validate()
+
+
+def test_a_population_linear_keeps_an_unperturbed_bias_and_splits_rows_by_member():
+    """Qwen's q/k/v projections carry a bias that ES may leave unperturbed: member m's rows are x W_m^T + b, with each
+    member's own W_m (written here by hand with F.linear); a batch that does not split into the members is refused."""
+    from torch.nn import functional as F
+
+    from escov.llm.es.batched_hf import MemberParam, PopulationLinear, _rows
+
+    torch.manual_seed(0)
+    base = torch.nn.Linear(5, 3, bias=True)
+    w = torch.randn(2, 3, 5)  # two members' weights, [out, in] each
+    layer = PopulationLinear(base, MemberParam(stacked=w.transpose(1, 2).contiguous()), None, members=2)
+    x = torch.randn(4, 5)  # rows 0-1: member 0, rows 2-3: member 1
+    with torch.no_grad():
+        out = layer(x)
+        expected = torch.cat([F.linear(x[:2], w[0], base.bias), F.linear(x[2:], w[1], base.bias)])
+    torch.testing.assert_close(out, expected)
+    with pytest.raises(ValueError, match="a batch of 5 rows does not split into 2 members"):
+        _rows(torch.zeros(5, 3), 2)
