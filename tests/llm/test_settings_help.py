@@ -34,11 +34,12 @@ RENAMED = {
 }
 
 
+# fmt: off
 @dataclasses.dataclass
-class _Documented:
+class _Documented:  # (the formatter would move the continuation's comment to the class body's column)
     plain: int = 1  # one line
     continued: str = "x"  # a first line
-    # and its continuation
+                          # and its continuation
     not_continued: float = 0.5  # its own line
     # a comment in another column, not part of it
     multiline: tuple[int, ...] = (
@@ -46,6 +47,7 @@ class _Documented:
         2,
     )  # written after the default's last line
     undocumented: bool = False
+# fmt: on
 
 
 def test_a_description_is_its_lines_comment_continued_in_its_column():
