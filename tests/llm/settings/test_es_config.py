@@ -37,6 +37,13 @@ REFUSED = [
     ),
     ({"tag": "Small"}, "es.tag must be lowercase letters, digits and '-', got 'Small'"),
     ({"tag": "a_b"}, "es.tag must be lowercase letters, digits and '-', got 'a_b'"),
+    ({"tag": 1}, "es.tag must be lowercase letters, digits and '-', got 1"),
+    ({"member_temperature": 1.0, "member_samples": True}, "es.member_samples must be an integer >= 1, got True"),
+    ({"member_temperature": 1.0, "member_samples": 2.0}, "es.member_samples must be an integer >= 1, got 2.0"),
+    ({"member_temperature": "1"}, "es.member_temperature must be >= 0 (0 = greedy), got '1'"),
+    ({"sigma": "0.1"}, "es.sigma must be a finite number > 0, got '0.1'"),
+    ({"noise_chunk": True}, f"es.noise_chunk must be an integer in [1, {NOISE_TABLE_SIZE}], got True"),
+    ({"noise_chunk": 2.0}, f"es.noise_chunk must be an integer in [1, {NOISE_TABLE_SIZE}], got 2.0"),
 ]
 
 ACCEPTED = [

@@ -18,6 +18,11 @@ REFUSED = [
         {"lowrank_layout": "flat"},
         "population.lowrank_layout must be one of ['auto', 'factored', 'stacked'], got 'flat'",
     ),
+    ({"max_rows": True}, "population.max_rows must be an integer >= 1, got True"),
+    ({"max_rows": 2.0}, "population.max_rows must be an integer >= 1, got 2.0"),
+    ({"keep_noise_mb": True}, "population.keep_noise_mb must be an integer >= 0, got True"),
+    ({"keep_noise_mb": 1.5}, "population.keep_noise_mb must be an integer >= 0, got 1.5"),
+    ({"noise_rank": 2.0}, "population.noise_rank must be an integer >= 0 (0 = full rank), got 2.0"),
 ]
 
 
