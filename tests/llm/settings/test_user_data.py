@@ -47,5 +47,15 @@ def test_reward_functions_replace_the_reward_convention(convention):
 
 
 def test_task_prompts_without_a_function_is_refused_by_that_name_even_with_a_correctness_rule():
-    with pytest.raises(ValueError, match="task 'prompts' needs reward_function = 'module:function'"):
+    with pytest.raises(ValueError) as err:
         _cfg(task="prompts", data="d.jsonl", correct_threshold=0.5)
+    assert str(err.value) == (
+        "config: task 'prompts' needs reward_function = 'module:function' (--reward_function my_rewards:accuracy)"
+    )
+
+
+def test_a_built_in_task_with_reward_functions_takes_a_correctness_rule():
+    cfg = _cfg(task="countdown", reward_function="m:f", correct_reward="total", correct_threshold=0.5)
+    assert (cfg.correct_reward, cfg.correct_threshold) == ("total", 0.5)
+    with pytest.raises(ValueError, match="correct_reward / correct_threshold choose among reward functions"):
+        _cfg(task="countdown", correct_reward="total")
