@@ -59,3 +59,13 @@ def test_a_built_in_task_with_reward_functions_takes_a_correctness_rule():
     assert (cfg.correct_reward, cfg.correct_threshold) == ("total", 0.5)
     with pytest.raises(ValueError, match="correct_reward / correct_threshold choose among reward functions"):
         _cfg(task="countdown", correct_reward="total")
+
+
+def test_without_reward_functions_the_reward_convention_must_fit_the_task():
+    with pytest.raises(
+        ValueError, match=r"reward 'paper-gsm8k' is for the tasks \['gsm8k', 'deepscaler'\], not 'countdown'"
+    ):
+        _cfg(task="countdown", reward="paper-gsm8k")
+    with pytest.raises(ValueError, match=r"format_reward must lie in \[0, 1\), got 2.0"):
+        _cfg(task="countdown", format_reward=2.0)
+    assert _cfg(task="gsm8k", reward="paper-gsm8k").reward == "paper-gsm8k"
