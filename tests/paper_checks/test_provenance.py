@@ -99,3 +99,18 @@ def test_a_diff_marks_a_run_modified_only_when_it_trained_with_uncommitted_chang
     record = provenance(runs)
     assert record["modified"] == ["dirty"] and record["code"] == OTHER
     assert record["flagged"] == {"dirty": f"{OTHER} (modified, diff 88888888)"}
+
+
+def test_a_damaged_inputs_json_records_no_commit(tmp_path):
+    """inputs.json that is not JSON: the run's code is not recorded (flagged as such), not a made-up value."""
+    from escov.paper_checks.provenance import code_of, provenance
+    from escov.paper_checks.rundir import load_run
+
+    p = np.random.default_rng(5).uniform(0.05, 0.5, 40)
+    dirs = [make_run(tmp_path / "runs", f"es{s}", "es", s, p, np.clip(p + 0.1, 0, 1)) for s in (0, 1)]
+    for run in dirs:
+        _record_code(run, {"commit": OTHER, "modified": False, "diff_sha256": None})
+    (dirs[1] / "inputs.json").write_text('{"code": {"commit": ')
+    runs = [load_run(d) for d in dirs]
+    assert code_of(runs[1]) is None
+    assert provenance(runs)["flagged"] == {"es1": None}
