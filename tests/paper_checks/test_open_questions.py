@@ -213,3 +213,39 @@ def test_the_null_controls_give_bf16_its_row_and_no_analytic_share_to_grpo_whate
     by = {r["method"]: r for r in null_controls(Evidence(runs=runs))["table"]}
     assert sorted(by) == ["es", "es[bf16]", "es[null]", "grpo"]
     assert by["grpo"]["analytic_share"] is None and by["es[bf16]"]["analytic_share"] is not None
+
+
+def test_the_zero_share_is_the_mean_over_seeds_not_a_middle_value():
+    runs = [_run(f"es{s}", "es", s, eval=_eval([1, 1], [0, 0] if s == 2 else [1, 1])) for s in range(3)]
+    assert zero_success(Evidence(runs=runs))["table"] == [
+        {"method": "es", "zero_share_base": 0.0, "zero_share_final": pytest.approx(1 / 3)}
+    ]
+
+
+def test_the_mechanism_table_lists_each_population_measurements_jspol_and_fisher_trace():
+    def probe(step, jspol, trace):
+        return {"step": step, "jspol": {"mean": jspol}, "fisher_trace": {"mean": trace}}
+
+    runs = [
+        _run(
+            "es0",
+            "es",
+            0,
+            eval=_eval([1, 0], [1, 0]),
+            probe={"measurements": [probe(0, 1e-6, 3.0), probe(4, 2e-6, 5.0)]},
+        ),
+        _run(
+            "sampled0",
+            "es",
+            0,
+            es={"member_temperature": 1.0},
+            eval=_eval([1, 0], [1, 0]),
+            probe={"measurements": [probe(0, 7e-6, 11.0)]},
+        ),
+    ]
+    rows = [r for r in mechanism(Evidence(runs=runs))["table"] if "jspol" in r]
+    assert rows == [
+        {"method": "es", "seed": 0, "step": 0, "jspol": 1e-6, "fisher_trace": 3.0},
+        {"method": "es", "seed": 0, "step": 4, "jspol": 2e-6, "fisher_trace": 5.0},
+        {"method": "es[sampled]", "seed": 0, "step": 0, "jspol": 7e-6, "fisher_trace": 11.0},
+    ]
