@@ -64,11 +64,15 @@ def test_a_long_real_description_is_read_whole():
     assert dict((name, d) for name, _, d, _ in settings())["task"].endswith("| deepscaler | prompts (your data)")
 
 
-def _parse(argv):
-    """As `llm train` reads its flags (llm/train_cli.py): parsed, TRL's names checked against ours, settings made."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(exit_on_error=False)
     add_train_arguments(parser)
-    args = parser.parse_args(["--model", "m", "--out", "o", *argv])
+    return parser
+
+
+def _parse(argv):
+    """As `llm train` reads its flags (llm/train_cli.py): parsed, TRL's names checked against ours, settings made."""
+    args = _parser().parse_args(["--model", "m", "--out", "o", *argv])
     check_aliases(args)
     return config_from_args(args)
 
@@ -85,8 +89,7 @@ def test_each_default_is_written_as_typed_and_typed_back_gives_the_default():
     assert texts["reward_function"] == "none" and texts["data"] == '""'
     assert texts["es.antithetic"] == "false" and texts["es.zscore"] == "true"
     assert texts["eval_ks"] == "1,16,32" and texts["es.sigma"] == "0.0015"
-    parser = argparse.ArgumentParser()
-    add_train_arguments(parser)
+    parser = _parser()
     typed = [n for n in rows if texts[n] not in ("none", '""')]
     assert len(typed) > 50
     for name in typed:
@@ -102,9 +105,7 @@ def test_the_settings_table_has_three_cells_on_every_row():
 
 
 def _alias_destinations() -> dict[str, str]:
-    parser = argparse.ArgumentParser()
-    add_train_arguments(parser)
-    return {s.lstrip("-"): a.dest for a in parser._actions for s in a.option_strings}
+    return {s.lstrip("-"): a.dest for a in _parser()._actions for s in a.option_strings}
 
 
 def test_each_trl_verl_and_variant_name_sets_our_setting_of_that_name():
@@ -137,7 +138,7 @@ def test_the_names_we_take_from_trl_are_trls():
 
 
 def test_no_other_name_is_one_of_our_settings():
-    """A TRL, verl or variant name that is also ours would never be reached (ours wins): none is."""
+    """A TRL, verl or variant name that is also ours would be a flag given twice, which argparse refuses: none is."""
     ours = {name for name, *_ in settings()}
     assert ours & {*TRL_ALIASES, *VERL_ALIASES, *VARIANT_ALIASES, *TRL_POINTERS} == set()
 
@@ -160,9 +161,7 @@ def test_a_share_given_to_a_count_points_to_the_share():
 
 
 def test_metavars_name_each_settings_type():
-    parser = argparse.ArgumentParser()
-    add_train_arguments(parser)
-    metavar = {a.dest: a.metavar for a in parser._actions}
+    metavar = {a.dest: a.metavar for a in _parser()._actions}
     assert (metavar["eval_ks"], metavar["threshold_keep"], metavar["es.sigma"], metavar["steps"]) == (
         "INTS",
         "FLOATS",

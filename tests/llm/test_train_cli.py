@@ -5,6 +5,7 @@ progress switches, output-path errors, and clean stops on SIGINT / SIGTERM that 
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -368,8 +369,6 @@ def test_the_summary_and_the_resume_hint_read_the_runs_files(finished_es_run, tm
     """Base and final Pass@k, the ES iterations whose members all scored the same (and only those), the checkpoints
     (the middle ones elided past four), and the newest checkpoint in the resume hint: from a copy of a finished run
     whose files were edited to known values."""
-    import shutil
-
     from escov.llm.train_cli import resume_hint, summary
 
     run = tmp_path / "run"
@@ -411,8 +410,6 @@ def test_a_runs_total_steps_count_every_phase(algo):
 def test_a_run_missing_any_part_of_its_final_stage_is_not_finished(finished_es_run, tmp_path):
     """is_finished: the last checkpoint, the thresholded evaluation that closes eval.json, every metrics row, and both
     plots; each taken away alone from a copy of a finished run leaves it unfinished (a resume then completes it)."""
-    import shutil
-
     from escov.llm.train_cli import is_finished
 
     def without(damage) -> bool:

@@ -11,6 +11,7 @@ import torch
 
 from escov.llm.engines.hf import HFEngine
 from escov.llm.es import DistributedConfig, ESConfig, PopulationConfig, make_es, select_parameters
+from escov.llm.es.algorithm import ES
 from escov.llm.tasks import get_task
 from tests.llm import tasks_for_tests
 from tests.llm.tasks_for_tests import digit_share_task
@@ -97,8 +98,6 @@ def test_two_actors_equal_single_process_and_dead_actor_members_rerun(tiny_model
             assert torch.equal(final[name], ref_weights[name]), name
         assert ray_local.get(actors.actors[0].weight_hash.remote()) == weight_hash(ref_weights)
         # a plan the actors would not rebuild (another run seed) is refused before any member runs
-        from escov.llm.es.algorithm import ES
-
         with pytest.raises(RuntimeError, match="is not the one its Ray actors rebuild from"):
             actors.rewards(ES.planner(cfg, 4)(STEPS, sigma=cfg.sigma), _problems())
         # a replica that applies a different update is caught at the next iteration

@@ -40,9 +40,10 @@ def test_random_completions_score_zero_or_one(s):
     assert task.score(p, s + str(p.meta["result"])) in (0.0, 1.0)
 
 
-def test_questions_follow_the_grammar_over_the_whole_split(task):
+def test_questions_follow_the_grammar_over_nearly_a_whole_split(task):
     """a + b and a - b with two-digit operands, a * b with a two-digit operand and a one-digit one from 2 to 9: every
-    form is drawn and nothing outside it (the test split's ~890 questions, drawn whole)."""
+    form is drawn and nothing outside it (850 of the test split's ~890 questions; the multipliers over 3,000 train
+    ones)."""
     forms = set()
     for p in task.problems("test", 850, seed=0):
         a, op, b = re.fullmatch(r"(\d+)([-+*])(\d+)=", p.prompt).groups()
