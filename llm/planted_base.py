@@ -37,14 +37,24 @@ def measure_base(
     out = rollout(
         engine, task, problems, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, step=0
     )
-    counts = out.correct.sum(axis=1)
+    texts = [[c.text for c in row] for row in out.completions]
+    return base_record(task_name, problems, texts, out.correct) | {"temperature": temperature}
+
+
+def base_record(task_name: str, problems, texts, correct) -> dict:
+    """The first-look record (module docstring; all but the temperature) of n sampled completions per problem:
+    texts[i][j] the j-th completion of problems[i], correct[i][j] whether the task counts it correct."""
+    task = get_task(task_name)
+    correct = np.asarray(correct, dtype=bool)
+    n = correct.shape[1]
+    counts = correct.sum(axis=1)
     rare_only, both, solution_shares, class_shares, strategies = [], [], [], [], []
-    for problem, row, correct in zip(problems, out.completions, out.correct):
+    for problem, row, row_correct in zip(problems, texts, correct):
         table = enumerated(task_name, problem.meta)
         kinds = {strategy for _, strategy in table.values()}
         rare_only.append(kinds == {"rare"})
         both.append(kinds == {"dominant", "rare"})
-        found = [task.answer(problem, c.text) for c, ok in zip(row, correct) if ok]
+        found = [task.answer(problem, text) for text, ok in zip(row, row_correct) if ok]
         solution_shares.append(share_found(found, table))
         class_shares.append(classes_found_share(found, {s: cls for s, (cls, _) in table.items()}))
         strategies.append([table[s][1] for s in found])
@@ -57,9 +67,8 @@ def measure_base(
 
     return {
         "task": task_name,
-        "prompts": prompts,
+        "prompts": len(problems),
         "n": n,
-        "temperature": temperature,
         "pass_at_k": passes(np.ones(len(problems), bool)),
         "rare_only_prompts": int(rare_only.sum()),
         "rare_only_pass_at_k": passes(rare_only),

@@ -1,9 +1,12 @@
-"""A planted base's first look on the tiny test model: the rare-only and both-solve prompt counts against a count
-made here from brute-force subsets, and every rate a probability."""
+"""A planted base's first look: on completions written here, every number of the record against a count made here
+from brute-force subsets; on the tiny test model, the rare-only and both-solve prompt counts and every rate a
+probability."""
 
 import itertools
 
-from escov.llm.planted_base import measure_base
+import pytest
+
+from escov.llm.planted_base import base_record, measure_base
 from escov.llm.tasks import get_task
 
 
@@ -41,3 +44,55 @@ def test_a_measure_over_no_prompt_is_none_so_the_record_can_be_written(tiny_mode
     assert record["rare_share_on_both"] is None or 0 <= record["rare_share_on_both"] <= 1
     write_json(tmp_path / "m.json", record)
     assert read_json(tmp_path / "m.json") == record
+
+
+def _subsets(numbers, target) -> list[tuple[int, ...]]:
+    """Every distinct sub-multiset summing to target, each sorted (brute force over positions)."""
+    hits = {
+        tuple(sorted(c))
+        for r in range(1, len(numbers) + 1)
+        for c in itertools.combinations(numbers, r)
+        if sum(c) == target
+    }
+    return sorted(hits)
+
+
+def test_the_record_of_written_completions_against_brute_force():
+    """n = 4 completions per validation prompt, prompt i with i % 5 of them correct (solutions taken in turn from the
+    i-th, written largest first, so some repeat), the rest wrong: the Pass@1 and Pass@4 over all and over the
+    rare-only prompts, the shares of solutions and of (strategy, size) classes found, and the rare strategy's share of
+    the correct samples on both-solve prompts, each counted here."""
+    n, problems = 4, get_task("subset_sum").problems("validation", 40, seed=0)
+    texts, correct = [], []
+    pass1, pass_n, rare1, rare_n, solution_share, class_share = [], [], [], [], [], []
+    rare_on_both = correct_on_both = both = 0
+    for i, p in enumerate(problems):
+        numbers, target = p.meta["numbers"], p.meta["target"]
+        hits = _subsets(numbers, target)
+        chosen = [hits[(i + j) % len(hits)] for j in range(i % 5)]
+        texts.append([",".join(map(str, sorted(c, reverse=True))) for c in chosen] + ["0"] * (n - len(chosen)))
+        correct.append([True] * len(chosen) + [False] * (n - len(chosen)))
+        uses_top = {max(numbers) in h for h in hits}
+        pass1.append(len(chosen) / n)
+        pass_n.append(float(bool(chosen)))
+        if uses_top == {False}:
+            rare1.append(len(chosen) / n)
+            rare_n.append(float(bool(chosen)))
+        solution_share.append(len(set(chosen)) / len(hits))
+        classes = {(max(numbers) in h, len(h)) for h in hits}
+        class_share.append(len({(max(numbers) in c, len(c)) for c in chosen}) / len(classes))
+        if uses_top == {True, False}:
+            both += 1
+            correct_on_both += len(chosen)
+            rare_on_both += sum(max(numbers) not in c for c in chosen)
+    assert rare1 and both and len(rare1) + both < len(problems)  # rare-only, both-solve and dominant-only prompts
+    record = base_record("subset_sum", problems, texts, correct)
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    assert record["prompts"] == 40 and record["n"] == n
+    assert record["pass_at_k"] == pytest.approx({"1": mean(pass1), "4": mean(pass_n)})
+    assert record["rare_only_prompts"] == len(rare1) and record["both_prompts"] == both
+    assert record["rare_only_pass_at_k"] == pytest.approx({"1": mean(rare1), "4": mean(rare_n)})
+    assert record["solution_share_found"] == pytest.approx(mean(solution_share))
+    assert record["class_share_found"] == pytest.approx(mean(class_share))
+    assert 0 < rare_on_both < correct_on_both
+    assert record["rare_share_on_both"] == pytest.approx(rare_on_both / correct_on_both)
