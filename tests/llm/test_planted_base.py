@@ -96,3 +96,19 @@ def test_the_record_of_written_completions_against_brute_force():
     assert record["class_share_found"] == pytest.approx(mean(class_share))
     assert 0 < rare_on_both < correct_on_both
     assert record["rare_share_on_both"] == pytest.approx(rare_on_both / correct_on_both)
+
+
+def test_measure_base_reads_the_samples_it_drew_of_each_prompt():
+    """The shipped subset sum base solves some validation prompts: the record is base_record of the completions a
+    rollout draws here with the same seed, temperature and length, each row beside its own prompt."""
+    from escov.llm.engines import make_engine
+    from escov.llm.rollout import rollout
+    from escov.paper_checks.reproduce.bases import shipped_base_dir
+
+    model, task = shipped_base_dir("subset_sum"), get_task("subset_sum")
+    record = measure_base(model, "subset_sum", prompts=8, n=4, temperature=0.7, seed=3, max_new_tokens=16)
+    problems = task.problems("validation", 8, seed=0)
+    out = rollout(make_engine("hf", model), task, problems, n=4, temperature=0.7, max_new_tokens=16, seed=3, step=0)
+    assert 0 < out.correct.sum() < out.correct.size  # the rows' order matters below
+    texts = [[c.text for c in row] for row in out.completions]
+    assert record == base_record("subset_sum", problems, texts, out.correct) | {"temperature": 0.7}
