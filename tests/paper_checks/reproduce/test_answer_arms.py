@@ -265,3 +265,55 @@ def test_the_answer_measures_lemma_1_as_stated_once_on_its_base(tmp_path):
     assert stated(replace(ANSWER, lemma_as_stated=None)) == []
     (tmp_path / LEMMA_AS_STATED).write_text("{}", encoding="utf-8")
     assert stated(ANSWER) == []  # measured once, kept across resumes
+
+
+def test_an_arms_stage_is_skipped_only_when_its_output_is_complete(tmp_path):
+    """A draw's pretraining is skipped once its base has a config.json, its control once control.json is written (an
+    interrupted control's folder is not enough), the step-size control likewise; an endpoint once its file holds the
+    arm's sample count for the run's last checkpoint (the base's at step 0), not another count, and only for a run
+    with no job of its own in the pool."""
+    from escov.llm.rundir import write_json
+
+    def put(path, record):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, record)
+
+    from escov.paper_checks.reproduce import base_draws, endpoints
+    from escov.paper_checks.reproduce.answer_stages import arm_jobs, draw_jobs
+
+    budget, out = replace(TINY, arms=replace(ARMS, draw_seeds=(1, 2, 3))), tmp_path
+    (base_draws.draw_dir(out, 1) / "base").mkdir(parents=True)
+    (base_draws.draw_dir(out, 1) / "base" / "config.json").write_text("{}")
+    (base_draws.draw_dir(out, 2) / "control").mkdir(parents=True)  # interrupted before control.json
+    put(base_draws.draw_dir(out, 3) / "control" / base_draws.CONTROL_JSON, {})
+    names = {j.name: j.after for j in draw_jobs(budget, out, out / "base", False, ("pretrain base",))}
+    assert names == {
+        "control draw 1": (),
+        "pretrain draw 2": ("pretrain base",),
+        "control draw 2": ("pretrain draw 2",),
+        "control lr 3e-05": ("pretrain base",),
+    }
+    put(base_draws.lr_dir(out, ARMS.lr_control) / "control" / base_draws.CONTROL_JSON, {})
+    assert "control lr 3e-05" not in {j.name for j in draw_jobs(budget, out, out / "base", False, ())}
+
+    for run, step in (("grpo-s0", 2), ("grpo-s1", 2), ("es-s0", 4), ("es-s1", 4)):
+        (out / "runs" / run).mkdir(parents=True)
+        (out / "runs" / run / "config.json").write_text("{}")
+        for s in (1, step):
+            (out / "runs" / run / "checkpoints" / f"step-{s}").mkdir(parents=True, exist_ok=True)
+            (out / "runs" / run / "checkpoints" / f"step-{s}" / "trainer_state.json").write_text("{}")
+    for model, step in (("base", 0), ("grpo-s0", 2), ("grpo-s1", 1), ("es-s0", 4), ("es-s1", 4)):
+        for t in ARMS.endpoint_temperatures:
+            n = ARMS.endpoint_samples if (model, t) != ("es-s1", 0.6) else ARMS.endpoint_samples // 2
+            put(endpoints.endpoint_file(out, model, step, t), {"n": n})
+    runs = {f"es-null-s{s}": {} for s in ARMS.null_seeds}
+    jobs = arm_jobs(budget, out, runs, set(), out / "shared", ("pretrain base",))
+    listed = {j.name: j.after for j in jobs if j.name.startswith("endpoint")}
+    # grpo-s1's file is at step 1, its last checkpoint is 2; es-s1's file at T = 0.6 holds half the samples
+    assert listed == {f"endpoint grpo-s1 T={t:g}": ("pretrain base",) for t in ARMS.endpoint_temperatures} | {
+        "endpoint es-s1 T=0.6": ("pretrain base",)
+    }
+    jobs = arm_jobs(budget, out, runs, {"es-s0"}, out / "shared", ("pretrain base",))
+    assert {j.name: j.after for j in jobs if j.name.startswith("endpoint es-s0")} == {
+        f"endpoint es-s0 T={t:g}": ("es-s0",) for t in ARMS.endpoint_temperatures
+    }
