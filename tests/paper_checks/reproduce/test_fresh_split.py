@@ -194,3 +194,49 @@ def test_a_readers_draw_is_its_tasks_own_under_its_rule_and_a_shorter_one_its_pr
     assert [p.id for p in Reader("r", task, "test", 3, 11, TODAY).problems()] == [p.id for p in today[:3]]
     longer = Reader("r", task, "test", 9, 11, TODAY).problems()
     assert [p.id for p in longer[:6]] == [p.id for p in today] and len(longer) == 9
+
+
+def test_the_whole_record_of_the_check_and_its_default_readers(monkeypatch):
+    """Every field of check()'s record on two fresh prompts and two readers, written out by hand; without readers
+    given, the check reads fresh_split.READERS, each announced to `progress` by name in order."""
+    from escov.paper_checks.reproduce import fresh_split
+
+    fresh = Countdown(3, 3, min_solutions=2).problems("test", 60, seed=0)
+    two = [p for p in fresh if p.meta["n_solutions"] == 2][:2]
+    readers = {
+        "a": _Fixed([_problem("r", list(reversed(two[1].meta["numbers"])), two[1].meta["target"])], source="here"),
+        "b": _Fixed([_problem("s", [1, 2, 3], 6), _problem("t", [1, 2, 4], 7)], source="there"),
+    }
+    monkeypatch.setattr(fresh_split, "READERS", readers)
+    announced = []
+    record = check(two, progress=announced.append)
+    assert announced == ["a", "b"]
+    assert record == {
+        "rule": fresh_split.RULE,
+        "count": 2,
+        "readers": {"a": 1, "b": 2},
+        "sources": {"a": "here", "b": "there"},
+        "overlap": [two[1].id],
+        "splits": ["test"],
+        "solutions": [2],
+        "disjoint": False,
+    }
+
+
+def test_the_answers_record_checks_its_own_test_prompts(monkeypatch):
+    """fresh_record draws the budget's test prompts as its runs do (eval_set of its settings): with the selection
+    runs' final evaluations as the only reader, the answer's prompts (after its eval_skip) are disjoint from them, and
+    the same budget without its skip is not."""
+    from dataclasses import replace
+
+    from escov.paper_checks.reproduce import fresh_split
+
+    monkeypatch.setattr(
+        fresh_split, "READERS", {"selection": fresh_split.READERS["selection runs' own final evaluations"]}
+    )
+    answer = BUDGETS["answer"]
+    record = fresh_record(answer)
+    assert record["count"] == answer.common["eval_problems"] and record["disjoint"] is True
+    assert record["readers"] == {"selection": 8} and record["splits"] == ["test"] and record["solutions"] == [2]
+    unskipped = fresh_record(replace(answer, common=answer.common | {"eval_skip": 0}))
+    assert unskipped["overlap"] != 0 and len(unskipped["overlap"]) == 8 and unskipped["disjoint"] is False
