@@ -55,6 +55,17 @@ def test_the_untagged_settings_leave_out_the_tags_and_the_population_size_and_on
     }
     assert untagged_settings(config) == (("alpha", "0.0005"), ("sigma", "0.001"))
     assert untagged_settings(config | {"algo": "grpo"}) == ()
+    assert untagged_settings({"algo": "es"}) == ()  # a config without its [es] table: ES's defaults, none untagged
+
+
+def test_a_runs_held_out_evaluation_is_read_from_its_eval_json():
+    from escov.paper_checks.evidence import heldout_of
+
+    final, base = {"pass_at_k": {"1": 0.4}}, {"pass_at_k": {"1": 0.5}}
+    run = SimpleNamespace(eval={"final": {"pass_at_k": {"1": 0.9}}, "heldout": {"final": final, "base": base}})
+    assert heldout_of(run, "final") is final and heldout_of(run, "base") is base
+    assert heldout_of(SimpleNamespace(eval={"final": {}}), "final") is None  # a run without a held-out task
+    assert heldout_of(SimpleNamespace(eval=None), "final") is None  # a run without eval.json
 
 
 def _run(name: str, ks: list[int] | None):
@@ -144,13 +155,21 @@ def test_the_simulate_summary_is_read_by_experiment_name_from_any_of_its_layouts
         ("text", f"{path}: expected the summary.json written by `python -m escov.simulate all`"),
         ({"e": {"claims": [{"claim": "c", "verdict": "holds"}]}}, f"{path}: experiment 'e' is not a summary"),
         ({"e": 3}, f"{path}: experiment 'e' is not a summary"),
-        ({"e": {"claims": [claim | {"verdict": "maybe"}]}}, f"{path}: experiment 'e' has verdicts ['maybe'], not"),
+        (
+            {"e": {"claims": [claim | {"verdict": "maybe"}]}},
+            f"{path}: experiment 'e' has verdicts ['maybe'], not the words every level uses "
+            "(holds, does not hold, inconclusive, identity (not evidence), finding); "
+            "rerun `python -m escov.simulate all`",
+        ),
     ):
         with pytest.raises(ValueError) as err:
             load_simulate_summary(_written(tmp_path, json.dumps(data)))
         assert str(err.value).startswith(message)
     finding = {"e": {"claims": [claim | {"verdict": "finding"}]}}
     assert load_simulate_summary(_written(tmp_path, json.dumps(finding))) == finding
+    # an undefined statistic of that level is NaN there, and read
+    undefined = load_simulate_summary(_written(tmp_path, '{"e": {"claims": [], "ratio": NaN}}'))
+    assert math.isnan(undefined["e"]["ratio"])
 
 
 def test_a_lemma_grid_row_needs_every_field_of_its_type_and_a_two_sided_interval(tmp_path):
@@ -167,6 +186,8 @@ def test_a_lemma_grid_row_needs_every_field_of_its_type_and_a_two_sided_interval
         "s_measured": 2,
     }
     assert load_lemma_grid(_written(tmp_path, json.dumps([row]))) == [row]
+    (undefined,) = load_lemma_grid(_written(tmp_path, json.dumps([row | {"ratio": math.nan}])))
+    assert math.isnan(undefined["ratio"])  # an undefined ratio is read, as for the theory file
     path = tmp_path / "in.json"
     with pytest.raises(ValueError) as err:
         load_lemma_grid(_written(tmp_path, json.dumps(row)))
