@@ -127,14 +127,18 @@ def test_lemma_1s_validity_reads_the_main_es_runs_measured_s_against_the_limit(l
         _run("sampled0", "es", 0, es={"member_temperature": 1.0}, probe={"measurements": [_measurement(0, 9.0)]}),
     ]
     out = lemma1_validity(Evidence(runs=runs))
-    assert [(r["run"], r["step"], r["s_measured"], r["s_predicted"]) for r in out["table"]] == [
-        ("es0", 0, LEMMA1_MAX_S / 10, LEMMA1_MAX_S / 5),
-        ("es0", 5, largest, largest * 2),
+    row = {"run": "es0", "sigma": 0.001, "members": 8, "jspol": 1e-6, "lemma1_prediction": 2e-6}
+    assert out["table"] == [
+        row | {"step": 0, "s_measured": LEMMA1_MAX_S / 10, "s_predicted": LEMMA1_MAX_S / 5},
+        row | {"step": 5, "s_measured": largest, "s_predicted": largest * 2},
     ]
     assert out["answer"] == (
         f"measured s from {LEMMA1_MAX_S / 10:.2g} to {largest:.2g} over 2 measurements ({word}: Lemma 1 is claimed "
         f"for s <= {LEMMA1_MAX_S})"
     )
+    # an ES run without a probe, or with a probe of no measurements, adds no row
+    quiet = [_run("es1", "es", 1), _run("es2", "es", 2, probe={"seeds": [0]})]
+    assert lemma1_validity(Evidence(runs=quiet)) == {"answer": "no population measurements", "table": []}
 
 
 def test_the_mechanism_reports_greedy_minus_sampled_at_pass_1_and_at_pass_32():
