@@ -114,3 +114,23 @@ def test_a_damaged_inputs_json_records_no_commit(tmp_path):
     runs = [load_run(d) for d in dirs]
     assert code_of(runs[1]) is None
     assert provenance(runs)["flagged"] == {"es1": None}
+
+
+def test_the_reports_lines_on_the_code_written_out():
+    """REPORT.md's lines for no runs, runs recording no commit, one code, and other code flagged, word for word."""
+    from escov.paper_checks.provenance import render
+
+    assert render(None) == [] and render({"run_commits": {}, "code": None, "flagged": {}}) == []
+    none = {"run_commits": {"a": None, "b": None}, "code": None, "flagged": {"a": None, "b": None}}
+    assert render(none) == ["**Code.** None of the 2 runs records the commit it trained with (inputs.json).", ""]
+    one = {"run_commits": {"a": "c1", "b": "c1"}, "code": "c1", "flagged": {}}
+    assert render(one) == ["**Code.** 2 of 2 runs trained with `c1` (inputs.json).", ""]
+    flagged = {"run_commits": {"a": "c1", "b": "c2", "c": None}, "code": "c1", "flagged": {"b": "c2", "c": None}}
+    assert render(flagged) == [
+        "**Code.** 1 of 3 runs trained with `c1` (inputs.json). Trained with other code (do not pool them without "
+        "knowing why):",
+        "",
+        "- `b`: `c2`",
+        "- `c`: `not recorded`",
+        "",
+    ]
