@@ -204,12 +204,15 @@ def test_the_arms_run_resume_and_attach_what_they_measured(tmp_path, monkeypatch
     write_json(done, whole)
 
     (out / REPORT_DIR).mkdir()
-    write_json(out / REPORT_DIR / "report.json", {"premise": {"verdict": "narrowed"}})
+    # an earlier attachment (an earlier invocation's) is replaced, the rest of the record kept
+    stale = {"verdict": "narrowed", "pass_at_k_endpoints": {"ks": [1]}, "base_draws": {"draws": []}}
+    write_json(out / REPORT_DIR / "report.json", {"premise": stale})
     md = out / REPORT_DIR / "REPORT.md"
     md.write_text("# report\n\n## The premise: x\n\n- (a) ...\n\n## All claims\n\n| table |\n", encoding="utf-8")
     found = answer_stages.attach(out, out / REPORT_DIR, TINY, out / "premise-control" / "control.json")
     report = read_json(out / REPORT_DIR / "report.json")
     assert report["premise"]["verdict"] == "narrowed"  # the record is extended, not replaced
+    assert report["premise"]["base_draws"] == read_json(out / base_draws.ATTACHMENT) != stale["base_draws"]
     text = md.read_text(encoding="utf-8")  # the section closes the premise's, before the next one
     assert text.index("- (a) ...") < text.index("### Coverage to k = 8") < text.index("## All claims")
     assert text.index("### The premise across pretraining draws") < text.index("## All claims")
