@@ -81,7 +81,7 @@ def test_the_hand_worked_case():
 
 def test_the_attachment_is_each_endpoints_coverage_computed_from_its_files(tmp_path):
     out = tmp_path / "answer"
-    _write(out, cpu=lambda name, t: {"base": 1.0, "grpo-s0": 2.0}.get(name, 4.0) * (10 if t == 1.0 else 1))
+    _write(out, cpu=lambda name, t: {"base": 1.26, "grpo-s0": 2.0}.get(name, 4.0) * (10 if t == 1.0 else 1))
     rec = endpoints.attachment(out, SEEDS, TEMPERATURES, N)
 
     assert (rec["samples"], rec["temperatures"], rec["seeds"], rec["ks"], rec["prompts"]) == (
@@ -120,7 +120,7 @@ def test_the_attachment_is_each_endpoints_coverage_computed_from_its_files(tmp_p
             assert {k: rec["solvability"][which][key][k] for k in expected} == pytest.approx(expected), (which, t)
         assert rec["evaluation_seconds"][key] == {
             "evaluations": 5,
-            "cpu": (1.0 + 2.0 + 3 * 4.0) * (10 if t == 1 else 1),
+            "cpu": {0.6: 15.3, 1.0: 152.6}[t],  # 1.26 + 2 + 3 x 4 CPU seconds (x 10 at T = 1), to one decimal
         }
     # the hand-worked case read from the record: ES overtakes GRPO at 2, the base GRPO at 4, the base never ES
     assert [rec["crossing"][w]["0.6"]["k_star"] for w in ("es_over_grpo", "base_over_grpo", "base_over_es")] == [
@@ -162,8 +162,18 @@ def test_a_missing_evaluation_or_one_of_other_prompts_or_samples_is_refused_nami
     write_json(other, record | {"prompts": PROMPTS[::-1]})
     with pytest.raises(ValueError, match=rf"^{other}: other prompts or samples"):
         endpoints.attachment(out, SEEDS, TEMPERATURES, N)
+    write_json(other, record)
+    base = endpoints.endpoint_file(out, "base", 0, 1.0)  # the base answered other prompts than the runs
+    kept = read_json(base)
+    write_json(base, kept | {"prompts": ["p-other"] + PROMPTS[1:]})
+    with pytest.raises(ValueError, match=rf"^{out / 'endpoints'}: model '.*' has no samples of prompt"):
+        endpoints.attachment(out, SEEDS, TEMPERATURES, N)
+    write_json(base, kept)
     other.unlink()
     with pytest.raises(ValueError, match=rf"^endpoint evaluations missing: {other}$"):
+        endpoints.attachment(out, SEEDS, TEMPERATURES, N)
+    base.unlink()
+    with pytest.raises(ValueError, match=rf"^endpoint evaluations missing: {base}, {other}$"):
         endpoints.attachment(out, SEEDS, TEMPERATURES, N)
 
 
