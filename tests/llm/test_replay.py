@@ -90,6 +90,8 @@ def test_every_step_is_rebuilt_bit_for_bit_from_the_base_and_the_log(run, tmp_pa
     assert records[0] == {"start_step": 0, "center_sha256": records[0]["center_sha256"]}
     assert [r["step"] for r in records[1:]] == [1, 2, 3]
     assert all(len(r["coefficients"]) == 16 for r in records[1:])  # N = 32 in pairs: 16 directions
+    # the settings each update was made with, as the flags gave them
+    assert {(r["sigma"], r["alpha"], r["population_size"]) for r in records[1:]} == {(0.02, 0.01, 32)}
     assert any(c != 0 for r in records[1:] for c in r["coefficients"]), "zero updates would test nothing"
     sizes = [len(line) + 1 for line in (run / replay_log.REPLAY).read_text().splitlines()[1:]]
     assert max(sizes) < 700  # a few hundred bytes per iteration at N = 32
