@@ -176,3 +176,105 @@ def test_a_design_may_redraw_the_grid_estimator_from_every_trace_completion():
     )
     with pytest.raises(ValueError, match="gram_completions must be <= trace_completions"):
         StatedDesign(cells=cells, trace_completions=8, gram_completions=9, gram_cells=((1e-3, 2),))
+
+
+def test_each_prompts_readings_come_from_its_own_samples(tiny_model_dir, tmp_path):
+    """Three prompts, two-token completions: each population's JSpol_N per prompt is the stratified mean of that
+    prompt's chain-rule estimates, its `s` the mean over prompts of each prompt's validity estimate, its success
+    diversity per prompt drawn with that prompt's null seed, its own Q per prompt from that prompt's first trace
+    completions, and the trace's values per prompt those of its own completions: each recomputed here from the
+    population's samples drawn again with the same seeds."""
+    import torch
+
+    from escov.llm.engines.hf import HFEngine
+    from escov.llm.lemma_measurements import (
+        direction_gram,
+        population_direction,
+        population_samples,
+        score_sq_norms,
+        stratified_mean,
+        success_diversity,
+        validity_estimate,
+    )
+    from escov.llm.rollout import derive_seed, rollout
+    from escov.llm.tasks import get_task
+
+    task, members, per_prompt = get_task("countdown3", reward_function=coin, correct_reward="coin"), 3, 2
+    design = StatedDesign(
+        cells=((SIGMA, members, 2),),
+        prompts=3,
+        samples=2,
+        trace_completions=3,
+        gram_completions=per_prompt,
+        gram_cells=((SIGMA, members),),
+        es_arm=(SIGMA, members),
+    )
+    settings = {"task": task, "task_name": "coin", "temperature": TEMPERATURE, "max_new_tokens": 2}
+    m = measure_lemma_as_stated(tiny_model_dir, settings, design, tmp_path / "m.json", progress=False)
+    (row,) = m["rows"]
+
+    engine = HFEngine(str(tiny_model_dir))
+    try:
+        problems = task.problems("test", 3, seed=0)
+        center = {n: p.detach().float().clone() for n, p in engine.model.named_parameters()}
+        pad, prompt_ids = engine.tokenizer.pad_token_id, [engine.prompt_token_ids(p.prompt) for p in problems]
+        outs = rollout(
+            engine,
+            task,
+            problems,
+            n=3,
+            temperature=TEMPERATURE,
+            max_new_tokens=2,
+            seed=derive_seed(0, "as-stated-trace"),
+            step=0,
+        )
+        completions = [[c.token_ids for c in outs.completions[i]] for i in range(3)]
+        params = list(engine.model.parameters())
+        for i in range(3):
+            sq = score_sq_norms(engine.model, params, [prompt_ids[i]] * 3, completions[i], TEMPERATURE, pad)
+            assert m["trace_per_completion"][i] == pytest.approx(sq.tolist(), rel=1e-5)
+        mixed = 0
+        for d in range(2):
+            pop_seed = derive_seed(0, "as-stated", SIGMA, members, d) % 2**31
+            logp, correct, chain = population_samples(
+                engine=engine,
+                scorer=engine.model,
+                task=task,
+                problems=problems,
+                encode=engine.prompt_token_ids,
+                pad_id=pad,
+                center=center,
+                temperature=TEMPERATURE,
+                max_new_tokens=2,
+                sigma=SIGMA,
+                members=members,
+                samples=2,
+                seed=pop_seed,
+                step=0,
+            )
+            assert row["jspol"][d] == pytest.approx([stratified_mean(chain[i])[0] for i in range(3)], rel=1e-6)
+            validity = [validity_estimate(logp[i]) for i in range(3)]
+            assert row["s"][d] == pytest.approx(np.mean(validity), rel=1e-6) != np.median(validity)
+            for i in range(3):
+                expected = success_diversity(correct[i], seed=derive_seed(pop_seed, "success-null", i))
+                assert {k: row[k][d][i] for k in expected} == pytest.approx(expected)
+                mixed += 0 < correct[i].mean() < 1
+            directions = [population_direction(center, pop_seed, 0, j) for j in range(members)]
+            centering = np.eye(members) - 1.0 / members
+            for i in range(3):
+                gram = direction_gram(
+                    engine.model,
+                    center,
+                    [prompt_ids[i]] * per_prompt,
+                    completions[i][:per_prompt],
+                    directions,
+                    TEMPERATURE,
+                    pad,
+                )
+                q = 0.5 * SIGMA**2 * np.einsum("jk,klb,lj->b", centering, gram, centering) / members
+                assert row["q_per_completion"][d][i] == pytest.approx(q.tolist(), rel=1e-4)
+        assert mixed  # outcomes a success null can shuffle: its seed matters
+        with torch.no_grad():  # the engine holds the center again
+            assert all(torch.equal(p, center[n]) for n, p in engine.model.named_parameters())
+    finally:
+        engine.close()
