@@ -129,3 +129,21 @@ def test_the_base_models_weight_files_are_part_of_the_key(model_dir):
     (model_dir / "model.safetensors").write_bytes(b"weights of the base")
     (model_dir / "model-00002.safetensors").write_bytes(b"a second shard")
     assert all(_key(model_dir, keys) != before[keys] for keys in before)
+
+
+# on a user's data files: which files, how they split and which columns hold the prompt and the answer decide what
+# both measurements draw
+WITH_DATA = {"data": "train.jsonl", "test_data": "test.jsonl"}
+DATA_SETTINGS = {
+    "data": "other-train.jsonl",
+    "test_data": "other-test.jsonl",
+    "data_split": "first-100",
+    "data_fields": "question=prompt",
+}
+
+
+@pytest.mark.parametrize("name", list(DATA_SETTINGS))
+def test_each_data_file_setting_changes_both_keys(model_dir, name):
+    for keys in (BASE_EVAL_KEYS, PROBE_KEYS):
+        changed = _key(model_dir, keys, WITH_DATA, **{name: DATA_SETTINGS[name]})
+        assert changed != _key(model_dir, keys, WITH_DATA), name
