@@ -53,6 +53,13 @@ def test_the_share_of_prompts_with_no_correct_sample_is_counted_per_run_and_aver
     )
     wider = [_run("es0", "es", 0, eval=_eval([0, 1], [1, 1], n=64))]
     assert zero_success(Evidence(runs=wider))["answer"] == "prompts with 0 of n correct: es 50% -> 0%"
+    # a run whose evaluation keeps no per-prompt rows (older code) adds nothing to the share of its part
+    older = _eval([0, 0], [0, 0], n=64)
+    del older["final"]["per_problem"]
+    mixed = wider + [_run("es1", "es", 1, eval=older), _run("es2", "es", 2)]  # es2: no eval.json
+    assert zero_success(Evidence(runs=mixed))["table"] == [
+        {"method": "es", "zero_share_base": 0.75, "zero_share_final": 0.0}
+    ]
 
 
 def test_a_methods_mean_pass_at_k_is_given_only_when_every_run_measured_that_k():
