@@ -173,16 +173,21 @@ def null_controls(ev: Evidence) -> dict:
     if not {"es", "es[null]"} <= names:
         return {"answer": "needs an ES run and its random-z null", "table": rows}
     es, null = (next(r for r in rows if r["method"] == m) for m in ("es", "es[null]"))
-    ratio = null["drift_rel"] / es["drift_rel"] if es["drift_rel"] else float("nan")
+    ratio = f"{null['drift_rel'] / es['drift_rel']:.0%}" if es["drift_rel"] and null["drift_rel"] is not None else "n/a"
     analytic = f", analytic {es['analytic_share']:.1%}" if es.get("analytic_share") is not None else ""
     return {
         "answer": (
-            f"the random-z null reaches {ratio:.0%} of real ES's drift; tiny-update share "
-            f"{es['share_le_1.5e-3']:.1%} (ES) vs {null['share_le_1.5e-3']:.1%} (null){analytic}; largest updates in "
-            f"{es['largest_update_kind']} (ES) and {null['largest_update_kind']} (null)"
+            f"the random-z null reaches {ratio} of real ES's drift; tiny-update share "
+            f"{_share(es['share_le_1.5e-3'])} (ES) vs {_share(null['share_le_1.5e-3'])} (null){analytic}; largest "
+            f"updates in {es['largest_update_kind'] or 'n/a'} (ES) and {null['largest_update_kind'] or 'n/a'} (null)"
         ),
         "table": rows,
     }
+
+
+def _share(value: float | None) -> str:
+    """A share in percent, "n/a" where the runs hold no update analysis."""
+    return "n/a" if value is None else f"{value:.1%}"
 
 
 def lemma1_validity(ev: Evidence) -> dict:

@@ -116,6 +116,43 @@ def test_the_null_controls_compare_the_nulls_drift_and_updates_with_real_es():
     assert null_controls(Evidence(runs=runs[:1]))["answer"] == "needs an ES run and its random-z null"
 
 
+def test_a_null_controls_row_reads_what_its_runs_hold():
+    """A method whose runs hold only drift (no update analysis in eval.json), or only the analysis (no metrics), keeps
+    its row with the other figures None; an analysis without a kind names none; a kind without its largest update
+    counts as 0; the row counts the method's runs."""
+    analysis = {"update_analysis": {"share_nonzero_le_tau": {"0.0015": 0.4}, "max_abs": 0.3}}
+    partial = _analysis(0.5, "mlp", 0.02)
+    partial["update_analysis"]["kinds"] = {"attention": {}, "mlp": {"max_abs": -1.0}}  # the largest a negative 1
+    runs = [
+        _run("es0", "es", 0, metrics=[{"drift_rel": 0.1}]),
+        _run("es1", "es", 1, metrics=[{"drift_rel": 0.3}]),
+        _run("null0", "es", 0, es={"null_control": True}, eval=analysis),
+        _run("bf16", "es", 0, es={"inplace_bf16": True}, metrics=[{"drift_rel": 0.2}], eval=partial),
+    ]
+    by = {r["method"]: r for r in null_controls(Evidence(runs=runs))["table"]}
+    assert by["es"] == {
+        "method": "es",
+        "runs": 2,
+        "drift_rel": 0.2,
+        "share_le_1.5e-3": None,
+        "analytic_share": None,
+        "max_abs_update": None,
+        "largest_update_kind": None,
+    }
+    assert by["es[null]"]["drift_rel"] is None and by["es[null]"]["largest_update_kind"] is None
+    assert (by["es[null]"]["runs"], by["es[null]"]["share_le_1.5e-3"], by["es[null]"]["max_abs_update"]) == (
+        1,
+        0.4,
+        0.3,
+    )
+    assert by["es[bf16]"]["largest_update_kind"] == "attention"  # no max_abs read as 0, above -1
+    # the answer names what the runs do not hold, rather than stopping the report
+    assert null_controls(Evidence(runs=runs))["answer"] == (
+        "the random-z null reaches n/a of real ES's drift; tiny-update share n/a (ES) vs 40.0% (null); largest updates "
+        "in n/a (ES) and n/a (null)"
+    )
+
+
 def _measurement(step: int, s: float) -> dict:
     return {
         "step": step,
