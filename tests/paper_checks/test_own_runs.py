@@ -53,6 +53,34 @@ def test_groups_of_one_method_are_named_by_the_settings_that_differ_beyond_the_m
     ]
 
 
+def test_the_sections_groups_name_method_settings_seeds_and_runs_as_shown():
+    from escov.paper_checks.own_runs import own_runs_section
+
+    runs = [
+        _run("a0", 0, algo="grpo", grpo={"learning_rate": 1e-5}, reward_function=["m:" + "f" * 45]),
+        _run("a1", 1, algo="grpo", grpo={"learning_rate": 1e-5}, reward_function=["m:" + "f" * 45]),
+        _run("b0", 0, algo="grpo", grpo={"learning_rate": 3e-5}, reward_function=["m:" + "f" * 45]),
+    ]
+    section = own_runs_section(runs, show=lambda path: f"runs/{path}")
+    assert section["groups"] == [
+        {
+            "name": "grpo (grpo.learning_rate=1e-05)",
+            "method": "grpo",
+            "settings": {"grpo.learning_rate": "1e-05"},
+            "seeds": [0, 1],
+            "runs": ["runs/a0", "runs/a1"],
+        },
+        {
+            "name": "grpo (grpo.learning_rate=3e-05)",
+            "method": "grpo",
+            "settings": {"grpo.learning_rate": "3e-05"},
+            "seeds": [0],
+            "runs": ["runs/b0"],
+        },
+    ]
+    assert section["comparison"] == []  # no run holds base and final evaluations
+
+
 def test_a_long_value_is_cut_to_40_characters_and_own_runs_are_told_by_data_or_rewards():
     assert _short("x" * 40) == "x" * 40 and _short("x" * 41) == "x" * 37 + "..." and _short((1, 2)) == "1,2"
     assert is_own_run({"test_data": "t.jsonl"}) and is_own_run({"data": "d.jsonl"})
