@@ -94,3 +94,18 @@ def test_the_seeds_needed_come_from_this_runs_variance_and_the_published_effect(
     assert "out of reach" in "\n".join(summary.undecided_markdown(_report(here), tiny))
     # without a published value there is nothing to size a design on
     assert summary.undecided_rows(_report(here), None)[0]["seeds_needed"] == ""
+
+
+def test_only_the_undecided_parts_are_sized_and_up_to_64_seeds_are_within_reach():
+    """A part decided either way (above or below its boundary) is not a row; a design of between 33 and 64 seeds is
+    a number, not "out of reach"."""
+    from escov.paper_checks.verdict import FAILS, HOLDS
+
+    decided = {"holds": _est(0.05, 0.005, 8), "fails": _est(-0.05, 0.005, 8)}
+    claim = "matched_passk_above_grpo"
+    assert [summary.part_status(claim, k, e) for k, e in decided.items()] == [HOLDS, FAILS]
+    here = _report({claim: {summary.KEY_PART: _est(0.005, 0.01, 4)} | decided})
+    published = _report({claim: {summary.KEY_PART: _est(0.008, 0.002, 8)}})
+    (row,) = summary.undecided_rows(here, published)
+    want = _seeds(0.01, 4, 0.008)
+    assert 32 < want <= summary.MOST_SEEDS == 64 and row["seeds_needed"] == want
