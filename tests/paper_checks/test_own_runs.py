@@ -118,6 +118,11 @@ def test_a_groups_changes_are_final_minus_base_over_the_runs_with_both_evaluatio
     change = got["pass_at_k"]["1"]["change"]
     diffs = np.array([[3 - 1, 2 - 0], [4 - 0, 1 - 1], [2 - 2, 4 - 2]]) / 4
     assert change["mean"] == pytest.approx(diffs.mean()) and change["seeds"] == 3 and change["prompts"] == 2
+    # an evaluation written before it recorded its correctness rule: the rule it used, reward >= 1
+    older = {k: e for k, e in runs[0].eval.items()}
+    older["final"] = {k: v for k, v in older["final"].items() if k != "correct"}
+    (group,) = group_runs([_run("s0", 0, eval=older)])
+    assert compare_group(group)["correct"] == "reward >= 1"
 
 
 def test_pass_at_k_is_compared_at_the_ks_every_evaluation_holds_and_one_prompt_falls_back_to_seeds():
