@@ -220,6 +220,20 @@ def test_es_reaches_grpos_plateau_only_when_every_seed_crosses_it():
     assert reaches(mixed[:3], level)["reached"] and not reaches([], level)["reached"]
 
 
+def test_es_within_the_tolerance_below_grpos_plateau_reaches_it():
+    """A run reaches GRPO's plateau level when it crosses level - REACH_TOLERANCE: a curve whose top is 1 point below
+    the level reaches it (at the step where it crosses 2 points below), one whose top is 3 points below does not."""
+    assert REACH_TOLERANCE == 0.02
+    level = 32 / 64  # Pass@1 0.5
+    near = make_curve(0, [[16, 16], [30, 30], [31, 31]], steps=[0, 10, 20])  # tops at 31/64
+    assert near.pass1.max() == pytest.approx(level - 1 / 64) and level - 1 / 64 > level - REACH_TOLERANCE
+    got = reaches([near], level)
+    # 2 points below the level, 30.72 of 64 correct: between the steps at 30 and 31, 72% of the way
+    assert got["reached"] and got["crossing_step"]["seed 0"] == pytest.approx(10 + 0.72 * 10, abs=1e-9)
+    far = make_curve(1, [[16, 16], [29, 29]], steps=[0, 10])  # tops at 29/64, 3.1 points below the level
+    assert not reaches([far], level)["reached"] and reaches([far], level)["crossing_step"] == {"seed 1": None}
+
+
 def test_the_crossing_step_is_interpolated_between_measured_steps():
     c = make_curve(0, [[6, 6], [13, 13], [26, 26]], steps=[0, 10, 30])  # Pass@1 0.094, 0.203, 0.406
     assert crossing_step(c, 13 / 64) == 10.0
