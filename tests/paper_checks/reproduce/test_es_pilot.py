@@ -37,6 +37,8 @@ def test_the_plateau_level_is_the_mean_of_the_controls_last_points():
     assert plateau_level(control) == pytest.approx(0.65)
     longer = {"curves": {"a": [{"pass1": 0.2}, {"pass1": 0.5}, {"pass1": 0.6}], "b": [{"pass1": 0.3}, {"pass1": 0.7}]}}
     assert plateau_level(longer) == pytest.approx(0.65)  # the last point, not the second
+    peaked = {"curves": {"a": [{"pass1": 0.2}, {"pass1": 0.8}, {"pass1": 0.6}], "b": [{"pass1": 0.3}, {"pass1": 0.7}]}}
+    assert plateau_level(peaked) == pytest.approx(0.65)  # where a run ends, not its peak (0.75)
 
 
 def test_the_setting_whose_slowest_seed_crosses_first_is_chosen_and_the_cap_is_its_margin_rounded_up():

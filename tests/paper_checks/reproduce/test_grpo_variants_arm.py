@@ -237,6 +237,7 @@ def test_grpos_plateau_is_the_mean_of_its_last_points_and_each_runs_highest_is_i
     assert got["plateau"] == pytest.approx(0.55) and got["level"] == pytest.approx(0.55 - REACH_TOLERANCE)
     assert got["plain_highest"] == [pytest.approx(0.7), pytest.approx(0.6)]
     assert got["candidates"]["same"]["highest"] == [pytest.approx(0.7), pytest.approx(0.6)]
+    assert grpo_variants.kept_at([], 0.3) is None  # a candidate without runs reaches nothing
 
 
 def test_the_chosen_variants_test_runs_are_the_plain_grpo_runs_with_its_settings_added(tmp_path):
