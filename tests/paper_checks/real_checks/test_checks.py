@@ -1166,6 +1166,20 @@ def test_no_forgetting_of_one_seed_a_side_is_not_decided():
     assert v.note == "one seed: no run-to-run variance, so no decision"
 
 
+def test_a_verdict_with_any_part_of_one_seed_says_so():
+    """decided() combines parts that may rest on different designs: one part measured on one seed is enough for the
+    note, and its infinite interval keeps the verdict from holding (the other part holds)."""
+    from escov.paper_checks.design import Estimate
+    from escov.paper_checks.real_checks.decide import decided
+    from escov.theory.claims import BY_ID
+
+    holds = Estimate(0.1, 0.05, 0.15, 0.02, 4.0, 5)
+    single = Estimate(0.1, -math.inf, math.inf, math.inf, 0.0, 1)
+    v = decided(BY_ID["grpo_raises_pass1"], [("@1", holds), ("@16", single)])
+    assert v.status == INCONCLUSIVE and v.note == "one seed: no run-to-run variance, so no decision"
+    assert decided(BY_ID["grpo_raises_pass1"], [("@1", holds)]).note == ""
+
+
 def test_a_run_without_its_base_or_final_evaluation_is_not_compared_with_its_base():
     from escov.paper_checks.real_checks import diff_vs_base
 
