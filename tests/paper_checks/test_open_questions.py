@@ -76,6 +76,29 @@ def test_a_methods_mean_pass_at_k_is_given_only_when_every_run_measured_that_k()
     assert by["grpo"]["pass_at_32"] == pytest.approx(0.1) and by["grpo"]["pass_at_1"] == pytest.approx(0.1 / 32)
 
 
+def test_without_greedy_and_sampled_real_runs_the_answer_points_to_the_simulate_ablation():
+    """Sampled ES runs alone (no greedy ES run to compare with) keep their row; the answer names the simulate level's
+    reading of the same question (its ablations' greedy_vs_sampled claim), and only that one."""
+    sampled = [_run("s0", "es", 0, es={"member_temperature": 1.0}, eval=_eval([1], [2], ks=(1, 32)))]
+    claims = [
+        {"id": "other", "why": "not this one"},
+        {"id": "greedy_vs_sampled", "why": "sampled members keep Pass@32"},
+    ]
+    ev = Evidence(runs=sampled, simulate={"ablations": {"claims": claims}, "other": {"claims": claims[:1]}})
+    out = mechanism(ev)
+    assert out["answer"] == "no greedy-vs-sampled real runs; simulate: sampled members keep Pass@32"
+    assert [(r["method"], r["runs"]) for r in out["table"]] == [("es[sampled]", 1)]
+    greedy_only = Evidence(runs=[_run("g0", "es", 0, eval=_eval([1], [2], ks=(1, 32)))], simulate={})
+    assert mechanism(greedy_only)["answer"] == "no greedy-vs-sampled real runs"
+    # both kinds of runs, but measured at Pass@1 alone: no Pass@32 to compare, so no comparison at all
+    at_1 = [
+        _run(f"{kind}{s}", "es", s, es=es, eval=_eval([1, 2], [2, 3], ks=(1,)))
+        for kind, es in (("g", None), ("s", {"member_temperature": 1.0}))
+        for s in (0, 1)
+    ]
+    assert mechanism(Evidence(runs=at_1))["answer"] == "no greedy-vs-sampled real runs"
+
+
 def _analysis(share: float, top: str, max_abs: float) -> dict:
     kinds = {kind: {"max_abs": max_abs / 10} for kind in ("attention", "mlp", "embedding")}
     kinds[top] = {"max_abs": max_abs}
