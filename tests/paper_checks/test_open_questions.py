@@ -145,7 +145,7 @@ def test_a_null_controls_row_reads_what_its_runs_hold():
     counts as 0; the row counts the method's runs."""
     analysis = {"update_analysis": {"share_nonzero_le_tau": {"0.0015": 0.4}, "max_abs": 0.3}}
     partial = _analysis(0.5, "mlp", 0.02)
-    partial["update_analysis"]["kinds"] = {"attention": {}, "mlp": {"max_abs": -1.0}}  # the largest a negative 1
+    partial["update_analysis"]["kinds"] = {"attention": {}, "mlp": {"max_abs": 0.5}}  # attention: no largest update
     runs = [
         _run("es0", "es", 0, metrics=[{"drift_rel": 0.1}]),
         _run("es1", "es", 1, metrics=[{"drift_rel": 0.3}]),
@@ -168,7 +168,7 @@ def test_a_null_controls_row_reads_what_its_runs_hold():
         0.4,
         0.3,
     )
-    assert by["es[bf16]"]["largest_update_kind"] == "attention"  # no max_abs read as 0, above -1
+    assert by["es[bf16]"]["largest_update_kind"] == "mlp"  # a kind without max_abs counts as 0
     # the answer names what the runs do not hold, rather than stopping the report
     assert null_controls(Evidence(runs=runs))["answer"] == (
         "the random-z null reaches n/a of real ES's drift; tiny-update share n/a (ES) vs 40.0% (null); largest updates "
