@@ -169,6 +169,8 @@ def test_a_null_controls_row_reads_what_its_runs_hold():
         0.3,
     )
     assert by["es[bf16]"]["largest_update_kind"] == "mlp"  # a kind without max_abs counts as 0
+    # ES and its null alone are enough for an answer
+    assert null_controls(Evidence(runs=runs[:3]))["answer"].startswith("the random-z null reaches n/a")
     # the answer names what the runs do not hold, rather than stopping the report
     assert null_controls(Evidence(runs=runs))["answer"] == (
         "the random-z null reaches n/a of real ES's drift; tiny-update share n/a (ES) vs 40.0% (null); largest updates "
