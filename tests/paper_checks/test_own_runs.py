@@ -118,11 +118,33 @@ def test_a_groups_changes_are_final_minus_base_over_the_runs_with_both_evaluatio
     change = got["pass_at_k"]["1"]["change"]
     diffs = np.array([[3 - 1, 2 - 0], [4 - 0, 1 - 1], [2 - 2, 4 - 2]]) / 4
     assert change["mean"] == pytest.approx(diffs.mean()) and change["seeds"] == 3 and change["prompts"] == 2
+    assert change["samples"] == 4  # each evaluation's samples per prompt
     # an evaluation written before it recorded its correctness rule: the rule it used, reward >= 1
     older = {k: e for k, e in runs[0].eval.items()}
     older["final"] = {k: v for k, v in older["final"].items() if k != "correct"}
     (group,) = group_runs([_run("s0", 0, eval=older)])
     assert compare_group(group)["correct"] == "reward >= 1"
+
+
+def test_a_reward_missing_from_a_base_or_a_later_final_evaluation_leaves_that_run_out_of_its_mean():
+    no_rewards = {k: v for k, v in _evaluation([1, 0], {}).items() if k != "rewards"}  # older code: no rewards key
+    runs = [
+        _run("s0", 0, eval={"base": _evaluation([1, 0], {"acc": 0.2}), "final": _evaluation([3, 2], {"acc": 0.5})}),
+        _run("s1", 1, eval={"base": no_rewards, "final": _evaluation([4, 1], {"acc": 0.9})}),
+        _run("s2", 2, eval={"base": _evaluation([2, 2], {"acc": 0.4}), "final": _evaluation([2, 4], {"other": 0.6})}),
+    ]
+    (group,) = group_runs(runs)
+    got = compare_group(group)
+    assert got["rewards"]["acc"]["base"] == pytest.approx(0.2) and got["rewards"]["acc"]["final"] == pytest.approx(0.5)
+
+
+def test_a_setting_only_one_group_has_names_it():
+    """Configs written by other code may lack a setting: both groups are named by it, the one without it as None."""
+    runs = [
+        _run("a0", 0, algo="grpo", grpo={"learning_rate": 1e-5}),
+        _run("b0", 0, algo="grpo", grpo={"learning_rate": 1e-5}, eval_temperature=0.6),
+    ]
+    assert [g.name for g in group_runs(runs)] == ["grpo (eval_temperature=0.6)", "grpo (eval_temperature=None)"]
 
 
 def test_pass_at_k_is_compared_at_the_ks_every_evaluation_holds_and_one_prompt_falls_back_to_seeds():
