@@ -72,8 +72,9 @@ def strategy_name(population: PopulationConfig, distributed: DistributedConfig |
 
 
 def check_batched_engine(engine: str) -> None:
-    """ValueError unless the engine kind is "hf": the batched forward swaps modules of the HF model."""
-    if engine != "hf":
+    """ValueError unless the engine kind is batched_hf's (OPTION_RULES: "hf", the batched forward swaps modules of the
+    HF model), in words that name population.batched, the usual way to ask for it."""
+    if engine != OPTION_RULES["batched_hf"].engine:
         raise ValueError(
             "population.batched needs engine = 'hf' (one batched forward for all members); "
             "set population.batched = false to evaluate members one by one on vLLM"
