@@ -84,6 +84,11 @@ def test_runs_of_other_eval_ks_are_compared_on_the_ks_they_share_and_each_run_la
     ]
     same = Evidence()
     assert same.common_ks([_run("a", [32, 1, 16]), _run("b", [1, 16, 32])]) == ["1", "16", "32"]
+    # ks in numeric order, not the strings' (2 before 16)
+    assert Evidence().common_ks([_run("a", [16, 2, 1]), _run("b", [2, 16, 1])]) == ["1", "2", "16"]
+    short = Evidence()
+    short.common_ks([_run("a", [1]), _run("b", [1, 2, 16])])
+    assert short.problems[0].startswith("run a lacks Pass@k for k = 2, 16 in its final evaluation")
     assert same.problems == [] and same.common_ks([_run("c", None)]) == []
 
 
@@ -110,6 +115,45 @@ def test_a_rows_runs_are_those_of_the_main_model_and_for_es_the_main_population_
     assert [r.name for r in evidence.by_variant("es")] == ["a-es-0"]
     assert [r.name for r in evidence.by_variant("es", sweep=True)] == ["a-es-0", "b-es-0", "b-es-1"]
     assert Evidence().main_model() is None and Evidence().main_population() is None
+
+
+def test_a_row_keeps_the_main_population_of_the_main_model_and_sorts_by_seed_then_name():
+    """On the main model alone, an ES run of another population size (or none recorded) is out of the main row (a
+    sweep keeps the other size; the run without ES settings differs in them too); GRPO has no population; a row is
+    sorted by seed, then by name (seed 0 first)."""
+    runs = [
+        _trained("z-es-0", "A", "es", 0, 8),
+        _trained("a-es-1", "A", "es", 1, 8),
+        _trained("b-es-1", "A", "es", 1, 8),
+        _trained("es-16", "A", "es", 2, 16),
+        _trained("es-none", "A", "es", 3),  # config.json without its [es] table
+        _trained("grpo-0", "A", "grpo", 0),
+    ]
+    evidence = Evidence(runs=runs)
+    assert [r.name for r in evidence.by_variant("es")] == ["z-es-0", "a-es-1", "b-es-1"]
+    assert [r.name for r in evidence.by_variant("es", sweep=True)] == ["z-es-0", "a-es-1", "b-es-1", "es-16"]
+    assert [r.name for r in evidence.by_variant("grpo")] == ["grpo-0"]
+
+
+def test_a_row_keeps_the_most_common_untagged_es_settings_and_names_the_runs_left_out():
+    def es(name, seed, **settings):
+        run = _trained(name, "A", "es", seed, 8)
+        run.config["es"] |= settings
+        return run
+
+    runs = [es("a0", 0, alpha=5e-4), es("a1", 1, alpha=5e-4), es("a2", 2, alpha=5e-4), es("b0", 0, alpha=1e-3)]
+    evidence = Evidence(runs=runs)
+    assert [r.name for r in evidence.by_variant("es")] == ["a0", "a1", "a2"]
+    assert evidence.problems == [
+        "es: runs b0 left out of the row: untagged ES settings differ: alpha 0.001 (row: 0.0005)"
+    ]
+    # two settings of two runs each: the larger settings tuple is kept (sigma alone sorts after alpha's), the other
+    # runs named with the setting the row lacks
+    tied = Evidence(runs=[es("a0", 0, alpha=5e-4), es("a1", 1, alpha=5e-4), es("c0", 0), es("c1", 1)])
+    assert [r.name for r in tied.by_variant("es")] == ["c0", "c1"]
+    assert tied.problems == [
+        "es: runs a0, a1 left out of the row: untagged ES settings differ: alpha 0.0005 (row: unset)"
+    ]
 
 
 def _written(tmp_path, text: str):
