@@ -126,9 +126,10 @@ def test_a_row_keeps_the_main_population_of_the_main_model_and_sorts_by_seed_the
         _trained("a-es-1", "A", "es", 1, 8),
         _trained("b-es-1", "A", "es", 1, 8),
         _trained("es-16", "A", "es", 2, 16),
-        _trained("es-none", "A", "es", 3),  # config.json without its [es] table
+        _trained("es-none", "A", "es", 3),
         _trained("grpo-0", "A", "grpo", 0),
     ]
+    del runs[4].config["es"]  # config.json without its [es] table
     evidence = Evidence(runs=runs)
     assert [r.name for r in evidence.by_variant("es")] == ["z-es-0", "a-es-1", "b-es-1"]
     assert [r.name for r in evidence.by_variant("es", sweep=True)] == ["z-es-0", "a-es-1", "b-es-1", "es-16"]
