@@ -264,10 +264,28 @@ def test_the_mechanism_reads_greedy_minus_sampled_at_matched_pass_1_in_that_orde
     ev = Evidence(runs=runs)
     greedy = [curve_of(r.curve, r.seed) for r in ev.by_variant("es")]
     sampled = [curve_of(r.curve, r.seed) for r in ev.by_variant("es[sampled]")]
-    d, _ = matched_difference(greedy, sampled, "pass@32")
+    d, info = matched_difference(greedy, sampled, "pass@32", names=("greedy", "sampled"))
     assert d.mean > 0
     answer = mechanism(ev)["answer"]
-    assert f"Pass@32 {fmt_interval(d.mean, d.lo, d.hi)} (bias control" in answer
+    assert answer.startswith("greedy minus sampled member rollouts at the end (")
+    bias = info["bias"]["estimate"]
+    assert answer.endswith(
+        f"; at matched Pass@1 ({100 * info['range'][0]:.1f}-{100 * info['range'][1]:.1f} pts, measured points in the "
+        f"range per run: greedy {info['points_in_range_a']}, sampled {info['points_in_range_b']}): Pass@32 "
+        f"{fmt_interval(d.mean, d.lo, d.hi)} (bias control, {info['bias']['thinned']} thinned to "
+        f"{info['bias']['to_layout_of']}'s layout: {fmt_interval(bias['mean'], bias['lo'], bias['hi'])})"
+    )
+    assert {info["bias"]["thinned"], info["bias"]["to_layout_of"]} == {"greedy", "sampled"}
+    assert 0 < info["range"][0] < info["range"][1] < 1
+    # sampled curves stopped after their second point: no common Pass@1 range, the reason is given instead
+    short = [
+        Run(path=r.path, config=r.config, eval=r.eval, curve=r.curve[:2] if "sampled" in r.name else r.curve)
+        for r in runs
+    ]
+    assert mechanism(Evidence(runs=short))["answer"].endswith(
+        "; at matched Pass@1: the Pass@1 range every run reaches is 0.0 pts wide (under 2): nothing to compare at "
+        "matched Pass@1"
+    )
 
 
 def test_the_null_controls_give_bf16_its_row_and_no_analytic_share_to_grpo_whatever_its_config_holds():
