@@ -125,6 +125,12 @@ def test_an_evaluation_in_several_calls_samples_each_from_its_call_seed_with_eve
     assert got["maj_at_k"]["2"] == pytest.approx(
         np.mean([maj_at_k(v, c, 2, seed=seed) for v, c in zip(votes, correct)])
     )
+    # the votes, not the answers, are counted: at k = N they give another Maj@N here (0.5 against 1.0)
+    answers = [[task.answer(p, c.text) for c in row] for p, row in zip(problems, rows)]
+    by_votes, by_answers = (
+        np.mean([maj_at_k(x, c, N, seed=seed) for x, c in zip(xs, correct)]) for xs in (votes, answers)
+    )
+    assert got["maj_at_k"][str(N)] == pytest.approx(by_votes) != pytest.approx(by_answers)
     assert (got["top_p"], got["seed"], got["temperature"], got["max_new_tokens"]) == (0.8, 7, 0.9, 5)
     # the reward saw every completion in one batch, with its token ids, at the step given
     assert task.handed == [{"ids": [c.token_ids for row in rows for c in row], "step": 11, "count": 3 * N}]
