@@ -265,6 +265,13 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
     ids, seeds, correct = by_hand(out / "runs" / "es-s5", checkpoint, 5, 7, 0.6, 3)
     assert (es["step"], es["prompts"], es["chunk_seeds"], es["correct"]) == (7, ids, seeds, correct)
     assert es["chunk_seeds"] != base["chunk_seeds"]
+    # each file names the weights it measured: the base model's files, the checkpoint's
+    from escov.llm.fingerprints import weights_sha256
+
+    assert (base["weights_sha256"], es["weights_sha256"]) == (
+        weights_sha256(tiny_model_dir),
+        weights_sha256(checkpoint),
+    )
 
     # kept while its settings and weights hold; measured again for another n
     stamp = dict(read_json(path)) | {"cpu_seconds": -1.0}
@@ -273,3 +280,7 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
     assert read_json(path)["cpu_seconds"] == -1.0
     endpoints.evaluate_endpoint(out / "runs" / "grpo-s3", "base", 1.0, out, 2, 2)
     assert read_json(path)["n"] == 2 and read_json(path)["cpu_seconds"] >= 0
+    # and measured again when the weights it names are not the ones there now
+    write_json(path, dict(read_json(path)) | {"cpu_seconds": -1.0, "weights_sha256": "0" * 64})
+    endpoints.evaluate_endpoint(out / "runs" / "grpo-s3", "base", 1.0, out, 2, 2)
+    assert read_json(path)["cpu_seconds"] >= 0 and read_json(path)["weights_sha256"] == weights_sha256(tiny_model_dir)

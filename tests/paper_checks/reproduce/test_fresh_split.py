@@ -36,6 +36,35 @@ def test_the_re_implemented_draw_under_todays_rule_is_countdowns_own_draw():
     assert {split_of(",".join(map(str, sorted(p.meta["numbers"])))) for p in old} == {"test", "validation"}
 
 
+def test_the_re_implemented_draw_gives_countdowns_problems_whole_and_refuses_an_exhausted_split():
+    """Under today's rule the re-implemented draw gives Countdown's own problems field for field (prompt and meta too),
+    here with targets up to 10 so that the largest target occurs; a split with fewer problems than asked is refused
+    as Countdown refuses it, naming the rule and the problems it holds (every one with a solution, by brute force)."""
+    from itertools import combinations_with_replacement
+
+    from escov.llm.tasks.base import MAX_DRAWS_WITHOUT_NEW
+    from escov.llm.tasks.countdown import distinct_solutions
+
+    task = Countdown(3, 3, max_number=12, max_target=10, min_solutions=1)
+    mine, theirs = tenth_draw(task, "test", 40, 0, split_rule=split_of), task.problems("test", 40, seed=0)
+    assert [(p.id, p.prompt, p.meta) for p in mine] == [(p.id, p.prompt, p.meta) for p in theirs]
+    assert max(p.meta["target"] for p in mine) == 10
+    small = Countdown(2, 2, max_number=3, max_target=6, min_solutions=1)
+    held = sum(
+        1
+        for numbers in combinations_with_replacement(range(1, 4), 2)
+        if tenth_split(",".join(map(str, numbers))) == "train"
+        for target in range(1, 7)
+        if distinct_solutions(list(numbers), target)
+    )
+    with pytest.raises(ValueError) as err:
+        tenth_draw(small, "train", 100, 0)
+    assert str(err.value) == (
+        f"the train split under the tenth rule holds only about {held} distinct problems ({MAX_DRAWS_WITHOUT_NEW} "
+        f"draws in a row gave none new), 100 were requested: ask for {held} or fewer"
+    )
+
+
 def test_the_check_finds_a_reader_that_drew_a_fresh_instance_in_another_order():
     reader = Reader("planted", "countdown3", "test", 3, 7, TODAY)
     drawn = reader.problems()
