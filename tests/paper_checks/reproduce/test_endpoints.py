@@ -227,6 +227,12 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
     checkpoint = out / "runs" / "es-s5" / "checkpoints" / "step-7"
     shutil.copytree(tiny_model_dir, checkpoint)
     (checkpoint / "trainer_state.json").write_text("{}")
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(checkpoint / "model.safetensors")  # the checkpoint's own weights: not the base's
+    first = sorted(weights)[0]
+    weights[first] = weights[first] + 1e-3
+    save_file(weights, checkpoint / "model.safetensors", metadata={"format": "pt"})
 
     def by_hand(run, model_dir, stream, step, t, n, chunk=2):
         cfg = load_config(run)
