@@ -42,6 +42,8 @@ from escov.paper_checks.evidence import Evidence, untagged_settings, variant
         ({"algo": "grpo", "grpo": {"use_peft": True, "lora_r": 4}}, "grpo[lora-r4]"),
         ({"algo": "es-grpo", "es": {"zscore": False}, "grpo": {"loss_type": "dr_grpo"}}, "es-grpo[no-zscore,dr_grpo]"),
         ({"algo": "grpo-es", "population": {"noise_rank": 8}}, "grpo-es[rank-8]"),
+        ({"algo": "es", "population": {"batched": True}}, "es"),  # no noise_rank recorded: full rank
+        ({"model": "m"}, "unknown"),  # a config without its algorithm
     ],
 )
 def test_a_configs_variant_names_each_setting_that_changes_the_method(config, name):
