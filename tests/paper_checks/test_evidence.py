@@ -144,11 +144,19 @@ def test_a_row_keeps_the_most_common_untagged_es_settings_and_names_the_runs_lef
         run.config["es"] |= settings
         return run
 
-    runs = [es("a0", 0, alpha=5e-4), es("a1", 1, alpha=5e-4), es("a2", 2, alpha=5e-4), es("b0", 0, alpha=1e-3)]
+    row = dict(alpha=5e-4, momentum=0.9, noise_chunk=2)
+    runs = [es("a0", 0, **row), es("a1", 1, **row), es("a2", 2, **row), es("b0", 0, alpha=1e-3, momentum=0.5)]
     evidence = Evidence(runs=runs)
     assert [r.name for r in evidence.by_variant("es")] == ["a0", "a1", "a2"]
     assert evidence.problems == [
-        "es: runs b0 left out of the row: untagged ES settings differ: alpha 0.001 (row: 0.0005)"
+        "es: runs b0 left out of the row: untagged ES settings differ: alpha 0.001 (row: 0.0005), momentum 0.5 "
+        "(row: 0.9), noise_chunk unset (row: 2)"
+    ]
+    lacking = Evidence(runs=[es("a0", 0, **row), es("a1", 1, **row), es("c0", 0)])
+    lacking.by_variant("es")
+    assert lacking.problems == [
+        "es: runs c0 left out of the row: untagged ES settings differ: , alpha unset (row: 0.0005), momentum unset "
+        "(row: 0.9), noise_chunk unset (row: 2)"
     ]
     # two settings of two runs each: the larger settings tuple is kept (sigma alone sorts after alpha's), the other
     # runs named with the setting the row lacks

@@ -53,6 +53,12 @@ def test_the_share_of_prompts_with_no_correct_sample_is_counted_per_run_and_aver
     )
     wider = [_run("es0", "es", 0, eval=_eval([0, 1], [1, 1], n=64))]
     assert zero_success(Evidence(runs=wider))["answer"] == "prompts with 0 of n correct: es 50% -> 0%"
+    # GRPO's own sample count is read for the note too
+    grpo_only = [_run("grpo0", "grpo", 0, eval=_eval([0, 1], [1, 1], n=32))]
+    assert zero_success(Evidence(runs=grpo_only))["answer"].endswith(
+        "the same measurement as Pass@32, not a second one)"
+    )
+    assert zero_success(Evidence(runs=[])) == {"answer": "no runs with per-problem evaluations", "table": []}
     # a run whose evaluation keeps no per-prompt rows (older code) adds nothing to the share of its part
     older = _eval([0, 0], [0, 0], n=64)
     del older["final"]["per_problem"]

@@ -319,7 +319,7 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
     # kept while its settings and weights hold; measured again for another n
     stamp = dict(read_json(path)) | {"cpu_seconds": -1.0}
     write_json(path, stamp)
-    endpoints.evaluate_endpoint(out / "runs" / "grpo-s3", "base", 1.0, out, 3, 2)
+    assert endpoints.evaluate_endpoint(out / "runs" / "grpo-s3", "base", 1.0, out, 3, 2) == str(path)
     assert read_json(path)["cpu_seconds"] == -1.0
     endpoints.evaluate_endpoint(out / "runs" / "grpo-s3", "base", 1.0, out, 2, 2)
     assert read_json(path)["n"] == 2 and read_json(path)["cpu_seconds"] >= 0

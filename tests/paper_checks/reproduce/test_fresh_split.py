@@ -264,7 +264,9 @@ def test_the_answers_record_checks_its_own_test_prompts(monkeypatch):
         fresh_split, "READERS", {"selection": fresh_split.READERS["selection runs' own final evaluations"]}
     )
     answer = BUDGETS["answer"]
-    record = fresh_record(answer)
+    announced = []
+    record = fresh_record(answer, progress=announced.append)
+    assert announced == ["selection"]
     assert record["count"] == answer.common["eval_problems"] and record["disjoint"] is True
     assert record["readers"] == {"selection": 8} and record["splits"] == ["test"] and record["solutions"] == [2]
     unskipped = fresh_record(replace(answer, common=answer.common | {"eval_skip": 0}))
