@@ -271,11 +271,16 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
     again = read_json(endpoints.evaluate_endpoint(out / "runs" / "grpo-s5", "base", 1.0, out, 3, 2))
     assert (again["chunk_seeds"], again["correct"]) == (seeds, correct) and again["run"] == "grpo-s5"
 
+    import time
+
+    wall, cpu = time.perf_counter(), time.process_time()
     es = read_json(endpoints.evaluate_endpoint(out / "runs" / "es-s5", "es-s5", 0.6, out, 3, 2))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     ids, seeds, correct = by_hand(out / "runs" / "es-s5", checkpoint, 5, 7, 0.6, 3)
     assert (es["step"], es["prompts"], es["chunk_seeds"], es["correct"]) == (7, ids, seeds, correct)
     assert (es["temperature"], es["distinct_correct_answers"]) == (0.6, distinct)
     assert all(es[k] >= 0 and es[k] == round(es[k], 1) for k in ("seconds", "cpu_seconds"))
+    assert es["seconds"] <= wall + 0.05 and es["cpu_seconds"] <= cpu + 0.05  # the evaluation's own time, no more
     # an evaluation stopped after its first chunk continues there: the chunk kept (a marker here), the rest drawn
     whole = es
     path_es = endpoints.endpoint_file(out, "es-s5", 7, 0.6)
