@@ -38,6 +38,16 @@ REFUSED = [
         "eval_solutions = 2 needs generated problems of task countdown or countdown3 (no data files); give "
         "eval_solutions = 0",
     ),
+    (  # a test file alone is data enough to refuse a solution block, for either split
+        {"train_solutions": 3, "task": "countdown3", "test_data": "t.jsonl"},
+        "train_solutions = 3 needs generated problems of task countdown or countdown3 (no data files); give "
+        "train_solutions = 0",
+    ),
+    (
+        {"eval_solutions": 2, "task": "countdown3", "data": "d.jsonl"},
+        "eval_solutions = 2 needs generated problems of task countdown or countdown3 (no data files); give "
+        "eval_solutions = 0",
+    ),
 ]
 
 ACCEPTED = [
