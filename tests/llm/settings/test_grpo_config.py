@@ -35,6 +35,7 @@ REFUSED = [
     ({"top_k": -1}, "grpo.top_k must be an integer >= 0, got -1"),
     ({"lr_scheduler_type": "linear", "warmup_steps": -1}, "grpo.warmup_steps must be an integer >= 0, got -1"),
     ({"use_peft": True, "lora_r": 0}, "grpo.lora_r must be an integer >= 1, got 0"),
+    ({"use_peft": True, "lora_alpha": 0}, "grpo.lora_alpha must be an integer >= 1, got 0"),
     (
         {"warmup_steps": 3},
         "grpo.warmup_ratio / grpo.warmup_steps need grpo.lr_scheduler_type constant_with_warmup, linear or cosine "
