@@ -1,0 +1,50 @@
+"""Which settings each algorithm reads (llm/settings/sources.py flag_applies), written out here from what the trainers
+read: ES's population and Ray settings are not GRPO's; GRPO's table is not ES's but for the group size and the
+iterations that price a GRPO step (ES's budget, llm/schedules.py); the probe's sigma and pattern, the update
+analysis's alpha and the run's own settings are every algorithm's; a schedule of both reads everything."""
+
+import pytest
+
+from escov.llm.settings.sources import flag_applies
+
+ES_ONLY = (
+    "workers",
+    "ray_address",
+    "step_samples",
+    "es.population_size",
+    "es.member_temperature",
+    "es.member_samples",
+    "es.antithetic",
+    "es.zscore",
+    "es.center_scale",
+    "es.null_control",
+    "es.inplace_bf16",
+    "es.noise_chunk",
+    "population.batched",
+    "population.noise_rank",
+    "population.members",
+)
+GRPO_ONLY = ("grpo.learning_rate", "grpo.beta", "grpo.epsilon", "grpo.loss_type", "grpo.use_peft")
+EVERY_ALGORITHM = ("es.sigma", "es.param_pattern", "es.alpha", "seed", "eval_samples", "steps", "task")
+
+
+@pytest.mark.parametrize("name", ES_ONLY)
+def test_es_settings_are_not_grpos(name):
+    assert not flag_applies(name, "grpo") and flag_applies(name, "es")
+
+
+@pytest.mark.parametrize("name", GRPO_ONLY)
+def test_grpo_settings_are_not_es(name):
+    assert not flag_applies(name, "es") and flag_applies(name, "grpo")
+
+
+@pytest.mark.parametrize("name", ("grpo.num_generations", "grpo.num_iterations"))
+def test_the_settings_that_price_a_grpo_step_are_read_by_es_too(name):
+    assert flag_applies(name, "es") and flag_applies(name, "grpo")
+
+
+@pytest.mark.parametrize("name", EVERY_ALGORITHM + ES_ONLY + GRPO_ONLY)
+def test_every_setting_is_read_by_a_schedule_of_both_and_the_common_ones_by_each(name):
+    assert flag_applies(name, "es-grpo") and flag_applies(name, "grpo-es")
+    if name in EVERY_ALGORITHM:
+        assert flag_applies(name, "es") and flag_applies(name, "grpo")
