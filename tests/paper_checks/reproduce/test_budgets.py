@@ -127,3 +127,14 @@ def test_the_lemma_1_grid_is_measured_as_each_budgets_runs_are_evaluated():
         assert (settings["temperature"], settings["max_new_tokens"]) == (temperature, length), name
         seen.add((temperature, length))
     assert {(0.6, 32), (0.6, 24)} <= seen
+
+
+def test_the_answer_trains_on_the_solution_block_it_measures_and_skips_the_selection_runs_prompts():
+    """The answer's test prompts are the instances with exactly 2 solutions after the selection runs' own final
+    evaluations (premise_control.SELECTION_EVAL's first 8); its training pool is drawn from the same block, so the
+    prompts measured are the kind trained on (docs/answer-budget.md, "Prompts")."""
+    from escov.paper_checks.reproduce.premise_control import SELECTION_EVAL
+
+    common = BUDGETS["answer"].common
+    assert common["eval_solutions"] == common["train_solutions"] == 2
+    assert common["eval_skip"] == SELECTION_EVAL["eval_problems"] == 8
