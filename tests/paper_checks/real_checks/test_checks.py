@@ -1240,3 +1240,23 @@ def test_matched_curves_are_paired_by_their_runs_seeds():
         + [curve_run(f"grpo{s}", "grpo", s, 8, 1.0 + 0.01 * s) for s in range(3)]
     )
     assert REAL_CHECKS["matched_entropy"](ev).evidence["per_seed"] == pytest.approx([0.05, 0.04, 0.03])
+
+
+def test_two_methods_are_compared_at_k_only_on_the_seeds_whose_runs_both_measured_k():
+    """diff_between pairs runs by seed among those whose evaluation holds Pass@k: a run that did not measure k (its
+    eval_ks differ) is left out with its pair, though its counts could give it."""
+    from escov.paper_checks.real_checks.passk import diff_between
+
+    def run(name, seed, ks, counts):
+        final = {
+            "n": 32,
+            "pass_at_k": {str(k): 0.5 for k in ks},
+            "per_problem": [{"id": f"p{i}", "correct": c} for i, c in enumerate(counts)],
+        }
+        return Run(path=Path(name), config={"algo": "es", "seed": seed}, eval={"final": final})
+
+    a = [run("a0", 0, (1, 32), [4, 0, 9]), run("a1", 1, (1,), [8, 2, 1])]
+    b = [run("b0", 0, (1, 32), [2, 1, 3]), run("b1", 1, (1, 32), [0, 0, 5])]
+    got = diff_between(a, b, 32)
+    assert got.seeds == 1 and got.prompts == 3
+    assert diff_between(a, b, 1).seeds == 2
