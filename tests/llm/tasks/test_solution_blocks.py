@@ -224,3 +224,14 @@ def test_a_block_is_drawn_from_generated_countdown_only_and_k_is_a_positive_inte
         block_size(get_task("countdown"), "test", 1)
     drawn = block_problems(task, "validation", 2, 0, 1)
     assert all(p.prompt and p.id.startswith("countdown") for p in drawn)
+
+
+@pytest.mark.parametrize("style", ["instruct", "paper"])
+def test_a_blocks_prompts_are_written_in_the_tasks_prompt_style(style):
+    from escov.llm.tasks.countdown import format_prompt
+    from escov.llm.tasks.solution_blocks import block_problems
+
+    task = Countdown(3, 3, prompt_style=style)
+    got = block_problems(task, "test", 4, 0, 2)
+    assert [p.prompt for p in got] == [format_prompt(p.meta["numbers"], p.meta["target"], style) for p in got]
+    assert all(p.prompt != format_prompt(p.meta["numbers"], p.meta["target"]) for p in got)
