@@ -10,14 +10,24 @@ from escov.llm.planted_base import base_record, measure_base
 from escov.llm.tasks import get_task
 
 
+def _subsets(numbers, target) -> list[tuple[int, ...]]:
+    """Every distinct sub-multiset summing to target, each sorted (brute force over positions)."""
+    hits = {
+        tuple(sorted(c))
+        for r in range(1, len(numbers) + 1)
+        for c in itertools.combinations(numbers, r)
+        if sum(c) == target
+    }
+    return sorted(hits)
+
+
 def _brute_force_counts(prompts: int) -> tuple[int, int]:
     """(rare-only, both-solve) prompts among the first validation prompts: every subset summing to the target, and
     whether it holds the largest number (the dominant strategy)."""
     rare_only = both = 0
     for p in get_task("subset_sum").problems("validation", prompts, seed=0):
         numbers, target = p.meta["numbers"], p.meta["target"]
-        hits = [c for r in range(1, len(numbers) + 1) for c in itertools.combinations(numbers, r) if sum(c) == target]
-        uses_top = {max(numbers) in c for c in hits}
+        uses_top = {max(numbers) in c for c in _subsets(numbers, target)}
         rare_only += uses_top == {False}
         both += uses_top == {True, False}
     return rare_only, both
@@ -44,17 +54,6 @@ def test_a_measure_over_no_prompt_is_none_so_the_record_can_be_written(tiny_mode
     assert record["rare_share_on_both"] is None or 0 <= record["rare_share_on_both"] <= 1
     write_json(tmp_path / "m.json", record)
     assert read_json(tmp_path / "m.json") == record
-
-
-def _subsets(numbers, target) -> list[tuple[int, ...]]:
-    """Every distinct sub-multiset summing to target, each sorted (brute force over positions)."""
-    hits = {
-        tuple(sorted(c))
-        for r in range(1, len(numbers) + 1)
-        for c in itertools.combinations(numbers, r)
-        if sum(c) == target
-    }
-    return sorted(hits)
 
 
 def test_the_record_of_written_completions_against_brute_force():

@@ -234,14 +234,11 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
     weights[first] = weights[first] + 1e-3
     save_file(weights, checkpoint / "model.safetensors", metadata={"format": "pt"})
 
-    distinct: list[int] = []  # by_hand's distinct correct answers per prompt, of its last call
-
     def by_hand(run, model_dir, stream, step, t, n, chunk=2):
         cfg = load_config(run)
         problems = eval_set(cfg).problems
         engine = make_engine("hf", model_dir, seed=cfg.seed)
-        seeds, correct = [], []
-        distinct.clear()
+        seeds, correct, distinct = [], [], []
         for i in range(0, len(problems), chunk):
             seed = derive_seed(stream, step, "endpoint", f"{t:g}", i // chunk) % 2**31
             result = evaluate(
@@ -258,10 +255,10 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
             seeds.append(seed)
             correct += [r["correct"] for r in result["per_problem"]]
             distinct.extend(r["distinct_correct_answers"] for r in result["per_problem"])
-        return [p.id for p in problems], seeds, correct
+        return [p.id for p in problems], seeds, correct, distinct
 
     base = read_json(endpoints.evaluate_endpoint(out / "runs" / "grpo-s3", "base", 1.0, out, 3, 2))
-    ids, seeds, correct = by_hand(out / "runs" / "grpo-s3", tiny_model_dir, 0, 0, 1.0, 3)
+    ids, seeds, correct, _ = by_hand(out / "runs" / "grpo-s3", tiny_model_dir, 0, 0, 1.0, 3)
     assert (base["prompts"], base["chunk_seeds"], base["correct"]) == (ids, seeds, correct)
     assert (base["model"], base["step"], base["n"], base["run"], len(seeds)) == ("base", 0, 3, "grpo-s3", 3)
     path = endpoints.endpoint_file(out, "base", 0, 1.0)
@@ -276,24 +273,22 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
     wall, cpu = time.perf_counter(), time.process_time()
     es = read_json(endpoints.evaluate_endpoint(out / "runs" / "es-s5", "es-s5", 0.6, out, 3, 2))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    ids, seeds, correct = by_hand(out / "runs" / "es-s5", checkpoint, 5, 7, 0.6, 3)
+    ids, seeds, correct, distinct = by_hand(out / "runs" / "es-s5", checkpoint, 5, 7, 0.6, 3)
     assert (es["step"], es["prompts"], es["chunk_seeds"], es["correct"]) == (7, ids, seeds, correct)
     assert (es["temperature"], es["distinct_correct_answers"]) == (0.6, distinct)
     assert all(es[k] >= 0 and es[k] == round(es[k], 1) for k in ("seconds", "cpu_seconds"))
     assert es["seconds"] <= wall + 0.05 and es["cpu_seconds"] <= cpu + 0.05  # the evaluation's own time, no more
     # an evaluation stopped after its first chunk continues there: the chunk kept (a marker here), the rest drawn
-    whole = es
     path_es = endpoints.endpoint_file(out, "es-s5", 7, 0.6)
-    marker = [{"id": whole["prompts"][i], "correct": -1, "distinct_correct_answers": 0} for i in range(2)]
-    kept = {k: whole[k] for k in ("model", "step", "temperature", "n", "weights_sha256")}
+    marker = [{"id": es["prompts"][i], "correct": -1, "distinct_correct_answers": 0} for i in range(2)]
+    kept = {k: es[k] for k in ("model", "step", "temperature", "n", "weights_sha256")}
     write_json(
         path_es.with_suffix(".partial.json"),
-        kept
-        | {"chunks": [{"seed": whole["chunk_seeds"][0], "per_problem": marker}], "seconds": 1.0, "cpu_seconds": 2.0},
+        kept | {"chunks": [{"seed": es["chunk_seeds"][0], "per_problem": marker}], "seconds": 1.0, "cpu_seconds": 2.0},
     )
     path_es.unlink()
     resumed = read_json(endpoints.evaluate_endpoint(out / "runs" / "es-s5", "es-s5", 0.6, out, 3, 2))
-    assert resumed["correct"] == [-1, -1] + whole["correct"][2:] and resumed["chunk_seeds"] == whole["chunk_seeds"]
+    assert resumed["correct"] == [-1, -1] + es["correct"][2:] and resumed["chunk_seeds"] == es["chunk_seeds"]
     assert resumed["cpu_seconds"] >= 2.0 and resumed["seconds"] >= 1.0  # the stopped part's time counted
     assert not path_es.with_suffix(".partial.json").exists()
     # a stopped part of another measurement (other samples) is not continued
@@ -302,7 +297,7 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
         kept
         | {
             "n": 2,
-            "chunks": [{"seed": whole["chunk_seeds"][0], "per_problem": marker}],
+            "chunks": [{"seed": es["chunk_seeds"][0], "per_problem": marker}],
             "seconds": 0.0,
             "cpu_seconds": 0.0,
         },
@@ -310,7 +305,7 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
     path_es.unlink()
     assert (
         read_json(endpoints.evaluate_endpoint(out / "runs" / "es-s5", "es-s5", 0.6, out, 3, 2))["correct"]
-        == whole["correct"]
+        == es["correct"]
     )
     assert es["chunk_seeds"] != base["chunk_seeds"]
     # each file names the weights it measured: the base model's files, the checkpoint's
