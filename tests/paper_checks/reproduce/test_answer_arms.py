@@ -276,13 +276,12 @@ def test_an_arms_stage_is_skipped_only_when_its_output_is_complete(tmp_path):
     arm's sample count for the run's last checkpoint (the base's at step 0), not another count, and only for a run
     with no job of its own in the pool."""
     from escov.llm.rundir import write_json
+    from escov.paper_checks.reproduce import base_draws, endpoints
+    from escov.paper_checks.reproduce.answer_stages import arm_jobs, draw_jobs
 
     def put(path, record):
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, record)
-
-    from escov.paper_checks.reproduce import base_draws, endpoints
-    from escov.paper_checks.reproduce.answer_stages import arm_jobs, draw_jobs
 
     budget, out = replace(TINY, arms=replace(ARMS, draw_seeds=(1, 2, 3))), tmp_path
     (base_draws.draw_dir(out, 1) / "base").mkdir(parents=True)
