@@ -410,8 +410,8 @@ PRELOAD = {"real_checks": ("escov.llm.rollout",)}
 # Groups whose tests train a tiny run in a module fixture (10-20 s of CPU on a loaded machine): mutmut's time limit
 # counts the tests' calls alone, not their fixtures' setup, so at the constant of 5 s a mutant whose only tests read
 # that run counted as caught by a timeout before they ran (training_runs' first 4 mutants; every premise_control
-# mutant the fixture reaches). Seconds.
-TIMEOUT_CONSTANT = {"training_runs": 60.0, "curve": 60.0, "premise_control": 60.0}
+# mutant the fixture reaches; settings: test_run_settings.py's evaluation fixture, 15 s). Seconds.
+TIMEOUT_CONSTANT = {"training_runs": 60.0, "curve": 60.0, "premise_control": 60.0, "settings": 60.0}
 
 CAUGHT = {"killed", "timeout", "segfault", "suspicious"}  # a test failed, hung or crashed: the bug is noticed
 NOT_REACHED = "no tests"

@@ -162,7 +162,8 @@ def choose(
 
     def rank(p: Pair):
         return (
-            -(p.hi - p.lo),
+            # in 12 decimals: equal widths from different ends (0.7 - 0.3 and 0.5 - 0.1) differ in the last bit
+            -round(p.hi - p.lo, 12),
             -min(p.grpo_points, p.es_points),
             settings[p.grpo].params["learning_rate"],
             settings[p.es].params["alpha"],

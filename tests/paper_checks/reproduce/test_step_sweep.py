@@ -94,6 +94,32 @@ def test_choose_takes_the_widest_range_then_more_points_then_smaller_steps():
     assert none is None and pairs[0].missed == ("GRPO's entropy does not fall",)
 
 
+def test_a_tie_in_range_and_points_goes_to_the_smaller_learning_rate_before_the_smaller_alpha():
+    settings = {
+        "g-small": Setting("grpo", {"learning_rate": 1e-5}, ""),
+        "g-big": Setting("grpo", {"learning_rate": 1e-4}, ""),
+        "e-small": Setting("es", {"sigma": 0.01, "alpha": 0.005}, ""),
+        "e-big": Setting("es", {"sigma": 0.01, "alpha": 0.02}, ""),
+    }
+    fall = [2.0, 2.0] + [1.0] * 7
+    # crossed ranges: each learning rate meets the other's alpha over 0.4 of Pass@1 (0.7 - 0.3 and 0.5 - 0.1, equal
+    # but in their last bit), its own over 0.2
+    traces = {
+        "g-small": rising("g-small", 0.3, 0.7, 9, fall),
+        "g-big": rising("g-big", 0.1, 0.5, 9, fall),
+        "e-small": rising("e-small", 0.1, 0.5, 9),
+        "e-big": rising("e-big", 0.3, 0.7, 9),
+    }
+    chosen, pairs = choose(traces, settings)
+    widths = {(p.grpo, p.es): p.hi - p.lo for p in pairs}
+    assert widths == pytest.approx({("g-small", "e-big"): 0.4, ("g-big", "e-small"): 0.4, ("g-small", "e-small"): 0.2,
+                                    ("g-big", "e-big"): 0.2})
+    tied = [p for p in pairs if p.hi - p.lo == pytest.approx(0.4)]
+    assert {(p.grpo_points, p.es_points) for p in tied} == {(9, 9)}
+    # the smaller learning rate decides first, with the larger alpha; alpha first would take (g-big, e-small)
+    assert (chosen.grpo, chosen.es) == ("g-small", "e-big")
+
+
 def test_the_sweep_runs_are_the_answer_shape_on_a_seed_of_their_own(tmp_path):
     runs = sweep_runs(tmp_path, 40, SETTINGS)
     assert SWEEP_SEED not in ANSWER_SEEDS and {r["seed"] for r in runs.values()} == {SWEEP_SEED}
