@@ -112,8 +112,9 @@ def test_a_tie_in_range_and_points_goes_to_the_smaller_learning_rate_before_the_
     }
     chosen, pairs = choose(traces, settings)
     widths = {(p.grpo, p.es): p.hi - p.lo for p in pairs}
-    assert widths == pytest.approx({("g-small", "e-big"): 0.4, ("g-big", "e-small"): 0.4, ("g-small", "e-small"): 0.2,
-                                    ("g-big", "e-big"): 0.2})
+    assert widths == pytest.approx(
+        {("g-small", "e-big"): 0.4, ("g-big", "e-small"): 0.4, ("g-small", "e-small"): 0.2, ("g-big", "e-big"): 0.2}
+    )
     tied = [p for p in pairs if p.hi - p.lo == pytest.approx(0.4)]
     assert {(p.grpo_points, p.es_points) for p in tied} == {(9, 9)}
     # the smaller learning rate decides first, with the larger alpha; alpha first would take (g-big, e-small)
