@@ -44,7 +44,6 @@ from escov.llm.settings.user_data import (
     USER_DATA_DEFAULTS,
     check_reward_settings,
     normalize_reward_settings,
-    user_data_defaults,
 )
 from escov.llm.settings.values import RENAMED
 
@@ -53,4 +52,4 @@ __all__ = ["ALGOS", "BUDGETS", "DTYPES", "ENGINES", "ESConfig", "ES_ONLY", "ES_O
            "PopulationConfig", "RENAMED", "REPEATED_FLAGS", "SCALE_REWARDS", "SCALE_REWARDS_BOOL", "SECTIONS",
            "STACK_AUTO_BYTES", "TrainConfig", "USER_DATA_DEFAULTS", "check_flags_apply", "check_noise_chunk",
            "check_noise_rank", "check_reward_settings", "config_from_args", "flag_applies", "load_config",
-           "normalize_reward_settings", "saved_config", "setting_flags", "user_data_defaults"]
+           "normalize_reward_settings", "saved_config", "setting_flags"]

@@ -17,7 +17,6 @@ from escov.llm.settings.user_data import (
     USER_DATA_DEFAULTS,
     check_reward_settings,
     normalize_reward_settings,
-    user_data_defaults,
 )
 from escov.llm.settings.values import _choice, _int_at_least, _known, _positive, _renamed, _table
 from escov.llm.tasks import TASKS
@@ -112,7 +111,7 @@ class TrainConfig:
     population: PopulationConfig = field(default_factory=PopulationConfig)
 
     def __post_init__(self) -> None:
-        if self.task == "prompts" and not _FROM_SETTINGS.get():  # the Python API: the CLI's defaults for your data
+        if self.task == "prompts":  # your data: the paper's measurements off where the settings do not name them
             given = _GIVEN.get()
             for name, value in USER_DATA_DEFAULTS.items():
                 if name not in given and getattr(self, name) == TrainConfig.__dataclass_fields__[name].default:
@@ -230,9 +229,8 @@ class TrainConfig:
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> "TrainConfig":
         """Build from nested dicts (TOML tables / config.json); unknown keys and bad values raise
         ValueError, its message starting with the source."""
-        token = _FROM_SETTINGS.set(True)  # the settings as given (user_data_defaults below fills what is not)
         try:
-            data = user_data_defaults(_renamed(_table(data, source), source))
+            data = _renamed(_table(data, source), source)
             kwargs = _known(cls, data, source, sections=SECTIONS)
             if "population" in data:
                 kwargs["population"] = PopulationConfig(**_known(
@@ -248,15 +246,11 @@ class TrainConfig:
             if str(err).startswith(source):
                 raise
             raise ValueError(f"{source}: {err}") from None
-        finally:
-            _FROM_SETTINGS.reset(token)
 
 
-# set while TrainConfig.from_dict builds a config: its settings are taken as given (a TrainConfig built directly,
-# from Python, with task "prompts" gets USER_DATA_DEFAULTS for the measurements left at their defaults)
-_FROM_SETTINGS: contextvars.ContextVar[bool] = contextvars.ContextVar("from_settings", default=False)
-# the settings a direct TrainConfig(...) call named (a named one is kept even where it equals its default:
-# TrainConfig(task="prompts", probe=True) runs the probe)
+# the settings a TrainConfig(...) call names, from Python or through from_dict: with task "prompts", each of
+# USER_DATA_DEFAULTS it does not name takes its value there, and a named one is kept even where it equals
+# TrainConfig's default (TrainConfig(task="prompts", probe=True) runs the probe)
 _GIVEN: contextvars.ContextVar[frozenset] = contextvars.ContextVar("given", default=frozenset())
 _generated_init = TrainConfig.__init__
 

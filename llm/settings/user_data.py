@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 # the paper's measurements, off by default on the user's own data (task "prompts"): the Lemma 1 probe,
 # the held-out arithmetic task and the thresholded-checkpoint evaluations; give the keys to have them
+# (TrainConfig.__post_init__ sets those its call does not name)
 USER_DATA_DEFAULTS = {"probe": False, "heldout_task": "", "threshold_keep": ()}
 
 
@@ -40,10 +41,3 @@ def check_reward_settings(cfg: "TrainConfig") -> bool:
                              "(--reward_function my_rewards:accuracy)")
         return True
     return False
-
-
-def user_data_defaults(data: dict) -> dict:
-    """data with the paper's measurements off (USER_DATA_DEFAULTS) where task is "prompts" and they are not given."""
-    if data.get("task") != "prompts":
-        return data
-    return {**USER_DATA_DEFAULTS, **data}

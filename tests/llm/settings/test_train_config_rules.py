@@ -97,3 +97,29 @@ def test_es_runs_on_ray_actors_with_more_than_one_worker_or_a_cluster_address(se
 def test_each_actor_holds_one_gpu_of_its_own_when_the_run_is_on_cuda(device, gpus):
     """The settings alone (no GPU needed to read them): an engine per GPU on CUDA, none on the CPU."""
     assert TrainConfig(workers=2, device=device).distributed().gpus_per_worker == gpus
+
+
+@pytest.mark.parametrize("given, read", [(True, "group"), (False, "none"), ("batch", "batch")])
+def test_a_settings_table_reads_trls_scale_rewards_booleans(given, read):
+    """TOML's `scale_rewards = true` (TRL's former boolean) reads as group, false as none: the [grpo] table's
+    values are otherwise checked against the field's type (a string)."""
+    assert TrainConfig.from_dict({"grpo": {"scale_rewards": given}}).grpo.scale_rewards == read
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"population": {"rows": 8}}, "run.toml: [population]: unknown setting 'rows'; known settings: "),
+        ({"es": {"rows": 8}}, "run.toml: [es]: unknown setting 'rows'; known settings: "),
+        ({"grpo": {"rows": 8}}, "run.toml: [grpo]: unknown setting 'rows'; known settings: "),
+        ({"population": 3}, "run.toml: population must be a table of settings, got 3"),
+        ({"es": [1]}, "run.toml: es must be a table of settings, got [1]"),
+        ({"grpo": "x"}, "run.toml: grpo must be a table of settings, got 'x'"),
+        ({"steps": 0}, "run.toml: steps must be an integer >= 1, got 0"),
+        ({"grpo": {"epsilon": 0.0}}, "run.toml: grpo.epsilon must be a finite number > 0, got 0.0"),
+    ],
+)
+def test_a_settings_tables_refusal_names_its_source_and_table_once(table, message):
+    with pytest.raises(ValueError) as err:
+        TrainConfig.from_dict(table, source="run.toml")
+    assert str(err.value).startswith(message) and str(err.value).count("run.toml") == 1

@@ -2,6 +2,8 @@
 reward function's path checked, reward functions alone (no reward convention beside them), and task "prompts"
 without a function refused by that name."""
 
+import dataclasses
+
 import pytest
 
 from escov.llm.config import TrainConfig
@@ -27,6 +29,27 @@ def test_the_papers_measurements_are_off_on_task_prompts_only():
         }
     asked = _cfg(task="prompts", data="d.jsonl", reward_function="m:f", probe=True, heldout_task="arithmetic")
     assert (asked.probe, asked.heldout_task) == (True, "arithmetic")
+
+
+def test_in_python_the_measurements_named_in_the_call_are_kept_even_at_their_defaults():
+    """TrainConfig(...) on task "prompts": each measurement the call names stays as named (probe=True equals
+    TrainConfig's default and still runs the probe), keyword or positional; the others are off."""
+    mine = {"model": "m", "out": "o", "task": "prompts", "data": "d.jsonl", "reward_function": "m:f"}
+    assert (TrainConfig(**mine).probe, TrainConfig(**mine).heldout_task) == (False, "")
+    named = TrainConfig(**mine, probe=True, threshold_keep=(5.0, 22.0, 50.0))
+    assert (named.probe, named.heldout_task, named.threshold_keep) == (True, "", (5.0, 22.0, 50.0))
+    names = [f.name for f in dataclasses.fields(TrainConfig)]
+    upto_probe = names[: names.index("probe") + 1]  # every field up to probe, given by position
+    positional = [mine.get(n, TrainConfig.__dataclass_fields__[n].default) for n in upto_probe[:-1]] + [True]
+    by_position = TrainConfig(*positional)
+    assert (by_position.task, by_position.probe, by_position.heldout_task) == ("prompts", True, "")
+    # a later call names nothing: the earlier call's names are not carried over
+    assert TrainConfig(**mine).probe is False
+
+
+def test_a_settings_table_on_task_prompts_keeps_what_it_names_and_turns_off_the_rest():
+    cfg = _cfg(task="prompts", data="d.jsonl", reward_function="m:f", threshold_keep=[50.0])
+    assert (cfg.probe, cfg.heldout_task, cfg.threshold_keep) == (False, "", (50.0,))
 
 
 def test_one_function_and_one_weight_given_alone_in_python_are_tuples_of_one():
