@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import inspect
 import io
 import textwrap
@@ -119,6 +120,11 @@ def field_descriptions(cls) -> dict[str, str]:
     """{field name: the comment on its line} for a dataclass whose fields are written one per line
     (a field without a comment is left out). A comment continues on the comment-only lines right below it that
     start in its column (a description too long for one line of 120 characters)."""
+    return dict(_descriptions(cls))
+
+
+@functools.cache  # inspect.getsource parses the class's whole module: once per class, not at every parser built
+def _descriptions(cls) -> tuple[tuple[str, str], ...]:
     source = textwrap.dedent(inspect.getsource(cls))
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     comments = {
@@ -143,7 +149,7 @@ def field_descriptions(cls) -> dict[str, str]:
                 following += 1
             if text:
                 found[node.target.id] = text
-    return found
+    return tuple(found.items())
 
 
 def settings() -> list[tuple[str, dataclasses.Field, str, str]]:
