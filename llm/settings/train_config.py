@@ -114,7 +114,7 @@ class TrainConfig:
         if self.task == "prompts":  # your data: the paper's measurements off where the settings do not name them
             given = _GIVEN.get()
             for name, value in USER_DATA_DEFAULTS.items():
-                if name not in given and getattr(self, name) == TrainConfig.__dataclass_fields__[name].default:
+                if name not in given:  # so still at TrainConfig's default
                     setattr(self, name, value)
         normalize_reward_settings(self)
         self.validate()
