@@ -60,6 +60,14 @@ def test_each_models_counts_are_its_correct_samples_per_seed_and_prompt():
             "t.jsonl line 2, column 'prompt_id': expected a value, got none",
         ),
         (
+            lambda df: df.assign(model=["m", "m", "m", None, "m", "m"]),
+            "t.jsonl line 4, column 'model': expected a value, got none",
+        ),
+        (
+            lambda df: df.assign(sample=[0, 1, 0, None, 0, 1]),
+            "t.jsonl line 4, column 'sample': expected a value, got none",
+        ),
+        (
             lambda df: df.iloc[:5],
             "t.jsonl: mixed sample counts: prompt 'c' of model 'm' (seed 0) has 1 samples (its last at "
             "t.jsonl line 5), the others 2; every prompt needs the same n",
@@ -103,6 +111,9 @@ def test_models_must_share_their_prompts_and_their_sample_count():
     with pytest.raises(InputError) as err:
         Coverage("s", {"a": a, "b": ModelCounts("b", 8, ["p", "q"], np.array([[1, 1]]))}).checked()
     assert str(err.value) == "s: mixed sample counts: model 'b' has 8 samples per prompt, model 'a' 4"
+    with pytest.raises(InputError) as err:  # fewer samples than the first model, as more
+        Coverage("s", {"a": a, "b": ModelCounts("b", 2, ["p", "q"], np.array([[1, 1]]))}).checked()
+    assert str(err.value) == "s: mixed sample counts: model 'b' has 2 samples per prompt, model 'a' 4"
 
 
 def test_a_duplicate_is_placed_at_its_own_second_row_among_other_duplicates():
