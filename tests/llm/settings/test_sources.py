@@ -3,9 +3,11 @@ read: ES's population and Ray settings are not GRPO's; GRPO's table is not ES's 
 iterations that price a GRPO step (ES's budget, llm/schedules.py); the probe's sigma and pattern, the update
 analysis's alpha and the run's own settings are every algorithm's; a schedule of both reads everything."""
 
+import argparse
+
 import pytest
 
-from escov.llm.settings.sources import flag_applies
+from escov.llm.settings.sources import _parse_flag, flag_applies
 
 ES_ONLY = (
     "workers",
@@ -48,3 +50,45 @@ def test_every_setting_is_read_by_a_schedule_of_both_and_the_common_ones_by_each
     assert flag_applies(name, "es-grpo") and flag_applies(name, "grpo-es")
     if name in EVERY_ALGORITHM:
         assert flag_applies(name, "es") and flag_applies(name, "grpo")
+
+
+@pytest.mark.parametrize(
+    "text, typ, value",
+    [
+        ("a.py:f, b:g,,", "tuple[str, ...]", ("a.py:f", "b:g")),  # comma separated, blanks dropped
+        ("1, 16,32", "tuple[int, ...]", (1, 16, 32)),
+        ("5,22.5", "tuple[float, ...]", (5.0, 22.5)),
+        ("", "tuple[int, ...]", ()),
+        ("true", "bool", True),
+        ("FALSE", "bool", False),
+        ("False", "bool", False),
+        ("-3", "int", -3),
+        ("1e-5", "float", 1e-05),
+        ("7", "float", 7.0),
+        ("q_proj,v_proj", "str", "q_proj,v_proj"),
+    ],
+)
+def test_a_flags_text_reads_as_its_fields_type(text, typ, value):
+    read = _parse_flag(text, typ)
+    assert read == value and type(read) is type(value)
+    if isinstance(value, tuple):  # each entry of its own type: 5 read as 5.0 for a float list
+        assert [type(v) for v in read] == [type(v) for v in value]
+
+
+@pytest.mark.parametrize(
+    "text, typ, message",
+    [
+        ("yes", "bool", "expected true or false, got 'yes'"),
+        ("3.5", "int", "expected an integer, got '3.5'"),
+        ("x", "float", "expected a number, got 'x'"),
+        ("1,two", "tuple[int, ...]", "expected an integer, got 'two'"),
+        ("0.5,", "tuple[str, ...]", None),  # strings take any text
+    ],
+)
+def test_a_flags_text_that_is_not_of_its_type_is_refused_by_what_it_expected(text, typ, message):
+    if message is None:
+        assert _parse_flag(text, typ) == ("0.5",)
+        return
+    with pytest.raises(argparse.ArgumentTypeError) as err:
+        _parse_flag(text, typ)
+    assert str(err.value) == message
