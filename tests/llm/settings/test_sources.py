@@ -4,10 +4,12 @@ iterations that price a GRPO step (ES's budget, llm/schedules.py); the probe's s
 analysis's alpha and the run's own settings are every algorithm's; a schedule of both reads everything."""
 
 import argparse
+import json
 
 import pytest
 
-from escov.llm.settings.sources import _parse_flag, flag_applies
+from escov.llm.settings.sources import _parse_flag, flag_applies, load_config, saved_config
+from escov.llm.settings.train_config import TrainConfig
 
 ES_ONLY = (
     "workers",
@@ -92,3 +94,18 @@ def test_a_flags_text_that_is_not_of_its_type_is_refused_by_what_it_expected(tex
     with pytest.raises(argparse.ArgumentTypeError) as err:
         _parse_flag(text, typ)
     assert str(err.value) == message
+
+
+def test_a_runs_config_json_reads_back_its_settings_beside_the_schedule_and_names_its_file(tmp_path):
+    cfg = TrainConfig(model="m", out=str(tmp_path), algo="es-grpo", steps=12, switch_step=4, eval_ks=(1, 4))
+    written = json.loads(json.dumps(cfg.to_dict()))  # as config.json holds it: tuples as lists
+    (tmp_path / "config.json").write_text(json.dumps({**written, "schedule": {"phases": ["es", "grpo"]}}))
+    assert load_config(tmp_path) == cfg and load_config(str(tmp_path)) == cfg
+    assert saved_config({**written, "schedule": {}}) == cfg
+    (tmp_path / "config.json").write_text(json.dumps({**written, "steps": 0}))
+    with pytest.raises(ValueError) as err:
+        load_config(tmp_path)
+    assert str(err.value) == f"{tmp_path / 'config.json'}: steps must be an integer >= 1, got 0"
+    with pytest.raises(ValueError) as err:
+        saved_config({**written, "steps": 0})
+    assert str(err.value) == "config.json: steps must be an integer >= 1, got 0"
