@@ -235,3 +235,33 @@ def test_a_blocks_prompts_are_written_in_the_tasks_prompt_style(style):
     got = block_problems(task, "test", 4, 0, 2)
     assert [p.prompt for p in got] == [format_prompt(p.meta["numbers"], p.meta["target"], style) for p in got]
     assert all(p.prompt != format_prompt(p.meta["numbers"], p.meta["target"]) for p in got)
+
+
+def test_a_draw_is_refused_only_after_its_repeats_in_a_row_not_its_repeats_in_all(monkeypatch):
+    """The exhaustion rule counts repeats in a row (a new instance starts the count again): with the limit lowered
+    to 40, a 4-number draw (never counted exactly) whose 30 one-solution instances come after more than 40 repeats
+    in all, but never 40 in a row, is drawn; the instances are the stream's own, replayed here."""
+    import random
+
+    from escov.llm.tasks import solution_blocks
+    from escov.llm.tasks.countdown import distinct_solutions
+
+    monkeypatch.setattr(solution_blocks, "MAX_DRAWS_WITHOUT_NEW", 40)
+    settings = {"min_numbers": 3, "max_numbers": 4, "max_number": 8, "max_target": 20}
+    stream = Countdown(**settings, min_solutions=1)
+    rng = random.Random("countdown/test/7")  # Countdown.problems' stream for split test, seed 7
+    seen, wanted, repeats, in_a_row, longest = set(), [], 0, 0, 0
+    while len(wanted) < 30:
+        numbers, _, target = stream.sample_expression(rng, "test")
+        key = (tuple(sorted(numbers)), target)
+        if key in seen:
+            repeats, in_a_row = repeats + 1, in_a_row + 1
+            longest = max(longest, in_a_row)
+            continue
+        seen.add(key)
+        in_a_row = 0
+        if len(distinct_solutions(numbers, target)) == 1:  # the count itself: the brute-force tests above
+            wanted.append(key)
+    assert repeats > 40 > longest  # the case the rule tells apart
+    drawn = block_problems(Countdown(**settings), "test", 30, 7, 1)
+    assert [_instance(p) for p in drawn] == wanted
