@@ -285,6 +285,32 @@ def test_a_walk_that_leaves_the_grid_on_any_side_or_enters_a_wall_ends_nowhere()
     assert not grid.is_free((1, 3)) and not grid.is_free((2, 0)) and not grid.is_free((-1, 0)) and grid.is_free((1, 1))
 
 
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("S.#|.G", "not a grid (equal rows of '.#SG' joined by '|'): 'S.#|.G'"),  # rows of unequal length
+        ("S.#|..G|", "not a grid (equal rows of '.#SG' joined by '|'): 'S.#|..G|'"),  # an empty last row
+        ("", "not a grid (equal rows of '.#SG' joined by '|'): ''"),
+        ("S.x|..G", "not a grid (equal rows of '.#SG' joined by '|'): 'S.x|..G'"),
+        (":S.|.G", "not a grid (equal rows of '.#SG' joined by '|'): ':S.|.G'"),  # ":" only ends a grid
+        ("S.|.G::", "not a grid (equal rows of '.#SG' joined by '|'): 'S.|.G::'"),
+        ("S.|..", "a grid needs one S and one G: 'S.|..'"),
+        ("..|.G", "a grid needs one S and one G: '..|.G'"),
+        ("SS|.G", "a grid needs one S and one G: 'SS|.G'"),
+        ("SG|.G", "a grid needs one S and one G: 'SG|.G'"),
+    ],
+)
+def test_a_text_that_is_not_one_grid_is_refused_by_what_it_lacks(text, message):
+    with pytest.raises(ValueError) as err:
+        parse_grid(text)
+    assert str(err.value) == message
+
+
+def test_a_grid_reads_the_same_with_and_without_its_final_colon():
+    assert parse_grid("S#|.G:") == parse_grid("S#|.G")
+    assert (parse_grid("S#|.G").rows, parse_grid("S#|.G").cols, set(parse_grid("S#|.G").blocked)) == (2, 2, {(0, 1)})
+
+
 def test_generated_grids_reach_down_to_their_minimum_distance_and_solution_count():
     """Every generated instance meets the settings (distance >= min_distance, >= min_solutions shortest paths, counted
     by brute force here), and both bounds are attained: the minimum is allowed, not excluded."""

@@ -31,9 +31,11 @@ def test_enumeration_matches_brute_force_over_all_multiplicities():
     for _ in range(300):
         numbers = [rng.randint(1, 6) for _ in range(rng.randint(2, 7))]
         target = rng.randint(1, sum(numbers) + 2)
-        assert set(solutions(numbers, target)) == brute_solutions(numbers, target)
+        found = solutions(numbers, target)
+        assert set(found) == brute_solutions(numbers, target) and found == sorted(found)  # sorted, as documented
     assert solutions([2, 2, 3], 5) == [(2, 3)]  # a repeated number gives one solution, not one per copy
     assert solutions([2, 2, 3], 4) == [(2, 2)] and solutions([2, 2, 3], 7) == [(2, 2, 3)]
+    assert solutions([4, 1, 3, 2], 5) == [(1, 4), (2, 3)]  # each solution and the list in sorted order
 
 
 def test_verifier_accepts_exactly_the_enumerated_set():
