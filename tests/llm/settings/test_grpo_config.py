@@ -33,6 +33,15 @@ REFUSED = [
         "grpo.warmup_ratio must be a finite number in [0, 1], got -0.1",
     ),
     ({"top_k": -1}, "grpo.top_k must be an integer >= 0, got -1"),
+    ({"top_k": True}, "grpo.top_k must be an integer >= 0, got True"),
+    ({"top_p": True}, "grpo.top_p must be a finite number in (0, 1], got True"),
+    ({"top_p": "0.9"}, "grpo.top_p must be a finite number in (0, 1], got '0.9'"),
+    ({"use_peft": True, "lora_dropout": 1.5}, "grpo.lora_dropout must be a finite number in [0, 1], got 1.5"),
+    (
+        {"loss_type": "ppo"},
+        "grpo.loss_type must be one of ['grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', 'clip_cov', 'kl_cov'], "
+        "got 'ppo'",
+    ),
     ({"lr_scheduler_type": "linear", "warmup_steps": -1}, "grpo.warmup_steps must be an integer >= 0, got -1"),
     ({"use_peft": True, "lora_r": 0}, "grpo.lora_r must be an integer >= 1, got 0"),
     ({"use_peft": True, "lora_alpha": 0}, "grpo.lora_alpha must be an integer >= 1, got 0"),
