@@ -339,6 +339,16 @@ def test_a_fixed_entropy_coefficient_applies_at_every_step():
     assert not off.enabled and off.applied() == 0.0
 
 
+def test_an_adaptive_coefficient_starting_at_zero_is_on_and_kept_in_the_optimizers_state():
+    """use_adaptive_entropy with entropy_coef 0 (TRL's start from 0): the bonus is on, its state is the dict the
+    optimizer checkpoints, and a low entropy raises the coefficient there by delta."""
+    held = {}
+    control = EntropyControl(GRPOConfig(use_adaptive_entropy=True, entropy_coef=0.0, entropy_target=0.5), lambda: held)
+    assert control.enabled and held == {"coef": 0.0, "last": math.inf}
+    control.measured(0.25)
+    assert held == pytest.approx({"coef": 0.005, "last": 0.25}) and control.applied() == pytest.approx(0.005)
+
+
 def test_the_entropy_threshold_is_inclusive_and_no_token_is_selected_without_tokens():
     """1 - quantile = 0.75 of the five entropies 0..4 is 3 exactly (torch.quantile's linear rule lands on a token):
     tokens at or above it, 3 and 4, are kept, as TRL's `>=`; padding never is; an all-padding batch keeps none."""

@@ -53,6 +53,11 @@ def test_groups_of_one_method_are_named_by_the_settings_that_differ_beyond_the_m
     ]
 
 
+def test_a_groups_seeds_are_listed_in_order_whatever_the_order_of_its_runs():
+    runs = [_run(f"r{seed}", seed, algo="es") for seed in (3, 0, 2)]
+    assert [g.seeds for g in group_runs(runs)] == [[0, 2, 3]]
+
+
 def test_the_sections_groups_name_method_settings_seeds_and_runs_as_shown():
     from escov.paper_checks.own_runs import own_runs_section
 

@@ -103,3 +103,11 @@ def test_claims_quoting_table_2_say_it_is_the_six_task_average():
     assert (
         T2 in BY_ID["matched_passk_above_grpo"].test.paper_effect and T2 in BY_ID["grpo_raises_pass1"].test.paper_effect
     )
+
+
+def test_a_tests_unit_is_its_own_name_when_given_even_empty_else_points_at_unit_100():
+    assert ClaimTest("directional").printed_unit == " pts"
+    assert ClaimTest("directional", unit=1.0).printed_unit == ""
+    assert ClaimTest("directional", unit_name="%").printed_unit == "%"
+    assert ClaimTest("directional", unit_name="").printed_unit == ""  # given empty at unit 100: no unit written
+    assert ClaimTest("equivalence", margin=0.1, unit_name="").describe() == "equivalence: |difference| < 10"

@@ -30,6 +30,19 @@ def trace(name, pass1, entropy=None):
     return Trace(name, tuple(range(len(pass1))), tuple(pass1), tuple(entropy))
 
 
+def test_a_curves_trace_reads_each_points_step_sampled_pass1_and_sampled_entropy():
+    """Trace.of_curve: the sampled evaluation's Pass@1 and mean token entropy, never the greedy one's."""
+    points = [
+        {
+            "step": s,
+            "sampled": {"pass_at_k": {"1": p, "4": 0.9}, "mean_token_entropy": h},
+            "greedy": {"pass_at_k": {"1": 1 - p}, "mean_token_entropy": 0.0},
+        }
+        for s, p, h in ((0, 0.25, 1.5), (5, 0.5, 1.25))
+    ]
+    assert Trace.of_curve("g", points) == Trace("g", (0, 5), (0.25, 0.5), (1.5, 1.25))
+
+
 def test_entropy_falls_at_the_first_point_a_tenth_below_a_later_maximum():
     assert ENTROPY_DROP == 0.10
     t = trace("g", [0.1, 0.2, 0.3, 0.4, 0.5], [1.5, 2.0, 1.9, 1.8, 1.0])
