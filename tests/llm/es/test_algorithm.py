@@ -401,3 +401,16 @@ def test_the_seed_and_the_reward_standardisation_together_decide_the_update(tiny
     for n in same:
         torch.testing.assert_close(scaled[n], factor * same[n], rtol=1e-4, atol=1e-6)  # fp32 rounding of theta + delta
     assert not all(torch.allclose(other[n], same[n], atol=1e-6) for n in same)
+
+
+def test_a_steps_generated_tokens_are_the_members_and_the_centers_samples():
+    """ESStep.generated_tokens (the tokens train.py counts for the step): the members' n_tokens, plus the center's
+    samples' where the step drew them."""
+    from types import SimpleNamespace
+
+    from escov.llm.es.algorithm import ESStep
+
+    step = ESStep(np.zeros(2), np.zeros(2), 0.0, 100, 0.0, 0.0)
+    assert step.generated_tokens == 100
+    step.center = SimpleNamespace(n_tokens=20)
+    assert step.generated_tokens == 120
