@@ -53,7 +53,7 @@ def key_of_problem(name, p):
     return p.meta["grid"]
 
 
-CASES = [  # small settings, so that the stream repeats itself (repeats in all / longest run: 8 / 2, 14 / 5, 37 / 9)
+CASES = [  # small settings, so that the stream repeats itself (repeats in all / longest run: 8 / 2, 5 / 2, 37 / 9)
     (
         "countdown",
         lambda: Countdown(min_numbers=3, max_numbers=3, max_number=8, max_target=20, min_solutions=2),
@@ -61,7 +61,7 @@ CASES = [  # small settings, so that the stream repeats itself (repeats in all /
         "train",
         40,
     ),
-    ("subset_sum", lambda: SubsetSum(m=3, max_number=8), _subset_sum, "test", 10),
+    ("subset_sum", lambda: SubsetSum(m=3, max_number=8), _subset_sum, "validation", 10),
     (
         "grid_paths",
         lambda: GridPaths(rows=3, cols=4, n_blocked=1, min_distance=2, min_solutions=1),
