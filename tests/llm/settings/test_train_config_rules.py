@@ -9,6 +9,13 @@ from escov.llm.settings.train_config import TrainConfig
 
 REFUSED = [
     ({"steps": 0}, "steps must be an integer >= 1, got 0"),
+    ({"steps": True}, "steps must be an integer >= 1, got True"),
+    ({"budget": "tokens"}, "budget must be one of ['flops', 'responses'], got 'tokens'"),
+    ({"engine": "sglang"}, "engine must be one of ['hf', 'vllm'], got 'sglang'"),
+    ({"dtype": "int8"}, "dtype must be one of ['float32', 'bfloat16', 'float16'], got 'int8'"),
+    ({"switch_step": -1}, "switch_step must be an integer >= 0, got -1"),
+    ({"probe_every": -1}, "probe_every must be an integer >= 0, got -1"),
+    ({"eval_steps": -1}, "eval_steps must be an integer >= 0, got -1"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
     ({"eval_skip": -1}, "eval_skip must be an integer >= 0, got -1"),
     (
