@@ -642,3 +642,54 @@ def test_a_task_scored_by_functions_keeps_the_tasks_answers(tmp_path):
     plain = get_task("deepscaler", test_data=tmp_path / "math.jsonl")
     one = plain.problems("test", 1, seed=0)[0]
     assert scored.answer(one, "\\boxed{0.5}") == plain.answer(one, "\\boxed{0.5}") == plain.answer(one, "\\boxed{1/2}")
+
+
+def test_a_time_limit_interrupts_its_block_at_a_fraction_of_a_second_and_leaves_no_timer_or_handler():
+    """time_limit(0.3): a 2 s block stops with RewardTimeout well before its end; afterwards SIGALRM's timer is off
+    and the handler that was there before is back (one set by the test)."""
+    import signal
+    import time
+
+    from escov.llm.tasks.reward_function import RewardTimeout, time_limit
+
+    def before(signum, frame):
+        raise AssertionError("the earlier handler ran")
+
+    previous = signal.signal(signal.SIGALRM, before)
+    try:
+        start = time.monotonic()
+        with pytest.raises(RewardTimeout), time_limit(0.3):
+            time.sleep(2.0)
+        assert 0.25 <= time.monotonic() - start < 1.5
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert signal.getsignal(signal.SIGALRM) is before
+        with time_limit(0.5):  # a block that ends in time: no RewardTimeout, and again nothing left behind
+            time.sleep(0.05)
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and signal.getsignal(signal.SIGALRM) is before
+        with time_limit(0):  # no limit: the handler is not touched
+            assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_time_limit_outside_the_main_thread_does_not_limit():
+    """SIGALRM's handler can be set from the main thread only: elsewhere the block runs unlimited, without error."""
+    import threading
+    import time
+
+    from escov.llm.tasks.reward_function import time_limit
+
+    outcome = []
+
+    def block():
+        try:
+            with time_limit(0.05):
+                time.sleep(0.2)
+            outcome.append("done")
+        except BaseException as err:  # noqa: BLE001 - the test reports whatever the thread raised
+            outcome.append(repr(err))
+
+    thread = threading.Thread(target=block)
+    thread.start()
+    thread.join()
+    assert outcome == ["done"]
