@@ -3,6 +3,8 @@ bound, each combination refused, each message whole; and when ES runs on Ray act
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from escov.llm.settings.train_config import TrainConfig
@@ -36,6 +38,15 @@ REFUSED = [
     ({"gpu_memory_utilization": 0.0}, "gpu_memory_utilization must lie in (0, 1], got 0.0"),
     ({"gpu_memory_utilization": 1.5}, "gpu_memory_utilization must lie in (0, 1], got 1.5"),
     ({"reward_timeout": -1.0}, "reward_timeout must be a number of seconds >= 0 (0: no limit), got -1.0"),
+    ({"reward_timeout": True}, "reward_timeout must be a number of seconds >= 0 (0: no limit), got True"),
+    ({"reward_timeout": math.inf}, "reward_timeout must be a number of seconds >= 0 (0: no limit), got inf"),
+    ({"eval_solutions": -1}, "eval_solutions must be an integer >= 0, got -1"),
+    ({"train_solutions": -2}, "train_solutions must be an integer >= 0, got -2"),
+    ({"checkpoint_dense": -1}, "checkpoint_dense must be an integer >= 0, got -1"),
+    ({"truncate_prompts": 1}, "truncate_prompts must be true or false, got 1"),
+    ({"report_to": "mlflow"}, "report_to must be one of ['none', 'tensorboard', 'wandb', 'trackio'], got 'mlflow'"),
+    ({"completions_kept": -1}, "completions_kept must be an integer >= 0, got -1"),
+    ({"completions_every": -1}, "completions_every must be an integer >= 0, got -1"),
     (
         {"reward_timeout": 5.0},
         "reward_timeout limits reward functions (reward_function); the task's own reward has none",
@@ -58,6 +69,8 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    {"reward_timeout": 5.0, "reward_function": ("m:f",)},  # a built-in task's reward functions are limited too
+    {"completions_kept": 0, "completions_every": 0, "checkpoint_dense": 0, "truncate_prompts": True},
     {"seed": 0, "eval_skip": 0, "switch_step": 0},
     {"algo": "es-grpo", "steps": 4, "switch_step": 1},
     {"algo": "grpo-es", "steps": 4, "switch_step": 3},
