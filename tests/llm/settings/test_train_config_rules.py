@@ -47,6 +47,21 @@ REFUSED = [
     ({"report_to": "mlflow"}, "report_to must be one of ['none', 'tensorboard', 'wandb', 'trackio'], got 'mlflow'"),
     ({"completions_kept": -1}, "completions_kept must be an integer >= 0, got -1"),
     ({"completions_every": -1}, "completions_every must be an integer >= 0, got -1"),
+    ({"data": 3}, "data must be a file path (a string), got 3"),
+    ({"test_data": None}, "test_data must be a file path (a string), got None"),
+    ({"prompt_style": "fancy"}, "prompt_style must be one of ['plain', 'instruct', 'paper'], got 'fancy'"),
+    ({"temperature": 0}, "temperature must be a finite number > 0, got 0"),
+    ({"eval_temperature": -1.0}, "eval_temperature must be a finite number > 0, got -1.0"),
+    # a task object's own name (llm.train.train takes one): the reward convention's own rules
+    (
+        {"task": "mine", "reward": "bogus"},
+        "reward must be one of ['escov', 'es-at-scale-countdown', 'paper-gsm8k'], got 'bogus'",
+    ),
+    ({"task": "mine", "format_reward": 1.5}, "format_reward must lie in [0, 1), got 1.5"),
+    (
+        {"task": "mine", "reward": "paper-gsm8k", "format_reward": 0.1},
+        "format_reward is part of the reward convention 'paper-gsm8k'; set it only with reward 'escov'",
+    ),
     (
         {"reward_timeout": 5.0},
         "reward_timeout limits reward functions (reward_function); the task's own reward has none",
@@ -69,6 +84,9 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    {"task": "mine", "format_reward": 0.1},  # a task object's own name, under any convention
+    {"task": "mine", "reward": "paper-gsm8k"},
+    {"task": "mine", "reward": "es-at-scale-countdown"},
     {"reward_timeout": 5.0, "reward_function": ("m:f",)},  # a built-in task's reward functions are limited too
     {"completions_kept": 0, "completions_every": 0, "checkpoint_dense": 0, "truncate_prompts": True},
     {"seed": 0, "eval_skip": 0, "switch_step": 0},
