@@ -8,7 +8,14 @@ import json
 
 import pytest
 
-from escov.llm.settings.sources import _parse_flag, flag_applies, load_config, saved_config
+from escov.llm.settings.sources import (
+    _parse_flag,
+    config_from_args,
+    flag_applies,
+    load_config,
+    saved_config,
+    setting_flags,
+)
 from escov.llm.settings.train_config import TrainConfig
 
 ES_ONLY = (
@@ -109,3 +116,20 @@ def test_a_runs_config_json_reads_back_its_settings_beside_the_schedule_and_name
     with pytest.raises(ValueError) as err:
         saved_config({**written, "steps": 0})
     assert str(err.value) == "config.json: steps must be an integer >= 1, got 0"
+
+
+def test_the_flags_given_are_those_set_on_the_namespace_even_a_partial_one():
+    """setting_flags reads the settings a namespace holds and not None: a namespace of some settings only (another
+    command's parser) gives those; a repeated flag's lists are joined."""
+    args = argparse.Namespace(steps=5, seed=None, **{"es.sigma": 0.01}, reward_function=[["a:f"], ["b:g", "c:h"]])
+    assert setting_flags(args) == {"steps": 5, "es.sigma": 0.01, "reward_function": ("a:f", "b:g", "c:h")}
+
+
+def test_a_config_file_that_is_missing_or_not_toml_is_named(tmp_path):
+    with pytest.raises(ValueError) as err:
+        config_from_args(argparse.Namespace(config=str(tmp_path / "run.toml")))
+    assert str(err.value) == f"--config: no such file {tmp_path / 'run.toml'}"
+    (tmp_path / "bad.toml").write_text("steps = = 3\n")
+    with pytest.raises(ValueError, match=r"bad.toml: not valid TOML \(") as err:
+        config_from_args(argparse.Namespace(config=str(tmp_path / "bad.toml")))
+    assert str(err.value).startswith(f"{tmp_path / 'bad.toml'}: not valid TOML (")

@@ -48,6 +48,8 @@ REFUSED = [
     ({"completions_kept": -1}, "completions_kept must be an integer >= 0, got -1"),
     ({"completions_every": -1}, "completions_every must be an integer >= 0, got -1"),
     ({"data": 3}, "data must be a file path (a string), got 3"),
+    ({"ray_address": 3}, "ray_address must be a string, got 3"),
+    ({"gpu_memory_utilization": True}, "gpu_memory_utilization must lie in (0, 1], got True"),
     ({"test_data": None}, "test_data must be a file path (a string), got None"),
     ({"prompt_style": "fancy"}, "prompt_style must be one of ['plain', 'instruct', 'paper'], got 'fancy'"),
     ({"temperature": 0}, "temperature must be a finite number > 0, got 0"),
