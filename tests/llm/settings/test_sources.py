@@ -133,3 +133,43 @@ def test_a_config_file_that_is_missing_or_not_toml_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"bad.toml: not valid TOML \(") as err:
         config_from_args(argparse.Namespace(config=str(tmp_path / "bad.toml")))
     assert str(err.value).startswith(f"{tmp_path / 'bad.toml'}: not valid TOML (")
+
+
+def test_settings_from_a_file_and_flags_name_their_source_and_flags_win(tmp_path):
+    toml = tmp_path / "run.toml"
+    toml.write_text('model = "m"\nout = "o"\nalgo = "grpo"\nsteps = 7\n[grpo]\nbeta = 0.1\n')
+    cfg = config_from_args(argparse.Namespace(config=str(toml), steps=9, **{"grpo.epsilon": 0.3}))
+    assert (cfg.algo, cfg.steps, cfg.grpo.beta, cfg.grpo.epsilon) == ("grpo", 9, 0.1, 0.3)
+    with pytest.raises(ValueError) as err:
+        config_from_args(argparse.Namespace(config=None, steps=0))
+    assert str(err.value) == "flags: steps must be an integer >= 1, got 0"
+    for given, missing in (({"out": "o"}, "model"), ({"model": "m"}, "out")):
+        with pytest.raises(ValueError) as err:
+            config_from_args(argparse.Namespace(config=None, **given))
+        assert str(err.value) == f"{missing} is required (flag --{missing} or key '{missing}' in the config file)"
+    with pytest.raises(ValueError) as err:
+        config_from_args(argparse.Namespace(config=str(toml), **{"grpo.epsilon": 0.0}))
+    assert str(err.value) == f"{toml}: grpo.epsilon must be a finite number > 0, got 0.0"
+
+
+@pytest.mark.parametrize(
+    "table, unread",
+    [
+        ("beta = 0.1\n", "beta does nothing"),
+        ("epsilon = 0.3\nbeta = 0.1\nnum_generations = 4\n", "beta, epsilon do nothing"),
+    ],
+)
+def test_a_grpo_table_in_an_es_runs_file_is_refused_naming_what_es_never_reads(tmp_path, table, unread):
+    """ES reads [grpo]'s group size (its budget's price of a GRPO step) and nothing else of the table."""
+    toml = tmp_path / "run.toml"
+    toml.write_text(f'model = "m"\nout = "o"\nalgo = "es"\n[grpo]\n{table}')
+    with pytest.raises(ValueError) as err:
+        config_from_args(argparse.Namespace(config=str(toml)))
+    drop = "it" if unread.startswith("beta does") else "them"
+    assert str(err.value) == (
+        f"{toml}: [grpo] {unread} with algo = 'es' (read by algo grpo, es-grpo, grpo-es); drop {drop}"
+    )
+    toml.write_text(
+        'model = "m"\nout = "o"\nalgo = "es-grpo"\nsteps = 4\nswitch_step = 2\n[grpo]\nbeta = 0.1\n'
+    )  # a schedule reads it
+    assert config_from_args(argparse.Namespace(config=str(toml))).grpo.beta == 0.1
