@@ -20,6 +20,7 @@ class Table:
     sizes: tuple[int, ...] = ()
     weights: tuple[float, ...] = ()
     section: str = ""  # read as a section of its own by the caller
+    flag: bool = False
 
 
 def test_values_take_their_fields_types():
@@ -41,6 +42,8 @@ def test_values_take_their_fields_types():
         ("sizes", 3, "sizes must be a list, got 3"),
         ("count", True, "count must be an integer, got True"),
         ("share", "0.5", "share must be a number, got '0.5'"),
+        ("flag", 1, "flag must be true or false, got 1"),
+        ("section", 3, "section must be a string, got 3"),
     ],
 )
 def test_a_value_of_another_type_is_named(key, value, message):
@@ -54,7 +57,7 @@ def test_an_unknown_key_names_the_known_ones_but_the_sections():
         _known(Table, {"cuont": 2}, "t.toml", ("section",))
     assert (
         str(err.value)
-        == "t.toml: unknown setting 'cuont'; known settings: ['count', 'names', 'share', 'sizes', 'weights']"
+        == "t.toml: unknown setting 'cuont'; known settings: ['count', 'flag', 'names', 'share', 'sizes', 'weights']"
     )
 
 
@@ -63,3 +66,9 @@ def test_a_positive_setting_refuses_zero_negatives_non_finite_and_non_numbers(va
     with pytest.raises(ValueError) as err:
         _positive("temperature", value)
     assert str(err.value) == f"temperature must be a finite number > 0, got {value!r}"
+
+
+def test_a_field_of_a_type_no_table_uses_is_a_bug_named_by_its_type():
+    with pytest.raises(TypeError) as err:
+        _coerce("mapping", {}, "dict[str, int]")
+    assert str(err.value) == "unsupported field type dict[str, int] for mapping"
