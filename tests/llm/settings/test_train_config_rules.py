@@ -163,3 +163,25 @@ def test_a_settings_tables_refusal_names_its_source_and_table_once(table, messag
     with pytest.raises(ValueError) as err:
         TrainConfig.from_dict(table, source="run.toml")
     assert str(err.value).startswith(message) and str(err.value).count("run.toml") == 1
+
+
+def test_a_renamed_setting_reads_under_its_new_name_beside_the_others():
+    cfg = TrainConfig.from_dict({"population_every": 5, "steps": 7, "probe": True})
+    assert (cfg.probe_every, cfg.steps, cfg.probe) == (5, 7, True)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (3, "run.toml must be a table of settings, got 3"),
+        ({"stpes": 3}, "run.toml: unknown setting 'stpes'; known settings: ['algo', "),
+        (
+            {"population_every": 5, "probe_every": 5},
+            "run.toml: 'population_every' is the old name of 'probe_every'; give only 'probe_every'",
+        ),
+    ],
+)
+def test_a_settings_table_that_cannot_be_read_is_named_by_its_source_once(data, message):
+    with pytest.raises(ValueError) as err:
+        TrainConfig.from_dict(data, source="run.toml")
+    assert str(err.value).startswith(message) and str(err.value).count("run.toml") == 1
