@@ -81,13 +81,16 @@ def test_a_pair_needs_enough_points_on_both_sides_and_a_range_reaching_the_entro
     assert flat.missed == ("GRPO's entropy does not fall",)
 
 
+# two learning rates and two alphas, a small and a big step each
+STEPS = {
+    "g-big": Setting("grpo", {"learning_rate": 1e-4}, ""),
+    "g-small": Setting("grpo", {"learning_rate": 1e-5}, ""),
+    "e-big": Setting("es", {"sigma": 0.01, "alpha": 0.02}, ""),
+    "e-small": Setting("es", {"sigma": 0.01, "alpha": 0.005}, ""),
+}
+
+
 def test_choose_takes_the_widest_range_then_more_points_then_smaller_steps():
-    settings = {
-        "g-big": Setting("grpo", {"learning_rate": 1e-4}, ""),
-        "g-small": Setting("grpo", {"learning_rate": 1e-5}, ""),
-        "e-big": Setting("es", {"sigma": 0.01, "alpha": 0.02}, ""),
-        "e-small": Setting("es", {"sigma": 0.01, "alpha": 0.005}, ""),
-    }
     fall = [2.0, 2.0] + [1.0] * 9
     traces = {
         "g-big": rising("g-big", 0.2, 0.7, 11, fall),
@@ -95,25 +98,19 @@ def test_choose_takes_the_widest_range_then_more_points_then_smaller_steps():
         "e-big": rising("e-big", 0.2, 0.6, 9),
         "e-small": rising("e-small", 0.2, 0.4, 9),
     }
-    chosen, pairs = choose(traces, settings)
+    chosen, pairs = choose(traces, STEPS)
     assert len(pairs) == 4 and (chosen.grpo, chosen.es) == ("g-big", "e-big")  # the only range up to 0.6
     traces["g-small"] = rising("g-small", 0.2, 0.6, 21, [2.0, 2.0] + [1.0] * 19)  # the same range, more points
-    chosen, _ = choose(traces, settings)
+    chosen, _ = choose(traces, STEPS)
     assert (chosen.grpo, chosen.es) == ("g-small", "e-big")
     traces["g-small"] = Trace("g-small", traces["g-big"].steps, traces["g-big"].pass1, traces["g-big"].entropy)
-    chosen, _ = choose(traces, settings)  # identical curves: the smaller learning rate
+    chosen, _ = choose(traces, STEPS)  # identical curves: the smaller learning rate
     assert (chosen.grpo, chosen.es) == ("g-small", "e-big")
-    none, pairs = choose({"g-big": rising("g-big", 0.2, 0.7, 11), "e-big": rising("e-big", 0.2, 0.6, 9)}, settings)
+    none, pairs = choose({"g-big": rising("g-big", 0.2, 0.7, 11), "e-big": rising("e-big", 0.2, 0.6, 9)}, STEPS)
     assert none is None and pairs[0].missed == ("GRPO's entropy does not fall",)
 
 
 def test_a_tie_in_range_and_points_goes_to_the_smaller_learning_rate_before_the_smaller_alpha():
-    settings = {
-        "g-small": Setting("grpo", {"learning_rate": 1e-5}, ""),
-        "g-big": Setting("grpo", {"learning_rate": 1e-4}, ""),
-        "e-small": Setting("es", {"sigma": 0.01, "alpha": 0.005}, ""),
-        "e-big": Setting("es", {"sigma": 0.01, "alpha": 0.02}, ""),
-    }
     fall = [2.0, 2.0] + [1.0] * 7
     # crossed ranges: each learning rate meets the other's alpha over 0.4 of Pass@1 (0.7 - 0.3 and 0.5 - 0.1, equal
     # but in their last bit), its own over 0.2
@@ -123,7 +120,7 @@ def test_a_tie_in_range_and_points_goes_to_the_smaller_learning_rate_before_the_
         "e-small": rising("e-small", 0.1, 0.5, 9),
         "e-big": rising("e-big", 0.3, 0.7, 9),
     }
-    chosen, pairs = choose(traces, settings)
+    chosen, pairs = choose(traces, STEPS)
     widths = {(p.grpo, p.es): p.hi - p.lo for p in pairs}
     assert widths == pytest.approx(
         {("g-small", "e-big"): 0.4, ("g-big", "e-small"): 0.4, ("g-small", "e-small"): 0.2, ("g-big", "e-big"): 0.2}
