@@ -327,3 +327,50 @@ def test_an_endpoint_is_evaluated_in_seeded_chunks_of_its_runs_test_prompts_and_
     write_json(path, dict(read_json(path)) | {"cpu_seconds": -1.0, "weights_sha256": "0" * 64})
     endpoints.evaluate_endpoint(out / "runs" / "grpo-s3", "base", 1.0, out, 2, 2)
     assert read_json(path)["cpu_seconds"] >= 0 and read_json(path)["weights_sha256"] == weights_sha256(tiny_model_dir)
+
+
+def test_a_runs_endpoint_loads_its_checkpoint_and_a_stopped_evaluation_keeps_its_chunks(
+    tmp_path, tiny_model_dir, monkeypatch
+):
+    """A run's endpoint loads its last checkpoint, not the base: a checkpoint whose weights file is damaged stops it,
+    naming the file. An evaluation stopped in its second chunk leaves the first in its .partial.json (its settings and
+    seed), and the next call continues from there."""
+    import shutil
+
+    import torch
+
+    from escov.llm import evaluate as evaluate_module
+    from escov.llm.config import TrainConfig
+    from escov.llm.rundir import read_json
+
+    torch.set_num_threads(1)
+    out = tmp_path / "answer"
+    run = out / "runs" / "es-s5"
+    run.mkdir(parents=True)
+    cfg = TrainConfig(algo="es", model=str(tiny_model_dir), seed=5, eval_problems=5, max_completion_length=6)
+    write_json(run / "config.json", cfg.to_dict())
+    checkpoint = run / "checkpoints" / "step-7"
+    shutil.copytree(tiny_model_dir, checkpoint)
+    (checkpoint / "trainer_state.json").write_text("{}")
+    (checkpoint / "model.safetensors").write_bytes(b"not weights")
+    with pytest.raises(ValueError, match="step-7/model.safetensors: damaged or truncated safetensors file"):
+        endpoints.evaluate_endpoint(run, "es-s5", 0.6, out, 3, 2)
+
+    real, seeds = evaluate_module.evaluate, []
+
+    def stopped_in_the_second_chunk(*args, **kwargs):
+        seeds.append(kwargs["seed"])
+        if len(seeds) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "evaluate", stopped_in_the_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        endpoints.evaluate_endpoint(run, "base", 1.0, out, 3, 2)
+    partial = endpoints.endpoint_file(out, "base", 0, 1.0).with_suffix(".partial.json")
+    kept = read_json(partial)
+    assert (kept["model"], kept["step"], kept["n"], [c["seed"] for c in kept["chunks"]]) == ("base", 0, 3, seeds[:1])
+    assert len(kept["chunks"][0]["per_problem"]) == 2 and kept["cpu_seconds"] > 0
+    monkeypatch.setattr(evaluate_module, "evaluate", real)
+    whole = read_json(endpoints.evaluate_endpoint(run, "base", 1.0, out, 3, 2))
+    assert whole["chunk_seeds"][:2] == seeds and len(whole["chunk_seeds"]) == 3 and not partial.exists()
