@@ -188,6 +188,50 @@ WRONG = [
         cross_prompt.zero_prompts,
         "cross_prompt/zero_prompts/",
     ),
+    # slips sized between each check's own tolerance and a tolerance ten times as loose (a loosened check passes them)
+    (
+        lemma2,
+        "population_pass",
+        lambda p: lemmas.population_pass(p) + 0.01,  # 100 standard errors off, 6% of the sampling spread
+        lemma2.monte_carlo,
+        "lemma2/p_pop_monte_carlo",
+    ),
+    (
+        grpo,
+        "grpo_prompt_weight",
+        lambda *args, **kwargs: 1.03 * escov.theory.grpo.grpo_prompt_weight(*args, **kwargs),  # 13 standard errors
+        grpo.weight_monte_carlo,
+        "grpo/weight_monte_carlo/",
+    ),
+    (
+        grpo,
+        "entropy_change_first_order",
+        lambda probs, dz: 1.05 * escov.theory.grpo.entropy_change_first_order(probs, dz),  # 5%: over 2 t at t <= 0.01
+        grpo.entropy_change,
+        "grpo/entropy_change/",
+    ),
+    (
+        dpi,
+        "binary_entropy",
+        lambda p: 1.05 * metrics.binary_entropy(p),
+        dpi.js_chain,
+        "dpi/jssucc_le_jspol",
+    ),
+    # a strict comparison met with equality, and a proposition whose assumption no population meets
+    (
+        lemma2,
+        "distinct_members_pass",
+        lambda p, k: lemmas.mixture_pass(p, k),
+        lemma2.monte_carlo,
+        "lemma2/k_of_n/distinct_beats_same/",
+    ),
+    (
+        prop1,
+        "prop1_assumption",
+        lambda *args: np.zeros_like(np.asarray(args[0]), dtype=bool),
+        prop1.proposition,
+        "prop1/proposition/",
+    ),
 ]
 
 
@@ -199,3 +243,15 @@ def test_a_check_fails_when_the_formula_it_checks_is_wrong(monkeypatch, module, 
     assert _failing(right, prefix) == []
     monkeypatch.setattr(module, name, wrong)
     assert _failing(check(np.random.default_rng(3)), prefix) != []
+
+
+def test_lemma3s_update_is_claimed_only_up_to_its_step_limit():
+    """Each ES-update item beyond sigma + alpha = es_claimed carries a regime (it never counts), each within it none;
+    the checked steps include both."""
+    items = lemma3.es_update(np.random.default_rng(3))
+    beyond = []
+    for it in items:
+        sigma, alpha = (float(part.split("=")[1]) for part in it["name"].rsplit("/", 1)[1].split(","))
+        beyond.append(sigma + alpha > lemma3.CFG.es_claimed)
+        assert ("regime" in it) == beyond[-1], it["name"]
+    assert any(beyond) and not all(beyond)
