@@ -79,11 +79,14 @@ def test_a_draw_is_its_streams_first_new_instances_and_runs_of_repeats_not_their
     taken, repeats, longest = replay(make(), draw, name, split, n, seed=11)
     assert repeats > longest + 1  # the case the rule tells apart: more repeats in all than in the longest run
     monkeypatch.setattr(base, "MAX_DRAWS_WITHOUT_NEW", longest + 1)
-    for module in (countdown, subset_sum, grid_paths):
-        module._generated.cache_clear()  # drawn here under the lowered limit, not taken from the process's cache
-    assert [key_of_problem(name, p) for p in make().problems(split, n, seed=11)] == taken
+    assert [key_of_problem(name, p) for p in drawn_afresh(make, split, n)] == taken
     monkeypatch.setattr(base, "MAX_DRAWS_WITHOUT_NEW", longest)
+    with pytest.raises(ValueError, match=f"draws in a row gave none new\\), {n} were requested"):
+        drawn_afresh(make, split, n)  # one repeat fewer in a row is exhaustion
+
+
+def drawn_afresh(make, split, n):
+    """The task's draw at seed 11 under the limit set now, not the process's cached one."""
     for module in (countdown, subset_sum, grid_paths):
         module._generated.cache_clear()
-    with pytest.raises(ValueError, match=f"draws in a row gave none new\\), {n} were requested"):
-        make().problems(split, n, seed=11)  # one repeat fewer in a row is exhaustion
+    return make().problems(split, n, seed=11)
